@@ -1,0 +1,153 @@
+"""The metric catalog: the DCGM exporter's counters CSV, parsed by the exporter's own rules.
+
+Rules (dcgm-exporter internal/pkg/counters): a line is a comment only when `#`
+is its first character; empty lines are skipped; every record has exactly
+three comma-separated fields (field name, Prometheus type, help), each trimmed
+of spaces; the type is one of gauge, counter, histogram, summary, label.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
+
+KINDS = ("gauge", "counter", "histogram", "summary", "label")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    kind: str
+    help: str
+    unit_key: str
+    family: str
+    line: int
+
+    @property
+    def unit(self) -> Unit:
+        return UNITS[self.unit_key]
+
+    @property
+    def is_series(self) -> bool:
+        """Label fields become labels on other series, not series of their own."""
+        return self.kind != "label"
+
+    @property
+    def is_counter(self) -> bool:
+        return self.kind == "counter"
+
+    @property
+    def charted_unit(self) -> Unit:
+        """The unit of what a chart shows: counters are charted as per-second rates."""
+        return UNITS[self.unit.rate_key] if self.is_counter else self.unit
+
+
+@dataclass(frozen=True)
+class Catalog:
+    source: str
+    metrics: tuple[Metric, ...]
+    repeats: tuple[str, ...] = ()  # "file:line: NAME repeats line N" for each repeated field
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {m.name: m for m in self.metrics})
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name  # type: ignore[attr-defined]
+
+    def __iter__(self):
+        return iter(self.metrics)
+
+    def __len__(self) -> int:
+        return len(self.metrics)
+
+    def get(self, name: str) -> Metric:
+        try:
+            return self._by_name[name]  # type: ignore[attr-defined]
+        except KeyError:
+            raise KeyError(name) from None
+
+    def series(self) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if m.is_series)
+
+    def labels(self) -> tuple[Metric, ...]:
+        return tuple(m for m in self.metrics if not m.is_series)
+
+    def by_family(self) -> dict[str, list[Metric]]:
+        grouped: dict[str, list[Metric]] = {}
+        for metric in self.series():
+            grouped.setdefault(metric.family, []).append(metric)
+        return {f: grouped[f] for f in FAMILY_ORDER if f in grouped}
+
+
+def parse_counters(text: str, source: str = "<counters>") -> Catalog:
+    """Parse counters CSV text. Raises InputError naming source:line on the first bad record."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    metrics: list[Metric] = []
+    seen: dict[str, Metric] = {}
+    repeats: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw == "" or raw.startswith("#"):
+            continue
+        where = f"{source}:{number}"
+        try:
+            records = list(csv.reader([raw], strict=True))
+        except csv.Error as exc:
+            raise InputError(f"not a CSV record ({exc})", where=where,
+                             hint="quote the help text if it holds quotes") from None
+        fields = [field.strip(" ") for field in records[0]] if records else []
+        if len(fields) != 3:
+            raise InputError(
+                f"expected 3 fields (DCGM field, type, help), found {len(fields)}",
+                where=where,
+                hint='quote help text that contains a comma: DCGM_FI_X, gauge, "a, b"'
+                if len(fields) > 3 else "write: DCGM_FIELD_NAME, gauge, help text",
+            )
+        name, kind, help_text = fields
+        if not _NAME.match(name):
+            raise InputError(f"field name {name!r} is not a DCGM field name", where=where,
+                             hint="use the DCGM field's name, e.g. DCGM_FI_DEV_GPU_UTIL (numeric ids are not accepted)")
+        if kind not in KINDS:
+            raise InputError(f"type {kind!r} of {name} is not one of {', '.join(KINDS)}", where=where,
+                             hint="use a lower-case Prometheus type from that list")
+        if name in seen:
+            first = seen[name]
+            if first.kind != kind:
+                raise InputError(f"{name} is listed twice with different types ({first.kind} at line "
+                                 f"{first.line}, {kind} here)", where=where,
+                                 hint="keep one of the two lines")
+            # NVIDIA's own 1.x compatibility file repeats a field with the same type: the first line
+            # wins, and `gpudash lint` reports the repeat (rule CSV001) so it gets cleaned up.
+            repeats.append(f"{where}: {name} repeats line {first.line}; the first line wins")
+            continue
+        metric = Metric(name=name, kind=kind, help=help_text, unit_key=infer_unit(name, help_text),
+                        family=infer_family(name), line=number)
+        seen[name] = metric
+        metrics.append(metric)
+    if not metrics:
+        raise InputError("no metrics: every line is blank or a comment", where=source,
+                         hint="list at least one field, e.g. DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).")
+    return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats))
+
+
+def load_counters(path: Path) -> Catalog:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("counters CSV not found", where=str(path),
+                         hint="pass --csv with the exporter's counters file, or omit it to use the bundled one") from None
+    except OSError as exc:
+        raise InputError(f"cannot read counters CSV ({exc.strerror})", where=str(path)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError("not UTF-8 text", where=f"{path}:{line}",
+                         hint="save the counters file as UTF-8") from None
+    return parse_counters(text, source=str(path))

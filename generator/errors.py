@@ -1,0 +1,44 @@
+"""User-facing errors and the exit codes the CLI maps them to."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1  # lint findings, --check differences, failed verify checks
+EXIT_INPUT = 2  # usage and input errors: bad CSV, YAML, definitions, paths
+EXIT_REMOTE = 3  # a remote system refused or could not be reached
+
+
+class GpudashError(Exception):
+    """An error a user can act on: what failed, where, and what to do.
+
+    `where` is a file (optionally with ``:line``) or an API object; `hint`
+    says what to do next. The CLI prints these without a traceback.
+    """
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, what: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(what)
+        self.what = what
+        self.where = where
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.what}" if self.where else self.what
+        if self.hint:
+            text += f"\n  fix: {self.hint}"
+        return text
+
+
+class InputError(GpudashError):
+    """Malformed input files: CSV, YAML, definitions."""
+
+
+class OutputError(GpudashError):
+    """The output directory could not be written."""
+
+
+class RemoteError(GpudashError):
+    """A remote API failed or could not be reached."""
+
+    exit_code = EXIT_REMOTE

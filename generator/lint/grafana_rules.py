@@ -1,0 +1,219 @@
+"""Lint rules over the generated Grafana dashboards (neutral and grafanalib ones alike)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Iterable, Iterator
+
+from ..artifacts import GrafanaDashboard
+from ..catalog import Catalog
+from . import Finding, Rule
+from .promql_checks import COUNTER_FUNCTIONS, parse, range_windows, selectors
+
+UID_MAX = 40
+CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
+_DATASOURCE_REFS = ("${datasource}", "$datasource")
+
+
+@dataclass(frozen=True)
+class GrafanaSubject:
+    dashboards: list[GrafanaDashboard]
+    catalog: Catalog
+    pod_label: str
+    schema_dir: Any  # Path of the reference Grafana schemas, or None
+
+
+def _panels(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for panel in model.get("panels", []):
+        yield panel
+        yield from panel.get("panels", [])  # collapsed rows hold their panels
+
+
+def _charts(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    return (p for p in _panels(model) if p.get("type") not in ("row", "text"))
+
+
+def _where(dashboard: GrafanaDashboard, panel: dict[str, Any] | None = None) -> str:
+    place = f"grafana/{dashboard.uid}.json"
+    return f"{place} panel {panel.get('title', '?')!r}" if panel else place
+
+
+def _targets(subject: GrafanaSubject) -> Iterator[tuple[GrafanaDashboard, dict, dict]]:
+    for dashboard in subject.dashboards:
+        for panel in _charts(dashboard.model):
+            for target in panel.get("targets", []):
+                if target.get("expr"):
+                    yield dashboard, panel, target
+
+
+def promql_parses(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard, panel, target in _targets(subject):
+        try:
+            parse(target["expr"])
+        except ValueError as exc:
+            yield Finding("GF001", "error", _where(dashboard, panel),
+                          f"query {target.get('refId', '?')} does not parse: {exc}")
+
+
+def metrics_known(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard, panel, target in _targets(subject):
+        try:
+            found = selectors(parse(target["expr"]))
+        except ValueError:
+            continue
+        for selector in found:
+            if selector.metric and selector.metric not in subject.catalog:
+                yield Finding("GF002", "error", _where(dashboard, panel),
+                              f"{selector.metric} is not in the counters CSV ({subject.catalog.source})")
+
+
+def counters_rated(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard, panel, target in _targets(subject):
+        try:
+            found = selectors(parse(target["expr"]))
+        except ValueError:
+            continue
+        for selector in found:
+            metric = selector.metric
+            if metric in subject.catalog and subject.catalog.get(metric).is_counter \
+                    and selector.range_function not in COUNTER_FUNCTIONS:
+                yield Finding("GF006", "error", _where(dashboard, panel),
+                              f"counter {metric} is charted raw: wrap it in rate() or increase()")
+
+
+def rate_interval(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard, panel, target in _targets(subject):
+        for window in range_windows(target["expr"]):
+            if window not in ("$__rate_interval", "$__range", "$__interval") and ":" not in window:
+                yield Finding("GF007", "warning", _where(dashboard, panel),
+                              f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")
+
+
+def units(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard in subject.dashboards:
+        for panel in _charts(dashboard.model):
+            if not panel.get("fieldConfig", {}).get("defaults", {}).get("unit") and panel.get("type") != "heatmap":
+                yield Finding("GF003", "error", _where(dashboard, panel), "panel has no unit")
+
+
+def descriptions(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard in subject.dashboards:
+        for panel in _charts(dashboard.model):
+            if not panel.get("description"):
+                yield Finding("GF004", "error", _where(dashboard, panel), "panel has no description")
+
+
+def _datasource_ok(ref: Any) -> bool:
+    if ref is None:
+        return True  # inherits the panel's
+    uid = ref.get("uid") if isinstance(ref, dict) else ref
+    return uid in _DATASOURCE_REFS or (isinstance(uid, str) and uid.startswith("-- "))
+
+
+def datasource_variable(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard in subject.dashboards:
+        for panel in _charts(dashboard.model):
+            refs = [panel.get("datasource")] + [t.get("datasource") for t in panel.get("targets", [])]
+            if panel.get("datasource") is None or not all(_datasource_ok(r) for r in refs):
+                yield Finding("GF005", "error", _where(dashboard, panel),
+                              "queries must use the ${datasource} variable, not a fixed data source")
+
+
+def uids(subject: GrafanaSubject) -> Iterable[Finding]:
+    seen: set[str] = set()
+    for dashboard in subject.dashboards:
+        uid = dashboard.model.get("uid") or ""
+        if not uid or len(uid) > UID_MAX:
+            yield Finding("GF008", "error", _where(dashboard), f"uid {uid!r} must be 1-{UID_MAX} characters")
+        if uid in seen:
+            yield Finding("GF008", "error", _where(dashboard), f"uid {uid!r} is used by another dashboard")
+        seen.add(uid)
+
+
+def overlaps(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard in subject.dashboards:
+        boxes = []
+        for panel in dashboard.model.get("panels", []):
+            grid = panel.get("gridPos") or {}
+            box = (grid.get("x", 0), grid.get("y", 0), grid.get("w", 0), grid.get("h", 0))
+            for other_title, (x, y, w, h) in boxes:
+                if box[0] < x + w and x < box[0] + box[2] and box[1] < y + h and y < box[1] + box[3]:
+                    yield Finding("GF009", "error", _where(dashboard, panel),
+                                  f"overlaps panel {other_title!r}")
+            boxes.append((panel.get("title", "?"), box))
+
+
+def pod_legends(subject: GrafanaSubject) -> Iterable[Finding]:
+    label = subject.pod_label
+    for dashboard, panel, target in _targets(subject):
+        expr = target["expr"]
+        if f"by ({label})" in expr and f"{{{{{label}}}}}" not in (target.get("legendFormat") or ""):
+            yield Finding("GF012", "error", _where(dashboard, panel),
+                          f"per-pod query's legend does not show {{{{{label}}}}}")
+
+
+@cache
+def _validators(schema_dir: str):
+    import jsonschema
+
+    def load(name: str):
+        with open(f"{schema_dir}/{name}.jsonschema.json") as handle:
+            return json.load(handle)
+
+    dashboard = jsonschema.Draft7Validator(load("dashboard"))
+    panels = {}
+    for kind in ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap"):
+        document = load(kind)
+        definitions = document.get("definitions", {})
+        panels[kind] = tuple(
+            jsonschema.Draft7Validator({**document, "$ref": f"#/definitions/{name}"}) if name in definitions else None
+            for name in ("Options", "FieldConfig"))
+    return dashboard, panels
+
+
+def schema(subject: GrafanaSubject) -> Iterable[Finding]:
+    if subject.schema_dir is None:
+        return
+    dashboard_validator, panel_validators = _validators(str(subject.schema_dir))
+    for dashboard in subject.dashboards:
+        severity = "error" if dashboard.model.get("schemaVersion", 0) >= 36 else "warning"
+        for error in dashboard_validator.iter_errors(dashboard.model):
+            path = "/".join(str(p) for p in error.absolute_path)
+            yield Finding("GF010", severity, _where(dashboard), f"schema: {path}: {error.message[:200]}")
+        for panel in _charts(dashboard.model):
+            validators = panel_validators.get(panel.get("type"))
+            if not validators:
+                continue
+            values = (panel.get("options", {}), panel.get("fieldConfig", {}).get("defaults", {}).get("custom", {}))
+            for validator, value in zip(validators, values):
+                if validator is None:
+                    continue
+                for error in validator.iter_errors(value):
+                    yield Finding("GF010", severity, _where(dashboard, panel),
+                                  f"schema: {error.message[:200]}")
+
+
+def configmap_size(subject: GrafanaSubject) -> Iterable[Finding]:
+    for dashboard in subject.dashboards:
+        size = len(json.dumps(dashboard.model, indent=2, sort_keys=True))
+        if size > CONFIGMAP_APPLY_LIMIT:
+            yield Finding("GF011", "warning", _where(dashboard),
+                          f"{size} bytes: too large for client-side kubectl apply; use --server-side")
+
+
+RULES = (
+    Rule("GF001", "every PromQL expression parses (Grafana macros substituted)", promql_parses),
+    Rule("GF002", "every metric a query names is in the counters CSV", metrics_known),
+    Rule("GF003", "every panel has a unit", units),
+    Rule("GF004", "every panel has a description", descriptions),
+    Rule("GF005", "queries use the ${datasource} variable", datasource_variable),
+    Rule("GF006", "counters are wrapped in rate() or increase()", counters_rated),
+    Rule("GF007", "rate windows use $__rate_interval", rate_interval),
+    Rule("GF008", "dashboard uids are unique and at most 40 characters", uids),
+    Rule("GF009", "panels do not overlap", overlaps),
+    Rule("GF010", "dashboards and panels validate against Grafana's JSON schema", schema),
+    Rule("GF011", "dashboards fit a ConfigMap applied with kubectl apply", configmap_size),
+    Rule("GF012", "per-pod queries show the pod in their legend", pod_legends),
+)

@@ -1,0 +1,64 @@
+"""PromQL inspection for lint: parse (after Grafana macros), list selectors with their context."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Grafana macros promql-parser rejects; each is replaced by a value of the same kind.
+_MACROS = (
+    (re.compile(r"\$__rate_interval|\$\{__rate_interval\}"), "5m"),
+    (re.compile(r"\$__interval_ms|\$__range_ms"), "300000"),
+    (re.compile(r"\$__range_s"), "300"),
+    (re.compile(r"\$__interval|\$__range|\$\{__interval\}|\$\{__range\}"), "5m"),
+)
+RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes"}
+COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets"}
+
+
+def substitute_macros(expr: str) -> str:
+    for pattern, value in _MACROS:
+        expr = pattern.sub(value, expr)
+    return expr
+
+
+@dataclass(frozen=True)
+class Selector:
+    metric: str | None
+    labels: tuple[str, ...]  # label names in the matchers
+    range_function: str | None  # the function applied to its range, if any
+
+
+def parse(expr: str):
+    """The parsed AST, or raises ValueError with the parser's message."""
+    import promql_parser
+
+    return promql_parser.parse(substitute_macros(expr))
+
+
+def selectors(ast) -> list[Selector]:
+    import promql_parser
+
+    found: list[Selector] = []
+    stack: list[object] = []
+
+    def pre(node):
+        if isinstance(node, promql_parser.VectorSelector):
+            function = None
+            if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
+                    and isinstance(stack[-2], promql_parser.Call):
+                function = stack[-2].func.name
+            labels = tuple(m.name for m in node.matchers.matchers)
+            found.append(Selector(node.name, labels, function))
+        stack.append(node)
+
+    def post(node):
+        stack.pop()
+
+    promql_parser.walk(ast, pre, post)
+    return found
+
+
+def range_windows(expr: str) -> list[str]:
+    """The text inside every [...] range of an (unsubstituted) expression."""
+    return re.findall(r"\[([^\]]+)\]", expr)

@@ -1,0 +1,22 @@
+"""Runs every lint rule family over a project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .artifacts import grafana_dashboards
+from .lint import Finding, Rule, run
+from .lint import catalog_rules, grafana_rules
+from .project import Project
+
+
+def all_rules() -> list[Rule]:
+    return [*catalog_rules.RULES, *grafana_rules.RULES]
+
+
+def lint_project(project: Project, disabled: frozenset[str] = frozenset(),
+                 grafana_schema: Path | None = None) -> list[Finding]:
+    subject = grafana_rules.GrafanaSubject(grafana_dashboards(project), project.catalog,
+                                           project.settings.labels.pod, grafana_schema)
+    return [*run(catalog_rules.RULES, project.catalog, disabled),
+            *run(grafana_rules.RULES, subject, disabled)]

@@ -1,0 +1,184 @@
+"""The backend-neutral model that dashboard definitions are written against.
+
+No PromQL and no CloudWatch syntax here: a panel names DCGM fields, how to
+aggregate them and what to group by. Renderers turn the model into Grafana
+JSON or CloudWatch dashboard bodies. `Query.raw_promql` is the one escape
+hatch, and panels that use it render for Grafana only.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+# Neutral grouping keys. The settings' label mapping says which label carries each
+# (pod -> pod or exported_pod, node -> Hostname or hostname, ...).
+GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model")
+AGGREGATIONS = ("avg", "sum", "max", "min", "count")
+PANEL_KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
+GRID_WIDTH = 24  # Grafana's grid; CloudWatch's is the same width
+
+_ENGINE_DIR = str(Path(__file__).resolve().parent)
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+
+
+def _caller() -> str:
+    """file:line of the definition that built an object (first frame outside the engine)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
+
+
+class DefinitionError(ValueError):
+    """A definition built an invalid model object; carries where it was built."""
+
+    def __init__(self, message: str, where: str):
+        super().__init__(message)
+        self.where = where
+
+
+@dataclass(frozen=True)
+class Query:
+    """One series set: `aggregation` of `metric` grouped `by` neutral keys.
+
+    `over`: divide the metric by the sum of these fields, series by series, before
+    aggregating (framebuffer used / (used + free) is a ratio of this kind).
+    Counters are turned into per-second rates by the renderers; `as_increase` asks
+    for the increase over the panel's window instead.
+    """
+
+    metric: str
+    aggregation: str = "avg"
+    by: tuple[str, ...] = ()
+    over: tuple[str, ...] = ()
+    legend: str | None = None  # overrides the legend derived from `by`
+    as_increase: bool = False
+    raw_promql: str | None = None  # escape hatch: Grafana only
+    defined_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.defined_at:
+            object.__setattr__(self, "defined_at", _caller())
+        object.__setattr__(self, "by", tuple(self.by))
+        object.__setattr__(self, "over", tuple(self.over))
+        if self.aggregation not in AGGREGATIONS:
+            raise DefinitionError(f"aggregation {self.aggregation!r} is not one of {', '.join(AGGREGATIONS)}",
+                                  self.defined_at)
+        unknown = [key for key in self.by if key not in GROUP_KEYS]
+        if unknown:
+            raise DefinitionError(f"cannot group by {', '.join(unknown)}: use {', '.join(GROUP_KEYS)}",
+                                  self.defined_at)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return (self.metric, *[m for m in self.over if m != self.metric])
+
+    @property
+    def per_pod(self) -> bool:
+        return "pod" in self.by
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    queries: tuple[Query, ...]
+    kind: str = "timeseries"
+    description: str = ""  # empty: the renderer uses the metric's help text
+    unit: str | None = None  # a unit key from generator.units; None: from the catalog
+    thresholds: tuple[float, float] | None = None  # (warning, critical)
+    min: float | None = None
+    max: float | None = None
+    width: int = 12
+    height: int = 8
+    defined_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.defined_at:
+            object.__setattr__(self, "defined_at", _caller())
+        queries = (self.queries,) if isinstance(self.queries, Query) else tuple(self.queries)
+        object.__setattr__(self, "queries", queries)
+        if self.kind not in PANEL_KINDS:
+            raise DefinitionError(f"panel kind {self.kind!r} is not one of {', '.join(PANEL_KINDS)}",
+                                  self.defined_at)
+        if not queries:
+            raise DefinitionError(f"panel {self.title!r} has no queries", self.defined_at)
+        if not 1 <= self.width <= GRID_WIDTH or not 1 <= self.height <= 50:
+            raise DefinitionError(f"panel {self.title!r}: width must be 1-{GRID_WIDTH}, height 1-50",
+                                  self.defined_at)
+
+    @property
+    def grafana_only(self) -> bool:
+        return any(q.raw_promql for q in self.queries)
+
+
+@dataclass(frozen=True)
+class Row:
+    title: str
+    panels: tuple[Panel, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "panels", tuple(self.panels))
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """`id` is stable: it names the Grafana uid and the CloudWatch dashboard."""
+
+    id: str
+    title: str
+    rows: tuple[Row, ...]
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    defined_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.defined_at:
+            object.__setattr__(self, "defined_at", _caller())
+        object.__setattr__(self, "rows", tuple(self.rows))
+        object.__setattr__(self, "tags", tuple(self.tags))
+        if not _ID.match(self.id):
+            raise DefinitionError(f"dashboard id {self.id!r} must be 1-31 lower-case letters, digits and '-'",
+                                  self.defined_at)
+
+    def panels(self) -> Iterable[Panel]:
+        for row in self.rows:
+            yield from row.panels
+
+    def queries(self) -> Iterable[Query]:
+        for panel in self.panels():
+            yield from panel.queries
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A row header or panel with its grid position (shared by every renderer)."""
+
+    item: Row | Panel
+    x: int
+    y: int
+    w: int
+    h: int
+
+
+def layout(dashboard: Dashboard) -> list[Placed]:
+    """Rows one under another; panels left to right, wrapping at the grid width."""
+    placed: list[Placed] = []
+    y = 0
+    for row in dashboard.rows:
+        placed.append(Placed(row, 0, y, GRID_WIDTH, 1))
+        y += 1
+        x = 0
+        line_height = 0
+        for panel in row.panels:
+            if x + panel.width > GRID_WIDTH:
+                y += line_height
+                x, line_height = 0, 0
+            placed.append(Placed(panel, x, y, panel.width, panel.height))
+            x += panel.width
+            line_height = max(line_height, panel.height)
+        y += line_height
+    return placed

@@ -1,0 +1,70 @@
+"""A project: settings + catalog + definitions, loaded and cross-checked once.
+
+Everything downstream (renderers, lint, targets) takes a Project, so the
+inputs are read in one place and every unknown name is reported with the
+file and line of the definition that used it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import definitions
+from .catalog import Catalog, load_counters
+from .errors import InputError
+from .model import Dashboard
+from .settings import Settings, load_settings
+
+
+@dataclass(frozen=True)
+class Project:
+    settings: Settings
+    catalog: Catalog
+    dashboards: tuple[Dashboard, ...]
+    grafanalib_dashboards: tuple[definitions.Loaded, ...]
+
+
+def _check_dashboard(dashboard: Dashboard, catalog: Catalog) -> None:
+    for query in dashboard.queries():
+        if query.raw_promql:
+            continue
+        for name in query.metrics:
+            if name not in catalog:
+                raise InputError(
+                    f"unknown metric {name}: it is not in the counters CSV ({catalog.source})",
+                    where=query.defined_at,
+                    hint=f"add {name} to the counters CSV, fix the name, or build the panel only "
+                         f"when ctx.has({name!r})",
+                )
+            if not catalog.get(name).is_series:
+                raise InputError(f"{name} is a label field, not a series: it cannot be charted",
+                                 where=query.defined_at,
+                                 hint="chart a gauge or counter; label fields appear as labels on every series")
+
+
+def load_project(config: Path | None = None, counters: Path | None = None) -> Project:
+    settings = load_settings(config)
+    catalog = load_counters(counters or settings.counters_path)
+    ctx = definitions.Context(catalog=catalog, settings=settings)
+    neutral: list[Dashboard] = []
+    legacy: list[definitions.Loaded] = []
+    seen: dict[str, str] = {}
+    for item in definitions.load("dashboards", settings.definition_dirs("dashboards"), ctx):
+        if isinstance(item.value, Dashboard):
+            dashboard: Any = item.value
+            if dashboard.id in seen:
+                raise InputError(f"dashboard id {dashboard.id!r} is used twice (also at {seen[dashboard.id]})",
+                                 where=dashboard.defined_at, hint="give each dashboard a unique id")
+            seen[dashboard.id] = dashboard.defined_at
+            _check_dashboard(dashboard, catalog)
+            neutral.append(dashboard)
+        elif definitions.is_grafanalib_dashboard(item.value):
+            legacy.append(item)
+        else:
+            raise InputError(f"a dashboard definition returned {type(item.value).__name__}, not a Dashboard",
+                             where=str(item.source),
+                             hint="return generator.model.Dashboard objects (or grafanalib Dashboards)")
+    return Project(settings=settings, catalog=catalog, dashboards=tuple(neutral),
+                   grafanalib_dashboards=tuple(legacy))

@@ -1,0 +1,201 @@
+"""Neutral dashboards -> Grafana dashboard JSON (schemaVersion 42) through grafana-foundation-sdk.
+
+Pure: (dashboard, catalog, settings) -> dict. Every query references the
+`${datasource}` variable and is filtered by the dashboard variables; per-pod
+series are labelled from the configured workload-pod label.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from ..catalog import Catalog
+from ..model import Dashboard, Panel, Query, Row, layout
+from ..promql import expression, label_name, legend
+from ..settings import Settings
+from ..units import UNITS
+
+# Metrics tried, in order, as the source of variable values (label_values).
+_ANCHORS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
+_REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Dashboard variables in order: (name, neutral key, label in the UI).
+_VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Namespace"),
+              ("pod", "pod", "Pod"), ("node", "node", "Node"), ("gpu", "gpu", "GPU"))
+
+
+def uid_for(dashboard: Dashboard, settings: Settings) -> str:
+    return f"{settings.grafana['uid_prefix']}-{dashboard.id}"
+
+
+def anchor_metric(catalog: Catalog) -> str:
+    series = [m.name for m in catalog.series()]
+    return next((name for name in _ANCHORS if name in series), series[0])
+
+
+def variable_names(settings: Settings) -> list[tuple[str, str, str]]:
+    return [v for v in _VARIABLES if v[0] != "cluster" or settings.shared_prometheus]
+
+
+def variable_matchers(settings: Settings, upto: str | None = None) -> tuple[str, ...]:
+    """`label=~"$var"` for each dashboard variable (those before `upto` when given)."""
+    matchers = []
+    for name, key, _ in variable_names(settings):
+        if name == upto:
+            break
+        matchers.append(f'{label_name(key, settings.labels)}=~"${name}"')
+    return tuple(matchers)
+
+
+def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the SDK prefers its v2 schema
+        return _render(dashboard, catalog, settings)
+
+
+def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
+    from grafana_foundation_sdk.builders import dashboard as db
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models import dashboard as dm
+
+    grafana = settings.grafana
+    tags = sorted({*grafana["tags"], *dashboard.tags})
+    builder = (db.Dashboard(dashboard.title).uid(uid_for(dashboard, settings)).tags(tags)
+               .refresh(grafana["refresh"]).time(grafana["time_from"], "now").timezone("browser")
+               .tooltip(dm.DashboardCursorSync.CROSSHAIR).editable()
+               .description(dashboard.description or dashboard.title))
+    for variable in _variables(catalog, settings):
+        builder = builder.with_variable(variable)
+    built = builder.build()
+    panels: list[Any] = []
+    for number, placed in enumerate(layout(dashboard), start=1):
+        grid = dm.GridPos(h=placed.h, w=placed.w, x=placed.x, y=placed.y)
+        if isinstance(placed.item, Row):
+            row = db.Row(placed.item.title).id(number).grid_pos(grid).build()
+            panels.append(row)
+        else:
+            panels.append(_panel(placed.item, catalog, settings).id(number).grid_pos(grid).build())
+    built.panels = panels
+    # Round-trip through the SDK's encoder so the result is plain JSON data.
+    return json.loads(json.dumps(built, cls=JSONEncoder))
+
+
+def _datasource():
+    from grafana_foundation_sdk.models import common
+
+    return common.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+
+def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
+    from grafana_foundation_sdk.builders import dashboard as db
+    from grafana_foundation_sdk.models import dashboard as dm
+
+    source = settings.grafana["datasource"]
+    datasource = db.DatasourceVariable("datasource").label("Data source").type(source["type"])
+    if source["default"]:
+        datasource = datasource.current(dm.VariableOption(selected=True, text=source["default"],
+                                                          value=source["default"]))
+    variables = [datasource]
+    anchor = anchor_metric(catalog)
+    for name, key, title in variable_names(settings):
+        matchers = variable_matchers(settings, upto=name)
+        query = f"label_values({anchor}{{{', '.join(matchers)}}}, {label_name(key, settings.labels)})" \
+            if matchers else f"label_values({anchor}, {label_name(key, settings.labels)})"
+        variables.append(
+            db.QueryVariable(name).label(title).datasource(_datasource()).query(query).definition(query)
+            .multi(True).include_all(True).all_value(".*")
+            .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"]))
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.NATURAL_ASC)
+        )
+    return variables
+
+
+def panel_unit(panel: Panel, catalog: Catalog) -> str:
+    """Grafana unit of a panel: its own, else the charted unit of its first metric."""
+    if panel.unit:
+        return UNITS[panel.unit].grafana
+    query = panel.queries[0]
+    if query.raw_promql or query.metric not in catalog:
+        return "short"
+    if query.over:
+        return UNITS["ratio"].grafana
+    metric = catalog.get(query.metric)
+    if metric.is_counter and query.as_increase:
+        return metric.unit.grafana
+    return metric.charted_unit.grafana
+
+
+def panel_description(panel: Panel, catalog: Catalog) -> str:
+    if panel.description:
+        return panel.description
+    texts = []
+    for query in panel.queries:
+        if query.metric in catalog:
+            metric = catalog.get(query.metric)
+            rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
+            texts.append(f"{metric.help} ({metric.name}){rate}")
+    return " ".join(dict.fromkeys(texts)) or panel.title
+
+
+def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
+    from grafana_foundation_sdk.builders import prometheus
+    from grafana_foundation_sdk.models import prometheus as pm
+
+    matchers = variable_matchers(settings)
+    targets = []
+    for ref_id, query in zip(_REF_IDS, panel.queries):
+        target = (prometheus.Dataquery().datasource(_datasource()).ref_id(ref_id)
+                  .expr(expression(query, settings.labels, catalog, matchers))
+                  .legend_format(legend(query, settings.labels)))
+        if panel.kind == "table":
+            target = target.format(pm.PromQueryFormat.TABLE).instant()
+        elif panel.kind in ("stat", "gauge", "bargauge"):
+            target = target.instant()
+        else:
+            target = target.range()
+        targets.append(target)
+    return targets
+
+
+def _thresholds(panel: Panel):
+    from grafana_foundation_sdk.builders import dashboard as db
+    from grafana_foundation_sdk.models import dashboard as dm
+
+    steps = [dm.Threshold(value=None, color="green")]
+    if panel.thresholds:
+        warning, critical = panel.thresholds
+        steps += [dm.Threshold(value=warning, color="orange"), dm.Threshold(value=critical, color="red")]
+    return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(steps)
+
+
+def _panel(panel: Panel, catalog: Catalog, settings: Settings):
+    from grafana_foundation_sdk.builders import bargauge, common as cb, gauge, heatmap, stat, table, timeseries
+    from grafana_foundation_sdk.models import common
+
+    kinds = {"timeseries": timeseries, "stat": stat, "gauge": gauge, "bargauge": bargauge,
+             "table": table, "heatmap": heatmap}
+    builder = (kinds[panel.kind].Panel().title(panel.title).description(panel_description(panel, catalog))
+               .datasource(_datasource()).targets(_targets(panel, catalog, settings)))
+    if panel.kind != "heatmap":
+        builder = builder.unit(panel_unit(panel, catalog)).thresholds(_thresholds(panel))
+        if panel.min is not None:
+            builder = builder.min(panel.min)
+        if panel.max is not None:
+            builder = builder.max(panel.max)
+    if panel.kind == "timeseries":
+        builder = (builder.legend(cb.VizLegendOptions().show_legend(True)
+                                  .display_mode(common.LegendDisplayMode.TABLE)
+                                  .placement(common.LegendPlacement.BOTTOM)
+                                  .calcs(["mean", "max", "lastNotNull"]))
+                   .tooltip(cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                            .sort(common.SortOrder.DESCENDING))
+                   .fill_opacity(10).line_width(1).span_nulls(False))
+        if panel.thresholds:
+            builder = builder.thresholds_style(
+                cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    elif panel.kind in ("stat", "gauge", "bargauge"):
+        builder = builder.reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+    elif panel.kind == "heatmap":
+        builder = builder.calculate(True).y_axis(heatmap.YAxisConfig().unit(panel_unit(panel, catalog)))
+    return builder

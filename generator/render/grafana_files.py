@@ -1,0 +1,45 @@
+"""Files that deliver Grafana dashboards: file provisioning and sidecar ConfigMaps. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..settings import Settings
+
+PROVISIONING_PATH = "/var/lib/grafana/dashboards/gpudash"
+SIDECAR_LABEL = "grafana_dashboard"
+SIDECAR_FOLDER_ANNOTATION = "grafana_folder"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpudash"}
+
+
+def provisioning(settings: Settings) -> dict[str, Any]:
+    """A dashboards provider for Grafana's provisioning/dashboards/ folder."""
+    folder = settings.grafana["folder"]
+    return {
+        "apiVersion": 1,
+        "providers": [{
+            "name": "gpudash",
+            "orgId": 1,
+            "type": "file",
+            "folder": folder["title"],
+            "folderUid": folder["uid"],
+            "disableDeletion": False,
+            "allowUiUpdates": False,
+            "updateIntervalSeconds": 60,
+            "options": {"path": PROVISIONING_PATH, "foldersFromFilesStructure": False},
+        }],
+    }
+
+
+def configmap(uid: str, dashboard_json: str, settings: Settings) -> dict[str, Any]:
+    """One ConfigMap per dashboard, found by kube-prometheus-stack's Grafana sidecar."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{uid}-dashboard",
+            "labels": {SIDECAR_LABEL: "1", **MANAGED_BY},
+            "annotations": {SIDECAR_FOLDER_ANNOTATION: settings.grafana["folder"]["title"]},
+        },
+        "data": {f"{uid}.json": dashboard_json},
+    }

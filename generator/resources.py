@@ -1,0 +1,34 @@
+"""Where the bundled files live: in a checkout, or inside an installed package.
+
+In a checkout `dashboards/`, `alarms/` and `schemas/` sit beside `generator/`.
+An installed wheel carries them as `generator/_bundled/<name>` (see the
+package-dir mapping in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+@cache
+def bundled(name: str) -> Path:
+    """Folder of bundled `dashboards`, `alarms` or `schemas`."""
+    for candidate in (_PACKAGE / "_bundled" / name, _PACKAGE.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"bundled folder {name!r} is missing from the gpudash installation")
+
+
+def default_counters() -> Path:
+    return _PACKAGE / "defaults" / "dcgm-counters.csv"
+
+
+def default_config() -> Path:
+    return _PACKAGE / "defaults" / "gpudash.yaml"
+
+
+def schema(name: str) -> Path:
+    return bundled("schemas") / name

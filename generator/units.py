@@ -1,0 +1,97 @@
+"""Units and families of DCGM fields, inferred from the counters CSV help text.
+
+One table per fact: `UNITS` says how each unit is shown by every backend, and
+how a counter of that unit reads once it is turned into a per-second rate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unit:
+    key: str
+    grafana: str  # Grafana unit id (fieldConfig.defaults.unit)
+    label: str  # human text for CloudWatch axis labels and tables
+    cloudwatch: str  # CloudWatch StandardUnit, for alarms and docs
+    rate_key: str  # the unit of rate(counter of this unit)
+    rate_scale: float = 1.0  # multiply the per-second rate by this to land in rate_key
+
+
+UNITS: dict[str, Unit] = {u.key: u for u in (
+    Unit("mhz", "rotmhz", "MHz", "None", "count_per_s"),
+    Unit("celsius", "celsius", "°C", "None", "count_per_s"),
+    Unit("watt", "watt", "W", "None", "count_per_s"),
+    Unit("milliwatt", "mwatt", "mW", "None", "count_per_s"),
+    Unit("millijoule", "joule", "mJ", "None", "milliwatt"),
+    Unit("percent", "percent", "%", "Percent", "count_per_s"),
+    Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s"),
+    Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s"),
+    Unit("nanosecond", "ns", "ns", "Microseconds", "time_ratio", 1e-9),
+    Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s"),
+    Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
+    Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),
+    Unit("count", "short", "count", "Count", "count_per_s"),
+    Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s"),
+    Unit("state", "none", "state", "None", "count_per_s"),
+)}
+
+# Help-text patterns, tried in order; the first match names the unit.
+_HELP_UNITS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\(in MHz\)", re.I), "mhz"),
+    (re.compile(r"\(in C\)"), "celsius"),
+    (re.compile(r"\(in W\)"), "watt"),
+    (re.compile(r"\(in mJ\)"), "millijoule"),
+    (re.compile(r"\(in %\)"), "percent"),
+    (re.compile(r"\(in (MiB|MB)\)"), "mebibyte"),
+    (re.compile(r"\(in ns\)"), "nanosecond"),
+    (re.compile(r"\(in us\)"), "nanosecond"),
+    (re.compile(r"bytes per second", re.I), "bytes_per_s"),
+)
+
+# Family of a field: first matching name fragment wins (names are compared upper-case).
+FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("exporter", ("DCGM_EXP",)),
+    ("pcie", ("PCIE",)),
+    ("profiling", ("PROF",)),
+    ("nvlink", ("NVLINK",)),
+    ("reliability", ("XID", "ECC", "RETIRED", "REMAP", "VIOLATION", "THROTTLE")),
+    ("clocks", ("CLOCK",)),
+    ("temperature", ("TEMP",)),
+    ("power", ("POWER", "ENERGY")),
+    ("utilization", ("UTIL",)),
+    ("memory", ("FB", "MEMORY")),
+    ("license", ("LICENSE",)),
+)
+FAMILY_ORDER = ("utilization", "memory", "profiling", "power", "temperature", "clocks",
+                "pcie", "nvlink", "reliability", "license", "exporter", "other")
+
+
+def infer_unit(name: str, help_text: str) -> str:
+    """Unit key for a field. DCGM_FI_PROF_* "ratio" fields are 0-1 whatever the help says."""
+    upper = name.upper()
+    if "_PROF_" in upper and "ratio" in help_text.lower():
+        return "ratio"
+    for pattern, key in _HELP_UNITS:
+        if pattern.search(help_text):
+            return key
+    if upper.endswith("_BYTES"):
+        return "byte" if "number of bytes" in help_text.lower() else "bytes_per_s"
+    if upper.endswith("XID_ERRORS"):
+        return "state"  # the last XID code seen, not a count
+    if upper.endswith("_VIOLATION"):
+        return "nanosecond"
+    if "LICENSE_STATUS" in upper or "REMAP_FAILURE" in upper or "HEALTH" in upper:
+        return "state"
+    return "count"
+
+
+def infer_family(name: str) -> str:
+    """Family of a field by name fragment; 1.x names (dcgm_gpu_temp) match as well."""
+    upper = name.upper()
+    for family, fragments in FAMILIES:
+        if any(fragment in upper for fragment in fragments):
+            return family
+    return "other"
