@@ -7,39 +7,38 @@ FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 
 
 def dashboards(ctx):
-    compute = [per_pod("DCGM_FI_DEV_GPU_UTIL", "GPU utilization by pod", min=0, max=100,
-                       thresholds=ctx.levels("gpu_util_percent"))]
-    activity = [
-        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor core activity by pod"),
-        ("DCGM_FI_PROF_DRAM_ACTIVE", "Memory bandwidth activity (DRAM) by pod"),
-        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Graphics/compute engine activity by pod"),
-        ("DCGM_FI_PROF_SM_ACTIVE", "SM activity by pod"),
-        ("DCGM_FI_PROF_SM_OCCUPANCY", "SM occupancy by pod"),
-    ]
-    compute += [per_pod(metric, title, min=0, max=1) for metric, title in activity if ctx.has(metric)]
-    memory = [per_pod(FB_USED, "Framebuffer used by pod", aggregation="sum")]
-    if ctx.has(FB_FREE):
-        memory.append(per_pod(FB_USED, "Framebuffer used share by pod", over=(FB_USED, FB_FREE), min=0, max=1,
-                              thresholds=ctx.levels("framebuffer_used_ratio"),
-                              description="Framebuffer used over total (used + free) of the pod's GPUs."))
-    power = [per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw by pod", aggregation="sum"),
-             per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod")]
-    if ctx.has("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"):
-        power.append(per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate by pod", aggregation="sum"))
-    pcie = [per_pod(metric, title, aggregation="sum") for metric, title in (
-        ("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe receive by pod"),
-        ("DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe transmit by pod"),
-    ) if ctx.has(metric)]
-    pods = Panel("Pods on GPUs", (Query("DCGM_FI_DEV_GPU_UTIL", "count", ("namespace", "pod")),),
-                 kind="table", width=24,
-                 description="Workload pods holding GPUs now, with how many GPUs each holds.")
-    rows = [Row("Compute", compute), Row("Memory", memory), Row("Power and clocks", power)]
-    if pcie:
-        rows.append(Row("PCIe", pcie))
-    rows.append(Row("Pods", [pods]))
+    compute = ctx.available([
+        per_pod("DCGM_FI_DEV_GPU_UTIL", "GPU utilization by pod", min=0, max=100,
+                thresholds=ctx.levels("gpu_util_percent")),
+        per_pod("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor core activity by pod", min=0, max=1),
+        per_pod("DCGM_FI_PROF_DRAM_ACTIVE", "Memory bandwidth activity (DRAM) by pod", min=0, max=1),
+        per_pod("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Graphics/compute engine activity by pod", min=0, max=1),
+        per_pod("DCGM_FI_PROF_SM_ACTIVE", "SM activity by pod", min=0, max=1),
+        per_pod("DCGM_FI_PROF_SM_OCCUPANCY", "SM occupancy by pod", min=0, max=1),
+    ])
+    memory = ctx.available([
+        per_pod(FB_USED, "Framebuffer used by pod", aggregation="sum"),
+        per_pod(FB_USED, "Framebuffer used share by pod", over=(FB_USED, FB_FREE), min=0, max=1,
+                thresholds=ctx.levels("framebuffer_used_ratio"),
+                description="Framebuffer used over total (used + free) of the pod's GPUs."),
+    ])
+    power = ctx.available([
+        per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw by pod", aggregation="sum"),
+        per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
+        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate by pod", aggregation="sum"),
+    ])
+    pcie = ctx.available([
+        per_pod("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe receive by pod", aggregation="sum"),
+        per_pod("DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe transmit by pod", aggregation="sum"),
+    ])
+    pods = ctx.available([
+        Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_UTIL", "count", ("namespace", "pod")), kind="table",
+              width=24, unit="count", description="Workload pods holding GPUs now, with how many GPUs each holds."),
+    ])
     yield Dashboard(
         id="by-pod",
         title="GPU usage by pod",
         description="GPU utilization, activity, memory, power and PCIe traffic of each workload pod.",
-        rows=rows,
+        rows=[Row("Compute", compute), Row("Memory", memory), Row("Power and clocks", power),
+              Row("PCIe", pcie), Row("Pods", pods)],
     )

@@ -7,12 +7,10 @@ UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
 POWER = "DCGM_FI_DEV_POWER_USAGE"
 TEMP = "DCGM_FI_DEV_GPU_TEMP"
-SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"
-TENSOR = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"
 
 
 def dashboards(ctx):
-    summary = [
+    summary = ctx.available([
         Panel("GPUs reporting", Query(UTIL, "count"), kind="stat", width=4, height=4,
               description="Number of GPUs the exporter reports for the current selection."),
         fleet_stat(UTIL, "Average GPU utilization", thresholds=ctx.levels("gpu_util_percent")),
@@ -20,20 +18,18 @@ def dashboards(ctx):
                    min=0, max=110),
         fleet_stat(POWER, "Total power draw", aggregation="sum"),
         fleet_stat(TEMP, "Hottest GPU", aggregation="max", thresholds=ctx.levels("gpu_temp_celsius")),
-    ]
-    if ctx.has(FB_USED, FB_FREE):
-        summary.append(fleet_stat(FB_USED, "Framebuffer in use", over=(FB_USED, FB_FREE), kind="gauge",
-                                  thresholds=ctx.levels("framebuffer_used_ratio"), min=0, max=1,
-                                  description="Framebuffer used over total (used + free), all selected GPUs."))
-    usage = [
+        fleet_stat(FB_USED, "Framebuffer in use", over=(FB_USED, FB_FREE), kind="gauge",
+                   thresholds=ctx.levels("framebuffer_used_ratio"), min=0, max=1,
+                   description="Framebuffer used over total (used + free), all selected GPUs."),
+    ])
+    usage = ctx.available([
         per_gpu(UTIL, "GPU utilization", thresholds=ctx.levels("gpu_util_percent"), min=0, max=100),
         per_gpu(FB_USED, "Framebuffer memory used"),
         per_gpu(POWER, "Power draw"),
         per_gpu(TEMP, "GPU temperature", thresholds=ctx.levels("gpu_temp_celsius")),
-        per_gpu(SM_CLOCK, "SM clock"),
-    ]
-    if ctx.has(TENSOR):
-        usage.append(per_gpu(TENSOR, "Tensor core activity", min=0, max=1))
+        per_gpu("DCGM_FI_DEV_SM_CLOCK", "SM clock"),
+        per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor core activity", min=0, max=1),
+    ])
     yield Dashboard(
         id="overview",
         title="GPU fleet overview",

@@ -8,7 +8,6 @@ of spaces; the type is one of gauge, counter, histogram, summary, label.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +84,46 @@ class Catalog:
         return {f: grouped[f] for f in FAMILY_ORDER if f in grouped}
 
 
+def _split_record(line: str) -> list[str]:
+    """Split one CSV line as Go's encoding/csv does (the exporter's reader).
+
+    A field is quoted only when `"` is its very first character; `""` inside it
+    is a quote. A quote anywhere else is an error, as it is for the exporter.
+    """
+    fields: list[str] = []
+    i, end = 0, len(line)
+    while True:
+        if i < end and line[i] == '"':
+            i += 1
+            parts = []
+            while True:
+                close = line.find('"', i)
+                if close < 0:
+                    raise ValueError("a quoted field is not closed")
+                parts.append(line[i:close])
+                i = close + 1
+                if i < end and line[i] == '"':
+                    parts.append('"')
+                    i += 1
+                    continue
+                break
+            fields.append("".join(parts))
+            if i == end:
+                return fields
+            if line[i] != ",":
+                raise ValueError(f'unexpected text after a quoted field at column {i + 1}')
+            i += 1
+        else:
+            comma = line.find(",", i)
+            field = line[i:] if comma < 0 else line[i:comma]
+            if '"' in field:
+                raise ValueError(f'a quote inside an unquoted field at column {i + field.index(chr(34)) + 1}')
+            fields.append(field)
+            if comma < 0:
+                return fields
+            i = comma + 1
+
+
 def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     """Parse counters CSV text. Raises InputError naming source:line on the first bad record."""
     if text.startswith("\ufeff"):
@@ -92,16 +131,16 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     metrics: list[Metric] = []
     seen: dict[str, Metric] = {}
     repeats: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
+        raw = raw.removesuffix("\r")
         if raw == "" or raw.startswith("#"):
             continue
         where = f"{source}:{number}"
         try:
-            records = list(csv.reader([raw], strict=True))
-        except csv.Error as exc:
-            raise InputError(f"not a CSV record ({exc})", where=where,
-                             hint="quote the help text if it holds quotes") from None
-        fields = [field.strip(" ") for field in records[0]] if records else []
+            fields = [field.strip(" ") for field in _split_record(raw)]
+        except ValueError as exc:
+            raise InputError(f"not a CSV record: {exc}", where=where,
+                             hint='a quoted field must start right after the comma: DCGM_FI_X, gauge,"a, b"') from None
         if len(fields) != 3:
             raise InputError(
                 f"expected 3 fields (DCGM field, type, help), found {len(fields)}",

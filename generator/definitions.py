@@ -33,6 +33,11 @@ class Context:
         """True when every named field is collected (listed in the counters CSV)."""
         return all(name in self.catalog for name in metrics)
 
+    def available(self, panels):
+        """The panels whose fields are all collected: bundled dashboards adapt to any CSV."""
+        return [panel for panel in panels
+                if all(q.raw_promql or self.has(*q.metrics) for q in panel.queries)]
+
     def levels(self, name: str) -> tuple[float, float]:
         value: Levels = self.settings.levels(name)
         return (value.warning, value.critical)

@@ -28,7 +28,9 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
 def _caller() -> str:
     """file:line of the definition that built an object (first frame outside the engine)."""
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
+    # Skip the engine's own frames and the dataclass-generated __init__ ("<string>").
+    while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIR)
+                                 or frame.f_code.co_filename == "<string>"):
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
 
@@ -138,7 +140,8 @@ class Dashboard:
     def __post_init__(self) -> None:
         if not self.defined_at:
             object.__setattr__(self, "defined_at", _caller())
-        object.__setattr__(self, "rows", tuple(self.rows))
+        # A row left without panels (its fields are not collected) is dropped.
+        object.__setattr__(self, "rows", tuple(row for row in self.rows if row.panels))
         object.__setattr__(self, "tags", tuple(self.tags))
         if not _ID.match(self.id):
             raise DefinitionError(f"dashboard id {self.id!r} must be 1-31 lower-case letters, digits and '-'",

@@ -173,6 +173,13 @@ def _validators(schema_dir: str):
     return dashboard, panels
 
 
+def _deepest(error):
+    """The most specific cause of an anyOf/oneOf failure: the sub-error with the longest path."""
+    while error.context:
+        error = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+    return error
+
+
 def schema(subject: GrafanaSubject) -> Iterable[Finding]:
     if subject.schema_dir is None:
         return
@@ -180,6 +187,7 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
     for dashboard in subject.dashboards:
         severity = "error" if dashboard.model.get("schemaVersion", 0) >= 36 else "warning"
         for error in dashboard_validator.iter_errors(dashboard.model):
+            error = _deepest(error)  # descend into anyOf (panel or row) to the real cause
             path = "/".join(str(p) for p in error.absolute_path)
             yield Finding("GF010", severity, _where(dashboard), f"schema: {path}: {error.message[:200]}")
         for panel in _charts(dashboard.model):

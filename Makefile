@@ -1,0 +1,42 @@
+# gpudash: `make generate` writes every artifact into build/; `make test` runs the whole suite.
+# Both set up everything they need on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: generate test lint services bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+generate: $(STAMP)
+	$(BIN)/gpudash generate --out build
+
+lint: $(STAMP)
+	$(BIN)/gpudash lint
+
+# Test services: a real Prometheus from Debian's package (the tests start it themselves).
+services:
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; }
+	@prometheus --version 2>&1 | head -1
+
+test: $(TEST_STAMP) services
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: $(TEST_STAMP)
+	$(BIN)/python benchmarks/generate.py
+
+clean:
+	rm -rf $(VENV) build

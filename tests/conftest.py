@@ -1,0 +1,53 @@
+"""Shared fixtures: the reference data folder, the CLI runner, small projects on disk."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from generator.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE = REPO.parent / "shared" / "reference"
+
+
+@pytest.fixture(scope="session")
+def reference() -> Path:
+    if not REFERENCE.is_dir():
+        pytest.skip(f"reference data not found at {REFERENCE} (it sits beside the repository in CI)")
+    return REFERENCE
+
+
+@pytest.fixture
+def cli():
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        result = CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path):
+    """A user project: gpudash.yaml plus a dashboards/ folder with the given files."""
+
+    def make(config: str = "", dashboards: dict[str, str] | None = None, csv: str | None = None) -> Path:
+        lines = [textwrap.dedent(config)]
+        if dashboards is not None:
+            folder = tmp_path / "dashboards"
+            folder.mkdir(exist_ok=True)
+            for name, text in dashboards.items():
+                (folder / name).write_text(textwrap.dedent(text))
+            lines.append("definitions:\n  dashboards: [dashboards]\n")
+        if csv is not None:
+            (tmp_path / "counters.csv").write_text(textwrap.dedent(csv))
+            lines.append("counters: counters.csv\n")
+        (tmp_path / "gpudash.yaml").write_text("\n".join(lines))
+        return tmp_path / "gpudash.yaml"
+
+    return make

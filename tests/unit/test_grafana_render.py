@@ -1,0 +1,178 @@
+"""Grafana dashboards: schema-valid, per-pod legends from the label mapping, variables, units, coverage."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.lint import run
+from generator.lint.grafana_rules import RULES, GrafanaSubject
+from generator.lint.promql_checks import parse, selectors
+from generator.project import load_project
+
+
+def _dashboards(config=None, csv=None):
+    project = load_project(config, csv)
+    return project, {d.uid: d.model for d in grafana_dashboards(project)}
+
+
+def _charts(model):
+    return [p for p in model["panels"] if p["type"] != "row"]
+
+
+def _targets(model):
+    return [(p, t) for p in _charts(model) for t in p["targets"]]
+
+
+def test_default_dashboards_validate_against_grafanas_schema(reference):
+    project, _ = _dashboards()
+    subject = GrafanaSubject(grafana_dashboards(project), project.catalog, "pod", reference / "grafana" / "schema")
+    schema_rule = [rule for rule in RULES if rule.id == "GF010"]
+    assert run(schema_rule, subject) == []
+
+
+def test_schema_rule_catches_a_broken_panel(reference):
+    project, _ = _dashboards()
+    dashboards = grafana_dashboards(project)
+    dashboards[0].model["panels"][1]["gridPos"]["w"] = "wide"
+    subject = GrafanaSubject(dashboards[:1], project.catalog, "pod", reference / "grafana" / "schema")
+    findings = run([rule for rule in RULES if rule.id == "GF010"], subject)
+    assert findings and all(f.severity == "error" for f in findings)
+    assert any("'wide' is not of type 'integer'" in f.message for f in findings)
+
+
+def test_schema_version_is_current():
+    _, models = _dashboards()
+    assert {m["schemaVersion"] for m in models.values()} == {42}
+
+
+def test_by_pod_panels_group_by_pod_with_pod_legends():
+    _, models = _dashboards()
+    by_pod = models["gpudash-by-pod"]
+    series_panels = [(p, t) for p, t in _targets(by_pod) if p["type"] == "timeseries"]
+    assert len(series_panels) >= 10
+    for panel, target in series_panels:
+        assert "by (pod)" in target["expr"], panel["title"]
+        assert 'pod!=""' in target["expr"], panel["title"]
+        assert target["legendFormat"] == "Pod {{pod}}", panel["title"]
+        assert panel["options"]["legend"]["showLegend"] is True
+
+
+def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_dir):
+    config = project_dir("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  node: hostname\n")
+    _, models = _dashboards(config)
+    text = json.dumps(models)
+    assert not re.search(r'[{ ,(]pod=~', text), "a query still filters on the exporter's own pod label"
+    assert "by (pod)" not in text
+    by_pod = models["gpudash-by-pod"]
+    legends = {t["legendFormat"] for p, t in _targets(by_pod) if p["type"] == "timeseries"}
+    assert legends == {"Pod {{exported_pod}}"}
+    variables = {v["name"]: v for v in by_pod["templating"]["list"]}
+    assert variables["pod"]["query"].endswith(", exported_pod)")
+    assert variables["node"]["query"].endswith(", hostname)")
+    assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
+
+
+def test_variables_and_cluster_variable_only_for_a_shared_prometheus(project_dir):
+    _, models = _dashboards()
+    names = [v["name"] for v in models["gpudash-overview"]["templating"]["list"]]
+    assert names == ["datasource", "namespace", "pod", "node", "gpu"]
+    config = project_dir("""
+        clusters:
+          - {name: east, region: us-east-1, prometheus_label: east}
+          - {name: west, region: us-west-2, prometheus_label: west}
+    """)
+    _, models = _dashboards(config)
+    overview = models["gpudash-overview"]
+    assert [v["name"] for v in overview["templating"]["list"]][:2] == ["datasource", "cluster"]
+    assert all('cluster=~"$cluster"' in t["expr"] for _, t in _targets(overview))
+
+
+def test_every_query_uses_the_datasource_variable_and_all_filters():
+    _, models = _dashboards()
+    for model in models.values():
+        for panel, target in _targets(model):
+            assert panel["datasource"]["uid"] == "${datasource}"
+            assert target["datasource"]["uid"] == "${datasource}"
+            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'Hostname=~"$node"', 'gpu=~"$gpu"'):
+                assert matcher in target["expr"], (panel["title"], matcher)
+        for variable in model["templating"]["list"][1:]:
+            assert variable["datasource"]["uid"] == "${datasource}"
+            assert variable["allValue"] == ".*"  # keeps GPUs that no pod holds
+
+
+def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values():
+    project, models = _dashboards()
+    for model in models.values():
+        for panel, target in _targets(model):
+            for selector in selectors(parse(target["expr"])):
+                metric = project.catalog.get(selector.metric)
+                if metric.is_counter:
+                    assert selector.range_function in ("rate", "increase"), target["expr"]
+                else:
+                    assert selector.range_function is None
+            if "rate(" in target["expr"]:
+                assert "[$__rate_interval]" in target["expr"]
+    replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
+    assert replay.startswith("max by (Hostname, gpu) (rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
+    assert util.endswith("< 1e14))")
+
+
+def test_units_come_from_the_catalog_and_every_panel_is_described():
+    _, models = _dashboards()
+    units = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for m in models.values() for p in _charts(m)}
+    assert units["Framebuffer used by pod"] == "mbytes"
+    assert units["Tensor core activity by pod"] == "percentunit"
+    assert units["Power draw by pod"] == "watt"
+    assert units["SM clock by pod"] == "rotmhz"
+    assert units["GPU temperature"] == "celsius"
+    assert units["Energy use rate by pod"] == "mwatt"
+    assert units["PCIe receive by pod"] == "Bps"
+    assert all(p.get("description") for m in models.values() for p in _charts(m))
+
+
+def test_every_collected_series_is_charted():
+    project, models = _dashboards()
+    charted = {s.metric for m in models.values() for _, t in _targets(m) for s in selectors(parse(t["expr"]))}
+    assert {m.name for m in project.catalog.series()} <= charted
+
+
+def test_a_field_added_to_the_csv_appears_without_code_changes(project_dir):
+    csv = "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\nDCGM_FI_DEV_FAN_SPEED_RPM, gauge, Fan (in %).\n"
+    config = project_dir(csv=csv)
+    _, models = _dashboards(config)
+    exprs = [t["expr"] for _, t in _targets(models["gpudash-all-metrics"])]
+    assert any("DCGM_FI_DEV_FAN_SPEED_RPM{" in e for e in exprs)
+
+
+def test_everything_nvidias_dashboard_charts_is_charted_with_better_legends(reference):
+    nvidia = json.loads((reference / "grafana" / "nvidia-dcgm-exporter-dashboard.json").read_text())
+    theirs = {s.metric for p in nvidia["panels"] for t in p.get("targets", [])
+              for s in selectors(parse(t["expr"]))}
+    _, models = _dashboards()
+    ours = {s.metric: t["legendFormat"] for m in models.values() for _, t in _targets(m)
+            for s in selectors(parse(t["expr"]))}
+    assert theirs <= set(ours)
+    # NVIDIA's legend is "GPU {{gpu}}", ambiguous across nodes; ours names the node as well.
+    overview_legends = {t["legendFormat"] for p, t in _targets(models["gpudash-overview"]) if p["type"] == "timeseries"}
+    assert overview_legends == {"{{Hostname}} GPU {{gpu}}"}
+
+
+def test_dashboards_adapt_to_a_csv_without_profiling_fields(reference):
+    project, models = _dashboards(csv=reference / "dcgm" / "testdata-default-counters.csv")
+    titles = {p["title"] for p in _charts(models["gpudash-by-pod"])}
+    assert "GPU utilization by pod" in titles
+    assert "Tensor core activity by pod" not in titles
+
+
+def test_panel_ids_are_unique_and_layout_does_not_overlap():
+    project, _ = _dashboards()
+    subject = GrafanaSubject(grafana_dashboards(project), project.catalog, "pod", None)
+    assert run([r for r in RULES if r.id in ("GF008", "GF009")], subject) == []
+    for dashboard in subject.dashboards:
+        ids = [p["id"] for p in dashboard.model["panels"]]
+        assert len(ids) == len(set(ids)) and 0 not in ids
