@@ -1,0 +1,107 @@
+"""gpudash generate: deterministic files, a manifest, atomic replacement, --check for CI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import yaml
+
+from generator.cli import main
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_two_runs_are_byte_identical(tmp_path, cli):
+    assert cli("generate", "--out", str(tmp_path / "a"))[0] == 0
+    assert cli("generate", "--out", str(tmp_path / "b"))[0] == 0
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+
+
+def test_layout_and_manifest(tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    files = _tree(out)
+    assert {"grafana/gpudash-overview.json", "grafana/gpudash-by-pod.json", "grafana/gpudash-health.json",
+            "grafana/gpudash-all-metrics.json", "grafana/provisioning/gpudash-dashboards.yaml",
+            "k8s/grafana-dashboards.yaml", "manifest.json"} <= set(files)
+    manifest = json.loads(files["manifest.json"])
+    assert set(manifest["files"]) == set(files) - {"manifest.json"}
+    for path, digest in manifest["files"].items():
+        assert hashlib.sha256(files[path]).hexdigest() == digest
+
+
+def test_sidecar_configmaps_hold_the_same_dashboards(tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    configmaps = list(yaml.safe_load_all((out / "k8s/grafana-dashboards.yaml").read_text()))
+    assert len(configmaps) == 4
+    for configmap in configmaps:
+        assert configmap["kind"] == "ConfigMap"
+        assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+        (key, body), = configmap["data"].items()
+        assert body == (out / "grafana" / key).read_text()
+
+
+def test_provisioning_points_grafana_at_the_folder(tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    provider = yaml.safe_load((out / "grafana/provisioning/gpudash-dashboards.yaml").read_text())["providers"][0]
+    assert (provider["type"], provider["folder"], provider["folderUid"]) == ("file", "GPU monitoring", "gpudash")
+
+
+def test_check_reports_differences_and_exits_1(tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    code, stdout, _ = cli("generate", "--check", "--out", str(out))
+    assert code == 0 and "up to date" in stdout
+    (out / "grafana/gpudash-health.json").write_text("{}")
+    (out / "grafana/gpudash-overview.json").unlink()
+    (out / "grafana/stray.json").write_text("{}")
+    code, stdout, _ = cli("generate", "--check", "--out", str(out))
+    assert code == 1
+    assert "changed  grafana/gpudash-health.json" in stdout
+    assert "missing  grafana/gpudash-overview.json" in stdout
+    assert "extra    grafana/stray.json" in stdout
+    assert (out / "grafana/stray.json").exists()  # --check writes nothing
+
+
+def test_check_json_output(tmp_path, cli):
+    code, stdout, _ = cli("generate", "--check", "--output", "json", "--out", str(tmp_path / "none"))
+    assert code == 1
+    assert {"path": "manifest.json", "change": "missing"} in json.loads(stdout)["differences"]
+
+
+def test_regenerating_replaces_stale_files(tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    (out / "grafana/old-dashboard.json").write_text("{}")
+    cli("generate", "--out", str(out))
+    assert not (out / "grafana/old-dashboard.json").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".build.")]  # no staging left behind
+
+
+def test_metrics_command(cli):
+    code, stdout, _ = cli("metrics")
+    assert code == 0 and "DCGM_FI_DEV_GPU_UTIL" in stdout and "26 fields" in stdout
+    code, stdout, _ = cli("metrics", "--output", "json")
+    rows = {r["name"]: r for r in json.loads(stdout)}
+    assert rows["DCGM_FI_PROF_DRAM_ACTIVE"]["grafana_unit"] == "percentunit"
+    assert rows["DCGM_FI_DEV_FB_USED"]["family"] == "memory"
+
+
+def test_every_command_has_help(cli):
+    for command in [[], *[[name] for name in main.commands]]:
+        code, stdout, _ = cli(*command, "--help")
+        assert code == 0 and "Usage:" in stdout
+
+
+def test_init_config_writes_the_commented_default_once(tmp_path, cli):
+    target = tmp_path / "gpudash.yaml"
+    assert cli("init-config", str(target))[0] == 0
+    assert "# gpudash settings" in target.read_text()
+    assert cli("generate", "--config", str(target), "--out", str(tmp_path / "b"))[0] == 0
+    code, _, stderr = cli("init-config", str(target))
+    assert code == 2 and "exists" in stderr

@@ -1,0 +1,73 @@
+"""gpudash lint: each rule fires on the mistake it names, and the defaults are clean."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.lint import run
+from generator.lint.grafana_rules import RULES, GrafanaSubject
+from generator.project import load_project
+
+
+def test_default_project_is_clean(cli, reference):
+    code, stdout, _ = cli("lint", "--grafana-schema", str(reference / "grafana" / "schema"))
+    assert code == 0, stdout
+    assert stdout.strip().endswith("0 errors, 0 warnings")
+
+
+def _subject():
+    project = load_project()
+    return GrafanaSubject(grafana_dashboards(project)[:1], project.catalog, "pod", None)
+
+
+def _target(subject):
+    return next(p for p in subject.dashboards[0].model["panels"] if p["type"] != "row")
+
+
+def _findings(subject, rule_id):
+    return run([rule for rule in RULES if rule.id == rule_id], subject)
+
+
+MUTATIONS = {
+    "GF001": lambda s: _target(s)["targets"][0].update(expr="sum by (pod (DCGM_FI_DEV_GPU_UTIL)"),
+    "GF002": lambda s: _target(s)["targets"][0].update(expr="avg(DCGM_FI_DEV_GPU_UTILIZATION)"),
+    "GF003": lambda s: _target(s)["fieldConfig"]["defaults"].pop("unit"),
+    "GF004": lambda s: _target(s).pop("description"),
+    "GF005": lambda s: _target(s)["targets"][0].update(datasource={"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}),
+    "GF006": lambda s: _target(s)["targets"][0].update(expr="sum(DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
+    "GF007": lambda s: _target(s)["targets"][0].update(expr="sum(rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))"),
+    "GF008": lambda s: s.dashboards[0].model.update(uid="x" * 41),
+    "GF009": lambda s: _target(s)["gridPos"].update(y=0),
+    "GF012": lambda s: _target(s)["targets"][0].update(legendFormat="{{gpu}}"),
+}
+
+
+@pytest.mark.parametrize("rule_id", sorted(MUTATIONS))
+def test_rule_fires_on_its_mistake(rule_id):
+    subject = _subject()
+    assert _findings(subject, rule_id) == []
+    MUTATIONS[rule_id](subject)
+    findings = _findings(subject, rule_id)
+    assert findings and {f.rule for f in findings} == {rule_id}
+    assert findings[0].where.startswith("grafana/gpudash-by-pod.json")
+
+
+def test_csv_repeats_fail_lint(tmp_path, cli, reference):
+    code, stdout, _ = cli("lint", "--csv", str(reference / "dcgm" / "1.x-compatibility-metrics.csv"),
+                          "--disable", "GF002", "--output", "json")
+    findings = json.loads(stdout)["findings"]
+    assert code == 1
+    assert {f["rule"] for f in findings if f["severity"] == "error"} == {"CSV001"}
+
+
+def test_disabled_rules_are_skipped_and_rules_are_listed(cli):
+    code, stdout, _ = cli("lint", "--rules")
+    assert code == 0 and "GF006" in stdout and "CSV001" in stdout
+
+
+def test_bad_schema_folder_is_a_usage_error(tmp_path, cli):
+    code, _, stderr = cli("lint", "--grafana-schema", str(tmp_path))
+    assert code == 2 and "dashboard.jsonschema.json" in stderr
