@@ -19,4 +19,6 @@ def dashboards(ctx):
         title="GPU metrics (all collected fields)",
         description="One panel per DCGM field in the counters CSV, grouped by family, per node and GPU.",
         rows=rows,
+        # Grafana only: on CloudWatch every field would be a custom metric and a paid widget.
+        backends=("grafana",),
     )

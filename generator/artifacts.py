@@ -9,6 +9,7 @@ from typing import Any
 
 from .errors import InputError
 from .project import Project
+from .render import agent, scrape
 from .render import grafana as grafana_render
 from .render.grafana_files import configmap, provisioning
 from .serialize import to_json, to_yaml
@@ -36,7 +37,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
     """Every Grafana dashboard: neutral definitions rendered, grafanalib ones serialized."""
     result = [GrafanaDashboard(grafana_render.uid_for(d, project.settings), d.title, d.defined_at,
                                grafana_render.render(d, project.catalog, project.settings))
-              for d in project.dashboards]
+              for d in project.grafana_dashboards()]
     for item in project.grafanalib_dashboards:
         model = _grafanalib_json(item)
         model["uid"] = model.get("uid") or _slug(model.get("title", ""))
@@ -60,4 +61,17 @@ def build(project: Project) -> dict[str, bytes]:
         configmaps.append(configmap(dashboard.uid, body.decode(), project.settings))
     files["grafana/provisioning/gpudash-dashboards.yaml"] = to_yaml(provisioning(project.settings))
     files["k8s/grafana-dashboards.yaml"] = to_yaml(*configmaps)
+    files.update(feed_files(project))
     return files
+
+
+def feed_files(project: Project) -> dict[str, bytes]:
+    """The configs that feed the dashboards: the agent's ConfigMaps and the Prometheus scrape job."""
+    settings = project.settings
+    scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
+    return {
+        "k8s/cwagent-prometheus-config.yaml": to_yaml(
+            *agent.configmaps(project.catalog, settings, project.used_metrics(), scrape_yaml)),
+        "prometheus/additional-scrape-configs.yaml": to_yaml(scrape.additional_scrape_configs(settings)),
+        "k8s/servicemonitor.yaml": to_yaml(scrape.service_monitor(settings)),
+    }

@@ -97,7 +97,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         for warning in project.catalog.repeats:
             click.echo(f"warning: {warning}", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
-                   f"({len(project.dashboards) + len(project.grafanalib_dashboards)} Grafana dashboards)")
+                   f"({len(project.grafana_dashboards()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
 
 
 @main.command()
@@ -108,9 +108,12 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
 @click.option("--grafana-schema", envvar="GPUDASH_GRAFANA_SCHEMA", metavar="DIR",
               help="Folder of Grafana's dashboard JSON schemas (grafana-foundation-sdk jsonschema/) "
                    "to validate against (rule GF010). Env: GPUDASH_GRAFANA_SCHEMA.")
+@click.option("--cwagent-schema", envvar="GPUDASH_CWAGENT_SCHEMA", metavar="FILE",
+              help="The CloudWatch agent's config JSON schema to validate cwagentconfig.json against "
+                   "(rule AG004). Env: GPUDASH_CWAGENT_SCHEMA.")
 @click.option("--rules", "list_rules", is_flag=True, help="List the rules and exit.")
 def lint(config: str | None, csv: str | None, output: str, disable: tuple[str, ...],
-         grafana_schema: str | None, list_rules: bool) -> None:
+         grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
     from .lint_runner import all_rules, lint_project
     from .project import load_project
@@ -126,8 +129,11 @@ def lint(config: str | None, csv: str | None, output: str, disable: tuple[str, .
     if grafana_schema and not Path(grafana_schema, "dashboard.jsonschema.json").is_file():
         raise GpudashError("no dashboard.jsonschema.json in this folder", where=grafana_schema,
                            hint="point --grafana-schema at grafana-foundation-sdk's jsonschema/ folder")
+    if cwagent_schema and not Path(cwagent_schema).is_file():
+        raise GpudashError("the CloudWatch agent schema file does not exist", where=cwagent_schema,
+                           hint="point --cwagent-schema at the agent's translator/config/schema.json")
     project = load_project(_path(config), _path(csv))
-    findings = lint_project(project, frozenset(disable), _path(grafana_schema))
+    findings = lint_project(project, frozenset(disable), _path(grafana_schema), _path(cwagent_schema))
     errors = [f for f in findings if f.severity == "error"]
     if output == "json":
         click.echo(json.dumps({"findings": [f.as_dict() for f in findings], "errors": len(errors)}, indent=2))

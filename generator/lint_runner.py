@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import grafana_dashboards
+from .artifacts import build, grafana_dashboards
 from .lint import Finding, Rule, run
-from .lint import catalog_rules, grafana_rules
+from .lint import catalog_rules, feed_rules, grafana_rules
 from .project import Project
 
 
 def all_rules() -> list[Rule]:
-    return [*catalog_rules.RULES, *grafana_rules.RULES]
+    return [*catalog_rules.RULES, *grafana_rules.RULES, *feed_rules.RULES]
 
 
-def lint_project(project: Project, disabled: frozenset[str] = frozenset(),
-                 grafana_schema: Path | None = None) -> list[Finding]:
-    subject = grafana_rules.GrafanaSubject(grafana_dashboards(project), project.catalog,
-                                           project.settings.labels.pod, grafana_schema)
+def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,
+                 cwagent_schema: Path | None = None) -> list[Finding]:
+    dashboards = grafana_dashboards(project)
+    subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema)
+    feed = feed_rules.FeedSubject(project, build(project), dashboards, cwagent_schema)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
-            *run(grafana_rules.RULES, subject, disabled)]
+            *run(grafana_rules.RULES, subject, disabled),
+            *run(feed_rules.RULES, feed, disabled)]

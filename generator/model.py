@@ -19,6 +19,7 @@ from typing import Iterable
 GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model")
 AGGREGATIONS = ("avg", "sum", "max", "min", "count")
 PANEL_KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
+BACKENDS = ("grafana", "cloudwatch")
 GRID_WIDTH = 24  # Grafana's grid; CloudWatch's is the same width
 
 _ENGINE_DIR = str(Path(__file__).resolve().parent)
@@ -135,11 +136,16 @@ class Dashboard:
     rows: tuple[Row, ...]
     description: str = ""
     tags: tuple[str, ...] = ()
+    backends: tuple[str, ...] = BACKENDS  # where it is published: Grafana, CloudWatch or both
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if not self.defined_at:
             object.__setattr__(self, "defined_at", _caller())
+        object.__setattr__(self, "backends", tuple(self.backends))
+        unknown = [b for b in self.backends if b not in BACKENDS]
+        if unknown or not self.backends:
+            raise DefinitionError(f"backends must be some of {', '.join(BACKENDS)}", self.defined_at)
         # A row left without panels (its fields are not collected) is dropped.
         object.__setattr__(self, "rows", tuple(row for row in self.rows if row.panels))
         object.__setattr__(self, "tags", tuple(self.tags))

@@ -25,6 +25,17 @@ class Project:
     dashboards: tuple[Dashboard, ...]
     grafanalib_dashboards: tuple[definitions.Loaded, ...]
 
+    def cloudwatch_dashboards(self) -> tuple[Dashboard, ...]:
+        return tuple(d for d in self.dashboards if "cloudwatch" in d.backends)
+
+    def grafana_dashboards(self) -> tuple[Dashboard, ...]:
+        return tuple(d for d in self.dashboards if "grafana" in d.backends)
+
+    def used_metrics(self) -> set[str]:
+        """DCGM fields CloudWatch dashboards and alarms query: what the agent must ship at the least."""
+        return {name for dashboard in self.cloudwatch_dashboards() for query in dashboard.queries()
+                if not query.raw_promql for name in query.metrics}
+
 
 def _check_dashboard(dashboard: Dashboard, catalog: Catalog) -> None:
     for query in dashboard.queries():

@@ -67,6 +67,10 @@ class Settings:
     def scrape(self) -> dict[str, Any]:
         return self.raw["scrape"]
 
+    @property
+    def agent(self) -> dict[str, Any]:
+        return self.raw["agent"]
+
     def levels(self, name: str) -> Levels:
         value = self.raw["thresholds"][name]
         return Levels(float(value["warning"]), float(value["critical"]))

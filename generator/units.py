@@ -29,7 +29,7 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("percent", "percent", "%", "Percent", "count_per_s"),
     Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s"),
     Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s"),
-    Unit("nanosecond", "ns", "ns", "Microseconds", "time_ratio", 1e-9),
+    Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9),
     Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s"),
     Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),

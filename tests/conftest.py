@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from click.testing import CliRunner
 from generator.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = REPO.parent / "shared" / "reference"
+# CI lays shared/ beside the clone; GPUDASH_REFERENCE points elsewhere for other checkouts.
+REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "reference"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,40 @@
+"""How the DCGM exporter looks in each deployment style: the one table of those facts.
+
+Used by the scrape job (which pods to scrape), the ServiceMonitor, and `verify`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+EXPORTER_PORT = 9400
+METRICS_PATH = "/metrics"
+
+
+@dataclass(frozen=True)
+class ExporterStyle:
+    key: str
+    daemonset: str
+    container: str
+    pod_label: tuple[str, str]  # (name, value) that selects the exporter's pods
+    service: str  # Service name (the static manifest and Helm default; the operator's own)
+    service_port: str  # name of the Service port serving 9400
+
+    @property
+    def pod_label_meta(self) -> str:
+        """The Kubernetes SD meta label that carries `pod_label` on a pod target."""
+        return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.pod_label[0])
+
+
+STYLES = {style.key: style for style in (
+    ExporterStyle("gpu-operator", daemonset="nvidia-dcgm-exporter", container="nvidia-dcgm-exporter",
+                  pod_label=("app", "nvidia-dcgm-exporter"), service="nvidia-dcgm-exporter",
+                  service_port="gpu-metrics"),
+    ExporterStyle("helm", daemonset="dcgm-exporter", container="exporter",
+                  pod_label=("app.kubernetes.io/name", "dcgm-exporter"), service="dcgm-exporter",
+                  service_port="metrics"),
+    ExporterStyle("static", daemonset="dcgm-exporter", container="dcgm-exporter",
+                  pod_label=("app.kubernetes.io/name", "dcgm-exporter"), service="dcgm-exporter",
+                  service_port="metrics"),
+)}

@@ -1,0 +1,105 @@
+"""The DCGM scrape job, the kube-prometheus-stack values snippet and the ServiceMonitor. Pure.
+
+Fixes over the job that is usually copied by hand:
+  * exporter pods are selected by their pod label and container port, not by a
+    container-name regex that matches no exporter container;
+  * no address rewrite is needed: pod discovery already yields podIP:9400;
+  * the exporter's own pod name goes to `exporter_pod`, never to `pod`, so the
+    workload's `pod`/`namespace`/`container` labels arrive untouched;
+  * the path is the exporter's /metrics; metric names are filtered after the scrape
+    with metric_relabel_configs on __name__.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, STYLES, ExporterStyle
+from ..render.grafana_files import MANAGED_BY
+from ..settings import Settings
+
+# Labels the scrape job adds to every series, beside the exporter's own.
+TARGET_LABELS = ("job", "instance", "Namespace", "Service", "node", "exporter_pod")
+# Labels the exporter writes (BRIEF §3); Hostname became hostname on its main branch.
+EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "hostname",
+                   "pod", "namespace", "container", "GPU_I_PROFILE", "GPU_I_ID", "xid", "window_size_in_ms")
+METRIC_NAME_FILTER = "DCGM_.*"
+
+
+def style(settings: Settings) -> ExporterStyle:
+    return STYLES[settings.exporter["deployment"]]
+
+
+def scrape_job(settings: Settings, exporter: ExporterStyle | None = None) -> dict[str, Any]:
+    exporter = exporter or style(settings)
+    scrape = settings.scrape
+    return {
+        "job_name": scrape["job_name"],
+        "scrape_interval": scrape["interval"],
+        "scrape_timeout": _timeout(scrape["interval"]),
+        "metrics_path": METRICS_PATH,
+        "scheme": "http",
+        "sample_limit": 50000,
+        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [settings.exporter["namespace"]]}}],
+        "relabel_configs": [
+            {"source_labels": [exporter.pod_label_meta], "regex": exporter.pod_label[1], "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(EXPORTER_PORT),
+             "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "Namespace", "action": "replace"},
+            {"target_label": "Service", "replacement": exporter.service, "action": "replace"},
+            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node", "action": "replace"},
+            {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "exporter_pod", "action": "replace"},
+        ],
+        "metric_relabel_configs": [
+            {"source_labels": ["__name__"], "regex": METRIC_NAME_FILTER, "action": "keep"},
+        ],
+    }
+
+
+def _timeout(interval: str) -> str:
+    """10s, or the interval when that is shorter (a timeout may not exceed its interval)."""
+    seconds = int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+    return f"{min(seconds, 10)}s"
+
+
+def prometheus_config(settings: Settings) -> dict[str, Any]:
+    """prometheus.yaml for the CloudWatch agent: one job, the exporter's."""
+    interval = settings.scrape["interval"]
+    return {"global": {"scrape_interval": interval, "scrape_timeout": _timeout(interval)},
+            "scrape_configs": [scrape_job(settings)]}
+
+
+def additional_scrape_configs(settings: Settings) -> dict[str, Any]:
+    """Values for kube-prometheus-stack: prometheus.prometheusSpec.additionalScrapeConfigs."""
+    return {"prometheus": {"prometheusSpec": {"additionalScrapeConfigs": [scrape_job(settings)]}}}
+
+
+def service_monitor(settings: Settings) -> dict[str, Any]:
+    """The ServiceMonitor alternative. honorLabels keeps the workload's pod labels as `pod`."""
+    exporter = style(settings)
+    label_name, label_value = exporter.pod_label
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "gpudash-dcgm-exporter", "namespace": settings.exporter["namespace"],
+                     "labels": dict(MANAGED_BY)},
+        "spec": {
+            "selector": {"matchLabels": {label_name: label_value}},
+            "namespaceSelector": {"matchNames": [settings.exporter["namespace"]]},
+            "endpoints": [{
+                "port": exporter.service_port,
+                "path": METRICS_PATH,
+                "interval": settings.scrape["interval"],
+                "honorLabels": True,
+                "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": METRIC_NAME_FILTER,
+                                       "action": "keep"}],
+            }],
+        },
+    }
+
+
+def for_file_sd(job: dict[str, Any], files: list[str]) -> dict[str, Any]:
+    """The same job with Kubernetes discovery swapped for file discovery (tests, promtool)."""
+    swapped = {key: value for key, value in job.items() if key != "kubernetes_sd_configs"}
+    swapped["file_sd_configs"] = [{"files": files, "refresh_interval": "5s"}]
+    return swapped

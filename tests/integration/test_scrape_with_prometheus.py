@@ -1,0 +1,203 @@
+"""The generated scrape job, run unchanged by a real Prometheus against replayed exporters.
+
+Kubernetes discovery is swapped for file discovery whose targets carry the same
+__meta_kubernetes_* labels pod discovery gives: the exporter pod of each
+deployment style, plus decoys that must be dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.artifacts import build, grafana_dashboards
+from generator.catalog import parse_counters
+from generator.exporter_styles import STYLES
+from generator.project import Project, load_project
+from generator.render.scrape import for_file_sd, prometheus_config, scrape_job
+from generator.resources import default_counters
+from generator.settings import parse_settings
+from tests.support.prometheus_server import Prometheus, binary
+from tests.support.replay_exporter import ReplayExporter, relabel_payload
+
+SENTINEL = "9223372036854775794"
+# One exporter per deployment style, each on its own node with its own workload pod.
+WORKLOADS = {"gpu-operator": ("train-a-0", "gpu-node-a"), "helm": ("infer-b-0", "gpu-node-b"),
+             "static": ("notebook-c-0", "gpu-node-c")}
+NAMESPACE = {"gpu-operator": "gpu-operator", "helm": "monitoring", "static": "default"}
+
+
+def _settings(style: str, interval: str = "1s"):
+    text = yaml.safe_dump({"exporter": {"deployment": style, "namespace": NAMESPACE[style]},
+                           "scrape": {"interval": interval, "job_name": f"dcgm-{style}"}})
+    return parse_settings(text, "<test>", Path("."))
+
+
+def _meta(address: str, namespace: str, labels: dict[str, str], container: str, port: int, pod: str, node: str):
+    meta = {"__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_name": pod,
+            "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_container_name": container,
+            "__meta_kubernetes_pod_container_port_number": str(port)}
+    for name, value in labels.items():
+        meta["__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)] = value
+    return {"targets": [address], "labels": meta}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, reference):
+    workdir = tmp_path_factory.mktemp("prometheus")
+    blog = (reference / "exporter" / "blog-a10g-k8s.prom").read_text()
+    memory_temp = ('DCGM_FI_DEV_MEMORY_TEMP{gpu="0",UUID="GPU-x",device="nvidia0",modelName="NVIDIA A10G",'
+                   'Hostname="%s",container="main",namespace="kube-system",pod="%s"} %s\n')
+    exporters = {}
+    for style, (pod, node) in WORKLOADS.items():
+        # Node a reads memory temperature; node b reports DCGM's "blank" sentinel instead.
+        value = {"gpu-operator": "61", "helm": SENTINEL}.get(style)
+        extra = memory_temp % (node, pod, value) if value else ""
+        exporters[style] = ReplayExporter(relabel_payload(blog, pod=pod, hostname=node, extra=extra)).__enter__()
+    decoy = ReplayExporter(relabel_payload(blog, pod="decoy-pod", hostname="decoy-node")).__enter__()
+
+    jobs = []
+    for style, exporter in exporters.items():
+        info = STYLES[style]
+        namespace = NAMESPACE[style]
+        pod, node = WORKLOADS[style]
+        label_name, label_value = info.pod_label
+        other_style = {"gpu-operator": STYLES["helm"], "helm": STYLES["gpu-operator"],
+                       "static": STYLES["gpu-operator"]}[style]
+        groups = [
+            _meta(exporter.address, namespace, {label_name: label_value}, info.container, 9400,
+                  f"{info.daemonset}-x1", node),
+            # another workload's container in the same namespace, on the exporter's port
+            _meta(decoy.address, namespace, {"app": "redis"}, "redis", 9400, "redis-0", node),
+            # the exporter pod, but another container port
+            _meta(decoy.address, namespace, {label_name: label_value}, info.container, 5555,
+                  f"{info.daemonset}-x1", node),
+            # an exporter of another deployment style
+            _meta(decoy.address, namespace, dict([other_style.pod_label]), other_style.container, 9400,
+                  "someone-elses-exporter", node),
+        ]
+        sd_file = workdir / f"{style}.json"
+        sd_file.write_text(json.dumps(groups))
+        jobs.append(for_file_sd(scrape_job(_settings(style)), [str(sd_file)]))
+    config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": jobs}
+    with Prometheus(workdir, config) as prometheus:
+        prometheus.wait_for("up", count=len(jobs))
+        prometheus.wait_for("count by (pod) (DCGM_FI_DEV_GPU_UTIL)", count=3)
+        yield prometheus, exporters, decoy
+    for server in (*exporters.values(), decoy):
+        server.__exit__(None, None, None)
+
+
+def test_exporter_targets_are_kept_and_decoys_dropped(stack):
+    prometheus, exporters, decoy = stack
+    targets = prometheus.api("targets")
+    active = {t["labels"]["job"]: t for t in targets["activeTargets"]}
+    assert set(active) == {"dcgm-gpu-operator", "dcgm-helm", "dcgm-static"}
+    for style, exporter in exporters.items():
+        target = active[f"dcgm-{style}"]
+        assert target["scrapeUrl"] == exporter.url
+        assert target["health"] == "up"
+        assert target["labels"]["Service"] == STYLES[style].service
+        assert target["labels"]["node"] == WORKLOADS[style][1]
+        assert target["labels"]["exporter_pod"] == f"{STYLES[style].daemonset}-x1"
+        assert "pod" not in target["labels"]  # the exporter's own pod never takes the workload's label
+    assert len(targets["droppedTargets"]) == 9
+    assert decoy.scrapes == 0
+    assert prometheus.query('count({pod="decoy-pod"})') == []
+
+
+def test_workload_pod_labels_arrive_intact(stack):
+    prometheus, _, _ = stack
+    series = prometheus.query("DCGM_FI_DEV_GPU_UTIL")
+    assert {(s["metric"]["pod"], s["metric"]["namespace"], s["metric"]["container"]) for s in series} == {
+        (pod, "kube-system", "main") for pod, _ in WORKLOADS.values()}
+    assert not any("exported_pod" in s["metric"] for s in series)
+
+
+def test_only_dcgm_series_are_kept(stack):
+    prometheus, _, _ = stack
+    names = prometheus.api("label/__name__/values")
+    scraped = [n for n in names if not n.startswith(("up", "scrape_"))]
+    assert scraped and all(n.startswith("DCGM_") for n in scraped)
+
+
+def _project_for_payload(reference) -> Project:
+    """Dashboards for the fields this exporter reports (the A10G payload, plus memory temperature)."""
+    reported = set(re.findall(r"^(DCGM_\w+)\{", (reference / "exporter" / "blog-a10g-k8s.prom").read_text(), re.M))
+    reported.add("DCGM_FI_DEV_MEMORY_TEMP")
+    lines = [line for line in default_counters().read_text().splitlines()
+             if not line or line.startswith("#") or line.split(",")[0].strip() in reported]
+    project = load_project()
+    catalog = parse_counters("\n".join(lines) + "\n", "payload-fields.csv")
+    from generator.definitions import Context, load
+    ctx = Context(catalog, project.settings)
+    dashboards = tuple(item.value for item in load("dashboards", project.settings.definition_dirs("dashboards"), ctx))
+    return Project(project.settings, catalog, dashboards, ())
+
+
+def _substitute(expr: str) -> str:
+    expr = expr.replace("$__rate_interval", "20s").replace("$__range", "1m")
+    return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
+
+
+def _legend(template: str, labels: dict[str, str]) -> str:
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), template)
+
+
+def test_every_grafana_query_returns_series_with_the_right_legends(stack, reference):
+    prometheus, _, _ = stack
+    prometheus.wait_for("rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[20s])", count=3)
+    pods = {pod for pod, _ in WORKLOADS.values()}
+    nodes = {node for _, node in WORKLOADS.values()}
+    checked = 0
+    for dashboard in grafana_dashboards(_project_for_payload(reference)):
+        for panel in dashboard.model["panels"]:
+            for target in panel.get("targets", []):
+                result = prometheus.query(_substitute(target["expr"]))
+                where = f"{dashboard.uid} / {panel['title']}: {target['expr']}"
+                assert result, where
+                legends = {_legend(target["legendFormat"], s["metric"]) for s in result}
+                if "by (pod)" in target["expr"]:
+                    assert legends == {f"Pod {pod}" for pod in pods}, where
+                elif "by (Hostname, gpu)" in target["expr"] and "MEMORY_TEMP" not in target["expr"]:
+                    assert legends == {f"{node} GPU 0" for node in nodes}, where
+                checked += 1
+    assert checked >= 40
+
+
+def test_blank_sentinel_values_are_left_out(stack, reference):
+    prometheus, _, _ = stack
+    dashboards = {d.uid: d.model for d in grafana_dashboards(_project_for_payload(reference))}
+    panel = next(p for p in dashboards["gpudash-health"]["panels"] if p["title"] == "Memory temperature")
+    result = prometheus.query(_substitute(panel["targets"][0]["expr"]))
+    assert [(s["metric"]["Hostname"], s["value"][1]) for s in result] == [("gpu-node-a", "61")]
+    assert prometheus.query(f'DCGM_FI_DEV_MEMORY_TEMP{{Hostname="gpu-node-b"}} > 1e18')  # the raw blank is there
+
+
+def test_promtool_accepts_the_generated_configs(tmp_path):
+    promtool = binary("promtool")
+    for style in STYLES:
+        settings = _settings(style, interval="30s")
+        config = prometheus_config(settings)
+        sd_file = tmp_path / "targets.json"
+        sd_file.write_text("[]")
+        config["scrape_configs"] = [for_file_sd(job, [str(sd_file)]) for job in config["scrape_configs"]]
+        path = tmp_path / f"{style}.yml"
+        path.write_text(yaml.safe_dump(config))
+        result = subprocess.run([promtool, "check", "config", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
+    project = load_project()
+    files = build(project)
+    configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"]))
+    agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
+    assert agent_scrape["scrape_configs"] == [scrape_job(project.settings)]
+    values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])
+    assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]

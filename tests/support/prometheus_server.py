@@ -1,0 +1,94 @@
+"""A real Prometheus (Debian's package) started on 127.0.0.1 for a test, and its HTTP API."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if __import__("os").environ.get("CI"):
+            pytest.fail(f"{name} is not installed: `make test` installs Debian's prometheus package")
+        pytest.skip(f"{name} is not installed (apt-get install prometheus)")
+    return path
+
+
+class Prometheus:
+    def __init__(self, workdir: Path, config: dict[str, Any]):
+        self.workdir = workdir
+        self.config_path = workdir / "prometheus.yml"
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Prometheus":
+        log = open(self.workdir / "prometheus.log", "w")
+        self.process = subprocess.Popen(
+            [binary("prometheus"), f"--config.file={self.config_path}",
+             f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
+             "--web.enable-lifecycle", "--log.level=warn"],
+            stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"prometheus exited: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
+            try:
+                if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("prometheus did not become ready in 30 s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def api(self, path: str, **params) -> Any:
+        response = requests.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
+        body = response.json()
+        if body.get("status") != "success":
+            raise AssertionError(f"{path} {params}: {body}")
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        return self.api("query", query=expr)["result"]
+
+    def wait_for(self, expr: str, count: int = 1, timeout: float = 40) -> list[dict[str, Any]]:
+        """Poll until `expr` returns at least `count` series."""
+        deadline = time.monotonic() + timeout
+        result: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            result = self.query(expr)
+            if len(result) >= count:
+                return result
+            time.sleep(0.5)
+        raise AssertionError(f"{expr} returned {len(result)} series after {timeout} s; targets: "
+                             f"{self.api('targets')}")
+
+    def __enter__(self) -> "Prometheus":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,63 @@
+"""A replay DCGM exporter: serves recorded /metrics payloads over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class ReplayExporter:
+    """One HTTP server per payload; `payload` may be replaced while it runs."""
+
+    def __init__(self, payload: str):
+        self.payload = payload
+        self.scrapes = 0
+        exporter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                if self.path.split("?")[0] != "/metrics":
+                    self.send_error(404)
+                    return
+                exporter.scrapes += 1
+                body = exporter.payload.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def address(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"{host}:{port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}/metrics"
+
+    def __enter__(self) -> "ReplayExporter":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def relabel_payload(text: str, *, pod: str | None = None, hostname: str | None = None,
+                    extra: str = "") -> str:
+    """A payload with the workload pod and node renamed (one exporter per node)."""
+    import re
+
+    if pod is not None:
+        text = re.sub(r'pod="[^"]*"', f'pod="{pod}"', text)
+    if hostname is not None:
+        text = re.sub(r'([Hh]ostname)="[^"]*"', rf'\1="{hostname}"', text)
+    return text.rstrip("\n") + "\n" + extra
