@@ -9,7 +9,7 @@ from typing import Any
 
 from .errors import InputError
 from .project import Project
-from .render import agent, scrape
+from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
 from .render.grafana_files import configmap, provisioning
 from .serialize import to_json, to_yaml
@@ -62,7 +62,30 @@ def build(project: Project) -> dict[str, bytes]:
     files["grafana/provisioning/gpudash-dashboards.yaml"] = to_yaml(provisioning(project.settings))
     files["k8s/grafana-dashboards.yaml"] = to_yaml(*configmaps)
     files.update(feed_files(project))
+    files.update(cloudwatch_files(project))
+    files.update(rule_files(project))
     return files
+
+
+def cloudwatch_files(project: Project) -> dict[str, bytes]:
+    """CloudWatch dashboards, the PutMetricAlarm requests and the same as CloudFormation."""
+    settings = project.settings
+    dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
+    requests = alarm_render.cloudwatch_alarms(project.alarms, settings)
+    files = {f"cloudwatch/dashboards/{name}.json": to_json(body) for name, body in dashboards.items()}
+    files["cloudwatch/alarms.json"] = to_json({"alarms": requests})
+    primary = settings.clusters[0].region
+    for region, template in cloudformation.templates(dashboards, requests, primary).items():
+        name = "gpudash.json" if region == primary else f"gpudash-{region}.json"
+        files[f"cloudformation/{name}"] = to_json(template)
+    return files
+
+
+def rule_files(project: Project) -> dict[str, bytes]:
+    """The alarms as Prometheus alerting rules: a plain rules file and a PrometheusRule."""
+    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, project.settings)
+    return {"prometheus/rules.yaml": to_yaml(rules),
+            "k8s/prometheusrule.yaml": to_yaml(alarm_render.prometheus_rule_resource(rules, project.settings))}
 
 
 def feed_files(project: Project) -> dict[str, bytes]:

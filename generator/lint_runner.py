@@ -6,12 +6,20 @@ from pathlib import Path
 
 from .artifacts import build, grafana_dashboards
 from .lint import Finding, Rule, run
-from .lint import catalog_rules, feed_rules, grafana_rules
+from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
+from .render import alarms as alarm_render, cloudwatch
 from .project import Project
 
 
 def all_rules() -> list[Rule]:
-    return [*catalog_rules.RULES, *grafana_rules.RULES, *feed_rules.RULES]
+    return [*catalog_rules.RULES, *grafana_rules.RULES, *feed_rules.RULES, *cloudwatch_rules.RULES]
+
+
+def cloudwatch_subject(project: Project) -> cloudwatch_rules.CloudWatchSubject:
+    settings = project.settings
+    return cloudwatch_rules.CloudWatchSubject(
+        cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings),
+        alarm_render.cloudwatch_alarms(project.alarms, settings), settings)
 
 
 def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,
@@ -21,4 +29,5 @@ def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafa
     feed = feed_rules.FeedSubject(project, build(project), dashboards, cwagent_schema)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
             *run(grafana_rules.RULES, subject, disabled),
-            *run(feed_rules.RULES, feed, disabled)]
+            *run(feed_rules.RULES, feed, disabled),
+            *run(cloudwatch_rules.RULES, cloudwatch_subject(project), disabled)]

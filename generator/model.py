@@ -36,6 +36,11 @@ def _caller() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
 
 
+def source_file(defined_at: str) -> str:
+    """`folder/file.py` of a `path:line` location, for messages and generated notes."""
+    return "/".join(Path(defined_at.rsplit(":", 1)[0]).parts[-2:])
+
+
 class DefinitionError(ValueError):
     """A definition built an invalid model object; carries where it was built."""
 
@@ -115,7 +120,8 @@ class Panel:
 
     @property
     def grafana_only(self) -> bool:
-        return any(q.raw_promql for q in self.queries)
+        """Raw PromQL, or a ratio of two fields: CloudWatch cannot chart these per pod."""
+        return any(q.raw_promql or q.over for q in self.queries)
 
 
 @dataclass(frozen=True)
@@ -191,3 +197,74 @@ def layout(dashboard: Dashboard) -> list[Placed]:
             line_height = max(line_height, panel.height)
         y += line_height
     return placed
+
+
+COMPARISONS = (">", ">=", "<", "<=")
+SEVERITIES = ("critical", "warning")
+MISSING_DATA = ("missing", "notBreaching", "breaching", "ignore")
+ALARM_SCOPES = ("cluster", "fleet")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`query comparison threshold`, e.g. max GPU temperature > 87."""
+
+    query: Query
+    comparison: str
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Alarm:
+    """A neutral alarm rule; renders to CloudWatch alarms and Prometheus alerting rules.
+
+    Grouping the query by `pod` makes a per-pod alarm (every pod a contributor).
+    `cloudwatch` is an alternative condition for what CloudWatch cannot express
+    (it cannot divide two metrics in a GROUP BY alarm). `absent` alarms fire when
+    the metric stops arriving at all.
+    """
+
+    id: str
+    title: str
+    condition: Condition
+    severity: str = "warning"
+    description: str = ""
+    runbook: str = ""
+    period_seconds: int = 300
+    evaluation_periods: int = 1
+    datapoints_to_alarm: int | None = None
+    missing_data: str = "missing"
+    scope: str = "cluster"
+    cloudwatch: Condition | None = None
+    absent: bool = False
+    defined_at: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.defined_at:
+            object.__setattr__(self, "defined_at", _caller())
+        problems = []
+        if not _ID.match(self.id):
+            problems.append(f"alarm id {self.id!r} must be 1-31 lower-case letters, digits and '-'")
+        for condition in filter(None, (self.condition, self.cloudwatch)):
+            if condition.comparison not in COMPARISONS:
+                problems.append(f"comparison {condition.comparison!r} is not one of {', '.join(COMPARISONS)}")
+        if self.severity not in SEVERITIES:
+            problems.append(f"severity {self.severity!r} is not one of {', '.join(SEVERITIES)}")
+        if self.missing_data not in MISSING_DATA:
+            problems.append(f"missing_data {self.missing_data!r} is not one of {', '.join(MISSING_DATA)}")
+        if self.scope not in ALARM_SCOPES:
+            problems.append(f"scope {self.scope!r} is not one of {', '.join(ALARM_SCOPES)}")
+        if self.period_seconds not in (10, 20, 30) and (self.period_seconds < 60 or self.period_seconds % 60):
+            problems.append("period_seconds must be 10, 20, 30 or a multiple of 60")
+        if self.evaluation_periods < 1 or (self.datapoints_to_alarm or 1) > self.evaluation_periods:
+            problems.append("need 1 <= datapoints_to_alarm <= evaluation_periods")
+        if problems:
+            raise DefinitionError("; ".join(problems), self.defined_at)
+
+    @property
+    def per_pod(self) -> bool:
+        return self.condition.query.per_pod
+
+    @property
+    def queries(self) -> tuple[Query, ...]:
+        return tuple(c.query for c in (self.condition, self.cloudwatch) if c)

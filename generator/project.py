@@ -14,7 +14,7 @@ from typing import Any
 from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
-from .model import Dashboard
+from .model import Alarm, Dashboard
 from .settings import Settings, load_settings
 
 
@@ -24,6 +24,7 @@ class Project:
     catalog: Catalog
     dashboards: tuple[Dashboard, ...]
     grafanalib_dashboards: tuple[definitions.Loaded, ...]
+    alarms: tuple[Alarm, ...] = ()
 
     def cloudwatch_dashboards(self) -> tuple[Dashboard, ...]:
         return tuple(d for d in self.dashboards if "cloudwatch" in d.backends)
@@ -33,12 +34,14 @@ class Project:
 
     def used_metrics(self) -> set[str]:
         """DCGM fields CloudWatch dashboards and alarms query: what the agent must ship at the least."""
-        return {name for dashboard in self.cloudwatch_dashboards() for query in dashboard.queries()
-                if not query.raw_promql for name in query.metrics}
+        queries = [q for d in self.cloudwatch_dashboards() for p in d.panels() if not p.grafana_only
+                   for q in p.queries]
+        queries += [(a.cloudwatch or a.condition).query for a in self.alarms]
+        return {name for query in queries for name in query.metrics}
 
 
-def _check_dashboard(dashboard: Dashboard, catalog: Catalog) -> None:
-    for query in dashboard.queries():
+def _check_queries(queries, catalog: Catalog) -> None:
+    for query in queries:
         if query.raw_promql:
             continue
         for name in query.metrics:
@@ -69,7 +72,7 @@ def load_project(config: Path | None = None, counters: Path | None = None) -> Pr
                 raise InputError(f"dashboard id {dashboard.id!r} is used twice (also at {seen[dashboard.id]})",
                                  where=dashboard.defined_at, hint="give each dashboard a unique id")
             seen[dashboard.id] = dashboard.defined_at
-            _check_dashboard(dashboard, catalog)
+            _check_queries(dashboard.queries(), catalog)
             neutral.append(dashboard)
         elif definitions.is_grafanalib_dashboard(item.value):
             legacy.append(item)
@@ -78,4 +81,22 @@ def load_project(config: Path | None = None, counters: Path | None = None) -> Pr
                              where=str(item.source),
                              hint="return generator.model.Dashboard objects (or grafanalib Dashboards)")
     return Project(settings=settings, catalog=catalog, dashboards=tuple(neutral),
-                   grafanalib_dashboards=tuple(legacy))
+                   grafanalib_dashboards=tuple(legacy), alarms=_load_alarms(settings, ctx))
+
+
+def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, ...]:
+    alarms: list[Alarm] = []
+    seen: dict[str, str] = {}
+    for item in definitions.load("alarms", settings.definition_dirs("alarms"), ctx):
+        alarm = item.value
+        if not isinstance(alarm, Alarm):
+            raise InputError(f"an alarm definition returned {type(alarm).__name__}, not an Alarm",
+                             where=str(item.source), hint="return generator.model.Alarm objects")
+        key = f"{alarm.id}-{alarm.severity}"
+        if key in seen:
+            raise InputError(f"alarm {alarm.id!r} ({alarm.severity}) is defined twice (also at {seen[key]})",
+                             where=alarm.defined_at, hint="give each alarm a unique id")
+        seen[key] = alarm.defined_at
+        _check_queries(alarm.queries, ctx.catalog)
+        alarms.append(alarm)
+    return tuple(alarms)

@@ -68,6 +68,10 @@ class Settings:
         return self.raw["scrape"]
 
     @property
+    def alarms(self) -> dict[str, Any]:
+        return self.raw["alarms"]
+
+    @property
     def agent(self) -> dict[str, Any]:
         return self.raw["agent"]
 

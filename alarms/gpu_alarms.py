@@ -1,0 +1,66 @@
+"""The default GPU alarms. Thresholds come from the settings (`thresholds:` and `alarms:`)."""
+
+from generator.model import Alarm, Condition, Query
+
+POD = ("pod",)
+
+
+def alarms(ctx):
+    temp = ctx.levels("gpu_temp_celsius")
+    framebuffer = ctx.levels("framebuffer_used_ratio")
+    idle_minutes = int(ctx.threshold("idle_minutes"))
+    candidates = [
+        Alarm("xid-error", "XID error reported",
+              Condition(Query("DCGM_FI_DEV_XID_ERRORS", "max"), ">", 0),
+              severity="critical", missing_data="notBreaching",
+              description="A GPU reported an XID error: a driver, memory or hardware fault.",
+              runbook="Find the GPU (gpudash-health, Last XID error code), look the code up in NVIDIA's XID "
+                      "catalogue; codes 48, 63, 64, 74, 79, 92-95 usually mean draining the node."),
+        Alarm("row-remap-failure", "GPU memory row remap failed",
+              Condition(Query("DCGM_FI_DEV_ROW_REMAP_FAILURE", "max"), ">", 0),
+              severity="critical", missing_data="notBreaching",
+              description="A GPU could not remap a failing memory row; its memory is no longer reliable.",
+              runbook="Cordon and drain the node, then reset the GPU; replace it if the failure persists."),
+        Alarm("uncorrectable-rows", "Uncorrectable memory rows remapped",
+              Condition(Query("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "sum", as_increase=True), ">", 0),
+              severity="warning", missing_data="notBreaching",
+              description="Rows were remapped after uncorrectable memory errors in the last period.",
+              runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
+        Alarm("gpu-temp-high", "GPU temperature high",
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", temp[0]),
+              severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
+              description=f"The hottest GPU has been above {temp[0]:g} °C for two periods.",
+              runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
+        Alarm("gpu-temp-critical", "GPU temperature critical",
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", temp[1]),
+              severity="critical",
+              description=f"A GPU is above {temp[1]:g} °C.",
+              runbook="Move work off the node now; the GPU will throttle hard or shut down."),
+        Alarm("framebuffer-full", "Pod's GPU memory nearly full",
+              Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD,
+                              over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")), ">", framebuffer[1]),
+              cloudwatch=Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<",
+                                   ctx.settings.alarms["framebuffer_free_mib"]),
+              severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
+              description="A pod uses almost all of its GPU's framebuffer; the next allocation may fail (OOM).",
+              runbook="Lower the batch size or model footprint, or move the pod to a GPU with more memory."),
+        Alarm("gpu-idle", "Allocated GPU idle",
+              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", ctx.threshold("idle_gpu_util_percent")),
+              severity="warning", evaluation_periods=max(1, idle_minutes // 5), missing_data="notBreaching",
+              description=f"A pod holds a GPU but has used under {ctx.threshold('idle_gpu_util_percent'):g}% of it "
+                          f"for {idle_minutes} minutes: money spent on nothing.",
+              runbook="Ask the pod's owner to release the GPU, or scale the workload down."),
+        Alarm("pcie-replays", "PCIe replays increasing",
+              Condition(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", as_increase=True), ">",
+                        ctx.threshold("pcie_replays_per_minute") * 5),
+              severity="warning", missing_data="notBreaching",
+              description="A GPU's PCIe link keeps retrying transfers: a degrading link or riser.",
+              runbook="Check the node's PCIe errors (dmesg, nvidia-smi -q); reseat or replace the GPU."),
+        Alarm("gpu-data-missing", "No GPU metrics arriving",
+              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "count"), "<", 1),
+              severity="critical", absent=True, missing_data="breaching", evaluation_periods=2,
+              datapoints_to_alarm=2,
+              description="No DCGM metrics arrived for two periods: the exporter, the agent or Prometheus stopped.",
+              runbook="Run `gpudash verify`; check the exporter DaemonSet and the cwagent-prometheus Deployment."),
+    ]
+    return [alarm for alarm in candidates if all(ctx.has(*q.metrics) for q in alarm.queries)]

@@ -1,0 +1,276 @@
+"""gpudash's own CloudWatch validator: local test servers accept any body, so this checks it.
+
+Schemas (schemas/cloudwatch-*.schema.json) cover shapes; the rules here cover the
+limits and cross-field facts a schema cannot express.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Iterable, Iterator
+
+from ..cloudwatch_shape import DASHBOARD_NAME, dimensions, schema_clause
+from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, MANAGED_TAG
+from ..resources import schema as schema_path
+from ..settings import Settings
+from . import Finding, Rule
+
+SEARCH_MAX_CHARS = 1024
+SEARCHES_PER_GRAPH = 100
+METRICS_PER_WIDGET = 500
+ID = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
+_SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
+_GROUP_BY = re.compile(r"\bGROUP BY\s+(.+?)(?:\s+ORDER BY|\s+LIMIT|$)", re.I)
+
+
+@dataclass(frozen=True)
+class CloudWatchSubject:
+    dashboards: dict[str, dict[str, Any]]  # DashboardName -> {"DashboardName", "DashboardBody"}
+    alarms: list[dict[str, Any]]  # {"Region", "Request"}
+    settings: Settings
+
+
+@cache
+def _validator(name: str):
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(json.loads(schema_path(name).read_text()))
+
+
+def _bodies(subject: CloudWatchSubject) -> Iterator[tuple[str, Any]]:
+    for name, item in sorted(subject.dashboards.items()):
+        try:
+            yield name, json.loads(item["DashboardBody"])
+        except (TypeError, ValueError) as exc:
+            yield name, exc
+
+
+def _where(name: str, index: int | None = None) -> str:
+    place = f"cloudwatch/dashboards/{name}.json"
+    return place if index is None else f"{place} widget {index}"
+
+
+def _metric_widgets(subject: CloudWatchSubject) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    for name, body in _bodies(subject):
+        if isinstance(body, dict):
+            for index, widget in enumerate(body.get("widgets", [])):
+                if isinstance(widget, dict) and widget.get("type") == "metric" \
+                        and isinstance(widget.get("properties"), dict):
+                    yield name, index, widget["properties"]
+
+
+def _expressions(properties: dict[str, Any]) -> Iterator[str]:
+    for line in properties.get("metrics", []):
+        if isinstance(line, list) and line and isinstance(line[-1], dict) and "expression" in line[-1]:
+            yield str(line[-1]["expression"])
+
+
+def body_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, body in _bodies(subject):
+        if isinstance(body, Exception):
+            yield Finding("CW001", "error", _where(name), f"DashboardBody is not JSON: {body}")
+            continue
+        for error in _validator("cloudwatch-dashboard.schema.json").iter_errors(body):
+            path = "/".join(str(p) for p in error.absolute_path)
+            yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {error.message[:200]}")
+
+
+def names(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, item in subject.dashboards.items():
+        if not DASHBOARD_NAME.match(name) or item.get("DashboardName") != name:
+            yield Finding("CW002", "error", _where(name),
+                          "dashboard names are 1-255 characters of A-Z a-z 0-9 - _")
+
+
+def metric_count(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        lines = properties.get("metrics", [])
+        if isinstance(lines, list) and len(lines) > METRICS_PER_WIDGET:
+            yield Finding("CW003", "error", _where(name, index),
+                          f"{len(lines)} metrics: a widget holds at most {METRICS_PER_WIDGET}")
+
+
+def _line_problem(line: Any) -> str | None:
+    if not isinstance(line, list) or not line:
+        return "a metric line must be a non-empty array"
+    options = line[-1] if isinstance(line[-1], dict) else None
+    values = line[:-1] if options is not None else line
+    if options is not None and "expression" in options:
+        if values:
+            return "an expression line holds only its options object"
+        if not options.get("id"):
+            return "an expression needs an id"
+        return None
+    if any(not isinstance(v, str) for v in values):
+        return "metric line values must be strings before the options object"
+    if values and values[0] == "...":
+        return None  # repeats the previous line's leading values
+    if len(values) < 2 or len(values) % 2:
+        return "expected [namespace, metric name, dimension name, value, ..., {options}]"
+    return None
+
+
+def metric_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        for number, line in enumerate(properties.get("metrics", [])):
+            problem = _line_problem(line)
+            if problem:
+                yield Finding("CW004", "error", _where(name, index), f"metrics[{number}]: {problem}")
+
+
+def searches(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        found = [m.group(0) for e in _expressions(properties) for m in _SEARCH.finditer(e)]
+        for expression in _expressions(properties):
+            for match in _SEARCH.finditer(expression):
+                if len(match.group(1)) > SEARCH_MAX_CHARS:
+                    yield Finding("CW005", "error", _where(name, index),
+                                  f"a SEARCH expression is {len(match.group(1))} characters; the limit is "
+                                  f"{SEARCH_MAX_CHARS}")
+        if len(found) > SEARCHES_PER_GRAPH:
+            yield Finding("CW005", "error", _where(name, index),
+                          f"{len(found)} SEARCH expressions; a graph allows {SEARCHES_PER_GRAPH}")
+
+
+def ids(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        seen: set[str] = set()
+        for line in properties.get("metrics", []):
+            if isinstance(line, list) and line and isinstance(line[-1], dict) and "id" in line[-1]:
+                identifier = str(line[-1]["id"])
+                if not ID.match(identifier):
+                    yield Finding("CW006", "error", _where(name, index),
+                                  f"id {identifier!r} must start with a lower-case letter, then letters, digits, _")
+                if identifier in seen:
+                    yield Finding("CW006", "error", _where(name, index), f"id {identifier!r} is used twice")
+                seen.add(identifier)
+
+
+def grid(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, body in _bodies(subject):
+        if not isinstance(body, dict):
+            continue
+        for index, widget in enumerate(body.get("widgets", [])):
+            if isinstance(widget, dict) and isinstance(widget.get("x"), int) and isinstance(widget.get("width"), int) \
+                    and widget["x"] + widget["width"] > 24:
+                yield Finding("CW007", "error", _where(name, index), "the widget runs past the 24-column grid")
+
+
+def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """Metrics Insights queries must read the declared namespace and group by declared dimensions."""
+    schema = schema_clause(subject.settings)
+    declared = set(dimensions(subject.settings))
+    queries = [(_where(n, i), e) for n, i, p in _metric_widgets(subject) for e in _expressions(p)]
+    queries += [(f"cloudwatch/alarms.json {a['Request']['AlarmName']}", m.get("Expression", ""))
+                for a in subject.alarms for m in a["Request"].get("Metrics", [])]
+    for where, expression in queries:
+        if not expression.upper().startswith("SELECT"):
+            continue
+        if schema not in expression:
+            yield Finding("CW008", "error", where, f"the query does not read {schema}")
+        match = _GROUP_BY.search(expression)
+        if match:
+            for dimension in (d.strip().strip('"') for d in match.group(1).split(",")):
+                if dimension not in declared:
+                    yield Finding("CW008", "error", where,
+                                  f"GROUP BY {dimension}: the agent does not publish that dimension")
+
+
+def gauge_bounds(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        axis = properties.get("yAxis", {}).get("left", {}) if isinstance(properties.get("yAxis"), dict) else {}
+        if properties.get("view") == "gauge" and ("min" not in axis or "max" not in axis):
+            yield Finding("CW009", "error", _where(name, index), "a gauge needs yAxis.left min and max")
+
+
+# --- alarms -------------------------------------------------------------------------------
+
+def _alarm_where(item: dict[str, Any]) -> str:
+    return f"cloudwatch/alarms.json {item['Request'].get('AlarmName', '?')}"
+
+
+def alarm_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for item in subject.alarms:
+        for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item["Request"]):
+            path = "/".join(str(p) for p in error.absolute_path)
+            yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {error.message[:200]}")
+
+
+def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for item in subject.alarms:
+        request = item["Request"]
+        present = [key for key in ("MetricName", "Metrics", "EvaluationCriteria") if key in request]
+        if len(present) != 1:
+            yield Finding("AL002", "error", _alarm_where(item),
+                          f"exactly one of MetricName, Metrics, EvaluationCriteria is allowed; found "
+                          f"{', '.join(present) or 'none'}")
+        elif present == ["MetricName"] and not all(k in request for k in ("Namespace", "Statistic", "Period")):
+            yield Finding("AL002", "error", _alarm_where(item), "a MetricName alarm needs Namespace, Statistic, Period")
+
+
+def alarm_returned_data(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for item in subject.alarms:
+        queries = item["Request"].get("Metrics")
+        if isinstance(queries, list):
+            returned = [m for m in queries if isinstance(m, dict) and m.get("ReturnData", True)]
+            if len(returned) != 1:
+                yield Finding("AL003", "error", _alarm_where(item),
+                              f"{len(returned)} queries return data; an alarm needs exactly one")
+
+
+def alarm_periods(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for item in subject.alarms:
+        request = item["Request"]
+        if request.get("DatapointsToAlarm", 1) > request.get("EvaluationPeriods", 1):
+            yield Finding("AL004", "error", _alarm_where(item), "DatapointsToAlarm exceeds EvaluationPeriods")
+
+
+def alarm_names(subject: CloudWatchSubject) -> Iterable[Finding]:
+    seen: set[tuple[str, str]] = set()
+    for item in subject.alarms:
+        key = (item["Region"], item["Request"].get("AlarmName", ""))
+        if key in seen:
+            yield Finding("AL005", "error", _alarm_where(item), f"the name is used twice in {item['Region']}")
+        seen.add(key)
+
+
+def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
+    counts: dict[str, int] = {}
+    for item in subject.alarms:
+        if "Metrics" in item["Request"]:
+            counts[item["Region"]] = counts.get(item["Region"], 0) + 1
+    for region, count in sorted(counts.items()):
+        if count > METRICS_INSIGHTS_ALARM_QUOTA:
+            yield Finding("AL006", "warning", "cloudwatch/alarms.json",
+                          f"{count} Metrics Insights alarms in {region}: the default quota is "
+                          f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region")
+
+
+def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for item in subject.alarms:
+        if MANAGED_TAG not in item["Request"].get("Tags", []):
+            yield Finding("AL007", "error", _alarm_where(item),
+                          "no ManagedBy=gpudash tag: gpudash could not tell it owns this alarm")
+
+
+RULES = (
+    Rule("CW001", "CloudWatch dashboard bodies validate against schemas/cloudwatch-dashboard.schema.json", body_schema),
+    Rule("CW002", "dashboard names are 1-255 characters of A-Za-z0-9-_", names),
+    Rule("CW003", "at most 500 metrics per widget", metric_count),
+    Rule("CW004", "metric lines have the [namespace, name, dim, value, ..., {options}] shape", metric_shape),
+    Rule("CW005", "SEARCH expressions are at most 1024 characters and 100 per graph", searches),
+    Rule("CW006", "metric ids are valid and unique within a widget", ids),
+    Rule("CW007", "widgets fit the 24-column grid", grid),
+    Rule("CW008", "queries read the declared namespace and dimensions", declared_shape),
+    Rule("CW009", "gauges have y-axis bounds", gauge_bounds),
+    Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
+    Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
+    Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
+    Rule("AL004", "DatapointsToAlarm does not exceed EvaluationPeriods", alarm_periods),
+    Rule("AL005", "alarm names are unique per Region", alarm_names),
+    Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
+    Rule("AL007", "every alarm carries the ManagedBy=gpudash tag", alarm_tags),
+)

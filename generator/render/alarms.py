@@ -1,0 +1,162 @@
+"""Neutral alarms -> CloudWatch PutMetricAlarm requests and Prometheus alerting rules. Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from ..catalog import Catalog
+from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
+from ..exporter_styles import STYLES
+from ..model import Alarm, Condition, source_file
+from ..promql import expression
+from ..settings import Cluster, Settings
+
+COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
+                        "<": "LessThanThreshold", "<=": "LessThanOrEqualToThreshold"}
+MANAGED_TAG = {"Key": "ManagedBy", "Value": "gpudash"}
+RULE_TAG = "gpudash:rule"
+METRICS_INSIGHTS_ALARM_QUOTA = 200  # per Region
+
+
+def cloudwatch_condition(alarm: Alarm) -> Condition:
+    return alarm.cloudwatch or alarm.condition
+
+
+def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: str | None = None) -> str:
+    parts = [settings.alarms["name_prefix"], cluster.name if cluster else "fleet", alarm.id, alarm.severity]
+    return "-".join(parts + ([pod] if pod else []))
+
+
+def _description(alarm: Alarm) -> str:
+    text = (f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook} "
+            f"Managed by gpudash ({source_file(alarm.defined_at)}, rule {alarm.id}).")
+    return text[:1024]
+
+
+def _common(alarm: Alarm, settings: Settings, name: str) -> dict[str, Any]:
+    condition = cloudwatch_condition(alarm)
+    actions = list(settings.alarms["actions"][alarm.severity])
+    request: dict[str, Any] = {
+        "AlarmName": name,
+        "AlarmDescription": _description(alarm),
+        "ActionsEnabled": True,
+        "AlarmActions": actions,
+        "OKActions": actions,
+        "ComparisonOperator": COMPARISON_OPERATORS[condition.comparison],
+        "Threshold": float(condition.threshold),
+        "EvaluationPeriods": alarm.evaluation_periods,
+        "DatapointsToAlarm": alarm.datapoints_to_alarm or alarm.evaluation_periods,
+        "TreatMissingData": alarm.missing_data,
+        "Tags": [dict(MANAGED_TAG), {"Key": RULE_TAG, "Value": alarm.id}],
+    }
+    return request
+
+
+def _insights_request(alarm: Alarm, settings: Settings, cluster: Cluster | None) -> dict[str, Any]:
+    condition = cloudwatch_condition(alarm)
+    query = condition.query
+    aggregation = "count" if alarm.absent else query.aggregation
+    expression_text = metrics_insights(query.metric, aggregation, settings, cluster, grouping(query, settings))
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
+    request["Metrics"] = [{"Id": "q1", "Expression": expression_text, "Period": alarm.period_seconds,
+                           "ReturnData": True, "Label": alarm.title}]
+    return request
+
+
+def _static_request(alarm: Alarm, settings: Settings, cluster: Cluster, pod: str) -> dict[str, Any]:
+    """One classic alarm on one pod's series (the `static` per-pod mode)."""
+    condition = cloudwatch_condition(alarm)
+    values = {"ClusterName": cluster.name, "Namespace": settings.exporter["namespace"],
+              "Service": STYLES[settings.exporter["deployment"]].service, "job": settings.scrape["job_name"],
+              settings.labels.pod: pod}
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, pod))
+    request.update({
+        "Namespace": settings.cloudwatch["namespace"],
+        "MetricName": condition.query.metric,
+        "Dimensions": [{"Name": d, "Value": values.get(d, "")} for d in dimensions(settings)],
+        "Statistic": STATISTICS[condition.query.aggregation],
+        "Period": alarm.period_seconds,
+    })
+    return request
+
+
+def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings) -> list[dict[str, Any]]:
+    """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
+    requests = []
+    static = settings.alarms["per_pod"] == "static"
+    for alarm in alarms:
+        if alarm.scope == "fleet":
+            regions = sorted({c.region for c in settings.clusters})
+            for region in regions:
+                request = _insights_request(alarm, settings, None)
+                request["AlarmName"] += f"-{region}" if len(regions) > 1 else ""
+                requests.append({"Region": region, "Request": request})
+            continue
+        for cluster in settings.clusters:
+            if alarm.per_pod and static:
+                requests += [{"Region": cluster.region, "Request": _static_request(alarm, settings, cluster, pod)}
+                             for pod in settings.alarms["static_pods"]]
+            else:
+                requests.append({"Region": cluster.region, "Request": _insights_request(alarm, settings, cluster)})
+    return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def insights_alarm_counts(requests: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in requests:
+        if "Metrics" in item["Request"]:
+            counts[item["Region"]] = counts.get(item["Region"], 0) + 1
+    return counts
+
+
+# --- Prometheus ---------------------------------------------------------------------------
+
+def alert_name(alarm: Alarm) -> str:
+    return "Gpudash" + "".join(part.capitalize() for part in re.split(r"[-_]", alarm.id))
+
+
+def _duration(seconds: int) -> str:
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
+    condition = alarm.condition
+    window = _duration(alarm.period_seconds)
+    query = condition.query
+    if settings.shared_prometheus and alarm.scope == "cluster" and "cluster" not in query.by:
+        query = replace(query, by=("cluster", *query.by))  # one Prometheus, several clusters
+    if alarm.absent:
+        return f"absent({query.metric})"
+    value = expression(query, settings.labels, catalog, (), rate_window=window, increase_window=window)
+    return f"{value} {condition.comparison} {condition.threshold:g}"
+
+
+def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings) -> dict[str, Any]:
+    rules = []
+    for alarm in alarms:
+        pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1)
+        rule: dict[str, Any] = {
+            "alert": alert_name(alarm),
+            "expr": prometheus_expression(alarm, catalog, settings),
+            "labels": {"severity": alarm.severity, "gpudash_rule": alarm.id},
+            "annotations": {
+                "summary": alarm.title + (f" on pod {{{{ $labels.{settings.labels.pod} }}}}" if alarm.per_pod else ""),
+                "description": alarm.description,
+                "runbook": alarm.runbook,
+            },
+        }
+        if pending:
+            rule["for"] = _duration(pending)
+        rules.append(rule)
+    return {"groups": [{"name": "gpudash-gpu", "rules": rules}]} if rules else {"groups": []}
+
+
+def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    from .grafana_files import MANAGED_BY
+
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "gpudash-gpu-alerts", "namespace": settings.exporter["namespace"],
+                         "labels": dict(MANAGED_BY)},
+            "spec": rules}

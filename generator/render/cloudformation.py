@@ -1,0 +1,48 @@
+"""The CloudWatch dashboards and alarms as CloudFormation templates (one per Region). Pure."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# PutMetricAlarm keys that AWS::CloudWatch::Alarm spells the same way.
+_ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
+               "ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
+               "Namespace", "MetricName", "Dimensions", "Statistic", "Period", "Tags")
+
+
+def _logical_id(prefix: str, name: str) -> str:
+    return prefix + "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)[:200]
+
+
+def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
+    properties = {key: request[key] for key in _ALARM_KEYS if key in request}
+    if "Metrics" in request:
+        properties["Metrics"] = [{key: query[key] for key in ("Id", "Expression", "Period", "ReturnData", "Label")
+                                  if key in query} for query in request["Metrics"]]
+    return properties
+
+
+def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]],
+              primary_region: str) -> dict[str, dict[str, Any]]:
+    """{region: template}. Dashboards are global and go with the primary Region's template."""
+    regions = sorted({primary_region, *(a["Region"] for a in alarms)})
+    result = {}
+    for region in regions:
+        resources: dict[str, Any] = {}
+        if region == primary_region:
+            for name, dashboard in sorted(dashboards.items()):
+                resources[_logical_id("Dashboard", name)] = {
+                    "Type": "AWS::CloudWatch::Dashboard",
+                    "Properties": {"DashboardName": name, "DashboardBody": dashboard["DashboardBody"]}}
+        for item in alarms:
+            if item["Region"] == region:
+                request = item["Request"]
+                resources[_logical_id("Alarm", request["AlarmName"])] = {
+                    "Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}
+        result[region] = {
+            "AWSTemplateFormatVersion": "2010-09-09",
+            "Description": f"gpudash GPU dashboards and alarms ({region}); generated, do not edit by hand.",
+            "Resources": resources,
+        }
+    return result

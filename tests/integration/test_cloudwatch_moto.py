@@ -1,0 +1,88 @@
+"""Every generated CloudWatch dashboard and alarm is accepted by moto's server and reads back equal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.project import load_project
+from tests.support.moto_server import MotoServer
+
+
+@pytest.fixture(scope="module")
+def moto():
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture
+def cloudwatch(moto):
+    moto.reset()
+    return moto.client("cloudwatch", "us-east-1")
+
+
+def _files(config=None):
+    files = build(load_project(config))
+    return files
+
+
+def test_every_dashboard_is_accepted_and_reads_back_equal(cloudwatch):
+    files = _files()
+    dashboards = [json.loads(data) for path, data in files.items() if path.startswith("cloudwatch/dashboards/")]
+    assert len(dashboards) == 3
+    for dashboard in dashboards:
+        response = cloudwatch.put_dashboard(**dashboard)
+        assert response["DashboardValidationMessages"] == []
+        live = cloudwatch.get_dashboard(DashboardName=dashboard["DashboardName"])
+        assert json.loads(live["DashboardBody"]) == json.loads(dashboard["DashboardBody"])
+    names = {d["DashboardName"] for d in cloudwatch.list_dashboards(DashboardNamePrefix="gpudash-")["DashboardEntries"]}
+    assert names == {"gpudash-gpu-cluster-overview", "gpudash-gpu-cluster-by-pod", "gpudash-gpu-cluster-health"}
+
+
+def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
+    requests = json.loads(_files()["cloudwatch/alarms.json"])["alarms"]
+    assert len(requests) == 9
+    for item in requests:
+        cloudwatch.put_metric_alarm(**item["Request"])
+    live = {a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
+    assert set(live) == {item["Request"]["AlarmName"] for item in requests}
+    for item in requests:
+        request = item["Request"]
+        alarm = live[request["AlarmName"]]
+        for key in ("ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
+                    "AlarmDescription", "ActionsEnabled"):
+            assert alarm[key] == request[key], key
+        assert [(m["Id"], m["Expression"], m["Period"], m["ReturnData"]) for m in alarm["Metrics"]] == [
+            (m["Id"], m["Expression"], m["Period"], m["ReturnData"]) for m in request["Metrics"]]
+        tags = cloudwatch.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+        assert {"Key": "ManagedBy", "Value": "gpudash"} in tags
+
+
+def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, project_dir):
+    config = project_dir("clusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: us-east-1}\n")
+    requests = json.loads(_files(config)["cloudwatch/alarms.json"])["alarms"]
+    idle = [r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]]
+    assert [r["AlarmName"] for r in idle] == ["gpudash-east-gpu-idle-warning", "gpudash-west-gpu-idle-warning"]
+    assert idle[0]["Metrics"][0]["Expression"] == (
+        'SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA("ContainerInsights/Prometheus", ClusterName, Namespace, '
+        "Service, job, pod) WHERE ClusterName = 'east' GROUP BY pod")
+    for item in requests:
+        cloudwatch.put_metric_alarm(**item["Request"])
+    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 18
+
+
+def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):
+    config = project_dir("alarms:\n  per_pod: static\n  static_pods: [train-0, train-1]\n"
+                         "  actions:\n    warning: ['arn:aws:sns:us-east-1:123456789012:gpu-warnings']\n")
+    requests = json.loads(_files(config)["cloudwatch/alarms.json"])["alarms"]
+    idle = {r["Request"]["AlarmName"]: r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]}
+    assert set(idle) == {"gpudash-gpu-cluster-gpu-idle-warning-train-0", "gpudash-gpu-cluster-gpu-idle-warning-train-1"}
+    request = idle["gpudash-gpu-cluster-gpu-idle-warning-train-1"]
+    assert request["MetricName"] == "DCGM_FI_DEV_GPU_UTIL" and request["Statistic"] == "Average"
+    assert {"Name": "pod", "Value": "train-1"} in request["Dimensions"]
+    assert request["AlarmActions"] == ["arn:aws:sns:us-east-1:123456789012:gpu-warnings"]
+    cloudwatch.put_metric_alarm(**request)
+    (alarm,) = cloudwatch.describe_alarms(AlarmNames=[request["AlarmName"]])["MetricAlarms"]
+    assert sorted(alarm["Dimensions"], key=lambda d: d["Name"]) == sorted(request["Dimensions"], key=lambda d: d["Name"])

@@ -1,0 +1,42 @@
+"""moto's server on 127.0.0.1: CloudWatch over real HTTP, reached with boto3's endpoint_url."""
+
+from __future__ import annotations
+
+import os
+
+from tests.support.prometheus_server import free_port
+
+FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_SESSION_TOKEN": "testing"}
+
+
+class MotoServer:
+    def __init__(self):
+        from moto.server import ThreadedMotoServer
+
+        self.port = free_port()
+        self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "MotoServer":
+        for key, value in FAKE_CREDENTIALS.items():
+            os.environ.setdefault(key, value)
+        self.server.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.stop()
+
+    def reset(self) -> None:
+        import requests
+
+        requests.post(f"{self.url}/moto-api/reset", timeout=10)
+
+    def client(self, service: str = "cloudwatch", region: str = "us-east-1"):
+        import boto3
+        from botocore.config import Config
+
+        # moto answers unimplemented calls with HTTP 500: do not retry them.
+        return boto3.client(service, region_name=region, endpoint_url=self.url,
+                            config=Config(retries={"max_attempts": 1}), **{
+                                "aws_access_key_id": "testing", "aws_secret_access_key": "testing"})
