@@ -91,6 +91,13 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     write(target, files)
+    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, cloudwatch_alarms, insights_alarm_counts
+
+    for region, count in insights_alarm_counts(cloudwatch_alarms(project.alarms, project.settings)).items():
+        if count > METRICS_INSIGHTS_ALARM_QUOTA:
+            click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "
+                       f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use fewer clusters per "
+                       f"Region", err=True)
     if output == "json":
         click.echo(json.dumps({"out": str(target), "files": sorted(files)}, indent=2))
     else:
@@ -165,6 +172,41 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
     rows = [[m.name, m.kind, m.unit.label, m.family, m.help] for m in catalog]
     click.echo(table(["FIELD", "TYPE", "UNIT", "FAMILY", "HELP"], rows))
     click.echo(f"{len(catalog)} fields from {catalog.source}")
+
+
+@main.command()
+@config_option
+@csv_option
+@click.option("--clusters", type=click.IntRange(1, 10000), help="Clusters (default: those in the settings).")
+@click.option("--pods", type=click.IntRange(0, 10_000_000), required=True, help="GPU pods running at once, fleet-wide.")
+@click.option("--churn", type=click.IntRange(0, 100_000_000), default=0, show_default=True,
+              help="GPU pods started per month.")
+@click.option("--view-hours", type=click.FloatRange(0, 744), default=40.0, show_default=True,
+              help="Hours each cluster's dashboards are open per month.")
+@output_option
+def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, churn: int, view_hours: float,
+         output: str) -> None:
+    """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
+    from .console import table
+    from .cost import Fleet, compare
+    from .project import load_project
+
+    project = load_project(_path(config), _path(csv))
+    fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
+                  dashboard_view_hours=view_hours)
+    result = compare(project, fleet)
+    if output == "json":
+        click.echo(json.dumps(result, indent=2))
+        return
+    for mode in ("group_by", "static"):
+        estimate = result[mode]
+        click.echo(f"\nper-pod alarms as {'one GROUP BY alarm per rule and cluster' if mode == 'group_by' else 'one alarm per pod'}"
+                   f" ({estimate['alarms']} alarms)")
+        rows = [[line["item"], f"{line['quantity']:,.1f}", f"${line['unit_price']:.3f}", f"${line['monthly']:,.2f}",
+                 line["basis"]] for line in estimate["lines"]]
+        click.echo(table(["ITEM", "QUANTITY", "PRICE", "MONTHLY", "BASIS"], rows))
+        click.echo(f"total ${estimate['total']:,.2f} a month")
+    click.echo(f"\nprices as of {result['prices_as_of']}: {result['source']}")
 
 
 @main.command("init-config")

@@ -34,3 +34,13 @@ def run(rules: Iterable[Rule], subject, disabled: frozenset[str] = frozenset()) 
         if rule.id not in disabled:
             findings.extend(rule.check(subject))
     return sorted(findings, key=lambda f: (f.where, f.rule, f.message))
+
+
+def schema_message(error) -> str:
+    """A short message for a jsonschema error (its default repeats the whole instance)."""
+    limits = {"maxItems": ("items", "at most"), "minItems": ("items", "at least"),
+              "maxLength": ("characters", "at most"), "minLength": ("characters", "at least")}
+    if error.validator in limits:
+        unit, bound = limits[error.validator]
+        return f"has {len(error.instance)} {unit}; {bound} {error.validator_value} allowed"
+    return error.message if len(error.message) <= 200 else error.message[:197] + "..."

@@ -16,7 +16,7 @@ from ..cloudwatch_shape import DASHBOARD_NAME, dimensions, schema_clause
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, MANAGED_TAG
 from ..resources import schema as schema_path
 from ..settings import Settings
-from . import Finding, Rule
+from . import Finding, Rule, schema_message
 
 SEARCH_MAX_CHARS = 1024
 SEARCHES_PER_GRAPH = 100
@@ -75,7 +75,7 @@ def body_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
             continue
         for error in _validator("cloudwatch-dashboard.schema.json").iter_errors(body):
             path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {error.message[:200]}")
+            yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {schema_message(error)}")
 
 
 def names(subject: CloudWatchSubject) -> Iterable[Finding]:
@@ -196,7 +196,7 @@ def alarm_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
         for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item["Request"]):
             path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {error.message[:200]}")
+            yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {schema_message(error)}")
 
 
 def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:

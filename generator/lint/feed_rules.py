@@ -14,7 +14,7 @@ from ..artifacts import GrafanaDashboard
 from ..project import Project
 from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
-from . import Finding, Rule
+from . import Finding, Rule, schema_message
 from .promql_checks import parse, selectors
 
 AGENT_FILE = "k8s/cwagent-prometheus-config.yaml"
@@ -120,7 +120,7 @@ def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
     validator = jsonschema.Draft4Validator(json.loads(subject.cwagent_schema.read_text()))
     for error in validator.iter_errors(subject.agent_config()):
         path = "/".join(str(p) for p in error.absolute_path)
-        yield Finding("AG004", "error", f"{AGENT_FILE} {AGENT_KEY}", f"schema: {path}: {error.message[:200]}")
+        yield Finding("AG004", "error", f"{AGENT_FILE} {AGENT_KEY}", f"schema: {path}: {schema_message(error)}")
 
 
 RULES = (

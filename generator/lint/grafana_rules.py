@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..catalog import Catalog
-from . import Finding, Rule
+from . import Finding, Rule, schema_message
 from .promql_checks import COUNTER_FUNCTIONS, parse, range_windows, selectors
 
 UID_MAX = 40
@@ -189,7 +189,7 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
         for error in dashboard_validator.iter_errors(dashboard.model):
             error = _deepest(error)  # descend into anyOf (panel or row) to the real cause
             path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("GF010", severity, _where(dashboard), f"schema: {path}: {error.message[:200]}")
+            yield Finding("GF010", severity, _where(dashboard), f"schema: {path}: {schema_message(error)}")
         for panel in _charts(dashboard.model):
             validators = panel_validators.get(panel.get("type"))
             if not validators:
@@ -200,7 +200,7 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
                     continue
                 for error in validator.iter_errors(value):
                     yield Finding("GF010", severity, _where(dashboard, panel),
-                                  f"schema: {error.message[:200]}")
+                                  f"schema: {schema_message(error)}")
 
 
 def configmap_size(subject: GrafanaSubject) -> Iterable[Finding]:

@@ -1,0 +1,35 @@
+"""The CloudFormation template holds the same dashboards and alarms, and passes cfn-lint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from generator.artifacts import build
+from generator.project import load_project
+
+
+def test_template_matches_the_artifacts_and_passes_cfn_lint(tmp_path, project_dir):
+    config = project_dir("clusters:\n  - {name: east, region: us-east-1}\n  - {name: eu, region: eu-west-1}\n")
+    files = build(load_project(config))
+    primary = json.loads(files["cloudformation/gpudash.json"])
+    other = json.loads(files["cloudformation/gpudash-eu-west-1.json"])
+    dashboards = {r["Properties"]["DashboardName"]: r["Properties"]["DashboardBody"]
+                  for r in primary["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"}
+    expected = {json.loads(d)["DashboardName"]: json.loads(d)["DashboardBody"]
+                for p, d in files.items() if p.startswith("cloudwatch/dashboards/")}
+    assert dashboards == expected
+    alarms = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    for template, region in ((primary, "us-east-1"), (other, "eu-west-1")):
+        names = {r["Properties"]["AlarmName"] for r in template["Resources"].values()
+                 if r["Type"] == "AWS::CloudWatch::Alarm"}
+        assert names == {a["Request"]["AlarmName"] for a in alarms if a["Region"] == region}
+    cfn_lint = shutil.which("cfn-lint", path=str(Path(sys.executable).parent))
+    for name in ("gpudash.json", "gpudash-eu-west-1.json"):
+        path = tmp_path / name
+        path.write_bytes(files[f"cloudformation/{name}"])
+        result = subprocess.run([cfn_lint, str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr

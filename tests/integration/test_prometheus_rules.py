@@ -1,0 +1,143 @@
+"""The alarms as Prometheus rules: accepted by `promtool check rules`, and `promtool test rules`
+shows which alerts fire on series shaped like the exporter's."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import yaml
+
+from generator.artifacts import build
+from generator.project import load_project
+from tests.support.prometheus_server import binary
+
+LABELS = 'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="node-1",' \
+         'namespace="ml",container="main",pod="{pod}"'
+SENTINEL = "9223372036854775794"
+
+
+def _series(metric: str, values: str, pod: str = "train-0", gpu: int = 0) -> dict[str, str]:
+    return {"series": f"{metric}{{{LABELS.format(gpu=gpu, pod=pod)}}}", "values": values}
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rules")
+    files = build(load_project())
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    resource = yaml.safe_load(files["k8s/prometheusrule.yaml"])
+    assert resource["kind"] == "PrometheusRule" and resource["spec"] == yaml.safe_load(files["prometheus/rules.yaml"])
+    return folder
+
+
+def _rule(folder, alert: str) -> dict:
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    return next(r for g in groups for r in g["rules"] if r["alert"] == alert)
+
+
+def _expected(folder, alert: str, **labels: str) -> dict:
+    rule = _rule(folder, alert)
+    annotations = {k: v.replace("{{ $labels.pod }}", labels.get("pod", "")) for k, v in rule["annotations"].items()}
+    return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
+
+
+def test_promtool_check_rules(rules):
+    result = subprocess.run([binary("promtool"), "check", "rules", str(rules / "rules.yaml")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 9 rules found" in result.stdout
+
+
+def test_promtool_unit_tests_show_which_alerts_fire(rules):
+    healthy_util = _series("DCGM_FI_DEV_GPU_UTIL", "90x60", pod="busy-0", gpu=1)
+    tests = [
+        {   # an XID appears at minute 3 on one GPU
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0 0 0 43x10"), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "2m", "alertname": "GpudashXidError", "exp_alerts": []},
+                {"eval_time": "5m", "alertname": "GpudashXidError", "exp_alerts": [_expected(rules, "GpudashXidError")]},
+            ],
+        },
+        {   # one pod holds a GPU and does nothing; another is busy
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_GPU_UTIL", "1x60", pod="idle-0"), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpudashGpuIdle", "exp_alerts": []},
+                {"eval_time": "40m", "alertname": "GpudashGpuIdle",
+                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", pod="idle-0")]},
+            ],
+        },
+        {   # a pod fills its framebuffer: 23000 of 23500 MiB
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_FB_USED", "23000x20", pod="big-0"),
+                             _series("DCGM_FI_DEV_FB_FREE", "500x20", pod="big-0"),
+                             _series("DCGM_FI_DEV_FB_USED", "2000x20", pod="small-0", gpu=1),
+                             _series("DCGM_FI_DEV_FB_FREE", "21500x20", pod="small-0", gpu=1), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpudashFramebufferFull",
+                 "exp_alerts": [_expected(rules, "GpudashFramebufferFull", pod="big-0")]},
+            ],
+        },
+        {   # 84 °C: warning, not critical; a blank sentinel on another GPU is ignored
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_GPU_TEMP", "84x20"),
+                             _series("DCGM_FI_DEV_GPU_TEMP", f"{SENTINEL}x20", gpu=1), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpudashGpuTempHigh",
+                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh")]},
+                {"eval_time": "10m", "alertname": "GpudashGpuTempCritical", "exp_alerts": []},
+            ],
+        },
+        {   # PCIe replays climb by 20 a minute
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0+20x20"),
+                             _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0x20", gpu=1), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays")]},
+            ],
+        },
+        {   # a row remap fails; uncorrectable rows get remapped
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0 0 1x10"),
+                             _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "0 0 0 2x10"), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "GpudashRowRemapFailure",
+                 "exp_alerts": [_expected(rules, "GpudashRowRemapFailure")]},
+                {"eval_time": "5m", "alertname": "GpudashUncorrectableRows",
+                 "exp_alerts": [_expected(rules, "GpudashUncorrectableRows")]},
+            ],
+        },
+        {   # the exporter stops: no GPU series at all
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0x20")],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpudashGpuDataMissing",
+                 "exp_alerts": [_expected(rules, "GpudashGpuDataMissing")]},
+                {"eval_time": "10m", "alertname": "GpudashXidError", "exp_alerts": []},
+            ],
+        },
+    ]
+    test_file = rules / "rules_test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests},
+                                        sort_keys=False))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=rules)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_healthy_fleet_fires_nothing(rules):
+    series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
+              _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
+              _series("DCGM_FI_DEV_FB_FREE", "20000x60"), _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "5x60")]
+    groups = yaml.safe_load((rules / "rules.yaml").read_text())["groups"]
+    names = [r["alert"] for g in groups for r in g["rules"]]
+    test = {"interval": "1m", "input_series": series,
+            "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in names]}
+    test_file = rules / "healthy_test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": [test]}))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=rules)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,129 @@
+"""gpudash's CloudWatch validator: the defaults pass, and each broken body or alarm gets a precise finding."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from generator.lint import run
+from generator.lint.cloudwatch_rules import RULES, CloudWatchSubject
+from generator.lint_runner import cloudwatch_subject
+from generator.project import load_project
+
+
+@pytest.fixture(scope="module")
+def good():
+    return cloudwatch_subject(load_project())
+
+
+def test_generated_dashboards_and_alarms_are_valid(good):
+    assert run(RULES, good) == []
+
+
+def _with_body(good, mutate):
+    name = "gpudash-gpu-cluster-by-pod"
+    body = json.loads(good.dashboards[name]["DashboardBody"])
+    mutate(body)
+    return CloudWatchSubject({name: {"DashboardName": name, "DashboardBody": json.dumps(body)}}, [], good.settings)
+
+
+def _metric_widget(body):
+    return next(w for w in body["widgets"] if w["type"] == "metric")
+
+
+def _many_searches(body):
+    _metric_widget(body)["properties"]["metrics"] = [
+        [{"expression": f"SEARCH('{{ContainerInsights/Prometheus,pod}} MetricName=\"m{i}\"', 'Average', 300)",
+          "id": f"s{i}"}] for i in range(101)]
+
+
+BODY_CASES = {
+    "too many widgets": (lambda b: b["widgets"].extend([b["widgets"][0]] * 500), "CW001", "widgets: has 517 items; at most 500 allowed"),
+    "widget off the grid": (lambda b: _metric_widget(b).update(x=20, width=12), "CW007", "past the 24-column grid"),
+    "width out of range": (lambda b: _metric_widget(b).update(width=30), "CW001", "30 is greater than the maximum of 24"),
+    "unknown widget type": (lambda b: b["widgets"][0].update(type="graph"), "CW001", "'graph' is not one of"),
+    "text without markdown": (lambda b: b["widgets"][0]["properties"].pop("markdown"), "CW001",
+                              "'markdown' is a required property"),
+    "metric widget without region": (lambda b: _metric_widget(b)["properties"].pop("region"), "CW001",
+                                     "'region' is a required property"),
+    "bad view": (lambda b: _metric_widget(b)["properties"].update(view="lineChart"), "CW001", "'lineChart' is not one of"),
+    "bad period": (lambda b: _metric_widget(b)["properties"].update(period=45), "CW001", "period"),
+    "too many metrics": (lambda b: _metric_widget(b)["properties"].update(
+        metrics=[["ContainerInsights/Prometheus", f"m{i}", "pod", "p"] for i in range(501)]), "CW003", "501 metrics"),
+    "odd dimension pairs": (lambda b: _metric_widget(b)["properties"].update(
+        metrics=[["ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", "pod"]]), "CW004",
+        "expected [namespace, metric name, dimension name, value"),
+    "expression without id": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].pop("id"), "CW004",
+                              "an expression needs an id"),
+    "duplicate ids": (lambda b: _metric_widget(b)["properties"]["metrics"].append(
+        copy.deepcopy(_metric_widget(b)["properties"]["metrics"][0])), "CW006", "id 'q1' is used twice"),
+    "upper-case id": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(id="Q1"), "CW006",
+                      "id 'Q1' must start with a lower-case letter"),
+    "long search": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
+        expression="SEARCH('" + "x" * 1100 + "', 'Average', 300)"), "CW005", "1100 characters; the limit is 1024"),
+    "too many searches": (_many_searches, "CW005", "101 SEARCH expressions"),
+    "undeclared dimension": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
+        expression=_metric_widget(b)["properties"]["metrics"][0][0]["expression"].replace("GROUP BY pod", "GROUP BY gpu")),
+        "CW008", "GROUP BY gpu: the agent does not publish that dimension"),
+    "other namespace": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
+        expression="SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA(\"Other\", pod)"), "CW008", "does not read SCHEMA("),
+    "gauge without bounds": (lambda b: _metric_widget(b)["properties"].update(view="gauge", yAxis={}), "CW009",
+                             "a gauge needs yAxis.left min and max"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BODY_CASES))
+def test_broken_body_is_rejected_precisely(good, case):
+    mutate, rule, fragment = BODY_CASES[case]
+    findings = run(RULES, _with_body(good, mutate))
+    assert any(f.rule == rule and fragment in f.message for f in findings), findings
+
+
+def test_bad_dashboard_name_and_non_json_body(good):
+    subject = CloudWatchSubject({"gpu dash!": {"DashboardName": "gpu dash!", "DashboardBody": "{not json"}}, [],
+                                good.settings)
+    messages = {(f.rule, f.message.split(":")[0]) for f in run(RULES, subject)}
+    assert ("CW002", "dashboard names are 1-255 characters of A-Z a-z 0-9 - _") in messages
+    assert ("CW001", "DashboardBody is not JSON") in messages
+
+
+def _alarm(good, mutate):
+    item = copy.deepcopy(next(a for a in good.alarms if "gpu-idle" in a["Request"]["AlarmName"]))
+    mutate(item["Request"])
+    return CloudWatchSubject({}, [item], good.settings)
+
+
+ALARM_CASES = {
+    "no comparison": (lambda r: r.pop("ComparisonOperator"), "AL001", "'ComparisonOperator' is a required property"),
+    "bad comparison": (lambda r: r.update(ComparisonOperator="Above"), "AL001", "'Above' is not one of"),
+    "zero periods": (lambda r: r.update(EvaluationPeriods=0, DatapointsToAlarm=0), "AL001", "less than the minimum of 1"),
+    "metric and metrics": (lambda r: r.update(MetricName="DCGM_FI_DEV_GPU_UTIL"), "AL002",
+                           "exactly one of MetricName, Metrics, EvaluationCriteria"),
+    "neither": (lambda r: r.pop("Metrics"), "AL002", "found none"),
+    "two returned": (lambda r: r["Metrics"].append({"Id": "q2", "Expression": "q1 * 2", "ReturnData": True}),
+                     "AL003", "2 queries return data"),
+    "datapoints": (lambda r: r.update(DatapointsToAlarm=9), "AL004", "DatapointsToAlarm exceeds EvaluationPeriods"),
+    "bad id": (lambda r: r["Metrics"][0].update(Id="1q"), "AL001", "does not match"),
+    "bad missing data": (lambda r: r.update(TreatMissingData="zero"), "AL001", "'zero' is not one of"),
+    "untagged": (lambda r: r.update(Tags=[]), "AL007", "no ManagedBy=gpudash tag"),
+    "long name": (lambda r: r.update(AlarmName="a" * 256), "AL001", "has 256 characters; at most 255 allowed"),
+    "high-res period": (lambda r: r["Metrics"][0].update(Period=0), "AL001", "less than the minimum of 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALARM_CASES))
+def test_broken_alarm_is_rejected_precisely(good, case):
+    mutate, rule, fragment = ALARM_CASES[case]
+    findings = run(RULES, _alarm(good, mutate))
+    assert any(f.rule == rule and fragment in f.message for f in findings), findings
+
+
+def test_duplicate_names_and_quota(good):
+    item = good.alarms[0]
+    duplicated = CloudWatchSubject({}, [item, item], good.settings)
+    assert [f.rule for f in run(RULES, duplicated)] == ["AL005"]
+    many = [{"Region": "us-east-1", "Request": {**item["Request"], "AlarmName": f"a{i}"}} for i in range(201)]
+    (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject({}, many, good.settings))
+    assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
