@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
+from .ownership import GRAFANA_OWNER_TAG
 from .project import Project
 from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -42,6 +43,10 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
         model = _grafanalib_json(item)
         model["uid"] = model.get("uid") or _slug(model.get("title", ""))
         result.append(GrafanaDashboard(model["uid"], model.get("title", ""), str(item.source), model))
+    for dashboard in result:
+        tags = dashboard.model.setdefault("tags", [])
+        if GRAFANA_OWNER_TAG not in tags:
+            tags.append(GRAFANA_OWNER_TAG)
     seen: dict[str, str] = {}
     for dashboard in result:
         if dashboard.uid in seen:

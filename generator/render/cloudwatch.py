@@ -13,6 +13,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import dashboard_name, grouping, metrics_insights
+from ..ownership import stamp_cloudwatch_body
 from ..model import Dashboard, Panel, Query, Row, layout, source_file
 from ..settings import Cluster, Settings
 from ..units import UNITS
@@ -107,7 +108,8 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Se
     for cluster in settings.clusters:
         for dashboard in dashboards:
             name = dashboard_name(settings, cluster, dashboard.id)
-            text = json.dumps(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)),
+            stamped = stamp_cloudwatch_body(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
+            text = json.dumps(stamped,
                               sort_keys=True, separators=(",", ":"))
             result[name] = {"DashboardName": name, "DashboardBody": text}
     return result
