@@ -32,6 +32,12 @@ class Project:
     def grafana_dashboards(self) -> tuple[Dashboard, ...]:
         return tuple(d for d in self.dashboards if "grafana" in d.backends)
 
+    def queried_metrics(self) -> set[str]:
+        """Every DCGM field a dashboard or alarm queries: what the exporter must collect."""
+        queries = [q for d in self.dashboards for q in d.queries() if not q.raw_promql]
+        queries += [q for a in self.alarms for q in a.queries]
+        return {name for query in queries for name in query.metrics}
+
     def used_metrics(self) -> set[str]:
         """DCGM fields CloudWatch dashboards and alarms query: what the agent must ship at the least."""
         queries = [q for d in self.cloudwatch_dashboards() for p in d.panels() if not p.grafana_only
