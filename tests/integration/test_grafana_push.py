@@ -1,0 +1,194 @@
+"""gpudash plan/push against the Grafana API test server: idempotent, never clobbering, fault tolerant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.project import load_project
+from generator.publish import desired_from
+from generator.targets import grafana_sync
+from generator.targets.grafana_api import GrafanaClient
+from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer
+
+UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
+
+
+@pytest.fixture
+def grafana(reference):
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as server:
+        yield server
+        assert server.state.spec_errors == []  # every request and response followed Grafana's spec
+
+
+@pytest.fixture
+def run(cli, grafana):
+    def invoke(*args, token=ADMIN, url=None):
+        env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}
+        return cli(*args, env=env)
+    return invoke
+
+
+def _push(run, *args, **kwargs):
+    return run("push", "--skip-verify", "--output", "json", *args, **kwargs)
+
+
+def test_first_push_creates_folder_and_dashboards_and_the_second_writes_nothing(grafana, run):
+    code, stdout, stderr = _push(run)
+    assert code == 0, stderr
+    assert sorted(json.loads(stdout)["written"]) == sorted(["gpudash", *UIDS])
+    assert grafana.state.folders["gpudash"]["title"] == "GPU monitoring"
+    assert sorted(grafana.state.dashboards) == UIDS
+    stored = grafana.state.dashboards["gpudash-by-pod"]
+    assert stored["folderUid"] == "gpudash"
+    assert stored["versions"][-1]["message"].startswith("gpudash sha256:")
+    writes = len(grafana.writes())
+    code, stdout, _ = _push(run)
+    assert code == 0 and json.loads(stdout)["written"] == []
+    assert len(grafana.writes()) == writes  # the second push wrote nothing
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
+    assert code == 0 and json.loads(stdout)["summary"] == {"unchanged": 5}
+
+
+def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir):
+    _push(run)
+    writes = len(grafana.writes())
+    config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 82, critical: 90}\n")
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--config", str(config))
+    assert code == 1
+    assert "update    grafana dashboard gpudash-overview" in stdout
+    assert "panel 'GPU temperature': threshold 80, 87 → 82, 90" in stdout
+    code, stdout, _ = _push(run, "--config", str(config))
+    assert code == 0
+    assert sorted(json.loads(stdout)["written"]) == ["gpudash-health", "gpudash-overview"]
+    assert len(grafana.writes()) == writes + 2
+    assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["version"] == 2
+
+
+def test_a_dashboard_edited_in_the_ui_is_never_overwritten_without_force(grafana, run):
+    _push(run)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(title="GPU health (alice's)"))
+    code, stdout, _ = run("plan", "--no-cloudwatch")
+    assert code == 1
+    assert "drift     grafana dashboard gpudash-health" in stdout
+    assert "changed in Grafana by alice (version 2) since gpudash pushed it" in stdout
+    code, stdout, stderr = _push(run)
+    assert code == 1 and "refused 1 object" in stderr
+    assert json.loads(stdout)["refused"] == ["gpudash-health"]
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == "GPU health (alice's)"
+    code, stdout, _ = _push(run, "--force")
+    assert code == 0 and json.loads(stdout)["written"] == ["gpudash-health"]
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == "GPU health"
+
+
+def test_a_dashboard_gpudash_does_not_own_is_left_alone(grafana, run):
+    grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
+    grafana._store("gpudash-overview", {"title": "Team overview", "tags": ["team"]}, "gpudash", "", "bob")
+    code, stdout, _ = _push(run)
+    assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-overview"]
+    assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["title"] == "Team overview"
+    assert _push(run, "--force")[0] == 0
+    assert grafana.state.dashboards["gpudash-overview"]["dashboard"]["title"] == "GPU fleet overview"
+
+
+def test_dry_run_writes_nothing(grafana, run):
+    code, stdout, _ = _push(run, "--dry-run")
+    assert code == 0 and json.loads(stdout)["written"] == [] and grafana.writes() == []
+
+
+def test_prune_deletes_only_with_the_flag(grafana, run, project_dir):
+    _push(run)
+    config = project_dir(dashboards={"one.py": (
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+        "dashboard = Dashboard('by-pod', 'GPU usage by pod', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")})
+    code, stdout, _ = _push(run, "--config", str(config))
+    plan = json.loads(stdout)
+    assert {c["name"] for c in plan["changes"] if c["action"] == "delete"} == {
+        "gpudash-all-metrics", "gpudash-health", "gpudash-overview"}
+    assert sorted(grafana.state.dashboards) == UIDS
+    assert _push(run, "--config", str(config), "--prune")[0] == 0
+    assert sorted(grafana.state.dashboards) == ["gpudash-by-pod"]
+
+
+def test_server_errors_and_rate_limits_are_retried(grafana, run):
+    grafana.inject(Fault(r"/api/dashboards/db", status=503, times=2))
+    grafana.inject(Fault(r"/api/folders", status=429, times=1, method="POST"))
+    code, stdout, stderr = _push(run)
+    assert code == 0, stderr
+    assert sorted(grafana.state.dashboards) == UIDS
+
+
+def test_a_connection_dropped_halfway_through_a_push_converges(grafana, run):
+    grafana.inject(Fault(r"/api/dashboards/db", drop=True, times=1))
+    code, stdout, stderr = _push(run)
+    assert code == 0, stderr
+    assert sorted(grafana.state.dashboards) == UIDS
+    assert all(len(grafana.state.dashboards[u]["versions"]) == 1 for u in UIDS)
+
+
+def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(grafana, run):
+    grafana.inject(Fault(r"/api/dashboards/db", status=500, times=5))  # the first save fails after retries
+    code, stdout, stderr = _push(run)
+    assert code == 3
+    assert "1 of 5 writes failed; 4 were published" in stderr
+    assert "FAILED" in stdout or '"failed"' in stdout
+    assert len(grafana.state.dashboards) == 3
+    code, stdout, _ = _push(run)
+    assert code == 0 and len(json.loads(stdout)["written"]) == 1
+    assert sorted(grafana.state.dashboards) == UIDS
+
+
+def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, reference):
+    project = load_project()
+    desired = desired_from(build(project), project.settings)
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    grafana_sync.push(client, grafana_sync.plan(client, desired.grafana, desired.folder), desired.grafana,
+                      desired.folder, "", force=False, prune=False, dry_run=False)
+    changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
+    changes = grafana_sync.plan(client, changed, desired.folder)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
+    outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", force=False, prune=False,
+                                 dry_run=False)
+    (failed,) = [o for o in outcomes if o.error]
+    assert "412 version-mismatch" in failed.error and "run `gpudash plan` and push again" in failed.error
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
+
+
+def test_a_title_clash_is_name_exists(grafana, run):
+    grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
+    grafana._store("someone-elses", {"title": "GPU health", "tags": []}, "gpudash", "", "bob")
+    code, stdout, stderr = _push(run)
+    assert code == 3
+    assert "412 name-exists" in stdout and "rename one of them" in stdout
+
+
+def test_bad_credentials_and_missing_permissions(grafana, run):
+    code, stdout, stderr = _push(run, token="glsa_wrong_secret_value")
+    assert code == 3 and "Grafana rejected the credentials (401)" in stderr
+    assert "glsa_wrong_secret_value" not in stdout + stderr
+    code, stdout, stderr = _push(run, token=VIEWER)
+    assert code == 3 and "(403)" in stdout and "Editor role" in stdout
+    assert VIEWER not in stdout + stderr
+
+
+def test_unreachable_grafana_is_a_clear_error(run):
+    code, _, stderr = _push(run, url="http://127.0.0.1:9")
+    assert code == 3 and "cannot reach Grafana at http://127.0.0.1:9" in stderr and "Traceback" not in stderr
+
+
+def test_missing_url_or_token_is_a_usage_error(cli):
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
+    assert code == 2 and "GRAFANA_URL is not set" in stderr
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": ""})
+    assert code == 2 and "no Grafana credentials" in stderr
+
+
+def test_push_from_a_reviewed_build_checks_its_manifest(grafana, run, tmp_path, cli):
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    assert _push(run, "--from", str(out))[0] == 0
+    (out / "grafana/gpudash-health.json").write_text("{}")
+    code, _, stderr = _push(run, "--from", str(out))
+    assert code == 2 and "differs from the manifest" in stderr

@@ -1,0 +1,316 @@
+"""A strict Grafana HTTP API test server.
+
+It follows Grafana's semantics for what gpudash uses (folders, dashboards with versions and
+version messages, 412 version-mismatch and name-exists, 401/403, search by tag) and validates
+every request body and every response body against Grafana's own OpenAPI spec
+(../shared/reference/grafana/grafana-http-api.openapi.json). Faults can be injected: a status
+for the next N calls of a path, or a connection dropped before any answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import jsonschema
+
+ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
+
+
+class Spec:
+    """Validators for request and response bodies, built from the Swagger 2.0 definitions."""
+
+    def __init__(self, path: Path):
+        self.document = json.loads(path.read_text())
+        # The spec's legacy `Dashboard` model types `panels` as an object; Grafana stores and returns the
+        # dashboard JSON as given (panels an array), which the spec's own `Json` type describes.
+        self.document["definitions"]["Dashboard"] = self.document["definitions"]["Json"]
+        self.cache: dict[str, jsonschema.Draft4Validator] = {}
+
+    def _validator(self, schema: dict[str, Any]) -> jsonschema.Draft4Validator:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.cache:
+            self.cache[key] = jsonschema.Draft4Validator({**schema, "definitions": self.document["definitions"]})
+        return self.cache[key]
+
+    def operation(self, method: str, path: str) -> dict[str, Any]:
+        return self.document["paths"][path][method.lower()]
+
+    def check_request(self, method: str, path: str, body: Any) -> list[str]:
+        for parameter in self.operation(method, path).get("parameters", []):
+            if parameter.get("in") == "body":
+                return [e.message for e in self._validator(parameter["schema"]).iter_errors(body)]
+        return []
+
+    def check_response(self, method: str, path: str, status: int, body: Any) -> list[str]:
+        response = self.operation(method, path)["responses"].get(str(status))
+        if response is None:
+            return [f"status {status} is not documented for {method} {path}"]
+        if "$ref" in response:
+            response = self.document["responses"][response["$ref"].rsplit("/", 1)[1]]
+        schema = response.get("schema")
+        return [e.message for e in self._validator(schema).iter_errors(body)] if schema else []
+
+
+@dataclass
+class Fault:
+    path: str  # regex on the request path
+    status: int | None = None  # answer this status ...
+    drop: bool = False  # ... or close the connection without an answer
+    times: int = 1
+    method: str | None = None
+
+
+@dataclass
+class State:
+    folders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dashboards: dict[str, dict[str, Any]] = field(default_factory=dict)  # uid -> {dashboard, folderUid, versions}
+    next_id: int = 1
+    log: list[tuple[str, str]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    spec_errors: list[str] = field(default_factory=list)
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+class GrafanaTestServer:
+    def __init__(self, spec_path: Path):
+        self.spec = Spec(spec_path)
+        self.state = State()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _handle(self, method: str):
+                split = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                with server.lock:
+                    server.state.log.append((method, split.path))
+                    fault = server._take_fault(method, split.path)
+                if fault and fault.drop:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                if fault:
+                    self._send(fault.status, {"message": "injected fault"}, None)
+                    return
+                status, body, spec_path = server.route(method, split.path, parse_qs(split.query), raw,
+                                                       self.headers.get("Authorization", ""))
+                self._send(status, body, (method, spec_path))
+
+            def _send(self, status: int, body: Any, operation):
+                if operation and operation[1]:
+                    errors = server.spec.check_response(operation[0], operation[1], status, body)
+                    server.state.spec_errors += [f"response {operation}: {e}" for e in errors]
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):  # noqa: N802
+                self._handle("GET")
+
+            def do_POST(self):  # noqa: N802
+                self._handle("POST")
+
+            def do_DELETE(self):  # noqa: N802
+                self._handle("DELETE")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> "GrafanaTestServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # --- test helpers ----------------------------------------------------------------------
+
+    def inject(self, fault: Fault) -> None:
+        with self.lock:
+            self.state.faults.append(fault)
+
+    def writes(self) -> list[tuple[str, str]]:
+        return [entry for entry in self.state.log if entry[0] in ("POST", "PUT", "DELETE")]
+
+    def edit_in_ui(self, uid: str, mutate, user: str = "alice") -> None:
+        """What a person saving in the Grafana UI does: a new version with their change, no gpudash message."""
+        with self.lock:
+            stored = self.state.dashboards[uid]
+            dashboard = json.loads(json.dumps(stored["dashboard"]))
+            mutate(dashboard)
+            self._store(uid, dashboard, stored["folderUid"], message="", user=user)
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self.state.faults:
+            if re.search(fault.path, path) and (fault.method in (None, method)) and fault.times > 0:
+                fault.times -= 1
+                return fault
+        return None
+
+    def _store(self, uid: str, dashboard: dict[str, Any], folder_uid: str, message: str, user: str) -> dict:
+        entry = self.state.dashboards.get(uid)
+        if entry is None:
+            entry = {"id": self.state.next_id, "versions": []}
+            self.state.next_id += 1
+            self.state.dashboards[uid] = entry
+        version = len(entry["versions"]) + 1
+        dashboard = {**dashboard, "id": entry["id"], "uid": uid, "version": version}
+        entry.update(dashboard=dashboard, folderUid=folder_uid)
+        entry["versions"].append({"id": len(entry["versions"]) + 1, "dashboardId": entry["id"], "uid": uid,
+                                  "version": version, "parentVersion": version - 1, "restoredFrom": 0,
+                                  "created": "2026-11-29T00:00:00Z", "createdBy": user, "message": message})
+        return entry
+
+    # --- the API ---------------------------------------------------------------------------
+
+    def route(self, method: str, path: str, query: dict[str, list[str]], raw: bytes, auth: str):
+        token = auth.removeprefix("Bearer ").strip()
+        if token not in (ADMIN, VIEWER):
+            return 401, {"message": "Unauthorized"}, None
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                return 400, {"message": "bad request data"}, None
+        if method in ("POST", "DELETE") and token == VIEWER:
+            return 403, {"message": "You'll need additional permissions to perform this action."}, None
+        with self.lock:
+            if method == "GET" and (m := re.fullmatch(r"/api/folders/([^/]+)", path)):
+                return self._get_folder(m.group(1))
+            if method == "POST" and path == "/api/folders":
+                return self._create_folder(body)
+            if method == "GET" and path == "/api/search":
+                return self._search(query)
+            if method == "POST" and path == "/api/dashboards/db":
+                return self._save(body)
+            if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/versions", path)):
+                return self._versions(m.group(1), query)
+            if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
+                return self._get_dashboard(m.group(1))
+            if method == "DELETE" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
+                return self._delete(m.group(1))
+        return 404, {"message": "Not found"}, None
+
+    def _invalid(self, method: str, path: str, body: Any):
+        errors = self.spec.check_request(method, path, body)
+        if errors:
+            self.state.spec_errors += [f"request {method} {path}: {e}" for e in errors]
+            return 400, {"message": f"bad request: {errors[0]}"}, path
+        return None
+
+    def _folder_body(self, folder: dict[str, Any]) -> dict[str, Any]:
+        return {"id": folder["id"], "uid": folder["uid"], "title": folder["title"], "url": f"/dashboards/f/{folder['uid']}/",
+                "version": 1, "hasAcl": False, "canSave": True, "canEdit": True, "canAdmin": True,
+                "canDelete": True, "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z"}
+
+    def _get_folder(self, uid: str):
+        folder = self.state.folders.get(uid)
+        if folder is None:
+            return 404, {"message": "folder not found"}, "/folders/{folder_uid}"
+        return 200, self._folder_body(folder), "/folders/{folder_uid}"
+
+    def _create_folder(self, body: Any):
+        invalid = self._invalid("POST", "/folders", body)
+        if invalid:
+            return invalid[0], invalid[1], "/folders"
+        uid = body.get("uid") or f"f{self.state.next_id}"
+        if uid in self.state.folders:
+            return 409, {"message": "a folder with the same uid already exists"}, "/folders"
+        folder = {"id": self.state.next_id, "uid": uid, "title": body.get("title", "")}
+        self.state.next_id += 1
+        self.state.folders[uid] = folder
+        return 200, self._folder_body(folder), "/folders"
+
+    def _search(self, query: dict[str, list[str]]):
+        tags = set(query.get("tag", []))
+        hits = []
+        for uid, entry in sorted(self.state.dashboards.items()):
+            dashboard = entry["dashboard"]
+            if tags <= set(dashboard.get("tags", [])):
+                hits.append({"id": entry["id"], "uid": uid, "title": dashboard.get("title", ""),
+                             "uri": f"db/{_slug(dashboard.get('title', ''))}", "url": f"/d/{uid}",
+                             "type": "dash-db", "tags": dashboard.get("tags", []), "isStarred": False,
+                             "folderUid": entry["folderUid"], "slug": _slug(dashboard.get("title", ""))})
+        return 200, hits, "/search"
+
+    def _save(self, body: Any):
+        path = "/dashboards/db"
+        invalid = self._invalid("POST", path, body)
+        if invalid:
+            return invalid
+        dashboard = body.get("dashboard") or {}
+        folder_uid = body.get("folderUid", "")
+        uid = dashboard.get("uid") or f"u{self.state.next_id}"
+        title = dashboard.get("title", "")
+        if not title:
+            return 400, {"message": "Dashboard title cannot be empty"}, path
+        if len(uid) > 40:
+            return 400, {"message": "uid too long, max 40 characters"}, path
+        if folder_uid and folder_uid not in self.state.folders:
+            return 400, {"message": "folder not found"}, path
+        existing = self.state.dashboards.get(uid)
+        overwrite = bool(body.get("overwrite"))
+        if existing and not overwrite and dashboard.get("version") != existing["dashboard"]["version"]:
+            return 412, {"status": "version-mismatch",
+                         "message": "The dashboard has been changed by someone else"}, path
+        for other_uid, entry in self.state.dashboards.items():
+            if other_uid != uid and entry["folderUid"] == folder_uid and entry["dashboard"].get("title") == title \
+                    and not overwrite:
+                return 412, {"status": "name-exists",
+                             "message": "A dashboard with the same name in the folder already exists"}, path
+        entry = self._store(uid, dashboard, folder_uid, body.get("message", ""), user="gpudash-sa")
+        return 200, {"id": entry["id"], "uid": uid, "url": f"/d/{uid}/{_slug(title)}", "status": "success",
+                     "version": entry["dashboard"]["version"], "slug": _slug(title), "title": _slug(title),
+                     "folderUid": folder_uid}, path
+
+    def _get_dashboard(self, uid: str):
+        path = "/dashboards/uid/{uid}"
+        entry = self.state.dashboards.get(uid)
+        if entry is None:
+            return 404, {"message": "Dashboard not found"}, path
+        folder = self.state.folders.get(entry["folderUid"], {})
+        meta = {"version": entry["dashboard"]["version"], "folderUid": entry["folderUid"],
+                "folderTitle": folder.get("title", "General"), "slug": _slug(entry["dashboard"].get("title", "")),
+                "url": f"/d/{uid}", "provisioned": False, "canSave": True, "canEdit": True,
+                "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z", "createdBy": "gpudash-sa",
+                "updatedBy": entry["versions"][-1]["createdBy"]}
+        return 200, {"dashboard": entry["dashboard"], "meta": meta}, path
+
+    def _versions(self, uid: str, query: dict[str, list[str]]):
+        path = "/dashboards/uid/{uid}/versions"
+        entry = self.state.dashboards.get(uid)
+        if entry is None:
+            return 404, {"message": "Dashboard not found"}, path
+        limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
+        return 200, list(reversed(entry["versions"]))[:limit], path
+
+    def _delete(self, uid: str):
+        path = "/dashboards/uid/{uid}"
+        entry = self.state.dashboards.pop(uid, None)
+        if entry is None:
+            return 404, {"message": "Dashboard not found"}, path
+        return 200, {"title": entry["dashboard"].get("title", ""), "message": "Dashboard deleted",
+                     "id": entry["id"]}, path
