@@ -9,6 +9,10 @@ from ..project import Project
 from ..verify import FAIL, OK, WARN, Check, Options
 
 GROUP = "exporter"
+# Fields that exist only on some GPUs or drivers: profiling (datacenter GPUs), HBM memory
+# temperature (not on GDDR boards such as the A10G), reserved framebuffer (newer drivers),
+# NVLink (boards without NVLink).
+PARTIAL_SUPPORT = ("_PROF_", "MEMORY_TEMP", "FB_RESERVED", "NVLINK")
 
 
 def fetch(options: Options) -> str:
@@ -50,7 +54,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     result = [Check(GROUP, "metrics endpoint", OK, f"{source}: {len(families)} metric families")]
     wanted = sorted(project.queried_metrics())
     missing = [m for m in wanted if m not in samples]
-    profiling = [m for m in missing if "_PROF_" in m]
+    profiling = [m for m in missing if any(fragment in m for fragment in PARTIAL_SUPPORT)]
     absent = [m for m in missing if m not in profiling]
     if absent:
         result.append(Check(GROUP, "expected metrics", FAIL, f"missing: {', '.join(absent)}",
@@ -58,9 +62,10 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     else:
         result.append(Check(GROUP, "expected metrics", OK, f"{len(wanted) - len(profiling)} of {len(wanted)} present"))
     if profiling:
-        result.append(Check(GROUP, "profiling metrics", WARN,
+        result.append(Check(GROUP, "GPU-specific metrics", WARN,
                             f"not supported on this GPU: {', '.join(profiling)}",
-                            "profiling fields need a datacenter GPU (Volta or newer); their panels stay empty"))
+                            "expected on GPUs without these features (profiling needs a datacenter GPU, memory "
+                            "temperature HBM); their panels stay empty"))
     labels = project.settings.labels
     utilization = samples.get("DCGM_FI_DEV_GPU_UTIL", [])
     busy = [s for s in utilization if s.value > 0]

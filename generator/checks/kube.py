@@ -26,10 +26,13 @@ IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-expo
 
 class Kube:
     def __init__(self, context: str | None):
+        import os
+
         from kubernetes import client, config
 
         try:
-            config.load_kube_config(context=context)
+            # KUBECONFIG is read now: the client reads it once, when it is first imported.
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=context)
         except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
             try:
                 config.load_incluster_config()

@@ -1,0 +1,221 @@
+"""gpudash verify against a local stack: a Kubernetes API test server (official client, kubeconfig),
+a real Prometheus scraping a replay exporter, and moto's CloudWatch. Each scenario asserts the
+exact failing check and its fix."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from generator.artifacts import feed_files
+from generator.project import load_project
+from generator.render.scrape import for_file_sd, scrape_job
+from tests.support.kube_server import KubeCluster, KubeTestServer
+from tests.support.moto_server import MotoServer
+from tests.support.prometheus_server import Prometheus
+from tests.support.replay_exporter import ReplayExporter, relabel_payload
+
+WORKLOAD_POD = "train-a-0"
+
+
+@pytest.fixture(scope="module")
+def payload(reference):
+    return relabel_payload((reference / "exporter" / "blog-a10g-k8s.prom").read_text(), pod=WORKLOAD_POD)
+
+
+@pytest.fixture(scope="module")
+def exporter(payload):
+    with ReplayExporter(payload) as server:
+        yield server
+
+
+def _prometheus(workdir, job):
+    return Prometheus(workdir, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]})
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory, exporter):
+    """gpudash's own job: workload labels arrive as `pod`."""
+    workdir = tmp_path_factory.mktemp("prom-plain")
+    targets = workdir / "targets.json"
+    targets.write_text(json.dumps([{"targets": [exporter.address], "labels": {
+        "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+        "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-ax",
+        "__meta_kubernetes_pod_node_name": "gpu-node-a"}}]))
+    job = for_file_sd(scrape_job(load_project().settings), [str(targets)])
+    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    with _prometheus(workdir, job) as server:
+        server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def prometheus_exported(tmp_path_factory, exporter):
+    """What a ServiceMonitor without honorLabels does: the target's own pod label wins."""
+    workdir = tmp_path_factory.mktemp("prom-exported")
+    job = {"job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
+           "static_configs": [{"targets": [exporter.address],
+                               "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]}
+    with _prometheus(workdir, job) as server:
+        server.wait_for('DCGM_FI_DEV_GPU_UTIL{exported_pod="%s"}' % WORKLOAD_POD)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def moto():
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture
+def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
+    """A healthy cluster; tests break one thing each."""
+    project = load_project()
+    cluster = KubeCluster(reference)
+    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config.yaml"]):
+        cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
+    cluster.metrics_payload = payload
+    moto.reset()
+    cloudwatch = moto.client("cloudwatch", "us-east-1")
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
+        cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
+            "MetricName": metric, "Value": 50, "Dimensions": [
+                {"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "Namespace", "Value": "gpu-operator"},
+                {"Name": "Service", "Value": "nvidia-dcgm-exporter"}, {"Name": "job", "Value": "dcgm-exporter"},
+                {"Name": "pod", "Value": WORKLOAD_POD}]}])
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig")))
+        monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+
+        def verify(*args, prometheus_url=prometheus.url):
+            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", prometheus_url, *args)
+            assert stdout.startswith("{"), stderr
+            checks = json.loads(stdout)["checks"]
+            return code, {(c["group"], c["name"]): c for c in checks}
+
+        yield cluster, verify
+
+
+def _failures(checks):
+    return {key: (c["detail"], c["fix"]) for key, c in checks.items() if c["status"] == "fail"}
+
+
+def test_all_healthy(stack):
+    _, verify = stack
+    code, checks = verify()
+    assert _failures(checks) == {}
+    assert code == 0
+    assert {g for g, _ in checks} == {"kube", "exporter", "prometheus", "cloudwatch"}
+    assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
+    assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
+
+
+def test_exporter_not_ready_on_one_gpu_node(stack):
+    cluster, verify = stack
+    cluster.pods[1] = cluster.exporter_pod("gpu-node-b", ready=False)
+    cluster.refresh_status()
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "exporter pods ready")] == (
+        "exporter not ready on gpu-node-b", "kubectl describe the exporter pod on that node; look at its events and logs")
+    assert _failures(checks)[("kube", "exporter rollout")][0] == "1/2 pods ready, 2 updated"
+
+
+def test_gpu_node_without_an_exporter_pod(stack):
+    cluster, verify = stack
+    cluster.nodes.append(cluster.node("gpu-node-c", gpus=8))
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "GPU node coverage")] == (
+        "GPU nodes without an exporter pod: gpu-node-c",
+        "check the DaemonSet's nodeSelector and tolerations (the operator needs the label "
+        "nvidia.com/gpu.deploy.dcgm-exporter=true)")
+
+
+def test_pod_labels_missing_when_the_kubernetes_mapping_is_off(stack, payload):
+    cluster, verify = stack
+    cluster.set_env("DCGM_EXPORTER_KUBERNETES", "false")
+    cluster.metrics_payload = re.sub(r',?(container|namespace|pod)="[^"]*"', "", payload)
+    code, checks = verify("--skip", "prometheus")
+    failures = _failures(checks)
+    assert failures[("kube", "pod labels setting")] == (
+        "DCGM_EXPORTER_KUBERNETES is not true: series carry no workload pod",
+        "set DCGM_EXPORTER_KUBERNETES=true on container nvidia-dcgm-exporter and mount /var/lib/kubelet/pod-resources")
+    assert failures[("exporter", "pod labels")] == (
+        "busy GPUs without a pod label: gpu 0",
+        "set DCGM_EXPORTER_KUBERNETES=true on the exporter and mount /var/lib/kubelet/pod-resources into it")
+
+
+def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
+    _, verify = stack
+    code, checks = verify(prometheus_url=prometheus_exported.url)
+    assert code == 1
+    assert _failures(checks)[("prometheus", "workload pod label")] == (
+        "the workload pod arrives as 'exported_pod', settings say 'pod'",
+        "set labels.pod: exported_pod, labels.namespace: exported_namespace and labels.container: exported_container "
+        "in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor (honorLabels: true)")
+
+
+def test_hostname_spelling_is_detected(stack, payload):
+    cluster, verify = stack
+    cluster.metrics_payload = payload.replace("Hostname=", "hostname=")
+    code, checks = verify("--skip", "prometheus")
+    assert _failures(checks)[("exporter", "node label")] == (
+        "the exporter writes 'hostname', settings say 'Hostname'", "set labels.node: hostname in gpudash.yaml")
+
+
+def test_agent_configmap_missing_a_selector(stack):
+    cluster, verify = stack
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
+    config = json.loads(configmap["data"]["cwagentconfig.json"])
+    declaration = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"][0]
+    declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
+    configmap["data"]["cwagentconfig.json"] = json.dumps(config)
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig")] == (
+        "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$",
+        "kubectl apply -f build/k8s/cwagent-prometheus-config.yaml (then restart cwagent-prometheus)")
+
+
+def test_cloudwatch_namespace_empty(stack, moto):
+    _, verify = stack
+    moto.reset()
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("cloudwatch", "gpu-cluster metrics")] == (
+        "no DCGM metrics in ContainerInsights/Prometheus for gpu-cluster in the last 3 h",
+        "apply build/k8s/cwagent-prometheus-config.yaml and check the cwagent-prometheus logs")
+
+
+def test_prometheus_unreachable(stack):
+    _, verify = stack
+    code, checks = verify(prometheus_url="http://127.0.0.1:9")
+    assert code == 1
+    assert _failures(checks)[("prometheus", "reachable")] == (
+        "cannot query Prometheus at http://127.0.0.1:9 (ConnectionError)",
+        "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus")
+
+
+def test_a_missing_metric_in_the_exporters_csv(stack):
+    cluster, verify = stack
+    cluster.set_env("DCGM_EXPORTER_COLLECTORS", "/etc/dcgm-exporter/custom/dcgm-metrics.csv")
+    spec = cluster.daemonset["spec"]["template"]["spec"]
+    spec["volumes"].append({"name": "metrics-config", "configMap": {"name": "custom-dcgm-metrics"}})
+    spec["containers"][0]["volumeMounts"].append({"name": "metrics-config", "mountPath": "/etc/dcgm-exporter/custom"})
+    cluster.configmap("gpu-operator", "custom-dcgm-metrics", {"dcgm-metrics.csv": (
+        "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\nDCGM_FI_DEV_GPU_TEMP, gauge, t (in C).\n")})
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "exporter")
+    detail, fix = _failures(checks)[("kube", "counters CSV")]
+    assert detail.startswith("ConfigMap gpu-operator/custom-dcgm-metrics key dcgm-metrics.csv lacks DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS, ")
+    assert "DCGM_FI_DEV_GPU_UTIL" not in detail
+    assert fix == "add those fields to the exporter's counters CSV, or stop using them in definitions"
+
+
+def test_table_output_and_skip(stack):
+    _, verify = stack
+    code, checks = verify("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch")
+    assert code == 0 and {g for g, _ in checks} == {"prometheus"}
