@@ -311,12 +311,12 @@ def _finish(outcomes, output: str, changes) -> None:
         sys.exit(EXIT_FINDINGS)
 
 
-def _preflight(project, groups: tuple[str, ...], skip: bool) -> None:
+def _preflight(project, groups: tuple[str, ...], skip: bool, **options) -> None:
     if skip:
         return
-    from .verify import preflight
+    from .verify import Options, preflight
 
-    preflight(project, groups)
+    preflight(project, groups, Options(**options))
 
 
 @main.command()
@@ -361,15 +361,17 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
 @skip_verify_option
 @click.option("--insecure", is_flag=True, help="Do not verify Grafana's TLS certificate.")
 @click.option("--token-file", metavar="FILE", help="Read the Grafana token from FILE (else GRAFANA_TOKEN).")
+@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
-def push(config, csv, from_dir, force, prune, dry_run, skip_verify, insecure, token_file, output):
+def push(config, csv, from_dir, force, prune, dry_run, skip_verify, insecure, token_file, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .publish import git_note
     from .targets import grafana_sync
 
     project, desired = _desired(config, csv, from_dir)
     client = _grafana_client(insecure, token_file)
-    _preflight(project, ("prometheus",), skip_verify)
+    _preflight(project, ("prometheus",), skip_verify, prometheus_url=prometheus_url)
     changes = grafana_sync.plan(client, desired.grafana, desired.folder)
     with _progress(len(changes), output, "pushing to Grafana") as tick:
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
@@ -394,7 +396,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, skip_verify, profile, en
 
     project, desired = _desired(config, csv, from_dir)
     cloudwatch = _cloudwatch(profile, endpoint_url)
-    _preflight(project, ("cloudwatch",), skip_verify)
+    _preflight(project, ("cloudwatch",), skip_verify, profile=profile, endpoint_url=endpoint_url)
     changes = cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards, desired.dashboard_regions)
     changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
     with _progress(len(changes), output, "applying to CloudWatch") as tick:

@@ -69,13 +69,8 @@ def failed(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.status == FAIL]
 
 
-def preflight(project: Project, groups: tuple[str, ...], options: Options | None = None) -> None:
+def preflight(project: Project, groups: tuple[str, ...], options: Options) -> None:
     """Refuse to publish when the systems feeding the dashboards are not healthy."""
-    import os
-
-    options = options or Options(prometheus_url=os.environ.get("PROMETHEUS_URL"),
-                                 endpoint_url=os.environ.get("AWS_ENDPOINT_URL"),
-                                 profile=os.environ.get("AWS_PROFILE"))
     problems = failed(run(project, options, groups))
     if problems:
         lines = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)

@@ -192,3 +192,11 @@ def test_push_from_a_reviewed_build_checks_its_manifest(grafana, run, tmp_path, 
     (out / "grafana/gpudash-health.json").write_text("{}")
     code, _, stderr = _push(run, "--from", str(out))
     assert code == 2 and "differs from the manifest" in stderr
+
+
+def test_push_refuses_when_the_preflight_fails(grafana, run, cli):
+    env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": "http://127.0.0.1:9"}
+    code, _, stderr = cli("push", env=env)
+    assert code == 3 and "preflight checks failed, nothing was published" in stderr
+    assert "cannot query Prometheus at http://127.0.0.1:9" in stderr
+    assert grafana.writes() == []

@@ -19,6 +19,9 @@ class MotoServer:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> "MotoServer":
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
         self.server.start()
