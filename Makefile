@@ -37,6 +37,9 @@ test: $(TEST_STAMP) services
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/generate.py
+	$(BIN)/python benchmarks/alarms.py
+	$(BIN)/python benchmarks/publish.py
+	$(BIN)/python benchmarks/verify.py
 
 clean:
 	rm -rf $(VENV) build
