@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import GrafanaDashboard
 from ..catalog import Catalog
 from . import Finding, Rule, schema_message
-from .promql_checks import COUNTER_FUNCTIONS, parse, range_windows, selectors
+from .promql_checks import COUNTER_FUNCTIONS, Selector, parse, range_windows, selectors
 
 UID_MAX = 40
 CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
@@ -57,30 +57,33 @@ def promql_parses(subject: GrafanaSubject) -> Iterable[Finding]:
                           f"query {target.get('refId', '?')} does not parse: {exc}")
 
 
+def parsed_selectors(dashboards: list[GrafanaDashboard]) -> Iterator[tuple[GrafanaDashboard, dict, Selector]]:
+    """Every selector of every query that parses (GF001 reports the others)."""
+    for dashboard in dashboards:
+        for panel in _charts(dashboard.model):
+            for target in panel.get("targets", []):
+                try:
+                    found = selectors(parse(target["expr"])) if target.get("expr") else []
+                except ValueError:
+                    continue
+                for selector in found:
+                    yield dashboard, panel, selector
+
+
 def metrics_known(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard, panel, target in _targets(subject):
-        try:
-            found = selectors(parse(target["expr"]))
-        except ValueError:
-            continue
-        for selector in found:
-            if selector.metric and selector.metric not in subject.catalog:
-                yield Finding("GF002", "error", _where(dashboard, panel),
-                              f"{selector.metric} is not in the counters CSV ({subject.catalog.source})")
+    for dashboard, panel, selector in parsed_selectors(subject.dashboards):
+        if selector.metric and selector.metric not in subject.catalog:
+            yield Finding("GF002", "error", _where(dashboard, panel),
+                          f"{selector.metric} is not in the counters CSV ({subject.catalog.source})")
 
 
 def counters_rated(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard, panel, target in _targets(subject):
-        try:
-            found = selectors(parse(target["expr"]))
-        except ValueError:
-            continue
-        for selector in found:
-            metric = selector.metric
-            if metric in subject.catalog and subject.catalog.get(metric).is_counter \
-                    and selector.range_function not in COUNTER_FUNCTIONS:
-                yield Finding("GF006", "error", _where(dashboard, panel),
-                              f"counter {metric} is charted raw: wrap it in rate() or increase()")
+    for dashboard, panel, selector in parsed_selectors(subject.dashboards):
+        metric = selector.metric
+        if metric in subject.catalog and subject.catalog.get(metric).is_counter \
+                and selector.range_function not in COUNTER_FUNCTIONS:
+            yield Finding("GF006", "error", _where(dashboard, panel),
+                          f"counter {metric} is charted raw: wrap it in rate() or increase()")
 
 
 def rate_interval(subject: GrafanaSubject) -> Iterable[Finding]:

@@ -200,3 +200,15 @@ def test_push_refuses_when_the_preflight_fails(grafana, run, cli):
     assert code == 3 and "preflight checks failed, nothing was published" in stderr
     assert "cannot query Prometheus at http://127.0.0.1:9" in stderr
     assert grafana.writes() == []
+
+
+def test_a_wrong_url_path_is_a_404_with_a_hint(grafana, run):
+    code, stdout, stderr = _push(run, url=grafana.url + "/not-grafana")
+    assert code == 3 and "not found (404)" in stdout + stderr and "include any sub-path" in stdout + stderr
+
+
+def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
+    grafana.inject(Fault(r"/api/dashboards/db", status=422, times=1))
+    code, stdout, _ = _push(run)
+    assert code == 3
+    assert "Grafana could not process the dashboard (422)" in stdout and "run `gpudash lint`" in stdout

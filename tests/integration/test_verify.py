@@ -219,3 +219,18 @@ def test_table_output_and_skip(stack):
     _, verify = stack
     code, checks = verify("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch")
     assert code == 0 and {g for g, _ in checks} == {"prometheus"}
+
+
+def test_a_system_that_never_answers_is_a_failed_check_not_a_hang(stack):
+    import socket
+
+    _, verify = stack
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        code, checks = verify("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch", "--timeout", "1",
+                              prometheus_url=url)
+    assert code == 1
+    assert _failures(checks)[("prometheus", "reachable")] == (
+        "no answer within 1 s", "check that the prometheus endpoint is reachable, or --skip prometheus")

@@ -176,3 +176,19 @@ def test_panel_ids_are_unique_and_layout_does_not_overlap():
     for dashboard in subject.dashboards:
         ids = [p["id"] for p in dashboard.model["panels"]]
         assert len(ids) == len(set(ids)) and 0 not in ids
+
+
+def test_every_panel_kind_renders_schema_valid(project_dir, reference):
+    dashboard = """
+        from generator.model import Dashboard, Panel, Query, Row
+        KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
+        dashboard = Dashboard("kinds", "Kinds", [Row("all", [
+            Panel(kind, Query("DCGM_FI_DEV_GPU_UTIL", by=("node", "gpu")), kind=kind, description=kind)
+            for kind in KINDS])])
+    """
+    project = load_project(project_dir(dashboards={"kinds.py": dashboard}))
+    (rendered,) = grafana_dashboards(project)
+    assert [p["type"] for p in rendered.model["panels"][1:]] == [
+        "timeseries", "stat", "gauge", "bargauge", "table", "heatmap"]
+    subject = GrafanaSubject([rendered], project.catalog, "pod", reference / "grafana" / "schema")
+    assert run([r for r in RULES if r.id in ("GF010", "GF003", "GF004", "GF009")], subject) == []

@@ -1,0 +1,244 @@
+"""The commands that talk to live systems: plan, push, apply, verify."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import config_option, csv_option, main, optional_path, output_option
+from .errors import EXIT_FINDINGS, GpudashError, RemoteError
+
+
+from_option = click.option("--from", "from_dir", metavar="DIR",
+                           help="Publish this build (its manifest is checked) instead of generating in memory.")
+force_option = click.option("--force", is_flag=True,
+                            help="Overwrite objects gpudash does not own, or that were edited since it wrote them.")
+prune_option = click.option("--prune", is_flag=True, help="Delete objects gpudash owns that are no longer defined.")
+dry_run_option = click.option("--dry-run", is_flag=True, help="Do everything but write.")
+skip_verify_option = click.option("--skip-verify", is_flag=True,
+                                  help="Publish without first checking that the exporter and agents feed data.")
+profile_option = click.option("--profile", envvar="AWS_PROFILE", help="AWS profile. Env: AWS_PROFILE.")
+endpoint_option = click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
+                               help="CloudWatch endpoint. Env: AWS_ENDPOINT_URL.")
+insecure_option = click.option("--insecure", is_flag=True, help="Do not verify Grafana's TLS certificate.")
+token_file_option = click.option("--token-file", metavar="FILE",
+                                 help="Read the Grafana token from FILE (else GRAFANA_TOKEN).")
+
+
+def publish_options(command):
+    """The options every publishing command takes, in one place."""
+    for option in reversed((config_option, csv_option, from_option, force_option, prune_option, dry_run_option,
+                            skip_verify_option)):
+        command = option(command)
+    return command
+
+
+def _desired(config: str | None, csv: str | None, from_dir: str | None):
+    from .artifacts import build
+    from .project import load_project
+    from .publish import desired_from, read_build
+
+    project = load_project(optional_path(config), optional_path(csv))
+    files = read_build(Path(from_dir)) if from_dir else build(project)
+    return project, desired_from(files, project.settings)
+
+
+def _grafana_client(insecure: bool, token_file: str | None):
+    from .targets.grafana_api import GrafanaClient
+
+    url = os.environ.get("GRAFANA_URL")
+    if not url:
+        raise GpudashError("GRAFANA_URL is not set", hint="export GRAFANA_URL=https://grafana.example.com")
+    token = os.environ.get("GRAFANA_TOKEN")
+    if token_file:
+        try:
+            token = Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise GpudashError(f"cannot read the token file ({exc.strerror})", where=token_file) from None
+    basic = None
+    if not token and os.environ.get("GRAFANA_USER"):
+        basic = (os.environ["GRAFANA_USER"], os.environ.get("GRAFANA_PASSWORD", ""))
+    if not token and not basic:
+        raise GpudashError("no Grafana credentials",
+                           hint="set GRAFANA_TOKEN (a service-account token), or --token-file, "
+                                "or GRAFANA_USER and GRAFANA_PASSWORD")
+    return GrafanaClient(url, token=token, basic=basic, verify=not insecure)
+
+
+def _cloudwatch(profile: str | None, endpoint_url: str | None):
+    from .targets.cloudwatch_sync import CloudWatch
+
+    return CloudWatch(profile=profile, endpoint_url=endpoint_url)
+
+
+def _print_changes(changes, output: str, outcomes=None) -> None:
+    from .console import style
+    from .publish import report
+
+    if output == "json":
+        click.echo(json.dumps(report(changes, outcomes), indent=2))
+        return
+    colours = {"create": "green", "update": "yellow", "delete": "red", "drift": "magenta", "foreign": "magenta"}
+    done = {id(o.change): o for o in outcomes or []}
+    for change in changes:
+        outcome = done.get(id(change))
+        state = ""
+        if outcome is not None:
+            state = " (done)" if outcome.done else (f" (FAILED: {outcome.error})" if outcome.error else " (not written)")
+        place = f" [{change.region}]" if change.region else ""
+        click.echo(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} {change.kind} "
+                   f"{change.name}{place}{state if change.action != 'unchanged' else ''}")
+        for line in change.details:
+            click.echo(f"            {line}")
+    counts = report(changes)["summary"]
+    click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
+
+
+def _progress(total: int, output: str, label: str):
+    """A progress bar on a terminal (stderr), nothing otherwise."""
+    import contextlib
+
+    if output == "json" or not sys.stderr.isatty() or total < 10:
+        return contextlib.nullcontext(lambda change: None)
+    bar = click.progressbar(length=total, label=label, file=sys.stderr)
+
+    @contextlib.contextmanager
+    def run():
+        with bar:
+            yield lambda change: bar.update(1)
+    return run()
+
+
+def _finish(outcomes, output: str, changes) -> None:
+    _print_changes(changes, output, outcomes)
+    failed = [o for o in outcomes if o.error]
+    refused = [o for o in outcomes if o.change.blocked and not o.done]
+    if failed:
+        written = sum(1 for o in outcomes if o.done)
+        raise RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
+                          f"(listed above as done)", hint="fix the cause and run again: publishing converges")
+    if refused:
+        click.echo(f"refused {len(refused)} object(s) edited outside gpudash or not owned by it; "
+                   f"review them and use --force to overwrite", err=True)
+        sys.exit(EXIT_FINDINGS)
+
+
+def _preflight(project, groups: tuple[str, ...], skip: bool, **options) -> None:
+    if skip:
+        return
+    from .verify import Options, preflight
+
+    preflight(project, groups, Options(**options))
+
+
+@main.command()
+@config_option
+@csv_option
+@from_option
+@click.option("--grafana/--no-grafana", "use_grafana", default=None,
+              help="Include Grafana (default: when GRAFANA_URL is set).")
+@click.option("--cloudwatch/--no-cloudwatch", "use_cloudwatch", default=True, show_default=True,
+              help="Include CloudWatch.")
+@profile_option
+@endpoint_option
+@insecure_option
+@token_file_option
+@output_option
+def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, output):
+    """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
+    from .publish import pending
+    from .targets import cloudwatch_sync, grafana_sync
+
+    project, desired = _desired(config, csv, from_dir)
+    changes = []
+    if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
+        client = _grafana_client(insecure, token_file)
+        changes += grafana_sync.plan(client, desired.grafana, desired.folder)
+    if use_cloudwatch:
+        cloudwatch = _cloudwatch(profile, endpoint_url)
+        changes += cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards,
+                                                   desired.dashboard_regions)
+        changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
+    _print_changes(changes, output)
+    sys.exit(EXIT_FINDINGS if pending(changes, prune=True) else 0)
+
+
+@main.command()
+@publish_options
+@insecure_option
+@token_file_option
+@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
+@output_option
+def push(config, csv, from_dir, force, prune, dry_run, skip_verify, insecure, token_file, prometheus_url, output):
+    """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
+    from .publish import git_note
+    from .targets import grafana_sync
+
+    project, desired = _desired(config, csv, from_dir)
+    client = _grafana_client(insecure, token_file)
+    _preflight(project, ("prometheus",), skip_verify, prometheus_url=prometheus_url)
+    changes = grafana_sync.plan(client, desired.grafana, desired.folder)
+    with _progress(len(changes), output, "pushing to Grafana") as tick:
+        outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
+                                     force=force, prune=prune, dry_run=dry_run, progress=tick)
+    _finish(outcomes, output, changes)
+
+
+@main.command()
+@publish_options
+@profile_option
+@endpoint_option
+@output_option
+def apply(config, csv, from_dir, force, prune, dry_run, skip_verify, profile, endpoint_url, output):
+    """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
+    from .targets import cloudwatch_sync
+
+    project, desired = _desired(config, csv, from_dir)
+    cloudwatch = _cloudwatch(profile, endpoint_url)
+    _preflight(project, ("cloudwatch",), skip_verify, profile=profile, endpoint_url=endpoint_url)
+    changes = cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards, desired.dashboard_regions)
+    changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
+    with _progress(len(changes), output, "applying to CloudWatch") as tick:
+        outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                         force=force, prune=prune, dry_run=dry_run, progress=tick)
+    _finish(outcomes, output, changes)
+
+
+@main.command()
+@config_option
+@csv_option
+@click.option("--skip", type=click.Choice(["kube", "exporter", "prometheus", "cloudwatch"]), multiple=True,
+              help="Skip a group of checks (repeatable) when that system is not in use.")
+@click.option("--context", help="kubeconfig context (default: the current one; KUBECONFIG is honoured).")
+@click.option("--exporter-url", metavar="URL",
+              help="The exporter's /metrics URL (default: through the Kubernetes API server's service proxy).")
+@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL", help="Prometheus. Env: PROMETHEUS_URL.")
+@profile_option
+@endpoint_option
+@click.option("--timeout", type=click.FloatRange(1, 300), default=10, show_default=True,
+              help="Seconds each group of checks may take.")
+@output_option
+def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, endpoint_url, timeout, output):
+    """Check that the exporter and agents are deployed and feeding data; each failure says what to fix."""
+    from . import verify as verifying
+    from .console import style, table
+    from .project import load_project
+
+    project = load_project(optional_path(config), optional_path(csv))
+    options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
+                                profile=profile, endpoint_url=endpoint_url, timeout=timeout)
+    groups = tuple(g for g in verifying.GROUPS if g not in skip)
+    checks = verifying.run(project, options, groups)
+    if output == "json":
+        click.echo(json.dumps({"checks": [c.as_dict() for c in checks],
+                               "failed": len(verifying.failed(checks))}, indent=2))
+    else:
+        colours = {"ok": "green", "fail": "red", "warn": "yellow", "skip": "blue"}
+        rows = [[c.group, c.name, style(c.status.upper(), fg=colours[c.status]), c.detail, c.fix] for c in checks]
+        click.echo(table(["GROUP", "CHECK", "STATUS", "DETAIL", "FIX"], rows))
+    sys.exit(EXIT_FINDINGS if verifying.failed(checks) else 0)
