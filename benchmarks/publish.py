@@ -49,9 +49,7 @@ def main() -> None:
                 grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
                                   dry_run=False)
                 cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=moto.url)
-                changes = cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards,
-                                                          desired.dashboard_regions)
-                changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
+                changes = cloudwatch_sync.plan(cloudwatch, desired)
                 cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
                                       force=False, prune=False, dry_run=False)
                 writes = (len(grafana.writes()) - grafana_writes) + sum(

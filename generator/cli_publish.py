@@ -159,10 +159,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         client = _grafana_client(insecure, token_file)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder)
     if use_cloudwatch:
-        cloudwatch = _cloudwatch(profile, endpoint_url)
-        changes += cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards,
-                                                   desired.dashboard_regions)
-        changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
+        changes += cloudwatch_sync.plan(_cloudwatch(profile, endpoint_url), desired)
     _print_changes(changes, output)
     sys.exit(EXIT_FINDINGS if pending(changes, prune=True) else 0)
 
@@ -201,8 +198,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, skip_verify, profile, en
     project, desired = _desired(config, csv, from_dir)
     cloudwatch = _cloudwatch(profile, endpoint_url)
     _preflight(project, ("cloudwatch",), skip_verify, profile=profile, endpoint_url=endpoint_url)
-    changes = cloudwatch_sync.plan_dashboards(cloudwatch, desired.cloudwatch_dashboards, desired.dashboard_regions)
-    changes += cloudwatch_sync.plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix)
+    changes = cloudwatch_sync.plan(cloudwatch, desired)
     with _progress(len(changes), output, "applying to CloudWatch") as tick:
         outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
                                          force=force, prune=prune, dry_run=dry_run, progress=tick)

@@ -169,6 +169,12 @@ def plan_alarms(cloudwatch: CloudWatch, requests: list[dict[str, Any]], prefix: 
     return changes
 
 
+def plan(cloudwatch: CloudWatch, desired) -> list[Change]:
+    """Dashboards then alarms, for a publish.Desired."""
+    return (plan_dashboards(cloudwatch, desired.cloudwatch_dashboards, desired.dashboard_regions)
+            + plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix))
+
+
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
           requests: list[dict[str, Any]], *, force: bool, prune: bool, dry_run: bool,
           progress: Callable[[Change], None] = lambda change: None) -> list[Outcome]:
