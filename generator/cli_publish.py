@@ -227,7 +227,8 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
 
     project = load_project(optional_path(config), optional_path(csv))
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
-                                profile=profile, endpoint_url=endpoint_url, timeout=timeout)
+                                profile=profile, endpoint_url=endpoint_url, timeout=timeout,
+                                prometheus_in_use="prometheus" not in skip)
     groups = tuple(g for g in verifying.GROUPS if g not in skip)
     checks = verifying.run(project, options, groups)
     if output == "json":

@@ -38,6 +38,7 @@ class Options:
     profile: str | None = None
     endpoint_url: str | None = None
     timeout: float = 10.0  # per group
+    prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
 
 
 def _runners() -> dict[str, Callable[[Project, Options], list[Check]]]:

@@ -94,6 +94,8 @@ def checks(project: Project, options: Options) -> list[Check]:
                             f"set DCGM_EXPORTER_KUBERNETES=true on container {container.name} and mount "
                             "/var/lib/kubelet/pod-resources"))
     result.append(_counters(kube, project, daemonset, container, env, namespace))
+    if options.prometheus_in_use:
+        result.append(_service_monitor(kube, project, style, namespace))
     return result + _agent_checks(kube, project)
 
 
@@ -206,6 +208,28 @@ def proxy_metrics(project: Project, options: Options) -> tuple[str, str]:
         raise RemoteError(f"no answer from Service {namespace}/{style.service} through the API server proxy",
                           hint="pass --exporter-url, or check the exporter Service")
     return text, f"service proxy {namespace}/{style.service}"
+
+
+def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Check:
+    """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels."""
+    listing = kube.get(kube.custom.list_namespaced_custom_object, "monitoring.coreos.com", "v1", namespace,
+                       "servicemonitors")
+    name, value = style.pod_label
+    monitors = [m for m in (listing or {}).get("items", [])
+                if m.get("spec", {}).get("selector", {}).get("matchLabels", {}).get(name) == value]
+    if not monitors:
+        return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
+                     "apply build/k8s/servicemonitor.yaml, unless Prometheus scrapes the exporter through "
+                     "additionalScrapeConfigs (the prometheus group checks its targets)")
+    honoring = [m for m in monitors if all(e.get("honorLabels") for e in m["spec"].get("endpoints", []))]
+    names = ", ".join(m["metadata"]["name"] for m in monitors)
+    pod_label = project.settings.labels.pod
+    if not honoring and pod_label == "pod":
+        return Check(GROUP, "Prometheus scrape config", FAIL,
+                     f"ServiceMonitor {names} does not honor labels: the workload pod arrives as exported_pod",
+                     "apply build/k8s/servicemonitor.yaml (honorLabels: true) in its place, or set labels.pod: "
+                     "exported_pod in gpudash.yaml")
+    return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
 
 
 def _agent_checks(kube: Kube, project: Project) -> list[Check]:

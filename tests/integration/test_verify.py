@@ -78,6 +78,9 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
     for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.metrics_payload = payload
+    # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
+    cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
+                                for m in yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"])]
     moto.reset()
     cloudwatch = moto.client("cloudwatch", "us-east-1")
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
@@ -234,3 +237,13 @@ def test_a_system_that_never_answers_is_a_failed_check_not_a_hang(stack):
     assert code == 1
     assert _failures(checks)[("prometheus", "reachable")] == (
         "no answer within 1 s", "check that the prometheus endpoint is reachable, or --skip prometheus")
+
+
+def test_the_operators_service_monitor_renames_the_workload_labels(stack, reference):
+    cluster, verify = stack
+    cluster.service_monitors = KubeCluster(reference).service_monitors  # the GPU operator's own
+    code, checks = verify("--skip", "exporter", "--skip", "cloudwatch")
+    assert _failures(checks)[("kube", "Prometheus scrape config")] == (
+        "ServiceMonitor nvidia-dcgm-exporter does not honor labels: the workload pod arrives as exported_pod",
+        "apply build/k8s/servicemonitor.yaml (honorLabels: true) in its place, or set labels.pod: exported_pod "
+        "in gpudash.yaml")

@@ -49,6 +49,9 @@ class KubeCluster:
         agent["status"] = {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1}
         self.deployments = {("amazon-cloudwatch", "cwagent-prometheus"): agent}
         self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
+        monitor = _load(k8s / "gpu-operator/assets_state-dcgm-exporter_0500_service_monitor.yaml", "ServiceMonitor")
+        monitor["metadata"]["namespace"] = namespace
+        self.service_monitors = [monitor]
         self.metrics_payload = ""
         self.refresh_status()
 
@@ -168,6 +171,10 @@ class KubeTestServer:
         if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+)", path):
             deployment = c.deployments.get((m.group(1), m.group(2)))
             return (200, deployment) if deployment else not_found
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/servicemonitors", path):
+            return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitorList",
+                         "metadata": {}, "items": [s for s in c.service_monitors
+                                                   if s["metadata"]["namespace"] == m.group(1)]}
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", path):
             configmap = c.configmaps.get((m.group(1), m.group(2)))
             return (200, configmap) if configmap else not_found
