@@ -3,6 +3,9 @@
 from generator.model import Alarm, Condition, Query
 
 POD = ("pod",)
+# Per GPU in Prometheus (alerts name the node and GPU); CloudWatch has no GPU dimension and
+# aggregates these over the cluster.
+GPU = ("node", "gpu")
 
 
 def alarms(ctx):
@@ -11,28 +14,28 @@ def alarms(ctx):
     idle_minutes = int(ctx.threshold("idle_minutes"))
     candidates = [
         Alarm("xid-error", "XID error reported",
-              Condition(Query("DCGM_FI_DEV_XID_ERRORS", "max"), ">", 0),
+              Condition(Query("DCGM_FI_DEV_XID_ERRORS", "max", GPU), ">", 0),
               severity="critical", missing_data="notBreaching",
               description="A GPU reported an XID error: a driver, memory or hardware fault.",
               runbook="Find the GPU (gpudash-health, Last XID error code), look the code up in NVIDIA's XID "
                       "catalogue; codes 48, 63, 64, 74, 79, 92-95 usually mean draining the node."),
         Alarm("row-remap-failure", "GPU memory row remap failed",
-              Condition(Query("DCGM_FI_DEV_ROW_REMAP_FAILURE", "max"), ">", 0),
+              Condition(Query("DCGM_FI_DEV_ROW_REMAP_FAILURE", "max", GPU), ">", 0),
               severity="critical", missing_data="notBreaching",
               description="A GPU could not remap a failing memory row; its memory is no longer reliable.",
               runbook="Cordon and drain the node, then reset the GPU; replace it if the failure persists."),
         Alarm("uncorrectable-rows", "Uncorrectable memory rows remapped",
-              Condition(Query("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "sum", as_increase=True), ">", 0),
+              Condition(Query("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "sum", GPU, as_increase=True), ">", 0),
               severity="warning", missing_data="notBreaching",
               description="Rows were remapped after uncorrectable memory errors in the last period.",
               runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
         Alarm("gpu-temp-high", "GPU temperature high",
-              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", temp[0]),
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[0]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description=f"The hottest GPU has been above {temp[0]:g} °C for two periods.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
         Alarm("gpu-temp-critical", "GPU temperature critical",
-              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max"), ">", temp[1]),
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[1]),
               severity="critical",
               description=f"A GPU is above {temp[1]:g} °C.",
               runbook="Move work off the node now; the GPU will throttle hard or shut down."),
@@ -51,7 +54,7 @@ def alarms(ctx):
                           f"for {idle_minutes} minutes: money spent on nothing.",
               runbook="Ask the pod's owner to release the GPU, or scale the workload down."),
         Alarm("pcie-replays", "PCIe replays increasing",
-              Condition(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", as_increase=True), ">",
+              Condition(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", GPU, as_increase=True), ">",
                         ctx.threshold("pcie_replays_per_minute") * 5),
               severity="warning", missing_data="notBreaching",
               description="A GPU's PCIe link keeps retrying transfers: a degrading link or riser.",

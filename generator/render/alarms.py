@@ -10,7 +10,7 @@ from ..catalog import Catalog
 from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
 from ..exporter_styles import STYLES
 from ..model import Alarm, Condition, source_file
-from ..promql import expression
+from ..promql import expression, label_name
 from ..settings import Cluster, Settings
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
@@ -133,6 +133,14 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     return f"{value} {condition.comparison} {condition.threshold:g}"
 
 
+def _where_label(alarm: Alarm, settings: Settings) -> str:
+    """` on pod {{ $labels.pod }}`, ` on {{ $labels.Hostname }} GPU {{ $labels.gpu }}` ..."""
+    words = {"pod": "pod ", "gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
+    parts = [f"{words.get(key, '')}{{{{ $labels.{label_name(key, settings.labels)} }}}}"
+             for key in alarm.condition.query.by if not alarm.absent]
+    return " on " + " ".join(parts) if parts else ""
+
+
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings) -> dict[str, Any]:
     rules = []
     for alarm in alarms:
@@ -142,7 +150,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             "expr": prometheus_expression(alarm, catalog, settings),
             "labels": {"severity": alarm.severity, "gpudash_rule": alarm.id},
             "annotations": {
-                "summary": alarm.title + (f" on pod {{{{ $labels.{settings.labels.pod} }}}}" if alarm.per_pod else ""),
+                "summary": alarm.title + _where_label(alarm, settings),
                 "description": alarm.description,
                 "runbook": alarm.runbook,
             },

@@ -3,6 +3,7 @@ shows which alerts fire on series shaped like the exporter's."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pytest
@@ -38,8 +39,12 @@ def _rule(folder, alert: str) -> dict:
 
 def _expected(folder, alert: str, **labels: str) -> dict:
     rule = _rule(folder, alert)
-    annotations = {k: v.replace("{{ $labels.pod }}", labels.get("pod", "")) for k, v in rule["annotations"].items()}
+    annotations = {k: re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v)
+                   for k, v in rule["annotations"].items()}
     return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
+
+
+GPU0 = {"Hostname": "node-1", "gpu": "0"}
 
 
 def test_promtool_check_rules(rules):
@@ -57,7 +62,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0 0 0 43x10"), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "2m", "alertname": "GpudashXidError", "exp_alerts": []},
-                {"eval_time": "5m", "alertname": "GpudashXidError", "exp_alerts": [_expected(rules, "GpudashXidError")]},
+                {"eval_time": "5m", "alertname": "GpudashXidError", "exp_alerts": [_expected(rules, "GpudashXidError", **GPU0)]},
             ],
         },
         {   # one pod holds a GPU and does nothing; another is busy
@@ -86,7 +91,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_GPU_TEMP", f"{SENTINEL}x20", gpu=1), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuTempHigh",
-                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh")]},
+                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh", **GPU0)]},
                 {"eval_time": "10m", "alertname": "GpudashGpuTempCritical", "exp_alerts": []},
             ],
         },
@@ -95,7 +100,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "input_series": [_series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0+20x20"),
                              _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0x20", gpu=1), healthy_util],
             "alert_rule_test": [
-                {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays")]},
+                {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays", **GPU0)]},
             ],
         },
         {   # a row remap fails; uncorrectable rows get remapped
@@ -104,9 +109,9 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "0 0 0 2x10"), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "5m", "alertname": "GpudashRowRemapFailure",
-                 "exp_alerts": [_expected(rules, "GpudashRowRemapFailure")]},
+                 "exp_alerts": [_expected(rules, "GpudashRowRemapFailure", **GPU0)]},
                 {"eval_time": "5m", "alertname": "GpudashUncorrectableRows",
-                 "exp_alerts": [_expected(rules, "GpudashUncorrectableRows")]},
+                 "exp_alerts": [_expected(rules, "GpudashUncorrectableRows", **GPU0)]},
             ],
         },
         {   # the exporter stops: no GPU series at all
