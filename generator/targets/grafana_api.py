@@ -13,6 +13,20 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import RemoteError
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+# What each refusal means for a user: (message, what to do).
+_STATUS_MESSAGES = {
+    400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
+    401: ("Grafana rejected the credentials (401)", "set GRAFANA_TOKEN to a valid service-account token (glsa_...)"),
+    403: ("the service account may not do this (403): {message}",
+          "give the service account the Editor role (Admin to create folders)"),
+    404: ("not found (404): {message}", "check GRAFANA_URL (include any sub-path) and the folder uid"),
+    422: ("Grafana could not process the dashboard (422): {message}", "run `gpudash lint` and fix what it reports"),
+}
+_PRECONDITION_HINTS = {
+    "version-mismatch": "someone saved the dashboard meanwhile: run `gpudash plan` and push again",
+    "name-exists": "another dashboard in the folder has this title: rename one of them",
+    "plugin-dashboard": "the dashboard belongs to a plugin: give yours another uid",
+}
 
 
 def _safe_url(url: str) -> str:
@@ -77,28 +91,13 @@ class GrafanaClient:
             body = {}
         message = body.get("message", "") if isinstance(body, dict) else ""
         status = response.status_code
-        if status == 401:
-            return RemoteError("Grafana rejected the credentials (401)", where=what,
-                               hint="set GRAFANA_TOKEN to a valid service-account token (glsa_...)")
-        if status == 403:
-            return RemoteError(f"the service account may not do this (403): {message}", where=what,
-                               hint="give the service account the Editor role (Admin to create folders)")
-        if status == 404:
-            return RemoteError(f"not found (404): {message}", where=what,
-                               hint="check GRAFANA_URL (include any sub-path) and the folder uid")
         if status == 412:
             kind = body.get("status", "") if isinstance(body, dict) else ""
-            hints = {"version-mismatch": "someone saved the dashboard meanwhile: run `gpudash plan` and push again",
-                     "name-exists": "another dashboard in the folder has this title: rename one of them",
-                     "plugin-dashboard": "the dashboard belongs to a plugin: give yours another uid"}
             return RemoteError(f"Grafana refused the save (412 {kind}): {message}", where=what,
-                               hint=hints.get(kind, "run `gpudash plan` to see the live state"))
-        if status == 422:
-            return RemoteError(f"Grafana could not process the dashboard (422): {message}", where=what,
-                               hint="run `gpudash lint` and fix what it reports")
-        if status == 400:
-            return RemoteError(f"Grafana rejected the request (400): {message}", where=what,
-                               hint="run `gpudash lint`; check the folder uid and dashboard uid")
+                               hint=_PRECONDITION_HINTS.get(kind, "run `gpudash plan` to see the live state"))
+        if status in _STATUS_MESSAGES:
+            text, hint = _STATUS_MESSAGES[status]
+            return RemoteError(text.format(message=message), where=what, hint=hint)
         return RemoteError(f"Grafana answered {status} after retries: {message}", where=what,
                            hint="check Grafana's health and run again; publishing converges")
 
