@@ -8,7 +8,6 @@ but no gpudash manifest is not gpudash's, and is never replaced.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -89,6 +88,3 @@ def compare(out: Path, files: dict[str, bytes]) -> list[Difference]:
             differences.append(Difference(path, "changed"))
     return differences
 
-
-def read_manifest(out: Path) -> dict:
-    return json.loads((out / MANIFEST).read_text())

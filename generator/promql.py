@@ -43,10 +43,14 @@ def selector(metric: str, matchers: tuple[str, ...]) -> str:
 def _series(metric: str, catalog: Catalog, matchers: tuple[str, ...], rate_window: str,
             as_increase: bool) -> str:
     text = selector(metric, matchers)
-    if catalog.get(metric).is_counter:
-        function = "increase" if as_increase else "rate"
-        return f"{function}({text}[{rate_window}])"
-    return f"({text} < {BLANK_FLOOR})"
+    field = catalog.get(metric)
+    if not field.is_counter:
+        return f"({text} < {BLANK_FLOOR})"
+    if as_increase:
+        return f"increase({text}[{rate_window}])"
+    scale = field.unit.rate_scale  # e.g. throttled ns per second -> share of time
+    rate = f"rate({text}[{rate_window}])"
+    return rate if scale == 1 else f"({rate} * {scale:g})"
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, matchers: tuple[str, ...] = (),

@@ -12,7 +12,7 @@ import warnings
 from typing import Any
 
 from ..catalog import Catalog
-from ..model import Dashboard, Panel, Query, Row, layout
+from ..model import Dashboard, Panel, Row, layout
 from ..promql import expression, label_name, legend
 from ..settings import Settings
 from ..units import UNITS

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-
 import pytest
 
 GOOD_CSV = "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\nDCGM_FI_DEV_FB_USED, gauge, FB used (in MiB).\n"

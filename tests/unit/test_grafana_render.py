@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 from generator.artifacts import grafana_dashboards
 from generator.lint import run
 from generator.lint.grafana_rules import RULES, GrafanaSubject
@@ -192,3 +190,14 @@ def test_every_panel_kind_renders_schema_valid(project_dir, reference):
         "timeseries", "stat", "gauge", "bargauge", "table", "heatmap"]
     subject = GrafanaSubject([rendered], project.catalog, "pod", reference / "grafana" / "schema")
     assert run([r for r in RULES if r.id in ("GF010", "GF003", "GF004", "GF009")], subject) == []
+
+
+def test_throttle_counters_chart_as_a_share_of_time(project_dir):
+    csv = ("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"
+           "DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).\n")
+    _, models = _dashboards(project_dir(csv=csv))
+    panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
+    # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
+    assert panel["targets"][0]["expr"].endswith("[$__rate_interval]) * 1e-09))")
+    assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
+    parse(panel["targets"][0]["expr"])
