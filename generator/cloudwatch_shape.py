@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from .model import Query
+from .promql import label_name
 from .settings import Cluster, Settings
 
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
@@ -23,10 +24,9 @@ def dimensions(settings: Settings) -> list[str]:
 
 def dimension_for(key: str, settings: Settings) -> str | None:
     """The CloudWatch dimension that carries a neutral grouping key, if the set has one."""
-    name = CLUSTER_DIMENSION if key == "cluster" else {
-        "pod": settings.labels.pod, "namespace": settings.labels.namespace,
-        "container": settings.labels.container, "node": settings.labels.node,
-        "gpu": "gpu", "model": "modelName"}[key]
+    # The agent turns scraped labels into dimensions: the same names PromQL uses,
+    # except the cluster, which the agent itself adds as ClusterName.
+    name = CLUSTER_DIMENSION if key == "cluster" else label_name(key, settings.labels)
     return name if name in dimensions(settings) else None
 
 

@@ -27,6 +27,11 @@ class ExporterStyle:
         return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.pod_label[0])
 
 
+def style_for(settings) -> ExporterStyle:
+    """The style `exporter.deployment` names in the settings."""
+    return STYLES[settings.exporter["deployment"]]
+
+
 STYLES = {style.key: style for style in (
     ExporterStyle("gpu-operator", daemonset="nvidia-dcgm-exporter", container="nvidia-dcgm-exporter",
                   pod_label=("app", "nvidia-dcgm-exporter"), service="nvidia-dcgm-exporter",

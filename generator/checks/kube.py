@@ -11,7 +11,7 @@ import yaml
 
 from ..catalog import load_counters, parse_counters
 from ..errors import InputError, RemoteError
-from ..exporter_styles import EXPORTER_PORT, STYLES
+from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY
 from ..resources import default_counters
@@ -69,7 +69,7 @@ class Kube:
 def checks(project: Project, options: Options) -> list[Check]:
     kube = Kube(options.context)
     settings = project.settings
-    style = STYLES[settings.exporter["deployment"]]
+    style = style_for(settings)
     namespace = settings.exporter["namespace"]
     result: list[Check] = []
     daemonset = kube.get(kube.apps.read_namespaced_daemon_set, style.daemonset, namespace)
@@ -199,7 +199,7 @@ def _counters(kube: Kube, project: Project, daemonset, container, env, namespace
 def proxy_metrics(project: Project, options: Options) -> tuple[str, str]:
     """One exporter's /metrics through the API server's service proxy, and where it came from."""
     settings = project.settings
-    style = STYLES[settings.exporter["deployment"]]
+    style = style_for(settings)
     namespace = settings.exporter["namespace"]
     kube = Kube(options.context)
     text = kube.get(kube.core.connect_get_namespaced_service_proxy_with_path,

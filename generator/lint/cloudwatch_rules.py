@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any, Iterable, Iterator
 
 from ..cloudwatch_shape import DASHBOARD_NAME, dimensions, schema_clause
-from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, MANAGED_TAG
+from ..render.alarms import MANAGED_TAG, METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path
 from ..settings import Settings
 from . import Finding, Rule, schema_message
@@ -238,11 +238,7 @@ def alarm_names(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 
 def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
-    counts: dict[str, int] = {}
-    for item in subject.alarms:
-        if "Metrics" in item["Request"]:
-            counts[item["Region"]] = counts.get(item["Region"], 0) + 1
-    for region, count in sorted(counts.items()):
+    for region, count in sorted(insights_alarm_counts(subject.alarms).items()):
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             yield Finding("AL006", "warning", "cloudwatch/alarms.json",
                           f"{count} Metrics Insights alarms in {region}: the default quota is "

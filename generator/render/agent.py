@@ -13,7 +13,6 @@ from typing import Any, Iterable
 from ..catalog import Catalog
 from ..render.grafana_files import MANAGED_BY
 from ..settings import Settings
-from .scrape import prometheus_config
 
 AGENT_CONFIGMAP = "prometheus-cwagentconfig"
 AGENT_KEY = "cwagentconfig.json"
@@ -72,5 +71,3 @@ def configmaps(catalog: Catalog, settings: Settings, used: Iterable[str], scrape
          "data": {SCRAPE_KEY: scrape_yaml}},
     ]
 
-
-__all__ = ["agent_config", "configmaps", "prometheus_config", "selected_metrics"]

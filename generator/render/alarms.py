@@ -8,7 +8,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
-from ..exporter_styles import STYLES
+from ..exporter_styles import style_for
 from ..model import Alarm, Condition, source_file
 from ..promql import expression, label_name
 from ..settings import Cluster, Settings
@@ -69,7 +69,7 @@ def _static_request(alarm: Alarm, settings: Settings, cluster: Cluster, pod: str
     """One classic alarm on one pod's series (the `static` per-pod mode)."""
     condition = cloudwatch_condition(alarm)
     values = {"ClusterName": cluster.name, "Namespace": settings.exporter["namespace"],
-              "Service": STYLES[settings.exporter["deployment"]].service, "job": settings.scrape["job_name"],
+              "Service": style_for(settings).service, "job": settings.scrape["job_name"],
               settings.labels.pod: pod}
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, pod))
     request.update({

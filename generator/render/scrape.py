@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, STYLES, ExporterStyle
+from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..render.grafana_files import MANAGED_BY
 from ..settings import Settings
 
@@ -26,12 +26,8 @@ EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname
 METRIC_NAME_FILTER = "DCGM_.*"
 
 
-def style(settings: Settings) -> ExporterStyle:
-    return STYLES[settings.exporter["deployment"]]
-
-
-def scrape_job(settings: Settings, exporter: ExporterStyle | None = None) -> dict[str, Any]:
-    exporter = exporter or style(settings)
+def scrape_job(settings: Settings) -> dict[str, Any]:
+    exporter = style_for(settings)
     scrape = settings.scrape
     return {
         "job_name": scrape["job_name"],
@@ -76,7 +72,7 @@ def additional_scrape_configs(settings: Settings) -> dict[str, Any]:
 
 def service_monitor(settings: Settings) -> dict[str, Any]:
     """The ServiceMonitor alternative. honorLabels keeps the workload's pod labels as `pod`."""
-    exporter = style(settings)
+    exporter = style_for(settings)
     label_name, label_value = exporter.pod_label
     return {
         "apiVersion": "monitoring.coreos.com/v1",
