@@ -90,9 +90,10 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     write(target, files)
-    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, cloudwatch_alarms, insights_alarm_counts
+    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 
-    for region, count in insights_alarm_counts(cloudwatch_alarms(project.alarms, project.settings)).items():
+    requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "
                        f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region; ask for an increase or use fewer clusters per "

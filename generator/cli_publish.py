@@ -76,6 +76,7 @@ def _cloudwatch(profile: str | None, endpoint_url: str | None):
 
 
 def _print_changes(changes, output: str, outcomes=None) -> None:
+    from .changes import summary
     from .console import style
     from .publish import report
 
@@ -94,7 +95,7 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
                    f"{change.name}{place}{state if change.action != 'unchanged' else ''}")
         for line in change.details:
             click.echo(f"            {line}")
-    counts = report(changes)["summary"]
+    counts = summary(changes)
     click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import build, grafana_dashboards
+from .artifacts import feed_files, grafana_dashboards
 from .lint import Finding, Rule, run
 from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
 from .render import alarms as alarm_render, cloudwatch
@@ -26,7 +26,7 @@ def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafa
                  cwagent_schema: Path | None = None) -> list[Finding]:
     dashboards = grafana_dashboards(project)
     subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema)
-    feed = feed_rules.FeedSubject(project, build(project), dashboards, cwagent_schema)
+    feed = feed_rules.FeedSubject(project, feed_files(project), dashboards, cwagent_schema)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
             *run(grafana_rules.RULES, subject, disabled),
             *run(feed_rules.RULES, feed, disabled),

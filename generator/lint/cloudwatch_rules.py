@@ -123,13 +123,11 @@ def metric_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 def searches(subject: CloudWatchSubject) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
-        found = [m.group(0) for e in _expressions(properties) for m in _SEARCH.finditer(e)]
-        for expression in _expressions(properties):
-            for match in _SEARCH.finditer(expression):
-                if len(match.group(1)) > SEARCH_MAX_CHARS:
-                    yield Finding("CW005", "error", _where(name, index),
-                                  f"a SEARCH expression is {len(match.group(1))} characters; the limit is "
-                                  f"{SEARCH_MAX_CHARS}")
+        found = [m.group(1) for e in _expressions(properties) for m in _SEARCH.finditer(e)]
+        for text in found:
+            if len(text) > SEARCH_MAX_CHARS:
+                yield Finding("CW005", "error", _where(name, index),
+                              f"a SEARCH expression is {len(text)} characters; the limit is {SEARCH_MAX_CHARS}")
         if len(found) > SEARCHES_PER_GRAPH:
             yield Finding("CW005", "error", _where(name, index),
                           f"{len(found)} SEARCH expressions; a graph allows {SEARCHES_PER_GRAPH}")

@@ -29,13 +29,11 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
             change.action = FOREIGN
             change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no "
                               f"{GRAFANA_OWNER_TAG} tag); --force takes it over"]
+        elif grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
+            change.action = UNCHANGED  # nothing to write, so whoever saved it last does not matter
         else:
             latest = client.latest_version(uid) or {}
-            edited = grafana_pushed_hash(latest.get("message")) != content_hash(grafana_content(model))
-            same = grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]
-            if same:
-                change.action = UNCHANGED
-            elif edited:
+            if grafana_pushed_hash(latest.get("message")) != content_hash(grafana_content(model)):
                 who = latest.get("createdBy") or "someone"
                 change.action = DRIFT
                 change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash "

@@ -133,7 +133,10 @@ def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(graf
     code, stdout, stderr = _push(run)
     assert code == 3
     assert "1 of 5 writes failed; 4 were published" in stderr
-    assert "FAILED" in stdout or '"failed"' in stdout
+    report = json.loads(stdout)
+    (failed,) = report["failed"]
+    assert failed["name"] == "gpudash-all-metrics" and "Grafana answered 500 after retries" in failed["error"]
+    assert sorted(report["written"]) == ["gpudash", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
     assert len(grafana.state.dashboards) == 3
     code, stdout, _ = _push(run)
     assert code == 0 and len(json.loads(stdout)["written"]) == 1
