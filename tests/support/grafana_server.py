@@ -14,12 +14,14 @@ import re
 import socket
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import jsonschema
+
+from tests.support.loopback import LoopbackServer
 
 ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
 
@@ -82,7 +84,7 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-class GrafanaTestServer:
+class GrafanaTestServer(LoopbackServer):
     def __init__(self, spec_path: Path):
         self.spec = Spec(spec_path)
         self.state = State()
@@ -133,17 +135,8 @@ class GrafanaTestServer:
             def do_DELETE(self):  # noqa: N802
                 self._handle("DELETE")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self) -> "GrafanaTestServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
+        self.url = f"http://{self.address}"
 
     # --- test helpers ----------------------------------------------------------------------
 

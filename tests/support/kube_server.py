@@ -10,13 +10,14 @@ from __future__ import annotations
 import copy
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+from tests.support.loopback import LoopbackServer
 
 TOKEN = "kube-test-token"
 
@@ -104,7 +105,7 @@ def _matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
-class KubeTestServer:
+class KubeTestServer(LoopbackServer):
     def __init__(self, cluster: KubeCluster):
         self.cluster = cluster
         server = self
@@ -129,9 +130,8 @@ class KubeTestServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._serve(Handler)
+        self.url = f"http://{self.address}"
 
     def kubeconfig(self, path: Path) -> Path:
         path.write_text(yaml.safe_dump({
@@ -140,14 +140,6 @@ class KubeTestServer:
             "users": [{"name": "test", "user": {"token": TOKEN}}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
         return path
-
-    def __enter__(self) -> "KubeTestServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
     def route(self, path: str, query: dict[str, list[str]]):
         c = self.cluster

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback import LoopbackServer
 
 
-class ReplayExporter:
+class ReplayExporter(LoopbackServer):
     """One HTTP server per payload; `payload` may be replaced while it runs."""
 
     def __init__(self, payload: str):
@@ -30,25 +31,11 @@ class ReplayExporter:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def address(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"{host}:{port}"
+        self._serve(Handler)
 
     @property
     def url(self) -> str:
         return f"http://{self.address}/metrics"
-
-    def __enter__(self) -> "ReplayExporter":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def relabel_payload(text: str, *, pod: str | None = None, hostname: str | None = None,
