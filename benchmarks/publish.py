@@ -45,7 +45,8 @@ def main() -> None:
                 start = time.perf_counter()
                 client = GrafanaClient(grafana.url, token=ADMIN)
                 grafana_writes = len(grafana.writes())
-                changes = grafana_sync.plan(client, desired.grafana, desired.folder)
+                changes = grafana_sync.plan(client, desired.grafana, desired.folder,
+                                            uid_prefix=project.settings.grafana["uid_prefix"])
                 grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
                                   dry_run=False)
                 cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=moto.url)

@@ -18,10 +18,11 @@ class Change:
     details: list[str] = field(default_factory=list)
     region: str | None = None
     live: object = field(default=None, repr=False, compare=False)  # what the plan read, for the publish step
+    edited: bool = False  # a DELETE of an object a person changed since gpudash wrote it
 
     @property
     def blocked(self) -> bool:
-        return self.action in (DRIFT, FOREIGN)
+        return self.action in (DRIFT, FOREIGN) or (self.action == DELETE and self.edited)
 
     def as_dict(self) -> dict:
         data = asdict(self)
@@ -29,11 +30,35 @@ class Change:
         return data
 
 
+DONE, FAILED, REFUSED, SKIPPED, WOULD_WRITE = "done", "failed", "refused", "skipped", "would write"
+WRITE = "write"
+
+
 @dataclass
 class Outcome:
     change: Change
     done: bool
     error: str | None = None
+    status: str | None = None  # one of DONE ... WOULD_WRITE; derived from the other fields when not given
+
+    @property
+    def state(self) -> str:
+        if self.status:
+            return self.status
+        if self.done:
+            return DONE
+        if self.error:
+            return FAILED
+        return REFUSED if self.change.blocked else SKIPPED
+
+
+def disposition(change: Change, *, force: bool, prune: bool) -> str:
+    """What publishing does with a planned change: WRITE, or why not (SKIPPED, REFUSED)."""
+    if change.action == UNCHANGED or (change.action == DELETE and not prune):
+        return SKIPPED
+    if change.blocked and not force:
+        return REFUSED
+    return WRITE
 
 
 def summary(changes: list[Change]) -> dict[str, int]:

@@ -27,12 +27,26 @@ endpoint_option = click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
 insecure_option = click.option("--insecure", is_flag=True, help="Do not verify Grafana's TLS certificate.")
 token_file_option = click.option("--token-file", metavar="FILE",
                                  help="Read the Grafana token from FILE (else GRAFANA_TOKEN).")
+max_prune_share_option = click.option(
+    "--max-prune-share", type=click.FloatRange(0, 100), default=50, show_default=True, metavar="PERCENT",
+    help="Without --force, --prune is refused when it would delete more than this share of the objects "
+         "of a kind gpudash owns (and always when it would delete all of them, or the build is empty).")
+
+
+def deadline_options(command):
+    """--deadline and --retry-after-max: how long a publishing command may take in all."""
+    command = click.option("--retry-after-max", type=click.FloatRange(0, 3600), default=30, show_default=True,
+                           metavar="SECONDS", help="Honour a server's Retry-After up to this long; asking for "
+                                                   "more is a remote failure.")(command)
+    return click.option("--deadline", type=click.FloatRange(1, 86400), default=900, show_default=True,
+                        metavar="SECONDS", help="Stop the command (exit 3, listing what was and was not "
+                                                "written) when it takes longer than this in all.")(command)
 
 
 def publish_options(command):
     """The options every publishing command takes, in one place."""
     for option in reversed((config_option, csv_option, from_option, force_option, prune_option, dry_run_option,
-                            skip_verify_option)):
+                            max_prune_share_option, skip_verify_option)):
         command = option(command)
     return command
 
@@ -47,12 +61,13 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
     return project, desired_from(files, project.settings)
 
 
-def _grafana_client(insecure: bool, token_file: str | None):
-    from .targets.grafana_api import GrafanaClient
+def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
+    from .targets.grafana_api import GrafanaClient, check_url
 
     url = os.environ.get("GRAFANA_URL")
     if not url:
         raise GpudashError("GRAFANA_URL is not set", hint="export GRAFANA_URL=https://grafana.example.com")
+    url = check_url(url)
     token = os.environ.get("GRAFANA_TOKEN")
     if token_file:
         try:
@@ -66,7 +81,7 @@ def _grafana_client(insecure: bool, token_file: str | None):
         raise GpudashError("no Grafana credentials",
                            hint="set GRAFANA_TOKEN (a service-account token), or --token-file, "
                                 "or GRAFANA_USER and GRAFANA_PASSWORD")
-    return GrafanaClient(url, token=token, basic=basic, verify=not insecure)
+    return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
 
 
 def _cloudwatch(profile: str | None, endpoint_url: str | None):
@@ -89,7 +104,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
         outcome = done.get(id(change))
         state = ""
         if outcome is not None:
-            state = " (done)" if outcome.done else (f" (FAILED: {outcome.error})" if outcome.error else " (not written)")
+            state = {"done": " (done)", "failed": f" (FAILED: {outcome.error})", "would write": " (would write)",
+                     "refused": " (refused)"}.get(outcome.state, " (not written)")
         place = f" [{change.region}]" if change.region else ""
         click.echo(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} {change.kind} "
                    f"{change.name}{place}{state if change.action != 'unchanged' else ''}")
@@ -115,9 +131,14 @@ def _progress(total: int, output: str, label: str):
 
 
 def _finish(outcomes, output: str, changes) -> None:
+    from .changes import FAILED, REFUSED, WOULD_WRITE
+
     _print_changes(changes, output, outcomes)
-    failed = [o for o in outcomes if o.error]
-    refused = [o for o in outcomes if o.change.blocked and not o.done]
+    failed = [o for o in outcomes if o.state == FAILED]
+    refused = [o for o in outcomes if o.state == REFUSED]
+    would = [o for o in outcomes if o.state == WOULD_WRITE]
+    if would:
+        click.echo(f"dry run: {len(would)} object(s) would be written; nothing was written", err=True)
     if failed:
         written = sum(1 for o in outcomes if o.done)
         raise RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
@@ -157,8 +178,12 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     project, desired = _desired(config, csv, from_dir)
     changes = []
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
-        client = _grafana_client(insecure, token_file)
-        changes += grafana_sync.plan(client, desired.grafana, desired.folder)
+        from .targets.deadline import Deadline
+        from .targets.progress import Progress
+
+        client = _grafana_client(insecure, token_file, Deadline(command="plan"))
+        changes += grafana_sync.plan(client, desired.grafana, desired.folder,
+                                     uid_prefix=project.settings.grafana["uid_prefix"], progress=Progress())
     if use_cloudwatch:
         changes += cloudwatch_sync.plan(_cloudwatch(profile, endpoint_url), desired)
     _print_changes(changes, output)
@@ -167,23 +192,33 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
 
 @main.command()
 @publish_options
+@deadline_options
 @insecure_option
 @token_file_option
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
               help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
-def push(config, csv, from_dir, force, prune, dry_run, skip_verify, insecure, token_file, prometheus_url, output):
+def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
+         insecure, token_file, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .publish import git_note
     from .targets import grafana_sync
+    from .targets.deadline import Deadline
+    from .targets.progress import Progress
 
+    limit = Deadline(deadline, retry_after_max=retry_after_max, command="push")
     project, desired = _desired(config, csv, from_dir)
-    client = _grafana_client(insecure, token_file)
+    client = _grafana_client(insecure, token_file, limit)
     _preflight(project, ("prometheus",), skip_verify, prometheus_url=prometheus_url)
-    changes = grafana_sync.plan(client, desired.grafana, desired.folder)
-    with _progress(len(changes), output, "pushing to Grafana") as tick:
-        outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
-                                     force=force, prune=prune, dry_run=dry_run, progress=tick)
+    progress = Progress()
+    try:
+        changes = grafana_sync.plan(client, desired.grafana, desired.folder,
+                                    uid_prefix=project.settings.grafana["uid_prefix"], progress=progress)
+    except RemoteError as exc:
+        exc.what += "; nothing was published"
+        raise
+    outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
+                                 prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, progress=progress)
     _finish(outcomes, output, changes)
 
 
@@ -192,7 +227,7 @@ def push(config, csv, from_dir, force, prune, dry_run, skip_verify, insecure, to
 @profile_option
 @endpoint_option
 @output_option
-def apply(config, csv, from_dir, force, prune, dry_run, skip_verify, profile, endpoint_url, output):
+def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, profile, endpoint_url, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
 
@@ -202,7 +237,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, skip_verify, profile, en
     changes = cloudwatch_sync.plan(cloudwatch, desired)
     with _progress(len(changes), output, "applying to CloudWatch") as tick:
         outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
-                                         force=force, prune=prune, dry_run=dry_run, progress=tick)
+                                         force=force, prune=prune, dry_run=dry_run, progress=tick,
+                                         max_prune_share=max_prune_share)
     _finish(outcomes, output, changes)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import Change, Outcome, summary, WRITES
+from .changes import DONE, FAILED, REFUSED, WOULD_WRITE, WRITES, Change, Outcome, summary
 from .errors import InputError
 from .output import MANIFEST
 
@@ -78,9 +78,10 @@ def git_note(cwd: Path | None = None) -> str:
 def report(changes: list[Change], outcomes: list[Outcome] | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {"changes": [c.as_dict() for c in changes], "summary": summary(changes)}
     if outcomes is not None:
-        data["written"] = [o.change.name for o in outcomes if o.done]
-        data["failed"] = [{"name": o.change.name, "error": o.error} for o in outcomes if o.error]
-        data["refused"] = [o.change.name for o in outcomes if o.change.blocked and not o.done]
+        data["written"] = [o.change.name for o in outcomes if o.state == DONE]
+        data["failed"] = [{"name": o.change.name, "error": o.error} for o in outcomes if o.state == FAILED]
+        data["refused"] = [o.change.name for o in outcomes if o.state == REFUSED]
+        data["would_write"] = [o.change.name for o in outcomes if o.state == WOULD_WRITE]
     return data
 
 

@@ -11,6 +11,7 @@ from ..changes import CREATE, DELETE, DRIFT, FOREIGN, UNCHANGED, UPDATE, Change,
 from ..errors import RemoteError
 from ..ownership import read_cloudwatch_stamp
 from ..render.alarms import MANAGED_TAG
+from . import prune_guard
 from .pacing import Pacer
 
 WRITE_KEYS_SKIPPED = ("Tags",)
@@ -177,7 +178,9 @@ def plan(cloudwatch: CloudWatch, desired) -> list[Change]:
 
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
           requests: list[dict[str, Any]], *, force: bool, prune: bool, dry_run: bool,
-          progress: Callable[[Change], None] = lambda change: None) -> list[Outcome]:
+          progress: Callable[[Change], None] = lambda change: None,
+          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE) -> list[Outcome]:
+    prune_guard.check(changes, prune=prune, force=force, max_share=max_prune_share)
     by_name = {(i["Region"], i["Request"]["AlarmName"]): i["Request"] for i in requests}
     outcomes = []
     for change in changes:

@@ -1,8 +1,11 @@
-"""A small Grafana HTTP API client (requests + urllib3 Retry).
+"""A small Grafana HTTP API client (requests), under the command's deadline.
 
-5xx, 429 and connection failures are retried with backoff (Retry-After honoured);
-401/403/404/412/422 become one precise message with what to do. The token is sent
-as a bearer header and never appears in a message.
+5xx, 429 and connection failures (refused, reset, a truncated answer) are retried with
+exponential backoff; Retry-After is honoured up to the deadline's cap. Waits go through the
+deadline's clock, and every call ends when the deadline does. 401/403/404/412/422 become one
+precise message with what to do. An answer that is not what the API returns (not JSON, an HTML
+page, the wrong shape) is a remote failure, never read as "nothing there". The token is sent as
+a bearer header and never appears in a message.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import RemoteError
+from ..errors import GpudashError, RemoteError
+from .deadline import Deadline
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 # What each refusal means for a user: (message, what to do).
@@ -27,27 +31,83 @@ _PRECONDITION_HINTS = {
     "name-exists": "another dashboard in the folder has this title: rename one of them",
     "plugin-dashboard": "the dashboard belongs to a plugin: give yours another uid",
 }
+_URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
 
 
-def _safe_url(url: str) -> str:
-    """The URL without any user:password part."""
-    parts = urlsplit(url)
+class PreconditionFailed(RemoteError):
+    """Grafana answered 412; `kind` is version-mismatch, name-exists or plugin-dashboard."""
+
+    def __init__(self, what: str, *, kind: str, where: str | None = None, hint: str | None = None):
+        super().__init__(what, where=where, hint=hint)
+        self.kind = kind
+
+
+class InvalidAnswer(RemoteError):
+    """Grafana (or something in front of it) answered, but not with what the API returns."""
+
+
+class Unreachable(RemoteError):
+    """No answer after retries: refused, reset, timed out or cut short."""
+
+
+def safe_url(url: str) -> str:
+    """The URL without any user:password part, query or fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unreadable URL)"
     host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port:
+        host += f":{port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def check_url(url: str) -> str:
+    """GRAFANA_URL as a base URL, or a usage error saying what to write instead."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise GpudashError(f"GRAFANA_URL cannot be read as a URL ({exc})", where="GRAFANA_URL", hint=_URL_HINT) from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        if "://" not in text:
+            raise GpudashError(f"GRAFANA_URL {safe_url('http://' + text)[7:]!r} has no scheme",
+                               where="GRAFANA_URL", hint=f"add http:// or https:// in front: {_example(text)}")
+        raise GpudashError(f"GRAFANA_URL must start with http:// or https:// (it starts with {parts.scheme}://)",
+                           where="GRAFANA_URL", hint=_URL_HINT)
+    try:
+        parts.port
+    except ValueError:
+        raise GpudashError(f"GRAFANA_URL {safe_url(text)!r} has a port that is not a number from 0 to 65535",
+                           where="GRAFANA_URL", hint=_URL_HINT) from None
+    if not parts.hostname or any(c.isspace() for c in text):
+        raise GpudashError(f"GRAFANA_URL {safe_url(text)!r} has no valid host name", where="GRAFANA_URL",
+                           hint=_URL_HINT)
+    return text.rstrip("/")
+
+
+def _example(text: str) -> str:
+    return "GRAFANA_URL=" + safe_url("https://" + text)
 
 
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
-                 verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5):
+                 verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
+                 deadline: Deadline | None = None):
         import requests
         from requests.adapters import HTTPAdapter
-        from urllib3.util.retry import Retry
 
-        self.base = url.rstrip("/")
-        self.display = _safe_url(self.base)
+        self.base = check_url(url)
+        self.display = safe_url(self.base)
         self.timeout = timeout
+        self.retries, self.backoff = retries, backoff
+        self.deadline = deadline or Deadline(command="publishing")
         self.session = requests.Session()
         self.session.verify = verify
         self.session.headers.update({"Accept": "application/json", "User-Agent": "gpudash"})
@@ -55,77 +115,145 @@ class GrafanaClient:
             self.session.headers["Authorization"] = f"Bearer {token}"
         elif basic:
             self.session.auth = basic
-        retry = Retry(total=retries, connect=retries, read=retries, status=retries, backoff_factor=backoff,
-                      status_forcelist=RETRY_STATUSES, allowed_methods=None, raise_on_status=False,
-                      respect_retry_after_header=True)
-        adapter = HTTPAdapter(max_retries=retry)
+        adapter = HTTPAdapter(max_retries=0)  # retries are ours: paced by the deadline's clock
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.calls: dict[str, int] = {}
 
+    # --- one call, retried ---------------------------------------------------------------------
+
+    def _send(self, method: str, path: str, kwargs: dict[str, Any]):
+        response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
+                                        **kwargs)
+        response.content  # noqa: B018 - read the whole body here, under the deadline
+        return response
+
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), **kwargs) -> Any:
         import requests
 
-        self.calls[method] = self.calls.get(method, 0) + 1
-        try:
-            response = self.session.request(method, self.base + path, timeout=self.timeout, **kwargs)
-        except requests.exceptions.SSLError:
-            raise RemoteError(f"TLS verification failed for {self.display}", where=what,
-                              hint="give the CA bundle in REQUESTS_CA_BUNDLE, or --insecure if you accept the risk"
-                              ) from None
-        except requests.exceptions.RequestException as exc:
-            reason = type(exc).__name__
-            raise RemoteError(f"cannot reach Grafana at {self.display} ({reason}, after retries)", where=what,
-                              hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges"
-                              ) from None
+        attempt = 0
+        while True:
+            self.calls[method] = self.calls.get(method, 0) + 1
+            try:
+                response = self.deadline.run(lambda: self._send(method, path, kwargs), what)
+            except requests.exceptions.SSLError:
+                raise RemoteError(f"TLS verification failed for {self.display}", where=what,
+                                  hint="give the CA bundle in REQUESTS_CA_BUNDLE, or --insecure if you accept the risk"
+                                  ) from None
+            except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                    requests.exceptions.MissingSchema) as exc:
+                raise GpudashError(f"GRAFANA_URL is not a usable URL ({type(exc).__name__})", where="GRAFANA_URL",
+                                   hint=_URL_HINT) from None
+            except requests.exceptions.RequestException as exc:
+                failure: RemoteError = Unreachable(
+                    f"cannot reach Grafana at {self.display} ({type(exc).__name__}, after {attempt + 1} attempts)",
+                    where=what, hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges")
+                wait = None
+            else:
+                if response.status_code not in RETRY_STATUSES:
+                    return self._answer(response, method, path, what, allow)
+                failure = self._error(response, what)
+                wait = self.deadline.retry_after(response.headers.get("Retry-After"), what)
+            attempt += 1
+            if attempt > self.retries:
+                raise failure
+            self.deadline.pause(wait if wait is not None else self.backoff * 2 ** (attempt - 1), what)
+
+    def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...]) -> Any:
         if response.status_code in allow:
             return None
         if response.status_code >= 400:
             raise self._error(response, what)
-        return response.json() if response.content else {}
+        try:
+            return response.json()
+        except ValueError:
+            kind = response.headers.get("Content-Type", "no content type").split(";")[0]
+            raise InvalidAnswer(f"Grafana answered {method} {path.split('?')[0]} with {response.status_code} but "
+                                f"not JSON ({kind}, {len(response.content)} bytes)", where=what,
+                                hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path); a proxy, "
+                                     "login page or load balancer answered instead") from None
 
     def _error(self, response, what: str) -> RemoteError:
         try:
             body = response.json()
         except ValueError:
             body = {}
-        message = body.get("message", "") if isinstance(body, dict) else ""
+        if not isinstance(body, dict):
+            body = {}
+        message = str(body.get("message", ""))
         status = response.status_code
         if status == 412:
-            kind = body.get("status", "") if isinstance(body, dict) else ""
-            return RemoteError(f"Grafana refused the save (412 {kind}): {message}", where=what,
-                               hint=_PRECONDITION_HINTS.get(kind, "run `gpudash plan` to see the live state"))
+            kind = str(body.get("status", ""))
+            return PreconditionFailed(f"Grafana refused the save (412 {kind}): {message}", kind=kind, where=what,
+                                      hint=_PRECONDITION_HINTS.get(kind, "run `gpudash plan` to see the live state"))
         if status in _STATUS_MESSAGES:
             text, hint = _STATUS_MESSAGES[status]
             return RemoteError(text.format(message=message), where=what, hint=hint)
         return RemoteError(f"Grafana answered {status} after retries: {message}", where=what,
                            hint="check Grafana's health and run again; publishing converges")
 
+    @staticmethod
+    def _shape(value: Any, ok: bool, what: str, expected: str) -> Any:
+        if not ok:
+            raise InvalidAnswer(f"Grafana's answer is not a valid API answer: expected {expected}, got "
+                                f"{type(value).__name__}", where=what,
+                                hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path)")
+        return value
+
     # --- endpoints ---------------------------------------------------------------------------
 
     def folder(self, uid: str) -> dict[str, Any] | None:
-        return self._request("GET", f"/api/folders/{uid}", what=f"folder {uid}", allow=(404,))
+        what = f"folder {uid}"
+        found = self._request("GET", f"/api/folders/{uid}", what=what, allow=(404,))
+        return found if found is None else self._shape(found, isinstance(found, dict) and "uid" in found, what,
+                                                       "a folder")
 
-    def create_folder(self, uid: str, title: str) -> dict[str, Any]:
-        return self._request("POST", "/api/folders", what=f"folder {uid}", json={"uid": uid, "title": title})
+    def create_folder(self, uid: str, title: str) -> None:
+        """Create the folder; a folder already there with this uid (our lost answer) is fine."""
+        what = f"folder {uid}"
+        if self._request("POST", "/api/folders", what=what, allow=(409,), json={"uid": uid, "title": title}) is None:
+            if self.folder(uid) is None:
+                raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
+                                  hint="a folder with the same title may exist elsewhere: rename one of them")
 
     def search_tag(self, tag: str) -> list[dict[str, Any]]:
-        return self._request("GET", "/api/search", what=f"search tag {tag}",
-                             params={"type": "dash-db", "tag": tag, "limit": 5000}) or []
+        what = f"search tag {tag}"
+        hits = self._request("GET", "/api/search", what=what, params={"type": "dash-db", "tag": tag, "limit": 5000})
+        ok = isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("uid"), str) for h in hits)
+        return self._shape(hits, ok, what, "a list of dashboards")
 
     def dashboard(self, uid: str) -> dict[str, Any] | None:
-        return self._request("GET", f"/api/dashboards/uid/{uid}", what=f"dashboard {uid}", allow=(404,))
+        what = f"dashboard {uid}"
+        found = self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+        if found is None:
+            return None
+        ok = isinstance(found, dict) and isinstance(found.get("dashboard"), dict) and \
+            isinstance(found.get("meta", {}), dict)
+        return self._shape(found, ok, what, "a dashboard with its meta")
+
+    def versions(self, uid: str, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` versions, newest first ([] when the dashboard is gone)."""
+        what = f"dashboard {uid} versions"
+        found = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=what, params={"limit": limit},
+                              allow=(404,))
+        if found is None:
+            return []
+        if isinstance(found, dict) and "versions" in found:  # newer Grafana wraps the list
+            found = found["versions"]
+        ok = isinstance(found, list) and all(isinstance(v, dict) for v in found)
+        return self._shape(found, ok, what, "a list of versions")
 
     def latest_version(self, uid: str) -> dict[str, Any] | None:
-        versions = self._request("GET", f"/api/dashboards/uid/{uid}/versions", what=f"dashboard {uid}",
-                                 params={"limit": 1}, allow=(404,))
-        if isinstance(versions, dict):  # newer Grafana wraps the list
-            versions = versions.get("versions", [])
+        versions = self.versions(uid, 1)
         return versions[0] if versions else None
 
-    def save(self, dashboard: dict[str, Any], folder_uid: str, message: str, overwrite: bool) -> dict[str, Any]:
-        body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": overwrite}
-        return self._request("POST", "/api/dashboards/db", what=f"dashboard {dashboard.get('uid')}", json=body)
+    def save(self, dashboard: dict[str, Any], folder_uid: str, message: str) -> dict[str, Any]:
+        """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412)."""
+        what = f"dashboard {dashboard.get('uid')}"
+        body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
+        saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
+        return self._shape(saved, isinstance(saved, dict), what, "the saved dashboard's status")
 
     def delete(self, uid: str) -> None:
-        self._request("DELETE", f"/api/dashboards/uid/{uid}", what=f"dashboard {uid}")
+        """Delete; a dashboard already gone (our lost answer, or someone else) is fine."""
+        self._request("DELETE", f"/api/dashboards/uid/{uid}", what=f"dashboard {uid}", allow=(404,))

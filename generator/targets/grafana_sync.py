@@ -1,85 +1,195 @@
-"""Plan and push Grafana: create the folder, post only what changed, never clobber."""
+"""Plan and push Grafana: create the folder, post only what changed, never clobber.
+
+Ownership needs all the evidence: the `gpudash-managed` tag, a uid gpudash generates, and a
+version saved by gpudash (its message `gpudash sha256:<hash>`). A "Save as" copy keeps the tag but
+has another uid and no such version: it is never pruned or overwritten. A dashboard whose content
+no longer hashes to its latest gpudash message was edited by a person: refused without --force.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import re
+from typing import Any
 
 from .. import diff
-from ..changes import CREATE, DELETE, DRIFT, FOREIGN, UNCHANGED, UPDATE, Change, Outcome
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WOULD_WRITE, WRITE, Change,
+                       Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import (GRAFANA_OWNER_TAG, content_hash, grafana_content, grafana_message, grafana_owned,
-                         grafana_pushed_hash)
-from .grafana_api import GrafanaClient
+from ..ownership import GRAFANA_OWNER_TAG, content_hash, grafana_content, grafana_message, grafana_pushed_hash
+from . import prune_guard
+from .deadline import DeadlineExceeded
+from .grafana_api import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
+from .progress import Progress, Silent
+
+HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
+UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
 
 
-def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str]) -> list[Change]:
+def _tagged(model: dict[str, Any]) -> bool:
+    return GRAFANA_OWNER_TAG in (model.get("tags") or [])
+
+
+def generated_uid(uid: str, uid_prefix: str) -> bool:
+    """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`)."""
+    return re.fullmatch(re.escape(uid_prefix) + r"-[a-z0-9][a-z0-9-]{0,30}", uid) is not None
+
+
+def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Whether gpudash saved this dashboard, and whether a person changed it since; with the latest version."""
+    versions = client.versions(uid, 1)
+    latest = versions[0] if versions else {}
+    if grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(model)):
+        return UNEDITED, latest
+    if any(grafana_pushed_hash(v.get("message")) for v in client.versions(uid, HISTORY)):
+        return EDITED, latest
+    return NOT_GPUDASH, latest
+
+
+def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str]) -> Change:
+    live = client.dashboard(uid)
+    if live is None:
+        return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
+    model, meta = live["dashboard"], live.get("meta") or {}
+    change = Change("grafana", "dashboard", uid, UNCHANGED, live=live)
+    if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
+        return change  # nothing to write, so whoever saved it last does not matter
+    if not _tagged(model):
+        change.action = FOREIGN
+        change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
+                          f"--force takes it over"]
+        return change
+    evidence, latest = _evidence(client, uid, model)
+    if evidence == NOT_GPUDASH:
+        change.action = FOREIGN
+        change.details = [f"{model.get('title')!r} carries the {GRAFANA_OWNER_TAG} tag but no version of it was saved "
+                          f"by gpudash; --force takes it over"]
+    elif evidence == EDITED:
+        change.action = DRIFT
+        change.details = [f"changed in Grafana by {latest.get('createdBy') or 'someone'} (version {meta.get('version')}) "
+                          f"since gpudash pushed it; --force overwrites"] + diff.grafana(model, desired)
+    else:
+        change.action = UPDATE
+        change.details = diff.grafana(model, desired)
+        if meta.get("folderUid") != folder["uid"]:
+            change.details.append(f"folder {meta.get('folderUid')} → {folder['uid']}")
+    return change
+
+
+def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str) -> Change | None:
+    """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's."""
+    if not generated_uid(uid, uid_prefix):
+        return None  # a "Save as" copy or someone else's dashboard that carries the tag
+    live = client.dashboard(uid)
+    if live is None or not _tagged(live["dashboard"]):
+        return None
+    model = live["dashboard"]
+    evidence, latest = _evidence(client, uid, model)
+    if evidence == NOT_GPUDASH:
+        return None
+    change = Change("grafana", "dashboard", uid, DELETE, live=live)
+    if evidence == EDITED:
+        change.edited = True
+        change.details = [f"{model.get('title')!r} is no longer defined, but {latest.get('createdBy') or 'someone'} "
+                          f"changed it in Grafana since gpudash pushed it; --prune --force deletes it"]
+    else:
+        change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
+    return change
+
+
+def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
+         progress: Progress | None = None) -> list[Change]:
     """`dashboards`: uid -> generated dashboard JSON. Reads only."""
+    progress = progress or Silent()
     changes: list[Change] = []
-    live_folder = client.folder(folder["uid"])
-    changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
-                          [] if live_folder else [f"title {folder['title']!r}"]))
-    for uid, desired in sorted(dashboards.items()):
-        live = client.dashboard(uid)
-        if live is None:
-            changes.append(Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"]))
-            continue
-        model, meta = live.get("dashboard", {}), live.get("meta", {})
-        change = Change("grafana", "dashboard", uid, UNCHANGED, live=live)
-        if not grafana_owned(model):
-            change.action = FOREIGN
-            change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no "
-                              f"{GRAFANA_OWNER_TAG} tag); --force takes it over"]
-        elif grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
-            change.action = UNCHANGED  # nothing to write, so whoever saved it last does not matter
-        else:
-            latest = client.latest_version(uid) or {}
-            if grafana_pushed_hash(latest.get("message")) != content_hash(grafana_content(model)):
-                who = latest.get("createdBy") or "someone"
-                change.action = DRIFT
-                change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash "
-                                  f"pushed it; --force overwrites"] + diff.grafana(model, desired)
-            else:
-                change.action = UPDATE
-                change.details = diff.grafana(model, desired)
-                if meta.get("folderUid") != folder["uid"]:
-                    change.details.append(f"folder {meta.get('folderUid')} → {folder['uid']}")
-        changes.append(change)
-    for hit in client.search_tag(GRAFANA_OWNER_TAG):
-        if hit.get("uid") not in dashboards:
-            changes.append(Change("grafana", "dashboard", hit["uid"], DELETE,
-                                  [f"{hit.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]))
+    with progress.phase("reading Grafana", len(dashboards) + 2) as tick:
+        live_folder = client.folder(folder["uid"])
+        tick()
+        changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
+                              [] if live_folder else [f"title {folder['title']!r}"]))
+        for uid, desired in sorted(dashboards.items()):
+            changes.append(_plan_dashboard(client, uid, desired, folder))
+            tick()
+        hits = client.search_tag(GRAFANA_OWNER_TAG)
+        tick()
+        for hit in sorted(hits, key=lambda h: h["uid"]):
+            if hit["uid"] not in dashboards:
+                change = _plan_prune(client, hit["uid"], uid_prefix)
+                if change is not None:
+                    changes.append(change)
     return changes
+
+
+def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any]) -> bool:
+    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost)."""
+    try:
+        live = client.dashboard(uid)
+        if live is None or grafana_content(live["dashboard"]) != grafana_content(desired):
+            return False
+        latest = client.latest_version(uid) or {}
+    except RemoteError:
+        return False
+    return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
+
+
+def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str], note: str) -> None:
+    body = {k: v for k, v in desired.items() if k not in ("id", "version")}
+    live = change.live or {}
+    if live:
+        body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
+    try:
+        client.save(body, folder["uid"], grafana_message(desired, note))
+    except (PreconditionFailed, InvalidAnswer, Unreachable) as exc:
+        if isinstance(exc, PreconditionFailed) and exc.kind != "version-mismatch":
+            raise
+        # An earlier attempt may have landed and only its answer was lost (or garbled), or another gpudash
+        # run saved the same content: then the save is done. Otherwise someone else saved: the error stands.
+        if not _landed(client, change.name, desired):
+            raise
+
+
+def _delete(client: GrafanaClient, change: Change, force: bool) -> None:
+    if not force:  # the evidence the plan read must still hold: a person may have edited it since
+        planned = ((change.live or {}).get("meta") or {}).get("version")
+        latest = client.latest_version(change.name)
+        if latest is not None and planned is not None and latest.get("version") != planned:
+            raise RemoteError(f"changed in Grafana by {latest.get('createdBy') or 'someone'} since the plan; "
+                              f"not deleted", where=f"dashboard {change.name}",
+                              hint="run `gpudash plan` and review it before pruning")
+    client.delete(change.name)
 
 
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
          folder: dict[str, str], note: str, *, force: bool, prune: bool, dry_run: bool,
-         progress: Callable[[Change], None] = lambda change: None) -> list[Outcome]:
+         max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, progress: Progress | None = None) -> list[Outcome]:
+    """Write what the plan found; a dry run reports exactly what this would write or refuse."""
+    prune_guard.check(changes, prune=prune, force=force, max_share=max_prune_share)
+    progress = progress or Silent()
+    planned = [(change, disposition(change, force=force, prune=prune)) for change in changes]
+    if dry_run:
+        return [Outcome(c, done=False, status=WOULD_WRITE if d == WRITE else d) for c, d in planned]
     outcomes: list[Outcome] = []
-    for change in changes:
-        progress(change)
-        action = change.action
-        if action == UNCHANGED or (action == DELETE and not prune) or (change.blocked and not force):
-            outcomes.append(Outcome(change, done=False))
-            continue
-        if dry_run:
-            outcomes.append(Outcome(change, done=False))
-            continue
-        try:
-            if change.kind == "folder":
-                client.create_folder(folder["uid"], folder["title"])
-            elif action == DELETE:
-                client.delete(change.name)
-            else:
-                desired = dict(dashboards[change.name])
-                live = change.live or {}
-                overwrite = change.blocked  # only a forced takeover overwrites blindly
-                if live and not overwrite:
-                    desired["version"] = live.get("dashboard", {}).get("version")  # optimistic concurrency
-                desired.pop("id", None)
-                client.save(desired, folder["uid"], grafana_message(dashboards[change.name], note), overwrite)
-            outcomes.append(Outcome(change, done=True))
-        except RemoteError as exc:
-            outcomes.append(Outcome(change, done=False, error=str(exc)))
-            if change.kind == "folder":
-                break  # nothing can be saved into a folder that does not exist
+    stopped: str | None = None
+    with progress.phase("writing to Grafana", sum(1 for _, d in planned if d == WRITE)) as tick:
+        for change, decided in planned:
+            if decided != WRITE:
+                outcomes.append(Outcome(change, done=False, status=decided))
+                continue
+            if stopped:
+                outcomes.append(Outcome(change, done=False, error=stopped, status=FAILED))
+                continue
+            try:
+                if change.kind == "folder":
+                    client.create_folder(folder["uid"], folder["title"])
+                elif change.action == DELETE:
+                    _delete(client, change, force)
+                else:
+                    _save(client, change, dashboards[change.name], folder, note)
+                outcomes.append(Outcome(change, done=True, status=DONE))
+            except RemoteError as exc:
+                outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
+                if isinstance(exc, DeadlineExceeded):
+                    stopped = f"not attempted: {exc.what}"
+                elif change.kind == "folder":
+                    stopped = "not attempted: the folder could not be created"
+            tick()
     return outcomes

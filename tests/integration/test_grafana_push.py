@@ -9,11 +9,23 @@ import pytest
 from generator.artifacts import build
 from generator.project import load_project
 from generator.publish import desired_from
-from generator.targets import grafana_sync
+from generator.targets import deadline, grafana_sync
+from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
 from generator.targets.grafana_api import GrafanaClient
+from generator.targets.progress import Progress
+from generator.targets.prune_guard import PruneRefused
+from tests.support.clock import FakeClock
 from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    """Backoff and Retry-After waits advance this clock instead of sleeping."""
+    fake = FakeClock()
+    monkeypatch.setattr(deadline, "CLOCK", fake)
+    return fake
 
 
 @pytest.fixture
@@ -98,7 +110,7 @@ def test_dry_run_writes_nothing(grafana, run):
     assert code == 0 and json.loads(stdout)["written"] == [] and grafana.writes() == []
 
 
-def test_prune_deletes_only_with_the_flag(grafana, run, project_dir):
+def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_force(grafana, run, project_dir):
     _push(run)
     config = project_dir(dashboards={"one.py": (
         "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
@@ -108,8 +120,101 @@ def test_prune_deletes_only_with_the_flag(grafana, run, project_dir):
     assert {c["name"] for c in plan["changes"] if c["action"] == "delete"} == {
         "gpudash-all-metrics", "gpudash-health", "gpudash-overview"}
     assert sorted(grafana.state.dashboards) == UIDS
-    assert _push(run, "--config", str(config), "--prune")[0] == 0
+    for dry_run in ((), ("--dry-run",)):
+        code, _, stderr = _push(run, "--config", str(config), "--prune", *dry_run)
+        assert code == 2 and "--prune refused: it would delete 3 of the 4 grafana dashboards" in stderr
+        assert "more than 50%" in stderr and "add --force or raise --max-prune-share" in stderr
+        assert sorted(grafana.state.dashboards) == UIDS
+    assert _push(run, "--config", str(config), "--prune", "--max-prune-share", "75")[0] == 0
     assert sorted(grafana.state.dashboards) == ["gpudash-by-pod"]
+
+
+def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(grafana, run):
+    _push(run)
+    project = load_project()
+    desired = desired_from(build(project), project.settings)
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
+    with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
+        grafana_sync.push(client, changes, {}, desired.folder, "", force=False, prune=True, dry_run=False)
+    only = {"gpudash-health": desired.grafana["gpudash-health"]}
+    grafana.state.dashboards = {uid: e for uid, e in grafana.state.dashboards.items()
+                                if uid in ("gpudash-overview", "gpudash-health")}
+    changes = grafana_sync.plan(client, only, desired.folder, uid_prefix="gpudash")
+    with pytest.raises(PruneRefused, match=r"delete 1 of the 2 .*\(more than 40%\)"):
+        grafana_sync.push(client, changes, only, desired.folder, "", force=False, prune=True, dry_run=False,
+                          max_prune_share=40)
+    changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
+    assert sorted(grafana.state.dashboards) == ["gpudash-health", "gpudash-overview"]
+    outcomes = grafana_sync.push(client, changes, {}, desired.folder, "", force=True, prune=True, dry_run=False)
+    assert [o.change.name for o in outcomes if o.done] == ["gpudash-health", "gpudash-overview"]
+
+
+def _save_as(grafana, source: str, uid: str, folder: str, title: str) -> None:
+    """What "Save as" in Grafana's UI does: a new dashboard (new uid) with the same tags, no gpudash message."""
+    model = {**grafana.state.dashboards[source]["dashboard"], "uid": uid, "title": title}
+    grafana._store(uid, {k: v for k, v in model.items() if k not in ("id", "version")}, folder, "", "carol")
+
+
+def test_a_save_as_copy_keeps_the_tag_but_is_never_pruned_or_overwritten(grafana, run):
+    _push(run)
+    grafana.state.folders["team"] = {"id": 98, "uid": "team", "title": "Team"}
+    _save_as(grafana, "gpudash-health", "aBc12XyZ9", "team", "GPU health (team copy)")
+    _save_as(grafana, "gpudash-overview", "gpudash-overview-2", "gpudash", "GPU overview v2")
+    before = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True)
+              for uid in ("aBc12XyZ9", "gpudash-overview-2")}
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
+    assert code == 0 and json.loads(stdout)["summary"] == {"unchanged": 5}
+    code, stdout, stderr = _push(run, "--prune", "--force")
+    assert code == 0, stderr
+    assert json.loads(stdout)["written"] == []
+    assert {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in before} == before
+
+
+def test_a_dashboard_a_person_edited_is_not_pruned_without_force(grafana, run, project_dir):
+    _push(run)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
+    config = project_dir(dashboards={"one.py": (
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+        "dashboard = Dashboard('by-pod', 'GPU usage by pod', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n"),
+        "two.py": ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+                   "dashboard = Dashboard('overview', 'GPU fleet overview', "
+                   "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n"),
+        "three.py": ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+                     "dashboard = Dashboard('all-metrics', 'All', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'U')])])\n")})
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-health"]
+    assert "alice changed it in Grafana since gpudash pushed it; --prune --force deletes it" in stdout
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
+    code, stdout, _ = _push(run, "--config", str(config), "--prune", "--force")
+    assert code == 0 and "gpudash-health" in json.loads(stdout)["written"]
+    assert "gpudash-health" not in grafana.state.dashboards
+
+
+def _mixed_state(grafana, run) -> None:
+    """Every kind of change at once: drift, foreign, a delete and an edited delete."""
+    _push(run)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
+    grafana._store("gpudash-overview", {"title": "Team overview", "tags": ["team"]}, "gpudash", "", "bob")
+    for uid in ("gpudash-retired", "gpudash-old"):
+        model = {"uid": uid, "title": uid, "tags": [GRAFANA_OWNER_TAG]}
+        grafana._store(uid, model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+    grafana.edit_in_ui("gpudash-old", lambda d: d.update(refresh="1h"))
+
+
+@pytest.mark.parametrize("flags", [(), ("--force",), ("--prune",), ("--force", "--prune")])
+def test_a_dry_run_reports_exactly_what_the_real_run_does(grafana, run, flags):
+    _mixed_state(grafana, run)
+    writes = len(grafana.writes())
+    code, stdout, stderr = _push(run, "--dry-run", *flags)
+    dry = json.loads(stdout)
+    assert len(grafana.writes()) == writes
+    code_real, stdout, _ = _push(run, *flags)
+    real = json.loads(stdout)
+    assert len(grafana.writes()) - writes == len(real["written"])
+    assert (code, sorted(dry["would_write"]), sorted(dry["refused"])) == \
+        (code_real, sorted(real["written"]), sorted(real["refused"]))
+    assert dry["written"] == [] and real["failed"] == []
 
 
 def test_server_errors_and_rate_limits_are_retried(grafana, run):
@@ -147,10 +252,10 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     project = load_project()
     desired = desired_from(build(project), project.settings)
     client = GrafanaClient(grafana.url, token=ADMIN)
-    grafana_sync.push(client, grafana_sync.plan(client, desired.grafana, desired.folder), desired.grafana,
+    grafana_sync.push(client, grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash"), desired.grafana,
                       desired.folder, "", force=False, prune=False, dry_run=False)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
-    changes = grafana_sync.plan(client, changed, desired.folder)
+    changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
     outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", force=False, prune=False,
                                  dry_run=False)
@@ -215,3 +320,40 @@ def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
     code, stdout, _ = _push(run)
     assert code == 3
     assert "Grafana could not process the dashboard (422)" in stdout and "run `gpudash lint`" in stdout
+
+
+@pytest.mark.parametrize("url, says", [
+    ("host:3000", "add http:// or https:// in front: GRAFANA_URL=https://host:3000"),
+    ("grafana.example.com", "add http:// or https:// in front"),
+    ("ftp://grafana.example.com", "must start with http:// or https://"),
+    ("http://grafana.example.com:30x0", "has a port that is not a number"),
+    ("http://[::1", "cannot be read as a URL"),
+    ("https://", "must start with http:// or https://"),
+])
+def test_a_malformed_grafana_url_is_a_usage_error(cli, url, says):
+    code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": url, "GRAFANA_TOKEN": ADMIN})
+    assert code == 2 and says in stderr and "Traceback" not in stderr
+
+
+def test_progress_is_one_line_per_phase_off_a_terminal(grafana, run):
+    code, _, stderr = _push(run)
+    assert code == 0
+    assert [line.split(":")[0] for line in stderr.splitlines()] == ["reading Grafana", "writing to Grafana"]
+    assert "reading Grafana: 6/6" in stderr and "writing to Grafana: 5/5" in stderr
+    code, _, stderr = run("plan", "--no-cloudwatch")
+    assert "reading Grafana: 6/6" in stderr and "writing" not in stderr
+
+
+def test_progress_on_a_terminal_moves_with_every_read(grafana):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    project = load_project()
+    desired = desired_from(build(project), project.settings)
+    screen = Terminal()
+    grafana_sync.plan(GrafanaClient(grafana.url, token=ADMIN), desired.grafana, desired.folder, uid_prefix="gpudash",
+                      progress=Progress(screen))
+    assert "reading Grafana" in screen.getvalue() and "100%" in screen.getvalue()

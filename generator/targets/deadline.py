@@ -1,0 +1,124 @@
+"""One deadline for a whole publishing command, and the clock its waits go through.
+
+A push or an apply is given a number of seconds in all (`--deadline`). Every remote call asks the
+deadline how long it may still take; backoff and Retry-After waits go through the deadline's clock
+and never outlive it; a call that is still running when the time is up (a server dripping its
+answer a few bytes at a time) is abandoned. `Retry-After` is honoured up to `--retry-after-max`
+seconds: a server asking for more is a remote failure, not a reason to wait for hours.
+
+The clock is injectable: tests replace `CLOCK` with one that advances without sleeping.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import threading
+import time
+from typing import Callable, TypeVar
+
+from ..errors import RemoteError
+
+DEFAULT_SECONDS = 900.0  # a publishing command may take 15 minutes in all
+DEFAULT_RETRY_AFTER_MAX = 30.0  # the longest Retry-After honoured
+
+T = TypeVar("T")
+
+
+class Clock:
+    """Monotonic time, sleeping and waiting for an event: the real ones."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        return event.wait(max(seconds, 0.0))
+
+
+CLOCK = Clock()  # the clock a Deadline uses unless given one
+
+
+class DeadlineExceeded(RemoteError):
+    """The command ran out of time; what was not done is reported as not done."""
+
+
+class Deadline:
+    def __init__(self, seconds: float = DEFAULT_SECONDS, *, retry_after_max: float = DEFAULT_RETRY_AFTER_MAX,
+                 command: str = "the command", clock: Clock | None = None):
+        self.clock = clock or CLOCK
+        self.seconds = seconds
+        self.retry_after_max = retry_after_max
+        self.command = command
+        self.ends = self.clock.now() + seconds
+
+    def remaining(self) -> float:
+        return max(0.0, self.ends - self.clock.now())
+
+    def exceeded(self, what: str | None = None) -> DeadlineExceeded:
+        return DeadlineExceeded(f"{self.command} did not finish within its deadline of {self.seconds:g} s",
+                                where=what, hint="find what is slow (a server or proxy answering slowly) or raise "
+                                                 "--deadline; run again: publishing converges")
+
+    def check(self, what: str | None = None) -> None:
+        if self.remaining() <= 0:
+            raise self.exceeded(what)
+
+    def timeout(self, longest: float) -> float:
+        """A socket timeout for one call: `longest`, or less when the deadline is nearer."""
+        self.check()
+        return min(longest, self.remaining())
+
+    def pause(self, seconds: float, what: str | None = None) -> None:
+        """Wait before a retry; a wait that would outlive the deadline ends the command now."""
+        if seconds >= self.remaining():
+            raise self.exceeded(what)
+        self.clock.sleep(seconds)
+
+    def retry_after(self, header: str | None, what: str | None = None) -> float | None:
+        """Seconds a Retry-After header asks for (None when absent or unreadable), within the cap."""
+        seconds = parse_retry_after(header)
+        if seconds is not None and seconds > self.retry_after_max:
+            raise RemoteError(f"the server asked to wait {seconds:g} s before retrying (Retry-After), more than "
+                              f"the {self.retry_after_max:g} s allowed", where=what,
+                              hint="run again later, or raise --retry-after-max")
+        return seconds
+
+    def run(self, call: Callable[[], T], what: str | None = None) -> T:
+        """Run `call` on a worker thread and wait at most until the deadline for it."""
+        self.check(what)
+        result: dict[str, object] = {}
+        finished = threading.Event()
+
+        def work() -> None:
+            try:
+                result["value"] = call()
+            except BaseException as exc:  # handed to the caller below
+                result["error"] = exc
+            finally:
+                finished.set()
+
+        threading.Thread(target=work, name="gpudash-remote-call", daemon=True).start()
+        if not self.clock.wait(finished, self.remaining()):
+            raise self.exceeded(what)
+        if "error" in result:
+            raise result["error"]  # type: ignore[misc]
+        return result["value"]  # type: ignore[return-value]
+
+
+def parse_retry_after(header: str | None) -> float | None:
+    """Retry-After as seconds: delta-seconds or an HTTP date (RFC 9110 §10.2.3)."""
+    if not header:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())

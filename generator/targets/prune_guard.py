@@ -1,0 +1,51 @@
+"""Refuse a prune that looks like a broken build rather than a clean-up.
+
+A build that lost its definitions (an unreadable folder, a bad merge) plans every owned object
+as a delete. Without --force, --prune is refused when it would delete every object gpudash owns
+of a kind, more than a set share of them (`--max-prune-share`), or when the build holds no
+objects for the target at all. The rule reads only a plan's changes, so every target uses it.
+"""
+
+from __future__ import annotations
+
+from ..changes import DELETE, DRIFT, UNCHANGED, UPDATE, Change
+from ..errors import GpudashError
+
+DEFAULT_MAX_SHARE = 50.0  # percent of a kind's owned objects one prune may delete
+_OWNED = (UNCHANGED, UPDATE, DRIFT, DELETE)  # actions on live objects gpudash owns
+_SHOWN = 5
+
+
+class PruneRefused(GpudashError):
+    """The flags given do not allow this prune (exit 2)."""
+
+
+def check(changes: list[Change], *, prune: bool, force: bool, max_share: float = DEFAULT_MAX_SHARE) -> None:
+    """Raise PruneRefused when --prune without --force would delete too much."""
+    if not prune or force:
+        return
+    objects = [c for c in changes if c.kind != "folder"]
+    targets = sorted({c.target for c in changes})
+    for target in targets:
+        if not any(c.target == target and c.action != DELETE for c in objects):
+            raise PruneRefused(f"--prune refused: the build holds no {target} objects, so every object gpudash "
+                               f"owns there would be deleted", where=target,
+                               hint="check that the definitions were read (`gpudash generate` says how many "
+                                    "dashboards it built); if an empty build is intended, add --force")
+    for target, kind in sorted({(c.target, c.kind) for c in objects}):
+        group = [c for c in objects if (c.target, c.kind) == (target, kind)]
+        owned = [c for c in group if c.action in _OWNED]
+        deleted = [c for c in group if c.action == DELETE]
+        if not deleted:
+            continue
+        if len(deleted) == len(owned):
+            reason = "all of them"
+        elif len(deleted) * 100 > max_share * len(owned):
+            reason = f"more than {max_share:g}%"
+        else:
+            continue
+        names = ", ".join(c.name for c in deleted[:_SHOWN]) + (" ..." if len(deleted) > _SHOWN else "")
+        raise PruneRefused(f"--prune refused: it would delete {len(deleted)} of the {len(owned)} {target} {kind}s "
+                           f"gpudash owns ({reason}): {names}", where=target,
+                           hint="check that the definitions were read (`gpudash plan` lists the deletes); if they "
+                                "are intended, add --force or raise --max-prune-share")

@@ -1,0 +1,219 @@
+"""`gpudash push --prune` through a fault-injecting proxy in front of the Grafana API test server.
+
+Every case starts from the same live state: gpudash's folder; an owned dashboard to update, two to
+create, an owned one no longer defined (pruned), one a person edited in the UI, a foreign dashboard
+and a "Save as" copy that kept the gpudash tag. Each case asserts the exit code, that nothing
+foreign changed and no human edit was lost, that a rerun without faults converges, and that a third
+run writes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+
+import pytest
+
+from generator.artifacts import build
+from generator.changes import FAILED
+from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
+from generator.project import load_project
+from generator.publish import desired_from
+from generator.targets import deadline, grafana_sync
+from generator.targets.grafana_api import GrafanaClient
+from tests.support.clock import FakeClock
+from tests.support.fault_proxy import HTML, FaultProxy, Rule
+from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+SAVE, SEARCH = r"^/api/dashboards/db$", r"^/api/search$"
+CREATED, UPDATED, RETIRED = ("gpudash-all-metrics", "gpudash-by-pod"), "gpudash-overview", "gpudash-retired"
+EDITED, FOREIGN, COPY = "gpudash-health", "team-board", "x7Hq2LmZa"
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(deadline, "CLOCK", fake)
+    return fake
+
+
+@pytest.fixture(scope="module")
+def desired():
+    project = load_project()
+    return desired_from(build(project), project.settings).grafana
+
+
+@pytest.fixture
+def grafana(reference, desired):
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as server:
+        _live_state(server, desired)
+        yield server
+        assert server.state.spec_errors == []
+
+
+@pytest.fixture
+def proxy(grafana):
+    with FaultProxy(grafana.url) as server:
+        yield server
+
+
+def _gpudash_saved(server: GrafanaTestServer, model: dict, folder: str = "gpudash") -> None:
+    server._store(model["uid"], model, folder, grafana_message(model, "abc123 earlier commit"), "gpudash-sa")
+
+
+def _live_state(server: GrafanaTestServer, desired: dict) -> None:
+    state = server.state
+    for uid, title in (("gpudash", "GPU monitoring"), ("team", "Team")):
+        state.folders[uid] = {"id": state.next_id, "uid": uid, "title": title}
+        state.next_id += 1
+    _gpudash_saved(server, {**desired[UPDATED], "refresh": "5m"})  # an older build's version
+    _gpudash_saved(server, desired[EDITED])
+    server.edit_in_ui(EDITED, lambda d: d.update(refresh="10s"))  # alice's change
+    _gpudash_saved(server, {"uid": RETIRED, "title": "Retired board", "tags": [GRAFANA_OWNER_TAG], "panels": []})
+    server._store(FOREIGN, {"title": "Team board", "tags": ["team"], "panels": []}, "gpudash", "", "bob")
+    by_pod = copy.deepcopy(desired["gpudash-by-pod"])
+    server._store(COPY, {**by_pod, "uid": COPY, "title": "GPU usage by pod (mine)"}, "team", "", "carol")
+
+
+def _snapshot(server: GrafanaTestServer, uid: str) -> str:
+    return json.dumps(server.state.dashboards[uid], sort_keys=True)
+
+
+@pytest.fixture
+def run(cli, proxy):
+    def push(*args: str):
+        env = {"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN}
+        code, stdout, stderr = cli("push", "--skip-verify", "--prune", "--output", "json", *args, env=env)
+        return code, (json.loads(stdout) if stdout.strip() else {}), stderr
+    return push
+
+
+def _content(entry: dict) -> dict:
+    return {k: v for k, v in entry["dashboard"].items() if k not in ("id", "version")}
+
+
+def _assert_safe(grafana, before: dict[str, str], edited: dict[str, str]) -> None:
+    """Nothing foreign changed; every person's edit is still there."""
+    for uid in (FOREIGN, COPY):
+        assert _snapshot(grafana, uid) == before[uid], f"{uid} was changed"
+    for uid, refresh in edited.items():
+        assert grafana.state.dashboards[uid]["dashboard"]["refresh"] == refresh, f"the edit of {uid} was lost"
+
+
+def _assert_converges(grafana, proxy, run, desired, before, edited) -> None:
+    proxy.clear()
+    code, report, stderr = run()
+    assert code == 1, stderr  # only the edited dashboards are refused
+    assert sorted(report["refused"]) == sorted(edited)
+    for uid in {*CREATED, UPDATED} - set(edited):
+        assert _content(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}
+    assert RETIRED not in grafana.state.dashboards
+    _assert_safe(grafana, before, edited)
+    writes = len(grafana.writes())
+    code, report, _ = run()
+    assert code == 1 and report["written"] == [] and len(grafana.writes()) == writes  # the third run writes nothing
+
+
+def _html(status: int = 200) -> dict:
+    return {"status": status, "body": HTML, "headers": {"Content-Type": "text/html"}}
+
+
+CASES = {
+    # name: (rules, exit code of the faulty run, uids it must report as failed)
+    "5xx retried": ([Rule(SAVE, status=503, times=2)], 1, []),
+    "5xx on every attempt": ([Rule(SAVE, status=500, times=5)], 3, ["gpudash-all-metrics"]),
+    "429 with Retry-After": ([Rule(SAVE, status=429, headers={"Retry-After": "7"})], 1, []),
+    "429 asking for an hour": ([Rule(SAVE, status=429, headers={"Retry-After": "3600"})], 3, ["gpudash-all-metrics"]),
+    "reset before a write": ([Rule(SAVE, action="reset-before")], 1, []),
+    "reset after a processed save": ([Rule(SAVE, action="reset-after")], 1, []),
+    "reset after a processed delete": ([Rule(RETIRED + "$", method="DELETE", action="reset-after")], 1, []),
+    "truncated read, retried": ([Rule(f"/uid/{UPDATED}$", action="truncate")], 1, []),
+    "truncated answer to a processed save": ([Rule(SAVE, action="truncate")], 1, []),
+    "HTML page after a processed save": ([Rule(SAVE, action="body")], 1, []),
+    "HTML page for every save": ([Rule(SAVE, times=99, **_html())], 3,
+                                 ["gpudash-all-metrics", "gpudash-by-pod", UPDATED]),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, proxy, run, desired, clock):
+    rules, expected, failed = CASES[name]
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(*rules)
+    code, report, stderr = run()
+    assert code == expected, stderr
+    assert proxy.faults(), "the fault was never injected"
+    assert [f["name"] for f in report["failed"]] == failed
+    assert "Traceback" not in stderr and "someone saved the dashboard meanwhile" not in json.dumps(report)
+    if failed:
+        assert f"{len(failed)} of " in stderr and "were published (listed above as done)" in stderr
+    else:  # a retried or lost answer never writes twice
+        assert all(len(grafana.state.dashboards[uid]["versions"]) == 1 for uid in CREATED)
+    _assert_safe(grafana, before, {EDITED: "10s"})
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, clock):
+    proxy.inject(Rule(SAVE, status=429, headers={"Retry-After": "7"}))
+    assert run()[0] == 1
+    assert 7.0 in clock.slept
+
+
+@pytest.mark.parametrize("rule", [
+    Rule(SEARCH, times=99, **_html()),
+    Rule(SEARCH, times=99, body=b"{}", status=200),
+    Rule(f"/uid/{UPDATED}$", action="truncate", times=99),
+], ids=["HTML instead of the search", "an object instead of the search list", "every read truncated"])
+def test_a_read_that_is_not_a_valid_answer_fails_before_any_write(rule, grafana, proxy, run, desired):
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(rule)
+    code, report, stderr = run()
+    assert code == 3 and "nothing was published" in stderr and "Traceback" not in stderr
+    assert grafana.writes() == []
+    assert RETIRED in grafana.state.dashboards  # an unreadable answer is never "nothing there"
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_save_in_the_ui_between_plan_and_push_is_kept(grafana, proxy, run, desired):
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    dave = Rule(SAVE, action="before", contains=f'"uid": "{UPDATED}"'.encode(),
+                callback=lambda: grafana.edit_in_ui(UPDATED, lambda d: d.update(refresh="30s"), user="dave"))
+    proxy.inject(dave)
+    code, report, stderr = run()
+    assert code == 3
+    (failed,) = report["failed"]
+    assert failed["name"] == UPDATED and "412 version-mismatch" in failed["error"]
+    assert "someone saved the dashboard meanwhile" in failed["error"]
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s", UPDATED: "30s"})
+
+
+def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana, proxy, run, monkeypatch):
+    monkeypatch.setattr(deadline, "CLOCK", deadline.Clock())  # this one case waits for real: 1 s
+    proxy.inject(Rule(SEARCH, action="drip", rate=5))
+    code, report, stderr = run("--deadline", "1")
+    assert code == 3 and "push did not finish within its deadline of 1 s" in stderr
+    assert "nothing was published" in stderr and grafana.writes() == []
+
+
+def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired):
+    project = load_project()
+    results: list[list] = []
+
+    def publish():
+        client = GrafanaClient(proxy.url, token=ADMIN)
+        changes = grafana_sync.plan(client, desired, dict(project.settings.grafana["folder"]), uid_prefix="gpudash")
+        results.append(grafana_sync.push(client, changes, desired, dict(project.settings.grafana["folder"]), "",
+                                         force=False, prune=True, dry_run=False))
+
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    threads = [threading.Thread(target=publish) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(results) == 2
+    assert [o for outcomes in results for o in outcomes if o.state == FAILED] == []
+    for uid in CREATED:
+        assert len(grafana.state.dashboards[uid]["versions"]) == 1  # whoever saved second saw it done
+    _assert_safe(grafana, before, {EDITED: "10s"})

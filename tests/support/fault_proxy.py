@@ -1,0 +1,192 @@
+"""A fault-injecting HTTP proxy on 127.0.0.1, in front of any test server (Grafana's, moto, ...).
+
+Every request is forwarded to the upstream server unless a rule matches it; a rule then answers
+for the server or spoils its answer, a given number of times:
+
+  status        answer `status` (with `headers`, `body`) without forwarding: 5xx, 429, a 200 HTML page
+  reset-before  drop the connection without forwarding: the request was never processed
+  reset-after   forward (the server processes the request), then drop the connection unanswered
+  truncate      forward, then send the headers and half the body and drop the connection
+  body          forward, then answer 200 with `body` instead of the server's answer
+  drip          forward, then send the answer `rate` bytes a second (until the proxy stops)
+  before        run `callback()` (e.g. a person saving in the UI), then forward
+
+A rule matches on method, a regex searched in the path, and optionally bytes the request body
+contains; `skip` lets that many matching requests through first.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Callable
+from urllib.parse import urlsplit
+
+from tests.support.loopback import LoopbackServer
+
+# Not passed on; Host is kept as the client sent it (a signed request, such as boto3's, covers it).
+HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+              "content-length"}
+ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before")
+HTML = b"<!doctype html><html><head><title>Sign in</title></head><body>Please sign in</body></html>"
+
+
+@dataclass
+class Rule:
+    path: str
+    action: str = "status"
+    method: str | None = None
+    times: int = 1
+    status: int = 503
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    contains: bytes | None = None
+    skip: int = 0
+    rate: float = 5.0
+    callback: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown fault action {self.action!r}")
+
+    def matches(self, method: str, path: str, body: bytes) -> bool:
+        return (self.times > 0 and self.method in (None, method) and re.search(self.path, path) is not None
+                and (self.contains is None or self.contains in body))
+
+
+@dataclass
+class Answer:
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+class FaultProxy(LoopbackServer):
+    def __init__(self, upstream: str):
+        parts = urlsplit(upstream)
+        self.upstream = (parts.hostname, parts.port)
+        self.rules: list[Rule] = []
+        self.log: list[tuple[str, str, str]] = []  # (method, path, what the proxy did)
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+
+            def log_message(self, *args):
+                pass
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = urlsplit(self.path).path
+                rule = proxy._take(self.command, path, body)
+                action = rule.action if rule else "forward"
+                with proxy.lock:
+                    proxy.log.append((self.command, path, action))
+                if action == "status":
+                    data = rule.body if rule.body is not None else json.dumps({"message": "injected fault"}).encode()
+                    headers = {"Content-Type": "application/json", **rule.headers}
+                    return self._answer(Answer(rule.status, "", list(headers.items()), data))
+                if action == "reset-before":
+                    return self._reset()
+                if action == "before":
+                    rule.callback()
+                answer = proxy._forward(self.command, self.path, self.headers, body)
+                if action == "reset-after":
+                    return self._reset()
+                if action == "truncate":
+                    self._head(answer, len(answer.body))
+                    self.wfile.write(answer.body[: len(answer.body) // 2])
+                    self.wfile.flush()
+                    return self._reset()
+                if action == "body":
+                    content = rule.headers.get("Content-Type", "text/html; charset=utf-8")
+                    return self._answer(Answer(200, "OK", [("Content-Type", content)], rule.body or HTML))
+                if action == "drip":
+                    return self._drip(answer, rule.rate)
+                self._answer(answer)
+
+            def _head(self, answer: Answer, length: int) -> None:
+                self.send_response(answer.status, answer.reason or None)
+                for name, value in answer.headers:
+                    if name.lower() not in HOP_BY_HOP:
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(length))
+                self.end_headers()
+
+            def _answer(self, answer: Answer) -> None:
+                self._head(answer, len(answer.body))
+                self.wfile.write(answer.body)
+
+            def _drip(self, answer: Answer, rate: float) -> None:
+                self._head(answer, len(answer.body))
+                self.wfile.flush()
+                for byte in answer.body:
+                    if proxy.stopping.wait(1.0 / rate):
+                        break
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        break
+                self.close_connection = True
+
+            def _reset(self) -> None:
+                # Linger 0: closing sends a reset, as a crashed peer or a cut network does.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle  # noqa: N815
+
+        self._serve(Handler)
+        self.url = f"http://{self.address}"
+
+    def inject(self, *rules: Rule) -> None:
+        with self.lock:
+            self.rules.extend(rules)
+
+    def clear(self) -> None:
+        """No more faults: everything is forwarded."""
+        with self.lock:
+            self.rules.clear()
+
+    def faults(self) -> list[tuple[str, str, str]]:
+        """What the proxy did other than forwarding."""
+        return [entry for entry in self.log if entry[2] != "forward"]
+
+    def _take(self, method: str, path: str, body: bytes) -> Rule | None:
+        with self.lock:
+            for rule in self.rules:
+                if rule.matches(method, path, body):
+                    if rule.skip > 0:
+                        rule.skip -= 1
+                        return None
+                    rule.times -= 1
+                    return rule
+        return None
+
+    def _forward(self, method: str, target: str, headers, body: bytes) -> Answer:
+        connection = http.client.HTTPConnection(*self.upstream, timeout=30)
+        try:
+            forwarded = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+            connection.request(method, target, body=body or None, headers=forwarded)
+            response = connection.getresponse()
+            return Answer(response.status, response.reason, response.getheaders(), response.read())
+        finally:
+            connection.close()
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        super().__exit__(*exc)
+

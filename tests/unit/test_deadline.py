@@ -1,0 +1,44 @@
+"""The publishing deadline: backoff on an injected clock, Retry-After capped, slow calls abandoned."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from generator.errors import RemoteError
+from generator.targets.deadline import Deadline, DeadlineExceeded, parse_retry_after
+from tests.support.clock import FakeClock
+
+
+def test_backoff_waits_on_the_injected_clock_and_never_past_the_deadline():
+    clock = FakeClock()
+    limit = Deadline(10, clock=clock, command="push")
+    limit.pause(4)
+    assert clock.slept == [4] and limit.remaining() == 6
+    with pytest.raises(DeadlineExceeded, match="push did not finish within its deadline of 10 s"):
+        limit.pause(6, "dashboard x")
+    assert clock.slept == [4]  # it did not wait for nothing
+
+
+def test_retry_after_is_honoured_up_to_the_cap():
+    limit = Deadline(100, retry_after_max=30, clock=FakeClock())
+    assert limit.retry_after("7") == 7 and limit.retry_after(None) is None and limit.retry_after("soon") is None
+    with pytest.raises(RemoteError, match=r"asked to wait 45 s .* more than the 30 s allowed") as error:
+        limit.retry_after("45")
+    assert "--retry-after-max" in str(error.value)
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: retry now
+
+
+def test_a_call_still_running_at_the_deadline_is_abandoned():
+    class Expired(FakeClock):
+        def wait(self, event, seconds):
+            return event.is_set()  # the deadline has come before the call answers
+
+    release = threading.Event()
+    with pytest.raises(DeadlineExceeded):
+        Deadline(5, clock=Expired()).run(lambda: release.wait(5), "search")
+    release.set()
+    assert Deadline(5, clock=FakeClock()).run(lambda: 42) == 42
+    with pytest.raises(ValueError):
+        Deadline(5, clock=FakeClock()).run(lambda: int("x"))
