@@ -23,6 +23,7 @@ from generator.targets import cloudwatch_sync, grafana_sync  # noqa: E402
 from generator.targets.grafana_api import GrafanaClient  # noqa: E402
 from tests.support.grafana_server import ADMIN, GrafanaTestServer  # noqa: E402
 from tests.support.moto_server import MotoServer  # noqa: E402
+from benchmarks._reference import reference_or_skip  # noqa: E402
 
 SPEC = Path(os.environ.get("GPUDASH_REFERENCE", ROOT.parent / "shared" / "reference")) / "grafana" / \
     "grafana-http-api.openapi.json"
@@ -30,6 +31,7 @@ WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource")
 
 
 def main() -> None:
+    reference_or_skip("benchmarks/publish.py", "grafana/grafana-http-api.openapi.json")
     with tempfile.TemporaryDirectory() as scratch:
         config = Path(scratch) / "gpudash.yaml"
         config.write_text("clusters:\n" + "".join(

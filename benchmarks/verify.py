@@ -23,11 +23,13 @@ from tests.support.kube_server import KubeCluster, KubeTestServer  # noqa: E402
 from tests.support.moto_server import MotoServer  # noqa: E402
 from tests.support.prometheus_server import Prometheus  # noqa: E402
 from tests.support.replay_exporter import ReplayExporter  # noqa: E402
+from benchmarks._reference import reference_or_skip  # noqa: E402
 
 REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", ROOT.parent / "shared" / "reference"))
 
 
 def main() -> None:
+    reference_or_skip("benchmarks/verify.py", "exporter/blog-a10g-k8s.prom")
     project = load_project()
     payload = (REFERENCE / "exporter" / "blog-a10g-k8s.prom").read_text()
     with tempfile.TemporaryDirectory() as scratch, ReplayExporter(payload) as exporter, MotoServer() as moto:

@@ -27,7 +27,11 @@ class GrafanaDashboard:
 def _grafanalib_json(item) -> dict[str, Any]:
     from grafanalib._gen import DashboardEncoder
 
-    return json.loads(json.dumps(item.value.to_json_data(), cls=DashboardEncoder))
+    try:
+        return json.loads(json.dumps(item.value.to_json_data(), cls=DashboardEncoder))
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:  # what the user's objects hold
+        raise InputError(f"the grafanalib dashboard cannot be written as JSON ({type(exc).__name__}: {exc})",
+                         where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
 
 
 def _slug(title: str) -> str:

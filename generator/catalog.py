@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
+from .reading import decode_utf8, read_bytes
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
@@ -133,6 +134,10 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     repeats: list[str] = []
     for number, raw in enumerate(text.split("\n"), start=1):
         raw = raw.removesuffix("\r")
+        if "\r" in raw:
+            raise InputError("a line ends with a carriage return alone (old Mac line endings): the exporter "
+                             "would read the whole file as one line", where=f"{source}:{number}",
+                             hint="convert the line endings to \\n, e.g. tr '\\r' '\\n' < in.csv > out.csv")
         if raw == "" or raw.startswith("#"):
             continue
         where = f"{source}:{number}"
@@ -176,17 +181,6 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
 
 
 def load_counters(path: Path) -> Catalog:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("counters CSV not found", where=str(path),
-                         hint="pass --csv with the exporter's counters file, or omit it to use the bundled one") from None
-    except OSError as exc:
-        raise InputError(f"cannot read counters CSV ({exc.strerror})", where=str(path)) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError("not UTF-8 text", where=f"{path}:{line}",
-                         hint="save the counters file as UTF-8") from None
-    return parse_counters(text, source=str(path))
+    hint = "pass --csv with the exporter's counters file, or omit it to use the bundled one"
+    data = read_bytes(path, "counters CSV", hint)
+    return parse_counters(decode_utf8(data, path, "counters file"), source=str(path))

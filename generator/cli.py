@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
@@ -10,7 +14,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import EXIT_FINDINGS, GpudashError
+from .errors import EXIT_FINDINGS, EXIT_INPUT, GpudashError, OutputError
 
 EXIT_INTERNAL = 4
 
@@ -28,6 +32,12 @@ class GpudashGroup(click.Group):
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)
+            if ctx.obj and ctx.obj.get("debug"):
+                traceback.print_exc()
+            click.echo("error: the input is nested too deeply to be read (RecursionError)\n"
+                       "  fix: look for a runaway nesting or recursion in the file you changed last", err=True)
+            ctx.exit(EXIT_INPUT)
         except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
@@ -36,12 +46,75 @@ class GpudashGroup(click.Group):
             ctx.exit(EXIT_INTERNAL)
 
 
+class _ReaderGone(io.RawIOBase):
+    """Standard output that survives its reader: once the pipe is closed (`gpudash metrics | head -1`)
+    the rest of the output is dropped and the command still ends with its own exit code. A full
+    disk (`> /dev/full`) is an error of its own, raised to the caller."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.gone = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        if not self.gone:
+            try:
+                return os.write(self.fd, data)
+            except BrokenPipeError:
+                self.gone = True
+            except OSError as exc:
+                self.gone = True  # say it once; the message goes to stderr
+                raise OutputError(f"cannot write to standard output ({os.strerror(exc.errno or errno.EIO)})",
+                                  hint="free space where the output goes, or send it elsewhere") from None
+        return len(data)
+
+
+def _guard_stdout() -> None:
+    stream = sys.stdout
+    if stream is None or not hasattr(stream, "fileno"):
+        return
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):
+        return
+    buffer = io.BufferedWriter(_ReaderGone(fd))
+    sys.stdout = io.TextIOWrapper(buffer, encoding=stream.encoding, errors=stream.errors, line_buffering=True)
+
+
+def run() -> None:
+    """The `gpudash` command: `main` with standard output that may be closed or full."""
+    _guard_stdout()
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    try:
+        sys.stdout.flush()
+    except OutputError as exc:  # the last line did not fit either
+        sys.stderr.write(f"error: {exc}\n")
+        code = exc.exit_code
+    sys.exit(code)
+
+
 def optional_path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
-config_option = click.option("--config", "config", envvar="GPUDASH_CONFIG", metavar="FILE",
-                             help="Settings file (default: the bundled gpudash.yaml). Env: GPUDASH_CONFIG.")
+def load_project_for(config: str | None, csv: str | None):
+    """The project a command works on, and one line on stderr saying which settings were read."""
+    from .project import load_project
+
+    project = load_project(optional_path(config), optional_path(csv))
+    click.echo(f"settings: {project.settings.origin}", err=True)
+    return project
+
+
+config_option = click.option("--config", "config", metavar="FILE",
+                             help="Settings file. Default: $GPUDASH_CONFIG, else ./gpudash.yaml, else the bundled "
+                                  "defaults; every command says which it used.")
 csv_option = click.option("--csv", "csv", metavar="FILE",
                           help="DCGM exporter counters CSV (default: settings `counters`, else the bundled one).")
 output_option = click.option("--output", "output", type=click.Choice(["table", "json"]), default="table",
@@ -72,9 +145,8 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
     from .output import compare, write
-    from .project import load_project
 
-    project = load_project(optional_path(config), optional_path(csv))
+    project = load_project_for(config, csv)
     files = build(project)
     target = Path(out)
     if check:
@@ -85,7 +157,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
             click.echo(f"{target} is not what gpudash would generate:")
             for difference in differences:
                 click.echo(f"  {difference.change:8} {difference.path}")
-            click.echo("run `gpudash generate` and commit the result")
+            click.echo(f"run `{_generate_command(config, csv, out)}` and commit the result")
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
@@ -103,14 +175,28 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     else:
         for warning in project.catalog.repeats:
             click.echo(f"warning: {warning}", err=True)
+        if project.notes:
+            click.echo(f"note: {len(project.notes)} panel(s) left out because the counters CSV does not collect "
+                       f"their fields; `gpudash lint` lists them (DF001)", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
                    f"({len(project.grafana_dashboards()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
+
+
+def _generate_command(config: str | None, csv: str | None, out: str) -> str:
+    """The `gpudash generate` that rewrites what --check compared, with the user's own options."""
+    words = ["gpudash", "generate"]
+    for flag, value in (("--config", config), ("--csv", csv), ("--out", out if out != "build" else None)):
+        if value:
+            words += [flag, value]
+    return shlex.join(words)
 
 
 @main.command()
 @config_option
 @csv_option
 @output_option
+@click.option("--from", "from_dir", metavar="DIR",
+              help="Lint exactly the files of this build (as `generate` wrote them) instead of generating.")
 @click.option("--disable", multiple=True, metavar="RULE", help="Skip a rule by id (repeatable).")
 @click.option("--grafana-schema", envvar="GPUDASH_GRAFANA_SCHEMA", metavar="DIR",
               help="Folder of Grafana's dashboard JSON schemas (grafana-foundation-sdk jsonschema/) "
@@ -119,11 +205,10 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
               help="The CloudWatch agent's config JSON schema to validate cwagentconfig.json against "
                    "(rule AG004). Env: GPUDASH_CWAGENT_SCHEMA.")
 @click.option("--rules", "list_rules", is_flag=True, help="List the rules and exit.")
-def lint(config: str | None, csv: str | None, output: str, disable: tuple[str, ...],
+def lint(config: str | None, csv: str | None, output: str, from_dir: str | None, disable: tuple[str, ...],
          grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
-    from .lint_runner import all_rules, lint_project
-    from .project import load_project
+    from .lint_runner import all_rules, lint_build, lint_project
 
     if list_rules:
         rows = [[rule.id, rule.summary] for rule in all_rules()]
@@ -139,17 +224,32 @@ def lint(config: str | None, csv: str | None, output: str, disable: tuple[str, .
     if cwagent_schema and not Path(cwagent_schema).is_file():
         raise GpudashError("the CloudWatch agent schema file does not exist", where=cwagent_schema,
                            hint="point --cwagent-schema at the agent's translator/config/schema.json")
-    project = load_project(optional_path(config), optional_path(csv))
-    findings = lint_project(project, frozenset(disable), optional_path(grafana_schema), optional_path(cwagent_schema))
+    known = {rule.id for rule in all_rules()}
+    unknown = sorted({rule.upper() for rule in disable} - known)
+    if unknown:
+        raise click.BadParameter(f"no rule {', '.join(unknown)}; `gpudash lint --rules` lists them",
+                                 param_hint="--disable")
+    disabled = frozenset(rule.upper() for rule in disable)
+    project = load_project_for(config, csv)
+    if from_dir:
+        from .publish import read_build
+
+        findings = lint_build(project, read_build(Path(from_dir)), disabled, optional_path(grafana_schema),
+                              optional_path(cwagent_schema), origin=from_dir)
+    else:
+        findings = lint_project(project, disabled, optional_path(grafana_schema), optional_path(cwagent_schema))
     errors = [f for f in findings if f.severity == "error"]
+    notes = [f for f in findings if f.severity == "note"]
     if output == "json":
-        click.echo(json.dumps({"findings": [f.as_dict() for f in findings], "errors": len(errors)}, indent=2))
+        click.echo(json.dumps({"findings": [f.as_dict() for f in findings], "errors": len(errors),
+                               "notes": len(notes)}, indent=2))
     else:
         from .console import style
         for finding in findings:
-            colour = "red" if finding.severity == "error" else "yellow"
+            colour = {"error": "red", "warning": "yellow"}.get(finding.severity, "blue")
             click.echo(f"{style(finding.rule, fg=colour)} {finding.severity}: {finding.where}: {finding.message}")
-        click.echo(f"{len(errors)} errors, {len(findings) - len(errors)} warnings")
+        click.echo(f"{len(errors)} errors, {len(findings) - len(errors) - len(notes)} warnings"
+                   + (f", {len(notes)} notes" if notes else ""))
     sys.exit(EXIT_FINDINGS if errors else 0)
 
 
@@ -162,7 +262,12 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
     from .catalog import load_counters
     from .settings import load_settings
 
-    catalog = load_counters(optional_path(csv) or load_settings(optional_path(config)).counters_path)
+    if csv:
+        catalog = load_counters(Path(csv))
+    else:
+        settings = load_settings(optional_path(config))
+        click.echo(f"settings: {settings.origin}", err=True)
+        catalog = load_counters(settings.counters_path)
     if output == "json":
         click.echo(json.dumps([{"name": m.name, "type": m.kind, "unit": m.unit.label,
                                 "grafana_unit": m.charted_unit.grafana, "family": m.family, "help": m.help}
@@ -189,9 +294,8 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .console import table
     from .cost import Fleet, compare
-    from .project import load_project
 
-    project = load_project(optional_path(config), optional_path(csv))
+    project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours)
     result = compare(project, fleet)
@@ -216,16 +320,22 @@ def init_config(path: str) -> None:
     from .resources import default_config
 
     target = Path(path)
-    if target.exists():
+    if target.exists() or target.is_symlink():
         raise GpudashError("the file exists already", where=path, hint="choose another path or remove it")
     try:
-        target.write_text(default_config().read_text())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("x", encoding="utf-8") as handle:
+            handle.write(default_config().read_text(encoding="utf-8"))
     except OSError as exc:
-        raise GpudashError(f"cannot write ({exc.strerror})", where=path) from None
+        raise GpudashError(f"cannot write the settings file ({exc.strerror or exc})", where=path,
+                           hint="choose a path in a folder you can write to, e.g. ./gpudash.yaml") from None
     click.echo(f"wrote {path}")
+    if target.resolve() != (Path.cwd() / "gpudash.yaml").resolve():
+        click.echo(f"commands read ./gpudash.yaml by default: pass --config {shlex.quote(path)} "
+                   f"or export GPUDASH_CONFIG={shlex.quote(path)}")
 
 
 from . import cli_publish  # noqa: E402,F401  (registers plan, push, apply, verify)
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli import config_option, csv_option, main, optional_path, output_option
+from .cli import config_option, csv_option, load_project_for, main, output_option
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 
@@ -53,12 +53,11 @@ def publish_options(command):
 
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
     from .artifacts import build
-    from .project import load_project
     from .publish import desired_from, read_build
 
-    project = load_project(optional_path(config), optional_path(csv))
+    project = load_project_for(config, csv)
     files = read_build(Path(from_dir)) if from_dir else build(project)
-    return project, desired_from(files, project.settings)
+    return project, desired_from(files, project.settings, origin=from_dir or "<generated>")
 
 
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
@@ -73,7 +72,8 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
         try:
             token = Path(token_file).read_text().strip()
         except OSError as exc:
-            raise GpudashError(f"cannot read the token file ({exc.strerror})", where=token_file) from None
+            raise GpudashError(f"cannot read the token file ({exc.strerror})", where=token_file,
+                               hint="check the path; the file holds the service-account token alone") from None
     basic = None
     if not token and os.environ.get("GRAFANA_USER"):
         basic = (os.environ["GRAFANA_USER"], os.environ.get("GRAFANA_PASSWORD", ""))
@@ -260,9 +260,8 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
     """Check that the exporter and agents are deployed and feeding data; each failure says what to fix."""
     from . import verify as verifying
     from .console import style, table
-    from .project import load_project
 
-    project = load_project(optional_path(config), optional_path(csv))
+    project = load_project_for(config, csv)
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
                                 profile=profile, endpoint_url=endpoint_url, timeout=timeout,
                                 prometheus_in_use="prometheus" not in skip)

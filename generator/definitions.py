@@ -9,17 +9,32 @@ Dashboard files may also hold plain grafanalib `Dashboard` objects.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib.util
+import os
+import signal
 import sys
+import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .catalog import Catalog
 from .errors import InputError
-from .model import DefinitionError
+from .model import DefinitionError, _caller
+from .reading import list_folder
+from .resources import known_fields
 from .settings import Levels, Settings
+
+TIME_LIMIT_VARIABLE = "GPUDASH_DEFINITION_TIME_LIMIT"
+DEFAULT_TIME_LIMIT = 60.0  # seconds for all definitions of one kind; a definition that needs more is stuck
+
+
+class UnknownMetric(DefinitionError):
+    """A definition names a field that no DCGM version has: a typo, never a panel to drop quietly."""
 
 
 @dataclass(frozen=True)
@@ -28,15 +43,39 @@ class Context:
 
     catalog: Catalog
     settings: Settings
+    notes: list[str] = field(default_factory=list, compare=False)  # panels left out, for generate and lint
+
+    def _known(self, name: str, where: str) -> None:
+        if name not in self.catalog and name not in known_fields():
+            raise UnknownMetric(f"unknown metric {name}: no DCGM field has this name", where)
 
     def has(self, *metrics: str) -> bool:
         """True when every named field is collected (listed in the counters CSV)."""
+        where = _caller()
+        for name in metrics:
+            self._known(name, where)
         return all(name in self.catalog for name in metrics)
 
     def available(self, panels):
-        """The panels whose fields are all collected: bundled dashboards adapt to any CSV."""
-        return [panel for panel in panels
-                if all(q.raw_promql or self.has(*q.metrics) for q in panel.queries)]
+        """The panels whose fields are all collected: bundled dashboards adapt to any CSV.
+
+        A name that is not a DCGM field at all is an error; a panel left out is noted."""
+        kept = []
+        for panel in panels:
+            missing = []
+            for query in panel.queries:
+                if query.raw_promql:
+                    continue
+                for name in query.metrics:
+                    self._known(name, query.defined_at)
+                    if name not in self.catalog and name not in missing:
+                        missing.append(name)
+            if missing:
+                self.notes.append(f"{panel.defined_at}: panel {panel.title!r} left out: the counters CSV does not "
+                                  f"collect {', '.join(missing)}")
+            else:
+                kept.append(panel)
+        return kept
 
     def levels(self, name: str) -> tuple[float, float]:
         value: Levels = self.settings.levels(name)
@@ -48,10 +87,52 @@ class Context:
 
 @dataclass(frozen=True)
 class Loaded:
-    """One object a definition file contributed, with the file it came from."""
+    """One object a definition file contributed, with the file and line it came from."""
 
     value: Any
     source: Path
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.source}:{self.line}" if self.line else str(self.source)
+
+
+class TimeLimit(BaseException):
+    """Raised inside a definition that ran past the time limit (not an Exception: `except Exception`
+    in a definition's loop does not swallow it)."""
+
+
+def _time_limit() -> float:
+    value = os.environ.get(TIME_LIMIT_VARIABLE, "")
+    try:
+        seconds = float(value) if value else DEFAULT_TIME_LIMIT
+    except ValueError:
+        raise InputError(f"{TIME_LIMIT_VARIABLE}={value!r} is not a number of seconds",
+                         hint=f"unset it, or set e.g. {TIME_LIMIT_VARIABLE}=60") from None
+    if not seconds > 0:
+        raise InputError(f"{TIME_LIMIT_VARIABLE}={value!r} must be more than 0 seconds",
+                         hint=f"unset it, or set e.g. {TIME_LIMIT_VARIABLE}=60")
+    return seconds
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the running definition after `seconds` (a timer signal; main thread only)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise TimeLimit()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # repeats until the definition lets it through
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _where_in(path: Path, exc: BaseException) -> str:
@@ -60,9 +141,28 @@ def _where_in(path: Path, exc: BaseException) -> str:
     for frame in traceback.extract_tb(exc.__traceback__):
         if Path(frame.filename).resolve() == path.resolve():
             line = frame.lineno
-    if isinstance(exc, SyntaxError) and exc.lineno:
+    if isinstance(exc, SyntaxError) and exc.lineno and Path(exc.filename or "").resolve() == path.resolve():
         line = exc.lineno
     return f"{path}:{line}" if line else str(path)
+
+
+def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> InputError:
+    """The one message for a definition that failed while `doing` something."""
+    if isinstance(exc, DefinitionError):
+        return InputError(str(exc), where=exc.where, hint="fix the definition")
+    where = _where_in(path, exc)
+    if isinstance(exc, TimeLimit):
+        return InputError(f"{doing} did not finish within {seconds:g} s (stopped here): an endless loop, or work "
+                          f"that does not belong in a definition", where=where,
+                          hint=f"fix the loop; if it really needs longer, set {TIME_LIMIT_VARIABLE}=<seconds>")
+    if isinstance(exc, SystemExit):
+        return InputError(f"{doing} called sys.exit({exc.code!r}): a definition cannot end gpudash", where=where,
+                          hint="remove the exit; raise an exception to report a problem")
+    if isinstance(exc, RecursionError):
+        return InputError(f"{doing} recursed without end (RecursionError)", where=where,
+                          hint="fix the recursion in the definition")
+    return InputError(f"{doing} raised {type(exc).__name__}: {exc}", where=where,
+                      hint="fix the definition, or run with --debug for the full traceback")
 
 
 def _execute(path: Path, namespace: str):
@@ -74,44 +174,102 @@ def _execute(path: Path, namespace: str):
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except DefinitionError as exc:
-        raise InputError(str(exc), where=exc.where, hint="fix the definition") from exc
-    except Exception as exc:  # a user's definition may raise anything
-        raise InputError(f"the definition raised {type(exc).__name__}: {exc}", where=_where_in(path, exc),
-                         hint="fix the definition, or run with --debug for the full traceback") from exc
     finally:
         sys.modules.pop(name, None)
     return module
 
 
+@cache
+def _assignment_lines(path: Path) -> dict[str, int]:
+    """Line of each top-level `name = ...` in a definition file (for messages about its value)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return {}
+    lines: dict[str, int] = {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        for target in targets:
+            if isinstance(target, ast.Name):
+                lines[target.id] = node.lineno
+    return lines
+
+
+def _return_line(function, path: Path) -> int:
+    """Line of the function's `return` statement when it has one, else of its `def`."""
+    first = function.__code__.co_firstlineno
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return first
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function.__name__ and \
+                first in (node.lineno, *(d.lineno for d in node.decorator_list)):
+            returns = [n.lineno for n in ast.walk(node) if isinstance(n, ast.Return)]
+            return returns[0] if len(returns) == 1 else node.lineno
+    return first
+
+
+def _called(function, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
+    """What `function(ctx)` returns or yields, each with the line that returned or yielded it."""
+    result = function(ctx)
+    if hasattr(result, "__next__") and hasattr(result, "gi_frame"):  # a generator: the line of each yield
+        items = []
+        while True:
+            try:
+                value = next(result)
+            except StopIteration:
+                return items
+            frame = result.gi_frame
+            items.append((value, frame.f_lineno if frame is not None else None))
+    line = _return_line(function, path)
+    if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
+        raise InputError(f"{function.__name__}(ctx) returned {type(result).__name__}, not a list of objects",
+                         where=f"{path}:{line}", hint=f"return a list (or yield each object) from {function.__name__}(ctx)")
+    return [(value, line) for value in result]
+
+
+def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
+    singular = kind[:-1]
+    if callable(getattr(module, kind, None)):
+        return _called(getattr(module, kind), ctx, path)
+    lines = _assignment_lines(path)
+    if hasattr(module, singular):
+        return [(getattr(module, singular), lines.get(singular))]
+    if hasattr(module, kind.upper()):
+        value = getattr(module, kind.upper())
+        if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+            raise InputError(f"{kind.upper()} is a {type(value).__name__}, not a list", where=f"{path}:"
+                             f"{lines.get(kind.upper(), 1)}", hint=f"write {kind.upper()} = [ ... ]")
+        return [(item, lines.get(kind.upper())) for item in value]
+    if kind == "dashboards":
+        return [(value, lines.get(name)) for name, value in vars(module).items() if is_grafanalib_dashboard(value)]
+    return []
+
+
 def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     """Every object that the `*.py` files in `folders` define for `kind` ('dashboards' or 'alarms')."""
-    singular = kind[:-1]
+    seconds = _time_limit()
     loaded: list[Loaded] = []
+    hint = f"create it, or fix definitions.{kind} in the settings"
     for folder in folders:
-        if not folder.is_dir():
-            raise InputError(f"{kind} folder not found", where=str(folder),
-                             hint=f"create it, or fix definitions.{kind} in the settings")
-        for path in sorted(folder.glob("*.py")):
-            if path.name.startswith("_"):
+        names = list_folder(folder, kind, hint)
+        for file_name in names:
+            path = folder / file_name
+            if not file_name.endswith(".py") or file_name.startswith("_") or not path.is_file():
                 continue
-            module = _execute(path, kind)
-            found: list[Any] = []
+            stage = "the definition"
             try:
-                if callable(getattr(module, kind, None)):
-                    found = list(getattr(module, kind)(ctx))
-                elif hasattr(module, singular):
-                    found = [getattr(module, singular)]
-                elif hasattr(module, kind.upper()):
-                    found = list(getattr(module, kind.upper()))
-                elif kind == "dashboards":
-                    found = [v for v in vars(module).values() if is_grafanalib_dashboard(v)]
-            except DefinitionError as exc:
-                raise InputError(str(exc), where=exc.where, hint="fix the definition") from exc
-            except Exception as exc:
-                raise InputError(f"{kind}(ctx) raised {type(exc).__name__}: {exc}", where=_where_in(path, exc),
-                                 hint="fix the definition, or run with --debug for the full traceback") from exc
-            loaded.extend(Loaded(value, path) for value in found)
+                with _deadline(seconds):
+                    module = _execute(path, kind)
+                    stage = f"{kind}(ctx)" if callable(getattr(module, kind, None)) else stage
+                    found = _contributions(module, kind, ctx, path)
+            except InputError:
+                raise
+            except (Exception, SystemExit, TimeLimit) as exc:  # a user's definition may raise anything
+                raise _failure(path, exc, stage, seconds) from exc
+            loaded.extend(Loaded(value, path, line) for value, line in found)
     return loaded
 
 

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import feed_files, grafana_dashboards
+from .artifacts import GrafanaDashboard, feed_files, grafana_dashboards
+from .errors import InputError
 from .lint import Finding, Rule, run
 from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
 from .render import alarms as alarm_render, cloudwatch
 from .project import Project
 
 
+def _panels_left_out(project: Project):
+    for note in project.notes:
+        where, _, message = note.partition(": ")
+        yield Finding("DF001", "note", where, message)
+
+
+DEFINITION_RULES = [
+    Rule("DF001", "panels left out because the counters CSV does not collect their fields", _panels_left_out),
+]
+
+
 def all_rules() -> list[Rule]:
-    return [*catalog_rules.RULES, *grafana_rules.RULES, *feed_rules.RULES, *cloudwatch_rules.RULES]
+    return [*catalog_rules.RULES, *DEFINITION_RULES, *grafana_rules.RULES, *feed_rules.RULES,
+            *cloudwatch_rules.RULES]
 
 
 def cloudwatch_subject(project: Project) -> cloudwatch_rules.CloudWatchSubject:
@@ -24,10 +37,42 @@ def cloudwatch_subject(project: Project) -> cloudwatch_rules.CloudWatchSubject:
 
 def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,
                  cwagent_schema: Path | None = None) -> list[Finding]:
-    dashboards = grafana_dashboards(project)
+    """Lint what the project would generate."""
+    return _lint(project, grafana_dashboards(project), feed_files(project), cloudwatch_subject(project), disabled,
+                 grafana_schema, cwagent_schema)
+
+
+def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[str] = frozenset(),
+               grafana_schema: Path | None = None, cwagent_schema: Path | None = None,
+               origin: str = "build") -> list[Finding]:
+    """Lint exactly the files of a build (what ships), read with the same reader `push --from` uses."""
+    from .publish import desired_from, grafana_models
+
+    dashboards = [GrafanaDashboard(uid, str(model.get("title", "")), f"{origin}/{path}", model)
+                  for uid, (path, model) in grafana_models(files, origin).items()]
+    agent_file = feed_rules.AGENT_FILE
+    if agent_file not in files:
+        raise InputError(f"the build has no {agent_file}", where=origin, hint="lint a folder written by `gpudash generate`")
+    feed = {agent_file: files[agent_file]}
+    try:  # the feed rules read the agent's ConfigMaps; a damaged file is an input error, not a crash
+        probe = feed_rules.FeedSubject(project, feed, dashboards, None)
+        probe.agent_config()["logs"]["metrics_collected"]["prometheus"]
+        probe.scrape_job()["job_name"]
+    except Exception as exc:
+        raise InputError(f"not the agent ConfigMaps gpudash writes ({type(exc).__name__}: {exc})",
+                         where=f"{origin}/{agent_file}", hint="run `gpudash generate` again and review the result") from None
+    desired = desired_from(files, project.settings, origin)
+    subject = cloudwatch_rules.CloudWatchSubject(desired.cloudwatch_dashboards, desired.alarms, project.settings)
+    return _lint(project, dashboards, feed, subject, disabled, grafana_schema, cwagent_schema)
+
+
+def _lint(project: Project, dashboards: list[GrafanaDashboard], feed: dict[str, bytes],
+          cloudwatch_subject_: cloudwatch_rules.CloudWatchSubject, disabled: frozenset[str],
+          grafana_schema: Path | None, cwagent_schema: Path | None) -> list[Finding]:
     subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema)
-    feed = feed_rules.FeedSubject(project, feed_files(project), dashboards, cwagent_schema)
+    feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
+            *run(DEFINITION_RULES, project, disabled),
             *run(grafana_rules.RULES, subject, disabled),
-            *run(feed_rules.RULES, feed, disabled),
-            *run(cloudwatch_rules.RULES, cloudwatch_subject(project), disabled)]
+            *run(feed_rules.RULES, feed_subject, disabled),
+            *run(cloudwatch_rules.RULES, cloudwatch_subject_, disabled)]

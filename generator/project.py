@@ -15,6 +15,7 @@ from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
 from .model import Alarm, Dashboard
+from .resources import known_fields
 from .settings import Settings, load_settings
 
 
@@ -25,6 +26,7 @@ class Project:
     dashboards: tuple[Dashboard, ...]
     grafanalib_dashboards: tuple[definitions.Loaded, ...]
     alarms: tuple[Alarm, ...] = ()
+    notes: tuple[str, ...] = ()  # "file:line: panel ... left out: the counters CSV does not collect ..."
 
     def cloudwatch_dashboards(self) -> tuple[Dashboard, ...]:
         return tuple(d for d in self.dashboards if "cloudwatch" in d.backends)
@@ -52,11 +54,14 @@ def _check_queries(queries, catalog: Catalog) -> None:
             continue
         for name in query.metrics:
             if name not in catalog:
+                known = name in known_fields()
                 raise InputError(
-                    f"unknown metric {name}: it is not in the counters CSV ({catalog.source})",
+                    f"{name} is not collected: it is not in the counters CSV ({catalog.source})" if known else
+                    f"unknown metric {name}: no DCGM field has this name, and it is not in the counters CSV "
+                    f"({catalog.source})",
                     where=query.defined_at,
-                    hint=f"add {name} to the counters CSV, fix the name, or build the panel only "
-                         f"when ctx.has({name!r})",
+                    hint=f"add {name} to the counters CSV, or wrap the panel in ctx.available([...])" if known else
+                    "fix the name (`gpudash metrics` lists the fields your CSV collects)",
                 )
             if not catalog.get(name).is_series:
                 raise InputError(f"{name} is a label field, not a series: it cannot be charted",
@@ -84,10 +89,11 @@ def load_project(config: Path | None = None, counters: Path | None = None) -> Pr
             legacy.append(item)
         else:
             raise InputError(f"a dashboard definition returned {type(item.value).__name__}, not a Dashboard",
-                             where=str(item.source),
+                             where=item.where,
                              hint="return generator.model.Dashboard objects (or grafanalib Dashboards)")
+    alarms = _load_alarms(settings, ctx)
     return Project(settings=settings, catalog=catalog, dashboards=tuple(neutral),
-                   grafanalib_dashboards=tuple(legacy), alarms=_load_alarms(settings, ctx))
+                   grafanalib_dashboards=tuple(legacy), alarms=alarms, notes=tuple(ctx.notes))
 
 
 def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, ...]:
@@ -97,7 +103,7 @@ def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, .
         alarm = item.value
         if not isinstance(alarm, Alarm):
             raise InputError(f"an alarm definition returned {type(alarm).__name__}, not an Alarm",
-                             where=str(item.source), hint="return generator.model.Alarm objects")
+                             where=item.where, hint="return generator.model.Alarm objects")
         key = f"{alarm.id}-{alarm.severity}"
         if key in seen:
             raise InputError(f"alarm {alarm.id!r} ({alarm.severity}) is defined twice (also at {seen[key]})",

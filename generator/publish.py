@@ -16,6 +16,7 @@ from typing import Any
 from .changes import DONE, FAILED, REFUSED, WOULD_WRITE, WRITES, Change, Outcome, summary
 from .errors import InputError
 from .output import MANIFEST
+from .reading import read_bytes
 
 
 @dataclass(frozen=True)
@@ -28,39 +29,94 @@ class Desired:
     alarm_prefix: str
 
 
+def parse_json(data: bytes, where: str, what: str) -> Any:
+    """A build file's JSON; anything else is an input error naming the file and line."""
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not UTF-8 text", where=where, hint=REGENERATE) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} is not JSON: {exc.msg}", where=f"{where}:{exc.lineno}", hint=REGENERATE) from None
+    except RecursionError:
+        raise InputError(f"{what} is nested too deeply to be read", where=where, hint=REGENERATE) from None
+
+
+REGENERATE = "run `gpudash generate --out DIR` again and review the result"
+
+
+def _safe_relative(relative: Any) -> bool:
+    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
+        return False
+    return all(part not in ("", ".", "..") for part in relative.split("/"))
+
+
 def read_build(directory: Path) -> dict[str, bytes]:
+    """The files a build's manifest lists, each checked against its sha256."""
     manifest_path = directory / MANIFEST
+    if not directory.is_dir():
+        raise InputError("the build folder does not exist" if not directory.exists() else "not a folder",
+                         where=str(directory), hint="run `gpudash generate --out DIR` first")
     if not manifest_path.is_file():
         raise InputError("no manifest.json: not a gpudash build", where=str(directory),
                          hint="run `gpudash generate --out DIR` first")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = parse_json(read_bytes(manifest_path, "manifest", REGENERATE), str(manifest_path), "the manifest")
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
+        raise InputError("the manifest has no `files` mapping of path to sha256", where=str(manifest_path),
+                         hint=REGENERATE)
     files = {}
-    for relative, digest in manifest["files"].items():
+    for relative, digest in listed.items():
+        if not _safe_relative(relative) or relative == MANIFEST:
+            raise InputError(f"the manifest lists {relative!r}, which is not a path inside the build",
+                             where=str(manifest_path), hint=REGENERATE)
         path = directory / relative
-        data = path.read_bytes() if path.is_file() else b""
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise InputError(f"{relative} differs from the manifest: the build was changed after generate",
+        data = read_bytes(path, "build file", REGENERATE) if path.exists() else None
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            change = "is missing" if data is None else "differs from the manifest"
+            raise InputError(f"{relative} {change}: the build was changed after generate",
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
     return files
 
 
-def desired_from(files: dict[str, bytes], settings) -> Desired:
-    grafana = {}
-    for path, data in files.items():
+def _object(data: bytes, where: str, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    value = parse_json(data, where, what)
+    if not isinstance(value, dict) or not all(key in value for key in keys):
+        raise InputError(f"{what} is not a JSON object with {', '.join(keys)}", where=where, hint=REGENERATE)
+    return value
+
+
+def grafana_models(files: dict[str, bytes], origin: str = "<generated>") -> dict[str, tuple[str, dict[str, Any]]]:
+    """uid -> (file, dashboard JSON) of every Grafana dashboard in a build."""
+    models = {}
+    for path, data in sorted(files.items()):
         if path.startswith("grafana/") and path.count("/") == 1 and path.endswith(".json"):
-            model = json.loads(data)
-            grafana[model["uid"]] = model
+            model = _object(data, f"{origin}/{path}", "the dashboard", ("uid",))
+            models[model["uid"]] = (path, model)
+    return models
+
+
+def desired_from(files: dict[str, bytes], settings, origin: str = "<generated>") -> Desired:
+    grafana = {uid: model for uid, (_, model) in grafana_models(files, origin).items()}
     dashboards, regions = {}, {}
-    for path, data in files.items():
+    for path, data in sorted(files.items()):
         if path.startswith("cloudwatch/dashboards/"):
-            item = json.loads(data)
+            where = f"{origin}/{path}"
+            item = _object(data, where, "the CloudWatch dashboard", ("DashboardName", "DashboardBody"))
+            body = parse_json(str(item["DashboardBody"]).encode(), where, "its DashboardBody")
+            widgets = body.get("widgets", []) if isinstance(body, dict) else None
+            if not isinstance(widgets, list):
+                raise InputError("its DashboardBody has no list of widgets", where=where, hint=REGENERATE)
             dashboards[item["DashboardName"]] = item
-            widgets = json.loads(item["DashboardBody"]).get("widgets", [])
             regions[item["DashboardName"]] = next(
-                (w["properties"]["region"] for w in widgets if w.get("properties", {}).get("region")),
+                (w["properties"]["region"] for w in widgets
+                 if isinstance(w, dict) and isinstance(w.get("properties"), dict) and w["properties"].get("region")),
                 settings.clusters[0].region)
-    alarms = json.loads(files.get("cloudwatch/alarms.json", b'{"alarms": []}'))["alarms"]
+    alarms = _object(files.get("cloudwatch/alarms.json", b'{"alarms": []}'), f"{origin}/cloudwatch/alarms.json",
+                     "the alarm list", ("alarms",))["alarms"]
+    if not isinstance(alarms, list) or not all(isinstance(a, dict) and "Request" in a for a in alarms):
+        raise InputError("`alarms` is not a list of {Region, Request} objects",
+                         where=f"{origin}/cloudwatch/alarms.json", hint=REGENERATE)
     return Desired(grafana, dict(settings.grafana["folder"]), dashboards, regions, alarms,
                    settings.alarms["name_prefix"])
 

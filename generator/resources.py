@@ -32,3 +32,10 @@ def default_config() -> Path:
 
 def schema(name: str) -> Path:
     return bundled("schemas") / name
+
+
+@cache
+def known_fields() -> frozenset[str]:
+    """Every field name the DCGM exporter can look up, whether or not a counters CSV collects it."""
+    text = (_PACKAGE / "defaults" / "dcgm-fields.txt").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))

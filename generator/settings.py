@@ -1,13 +1,18 @@
 """gpudash.yaml: loaded with yaml.safe_load, validated against schemas/config.schema.json.
 
 Defaults live in the schema (`default` keywords) and nowhere else; `_with_defaults`
-fills them in. Errors name the file, the line and the path inside the document.
+fills them in. Errors name the file, the line and the path inside the document, and say
+what to write instead. Which file is read is decided in one place, `discover`.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import math
+import os
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,7 +21,12 @@ from typing import Any
 import yaml
 
 from .errors import InputError
+from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
+
+ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
+LOCAL_FILE = "gpudash.yaml"
+SCHEMA_HINT = "see the README's settings table, or start from the commented default: gpudash init-config"
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,7 @@ class Settings:
     raw: dict[str, Any]  # the validated document with defaults filled in
     clusters: tuple[Cluster, ...]
     labels: Labels
+    origin: str = "given"  # how the file was found: see discover()
 
     @property
     def grafana(self) -> dict[str, Any]:
@@ -96,6 +107,8 @@ class Settings:
         value = self.raw["definitions"][kind]
         if value is None:
             return (bundled(kind),)
+        if isinstance(value, str):
+            value = [value]
         return tuple(self.base_dir / folder for folder in value)
 
 
@@ -107,7 +120,7 @@ def _schema() -> dict[str, Any]:
 def _with_defaults(document: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
     """Fill missing object properties from the schema's `default` keywords, recursively."""
     if "$ref" in node:
-        node = root["$defs"][node["$ref"].rsplit("/", 1)[1]]
+        node = _resolve(node, root)
     if isinstance(document, dict) and "properties" in node:
         for key, sub in node["properties"].items():
             if key not in document and "default" in sub:
@@ -119,74 +132,247 @@ def _with_defaults(document: Any, node: dict[str, Any], root: dict[str, Any]) ->
     return document
 
 
-def _line_of(text: str, path: list[Any]) -> int | None:
-    """1-based line of the node at `path` in YAML text (None when it cannot be found)."""
+def _resolve(node: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in node:
+        return {**root["$defs"][node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+# --- reading YAML: duplicate keys, depth, lines -------------------------------------------------
+
+def _compose(text: str, source: str) -> yaml.Node | None:
+    """The YAML node tree (for lines and duplicate keys); YAML errors become input errors."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = node.start_mark.line + 1 if node is not None else None
-    for step in path:
-        if isinstance(node, yaml.MappingNode):
-            match = next((v for k, v in node.value if k.value == step), None)
-            if match is None:
-                return line
-            node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
-            node = node.value[step]
-        else:
-            return line
-        line = node.start_mark.line + 1
-    return line
-
-
-def parse_settings(text: str, source: str, base_dir: Path) -> Settings:
-    import jsonschema  # imported here: only runs when there is a document to check
-
-    try:
-        document = yaml.safe_load(text)
+        return yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}" if mark else source
         problem = getattr(exc, "problem", None) or str(exc)
         raise InputError(f"not valid YAML: {problem}", where=where,
                          hint="fix the YAML syntax (indentation, quotes, colons)") from None
+    except RecursionError:
+        raise InputError("the YAML is nested too deeply to be settings", where=source,
+                         hint=SCHEMA_HINT) from None
+
+
+def _check_duplicate_keys(root: yaml.Node | None, source: str) -> None:
+    """YAML quietly keeps the last of two equal keys; in settings that hides a mistake."""
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    if key.value in seen:
+                        raise InputError(f"key {key.value!r} appears twice in the same mapping (first at line "
+                                         f"{seen[key.value]})", where=f"{source}:{line}",
+                                         hint="keep one of the two; YAML would silently use the last")
+                    seen[key.value] = line
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def _line_of(root: yaml.Node | None, path: list[Any], key: bool = False) -> int | None:
+    """1-based line of the node at `path` (of its key, with `key`) in the YAML tree."""
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            match = next(((k, v) for k, v in node.value if k.value == step), None)
+            if match is None:
+                return line
+            node = match[1]
+            line = (match[0] if key and step == path[-1] else node).start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+def _anchored(pattern: str) -> str:
+    r"""JSON Schema regexes are ECMA-262, where a final `$` is the end of the text; in Python it also
+    matches before a trailing newline, so `"us-east-1\n"` would pass. Use `\Z` for that `$`."""
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        return pattern[:-1] + r"\Z"
+    return pattern
+
+
+@cache
+def _validator():
+    import jsonschema  # imported here: only runs when there is a document to check
+
+    base = jsonschema.Draft202012Validator
+
+    def pattern(validator, value, instance, node):
+        if validator.is_type(instance, "string") and not re.search(_anchored(value), instance):
+            yield jsonschema.ValidationError(f"{instance!r} does not match {value!r}")
+
+    return jsonschema.validators.extend(base, {"pattern": pattern})(_schema())
+
+
+def _non_finite(document: Any, path: list[Any]) -> list[Any] | None:
+    """Path of the first NaN or infinite number (YAML's .nan, .inf), which no threshold can be."""
+    if isinstance(document, float) and not math.isfinite(document):
+        return path
+    children = document.items() if isinstance(document, dict) else \
+        enumerate(document) if isinstance(document, list) else ()
+    for key, value in children:
+        found = _non_finite(value, [*path, key])
+        if found is not None:
+            return found
+    return None
+
+
+def _example(node: dict[str, Any]) -> str | None:
+    for value in (*node.get("examples", ()), node.get("default")):
+        if value is not None and not isinstance(value, (dict, list)):
+            return json.dumps(value) if not isinstance(value, str) else value
+    return None
+
+
+def _fix_for(error, root: dict[str, Any]) -> str:
+    """What to write instead, for one schema error."""
+    node = _resolve(error.schema, root) if isinstance(error.schema, dict) else {}
+    kind, value = error.validator, error.validator_value
+    example = _example(node)
+    if kind == "additionalProperties":
+        known = sorted(node.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        close = difflib.get_close_matches(extra[0], known, n=1) if extra else []
+        guess = f"did you mean {close[0]!r}? " if close else ""
+        return f"{guess}remove {extra[0]!r}, or use one of: {', '.join(known)}"
+    if kind == "enum":
+        return "write one of: " + ", ".join(str(v) for v in value)
+    if kind == "required":
+        missing = [name for name in value if name not in error.instance]
+        return "add " + ", ".join(f"`{name}:`" for name in missing)
+    if kind == "pattern":
+        return (f"write a value like {example!r} " if example else "write a value ") + f"that matches {value}"
+    if kind == "type":
+        wanted = value if isinstance(value, list) else [value]
+        words = {"array": "a list ([a, b])", "object": "a mapping (key: value lines)", "null": "null",
+                 "string": "text", "number": "a number", "integer": "a whole number", "boolean": "true or false"}
+        text = " or ".join(words.get(w, w) for w in wanted)
+        return f"write {text}" + (f", e.g. {example}" if example else "")
+    if kind in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        bounds = [f"{word} {node[key]}" for key, word in (("minimum", "at least"), ("exclusiveMinimum", "more than"),
+                                                          ("maximum", "at most"), ("exclusiveMaximum", "less than"))
+                  if key in node]
+        return f"write a number {' and '.join(bounds)}" + (f", e.g. {example}" if example else "")
+    if kind in ("minItems", "maxItems", "uniqueItems"):
+        return f"write a list of {node.get('minItems', 0)} to {node.get('maxItems', 'any number of')} distinct items"
+    if kind in ("minLength", "maxLength"):
+        return f"write text of {node.get('minLength', 0)} to {node.get('maxLength', 'any number of')} characters"
+    return SCHEMA_HINT
+
+
+def _error_path(error) -> tuple[list[Any], bool]:
+    """Path to report for an error; for an unknown key, the key itself (so its own line is named)."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+        extra = sorted(k for k in error.instance if k not in known)
+        if extra:
+            return [*path, extra[0]], True
+    return path, False
+
+
+def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """All checks of a settings document before defaults are filled in; raises the first error."""
+    errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        first = errors[0]
+        path, key = _error_path(first)
+        line = _line_of(node, path, key)
+        dotted = ".".join(str(p) for p in path) or "(top level)"
+        message = f"unknown key {path[-1]!r}" if key else first.message
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(f"{dotted}: {message}{more}", where=f"{source}:{line}" if line else source,
+                         hint=_fix_for(first, _schema()))
+    bad = _non_finite(document, [])
+    if bad is not None:
+        raise InputError(f"{'.'.join(map(str, bad))}: not a finite number", where=f"{source}:{_line_of(node, bad)}",
+                         hint="write a number such as 80 (.nan and .inf are not levels)")
+    for name, levels in (document.get("thresholds") or {}).items():
+        if isinstance(levels, dict) and {"warning", "critical"} <= set(levels) and \
+                levels["warning"] > levels["critical"]:
+            path = ["thresholds", name, "warning"]
+            raise InputError(f"thresholds.{name}: the warning level {levels['warning']} is above the critical level "
+                             f"{levels['critical']}", where=f"{source}:{_line_of(node, path)}",
+                             hint="make warning lower than or equal to critical")
+
+
+def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given") -> Settings:
+    node = _compose(text, source)
+    _check_duplicate_keys(node, source)
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # composed fine but cannot be built (e.g. an unsafe tag)
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                         where=f"{source}:{mark.line + 1}" if mark else source,
+                         hint="settings are plain YAML: no tags such as !!python") from None
     if document is None:
         document = {}
     if not isinstance(document, dict):
         raise InputError("the settings must be a YAML mapping of keys to values", where=f"{source}:1",
                          hint="start from the commented default: gpudash init-config")
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
-    if errors:
-        first = errors[0]
-        path = list(first.absolute_path)
-        line = _line_of(text, path)
-        dotted = ".".join(str(p) for p in path) or "(top level)"
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InputError(f"{dotted}: {first.message}{more}",
-                         where=f"{source}:{line}" if line else source,
-                         hint="see schemas/config.schema.json or the README's config reference")
+    validate(document, source, node)
     document = _with_defaults(document, _schema(), _schema())
     clusters = tuple(Cluster(**c) for c in document["clusters"])
-    names = [c.name for c in clusters]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise InputError(f"cluster {duplicate!r} is listed twice", where=source,
-                         hint="give every cluster a unique name")
+    seen: dict[str, int] = {}
+    for index, cluster in enumerate(clusters):
+        if cluster.name in seen:
+            line = _line_of(node, ["clusters", index, "name"])
+            raise InputError(f"cluster {cluster.name!r} is listed twice (first as clusters[{seen[cluster.name]}])",
+                             where=f"{source}:{line}" if line else source, hint="give every cluster a unique name")
+        seen[cluster.name] = index
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
-                    labels=Labels(**document["labels"]))
+                    labels=Labels(**document["labels"]), origin=origin)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which settings file a command reads, and why."""
+
+    path: Path | None  # None: the bundled default
+    origin: str
+
+    def describe(self) -> str:
+        return f"{self.path} ({self.origin})" if self.path else f"the bundled defaults ({self.origin})"
+
+
+def discover(config: Path | None, environ: dict[str, str] | None = None, cwd: Path | None = None) -> Choice:
+    """The one rule every command uses: --config, then GPUDASH_CONFIG, then ./gpudash.yaml, then the
+    bundled default."""
+    environ = os.environ if environ is None else environ
+    if config is not None:
+        return Choice(config, "--config")
+    if environ.get(ENVIRONMENT_VARIABLE):
+        return Choice(Path(environ[ENVIRONMENT_VARIABLE]), ENVIRONMENT_VARIABLE)
+    local = (cwd or Path.cwd()) / LOCAL_FILE
+    if local.is_file():
+        return Choice(Path(LOCAL_FILE) if cwd is None else local, "found in the current folder")
+    return Choice(None, f"no --config, no {ENVIRONMENT_VARIABLE}, no ./{LOCAL_FILE}")
 
 
 def load_settings(path: Path | None) -> Settings:
-    """Settings from `path`, or the bundled commented default when `path` is None."""
-    target = path or default_config()
-    try:
-        text = target.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("settings file not found", where=str(target),
-                         hint="pass --config with the path of your gpudash.yaml") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read settings ({exc})", where=str(target)) from None
-    source = str(target) if path else "<bundled gpudash.yaml>"
-    return parse_settings(text, source=source, base_dir=target.resolve().parent)
+    """Settings from `path`, else by the discovery rule (see `discover`)."""
+    choice = discover(path)
+    if choice.path is None:
+        target = default_config()
+        source = "<bundled gpudash.yaml>"
+    else:
+        target = source = choice.path
+    hint = {"--config": "pass --config with the path of your gpudash.yaml",
+            ENVIRONMENT_VARIABLE: f"fix {ENVIRONMENT_VARIABLE}, or unset it to use ./{LOCAL_FILE}"}.get(
+        choice.origin, "create one with: gpudash init-config")
+    text = decode_utf8(read_bytes(target, "settings file", hint), target, "settings file")
+    return parse_settings(text, source=str(source), base_dir=target.resolve().parent, origin=choice.describe())

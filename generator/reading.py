@@ -1,0 +1,58 @@
+"""Reading the user's input files: one place that turns every way a read can fail into a message.
+
+A path may be missing, a folder, unreadable, endless (`/dev/zero`) or not UTF-8; each is an input
+error naming the file (and the line, for bad text), never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import InputError
+
+# No settings file, counters CSV or build file comes anywhere near this; /dev/zero would be endless.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+def read_bytes(path: Path, what: str, hint: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of `path`, or an InputError naming `what` the file was meant to be."""
+    try:
+        if path.is_dir():
+            raise InputError(f"{what} is a folder, not a file", where=str(path), hint=hint)
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", where=str(path), hint=hint) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} ({exc.strerror or exc})", where=str(path),
+                         hint="check the path and its permissions") from None
+    if len(data) > limit:
+        raise InputError(f"{what} is larger than {limit // (1024 * 1024)} MiB: this is not a {what}",
+                         where=str(path), hint=hint)
+    return data
+
+
+def decode_utf8(data: bytes, path: Path | str, what: str) -> str:
+    """Text of `data`, or an InputError naming the line of the first byte that is not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", where=f"{path}:{line}",
+                         hint=f"save the {what} as UTF-8") from None
+    return text.removeprefix("\ufeff")
+
+
+def list_folder(folder: Path, what: str, hint: str) -> list[str]:
+    """Entry names of `folder`; a missing or unreadable folder is an error, never an empty list."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entry.name for entry in entries)
+    except FileNotFoundError:
+        raise InputError(f"{what} folder not found", where=str(folder), hint=hint) from None
+    except NotADirectoryError:
+        raise InputError(f"{what} folder is a file, not a folder", where=str(folder), hint=hint) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the {what} folder ({exc.strerror or exc})", where=str(folder),
+                         hint="check the folder's permissions: gpudash must be able to list and read it") from None

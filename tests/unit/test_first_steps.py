@@ -1,0 +1,204 @@
+"""What a new user meets first: which settings file is read, the first definitions, init-config,
+lint of what ships, the --check hint, and the words the product uses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from generator.settings import discover
+from tests.conftest import REPO
+
+BROKEN = "labels:\n  pod: nobody\n"  # a distinctive error: whoever reads this file fails on line 2
+
+COMMANDS = [
+    ("generate", "--out", "build"),
+    ("generate", "--check"),
+    ("lint",),
+    ("metrics",),
+    ("cost", "--pods", "10"),
+    ("plan", "--no-grafana", "--no-cloudwatch"),
+    ("push", "--skip-verify"),
+    ("apply", "--skip-verify"),
+    ("verify",),
+]
+
+
+@pytest.fixture
+def in_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
+def test_every_command_reads_the_local_gpudash_yaml(in_folder, cli, args):
+    (in_folder / "gpudash.yaml").write_text(BROKEN)
+    code, _, stderr = cli(*args)
+    assert code == 2 and "error: gpudash.yaml:2: labels.pod" in stderr, stderr
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a))
+def test_every_command_prefers_gpudash_config_then_the_flag(in_folder, cli, args):
+    (in_folder / "gpudash.yaml").write_text("")
+    (in_folder / "team.yaml").write_text(BROKEN)
+    (in_folder / "flag.yaml").write_text("\n" + BROKEN)
+    code, _, stderr = cli(*args, env={"GPUDASH_CONFIG": "team.yaml"})
+    assert code == 2 and "error: team.yaml:2: labels.pod" in stderr, stderr
+    code, _, stderr = cli(*args, "--config", "flag.yaml", env={"GPUDASH_CONFIG": "team.yaml"})
+    assert code == 2 and "error: flag.yaml:3: labels.pod" in stderr, stderr
+
+
+def test_the_command_says_which_settings_it_used(in_folder, cli):
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0 and "settings: the bundled defaults (no --config, no GPUDASH_CONFIG, no ./gpudash.yaml)" in stderr
+    code, _, stderr = cli("init-config")
+    assert code == 0
+    (in_folder / "gpudash.yaml").write_text((in_folder / "gpudash.yaml").read_text().replace(
+        "name: gpu-cluster", "name: renamed"))
+    code, stdout, stderr = cli("generate", "--out", "build")
+    assert code == 0 and "settings: gpudash.yaml (found in the current folder)" in stderr
+    assert any("renamed" in p.name for p in (in_folder / "build" / "cloudwatch" / "dashboards").iterdir())
+    code, _, stderr = cli("lint", env={"GPUDASH_CONFIG": "gpudash.yaml"})
+    assert "settings: gpudash.yaml (GPUDASH_CONFIG)" in stderr
+
+
+def test_discovery_order(tmp_path):
+    assert discover(None, {}, tmp_path).path is None
+    (tmp_path / "gpudash.yaml").write_text("")
+    assert discover(None, {}, tmp_path).path == tmp_path / "gpudash.yaml"
+    assert discover(None, {"GPUDASH_CONFIG": "env.yaml"}, tmp_path).path == Path("env.yaml")
+    assert discover(Path("flag.yaml"), {"GPUDASH_CONFIG": "env.yaml"}, tmp_path).path == Path("flag.yaml")
+
+
+def test_init_config_in_a_new_folder_creates_it_and_says_how_to_use_it(in_folder, cli):
+    code, stdout, stderr = cli("init-config", "sub/dir/x.yaml")
+    assert code == 0, stderr
+    assert (in_folder / "sub/dir/x.yaml").read_text().startswith("# gpudash settings")
+    assert "--config sub/dir/x.yaml" in stdout and "GPUDASH_CONFIG=sub/dir/x.yaml" in stdout
+    code, _, stderr = cli("generate", "--out", "build", "--config", "sub/dir/x.yaml")
+    assert code == 0, stderr
+
+
+def test_a_single_definitions_folder_is_accepted(in_folder, cli):
+    (in_folder / "boards").mkdir()
+    (in_folder / "boards" / "mine.py").write_text(
+        "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n\n"
+        "dashboard = Dashboard('mine', 'Mine', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
+    (in_folder / "gpudash.yaml").write_text("definitions: {dashboards: boards}\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+    assert sorted(p.name for p in (in_folder / "build" / "grafana").glob("*.json")) == ["gpudash-mine.json"]
+
+
+@pytest.mark.parametrize("text, fix", [
+    ("definitions: {dashboards: 5}\n", "write a list ([a, b]) or text or null, e.g. dashboards"),
+    ("clusters:\n  - {name: a}\n", "add `region:`"),
+    ("labels: {pod: p}\n", "write one of: pod, exported_pod"),
+    ("grafana: {refresh: soon}\n", "write a value like '1m' that matches"),
+    ("thresholds: {idle_minutes: 1}\n", "write a number at least 5 and at most 1440, e.g. 30"),
+    ("scrape: {interval: 30}\n", "write text, e.g. 30s"),
+    ("grafan: {}\n", "did you mean 'grafana'? remove 'grafan'"),
+])
+def test_schema_errors_say_what_to_write_instead(in_folder, cli, text, fix):
+    (in_folder / "gpudash.yaml").write_text(text)
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 2 and f"\n  fix: {fix}" in stderr, stderr
+
+
+TYPO_PANEL = """from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+
+def dashboards(ctx):
+    panels = ctx.available([
+        per_pod("DCGM_FI_DEV_GPU_UTIL", "Utilization"),
+        per_pod("DCGM_FI_DEV_GPU_TEMP", "Temperature"),
+    ])
+    return [Dashboard("training", "Training", [Row("GPU", panels)])]
+"""
+
+
+def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lint(in_folder, cli):
+    (in_folder / "dashboards").mkdir()
+    (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL)
+    (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
+    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: dashboards}\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+    assert "note: 1 panel(s) left out" in stderr
+    model = json.loads((in_folder / "build/grafana/gpudash-training.json").read_text())
+    assert [p["title"] for p in model["panels"] if p["type"] != "row"] == ["Utilization"]
+    code, stdout, _ = cli("lint", "--output", "json")
+    report = json.loads(stdout)
+    notes = [f for f in report["findings"] if f["rule"] == "DF001"]
+    assert report["notes"] == 1 and notes[0]["where"].endswith("training.py:8")
+    assert "DCGM_FI_DEV_GPU_TEMP" in notes[0]["message"]
+
+
+def test_a_typo_inside_ctx_available_is_an_error_lint_reports_too(in_folder, cli):
+    (in_folder / "dashboards").mkdir()
+    (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL.replace("GPU_TEMP", "GPU_UTILISATION"))
+    (in_folder / "gpudash.yaml").write_text("definitions: {dashboards: dashboards}\n")
+    for command in (("generate", "--out", "build"), ("lint",)):
+        code, _, stderr = cli(*command)
+        assert code == 2, stderr
+        assert "training.py:8: unknown metric DCGM_FI_DEV_GPU_UTILISATION" in stderr
+
+
+def test_lint_disable_takes_known_rules_only(in_folder, cli):
+    code, _, stderr = cli("lint", "--disable", "GF999")
+    assert code == 2 and "no rule GF999" in stderr
+    code, stdout, _ = cli("lint", "--disable", "gf003", "--disable", "DF001")
+    assert code == 0, stdout
+
+
+def _rewrite(build: Path, relative: str, change) -> None:
+    path = build / relative
+    path.write_bytes(change(path.read_bytes()))
+    manifest = json.loads((build / "manifest.json").read_text())
+    manifest["files"][relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (build / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_lint_from_lints_what_ships(in_folder, cli):
+    assert cli("generate", "--out", "build")[0] == 0
+    code, stdout, _ = cli("lint", "--from", "build")
+    assert code == 0, stdout
+    # the file on disk is what counts: an edit that keeps the manifest in step is linted as it is
+    _rewrite(in_folder / "build", "grafana/gpudash-overview.json",
+             lambda data: data.replace(b"$__rate_interval", b"5m").replace(b'"${datasource}"', b'"prom-1"'))
+    code, stdout, _ = cli("lint", "--from", "build")
+    assert code == 1, stdout
+    assert "GF005 error: grafana/gpudash-overview.json" in stdout
+    assert cli("lint")[0] == 0  # re-rendering would have missed it
+    # a damaged file that no longer matches the manifest fails outright
+    (in_folder / "build/grafana/gpudash-by-pod.json").write_text("{")
+    code, _, stderr = cli("lint", "--from", "build")
+    assert code == 2 and "gpudash-by-pod.json differs from the manifest" in stderr
+
+
+def test_generate_check_suggests_the_users_own_command(in_folder, cli):
+    (in_folder / "conf").mkdir()
+    (in_folder / "conf" / "my settings.yaml").write_text("")
+    code, stdout, _ = cli("generate", "--check", "--config", "conf/my settings.yaml", "--out", "site/out")
+    assert code == 1
+    assert "run `gpudash generate --config 'conf/my settings.yaml' --out site/out` and commit the result" in stdout
+    code, stdout, _ = cli("generate", "--check")
+    assert "run `gpudash generate` and commit the result" in stdout
+
+
+def test_cost_speaks_to_its_user(in_folder, cli):
+    for output in ("table", "json"):
+        code, stdout, _ = cli("cost", "--pods", "100", "--output", output)
+        assert code == 0
+        assert "brief" not in stdout.lower() and "product" not in stdout.lower()
+
+
+def test_the_license_is_an_spdx_string():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0"

@@ -1,0 +1,249 @@
+"""Inputs that used to crash, hang or pass silently: folders that cannot be read, definitions that
+exit or loop, standard output that is closed or full, build folders that are links or mount points."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.output import write
+from generator.resources import default_config
+from generator.settings import _schema, parse_settings
+from generator.errors import InputError, OutputError
+from tests.conftest import REPO
+
+GPUDASH = [sys.executable, "-c", "from generator.cli import run; run()"]
+
+
+def _unreadable_folder(tmp_path: Path) -> Path:
+    """A folder that exists but cannot be listed by this user."""
+    if os.geteuid() != 0:
+        folder = tmp_path / "locked"
+        folder.mkdir()
+        folder.chmod(0)
+        return folder
+    for candidate in ("/proc/1/map_files",):  # root may list anything else
+        try:
+            os.listdir(candidate)
+        except PermissionError:
+            return Path(candidate)
+        except OSError:
+            continue
+    pytest.skip("no folder here is unreadable for root")
+
+
+def test_an_unreadable_definitions_folder_is_an_error_not_empty(tmp_path, cli):
+    folder = _unreadable_folder(tmp_path)
+    try:
+        config = tmp_path / "gpudash.yaml"
+        config.write_text(f"definitions:\n  dashboards: {folder}\n")
+        code, stdout, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"))
+    finally:
+        if folder.is_relative_to(tmp_path):
+            folder.chmod(stat.S_IRWXU)
+    assert code == 2, stdout + stderr
+    assert f"{folder}: cannot read the dashboards folder" in stderr
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.parametrize("body, line, says", [
+    ("import sys\n\nsys.exit(0)\n", 3, "the definition called sys.exit(0)"),
+    ("def dashboards(ctx):\n    raise SystemExit(0)\n", 2, "dashboards(ctx) called sys.exit(0)"),
+])
+def test_sys_exit_in_a_definition_is_an_error(tmp_path, cli, body, line, says):
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "quit.py").write_text(body)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2
+    assert f"quit.py:{line}: {says}" in stderr
+
+
+def test_an_endless_definition_is_stopped_with_its_file_and_line(tmp_path):
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "spin.py").write_text("def dashboards(ctx):\n    n = 0\n    while True:\n"
+                                                      "        n += 1\n")
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    env = {**os.environ, "GPUDASH_DEFINITION_TIME_LIMIT": "0.5", "PYTHONPATH": str(REPO)}
+    result = subprocess.run([*GPUDASH, "generate", "--out", "b"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "spin.py:" in result.stderr and "did not finish within 0.5 s" in result.stderr
+    assert "GPUDASH_DEFINITION_TIME_LIMIT" in result.stderr  # how to give it longer
+
+
+def _gpudash(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("GPUDASH_CONFIG", None)
+    return subprocess.run([*GPUDASH, *args], cwd=cwd, env=env, capture_output=True, timeout=120, **kwargs)
+
+
+def test_a_closed_pipe_is_not_a_crash_and_keeps_the_exit_code(tmp_path):
+    # `gpudash metrics | head -1`: the reader goes away after one line
+    reader = subprocess.Popen([*GPUDASH, "metrics"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    first = reader.stdout.readline()
+    reader.stdout.close()
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 0, stderr
+    assert first.startswith(b"FIELD")
+    assert "BrokenPipe" not in stderr and "internal error" not in stderr and "Exception ignored" not in stderr
+
+
+def test_a_closed_pipe_keeps_a_failing_check_failing(tmp_path):
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "manifest.json").write_text("{}")
+    reader = subprocess.Popen([*GPUDASH, "generate", "--check"], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    reader.stdout.close()
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 1, stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("args", [("metrics",), ("metrics", "--output", "json"), ("lint", "--rules")])
+def test_standard_output_on_a_full_device_is_an_output_error(tmp_path, args):
+    with open("/dev/full", "w") as full:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        result = subprocess.run([*GPUDASH, *args], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, env=env,
+                                text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "error: cannot write to standard output (No space left on device)" in result.stderr
+    assert result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
+
+
+def test_deep_yaml_is_an_input_error():
+    with pytest.raises(InputError, match="nested too deeply"):
+        parse_settings("labels: " + "[" * 50_000 + "]" * 50_000, "deep.yaml", Path("."))
+
+
+def _pattern_paths(node, path=()):
+    if isinstance(node, dict):
+        if "pattern" in node:
+            yield path, node
+        for key, value in node.items():
+            if key != "examples":
+                yield from _pattern_paths(value, (*path, key))
+
+
+@pytest.mark.parametrize("path, node", list(_pattern_paths(_schema())), ids=lambda v: "/".join(map(str, v))
+                         if isinstance(v, tuple) else "")
+def test_no_schema_pattern_accepts_a_trailing_newline(path, node):
+    from generator.settings import _validator
+
+    example = node["examples"][0] if "examples" in node else node.get("default")
+    assert isinstance(example, str), f"{path}: give the pattern an example"
+    assert not list(_validator().descend(example, node)), f"{path}: the example {example!r} must be valid"
+    assert list(_validator().descend(example + "\n", node)), f"{path}: accepts {example!r} + newline"
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf"])
+def test_thresholds_are_finite(value):
+    with pytest.raises(InputError, match="not a finite number"):
+        parse_settings(f"thresholds:\n  gpu_util_percent: {{warning: {value}, critical: 98}}\n", "s.yaml", Path("."))
+    with pytest.raises(InputError, match="s.yaml:2: alarms.framebuffer_free_mib"):
+        parse_settings(f"alarms:\n  framebuffer_free_mib: {value}\n", "s.yaml", Path("."))
+
+
+def test_warning_equal_to_critical_is_allowed_above_is_not():
+    settings = parse_settings("thresholds:\n  gpu_util_percent: {warning: 95, critical: 95}\n", "s", Path("."))
+    assert math.isclose(settings.levels("gpu_util_percent").warning, 95)
+    with pytest.raises(InputError, match="above the critical level"):
+        parse_settings("thresholds:\n  gpu_util_percent: {warning: 96, critical: 95}\n", "s", Path("."))
+
+
+# --- the build folder -----------------------------------------------------------------------------
+
+FILES = {"grafana/a.json": b"{}\n", "k8s/b.yaml": b"b: 1\n"}
+
+
+def test_a_symlinked_build_stays_a_link_and_its_target_is_written(tmp_path):
+    target = tmp_path / "elsewhere" / "build"
+    target.mkdir(parents=True)
+    link = tmp_path / "build"
+    link.symlink_to(target)
+    write(link, FILES)
+    write(link, {"grafana/a.json": b"{}\n"})  # a second run replaces the target's content
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == \
+        ["grafana/a.json", "manifest.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["elsewhere", "build"] or \
+        sorted(p.name for p in tmp_path.iterdir()) == ["build", "elsewhere"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["build"]  # no staging folders left
+
+
+def _mount(folder: Path, size: str) -> bool:
+    if os.geteuid() != 0:
+        return False
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                            capture_output=True)
+    return result.returncode == 0
+
+
+def test_a_mount_point_is_written_inside(tmp_path):
+    mount = tmp_path / "build"
+    mount.mkdir()
+    if not _mount(mount, "1m"):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        write(mount, FILES)
+        write(mount, {"grafana/c.json": b"{}\n"})
+        assert os.path.ismount(mount)
+        assert sorted(str(p.relative_to(mount)) for p in mount.rglob("*") if p.is_file()) == \
+            ["grafana/c.json", "manifest.json"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+        # a build too large for the mount fails and leaves the previous one as it was
+        before = {p: p.read_bytes() for p in mount.rglob("*") if p.is_file()}
+        with pytest.raises(OutputError, match="cannot write the build"):
+            write(mount, {"big.bin": b"x" * 2_000_000})
+        assert {p: p.read_bytes() for p in mount.rglob("*") if p.is_file()} == before
+        assert sorted(p.name for p in mount.iterdir()) == ["grafana", "manifest.json"]
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_failed_swap_puts_the_previous_build_back_and_leaves_nothing(tmp_path, monkeypatch):
+    out = tmp_path / "build"
+    write(out, FILES)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_replace = os.replace
+
+    def refuse_the_second_rename(source, destination):
+        if Path(source).name.startswith(".build.new-"):
+            raise OSError(28, "No space left on device", str(destination))
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", refuse_the_second_rename)
+    with pytest.raises(OutputError):
+        write(out, {"grafana/z.json": b"{}\n"})
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]  # no empty .build.old-* folder
+
+
+def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, monkeypatch):
+    out = tmp_path / "build"
+    write(out, FILES)
+    real_replace = os.replace
+
+    def refuse_moving_the_build(source, destination):
+        if Path(source) == out:
+            raise OSError(13, "Permission denied", str(source))
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", refuse_moving_the_build)
+    with pytest.raises(OutputError):
+        write(out, {"grafana/z.json": b"{}\n"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+
+
+def test_the_bundled_settings_pass_the_strict_checks():
+    settings = parse_settings(default_config().read_text(), "bundled", default_config().parent)
+    assert settings.clusters and json.dumps(settings.raw)
