@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import GpudashError, RemoteError
-from .deadline import Deadline
+from .deadline import Deadline, DeadlineExceeded
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 # What each refusal means for a user: (message, what to do).
@@ -74,20 +74,20 @@ def check_url(url: str) -> str:
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise GpudashError(f"GRAFANA_URL cannot be read as a URL ({exc})", where="GRAFANA_URL", hint=_URL_HINT) from None
+        raise GpudashError(f"cannot be read as a URL ({exc})", where="GRAFANA_URL", hint=_URL_HINT) from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         if "://" not in text:
-            raise GpudashError(f"GRAFANA_URL {safe_url('http://' + text)[7:]!r} has no scheme",
+            raise GpudashError(f"{safe_url('http://' + text)[7:]!r} has no scheme",
                                where="GRAFANA_URL", hint=f"add http:// or https:// in front: {_example(text)}")
-        raise GpudashError(f"GRAFANA_URL must start with http:// or https:// (it starts with {parts.scheme}://)",
+        raise GpudashError(f"must start with http:// or https:// (it starts with {parts.scheme}://)",
                            where="GRAFANA_URL", hint=_URL_HINT)
     try:
         parts.port
     except ValueError:
-        raise GpudashError(f"GRAFANA_URL {safe_url(text)!r} has a port that is not a number from 0 to 65535",
+        raise GpudashError(f"{safe_url(text)!r} has a port that is not a number from 0 to 65535",
                            where="GRAFANA_URL", hint=_URL_HINT) from None
     if not parts.hostname or any(c.isspace() for c in text):
-        raise GpudashError(f"GRAFANA_URL {safe_url(text)!r} has no valid host name", where="GRAFANA_URL",
+        raise GpudashError(f"{safe_url(text)!r} has no valid host name", where="GRAFANA_URL",
                            hint=_URL_HINT)
     return text.rstrip("/")
 
@@ -142,7 +142,7 @@ class GrafanaClient:
                                   ) from None
             except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                     requests.exceptions.MissingSchema) as exc:
-                raise GpudashError(f"GRAFANA_URL is not a usable URL ({type(exc).__name__})", where="GRAFANA_URL",
+                raise GpudashError(f"not a usable URL ({type(exc).__name__})", where="GRAFANA_URL",
                                    hint=_URL_HINT) from None
             except requests.exceptions.RequestException as exc:
                 failure: RemoteError = Unreachable(
@@ -157,7 +157,11 @@ class GrafanaClient:
             attempt += 1
             if attempt > self.retries:
                 raise failure
-            self.deadline.pause(wait if wait is not None else self.backoff * 2 ** (attempt - 1), what)
+            wait = wait if wait is not None else self.backoff * 2 ** (attempt - 1)
+            if wait >= self.deadline.remaining():
+                raise DeadlineExceeded(f"{failure.what}; no time left to retry within the deadline of "
+                                       f"{self.deadline.seconds:g} s", where=what, hint=failure.hint)
+            self.deadline.pause(wait, what)
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...]) -> Any:
         if response.status_code in allow:

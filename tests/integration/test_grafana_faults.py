@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import threading
 
 import pytest
 
@@ -19,7 +18,8 @@ from generator.artifacts import build
 from generator.changes import FAILED
 from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
 from generator.project import load_project
-from generator.publish import desired_from
+from generator.output import write
+from generator.publish import desired_from, read_build
 from generator.targets import deadline, grafana_sync
 from generator.targets.grafana_api import GrafanaClient
 from tests.support.clock import FakeClock
@@ -39,9 +39,17 @@ def clock(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def desired():
+def build_dir(tmp_path_factory):
+    """One reviewed build that every push in this module publishes (`push --from`)."""
     project = load_project()
-    return desired_from(build(project), project.settings).grafana
+    out = tmp_path_factory.mktemp("build") / "build"
+    write(out, build(project))
+    return out
+
+
+@pytest.fixture(scope="module")
+def desired(build_dir):
+    return desired_from(read_build(build_dir), load_project().settings).grafana
 
 
 @pytest.fixture
@@ -81,10 +89,11 @@ def _snapshot(server: GrafanaTestServer, uid: str) -> str:
 
 
 @pytest.fixture
-def run(cli, proxy):
+def run(cli, proxy, build_dir):
     def push(*args: str):
         env = {"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN}
-        code, stdout, stderr = cli("push", "--skip-verify", "--prune", "--output", "json", *args, env=env)
+        code, stdout, stderr = cli("push", "--skip-verify", "--prune", "--from", str(build_dir), "--output", "json",
+                                   *args, env=env)
         return code, (json.loads(stdout) if stdout.strip() else {}), stderr
     return push
 
@@ -196,24 +205,31 @@ def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana
     assert "nothing was published" in stderr and grafana.writes() == []
 
 
-def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired):
-    project = load_project()
-    results: list[list] = []
-
-    def publish():
-        client = GrafanaClient(proxy.url, token=ADMIN)
-        changes = grafana_sync.plan(client, desired, dict(project.settings.grafana["folder"]), uid_prefix="gpudash")
-        results.append(grafana_sync.push(client, changes, desired, dict(project.settings.grafana["folder"]), "",
-                                         force=False, prune=True, dry_run=False))
-
+def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, run):
+    """Both plan before either pushes (two CI jobs on one merge): the second finds its work done."""
+    folder = dict(load_project().settings.grafana["folder"])
+    clients = [GrafanaClient(proxy.url, token=ADMIN) for _ in range(2)]
+    plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash") for client in clients]
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
-    threads = [threading.Thread(target=publish) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
-    assert len(results) == 2
+    results = [grafana_sync.push(client, changes, desired, folder, "", force=False, prune=True, dry_run=False)
+               for client, changes in zip(clients, plans)]
     assert [o for outcomes in results for o in outcomes if o.state == FAILED] == []
-    for uid in CREATED:
-        assert len(grafana.state.dashboards[uid]["versions"]) == 1  # whoever saved second saw it done
+    assert sorted(o.change.name for o in results[1] if o.done) == sorted([*CREATED, UPDATED, RETIRED])
+    for uid in (*CREATED, UPDATED):
+        assert grafana.state.dashboards[uid]["versions"][-1]["createdBy"] == "gpudash-sa"
+        assert len(grafana.state.dashboards[uid]["versions"]) == (2 if uid == UPDATED else 1)
     _assert_safe(grafana, before, {EDITED: "10s"})
+    proxy.clear()
+    writes = len(grafana.writes())
+    code, report, _ = run()
+    assert code == 1 and report["written"] == [] and len(grafana.writes()) == writes
+
+
+def test_a_lost_answer_to_creating_the_folder_is_not_a_conflict(grafana, proxy, run, desired):
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    del grafana.state.folders["gpudash"]
+    proxy.inject(Rule(r"^/api/folders$", method="POST", action="reset-after"))
+    code, report, stderr = run()
+    assert code == 1, stderr
+    assert "gpudash" in report["written"] and report["failed"] == []
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
