@@ -1,17 +1,63 @@
-"""Wall-time helpers shared by the benchmark scripts."""
+"""Whole-process timings shared by the benchmark scripts.
+
+    from _timing import measure, median_seconds, reference_dir
+    timing = measure(["gpudash", "generate"])      # median of 5 runs, and the peak RSS
+    print(timing.seconds, timing.peak_mib)
+
+Every run is a fresh process (imports included), as a user or CI pays for it.
+"""
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import time
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNS = 5
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def median_seconds(command: list[str], runs: int = 5, **kwargs) -> float:
-    """Median wall time of `command` over `runs` runs; fails loudly if it fails."""
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, **kwargs)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+@dataclass(frozen=True)
+class Timing:
+    seconds: float  # median wall time
+    peak_mib: float  # largest resident set of any run
+
+    def __str__(self) -> str:
+        return f"{self.seconds:.2f} s"
+
+
+def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | None) -> tuple[float, float]:
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    output = process.stdout.read() if process.stdout else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"benchmark command failed ({process.returncode}): {' '.join(command)}\n"
+                         f"{output.decode(errors='replace')[-2000:]}")
+    return elapsed, usage.ru_maxrss / 1024  # KiB on Linux
+
+
+def measure(command: list[str], runs: int = RUNS, *, env: dict[str, str] | None = None,
+            cwd: str | Path | None = None) -> Timing:
+    """Median wall time over `runs` fresh processes, and their peak memory; exits on failure."""
+    samples = [_run_once(command, env, cwd) for _ in range(runs)]
+    return Timing(statistics.median(s for s, _ in samples), max(m for _, m in samples))
+
+
+def median_seconds(command: list[str], runs: int = RUNS, **kwargs) -> float:
+    """Median wall time of `command` over `runs` runs (keyword arguments: env, cwd)."""
+    return measure(command, runs, **kwargs).seconds
+
+
+def reference_dir() -> Path | None:
+    """The shared reference data (GPUDASH_REFERENCE, else ../shared/reference), or None with a note."""
+    path = Path(os.environ.get("GPUDASH_REFERENCE", ROOT.parent / "shared" / "reference"))
+    if path.is_dir():
+        return path
+    print(f"(skipped: reference data not found at {path}; set GPUDASH_REFERENCE)")
+    return None

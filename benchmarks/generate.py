@@ -1,6 +1,13 @@
-"""Benchmark: CLI start-up and generation wall time, and the ratio against grafanalib's CLI.
+"""Benchmark: `gpudash generate` as whole processes, against the anchors measured in the same run.
 
-Prints one line per figure. Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
+Figures (median of 5 fresh processes each):
+  * start-up (`gpudash --help`) and the default build;
+  * 200 dashboards x 20 panels, against a plain grafana-foundation-sdk script writing the same
+    200 Grafana dashboards (benchmarks/sdk_dashboards.py);
+  * one 8-panel dashboard, against grafanalib's `generate-dashboard` CLI;
+  * 100 and 1,000 clusters (linear growth; peak memory).
+
+Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
 """
 
 from __future__ import annotations
@@ -11,20 +18,34 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import median_seconds  # noqa: E402
+from _timing import measure  # noqa: E402
 
+HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 GPUDASH = [str(BIN / "gpudash")]
 METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
            "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
-           "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+           "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP"]
 
-NEUTRAL = '''
+ONE_DASHBOARD = '''
 from generator.model import Dashboard, Row
 from generator.panels import per_pod
 
 METRICS = {metrics!r}
 dashboard = Dashboard("bench", "Bench", [Row("Pods", [per_pod(m, m) for m in METRICS])])
+'''
+
+MANY_DASHBOARDS = '''
+from generator.model import Dashboard, Row
+from generator.panels import per_pod
+
+METRICS = {metrics!r}
+
+
+def dashboards(ctx):
+    for number in range({dashboards}):
+        panels = [per_pod(METRICS[i % len(METRICS)], f"{{METRICS[i % len(METRICS)]}} {{i}}") for i in range({panels})]
+        yield Dashboard(f"d{{number}}", f"Dashboard {{number}}", [Row("Pods", panels)])
 '''
 
 GRAFANALIB = '''
@@ -42,27 +63,69 @@ dashboard = Dashboard(
 '''
 
 
+def clusters_config(root: Path, count: int) -> Path:
+    lines = "".join(f"  - {{name: c{i:04}, region: {('us-east-1', 'eu-west-1')[i % 2]}, prometheus_label: c{i:04}}}\n"
+                    for i in range(count))
+    path = root / f"clusters-{count}.yaml"
+    path.write_text(f"clusters:\n{lines}")
+    return path
+
+
+def definitions_config(root: Path, name: str, text: str) -> Path:
+    folder = root / name
+    folder.mkdir()
+    (folder / f"{name}.py").write_text(textwrap.dedent(text))
+    path = root / f"{name}.yaml"
+    path.write_text(f"definitions:\n  dashboards: [{name}]\n")
+    return path
+
+
+def scenarios(root: Path) -> dict[str, Path | None]:
+    """The settings file of each generate scenario (None: the bundled defaults)."""
+    return {
+        "defaults": None,
+        "one dashboard": definitions_config(root, "one", ONE_DASHBOARD.format(metrics=METRICS[:8])),
+        "200 dashboards": definitions_config(root, "many", MANY_DASHBOARDS.format(
+            metrics=METRICS, dashboards=200, panels=20)),
+        "100 clusters": clusters_config(root, 100),
+        "1,000 clusters": clusters_config(root, 1000),
+    }
+
+
+def generate(config: Path | None, out: Path) -> list[str]:
+    return [*GPUDASH, "generate", *(["--config", str(config)] if config else []), "--out", str(out)]
+
+
+def row(figure: str, value: str, anchor: str = "") -> None:
+    print(f"| {figure} | {value} | {anchor} |")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
-        print(f"gpudash --help                    {median_seconds([*GPUDASH, '--help']):.3f} s")
-        print(f"gpudash generate (defaults)       "
-              f"{median_seconds([*GPUDASH, 'generate', '--out', str(root / 'b0')]):.3f} s")
+        configs = scenarios(root)
+        print("| figure | gpudash | anchor (same run) |")
+        print("|---|---|---|")
+        row("`gpudash --help`", str(measure([*GPUDASH, "--help"])))
+        row("`generate`, defaults (4 dashboards, 9 alarms, 1 cluster)", str(measure(generate(None, root / "b0"))))
 
-        clusters = "\n".join(f"  - {{name: c{i:03}, region: us-east-1, prometheus_label: c{i:03}}}" for i in range(100))
-        (root / "many.yaml").write_text(f"clusters:\n{clusters}\n")
-        print(f"gpudash generate (100 clusters)   "
-              f"{median_seconds([*GPUDASH, 'generate', '--config', str(root / 'many.yaml'), '--out', str(root / 'b1')]):.3f} s")
+        many = measure(generate(configs["200 dashboards"], root / "b1"))
+        sdk = measure([sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), "200", "20"])
+        row("`generate`, 200 dashboards × 20 panels (Grafana and CloudWatch)", str(many),
+            f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f})")
 
-        (root / "dash").mkdir()
-        (root / "dash" / "bench.py").write_text(textwrap.dedent(NEUTRAL.format(metrics=METRICS)))
-        (root / "one.yaml").write_text("definitions:\n  dashboards: [dash]\n")
-        ours = median_seconds([*GPUDASH, "generate", "--config", str(root / "one.yaml"), "--out", str(root / "b2")])
-        (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS)))
-        theirs = median_seconds([str(BIN / "generate-dashboard"), "-o", str(root / "g.json"),
-                                 str(root / "bench.dashboard.py")])
-        print(f"one {len(METRICS)}-panel dashboard: gpudash generate {ours:.3f} s, "
-              f"grafanalib generate-dashboard {theirs:.3f} s, ratio {ours / theirs:.2f}")
+        one = measure(generate(configs["one dashboard"], root / "b2"))
+        (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
+        grafanalib = measure([str(BIN / "generate-dashboard"), "-o", str(root / "g.json"),
+                              str(root / "bench.dashboard.py")])
+        row("`generate`, one 8-panel dashboard", str(one),
+            f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f})")
+
+        hundred = measure(generate(configs["100 clusters"], root / "b3"))
+        thousand = measure(generate(configs["1,000 clusters"], root / "b4"))
+        row("`generate`, 100 clusters", f"{hundred}, {hundred.peak_mib:.0f} MiB")
+        row("`generate`, 1,000 clusters", f"{thousand}, {thousand.peak_mib:.0f} MiB",
+            f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ The evidence lives with each object:
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
+
+from .serialize import canonical_json
 
 GRAFANA_OWNER_TAG = "gpudash-managed"
 _STAMP = re.compile(r"\n*`?gpudash sha256:([0-9a-f]{16})`?\s*$")
@@ -23,8 +24,7 @@ GRAFANA_SERVER_FIELDS = ("id", "version")
 
 
 def content_hash(value: Any) -> str:
-    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return hashlib.sha256(canonical_json(value)).hexdigest()[:16]
 
 
 # --- Grafana ------------------------------------------------------------------------------
@@ -49,13 +49,17 @@ def grafana_pushed_hash(message: str | None) -> str | None:
 
 # --- CloudWatch dashboards ----------------------------------------------------------------
 
+def _with_header(body: dict[str, Any], markdown: str) -> dict[str, Any]:
+    """A copy of `body` whose first widget's markdown is `markdown` (the rest is shared, not copied)."""
+    first = body["widgets"][0]
+    header = {**first, "properties": {**first["properties"], "markdown": markdown}}
+    return {**body, "widgets": [header, *body["widgets"][1:]]}
+
+
 def stamp_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
     """The body with its own hash appended to the header text widget (the first widget)."""
     digest = content_hash(body)
-    stamped = json.loads(json.dumps(body))
-    header = stamped["widgets"][0]["properties"]
-    header["markdown"] = header["markdown"] + f"\n\n`gpudash sha256:{digest}`"
-    return stamped
+    return _with_header(body, body["widgets"][0]["properties"]["markdown"] + f"\n\n`gpudash sha256:{digest}`")
 
 
 def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -67,6 +71,4 @@ def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]
     match = _STAMP.search(header)
     if not match:
         return None, None
-    unstamped = json.loads(json.dumps(body))
-    unstamped["widgets"][0]["properties"]["markdown"] = header[: match.start()]
-    return match.group(1), content_hash(unstamped)
+    return match.group(1), content_hash(_with_header(body, header[: match.start()]))

@@ -1,29 +1,129 @@
-"""Byte-stable serialization: sorted keys, fixed indentation, trailing newline."""
+"""Every text gpudash makes from data: byte-stable JSON and YAML, in one place.
+
+  * `to_json`: files (sorted keys, 2-space indent, UTF-8, trailing newline);
+  * `compact_json`: text embedded in other artifacts (a CloudWatch DashboardBody);
+  * `canonical_json`: what ownership hashes;
+  * `to_yaml`: YAML files, multi-line strings (embedded JSON, PromQL) as literal blocks.
+
+The fast encoders (orjson for indented JSON, libyaml's emitter for YAML) are used only
+where their output is byte-for-byte the standard library's / PyYAML's own: each has a
+guard for the inputs on which the two differ, and those inputs take the reference path.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
 
+try:  # optional accelerators; the reference encoders below give the same bytes
+    import orjson
+except ImportError:  # pragma: no cover - depends on the installation
+    orjson = None
 
-def to_json(data: Any) -> bytes:
-    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+_PRETTY = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
+_PRETTY_ASCII = json.JSONEncoder(indent=2, sort_keys=True)
+_COMPACT_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+# orjson writes floats of magnitude 1e-10..1e-4 as 0.0000x or 1e-5 where Python writes 1e-05;
+# output that could hold such a number (or a string that looks like one) takes the reference path.
+_SHORT_NEGATIVE_EXPONENT = re.compile(rb"e-[1-9](?![0-9])")
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """SafeDumper that writes multi-line strings (embedded JSON, PromQL) as literal blocks."""
+def _orjson_diverges(text: bytes) -> bool:
+    return b"0.0000" in text or _SHORT_NEGATIVE_EXPONENT.search(text) is not None
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+def _pretty_reference(data: Any) -> bytes:
+    return (_PRETTY.encode(data) + "\n").encode()
+
+
+def to_json(data: Any, *, ascii: bool = False) -> bytes:
+    """A JSON file: sorted keys, 2-space indent, non-ASCII as UTF-8 (or escaped), trailing newline."""
+    if ascii:
+        return (_PRETTY_ASCII.encode(data) + "\n").encode()
+    if orjson is not None and _finite(data):
+        try:
+            text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates
+            return _pretty_reference(data)
+        if not _orjson_diverges(text):
+            return text
+    return _pretty_reference(data)
+
+
+def _finite(data: Any) -> bool:
+    """False when a NaN or infinity is inside: the reference writes NaN/Infinity, orjson null."""
+    stack = [data]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        value = pop()
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
+        if isinstance(value, float):
+            if value - value != 0.0:  # NaN and infinities
+                return False
+        elif isinstance(value, dict):
+            extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            extend(value)
+    return True
+
+
+def compact_json(data: Any) -> str:
+    """JSON text with no spaces, sorted keys and ASCII escapes (a CloudWatch DashboardBody)."""
+    return _COMPACT_ASCII.encode(data)
+
+
+def canonical_json(data: Any) -> bytes:
+    """The form ownership hashes: compact, sorted keys, UTF-8."""
+    return _CANONICAL.encode(data).encode()
+
+
+def _literal_blocks(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_BlockDumper.add_representer(str, _str)
+class PureDumper(yaml.SafeDumper):
+    """PyYAML's own emitter: the reference for every YAML file gpudash writes."""
+
+
+PureDumper.add_representer(str, _literal_blocks)
+
+if getattr(yaml, "__with_libyaml__", False):
+    class FastDumper(yaml.CSafeDumper):
+        """libyaml's emitter, used where it writes the same bytes as PureDumper."""
+
+    FastDumper.add_representer(str, _literal_blocks)
+else:  # pragma: no cover - PyYAML built without libyaml
+    FastDumper = None
+
+# Characters on which libyaml and PyYAML agree: tab, newline, printable ASCII and the
+# Basic Multilingual Plane less NEL, the line/paragraph separators and the BOM. libyaml
+# escapes characters beyond the BMP, which PyYAML writes as they are.
+_EMITTERS_AGREE = re.compile("[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*")
+
+
+def emitters_agree(value: Any) -> bool:
+    """True when libyaml writes `value` exactly as PyYAML does."""
+    if isinstance(value, str):
+        # A string ending in two line breaks is a "keep" literal block (|+); libyaml then
+        # ends the document with `...` when more keys follow it.
+        return _EMITTERS_AGREE.fullmatch(value) is not None and not (value.endswith("\n\n") or value == "\n")
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(emitters_agree(item) for item in value)
+    return value is None or isinstance(value, (bool, int, float))
 
 
 def to_yaml(*documents: Any) -> bytes:
-    return yaml.dump_all(documents, Dumper=_BlockDumper, sort_keys=True, default_flow_style=False,
-                         allow_unicode=True, width=100).encode()
+    """YAML documents, keys sorted, block style, multi-line strings as literal blocks."""
+    fast = FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d) for d in documents)
+    return yaml.dump_all(documents, Dumper=FastDumper if fast else PureDumper, sort_keys=True,
+                         default_flow_style=False, allow_unicode=True, width=100).encode()

@@ -6,12 +6,12 @@ the metric selectors from the counters CSV (or what the definitions use).
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterable
 
 from ..catalog import Catalog
 from ..render.grafana_files import MANAGED_BY
+from ..serialize import to_json
 from ..settings import Settings
 
 AGENT_CONFIGMAP = "prometheus-cwagentconfig"
@@ -61,7 +61,7 @@ def agent_config(catalog: Catalog, settings: Settings, used: Iterable[str]) -> d
 
 def configmaps(catalog: Catalog, settings: Settings, used: Iterable[str], scrape_yaml: str) -> list[dict[str, Any]]:
     namespace = settings.agent["namespace"]
-    agent_json = json.dumps(agent_config(catalog, settings, used), indent=2, sort_keys=True) + "\n"
+    agent_json = to_json(agent_config(catalog, settings, used), ascii=True).decode()
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(MANAGED_BY)},

@@ -8,13 +8,13 @@ from the agent as deltas: they are charted as sums per period.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import dashboard_name, grouping, metrics_insights
 from ..ownership import stamp_cloudwatch_body
 from ..model import Dashboard, Panel, Query, Row, layout, source_file
+from ..serialize import compact_json
 from ..settings import Cluster, Settings
 from ..units import UNITS
 
@@ -109,7 +109,5 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Se
         for dashboard in dashboards:
             name = dashboard_name(settings, cluster, dashboard.id)
             stamped = stamp_cloudwatch_body(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
-            text = json.dumps(stamped,
-                              sort_keys=True, separators=(",", ":"))
-            result[name] = {"DashboardName": name, "DashboardBody": text}
+            result[name] = {"DashboardName": name, "DashboardBody": compact_json(stamped)}
     return result

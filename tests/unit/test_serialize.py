@@ -1,0 +1,139 @@
+"""One encoder for every artifact, and its fast paths write the reference encoders' exact bytes.
+
+The references are the standard library's json (indented files, the compact ASCII
+CloudWatch body, the compact UTF-8 form that ownership hashes) and PyYAML's pure-Python
+emitter. Real builds are compared file by file; hypothesis covers what builds do not hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from generator import serialize
+from generator.artifacts import build
+from generator.ownership import content_hash, read_cloudwatch_stamp
+from generator.project import load_project
+
+LEGACY = '''
+from grafanalib.core import Dashboard, GridPos, Target, TimeSeries
+
+dashboard = Dashboard(title="Entraînement 🚀 — GPU", uid="legacy", description="Zeilen\\n\\nmit Leerzeilen\\n\\n",
+                      panels=[TimeSeries(title="Auslastung", targets=[Target(expr="avg(DCGM_FI_DEV_GPU_UTIL)",
+                                                                                 refId="A")],
+                                         gridPos=GridPos(h=8, w=12, x=0, y=0))]).auto_panel_ids()
+'''
+
+
+def _pretty(data) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+
+
+def _pure_yaml(documents) -> bytes:
+    return yaml.dump_all(documents, Dumper=serialize.PureDumper, sort_keys=True, default_flow_style=False,
+                         allow_unicode=True, width=100).encode()
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """The default build, and one with three clusters in three Regions, exported_* labels and a grafanalib file."""
+    root = tmp_path_factory.mktemp("serialize")
+    (root / "legacy").mkdir()
+    (root / "legacy" / "legacy.py").write_text(LEGACY)
+    bundled = load_project().settings.definition_dirs("dashboards")[0]
+    (root / "gpudash.yaml").write_text(
+        f"definitions: {{dashboards: [legacy, {json.dumps(str(bundled))}]}}\n"
+        "clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1, prometheus_label: b}\n"
+        "  - {name: c, region: ap-south-1}\n"
+        "labels: {pod: exported_pod, namespace: exported_namespace, node: hostname}\n"
+        "agent: {metric_selection: used}\n")
+    return {"defaults": build(load_project()), "three Regions": build(load_project(root / "gpudash.yaml"))}
+
+
+def test_json_files_are_the_standard_librarys_bytes(builds):
+    for files in builds.values():
+        json_files = [path for path in files if path.endswith(".json")]
+        assert len(json_files) >= 8
+        for path in json_files:
+            assert files[path] == _pretty(json.loads(files[path])), path
+
+
+def test_cloudwatch_bodies_are_compact_ascii_json_with_their_own_stamp(builds):
+    files = builds["three Regions"]
+    paths = [p for p in files if p.startswith("cloudwatch/dashboards/")]
+    assert len(paths) == 9
+    for path in paths:
+        text = json.loads(files[path])["DashboardBody"]
+        body = json.loads(text)
+        assert text == json.dumps(body, sort_keys=True, separators=(",", ":"))
+        stamped, actual = read_cloudwatch_stamp(body)
+        assert stamped == actual and stamped is not None
+    assert "\\u2014" in text  # the header's dash, escaped as it always was
+
+
+def test_content_hash_is_sha256_of_the_compact_utf8_form():
+    value = {"b": [1, 2.5, None], "a": "Entraînement 🚀"}
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert content_hash(value) == hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def test_agent_config_keeps_ascii_escapes(builds):
+    for files in builds.values():
+        for document in yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"]):
+            if "cwagentconfig.json" in document["data"]:
+                text = document["data"]["cwagentconfig.json"]
+                assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def test_yaml_files_are_pyyamls_bytes_and_libyaml_agrees(builds):
+    """Every YAML file is PyYAML's output; libyaml writes the same wherever the guard lets it write."""
+    for name, files in builds.items():
+        yaml_files = [path for path in files if path.endswith(".yaml")]
+        assert len(yaml_files) == 7
+        for path in yaml_files:
+            documents = list(yaml.safe_load_all(files[path]))
+            assert files[path] == _pure_yaml(documents), path
+            agree = all(serialize.emitters_agree(d) for d in documents)
+            assert agree or (name, path) == ("three Regions", "k8s/grafana-dashboards.yaml")  # the 🚀 title
+            if serialize.FastDumper is not None and agree:
+                fast = yaml.dump_all(documents, Dumper=serialize.FastDumper, sort_keys=True,
+                                     default_flow_style=False, allow_unicode=True, width=100).encode()
+                assert fast == files[path], path
+
+
+# --- beyond what the builds hold --------------------------------------------------------
+
+# Mostly characters both emitters write alike (so the fast paths run), some on which they differ.
+_common = st.sampled_from(list(" \t\n:#-'\"{}[],&*!|>%@`?aZ09é€\xa0\\"))
+_rare = st.sampled_from(list("\r\x85\u2028\ufeff\x00😀")) | st.characters(blacklist_categories=("Cs",))
+_text = st.text(st.one_of(_common, _common, _common, _rare), max_size=40)
+_keys = st.text(max_size=12).filter(lambda k: "\ud800" > k or k > "\udfff")
+_floats = st.floats() | st.sampled_from([1e-5, -7.5e-9, 1e16, 0.85, 1e-4, 2.0, math.inf])
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | _floats | _text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=4), max_leaves=10)
+_fast = settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+
+
+@_fast
+@given(_values)
+def test_to_json_writes_the_standard_librarys_bytes(value):
+    assert serialize.to_json(value) == _pretty(value)
+    assert serialize.to_json(value, ascii=True) == (json.dumps(value, indent=2, sort_keys=True) + "\n").encode()
+
+
+@_fast
+@given(st.lists(st.dictionaries(_keys, _values, max_size=5) | st.lists(_values, max_size=4), min_size=1, max_size=3))
+def test_to_yaml_writes_pyyamls_bytes(documents):
+    assert serialize.to_yaml(*documents) == _pure_yaml(documents)
+
+
+def test_to_yaml_known_differences_take_the_reference_path():
+    """Inputs on which libyaml and PyYAML differ: astral characters, NEL, keep-chomped blocks, empty keys."""
+    for document in ({"title": "GPU 🚀"}, {"a": "x\x85y"}, {"a": "x\n\n", "b": 1}, {"": []}, {"a": "\n"}):
+        assert serialize.to_yaml(document) == _pure_yaml([document])
