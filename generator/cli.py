@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from . import __version__, redact
 from .errors import EXIT_FINDINGS, EXIT_INPUT, GpudashError, OutputError
 
 EXIT_INTERNAL = 4
@@ -27,22 +27,22 @@ class GpudashGroup(click.Group):
             return super().invoke(ctx)
         except GpudashError as exc:
             if ctx.obj and ctx.obj.get("debug"):
-                traceback.print_exc()
+                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)
             if ctx.obj and ctx.obj.get("debug"):
-                traceback.print_exc()
+                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
             click.echo("error: the input is nested too deeply to be read (RecursionError)\n"
                        "  fix: look for a runaway nesting or recursion in the file you changed last", err=True)
             ctx.exit(EXIT_INPUT)
         except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
-                traceback.print_exc()
-            click.echo(f"internal error: {type(exc).__name__}: {exc}\n  run again with --debug and report it",
-                       err=True)
+                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
+            click.echo(redact.text(f"internal error: {type(exc).__name__}: {exc}\n  run again with --debug and report "
+                                   "it"), err=True)
             ctx.exit(EXIT_INTERNAL)
 
 

@@ -154,7 +154,8 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, **options) -> None:
         return
     from .verify import Options, preflight
 
-    preflight(project, groups, Options(**options))
+    for warning in preflight(project, groups, Options(**options)):
+        click.echo(f"warning: {warning}", err=True)
 
 
 @main.command()
@@ -254,19 +255,25 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
 @profile_option
 @endpoint_option
 @click.option("--timeout", type=click.FloatRange(1, 300), default=10, show_default=True,
-              help="Seconds each group of checks may take.")
+              help="Seconds the whole run may take; what has not answered by then is a failed check.")
 @output_option
 def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, endpoint_url, timeout, output):
     """Check that the exporter and agents are deployed and feeding data; each failure says what to fix."""
     from . import verify as verifying
     from .console import style, table
 
+    groups = tuple(g for g in verifying.GROUPS if g not in skip)
+    if not groups:
+        raise GpudashError("every group of checks is skipped: nothing to verify",
+                           hint=f"leave out one of the --skip options ({', '.join(verifying.GROUPS)})")
     project = load_project_for(config, csv)
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
                                 profile=profile, endpoint_url=endpoint_url, timeout=timeout,
                                 prometheus_in_use="prometheus" not in skip)
-    groups = tuple(g for g in verifying.GROUPS if g not in skip)
     checks = verifying.run(project, options, groups)
+    if all(c.status == verifying.SKIP for c in checks):
+        raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
+                           hint="check the settings (clusters, exporter) and the --skip options")
     if output == "json":
         click.echo(json.dumps({"checks": [c.as_dict() for c in checks],
                                "failed": len(verifying.failed(checks))}, indent=2))

@@ -17,9 +17,18 @@ def style(text: str, **kwargs) -> str:
     return click.style(text, **kwargs) if colour_enabled() else text
 
 
+def width(cell: object) -> int:
+    """Columns a cell takes on screen: colour escape codes take none."""
+    return len(click.unstyle(str(cell)))
+
+
+def _pad(cell: object, columns: int) -> str:
+    return str(cell) + " " * (columns - width(cell))
+
+
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip(),
+    widths = [max(width(x) for x in column) for column in zip(headers, *rows)]
+    lines = ["  ".join(_pad(h, w) for h, w in zip(headers, widths)).rstrip(),
              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["  ".join(_pad(c, w) for c, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import redact
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1  # lint findings, --check differences, failed verify checks
 EXIT_INPUT = 2  # usage and input errors: bad CSV, YAML, definitions, paths
@@ -18,6 +20,8 @@ class GpudashError(Exception):
     exit_code = EXIT_INPUT
 
     def __init__(self, what: str, *, where: str | None = None, hint: str | None = None):
+        # messages often quote a URL the user gave, which may carry a password
+        what, where, hint = redact.text(what), redact.url(where), redact.url(hint)
         super().__init__(what)
         self.what = what
         self.where = where

@@ -1,79 +1,129 @@
 """gpudash verify: are the exporter and agents deployed and feeding data?
 
-Four groups of checks (kube, exporter, prometheus, cloudwatch) run concurrently,
-each under a time limit. Every failed check says what to fix; an unreachable
-system is a failed check, never a crash or a hang.
+Four groups of checks (kube, exporter, prometheus, cloudwatch) run concurrently under one deadline
+(`--timeout`, for the whole run). Every failed check says what to fix; an unreachable system, a
+slow one or an answer shaped unlike its API is a failed check, never a crash or a hang: when the
+deadline passes, verify reports what it has and leaves the workers behind (they are daemon threads,
+so they never hold the process).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-from dataclasses import asdict, dataclass
-from typing import Callable
+import queue
+import threading
+from typing import Callable, Iterable
 
+from .checks.answer import OddAnswer
+from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check, Options
 from .errors import GpudashError, RemoteError
 from .project import Project
 
+__all__ = ["GROUPS", "OK", "FAIL", "WARN", "SKIP", "Check", "Options", "run", "failed", "preflight"]
+
 GROUPS = ("kube", "exporter", "prometheus", "cloudwatch")
-OK, FAIL, WARN, SKIP = "ok", "fail", "warn", "skip"
+_DONE = object()
 
 
-@dataclass(frozen=True)
-class Check:
-    group: str
-    name: str
-    status: str
-    detail: str
-    fix: str = ""
-
-    def as_dict(self) -> dict[str, str]:
-        return asdict(self)
-
-
-@dataclass
-class Options:
-    context: str | None = None  # kubeconfig context
-    exporter_url: str | None = None
-    prometheus_url: str | None = None
-    profile: str | None = None
-    endpoint_url: str | None = None
-    timeout: float = 10.0  # per group
-    prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
-
-
-def _runners() -> dict[str, Callable[[Project, Options], list[Check]]]:
+def _runners() -> dict[str, Callable[[Project, Options], Iterable[Check]]]:
     from .checks import cloudwatch, exporter, kube, prometheus
 
     return {"kube": kube.checks, "exporter": exporter.checks, "prometheus": prometheus.checks,
             "cloudwatch": cloudwatch.checks}
 
 
+def _work(group: str, runner, project: Project, options: Options, out: "queue.Queue") -> None:
+    """Run one group, sending each check as it is made, then _DONE (or the bug that stopped it)."""
+    try:
+        for check in runner(project, options):
+            out.put((group, check))
+    except GpudashError as exc:
+        out.put((group, Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused",
+                              cause=UNREACHABLE)))
+    except OddAnswer as odd:
+        out.put((group, Check(group, "answers", FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)))
+    except BaseException as bug:  # a bug in gpudash: the main thread raises it
+        out.put((group, bug))
+    out.put((group, _DONE))
+
+
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS) -> list[Check]:
     runners = _runners()
-    results: list[Check] = []
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(groups) or 1)
-    futures = {group: pool.submit(runners[group], project, options) for group in groups}
-    for group, future in futures.items():
+    options.start()
+    out: queue.Queue = queue.Queue()
+    results: dict[str, list[Check]] = {group: [] for group in groups}
+    for group in groups:
+        threading.Thread(target=_work, args=(group, runners[group], project, options, out), daemon=True,
+                         name=f"gpudash-verify-{group}").start()
+    pending = set(groups)
+    while pending:
         try:
-            results.extend(future.result(timeout=options.timeout))
-        except concurrent.futures.TimeoutError:
-            results.append(Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s",
-                                 f"check that the {group} endpoint is reachable, or --skip {group}"))
-        except GpudashError as exc:
-            results.append(Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused"))
-    pool.shutdown(wait=False, cancel_futures=True)
-    order = {g: i for i, g in enumerate(GROUPS)}
-    return sorted(results, key=lambda c: order[c.group])
+            group, item = out.get(timeout=max(0.0, options.remaining()))
+        except queue.Empty:
+            break
+        if item is _DONE:
+            pending.discard(group)
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            results[group].append(item)
+    for group in pending:  # still waiting on an answer at the deadline: not awaited any longer
+        made = f" (after {len(results[group])} checks)" if results[group] else ""
+        results[group].append(Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s{made}",
+                                    f"check that the {group} endpoint is reachable, or --skip {group}",
+                                    cause=UNREACHABLE))
+    return [check for group in GROUPS if group in results for check in results[group]]
 
 
 def failed(checks: list[Check]) -> list[Check]:
     return [c for c in checks if c.status == FAIL]
 
 
-def preflight(project: Project, groups: tuple[str, ...], options: Options) -> None:
-    """Refuse to publish when the systems feeding the dashboards are not healthy."""
+# What `push` (prometheus group) and `apply` (cloudwatch group) need to see in the kube group before they
+# publish for data that has not arrived yet: the exporter, and the path its data takes, deployed and ready.
+def _ready_checks(group: str) -> tuple[str, ...]:
+    from .checks.kube import AGENT_READY, EXPORTER_READY, SCRAPE_READY
+
+    return EXPORTER_READY + (SCRAPE_READY if group == "prometheus" else AGENT_READY)
+
+
+def _wait_hint(project: Project, group: str) -> str:
+    from .checks.cloudwatch import LISTING_DELAY_MINUTES
+
+    interval = project.settings.scrape["interval"]
+    if group == "prometheus":
+        return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor on its next "
+                f"configuration reload, then scrapes every {interval}")
+    return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the agent scrapes every {interval} and "
+            f"flushes every {project.settings.agent['force_flush_interval']} s, and CloudWatch lists a new metric "
+            f"up to {LISTING_DELAY_MINUTES} minutes after its first data point")
+
+
+def preflight(project: Project, groups: tuple[str, ...], options: Options) -> list[str]:
+    """Refuse to publish when the systems feeding the dashboards are not healthy.
+
+    When the only failures are "no data yet", the kube group decides: with the exporter and the path its
+    data takes deployed and ready, publishing goes ahead and the warnings returned say how long to wait;
+    otherwise (or when the cluster cannot be read) it is refused."""
     problems = failed(run(project, options, groups))
-    if problems:
-        lines = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)
-        raise RemoteError(f"preflight checks failed, nothing was published: {lines}",
+    if not problems:
+        return []
+    reasons = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)
+    if any(c.cause != NO_DATA for c in problems):
+        raise RemoteError(f"preflight checks failed, nothing was published: {reasons}",
                           hint="run `gpudash verify` for the fixes, or --skip-verify to publish anyway")
+    kube_options = Options(context=options.context, timeout=options.timeout,
+                           prometheus_in_use="prometheus" in groups)
+    kube = {c.name: c for c in run(project, kube_options, ("kube",))}
+    needed = [name for group in groups for name in _ready_checks(group)]
+    not_ready = [kube.get(name) or Check("kube", name, FAIL, "not checked") for name in needed
+                 if name not in kube or kube[name].status != OK]
+    if not_ready:
+        evidence = "; ".join(f"kube/{c.name}: {c.detail}" for c in not_ready)
+        if "reachable" in kube and kube["reachable"].status == FAIL:
+            evidence = f"cannot tell whether it is deployed: {kube['reachable'].detail}"
+        raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "
+                          f"({evidence})",
+                          hint="deploy what is missing and run `gpudash verify`; --skip-verify publishes anyway")
+    return [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but the exporter "
+            f"and its data path are deployed and ready, so this is published anyway; {_wait_hint(project, group)}; "
+            f"then run `gpudash verify`" for group in dict.fromkeys(c.group for c in problems)]

@@ -2,51 +2,90 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..errors import RemoteError
 from ..project import Project
-from ..verify import FAIL, OK, Check, Options
+from .answer import Answer, OddAnswer
+from .result import FAIL, NO_DATA, OK, SKIP, Check, Options, step
 
 GROUP = "cloudwatch"
 SAMPLE = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
+# ListMetrics lists a new metric up to 15 minutes after its first data point (CloudWatch API reference).
+LISTING_DELAY_MINUTES = 15
 
 
-def checks(project: Project, options: Options) -> list[Check]:
+def client(options: Options):
+    from botocore.config import Config
+
     from ..targets.cloudwatch_sync import CloudWatch
 
+    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=1)
+    timeout = options.socket_timeout()
+    cloudwatch.config = cloudwatch.config.merge(Config(connect_timeout=timeout, read_timeout=timeout))
+    return cloudwatch
+
+
+def checks(project: Project, options: Options) -> Iterator[Check]:
     settings = project.settings
-    namespace = settings.cloudwatch["namespace"]
-    declared = sorted(settings.cloudwatch["dimensions"])
     used = project.used_metrics()
     metrics = [m for m in SAMPLE if m in used] or sorted(used)[:4]
-    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=2)
-    result = []
+    if not settings.clusters:
+        yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
+        return
+    cloudwatch = client(options)
     for cluster in settings.clusters:
-        missing, wrong_dimensions = [], set()
-        for metric in metrics:
-            kwargs = {"Namespace": namespace, "MetricName": metric, "RecentlyActive": "PT3H"}
-            if "ClusterName" in declared:
-                kwargs["Dimensions"] = [{"Name": "ClusterName", "Value": cluster.name}]
-            try:
-                found = cloudwatch.call(cluster.region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)["Metrics"]
-            except RemoteError as exc:
-                return result + [Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "")]
-            if not found:
-                missing.append(metric)
-            for item in found:
-                names = sorted(d["Name"] for d in item.get("Dimensions", []))
-                if names != declared:
-                    wrong_dimensions.add(", ".join(names))
-        name = f"{cluster.name} metrics"
-        if len(missing) == len(metrics):
-            result.append(Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
-                                "apply build/k8s/cwagent-prometheus-config.yaml and check the cwagent-prometheus logs"))
-        elif missing:
-            result.append(Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",
-                                "check the agent's metric_selectors (gpudash verify's kube group shows the drift)"))
-        elif wrong_dimensions:
-            result.append(Check(GROUP, name, FAIL, f"published with dimensions [{'; '.join(sorted(wrong_dimensions))}], "
-                                f"declared [{', '.join(declared)}]",
-                                "apply the generated agent ConfigMap, or set cloudwatch.dimensions to what is published"))
-        else:
-            result.append(Check(GROUP, name, OK, f"{len(metrics)} sampled metrics arriving in {namespace}"))
-    return result
+        try:
+            yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics)
+        except RemoteError as exc:
+            yield Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "")
+
+
+def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str]) -> dict[str, list[list[str]]]:
+    """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
+    are found."""
+    kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H"}
+    if "ClusterName" in declared:
+        kwargs["Dimensions"] = [{"Name": "ClusterName", "Value": cluster.name}]
+    found: dict[str, list[list[str]]] = {}
+    source = f"CloudWatch ListMetrics in {cluster.region}"
+    while True:
+        answer = Answer(_list_metrics(cloudwatch, cluster.region, namespace, source, kwargs), source)
+        for item in answer.items("Metrics", required=True):
+            name = item.get("MetricName", str)
+            if name in wanted:
+                found.setdefault(name, []).append(sorted(d.get("Name", str) for d in item.items("Dimensions")))
+        token = answer.get("NextToken", str, "")
+        if not token or wanted <= set(found):
+            return found
+        kwargs["NextToken"] = token
+
+
+def _list_metrics(cloudwatch, region: str, namespace: str, source: str, kwargs: dict) -> object:
+    """One ListMetrics page. botocore decodes the answer; where it cannot (a string where its model has a
+    list), its parser stops with a Python error: that answer is odd, not a bug in gpudash."""
+    try:
+        return cloudwatch.call(region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise OddAnswer(source, "", exc, "a ListMetrics answer",
+                        said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
+
+
+def _cluster(cloudwatch, settings, cluster, metrics: list[str]) -> Check:
+    namespace = settings.cloudwatch["namespace"]
+    declared = sorted(settings.cloudwatch["dimensions"])
+    found = _listed(cloudwatch, namespace, cluster, declared, set(metrics))
+    name = f"{cluster.name} metrics"
+    missing = [m for m in metrics if m not in found]
+    wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names != declared})
+    if len(missing) == len(metrics):
+        return Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
+                     "apply build/k8s/cwagent-prometheus-config.yaml and check the cwagent-prometheus logs",
+                     cause=NO_DATA)
+    if missing:
+        return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",
+                     "check the agent's metric_selectors (gpudash verify's kube group shows the drift)")
+    if wrong:
+        return Check(GROUP, name, FAIL, f"published with dimensions [{'; '.join(wrong)}], declared [{', '.join(declared)}]",
+                     "apply the generated agent ConfigMap, or set cloudwatch.dimensions to what is published")
+    return Check(GROUP, name, OK, f"{len(metrics)} sampled metrics arriving in {namespace}")

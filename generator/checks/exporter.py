@@ -1,39 +1,48 @@
-"""Exporter checks: /metrics parses, expected fields are there, pod labels on busy GPUs, node label."""
+"""Exporter checks: /metrics parses, expected fields are there, pod labels on busy GPUs, node label,
+and MIG: which fields a GPU split into MIG instances does not report."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import RemoteError
 from ..project import Project
-from ..verify import FAIL, OK, WARN, Check, Options
+from .http import get
+from .result import FAIL, OK, WARN, Check, Options
 
 GROUP = "exporter"
 # Fields that exist only on some GPUs or drivers: profiling (datacenter GPUs), HBM memory
 # temperature (not on GDDR boards such as the A10G), reserved framebuffer (newer drivers),
 # NVLink (boards without NVLink).
 PARTIAL_SUPPORT = ("_PROF_", "MEMORY_TEMP", "FB_RESERVED", "NVLINK")
+# Device utilization fields that DCGM does not report for MIG instances (absent, or 0, depending on the
+# version); per-instance activity comes from the profiling fields instead.
+MIG_UNSUPPORTED = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+MIG_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+MIG_LABELS = ("GPU_I_ID", "GPU_I_PROFILE")
+# DCGM writes a value it could not read as a sentinel near 2**63; it is not a measurement.
+SENTINEL_FLOOR = 0x7FFFFFFFFFFFFF00
 
 
 def fetch(options: Options) -> str:
-    import requests
-
-    try:
-        response = requests.get(options.exporter_url, timeout=5)
-        response.raise_for_status()
-    except requests.RequestException as exc:
-        raise RemoteError(f"cannot read {options.exporter_url} ({type(exc).__name__})",
-                          hint="check the exporter URL (port 9400, path /metrics), or --skip exporter") from None
-    return response.text
+    hint = "check the exporter URL (port 9400, path /metrics), or --skip exporter"
+    status, text = get(options.exporter_url, options, options.exporter_url, hint)
+    if status != 200:
+        raise RemoteError(f"{options.exporter_url} answered HTTP {status}", hint=hint)
+    return text
 
 
-def parse(text: str) -> list[Any]:
+def parse(text: str) -> dict[str, list[Any]]:
+    """Samples by metric name; ValueError when the text is not Prometheus exposition."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    return list(text_string_to_metric_families(text))
+    samples: dict[str, list[Any]] = {}
+    for family in text_string_to_metric_families(text):
+        samples.setdefault(family.name, []).extend(family.samples)
+    return samples
 
 
-def checks(project: Project, options: Options) -> list[Check]:
+def checks(project: Project, options: Options) -> Iterator[Check]:
     if options.exporter_url:
         text = fetch(options)
         source = options.exporter_url
@@ -41,52 +50,98 @@ def checks(project: Project, options: Options) -> list[Check]:
         from .kube import proxy_metrics
 
         text, source = proxy_metrics(project, options)
-    return analyse(project, text, source)
+    yield from analyse(project, text, source)
 
 
 def analyse(project: Project, text: str, source: str) -> list[Check]:
     try:
-        families = parse(text)
+        samples = parse(text)
     except ValueError as exc:
-        return [Check(GROUP, "metrics endpoint", FAIL, f"{source} is not Prometheus exposition: {exc}",
+        return [Check(GROUP, "metrics endpoint", FAIL, f"{source} is not Prometheus exposition: {exc}"[:300],
                       "check that the URL is the DCGM exporter's /metrics")]
-    samples = {f.name: f.samples for f in families}
-    result = [Check(GROUP, "metrics endpoint", OK, f"{source}: {len(families)} metric families")]
+    if not any(name.startswith("DCGM_") for name in samples):
+        return [Check(GROUP, "metrics endpoint", FAIL, f"{source} has no DCGM_* metric ({len(samples)} families)",
+                      "check that the URL is the DCGM exporter's /metrics, and its counters CSV")]
+    result = [Check(GROUP, "metrics endpoint", OK, f"{source}: {len(samples)} metric families")]
+    mig = sorted({(s.labels.get("gpu", "?"), s.labels.get("GPU_I_PROFILE", "?"))
+                  for values in samples.values() for s in values if s.labels.get("GPU_I_ID")})
     wanted = sorted(project.queried_metrics())
     missing = [m for m in wanted if m not in samples]
-    profiling = [m for m in missing if any(fragment in m for fragment in PARTIAL_SUPPORT)]
-    absent = [m for m in missing if m not in profiling]
+    under_mig = [m for m in missing if mig and m in MIG_UNSUPPORTED]
+    partial = [m for m in missing if m not in under_mig and any(fragment in m for fragment in PARTIAL_SUPPORT)]
+    absent = [m for m in missing if m not in partial and m not in under_mig]
     if absent:
         result.append(Check(GROUP, "expected metrics", FAIL, f"missing: {', '.join(absent)}",
                             "add them to the exporter's counters CSV (DCGM_EXPORTER_COLLECTORS) and restart it"))
     else:
-        result.append(Check(GROUP, "expected metrics", OK, f"{len(wanted) - len(profiling)} of {len(wanted)} present"))
-    if profiling:
-        result.append(Check(GROUP, "GPU-specific metrics", WARN,
-                            f"not supported on this GPU: {', '.join(profiling)}",
+        result.append(Check(GROUP, "expected metrics", OK,
+                            f"{len(wanted) - len(missing)} of {len(wanted)} present"
+                            + (f" ({len(missing)} expected absent, below)" if missing else "")))
+    if partial:
+        result.append(Check(GROUP, "GPU-specific metrics", WARN, f"not supported on this GPU: {', '.join(partial)}",
                             "expected on GPUs without these features (profiling needs a datacenter GPU, memory "
                             "temperature HBM); their panels stay empty"))
-    labels = project.settings.labels
-    utilization = samples.get("DCGM_FI_DEV_GPU_UTIL", [])
-    busy = [s for s in utilization if s.value > 0]
-    unlabelled = [s for s in busy if not s.labels.get("pod")]
-    if not utilization:
-        pass
-    elif unlabelled:
-        gpus = ", ".join(sorted({f"gpu {s.labels.get('gpu', '?')}" for s in unlabelled}))
-        result.append(Check(GROUP, "pod labels", FAIL, f"busy GPUs without a pod label: {gpus}",
-                            "set DCGM_EXPORTER_KUBERNETES=true on the exporter and mount "
-                            "/var/lib/kubelet/pod-resources into it"))
-    elif busy:
-        result.append(Check(GROUP, "pod labels", OK, f"{len(busy)} busy GPUs carry pod labels"))
-    else:
-        result.append(Check(GROUP, "pod labels", WARN, "no GPU is busy: cannot confirm pod labels",
-                            "run again while a pod uses a GPU"))
-    spellings = {name for s in utilization for name in ("Hostname", "hostname") if name in s.labels}
-    if spellings and labels.node not in spellings:
-        found = sorted(spellings)[0]
-        result.append(Check(GROUP, "node label", FAIL, f"the exporter writes {found!r}, settings say {labels.node!r}",
-                            f"set labels.node: {found} in gpudash.yaml"))
-    elif spellings:
-        result.append(Check(GROUP, "node label", OK, f"{labels.node!r} as configured"))
+    if mig:
+        result.append(_mig(mig, wanted))
+    result += _pod_labels(samples)
+    result += _node_label(samples, project.settings.labels.node)
     return result
+
+
+def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:
+    gpus = sorted({gpu for gpu, _ in instances})
+    profiles = sorted({profile for _, profile in instances})
+    used = [m for m in MIG_UNSUPPORTED if m in wanted]
+    detail = (f"GPU {', '.join(gpus)} split into MIG instances ({', '.join(profiles)}); "
+              f"not reported for MIG instances: {', '.join(MIG_UNSUPPORTED)}")
+    if not used:
+        return Check(GROUP, "MIG", OK, detail)
+    return Check(GROUP, "MIG", WARN, detail,
+                 f"panels of {', '.join(used)} leave out MIG instances; {MIG_ACTIVITY} measures their activity")
+
+
+def _busy(samples: dict[str, list[Any]]) -> list[Any]:
+    """Series of GPUs (or MIG instances) doing work: utilization above 0, from the field each reports."""
+    busy = []
+    for name in ("DCGM_FI_DEV_GPU_UTIL", MIG_ACTIVITY):
+        for sample in samples.get(name, []):
+            is_mig = bool(sample.labels.get("GPU_I_ID"))
+            if (name == MIG_ACTIVITY) != is_mig:
+                continue  # each series is judged once, by the field its kind of device reports
+            if 0 < sample.value < SENTINEL_FLOOR:
+                busy.append(sample)
+    return busy
+
+
+def _pod_labels(samples: dict[str, list[Any]]) -> list[Check]:
+    if not samples.get("DCGM_FI_DEV_GPU_UTIL") and not samples.get(MIG_ACTIVITY):
+        return []
+    busy = _busy(samples)
+    unlabelled = [s for s in busy if not s.labels.get("pod")]
+    if unlabelled:
+        gpus = ", ".join(sorted({_device(s) for s in unlabelled}))
+        return [Check(GROUP, "pod labels", FAIL, f"busy GPUs without a pod label: {gpus}",
+                      "set DCGM_EXPORTER_KUBERNETES=true on the exporter and mount /var/lib/kubelet/pod-resources "
+                      "into it")]
+    if busy:
+        return [Check(GROUP, "pod labels", OK, f"{len(busy)} busy GPUs carry pod labels")]
+    return [Check(GROUP, "pod labels", WARN, "no GPU is busy: cannot confirm pod labels",
+                  "run again while a pod uses a GPU")]
+
+
+def _device(sample: Any) -> str:
+    gpu = f"gpu {sample.labels.get('gpu', '?')}"
+    instance = sample.labels.get("GPU_I_ID")
+    return f"{gpu} MIG instance {instance}" if instance else gpu
+
+
+def _node_label(samples: dict[str, list[Any]], node: str) -> list[Check]:
+    spellings = {name for values in samples.values() for s in values if s.labels.get("gpu") is not None
+                 for name in ("Hostname", "hostname") if name in s.labels}
+    if spellings and node not in spellings:
+        found = sorted(spellings)[0]
+        return [Check(GROUP, "node label", FAIL, f"the exporter writes {found!r}, settings say {node!r}",
+                      f"set labels.node: {found} in gpudash.yaml")]
+    if spellings:
+        return [Check(GROUP, "node label", OK, f"{node!r} as configured")]
+    return []

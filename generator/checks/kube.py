@@ -1,11 +1,15 @@
-"""Kubernetes checks through the official client: exporter DaemonSet, GPU node coverage, Service,
-pod labels setting, counters CSV, the CloudWatch agent and its ConfigMaps, the ServiceMonitor."""
+"""Kubernetes checks: exporter DaemonSet, GPU node coverage, Service, pod labels setting, counters
+CSV, the CloudWatch agent and its ConfigMaps, the ServiceMonitor.
+
+The official client loads the kubeconfig (exec plugins such as `aws eks get-token` included) and
+sends the requests; answers are read as JSON through `Answer`, never through the client's models,
+so an object shaped unlike its API is a failed check, not a crash."""
 
 from __future__ import annotations
 
 import json
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -15,24 +19,30 @@ from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY
 from ..resources import default_counters
-from ..verify import FAIL, OK, WARN, Check, Options
+from .answer import Answer, OddAnswer, whole_count
+from .http import read_body
+from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, Options, step
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Counters files that ship inside the exporter image and hold the operator's default set.
 IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-exporter/default-counters.csv")
+# The checks that show the exporter, and the agent, deployed and ready (the publish preflight reads them).
+EXPORTER_READY = ("exporter rollout", "exporter pods ready")
+AGENT_READY = ("CloudWatch agent", f"ConfigMap {AGENT_CONFIGMAP}", f"ConfigMap {SCRAPE_CONFIGMAP}")
+SCRAPE_READY = ("Prometheus scrape config",)
 
 
 class Kube:
-    def __init__(self, context: str | None):
+    def __init__(self, options: Options):
         import os
 
         from kubernetes import client, config
 
         try:
             # KUBECONFIG is read now: the client reads it once, when it is first imported.
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=context)
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=options.context)
         except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
             try:
                 config.load_incluster_config()
@@ -42,79 +52,100 @@ class Kube:
         configuration = client.Configuration.get_default_copy()
         configuration.retries = 0
         self.api = client.ApiClient(configuration)
-        self.core = client.CoreV1Api(self.api)
-        self.apps = client.AppsV1Api(self.api)
-        self.custom = client.CustomObjectsApi(self.api)
+        self.options = options
 
-    def get(self, call, *args, **kwargs) -> Any:
-        """Call the API; None on 404; RemoteError when the API cannot be reached."""
+    def text(self, path: str, what: str, query: dict[str, str] | None = None) -> str | None:
+        """The answer's text; None on 404; RemoteError when the API refuses or cannot be reached."""
         from kubernetes.client.exceptions import ApiException
 
+        timeout = self.options.socket_timeout()
         try:
-            return call(*args, _request_timeout=5, **kwargs)
+            response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
+                                         header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+                                         _return_http_data_only=True, _preload_content=False,
+                                         _request_timeout=(timeout, timeout))
+            return read_body(response, self.options, what).decode("utf-8", errors="replace")
         except ApiException as exc:
             if exc.status == 404:
                 return None
             if exc.status in (401, 403):
-                raise RemoteError(f"the Kubernetes API refused access ({exc.status})",
+                raise RemoteError(f"the Kubernetes API refused access to {what} ({exc.status})",
                                   hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
-                                       "deployments, services, configmaps)") from None
-            raise RemoteError(f"the Kubernetes API answered {exc.status}: {exc.reason}",
+                                       "deployments, services, configmaps, servicemonitors)") from None
+            raise RemoteError(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}",
                               hint="check the cluster's API server") from None
-        except Exception as exc:  # urllib3 connection errors and timeouts
+        except RemoteError:
+            raise
+        except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures
             raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
                               hint="check KUBECONFIG / --context and the network, or --skip kube") from None
 
+    def read(self, path: str, what: str, query: dict[str, str] | None = None) -> Answer | None:
+        """The decoded object; None on 404."""
+        text = self.text(path, what, query)
+        if text is None:
+            return None
+        try:
+            return Answer(json.loads(text), what)
+        except ValueError:
+            raise OddAnswer(what, "", text[:40], "JSON") from None
 
-def checks(project: Project, options: Options) -> list[Check]:
-    kube = Kube(options.context)
+    def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
+        """The items of a list; a 404 on a list is odd (an empty list is the API's answer for none)."""
+        answer = self.read(path, what, query)
+        if answer is None:
+            raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
+        return list(answer.items("items", required=True))
+
+
+def checks(project: Project, options: Options) -> Iterator[Check]:
+    kube = Kube(options)
     settings = project.settings
     style = style_for(settings)
     namespace = settings.exporter["namespace"]
-    result: list[Check] = []
-    daemonset = kube.get(kube.apps.read_namespaced_daemon_set, style.daemonset, namespace)
+    what = f"DaemonSet {namespace}/{style.daemonset}"
+    daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{style.daemonset}", what)
     if daemonset is None:
-        result.append(Check(GROUP, "exporter DaemonSet", FAIL, f"no DaemonSet {namespace}/{style.daemonset}",
-                            f"install the DCGM exporter ({style.key}), or set exporter.deployment and "
-                            f"exporter.namespace in gpudash.yaml"))
-        return result + _agent_checks(kube, project)
-    result.append(_rollout(daemonset, namespace, style.daemonset))
-    label = ",".join(f"{k}={v}" for k, v in [style.pod_label])
-    pods = kube.get(kube.core.list_namespaced_pod, namespace, label_selector=label).items
-    result += _coverage(kube, pods)
-    result.append(_service(kube, namespace, style))
-    container = next((c for c in daemonset.spec.template.spec.containers if c.name == style.container),
-                     daemonset.spec.template.spec.containers[0])
-    env = {e.name: e.value for e in (container.env or [])}
-    if str(env.get("DCGM_EXPORTER_KUBERNETES", "")).lower() == "true":
-        result.append(Check(GROUP, "pod labels setting", OK, "DCGM_EXPORTER_KUBERNETES=true"))
+        yield Check(GROUP, "exporter DaemonSet", FAIL, f"no {what}",
+                    f"install the DCGM exporter ({style.key}), or set exporter.deployment and exporter.namespace "
+                    "in gpudash.yaml", cause=NOT_DEPLOYED)
     else:
-        result.append(Check(GROUP, "pod labels setting", FAIL,
-                            "DCGM_EXPORTER_KUBERNETES is not true: series carry no workload pod",
-                            f"set DCGM_EXPORTER_KUBERNETES=true on container {container.name} and mount "
-                            "/var/lib/kubelet/pod-resources"))
-    result.append(_counters(kube, project, daemonset, container, env, namespace))
-    if options.prometheus_in_use:
-        result.append(_service_monitor(kube, project, style, namespace))
-    return result + _agent_checks(kube, project)
+        yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, style.daemonset)
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, namespace, style)
+        yield from step(GROUP, "exporter Service", _service, kube, namespace, style)
+        yield from step(GROUP, "pod labels setting", _pod_labels, daemonset, style)
+        yield from step(GROUP, "counters CSV", _counters, kube, project, daemonset, style, namespace)
+        if options.prometheus_in_use:
+            yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
+    yield from _agent_checks(kube, project)
 
 
-def _rollout(daemonset, namespace: str, name: str) -> Check:
-    status = daemonset.status
-    desired = status.desired_number_scheduled or 0
-    ready = status.number_ready or 0
-    updated = status.updated_number_scheduled or 0
+def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
+    status = daemonset.at("status")
+    desired = status.get("desiredNumberScheduled", int)
+    ready = status.get("numberReady", int)
+    updated = status.get("updatedNumberScheduled", int, 0)
     if desired and ready == desired and updated == desired:
         return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready")
     return Check(GROUP, "exporter rollout", FAIL, f"{ready}/{desired} pods ready, {updated} updated",
-                 f"kubectl -n {namespace} rollout status daemonset/{name}")
+                 f"kubectl -n {namespace} rollout status daemonset/{name}", cause=NOT_DEPLOYED if not ready else "")
 
 
-def _coverage(kube: Kube, pods) -> list[Check]:
-    nodes = kube.get(kube.core.list_node).items
-    gpu_nodes = sorted(n.metadata.name for n in nodes
-                       if int((n.status.capacity or {}).get(GPU_RESOURCE, "0") or 0) > 0)
-    by_node = {p.spec.node_name: p for p in pods if p.spec.node_name}
+def _gpu_count(node: Answer) -> int:
+    capacity = node.get("status", dict).get("capacity") or {}
+    if not isinstance(capacity, dict):
+        raise OddAnswer(node.source, f"{node.path}.status.capacity", capacity, "an object")
+    value = capacity.get(GPU_RESOURCE, "0")
+    return whole_count(value, node.source, f"{node.path}.status.capacity[{GPU_RESOURCE}]")
+
+
+def _coverage(kube: Kube, namespace: str, style) -> list[Check]:
+    selector = ",".join(f"{k}={v}" for k, v in [style.pod_label])
+    pods = kube.listing(f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
+                        {"labelSelector": selector})
+    nodes = kube.listing("/api/v1/nodes", "Nodes")
+    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes if _gpu_count(n) > 0)
+    by_node = {node: pod for pod in pods if (node := pod.get("spec.nodeName", str, ""))}
     uncovered = [n for n in gpu_nodes if n not in by_node]
     not_ready = sorted(node for node, pod in by_node.items() if node in gpu_nodes and not _ready(pod))
     result = []
@@ -136,53 +167,84 @@ def _coverage(kube: Kube, pods) -> list[Check]:
     return result
 
 
-def _ready(pod) -> bool:
-    statuses = pod.status.container_statuses or []
-    return bool(statuses) and all(s.ready for s in statuses) and pod.status.phase == "Running"
+def _ready(pod: Answer) -> bool:
+    status = pod.at("status")
+    statuses = list(status.items("containerStatuses"))
+    return bool(statuses) and all(s.get("ready", bool) for s in statuses) and status.get("phase", str, "") == "Running"
 
 
 def _service(kube: Kube, namespace: str, style) -> Check:
-    service = kube.get(kube.core.read_namespaced_service, style.service, namespace)
+    what = f"Service {namespace}/{style.service}"
+    service = kube.read(f"/api/v1/namespaces/{namespace}/services/{style.service}", what)
     if service is None:
-        return Check(GROUP, "exporter Service", FAIL, f"no Service {namespace}/{style.service}",
-                     "create the exporter's Service (port 9400), which ServiceMonitors and the proxy need")
-    ports = [p.port for p in service.spec.ports or []]
+        return Check(GROUP, "exporter Service", FAIL, f"no {what}",
+                     "create the exporter's Service (port 9400), which ServiceMonitors and the proxy need",
+                     cause=NOT_DEPLOYED)
+    ports = [p.get("port", int) for p in service.items("spec.ports")]
     if EXPORTER_PORT not in ports:
         return Check(GROUP, "exporter Service", FAIL, f"Service {style.service} exposes {ports}, not {EXPORTER_PORT}",
                      f"expose port {EXPORTER_PORT} on the Service")
     return Check(GROUP, "exporter Service", OK, f"{style.service} exposes {EXPORTER_PORT}")
 
 
-def _collectors_path(container, env: dict[str, str]) -> str:
-    args = list(container.args or []) + list(container.command or [])
+def _container(daemonset: Answer, style) -> Answer:
+    containers = list(daemonset.items("spec.template.spec.containers", required=True))
+    if not containers:
+        raise OddAnswer(daemonset.source, "spec.template.spec.containers", [], "at least one container")
+    return next((c for c in containers if c.get("name", str, "") == style.container), containers[0])
+
+
+def _env(container: Answer) -> dict[str, str]:
+    return {e.get("name", str): e.get("value", str, "") for e in container.items("env")}
+
+
+def _pod_labels(daemonset: Answer, style) -> Check:
+    container = _container(daemonset, style)
+    if _env(container).get("DCGM_EXPORTER_KUBERNETES", "").lower() == "true":
+        return Check(GROUP, "pod labels setting", OK, "DCGM_EXPORTER_KUBERNETES=true")
+    return Check(GROUP, "pod labels setting", FAIL, "DCGM_EXPORTER_KUBERNETES is not true: series carry no workload pod",
+                 f"set DCGM_EXPORTER_KUBERNETES=true on container {container.get('name', str, '?')} and mount "
+                 "/var/lib/kubelet/pod-resources")
+
+
+def _collectors_path(container: Answer, env: dict[str, str]) -> str:
+    args = container.strings("args") + container.strings("command")
     for flag in ("-f", "--collectors"):
         if flag in args and args.index(flag) + 1 < len(args):
             return args[args.index(flag) + 1]
     return env.get("DCGM_EXPORTER_COLLECTORS") or IMAGE_DEFAULTS[0]
 
 
-def _counters(kube: Kube, project: Project, daemonset, container, env, namespace: str) -> Check:
-    path = _collectors_path(container, env)
+def _counters(kube: Kube, project: Project, daemonset: Answer, style, namespace: str) -> Check:
+    container = _container(daemonset, style)
+    path = _collectors_path(container, _env(container))
     catalog = None
     source = path
-    for mount in container.volume_mounts or []:
-        if path.startswith(mount.mount_path.rstrip("/") + "/"):
-            volume = next((v for v in daemonset.spec.template.spec.volumes or [] if v.name == mount.name), None)
-            if volume is not None and volume.config_map is not None:
-                key = str(PurePosixPath(path).relative_to(mount.mount_path))
-                for item in volume.config_map.items or []:
-                    if item.path == key:
-                        key = item.key
-                configmap = kube.get(kube.core.read_namespaced_config_map, volume.config_map.name, namespace)
-                if configmap is None or key not in (configmap.data or {}):
-                    return Check(GROUP, "counters CSV", FAIL,
-                                 f"ConfigMap {volume.config_map.name} (key {key}) behind {path} is missing",
-                                 f"create ConfigMap {volume.config_map.name} with key {key} from your counters CSV")
-                source = f"ConfigMap {namespace}/{volume.config_map.name} key {key}"
-                try:
-                    catalog = parse_counters(configmap.data[key], source)
-                except InputError as exc:
-                    return Check(GROUP, "counters CSV", FAIL, f"{source} is invalid: {exc.what}", exc.hint or "")
+    for mount in container.items("volumeMounts"):
+        mount_path = mount.get("mountPath", str)
+        if not path.startswith(mount_path.rstrip("/") + "/"):
+            continue
+        name = mount.get("name", str)
+        volume = next((v for v in daemonset.items("spec.template.spec.volumes") if v.get("name", str, "") == name),
+                      None)
+        if volume is None or volume.get("configMap", dict, None) is None:
+            continue
+        configmap_name = volume.get("configMap.name", str)
+        key = str(PurePosixPath(path).relative_to(mount_path))
+        for item in volume.items("configMap.items"):
+            if item.get("path", str) == key:
+                key = item.get("key", str)
+        what = f"ConfigMap {namespace}/{configmap_name}"
+        configmap = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{configmap_name}", what)
+        data = configmap.string_map("data") if configmap is not None else {}
+        if key not in data:
+            return Check(GROUP, "counters CSV", FAIL, f"ConfigMap {configmap_name} (key {key}) behind {path} is missing",
+                         f"create ConfigMap {configmap_name} with key {key} from your counters CSV", cause=NOT_DEPLOYED)
+        source = f"{what} key {key}"
+        try:
+            catalog = parse_counters(data[key], source)
+        except InputError as exc:
+            return Check(GROUP, "counters CSV", FAIL, f"{source} is invalid: {exc.what}", exc.hint or "")
     if catalog is None:
         if path not in IMAGE_DEFAULTS:
             return Check(GROUP, "counters CSV", WARN, f"cannot read {path} from outside the image",
@@ -201,30 +263,29 @@ def proxy_metrics(project: Project, options: Options) -> tuple[str, str]:
     settings = project.settings
     style = style_for(settings)
     namespace = settings.exporter["namespace"]
-    kube = Kube(options.context)
-    text = kube.get(kube.core.connect_get_namespaced_service_proxy_with_path,
-                    f"{style.service}:{EXPORTER_PORT}", namespace, "metrics")
+    source = f"service proxy {namespace}/{style.service}"
+    text = Kube(options).text(f"/api/v1/namespaces/{namespace}/services/{style.service}:{EXPORTER_PORT}/proxy/metrics",
+                              source)
     if not text:
         raise RemoteError(f"no answer from Service {namespace}/{style.service} through the API server proxy",
                           hint="pass --exporter-url, or check the exporter Service")
-    return text, f"service proxy {namespace}/{style.service}"
+    return text, source
 
 
 def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Check:
     """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels."""
-    listing = kube.get(kube.custom.list_namespaced_custom_object, "monitoring.coreos.com", "v1", namespace,
-                       "servicemonitors")
+    what = f"ServiceMonitors in {namespace}"
+    listing = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/servicemonitors", what)
     name, value = style.pod_label
-    monitors = [m for m in (listing or {}).get("items", [])
-                if m.get("spec", {}).get("selector", {}).get("matchLabels", {}).get(name) == value]
+    monitors = [m for m in (listing.items("items") if listing is not None else [])
+                if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value]
     if not monitors:
         return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
                      "apply build/k8s/servicemonitor.yaml, unless Prometheus scrapes the exporter through "
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
-    honoring = [m for m in monitors if all(e.get("honorLabels") for e in m["spec"].get("endpoints", []))]
-    names = ", ".join(m["metadata"]["name"] for m in monitors)
-    pod_label = project.settings.labels.pod
-    if not honoring and pod_label == "pod":
+    honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
+    names = ", ".join(m.get("metadata.name", str) for m in monitors)
+    if not honoring and project.settings.labels.pod == "pod":
         return Check(GROUP, "Prometheus scrape config", FAIL,
                      f"ServiceMonitor {names} does not honor labels: the workload pod arrives as exported_pod",
                      "apply build/k8s/servicemonitor.yaml (honorLabels: true) in its place, or set labels.pod: "
@@ -232,42 +293,50 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
     return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
 
 
-def _agent_checks(kube: Kube, project: Project) -> list[Check]:
+def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
     from ..artifacts import feed_files
 
-    settings = project.settings
-    namespace = settings.agent["namespace"]
-    result = []
-    deployment = kube.get(kube.apps.read_namespaced_deployment, AGENT_DEPLOYMENT, namespace)
-    if deployment is None:
-        result.append(Check(GROUP, "CloudWatch agent", FAIL, f"no Deployment {namespace}/{AGENT_DEPLOYMENT}",
-                            "deploy the CloudWatch agent for Prometheus (cwagent-prometheus)"))
-    else:
-        wanted = deployment.spec.replicas or 1
-        available = deployment.status.available_replicas or 0
-        status = OK if available >= wanted else FAIL
-        result.append(Check(GROUP, "CloudWatch agent", status, f"{available}/{wanted} replicas available",
-                            "" if status == OK else f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}"))
+    namespace = project.settings.agent["namespace"]
+    yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
     generated = {d["metadata"]["name"]: d for d in yaml.safe_load_all(feed_files(project)[
         "k8s/cwagent-prometheus-config.yaml"])}
     for name, key in ((AGENT_CONFIGMAP, AGENT_KEY), (SCRAPE_CONFIGMAP, SCRAPE_KEY)):
-        live = kube.get(kube.core.read_namespaced_config_map, name, namespace)
-        check = f"ConfigMap {name}"
-        fix = f"kubectl apply -f build/k8s/cwagent-prometheus-config.yaml (then restart {AGENT_DEPLOYMENT})"
-        if live is None or key not in (live.data or {}):
-            result.append(Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing", fix))
-            continue
-        drift = _config_drift(key, live.data[key], generated[name]["data"][key])
-        result.append(Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift), fix)
-                      if drift else Check(GROUP, check, OK, "matches what gpudash generates"))
-    return result
+        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, kube, namespace, name, key,
+                        generated[name]["data"][key])
 
 
-def _selectors(config: dict[str, Any]) -> tuple[set[str], list]:
-    declarations = config.get("logs", {}).get("metrics_collected", {}).get("prometheus", {}) \
-        .get("emf_processor", {}).get("metric_declaration", [])
-    selectors = {s for d in declarations for s in d.get("metric_selectors", [])}
-    dimensions = [d.get("dimensions") for d in declarations]
+def _agent(kube: Kube, namespace: str) -> Check:
+    what = f"Deployment {namespace}/{AGENT_DEPLOYMENT}"
+    deployment = kube.read(f"/apis/apps/v1/namespaces/{namespace}/deployments/{AGENT_DEPLOYMENT}", what)
+    if deployment is None:
+        return Check(GROUP, "CloudWatch agent", FAIL, f"no {what}",
+                     "deploy the CloudWatch agent for Prometheus (cwagent-prometheus)", cause=NOT_DEPLOYED)
+    wanted = deployment.get("spec.replicas", int, 1)
+    available = deployment.at("status").get("availableReplicas", int, 0)
+    if available >= wanted:
+        return Check(GROUP, "CloudWatch agent", OK, f"{available}/{wanted} replicas available")
+    return Check(GROUP, "CloudWatch agent", FAIL, f"{available}/{wanted} replicas available",
+                 f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED)
+
+
+def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: str) -> Check:
+    check = f"ConfigMap {name}"
+    fix = f"kubectl apply -f build/k8s/cwagent-prometheus-config.yaml (then restart {AGENT_DEPLOYMENT})"
+    live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"ConfigMap {namespace}/{name}")
+    data = live.string_map("data") if live is not None else {}
+    if key not in data:
+        return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing", fix, cause=NOT_DEPLOYED)
+    drift = _config_drift(key, data[key], generated)
+    if drift:
+        return Check(GROUP, check, FAIL, "differs from what gpudash generates: " + "; ".join(drift), fix)
+    return Check(GROUP, check, OK, "matches what gpudash generates")
+
+
+def _selectors(config: Answer) -> tuple[set[str], list]:
+    declarations = config.items("logs.metrics_collected.prometheus.emf_processor.metric_declaration")
+    declarations = list(declarations)
+    selectors = {s for d in declarations for s in d.strings("metric_selectors")}
+    dimensions = [d.get("dimensions", list, None) for d in declarations]
     return selectors, dimensions
 
 
@@ -280,7 +349,9 @@ def _config_drift(key: str, live_text: str, generated_text: str) -> list[str]:
         generated = json.loads(generated_text)
         if live == generated:
             return []
-        (live_selectors, live_dims), (new_selectors, new_dims) = _selectors(live), _selectors(generated)
+        source = f"ConfigMap {AGENT_CONFIGMAP} key {AGENT_KEY}"
+        (live_selectors, live_dims), (new_selectors, new_dims) = \
+            _selectors(Answer(live, source)), _selectors(Answer(generated, "gpudash"))
         drift = [f"metric selector missing: {s}" for s in sorted(new_selectors - live_selectors)]
         drift += [f"metric selector extra: {s}" for s in sorted(live_selectors - new_selectors)]
         if live_dims != new_dims:
@@ -293,7 +364,8 @@ def _config_drift(key: str, live_text: str, generated_text: str) -> list[str]:
     generated = yaml.safe_load(generated_text)
     if live == generated:
         return []
-    live_jobs = {j.get("job_name"): j for j in live.get("scrape_configs", [])}
+    live_jobs = {j.get("job_name", str, ""): j.value
+                 for j in Answer(live, f"ConfigMap {SCRAPE_CONFIGMAP} key {SCRAPE_KEY}").items("scrape_configs")}
     drift = []
     for job in generated["scrape_configs"]:
         if job["job_name"] not in live_jobs:
@@ -303,4 +375,3 @@ def _config_drift(key: str, live_text: str, generated_text: str) -> list[str]:
                           if job.get(k) != live_jobs[job["job_name"]].get(k))
             drift.append(f"scrape job {job['job_name']} differs in {', '.join(keys)}")
     return drift or ["other settings differ"]
-

@@ -1,79 +1,134 @@
-"""Prometheus checks: DCGM targets up, series present, which label carries the workload pod."""
+"""Prometheus checks: DCGM targets up, series present, which label carries the workload pod.
+
+Series are found by name pattern (`DCGM_FI_...`), not by one field, so a fleet whose GPUs are all
+split into MIG instances (no DCGM_FI_DEV_GPU_UTIL) is recognised as reporting."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import math
+from typing import Iterator
 
+from .. import redact
 from ..errors import RemoteError
 from ..project import Project
-from ..verify import FAIL, OK, WARN, Check, Options
+from .answer import Answer, OddAnswer, to_number
+from .http import get
+from .result import FAIL, NO_DATA, OK, WARN, Check, Options, step
 
 GROUP = "prometheus"
 
 
-def _query(url: str, expr: str) -> list[dict[str, Any]]:
-    import requests
+def _dcgm(label: str | None = None) -> str:
+    """Every DCGM field's series, optionally only those carrying `label`."""
+    extra = f', {label}!=""' if label else ""
+    return f'{{__name__=~"DCGM_FI_.+"{extra}}}'
 
-    try:
-        response = requests.get(f"{url.rstrip('/')}/api/v1/query", params={"query": expr}, timeout=5)
-        body = response.json()
-    except (requests.RequestException, ValueError) as exc:
-        raise RemoteError(f"cannot query Prometheus at {url} ({type(exc).__name__})",
-                          hint="check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, "
-                               "or --skip prometheus") from None
-    if body.get("status") != "success":
-        raise RemoteError(f"Prometheus refused the query {expr!r}: {body.get('error')}",
-                          hint="check that the URL is Prometheus' own API")
-    return body["data"]["result"]
+HINT = "check --prometheus-url (PROMETHEUS_URL) and that Prometheus is up, or --skip prometheus"
 
 
-def checks(project: Project, options: Options) -> list[Check]:
+class Prometheus:
+    def __init__(self, url: str, options: Options):
+        self.url, self.options = url.rstrip("/"), options
+        self.source = f"Prometheus at {redact.url(self.url)}"
+
+    def query(self, expr: str) -> list[tuple[dict[str, str], float]]:
+        """An instant query's samples as (labels, value); RemoteError or OddAnswer when not an answer."""
+        status, text = get(f"{self.url}/api/v1/query", self.options, self.source, HINT, params={"query": expr},
+                           verb="query")
+        try:
+            answer = Answer(json.loads(text), self.source)
+        except ValueError:
+            if status != 200:
+                raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
+            raise OddAnswer(self.source, "", text[:40], "JSON") from None
+        if answer.get("status", str) != "success":
+            raise RemoteError(f"{self.source} refused the query {expr!r}: {answer.get('error', str, '?')}",
+                              hint="check that the URL is Prometheus' own API")
+        if answer.get("data.resultType", str) != "vector":
+            raise OddAnswer(self.source, "data.resultType", answer.get("data.resultType", str), "'vector'")
+        samples = []
+        for item in answer.items("data.result", required=True):
+            value = item.get("value", list)
+            if len(value) != 2:
+                raise OddAnswer(self.source, f"{item.path}.value", value, "[time, value]")
+            samples.append((item.string_map("metric"), to_number(value[1], self.source, f"{item.path}.value[1]")))
+        return samples
+
+
+def checks(project: Project, options: Options) -> Iterator[Check]:
     if not options.prometheus_url:
-        return [Check(GROUP, "reachable", FAIL, "no Prometheus URL given",
-                      "pass --prometheus-url (or PROMETHEUS_URL), or --skip prometheus")]
-    url = options.prometheus_url
+        yield Check(GROUP, "reachable", FAIL, "no Prometheus URL given",
+                    "pass --prometheus-url (or PROMETHEUS_URL), or --skip prometheus")
+        return
+    prometheus = Prometheus(options.prometheus_url, options)
+    targets: list = []
+    yield from step(GROUP, "DCGM targets", _targets, prometheus, project, targets)
+    reporting: list = []
+    yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting)
+    if reporting:
+        yield from step(GROUP, "workload pod label", _pod_label, prometheus, project)
+        yield from step(GROUP, "node label", _node_label, prometheus, project)
+
+
+def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     settings = project.settings
     job = settings.scrape["job_name"]
-    result = []
-    targets = _query(url, f'up{{job="{job}"}}') or _query(url, "count by (job) (up and on (job) DCGM_FI_DEV_GPU_UTIL)")
-    down = [t for t in targets if t["value"][1] == "0"]
+    targets = prometheus.query(f'up{{job="{job}"}}') or \
+        prometheus.query(f"up and on (job) group by (job) ({_dcgm()})")
+    found.extend(targets)
+    down = [labels for labels, value in targets if value == 0]
     if not targets:
-        result.append(Check(GROUP, "DCGM targets", FAIL, f"no scrape target for job {job!r} and no job with DCGM series",
-                            "apply build/prometheus/additional-scrape-configs.yaml or build/k8s/servicemonitor.yaml"))
-    elif down:
-        instances = ", ".join(t["metric"].get("instance", "?") for t in down)
-        result.append(Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down: {instances}",
-                            "check the exporter pods on those nodes (kubectl -n "
-                            f"{settings.exporter['namespace']} get pods -o wide)"))
-    else:
-        result.append(Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up"))
-    series = _query(url, "count(DCGM_FI_DEV_GPU_UTIL)")
-    count = int(float(series[0]["value"][1])) if series else 0
+        return Check(GROUP, "DCGM targets", FAIL, f"no scrape target for job {job!r} and no job with DCGM series",
+                     "apply build/prometheus/additional-scrape-configs.yaml or build/k8s/servicemonitor.yaml",
+                     cause=NO_DATA)
+    if down:
+        instances = ", ".join(labels.get("instance", "?") for labels in down)
+        return Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down: {instances}",
+                     f"check the exporter pods on those nodes (kubectl -n {settings.exporter['namespace']} get pods "
+                     "-o wide)")
+    return Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up")
+
+
+def _series(prometheus: Prometheus, have_targets: bool, reporting: list) -> Check:
+    gpus = prometheus.query(f"count(count by (UUID) ({_dcgm()}))")
+    count = gpus[0][1] if gpus else 0
+    if not (math.isfinite(count) and count >= 0):
+        raise OddAnswer(prometheus.source, "data.result[0].value[1]", count, "a count of GPUs")
+    count = int(count)
     if not count:
-        result.append(Check(GROUP, "DCGM series", FAIL, "no DCGM_FI_DEV_GPU_UTIL series",
-                            "check the scrape job's metric_relabel_configs keep DCGM_.* and the exporter's CSV"))
-        return result
-    result.append(Check(GROUP, "DCGM series", OK, f"{count} GPUs reporting"))
-    exported = _query(url, 'count(DCGM_FI_DEV_GPU_UTIL{exported_pod!=""})')
-    plain = _query(url, 'count(DCGM_FI_DEV_GPU_UTIL{pod!=""})')
+        return Check(GROUP, "DCGM series", FAIL, "no DCGM_FI_* series",
+                     "check the scrape job's metric_relabel_configs keep DCGM_.* and the exporter's CSV",
+                     cause="" if have_targets else NO_DATA)
+    reporting.append(count)
+    return Check(GROUP, "DCGM series", OK, f"{count} GPUs reporting")
+
+
+def _pod_label(prometheus: Prometheus, project: Project) -> Check:
+    labels = project.settings.labels
+    exported = prometheus.query(f"count({_dcgm('exported_pod')})")
+    plain = prometheus.query(f"count({_dcgm('pod')})")
     detected = "exported_pod" if exported else ("pod" if plain else None)
     if detected is None:
-        result.append(Check(GROUP, "workload pod label", WARN, "no series carries a workload pod label",
-                            "run again while a pod uses a GPU; check the exporter's pod labels"))
-    elif detected != settings.labels.pod:
-        if detected == "exported_pod":
-            fix = ("set labels.pod: exported_pod, labels.namespace: exported_namespace and labels.container: "
-                   "exported_container in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor "
-                   "(honorLabels: true)")
-        else:
-            fix = "set labels.pod: pod, labels.namespace: namespace and labels.container: container in gpudash.yaml"
-        result.append(Check(GROUP, "workload pod label", FAIL,
-                            f"the workload pod arrives as {detected!r}, settings say {settings.labels.pod!r}", fix))
+        return Check(GROUP, "workload pod label", WARN, "no series carries a workload pod label",
+                     "run again while a pod uses a GPU; check the exporter's pod labels")
+    if detected == labels.pod:
+        return Check(GROUP, "workload pod label", OK, f"{detected!r} as configured")
+    if detected == "exported_pod":
+        fix = ("set labels.pod: exported_pod, labels.namespace: exported_namespace and labels.container: "
+               "exported_container in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor (honorLabels: true)")
     else:
-        result.append(Check(GROUP, "workload pod label", OK, f"{detected!r} as configured"))
+        fix = "set labels.pod: pod, labels.namespace: namespace and labels.container: container in gpudash.yaml"
+    return Check(GROUP, "workload pod label", FAIL,
+                 f"the workload pod arrives as {detected!r}, settings say {labels.pod!r}", fix)
+
+
+def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:
+    node = project.settings.labels.node
+    result = []
     for spelling in ("Hostname", "hostname"):
-        if spelling != settings.labels.node and _query(url, f'count(DCGM_FI_DEV_GPU_UTIL{{{spelling}!=""}})') \
-                and not _query(url, f'count(DCGM_FI_DEV_GPU_UTIL{{{settings.labels.node}!=""}})'):
-            result.append(Check(GROUP, "node label", FAIL, f"series carry {spelling!r}, settings say "
-                                f"{settings.labels.node!r}", f"set labels.node: {spelling} in gpudash.yaml"))
+        if spelling != node and prometheus.query(f"count({_dcgm(spelling)})") \
+                and not prometheus.query(f"count({_dcgm(node)})"):
+            result.append(Check(GROUP, "node label", FAIL, f"series carry {spelling!r}, settings say {node!r}",
+                                f"set labels.node: {spelling} in gpudash.yaml"))
     return result

@@ -247,3 +247,162 @@ def test_the_operators_service_monitor_renames_the_workload_labels(stack, refere
         "ServiceMonitor nvidia-dcgm-exporter does not honor labels: the workload pod arrives as exported_pod",
         "apply build/k8s/servicemonitor.yaml (honorLabels: true) in its place, or set labels.pod: exported_pod "
         "in gpudash.yaml")
+
+
+# --- a deadline for the whole command -------------------------------------------------------------
+
+def _gpudash(*args, env=None, timeout=60, **kwargs):
+    """gpudash as its own process; `timeout` is a hang detector, not a timing assertion."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", "from generator.cli import main; main()", *args],
+                          env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers():
+    """A CloudWatch endpoint that never answers, an exporter and a Prometheus that drip one byte at a time:
+    the process ends with each group failed, not when the servers give up (they never do)."""
+    from tests.support.canned_server import CannedServer
+
+    with CannedServer(mode="silent") as cloudwatch, CannedServer(mode="drip") as exporter, \
+            CannedServer(mode="drip") as prometheus:
+        result = _gpudash("verify", "--output", "json", "--skip", "kube", "--timeout", "1",
+                          "--endpoint-url", cloudwatch.url, "--exporter-url", exporter.url + "/metrics",
+                          "--prometheus-url", prometheus.url,
+                          env={"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}, timeout=30)
+        assert cloudwatch.requests and exporter.requests and prometheus.requests  # each was really asked
+    assert result.returncode == 1, result.stderr
+    checks = {c["group"]: c for c in json.loads(result.stdout)["checks"]}
+    for group in ("exporter", "prometheus", "cloudwatch"):
+        assert checks[group]["status"] == "fail"
+        assert checks[group]["cause"] == "unreachable"
+        assert re.search(r"(no answer|did not finish answering) within 1 s", checks[group]["detail"]), checks[group]
+
+
+# --- nothing to verify -------------------------------------------------------------------------
+
+def test_every_group_skipped_is_a_usage_error(cli):
+    code, stdout, stderr = cli("verify", "--skip", "kube", "--skip", "exporter", "--skip", "prometheus",
+                               "--skip", "cloudwatch")
+    assert code == 2 and stdout == ""
+    assert "every group of checks is skipped: nothing to verify" in stderr
+    assert "leave out one of the --skip options" in stderr
+
+
+# --- credentials in URLs -----------------------------------------------------------------------
+
+MARKER = "s3cr3t-Marker"
+
+
+def test_credentials_in_urls_are_never_printed(cli, tmp_path, monkeypatch):
+    """user:password@ in every URL gpudash takes, through verify (table, JSON, --debug), push's preflight,
+    apply and plan: the password never appears; where the URL is shown, it is redacted."""
+    from generator.errors import RemoteError
+    from tests.support.canned_server import CannedServer
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    dead = f"http://gpudash:{MARKER}@127.0.0.1:9"
+    shown = {
+        "verify table": ("verify", "--exporter-url", dead + "/metrics"),
+        "verify json": ("verify", "--output", "json", "--exporter-url", dead + "/metrics"),
+        "verify debug": ("--debug", "verify", "--exporter-url", dead + "/metrics"),
+        "push preflight": ("push",),
+        "push preflight debug": ("--debug", "push"),
+    }
+    env = {"PROMETHEUS_URL": dead, "AWS_ENDPOINT_URL": dead, "GRAFANA_URL": dead, "GRAFANA_TOKEN": "t"}
+    for name, args in shown.items():
+        code, stdout, stderr = cli(*args, env=env)
+        assert code in (1, 3), (name, code, stderr)
+        assert MARKER not in stdout + stderr, (name, stdout + stderr)
+        assert "http://***@127.0.0.1:9" in stdout + stderr, (name, stdout + stderr)
+    refusing = '{"__type": "AccessDenied", "message": "not allowed"}'
+    with CannedServer(refusing, status=400, content_type="application/x-amz-json-1.0") as aws:
+        env["AWS_ENDPOINT_URL"] = aws.url.replace("http://", f"http://gpudash:{MARKER}@")
+        for args in (("apply", "--skip-verify"), ("--debug", "apply", "--skip-verify"), ("plan", "--no-grafana")):
+            code, stdout, stderr = cli(*args, env=env)
+            assert code == 3 and "AccessDenied" in stderr and MARKER not in stdout + stderr, (args, stderr)
+    # botocore names the endpoint when it cannot connect; every error message is redacted
+    error = RemoteError(f'Could not connect to the endpoint URL: "{dead}/"', where=dead, hint=f"check {dead}")
+    assert MARKER not in str(error) and 'URL: "http://***@127.0.0.1:9/"' in str(error)
+
+
+def test_credentials_in_a_url_still_authenticate(cli):
+    """The user-info becomes basic auth on the request, and leaves the message."""
+    import base64
+
+    from tests.support.canned_server import CannedServer
+
+    with CannedServer('{"status": "success", "data": {"resultType": "vector", "result": "odd"}}') as prometheus:
+        url = prometheus.url.replace("http://", f"http://gpudash:{MARKER}@")
+        code, stdout, stderr = cli("verify", "--output", "json", "--skip", "kube", "--skip", "exporter",
+                                   "--skip", "cloudwatch", "--prometheus-url", url)
+    assert prometheus.requests[0][2]["Authorization"] == \
+        "Basic " + base64.b64encode(f"gpudash:{MARKER}".encode()).decode()
+    detail = json.loads(stdout)["checks"][0]["detail"]
+    assert detail == (f"odd answer from Prometheus at http://***@{prometheus.address}: data.result is 'odd', "
+                      "expected a list")
+    assert MARKER not in stdout + stderr
+
+
+# --- colour and alignment ----------------------------------------------------------------------
+
+def _on_a_terminal(*args, no_color: bool):
+    """Run gpudash with stdout on a pseudo-terminal; its exit code and what it printed there."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    if no_color:
+        env["NO_COLOR"] = "1"
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen([sys.executable, "-c", "from generator.cli import main; main()", *args],
+                                   env=env, stdout=follower, stderr=subprocess.DEVNULL)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: the process is done
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=60)
+        return process.returncode, b"".join(chunks).decode().replace("\r\n", "\n")
+    finally:
+        os.close(leader)
+
+
+def test_the_table_is_aligned_with_colour_on_a_terminal_and_plain_with_no_color():
+    import click
+
+    args = ("verify", "--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url",
+            "http://127.0.0.1:9")
+    code, coloured = _on_a_terminal(*args, no_color=False)
+    assert code == 1 and "\x1b[" in coloured  # colour on a terminal
+    header, rule, row = click.unstyle(coloured).split("\n")[:3]
+    assert row.index("FAIL") == header.index("STATUS")
+    assert row.index("cannot query Prometheus") == header.index("DETAIL") == rule.index(" -", header.index("STATUS")) + 1
+    code, plain = _on_a_terminal(*args, no_color=True)
+    assert code == 1 and "\x1b[" not in plain
+    assert plain.split("\n")[:3] == [header, rule, row]
+
+
+# --- structure -----------------------------------------------------------------------------------
+
+def test_checks_import_without_verify():
+    """The check groups depend on their result types, not on the verify command that runs them."""
+    import subprocess
+    import sys
+
+    loaded = subprocess.run([sys.executable, "-c", "import sys, generator.checks.kube, generator.checks.prometheus, "
+                             "generator.checks.exporter, generator.checks.cloudwatch; "
+                             "print('generator.verify' in sys.modules)"], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "False"

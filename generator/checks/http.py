@@ -1,0 +1,50 @@
+"""Reads over HTTP that end by the run's deadline: every connect and socket read has a timeout, and a
+body that arrives too slowly (a server that drips) is abandoned when the deadline passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import redact
+from ..errors import RemoteError
+from .result import Options
+
+BODY_LIMIT = 64 * 2**20  # no answer gpudash reads is near this; a larger one is not the API
+
+
+class SlowAnswer(RemoteError):
+    """The deadline passed while the answer was still arriving."""
+
+
+def read_body(response: Any, options: Options, what: str) -> bytes:
+    """The whole body of a urllib3 response read without preloading, by the deadline."""
+    chunks, size = [], 0
+    while True:
+        if options.remaining() <= 0:
+            raise SlowAnswer(f"{what} did not finish answering within {options.timeout:g} s (it answers too slowly)",
+                             hint="check the server and the network between, or raise --timeout")
+        chunk = response.read1(65536, decode_content=True)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > BODY_LIMIT:
+            raise RemoteError(f"{what} answered more than {BODY_LIMIT // 2**20} MiB", hint="check the URL")
+        chunks.append(chunk)
+
+
+def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
+        verb: str = "read") -> tuple[int, str]:
+    """GET `url` (user-info becomes basic auth, never part of a message); the status and the text."""
+    import requests
+    from urllib3.exceptions import HTTPError
+
+    clean, auth = redact.strip(url)
+    timeout = options.socket_timeout()
+    try:
+        with requests.get(clean, params=params, auth=auth, timeout=(timeout, timeout), stream=True) as response:
+            body = read_body(response.raw, options, what)
+            return response.status_code, body.decode(response.encoding or "utf-8", errors="replace")
+    except requests.RequestException as exc:
+        raise RemoteError(f"cannot {verb} {what} ({type(exc).__name__})", hint=hint) from None
+    except (HTTPError, OSError) as exc:  # a timeout or a reset while the body streams
+        raise RemoteError(f"cannot {verb} {what} ({type(exc).__name__})", hint=hint) from None

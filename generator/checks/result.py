@@ -1,0 +1,71 @@
+"""What a check reports, and the options every group of checks reads.
+
+A check's `cause` tells a caller such as the publish preflight why it failed, so it can act on it:
+`no-data` (deployed, nothing arrived yet), `not-deployed`, `unreachable`, `odd-answer`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterator
+
+from .. import redact
+from .answer import OddAnswer
+
+OK, FAIL, WARN, SKIP = "ok", "fail", "warn", "skip"
+NO_DATA, NOT_DEPLOYED, UNREACHABLE, ODD_ANSWER = "no-data", "not-deployed", "unreachable", "odd-answer"
+
+
+@dataclass(frozen=True)
+class Check:
+    group: str
+    name: str
+    status: str
+    detail: str
+    fix: str = ""
+    cause: str = ""
+
+    def __post_init__(self) -> None:
+        # a URL a user typed may carry credentials; no check ever shows them
+        object.__setattr__(self, "detail", redact.text(self.detail))
+        object.__setattr__(self, "fix", redact.text(self.fix))
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass
+class Options:
+    context: str | None = None  # kubeconfig context
+    exporter_url: str | None = None
+    prometheus_url: str | None = None
+    profile: str | None = None
+    endpoint_url: str | None = None
+    timeout: float = 10.0  # seconds for the whole run, every group included
+    prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
+    deadline: float = field(default=0.0, repr=False)  # time.monotonic() by which every answer is in
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.timeout
+
+    def remaining(self) -> float:
+        return (self.deadline or time.monotonic() + self.timeout) - time.monotonic()
+
+    def socket_timeout(self, cap: float = 5.0) -> float:
+        """How long one connect or read may wait: never past the deadline."""
+        return max(0.05, min(cap, self.remaining()))
+
+
+ODD_FIX = ("this is not what the API answers: check that the URL reaches the API itself (not a proxy or a "
+           "login page) and that its version is supported")
+
+
+def step(group: str, name: str, check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
+    """Run one check; an answer not shaped as its API promises becomes this check's failure, naming it."""
+    try:
+        outcome = check(*args)
+    except OddAnswer as odd:
+        yield Check(group, name, FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
+        return
+    yield from (outcome if isinstance(outcome, list) else [outcome])

@@ -1,0 +1,58 @@
+"""A loopback HTTP server that answers every request the same way: a canned answer (any status, type
+and body, valid or not), silence (it reads the request and never answers), or a drip (it sends the
+headers, then one byte of body at a time, forever). For odd answers and deadlines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback import LoopbackServer
+
+
+class CannedServer(LoopbackServer):
+    def __init__(self, body: bytes | str = b"", status: int = 200, content_type: str = "application/json",
+                 mode: str = "answer", drip_every: float = 0.2):
+        self.body = body.encode() if isinstance(body, str) else body
+        self.status, self.content_type, self.mode, self.drip_every = status, content_type, mode, drip_every
+        self.released = threading.Event()
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _handle(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                server.requests.append((self.command, self.path, dict(self.headers)))
+                if server.mode == "silent":
+                    server.released.wait()
+                    return
+                self.send_response(server.status)
+                self.send_header("Content-Type", server.content_type)
+                if server.mode == "drip":
+                    self.send_header("Content-Length", str(10**9))
+                    self.end_headers()
+                    while not server.released.is_set():
+                        self.wfile.write(b"#")
+                        self.wfile.flush()
+                        time.sleep(server.drip_every)
+                    return
+                self.send_header("Content-Length", str(len(server.body)))
+                self.end_headers()
+                self.wfile.write(server.body)
+
+            do_GET = do_POST = _handle  # noqa: N815
+
+        self._serve(Handler)
+        self.url = f"http://{self.address}"
+
+    def __exit__(self, *exc) -> None:
+        self.released.set()
+        super().__exit__(*exc)
