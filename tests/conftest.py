@@ -53,3 +53,14 @@ def project_dir(tmp_path: Path):
         return tmp_path / "gpudash.yaml"
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def deadline_clock(monkeypatch):
+    """Publishing's backoff and Retry-After waits advance a fake clock: no test sleeps for them."""
+    from generator.targets import deadline
+    from tests.support.clock import FakeClock
+
+    fake = FakeClock()
+    monkeypatch.setattr(deadline, "CLOCK", fake)
+    return fake

@@ -65,8 +65,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
                           f"by gpudash; --force takes it over"]
     elif evidence == EDITED:
         change.action = DRIFT
-        change.details = [f"changed in Grafana by {latest.get('createdBy') or 'someone'} (version {meta.get('version')}) "
-                          f"since gpudash pushed it; --force overwrites"] + diff.grafana(model, desired)
+        who = latest.get("createdBy") or "someone"
+        change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash pushed it; "
+                          f"--force overwrites"] + diff.grafana(model, desired)
     else:
         change.action = UPDATE
         change.details = diff.grafana(model, desired)

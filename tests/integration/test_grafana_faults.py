@@ -22,20 +22,12 @@ from generator.output import write
 from generator.publish import desired_from, read_build
 from generator.targets import deadline, grafana_sync
 from generator.targets.grafana_api import GrafanaClient
-from tests.support.clock import FakeClock
 from tests.support.fault_proxy import HTML, FaultProxy, Rule
 from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
 SAVE, SEARCH = r"^/api/dashboards/db$", r"^/api/search$"
 CREATED, UPDATED, RETIRED = ("gpudash-all-metrics", "gpudash-by-pod"), "gpudash-overview", "gpudash-retired"
 EDITED, FOREIGN, COPY = "gpudash-health", "team-board", "x7Hq2LmZa"
-
-
-@pytest.fixture(autouse=True)
-def clock(monkeypatch):
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "CLOCK", fake)
-    return fake
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +138,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, proxy, run, desired, clock):
+def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, proxy, run, desired):
     rules, expected, failed = CASES[name]
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(*rules)
@@ -163,17 +155,19 @@ def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, 
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
-def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, clock):
+def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):
     proxy.inject(Rule(SAVE, status=429, headers={"Retry-After": "7"}))
     assert run()[0] == 1
-    assert 7.0 in clock.slept
+    assert 7.0 in deadline_clock.slept
 
 
 @pytest.mark.parametrize("rule", [
     Rule(SEARCH, times=99, **_html()),
     Rule(SEARCH, times=99, body=b"{}", status=200),
+    Rule(f"/uid/{UPDATED}$", times=99, body=b'{"dashboard": {"uid": ', status=200),
     Rule(f"/uid/{UPDATED}$", action="truncate", times=99),
-], ids=["HTML instead of the search", "an object instead of the search list", "every read truncated"])
+], ids=["HTML instead of the search", "an object instead of the search list", "invalid JSON",
+        "every read truncated"])
 def test_a_read_that_is_not_a_valid_answer_fails_before_any_write(rule, grafana, proxy, run, desired):
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(rule)

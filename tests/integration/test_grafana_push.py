@@ -9,23 +9,14 @@ import pytest
 from generator.artifacts import build
 from generator.project import load_project
 from generator.publish import desired_from
-from generator.targets import deadline, grafana_sync
+from generator.targets import grafana_sync
 from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
 from generator.targets.grafana_api import GrafanaClient
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
-from tests.support.clock import FakeClock
 from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
-
-
-@pytest.fixture(autouse=True)
-def clock(monkeypatch):
-    """Backoff and Retry-After waits advance this clock instead of sleeping."""
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "CLOCK", fake)
-    return fake
 
 
 @pytest.fixture
@@ -181,7 +172,8 @@ def test_a_dashboard_a_person_edited_is_not_pruned_without_force(grafana, run, p
                    "dashboard = Dashboard('overview', 'GPU fleet overview', "
                    "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n"),
         "three.py": ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
-                     "dashboard = Dashboard('all-metrics', 'All', [Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'U')])])\n")})
+                     "dashboard = Dashboard('all-metrics', 'All', "
+                     "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'U')])])\n")})
     code, stdout, stderr = _push(run, "--config", str(config), "--prune")
     assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-health"]
     assert "alice changed it in Grafana since gpudash pushed it; --prune --force deletes it" in stdout
@@ -252,8 +244,8 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     project = load_project()
     desired = desired_from(build(project), project.settings)
     client = GrafanaClient(grafana.url, token=ADMIN)
-    grafana_sync.push(client, grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash"), desired.grafana,
-                      desired.folder, "", force=False, prune=False, dry_run=False)
+    first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
+    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
