@@ -11,8 +11,9 @@ a bearer header and never appears in a message.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from .. import redact
 from ..errors import GpudashError, RemoteError
 from .deadline import Deadline, DeadlineExceeded
 
@@ -51,21 +52,8 @@ class Unreachable(RemoteError):
 
 
 def safe_url(url: str) -> str:
-    """The URL without any user:password part, query or fragment."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(an unreadable URL)"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port:
-        host += f":{port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    """The URL for messages: user-info masked, no query or fragment."""
+    return redact.text(url.split("#")[0].split("?")[0])
 
 
 def check_url(url: str) -> str:
@@ -77,7 +65,8 @@ def check_url(url: str) -> str:
         raise GpudashError(f"cannot be read as a URL ({exc})", where="GRAFANA_URL", hint=_URL_HINT) from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         if "://" not in text:
-            raise GpudashError(f"{safe_url('http://' + text)[7:]!r} has no scheme",
+            shown = safe_url("http://" + text)[len("http://"):]
+            raise GpudashError(f"{shown!r} has no scheme",
                                where="GRAFANA_URL", hint=f"add http:// or https:// in front: {_example(text)}")
         raise GpudashError(f"must start with http:// or https:// (it starts with {parts.scheme}://)",
                            where="GRAFANA_URL", hint=_URL_HINT)
@@ -93,7 +82,7 @@ def check_url(url: str) -> str:
 
 
 def _example(text: str) -> str:
-    return "GRAFANA_URL=" + safe_url("https://" + text)
+    return "GRAFANA_URL=" + safe_url("https://" + text.split("@")[-1])
 
 
 class GrafanaClient:

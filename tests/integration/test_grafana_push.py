@@ -317,6 +317,8 @@ def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
 @pytest.mark.parametrize("url, says", [
     ("host:3000", "add http:// or https:// in front: GRAFANA_URL=https://host:3000"),
     ("grafana.example.com", "add http:// or https:// in front"),
+    ("admin:s3cret@grafana:3000", "'***@grafana:3000' has no scheme"),
+    ("http://admin:s3cret@grafana:3x", "'http://***@grafana:3x' has a port that is not a number"),
     ("ftp://grafana.example.com", "must start with http:// or https://"),
     ("http://grafana.example.com:30x0", "has a port that is not a number"),
     ("http://[::1", "cannot be read as a URL"),
@@ -324,7 +326,7 @@ def test_an_unprocessable_dashboard_is_a_422_with_a_hint(grafana, run):
 ])
 def test_a_malformed_grafana_url_is_a_usage_error(cli, url, says):
     code, _, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": url, "GRAFANA_TOKEN": ADMIN})
-    assert code == 2 and says in stderr and "Traceback" not in stderr
+    assert code == 2 and says in stderr and "Traceback" not in stderr and "s3cret" not in stderr
 
 
 def test_progress_is_one_line_per_phase_off_a_terminal(grafana, run):
