@@ -2,7 +2,7 @@
 
 from generator.model import Alarm, Condition, Query
 
-POD = ("pod",)
+POD = ("pod",)  # a pod is named with its namespace in every backend
 # Per GPU in Prometheus (alerts name the node and GPU); CloudWatch has no GPU dimension and
 # aggregates these over the cluster.
 GPU = ("node", "gpu")
@@ -60,7 +60,7 @@ def alarms(ctx):
               description="A GPU's PCIe link keeps retrying transfers: a degrading link or riser.",
               runbook="Check the node's PCIe errors (dmesg, nvidia-smi -q); reseat or replace the GPU."),
         Alarm("gpu-data-missing", "No GPU metrics arriving",
-              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "count"), "<", 1),
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
               severity="critical", absent=True, missing_data="breaching", evaluation_periods=2,
               datapoints_to_alarm=2,
               description="No DCGM metrics arrived for two periods: the exporter, the agent or Prometheus stopped.",

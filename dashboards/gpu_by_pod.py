@@ -23,17 +23,23 @@ def dashboards(ctx):
                 description="Framebuffer used over total (used + free) of the pod's GPUs."),
     ])
     power = ctx.available([
-        per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw by pod", aggregation="sum"),
+        per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw by pod", aggregation="sum",
+                description="Power drawn by the GPUs the pod uses, each GPU counted once (a GPU whose MIG "
+                            "instances several pods share shows under each of them)."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
-        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate by pod", aggregation="sum"),
+        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate by pod", aggregation="sum",
+                description="Energy used per second by the GPUs the pod uses, each GPU counted once (a GPU "
+                            "whose MIG instances several pods share shows under each of them)."),
     ])
     pcie = ctx.available([
         per_pod("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe receive by pod", aggregation="sum"),
         per_pod("DCGM_FI_PROF_PCIE_TX_BYTES", "PCIe transmit by pod", aggregation="sum"),
     ])
     pods = ctx.available([
-        Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_UTIL", "count", ("namespace", "pod")), kind="table",
-              width=24, unit="count", description="Workload pods holding GPUs now, with how many GPUs each holds."),
+        Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), kind="table",
+              width=24, unit="count",
+              description="Workload pods holding GPUs now, with how many GPUs each holds (a pod's MIG instances on "
+                          "one GPU count as that GPU)."),
     ])
     yield Dashboard(
         id="by-pod",

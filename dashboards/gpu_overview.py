@@ -11,8 +11,9 @@ TEMP = "DCGM_FI_DEV_GPU_TEMP"
 
 def dashboards(ctx):
     summary = ctx.available([
-        Panel("GPUs reporting", Query(UTIL, "count"), kind="stat", width=4, height=4,
-              description="Number of GPUs the exporter reports for the current selection."),
+        Panel("GPUs reporting", Query(TEMP, "count"), kind="stat", width=4, height=4, unit="count",
+              description="Number of GPUs the exporter reports for the current selection (a GPU split into "
+                          "MIG instances counts once)."),
         fleet_stat(UTIL, "Average GPU utilization", thresholds=ctx.levels("gpu_util_percent")),
         fleet_stat(TEMP, "Average GPU temperature", kind="gauge", thresholds=ctx.levels("gpu_temp_celsius"),
                    min=0, max=110),
@@ -20,7 +21,8 @@ def dashboards(ctx):
         fleet_stat(TEMP, "Hottest GPU", aggregation="max", thresholds=ctx.levels("gpu_temp_celsius")),
         fleet_stat(FB_USED, "Framebuffer in use", over=(FB_USED, FB_FREE), kind="gauge",
                    thresholds=ctx.levels("framebuffer_used_ratio"), min=0, max=1,
-                   description="Framebuffer used over total (used + free), all selected GPUs."),
+                   description="Framebuffer used over total (used + free) of each selected GPU, averaged "
+                               "over the GPUs."),
     ])
     usage = ctx.available([
         per_gpu(UTIL, "GPU utilization", thresholds=ctx.levels("gpu_util_percent"), min=0, max=100),

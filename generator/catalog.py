@@ -19,6 +19,22 @@ from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# MIG: on a GPU split into instances the exporter writes one series per instance, told
+# apart by these labels. Fields of the whole device (power, energy, temperature, clocks,
+# errors, PCIe and NVLink traffic) repeat on every instance; framebuffer and profiling
+# fields belong to the instance.
+MIG_INSTANCE_LABEL = "GPU_I_ID"
+MIG_PROFILE_LABEL = "GPU_I_PROFILE"
+_INSTANCE_PREFIXES = ("DCGM_FI_DEV_FB_", "DCGM_FI_PROF_")
+_DEVICE_FRAGMENTS = ("PCIE", "NVLINK", "C2C")
+# Fields MIG does not support, and the per-instance field that stands in for each (with the
+# factor that puts it in the same unit): GPU utilization is not reported for MIG instances,
+# graphics engine activity is.
+MIG_SUBSTITUTES = {
+    "DCGM_FI_DEV_GPU_UTIL": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 100.0),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
+}
+
 
 @dataclass(frozen=True)
 class Metric:
@@ -41,6 +57,19 @@ class Metric:
     @property
     def is_counter(self) -> bool:
         return self.kind == "counter"
+
+    @property
+    def per_instance(self) -> bool:
+        """True for fields MIG reports per GPU instance; False for fields of the whole device."""
+        return self.name.startswith(_INSTANCE_PREFIXES) and not any(f in self.name for f in _DEVICE_FRAGMENTS)
+
+    @property
+    def per_gpu_aggregation(self) -> str:
+        """How the series of one GPU combine into its value: a device field repeats on every MIG
+        instance (counted once: max); instance memory adds up; instance activity averages."""
+        if not self.per_instance:
+            return "max"
+        return "sum" if self.unit_key in ("mebibyte", "byte") else "avg"
 
     @property
     def charted_unit(self) -> Unit:
@@ -71,6 +100,11 @@ class Catalog:
             return self._by_name[name]  # type: ignore[attr-defined]
         except KeyError:
             raise KeyError(name) from None
+
+    def mig_substitute(self, name: str) -> tuple[str, float] | None:
+        """(field, factor) that stands in for `name` on MIG instances, when the CSV collects it."""
+        substitute = MIG_SUBSTITUTES.get(name)
+        return substitute if substitute and substitute[0] in self else None
 
     def series(self) -> tuple[Metric, ...]:
         return tuple(m for m in self.metrics if m.is_series)

@@ -1,74 +1,192 @@
-"""PromQL for neutral queries. Pure: (query, label mapping, catalog, matchers) -> text.
+"""PromQL for neutral queries. Pure: (query, label mapping, catalog, scope) -> text.
 
 Every PromQL expression gpudash writes (Grafana panels, variables, alert rules)
-comes from here, so the workload-pod label and the blank-value filter are
-applied in one place.
+comes from here, so label handling is designed once:
+
+* the node: fleets spell it several ways (`node` from gpudash's scrape job,
+  `hostname`, `Hostname`). The series of one GPU carry the same spellings, so a
+  GPU is identified by the raw spellings plus `gpu`; the first non-empty spelling
+  becomes the label `node` (label_join + label_replace) wherever a query groups
+  by node, and the node variable matches it the same way (`node_matchers`);
+* the workload pod is (namespace, pod): grouping by pod also groups by namespace;
+* MIG: every query first reduces the series of one GPU to one value per GPU (and
+  per outer group), with the field's own per-GPU aggregation: device fields that
+  repeat on every instance count once, instance memory adds up, instance
+  activity averages. On a GPU without MIG that step changes nothing;
+* DCGM's blank / not-supported sentinels give no data, for gauges and counters.
 """
 
 from __future__ import annotations
 
-from .catalog import Catalog
+from dataclasses import dataclass
+
+from .catalog import MIG_INSTANCE_LABEL, Catalog
 from .model import Query
 from .settings import Labels
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
-# fields, about 2**63 for integer fields. No real reading comes near 1e14, so gauges
-# are compared against it and blank samples drop out instead of wrecking averages.
+# fields, about 2**63 for integer fields. No real reading comes near 1e14, so values are
+# compared against it and blank samples drop out instead of wrecking averages.
 BLANK_FLOOR = "1e14"
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName"}
+ALL = ".*"  # the regex of a dashboard variable set to "All"
 
 
 def label_name(key: str, labels: Labels) -> str:
-    """The Prometheus label that carries a neutral grouping key."""
+    """The Prometheus label that carries a neutral grouping key (after coalescing the node)."""
     return _FIXED_LABELS.get(key) or getattr(labels, key)
 
 
+def group_keys(by: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys a query really groups by: a pod is only known with its namespace."""
+    if "pod" in by and "namespace" not in by:
+        index = by.index("pod")
+        return (*by[:index], "namespace", *by[index:])
+    return tuple(by)
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def legend(query: Query, labels: Labels) -> str:
-    """Grafana legend for a query: `Pod {{pod}}` for per-pod series, and so on."""
+    """Grafana legend for a query: `Pod {{namespace}}/{{pod}}` for per-pod series, and so on."""
     if query.legend is not None:
         return query.legend
+    keys = group_keys(query.by)
     parts = []
-    for key in query.by:
+    for key in keys:
         name = label_name(key, labels)
-        prefix = {"pod": "Pod ", "gpu": "GPU ", "namespace": "ns "}.get(key, "")
+        if key == "namespace" and "pod" in keys:
+            continue  # written with the pod
+        if key == "pod":
+            parts.append(f"Pod {{{{{label_name('namespace', labels)}}}}}/{{{{{name}}}}}")
+            continue
+        prefix = {"gpu": "GPU ", "namespace": "Namespace "}.get(key, "")
         parts.append(f"{prefix}{{{{{name}}}}}")
     return " ".join(parts) if parts else query.metric
 
 
-def selector(metric: str, matchers: tuple[str, ...]) -> str:
+@dataclass(frozen=True)
+class Scope:
+    """Which series a query covers: a regex per neutral key (dashboard variables, `$node`)."""
+
+    regexes: tuple[tuple[str, str], ...] = ()
+
+    def matchers(self, labels: Labels) -> list[list[str]]:
+        """Alternative matcher lists; a series is in scope when one of them matches it."""
+        base = [f"{label_name(key, labels)}=~{_quote(regex)}" for key, regex in self.regexes if key != "node"]
+        node = next((regex for key, regex in self.regexes if key == "node"), None)
+        if node is None:
+            return [base]
+        return [base + branch for branch in node_matchers(node, labels)]
+
+
+def node_matchers(regex: str, labels: Labels) -> list[list[str]]:
+    """Matcher branches for "the first non-empty node spelling matches `regex`"."""
+    branches = []
+    for index, source in enumerate(labels.node_sources):
+        earlier = [f'{name}=""' for name in labels.node_sources[:index]]
+        branches.append([*earlier, f"{source}=~{_quote(regex)}"])
+    return branches
+
+
+def selector(metric: str, matchers: list[str] | tuple[str, ...]) -> str:
     return f"{metric}{{{', '.join(matchers)}}}" if matchers else metric
 
 
-def _series(metric: str, catalog: Catalog, matchers: tuple[str, ...], rate_window: str,
-            as_increase: bool) -> str:
-    text = selector(metric, matchers)
-    field = catalog.get(metric)
-    if not field.is_counter:
-        return f"({text} < {BLANK_FLOOR})"
+def coalesce_node(expr: str, labels: Labels) -> str:
+    """`expr` with its first non-empty node spelling written into the label `node`."""
+    sources = labels.node_sources
+    if sources == (labels.node,):
+        return expr
+    target = _quote(labels.node)
+    joined = f"label_join({expr}, {target}, \";\", {', '.join(_quote(s) for s in sources)})"
+    return f'label_replace({joined}, {target}, "$1", {target}, ";*([^;]*).*")'
+
+
+def gpu_identity(labels: Labels) -> tuple[str, ...]:
+    """Labels that together name one physical GPU, whatever spelling its exporter uses."""
+    return (labels.cluster, *labels.node_sources, "gpu")
+
+
+def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str) -> str:
+    """One selector per scope branch, with `function` applied ({} = the selector)."""
+    parts = [function.format(selector(metric, [*branch, *extra])) for branch in branches]
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+
+def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
+                  window: str, as_increase: bool) -> str:
+    """The samples of one field, blank sentinels removed; counters as rate/increase."""
+    field = catalog.get(metric) if metric in catalog else None
+    readable = _raw(metric, branches, extra, "{} < " + BLANK_FLOOR)
+    if field is None or not field.is_counter:
+        return readable if readable.startswith("(") else f"({readable})"
     if as_increase:
-        return f"increase({text}[{rate_window}])"
-    scale = field.unit.rate_scale  # e.g. throttled ns per second -> share of time
-    rate = f"rate({text}[{rate_window}])"
-    return rate if scale == 1 else f"({rate} * {scale:g})"
+        change = _raw(metric, branches, extra, "increase({}[" + window + "])")
+    else:
+        change = _raw(metric, branches, extra, "rate({}[" + window + "])")
+        if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
+            change = f"({change} * {field.unit.rate_scale:g})"
+    # A counter stuck on the blank sentinel has a rate of 0: it must give no data instead.
+    return f"({change} and {readable if readable.startswith('(') else f'({readable})'})"
 
 
-def expression(query: Query, labels: Labels, catalog: Catalog, matchers: tuple[str, ...] = (),
+def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], inner_by: str,
+             window: str, as_increase: bool, count: bool) -> str:
+    """One value per GPU (and per outer group): the MIG instances of one GPU combined.
+
+    Where MIG does not report a field (GPU utilization), its stand-in on the instances
+    is used, averaged over the GPU's instances, and the field itself on other GPUs.
+    """
+    if count:  # how many GPUs report the field, whatever its value
+        return f"max by ({inner_by}) ({_raw(metric, branches, extra, '{}')})"
+    how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
+    substitute = catalog.mig_substitute(metric)
+    if substitute is None:
+        return f"{how} by ({inner_by}) ({_field_series(metric, catalog, branches, extra, window, as_increase)})"
+    stand_in, factor = substitute
+    own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase)
+    mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase)
+    return (f"({catalog.get(stand_in).per_gpu_aggregation} by ({inner_by}) ({mig} * {factor:g})"
+            f" or {how} by ({inner_by}) ({own}))")
+
+
+def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = "$__range") -> str:
     """The PromQL for one neutral query.
 
-    `matchers` are rendered label matchers added to every selector (dashboard
-    variables, or an alert rule's scope). Per-pod queries also require the pod
-    label, so GPUs that no pod holds do not show up as an empty pod.
+    `scope` restricts the series (dashboard variables). Per-pod queries also require
+    the pod label, so GPUs that no pod holds do not show up as an empty pod.
     """
     if query.raw_promql:
         return query.raw_promql
-    if query.per_pod:
-        matchers = (*matchers, f'{labels.pod}!=""')
+    keys = group_keys(query.by)
+    extra = [f'{labels.pod}!=""'] if "pod" in keys else []
+    branches = scope.matchers(labels)
     window = increase_window if query.as_increase else rate_window
-    value = _series(query.metric, catalog, matchers, window, query.as_increase)
+    count = query.aggregation == "count"
+    outer = [label_name(key, labels) for key in keys]
+    inner = list(dict.fromkeys([*gpu_identity(labels), *(name for key, name in zip(keys, outer) if key != "node")]))
+    inner_by = ", ".join(inner)
+
+    def per_gpu(metric: str) -> str:
+        return _per_gpu(metric, catalog, branches, extra, inner_by, window, query.as_increase, count)
+
+    value = per_gpu(query.metric)
     if query.over:
-        total = " + ".join(_series(m, catalog, matchers, window, query.as_increase) for m in query.over)
+        total = " + ".join(per_gpu(m) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
-    grouping = ", ".join(label_name(key, labels) for key in query.by)
+    if "node" in keys:
+        value = coalesce_node(value, labels)
+    grouping = ", ".join(outer)
     return f"{query.aggregation} by ({grouping}) ({value})" if grouping else f"{query.aggregation}({value})"
+
+
+def presence(metrics: tuple[str, ...], labels: Labels, scope: Scope = Scope(), extra: tuple[str, ...] = ()) -> str:
+    """Series of any of `metrics` in scope: the source of variable values and GPU counts."""
+    name = f'__name__=~{_quote("|".join(metrics))}'
+    parts = ["{" + ", ".join([name, *branch, *extra]) + "}" for branch in scope.matchers(labels)]
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"

@@ -38,13 +38,26 @@ class Cluster:
 
 @dataclass(frozen=True)
 class Labels:
-    """Which Prometheus label carries each fact (BRIEF §3: pod vs exported_pod)."""
+    """Which Prometheus label carries each fact (pod vs exported_pod, node vs hostname vs Hostname).
+
+    The node may be spelled several ways in one fleet: `node_sources` lists the labels
+    that can carry it, most trusted first, and queries coalesce them into `node`.
+    """
 
     pod: str
     namespace: str
     container: str
-    node: str
+    node_sources: tuple[str, ...]
     cluster: str
+    node: str = "node"  # the one label queries, legends, variables and alerts use for the node
+
+    @classmethod
+    def from_settings(cls, document: dict[str, Any]) -> "Labels":
+        sources = document["node"]
+        sources = (sources,) if isinstance(sources, str) else tuple(sources)
+        # One spelling is used as it is; several are coalesced into `node`.
+        return cls(pod=document["pod"], namespace=document["namespace"], container=document["container"],
+                   node_sources=sources, cluster=document["cluster"], node=sources[0] if len(sources) == 1 else "node")
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,10 @@ class Settings:
     @property
     def alarms(self) -> dict[str, Any]:
         return self.raw["alarms"]
+
+    @property
+    def prometheus_stack(self) -> dict[str, Any]:
+        return self.raw["prometheus_stack"]
 
     @property
     def agent(self) -> dict[str, Any]:
@@ -335,7 +352,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                              where=f"{source}:{line}" if line else source, hint="give every cluster a unique name")
         seen[cluster.name] = index
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
-                    labels=Labels(**document["labels"]), origin=origin)
+                    labels=Labels.from_settings(document["labels"]), origin=origin)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     if mig:
         result.append(_mig(mig, wanted))
     result += _pod_labels(samples)
-    result += _node_label(samples, project.settings.labels.node)
+    result += _node_label(samples, project.settings.labels.node_sources)
     return result
 
 
@@ -97,7 +97,8 @@ def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:
     if not used:
         return Check(GROUP, "MIG", OK, detail)
     return Check(GROUP, "MIG", WARN, detail,
-                 f"panels of {', '.join(used)} leave out MIG instances; {MIG_ACTIVITY} measures their activity")
+                 f"the dashboards and alerts use {MIG_ACTIVITY} for MIG instances in place of {', '.join(used)} "
+                 f"where the counters CSV collects it; collect it if it is missing")
 
 
 def _busy(samples: dict[str, list[Any]]) -> list[Any]:
@@ -135,13 +136,16 @@ def _device(sample: Any) -> str:
     return f"{gpu} MIG instance {instance}" if instance else gpu
 
 
-def _node_label(samples: dict[str, list[Any]], node: str) -> list[Check]:
+def _node_label(samples: dict[str, list[Any]], sources: tuple[str, ...]) -> list[Check]:
     spellings = {name for values in samples.values() for s in values if s.labels.get("gpu") is not None
                  for name in ("Hostname", "hostname") if name in s.labels}
-    if spellings and node not in spellings:
+    configured = spellings & set(sources)
+    if spellings and not configured:
         found = sorted(spellings)[0]
-        return [Check(GROUP, "node label", FAIL, f"the exporter writes {found!r}, settings say {node!r}",
-                      f"set labels.node: {found} in gpudash.yaml")]
+        fix = (f"set labels.node: {found} in gpudash.yaml" if len(sources) == 1
+               else f"add {found} to labels.node in gpudash.yaml")
+        return [Check(GROUP, "node label", FAIL,
+                      f"the exporter writes {found!r}, settings say {' or '.join(map(repr, sources))}", fix)]
     if spellings:
-        return [Check(GROUP, "node label", OK, f"{node!r} as configured")]
+        return [Check(GROUP, "node label", OK, f"{', '.join(map(repr, sorted(configured)))} as configured")]
     return []

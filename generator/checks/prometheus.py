@@ -124,11 +124,12 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
 
 
 def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:
-    node = project.settings.labels.node
+    sources = project.settings.labels.node_sources
+    unnamed = "{" + ", ".join([f'__name__=~"DCGM_FI_.+"', *(f'{source}=""' for source in sources)]) + "}"
     result = []
     for spelling in ("Hostname", "hostname"):
-        if spelling != node and prometheus.query(f"count({_dcgm(spelling)})") \
-                and not prometheus.query(f"count({_dcgm(node)})"):
-            result.append(Check(GROUP, "node label", FAIL, f"series carry {spelling!r}, settings say {node!r}",
-                                f"set labels.node: {spelling} in gpudash.yaml"))
+        if spelling not in sources and prometheus.query(f"count({_dcgm(spelling)})") \
+                and prometheus.query(f"count({unnamed})"):
+            result.append(Check(GROUP, "node label", FAIL, f"series carry {spelling!r}, settings say "
+                                f"{' or '.join(map(repr, sources))}", f"add {spelling} to labels.node in gpudash.yaml"))
     return result

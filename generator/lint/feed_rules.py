@@ -12,6 +12,7 @@ import yaml
 
 from ..artifacts import GrafanaDashboard
 from ..project import Project
+from ..promql import gpu_identity
 from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from . import Finding, Rule, schema_message
@@ -65,8 +66,9 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
 
 def _published_labels(subject: FeedSubject) -> set[str]:
     labels = set(TARGET_LABELS) | set(EXPORTER_LABELS) | {m.name for m in subject.project.catalog.labels()}
-    if subject.project.settings.shared_prometheus:
-        labels.add(subject.project.settings.labels.cluster)
+    # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
+    # where a series lacks some of them: a missing one groups as empty, which changes nothing.
+    labels.update(gpu_identity(subject.project.settings.labels))
     for rule in subject.scrape_job().get("metric_relabel_configs", []):
         if rule.get("action") == "labeldrop":
             labels = {label for label in labels if not re.fullmatch(rule["regex"], label)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -152,7 +154,9 @@ def pod_legends(subject: GrafanaSubject) -> Iterable[Finding]:
     label = subject.pod_label
     for dashboard, panel, target in _targets(subject):
         expr = target["expr"]
-        if f"by ({label})" in expr and f"{{{{{label}}}}}" not in (target.get("legendFormat") or ""):
+        grouped = any(label in (name.strip() for name in group.split(","))
+                      for group in re.findall(r"\bby \(([^)]*)\)", expr))
+        if grouped and f"{{{{{label}}}}}" not in (target.get("legendFormat") or ""):
             yield Finding("GF012", "error", _where(dashboard, panel),
                           f"per-pod query's legend does not show {{{{{label}}}}}")
 

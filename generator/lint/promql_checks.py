@@ -13,7 +13,7 @@ _MACROS = (
     (re.compile(r"\$__interval|\$__range|\$\{__interval\}|\$\{__range\}"), "5m"),
 )
 RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes"}
-COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets"}
+COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets", "compare"}
 
 
 def substitute_macros(expr: str) -> str:
@@ -48,6 +48,9 @@ def selectors(ast) -> list[Selector]:
             if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
                     and isinstance(stack[-2], promql_parser.Call):
                 function = stack[-2].func.name
+            elif stack and isinstance(stack[-1], promql_parser.BinaryExpr) \
+                    and str(stack[-1].op) in COMPARISONS and _is_number(stack[-1].rhs):
+                function = "compare"  # a guard such as `x < 1e14`, not a chart of x
             labels = tuple(m.name for m in node.matchers.matchers)
             found.append(Selector(node.name, labels, function))
         stack.append(node)
@@ -60,5 +63,14 @@ def selectors(ast) -> list[Selector]:
 
 
 def range_windows(expr: str) -> list[str]:
-    """The text inside every [...] range of an (unsubstituted) expression."""
-    return re.findall(r"\[([^\]]+)\]", expr)
+    """The text inside every [...] range of an (unsubstituted) expression (not inside strings)."""
+    return re.findall(r"\[([^\]]+)\]", re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr))
+
+
+COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+
+
+def _is_number(node) -> bool:
+    import promql_parser
+
+    return isinstance(node, promql_parser.NumberLiteral)

@@ -10,7 +10,7 @@ from ..catalog import Catalog
 from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
 from ..exporter_styles import style_for
 from ..model import Alarm, Condition, source_file
-from ..promql import expression, label_name
+from ..promql import expression, group_keys, label_name
 from ..settings import Cluster, Settings
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
@@ -129,15 +129,24 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
         query = replace(query, by=("cluster", *query.by))  # one Prometheus, several clusters
     if alarm.absent:
         return f"absent({query.metric})"
-    value = expression(query, settings.labels, catalog, (), rate_window=window, increase_window=window)
+    value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
 
 
 def _where_label(alarm: Alarm, settings: Settings) -> str:
-    """` on pod {{ $labels.pod }}`, ` on {{ $labels.Hostname }} GPU {{ $labels.gpu }}` ..."""
-    words = {"pod": "pod ", "gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
-    parts = [f"{words.get(key, '')}{{{{ $labels.{label_name(key, settings.labels)} }}}}"
-             for key in alarm.condition.query.by if not alarm.absent]
+    """` on pod {{ $labels.namespace }}/{{ $labels.pod }}`, ` on {{ $labels.node }} GPU {{ $labels.gpu }}` ..."""
+    if alarm.absent:
+        return ""
+    keys = group_keys(alarm.condition.query.by)
+    words = {"gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
+    parts = []
+    for key in keys:
+        value = f"{{{{ $labels.{label_name(key, settings.labels)} }}}}"
+        if key == "namespace" and "pod" in keys:
+            continue  # named with the pod
+        if key == "pod":
+            value = f"pod {{{{ $labels.{label_name('namespace', settings.labels)} }}}}/{value}"
+        parts.append(words.get(key, "") + value)
     return " on " + " ".join(parts) if parts else ""
 
 
@@ -162,9 +171,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
 
 
 def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    from .grafana_files import MANAGED_BY
+    from .scrape import object_metadata
 
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": "gpudash-gpu-alerts", "namespace": settings.exporter["namespace"],
-                         "labels": dict(MANAGED_BY)},
-            "spec": rules}
+            "metadata": object_metadata("gpudash-gpu-alerts", settings), "spec": rules}

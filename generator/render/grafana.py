@@ -13,12 +13,14 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..model import Dashboard, Panel, Row, layout
-from ..promql import expression, label_name, legend
+from ..promql import Scope, coalesce_node, expression, label_name, legend, presence
 from ..settings import Settings
 from ..units import UNITS
 
-# Metrics tried, in order, as the source of variable values (label_values).
-_ANCHORS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
+# Device fields every GPU reports, MIG or not: variables and GPU counts read these, never
+# GPU utilization (MIG instances do not report it).
+PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
+            "DCGM_FI_DEV_GPU_UTIL")
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Dashboard variables in order: (name, neutral key, label in the UI).
 _VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Namespace"),
@@ -29,23 +31,38 @@ def uid_for(dashboard: Dashboard, settings: Settings) -> str:
     return f"{settings.grafana['uid_prefix']}-{dashboard.id}"
 
 
-def anchor_metric(catalog: Catalog) -> str:
-    series = [m.name for m in catalog.series()]
-    return next((name for name in _ANCHORS if name in series), series[0])
+def presence_metrics(catalog: Catalog) -> tuple[str, ...]:
+    collected = tuple(name for name in PRESENCE if name in catalog)
+    return collected or (catalog.series()[0].name,)
 
 
 def variable_names(settings: Settings) -> list[tuple[str, str, str]]:
     return [v for v in _VARIABLES if v[0] != "cluster" or settings.shared_prometheus]
 
 
-def variable_matchers(settings: Settings, upto: str | None = None) -> tuple[str, ...]:
-    """`label=~"$var"` for each dashboard variable (those before `upto` when given)."""
-    matchers = []
+def variable_scope(settings: Settings, upto: str | None = None) -> Scope:
+    """Each dashboard variable's regex for its key (those before `upto` when given)."""
+    regexes = []
     for name, key, _ in variable_names(settings):
         if name == upto:
             break
-        matchers.append(f'{label_name(key, settings.labels)}=~"${name}"')
-    return tuple(matchers)
+        regexes.append((key, f"${name}"))
+    return Scope(tuple(regexes))
+
+
+def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
+    """(query, regex) of one variable: label_values where one label holds the value, else the
+    label of a query_result (the node, coalesced from its spellings; the GPU, filtered by it)."""
+    labels = settings.labels
+    scope = variable_scope(settings, upto=name)
+    extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
+    series = presence(presence_metrics(catalog), labels, scope, extra)
+    label = label_name(key, labels)
+    coalesced = labels.node_sources != (labels.node,)
+    if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
+        return f"label_values({series}, {label})", ""
+    grouped = f"count by ({label}) ({coalesce_node(series, labels) if key == 'node' else series})"
+    return f"query_result({grouped})", f'/{label}="([^"]+)"/'
 
 
 def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
@@ -97,17 +114,17 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
         datasource = datasource.current(dm.VariableOption(selected=True, text=source["default"],
                                                           value=source["default"]))
     variables = [datasource]
-    anchor = anchor_metric(catalog)
     for name, key, title in variable_names(settings):
-        matchers = variable_matchers(settings, upto=name)
-        query = f"label_values({anchor}{{{', '.join(matchers)}}}, {label_name(key, settings.labels)})" \
-            if matchers else f"label_values({anchor}, {label_name(key, settings.labels)})"
-        variables.append(
+        query, regex = variable_query(name, key, catalog, settings)
+        variable = (
             db.QueryVariable(name).label(title).datasource(_datasource()).query(query).definition(query)
             .multi(True).include_all(True).all_value(".*")
             .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"]))
             .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.NATURAL_ASC)
         )
+        if regex:
+            variable = variable.regex(regex)
+        variables.append(variable)
     return variables
 
 
@@ -142,11 +159,11 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
     from grafana_foundation_sdk.builders import prometheus
     from grafana_foundation_sdk.models import prometheus as pm
 
-    matchers = variable_matchers(settings)
+    scope = variable_scope(settings)
     targets = []
     for ref_id, query in zip(_REF_IDS, panel.queries):
         target = (prometheus.Dataquery().datasource(_datasource()).ref_id(ref_id)
-                  .expr(expression(query, settings.labels, catalog, matchers))
+                  .expr(expression(query, settings.labels, catalog, scope))
                   .legend_format(legend(query, settings.labels)))
         if panel.kind == "table":
             target = target.format(pm.PromQueryFormat.TABLE).instant()

@@ -70,15 +70,30 @@ def additional_scrape_configs(settings: Settings) -> dict[str, Any]:
     return {"prometheus": {"prometheusSpec": {"additionalScrapeConfigs": [scrape_job(settings)]}}}
 
 
+# prometheus-operator gives every ServiceMonitor target the exporter pod's own `pod`,
+# `namespace` and `container`. With honorLabels a series that lacks them (a GPU no pod holds)
+# would take the exporter's: they are moved aside so only the workload's labels remain.
+TARGET_WORKLOAD_LABELS = ("pod", "namespace", "container")
+
+
+def object_metadata(name: str, settings: Settings) -> dict[str, Any]:
+    """Metadata of a prometheus-operator object: namespace and the kube-prometheus-stack release label."""
+    stack = settings.prometheus_stack
+    labels = dict(MANAGED_BY)
+    if stack["release"]:
+        labels["release"] = stack["release"]
+    return {"name": name, "namespace": stack["namespace"] or settings.exporter["namespace"], "labels": labels}
+
+
 def service_monitor(settings: Settings) -> dict[str, Any]:
-    """The ServiceMonitor alternative. honorLabels keeps the workload's pod labels as `pod`."""
+    """The ServiceMonitor alternative: honorLabels keeps the workload's labels as `pod`, `namespace`,
+    `container`; relabelings attach the node and the exporter pod as the scrape job does."""
     exporter = style_for(settings)
     label_name, label_value = exporter.pod_label
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": {"name": "gpudash-dcgm-exporter", "namespace": settings.exporter["namespace"],
-                     "labels": dict(MANAGED_BY)},
+        "metadata": object_metadata("gpudash-dcgm-exporter", settings),
         "spec": {
             "selector": {"matchLabels": {label_name: label_value}},
             "namespaceSelector": {"matchNames": [settings.exporter["namespace"]]},
@@ -87,6 +102,12 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
                 "path": METRICS_PATH,
                 "interval": settings.scrape["interval"],
                 "honorLabels": True,
+                "relabelings": [
+                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},
+                    {"sourceLabels": ["__meta_kubernetes_pod_name"], "targetLabel": "exporter_pod",
+                     "action": "replace"},
+                    {"regex": "|".join(TARGET_WORKLOAD_LABELS), "action": "labeldrop"},
+                ],
                 "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": METRIC_NAME_FILTER,
                                        "action": "keep"}],
             }],

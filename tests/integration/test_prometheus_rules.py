@@ -44,7 +44,7 @@ def _expected(folder, alert: str, **labels: str) -> dict:
     return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
 
 
-GPU0 = {"Hostname": "node-1", "gpu": "0"}
+GPU0 = {"node": "node-1", "gpu": "0"}
 
 
 def test_promtool_check_rules(rules):
@@ -71,7 +71,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuIdle", "exp_alerts": []},
                 {"eval_time": "40m", "alertname": "GpudashGpuIdle",
-                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", pod="idle-0")]},
+                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]},
             ],
         },
         {   # a pod fills its framebuffer: 23000 of 23500 MiB
@@ -82,7 +82,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                              _series("DCGM_FI_DEV_FB_FREE", "21500x20", pod="small-0", gpu=1), healthy_util],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashFramebufferFull",
-                 "exp_alerts": [_expected(rules, "GpudashFramebufferFull", pod="big-0")]},
+                 "exp_alerts": [_expected(rules, "GpudashFramebufferFull", namespace="ml", pod="big-0")]},
             ],
         },
         {   # 84 °C: warning, not critical; a blank sentinel on another GPU is ignored

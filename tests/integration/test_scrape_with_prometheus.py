@@ -162,9 +162,9 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
                 where = f"{dashboard.uid} / {panel['title']}: {target['expr']}"
                 assert result, where
                 legends = {_legend(target["legendFormat"], s["metric"]) for s in result}
-                if "by (pod)" in target["expr"]:
-                    assert legends == {f"Pod {pod}" for pod in pods}, where
-                elif "by (Hostname, gpu)" in target["expr"] and "MEMORY_TEMP" not in target["expr"]:
+                if target["expr"].startswith(("avg by (namespace, pod)", "sum by (namespace, pod)")):
+                    assert legends == {f"Pod kube-system/{pod}" for pod in pods}, where
+                elif " by (node, gpu)" in target["expr"] and "MEMORY_TEMP" not in target["expr"]:
                     assert legends == {f"{node} GPU 0" for node in nodes}, where
                 checked += 1
     assert checked >= 40
@@ -175,7 +175,7 @@ def test_blank_sentinel_values_are_left_out(stack, reference):
     dashboards = {d.uid: d.model for d in grafana_dashboards(_project_for_payload(reference))}
     panel = next(p for p in dashboards["gpudash-health"]["panels"] if p["title"] == "Memory temperature")
     result = prometheus.query(_substitute(panel["targets"][0]["expr"]))
-    assert [(s["metric"]["Hostname"], s["value"][1]) for s in result] == [("gpu-node-a", "61")]
+    assert [(s["metric"]["node"], s["value"][1]) for s in result] == [("gpu-node-a", "61")]
     assert prometheus.query('DCGM_FI_DEV_MEMORY_TEMP{Hostname="gpu-node-b"} > 1e18')  # the raw blank is there
 
 

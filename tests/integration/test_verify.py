@@ -162,10 +162,14 @@ def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
         "in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor (honorLabels: true)")
 
 
-def test_hostname_spelling_is_detected(stack, payload):
+def test_hostname_spelling_is_detected(stack, payload, tmp_path):
     cluster, verify = stack
     cluster.metrics_payload = payload.replace("Hostname=", "hostname=")
     code, checks = verify("--skip", "prometheus")
+    assert checks[("exporter", "node label")]["status"] == "ok"  # the default list accepts both spellings
+    config = tmp_path / "only-hostname-upper.yaml"
+    config.write_text("labels:\n  node: Hostname\n")
+    code, checks = verify("--skip", "prometheus", "--config", str(config))
     assert _failures(checks)[("exporter", "node label")] == (
         "the exporter writes 'hostname', settings say 'Hostname'", "set labels.node: hostname in gpudash.yaml")
 

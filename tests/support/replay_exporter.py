@@ -8,7 +8,8 @@ from tests.support.loopback import LoopbackServer
 
 
 class ReplayExporter(LoopbackServer):
-    """One HTTP server per payload; `payload` may be replaced while it runs."""
+    """One HTTP server per payload; `payload` may be replaced while it runs, or be a function
+    called on every scrape (counters that grow)."""
 
     def __init__(self, payload: str):
         self.payload = payload
@@ -21,7 +22,8 @@ class ReplayExporter(LoopbackServer):
                     self.send_error(404)
                     return
                 exporter.scrapes += 1
-                body = exporter.payload.encode()
+                payload = exporter.payload() if callable(exporter.payload) else exporter.payload
+                body = payload.encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))

@@ -89,6 +89,37 @@ def test_service_monitor_honors_the_workload_labels():
     assert monitor["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
 
 
+def _crd_validator(reference, plural: str):
+    crd = yaml.safe_load((reference / "k8s" / "prometheus-operator" / f"monitoring.coreos.com_{plural}.yaml").read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
+
+
+@pytest.mark.parametrize("config", ["", "prometheus_stack:\n  release: kube-prometheus-stack\n  namespace: monitoring\n"])
+def test_operator_objects_validate_against_the_crds_and_carry_the_release_label(reference, project_dir, config):
+    project = load_project(project_dir(config))
+    files = build(project)
+    for path, plural in (("k8s/servicemonitor.yaml", "servicemonitors"), ("k8s/prometheusrule.yaml", "prometheusrules")):
+        document = yaml.safe_load(files[path])
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                  for e in _crd_validator(reference, plural).iter_errors(document)]
+        assert errors == [], (path, errors)
+        metadata = document["metadata"]
+        if config:
+            assert metadata["labels"]["release"] == "kube-prometheus-stack" and metadata["namespace"] == "monitoring"
+        else:
+            assert "release" not in metadata["labels"] and metadata["namespace"] == "gpu-operator"
+    monitor = yaml.safe_load(files["k8s/servicemonitor.yaml"])
+    # the exporter stays selected in its own namespace wherever the ServiceMonitor lives
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["gpu-operator"]}
+
+
+def test_crd_validation_catches_a_wrong_field(reference):
+    monitor = service_monitor(load_project().settings)
+    monitor["spec"]["endpoints"][0]["honorLabels"] = "yes"
+    assert list(_crd_validator(reference, "servicemonitors").iter_errors(monitor))
+
+
 def _feed(project, mutate=None):
     files = build(project)
     if mutate:

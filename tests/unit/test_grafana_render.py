@@ -53,9 +53,9 @@ def test_by_pod_panels_group_by_pod_with_pod_legends():
     series_panels = [(p, t) for p, t in _targets(by_pod) if p["type"] == "timeseries"]
     assert len(series_panels) >= 10
     for panel, target in series_panels:
-        assert "by (pod)" in target["expr"], panel["title"]
+        assert target["expr"].startswith(("avg by (namespace, pod) (", "sum by (namespace, pod) (")), panel["title"]
         assert 'pod!=""' in target["expr"], panel["title"]
-        assert target["legendFormat"] == "Pod {{pod}}", panel["title"]
+        assert target["legendFormat"] == "Pod {{namespace}}/{{pod}}", panel["title"]
         assert panel["options"]["legend"]["showLegend"] is True
 
 
@@ -64,12 +64,13 @@ def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_di
     _, models = _dashboards(config)
     text = json.dumps(models)
     assert not re.search(r'[{ ,(]pod=~', text), "a query still filters on the exporter's own pod label"
-    assert "by (pod)" not in text
+    assert not re.search(r"by \([^)]*\bpod\b", text)
     by_pod = models["gpudash-by-pod"]
     legends = {t["legendFormat"] for p, t in _targets(by_pod) if p["type"] == "timeseries"}
-    assert legends == {"Pod {{exported_pod}}"}
+    assert legends == {"Pod {{exported_namespace}}/{{exported_pod}}"}
     variables = {v["name"]: v for v in by_pod["templating"]["list"]}
     assert variables["pod"]["query"].endswith(", exported_pod)")
+    # one node spelling configured: no coalescing, the label is used as it is
     assert variables["node"]["query"].endswith(", hostname)")
     assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
 
@@ -95,7 +96,8 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
         for panel, target in _targets(model):
             assert panel["datasource"]["uid"] == "${datasource}"
             assert target["datasource"]["uid"] == "${datasource}"
-            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'Hostname=~"$node"', 'gpu=~"$gpu"'):
+            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"', 'node="", hostname=~"$node"',
+                            'node="", hostname="", Hostname=~"$node"', 'gpu=~"$gpu"'):
                 assert matcher in target["expr"], (panel["title"], matcher)
         for variable in model["templating"]["list"][1:]:
             assert variable["datasource"]["uid"] == "${datasource}"
@@ -108,16 +110,18 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
         for panel, target in _targets(model):
             for selector in selectors(parse(target["expr"])):
                 metric = project.catalog.get(selector.metric)
-                if metric.is_counter:
-                    assert selector.range_function in ("rate", "increase"), target["expr"]
+                if metric.is_counter:  # rated, or compared with the blank floor
+                    assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
                 else:
-                    assert selector.range_function is None
+                    assert selector.range_function in (None, "compare")
             if "rate(" in target["expr"]:
                 assert "[$__rate_interval]" in target["expr"]
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
-    assert replay.startswith("max by (Hostname, gpu) (rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    assert replay.startswith("max by (node, gpu) (label_replace(label_join(max by (cluster, node, hostname, Hostname, "
+                             "gpu) (((rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    assert "[$__rate_interval])) and (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{" in replay  # a blank counter gives no rate
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
-    assert util.endswith("< 1e14))")
+    assert util.endswith("< 1e14))))")
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():
@@ -157,7 +161,7 @@ def test_everything_nvidias_dashboard_charts_is_charted_with_better_legends(refe
     assert theirs <= set(ours)
     # NVIDIA's legend is "GPU {{gpu}}", ambiguous across nodes; ours names the node as well.
     overview_legends = {t["legendFormat"] for p, t in _targets(models["gpudash-overview"]) if p["type"] == "timeseries"}
-    assert overview_legends == {"{{Hostname}} GPU {{gpu}}"}
+    assert overview_legends == {"{{node}} GPU {{gpu}}"}
 
 
 def test_dashboards_adapt_to_a_csv_without_profiling_fields(reference):
@@ -198,6 +202,6 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert panel["targets"][0]["expr"].endswith("[$__rate_interval]) * 1e-09))")
+    assert "[$__rate_interval])) * 1e-09) and (" in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])

@@ -1,0 +1,265 @@
+"""Every panel, variable and alert rule tells the truth about a mixed fleet, through every scrape path.
+
+The fleet (tests/support/mixed_fleet.py) mixes `Hostname` and `hostname` exporters, an old
+exporter that writes its own pod name as Hostname, one pod name in two namespaces, GPUs no pod
+holds, a MIG node and "not supported" values. Replay exporters serve it; one real Prometheus per
+scrape path scrapes it:
+
+* gpudash's job (Kubernetes pod discovery, as file discovery with the same meta labels);
+* gpudash's ServiceMonitor, as prometheus-operator turns it into a job (honorLabels: true);
+* the GPU operator's own ServiceMonitor (honorLabels: false, workload labels as exported_*), with
+  the node relabeling the README tells users to add, and without it.
+
+Each generated query runs with the dashboard variables at their default (All); its legends and
+values must equal what the fleet's facts say.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from generator.artifacts import grafana_dashboards
+from generator.exporter_styles import STYLES
+from generator.model import Panel, Row
+from generator.project import load_project
+from generator.promql import legend
+from generator.render.alarms import alert_name, prometheus_rules
+from generator.render.scrape import for_file_sd, scrape_job, service_monitor
+from generator.resources import default_counters
+from tests.support import mixed_fleet
+from tests.support.mixed_fleet import FIELDS, FLEET, truth
+from tests.support.operator_scrape import endpoint_target, scrape_config
+from tests.support.prometheus_server import Prometheus
+from tests.support.replay_exporter import ReplayExporter
+
+RATE_WINDOW = "3s"
+OPERATOR = STYLES["gpu-operator"]
+EXPORTED = "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n"
+
+
+@dataclass(frozen=True)
+class Path_:
+    name: str
+    settings: str
+    node_names_set: bool = True  # False: the path cannot know the node of an exporter without NODE_NAME
+
+
+PATHS = (Path_("gpudash-job", ""), Path_("gpudash-servicemonitor", ""),
+         Path_("operator-servicemonitor", EXPORTED), Path_("operator-servicemonitor-plain", EXPORTED, False))
+
+
+def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
+    """The GPU operator's ServiceMonitor, with the relabeling the README recommends or without."""
+    monitor = yaml.safe_load((reference / "k8s" / "gpu-operator" /
+                              "assets_state-dcgm-exporter_0500_service_monitor.yaml").read_text())
+    monitor["metadata"]["namespace"] = "gpu-operator"
+    if node_relabeling:
+        monitor["spec"]["endpoints"][0]["relabelings"] = [
+            {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]
+    return monitor
+
+
+def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, reference: Path) -> dict:
+    sd_file = workdir / f"{path.name}.json"
+    if path.name == "gpudash-job":
+        targets = [{"targets": [exporters[node.name].address], "labels": {
+            "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_name": node.exporter_pod,
+            "__meta_kubernetes_pod_node_name": node.name, "__meta_kubernetes_pod_container_name": OPERATOR.container,
+            "__meta_kubernetes_pod_container_port_number": "9400",
+            "__meta_kubernetes_pod_label_app": OPERATOR.pod_label[1]}} for node in FLEET]
+        job = for_file_sd(scrape_job(load_project().settings), [str(sd_file)])
+        job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    else:
+        targets = [endpoint_target(exporters[node.name].address, namespace="gpu-operator", service=OPERATOR.service,
+                                   service_labels={"app": OPERATOR.pod_label[1]}, port=OPERATOR.service_port,
+                                   pod=node.exporter_pod, container=OPERATOR.container, node=node.name)
+                   for node in FLEET]
+        monitor = service_monitor(load_project().settings) if path.name == "gpudash-servicemonitor" \
+            else _operator_monitor(reference, node_relabeling=path.node_names_set)
+        job = scrape_config(monitor, str(sd_file))
+    sd_file.write_text(json.dumps(targets))
+    return job
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory, reference):
+    exporters = {node.name: ReplayExporter(lambda node=node: mixed_fleet.payload(node)).__enter__() for node in FLEET}
+    servers = {}
+    try:
+        for path in PATHS:
+            workdir = tmp_path_factory.mktemp(path.name)
+            config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                      "scrape_configs": [_job(path, exporters, workdir, reference)]}
+            servers[path.name] = Prometheus(workdir, config)
+        with ThreadPoolExecutor(len(servers)) as pool:  # start them side by side
+            list(pool.map(Prometheus.start, servers.values()))
+        series = sum(len(gpu.instances) for node in FLEET for gpu in node.gpus)
+        for server in servers.values():
+            server.wait_for("DCGM_FI_DEV_GPU_TEMP", count=series)
+        for server in servers.values():  # enough samples for a rate over the window
+            server.wait_for("count_over_time(DCGM_FI_DEV_GPU_TEMP[5s]) >= 4", count=series)
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+        for exporter in exporters.values():
+            exporter.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    """Per path: the default definitions over the fields this fleet reports."""
+    folder = tmp_path_factory.mktemp("projects")
+    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+    csv = folder / "counters.csv"
+    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
+                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    result = {}
+    for path in PATHS:
+        config = folder / f"{path.name}.yaml"
+        config.write_text(path.settings)
+        result[path.name] = load_project(config, csv)
+    return result
+
+
+def _node_names(path: Path_) -> dict[str, str]:
+    return {node.name: node.name if path.node_names_set or node.node_name_set else node.exporter_pod
+            for node in FLEET}
+
+
+def _substitute(expr: str, window: str = RATE_WINDOW) -> str:
+    expr = expr.replace("$__rate_interval", window).replace("$__range", window)
+    return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
+
+
+def _render(template: str, labels: dict[str, str]) -> str:
+    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), template)
+
+
+def _close(actual: float, expected: float, counter: bool) -> bool:
+    return math.isclose(actual, expected, rel_tol=0.1 if counter else 1e-9, abs_tol=1e-9)
+
+
+def _panels(project, dashboard_uid: str) -> list[Panel]:
+    neutral = next(d for d in project.dashboards if f"{project.settings.grafana['uid_prefix']}-{d.id}" == dashboard_uid)
+    return [panel for row in neutral.rows if isinstance(row, Row) for panel in row.panels]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_every_panel_shows_the_truth(stacks, projects, path):
+    prometheus, project = stacks[path.name], projects[path.name]
+    checked = 0
+    for dashboard in grafana_dashboards(project):
+        rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
+        for panel, model in zip(rendered, _panels(project, dashboard.uid), strict=True):
+            assert panel["title"] == model.title
+            for target, query in zip(panel["targets"], model.queries, strict=True):
+                where = f"{path.name}: {dashboard.uid} / {panel['title']}"
+                result = prometheus.query(_substitute(target["expr"]))
+                shown = {_render(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
+                         for s in result}
+                assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
+                expected = truth(query, _node_names(path))
+                assert set(shown) == set(expected), f"{where}\n{target['expr']}"
+                counter = query.metric in mixed_fleet.COUNTERS
+                wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k], counter)}
+                assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
+                checked += 1
+    assert checked >= 30
+
+
+def _variable_values(prometheus: Prometheus, variable: dict) -> set[str]:
+    query = _substitute(variable["query"])
+    if query.startswith("label_values("):
+        selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query).groups()
+        return set(prometheus.api(f"label/{label}/values", **{"match[]": selector}))
+    expr = re.fullmatch(r"query_result\((.*)\)", query).group(1)
+    regex = re.compile(variable["regex"].strip("/"))
+    values = set()
+    for series in prometheus.query(expr):
+        labels = ",".join(f'{k}="{v}"' for k, v in series["metric"].items())
+        text = f'{{{labels}}} {series["value"][1]} {int(series["value"][0] * 1000)}'
+        match = regex.search(text)
+        if match:
+            values.add(match.group(1))
+    return values
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path):
+    prometheus, project = stacks[path.name], projects[path.name]
+    holders = mixed_fleet.namespaces_and_pods()
+    expected = {"namespace": {ns for ns, _ in holders}, "pod": {pod for _, pod in holders},
+                "node": set(_node_names(path).values()),
+                "gpu": {str(gpu.index) for node in FLEET for gpu in node.gpus}}
+    for dashboard in grafana_dashboards(project):
+        variables = {v["name"]: v for v in dashboard.model["templating"]["list"] if v["type"] == "query"}
+        assert set(variables) == set(expected)
+        for name, variable in variables.items():
+            assert _variable_values(prometheus, variable) == expected[name], (path.name, dashboard.uid, name)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path):
+    prometheus, project = stacks[path.name], projects[path.name]
+    labels = project.settings.labels
+    rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
+             for r in g["rules"]}
+    assert len(rules) >= 7
+    fired: dict[str, set[str]] = {}
+    for alarm in project.alarms:
+        rule = rules[alert_name(alarm)]
+        condition = alarm.condition
+        result = prometheus.query(rule["expr"])
+        if alarm.absent:
+            assert result == [], rule["expr"]
+            continue
+        template = legend(condition.query, labels)
+        firing = {_render(template, s["metric"]) for s in result}
+        values = truth(condition.query, _node_names(path))
+        if condition.query.as_increase:  # increase over the window: at least 2 s of the fleet's rate
+            values = {k: v * 2 for k, v in values.items()}
+        compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
+        expected = {k for k, v in values.items() if compare(float(v), float(condition.threshold))}
+        assert firing == expected, (path.name, rule["alert"], rule["expr"])
+        fired[rule["alert"]] = firing
+        # the summary names the object with the labels the alert carries
+        for series in result:
+            summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: series["metric"].get(m.group(1), ""),
+                             rule["annotations"]["summary"])
+            assert "{{" not in summary and " /" not in summary and "  " not in summary, summary
+    assert fired == {
+        "GpudashXidError": {"gpu-node-b GPU 0"},
+        "GpudashGpuTempHigh": {"gpu-node-a GPU 0", "gpu-node-mig GPU 1"},
+        "GpudashGpuTempCritical": {"gpu-node-mig GPU 1"},
+        "GpudashFramebufferFull": {"Pod team-a/mig-a"},  # one MIG instance full; its GPU is not
+        "GpudashGpuIdle": {"Pod team-a/infer-1"},  # not the MIG pods whose GPU_UTIL reads 0
+        "GpudashPcieReplays": {"gpu-node-a GPU 0"},  # not the "not supported" counter of node c
+    }
+
+
+def test_the_truth_is_the_fleet_facts():
+    """The figures the fleet was built for, written out (a guard on `truth` itself)."""
+    from generator.model import Query
+
+    names = {node.name: node.name for node in FLEET}
+    power = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), names)
+    assert power == {"": 1260}  # each MIG GPU once, not once per instance
+    by_pod = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), names)
+    assert by_pod["Pod team-c/mig-b"] == 500 and by_pod["Pod team-a/mig-a"] == 350
+    memory = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names)
+    assert memory["Pod team-a/worker-0"] == 9000 and memory["Pod team-b/worker-0"] == 40000
+    per_gpu = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu")), names)
+    assert per_gpu["gpu-node-mig GPU 0"] == 24600  # instances add up
+    util = truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")), names)
+    assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 6}
+    assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)

@@ -1,0 +1,221 @@
+"""A mixed GPU fleet as exporters really write it, and the truth about it.
+
+The fleet is described by facts about GPUs (a GPU's power, the pods that hold
+its MIG instances, ...). `payload` writes what each node's DCGM exporter would
+serve: labels in the exporter's order, `Hostname` or `hostname` depending on the
+exporter version, the exporter pod's name in `Hostname` where NODE_NAME is not
+set, one series per MIG instance with `GPU_I_PROFILE`/`GPU_I_ID` and the device
+fields repeated on every instance (dcgm-exporter issues #50, #216, #272, #561),
+no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel.
+`truth` answers a neutral query from the facts, never from the payload.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from statistics import mean
+
+NOT_SUPPORTED = "9223372036854775794"  # DCGM's int64 "not supported" sentinel
+
+GAUGES = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
+          "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_XID_ERRORS",
+          "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+COUNTERS = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+FIELDS = GAUGES + COUNTERS
+# What each field is a fact about: the whole device, or one MIG instance.
+DEVICE = {"DCGM_FI_DEV_SM_CLOCK": "sm_clock", "DCGM_FI_DEV_MEMORY_TEMP": "memory_temp",
+          "DCGM_FI_DEV_GPU_TEMP": "temp", "DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_XID_ERRORS": "xid",
+          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mw", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "replays_per_s"}
+INSTANCE_SUM = {"DCGM_FI_DEV_FB_USED": "fb_used", "DCGM_FI_DEV_FB_FREE": "fb_free"}
+INSTANCE_AVG = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": "engine"}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A MIG instance (`id` set) or a whole GPU (`id` None)."""
+
+    fb_used: float
+    fb_free: float
+    engine: float  # ratio of time the graphics engine was busy
+    pod: tuple[str, str] | None = None  # (namespace, pod) holding it
+    id: str | None = None
+    profile: str | None = None
+    mig_util: str | None = None  # what a MIG series carries as GPU_UTIL: None (absent), "0", the sentinel
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    temp: float
+    power: float
+    sm_clock: float
+    xid: float
+    energy_mw: float  # energy counter growth, mJ per second
+    replays_per_s: float | None  # None: the counter reads "not supported"
+    memory_temp: float | None  # None: "not supported" (GDDR boards)
+    instances: tuple[Instance, ...]
+    util: float = 0.0  # GPU utilization; MIG GPUs do not report it
+    model: str = "NVIDIA A10G"
+
+    @property
+    def mig(self) -> bool:
+        return any(i.id is not None for i in self.instances)
+
+    def holders(self) -> set[tuple[str, str]]:
+        return {i.pod for i in self.instances if i.pod}
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # the Kubernetes node
+    spelling: str  # "Hostname" (exporter releases) or "hostname" (main branch)
+    exporter_pod: str
+    gpus: tuple[Gpu, ...]
+    node_name_set: bool = True  # False: the exporter writes its own pod name as Hostname
+
+    @property
+    def written_hostname(self) -> str:
+        return self.name if self.node_name_set else self.exporter_pod
+
+
+def _whole(pod=None, **values) -> tuple[Instance, ...]:
+    return (Instance(pod=pod, **values),)
+
+
+FLEET = (
+    # main-branch exporter: `hostname`; one busy GPU, one GPU no pod holds
+    Node("gpu-node-a", "hostname", "nvidia-dcgm-exporter-a1b2c", (
+        Gpu(0, temp=84, power=250, sm_clock=1710, xid=0, energy_mw=250_000, replays_per_s=50, memory_temp=61,
+            util=90, instances=_whole(("team-a", "worker-0"), fb_used=9000, fb_free=15000, engine=0.85)),
+        Gpu(1, temp=40, power=60, sm_clock=210, xid=0, energy_mw=60_000, replays_per_s=0, memory_temp=40,
+            util=0, instances=_whole(None, fb_used=0, fb_free=24000, engine=0.0)),
+    )),
+    # release exporter: `Hostname`; the same pod name as on node a, in another namespace; an XID
+    Node("gpu-node-b", "Hostname", "nvidia-dcgm-exporter-d3e4f", (
+        Gpu(0, temp=75, power=300, sm_clock=1410, xid=43, energy_mw=300_000, replays_per_s=0, memory_temp=70,
+            util=35, model="NVIDIA A100 80GB PCIe",
+            instances=_whole(("team-b", "worker-0"), fb_used=40000, fb_free=41000, engine=0.3)),
+    )),
+    # old exporter without NODE_NAME: its own pod name in Hostname; a counter and a gauge "not supported"
+    Node("gpu-node-c", "Hostname", "nvidia-dcgm-exporter-48cwd", (
+        Gpu(0, temp=60, power=150, sm_clock=1200, xid=0, energy_mw=150_000, replays_per_s=None, memory_temp=None,
+            util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
+    ), node_name_set=False),
+    # MIG: two A100s split into instances; device fields repeat on each instance
+    Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
+        Gpu(0, temp=70, power=350, sm_clock=1410, xid=0, energy_mw=350_000, replays_per_s=0, memory_temp=55,
+            model="NVIDIA A100-SXM4-40GB", instances=(
+                Instance(id="1", profile="3g.20gb", pod=("team-a", "mig-a"), fb_used=19600, fb_free=400,
+                         engine=0.8, mig_util="0"),
+                Instance(id="2", profile="3g.20gb", pod=("team-c", "mig-b"), fb_used=5000, fb_free=15000,
+                         engine=0.4, mig_util="0"),
+            )),
+        Gpu(1, temp=91, power=150, sm_clock=1410, xid=0, energy_mw=150_000, replays_per_s=0, memory_temp=80,
+            model="NVIDIA A100-SXM4-40GB", instances=(
+                Instance(id="1", profile="4g.20gb", pod=("team-c", "mig-b"), fb_used=8000, fb_free=12000,
+                         engine=0.6, mig_util=NOT_SUPPORTED),
+                Instance(id="2", profile="3g.20gb", fb_used=0, fb_free=20000, engine=0.0),
+            )),
+    )),
+)
+STARTED = time.time()
+
+
+def _labels(node: Node, gpu: Gpu, instance: Instance) -> str:
+    parts = [f'gpu="{gpu.index}"', f'UUID="GPU-{node.name}-{gpu.index}"', f'pci_bus_id="00000000:{gpu.index:02X}:00.0"',
+             f'device="nvidia{gpu.index}"', f'modelName="{gpu.model}"']
+    if instance.id is not None:
+        parts += [f'GPU_I_PROFILE="{instance.profile}"', f'GPU_I_ID="{instance.id}"']
+    parts += [f'{node.spelling}="{node.written_hostname}"', 'DCGM_FI_DRIVER_VERSION="535.161.08"']
+    if instance.pod:
+        namespace, pod = instance.pod
+        parts += ['container="main"', f'namespace="{namespace}"', f'pod="{pod}"']
+    return ",".join(parts)
+
+
+def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: float) -> str | None:
+    if metric == "DCGM_FI_DEV_GPU_UTIL":
+        return instance.mig_util if gpu.mig else f"{gpu.util:g}"
+    if metric in INSTANCE_SUM or metric in INSTANCE_AVG:
+        return f"{getattr(instance, (INSTANCE_SUM | INSTANCE_AVG)[metric]):g}"
+    value = getattr(gpu, DEVICE[metric])
+    if value is None:
+        return NOT_SUPPORTED
+    if metric in COUNTERS:
+        return f"{1e9 + value * elapsed:.3f}"
+    return f"{value:g}"
+
+
+def payload(node: Node) -> str:
+    """/metrics of the node's exporter now (counters grow with time)."""
+    elapsed = time.time() - STARTED
+    lines = []
+    for metric in FIELDS:
+        lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} {'counter' if metric in COUNTERS else 'gauge'}"]
+        for gpu in node.gpus:
+            for instance in gpu.instances:
+                value = _value(metric, gpu, instance, elapsed)
+                if value is not None:
+                    lines.append(f"{metric}{{{_labels(node, gpu, instance)}}} {value}")
+    return "\n".join(lines) + "\n"
+
+
+# --- truth ----------------------------------------------------------------------------------
+
+def _per_gpu(metric: str, gpu: Gpu, instances: list[Instance]) -> float | None:
+    """What the field says about one GPU, for the instances a group holds on it."""
+    if metric == "DCGM_FI_DEV_GPU_UTIL":
+        return mean(i.engine * 100 for i in instances) if gpu.mig else gpu.util
+    if metric in INSTANCE_SUM:
+        return sum(getattr(i, INSTANCE_SUM[metric]) for i in instances)
+    if metric in INSTANCE_AVG:
+        return mean(getattr(i, INSTANCE_AVG[metric]) for i in instances)
+    return getattr(gpu, DEVICE[metric])
+
+
+def _aggregate(how: str, values: list[float]) -> float:
+    return {"avg": mean, "sum": sum, "max": max, "min": min, "count": len}[how](values)
+
+
+def truth(query, node_names: dict[str, str]) -> dict[str, float]:
+    """Expected {legend: value} of a neutral query over the whole fleet.
+
+    `node_names` maps a Kubernetes node to the name the scrape path can know it by.
+    """
+    keys = set(query.by)
+    groups: dict[str, list[float]] = {}
+    for node in FLEET:
+        for gpu in node.gpus:
+            if "pod" in keys:
+                parts = [((ns, pod), [i for i in gpu.instances if i.pod == (ns, pod)]) for ns, pod in gpu.holders()]
+            else:
+                parts = [(None, list(gpu.instances))]
+            for holder, instances in parts:
+                if query.aggregation == "count":
+                    value = 1.0
+                else:
+                    value = _per_gpu(query.metric, gpu, instances)
+                    if value is None:
+                        continue  # not supported: no data
+                    if query.over:
+                        totals = [_per_gpu(m, gpu, instances) for m in query.over]
+                        value = value / sum(totals)
+                if "pod" in keys:
+                    legend = f"Pod {holder[0]}/{holder[1]}"
+                elif keys == {"node", "gpu"}:
+                    legend = f"{node_names[node.name]} GPU {gpu.index}"
+                elif not keys:
+                    legend = ""
+                else:
+                    raise NotImplementedError(query.by)
+                groups.setdefault(legend, []).append(value)
+    return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
+
+
+def nodes() -> set[str]:
+    return {node.name for node in FLEET}
+
+
+def namespaces_and_pods() -> set[tuple[str, str]]:
+    return {holder for node in FLEET for gpu in node.gpus for holder in gpu.holders()}
