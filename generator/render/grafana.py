@@ -95,7 +95,24 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
             panels.append(_panel(placed.item, catalog, settings).id(number).grid_pos(grid).build())
     built.panels = panels
     # Round-trip through the SDK's encoder so the result is plain JSON data.
-    return json.loads(json.dumps(built, cls=JSONEncoder))
+    return without_sdk_extras(json.loads(json.dumps(built, cls=JSONEncoder)))
+
+
+# Properties the SDK writes that Grafana's own dashboard types (@grafana/schema 13) do not have
+# there: the auto-step settings belong to interval variables only, and Grafana 13 keeps a table's
+# footer per field (fieldConfig), not in the panel options.
+_INTERVAL_ONLY = ("auto", "auto_count", "auto_min")
+
+
+def without_sdk_extras(model: dict[str, Any]) -> dict[str, Any]:
+    for variable in model.get("templating", {}).get("list", []):
+        if variable.get("type") != "interval":
+            for key in _INTERVAL_ONLY:
+                variable.pop(key, None)
+    for panel in model.get("panels", []):
+        if panel.get("type") == "table":
+            panel.get("options", {}).pop("footer", None)
+    return model
 
 
 def _datasource():

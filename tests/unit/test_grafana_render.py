@@ -47,6 +47,17 @@ def test_schema_version_is_current():
     assert {m["schemaVersion"] for m in models.values()} == {42}
 
 
+def test_no_property_grafanas_own_types_do_not_have_there():
+    """@grafana/schema 13: auto, auto_count, auto_min only on interval variables; no table options.footer."""
+    _, models = _dashboards()
+    variables = [v for m in models.values() for v in m["templating"]["list"]]
+    assert variables and all(v["type"] != "interval" for v in variables)
+    assert not [v["name"] for v in variables if {"auto", "auto_count", "auto_min"} & set(v)]
+    tables = [p for m in models.values() for p in m["panels"] if p["type"] == "table"]
+    assert tables and not [p["title"] for p in tables if "footer" in p["options"]]
+    assert {m["schemaVersion"] for m in models.values()} == {42}
+
+
 def test_by_pod_panels_group_by_pod_with_pod_legends():
     _, models = _dashboards()
     by_pod = models["gpudash-by-pod"]
