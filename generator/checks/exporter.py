@@ -38,7 +38,8 @@ def parse(text: str) -> dict[str, list[Any]]:
 
     samples: dict[str, list[Any]] = {}
     for family in text_string_to_metric_families(text):
-        samples.setdefault(family.name, []).extend(family.samples)
+        if family.samples:  # a HELP or TYPE line alone is not a metric
+            samples.setdefault(family.name, []).extend(family.samples)
     return samples
 
 

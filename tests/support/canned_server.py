@@ -39,10 +39,13 @@ class CannedServer(LoopbackServer):
                 if server.mode == "drip":
                     self.send_header("Content-Length", str(10**9))
                     self.end_headers()
-                    while not server.released.is_set():
-                        self.wfile.write(b"#")
-                        self.wfile.flush()
-                        time.sleep(server.drip_every)
+                    try:
+                        while not server.released.is_set():
+                            self.wfile.write(b"#")
+                            self.wfile.flush()
+                            time.sleep(server.drip_every)
+                    except OSError:  # the client gave up: what a drip is for
+                        pass
                     return
                 self.send_header("Content-Length", str(len(server.body)))
                 self.end_headers()
