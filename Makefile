@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: generate test lint services bench clean
+.PHONY: install generate test lint services bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +19,14 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+install: $(STAMP)
+
 generate: $(STAMP)
 	$(BIN)/gpudash generate --out build
 
+# Lints exactly what build/ holds (what ships), as CI does.
 lint: $(STAMP)
-	$(BIN)/gpudash lint
+	$(BIN)/gpudash lint --from build
 
 # Test services: a real Prometheus from Debian's package (the tests start it themselves).
 services:

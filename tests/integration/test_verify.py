@@ -82,13 +82,7 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
                                 for m in yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"])]
     moto.reset()
-    cloudwatch = moto.client("cloudwatch", "us-east-1")
-    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
-        cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
-            "MetricName": metric, "Value": 50, "Dimensions": [
-                {"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "Namespace", "Value": "gpu-operator"},
-                {"Name": "Service", "Value": "nvidia-dcgm-exporter"}, {"Name": "job", "Value": "dcgm-exporter"},
-                {"Name": "pod", "Value": WORKLOAD_POD}]}])
+    moto.put_dcgm_metrics(WORKLOAD_POD)
     with KubeTestServer(cluster) as kube:
         monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig")))
         monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)

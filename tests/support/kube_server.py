@@ -53,6 +53,7 @@ class KubeCluster:
         monitor = _load(k8s / "gpu-operator/assets_state-dcgm-exporter_0500_service_monitor.yaml", "ServiceMonitor")
         monitor["metadata"]["namespace"] = namespace
         self.service_monitors = [monitor]
+        self.prometheus_rules: list[dict[str, Any]] = []
         self.metrics_payload = ""
         self.refresh_status()
 
@@ -105,6 +106,19 @@ def _matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
+APPLY = "application/apply-patch+yaml"
+APPLIED_PATHS = (  # the objects server-side apply may write here: (path, kind)
+    (r"/api/v1/namespaces/([^/]+)/configmaps/([^/]+)", "ConfigMap"),
+    (r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/servicemonitors/([^/]+)", "ServiceMonitor"),
+    (r"/apis/monitoring.coreos.com/v1/namespaces/([^/]+)/prometheusrules/([^/]+)", "PrometheusRule"),
+)
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "message": message,
+            "code": code}
+
+
 class KubeTestServer(LoopbackServer):
     def __init__(self, cluster: KubeCluster):
         self.cluster = cluster
@@ -120,6 +134,15 @@ class KubeTestServer(LoopbackServer):
                                             "reason": "Unauthorized", "code": 401})
                 split = urlsplit(self.path)
                 status, body = server.route(unquote(split.path), parse_qs(split.query))
+                self._send(status, body)
+
+            def do_PATCH(self):  # noqa: N802  (server-side apply, as `kubectl apply --server-side` sends it)
+                if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                    return self._send(401, _status(401, "Unauthorized", "no valid token"))
+                split = urlsplit(self.path)
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, body = server.apply(unquote(split.path), parse_qs(split.query),
+                                            self.headers.get("Content-Type", ""), data)
                 self._send(status, body)
 
             def _send(self, status, body):
@@ -140,6 +163,37 @@ class KubeTestServer(LoopbackServer):
             "users": [{"name": "test", "user": {"token": TOKEN}}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
         return path
+
+    def apply(self, path: str, query: dict[str, list[str]], content_type: str, data: bytes):
+        """Server-side apply of a ConfigMap, ServiceMonitor or PrometheusRule (whole object, one manager)."""
+        if content_type.split(";")[0].strip() != APPLY:
+            return 415, _status(415, "UnsupportedMediaType", f"PATCH here takes {APPLY}")
+        if not query.get("fieldManager"):
+            return 422, _status(422, "Invalid", "fieldManager is required for apply patch")
+        match = next(((m, kind) for pattern, kind in APPLIED_PATHS if (m := re.fullmatch(pattern, path))), None)
+        if match is None:
+            return 404, _status(404, "NotFound", f"{path} is not served here")
+        (m, kind), namespace, name = match, match[0].group(1), match[0].group(2)
+        try:
+            body = yaml.safe_load(data)
+        except yaml.YAMLError as exc:
+            return 400, _status(400, "BadRequest", f"not YAML: {exc}")
+        if not isinstance(body, dict) or body.get("kind") != kind or body.get("metadata", {}).get("name") != name:
+            return 400, _status(400, "BadRequest", f"the body is not the {kind} {name}")
+        if body["metadata"].get("namespace", namespace) != namespace:
+            return 400, _status(400, "BadRequest", "the namespace of the provided object does not match the "
+                                                   "namespace sent on the request")
+        body["metadata"]["namespace"] = namespace
+        c = self.cluster
+        if kind == "ConfigMap":
+            created = (namespace, name) not in c.configmaps
+            c.configmaps[(namespace, name)] = body
+        else:
+            objects = c.service_monitors if kind == "ServiceMonitor" else c.prometheus_rules
+            same = [o for o in objects if (o["metadata"].get("namespace"), o["metadata"]["name"]) == (namespace, name)]
+            created = not same
+            objects[:] = [o for o in objects if o not in same] + [body]
+        return (201 if created else 200), body
 
     def route(self, path: str, query: dict[str, list[str]]):
         c = self.cluster

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -202,3 +203,19 @@ def test_cost_speaks_to_its_user(in_folder, cli):
 def test_the_license_is_an_spdx_string():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["license"] == "Apache-2.0"
+
+
+def test_every_reliability_promise_names_tests_that_exist():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Reliability promises", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`tests/" in line]
+    assert len(rows) >= 10
+    for row in rows:
+        path = None
+        for reference in re.findall(r"`([^`]+)`", row.rsplit("|", 2)[1]):
+            file_part, _, name = reference.partition("::")
+            if file_part:
+                path = REPO / file_part
+                assert path.is_file(), reference
+            if name:
+                assert re.search(rf"^def {re.escape(name)}\(", path.read_text(), re.M), reference
