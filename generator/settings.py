@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from .errors import InputError
+from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
 
@@ -301,9 +302,15 @@ def _error_path(error) -> tuple[list[Any], bool]:
     return path, False
 
 
+def _plainly_valid(document: dict[str, Any]) -> bool:
+    """A quick yes that spares a valid file the jsonschema import; on no, the full validator decides."""
+    return conforms(document, _schema(), lambda pattern, text: re.search(_anchored(pattern), text) is not None)
+
+
 def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """All checks of a settings document before defaults are filled in; raises the first error."""
-    errors = sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = [] if _plainly_valid(document) else \
+        sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         first = errors[0]
         path, key = _error_path(first)
