@@ -20,6 +20,8 @@ def read_bytes(path: Path, what: str, hint: str, limit: int = MAX_INPUT_BYTES) -
     try:
         if path.is_dir():
             raise InputError(f"{what} is a folder, not a file", where=str(path), hint=hint)
+        if path.is_fifo() or path.is_socket():  # opening a pipe would wait for a writer forever
+            raise InputError(f"{what} is a pipe or socket, not a file", where=str(path), hint=hint)
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except FileNotFoundError:

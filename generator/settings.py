@@ -173,24 +173,50 @@ def _compose(text: str, source: str) -> yaml.Node | None:
                          hint=SCHEMA_HINT) from None
 
 
-def _check_duplicate_keys(root: yaml.Node | None, source: str) -> None:
-    """YAML quietly keeps the last of two equal keys; in settings that hides a mistake."""
-    stack = [root] if root is not None else []
+MAX_VALUES = 100_000  # after YAML aliases are expanded; real settings hold a few hundred
+
+
+def _check_tree(root: yaml.Node | None, source: str) -> None:
+    """Duplicate keys (YAML quietly keeps the last one, hiding a mistake) and alias bombs (a few
+    lines of anchors that expand to billions of values). Each node is visited once."""
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    entered: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
-        node = stack.pop()
+        node, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if not children_done and id(node) in entered:
+            raise InputError("an alias refers to the anchor it is inside of: the value would never end",
+                             where=f"{source}:{node.start_mark.line + 1}", hint="remove the alias")
+        entered.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            seen: dict[str, int] = {}
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    line = key.start_mark.line + 1
-                    if key.value in seen:
-                        raise InputError(f"key {key.value!r} appears twice in the same mapping (first at line "
-                                         f"{seen[key.value]})", where=f"{source}:{line}",
-                                         hint="keep one of the two; YAML would silently use the last")
-                    seen[key.value] = line
-                stack.append(value)
+            children = [child for pair in node.value for child in pair]
         elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
+            children = list(node.value)
+        else:
+            children = []
+        if not children_done:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[str, int] = {}
+                for key, _ in node.value:
+                    if isinstance(key, yaml.ScalarNode):
+                        line = key.start_mark.line + 1
+                        if key.value in seen:
+                            raise InputError(f"key {key.value!r} appears twice in the same mapping (first at line "
+                                             f"{seen[key.value]})", where=f"{source}:{line}",
+                                             hint="keep one of the two; YAML would silently use the last")
+                        seen[key.value] = line
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        sizes[id(node)] = 1 + sum(sizes.get(id(child), 1) for child in children)
+        if sizes[id(node)] > MAX_VALUES:
+            raise InputError(f"the settings expand to more than {MAX_VALUES:,} values (YAML anchors and aliases)",
+                             where=f"{source}:{node.start_mark.line + 1}",
+                             hint="write the values out, or use fewer nested aliases")
 
 
 def _line_of(root: yaml.Node | None, path: list[Any], key: bool = False) -> int | None:
@@ -335,7 +361,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
 
 def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given") -> Settings:
     node = _compose(text, source)
-    _check_duplicate_keys(node, source)
+    _check_tree(node, source)
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:  # composed fine but cannot be built (e.g. an unsafe tag)

@@ -90,6 +90,8 @@ def dashboard_file(uid: str = "x", **extra) -> bytes:
 
 
 DEEP_YAML = "labels: " + "[" * 50_000 + "]" * 50_000 + "\n"
+ALIAS_BOMB = "grafana:\n  tags: &t0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
+    f"x{i}: &t{i} [{', '.join([f'*t{i - 1}'] * 10)}]\n" for i in range(1, 9))
 INFINITE = "x = 0\nwhile True:\n    x += 1\n"
 STUBBORN = "while True:\n    try:\n        pass\n    except Exception:\n        pass\n"
 QUICK = {"GPUDASH_DEFINITION_TIME_LIMIT": "0.3"}
@@ -235,6 +237,8 @@ CASES = [
              "not valid YAML"),
     settings("not UTF-8", b"# settings\nlabels:\n  pod: pod\n# caf\xe9\n", "gpudash.yaml:4", "not UTF-8"),
     settings("nested 50,000 deep", DEEP_YAML, "gpudash.yaml", "nested too deeply"),
+    settings("alias bomb", ALIAS_BOMB, "gpudash.yaml:6", "more than 100,000 values"),
+    settings("alias inside its own anchor", "grafana:\n  tags: &t [*t]\n", "gpudash.yaml:2", "would never end"),
     flags("--config missing", ("generate", "--out", "build", "--config", "absent.yaml"), "settings file not found",
           where="absent.yaml"),
     flags("--config is a folder", ("generate", "--out", "build", "--config", "."), "is a folder"),

@@ -247,3 +247,10 @@ def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, mon
 def test_the_bundled_settings_pass_the_strict_checks():
     settings = parse_settings(default_config().read_text(), "bundled", default_config().parent)
     assert settings.clusters and json.dumps(settings.raw)
+
+
+def test_a_pipe_given_as_a_file_is_refused_not_waited_on(tmp_path, cli):
+    fifo = tmp_path / "counters.csv"
+    os.mkfifo(fifo)
+    code, _, stderr = cli("generate", "--csv", str(fifo), "--out", str(tmp_path / "b"))
+    assert code == 2 and f"{fifo}: counters CSV is a pipe or socket, not a file" in stderr
