@@ -1,7 +1,7 @@
 """Fleet overview: how busy, full, hot and power-hungry the GPUs are, per node and GPU."""
 
 from generator.model import Dashboard, Panel, Query, Row
-from generator.panels import fleet_stat, per_gpu
+from generator.panels import fleet_stat, per_gpu, per_mig_instance
 
 UTIL = "DCGM_FI_DEV_GPU_UTIL"
 FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
@@ -32,9 +32,17 @@ def dashboards(ctx):
         per_gpu("DCGM_FI_DEV_SM_CLOCK", "SM clock"),
         per_gpu("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Tensor core activity", min=0, max=1),
     ])
+    mig = ctx.available([
+        per_mig_instance(FB_USED, "Framebuffer used per MIG instance",
+                         description="Framebuffer used by each MIG instance (GPUs not split into instances are "
+                                     "left out)."),
+        per_mig_instance("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Graphics engine activity per MIG instance", min=0, max=1,
+                         description="Share of time each MIG instance's graphics/compute engine was busy (MIG "
+                                     "instances do not report GPU utilization)."),
+    ])
     yield Dashboard(
         id="overview",
         title="GPU fleet overview",
         description="Utilization, memory, power and temperature of every GPU, by node and GPU index.",
-        rows=[Row("Fleet", summary), Row("Per GPU", usage)],
+        rows=[Row("Fleet", summary), Row("Per GPU", usage), Row("MIG instances", mig)],
     )

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Iterable
 
 # Neutral grouping keys. The settings' label mapping says which label carries each
-# (pod -> pod or exported_pod, node -> Hostname or hostname, ...).
-GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model")
+# (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
+# instance of a MIG GPU: a query grouped by it covers MIG instances only.
+GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model", "mig_instance")
 AGGREGATIONS = ("avg", "sum", "max", "min", "count")
 PANEL_KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
 BACKENDS = ("grafana", "cloudwatch")
@@ -120,8 +121,9 @@ class Panel:
 
     @property
     def grafana_only(self) -> bool:
-        """Raw PromQL, or a ratio of two fields: CloudWatch cannot chart these per pod."""
-        return any(q.raw_promql or q.over for q in self.queries)
+        """Raw PromQL, a ratio of two fields, or MIG instances: CloudWatch cannot chart these (its
+        dimension set has no MIG instance label)."""
+        return any(q.raw_promql or q.over or "mig_instance" in q.by for q in self.queries)
 
 
 @dataclass(frozen=True)

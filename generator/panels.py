@@ -1,6 +1,6 @@
 """Shortcuts for the panels most GPU dashboards need, built on generator.model.
 
-    from generator.panels import per_gpu, per_pod, fleet_stat
+    from generator.panels import per_gpu, per_pod, fleet_stat, per_mig_instance
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from .model import Panel, Query
 
 PER_GPU = ("node", "gpu")
+PER_MIG_INSTANCE = ("node", "gpu", "mig_instance")
 
 
 def per_pod(metric: str, title: str, *, aggregation: str = "avg", over: tuple[str, ...] = (),
@@ -28,3 +29,8 @@ def fleet_stat(metric: str, title: str, *, aggregation: str = "avg", kind: str =
     panel.setdefault("width", 4)
     panel.setdefault("height", 4)
     return Panel(title=title, queries=(Query(metric, aggregation, over=over),), kind=kind, **panel)
+
+
+def per_mig_instance(metric: str, title: str, *, aggregation: str = "avg", **panel: object) -> Panel:
+    """One line per MIG instance (GPUs not split into instances are left out)."""
+    return Panel(title=title, queries=(Query(metric, aggregation, PER_MIG_INSTANCE),), **panel)

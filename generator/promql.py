@@ -12,7 +12,8 @@ comes from here, so label handling is designed once:
 * MIG: every query first reduces the series of one GPU to one value per GPU (and
   per outer group), with the field's own per-GPU aggregation: device fields that
   repeat on every instance count once, instance memory adds up, instance
-  activity averages. On a GPU without MIG that step changes nothing;
+  activity averages. On a GPU without MIG that step changes nothing. Grouping by
+  `mig_instance` shows the instances themselves;
 * DCGM's blank / not-supported sentinels give no data, for gauges and counters.
 """
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import MIG_INSTANCE_LABEL, Catalog
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from .model import Query
 from .settings import Labels
 
@@ -29,7 +30,7 @@ from .settings import Labels
 # compared against it and blank samples drop out instead of wrecking averages.
 BLANK_FLOOR = "1e14"
 
-_FIXED_LABELS = {"gpu": "gpu", "model": "modelName"}
+_FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 ALL = ".*"  # the regex of a dashboard variable set to "All"
 
 
@@ -62,6 +63,9 @@ def legend(query: Query, labels: Labels) -> str:
             continue  # written with the pod
         if key == "pod":
             parts.append(f"Pod {{{{{label_name('namespace', labels)}}}}}/{{{{{name}}}}}")
+            continue
+        if key == "mig_instance":
+            parts.append(f"MIG {{{{{name}}}}} ({{{{{MIG_PROFILE_LABEL}}}}})")
             continue
         prefix = {"gpu": "GPU ", "namespace": "Namespace "}.get(key, "")
         parts.append(f"{prefix}{{{{{name}}}}}")
@@ -165,11 +169,15 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         return query.raw_promql
     keys = group_keys(query.by)
     extra = [f'{labels.pod}!=""'] if "pod" in keys else []
+    if "mig_instance" in keys:
+        extra.append(f'{MIG_INSTANCE_LABEL}!=""')
     branches = scope.matchers(labels)
     window = increase_window if query.as_increase else rate_window
     count = query.aggregation == "count"
     outer = [label_name(key, labels) for key in keys]
-    inner = list(dict.fromkeys([*gpu_identity(labels), *(name for key, name in zip(keys, outer) if key != "node")]))
+    if "mig_instance" in keys:  # an instance is shown with its profile
+        outer.insert(outer.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
+    inner = list(dict.fromkeys([*gpu_identity(labels), *(name for name in outer if name != labels.node)]))
     inner_by = ", ".join(inner)
 
     def per_gpu(metric: str) -> str:

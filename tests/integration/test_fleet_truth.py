@@ -263,3 +263,6 @@ def test_the_truth_is_the_fleet_facts():
     assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
     assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 6}
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)
+    instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
+    assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,
+                         "gpu-node-mig GPU 1 MIG 1 (4g.20gb)": 8000, "gpu-node-mig GPU 1 MIG 2 (3g.20gb)": 0}

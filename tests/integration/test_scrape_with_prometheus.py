@@ -160,6 +160,9 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
             for target in panel.get("targets", []):
                 result = prometheus.query(_substitute(target["expr"]))
                 where = f"{dashboard.uid} / {panel['title']}: {target['expr']}"
+                if "per MIG instance" in panel["title"]:
+                    assert result == [], where  # this fleet has no MIG GPU (test_fleet_truth has one)
+                    continue
                 assert result, where
                 legends = {_legend(target["legendFormat"], s["metric"]) for s in result}
                 if target["expr"].startswith(("avg by (namespace, pod)", "sum by (namespace, pod)")):

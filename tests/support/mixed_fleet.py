@@ -189,6 +189,8 @@ def truth(query, node_names: dict[str, str]) -> dict[str, float]:
         for gpu in node.gpus:
             if "pod" in keys:
                 parts = [((ns, pod), [i for i in gpu.instances if i.pod == (ns, pod)]) for ns, pod in gpu.holders()]
+            elif "mig_instance" in keys:
+                parts = [(i, [i]) for i in gpu.instances if i.id is not None]
             else:
                 parts = [(None, list(gpu.instances))]
             for holder, instances in parts:
@@ -203,6 +205,8 @@ def truth(query, node_names: dict[str, str]) -> dict[str, float]:
                         value = value / sum(totals)
                 if "pod" in keys:
                     legend = f"Pod {holder[0]}/{holder[1]}"
+                elif keys == {"node", "gpu", "mig_instance"}:
+                    legend = f"{node_names[node.name]} GPU {gpu.index} MIG {holder.id} ({holder.profile})"
                 elif keys == {"node", "gpu"}:
                     legend = f"{node_names[node.name]} GPU {gpu.index}"
                 elif not keys:

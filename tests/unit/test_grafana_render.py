@@ -172,7 +172,7 @@ def test_everything_nvidias_dashboard_charts_is_charted_with_better_legends(refe
     assert theirs <= set(ours)
     # NVIDIA's legend is "GPU {{gpu}}", ambiguous across nodes; ours names the node as well.
     overview_legends = {t["legendFormat"] for p, t in _targets(models["gpudash-overview"]) if p["type"] == "timeseries"}
-    assert overview_legends == {"{{node}} GPU {{gpu}}"}
+    assert overview_legends == {"{{node}} GPU {{gpu}}", "{{node}} GPU {{gpu}} MIG {{GPU_I_ID}} ({{GPU_I_PROFILE}})"}
 
 
 def test_dashboards_adapt_to_a_csv_without_profiling_fields(reference):
