@@ -84,10 +84,10 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
 
 
-def _cloudwatch(profile: str | None, endpoint_url: str | None):
-    from .targets.cloudwatch_sync import CloudWatch
+def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):
+    from .targets.cloudwatch_api import CloudWatch
 
-    return CloudWatch(profile=profile, endpoint_url=endpoint_url)
+    return CloudWatch(profile=profile, endpoint_url=endpoint_url, deadline=deadline)
 
 
 def _print_changes(changes, output: str, outcomes=None) -> None:
@@ -113,21 +113,6 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
             click.echo(f"            {line}")
     counts = summary(changes)
     click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
-
-
-def _progress(total: int, output: str, label: str):
-    """A progress bar on a terminal (stderr), nothing otherwise."""
-    import contextlib
-
-    if output == "json" or not sys.stderr.isatty() or total < 10:
-        return contextlib.nullcontext(lambda change: None)
-    bar = click.progressbar(length=total, label=label, file=sys.stderr)
-
-    @contextlib.contextmanager
-    def run():
-        with bar:
-            yield lambda change: bar.update(1)
-    return run()
 
 
 def _finish(outcomes, output: str, changes) -> None:
@@ -164,8 +149,8 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, **options) -> None:
 @from_option
 @click.option("--grafana/--no-grafana", "use_grafana", default=None,
               help="Include Grafana (default: when GRAFANA_URL is set).")
-@click.option("--cloudwatch/--no-cloudwatch", "use_cloudwatch", default=True, show_default=True,
-              help="Include CloudWatch.")
+@click.option("--cloudwatch/--no-cloudwatch", "use_cloudwatch", default=None,
+              help="Include CloudWatch (default: when AWS credentials are found).")
 @profile_option
 @endpoint_option
 @insecure_option
@@ -175,20 +160,44 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .publish import pending
     from .targets import cloudwatch_sync, grafana_sync
+    from .targets.progress import Progress
 
     project, desired = _desired(config, csv, from_dir)
-    changes = []
+    changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         from .targets.deadline import Deadline
-        from .targets.progress import Progress
 
         client = _grafana_client(insecure, token_file, Deadline(command="plan"))
         changes += grafana_sync.plan(client, desired.grafana, desired.folder,
                                      uid_prefix=project.settings.grafana["uid_prefix"], progress=Progress())
-    if use_cloudwatch:
-        changes += cloudwatch_sync.plan(_cloudwatch(profile, endpoint_url), desired)
+        compared += 1
+    elif use_grafana is None:
+        _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
+                 "or pass --no-grafana to leave it out")
+    if use_cloudwatch is not False:
+        cloudwatch = _cloudwatch(profile, endpoint_url)
+        if use_cloudwatch is None and not cloudwatch.has_credentials():
+            _skipped("CloudWatch", "no AWS credentials found", "configure AWS credentials (AWS_PROFILE, the "
+                     "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
+                     "it out")
+        else:
+            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress())
+            _notes(cloudwatch)
+            compared += 1
+    if not compared:
+        raise GpudashError("nothing to compare: no publishing target is configured",
+                           hint="set GRAFANA_URL and GRAFANA_TOKEN, or configure AWS credentials")
     _print_changes(changes, output)
     sys.exit(EXIT_FINDINGS if pending(changes, prune=True) else 0)
+
+
+def _skipped(target: str, why: str, how: str) -> None:
+    click.echo(f"{target} skipped: {why}; {how}", err=True)
+
+
+def _notes(cloudwatch) -> None:
+    for note in cloudwatch.notes:
+        click.echo(f"note: {note}", err=True)
 
 
 @main.command()
@@ -225,21 +234,31 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
 
 @main.command()
 @publish_options
+@deadline_options
 @profile_option
 @endpoint_option
 @output_option
-def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, profile, endpoint_url, output):
+def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
+          profile, endpoint_url, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
+    from .targets.deadline import Deadline
+    from .targets.progress import Progress
 
+    limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
     project, desired = _desired(config, csv, from_dir)
-    cloudwatch = _cloudwatch(profile, endpoint_url)
+    cloudwatch = _cloudwatch(profile, endpoint_url, limit)
     _preflight(project, ("cloudwatch",), skip_verify, profile=profile, endpoint_url=endpoint_url)
-    changes = cloudwatch_sync.plan(cloudwatch, desired)
-    with _progress(len(changes), output, "applying to CloudWatch") as tick:
-        outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
-                                         force=force, prune=prune, dry_run=dry_run, progress=tick,
-                                         max_prune_share=max_prune_share)
+    progress = Progress()
+    try:
+        changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress)
+    except RemoteError as exc:
+        exc.what += "; nothing was published"
+        raise
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
+                                     progress=progress)
+    _notes(cloudwatch)
     _finish(outcomes, output, changes)
 
 

@@ -6,7 +6,9 @@ The evidence lives with each object:
     live content no longer hashes to the message of its latest version, someone edited it.
   * CloudWatch dashboards carry `gpudash sha256:<hash>` in their header text, the hash of
     the body without that line; an edit in the console breaks the match.
-  * CloudWatch alarms carry the tag ManagedBy=gpudash.
+  * CloudWatch alarms carry the tag ManagedBy=gpudash (ownership) and the tag
+    `gpudash:sha256` = the hash of the alarm's managed fields as gpudash wrote them. When the
+    live alarm no longer hashes to its tag, someone edited it in the console.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from typing import Any
 
 from .serialize import canonical_json
+from .render.alarms import MANAGED_TAG as ALARM_OWNER_TAG
 
 GRAFANA_OWNER_TAG = "gpudash-managed"
 _STAMP = re.compile(r"\n*`?gpudash sha256:([0-9a-f]{16})`?\s*$")
@@ -72,3 +75,46 @@ def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]
     if not match:
         return None, None
     return match.group(1), content_hash(_with_header(body, header[: match.start()]))
+
+
+# --- CloudWatch alarms --------------------------------------------------------------------
+
+ALARM_HASH_TAG = "gpudash:sha256"
+_ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
+               "InsufficientDataActions", "ComparisonOperator", "Threshold", "ThresholdMetricId", "EvaluationPeriods",
+               "DatapointsToAlarm", "TreatMissingData", "EvaluateLowSampleCountPercentile", "Namespace",
+               "MetricName", "Statistic", "ExtendedStatistic", "Period", "Unit")
+
+
+def alarm_fields(alarm: dict[str, Any]) -> dict[str, Any]:
+    """The fields PutMetricAlarm sets, normalised so that a request and DescribeAlarms' report of
+    the alarm it made compare equal."""
+    result = {key: alarm[key] for key in _ALARM_KEYS if alarm.get(key) not in (None, [], "")}
+    result.setdefault("DatapointsToAlarm", alarm.get("EvaluationPeriods"))
+    for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):
+        result[key] = sorted(alarm.get(key) or [])
+    result["Threshold"] = float(result.get("Threshold", 0))
+    if alarm.get("Dimensions"):
+        result["Dimensions"] = sorted([d["Name"], d["Value"]] for d in alarm["Dimensions"])
+    if alarm.get("Metrics"):
+        result["Metrics"] = [[m.get("Id"), m.get("Expression"), m.get("MetricStat"), m.get("Period"),
+                              m.get("ReturnData", True)] for m in alarm["Metrics"]]
+    return result
+
+
+def alarm_hash(alarm: dict[str, Any]) -> str:
+    return content_hash(alarm_fields(alarm))
+
+
+def alarm_tags(request: dict[str, Any]) -> list[dict[str, str]]:
+    """The tags an alarm gpudash writes carries: the request's own plus the hash evidence."""
+    tags = [t for t in request.get("Tags", []) if t.get("Key") != ALARM_HASH_TAG]
+    return tags + [{"Key": ALARM_HASH_TAG, "Value": alarm_hash(request)}]
+
+
+def alarm_owned(tags: list[dict[str, str]]) -> bool:
+    return ALARM_OWNER_TAG in tags
+
+
+def alarm_stamp(tags: list[dict[str, str]]) -> str | None:
+    return next((t.get("Value") for t in tags if t.get("Key") == ALARM_HASH_TAG), None)

@@ -1,216 +1,389 @@
 """Plan and apply CloudWatch: dashboards and alarms, written only when they differ, paced, never
-touching what gpudash does not own."""
+touching what gpudash does not own, never reverting a console edit without --force.
+
+Each Region is planned and applied in its own thread under its own pacing, so a fleet spread over
+Regions takes as long as its largest Region. Reads are bulk: DescribeAlarms pages of 100 and one
+Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms it does not vouch
+for are read one by one); deletes go 100 names per DeleteAlarms call. Just before writing, what is
+written is read again: an object that appeared or changed since the plan is not overwritten.
+"""
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..changes import CREATE, DELETE, DRIFT, FOREIGN, UNCHANGED, UPDATE, Change, Outcome
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
+                       Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import read_cloudwatch_stamp
-from ..render.alarms import MANAGED_TAG
+from ..ownership import (ALARM_HASH_TAG, ALARM_OWNER_TAG, alarm_fields, alarm_hash, alarm_owned, alarm_stamp,
+                         alarm_tags, read_cloudwatch_stamp)
 from . import prune_guard
-from .pacing import Pacer
+from .cloudwatch_api import CloudWatch
+from .progress import Progress, Silent
 
-WRITE_KEYS_SKIPPED = ("Tags",)
-
-
-class CloudWatch:
-    """boto3 CloudWatch clients per Region, one pacer, errors turned into RemoteError."""
-
-    def __init__(self, profile: str | None = None, endpoint_url: str | None = None, pacer: Pacer | None = None,
-                 max_attempts: int = 8):
-        import boto3
-        from botocore.config import Config
-
-        self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
-        self.endpoint_url = endpoint_url
-        self.config = Config(retries={"mode": "adaptive", "max_attempts": max_attempts}, user_agent_extra="gpudash",
-                             connect_timeout=5, read_timeout=20)
-        self.pacer = pacer or Pacer()
-        self.clients: dict[str, Any] = {}
-
-    def client(self, region: str):
-        if region not in self.clients:
-            self.clients[region] = self.session.client("cloudwatch", region_name=region,
-                                                       endpoint_url=self.endpoint_url, config=self.config)
-        return self.clients[region]
-
-    def call(self, region: str, api: str, what: str, **kwargs) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-
-        self.pacer.wait(region, api)
-        method = getattr(self.client(region), "_".join(_snake(api)))
-        try:
-            return method(**kwargs)
-        except NoCredentialsError:
-            raise RemoteError("no AWS credentials found", where=what,
-                              hint="set AWS_PROFILE, or the standard AWS environment variables, or an instance role"
-                              ) from None
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code, message = error.get("Code", "?"), error.get("Message", "")
-            if code == "ResourceNotFound":
-                raise
-            hints = {"AccessDenied": "grant cloudwatch:" + api + " to the credentials in use",
-                     "Throttling": "rate exceeded after adaptive retries; run again, apply converges",
-                     "LimitExceeded": "a CloudWatch quota is reached; ask for an increase or prune old alarms"}
-            raise RemoteError(f"CloudWatch {api} failed in {region}: {code}: {message}", where=what,
-                              hint=hints.get(code, "run `gpudash plan` and check the request")) from None
-        except BotoCoreError as exc:
-            raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
-                              hint="check the network, AWS_REGION and AWS_ENDPOINT_URL; run again") from None
+BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
+WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource")
+EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
+Tick = Callable[[], None]
 
 
-def _snake(api: str) -> list[str]:
-    import re
+def _locked(tick: Tick) -> Tick:
+    """A progress tick that several Region threads may call."""
+    import threading
 
-    return [part.lower() for part in re.findall(r"[A-Z][a-z]*", api)]
+    lock = threading.Lock()
+
+    def locked() -> None:
+        with lock:
+            tick()
+    return locked
 
 
-# --- dashboards -----------------------------------------------------------------------------
+def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
+    """`work(region)` for every Region at once; results in Region order; the first error is raised."""
+    if len(regions) <= 1:
+        return [item for region in regions for item in work(region)]
+    with ThreadPoolExecutor(max_workers=len(regions), thread_name_prefix="gpudash-region") as pool:
+        futures = [pool.submit(work, region) for region in regions]
+        return [item for future in futures for item in future.result()]
 
-def plan_dashboards(cloudwatch: CloudWatch, dashboards: dict[str, dict[str, Any]],
-                    regions: dict[str, str]) -> list[Change]:
-    """`dashboards`: DashboardName -> {"DashboardName", "DashboardBody"}; `regions`: name -> Region."""
+
+# --- reading --------------------------------------------------------------------------------
+
+def _read_dashboard(cloudwatch: CloudWatch, region: str, name: str) -> dict[str, Any] | None:
     from botocore.exceptions import ClientError
 
-    changes = []
-    for name, desired in sorted(dashboards.items()):
-        region = regions[name]
-        try:
-            live = cloudwatch.call(region, "GetDashboard", f"CloudWatch dashboard {name}", DashboardName=name)
-        except ClientError:
-            changes.append(Change("cloudwatch", "dashboard", name, CREATE, region=region))
-            continue
-        live_body = json.loads(live.get("DashboardBody") or "{}")
-        desired_body = json.loads(desired["DashboardBody"])
-        stamped, actual = read_cloudwatch_stamp(live_body)
-        change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live=live_body)
-        if live_body == desired_body:
-            pass
-        elif stamped is None:
-            change.action, change.details = FOREIGN, ["exists and was not written by gpudash; --force replaces it"]
-        elif stamped != actual:
-            change.action = DRIFT
-            change.details = ["edited in the CloudWatch console since gpudash wrote it; --force overwrites"] + \
-                diff.cloudwatch_dashboard(live_body, desired_body)
-        else:
-            change.action, change.details = UPDATE, diff.cloudwatch_dashboard(live_body, desired_body)
-        changes.append(change)
-    return changes
+    what = f"CloudWatch dashboard {name}"
+    try:
+        answer = cloudwatch.call(region, "GetDashboard", what, DashboardName=name)
+    except ClientError:  # ResourceNotFound only: every other error is a RemoteError
+        return None
+    try:
+        body = json.loads(answer["DashboardBody"])
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
+                          where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
+    return body
 
 
-# --- alarms ---------------------------------------------------------------------------------
-
-def _comparable(alarm: dict[str, Any]) -> dict[str, Any]:
-    """The fields PutMetricAlarm sets, as DescribeAlarms reports them."""
-    keys = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions", "ComparisonOperator",
-            "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData", "Namespace", "MetricName",
-            "Statistic", "Period")
-    result = {key: alarm[key] for key in keys if key in alarm}
-    result.setdefault("DatapointsToAlarm", alarm.get("EvaluationPeriods"))
-    for key in ("AlarmActions", "OKActions"):
-        result[key] = sorted(result.get(key) or [])
-    result["Threshold"] = float(result.get("Threshold", 0))
-    if alarm.get("Dimensions"):
-        result["Dimensions"] = sorted((d["Name"], d["Value"]) for d in alarm["Dimensions"])
-    if alarm.get("Metrics"):
-        result["Metrics"] = [(m.get("Id"), m.get("Expression"), m.get("Period"), m.get("ReturnData", True))
-                             for m in alarm["Metrics"]]
-    return result
-
-
-def _live_alarms(cloudwatch: CloudWatch, region: str, prefix: str) -> dict[str, dict[str, Any]]:
+def _describe(cloudwatch: CloudWatch, region: str, *, prefix: str | None = None,
+              names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Metric alarms by name prefix, or by names (at most BATCH), every page."""
     alarms: dict[str, dict[str, Any]] = {}
+    selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
+    what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
     token = None
     while True:
-        kwargs = {"AlarmNamePrefix": prefix, "AlarmTypes": ["MetricAlarm"], "MaxRecords": 100}
+        kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
         if token:
             kwargs["NextToken"] = token
-        page = cloudwatch.call(region, "DescribeAlarms", f"CloudWatch alarms {prefix}* in {region}", **kwargs)
-        alarms.update({a["AlarmName"]: a for a in page.get("MetricAlarms", [])})
+        page = cloudwatch.call(region, "DescribeAlarms", what, **kwargs)
+        alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
         token = page.get("NextToken")
         if not token:
             return alarms
 
 
-def plan_alarms(cloudwatch: CloudWatch, requests: list[dict[str, Any]], prefix: str) -> list[Change]:
+def _owned_tags(cloudwatch: CloudWatch, region: str) -> dict[str, list[dict[str, str]]] | None:
+    """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
+    filters = [{"Key": ALARM_OWNER_TAG["Key"], "Values": [ALARM_OWNER_TAG["Value"]]}]
+    found: dict[str, list[dict[str, str]]] = {}
+    token = ""
+    while True:
+        kwargs = {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters, "ResourcesPerPage": BATCH}
+        if token:
+            kwargs["PaginationToken"] = token
+        try:
+            page = cloudwatch.call(region, "GetResources", f"tags of CloudWatch alarms in {region}", **kwargs)
+        except RemoteError as exc:
+            if "AccessDenied" not in exc.what:
+                raise
+            cloudwatch.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
+                            "time (slow); grant tag:GetResources to read them in bulk")
+            return None
+        found.update({item["ResourceARN"]: item.get("Tags", []) for item in page["ResourceTagMappingList"]})
+        token = page.get("PaginationToken") or ""
+        if not token:
+            return found
+
+
+def _tags(cloudwatch: CloudWatch, region: str, alarm: dict[str, Any]) -> list[dict[str, str]]:
+    return cloudwatch.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
+                           ResourceARN=alarm["AlarmArn"])["Tags"]
+
+
+# --- planning -------------------------------------------------------------------------------
+
+def _plan_dashboard(name: str, region: str, desired: dict[str, Any], live_body: dict[str, Any] | None) -> Change:
+    if live_body is None:
+        return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
+    desired_body = json.loads(desired["DashboardBody"])
+    stamped, actual = read_cloudwatch_stamp(live_body)
+    change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
+    if live_body == desired_body:
+        pass
+    elif stamped is None:
+        change.action, change.details = FOREIGN, ["exists and was not written by gpudash; --force replaces it"]
+    elif stamped != actual:
+        change.action = DRIFT
+        change.details = [EDITED] + diff.cloudwatch_dashboard(live_body, desired_body)
+    else:
+        change.action, change.details = UPDATE, diff.cloudwatch_dashboard(live_body, desired_body)
+    return change
+
+
+def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str, Any] | None,
+                tags: list[dict[str, str]]) -> Change:
+    if alarm is None:
+        return Change("cloudwatch", "alarm", name, CREATE, region=region, live={"fields": None})
+    live_fields, wanted = alarm_fields(alarm), alarm_fields(request)
+    change = Change("cloudwatch", "alarm", name, UNCHANGED, region=region,
+                    live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields})
+    differences = diff.fields(live_fields, wanted)
+    missing_tags = [t for t in alarm_tags(request) if t not in tags]
+    stamp = alarm_stamp(tags)
+    if not alarm_owned(tags):
+        change.action, change.details = FOREIGN, ["exists without the ManagedBy=gpudash tag; --force takes it over"]
+    elif not differences:
+        if missing_tags:  # nothing a person changed is at stake: only the evidence is restored
+            change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
+    elif stamp == alarm_hash(alarm):
+        change.action, change.details = UPDATE, differences
+    elif stamp is None:
+        change.action = DRIFT
+        change.details = [f"no {ALARM_HASH_TAG} tag to show it is as gpudash wrote it (live → generated below); "
+                          "--force overwrites"] + differences
+    else:
+        change.action, change.details = DRIFT, [EDITED] + differences
+    return change
+
+
+def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
+    """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it."""
+    live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
+    stamp = alarm_stamp(tags)
+    if stamp is not None and stamp != alarm_hash(alarm):
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
+            "--prune --force deletes it"])
+    return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live,
+                  details=["managed by gpudash but no longer defined; --prune deletes it"])
+
+
+def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
+                     progress: Tick) -> list[Change]:
     changes = []
-    regions = sorted({item["Region"] for item in requests} or set())
-    desired_by_region = {r: {i["Request"]["AlarmName"]: i["Request"] for i in requests if i["Region"] == r}
-                         for r in regions}
-    for region in regions:
-        live = _live_alarms(cloudwatch, region, prefix + "-")
-        tags = {name: cloudwatch.call(region, "ListTagsForResource", f"alarm {name}",
-                                      ResourceARN=alarm["AlarmArn"]).get("Tags", [])
-                for name, alarm in live.items()}
-        for name, request in sorted(desired_by_region[region].items()):
-            alarm = live.get(name)
-            if alarm is None:
-                changes.append(Change("cloudwatch", "alarm", name, CREATE, region=region))
-                continue
-            change = Change("cloudwatch", "alarm", name, UNCHANGED, region=region,
-                            live={"arn": alarm["AlarmArn"], "tags": tags[name]})
-            owned = MANAGED_TAG in tags[name]
-            differences = diff.fields(_comparable(alarm), _comparable(request))
-            missing_tags = [t for t in request.get("Tags", []) if t not in tags[name]]
-            if not owned:
-                change.action, change.details = FOREIGN, ["exists without the ManagedBy=gpudash tag; --force takes it over"]
-            elif differences or missing_tags:
-                change.action = UPDATE
-                change.details = differences + [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
-            changes.append(change)
-        for name, alarm in sorted(live.items()):
-            if name not in desired_by_region[region] and MANAGED_TAG in tags[name]:
-                changes.append(Change("cloudwatch", "alarm", name, DELETE, region=region,
-                                      details=["managed by gpudash but no longer defined; --prune deletes it"]))
+    for name, desired in sorted(dashboards.items()):
+        changes.append(_plan_dashboard(name, region, desired, _read_dashboard(cloudwatch, region, name)))
+        progress()
     return changes
 
 
-def plan(cloudwatch: CloudWatch, desired) -> list[Change]:
-    """Dashboards then alarms, for a publish.Desired."""
-    return (plan_dashboards(cloudwatch, desired.cloudwatch_dashboards, desired.dashboard_regions)
-            + plan_alarms(cloudwatch, desired.alarms, desired.alarm_prefix))
+def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
+                 progress: Tick) -> list[Change]:
+    changes = []
+    live = _describe(cloudwatch, region, prefix=prefix + "-")
+    bulk = _owned_tags(cloudwatch, region) if live else {}
+    tags: dict[str, list[dict[str, str]]] = {}
+    for name, alarm in live.items():
+        if bulk is not None and alarm["AlarmArn"] in bulk:
+            tags[name] = bulk[alarm["AlarmArn"]]
+        elif name in requests or bulk is None:
+            # Not vouched for by the bulk read (no ownership tag, or tagged too recently for it to
+            # show): ask the alarm itself before calling it foreign.
+            tags[name] = _tags(cloudwatch, region, alarm)
+    for name, request in sorted(requests.items()):
+        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, [])))
+        progress()
+    for name, alarm in sorted(live.items()):
+        if name not in requests and alarm_owned(tags.get(name, [])):
+            changes.append(_plan_retired(name, region, alarm, tags[name]))
+            progress()
+    return changes
+
+
+def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list:
+    """Dashboards and alarms have quotas of their own: work on both at once."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpudash-dashboards") as pool:
+        future = pool.submit(first)
+        later = second()
+        return future.result() + later
+
+
+def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
+                requests: dict[str, dict[str, Any]], prefix: str, progress: Tick) -> list[Change]:
+    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, progress),
+                         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress))
+
+
+def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> list[Change]:
+    """Every Region of a publish.Desired at once: dashboards, then alarms, then alarms to prune."""
+    regions = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
+    total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
+    with (progress or Silent()).phase("reading CloudWatch", total) as tick:
+        safe = _locked(tick)
+
+        def work(region: str) -> list[Change]:
+            dashboards = {name: item for name, item in desired.cloudwatch_dashboards.items()
+                          if desired.dashboard_regions[name] == region}
+            requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
+                        if item["Region"] == region}
+            return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe)
+
+        changes = _parallel(regions, work)
+    dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
+    return dashboards + [c for c in changes if c.kind != "dashboard"]
+
+
+# --- applying -------------------------------------------------------------------------------
+
+def _moved(change: Change, now: Any, desired: Any) -> str | None:
+    """Why the object must not be written now that it reads `now`; "" when it is already as
+    generated (another publisher wrote it); None when it is as the plan saw it."""
+    before = (change.live or {}).get("body" if change.kind == "dashboard" else "fields")
+    if before == now:
+        return None
+    if now is not None and now == desired:
+        return ""
+    if before is None:
+        return "created by someone else since the plan"
+    if now is None:
+        return "deleted by someone else since the plan"
+    return "changed by someone else since the plan"
+
+
+def _not_overwritten(change: Change, why: str) -> RemoteError:
+    return RemoteError(f"{why}; not overwritten", where=f"CloudWatch {change.kind} {change.name}",
+                       hint="run `gpudash plan` and apply again")
+
+
+def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: dict[str, Any]) -> bool:
+    """Write one dashboard unless it moved since the plan; False when it is already as generated."""
+    what = f"CloudWatch dashboard {change.name}"
+    moved = _moved(change, _read_dashboard(cloudwatch, region, change.name), json.loads(item["DashboardBody"]))
+    if moved is not None:
+        if moved:
+            raise _not_overwritten(change, moved)
+        return False
+    response = cloudwatch.call(region, "PutDashboard", what, **item)
+    messages = response.get("DashboardValidationMessages") or []
+    if messages:
+        text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
+        raise RemoteError(f"CloudWatch accepted the dashboard with validation messages: {text}",
+                          where=what, hint="fix the definition; `gpudash lint` checks most of these")
+    return True
+
+
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> None:
+    what = f"CloudWatch alarm {change.name}"
+    tags = alarm_tags(request)
+    live = change.live or {}
+    if change.action == CREATE:
+        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
+        return
+    if live.get("fields") != alarm_fields(request):
+        # PutMetricAlarm ignores Tags on update (AWS does; send none so that no stand-in differs).
+        cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
+    missing = [t for t in tags if t not in live.get("tags", [])]
+    if missing:  # after the fields: a lost tag write leaves an alarm as generated with an old hash, not drift
+        cloudwatch.call(region, "TagResource", what, ResourceARN=live["arn"], Tags=missing)
+
+
+def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],
+                      dashboards: dict[str, dict[str, Any]], progress: Tick) -> list[Outcome]:
+    outcomes = []
+    for change in changes:
+        try:
+            written = _put_dashboard(cloudwatch, region, change, dashboards[change.name])
+            outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
+        except RemoteError as exc:
+            outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
+        progress()
+    return outcomes
+
+
+def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
+                  progress: Tick) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+
+    def record(change: Change, done: bool = False, error: RemoteError | None = None) -> None:
+        outcomes.append(Outcome(change, done=done, error=str(error) if error else None,
+                                status=FAILED if error else DONE if done else SKIPPED))
+        progress()
+
+    for start in range(0, len(changes), BATCH):
+        batch = changes[start:start + BATCH]
+        try:  # read again what is about to be written: nothing that moved since the plan is overwritten
+            now = _describe(cloudwatch, region, names=[c.name for c in batch])
+        except RemoteError as exc:
+            for change in batch:
+                record(change, error=exc)
+            continue
+        deletes = []
+        for change in batch:
+            request = requests.get(change.name)
+            moved = _moved(change, alarm_fields(now[change.name]) if change.name in now else None,
+                           None if change.action == DELETE else alarm_fields(request))
+            if moved:
+                record(change, error=_not_overwritten(change, moved))
+            elif moved == "":
+                record(change)  # already as generated: another publisher wrote it
+            elif change.action == DELETE:
+                deletes.append(change)
+            else:
+                try:
+                    _put_alarm(cloudwatch, region, change, request)
+                    record(change, done=True)
+                except RemoteError as exc:
+                    record(change, error=exc)
+        if deletes:
+            try:
+                cloudwatch.call(region, "DeleteAlarms", f"CloudWatch alarms in {region}",
+                                AlarmNames=[c.name for c in deletes])
+                error = None
+            except RemoteError as exc:
+                error = exc
+            for change in deletes:
+                record(change, done=error is None, error=error)
+    return outcomes
+
+
+def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],
+                  requests: dict[str, dict[str, Any]], progress: Tick) -> list[Outcome]:
+    return _side_by_side(
+        lambda: _apply_dashboards(cloudwatch, region, [c for c in changes if c.kind == "dashboard"], dashboards,
+                                  progress),
+        lambda: _apply_alarms(cloudwatch, region, [c for c in changes if c.kind == "alarm"], requests, progress))
 
 
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
           requests: list[dict[str, Any]], *, force: bool, prune: bool, dry_run: bool,
-          progress: Callable[[Change], None] = lambda change: None,
-          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE) -> list[Outcome]:
+          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, progress: Progress | None = None) -> list[Outcome]:
+    """Write the changes the flags allow, every Region at once; one Outcome per change, in order.
+
+    A dry run writes nothing and reports what the same command without --dry-run would write.
+    """
     prune_guard.check(changes, prune=prune, force=force, max_share=max_prune_share)
-    by_name = {(i["Region"], i["Request"]["AlarmName"]): i["Request"] for i in requests}
-    outcomes = []
-    for change in changes:
-        progress(change)
-        if change.action == UNCHANGED or (change.action == DELETE and not prune) or (change.blocked and not force) \
-                or dry_run:
-            outcomes.append(Outcome(change, done=False))
-            continue
-        region = change.region or "us-east-1"
-        what = f"CloudWatch {change.kind} {change.name}"
-        try:
-            if change.kind == "dashboard":
-                response = cloudwatch.call(region, "PutDashboard", what, **dashboards[change.name])
-                messages = response.get("DashboardValidationMessages") or []
-                if messages:
-                    text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
-                    raise RemoteError(f"CloudWatch accepted the dashboard with validation messages: {text}",
-                                      where=what, hint="fix the definition; `gpudash lint` checks most of these")
-            elif change.action == DELETE:
-                cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[change.name])
-            else:
-                request = by_name[(region, change.name)]
-                cloudwatch.call(region, "PutMetricAlarm", what, **request)
-                if change.action != CREATE:
-                    # PutMetricAlarm ignores Tags on update: reconcile them separately.
-                    live_tags = (change.live or {}).get("tags", [])
-                    missing = [t for t in request.get("Tags", []) if t not in live_tags]
-                    if missing:
-                        cloudwatch.call(region, "TagResource", what, ResourceARN=change.live["arn"], Tags=missing)
-            outcomes.append(Outcome(change, done=True))
-        except RemoteError as exc:
-            outcomes.append(Outcome(change, done=False, error=str(exc)))
-    return outcomes
+    decided = {id(c): disposition(c, force=force, prune=prune) for c in changes}
+    if dry_run:
+        return [Outcome(c, done=False, status=WOULD_WRITE if decided[id(c)] == WRITE else decided[id(c)])
+                for c in changes]
+    to_write = [c for c in changes if decided[id(c)] == WRITE]
+    by_region: dict[str, dict[str, dict[str, Any]]] = {}
+    for item in requests:
+        by_region.setdefault(item["Region"], {})[item["Request"]["AlarmName"]] = item["Request"]
+    regions = sorted({c.region or "us-east-1" for c in to_write})
+    with (progress or Silent()).phase("writing to CloudWatch", len(to_write)) as tick:
+        safe = _locked(tick)
+
+        def work(region: str) -> list[Outcome]:
+            return _apply_region(cloudwatch, region, [c for c in to_write if (c.region or "us-east-1") == region],
+                                 dashboards, by_region.get(region, {}), safe)
+
+        written = {id(o.change): o for o in _parallel(regions, work)}
+    return [written.get(id(c)) or Outcome(c, done=False, status=decided[id(c)]) for c in changes]

@@ -1,0 +1,182 @@
+"""CloudWatch (and the Resource Groups Tagging API) through boto3: paced per Region, retried on
+throttling, 5xx and dropped connections within the command's deadline, and every answer checked
+to be a real API answer.
+
+An answer that is not one (not JSON, `{}` where a list is due, items without their keys) is a
+remote failure, never an empty result: reading `{}` as "no alarms" would plan every alarm as a
+create over whatever exists. Each call runs under the deadline (a server dripping its answer is
+abandoned when the time is up); backoff, a capped Retry-After and pacing wait on the deadline's
+clock, so tests inject a clock and never sleep.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+from typing import Any
+
+from ..errors import RemoteError
+from .deadline import Deadline
+from .pacing import Pacer
+
+TAGGING = "resourcegroupstaggingapi"
+# What each read must answer: key -> type. Writes answer `{}` (or an empty body).
+REQUIRED = {
+    "DescribeAlarms": {"MetricAlarms": list},
+    "GetDashboard": {"DashboardBody": str},
+    "ListDashboards": {"DashboardEntries": list},
+    "ListTagsForResource": {"Tags": list},
+    "ListMetrics": {"Metrics": list},
+    "GetResources": {"ResourceTagMappingList": list},
+}
+ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "ResourceTagMappingList": ("ResourceARN",),
+             "Tags": ("Key", "Value")}
+RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
+                   "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
+                   "InternalServerError", "InternalServiceError", "InvalidAnswer"}
+BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
+_NOT_AN_ANSWER = "GpudashNotAnAnswer"
+
+
+class CloudWatch:
+    """boto3 clients per Region and service, one pacer, errors turned into RemoteError."""
+
+    def __init__(self, profile: str | None = None, endpoint_url: str | None = None, pacer: Pacer | None = None,
+                 max_attempts: int = 6, deadline: Deadline | None = None):
+        import boto3
+        from botocore.config import Config
+
+        self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        self.endpoint_url = endpoint_url
+        # gpudash retries itself (on the deadline's clock, within the deadline): botocore makes one attempt.
+        self.config = Config(retries={"total_max_attempts": 1}, user_agent_extra="gpudash",
+                             connect_timeout=5, read_timeout=20)
+        self.deadline = deadline or Deadline(command="publishing")
+        self.pacer = pacer or Pacer(clock=self.deadline.clock)
+        self.max_attempts = max(1, max_attempts)
+        self.clients: dict[tuple[str, str], Any] = {}
+        self.notes: list[str] = []  # things the user should know that are not failures
+        self.lock = threading.Lock()
+
+    def note(self, text: str) -> None:
+        with self.lock:
+            if text not in self.notes:
+                self.notes.append(text)
+
+    def has_credentials(self) -> bool:
+        try:
+            return self.session.get_credentials() is not None
+        except Exception:  # a broken profile: let the first call report it
+            return True
+
+    def client(self, region: str, service: str = "cloudwatch"):
+        with self.lock:  # creating clients from one session is not thread-safe
+            key = (region, service)
+            if key not in self.clients:
+                client = self.session.client(service, region_name=region, endpoint_url=self.endpoint_url,
+                                             config=self.config)
+                client.meta.events.register("before-parse", _check_body)
+                self.clients[key] = client
+            return self.clients[key]
+
+    def call(self, region: str, api: str, what: str, service: str | None = None, **kwargs) -> Any:
+        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is."""
+        from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
+                                         HTTPClientError, NoCredentialsError, NoRegionError)
+
+        service = service or (TAGGING if api == "GetResources" else "cloudwatch")
+        method = getattr(self.client(region, service), _snake(api))
+        for attempt in range(1, self.max_attempts + 1):
+            self.deadline.check(what)
+            self.pacer.wait(region, api)
+            retry_after = None
+            try:
+                response = self.deadline.run(lambda: method(**kwargs), what)
+                problem = _invalid(api, response)
+                if problem is None:
+                    return response
+                failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
+                           f"({problem})", "check AWS_ENDPOINT_URL and any proxy in between; run again")
+            except NoCredentialsError:
+                raise RemoteError("no AWS credentials found", where=what,
+                                  hint="set AWS_PROFILE, or the standard AWS environment variables, or an "
+                                       "instance role") from None
+            except NoRegionError:
+                raise RemoteError("no AWS Region", where=what, hint="set AWS_REGION") from None
+            except ClientError as exc:
+                error = exc.response.get("Error", {})
+                code, message = str(error.get("Code", "?")), error.get("Message", "")
+                if code == "ResourceNotFound":
+                    raise
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+                failure = (f"CloudWatch {api} failed in {region}: {code}: {message}".rstrip(": "), _hint(api, code))
+                if not (code in RETRYABLE_CODES or status >= 500 or status == 429):
+                    raise RemoteError(failure[0], where=what, hint=failure[1]) from None
+                headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+                retry_after = self.deadline.retry_after(headers.get("retry-after"), what)
+            except (BotoConnectionError, HTTPClientError) as exc:
+                failure = (f"CloudWatch {api} failed in {region}: {exc}",
+                           "check the network, AWS_REGION and AWS_ENDPOINT_URL; run again")
+            except BotoCoreError as exc:
+                raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
+                                  hint="check the network, AWS_REGION and AWS_ENDPOINT_URL; run again") from None
+            if attempt == self.max_attempts:
+                break
+            delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+            self.deadline.pause(max(delay, retry_after or 0.0), what)
+        raise RemoteError(f"{failure[0]} (after {self.max_attempts} attempts)", where=what, hint=failure[1])
+
+
+def _snake(api: str) -> str:
+    return "_".join(part.lower() for part in re.findall(r"[A-Z][a-z]*", api))
+
+
+def _hint(api: str, code: str) -> str:
+    permission = ("tag:" if api == "GetResources" else "cloudwatch:") + api
+    hints = {"AccessDenied": f"grant {permission} to the credentials in use",
+             "AccessDeniedException": f"grant {permission} to the credentials in use",
+             "Throttling": "rate exceeded after retries; run again, publishing converges",
+             "LimitExceeded": "a CloudWatch quota is reached; ask for an increase or prune old alarms"}
+    return hints.get(code, "run `gpudash plan` and check the request; run again if the fault was passing")
+
+
+def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[str, Any], operation_model=None,
+                **_) -> None:
+    """Check the raw answer before botocore reads it: botocore takes a body that is not JSON for
+    `{"message": body}` and a mapping where a list is due for an empty list. Mark what is not an
+    answer (and hand botocore `{}` so that it does not trip over it)."""
+    status, body = response_dict.get("status_code", 0), response_dict.get("body") or b""
+    if not 200 <= status < 300 or not body:
+        return
+    try:
+        parsed = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        problem = f"not JSON: {body[:40]!r}"
+    else:
+        problem = _invalid(getattr(operation_model, "name", ""), parsed)
+    if problem:
+        customized_response_dict[_NOT_AN_ANSWER] = problem
+        response_dict["body"] = b"{}"
+
+
+def _invalid(api: str, response: Any) -> str | None:
+    """Why `response` is not a valid answer to `api`, or None."""
+    if not isinstance(response, dict):
+        return f"a JSON {type(response).__name__}, not an object"
+    if _NOT_AN_ANSWER in response:
+        return response[_NOT_AN_ANSWER]
+    for key, kind in REQUIRED.get(api, {}).items():
+        if not isinstance(response.get(key), kind):
+            return f"no {key}" if key not in response else f"{key} is not a {kind.__name__}"
+        if kind is list:
+            for item in response[key]:
+                if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
+                    return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
+    if api == "GetResources":
+        for item in response["ResourceTagMappingList"]:
+            tags = item.get("Tags", [])
+            if not isinstance(tags, list) or any(not isinstance(t, dict) or "Key" not in t for t in tags):
+                return "a resource whose Tags are not a list of Key/Value"
+    return None
