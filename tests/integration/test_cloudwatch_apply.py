@@ -40,15 +40,7 @@ def built_once(monkeypatch):
 
 
 @pytest.fixture
-def clock(monkeypatch):
-    """Pacing, backoff and the deadline run on a clock that only moves when they sleep."""
-    fake = FakeClock()
-    monkeypatch.setattr(deadline, "CLOCK", fake)
-    return fake
-
-
-@pytest.fixture
-def aws(moto, cli, monkeypatch, clock):
+def aws(moto, cli, monkeypatch):
     moto.reset()
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -204,10 +196,10 @@ def test_pacing_keeps_put_metric_alarm_within_three_a_second():
 
 
 def test_real_pacing_waits_in_real_time():
-    """The one test that waits: the pacer's default clock really holds a fourth call to the next second."""
+    """The one test that waits: on the real clock the pacer holds a fourth call to the next second."""
     import time
 
-    pacer = Pacer(rates={"PutMetricAlarm": 3})
+    pacer = Pacer(rates={"PutMetricAlarm": 3}, clock=deadline.Clock())
     start = time.monotonic()
     for _ in range(4):
         pacer.wait("us-east-1", "PutMetricAlarm")
