@@ -286,6 +286,10 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     node = _resolve(error.schema, root) if isinstance(error.schema, dict) else {}
     kind, value = error.validator, error.validator_value
     example = _example(node)
+    if kind in ("anyOf", "oneOf") and error.context:
+        import jsonschema
+
+        return _fix_for(jsonschema.exceptions.best_match(error.context), root)
     if kind == "additionalProperties":
         known = sorted(node.get("properties", {}))
         extra = sorted(set(error.instance) - set(known))

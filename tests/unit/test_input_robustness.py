@@ -254,3 +254,27 @@ def test_a_pipe_given_as_a_file_is_refused_not_waited_on(tmp_path, cli):
     os.mkfifo(fifo)
     code, _, stderr = cli("generate", "--csv", str(fifo), "--out", str(tmp_path / "b"))
     assert code == 2 and f"{fifo}: counters CSV is a pipe or socket, not a file" in stderr
+
+
+def _property_paths(node, root, path=()):
+    from generator.settings import _resolve
+
+    node = _resolve(node, root)
+    for key, sub in node.get("properties", {}).items():
+        yield (*path, key)
+        yield from _property_paths(sub, root, (*path, key))
+
+
+@pytest.mark.parametrize("path", list(_property_paths(_schema(), _schema())), ids="/".join)
+def test_every_settings_key_says_what_to_write_instead(path):
+    from generator.settings import SCHEMA_HINT
+
+    document = {"zz_unknown": 1}  # wrong for every key: not a scalar, and an unknown key in a mapping
+    for key in reversed(path):
+        document = {key: document}
+    text = json.dumps(document)
+    with pytest.raises(InputError) as error:
+        parse_settings(text, "s.yaml", Path("."))
+    assert error.value.where == "s.yaml:1"
+    assert error.value.hint != SCHEMA_HINT and error.value.hint.startswith(("write", "add", "remove", "did you mean")), \
+        (path, str(error.value))
