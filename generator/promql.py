@@ -111,7 +111,8 @@ def coalesce_node(expr: str, labels: Labels) -> str:
 
 
 def gpu_identity(labels: Labels) -> tuple[str, ...]:
-    """Labels that together name one physical GPU, whatever spelling its exporter uses."""
+    """Labels that together name one physical GPU, whatever spelling its exporter uses (a series
+    may lack some: the cluster on a Prometheus of one cluster, all but one node spelling)."""
     return (labels.cluster, *labels.node_sources, "gpu")
 
 
@@ -138,7 +139,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     return f"({change} and {readable if readable.startswith('(') else f'({readable})'})"
 
 
-def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], inner_by: str,
+def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: str,
              window: str, as_increase: bool, count: bool) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
@@ -146,16 +147,16 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     is used, averaged over the GPU's instances, and the field itself on other GPUs.
     """
     if count:  # how many GPUs report the field, whatever its value
-        return f"max by ({inner_by}) ({_raw(metric, branches, extra, '{}')})"
+        return f"max {merge} ({_raw(metric, branches, extra, '{}')})"
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     substitute = catalog.mig_substitute(metric)
     if substitute is None:
-        return f"{how} by ({inner_by}) ({_field_series(metric, catalog, branches, extra, window, as_increase)})"
+        return f"{how} {merge} ({_field_series(metric, catalog, branches, extra, window, as_increase)})"
     stand_in, factor = substitute
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase)
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase)
-    return (f"({catalog.get(stand_in).per_gpu_aggregation} by ({inner_by}) ({mig} * {factor:g})"
-            f" or {how} by ({inner_by}) ({own}))")
+    return (f"({catalog.get(stand_in).per_gpu_aggregation} {merge} ({mig} * {factor:g})"
+            f" or {how} {merge} ({own}))")
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
@@ -177,11 +178,15 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     outer = [label_name(key, labels) for key in keys]
     if "mig_instance" in keys:  # an instance is shown with its profile
         outer.insert(outer.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
-    inner = list(dict.fromkeys([*gpu_identity(labels), *(name for name in outer if name != labels.node)]))
-    inner_by = ", ".join(inner)
+    # The series of one GPU differ only by MIG instance and workload labels: merging those (that
+    # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
+    # own labels (an XID code, ...) stay; without MIG nothing is merged.
+    merged = [name for name in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, labels.pod, labels.namespace, labels.container)
+              if name not in outer]
+    merge = f"without ({', '.join(merged)})"
 
     def per_gpu(metric: str) -> str:
-        return _per_gpu(metric, catalog, branches, extra, inner_by, window, query.as_increase, count)
+        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count)
 
     value = per_gpu(query.metric)
     if query.over:

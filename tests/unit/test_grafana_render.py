@@ -128,8 +128,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if "rate(" in target["expr"]:
                 assert "[$__rate_interval]" in target["expr"]
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
-    assert replay.startswith("max by (node, gpu) (label_replace(label_join(max by (cluster, node, hostname, Hostname, "
-                             "gpu) (((rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    # MIG instances of a GPU merged, then the node named from its first spelling, then the outer grouping
+    assert replay.startswith("max by (node, gpu) (label_replace(label_join(max without (GPU_I_ID, GPU_I_PROFILE, pod, "
+                             "namespace, container) (((rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
     assert "[$__rate_interval])) and (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{" in replay  # a blank counter gives no rate
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     assert util.endswith("< 1e14))))")
