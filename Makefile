@@ -9,15 +9,21 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: install generate test lint services bench clean
 
-$(STAMP): pyproject.toml
+# One pip call per target: no pip self-upgrade, no version check, no byte-compiling of every
+# installed file (Python compiles what it imports, once).
+PIP    := $(BIN)/pip install --quiet --disable-pip-version-check --no-compile
+
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e .
 	touch $@
 
-$(TEST_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+# The test install includes the product's: it stamps both.
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	touch $@ $(STAMP)
 
 install: $(STAMP)
 
