@@ -1,6 +1,6 @@
 """Whole-process timings shared by the benchmark scripts.
 
-    from _timing import measure, median_seconds, reference_dir
+    from _timing import measure, median_seconds
     timing = measure(["gpudash", "generate"])      # median of 5 runs, and the peak RSS
     print(timing.seconds, timing.peak_mib)
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 RUNS = 5
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -54,10 +54,9 @@ def median_seconds(command: list[str], runs: int = RUNS, **kwargs) -> float:
     return measure(command, runs, **kwargs).seconds
 
 
-def reference_dir() -> Path | None:
-    """The shared reference data (GPUDASH_REFERENCE, else ../shared/reference), or None with a note."""
-    path = Path(os.environ.get("GPUDASH_REFERENCE", ROOT.parent / "shared" / "reference"))
-    if path.is_dir():
-        return path
-    print(f"(skipped: reference data not found at {path}; set GPUDASH_REFERENCE)")
-    return None
+def reference_dir() -> Path:
+    """The shared reference data; without it the benchmark stops here, printing the skip line
+    of benchmarks/_reference.py."""
+    from _reference import reference_or_skip  # the benchmarks' folder is on sys.path when one runs
+
+    return reference_or_skip(f"benchmarks/{Path(sys.argv[0]).name}", "")
