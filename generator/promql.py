@@ -19,7 +19,7 @@ comes from here, so label handling is designed once:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from .model import Query
@@ -45,6 +45,12 @@ def group_keys(by: tuple[str, ...]) -> tuple[str, ...]:
         index = by.index("pod")
         return (*by[:index], "namespace", *by[index:])
     return tuple(by)
+
+
+def with_cluster(query: Query) -> Query:
+    """The query grouped by cluster as well (one Prometheus holding several clusters, whose node and
+    pod names may repeat)."""
+    return query if "cluster" in query.by else replace(query, by=("cluster", *query.by))
 
 
 def _quote(value: str) -> str:

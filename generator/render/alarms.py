@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
 from ..exporter_styles import style_for
 from ..model import Alarm, Condition, source_file
-from ..promql import expression, group_keys, label_name
+from ..promql import expression, group_keys, label_name, with_cluster
 from ..settings import Cluster, Settings
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
@@ -124,20 +123,25 @@ def _duration(seconds: int) -> str:
 def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
     condition = alarm.condition
     window = _duration(alarm.period_seconds)
-    query = condition.query
-    if settings.shared_prometheus and alarm.scope == "cluster" and "cluster" not in query.by:
-        query = replace(query, by=("cluster", *query.by))  # one Prometheus, several clusters
+    query = _alert_query(alarm, settings)
     if alarm.absent:
         return f"absent({query.metric})"
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
 
 
+def _alert_query(alarm: Alarm, settings: Settings):
+    query = alarm.condition.query
+    if settings.shared_prometheus and alarm.scope == "cluster":
+        query = with_cluster(query)  # one Prometheus, several clusters
+    return query
+
+
 def _where_label(alarm: Alarm, settings: Settings) -> str:
     """` on pod {{ $labels.namespace }}/{{ $labels.pod }}`, ` on {{ $labels.node }} GPU {{ $labels.gpu }}` ..."""
     if alarm.absent:
         return ""
-    keys = group_keys(alarm.condition.query.by)
+    keys = group_keys(_alert_query(alarm, settings).by)
     words = {"gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
     parts = []
     for key in keys:

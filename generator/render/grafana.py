@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..model import Dashboard, Panel, Row, layout
-from ..promql import Scope, coalesce_node, expression, label_name, legend, presence
+from ..promql import Scope, coalesce_node, expression, label_name, legend, presence, with_cluster
 from ..settings import Settings
 from ..units import UNITS
 
@@ -179,6 +179,8 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
     scope = variable_scope(settings)
     targets = []
     for ref_id, query in zip(_REF_IDS, panel.queries):
+        if settings.shared_prometheus and query.by and not query.raw_promql:
+            query = with_cluster(query)  # a node or pod name may repeat in another cluster
         target = (prometheus.Dataquery().datasource(_datasource()).ref_id(ref_id)
                   .expr(expression(query, settings.labels, catalog, scope))
                   .legend_format(legend(query, settings.labels)))

@@ -30,7 +30,7 @@ from generator.artifacts import grafana_dashboards
 from generator.exporter_styles import STYLES
 from generator.model import Panel, Row
 from generator.project import load_project
-from generator.promql import legend
+from generator.promql import legend, with_cluster
 from generator.render.alarms import alert_name, prometheus_rules
 from generator.render.scrape import for_file_sd, scrape_job, service_monitor
 from generator.resources import default_counters
@@ -45,15 +45,24 @@ OPERATOR = STYLES["gpu-operator"]
 EXPORTED = "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n"
 
 
+SHARED = """
+clusters:
+  - {name: east, region: us-east-1, prometheus_label: east}
+  - {name: west, region: us-west-2, prometheus_label: west}
+"""
+
+
 @dataclass(frozen=True)
 class Path_:
     name: str
     settings: str
     node_names_set: bool = True  # False: the path cannot know the node of an exporter without NODE_NAME
+    clusters: tuple[str, ...] = ("",)  # several: one Prometheus holds clusters that run this same fleet
 
 
 PATHS = (Path_("gpudash-job", ""), Path_("gpudash-servicemonitor", ""),
-         Path_("operator-servicemonitor", EXPORTED), Path_("operator-servicemonitor-plain", EXPORTED, False))
+         Path_("operator-servicemonitor", EXPORTED), Path_("operator-servicemonitor-plain", EXPORTED, False),
+         Path_("shared-prometheus", SHARED, clusters=("east", "west")))
 
 
 def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
@@ -65,6 +74,18 @@ def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
         monitor["spec"]["endpoints"][0]["relabelings"] = [
             {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]
     return monitor
+
+
+def _jobs(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, reference: Path) -> list[dict]:
+    if path.name != "shared-prometheus":
+        return [_job(path, exporters, workdir, reference)]
+    jobs = []
+    for cluster in path.clusters:  # each cluster's Prometheus job, as one Prometheus would hold them
+        job = _job(Path_("gpudash-job", ""), exporters, workdir, reference)
+        job["job_name"] = f"dcgm-{cluster}"
+        job["relabel_configs"].append({"target_label": "cluster", "replacement": cluster, "action": "replace"})
+        jobs.append(job)
+    return jobs
 
 
 def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, reference: Path) -> dict:
@@ -97,15 +118,16 @@ def stacks(tmp_path_factory, reference):
         for path in PATHS:
             workdir = tmp_path_factory.mktemp(path.name)
             config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                      "scrape_configs": [_job(path, exporters, workdir, reference)]}
+                      "scrape_configs": _jobs(path, exporters, workdir, reference)}
             servers[path.name] = Prometheus(workdir, config)
         with ThreadPoolExecutor(len(servers)) as pool:  # start them side by side
             list(pool.map(Prometheus.start, servers.values()))
         series = sum(len(gpu.instances) for node in FLEET for gpu in node.gpus)
-        for server in servers.values():
-            server.wait_for("DCGM_FI_DEV_GPU_TEMP", count=series)
-        for server in servers.values():  # enough samples for a rate over the window
-            server.wait_for("count_over_time(DCGM_FI_DEV_GPU_TEMP[5s]) >= 4", count=series)
+        for path in PATHS:
+            servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=series * len(path.clusters))
+        for path in PATHS:  # enough samples for a rate over the window
+            servers[path.name].wait_for("count_over_time(DCGM_FI_DEV_GPU_TEMP[5s]) >= 4",
+                                        count=series * len(path.clusters))
         yield servers
     finally:
         for server in servers.values():
@@ -167,7 +189,9 @@ def test_every_panel_shows_the_truth(stacks, projects, path):
                 shown = {_render(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
                          for s in result}
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
-                expected = truth(query, _node_names(path))
+                if path.clusters != ("",) and query.by:
+                    query = with_cluster(query)
+                expected = truth(query, _node_names(path), path.clusters)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 counter = query.metric in mixed_fleet.COUNTERS
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k], counter)}
@@ -198,6 +222,7 @@ def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path
     prometheus, project = stacks[path.name], projects[path.name]
     holders = mixed_fleet.namespaces_and_pods()
     expected = {"namespace": {ns for ns, _ in holders}, "pod": {pod for _, pod in holders},
+                **({"cluster": set(path.clusters)} if path.clusters != ("",) else {}),
                 "node": set(_node_names(path).values()),
                 "gpu": {str(gpu.index) for node in FLEET for gpu in node.gpus}}
     for dashboard in grafana_dashboards(project):
@@ -222,9 +247,10 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path):
         if alarm.absent:
             assert result == [], rule["expr"]
             continue
-        template = legend(condition.query, labels)
+        query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
+        template = legend(query, labels)
         firing = {_render(template, s["metric"]) for s in result}
-        values = truth(condition.query, _node_names(path))
+        values = truth(query, _node_names(path), path.clusters)
         if condition.query.as_increase:  # increase over the window: at least 2 s of the fleet's rate
             values = {k: v * 2 for k, v in values.items()}
         compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
@@ -236,14 +262,15 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path):
             summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: series["metric"].get(m.group(1), ""),
                              rule["annotations"]["summary"])
             assert "{{" not in summary and " /" not in summary and "  " not in summary, summary
-    assert fired == {
+    assert fired == {alert: {f"{cluster} {name}".lstrip() for cluster in path.clusters for name in names}
+                     for alert, names in {
         "GpudashXidError": {"gpu-node-b GPU 0"},
         "GpudashGpuTempHigh": {"gpu-node-a GPU 0", "gpu-node-mig GPU 1"},
         "GpudashGpuTempCritical": {"gpu-node-mig GPU 1"},
         "GpudashFramebufferFull": {"Pod team-a/mig-a"},  # one MIG instance full; its GPU is not
         "GpudashGpuIdle": {"Pod team-a/infer-1"},  # not the MIG pods whose GPU_UTIL reads 0
         "GpudashPcieReplays": {"gpu-node-a GPU 0"},  # not the "not supported" counter of node c
-    }
+    }.items()}
 
 
 def test_the_truth_is_the_fleet_facts():

@@ -178,13 +178,22 @@ def _aggregate(how: str, values: list[float]) -> float:
     return {"avg": mean, "sum": sum, "max": max, "min": min, "count": len}[how](values)
 
 
-def truth(query, node_names: dict[str, str]) -> dict[str, float]:
+def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",)) -> dict[str, float]:
     """Expected {legend: value} of a neutral query over the whole fleet.
 
-    `node_names` maps a Kubernetes node to the name the scrape path can know it by.
+    `node_names` maps a Kubernetes node to the name the scrape path can know it by; `clusters`
+    names the clusters that each run this same fleet (one Prometheus holding them all).
     """
-    keys = set(query.by)
+    keys = set(query.by) - {"cluster"}
     groups: dict[str, list[float]] = {}
+    for cluster in clusters:
+        prefix = f"{cluster} " if "cluster" in query.by else ""
+        _add_cluster(query, keys, node_names, prefix, groups)
+    return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
+
+
+def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
+                 groups: dict[str, list[float]]) -> None:
     for node in FLEET:
         for gpu in node.gpus:
             if "pod" in keys:
@@ -213,8 +222,7 @@ def truth(query, node_names: dict[str, str]) -> dict[str, float]:
                     legend = ""
                 else:
                     raise NotImplementedError(query.by)
-                groups.setdefault(legend, []).append(value)
-    return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
+                groups.setdefault(prefix + legend if legend else legend, []).append(value)
 
 
 def nodes() -> set[str]:
