@@ -1,13 +1,21 @@
-"""Benchmark: publishing 3 clusters' artifacts, twice.
+"""Benchmark: publishing, as whole processes and in-process.
 
-A first push (Grafana API test server) and apply (moto's CloudWatch server), then a
-second run with nothing changed: prints the write calls and wall time of each, and the
-writes a naive apply-everything loop would make. The second run's floor is 0 writes.
+CloudWatch (moto's server behind a counting proxy, real pacing, whole `gpudash apply` processes):
+a no-op apply for 3 and 10 clusters (median of 5, with the write calls each made), a first apply
+for 10 clusters, and a first apply of 3 clusters in one Region against the same 3 clusters spread
+over three Regions (Regions are published at once, each under its own pacing).
+
+Grafana and CloudWatch together (in-process, needs the reference data for the Grafana test
+server): a first push + apply of 3 clusters, then a second run with nothing changed, against the
+writes a naive apply-everything loop makes.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -16,50 +24,100 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.artifacts import build  # noqa: E402
-from generator.project import load_project  # noqa: E402
-from generator.publish import desired_from  # noqa: E402
-from generator.targets import cloudwatch_sync, grafana_sync  # noqa: E402
-from generator.targets.grafana_api import GrafanaClient  # noqa: E402
-from tests.support.grafana_server import ADMIN, GrafanaTestServer  # noqa: E402
-from tests.support.moto_server import MotoServer  # noqa: E402
-from benchmarks._reference import reference_or_skip  # noqa: E402
+from benchmarks._reference import REFERENCE  # noqa: E402
+from tests.support.aws_fault_proxy import AwsFaultProxy  # noqa: E402
+from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
-SPEC = Path(os.environ.get("GPUDASH_REFERENCE", ROOT.parent / "shared" / "reference")) / "grafana" / \
-    "grafana-http-api.openapi.json"
+GPUDASH = Path(sys.executable).parent / "gpudash"
+SPEC = REFERENCE / "grafana" / "grafana-http-api.openapi.json"
 WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource")
+RUNS = 5
+
+
+def _settings(folder: Path, name: str, regions: list[str]) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text("clusters:\n" + "".join(f"  - {{name: c{i}, region: {region}, prometheus_label: c{i}}}\n"
+                                            for i, region in enumerate(regions)))
+    return path
+
+
+def _apply(settings: Path, proxy: AwsFaultProxy) -> tuple[float, int, dict]:
+    """One whole `gpudash apply` process: (seconds, write calls, its JSON report)."""
+    env = {**os.environ, **FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": proxy.url, "AWS_DEFAULT_REGION": "us-east-1"}
+    proxy.clear()
+    start = time.perf_counter()
+    result = subprocess.run([str(GPUDASH), "apply", "--skip-verify", "--config", str(settings), "--output", "json"],
+                            capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        raise SystemExit(f"gpudash apply failed ({result.returncode}): {result.stderr.strip()}")
+    return seconds, len(proxy.writes()), json.loads(result.stdout)
+
+
+def cloudwatch_figures(scratch: Path) -> None:
+    print("CloudWatch, whole `gpudash apply` processes against moto (real pacing):")
+    print(f"{'run':52} {'objects':>8} {'writes':>7} {'time':>8}")
+    with MotoServer() as moto, AwsFaultProxy(moto.url) as proxy:
+        for clusters in (3, 10):
+            moto.reset()
+            settings = _settings(scratch, f"fleet{clusters}", ["us-east-1"] * clusters)
+            first, writes, report = _apply(settings, proxy)
+            objects = len(report["changes"])
+            if clusters == 10:
+                print(f"{'first apply, 10 clusters (1 Region)':52} {objects:8d} {writes:7d} {first:7.2f}s")
+            runs = [_apply(settings, proxy) for _ in range(RUNS)]
+            median = statistics.median(seconds for seconds, _, _ in runs)
+            most = max(w for _, w, _ in runs)
+            print(f"{f'no-op apply, {clusters} clusters (median of {RUNS})':52} {objects:8d} {most:7d} {median:7.2f}s")
+        for label, regions in (("1 Region", ["us-east-1"] * 3),
+                               ("3 Regions at once", ["us-east-1", "eu-west-1", "ap-southeast-2"])):
+            moto.reset()
+            seconds, writes, report = _apply(_settings(scratch, label.split()[0], regions), proxy)
+            print(f"{f'first apply, 3 clusters in {label}':52} {len(report['changes']):8d} {writes:7d} {seconds:7.2f}s")
+
+
+def together_figures(scratch: Path) -> None:
+    if not SPEC.exists():
+        print(f"skipped the Grafana + CloudWatch figures: reference data not found ({SPEC}); "
+              f"set GPUDASH_REFERENCE to the folder that holds it")
+        return
+    from generator.artifacts import build
+    from generator.project import load_project
+    from generator.publish import desired_from
+    from generator.targets import cloudwatch_sync, grafana_sync
+    from generator.targets.grafana_api import GrafanaClient
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    project = load_project(_settings(scratch, "together", ["us-east-1"] * 3))
+    desired = desired_from(build(project), project.settings)
+    naive = 1 + len(desired.grafana) + len(desired.cloudwatch_dashboards) + len(desired.alarms)
+    print(f"\nGrafana + CloudWatch in-process, 3 clusters: {len(desired.grafana)} Grafana dashboards + folder, "
+          f"{len(desired.cloudwatch_dashboards)} CloudWatch dashboards, {len(desired.alarms)} alarms")
+    print(f"naive apply-everything loop: {naive} writes on every run")
+    with GrafanaTestServer(SPEC) as grafana, MotoServer() as moto:
+        moto.reset()  # moto keeps its state per process: start from an empty account
+        for run in ("first run", "second run (no changes)"):
+            start = time.perf_counter()
+            client = GrafanaClient(grafana.url, token=ADMIN)
+            grafana_writes = len(grafana.writes())
+            changes = grafana_sync.plan(client, desired.grafana, desired.folder,
+                                        uid_prefix=project.settings.grafana["uid_prefix"])
+            grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
+                              dry_run=False)
+            cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=moto.url)
+            changes = cloudwatch_sync.plan(cloudwatch, desired)
+            cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                  force=False, prune=False, dry_run=False)
+            writes = (len(grafana.writes()) - grafana_writes) + cloudwatch.pacer.writes(WRITE_APIS)
+            reads = sum(client.calls.values()) - client.calls.get("POST", 0) + sum(
+                n for api, n in cloudwatch.pacer.calls.items() if api not in WRITE_APIS)
+            print(f"{run:26} {writes:4d} writes, {reads:4d} reads, {time.perf_counter() - start:6.2f} s")
 
 
 def main() -> None:
-    reference_or_skip("benchmarks/publish.py", "grafana/grafana-http-api.openapi.json")
     with tempfile.TemporaryDirectory() as scratch:
-        config = Path(scratch) / "gpudash.yaml"
-        config.write_text("clusters:\n" + "".join(
-            f"  - {{name: c{i}, region: us-east-1, prometheus_label: c{i}}}\n" for i in range(3)))
-        project = load_project(config)
-        desired = desired_from(build(project), project.settings)
-        naive = 1 + len(desired.grafana) + len(desired.cloudwatch_dashboards) + len(desired.alarms)
-        print(f"objects: {len(desired.grafana)} Grafana dashboards + folder, {len(desired.cloudwatch_dashboards)} "
-              f"CloudWatch dashboards, {len(desired.alarms)} alarms")
-        print(f"naive apply-everything loop: {naive} writes on every run")
-        with GrafanaTestServer(SPEC) as grafana, MotoServer() as moto:
-            for run in ("first run", "second run (no changes)"):
-                start = time.perf_counter()
-                client = GrafanaClient(grafana.url, token=ADMIN)
-                grafana_writes = len(grafana.writes())
-                changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                            uid_prefix=project.settings.grafana["uid_prefix"])
-                grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
-                                  dry_run=False)
-                cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=moto.url)
-                changes = cloudwatch_sync.plan(cloudwatch, desired)
-                cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
-                                      force=False, prune=False, dry_run=False)
-                writes = (len(grafana.writes()) - grafana_writes) + sum(
-                    cloudwatch.pacer.calls.get(api, 0) for api in WRITE_APIS)
-                reads = sum(client.calls.values()) - client.calls.get("POST", 0) + sum(
-                    n for api, n in cloudwatch.pacer.calls.items() if api not in WRITE_APIS)
-                print(f"{run:26} {writes:4d} writes, {reads:4d} reads, {time.perf_counter() - start:6.2f} s")
+        cloudwatch_figures(Path(scratch))
+        together_figures(Path(scratch))
 
 
 if __name__ == "__main__":
