@@ -8,7 +8,6 @@ so an object shaped unlike its API is a failed check, not a crash."""
 from __future__ import annotations
 
 import json
-from pathlib import PurePosixPath
 from typing import Any, Iterator
 
 import yaml
@@ -222,6 +221,8 @@ def _counters(kube: Kube, project: Project, daemonset: Answer, style, namespace:
     source = path
     for mount in container.items("volumeMounts"):
         mount_path = mount.get("mountPath", str)
+        if not mount_path.startswith("/"):
+            raise OddAnswer(mount.source, f"{mount.path}.mountPath", mount_path, "an absolute path")
         if not path.startswith(mount_path.rstrip("/") + "/"):
             continue
         name = mount.get("name", str)
@@ -230,7 +231,7 @@ def _counters(kube: Kube, project: Project, daemonset: Answer, style, namespace:
         if volume is None or volume.get("configMap", dict, None) is None:
             continue
         configmap_name = volume.get("configMap.name", str)
-        key = str(PurePosixPath(path).relative_to(mount_path))
+        key = path[len(mount_path.rstrip("/")) + 1:]
         for item in volume.items("configMap.items"):
             if item.get("path", str) == key:
                 key = item.get("key", str)

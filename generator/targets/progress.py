@@ -14,6 +14,8 @@ from typing import Callable, Iterator, TextIO
 
 import click
 
+from .. import redact
+
 Tick = Callable[[], None]
 
 
@@ -26,6 +28,7 @@ class Progress:
 
     @contextlib.contextmanager
     def phase(self, label: str, total: int) -> Iterator[Tick]:
+        label = redact.text(label)  # a label may name an endpoint
         if self.interactive:
             with click.progressbar(length=max(total, 1), label=label, file=self.stream) as bar:
                 yield lambda: bar.update(1)

@@ -325,6 +325,15 @@ def test_credentials_in_urls_are_never_printed(cli, tmp_path, monkeypatch):
     # botocore names the endpoint when it cannot connect; every error message is redacted
     error = RemoteError(f'Could not connect to the endpoint URL: "{dead}/"', where=dead, hint=f"check {dead}")
     assert MARKER not in str(error) and 'URL: "http://***@127.0.0.1:9/"' in str(error)
+    # and progress lines
+    import io
+
+    from generator.targets.progress import Progress
+
+    stream = io.StringIO()
+    with Progress(stream=stream, interactive=False).phase(f"reading {dead}", 1) as tick:
+        tick()
+    assert stream.getvalue().startswith("reading http://***@127.0.0.1:9: 1/1")
 
 
 def test_credentials_in_a_url_still_authenticate(cli):

@@ -46,6 +46,8 @@ KUBE = [  # (case, break the cluster, the check that fails, what its detail name
      "args is '-f x', expected a list"),
     ("volumeMounts entries strings", lambda c: _set(_spec(c)["containers"][0], "volumeMounts", ["x"]),
      "counters CSV", "volumeMounts[0] is 'x', expected an object"),
+    ("mountPath empty", lambda c: _spec(c)["containers"][0].setdefault("volumeMounts", []).append(
+        {"name": "x", "mountPath": ""}), "counters CSV", "mountPath is '', expected an absolute path"),
     ("GPU capacity 500m", lambda c: _set(c.nodes[0]["status"]["capacity"], "nvidia.com/gpu", "500m"),
      "GPU node coverage", "status.capacity[nvidia.com/gpu] is '500m', expected a whole number of devices"),
     ("GPU capacity a word", lambda c: _set(c.nodes[0]["status"]["capacity"], "nvidia.com/gpu", "eight"),
