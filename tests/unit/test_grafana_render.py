@@ -86,6 +86,19 @@ def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_di
     assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
 
 
+def test_old_namespace_pod_labels_are_a_setting(project_dir):
+    """An exporter run with --use-old-namespace writes pod_name, pod_namespace, container_name."""
+    config = project_dir("labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n")
+    _, models = _dashboards(config)
+    by_pod = models["gpudash-by-pod"]
+    legends = {t["legendFormat"] for p, t in _targets(by_pod) if p["type"] == "timeseries"}
+    assert legends == {"Pod {{pod_namespace}}/{{pod_name}}"}
+    assert all('pod_name!=""' in t["expr"] and "by (pod_namespace, pod_name)" in t["expr"]
+               for p, t in _targets(by_pod) if p["type"] == "timeseries")
+    variables = {v["name"]: v for v in by_pod["templating"]["list"]}
+    assert variables["pod"]["query"].endswith(", pod_name)")
+
+
 def test_variables_and_cluster_variable_only_for_a_shared_prometheus(project_dir):
     _, models = _dashboards()
     names = [v["name"] for v in models["gpudash-overview"]["templating"]["list"]]
