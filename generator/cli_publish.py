@@ -134,12 +134,13 @@ def _finish(outcomes, output: str, changes) -> None:
         sys.exit(EXIT_FINDINGS)
 
 
-def _preflight(project, groups: tuple[str, ...], skip: bool, **options) -> None:
+def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -> None:
+    """The verify groups the publish needs, within 10 s and within the command's own deadline."""
     if skip:
         return
     from .verify import Options, preflight
 
-    for warning in preflight(project, groups, Options(**options)):
+    for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options)):
         click.echo(f"warning: {warning}", err=True)
 
 
@@ -219,7 +220,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="push")
     project, desired = _desired(config, csv, from_dir)
     client = _grafana_client(insecure, token_file, limit)
-    _preflight(project, ("prometheus",), skip_verify, prometheus_url=prometheus_url)
+    _preflight(project, ("prometheus",), skip_verify, limit, prometheus_url=prometheus_url)
     progress = Progress()
     try:
         changes = grafana_sync.plan(client, desired.grafana, desired.folder,
@@ -248,7 +249,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
     project, desired = _desired(config, csv, from_dir)
     cloudwatch = _cloudwatch(profile, endpoint_url, limit)
-    _preflight(project, ("cloudwatch",), skip_verify, profile=profile, endpoint_url=endpoint_url)
+    _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url)
     progress = Progress()
     try:
         changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress)

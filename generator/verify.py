@@ -99,7 +99,7 @@ def _wait_hint(project: Project, group: str) -> str:
 
 
 def preflight(project: Project, groups: tuple[str, ...], options: Options) -> list[str]:
-    """Refuse to publish when the systems feeding the dashboards are not healthy.
+    """Refuse to publish when the systems feeding the dashboards are not healthy (all within options.timeout).
 
     When the only failures are "no data yet", the kube group decides: with the exporter and the path its
     data takes deployed and ready, publishing goes ahead and the warnings returned say how long to wait;
@@ -111,8 +111,8 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
     if any(c.cause != NO_DATA for c in problems):
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}",
                           hint="run `gpudash verify` for the fixes, or --skip-verify to publish anyway")
-    kube_options = Options(context=options.context, timeout=options.timeout,
-                           prometheus_in_use="prometheus" in groups)
+    kube_options = Options(context=options.context, timeout=max(1.0, options.remaining()),
+                           prometheus_in_use="prometheus" in groups)  # what is left of the same time
     kube = {c.name: c for c in run(project, kube_options, ("kube",))}
     needed = [name for group in groups for name in _ready_checks(group)]
     not_ready = [kube.get(name) or Check("kube", name, FAIL, "not checked") for name in needed
