@@ -32,6 +32,17 @@ def read_body(response: Any, options: Options, what: str) -> bytes:
         chunks.append(chunk)
 
 
+def decode(body: bytes, charset: str | None) -> str:
+    """Text in the charset the answer names; UTF-8 when it names none, or one that does not exist."""
+    import codecs
+
+    try:
+        codecs.lookup(charset or "utf-8")
+    except LookupError:
+        charset = None
+    return body.decode(charset or "utf-8", errors="replace")
+
+
 def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
         verb: str = "read") -> tuple[int, str]:
     """GET `url` (user-info becomes basic auth, never part of a message); the status and the text."""
@@ -43,7 +54,7 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
     try:
         with requests.get(clean, params=params, auth=auth, timeout=(timeout, timeout), stream=True) as response:
             body = read_body(response.raw, options, what)
-            return response.status_code, body.decode(response.encoding or "utf-8", errors="replace")
+            return response.status_code, decode(body, response.encoding)
     except requests.RequestException as exc:
         raise RemoteError(f"cannot {verb} {what} ({type(exc).__name__})", hint=hint) from None
     except (HTTPError, OSError) as exc:  # a timeout or a reset while the body streams

@@ -19,7 +19,7 @@ from ..project import Project
 from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY
 from ..resources import default_counters
 from .answer import Answer, OddAnswer, whole_count
-from .http import read_body
+from .http import decode, read_body
 from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, Options, step
 
 GROUP = "kube"
@@ -63,7 +63,7 @@ class Kube:
                                          header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
                                          _return_http_data_only=True, _preload_content=False,
                                          _request_timeout=(timeout, timeout))
-            return read_body(response, self.options, what).decode("utf-8", errors="replace")
+            return decode(read_body(response, self.options, what), None)
         except ApiException as exc:
             if exc.status == 404:
                 return None

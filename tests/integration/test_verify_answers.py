@@ -179,6 +179,11 @@ PROMETHEUS = [  # (case, body, status, the check that fails, what it names)
     ("status a number", '{"status": 1}', 200, "DCGM targets", "status is 1, expected a string"),
     ("an HTML error page", "<html>Bad gateway</html>", 502, "reachable", "answered HTTP 502"),
 ]
+CHARSETS = [  # (case, content type): the text is read as UTF-8 when the charset is unknown
+    ("an unknown charset", "application/json; charset=nonsense"),
+    ("an empty charset", 'application/json; charset=""'),
+    ("two charsets", "application/json; charset=utf-8; charset=latin1"),
+]
 
 
 @pytest.mark.parametrize("case, body, status, check, named", PROMETHEUS, ids=[p[0] for p in PROMETHEUS])
@@ -188,6 +193,15 @@ def test_odd_prometheus_answers(case, body, status, check, named, cli, canned):
     assert code == 1
     failing = checks[("prometheus", check)]
     assert failing["status"] == "fail" and named in failing["detail"], failing
+
+
+@pytest.mark.parametrize("case, content_type", CHARSETS, ids=[c[0] for c in CHARSETS])
+def test_answers_in_odd_charsets(case, content_type, cli, canned):
+    prometheus = _answer(canned, '{"status": "success"}', content_type=content_type)
+    code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", prometheus.url)
+    assert code == 1 and "data is missing" in checks[("prometheus", "DCGM targets")]["detail"]
+    code, checks = _verify(cli, *ONLY["exporter"], "--exporter-url", prometheus.url + "/metrics")
+    assert code == 1 and "is not Prometheus exposition" in checks[("exporter", "metrics endpoint")]["detail"]
 
 
 CLOUDWATCH = [  # (case, body, what it names)
@@ -238,4 +252,4 @@ def test_odd_exporter_answers(case, body, status, named, cli, canned):
 
 
 def test_the_table_holds_at_least_thirty_odd_answers():
-    assert len(KUBE) + len(PROMETHEUS) + len(CLOUDWATCH) + len(EXPORTER) >= 30
+    assert len(KUBE) + len(PROMETHEUS) + len(CHARSETS) + len(CLOUDWATCH) + len(EXPORTER) >= 30
