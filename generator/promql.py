@@ -145,7 +145,22 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     return f"({change} and {readable if readable.startswith('(') else f'({readable})'})"
 
 
-def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: str,
+@dataclass(frozen=True)
+class _Merge:
+    """How the series of one GPU become one: labels of its MIG instances, and of the pods whose
+    series repeat one device or instance (time-slicing), that the outer grouping does not keep."""
+
+    instance: tuple[str, ...]
+    workload: tuple[str, ...]
+
+    def __call__(self, how: str, series: str) -> str:
+        if how == "max" or not self.workload:
+            return f"{how} without ({', '.join((*self.instance, *self.workload))}) ({series})"
+        # a repeated series is counted once before instances add up or average
+        return f"{how} without ({', '.join(self.instance)}) (max without ({', '.join(self.workload)}) ({series}))"
+
+
+def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
@@ -153,16 +168,15 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     is used, averaged over the GPU's instances, and the field itself on other GPUs.
     """
     if count:  # how many GPUs report the field, whatever its value
-        return f"max {merge} ({_raw(metric, branches, extra, '{}')})"
+        return merge("max", _raw(metric, branches, extra, "{}"))
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     substitute = catalog.mig_substitute(metric)
     if substitute is None:
-        return f"{how} {merge} ({_field_series(metric, catalog, branches, extra, window, as_increase)})"
+        return merge(how, _field_series(metric, catalog, branches, extra, window, as_increase))
     stand_in, factor = substitute
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase)
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase)
-    return (f"({catalog.get(stand_in).per_gpu_aggregation} {merge} ({mig} * {factor:g})"
-            f" or {how} {merge} ({own}))")
+    return f"({merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')} or {merge(how, own)})"
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
@@ -186,10 +200,9 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         outer.insert(outer.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
     # The series of one GPU differ only by MIG instance and workload labels: merging those (that
     # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
-    # own labels (an XID code, ...) stay; without MIG nothing is merged.
-    merged = [name for name in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, labels.pod, labels.namespace, labels.container)
-              if name not in outer]
-    merge = f"without ({', '.join(merged)})"
+    # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
+    merge = _Merge(tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
+                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer))
 
     def per_gpu(metric: str) -> str:
         return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count)

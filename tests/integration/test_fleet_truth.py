@@ -122,7 +122,7 @@ def stacks(tmp_path_factory, reference):
             servers[path.name] = Prometheus(workdir, config)
         with ThreadPoolExecutor(len(servers)) as pool:  # start them side by side
             list(pool.map(Prometheus.start, servers.values()))
-        series = sum(len(gpu.instances) for node in FLEET for gpu in node.gpus)
+        series = sum(len(i.pods()) or 1 for node in FLEET for gpu in node.gpus for i in gpu.instances)
         for path in PATHS:
             servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=series * len(path.clusters))
         for path in PATHS:  # enough samples for a rate over the window
@@ -279,7 +279,7 @@ def test_the_truth_is_the_fleet_facts():
 
     names = {node.name: node.name for node in FLEET}
     power = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), names)
-    assert power == {"": 1260}  # each MIG GPU once, not once per instance
+    assert power == {"": 1460}  # each MIG GPU once, not once per instance; a time-sliced GPU once
     by_pod = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), names)
     assert by_pod["Pod team-c/mig-b"] == 500 and by_pod["Pod team-a/mig-a"] == 350
     memory = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names)
@@ -288,7 +288,9 @@ def test_the_truth_is_the_fleet_facts():
     assert per_gpu["gpu-node-mig GPU 0"] == 24600  # instances add up
     util = truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")), names)
     assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
-    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 6}
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 7}
+    assert per_gpu["gpu-node-ts GPU 0"] == 12000  # not once per pod sharing it
+    assert memory["Pod team-d/ts-0"] == memory["Pod team-d/ts-1"] == 12000
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)
     instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
     assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,

@@ -42,6 +42,10 @@ class Instance:
     id: str | None = None
     profile: str | None = None
     mig_util: str | None = None  # what a MIG series carries as GPU_UTIL: None (absent), "0", the sentinel
+    also: tuple[tuple[str, str], ...] = ()  # more pods sharing it by time-slicing: one series per pod
+
+    def pods(self) -> tuple[tuple[str, str], ...]:
+        return ((self.pod,) if self.pod else ()) + self.also
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ class Gpu:
         return any(i.id is not None for i in self.instances)
 
     def holders(self) -> set[tuple[str, str]]:
-        return {i.pod for i in self.instances if i.pod}
+        return {pod for i in self.instances for pod in i.pods()}
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,12 @@ FLEET = (
         Gpu(0, temp=60, power=150, sm_clock=1200, xid=0, energy_mw=150_000, replays_per_s=None, memory_temp=None,
             util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
     ), node_name_set=False),
+    # time-slicing: one GPU shared by two pods, the exporter writing its series once per pod
+    Node("gpu-node-ts", "hostname", "nvidia-dcgm-exporter-t7u8v", (
+        Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
+            util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
+                                      also=(("team-d", "ts-1"),))),
+    )),
     # MIG: two A100s split into instances; device fields repeat on each instance
     Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
         Gpu(0, temp=70, power=350, sm_clock=1410, xid=0, energy_mw=350_000, replays_per_s=0, memory_temp=55,
@@ -122,15 +132,14 @@ FLEET = (
 STARTED = time.time()
 
 
-def _labels(node: Node, gpu: Gpu, instance: Instance) -> str:
+def _labels(node: Node, gpu: Gpu, instance: Instance, pod: tuple[str, str] | None) -> str:
     parts = [f'gpu="{gpu.index}"', f'UUID="GPU-{node.name}-{gpu.index}"', f'pci_bus_id="00000000:{gpu.index:02X}:00.0"',
              f'device="nvidia{gpu.index}"', f'modelName="{gpu.model}"']
     if instance.id is not None:
         parts += [f'GPU_I_PROFILE="{instance.profile}"', f'GPU_I_ID="{instance.id}"']
     parts += [f'{node.spelling}="{node.written_hostname}"', 'DCGM_FI_DRIVER_VERSION="535.161.08"']
-    if instance.pod:
-        namespace, pod = instance.pod
-        parts += ['container="main"', f'namespace="{namespace}"', f'pod="{pod}"']
+    if pod:
+        parts += ['container="main"', f'namespace="{pod[0]}"', f'pod="{pod[1]}"']
     return ",".join(parts)
 
 
@@ -156,8 +165,9 @@ def payload(node: Node) -> str:
         for gpu in node.gpus:
             for instance in gpu.instances:
                 value = _value(metric, gpu, instance, elapsed)
-                if value is not None:
-                    lines.append(f"{metric}{{{_labels(node, gpu, instance)}}} {value}")
+                for pod in instance.pods() or (None,):
+                    if value is not None:
+                        lines.append(f"{metric}{{{_labels(node, gpu, instance, pod)}}} {value}")
     return "\n".join(lines) + "\n"
 
 
@@ -197,7 +207,7 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
     for node in FLEET:
         for gpu in node.gpus:
             if "pod" in keys:
-                parts = [((ns, pod), [i for i in gpu.instances if i.pod == (ns, pod)]) for ns, pod in gpu.holders()]
+                parts = [(holder, [i for i in gpu.instances if holder in i.pods()]) for holder in gpu.holders()]
             elif "mig_instance" in keys:
                 parts = [(i, [i]) for i in gpu.instances if i.id is not None]
             else:
