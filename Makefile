@@ -41,8 +41,10 @@ services:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; }
 	@prometheus --version 2>&1 | head -1
 
+# Test files run in three workers (each file in one, so its fixtures start once): the slow
+# parts wait on servers (Prometheus's first scrape), not on the CPU.
 test: $(TEST_STAMP) services
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 3 --dist loadfile
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/generate.py
