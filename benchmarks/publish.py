@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._reference import REFERENCE  # noqa: E402
-from tests.support.aws_fault_proxy import AwsFaultProxy  # noqa: E402
+from tests.support.fault_proxy import FaultProxy  # noqa: E402
 from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
 GPUDASH = Path(sys.executable).parent / "gpudash"
@@ -41,23 +41,24 @@ def _settings(folder: Path, name: str, regions: list[str]) -> Path:
     return path
 
 
-def _apply(settings: Path, proxy: AwsFaultProxy) -> tuple[float, int, dict]:
+def _apply(settings: Path, proxy: FaultProxy) -> tuple[float, int, dict]:
     """One whole `gpudash apply` process: (seconds, write calls, its JSON report)."""
     env = {**os.environ, **FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": proxy.url, "AWS_DEFAULT_REGION": "us-east-1"}
-    proxy.clear()
+    with proxy.lock:
+        proxy.operations.clear()
     start = time.perf_counter()
     result = subprocess.run([str(GPUDASH), "apply", "--skip-verify", "--config", str(settings), "--output", "json"],
                             capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"gpudash apply failed ({result.returncode}): {result.stderr.strip()}")
-    return seconds, len(proxy.writes()), json.loads(result.stdout)
+    return seconds, sum(op in WRITE_APIS for op in proxy.operations), json.loads(result.stdout)
 
 
 def cloudwatch_figures(scratch: Path) -> None:
     print("CloudWatch, whole `gpudash apply` processes against moto (real pacing):")
     print(f"{'run':52} {'objects':>8} {'writes':>7} {'time':>8}")
-    with MotoServer() as moto, AwsFaultProxy(moto.url) as proxy:
+    with MotoServer() as moto, FaultProxy(moto.url) as proxy:
         for clusters in (3, 10):
             moto.reset()
             settings = _settings(scratch, f"fleet{clusters}", ["us-east-1"] * clusters)

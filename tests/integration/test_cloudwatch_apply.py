@@ -9,7 +9,7 @@ import pytest
 from generator import cli_publish
 from generator.targets import deadline
 from generator.targets.pacing import Pacer
-from tests.support.aws_fault_proxy import AwsFaultProxy, Fault
+from tests.support.fault_proxy import FaultProxy, Rule
 from tests.support.clock import FakeClock
 from tests.support.moto_server import MotoServer
 
@@ -57,9 +57,31 @@ def aws(moto, cli, monkeypatch):
 def proxied(aws, moto, monkeypatch):
     """The same, through a fault-injecting proxy in front of moto."""
     client, apply = aws
-    with AwsFaultProxy(moto.url) as proxy:
+    with FaultProxy(moto.url) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
         yield proxy, client, apply
+
+
+ALWAYS = 10**6
+WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource")
+
+
+def fault(operation, action, *, times=1, status=200, body=None, callback=None):
+    """A proxy rule for one CloudWatch (or tagging) operation; `body` bytes, or JSON-able."""
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    return Rule(path="/", operation=operation, action=action, times=times, status=status, body=data,
+                callback=callback)
+
+
+def _writes(proxy):
+    return [op for op in proxy.operations if op in WRITE_APIS]
+
+
+def _fresh(proxy):
+    """No faults, and an empty record of operations."""
+    proxy.clear()
+    with proxy.lock:
+        proxy.operations.clear()
 
 
 def _alarms(client):
@@ -176,7 +198,7 @@ def test_missing_credentials_are_a_clear_error(cli, monkeypatch, tmp_path):
 
 def test_dashboard_validation_messages_are_reported_as_errors(proxied):
     proxy, client, apply = proxied
-    proxy.inject(Fault("PutDashboard", "rewrite", times=None, rewrite=lambda answer: {
+    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body={
         "DashboardValidationMessages": [{"DataPath": "/widgets/0", "Message": "Should be an object"}]}))
     code, report, _ = apply()
     assert code == 3 and len(report["failed"]) == 3
@@ -247,25 +269,25 @@ def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied,
     proxy, client, apply = proxied
     _foreign_alarm(client)
     before = _snapshot(client)
-    proxy.inject(Fault("DescribeAlarms", "body", times=None, body=answer))
+    proxy.inject(fault("DescribeAlarms", "body", times=ALWAYS, body=answer))
     code, stdout, stderr = apply()
     assert code == 3, stdout
     assert "not an API answer" in stderr and "Traceback" not in stderr
-    assert proxy.writes() == [] and _snapshot(client) == before  # nothing planned as a create over the alarm
+    assert _writes(proxy) == [] and _snapshot(client) == before  # nothing planned as a create over the alarm
 
 
-@pytest.mark.parametrize("operation, answer", [("GetResources", b"{}"), ("GetResources", b"<html/>"),
-                                               ("GetDashboard", b"{}"), ("GetDashboard", b'{"DashboardBody": "<x>"}')])
+@pytest.mark.parametrize("operation, answer", [("GetResources", b"<html/>"),
+                                               ("GetDashboard", b'{"DashboardBody": "<x>"}')])
 def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(proxied, operation, answer):
     proxy, client, apply = proxied
     apply()
     _foreign_alarm(client)
     before = _snapshot(client)
-    proxy.clear()
-    proxy.inject(Fault(operation, "body", times=None, body=answer))
+    _fresh(proxy)
+    proxy.inject(fault(operation, "body", times=ALWAYS, body=answer))
     code, _, stderr = apply("--force")
     assert code == 3 and "not" in stderr and "Traceback" not in stderr
-    assert proxy.writes() == [] and _snapshot(client) == before
+    assert _writes(proxy) == [] and _snapshot(client) == before
 
 
 def _default_desired():
@@ -320,13 +342,13 @@ def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied):
     apply()
     arn = _alarms(client)[EDITED]["AlarmArn"]
     client.untag_resource(ResourceARN=arn, TagKeys=["ManagedBy"])
-    proxy.clear()
+    _fresh(proxy)
     code, report, _ = apply()
-    assert code == 1 and report["refused"] == [EDITED] and proxy.writes() == []
+    assert code == 1 and report["refused"] == [EDITED] and _writes(proxy) == []
     change = next(c for c in report["changes"] if c["name"] == EDITED)
     assert change["action"] == "foreign"
     # Tags are read in bulk: one GetResources page; only the alarm it does not vouch for is asked alone.
-    assert proxy.log.count("GetResources") == 1 and proxy.log.count("ListTagsForResource") == 1
+    assert proxy.operations.count("GetResources") == 1 and proxy.operations.count("ListTagsForResource") == 1
 
 
 TWO_CLUSTERS = "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: other, region: us-east-1}\n"
@@ -351,10 +373,10 @@ def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, pr
 def test_deletes_are_batched(proxied, project_dir):
     proxy, client, apply = proxied
     apply("--config", str(project_dir(TWO_CLUSTERS)))
-    proxy.clear()
+    _fresh(proxy)
     code, report, _ = apply("--prune")
     assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete"]) == 9
-    assert proxy.log.count("DeleteAlarms") == 1
+    assert proxy.operations.count("DeleteAlarms") == 1
     assert [n for n in _alarms(client) if _other_cluster(n)] == []
 
 
@@ -362,15 +384,15 @@ def test_a_lost_tag_write_converges_without_false_drift(proxied, project_dir):
     proxy, client, apply = proxied
     apply()
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
-    proxy.inject(Fault("TagResource", "status", times=None, status=500, body={"__type": "InternalFailure"}))
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"}))
     code, report, _ = apply("--config", str(config))
     assert code == 3 and [f["name"] for f in report["failed"]] == [EDITED]
     assert _alarms(client)[EDITED]["Threshold"] == 90.0  # written, but its new hash was not
-    proxy.clear()
+    _fresh(proxy)
     code, report, _ = apply("--config", str(config))
-    assert code == 0 and report["written"] == [EDITED] and proxy.writes() == ["TagResource"]
-    proxy.clear()
-    assert apply("--config", str(config))[1]["written"] == [] and proxy.writes() == []
+    assert code == 0 and report["written"] == [EDITED] and _writes(proxy) == ["TagResource"]
+    _fresh(proxy)
+    assert apply("--config", str(config))[1]["written"] == [] and _writes(proxy) == []
 
 
 def test_regions_are_published_each_on_its_own(aws, moto, project_dir):
@@ -400,24 +422,22 @@ def test_two_publishers_at_once_converge(proxied):
                                       prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]
     assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 12
     assert not any(o.error or o.done for o in outcomes[1])
-    proxy.clear()
+    _fresh(proxy)
     again = cloudwatch_sync.plan(first, desired)
-    assert {c.action for c in again} == {"unchanged"} and proxy.writes() == []
+    assert {c.action for c in again} == {"unchanged"} and _writes(proxy) == []
 
 
-FAULTS = {
-    "5xx once": Fault("PutMetricAlarm", "status", status=503, body={"__type": "ServiceUnavailable"}),
-    "throttled": Fault("PutMetricAlarm", "status", times=3, status=400,
-                       body={"__type": "Throttling", "message": "Rate exceeded"}),
-    "reset before a write": Fault("PutMetricAlarm", "reset-before"),
-    "reset after a processed write": Fault("PutMetricAlarm", "reset-after"),
-    "reset after a processed tag write": Fault("TagResource", "reset-after"),
-    "truncated listing": Fault("DescribeAlarms", "truncate"),
-    "non-JSON listing once": Fault("DescribeAlarms", "body", body=b"<html>busy</html>"),
-    "throttled tag read": Fault("GetResources", "status", status=400,
-                                body={"__type": "ThrottlingException", "message": "Rate exceeded"}),
-    "5xx always": Fault("PutMetricAlarm", "status", times=None, status=500, body={"__type": "InternalFailure"}),
-    "reset after every write": Fault("PutMetricAlarm", "reset-after", times=None),
+FAULTS = {  # name: (operation, action, times, status, body)
+    "5xx once": ("PutMetricAlarm", "status", 1, 503, {"__type": "ServiceUnavailable"}),
+    "throttled": ("PutMetricAlarm", "status", 3, 400, {"__type": "Throttling", "message": "Rate exceeded"}),
+    "reset before a write": ("PutMetricAlarm", "reset-before", 1, 200, None),
+    "reset after a processed write": ("PutMetricAlarm", "reset-after", 1, 200, None),
+    "reset after a processed tag write": ("TagResource", "reset-after", 1, 200, None),
+    "truncated listing": ("DescribeAlarms", "truncate", 1, 200, None),
+    "non-JSON listing once": ("DescribeAlarms", "body", 1, 200, b"<html>busy</html>"),
+    "throttled tag read": ("GetResources", "status", 1, 400,
+                           {"__type": "ThrottlingException", "message": "Rate exceeded"}),
+    "reset after every write": ("PutMetricAlarm", "reset-after", ALWAYS, 200, None),
 }
 
 
@@ -432,10 +452,11 @@ def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxi
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
                          "  pcie_replays_per_minute: 7\n")
     foreign_before = {n: a["MetricName"] for n, a in _alarms(client).items() if a.get("MetricName") == "CPUUtilization"}
-    proxy.clear()
-    proxy.inject(FAULTS[name])
+    _fresh(proxy)
+    operation, action, times, status, body = FAULTS[name]
+    proxy.inject(fault(operation, action, times=times, status=status, body=body))
     code, report, stderr = apply("--config", str(config))
-    persistent = FAULTS[name].times is None
+    persistent = times == ALWAYS
     assert code == (3 if persistent else 1), stderr
     assert "Traceback" not in stderr
 
@@ -445,13 +466,13 @@ def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxi
         assert live[EDITED]["Threshold"] == 95.0  # the console edit is not lost
 
     untouched()
-    proxy.clear()
+    _fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 1 and sorted(report["refused"]) == sorted([*foreign_before, EDITED])
     untouched()
-    proxy.clear()
+    _fresh(proxy)
     code, report, _ = apply("--config", str(config))
-    assert code == 1 and report["written"] == [] and proxy.writes() == []
+    assert code == 1 and report["written"] == [] and _writes(proxy) == []
 
 
 def _no_aws_credentials(monkeypatch, tmp_path):
@@ -477,3 +498,17 @@ def test_plan_without_aws_credentials_still_shows_the_grafana_plan(cli, referenc
     code, _, stderr = cli("plan")
     assert code == 2 and "Grafana skipped: GRAFANA_URL is not set" in stderr
     assert "nothing to compare" in stderr and "Traceback" not in stderr
+
+
+def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(proxied, deadline_clock):
+    proxy, client, apply = proxied
+    # The first alarm write takes (on the test's clock) far longer than the whole command may.
+    proxy.inject(fault("PutMetricAlarm", "before", callback=lambda: deadline_clock.sleep(1000)))
+    code, report, stderr = apply("--deadline", "60")
+    assert code == 3 and "Traceback" not in stderr
+    stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
+    assert stopped and len(report["written"]) + len(report["failed"]) == 12
+    assert sorted(n for n in report["written"] if "-cluster-" in n and n in _alarms(client)) == sorted(_alarms(client))
+    _fresh(proxy)
+    code, report, _ = apply()
+    assert code == 0 and sorted(report["written"]) == sorted(f["name"] for f in stopped)

@@ -12,7 +12,9 @@ for the server or spoils its answer, a given number of times:
   before        run `callback()` (e.g. a person saving in the UI), then forward
 
 A rule matches on method, a regex searched in the path, and optionally bytes the request body
-contains; `skip` lets that many matching requests through first.
+contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
+X-Amz-Target header, such as DescribeAlarms); `skip` lets that many matching requests through
+first. `operations` lists the AWS operations that reached the proxy, in order.
 """
 
 from __future__ import annotations
@@ -50,14 +52,16 @@ class Rule:
     skip: int = 0
     rate: float = 5.0
     callback: Callable[[], None] | None = None
+    operation: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise ValueError(f"unknown fault action {self.action!r}")
 
-    def matches(self, method: str, path: str, body: bytes) -> bool:
+    def matches(self, method: str, path: str, body: bytes, operation: str = "") -> bool:
         return (self.times > 0 and self.method in (None, method) and re.search(self.path, path) is not None
-                and (self.contains is None or self.contains in body))
+                and (self.contains is None or self.contains in body)
+                and self.operation in (None, operation))
 
 
 @dataclass
@@ -74,6 +78,7 @@ class FaultProxy(LoopbackServer):
         self.upstream = (parts.hostname, parts.port)
         self.rules: list[Rule] = []
         self.log: list[tuple[str, str, str]] = []  # (method, path, what the proxy did)
+        self.operations: list[str] = []  # AWS operations, from X-Amz-Target
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         proxy = self
@@ -89,7 +94,11 @@ class FaultProxy(LoopbackServer):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 path = urlsplit(self.path).path
-                rule = proxy._take(self.command, path, body)
+                operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
+                if operation:
+                    with proxy.lock:
+                        proxy.operations.append(operation)
+                rule = proxy._take(self.command, path, body, operation)
                 action = rule.action if rule else "forward"
                 with proxy.lock:
                     proxy.log.append((self.command, path, action))
@@ -165,10 +174,10 @@ class FaultProxy(LoopbackServer):
         """What the proxy did other than forwarding."""
         return [entry for entry in self.log if entry[2] != "forward"]
 
-    def _take(self, method: str, path: str, body: bytes) -> Rule | None:
+    def _take(self, method: str, path: str, body: bytes, operation: str = "") -> Rule | None:
         with self.lock:
             for rule in self.rules:
-                if rule.matches(method, path, body):
+                if rule.matches(method, path, body, operation):
                     if rule.skip > 0:
                         rule.skip -= 1
                         return None
