@@ -33,7 +33,7 @@ GROUPS = ("kube", "exporter", "prometheus", "cloudwatch")
 def _stack(work: Path, project, payload: str, exporter, moto) -> tuple[KubeCluster, dict]:
     cluster = KubeCluster(REFERENCE)
     cluster.metrics_payload = payload
-    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config.yaml"]):
+    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
                                 for m in yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"])]
@@ -41,8 +41,7 @@ def _stack(work: Path, project, payload: str, exporter, moto) -> tuple[KubeClust
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
         cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
             "MetricName": metric, "Value": 50, "Dimensions": [
-                {"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "Namespace", "Value": "gpu-operator"},
-                {"Name": "Service", "Value": "nvidia-dcgm-exporter"}, {"Name": "job", "Value": "dcgm-exporter"},
+                {"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": "ml"},
                 {"Name": "pod", "Value": "train-a-0"}]}])
     targets = work / "targets.json"
     targets.write_text(json.dumps([{"targets": [exporter.address], "labels": {

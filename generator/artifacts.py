@@ -80,7 +80,7 @@ def cloudwatch_files(project: Project) -> dict[str, bytes]:
     """CloudWatch dashboards, the PutMetricAlarm requests and the same as CloudFormation."""
     settings = project.settings
     dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
-    requests = alarm_render.cloudwatch_alarms(project.alarms, settings)
+    requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog)
     files = {f"cloudwatch/dashboards/{name}.json": to_json(body) for name, body in dashboards.items()}
     files["cloudwatch/alarms.json"] = to_json({"alarms": requests})
     primary = settings.clusters[0].region
@@ -101,9 +101,12 @@ def feed_files(project: Project) -> dict[str, bytes]:
     """The configs that feed the dashboards: the agent's ConfigMaps and the Prometheus scrape job."""
     settings = project.settings
     scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
+    queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+    agents = {agent.agent_file(cluster): to_yaml(*agent.configmaps(project.catalog, settings, cluster, queried,
+                                                                    scrape_yaml))
+              for cluster in settings.clusters}
     return {
-        "k8s/cwagent-prometheus-config.yaml": to_yaml(
-            *agent.configmaps(project.catalog, settings, project.used_metrics(), scrape_yaml)),
+        **agents,
         "prometheus/additional-scrape-configs.yaml": to_yaml(scrape.additional_scrape_configs(settings)),
         "k8s/servicemonitor.yaml": to_yaml(scrape.service_monitor(settings)),
     }

@@ -162,9 +162,13 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
     write(target, files)
-    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
+    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, silent_alarms
 
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    silent = silent_alarms(requests)
+    if silent:
+        click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "
+                   f"(first: {silent[0]}); set alarms.actions.critical / .warning to SNS topic ARNs", err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "

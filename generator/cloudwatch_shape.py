@@ -1,65 +1,236 @@
-"""Where DCGM metrics live in CloudWatch, from the one declaration in settings.cloudwatch.
+"""Where DCGM metrics live in CloudWatch, and how a neutral query becomes a true CloudWatch query.
 
-The agent config, the dashboards, the alarms and `verify` all ask this module;
-none of them spells the namespace or the dimension set themselves.
+The agent config, the dashboards, the alarms, the lint and `verify` all ask this
+module; none of them spells the namespace, the dimension sets or the statistics.
+
+Two dimension sets are published (settings `cloudwatch.dimensions` and
+`cloudwatch.gpu_dimensions`): the per-pod set (cluster, workload namespace, pod),
+emitted only for samples of a GPU that a pod holds, and the per-GPU set (cluster,
+node, GPU), emitted for every GPU, held or idle.
+
+Metrics Insights aggregates *observations* (one per scrape and GPU) in each period,
+and the agent sends counters as per-scrape deltas. `plan()` turns a neutral query
+into a Metrics Insights SELECT plus, where needed, one metric-math expression, so
+that the number shown is what the title says:
+
+* gauge avg / min / max: the function over the observations (each GPU weighs the same);
+* gauge sum / count over GPUs: per-GPU series summed by metric math when one line is
+  wanted; per group, SUM / COUNT divided by the observations one GPU makes per period
+  (period / scrape interval);
+* counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
+  for a sum over GPUs; counter increase: SUM(delta) over the period.
+
+Combinations CloudWatch cannot compute truthfully (for example the largest per-GPU
+increase inside each pod) raise `Unsupported`; dashboards leave such panels out of
+CloudWatch and say so, alarms refuse them at generate time.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+from .catalog import Catalog
 from .model import Query
-from .promql import label_name
 from .settings import Cluster, Settings
 
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
 STATISTICS = {"avg": "Average", "max": "Maximum", "min": "Minimum", "sum": "Sum", "count": "SampleCount"}
 CLUSTER_DIMENSION = "ClusterName"
+NODE_DIMENSION = "node"  # the Kubernetes node, attached by gpudash's scrape job (the agent uses it)
+GPU_DIMENSION = "gpu"
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 
 
-def dimensions(settings: Settings) -> list[str]:
+class Unsupported(ValueError):
+    """CloudWatch cannot compute this query truthfully from the published dimension sets."""
+
+
+def pod_dimensions(settings: Settings) -> list[str]:
     return list(settings.cloudwatch["dimensions"])
 
 
-def dimension_for(key: str, settings: Settings) -> str | None:
-    """The CloudWatch dimension that carries a neutral grouping key, if the set has one."""
-    # The agent turns scraped labels into dimensions: the same names PromQL uses,
-    # except the cluster, which the agent itself adds as ClusterName.
-    name = CLUSTER_DIMENSION if key == "cluster" else label_name(key, settings.labels)
-    return name if name in dimensions(settings) else None
+def gpu_dimensions(settings: Settings) -> list[str]:
+    return list(settings.cloudwatch["gpu_dimensions"])
 
 
-def grouping(query: Query, settings: Settings) -> list[str]:
-    """The dimensions a query groups by in CloudWatch (keys without a dimension are aggregated)."""
-    return [d for d in (dimension_for(key, settings) for key in query.by) if d]
+def dimension_sets(settings: Settings) -> list[list[str]]:
+    """Every dimension set the agent publishes: per pod, then per GPU."""
+    return [pod_dimensions(settings), gpu_dimensions(settings)]
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
+def dimensions(settings: Settings) -> list[str]:
+    """The per-pod dimension set (kept for callers that name one set)."""
+    return pod_dimensions(settings)
 
 
-def _identifier(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else '"' + name.replace('"', '""') + '"'
+# The agent scrapes with gpudash's own job, which keeps the exporter's workload labels as
+# pod / namespace / container (whatever labels.* says about a Prometheus that scrapes through
+# another path) and attaches the Kubernetes node as `node`; ClusterName is the agent's cluster_name.
+CLOUDWATCH_KEYS = {"cluster": CLUSTER_DIMENSION, "node": NODE_DIMENSION, "gpu": GPU_DIMENSION, "model": "modelName",
+                   "pod": "pod", "namespace": "namespace", "container": "container"}
 
 
-def schema_clause(settings: Settings) -> str:
-    namespace = settings.cloudwatch["namespace"].replace('"', '""')
-    return f'SCHEMA("{namespace}", {", ".join(_identifier(d) for d in dimensions(settings))})'
+def dimension_for(key: str, settings: Settings) -> str:
+    """The CloudWatch dimension name that carries a neutral grouping key."""
+    return CLOUDWATCH_KEYS[key]
 
 
-def metrics_insights(metric: str, aggregation: str, settings: Settings, cluster: Cluster | None,
-                     group_by: list[str], limit: int | None = None) -> str:
-    """A Metrics Insights query: one series, or one per group (GROUP BY)."""
-    function = MI_FUNCTIONS[aggregation]
-    text = f"SELECT {function}({_identifier(metric)}) FROM {schema_clause(settings)}"
-    if cluster is not None and CLUSTER_DIMENSION in dimensions(settings):
-        text += f" WHERE {CLUSTER_DIMENSION} = {_quote(cluster.name)}"
-    if group_by:
-        text += f" GROUP BY {', '.join(_identifier(d) for d in group_by)}"
-        if limit:
-            text += f" ORDER BY {function}() DESC LIMIT {limit}"
-    return text
+def observations_per_period(period: int, settings: Settings) -> float:
+    """How many observations one GPU makes in a period: period / scrape interval."""
+    return period / scrape_seconds(settings)
+
+
+def scrape_seconds(settings: Settings) -> int:
+    interval = settings.scrape["interval"]
+    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+
+
+# --- quoting (backslash escapes, every identifier double-quoted) --------------------------
+
+def quote_string(value: str) -> str:
+    """A Metrics Insights string literal: a quote inside is escaped with a backslash."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def quote_identifier(name: str) -> str:
+    """A double-quoted identifier: reserved keywords (AWS lists hundreds) can never clash."""
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def schema_clause(dims: list[str], settings: Settings) -> str:
+    return f"SCHEMA({quote_identifier(settings.cloudwatch['namespace'])}, " \
+           f"{', '.join(quote_identifier(d) for d in dims)})"
+
+
+# --- planning -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plan:
+    """One Metrics Insights query and how its result becomes the value named by the title.
+
+    `math` is a metric-math expression over the query's id (`{q}`), or None when the
+    query's result is already the value. `divisor` is the same normalisation as a scalar
+    (value = result / divisor), for alarms, which take no math: their threshold is scaled.
+    """
+
+    metric: str
+    function: str  # AVG, SUM, ...
+    dims: tuple[str, ...]  # the SCHEMA dimension set
+    group: tuple[str, ...]  # GROUP BY
+    series: tuple[str, ...]  # the dimensions that name one result line (empty: one line)
+    math: str | None = None
+    divisor: float = 1.0
+    needs_period: bool = False  # the normalisation assumes the widget's fixed period
+
+    def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
+                   limit: int | None = None) -> str:
+        text = f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema_clause(list(self.dims), settings)}"
+        if cluster is not None and CLUSTER_DIMENSION in self.dims:
+            text += f" WHERE {quote_identifier(CLUSTER_DIMENSION)} = {quote_string(cluster.name)}"
+        if self.group:
+            text += f" GROUP BY {', '.join(quote_identifier(d) for d in self.group)}"
+            text += f" ORDER BY {self.function}() {order}"
+            if limit:
+                text += f" LIMIT {limit}"
+        return text
+
+
+def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
+    keys = [k for k in query.by if k != "cluster"]
+    pod_keyed = any(k in ("pod", "namespace", "container") for k in keys)
+    candidates = [pod_dimensions(settings)] if pod_keyed else [gpu_dimensions(settings)]
+    wanted = {dimension_for(k, settings) for k in keys}
+    if query.per_pod:
+        wanted.add(dimension_for("namespace", settings))  # a pod is named within its namespace
+    for dims in candidates:
+        if wanted <= set(dims):
+            return tuple(dims)
+    raise Unsupported(f"no published dimension set carries {', '.join(sorted(wanted))} "
+                      f"(cloudwatch.dimensions / cloudwatch.gpu_dimensions)")
+
+
+def _series_key(query: Query, settings: Settings) -> tuple[str, ...]:
+    keys = [k for k in query.by if k != "cluster"]
+    if query.per_pod and "namespace" not in keys:
+        keys.insert(keys.index("pod"), "namespace")
+    return tuple(dimension_for(k, settings) for k in keys)
+
+
+def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
+    """How CloudWatch computes `query` per `period` so that it means what Prometheus means."""
+    if query.raw_promql or query.over:
+        raise Unsupported("raw PromQL and ratios of two fields are Grafana-only")
+    field = catalog.get(query.metric)
+    dims = _dimension_set(query, settings)
+    series = _series_key(query, settings)
+    per_gpu_dims = (NODE_DIMENSION, GPU_DIMENSION)
+    one_gpu = all(d in series for d in per_gpu_dims)  # each result line is a single GPU
+    can_split = all(d in dims for d in per_gpu_dims)  # per-GPU lines exist to combine with math
+    agg = query.aggregation
+    n = observations_per_period(period, settings)
+    base = dict(metric=query.metric, dims=dims, group=series, series=series)
+    split_ok = not series and not alarm and can_split
+
+    def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
+        return Plan(function=function, math=math, divisor=divisor, needs_period=needs_period, **base)
+
+    def split(function: str, math: str) -> Plan:
+        """Per-GPU lines (every GPU its own series), combined into one line by metric math."""
+        return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math)
+
+    if not field.is_counter:
+        if agg in ("avg", "min", "max"):
+            return line(MI_FUNCTIONS[agg])
+        if agg == "sum":
+            if one_gpu:  # one GPU per line: its sum is its average
+                return line("AVG")
+            return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
+        if one_gpu:  # count: 1 for each GPU while it reports
+            return line("COUNT", "{q} * 0 + 1", n)
+        return split("COUNT", "SUM({q} * 0 + 1)") if split_ok else line("COUNT", f"{{q}} / {number(n)}", n, True)
+
+    if query.as_increase:
+        if agg == "sum" or one_gpu:
+            return line("SUM")
+        if split_ok:
+            return split("SUM", f"{MI_FUNCTIONS[agg]}({{q}})")
+        if agg == "avg":  # mean increase per GPU: the mean delta times the scrapes per period
+            return line("AVG", f"{{q}} * {number(n)}", 1 / n, True)
+        raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU increases per "
+                          f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+    # Rates: each delta covers one scrape interval; the unit's scale turns e.g. ns/s into a share.
+    rate_divisor = scrape_seconds(settings) / field.unit.rate_scale
+    if agg == "avg" or one_gpu:
+        return line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor)
+    if split_ok:
+        return split("AVG", f"{MI_FUNCTIONS[agg]}({{q}}) / {number(rate_divisor)}")
+    if agg == "sum":
+        divisor = period / field.unit.rate_scale
+        return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
+    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
+                      f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+def number(value: float) -> str:
+    """A plain decimal for metric math (no exponent)."""
+    from decimal import Decimal
+
+    text = format(Decimal(repr(float(value))), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
+    """Dynamic label of each result line: `Pod <namespace>/<pod>`, `<node> GPU <n>`, ..."""
+    if not plan_.series:
+        return metric
+    parts = {d: f"${{PROP('Dim.{d}')}}" for d in plan_.series}
+    if per_pod and len(plan_.series) == 2:
+        return "Pod " + "/".join(parts[d] for d in plan_.series)
+    if plan_.series == (NODE_DIMENSION, GPU_DIMENSION):
+        return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]}"
+    return " ".join(parts.values())
 
 
 def dashboard_name(settings: Settings, cluster: Cluster, dashboard_id: str) -> str:

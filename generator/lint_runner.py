@@ -32,7 +32,7 @@ def cloudwatch_subject(project: Project) -> cloudwatch_rules.CloudWatchSubject:
     settings = project.settings
     return cloudwatch_rules.CloudWatchSubject(
         cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings),
-        alarm_render.cloudwatch_alarms(project.alarms, settings), settings)
+        alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog), settings)
 
 
 def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,

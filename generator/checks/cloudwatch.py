@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..cloudwatch_shape import CLUSTER_DIMENSION, dimension_sets
+from ..render.agent import agent_file
 from ..errors import RemoteError
 from ..project import Project
 from .answer import Answer, OddAnswer
@@ -45,8 +47,8 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
     """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
     are found."""
     kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H"}
-    if "ClusterName" in declared:
-        kwargs["Dimensions"] = [{"Name": "ClusterName", "Value": cluster.name}]
+    if CLUSTER_DIMENSION in declared:
+        kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
     found: dict[str, list[list[str]]] = {}
     source = f"CloudWatch ListMetrics in {cluster.region}"
     while True:
@@ -73,19 +75,21 @@ def _list_metrics(cloudwatch, region: str, namespace: str, source: str, kwargs: 
 
 def _cluster(cloudwatch, settings, cluster, metrics: list[str]) -> Check:
     namespace = settings.cloudwatch["namespace"]
-    declared = sorted(settings.cloudwatch["dimensions"])
+    declared_sets = [sorted(d) for d in dimension_sets(settings)]
+    declared = sorted({d for dims in declared_sets for d in dims})
     found = _listed(cloudwatch, namespace, cluster, declared, set(metrics))
     name = f"{cluster.name} metrics"
     missing = [m for m in metrics if m not in found]
-    wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names != declared})
+    wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names not in declared_sets})
     if len(missing) == len(metrics):
         return Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
-                     "apply build/k8s/cwagent-prometheus-config.yaml and check the cwagent-prometheus logs",
+                     f"apply build/{agent_file(cluster)} and check the cwagent-prometheus logs",
                      cause=NO_DATA)
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",
                      "check the agent's metric_selectors (gpudash verify's kube group shows the drift)")
     if wrong:
-        return Check(GROUP, name, FAIL, f"published with dimensions [{'; '.join(wrong)}], declared [{', '.join(declared)}]",
+        return Check(GROUP, name, FAIL, f"published with dimensions [{'; '.join(wrong)}], declared "
+                     f"{'; '.join('[' + ', '.join(d) + ']' for d in declared_sets)}",
                      "apply the generated agent ConfigMap, or set cloudwatch.dimensions to what is published")
     return Check(GROUP, name, OK, f"{len(metrics)} sampled metrics arriving in {namespace}")

@@ -16,7 +16,7 @@ from ..catalog import load_counters, parse_counters
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
-from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY
+from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY, agent_file
 from ..resources import default_counters
 from .answer import Answer, OddAnswer, whole_count
 from .http import decode, read_body
@@ -299,11 +299,24 @@ def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
 
     namespace = project.settings.agent["namespace"]
     yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
-    generated = {d["metadata"]["name"]: d for d in yaml.safe_load_all(feed_files(project)[
-        "k8s/cwagent-prometheus-config.yaml"])}
+    path = agent_file(_agent_cluster(kube, project, namespace))
+    generated = {d["metadata"]["name"]: d for d in yaml.safe_load_all(feed_files(project)[path])}
     for name, key in ((AGENT_CONFIGMAP, AGENT_KEY), (SCRAPE_CONFIGMAP, SCRAPE_KEY)):
         yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, kube, namespace, name, key,
-                        generated[name]["data"][key])
+                        generated[name]["data"][key], path)
+
+
+def _agent_cluster(kube: Kube, project: Project, namespace: str):
+    """The configured cluster this agent serves: the one its live config names (cluster_name), else the first."""
+    clusters = project.settings.clusters
+    try:
+        live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{AGENT_CONFIGMAP}",
+                         f"ConfigMap {namespace}/{AGENT_CONFIGMAP}")
+        text = live.string_map("data").get(AGENT_KEY, "{}") if live is not None else "{}"
+        name = json.loads(text)["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
+    except (RemoteError, ValueError, KeyError, TypeError, AttributeError):  # the ConfigMap check reports it
+        name = None
+    return next((c for c in clusters if c.name == name), clusters[0])
 
 
 def _agent(kube: Kube, namespace: str) -> Check:
@@ -320,9 +333,9 @@ def _agent(kube: Kube, namespace: str) -> Check:
                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED)
 
 
-def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: str) -> Check:
+def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: str, path: str) -> Check:
     check = f"ConfigMap {name}"
-    fix = f"kubectl apply -f build/k8s/cwagent-prometheus-config.yaml (then restart {AGENT_DEPLOYMENT})"
+    fix = f"kubectl apply -f build/{path} (then restart {AGENT_DEPLOYMENT})"
     live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"ConfigMap {namespace}/{name}")
     data = live.string_map("data") if live is not None else {}
     if key not in data:

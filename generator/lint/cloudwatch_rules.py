@@ -12,18 +12,20 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Iterator
 
-from ..cloudwatch_shape import DASHBOARD_NAME, dimensions, schema_clause
+from ..cloudwatch_shape import DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..render.alarms import MANAGED_TAG, METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path
 from ..settings import Settings
 from . import Finding, Rule, schema_message
+from .metrics_insights import Parsed, QueryError, is_query, needs_quotes, parse
 
 SEARCH_MAX_CHARS = 1024
 SEARCHES_PER_GRAPH = 100
 METRICS_PER_WIDGET = 500
+METRICS_PER_DASHBOARD = 2500
+CONTRIBUTORS_REPORTED = 100
 ID = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
 _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
-_GROUP_BY = re.compile(r"\bGROUP BY\s+(.+?)(?:\s+ORDER BY|\s+LIMIT|$)", re.I)
 
 
 @dataclass(frozen=True)
@@ -157,24 +159,90 @@ def grid(subject: CloudWatchSubject) -> Iterable[Finding]:
                 yield Finding("CW007", "error", _where(name, index), "the widget runs past the 24-column grid")
 
 
+def _queries(subject: CloudWatchSubject) -> Iterator[tuple[str, str]]:
+    """(where, expression) of every Metrics Insights query in dashboards and alarms."""
+    for name, index, properties in _metric_widgets(subject):
+        for expression in _expressions(properties):
+            if is_query(expression):
+                yield _where(name, index), expression
+    for item in subject.alarms:
+        for query in item["Request"].get("Metrics", []):
+            if is_query(str(query.get("Expression", ""))):
+                yield _alarm_where(item), str(query["Expression"])
+
+
+def _parsed(expression: str) -> Parsed | None:
+    try:
+        return parse(expression)
+    except QueryError:
+        return None
+
+
 def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
-    """Metrics Insights queries must read the declared namespace and group by declared dimensions."""
-    schema = schema_clause(subject.settings)
-    declared = set(dimensions(subject.settings))
-    queries = [(_where(n, i), e) for n, i, p in _metric_widgets(subject) for e in _expressions(p)]
-    queries += [(f"cloudwatch/alarms.json {a['Request']['AlarmName']}", m.get("Expression", ""))
-                for a in subject.alarms for m in a["Request"].get("Metrics", [])]
-    for where, expression in queries:
-        if not expression.upper().startswith("SELECT"):
+    """Metrics Insights queries read the declared namespace and one of the published dimension sets."""
+    namespace = subject.settings.cloudwatch["namespace"]
+    published = [set(d) for d in dimension_sets(subject.settings)]
+    for where, expression in _queries(subject):
+        query = _parsed(expression)
+        if query is None:
+            continue  # CW012 reports it
+        if query.namespace != namespace or query.schema is None:
+            yield Finding("CW008", "error", where, f'the query does not read SCHEMA("{namespace}", ...)')
             continue
-        if schema not in expression:
-            yield Finding("CW008", "error", where, f"the query does not read {schema}")
-        match = _GROUP_BY.search(expression)
-        if match:
-            for dimension in (d.strip().strip('"') for d in match.group(1).split(",")):
-                if dimension not in declared:
-                    yield Finding("CW008", "error", where,
-                                  f"GROUP BY {dimension}: the agent does not publish that dimension")
+        if set(query.schema) not in published:
+            yield Finding("CW008", "error", where,
+                          f"SCHEMA({', '.join(query.schema)}): the agent publishes no such dimension set")
+        for dimension in query.group:
+            if dimension not in query.schema:
+                yield Finding("CW008", "error", where,
+                              f"GROUP BY {dimension}: the agent does not publish that dimension with this set")
+
+
+def one_query_per_widget(subject: CloudWatchSubject) -> Iterable[Finding]:
+    for name, index, properties in _metric_widgets(subject):
+        count = sum(1 for e in _expressions(properties) if is_query(e))
+        if count > 1:
+            yield Finding("CW010", "error", _where(name, index),
+                          f"{count} Metrics Insights queries: a widget may hold one")
+
+
+def _series_of(expression: str) -> int:
+    query = _parsed(expression)
+    if query is None or not query.group:
+        return 1
+    return min(query.limit or SERIES_PER_QUERY, SERIES_PER_QUERY)
+
+
+def dashboard_metrics(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """A dashboard shows at most 2,500 metrics; a GROUP BY query counts as its LIMIT (500 without one)."""
+    totals: dict[str, int] = {}
+    for name, _, properties in _metric_widgets(subject):
+        for line in properties.get("metrics", []):
+            options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
+            if "expression" in options:
+                if is_query(str(options["expression"])):
+                    totals[name] = totals.get(name, 0) + _series_of(str(options["expression"]))
+            else:
+                totals[name] = totals.get(name, 0) + 1
+    for name, total in sorted(totals.items()):
+        if total > METRICS_PER_DASHBOARD:
+            yield Finding("CW011", "error", _where(name),
+                          f"up to {total:,} metrics: a dashboard shows at most {METRICS_PER_DASHBOARD:,} "
+                          f"(lower cloudwatch.top_pods / top_gpus or split the dashboard)")
+
+
+def quoting(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """Queries parse; quotes in strings are backslash-escaped; reserved words and odd names are double-quoted."""
+    for where, expression in _queries(subject):
+        try:
+            query = parse(expression)
+        except QueryError as exc:
+            yield Finding("CW012", "error", where, f"Metrics Insights query: {exc}")
+            continue
+        for name in query.unquoted:
+            if needs_quotes(name):
+                yield Finding("CW012", "error", where,
+                              f"{name} must be double-quoted (a reserved keyword or a character beyond A-Z a-z 0-9 _)")
 
 
 def gauge_bounds(subject: CloudWatchSubject) -> Iterable[Finding]:
@@ -250,6 +318,35 @@ def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
                           "no ManagedBy=gpudash tag: gpudash could not tell it owns this alarm")
 
 
+_ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "DESC",
+              "LessThanThreshold": "ASC", "LessThanOrEqualToThreshold": "ASC"}
+
+
+def grouped_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """GROUP BY alarms: ORDER BY the SELECT function toward the threshold, at most 500 series evaluated."""
+    for item in subject.alarms:
+        request = item["Request"]
+        for metric in request.get("Metrics", []):
+            query = _parsed(str(metric.get("Expression", ""))) if is_query(str(metric.get("Expression", ""))) else None
+            if query is None or not query.group:
+                continue
+            wanted = _ORDER_FOR.get(request.get("ComparisonOperator", ""), "DESC")
+            if query.order is None:
+                yield Finding("AL008", "error", _alarm_where(item),
+                              f"GROUP BY without ORDER BY {query.function}() {wanted}: which {SERIES_PER_QUERY} "
+                              f"series are evaluated is not controlled")
+            elif query.order != (query.function, wanted):
+                yield Finding("AL008", "error", _alarm_where(item),
+                              f"ORDER BY {' '.join(query.order)}: the series nearest the threshold come first "
+                              f"with ORDER BY {query.function}() {wanted}")
+            if query.limit is not None and query.limit > SERIES_PER_QUERY:
+                yield Finding("AL008", "error", _alarm_where(item),
+                              f"LIMIT {query.limit}: a multi-time-series alarm evaluates at most {SERIES_PER_QUERY}")
+            elif query.limit is not None and query.limit > CONTRIBUTORS_REPORTED:
+                yield Finding("AL008", "warning", _alarm_where(item),
+                              f"LIMIT {query.limit}: only {CONTRIBUTORS_REPORTED} contributors are reported")
+
+
 RULES = (
     Rule("CW001", "CloudWatch dashboard bodies validate against schemas/cloudwatch-dashboard.schema.json", body_schema),
     Rule("CW002", "dashboard names are 1-255 characters of A-Za-z0-9-_", names),
@@ -258,8 +355,11 @@ RULES = (
     Rule("CW005", "SEARCH expressions are at most 1024 characters and 100 per graph", searches),
     Rule("CW006", "metric ids are valid and unique within a widget", ids),
     Rule("CW007", "widgets fit the 24-column grid", grid),
-    Rule("CW008", "queries read the declared namespace and dimensions", declared_shape),
+    Rule("CW008", "queries read the declared namespace and a published dimension set", declared_shape),
     Rule("CW009", "gauges have y-axis bounds", gauge_bounds),
+    Rule("CW010", "one Metrics Insights query per widget", one_query_per_widget),
+    Rule("CW011", "at most 2,500 metrics per dashboard", dashboard_metrics),
+    Rule("CW012", "Metrics Insights queries parse, with backslash escapes and quoted reserved words", quoting),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
@@ -267,4 +367,5 @@ RULES = (
     Rule("AL005", "alarm names are unique per Region", alarm_names),
     Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
     Rule("AL007", "every alarm carries the ManagedBy=gpudash tag", alarm_tags),
+    Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
 )

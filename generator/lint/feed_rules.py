@@ -12,14 +12,15 @@ import yaml
 
 from ..artifacts import GrafanaDashboard
 from ..project import Project
+from ..cloudwatch_shape import CLUSTER_DIMENSION, dimension_for
 from ..promql import gpu_identity
-from ..render.agent import AGENT_KEY
+from ..render.agent import AGENT_KEY, agent_file
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
+from ..settings import Cluster
 from . import Finding, Rule, schema_message
+from .metrics_insights import QueryError, is_query, parse as parse_query
 from .promql_checks import parse, selectors
 
-AGENT_FILE = "k8s/cwagent-prometheus-config.yaml"
-AGENT_ADDED_DIMENSIONS = ("ClusterName",)  # the agent adds these itself
 
 
 @dataclass(frozen=True)
@@ -29,39 +30,115 @@ class FeedSubject:
     dashboards: list[GrafanaDashboard]
     cwagent_schema: Path | None
 
-    def agent_config(self) -> dict[str, Any]:
-        documents = list(yaml.safe_load_all(self.files[AGENT_FILE]))
+    def clusters(self) -> tuple[Cluster, ...]:
+        return self.project.settings.clusters
+
+    def _documents(self, cluster: Cluster) -> list[dict[str, Any]]:
+        return list(yaml.safe_load_all(self.files[agent_file(cluster)]))
+
+    def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
+        documents = self._documents(cluster or self.clusters()[0])
         return json.loads(next(d for d in documents if AGENT_KEY in d.get("data", {}))["data"][AGENT_KEY])
 
-    def scrape_job(self) -> dict[str, Any]:
-        documents = list(yaml.safe_load_all(self.files[AGENT_FILE]))
+    def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
+        documents = self._documents(cluster or self.clusters()[0])
         scrape = yaml.safe_load(next(d for d in documents if "prometheus.yaml" in d.get("data", {}))
                                 ["data"]["prometheus.yaml"])
         return scrape["scrape_configs"][0]
 
 
-def _declarations(subject: FeedSubject) -> list[dict[str, Any]]:
-    prometheus = subject.agent_config()["logs"]["metrics_collected"]["prometheus"]
-    return prometheus.get("emf_processor", {}).get("metric_declaration", [])
+def _prometheus(subject: FeedSubject, cluster: Cluster) -> dict[str, Any]:
+    return subject.agent_config(cluster)["logs"]["metrics_collected"]["prometheus"]
+
+
+def _declarations(subject: FeedSubject, cluster: Cluster) -> list[dict[str, Any]]:
+    return _prometheus(subject, cluster).get("emf_processor", {}).get("metric_declaration", [])
 
 
 def declarations_complete(subject: FeedSubject) -> Iterable[Finding]:
-    for index, declaration in enumerate(_declarations(subject)):
-        for key in ("source_labels", "metric_selectors", "dimensions"):
-            if not declaration.get(key):
-                yield Finding("AG003", "error", f"{AGENT_FILE} metric_declaration[{index}]",
-                              f"no {key}: the agent silently drops this declaration")
+    for cluster in subject.clusters():
+        for index, declaration in enumerate(_declarations(subject, cluster)):
+            for key in ("source_labels", "metric_selectors", "dimensions"):
+                if not declaration.get(key):
+                    yield Finding("AG003", "error", f"{agent_file(cluster)} metric_declaration[{index}]",
+                                  f"no {key}: the agent silently drops this declaration")
+
+
+def _published(declarations: list[dict[str, Any]], job: str) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
+    """(metric selectors, dimension set) of every declaration that applies to the DCGM job's samples.
+
+    As the agent does: label_matcher is an unanchored regex over the source label values
+    joined by ';'. Only `job` is known for every sample, so declarations keyed on other
+    labels are assumed to match (their dimension sets still need those labels).
+    """
+    result = []
+    for declaration in declarations:
+        sources = declaration.get("source_labels") or []
+        if not sources or not declaration.get("metric_selectors"):
+            continue
+        values = ";".join(job if s == "job" else "x" for s in sources)
+        try:
+            if not re.search(declaration.get("label_matcher", ""), values):
+                continue
+            patterns = [re.compile(p) for p in declaration["metric_selectors"]]
+        except re.error:
+            continue
+        for dims in declaration.get("dimensions") or []:
+            result.append((patterns, frozenset(dims)))
+    return result
+
+
+def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
+    """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
+    from ..render import alarms as alarm_render, cloudwatch
+
+    project = subject.project
+    dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings)
+    queries = []
+    for name, item in sorted(dashboards.items()):
+        for widget in json.loads(item["DashboardBody"]).get("widgets", []):
+            for line in widget.get("properties", {}).get("metrics", []):
+                if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
+                    queries.append((f"cloudwatch/dashboards/{name}.json {widget['properties'].get('title')!r}",
+                                    line[-1]["expression"]))
+    for item in alarm_render.cloudwatch_alarms(project.alarms, project.settings, project.catalog):
+        for metric in item["Request"].get("Metrics", []):
+            queries.append((f"cloudwatch/alarms.json {item['Request']['AlarmName']}", metric["Expression"]))
+        if "MetricName" in item["Request"]:
+            request = item["Request"]
+            cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
+            yield (f"cloudwatch/alarms.json {request['AlarmName']}", request["MetricName"], request["Namespace"],
+                   frozenset(d["Name"] for d in request["Dimensions"]), cluster)
+    for where, expression in queries:
+        try:
+            query = parse_query(expression)
+        except QueryError:
+            continue  # CW012 reports it
+        cluster = next((v for d, op, v in query.where if d == CLUSTER_DIMENSION and op == "="), None)
+        yield where, query.metric, query.namespace, frozenset(query.schema or ()), cluster
 
 
 def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
-    patterns = [re.compile(p) for d in _declarations(subject) for p in d.get("metric_selectors", [])]
-    used = set(subject.project.used_metrics())
-    for name in sorted(used):
-        if not any(p.search(name) for p in patterns):
-            kind = subject.project.catalog.get(name).kind if name in subject.project.catalog else "?"
-            why = " (the agent drops histograms)" if kind == "histogram" else ""
-            yield Finding("AG001", "error", AGENT_FILE,
-                          f"{name} is queried by a definition but the agent does not ship it{why}")
+    """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
+    settings = subject.project.settings
+    by_name = {c.name: c for c in subject.clusters()}
+    published = {c.name: _published(_declarations(subject, c), settings.scrape["job_name"]) for c in subject.clusters()}
+    for where, metric, namespace, dims, cluster_name in _queried(subject):
+        clusters = [by_name[cluster_name]] if cluster_name in by_name else list(subject.clusters())
+        for cluster in clusters:
+            prometheus = _prometheus(subject, cluster)
+            namespace_published = prometheus.get("emf_processor", {}).get("metric_namespace")
+            if namespace != namespace_published:
+                yield Finding("AG001", "error", where,
+                              f"reads {namespace}; the agent of {cluster.name} publishes into {namespace_published}")
+                continue
+            if not any(d == dims and any(p.search(metric) for p in patterns)
+                       for patterns, d in published[cluster.name]):
+                kind = subject.project.catalog.get(metric).kind if metric in subject.project.catalog else "?"
+                why = " (the agent drops histograms)" if kind == "histogram" else ""
+                yield Finding("AG001", "error", where,
+                              f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
+                              f"{cluster.name} ({agent_file(cluster)}) does not publish it{why}")
 
 
 def _published_labels(subject: FeedSubject) -> set[str]:
@@ -76,11 +153,31 @@ def _published_labels(subject: FeedSubject) -> set[str]:
 
 
 def dimensions_published(subject: FeedSubject) -> Iterable[Finding]:
-    labels = _published_labels(subject) | set(AGENT_ADDED_DIMENSIONS)
-    for dimension in subject.project.settings.cloudwatch["dimensions"]:
-        if dimension not in labels:
+    """Every dimension the agent publishes is a label on the scraped series (ClusterName from cluster_name),
+    and the per-pod set names the workload's namespace and pod."""
+    settings = subject.project.settings
+    labels = _published_labels(subject)
+    for cluster in subject.clusters():
+        where = agent_file(cluster)
+        prometheus = _prometheus(subject, cluster)
+        for declaration in _declarations(subject, cluster):
+            for dims in declaration.get("dimensions") or []:
+                for dimension in dims:
+                    if dimension == CLUSTER_DIMENSION:
+                        if prometheus.get("cluster_name") != cluster.name:
+                            yield Finding("AG002", "error", where,
+                                          f"ClusterName would come from the node's EC2 tag: set cluster_name "
+                                          f"to {cluster.name!r}")
+                    elif dimension not in labels:
+                        yield Finding("AG002", "error", where,
+                                      f"dimension {dimension!r} is not a label on the scraped DCGM series: the "
+                                      f"agent emits no metric with this set")
+    pod_set = settings.cloudwatch["dimensions"]
+    for key in ("namespace", "pod"):
+        label = dimension_for(key, settings)
+        if label not in pod_set:
             yield Finding("AG002", "error", "settings cloudwatch.dimensions",
-                          f"dimension {dimension!r} is not a label on the scraped DCGM series")
+                          f"the per-pod set lacks {label!r}: a pod is identified by its namespace and name")
 
 
 def _grouping_labels(expr: str) -> set[str]:
@@ -120,14 +217,18 @@ def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
     import jsonschema
 
     validator = jsonschema.Draft4Validator(json.loads(subject.cwagent_schema.read_text()))
-    for error in validator.iter_errors(subject.agent_config()):
-        path = "/".join(str(p) for p in error.absolute_path)
-        yield Finding("AG004", "error", f"{AGENT_FILE} {AGENT_KEY}", f"schema: {path}: {schema_message(error)}")
+    for cluster in subject.clusters():
+        for error in validator.iter_errors(subject.agent_config(cluster)):
+            path = "/".join(str(p) for p in error.absolute_path)
+            yield Finding("AG004", "error", f"{agent_file(cluster)} {AGENT_KEY}",
+                          f"schema: {path}: {schema_message(error)}")
 
 
 RULES = (
-    Rule("AG001", "every metric the definitions query is shipped by the CloudWatch agent", used_metrics_selected),
-    Rule("AG002", "every CloudWatch dimension is a label on the scraped series", dimensions_published),
+    Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
+                  "cluster's agent", used_metrics_selected),
+    Rule("AG002", "every published dimension is a scraped label, ClusterName is set explicitly, pods are "
+                  "namespace + name", dimensions_published),
     Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions",
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),

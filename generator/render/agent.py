@@ -1,18 +1,29 @@
-"""The CloudWatch agent's two ConfigMaps (cwagent-prometheus). Pure.
+"""The CloudWatch agent's two ConfigMaps (cwagent-prometheus), one pair per cluster. Pure.
 
-The namespace and dimension set come from settings.cloudwatch, declared once;
-the metric selectors from the counters CSV (or what the definitions use).
+The namespace and dimension sets come from settings.cloudwatch, declared once; the
+metric selectors from the counters CSV (or what the CloudWatch dashboards and alarms
+query). How the agent applies this (its awsemf exporter, metric_declaration.go):
+
+* a declaration applies to a sample when `label_matcher`, an unanchored regex, matches
+  the values of `source_labels` joined by ';', and a `metric_selectors` regex matches
+  the metric name; declarations without source_labels or selectors are dropped;
+* each dimension set of a matching declaration is emitted only when every dimension is
+  a label on the sample, so the per-pod set appears only for GPUs a pod holds, while
+  the per-GPU set appears for every GPU;
+* `ClusterName` is `cluster_name` from this config (set explicitly: otherwise the agent
+  reads the node's EC2 tag, which needs ec2:DescribeTags and may name another cluster).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..catalog import Catalog
+from ..cloudwatch_shape import dimension_sets
 from ..render.grafana_files import MANAGED_BY
 from ..serialize import to_json
-from ..settings import Settings
+from ..settings import Cluster, Settings
 
 AGENT_CONFIGMAP = "prometheus-cwagentconfig"
 AGENT_KEY = "cwagentconfig.json"
@@ -20,6 +31,18 @@ SCRAPE_CONFIGMAP = "prometheus-config"
 SCRAPE_KEY = "prometheus.yaml"
 SCRAPE_MOUNT = "/etc/prometheusconfig/prometheus.yaml"
 KEPT_KINDS = ("gauge", "counter", "summary")  # the agent drops histograms
+
+DimensionSets = Mapping[str, set[tuple[str, ...]]]  # metric -> dimension sets the CloudWatch side queries
+
+
+def agent_file(cluster: Cluster) -> str:
+    """Where a cluster's agent ConfigMaps are written under build/."""
+    return f"k8s/cwagent-prometheus-config-{cluster.name}.yaml"
+
+
+def log_group(cluster: Cluster) -> str:
+    """The EMF log group the agent writes for a cluster (its default name, set explicitly)."""
+    return f"/aws/containerinsights/{cluster.name}/prometheus"
 
 
 def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) -> list[str]:
@@ -32,25 +55,39 @@ def metric_selectors(names: list[str]) -> list[str]:
     return [f"^{re.escape(name)}$" for name in names]
 
 
-def agent_config(catalog: Catalog, settings: Settings, used: Iterable[str]) -> dict[str, Any]:
+def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[tuple[str, ...], list[str]]:
+    """{dimension set: metrics published with it}.
+
+    `used`: exactly the (metric, set) pairs the CloudWatch dashboards and alarms query.
+    `all`: every shipped field with every set, for exploring in the console.
+    """
+    sets = [tuple(d) for d in dimension_sets(settings)]
+    shipped = selected_metrics(catalog, settings, queried.keys())
+    if settings.agent["metric_selection"] == "all":
+        return {dims: list(shipped) for dims in sets}
+    return {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets}
+
+
+def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets) -> dict[str, Any]:
     cloudwatch = settings.cloudwatch
-    names = selected_metrics(catalog, settings, used)
+    names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
+    job = f"^{re.escape(settings.scrape['job_name'])}$"
+    declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
+                     "metric_selectors": metric_selectors(metrics)}
+                    for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
     return {
         "logs": {
             "metrics_collected": {
                 "prometheus": {
+                    "cluster_name": cluster.name,
+                    "log_group_name": log_group(cluster),
                     "prometheus_config_path": SCRAPE_MOUNT,
                     "emf_processor": {
                         "metric_namespace": cloudwatch["namespace"],
                         "metric_unit": units,
-                        "metric_declaration": [{
-                            "source_labels": ["job"],
-                            "label_matcher": f"^{re.escape(settings.scrape['job_name'])}$",
-                            "dimensions": [list(cloudwatch["dimensions"])],
-                            "metric_selectors": metric_selectors(names),
-                        }],
+                        "metric_declaration": declarations,
                     },
                 }
             },
@@ -59,9 +96,10 @@ def agent_config(catalog: Catalog, settings: Settings, used: Iterable[str]) -> d
     }
 
 
-def configmaps(catalog: Catalog, settings: Settings, used: Iterable[str], scrape_yaml: str) -> list[dict[str, Any]]:
+def configmaps(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets,
+               scrape_yaml: str) -> list[dict[str, Any]]:
     namespace = settings.agent["namespace"]
-    agent_json = to_json(agent_config(catalog, settings, used), ascii=True).decode()
+    agent_json = to_json(agent_config(catalog, settings, cluster, queried), ascii=True).decode()
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(MANAGED_BY)},
@@ -70,4 +108,3 @@ def configmaps(catalog: Catalog, settings: Settings, used: Iterable[str], scrape
          "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(MANAGED_BY)},
          "data": {SCRAPE_KEY: scrape_yaml}},
     ]
-

@@ -6,9 +6,10 @@ import re
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import STATISTICS, dimensions, grouping, metrics_insights
+from ..cloudwatch_shape import CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, plan
+from ..errors import InputError
 from ..exporter_styles import style_for
-from ..model import Alarm, Condition, source_file
+from ..model import Alarm, Condition, Query, source_file
 from ..promql import expression, group_keys, label_name, with_cluster
 from ..settings import Cluster, Settings
 
@@ -53,53 +54,95 @@ def _common(alarm: Alarm, settings: Settings, name: str) -> dict[str, Any]:
     return request
 
 
-def _insights_request(alarm: Alarm, settings: Settings, cluster: Cluster | None) -> dict[str, Any]:
+ORDER = {">": "DESC", ">=": "DESC", "<": "ASC", "<=": "ASC"}  # the series nearest the threshold first
+
+
+def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
+    """The Metrics Insights query of an alarm. Alarms take no metric math: a normalisation
+    (observations per period, scrape interval) scales the threshold instead."""
+    query = cloudwatch_condition(alarm).query
+    if alarm.absent:  # silence of the per-GPU set: every GPU reports, held by a pod or not
+        query = Query(query.metric, "count", (), defined_at=query.defined_at)
+        field_plan = plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+        return replace(field_plan, divisor=1.0, needs_period=False)
+    return plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+
+
+def _threshold(alarm: Alarm, plan_: Plan) -> float:
+    return float(cloudwatch_condition(alarm).threshold) * plan_.divisor
+
+
+def _insights_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster | None) -> dict[str, Any]:
     condition = cloudwatch_condition(alarm)
-    query = condition.query
-    aggregation = "count" if alarm.absent else query.aggregation
-    expression_text = metrics_insights(query.metric, aggregation, settings, cluster, grouping(query, settings))
+    plan_ = alarm_plan(alarm, catalog, settings)
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
-    request["Metrics"] = [{"Id": "q1", "Expression": expression_text, "Period": alarm.period_seconds,
-                           "ReturnData": True, "Label": alarm.title}]
+    request["Threshold"] = _threshold(alarm, plan_)
+    request["Metrics"] = [{"Id": "q1", "Expression": plan_.expression(settings, cluster, ORDER[condition.comparison]),
+                           "Period": alarm.period_seconds, "ReturnData": True, "Label": alarm.title}]
     return request
 
 
-def _static_request(alarm: Alarm, settings: Settings, cluster: Cluster, pod: str) -> dict[str, Any]:
+def static_pod(entry: str) -> tuple[str, str]:
+    """`namespace/pod` from alarms.static_pods."""
+    namespace, _, pod = entry.partition("/")
+    return namespace, pod
+
+
+def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster,
+                    entry: str) -> dict[str, Any]:
     """One classic alarm on one pod's series (the `static` per-pod mode)."""
     condition = cloudwatch_condition(alarm)
-    values = {"ClusterName": cluster.name, "Namespace": settings.exporter["namespace"],
-              "Service": style_for(settings).service, "job": settings.scrape["job_name"],
-              settings.labels.pod: pod}
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, pod))
+    plan_ = alarm_plan(alarm, catalog, settings)
+    namespace, pod = static_pod(entry)
+    values = {CLUSTER_DIMENSION: cluster.name, settings.labels.namespace: namespace, settings.labels.pod: pod,
+              "Namespace": settings.exporter["namespace"], "Service": style_for(settings).service,
+              "job": settings.scrape["job_name"]}
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, f"{namespace}-{pod}"))
     request.update({
+        "Threshold": _threshold(alarm, plan_),
         "Namespace": settings.cloudwatch["namespace"],
         "MetricName": condition.query.metric,
-        "Dimensions": [{"Name": d, "Value": values.get(d, "")} for d in dimensions(settings)],
-        "Statistic": STATISTICS[condition.query.aggregation],
+        "Dimensions": [{"Name": d, "Value": values.get(d, "")} for d in plan_.dims],
+        "Statistic": STATISTICS[{v: k for k, v in MI_FUNCTIONS.items()}[plan_.function]],
         "Period": alarm.period_seconds,
     })
     return request
 
 
-def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings) -> list[dict[str, Any]]:
+def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
     requests = []
     static = settings.alarms["per_pod"] == "static"
     for alarm in alarms:
+        if alarm.absent and settings.alarms["scale_to_zero"]:
+            continue  # CloudWatch cannot tell a node group at zero from a stopped agent (README)
+        try:
+            alarm_plan(alarm, catalog, settings)
+        except Unsupported as exc:
+            raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
+                             hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
+                                  "group it by node and gpu, or give the Alarm a `cloudwatch=` condition") from None
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:
-                request = _insights_request(alarm, settings, None)
+                request = _insights_request(alarm, catalog, settings, None)
                 request["AlarmName"] += f"-{region}" if len(regions) > 1 else ""
                 requests.append({"Region": region, "Request": request})
             continue
         for cluster in settings.clusters:
             if alarm.per_pod and static:
-                requests += [{"Region": cluster.region, "Request": _static_request(alarm, settings, cluster, pod)}
-                             for pod in settings.alarms["static_pods"]]
+                requests += [{"Region": cluster.region,
+                              "Request": _static_request(alarm, catalog, settings, cluster, entry)}
+                             for entry in settings.alarms["static_pods"]]
             else:
-                requests.append({"Region": cluster.region, "Request": _insights_request(alarm, settings, cluster)})
+                requests.append({"Region": cluster.region,
+                                 "Request": _insights_request(alarm, catalog, settings, cluster)})
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def silent_alarms(requests: list[dict[str, Any]]) -> list[str]:
+    """Names of alarms that notify no one (no AlarmActions)."""
+    return [item["Request"]["AlarmName"] for item in requests if not item["Request"].get("AlarmActions")]
 
 
 def insights_alarm_counts(requests: list[dict[str, Any]]) -> dict[str, int]:

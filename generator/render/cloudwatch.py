@@ -1,66 +1,108 @@
 """Neutral dashboards -> CloudWatch dashboard bodies, one per cluster. Pure.
 
-Per-pod panels are Metrics Insights GROUP BY queries labelled with the pod
-dimension, so new pods appear without re-applying. Keys the declared dimension
-set does not carry (node, gpu) are aggregated over the cluster. Counters arrive
-from the agent as deltas: they are charted as sums per period.
+Every metric widget holds one Metrics Insights query (the documented limit) and, where
+the title needs it, one metric-math expression over it (see cloudwatch_shape.plan):
+gauges are never summed over time, counts count GPUs or pods rather than observations,
+counters (per-scrape deltas from the agent) are summed for increases and averaged over
+the scrape interval for rates. Per-pod lines are `GROUP BY namespace, pod`, labelled
+`Pod <namespace>/<pod>`, so new pods appear without re-applying; fleet and health views
+read the per-GPU set, which every GPU publishes whether a pod holds it or not.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import dashboard_name, grouping, metrics_insights
+from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, dashboard_name, plan, series_label
 from ..ownership import stamp_cloudwatch_body
-from ..model import Dashboard, Panel, Query, Row, layout, source_file
+from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..serialize import compact_json
 from ..settings import Cluster, Settings
 from ..units import UNITS
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
+SINGLE_VALUE_KINDS = ("stat", "gauge", "bargauge", "table")
 HEADER_HEIGHT = 2
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
-def _axis_label(panel: Panel, query: Query, catalog: Catalog, period: int) -> str:
+def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
+    """The one query a CloudWatch widget runs; Unsupported when CloudWatch cannot show the panel truthfully."""
+    if len(panel.queries) != 1:
+        raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
+                          f"{len(panel.queries)}")
+    return plan(panel.queries[0], catalog, settings, settings.cloudwatch["period"])
+
+
+def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> list[tuple[Panel, str]]:
+    """Panels left out of CloudWatch, with the reason (raw PromQL, ratios, what CloudWatch cannot compute)."""
+    result = []
+    for panel in dashboard.panels():
+        try:
+            panel_plan(panel, catalog, settings)
+        except Unsupported as exc:
+            result.append((panel, str(exc)))
+    return result
+
+
+def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catalog: Catalog,
+                 settings: Settings) -> dict[str, set[tuple[str, ...]]]:
+    """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
+    from .alarms import alarm_plan
+
+    plans = []
+    for dashboard in dashboards:
+        for panel in cloudwatch_panels(dashboard, catalog, settings).panels():
+            plans.append(panel_plan(panel, catalog, settings))
+    for alarm in alarms:
+        try:
+            plans.append(alarm_plan(alarm, catalog, settings))
+        except Unsupported:
+            continue  # generate refuses such an alarm with its file and line
+    result: dict[str, set[tuple[str, ...]]] = {}
+    for item in plans:
+        result.setdefault(item.metric, set()).add(item.dims)
+    return result
+
+
+def _axis_label(panel: Panel, query: Query, catalog: Catalog) -> str:
     if panel.unit:
         return UNITS[panel.unit].label
     metric = catalog.get(query.metric)
-    return f"{metric.unit.label} per {period} s" if metric.is_counter else metric.unit.label
+    if metric.is_counter and query.as_increase:
+        return metric.unit.label
+    return metric.charted_unit.label
 
 
-def _query_label(query: Query, groups: list[str]) -> str:
-    if not groups:
-        return query.metric
-    prefix = "Pod " if query.per_pod and len(groups) == 1 else ""
-    return prefix + " ".join(f"${{PROP('Dim.{g}')}}" for g in groups)
-
-
-def _metric_lines(panel: Panel, catalog: Catalog, settings: Settings, cluster: Cluster) -> list[list[Any]]:
-    lines = []
-    for index, query in enumerate(panel.queries, start=1):
-        metric = catalog.get(query.metric)
-        aggregation = "sum" if metric.is_counter and query.aggregation == "avg" else query.aggregation
-        groups = grouping(query, settings)
-        expression = metrics_insights(query.metric, aggregation, settings, cluster, groups,
-                                      limit=settings.cloudwatch["top_pods"] if groups else None)
-        lines.append([{"expression": expression, "id": f"q{index}", "label": _query_label(query, groups)}])
-    return lines
+def _metric_lines(panel: Panel, plan_: Plan, settings: Settings, cluster: Cluster) -> list[list[Any]]:
+    query = panel.queries[0]
+    label = series_label(plan_, query.per_pod, panel.title if not plan_.series else query.metric)
+    if not plan_.series:
+        limit = SERIES_PER_QUERY if plan_.group else None  # per-GPU lines combined by math: all of them
+    else:
+        limit = settings.cloudwatch["top_pods" if query.per_pod else "top_gpus"]
+    order = "ASC" if query.aggregation == "min" else "DESC"
+    expression = plan_.expression(settings, cluster, order=order, limit=limit)
+    if plan_.math is None:
+        return [[{"expression": expression, "id": "q1", "label": label}]]
+    return [[{"expression": expression, "id": "q1", "label": label, "visible": False}],
+            [{"expression": plan_.math.format(q="q1"), "id": "e1", "label": label}]]
 
 
 def _metric_widget(panel: Panel, catalog: Catalog, settings: Settings, cluster: Cluster) -> dict[str, Any]:
     period = settings.cloudwatch["period"]
     query = panel.queries[0]
+    plan_ = panel_plan(panel, catalog, settings)
     properties: dict[str, Any] = {
         "title": panel.title,
         "view": VIEWS[panel.kind],
         "region": cluster.region,
         "period": period,
         "stat": "Average",
-        "metrics": _metric_lines(panel, catalog, settings, cluster),
-        "yAxis": {"left": {"label": _axis_label(panel, query, catalog, period), "showUnits": False}},
+        "metrics": _metric_lines(panel, plan_, settings, cluster),
+        "yAxis": {"left": {"label": _axis_label(panel, query, catalog), "showUnits": False}},
         "legend": {"position": "bottom"},
     }
     for bound in ("min", "max"):
@@ -74,23 +116,40 @@ def _metric_widget(panel: Panel, catalog: Catalog, settings: Settings, cluster: 
         properties["annotations"] = {"horizontal": [
             {"label": "warning", "value": warning, "color": WARNING_COLOUR},
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
-    if panel.kind in ("stat", "gauge", "bargauge", "table"):
+    if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True
     return {"type": "metric", "properties": properties}
 
 
-def cloudwatch_panels(dashboard: Dashboard) -> Dashboard:
-    """The dashboard without Grafana-only panels (raw PromQL, ratios of two fields)."""
-    rows = [Row(row.title, [p for p in row.panels if not p.grafana_only]) for row in dashboard.rows]
+def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
+    """Single values over the whole time range: increases, and averages / extremes of gauges.
+
+    Totals and counts of gauges (power drawn now, GPUs reporting now) and rates show the
+    latest period instead; their normalisation assumes the widget's period.
+    """
+    if plan_.needs_period:
+        return False
+    if catalog.get(query.metric).is_counter:
+        return query.as_increase
+    return query.aggregation in ("avg", "min", "max")
+
+
+def cloudwatch_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> Dashboard:
+    """The dashboard without the panels CloudWatch cannot show truthfully (see unsupported_panels)."""
+    left_out = {id(panel) for panel, _ in unsupported_panels(dashboard, catalog, settings)}
+    rows = [Row(row.title, [p for p in row.panels if id(p) not in left_out]) for row in dashboard.rows]
     return Dashboard(dashboard.id, dashboard.title, rows, dashboard.description, dashboard.tags,
                      dashboard.backends, defined_at=dashboard.defined_at)
 
 
 def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:
-    dashboard = cloudwatch_panels(dashboard)
+    left_out = unsupported_panels(dashboard, catalog, settings)
+    dashboard = cloudwatch_panels(dashboard, catalog, settings)
     header = (f"# {dashboard.title} — {cluster.name}\n{dashboard.description}\n\n"
               f"Generated by gpudash from `{source}`. Edit the definition and re-apply; "
               f"changes made here are overwritten.")
+    if left_out:
+        header += "\n\nOn Grafana only: " + "; ".join(f"{panel.title} ({why})" for panel, why in left_out) + "."
     widgets: list[dict[str, Any]] = [{"type": "text", "x": 0, "y": 0, "width": 24, "height": HEADER_HEIGHT,
                                       "properties": {"markdown": header}}]
     for placed in layout(dashboard):

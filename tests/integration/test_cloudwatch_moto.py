@@ -66,22 +66,25 @@ def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, 
     idle = [r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]]
     assert [r["AlarmName"] for r in idle] == ["gpudash-east-gpu-idle-warning", "gpudash-west-gpu-idle-warning"]
     assert idle[0]["Metrics"][0]["Expression"] == (
-        'SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA("ContainerInsights/Prometheus", ClusterName, Namespace, '
-        "Service, job, pod) WHERE ClusterName = 'east' GROUP BY pod")
+        'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "namespace", '
+        '"pod") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod" ORDER BY AVG() ASC')
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
     assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 18
 
 
 def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):
-    config = project_dir("alarms:\n  per_pod: static\n  static_pods: [train-0, train-1]\n"
+    config = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/train-0, research/train-0]\n"
                          "  actions:\n    warning: ['arn:aws:sns:us-east-1:123456789012:gpu-warnings']\n")
     requests = json.loads(_files(config)["cloudwatch/alarms.json"])["alarms"]
     idle = {r["Request"]["AlarmName"]: r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]}
-    assert set(idle) == {"gpudash-gpu-cluster-gpu-idle-warning-train-0", "gpudash-gpu-cluster-gpu-idle-warning-train-1"}
-    request = idle["gpudash-gpu-cluster-gpu-idle-warning-train-1"]
+    # The same pod name in two namespaces is two pods, two alarms.
+    assert set(idle) == {"gpudash-gpu-cluster-gpu-idle-warning-ml-train-0",
+                         "gpudash-gpu-cluster-gpu-idle-warning-research-train-0"}
+    request = idle["gpudash-gpu-cluster-gpu-idle-warning-research-train-0"]
     assert request["MetricName"] == "DCGM_FI_DEV_GPU_UTIL" and request["Statistic"] == "Average"
-    assert {"Name": "pod", "Value": "train-1"} in request["Dimensions"]
+    assert request["Dimensions"] == [{"Name": "ClusterName", "Value": "gpu-cluster"},
+                                     {"Name": "namespace", "Value": "research"}, {"Name": "pod", "Value": "train-0"}]
     assert request["AlarmActions"] == ["arn:aws:sns:us-east-1:123456789012:gpu-warnings"]
     cloudwatch.put_metric_alarm(**request)
     (alarm,) = cloudwatch.describe_alarms(AlarmNames=[request["AlarmName"]])["MetricAlarms"]

@@ -199,7 +199,7 @@ def test_promtool_accepts_the_generated_configs(tmp_path):
 def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     project = load_project()
     files = build(project)
-    configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"]))
+    configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
     assert agent_scrape["scrape_configs"] == [scrape_job(project.settings)]
     values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])

@@ -75,7 +75,7 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
     """A healthy cluster; tests break one thing each."""
     project = load_project()
     cluster = KubeCluster(reference)
-    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config.yaml"]):
+    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.metrics_payload = payload
     # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
@@ -172,14 +172,14 @@ def test_agent_configmap_missing_a_selector(stack):
     cluster, verify = stack
     configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
     config = json.loads(configmap["data"]["cwagentconfig.json"])
-    declaration = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"][0]
-    declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
+    for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
+        declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
     configmap["data"]["cwagentconfig.json"] = json.dumps(config)
     code, checks = verify()
     assert code == 1
     assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig")] == (
         "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$",
-        "kubectl apply -f build/k8s/cwagent-prometheus-config.yaml (then restart cwagent-prometheus)")
+        "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
 
 
 def test_cloudwatch_namespace_empty(stack, moto):
@@ -189,7 +189,7 @@ def test_cloudwatch_namespace_empty(stack, moto):
     assert code == 1
     assert _failures(checks)[("cloudwatch", "gpu-cluster metrics")] == (
         "no DCGM metrics in ContainerInsights/Prometheus for gpu-cluster in the last 3 h",
-        "apply build/k8s/cwagent-prometheus-config.yaml and check the cwagent-prometheus logs")
+        "apply build/k8s/cwagent-prometheus-config-gpu-cluster.yaml and check the cwagent-prometheus logs")
 
 
 def test_prometheus_unreachable(stack):

@@ -44,12 +44,14 @@ class MotoServer:
                             config=Config(retries={"max_attempts": 1}), **{
                                 "aws_access_key_id": "testing", "aws_secret_access_key": "testing"})
 
-    def put_dcgm_metrics(self, pod: str, cluster: str = "gpu-cluster", region: str = "us-east-1") -> None:
-        """Datapoints as the CloudWatch agent publishes them for one workload pod: what verify samples."""
+    def put_dcgm_metrics(self, pod: str, cluster: str = "gpu-cluster", region: str = "us-east-1",
+                         namespace: str = "ml", node: str = "ip-10-0-1-1", gpu: str = "0") -> None:
+        """Datapoints as the CloudWatch agent publishes them for one GPU a workload pod holds (the per-pod
+        and the per-GPU dimension sets): what verify samples."""
         cloudwatch = self.client("cloudwatch", region)
         for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
-            cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
-                "MetricName": metric, "Value": 50, "Dimensions": [
-                    {"Name": "ClusterName", "Value": cluster}, {"Name": "Namespace", "Value": "gpu-operator"},
-                    {"Name": "Service", "Value": "nvidia-dcgm-exporter"}, {"Name": "job", "Value": "dcgm-exporter"},
-                    {"Name": "pod", "Value": pod}]}])
+            for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu}):
+                cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
+                    "MetricName": metric, "Value": 50, "Dimensions": [
+                        {"Name": "ClusterName", "Value": cluster},
+                        *({"Name": k, "Value": v} for k, v in dimensions.items())]}])

@@ -33,6 +33,10 @@ def _metric_widget(body):
     return next(w for w in body["widgets"] if w["type"] == "metric")
 
 
+def _first_query(body):
+    return _metric_widget(body)["properties"]["metrics"][0][0]
+
+
 def _many_searches(body):
     _metric_widget(body)["properties"]["metrics"] = [
         [{"expression": f"SEARCH('{{ContainerInsights/Prometheus,pod}} MetricName=\"m{i}\"', 'Average', 300)",
@@ -64,9 +68,23 @@ BODY_CASES = {
     "long search": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SEARCH('" + "x" * 1100 + "', 'Average', 300)"), "CW005", "1100 characters; the limit is 1024"),
     "too many searches": (_many_searches, "CW005", "101 SEARCH expressions"),
-    "undeclared dimension": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
-        expression=_metric_widget(b)["properties"]["metrics"][0][0]["expression"].replace("GROUP BY pod", "GROUP BY gpu")),
-        "CW008", "GROUP BY gpu: the agent does not publish that dimension"),
+    "undeclared dimension": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY "gpu"')),
+        "CW008", "GROUP BY gpu: the agent does not publish that dimension with this set"),
+    "unpublished dimension set": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace('"namespace", "pod")', '"Namespace", "pod")')),
+        "CW008", "SCHEMA(ClusterName, Namespace, pod): the agent publishes no such dimension set"),
+    "two queries in a widget": (lambda b: _metric_widget(b)["properties"]["metrics"].append(
+        [{**_first_query(b), "id": "q2"}]), "CW010", "2 Metrics Insights queries: a widget may hold one"),
+    "too many metrics on a dashboard": (lambda b: [w["properties"]["metrics"][0][0].update(
+        expression=w["properties"]["metrics"][0][0]["expression"].replace("LIMIT 50", "LIMIT 300"))
+        for w in b["widgets"] if w["type"] == "metric"], "CW011", "a dashboard shows at most 2,500"),
+    "doubled quote": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace("'gpu-cluster'", "'gpu''s cluster'")), "CW012",
+        "escaped with a backslash, not doubled"),
+    "unquoted reserved word": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace('"namespace", "pod")', 'namespace, pod)')), "CW012",
+        "namespace must be double-quoted"),
     "other namespace": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA(\"Other\", pod)"), "CW008", "does not read SCHEMA("),
     "gauge without bounds": (lambda b: _metric_widget(b)["properties"].update(view="gauge", yAxis={}), "CW009",
@@ -110,6 +128,17 @@ ALARM_CASES = {
     "untagged": (lambda r: r.update(Tags=[]), "AL007", "no ManagedBy=gpudash tag"),
     "long name": (lambda r: r.update(AlarmName="a" * 256), "AL001", "has 256 characters; at most 255 allowed"),
     "high-res period": (lambda r: r["Metrics"][0].update(Period=0), "AL001", "less than the minimum of 1"),
+    "group by without order by": (lambda r: r["Metrics"][0].update(
+        Expression=r["Metrics"][0]["Expression"].replace(" ORDER BY AVG() ASC", "")), "AL008",
+        "GROUP BY without ORDER BY AVG() ASC"),
+    "order away from the threshold": (lambda r: r["Metrics"][0].update(
+        Expression=r["Metrics"][0]["Expression"].replace("AVG() ASC", "AVG() DESC")), "AL008",
+        "with ORDER BY AVG() ASC"),
+    "order by another function": (lambda r: r["Metrics"][0].update(
+        Expression=r["Metrics"][0]["Expression"].replace("ORDER BY AVG()", "ORDER BY MAX()")), "AL008",
+        "ORDER BY MAX ASC"),
+    "more than 500 series": (lambda r: r["Metrics"][0].update(Expression=r["Metrics"][0]["Expression"] + " LIMIT 600"),
+                             "AL008", "LIMIT 600: a multi-time-series alarm evaluates at most 500"),
 }
 
 

@@ -15,14 +15,23 @@ from generator.project import load_project
 from generator.render.scrape import scrape_job, service_monitor
 
 
-def _agent(files):
-    agent_map, scrape_map = yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"])
+AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", "gpu"]
+
+
+def _agent(files, path=AGENT):
+    agent_map, scrape_map = yaml.safe_load_all(files[path])
     return agent_map, json.loads(agent_map["data"]["cwagentconfig.json"]), scrape_map
 
 
-def _declaration(config):
-    (declaration,) = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
-    return declaration
+def _declarations(config):
+    """{tuple(dimension set): declaration}"""
+    declarations = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
+    return {tuple(d["dimensions"][0]): d for d in declarations}
+
+
+def _names(declaration):
+    return {s.strip("^$").replace("\\", "") for s in declaration["metric_selectors"]}
 
 
 def test_agent_configmaps_are_what_the_deployment_mounts(reference):
@@ -35,31 +44,53 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference):
     prometheus = config["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["prometheus_config_path"] == "/etc/prometheusconfig/prometheus.yaml"
     assert prometheus["emf_processor"]["metric_namespace"] == "ContainerInsights/Prometheus"
-    declaration = _declaration(config)
-    assert declaration["source_labels"] == ["job"] and declaration["label_matcher"] == "^dcgm\\-exporter$"
-    assert declaration["dimensions"] == [["ClusterName", "Namespace", "Service", "job", "pod"]]
+    # ClusterName is set, not read from the node's EC2 tag; the log group is named so its retention can be set.
+    assert prometheus["cluster_name"] == "gpu-cluster"
+    assert prometheus["log_group_name"] == "/aws/containerinsights/gpu-cluster/prometheus"
+    declarations = _declarations(config)
+    assert sorted(declarations) == [tuple(POD_SET), tuple(GPU_SET)]
+    for declaration in declarations.values():
+        assert declaration["source_labels"] == ["job"] and declaration["label_matcher"] == "^dcgm\\-exporter$"
     assert prometheus["emf_processor"]["metric_unit"]["DCGM_FI_DEV_GPU_UTIL"] == "Percent"
+
+
+def test_every_cluster_gets_its_own_agent_config(project_dir):
+    config = project_dir("clusters:\n  - {name: train, region: us-east-1}\n  - {name: infer, region: eu-west-1}\n")
+    files = build(load_project(config))
+    names = {path: _agent(files, path)[1]["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
+             for path in files if path.startswith("k8s/cwagent-prometheus-config")}
+    assert names == {"k8s/cwagent-prometheus-config-train.yaml": "train",
+                     "k8s/cwagent-prometheus-config-infer.yaml": "infer"}
 
 
 def test_selectors_cover_every_series_field_and_skip_labels():
     project = load_project()
-    declaration = _declaration(_agent(build(project))[1])
-    assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
+    for declaration in _declarations(_agent(build(project))[1]).values():
+        assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
 
-def test_used_selection_ships_only_what_definitions_query(project_dir):
+def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     project = load_project(project_dir("agent:\n  metric_selection: used\n"))
-    selectors = _declaration(_agent(build(project))[1])["metric_selectors"]
-    assert {s.strip("^$") for s in selectors} == project.used_metrics()
-    assert len(selectors) < len(project.catalog.series())
+    declarations = _declarations(_agent(build(project))[1])
+    per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
+    assert per_pod | per_gpu == project.used_metrics()
+    # Health fields are read per GPU only; the idle-pod alarm and by-pod panels per pod.
+    assert "DCGM_FI_DEV_XID_ERRORS" in per_gpu and "DCGM_FI_DEV_XID_ERRORS" not in per_pod
+    assert "DCGM_FI_DEV_GPU_UTIL" in per_pod and "DCGM_FI_DEV_GPU_UTIL" in per_gpu
+    assert "DCGM_FI_DEV_FB_FREE" in per_pod and "DCGM_FI_DEV_FB_FREE" not in per_gpu
+    assert len(per_pod | per_gpu) < len(project.catalog.series())
+    assert run(RULES, _feed(project)) == []
 
 
 def test_declared_namespace_and_dimensions_are_used(project_dir):
-    config = project_dir("cloudwatch:\n  namespace: GPU/Custom\n  dimensions: [ClusterName, pod]\n")
-    prometheus = _agent(build(load_project(config)))[1]["logs"]["metrics_collected"]["prometheus"]
+    config = project_dir("cloudwatch:\n  namespace: GPU/Custom\n  dimensions: [ClusterName, namespace, pod, container]\n"
+                         "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n")
+    project = load_project(config)
+    prometheus = _agent(build(project))[1]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
-    assert _declaration({"logs": {"metrics_collected": {"prometheus": prometheus}}})["dimensions"] == [
-        ["ClusterName", "pod"]]
+    assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
+        ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "node", "gpu", "modelName")]
+    assert run(RULES, _feed(project)) == []
 
 
 @pytest.mark.parametrize("style, meta, value, container", [
@@ -136,9 +167,55 @@ def test_defaults_are_consistent():
 
 
 def test_a_dimension_the_scrape_job_does_not_publish_fails(project_dir):
-    project = load_project(project_dir("cloudwatch:\n  dimensions: [ClusterName, rack, pod]\n"))
-    (finding,) = _rule(_feed(project), "AG002")
-    assert "'rack'" in finding.message
+    project = load_project(project_dir("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, rack]\n"))
+    findings = _rule(_feed(project), "AG002")
+    assert findings and all("'rack'" in f.message for f in findings)
+
+
+def test_a_pod_set_without_the_workload_namespace_is_refused(project_dir, cli):
+    """The blog's set names the exporter's Namespace: the same pod name in two namespaces would be one series."""
+    config = project_dir("cloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, pod]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 2
+    assert "alarm 'framebuffer-full': no published dimension set carries namespace, pod" in stderr
+
+
+def _edit_agent(files, edit):
+    agent_map, scrape_map = yaml.safe_load_all(files[AGENT])
+    config = json.loads(agent_map["data"]["cwagentconfig.json"])
+    edit(config)
+    agent_map["data"]["cwagentconfig.json"] = json.dumps(config)
+    return {**files, AGENT: yaml.safe_dump_all([agent_map, scrape_map]).encode()}
+
+
+def test_cluster_name_left_to_the_ec2_tag_fails():
+    def unset(config):
+        del config["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
+
+    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, unset)), "AG002")
+    assert findings and all("set cluster_name to 'gpu-cluster'" in f.message for f in findings)
+
+
+def test_a_queried_set_the_agent_does_not_publish_fails():
+    """Dropping the per-GPU declaration leaves the fleet and health views and GPU alarms without data."""
+    def pods_only(config):
+        emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+        emf["metric_declaration"] = [d for d in emf["metric_declaration"] if "pod" in d["dimensions"][0]]
+
+    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, pods_only)), "AG001")
+    assert any("DCGM_FI_DEV_XID_ERRORS with dimensions [ClusterName, gpu, node]" in f.message
+               and "gpudash-gpu-cluster-xid-error-critical" in f.where for f in findings)
+    assert any("gpudash-gpu-cluster-overview.json 'GPUs reporting'" in f.where for f in findings)
+    assert not any("gpu-idle" in f.where for f in findings)  # the per-pod set is still there
+
+
+def test_a_label_matcher_that_misses_the_job_fails():
+    def other_job(config):
+        for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
+            declaration["label_matcher"] = "^kubernetes-pods$"
+
+    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, other_job)), "AG001")
+    assert len(findings) > 10
 
 
 def test_a_label_the_scrape_job_does_not_deliver_fails(project_dir):
@@ -156,11 +233,11 @@ def test_a_label_dropped_by_the_scrape_job_fails():
     project = load_project()
 
     def drop_gpu(files):
-        maps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"]))
+        maps = list(yaml.safe_load_all(files[AGENT]))
         scrape = yaml.safe_load(maps[1]["data"]["prometheus.yaml"])
         scrape["scrape_configs"][0]["metric_relabel_configs"].append({"regex": "gpu", "action": "labeldrop"})
         maps[1]["data"]["prometheus.yaml"] = yaml.safe_dump(scrape)
-        return {**files, "k8s/cwagent-prometheus-config.yaml": yaml.safe_dump_all(maps).encode()}
+        return {**files, AGENT: yaml.safe_dump_all(maps).encode()}
 
     findings = _rule(_feed(project, drop_gpu), "PR001")
     assert findings and all("'gpu'" in f.message for f in findings)
@@ -179,14 +256,11 @@ def test_a_queried_histogram_is_not_shipped(project_dir):
 
 
 def test_a_declaration_without_selectors_fails():
-    def strip(files):
-        agent_map, scrape_map = yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"])
-        config = json.loads(agent_map["data"]["cwagentconfig.json"])
-        _declaration(config)["metric_selectors"] = []
-        agent_map["data"]["cwagentconfig.json"] = json.dumps(config)
-        return {**files, "k8s/cwagent-prometheus-config.yaml": yaml.safe_dump_all([agent_map, scrape_map]).encode()}
+    def strip(config):
+        config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"][0][
+            "metric_selectors"] = []
 
-    findings = _rule(_feed(load_project(), strip), "AG003")
+    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, strip)), "AG003")
     assert [f.message for f in findings] == ["no metric_selectors: the agent silently drops this declaration"]
 
 

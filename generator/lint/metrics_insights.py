@@ -1,0 +1,175 @@
+"""A small parser for the Metrics Insights queries gpudash writes, so lint can check them.
+
+Grammar (AWS user guide, "Metrics Insights query components and syntax"):
+SELECT FUNCTION(metric) FROM namespace | SCHEMA(namespace, dim, ...)
+[WHERE dim = 'value' [AND ...]] [GROUP BY dim, ...] [ORDER BY FUNCTION() ASC|DESC] [LIMIT n]
+
+Identifiers may be double-quoted; string literals are single-quoted, and a quote or a
+backslash inside either is escaped with a backslash.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
+# Reserved words gpudash could plausibly meet as dimension or metric names; AWS's list
+# ("Reserved keywords" in the Metrics Insights guide) has hundreds more. Any of them
+# must be double-quoted when used as an identifier.
+RESERVED = frozenset("""ALL AND ANY AS ASC AVG BETWEEN BY CASE CLUSTER COLUMN COUNT CURRENT DATE DAY DESC
+DISTINCT ELSE END FALSE FROM FUNCTION GROUP HAVING HOUR IN INDEX IS JOB KEY LIMIT LIKE MAX MIN MINUTE
+MONTH NAMESPACE NODE NOT NULL OR ORDER PARTITION POSITION SCHEMA SELECT SERVICE SESSION SUM TABLE THEN
+TIME TIMESTAMP TRUE TYPE UNION USER VALUE VALUES WHEN WHERE WITH YEAR""".split())
+
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<string>'(?:[^'\\]|\\.)*')
+  | (?P<quoted>"(?:[^"\\]|\\.)*")
+  | (?P<number>\d+(?:\.\d+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op>!=|<=|>=|[(),=<>*])
+)""", re.X)
+
+
+class QueryError(ValueError):
+    pass
+
+
+@dataclass
+class Token:
+    kind: str  # string, quoted, number, word, op
+    text: str  # the raw text
+    value: str  # unescaped
+
+
+@dataclass
+class Parsed:
+    function: str = ""
+    metric: str = ""
+    namespace: str = ""
+    schema: list[str] | None = None  # None: FROM namespace without SCHEMA
+    where: list[tuple[str, str, str]] = field(default_factory=list)  # (dimension, operator, value)
+    group: list[str] = field(default_factory=list)
+    order: tuple[str, str] | None = None  # (function, ASC|DESC)
+    limit: int | None = None
+    unquoted: list[str] = field(default_factory=list)  # identifiers written without quotes
+
+
+def _unescape(body: str) -> str:
+    return re.sub(r"\\(.)", r"\1", body)
+
+
+def tokens(text: str) -> list[Token]:
+    result, position = [], 0
+    text = text.rstrip()
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if not match or match.end() == position:
+            raise QueryError(f"cannot read the query at {text[position:position + 20]!r}")
+        kind = match.lastgroup or ""
+        raw = match.group(kind)
+        value = _unescape(raw[1:-1]) if kind in ("string", "quoted") else raw
+        result.append(Token(kind, raw, value))
+        position = match.end()
+    return result
+
+
+class _Reader:
+    def __init__(self, items: list[Token]):
+        self.items, self.index = items, 0
+
+    def peek(self, word: str | None = None) -> Token | None:
+        token = self.items[self.index] if self.index < len(self.items) else None
+        if word is None or token is None:
+            return token
+        return token if token.kind == "word" and token.value.upper() == word else None
+
+    def take(self, word: str | None = None, kind: str | None = None) -> Token:
+        token = self.peek()
+        if token is None:
+            raise QueryError(f"the query ends where {word or kind or 'more'} was expected")
+        if word is not None and not (token.kind == "word" and token.value.upper() == word) \
+                and not (token.kind == "op" and token.value == word):
+            raise QueryError(f"expected {word}, found {token.text!r}")
+        if kind is not None and token.kind != kind:
+            raise QueryError(f"expected a {kind}, found {token.text!r}")
+        self.index += 1
+        return token
+
+
+def _identifier(reader: _Reader, parsed: Parsed) -> str:
+    token = reader.take()
+    if token.kind == "quoted":
+        return token.value
+    if token.kind != "word":
+        raise QueryError(f"expected a name, found {token.text!r}")
+    parsed.unquoted.append(token.value)
+    return token.value
+
+
+def parse(text: str) -> Parsed:
+    reader, parsed = _Reader(tokens(text)), Parsed()
+    reader.take("SELECT")
+    parsed.function = reader.take(kind="word").value.upper()
+    if parsed.function not in FUNCTIONS:
+        raise QueryError(f"{parsed.function} is not one of {', '.join(FUNCTIONS)}")
+    reader.take("(")
+    parsed.metric = _identifier(reader, parsed)
+    reader.take(")")
+    reader.take("FROM")
+    if reader.peek("SCHEMA"):
+        reader.take("SCHEMA")
+        reader.take("(")
+        parsed.namespace = _identifier(reader, parsed)
+        parsed.schema = []
+        while reader.peek() is not None and reader.peek().text == ",":
+            reader.take(",")
+            parsed.schema.append(_identifier(reader, parsed))
+        reader.take(")")
+    else:
+        parsed.namespace = _identifier(reader, parsed)
+    if reader.peek("WHERE"):
+        reader.take("WHERE")
+        while True:
+            name = _identifier(reader, parsed)
+            operator = reader.take(kind="op").value
+            value = reader.take(kind="string")
+            following = reader.peek()
+            if following is not None and following.kind == "string":
+                raise QueryError("a quote inside a string is escaped with a backslash, not doubled")
+            parsed.where.append((name, operator, value.value))
+            if not reader.peek("AND"):
+                break
+            reader.take("AND")
+    if reader.peek("GROUP"):
+        reader.take("GROUP")
+        reader.take("BY")
+        parsed.group.append(_identifier(reader, parsed))
+        while reader.peek() is not None and reader.peek().text == ",":
+            reader.take(",")
+            parsed.group.append(_identifier(reader, parsed))
+    if reader.peek("ORDER"):
+        reader.take("ORDER")
+        reader.take("BY")
+        function = reader.take(kind="word").value.upper()
+        reader.take("(")
+        reader.take(")")
+        direction = "ASC"
+        if reader.peek("ASC") or reader.peek("DESC"):
+            direction = reader.take().value.upper()
+        parsed.order = (function, direction)
+    if reader.peek("LIMIT"):
+        reader.take("LIMIT")
+        parsed.limit = int(reader.take(kind="number").value)
+    if reader.peek() is not None:
+        raise QueryError(f"unexpected {reader.peek().text!r} at the end of the query")
+    return parsed
+
+
+def needs_quotes(name: str) -> bool:
+    """An identifier that must be double-quoted: a reserved word, or characters beyond letters, digits, _."""
+    return name.upper() in RESERVED or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
+
+
+def is_query(expression: str) -> bool:
+    return expression.lstrip().upper().startswith("SELECT")

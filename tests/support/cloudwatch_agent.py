@@ -1,0 +1,117 @@
+"""A small model of the CloudWatch agent's Prometheus -> EMF path, as its source documents it.
+
+What it does with each scrape of the DCGM exporter (amazon-cloudwatch-agent: plugins/inputs/
+prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declaration.go):
+
+* the scrape job's target labels join the exporter's labels (`job`, `node`, ...); a label
+  with an empty value is no label (Prometheus drops it);
+* `up` and `scrape_*` are internal and dropped; histograms are dropped;
+* counters become the difference to the previous scrape of the same series (the first
+  scrape of a series gives nothing);
+* `ClusterName` is the config's `cluster_name`;
+* a declaration applies when its `label_matcher` regex is found (unanchored) in the values
+  of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name;
+* each of its dimension sets is emitted only when every dimension is a label of the sample;
+  the same set from two declarations is emitted once.
+
+The output is the datapoints CloudWatch would store: (metric, dimensions, timestamp, value).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+
+@dataclass(frozen=True)
+class Datapoint:
+    namespace: str
+    metric: str
+    dimensions: tuple[tuple[str, str], ...]  # sorted (name, value)
+    timestamp: float
+    value: float
+
+    def dims(self) -> dict[str, str]:
+        return dict(self.dimensions)
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One scrape of one exporter target: when, what it served, and the labels the job attaches."""
+
+    timestamp: float
+    payload: str
+    target_labels: dict[str, str]
+
+
+def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
+    """(cwagentconfig.json, the scrape job) from a generated ConfigMap file."""
+    documents = list(yaml.safe_load_all(configmaps_yaml))
+    agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
+    scrape = next(d for d in documents if "prometheus.yaml" in d["data"])
+    return (json.loads(agent["data"]["cwagentconfig.json"]),
+            yaml.safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"][0])
+
+
+class Agent:
+    def __init__(self, config: dict):
+        prometheus = config["logs"]["metrics_collected"]["prometheus"]
+        self.cluster_name = prometheus.get("cluster_name")
+        emf = prometheus["emf_processor"]
+        self.namespace = emf.get("metric_namespace", "ContainerInsights/Prometheus")
+        # Declarations without source_labels or metric_selectors are dropped by the agent.
+        self.declarations = [d for d in emf.get("metric_declaration", [])
+                             if d.get("source_labels") and d.get("metric_selectors")]
+        self._previous: dict[tuple, float] = {}
+
+    def _dimension_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
+        sets: list[tuple[str, ...]] = []
+        for declaration in self.declarations:
+            values = ";".join(labels.get(label, "") for label in declaration["source_labels"])
+            if not re.search(declaration.get("label_matcher", ""), values):
+                continue
+            if not any(re.search(selector, name) for selector in declaration["metric_selectors"]):
+                continue
+            for dims in declaration.get("dimensions") or []:
+                if all(d in labels for d in dims) and tuple(dims) not in sets:
+                    sets.append(tuple(dims))
+        return sets
+
+    def scrape(self, scrape: Scrape, keep: str = r"DCGM_.*") -> list[Datapoint]:
+        result = []
+        for family in text_string_to_metric_families(scrape.payload):
+            if family.type not in ("gauge", "counter", "summary") or family.name == "up" \
+                    or family.name.startswith("scrape_"):
+                continue
+            for sample in family.samples:
+                # prometheus_client's parser adds _total to counter samples; the agent keeps the exposed name
+                name = sample.name if re.search(rf"^{re.escape(sample.name)}[{{ ]", scrape.payload, re.M) \
+                    else family.name
+                if not re.fullmatch(keep, name):
+                    continue  # the scrape job's metric_relabel_configs keep filter
+                labels = {k: v for k, v in {**sample.labels, **scrape.target_labels}.items() if v != ""}
+                if self.cluster_name:
+                    labels["ClusterName"] = self.cluster_name
+                value = float(sample.value)
+                if family.type == "counter":
+                    key = (name, tuple(sorted(labels.items())))
+                    previous = self._previous.get(key)
+                    self._previous[key] = value
+                    if previous is None:
+                        continue
+                    value = value - previous if value >= previous else value  # a reset starts over
+                for dims in self._dimension_sets(name, labels):
+                    result.append(Datapoint(self.namespace, name,
+                                            tuple(sorted((d, labels[d]) for d in dims)), scrape.timestamp, value))
+        return result
+
+    def run(self, scrapes: Iterable[Scrape]) -> list[Datapoint]:
+        datapoints = []
+        for scrape in sorted(scrapes, key=lambda s: s.timestamp):
+            datapoints += self.scrape(scrape)
+        return datapoints

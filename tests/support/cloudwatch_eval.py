@@ -1,0 +1,194 @@
+"""Evaluates CloudWatch dashboard widgets and alarms over datapoints, with the documented semantics.
+
+* Metrics Insights (user guide, "query components and syntax"): SCHEMA(namespace, dims)
+  matches metrics with exactly that dimension set; WHERE filters on dimension values;
+  the function aggregates every *observation* of the matched metrics in each period (COUNT
+  counts observations); GROUP BY makes one series per distinct value combination; ORDER BY
+  FUNC() sorts the series by the function over the whole time range; at most LIMIT (and at
+  most 500) series are returned.
+* Metric math: arithmetic between a series (or an array of series) and a number applies to
+  each value; SUM/AVG/MIN/MAX of an array is one series, per timestamp over the series that
+  have a value there.
+* Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
+  compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
+  EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
+
+Written independently of gpudash's generator: it parses the generated text itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from tests.support.cloudwatch_agent import Datapoint
+
+Series = dict[int, float]  # period start -> value
+Result = dict[tuple[tuple[str, str], ...], Series]  # group key -> series
+
+_IDENT = r'"(?:[^"\\]|\\.)*"|[A-Za-z_][A-Za-z0-9_]*'
+_STRING = r"'(?:[^'\\]|\\.)*'"
+_QUERY = re.compile(
+    rf"^SELECT\s+(?P<fn>AVG|SUM|MIN|MAX|COUNT)\((?P<metric>{_IDENT})\)\s+FROM\s+SCHEMA\((?P<schema>.*?)\)"
+    rf"(?:\s+WHERE\s+(?P<where>.*?))?(?:\s+GROUP BY\s+(?P<group>.*?))?"
+    rf"(?:\s+ORDER BY\s+(?P<ofn>AVG|SUM|MIN|MAX|COUNT)\(\)\s+(?P<dir>ASC|DESC))?(?:\s+LIMIT\s+(?P<limit>\d+))?$",
+    re.I | re.S)
+
+
+def _name(token: str) -> str:
+    token = token.strip()
+    return re.sub(r"\\(.)", r"\1", token[1:-1]) if token.startswith('"') else token
+
+
+def _names(text: str) -> list[str]:
+    return [_name(t) for t in re.findall(_IDENT, text)]
+
+
+FUNCTIONS = {"AVG": lambda v: sum(v) / len(v), "SUM": sum, "MIN": min, "MAX": max, "COUNT": len}
+
+
+@dataclass
+class Query:
+    function: str
+    metric: str
+    namespace: str
+    schema: list[str]
+    where: list[tuple[str, str, str]]
+    group: list[str]
+    order: tuple[str, str] | None
+    limit: int | None
+
+
+def parse(text: str) -> Query:
+    match = _QUERY.match(text.strip())
+    assert match, f"not a Metrics Insights query this evaluator reads: {text}"
+    schema = _names(match["schema"])
+    where = []
+    for clause in re.split(r"\s+AND\s+", match["where"] or "") if match["where"] else []:
+        m = re.fullmatch(rf"\s*({_IDENT})\s*(=|!=)\s*({_STRING})\s*", clause)
+        assert m, f"WHERE clause not understood: {clause}"
+        where.append((_name(m[1]), m[2], re.sub(r"\\(.)", r"\1", m[3][1:-1])))
+    order = (match["ofn"].upper(), match["dir"].upper()) if match["ofn"] else None
+    return Query(match["fn"].upper(), _name(match["metric"]), schema[0], schema[1:], where,
+                 _names(match["group"] or ""), order, int(match["limit"]) if match["limit"] else None)
+
+
+def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, end: float, period: int) -> Result:
+    query = parse(text)
+    buckets: dict[tuple, dict[int, list[float]]] = {}
+    for point in datapoints:
+        dims = point.dims()
+        if point.namespace != query.namespace or point.metric != query.metric or set(dims) != set(query.schema):
+            continue
+        if not start <= point.timestamp < end:
+            continue
+        if not all((dims.get(d) == v) == (op == "=") for d, op, v in query.where):
+            continue
+        key = tuple((g, dims[g]) for g in query.group)
+        bucket = int(start + (point.timestamp - start) // period * period)
+        buckets.setdefault(key, {}).setdefault(bucket, []).append(point.value)
+    result = {key: {b: FUNCTIONS[query.function](values) for b, values in series.items()}
+              for key, series in buckets.items()}
+    if query.order:
+        whole = {key: FUNCTIONS[query.order[0]]([v for vs in buckets[key].values() for v in vs]) for key in result}
+        keys = sorted(result, key=lambda k: whole[k], reverse=query.order[1] == "DESC")
+        result = {k: result[k] for k in keys}
+    limit = min(query.limit or 500, 500)
+    return dict(list(result.items())[:limit])
+
+
+def _math(node: ast.AST, env: dict[str, Result]):
+    if isinstance(node, ast.Expression):
+        return _math(node.body, env)
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        return env[node.id]
+    if isinstance(node, ast.BinOp):
+        left, right = _math(node.left, env), _math(node.right, env)
+        operate = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+                   ast.Div: lambda a, b: a / b}[type(node.op)]
+        if isinstance(left, dict) and isinstance(right, float):
+            return {k: {t: operate(v, right) for t, v in s.items()} for k, s in left.items()}
+        if isinstance(right, dict) and isinstance(left, float):
+            return {k: {t: operate(left, v) for t, v in s.items()} for k, s in right.items()}
+        if isinstance(left, float) and isinstance(right, float):
+            return operate(left, right)
+        raise AssertionError("arithmetic between two arrays of series is not used by gpudash")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
+        (argument,) = node.args
+        array = _math(argument, env)
+        times = sorted({t for s in array.values() for t in s})
+        return {(): {t: FUNCTIONS[node.func.id]([s[t] for s in array.values() if t in s]) for t in times}}
+    raise AssertionError(f"metric math not understood: {ast.dump(node)}")
+
+
+def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float) -> dict[str, Series]:
+    """The visible lines of a metric widget: {label with dynamic labels resolved: series}."""
+    period = int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
+    env: dict[str, Result] = {}
+    shown: list[tuple[str, str]] = []
+    for line in properties["metrics"]:
+        options = line[-1]
+        expression = options["expression"]
+        if expression.lstrip().upper().startswith("SELECT"):
+            env[options["id"]] = metrics_insights(expression, datapoints, start, end, period)
+        else:
+            env[options["id"]] = _math(ast.parse(expression, mode="eval"), env)
+        if options.get("visible", True):
+            shown.append((options["id"], options.get("label", "")))
+    lines: dict[str, Series] = {}
+    for identifier, label in shown:
+        for key, series in env[identifier].items():
+            dims = dict(key)
+            text = re.sub(r"\$\{PROP\('Dim\.([^']+)'\)\}", lambda m: dims.get(m[1], "?"), label)
+            assert text not in lines, f"two lines labelled {text!r}"
+            lines[text] = series
+    return lines
+
+
+COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
+           "LessThanThreshold": lambda v, t: v < t, "LessThanOrEqualToThreshold": lambda v, t: v <= t}
+
+
+def alarm(request: dict, datapoints: list[Datapoint], end: float) -> dict[tuple, str]:
+    """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`."""
+    periods = request["EvaluationPeriods"]
+    needed = request.get("DatapointsToAlarm", periods)
+    if "Metrics" in request:
+        (query,) = [m for m in request["Metrics"] if m.get("ReturnData", True)]
+        period = query["Period"]
+        start = end - periods * period
+        result = metrics_insights(query["Expression"], datapoints, start, end, period)
+    else:
+        period = request["Period"]
+        start = end - periods * period
+        statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
+        wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
+        values: dict[int, list[float]] = {}
+        for point in datapoints:
+            if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
+                    and start <= point.timestamp < end:
+                values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
+        result = {(): {t: FUNCTIONS[statistic[request["Statistic"]]](v) for t, v in values.items()}} if values else {}
+    missing = request.get("TreatMissingData", "missing")
+    if not result:
+        result = {(): {}}
+    states = {}
+    for key, series in result.items():
+        breaching = 0
+        for index in range(periods):
+            t = int(start + index * period)
+            if t in series:
+                breaching += COMPARE[request["ComparisonOperator"]](series[t], request["Threshold"])
+            elif missing == "breaching":
+                breaching += 1
+        if breaching >= needed:
+            states[key] = "ALARM"
+        elif not any(series) and missing == "missing":
+            states[key] = "INSUFFICIENT_DATA"
+        else:
+            states[key] = "OK"
+    return states

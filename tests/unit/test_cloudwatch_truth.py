@@ -1,0 +1,170 @@
+"""Every CloudWatch widget and alarm computes what its title says.
+
+Exporter payloads of a crafted fleet (idle GPUs, a pod on two GPUs, one pod name in two
+namespaces) go through a model of the CloudWatch agent fed with the *generated* agent
+config and scrape job; the *generated* widgets and alarms are then evaluated over the
+datapoints with Metrics Insights' documented semantics, and compared with the truth
+computed straight from the payload values.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.project import load_project
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, agent_config
+from tests.support.dcgm_fleet import FLEET, STEP, Gpu, scrapes, truth
+
+START, END = 0, 2100  # seven 5-minute periods; the agent saw one scrape before START
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+
+
+def _run(files, project, first=-1, last=END // STEP - 1, gpus=FLEET):
+    config, job = agent_config(files[AGENT_FILE])
+    return Agent(config).run(scrapes(job, project.catalog, first, last, gpus))
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    project = load_project()
+    files = build(project)
+    return project, files, _run(files, project)
+
+
+def _widgets(files):
+    for path, data in sorted(files.items()):
+        if path.startswith("cloudwatch/dashboards/"):
+            body = json.loads(json.loads(data)["DashboardBody"])
+            for widget in body["widgets"]:
+                if widget["type"] == "metric":
+                    yield path, widget["properties"]
+
+
+def _panel(project, path, title):
+    dashboard_id = path.rsplit("/", 1)[1].removeprefix("gpudash-gpu-cluster-").removesuffix(".json")
+    (panel,) = [p for d in project.cloudwatch_dashboards() if d.id == dashboard_id for p in d.panels()
+                if p.title == title]
+    return panel
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def test_every_widget_shows_the_truth(fleet):
+    project, files, datapoints = fleet
+    checked = 0
+    for path, properties in _widgets(files):
+        query = _panel(project, path, properties["title"]).queries[0]
+        shown = cloudwatch_eval.widget(properties, datapoints, START, END)
+        period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
+        expected = truth(query, project.catalog.get(query.metric), START, END, period)
+        expected = {(label or properties["title"]): series for label, series in expected.items()}
+        if not any(k in ("pod",) for k in query.by) and query.by:
+            limit = project.settings.cloudwatch["top_gpus"]
+            assert len(shown) == min(limit, len(expected))
+        assert set(shown) == set(expected), (path, properties["title"])
+        for label, series in expected.items():
+            assert set(shown[label]) == set(series), (properties["title"], label)
+            for bucket, value in series.items():
+                assert _close(shown[label][bucket], value), (properties["title"], label, bucket,
+                                                             shown[label][bucket], value)
+        checked += 1
+    assert checked >= 25
+
+
+def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
+    project, files, datapoints = fleet
+    widgets = {p["title"]: p for path, p in _widgets(files) if "overview" in path or "health" in path}
+    reporting = cloudwatch_eval.widget(widgets["GPUs reporting"], datapoints, START, END)
+    assert set(reporting["GPUs reporting"].values()) == {6.0}  # GPUs, not 6 x 10 observations
+    temperature = cloudwatch_eval.widget(widgets["GPU temperature"], datapoints, START, END)
+    assert {"ip-10-0-1-1 GPU 3", "ip-10-0-1-2 GPU 0"} <= set(temperature)
+    xid = cloudwatch_eval.widget(widgets["Last XID error code"], datapoints, START, END)
+    assert xid["ip-10-0-1-2 GPU 0"][1200] == 79.0
+
+
+def test_pods_are_named_by_namespace_and_pod(fleet):
+    project, files, datapoints = fleet
+    widgets = {p["title"]: p for path, p in _widgets(files) if "by-pod" in path}
+    power = cloudwatch_eval.widget(widgets["Power draw by pod"], datapoints, START, END)
+    assert set(power) == {"Pod ml/train-0", "Pod research/train-0", "Pod ml/infer-1"}
+    # Two GPUs of 100-113 W each, not ten observations of each (a 5-minute period at 30 s scrapes).
+    assert 200 < power["Pod ml/train-0"][0] < 240
+    pods = cloudwatch_eval.widget(widgets["Pods on GPUs"], datapoints, START, END)
+    assert {label: series[0] for label, series in pods.items()} == {
+        "Pod ml/train-0": 2.0, "Pod research/train-0": 1.0, "Pod ml/infer-1": 1.0}
+
+
+def _alarms(files):
+    return {a["Request"]["AlarmName"].removeprefix("gpudash-gpu-cluster-"): a["Request"]
+            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _firing(request, datapoints, end=END):
+    return {key for key, state in cloudwatch_eval.alarm(request, datapoints, end).items() if state == "ALARM"}
+
+
+GPU_KEY = (("node", "ip-10-0-1-2"), ("gpu", "0"))
+
+
+def test_gpu_alarms_watch_every_gpu_and_name_it(fleet):
+    _, files, datapoints = fleet
+    alarms = _alarms(files)
+    # The XID error is on a GPU no pod holds.
+    assert _firing(alarms["xid-error-critical"], datapoints) == {GPU_KEY}
+    assert _firing(alarms["xid-error-critical"], datapoints, end=1200) == set()
+    # Row remapping counted on an idle GPU: the increase in the period, not a 30 s delta.
+    assert _firing(alarms["uncorrectable-rows-warning"], datapoints, end=1800) == {
+        (("node", "ip-10-0-1-1"), ("gpu", "3"))}
+    assert _firing(alarms["gpu-temp-high-warning"], datapoints) == set()
+
+
+def test_pcie_replays_alarm_means_what_its_prometheus_twin_means(fleet):
+    """Threshold: replays per minute x 5 over 5 minutes. 110 per 5 minutes fires; 40 does not.
+    The largest 30 s delta (11) would never reach 50."""
+    project, files, datapoints = fleet
+    request = _alarms(files)["pcie-replays-warning"]
+    assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5
+    assert _firing(request, datapoints) == {GPU_KEY}
+
+
+def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
+    _, files, datapoints = fleet
+    alarms = _alarms(files)
+    assert _firing(alarms["gpu-idle-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"))}
+    assert _firing(alarms["framebuffer-full-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"))}
+    assert "ORDER BY AVG() ASC" in alarms["gpu-idle-warning"]["Metrics"][0]["Expression"]
+    assert "ORDER BY MIN() ASC" in alarms["framebuffer-full-warning"]["Metrics"][0]["Expression"]
+
+
+def test_data_missing_fires_when_data_stops_not_when_no_pod_holds_a_gpu(fleet):
+    project, files, datapoints = fleet
+    request = _alarms(files)["gpu-data-missing-critical"]
+    assert _firing(request, datapoints) == set()
+    idle_fleet = tuple(Gpu(g.node, g.index) for g in FLEET)  # every GPU idle: no pod labels at all
+    assert _firing(request, _run(files, project, gpus=idle_fleet)) == set()
+    stopped = [p for p in datapoints if p.timestamp < END - 900]  # the agent stopped 15 minutes ago
+    assert _firing(request, stopped) == {()}
+
+
+def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir):
+    config = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
+    project = load_project(config)
+    files = build(project)
+    datapoints = _run(files, project)
+    requests = _alarms(files)
+    assert _firing(requests["gpu-idle-warning-ml-infer-1"], datapoints) == {()}
+    assert _firing(requests["gpu-idle-warning-research-train-0"], datapoints) == set()
+
+
+def test_scrape_interval_and_period_follow_the_settings(project_dir):
+    """At 15 s scrapes and 60 s periods a per-pod sum still reads GPUs, not observations."""
+    project = load_project(project_dir("scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"))
+    files = build(project)
+    (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
+    assert properties["metrics"][1][0]["expression"] == "q1 / 4"
