@@ -9,6 +9,7 @@ from .errors import InputError
 from .lint import Finding, Rule, run
 from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
 from .render import alarms as alarm_render, cloudwatch
+from .render.agent import agent_file
 from .project import Project
 
 
@@ -50,17 +51,20 @@ def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[st
 
     dashboards = [GrafanaDashboard(uid, str(model.get("title", "")), f"{origin}/{path}", model)
                   for uid, (path, model) in grafana_models(files, origin).items()]
-    agent_file = feed_rules.AGENT_FILE
-    if agent_file not in files:
-        raise InputError(f"the build has no {agent_file}", where=origin, hint="lint a folder written by `gpudash generate`")
-    feed = {agent_file: files[agent_file]}
-    try:  # the feed rules read the agent's ConfigMaps; a damaged file is an input error, not a crash
-        probe = feed_rules.FeedSubject(project, feed, dashboards, None)
-        probe.agent_config()["logs"]["metrics_collected"]["prometheus"]
-        probe.scrape_job()["job_name"]
-    except Exception as exc:
-        raise InputError(f"not the agent ConfigMaps gpudash writes ({type(exc).__name__}: {exc})",
-                         where=f"{origin}/{agent_file}", hint="run `gpudash generate` again and review the result") from None
+    feed = {}
+    for cluster in project.settings.clusters:
+        path = agent_file(cluster)
+        if path not in files:
+            raise InputError(f"the build has no {path}", where=origin,
+                             hint="lint a folder written by `gpudash generate` with the same settings")
+        feed[path] = files[path]
+        try:  # the feed rules read the agent's ConfigMaps; a damaged file is an input error, not a crash
+            probe = feed_rules.FeedSubject(project, feed, dashboards, None)
+            probe.agent_config(cluster)["logs"]["metrics_collected"]["prometheus"]
+            probe.scrape_job(cluster)["job_name"]
+        except Exception as exc:
+            raise InputError(f"not the agent ConfigMaps gpudash writes ({type(exc).__name__}: {exc})",
+                             where=f"{origin}/{path}", hint="run `gpudash generate` again and review the result") from None
     desired = desired_from(files, project.settings, origin)
     subject = cloudwatch_rules.CloudWatchSubject(desired.cloudwatch_dashboards, desired.alarms, project.settings)
     return _lint(project, dashboards, feed, subject, disabled, grafana_schema, cwagent_schema)
@@ -70,7 +74,7 @@ def _lint(project: Project, dashboards: list[GrafanaDashboard], feed: dict[str, 
           cloudwatch_subject_: cloudwatch_rules.CloudWatchSubject, disabled: frozenset[str],
           grafana_schema: Path | None, cwagent_schema: Path | None) -> list[Finding]:
     subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema)
-    feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema)
+    feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema, cloudwatch_subject_)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
             *run(DEFINITION_RULES, project, disabled),
             *run(grafana_rules.RULES, subject, disabled),

@@ -29,6 +29,7 @@ class FeedSubject:
     files: dict[str, bytes]
     dashboards: list[GrafanaDashboard]
     cwagent_schema: Path | None
+    cloudwatch: Any = None  # the CloudWatch dashboards and alarms linted with them (a CloudWatchSubject)
 
     def clusters(self) -> tuple[Cluster, ...]:
         return self.project.settings.clusters
@@ -93,15 +94,25 @@ def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[st
     from ..render import alarms as alarm_render, cloudwatch
 
     project = subject.project
-    dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings)
+    if subject.cloudwatch is not None:
+        dashboards, alarms = subject.cloudwatch.dashboards, subject.cloudwatch.alarms
+    else:
+        dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings)
+        alarms = alarm_render.cloudwatch_alarms(project.alarms, project.settings, project.catalog)
     queries = []
     for name, item in sorted(dashboards.items()):
-        for widget in json.loads(item["DashboardBody"]).get("widgets", []):
+        try:
+            widgets = json.loads(item["DashboardBody"]).get("widgets", [])
+        except (TypeError, ValueError, AttributeError):
+            continue  # CW001 reports a body that is not JSON
+        for widget in widgets if isinstance(widgets, list) else []:
+            if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
+                continue
             for line in widget.get("properties", {}).get("metrics", []):
                 if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
                     queries.append((f"cloudwatch/dashboards/{name}.json {widget['properties'].get('title')!r}",
                                     line[-1]["expression"]))
-    for item in alarm_render.cloudwatch_alarms(project.alarms, project.settings, project.catalog):
+    for item in alarms:
         for metric in item["Request"].get("Metrics", []):
             queries.append((f"cloudwatch/alarms.json {item['Request']['AlarmName']}", metric["Expression"]))
         if "MetricName" in item["Request"]:

@@ -71,7 +71,7 @@ def manifest_for(files: dict[str, bytes]) -> bytes:
     return json.dumps({"files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
 
 
-AGENT_FILE = "k8s/cwagent-prometheus-config.yaml"
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 
 
 def built(name: str, files: dict[str, bytes], manifest: bytes | None, where: str | None, *says: str,
