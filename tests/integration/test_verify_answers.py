@@ -116,7 +116,7 @@ def _answer(server, body, status=200, content_type="application/json"):
 @pytest.fixture(scope="module")
 def generated():
     project = load_project()
-    return {"configmaps": list(yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config.yaml"])),
+    return {"configmaps": list(yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])),
             "monitors": list(yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"]))}
 
 

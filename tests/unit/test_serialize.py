@@ -83,8 +83,11 @@ def test_content_hash_is_sha256_of_the_compact_utf8_form():
 
 
 def test_agent_config_keeps_ascii_escapes(builds):
-    for files in builds.values():
-        for document in yaml.safe_load_all(files["k8s/cwagent-prometheus-config.yaml"]):
+    agent_files = [(files, path) for files in builds.values() for path in files
+                   if path.startswith("k8s/cwagent-prometheus-config-")]
+    assert agent_files
+    for files, path in agent_files:
+        for document in yaml.safe_load_all(files[path]):
             if "cwagentconfig.json" in document["data"]:
                 text = document["data"]["cwagentconfig.json"]
                 assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
@@ -94,7 +97,8 @@ def test_yaml_files_are_pyyamls_bytes_and_libyaml_agrees(builds):
     """Every YAML file is PyYAML's output; libyaml writes the same wherever the guard lets it write."""
     for name, files in builds.items():
         yaml_files = [path for path in files if path.endswith(".yaml")]
-        assert len(yaml_files) == 7
+        agents = [path for path in yaml_files if path.startswith("k8s/cwagent-prometheus-config-")]
+        assert len(yaml_files) - len(agents) == 6 and agents  # one agent config per cluster
         for path in yaml_files:
             documents = list(yaml.safe_load_all(files[path]))
             assert files[path] == _pure_yaml(documents), path
