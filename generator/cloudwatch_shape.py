@@ -74,6 +74,8 @@ CLOUDWATCH_KEYS = {"cluster": CLUSTER_DIMENSION, "node": NODE_DIMENSION, "gpu": 
 
 def dimension_for(key: str, settings: Settings) -> str:
     """The CloudWatch dimension name that carries a neutral grouping key."""
+    if key not in CLOUDWATCH_KEYS:
+        raise Unsupported(f"CloudWatch has no dimension for {key}")
     return CLOUDWATCH_KEYS[key]
 
 
