@@ -16,6 +16,14 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "reference"))
 
 
+@pytest.fixture(autouse=True)
+def away_from_the_checkout(tmp_path_factory, monkeypatch):
+    """Every test runs in a scratch folder with no GPUDASH_CONFIG: a gpudash.yaml or build/ that the
+    user keeps in the checkout is neither read nor written by the tests."""
+    monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
 @pytest.fixture(scope="session")
 def reference() -> Path:
     if not REFERENCE.is_dir():

@@ -84,17 +84,10 @@ def aws(args: list[str]) -> int:
 
 def gpudash(args: list[str]) -> int:
     from generator import cli
-    from generator.targets import deadline, pacing
+    from generator.targets import deadline
     from tests.support.clock import FakeClock
 
-    clock = FakeClock()
-    deadline.CLOCK = clock
-    real_init = pacing.Pacer.__init__
-
-    def unhurried(self, rates=None, clock_=clock.now, sleep=clock.sleep):
-        real_init(self, rates, clock_, sleep)
-
-    pacing.Pacer.__init__ = unhurried
+    deadline.CLOCK = FakeClock()  # pacing and backoff wait on the deadline's clock
     sys.argv = ["gpudash", *args]
     cli.run()
     return 0
