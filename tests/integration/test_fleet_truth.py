@@ -111,8 +111,15 @@ def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, refer
 
 
 @pytest.fixture(scope="module")
-def stacks(tmp_path_factory, reference):
-    exporters = {node.name: ReplayExporter(lambda node=node: mixed_fleet.payload(node)).__enter__() for node in FLEET}
+def exporters():
+    started = {node.name: ReplayExporter(lambda node=node: mixed_fleet.payload(node)).__enter__() for node in FLEET}
+    yield started
+    for exporter in started.values():
+        exporter.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory, reference, exporters):
     servers = {}
     try:
         for path in PATHS:
@@ -132,8 +139,6 @@ def stacks(tmp_path_factory, reference):
     finally:
         for server in servers.values():
             server.stop()
-        for exporter in exporters.values():
-            exporter.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")
@@ -152,9 +157,16 @@ def projects(tmp_path_factory):
     return result
 
 
-def _node_names(path: Path_) -> dict[str, str]:
-    return {node.name: node.name if path.node_names_set or node.node_name_set else node.exporter_pod
-            for node in FLEET}
+def _node_names(path: Path_, exporters: dict[str, ReplayExporter]) -> dict[str, str]:
+    """The name each node can be known by: the Kubernetes node where the path attaches it, else what
+    the exporter writes (its own pod name without NODE_NAME), else the scrape target's address."""
+    def name(node) -> str:
+        if path.node_names_set:
+            return node.name
+        if node.spelling is None:
+            return exporters[node.name].address
+        return node.written_hostname
+    return {node.name: name(node) for node in FLEET}
 
 
 def _substitute(expr: str, window: str = RATE_WINDOW) -> str:
@@ -176,7 +188,7 @@ def _panels(project, dashboard_uid: str) -> list[Panel]:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
-def test_every_panel_shows_the_truth(stacks, projects, path):
+def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
     checked = 0
     for dashboard in grafana_dashboards(project):
@@ -191,7 +203,7 @@ def test_every_panel_shows_the_truth(stacks, projects, path):
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
                 if path.clusters != ("",) and query.by:
                     query = with_cluster(query)
-                expected = truth(query, _node_names(path), path.clusters)
+                expected = truth(query, _node_names(path, exporters), path.clusters)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 counter = query.metric in mixed_fleet.COUNTERS
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k], counter)}
@@ -218,12 +230,12 @@ def _variable_values(prometheus: Prometheus, variable: dict) -> set[str]:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
-def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path):
+def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
     holders = mixed_fleet.namespaces_and_pods()
     expected = {"namespace": {ns for ns, _ in holders}, "pod": {pod for _, pod in holders},
                 **({"cluster": set(path.clusters)} if path.clusters != ("",) else {}),
-                "node": set(_node_names(path).values()),
+                "node": set(_node_names(path, exporters).values()),
                 "gpu": {str(gpu.index) for node in FLEET for gpu in node.gpus}}
     for dashboard in grafana_dashboards(project):
         variables = {v["name"]: v for v in dashboard.model["templating"]["list"] if v["type"] == "query"}
@@ -233,7 +245,7 @@ def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
-def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path):
+def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
     labels = project.settings.labels
     rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
@@ -250,7 +262,7 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path):
         query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
         template = legend(query, labels)
         firing = {_render(template, s["metric"]) for s in result}
-        values = truth(query, _node_names(path), path.clusters)
+        values = truth(query, _node_names(path, exporters), path.clusters)
         if condition.query.as_increase:  # increase over the window: at least 2 s of the fleet's rate
             values = {k: v * 2 for k, v in values.items()}
         compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
@@ -279,7 +291,7 @@ def test_the_truth_is_the_fleet_facts():
 
     names = {node.name: node.name for node in FLEET}
     power = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), names)
-    assert power == {"": 1460}  # each MIG GPU once, not once per instance; a time-sliced GPU once
+    assert power == {"": 1830}  # each MIG GPU once, not once per instance; a time-sliced GPU once
     by_pod = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), names)
     assert by_pod["Pod team-c/mig-b"] == 500 and by_pod["Pod team-a/mig-a"] == 350
     memory = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names)
@@ -288,7 +300,7 @@ def test_the_truth_is_the_fleet_facts():
     assert per_gpu["gpu-node-mig GPU 0"] == 24600  # instances add up
     util = truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")), names)
     assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
-    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 7}
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 9}
     assert per_gpu["gpu-node-ts GPU 0"] == 12000  # not once per pod sharing it
     assert memory["Pod team-d/ts-0"] == memory["Pod team-d/ts-1"] == 12000
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)

@@ -73,7 +73,7 @@ class Gpu:
 @dataclass(frozen=True)
 class Node:
     name: str  # the Kubernetes node
-    spelling: str  # "Hostname" (exporter releases) or "hostname" (main branch)
+    spelling: str | None  # "Hostname" (exporter releases), "hostname" (main branch), None (--no-hostname)
     exporter_pod: str
     gpus: tuple[Gpu, ...]
     node_name_set: bool = True  # False: the exporter writes its own pod name as Hostname
@@ -112,6 +112,15 @@ FLEET = (
             util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
                                       also=(("team-d", "ts-1"),))),
     )),
+    # two exporters run with --no-hostname: without a node label their GPUs 0 must stay apart
+    Node("gpu-node-e", None, "nvidia-dcgm-exporter-e9f0g", (
+        Gpu(0, temp=55, power=180, sm_clock=1500, xid=0, energy_mw=180_000, replays_per_s=0, memory_temp=50,
+            util=70, instances=_whole(("team-e", "solo-0"), fb_used=3000, fb_free=21000, engine=0.7)),
+    )),
+    Node("gpu-node-f", None, "nvidia-dcgm-exporter-f1g2h", (
+        Gpu(0, temp=56, power=190, sm_clock=1500, xid=0, energy_mw=190_000, replays_per_s=0, memory_temp=50,
+            util=71, instances=_whole(("team-e", "solo-1"), fb_used=4000, fb_free=20000, engine=0.71)),
+    )),
     # MIG: two A100s split into instances; device fields repeat on each instance
     Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
         Gpu(0, temp=70, power=350, sm_clock=1410, xid=0, energy_mw=350_000, replays_per_s=0, memory_temp=55,
@@ -137,7 +146,9 @@ def _labels(node: Node, gpu: Gpu, instance: Instance, pod: tuple[str, str] | Non
              f'device="nvidia{gpu.index}"', f'modelName="{gpu.model}"']
     if instance.id is not None:
         parts += [f'GPU_I_PROFILE="{instance.profile}"', f'GPU_I_ID="{instance.id}"']
-    parts += [f'{node.spelling}="{node.written_hostname}"', 'DCGM_FI_DRIVER_VERSION="535.161.08"']
+    if node.spelling:
+        parts.append(f'{node.spelling}="{node.written_hostname}"')
+    parts.append('DCGM_FI_DRIVER_VERSION="535.161.08"')
     if pod:
         parts += ['container="main"', f'namespace="{pod[0]}"', f'pod="{pod[1]}"']
     return ",".join(parts)
