@@ -12,13 +12,14 @@ Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import measure  # noqa: E402
+from _timing import RUNS, measure  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -125,7 +126,9 @@ def main() -> None:
         thousand = measure(generate(configs["1,000 clusters"], root / "b4"))
         row("`generate`, 100 clusters", f"{hundred}, {hundred.peak_mib:.0f} MiB")
         row("`generate`, 1,000 clusters", f"{thousand}, {thousand.peak_mib:.0f} MiB",
-            f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters")
+            f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters (linear: ≤ ×10)")
+        print(f"(median of {RUNS} fresh processes each; load average at the end: {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":
