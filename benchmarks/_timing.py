@@ -1,8 +1,9 @@
 """Whole-process timings shared by the benchmark scripts.
 
-    from _timing import measure, median_seconds
+    from _timing import measure, measure_pair, median_seconds
     timing = measure(["gpudash", "generate"])      # median of 5 runs, and the peak RSS
     print(timing.seconds, timing.peak_mib)
+    ours, anchor = measure_pair(command, anchor_command)   # runs interleaved, for a fair ratio
 
 Every run is a fresh process (imports included), as a user or CI pays for it.
 """
@@ -47,6 +48,15 @@ def measure(command: list[str], runs: int = RUNS, *, env: dict[str, str] | None 
     """Median wall time over `runs` fresh processes, and their peak memory; exits on failure."""
     samples = [_run_once(command, env, cwd) for _ in range(runs)]
     return Timing(statistics.median(s for s, _ in samples), max(m for _, m in samples))
+
+
+def measure_pair(first: list[str], second: list[str], runs: int = RUNS, **kwargs) -> tuple[Timing, Timing]:
+    """Both commands, runs interleaved (first, second, first, ...) so that load from other work
+    weighs on both alike: for a ratio against an anchor."""
+    samples = [[_run_once(command, kwargs.get("env"), kwargs.get("cwd")) for command in (first, second)]
+               for _ in range(runs)]
+    return tuple(Timing(statistics.median(run[i][0] for run in samples), max(run[i][1] for run in samples))
+                 for i in (0, 1))
 
 
 def median_seconds(command: list[str], runs: int = RUNS, **kwargs) -> float:

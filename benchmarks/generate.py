@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import RUNS, measure  # noqa: E402
+from _timing import RUNS, measure, measure_pair  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -110,20 +110,20 @@ def main() -> None:
         row("`gpudash --help`", str(measure([*GPUDASH, "--help"])))
         row("`generate`, defaults (4 dashboards, 9 alarms, 1 cluster)", str(measure(generate(None, root / "b0"))))
 
-        many = measure(generate(configs["200 dashboards"], root / "b1"))
-        sdk = measure([sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), "200", "20"])
+        many, sdk = measure_pair(generate(configs["200 dashboards"], root / "b1"),
+                                 [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), "200", "20"])
         row("`generate`, 200 dashboards × 20 panels (Grafana and CloudWatch)", str(many),
             f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f})")
 
-        one = measure(generate(configs["one dashboard"], root / "b2"))
         (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
-        grafanalib = measure([str(BIN / "generate-dashboard"), "-o", str(root / "g.json"),
-                              str(root / "bench.dashboard.py")])
+        one, grafanalib = measure_pair(generate(configs["one dashboard"], root / "b2"),
+                                       [str(BIN / "generate-dashboard"), "-o", str(root / "g.json"),
+                                        str(root / "bench.dashboard.py")])
         row("`generate`, one 8-panel dashboard", str(one),
             f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f})")
 
-        hundred = measure(generate(configs["100 clusters"], root / "b3"))
-        thousand = measure(generate(configs["1,000 clusters"], root / "b4"))
+        hundred, thousand = measure_pair(generate(configs["100 clusters"], root / "b3"),
+                                         generate(configs["1,000 clusters"], root / "b4"))
         row("`generate`, 100 clusters", f"{hundred}, {hundred.peak_mib:.0f} MiB")
         row("`generate`, 1,000 clusters", f"{thousand}, {thousand.peak_mib:.0f} MiB",
             f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters (linear: ≤ ×10)")
