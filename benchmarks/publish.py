@@ -25,12 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._reference import REFERENCE  # noqa: E402
+from generator.targets.cloudwatch_api import WRITES as WRITE_APIS  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
 GPUDASH = Path(sys.executable).parent / "gpudash"
 SPEC = REFERENCE / "grafana" / "grafana-http-api.openapi.json"
-WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource")
 RUNS = 5
 
 

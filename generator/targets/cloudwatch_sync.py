@@ -25,7 +25,6 @@ from .cloudwatch_api import CloudWatch
 from .progress import Progress, Silent
 
 BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
-WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource")
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
 Tick = Callable[[], None]
 

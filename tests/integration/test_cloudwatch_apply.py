@@ -8,6 +8,7 @@ import pytest
 
 from generator import cli_publish
 from generator.targets import deadline
+from generator.targets.cloudwatch_api import WRITES as WRITE_APIS
 from generator.targets.pacing import Pacer
 from tests.support.fault_proxy import FaultProxy, Rule
 from tests.support.clock import FakeClock
@@ -63,7 +64,6 @@ def proxied(aws, moto, monkeypatch):
 
 
 ALWAYS = 10**6
-WRITE_APIS = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource")
 
 
 def fault(operation, action, *, times=1, status=200, body=None, callback=None):
@@ -120,11 +120,13 @@ def test_tags_are_reconciled_with_tag_resource(aws):
     client, apply = aws
     apply()
     alarm = _alarms(client)["gpudash-gpu-cluster-gpu-idle-warning"]
-    client.untag_resource(ResourceARN=alarm["AlarmArn"], TagKeys=["gpudash:rule"])
+    hashed = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+    # Without its rule tag and its edit evidence (an alarm written before gpudash kept it), but as generated:
+    client.untag_resource(ResourceARN=alarm["AlarmArn"], TagKeys=["gpudash:rule", "gpudash:sha256"])
     code, report, _ = apply()
     assert code == 0 and report["written"] == ["gpudash-gpu-cluster-gpu-idle-warning"]
     tags = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
-    assert {"Key": "gpudash:rule", "Value": "gpu-idle"} in tags
+    assert {"Key": "gpudash:rule", "Value": "gpu-idle"} in tags and sorted(map(str, tags)) == sorted(map(str, hashed))
 
 
 def test_alarms_and_dashboards_gpudash_does_not_own_are_not_touched(aws):
