@@ -9,9 +9,8 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: install generate test lint services bench clean
 
-# One pip call per target: no pip self-upgrade, no version check, no byte-compiling of every
-# installed file (Python compiles what it imports, once).
-PIP    := $(BIN)/pip install --quiet --disable-pip-version-check --no-compile
+# One pip call per target: no pip self-upgrade, no version check.
+PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
