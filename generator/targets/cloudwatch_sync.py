@@ -202,7 +202,6 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     for name, alarm in sorted(live.items()):
         if name not in requests and alarm_owned(tags.get(name, [])):
             changes.append(_plan_retired(name, region, alarm, tags[name]))
-            progress()
     return changes
 
 

@@ -93,6 +93,7 @@ def test_first_apply_creates_everything_and_the_second_writes_nothing(aws):
     code, report, stderr = apply()
     assert code == 0, stderr
     assert len(report["written"]) == 12
+    assert "reading CloudWatch: 12/12" in stderr and "writing to CloudWatch: 12/12" in stderr  # one line a phase
     assert sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]) == NAMES
     first = {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in _alarms(client).items()}
     assert len(first) == 9
@@ -451,6 +452,14 @@ def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxi
     _foreign_alarm(client, FOREIGN.replace("xid-error", "row-remap-failure"))
     client.delete_alarms(AlarmNames=[FOREIGN])
     _foreign_alarm(client)
+    health, overview = "gpudash-gpu-cluster-health", "gpudash-gpu-cluster-overview"
+    edited = json.loads(client.get_dashboard(DashboardName=health)["DashboardBody"])
+    edited["widgets"][2]["properties"]["title"] = "renamed by hand"
+    client.put_dashboard(DashboardName=health, DashboardBody=json.dumps(edited))
+    client.put_dashboard(DashboardName=overview, DashboardBody=json.dumps({"widgets": [
+        {"type": "text", "x": 0, "y": 0, "width": 6, "height": 2, "properties": {"markdown": "mine"}}]}))
+    bodies = {n: client.get_dashboard(DashboardName=n)["DashboardBody"] for n in (health, overview)}
+    # The new thresholds would change both dashboards and two alarms, one of them edited by hand.
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
                          "  pcie_replays_per_minute: 7\n")
     foreign_before = {n: a["MetricName"] for n, a in _alarms(client).items() if a.get("MetricName") == "CPUUtilization"}
@@ -466,11 +475,12 @@ def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxi
         live = _alarms(client)
         assert {n: live[n].get("MetricName") for n in foreign_before} == foreign_before
         assert live[EDITED]["Threshold"] == 95.0  # the console edit is not lost
+        assert {n: client.get_dashboard(DashboardName=n)["DashboardBody"] for n in bodies} == bodies
 
     untouched()
     _fresh(proxy)
     code, report, _ = apply("--config", str(config))
-    assert code == 1 and sorted(report["refused"]) == sorted([*foreign_before, EDITED])
+    assert code == 1 and sorted(report["refused"]) == sorted([*foreign_before, EDITED, *bodies])
     untouched()
     _fresh(proxy)
     code, report, _ = apply("--config", str(config))
