@@ -26,12 +26,13 @@ RUNS = 5
 class Timing:
     seconds: float  # median wall time
     peak_mib: float  # largest resident set of any run
+    cpu_seconds: float = 0.0  # median user + system time: steadier than wall time on a busy machine
 
     def __str__(self) -> str:
-        return f"{self.seconds:.2f} s"
+        return f"{self.seconds:.2f} s (CPU {self.cpu_seconds:.2f} s)"
 
 
-def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | None) -> tuple[float, float]:
+def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | None) -> tuple[float, float, float]:
     # Byte-code caches as an installed package has them: a checkout run with PYTHONDONTWRITEBYTECODE
     # would compile gpudash's modules on every run, which no user pays.
     env = {key: value for key, value in (os.environ if env is None else env).items()
@@ -45,14 +46,18 @@ def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | 
     if process.returncode != 0:
         raise SystemExit(f"benchmark command failed ({process.returncode}): {' '.join(command)}\n"
                          f"{output.decode(errors='replace')[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024  # KiB on Linux
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime  # ru_maxrss: KiB on Linux
 
 
 def measure(command: list[str], runs: int = RUNS, *, env: dict[str, str] | None = None,
             cwd: str | Path | None = None) -> Timing:
     """Median wall time over `runs` fresh processes, and their peak memory; exits on failure."""
-    samples = [_run_once(command, env, cwd) for _ in range(runs)]
-    return Timing(statistics.median(s for s, _ in samples), max(m for _, m in samples))
+    return _timing([_run_once(command, env, cwd) for _ in range(runs)])
+
+
+def _timing(samples: list[tuple[float, float, float]]) -> Timing:
+    return Timing(statistics.median(s[0] for s in samples), max(s[1] for s in samples),
+                  statistics.median(s[2] for s in samples))
 
 
 def measure_pair(first: list[str], second: list[str], runs: int = RUNS, **kwargs) -> tuple[Timing, Timing]:
@@ -60,8 +65,7 @@ def measure_pair(first: list[str], second: list[str], runs: int = RUNS, **kwargs
     weighs on both alike: for a ratio against an anchor."""
     samples = [[_run_once(command, kwargs.get("env"), kwargs.get("cwd")) for command in (first, second)]
                for _ in range(runs)]
-    return tuple(Timing(statistics.median(run[i][0] for run in samples), max(run[i][1] for run in samples))
-                 for i in (0, 1))
+    return _timing([run[0] for run in samples]), _timing([run[1] for run in samples])
 
 
 def median_seconds(command: list[str], runs: int = RUNS, **kwargs) -> float:
