@@ -292,17 +292,25 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
               help="GPU pods started per month.")
 @click.option("--view-hours", type=click.FloatRange(0, 744), default=40.0, show_default=True,
               help="Hours each cluster's dashboards are open per month.")
+@click.option("--gpus", type=click.IntRange(0, 10_000_000), help="GPUs across the fleet (default: one per pod).")
+@click.option("--prices", "prices_file", metavar="FILE",
+              help="JSON with rates that replace the bundled ones (same keys as the bundled price file).")
 @output_option
 def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, churn: int, view_hours: float,
-         output: str) -> None:
+         gpus: int | None, prices_file: str | None, output: str) -> None:
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .console import table
-    from .cost import Fleet, compare
+    from .cost import Fleet, compare, load_prices
 
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
-                  dashboard_view_hours=view_hours)
-    result = compare(project, fleet)
+                  dashboard_view_hours=view_hours, gpus=gpus)
+    try:
+        prices = load_prices(overrides=Path(prices_file) if prices_file else None)
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        raise GpudashError(f"cannot read the prices ({type(exc).__name__}: {exc})", where=prices_file,
+                           hint='give a JSON object like {"rates": {"dashboard_month": {"price": 3.0}}}') from None
+    result = compare(project, fleet, prices)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
         return
@@ -315,6 +323,10 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         click.echo(table(["ITEM", "QUANTITY", "PRICE", "MONTHLY", "BASIS"], rows))
         click.echo(f"total ${estimate['total']:,.2f} a month")
     click.echo(f"\nprices as of {result['prices_as_of']}: {result['source']}")
+    if result["uncertain_rates"]:
+        click.echo(f"uncertain rates (estimates or readings to check): {', '.join(result['uncertain_rates'])}")
+    if result["overridden_rates"]:
+        click.echo(f"overridden from {prices_file}: {', '.join(result['overridden_rates'])}")
 
 
 @main.command("init-config")

@@ -1,17 +1,34 @@
-"""Monthly CloudWatch cost of a fleet, from the project's artifacts and a dated price file. Pure."""
+"""Monthly CloudWatch cost of a fleet, from the project's artifacts and a dated price file. Pure.
+
+What the bill has, line by line (rates, sources and dates in defaults/cloudwatch-prices.json):
+
+* custom metrics: every shipped field once per GPU (the per-GPU set) and once per pod
+  holding GPUs (the per-pod set), as the generated agent config publishes them; pod churn
+  adds metrics prorated by the hour; priced by tiers over the total;
+* the agent's EMF log events: one per GPU and scrape, ingested and stored (compressed,
+  for the log group's retention);
+* dashboards: per cluster; the free tier covers 3 dashboards of at most 50 metrics;
+* alarms: a Metrics Insights alarm is billed per metric its query analyzes (every pod or
+  GPU of its cluster), a static alarm per metric;
+* dashboard reads: each widget's query analyzes every metric its SCHEMA matches in the
+  cluster, at every refresh while someone looks.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .cloudwatch_shape import pod_dimensions
 from .project import Project
-from .render.agent import selected_metrics
+from .render.agent import KEPT_KINDS, published_sets
 
 PRICES = Path(__file__).resolve().parent / "defaults" / "cloudwatch-prices.json"
 HOURS_PER_MONTH = 730
+MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
 
 
 @dataclass(frozen=True)
@@ -19,8 +36,13 @@ class Fleet:
     clusters: int
     pods: int  # GPU pods running at once, across the fleet
     churn: int  # GPU pods started per month
-    dashboard_view_hours: float = 40.0  # per dashboard per month
+    dashboard_view_hours: float = 40.0  # per cluster per month
     refresh_minutes: int = 5
+    gpus: int | None = None  # GPUs across the fleet; default: one per pod
+
+    @property
+    def gpu_count(self) -> int:
+        return self.pods if self.gpus is None else self.gpus
 
 
 @dataclass(frozen=True)
@@ -32,67 +54,178 @@ class Line:
     basis: str
 
 
-def load_prices(path: Path = PRICES) -> dict[str, Any]:
-    return json.loads(path.read_text())
+def load_prices(path: Path = PRICES, overrides: Path | None = None) -> dict[str, Any]:
+    """The price file; `overrides` (same shape, any subset of `rates`) replaces single rates."""
+    prices = json.loads(path.read_text())
+    if overrides is not None:
+        extra = json.loads(overrides.read_text())
+        prices = copy.deepcopy(prices)
+        for key, value in extra.get("rates", {}).items():
+            prices["rates"][key] = {**prices["rates"].get(key, {}), **value, "overridden": True}
+        for key in ("as_of", "source"):
+            if key in extra:
+                prices[key] = extra[key]
+    return prices
+
+
+def tiered(quantity: float, tiers: list[list[float | None]]) -> float:
+    """Cost of `quantity` units under [[units in the tier (None: the rest), price], ...]."""
+    total, left = 0.0, quantity
+    for size, price in tiers:
+        step = left if size is None else min(left, size)
+        total += step * price
+        left -= step
+        if left <= 0:
+            break
+    return total
+
+
+def _rate(prices: dict[str, Any], key: str) -> dict[str, Any]:
+    return prices["rates"][key]
+
+
+def _price(prices: dict[str, Any], key: str) -> float:
+    return float(_rate(prices, key)["price"])
+
+
+def _scrape_seconds(project: Project) -> int:
+    interval = project.settings.scrape["interval"]
+    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+
+
+def _per_cluster(fleet: Fleet) -> tuple[float, float]:
+    clusters = max(fleet.clusters, 1)
+    return fleet.pods / clusters, fleet.gpu_count / clusters
+
+
+def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet) -> float:
+    """Metrics one query over a dimension set analyzes in one cluster: its pods, or its GPUs."""
+    pods, gpus = _per_cluster(fleet)
+    return pods if list(dims) == pod_dimensions(project.settings) else gpus
+
+
+def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+    from .render.cloudwatch import queried_sets
+
+    settings = project.settings
+    queried = queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+    published = published_sets(project.catalog, settings, queried)
+    per_pod = len(published.get(tuple(pod_dimensions(settings)), []))
+    per_gpu = sum(len(m) for dims, m in published.items() if list(dims) != pod_dimensions(settings))
+    metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH)
+    rate = _rate(prices, "custom_metric_month")
+    monthly = tiered(metric_months, rate["tiers"])
+    # Every scraped field is a field of the EMF event; the declarations only decide which become metrics.
+    scraped = sum(1 for m in project.catalog if m.kind in KEPT_KINDS)
+    event = _rate(prices, "emf_event_bytes")
+    events = fleet.gpu_count * MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
+    ingested_gb = events * (event["base"] + event["per_metric"] * scraped) / 1e9
+    retention_days = settings.agent["log_retention_days"]
+    stored_gb = ingested_gb * min(retention_days, 30) / 30 * _rate(prices, "log_compression_ratio")["ratio"]
+    return [
+        Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
+             f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
+             f"(+ {fleet.churn:,} pod starts, prorated); tiered"),
+        Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
+             ingested_gb * _price(prices, "log_ingestion_gb"),
+             f"one event per GPU every {_scrape_seconds(project)} s with every scraped field ({scraped})"),
+        Line("EMF log storage (GB-month)", stored_gb, _price(prices, "log_storage_gb_month"),
+             stored_gb * _price(prices, "log_storage_gb_month"),
+             f"{retention_days} days retained (agent.log_retention_days), compressed"),
+    ]
+
+
+def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+    from .lint.metrics_insights import QueryError, is_query, parse
+    from .render import cloudwatch
+
+    settings = project.settings
+    bodies = [json.loads(b["DashboardBody"]) for name, b in sorted(
+        cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings).items())
+        if name.startswith(f"{settings.cloudwatch['dashboard_prefix']}-{settings.clusters[0].name}-")]
+    shown, analyzed = [], 0.0
+    for body in bodies:
+        metrics = 0.0
+        for widget in body["widgets"]:
+            for line in widget.get("properties", {}).get("metrics", []):
+                expression = line[-1].get("expression", "") if line and isinstance(line[-1], dict) else ""
+                if not is_query(expression):
+                    continue
+                try:
+                    query = parse(expression)
+                except QueryError:
+                    continue
+                matched = _analyzed(query.schema or [], project, fleet)
+                analyzed += matched
+                metrics += min(matched, query.limit or 500) if query.group else 1
+        shown.append(metrics)
+    free = prices["rates"]["free_dashboards"]
+    count = len(bodies) * fleet.clusters
+    small = sum(1 for m in shown if m <= free["max_metrics"]) * fleet.clusters
+    paid = count - min(free["count"], small)
+    refreshes = fleet.dashboard_view_hours * 60 / fleet.refresh_minutes * fleet.clusters
+    reads = analyzed * refreshes
+    read_price = _price(prices, "metrics_analyzed_per_1000")
+    return [
+        Line("dashboards", paid, _price(prices, "dashboard_month"), paid * _price(prices, "dashboard_month"),
+             f"{count} dashboards; {min(free['count'], small)} free (the free tier takes 3 of at most "
+             f"{free['max_metrics']} metrics; these show up to {max(shown, default=0):,.0f})"),
+        Line("dashboard reads (metrics analyzed, thousands)", reads / 1000, read_price, reads / 1000 * read_price,
+             f"{fleet.dashboard_view_hours:g} h viewed per cluster, refresh every {fleet.refresh_minutes} min; "
+             f"each query analyzes every pod or GPU of its cluster"),
+    ]
 
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
-    per_pod = sum(1 for a in project.alarms if a.per_pod)
-    cluster_scoped = len(project.alarms) - per_pod
-    pods_per_cluster = fleet.pods / max(fleet.clusters, 1)
-    rate = prices["metrics_insights_alarm_metric_month"]
-    # Cluster-wide alarms are Metrics Insights queries over every pod's series of their cluster.
-    cluster_alarms = cluster_scoped * fleet.clusters
-    lines = [Line("cluster-wide alarms (Metrics Insights)", cluster_alarms * pods_per_cluster, rate,
-                  cluster_alarms * pods_per_cluster * rate,
-                  f"{cluster_scoped} rules x {fleet.clusters} clusters, each analyzing ~{pods_per_cluster:.0f} pod series")]
+    from .cloudwatch_shape import Unsupported
+    from .render.alarms import alarm_plan
+
+    settings = project.settings
+    insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
+    cluster_analyzed, cluster_alarms, per_pod_rules = 0.0, 0, 0
+    for alarm in project.alarms:
+        if alarm.absent and settings.alarms["scale_to_zero"]:
+            continue
+        if alarm.per_pod:
+            per_pod_rules += 1
+            continue
+        try:
+            dims = alarm_plan(alarm, project.catalog, settings).dims
+        except Unsupported:
+            continue
+        cluster_alarms += fleet.clusters
+        cluster_analyzed += _analyzed(dims, project, fleet) * fleet.clusters
+    lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
+                  cluster_analyzed * insights_rate,
+                  f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
+    pods_per_cluster, _ = _per_cluster(fleet)
     if mode == "group_by":
-        alarms = per_pod * fleet.clusters
+        alarms = per_pod_rules * fleet.clusters
         analyzed = alarms * pods_per_cluster
-        lines.append(Line("per-pod alarms (GROUP BY pod)", analyzed, rate, analyzed * rate,
-                          f"{per_pod} rules x {fleet.clusters} clusters = {alarms} alarms; every pod a contributor"))
-        count = cluster_alarms + alarms
+        lines.append(Line("per-pod alarms (GROUP BY pod)", analyzed, insights_rate, analyzed * insights_rate,
+                          f"{per_pod_rules} rules x {fleet.clusters} clusters = {alarms} alarms; every pod a "
+                          f"contributor"))
     else:
-        alarms = per_pod * fleet.pods
-        rate = prices["standard_alarm_metric_month"]
+        alarms = per_pod_rules * fleet.pods
+        rate = _price(prices, "standard_alarm_metric_month")
         lines.append(Line("per-pod alarms (static, one per pod)", alarms, rate, alarms * rate,
-                          f"{per_pod} rules x {fleet.pods} pods; {fleet.churn} new pods a month each need an apply"))
-        count = cluster_alarms + alarms
-    return lines, count
+                          f"{per_pod_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
+                          f"need an apply"))
+    return lines, cluster_alarms + alarms
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> dict[str, Any]:
-    settings = project.settings
-    shipped = len(selected_metrics(project.catalog, settings, project.used_metrics()))
-    # Every shipped field is one custom metric per pod (the pod dimension); hourly proration
-    # bills each started pod at least one hour.
-    metric_months = shipped * (fleet.pods + fleet.churn / HOURS_PER_MONTH)
-    dashboards = len(project.cloudwatch_dashboards()) * fleet.clusters
-    paid_dashboards = max(0, dashboards - prices["free_dashboards"])
-    widgets = [p for d in project.cloudwatch_dashboards() for p in d.panels() if not p.grafana_only]
-    pods_per_cluster = fleet.pods / max(fleet.clusters, 1)
-    top = settings.cloudwatch["top_pods"]
-    series_per_refresh = sum(min(pods_per_cluster, top) if any(q.by for q in p.queries) else 1 for p in widgets)
-    refreshes = fleet.dashboard_view_hours * 60 / fleet.refresh_minutes * fleet.clusters
-    read_metrics = series_per_refresh * refreshes
     alarm_lines, alarm_count = _alarm_lines(project, fleet, prices, mode)
-    lines = [
-        Line("custom metrics", metric_months, prices["custom_metric_month"],
-             metric_months * prices["custom_metric_month"],
-             f"{shipped} fields x {fleet.pods} pods (+ {fleet.churn} pod starts, prorated)"),
-        Line("dashboards", paid_dashboards, prices["dashboard_month"], paid_dashboards * prices["dashboard_month"],
-             f"{dashboards} dashboards, first {prices['free_dashboards']} free"),
-        *alarm_lines,
-        Line("dashboard reads (GetMetricData)", read_metrics / 1000, prices["get_metric_data_per_1000_metrics"],
-             read_metrics / 1000 * prices["get_metric_data_per_1000_metrics"],
-             f"{fleet.dashboard_view_hours:g} h viewed per cluster, refresh every {fleet.refresh_minutes} min"),
-    ]
+    lines = [*_metric_lines(project, fleet, prices), *_dashboard_lines(project, fleet, prices), *alarm_lines]
     return {"mode": mode, "alarms": alarm_count, "lines": [asdict(line) for line in lines],
             "total": round(sum(line.monthly for line in lines), 2)}
 
 
 def compare(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     prices = prices or load_prices()
-    return {"fleet": asdict(fleet), "prices_as_of": prices["as_of"], "source": prices["source"],
+    uncertain = sorted(key for key, rate in prices["rates"].items() if rate.get("uncertain"))
+    overridden = sorted(key for key, rate in prices["rates"].items() if rate.get("overridden"))
+    return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count}, "prices_as_of": prices["as_of"],
+            "source": prices["source"], "uncertain_rates": uncertain, "overridden_rates": overridden,
             "group_by": estimate(project, fleet, prices, "group_by"),
             "static": estimate(project, fleet, prices, "static")}

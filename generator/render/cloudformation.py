@@ -23,10 +23,14 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
-def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]],
-              primary_region: str) -> dict[str, dict[str, Any]]:
-    """{region: template}. Dashboards are global and go with the primary Region's template."""
-    regions = sorted({primary_region, *(a["Region"] for a in alarms)})
+def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]], primary_region: str,
+              log_groups: list[tuple[str, str, int]] = ()) -> dict[str, dict[str, Any]]:
+    """{region: template}. Dashboards are global and go with the primary Region's template.
+
+    `log_groups` are the agent's EMF log groups (region, name, retention days): created with a
+    retention, and kept when the stack goes (they hold the agent's data).
+    """
+    regions = sorted({primary_region, *(a["Region"] for a in alarms), *(g[0] for g in log_groups)})
     result = {}
     for region in regions:
         resources: dict[str, Any] = {}
@@ -35,6 +39,11 @@ def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]
                 resources[_logical_id("Dashboard", name)] = {
                     "Type": "AWS::CloudWatch::Dashboard",
                     "Properties": {"DashboardName": name, "DashboardBody": dashboard["DashboardBody"]}}
+        for group_region, name, days in log_groups:
+            if group_region == region:
+                resources[_logical_id("LogGroup", name)] = {
+                    "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+                    "Properties": {"LogGroupName": name, "RetentionInDays": days}}
         for item in alarms:
             if item["Region"] == region:
                 request = item["Request"]

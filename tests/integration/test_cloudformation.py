@@ -27,6 +27,12 @@ def test_template_matches_the_artifacts_and_passes_cfn_lint(tmp_path, project_di
         names = {r["Properties"]["AlarmName"] for r in template["Resources"].values()
                  if r["Type"] == "AWS::CloudWatch::Alarm"}
         assert names == {a["Request"]["AlarmName"] for a in alarms if a["Region"] == region}
+    # The agent's EMF log group of each cluster, in its Region, with the configured retention.
+    for template, region, cluster in ((primary, "us-east-1", "east"), (other, "eu-west-1", "eu")):
+        (group,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]
+        assert group["Properties"] == {"LogGroupName": f"/aws/containerinsights/{cluster}/prometheus",
+                                       "RetentionInDays": 7}
+        assert group["DeletionPolicy"] == "Retain"
     cfn_lint = shutil.which("cfn-lint", path=str(Path(sys.executable).parent))
     paths = []
     for name in ("gpudash.json", "gpudash-eu-west-1.json"):

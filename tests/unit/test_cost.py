@@ -1,15 +1,25 @@
-"""gpudash cost: counts follow the definitions, prices come from the dated data file."""
+"""gpudash cost: counts follow the generated agent config, dashboards and alarms; prices come from the dated file."""
 
 from __future__ import annotations
 
 import json
 
-from generator.cost import Fleet, compare, load_prices
+import pytest
+
+from generator.cost import Fleet, compare, load_prices, tiered
 from generator.project import load_project
 
 
-def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod():
-    project = load_project()
+def _lines(result, mode="group_by"):
+    return {line["item"]: line for line in result[mode]["lines"]}
+
+
+@pytest.fixture(scope="module")
+def project():
+    return load_project()
+
+
+def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(project):
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
     cluster_rules = len(project.alarms) - per_pod_rules
     result = compare(project, Fleet(clusters=2, pods=500, churn=1000))
@@ -17,30 +27,80 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod():
     assert result["static"]["alarms"] == per_pod_rules * 500 + cluster_rules * 2
 
 
-def test_custom_metrics_follow_the_agent_selection(project_dir):
-    fleet = Fleet(clusters=1, pods=100, churn=0)
-    everything = compare(load_project(), fleet)["group_by"]["lines"][0]
-    used = compare(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet)["group_by"]["lines"][0]
-    assert everything["quantity"] == 25 * 100
+def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):
+    fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
+    everything = _lines(compare(project, fleet))["custom metrics"]
+    assert everything["quantity"] == 25 * 100 + 25 * 80  # both sets for every shipped field
+    used = _lines(compare(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
 
-def test_prices_come_from_the_data_file(tmp_path):
+def test_tiers_lower_the_price_of_a_large_fleet(project):
     prices = load_prices()
-    assert prices["as_of"] and prices["custom_metric_month"] == 0.30
-    doubled = {**prices, "custom_metric_month": 0.60}
-    project = load_project()
+    tiers = prices["rates"]["custom_metric_month"]["tiers"]
+    assert tiered(10_000, tiers) == pytest.approx(3_000)
+    assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
+    assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
+    large = _lines(compare(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
+    assert large["quantity"] == 250_000
+    assert large["monthly"] == pytest.approx(27_000)  # flat at the first tier it would be 75,000
+    assert large["unit_price"] < 0.30
+
+
+def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir):
+    fleet = Fleet(clusters=1, pods=500, churn=0)
+    lines = _lines(compare(project, fleet))
+    # 500 GPUs, an event every 30 s with 25 fields: about 124 GB a month
+    assert 120 < lines["EMF log ingestion (GB)"]["quantity"] < 130
+    longer = _lines(compare(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
+    assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
+        lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
+    # The agent logs every scraped field; metric_selection only decides which become metrics.
+    used = _lines(compare(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))
+    assert used["EMF log ingestion (GB)"]["quantity"] == lines["EMF log ingestion (GB)"]["quantity"]
+    slower = _lines(compare(load_project(project_dir("scrape:\n  interval: 60s\n")), fleet))
+    assert slower["EMF log ingestion (GB)"]["quantity"] == pytest.approx(lines["EMF log ingestion (GB)"]["quantity"] / 2)
+
+
+def test_free_dashboards_only_while_they_show_at_most_50_metrics(project):
+    tiny = _lines(compare(project, Fleet(clusters=1, pods=1, churn=0)))["dashboards"]
+    assert tiny["quantity"] == 0
+    busy = _lines(compare(project, Fleet(clusters=1, pods=500, churn=0)))["dashboards"]
+    assert busy["quantity"] == 3 and "0 free" in busy["basis"]
+
+
+def test_reads_are_metrics_analyzed_and_follow_viewing(project):
+    base = _lines(compare(project, Fleet(clusters=1, pods=100, churn=0)))
+    more_pods = _lines(compare(project, Fleet(clusters=1, pods=1000, churn=0)))
+    longer = _lines(compare(project, Fleet(clusters=1, pods=100, churn=0, dashboard_view_hours=80)))
+    read = "dashboard reads (metrics analyzed, thousands)"
+    assert more_pods[read]["quantity"] == pytest.approx(base[read]["quantity"] * 10)  # analyzed, not LIMITed
+    assert longer[read]["quantity"] == pytest.approx(base[read]["quantity"] * 2)
+
+
+def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path):
+    prices = load_prices()
+    assert prices["as_of"] and all(rate.get("source") for rate in prices["rates"].values())
+    override = tmp_path / "prices.json"
+    override.write_text(json.dumps({"rates": {"custom_metric_month": {"tiers": [[None, 0.60]]}}}))
     fleet = Fleet(clusters=1, pods=10, churn=0)
-    base = compare(project, fleet, prices)["group_by"]["lines"][0]["monthly"]
-    assert compare(project, fleet, doubled)["group_by"]["lines"][0]["monthly"] == 2 * base
+    changed = load_prices(overrides=override)
+    result = compare(project, fleet, changed)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx(500 * 0.60)
+    assert result["overridden_rates"] == ["custom_metric_month"]
+    assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
 
-def test_cost_command_json(cli):
+def test_cost_command_json_and_table(cli, tmp_path):
     code, stdout, _ = cli("cost", "--pods", "500", "--clusters", "3", "--churn", "3000", "--output", "json")
     result = json.loads(stdout)
     assert code == 0
     assert result["fleet"] == {"clusters": 3, "pods": 500, "churn": 3000, "dashboard_view_hours": 40.0,
-                               "refresh_minutes": 5}
+                               "refresh_minutes": 5, "gpus": 500}
     assert result["group_by"]["alarms"] < result["static"]["alarms"]
-    code, stdout, _ = cli("cost", "--pods", "500")
-    assert code == 0 and "GROUP BY" in stdout and "prices as of 2023" in stdout
+    code, stdout, _ = cli("cost", "--pods", "500", "--gpus", "800")
+    assert code == 0 and "GROUP BY" in stdout and "prices as of 2025-05" in stdout and "800 GPUs" in stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, _, stderr = cli("cost", "--pods", "5", "--prices", str(bad))
+    assert code == 2 and "cannot read the prices" in stderr and "Traceback" not in stderr
