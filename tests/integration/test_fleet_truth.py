@@ -169,9 +169,12 @@ def _node_names(path: Path_, exporters: dict[str, ReplayExporter]) -> dict[str, 
     return {node.name: name(node) for node in FLEET}
 
 
-def _substitute(expr: str, window: str = RATE_WINDOW) -> str:
+def _substitute(expr: str, window: str = RATE_WINDOW, **selected: str) -> str:
+    """Grafana's interpolation: macros, and each variable as its regex (All: `.*`; a value escaped
+    as Grafana escapes it for Prometheus)."""
     expr = expr.replace("$__rate_interval", window).replace("$__range", window)
-    return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
+    escaped = {name: re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", value) for name, value in selected.items()}
+    return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", lambda m: escaped.get(m.group(1), ".*"), expr)
 
 
 def _render(template: str, labels: dict[str, str]) -> str:
@@ -212,8 +215,8 @@ def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
     assert checked >= 30
 
 
-def _variable_values(prometheus: Prometheus, variable: dict) -> set[str]:
-    query = _substitute(variable["query"])
+def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) -> set[str]:
+    query = _substitute(variable["query"], **selected)
     if query.startswith("label_values("):
         selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query).groups()
         return set(prometheus.api(f"label/{label}/values", **{"match[]": selector}))
@@ -307,3 +310,35 @@ def test_the_truth_is_the_fleet_facts():
     instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
     assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,
                          "gpu-node-mig GPU 1 MIG 1 (4g.20gb)": 8000, "gpu-node-mig GPU 1 MIG 2 (3g.20gb)": 0}
+
+
+def _target(project, uid: str, title: str) -> tuple[dict, object]:
+    dashboard = next(d for d in grafana_dashboards(project) if d.uid == uid)
+    rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
+    panel, model = next((p, m) for p, m in zip(rendered, _panels(project, uid)) if p["title"] == title)
+    query = with_cluster(model.queries[0]) if project.settings.shared_prometheus else model.queries[0]
+    return panel["targets"][0], query
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, exporters):
+    """The variables filter as they list: one node (whichever label names it), one namespace."""
+    prometheus, project = stacks[path.name], projects[path.name]
+    names = _node_names(path, exporters)
+    target, query = _target(project, "gpudash-overview", "GPU temperature")
+    variables = {v["name"]: v for v in grafana_dashboards(project)[0].model["templating"]["list"]}
+    everything = truth(query, names, path.clusters)
+    for node in FLEET:
+        result = prometheus.query(_substitute(target["expr"], node=names[node.name]))
+        shown = {_render(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        assert shown == {k: v for k, v in everything.items() if f"{names[node.name]} GPU " in k}, node.name
+        gpus = _variable_values(prometheus, variables["gpu"], node=names[node.name])
+        assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
+    target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
+    everything = truth(query, names, path.clusters)
+    for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods()}):
+        result = prometheus.query(_substitute(target["expr"], namespace=namespace))
+        shown = {_render(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
+        pods = _variable_values(prometheus, variables["pod"], namespace=namespace)
+        assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods() if ns == namespace}, namespace
