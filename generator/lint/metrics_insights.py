@@ -14,13 +14,12 @@ import re
 from dataclasses import dataclass, field
 
 FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
-# Reserved words gpudash could plausibly meet as dimension or metric names; AWS's list
-# ("Reserved keywords" in the Metrics Insights guide) has hundreds more. Any of them
-# must be double-quoted when used as an identifier.
-RESERVED = frozenset("""ALL AND ANY AS ASC AVG BETWEEN BY CASE CLUSTER COLUMN COUNT CURRENT DATE DAY DESC
-DISTINCT ELSE END FALSE FROM FUNCTION GROUP HAVING HOUR IN INDEX IS JOB KEY LIMIT LIKE MAX MIN MINUTE
-MONTH NAMESPACE NODE NOT NULL OR ORDER PARTITION POSITION SCHEMA SELECT SERVICE SESSION SUM TABLE THEN
-TIME TIMESTAMP TRUE TYPE UNION USER VALUE VALUES WHEN WHERE WITH YEAR""".split())
+# Reserved words from AWS's list ("Reserved keywords" in the Metrics Insights guide, which holds
+# hundreds of SQL words) that a metric or dimension name could plausibly be. Any of them must be
+# double-quoted when used as an identifier; gpudash quotes every identifier.
+RESERVED = frozenset("""ALL AND ANY AS ASC AVG BETWEEN BY CASE CLUSTER COLUMN COUNT DATE DAY DESC DISTINCT
+ELSE END FALSE FROM GROUP HAVING HOUR IN IS LIKE LIMIT MAX MIN MINUTE MONTH NOT NULL OR ORDER SCHEMA SELECT
+SUM TABLE THEN TIME TIMESTAMP TRUE UNION USER VALUE VALUES WHEN WHERE WITH YEAR""".split())
 
 _TOKEN = re.compile(r"""\s*(?:
     (?P<string>'(?:[^'\\]|\\.)*')

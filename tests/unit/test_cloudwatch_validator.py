@@ -83,8 +83,8 @@ BODY_CASES = {
         expression=_first_query(b)["expression"].replace("'gpu-cluster'", "'gpu''s cluster'")), "CW012",
         "escaped with a backslash, not doubled"),
     "unquoted reserved word": (lambda b: _first_query(b).update(
-        expression=_first_query(b)["expression"].replace('"namespace", "pod")', 'namespace, pod)')), "CW012",
-        "namespace must be double-quoted"),
+        expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY namespace, user')),
+        "CW012", "user must be double-quoted"),
     "other namespace": (lambda b: _metric_widget(b)["properties"]["metrics"][0][0].update(
         expression="SELECT AVG(DCGM_FI_DEV_GPU_UTIL) FROM SCHEMA(\"Other\", pod)"), "CW008", "does not read SCHEMA("),
     "gauge without bounds": (lambda b: _metric_widget(b)["properties"].update(view="gauge", yAxis={}), "CW009",
