@@ -13,6 +13,8 @@ from .errors import InputError
 
 # No settings file, counters CSV or build file comes anywhere near this; /dev/zero would be endless.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Pipes a shell hands over open (`--config <(...)`, `--csv /dev/stdin`): their writer is already there.
+INHERITED_PIPES = ("/dev/stdin", "/dev/fd/", "/proc/self/fd/")
 
 
 def read_bytes(path: Path, what: str, hint: str, limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -20,7 +22,8 @@ def read_bytes(path: Path, what: str, hint: str, limit: int = MAX_INPUT_BYTES) -
     try:
         if path.is_dir():
             raise InputError(f"{what} is a folder, not a file", where=str(path), hint=hint)
-        if path.is_fifo() or path.is_socket():  # opening a pipe would wait for a writer forever
+        if (path.is_fifo() or path.is_socket()) and not str(path).startswith(INHERITED_PIPES):
+            # a named pipe with no writer would be waited on forever
             raise InputError(f"{what} is a pipe or socket, not a file", where=str(path), hint=hint)
         with path.open("rb") as handle:
             data = handle.read(limit + 1)

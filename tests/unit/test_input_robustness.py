@@ -278,3 +278,12 @@ def test_every_settings_key_says_what_to_write_instead(path):
     assert error.value.where == "s.yaml:1"
     assert error.value.hint != SCHEMA_HINT and error.value.hint.startswith(("write", "add", "remove", "did you mean")), \
         (path, str(error.value))
+
+
+def test_settings_from_a_shell_pipe_are_read(tmp_path):
+    result = subprocess.run(["bash", "-c", f'"{sys.executable}" -c "from generator.cli import run; run()" '
+                             "generate --out b --config <(printf 'clusters: [{name: piped, region: eu-west-1}]\\n')"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "b" / "cloudwatch" / "dashboards" / "gpudash-piped-overview.json").is_file()
