@@ -4,16 +4,18 @@ Every PromQL expression gpudash writes (Grafana panels, variables, alert rules)
 comes from here, so label handling is designed once:
 
 * the node: fleets spell it several ways (`node` from gpudash's scrape job,
-  `hostname`, `Hostname`). The series of one GPU carry the same spellings, so a
-  GPU is identified by the raw spellings plus `gpu`; the first non-empty spelling
-  becomes the label `node` (label_join + label_replace) wherever a query groups
-  by node, and the node variable matches it the same way (`node_matchers`);
+  `hostname`, `Hostname`, the target's `instance` as a last resort). The first
+  non-empty spelling becomes the label `node` (label_join + label_replace)
+  wherever a query groups by node, and the node variable matches it the same way
+  (`node_matchers`: one selector per spelling, joined with `or`);
 * the workload pod is (namespace, pod): grouping by pod also groups by namespace;
-* MIG: every query first reduces the series of one GPU to one value per GPU (and
-  per outer group), with the field's own per-GPU aggregation: device fields that
-  repeat on every instance count once, instance memory adds up, instance
-  activity averages. On a GPU without MIG that step changes nothing. Grouping by
-  `mig_instance` shows the instances themselves;
+  one Prometheus holding several clusters adds the cluster (`with_cluster`);
+* MIG and time-slicing: every query first reduces the series of one GPU to one
+  value per GPU (and per outer group) by merging the labels of its MIG instances
+  and of the pods its series repeat for, with the field's own per-GPU aggregation:
+  device fields that repeat on every instance count once, instance memory adds
+  up, instance activity averages. A GPU with one series is left as it is.
+  Grouping by `mig_instance` shows the instances themselves;
 * DCGM's blank / not-supported sentinels give no data, for gauges and counters.
 """
 
@@ -31,7 +33,6 @@ from .settings import Labels
 BLANK_FLOOR = "1e14"
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
-ALL = ".*"  # the regex of a dashboard variable set to "All"
 
 
 def label_name(key: str, labels: Labels) -> str:
