@@ -127,7 +127,7 @@ def main() -> None:
         row("`generate`, 100 clusters", f"{hundred}, {hundred.peak_mib:.0f} MiB")
         row("`generate`, 1,000 clusters", f"{thousand}, {thousand.peak_mib:.0f} MiB",
             f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters (linear: ≤ ×10)")
-        print(f"(median of {RUNS} fresh processes each; load average at the end: {os.getloadavg()[0]:.1f} "
+        print(f"\n(median of {RUNS} fresh processes each; load average at the end: {os.getloadavg()[0]:.1f} "
               f"on {os.cpu_count()} CPUs)")
 
 

@@ -17,7 +17,7 @@ import hashlib
 import re
 from typing import Any
 
-from .serialize import canonical_json
+from .serialize import ascii_json, canonical_json, compact_json
 from .render.alarms import MANAGED_TAG as ALARM_OWNER_TAG
 
 GRAFANA_OWNER_TAG = "gpudash-managed"
@@ -59,10 +59,28 @@ def _with_header(body: dict[str, Any], markdown: str) -> dict[str, Any]:
     return {**body, "widgets": [header, *body["widgets"][1:]]}
 
 
+def _stamp(digest: str) -> str:
+    return f"\n\n`gpudash sha256:{digest}`"
+
+
 def stamp_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
     """The body with its own hash appended to the header text widget (the first widget)."""
-    digest = content_hash(body)
-    return _with_header(body, body["widgets"][0]["properties"]["markdown"] + f"\n\n`gpudash sha256:{digest}`")
+    return _with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(content_hash(body)))
+
+
+_PENDING = "\x00gpudash-digest\x00"  # stands for the digest while the stamped body is encoded
+
+
+def stamped_cloudwatch_text(body: dict[str, Any]) -> str:
+    """The DashboardBody text of `body` stamped with its hash: compact_json(stamp_cloudwatch_body(body)),
+    from one encoding instead of two. A JSON string encodes character by character, so the stamped
+    text less the encoded stamp is the canonical text of the unstamped body, which the hash covers."""
+    pending = canonical_json(_stamp(_PENDING))[1:-1]  # the stamp as it appears inside the encoded header
+    text = canonical_json(_with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(_PENDING)))
+    if text.count(pending) != 1:  # the placeholder occurs in the body itself: take the long way
+        return compact_json(stamp_cloudwatch_body(body))
+    digest = hashlib.sha256(text.replace(pending, b"", 1)).hexdigest()[:16]
+    return ascii_json(text.replace(pending, canonical_json(_stamp(digest))[1:-1], 1).decode())
 
 
 def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]:

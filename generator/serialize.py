@@ -87,6 +87,22 @@ def canonical_json(data: Any) -> bytes:
     return _CANONICAL.encode(data).encode()
 
 
+_ESCAPED_IN_ASCII = re.compile("[^\x00-\x7e]")  # what ensure_ascii adds to the escapes both forms share
+
+
+def _ascii_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xd800 | code >> 10:04x}\\u{0xdc00 | code & 0x3ff:04x}"
+
+
+def ascii_json(text: str) -> str:
+    """JSON text written with ensure_ascii=False, as ensure_ascii=True writes it (\\uXXXX escapes)."""
+    return _ESCAPED_IN_ASCII.sub(_ascii_escape, text)
+
+
 def _literal_blocks(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)

@@ -15,9 +15,8 @@ from typing import Any, Iterable
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, dashboard_name, plan, series_label
-from ..ownership import stamp_cloudwatch_body
+from ..ownership import stamped_cloudwatch_text
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
-from ..serialize import compact_json
 from ..settings import Cluster, Settings
 from ..units import UNITS
 
@@ -167,6 +166,6 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Se
     for cluster in settings.clusters:
         for dashboard in dashboards:
             name = dashboard_name(settings, cluster, dashboard.id)
-            stamped = stamp_cloudwatch_body(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
-            result[name] = {"DashboardName": name, "DashboardBody": compact_json(stamped)}
+            text = stamped_cloudwatch_text(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
+            result[name] = {"DashboardName": name, "DashboardBody": text}
     return result

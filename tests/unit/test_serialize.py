@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator import serialize
 from generator.artifacts import build
-from generator.ownership import content_hash, read_cloudwatch_stamp
+from generator.ownership import (content_hash, read_cloudwatch_stamp, stamp_cloudwatch_body,
+                                 stamped_cloudwatch_text)
 from generator.project import load_project
 
 LEGACY = '''
@@ -74,6 +75,20 @@ def test_cloudwatch_bodies_are_compact_ascii_json_with_their_own_stamp(builds):
         stamped, actual = read_cloudwatch_stamp(body)
         assert stamped == actual and stamped is not None
     assert "\\u2014" in text  # the header's dash, escaped as it always was
+
+
+def test_a_body_stamped_from_one_encoding_is_the_body_stamped_the_long_way(builds):
+    bodies = [json.loads(json.loads(data)["DashboardBody"]) for files in builds.values()
+              for path, data in files.items() if path.startswith("cloudwatch/dashboards/")]
+    odd = "Entraînement 🚀 \x00gpudash-digest\x00 \\u00e9 \x7f\u2028"  # the placeholder itself, escapes
+    for body in bodies[:3]:
+        unstamped = {**body, "widgets": [{**body["widgets"][0], "properties": {"markdown": odd}}, *body["widgets"][1:]]}
+        bodies.append(unstamped)
+    bodies.append({**bodies[-1], "widgets": [*bodies[-1]["widgets"], {"type": "text", "properties": {
+        "markdown": "\n\n`gpudash sha256:\x00gpudash-digest\x00`"}}]})  # the placeholder stamp, elsewhere
+    for body in bodies:
+        assert stamped_cloudwatch_text(body) == json.dumps(stamp_cloudwatch_body(body), sort_keys=True,
+                                                           separators=(",", ":"))
 
 
 def test_content_hash_is_sha256_of_the_compact_utf8_form():
@@ -141,3 +156,10 @@ def test_to_yaml_known_differences_take_the_reference_path():
     """Inputs on which libyaml and PyYAML differ: astral characters, NEL, keep-chomped blocks, empty keys."""
     for document in ({"title": "GPU 🚀"}, {"a": "x\x85y"}, {"a": "x\n\n", "b": 1}, {"": []}, {"a": "\n"}):
         assert serialize.to_yaml(document) == _pure_yaml([document])
+
+
+@_fast
+@given(_values)
+def test_ascii_json_is_what_ensure_ascii_writes(value):
+    assert serialize.ascii_json(serialize.canonical_json(value).decode()) == json.dumps(
+        value, sort_keys=True, separators=(",", ":"))
