@@ -257,7 +257,12 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
         names = list_folder(folder, kind, hint)
         for file_name in names:
             path = folder / file_name
-            if not file_name.endswith(".py") or file_name.startswith("_") or not path.is_file():
+            if not file_name.endswith(".py") or file_name.startswith("_"):
+                continue
+            if path.is_symlink() and not path.exists():
+                raise InputError("a link to a definition that does not exist", where=str(path),
+                                 hint="fix or remove the link; its dashboards would silently be missing")
+            if not path.is_file():
                 continue
             stage = "the definition"
             try:

@@ -369,6 +369,15 @@ CASES = [
     environment("GPUDASH_CWAGENT_SCHEMA nowhere", {"GPUDASH_CWAGENT_SCHEMA": "nowhere.json"}, "nowhere.json",
                 "agent schema", args=("lint",)),
 
+    # --- remote systems (waits run on the test clock) ---------------------------------------------
+    Case("remote: Grafana unreachable (push)", {}, None, ("cannot reach Grafana at http://127.0.0.1:9",
+                                                          "nothing was published"),
+         args=("push", "--skip-verify"), env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "t"}, code=3),
+    Case("remote: Grafana unreachable (plan)", {}, None, ("cannot reach Grafana",),
+         args=("plan", "--no-cloudwatch"), env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "t"}, code=3),
+    Case("remote: Grafana URL without a scheme", {}, None, ("add http:// or https://",),
+         args=("push", "--skip-verify"), env={"GRAFANA_URL": "127.0.0.1:9", "GRAFANA_TOKEN": "t"}),
+
     # --- builds read with --from -----------------------------------------------------------------
     built("manifest not JSON", {}, b"{files: ", "shipped/manifest.json:1", "not JSON"),
     built("manifest not JSON (plan)", {}, b"<html>", "shipped/manifest.json:1", "not JSON", command="plan"),
@@ -443,7 +452,7 @@ def test_the_corpus_is_large_and_distinct():
     assert len(set(names)) == len(names)
     assert len(CASES) >= 120
     kinds = {name.split(":")[0].split(" (")[0] for name in names}
-    assert kinds == {"csv", "settings", "definition", "flags", "environment", "build"}
+    assert kinds == {"csv", "settings", "definition", "flags", "environment", "build", "remote"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

@@ -287,3 +287,11 @@ def test_settings_from_a_shell_pipe_are_read(tmp_path):
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "b" / "cloudwatch" / "dashboards" / "gpudash-piped-overview.json").is_file()
+
+
+def test_a_dangling_link_to_a_definition_is_an_error(tmp_path, cli):
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "training.py").symlink_to(tmp_path / "moved" / "training.py")
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and "training.py: a link to a definition that does not exist" in stderr
