@@ -169,9 +169,19 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
     if alarm.absent:
-        return f"absent({query.metric})"
+        return _absent(query.metric, alarm, settings)
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
+
+
+def _absent(metric: str, alarm: Alarm, settings: Settings) -> str:
+    """absent(); on a Prometheus holding several clusters, one per cluster, so the alert names the
+    cluster whose data stopped (absent() keeps the label of an equality matcher)."""
+    labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label]
+    if not (settings.shared_prometheus and alarm.scope == "cluster" and labelled):
+        return f"absent({metric})"
+    label = settings.labels.cluster
+    return " or ".join(f'absent({metric}{{{label}="{value}"}})' for value in labelled)
 
 
 def _alert_query(alarm: Alarm, settings: Settings):
@@ -183,9 +193,9 @@ def _alert_query(alarm: Alarm, settings: Settings):
 
 def _where_label(alarm: Alarm, settings: Settings) -> str:
     """` on pod {{ $labels.namespace }}/{{ $labels.pod }}`, ` on {{ $labels.node }} GPU {{ $labels.gpu }}` ..."""
-    if alarm.absent:
-        return ""
     keys = group_keys(_alert_query(alarm, settings).by)
+    if alarm.absent:  # absent() names nothing but the cluster, when there are several
+        keys = tuple(key for key in keys if key == "cluster")
     words = {"gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
     parts = []
     for key in keys:
