@@ -169,7 +169,11 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
     if alarm.absent:
-        return _absent(query.metric, alarm, settings)
+        # An exporter target that stopped answering (both generated scrape paths attach exporter_pod to
+        # its `up`); its pod gone with a node scaled away is no target, so that is no alarm. CloudWatch
+        # has no `up`: the agent drops it.
+        down = 'up{exporter_pod!=""} == 0'
+        return down if settings.alarms["scale_to_zero"] else f"{down} or {_absent(query.metric, alarm, settings)}"
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
 

@@ -45,6 +45,7 @@ def _expected(folder, alert: str, **labels: str) -> dict:
 
 
 GPU0 = {"node": "node-1", "gpu": "0"}
+UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
 
 
 def test_promtool_check_rules(rules):
@@ -122,6 +123,25 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                  "exp_alerts": [_expected(rules, "GpudashGpuDataMissing")]},
                 {"eval_time": "10m", "alertname": "GpudashXidError", "exp_alerts": []},
             ],
+        },
+        {   # one node's exporter stops answering while the others report: its target is down
+            "interval": "1m",
+            "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1 1 0x20"},
+                             {"series": UP.format(pod="nvidia-dcgm-exporter-b"), "values": "1x20"},
+                             _series("DCGM_FI_DEV_GPU_TEMP", "60x20")],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [{
+                    **_expected(rules, "GpudashGpuDataMissing"),
+                    "exp_labels": {**_expected(rules, "GpudashGpuDataMissing")["exp_labels"],
+                                   **dict(re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a")))}}]},
+            ],
+        },
+        {   # no pod holds a GPU: the series carry no pod labels, and nothing is missing
+            "interval": "1m",
+            "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1x20"},
+                             {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-1"}', "values": "40x20"}],
+            "alert_rule_test": [{"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}],
         },
     ]
     test_file = rules / "rules_test.yaml"

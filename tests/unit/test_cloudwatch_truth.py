@@ -168,3 +168,15 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     files = build(project)
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
     assert properties["metrics"][1][0]["expression"] == "q1 / 4"
+
+
+def test_scale_to_zero_leaves_out_what_cloudwatch_cannot_tell(project_dir):
+    """CloudWatch sees no `up`: silence from a node group at zero and from a stopped agent are the same.
+    With alarms.scale_to_zero its data-missing form goes; the Prometheus form watches exporter targets."""
+    from generator.render.alarms import alert_name, prometheus_expression
+
+    project = load_project(project_dir("alarms:\n  scale_to_zero: true\n"))
+    assert not any("data-missing" in name for name in _alarms(build(project)))
+    (missing,) = [a for a in project.alarms if a.absent]
+    assert alert_name(missing) == "GpudashGpuDataMissing"
+    assert prometheus_expression(missing, project.catalog, project.settings) == 'up{exporter_pod!=""} == 0'
