@@ -9,6 +9,7 @@ from ..render.agent import agent_file
 from ..errors import RemoteError
 from ..project import Project
 from .answer import Answer, OddAnswer
+from .http import SlowAnswer
 from .result import FAIL, NO_DATA, OK, SKIP, Check, Options, step
 
 GROUP = "cloudwatch"
@@ -38,20 +39,24 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     cloudwatch = client(options)
     for cluster in settings.clusters:
         try:
-            yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics)
+            yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics, options)
         except RemoteError as exc:
             yield Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "")
 
 
-def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str]) -> dict[str, list[list[str]]]:
+def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],
+            options: Options) -> dict[str, list[list[str]]]:
     """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
-    are found."""
+    are found (or the deadline passes)."""
     kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H"}
     if CLUSTER_DIMENSION in declared:
         kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
     found: dict[str, list[list[str]]] = {}
     source = f"CloudWatch ListMetrics in {cluster.region}"
     while True:
+        if options.remaining() <= 0:
+            raise SlowAnswer(f"{source} was still paging at the deadline ({options.timeout:g} s)",
+                             hint="raise --timeout, or narrow cloudwatch.dimensions")
         answer = Answer(_list_metrics(cloudwatch, cluster.region, namespace, source, kwargs), source)
         for item in answer.items("Metrics", required=True):
             name = item.get("MetricName", str)
@@ -60,6 +65,9 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
         token = answer.get("NextToken", str, "")
         if not token or wanted <= set(found):
             return found
+        if token == kwargs.get("NextToken"):  # the same page again: paging would never end
+            raise OddAnswer(source, "NextToken", token, "a token for the next page",
+                            said=f"NextToken {token!r} repeats the token just sent")
         kwargs["NextToken"] = token
 
 
@@ -73,11 +81,11 @@ def _list_metrics(cloudwatch, region: str, namespace: str, source: str, kwargs: 
                         said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
 
 
-def _cluster(cloudwatch, settings, cluster, metrics: list[str]) -> Check:
+def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options) -> Check:
     namespace = settings.cloudwatch["namespace"]
     declared_sets = [sorted(d) for d in dimension_sets(settings)]
     declared = sorted({d for dims in declared_sets for d in dims})
-    found = _listed(cloudwatch, namespace, cluster, declared, set(metrics))
+    found = _listed(cloudwatch, namespace, cluster, declared, set(metrics), options)
     name = f"{cluster.name} metrics"
     missing = [m for m in metrics if m not in found]
     wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names not in declared_sets})

@@ -216,6 +216,7 @@ CLOUDWATCH = [  # (case, body, what it names)
      '{"Metrics": [{"MetricName": "DCGM_FI_DEV_GPU_UTIL", "Dimensions": [{"Name": null, "Value": "x"}]}]}',
      "Metrics[0].Dimensions[0].Name is missing"),
     ("a token a number", '{"Metrics": [], "NextToken": 7}', "NextToken is 7, expected a string"),
+    ("the same page forever", '{"Metrics": [], "NextToken": "again"}', "NextToken 'again' repeats the token just sent"),
     ("an HTML page", "<html>maintenance</html>", "Metrics is missing"),
 ]
 
