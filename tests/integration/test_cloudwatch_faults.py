@@ -1,0 +1,68 @@
+"""CloudWatch faults between apply and moto (through the fault proxy): nothing foreign changes, no
+console edit is lost, a rerun converges and a third run writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cloudwatch_world import (
+    ALWAYS, EDITED, FOREIGN, alarms, edit_in_console, fault, foreign_alarm, fresh, writes)
+
+
+FAULTS = {  # name: (operation, action, times, status, body)
+    "5xx once": ("PutMetricAlarm", "status", 1, 503, {"__type": "ServiceUnavailable"}),
+    "throttled": ("PutMetricAlarm", "status", 3, 400, {"__type": "Throttling", "message": "Rate exceeded"}),
+    "reset before a write": ("PutMetricAlarm", "reset-before", 1, 200, None),
+    "reset after a processed write": ("PutMetricAlarm", "reset-after", 1, 200, None),
+    "reset after a processed tag write": ("TagResource", "reset-after", 1, 200, None),
+    "truncated listing": ("DescribeAlarms", "truncate", 1, 200, None),
+    "non-JSON listing once": ("DescribeAlarms", "body", 1, 200, b"<html>busy</html>"),
+    "throttled tag read": ("GetResources", "status", 1, 400,
+                           {"__type": "ThrottlingException", "message": "Rate exceeded"}),
+    "reset after every write": ("PutMetricAlarm", "reset-after", ALWAYS, 200, None),
+}
+
+
+@pytest.mark.parametrize("name", list(FAULTS))
+def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxied, project_dir, name):
+    proxy, client, apply = proxied
+    apply()
+    edit_in_console(client)
+    foreign_alarm(client, FOREIGN.replace("xid-error", "row-remap-failure"))
+    client.delete_alarms(AlarmNames=[FOREIGN])
+    foreign_alarm(client)
+    health, overview = "gpudash-gpu-cluster-health", "gpudash-gpu-cluster-overview"
+    edited = json.loads(client.get_dashboard(DashboardName=health)["DashboardBody"])
+    edited["widgets"][2]["properties"]["title"] = "renamed by hand"
+    client.put_dashboard(DashboardName=health, DashboardBody=json.dumps(edited))
+    client.put_dashboard(DashboardName=overview, DashboardBody=json.dumps({"widgets": [
+        {"type": "text", "x": 0, "y": 0, "width": 6, "height": 2, "properties": {"markdown": "mine"}}]}))
+    bodies = {n: client.get_dashboard(DashboardName=n)["DashboardBody"] for n in (health, overview)}
+    # The new thresholds would change both dashboards and two alarms, one of them edited by hand.
+    config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
+                         "  pcie_replays_per_minute: 7\n")
+    foreign_before = {n: a["MetricName"] for n, a in alarms(client).items() if a.get("MetricName") == "CPUUtilization"}
+    fresh(proxy)
+    operation, action, times, status, body = FAULTS[name]
+    proxy.inject(fault(operation, action, times=times, status=status, body=body))
+    code, report, stderr = apply("--config", str(config))
+    persistent = times == ALWAYS
+    assert code == (3 if persistent else 1), stderr
+    assert "Traceback" not in stderr
+
+    def untouched():
+        live = alarms(client)
+        assert {n: live[n].get("MetricName") for n in foreign_before} == foreign_before
+        assert live[EDITED]["Threshold"] == 95.0  # the console edit is not lost
+        assert {n: client.get_dashboard(DashboardName=n)["DashboardBody"] for n in bodies} == bodies
+
+    untouched()
+    fresh(proxy)
+    code, report, _ = apply("--config", str(config))
+    assert code == 1 and sorted(report["refused"]) == sorted([*foreign_before, EDITED, *bodies])
+    untouched()
+    fresh(proxy)
+    code, report, _ = apply("--config", str(config))
+    assert code == 1 and report["written"] == [] and writes(proxy) == []

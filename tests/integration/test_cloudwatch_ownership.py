@@ -1,0 +1,158 @@
+"""CloudWatch ownership and evidence: answers that are not API answers, foreign, edited and stripped
+alarms, objects that move between plan and apply, batched deletes, two publishers, the deadline."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.cloudwatch_world import (
+    ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
+    fault, foreign_alarm, fresh, other_cluster, snapshot, writes)
+
+
+@pytest.mark.parametrize("answer", [b"{}", b"<html><body>502 Bad Gateway</body></html>", b'{"MetricAlarms": {}}',
+                                    b'{"MetricAlarms": [{"AlarmName": "gpudash-gpu-cluster-xid-error-critical"}]}',
+                                    b'{"MetricAlarms": [', b"[]"],
+                         ids=["empty-object", "html", "not-a-list", "item-without-arn", "truncated-json", "array"])
+def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied, answer):
+    proxy, client, apply = proxied
+    foreign_alarm(client)
+    before = snapshot(client)
+    proxy.inject(fault("DescribeAlarms", "body", times=ALWAYS, body=answer))
+    code, stdout, stderr = apply()
+    assert code == 3, stdout
+    assert "not an API answer" in stderr and "Traceback" not in stderr
+    assert writes(proxy) == [] and snapshot(client) == before  # nothing planned as a create over the alarm
+
+
+@pytest.mark.parametrize("operation, answer", [("GetResources", b"<html/>"),
+                                               ("GetDashboard", b'{"DashboardBody": "<x>"}')])
+def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(proxied, operation, answer):
+    proxy, client, apply = proxied
+    apply()
+    foreign_alarm(client)
+    before = snapshot(client)
+    fresh(proxy)
+    proxy.inject(fault(operation, "body", times=ALWAYS, body=answer))
+    code, _, stderr = apply("--force")
+    assert code == 3 and "not" in stderr and "Traceback" not in stderr
+    assert writes(proxy) == [] and snapshot(client) == before
+
+
+def test_an_alarm_created_between_plan_and_apply_is_not_overwritten(proxied):
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    desired = default_desired()
+    cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    foreign_alarm(client)  # someone creates an untagged alarm with a gpudash name meanwhile
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=False, prune=False, dry_run=False)
+    failed = [o for o in outcomes if o.error]
+    assert [o.change.name for o in failed] == [FOREIGN]
+    assert "created by someone else since the plan" in failed[0].error
+    assert alarms(client)[FOREIGN]["MetricName"] == "CPUUtilization"
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [FOREIGN] and report["written"] == []
+
+
+def test_an_alarm_edited_in_the_console_is_drift_and_needs_force(aws, cli):
+    client, apply = aws
+    apply()
+    edit_in_console(client)
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert code == 1
+    assert f"drift     cloudwatch alarm {EDITED} [us-east-1]" in stdout
+    assert "edited in the CloudWatch console since gpudash wrote it" in stdout and "Threshold 95 → 87" in stdout
+    code, report, stderr = apply()
+    assert code == 1 and report["refused"] == [EDITED] and "refused 1 object" in stderr
+    assert alarms(client)[EDITED]["Threshold"] == 95.0  # the edit survives
+    code, report, _ = apply("--force", "--dry-run")
+    assert code == 0 and report["would_write"] == [EDITED] and report["refused"] == []
+    assert alarms(client)[EDITED]["Threshold"] == 95.0
+    code, report, _ = apply("--force")
+    assert code == 0 and report["written"] == [EDITED]
+    assert alarms(client)[EDITED]["Threshold"] == 87.0
+    assert apply()[1]["written"] == []
+
+
+def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied):
+    proxy, client, apply = proxied
+    apply()
+    arn = alarms(client)[EDITED]["AlarmArn"]
+    client.untag_resource(ResourceARN=arn, TagKeys=["ManagedBy"])
+    fresh(proxy)
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [EDITED] and writes(proxy) == []
+    change = next(c for c in report["changes"] if c["name"] == EDITED)
+    assert change["action"] == "foreign"
+    # Tags are read in bulk: one GetResources page; only the alarm it does not vouch for is asked alone.
+    assert proxy.operations.count("GetResources") == 1 and proxy.operations.count("ListTagsForResource") == 1
+
+
+def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, project_dir):
+    client, apply = aws
+    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    edit_in_console(client, RETIRED_EDITED)
+    code, report, _ = apply("--prune")  # back to one cluster: the other cluster's alarms are retired
+    assert code == 1 and report["refused"] == [RETIRED_EDITED]
+    assert [n for n in alarms(client) if other_cluster(n)] == [RETIRED_EDITED]
+    assert apply("--prune", "--force")[0] == 0
+    assert [n for n in alarms(client) if other_cluster(n)] == []
+
+
+def test_deletes_are_batched(proxied, project_dir):
+    proxy, client, apply = proxied
+    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    code, report, _ = apply("--prune")
+    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete"]) == 9
+    assert proxy.operations.count("DeleteAlarms") == 1
+    assert [n for n in alarms(client) if other_cluster(n)] == []
+
+
+def test_a_lost_tag_write_converges_without_false_drift(proxied, project_dir):
+    proxy, client, apply = proxied
+    apply()
+    config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"}))
+    code, report, _ = apply("--config", str(config))
+    assert code == 3 and [f["name"] for f in report["failed"]] == [EDITED]
+    assert alarms(client)[EDITED]["Threshold"] == 90.0  # written, but its new hash was not
+    fresh(proxy)
+    code, report, _ = apply("--config", str(config))
+    assert code == 0 and report["written"] == [EDITED] and writes(proxy) == ["TagResource"]
+    fresh(proxy)
+    assert apply("--config", str(config))[1]["written"] == [] and writes(proxy) == []
+
+
+def test_two_publishers_at_once_converge(proxied):
+    """Both plan before either writes; the second finds everything already as generated."""
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, _ = proxied
+    desired = default_desired()
+    first, second = (cloudwatch_sync.CloudWatch(endpoint_url=proxy.url) for _ in range(2))
+    plans = [cloudwatch_sync.plan(cw, desired) for cw in (first, second)]
+    outcomes = [cloudwatch_sync.apply(cw, plan, desired.cloudwatch_dashboards, desired.alarms, force=False,
+                                      prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]
+    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 12
+    assert not any(o.error or o.done for o in outcomes[1])
+    fresh(proxy)
+    again = cloudwatch_sync.plan(first, desired)
+    assert {c.action for c in again} == {"unchanged"} and writes(proxy) == []
+
+
+def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(proxied, deadline_clock):
+    proxy, client, apply = proxied
+    # The first alarm write takes (on the test's clock) far longer than the whole command may.
+    proxy.inject(fault("PutMetricAlarm", "before", callback=lambda: deadline_clock.sleep(1000)))
+    code, report, stderr = apply("--deadline", "60")
+    assert code == 3 and "Traceback" not in stderr
+    stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
+    assert stopped and len(report["written"]) + len(report["failed"]) == 12
+    assert sorted(n for n in report["written"] if "-cluster-" in n and n in alarms(client)) == sorted(alarms(client))
+    fresh(proxy)
+    code, report, _ = apply()
+    assert code == 0 and sorted(report["written"]) == sorted(f["name"] for f in stopped)

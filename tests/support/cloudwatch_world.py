@@ -1,0 +1,147 @@
+"""CloudWatch publishing test world: moto's server over real HTTP, the CLI pointed at it (directly
+or through the fault proxy), and what tests do to it (a console edit, a foreign alarm).
+
+tests/integration/conftest.py makes the fixtures (`moto`, `aws`, `proxied`) available to every test there.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator import cli_publish
+from generator.targets.cloudwatch_api import WRITES as WRITE_APIS
+from tests.support.fault_proxy import FaultProxy, Rule
+from tests.support.moto_server import MotoServer
+
+NAMES = ["gpudash-gpu-cluster-by-pod", "gpudash-gpu-cluster-health", "gpudash-gpu-cluster-overview"]
+
+
+@pytest.fixture(scope="module")
+def moto():
+    with MotoServer() as server:
+        yield server
+
+
+_BUILT: dict = {}
+
+
+@pytest.fixture
+def built_once(monkeypatch):
+    """Each settings text is generated once per session: these tests are about publishing."""
+    generate = cli_publish._desired
+
+    def desired(config, csv, from_dir):
+        key = (open(config).read() if config else None, csv, from_dir)
+        if key not in _BUILT:
+            _BUILT[key] = generate(config, csv, from_dir)
+        return _BUILT[key]
+
+    monkeypatch.setattr(cli_publish, "_desired", desired)
+
+
+@pytest.fixture
+def aws(moto, cli, monkeypatch, built_once):
+    moto.reset()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    client = moto.client("cloudwatch", "us-east-1")
+
+    def apply(*args):
+        code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", *args)
+        return code, (json.loads(stdout) if stdout.strip().startswith("{") else stdout), stderr
+
+    return client, apply
+
+
+@pytest.fixture
+def proxied(aws, moto, monkeypatch):
+    """The same, through a fault-injecting proxy in front of moto."""
+    client, apply = aws
+    with FaultProxy(moto.url) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
+        yield proxy, client, apply
+
+
+ALWAYS = 10**6
+
+
+def fault(operation, action, *, times=1, status=200, body=None, callback=None):
+    """A proxy rule for one CloudWatch (or tagging) operation; `body` bytes, or JSON-able."""
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    return Rule(path="/", operation=operation, action=action, times=times, status=status, body=data,
+                callback=callback)
+
+
+def writes(proxy):
+    return [op for op in proxy.operations if op in WRITE_APIS]
+
+
+def fresh(proxy):
+    """No faults, and an empty record of operations."""
+    proxy.clear()
+    with proxy.lock:
+        proxy.operations.clear()
+
+
+def alarms(client):
+    return {a["AlarmName"]: a for a in client.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
+
+
+FOREIGN = "gpudash-gpu-cluster-xid-error-critical"
+EDITED = "gpudash-gpu-cluster-gpu-temp-critical-critical"
+
+
+def foreign_alarm(client, name=FOREIGN, threshold=1.0):
+    client.put_metric_alarm(AlarmName=name, MetricName="CPUUtilization", Namespace="AWS/EC2", Statistic="Average",
+                            Period=300, EvaluationPeriods=1, Threshold=threshold,
+                            ComparisonOperator="GreaterThanThreshold")
+
+
+def edit_in_console(client, name=EDITED, threshold=95.0):
+    """What the console does: PutMetricAlarm with the alarm's own fields and a new threshold; tags stay."""
+    alarm = dict(alarms(client)[name])
+    keys = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions", "ComparisonOperator",
+            "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData", "Metrics")
+    request = {k: alarm[k] for k in keys if k in alarm}
+    request["Metrics"] = [{k: m[k] for k in ("Id", "Expression", "Period", "ReturnData", "Label") if k in m}
+                          for m in request["Metrics"]]
+    client.put_metric_alarm(**request, Threshold=threshold)
+
+
+def snapshot(client):
+    """Every alarm's fields and tags, and every dashboard body: what a test compares before and after."""
+    live = {name: ({k: v for k, v in a.items() if not k.startswith(("StateUpdated", "StateTransitioned"))},
+                   client.list_tags_for_resource(ResourceARN=a["AlarmArn"])["Tags"])
+            for name, a in alarms(client).items()}
+    dashboards = {d["DashboardName"]: client.get_dashboard(DashboardName=d["DashboardName"])["DashboardBody"]
+                  for d in client.list_dashboards()["DashboardEntries"]}
+    return live, dashboards
+
+
+def default_desired():
+    from generator.artifacts import build
+    from generator.project import load_project
+    from generator.publish import desired_from
+
+    project = load_project(None)
+    return desired_from(build(project), project.settings)
+
+
+def no_aws_credentials(monkeypatch, tmp_path):
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("GRAFANA_URL", raising=False)
+
+
+TWO_CLUSTERS = "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: other, region: us-east-1}\n"
+RETIRED_EDITED = "gpudash-other-gpu-temp-critical-critical"
+
+
+def other_cluster(name):
+    return name.startswith("gpudash-other-")
