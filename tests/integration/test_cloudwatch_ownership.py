@@ -156,3 +156,15 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     fresh(proxy)
     code, report, _ = apply()
     assert code == 0 and sorted(report["written"]) == sorted(f["name"] for f in stopped)
+
+
+def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied):
+    proxy, client, apply = proxied
+    apply()
+    fresh(proxy)
+    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
+                       body={"__type": "AccessDeniedException", "message": "not authorized to tag:GetResources"}))
+    code, report, stderr = apply()
+    assert code == 0 and report["written"] == [] and writes(proxy) == []
+    assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
+    assert proxy.operations.count("ListTagsForResource") == 9
