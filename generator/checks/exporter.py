@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES
 from ..errors import RemoteError
 from ..project import Project
 from .http import get
@@ -15,11 +16,10 @@ GROUP = "exporter"
 # temperature (not on GDDR boards such as the A10G), reserved framebuffer (newer drivers),
 # NVLink (boards without NVLink).
 PARTIAL_SUPPORT = ("_PROF_", "MEMORY_TEMP", "FB_RESERVED", "NVLINK")
-# Device utilization fields that DCGM does not report for MIG instances (absent, or 0, depending on the
-# version); per-instance activity comes from the profiling fields instead.
-MIG_UNSUPPORTED = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
-MIG_ACTIVITY = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
-MIG_LABELS = ("GPU_I_ID", "GPU_I_PROFILE")
+# Utilization fields DCGM does not report for MIG instances (absent, or 0, depending on the version):
+# those the catalog has a per-instance stand-in for, and the encoder and decoder utilization.
+MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+MIG_ACTIVITY = MIG_SUBSTITUTES["DCGM_FI_DEV_GPU_UTIL"][0]
 # DCGM writes a value it could not read as a sentinel near 2**63; it is not a measurement.
 SENTINEL_FLOOR = 0x7FFFFFFFFFFFFF00
 
@@ -64,8 +64,8 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
         return [Check(GROUP, "metrics endpoint", FAIL, f"{source} has no DCGM_* metric ({len(samples)} families)",
                       "check that the URL is the DCGM exporter's /metrics, and its counters CSV")]
     result = [Check(GROUP, "metrics endpoint", OK, f"{source}: {len(samples)} metric families")]
-    mig = sorted({(s.labels.get("gpu", "?"), s.labels.get("GPU_I_PROFILE", "?"))
-                  for values in samples.values() for s in values if s.labels.get("GPU_I_ID")})
+    mig = sorted({(s.labels.get("gpu", "?"), s.labels.get(MIG_PROFILE_LABEL, "?"))
+                  for values in samples.values() for s in values if s.labels.get(MIG_INSTANCE_LABEL)})
     wanted = sorted(project.queried_metrics())
     missing = [m for m in wanted if m not in samples]
     under_mig = [m for m in missing if mig and m in MIG_UNSUPPORTED]
@@ -97,9 +97,13 @@ def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:
               f"not reported for MIG instances: {', '.join(MIG_UNSUPPORTED)}")
     if not used:
         return Check(GROUP, "MIG", OK, detail)
-    return Check(GROUP, "MIG", WARN, detail,
-                 f"the dashboards and alerts use {MIG_ACTIVITY} for MIG instances in place of {', '.join(used)} "
-                 f"where the counters CSV collects it; collect it if it is missing")
+    substituted = [f"{MIG_SUBSTITUTES[m][0]} for {m}" for m in used if m in MIG_SUBSTITUTES]
+    alone = [m for m in used if m not in MIG_SUBSTITUTES]
+    fix = (f"on MIG instances the dashboards and alerts read {', '.join(substituted)} where the counters CSV "
+           "collects them (add them if not)" if substituted else "")
+    if alone:
+        fix += ("; " if fix else "") + f"{', '.join(alone)} stay empty for MIG instances"
+    return Check(GROUP, "MIG", WARN, detail, fix)
 
 
 def _busy(samples: dict[str, list[Any]]) -> list[Any]:
@@ -107,7 +111,7 @@ def _busy(samples: dict[str, list[Any]]) -> list[Any]:
     busy = []
     for name in ("DCGM_FI_DEV_GPU_UTIL", MIG_ACTIVITY):
         for sample in samples.get(name, []):
-            is_mig = bool(sample.labels.get("GPU_I_ID"))
+            is_mig = bool(sample.labels.get(MIG_INSTANCE_LABEL))
             if (name == MIG_ACTIVITY) != is_mig:
                 continue  # each series is judged once, by the field its kind of device reports
             if 0 < sample.value < SENTINEL_FLOOR:
@@ -133,7 +137,7 @@ def _pod_labels(samples: dict[str, list[Any]]) -> list[Check]:
 
 def _device(sample: Any) -> str:
     gpu = f"gpu {sample.labels.get('gpu', '?')}"
-    instance = sample.labels.get("GPU_I_ID")
+    instance = sample.labels.get(MIG_INSTANCE_LABEL)
     return f"{gpu} MIG instance {instance}" if instance else gpu
 
 
