@@ -73,7 +73,8 @@ def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[st
 def _lint(project: Project, dashboards: list[GrafanaDashboard], feed: dict[str, bytes],
           cloudwatch_subject_: cloudwatch_rules.CloudWatchSubject, disabled: frozenset[str],
           grafana_schema: Path | None, cwagent_schema: Path | None) -> list[Finding]:
-    subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema)
+    subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema,
+                                           project.settings.labels.namespace)
     feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema, cloudwatch_subject_)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
             *run(DEFINITION_RULES, project, disabled),

@@ -25,6 +25,7 @@ class GrafanaSubject:
     catalog: Catalog
     pod_label: str
     schema_dir: Any  # Path of the reference Grafana schemas, or None
+    namespace_label: str = "namespace"  # a pod is named with its namespace
 
 
 def _panels(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -156,9 +157,12 @@ def pod_legends(subject: GrafanaSubject) -> Iterable[Finding]:
         expr = target["expr"]
         grouped = any(label in (name.strip() for name in group.split(","))
                       for group in re.findall(r"\bby \(([^)]*)\)", expr))
-        if grouped and f"{{{{{label}}}}}" not in (target.get("legendFormat") or ""):
+        shown = target.get("legendFormat") or ""
+        missing = [name for name in (subject.namespace_label, label) if f"{{{{{name}}}}}" not in shown]
+        if grouped and missing:
             yield Finding("GF012", "error", _where(dashboard, panel),
-                          f"per-pod query's legend does not show {{{{{label}}}}}")
+                          f"per-pod query's legend does not show {' and '.join(f'{{{{{m}}}}}' for m in missing)} "
+                          "(a pod name repeats across namespaces)")
 
 
 @cache
@@ -230,5 +234,5 @@ RULES = (
     Rule("GF009", "panels do not overlap", overlaps),
     Rule("GF010", "dashboards and panels validate against Grafana's JSON schema", schema),
     Rule("GF011", "dashboards fit a ConfigMap applied with kubectl apply", configmap_size),
-    Rule("GF012", "per-pod queries show the pod in their legend", pod_legends),
+    Rule("GF012", "per-pod queries show the namespace and the pod in their legend", pod_legends),
 )

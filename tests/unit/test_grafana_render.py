@@ -159,6 +159,7 @@ def test_units_come_from_the_catalog_and_every_panel_is_described():
     assert units["GPU temperature"] == "celsius"
     assert units["Energy use rate by pod"] == "mwatt"
     assert units["PCIe receive by pod"] == "Bps"
+    assert units["GPUs reporting"] == "short" and units["Pods on GPUs"] == "short"  # counts, not percent
     assert all(p.get("description") for m in models.values() for p in _charts(m))
 
 

@@ -42,7 +42,7 @@ MUTATIONS = {
     "GF007": lambda s: _target(s)["targets"][0].update(expr="sum(rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))"),
     "GF008": lambda s: s.dashboards[0].model.update(uid="x" * 41),
     "GF009": lambda s: _target(s)["gridPos"].update(y=0),
-    "GF012": lambda s: _target(s)["targets"][0].update(legendFormat="{{gpu}}"),
+    "GF012": lambda s: _target(s)["targets"][0].update(legendFormat="Pod {{pod}}"),  # worker-0 of which namespace?
 }
 
 
