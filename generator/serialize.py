@@ -24,7 +24,6 @@ except ImportError:  # pragma: no cover - depends on the installation
     orjson = None
 
 _PRETTY = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
-_PRETTY_ASCII = json.JSONEncoder(indent=2, sort_keys=True)
 _COMPACT_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -37,25 +36,26 @@ def _orjson_diverges(text: bytes) -> bool:
     return b"0.0000" in text or _SHORT_NEGATIVE_EXPONENT.search(text) is not None
 
 
-def _pretty_reference(data: Any) -> bytes:
-    return (_PRETTY.encode(data) + "\n").encode()
-
-
 def to_json(data: Any, *, ascii: bool = False) -> bytes:
     """A JSON file: sorted keys, 2-space indent, non-ASCII as UTF-8 (or escaped), trailing newline.
 
     The standard library indents in Python, not C; orjson writes the same bytes far faster, so it
     is used wherever it agrees (see _orjson_diverges and _finite)."""
-    if ascii:
-        return (_PRETTY_ASCII.encode(data) + "\n").encode()
-    if orjson is not None and _finite(data):
-        try:
-            text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting
-            return _pretty_reference(data)
-        if not _orjson_diverges(text):
-            return text
-    return _pretty_reference(data)
+    fast = _pretty_fast(data)
+    if fast is not None:
+        return ascii_json(fast.decode()).encode() if ascii else fast
+    text = _PRETTY.encode(data) + "\n"
+    return (ascii_json(text) if ascii else text).encode()
+
+
+def _pretty_fast(data: Any) -> bytes | None:
+    if orjson is None or not _finite(data):
+        return None
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting
+        return None
+    return None if _orjson_diverges(text) else text
 
 
 def _finite(data: Any) -> bool:
