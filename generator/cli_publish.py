@@ -286,10 +286,11 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
     if not groups:
         raise GpudashError("every group of checks is skipped: nothing to verify",
                            hint=f"leave out one of the --skip options ({', '.join(verifying.GROUPS)})")
-    project = load_project_for(config, csv)
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
                                 profile=profile, endpoint_url=endpoint_url, timeout=timeout,
                                 prometheus_in_use="prometheus" not in skip)
+    options.start()  # the deadline counts from here: reading the project is part of the run
+    project = load_project_for(config, csv)
     checks = verifying.run(project, options, groups)
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),

@@ -48,7 +48,8 @@ def _work(group: str, runner, project: Project, options: Options, out: "queue.Qu
 
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS) -> list[Check]:
     runners = _runners()
-    options.start()
+    if not options.deadline:
+        options.start()
     out: queue.Queue = queue.Queue()
     results: dict[str, list[Check]] = {group: [] for group in groups}
     for group in groups:
