@@ -2,10 +2,12 @@
 runner does (`bash -eo pipefail`), against local stand-ins — the Grafana API test server, moto's
 CloudWatch, the Kubernetes API test server and a real Prometheus scraping a replayed exporter.
 
-Stand-ins replace what only exists on a runner: `actions/checkout` (the repository is already
-here), `make install` (gpudash is already installed; its pacing waits are skipped),
-`aws-actions/configure-aws-credentials` (moto's endpoint and test keys), `aws eks
-update-kubeconfig` and `kubectl apply --server-side` (tests/support/standins.py)."""
+`kubectl` is the real one when it is installed (the test server then speaks TLS and serves the
+discovery and OpenAPI documents kubectl reads). Stand-ins replace what only exists on a runner:
+`actions/checkout` (the repository is already here), `make install` (gpudash is already
+installed; its pacing waits are skipped), `aws-actions/configure-aws-credentials` (moto's endpoint
+and test keys), `aws eks update-kubeconfig`, and kubectl where it is not installed
+(tests/support/standins.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ class Runner:
         env.update({key: self.expand(value) for key, value in job.get("env", {}).items()})
         env.update({"PATH": f"{self.tools}:{env['PATH']}", "PYTHONPATH": str(REPO),
                     "HOME": str(self.repo.parent / "home"), "KUBECONFIG": str(self.repo.parent / "home/.kube/config"),
-                    "KUBE_TEST_SERVER": self.variables["KUBE_TEST_SERVER"]})
+                    "KUBE_TEST_SERVER": self.variables["KUBE_TEST_SERVER"],
+                    "KUBE_TEST_CA": self.variables.get("KUBE_TEST_CA", "")})
         results = []
         for step in job["steps"]:
             name = step.get("name") or step.get("uses") or step["run"].splitlines()[0]
@@ -126,7 +129,8 @@ def stack(reference, tmp_path_factory):
             prometheus.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
             moto.put_dcgm_metrics(WORKLOAD_POD)
             cluster = KubeCluster(reference)
-            with KubeTestServer(cluster) as kube:
+            real_kubectl = shutil.which("kubectl") is not None and shutil.which("openssl") is not None
+            with KubeTestServer(cluster, tls=real_kubectl, reference=reference) as kube:
                 yield {"grafana": grafana, "moto": moto, "kube": kube, "cluster": cluster, "prometheus": prometheus}
 
 
@@ -154,11 +158,12 @@ def _generate(repo: Path) -> None:
 def test_the_readme_workflow_checks_plans_and_publishes(stack, repository, tmp_path):
     tools = tmp_path / "tools"
     tools.mkdir()
-    for name in ("kubectl", "aws"):
+    for name in ("aws",) if stack["kube"].ca_data else ("kubectl", "aws"):
         _tool(tools, name)
     runner = Runner(repository, tools, {
         "GRAFANA_URL": stack["grafana"].url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": stack["prometheus"].url,
         "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/gpudash-ci", "KUBE_TEST_SERVER": stack["kube"].url,
+        "KUBE_TEST_CA": stack["kube"].ca_data or "",
     }, stack["moto"].url)
     _generate(repository)  # the user generates and commits build/
 
@@ -167,6 +172,9 @@ def test_the_readme_workflow_checks_plans_and_publishes(stack, repository, tmp_p
     assert [(name, code) for name, code, _ in results] == [
         ("build/ is what the definitions generate", 0), ("Lint what ships", 0), ("Cluster access", 0),
         ("Publish", 0)], results
+    assert "configmap/prometheus-cwagentconfig serverside-applied" in results[-1][2]
+    assert "prometheusrule.monitoring.coreos.com/gpudash-gpu-alerts serverside-applied" in results[-1][2] or \
+        not stack["kube"].ca_data  # what the real kubectl prints
     assert sorted(stack["grafana"].state.dashboards) == [
         "gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
     alarms = stack["moto"].client("cloudwatch", "us-east-1").describe_alarms()["MetricAlarms"]

@@ -120,8 +120,13 @@ def _status(code: int, reason: str, message: str) -> dict[str, Any]:
 
 
 class KubeTestServer(LoopbackServer):
-    def __init__(self, cluster: KubeCluster):
+    """`tls=True` serves HTTPS with a fresh certificate, plus the discovery and OpenAPI documents
+    `kubectl apply --server-side` reads (tests/support/kube_discovery.py): then real kubectl works."""
+
+    def __init__(self, cluster: KubeCluster, tls: bool = False, reference: Path | None = None):
         self.cluster = cluster
+        self.ca_data = None
+        self.documents: dict[str, Any] = {}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -155,11 +160,26 @@ class KubeTestServer(LoopbackServer):
 
         self._serve(Handler)
         self.url = f"http://{self.address}"
+        if tls:
+            import ssl
+
+            from tests.support import kube_discovery
+
+            issued = kube_discovery.certificate()
+            if issued is None:
+                raise RuntimeError("openssl is needed to serve TLS")
+            cert, key, self.ca_data = issued
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(cert), str(key))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.url = f"https://{self.address}"
+            self.documents = kube_discovery.documents(reference)
 
     def kubeconfig(self, path: Path) -> Path:
         path.write_text(yaml.safe_dump({
             "apiVersion": "v1", "kind": "Config", "current-context": "test",
-            "clusters": [{"name": "test", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "test", "cluster": {"server": self.url, **(
+                {"certificate-authority-data": self.ca_data} if self.ca_data else {})}}],
             "users": [{"name": "test", "user": {"token": TOKEN}}],
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "test"}}]}))
         return path
@@ -198,6 +218,8 @@ class KubeTestServer(LoopbackServer):
     def route(self, path: str, query: dict[str, list[str]]):
         c = self.cluster
         not_found = (404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
+        if path in self.documents:
+            return 200, self.documents[path]
         if path == "/api/v1/nodes":
             return 200, _list("Node", c.nodes)
         if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+)", path):

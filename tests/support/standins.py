@@ -5,7 +5,8 @@ advances without sleeping (the behaviour is the real one; only the waiting is sk
 `kubectl apply --server-side [-n NS] -f FILE...` sends each object as a server-side apply through
 the official Kubernetes client to the cluster named by $KUBECONFIG, with kubectl's namespace rules
 (the object's own namespace, else -n, else `default`; a clash is an error). `aws eks
-update-kubeconfig` writes a kubeconfig for the Kubernetes API test server at $KUBE_TEST_SERVER.
+update-kubeconfig` writes a kubeconfig for the Kubernetes API test server at $KUBE_TEST_SERVER
+(trusting $KUBE_TEST_CA when it serves TLS).
 Run as `python -m tests.support.standins gpudash|kubectl|aws ARGS...`.
 """
 
@@ -75,7 +76,8 @@ def aws(args: list[str]) -> int:
     name = (_option(args, "--name") or ["cluster"])[0]
     path.write_text(yaml.safe_dump({
         "apiVersion": "v1", "kind": "Config", "current-context": name,
-        "clusters": [{"name": name, "cluster": {"server": os.environ["KUBE_TEST_SERVER"]}}],
+        "clusters": [{"name": name, "cluster": {"server": os.environ["KUBE_TEST_SERVER"], **(
+            {"certificate-authority-data": os.environ["KUBE_TEST_CA"]} if os.environ.get("KUBE_TEST_CA") else {})}}],
         "users": [{"name": name, "user": {"token": TOKEN}}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name}}]}))
     print(f"Added new context {name} to {path}")
