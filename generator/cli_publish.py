@@ -161,13 +161,12 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .publish import pending
     from .targets import cloudwatch_sync, grafana_sync
+    from .targets.deadline import Deadline
     from .targets.progress import Progress
 
     project, desired = _desired(config, csv, from_dir)
     changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
-        from .targets.deadline import Deadline
-
         client = _grafana_client(insecure, token_file, Deadline(command="plan"))
         changes += grafana_sync.plan(client, desired.grafana, desired.folder,
                                      uid_prefix=project.settings.grafana["uid_prefix"], progress=Progress())
@@ -176,7 +175,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
                  "or pass --no-grafana to leave it out")
     if use_cloudwatch is not False:
-        cloudwatch = _cloudwatch(profile, endpoint_url)
+        cloudwatch = _cloudwatch(profile, endpoint_url, Deadline(command="plan"))
         if use_cloudwatch is None and not cloudwatch.has_credentials():
             _skipped("CloudWatch", "no AWS credentials found", "configure AWS credentials (AWS_PROFILE, the "
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "

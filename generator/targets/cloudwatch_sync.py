@@ -25,6 +25,7 @@ from .cloudwatch_api import CloudWatch
 from .progress import Progress, Silent
 
 BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
+READERS = 4  # dashboards read at once per Region
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
 Tick = Callable[[], None]
 
@@ -176,11 +177,14 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                      progress: Tick) -> list[Change]:
-    changes = []
-    for name, desired in sorted(dashboards.items()):
-        changes.append(_plan_dashboard(name, region, desired, _read_dashboard(cloudwatch, region, name)))
+    """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota)."""
+    def read(name: str) -> Change:
+        change = _plan_dashboard(name, region, dashboards[name], _read_dashboard(cloudwatch, region, name))
         progress()
-    return changes
+        return change
+
+    with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
+        return list(pool.map(read, sorted(dashboards)))
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,

@@ -22,6 +22,7 @@ NAMES = ["gpudash-gpu-cluster-by-pod", "gpudash-gpu-cluster-health", "gpudash-gp
 def moto():
     with MotoServer() as server:
         yield server
+        server.reset()  # moto's state is per process: leave none to the next test module
 
 
 _BUILT: dict = {}
