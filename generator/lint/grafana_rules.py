@@ -11,6 +11,7 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..catalog import Catalog
+from ..serialize import to_json
 from . import Finding, Rule, schema_message
 from .promql_checks import COUNTER_FUNCTIONS, Selector, parse, range_windows, selectors
 
@@ -216,7 +217,7 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
 
 def configmap_size(subject: GrafanaSubject) -> Iterable[Finding]:
     for dashboard in subject.dashboards:
-        size = len(json.dumps(dashboard.model, indent=2, sort_keys=True))
+        size = len(to_json(dashboard.model))  # the bytes the ConfigMap carries
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", _where(dashboard),
                           f"{size} bytes: too large for client-side kubectl apply; use --server-side")
