@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .catalog import Catalog
-from .errors import InputError
+from .errors import EXIT_INPUT, InputError
 from .model import DefinitionError, _caller
 from .reading import list_folder
 from .resources import known_fields
@@ -31,6 +31,7 @@ from .settings import Levels, Settings
 
 TIME_LIMIT_VARIABLE = "GPUDASH_DEFINITION_TIME_LIMIT"
 DEFAULT_TIME_LIMIT = 60.0  # seconds for all definitions of one kind; a definition that needs more is stuck
+STUBBORN_FIRINGS = 6  # half-second repeats of the time limit before a definition that swallows it is ended
 
 
 class UnknownMetric(DefinitionError):
@@ -123,7 +124,16 @@ def _deadline(seconds: float) -> Iterator[None]:
         yield
         return
 
+    fired = []
+
     def expired(signum, frame):
+        fired.append(frame)
+        if len(fired) > STUBBORN_FIRINGS:  # a bare `except:` in a loop keeps swallowing TimeLimit
+            where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "a definition"
+            os.write(2, f"error: {where}: the definition did not finish within {seconds:g} s and would not "
+                        f"stop (it catches every exception)\n  fix: fix the loop; if it really needs longer, "
+                        f"set {TIME_LIMIT_VARIABLE}=<seconds>\n".encode())
+            os._exit(EXIT_INPUT)
         raise TimeLimit()
 
     previous = signal.signal(signal.SIGALRM, expired)

@@ -79,6 +79,21 @@ def test_an_endless_definition_is_stopped_with_its_file_and_line(tmp_path):
     assert "GPUDASH_DEFINITION_TIME_LIMIT" in result.stderr  # how to give it longer
 
 
+def test_a_definition_that_swallows_every_exception_is_still_ended(tmp_path):
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "spin.py").write_text("while True:\n    try:\n        while True:\n            pass\n"
+                                                      "    except:\n        pass\n")
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    (tmp_path / "build").mkdir()
+    env = {**os.environ, "GPUDASH_DEFINITION_TIME_LIMIT": "0.3", "PYTHONPATH": str(REPO)}
+    result = subprocess.run([*GPUDASH, "generate", "--out", "build"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "spin.py:" in result.stderr and "would not stop" in result.stderr
+    assert result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
+    assert list((tmp_path / "build").iterdir()) == []
+
+
 def _gpudash(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("GPUDASH_CONFIG", None)
