@@ -182,16 +182,16 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         """Per-GPU lines (every GPU its own series), combined into one line by metric math."""
         return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math)
 
+    if agg == "count":  # GPUs (series) reporting, whatever the field's kind
+        if one_gpu:
+            return line("COUNT", "{q} * 0 + 1", n)
+        return split("COUNT", "SUM({q} * 0 + 1)") if split_ok else line("COUNT", f"{{q}} / {number(n)}", n, True)
     if not field.is_counter:
         if agg in ("avg", "min", "max"):
             return line(MI_FUNCTIONS[agg])
-        if agg == "sum":
-            if one_gpu:  # one GPU per line: its sum is its average
-                return line("AVG")
-            return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
-        if one_gpu:  # count: 1 for each GPU while it reports
-            return line("COUNT", "{q} * 0 + 1", n)
-        return split("COUNT", "SUM({q} * 0 + 1)") if split_ok else line("COUNT", f"{{q}} / {number(n)}", n, True)
+        if one_gpu:  # sum: one GPU per line, its sum is its average
+            return line("AVG")
+        return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
 
     if query.as_increase:
         if agg == "sum" or one_gpu:

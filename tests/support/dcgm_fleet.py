@@ -143,6 +143,10 @@ def _series_label(query, gpu: Gpu) -> str | None:
         return f"Pod {gpu.namespace}/{gpu.pod}"
     if keys == ["node", "gpu"]:
         return f"{gpu.node} GPU {gpu.index}"
+    if keys == ["node"]:
+        return gpu.node
+    if keys == ["gpu"]:
+        return str(gpu.index)
     raise AssertionError(f"no truth for grouping {keys}")
 
 

@@ -180,3 +180,125 @@ def test_scale_to_zero_leaves_out_what_cloudwatch_cannot_tell(project_dir):
     (missing,) = [a for a in project.alarms if a.absent]
     assert alert_name(missing) == "GpudashGpuDataMissing"
     assert prometheus_expression(missing, project.catalog, project.settings) == 'up{exporter_pod!=""} == 0'
+
+
+COMBINATIONS = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+FIELDS = (("DCGM_FI_DEV_POWER_USAGE", False), ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", False),
+          ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True), ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", False))
+GROUPS = ((), ("pod",), ("namespace", "pod"), ("node", "gpu"), ("node",), ("gpu",))
+
+
+def dashboards(ctx):
+    panels = []
+    for metric, increase in FIELDS:
+        for aggregation in ("avg", "sum", "max", "min", "count"):
+            for by in GROUPS:
+                for kind in ("timeseries", "stat"):
+                    title = f"{metric} {'increase' if increase else ''} {aggregation} by {'+'.join(by) or 'all'} {kind}"
+                    panels.append(Panel(title, Query(metric, aggregation, by, as_increase=increase), kind=kind,
+                                        description="every combination"))
+    yield Dashboard(id="combos", title="Combinations", rows=[Row("all", panels)])
+'''
+
+
+def test_every_combination_is_true_or_left_out_and_named(project_dir):
+    """Any aggregation of a gauge, a counter rate or a counter increase, by any grouping, in a chart or a
+    single value: CloudWatch shows the truth, or the panel stays on Grafana and the header says so."""
+    config = project_dir("cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", dashboards={"combos.py": COMBINATIONS})
+    project = load_project(config)
+    files = build(project)
+    datapoints = _run(files, project)
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"])["DashboardBody"])
+    header = body["widgets"][0]["properties"]["markdown"]
+    shown = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
+    counts = {"shown": 0, "left out": 0}
+    for panel in dashboard.panels():
+        if panel.title not in shown:
+            assert f"{panel.title} (" in header, panel.title
+            counts["left out"] += 1
+            continue
+        properties = shown[panel.title]
+        query = panel.queries[0]
+        period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
+        expected = truth(query, project.catalog.get(query.metric), START, END, period)
+        expected = {(label or panel.title): series for label, series in expected.items()}
+        lines = cloudwatch_eval.widget(properties, datapoints, START, END)
+        assert set(lines) == set(expected), panel.title
+        for label, series in expected.items():
+            assert set(lines[label]) == set(series), (panel.title, label)
+            for bucket, value in series.items():
+                assert _close(lines[label][bucket], value), (panel.title, label, bucket, lines[label][bucket], value)
+        counts["shown"] += 1
+    # Left out: the max or min over the GPUs of a pod, node or index of per-GPU rates or increases.
+    assert counts == {"shown": 192, "left out": 48}
+
+
+ALARM_COMBINATIONS = '''
+from generator.model import Alarm, Condition, Query
+
+CASES = {CASES!r}
+
+
+def alarms(ctx):
+    for index, (metric, increase, aggregation, by, comparison, threshold) in enumerate(CASES):
+        yield Alarm(f"combo-{{index}}", "combination", Condition(Query(metric, aggregation, tuple(by),
+                    as_increase=increase), comparison, threshold), missing_data="notBreaching")
+'''
+
+
+def _label(key: tuple) -> str:
+    dims = dict(key)
+    if "pod" in dims:
+        return f"Pod {dims['namespace']}/{dims['pod']}"
+    if "gpu" in dims:
+        return f"{dims['node']} GPU {dims['gpu']}"
+    return dims.get("node", "")
+
+
+def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(project_dir):
+    """Thresholds are set between the true values, so an alarm that compared observations, single deltas or
+    per-scrape sums instead of the condition's meaning would fire for the wrong pods or GPUs."""
+    from generator.cloudwatch_shape import Unsupported, plan
+    from generator.model import Query
+
+    base = load_project()
+    cases, refused = [], 0
+    for metric, increase in (("DCGM_FI_DEV_POWER_USAGE", False), ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", False),
+                             ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True), ("DCGM_FI_DEV_FB_USED", False)):
+        for aggregation in ("avg", "sum", "max", "min", "count"):
+            for by in ((), ("pod",), ("node", "gpu"), ("node",)):
+                query = Query(metric, aggregation, by, as_increase=increase)
+                try:
+                    plan(query, base.catalog, base.settings, 300, alarm=True)
+                except Unsupported:
+                    refused += 1  # generate refuses these with the definition's file and line
+                    continue
+                values = sorted(series[END - 300] for series in
+                                truth(query, base.catalog.get(metric), END - 300, END, 300).values())
+                middle = values[len(values) // 2] if len(values) > 1 else values[0] * 0.9
+                for comparison in (">", "<="):
+                    cases.append((metric, increase, aggregation, list(by), comparison, float(middle)))
+    assert refused == 12  # the max or min over several GPUs of per-GPU rates or increases
+    folder = project_dir("alarms:\n  actions:\n    warning: []\n")
+    (folder.parent / "alarms").mkdir()
+    (folder.parent / "alarms" / "combos.py").write_text(ALARM_COMBINATIONS.replace("{CASES!r}", repr(cases))
+                                                        .replace("{{index}}", "{index}"))
+    with folder.open("a") as settings:
+        settings.write("definitions:\n  alarms: [alarms]\n")
+    project = load_project(folder)
+    files = build(project)
+    datapoints = _run(files, project)
+    requests = _alarms(files)
+    checked = 0
+    for index, (metric, increase, aggregation, by, comparison, threshold) in enumerate(cases):
+        name = f"combo-{index}-warning"
+        query = Query(metric, aggregation, tuple(by), as_increase=increase)
+        expected = {label for label, series in truth(query, project.catalog.get(metric), END - 300, END, 300).items()
+                    if {">": series[END - 300] > threshold, "<=": series[END - 300] <= threshold}[comparison]}
+        fired = {_label(key) for key in _firing(requests[name], datapoints)}
+        assert fired == expected, (name, metric, increase, aggregation, by, comparison, threshold)
+        checked += 1
+    assert checked >= 100

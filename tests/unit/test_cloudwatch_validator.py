@@ -156,3 +156,11 @@ def test_duplicate_names_and_quota(good):
     many = [{"Region": "us-east-1", "Request": {**item["Request"], "AlarmName": f"a{i}"}} for i in range(201)]
     (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject({}, many, good.settings))
     assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
+
+
+def test_top_pods_500_passes_the_dashboard_limit(project_dir):
+    """Settings allow 500 pods per chart; the per-pod dashboard then asks for more than 2,500 metrics."""
+    subject = cloudwatch_subject(load_project(project_dir("cloudwatch:\n  top_pods: 500\n")))
+    findings = [f for f in run(RULES, subject) if f.rule == "CW011"]
+    assert [f.where for f in findings] == ["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"]
+    assert "a dashboard shows at most 2,500" in findings[0].message
