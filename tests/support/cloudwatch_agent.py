@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,28 @@ class Scrape:
     target_labels: dict[str, str]
 
 
+_SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$')
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def exposition(text: str):
+    """(name, type, labels, value) of each sample in Prometheus text format; the type from `# TYPE`."""
+    kinds: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(None, 3)
+            kinds[name] = kind.strip()
+            continue
+        if not line or line.startswith("#"):
+            continue
+        match = _SAMPLE.match(line)
+        assert match, f"not an exposition sample: {line}"
+        name, labels, value = match.groups()
+        parsed = {k: re.sub(r"\\(.)", r"\1", v) for k, v in _LABEL.findall(labels or "")}
+        yield name, kinds.get(name, "untyped"), parsed, float(value)
+
+
 def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
     """(cwagentconfig.json, the scrape job) from a generated ConfigMap file."""
     documents = list(yaml.safe_load_all(configmaps_yaml))
@@ -68,8 +89,16 @@ class Agent:
         self.declarations = [d for d in emf.get("metric_declaration", [])
                              if d.get("source_labels") and d.get("metric_selectors")]
         self._previous: dict[tuple, float] = {}
+        self._sets: dict[tuple, list[tuple[str, ...]]] = {}
 
     def _dimension_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
+        key = (name, tuple(sorted(labels)), tuple(labels.get(l, "") for d in self.declarations
+                                                   for l in d["source_labels"]))
+        if key not in self._sets:
+            self._sets[key] = self._match(name, labels)
+        return self._sets[key]
+
+    def _match(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         sets: list[tuple[str, ...]] = []
         for declaration in self.declarations:
             values = ";".join(labels.get(label, "") for label in declaration["source_labels"])
@@ -84,30 +113,24 @@ class Agent:
 
     def scrape(self, scrape: Scrape, keep: str = r"DCGM_.*") -> list[Datapoint]:
         result = []
-        for family in text_string_to_metric_families(scrape.payload):
-            if family.type not in ("gauge", "counter", "summary") or family.name == "up" \
-                    or family.name.startswith("scrape_"):
+        for name, kind, sample_labels, value in exposition(scrape.payload):
+            if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
-            for sample in family.samples:
-                # prometheus_client's parser adds _total to counter samples; the agent keeps the exposed name
-                name = sample.name if re.search(rf"^{re.escape(sample.name)}[{{ ]", scrape.payload, re.M) \
-                    else family.name
-                if not re.fullmatch(keep, name):
-                    continue  # the scrape job's metric_relabel_configs keep filter
-                labels = {k: v for k, v in {**sample.labels, **scrape.target_labels}.items() if v != ""}
-                if self.cluster_name:
-                    labels["ClusterName"] = self.cluster_name
-                value = float(sample.value)
-                if family.type == "counter":
-                    key = (name, tuple(sorted(labels.items())))
-                    previous = self._previous.get(key)
-                    self._previous[key] = value
-                    if previous is None:
-                        continue
-                    value = value - previous if value >= previous else value  # a reset starts over
-                for dims in self._dimension_sets(name, labels):
-                    result.append(Datapoint(self.namespace, name,
-                                            tuple(sorted((d, labels[d]) for d in dims)), scrape.timestamp, value))
+            if not re.fullmatch(keep, name):
+                continue  # the scrape job's metric_relabel_configs keep filter
+            labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
+            if self.cluster_name:
+                labels["ClusterName"] = self.cluster_name
+            if kind == "counter":
+                key = (name, tuple(sorted(labels.items())))
+                previous = self._previous.get(key)
+                self._previous[key] = value
+                if previous is None:
+                    continue
+                value = value - previous if value >= previous else value  # a reset starts over
+            for dims in self._dimension_sets(name, labels):
+                result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
+                                        scrape.timestamp, value))
         return result
 
     def run(self, scrapes: Iterable[Scrape]) -> list[Datapoint]:

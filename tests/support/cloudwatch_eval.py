@@ -75,10 +75,25 @@ def parse(text: str) -> Query:
                  _names(match["group"] or ""), order, int(match["limit"]) if match["limit"] else None)
 
 
+_INDEX: dict[int, tuple[list, dict[str, list[Datapoint]]]] = {}
+
+
+def _by_metric(datapoints: list[Datapoint]) -> dict[str, list[Datapoint]]:
+    """Datapoints by metric name, built once per list (the list is kept so its id stays its own)."""
+    cached = _INDEX.get(id(datapoints))
+    if cached is None or cached[0] is not datapoints:
+        index: dict[str, list[Datapoint]] = {}
+        for point in datapoints:
+            index.setdefault(point.metric, []).append(point)
+        cached = _INDEX[id(datapoints)] = (datapoints, index)
+    return cached[1]
+
+
 def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, end: float, period: int) -> Result:
     query = parse(text)
     buckets: dict[tuple, dict[int, list[float]]] = {}
-    for point in datapoints:
+    points = _by_metric(datapoints) if isinstance(datapoints, list) else {query.metric: list(datapoints)}
+    for point in points.get(query.metric, []):
         dims = point.dims()
         if point.namespace != query.namespace or point.metric != query.metric or set(dims) != set(query.schema):
             continue

@@ -302,3 +302,22 @@ def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(proje
         assert fired == expected, (name, metric, increase, aggregation, by, comparison, threshold)
         checked += 1
     assert checked >= 100
+
+
+def test_recorded_payloads_publish_both_sets_or_only_the_gpu_set(fleet, reference):
+    """A real A10G payload with a workload pod, and a recorded payload of a GPU no pod holds."""
+    from tests.support.cloudwatch_agent import Scrape
+    from tests.support.dcgm_fleet import target_labels
+
+    project, files, _ = fleet
+    config, job = agent_config(files[AGENT_FILE])
+    # The README's payload writes pod="" for a GPU no pod holds: an empty label is no label.
+    for name, metric, pod in (("blog-a10g-k8s.prom", "DCGM_FI_DEV_GPU_UTIL", ("kube-system", "gpu-burn-c68d8c774-ltg9s")),
+                              ("dcgm-exporter-readme-k8s.prom", "DCGM_FI_DEV_SM_CLOCK", None)):
+        lines = (reference / "exporter" / name).read_text().splitlines()
+        payload = "\n".join(line for line in lines if line.strip() != "...") + "\n"  # the README elides lines
+        points = Agent(config).run([Scrape(t, payload, target_labels(job, "ip-10-0-1-1")) for t in (0, 30)])
+        util = {p.dimensions for p in points if p.metric == metric}
+        assert (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "ip-10-0-1-1")) in util, name
+        per_pod = {p.dims()["pod"] and (p.dims()["namespace"], p.dims()["pod"]) for p in points if "pod" in p.dims()}
+        assert per_pod == ({pod} if pod else set()), name
