@@ -197,7 +197,10 @@ def _grouping_labels(expr: str) -> set[str]:
 
 
 def labels_delivered(subject: FeedSubject) -> Iterable[Finding]:
-    available = _published_labels(subject)
+    # The workload labels arrive under the names the settings declare on the scrape path in use
+    # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours).
+    declared = subject.project.settings.labels
+    available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container}
     for dashboard in subject.dashboards:
         for panel in dashboard.model.get("panels", []):
             for target in panel.get("targets", []):

@@ -229,6 +229,15 @@ def test_a_label_the_scrape_job_does_not_deliver_fails(project_dir):
     assert [f.message for f in findings] == ["label 'rack' is not on the series the scrape job delivers"]
 
 
+def test_the_operators_servicemonitor_labels_are_delivered_on_its_path(project_dir):
+    """labels.pod: exported_pod is the README's setting for the GPU operator's ServiceMonitor: PR002
+    warns that gpudash's own job would not give it, PR001 does not call every query wrong."""
+    project = load_project(project_dir("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                                       "  container: exported_container\n"))
+    assert _rule(_feed(project), "PR001") == []
+    assert [f.rule for f in _rule(_feed(project), "PR002")] == ["PR002"]
+
+
 def test_a_label_dropped_by_the_scrape_job_fails():
     project = load_project()
 
