@@ -164,3 +164,12 @@ def test_top_pods_500_passes_the_dashboard_limit(project_dir):
     findings = [f for f in run(RULES, subject) if f.rule == "CW011"]
     assert [f.where for f in findings] == ["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"]
     assert "a dashboard shows at most 2,500" in findings[0].message
+
+
+def test_generate_warns_when_alarms_notify_no_one(cli, tmp_path, project_dir):
+    code, _, stderr = cli("generate", "--out", str(tmp_path / "a"))
+    assert code == 0 and "9 of 9 CloudWatch alarms have no actions and notify no one" in stderr
+    config = project_dir("alarms:\n  actions:\n    critical: ['arn:aws:sns:us-east-1:123456789012:gpu']\n"
+                         "    warning: ['arn:aws:sns:us-east-1:123456789012:gpu']\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "b"))
+    assert code == 0 and "no actions" not in stderr
