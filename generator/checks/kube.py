@@ -8,7 +8,7 @@ so an object shaped unlike its API is a failed check, not a crash."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Iterator
 
 import yaml
 

@@ -125,7 +125,7 @@ def _pod_label(prometheus: Prometheus, project: Project) -> Check:
 
 def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:
     sources = project.settings.labels.node_sources
-    unnamed = "{" + ", ".join([f'__name__=~"DCGM_FI_.+"', *(f'{source}=""' for source in sources)]) + "}"
+    unnamed = "{" + ", ".join(['__name__=~"DCGM_FI_.+"', *(f'{source}=""' for source in sources)]) + "}"
     result = []
     for spelling in ("Hostname", "hostname"):
         if spelling not in sources and prometheus.query(f"count({_dcgm(spelling)})") \
