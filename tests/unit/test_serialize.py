@@ -136,7 +136,7 @@ _floats = st.floats() | st.sampled_from([1e-5, -7.5e-9, 1e16, 0.85, 1e-4, 2.0, m
 _values = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | _floats | _text,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_keys, inner, max_size=4), max_leaves=10)
-_fast = settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+_fast = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 @_fast
