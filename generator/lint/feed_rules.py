@@ -134,7 +134,18 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
     settings = subject.project.settings
     by_name = {c.name: c for c in subject.clusters()}
     published = {c.name: _published(_declarations(subject, c), settings.scrape["job_name"]) for c in subject.clusters()}
-    for where, metric, namespace, dims, cluster_name in _queried(subject):
+    queried = list(_queried(subject))
+    if settings.agent["metric_selection"] == "used":  # and nothing more: every published pair costs a metric each
+        wanted = {(metric, dims) for _, metric, _, dims, _ in queried}
+        for cluster in subject.clusters():
+            extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name]
+                            for m in subject.project.catalog if any(p.search(m.name) for p in patterns)
+                            and (m.name, d) not in wanted})
+            for metric, dims in extra:
+                yield Finding("AG001", "warning", agent_file(cluster),
+                              f"{metric} is published with dimensions [{dims}] but no CloudWatch widget or alarm "
+                              f"queries it (metric_selection: used)")
+    for where, metric, namespace, dims, cluster_name in queried:
         clusters = [by_name[cluster_name]] if cluster_name in by_name else list(subject.clusters())
         for cluster in clusters:
             prometheus = _prometheus(subject, cluster)

@@ -209,6 +209,19 @@ def test_a_queried_set_the_agent_does_not_publish_fails():
     assert not any("gpu-idle" in f.where for f in findings)  # the per-pod set is still there
 
 
+def test_used_selection_publishing_more_than_is_queried_warns(project_dir):
+    def extra(config):
+        for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
+            if "gpu" in declaration["dimensions"][0]:
+                declaration["metric_selectors"].append("^DCGM_FI_DEV_FB_FREE$")
+
+    project = load_project(project_dir("agent:\n  metric_selection: used\n"))
+    findings = _rule(_feed(project, lambda f: _edit_agent(f, extra)), "AG001")
+    assert [(f.severity, f.message) for f in findings] == [
+        ("warning", "DCGM_FI_DEV_FB_FREE is published with dimensions [ClusterName, gpu, node] but no CloudWatch "
+                    "widget or alarm queries it (metric_selection: used)")]
+
+
 def test_a_label_matcher_that_misses_the_job_fails():
     def other_job(config):
         for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
