@@ -51,6 +51,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/alarms.py
 	$(BIN)/python benchmarks/publish.py
 	$(BIN)/python benchmarks/verify.py
+	$(BIN)/python benchmarks/suite.py
 
 clean:
 	rm -rf $(VENV) build
