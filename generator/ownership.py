@@ -7,8 +7,9 @@ The evidence lives with each object:
   * CloudWatch dashboards carry `gpudash sha256:<hash>` in their header text, the hash of
     the body without that line; an edit in the console breaks the match.
   * CloudWatch alarms carry the tag ManagedBy=gpudash (ownership) and the tag
-    `gpudash:sha256` = the hash of the alarm's managed fields as gpudash wrote them. When the
-    live alarm no longer hashes to its tag, someone edited it in the console.
+    `gpudash:sha256`: the hash of the fields gpudash wrote and, if CloudWatch reports them in
+    another form, the hash of what it reported right after the write. When the live alarm no
+    longer hashes to what was reported, someone edited it in the console.
 """
 
 from __future__ import annotations
@@ -124,15 +125,26 @@ def alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm))
 
 
-def alarm_tags(request: dict[str, Any]) -> list[dict[str, str]]:
-    """The tags an alarm gpudash writes carries: the request's own plus the hash evidence."""
+def alarm_evidence(request_hash: str, reported_hash: str | None = None) -> str:
+    """The `gpudash:sha256` tag value: the hash of the request gpudash wrote, and, when CloudWatch
+    reports the alarm in another form (`<request>.<reported>`), the hash of what it reports."""
+    return request_hash if reported_hash in (None, request_hash) else f"{request_hash}.{reported_hash}"
+
+
+def read_alarm_evidence(tags: list[dict[str, str]]) -> tuple[str | None, str | None]:
+    """(hash of the request gpudash wrote, hash of the alarm as CloudWatch reported it then)."""
+    value = next((t.get("Value") for t in tags if t.get("Key") == ALARM_HASH_TAG), None)
+    if not value:
+        return None, None
+    request, _, reported = value.partition(".")
+    return request, reported or request
+
+
+def alarm_tags(request: dict[str, Any], reported_hash: str | None = None) -> list[dict[str, str]]:
+    """The tags an alarm gpudash writes carries: the request's own plus the evidence."""
     tags = [t for t in request.get("Tags", []) if t.get("Key") != ALARM_HASH_TAG]
-    return tags + [{"Key": ALARM_HASH_TAG, "Value": alarm_hash(request)}]
+    return tags + [{"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported_hash)}]
 
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:
     return ALARM_OWNER_TAG in tags
-
-
-def alarm_stamp(tags: list[dict[str, str]]) -> str | None:
-    return next((t.get("Value") for t in tags if t.get("Key") == ALARM_HASH_TAG), None)

@@ -18,8 +18,8 @@ from .. import diff
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import (ALARM_HASH_TAG, ALARM_OWNER_TAG, alarm_fields, alarm_hash, alarm_owned, alarm_stamp,
-                         alarm_tags, read_cloudwatch_stamp)
+from ..ownership import (ALARM_HASH_TAG, ALARM_OWNER_TAG, alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
+                         alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from . import prune_guard
 from .cloudwatch_api import CloudWatch
 from .progress import Progress, Silent
@@ -142,19 +142,23 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     if alarm is None:
         return Change("cloudwatch", "alarm", name, CREATE, region=region, live={"fields": None})
     live_fields, wanted = alarm_fields(alarm), alarm_fields(request)
+    reported = alarm_hash(alarm)
     change = Change("cloudwatch", "alarm", name, UNCHANGED, region=region,
-                    live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields})
+                    live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields, "hash": reported})
     differences = diff.fields(live_fields, wanted)
-    missing_tags = [t for t in alarm_tags(request) if t not in tags]
-    stamp = alarm_stamp(tags)
+    written, then = read_alarm_evidence(tags)
+    as_written = then == reported  # nobody changed it since gpudash wrote it
     if not alarm_owned(tags):
         change.action, change.details = FOREIGN, ["exists without the ManagedBy=gpudash tag; --force takes it over"]
-    elif not differences:
-        if missing_tags:  # nothing a person changed is at stake: only the evidence is restored
+    elif not differences or (as_written and written == alarm_hash(request)):
+        # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
+        change.live["as_generated"] = True
+        missing_tags = [t for t in alarm_tags(request, reported) if t not in tags]
+        if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
-    elif stamp == alarm_hash(alarm):
+    elif as_written:
         change.action, change.details = UPDATE, differences
-    elif stamp is None:
+    elif then is None:
         change.action = DRIFT
         change.details = [f"no {ALARM_HASH_TAG} tag to show it is as gpudash wrote it (live → generated below); "
                           "--force overwrites"] + differences
@@ -166,8 +170,8 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
     """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it."""
     live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
-    stamp = alarm_stamp(tags)
-    if stamp is not None and stamp != alarm_hash(alarm):
+    then = read_alarm_evidence(tags)[1]
+    if then is not None and then != alarm_hash(alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
             "--prune --force deletes it"])
@@ -281,19 +285,38 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: di
     return True
 
 
-def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> None:
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
+    """Write one alarm (fields, then tags); True when its fields were written."""
     what = f"CloudWatch alarm {change.name}"
-    tags = alarm_tags(request)
     live = change.live or {}
     if change.action == CREATE:
-        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
-        return
-    if live.get("fields") != alarm_fields(request):
-        # PutMetricAlarm ignores Tags on update (AWS does; send none so that no stand-in differs).
+        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": alarm_tags(request)})
+        return True
+    fields = not live.get("as_generated")
+    if fields:  # PutMetricAlarm ignores Tags on update (AWS does; send none so that no stand-in differs)
         cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
-    missing = [t for t in tags if t not in live.get("tags", [])]
-    if missing:  # after the fields: a lost tag write leaves an alarm as generated with an old hash, not drift
+    missing = [t for t in alarm_tags(request, None if fields else live.get("hash")) if t not in live.get("tags", [])]
+    if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=live["arn"], Tags=missing)
+    return fields
+
+
+def _record_reported(cloudwatch: CloudWatch, region: str, written: list[tuple[Change, dict[str, Any]]]) -> None:
+    """Read back the alarms whose fields were just written; where CloudWatch reports one in another
+    form than the request, keep the hash of that form in its evidence, so that it is not taken for
+    a console edit next time."""
+    if not written:
+        return
+    now = _describe(cloudwatch, region, names=[change.name for change, _ in written])
+    for change, request in written:
+        alarm = now.get(change.name)
+        if alarm is None:
+            raise _not_overwritten(change, "deleted by someone else right after it was written")
+        reported = alarm_hash(alarm)
+        if reported != alarm_hash(request):
+            tag = {"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported)}
+            cloudwatch.call(region, "TagResource", f"CloudWatch alarm {change.name}", ResourceARN=alarm["AlarmArn"],
+                            Tags=[tag])
 
 
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],
@@ -326,7 +349,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
             for change in batch:
                 record(change, error=exc)
             continue
-        deletes = []
+        deletes, done, written = [], [], []
         for change in batch:
             request = requests.get(change.name)
             moved = _moved(change, alarm_fields(now[change.name]) if change.name in now else None,
@@ -339,10 +362,18 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                 deletes.append(change)
             else:
                 try:
-                    _put_alarm(cloudwatch, region, change, request)
-                    record(change, done=True)
+                    if _put_alarm(cloudwatch, region, change, request):
+                        written.append((change, request))
+                    done.append(change)
                 except RemoteError as exc:
                     record(change, error=exc)
+        try:
+            _record_reported(cloudwatch, region, written)
+        except RemoteError as exc:  # the writes stand; only the check of how CloudWatch reports them is missing
+            cloudwatch.note(f"alarms written in {region} could not be read back ({exc.what}); if the next plan shows "
+                            "them as drift without anyone editing them, apply them with --force")
+        for change in done:
+            record(change, done=True)
         if deletes:
             try:
                 cloudwatch.call(region, "DeleteAlarms", f"CloudWatch alarms in {region}",

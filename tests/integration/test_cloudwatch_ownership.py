@@ -168,3 +168,28 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     assert code == 0 and report["written"] == [] and writes(proxy) == []
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
     assert proxy.operations.count("ListTagsForResource") == 9
+
+
+def _without_query_periods(body: bytes) -> bytes:
+    """A DescribeAlarms answer as a CloudWatch that reports alarms in its own form might give it."""
+    import json
+
+    answer = json.loads(body)
+    for alarm in answer.get("MetricAlarms", []):
+        for query in alarm.get("Metrics", []):
+            query.pop("Period", None)
+    return json.dumps(answer).encode()
+
+
+def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewritten(proxied):
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
+    code, report, _ = apply()
+    assert code == 0 and len(report["written"]) == 12
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == [] and report["refused"] == [] and writes(proxy) == []
+    edit_in_console(client)  # a real edit is still seen
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [EDITED]

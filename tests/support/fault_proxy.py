@@ -10,6 +10,7 @@ for the server or spoils its answer, a given number of times:
   body          forward, then answer 200 with `body` instead of the server's answer
   drip          forward, then send the answer `rate` bytes a second (until the proxy stops)
   before        run `callback()` (e.g. a person saving in the UI), then forward
+  rewrite       forward, then answer with `callback(body)` instead of the server's body
 
 A rule matches on method, a regex searched in the path, and optionally bytes the request body
 contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
@@ -35,7 +36,7 @@ from tests.support.loopback import LoopbackServer
 # Not passed on; Host is kept as the client sent it (a signed request, such as boto3's, covers it).
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "content-length"}
-ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before")
+ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before", "rewrite")
 HTML = b"<!doctype html><html><head><title>Sign in</title></head><body>Please sign in</body></html>"
 
 
@@ -123,6 +124,8 @@ class FaultProxy(LoopbackServer):
                     return self._answer(Answer(200, "OK", [("Content-Type", content)], rule.body or HTML))
                 if action == "drip":
                     return self._drip(answer, rule.rate)
+                if action == "rewrite":
+                    answer.body = rule.callback(answer.body)
                 self._answer(answer)
 
             def _head(self, answer: Answer, length: int) -> None:
