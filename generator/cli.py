@@ -58,6 +58,13 @@ class _ReaderGone(io.RawIOBase):
     def writable(self) -> bool:
         return True
 
+    # Still the same descriptor: colour, progress and click's own checks see a terminal as one.
+    def fileno(self) -> int:
+        return self.fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self.fd)
+
     def write(self, data) -> int:
         if not self.gone:
             try:

@@ -50,7 +50,7 @@ def test_installed_package_generates_outside_the_repository(tmp_path, checkout_u
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target)}
-    result = subprocess.run([sys.executable, "-c", "from generator.cli import main; main()", "generate",
+    result = subprocess.run([sys.executable, "-c", "from generator.cli import run; run()", "generate",
                              "--out", "out", "--output", "json"],
                             cwd=work, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

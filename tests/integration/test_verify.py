@@ -255,7 +255,7 @@ def _gpudash(*args, env=None, timeout=60, **kwargs):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-c", "from generator.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from generator.cli import run; run()", *args],
                           env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
@@ -368,7 +368,7 @@ def _on_a_terminal(*args, no_color: bool):
         env["NO_COLOR"] = "1"
     leader, follower = pty.openpty()
     try:
-        process = subprocess.Popen([sys.executable, "-c", "from generator.cli import main; main()", *args],
+        process = subprocess.Popen([sys.executable, "-c", "from generator.cli import run; run()", *args],
                                    env=env, stdout=follower, stderr=subprocess.DEVNULL)
         os.close(follower)
         chunks = []
