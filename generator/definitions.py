@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import importlib.util
 import os
 import signal
@@ -38,6 +39,14 @@ class UnknownMetric(DefinitionError):
     """A definition names a field that no DCGM version has: a typo, never a panel to drop quietly."""
 
 
+def unknown_metric_hint(name: str, catalog: Catalog) -> str:
+    """What to write instead of a name no DCGM field has: the closest field, collected ones first."""
+    collected = difflib.get_close_matches(name, [m.name for m in catalog], n=1, cutoff=0.8)
+    close = collected or difflib.get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
+    guess = f"did you mean {close[0]}? " if close else ""
+    return f"{guess}fix the name (`gpudash metrics` lists the fields your counters CSV collects)"
+
+
 @dataclass(frozen=True)
 class Context:
     """What a definition may read: the catalog and the settings."""
@@ -48,7 +57,8 @@ class Context:
 
     def _known(self, name: str, where: str) -> None:
         if name not in self.catalog and name not in known_fields():
-            raise UnknownMetric(f"unknown metric {name}: no DCGM field has this name", where)
+            raise UnknownMetric(f"unknown metric {name}: no DCGM field has this name", where,
+                                unknown_metric_hint(name, self.catalog))
 
     def has(self, *metrics: str) -> bool:
         """True when every named field is collected (listed in the counters CSV)."""
@@ -159,7 +169,7 @@ def _where_in(path: Path, exc: BaseException) -> str:
 def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> InputError:
     """The one message for a definition that failed while `doing` something."""
     if isinstance(exc, DefinitionError):
-        return InputError(str(exc), where=exc.where, hint="fix the definition")
+        return InputError(str(exc), where=exc.where, hint=exc.hint)
     where = _where_in(path, exc)
     if isinstance(exc, TimeLimit):
         return InputError(f"{doing} did not finish within {seconds:g} s (stopped here): an endless loop, or work "

@@ -45,9 +45,10 @@ def source_file(defined_at: str) -> str:
 class DefinitionError(ValueError):
     """A definition built an invalid model object; carries where it was built."""
 
-    def __init__(self, message: str, where: str):
+    def __init__(self, message: str, where: str, hint: str = "fix the definition"):
         super().__init__(message)
         self.where = where
+        self.hint = hint
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ def _check_queries(queries, catalog: Catalog) -> None:
                     f"({catalog.source})",
                     where=query.defined_at,
                     hint=f"add {name} to the counters CSV, or wrap the panel in ctx.available([...])" if known else
-                    "fix the name (`gpudash metrics` lists the fields your CSV collects)",
+                    definitions.unknown_metric_hint(name, catalog),
                 )
             if not catalog.get(name).is_series:
                 raise InputError(f"{name} is a label field, not a series: it cannot be charted",

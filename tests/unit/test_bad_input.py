@@ -249,7 +249,7 @@ CASES = [
 
     # --- definitions -----------------------------------------------------------------------------
     definition("unknown metric", {"mine.py": GOOD_DASHBOARD.replace("GPU_UTIL", "GPU_UTILISATION")}, "mine.py:5",
-               "unknown metric DCGM_FI_DEV_GPU_UTILISATION"),
+               "unknown metric DCGM_FI_DEV_GPU_UTILISATION", "did you mean DCGM_FI_DEV_GPU_UTIL?", "gpudash metrics"),
     definition("known field not collected", {"mine.py": GOOD_DASHBOARD.replace("GPU_UTIL", "GPU_TEMP")}, "mine.py:5",
                "DCGM_FI_DEV_GPU_TEMP is not collected"),
     definition("typo inside ctx.available", {
@@ -257,10 +257,10 @@ CASES = [
                 "def dashboards(ctx):\n    panels = ctx.available([\n"
                 "        per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util'),\n        per_pod('DCGM_FI_DEV_GPU_UTILISATION', 'Typo'),\n"
                 "    ])\n    return [Dashboard('t', 'T', [Row('r', panels)])]\n"}, "t.py:7",
-               "unknown metric DCGM_FI_DEV_GPU_UTILISATION"),
+               "unknown metric DCGM_FI_DEV_GPU_UTILISATION", "did you mean DCGM_FI_DEV_GPU_UTIL?", "gpudash metrics"),
     definition("typo inside ctx.has", {"h.py": "def dashboards(ctx):\n    if ctx.has('DCGM_FI_DEV_GPU_UTILZ'):\n"
                                                "        return []\n    return []\n"}, "h.py:2",
-               "unknown metric DCGM_FI_DEV_GPU_UTILZ"),
+               "unknown metric DCGM_FI_DEV_GPU_UTILZ", "did you mean DCGM_FI_DEV_GPU_UTIL?", "gpudash metrics"),
     definition("raises", {"boom.py": "x = 1\nraise RuntimeError('no GPUs today')\n"}, "boom.py:2",
                "RuntimeError: no GPUs today"),
     definition("syntax error", {"bad.py": "def dashboards(ctx)\n    pass\n"}, "bad.py:1", "SyntaxError"),
