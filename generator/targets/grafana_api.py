@@ -18,6 +18,7 @@ from ..errors import GpudashError, RemoteError
 from .deadline import Deadline, DeadlineExceeded
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
@@ -210,10 +211,27 @@ class GrafanaClient:
                                   hint="a folder with the same title may exist elsewhere: rename one of them")
 
     def search_tag(self, tag: str) -> list[dict[str, Any]]:
+        """Every dashboard with the tag. Grafana answers a page at a time (at most SEARCH_PAGE hits, fewer
+        when a proxy or release caps it), so pages are read until one is empty; a page that repeats
+        one already read (a server that ignores `page`) is not a valid answer."""
         what = f"search tag {tag}"
-        hits = self._request("GET", "/api/search", what=what, params={"type": "dash-db", "tag": tag, "limit": 5000})
-        ok = isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("uid"), str) for h in hits)
-        return self._shape(hits, ok, what, "a list of dashboards")
+        found: dict[str, dict[str, Any]] = {}
+        page = 1
+        while True:
+            hits = self._request("GET", "/api/search", what=what,
+                                 params={"type": "dash-db", "tag": tag, "limit": SEARCH_PAGE, "page": page})
+            ok = isinstance(hits, list) and all(isinstance(h, dict) and isinstance(h.get("uid"), str) for h in hits)
+            self._shape(hits, ok, what, "a list of dashboards")
+            if not hits:
+                return list(found.values())
+            repeated = [h["uid"] for h in hits if h["uid"] in found]
+            if repeated:
+                raise InvalidAnswer(f"Grafana's search answered page {page} with dashboards of an earlier page "
+                                    f"({repeated[0]}): the search cannot be read to its end", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself; a proxy may drop the `page` "
+                                         "parameter")
+            found.update((h["uid"], h) for h in hits)
+            page += 1
 
     def dashboard(self, uid: str) -> dict[str, Any] | None:
         what = f"dashboard {uid}"

@@ -2,7 +2,8 @@
 
 Ownership needs all the evidence: the `gpudash-managed` tag, a uid gpudash generates, and a
 version saved by gpudash (its message `gpudash sha256:<hash>`). A "Save as" copy keeps the tag but
-has another uid and no such version: it is never pruned or overwritten. A dashboard whose content
+has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
+pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force.
 """
 
@@ -76,12 +77,15 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     return change
 
 
-def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str) -> Change | None:
-    """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's."""
+def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str) -> Change | None:
+    """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
+
+    Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
+    project that publishes with the same uid prefix (or was moved there by a person)."""
     if not generated_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
-    if live is None or not _tagged(live["dashboard"]):
+    if live is None or not _tagged(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
         return None
     model = live["dashboard"]
     evidence, latest = _evidence(client, uid, model)
@@ -113,8 +117,8 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
         for hit in sorted(hits, key=lambda h: h["uid"]):
-            if hit["uid"] not in dashboards:
-                change = _plan_prune(client, hit["uid"], uid_prefix)
+            if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
+                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"])
                 if change is not None:
                     changes.append(change)
     return changes

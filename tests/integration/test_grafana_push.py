@@ -11,7 +11,7 @@ from generator.project import load_project
 from generator.publish import desired_from
 from generator.targets import grafana_sync
 from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
-from generator.targets.grafana_api import GrafanaClient
+from generator.targets.grafana_api import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
 from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer
@@ -352,3 +352,45 @@ def test_progress_on_a_terminal_moves_with_every_read(grafana):
     grafana_sync.plan(GrafanaClient(grafana.url, token=ADMIN), desired.grafana, desired.folder, uid_prefix="gpudash",
                       progress=Progress(screen))
     assert "reading Grafana" in screen.getvalue() and "100%" in screen.getvalue()
+
+
+def test_a_dashboard_another_gpudash_project_keeps_in_its_own_folder_is_never_pruned(grafana, run):
+    """Two projects share a Grafana and the default uid prefix: each prunes only inside its own folder."""
+    _push(run)
+    grafana.state.folders["team-b"] = {"id": 97, "uid": "team-b", "title": "Team B GPUs"}
+    model = {"uid": "gpudash-team-b", "title": "Team B GPUs", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store("gpudash-team-b", model, "team-b", grafana_message(model, ""), "gpudash-b")
+    before = json.dumps(grafana.state.dashboards["gpudash-team-b"], sort_keys=True)
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
+    assert json.loads(stdout)["summary"] == {"unchanged": 5} and code == 0
+    for flags in (("--prune",), ("--prune", "--force")):
+        code, stdout, stderr = _push(run, *flags)
+        assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    assert json.dumps(grafana.state.dashboards["gpudash-team-b"], sort_keys=True) == before
+
+
+def test_the_tag_search_is_read_page_by_page(grafana, run):
+    """Grafana answers a search one page at a time: every page is read, even pages shorter than asked for."""
+    _push(run)
+    project = load_project()
+    desired = desired_from(build(project), project.settings)
+    for n in range(7):
+        model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+    grafana.search_cap = 3  # a page smaller than the one asked for (a proxy, another Grafana release)
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
+    assert sorted(c.name for c in changes if c.action == "delete") == [f"gpudash-old-{n}" for n in range(7)]
+
+
+def test_a_search_that_repeats_its_pages_is_not_a_valid_answer(grafana):
+    """A server (or proxy) that ignores `page` would be read forever: the repeat is a remote failure."""
+    grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
+    for n in range(3):
+        model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+    grafana.ignore_search_page = True
+    grafana.search_cap = 2
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    with pytest.raises(InvalidAnswer, match="dashboards of an earlier page"):
+        client.search_tag(GRAFANA_OWNER_TAG)

@@ -89,6 +89,8 @@ class GrafanaTestServer(LoopbackServer):
         self.spec = Spec(spec_path)
         self.state = State()
         self.lock = threading.Lock()
+        self.ignore_search_page = False  # a server (or proxy) that answers page 1 to every page
+        self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -248,7 +250,9 @@ class GrafanaTestServer(LoopbackServer):
                              "uri": f"db/{_slug(dashboard.get('title', ''))}", "url": f"/d/{uid}",
                              "type": "dash-db", "tags": dashboard.get("tags", []), "isStarred": False,
                              "folderUid": entry["folderUid"], "slug": _slug(dashboard.get("title", ""))})
-        return 200, hits, "/search"
+        limit = min(int(query.get("limit", ["1000"])[0]), self.search_cap)  # Grafana's default page and its cap
+        page = 1 if self.ignore_search_page else max(int(query.get("page", ["1"])[0]), 1)
+        return 200, hits[(page - 1) * limit: page * limit], "/search"
 
     def _save(self, body: Any):
         path = "/dashboards/db"
