@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, plan
+from ..cloudwatch_shape import CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for, plan
 from ..errors import InputError
 from ..exporter_styles import style_for
 from ..model import Alarm, Condition, Query, source_file
@@ -95,9 +95,17 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     condition = cloudwatch_condition(alarm)
     plan_ = alarm_plan(alarm, catalog, settings)
     namespace, pod = static_pod(entry)
-    values = {CLUSTER_DIMENSION: cluster.name, settings.labels.namespace: namespace, settings.labels.pod: pod,
+    # CloudWatch dimension names (the agent's own scrape job), not the labels a Prometheus path uses.
+    values = {CLUSTER_DIMENSION: cluster.name, dimension_for("namespace", settings): namespace,
+              dimension_for("pod", settings): pod,
               "Namespace": settings.exporter["namespace"], "Service": style_for(settings).service,
               "job": settings.scrape["job_name"]}
+    unknown = [d for d in plan_.dims if not values.get(d)]
+    if unknown:
+        raise InputError(f"alarm {alarm.id!r}: a static per-pod alarm cannot name the value of "
+                         f"{', '.join(unknown)} for pod {entry}", where=alarm.defined_at,
+                         hint="keep cloudwatch.dimensions to ClusterName, namespace, pod, or use "
+                              "alarms.per_pod: group_by")
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, f"{namespace}-{pod}"))
     request.update({
         "Threshold": _threshold(alarm, plan_),

@@ -152,8 +152,10 @@ def test_data_missing_fires_when_data_stops_not_when_no_pod_holds_a_gpu(fleet):
     assert _firing(request, stopped) == {()}
 
 
-def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir):
-    config = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
+@pytest.mark.parametrize("labels", ["", "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"])
+def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels):
+    """Whatever labels.* says about a Prometheus path, the agent's own job names the dimensions pod / namespace."""
+    config = project_dir(labels + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
     project = load_project(config)
     files = build(project)
     datapoints = _run(files, project)
