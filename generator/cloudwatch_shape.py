@@ -41,6 +41,7 @@ NODE_DIMENSION = "node"  # the Kubernetes node, attached by gpudash's scrape job
 GPU_DIMENSION = "gpu"
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
+ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
 
 
 class Unsupported(ValueError):

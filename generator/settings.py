@@ -365,6 +365,24 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
                              hint="make warning lower than or equal to critical")
 
 
+def _seconds(interval: str) -> int:
+    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+
+
+def _check_period(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """CloudWatch sums and counts per group divide by the observations a GPU makes per period."""
+    interval = _seconds((document.get("scrape") or {}).get("interval", "30s"))
+    period = (document.get("cloudwatch") or {}).get("period", 300)
+    if interval and period % interval:
+        path = ["cloudwatch", "period"] if "period" in (document.get("cloudwatch") or {}) else ["scrape", "interval"]
+        line = _line_of(node, path)
+        raise InputError(f"cloudwatch.period {period} s is not a whole number of scrape intervals "
+                         f"(scrape.interval {interval} s): each GPU would report {period / interval:g} times "
+                         f"per period, and per-pod sums and counts would be off",
+                         where=f"{source}:{line}" if line else source,
+                         hint="pick a scrape.interval that divides cloudwatch.period (e.g. 15s, 30s, 60s for 300)")
+
+
 def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given") -> Settings:
     node = _compose(text, source)
     _check_tree(node, source)
@@ -381,6 +399,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
         raise InputError("the settings must be a YAML mapping of keys to values", where=f"{source}:1",
                          hint="start from the commented default: gpudash init-config")
     validate(document, source, node)
+    _check_period(document, source, node)
     document = _with_defaults(document, _schema(), _schema())
     clusters = tuple(Cluster(**c) for c in document["clusters"])
     seen: dict[str, int] = {}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Iterator
 
-from ..cloudwatch_shape import DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
+from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..render.alarms import MANAGED_TAG, METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path
 from ..settings import Settings
@@ -318,6 +318,20 @@ def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
                           "no ManagedBy=gpudash tag: gpudash could not tell it owns this alarm")
 
 
+def insights_window(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """A Metrics Insights alarm is evaluated over the latest 3 hours of data only."""
+    for item in subject.alarms:
+        request = item["Request"]
+        queries = [m for m in request.get("Metrics", []) if is_query(str(m.get("Expression", "")))]
+        if not queries:
+            continue
+        window = max(int(m.get("Period", 0)) for m in queries) * int(request.get("EvaluationPeriods", 1))
+        if window > ALARM_WINDOW_SECONDS:
+            yield Finding("AL009", "error", _alarm_where(item),
+                          f"Period x EvaluationPeriods spans {window / 3600:g} hours; CloudWatch evaluates a "
+                          f"Metrics Insights alarm over the latest 3 hours only")
+
+
 _ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "DESC",
               "LessThanThreshold": "ASC", "LessThanOrEqualToThreshold": "ASC"}
 
@@ -368,4 +382,5 @@ RULES = (
     Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
     Rule("AL007", "every alarm carries the ManagedBy=gpudash tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
+    Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
 )

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for, plan
+from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for, plan
 from ..errors import InputError
 from ..exporter_styles import style_for
 from ..model import Alarm, Condition, Query, source_file
@@ -131,6 +131,12 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
                              hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
                                   "group it by node and gpu, or give the Alarm a `cloudwatch=` condition") from None
+        window = alarm.period_seconds * alarm.evaluation_periods
+        if window > ALARM_WINDOW_SECONDS and not (alarm.per_pod and static):
+            raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
+                             f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
+                             f"the latest 3 hours of data only", where=alarm.defined_at,
+                             hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:

@@ -323,3 +323,35 @@ def test_recorded_payloads_publish_both_sets_or_only_the_gpu_set(fleet, referenc
         assert (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "ip-10-0-1-1")) in util, name
         per_pod = {p.dims()["pod"] and (p.dims()["namespace"], p.dims()["pod"]) for p in points if "pod" in p.dims()}
         assert per_pod == ({pod} if pod else set()), name
+
+
+def test_a_period_that_is_no_multiple_of_the_scrape_interval_is_refused(project_dir):
+    """Sums and counts per group divide by the observations one GPU makes per period: 300 s / 45 s is
+    6 or 7 observations, so such a widget would read 7 % off; 60 s periods of 2-minute scrapes twice."""
+    from generator.errors import InputError
+
+    for config in ("scrape:\n  interval: 45s\n", "scrape:\n  interval: 2m\ncloudwatch:\n  period: 60\n"):
+        with pytest.raises(InputError, match="cloudwatch.period"):
+            load_project(project_dir(config))
+
+
+def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(project_dir):
+    """CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only: an idle rule of
+    4 hours would never see its evaluation periods. Generate refuses it; lint flags a hand-made one."""
+    from generator.errors import InputError
+    from generator.lint.cloudwatch_rules import insights_window
+
+    with pytest.raises(InputError, match="3 hours"):
+        build(load_project(project_dir("thresholds:\n  idle_minutes: 240\n")))
+    project = load_project(project_dir("thresholds:\n  idle_minutes: 180\n"))
+    files = build(project)
+    requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    (idle,) = [r for r in requests if "gpu-idle" in r["Request"]["AlarmName"]]
+    assert idle["Request"]["EvaluationPeriods"] * idle["Request"]["Metrics"][0]["Period"] == 10800
+
+    class Subject:
+        alarms = [{"Region": "us-east-1", "Request": {**idle["Request"], "EvaluationPeriods": 48}}]
+
+    (finding,) = list(insights_window(Subject))
+    assert finding.rule == "AL009" and finding.severity == "error"
+    assert not list(insights_window(type("S", (), {"alarms": requests})))
