@@ -28,9 +28,12 @@ from .model import Query
 from .settings import Labels
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
-# fields, about 2**63 for integer fields. No real reading comes near 1e14, so values are
-# compared against it and blank samples drop out instead of wrecking averages.
+# fields, about 2**63 for integer fields. No gauge reading comes near 1e14, so gauges are
+# compared against it and blank samples drop out instead of wrecking averages. Counters are
+# integer fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): they
+# are compared against the integer sentinel only.
 BLANK_FLOOR = "1e14"
+COUNTER_BLANK_FLOOR = "9e18"
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 
@@ -133,8 +136,9 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
                   window: str, as_increase: bool) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase."""
     field = catalog.get(metric) if metric in catalog else None
-    readable = _raw(metric, branches, extra, "{} < " + BLANK_FLOOR)
-    if field is None or not field.is_counter:
+    counter = field is not None and field.is_counter
+    readable = _raw(metric, branches, extra, "{} < " + (COUNTER_BLANK_FLOOR if counter else BLANK_FLOOR))
+    if not counter:
         return readable if readable.startswith("(") else f"({readable})"
     if as_increase:
         change = _raw(metric, branches, extra, "increase({}[" + window + "])")

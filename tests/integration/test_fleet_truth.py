@@ -130,16 +130,17 @@ def stacks(tmp_path_factory, reference, exporters):
             servers[path.name] = Prometheus(workdir, config)
         with ThreadPoolExecutor(len(servers)) as pool:  # start them side by side
             list(pool.map(Prometheus.start, servers.values()))
-        series = sum(len(i.pods()) or 1 for node in FLEET for gpu in node.gpus for i in gpu.instances)
         for path in PATHS:
-            servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=series * len(path.clusters))
-        for path in PATHS:  # enough samples for a rate over the window
-            servers[path.name].wait_for("count_over_time(DCGM_FI_DEV_GPU_TEMP[5s]) >= 4",
-                                        count=series * len(path.clusters))
+            servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=_series(path))
         yield servers
     finally:
         for server in servers.values():
             server.stop()
+
+
+def _series(path: Path_) -> int:
+    """Series of one field the path's Prometheus holds: one per GPU, MIG instance and pod sharing it."""
+    return len(path.clusters) * sum(len(i.pods()) or 1 for node in FLEET for gpu in node.gpus for i in gpu.instances)
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +183,10 @@ def _render(template: str, labels: dict[str, str]) -> str:
     return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), template)
 
 
-def _close(actual: float, expected: float, counter: bool) -> bool:
-    return math.isclose(actual, expected, rel_tol=0.1 if counter else 1e-9, abs_tol=1e-9)
+def _close(actual: float, expected: float) -> bool:
+    """Equal but for float rounding: counters grow linearly with their own timestamps, and every
+    query runs at an instant whose rate window has a sample at each end (`settled_time`)."""
+    return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-9)
 
 
 def _panels(project, dashboard_uid: str) -> list[Panel]:
@@ -194,6 +197,7 @@ def _panels(project, dashboard_uid: str) -> list[Panel]:
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
+    at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))
     checked = 0
     for dashboard in grafana_dashboards(project):
         rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
@@ -201,7 +205,7 @@ def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
             assert panel["title"] == model.title
             for target, query in zip(panel["targets"], model.queries, strict=True):
                 where = f"{path.name}: {dashboard.uid} / {panel['title']}"
-                result = prometheus.query(_substitute(target["expr"]))
+                result = prometheus.query(_substitute(target["expr"]), at=at)
                 shown = {_render(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
                          for s in result}
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
@@ -209,8 +213,7 @@ def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
                     query = with_cluster(query)
                 expected = truth(query, _node_names(path, exporters), path.clusters)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
-                counter = query.metric in mixed_fleet.COUNTERS
-                wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k], counter)}
+                wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k])}
                 assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
                 checked += 1
     assert checked >= 30
@@ -255,11 +258,12 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, expor
     rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
              for r in g["rules"]}
     assert len(rules) >= 7
+    at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))  # 3 s of counters at least
     fired: dict[str, set[str]] = {}
     for alarm in project.alarms:
         rule = rules[alert_name(alarm)]
         condition = alarm.condition
-        result = prometheus.query(rule["expr"])
+        result = prometheus.query(rule["expr"], at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
             silent = [{"cluster": "north"}] if path.clusters != ("",) else []
             assert [s["metric"] for s in result] == silent, rule["expr"]

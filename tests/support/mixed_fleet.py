@@ -7,6 +7,10 @@ exporter version, the exporter pod's name in `Hostname` where NODE_NAME is not
 set, one series per MIG instance with `GPU_I_PROFILE`/`GPU_I_ID` and the device
 fields repeated on every instance (dcgm-exporter issues #50, #216, #272, #561),
 no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel.
+Counters carry their own timestamps on a whole-second grid and grow linearly with them, so a
+rate over any window with a sample at each end is exact whatever the machine's load
+(`settled_time` finds such an instant). The NVLink byte counter starts beyond 2^47, as a busy
+link's does after an hour or so.
 `truth` answers a neutral query from the facts, never from the payload.
 """
 
@@ -21,12 +25,17 @@ NOT_SUPPORTED = "9223372036854775794"  # DCGM's int64 "not supported" sentinel
 GAUGES = ("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE",
           "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_XID_ERRORS",
           "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-COUNTERS = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER")
+COUNTERS = ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+            "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL")
+# Where each counter starts: the NVLink byte counter of a busy link passes DCGM's float blank
+# (2^47 = 1.4e14) within hours, and is still a reading.
+COUNTER_START = {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": 3_000_000_000_000_000}
 FIELDS = GAUGES + COUNTERS
 # What each field is a fact about: the whole device, or one MIG instance.
 DEVICE = {"DCGM_FI_DEV_SM_CLOCK": "sm_clock", "DCGM_FI_DEV_MEMORY_TEMP": "memory_temp",
           "DCGM_FI_DEV_GPU_TEMP": "temp", "DCGM_FI_DEV_POWER_USAGE": "power", "DCGM_FI_DEV_XID_ERRORS": "xid",
-          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mw", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "replays_per_s"}
+          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": "energy_mw", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": "replays_per_s",
+          "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "nvlink_bytes_per_s"}
 INSTANCE_SUM = {"DCGM_FI_DEV_FB_USED": "fb_used", "DCGM_FI_DEV_FB_FREE": "fb_free"}
 INSTANCE_AVG = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": "engine"}
 
@@ -60,6 +69,7 @@ class Gpu:
     memory_temp: float | None  # None: "not supported" (GDDR boards)
     instances: tuple[Instance, ...]
     util: float = 0.0  # GPU utilization; MIG GPUs do not report it
+    nvlink_bytes_per_s: float = 40_000_000_000  # NVLink traffic, bytes per second
     model: str = "NVIDIA A10G"
 
     @property
@@ -138,7 +148,7 @@ FLEET = (
             )),
     )),
 )
-STARTED = time.time()
+STARTED = int(time.time())  # counters start here, on the whole second
 
 
 def _labels(node: Node, gpu: Gpu, instance: Instance, pod: tuple[str, str] | None) -> str:
@@ -154,7 +164,7 @@ def _labels(node: Node, gpu: Gpu, instance: Instance, pod: tuple[str, str] | Non
     return ",".join(parts)
 
 
-def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: float) -> str | None:
+def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: int) -> str | None:
     if metric == "DCGM_FI_DEV_GPU_UTIL":
         return instance.mig_util if gpu.mig else f"{gpu.util:g}"
     if metric in INSTANCE_SUM or metric in INSTANCE_AVG:
@@ -162,14 +172,15 @@ def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: float) -> str | N
     value = getattr(gpu, DEVICE[metric])
     if value is None:
         return NOT_SUPPORTED
-    if metric in COUNTERS:
-        return f"{1e9 + value * elapsed:.3f}"
+    if metric in COUNTERS:  # whole numbers: exact in float64 (below 2^53)
+        return f"{COUNTER_START.get(metric, 1_000_000_000) + int(value) * elapsed} {(STARTED + elapsed) * 1000}"
     return f"{value:g}"
 
 
 def payload(node: Node) -> str:
-    """/metrics of the node's exporter now (counters grow with time)."""
-    elapsed = time.time() - STARTED
+    """/metrics of the node's exporter now: counters stamped with the current whole second and
+    grown linearly with it (two scrapes in one second write the same sample)."""
+    elapsed = int(time.time()) - STARTED
     lines = []
     for metric in FIELDS:
         lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} {'counter' if metric in COUNTERS else 'gauge'}"]
@@ -180,6 +191,23 @@ def payload(node: Node) -> str:
                     if value is not None:
                         lines.append(f"{metric}{{{_labels(node, gpu, instance, pod)}}} {value}")
     return "\n".join(lines) + "\n"
+
+
+def settled_time(prometheus, window: int, series: int, timeout: float = 40) -> int:
+    """The latest whole second T at which each of the `series` counter series has a sample at T and
+    samples back to the start of a `window`-second range ending at T: a rate over that range
+    extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        latest = int(time.time())
+        for at in range(latest, latest - 10, -1):
+            counts = prometheus.query(f"count_over_time({COUNTERS[0]}[{window}s]) and timestamp({COUNTERS[0]}) == {at}",
+                                      at=at)
+            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts):
+                return at
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second")
+        time.sleep(0.5)
 
 
 # --- truth ----------------------------------------------------------------------------------

@@ -72,8 +72,9 @@ class Prometheus:
             raise AssertionError(f"{path} {params}: {body}")
         return body["data"]
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        return self.api("query", query=expr)["result"]
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant query, now or at the time `at` (seconds since the epoch)."""
+        return self.api("query", query=expr, **({"time": at} if at is not None else {}))["result"]
 
     def wait_for(self, expr: str, count: int = 1, timeout: float = 40) -> list[dict[str, Any]]:
         """Poll until `expr` returns at least `count` series."""
