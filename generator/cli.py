@@ -47,12 +47,14 @@ class GpudashGroup(click.Group):
 
 
 class _ReaderGone(io.RawIOBase):
-    """Standard output that survives its reader: once the pipe is closed (`gpudash metrics | head -1`)
-    the rest of the output is dropped and the command still ends with its own exit code. A full
-    disk (`> /dev/full`) is an error of its own, raised to the caller."""
+    """A standard stream that survives its reader: once the pipe is closed (`gpudash metrics | head -1`,
+    `gpudash push 2>&1 | head`) the rest of that stream is dropped and the command goes on to the end
+    of its work and its own exit code. A full disk under standard output (`> /dev/full`) is an error
+    of its own, raised to the caller; standard error has nowhere to report one, so it is dropped."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, full_is_error: bool):
         self.fd = fd
+        self.full_is_error = full_is_error
         self.gone = False
 
     def writable(self) -> bool:
@@ -73,26 +75,28 @@ class _ReaderGone(io.RawIOBase):
                 self.gone = True
             except OSError as exc:
                 self.gone = True  # say it once; the message goes to stderr
-                raise OutputError(f"cannot write to standard output ({os.strerror(exc.errno or errno.EIO)})",
-                                  hint="free space where the output goes, or send it elsewhere") from None
+                if self.full_is_error:
+                    raise OutputError(f"cannot write to standard output ({os.strerror(exc.errno or errno.EIO)})",
+                                      hint="free space where the output goes, or send it elsewhere") from None
         return len(data)
 
 
-def _guard_stdout() -> None:
-    stream = sys.stdout
+def _guarded(stream, full_is_error: bool):
+    """`stream` writing through _ReaderGone, or `stream` itself when it has no descriptor."""
     if stream is None or not hasattr(stream, "fileno"):
-        return
+        return stream
     try:
         fd = stream.fileno()
     except (OSError, ValueError):
-        return
-    buffer = io.BufferedWriter(_ReaderGone(fd))
-    sys.stdout = io.TextIOWrapper(buffer, encoding=stream.encoding, errors=stream.errors, line_buffering=True)
+        return stream
+    return io.TextIOWrapper(io.BufferedWriter(_ReaderGone(fd, full_is_error)), encoding=stream.encoding,
+                            errors=stream.errors, line_buffering=True, write_through=not full_is_error)
 
 
 def run() -> None:
-    """The `gpudash` command: `main` with standard output that may be closed or full."""
-    _guard_stdout()
+    """The `gpudash` command: `main` with standard output and error that may be closed or full."""
+    sys.stdout = _guarded(sys.stdout, full_is_error=True)
+    sys.stderr = _guarded(sys.stderr, full_is_error=False)
     try:
         main()
         code = 0
@@ -103,6 +107,7 @@ def run() -> None:
     except OutputError as exc:  # the last line did not fit either
         sys.stderr.write(f"error: {exc}\n")
         code = exc.exit_code
+    sys.stderr.flush()
     sys.exit(code)
 
 

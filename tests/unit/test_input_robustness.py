@@ -310,3 +310,26 @@ def test_a_dangling_link_to_a_definition_is_an_error(tmp_path, cli):
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
     assert code == 2 and "training.py: a link to a definition that does not exist" in stderr
+
+
+@pytest.mark.parametrize("args, code", [
+    (("generate", "--out", "build"), 0),                      # stderr carries the notes, stdout the summary
+    (("lint", "--disable", "GF999"), 2),                      # a usage error, told on stderr
+    (("generate", "--check", "--out", "stale"), 1),           # a difference, listed on stdout
+], ids=["generate", "usage-error", "check"])
+def test_closed_output_and_error_streams_keep_the_exit_code(tmp_path, args, code):
+    # `gpudash ... 2>&1 | head -0`: both streams end in a pipe nobody reads
+    (tmp_path / "stale").mkdir()
+    (tmp_path / "stale" / "manifest.json").write_text("{}")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("GPUDASH_CONFIG", None)
+        result = subprocess.run([*GPUDASH, *args], cwd=tmp_path, stdout=write_end, stderr=write_end, env=env,
+                                timeout=120)
+    finally:
+        os.close(write_end)
+    assert result.returncode == code
+    if code == 0:
+        assert (tmp_path / "build" / "manifest.json").is_file()  # the work was done whole
