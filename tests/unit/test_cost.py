@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from generator.cost import Fleet, compare, load_prices, tiered
 from generator.project import load_project
+from tests.conftest import REPO
 
 
 def _lines(result, mode="group_by"):
@@ -104,3 +106,9 @@ def test_cost_command_json_and_table(cli, tmp_path):
     bad.write_text("{not json")
     code, _, stderr = cli("cost", "--pods", "5", "--prices", str(bad))
     assert code == 2 and "cannot read the prices" in stderr and "Traceback" not in stderr
+
+
+def test_every_price_date_the_readme_quotes_is_the_data_files():
+    as_of = json.loads((REPO / "generator/defaults/cloudwatch-prices.json").read_text())["as_of"]
+    quoted = re.findall(r"prices as of ([0-9][0-9-]*)", (REPO / "README.md").read_text())
+    assert quoted and set(quoted) == {as_of}, quoted
