@@ -193,3 +193,15 @@ def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewrit
     edit_in_console(client)  # a real edit is still seen
     code, report, _ = apply()
     assert code == 1 and report["refused"] == [EDITED]
+
+
+def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, project_dir):
+    proxy, client, apply = proxied
+    config = project_dir("clusters:\n" + "".join(f"  - {{name: c{i}, region: us-east-1}}\n" for i in range(12)))
+    assert apply("--config", str(config))[0] == 0
+    fresh(proxy)
+    code, report, _ = apply("--config", str(config))
+    assert code == 0 and report["written"] == [] and writes(proxy) == []
+    assert report["summary"] == {"unchanged": 144}  # 36 dashboards, 108 alarms
+    # moto pages GetResources by tags (100 a page, 3 tags an alarm): every page is read, no alarm alone.
+    assert proxy.operations.count("GetResources") >= 4 and proxy.operations.count("ListTagsForResource") == 0
