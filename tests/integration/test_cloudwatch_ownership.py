@@ -205,3 +205,27 @@ def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, project_dir)
     assert report["summary"] == {"unchanged": 144}  # 36 dashboards, 108 alarms
     # moto pages GetResources by tags (100 a page, 3 tags an alarm): every page is read, no alarm alone.
     assert proxy.operations.count("GetResources") >= 4 and proxy.operations.count("ListTagsForResource") == 0
+
+
+def test_alarm_listings_are_read_to_their_last_page(proxied):
+    """moto answers DescribeAlarms in one page; the proxy splits its answer into two pages."""
+    import json
+
+    proxy, client, apply = proxied
+    apply()
+    pages = []
+
+    def split(body: bytes) -> bytes:
+        answer = json.loads(body)
+        half = len(answer["MetricAlarms"]) // 2
+        pages.append(half)
+        if len(pages) == 1:
+            answer.update(MetricAlarms=answer["MetricAlarms"][:half], NextToken="page-2")
+        else:
+            answer["MetricAlarms"] = answer["MetricAlarms"][half:]
+        return json.dumps(answer).encode()
+
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=2, callback=split))
+    code, report, _ = apply()
+    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 12} and writes(proxy) == []
