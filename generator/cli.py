@@ -144,6 +144,7 @@ def main(ctx: click.Context, debug: bool) -> None:
     3 a remote system failed, 4 internal error.
     """
     ctx.ensure_object(dict)["debug"] = debug
+    redact.environment(os.environ)
 
 
 @main.command()

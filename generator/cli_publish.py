@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from . import redact
 from .cli import config_option, csv_option, load_project_for, main, output_option
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
@@ -81,6 +82,9 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
         raise GpudashError("no Grafana credentials",
                            hint="set GRAFANA_TOKEN (a service-account token), or --token-file, "
                                 "or GRAFANA_USER and GRAFANA_PASSWORD")
+    redact.secret(token)
+    if basic:
+        redact.basic_auth(*basic)
     return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
 
 

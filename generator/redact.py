@@ -1,7 +1,10 @@
-"""Credentials never leave gpudash: the user-info of a URL (`user:password@`) is replaced by `***@`.
+"""Credentials never leave gpudash: the user-info of a URL (`user:password@`) is replaced by `***@`,
+and every secret gpudash holds (tokens, passwords, AWS keys, as sent: raw or as a basic-auth
+header) is replaced by `***` wherever it appears, so a server that echoes them cannot print them.
 
-`url()` redacts one URL; `text()` redacts every URL inside a message, a log line or a traceback.
-Everything gpudash prints that can hold a URL passes through one of them.
+`url()` redacts one URL; `text()` redacts every URL and every known secret inside a message, a log
+line or a traceback. Everything gpudash prints that can hold one passes through one of them;
+whatever reads a secret hands it to `secret()` (or `basic_auth()`) first.
 """
 
 from __future__ import annotations
@@ -14,6 +17,39 @@ MASK = "***"
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s'\"<>]*@)")
 
 
+_MIN_SECRET = 6  # shorter values are placeholders, and masking them would garble every message
+_secrets: set[str] = set()
+
+
+def secret(value: str | None) -> None:
+    """Mask `value` in everything printed from now on."""
+    if value and len(value.strip()) >= _MIN_SECRET:
+        _secrets.add(value.strip())
+
+
+def basic_auth(user: str | None, password: str | None) -> None:
+    """Mask a password and the basic-auth header it travels in."""
+    import base64
+
+    if password:
+        secret(password)
+        secret(base64.b64encode(f"{user or ''}:{password}".encode()).decode())
+
+
+def environment(env) -> None:
+    """From now on, exactly the secrets standard variables hold (Grafana, AWS, URLs with user-info)."""
+    _secrets.clear()
+    for name in ("GRAFANA_TOKEN", "GRAFANA_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        secret(env.get(name))
+    basic_auth(env.get("GRAFANA_USER"), env.get("GRAFANA_PASSWORD"))
+    for name in ("GRAFANA_URL", "PROMETHEUS_URL", "AWS_ENDPOINT_URL"):
+        if env.get(name):
+            try:
+                strip(env[name])
+            except ValueError:
+                pass
+
+
 def url(value: str | None) -> str | None:
     """The URL with any user-info replaced by ``***@``; None stays None."""
     if value is None:
@@ -22,8 +58,12 @@ def url(value: str | None) -> str | None:
 
 
 def text(value: str) -> str:
-    """Every URL in `value` with its user-info replaced by ``***@``."""
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", value)
+    """Every URL in `value` with its user-info replaced by ``***@``, and every known secret by ``***``."""
+    value = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", value)
+    for known in sorted(_secrets, key=len, reverse=True):
+        if known in value:
+            value = value.replace(known, MASK)
+    return value
 
 
 def strip(value: str) -> tuple[str, tuple[str, str] | None]:
@@ -33,6 +73,7 @@ def strip(value: str) -> tuple[str, tuple[str, str] | None]:
     parts = urlsplit(value)
     if parts.username is None and parts.password is None:
         return value, None
+    basic_auth(unquote(parts.username or ""), unquote(parts.password or ""))
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"

@@ -13,6 +13,7 @@ from typing import Iterator
 import yaml
 
 from ..catalog import load_counters, parse_counters
+from .. import redact
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
@@ -50,6 +51,10 @@ class Kube:
                                   hint="set KUBECONFIG or --context; for EKS: aws eks update-kubeconfig") from None
         configuration = client.Configuration.get_default_copy()
         configuration.retries = 0
+        for value in (configuration.api_key or {}).values():  # a kubeconfig token, as sent and bare
+            redact.secret(value)
+            redact.secret(str(value).removeprefix("Bearer "))
+        redact.basic_auth(configuration.username, configuration.password)
         self.api = client.ApiClient(configuration)
         self.options = options
 

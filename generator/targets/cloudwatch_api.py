@@ -17,6 +17,7 @@ import re
 import threading
 from typing import Any
 
+from .. import redact
 from ..errors import RemoteError
 from .deadline import Deadline
 from .pacing import Pacer
@@ -40,6 +41,17 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
+
+
+def _mask_credentials(session) -> None:
+    """The secret key and session token the chain found (a profile file, SSO) are masked in output."""
+    try:
+        found = session.get_credentials()
+    except Exception:  # a broken profile: the call reports it
+        return
+    if found is not None:
+        redact.secret(found.secret_key)
+        redact.secret(found.token)
 
 
 class CloudWatch:
@@ -80,6 +92,7 @@ class CloudWatch:
                 client = self.session.client(service, region_name=region, endpoint_url=self.endpoint_url,
                                              config=self.config)
                 client.meta.events.register("before-parse", _check_body)
+                _mask_credentials(self.session)
                 self.clients[key] = client
             return self.clients[key]
 
