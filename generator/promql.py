@@ -133,12 +133,19 @@ def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str
 
 
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
-                  window: str, as_increase: bool) -> str:
-    """The samples of one field, blank sentinels removed; counters as rate/increase."""
+                  window: str, as_increase: bool, over_time: tuple[str, str] | None = None) -> str:
+    """The samples of one field, blank sentinels removed; counters as rate/increase.
+
+    `over_time` (function, window) takes a gauge over a window instead of its latest sample,
+    as CloudWatch takes a statistic over the observations of each period (alerts).
+    """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
     readable = _raw(metric, branches, extra, "{} < " + (COUNTER_BLANK_FLOOR if counter else BLANK_FLOOR))
     if not counter:
+        if over_time is not None:  # a window holding a blank sentinel gives no value
+            function, span = over_time
+            readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
         return readable if readable.startswith("(") else f"({readable})"
     if as_increase:
         change = _raw(metric, branches, extra, "increase({}[" + window + "])")
@@ -166,7 +173,7 @@ class _Merge:
 
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
-             window: str, as_increase: bool, count: bool) -> str:
+             window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
@@ -177,19 +184,27 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     substitute = catalog.mig_substitute(metric)
     if substitute is None:
-        return merge(how, _field_series(metric, catalog, branches, extra, window, as_increase))
+        return merge(how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time))
     stand_in, factor = substitute
-    own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase)
-    mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase)
+    own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
+                        over_time)
+    mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
+                        over_time)
     return f"({merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')} or {merge(how, own)})"
 
 
+GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
+
+
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
-               rate_window: str = "$__rate_interval", increase_window: str = "$__range") -> str:
+               rate_window: str = "$__rate_interval", increase_window: str = "$__range",
+               gauge_window: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
     the pod label, so GPUs that no pod holds do not show up as an empty pod.
+    `gauge_window` (alerts) takes each gauge over that window: the max or min for a max or
+    min query, the mean otherwise - what CloudWatch computes from the period's observations.
     """
     if query.raw_promql:
         return query.raw_promql
@@ -210,7 +225,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                    tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer))
 
     def per_gpu(metric: str) -> str:
-        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count)
+        over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
+        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time)
 
     value = per_gpu(query.metric)
     if query.over:

@@ -188,7 +188,9 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
         # has no `up`: the agent drops it.
         down = 'up{exporter_pod!=""} == 0'
         return down if settings.alarms["scale_to_zero"] else f"{down} or {_absent(query.metric, alarm, settings)}"
-    value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window)
+    # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations.
+    value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
+                       gauge_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
 
 

@@ -166,3 +166,47 @@ def test_healthy_fleet_fires_nothing(rules):
     result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
                             cwd=rules)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
+    """CloudWatch takes a gauge's MAX / AVG over each period's observations. A GPU whose temperature swings
+    between 79 and 81 °C, or a pod whose utilization swings between 2 and 6 % (4 % on average), fires the
+    CloudWatch alarms; the Prometheus rules of the same definitions fire too (an instant value would be
+    below the threshold every other scrape and never stay pending long enough)."""
+    import json
+
+    from tests.support import cloudwatch_eval
+    from tests.support.cloudwatch_agent import Datapoint
+
+    files = build(load_project())
+    requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    temp = [81.0 if k % 2 == 0 else 79.0 for k in range(80)]
+    util = [2.0 if k % 2 == 0 else 6.0 for k in range(80)]
+    gpu = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "node-1"))
+    pod = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "idle-0"))
+    points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", gpu, 30.0 * k, v)
+              for k, v in enumerate(temp)]
+    points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", pod, 30.0 * k, v)
+               for k, v in enumerate(util)]
+    states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-temp-high-warning"], points, 1200)
+    assert set(states.values()) == {"ALARM"}
+    states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-idle-warning"], points, 1800)
+    assert set(states.values()) == {"ALARM"}
+
+    def series(metric, values, pod_name):
+        return _series(metric, " ".join(f"{v:g}" for v in values), pod=pod_name)
+
+    test = {"interval": "30s",
+            "input_series": [series("DCGM_FI_DEV_GPU_TEMP", temp, "hot-0"),
+                             series("DCGM_FI_DEV_GPU_UTIL", util, "idle-0")],
+            "alert_rule_test": [
+                {"eval_time": "20m", "alertname": "GpudashGpuTempHigh",
+                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh", **GPU0)]},
+                {"eval_time": "35m", "alertname": "GpudashGpuIdle",
+                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]}]}
+    test_file = rules / "windows_test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s",
+                                         "tests": [test]}, sort_keys=False))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=rules)
+    assert result.returncode == 0, result.stdout + result.stderr
