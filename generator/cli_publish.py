@@ -22,8 +22,27 @@ prune_option = click.option("--prune", is_flag=True, help="Delete objects gpudas
 dry_run_option = click.option("--dry-run", is_flag=True, help="Do everything but write.")
 skip_verify_option = click.option("--skip-verify", is_flag=True,
                                   help="Publish without first checking that the exporter and agents feed data.")
+
+
+def checked_url(example: str):
+    """A click callback: a malformed address is a usage error naming the flag or variable it came from."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value:
+            from click.core import ParameterSource
+
+            from .urls import check_url
+
+            from_env = ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT
+            check_url(value, param.envvar if from_env else param.opts[0], example)
+        return value
+
+    return check
+
+
 profile_option = click.option("--profile", envvar="AWS_PROFILE", help="AWS profile. Env: AWS_PROFILE.")
 endpoint_option = click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
+                               callback=checked_url("http://localhost:4566"),
                                help="CloudWatch endpoint. Env: AWS_ENDPOINT_URL.")
 insecure_option = click.option("--insecure", is_flag=True, help="Do not verify Grafana's TLS certificate.")
 token_file_option = click.option("--token-file", metavar="FILE",
@@ -210,6 +229,7 @@ def _notes(cloudwatch) -> None:
 @insecure_option
 @token_file_option
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              callback=checked_url("http://prometheus:9090"),
               help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
 def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
@@ -272,9 +292,10 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
 @click.option("--skip", type=click.Choice(["kube", "exporter", "prometheus", "cloudwatch"]), multiple=True,
               help="Skip a group of checks (repeatable) when that system is not in use.")
 @click.option("--context", help="kubeconfig context (default: the current one; KUBECONFIG is honoured).")
-@click.option("--exporter-url", metavar="URL",
+@click.option("--exporter-url", metavar="URL", callback=checked_url("http://gpu-node:9400/metrics"),
               help="The exporter's /metrics URL (default: through the Kubernetes API server's service proxy).")
-@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL", help="Prometheus. Env: PROMETHEUS_URL.")
+@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              callback=checked_url("http://prometheus:9090"), help="Prometheus. Env: PROMETHEUS_URL.")
 @profile_option
 @endpoint_option
 @click.option("--timeout", type=click.FloatRange(1, 300), default=10, show_default=True,

@@ -61,3 +61,29 @@ def list_folder(folder: Path, what: str, hint: str) -> list[str]:
     except OSError as exc:
         raise InputError(f"cannot read the {what} folder ({exc.strerror or exc})", where=str(folder),
                          hint="check the folder's permissions: gpudash must be able to list and read it") from None
+
+
+def read_json(path: Path, what: str, hint: str):
+    """The JSON document in `path`, or an InputError naming the file and the line that is not JSON."""
+    import json
+
+    text = decode_utf8(read_bytes(path, what, hint), path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} is not JSON ({exc.msg}, column {exc.colno})", where=f"{path}:{exc.lineno}",
+                         hint=hint) from None
+
+
+def read_json_schema(path: Path, what: str, hint: str, validator_class):
+    """A JSON schema from `path` checked against its metaschema, or an InputError saying why not."""
+    document = read_json(path, what, hint)
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        validator_class.check_schema(document)
+    except SchemaError as exc:
+        at = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        raise InputError(f"{what} is not a valid JSON schema (at {at}: {exc.message})", where=str(path),
+                         hint=hint) from None
+    return document

@@ -14,6 +14,7 @@ from ..artifacts import GrafanaDashboard
 from ..project import Project
 from ..cloudwatch_shape import CLUSTER_DIMENSION, dimension_for
 from ..promql import gpu_identity
+from ..reading import read_json_schema
 from ..render.agent import AGENT_KEY, agent_file
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
@@ -241,7 +242,9 @@ def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
         return
     import jsonschema
 
-    validator = jsonschema.Draft4Validator(json.loads(subject.cwagent_schema.read_text()))
+    validator = jsonschema.Draft4Validator(read_json_schema(
+        subject.cwagent_schema, "the CloudWatch agent schema",
+        "point --cwagent-schema at the agent's translator/config/schema.json", jsonschema.Draft4Validator))
     for cluster in subject.clusters():
         for error in validator.iter_errors(subject.agent_config(cluster)):
             path = "/".join(str(p) for p in error.absolute_path)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-
-import json
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..catalog import Catalog
+from ..reading import read_json_schema
 from ..serialize import to_json
 from . import Finding, Rule, schema_message
 from .promql_checks import COUNTER_FUNCTIONS, Selector, parse, range_windows, selectors
@@ -171,8 +171,9 @@ def _validators(schema_dir: str):
     import jsonschema
 
     def load(name: str):
-        with open(f"{schema_dir}/{name}.jsonschema.json") as handle:
-            return json.load(handle)
+        return read_json_schema(Path(schema_dir, f"{name}.jsonschema.json"), "Grafana's JSON schema",
+                                "point --grafana-schema at grafana-foundation-sdk's jsonschema/ folder, whole",
+                                jsonschema.Draft7Validator)
 
     dashboard = jsonschema.Draft7Validator(load("dashboard"))
     panels = {}

@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from .. import redact
-from ..errors import RemoteError
+from ..errors import GpudashError, RemoteError
 from .deadline import Deadline
 from .pacing import Pacer
 
@@ -62,7 +62,15 @@ class CloudWatch:
         import boto3
         from botocore.config import Config
 
-        self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        from botocore.exceptions import ProfileNotFound
+
+        try:
+            self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+        except ProfileNotFound:
+            raise GpudashError(f"AWS profile {profile!r} not found in the AWS config and credentials files",
+                               where="--profile (AWS_PROFILE)",
+                               hint="give a profile that `aws configure list-profiles` lists, or leave --profile "
+                                    "and AWS_PROFILE unset to use the standard AWS chain") from None
         self.endpoint_url = endpoint_url
         # gpudash retries itself (on the deadline's clock, within the deadline): botocore makes one attempt.
         self.config = Config(retries={"total_max_attempts": 1}, user_agent_extra="gpudash",

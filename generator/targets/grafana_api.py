@@ -11,10 +11,10 @@ a bearer header and never appears in a message.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
-from .. import redact
+from .. import urls
 from ..errors import GpudashError, RemoteError
+from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -52,38 +52,9 @@ class Unreachable(RemoteError):
     """No answer after retries: refused, reset, timed out or cut short."""
 
 
-def safe_url(url: str) -> str:
-    """The URL for messages: user-info masked, no query or fragment."""
-    return redact.text(url.split("#")[0].split("?")[0])
-
-
 def check_url(url: str) -> str:
     """GRAFANA_URL as a base URL, or a usage error saying what to write instead."""
-    text = url.strip()
-    try:
-        parts = urlsplit(text)
-    except ValueError as exc:
-        raise GpudashError(f"cannot be read as a URL ({exc})", where="GRAFANA_URL", hint=_URL_HINT) from None
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        if "://" not in text:
-            shown = safe_url("http://" + text)[len("http://"):]
-            raise GpudashError(f"{shown!r} has no scheme",
-                               where="GRAFANA_URL", hint=f"add http:// or https:// in front: {_example(text)}")
-        raise GpudashError(f"must start with http:// or https:// (it starts with {parts.scheme}://)",
-                           where="GRAFANA_URL", hint=_URL_HINT)
-    try:
-        parts.port
-    except ValueError:
-        raise GpudashError(f"{safe_url(text)!r} has a port that is not a number from 0 to 65535",
-                           where="GRAFANA_URL", hint=_URL_HINT) from None
-    if not parts.hostname or any(c.isspace() for c in text):
-        raise GpudashError(f"{safe_url(text)!r} has no valid host name", where="GRAFANA_URL",
-                           hint=_URL_HINT)
-    return text.rstrip("/")
-
-
-def _example(text: str) -> str:
-    return "GRAFANA_URL=" + safe_url("https://" + text.split("@")[-1])
+    return urls.check_url(url, "GRAFANA_URL", "https://grafana.example.com")
 
 
 class GrafanaClient:

@@ -1,0 +1,46 @@
+"""Addresses the user gives (GRAFANA_URL, --prometheus-url, --exporter-url, --endpoint-url): one check
+for all, so each malformed one is the same usage error saying what to write instead."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from . import redact
+from .errors import GpudashError
+
+
+def safe_url(url: str) -> str:
+    """The URL for messages: user-info masked, no query or fragment."""
+    return redact.text(url.split("#")[0].split("?")[0])
+
+
+def _written(name: str, url: str) -> str:
+    """How the user writes `url` where `name` comes from: a flag or an environment variable."""
+    return f"{name} {url}" if name.startswith("-") else f"{name}={url}"
+
+
+def check_url(url: str, name: str, example: str) -> str:
+    """`url` as a base URL (no trailing slash), or a usage error naming `name` (the variable or flag it
+    came from) and saying what to write; `example` is a plausible address for the hint."""
+    text = url.strip()
+    hint = f"give the address with its scheme, e.g. {_written(name, example)}"
+    try:
+        parts = urlsplit(text)
+    except ValueError as exc:
+        raise GpudashError(f"cannot be read as a URL ({exc})", where=name, hint=hint) from None
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        if "://" not in text:
+            shown = safe_url("http://" + text)[len("http://"):]
+            fixed = safe_url("https://" + text.split("@")[-1])
+            raise GpudashError(f"{shown!r} has no scheme", where=name,
+                               hint=f"add http:// or https:// in front: {_written(name, fixed)}")
+        raise GpudashError(f"must start with http:// or https:// (it starts with {parts.scheme}://)",
+                           where=name, hint=hint)
+    try:
+        parts.port
+    except ValueError:
+        raise GpudashError(f"{safe_url(text)!r} has a port that is not a number from 0 to 65535",
+                           where=name, hint=hint) from None
+    if not parts.hostname or any(c.isspace() for c in text):
+        raise GpudashError(f"{safe_url(text)!r} has no valid host name", where=name, hint=hint)
+    return text.rstrip("/")
