@@ -210,3 +210,38 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
                             cwd=rules)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
+    """One rule, one situation, whatever the GPU's size: a pod on an 80 GB GPU at 96 % with 3,200 MiB free,
+    and a pod on a 16 GB GPU at 94.5 % with 900 MiB free. The CloudWatch alarm and the Prometheus rule must
+    name the same pods (a used share in one and free MiB in the other would each name another pod)."""
+    import json
+
+    from tests.support import cloudwatch_eval
+    from tests.support.cloudwatch_agent import Datapoint
+
+    pods = {"big-0": (78_720.0, 3_200.0), "small-0": (15_484.0, 900.0), "roomy-0": (8_000.0, 8_384.0)}
+    files = build(load_project())
+    request = next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                   if "framebuffer-full" in a["Request"]["AlarmName"])
+    points = [Datapoint("ContainerInsights/Prometheus", metric,
+                        (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", pod)), 30.0 * k, value)
+              for pod, (used, free) in pods.items() for k in range(40)
+              for metric, value in (("DCGM_FI_DEV_FB_USED", used), ("DCGM_FI_DEV_FB_FREE", free))]
+    cloudwatch = {dict(key)["pod"] for key, state in cloudwatch_eval.alarm(request, points, 1200).items()
+                  if state == "ALARM"}
+    series = []
+    for gpu, (pod, (used, free)) in enumerate(pods.items()):
+        series += [_series("DCGM_FI_DEV_FB_USED", f"{used:g}x40", pod=pod, gpu=gpu),
+                   _series("DCGM_FI_DEV_FB_FREE", f"{free:g}x40", pod=pod, gpu=gpu)]
+    expected = [_expected(rules, "GpudashFramebufferFull", namespace="ml", pod=pod) for pod in sorted(cloudwatch)]
+    test = {"interval": "30s", "input_series": series,
+            "alert_rule_test": [{"eval_time": "19m", "alertname": "GpudashFramebufferFull", "exp_alerts": expected}]}
+    test_file = rules / "framebuffer_test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s",
+                                         "tests": [test]}, sort_keys=False))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=rules)
+    assert cloudwatch, "the CloudWatch alarm fires for some pod"
+    assert result.returncode == 0, result.stdout + result.stderr
