@@ -1,8 +1,27 @@
-"""Readable semantic differences between a live object and the generated one."""
+"""Readable semantic differences between a live object and the generated one.
+
+The live object is whatever the remote system holds (a hand-made import, another tool's JSON), so
+the itemised difference is a description, never a reason to fail: where the live object is shaped
+unlike what gpudash writes, the difference is reported whole instead of item by item.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
+
+_ODD_SHAPE = (AttributeError, TypeError, KeyError, IndexError, ValueError)
+
+
+def _tolerant(describe: Callable[[Any, Any], list[str]]) -> Callable[[Any, Any], list[str]]:
+    @functools.wraps(describe)
+    def safe(live: Any, desired: Any) -> list[str]:
+        try:
+            return describe(live, desired)
+        except _ODD_SHAPE as exc:
+            return [f"the live object is shaped unlike what gpudash writes ({type(exc).__name__}: {exc}); "
+                    f"it differs as a whole"]
+    return safe
 
 
 def _fmt(value: Any) -> str:
@@ -24,6 +43,7 @@ def _thresholds(panel: dict[str, Any]) -> list[Any]:
     return [step.get("value") for step in steps if step.get("value") is not None]
 
 
+@_tolerant
 def grafana(live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
     lines = []
     if live.get("title") != desired.get("title"):
@@ -63,6 +83,7 @@ def _widgets(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
             for w in body.get("widgets", [])}
 
 
+@_tolerant
 def cloudwatch_dashboard(live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
     old, new = _widgets(live), _widgets(desired)
     lines = [f"widget added: {t!r}" for t in new if t not in old]
@@ -79,6 +100,7 @@ def cloudwatch_dashboard(live: dict[str, Any], desired: dict[str, Any]) -> list[
     return lines or ["layout or text changed"]
 
 
+@_tolerant
 def fields(live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
     """Changed top-level fields, `Threshold 85 → 90` style."""
     lines = []

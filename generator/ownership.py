@@ -39,7 +39,9 @@ def grafana_content(dashboard: dict[str, Any]) -> dict[str, Any]:
 
 
 def grafana_owned(dashboard: dict[str, Any]) -> bool:
-    return GRAFANA_OWNER_TAG in (dashboard.get("tags") or [])
+    """The owner tag as one of the dashboard's tags (a list of strings; anything else carries no tag)."""
+    tags = dashboard.get("tags")
+    return isinstance(tags, list) and GRAFANA_OWNER_TAG in tags
 
 
 def grafana_message(dashboard: dict[str, Any], note: str) -> str:
@@ -47,7 +49,7 @@ def grafana_message(dashboard: dict[str, Any], note: str) -> str:
 
 
 def grafana_pushed_hash(message: str | None) -> str | None:
-    match = _MESSAGE.match(message or "")
+    match = _MESSAGE.match(message) if isinstance(message, str) else None
     return match.group(1) if match else None
 
 

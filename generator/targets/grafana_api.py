@@ -222,8 +222,10 @@ class GrafanaClient:
             return []
         if isinstance(found, dict) and "versions" in found:  # newer Grafana wraps the list
             found = found["versions"]
-        ok = isinstance(found, list) and all(isinstance(v, dict) for v in found)
-        return self._shape(found, ok, what, "a list of versions")
+        ok = isinstance(found, list) and all(
+            isinstance(v, dict) and isinstance(v.get("message", ""), (str, type(None)))
+            and isinstance(v.get("version", 0), int) and not isinstance(v.get("version", 0), bool) for v in found)
+        return self._shape(found, ok, what, "a list of versions, each with a text message and a version number")
 
     def latest_version(self, uid: str) -> dict[str, Any] | None:
         versions = self.versions(uid, 1)

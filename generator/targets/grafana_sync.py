@@ -16,7 +16,8 @@ from .. import diff
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WOULD_WRITE, WRITE, Change,
                        Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import GRAFANA_OWNER_TAG, content_hash, grafana_content, grafana_message, grafana_pushed_hash
+from ..ownership import (GRAFANA_OWNER_TAG, content_hash, grafana_content, grafana_message, grafana_owned,
+                         grafana_pushed_hash)
 from . import prune_guard
 from .deadline import DeadlineExceeded
 from .grafana_api import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
@@ -24,10 +25,6 @@ from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
 UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
-
-
-def _tagged(model: dict[str, Any]) -> bool:
-    return GRAFANA_OWNER_TAG in (model.get("tags") or [])
 
 
 def generated_uid(uid: str, uid_prefix: str) -> bool:
@@ -54,7 +51,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     change = Change("grafana", "dashboard", uid, UNCHANGED, live=live)
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
         return change  # nothing to write, so whoever saved it last does not matter
-    if not _tagged(model):
+    if not grafana_owned(model):
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
                           f"--force takes it over"]
@@ -85,7 +82,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if not generated_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
-    if live is None or not _tagged(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
+    if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
         return None
     model = live["dashboard"]
     evidence, latest = _evidence(client, uid, model)

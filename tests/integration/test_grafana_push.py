@@ -394,3 +394,47 @@ def test_a_search_that_repeats_its_pages_is_not_a_valid_answer(grafana):
     client = GrafanaClient(grafana.url, token=ADMIN)
     with pytest.raises(InvalidAnswer, match="dashboards of an earlier page"):
         client.search_tag(GRAFANA_OWNER_TAG)
+
+
+def _oddly(grafana, uid: str, **fields) -> None:
+    entry = grafana.state.dashboards[uid]
+    for key, value in fields.items():
+        if key == "message":
+            entry["versions"][-1]["message"] = value
+        else:
+            entry["dashboard"][key] = value
+
+
+@pytest.mark.parametrize("odd", [
+    {"tags": 5}, {"tags": "x-gpudash-managed-x"}, {"tags": [{"tag": "gpudash-managed"}]},
+    {"panels": "x"}, {"panels": [5, None]}, {"panels": [{"title": "t", "targets": "x"}]},
+    {"panels": [{"title": "t", "fieldConfig": []}]}, {"templating": {"list": "x"}}, {"templating": []},
+    {"title": {"a": 1}},
+], ids=repr)
+def test_a_live_dashboard_of_any_shape_is_planned_never_a_crash(grafana, run, odd):
+    """A live dashboard whose fields have odd types (a hand-made import, another tool) is read as what it is:
+    never a crash, and owned only with the owner tag among its list of tags."""
+    _push(run)
+    _oddly(grafana, "gpudash-health", **odd)
+    before = json.dumps(grafana.state.dashboards["gpudash-health"], sort_keys=True)
+    for flags in ((), ("--prune",), ("--dry-run", "--force")):
+        code, stdout, stderr = _push(run, *flags)
+        assert code in (0, 1), (flags, stderr)
+        action = {c["name"]: c for c in json.loads(stdout)["changes"]}["gpudash-health"]["action"]
+        assert action == ("foreign" if "tags" in odd else "drift"), (flags, action)  # changed outside gpudash
+    # without the evidence, or edited, it is never overwritten without --force
+    assert json.dumps(grafana.state.dashboards["gpudash-health"], sort_keys=True) == before
+
+
+@pytest.mark.parametrize("message", [123, ["gpudash sha256:0123456789abcdef"], {"text": "x"}], ids=repr)
+def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, message):
+    _push(run)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))
+    _oddly(grafana, "gpudash-health", message=message)
+    before = json.dumps(grafana.state.dashboards, sort_keys=True)
+    for flags in ((), ("--force", "--prune")):
+        code, _, stderr = _push(run, *flags)
+        assert code == 3 and "a list of versions, each with a text message" in stderr, stderr
+        assert "nothing was published" in stderr
+    assert json.dumps(grafana.state.dashboards, sort_keys=True) == before
+    grafana.state.spec_errors.clear()  # the answer broke Grafana's spec on purpose

@@ -245,11 +245,15 @@ class GrafanaTestServer(LoopbackServer):
         hits = []
         for uid, entry in sorted(self.state.dashboards.items()):
             dashboard = entry["dashboard"]
-            if tags <= set(dashboard.get("tags", [])):
-                hits.append({"id": entry["id"], "uid": uid, "title": dashboard.get("title", ""),
-                             "uri": f"db/{_slug(dashboard.get('title', ''))}", "url": f"/d/{uid}",
-                             "type": "dash-db", "tags": dashboard.get("tags", []), "isStarred": False,
-                             "folderUid": entry["folderUid"], "slug": _slug(dashboard.get("title", ""))})
+            # Grafana indexes the string tags of a list and the title as text, whatever else the JSON holds
+            own = dashboard.get("tags")
+            own = [t for t in own if isinstance(t, str)] if isinstance(own, list) else []
+            title = str(dashboard.get("title", ""))
+            if tags <= set(own):
+                hits.append({"id": entry["id"], "uid": uid, "title": title,
+                             "uri": f"db/{_slug(title)}", "url": f"/d/{uid}",
+                             "type": "dash-db", "tags": own, "isStarred": False,
+                             "folderUid": entry["folderUid"], "slug": _slug(title)})
         limit = min(int(query.get("limit", ["1000"])[0]), self.search_cap)  # Grafana's default page and its cap
         page = 1 if self.ignore_search_page else max(int(query.get("page", ["1"])[0]), 1)
         return 200, hits[(page - 1) * limit: page * limit], "/search"
@@ -291,7 +295,7 @@ class GrafanaTestServer(LoopbackServer):
             return 404, {"message": "Dashboard not found"}, path
         folder = self.state.folders.get(entry["folderUid"], {})
         meta = {"version": entry["dashboard"]["version"], "folderUid": entry["folderUid"],
-                "folderTitle": folder.get("title", "General"), "slug": _slug(entry["dashboard"].get("title", "")),
+                "folderTitle": folder.get("title", "General"), "slug": _slug(str(entry["dashboard"].get("title", ""))),
                 "url": f"/d/{uid}", "provisioned": False, "canSave": True, "canEdit": True,
                 "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z", "createdBy": "gpudash-sa",
                 "updatedBy": entry["versions"][-1]["createdBy"]}
@@ -310,5 +314,5 @@ class GrafanaTestServer(LoopbackServer):
         entry = self.state.dashboards.pop(uid, None)
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
-        return 200, {"title": entry["dashboard"].get("title", ""), "message": "Dashboard deleted",
+        return 200, {"title": str(entry["dashboard"].get("title", "")), "message": "Dashboard deleted",
                      "id": entry["id"]}, path
