@@ -99,13 +99,19 @@ def rule_files(project: Project) -> dict[str, bytes]:
 
 
 def feed_files(project: Project) -> dict[str, bytes]:
-    """The configs that feed the dashboards: the agent's ConfigMaps and the Prometheus scrape job."""
+    """The configs that feed the dashboards: the agent's ConfigMaps (or, with cloudwatch.source:
+    container-insights, the EKS add-on's configuration values) and the Prometheus scrape job."""
+    from . import container_insights
+
     settings = project.settings
-    scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
-    queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
-    agents = {agent.agent_file(cluster): to_yaml(*agent.configmaps(project.catalog, settings, cluster, queried,
-                                                                    scrape_yaml))
-              for cluster in settings.clusters}
+    if container_insights.enabled(settings):  # the add-on runs its own agent and exporter: its configuration
+        agents = {container_insights.ADDON_FILE: to_json(container_insights.addon_configuration())}
+    else:
+        scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
+        queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+        agents = {agent.agent_file(cluster): to_yaml(*agent.configmaps(project.catalog, settings, cluster, queried,
+                                                                        scrape_yaml))
+                  for cluster in settings.clusters}
     return {
         **agents,
         "prometheus/additional-scrape-configs.yaml": to_yaml(scrape.additional_scrape_configs(settings)),

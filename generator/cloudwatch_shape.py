@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from .catalog import Catalog
 from .model import Query
@@ -102,8 +103,8 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def schema_clause(dims: list[str], settings: Settings) -> str:
-    return f"SCHEMA({quote_identifier(settings.cloudwatch['namespace'])}, " \
+def schema_clause(dims: list[str], settings: Settings, namespace: str | None = None) -> str:
+    return f"SCHEMA({quote_identifier(namespace or settings.cloudwatch['namespace'])}, " \
            f"{', '.join(quote_identifier(d) for d in dims)})"
 
 
@@ -126,10 +127,13 @@ class Plan:
     math: str | None = None
     divisor: float = 1.0
     needs_period: bool = False  # the normalisation assumes the widget's fixed period
+    namespace: str | None = None  # None: the settings' cloudwatch.namespace
+    gpu_series: tuple[str, str] = ("node", "gpu")  # the dimensions that name one GPU (for labels)
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:
-        text = f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema_clause(list(self.dims), settings)}"
+        schema = schema_clause(list(self.dims), settings, self.namespace)
+        text = f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema}"
         if cluster is not None and CLUSTER_DIMENSION in self.dims:
             text += f" WHERE {quote_identifier(CLUSTER_DIMENSION)} = {quote_string(cluster.name)}"
         if self.group:
@@ -161,19 +165,35 @@ def _series_key(query: Query, settings: Settings) -> tuple[str, ...]:
     return tuple(dimension_for(k, settings) for k in keys)
 
 
-def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
+@dataclass(frozen=True)
+class Layout:
+    """Where a CloudWatch source publishes: the dimension set a query reads, the dimensions that
+    name its lines, the two that name one GPU, and how often one GPU is observed."""
+
+    dimension_set: Callable[[Query, Settings], tuple[str, ...]]
+    series_key: Callable[[Query, Settings], tuple[str, ...]]
+    per_gpu: tuple[str, str]
+    interval: Callable[[Settings], int]
+    namespace: str | None = None  # None: the settings' cloudwatch.namespace
+
+
+def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
+         layout: Layout | None = None) -> Plan:
     """How CloudWatch computes `query` per `period` so that it means what Prometheus means."""
     if query.raw_promql or query.over:
         raise Unsupported("raw PromQL and ratios of two fields are Grafana-only")
+    layout = layout or AGENT_LAYOUT
     field = catalog.get(query.metric)
-    dims = _dimension_set(query, settings)
-    series = _series_key(query, settings)
-    per_gpu_dims = (NODE_DIMENSION, GPU_DIMENSION)
+    dims = layout.dimension_set(query, settings)
+    series = layout.series_key(query, settings)
+    per_gpu_dims = layout.per_gpu
     one_gpu = all(d in series for d in per_gpu_dims)  # each result line is a single GPU
     can_split = all(d in dims for d in per_gpu_dims)  # per-GPU lines exist to combine with math
     agg = query.aggregation
-    n = observations_per_period(period, settings)
-    base = dict(metric=query.metric, dims=dims, group=series, series=series)
+    interval = layout.interval(settings)
+    n = period / interval
+    base = dict(metric=query.metric, dims=dims, group=series, series=series, namespace=layout.namespace,
+                gpu_series=per_gpu_dims)
     split_ok = not series and not alarm and can_split
 
     def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
@@ -181,7 +201,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
 
     def split(function: str, math: str) -> Plan:
         """Per-GPU lines (every GPU its own series), combined into one line by metric math."""
-        return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math)
+        return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math,
+                    namespace=layout.namespace, gpu_series=per_gpu_dims)
 
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
@@ -204,7 +225,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU increases per "
                           f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
     # Rates: each delta covers one scrape interval; the unit's scale turns e.g. ns/s into a share.
-    rate_divisor = scrape_seconds(settings) / field.unit.rate_scale
+    rate_divisor = interval / field.unit.rate_scale
     if agg == "avg" or one_gpu:
         return line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor)
     if split_ok:
@@ -214,6 +235,10 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
     raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
                       f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+# The Prometheus -> EMF path: the agent gpudash configures, its dimension sets from the settings.
+AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSION), scrape_seconds)
 
 
 def number(value: float) -> str:
@@ -233,6 +258,8 @@ def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
         return "Pod " + "/".join(parts[d] for d in plan_.series)
     if plan_.series == (NODE_DIMENSION, GPU_DIMENSION):
         return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]}"
+    if plan_.series == plan_.gpu_series:  # a device name (nvidia0) says it is a GPU
+        return " ".join(parts[d] for d in plan_.gpu_series)
     return " ".join(parts.values())
 
 

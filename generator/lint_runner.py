@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .artifacts import GrafanaDashboard, feed_files, grafana_dashboards
+from .container_insights import enabled as addon_source
 from .errors import InputError
 from .lint import Finding, Rule, run
 from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
@@ -19,9 +20,20 @@ def _panels_left_out(project: Project):
         yield Finding("DF001", "note", where, message)
 
 
+def _left_out_on_addon(project: Project):
+    from .container_insights import left_out
+
+    for where, message in left_out(project):
+        yield Finding("CW013", "note", where, message)
+
+
 DEFINITION_RULES = [
     Rule("DF001", "panels left out because the counters CSV does not collect their fields", _panels_left_out),
+    Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
+                  "publish their fields (cloudwatch.source: container-insights)", _left_out_on_addon),
 ]
+# The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
+AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004"})
 
 
 def all_rules() -> list[Rule]:
@@ -52,7 +64,7 @@ def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[st
     dashboards = [GrafanaDashboard(uid, str(model.get("title", "")), f"{origin}/{path}", model)
                   for uid, (path, model) in grafana_models(files, origin).items()]
     feed = {}
-    for cluster in project.settings.clusters:
+    for cluster in () if addon_source(project.settings) else project.settings.clusters:
         path = agent_file(cluster)
         if path not in files:
             raise InputError(f"the build has no {path}", where=origin,
@@ -73,6 +85,8 @@ def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[st
 def _lint(project: Project, dashboards: list[GrafanaDashboard], feed: dict[str, bytes],
           cloudwatch_subject_: cloudwatch_rules.CloudWatchSubject, disabled: frozenset[str],
           grafana_schema: Path | None, cwagent_schema: Path | None) -> list[Finding]:
+    if addon_source(project.settings):
+        disabled = disabled | AGENT_RULES
     subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema,
                                            project.settings.labels.namespace)
     feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema, cloudwatch_subject_)

@@ -179,9 +179,19 @@ def _parsed(expression: str) -> Parsed | None:
 
 
 def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
-    """Metrics Insights queries read the declared namespace and one of the published dimension sets."""
-    namespace = subject.settings.cloudwatch["namespace"]
-    published = [set(d) for d in dimension_sets(subject.settings)]
+    """Metrics Insights queries read the declared namespace and one of the published dimension sets.
+
+    With cloudwatch.source: container-insights, the add-on's namespace and the sets it publishes each
+    metric with (container_insights_table, from the agent's source)."""
+    from .. import container_insights
+    from ..container_insights_table import NAMESPACE, published_sets
+
+    if container_insights.enabled(subject.settings):
+        namespace, publisher, by_metric = NAMESPACE, "the add-on", published_sets()
+        agent_sets = None
+    else:
+        namespace, publisher, by_metric = subject.settings.cloudwatch["namespace"], "the agent", {}
+        agent_sets = [tuple(d) for d in dimension_sets(subject.settings)]
     for where, expression in _queries(subject):
         query = _parsed(expression)
         if query is None:
@@ -189,13 +199,19 @@ def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
         if query.namespace != namespace or query.schema is None:
             yield Finding("CW008", "error", where, f'the query does not read SCHEMA("{namespace}", ...)')
             continue
-        if set(query.schema) not in published:
+        sets = agent_sets if agent_sets is not None else by_metric.get(query.metric)
+        if sets is None:
+            yield Finding("CW008", "error", where, f"{publisher} publishes no {query.metric}")
+            continue
+        if set(query.schema) not in [set(d) for d in sets]:
+            detail = "" if agent_sets is not None else f" ({query.metric} has " + \
+                "; ".join("[" + ", ".join(d) + "]" for d in sets) + ")"
             yield Finding("CW008", "error", where,
-                          f"SCHEMA({', '.join(query.schema)}): the agent publishes no such dimension set")
+                          f"SCHEMA({', '.join(query.schema)}): {publisher} publishes no such dimension set{detail}")
         for dimension in query.group:
             if dimension not in query.schema:
                 yield Finding("CW008", "error", where,
-                              f"GROUP BY {dimension}: the agent does not publish that dimension with this set")
+                              f"GROUP BY {dimension}: {publisher} does not publish that dimension with this set")
 
 
 def one_query_per_widget(subject: CloudWatchSubject) -> Iterable[Finding]:

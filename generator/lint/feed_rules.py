@@ -43,6 +43,10 @@ class FeedSubject:
         return json.loads(next(d for d in documents if AGENT_KEY in d.get("data", {}))["data"][AGENT_KEY])
 
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
+        if agent_file(cluster or self.clusters()[0]) not in self.files:  # the Container Insights add-on: no agent
+            from ..render.scrape import prometheus_config  # ConfigMaps, the same job as Prometheus's
+
+            return prometheus_config(self.project.settings)["scrape_configs"][0]
         documents = self._documents(cluster or self.clusters()[0])
         scrape = yaml.safe_load(next(d for d in documents if "prometheus.yaml" in d.get("data", {}))
                                 ["data"]["prometheus.yaml"])

@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for, plan
+from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for
+from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..exporter_styles import style_for
 from ..model import Alarm, Condition, Query, source_file
@@ -21,8 +22,9 @@ RULE_TAG = "gpudash:rule"
 METRICS_INSIGHTS_ALARM_QUOTA = 200  # per Region
 
 
-def cloudwatch_condition(alarm: Alarm) -> Condition:
-    return alarm.cloudwatch or alarm.condition
+def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Condition:
+    """The condition CloudWatch evaluates (with settings: on the configured source)."""
+    return source_condition(alarm, settings) if settings is not None else alarm.cloudwatch or alarm.condition
 
 
 def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: str | None = None) -> str:
@@ -37,7 +39,7 @@ def _description(alarm: Alarm) -> str:
 
 
 def _common(alarm: Alarm, settings: Settings, name: str) -> dict[str, Any]:
-    condition = cloudwatch_condition(alarm)
+    condition = cloudwatch_condition(alarm, settings)
     actions = list(settings.alarms["actions"][alarm.severity])
     request: dict[str, Any] = {
         "AlarmName": name,
@@ -61,23 +63,23 @@ ORDER = {">": "DESC", ">=": "DESC", "<": "ASC", "<=": "ASC"}  # the series neare
 def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     """The Metrics Insights query of an alarm. Alarms take no metric math: a normalisation
     (observations per period, scrape interval) scales the threshold instead."""
-    query = cloudwatch_condition(alarm).query
+    query = cloudwatch_condition(alarm, settings).query
     if alarm.absent:  # silence of the per-GPU set: every GPU reports, held by a pod or not
         query = Query(query.metric, "count", (), defined_at=query.defined_at)
-        field_plan = plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+        field_plan = source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
         return replace(field_plan, divisor=1.0, needs_period=False)
-    return plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+    return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
-def _threshold(alarm: Alarm, plan_: Plan) -> float:
-    return float(cloudwatch_condition(alarm).threshold) * plan_.divisor
+def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
+    return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
 
 def _insights_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster | None) -> dict[str, Any]:
-    condition = cloudwatch_condition(alarm)
+    condition = cloudwatch_condition(alarm, settings)
     plan_ = alarm_plan(alarm, catalog, settings)
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
-    request["Threshold"] = _threshold(alarm, plan_)
+    request["Threshold"] = _threshold(alarm, plan_, settings)
     request["Metrics"] = [{"Id": "q1", "Expression": plan_.expression(settings, cluster, ORDER[condition.comparison]),
                            "Period": alarm.period_seconds, "ReturnData": True, "Label": alarm.title}]
     return request
@@ -92,7 +94,7 @@ def static_pod(entry: str) -> tuple[str, str]:
 def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster,
                     entry: str) -> dict[str, Any]:
     """One classic alarm on one pod's series (the `static` per-pod mode)."""
-    condition = cloudwatch_condition(alarm)
+    condition = cloudwatch_condition(alarm, settings)
     plan_ = alarm_plan(alarm, catalog, settings)
     namespace, pod = static_pod(entry)
     # CloudWatch dimension names (the agent's own scrape job), not the labels a Prometheus path uses.
@@ -108,7 +110,7 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                               "alarms.per_pod: group_by")
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, f"{namespace}-{pod}"))
     request.update({
-        "Threshold": _threshold(alarm, plan_),
+        "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch["namespace"],
         "MetricName": condition.query.metric,
         "Dimensions": [{"Name": d, "Value": values.get(d, "")} for d in plan_.dims],
@@ -127,6 +129,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             continue  # CloudWatch cannot tell a node group at zero from a stopped agent (README)
         try:
             alarm_plan(alarm, catalog, settings)
+        except NotPublished:
+            continue  # the add-on does not publish its fields: left out, with a note (left_out_alarms)
         except Unsupported as exc:
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
                              hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
@@ -146,6 +150,11 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             continue
         for cluster in settings.clusters:
             if alarm.per_pod and static:
+                if addon_source(settings):
+                    raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
+                                     "which the Container Insights add-on publishes with the pod (PodName)",
+                                     where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
+                                     "cloudwatch.source: container-insights")
                 requests += [{"Region": cluster.region,
                               "Request": _static_request(alarm, catalog, settings, cluster, entry)}
                              for entry in settings.alarms["static_pods"]]

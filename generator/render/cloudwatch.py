@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, dashboard_name, plan, series_label
+from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, dashboard_name, series_label
+from ..container_insights import source_plan
 from ..ownership import stamped_cloudwatch_text
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..settings import Cluster, Settings
@@ -32,7 +33,7 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
     if len(panel.queries) != 1:
         raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
                           f"{len(panel.queries)}")
-    return plan(panel.queries[0], catalog, settings, settings.cloudwatch["period"])
+    return source_plan(panel.queries[0], catalog, settings, settings.cloudwatch["period"])
 
 
 def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> list[tuple[Panel, str]]:

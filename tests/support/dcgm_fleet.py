@@ -150,11 +150,12 @@ def _series_label(query, gpu: Gpu) -> str | None:
     raise AssertionError(f"no truth for grouping {keys}")
 
 
-def truth(query, metric, start: int, end: int, period: int, gpus=FLEET) -> dict[str, dict[int, float]]:
-    """{line: {period start: value}}: the query's meaning, per GPU first, then across the group's GPUs."""
+def truth(query, metric, start: int, end: int, period: int, gpus=FLEET, every: int = STEP) -> dict[str, dict[int, float]]:
+    """{line: {period start: value}}: the query's meaning, per GPU first, then across the group's GPUs.
+    `every`: seconds between the readings a collector takes (a multiple of STEP)."""
     lines: dict[str, dict[int, list[float]]] = {}
     for bucket in range(start, end, period):
-        ks = [k for k in range(bucket // STEP, (bucket + period) // STEP)]
+        ks = [k for k in range(bucket // STEP, (bucket + period) // STEP) if k * STEP % every == 0]
         for gpu in gpus:
             label = _series_label(query, gpu)
             if label is None:

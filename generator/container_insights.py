@@ -1,0 +1,195 @@
+"""`cloudwatch.source: container-insights`: the same definitions on the add-on's own GPU metrics. Pure.
+
+The Amazon CloudWatch Observability add-on publishes each DCGM field it collects three times
+(container_, pod_, node_; see container_insights_table). A neutral query is read at the level
+its grouping names:
+
+* pod views (grouped by pod or namespace) read `pod_*`, one line per pod named by Namespace and
+  FullPodName (PodName is the pod's owner), labelled `Pod <namespace>/<pod>`;
+* container views read `container_*`;
+* GPU views (node, gpu) read `node_*` by NodeName and GpuDevice, and fleet views read `node_*`
+  cluster-wide: node metrics cover every GPU, held by a pod or idle.
+
+The statistics are planned exactly as for the Prometheus -> EMF path (cloudwatch_shape.plan),
+with this source's dimension sets and its 60 s collection; a field the add-on publishes in
+other units (bytes for DCGM's MiB, percent for a 0-1 ratio) is divided back by its scale in the
+widget's math, and an alarm's threshold is scaled instead, so thresholds mean the same on both
+sources. A query whose field the add-on does not publish raises NotPublished: dashboards leave
+the panel out and say so, alarms are left out with a note (generate prints it, lint lists it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .catalog import Catalog
+from .cloudwatch_shape import Layout, Plan, Unsupported, number, plan as agent_plan
+from .container_insights_table import (
+    CLUSTER, CONTAINER, COLLECTION_SECONDS, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
+    POD_OWNER, RATIOS, Mapping, by_field, metric_name)
+from .model import Alarm, Condition, Query
+from .settings import Settings
+
+AGENT_SOURCE, ADDON_SOURCE = "prometheus-emf", "container-insights"
+SOURCES = (AGENT_SOURCE, ADDON_SOURCE)
+KEYS = {"cluster": CLUSTER, "namespace": NAMESPACE_DIM, "pod": POD, "container": CONTAINER, "node": NODE,
+        "gpu": DEVICE}
+POD_KEYS, GPU_KEYS = {"namespace", "pod", "container"}, {"node", "gpu"}
+
+
+class NotPublished(Unsupported):
+    """The add-on does not publish a field (or the ratio of fields) the query reads."""
+
+
+def source(settings: Settings) -> str:
+    return settings.cloudwatch.get("source", AGENT_SOURCE)
+
+
+def enabled(settings: Settings) -> bool:
+    return source(settings) == ADDON_SOURCE
+
+
+# --- which metric, which level ---------------------------------------------------------
+
+def mapped(query: Query) -> tuple[Query, Mapping]:
+    """The query on one published DCGM field, and that field's mapping; NotPublished when there is none.
+
+    A ratio the add-on publishes as its own metric (framebuffer used over used + free) keeps the
+    numerator as the query's field: its kind (a gauge) is what the statistics depend on."""
+    if query.raw_promql:
+        raise Unsupported("raw PromQL is Grafana-only")
+    field = query.metric
+    if query.over:
+        field = RATIOS.get((query.metric, frozenset(query.over)), "")
+        if not field:
+            raise NotPublished(f"the Container Insights add-on publishes no ratio of {query.metric} over "
+                               f"{' + '.join(query.over)}")
+        query = replace(query, over=())
+    mapping = by_field().get(field)
+    if mapping is None:
+        raise NotPublished(f"the Container Insights add-on does not publish {field}")
+    return query, mapping
+
+
+def level(query: Query) -> str:
+    keys = {k for k in query.by if k != "cluster"}
+    unknown = sorted(keys - POD_KEYS - GPU_KEYS)
+    if unknown:
+        raise NotPublished(f"the Container Insights add-on publishes no dimension for {', '.join(unknown)}")
+    if "container" in keys:
+        return "container"
+    if keys & POD_KEYS:
+        if "node" in keys:
+            raise Unsupported("the add-on's pod metrics carry no node dimension; group by pod or by node and gpu")
+        return "pod"
+    return "node"
+
+
+def _dimension_set(query: Query, _settings: Settings | None = None) -> tuple[str, ...]:
+    keys = {k for k in query.by if k != "cluster"}
+    device = (DEVICE,) if "gpu" in keys else ()
+    where = level(query)
+    if where == "container":
+        return (CLUSTER, NAMESPACE_DIM, POD_OWNER, POD, CONTAINER) + device
+    if where == "pod":
+        if keys & {"pod", "gpu"}:
+            return (CLUSTER, NAMESPACE_DIM, POD_OWNER, POD) + device
+        return CLUSTER, NAMESPACE_DIM
+    if "gpu" in keys:
+        return CLUSTER, NODE, INSTANCE, INSTANCE_TYPE, DEVICE
+    return (CLUSTER, NODE, INSTANCE) if "node" in keys else (CLUSTER,)
+
+
+def _series_key(query: Query, _settings: Settings | None = None) -> tuple[str, ...]:
+    keys = [k for k in query.by if k != "cluster"]
+    if query.per_pod and "namespace" not in keys:
+        keys.insert(keys.index("pod"), "namespace")  # a pod is named within its namespace
+    return tuple(KEYS[k] for k in keys)
+
+
+LAYOUT = Layout(_dimension_set, _series_key, (NODE, DEVICE), lambda _settings: COLLECTION_SECONDS, NAMESPACE)
+
+
+def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
+    """The add-on's metric for `query`, computed as cloudwatch_shape.plan computes it, in the query's own unit."""
+    bare, mapping = mapped(query)
+    result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
+    result = replace(result, metric=metric_name(level(bare), mapping))
+    if result.function == "COUNT" or mapping.scale == 1:
+        return result  # a count of GPUs or pods has no unit
+    scale = number(mapping.scale)
+    math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
+    return replace(result, math=math, divisor=result.divisor * mapping.scale)
+
+
+def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
+    """The plan of `query` on the configured source (`cloudwatch.source`)."""
+    if enabled(settings):
+        return plan(query, catalog, settings, period, alarm=alarm)
+    return agent_plan(query, catalog, settings, period, alarm=alarm)
+
+
+def publishes(query: Query) -> bool:
+    try:
+        mapped(query)
+    except NotPublished:
+        return False
+    return True
+
+
+def condition(alarm: Alarm, settings: Settings) -> Condition:
+    """The condition CloudWatch evaluates. On the add-on: the CloudWatch-specific one when the add-on
+    publishes its fields, else the alarm's own (the add-on publishes framebuffer use as a ratio, so
+    the ratio condition that the Prometheus -> EMF path cannot compute works here)."""
+    if not enabled(settings):
+        return alarm.cloudwatch or alarm.condition
+    for candidate in (alarm.cloudwatch, alarm.condition):
+        if candidate is not None and publishes(candidate.query):
+            return candidate
+    return alarm.cloudwatch or alarm.condition
+
+
+# --- the add-on's configuration -----------------------------------------------------------
+
+def addon_configuration() -> dict[str, Any]:
+    """The EKS add-on's configuration values: enhanced observability with accelerated compute metrics.
+
+    Keys from the CloudWatch agent's configuration (logs.metrics_collected.kubernetes
+    .enhanced_container_insights, .accelerated_compute_metrics); the add-on's chart takes the
+    agent's configuration under agent.config."""
+    kubernetes = {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+    return {"agent": {"config": {"logs": {"metrics_collected": {"kubernetes": kubernetes}}}}}
+
+
+ADDON_FILE = "cloudwatch/container-insights-addon.json"
+
+
+def left_out(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch panel and alarm left out because the add-on does not publish
+    its fields or dimensions; empty on the Prometheus -> EMF source."""
+    from .model import source_file
+    from .render.alarms import alarm_plan
+
+    settings = project.settings
+    if not enabled(settings):
+        return []
+    result = []
+    for dashboard in project.cloudwatch_dashboards():
+        for panel in dashboard.panels():
+            try:
+                for query in panel.queries:
+                    plan(query, project.catalog, settings, settings.cloudwatch["period"])
+            except NotPublished as exc:
+                result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is "
+                                                 f"left out of CloudWatch: {exc}"))
+            except Unsupported:
+                continue  # left out for another reason, which the dashboard's header gives
+    for alarm in project.alarms:
+        try:
+            alarm_plan(alarm, project.catalog, settings)
+        except NotPublished as exc:
+            result.append((alarm.defined_at, f"alarm {alarm.id!r} is left out of CloudWatch: {exc}"))
+        except Unsupported:
+            continue  # generate refuses it with its file and line
+    return result

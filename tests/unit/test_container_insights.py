@@ -1,0 +1,282 @@
+"""cloudwatch.source: container-insights: the same definitions, on the add-on's own GPU metrics, show the truth.
+
+The crafted fleet (idle GPUs, a pod on two GPUs, one pod name in two namespaces) goes through
+a model of the add-on written from its sources (tests/support/container_insights_addon.py);
+the *generated* widgets and alarms are evaluated over what CloudWatch would store, with
+Metrics Insights' documented semantics, and compared with the truth from the DCGM readings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from generator.artifacts import build
+from generator.cli import main
+from generator.container_insights_table import MAPPINGS, published_sets
+from generator.errors import InputError
+from generator.lint_runner import cloudwatch_subject, lint_project
+from generator.project import load_project
+from tests.support import cloudwatch_eval
+from tests.support.container_insights_addon import EVERY, datapoints, reading
+from tests.support.dcgm_fleet import FLEET, Gpu, truth
+
+START, END = 0, 2100
+CLUSTER = "gpu-cluster"
+ADDON = "cloudwatch:\n  source: container-insights\n"
+RATIO_FIELDS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")
+
+
+@pytest.fixture(scope="module")
+def addon(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("addon")
+    (folder / "gpudash.yaml").write_text(ADDON)
+    project = load_project(folder / "gpudash.yaml")
+    return project, build(project), datapoints(CLUSTER, START, END - EVERY)
+
+
+def _widgets(files):
+    for path, data in sorted(files.items()):
+        if path.startswith("cloudwatch/dashboards/"):
+            for widget in json.loads(json.loads(data)["DashboardBody"])["widgets"]:
+                if widget["type"] == "metric":
+                    yield path, widget["properties"]
+
+
+def _panel(project, path, title):
+    dashboard_id = path.rsplit("/", 1)[1].removeprefix(f"gpudash-{CLUSTER}-").removesuffix(".json")
+    (panel,) = [p for d in project.cloudwatch_dashboards() if d.id == dashboard_id for p in d.panels()
+                if p.title == title]
+    return panel
+
+
+def _device_label(label: str) -> str:
+    """The truth names a GPU `<node> GPU <index>`; the add-on's GpuDevice is the device (nvidia<index>)."""
+    return re.sub(r" GPU (\d+)$", r" nvidia\1", label)
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _ratio_truth(by, aggregation, period, gpus=FLEET):
+    """used / (used + free) per GPU, averaged over the GPU's readings, then across the line's GPUs."""
+    lines: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
+    for bucket in range(START, END, period):
+        for gpu in gpus:
+            if "pod" in by and not gpu.held:
+                continue
+            label = f"Pod {gpu.namespace}/{gpu.pod}" if "pod" in by else ""
+            values = [reading("DCGM_FI_DEV_FB_USED_PERCENT", gpu, t // 30) for t in range(bucket, bucket + period, EVERY)]
+            lines.setdefault(label, {}).setdefault(bucket, []).append((sum(values) / len(values), min(values),
+                                                                       max(values)))
+    pick = {"avg": lambda v: sum(m for m, _, _ in v) / len(v), "max": lambda v: max(h for _, _, h in v)}
+    return {label: {b: pick[aggregation](v) for b, v in buckets.items()} for label, buckets in lines.items()}
+
+
+def test_every_widget_shows_the_truth(addon):
+    project, files, points = addon
+    checked = 0
+    for path, properties in _widgets(files):
+        query = _panel(project, path, properties["title"]).queries[0]
+        shown = cloudwatch_eval.widget(properties, points, START, END)
+        period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
+        if query.over:
+            assert set(query.over) == set(RATIO_FIELDS)
+            expected = _ratio_truth(query.by, query.aggregation, period)
+        else:
+            expected = truth(query, project.catalog.get(query.metric), START, END, period, every=EVERY)
+        expected = {_device_label(label) or properties["title"]: series for label, series in expected.items()}
+        assert set(shown) == set(expected), (path, properties["title"])
+        mismatched = [(label, bucket, shown[label].get(bucket), value) for label, series in expected.items()
+                      for bucket, value in series.items() if bucket not in shown[label]
+                      or not _close(shown[label][bucket], value)]
+        assert not mismatched and all(set(shown[k]) == set(v) for k, v in expected.items()), \
+            (properties["title"], mismatched[:3])
+        checked += 1
+    assert checked >= 15
+
+
+def test_fleet_views_count_gpus_and_see_idle_ones(addon):
+    _, files, points = addon
+    widgets = {p["title"]: p for path, p in _widgets(files) if "overview" in path}
+    reporting = cloudwatch_eval.widget(widgets["GPUs reporting"], points, START, END)
+    assert set(reporting["GPUs reporting"].values()) == {6.0}  # six GPUs, not 6 x 5 observations
+    temperature = cloudwatch_eval.widget(widgets["GPU temperature"], points, START, END)
+    assert {"ip-10-0-1-1 nvidia3", "ip-10-0-1-2 nvidia0"} <= set(temperature)  # idle GPUs
+
+
+def test_framebuffer_is_shown_in_mib_and_as_a_ratio(addon):
+    """The add-on publishes bytes and percent; the widgets divide back so their units (and thresholds) hold."""
+    _, files, points = addon
+    widgets = {p["title"]: p for path, p in _widgets(files)}
+    used = cloudwatch_eval.widget(widgets["Framebuffer memory used"], points, START, END)
+    gpu = FLEET[0]
+    expected = sum(reading("DCGM_FI_DEV_FB_USED", gpu, t // 30) for t in range(0, 300, EVERY)) / 5
+    assert _close(used["ip-10-0-1-1 nvidia0"][0], expected)
+    assert 1000 <= used["ip-10-0-1-1 nvidia0"][0] < 1100  # MiB, not bytes
+    share = cloudwatch_eval.widget(widgets["Framebuffer in use"], points, START, END)
+    assert _close(share["Framebuffer in use"][0], _ratio_truth((), "avg", END - START)[""][0])  # a ratio, not percent
+    assert share["Framebuffer in use"][0] < 2
+    assert widgets["Framebuffer in use"]["annotations"]["horizontal"][1]["value"] == \
+        load_project().settings.levels("framebuffer_used_ratio").critical
+
+
+def test_pods_are_named_by_namespace_and_pod_not_by_owner(addon):
+    """Two pods of one StatefulSet share PodName (the owner); each is its own line, by FullPodName."""
+    _, files, _ = addon
+    gpus = FLEET[:3] + (Gpu("ip-10-0-1-1", 3, "ml", "train-1"),) + FLEET[4:]
+    points = datapoints(CLUSTER, START, END - EVERY, gpus)
+    widgets = {p["title"]: p for path, p in _widgets(files) if "by-pod" in path}
+    pods = cloudwatch_eval.widget(widgets["Pods on GPUs"], points, START, END)
+    assert {label: series[0] for label, series in pods.items()} == {
+        "Pod ml/train-0": 2.0, "Pod ml/train-1": 1.0, "Pod research/train-0": 1.0, "Pod ml/infer-1": 1.0}
+    power = cloudwatch_eval.widget(widgets["Power draw by pod"], points, START, END)
+    assert 200 < power["Pod ml/train-0"][0] < 240  # two GPUs of 100-113 W: GPUs, not observations
+
+
+def _alarms(files):
+    return {a["Request"]["AlarmName"].removeprefix(f"gpudash-{CLUSTER}-"): a["Request"]
+            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _firing(request, points, end=END):
+    return {key for key, state in cloudwatch_eval.alarm(request, points, end).items() if state == "ALARM"}
+
+
+def test_alarms_fire_on_the_truth_with_thresholds_in_published_units(addon):
+    project, files, points = addon
+    alarms = _alarms(files)
+    assert set(alarms) == {"framebuffer-full-warning", "gpu-data-missing-critical", "gpu-idle-warning",
+                           "gpu-temp-critical-critical", "gpu-temp-high-warning"}
+    infer = (("Namespace", "ml"), ("FullPodName", "infer-1"))
+    assert _firing(alarms["gpu-idle-warning"], points) == {infer}
+    # The ratio condition (used over used + free), which the add-on publishes as percent: 0.95 -> 95.
+    framebuffer = alarms["framebuffer-full-warning"]
+    assert framebuffer["Threshold"] == project.settings.levels("framebuffer_used_ratio").critical * 100
+    assert _firing(framebuffer, points) == {infer}
+    assert _firing(alarms["gpu-temp-high-warning"], points) == set()
+    hot = [p for p in points if not (p.metric == "node_gpu_temperature" and ("GpuDevice", "nvidia1") in p.dimensions
+                                     and ("NodeName", "ip-10-0-1-2") in p.dimensions)]
+    hot += [p.__class__(p.namespace, p.metric, p.dimensions, p.timestamp, 95.0) for p in points
+            if p.metric == "node_gpu_temperature" and ("GpuDevice", "nvidia1") in p.dimensions
+            and ("NodeName", "ip-10-0-1-2") in p.dimensions]
+    assert _firing(alarms["gpu-temp-critical-critical"], hot) == {(("NodeName", "ip-10-0-1-2"), ("GpuDevice", "nvidia1"))}
+    missing = alarms["gpu-data-missing-critical"]
+    assert _firing(missing, points) == set()
+    assert _firing(missing, [p for p in points if p.timestamp < END - 900]) == {()}
+
+
+def test_left_out_panels_and_alarms_are_said_not_silent(addon, project_dir):
+    config = project_dir(ADDON)
+    result = CliRunner().invoke(main, ["generate", "--config", str(config), "--out", str(config.parent / "build")])
+    assert result.exit_code == 0, result.output
+    assert "alarm 'xid-error' is left out of CloudWatch: the Container Insights add-on does not publish " \
+           "DCGM_FI_DEV_XID_ERRORS" in result.output
+    assert "panel 'Memory temperature'" in result.output
+    notes = [f for f in lint_project(load_project(config)) if f.rule == "CW013"]
+    assert {f.message.split(" is left out")[0] for f in notes} >= {"alarm 'pcie-replays'",
+                                                                   "panel 'SM clock' (dashboards/gpu_overview.py)"}
+    body = json.loads(json.loads(addon[1][f"cloudwatch/dashboards/gpudash-{CLUSTER}-health.json"])["DashboardBody"])
+    assert "Last XID error code (the Container Insights add-on does not publish DCGM_FI_DEV_XID_ERRORS)" in \
+        body["widgets"][0]["properties"]["markdown"]
+
+
+def test_the_same_definitions_render_both_ways(addon):
+    """Grafana and the Prometheus artifacts do not change; CloudWatch keeps every panel and alarm the add-on
+    can feed, under the same titles and names."""
+    project, files, _ = addon
+    agent_files = build(load_project())
+    for path in agent_files:
+        if path.startswith(("grafana/", "prometheus/")) or path in ("k8s/servicemonitor.yaml", "k8s/prometheusrule.yaml"):
+            assert files[path] == agent_files[path], path
+    assert {p for p in files if p.startswith("cloudwatch/dashboards/")} == \
+        {p for p in agent_files if p.startswith("cloudwatch/dashboards/")}
+    addon_titles = {p["title"] for _, p in _widgets(files)}
+    agent_titles = {p["title"] for _, p in _widgets(agent_files)}
+    # The add-on publishes framebuffer use as a ratio, which the Prometheus -> EMF path cannot compute.
+    ratios = {"Framebuffer used share by pod", "Framebuffer in use"}
+    assert ratios <= addon_titles and not ratios & agent_titles
+    assert addon_titles - ratios < agent_titles
+    assert {"GPU utilization by pod", "GPU temperature", "Tensor core activity by pod"} <= addon_titles
+    assert set(_alarms(files)) < set(_alarms(agent_files)) | {"framebuffer-full-warning"}
+
+
+def test_addon_configuration_replaces_the_agent_configmaps(addon):
+    _, files, _ = addon
+    assert not [p for p in files if p.startswith("k8s/cwagent-prometheus-config")]
+    values = json.loads(files["cloudwatch/container-insights-addon.json"])
+    kubernetes = values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
+    assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+    default = build(load_project())
+    assert "cloudwatch/container-insights-addon.json" not in default
+    assert f"k8s/cwagent-prometheus-config-{CLUSTER}.yaml" in default
+
+
+@pytest.mark.parametrize("mapping", MAPPINGS, ids=lambda m: m.field)
+def test_each_mapping_reads_back_the_dcgm_value(mapping, project_dir):
+    """Per field and level: the widget shows the DCGM reading in the field's own unit (bytes -> MiB, percent
+    -> ratio divided back), per GPU, per pod and for the fleet."""
+    definition = f'''
+from generator.model import Dashboard, Panel, Query, Row
+
+def dashboards(ctx):
+    yield Dashboard(id="one", title="One", rows=[Row("r", [
+        Panel("per gpu", Query("{mapping.field}", "avg", ("node", "gpu"))),
+        Panel("per pod", Query("{mapping.field}", "max", ("pod",))),
+        Panel("per container", Query("{mapping.field}", "min", ("namespace", "pod", "container"))),
+        Panel("fleet", Query("{mapping.field}", "avg"))])])
+'''
+    csv = "\n".join(f"{m.field}, gauge, {m.field} reading." for m in MAPPINGS) + "\n"
+    project = load_project(project_dir(ADDON + "alarms: {}\n", {"one.py": definition}, csv))
+    files = build(project)
+    points = datapoints(CLUSTER, 0, 240)
+    widgets = {p["title"]: p for _, p in _widgets(files)}
+    assert set(widgets) == {"per gpu", "per pod", "per container", "fleet"}
+
+    def readings(gpus):
+        return [reading(mapping.field, g, t // 30) for g in gpus for t in range(0, 300, EVERY)]
+
+    gpu = cloudwatch_eval.widget(widgets["per gpu"], points, 0, 300)
+    assert _close(gpu["ip-10-0-1-2 nvidia1"][0], sum(readings([FLEET[5]])) / 5)
+    pod = cloudwatch_eval.widget(widgets["per pod"], points, 0, 300)
+    assert _close(pod["Pod ml/train-0"][0], max(readings(FLEET[:2])))
+    container = cloudwatch_eval.widget(widgets["per container"], points, 0, 300)
+    assert _close(container["ml train-0 main"][0], min(readings(FLEET[:2])))
+    fleet = cloudwatch_eval.widget(widgets["fleet"], points, 0, 300)
+    assert _close(fleet["fleet"][0], sum(readings(FLEET)) / len(readings(FLEET)))
+    for properties in widgets.values():
+        metric = re.search(r'SELECT \w+\("(\w+)"\)', properties["metrics"][0][0]["expression"])[1]
+        assert metric.endswith(mapping.suffix)
+
+
+def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
+    project, _, _ = addon
+    subject = cloudwatch_subject(project)
+    assert [f for f in lint_project(project) if f.severity == "error"] == []
+    published = published_sets()
+    for item in subject.alarms:
+        expression = item["Request"]["Metrics"][0]["Expression"]
+        metric = re.search(r'SELECT \w+\("(\w+)"\)', expression)[1]
+        schema = re.search(r'SCHEMA\("ContainerInsights", (.*?)\)', expression)[1].replace('"', "").split(", ")
+        assert tuple(schema) in published[metric]
+    # The set the issue text suggested for pods ([..., PodName]) names the owner, not the pod: a query on
+    # it, or on a set the add-on does not publish for the metric, is an error.
+    from generator.lint.cloudwatch_rules import CloudWatchSubject, declared_shape
+
+    bad = json.loads(json.dumps(subject.alarms))
+    bad[0]["Request"]["Metrics"][0]["Expression"] = (
+        'SELECT MAX("pod_gpu_memory_utilization") FROM SCHEMA("ContainerInsights", "ClusterName", "NodeName") '
+        'GROUP BY "NodeName" ORDER BY MAX() DESC')
+    findings = list(declared_shape(CloudWatchSubject({}, bad, project.settings)))
+    assert [f.rule for f in findings] == ["CW008"]
+    assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
+
+
+def test_static_per_pod_alarms_are_refused_with_a_reason(project_dir):
+    project = load_project(project_dir(ADDON + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1]\n"))
+    with pytest.raises(InputError, match="per_pod: static"):
+        build(project)
