@@ -322,11 +322,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus)
-    try:
-        prices = load_prices(overrides=Path(prices_file) if prices_file else None)
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        raise GpudashError(f"cannot read the prices ({type(exc).__name__}: {exc})", where=prices_file,
-                           hint='give a JSON object like {"rates": {"dashboard_month": {"price": 3.0}}}') from None
+    prices = load_prices(overrides=Path(prices_file) if prices_file else None)
     result = compare(project, fleet, prices)
     if output == "json":
         click.echo(json.dumps(result, indent=2))

@@ -17,13 +17,17 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
 from __future__ import annotations
 
 import copy
+import difflib
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .cloudwatch_shape import pod_dimensions
+from .errors import InputError
 from .project import Project
+from .reading import read_json
 from .render.agent import KEPT_KINDS, published_sets
 
 PRICES = Path(__file__).resolve().parent / "defaults" / "cloudwatch-prices.json"
@@ -54,11 +58,63 @@ class Line:
     basis: str
 
 
+OVERRIDE_HINT = 'give a JSON object like {"rates": {"dashboard_month": {"price": 3.0}}}'
+_TEXT_FIELDS = ("unit", "source", "as_of")  # what a rate may carry besides its numbers
+
+
+def _one_of(name: str, known, what: str) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return (f"did you mean {close[0]!r}? " if close else "") + f"{what}: {', '.join(known)}"
+
+
+def _amount(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def check_overrides(extra: Any, prices: dict[str, Any], where: str) -> None:
+    """An override file that would not change what its author meant is an error, never ignored:
+    an unknown key or rate (a typo), a field a rate does not have, a price that is not a number."""
+    if not isinstance(extra, dict):
+        raise InputError(f"the prices must be a JSON object, not {type(extra).__name__}", where=where,
+                         hint=OVERRIDE_HINT)
+    for key in extra:
+        if key not in ("rates", "as_of", "source"):
+            raise InputError(f"unknown key {key!r}", where=where, hint=_one_of(key, ("rates", "as_of", "source"),
+                                                                                 "the keys are"))
+    rates = extra.get("rates", {})
+    if not isinstance(rates, dict):
+        raise InputError("rates must be an object of rate name to its fields", where=where, hint=OVERRIDE_HINT)
+    for name, fields in rates.items():
+        if name not in prices["rates"]:
+            raise InputError(f"unknown rate {name!r}", where=where, hint=_one_of(name, prices["rates"], "the rates are"))
+        if not isinstance(fields, dict):
+            raise InputError(f"rates.{name} must be an object like {{\"price\": 3.0}}, not {json.dumps(fields)}",
+                             where=where, hint=OVERRIDE_HINT)
+        numbers = [f for f in prices["rates"][name] if f not in (*_TEXT_FIELDS, "uncertain")]
+        for field, value in fields.items():
+            if field not in numbers and field not in _TEXT_FIELDS:
+                raise InputError(f"rates.{name} has no field {field!r}", where=where,
+                                 hint=_one_of(field, numbers, f"rates.{name} takes"))
+            if field == "tiers":
+                expected = "a list of [units in the tier (null for the rest), price] pairs"
+                good = isinstance(value, list) and value and all(
+                    isinstance(t, list) and len(t) == 2 and (t[0] is None or _amount(t[0])) and _amount(t[1])
+                    for t in value)
+            elif field in numbers:
+                expected, good = "a number of 0 or more", _amount(value)
+            else:
+                expected, good = "text", isinstance(value, str)
+            if not good:
+                raise InputError(f"rates.{name}.{field} is {json.dumps(value)}, not {expected}", where=where,
+                                 hint=f"write {expected}, e.g. " + json.dumps({field: prices["rates"][name][field]}))
+
+
 def load_prices(path: Path = PRICES, overrides: Path | None = None) -> dict[str, Any]:
     """The price file; `overrides` (same shape, any subset of `rates`) replaces single rates."""
     prices = json.loads(path.read_text())
     if overrides is not None:
-        extra = json.loads(overrides.read_text())
+        extra = read_json(overrides, "prices file", OVERRIDE_HINT)
+        check_overrides(extra, prices, str(overrides))
         prices = copy.deepcopy(prices)
         for key, value in extra.get("rates", {}).items():
             prices["rates"][key] = {**prices["rates"].get(key, {}), **value, "overridden": True}

@@ -105,7 +105,7 @@ def test_cost_command_json_and_table(cli, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     code, _, stderr = cli("cost", "--pods", "5", "--prices", str(bad))
-    assert code == 2 and "cannot read the prices" in stderr and "Traceback" not in stderr
+    assert code == 2 and "bad.json:1: prices file is not JSON" in stderr and "Traceback" not in stderr
 
 
 def test_every_price_date_the_readme_quotes_is_the_data_files():
