@@ -345,23 +345,32 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
 @main.command("init-config")
 @click.argument("path", default="gpudash.yaml", metavar="[PATH]")
 def init_config(path: str) -> None:
-    """Write the commented default settings to PATH (default ./gpudash.yaml); never overwrites."""
+    """Write the commented default settings to PATH (default ./gpudash.yaml; a folder gets a gpudash.yaml
+    inside; - prints them); never overwrites."""
     from .resources import default_config
 
+    text = default_config().read_text(encoding="utf-8")
+    if path == "-":
+        click.echo(text, nl=False)
+        return
     target = Path(path)
+    if target.is_dir() or path.endswith(("/", os.sep)):
+        target = target / "gpudash.yaml"
+    shown = str(target)
     if target.exists() or target.is_symlink():
-        raise GpudashError("the file exists already", where=path, hint="choose another path or remove it")
+        raise GpudashError("the file exists already", where=shown,
+                           hint="choose another path or remove it; commands read it as it is")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("x", encoding="utf-8") as handle:
-            handle.write(default_config().read_text(encoding="utf-8"))
+            handle.write(text)
     except OSError as exc:
-        raise GpudashError(f"cannot write the settings file ({exc.strerror or exc})", where=path,
+        raise GpudashError(f"cannot write the settings file ({exc.strerror or exc})", where=shown,
                            hint="choose a path in a folder you can write to, e.g. ./gpudash.yaml") from None
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {shown}")
     if target.resolve() != (Path.cwd() / "gpudash.yaml").resolve():
-        click.echo(f"commands read ./gpudash.yaml by default: pass --config {shlex.quote(path)} "
-                   f"or export GPUDASH_CONFIG={shlex.quote(path)}")
+        click.echo(f"commands read ./gpudash.yaml by default: pass --config {shlex.quote(shown)} "
+                   f"or export GPUDASH_CONFIG={shlex.quote(str(target.resolve()))}")
 
 
 from . import cli_publish  # noqa: E402,F401  (registers plan, push, apply, verify)

@@ -80,9 +80,26 @@ def test_init_config_in_a_new_folder_creates_it_and_says_how_to_use_it(in_folder
     code, stdout, stderr = cli("init-config", "sub/dir/x.yaml")
     assert code == 0, stderr
     assert (in_folder / "sub/dir/x.yaml").read_text().startswith("# gpudash settings")
-    assert "--config sub/dir/x.yaml" in stdout and "GPUDASH_CONFIG=sub/dir/x.yaml" in stdout
+    # the variable outlives a cd, so it names the file wherever the user goes next
+    assert "--config sub/dir/x.yaml" in stdout and f"GPUDASH_CONFIG={in_folder / 'sub/dir/x.yaml'}" in stdout
     code, _, stderr = cli("generate", "--out", "build", "--config", "sub/dir/x.yaml")
     assert code == 0, stderr
+
+
+@pytest.mark.parametrize("given", ["conf", "conf/", "new/"])
+def test_init_config_into_a_folder_writes_gpudash_yaml_there(in_folder, cli, given):
+    (in_folder / "conf").mkdir()
+    code, stdout, stderr = cli("init-config", given)
+    assert code == 0, stderr
+    written = in_folder / given.rstrip("/") / "gpudash.yaml"
+    assert written.read_text().startswith("# gpudash settings")
+    assert f"--config {given.rstrip('/')}/gpudash.yaml" in stdout
+
+
+def test_init_config_dash_prints_the_default_and_writes_nothing(in_folder, cli):
+    code, stdout, _ = cli("init-config", "-")
+    assert code == 0 and stdout.startswith("# gpudash settings")
+    assert list(in_folder.iterdir()) == []
 
 
 def test_a_single_definitions_folder_is_accepted(in_folder, cli):
