@@ -192,15 +192,23 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
     if alarm.absent:
-        # An exporter target that stopped answering (both generated scrape paths attach exporter_pod to
-        # its `up`); its pod gone with a node scaled away is no target, so that is no alarm. CloudWatch
-        # has no `up`: the agent drops it.
-        down = 'up{exporter_pod!=""} == 0'
+        # An exporter target that stopped answering; its pod gone with a node scaled away is no target,
+        # so that is no alarm. CloudWatch has no `up`: the agent drops it.
+        down = _exporter_down(settings)
         return down if settings.alarms["scale_to_zero"] else f"{down} or {_absent(query.metric, alarm, settings)}"
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations.
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
                        gauge_window=window)
     return f"{value} {condition.comparison} {condition.threshold:g}"
+
+
+def _exporter_down(settings: Settings) -> str:
+    """`up` of the exporter's targets is 0. Both generated scrape paths attach `exporter_pod` to a
+    target; the GPU operator's or the chart's own ServiceMonitor gives it, as it gives every
+    ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
+    style = style_for(settings)
+    return (f'up{{exporter_pod!=""}} == 0 or up{{exporter_pod="", container="{style.container}", '
+            f'namespace="{settings.exporter["namespace"]}"}} == 0')
 
 
 def _absent(metric: str, alarm: Alarm, settings: Settings) -> str:

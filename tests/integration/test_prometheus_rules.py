@@ -153,6 +153,40 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
     assert "SUCCESS" in result.stdout
 
 
+OPERATOR_UP = ('up{{job="nvidia-dcgm-exporter",instance="10.0.1.{n}:9400",namespace="gpu-operator",service="nvidia-dcgm-exporter",'
+               'endpoint="gpu-metrics",container="nvidia-dcgm-exporter",pod="nvidia-dcgm-exporter-{n}"}}')
+
+
+def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_too(tmp_path):
+    """The GPU operator's ServiceMonitor puts no exporter_pod on its targets: the exporter pod is their
+    `pod`, `container` and `namespace`. One exporter stopping among others still fires the alert."""
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                      "  container: exported_container\n")
+    (tmp_path / "rules.yaml").write_text(build(load_project(config))["prometheus/rules.yaml"].decode())
+    other_job = 'up{job="kube-state-metrics",namespace="monitoring",container="kube-state-metrics",pod="ksm-0"}'
+    expected = _expected(tmp_path, "GpudashGpuDataMissing")
+    tests = [{
+        "interval": "1m",
+        "input_series": [{"series": OPERATOR_UP.format(n=1), "values": "1 1 0x20"},
+                         {"series": OPERATOR_UP.format(n=2), "values": "1x20"},
+                         {"series": other_job, "values": "0x20"},  # not an exporter: no alert for it
+                         {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-2"}', "values": "60x20"}],
+        "alert_rule_test": [
+            {"eval_time": "1m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+            {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [{
+                **expected, "exp_labels": {**expected["exp_labels"],
+                                           **dict(re.findall(r'(\w+)="([^"]*)"', OPERATOR_UP.format(n=1)))}}]},
+        ],
+    }]
+    test_file = tmp_path / "rules_test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests},
+                                        sort_keys=False))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_healthy_fleet_fires_nothing(rules):
     series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
