@@ -34,6 +34,9 @@ MIG_SUBSTITUTES = {
     "DCGM_FI_DEV_GPU_UTIL": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 100.0),
     "DCGM_FI_DEV_MEM_COPY_UTIL": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
 }
+# Fields DCGM does not report for MIG instances: what an instance's series carries for them
+# (0, or nothing, or the blank sentinel, by exporter version) is no reading.
+MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
 
 
 @dataclass(frozen=True)

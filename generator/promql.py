@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
 from .model import Query
 from .settings import Labels
 
@@ -177,17 +177,20 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
-    is used, averaged over the GPU's instances, and the field itself on other GPUs.
+    is used, averaged over the GPU's instances, and the field itself on other GPUs; without
+    a stand-in the CSV collects, MIG instances give no data for it.
     """
     if count:  # how many GPUs report the field, whatever its value
         return merge("max", _raw(metric, branches, extra, "{}"))
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
-    substitute = catalog.mig_substitute(metric)
-    if substitute is None:
+    if metric not in MIG_UNSUPPORTED:
         return merge(how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time))
-    stand_in, factor = substitute
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time)
+    substitute = catalog.mig_substitute(metric)
+    if substitute is None:
+        return merge(how, own)
+    stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time)
     return f"({merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')} or {merge(how, own)})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
 from ..errors import RemoteError
 from ..project import Project
 from .http import get
@@ -18,7 +18,6 @@ GROUP = "exporter"
 PARTIAL_SUPPORT = ("_PROF_", "MEMORY_TEMP", "FB_RESERVED", "NVLINK")
 # Utilization fields DCGM does not report for MIG instances (absent, or 0, depending on the version):
 # those the catalog has a per-instance stand-in for, and the encoder and decoder utilization.
-MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
 MIG_ACTIVITY = MIG_SUBSTITUTES["DCGM_FI_DEV_GPU_UTIL"][0]
 # DCGM writes a value it could not read as a sentinel near 2**63; it is not a measurement.
 SENTINEL_FLOOR = 0x7FFFFFFFFFFFFF00

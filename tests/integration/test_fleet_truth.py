@@ -143,14 +143,20 @@ def _series(path: Path_) -> int:
     return len(path.clusters) * sum(len(i.pods()) or 1 for node in FLEET for gpu in node.gpus for i in gpu.instances)
 
 
+def _counters(folder: Path, fields: set[str]) -> Path:
+    """The bundled counters CSV cut down to `fields` (and the driver-version label)."""
+    wanted = fields | {"DCGM_FI_DRIVER_VERSION"}
+    csv = folder / "counters.csv"
+    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
+                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    return csv
+
+
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory):
     """Per path: the default definitions over the fields this fleet reports."""
     folder = tmp_path_factory.mktemp("projects")
-    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
-    csv = folder / "counters.csv"
-    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
-                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    csv = _counters(folder, set(FIELDS))
     result = {}
     for path in PATHS:
         config = folder / f"{path.name}.yaml"
@@ -196,7 +202,11 @@ def _panels(project, dashboard_uid: str) -> list[Panel]:
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
-    prometheus, project = stacks[path.name], projects[path.name]
+    assert _check_panels(stacks[path.name], projects[path.name], path, exporters, frozenset(FIELDS)) >= 30
+
+
+def _check_panels(prometheus: Prometheus, project, path: Path_, exporters, collected: frozenset[str]) -> int:
+    """Every panel query's legends and values against the truth; the number of queries checked."""
     at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))
     checked = 0
     for dashboard in grafana_dashboards(project):
@@ -211,12 +221,12 @@ def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
                 if path.clusters != ("",) and query.by:
                     query = with_cluster(query)
-                expected = truth(query, _node_names(path, exporters), path.clusters)
+                expected = truth(query, _node_names(path, exporters), path.clusters, collected)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k])}
                 assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
                 checked += 1
-    assert checked >= 30
+    return checked
 
 
 def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) -> set[str]:
@@ -254,6 +264,21 @@ def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
+    fired = _check_alerts(prometheus, project, path, exporters, frozenset(FIELDS))
+    assert fired == {alert: {f"{cluster} {name}".lstrip() for cluster in path.clusters for name in names}
+                     for alert, names in {
+        "GpudashXidError": {"gpu-node-b GPU 0"},
+        "GpudashGpuTempHigh": {"gpu-node-a GPU 0", "gpu-node-mig GPU 1"},
+        "GpudashGpuTempCritical": {"gpu-node-mig GPU 1"},
+        "GpudashFramebufferFull": {"Pod team-a/mig-a"},  # one MIG instance full; its GPU is not
+        "GpudashGpuIdle": {"Pod team-a/infer-1"},  # not the MIG pods whose GPU_UTIL reads 0
+        "GpudashPcieReplays": {"gpu-node-a GPU 0"},  # not the "not supported" counter of node c
+    }.items()}
+
+
+def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
+                  collected: frozenset[str]) -> dict[str, set[str]]:
+    """Each alert fires for exactly the objects the truth puts past its threshold; what fired."""
     labels = project.settings.labels
     rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
              for r in g["rules"]}
@@ -275,7 +300,7 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, expor
         query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
         template = legend(query, labels)
         firing = {_render(template, s["metric"]) for s in result}
-        values = truth(query, _node_names(path, exporters), path.clusters)
+        values = truth(query, _node_names(path, exporters), path.clusters, collected)
         if condition.query.as_increase:  # increase over the window: at least 2 s of the fleet's rate
             values = {k: v * 2 for k, v in values.items()}
         compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
@@ -287,15 +312,20 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, expor
             summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: series["metric"].get(m.group(1), ""),
                              rule["annotations"]["summary"])
             assert "{{" not in summary and " /" not in summary and "  " not in summary, summary
-    assert fired == {alert: {f"{cluster} {name}".lstrip() for cluster in path.clusters for name in names}
-                     for alert, names in {
-        "GpudashXidError": {"gpu-node-b GPU 0"},
-        "GpudashGpuTempHigh": {"gpu-node-a GPU 0", "gpu-node-mig GPU 1"},
-        "GpudashGpuTempCritical": {"gpu-node-mig GPU 1"},
-        "GpudashFramebufferFull": {"Pod team-a/mig-a"},  # one MIG instance full; its GPU is not
-        "GpudashGpuIdle": {"Pod team-a/infer-1"},  # not the MIG pods whose GPU_UTIL reads 0
-        "GpudashPcieReplays": {"gpu-node-a GPU 0"},  # not the "not supported" counter of node c
-    }.items()}
+    return fired
+
+
+def test_without_the_mig_stand_in_mig_gpus_show_no_utilization(stacks, tmp_path, exporters):
+    """A counters CSV without DCGM_FI_PROF_GR_ENGINE_ACTIVE (the exporter's plain default set) has no
+    stand-in for the GPU utilization MIG does not report: MIG GPUs and pods give no utilization,
+    never the 0 their instances write, and no pod on them is called idle."""
+    path = PATHS[0]
+    collected = frozenset(FIELDS) - {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
+    (tmp_path / "gpudash.yaml").write_text(path.settings)
+    project = load_project(tmp_path / "gpudash.yaml", _counters(tmp_path, set(collected)))
+    assert _check_panels(stacks[path.name], project, path, exporters, collected) >= 20
+    assert _check_alerts(stacks[path.name], project, path, exporters, collected)["GpudashGpuIdle"] == \
+        {"Pod team-a/infer-1"}
 
 
 def test_the_truth_is_the_fleet_facts():

@@ -212,10 +212,13 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 40) -> i
 
 # --- truth ----------------------------------------------------------------------------------
 
-def _per_gpu(metric: str, gpu: Gpu, instances: list[Instance]) -> float | None:
-    """What the field says about one GPU, for the instances a group holds on it."""
+def _per_gpu(metric: str, gpu: Gpu, instances: list[Instance], collected: frozenset[str]) -> float | None:
+    """What the field says about one GPU, for the instances a group holds on it (None: unknown)."""
     if metric == "DCGM_FI_DEV_GPU_UTIL":
-        return mean(i.engine * 100 for i in instances) if gpu.mig else gpu.util
+        if not gpu.mig:
+            return gpu.util
+        # MIG reports no GPU utilization: only the engine activity of its instances tells it
+        return mean(i.engine * 100 for i in instances) if "DCGM_FI_PROF_GR_ENGINE_ACTIVE" in collected else None
     if metric in INSTANCE_SUM:
         return sum(getattr(i, INSTANCE_SUM[metric]) for i in instances)
     if metric in INSTANCE_AVG:
@@ -227,7 +230,8 @@ def _aggregate(how: str, values: list[float]) -> float:
     return {"avg": mean, "sum": sum, "max": max, "min": min, "count": len}[how](values)
 
 
-def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",)) -> dict[str, float]:
+def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",),
+          collected: frozenset[str] = frozenset(FIELDS)) -> dict[str, float]:
     """Expected {legend: value} of a neutral query over the whole fleet.
 
     `node_names` maps a Kubernetes node to the name the scrape path can know it by; `clusters`
@@ -237,12 +241,12 @@ def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",)) 
     groups: dict[str, list[float]] = {}
     for cluster in clusters:
         prefix = f"{cluster} " if "cluster" in query.by else ""
-        _add_cluster(query, keys, node_names, prefix, groups)
+        _add_cluster(query, keys, node_names, prefix, groups, collected)
     return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
 
 
 def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
-                 groups: dict[str, list[float]]) -> None:
+                 groups: dict[str, list[float]], collected: frozenset[str]) -> None:
     for node in FLEET:
         for gpu in node.gpus:
             if "pod" in keys:
@@ -255,11 +259,11 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                 if query.aggregation == "count":
                     value = 1.0
                 else:
-                    value = _per_gpu(query.metric, gpu, instances)
+                    value = _per_gpu(query.metric, gpu, instances, collected)
                     if value is None:
                         continue  # not supported: no data
                     if query.over:
-                        totals = [_per_gpu(m, gpu, instances) for m in query.over]
+                        totals = [_per_gpu(m, gpu, instances, collected) for m in query.over]
                         value = value / sum(totals)
                 if "pod" in keys:
                     legend = f"Pod {holder[0]}/{holder[1]}"
