@@ -374,6 +374,7 @@ def init_config(path: str) -> None:
 
 
 from . import cli_publish  # noqa: E402,F401  (registers plan, push, apply, verify)
+from . import cli_preview  # noqa: E402,F401  (registers preview)
 
 if __name__ == "__main__":  # pragma: no cover
     run()

@@ -29,6 +29,8 @@ import yaml
 from generator.artifacts import grafana_dashboards
 from generator.exporter_styles import STYLES
 from generator.model import Panel, Row
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import legend, with_cluster
 from generator.render.alarms import alert_name, prometheus_rules
@@ -41,6 +43,7 @@ from tests.support.prometheus_server import Prometheus
 from tests.support.replay_exporter import ReplayExporter
 
 RATE_WINDOW = "3s"
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 OPERATOR = STYLES["gpu-operator"]
 EXPORTED = "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n"
 
@@ -178,15 +181,10 @@ def _node_names(path: Path_, exporters: dict[str, ReplayExporter]) -> dict[str, 
 
 
 def _substitute(expr: str, window: str = RATE_WINDOW, **selected: str) -> str:
-    """Grafana's interpolation: macros, and each variable as its regex (All: `.*`; a value escaped
-    as Grafana escapes it for Prometheus)."""
-    expr = expr.replace("$__rate_interval", window).replace("$__range", window)
-    escaped = {name: re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", value) for name, value in selected.items()}
-    return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", lambda m: escaped.get(m.group(1), ".*"), expr)
-
-
-def _render(template: str, labels: dict[str, str]) -> str:
-    return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), template)
+    """Grafana's interpolation, as the preview does it: macros, and each variable as its regex (All:
+    `.*`; a picked value escaped as Grafana escapes it for Prometheus)."""
+    values = {"__rate_interval": window, "__range": window, **variables(selected, VARIABLES)}
+    return interpolate(expr, values)
 
 
 def _close(actual: float, expected: float) -> bool:
@@ -216,7 +214,7 @@ def _check_panels(prometheus: Prometheus, project, path: Path_, exporters, colle
             for target, query in zip(panel["targets"], model.queries, strict=True):
                 where = f"{path.name}: {dashboard.uid} / {panel['title']}"
                 result = prometheus.query(_substitute(target["expr"]), at=at)
-                shown = {_render(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
+                shown = {render_legend(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
                          for s in result}
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
                 if path.clusters != ("",) and query.by:
@@ -299,7 +297,7 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
             continue
         query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
         template = legend(query, labels)
-        firing = {_render(template, s["metric"]) for s in result}
+        firing = {render_legend(template, s["metric"]) for s in result}
         values = truth(query, _node_names(path, exporters), path.clusters, collected)
         if condition.query.as_increase:  # increase over the window: at least 2 s of the fleet's rate
             values = {k: v * 2 for k, v in values.items()}
@@ -370,7 +368,7 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
     everything = truth(query, names, path.clusters)
     for node in FLEET:
         result = prometheus.query(_substitute(target["expr"], node=names[node.name]))
-        shown = {_render(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"{names[node.name]} GPU " in k}, node.name
         gpus = _variable_values(prometheus, variables["gpu"], node=names[node.name])
         assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
@@ -378,7 +376,7 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
     everything = truth(query, names, path.clusters)
     for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods()}):
         result = prometheus.query(_substitute(target["expr"], namespace=namespace))
-        shown = {_render(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
         pods = _variable_values(prometheus, variables["pod"], namespace=namespace)
         assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods() if ns == namespace}, namespace

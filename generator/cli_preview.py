@@ -1,0 +1,108 @@
+"""`gpudash preview`: the Grafana dashboards drawn as a static site, from a Prometheus or the sample."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import redact
+from .cli import config_option, csv_option, load_project_for, main, output_option
+from .errors import InputError
+
+
+def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """(uid, dashboard JSON) of every Grafana dashboard: built in memory, or read from a build."""
+    if not from_dir:
+        from .artifacts import grafana_dashboards
+
+        return [(d.uid, d.model) for d in grafana_dashboards(project)]
+    from .publish import parse_json, read_build
+
+    found = []
+    for relative, data in sorted(read_build(Path(from_dir)).items()):
+        parts = relative.split("/")
+        if len(parts) == 2 and parts[0] == "grafana" and parts[1].endswith(".json"):
+            model = parse_json(data, f"{from_dir}/{relative}", "a Grafana dashboard")
+            if not isinstance(model, dict):
+                raise InputError("not a Grafana dashboard (a JSON object)", where=f"{from_dir}/{relative}",
+                                 hint="run `gpudash generate --out DIR` again")
+            found.append((str(model.get("uid") or parts[1][:-5]), model))
+    if not found:
+        raise InputError("the build holds no Grafana dashboards (grafana/*.json)", where=from_dir,
+                         hint="run `gpudash generate --out DIR` first")
+    return found
+
+
+@main.command()
+@config_option
+@csv_option
+@click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              help="Prometheus to query (e.g. a port-forwarded one). Env: PROMETHEUS_URL.")
+@click.option("--sample", is_flag=True,
+              help="No cluster: query a local Prometheus loaded with the bundled exporter payload "
+                   "(needs Debian's prometheus package).")
+@click.option("--from", "from_dir", metavar="DIR", help="Preview the dashboards of this build instead of generating.")
+@click.option("--diff", "base_dir", metavar="BASE_DIR",
+              help="Also draw the panels that differ from this build (before) side by side with the new ones.")
+@click.option("--range", "range_text", metavar="DURATION",
+              help="Time range up to now, e.g. 30m, 1h, 7d. Default: each dashboard's own (time.from).")
+@click.option("--out", default="preview", show_default=True, metavar="DIR", help="Folder for the static site.")
+@click.option("--timeout", type=click.FloatRange(0.5, 600), default=30.0, show_default=True,
+              help="Seconds each query may take.")
+@output_option
+def preview(config: str | None, csv: str | None, prometheus_url: str | None, sample: bool, from_dir: str | None,
+            base_dir: str | None, range_text: str | None, out: str, timeout: float, output: str) -> None:
+    """Draw the Grafana dashboards with real data as a static site (no Grafana needed).
+
+    Each panel runs its own query (variables at their defaults) over the range and is drawn as
+    inline SVG on Grafana's 24-column grid; the site opens from a CI artifact, with no network."""
+    from .output import write
+    from .preview import site
+    from .preview.query import PrometheusClient
+
+    if sample == bool(prometheus_url):
+        raise click.UsageError("give either --prometheus-url URL (or PROMETHEUS_URL) or --sample")
+    project = load_project_for(config, csv)
+    dashboards = dashboards_of(project, from_dir)
+    base = dashboards_of(project, base_dir) if base_dir else None
+    end = time.time()
+    scrape_s = site.parse_range(project.settings.scrape.get("interval", "15s")) if not sample else 15.0
+    plans = [site.plan(uid, model, range_text, scrape_s, end) for uid, model in dashboards]
+
+    def render(url: str, source: str) -> tuple[dict[str, bytes], list]:
+        client = PrometheusClient(url, timeout)
+        client.ready()
+        site.run_queries(plans, client)
+        files, summaries = site.site(plans, source, diff=base is not None)
+        if base is not None:
+            from .preview import compare
+
+            files.update(compare.diff_pages(base, dashboards, plans, client, source, base_dir, from_dir))
+        return files, summaries
+
+    if sample:
+        from .preview import sample as sampling
+
+        longest = max((p.window.range_s for p in plans), default=3600.0)
+        with sampling.serve(longest, end, project.settings.scrape["job_name"]) as url:
+            files, summaries = render(url, "the bundled sample exporter payload (--sample), replayed into a local "
+                                           "Prometheus")
+        source = "sample"
+    else:
+        source = redact.url(prometheus_url)
+        files, summaries = render(prometheus_url, f"Prometheus at {source}")
+    write(Path(out), files)
+    if output == "json":
+        click.echo(json.dumps({"out": out, "prometheus": source, "dashboards": [s.as_dict() for s in summaries],
+                               "diff": "diff.html" in files}, indent=2))
+        return
+    for summary in summaries:
+        notes = [f"{summary.no_data} with no data" if summary.no_data else "",
+                 f"{summary.failed} with a failing query" if summary.failed else ""]
+        extra = ", ".join(n for n in notes if n)
+        click.echo(f"{summary.file}: {summary.title}, {summary.panels} panels" + (f" ({extra})" if extra else ""))
+    click.echo(f"wrote {len(files) + 1} files to {out}: open {Path(out) / 'index.html'}")

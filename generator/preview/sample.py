@@ -1,0 +1,157 @@
+"""`--sample`: a local Prometheus holding a bundled exporter payload, so a preview needs no cluster.
+
+The payload (`defaults/sample-exporter.prom`) is one scrape of a DCGM exporter. It is turned into a
+history over the preview's range (gauges wander around their recorded value, counters climb to it),
+with the target labels gpudash's scrape job attaches (`node`, `instance`, `job`), written as
+OpenMetrics and loaded with `promtool tsdb create-blocks-from openmetrics` into a fresh TSDB; then
+Debian's `prometheus` serves it on 127.0.0.1 and the preview queries it like any other Prometheus.
+The queries are the panels' own, evaluated by Prometheus: no PromQL is reimplemented here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import GpudashError, InputError
+from ..resources import default_counters
+
+SAMPLE = default_counters().parent / "sample-exporter.prom"
+_LINE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\S+)?$")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+class SampleUnavailable(GpudashError):
+    """`--sample` needs Prometheus' own programs, which this machine lacks."""
+
+
+def parse(text: str) -> list[tuple[str, str, dict[str, str], float]]:
+    """(name, type, labels, value) per sample of a Prometheus text exposition."""
+    types: dict[str, str] = {}
+    samples = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("# TYPE "):
+            parts = line.split()
+            if len(parts) >= 4:
+                types[parts[2]] = parts[3]
+            continue
+        if not line.strip() or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if not match:
+            raise InputError("not a line of the Prometheus text format", where=f"{SAMPLE}:{number}",
+                             hint="reinstall gpudash")
+        labels = dict(_LABEL.findall(match["labels"] or ""))
+        samples.append((match["name"], types.get(match["name"], "gauge"), labels, float(match["value"])))
+    return samples
+
+
+def _wander(name: str, value: float, t: float, seed: int) -> float:
+    """A gauge's value at `t`: within about 8% of the recorded one; 0 stays 0, ratios stay <= 1 and
+    utilizations <= 100."""
+    if value == 0:
+        return 0.0
+    swing = 0.06 * math.sin(t / 600 + seed) + 0.02 * math.sin(t / 97 + 2 * seed)
+    moved = value * (1 + swing)
+    if value <= 1:
+        return min(moved, 1.0)
+    return min(moved, 100.0) if name.endswith("_UTIL") else moved
+
+
+def history(samples: list[tuple[str, str, dict[str, str], float]], start: float, end: float, spacing: float,
+            job: str) -> str:
+    """The samples as an OpenMetrics history from `start` to `end`, one point every `spacing` seconds."""
+    out: list[str] = []
+    times = [end - spacing * i for i in range(int((end - start) // spacing), -1, -1)]
+    by_name: dict[str, list] = {}
+    for sample in samples:
+        by_name.setdefault(sample[0], []).append(sample)
+    for name, group in by_name.items():
+        out.append(f"# TYPE {name} gauge")  # counters keep their name: OpenMetrics counters need `_total`
+        for seed, (_, kind, labels, value) in enumerate(group):
+            node = labels.get("Hostname", "sample-node")
+            target = {**labels, "node": node, "instance": f"{node}:9400", "job": job}
+            text = ",".join(f'{k}="{v}"' for k, v in sorted(target.items()))
+            for t in times:
+                if kind == "counter":
+                    rate = value / (30 * 86400)  # the recorded total reached after a month at a steady rate
+                    point = max(0.0, round(value - rate * (end - t)))
+                else:
+                    point = _wander(name, value, t, seed)
+                out.append(f"{name}{{{text}}} {point:.6g} {t:.3f}")
+    out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise SampleUnavailable(f"--sample needs `{name}` (Prometheus' own program), which is not installed",
+                                hint="install Debian's prometheus package (apt-get install prometheus), or pass "
+                                     "--prometheus-url to preview against a Prometheus you have")
+    return path
+
+
+@contextmanager
+def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterator[str]:
+    """A Prometheus on 127.0.0.1 holding the sample history over [end - range_s, end]; its URL."""
+    prometheus, promtool = _binary("prometheus"), _binary("promtool")
+    samples = parse(SAMPLE.read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory(prefix="gpudash-sample-") as folder:
+        work = Path(folder)
+        (work / "sample.om").write_text(history(samples, end - range_s - 600, end, spacing, job), encoding="utf-8")
+        made = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet",
+                               str(work / "sample.om"), str(work / "data")], capture_output=True, text=True)
+        if made.returncode != 0:
+            raise GpudashError(f"promtool could not load the sample: {made.stderr.strip()[-400:]}",
+                               hint="check the prometheus package (promtool) on this machine")
+        (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
+        port = _free_port()
+        log = (work / "prometheus.log").open("w")
+        process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}",
+                                    f"--storage.tsdb.path={work / 'data'}", "--storage.tsdb.retention.time=3650d",
+                                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                                   stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, process, work)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+
+
+def _wait_ready(url: str, process: subprocess.Popen, work: Path) -> None:
+    import requests
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = (work / "prometheus.log").read_text(errors="replace")[-400:]
+            raise GpudashError(f"the sample Prometheus exited: {tail}", hint="check the prometheus package")
+        try:
+            if requests.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    raise GpudashError("the sample Prometheus did not become ready in 30 s", hint="check the prometheus package")

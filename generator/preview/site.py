@@ -1,0 +1,153 @@
+"""The preview site: every dashboard's panels queried and drawn, as {file name: bytes}."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..errors import InputError
+from . import page, panels
+from .interpolate import Window, defaults, interpolate, step_for
+from .query import PrometheusClient, Result
+
+_DURATION = re.compile(r"^(\d+)(s|m|h|d|w)$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+DEFAULT_RANGE = "1h"
+
+
+def parse_range(text: str) -> float:
+    """`1h`, `30m`, `7d` (or Grafana's `now-6h`) as seconds."""
+    match = _DURATION.match(text.strip().removeprefix("now-"))
+    if not match or int(match[1]) == 0:
+        raise InputError(f"{text!r} is not a time range", where="--range",
+                         hint="give a number and a unit: 30m, 1h, 6h, 7d")
+    return float(int(match[1]) * _SECONDS[match[2]])
+
+
+def dashboard_range(model: dict[str, Any]) -> str:
+    """The dashboard's own default range (`time.from` of `now-6h`), else the preview's default."""
+    start = str((model.get("time") or {}).get("from", ""))
+    return start.removeprefix("now-") if _DURATION.match(start.removeprefix("now-")) else DEFAULT_RANGE
+
+
+def drawn_panels(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Rows and panels in the dashboard's order; the panels a collapsed row holds follow it."""
+    for panel in model.get("panels") or []:
+        if not isinstance(panel, dict):
+            continue
+        yield panel
+        if panel.get("type") == "row":
+            yield from (p for p in panel.get("panels") or [] if isinstance(p, dict))
+
+
+def visual_panels(model: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for p in drawn_panels(model) if p.get("type") != "row"]
+
+
+@dataclass
+class PagePlan:
+    uid: str
+    title: str
+    model: dict[str, Any]
+    window: Window
+    end: float
+    results: dict[int, list[tuple[dict, Result]]] = field(default_factory=dict)
+
+    @property
+    def start(self) -> float:
+        return self.end - self.window.range_s
+
+
+def plan(uid: str, model: dict[str, Any], range_text: str | None, scrape_s: float, end: float) -> PagePlan:
+    range_s = parse_range(range_text or dashboard_range(model))
+    window = Window(range_s, step_for(range_s, scrape_s), scrape_s)
+    aligned = math.floor(end / window.step_s) * window.step_s
+    return PagePlan(uid, str(model.get("title", uid)), model, window, aligned)
+
+
+def run_queries(plans: list[PagePlan], client: PrometheusClient, workers: int = 8) -> None:
+    jobs = []
+    for plan_ in plans:
+        values = {**defaults(plan_.model), **plan_.window.macros()}
+        for index, panel in enumerate(visual_panels(plan_.model)):
+            plan_.results[index] = []
+            for target in panel.get("targets") or []:
+                if not isinstance(target, dict) or target.get("hide") or not isinstance(target.get("expr"), str):
+                    continue
+                expr = interpolate(target["expr"], values)
+                instant = bool(target.get("instant")) and not target.get("range", False)
+                jobs.append((plan_, index, target, expr, instant))
+    with ThreadPoolExecutor(workers) as pool:
+        answers = list(pool.map(lambda job: client.run(job[3], job[4], job[0].start, job[0].end,
+                                                       job[0].window.step_s), jobs))
+    for (plan_, index, target, _, _), answer in zip(jobs, answers):
+        plan_.results[index].append((target, answer))
+
+
+def window_text(plan_: PagePlan) -> str:
+    def stamp(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t))
+    return f"last {_human(plan_.window.range_s)}, {stamp(plan_.start)} to {stamp(plan_.end)}, " \
+           f"step {plan_.window.step_s:g}s"
+
+
+def _human(seconds: float) -> str:
+    for unit in ("w", "d", "h", "m"):
+        if seconds % _SECONDS[unit] == 0:
+            return f"{int(seconds // _SECONDS[unit])}{unit}"
+    return f"{int(seconds)}s"
+
+
+@dataclass(frozen=True)
+class PageSummary:
+    uid: str
+    title: str
+    file: str
+    panels: int
+    no_data: int
+    failed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"uid": self.uid, "title": self.title, "file": self.file, "panels": self.panels,
+                "no_data": self.no_data, "failed": self.failed}
+
+
+def boxes(plan_: PagePlan) -> tuple[list[str], int, int, int]:
+    """The page's rows and panels as placed boxes; how many panels, with no data, with a failing query."""
+    placed, counted, empty, failed = [], 0, 0, 0
+    index = 0
+    for panel in drawn_panels(plan_.model):
+        if panel.get("type") == "row":
+            placed.append(page.row_box(panel))
+            continue
+        results = plan_.results.get(index, [])
+        index += 1
+        counted += 1
+        failed += any(r.error for _, r in results)
+        empty += not any(r.series for _, r in results) and not any(r.error for _, r in results)
+        placed.append(page.panel_box(panel, panels.body(panel, results, plan_.start, plan_.end)))
+    return placed, counted, empty, failed
+
+
+def render_page(plan_: PagePlan, source: str) -> tuple[str, PageSummary]:
+    placed, counted, empty, failed = boxes(plan_)
+    content = page.header(plan_.title, source, window_text(plan_)) + f'<div class="grid">{"".join(placed)}</div>'
+    file = f"{plan_.uid}.html"
+    return page.document(plan_.title, content), PageSummary(plan_.uid, plan_.title, file, counted, empty, failed)
+
+
+def site(plans: list[PagePlan], source: str, diff: bool = False) -> tuple[dict[str, bytes], list[PageSummary]]:
+    files, summaries = {}, []
+    for plan_ in plans:
+        html, summary = render_page(plan_, source)
+        files[summary.file] = html.encode()
+        summaries.append(summary)
+    window = window_text(plans[0]) if plans and len({p.window for p in plans}) == 1 else "each dashboard's own"
+    files["index.html"] = page.index("gpudash preview", source, window,
+                                     [(s.file, s.title, s.panels, s.no_data, s.failed) for s in summaries],
+                                     diff).encode()
+    return files, summaries

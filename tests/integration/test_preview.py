@@ -1,0 +1,186 @@
+"""`gpudash preview` end to end: a real Prometheus (the --sample one, loaded by promtool), the site it
+writes, and that site opened in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from generator.artifacts import build, grafana_dashboards
+from generator.output import write
+from generator.preview.site import visual_panels
+from generator.project import load_project
+from tests.support.browser import distinct_rows, open_page
+from tests.support.prometheus_server import binary
+
+# One screenshot per default dashboard is kept here after the run (outside the repository).
+ARTIFACTS = Path(tempfile.gettempdir()) / "gpudash-preview-screenshots"
+
+
+class _Panels(HTMLParser):
+    """Panels of a page as the DOM holds them: their titles, classes inside, and text."""
+
+    def __init__(self):
+        super().__init__()
+        self.panels: list[dict] = []
+        self.depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "div" and "panel" in classes:
+            self.panels.append({"type": attrs.get("data-type"), "classes": set(), "text": [], "svg": 0})
+            self.depth = 1
+            return
+        if self.depth and tag not in ("i", "br", "line", "path", "circle", "meta"):
+            self.depth += 1 if tag == "div" else 0
+        if self.depth:
+            self.panels[-1]["classes"].update(classes)
+            self.panels[-1]["svg"] += tag == "svg"
+
+    def handle_endtag(self, tag):
+        if self.depth and tag == "div":
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.panels[-1]["text"].append(data)
+
+
+def panels_of(html: str) -> list[dict]:
+    parser = _Panels()
+    parser.feed(html)
+    for panel in parser.panels:
+        panel["text"] = " ".join(panel["text"])
+    return parser.panels
+
+
+def drawn(panel: dict) -> bool:
+    """A chart, a stat value or a table of values: what a panel with data shows."""
+    return bool(panel["svg"] or {"stat-value", "data"} & panel["classes"])
+
+
+@pytest.fixture(scope="module")
+def sample_site(tmp_path_factory):
+    binary("prometheus")
+    from click.testing import CliRunner
+
+    from generator.cli import main
+
+    out = tmp_path_factory.mktemp("site") / "preview"
+    result = CliRunner().invoke(main, ["preview", "--sample", "--range", "1h", "--out", str(out), "--output", "json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return out, json.loads(result.stdout)
+
+
+def test_every_dashboard_gets_a_page_with_all_its_panels(sample_site):
+    out, summary = sample_site
+    dashboards = grafana_dashboards(load_project())
+    assert [d["uid"] for d in summary["dashboards"]] == [d.uid for d in dashboards]
+    for dashboard, page in zip(dashboards, summary["dashboards"]):
+        html = (out / page["file"]).read_text()
+        assert len(panels_of(html)) == page["panels"] == len(visual_panels(dashboard.model))
+        assert page["failed"] == 0
+    index = (out / "index.html").read_text()
+    assert all(f'href="{d.uid}.html"' in index for d in dashboards)
+
+
+def test_panels_show_the_sample_fleet(sample_site):
+    out, _ = sample_site
+    overview = panels_of((out / "gpudash-overview.html").read_text())
+    reporting = next(p for p in overview if p["text"].startswith("GPUs reporting"))
+    assert re.search(r"\b3\b", reporting["text"])  # three GPUs in the payload
+    utilization = next(p for p in overview if p["text"].startswith("GPU utilization"))
+    assert {"gpu-node-a GPU 0", "gpu-node-a GPU 1", "gpu-node-b GPU 0"} <= set(re.findall(r"gpu-node-\w GPU \d",
+                                                                                           utilization["text"]))
+    assert utilization["svg"] == 1
+    by_pod = (out / "gpudash-by-pod.html").read_text()
+    assert "Pod ml-training/trainer-0" in by_pod and "Pod research/notebook-7" in by_pod
+
+
+def test_no_data_is_not_a_zero_line(sample_site):
+    out, _ = sample_site
+    panels = panels_of((out / "gpudash-overview.html").read_text())
+    mig = [p for p in panels if "MIG instance" in p["text"]]
+    assert mig and all("nodata" in p["classes"] and p["svg"] == 0 for p in mig)  # the sample has no MIG
+    idle = next(p for p in panels if p["text"].startswith("GPU utilization"))
+    assert "nodata" not in idle["classes"] and "0%" in idle["text"]  # the idle GPU is a line at zero
+
+
+def test_the_page_names_its_prometheus_and_range(sample_site):
+    out, _ = sample_site
+    html = (out / "gpudash-health.html").read_text()
+    assert "bundled sample exporter payload" in html
+    assert re.search(r"last 1h, \d{4}-\d\d-\d\d \d\d:\d\d UTC to", html)
+    assert "<script" not in html and "<link" not in html and "url(" not in html  # nothing loads from outside
+    assert not re.search(r'(src|href)="[a-z]+:', html)
+
+
+def test_chromium_draws_every_page(sample_site):
+    out, summary = sample_site
+    ARTIFACTS.mkdir(exist_ok=True)
+    for page in summary["dashboards"]:
+        shot = ARTIFACTS / f"{page['uid']}.png"
+        dom = open_page(out / page["file"], shot)
+        panels = panels_of(dom)
+        assert len(panels) == page["panels"]
+        assert sum(drawn(p) for p in panels) == page["panels"] - page["no_data"]
+        assert "GPU" in " ".join(p["text"] for p in panels)
+        assert distinct_rows(shot) > 200, f"{shot} looks blank"
+
+
+def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_shows_it(tmp_path, cli):
+    binary("prometheus")
+    files = build(load_project())
+    name = "grafana/gpudash-health.json"
+    model = json.loads(files[name])
+    broken = next(p for p in model["panels"] if p.get("targets"))
+    broken["targets"][0]["expr"] = "sum(rate(DCGM_FI_DEV_XID_ERRORS[$__rate_interval])"  # unbalanced
+    files[name] = json.dumps(model).encode()
+    write(tmp_path / "build", files)
+    write(tmp_path / "base", build(load_project()))
+    code, stdout, stderr = cli("preview", "--sample", "--from", str(tmp_path / "build"), "--diff",
+                               str(tmp_path / "base"), "--out", str(tmp_path / "site"), "--range", "30m",
+                               "--output", "json")
+    assert code == 0, stderr
+    assert json.loads(stdout)["diff"] is True
+    # --diff: only the broken panel differs; before it draws, after it shows the error
+    diff = panels_of((tmp_path / "site" / "diff.html").read_text())
+    assert len(diff) == 2 and all(p["text"].startswith(broken["title"]) for p in diff)
+    assert drawn(diff[0]) and "error" not in diff[0]["classes"] and "error" in diff[1]["classes"]
+    page = next(p for p in json.loads(stdout)["dashboards"] if p["uid"] == "gpudash-health")
+    assert page["failed"] == 1
+    dom = open_page(tmp_path / "site" / page["file"], tmp_path / "health.png")
+    panels = panels_of(dom)
+    assert len(panels) == len(visual_panels(model))
+    failing = [p for p in panels if "error" in p["classes"]]
+    assert len(failing) == 1 and "parse error" in failing[0]["text"] and broken["title"] in failing[0]["text"]
+    assert sum(drawn(p) for p in panels) == len(panels) - page["no_data"] - 1
+    assert distinct_rows(tmp_path / "health.png") > 200
+
+
+def test_needs_a_source(cli):
+    code, _, stderr = cli("preview")
+    assert code == 2 and "--prometheus-url" in stderr and "--sample" in stderr
+
+
+def test_an_unreachable_prometheus_is_a_remote_failure_without_its_password(cli, tmp_path):
+    from tests.support.prometheus_server import free_port
+
+    code, stdout, stderr = cli("preview", "--prometheus-url", f"http://admin:hunter2@127.0.0.1:{free_port()}",
+                               "--out", str(tmp_path / "site"))
+    assert code == 3 and "hunter2" not in stdout + stderr and "***@127.0.0.1" in stderr
+    assert not (tmp_path / "site").exists()
+
+
+def test_sample_without_prometheus_says_what_to_install(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    code, _, stderr = cli("preview", "--sample", "--out", str(tmp_path / "site"))
+    assert code == 2 and "apt-get install prometheus" in stderr
