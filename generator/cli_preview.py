@@ -11,6 +11,7 @@ import click
 
 from . import redact
 from .cli import config_option, csv_option, load_project_for, main, output_option
+from .cli_publish import checked_url
 from .errors import InputError
 
 
@@ -41,6 +42,7 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
 @config_option
 @csv_option
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
+              callback=checked_url("http://localhost:9090"),
               help="Prometheus to query (e.g. a port-forwarded one). Env: PROMETHEUS_URL.")
 @click.option("--sample", is_flag=True,
               help="No cluster: query a local Prometheus loaded with the bundled exporter payload "

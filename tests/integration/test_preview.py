@@ -166,9 +166,29 @@ def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_s
     assert distinct_rows(tmp_path / "health.png") > 200
 
 
+def test_a_prometheus_given_by_url_is_named_without_its_password(tmp_path, cli):
+    binary("prometheus")
+    from generator.preview import sample
+
+    with sample.serve(1800, __import__("time").time(), "dcgm-exporter") as url:
+        secret_url = url.replace("http://", "http://viewer:s3cret@")
+        code, stdout, stderr = cli("preview", "--prometheus-url", secret_url, "--range", "30m", "--out",
+                                   str(tmp_path / "site"), "--output", "json")
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["prometheus"] == url.replace("http://", "http://***@")
+    html = (tmp_path / "site" / "gpudash-by-pod.html").read_text()
+    assert f"Prometheus at {summary['prometheus']}" in html and "s3cret" not in html + stdout + stderr
+    table = next(p for p in panels_of(html) if p["type"] == "table")
+    assert "data" in table["classes"] and "namespace pod Value" in table["text"]  # one column per label
+    assert re.search(r"ml-training\s+trainer-0\s+1\b", table["text"])  # the pod holds one GPU
+
+
 def test_needs_a_source(cli):
     code, _, stderr = cli("preview")
     assert code == 2 and "--prometheus-url" in stderr and "--sample" in stderr
+    code, _, stderr = cli("preview", "--prometheus-url", "prometheus:9090")
+    assert code == 2 and "--prometheus-url" in stderr
 
 
 def test_an_unreachable_prometheus_is_a_remote_failure_without_its_password(cli, tmp_path):
