@@ -56,6 +56,8 @@ def diff_pages(base: list[tuple[str, dict]], new: list[tuple[str, dict]], plans:
     """`diff.html`: per dashboard, each changed panel before (left) and after (right)."""
     base_models, new_models = dict(base), dict(new)
     windows = {p.uid: (p.window, p.end) for p in plans}
+    if not windows:
+        return {}
     any_window = next(iter(windows.values()))
     sides: list[tuple[str, str, PagePlan, PagePlan, list]] = []
     for uid in [*new_models, *(u for u in base_models if u not in new_models)]:

@@ -31,18 +31,37 @@ def threshold_colour(value: float | None, steps: list[dict]) -> str:
     return colour(chosen)
 
 
-def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+def _nice_ticks(low: float, high: float, unit: str | None = None, count: int = 5) -> list[float]:
+    """Round tick values; for byte units round in the binary prefix the axis is written in (20 GiB)."""
     if high <= low:
         high = low + (abs(low) or 1)
+    scale = 1.0
+    if unit in BINARY_UNITS:
+        while max(abs(low), abs(high)) / scale >= 1024:
+            scale *= 1024
+    low, high = low / scale, high / scale
     raw = (high - low) / count
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     first = math.floor(low / step) * step
     ticks, tick = [], first
-    while tick <= high + step * 1e-9:
-        ticks.append(round(tick, 12))
+    while not ticks or ticks[-1] < high * scale - step * scale * 1e-9:  # the last tick at or above `high`
+        ticks.append(round(tick, 12) * scale)
         tick += step
     return ticks
+
+
+BINARY_UNITS = ("bytes", "mbytes", "Bps")
+# round steps for the time axis, in seconds
+TIME_STEPS = (60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400)
+
+
+def _time_ticks(start: float, end: float, count: int = 6) -> list[float]:
+    """Whole minutes, quarters, hours or days inside [start, end], about `count` of them."""
+    span = end - start
+    step = next((s for s in TIME_STEPS if span / s <= count), TIME_STEPS[-1])
+    first = math.ceil(start / step) * step
+    return [first + step * i for i in range(int((end - first) // step) + 1)]
 
 
 def _time_label(seconds: float, span: float) -> str:
@@ -59,7 +78,7 @@ def timeseries(lines: list[tuple[str, list[tuple[float, float]]]], start: float,
     high = y_max if y_max is not None else max(values) if values else 1.0
     if high <= low:
         high = low + (abs(low) or 1)
-    ticks = _nice_ticks(low, high)
+    ticks = _nice_ticks(low, high, unit)
     low, high = min(low, ticks[0]), max(high, ticks[-1])
     left, right, top, bottom = 64, 8, 8, 20
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -77,9 +96,8 @@ def timeseries(lines: list[tuple[str, list[tuple[float, float]]]], start: float,
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>')
         out.append(f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="axis" text-anchor="end">'
                    f'{escape(format_value(tick, unit))}</text>')
-    for index in range(5):
-        t = start + span * index / 4
-        anchor = "start" if index == 0 else "end" if index == 4 else "middle"
+    for t in _time_ticks(start, end):
+        anchor = "start" if x(t) - left < 20 else "end" if width - right - x(t) < 20 else "middle"
         out.append(f'<text x="{x(t):.1f}" y="{height - 4}" class="axis" text-anchor="{anchor}">'
                    f'{_time_label(t, span)}</text>')
     for step in (thresholds or [])[1:]:

@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -126,9 +127,11 @@ def test_the_page_names_its_prometheus_and_range(sample_site):
 def test_chromium_draws_every_page(sample_site):
     out, summary = sample_site
     ARTIFACTS.mkdir(exist_ok=True)
-    for page in summary["dashboards"]:
+    pages = summary["dashboards"]
+    with ThreadPoolExecutor(len(pages)) as pool:  # one Chromium per page, side by side
+        doms = list(pool.map(lambda page: open_page(out / page["file"], ARTIFACTS / f"{page['uid']}.png"), pages))
+    for page, dom in zip(pages, doms):
         shot = ARTIFACTS / f"{page['uid']}.png"
-        dom = open_page(out / page["file"], shot)
         panels = panels_of(dom)
         assert len(panels) == page["panels"]
         assert sum(drawn(p) for p in panels) == page["panels"] - page["no_data"]
@@ -189,6 +192,8 @@ def test_needs_a_source(cli):
     assert code == 2 and "--prometheus-url" in stderr and "--sample" in stderr
     code, _, stderr = cli("preview", "--prometheus-url", "prometheus:9090")
     assert code == 2 and "--prometheus-url" in stderr
+    code, _, stderr = cli("preview", "--sample", "--range", "an hour")
+    assert code == 2 and "--range" in stderr and "1h" in stderr
 
 
 def test_an_unreachable_prometheus_is_a_remote_failure_without_its_password(cli, tmp_path):

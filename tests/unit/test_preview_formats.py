@@ -77,3 +77,11 @@ def test_diff_finds_changed_added_and_removed_panels_by_title():
     new = {"panels": [panel("Temperature", y=9), panel("Power", unit="mwatt"), panel("New")]}
     found = [((b or {}).get("title"), (a or {}).get("title")) for b, a in changes(base, new)]
     assert found == [("Power", "Power"), (None, "New"), ("Gone", None)]  # a move alone is no change
+
+
+def test_axes_tick_at_round_values_and_times():
+    from generator.preview.svg import _nice_ticks, _time_ticks
+
+    assert _nice_ticks(0, 80_000, "mbytes") == [0, 20 * 1024, 40 * 1024, 60 * 1024, 80 * 1024]  # 0 .. 80 GiB
+    assert _nice_ticks(0, 98) == [0, 20, 40, 60, 80, 100]
+    assert [t % 600 for t in _time_ticks(1_000_000_123, 1_000_003_723)] == [0] * 6  # every 10 minutes of an hour
