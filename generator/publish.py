@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,12 +54,16 @@ def _safe_relative(relative: Any) -> bool:
 def read_build(directory: Path) -> dict[str, bytes]:
     """The files a build's manifest lists, each checked against its sha256."""
     manifest_path = directory / MANIFEST
+    if directory.exists() and not directory.is_dir():
+        inside = next((p for p in directory.parents if (p / MANIFEST).is_file()), None)
+        raise InputError("not a folder: --from takes a whole build", where=str(directory),
+                         hint=f"pass --from {shlex.quote(str(inside))}" if inside else "pass the folder `gpudash generate --out` wrote")
     if not directory.is_dir():
-        raise InputError("the build folder does not exist" if not directory.exists() else "not a folder",
-                         where=str(directory), hint="run `gpudash generate --out DIR` first")
+        raise InputError("the build folder does not exist", where=str(directory),
+                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first")
     if not manifest_path.is_file():
         raise InputError("no manifest.json: not a gpudash build", where=str(directory),
-                         hint="run `gpudash generate --out DIR` first")
+                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first, or pass the folder it wrote")
     manifest = parse_json(read_bytes(manifest_path, "manifest", REGENERATE), str(manifest_path), "the manifest")
     listed = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):

@@ -368,6 +368,8 @@ CASES = [
           where="gpudash.yaml"),
     flags("init-config under a file", ("init-config", "notes.txt/gpudash.yaml"), "cannot write",
           files={"notes.txt": "x"}, where="notes.txt/gpudash.yaml"),
+    flags("lint --from a file inside a build", ("lint", "--from", "b/grafana/x.json"), "not a folder",
+          "fix: pass --from b", files={"b/manifest.json": "{}", "b/grafana/x.json": "{}"}, where="b/grafana/x.json"),
     flags("lint --from a missing folder", ("lint", "--from", "nowhere"), "does not exist", where="nowhere"),
     flags("push --from a file", ("push", "--from", "notes.txt"), "not a folder", files={"notes.txt": "x"},
           where="notes.txt"),
