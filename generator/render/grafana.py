@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..model import Dashboard, Panel, Row, layout
-from ..promql import Scope, coalesce_node, expression, label_name, legend, presence, with_cluster
+from ..promql import Scope, coalesce_node, expression, group_keys, label_name, legend, presence, with_cluster
 from ..settings import Settings
 from ..units import UNITS
 
@@ -194,6 +194,27 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
     return targets
 
 
+# Column titles of a table's grouping keys.
+_COLUMN_TITLES = {key: title for _, key, title in _VARIABLES} | {
+    "container": "Container", "model": "Model", "mig_instance": "MIG instance"}
+
+
+def _table_columns(panel: Panel, settings: Settings):
+    """An organize transformation: label columns titled for what they hold (whatever label carries
+    it), the value titled `GPUs` for a count (each pod's or node's GPUs) and the panel's title
+    otherwise, and the instant query's `Time` hidden."""
+    from grafana_foundation_sdk.models import dashboard as dm
+
+    query = panel.queries[0]
+    if settings.shared_prometheus and query.by:
+        query = with_cluster(query)
+    rename = {label_name(key, settings.labels): _COLUMN_TITLES[key] for key in group_keys(query.by)}
+    if len(panel.queries) == 1:
+        rename["Value"] = "GPUs" if query.aggregation == "count" else panel.title
+    return dm.DataTransformerConfig(id_val="organize", options={
+        "excludeByName": {"Time": True}, "renameByName": rename})
+
+
 def _thresholds(panel: Panel):
     from grafana_foundation_sdk.builders import dashboard as db
     from grafana_foundation_sdk.models import dashboard as dm
@@ -232,6 +253,8 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
                 cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     elif panel.kind in ("stat", "gauge", "bargauge"):
         builder = builder.reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+    elif panel.kind == "table" and not panel.queries[0].raw_promql:
+        builder = builder.with_transformation(_table_columns(panel, settings))
     elif panel.kind == "heatmap":
         builder = builder.calculate(True).y_axis(heatmap.YAxisConfig().unit(panel_unit(panel, catalog)))
     return builder

@@ -231,3 +231,18 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     assert "[$__rate_interval])) * 1e-09) and (" in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
+
+
+def test_a_table_names_its_columns_for_what_they_hold_whatever_the_label_mapping(tmp_path):
+    """Pods on GPUs: Namespace, Pod and GPUs columns, not the raw labels (`exported_pod` on the operator's
+    ServiceMonitor), Prometheus' `Value` or the instant query's `Time`."""
+    config = tmp_path / "gpudash.yaml"
+    for text in ("", "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                     "  container: exported_container\n"):
+        config.write_text(text)
+        _, models = _dashboards(config)
+        (table,) = [p for p in _charts(models["gpudash-by-pod"]) if p["type"] == "table"]
+        (organize,) = [t for t in table["transformations"] if t["id"] == "organize"]
+        namespace, pod = ("exported_namespace", "exported_pod") if text else ("namespace", "pod")
+        assert organize["options"]["renameByName"] == {namespace: "Namespace", pod: "Pod", "Value": "GPUs"}
+        assert organize["options"]["excludeByName"] == {"Time": True}
