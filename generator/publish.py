@@ -31,15 +31,26 @@ class Desired:
 
 
 def parse_json(data: bytes, where: str, what: str) -> Any:
-    """A build file's JSON; anything else is an input error naming the file and line."""
+    """A build file's JSON (standard JSON: no NaN or Infinity); anything else is an input error naming
+    the file and line."""
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), parse_constant=_not_a_number)
     except UnicodeDecodeError:
         raise InputError(f"{what} is not UTF-8 text", where=where, hint=REGENERATE) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} is not JSON: {exc.msg}", where=f"{where}:{exc.lineno}", hint=REGENERATE) from None
+    except _NotJson as exc:
+        raise InputError(f"{what} is not JSON: {exc}", where=where, hint=REGENERATE) from None
     except RecursionError:
         raise InputError(f"{what} is nested too deeply to be read", where=where, hint=REGENERATE) from None
+
+
+class _NotJson(Exception):
+    """Python's reader accepts NaN and Infinity; JSON (and the APIs gpudash publishes to) does not."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise _NotJson(f"{constant} is not a JSON number")
 
 
 REGENERATE = "run `gpudash generate --out DIR` again and review the result"
@@ -88,7 +99,19 @@ def _object(data: bytes, where: str, what: str, keys: tuple[str, ...]) -> dict[s
     value = parse_json(data, where, what)
     if not isinstance(value, dict) or not all(key in value for key in keys):
         raise InputError(f"{what} is not a JSON object with {', '.join(keys)}", where=where, hint=REGENERATE)
+    _texts(value, where, what, *(key for key in keys if key in _TEXT_KEYS))
     return value
+
+
+_TEXT_KEYS = ("uid", "title", "DashboardName", "DashboardBody", "Region", "AlarmName")
+
+
+def _texts(value: dict[str, Any], where: str, what: str, *keys: str) -> None:
+    """Each of `keys` is non-empty text: what gpudash publishes by (a uid, a name, a Region) must be one."""
+    for key in keys:
+        if not isinstance(value.get(key), str) or not value[key]:
+            raise InputError(f"{what} has no `{key}` (text); it holds {json.dumps(value.get(key))[:60]}",
+                             where=where, hint=REGENERATE)
 
 
 def grafana_models(files: dict[str, bytes], origin: str = "<generated>") -> dict[str, tuple[str, dict[str, Any]]]:
@@ -96,7 +119,12 @@ def grafana_models(files: dict[str, bytes], origin: str = "<generated>") -> dict
     models = {}
     for path, data in sorted(files.items()):
         if path.startswith("grafana/") and path.count("/") == 1 and path.endswith(".json"):
-            model = _object(data, f"{origin}/{path}", "the dashboard", ("uid",))
+            where = f"{origin}/{path}"
+            model = _object(data, where, "the dashboard", ("uid",))
+            _texts(model, where, "the dashboard", "uid", "title")
+            if model["uid"] in models:
+                raise InputError(f"uid {model['uid']!r} is also the uid of {models[model['uid']][0]}", where=where,
+                                 hint=REGENERATE)
             models[model["uid"]] = (path, model)
     return models
 
@@ -112,6 +140,9 @@ def desired_from(files: dict[str, bytes], settings, origin: str = "<generated>")
             widgets = body.get("widgets", []) if isinstance(body, dict) else None
             if not isinstance(widgets, list):
                 raise InputError("its DashboardBody has no list of widgets", where=where, hint=REGENERATE)
+            if item["DashboardName"] in dashboards:
+                raise InputError(f"the CloudWatch dashboard {item['DashboardName']!r} is listed twice", where=where,
+                                 hint=REGENERATE)
             dashboards[item["DashboardName"]] = item
             regions[item["DashboardName"]] = next(
                 (w["properties"]["region"] for w in widgets
@@ -122,6 +153,19 @@ def desired_from(files: dict[str, bytes], settings, origin: str = "<generated>")
     if not isinstance(alarms, list) or not all(isinstance(a, dict) and "Request" in a for a in alarms):
         raise InputError("`alarms` is not a list of {Region, Request} objects",
                          where=f"{origin}/cloudwatch/alarms.json", hint=REGENERATE)
+    seen: set[tuple[str, str]] = set()
+    for number, alarm in enumerate(alarms, 1):
+        what = f"alarm {number}"
+        if not isinstance(alarm["Request"], dict):
+            raise InputError(f"{what}'s Request is not an object", where=f"{origin}/cloudwatch/alarms.json",
+                             hint=REGENERATE)
+        _texts(alarm, f"{origin}/cloudwatch/alarms.json", what, "Region")
+        _texts(alarm["Request"], f"{origin}/cloudwatch/alarms.json", f"{what}'s Request", "AlarmName")
+        key = (alarm["Region"], alarm["Request"]["AlarmName"])
+        if key in seen:
+            raise InputError(f"alarm {key[1]!r} in {key[0]} is listed twice", where=f"{origin}/cloudwatch/alarms.json",
+                             hint=REGENERATE)
+        seen.add(key)
     return Desired(grafana, dict(settings.grafana["folder"]), dashboards, regions, alarms,
                    settings.alarms["name_prefix"])
 

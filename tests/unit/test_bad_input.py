@@ -454,6 +454,30 @@ CASES = [
           "not the agent ConfigMaps"),
     built("deeply nested dashboard", {"grafana/x.json": b"[" * 100_000 + b"]" * 100_000}, None,
           "shipped/grafana/x.json", "nested too deeply", command="push"),
+    built("dashboard uid is a number", {"grafana/x.json": dashboard_file(5)}, None, "shipped/grafana/x.json",
+          "`uid` (text)"),
+    built("dashboard uid is a number (push)", {"grafana/x.json": dashboard_file(5)}, None, "shipped/grafana/x.json",
+          "`uid` (text)", command="push"),
+    built("dashboard title is a list", {"grafana/x.json": json.dumps({"uid": "x", "title": ["X"]}).encode()}, None,
+          "shipped/grafana/x.json", "`title` (text)", command="push"),
+    built("two dashboards with one uid", {"grafana/a.json": dashboard_file("x"), "grafana/b.json": dashboard_file("x")},
+          None, "shipped/grafana/b.json", "uid 'x' is also the uid of grafana/a.json", command="push"),
+    built("dashboard holding NaN", {"grafana/x.json": b'{"uid": "x", "title": "X", "max": NaN}'}, None,
+          "shipped/grafana/x.json", "NaN", command="push"),
+    built("dashboard holding Infinity (lint)", {"grafana/x.json": b'{"uid": "x", "title": "X", "max": -Infinity}'},
+          None, "shipped/grafana/x.json", "-Infinity"),
+    built("CloudWatch dashboard name is a number",
+          {"cloudwatch/dashboards/a.json": json.dumps({"DashboardName": 1, "DashboardBody": "{}"}).encode()}, None,
+          "shipped/cloudwatch/dashboards/a.json", "`DashboardName` (text)", command="apply"),
+    built("alarm without a name", {"cloudwatch/alarms.json": json.dumps(
+        {"alarms": [{"Region": "us-east-1", "Request": {"Threshold": 1}}]}).encode()}, None,
+          "shipped/cloudwatch/alarms.json", "AlarmName", command="apply"),
+    built("alarm region is a number", {"cloudwatch/alarms.json": json.dumps(
+        {"alarms": [{"Region": 1, "Request": {"AlarmName": "a"}}]}).encode()}, None,
+          "shipped/cloudwatch/alarms.json", "Region", command="apply"),
+    built("two alarms with one name", {"cloudwatch/alarms.json": json.dumps(
+        {"alarms": [{"Region": "us-east-1", "Request": {"AlarmName": "a"}}] * 2}).encode()}, None,
+          "shipped/cloudwatch/alarms.json", "alarm 'a' in us-east-1 is listed twice", command="apply"),
 ]
 
 
