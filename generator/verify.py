@@ -81,16 +81,25 @@ def failed(checks: list[Check]) -> list[Check]:
 
 # What `push` (prometheus group) and `apply` (cloudwatch group) need to see in the kube group before they
 # publish for data that has not arrived yet: the exporter, and the path its data takes, deployed and ready.
-def _ready_checks(group: str) -> tuple[str, ...]:
-    from .checks.kube import AGENT_READY, EXPORTER_READY, SCRAPE_READY
+def _ready_checks(group: str, project: Project | None = None) -> tuple[str, ...]:
+    from .checks.kube import ADDON_READY, AGENT_READY, EXPORTER_READY, SCRAPE_READY
+    from .container_insights import enabled
 
+    if group == "cloudwatch" and project is not None and enabled(project.settings):
+        return ADDON_READY  # the add-on's agent and its own DCGM exporter
     return EXPORTER_READY + (SCRAPE_READY if group == "prometheus" else AGENT_READY)
 
 
 def _wait_hint(project: Project, group: str) -> str:
     from .checks.cloudwatch import LISTING_DELAY_MINUTES
 
+    from .container_insights import enabled
+
     interval = project.settings.scrape["interval"]
+    if group == "cloudwatch" and enabled(project.settings):
+        return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the add-on collects GPU metrics every "
+                f"minute, and CloudWatch lists a new metric up to {LISTING_DELAY_MINUTES} minutes after its first "
+                f"data point")
     if group == "prometheus":
         return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor on its next "
                 f"configuration reload, then scrapes every {interval}")
@@ -115,7 +124,7 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
     kube_options = Options(context=options.context, timeout=max(1.0, options.remaining()),
                            prometheus_in_use="prometheus" in groups)  # what is left of the same time
     kube = {c.name: c for c in run(project, kube_options, ("kube",))}
-    needed = [name for group in groups for name in _ready_checks(group)]
+    needed = [name for group in groups for name in _ready_checks(group, project)]
     not_ready = [kube.get(name) or Check("kube", name, FAIL, "not checked") for name in needed
                  if name not in kube or kube[name].status != OK]
     if not_ready:

@@ -81,7 +81,42 @@ def _list_metrics(cloudwatch, region: str, namespace: str, source: str, kwargs: 
                         said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
 
 
+# The add-on's GPU metrics sampled: node metrics exist for every GPU, held by a pod or idle.
+ADDON_SAMPLE = ("node_gpu_utilization", "node_gpu_temperature", "node_gpu_memory_used", "node_gpu_power_draw")
+
+
+def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
+    """ContainerInsights GPU metrics arrive for the cluster, with dimension sets the add-on publishes them with."""
+    from ..container_insights import ADDON_FILE
+    from ..container_insights_table import CLUSTER, NAMESPACE, published_sets
+
+    published = published_sets()
+    found = _listed(cloudwatch, NAMESPACE, cluster, [CLUSTER], set(ADDON_SAMPLE), options)
+    name = f"{cluster.name} metrics"
+    missing = [m for m in ADDON_SAMPLE if m not in found]
+    if len(missing) == len(ADDON_SAMPLE):
+        return Check(GROUP, name, FAIL, f"no GPU metrics in {NAMESPACE} for {cluster.name} in the last 3 h",
+                     f"turn on enhanced observability and accelerated compute metrics: aws eks update-addon "
+                     f"--cluster-name {cluster.name} --addon-name amazon-cloudwatch-observability "
+                     f"--configuration-values file://build/{ADDON_FILE} (clusters[].name must be the EKS name)",
+                     cause=NO_DATA)
+    if missing:
+        return Check(GROUP, name, FAIL, f"missing in {NAMESPACE}: {', '.join(missing)}",
+                     "check the add-on's DCGM exporter pods and the cloudwatch-agent logs")
+    expected = {metric: [sorted(d) for d in published[metric]] for metric in ADDON_SAMPLE}
+    odd = sorted({f"{metric} [{', '.join(names)}]" for metric, listed in found.items() for names in listed
+                  if names not in expected[metric]})
+    if odd:
+        return Check(GROUP, name, FAIL, f"published with dimensions the add-on's table does not list: {'; '.join(odd)}",
+                     "compare the add-on's version with generator/container_insights_table.py")
+    return Check(GROUP, name, OK, f"{len(ADDON_SAMPLE)} sampled GPU metrics arriving in {NAMESPACE}")
+
+
 def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options) -> Check:
+    from ..container_insights import enabled
+
+    if enabled(settings):
+        return _addon_cluster(cloudwatch, cluster, options)
     namespace = settings.cloudwatch["namespace"]
     declared_sets = [sorted(d) for d in dimension_sets(settings)]
     declared = sorted({d for dims in declared_sets for d in dims})

@@ -8,11 +8,14 @@ so an object shaped unlike its API is a failed check, not a crash."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Iterator
 
 import yaml
 
+from .. import container_insights_table as ci
 from ..catalog import load_counters, parse_counters
+from ..container_insights import ADDON_FILE, enabled as addon_source
 from .. import redact
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
@@ -32,6 +35,8 @@ IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-expo
 EXPORTER_READY = ("exporter rollout", "exporter pods ready")
 AGENT_READY = ("CloudWatch agent", f"ConfigMap {AGENT_CONFIGMAP}", f"ConfigMap {SCRAPE_CONFIGMAP}")
 SCRAPE_READY = ("Prometheus scrape config",)
+ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE = "add-on agent", "add-on DCGM exporter", "add-on GPU node coverage"
+ADDON_READY = (ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE)
 
 
 class Kube:
@@ -105,6 +110,10 @@ class Kube:
 def checks(project: Project, options: Options) -> Iterator[Check]:
     kube = Kube(options)
     settings = project.settings
+    if addon_source(settings):
+        yield from addon_checks(kube)
+        if not options.prometheus_in_use:
+            return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
     namespace = settings.exporter["namespace"]
     what = f"DaemonSet {namespace}/{style.daemonset}"
@@ -121,7 +130,68 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "counters CSV", _counters, kube, project, daemonset, style, namespace)
         if options.prometheus_in_use:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
-    yield from _agent_checks(kube, project)
+    if not addon_source(settings):
+        yield from _agent_checks(kube, project)
+
+
+# --- cloudwatch.source: container-insights: the add-on's agent and DCGM exporter -------------
+
+def addon_checks(kube: Kube) -> Iterator[Check]:
+    """The add-on's agent and DCGM exporter DaemonSets rolled out and ready on every GPU node, and the
+    exporter's Service the agent discovers by its label."""
+    namespace = ci.ADDON_NAMESPACE
+    for check, name in ((ADDON_AGENT, ci.AGENT_DAEMONSET), (ADDON_EXPORTER, ci.EXPORTER_DAEMONSET)):
+        what = f"DaemonSet {namespace}/{name}"
+        daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+        if daemonset is None:
+            yield Check(GROUP, check, FAIL, f"no {what}",
+                        f"install the {ci.ADDON_NAME} EKS add-on with build/{ADDON_FILE} as its configuration values "
+                        "(README: CloudWatch Container Insights as the source)", cause=NOT_DEPLOYED)
+            continue
+        yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
+    yield from step(GROUP, ADDON_COVERAGE, _addon_coverage, kube, namespace)
+    yield from step(GROUP, "add-on exporter Service", _addon_service, kube, namespace)
+
+
+def _named_rollout(check: str, daemonset: Answer, namespace: str, name: str) -> Check:
+    return replace(_rollout(daemonset, namespace, name), name=check)
+
+
+def _addon_coverage(kube: Kube, namespace: str) -> Check:
+    nodes = kube.listing("/api/v1/nodes", "Nodes")
+    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes if _gpu_count(n) > 0)
+    if not gpu_nodes:
+        return Check(GROUP, ADDON_COVERAGE, WARN, f"no node has {GPU_RESOURCE} capacity",
+                     "install the NVIDIA device plugin on GPU nodes")
+    problems = []
+    for component, what in ((ci.AGENT_COMPONENT, "agent"), (ci.EXPORTER_COMPONENT, "DCGM exporter")):
+        pods = kube.listing(f"/api/v1/namespaces/{namespace}/pods", f"{what} pods in {namespace}",
+                            {"labelSelector": f"{ci.COMPONENT_LABEL}={component}"})
+        ready = {pod.get("spec.nodeName", str, "") for pod in pods if _ready(pod)}
+        missing = [node for node in gpu_nodes if node not in ready]
+        if missing:
+            problems.append(f"no ready {what} pod on {', '.join(missing)}")
+    if problems:
+        return Check(GROUP, ADDON_COVERAGE, FAIL, "; ".join(problems),
+                     f"kubectl -n {namespace} get pods -o wide; the DCGM exporter runs only on nodes its "
+                     "DaemonSet's affinity selects (GPU instance types)", cause=NOT_DEPLOYED)
+    return Check(GROUP, ADDON_COVERAGE, OK, f"agent and DCGM exporter ready on all {len(gpu_nodes)} GPU nodes")
+
+
+def _addon_service(kube: Kube, namespace: str) -> Check:
+    label, value = ci.EXPORTER_SERVICE_LABEL
+    services = kube.listing(f"/api/v1/namespaces/{namespace}/services", f"Services in {namespace}",
+                            {"labelSelector": f"{label}={value}"})
+    if not services:
+        return Check(GROUP, "add-on exporter Service", FAIL, f"no Service labelled {label}={value} in {namespace}: "
+                     "the agent finds the DCGM exporter through it", "reinstall or update the add-on",
+                     cause=NOT_DEPLOYED)
+    service = services[0]
+    ports = [p.get("port", int) for p in service.items("spec.ports")]
+    if EXPORTER_PORT not in ports:
+        return Check(GROUP, "add-on exporter Service", FAIL, f"Service {service.get('metadata.name', str)} exposes "
+                     f"{ports}, not {EXPORTER_PORT}", "restore the add-on's DCGM exporter Service")
+    return Check(GROUP, "add-on exporter Service", OK, f"{service.get('metadata.name', str)} exposes {EXPORTER_PORT}")
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:

@@ -76,3 +76,78 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET) -> list[Datapoin
                             result.append(Datapoint(NAMESPACE, f"{level}_{name}",
                                                     tuple(sorted((d, labels[d]) for d in dims)), float(t), published))
     return result
+
+
+# --- the add-on's objects in a cluster -------------------------------------------------------
+# As the CloudWatch agent operator makes them from the chart's custom resources
+# (internal/manifests/manifestutils/labels.go SelectorLabels, dcgmexporter/service.go): DaemonSets
+# named after the resources (`cloudwatch-agent`, `dcgm-exporter`) in `amazon-cloudwatch`, their pods
+# selected by app.kubernetes.io/component, the exporter's Service `dcgm-exporter-service` labelled
+# k8s-app=dcgm-exporter-service on port `metrics` 9400.
+
+ADDON_NAMESPACE = "amazon-cloudwatch"
+
+
+def _selector(name: str, component: str) -> dict[str, str]:
+    return {"app.kubernetes.io/managed-by": "amazon-cloudwatch-agent-operator",
+            "app.kubernetes.io/instance": f"{ADDON_NAMESPACE}.{name}",
+            "app.kubernetes.io/part-of": "amazon-cloudwatch-agent", "app.kubernetes.io/component": component}
+
+
+WORKLOADS = {"cloudwatch-agent": ("amazon-cloudwatch-agent", "cloudwatch-agent"),
+             "dcgm-exporter": ("dcgm-exporter", "dcgm-exporter")}
+
+
+def addon_pod(name: str, node: str, ready: bool = True) -> dict:
+    component, container = WORKLOADS[name]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{name}-{node[-1]}z", "namespace": ADDON_NAMESPACE,
+                         "labels": {**_selector(name, component), "app.kubernetes.io/name": name}},
+            "spec": {"nodeName": node, "containers": [{"name": container, "image": name}]},
+            "status": {"phase": "Running" if ready else "Pending",
+                       "containerStatuses": [{"name": container, "ready": ready, "restartCount": 0,
+                                              "image": name, "imageID": "", "state": {}}]}}
+
+
+def install_addon(cluster, nodes) -> None:
+    """The add-on's agent and DCGM exporter on `nodes` of a tests.support.kube_server.KubeCluster."""
+    for name, (component, _) in WORKLOADS.items():
+        cluster.daemonsets[(ADDON_NAMESPACE, name)] = {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": ADDON_NAMESPACE, "labels": _selector(name, component)},
+            "spec": {"selector": {"matchLabels": _selector(name, component)},
+                     "template": {"metadata": {"labels": _selector(name, component)},
+                                  "spec": {"containers": [{"name": WORKLOADS[name][1], "image": name}]}}},
+            "status": {}}
+        cluster.pods += [addon_pod(name, node) for node in nodes]
+    cluster.services["dcgm-exporter-service"] = {
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "dcgm-exporter-service", "namespace": ADDON_NAMESPACE,
+                     "labels": {**_selector("dcgm-exporter", "dcgm-exporter"), "k8s-app": "dcgm-exporter-service"}},
+        "spec": {"type": "ClusterIP", "internalTrafficPolicy": "Local",
+                 "selector": _selector("dcgm-exporter", "dcgm-exporter"),
+                 "ports": [{"name": "metrics", "port": 9400, "targetPort": 9400, "protocol": "TCP"}]}}
+    refresh_addon(cluster)
+
+
+def refresh_addon(cluster) -> None:
+    for (namespace, name), daemonset in cluster.daemonsets.items():
+        pods = [p for p in cluster.pods if p["metadata"]["namespace"] == namespace
+                and p["metadata"]["name"].startswith(f"{name}-")]
+        ready = sum(1 for p in pods if p["status"]["containerStatuses"][0]["ready"])
+        daemonset["status"] = {"currentNumberScheduled": len(pods), "desiredNumberScheduled": len(pods),
+                               "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
+                               "updatedNumberScheduled": len(pods), "observedGeneration": 1}
+
+
+def put_addon_metrics(cloudwatch, cluster: str = "gpu-cluster", node: str = "ip-10-0-1-1", device: str = "nvidia0",
+                      metrics=("node_gpu_utilization", "node_gpu_temperature", "node_gpu_memory_used",
+                               "node_gpu_power_draw")) -> None:
+    """The add-on's node GPU metrics for one GPU, with its three node dimension sets (boto3 client)."""
+    sets = [{}, {"NodeName": node, "InstanceId": "i-1"},
+            {"NodeName": node, "InstanceId": "i-1", "InstanceType": INSTANCE_TYPE, "GpuDevice": device}]
+    for metric in metrics:
+        for dims in sets:
+            cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=[{
+                "MetricName": metric, "Value": 50, "Dimensions": [
+                    {"Name": "ClusterName", "Value": cluster}, *({"Name": k, "Value": v} for k, v in dims.items())]}])

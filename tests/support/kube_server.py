@@ -54,6 +54,7 @@ class KubeCluster:
         monitor["metadata"]["namespace"] = namespace
         self.service_monitors = [monitor]
         self.prometheus_rules: list[dict[str, Any]] = []
+        self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
         self.refresh_status()
 
@@ -224,7 +225,14 @@ class KubeTestServer(LoopbackServer):
             return 200, _list("Node", c.nodes)
         if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+)", path):
             meta = c.daemonset["metadata"]
-            return (200, c.daemonset) if (m.group(1), m.group(2)) == (meta["namespace"], meta["name"]) else not_found
+            if (m.group(1), m.group(2)) == (meta["namespace"], meta["name"]):
+                return 200, c.daemonset
+            daemonset = c.daemonsets.get((m.group(1), m.group(2)))
+            return (200, daemonset) if daemonset else not_found
+        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services", path):
+            selector = query.get("labelSelector", [""])[0]
+            return 200, _list("Service", [s for s in c.services.values() if s["metadata"]["namespace"] == m.group(1)
+                                          and _matches(s["metadata"].get("labels", {}), selector)])
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
             selector = query.get("labelSelector", [""])[0]
             return 200, _list("Pod", [p for p in c.pods if p["metadata"]["namespace"] == m.group(1)

@@ -1,0 +1,132 @@
+"""gpudash verify and apply with cloudwatch.source: container-insights, against the Kubernetes API test server
+(official client) holding the add-on's objects shaped as the CloudWatch agent operator makes them, and
+moto's CloudWatch holding (or not) the add-on's GPU metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.container_insights_addon import addon_pod, install_addon, put_addon_metrics, refresh_addon
+from tests.support.kube_server import KubeCluster, KubeTestServer
+from tests.support.moto_server import MotoServer
+
+GPU_NODES = ("gpu-node-a", "gpu-node-b")
+
+
+@pytest.fixture(scope="module")
+def moto():
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture
+def addon_stack(reference, moto, tmp_path, monkeypatch, cli):
+    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    monkeypatch.chdir(tmp_path)
+    cluster = KubeCluster(reference, gpu_nodes=GPU_NODES)
+    install_addon(cluster, GPU_NODES)
+    moto.reset()
+    put_addon_metrics(moto.client("cloudwatch", "us-east-1"))
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig")))
+        monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+
+        def verify(*args):
+            code, stdout, stderr = cli("verify", "--output", "json", "--skip", "exporter", "--skip", "prometheus",
+                                       *args)
+            assert stdout.startswith("{"), stderr
+            return code, {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
+
+        yield cluster, verify
+
+
+def _failures(checks):
+    return {key: c["detail"] for key, c in checks.items() if c["status"] == "fail"}
+
+
+def test_the_addon_deployed_and_feeding_passes(addon_stack):
+    _, verify = addon_stack
+    code, checks = verify()
+    assert _failures(checks) == {}
+    assert code == 0
+    assert checks[("kube", "add-on GPU node coverage")]["detail"] == \
+        "agent and DCGM exporter ready on all 2 GPU nodes"
+    assert checks[("kube", "add-on exporter Service")]["detail"] == "dcgm-exporter-service exposes 9400"
+    assert checks[("cloudwatch", "gpu-cluster metrics")]["detail"] == \
+        "4 sampled GPU metrics arriving in ContainerInsights"
+    # The Prometheus path's agent is not looked for: the add-on replaces it.
+    assert ("kube", "CloudWatch agent") not in checks
+
+
+def test_an_exporter_not_ready_on_a_gpu_node_fails(addon_stack):
+    cluster, verify = addon_stack
+    cluster.pods = [p for p in cluster.pods if p["metadata"]["name"] != "dcgm-exporter-bz"]
+    cluster.pods.append(addon_pod("dcgm-exporter", "gpu-node-b", ready=False))
+    refresh_addon(cluster)
+    code, checks = verify()
+    assert code == 1
+    failures = _failures(checks)
+    assert failures[("kube", "add-on GPU node coverage")] == "no ready DCGM exporter pod on gpu-node-b"
+    assert failures[("kube", "add-on DCGM exporter")] == "1/2 pods ready, 2 updated"
+
+
+def test_a_gpu_node_without_the_agent_fails(addon_stack):
+    cluster, verify = addon_stack
+    cluster.nodes.append(cluster.node("gpu-node-c", gpus=4))
+    cluster.pods.append(addon_pod("dcgm-exporter", "gpu-node-c"))
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "add-on GPU node coverage")] == "no ready agent pod on gpu-node-c"
+
+
+def test_the_addon_not_installed_says_how_to_install_it(addon_stack):
+    cluster, verify = addon_stack
+    cluster.daemonsets.clear()
+    cluster.services.pop("dcgm-exporter-service")
+    code, checks = verify()
+    assert code == 1
+    failed = {key: c for key, c in checks.items() if c["status"] == "fail"}
+    assert failed[("kube", "add-on agent")]["detail"] == "no DaemonSet amazon-cloudwatch/cloudwatch-agent"
+    assert "build/cloudwatch/container-insights-addon.json" in failed[("kube", "add-on agent")]["fix"]
+    assert failed[("kube", "add-on exporter Service")]["detail"].startswith(
+        "no Service labelled k8s-app=dcgm-exporter-service in amazon-cloudwatch")
+
+
+def test_no_gpu_metrics_in_container_insights_fails_with_the_update_addon_command(addon_stack, moto):
+    _, verify = addon_stack
+    moto.reset()
+    # Prometheus-path metrics do not count: the add-on publishes in ContainerInsights.
+    moto.put_dcgm_metrics("train-0")
+    code, checks = verify()
+    assert code == 1
+    check = checks[("cloudwatch", "gpu-cluster metrics")]
+    assert check["detail"] == "no GPU metrics in ContainerInsights for gpu-cluster in the last 3 h"
+    assert "aws eks update-addon --cluster-name gpu-cluster --addon-name amazon-cloudwatch-observability" in check["fix"]
+
+
+def test_metrics_of_another_cluster_name_do_not_count(addon_stack, moto):
+    _, verify = addon_stack
+    moto.reset()
+    put_addon_metrics(moto.client("cloudwatch", "us-east-1"), cluster="some-other-cluster")
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("cloudwatch", "gpu-cluster metrics")].startswith("no GPU metrics in ContainerInsights")
+
+
+def test_apply_publishes_with_a_wait_when_the_addon_is_ready_but_no_data_yet(addon_stack, moto, cli):
+    moto.reset()
+    code, stdout, stderr = cli("apply", "--dry-run")
+    assert code == 0, stderr
+    assert "no data yet in cloudwatch (no GPU metrics in ContainerInsights for gpu-cluster" in stderr
+    assert "the add-on collects GPU metrics every minute" in stderr
+
+
+def test_apply_is_refused_when_the_addon_is_not_deployed(addon_stack, moto, cli):
+    cluster, _ = addon_stack
+    moto.reset()
+    cluster.daemonsets.pop(("amazon-cloudwatch", "dcgm-exporter"))
+    code, _, stderr = cli("apply", "--dry-run")
+    assert code == 3
+    assert "kube/add-on DCGM exporter: no DaemonSet amazon-cloudwatch/dcgm-exporter" in stderr
