@@ -329,12 +329,17 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
         return
     for mode in ("group_by", "static"):
         estimate = result[mode]
+        if estimate is None:
+            continue  # the Container Insights add-on takes no static per-pod alarms
         click.echo(f"\nper-pod alarms as {'one GROUP BY alarm per rule and cluster' if mode == 'group_by' else 'one alarm per pod'}"
                    f" ({estimate['alarms']} alarms)")
         rows = [[line["item"], f"{line['quantity']:,.1f}", f"${line['unit_price']:.3f}", f"${line['monthly']:,.2f}",
                  line["basis"]] for line in estimate["lines"]]
         click.echo(table(["ITEM", "QUANTITY", "PRICE", "MONTHLY", "BASIS"], rows))
         click.echo(f"total ${estimate['total']:,.2f} a month")
+    click.echo(f"\nCloudWatch sources for this fleet (GROUP BY alarms): " + "; ".join(
+        f"{name} ${item['total']:,.2f} a month" + (" (configured)" if name == result["cloudwatch_source"] else "")
+        for name, item in result["sources"].items()))
     click.echo(f"\nprices as of {result['prices_as_of']}: {result['source']}")
     if result["uncertain_rates"]:
         click.echo(f"uncertain rates (estimates or readings to check): {', '.join(result['uncertain_rates'])}")

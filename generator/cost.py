@@ -155,15 +155,44 @@ def _per_cluster(fleet: Fleet) -> tuple[float, float]:
 
 
 def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet) -> float:
-    """Metrics one query over a dimension set analyzes in one cluster: its pods, or its GPUs."""
+    """Metrics one query over a dimension set analyzes in one cluster: its pods, or its GPUs (on the
+    Container Insights add-on a cluster-wide set is one metric)."""
+    from .container_insights import enabled
+    from .container_insights_table import CLUSTER, POD
+
     pods, gpus = _per_cluster(fleet)
+    if enabled(project.settings):
+        return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
     return pods if list(dims) == pod_dimensions(project.settings) else gpus
 
 
+def _addon_metric_lines(fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+    """The add-on's GPU metrics, priced per observation: every collection (once a minute) gives each
+    published metric one value per dimension set; node metrics for every GPU, pod and container metrics for
+    the GPUs pods hold (one per pod, at the least; the Service set only for pods behind a Service)."""
+    from .container_insights_table import COLLECTION_SECONDS, GPU_DIMENSION_SETS, MAPPINGS, SERVICE
+
+    metrics = len(MAPPINGS)
+    node_sets = len(GPU_DIMENSION_SETS["node"])
+    held_sets = len([d for d in GPU_DIMENSION_SETS["pod"] if SERVICE not in d]) + len(GPU_DIMENSION_SETS["container"])
+    held = min(fleet.pods, fleet.gpu_count)
+    collections = MINUTES_PER_MONTH * 60 / COLLECTION_SECONDS
+    observations = collections * metrics * (fleet.gpu_count * node_sets + held * held_sets)
+    price = _price(prices, "container_insights_observation_per_million")
+    return [Line("Container Insights GPU observations (millions)", observations / 1e6, price,
+                 observations / 1e6 * price,
+                 f"{metrics} GPU metrics every {COLLECTION_SECONDS} s: x {node_sets} node sets x {fleet.gpu_count:,} "
+                 f"GPUs + x {held_sets} pod and container sets x {held:,} GPUs pods hold; the add-on's CPU, memory "
+                 f"and network metrics are billed alike and not counted here")]
+
+
 def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+    from .container_insights import enabled
     from .render.cloudwatch import queried_sets
 
     settings = project.settings
+    if enabled(settings):
+        return _addon_metric_lines(fleet, prices)
     queried = queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
     published = published_sets(project.catalog, settings, queried)
     per_pod = len(published.get(tuple(pod_dimensions(settings)), []))
@@ -234,6 +263,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_shape import Unsupported
+    from .container_insights import NotPublished
     from .render.alarms import alarm_plan
 
     settings = project.settings
@@ -243,6 +273,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         if alarm.absent and settings.alarms["scale_to_zero"]:
             continue
         if alarm.per_pod:
+            try:
+                alarm_plan(alarm, project.catalog, settings)
+            except NotPublished:
+                continue  # left out on the Container Insights add-on
+            except Unsupported:
+                pass
             per_pod_rules += 1
             continue
         try:
@@ -277,11 +313,29 @@ def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) 
             "total": round(sum(line.monthly for line in lines), 2)}
 
 
+def with_source(project: Project, source: str) -> Project:
+    """The same project with cloudwatch.source set to `source`."""
+    from dataclasses import replace
+
+    raw = {**project.settings.raw, "cloudwatch": {**project.settings.raw["cloudwatch"], "source": source}}
+    return replace(project, settings=replace(project.settings, raw=raw))
+
+
 def compare(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The configured source's estimate with GROUP BY and with static per-pod alarms, and both CloudWatch
+    sources side by side for the same fleet (GROUP BY alarms; the add-on takes no static ones)."""
+    from .container_insights import SOURCES, enabled, source
+
     prices = prices or load_prices()
     uncertain = sorted(key for key, rate in prices["rates"].items() if rate.get("uncertain"))
     overridden = sorted(key for key, rate in prices["rates"].items() if rate.get("overridden"))
+    sources = {}
+    for name in SOURCES:
+        result = estimate(with_source(project, name), fleet, prices, "group_by")
+        sources[name] = {"total": result["total"], "lines": result["lines"]}
     return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count}, "prices_as_of": prices["as_of"],
             "source": prices["source"], "uncertain_rates": uncertain, "overridden_rates": overridden,
+            "cloudwatch_source": source(project.settings),
             "group_by": estimate(project, fleet, prices, "group_by"),
-            "static": estimate(project, fleet, prices, "static")}
+            "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static"),
+            "sources": sources}

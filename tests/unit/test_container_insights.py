@@ -303,3 +303,33 @@ def test_an_alarm_on_the_used_share_reads_the_published_percent(project_dir):
     assert request["Metrics"][0]["Expression"].startswith('SELECT MAX("pod_gpu_memory_utilization")')
     points = datapoints(CLUSTER, START, END - EVERY)
     assert _firing(request, points) == {(("Namespace", "ml"), ("FullPodName", "infer-1"))}
+
+
+def test_cost_prices_the_addon_per_observation_and_compares_both_sources(addon, cli, project_dir):
+    from generator.cost import Fleet, compare, load_prices
+
+    project, _, _ = addon
+    prices = load_prices()
+    rate = prices["rates"]["container_insights_observation_per_million"]
+    assert rate["uncertain"] and rate["source"] and rate["as_of"]
+    result = compare(project, Fleet(clusters=1, pods=100, churn=0, gpus=200), prices)
+    (observations,) = [line for line in result["group_by"]["lines"] if "observations" in line["item"]]
+    # A month of one-minute collections; 7 metrics; 3 node sets per GPU, 5 pod sets (no Service) + 4 container
+    # sets per GPU a pod holds.
+    expected = 730 * 60 * 7 * (200 * 3 + 100 * (5 + 4))
+    assert observations["quantity"] == pytest.approx(expected / 1e6)
+    assert observations["monthly"] == pytest.approx(expected / 1e6 * rate["price"])
+    assert not any("custom metrics" in line["item"] or "EMF" in line["item"] for line in result["group_by"]["lines"])
+    assert result["static"] is None
+    assert set(result["sources"]) == {"prometheus-emf", "container-insights"}
+    assert result["sources"]["container-insights"]["total"] == result["group_by"]["total"]
+    emf = result["sources"]["prometheus-emf"]
+    assert any(line["item"] == "custom metrics" for line in emf["lines"])
+    # The per-pod framebuffer alarm is left out on the add-on: one per-pod rule is priced, not two.
+    (per_pod,) = [line for line in result["group_by"]["lines"] if line["item"].startswith("per-pod alarms")]
+    assert per_pod["basis"].startswith("1 rules x 1 clusters")
+    code, stdout, _ = cli("cost", "--config", str(project_dir(ADDON)), "--pods", "100", "--gpus", "200")
+    assert code == 0
+    assert re.search(r"CloudWatch sources for this fleet \(GROUP BY alarms\): prometheus-emf \$[\d,.]+ a month; "
+                     r"container-insights \$[\d,.]+ a month \(configured\)", stdout)
+    assert "container_insights_observation_per_million" in stdout  # listed among the uncertain rates
