@@ -21,7 +21,7 @@ flex-direction:column;min-width:0}}
 text-overflow:ellipsis}}
 .panel .body{{flex:1;overflow:auto;padding:0 6px 4px}}
 .row{{font-size:15px;font-weight:500;border-bottom:1px solid #2c3235;display:flex;align-items:end}}
-.chart .grid{{stroke:#2c3235;stroke-width:1}} .chart .axis{{fill:#8e8e8e;font-size:11px}}
+.chart .gridline{{stroke:#2c3235;stroke-width:1}} .chart .axis{{fill:#8e8e8e;font-size:11px}}
 .chart .series{{fill:none;stroke-width:1.5}}
 .nodata{{margin:8px;padding:12px;border:1px dashed #5a5a5a;color:#9fa7b3;background:#22252b;text-align:center;
 font-style:italic}}
@@ -49,10 +49,12 @@ def document(title: str, content: str) -> str:
             f'<body>{content}</body></html>\n')
 
 
-def header(title: str, source: str, window: str) -> str:
+def header(title: str, source: str, window: str, variables: dict[str, str] | None = None) -> str:
+    chosen = ", ".join(f"{name} = {value}" for name, value in (variables or {}).items())
     return (f'<h1>{escape(title)}</h1><div class="meta">data: <span class="source">{escape(source)}</span> · '
-            f'range: <span class="range">{escape(window)}</span> · variables at their defaults · '
-            f'<a href="index.html">all dashboards</a></div>')
+            f'range: <span class="range">{escape(window)}</span> · variables at their defaults'
+            + (f' (<span class="variables">{escape(chosen)}</span>)' if chosen else "")
+            + ' · <a href="index.html">all dashboards</a></div>')
 
 
 def placed(grid: dict[str, Any], inner: str, css: str, extra: str = "") -> str:

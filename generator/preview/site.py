@@ -133,9 +133,21 @@ def boxes(plan_: PagePlan) -> tuple[list[str], int, int, int]:
     return placed, counted, empty, failed
 
 
+def shown_variables(model: dict[str, Any]) -> dict[str, str]:
+    """Each query variable with the value the queries used: `All` for a variable at All."""
+    shown = {}
+    for variable in (model.get("templating") or {}).get("list") or []:
+        if isinstance(variable, dict) and variable.get("name") and variable.get("type") != "datasource":
+            value = defaults({"templating": {"list": [variable]}}).get(str(variable["name"]), "")
+            shown[str(variable.get("label") or variable["name"])] = "All" if value in (".*", variable.get(
+                "allValue")) else value
+    return shown
+
+
 def render_page(plan_: PagePlan, source: str) -> tuple[str, PageSummary]:
     placed, counted, empty, failed = boxes(plan_)
-    content = page.header(plan_.title, source, window_text(plan_)) + f'<div class="grid">{"".join(placed)}</div>'
+    content = page.header(plan_.title, source, window_text(plan_), shown_variables(plan_.model)) + \
+        f'<div class="grid">{"".join(placed)}</div>'
     file = f"{plan_.uid}.html"
     return page.document(plan_.title, content), PageSummary(plan_.uid, plan_.title, file, counted, empty, failed)
 

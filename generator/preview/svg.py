@@ -93,7 +93,7 @@ def timeseries(lines: list[tuple[str, list[tuple[float, float]]]], start: float,
     out = [f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" height="{height}" '
            f'preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" role="img">']
     for tick in ticks:
-        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="grid"/>')
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" class="gridline"/>')
         out.append(f'<text x="{left - 4}" y="{y(tick) + 4:.1f}" class="axis" text-anchor="end">'
                    f'{escape(format_value(tick, unit))}</text>')
     for t in _time_ticks(start, end):

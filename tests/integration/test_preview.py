@@ -120,6 +120,7 @@ def test_the_page_names_its_prometheus_and_range(sample_site):
     html = (out / "gpudash-health.html").read_text()
     assert "bundled sample exporter payload" in html
     assert re.search(r"last 1h, \d{4}-\d\d-\d\d \d\d:\d\d UTC to", html)
+    assert "Namespace = All, Pod = All, Node = All, GPU = All" in html
     assert "<script" not in html and "<link" not in html and "url(" not in html  # nothing loads from outside
     assert not re.search(r'(src|href)="[a-z]+:', html)
 
