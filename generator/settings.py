@@ -371,6 +371,8 @@ def _seconds(interval: str) -> int:
 
 def _check_period(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """CloudWatch sums and counts per group divide by the observations a GPU makes per period."""
+    if (document.get("cloudwatch") or {}).get("source") == "container-insights":
+        return  # the add-on collects every 60 s, whatever the scrape interval
     interval = _seconds((document.get("scrape") or {}).get("interval", "30s"))
     period = (document.get("cloudwatch") or {}).get("period", 300)
     if interval and period % interval:

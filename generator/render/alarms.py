@@ -7,7 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for
+from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported,
+                                dimension_for, scrape_seconds)
+from ..container_insights_table import COLLECTION_SECONDS
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..exporter_styles import style_for
@@ -120,6 +122,20 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     return request
 
 
+def _check_period(alarm: Alarm, settings: Settings) -> None:
+    """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
+    number of them per period (thresholds of sums and counts are scaled by that number)."""
+    scrape = COLLECTION_SECONDS if addon_source(settings) else scrape_seconds(settings)
+    if alarm.period_seconds < 60:
+        raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
+                         f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
+                         hint="give the alarm period_seconds=60 or more")
+    if alarm.period_seconds % scrape:
+        raise InputError(f"alarm {alarm.id!r}: its period of {alarm.period_seconds} s is not a whole number of "
+                         f"scrape intervals ({scrape} s)", where=alarm.defined_at,
+                         hint="pick a scrape.interval that divides the alarm's period_seconds")
+
+
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
     requests = []
@@ -135,6 +151,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
                              hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
                                   "group it by node and gpu, or give the Alarm a `cloudwatch=` condition") from None
+        _check_period(alarm, settings)
         window = alarm.period_seconds * alarm.evaluation_periods
         if window > ALARM_WINDOW_SECONDS and not (alarm.per_pod and static):
             raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "

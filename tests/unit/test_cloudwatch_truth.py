@@ -356,3 +356,23 @@ def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(projec
     (finding,) = list(insights_window(Subject))
     assert finding.rule == "AL009" and finding.severity == "error"
     assert not list(insights_window(type("S", (), {"alarms": requests})))
+
+
+def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project_dir):
+    """A 300 s alarm over 2-minute scrapes sees 2 or 3 observations a period (its normalised threshold would be
+    off by a third); a 30 s alarm needs high-resolution metrics, and the agent publishes standard ones."""
+    from generator.errors import InputError
+
+    with pytest.raises(InputError, match="scrape interval"):
+        build(load_project(project_dir("scrape:\n  interval: 2m\ncloudwatch:\n  period: 3600\n")))
+    folder = project_dir("")
+    (folder.parent / "alarms").mkdir()
+    (folder.parent / "alarms" / "fast.py").write_text(
+        "from generator.model import Alarm, Condition, Query\n\n\n"
+        "def alarms(ctx):\n"
+        "    yield Alarm('hot-fast', 'Hot', Condition(Query('DCGM_FI_DEV_GPU_TEMP', 'max', ('node', 'gpu')), '>', 90),"
+        " period_seconds=30)\n")
+    with folder.open("a") as settings:
+        settings.write("scrape:\n  interval: 15s\ndefinitions:\n  alarms: [alarms]\n")
+    with pytest.raises(InputError, match="60 s"):
+        build(load_project(folder))
