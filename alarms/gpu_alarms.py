@@ -10,6 +10,7 @@ GPU = ("node", "gpu")
 
 def alarms(ctx):
     temp = ctx.levels("gpu_temp_celsius")
+    framebuffer = ctx.levels("framebuffer_used_ratio")
     idle_minutes = int(ctx.threshold("idle_minutes"))
     candidates = [
         Alarm("xid-error", "XID error reported",
@@ -39,9 +40,10 @@ def alarms(ctx):
               description=f"A GPU is above {temp[1]:g} °C.",
               runbook="Move work off the node now; the GPU will throttle hard or shut down."),
         Alarm("framebuffer-full", "Pod's GPU memory nearly full",
-              # Free MiB, not the used share: CloudWatch cannot divide two metrics in a GROUP BY alarm, and
-              # one condition makes the CloudWatch alarm and the Prometheus rule fire for the same pods.
-              Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<", ctx.settings.alarms["framebuffer_free_mib"]),
+              Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD,
+                              over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")), ">", framebuffer[1]),
+              cloudwatch=Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<",
+                                   ctx.settings.alarms["framebuffer_free_mib"]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description="A pod uses almost all of its GPU's framebuffer; the next allocation may fail (OOM).",
               runbook="Lower the batch size or model footprint, or move the pod to a GPU with more memory."),

@@ -205,7 +205,7 @@ def _duration(seconds: int) -> str:
 
 
 def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
-    condition = alarm.condition
+    condition = cloudwatch_condition(alarm, settings)  # one situation for both forms of the rule
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
     if alarm.absent:
@@ -239,7 +239,9 @@ def _absent(metric: str, alarm: Alarm, settings: Settings) -> str:
 
 
 def _alert_query(alarm: Alarm, settings: Settings):
-    query = alarm.condition.query
+    """The query of the condition CloudWatch evaluates: a definition's `cloudwatch=` condition, where
+    CloudWatch cannot compute its own, is the rule's in Prometheus too, so both fire on one situation."""
+    query = cloudwatch_condition(alarm, settings).query
     if settings.shared_prometheus and alarm.scope == "cluster":
         query = with_cluster(query)  # one Prometheus, several clusters
     return query

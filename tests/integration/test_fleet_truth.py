@@ -33,7 +33,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import legend, with_cluster
-from generator.render.alarms import alert_name, prometheus_rules
+from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
 from generator.render.scrape import for_file_sd, scrape_job, service_monitor
 from generator.resources import default_counters
 from tests.support import mixed_fleet
@@ -285,7 +285,7 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
     fired: dict[str, set[str]] = {}
     for alarm in project.alarms:
         rule = rules[alert_name(alarm)]
-        condition = alarm.condition
+        condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         result = prometheus.query(rule["expr"], at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
             silent = [{"cluster": "north"}] if path.clusters != ("",) else []

@@ -183,13 +183,28 @@ def test_left_out_panels_and_alarms_are_said_not_silent(addon, project_dir):
 
 
 def test_the_same_definitions_render_both_ways(addon):
-    """Grafana and the Prometheus artifacts do not change; CloudWatch keeps every panel and alarm the add-on
-    can feed, under the same titles and names."""
+    """Grafana and the Prometheus artifacts do not change, but for the rules whose CloudWatch condition the
+    source decides (both forms of a rule fire on one situation); CloudWatch keeps every panel and alarm the
+    add-on can feed, under the same titles and names."""
+    import yaml
+
     project, files, _ = addon
     agent_files = build(load_project())
+    rules = ("prometheus/rules.yaml", "k8s/prometheusrule.yaml")
     for path in agent_files:
-        if path.startswith(("grafana/", "prometheus/")) or path in ("k8s/servicemonitor.yaml", "k8s/prometheusrule.yaml"):
+        if path in rules:
+            continue
+        if path.startswith(("grafana/", "prometheus/")) or path == "k8s/servicemonitor.yaml":
             assert files[path] == agent_files[path], path
+
+    def alerts(text):
+        return {r["alert"]: r for g in yaml.safe_load(text)["groups"] for r in g["rules"]}
+
+    addon_rules, agent_rules = alerts(files[rules[0]]), alerts(agent_files[rules[0]])
+    assert {name for name in agent_rules if addon_rules[name] != agent_rules[name]} == {"GpudashFramebufferFull"}
+    assert "DCGM_FI_DEV_FB_FREE" in addon_rules["GpudashFramebufferFull"]["expr"]  # used / (used + free)
+    assert " > 0.95" in addon_rules["GpudashFramebufferFull"]["expr"]
+    assert agent_rules["GpudashFramebufferFull"]["expr"].endswith(" < 1024")
     assert {p for p in files if p.startswith("cloudwatch/dashboards/")} == \
         {p for p in agent_files if p.startswith("cloudwatch/dashboards/")}
     addon_titles = {p["title"] for _, p in _widgets(files)}
