@@ -150,11 +150,15 @@ def _firing(request, points, end=END):
 def test_alarms_fire_on_the_truth_with_thresholds_in_published_units(addon):
     project, files, points = addon
     alarms = _alarms(files)
-    # The framebuffer alarm watches free MiB, which the add-on does not publish: left out (with a note).
-    assert set(alarms) == {"gpu-data-missing-critical", "gpu-idle-warning", "gpu-temp-critical-critical",
-                           "gpu-temp-high-warning"}
+    assert set(alarms) == {"framebuffer-full-warning", "gpu-data-missing-critical", "gpu-idle-warning",
+                           "gpu-temp-critical-critical", "gpu-temp-high-warning"}
     infer = (("Namespace", "ml"), ("FullPodName", "infer-1"))
     assert _firing(alarms["gpu-idle-warning"], points) == {infer}
+    # The ratio condition (used over used + free), which the add-on publishes as percent: 0.95 -> 95
+    # (its free-MiB `cloudwatch=` form is not published).
+    framebuffer = alarms["framebuffer-full-warning"]
+    assert framebuffer["Threshold"] == project.settings.levels("framebuffer_used_ratio").critical * 100
+    assert _firing(framebuffer, points) == {infer}
     assert _firing(alarms["gpu-temp-high-warning"], points) == set()
     hot = [p for p in points if not (p.metric == "node_gpu_temperature" and ("GpuDevice", "nvidia1") in p.dimensions
                                      and ("NodeName", "ip-10-0-1-2") in p.dimensions)]
@@ -214,7 +218,7 @@ def test_the_same_definitions_render_both_ways(addon):
     assert ratios <= addon_titles and not ratios & agent_titles
     assert addon_titles - ratios < agent_titles
     assert {"GPU utilization by pod", "GPU temperature", "Tensor core activity by pod"} <= addon_titles
-    assert set(_alarms(files)) < set(_alarms(agent_files))
+    assert set(_alarms(files)) < set(_alarms(agent_files)) | {"framebuffer-full-warning"}
 
 
 def test_addon_configuration_replaces_the_agent_configmaps(addon):
