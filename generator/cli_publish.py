@@ -161,6 +161,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
     """The verify groups the publish needs, within 10 s and within the command's own deadline."""
     if skip:
         return
+    if "prometheus" in groups and not options.get("prometheus_url"):  # nothing remote failed: a setting is missing
+        raise GpudashError("push checks the Prometheus the dashboards read before publishing, and no Prometheus URL "
+                           "is given", where="--prometheus-url (PROMETHEUS_URL)",
+                           hint="pass --prometheus-url or set PROMETHEUS_URL (e.g. http://prometheus:9090), or "
+                                "--skip-verify to publish without the check")
     from .verify import Options, preflight
 
     for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options)):
