@@ -332,7 +332,7 @@ def test_the_truth_is_the_fleet_facts():
 
     names = {node.name: node.name for node in FLEET}
     power = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), names)
-    assert power == {"": 1830}  # each MIG GPU once, not once per instance; a time-sliced GPU once
+    assert power == {"": 2330}  # each MIG GPU once, not once per instance; a time-sliced GPU once
     by_pod = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), names)
     assert by_pod["Pod team-c/mig-b"] == 500 and by_pod["Pod team-a/mig-a"] == 350
     memory = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names)
@@ -341,7 +341,10 @@ def test_the_truth_is_the_fleet_facts():
     assert per_gpu["gpu-node-mig GPU 0"] == 24600  # instances add up
     util = truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")), names)
     assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
-    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 9}
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 11}
+    # a pod holding two GPUs: its utilization averages them, its memory and power add up
+    assert truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), names)["Pod team-f/trainer.v2-0"] == 60
+    assert memory["Pod team-f/trainer.v2-0"] == 40000 and by_pod["Pod team-f/trainer.v2-0"] == 500
     assert per_gpu["gpu-node-ts GPU 0"] == 12000  # not once per pod sharing it
     assert memory["Pod team-d/ts-0"] == memory["Pod team-d/ts-1"] == 12000
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)

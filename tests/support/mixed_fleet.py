@@ -131,6 +131,14 @@ FLEET = (
         Gpu(0, temp=56, power=190, sm_clock=1500, xid=0, energy_mw=190_000, replays_per_s=0, memory_temp=50,
             util=71, instances=_whole(("team-e", "solo-1"), fb_used=4000, fb_free=20000, engine=0.71)),
     )),
+    # a pod holding two whole GPUs of one node (averages and sums over its GPUs differ); a node and a
+    # pod whose names hold dots, as EC2 node names and many pod names do
+    Node("ip-10-0-3-7.ec2.internal", "hostname", "nvidia-dcgm-exporter-g3h4j", (
+        Gpu(0, temp=66, power=280, sm_clock=1600, xid=0, energy_mw=280_000, replays_per_s=0, memory_temp=60,
+            util=80, instances=_whole(("team-f", "trainer.v2-0"), fb_used=30000, fb_free=10000, engine=0.8)),
+        Gpu(1, temp=62, power=220, sm_clock=1400, xid=0, energy_mw=220_000, replays_per_s=0, memory_temp=58,
+            util=40, instances=_whole(("team-f", "trainer.v2-0"), fb_used=10000, fb_free=30000, engine=0.4)),
+    )),
     # MIG: two A100s split into instances; device fields repeat on each instance
     Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
         Gpu(0, temp=70, power=350, sm_clock=1410, xid=0, energy_mw=350_000, replays_per_s=0, memory_temp=55,
