@@ -168,10 +168,16 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 
 
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
-    """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it."""
+    """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it
+    or nothing shows that gpudash wrote it as it is (no gpudash:sha256 tag: the ManagedBy tag alone may
+    have been added by hand)."""
     live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
     then = read_alarm_evidence(tags)[1]
-    if then is not None and then != alarm_hash(alarm):
+    if then is None:
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
+            f"ManagedBy tag alone may have been added by hand); --prune --force deletes it"])
+    if then != alarm_hash(alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
             "--prune --force deletes it"])

@@ -87,11 +87,15 @@ def test_a_dashboard_edited_in_the_console_is_drift(aws):
 def test_prune_deletes_only_owned_alarms_no_longer_defined(aws):
     client, apply = aws
     apply()
-    tags = [{"Key": "ManagedBy", "Value": "gpudash"}]
+    from generator.ownership import ALARM_HASH_TAG, alarm_hash
+
     for name, tagged in (("gpudash-gpu-cluster-retired-rule-warning", True), ("gpudash-handmade", False)):
         client.put_metric_alarm(AlarmName=name, MetricName="m", Namespace="n", Statistic="Average", Period=60,
-                                EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold",
-                                **({"Tags": tags} if tagged else {}))
+                                EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold")
+        if tagged:  # what gpudash leaves: the ownership tag and the hash of the alarm as it wrote it
+            alarm = alarms(client)[name]
+            client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
+                {"Key": "ManagedBy", "Value": "gpudash"}, {"Key": ALARM_HASH_TAG, "Value": alarm_hash(alarm)}])
     code, report, _ = apply()
     assert code == 0 and "gpudash-gpu-cluster-retired-rule-warning" in alarms(client)
     assert [c["name"] for c in report["changes"] if c["action"] == "delete"] == [
