@@ -22,6 +22,16 @@ EXIT_INTERNAL = 4
 class GpudashGroup(click.Group):
     """Turns GpudashError into one message and its exit code; tracebacks only with --debug."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:  # `gpudash --config F generate`: say where the option goes
+            name = next((a for a in args if a in self.commands), None)
+            if name and any(exc.option_name in p.opts for p in self.commands[name].params):
+                exc.message = (f"No such option: {exc.option_name} before the command; it belongs after it: "
+                               f"gpudash {name} {exc.option_name} ...")
+            raise
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)

@@ -319,6 +319,8 @@ CASES = [
     # --- flags -----------------------------------------------------------------------------------
     flags("unknown option", ("generate", "--no-such-option"), "No such option"),
     flags("unknown command", ("frobnicate",), "No such command"),
+    flags("--config before the command", ("--config", "mine.yaml", "generate"), "--config before the command",
+          "gpudash generate --config ..."),
     flags("lint --disable of an unknown rule", ("lint", "--disable", "GF999"), "GF999", "--rules"),
     flags("lint --output xml", ("lint", "--output", "xml"), "xml"),
     flags("lint --grafana-schema nowhere", ("lint", "--grafana-schema", "nowhere"), "dashboard.jsonschema.json",
