@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..catalog import MIG_UNSUPPORTED
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
+from ..promql import MIG_INSTANCE_LABEL
 from ..render.grafana_files import MANAGED_BY
 from ..settings import Settings
 
@@ -49,6 +51,11 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
         ],
         "metric_relabel_configs": [
             {"source_labels": ["__name__"], "regex": METRIC_NAME_FILTER, "action": "keep"},
+            # DCGM does not measure these on a MIG instance: its series read 0, nothing or the blank sentinel.
+            # Dropped here, CloudWatch (which cannot filter on a label value's absence per field) never charts
+            # a busy MIG pod at 0 % nor alarms it as idle; PromQL reads them with GPU_I_ID="" anyway.
+            {"source_labels": ["__name__", MIG_INSTANCE_LABEL],
+             "regex": f"({'|'.join(MIG_UNSUPPORTED)});.+", "action": "drop"},
         ],
     }
 

@@ -79,8 +79,25 @@ def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
             yaml.safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"][0])
 
 
+def _relabel_keeps(rules: list[dict], labels: dict[str, str]) -> bool:
+    """Prometheus metric_relabel_configs keep / drop: the source labels' values joined by the separator
+    (default ';') against the fully anchored regex (default '(.*)')."""
+    for rule in rules:
+        action = rule.get("action", "replace")
+        if action not in ("keep", "drop"):
+            continue
+        value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels", []))
+        matched = re.fullmatch(rule.get("regex", "(.*)"), value) is not None
+        if matched != (action == "keep"):
+            return False
+    return True
+
+
 class Agent:
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, job: dict | None = None):
+        # The scrape job's metric_relabel_configs (keep / drop); without a job, DCGM_.* is kept.
+        self.relabel = (job or {}).get("metric_relabel_configs") or [
+            {"source_labels": ["__name__"], "regex": "DCGM_.*", "action": "keep"}]
         prometheus = config["logs"]["metrics_collected"]["prometheus"]
         self.cluster_name = prometheus.get("cluster_name")
         emf = prometheus["emf_processor"]
@@ -111,14 +128,14 @@ class Agent:
                     sets.append(tuple(dims))
         return sets
 
-    def scrape(self, scrape: Scrape, keep: str = r"DCGM_.*") -> list[Datapoint]:
+    def scrape(self, scrape: Scrape) -> list[Datapoint]:
         result = []
         for name, kind, sample_labels, value in exposition(scrape.payload):
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
-            if not re.fullmatch(keep, name):
-                continue  # the scrape job's metric_relabel_configs keep filter
             labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
+            if not _relabel_keeps(self.relabel, {**labels, "__name__": name}):
+                continue  # the scrape job's metric_relabel_configs
             if self.cluster_name:
                 labels["ClusterName"] = self.cluster_name
             if kind == "counter":

@@ -25,7 +25,7 @@ AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 
 def _run(files, project, first=-1, last=END // STEP - 1, gpus=FLEET):
     config, job = agent_config(files[AGENT_FILE])
-    return Agent(config).run(scrapes(job, project.catalog, first, last, gpus))
+    return Agent(config, job).run(scrapes(job, project.catalog, first, last, gpus))
 
 
 @pytest.fixture(scope="module")
@@ -319,7 +319,7 @@ def test_recorded_payloads_publish_both_sets_or_only_the_gpu_set(fleet, referenc
                               ("dcgm-exporter-readme-k8s.prom", "DCGM_FI_DEV_SM_CLOCK", None)):
         lines = (reference / "exporter" / name).read_text().splitlines()
         payload = "\n".join(line for line in lines if line.strip() != "...") + "\n"  # the README elides lines
-        points = Agent(config).run([Scrape(t, payload, target_labels(job, "ip-10-0-1-1")) for t in (0, 30)])
+        points = Agent(config, job).run([Scrape(t, payload, target_labels(job, "ip-10-0-1-1")) for t in (0, 30)])
         util = {p.dimensions for p in points if p.metric == metric}
         assert (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "ip-10-0-1-1")) in util, name
         per_pod = {p.dims()["pod"] and (p.dims()["namespace"], p.dims()["pod"]) for p in points if "pod" in p.dims()}
@@ -376,3 +376,31 @@ def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project
         settings.write("scrape:\n  interval: 15s\ndefinitions:\n  alarms: [alarms]\n")
     with pytest.raises(InputError, match="60 s"):
         build(load_project(folder))
+
+
+def _mig_payload(k: int) -> str:
+    """A MIG GPU cut in two instances, each held by a busy pod: DCGM reads GPU_UTIL 0 on instances (it does
+    not measure it there), the engine activity is the instance's real load."""
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge", "# TYPE DCGM_FI_PROF_GR_ENGINE_ACTIVE gauge"]
+    for instance, pod in ((1, "mig-a"), (2, "mig-b")):
+        labels = (f'gpu="0",UUID="GPU-mig",device="nvidia0",modelName="NVIDIA A100",Hostname="h",'
+                  f'GPU_I_PROFILE="3g.20gb",GPU_I_ID="{instance}",pod="{pod}",namespace="ml",container="main"')
+        lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 0", f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}}} 0.8"]
+    return "\n".join(lines) + "\n"
+
+
+def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
+    """GPU utilization is no reading on a MIG instance (0, nothing or the blank sentinel, by exporter version).
+    The scrape job drops it there, so CloudWatch neither charts a busy MIG pod at 0 % nor alarms it as idle."""
+    from tests.support.cloudwatch_agent import Scrape
+    from tests.support.dcgm_fleet import target_labels
+
+    project = load_project()
+    files = build(project)
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(30.0 * k, _mig_payload(k), target_labels(job, "ip-10-0-1-3"))
+                                     for k in range(-1, END // STEP)])
+    assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
+    assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
+    (properties,) = [p for _, p in _widgets(files) if p["title"] == "GPU utilization by pod"]
+    assert cloudwatch_eval.widget(properties, points, START, END) == {}

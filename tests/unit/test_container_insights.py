@@ -344,9 +344,9 @@ def test_cost_prices_the_addon_per_observation_and_compares_both_sources(addon, 
     assert result["sources"]["container-insights"]["total"] == result["group_by"]["total"]
     emf = result["sources"]["prometheus-emf"]
     assert any(line["item"] == "custom metrics" for line in emf["lines"])
-    # The per-pod framebuffer alarm is left out on the add-on: one per-pod rule is priced, not two.
+    # Both per-pod rules run on the add-on (the framebuffer rule on the published used share).
     (per_pod,) = [line for line in result["group_by"]["lines"] if line["item"].startswith("per-pod alarms")]
-    assert per_pod["basis"].startswith("1 rules x 1 clusters")
+    assert per_pod["basis"].startswith("2 rules x 1 clusters")
     code, stdout, _ = cli("cost", "--config", str(project_dir(ADDON)), "--pods", "100", "--gpus", "200")
     assert code == 0
     assert re.search(r"CloudWatch sources for this fleet \(GROUP BY alarms\): prometheus-emf \$[\d,.]+ a month; "

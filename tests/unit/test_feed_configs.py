@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -106,7 +107,12 @@ def test_scrape_job_selects_the_exporter_by_pod_label_and_port(project_dir, styl
                     {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": "9400",
                      "action": "keep"}]
     assert job["metrics_path"] == "/metrics" and job["scrape_interval"] == "30s"
-    assert job["metric_relabel_configs"] == [{"source_labels": ["__name__"], "regex": "DCGM_.*", "action": "keep"}]
+    assert job["metric_relabel_configs"][0] == {"source_labels": ["__name__"], "regex": "DCGM_.*", "action": "keep"}
+    # what DCGM does not measure on a MIG instance is no reading: dropped there, kept on whole GPUs
+    (mig,) = job["metric_relabel_configs"][1:]
+    assert mig["action"] == "drop" and mig["source_labels"] == ["__name__", "GPU_I_ID"]
+    assert re.fullmatch(mig["regex"], "DCGM_FI_DEV_GPU_UTIL;3") and not re.fullmatch(mig["regex"], "DCGM_FI_DEV_GPU_UTIL;")
+    assert not re.fullmatch(mig["regex"], "DCGM_FI_PROF_GR_ENGINE_ACTIVE;3")
     text = json.dumps(job)
     assert "__meta_kubernetes_pod_container_name" not in text  # the blog's job dropped every target on it
     assert '"target_label": "pod"' not in text and '"target_label": "namespace"' not in text
