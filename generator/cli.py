@@ -350,6 +350,8 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     click.echo(f"\nCloudWatch sources for this fleet (GROUP BY alarms): " + "; ".join(
         f"{name} ${item['total']:,.2f} a month" + (" (configured)" if name == result["cloudwatch_source"] else "")
         for name, item in result["sources"].items()))
+    for note in result["limits"]:
+        click.echo(f"limit: {note}")
     click.echo(f"\nprices as of {result['prices_as_of']}: {result['source']}")
     if result["uncertain_rates"]:
         click.echo(f"uncertain rates (estimates or readings to check): {', '.join(result['uncertain_rates'])}")

@@ -321,6 +321,26 @@ def with_source(project: Project, source: str) -> Project:
     return replace(project, settings=replace(project.settings, raw=raw))
 
 
+METRICS_PER_QUERY = 10_000  # a Metrics Insights query processes at most this many metrics
+
+
+def limits(fleet: Fleet) -> list[str]:
+    """Where this fleet passes the Metrics Insights limits that no generated artifact can see."""
+    from .cloudwatch_shape import SERIES_PER_QUERY
+
+    pods, gpus = _per_cluster(fleet)
+    notes = []
+    if gpus > SERIES_PER_QUERY:
+        notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
+                     f"fleet single values summed over per-GPU lines (GPUs reporting, Total power draw) count "
+                     f"{SERIES_PER_QUERY} GPUs, and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest "
+                     f"their threshold (PARTIAL_DATA)")
+    if max(gpus, pods) > METRICS_PER_QUERY:
+        notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
+                     f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")
+    return notes
+
+
 def compare(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     """The configured source's estimate with GROUP BY and with static per-pod alarms, and both CloudWatch
     sources side by side for the same fleet (GROUP BY alarms; the add-on takes no static ones)."""
@@ -338,4 +358,4 @@ def compare(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None
             "cloudwatch_source": source(project.settings),
             "group_by": estimate(project, fleet, prices, "group_by"),
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static"),
-            "sources": sources}
+            "sources": sources, "limits": limits(fleet)}

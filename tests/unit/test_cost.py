@@ -112,3 +112,13 @@ def test_every_price_date_the_readme_quotes_is_the_data_files():
     as_of = json.loads((REPO / "generator/defaults/cloudwatch-prices.json").read_text())["as_of"]
     quoted = re.findall(r"prices as of ([0-9][0-9-]*)", (REPO / "README.md").read_text())
     assert quoted and set(quoted) == {as_of}, quoted
+
+
+def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
+    """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet sums count 500
+    GPUs and alarms evaluate 500; at 20,000 GPUs some are in no query. Spread over 10 clusters, none of it."""
+    assert compare(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
+    (series,) = compare(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
+    assert "5,000 GPUs per cluster" in series and "count 500 GPUs" in series
+    assert len(compare(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
+    assert compare(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
