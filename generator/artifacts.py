@@ -84,7 +84,11 @@ def cloudwatch_files(project: Project) -> dict[str, bytes]:
     files = {f"cloudwatch/dashboards/{name}.json": to_json(body) for name, body in dashboards.items()}
     files["cloudwatch/alarms.json"] = to_json({"alarms": requests})
     primary = settings.clusters[0].region
-    log_groups = [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
+    from .container_insights import enabled
+
+    # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
+    log_groups = [] if enabled(settings) else \
+        [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
     for region, template in cloudformation.templates(dashboards, requests, primary, log_groups).items():
         name = "gpudash.json" if region == primary else f"gpudash-{region}.json"
         files[f"cloudformation/{name}"] = to_json(template)

@@ -227,8 +227,12 @@ def test_addon_configuration_replaces_the_agent_configmaps(addon):
     values = json.loads(files["cloudwatch/container-insights-addon.json"])
     kubernetes = values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
     assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+    template = json.loads(files["cloudformation/gpudash.json"])
+    assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]  # no agent logs
     default = build(load_project())
     assert "cloudwatch/container-insights-addon.json" not in default
+    assert [r for r in json.loads(default["cloudformation/gpudash.json"])["Resources"].values()
+            if r["Type"] == "AWS::Logs::LogGroup"]
     assert f"k8s/cwagent-prometheus-config-{CLUSTER}.yaml" in default
 
 
