@@ -265,3 +265,9 @@ def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
 
 def dashboard_name(settings: Settings, cluster: Cluster, dashboard_id: str) -> str:
     return f"{settings.cloudwatch['dashboard_prefix']}-{cluster.name}-{dashboard_id}"[:255]
+
+
+def is_dashboard_name(prefix: str, name: str) -> bool:
+    """Whether `name` has the form dashboard_name gives: <prefix>-<cluster>-<dashboard id>."""
+    return len(name) <= 255 and re.fullmatch(re.escape(prefix) + r"-[A-Za-z0-9][A-Za-z0-9_-]*-[A-Za-z0-9_-]+",
+                                             name) is not None

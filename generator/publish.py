@@ -28,6 +28,7 @@ class Desired:
     dashboard_regions: dict[str, str]
     alarms: list[dict[str, Any]]  # {"Region", "Request"}
     alarm_prefix: str
+    dashboard_prefix: str = ""  # generated CloudWatch dashboards are named <prefix>-<cluster>-<id>; "" lists none
 
 
 def parse_json(data: bytes, where: str, what: str) -> Any:
@@ -167,7 +168,7 @@ def desired_from(files: dict[str, bytes], settings, origin: str = "<generated>")
                              hint=REGENERATE)
         seen.add(key)
     return Desired(grafana, dict(settings.grafana["folder"]), dashboards, regions, alarms,
-                   settings.alarms["name_prefix"])
+                   settings.alarms["name_prefix"], settings.cloudwatch["dashboard_prefix"])
 
 
 def git_note(cwd: Path | None = None) -> str:

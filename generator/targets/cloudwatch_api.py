@@ -35,7 +35,7 @@ REQUIRED = {
 WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "UntagResource", "DeleteDashboards")
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "ResourceTagMappingList": ("ResourceARN",),
-             "Tags": ("Key", "Value")}
+             "Tags": ("Key", "Value"), "DashboardEntries": ("DashboardName",)}
 RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}

@@ -2,7 +2,9 @@
 touching what gpudash does not own, never reverting a console edit without --force.
 
 Each Region is planned and applied in its own thread under its own pacing, so a fleet spread over
-Regions takes as long as its largest Region. Reads are bulk: DescribeAlarms pages of 100 and one
+Regions takes as long as its largest Region. Dashboards named in gpudash's form but no longer
+defined are found with ListDashboards (the configured prefix, every page) and are gpudash's to
+prune only when their header carries gpudash's hash stamp. Reads are bulk: DescribeAlarms pages of 100 and one
 Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms it does not vouch
 for are read one by one); deletes go 100 names per DeleteAlarms call. Just before writing, what is
 written is read again: an object that appeared or changed since the plan is not overwritten.
@@ -15,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
+from ..cloudwatch_shape import is_dashboard_name
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -69,6 +72,20 @@ def _read_dashboard(cloudwatch: CloudWatch, region: str, name: str) -> dict[str,
         raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
                           where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
     return body
+
+
+def _list_dashboards(cloudwatch: CloudWatch, region: str, prefix: str) -> list[str]:
+    """Names of the dashboards whose name starts with `prefix`, every page."""
+    names: list[str] = []
+    what = f"CloudWatch dashboards {prefix}* in {region}"
+    token = None
+    while True:
+        kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
+        page = cloudwatch.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
+        names.extend(entry["DashboardName"] for entry in page["DashboardEntries"])
+        token = page.get("NextToken")
+        if not token:
+            return names
 
 
 def _describe(cloudwatch: CloudWatch, region: str, *, prefix: str | None = None,
@@ -185,16 +202,37 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
                   details=["managed by gpudash but no longer defined; --prune deletes it"])
 
 
-def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
+def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None) -> Change | None:
+    """A dashboard no longer defined: gpudash's only when its header carries gpudash's stamp (None
+    otherwise: never touched); deleted with --prune, and with --force too if a person edited it."""
+    stamped, actual = read_cloudwatch_stamp(body) if body is not None else (None, None)
+    if stamped is None:
+        return None
+    live = {"body": body}
+    if stamped != actual:
+        return Change("cloudwatch", "dashboard", name, DELETE, region=region, live=live, edited=True, details=[
+            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
+            "--prune --force deletes it"])
+    return Change("cloudwatch", "dashboard", name, DELETE, region=region, live=live,
+                  details=["written by gpudash but no longer defined; --prune deletes it"])
+
+
+def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick) -> list[Change]:
-    """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota)."""
+    """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
+    then every dashboard named in gpudash's form but no longer defined, read to see whether gpudash wrote it."""
     def read(name: str) -> Change:
         change = _plan_dashboard(name, region, dashboards[name], _read_dashboard(cloudwatch, region, name))
         progress()
         return change
 
+    retired = sorted(name for name in (_list_dashboards(cloudwatch, region, prefix + "-") if prefix else [])
+                     if name not in dashboards and is_dashboard_name(prefix, name))
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
-        return list(pool.map(read, sorted(dashboards)))
+        changes = list(pool.map(read, sorted(dashboards)))
+        old = pool.map(lambda name: _plan_retired_dashboard(name, region, _read_dashboard(cloudwatch, region, name)),
+                       retired)
+        return changes + [change for change in old if change is not None]
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
@@ -228,8 +266,9 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 
 
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
-                requests: dict[str, dict[str, Any]], prefix: str, progress: Tick) -> list[Change]:
-    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, progress),
+                requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
+                dashboard_prefix: str = "") -> list[Change]:
+    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress),
                          lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress))
 
 
@@ -245,7 +284,8 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
                           if desired.dashboard_regions[name] == region}
             requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
                         if item["Region"] == region}
-            return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe)
+            return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
+                               desired.dashboard_prefix)
 
         changes = _parallel(regions, work)
     dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
@@ -277,11 +317,15 @@ def _not_overwritten(change: Change, why: str) -> RemoteError:
 def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: dict[str, Any]) -> bool:
     """Write one dashboard unless it moved since the plan; False when it is already as generated."""
     what = f"CloudWatch dashboard {change.name}"
-    moved = _moved(change, _read_dashboard(cloudwatch, region, change.name), json.loads(item["DashboardBody"]))
+    desired = None if change.action == DELETE else json.loads(item["DashboardBody"])
+    moved = _moved(change, _read_dashboard(cloudwatch, region, change.name), desired)
     if moved is not None:
         if moved:
             raise _not_overwritten(change, moved)
         return False
+    if change.action == DELETE:
+        cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
+        return True
     response = cloudwatch.call(region, "PutDashboard", what, **item)
     messages = response.get("DashboardValidationMessages") or []
     if messages:
@@ -330,7 +374,7 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
     outcomes = []
     for change in changes:
         try:
-            written = _put_dashboard(cloudwatch, region, change, dashboards[change.name])
+            written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name, {}))
             outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
         except RemoteError as exc:
             outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))

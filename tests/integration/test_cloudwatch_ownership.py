@@ -26,7 +26,9 @@ def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied,
 
 
 @pytest.mark.parametrize("operation, answer", [("GetResources", b"<html/>"),
-                                               ("GetDashboard", b'{"DashboardBody": "<x>"}')])
+                                               ("GetDashboard", b'{"DashboardBody": "<x>"}'),
+                                               ("ListDashboards", b"{}"),
+                                               ("ListDashboards", b'{"DashboardEntries": [{"DashboardArn": "x"}]}')])
 def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(proxied, operation, answer):
     proxy, client, apply = proxied
     apply()
@@ -102,12 +104,47 @@ def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, pr
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
+def _dashboards(client):
+    return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
+
+
+def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, project_dir, cli):
+    """A removed cluster's dashboards show as deletes and --prune deletes them; one edited in the
+    console needs --prune --force; a dashboard with a gpudash-like name and no stamp is never touched."""
+    import json
+
+    client, apply = aws
+    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    edited, kept = "gpudash-other-health", ["gpudash-other-by-pod", "gpudash-other-overview"]
+    body = json.loads(client.get_dashboard(DashboardName=edited)["DashboardBody"])
+    body["widgets"][1]["properties"]["title"] = "renamed in the console"
+    client.put_dashboard(DashboardName=edited, DashboardBody=json.dumps(body))
+    handmade = {"widgets": [{"type": "text", "x": 0, "y": 0, "width": 6, "height": 2,
+                             "properties": {"markdown": "made by hand"}}]}
+    client.put_dashboard(DashboardName="gpudash-other-handmade", DashboardBody=json.dumps(handmade))
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert code == 1
+    for name in kept + [edited]:
+        assert f"delete    cloudwatch dashboard {name} [us-east-1]" in stdout
+    assert "gpudash-other-handmade" not in stdout
+    code, dry, _ = apply("--prune", "--dry-run")
+    assert code == 1 and dry["refused"] == [edited] and [n for n in dry["would_write"] if n in kept] == kept
+    assert "gpudash-other-handmade" not in json.dumps(dry)
+    assert [n for n in _dashboards(client) if other_cluster(n)] == sorted(kept + [edited, "gpudash-other-handmade"])
+    code, report, _ = apply("--prune")
+    assert code == 1 and report["refused"] == [edited] and report["written"] == dry["would_write"]
+    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
+    assert apply("--prune", "--force")[0] == 0
+    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade"]
+    assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
+
+
 def test_deletes_are_batched(proxied, project_dir):
     proxy, client, apply = proxied
     apply("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune")
-    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete"]) == 9
+    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 9
     assert proxy.operations.count("DeleteAlarms") == 1
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
