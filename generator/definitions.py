@@ -151,8 +151,15 @@ def _deadline(seconds: float) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        # A repeat may fire while this very cleanup runs (a busy machine, or a first TimeLimit still
+        # unwinding): catch it and finish, so that no timer outlives the definition and ends the process.
+        while True:
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+                break
+            except TimeLimit:
+                continue
 
 
 def _where_in(path: Path, exc: BaseException) -> str:

@@ -21,8 +21,7 @@ def read_body(response: Any, options: Options, what: str) -> bytes:
     chunks, size = [], 0
     while True:
         if options.remaining() <= 0:
-            raise SlowAnswer(f"{what} did not finish answering within {options.timeout:g} s (it answers too slowly)",
-                             hint="check the server and the network between, or raise --timeout")
+            raise _late(what, options, answering=True)
         chunk = response.read1(65536, decode_content=True)
         if not chunk:
             return b"".join(chunks)
@@ -51,11 +50,21 @@ def get(url: str, options: Options, what: str, hint: str, params: dict[str, str]
 
     clean, auth = redact.strip(url)
     timeout = options.socket_timeout()
+    answering = False
     try:
         with requests.get(clean, params=params, auth=auth, timeout=(timeout, timeout), stream=True) as response:
+            answering = True
             body = read_body(response.raw, options, what)
             return response.status_code, decode(body, response.encoding)
-    except requests.RequestException as exc:
+    except (requests.RequestException, HTTPError, OSError) as exc:  # HTTPError, OSError: while the body streams
+        if options.remaining() <= 0:  # the socket gave up because the run's deadline came: say so
+            raise _late(what, options, answering) from None
         raise RemoteError(f"cannot {verb} {what} ({type(exc).__name__})", hint=hint) from None
-    except (HTTPError, OSError) as exc:  # a timeout or a reset while the body streams
-        raise RemoteError(f"cannot {verb} {what} ({type(exc).__name__})", hint=hint) from None
+
+
+def _late(what: str, options: Options, answering: bool) -> SlowAnswer:
+    if answering:
+        return SlowAnswer(f"{what} did not finish answering within {options.timeout:g} s (it answers too slowly)",
+                          hint="check the server and the network between, or raise --timeout")
+    return SlowAnswer(f"{what}: no answer within {options.timeout:g} s",
+                      hint="check that the server is reachable and not overloaded, or raise --timeout")

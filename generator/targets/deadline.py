@@ -87,8 +87,12 @@ class Deadline:
         return seconds
 
     def run(self, call: Callable[[], T], what: str | None = None) -> T:
-        """Run `call` on a worker thread and wait at most until the deadline for it."""
+        """Run `call` on a worker thread and wait at most until the deadline for it.
+
+        The wait is measured when the call starts: time that passes while it runs (on this clock, which
+        another thread may advance) cannot abandon a call already under way before its full share."""
         self.check(what)
+        allowed = self.remaining()
         result: dict[str, object] = {}
         finished = threading.Event()
 
@@ -101,7 +105,7 @@ class Deadline:
                 finished.set()
 
         threading.Thread(target=work, name="gpudash-remote-call", daemon=True).start()
-        if not self.clock.wait(finished, self.remaining()):
+        if not self.clock.wait(finished, allowed):
             raise self.exceeded(what)
         if "error" in result:
             raise result["error"]  # type: ignore[misc]

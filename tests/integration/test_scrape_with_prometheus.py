@@ -32,6 +32,9 @@ WORKLOADS = {"gpu-operator": ("train-a-0", "gpu-node-a"), "helm": ("infer-b-0", 
 NAMESPACE = {"gpu-operator": "gpu-operator", "helm": "monitoring", "static": "default"}
 
 
+SETTLED = "20s"  # the window every rate in the dashboards is given here ($__rate_interval)
+
+
 def _settings(style: str, interval: str = "1s"):
     text = yaml.safe_dump({"exporter": {"deployment": style, "namespace": NAMESPACE[style]},
                            "scrape": {"interval": interval, "job_name": f"dcgm-{style}"}})
@@ -86,41 +89,45 @@ def stack(tmp_path_factory, reference):
         jobs.append(for_file_sd(scrape_job(_settings(style)), [str(sd_file)]))
     config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": jobs}
     with Prometheus(workdir, config) as prometheus:
-        prometheus.wait_for("up", count=len(jobs))
-        prometheus.wait_for("count by (pod) (DCGM_FI_DEV_GPU_UTIL)", count=3)
-        yield prometheus, exporters, decoy
+        # An instant at which every exporter has been scraped successfully for the last 20 s, at least
+        # twice: gauges, rates over 20 s and targets are all there. A busy machine delays scrapes, or
+        # times one out (the series go stale until the next), so the tests query at this instant, not "now".
+        at = prometheus.settled(f"count_over_time(up[{SETTLED}]) >= 2 and min_over_time(up[{SETTLED}]) == 1",
+                                count=len(jobs))
+        yield prometheus, exporters, decoy, at
     for server in (*exporters.values(), decoy):
         server.__exit__(None, None, None)
 
 
 def test_exporter_targets_are_kept_and_decoys_dropped(stack):
-    prometheus, exporters, decoy = stack
+    prometheus, exporters, decoy, at = stack
     targets = prometheus.api("targets")
     active = {t["labels"]["job"]: t for t in targets["activeTargets"]}
     assert set(active) == {"dcgm-gpu-operator", "dcgm-helm", "dcgm-static"}
     for style, exporter in exporters.items():
         target = active[f"dcgm-{style}"]
         assert target["scrapeUrl"] == exporter.url
-        assert target["health"] == "up"
         assert target["labels"]["Service"] == STYLES[style].service
         assert target["labels"]["node"] == WORKLOADS[style][1]
         assert target["labels"]["exporter_pod"] == f"{STYLES[style].daemonset}-x1"
         assert "pod" not in target["labels"]  # the exporter's own pod never takes the workload's label
+    up = {s["metric"]["job"]: s["value"][1] for s in prometheus.query("up", at=at)}
+    assert up == {f"dcgm-{style}": "1" for style in exporters}  # each scraped successfully
     assert len(targets["droppedTargets"]) == 9
     assert decoy.scrapes == 0
     assert prometheus.query('count({pod="decoy-pod"})') == []
 
 
 def test_workload_pod_labels_arrive_intact(stack):
-    prometheus, _, _ = stack
-    series = prometheus.query("DCGM_FI_DEV_GPU_UTIL")
+    prometheus, _, _, at = stack
+    series = prometheus.query("DCGM_FI_DEV_GPU_UTIL", at=at)
     assert {(s["metric"]["pod"], s["metric"]["namespace"], s["metric"]["container"]) for s in series} == {
         (pod, "kube-system", "main") for pod, _ in WORKLOADS.values()}
     assert not any("exported_pod" in s["metric"] for s in series)
 
 
 def test_only_dcgm_series_are_kept(stack):
-    prometheus, _, _ = stack
+    prometheus, _, _, _ = stack
     names = prometheus.api("label/__name__/values")
     scraped = [n for n in names if not n.startswith(("up", "scrape_"))]
     assert scraped and all(n.startswith("DCGM_") for n in scraped)
@@ -141,7 +148,7 @@ def _project_for_payload(reference) -> Project:
 
 
 def _substitute(expr: str) -> str:
-    expr = expr.replace("$__rate_interval", "20s").replace("$__range", "1m")
+    expr = expr.replace("$__rate_interval", SETTLED).replace("$__range", "1m")
     return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
 
 
@@ -150,15 +157,14 @@ def _legend(template: str, labels: dict[str, str]) -> str:
 
 
 def test_every_grafana_query_returns_series_with_the_right_legends(stack, reference):
-    prometheus, _, _ = stack
-    prometheus.wait_for("rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[20s])", count=3)
+    prometheus, _, _, at = stack
     pods = {pod for pod, _ in WORKLOADS.values()}
     nodes = {node for _, node in WORKLOADS.values()}
     checked = 0
     for dashboard in grafana_dashboards(_project_for_payload(reference)):
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
-                result = prometheus.query(_substitute(target["expr"]))
+                result = prometheus.query(_substitute(target["expr"]), at=at)
                 where = f"{dashboard.uid} / {panel['title']}: {target['expr']}"
                 if "per MIG instance" in panel["title"]:
                     assert result == [], where  # this fleet has no MIG GPU (test_fleet_truth has one)
@@ -174,12 +180,12 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
 
 
 def test_blank_sentinel_values_are_left_out(stack, reference):
-    prometheus, _, _ = stack
+    prometheus, _, _, at = stack
     dashboards = {d.uid: d.model for d in grafana_dashboards(_project_for_payload(reference))}
     panel = next(p for p in dashboards["gpudash-health"]["panels"] if p["title"] == "Memory temperature")
-    result = prometheus.query(_substitute(panel["targets"][0]["expr"]))
+    result = prometheus.query(_substitute(panel["targets"][0]["expr"]), at=at)
     assert [(s["metric"]["node"], s["value"][1]) for s in result] == [("gpu-node-a", "61")]
-    assert prometheus.query('DCGM_FI_DEV_MEMORY_TEMP{Hostname="gpu-node-b"} > 1e18')  # the raw blank is there
+    assert prometheus.query('DCGM_FI_DEV_MEMORY_TEMP{Hostname="gpu-node-b"} > 1e18', at=at)  # the raw blank is there
 
 
 def test_promtool_accepts_the_generated_configs(tmp_path):

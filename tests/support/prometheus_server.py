@@ -29,6 +29,11 @@ def binary(name: str) -> str:
     return path
 
 
+# `settled` looks this far back: every scrape that started before then has ended and been stored by now
+# (the tests scrape with timeouts of at most a second), so no late sample changes what it saw.
+SCRAPES_ENDED = 5.0
+
+
 class Prometheus:
     def __init__(self, workdir: Path, config: dict[str, Any]):
         self.workdir = workdir
@@ -76,14 +81,24 @@ class Prometheus:
         """An instant query, now or at the time `at` (seconds since the epoch)."""
         return self.api("query", query=expr, **({"time": at} if at is not None else {}))["result"]
 
-    def wait_for(self, expr: str, count: int = 1, timeout: float = 40) -> list[dict[str, Any]]:
-        """Poll until `expr` returns at least `count` series."""
+    def wait_for(self, expr: str, count: int = 1, timeout: float = 120) -> list[dict[str, Any]]:
+        """Poll until `expr` returns at least `count` series. `timeout` only bounds a wait that would
+        never end (a busy machine may delay the first scrapes by many seconds): it is not a pace."""
+        return self._poll(expr, count, timeout, lambda: None)[0]
+
+    def settled(self, expr: str, count: int = 1, timeout: float = 120) -> float:
+        """Poll until `expr`, evaluated at one instant (a few seconds back), returns at least `count`
+        series; that instant. Queries evaluated at it see the same samples however late they run."""
+        return self._poll(expr, count, timeout, lambda: round(time.time() - SCRAPES_ENDED, 3))[1]
+
+    def _poll(self, expr: str, count: int, timeout: float, instant) -> tuple[list[dict[str, Any]], float | None]:
         deadline = time.monotonic() + timeout
         result: list[dict[str, Any]] = []
         while time.monotonic() < deadline:
-            result = self.query(expr)
+            at = instant()
+            result = self.query(expr, at=at)
             if len(result) >= count:
-                return result
+                return result, at
             time.sleep(0.5)
         raise AssertionError(f"{expr} returned {len(result)} series after {timeout} s; targets: "
                              f"{self.api('targets')}")

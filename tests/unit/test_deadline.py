@@ -42,3 +42,29 @@ def test_a_call_still_running_at_the_deadline_is_abandoned():
     assert Deadline(5, clock=FakeClock()).run(lambda: 42) == 42
     with pytest.raises(ValueError):
         Deadline(5, clock=FakeClock()).run(lambda: int("x"))
+
+
+def test_a_call_is_given_the_time_left_when_it_starts_even_if_the_clock_moves_while_it_runs():
+    """Another thread (here the call itself) may advance the clock past the deadline while the call is
+    under way: the call was sent within the deadline, so its answer is awaited and counted, not dropped."""
+
+    class Recording(FakeClock):
+        def __init__(self):
+            super().__init__()
+            self.waits = []
+
+        def wait(self, event, seconds):
+            self.waits.append(seconds)
+            return event.wait(seconds)
+
+    clock = Recording()
+    limit = Deadline(60, clock=clock)
+
+    def slow_write():
+        clock.sleep(1000)  # the write takes longer than the whole command may
+        return "written"
+
+    assert limit.run(slow_write, "alarm x") == "written"
+    assert clock.waits == [60]
+    with pytest.raises(DeadlineExceeded):  # the next call is not started
+        limit.run(lambda: "never", "alarm y")
