@@ -201,7 +201,7 @@ def payload(node: Node) -> str:
     return "\n".join(lines) + "\n"
 
 
-def settled_time(prometheus, window: int, series: int, timeout: float = 40) -> int:
+def settled_time(prometheus, window: int, series: int, timeout: float = 120) -> int:
     """The latest whole second T at which each of the `series` counter series has a sample at T and
     samples back to the start of a `window`-second range ending at T: a rate over that range
     extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""

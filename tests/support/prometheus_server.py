@@ -32,6 +32,7 @@ def binary(name: str) -> str:
 # `settled` looks this far back: every scrape that started before then has ended and been stored by now
 # (the tests scrape with timeouts of at most a second), so no late sample changes what it saw.
 SCRAPES_ENDED = 5.0
+READY_WITHIN = 120.0  # bounds a start that would never end; a busy machine may take long to start it
 
 
 class Prometheus:
@@ -50,7 +51,7 @@ class Prometheus:
              f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
              "--web.enable-lifecycle", "--log.level=warn"],
             stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + READY_WITHIN
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"prometheus exited: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
@@ -60,7 +61,7 @@ class Prometheus:
             except requests.ConnectionError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError("prometheus did not become ready in 30 s")
+        raise RuntimeError(f"prometheus did not become ready in {READY_WITHIN:g} s")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
