@@ -90,6 +90,14 @@ def _ready_checks(group: str, project: Project | None = None) -> tuple[str, ...]
     return EXPORTER_READY + (SCRAPE_READY if group == "prometheus" else AGENT_READY)
 
 
+def _scrape_job_path(project: Project, options: Options) -> Check:
+    """The other supported way Prometheus scrapes the exporter, gpudash's job in additionalScrapeConfigs:
+    deployed when Prometheus has the job and has discovered its targets (scraped yet or not)."""
+    from .checks.prometheus import scrape_job
+
+    return scrape_job(project, Options(prometheus_url=options.prometheus_url, timeout=max(1.0, options.remaining())))
+
+
 def _wait_hint(project: Project, group: str) -> str:
     from .checks.cloudwatch import LISTING_DELAY_MINUTES
 
@@ -101,8 +109,8 @@ def _wait_hint(project: Project, group: str) -> str:
                 f"minute, and CloudWatch lists a new metric up to {LISTING_DELAY_MINUTES} minutes after its first "
                 f"data point")
     if group == "prometheus":
-        return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor on its next "
-                f"configuration reload, then scrapes every {interval}")
+        return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor or scrape job on its "
+                f"next configuration reload, then scrapes every {interval}")
     return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the agent scrapes every {interval} and "
             f"flushes every {project.settings.agent['force_flush_interval']} s, and CloudWatch lists a new metric "
             f"up to {LISTING_DELAY_MINUTES} minutes after its first data point")
@@ -113,7 +121,11 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
 
     When the only failures are "no data yet", the kube group decides: with the exporter and the path its
     data takes deployed and ready, publishing goes ahead and the warnings returned say how long to wait;
-    otherwise (or when the cluster cannot be read) it is refused."""
+    otherwise (or when the cluster cannot be read) it is refused. Prometheus' data path is deployed when
+    a ServiceMonitor selects the exporter, or, without one, when Prometheus has gpudash's scrape job
+    (additionalScrapeConfigs) and has discovered the exporter's targets."""
+    from .checks.kube import SCRAPE_READY
+
     problems = failed(run(project, options, groups))
     if not problems:
         return []
@@ -127,8 +139,11 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
     needed = [name for group in groups for name in _ready_checks(group, project)]
     not_ready = [kube.get(name) or Check("kube", name, FAIL, "not checked") for name in needed
                  if name not in kube or kube[name].status != OK]
+    if any(c.name in SCRAPE_READY for c in not_ready):  # no ServiceMonitor: is the scrape job path deployed?
+        job = _scrape_job_path(project, options)
+        not_ready = [c for c in not_ready if c.name not in SCRAPE_READY] if job.status == OK else not_ready + [job]
     if not_ready:
-        evidence = "; ".join(f"kube/{c.name}: {c.detail}" for c in not_ready)
+        evidence = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in not_ready)
         if "reachable" in kube and kube["reachable"].status == FAIL:
             evidence = f"cannot tell whether it is deployed: {kube['reachable'].detail}"
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "

@@ -14,7 +14,7 @@ from ..errors import RemoteError
 from ..project import Project
 from .answer import Answer, OddAnswer, to_number
 from .http import get
-from .result import FAIL, NO_DATA, OK, WARN, Check, Options, step
+from .result import FAIL, NO_DATA, NOT_DEPLOYED, OK, WARN, Check, Options, step
 
 GROUP = "prometheus"
 
@@ -32,10 +32,9 @@ class Prometheus:
         self.url, self.options = url.rstrip("/"), options
         self.source = f"Prometheus at {redact.url(self.url)}"
 
-    def query(self, expr: str) -> list[tuple[dict[str, str], float]]:
-        """An instant query's samples as (labels, value); RemoteError or OddAnswer when not an answer."""
-        status, text = get(f"{self.url}/api/v1/query", self.options, self.source, HINT, params={"query": expr},
-                           verb="query")
+    def _api(self, path: str, params: dict[str, str], what: str) -> Answer:
+        """A successful answer of Prometheus' API; RemoteError or OddAnswer when not one."""
+        status, text = get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query")
         try:
             answer = Answer(json.loads(text), self.source)
         except ValueError:
@@ -43,8 +42,13 @@ class Prometheus:
                 raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
             raise OddAnswer(self.source, "", text[:40], "JSON") from None
         if answer.get("status", str) != "success":
-            raise RemoteError(f"{self.source} refused the query {expr!r}: {answer.get('error', str, '?')}",
+            raise RemoteError(f"{self.source} refused {what}: {answer.get('error', str, '?')}",
                               hint="check that the URL is Prometheus' own API")
+        return answer
+
+    def query(self, expr: str) -> list[tuple[dict[str, str], float]]:
+        """An instant query's samples as (labels, value); RemoteError or OddAnswer when not an answer."""
+        answer = self._api("/api/v1/query", {"query": expr}, f"the query {expr!r}")
         if answer.get("data.resultType", str) != "vector":
             raise OddAnswer(self.source, "data.resultType", answer.get("data.resultType", str), "'vector'")
         samples = []
@@ -54,6 +58,37 @@ class Prometheus:
                 raise OddAnswer(self.source, f"{item.path}.value", value, "[time, value]")
             samples.append((item.string_map("metric"), to_number(value[1], self.source, f"{item.path}.value[1]")))
         return samples
+
+
+    def job_targets(self, job: str) -> list[str]:
+        """The instances Prometheus has discovered for scrape job `job`, scraped yet or not."""
+        answer = self._api("/api/v1/targets", {"state": "active"}, "the target listing")
+        return [item.get("labels.instance", str, "?") for item in answer.items("data.activeTargets", required=True)
+                if item.get("scrapePool", str, "") == job]
+
+
+SCRAPE_JOB = "Prometheus scrape job"
+
+
+def scrape_job(project: Project, options: Options) -> Check:
+    """The additional-scrape-configs path deployed: Prometheus has gpudash's scrape job configured and it
+    has discovered exporter targets, whether or not it has scraped them yet."""
+    job = project.settings.scrape["job_name"]
+    if not options.prometheus_url:
+        return Check(GROUP, SCRAPE_JOB, FAIL, "no Prometheus URL given to look for the scrape job",
+                     "pass --prometheus-url (or PROMETHEUS_URL)")
+    try:
+        targets = Prometheus(options.prometheus_url, options).job_targets(job)
+    except RemoteError as exc:
+        return Check(GROUP, SCRAPE_JOB, FAIL, f"cannot list the targets of Prometheus: {exc.what}", HINT)
+    except OddAnswer as odd:
+        return Check(GROUP, SCRAPE_JOB, FAIL, f"odd answer from {odd}", HINT)
+    if not targets:
+        return Check(GROUP, SCRAPE_JOB, FAIL, f"Prometheus has no target for scrape job {job!r}",
+                     "apply build/prometheus/additional-scrape-configs.yaml (or build/k8s/servicemonitor.yaml)",
+                     cause=NOT_DEPLOYED)
+    return Check(GROUP, SCRAPE_JOB, OK, f"scrape job {job!r} with {len(targets)} targets: {', '.join(targets[:3])}"
+                 + (" ..." if len(targets) > 3 else ""))
 
 
 def checks(project: Project, options: Options) -> Iterator[Check]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 import yaml
@@ -483,7 +484,61 @@ def test_push_on_a_new_cluster_is_refused_without_a_scrape_config(stack, prometh
         code, _, stderr = cli("push", env=env)
         assert code == 3
         assert "kube/Prometheus scrape config: no ServiceMonitor selects the exporter" in stderr
+        assert "prometheus/Prometheus scrape job: Prometheus has no target for scrape job 'dcgm-exporter'" in stderr
         assert grafana.state.dashboards == {}
+
+
+@pytest.fixture(scope="module")
+def prometheus_job_new(tmp_path_factory):
+    """gpudash's additional-scrape-configs job loaded, its exporter target discovered but not scraped yet
+    (its first scrape falls somewhere in a day)."""
+    workdir = tmp_path_factory.mktemp("prom-job-new")
+    targets = workdir / "targets.json"
+    targets.write_text(json.dumps([{"targets": ["127.0.0.1:9"], "labels": {
+        "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+        "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-ax",
+        "__meta_kubernetes_pod_node_name": "gpu-node-a"}}]))
+    job = for_file_sd(scrape_job(load_project().settings), [str(targets)])
+    job["scrape_interval"], job["scrape_timeout"] = "24h", "10s"
+    with _prometheus(workdir, job) as server:
+        for _ in range(80):  # discovery hands targets to the scrape manager every few seconds
+            if server.api("targets", state="active")["activeTargets"]:
+                break
+            time.sleep(0.25)
+        yield server
+
+
+def _push(prometheus_url, cli, reference):
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        code, _, stderr = cli("push", env={"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN,
+                                           "PROMETHEUS_URL": prometheus_url})
+        return code, stderr, len(grafana.state.dashboards)
+
+
+def test_push_on_a_new_cluster_scraped_by_the_additional_scrape_config_publishes_with_a_wait(
+        stack, prometheus_job_new, cli, reference):
+    """No ServiceMonitor: Prometheus' own job, with the exporter's targets found, is the scrape path deployed."""
+    cluster, _ = stack
+    cluster.service_monitors = []
+    code, stderr, published = _push(prometheus_job_new.url, cli, reference)
+    assert code == 0, stderr
+    assert "warning: no data yet in prometheus (no scrape target for job 'dcgm-exporter'" in stderr
+    assert "are deployed and ready, so this is published anyway; expect series within a few minutes" in stderr
+    assert "then scrapes every 30s" in stderr
+    assert published >= 4
+
+
+def test_push_on_a_new_cluster_with_the_scrape_job_but_no_ready_exporter_is_refused(
+        stack, prometheus_job_new, cli, reference):
+    cluster, _ = stack
+    cluster.service_monitors = []
+    cluster.pods[1] = cluster.exporter_pod("gpu-node-b", ready=False)
+    cluster.refresh_status()
+    code, stderr, published = _push(prometheus_job_new.url, cli, reference)
+    assert code == 3 and published == 0
+    assert "not deployed and ready (kube/exporter" in stderr and "Prometheus scrape" not in stderr.split("not deployed")[1]
 
 
 # --- MIG -------------------------------------------------------------------------------------------
