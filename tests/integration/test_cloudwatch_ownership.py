@@ -139,6 +139,21 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, projec
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
 
+def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, project_dir):
+    import json
+
+    proxy, client, apply = proxied
+    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    first_page = json.dumps({"DashboardEntries": [], "NextToken": "next-page"}).encode()
+    proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
+    code, report, _ = apply("--prune")
+    assert code == 0 and proxy.operations.count("ListDashboards") == 2
+    assert sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete") == [
+        "gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
+    assert [n for n in _dashboards(client) if other_cluster(n)] == []
+
+
 def test_deletes_are_batched(proxied, project_dir):
     proxy, client, apply = proxied
     apply("--config", str(project_dir(TWO_CLUSTERS)))

@@ -16,7 +16,7 @@ from generator.project import load_project
 from generator.render.scrape import for_file_sd, scrape_job
 from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.prometheus_server import Prometheus
+from tests.support.prometheus_server import READY_WITHIN, Prometheus
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 WORKLOAD_POD = "train-a-0"
@@ -501,9 +501,9 @@ def prometheus_job_new(tmp_path_factory):
     job = for_file_sd(scrape_job(load_project().settings), [str(targets)])
     job["scrape_interval"], job["scrape_timeout"] = "24h", "10s"
     with _prometheus(workdir, job) as server:
-        for _ in range(80):  # discovery hands targets to the scrape manager every few seconds
-            if server.api("targets", state="active")["activeTargets"]:
-                break
+        found = time.monotonic() + READY_WITHIN  # discovery hands targets to the scrape manager every few seconds
+        while not server.api("targets", state="active")["activeTargets"]:
+            assert time.monotonic() < found, "Prometheus never discovered the file_sd target"
             time.sleep(0.25)
         yield server
 
