@@ -167,13 +167,14 @@ def main(ctx: click.Context, debug: bool) -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
-    from .output import compare, write
+    from .output import compare, settings_record, write
 
     project = load_project_for(config, csv)
     files = build(project)
+    made_with = settings_record(project.settings)
     target = Path(out)
     if check:
-        differences = compare(target, files)
+        differences = compare(target, files, made_with)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
         elif differences:
@@ -184,7 +185,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    write(target, files)
+    write(target, files, made_with)
     from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, silent_alarms
 
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -263,8 +264,9 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     disabled = frozenset(rule.upper() for rule in disable)
     project = load_project_for(config, csv)
     if from_dir:
-        from .publish import read_build
+        from .publish import check_made_with, read_build
 
+        check_made_with(Path(from_dir), project.settings)
         findings = lint_build(project, read_build(Path(from_dir)), disabled, optional_path(grafana_schema),
                               optional_path(cwagent_schema), origin=from_dir)
     else:

@@ -22,12 +22,22 @@ from .serialize import to_json
 MANIFEST = "manifest.json"
 
 
-def with_manifest(files: dict[str, bytes]) -> dict[str, bytes]:
-    manifest = {
-        "generator": f"gpudash {__version__}",
-        "files": {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())},
-    }
+def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None) -> dict[str, bytes]:
+    """The files plus manifest.json: their sha256 sums, and the settings the build was made with
+    (`made_with`, from `settings_record`), which `lint --from` needs to judge the build."""
+    manifest: dict[str, object] = {"generator": f"gpudash {__version__}"}
+    if made_with:
+        manifest["settings"] = made_with
+    manifest["files"] = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
     return {**files, MANIFEST: to_json(manifest)}
+
+
+def settings_record(settings) -> dict[str, str]:
+    """Where a build's settings came from and a sha256 of their content (defaults filled in)."""
+    import json
+
+    content = json.dumps(settings.raw, sort_keys=True, default=str).encode()
+    return {"source": settings.source, "sha256": hashlib.sha256(content).hexdigest()}
 
 
 def _owned(out: Path) -> bool:
@@ -41,7 +51,7 @@ def _fill(folder: Path, everything: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
-def write(out: Path, files: dict[str, bytes]) -> None:
+def write(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> None:
     """Replace `out` with exactly `files` (plus the manifest), atomically.
 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
@@ -61,7 +71,7 @@ def write(out: Path, files: dict[str, bytes]) -> None:
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json)",
                           where=str(out), hint="choose another --out, or empty the directory")
-    everything = with_manifest(files)
+    everything = with_manifest(files, made_with)
     if out.is_dir() and os.path.ismount(out):
         _write_inside(out, everything)
     else:
@@ -149,9 +159,9 @@ class Difference:
     change: str  # "missing", "changed", "extra"
 
 
-def compare(out: Path, files: dict[str, bytes]) -> list[Difference]:
+def compare(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> list[Difference]:
     """What differs between `out` on disk and what would be generated."""
-    expected = with_manifest(files)
+    expected = with_manifest(files, made_with)
     present = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()} if out.is_dir() else {}
     differences = []
     for path in sorted(set(expected) | set(present)):

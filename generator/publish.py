@@ -63,6 +63,29 @@ def _safe_relative(relative: Any) -> bool:
     return all(part not in ("", ".", "..") for part in relative.split("/"))
 
 
+def check_made_with(directory: Path, settings) -> None:
+    """A build is judged by the settings it was made with: other settings (another label mapping, other
+    clusters) would report its queries as wrong. Say which settings to pass instead."""
+    from .output import settings_record
+
+    try:
+        manifest = json.loads((directory / MANIFEST).read_bytes())
+    except (OSError, ValueError):
+        return  # read_build says what is wrong with the manifest
+    made_with = manifest.get("settings") if isinstance(manifest, dict) else None
+    if not isinstance(made_with, dict) or made_with.get("sha256") == settings_record(settings)["sha256"]:
+        return  # a build from before the manifest recorded its settings is judged as before
+    from .settings import BUNDLED_SOURCE
+
+    source = str(made_with.get("source", "?"))
+    given = "the bundled defaults" if source == BUNDLED_SOURCE else source
+    hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml"
+            if source == BUNDLED_SOURCE else f"pass --config {shlex.quote(source)}")
+    raise InputError(f"this build was made with other settings ({given}) than the ones read now "
+                     f"({settings.source}): it would be judged by the wrong label mapping and clusters",
+                     where=str(directory), hint=f"{hint}, or generate the build again with these settings")
+
+
 def read_build(directory: Path) -> dict[str, bytes]:
     """The files a build's manifest lists, each checked against its sha256."""
     manifest_path = directory / MANIFEST

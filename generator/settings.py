@@ -27,6 +27,7 @@ from .resources import bundled, default_config, default_counters, schema
 
 ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
 LOCAL_FILE = "gpudash.yaml"
+BUNDLED_SOURCE = "<bundled gpudash.yaml>"  # the source of settings read from the bundled defaults
 SCHEMA_HINT = "see the README's settings table, or start from the commented default: gpudash init-config"
 
 
@@ -445,7 +446,7 @@ def load_settings(path: Path | None) -> Settings:
     choice = discover(path)
     if choice.path is None:
         target = default_config()
-        source = "<bundled gpudash.yaml>"
+        source = BUNDLED_SOURCE
     else:
         target = source = choice.path
     hint = {"--config": "pass --config with the path of your gpudash.yaml",

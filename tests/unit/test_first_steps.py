@@ -236,3 +236,23 @@ def test_every_reliability_promise_names_tests_that_exist():
                 assert path.is_file(), reference
             if name:
                 assert re.search(rf"^def {re.escape(name)}\(", path.read_text(), re.M), reference
+
+
+def test_lint_from_judges_a_build_by_the_settings_it_was_made_with(in_folder, cli):
+    (in_folder / "exported.yaml").write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n")
+    assert cli("generate", "--config", "exported.yaml", "--out", "build")[0] == 0
+    manifest = json.loads((in_folder / "build/manifest.json").read_text())
+    assert manifest["settings"]["source"].endswith("exported.yaml")
+    # other settings (here the defaults: another label mapping) would find false errors: one clear message
+    code, stdout, stderr = cli("lint", "--from", "build")
+    assert code == 2 and stdout == "" and "PR001" not in stdout + stderr
+    assert "this build was made with other settings" in stderr and "pass --config" in stderr
+    assert "exported.yaml" in stderr
+    code, stdout, _ = cli("lint", "--config", "exported.yaml", "--from", "build")
+    assert code == 0, stdout
+    # a build of the defaults, linted with the defaults
+    assert cli("generate", "--out", "defaults")[0] == 0
+    assert cli("lint", "--from", "defaults")[0] == 0
+    code, _, stderr = cli("lint", "--config", "exported.yaml", "--from", "defaults")
+    assert code == 2 and "made with other settings (the bundled defaults)" in stderr
+    assert "without --config" in stderr
