@@ -120,15 +120,8 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterat
             raise GpudashError(f"promtool could not load the sample: {made.stderr.strip()[-400:]}",
                                hint="check the prometheus package (promtool) on this machine")
         (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
-        port = _free_port()
-        log = (work / "prometheus.log").open("w")
-        process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={work / 'data'}", "--storage.tsdb.retention.time=3650d",
-                                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                                   stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
+        process, url, log = _start(prometheus, work)
         try:
-            _wait_ready(url, process, work)
             yield url
         finally:
             process.terminate()
@@ -138,6 +131,29 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterat
                 process.kill()
                 process.wait()
             log.close()
+
+
+def _start(prometheus: str, work: Path):
+    """Prometheus on a free loopback port, ready; a port another process took first is chosen again."""
+    attempts = 5
+    for attempt in range(1, attempts + 1):
+        port = _free_port()
+        log = (work / "prometheus.log").open("w")
+        process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}",
+                                    f"--storage.tsdb.path={work / 'data'}", "--storage.tsdb.retention.time=3650d",
+                                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                                   stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, process, work)
+            return process, url, log
+        except GpudashError as exc:
+            process.kill()
+            process.wait()
+            log.close()
+            if attempt == attempts or "address already in use" not in str(exc):
+                raise
+    raise GpudashError("no free port for the sample Prometheus", hint="run the command again")
 
 
 def _wait_ready(url: str, process: subprocess.Popen, work: Path) -> None:

@@ -195,7 +195,8 @@ def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana
     monkeypatch.setattr(deadline, "CLOCK", deadline.Clock())  # this one case waits for real: 1 s
     proxy.inject(Rule(SEARCH, action="drip", rate=5))
     code, report, stderr = run("--deadline", "1")
-    assert code == 3 and "push did not finish within its deadline of 1 s" in stderr
+    # On a busy machine the deadline may end an earlier read: where it stops is named, the outcome is the same.
+    assert code == 3 and "deadline of 1 s" in stderr, stderr
     assert "nothing was published" in stderr and grafana.writes() == []
 
 

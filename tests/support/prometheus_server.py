@@ -35,6 +35,10 @@ SCRAPES_ENDED = 5.0
 READY_WITHIN = 120.0  # bounds a start that would never end; a busy machine may take long to start it
 
 
+class PortTaken(RuntimeError):
+    """Another process bound the chosen port before Prometheus did (parallel test workers)."""
+
+
 class Prometheus:
     def __init__(self, workdir: Path, config: dict[str, Any]):
         self.workdir = workdir
@@ -45,6 +49,16 @@ class Prometheus:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "Prometheus":
+        """Start and wait until ready; a port taken between choosing and binding it is chosen again."""
+        for _ in range(5):
+            try:
+                return self._start_once()
+            except PortTaken:
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        return self._start_once()
+
+    def _start_once(self) -> "Prometheus":
         log = open(self.workdir / "prometheus.log", "w")
         self.process = subprocess.Popen(
             [binary("prometheus"), f"--config.file={self.config_path}",
@@ -54,7 +68,10 @@ class Prometheus:
         deadline = time.monotonic() + READY_WITHIN
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {(self.workdir / 'prometheus.log').read_text()[-2000:]}")
+                output = (self.workdir / "prometheus.log").read_text()[-2000:]
+                if "address already in use" in output:
+                    raise PortTaken(output)
+                raise RuntimeError(f"prometheus exited: {output}")
             try:
                 if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
                     return self
