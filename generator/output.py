@@ -32,12 +32,17 @@ def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = No
     return {**files, MANIFEST: to_json(manifest)}
 
 
-def settings_record(settings) -> dict[str, str]:
-    """Where a build's settings came from and a sha256 of their content (defaults filled in)."""
+def settings_record(settings) -> dict[str, object]:
+    """A sha256 of the build's settings (defaults filled in), and whether they were the bundled defaults.
+
+    The path the settings were read from is left out on purpose: the same file named another way
+    (`--config ./gpudash.yaml`, an absolute path, another working directory) must give the same build."""
     import json
 
+    from .settings import BUNDLED_SOURCE
+
     content = json.dumps(settings.raw, sort_keys=True, default=str).encode()
-    return {"source": settings.source, "sha256": hashlib.sha256(content).hexdigest()}
+    return {"bundled": settings.source == BUNDLED_SOURCE, "sha256": hashlib.sha256(content).hexdigest()}
 
 
 def _owned(out: Path) -> bool:

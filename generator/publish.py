@@ -75,12 +75,10 @@ def check_made_with(directory: Path, settings) -> None:
     made_with = manifest.get("settings") if isinstance(manifest, dict) else None
     if not isinstance(made_with, dict) or made_with.get("sha256") == settings_record(settings)["sha256"]:
         return  # a build from before the manifest recorded its settings is judged as before
-    from .settings import BUNDLED_SOURCE
-
-    source = str(made_with.get("source", "?"))
-    given = "the bundled defaults" if source == BUNDLED_SOURCE else source
-    hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml"
-            if source == BUNDLED_SOURCE else f"pass --config {shlex.quote(source)}")
+    bundled = made_with.get("bundled") is True
+    given = "the bundled defaults" if bundled else f"settings with sha256 {str(made_with.get('sha256'))[:12]}…"
+    hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml" if bundled
+            else "pass --config with the settings file the build was made with")
     raise InputError(f"this build was made with other settings ({given}) than the ones read now "
                      f"({settings.source}): it would be judged by the wrong label mapping and clusters",
                      where=str(directory), hint=f"{hint}, or generate the build again with these settings")
