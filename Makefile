@@ -36,12 +36,13 @@ lint: $(STAMP)
 # Test services: a real Prometheus from Debian's package (the tests start it themselves), and
 # Debian's Chromium, which opens the `gpudash preview` pages headless.
 services:
-	@command -v prometheus >/dev/null && command -v promtool >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; }
-	@command -v chromium >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@missing=""; \
+	  command -v prometheus >/dev/null && command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  fi
 	@prometheus --version 2>&1 | head -1
 
 # Test files run in one worker per CPU (each file in one worker, so its fixtures start once):
