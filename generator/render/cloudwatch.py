@@ -70,6 +70,8 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
 def _axis_label(panel: Panel, query: Query, catalog: Catalog) -> str:
     if panel.unit:
         return UNITS[panel.unit].label
+    if query.over:  # a share of the field, whatever the field's own unit
+        return UNITS["ratio"].label
     metric = catalog.get(query.metric)
     if metric.is_counter and query.as_increase:
         return metric.unit.label

@@ -121,6 +121,9 @@ def test_framebuffer_is_shown_in_mib_and_as_a_ratio(addon):
     share = cloudwatch_eval.widget(widgets["Framebuffer in use"], points, START, END)
     assert _close(share["Framebuffer in use"][0], _ratio_truth((), "avg", END - START)[""][0])  # a ratio, not percent
     assert share["Framebuffer in use"][0] < 2
+    for title in ("Framebuffer in use", "Framebuffer used share by pod"):  # the axis names the ratio, not MiB
+        assert widgets[title]["yAxis"]["left"]["label"] == "ratio 0-1"
+    assert widgets["Framebuffer memory used"]["yAxis"]["left"]["label"] == "MiB"
     assert widgets["Framebuffer in use"]["annotations"]["horizontal"][1]["value"] == \
         load_project().settings.levels("framebuffer_used_ratio").critical
 
