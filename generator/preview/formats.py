@@ -82,8 +82,8 @@ def format_value(value: float | None, unit: str | None) -> str:
         return _iec(value, "B")
     if unit == "mbytes":
         return _iec(value, "B", start=2)
-    if unit == "Bps":
-        return _iec(value, "B/s")
+    if unit == "Bps":  # bytes/sec(SI); the IEC rate is `binBps`
+        return _si(value, "B/s")
     if unit == "cps":
         scaled, suffix = _scaled(value, 1000, _SHORT, 0)
         return f"{_number(scaled)}{suffix} c/s"

@@ -51,7 +51,7 @@ def _nice_ticks(low: float, high: float, unit: str | None = None, count: int = 5
     return ticks
 
 
-BINARY_UNITS = ("bytes", "mbytes", "Bps")
+BINARY_UNITS = ("bytes", "mbytes")  # IEC units; `Bps` is SI (decimal)
 # round steps for the time axis, in seconds
 TIME_STEPS = (60, 300, 600, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400)
 

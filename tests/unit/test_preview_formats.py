@@ -17,7 +17,7 @@ from generator.units import UNITS
     (754.2, "watt", "754 W"), (1500, "watt", "1.50 kW"), (250, "mwatt", "250 mW"), (2500, "mwatt", "2.50 W"),
     (78.94, "celsius", "78.9 °C"), (1410, "rotmhz", "1.41 GHz"), (210, "rotmhz", "210 MHz"),
     (1536, "bytes", "1.50 KiB"), (74142, "mbytes", "72.4 GiB"), (512, "mbytes", "512 MiB"),
-    (412876543, "Bps", "394 MiB/s"), (3, "short", "3"), (12500, "short", "12.5 K"), (2, "none", "2"),
+    (412876543, "Bps", "413 MB/s"), (1.5e9, "Bps", "1.50 GB/s"), (3, "short", "3"), (12500, "short", "12.5 K"), (2, "none", "2"),
     (0.25, "cps", "0.25 c/s"), (1500, "ns", "1.50 µs"), (0, "watt", "0 W"), (5, "joule", "5 J"),
     (None, "percent", "No data"), (float("nan"), "watt", "No data"),
 ])
@@ -84,4 +84,5 @@ def test_axes_tick_at_round_values_and_times():
 
     assert _nice_ticks(0, 80_000, "mbytes") == [0, 20 * 1024, 40 * 1024, 60 * 1024, 80 * 1024]  # 0 .. 80 GiB
     assert _nice_ticks(0, 98) == [0, 20, 40, 60, 80, 100]
+    assert _nice_ticks(0, 1.9e9, "Bps") == [0, 5e8, 1e9, 1.5e9, 2e9]  # bytes/sec(SI): 500 MB/s steps
     assert [t % 600 for t in _time_ticks(1_000_000_123, 1_000_003_723)] == [0] * 6  # every 10 minutes of an hour
