@@ -16,6 +16,7 @@ import pytest
 from generator.artifacts import build
 from generator.project import load_project
 from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
 from tests.support.cloudwatch_agent import Agent, agent_config
 from tests.support.dcgm_fleet import FLEET, STEP, Gpu, scrapes, truth
 
@@ -35,31 +36,11 @@ def fleet():
     return project, files, _run(files, project)
 
 
-def _widgets(files):
-    for path, data in sorted(files.items()):
-        if path.startswith("cloudwatch/dashboards/"):
-            body = json.loads(json.loads(data)["DashboardBody"])
-            for widget in body["widgets"]:
-                if widget["type"] == "metric":
-                    yield path, widget["properties"]
-
-
-def _panel(project, path, title):
-    dashboard_id = path.rsplit("/", 1)[1].removeprefix("gpudash-gpu-cluster-").removesuffix(".json")
-    (panel,) = [p for d in project.cloudwatch_dashboards() if d.id == dashboard_id for p in d.panels()
-                if p.title == title]
-    return panel
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
-
-
 def test_every_widget_shows_the_truth(fleet):
     project, files, datapoints = fleet
     checked = 0
     for path, properties in _widgets(files):
-        query = _panel(project, path, properties["title"]).queries[0]
+        query = _panel(project, path, properties["title"], "gpu-cluster").queries[0]
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
         period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
         expected = truth(query, project.catalog.get(query.metric), START, END, period)

@@ -21,6 +21,7 @@ from generator.errors import InputError
 from generator.lint_runner import cloudwatch_subject, lint_project
 from generator.project import load_project
 from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
 from tests.support.container_insights_addon import EVERY, datapoints, reading
 from tests.support.dcgm_fleet import FLEET, Gpu, truth
 
@@ -38,28 +39,9 @@ def addon(tmp_path_factory):
     return project, build(project), datapoints(CLUSTER, START, END - EVERY)
 
 
-def _widgets(files):
-    for path, data in sorted(files.items()):
-        if path.startswith("cloudwatch/dashboards/"):
-            for widget in json.loads(json.loads(data)["DashboardBody"])["widgets"]:
-                if widget["type"] == "metric":
-                    yield path, widget["properties"]
-
-
-def _panel(project, path, title):
-    dashboard_id = path.rsplit("/", 1)[1].removeprefix(f"gpudash-{CLUSTER}-").removesuffix(".json")
-    (panel,) = [p for d in project.cloudwatch_dashboards() if d.id == dashboard_id for p in d.panels()
-                if p.title == title]
-    return panel
-
-
 def _device_label(label: str) -> str:
     """The truth names a GPU `<node> GPU <index>`; the add-on's GpuDevice is the device (nvidia<index>)."""
     return re.sub(r" GPU (\d+)$", r" nvidia\1", label)
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
 def _ratio_truth(by, aggregation, period, gpus=FLEET):
@@ -81,7 +63,7 @@ def test_every_widget_shows_the_truth(addon):
     project, files, points = addon
     checked = 0
     for path, properties in _widgets(files):
-        query = _panel(project, path, properties["title"]).queries[0]
+        query = _panel(project, path, properties["title"], CLUSTER).queries[0]
         shown = cloudwatch_eval.widget(properties, points, START, END)
         period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
         if query.over:
