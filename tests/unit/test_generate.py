@@ -105,3 +105,19 @@ def test_init_config_writes_the_commented_default_once(tmp_path, cli):
     assert cli("generate", "--config", str(target), "--out", str(tmp_path / "b"))[0] == 0
     code, _, stderr = cli("init-config", str(target))
     assert code == 2 and "exists" in stderr
+
+
+def test_help_and_generate_do_not_import_the_remote_clients(tmp_path):
+    """`gpudash --help` and `gpudash generate` start without boto3, kubernetes, requests or jsonschema."""
+    import subprocess
+    import sys
+
+    heavy = ["boto3", "botocore", "kubernetes", "requests", "jsonschema"]
+    for args in (["--help"], ["generate", "--out", str(tmp_path / "build")]):
+        code = ("import sys; from generator.cli import main\n"
+                f"try:\n    main({args!r})\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+                f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                cwd=tmp_path)
+        assert result.stdout.strip().splitlines()[-1] == "[]", (args, result.stdout)
+    assert (tmp_path / "build" / "manifest.json").is_file()
