@@ -91,7 +91,7 @@ def history(samples: list[tuple[str, str, dict[str, str], float]], start: float,
     return "\n".join(out) + "\n"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -137,7 +137,7 @@ def _start(prometheus: str, work: Path):
     """Prometheus on a free loopback port, ready; a port another process took first is chosen again."""
     attempts = 5
     for attempt in range(1, attempts + 1):
-        port = _free_port()
+        port = free_port()
         log = (work / "prometheus.log").open("w")
         process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}",
                                     f"--storage.tsdb.path={work / 'data'}", "--storage.tsdb.retention.time=3650d",

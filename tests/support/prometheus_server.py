@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -13,11 +12,7 @@ import pytest
 import requests
 import yaml
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from generator.preview.sample import free_port  # noqa: F401  (moto_server and tests import it from here)
 
 
 def binary(name: str) -> str:
