@@ -48,6 +48,17 @@ GPU0 = {"node": "node-1", "gpu": "0"}
 UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
 
 
+def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
+    """Write `tests` as a promtool unit-test file for folder/rules.yaml and pass it."""
+    test_file = folder / name
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": evaluation_interval,
+                                         "tests": tests}, sort_keys=False))
+    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
+                            cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
 def test_promtool_check_rules(rules):
     result = subprocess.run([binary("promtool"), "check", "rules", str(rules / "rules.yaml")],
                             capture_output=True, text=True)
@@ -144,13 +155,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [{"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}],
         },
     ]
-    test_file = rules / "rules_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests},
-                                        sort_keys=False))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=rules)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS" in result.stdout
+    _promtool_test(rules, "rules_test.yaml", tests)
 
 
 OPERATOR_UP = ('up{{job="nvidia-dcgm-exporter",instance="10.0.1.{n}:9400",namespace="gpu-operator",service="nvidia-dcgm-exporter",'
@@ -179,12 +184,7 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
                                            **dict(re.findall(r'(\w+)="([^"]*)"', OPERATOR_UP.format(n=1)))}}]},
         ],
     }]
-    test_file = tmp_path / "rules_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests},
-                                        sort_keys=False))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
 def test_healthy_fleet_fires_nothing(rules):
@@ -195,11 +195,7 @@ def test_healthy_fleet_fires_nothing(rules):
     names = [r["alert"] for g in groups for r in g["rules"]]
     test = {"interval": "1m", "input_series": series,
             "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in names]}
-    test_file = rules / "healthy_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "tests": [test]}))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=rules)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _promtool_test(rules, "healthy_test.yaml", [test])
 
 
 def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
@@ -238,12 +234,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
                  "exp_alerts": [_expected(rules, "GpudashGpuTempHigh", **GPU0)]},
                 {"eval_time": "35m", "alertname": "GpudashGpuIdle",
                  "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]}]}
-    test_file = rules / "windows_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s",
-                                         "tests": [test]}, sort_keys=False))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=rules)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _promtool_test(rules, "windows_test.yaml", [test], evaluation_interval="30s")
 
 
 def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
@@ -272,10 +263,5 @@ def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
     expected = [_expected(rules, "GpudashFramebufferFull", namespace="ml", pod=pod) for pod in sorted(cloudwatch)]
     test = {"interval": "30s", "input_series": series,
             "alert_rule_test": [{"eval_time": "19m", "alertname": "GpudashFramebufferFull", "exp_alerts": expected}]}
-    test_file = rules / "framebuffer_test.yaml"
-    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "30s",
-                                         "tests": [test]}, sort_keys=False))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=rules)
     assert cloudwatch, "the CloudWatch alarm fires for some pod"
-    assert result.returncode == 0, result.stdout + result.stderr
+    _promtool_test(rules, "framebuffer_test.yaml", [test], evaluation_interval="30s")
