@@ -154,6 +154,8 @@ def panel_unit(panel: Panel, catalog: Catalog) -> str:
         return "short"
     if query.over:
         return UNITS["ratio"].grafana
+    if query.aggregation == "count":  # how many GPUs, whatever the field counted
+        return UNITS["count"].grafana
     metric = catalog.get(query.metric)
     if metric.is_counter and query.as_increase:
         return metric.unit.grafana

@@ -163,6 +163,15 @@ def test_units_come_from_the_catalog_and_every_panel_is_described():
     assert all(p.get("description") for m in models.values() for p in _charts(m))
 
 
+def test_a_count_without_a_unit_of_its_own_is_a_count_not_the_fields_unit():
+    from generator.model import Panel, Query
+    from generator.render.grafana import panel_unit
+
+    project, _ = _dashboards()
+    assert panel_unit(Panel("GPUs", (Query("DCGM_FI_DEV_GPU_TEMP", "count"),)), project.catalog) == "short"
+    assert panel_unit(Panel("Temp", (Query("DCGM_FI_DEV_GPU_TEMP", "avg"),)), project.catalog) == "celsius"
+
+
 def test_every_collected_series_is_charted():
     project, models = _dashboards()
     charted = {s.metric for m in models.values() for _, t in _targets(m) for s in selectors(parse(t["expr"]))}
