@@ -37,17 +37,23 @@ def _prometheus(workdir, job):
     return Prometheus(workdir, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]})
 
 
-@pytest.fixture(scope="module")
-def prometheus(tmp_path_factory, exporter):
-    """gpudash's own job: workload labels arrive as `pod`."""
-    workdir = tmp_path_factory.mktemp("prom-plain")
+def _file_sd_job(workdir, address, *, interval, timeout):
+    """gpudash's own scrape job over a file_sd target shaped as the dcgm-exporter pod Kubernetes discovery finds."""
     targets = workdir / "targets.json"
-    targets.write_text(json.dumps([{"targets": [exporter.address], "labels": {
+    targets.write_text(json.dumps([{"targets": [address], "labels": {
         "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
         "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-ax",
         "__meta_kubernetes_pod_node_name": "gpu-node-a"}}]))
     job = for_file_sd(scrape_job(load_project().settings), [str(targets)])
-    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    job["scrape_interval"], job["scrape_timeout"] = interval, timeout
+    return job
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory, exporter):
+    """gpudash's own job: workload labels arrive as `pod`."""
+    workdir = tmp_path_factory.mktemp("prom-plain")
+    job = _file_sd_job(workdir, exporter.address, interval="1s", timeout="1s")
     with _prometheus(workdir, job) as server:
         server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
         yield server
@@ -493,13 +499,7 @@ def prometheus_job_new(tmp_path_factory):
     """gpudash's additional-scrape-configs job loaded, its exporter target discovered but not scraped yet
     (its first scrape falls somewhere in a day)."""
     workdir = tmp_path_factory.mktemp("prom-job-new")
-    targets = workdir / "targets.json"
-    targets.write_text(json.dumps([{"targets": ["127.0.0.1:9"], "labels": {
-        "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
-        "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-ax",
-        "__meta_kubernetes_pod_node_name": "gpu-node-a"}}]))
-    job = for_file_sd(scrape_job(load_project().settings), [str(targets)])
-    job["scrape_interval"], job["scrape_timeout"] = "24h", "10s"
+    job = _file_sd_job(workdir, "127.0.0.1:9", interval="24h", timeout="10s")
     with _prometheus(workdir, job) as server:
         found = time.monotonic() + READY_WITHIN  # discovery hands targets to the scrape manager every few seconds
         while not server.api("targets", state="active")["activeTargets"]:
