@@ -27,11 +27,10 @@ import socket
 import struct
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Callable
 from urllib.parse import urlsplit
 
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import KeepAliveHandler, LoopbackServer
 
 # Not passed on; Host is kept as the client sent it (a signed request, such as boto3's, covers it).
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
@@ -84,13 +83,7 @@ class FaultProxy(LoopbackServer):
         self.stopping = threading.Event()
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(KeepAliveHandler):
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""

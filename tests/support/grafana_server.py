@@ -14,14 +14,13 @@ import re
 import socket
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import jsonschema
 
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import KeepAliveHandler, LoopbackServer
 
 ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
 
@@ -93,13 +92,7 @@ class GrafanaTestServer(LoopbackServer):
         self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(KeepAliveHandler):
             def _handle(self, method: str):
                 split = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)

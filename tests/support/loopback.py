@@ -6,6 +6,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class KeepAliveHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, headers and body out in one write, no request log on stderr."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
+
+    def log_message(self, *args):
+        pass
+
+
 class LoopbackServer:
     def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
