@@ -71,9 +71,13 @@ class Deadline:
         self.check()
         return min(longest, self.remaining())
 
-    def pause(self, seconds: float, what: str | None = None) -> None:
-        """Wait before a retry; a wait that would outlive the deadline ends the command now."""
+    def pause(self, seconds: float, what: str | None = None, failure: RemoteError | None = None) -> None:
+        """Wait before a retry; a wait that would outlive the deadline ends the command now (saying what
+        failed, when the caller gives the failure it meant to retry)."""
         if seconds >= self.remaining():
+            if failure is not None:
+                raise DeadlineExceeded(f"{failure.what}; no time left to retry within the deadline of "
+                                       f"{self.seconds:g} s", where=what, hint=failure.hint)
             raise self.exceeded(what)
         self.clock.sleep(seconds)
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import urls
 from ..errors import GpudashError, RemoteError
 from ..urls import safe_url
-from .deadline import Deadline, DeadlineExceeded
+from .deadline import Deadline
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
@@ -119,10 +119,7 @@ class GrafanaClient:
             if attempt > self.retries:
                 raise failure
             wait = wait if wait is not None else self.backoff * 2 ** (attempt - 1)
-            if wait >= self.deadline.remaining():
-                raise DeadlineExceeded(f"{failure.what}; no time left to retry within the deadline of "
-                                       f"{self.deadline.seconds:g} s", where=what, hint=failure.hint)
-            self.deadline.pause(wait, what)
+            self.deadline.pause(wait, what, failure=failure)
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...]) -> Any:
         if response.status_code in allow:

@@ -19,6 +19,10 @@ def test_backoff_waits_on_the_injected_clock_and_never_past_the_deadline():
     with pytest.raises(DeadlineExceeded, match="push did not finish within its deadline of 10 s"):
         limit.pause(6, "dashboard x")
     assert clock.slept == [4]  # it did not wait for nothing
+    with pytest.raises(DeadlineExceeded, match=r"Grafana answered 503; no time left to retry within the "
+                                                 r"deadline of 10 s") as error:
+        limit.pause(6, "dashboard x", failure=RemoteError("Grafana answered 503", hint="run again"))
+    assert error.value.hint == "run again" and clock.slept == [4]
 
 
 def test_retry_after_is_honoured_up_to_the_cap():
