@@ -8,52 +8,13 @@ import json
 import os
 import shlex
 import sys
-import traceback
 from pathlib import Path
 
 import click
 
-from . import __version__, redact
-from .errors import EXIT_FINDINGS, EXIT_INPUT, GpudashError, OutputError
-
-EXIT_INTERNAL = 4
-
-
-class GpudashGroup(click.Group):
-    """Turns GpudashError into one message and its exit code; tracebacks only with --debug."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.NoSuchOption as exc:  # `gpudash --config F generate`: say where the option goes
-            name = next((a for a in args if a in self.commands), None)
-            if name and any(exc.option_name in p.opts for p in self.commands[name].params):
-                exc.message = (f"No such option: {exc.option_name} before the command; it belongs after it: "
-                               f"gpudash {name} {exc.option_name} ...")
-            raise
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except GpudashError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
-            click.echo(f"error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)
-            if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
-            click.echo("error: the input is nested too deeply to be read (RecursionError)\n"
-                       "  fix: look for a runaway nesting or recursion in the file you changed last", err=True)
-            ctx.exit(EXIT_INPUT)
-        except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
-            if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
-            click.echo(redact.text(f"internal error: {type(exc).__name__}: {exc}\n  run again with --debug and report "
-                                   "it"), err=True)
-            ctx.exit(EXIT_INTERNAL)
+from . import cli_preview, cli_publish  # noqa: F401  (register plan, push, apply, verify, preview)
+from .cli_base import config_option, csv_option, load_project_for, main, optional_path, output_option
+from .errors import EXIT_FINDINGS, GpudashError, OutputError
 
 
 class _ReaderGone(io.RawIOBase):
@@ -119,42 +80,6 @@ def run() -> None:
         code = exc.exit_code
     sys.stderr.flush()
     sys.exit(code)
-
-
-def optional_path(value: str | None) -> Path | None:
-    return Path(value) if value else None
-
-
-def load_project_for(config: str | None, csv: str | None):
-    """The project a command works on, and one line on stderr saying which settings were read."""
-    from .project import load_project
-
-    project = load_project(optional_path(config), optional_path(csv))
-    click.echo(f"settings: {project.settings.origin}", err=True)
-    return project
-
-
-config_option = click.option("--config", "config", metavar="FILE",
-                             help="Settings file. Default: $GPUDASH_CONFIG, else ./gpudash.yaml, else the bundled "
-                                  "defaults; every command says which it used.")
-csv_option = click.option("--csv", "csv", metavar="FILE",
-                          help="DCGM exporter counters CSV (default: settings `counters`, else the bundled one).")
-output_option = click.option("--output", "output", type=click.Choice(["table", "json"]), default="table",
-                             show_default=True, help="Output format; json is for machines.")
-
-
-@click.group(cls=GpudashGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-@click.version_option(__version__, prog_name="gpudash")
-@click.pass_context
-def main(ctx: click.Context, debug: bool) -> None:
-    """GPU monitoring for Kubernetes as code: DCGM exporter metrics to Grafana and CloudWatch.
-
-    Exit codes: 0 success, 1 findings or differences, 2 usage or input error,
-    3 a remote system failed, 4 internal error.
-    """
-    ctx.ensure_object(dict)["debug"] = debug
-    redact.environment(os.environ)
 
 
 @main.command()
@@ -391,9 +316,6 @@ def init_config(path: str) -> None:
         click.echo(f"commands read ./gpudash.yaml by default: pass --config {shlex.quote(shown)} "
                    f"or export GPUDASH_CONFIG={shlex.quote(str(target.resolve()))}")
 
-
-from . import cli_publish  # noqa: E402,F401  (registers plan, push, apply, verify)
-from . import cli_preview  # noqa: E402,F401  (registers preview)
 
 if __name__ == "__main__":  # pragma: no cover
     run()

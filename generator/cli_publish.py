@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import redact
-from .cli import config_option, csv_option, load_project_for, main, output_option
+from .cli_base import config_option, csv_option, load_project_for, main, output_option
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 

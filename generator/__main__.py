@@ -1,0 +1,5 @@
+"""`python -m generator` runs the `gpudash` command."""
+
+from .cli import run
+
+run()
