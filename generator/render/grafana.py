@@ -92,7 +92,9 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
             row = db.Row(placed.item.title).id(number).grid_pos(grid).build()
             panels.append(row)
         else:
-            panels.append(_panel(placed.item, catalog, settings).id(number).grid_pos(grid).build())
+            model = _panel(placed.item, catalog, settings)
+            model.id_val, model.grid_pos = number, grid
+            panels.append(model)
     built.panels = panels
     # Round-trip through the SDK's encoder so the result is plain JSON data.
     return without_sdk_extras(json.loads(json.dumps(built, cls=JSONEncoder)))
@@ -175,7 +177,6 @@ def panel_description(panel: Panel, catalog: Catalog) -> str:
 
 
 def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
-    from grafana_foundation_sdk.builders import prometheus
     from grafana_foundation_sdk.models import prometheus as pm
 
     scope = variable_scope(settings)
@@ -183,15 +184,14 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
     for ref_id, query in zip(_REF_IDS, panel.queries):
         if settings.shared_prometheus and query.by and not query.raw_promql:
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
-        target = (prometheus.Dataquery().datasource(_datasource()).ref_id(ref_id)
-                  .expr(expression(query, settings.labels, catalog, scope))
-                  .legend_format(legend(query, settings.labels)))
+        target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id,
+                              expr=expression(query, settings.labels, catalog, scope),
+                              legend_format=legend(query, settings.labels))
         if panel.kind == "table":
-            target = target.format(pm.PromQueryFormat.TABLE).instant()
-        elif panel.kind in ("stat", "gauge", "bargauge"):
-            target = target.instant()
-        else:
-            target = target.range()
+            target.format_val = pm.PromQueryFormat.TABLE
+        # Single values and tables read the latest value; the other kinds a range.
+        target.instant = panel.kind in ("table", "stat", "gauge", "bargauge")
+        target.range_val = not target.instant
         targets.append(target)
     return targets
 
@@ -228,35 +228,51 @@ def _thresholds(panel: Panel):
     return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(steps)
 
 
-def _panel(panel: Panel, catalog: Catalog, settings: Settings):
-    from grafana_foundation_sdk.builders import bargauge, common as cb, gauge, heatmap, stat, table, timeseries
-    from grafana_foundation_sdk.models import common
+# Panel kinds whose field config has a kind-specific `custom` part from the start.
+_CUSTOM_FIELD_CONFIG = ("timeseries", "table", "heatmap")
 
-    kinds = {"timeseries": timeseries, "stat": stat, "gauge": gauge, "bargauge": bargauge,
-             "table": table, "heatmap": heatmap}
-    builder = (kinds[panel.kind].Panel().title(panel.title).description(panel_description(panel, catalog))
-               .datasource(_datasource()).targets(_targets(panel, catalog, settings)))
+
+def _panel(panel: Panel, catalog: Catalog, settings: Settings):
+    """One panel, assembled from the SDK's models as its panel builders assemble it. The builders
+    are not used: each of their modules imports the SDK's two v2 dashboard schemas, which would
+    cost every `generate` about 20 ms for classes it never uses."""
+    from importlib import import_module
+
+    from grafana_foundation_sdk.builders import common as cb
+    from grafana_foundation_sdk.models import common, dashboard as dm
+
+    kind = import_module(f"grafana_foundation_sdk.models.{panel.kind}")
+    field_config = dm.FieldConfigSource()
+    defaults = field_config.defaults
+    if panel.kind in _CUSTOM_FIELD_CONFIG:
+        defaults.custom = kind.FieldConfig()
+    model = dm.Panel(type_val=panel.kind, title=panel.title, description=panel_description(panel, catalog),
+                     datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
+                     field_config=field_config)
+    options = model.options
     if panel.kind != "heatmap":
-        builder = builder.unit(panel_unit(panel, catalog)).thresholds(_thresholds(panel))
+        defaults.unit = panel_unit(panel, catalog)
+        defaults.thresholds = _thresholds(panel).build()
         if panel.min is not None:
-            builder = builder.min(panel.min)
+            defaults.min_val = panel.min
         if panel.max is not None:
-            builder = builder.max(panel.max)
+            defaults.max_val = panel.max
     if panel.kind == "timeseries":
-        builder = (builder.legend(cb.VizLegendOptions().show_legend(True)
-                                  .display_mode(common.LegendDisplayMode.TABLE)
-                                  .placement(common.LegendPlacement.BOTTOM)
-                                  .calcs(["mean", "max", "lastNotNull"]))
-                   .tooltip(cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
-                            .sort(common.SortOrder.DESCENDING))
-                   .fill_opacity(10).line_width(1).span_nulls(False))
+        options.legend = (cb.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.TABLE)
+                          .placement(common.LegendPlacement.BOTTOM).calcs(["mean", "max", "lastNotNull"]).build())
+        options.tooltip = (cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                           .sort(common.SortOrder.DESCENDING).build())
+        defaults.custom.fill_opacity = 10
+        defaults.custom.line_width = 1
+        defaults.custom.span_nulls = False
         if panel.thresholds:
-            builder = builder.thresholds_style(
-                cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+            defaults.custom.thresholds_style = (
+                cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED).build())
     elif panel.kind in ("stat", "gauge", "bargauge"):
-        builder = builder.reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        options.reduce_options = cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False).build()
     elif panel.kind == "table" and not panel.queries[0].raw_promql:
-        builder = builder.with_transformation(_table_columns(panel, settings))
+        model.transformations = [_table_columns(panel, settings)]
     elif panel.kind == "heatmap":
-        builder = builder.calculate(True).y_axis(heatmap.YAxisConfig().unit(panel_unit(panel, catalog)))
-    return builder
+        options.calculate = True
+        options.y_axis = kind.YAxisConfig(unit=panel_unit(panel, catalog))
+    return model

@@ -231,6 +231,76 @@ def test_every_panel_kind_renders_schema_valid(project_dir, reference):
     assert run([r for r in RULES if r.id in ("GF010", "GF003", "GF004", "GF009")], subject) == []
 
 
+def _builder_panel(rendered: dict):
+    """The panel the SDK's own builder for its kind writes, given the values gpudash chose (the reference
+    for gpudash's panels, which are assembled from the SDK's models without the builder modules)."""
+    from importlib import import_module
+
+    from grafana_foundation_sdk.builders import common as cb, dashboard as db, prometheus
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models import common, dashboard as dm, prometheus as pm
+
+    kind, defaults = rendered["type"], rendered["fieldConfig"]["defaults"]
+    module = import_module(f"grafana_foundation_sdk.builders.{kind}")
+    targets = []
+    for target in rendered["targets"]:
+        query = (prometheus.Dataquery().datasource(common.DataSourceRef(type_val="prometheus", uid="${datasource}"))
+                 .ref_id(target["refId"]).expr(target["expr"]).legend_format(target["legendFormat"]))
+        if target.get("format") == "table":
+            query = query.format(pm.PromQueryFormat.TABLE)
+        targets.append(query.instant() if target["instant"] else query.range())
+    builder = (module.Panel().title(rendered["title"]).description(rendered["description"])
+               .datasource(common.DataSourceRef(type_val="prometheus", uid="${datasource}")).targets(targets)
+               .id(rendered["id"]).grid_pos(dm.GridPos(**rendered["gridPos"])))
+    if kind != "heatmap":
+        steps = [dm.Threshold(value=step["value"], color=step["color"]) for step in defaults["thresholds"]["steps"]]
+        builder = builder.unit(defaults["unit"]).thresholds(
+            db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(steps))
+        for bound in ("min", "max"):
+            if bound in defaults:
+                builder = getattr(builder, bound)(defaults[bound])
+    if kind == "timeseries":
+        builder = (builder.legend(cb.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.TABLE)
+                                  .placement(common.LegendPlacement.BOTTOM).calcs(["mean", "max", "lastNotNull"]))
+                   .tooltip(cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                            .sort(common.SortOrder.DESCENDING))
+                   .fill_opacity(10).line_width(1).span_nulls(False))
+        if "thresholdsStyle" in defaults["custom"]:
+            builder = builder.thresholds_style(
+                cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    elif kind in ("stat", "gauge", "bargauge"):
+        builder = builder.reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+    elif kind == "table" and "transformations" in rendered:
+        (organize,) = rendered["transformations"]
+        builder = builder.with_transformation(dm.DataTransformerConfig(id_val="organize", options=organize["options"]))
+    elif kind == "heatmap":
+        builder = builder.calculate(True).y_axis(module.YAxisConfig().unit(rendered["options"]["yAxis"]["unit"]))
+    model = json.loads(json.dumps(builder.build(), cls=JSONEncoder))
+    if kind == "table":
+        model["options"].pop("footer", None)  # left out by gpudash (Grafana 13 keeps it per field)
+    return model
+
+
+def test_every_panel_kind_is_what_the_sdks_panel_builder_writes(project_dir):
+    dashboard = """
+        from generator.model import Dashboard, Panel, Query, Row
+        KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
+        UTIL = Query("DCGM_FI_DEV_GPU_UTIL", by=("pod",))
+        dashboard = Dashboard("kinds", "Kinds", [Row("all", [
+            panel for kind in KINDS for panel in (
+                Panel(kind + " plain", UTIL, kind=kind),
+                Panel(kind + " bounded", (UTIL, Query("DCGM_FI_DEV_GPU_TEMP", aggregation="max")), kind=kind,
+                      unit="percent", thresholds=(70.5, 90), min=0, max=100),
+                Panel(kind + " raw", Query("DCGM_FI_DEV_GPU_UTIL", raw_promql="up"), kind=kind, min=0.5))])])
+    """
+    project = load_project(project_dir(dashboards={"kinds.py": dashboard}))
+    (rendered,) = grafana_dashboards(project)
+    charts = _charts(rendered.model)
+    assert len(charts) == 18 and any("min" in p["fieldConfig"]["defaults"] for p in charts)
+    for panel in charts:
+        assert panel == _builder_panel(panel), panel["title"]
+
+
 def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     csv = ("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"
            "DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).\n")
