@@ -7,7 +7,6 @@ The commands themselves live in `cli` (generate, lint, metrics, cost, init-confi
 from __future__ import annotations
 
 import os
-import traceback
 from pathlib import Path
 
 import click
@@ -16,6 +15,13 @@ from . import __version__, redact
 from .errors import EXIT_INPUT, GpudashError
 
 EXIT_INTERNAL = 4
+
+
+def _print_traceback() -> None:
+    """The exception being handled, as --debug shows it (traceback is imported only for it)."""
+    import traceback
+
+    click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
 
 
 class GpudashGroup(click.Group):
@@ -36,20 +42,20 @@ class GpudashGroup(click.Group):
             return super().invoke(ctx)
         except GpudashError as exc:
             if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
+                _print_traceback()
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)
             if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
+                _print_traceback()
             click.echo("error: the input is nested too deeply to be read (RecursionError)\n"
                        "  fix: look for a runaway nesting or recursion in the file you changed last", err=True)
             ctx.exit(EXIT_INPUT)
         except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
-                click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
+                _print_traceback()
             click.echo(redact.text(f"internal error: {type(exc).__name__}: {exc}\n  run again with --debug and report "
                                    "it"), err=True)
             ctx.exit(EXIT_INTERNAL)

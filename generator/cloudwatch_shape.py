@@ -242,10 +242,20 @@ AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSIO
 
 
 def number(value: float) -> str:
-    """A plain decimal for metric math (no exponent)."""
-    from decimal import Decimal
-
-    text = format(Decimal(repr(float(value))), "f")
+    """A plain decimal for metric math (no exponent): the shortest digits that read back as the float
+    (its repr), with the exponent written out as zeros."""
+    text = repr(float(value))
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        sign, mantissa = ("-", mantissa[1:]) if mantissa.startswith("-") else ("", mantissa)
+        whole, _, fraction = mantissa.partition(".")
+        digits, point = whole + fraction, len(whole) + int(exponent)
+        if point <= 0:
+            text = f"{sign}0.{'0' * -point}{digits}"
+        elif point >= len(digits):
+            text = sign + digits + "0" * (point - len(digits))
+        else:
+            text = f"{sign}{digits[:point]}.{digits[point:]}"
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import difflib
 import importlib.util
 import os
 import signal
 import sys
 import threading
-import traceback
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -41,8 +39,10 @@ class UnknownMetric(DefinitionError):
 
 def unknown_metric_hint(name: str, catalog: Catalog) -> str:
     """What to write instead of a name no DCGM field has: the closest field, collected ones first."""
-    collected = difflib.get_close_matches(name, [m.name for m in catalog], n=1, cutoff=0.8)
-    close = collected or difflib.get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
+    from difflib import get_close_matches
+
+    collected = get_close_matches(name, [m.name for m in catalog], n=1, cutoff=0.8)
+    close = collected or get_close_matches(name, sorted(known_fields()), n=1, cutoff=0.8)
     guess = f"did you mean {close[0]}? " if close else ""
     return f"{guess}fix the name (`gpudash metrics` lists the fields your counters CSV collects)"
 
@@ -164,6 +164,8 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 def _where_in(path: Path, exc: BaseException) -> str:
     """file:line of the deepest traceback frame inside the definition file."""
+    import traceback
+
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if Path(frame.filename).resolve() == path.resolve():

@@ -29,9 +29,9 @@ def secret(value: str | None) -> None:
 
 def basic_auth(user: str | None, password: str | None) -> None:
     """Mask a password and the basic-auth header it travels in."""
-    import base64
-
     if password:
+        import base64
+
         secret(password)
         secret(base64.b64encode(f"{user or ''}:{password}".encode()).decode())
 

@@ -8,7 +8,6 @@ what to write instead. Which file is read is decided in one place, `discover`.
 from __future__ import annotations
 
 import copy
-import difflib
 import json
 import math
 import os
@@ -296,7 +295,9 @@ def _fix_for(error, root: dict[str, Any]) -> str:
     if kind == "additionalProperties":
         known = sorted(node.get("properties", {}))
         extra = sorted(set(error.instance) - set(known))
-        close = difflib.get_close_matches(extra[0], known, n=1) if extra else []
+        from difflib import get_close_matches
+
+        close = get_close_matches(extra[0], known, n=1) if extra else []
         guess = f"did you mean {close[0]!r}? " if close else ""
         return f"{guess}remove {extra[0]!r}, or use one of: {', '.join(known)}"
     if kind == "enum":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from generator.artifacts import build
 from generator.project import load_project
@@ -385,3 +386,17 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "GPU utilization by pod"]
     assert cloudwatch_eval.widget(properties, points, START, END) == {}
+
+
+@hypothesis_settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_metric_math_numbers_are_the_floats_own_digits_without_an_exponent(value):
+    """number() writes the shortest digits that read back as the float, positionally: what Python's
+    Decimal writes for the float's repr (the exponent as zeros), without importing decimal."""
+    from decimal import Decimal
+
+    from generator.cloudwatch_shape import number
+
+    text = format(Decimal(repr(value)), "f")
+    assert number(value) == (text.rstrip("0").rstrip(".") if "." in text else text)
+    assert "e" not in number(value) and float(number(value)) == value
