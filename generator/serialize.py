@@ -122,10 +122,13 @@ if getattr(yaml, "__with_libyaml__", False):
 else:  # pragma: no cover - PyYAML built without libyaml
     FastDumper = None
 
-# Characters on which libyaml and PyYAML agree: tab, newline, printable ASCII and the
-# Basic Multilingual Plane less NEL, the line/paragraph separators and the BOM. libyaml
-# escapes characters beyond the BMP, which PyYAML writes as they are.
-_EMITTERS_AGREE = re.compile("[\t\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]*")
+# Characters on which libyaml and PyYAML disagree: control characters but tab and newline, DEL
+# and the C1 controls (NEL among them), the line/paragraph separators, surrogates, the BOM, the
+# two non-characters ending the Basic Multilingual Plane, and everything beyond it (libyaml
+# escapes those; PyYAML writes them as they are). Written as the set that disagrees: the
+# complement of this small set, as a character class, takes milliseconds to compile.
+_EMITTERS_DISAGREE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+                                "\U00010000-\U0010ffff]")
 
 
 def emitters_agree(value: Any) -> bool:
@@ -133,7 +136,7 @@ def emitters_agree(value: Any) -> bool:
     if isinstance(value, str):
         # A string ending in two line breaks is a "keep" literal block (|+); libyaml then
         # ends the document with `...` when more keys follow it.
-        return _EMITTERS_AGREE.fullmatch(value) is not None and not (value.endswith("\n\n") or value == "\n")
+        return _EMITTERS_DISAGREE.search(value) is None and not (value.endswith("\n\n") or value == "\n")
     if isinstance(value, dict):
         return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
