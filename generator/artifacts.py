@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
-from .ownership import GRAFANA_OWNER_TAG
+from .markers import GRAFANA_OWNER_TAG
+from .names import cloudformation_template, grafanalib_uid
 from .project import Project
 from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -34,10 +34,6 @@ def _grafanalib_json(item) -> dict[str, Any]:
                          where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None
 
 
-def _slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "dashboard"
-
-
 def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
     """Every Grafana dashboard: neutral definitions rendered, grafanalib ones serialized."""
     result = [GrafanaDashboard(grafana_render.uid_for(d, project.settings), d.title, d.defined_at,
@@ -45,7 +41,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
               for d in project.grafana_dashboards()]
     for item in project.grafanalib_dashboards:
         model = _grafanalib_json(item)
-        model["uid"] = model.get("uid") or _slug(model.get("title", ""))
+        model["uid"] = model.get("uid") or grafanalib_uid(model.get("title", ""))
         result.append(GrafanaDashboard(model["uid"], model.get("title", ""), str(item.source), model))
     for dashboard in result:
         tags = dashboard.model.setdefault("tags", [])
@@ -90,8 +86,7 @@ def cloudwatch_files(project: Project) -> dict[str, bytes]:
     log_groups = [] if enabled(settings) else \
         [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
     for region, template in cloudformation.templates(dashboards, requests, primary, log_groups).items():
-        name = "gpudash.json" if region == primary else f"gpudash-{region}.json"
-        files[f"cloudformation/{name}"] = to_json(template)
+        files[f"cloudformation/{cloudformation_template(region, primary)}"] = to_json(template)
     return files
 
 

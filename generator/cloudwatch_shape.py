@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .catalog import Catalog
+from .markers import CLUSTER_DIMENSION
 from .model import Query
 from .settings import Cluster, Settings
 
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
 STATISTICS = {"avg": "Average", "max": "Maximum", "min": "Minimum", "sum": "Sum", "count": "SampleCount"}
-CLUSTER_DIMENSION = "ClusterName"
 NODE_DIMENSION = "node"  # the Kubernetes node, attached by gpudash's scrape job (the agent uses it)
 GPU_DIMENSION = "gpu"
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
@@ -271,13 +271,3 @@ def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
     if plan_.series == plan_.gpu_series:  # a device name (nvidia0) says it is a GPU
         return " ".join(parts[d] for d in plan_.gpu_series)
     return " ".join(parts.values())
-
-
-def dashboard_name(settings: Settings, cluster: Cluster, dashboard_id: str) -> str:
-    return f"{settings.cloudwatch['dashboard_prefix']}-{cluster.name}-{dashboard_id}"[:255]
-
-
-def is_dashboard_name(prefix: str, name: str) -> bool:
-    """Whether `name` has the form dashboard_name gives: <prefix>-<cluster>-<dashboard id>."""
-    return len(name) <= 255 and re.fullmatch(re.escape(prefix) + r"-[A-Za-z0-9][A-Za-z0-9_-]*-[A-Za-z0-9_-]+",
-                                             name) is not None

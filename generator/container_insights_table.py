@@ -26,10 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .markers import CLUSTER_DIMENSION
+
 NAMESPACE = "ContainerInsights"
 COLLECTION_SECONDS = 60  # the agent scrapes the add-on's DCGM exporter once a minute
 
-CLUSTER, NAMESPACE_DIM, POD_OWNER, POD, CONTAINER = "ClusterName", "Namespace", "PodName", "FullPodName", "ContainerName"
+CLUSTER = CLUSTER_DIMENSION
+NAMESPACE_DIM, POD_OWNER, POD, CONTAINER = "Namespace", "PodName", "FullPodName", "ContainerName"
 NODE, INSTANCE, INSTANCE_TYPE, DEVICE, SERVICE = "NodeName", "InstanceId", "InstanceType", "GpuDevice", "Service"
 
 LEVELS = ("container", "pod", "node")

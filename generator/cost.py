@@ -222,12 +222,13 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
 
 def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
     from .lint.metrics_insights import QueryError, is_query, parse
+    from .names import cloudwatch_dashboard_name
     from .render import cloudwatch
 
     settings = project.settings
     bodies = [json.loads(b["DashboardBody"]) for name, b in sorted(
         cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings).items())
-        if name.startswith(f"{settings.cloudwatch['dashboard_prefix']}-{settings.clusters[0].name}-")]
+        if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], settings.clusters[0].name, ""))]
     shown, analyzed = [], 0.0
     for body in bodies:
         metrics = 0.0

@@ -1,13 +1,13 @@
 """How gpudash recognises what it owns and what a person changed since, with no state on disk.
 
-The evidence lives with each object:
-  * Grafana dashboards carry the tag `gpudash-managed`; every push is saved with the
-    version message `gpudash sha256:<hash> ...`, the hash of what was pushed. When the
-    live content no longer hashes to the message of its latest version, someone edited it.
-  * CloudWatch dashboards carry `gpudash sha256:<hash>` in their header text, the hash of
+The evidence lives with each object (the marks themselves are spelled in `markers`):
+  * Grafana dashboards carry the owner tag; every push is saved with a version message
+    that starts with the hash note and the hash of what was pushed. When the live content
+    no longer hashes to the message of its latest version, someone edited it.
+  * CloudWatch dashboards carry the hash note and hash in their header text, the hash of
     the body without that line; an edit in the console breaks the match.
-  * CloudWatch alarms carry the tag ManagedBy=gpudash (ownership) and the tag
-    `gpudash:sha256`: the hash of the fields gpudash wrote and, if CloudWatch reports them in
+  * CloudWatch alarms carry the owner tag (ownership) and the hash tag: the hash of the
+    fields gpudash wrote and, if CloudWatch reports them in
     another form, the hash of what it reported right after the write. When the live alarm no
     longer hashes to what was reported, someone edited it in the console.
 """
@@ -18,12 +18,11 @@ import hashlib
 import re
 from typing import Any
 
+from .markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, GRAFANA_OWNER_TAG, HASH_NOTE
 from .serialize import ascii_json, canonical_json, compact_json
-from .render.alarms import MANAGED_TAG as ALARM_OWNER_TAG
 
-GRAFANA_OWNER_TAG = "gpudash-managed"
-_STAMP = re.compile(r"\n*`?gpudash sha256:([0-9a-f]{16})`?\s*$")
-_MESSAGE = re.compile(r"^gpudash sha256:([0-9a-f]{16})\b")
+_STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
+_MESSAGE = re.compile("^" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})\b")
 GRAFANA_SERVER_FIELDS = ("id", "version")
 
 
@@ -45,7 +44,7 @@ def grafana_owned(dashboard: dict[str, Any]) -> bool:
 
 
 def grafana_message(dashboard: dict[str, Any], note: str) -> str:
-    return f"gpudash sha256:{content_hash(grafana_content(dashboard))} {note}".strip()
+    return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))} {note}".strip()
 
 
 def grafana_pushed_hash(message: str | None) -> str | None:
@@ -63,7 +62,7 @@ def _with_header(body: dict[str, Any], markdown: str) -> dict[str, Any]:
 
 
 def _stamp(digest: str) -> str:
-    return f"\n\n`gpudash sha256:{digest}`"
+    return f"\n\n`{HASH_NOTE}{digest}`"
 
 
 def stamp_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +99,6 @@ def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]
 
 # --- CloudWatch alarms --------------------------------------------------------------------
 
-ALARM_HASH_TAG = "gpudash:sha256"
 _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
                "InsufficientDataActions", "ComparisonOperator", "Threshold", "ThresholdMetricId", "EvaluationPeriods",
                "DatapointsToAlarm", "TreatMissingData", "EvaluateLowSampleCountPercentile", "Namespace",
@@ -128,7 +126,7 @@ def alarm_hash(alarm: dict[str, Any]) -> str:
 
 
 def alarm_evidence(request_hash: str, reported_hash: str | None = None) -> str:
-    """The `gpudash:sha256` tag value: the hash of the request gpudash wrote, and, when CloudWatch
+    """The hash tag's value: the hash of the request gpudash wrote, and, when CloudWatch
     reports the alarm in another form (`<request>.<reported>`), the hash of what it reports."""
     return request_hash if reported_hash in (None, request_hash) else f"{request_hash}.{reported_hash}"
 

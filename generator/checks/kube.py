@@ -20,7 +20,8 @@ from .. import redact
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
-from ..render.agent import AGENT_CONFIGMAP, AGENT_KEY, SCRAPE_CONFIGMAP, SCRAPE_KEY, agent_file
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
+from ..render.agent import AGENT_KEY, SCRAPE_KEY, agent_file
 from ..resources import default_counters
 from .answer import Answer, OddAnswer, whole_count
 from .http import decode, read_body

@@ -13,7 +13,8 @@ from functools import cache
 from typing import Any, Iterable, Iterator
 
 from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
-from ..render.alarms import MANAGED_TAG, METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
+from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
+from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path
 from ..settings import Settings
 from . import Finding, Rule, schema_message
@@ -329,9 +330,9 @@ def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        if MANAGED_TAG not in item["Request"].get("Tags", []):
+        if ALARM_OWNER_TAG not in item["Request"].get("Tags", []):
             yield Finding("AL007", "error", _alarm_where(item),
-                          "no ManagedBy=gpudash tag: gpudash could not tell it owns this alarm")
+                          f"no {ALARM_OWNER_TEXT} tag: gpudash could not tell it owns this alarm")
 
 
 def insights_window(subject: CloudWatchSubject) -> Iterable[Finding]:
@@ -396,7 +397,7 @@ RULES = (
     Rule("AL004", "DatapointsToAlarm does not exceed EvaluationPeriods", alarm_periods),
     Rule("AL005", "alarm names are unique per Region", alarm_names),
     Rule("AL006", "Metrics Insights alarms stay within 200 per Region", alarm_quota),
-    Rule("AL007", "every alarm carries the ManagedBy=gpudash tag", alarm_tags),
+    Rule("AL007", f"every alarm carries the {ALARM_OWNER_TEXT} tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
 )

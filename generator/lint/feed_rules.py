@@ -12,7 +12,8 @@ import yaml
 
 from ..artifacts import GrafanaDashboard
 from ..project import Project
-from ..cloudwatch_shape import CLUSTER_DIMENSION, dimension_for
+from ..cloudwatch_shape import dimension_for
+from ..markers import CLUSTER_DIMENSION
 from ..promql import gpu_identity
 from ..reading import read_json_schema
 from ..render.agent import AGENT_KEY, agent_file
@@ -193,7 +194,7 @@ def dimensions_published(subject: FeedSubject) -> Iterable[Finding]:
                     if dimension == CLUSTER_DIMENSION:
                         if prometheus.get("cluster_name") != cluster.name:
                             yield Finding("AG002", "error", where,
-                                          f"ClusterName would come from the node's EC2 tag: set cluster_name "
+                                          f"{CLUSTER_DIMENSION} would come from the node's EC2 tag: set cluster_name "
                                           f"to {cluster.name!r}")
                     elif dimension not in labels:
                         yield Finding("AG002", "error", where,
@@ -259,7 +260,7 @@ def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
 RULES = (
     Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
                   "cluster's agent", used_metrics_selected),
-    Rule("AG002", "every published dimension is a scraped label, ClusterName is set explicitly, pods are "
+    Rule("AG002", f"every published dimension is a scraped label, {CLUSTER_DIMENSION} is set explicitly, pods are "
                   "namespace + name", dimensions_published),
     Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions",
          declarations_complete),

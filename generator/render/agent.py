@@ -21,13 +21,12 @@ from typing import Any, Iterable, Mapping
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import dimension_sets
-from ..render.grafana_files import MANAGED_BY
+from ..markers import KUBERNETES_MANAGED_BY
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..serialize import to_json
 from ..settings import Cluster, Settings
 
-AGENT_CONFIGMAP = "prometheus-cwagentconfig"
 AGENT_KEY = "cwagentconfig.json"
-SCRAPE_CONFIGMAP = "prometheus-config"
 SCRAPE_KEY = "prometheus.yaml"
 SCRAPE_MOUNT = "/etc/prometheusconfig/prometheus.yaml"
 KEPT_KINDS = ("gauge", "counter", "summary")  # the agent drops histograms
@@ -42,7 +41,7 @@ def agent_file(cluster: Cluster) -> str:
 
 def log_group(cluster: Cluster) -> str:
     """The EMF log group the agent writes for a cluster (its default name, set explicitly)."""
-    return f"/aws/containerinsights/{cluster.name}/prometheus"
+    return agent_log_group(cluster.name)
 
 
 def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) -> list[str]:
@@ -102,9 +101,9 @@ def configmaps(catalog: Catalog, settings: Settings, cluster: Cluster, queried: 
     agent_json = to_json(agent_config(catalog, settings, cluster, queried), ascii=True).decode()
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(MANAGED_BY)},
+         "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
          "data": {AGENT_KEY: agent_json}},
         {"apiVersion": "v1", "kind": "ConfigMap",
-         "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(MANAGED_BY)},
+         "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
          "data": {SCRAPE_KEY: scrape_yaml}},
     ]

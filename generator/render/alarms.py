@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, CLUSTER_DIMENSION, MI_FUNCTIONS, STATISTICS, Plan, Unsupported,
-                                dimension_for, scrape_seconds)
+from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
+                                scrape_seconds)
 from ..container_insights_table import COLLECTION_SECONDS
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..exporter_styles import style_for
+from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
+                       PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, Query, source_file
+from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..promql import expression, group_keys, label_name, with_cluster
 from ..settings import Cluster, Settings
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
                         "<": "LessThanThreshold", "<=": "LessThanOrEqualToThreshold"}
-MANAGED_TAG = {"Key": "ManagedBy", "Value": "gpudash"}
-RULE_TAG = "gpudash:rule"
 METRICS_INSIGHTS_ALARM_QUOTA = 200  # per Region
 
 
@@ -29,14 +29,13 @@ def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Cond
     return source_condition(alarm, settings) if settings is not None else alarm.cloudwatch or alarm.condition
 
 
-def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: str | None = None) -> str:
-    parts = [settings.alarms["name_prefix"], cluster.name if cluster else "fleet", alarm.id, alarm.severity]
-    return "-".join(parts + ([pod] if pod else []))
+def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: tuple[str, str] | None = None) -> str:
+    return _name(settings.alarms["name_prefix"], cluster.name if cluster else None, alarm.id, alarm.severity, pod)
 
 
 def _description(alarm: Alarm) -> str:
     text = (f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook} "
-            f"Managed by gpudash ({source_file(alarm.defined_at)}, rule {alarm.id}).")
+            f"{ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id}).")
     return text[:1024]
 
 
@@ -54,7 +53,7 @@ def _common(alarm: Alarm, settings: Settings, name: str) -> dict[str, Any]:
         "EvaluationPeriods": alarm.evaluation_periods,
         "DatapointsToAlarm": alarm.datapoints_to_alarm or alarm.evaluation_periods,
         "TreatMissingData": alarm.missing_data,
-        "Tags": [dict(MANAGED_TAG), {"Key": RULE_TAG, "Value": alarm.id}],
+        "Tags": [dict(ALARM_OWNER_TAG), {"Key": ALARM_RULE_TAG, "Value": alarm.id}],
     }
     return request
 
@@ -108,9 +107,9 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     if unknown:
         raise InputError(f"alarm {alarm.id!r}: a static per-pod alarm cannot name the value of "
                          f"{', '.join(unknown)} for pod {entry}", where=alarm.defined_at,
-                         hint="keep cloudwatch.dimensions to ClusterName, namespace, pod, or use "
+                         hint=f"keep cloudwatch.dimensions to {CLUSTER_DIMENSION}, namespace, pod, or use "
                               "alarms.per_pod: group_by")
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, f"{namespace}-{pod}"))
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch["namespace"],
@@ -162,7 +161,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:
                 request = _insights_request(alarm, catalog, settings, None)
-                request["AlarmName"] += f"-{region}" if len(regions) > 1 else ""
+                request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
                 requests.append({"Region": region, "Request": request})
             continue
         for cluster in settings.clusters:
@@ -195,10 +194,6 @@ def insights_alarm_counts(requests: list[dict[str, Any]]) -> dict[str, int]:
 
 
 # --- Prometheus ---------------------------------------------------------------------------
-
-def alert_name(alarm: Alarm) -> str:
-    return "Gpudash" + "".join(part.capitalize() for part in re.split(r"[-_]", alarm.id))
-
 
 def _duration(seconds: int) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
@@ -269,9 +264,9 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
     for alarm in alarms:
         pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1)
         rule: dict[str, Any] = {
-            "alert": alert_name(alarm),
+            "alert": alert_name(alarm.id),
             "expr": prometheus_expression(alarm, catalog, settings),
-            "labels": {"severity": alarm.severity, "gpudash_rule": alarm.id},
+            "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
                 "summary": alarm.title + _where_label(alarm, settings),
                 "description": alarm.description,
@@ -281,11 +276,11 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
         if pending:
             rule["for"] = _duration(pending)
         rules.append(rule)
-    return {"groups": [{"name": "gpudash-gpu", "rules": rules}]} if rules else {"groups": []}
+    return {"groups": [{"name": ALERT_GROUP, "rules": rules}]} if rules else {"groups": []}
 
 
 def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:
     from .scrape import object_metadata
 
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": object_metadata("gpudash-gpu-alerts", settings), "spec": rules}
+            "metadata": object_metadata(PROMETHEUS_RULE, settings), "spec": rules}

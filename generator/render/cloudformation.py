@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from ..names import logical_id
 
 # PutMetricAlarm keys that AWS::CloudWatch::Alarm spells the same way.
 _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
                "ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
                "Namespace", "MetricName", "Dimensions", "Statistic", "Period", "Tags")
-
-
-def _logical_id(prefix: str, name: str) -> str:
-    return prefix + "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)[:200]
 
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
@@ -36,18 +33,18 @@ def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]
         resources: dict[str, Any] = {}
         if region == primary_region:
             for name, dashboard in sorted(dashboards.items()):
-                resources[_logical_id("Dashboard", name)] = {
+                resources[logical_id("Dashboard", name)] = {
                     "Type": "AWS::CloudWatch::Dashboard",
                     "Properties": {"DashboardName": name, "DashboardBody": dashboard["DashboardBody"]}}
         for group_region, name, days in log_groups:
             if group_region == region:
-                resources[_logical_id("LogGroup", name)] = {
+                resources[logical_id("LogGroup", name)] = {
                     "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
                     "Properties": {"LogGroupName": name, "RetentionInDays": days}}
         for item in alarms:
             if item["Region"] == region:
                 request = item["Request"]
-                resources[_logical_id("Alarm", request["AlarmName"])] = {
+                resources[logical_id("Alarm", request["AlarmName"])] = {
                     "Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}
         result[region] = {
             "AWSTemplateFormatVersion": "2010-09-09",

@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, dashboard_name, series_label
+from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import source_plan
 from ..ownership import stamped_cloudwatch_text
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
+from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
 from ..units import UNITS
 
@@ -168,7 +169,7 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Se
     result = {}
     for cluster in settings.clusters:
         for dashboard in dashboards:
-            name = dashboard_name(settings, cluster, dashboard.id)
+            name = cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], cluster.name, dashboard.id)
             text = stamped_cloudwatch_text(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
             result[name] = {"DashboardName": name, "DashboardBody": text}
     return result

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..model import Dashboard, Panel, Row, layout
+from ..names import grafana_uid
 from ..promql import Scope, coalesce_node, expression, group_keys, label_name, legend, presence, with_cluster
 from ..settings import Settings
 from ..units import UNITS
@@ -28,7 +29,7 @@ _VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Nam
 
 
 def uid_for(dashboard: Dashboard, settings: Settings) -> str:
-    return f"{settings.grafana['uid_prefix']}-{dashboard.id}"
+    return grafana_uid(settings.grafana["uid_prefix"], dashboard.id)
 
 
 def presence_metrics(catalog: Catalog) -> tuple[str, ...]:

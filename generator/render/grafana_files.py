@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..markers import KUBERNETES_MANAGED_BY
+from ..names import PROVISIONING_PROVIDER, dashboard_configmap_key, dashboard_configmap_name
 from ..settings import Settings
 
 PROVISIONING_PATH = "/var/lib/grafana/dashboards/gpudash"
 SIDECAR_LABEL = "grafana_dashboard"
 SIDECAR_FOLDER_ANNOTATION = "grafana_folder"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpudash"}
 
 
 def provisioning(settings: Settings) -> dict[str, Any]:
@@ -18,7 +19,7 @@ def provisioning(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": 1,
         "providers": [{
-            "name": "gpudash",
+            "name": PROVISIONING_PROVIDER,
             "orgId": 1,
             "type": "file",
             "folder": folder["title"],
@@ -37,9 +38,9 @@ def configmap(uid: str, dashboard_json: str, settings: Settings) -> dict[str, An
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": f"{uid}-dashboard",
-            "labels": {SIDECAR_LABEL: "1", **MANAGED_BY},
+            "name": dashboard_configmap_name(uid),
+            "labels": {SIDECAR_LABEL: "1", **KUBERNETES_MANAGED_BY},
             "annotations": {SIDECAR_FOLDER_ANNOTATION: settings.grafana["folder"]["title"]},
         },
-        "data": {f"{uid}.json": dashboard_json},
+        "data": {dashboard_configmap_key(uid): dashboard_json},
     }

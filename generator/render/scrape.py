@@ -17,7 +17,8 @@ from typing import Any
 from ..catalog import MIG_UNSUPPORTED
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
-from ..render.grafana_files import MANAGED_BY
+from ..markers import KUBERNETES_MANAGED_BY
+from ..names import SERVICE_MONITOR
 from ..settings import Settings
 
 # Labels the scrape job adds to every series, beside the exporter's own.
@@ -87,7 +88,7 @@ TARGET_WORKLOAD_LABELS = ("pod", "namespace", "container")
 def object_metadata(name: str, settings: Settings) -> dict[str, Any]:
     """Metadata of a prometheus-operator object: namespace and the kube-prometheus-stack release label."""
     stack = settings.prometheus_stack
-    labels = dict(MANAGED_BY)
+    labels = dict(KUBERNETES_MANAGED_BY)
     if stack["release"]:
         labels["release"] = stack["release"]
     return {"name": name, "namespace": stack["namespace"] or settings.exporter["namespace"], "labels": labels}
@@ -101,7 +102,7 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": object_metadata("gpudash-dcgm-exporter", settings),
+        "metadata": object_metadata(SERVICE_MONITOR, settings),
         "spec": {
             "selector": {"matchLabels": {label_name: label_value}},
             "namespaceSelector": {"matchNames": [settings.exporter["namespace"]]},

@@ -17,11 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..cloudwatch_shape import is_dashboard_name
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import (ALARM_HASH_TAG, ALARM_OWNER_TAG, alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
+from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT
+from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
+from ..ownership import (alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from . import prune_guard
 from .cloudwatch_api import CloudWatch
@@ -166,7 +167,7 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     written, then = read_alarm_evidence(tags)
     as_written = then == reported  # nobody changed it since gpudash wrote it
     if not alarm_owned(tags):
-        change.action, change.details = FOREIGN, ["exists without the ManagedBy=gpudash tag; --force takes it over"]
+        change.action, change.details = FOREIGN, [f"exists without the {ALARM_OWNER_TEXT} tag; --force takes it over"]
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
@@ -186,14 +187,14 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
     """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it
-    or nothing shows that gpudash wrote it as it is (no gpudash:sha256 tag: the ManagedBy tag alone may
-    have been added by hand)."""
+    or nothing shows that gpudash wrote it as it is (no hash tag: the owner tag alone may have been
+    added by hand)."""
     live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
     then = read_alarm_evidence(tags)[1]
     if then is None:
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
-            f"ManagedBy tag alone may have been added by hand); --prune --force deletes it"])
+            f"{ALARM_OWNER_TAG['Key']} tag alone may have been added by hand); --prune --force deletes it"])
     if then != alarm_hash(alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
@@ -226,8 +227,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         progress()
         return change
 
-    retired = sorted(name for name in (_list_dashboards(cloudwatch, region, prefix + "-") if prefix else [])
-                     if name not in dashboards and is_dashboard_name(prefix, name))
+    listed = _list_dashboards(cloudwatch, region, cloudwatch_dashboard_name_start(prefix)) if prefix else []
+    retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
         old = pool.map(lambda name: _plan_retired_dashboard(name, region, _read_dashboard(cloudwatch, region, name)),
@@ -238,7 +239,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
                  progress: Tick) -> list[Change]:
     changes = []
-    live = _describe(cloudwatch, region, prefix=prefix + "-")
+    live = {name: alarm for name, alarm in _describe(cloudwatch, region, prefix=alarm_name_start(prefix)).items()
+            if is_alarm_name(prefix, name)}
     bulk = _owned_tags(cloudwatch, region) if live else {}
     tags: dict[str, list[dict[str, str]]] = {}
     for name, alarm in live.items():

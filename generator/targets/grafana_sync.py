@@ -1,7 +1,7 @@
 """Plan and push Grafana: create the folder, post only what changed, never clobber.
 
-Ownership needs all the evidence: the `gpudash-managed` tag, a uid gpudash generates, and a
-version saved by gpudash (its message `gpudash sha256:<hash>`). A "Save as" copy keeps the tag but
+Ownership needs all the evidence: the owner tag, a uid gpudash generates (`names`), and a
+version saved by gpudash (its message starts with the hash note; both marks are in `markers`). A "Save as" copy keeps the tag but
 has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
 pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force.
@@ -9,14 +9,15 @@ no longer hashes to its latest gpudash message was edited by a person: refused w
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .. import diff
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WOULD_WRITE, WRITE, Change,
                        Outcome, disposition)
 from ..errors import RemoteError
-from ..ownership import (GRAFANA_OWNER_TAG, content_hash, grafana_content, grafana_message, grafana_owned,
+from ..markers import GRAFANA_OWNER_TAG
+from ..names import is_grafana_uid
+from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
                          grafana_pushed_hash)
 from . import prune_guard
 from .deadline import DeadlineExceeded
@@ -25,11 +26,6 @@ from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
 UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
-
-
-def generated_uid(uid: str, uid_prefix: str) -> bool:
-    """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`)."""
-    return re.fullmatch(re.escape(uid_prefix) + r"-[a-z0-9][a-z0-9-]{0,30}", uid) is not None
 
 
 def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -79,7 +75,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
     project that publishes with the same uid prefix (or was moved there by a person)."""
-    if not generated_uid(uid, uid_prefix):
+    if not is_grafana_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:

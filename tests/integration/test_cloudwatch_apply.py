@@ -87,7 +87,8 @@ def test_a_dashboard_edited_in_the_console_is_drift(aws):
 def test_prune_deletes_only_owned_alarms_no_longer_defined(aws):
     client, apply = aws
     apply()
-    from generator.ownership import ALARM_HASH_TAG, alarm_hash
+    from generator.markers import ALARM_HASH_TAG
+    from generator.ownership import alarm_hash
 
     for name, tagged in (("gpudash-gpu-cluster-retired-rule-warning", True), ("gpudash-handmade", False)):
         client.put_metric_alarm(AlarmName=name, MetricName="m", Namespace="n", Statistic="Average", Period=60,

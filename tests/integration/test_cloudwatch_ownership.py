@@ -286,13 +286,13 @@ def test_alarm_listings_are_read_to_their_last_page(proxied):
 def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws):
     """Someone adds ManagedBy=gpudash to their own alarm under the prefix: with no gpudash:sha256 tag there is
     no evidence gpudash wrote it as it is, so --prune alone leaves it; --prune --force deletes it."""
-    from generator.render.alarms import MANAGED_TAG
+    from generator.markers import ALARM_OWNER_TAG
 
     client, apply = aws
     assert apply()[0] == 0
     name = "gpudash-gpu-cluster-handmade"
     foreign_alarm(client, name)
-    client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"], Tags=[MANAGED_TAG])
+    client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"], Tags=[ALARM_OWNER_TAG])
     before = snapshot(client)
     for flags in (("--prune",), ("--prune", "--dry-run")):
         code, report, _ = apply(*flags)

@@ -284,7 +284,7 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
     at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))  # 3 s of counters at least
     fired: dict[str, set[str]] = {}
     for alarm in project.alarms:
-        rule = rules[alert_name(alarm)]
+        rule = rules[alert_name(alarm.id)]
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         result = prometheus.query(rule["expr"], at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it

@@ -16,7 +16,8 @@ import pytest
 
 from generator.artifacts import build
 from generator.changes import FAILED
-from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
+from generator.markers import GRAFANA_OWNER_TAG
+from generator.ownership import grafana_message
 from generator.project import load_project
 from generator.output import write
 from generator.publish import desired_from, read_build

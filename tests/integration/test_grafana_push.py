@@ -10,7 +10,8 @@ from generator.artifacts import build
 from generator.project import load_project
 from generator.publish import desired_from
 from generator.targets import grafana_sync
-from generator.ownership import GRAFANA_OWNER_TAG, grafana_message
+from generator.markers import GRAFANA_OWNER_TAG
+from generator.ownership import grafana_message
 from generator.targets.grafana_api import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused

@@ -162,7 +162,7 @@ def test_scale_to_zero_leaves_out_what_cloudwatch_cannot_tell(project_dir):
     project = load_project(project_dir("alarms:\n  scale_to_zero: true\n"))
     assert not any("data-missing" in name for name in _alarms(build(project)))
     (missing,) = [a for a in project.alarms if a.absent]
-    assert alert_name(missing) == "GpudashGpuDataMissing"
+    assert alert_name(missing.id) == "GpudashGpuDataMissing"
     assert prometheus_expression(missing, project.catalog, project.settings) == (
         'up{exporter_pod!=""} == 0 or up{exporter_pod="", container="nvidia-dcgm-exporter", namespace="gpu-operator"} == 0')
 

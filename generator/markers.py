@@ -1,0 +1,31 @@
+"""Every mark gpudash puts on what it writes so that it recognises it later, spelled once.
+
+`ownership` decides what the marks prove; renderers attach them; the publishers and lint read them.
+The CloudWatch dimension that names the cluster is spelled here too: the agent config, widgets,
+alarms, verify and the Container Insights table all have to agree on it.
+"""
+
+from __future__ import annotations
+
+OWNER = "gpudash"
+
+# CloudWatch alarms: ownership, the rule that made the alarm, and the hash of what was written.
+ALARM_OWNER_TAG = {"Key": "ManagedBy", "Value": OWNER}
+ALARM_OWNER_TEXT = f"{ALARM_OWNER_TAG['Key']}={ALARM_OWNER_TAG['Value']}"  # how messages name the tag
+ALARM_RULE_TAG = "gpudash:rule"
+ALARM_HASH_TAG = "gpudash:sha256"
+ALARM_DESCRIPTION_NOTE = "Managed by gpudash"  # in AlarmDescription, before the definition and rule
+
+# Grafana dashboards: the owner tag; every version gpudash saves has a message that starts with the
+# hash note. CloudWatch dashboards carry the same note at the end of their header text.
+GRAFANA_OWNER_TAG = "gpudash-managed"
+HASH_NOTE = "gpudash sha256:"
+
+# Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
+KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}
+
+# Prometheus alerting rules: the label that names the rule an alert comes from.
+PROMETHEUS_RULE_LABEL = "gpudash_rule"
+
+# The CloudWatch dimension that carries the cluster (the agent's `cluster_name`, the add-on's too).
+CLUSTER_DIMENSION = "ClusterName"

@@ -1,0 +1,116 @@
+"""Every name gpudash gives what it generates, and how it recognises those names when it meets them again.
+
+Renderers ask here for alarm, alert, dashboard, uid, ConfigMap, object and logical-id names; the
+publishers ask here whether a name they find is in a form gpudash makes before they consider
+pruning it. The prefixes come from the settings (`alarms.name_prefix`, `cloudwatch.dashboard_prefix`,
+`grafana.uid_prefix`), so a name is a function of them and of the definition's id.
+"""
+
+from __future__ import annotations
+
+import re
+
+# --- CloudWatch alarms ----------------------------------------------------------------------
+
+FLEET = "fleet"  # stands for the cluster in the name of an alarm over every cluster
+
+
+def alarm_name(prefix: str, cluster: str | None, rule: str, severity: str, pod: tuple[str, str] | None = None) -> str:
+    """<prefix>-<cluster or fleet>-<rule>-<severity>[-<namespace>-<pod>] (a static per-pod alarm names its pod)."""
+    parts = [prefix, cluster if cluster is not None else FLEET, rule, severity]
+    return "-".join(parts + ([f"{pod[0]}-{pod[1]}"] if pod else []))
+
+
+def regional_alarm_name(name: str, region: str, regions: int) -> str:
+    """A fleet alarm is made once per Region; with more than one Region, its name ends in the Region."""
+    return name + (f"-{region}" if regions > 1 else "")
+
+
+def alarm_name_start(prefix: str) -> str:
+    """What every alarm name gpudash makes with `prefix` starts with (DescribeAlarms' AlarmNamePrefix)."""
+    return prefix + "-"
+
+
+def is_alarm_name(prefix: str, name: str) -> bool:
+    """Whether `name` could be an alarm gpudash made with `prefix` (ownership is decided by its tags)."""
+    return name.startswith(alarm_name_start(prefix))
+
+
+# --- CloudWatch dashboards ------------------------------------------------------------------
+
+DASHBOARD_NAME_LENGTH = 255  # CloudWatch's limit
+
+
+def cloudwatch_dashboard_name(prefix: str, cluster: str, dashboard_id: str) -> str:
+    """<prefix>-<cluster>-<dashboard id>, cut at CloudWatch's limit."""
+    return f"{prefix}-{cluster}-{dashboard_id}"[:DASHBOARD_NAME_LENGTH]
+
+
+def cloudwatch_dashboard_name_start(prefix: str) -> str:
+    """What every dashboard name gpudash makes with `prefix` starts with (ListDashboards' DashboardNamePrefix)."""
+    return prefix + "-"
+
+
+def is_cloudwatch_dashboard_name(prefix: str, name: str) -> bool:
+    """Whether `name` has the form cloudwatch_dashboard_name gives: <prefix>-<cluster>-<dashboard id>."""
+    return len(name) <= DASHBOARD_NAME_LENGTH and re.fullmatch(
+        re.escape(prefix) + r"-[A-Za-z0-9][A-Za-z0-9_-]*-[A-Za-z0-9_-]+", name) is not None
+
+
+# --- Grafana --------------------------------------------------------------------------------
+
+def grafana_uid(uid_prefix: str, dashboard_id: str) -> str:
+    return f"{uid_prefix}-{dashboard_id}"
+
+
+def is_grafana_uid(uid: str, uid_prefix: str) -> bool:
+    """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`)."""
+    return re.fullmatch(re.escape(uid_prefix) + r"-[a-z0-9][a-z0-9-]{0,30}", uid) is not None
+
+
+def grafanalib_uid(title: str) -> str:
+    """The uid of a grafanalib dashboard that sets none: its title, lower-case, dashes for the rest."""
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:40] or "dashboard"
+
+
+def dashboard_configmap_name(uid: str) -> str:
+    """The sidecar ConfigMap that carries one Grafana dashboard."""
+    return f"{uid}-dashboard"
+
+
+def dashboard_configmap_key(uid: str) -> str:
+    return f"{uid}.json"
+
+
+PROVISIONING_PROVIDER = "gpudash"  # the provider in Grafana's provisioning/dashboards file
+
+# --- Prometheus and Kubernetes objects ------------------------------------------------------
+
+ALERT_GROUP = "gpudash-gpu"  # the group of alerting rules
+PROMETHEUS_RULE = "gpudash-gpu-alerts"
+SERVICE_MONITOR = "gpudash-dcgm-exporter"
+# The CloudWatch agent's ConfigMaps, with the names (and keys) its deployment mounts.
+AGENT_CONFIGMAP = "prometheus-cwagentconfig"
+SCRAPE_CONFIGMAP = "prometheus-config"
+
+
+def alert_name(rule: str) -> str:
+    """The Prometheus alert of a rule id: Gpudash + the id in CamelCase (gpu-idle: GpudashGpuIdle)."""
+    return "Gpudash" + "".join(part.capitalize() for part in re.split(r"[-_]", rule))
+
+
+def agent_log_group(cluster: str) -> str:
+    """The EMF log group the agent writes for a cluster (its default name, set explicitly)."""
+    return f"/aws/containerinsights/{cluster}/prometheus"
+
+
+# --- CloudFormation -------------------------------------------------------------------------
+
+def logical_id(kind: str, name: str) -> str:
+    """A template's logical id: the kind (Dashboard, Alarm, LogGroup), then the name's words capitalised."""
+    return kind + "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)[:200]
+
+
+def cloudformation_template(region: str, primary_region: str) -> str:
+    """The template file of a Region: gpudash.json for the primary Region (it holds the dashboards)."""
+    return "gpudash.json" if region == primary_region else f"gpudash-{region}.json"

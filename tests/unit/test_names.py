@@ -1,0 +1,75 @@
+"""Generated names come from one module, which also recognises them; ownership marks are spelled once."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import generator
+from generator import markers, names
+
+from tests.unit.test_golden_builds import golden
+
+
+def _build(name: str) -> dict[str, bytes]:
+    build = golden.stored(name)
+    assert "manifest.json" in build, name
+    return build
+
+
+def test_every_name_a_build_generates_is_recognised_as_gpudash_s():
+    """What prune and push look for: every CloudWatch dashboard, alarm and Grafana uid of the golden builds
+    (all made with the default prefixes)."""
+    prefixes = {"dashboard": "gpudash", "alarm": "gpudash", "uid": "gpudash"}
+    for build_name in golden.names():
+        build = _build(build_name)
+        dashboards = [json.loads(body)["DashboardName"] for path, body in build.items()
+                      if path.startswith("cloudwatch/dashboards/")]
+        alarms = [item["Request"]["AlarmName"] for item in json.loads(build["cloudwatch/alarms.json"])["alarms"]]
+        uids = [json.loads(body)["uid"] for path, body in build.items()
+                if path.startswith("grafana/") and path.count("/") == 1]
+        assert dashboards and alarms and uids, build_name
+        for name in dashboards:
+            assert names.is_cloudwatch_dashboard_name(prefixes["dashboard"], name), name
+            assert name.startswith(names.cloudwatch_dashboard_name_start(prefixes["dashboard"]))
+        for name in alarms:
+            assert names.is_alarm_name(prefixes["alarm"], name), name
+            assert name.startswith(names.alarm_name_start(prefixes["alarm"]))
+        for uid in uids:
+            assert names.is_grafana_uid(uid, prefixes["uid"]), uid
+
+
+def test_names_of_other_forms_are_not_recognised():
+    assert not names.is_cloudwatch_dashboard_name("gpudash", "gpudash-only")  # no cluster and id
+    assert not names.is_cloudwatch_dashboard_name("gpudash", "team-gpudash-a-b")
+    assert not names.is_cloudwatch_dashboard_name("gpudash", "gpudash-" + "a" * 255)
+    assert not names.is_alarm_name("gpudash", "gpudashboard-a-b-critical")
+    assert not names.is_grafana_uid("gpudash-Copy-of", "gpudash")  # Grafana's "Save as" uids are not generated
+    assert not names.is_grafana_uid("other-gpu", "gpudash")
+
+
+def test_the_forms_names_documents():
+    assert names.alarm_name("gpudash", "eks-a", "gpu-idle", "warning") == "gpudash-eks-a-gpu-idle-warning"
+    assert names.alarm_name("p", None, "xid", "critical", ("ml", "train-0")) == "p-fleet-xid-critical-ml-train-0"
+    assert names.regional_alarm_name("p-fleet-x-critical", "eu-west-1", 2) == "p-fleet-x-critical-eu-west-1"
+    assert names.regional_alarm_name("p-fleet-x-critical", "eu-west-1", 1) == "p-fleet-x-critical"
+    assert names.alert_name("gpu-data_missing") == "GpudashGpuDataMissing"
+    assert names.logical_id("Alarm", "gpudash-eks-a-gpu-idle-warning") == "AlarmGpudashEksAGpuIdleWarning"
+    assert names.grafanalib_uid("My GPUs: Team B!") == "my-gpus-team-b"
+    assert names.grafanalib_uid("!!!") == "dashboard"
+
+
+# Every literal spelling of a mark, and the modules allowed to spell it.
+_MARKS = re.compile(r"ManagedBy|gpudash-managed|app\.kubernetes\.io/managed-by|gpudash:rule|gpudash:sha256|"
+                    r"gpudash sha256|gpudash_rule|Managed by gpudash|[\"']ClusterName[\"']")
+
+
+def test_ownership_marks_are_spelled_only_in_markers():
+    package = Path(generator.__file__).parent
+    found = [f"{path.relative_to(package)}:{number}: {line.strip()}"
+             for path in sorted(package.rglob("*.py")) if path.name != "markers.py"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if _MARKS.search(line)]
+    assert not found, "spell these through generator/markers.py:\n" + "\n".join(found)
+    assert markers.ALARM_OWNER_TAG == {"Key": "ManagedBy", "Value": "gpudash"}
