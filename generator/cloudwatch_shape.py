@@ -132,16 +132,23 @@ class Plan:
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:
+        before, after = self.around_cluster(settings, order, limit)
+        return before + self.cluster_filter(cluster) + after
+
+    def around_cluster(self, settings: Settings, order: str = "DESC", limit: int | None = None) -> tuple[str, str]:
+        """The query before and after its cluster filter, which is all that differs between clusters."""
         schema = schema_clause(list(self.dims), settings, self.namespace)
-        text = f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema}"
-        if cluster is not None and CLUSTER_DIMENSION in self.dims:
-            text += f" WHERE {quote_identifier(CLUSTER_DIMENSION)} = {quote_string(cluster.name)}"
+        after = ""
         if self.group:
-            text += f" GROUP BY {', '.join(quote_identifier(d) for d in self.group)}"
-            text += f" ORDER BY {self.function}() {order}"
+            after = f" GROUP BY {', '.join(quote_identifier(d) for d in self.group)} ORDER BY {self.function}() {order}"
             if limit:
-                text += f" LIMIT {limit}"
-        return text
+                after += f" LIMIT {limit}"
+        return f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema}", after
+
+    def cluster_filter(self, cluster: Cluster | None) -> str:
+        if cluster is None or CLUSTER_DIMENSION not in self.dims:
+            return ""
+        return f" WHERE {quote_identifier(CLUSTER_DIMENSION)} = {quote_string(cluster.name)}"
 
 
 def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:

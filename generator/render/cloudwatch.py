@@ -11,6 +11,7 @@ read the per-GPU set, which every GPU publishes whether a pod holds it or not.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..catalog import Catalog
@@ -79,7 +80,29 @@ def _axis_label(panel: Panel, query: Query, catalog: Catalog) -> str:
     return metric.charted_unit.label
 
 
-def _metric_lines(panel: Panel, plan_: Plan, settings: Settings, cluster: Cluster) -> list[list[Any]]:
+@dataclass(frozen=True)
+class _MetricWidget:
+    """A metric widget as it is in every cluster: `in_cluster` adds the cluster's Region and filter."""
+
+    plan: Plan
+    properties: dict[str, Any]  # all but region and metrics
+    query: tuple[str, str]  # the Metrics Insights query before and after its cluster filter
+    label: str
+    position: dict[str, int]
+
+    def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
+        expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
+        if self.plan.math is None:
+            metrics = [[{"expression": expression, "id": "q1", "label": self.label}]]
+        else:
+            metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}],
+                       [{"expression": self.plan.math.format(q="q1"), "id": "e1", "label": self.label}]]
+        properties = {**self.properties, "region": cluster.region, "metrics": metrics}
+        return {"type": "metric", "properties": properties, **self.position}
+
+
+def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings,
+                   position: dict[str, int]) -> _MetricWidget:
     query = panel.queries[0]
     label = series_label(plan_, query.per_pod, panel.title if not plan_.series else query.metric)
     if not plan_.series:
@@ -87,24 +110,11 @@ def _metric_lines(panel: Panel, plan_: Plan, settings: Settings, cluster: Cluste
     else:
         limit = settings.cloudwatch["top_pods" if query.per_pod else "top_gpus"]
     order = "ASC" if query.aggregation == "min" else "DESC"
-    expression = plan_.expression(settings, cluster, order=order, limit=limit)
-    if plan_.math is None:
-        return [[{"expression": expression, "id": "q1", "label": label}]]
-    return [[{"expression": expression, "id": "q1", "label": label, "visible": False}],
-            [{"expression": plan_.math.format(q="q1"), "id": "e1", "label": label}]]
-
-
-def _metric_widget(panel: Panel, catalog: Catalog, settings: Settings, cluster: Cluster) -> dict[str, Any]:
-    period = settings.cloudwatch["period"]
-    query = panel.queries[0]
-    plan_ = panel_plan(panel, catalog, settings)
     properties: dict[str, Any] = {
         "title": panel.title,
         "view": VIEWS[panel.kind],
-        "region": cluster.region,
-        "period": period,
+        "period": settings.cloudwatch["period"],
         "stat": "Average",
-        "metrics": _metric_lines(panel, plan_, settings, cluster),
         "yAxis": {"left": {"label": _axis_label(panel, query, catalog), "showUnits": False}},
         "legend": {"position": "bottom"},
     }
@@ -121,7 +131,7 @@ def _metric_widget(panel: Panel, catalog: Catalog, settings: Settings, cluster: 
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
     if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True
-    return {"type": "metric", "properties": properties}
+    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position)
 
 
 def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
@@ -139,37 +149,70 @@ def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
 
 def cloudwatch_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> Dashboard:
     """The dashboard without the panels CloudWatch cannot show truthfully (see unsupported_panels)."""
-    left_out = {id(panel) for panel, _ in unsupported_panels(dashboard, catalog, settings)}
-    rows = [Row(row.title, [p for p in row.panels if id(p) not in left_out]) for row in dashboard.rows]
+    return _without(dashboard, unsupported_panels(dashboard, catalog, settings))
+
+
+def _without(dashboard: Dashboard, left_out: list[tuple[Panel, str]]) -> Dashboard:
+    ids = {id(panel) for panel, _ in left_out}
+    rows = [Row(row.title, [p for p in row.panels if id(p) not in ids]) for row in dashboard.rows]
     return Dashboard(dashboard.id, dashboard.title, rows, dashboard.description, dashboard.tags,
                      dashboard.backends, defined_at=dashboard.defined_at)
 
 
-def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:
-    left_out = unsupported_panels(dashboard, catalog, settings)
-    dashboard = cloudwatch_panels(dashboard, catalog, settings)
-    header = (f"# {dashboard.title} — {cluster.name}\n{dashboard.description}\n\n"
-              f"Generated by gpudash from `{source}`. Edit the definition and re-apply; "
-              f"changes made here are overwritten.")
-    if left_out:
-        header += "\n\nOn Grafana only: " + "; ".join(f"{panel.title} ({why})" for panel, why in left_out) + "."
-    widgets: list[dict[str, Any]] = [{"type": "text", "x": 0, "y": 0, "width": 24, "height": HEADER_HEIGHT,
-                                      "properties": {"markdown": header}}]
-    for placed in layout(dashboard):
+@dataclass(frozen=True)
+class _Body:
+    """A dashboard's body as it is in every cluster: only the header, each widget's Region and each
+    query's cluster filter differ between clusters, so panels are planned and laid out once."""
+
+    title: str
+    description: str
+    left_out: list[tuple[Panel, str]]
+    widgets: list[dict[str, Any] | _MetricWidget]  # row titles as they are; metric widgets per cluster
+
+    def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
+        header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
+                  f"Generated by gpudash from `{source}`. Edit the definition and re-apply; "
+                  f"changes made here are overwritten.")
+        if self.left_out:
+            left_out = "; ".join(f"{panel.title} ({why})" for panel, why in self.left_out)
+            header += f"\n\nOn Grafana only: {left_out}."
+        widgets: list[dict[str, Any]] = [{"type": "text", "x": 0, "y": 0, "width": 24, "height": HEADER_HEIGHT,
+                                          "properties": {"markdown": header}}]
+        widgets += [w.in_cluster(cluster) if isinstance(w, _MetricWidget) else w for w in self.widgets]
+        return {"start": "-PT6H", "periodOverride": "inherit", "widgets": widgets}
+
+
+def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Body:
+    plans: dict[int, Plan] = {}
+    left_out = []
+    for panel in dashboard.panels():
+        try:
+            plans[id(panel)] = panel_plan(panel, catalog, settings)
+        except Unsupported as exc:
+            left_out.append((panel, str(exc)))
+    shown = _without(dashboard, left_out)
+    widgets: list[dict[str, Any] | _MetricWidget] = []
+    for placed in layout(shown):
         position = {"x": placed.x, "y": placed.y + HEADER_HEIGHT, "width": placed.w, "height": placed.h}
         if isinstance(placed.item, Row):
             widgets.append({"type": "text", **position, "properties": {"markdown": f"## {placed.item.title}"}})
         else:
-            widgets.append({**_metric_widget(placed.item, catalog, settings, cluster), **position})
-    return {"start": "-PT6H", "periodOverride": "inherit", "widgets": widgets}
+            widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
+    return _Body(shown.title, shown.description, left_out, widgets)
+
+
+def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:
+    return _prepared(dashboard, catalog, settings).in_cluster(cluster, source)
 
 
 def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Settings) -> dict[str, dict[str, Any]]:
     """{DashboardName: {"DashboardName", "DashboardBody"}} for every cluster and CloudWatch dashboard."""
+    prepared = [(dashboard, _prepared(dashboard, catalog, settings), source_file(dashboard.defined_at))
+                for dashboard in dashboards]
     result = {}
     for cluster in settings.clusters:
-        for dashboard in dashboards:
+        for dashboard, ready, source in prepared:
             name = cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], cluster.name, dashboard.id)
-            text = stamped_cloudwatch_text(body(dashboard, catalog, settings, cluster, source_file(dashboard.defined_at)))
+            text = stamped_cloudwatch_text(ready.in_cluster(cluster, source))
             result[name] = {"DashboardName": name, "DashboardBody": text}
     return result
