@@ -12,6 +12,7 @@ guard for the inputs on which the two differ, and those inputs take the referenc
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from typing import Any
@@ -33,7 +34,7 @@ _SHORT_NEGATIVE_EXPONENT = re.compile(rb"e-[1-9](?![0-9])")
 
 
 def _orjson_diverges(text: bytes) -> bool:
-    return b"0.0000" in text or _SHORT_NEGATIVE_EXPONENT.search(text) is not None
+    return b"0.0000" in text or (b"e-" in text and _SHORT_NEGATIVE_EXPONENT.search(text) is not None)
 
 
 def to_json(data: Any, *, ascii: bool = False) -> bytes:
@@ -49,13 +50,22 @@ def to_json(data: Any, *, ascii: bool = False) -> bytes:
 
 
 def _pretty_fast(data: Any) -> bytes | None:
-    if orjson is None or not _finite(data):
+    if orjson is None:
         return None
-    try:
-        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
-    except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting
+    return _orjson(data, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE)
+
+
+def _orjson(data: Any, option: int) -> bytes | None:
+    """orjson's text of `data`, or None where it could differ from the standard library's."""
+    try:  # types json does not encode (dataclasses, dates, subclasses) pass through, and are refused
+        text = orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                            | orjson.OPT_PASSTHROUGH_SUBCLASS)
+    except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting, the above
         return None
-    return None if _orjson_diverges(text) else text
+    if _orjson_diverges(text):
+        return None
+    # orjson writes NaN and infinities as null: only a text with a null can hold one.
+    return text if b"null" not in text or _finite(data) else None
 
 
 def _finite(data: Any) -> bool:
@@ -83,24 +93,33 @@ def compact_json(data: Any) -> str:
 
 
 def canonical_json(data: Any) -> bytes:
-    """The form ownership hashes: compact, sorted keys, UTF-8."""
-    return _CANONICAL.encode(data).encode()
+    """The form ownership hashes: compact, sorted keys, UTF-8 (orjson's bytes where they are json's)."""
+    fast = None if orjson is None else _orjson(data, orjson.OPT_SORT_KEYS)
+    return fast if fast is not None else _CANONICAL.encode(data).encode()
 
 
-_ESCAPED_IN_ASCII = re.compile("[^\x00-\x7e]")  # what ensure_ascii adds to the escapes both forms share
-
-
-def _ascii_escape(match: re.Match) -> str:
-    code = ord(match.group())
+def _ascii_escape(char: str) -> str:
+    code = ord(char)
     if code < 0x10000:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xd800 | code >> 10:04x}\\u{0xdc00 | code & 0x3ff:04x}"
 
 
+def _escape_unencodable(error: UnicodeEncodeError) -> tuple[str, int]:
+    return "".join(_ascii_escape(char) for char in error.object[error.start:error.end]), error.end
+
+
+# The ASCII codec finds what ensure_ascii escapes beyond the escapes both forms share (everything
+# past DEL) in C and hands each run of it to this handler; DEL itself is replaced before.
+codecs.register_error("gpudash.json-ascii", _escape_unencodable)
+
+
 def ascii_json(text: str) -> str:
     """JSON text written with ensure_ascii=False, as ensure_ascii=True writes it (\\uXXXX escapes)."""
-    return _ESCAPED_IN_ASCII.sub(_ascii_escape, text)
+    if "\x7f" in text:
+        text = text.replace("\x7f", "\\u007f")
+    return text.encode("ascii", "gpudash.json-ascii").decode("ascii")
 
 
 def _literal_blocks(dumper: yaml.SafeDumper, value: str) -> yaml.Node:

@@ -390,8 +390,8 @@ def _check_period(document: dict[str, Any], source: str, node: yaml.Node | None)
 def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given") -> Settings:
     node = _compose(text, source)
     _check_tree(node, source)
-    try:
-        document = yaml.safe_load(text)
+    try:  # what yaml.safe_load(text) builds, from the nodes already composed (not parsed twice)
+        document = None if node is None else yaml.SafeLoader("").construct_document(node)
     except yaml.YAMLError as exc:  # composed fine but cannot be built (e.g. an unsafe tag)
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}",

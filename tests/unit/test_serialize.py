@@ -147,6 +147,14 @@ def test_to_json_writes_the_standard_librarys_bytes(value):
 
 
 @_fast
+@given(_values)
+def test_canonical_json_is_the_standard_librarys_compact_utf8(value):
+    """What ownership hashes: orjson writes it where it agrees with json, json elsewhere."""
+    assert serialize.canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"),
+                                                         ensure_ascii=False).encode()
+
+
+@_fast
 @given(st.lists(st.dictionaries(_keys, _values, max_size=5) | st.lists(_values, max_size=4), min_size=1, max_size=3))
 def test_to_yaml_writes_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
