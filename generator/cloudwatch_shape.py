@@ -20,6 +20,15 @@ that the number shown is what the title says:
 * counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
   for a sum over GPUs; counter increase: SUM(delta) over the period.
 
+DCGM's blank sentinels (see BLANK_FLOORS) reach CloudWatch from exporters that pass them
+through, and nothing on the way drops a sample by value: the scrape job relabels labels only,
+the agent drops only NaN and infinities, Metrics Insights filters on dimensions only. On the
+agent's metrics every widget therefore drops, with metric math (`IF(value < floor, value)`), a
+period whose value only a blank can produce: per GPU where per-GPU lines are summed into one
+line, else for the whole line (a pod, node or fleet average with one blank GPU shows a gap for
+that period, and a field that one GPU never reads leaves its fleet line empty). Alarms
+take no metric math (a GROUP BY alarm evaluates the query itself), so they cannot drop blanks.
+
 Combinations CloudWatch cannot compute truthfully (for example the largest per-GPU
 increase inside each pod) raise `Unsupported`; dashboards leave such panels out of
 CloudWatch and say so, alarms refuse them at generate time.
@@ -28,7 +37,7 @@ CloudWatch and say so, alarms refuse them at generate time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from .catalog import Catalog
@@ -43,6 +52,27 @@ GPU_DIMENSION = "gpu"
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
+
+
+# A period value at or above these can only come from a DCGM blank sentinel: about 2**63 for
+# integer fields, 2**47 (1.4e14) for floating-point ones (power, the profiling ratios). One blank
+# among a period's readings still lifts its average above 1e9 up to 140,000 readings (two weeks of
+# 10 s scrapes), which no temperature, clock, power, share or MiB reading reaches; fields that count
+# or measure bytes are integer fields, whose blank stays above 1e14 so averaged. Per-second rates
+# never reach 1e14, and a counter's delta into a blank (2**63 - its reading) is far above any real
+# increase.
+BLANK_FLOOR = 1e14
+SMALL_UNITS_BLANK_FLOOR = 1e9
+LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s")  # readings that may pass 1e9
+INCREASE_BLANK_FLOOR = 1e18
+
+
+def blank_floor(query: Query, catalog: Catalog) -> float:
+    """The value at or above which a period of `query` can only hold a DCGM blank."""
+    field = catalog.get(query.metric)
+    if field.is_counter:
+        return INCREASE_BLANK_FLOOR if query.as_increase else BLANK_FLOOR
+    return BLANK_FLOOR if field.unit.key in LARGE_UNITS else SMALL_UNITS_BLANK_FLOOR
 
 
 class Unsupported(ValueError):
@@ -182,14 +212,32 @@ class Layout:
     per_gpu: tuple[str, str]
     interval: Callable[[Settings], int]
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
+    blanks: bool = False  # DCGM blank sentinels can arrive (the exporter's own readings)
 
 
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
          layout: Layout | None = None) -> Plan:
-    """How CloudWatch computes `query` per `period` so that it means what Prometheus means."""
+    """How CloudWatch computes `query` per `period` so that it means what Prometheus means; on a
+    source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains."""
+    layout = layout or AGENT_LAYOUT
+    result = _plan(query, catalog, settings, period, alarm, layout)
+    if alarm or not layout.blanks or query.aggregation == "count":
+        return result
+    field = catalog.get(query.metric)
+    floor = blank_floor(query, catalog)
+    if result.group and not result.series:  # per-GPU lines combined by math: drop blank GPUs first
+        # the per-GPU query is in observation units (a delta per scrape for a rate): scale the floor
+        scale = layout.interval(settings) / field.unit.rate_scale if field.is_counter and not query.as_increase \
+            else 1.0
+        kept = f"IF({{q}} < {number(floor * scale)}, {{q}})"
+        return replace(result, math=result.math.replace("{q}", kept))
+    shown = result.math or "{q}"
+    return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
+
+
+def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout) -> Plan:
     if query.raw_promql or query.over:
         raise Unsupported("raw PromQL and ratios of two fields are Grafana-only")
-    layout = layout or AGENT_LAYOUT
     field = catalog.get(query.metric)
     dims = layout.dimension_set(query, settings)
     series = layout.series_key(query, settings)
@@ -245,7 +293,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
 
 
 # The Prometheus -> EMF path: the agent gpudash configures, its dimension sets from the settings.
-AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSION), scrape_seconds)
+AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSION), scrape_seconds, blanks=True)
 
 
 def number(value: float) -> str:

@@ -21,6 +21,12 @@ PARTIAL_SUPPORT = ("_PROF_", "MEMORY_TEMP", "FB_RESERVED", "NVLINK")
 MIG_ACTIVITY = MIG_SUBSTITUTES["DCGM_FI_DEV_GPU_UTIL"][0]
 # DCGM writes a value it could not read as a sentinel near 2**63; it is not a measurement.
 SENTINEL_FLOOR = 0x7FFFFFFFFFFFFF00
+FP_BLANK = 2.0 ** 47  # the floating-point blank; the next 15 values are blanks too (not found, ...)
+
+
+def is_blank(value: float) -> bool:
+    """A DCGM blank sentinel: integer (about 2**63) or floating-point (2**47 and the next 15)."""
+    return value >= SENTINEL_FLOOR or FP_BLANK <= value < FP_BLANK + 16
 
 
 def fetch(options: Options) -> str:
@@ -83,6 +89,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
                             "temperature HBM); their panels stay empty"))
     if mig:
         result.append(_mig(mig, wanted))
+    result += _blanks(samples, set(wanted))
     result += _pod_labels(samples)
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
@@ -132,6 +139,24 @@ def _pod_labels(samples: dict[str, list[Any]]) -> list[Check]:
         return [Check(GROUP, "pod labels", OK, f"{len(busy)} busy GPUs carry pod labels")]
     return [Check(GROUP, "pod labels", WARN, "no GPU is busy: cannot confirm pod labels",
                   "run again while a pod uses a GPU")]
+
+
+def _blanks(samples: dict[str, list[Any]], wanted: set[str]) -> list[Check]:
+    """Fields the dashboards and alarms read that some GPU reports as a DCGM blank, by GPU."""
+    found: dict[str, list[str]] = {}
+    for name in sorted(wanted & set(samples)):
+        for sample in samples[name]:
+            if is_blank(sample.value):
+                node = sample.labels.get("hostname") or sample.labels.get("Hostname")
+                found.setdefault(f"{node} {_device(sample)}" if node else _device(sample), []).append(name)
+    if not found:
+        return []
+    listed = "; ".join(f"{gpu}: {', '.join(sorted(set(names)))}" for gpu, names in sorted(found.items()))
+    return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
+                  "Grafana and the CloudWatch widgets leave such readings out, CloudWatch alarms cannot (a GPU "
+                  "reading blank fires a '>' alarm and hides from a '<' one): use a dcgm-exporter that skips "
+                  "DCGM's blank values (2.x and later skip the named ones), or drop a field this GPU never reads "
+                  "from the counters CSV")]
 
 
 def _device(sample: Any) -> str:

@@ -349,6 +349,30 @@ def insights_window(subject: CloudWatchSubject) -> Iterable[Finding]:
                           f"Metrics Insights alarm over the latest 3 hours only")
 
 
+_BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToThreshold": "fires for it",
+                 "LessThanThreshold": "never fires for it", "LessThanOrEqualToThreshold": "never fires for it"}
+
+
+def alarm_blanks(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """Alarms on the exporter's DCGM fields see a blank sentinel as a reading: CloudWatch has no way to drop it."""
+    namespace = subject.settings.cloudwatch["namespace"]
+    for item in subject.alarms:
+        request = item["Request"]
+        metrics = [_parsed(str(m.get("Expression", ""))) for m in request.get("Metrics", [])
+                   if is_query(str(m.get("Expression", "")))]
+        names = [q.metric for q in metrics if q is not None and q.namespace == namespace and q.function != "COUNT"]
+        if request.get("Namespace") == namespace and request.get("MetricName") \
+                and request.get("Statistic") != "SampleCount":  # a count of readings: any value counts
+            names.append(request["MetricName"])
+        effect = _BLANK_EFFECT.get(str(request.get("ComparisonOperator")))
+        if not names or effect is None or not names[0].startswith("DCGM_"):
+            continue
+        yield Finding("AL010", "note", _alarm_where(item),
+                      f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
+                      f"{names[0]} {effect}: CloudWatch cannot drop a value here (the agent keeps it, alarms take "
+                      f"no metric math); `gpudash verify` names such GPUs")
+
+
 _ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "DESC",
               "LessThanThreshold": "ASC", "LessThanOrEqualToThreshold": "ASC"}
 
@@ -400,4 +424,5 @@ RULES = (
     Rule("AL007", f"every alarm carries the {ALARM_OWNER_TEXT} tag", alarm_tags),
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
+    Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
 )

@@ -5,7 +5,9 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
 
 * the scrape job's target labels join the exporter's labels (`job`, `node`, ...); a label
   with an empty value is no label (Prometheus drops it);
-* `up` and `scrape_*` are internal and dropped; histograms are dropped;
+* `up` and `scrape_*` are internal and dropped; histograms are dropped; a NaN or infinite
+  value is dropped (EMF cannot carry it) - the only check of a value: any other number,
+  DCGM's blank sentinels included, is published;
 * counters become the difference to the previous scrape of the same series (the first
   scrape of a series gives nothing);
 * `ClusterName` is the config's `cluster_name`;
@@ -20,6 +22,7 @@ The output is the datapoints CloudWatch would store: (metric, dimensions, timest
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -132,6 +135,8 @@ class Agent:
         result = []
         for name, kind, sample_labels, value in exposition(scrape.payload):
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
+                continue
+            if math.isnan(value) or math.isinf(value):
                 continue
             labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
             if not _relabel_keeps(self.relabel, {**labels, "__name__": name}):

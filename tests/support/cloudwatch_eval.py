@@ -8,7 +8,8 @@
   most 500) series are returned.
 * Metric math: arithmetic between a series (or an array of series) and a number applies to
   each value; SUM/AVG/MIN/MAX of an array is one series, per timestamp over the series that
-  have a value there.
+  have a value there. A comparison gives 1 or 0 per value; IF(condition, value) without a
+  false value returns no data point where the condition is 0, for each series of an array.
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
@@ -132,6 +133,17 @@ def _math(node: ast.AST, env: dict[str, Result]):
         if isinstance(left, float) and isinstance(right, float):
             return operate(left, right)
         raise AssertionError("arithmetic between two arrays of series is not used by gpudash")
+    if isinstance(node, ast.Compare):
+        (op,), (right,) = node.ops, node.comparators
+        left, bound = _math(node.left, env), _math(right, env)
+        assert isinstance(left, dict) and isinstance(bound, float), "comparisons of a series with a number only"
+        test = {ast.Lt: lambda v: v < bound, ast.LtE: lambda v: v <= bound, ast.Gt: lambda v: v > bound,
+                ast.GtE: lambda v: v >= bound}[type(op)]
+        return {k: {t: float(test(v)) for t, v in s.items()} for k, s in left.items()}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
+        condition, value = (_math(argument, env) for argument in node.args)  # no falseValue: no data point
+        assert set(condition) == set(value), "IF over series of different arrays"
+        return {k: {t: v for t, v in s.items() if condition[k].get(t)} for k, s in value.items()}
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
         (argument,) = node.args
         array = _math(argument, env)

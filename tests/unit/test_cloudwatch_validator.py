@@ -19,7 +19,8 @@ def good():
 
 
 def test_generated_dashboards_and_alarms_are_valid(good):
-    assert run(RULES, good) == []
+    # AL010 notes what a DCGM blank does to an alarm (tests/unit/test_cloudwatch_blanks.py)
+    assert [f for f in run(RULES, good) if f.rule != "AL010"] == []
 
 
 def _with_body(good, mutate):
@@ -152,7 +153,7 @@ def test_broken_alarm_is_rejected_precisely(good, case):
 def test_duplicate_names_and_quota(good):
     item = good.alarms[0]
     duplicated = CloudWatchSubject({}, [item, item], good.settings)
-    assert [f.rule for f in run(RULES, duplicated)] == ["AL005"]
+    assert [f.rule for f in run(RULES, duplicated) if f.rule != "AL010"] == ["AL005"]
     many = [{"Region": "us-east-1", "Request": {**item["Request"], "AlarmName": f"a{i}"}} for i in range(201)]
     (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject({}, many, good.settings))
     assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
