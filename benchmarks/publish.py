@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._reference import REFERENCE  # noqa: E402
-from generator.targets.cloudwatch_api import WRITES as WRITE_APIS  # noqa: E402
+from generator.clients.cloudwatch import WRITES as WRITE_APIS  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
@@ -86,7 +86,8 @@ def together_figures(scratch: Path) -> None:
     from generator.project import load_project
     from generator.publish import desired_from
     from generator.targets import cloudwatch_sync, grafana_sync
-    from generator.targets.grafana_api import GrafanaClient
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.clients.grafana import GrafanaClient
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
     project = load_project(_settings(scratch, "together", ["us-east-1"] * 3))
@@ -105,7 +106,7 @@ def together_figures(scratch: Path) -> None:
                                         uid_prefix=project.settings.grafana["uid_prefix"])
             grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
                               dry_run=False)
-            cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=moto.url)
+            cloudwatch = CloudWatch(endpoint_url=moto.url)
             changes = cloudwatch_sync.plan(cloudwatch, desired)
             cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
                                   force=False, prune=False, dry_run=False)

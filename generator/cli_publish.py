@@ -81,7 +81,7 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
 
 
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
-    from .targets.grafana_api import GrafanaClient, check_url
+    from .clients.grafana import GrafanaClient, check_url
 
     url = os.environ.get("GRAFANA_URL")
     if not url:
@@ -108,7 +108,7 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
 
 
 def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):
-    from .targets.cloudwatch_api import CloudWatch
+    from .clients.cloudwatch import CloudWatch
 
     return CloudWatch(profile=profile, endpoint_url=endpoint_url, deadline=deadline)
 
@@ -189,7 +189,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .publish import pending
     from .targets import cloudwatch_sync, grafana_sync
-    from .targets.deadline import Deadline
+    from .clients.deadline import Deadline
     from .targets.progress import Progress
 
     project, desired = _desired(config, csv, from_dir)
@@ -242,7 +242,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .publish import git_note
     from .targets import grafana_sync
-    from .targets.deadline import Deadline
+    from .clients.deadline import Deadline
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="push")
@@ -271,7 +271,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
           profile, endpoint_url, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
-    from .targets.deadline import Deadline
+    from .clients.deadline import Deadline
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")

@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Callable, Iterable
 
-from .checks.answer import OddAnswer
+from .clients.answer import OddAnswer
 from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check, Options
 from .errors import GpudashError, RemoteError
 from .project import Project

@@ -66,7 +66,7 @@ def project_dir(tmp_path: Path):
 @pytest.fixture(autouse=True)
 def deadline_clock(monkeypatch):
     """Publishing's backoff and Retry-After waits advance a fake clock: no test sleeps for them."""
-    from generator.targets import deadline
+    from generator.clients import deadline
     from tests.support.clock import FakeClock
 
     fake = FakeClock()

@@ -9,25 +9,15 @@ from ..markers import CLUSTER_DIMENSION
 from ..render.agent import agent_file
 from ..errors import RemoteError
 from ..project import Project
-from .answer import Answer, OddAnswer
-from .http import SlowAnswer
+from ..clients.answer import Answer, OddAnswer
+from ..clients.cloudwatch import for_verify, list_metrics_page
+from ..clients.http import SlowAnswer
 from .result import FAIL, NO_DATA, OK, SKIP, Check, Options, step
 
 GROUP = "cloudwatch"
 SAMPLE = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
 # ListMetrics lists a new metric up to 15 minutes after its first data point (CloudWatch API reference).
 LISTING_DELAY_MINUTES = 15
-
-
-def client(options: Options):
-    from botocore.config import Config
-
-    from ..targets.cloudwatch_sync import CloudWatch
-
-    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=1)
-    timeout = options.socket_timeout()
-    cloudwatch.config = cloudwatch.config.merge(Config(connect_timeout=timeout, read_timeout=timeout))
-    return cloudwatch
 
 
 def checks(project: Project, options: Options) -> Iterator[Check]:
@@ -37,7 +27,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if not settings.clusters:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
-    cloudwatch = client(options)
+    cloudwatch = for_verify(options)
     for cluster in settings.clusters:
         try:
             yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics, options)
@@ -58,7 +48,7 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
         if options.remaining() <= 0:
             raise SlowAnswer(f"{source} was still paging at the deadline ({options.timeout:g} s)",
                              hint="raise --timeout, or narrow cloudwatch.dimensions")
-        answer = Answer(_list_metrics(cloudwatch, cluster.region, namespace, source, kwargs), source)
+        answer = Answer(list_metrics_page(cloudwatch, cluster.region, namespace, source, kwargs), source)
         for item in answer.items("Metrics", required=True):
             name = item.get("MetricName", str)
             if name in wanted:
@@ -70,16 +60,6 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
             raise OddAnswer(source, "NextToken", token, "a token for the next page",
                             said=f"NextToken {token!r} repeats the token just sent")
         kwargs["NextToken"] = token
-
-
-def _list_metrics(cloudwatch, region: str, namespace: str, source: str, kwargs: dict) -> object:
-    """One ListMetrics page. botocore decodes the answer; where it cannot (a string where its model has a
-    list), its parser stops with a Python error: that answer is odd, not a bug in gpudash."""
-    try:
-        return cloudwatch.call(region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)
-    except (AttributeError, TypeError, ValueError, KeyError) as exc:
-        raise OddAnswer(source, "", exc, "a ListMetrics answer",
-                        said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
 
 
 # The add-on's GPU metrics sampled: node metrics exist for every GPU, held by a pod or idle.

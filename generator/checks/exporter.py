@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
-from ..errors import RemoteError
 from ..project import Project
-from .http import get
+from ..clients.exporter import fetch
 from .result import FAIL, OK, WARN, Check, Options
 
 GROUP = "exporter"
@@ -27,14 +26,6 @@ FP_BLANK = 2.0 ** 47  # the floating-point blank; the next 15 values are blanks 
 def is_blank(value: float) -> bool:
     """A DCGM blank sentinel: integer (about 2**63) or floating-point (2**47 and the next 15)."""
     return value >= SENTINEL_FLOOR or FP_BLANK <= value < FP_BLANK + 16
-
-
-def fetch(options: Options) -> str:
-    hint = "check the exporter URL (port 9400, path /metrics), or --skip exporter"
-    status, text = get(options.exporter_url, options, options.exporter_url, hint)
-    if status != 200:
-        raise RemoteError(f"{options.exporter_url} answered HTTP {status}", hint=hint)
-    return text
 
 
 def parse(text: str) -> dict[str, list[Any]]:

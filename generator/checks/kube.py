@@ -1,9 +1,8 @@
 """Kubernetes checks: exporter DaemonSet, GPU node coverage, Service, pod labels setting, counters
 CSV, the CloudWatch agent and its ConfigMaps, the ServiceMonitor.
 
-The official client loads the kubeconfig (exec plugins such as `aws eks get-token` included) and
-sends the requests; answers are read as JSON through `Answer`, never through the client's models,
-so an object shaped unlike its API is a failed check, not a crash."""
+Objects are read through `clients.kube.Kube` as `Answer`s, so an object shaped unlike its API is a
+failed check, not a crash."""
 
 from __future__ import annotations
 
@@ -16,15 +15,14 @@ import yaml
 from .. import container_insights_table as ci
 from ..catalog import load_counters, parse_counters
 from ..container_insights import ADDON_FILE, enabled as addon_source
-from .. import redact
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..render.agent import AGENT_KEY, SCRAPE_KEY, agent_file
 from ..resources import default_counters
-from .answer import Answer, OddAnswer, whole_count
-from .http import decode, read_body
+from ..clients.answer import Answer, OddAnswer, whole_count
+from ..clients.kube import Kube
 from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, Options, step
 
 GROUP = "kube"
@@ -38,74 +36,6 @@ AGENT_READY = ("CloudWatch agent", f"ConfigMap {AGENT_CONFIGMAP}", f"ConfigMap {
 SCRAPE_READY = ("Prometheus scrape config",)
 ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE = "add-on agent", "add-on DCGM exporter", "add-on GPU node coverage"
 ADDON_READY = (ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE)
-
-
-class Kube:
-    def __init__(self, options: Options):
-        import os
-
-        from kubernetes import client, config
-
-        try:
-            # KUBECONFIG is read now: the client reads it once, when it is first imported.
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=options.context)
-        except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
-            try:
-                config.load_incluster_config()
-            except config.ConfigException:
-                raise RemoteError(f"no usable kubeconfig ({kube_error})",
-                                  hint="set KUBECONFIG or --context; for EKS: aws eks update-kubeconfig") from None
-        configuration = client.Configuration.get_default_copy()
-        configuration.retries = 0
-        for value in (configuration.api_key or {}).values():  # a kubeconfig token, as sent and bare
-            redact.secret(value)
-            redact.secret(str(value).removeprefix("Bearer "))
-        redact.basic_auth(configuration.username, configuration.password)
-        self.api = client.ApiClient(configuration)
-        self.options = options
-
-    def text(self, path: str, what: str, query: dict[str, str] | None = None) -> str | None:
-        """The answer's text; None on 404; RemoteError when the API refuses or cannot be reached."""
-        from kubernetes.client.exceptions import ApiException
-
-        timeout = self.options.socket_timeout()
-        try:
-            response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
-                                         header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
-                                         _return_http_data_only=True, _preload_content=False,
-                                         _request_timeout=(timeout, timeout))
-            return decode(read_body(response, self.options, what), None)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            if exc.status in (401, 403):
-                raise RemoteError(f"the Kubernetes API refused access to {what} ({exc.status})",
-                                  hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
-                                       "deployments, services, configmaps, servicemonitors)") from None
-            raise RemoteError(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}",
-                              hint="check the cluster's API server") from None
-        except RemoteError:
-            raise
-        except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures
-            raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
-                              hint="check KUBECONFIG / --context and the network, or --skip kube") from None
-
-    def read(self, path: str, what: str, query: dict[str, str] | None = None) -> Answer | None:
-        """The decoded object; None on 404."""
-        text = self.text(path, what, query)
-        if text is None:
-            return None
-        try:
-            return Answer(json.loads(text), what)
-        except ValueError:
-            raise OddAnswer(what, "", text[:40], "JSON") from None
-
-    def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
-        """The items of a list; a 404 on a list is odd (an empty list is the API's answer for none)."""
-        answer = self.read(path, what, query)
-        if answer is None:
-            raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
-        return list(answer.items("items", required=True))
 
 
 def checks(project: Project, options: Options) -> Iterator[Check]:

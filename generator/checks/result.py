@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterator
 
 from .. import redact
-from .answer import OddAnswer
+from ..clients.answer import OddAnswer
 
 OK, FAIL, WARN, SKIP = "ok", "fail", "warn", "skip"
 NO_DATA, NOT_DEPLOYED, UNREACHABLE, ODD_ANSWER = "no-data", "not-deployed", "unreachable", "odd-answer"

@@ -39,7 +39,7 @@ class PrometheusClient:
         self.timeout = timeout
 
     def _get(self, path: str, params: dict[str, str]) -> Any:
-        from ..checks.http import get
+        from ..clients.http import get
 
         options = Options(timeout=self.timeout)
         options.start()

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
+from ..clients.cloudwatch import BATCH, CloudWatch
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -25,10 +26,8 @@ from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_
 from ..ownership import (alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from . import prune_guard
-from .cloudwatch_api import CloudWatch
 from .progress import Progress, Silent
 
-BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
 READERS = 4  # dashboards read at once per Region
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
 Tick = Callable[[], None]
@@ -53,86 +52,6 @@ def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
     with ThreadPoolExecutor(max_workers=len(regions), thread_name_prefix="gpudash-region") as pool:
         futures = [pool.submit(work, region) for region in regions]
         return [item for future in futures for item in future.result()]
-
-
-# --- reading --------------------------------------------------------------------------------
-
-def _read_dashboard(cloudwatch: CloudWatch, region: str, name: str) -> dict[str, Any] | None:
-    from botocore.exceptions import ClientError
-
-    what = f"CloudWatch dashboard {name}"
-    try:
-        answer = cloudwatch.call(region, "GetDashboard", what, DashboardName=name)
-    except ClientError:  # ResourceNotFound only: every other error is a RemoteError
-        return None
-    try:
-        body = json.loads(answer["DashboardBody"])
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
-                          where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
-    return body
-
-
-def _list_dashboards(cloudwatch: CloudWatch, region: str, prefix: str) -> list[str]:
-    """Names of the dashboards whose name starts with `prefix`, every page."""
-    names: list[str] = []
-    what = f"CloudWatch dashboards {prefix}* in {region}"
-    token = None
-    while True:
-        kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
-        page = cloudwatch.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
-        names.extend(entry["DashboardName"] for entry in page["DashboardEntries"])
-        token = page.get("NextToken")
-        if not token:
-            return names
-
-
-def _describe(cloudwatch: CloudWatch, region: str, *, prefix: str | None = None,
-              names: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Metric alarms by name prefix, or by names (at most BATCH), every page."""
-    alarms: dict[str, dict[str, Any]] = {}
-    selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
-    what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
-    token = None
-    while True:
-        kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
-        if token:
-            kwargs["NextToken"] = token
-        page = cloudwatch.call(region, "DescribeAlarms", what, **kwargs)
-        alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
-        token = page.get("NextToken")
-        if not token:
-            return alarms
-
-
-def _owned_tags(cloudwatch: CloudWatch, region: str) -> dict[str, list[dict[str, str]]] | None:
-    """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
-    filters = [{"Key": ALARM_OWNER_TAG["Key"], "Values": [ALARM_OWNER_TAG["Value"]]}]
-    found: dict[str, list[dict[str, str]]] = {}
-    token = ""
-    while True:
-        kwargs = {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters, "ResourcesPerPage": BATCH}
-        if token:
-            kwargs["PaginationToken"] = token
-        try:
-            page = cloudwatch.call(region, "GetResources", f"tags of CloudWatch alarms in {region}", **kwargs)
-        except RemoteError as exc:
-            if "AccessDenied" not in exc.what:
-                raise
-            cloudwatch.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
-                            "time (slow); grant tag:GetResources to read them in bulk")
-            return None
-        found.update({item["ResourceARN"]: item.get("Tags", []) for item in page["ResourceTagMappingList"]})
-        token = page.get("PaginationToken") or ""
-        if not token:
-            return found
-
-
-def _tags(cloudwatch: CloudWatch, region: str, alarm: dict[str, Any]) -> list[dict[str, str]]:
-    return cloudwatch.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
-                           ResourceARN=alarm["AlarmArn"])["Tags"]
 
 
 # --- planning -------------------------------------------------------------------------------
@@ -223,15 +142,15 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether gpudash wrote it."""
     def read(name: str) -> Change:
-        change = _plan_dashboard(name, region, dashboards[name], _read_dashboard(cloudwatch, region, name))
+        change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name))
         progress()
         return change
 
-    listed = _list_dashboards(cloudwatch, region, cloudwatch_dashboard_name_start(prefix)) if prefix else []
+    listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix else []
     retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
-        old = pool.map(lambda name: _plan_retired_dashboard(name, region, _read_dashboard(cloudwatch, region, name)),
+        old = pool.map(lambda name: _plan_retired_dashboard(name, region, cloudwatch.dashboard_body(region, name)),
                        retired)
         return changes + [change for change in old if change is not None]
 
@@ -239,9 +158,9 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
                  progress: Tick) -> list[Change]:
     changes = []
-    live = {name: alarm for name, alarm in _describe(cloudwatch, region, prefix=alarm_name_start(prefix)).items()
+    live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
-    bulk = _owned_tags(cloudwatch, region) if live else {}
+    bulk = cloudwatch.owned_alarm_tags(region) if live else {}
     tags: dict[str, list[dict[str, str]]] = {}
     for name, alarm in live.items():
         if bulk is not None and alarm["AlarmArn"] in bulk:
@@ -249,7 +168,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
         elif name in requests or bulk is None:
             # Not vouched for by the bulk read (no ownership tag, or tagged too recently for it to
             # show): ask the alarm itself before calling it foreign.
-            tags[name] = _tags(cloudwatch, region, alarm)
+            tags[name] = cloudwatch.alarm_tags(region, alarm)
     for name, request in sorted(requests.items()):
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, [])))
         progress()
@@ -320,7 +239,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: di
     """Write one dashboard unless it moved since the plan; False when it is already as generated."""
     what = f"CloudWatch dashboard {change.name}"
     desired = None if change.action == DELETE else json.loads(item["DashboardBody"])
-    moved = _moved(change, _read_dashboard(cloudwatch, region, change.name), desired)
+    moved = _moved(change, cloudwatch.dashboard_body(region, change.name), desired)
     if moved is not None:
         if moved:
             raise _not_overwritten(change, moved)
@@ -359,7 +278,7 @@ def _record_reported(cloudwatch: CloudWatch, region: str, written: list[tuple[Ch
     a console edit next time."""
     if not written:
         return
-    now = _describe(cloudwatch, region, names=[change.name for change, _ in written])
+    now = cloudwatch.metric_alarms(region, names=[change.name for change, _ in written])
     for change, request in written:
         alarm = now.get(change.name)
         if alarm is None:
@@ -396,7 +315,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     for start in range(0, len(changes), BATCH):
         batch = changes[start:start + BATCH]
         try:  # read again what is about to be written: nothing that moved since the plan is overwritten
-            now = _describe(cloudwatch, region, names=[c.name for c in batch])
+            now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
         except RemoteError as exc:
             for change in batch:
                 record(change, error=exc)

@@ -20,8 +20,8 @@ from ..names import is_grafana_uid
 from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
                          grafana_pushed_hash)
 from . import prune_guard
-from .deadline import DeadlineExceeded
-from .grafana_api import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
+from ..clients.deadline import DeadlineExceeded
+from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
 from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from generator.targets import deadline
-from generator.targets.pacing import Pacer
+from generator.clients import deadline
+from generator.clients.pacing import Pacer
 from tests.support.clock import FakeClock
 from tests.support.cloudwatch_world import ALWAYS, NAMES, alarms, fault, no_aws_credentials
 

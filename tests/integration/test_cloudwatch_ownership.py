@@ -42,11 +42,12 @@ def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(pr
 
 
 def test_an_alarm_created_between_plan_and_apply_is_not_overwritten(proxied):
+    from generator.clients.cloudwatch import CloudWatch
     from generator.targets import cloudwatch_sync
 
     proxy, client, apply = proxied
     desired = default_desired()
-    cloudwatch = cloudwatch_sync.CloudWatch(endpoint_url=proxy.url)
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired)
     foreign_alarm(client)  # someone creates an untagged alarm with a gpudash name meanwhile
     outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
@@ -181,11 +182,12 @@ def test_a_lost_tag_write_converges_without_false_drift(proxied, project_dir):
 
 def test_two_publishers_at_once_converge(proxied):
     """Both plan before either writes; the second finds everything already as generated."""
+    from generator.clients.cloudwatch import CloudWatch
     from generator.targets import cloudwatch_sync
 
     proxy, client, _ = proxied
     desired = default_desired()
-    first, second = (cloudwatch_sync.CloudWatch(endpoint_url=proxy.url) for _ in range(2))
+    first, second = (CloudWatch(endpoint_url=proxy.url) for _ in range(2))
     plans = [cloudwatch_sync.plan(cw, desired) for cw in (first, second)]
     outcomes = [cloudwatch_sync.apply(cw, plan, desired.cloudwatch_dashboards, desired.alarms, force=False,
                                       prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]

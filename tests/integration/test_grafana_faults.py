@@ -21,8 +21,9 @@ from generator.ownership import grafana_message
 from generator.project import load_project
 from generator.output import write
 from generator.publish import desired_from, read_build
-from generator.targets import deadline, grafana_sync
-from generator.targets.grafana_api import GrafanaClient
+from generator.targets import grafana_sync
+from generator.clients import deadline
+from generator.clients.grafana import GrafanaClient
 from tests.support.fault_proxy import HTML, FaultProxy, Rule
 from tests.support.grafana_server import ADMIN, GrafanaTestServer
 

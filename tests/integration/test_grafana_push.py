@@ -12,7 +12,7 @@ from generator.publish import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import grafana_message
-from generator.targets.grafana_api import GrafanaClient, InvalidAnswer
+from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
 from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer

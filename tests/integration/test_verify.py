@@ -288,7 +288,7 @@ def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers
 def test_a_read_cut_short_by_the_deadline_is_reported_as_the_deadline():
     """The socket's own timeout is the time left in the run: when it fires, the deadline has come, and the
     check says so (not a bare ReadTimeout), whichever of the two the machine's load lets happen first."""
-    from generator.checks.http import SlowAnswer, get
+    from generator.clients.http import SlowAnswer, get
     from generator.checks.result import Options
     from tests.support.canned_server import CannedServer
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from generator import cli_publish
-from generator.targets.cloudwatch_api import WRITES as WRITE_APIS
+from generator.clients.cloudwatch import WRITES as WRITE_APIS
 from tests.support.fault_proxy import FaultProxy, Rule
 from tests.support.moto_server import MotoServer
 

@@ -86,7 +86,7 @@ def aws(args: list[str]) -> int:
 
 def gpudash(args: list[str]) -> int:
     from generator import cli
-    from generator.targets import deadline
+    from generator.clients import deadline
     from tests.support.clock import FakeClock
 
     deadline.CLOCK = FakeClock()  # pacing and backoff wait on the deadline's clock

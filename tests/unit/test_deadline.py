@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from generator.errors import RemoteError
-from generator.targets.deadline import Deadline, DeadlineExceeded, parse_retry_after
+from generator.clients.deadline import Deadline, DeadlineExceeded, parse_retry_after
 from tests.support.clock import FakeClock
 
 

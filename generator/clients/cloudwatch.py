@@ -19,10 +19,12 @@ from typing import Any
 
 from .. import redact
 from ..errors import GpudashError, RemoteError
+from ..markers import ALARM_OWNER_TAG
 from .deadline import Deadline
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
+BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
 # What each read publishing makes must answer: key -> type. Its writes answer `{}` (or an empty body).
 # Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves.
 REQUIRED = {
@@ -150,6 +152,105 @@ class CloudWatch:
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             self.deadline.pause(max(delay, retry_after or 0.0), what)
         raise RemoteError(f"{failure[0]} (after {self.max_attempts} attempts)", where=what, hint=failure[1])
+
+    # --- reads gpudash makes, every page -------------------------------------------------------
+
+    def dashboard_body(self, region: str, name: str) -> dict[str, Any] | None:
+        """A dashboard's body as a JSON object; None when there is no such dashboard."""
+        from botocore.exceptions import ClientError
+
+        what = f"CloudWatch dashboard {name}"
+        try:
+            answer = self.call(region, "GetDashboard", what, DashboardName=name)
+        except ClientError:  # ResourceNotFound only: every other error is a RemoteError
+            return None
+        try:
+            body = json.loads(answer["DashboardBody"])
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
+                              where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
+        return body
+
+    def dashboard_names(self, region: str, prefix: str) -> list[str]:
+        """Names of the dashboards whose name starts with `prefix`, every page."""
+        names: list[str] = []
+        what = f"CloudWatch dashboards {prefix}* in {region}"
+        token = None
+        while True:
+            kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
+            page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
+            names.extend(entry["DashboardName"] for entry in page["DashboardEntries"])
+            token = page.get("NextToken")
+            if not token:
+                return names
+
+    def metric_alarms(self, region: str, *, prefix: str | None = None,
+                      names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Metric alarms by name prefix, or by names (at most BATCH), every page."""
+        alarms: dict[str, dict[str, Any]] = {}
+        selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
+        what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
+        token = None
+        while True:
+            kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
+            if token:
+                kwargs["NextToken"] = token
+            page = self.call(region, "DescribeAlarms", what, **kwargs)
+            alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
+            token = page.get("NextToken")
+            if not token:
+                return alarms
+
+    def owned_alarm_tags(self, region: str) -> dict[str, list[dict[str, str]]] | None:
+        """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
+        filters = [{"Key": ALARM_OWNER_TAG["Key"], "Values": [ALARM_OWNER_TAG["Value"]]}]
+        found: dict[str, list[dict[str, str]]] = {}
+        token = ""
+        while True:
+            kwargs = {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters, "ResourcesPerPage": BATCH}
+            if token:
+                kwargs["PaginationToken"] = token
+            try:
+                page = self.call(region, "GetResources", f"tags of CloudWatch alarms in {region}", **kwargs)
+            except RemoteError as exc:
+                if "AccessDenied" not in exc.what:
+                    raise
+                self.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
+                          "time (slow); grant tag:GetResources to read them in bulk")
+                return None
+            found.update({item["ResourceARN"]: item.get("Tags", []) for item in page["ResourceTagMappingList"]})
+            token = page.get("PaginationToken") or ""
+            if not token:
+                return found
+
+    def alarm_tags(self, region: str, alarm: dict[str, Any]) -> list[dict[str, str]]:
+        """One alarm's tags (ListTagsForResource)."""
+        return self.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
+                         ResourceARN=alarm["AlarmArn"])["Tags"]
+
+
+def for_verify(options) -> CloudWatch:
+    """The client `verify` reads with: one attempt per call, sockets bounded by the run's deadline."""
+    from botocore.config import Config
+
+    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=1)
+    timeout = options.socket_timeout()
+    cloudwatch.config = cloudwatch.config.merge(Config(connect_timeout=timeout, read_timeout=timeout))
+    return cloudwatch
+
+
+def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, source: str, kwargs: dict) -> object:
+    """One ListMetrics page. botocore decodes the answer; where it cannot (a string where its model has a
+    list), its parser stops with a Python error: that answer is odd, not a bug in gpudash."""
+    from .answer import OddAnswer
+
+    try:
+        return cloudwatch.call(region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        raise OddAnswer(source, "", exc, "a ListMetrics answer",
+                        said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
 
 
 def _snake(api: str) -> str:

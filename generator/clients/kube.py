@@ -1,0 +1,81 @@
+"""The Kubernetes API client: the official client loads the kubeconfig (exec plugins such as
+`aws eks get-token` included) and sends the requests; answers are read as JSON through `Answer`, never
+through the client's models, so an object shaped unlike its API is a clear failure, not a crash."""
+
+from __future__ import annotations
+
+import json
+
+from .. import redact
+from ..checks.result import Options
+from ..errors import RemoteError
+from .answer import Answer, OddAnswer
+from .http import decode, read_body
+
+
+class Kube:
+    def __init__(self, options: Options):
+        import os
+
+        from kubernetes import client, config
+
+        try:
+            # KUBECONFIG is read now: the client reads it once, when it is first imported.
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=options.context)
+        except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                raise RemoteError(f"no usable kubeconfig ({kube_error})",
+                                  hint="set KUBECONFIG or --context; for EKS: aws eks update-kubeconfig") from None
+        configuration = client.Configuration.get_default_copy()
+        configuration.retries = 0
+        for value in (configuration.api_key or {}).values():  # a kubeconfig token, as sent and bare
+            redact.secret(value)
+            redact.secret(str(value).removeprefix("Bearer "))
+        redact.basic_auth(configuration.username, configuration.password)
+        self.api = client.ApiClient(configuration)
+        self.options = options
+
+    def text(self, path: str, what: str, query: dict[str, str] | None = None) -> str | None:
+        """The answer's text; None on 404; RemoteError when the API refuses or cannot be reached."""
+        from kubernetes.client.exceptions import ApiException
+
+        timeout = self.options.socket_timeout()
+        try:
+            response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
+                                         header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+                                         _return_http_data_only=True, _preload_content=False,
+                                         _request_timeout=(timeout, timeout))
+            return decode(read_body(response, self.options, what), None)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            if exc.status in (401, 403):
+                raise RemoteError(f"the Kubernetes API refused access to {what} ({exc.status})",
+                                  hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
+                                       "deployments, services, configmaps, servicemonitors)") from None
+            raise RemoteError(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}",
+                              hint="check the cluster's API server") from None
+        except RemoteError:
+            raise
+        except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures
+            raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
+                              hint="check KUBECONFIG / --context and the network, or --skip kube") from None
+
+    def read(self, path: str, what: str, query: dict[str, str] | None = None) -> Answer | None:
+        """The decoded object; None on 404."""
+        text = self.text(path, what, query)
+        if text is None:
+            return None
+        try:
+            return Answer(json.loads(text), what)
+        except ValueError:
+            raise OddAnswer(what, "", text[:40], "JSON") from None
+
+    def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
+        """The items of a list; a 404 on a list is odd (an empty list is the API's answer for none)."""
+        answer = self.read(path, what, query)
+        if answer is None:
+            raise OddAnswer(what, "", "404 Not Found", "a list (an empty one when there is none)")
+        return list(answer.items("items", required=True))
