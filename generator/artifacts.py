@@ -108,8 +108,9 @@ def feed_files(project: Project) -> dict[str, bytes]:
     else:
         scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
         queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+        emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
         agents = {agent.agent_file(cluster): to_yaml(*agent.configmaps(project.catalog, settings, cluster, queried,
-                                                                        scrape_yaml))
+                                                                        scrape_yaml, emf))
                   for cluster in settings.clusters}
     return {
         **agents,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Iterable
 
@@ -37,6 +38,7 @@ def _caller() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
 
 
+@cache
 def source_file(defined_at: str) -> str:
     """`folder/file.py` of a `path:line` location, for messages and generated notes."""
     return "/".join(Path(defined_at.rsplit(":", 1)[0]).parts[-2:])

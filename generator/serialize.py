@@ -28,29 +28,11 @@ _PRETTY = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
 _COMPACT_ASCII = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-# orjson writes floats of magnitude 1e-10..1e-4 as 0.0000x or 1e-5 where Python writes 1e-05;
-# output that could hold such a number (or a string that looks like one) takes the reference path.
-_NONZERO_DIGITS = b"123456789"
-
-
-def _orjson_diverges(text: bytes) -> bool:
-    """`0.0000`, or `e-` followed by exactly one digit 1-9 (orjson's 1e-5; Python's is 1e-05)."""
-    if b"0.0000" in text:
-        return True
-    at = text.find(b"e-")
-    while at != -1:  # rare in generated text: bytes.find skips to each one at C speed
-        digit = text[at + 2:at + 3]
-        if digit and digit in _NONZERO_DIGITS and not text[at + 3:at + 4].isdigit():
-            return True
-        at = text.find(b"e-", at + 2)
-    return False
-
-
 def to_json(data: Any, *, ascii: bool = False) -> bytes:
     """A JSON file: sorted keys, 2-space indent, non-ASCII as UTF-8 (or escaped), trailing newline.
 
     The standard library indents in Python, not C; orjson writes the same bytes far faster, so it
-    is used wherever it agrees (see _orjson_diverges and _finite)."""
+    is used wherever it agrees (see _orjson_writes_json)."""
     fast = _pretty_fast(data)
     if fast is not None:
         return ascii_json(fast.decode()).encode() if ascii else fast
@@ -66,19 +48,19 @@ def _pretty_fast(data: Any) -> bytes | None:
 
 def _orjson(data: Any, option: int) -> bytes | None:
     """orjson's text of `data`, or None where it could differ from the standard library's."""
+    if not _orjson_writes_json(data):
+        return None
     try:  # types json does not encode (dataclasses, dates, subclasses) pass through, and are refused
-        text = orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+        return orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
                             | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting, the above
         return None
-    if _orjson_diverges(text):
-        return None
-    # orjson writes NaN and infinities as null: only a text with a null can hold one.
-    return text if b"null" not in text or _finite(data) else None
 
 
-def _finite(data: Any) -> bool:
-    """False when a NaN or infinity is inside: the reference writes NaN/Infinity, orjson null."""
+def _orjson_writes_json(data: Any) -> bool:
+    """False when a float inside is one orjson writes unlike json: NaN and infinities (null where json
+    writes NaN, Infinity) and magnitudes below 1e-4 (0.00001 or 1.5e-7 where json writes 1e-05 and
+    1.5e-07). Every other float is written with the same shortest digits in the same notation."""
     stack = [data]
     pop, extend = stack.pop, stack.extend
     while stack:
@@ -87,7 +69,7 @@ def _finite(data: Any) -> bool:
         if kind is str or kind is int or kind is bool or value is None:
             continue
         if isinstance(value, float):
-            if value - value != 0.0:  # NaN and infinities
+            if value - value != 0.0 or (value != 0.0 and -1e-4 < value < 1e-4):
                 return False
         elif isinstance(value, dict):
             extend(value.values())

@@ -67,8 +67,8 @@ def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets)
     return {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets}
 
 
-def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets) -> dict[str, Any]:
-    cloudwatch = settings.cloudwatch
+def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
+    """What the agent publishes, and how: the same for every cluster."""
     names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
@@ -76,6 +76,13 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
     declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
                      "metric_selectors": metric_selectors(metrics)}
                     for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
+    return {"metric_namespace": settings.cloudwatch["namespace"], "metric_unit": units,
+            "metric_declaration": declarations}
+
+
+def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets,
+                 emf: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One cluster's agent config; `emf`: emf_processor(catalog, settings, queried), when already made."""
     return {
         "logs": {
             "metrics_collected": {
@@ -83,11 +90,7 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
                     "cluster_name": cluster.name,
                     "log_group_name": log_group(cluster),
                     "prometheus_config_path": SCRAPE_MOUNT,
-                    "emf_processor": {
-                        "metric_namespace": cloudwatch["namespace"],
-                        "metric_unit": units,
-                        "metric_declaration": declarations,
-                    },
+                    "emf_processor": emf or emf_processor(catalog, settings, queried),
                 }
             },
             "force_flush_interval": settings.agent["force_flush_interval"],
@@ -96,9 +99,9 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
 
 
 def configmaps(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets,
-               scrape_yaml: str) -> list[dict[str, Any]]:
+               scrape_yaml: str, emf: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     namespace = settings.agent["namespace"]
-    agent_json = to_json(agent_config(catalog, settings, cluster, queried), ascii=True).decode()
+    agent_json = to_json(agent_config(catalog, settings, cluster, queried, emf), ascii=True).decode()
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},

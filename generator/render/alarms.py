@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from ..catalog import Catalog
 from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
@@ -39,12 +39,12 @@ def _description(alarm: Alarm) -> str:
     return text[:1024]
 
 
-def _common(alarm: Alarm, settings: Settings, name: str) -> dict[str, Any]:
+def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
     condition = cloudwatch_condition(alarm, settings)
     actions = list(settings.alarms["actions"][alarm.severity])
     request: dict[str, Any] = {
         "AlarmName": name,
-        "AlarmDescription": _description(alarm),
+        "AlarmDescription": description or _description(alarm),
         "ActionsEnabled": True,
         "AlarmActions": actions,
         "OKActions": actions,
@@ -76,13 +76,23 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
 
-def _insights_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster: Cluster | None) -> dict[str, Any]:
+def _insights_requests(alarm: Alarm, catalog: Catalog,
+                       settings: Settings) -> Callable[[Cluster | None], dict[str, Any]]:
+    """The alarm's request for a cluster (None: fleet-wide); all but its name and its query's cluster
+    filter is made once, whatever the number of clusters."""
     condition = cloudwatch_condition(alarm, settings)
     plan_ = alarm_plan(alarm, catalog, settings)
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
-    request["Threshold"] = _threshold(alarm, plan_, settings)
-    request["Metrics"] = [{"Id": "q1", "Expression": plan_.expression(settings, cluster, ORDER[condition.comparison]),
-                           "Period": alarm.period_seconds, "ReturnData": True, "Label": alarm.title}]
+    threshold = _threshold(alarm, plan_, settings)
+    description = _description(alarm)
+    before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
+
+    def request(cluster: Cluster | None) -> dict[str, Any]:
+        result = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
+        result["Threshold"] = threshold
+        result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster) + after,
+                              "Period": alarm.period_seconds, "ReturnData": True, "Label": alarm.title}]
+        return result
+
     return request
 
 
@@ -157,10 +167,11 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
+        insights_request = _insights_requests(alarm, catalog, settings)
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:
-                request = _insights_request(alarm, catalog, settings, None)
+                request = insights_request(None)
                 request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
                 requests.append({"Region": region, "Request": request})
             continue
@@ -175,8 +186,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                               "Request": _static_request(alarm, catalog, settings, cluster, entry)}
                              for entry in settings.alarms["static_pods"]]
             else:
-                requests.append({"Region": cluster.region,
-                                 "Request": _insights_request(alarm, catalog, settings, cluster)})
+                requests.append({"Region": cluster.region, "Request": insights_request(cluster)})
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
 
 
