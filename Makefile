@@ -9,8 +9,12 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: install generate test lint services bench clean
 
-# One pip call per target: no pip self-upgrade, no version check.
-PIP    := $(BIN)/pip install --quiet --disable-pip-version-check
+# One pip call per target: no pip self-upgrade, no version check, and no bytecode written at install
+# (most installed modules are never imported: Python compiles the ones that are, once, on first
+# import). So bytecode is written here even where the environment sets PYTHONDONTWRITEBYTECODE:
+# otherwise every test process and every gpudash start compiles each module it imports again.
+PIP    := $(BIN)/pip install --quiet --disable-pip-version-check --no-compile
+export PYTHONDONTWRITEBYTECODE :=
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,14 +45,15 @@ services:
 	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  if [ -n "$$missing" ]; then \
 	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      --no-install-recommends $$missing >/dev/null; \
 	  fi
 	@prometheus --version 2>&1 | head -1
 
-# Test files run in one worker per CPU (each file in one worker, so its fixtures start once):
-# much of the suite waits on servers (Prometheus's first scrape), and more workers than CPUs
-# would slow the tests that compare rates against the clock.
-test: $(TEST_STAMP) services
+# The pip install and the apt install run side by side (one is CPU, the other mostly download and
+# unpack). Test files run in one worker per CPU (each file in one worker, so its fixtures start once).
+test:
+	@$(MAKE) --no-print-directory -j2 $(TEST_STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile
 
 bench: $(TEST_STAMP)

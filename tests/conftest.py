@@ -72,3 +72,26 @@ def deadline_clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr(deadline, "CLOCK", fake)
     return fake
+
+
+@pytest.fixture(autouse=True, scope="session")
+def botocore_models_read_once():
+    """Every boto3 session the CLI opens in-process reads botocore's service models (JSON, about 50 ms
+    of CPU per client) from one shared loader instead of parsing them again: the models never change."""
+    try:
+        import botocore.loaders
+        import botocore.session
+    except ImportError:
+        yield
+        return
+    original = botocore.session.create_loader
+    loaders: dict = {}
+
+    def create_loader(search_path_string=None):
+        if search_path_string not in loaders:
+            loaders[search_path_string] = original(search_path_string)
+        return loaders[search_path_string]
+
+    botocore.session.create_loader = create_loader
+    yield
+    botocore.session.create_loader = original
