@@ -1,27 +1,68 @@
-"""Project -> every artifact as {relative path: bytes}. Pure and deterministic."""
+"""Project -> every artifact, as one typed set of plain data. Pure and deterministic.
+
+Nothing here is text: `output.encode` turns the set into the files of a build, and `output.read`
+turns a build back into the same set, so lint, verify and publish work on one form whether the
+artifacts were just built or read from a reviewed build.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InputError
 from .markers import GRAFANA_OWNER_TAG
-from .names import cloudformation_template, grafanalib_uid
+from .names import grafanalib_uid
 from .project import Project
 from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
-from .render.grafana_files import configmap, provisioning
-from .serialize import to_json, to_yaml
+from .render.grafana_files import provisioning
 
 
 @dataclass(frozen=True)
 class GrafanaDashboard:
     uid: str
     title: str
-    source: str  # definition file:line
+    source: str  # definition file:line, or the build file it was read from
     model: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CloudWatchDashboard:
+    name: str
+    region: str  # where PutDashboard writes it: its cluster's Region
+    body: dict[str, Any]  # the DashboardBody, without the ownership stamp (added when it is encoded)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One cluster's CloudWatch agent: its cwagentconfig.json and the scrape config it mounts."""
+    cluster: str
+    namespace: str
+    config: dict[str, Any]  # cwagentconfig.json
+    scrape: dict[str, Any]  # prometheus.yaml
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    grafana: tuple[GrafanaDashboard, ...]
+    grafana_folder: dict[str, str]  # {"uid", "title"}: the folder the dashboards go in
+    grafana_provisioning: dict[str, Any]
+    cloudwatch_dashboards: tuple[CloudWatchDashboard, ...]
+    alarms: tuple[dict[str, Any], ...]  # {"Region", "Request"}: PutMetricAlarm arguments, sorted by name
+    primary_region: str  # the first cluster's: CloudFormation puts the (global) dashboards there
+    cloudformation: dict[str, dict[str, Any]]  # Region -> template; a dashboard's DashboardBody is its body
+    agents: tuple[AgentConfig, ...]  # empty with cloudwatch.source: container-insights
+    addon: dict[str, Any] | None  # the Container Insights add-on's configuration values, or None
+    additional_scrape_configs: dict[str, Any]
+    service_monitor: dict[str, Any]
+    prometheus_rules: dict[str, Any]
+    prometheus_rule: dict[str, Any]  # the same rules as a PrometheusRule
+    origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
+
+    def agent(self, cluster: str) -> AgentConfig | None:
+        return next((a for a in self.agents if a.cluster == cluster), None)
 
 
 def _grafanalib_json(item) -> dict[str, Any]:
@@ -56,64 +97,50 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
     return result
 
 
-def build(project: Project) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
-    dashboards = grafana_dashboards(project)
-    configmaps = []
-    for dashboard in dashboards:
-        body = to_json(dashboard.model)
-        files[f"grafana/{dashboard.uid}.json"] = body
-        configmaps.append(configmap(dashboard.uid, body.decode(), project.settings))
-    files["grafana/provisioning/gpudash-dashboards.yaml"] = to_yaml(provisioning(project.settings))
-    files["k8s/grafana-dashboards.yaml"] = to_yaml(*configmaps)
-    files.update(feed_files(project))
-    files.update(cloudwatch_files(project))
-    files.update(rule_files(project))
-    return files
+def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
+    return tuple(CloudWatchDashboard(name, region, body) for name, region, body in
+                 cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings))
 
 
-def cloudwatch_files(project: Project) -> dict[str, bytes]:
-    """CloudWatch dashboards, the PutMetricAlarm requests and the same as CloudFormation."""
-    settings = project.settings
-    dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
-    requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog)
-    files = {f"cloudwatch/dashboards/{name}.json": to_json(body) for name, body in dashboards.items()}
-    files["cloudwatch/alarms.json"] = to_json({"alarms": requests})
-    primary = settings.clusters[0].region
-    from .container_insights import enabled
-
-    # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
-    log_groups = [] if enabled(settings) else \
-        [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
-    for region, template in cloudformation.templates(dashboards, requests, primary, log_groups).items():
-        files[f"cloudformation/{cloudformation_template(region, primary)}"] = to_json(template)
-    return files
-
-
-def rule_files(project: Project) -> dict[str, bytes]:
-    """The alarms as Prometheus alerting rules: a plain rules file and a PrometheusRule."""
-    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, project.settings)
-    return {"prometheus/rules.yaml": to_yaml(rules),
-            "k8s/prometheusrule.yaml": to_yaml(alarm_render.prometheus_rule_resource(rules, project.settings))}
-
-
-def feed_files(project: Project) -> dict[str, bytes]:
-    """The configs that feed the dashboards: the agent's ConfigMaps (or, with cloudwatch.source:
-    container-insights, the EKS add-on's configuration values) and the Prometheus scrape job."""
+def agents(project: Project) -> tuple[AgentConfig, ...]:
+    """Each cluster's agent config and scrape config; none when the Container Insights add-on publishes."""
     from . import container_insights
 
     settings = project.settings
-    if container_insights.enabled(settings):  # the add-on runs its own agent and exporter: its configuration
-        agents = {container_insights.ADDON_FILE: to_json(container_insights.addon_configuration())}
-    else:
-        scrape_yaml = to_yaml(scrape.prometheus_config(settings)).decode()
-        queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
-        emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
-        agents = {agent.agent_file(cluster): to_yaml(*agent.configmaps(project.catalog, settings, cluster, queried,
-                                                                        scrape_yaml, emf))
-                  for cluster in settings.clusters}
-    return {
-        **agents,
-        "prometheus/additional-scrape-configs.yaml": to_yaml(scrape.additional_scrape_configs(settings)),
-        "k8s/servicemonitor.yaml": to_yaml(scrape.service_monitor(settings)),
-    }
+    if container_insights.enabled(settings):
+        return ()
+    scrape_config = scrape.prometheus_config(settings)
+    queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+    emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
+    return tuple(AgentConfig(cluster.name, settings.agent["namespace"],
+                             agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
+                 for cluster in settings.clusters)
+
+
+def build(project: Project) -> Artifacts:
+    from . import container_insights
+
+    settings = project.settings
+    dashboards = cloudwatch_dashboards(project)
+    requests = alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog)
+    primary = settings.clusters[0].region
+    addon = container_insights.enabled(settings)
+    # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
+    log_groups = [] if addon else \
+        [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
+    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
+    return Artifacts(
+        grafana=tuple(grafana_dashboards(project)),
+        grafana_folder=dict(settings.grafana["folder"]),
+        grafana_provisioning=provisioning(settings),
+        cloudwatch_dashboards=dashboards,
+        alarms=tuple(requests),
+        primary_region=primary,
+        cloudformation=cloudformation.templates({d.name: d.body for d in dashboards}, requests, primary, log_groups),
+        agents=agents(project),
+        addon=container_insights.addon_configuration() if addon else None,
+        additional_scrape_configs=scrape.additional_scrape_configs(settings),
+        service_monitor=scrape.service_monitor(settings),
+        prometheus_rules=rules,
+        prometheus_rule=alarm_render.prometheus_rule_resource(rules, settings),
+    )

@@ -92,13 +92,14 @@ def run() -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
-    from .output import compare, settings_record, write
+    from .output import compare, encode, settings_record, write
 
     project = load_project_for(config, csv)
-    files = build(project)
+    artifacts = build(project)
     made_with = settings_record(project.settings)
     target = Path(out)
     if check:
+        files = encode(artifacts)
         differences = compare(target, files, made_with)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
@@ -110,10 +111,10 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    write(target, files, made_with)
+    files = write(target, artifacts, made_with)
     from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, silent_alarms
 
-    requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    requests = list(artifacts.alarms)
     silent = silent_alarms(requests)
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "
@@ -165,7 +166,7 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
 def lint(config: str | None, csv: str | None, output: str, from_dir: str | None, disable: tuple[str, ...],
          grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
-    from .lint_runner import all_rules, lint_build, lint_project
+    from .lint_runner import all_rules, lint as lint_artifacts
 
     if list_rules:
         rows = [[rule.id, rule.summary] for rule in all_rules()]
@@ -188,14 +189,17 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
                                  param_hint="--disable")
     disabled = frozenset(rule.upper() for rule in disable)
     project = load_project_for(config, csv)
-    if from_dir:
-        from .publish import check_made_with, read_build
+    if from_dir:  # what ships: the build's own files, judged by the settings it was made with
+        from .output import check_made_with, read
 
         check_made_with(Path(from_dir), project.settings)
-        findings = lint_build(project, read_build(Path(from_dir)), disabled, optional_path(grafana_schema),
-                              optional_path(cwagent_schema), origin=from_dir)
+        artifacts = read(Path(from_dir), project.settings.clusters[0].region, origin=from_dir)
     else:
-        findings = lint_project(project, disabled, optional_path(grafana_schema), optional_path(cwagent_schema))
+        from .artifacts import build
+
+        artifacts = build(project)
+    findings = lint_artifacts(project, artifacts, disabled, optional_path(grafana_schema),
+                              optional_path(cwagent_schema))
     errors = [f for f in findings if f.severity == "error"]
     notes = [f for f in findings if f.severity == "note"]
     if output == "json":

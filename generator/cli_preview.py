@@ -21,17 +21,10 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
         from .artifacts import grafana_dashboards
 
         return [(d.uid, d.model) for d in grafana_dashboards(project)]
-    from .publish import parse_json, read_build
+    from .output import read
 
-    found = []
-    for relative, data in sorted(read_build(Path(from_dir)).items()):
-        parts = relative.split("/")
-        if len(parts) == 2 and parts[0] == "grafana" and parts[1].endswith(".json"):
-            model = parse_json(data, f"{from_dir}/{relative}", "a Grafana dashboard")
-            if not isinstance(model, dict):
-                raise InputError("not a Grafana dashboard (a JSON object)", where=f"{from_dir}/{relative}",
-                                 hint="run `gpudash generate --out DIR` again")
-            found.append((str(model.get("uid") or parts[1][:-5]), model))
+    found = [(d.uid, d.model) for d in read(Path(from_dir), project.settings.clusters[0].region,
+                                            origin=from_dir).grafana]
     if not found:
         raise InputError("the build holds no Grafana dashboards (grafana/*.json)", where=from_dir,
                          hint="run `gpudash generate --out DIR` first")
@@ -62,7 +55,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
 
     Each panel runs its own query (variables at their defaults) over the range and is drawn as
     inline SVG on Grafana's 24-column grid; the site opens from a CI artifact, with no network."""
-    from .output import write
+    from .output import write_files
     from .preview import site
     from .preview.query import PrometheusClient
 
@@ -97,7 +90,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     else:
         source = redact.url(prometheus_url)
         files, summaries = render(prometheus_url, f"Prometheus at {source}")
-    write(Path(out), files)
+    write_files(Path(out), files)
     if output == "json":
         click.echo(json.dumps({"out": out, "prometheus": source, "dashboards": [s.as_dict() for s in summaries],
                                "diff": "diff.html" in files}, indent=2))

@@ -73,11 +73,13 @@ def publish_options(command):
 
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
     from .artifacts import build
-    from .publish import desired_from, read_build
+    from .output import read
+    from .publish import desired_from
 
     project = load_project_for(config, csv)
-    files = read_build(Path(from_dir)) if from_dir else build(project)
-    return project, desired_from(files, project.settings, origin=from_dir or "<generated>")
+    artifacts = read(Path(from_dir), project.settings.clusters[0].region, origin=from_dir) if from_dir \
+        else build(project)
+    return project, desired_from(artifacts, project.settings)
 
 
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):

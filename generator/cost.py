@@ -226,9 +226,9 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
     from .render import cloudwatch
 
     settings = project.settings
-    bodies = [json.loads(b["DashboardBody"]) for name, b in sorted(
-        cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings).items())
-        if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], settings.clusters[0].name, ""))]
+    bodies = [body for name, _, body in cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
+              if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"],
+                                                           settings.clusters[0].name, ""))]
     shown, analyzed = [], 0.0
     for body in bodies:
         metrics = 0.0

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import GrafanaDashboard, feed_files, grafana_dashboards
+from .artifacts import Artifacts, build
 from .container_insights import enabled as addon_source
 from .errors import InputError
 from .lint import Finding, Rule, run
 from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
-from .render import alarms as alarm_render, cloudwatch
 from .render.agent import agent_file
 from .project import Project
 
@@ -41,55 +40,32 @@ def all_rules() -> list[Rule]:
             *cloudwatch_rules.RULES]
 
 
-def cloudwatch_subject(project: Project) -> cloudwatch_rules.CloudWatchSubject:
-    settings = project.settings
-    return cloudwatch_rules.CloudWatchSubject(
-        cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings),
-        alarm_render.cloudwatch_alarms(project.alarms, settings, project.catalog), settings)
+def cloudwatch_subject(project: Project, artifacts: Artifacts | None = None) -> cloudwatch_rules.CloudWatchSubject:
+    artifacts = artifacts or build(project)
+    return cloudwatch_rules.CloudWatchSubject(artifacts.cloudwatch_dashboards, artifacts.alarms, project.settings)
 
 
 def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,
                  cwagent_schema: Path | None = None) -> list[Finding]:
     """Lint what the project would generate."""
-    return _lint(project, grafana_dashboards(project), feed_files(project), cloudwatch_subject(project), disabled,
-                 grafana_schema, cwagent_schema)
+    return lint(project, build(project), disabled, grafana_schema, cwagent_schema)
 
 
-def lint_build(project: Project, files: dict[str, bytes], disabled: frozenset[str] = frozenset(),
-               grafana_schema: Path | None = None, cwagent_schema: Path | None = None,
-               origin: str = "build") -> list[Finding]:
-    """Lint exactly the files of a build (what ships), read with the same reader `push --from` uses."""
-    from .publish import desired_from, grafana_models
-
-    dashboards = [GrafanaDashboard(uid, str(model.get("title", "")), f"{origin}/{path}", model)
-                  for uid, (path, model) in grafana_models(files, origin).items()]
-    feed = {}
-    for cluster in () if addon_source(project.settings) else project.settings.clusters:
-        path = agent_file(cluster)
-        if path not in files:
-            raise InputError(f"the build has no {path}", where=origin,
-                             hint="lint a folder written by `gpudash generate` with the same settings")
-        feed[path] = files[path]
-        try:  # the feed rules read the agent's ConfigMaps; a damaged file is an input error, not a crash
-            probe = feed_rules.FeedSubject(project, feed, dashboards, None)
-            probe.agent_config(cluster)["logs"]["metrics_collected"]["prometheus"]
-            probe.scrape_job(cluster)["job_name"]
-        except Exception as exc:
-            raise InputError(f"not the agent ConfigMaps gpudash writes ({type(exc).__name__}: {exc})",
-                             where=f"{origin}/{path}", hint="run `gpudash generate` again and review the result") from None
-    desired = desired_from(files, project.settings, origin)
-    subject = cloudwatch_rules.CloudWatchSubject(desired.cloudwatch_dashboards, desired.alarms, project.settings)
-    return _lint(project, dashboards, feed, subject, disabled, grafana_schema, cwagent_schema)
-
-
-def _lint(project: Project, dashboards: list[GrafanaDashboard], feed: dict[str, bytes],
-          cloudwatch_subject_: cloudwatch_rules.CloudWatchSubject, disabled: frozenset[str],
-          grafana_schema: Path | None, cwagent_schema: Path | None) -> list[Finding]:
+def lint(project: Project, artifacts: Artifacts, disabled: frozenset[str] = frozenset(),
+         grafana_schema: Path | None = None, cwagent_schema: Path | None = None) -> list[Finding]:
+    """Lint an artifact set: built from the project, or read from a build (output.read), which is what ships.
+    Every rule family reads the same set."""
     if addon_source(project.settings):
         disabled = disabled | AGENT_RULES
-    subject = grafana_rules.GrafanaSubject(dashboards, project.catalog, project.settings.labels.pod, grafana_schema,
-                                           project.settings.labels.namespace)
-    feed_subject = feed_rules.FeedSubject(project, feed, dashboards, cwagent_schema, cloudwatch_subject_)
+    else:
+        for cluster in project.settings.clusters:
+            if artifacts.agent(cluster.name) is None:
+                raise InputError(f"the build has no {agent_file(cluster.name)}", where=artifacts.origin,
+                                 hint="lint a folder written by `gpudash generate` with the same settings")
+    subject = grafana_rules.GrafanaSubject(list(artifacts.grafana), project.catalog, project.settings.labels.pod,
+                                           grafana_schema, project.settings.labels.namespace)
+    cloudwatch_subject_ = cloudwatch_subject(project, artifacts)
+    feed_subject = feed_rules.FeedSubject(project, artifacts, cwagent_schema)
     return [*run(catalog_rules.RULES, project.catalog, disabled),
             *run(DEFINITION_RULES, project, disabled),
             *run(grafana_rules.RULES, subject, disabled),

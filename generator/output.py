@@ -1,25 +1,112 @@
-"""The build directory: written whole or not at all, with a manifest of sha256 sums.
+"""The build directory: the one place where the artifact set becomes files, and files become it again.
 
-A run writes into a fresh sibling directory and swaps it into place, so a
-failed run leaves the previous build untouched. A directory that holds files
-but no gpudash manifest is not gpudash's, and is never replaced.
+`encode` turns an `artifacts.Artifacts` into the files of a build, each artifact encoded once
+(a CloudWatch body's text, stamped with its ownership hash, serves both its dashboard file and
+the CloudFormation template). `write` puts them on disk whole or not at all, with a manifest of
+sha256 sums: a run writes into a fresh sibling directory and swaps it into place, so a failed run
+leaves the previous build untouched. A directory that holds files but no gpudash manifest is not
+gpudash's, and is never replaced.
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
+import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import OutputError
-from .serialize import to_json
+from .errors import InputError, OutputError
+from .reading import read_bytes
+from .serialize import to_json, to_yaml
+
+if TYPE_CHECKING:
+    from .artifacts import Artifacts
 
 MANIFEST = "manifest.json"
+DASHBOARD_TYPE = "AWS::CloudWatch::Dashboard"
+
+
+def cloudwatch_dashboard_file(name: str) -> str:
+    return f"cloudwatch/dashboards/{name}.json"
+
+
+def template_file(region: str, primary_region: str) -> str:
+    from .names import cloudformation_template
+
+    return f"cloudformation/{cloudformation_template(region, primary_region)}"
+
+
+ALARMS_FILE = "cloudwatch/alarms.json"
+PROVISIONING_FILE = "grafana/provisioning/gpudash-dashboards.yaml"
+SIDECAR_FILE = "k8s/grafana-dashboards.yaml"
+ADDITIONAL_SCRAPE_FILE = "prometheus/additional-scrape-configs.yaml"
+SERVICE_MONITOR_FILE = "k8s/servicemonitor.yaml"
+RULES_FILE = "prometheus/rules.yaml"
+PROMETHEUS_RULE_FILE = "k8s/prometheusrule.yaml"
+
+
+def encode(artifacts: Artifacts) -> dict[str, bytes]:
+    """Every file of the build, by path relative to it (the manifest aside)."""
+    from .container_insights import ADDON_FILE
+    from .ownership import stamped_cloudwatch_text
+    from .render.agent import agent_file, configmaps
+    from .render.grafana_files import configmap
+
+    files: dict[str, bytes] = {}
+    sidecars = []
+    for dashboard in artifacts.grafana:
+        text = to_json(dashboard.model)
+        files[f"grafana/{dashboard.uid}.json"] = text
+        sidecars.append(configmap(dashboard.uid, text.decode(), artifacts.grafana_folder["title"]))
+    files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
+    files[SIDECAR_FILE] = to_yaml(*sidecars)
+
+    scrape_texts: dict[int, str] = {}  # clusters share one scrape config: encoded once
+    for agent in artifacts.agents:
+        if id(agent.scrape) not in scrape_texts:
+            scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape).decode()
+        files[agent_file(agent.cluster)] = to_yaml(*configmaps(
+            agent.namespace, to_json(agent.config, ascii=True).decode(), scrape_texts[id(agent.scrape)]))
+    if artifacts.addon is not None:
+        files[ADDON_FILE] = to_json(artifacts.addon)
+    files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
+    files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor)
+
+    bodies: dict[int, str] = {}  # id(body) -> DashboardBody text: the same body in its file and the template
+
+    def body_text(body: dict[str, Any]) -> str:
+        if id(body) not in bodies:
+            bodies[id(body)] = stamped_cloudwatch_text(body)
+        return bodies[id(body)]
+
+    for item in artifacts.cloudwatch_dashboards:
+        files[cloudwatch_dashboard_file(item.name)] = to_json({"DashboardName": item.name,
+                                                               "DashboardBody": body_text(item.body)})
+    files[ALARMS_FILE] = to_json({"alarms": list(artifacts.alarms)})
+    for region, template in artifacts.cloudformation.items():
+        files[template_file(region, artifacts.primary_region)] = to_json(_with_body_texts(template, body_text))
+
+    files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
+    files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
+    return files
+
+
+def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
+    """The template as CloudFormation takes it: each dashboard's DashboardBody as its text."""
+    resources = {}
+    for logical_id, resource in template.get("Resources", {}).items():
+        if resource.get("Type") == DASHBOARD_TYPE:
+            properties = resource["Properties"]
+            resource = {**resource, "Properties": {**properties, "DashboardBody": body_text(properties["DashboardBody"])}}
+        resources[logical_id] = resource
+    return {**template, "Resources": resources}
 
 
 def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None) -> dict[str, bytes]:
@@ -37,8 +124,6 @@ def settings_record(settings) -> dict[str, object]:
 
     The path the settings were read from is left out on purpose: the same file named another way
     (`--config ./gpudash.yaml`, an absolute path, another working directory) must give the same build."""
-    import json
-
     from .settings import BUNDLED_SOURCE
 
     content = json.dumps(settings.raw, sort_keys=True, default=str).encode()
@@ -56,7 +141,14 @@ def _fill(folder: Path, everything: dict[str, bytes]) -> None:
         target.write_bytes(data)
 
 
-def write(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> None:
+def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = None) -> dict[str, bytes]:
+    """Replace `out` with the build of `artifacts` (plus the manifest), atomically; returns its files."""
+    files = encode(artifacts)
+    write_files(out, files, made_with)
+    return files
+
+
+def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> None:
     """Replace `out` with exactly `files` (plus the manifest), atomically.
 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
@@ -165,7 +257,7 @@ class Difference:
 
 
 def compare(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> list[Difference]:
-    """What differs between `out` on disk and what would be generated."""
+    """What differs between `out` on disk and the files of a build (`encode`)."""
     expected = with_manifest(files, made_with)
     present = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()} if out.is_dir() else {}
     differences = []
@@ -178,3 +270,312 @@ def compare(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None
             differences.append(Difference(path, "changed"))
     return differences
 
+
+# --- reading a build back -----------------------------------------------------------------
+
+def parse_json(data: bytes, where: str, what: str) -> Any:
+    """A build file's JSON (standard JSON: no NaN or Infinity); anything else is an input error naming
+    the file and line."""
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_not_a_number)
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not UTF-8 text", where=where, hint=REGENERATE) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{what} is not JSON: {exc.msg}", where=f"{where}:{exc.lineno}", hint=REGENERATE) from None
+    except _NotJson as exc:
+        raise InputError(f"{what} is not JSON: {exc}", where=where, hint=REGENERATE) from None
+    except RecursionError:
+        raise InputError(f"{what} is nested too deeply to be read", where=where, hint=REGENERATE) from None
+
+
+class _NotJson(Exception):
+    """Python's reader accepts NaN and Infinity; JSON (and the APIs gpudash publishes to) does not."""
+
+
+def _not_a_number(constant: str) -> Any:
+    raise _NotJson(f"{constant} is not a JSON number")
+
+
+REGENERATE = "run `gpudash generate --out DIR` again and review the result"
+
+
+def _safe_relative(relative: Any) -> bool:
+    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\\" in relative:
+        return False
+    return all(part not in ("", ".", "..") for part in relative.split("/"))
+
+
+def check_made_with(directory: Path, settings) -> None:
+    """A build is judged by the settings it was made with: other settings (another label mapping, other
+    clusters) would report its queries as wrong. Say which settings to pass instead."""
+    try:
+        manifest = json.loads((directory / MANIFEST).read_bytes())
+    except (OSError, ValueError):
+        return  # read_build says what is wrong with the manifest
+    made_with = manifest.get("settings") if isinstance(manifest, dict) else None
+    if not isinstance(made_with, dict) or made_with.get("sha256") == settings_record(settings)["sha256"]:
+        return  # a build from before the manifest recorded its settings is judged as before
+    bundled = made_with.get("bundled") is True
+    given = "the bundled defaults" if bundled else f"settings with sha256 {str(made_with.get('sha256'))[:12]}…"
+    hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml" if bundled
+            else "pass --config with the settings file the build was made with")
+    raise InputError(f"this build was made with other settings ({given}) than the ones read now "
+                     f"({settings.source}): it would be judged by the wrong label mapping and clusters",
+                     where=str(directory), hint=f"{hint}, or generate the build again with these settings")
+
+
+def read_build(directory: Path) -> dict[str, bytes]:
+    """The files a build's manifest lists, each checked against its sha256."""
+    manifest_path = directory / MANIFEST
+    if directory.exists() and not directory.is_dir():
+        inside = next((p for p in directory.parents if (p / MANIFEST).is_file()), None)
+        raise InputError("not a folder: --from takes a whole build", where=str(directory),
+                         hint=f"pass --from {shlex.quote(str(inside))}" if inside else "pass the folder `gpudash generate --out` wrote")
+    if not directory.is_dir():
+        raise InputError("the build folder does not exist", where=str(directory),
+                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first")
+    if not manifest_path.is_file():
+        raise InputError("no manifest.json: not a gpudash build", where=str(directory),
+                         hint=f"run `gpudash generate --out {shlex.quote(str(directory))}` first, or pass the folder it wrote")
+    manifest = parse_json(read_bytes(manifest_path, "manifest", REGENERATE), str(manifest_path), "the manifest")
+    listed = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(listed, dict) or not all(isinstance(v, str) for v in listed.values()):
+        raise InputError("the manifest has no `files` mapping of path to sha256", where=str(manifest_path),
+                         hint=REGENERATE)
+    files = {}
+    for relative, digest in listed.items():
+        if not _safe_relative(relative) or relative == MANIFEST:
+            raise InputError(f"the manifest lists {relative!r}, which is not a path inside the build",
+                             where=str(manifest_path), hint=REGENERATE)
+        path = directory / relative
+        data = read_bytes(path, "build file", REGENERATE) if path.exists() else None
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            change = "is missing" if data is None else "differs from the manifest"
+            raise InputError(f"{relative} {change}: the build was changed after generate",
+                             where=str(directory), hint="run `gpudash generate` again and review the result")
+        files[relative] = data
+    return files
+
+
+def _object(data: bytes, where: str, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    value = parse_json(data, where, what)
+    if not isinstance(value, dict) or not all(key in value for key in keys):
+        raise InputError(f"{what} is not a JSON object with {', '.join(keys)}", where=where, hint=REGENERATE)
+    _texts(value, where, what, *(key for key in keys if key in _TEXT_KEYS))
+    return value
+
+
+_TEXT_KEYS = ("uid", "title", "DashboardName", "DashboardBody", "Region", "AlarmName")
+
+
+def _texts(value: dict[str, Any], where: str, what: str, *keys: str) -> None:
+    """Each of `keys` is non-empty text: what gpudash publishes by (a uid, a name, a Region) must be one."""
+    for key in keys:
+        if not isinstance(value.get(key), str) or not value[key]:
+            raise InputError(f"{what} has no `{key}` (text); it holds {json.dumps(value.get(key))[:60]}",
+                             where=where, hint=REGENERATE)
+
+
+def grafana_models(files: dict[str, bytes], origin: str = "<generated>") -> dict[str, tuple[str, dict[str, Any]]]:
+    """uid -> (file, dashboard JSON) of every Grafana dashboard in a build."""
+    models = {}
+    for path, data in sorted(files.items()):
+        if path.startswith("grafana/") and path.count("/") == 1 and path.endswith(".json"):
+            where = f"{origin}/{path}"
+            model = _object(data, where, "the dashboard", ("uid",))
+            _texts(model, where, "the dashboard", "uid", "title")
+            if model["uid"] in models:
+                raise InputError(f"uid {model['uid']!r} is also the uid of {models[model['uid']][0]}", where=where,
+                                 hint=REGENERATE)
+            models[model["uid"]] = (path, model)
+    return models
+
+
+
+
+def _yaml(data: bytes, where: str, what: str, count: int | None = 1) -> list[Any]:
+    """The YAML documents of a build file (safe_load only); anything else is an input error naming it."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's safe loader where PyYAML has it
+    try:
+        documents = list(yaml.load_all(data.decode("utf-8"), Loader=loader))
+    except UnicodeDecodeError:
+        raise InputError(f"{what} is not UTF-8 text", where=where, hint=REGENERATE) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"{what} is not YAML ({getattr(exc, 'problem', None) or exc})",
+                         where=f"{where}:{mark.line + 1}" if mark else where, hint=REGENERATE) from None
+    except RecursionError:
+        raise InputError(f"{what} is nested too deeply to be read", where=where, hint=REGENERATE) from None
+    if count is not None and len(documents) != count or not all(isinstance(d, dict) for d in documents):
+        raise InputError(f"{what} is not what gpudash writes ({len(documents)} YAML document(s), expected "
+                         f"{count or 'objects'})", where=where, hint=REGENERATE)
+    return documents
+
+
+def _agent(path: str, data: bytes, where: str):
+    """One cluster's agent ConfigMaps, back as the configs they hold."""
+    from .artifacts import AgentConfig
+    from .names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
+    from .render.agent import AGENT_KEY, SCRAPE_KEY
+
+    try:
+        documents = _yaml(data, where, "the agent ConfigMaps", count=None)
+    except InputError as exc:
+        raise InputError(f"not the agent ConfigMaps gpudash writes: {exc.what}", where=exc.where,
+                         hint=REGENERATE) from None
+    maps = {}
+    for document in documents:
+        metadata, content = document.get("metadata"), document.get("data")
+        if isinstance(metadata, dict) and isinstance(content, dict):
+            maps[metadata.get("name")] = (metadata, content)
+    if not {AGENT_CONFIGMAP, SCRAPE_CONFIGMAP} <= set(maps) \
+            or not isinstance(maps[AGENT_CONFIGMAP][1].get(AGENT_KEY), str) \
+            or not isinstance(maps[SCRAPE_CONFIGMAP][1].get(SCRAPE_KEY), str):
+        raise InputError(f"not the agent ConfigMaps gpudash writes ({AGENT_CONFIGMAP} with {AGENT_KEY}, "
+                         f"{SCRAPE_CONFIGMAP} with {SCRAPE_KEY})", where=where, hint=REGENERATE)
+    config = parse_json(maps[AGENT_CONFIGMAP][1][AGENT_KEY].encode(), where, AGENT_KEY)
+    (scrape,) = _yaml(maps[SCRAPE_CONFIGMAP][1][SCRAPE_KEY].encode(), where, SCRAPE_KEY)
+    try:
+        config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+        scrape["scrape_configs"][0]["job_name"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise InputError(f"not the agent ConfigMaps gpudash writes (no {exc} in them)", where=where,
+                         hint=REGENERATE) from None
+    cluster = path[len(AGENT_FILE_PREFIX):-len(".yaml")]
+    return AgentConfig(cluster, str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape)
+
+
+AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
+
+
+def _cloudwatch_dashboard(data: bytes, where: str, region: str):
+    """A CloudWatch dashboard file, back as its name, Region and body (the ownership stamp taken off).
+
+    The Region is the one its metric widgets name; a dashboard of text widgets alone names none and
+    gets `region` (the primary Region, where CloudFormation puts dashboards)."""
+    from .artifacts import CloudWatchDashboard
+    from .ownership import unstamped_cloudwatch_body
+
+    item = _object(data, where, "the CloudWatch dashboard", ("DashboardName", "DashboardBody"))
+    body = parse_json(str(item["DashboardBody"]).encode(), where, "its DashboardBody")
+    widgets = body.get("widgets", []) if isinstance(body, dict) else None
+    if not isinstance(widgets, list) or not widgets or not isinstance(widgets[0], dict) \
+            or not isinstance(widgets[0].get("properties"), dict) \
+            or not isinstance(widgets[0]["properties"].get("markdown"), str):
+        raise InputError("its DashboardBody has no list of widgets headed by gpudash's text widget", where=where,
+                         hint=REGENERATE)
+    named = next((w["properties"]["region"] for w in widgets
+                  if isinstance(w, dict) and isinstance(w.get("properties"), dict) and w["properties"].get("region")),
+                 region)
+    return CloudWatchDashboard(item["DashboardName"], str(named), unstamped_cloudwatch_body(body))
+
+
+def _alarms(data: bytes, where: str) -> tuple[dict[str, Any], ...]:
+    alarms = _object(data, where, "the alarm list", ("alarms",))["alarms"]
+    if not isinstance(alarms, list) or not all(isinstance(a, dict) and "Request" in a for a in alarms):
+        raise InputError("`alarms` is not a list of {Region, Request} objects", where=where, hint=REGENERATE)
+    seen: set[tuple[str, str]] = set()
+    for number, alarm in enumerate(alarms, 1):
+        what = f"alarm {number}"
+        if not isinstance(alarm["Request"], dict):
+            raise InputError(f"{what}'s Request is not an object", where=where, hint=REGENERATE)
+        _texts(alarm, where, what, "Region")
+        _texts(alarm["Request"], where, f"{what}'s Request", "AlarmName")
+        key = (alarm["Region"], alarm["Request"]["AlarmName"])
+        if key in seen:
+            raise InputError(f"alarm {key[1]!r} in {key[0]} is listed twice", where=where, hint=REGENERATE)
+        seen.add(key)
+    return tuple(alarms)
+
+
+def _template(data: bytes, where: str) -> dict[str, Any]:
+    """A CloudFormation template, each dashboard's DashboardBody back as its body."""
+    from .ownership import unstamped_cloudwatch_body
+
+    template = _object(data, where, "the CloudFormation template", ("Resources",))
+    resources = template["Resources"] if isinstance(template["Resources"], dict) else {}
+    for logical_id, resource in list(resources.items()):
+        properties = resource.get("Properties") if isinstance(resource, dict) else None
+        if isinstance(properties, dict) and resource.get("Type") == DASHBOARD_TYPE:
+            body = parse_json(str(properties.get("DashboardBody")).encode(), where, f"{logical_id}'s DashboardBody")
+            try:
+                body = unstamped_cloudwatch_body(body)
+            except (KeyError, IndexError, TypeError):
+                raise InputError(f"{logical_id}'s DashboardBody is not a body gpudash writes", where=where,
+                                 hint=REGENERATE) from None
+            resources[logical_id] = {**resource, "Properties": {**properties, "DashboardBody": body}}
+    return template
+
+
+def read(directory: Path, primary_region: str, origin: str | None = None) -> "Artifacts":
+    """A build folder, back as the artifact set it was written from (every file checked against the
+    manifest first). `primary_region` is the build's first cluster's: the Region of its main
+    CloudFormation template, and of a CloudWatch dashboard whose widgets name none."""
+    from .artifacts import Artifacts, GrafanaDashboard
+    from .container_insights import ADDON_FILE
+    from .names import dashboard_configmap_key
+
+    files = read_build(directory)
+    origin = origin or str(directory)
+
+    def where(path: str) -> str:
+        return f"{origin}/{path}"
+
+    models = grafana_models(files, origin)
+    # The sidecar ConfigMaps keep the dashboards in the order they were built (their files are sorted).
+    sidecars = _yaml(files.get(SIDECAR_FILE, b""), where(SIDECAR_FILE), "the sidecar ConfigMaps", count=None)
+    keys = {dashboard_configmap_key(uid): uid for uid in models}
+    built = [keys[key] for document in sidecars if isinstance(document.get("data"), dict)
+             for key in document["data"] if key in keys]
+    order = {uid: index for index, uid in enumerate(dict.fromkeys(built))}
+    grafana = tuple(GrafanaDashboard(uid, str(model.get("title", "")), where(path), model) for uid, (path, model)
+                    in sorted(models.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+    # What only the build's own files use is read when the build has it (a hand-made build may not).
+    provisioning = _yaml(files.get(PROVISIONING_FILE, b"{}"), where(PROVISIONING_FILE), "the provisioning file")[0]
+    try:
+        provider = provisioning["providers"][0] if provisioning else {"folderUid": "", "folder": ""}
+        folder = {"uid": str(provider["folderUid"]), "title": str(provider["folder"])}
+    except (KeyError, IndexError, TypeError):
+        raise InputError("the provisioning file names no folder (providers[0].folder, folderUid)",
+                         where=where(PROVISIONING_FILE), hint=REGENERATE) from None
+    dashboards = []
+    for path, data in sorted(files.items()):
+        if path.startswith("cloudwatch/dashboards/"):
+            dashboards.append(_cloudwatch_dashboard(data, where(path), primary_region))
+    names = [d.name for d in dashboards]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice:
+        raise InputError(f"the CloudWatch dashboard {twice!r} is listed twice", where=where("cloudwatch/dashboards"),
+                         hint=REGENERATE)
+    templates = {}
+    start, end = template_file("\0", primary_region).split("\0")  # a file name around another Region
+    for path, data in sorted(files.items()):
+        if path == template_file(primary_region, primary_region):
+            templates[primary_region] = _template(data, where(path))
+        elif path.startswith(start) and path.endswith(end):
+            templates[path[len(start):-len(end)]] = _template(data, where(path))
+    agents = tuple(_agent(path, data, where(path)) for path, data in sorted(files.items())
+                   if path.startswith(AGENT_FILE_PREFIX) and path.endswith(".yaml"))
+
+    def document(path: str, what: str) -> dict[str, Any]:
+        return _yaml(files.get(path, b"{}"), where(path), what)[0]
+
+    return Artifacts(
+        grafana=grafana,
+        grafana_folder=folder,
+        grafana_provisioning=provisioning,
+        cloudwatch_dashboards=tuple(dashboards),
+        alarms=_alarms(files.get(ALARMS_FILE, b'{"alarms": []}'), where(ALARMS_FILE)),
+        primary_region=primary_region,
+        cloudformation=templates,
+        agents=agents,
+        addon=_object(files[ADDON_FILE], where(ADDON_FILE), "the add-on configuration", ()) if ADDON_FILE in files
+        else None,
+        additional_scrape_configs=document(ADDITIONAL_SCRAPE_FILE, "the scrape configs"),
+        service_monitor=document(SERVICE_MONITOR_FILE, "the ServiceMonitor"),
+        prometheus_rules=document(RULES_FILE, "the rules file"),
+        prometheus_rule=document(PROMETHEUS_RULE_FILE, "the PrometheusRule"),
+        origin=origin,
+    )

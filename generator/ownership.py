@@ -85,6 +85,13 @@ def stamped_cloudwatch_text(body: dict[str, Any]) -> str:
     return ascii_json(text.replace(pending, canonical_json(_stamp(digest))[1:-1], 1).decode())
 
 
+def unstamped_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as rendered: without the stamp `stamped_cloudwatch_text` added (unchanged when it has none)."""
+    header = body["widgets"][0]["properties"]["markdown"]
+    match = _STAMP.search(header)
+    return _with_header(body, header[: match.start()]) if match else body
+
+
 def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """(stamped hash, hash of the body without the stamp); (None, None) when not gpudash's."""
     try:

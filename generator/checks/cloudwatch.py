@@ -107,7 +107,7 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options
     wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names not in declared_sets})
     if len(missing) == len(metrics):
         return Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
-                     f"apply build/{agent_file(cluster)} and check the cwagent-prometheus logs",
+                     f"apply build/{agent_file(cluster.name)} and check the cwagent-prometheus logs",
                      cause=NO_DATA)
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Iterator
+from typing import Any, Iterator
 
 import yaml
 
@@ -301,15 +301,15 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
 
 
 def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
-    from ..artifacts import feed_files
+    from ..artifacts import agents
 
     namespace = project.settings.agent["namespace"]
     yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
-    path = agent_file(_agent_cluster(kube, project, namespace))
-    generated = {d["metadata"]["name"]: d for d in yaml.safe_load_all(feed_files(project)[path])}
-    for name, key in ((AGENT_CONFIGMAP, AGENT_KEY), (SCRAPE_CONFIGMAP, SCRAPE_KEY)):
-        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, kube, namespace, name, key,
-                        generated[name]["data"][key], path)
+    cluster = _agent_cluster(kube, project, namespace).name
+    agent = next(a for a in agents(project) if a.cluster == cluster)
+    for name, key, generated in ((AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)):
+        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, kube, namespace, name, key, generated,
+                        agent_file(cluster))
 
 
 def _agent_cluster(kube: Kube, project: Project, namespace: str):
@@ -339,7 +339,7 @@ def _agent(kube: Kube, namespace: str) -> Check:
                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED)
 
 
-def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: str, path: str) -> Check:
+def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: dict[str, Any], path: str) -> Check:
     check = f"ConfigMap {name}"
     fix = f"kubectl apply -f build/{path} (then restart {AGENT_DEPLOYMENT})"
     live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"ConfigMap {namespace}/{name}")
@@ -360,13 +360,13 @@ def _selectors(config: Answer) -> tuple[set[str], list]:
     return selectors, dimensions
 
 
-def _config_drift(key: str, live_text: str, generated_text: str) -> list[str]:
+def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[str]:
+    """How the live ConfigMap's text differs from the config of the artifact set."""
     if key == AGENT_KEY:
         try:
             live = json.loads(live_text)
         except ValueError:
             return ["cwagentconfig.json is not JSON"]
-        generated = json.loads(generated_text)
         if live == generated:
             return []
         source = f"ConfigMap {AGENT_CONFIGMAP} key {AGENT_KEY}"
@@ -381,7 +381,6 @@ def _config_drift(key: str, live_text: str, generated_text: str) -> list[str]:
         live = yaml.safe_load(live_text) or {}
     except yaml.YAMLError:
         return ["prometheus.yaml is not YAML"]
-    generated = yaml.safe_load(generated_text)
     if live == generated:
         return []
     live_jobs = {j.get("job_name", str, ""): j.value

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Iterator
 
+from ..artifacts import CloudWatchDashboard
 from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -31,8 +32,8 @@ _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
 
 @dataclass(frozen=True)
 class CloudWatchSubject:
-    dashboards: dict[str, dict[str, Any]]  # DashboardName -> {"DashboardName", "DashboardBody"}
-    alarms: list[dict[str, Any]]  # {"Region", "Request"}
+    dashboards: tuple[CloudWatchDashboard, ...]  # of the artifact set (bodies as data)
+    alarms: tuple[dict[str, Any], ...]  # {"Region", "Request"}
     settings: Settings
 
 
@@ -44,11 +45,8 @@ def _validator(name: str):
 
 
 def _bodies(subject: CloudWatchSubject) -> Iterator[tuple[str, Any]]:
-    for name, item in sorted(subject.dashboards.items()):
-        try:
-            yield name, json.loads(item["DashboardBody"])
-        except (TypeError, ValueError) as exc:
-            yield name, exc
+    for dashboard in sorted(subject.dashboards, key=lambda d: d.name):
+        yield dashboard.name, dashboard.body
 
 
 def _where(name: str, index: int | None = None) -> str:
@@ -73,17 +71,14 @@ def _expressions(properties: dict[str, Any]) -> Iterator[str]:
 
 def body_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
     for name, body in _bodies(subject):
-        if isinstance(body, Exception):
-            yield Finding("CW001", "error", _where(name), f"DashboardBody is not JSON: {body}")
-            continue
         for error in _validator("cloudwatch-dashboard.schema.json").iter_errors(body):
             path = "/".join(str(p) for p in error.absolute_path)
             yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {schema_message(error)}")
 
 
 def names(subject: CloudWatchSubject) -> Iterable[Finding]:
-    for name, item in subject.dashboards.items():
-        if not DASHBOARD_NAME.match(name) or item.get("DashboardName") != name:
+    for name, _ in _bodies(subject):
+        if not DASHBOARD_NAME.match(name):
             yield Finding("CW002", "error", _where(name),
                           "dashboard names are 1-255 characters of A-Z a-z 0-9 - _")
 

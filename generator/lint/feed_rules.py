@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
-from ..artifacts import GrafanaDashboard
+from ..artifacts import Artifacts, GrafanaDashboard
 from ..project import Project
 from ..cloudwatch_shape import dimension_for
 from ..markers import CLUSTER_DIMENSION
@@ -28,30 +25,26 @@ from .promql_checks import parse, selectors
 @dataclass(frozen=True)
 class FeedSubject:
     project: Project
-    files: dict[str, bytes]
-    dashboards: list[GrafanaDashboard]
-    cwagent_schema: Path | None
-    cloudwatch: Any = None  # the CloudWatch dashboards and alarms linted with them (a CloudWatchSubject)
+    artifacts: Artifacts  # what the rules read: the agent configs, the Grafana and CloudWatch dashboards, alarms
+    cwagent_schema: Path | None = None
 
     def clusters(self) -> tuple[Cluster, ...]:
         return self.project.settings.clusters
 
-    def _documents(self, cluster: Cluster) -> list[dict[str, Any]]:
-        return list(yaml.safe_load_all(self.files[agent_file(cluster)]))
+    @property
+    def dashboards(self) -> tuple[GrafanaDashboard, ...]:
+        return self.artifacts.grafana
 
     def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        documents = self._documents(cluster or self.clusters()[0])
-        return json.loads(next(d for d in documents if AGENT_KEY in d.get("data", {}))["data"][AGENT_KEY])
+        return self.artifacts.agent((cluster or self.clusters()[0]).name).config
 
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        if agent_file(cluster or self.clusters()[0]) not in self.files:  # the Container Insights add-on: no agent
-            from ..render.scrape import prometheus_config  # ConfigMaps, the same job as Prometheus's
+        agent = self.artifacts.agent((cluster or self.clusters()[0]).name)
+        if agent is None:  # the Container Insights add-on: no agent ConfigMaps, the same job as Prometheus's
+            from ..render.scrape import prometheus_config
 
             return prometheus_config(self.project.settings)["scrape_configs"][0]
-        documents = self._documents(cluster or self.clusters()[0])
-        scrape = yaml.safe_load(next(d for d in documents if "prometheus.yaml" in d.get("data", {}))
-                                ["data"]["prometheus.yaml"])
-        return scrape["scrape_configs"][0]
+        return agent.scrape["scrape_configs"][0]
 
 
 def _prometheus(subject: FeedSubject, cluster: Cluster) -> dict[str, Any]:
@@ -67,7 +60,7 @@ def declarations_complete(subject: FeedSubject) -> Iterable[Finding]:
         for index, declaration in enumerate(_declarations(subject, cluster)):
             for key in ("source_labels", "metric_selectors", "dimensions"):
                 if not declaration.get(key):
-                    yield Finding("AG003", "error", f"{agent_file(cluster)} metric_declaration[{index}]",
+                    yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
                                   f"no {key}: the agent silently drops this declaration")
 
 
@@ -97,27 +90,17 @@ def _published(declarations: list[dict[str, Any]], job: str) -> list[tuple[list[
 
 def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
     """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
-    from ..render import alarms as alarm_render, cloudwatch
-
-    project = subject.project
-    if subject.cloudwatch is not None:
-        dashboards, alarms = subject.cloudwatch.dashboards, subject.cloudwatch.alarms
-    else:
-        dashboards = cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings)
-        alarms = alarm_render.cloudwatch_alarms(project.alarms, project.settings, project.catalog)
     queries = []
-    for name, item in sorted(dashboards.items()):
-        try:
-            widgets = json.loads(item["DashboardBody"]).get("widgets", [])
-        except (TypeError, ValueError, AttributeError):
-            continue  # CW001 reports a body that is not JSON
+    for dashboard in subject.artifacts.cloudwatch_dashboards:
+        widgets = dashboard.body.get("widgets", [])
         for widget in widgets if isinstance(widgets, list) else []:
             if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
                 continue
             for line in widget.get("properties", {}).get("metrics", []):
                 if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
-                    queries.append((f"cloudwatch/dashboards/{name}.json {widget['properties'].get('title')!r}",
-                                    line[-1]["expression"]))
+                    queries.append((f"cloudwatch/dashboards/{dashboard.name}.json "
+                                    f"{widget['properties'].get('title')!r}", line[-1]["expression"]))
+    alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item["Request"].get("Metrics", []):
             queries.append((f"cloudwatch/alarms.json {item['Request']['AlarmName']}", metric["Expression"]))
@@ -148,7 +131,7 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
                             for m in subject.project.catalog if any(p.search(m.name) for p in patterns)
                             and (m.name, d) not in wanted})
             for metric, dims in extra:
-                yield Finding("AG001", "warning", agent_file(cluster),
+                yield Finding("AG001", "warning", agent_file(cluster.name),
                               f"{metric} is published with dimensions [{dims}] but no CloudWatch widget or alarm "
                               f"queries it (metric_selection: used)")
     for where, metric, namespace, dims, cluster_name in queried:
@@ -166,7 +149,7 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
                 why = " (the agent drops histograms)" if kind == "histogram" else ""
                 yield Finding("AG001", "error", where,
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
-                              f"{cluster.name} ({agent_file(cluster)}) does not publish it{why}")
+                              f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
 
 
 def _published_labels(subject: FeedSubject) -> set[str]:
@@ -186,7 +169,7 @@ def dimensions_published(subject: FeedSubject) -> Iterable[Finding]:
     settings = subject.project.settings
     labels = _published_labels(subject)
     for cluster in subject.clusters():
-        where = agent_file(cluster)
+        where = agent_file(cluster.name)
         prometheus = _prometheus(subject, cluster)
         for declaration in _declarations(subject, cluster):
             for dims in declaration.get("dimensions") or []:
@@ -253,7 +236,7 @@ def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
     for cluster in subject.clusters():
         for error in validator.iter_errors(subject.agent_config(cluster)):
             path = "/".join(str(p) for p in error.absolute_path)
-            yield Finding("AG004", "error", f"{agent_file(cluster)} {AGENT_KEY}",
+            yield Finding("AG004", "error", f"{agent_file(cluster.name)} {AGENT_KEY}",
                           f"schema: {path}: {schema_message(error)}")
 
 

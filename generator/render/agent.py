@@ -23,7 +23,6 @@ from ..catalog import Catalog
 from ..cloudwatch_shape import dimension_sets
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
-from ..serialize import to_json
 from ..settings import Cluster, Settings
 
 AGENT_KEY = "cwagentconfig.json"
@@ -34,9 +33,9 @@ KEPT_KINDS = ("gauge", "counter", "summary")  # the agent drops histograms
 DimensionSets = Mapping[str, set[tuple[str, ...]]]  # metric -> dimension sets the CloudWatch side queries
 
 
-def agent_file(cluster: Cluster) -> str:
-    """Where a cluster's agent ConfigMaps are written under build/."""
-    return f"k8s/cwagent-prometheus-config-{cluster.name}.yaml"
+def agent_file(cluster: str) -> str:
+    """Where a cluster's agent ConfigMaps are written under build/ (by cluster name)."""
+    return f"k8s/cwagent-prometheus-config-{cluster}.yaml"
 
 
 def log_group(cluster: Cluster) -> str:
@@ -98,10 +97,9 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
     }
 
 
-def configmaps(catalog: Catalog, settings: Settings, cluster: Cluster, queried: DimensionSets,
-               scrape_yaml: str, emf: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    namespace = settings.agent["namespace"]
-    agent_json = to_json(agent_config(catalog, settings, cluster, queried, emf), ascii=True).decode()
+def configmaps(namespace: str, agent_json: str, scrape_yaml: str) -> list[dict[str, Any]]:
+    """The two ConfigMaps the cwagent-prometheus Deployment mounts, holding the two configs as the
+    texts a ConfigMap carries (encoded by output.py)."""
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},

@@ -24,6 +24,9 @@ def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]
               log_groups: list[tuple[str, str, int]] = ()) -> dict[str, dict[str, Any]]:
     """{region: template}. Dashboards are global and go with the primary Region's template.
 
+    `dashboards` maps each DashboardName to its body, which stays data here: CloudFormation takes
+    it as text, written (with its ownership stamp) when the template is encoded.
+
     `log_groups` are the agent's EMF log groups (region, name, retention days): created with a
     retention, and kept when the stack goes (they hold the agent's data).
     """
@@ -32,10 +35,10 @@ def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]
     for region in regions:
         resources: dict[str, Any] = {}
         if region == primary_region:
-            for name, dashboard in sorted(dashboards.items()):
+            for name, body in sorted(dashboards.items()):
                 resources[logical_id("Dashboard", name)] = {
                     "Type": "AWS::CloudWatch::Dashboard",
-                    "Properties": {"DashboardName": name, "DashboardBody": dashboard["DashboardBody"]}}
+                    "Properties": {"DashboardName": name, "DashboardBody": body}}
         for group_region, name, days in log_groups:
             if group_region == region:
                 resources[logical_id("LogGroup", name)] = {

@@ -17,7 +17,6 @@ from typing import Any, Iterable
 from ..catalog import Catalog
 from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import enabled as addon_source, source_plan
-from ..ownership import stamped_cloudwatch_text
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
@@ -210,14 +209,14 @@ def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cl
     return _prepared(dashboard, catalog, settings).in_cluster(cluster, source)
 
 
-def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog, settings: Settings) -> dict[str, dict[str, Any]]:
-    """{DashboardName: {"DashboardName", "DashboardBody"}} for every cluster and CloudWatch dashboard."""
+def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
+               settings: Settings) -> list[tuple[str, str, dict[str, Any]]]:
+    """(DashboardName, Region, body) for every cluster and CloudWatch dashboard, sorted by name."""
     prepared = [(dashboard, _prepared(dashboard, catalog, settings), source_file(dashboard.defined_at))
                 for dashboard in dashboards]
-    result = {}
+    result = []
     for cluster in settings.clusters:
         for dashboard, ready, source in prepared:
             name = cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], cluster.name, dashboard.id)
-            text = stamped_cloudwatch_text(ready.in_cluster(cluster, source))
-            result[name] = {"DashboardName": name, "DashboardBody": text}
-    return result
+            result.append((name, cluster.region, ready.in_cluster(cluster, source)))
+    return sorted(result, key=lambda item: item[0])

@@ -32,15 +32,15 @@ def provisioning(settings: Settings) -> dict[str, Any]:
     }
 
 
-def configmap(uid: str, dashboard_json: str, settings: Settings) -> dict[str, Any]:
-    """One ConfigMap per dashboard, found by kube-prometheus-stack's Grafana sidecar."""
+def configmap(uid: str, dashboard_json: str, folder_title: str) -> dict[str, Any]:
+    """One ConfigMap per dashboard (its JSON as text), found by kube-prometheus-stack's Grafana sidecar."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
             "name": dashboard_configmap_name(uid),
             "labels": {SIDECAR_LABEL: "1", **KUBERNETES_MANAGED_BY},
-            "annotations": {SIDECAR_FOLDER_ANNOTATION: settings.grafana["folder"]["title"]},
+            "annotations": {SIDECAR_FOLDER_ANNOTATION: folder_title},
         },
         "data": {dashboard_configmap_key(uid): dashboard_json},
     }

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 
 
 def test_template_matches_the_artifacts_and_passes_cfn_lint(tmp_path, project_dir):
     config = project_dir("clusters:\n  - {name: east, region: us-east-1}\n  - {name: eu, region: eu-west-1}\n")
-    files = build(load_project(config))
+    files = encode(build(load_project(config)))
     primary = json.loads(files["cloudformation/gpudash.json"])
     other = json.loads(files["cloudformation/gpudash-eu-west-1.json"])
     dashboards = {r["Properties"]["DashboardName"]: r["Properties"]["DashboardBody"]

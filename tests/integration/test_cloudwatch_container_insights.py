@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 
 ADDON = "cloudwatch:\n  source: container-insights\n"
@@ -20,7 +21,7 @@ def test_apply_writes_the_addon_dashboards_and_alarms_and_they_read_back_equal(m
     config = _config(project_dir)
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
     moto.reset()
-    files = build(load_project(config))
+    files = encode(build(load_project(config)))
     code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--config", str(config))
     assert code == 0, stderr
     assert len(json.loads(stdout)["written"]) == 8  # 3 dashboards, 5 alarms
@@ -62,7 +63,7 @@ def test_a_build_reads_back_with_from(moto, cli, project_dir, monkeypatch, tmp_p
 def test_get_metric_data_over_the_published_bytes_gives_the_widgets_mib(moto, project_dir):
     """What moto does faithfully: store datapoints and return a statistic per period. The add-on's bytes,
     read the way the generated widget's math reads them, come back in MiB."""
-    files = build(load_project(_config(project_dir)))
+    files = encode(build(load_project(_config(project_dir))))
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])["DashboardBody"])
     (widget,) = [w for w in body["widgets"] if w.get("properties", {}).get("title") == "Framebuffer memory used"]
     math = widget["properties"]["metrics"][1][0]["expression"]

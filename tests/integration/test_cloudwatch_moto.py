@@ -7,6 +7,7 @@ import json
 import pytest
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from tests.support.moto_server import MotoServer
 
@@ -24,7 +25,7 @@ def cloudwatch(moto):
 
 
 def _files(config=None):
-    files = build(load_project(config))
+    files = encode(build(load_project(config)))
     return files
 
 

@@ -19,8 +19,8 @@ from generator.changes import FAILED
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import grafana_message
 from generator.project import load_project
-from generator.output import write
-from generator.publish import desired_from, read_build
+from generator.output import read, write
+from generator.publish import desired_from
 from generator.targets import grafana_sync
 from generator.clients import deadline
 from generator.clients.grafana import GrafanaClient
@@ -43,7 +43,8 @@ def build_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def desired(build_dir):
-    return desired_from(read_build(build_dir), load_project().settings).grafana
+    settings = load_project().settings
+    return desired_from(read(build_dir, settings.clusters[0].region), settings).grafana
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from tests.support.prometheus_server import binary
 
@@ -25,7 +26,7 @@ def _series(metric: str, values: str, pod: str = "train-0", gpu: int = 0) -> dic
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rules")
-    files = build(load_project())
+    files = encode(build(load_project()))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     resource = yaml.safe_load(files["k8s/prometheusrule.yaml"])
     assert resource["kind"] == "PrometheusRule" and resource["spec"] == yaml.safe_load(files["prometheus/rules.yaml"])
@@ -168,7 +169,7 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
     config = tmp_path / "gpudash.yaml"
     config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
                       "  container: exported_container\n")
-    (tmp_path / "rules.yaml").write_text(build(load_project(config))["prometheus/rules.yaml"].decode())
+    (tmp_path / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
     other_job = 'up{job="kube-state-metrics",namespace="monitoring",container="kube-state-metrics",pod="ksm-0"}'
     expected = _expected(tmp_path, "GpudashGpuDataMissing")
     tests = [{
@@ -208,7 +209,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     from tests.support import cloudwatch_eval
     from tests.support.cloudwatch_agent import Datapoint
 
-    files = build(load_project())
+    files = encode(build(load_project()))
     requests = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     temp = [81.0 if k % 2 == 0 else 79.0 for k in range(80)]
     util = [2.0 if k % 2 == 0 else 6.0 for k in range(80)]
@@ -247,7 +248,7 @@ def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
     from tests.support.cloudwatch_agent import Datapoint
 
     pods = {"big-0": (78_720.0, 3_200.0), "small-0": (15_484.0, 900.0), "roomy-0": (8_000.0, 8_384.0)}
-    files = build(load_project())
+    files = encode(build(load_project()))
     request = next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                    if "framebuffer-full" in a["Request"]["AlarmName"])
     points = [Datapoint("ContainerInsights/Prometheus", metric,

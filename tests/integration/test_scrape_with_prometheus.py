@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from generator.artifacts import build, grafana_dashboards
+from generator.output import encode
 from generator.catalog import parse_counters
 from generator.exporter_styles import STYLES
 from generator.project import Project, load_project
@@ -204,7 +205,7 @@ def test_promtool_accepts_the_generated_configs(tmp_path):
 
 def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     project = load_project()
-    files = build(project)
+    files = encode(build(project))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
     assert agent_scrape["scrape_configs"] == [scrape_job(project.settings)]

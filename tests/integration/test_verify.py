@@ -11,7 +11,8 @@ import time
 import pytest
 import yaml
 
-from generator.artifacts import feed_files
+from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import for_file_sd, scrape_job
 from tests.support.kube_server import KubeCluster, KubeTestServer
@@ -82,12 +83,12 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
     """A healthy cluster; tests break one thing each."""
     project = load_project()
     cluster = KubeCluster(reference)
-    for document in yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+    for document in yaml.safe_load_all(encode(build(project))["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.metrics_payload = payload
     # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
-                                for m in yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"])]
+                                for m in yaml.safe_load_all(encode(build(project))["k8s/servicemonitor.yaml"])]
     moto.reset()
     moto.put_dcgm_metrics(WORKLOAD_POD)
     with KubeTestServer(cluster) as kube:

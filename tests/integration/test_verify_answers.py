@@ -10,7 +10,8 @@ import json
 import pytest
 import yaml
 
-from generator.artifacts import feed_files
+from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from tests.support.canned_server import CannedServer
 from tests.support.kube_server import KubeCluster, KubeTestServer
@@ -116,8 +117,8 @@ def _answer(server, body, status=200, content_type="application/json"):
 @pytest.fixture(scope="module")
 def generated():
     project = load_project()
-    return {"configmaps": list(yaml.safe_load_all(feed_files(project)["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])),
-            "monitors": list(yaml.safe_load_all(feed_files(project)["k8s/servicemonitor.yaml"]))}
+    return {"configmaps": list(yaml.safe_load_all(encode(build(project))["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])),
+            "monitors": list(yaml.safe_load_all(encode(build(project))["k8s/servicemonitor.yaml"]))}
 
 
 def _verify(cli, *args):

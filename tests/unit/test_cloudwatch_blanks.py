@@ -18,6 +18,7 @@ import re
 import pytest
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
@@ -42,7 +43,7 @@ def blank_fleet():
     """ip-10-0-1-2 GPU 1 never reads its temperature (not supported); ip-10-0-1-1 GPU 0 reads the
     floating-point blank for power during scrapes 10-12 (a profiling pause), inside the 300-600 s period."""
     project = load_project()
-    files = build(project)
+    files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     runs = []
     for scrape in scrapes(job, project.catalog, -1, END // STEP - 1):
@@ -146,7 +147,7 @@ def test_alarms_cannot_drop_a_blank_and_say_so(blank_fleet):
 def test_the_exporter_readme_sample_shows_no_memory_temperature(reference):
     """The recorded README payload: MEMORY_TEMP reads "not supported" on its GPU."""
     project = load_project()
-    files = build(project)
+    files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     lines = (reference / "exporter" / "dcgm-exporter-readme-k8s.prom").read_text().splitlines()
     payload = "\n".join(line for line in lines if line.strip() != "...") + "\n"

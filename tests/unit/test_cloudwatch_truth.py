@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
@@ -33,7 +34,7 @@ def _run(files, project, first=-1, last=END // STEP - 1, gpus=FLEET):
 @pytest.fixture(scope="module")
 def fleet():
     project = load_project()
-    files = build(project)
+    files = encode(build(project))
     return project, files, _run(files, project)
 
 
@@ -139,7 +140,7 @@ def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels)
     """Whatever labels.* says about a Prometheus path, the agent's own job names the dimensions pod / namespace."""
     config = project_dir(labels + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1, research/train-0]\n")
     project = load_project(config)
-    files = build(project)
+    files = encode(build(project))
     datapoints = _run(files, project)
     requests = _alarms(files)
     assert _firing(requests["gpu-idle-warning-ml-infer-1"], datapoints) == {()}
@@ -149,7 +150,7 @@ def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels)
 def test_scrape_interval_and_period_follow_the_settings(project_dir):
     """At 15 s scrapes and 60 s periods a per-pod sum still reads GPUs, not observations."""
     project = load_project(project_dir("scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"))
-    files = build(project)
+    files = encode(build(project))
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
     assert properties["metrics"][1][0]["expression"] == "IF(q1 / 4 < 1000000000, q1 / 4)"
 
@@ -160,7 +161,7 @@ def test_scale_to_zero_leaves_out_what_cloudwatch_cannot_tell(project_dir):
     from generator.render.alarms import alert_name, prometheus_expression
 
     project = load_project(project_dir("alarms:\n  scale_to_zero: true\n"))
-    assert not any("data-missing" in name for name in _alarms(build(project)))
+    assert not any("data-missing" in name for name in _alarms(encode(build(project))))
     (missing,) = [a for a in project.alarms if a.absent]
     assert alert_name(missing.id) == "GpudashGpuDataMissing"
     assert prometheus_expression(missing, project.catalog, project.settings) == (
@@ -193,7 +194,7 @@ def test_every_combination_is_true_or_left_out_and_named(project_dir):
     single value: CloudWatch shows the truth, or the panel stays on Grafana and the header says so."""
     config = project_dir("cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", dashboards={"combos.py": COMBINATIONS})
     project = load_project(config)
-    files = build(project)
+    files = encode(build(project))
     datapoints = _run(files, project)
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"])["DashboardBody"])
     header = body["widgets"][0]["properties"]["markdown"]
@@ -274,7 +275,7 @@ def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(proje
     with folder.open("a") as settings:
         settings.write("definitions:\n  alarms: [alarms]\n")
     project = load_project(folder)
-    files = build(project)
+    files = encode(build(project))
     datapoints = _run(files, project)
     requests = _alarms(files)
     checked = 0
@@ -325,9 +326,9 @@ def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(projec
     from generator.lint.cloudwatch_rules import insights_window
 
     with pytest.raises(InputError, match="3 hours"):
-        build(load_project(project_dir("thresholds:\n  idle_minutes: 240\n")))
+        encode(build(load_project(project_dir("thresholds:\n  idle_minutes: 240\n"))))
     project = load_project(project_dir("thresholds:\n  idle_minutes: 180\n"))
-    files = build(project)
+    files = encode(build(project))
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
     (idle,) = [r for r in requests if "gpu-idle" in r["Request"]["AlarmName"]]
     assert idle["Request"]["EvaluationPeriods"] * idle["Request"]["Metrics"][0]["Period"] == 10800
@@ -346,7 +347,7 @@ def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project
     from generator.errors import InputError
 
     with pytest.raises(InputError, match="scrape interval"):
-        build(load_project(project_dir("scrape:\n  interval: 2m\ncloudwatch:\n  period: 3600\n")))
+        encode(build(load_project(project_dir("scrape:\n  interval: 2m\ncloudwatch:\n  period: 3600\n"))))
     folder = project_dir("")
     (folder.parent / "alarms").mkdir()
     (folder.parent / "alarms" / "fast.py").write_text(
@@ -357,7 +358,7 @@ def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project
     with folder.open("a") as settings:
         settings.write("scrape:\n  interval: 15s\ndefinitions:\n  alarms: [alarms]\n")
     with pytest.raises(InputError, match="60 s"):
-        build(load_project(folder))
+        encode(build(load_project(folder)))
 
 
 def _mig_payload(k: int) -> str:
@@ -378,7 +379,7 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     from tests.support.dcgm_fleet import target_labels
 
     project = load_project()
-    files = build(project)
+    files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(30.0 * k, _mig_payload(k), target_labels(job, "ip-10-0-1-3"))
                                      for k in range(-1, END // STEP)])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
-import json
+from dataclasses import replace
 
 import pytest
 
+from generator.artifacts import CloudWatchDashboard
 from generator.lint import run
 from generator.lint.cloudwatch_rules import RULES, CloudWatchSubject
 from generator.lint_runner import cloudwatch_subject
@@ -24,10 +25,10 @@ def test_generated_dashboards_and_alarms_are_valid(good):
 
 
 def _with_body(good, mutate):
-    name = "gpudash-gpu-cluster-by-pod"
-    body = json.loads(good.dashboards[name]["DashboardBody"])
+    dashboard = next(d for d in good.dashboards if d.name == "gpudash-gpu-cluster-by-pod")
+    body = copy.deepcopy(dashboard.body)
     mutate(body)
-    return CloudWatchSubject({name: {"DashboardName": name, "DashboardBody": json.dumps(body)}}, [], good.settings)
+    return CloudWatchSubject((replace(dashboard, body=body),), (), good.settings)
 
 
 def _metric_widget(body):
@@ -100,18 +101,18 @@ def test_broken_body_is_rejected_precisely(good, case):
     assert any(f.rule == rule and fragment in f.message for f in findings), findings
 
 
-def test_bad_dashboard_name_and_non_json_body(good):
-    subject = CloudWatchSubject({"gpu dash!": {"DashboardName": "gpu dash!", "DashboardBody": "{not json"}}, [],
+def test_bad_dashboard_name_and_a_body_without_widgets(good):
+    subject = CloudWatchSubject((CloudWatchDashboard("gpu dash!", "us-east-1", {"widgets": "none"}),), (),
                                 good.settings)
-    messages = {(f.rule, f.message.split(":")[0]) for f in run(RULES, subject)}
+    messages = {(f.rule, f.message) for f in run(RULES, subject)}
     assert ("CW002", "dashboard names are 1-255 characters of A-Z a-z 0-9 - _") in messages
-    assert ("CW001", "DashboardBody is not JSON") in messages
+    assert any(rule == "CW001" and message.startswith("widgets: ") for rule, message in messages), messages
 
 
 def _alarm(good, mutate):
     item = copy.deepcopy(next(a for a in good.alarms if "gpu-idle" in a["Request"]["AlarmName"]))
     mutate(item["Request"])
-    return CloudWatchSubject({}, [item], good.settings)
+    return CloudWatchSubject((), (item,), good.settings)
 
 
 ALARM_CASES = {
@@ -152,10 +153,10 @@ def test_broken_alarm_is_rejected_precisely(good, case):
 
 def test_duplicate_names_and_quota(good):
     item = good.alarms[0]
-    duplicated = CloudWatchSubject({}, [item, item], good.settings)
+    duplicated = CloudWatchSubject((), (item, item), good.settings)
     assert [f.rule for f in run(RULES, duplicated) if f.rule != "AL010"] == ["AL005"]
     many = [{"Region": "us-east-1", "Request": {**item["Request"], "AlarmName": f"a{i}"}} for i in range(201)]
-    (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject({}, many, good.settings))
+    (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject((), tuple(many), good.settings))
     assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
 
 

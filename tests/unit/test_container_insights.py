@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.cli import main
 from generator.container_insights_table import MAPPINGS, published_sets
 from generator.errors import InputError
@@ -36,7 +37,7 @@ def addon(tmp_path_factory):
     folder = tmp_path_factory.mktemp("addon")
     (folder / "gpudash.yaml").write_text(ADDON)
     project = load_project(folder / "gpudash.yaml")
-    return project, build(project), datapoints(CLUSTER, START, END - EVERY)
+    return project, encode(build(project)), datapoints(CLUSTER, START, END - EVERY)
 
 
 def _device_label(label: str) -> str:
@@ -178,7 +179,7 @@ def test_the_same_definitions_render_both_ways(addon):
     import yaml
 
     project, files, _ = addon
-    agent_files = build(load_project())
+    agent_files = encode(build(load_project()))
     rules = ("prometheus/rules.yaml", "k8s/prometheusrule.yaml")
     for path in agent_files:
         if path in rules:
@@ -214,7 +215,7 @@ def test_addon_configuration_replaces_the_agent_configmaps(addon):
     assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
     template = json.loads(files["cloudformation/gpudash.json"])
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]  # no agent logs
-    default = build(load_project())
+    default = encode(build(load_project()))
     assert "cloudwatch/container-insights-addon.json" not in default
     assert [r for r in json.loads(default["cloudformation/gpudash.json"])["Resources"].values()
             if r["Type"] == "AWS::Logs::LogGroup"]
@@ -237,7 +238,7 @@ def dashboards(ctx):
 '''
     csv = "\n".join(f"{m.field}, gauge, {m.field} reading." for m in MAPPINGS) + "\n"
     project = load_project(project_dir(ADDON + "alarms: {}\n", {"one.py": definition}, csv))
-    files = build(project)
+    files = encode(build(project))
     points = datapoints(CLUSTER, 0, 240)
     widgets = {p["title"]: p for _, p in _widgets(files)}
     assert set(widgets) == {"per gpu", "per pod", "per container", "fleet"}
@@ -276,7 +277,7 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     bad[0]["Request"]["Metrics"][0]["Expression"] = (
         'SELECT MAX("pod_gpu_memory_utilization") FROM SCHEMA("ContainerInsights", "ClusterName", "NodeName") '
         'GROUP BY "NodeName" ORDER BY MAX() DESC')
-    findings = list(declared_shape(CloudWatchSubject({}, bad, project.settings)))
+    findings = list(declared_shape(CloudWatchSubject((), tuple(bad), project.settings)))
     assert [f.rule for f in findings] == ["CW008"]
     assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
 
@@ -284,7 +285,7 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
 def test_static_per_pod_alarms_are_refused_with_a_reason(project_dir):
     project = load_project(project_dir(ADDON + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1]\n"))
     with pytest.raises(InputError, match="per_pod: static"):
-        build(project)
+        encode(build(project))
 
 
 RATIO_ALARM = """
@@ -306,7 +307,7 @@ def test_an_alarm_on_the_used_share_reads_the_published_percent(project_dir):
     (config.parent / "alarms").mkdir()
     (config.parent / "alarms" / "share.py").write_text(RATIO_ALARM)
     config.write_text(config.read_text() + "definitions:\n  alarms: [alarms]\n")
-    (request,) = [a["Request"] for a in json.loads(build(load_project(config))["cloudwatch/alarms.json"])["alarms"]]
+    (request,) = [a["Request"] for a in json.loads(encode(build(load_project(config)))["cloudwatch/alarms.json"])["alarms"]]
     assert request["Threshold"] == 95.0
     assert request["Metrics"][0]["Expression"].startswith('SELECT MAX("pod_gpu_memory_utilization")')
     points = datapoints(CLUSTER, START, END - EVERY)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+from dataclasses import replace
 
 import jsonschema
 import pytest
 import yaml
 
-from generator.artifacts import build, grafana_dashboards
+from generator.artifacts import build
 from generator.lint import run
 from generator.lint.feed_rules import RULES, FeedSubject
+from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import scrape_job, service_monitor
 
@@ -36,7 +39,7 @@ def _names(declaration):
 
 
 def test_agent_configmaps_are_what_the_deployment_mounts(reference):
-    agent_map, config, scrape_map = _agent(build(load_project()))
+    agent_map, config, scrape_map = _agent(encode(build(load_project())))
     assert (agent_map["metadata"]["name"], agent_map["metadata"]["namespace"]) == (
         "prometheus-cwagentconfig", "amazon-cloudwatch")
     assert scrape_map["metadata"]["name"] == "prometheus-config" and "prometheus.yaml" in scrape_map["data"]
@@ -57,7 +60,7 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference):
 
 def test_every_cluster_gets_its_own_agent_config(project_dir):
     config = project_dir("clusters:\n  - {name: train, region: us-east-1}\n  - {name: infer, region: eu-west-1}\n")
-    files = build(load_project(config))
+    files = encode(build(load_project(config)))
     names = {path: _agent(files, path)[1]["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
              for path in files if path.startswith("k8s/cwagent-prometheus-config")}
     assert names == {"k8s/cwagent-prometheus-config-train.yaml": "train",
@@ -66,13 +69,13 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 
 def test_selectors_cover_every_series_field_and_skip_labels():
     project = load_project()
-    for declaration in _declarations(_agent(build(project))[1]).values():
+    for declaration in _declarations(_agent(encode(build(project)))[1]).values():
         assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
 
 def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     project = load_project(project_dir("agent:\n  metric_selection: used\n"))
-    declarations = _declarations(_agent(build(project))[1])
+    declarations = _declarations(_agent(encode(build(project)))[1])
     per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
     assert per_pod | per_gpu == project.used_metrics()
     # Health fields are read per GPU only; the idle-pod alarm and by-pod panels per pod.
@@ -87,7 +90,7 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     config = project_dir("cloudwatch:\n  namespace: GPU/Custom\n  dimensions: [ClusterName, namespace, pod, container]\n"
                          "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n")
     project = load_project(config)
-    prometheus = _agent(build(project))[1]["logs"]["metrics_collected"]["prometheus"]
+    prometheus = _agent(encode(build(project)))[1]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
         ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "node", "gpu", "modelName")]
@@ -135,7 +138,7 @@ def _crd_validator(reference, plural: str):
 @pytest.mark.parametrize("config", ["", "prometheus_stack:\n  release: kube-prometheus-stack\n  namespace: monitoring\n"])
 def test_operator_objects_validate_against_the_crds_and_carry_the_release_label(reference, project_dir, config):
     project = load_project(project_dir(config))
-    files = build(project)
+    files = encode(build(project))
     for path, plural in (("k8s/servicemonitor.yaml", "servicemonitors"), ("k8s/prometheusrule.yaml", "prometheusrules")):
         document = yaml.safe_load(files[path])
         errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
@@ -158,10 +161,10 @@ def test_crd_validation_catches_a_wrong_field(reference):
 
 
 def _feed(project, mutate=None):
-    files = build(project)
+    artifacts = build(project)
     if mutate:
-        files = mutate(files)
-    return FeedSubject(project, files, grafana_dashboards(project), None)
+        artifacts = mutate(artifacts)
+    return FeedSubject(project, artifacts)
 
 
 def _rule(subject, rule_id):
@@ -186,12 +189,13 @@ def test_a_pod_set_without_the_workload_namespace_is_refused(project_dir, cli):
     assert "alarm 'framebuffer-full': no published dimension set carries namespace, pod" in stderr
 
 
-def _edit_agent(files, edit):
-    agent_map, scrape_map = yaml.safe_load_all(files[AGENT])
-    config = json.loads(agent_map["data"]["cwagentconfig.json"])
-    edit(config)
-    agent_map["data"]["cwagentconfig.json"] = json.dumps(config)
-    return {**files, AGENT: yaml.safe_dump_all([agent_map, scrape_map]).encode()}
+def _edit_agent(artifacts, edit=None, edit_scrape=None):
+    """The artifact set with the first cluster's agent config (or scrape config) edited in a copy."""
+    agent = artifacts.agents[0]
+    config, scrape = copy.deepcopy(agent.config), copy.deepcopy(agent.scrape)
+    (edit or (lambda _: None))(config)
+    (edit_scrape or (lambda _: None))(scrape)
+    return replace(artifacts, agents=(replace(agent, config=config, scrape=scrape), *artifacts.agents[1:]))
 
 
 def test_cluster_name_left_to_the_ec2_tag_fails():
@@ -260,14 +264,10 @@ def test_the_operators_servicemonitor_labels_are_delivered_on_its_path(project_d
 def test_a_label_dropped_by_the_scrape_job_fails():
     project = load_project()
 
-    def drop_gpu(files):
-        maps = list(yaml.safe_load_all(files[AGENT]))
-        scrape = yaml.safe_load(maps[1]["data"]["prometheus.yaml"])
+    def drop_gpu(scrape):
         scrape["scrape_configs"][0]["metric_relabel_configs"].append({"regex": "gpu", "action": "labeldrop"})
-        maps[1]["data"]["prometheus.yaml"] = yaml.safe_dump(scrape)
-        return {**files, AGENT: yaml.safe_dump_all(maps).encode()}
 
-    findings = _rule(_feed(project, drop_gpu), "PR001")
+    findings = _rule(_feed(project, lambda a: _edit_agent(a, edit_scrape=drop_gpu)), "PR001")
     assert findings and all("'gpu'" in f.message for f in findings)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from generator.artifacts import build
+from generator.output import encode
 from generator.project import load_project
 from generator.serialize import to_json
 
@@ -20,7 +21,7 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 
 @pytest.fixture(scope="module")
 def files():
-    return build(load_project())
+    return encode(build(load_project()))
 
 
 def _check(name: str, data: bytes) -> None:

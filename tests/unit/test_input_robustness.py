@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.output import write
+from generator.output import write_files
 from generator.resources import default_config
 from generator.settings import _schema, parse_settings
 from generator.errors import InputError, OutputError
@@ -185,8 +185,8 @@ def test_a_symlinked_build_stays_a_link_and_its_target_is_written(tmp_path):
     target.mkdir(parents=True)
     link = tmp_path / "build"
     link.symlink_to(target)
-    write(link, FILES)
-    write(link, {"grafana/a.json": b"{}\n"})  # a second run replaces the target's content
+    write_files(link, FILES)
+    write_files(link, {"grafana/a.json": b"{}\n"})  # a second run replaces the target's content
     assert link.is_symlink() and link.resolve() == target.resolve()
     assert sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file()) == \
         ["grafana/a.json", "manifest.json"]
@@ -209,8 +209,8 @@ def test_a_mount_point_is_written_inside(tmp_path):
     if not _mount(mount, "1m"):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
-        write(mount, FILES)
-        write(mount, {"grafana/c.json": b"{}\n"})
+        write_files(mount, FILES)
+        write_files(mount, {"grafana/c.json": b"{}\n"})
         assert os.path.ismount(mount)
         assert sorted(str(p.relative_to(mount)) for p in mount.rglob("*") if p.is_file()) == \
             ["grafana/c.json", "manifest.json"]
@@ -218,7 +218,7 @@ def test_a_mount_point_is_written_inside(tmp_path):
         # a build too large for the mount fails and leaves the previous one as it was
         before = {p: p.read_bytes() for p in mount.rglob("*") if p.is_file()}
         with pytest.raises(OutputError, match="cannot write the build"):
-            write(mount, {"big.bin": b"x" * 2_000_000})
+            write_files(mount, {"big.bin": b"x" * 2_000_000})
         assert {p: p.read_bytes() for p in mount.rglob("*") if p.is_file()} == before
         assert sorted(p.name for p in mount.iterdir()) == ["grafana", "manifest.json"]
     finally:
@@ -227,7 +227,7 @@ def test_a_mount_point_is_written_inside(tmp_path):
 
 def test_a_failed_swap_puts_the_previous_build_back_and_leaves_nothing(tmp_path, monkeypatch):
     out = tmp_path / "build"
-    write(out, FILES)
+    write_files(out, FILES)
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     real_replace = os.replace
 
@@ -238,14 +238,14 @@ def test_a_failed_swap_puts_the_previous_build_back_and_leaves_nothing(tmp_path,
 
     monkeypatch.setattr(os, "replace", refuse_the_second_rename)
     with pytest.raises(OutputError):
-        write(out, {"grafana/z.json": b"{}\n"})
+        write_files(out, {"grafana/z.json": b"{}\n"})
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]  # no empty .build.old-* folder
 
 
 def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, monkeypatch):
     out = tmp_path / "build"
-    write(out, FILES)
+    write_files(out, FILES)
     real_replace = os.replace
 
     def refuse_moving_the_build(source, destination):
@@ -255,7 +255,7 @@ def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, mon
 
     monkeypatch.setattr(os, "replace", refuse_moving_the_build)
     with pytest.raises(OutputError):
-        write(out, {"grafana/z.json": b"{}\n"})
+        write_files(out, {"grafana/z.json": b"{}\n"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
 
 

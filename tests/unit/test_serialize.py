@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from generator import serialize
 from generator.artifacts import build
+from generator.output import encode
 from generator.ownership import (content_hash, read_cloudwatch_stamp, stamp_cloudwatch_body,
                                  stamped_cloudwatch_text)
 from generator.project import load_project
@@ -53,7 +54,8 @@ def builds(tmp_path_factory):
         "  - {name: c, region: ap-south-1}\n"
         "labels: {pod: exported_pod, namespace: exported_namespace, node: hostname}\n"
         "agent: {metric_selection: used}\n")
-    return {"defaults": build(load_project()), "three Regions": build(load_project(root / "gpudash.yaml"))}
+    return {"defaults": encode(build(load_project())),
+            "three Regions": encode(build(load_project(root / "gpudash.yaml")))}
 
 
 def test_json_files_are_the_standard_librarys_bytes(builds):
