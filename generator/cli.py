@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import io
 import json
 import os
@@ -82,6 +84,20 @@ def run() -> None:
     sys.exit(code)
 
 
+@contextlib.contextmanager
+def _no_cycle_collection():
+    """A build makes millions of short-lived objects and next to no garbage cycles (reference counting
+    frees the rest): the cycle collector would walk every live object again and again, about a
+    tenth of a 1,000-cluster build, to find a few dozen objects at most."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 @main.command()
 @config_option
 @csv_option
@@ -95,11 +111,12 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     from .output import compare, encode, settings_record, write
 
     project = load_project_for(config, csv)
-    artifacts = build(project)
     made_with = settings_record(project.settings)
     target = Path(out)
+    with _no_cycle_collection():
+        artifacts = build(project)
+        files = encode(artifacts) if check else write(target, artifacts, made_with)
     if check:
-        files = encode(artifacts)
         differences = compare(target, files, made_with)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
@@ -111,7 +128,6 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    files = write(target, artifacts, made_with)
     from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, silent_alarms
 
     requests = list(artifacts.alarms)

@@ -135,10 +135,14 @@ def _owned(out: Path) -> bool:
 
 
 def _fill(folder: Path, everything: dict[str, bytes]) -> None:
+    made: set[str] = set()
     for relative, data in everything.items():
-        target = folder / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        parent = os.path.dirname(relative)
+        if parent not in made:  # each folder once, not once per file
+            os.makedirs(os.path.join(folder, parent), exist_ok=True)
+            made.add(parent)
+        with open(os.path.join(folder, relative), "wb") as stream:
+            stream.write(data)
 
 
 def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = None) -> dict[str, bytes]:

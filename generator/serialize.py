@@ -48,13 +48,27 @@ def _pretty_fast(data: Any) -> bytes | None:
 
 def _orjson(data: Any, option: int) -> bytes | None:
     """orjson's text of `data`, or None where it could differ from the standard library's."""
-    if not _orjson_writes_json(data):
-        return None
     try:  # types json does not encode (dataclasses, dates, subclasses) pass through, and are refused
-        return orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+        text = orjson.dumps(data, option=option | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
                             | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:  # non-string keys, integers beyond 64 bits, lone surrogates, deep nesting, the above
         return None
+    # Scanning the text costs a fraction of walking the data; only a text that could hold a float
+    # orjson writes unlike json (0.0000x, 1.5e-7, or null for NaN) has its data walked.
+    if b"0.0000" in text or b"null" in text or _short_exponent(text):
+        return text if _orjson_writes_json(data) else None
+    return text
+
+
+def _short_exponent(text: bytes) -> bool:
+    """`e-` followed by exactly one digit 1-9: orjson's 1.5e-7 (json writes 1.5e-07)."""
+    at = text.find(b"e-")
+    while at != -1:  # rare in generated text: bytes.find skips to each one at C speed
+        digit = text[at + 2:at + 3]
+        if digit and digit in b"123456789" and not text[at + 3:at + 4].isdigit():
+            return True
+        at = text.find(b"e-", at + 2)
+    return False
 
 
 def _orjson_writes_json(data: Any) -> bool:
