@@ -18,7 +18,7 @@ from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
 from . import Finding, Rule, schema_message
 from .metrics_insights import QueryError, is_query, parse as parse_query
-from .promql_checks import parse, selectors
+from .promql_checks import query_selectors
 
 
 
@@ -208,7 +208,7 @@ def labels_delivered(subject: FeedSubject) -> Iterable[Finding]:
                 if not expr:
                     continue
                 try:
-                    used = {label for s in selectors(parse(expr)) for label in s.labels}
+                    used = {label for s in query_selectors(expr) for label in s.labels}
                 except ValueError:
                     continue
                 used |= _grouping_labels(expr)

@@ -13,7 +13,7 @@ from ..catalog import Catalog
 from ..reading import read_json_schema
 from ..serialize import to_json
 from . import Finding, Rule, schema_message
-from .promql_checks import COUNTER_FUNCTIONS, Selector, parse, range_windows, selectors
+from .promql_checks import COUNTER_FUNCTIONS, Selector, query_selectors, range_windows
 
 UID_MAX = 40
 CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
@@ -55,7 +55,7 @@ def _targets(subject: GrafanaSubject) -> Iterator[tuple[GrafanaDashboard, dict, 
 def promql_parses(subject: GrafanaSubject) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         try:
-            parse(target["expr"])
+            query_selectors(target["expr"])
         except ValueError as exc:
             yield Finding("GF001", "error", _where(dashboard, panel),
                           f"query {target.get('refId', '?')} does not parse: {exc}")
@@ -67,7 +67,7 @@ def parsed_selectors(dashboards: list[GrafanaDashboard]) -> Iterator[tuple[Grafa
         for panel in _charts(dashboard.model):
             for target in panel.get("targets", []):
                 try:
-                    found = selectors(parse(target["expr"])) if target.get("expr") else []
+                    found = query_selectors(target["expr"]) if target.get("expr") else ()
                 except ValueError:
                     continue
                 for selector in found:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Grafana macros promql-parser rejects; each is replaced by a value of the same kind.
 _MACROS = (
@@ -60,6 +61,23 @@ def selectors(ast) -> list[Selector]:
 
     promql_parser.walk(ast, pre, post)
     return found
+
+
+def query_selectors(expr: str) -> tuple[Selector, ...]:
+    """The selectors of a query, or ValueError with the parser's message. Each distinct text is parsed
+    and walked once: several rules ask for the same queries, and dashboards repeat them."""
+    found = _query_selectors(expr)
+    if isinstance(found, str):
+        raise ValueError(found)
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _query_selectors(expr: str) -> tuple[Selector, ...] | str:
+    try:
+        return tuple(selectors(parse(expr)))
+    except ValueError as exc:
+        return str(exc)
 
 
 def range_windows(expr: str) -> list[str]:
