@@ -63,7 +63,12 @@ def alarms(ctx):
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
               severity="critical", absent=True, missing_data="breaching", evaluation_periods=2,
               datapoints_to_alarm=2,
-              description="No DCGM metrics arrived for two periods: the exporter, the agent or Prometheus stopped.",
-              runbook="Run `gpudash verify`; check the exporter DaemonSet and the cwagent-prometheus Deployment."),
+              description="GPU metrics are missing where kube-state-metrics says exporter pods should run: an "
+                          "exporter, its DaemonSet, kube-state-metrics or the CloudWatch agent stopped. A GPU node "
+                          "group at zero and GPUs no pod holds are not missing data.",
+              runbook="Run `gpudash verify`. Then, by the alert's reason: `kubectl -n <exporter namespace> get ds,pods "
+                      "-o wide` (a pod not Ready or crash-looping on a node: its logs; the DaemonSet gone: "
+                      "reinstall it); kube-state-metrics not scraped: check its pod and the scrape target; on "
+                      "CloudWatch, the cwagent-prometheus Deployment and its logs."),
     ]
     return [alarm for alarm in candidates if all(ctx.has(*q.metrics) for q in alarm.queries)]

@@ -149,9 +149,12 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
             click.echo(f"note: {len(project.notes)} panel(s) left out because the counters CSV does not collect "
                        f"their fields; `gpudash lint` lists them (DF001)", err=True)
         from .container_insights import left_out
+        from .data_missing import left_out as data_missing_left_out
 
         for _, message in left_out(project):  # cloudwatch.source: container-insights
             click.echo(f"note: {message} (lint CW013)", err=True)
+        for _, message in data_missing_left_out(project):  # alarms.expected_gpus: none
+            click.echo(f"note: {message} (lint AL011)", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
                    f"({len(project.grafana_dashboards()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from . import data_missing
 from .cloudwatch_shape import pod_dimensions
 from .errors import InputError
 from .project import Project
@@ -196,8 +197,13 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     queried = queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
     published = published_sets(project.catalog, settings, queried)
     per_pod = len(published.get(tuple(pod_dimensions(settings)), []))
-    per_gpu = sum(len(m) for dims, m in published.items() if list(dims) != pod_dimensions(settings))
-    metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH)
+    # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
+    per_cluster = len(published.get(data_missing.CLUSTER_SET, []))
+    per_cluster += len(data_missing.KSM_METRICS) if per_cluster and data_missing.expected(settings) else 0
+    per_gpu = sum(len(m) for dims, m in published.items()
+                  if list(dims) != pod_dimensions(settings) and dims != data_missing.CLUSTER_SET)
+    metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
+        per_cluster * fleet.clusters
     rate = _rate(prices, "custom_metric_month")
     monthly = tiered(metric_months, rate["tiers"])
     # Every scraped field is a field of the EMF event; the declarations only decide which become metrics.
@@ -210,7 +216,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
-             f"(+ {fleet.churn:,} pod starts, prorated); tiered"),
+             f"(+ {fleet.churn:,} pod starts, prorated)"
+             + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              ingested_gb * _price(prices, "log_ingestion_gb"),
              f"one event per GPU every {_scrape_seconds(project)} s with every scraped field ({scraped})"),
@@ -264,14 +271,16 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_shape import Unsupported
-    from .container_insights import NotPublished
+    from .container_insights import NotPublished, enabled
     from .render.alarms import alarm_plan
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
-    cluster_analyzed, cluster_alarms, per_pod_rules = 0.0, 0, 0
+    cluster_analyzed, cluster_alarms, per_pod_rules, math_alarms = 0.0, 0, 0, 0
     for alarm in project.alarms:
-        if alarm.absent and settings.alarms["scale_to_zero"]:
+        if alarm.absent:  # a metric-math alarm over static metrics, billed per metric it reads
+            if data_missing.expected(settings) and not enabled(settings):
+                math_alarms += fleet.clusters
             continue
         if alarm.per_pod:
             try:
@@ -291,6 +300,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
+    if math_alarms:
+        rate = _price(prices, "standard_alarm_metric_month")
+        metrics = math_alarms * (len(data_missing.KSM_METRICS) + 1)
+        lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
+                          f"{math_alarms} alarms x {len(data_missing.KSM_METRICS) + 1} metrics (the exporter "
+                          f"DaemonSet's desired and available pods, the cluster's GPU observations)"))
     pods_per_cluster, _ = _per_cluster(fleet)
     if mode == "group_by":
         alarms = per_pod_rules * fleet.clusters
@@ -304,7 +319,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         lines.append(Line("per-pod alarms (static, one per pod)", alarms, rate, alarms * rate,
                           f"{per_pod_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply"))
-    return lines, cluster_alarms + alarms
+    return lines, cluster_alarms + math_alarms + alarms
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -26,10 +26,19 @@ def _left_out_on_addon(project: Project):
         yield Finding("CW013", "note", where, message)
 
 
+def _data_missing_left_out(project: Project):
+    from .data_missing import left_out
+
+    for where, message in left_out(project):
+        yield Finding("AL011", "note", where, message)
+
+
 DEFINITION_RULES = [
     Rule("DF001", "panels left out because the counters CSV does not collect their fields", _panels_left_out),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _left_out_on_addon),
+    Rule("AL011", "the data-missing alarm left out because nothing tells it GPUs are expected "
+                  "(alarms.expected_gpus: none)", _data_missing_left_out),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004"})

@@ -104,6 +104,10 @@ class Settings:
     def agent(self) -> dict[str, Any]:
         return self.raw["agent"]
 
+    @property
+    def kube_state_metrics(self) -> dict[str, Any]:
+        return self.raw["kube_state_metrics"]
+
     def levels(self, name: str) -> Levels:
         value = self.raw["thresholds"][name]
         return Levels(float(value["warning"]), float(value["critical"]))
@@ -341,8 +345,22 @@ def _plainly_valid(document: dict[str, Any]) -> bool:
     return conforms(document, _schema(), lambda pattern, text: re.search(_anchored(pattern), text) is not None)
 
 
+def _retired(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """Keys that meant something once: say what replaced them instead of "unknown key"."""
+    alarms = document.get("alarms")
+    if isinstance(alarms, dict) and "scale_to_zero" in alarms:
+        line = _line_of(node, ["alarms", "scale_to_zero"], key=True)
+        raise InputError("alarms.scale_to_zero is retired: the data-missing alarm now fires only where "
+                         "kube-state-metrics says exporter pods should run, so a GPU node group at zero no "
+                         "longer alarms, and CloudWatch keeps its alarm (a stopped agent is noticed)",
+                         where=f"{source}:{line}" if line else source,
+                         hint="delete the scale_to_zero line; to leave the data-missing alarm out instead, "
+                              "write alarms.expected_gpus: none")
+
+
 def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """All checks of a settings document before defaults are filled in; raises the first error."""
+    _retired(document, source, node)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

@@ -11,6 +11,7 @@ from ..artifacts import Artifacts, GrafanaDashboard
 from ..project import Project
 from ..cloudwatch_shape import dimension_for
 from ..markers import CLUSTER_DIMENSION
+from ..data_missing import KSM_JOB, KSM_METRICS
 from ..promql import gpu_identity
 from ..reading import read_json_schema
 from ..render.agent import AGENT_KEY, agent_file
@@ -45,6 +46,15 @@ class FeedSubject:
 
             return prometheus_config(self.project.settings)["scrape_configs"][0]
         return agent.scrape["scrape_configs"][0]
+
+
+def _scrape_jobs(subject: FeedSubject, cluster: Cluster) -> set[str]:
+    """Names of the jobs in the agent's prometheus.yaml."""
+    if agent_file(cluster) not in subject.files:
+        return set()
+    documents = subject._documents(cluster)
+    scrape = yaml.safe_load(next(d for d in documents if "prometheus.yaml" in d.get("data", {}))["data"]["prometheus.yaml"])
+    return {job.get("job_name") for job in scrape.get("scrape_configs") or []}
 
 
 def _prometheus(subject: FeedSubject, cluster: Cluster) -> dict[str, Any]:
@@ -103,7 +113,14 @@ def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[st
     alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item["Request"].get("Metrics", []):
-            queries.append((f"cloudwatch/alarms.json {item['Request']['AlarmName']}", metric["Expression"]))
+            where = f"cloudwatch/alarms.json {item['Request']['AlarmName']}"
+            if "MetricStat" in metric:  # a metric of a metric-math alarm
+                stat = metric["MetricStat"]["Metric"]
+                cluster = next((d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == CLUSTER_DIMENSION), None)
+                yield (where, stat["MetricName"], stat["Namespace"],
+                       frozenset(d["Name"] for d in stat.get("Dimensions", [])), cluster)
+            elif is_query(str(metric.get("Expression", ""))):
+                queries.append((where, metric["Expression"]))
         if "MetricName" in item["Request"]:
             request = item["Request"]
             cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
@@ -122,12 +139,14 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
     """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
     settings = subject.project.settings
     by_name = {c.name: c for c in subject.clusters()}
-    published = {c.name: _published(_declarations(subject, c), settings.scrape["job_name"]) for c in subject.clusters()}
+    jobs = (settings.scrape["job_name"], KSM_JOB)
+    published = {c.name: {job: _published(_declarations(subject, c), job) for job in jobs}
+                 for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent["metric_selection"] == "used":  # and nothing more: every published pair costs a metric each
         wanted = {(metric, dims) for _, metric, _, dims, _ in queried}
         for cluster in subject.clusters():
-            extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name]
+            extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name][jobs[0]]
                             for m in subject.project.catalog if any(p.search(m.name) for p in patterns)
                             and (m.name, d) not in wanted})
             for metric, dims in extra:
@@ -143,8 +162,14 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
                 yield Finding("AG001", "error", where,
                               f"reads {namespace}; the agent of {cluster.name} publishes into {namespace_published}")
                 continue
+            job = KSM_JOB if metric in KSM_METRICS else jobs[0]
+            if job == KSM_JOB and job not in _scrape_jobs(subject, cluster):
+                yield Finding("AG001", "error", where,
+                              f"{metric} is queried but the agent of {cluster.name} ({agent_file(cluster)}) does not "
+                              f"scrape kube-state-metrics (no job {KSM_JOB!r})")
+                continue
             if not any(d == dims and any(p.search(metric) for p in patterns)
-                       for patterns, d in published[cluster.name]):
+                       for patterns, d in published[cluster.name][job]):
                 kind = subject.project.catalog.get(metric).kind if metric in subject.project.catalog else "?"
                 why = " (the agent drops histograms)" if kind == "histogram" else ""
                 yield Finding("AG001", "error", where,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from .. import data_missing
 from ..catalog import Catalog
 from ..cloudwatch_shape import dimension_sets
 from ..markers import KUBERNETES_MANAGED_BY
@@ -61,9 +62,12 @@ def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets)
     """
     sets = [tuple(d) for d in dimension_sets(settings)]
     shipped = selected_metrics(catalog, settings, queried.keys())
+    # Other sets (the cluster's own, for the data-missing alarm) carry only what is queried with them.
+    extra = sorted({dims for wanted in queried.values() for dims in wanted} - set(sets))
+    result = {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets + extra}
     if settings.agent["metric_selection"] == "all":
-        return {dims: list(shipped) for dims in sets}
-    return {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets}
+        result.update({dims: list(shipped) for dims in sets})
+    return result
 
 
 def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
@@ -75,6 +79,8 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
     declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
                      "metric_selectors": metric_selectors(metrics)}
                     for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
+    if data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()):
+        declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
     return {"metric_namespace": settings.cloudwatch["namespace"], "metric_unit": units,
             "metric_declaration": declarations}
 

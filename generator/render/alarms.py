@@ -8,6 +8,7 @@ from typing import Any, Callable
 from ..catalog import Catalog
 from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
                                 scrape_seconds)
+from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
@@ -65,15 +66,30 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     """The Metrics Insights query of an alarm. Alarms take no metric math: a normalisation
     (observations per period, scrape interval) scales the threshold instead."""
     query = cloudwatch_condition(alarm, settings).query
-    if alarm.absent:  # silence of the per-GPU set: every GPU reports, held by a pod or not
-        query = Query(query.metric, "count", (), defined_at=query.defined_at)
-        field_plan = source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
-        return replace(field_plan, divisor=1.0, needs_period=False)
+    if alarm.absent:  # GPU data of the cluster (held by a pod or not) against the expected signal
+        if not data_missing.expected(settings):
+            raise Unsupported(data_missing.left_out_reason(settings))  # left out of both backends, with a note
+        if addon_source(settings):
+            raise NotPublished("the Container Insights add-on publishes no count of the nodes the exporter "
+                               "should run on, so silence cannot be told from a GPU node group at zero "
+                               "(the Prometheus rule, on kube-state-metrics, stays)")
+        return Plan(metric=query.metric, function="COUNT", dims=data_missing.CLUSTER_SET, group=(), series=())
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
+
+
+def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
+    """The metric-math alarm of `data_missing`: below 1 when GPU data is missing where expected; no
+    datapoint (breaching) when the expected signal itself is missing."""
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"], "Threshold": 1.0,
+                    "TreatMissingData": "breaching",
+                    "Metrics": data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
+                                                               settings, cluster, alarm.period_seconds, alarm.title)})
+    return request
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog,
@@ -150,8 +166,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     requests = []
     static = settings.alarms["per_pod"] == "static"
     for alarm in alarms:
-        if alarm.absent and settings.alarms["scale_to_zero"]:
-            continue  # CloudWatch cannot tell a node group at zero from a stopped agent (README)
+        if alarm.absent and not data_missing.expected(settings):
+            continue  # nothing tells silence from a node group at zero: left out, with a note
         try:
             alarm_plan(alarm, catalog, settings)
         except NotPublished:
@@ -167,6 +183,10 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
+        if alarm.absent:  # a metric-math alarm per cluster (data_missing)
+            requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
+                         for cluster in settings.clusters]
+            continue
         insights_request = _insights_requests(alarm, catalog, settings)
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
@@ -198,7 +218,8 @@ def silent_alarms(requests: list[dict[str, Any]]) -> list[str]:
 def insights_alarm_counts(requests: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for item in requests:
-        if "Metrics" in item["Request"]:
+        if any(str(m.get("Expression", "")).lstrip().upper().startswith("SELECT")  # not a metric-math alarm
+               for m in item["Request"].get("Metrics", [])):
             counts[item["Region"]] = counts.get(item["Region"], 0) + 1
     return counts
 
@@ -213,11 +234,8 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     condition = cloudwatch_condition(alarm, settings)  # one situation for both forms of the rule
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
-    if alarm.absent:
-        # An exporter target that stopped answering; its pod gone with a node scaled away is no target,
-        # so that is no alarm. CloudWatch has no `up`: the agent drops it.
-        down = _exporter_down(settings)
-        return down if settings.alarms["scale_to_zero"] else f"{down} or {_absent(query.metric, alarm, settings)}"
+    if alarm.absent:  # the same situations as the CloudWatch form, and an exporter target not answering
+        return data_missing.prometheus_expression(query.metric, settings, window, _exporter_down(settings))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations.
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
                        gauge_window=window)
@@ -233,16 +251,6 @@ def _exporter_down(settings: Settings) -> str:
             f'namespace="{settings.exporter["namespace"]}"}} == 0')
 
 
-def _absent(metric: str, alarm: Alarm, settings: Settings) -> str:
-    """absent(); on a Prometheus holding several clusters, one per cluster, so the alert names the
-    cluster whose data stopped (absent() keeps the label of an equality matcher)."""
-    labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label]
-    if not (settings.shared_prometheus and alarm.scope == "cluster" and labelled):
-        return f"absent({metric})"
-    label = settings.labels.cluster
-    return " or ".join(f'absent({metric}{{{label}="{value}"}})' for value in labelled)
-
-
 def _alert_query(alarm: Alarm, settings: Settings):
     """The query of the condition CloudWatch evaluates: a definition's `cloudwatch=` condition, where
     CloudWatch cannot compute its own, is the rule's in Prometheus too, so both fire on one situation."""
@@ -255,8 +263,10 @@ def _alert_query(alarm: Alarm, settings: Settings):
 def _where_label(alarm: Alarm, settings: Settings) -> str:
     """` on pod {{ $labels.namespace }}/{{ $labels.pod }}`, ` on {{ $labels.node }} GPU {{ $labels.gpu }}` ..."""
     keys = group_keys(_alert_query(alarm, settings).by)
-    if alarm.absent:  # absent() names nothing but the cluster, when there are several
-        keys = tuple(key for key in keys if key == "cluster")
+    if alarm.absent:  # the cluster, when there are several, and the `reason` each branch of the rule attaches
+        cluster = label_name("cluster", settings.labels)
+        where = f" on cluster {{{{ $labels.{cluster} }}}}" if "cluster" in keys else ""
+        return where + " ({{ $labels.reason }})"
     words = {"gpu": "GPU ", "namespace": "namespace ", "cluster": "cluster "}
     parts = []
     for key in keys:
@@ -272,6 +282,8 @@ def _where_label(alarm: Alarm, settings: Settings) -> str:
 def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings) -> dict[str, Any]:
     rules = []
     for alarm in alarms:
+        if alarm.absent and not data_missing.expected(settings):
+            continue  # left out, with a note (data_missing.left_out_reason)
         pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1)
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),

@@ -15,7 +15,8 @@ _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions"
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     properties = {key: request[key] for key in _ALARM_KEYS if key in request}
     if "Metrics" in request:
-        properties["Metrics"] = [{key: query[key] for key in ("Id", "Expression", "Period", "ReturnData", "Label")
+        properties["Metrics"] = [{key: query[key] for key in ("Id", "Expression", "MetricStat", "Period", "ReturnData",
+                                                                "Label")
                                   if key in query} for query in request["Metrics"]]
     return properties
 

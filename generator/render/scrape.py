@@ -36,7 +36,7 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
     return {
         "job_name": scrape["job_name"],
         "scrape_interval": scrape["interval"],
-        "scrape_timeout": _timeout(scrape["interval"]),
+        "scrape_timeout": scrape_timeout(scrape["interval"]),
         "metrics_path": METRICS_PATH,
         "scheme": "http",
         "sample_limit": 50000,
@@ -61,17 +61,21 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _timeout(interval: str) -> str:
+def scrape_timeout(interval: str) -> str:
     """10s, or the interval when that is shorter (a timeout may not exceed its interval)."""
     seconds = int(interval[:-1]) * (60 if interval.endswith("m") else 1)
     return f"{min(seconds, 10)}s"
 
 
 def prometheus_config(settings: Settings) -> dict[str, Any]:
-    """prometheus.yaml for the CloudWatch agent: one job, the exporter's."""
+    """prometheus.yaml for the CloudWatch agent: the exporter's job, and kube-state-metrics' for the
+    data-missing alarm's expected signal (when alarms.expected_gpus names it)."""
+    from ..data_missing import expected, ksm_scrape_job
+
     interval = settings.scrape["interval"]
-    return {"global": {"scrape_interval": interval, "scrape_timeout": _timeout(interval)},
-            "scrape_configs": [scrape_job(settings)]}
+    jobs = [scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
+    return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
+            "scrape_configs": jobs}
 
 
 def additional_scrape_configs(settings: Settings) -> dict[str, Any]:

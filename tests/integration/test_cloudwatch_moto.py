@@ -55,8 +55,9 @@ def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
         for key in ("ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
                     "AlarmDescription", "ActionsEnabled"):
             assert alarm[key] == request[key], key
-        assert [(m["Id"], m["Expression"], m["Period"], m["ReturnData"]) for m in alarm["Metrics"]] == [
-            (m["Id"], m["Expression"], m["Period"], m["ReturnData"]) for m in request["Metrics"]]
+        fields = ("Id", "Expression", "MetricStat", "Period", "ReturnData")
+        assert [[m.get(f) for f in fields] for m in alarm["Metrics"]] == [
+            [m.get(f) for f in fields] for m in request["Metrics"]]
         tags = cloudwatch.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
         assert {"Key": "ManagedBy", "Value": "gpudash"} in tags
 

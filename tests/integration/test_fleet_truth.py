@@ -36,7 +36,7 @@ from generator.promql import legend, with_cluster
 from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
 from generator.render.scrape import for_file_sd, scrape_job, service_monitor
 from generator.resources import default_counters
-from tests.support import mixed_fleet
+from tests.support import kube_state, mixed_fleet
 from tests.support.mixed_fleet import FIELDS, FLEET, truth
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus
@@ -80,15 +80,24 @@ def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
     return monitor
 
 
+def _ksm_job(ksm: ReplayExporter, cluster: str = "") -> dict:
+    """kube-state-metrics as kube-prometheus-stack scrapes it (honorLabels: its namespace and daemonset stay)."""
+    job = {"job_name": f"kube-state-metrics{'-' + cluster if cluster else ''}", "honor_labels": True,
+           "static_configs": [{"targets": [ksm.address]}]}
+    if cluster:
+        job["relabel_configs"] = [{"target_label": "cluster", "replacement": cluster, "action": "replace"}]
+    return job
+
+
 def _jobs(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, reference: Path) -> list[dict]:
     if path.name != "shared-prometheus":
-        return [_job(path, exporters, workdir, reference)]
+        return [_job(path, exporters, workdir, reference), _ksm_job(exporters["kube-state-metrics"])]
     jobs = []
     for cluster in path.clusters:  # each cluster's Prometheus job, as one Prometheus would hold them
         job = _job(Path_("gpudash-job", ""), exporters, workdir, reference)
         job["job_name"] = f"dcgm-{cluster}"
         job["relabel_configs"].append({"target_label": "cluster", "replacement": cluster, "action": "replace"})
-        jobs.append(job)
+        jobs += [job, _ksm_job(exporters["kube-state-metrics"], cluster)]
     return jobs
 
 
@@ -117,6 +126,9 @@ def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, refer
 @pytest.fixture(scope="module")
 def exporters():
     started = {node.name: ReplayExporter(lambda node=node: mixed_fleet.payload(node)).__enter__() for node in FLEET}
+    # the exporter DaemonSet runs on every node of the fleet, each pod available
+    started["kube-state-metrics"] = ReplayExporter(kube_state.payload(
+        {"namespace": "gpu-operator", "daemonset": OPERATOR.daemonset}, len(FLEET), len(FLEET))).__enter__()
     yield started
     for exporter in started.values():
         exporter.__exit__(None, None, None)
@@ -288,12 +300,14 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         result = prometheus.query(rule["expr"], at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
-            silent = [{"cluster": "north"}] if path.clusters != ("",) else []
+            silent = [{"cluster": "north", "namespace": "gpu-operator", "daemonset": OPERATOR.daemonset,
+                       "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics "
+                                 "is not scraped)"}] if path.clusters != ("",) else []
             assert [s["metric"] for s in result] == silent, rule["expr"]
             if silent:
                 summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: result[0]["metric"][m.group(1)],
                                  rule["annotations"]["summary"])
-                assert summary.endswith(" on cluster north"), summary
+                assert summary == f"No GPU metrics arriving on cluster north ({silent[0]['reason']})", summary
             continue
         query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
         template = legend(query, labels)

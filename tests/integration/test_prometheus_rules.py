@@ -46,6 +46,13 @@ def _expected(folder, alert: str, **labels: str) -> dict:
 
 
 GPU0 = {"node": "node-1", "gpu": "0"}
+# kube-state-metrics' view of the exporter DaemonSet (one node): the data-missing rule's expected signal.
+EXPORTER_DS = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+KSM = [{"series": 'kube_daemonset_status_desired_number_scheduled{namespace="gpu-operator",'
+                  'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"},
+       {"series": 'kube_daemonset_status_number_available{namespace="gpu-operator",'
+                  'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"}]
+TARGET_DOWN = "an exporter target is not answering"
 UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
 
 
@@ -129,10 +136,11 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
         },
         {   # the exporter stops: no GPU series at all
             "interval": "1m",
-            "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0x20")],
+            "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0x20"), *KSM],
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuDataMissing",
-                 "exp_alerts": [_expected(rules, "GpudashGpuDataMissing")]},
+                 "exp_alerts": [_expected(rules, "GpudashGpuDataMissing", **EXPORTER_DS,
+                                          reason="exporters are expected but no GPU reported")]},
                 {"eval_time": "10m", "alertname": "GpudashXidError", "exp_alerts": []},
             ],
         },
@@ -140,19 +148,19 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "interval": "1m",
             "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1 1 0x20"},
                              {"series": UP.format(pod="nvidia-dcgm-exporter-b"), "values": "1x20"},
-                             _series("DCGM_FI_DEV_GPU_TEMP", "60x20")],
+                             _series("DCGM_FI_DEV_GPU_TEMP", "60x20"), *KSM],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
-                {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [{
-                    **_expected(rules, "GpudashGpuDataMissing"),
-                    "exp_labels": {**_expected(rules, "GpudashGpuDataMissing")["exp_labels"],
-                                   **dict(re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a")))}}]},
+                {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
+                    _expected(rules, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                              **dict(re.findall(r'(\w+)="([^"]*)"', UP.format(pod="nvidia-dcgm-exporter-a"))))]},
             ],
         },
         {   # no pod holds a GPU: the series carry no pod labels, and nothing is missing
             "interval": "1m",
             "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1x20"},
-                             {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-1"}', "values": "40x20"}],
+                             {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-1"}', "values": "40x20"},
+                             *KSM],
             "alert_rule_test": [{"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []}],
         },
     ]
@@ -171,18 +179,17 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
                       "  container: exported_container\n")
     (tmp_path / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
     other_job = 'up{job="kube-state-metrics",namespace="monitoring",container="kube-state-metrics",pod="ksm-0"}'
-    expected = _expected(tmp_path, "GpudashGpuDataMissing")
     tests = [{
         "interval": "1m",
         "input_series": [{"series": OPERATOR_UP.format(n=1), "values": "1 1 0x20"},
                          {"series": OPERATOR_UP.format(n=2), "values": "1x20"},
                          {"series": other_job, "values": "0x20"},  # not an exporter: no alert for it
-                         {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-2"}', "values": "60x20"}],
+                         {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-2"}', "values": "60x20"}, *KSM],
         "alert_rule_test": [
             {"eval_time": "1m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
-            {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [{
-                **expected, "exp_labels": {**expected["exp_labels"],
-                                           **dict(re.findall(r'(\w+)="([^"]*)"', OPERATOR_UP.format(n=1)))}}]},
+            {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
+                _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                          **dict(re.findall(r'(\w+)="([^"]*)"', OPERATOR_UP.format(n=1))))]},
         ],
     }]
     _promtool_test(tmp_path, "rules_test.yaml", tests)
@@ -191,7 +198,7 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
 def test_healthy_fleet_fires_nothing(rules):
     series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
-              _series("DCGM_FI_DEV_FB_FREE", "20000x60"), _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "5x60")]
+              _series("DCGM_FI_DEV_FB_FREE", "20000x60"), _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "5x60"), *KSM]
     groups = yaml.safe_load((rules / "rules.yaml").read_text())["groups"]
     names = [r["alert"] for g in groups for r in g["rules"]]
     test = {"interval": "1m", "input_series": series,

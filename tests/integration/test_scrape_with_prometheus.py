@@ -19,6 +19,7 @@ from generator.artifacts import build, grafana_dashboards
 from generator.output import encode
 from generator.catalog import parse_counters
 from generator.exporter_styles import STYLES
+from generator.data_missing import ksm_scrape_job
 from generator.project import Project, load_project
 from generator.render.scrape import for_file_sd, prometheus_config, scrape_job
 from generator.resources import default_counters
@@ -208,6 +209,6 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     files = encode(build(project))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
-    assert agent_scrape["scrape_configs"] == [scrape_job(project.settings)]
+    assert agent_scrape["scrape_configs"] == [scrape_job(project.settings), ksm_scrape_job(project.settings)]
     values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])
     assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]

@@ -181,7 +181,8 @@ def test_agent_configmap_missing_a_selector(stack):
     configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
     config = json.loads(configmap["data"]["cwagentconfig.json"])
     for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
-        declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
+        if "^DCGM_FI_DEV_GPU_UTIL$" in declaration["metric_selectors"]:
+            declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
     configmap["data"]["cwagentconfig.json"] = json.dumps(config)
     code, checks = verify()
     assert code == 1

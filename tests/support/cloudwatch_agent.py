@@ -96,11 +96,20 @@ def _relabel_keeps(rules: list[dict], labels: dict[str, str]) -> bool:
     return True
 
 
+def scrape_jobs(configmaps_yaml: bytes | str) -> dict[str, dict]:
+    """Every job of the agent's prometheus.yaml, by name."""
+    documents = list(yaml.safe_load_all(configmaps_yaml))
+    scrape = next(d for d in documents if "prometheus.yaml" in d["data"])
+    return {job["job_name"]: job for job in yaml.safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"]}
+
+
 class Agent:
-    def __init__(self, config: dict, job: dict | None = None):
+    def __init__(self, config: dict, job: dict | None = None, others: Iterable[dict] = ()):
         # The scrape job's metric_relabel_configs (keep / drop); without a job, DCGM_.* is kept.
+        # A scrape whose `job` target label names one of `others` goes through that job's rules.
         self.relabel = (job or {}).get("metric_relabel_configs") or [
             {"source_labels": ["__name__"], "regex": "DCGM_.*", "action": "keep"}]
+        self.relabel_by_job = {other["job_name"]: other.get("metric_relabel_configs") or [] for other in others}
         prometheus = config["logs"]["metrics_collected"]["prometheus"]
         self.cluster_name = prometheus.get("cluster_name")
         emf = prometheus["emf_processor"]
@@ -139,7 +148,8 @@ class Agent:
             if math.isnan(value) or math.isinf(value):
                 continue
             labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
-            if not _relabel_keeps(self.relabel, {**labels, "__name__": name}):
+            rules = self.relabel_by_job.get(scrape.target_labels.get("job"), self.relabel)
+            if not _relabel_keeps(rules, {**labels, "__name__": name}):
                 continue  # the scrape job's metric_relabel_configs
             if self.cluster_name:
                 labels["ClusterName"] = self.cluster_name

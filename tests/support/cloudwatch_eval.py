@@ -10,6 +10,12 @@
   each value; SUM/AVG/MIN/MAX of an array is one series, per timestamp over the series that
   have a value there. A comparison gives 1 or 0 per value; IF(condition, value) without a
   false value returns no data point where the condition is 0, for each series of an array.
+* Metric math in alarms (user guide, "Using metric math"): arithmetic between two series treats a
+  missing value as 0 (a division by zero drops the datapoint); a comparison or AND / OR of two
+  series gives 0 or 1 at every timestamp either has, a missing value read as 0; a series compared
+  with a number keeps its own timestamps; IF(condition, x, y) has a datapoint only where the
+  condition series has one: x where it is true (0 when the series x has none there), y where it
+  is false (dropped when the series y has none there, or y is omitted).
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
@@ -115,13 +121,20 @@ def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, e
     return dict(list(result.items())[:limit])
 
 
-def _math(node: ast.AST, env: dict[str, Result]):
-    if isinstance(node, ast.Expression):
-        return _math(node.body, env)
+def _atom(node: ast.AST, env: dict):
+    """A number or an id's value; None for anything else."""
     if isinstance(node, ast.Constant):
         return float(node.value)
     if isinstance(node, ast.Name):
         return env[node.id]
+    return None
+
+
+def _math(node: ast.AST, env: dict[str, Result]):
+    if isinstance(node, ast.Expression):
+        return _math(node.body, env)
+    if (value := _atom(node, env)) is not None:
+        return value
     if isinstance(node, ast.BinOp):
         left, right = _math(node.left, env), _math(node.right, env)
         operate = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -176,6 +189,98 @@ def widget(properties: dict, datapoints: list[Datapoint], start: float, end: flo
     return lines
 
 
+_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.Div: lambda a, b: a / b if b else None, ast.Gt: lambda a, b: float(a > b),
+              ast.GtE: lambda a, b: float(a >= b), ast.Lt: lambda a, b: float(a < b),
+              ast.LtE: lambda a, b: float(a <= b), ast.Eq: lambda a, b: float(a == b),
+              ast.NotEq: lambda a, b: float(a != b),
+              ast.And: lambda a, b: float(bool(a) and bool(b)), ast.Or: lambda a, b: float(bool(a) or bool(b))}
+
+
+def _binary(operator, left, right):
+    """A number or a series ({timestamp: value}) from two operands, as metric math combines them."""
+    if isinstance(left, dict) and isinstance(right, dict):  # two series: their timestamps, a missing value 0
+        values = {t: operator(left.get(t, 0.0), right.get(t, 0.0)) for t in sorted(set(left) | set(right))}
+    elif isinstance(left, dict):
+        values = {t: operator(v, right) for t, v in left.items()}
+    elif isinstance(right, dict):
+        values = {t: operator(left, v) for t, v in right.items()}
+    else:
+        return operator(left, right)
+    return {t: v for t, v in values.items() if v is not None}
+
+
+def _if(condition, true, false=None):
+    if not isinstance(condition, dict):  # IF(scalar, ...)
+        chosen = true if condition else false
+        return chosen if chosen is not None else {}
+    result = {}
+    for t, value in condition.items():
+        if value:
+            result[t] = true.get(t, 0.0) if isinstance(true, dict) else true
+        elif isinstance(false, dict):
+            if t in false:
+                result[t] = false[t]
+        elif false is not None:
+            result[t] = false
+    return result
+
+
+def _series_math(node: ast.AST, env: dict[str, Series]):
+    if (value := _atom(node, env)) is not None:
+        return value
+    if isinstance(node, ast.BinOp):
+        return _binary(_OPERATORS[type(node.op)], _series_math(node.left, env), _series_math(node.right, env))
+    if isinstance(node, ast.Compare):
+        (operator,), (right,) = node.ops, node.comparators
+        return _binary(_OPERATORS[type(operator)], _series_math(node.left, env), _series_math(right, env))
+    if isinstance(node, ast.BoolOp):
+        values = [_series_math(v, env) for v in node.values]
+        result = values[0]
+        for value in values[1:]:
+            result = _binary(_OPERATORS[type(node.op)], result, value)
+        return result
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
+        return _if(*(_series_math(a, env) for a in node.args))
+    raise AssertionError(f"metric math not understood: {ast.dump(node)}")
+
+
+def _alarm_expression(text: str, env: dict[str, Series]) -> Series:
+    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", text))
+    result = _series_math(ast.parse(python, mode="eval").body, env)
+    assert isinstance(result, dict), f"{text} is not a time series"
+    return result
+
+
+def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: float) -> Series:
+    """One metric's statistic per period: the metric with exactly these dimensions."""
+    metric, period = stat["Metric"], stat["Period"]
+    statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
+    wanted = {(d["Name"], d["Value"]) for d in metric.get("Dimensions", [])}
+    values: dict[int, list[float]] = {}
+    for point in datapoints:
+        if point.metric == metric["MetricName"] and point.namespace == metric["Namespace"] \
+                and set(point.dimensions) == wanted and start <= point.timestamp < end:
+            values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
+    return {t: FUNCTIONS[statistic[stat["Stat"]]](v) for t, v in values.items()}
+
+
+def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float) -> tuple[int, Result]:
+    """(period, result) of an alarm whose Metrics hold static metrics and one expression over them."""
+    queries = request["Metrics"]
+    period = next(q["MetricStat"]["Period"] for q in queries if "MetricStat" in q)
+    start = end - request["EvaluationPeriods"] * period
+    env: dict[str, Series] = {}
+    for query in queries:
+        if "MetricStat" in query:
+            env[query["Id"]] = _metric_stat(query["MetricStat"], datapoints, start, end)
+        else:
+            env[query["Id"]] = _alarm_expression(query["Expression"], env)
+    (returned,) = [q for q in queries if q.get("ReturnData", True)]
+    series = env[returned["Id"]]
+    return period, ({(): series} if series else {})
+
+
 COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
            "LessThanThreshold": lambda v, t: v < t, "LessThanOrEqualToThreshold": lambda v, t: v <= t}
 
@@ -184,7 +289,10 @@ def alarm(request: dict, datapoints: list[Datapoint], end: float) -> dict[tuple,
     """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`."""
     periods = request["EvaluationPeriods"]
     needed = request.get("DatapointsToAlarm", periods)
-    if "Metrics" in request:
+    if any("MetricStat" in m for m in request.get("Metrics", [])):
+        period, result = _metric_math_alarm(request, datapoints, end)
+        start = end - periods * period
+    elif "Metrics" in request:
         (query,) = [m for m in request["Metrics"] if m.get("ReturnData", True)]
         period = query["Period"]
         start = end - periods * period

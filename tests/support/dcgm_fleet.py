@@ -116,8 +116,13 @@ def target_labels(job: dict, node: str) -> dict[str, str]:
             "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_container_port_number": "9400",
             "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
             "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"}
+    return discovered(job, meta)
+
+
+def discovered(job: dict, meta: dict[str, str]) -> dict[str, str]:
+    """The labels `job` gives a target Kubernetes SD meets with `meta` (asserting the job keeps it)."""
     labels = _relabel(job.get("relabel_configs", []), meta)
-    assert labels is not None, "the scrape job drops the exporter target"
+    assert labels is not None, f"the scrape job {job['job_name']} drops the target {meta['__address__']}"
     result = {k: v for k, v in labels.items() if not k.startswith("__")}
     result.setdefault("job", job["job_name"])
     result.setdefault("instance", meta["__address__"])

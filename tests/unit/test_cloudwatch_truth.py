@@ -125,16 +125,6 @@ def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
     assert "ORDER BY MIN() ASC" in alarms["framebuffer-full-warning"]["Metrics"][0]["Expression"]
 
 
-def test_data_missing_fires_when_data_stops_not_when_no_pod_holds_a_gpu(fleet):
-    project, files, datapoints = fleet
-    request = _alarms(files)["gpu-data-missing-critical"]
-    assert _firing(request, datapoints) == set()
-    idle_fleet = tuple(Gpu(g.node, g.index) for g in FLEET)  # every GPU idle: no pod labels at all
-    assert _firing(request, _run(files, project, gpus=idle_fleet)) == set()
-    stopped = [p for p in datapoints if p.timestamp < END - 900]  # the agent stopped 15 minutes ago
-    assert _firing(request, stopped) == {()}
-
-
 @pytest.mark.parametrize("labels", ["", "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"])
 def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels):
     """Whatever labels.* says about a Prometheus path, the agent's own job names the dimensions pod / namespace."""
@@ -155,17 +145,34 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     assert properties["metrics"][1][0]["expression"] == "IF(q1 / 4 < 1000000000, q1 / 4)"
 
 
-def test_scale_to_zero_leaves_out_what_cloudwatch_cannot_tell(project_dir):
-    """CloudWatch sees no `up`: silence from a node group at zero and from a stopped agent are the same.
-    With alarms.scale_to_zero its data-missing form goes; the Prometheus form watches exporter targets."""
-    from generator.render.alarms import alert_name, prometheus_expression
+def test_without_an_expected_signal_the_data_missing_alarm_is_left_out_and_said(project_dir):
+    """alarms.expected_gpus: none: nothing tells a stopped exporter from a node group at zero, so neither
+    backend gets the alarm, the agent publishes nothing for it, and generate and lint say so."""
+    from click.testing import CliRunner
 
-    project = load_project(project_dir("alarms:\n  scale_to_zero: true\n"))
-    assert not any("data-missing" in name for name in _alarms(encode(build(project))))
-    (missing,) = [a for a in project.alarms if a.absent]
-    assert alert_name(missing.id) == "GpudashGpuDataMissing"
-    assert prometheus_expression(missing, project.catalog, project.settings) == (
-        'up{exporter_pod!=""} == 0 or up{exporter_pod="", container="nvidia-dcgm-exporter", namespace="gpu-operator"} == 0')
+    from generator.cli import main
+    from generator.lint_runner import lint_project
+
+    config = project_dir("alarms:\n  expected_gpus: none\n")
+    project = load_project(config)
+    files = encode(build(project))
+    assert not any("data-missing" in name for name in _alarms(files))
+    assert "GpudashGpuDataMissing" not in files["prometheus/rules.yaml"].decode()
+    assert b"kube_daemonset" not in files[AGENT_FILE] and b"kube-state-metrics" not in files[AGENT_FILE]
+    result = CliRunner().invoke(main, ["generate", "--config", str(config), "--out", str(config.parent / "build")])
+    assert result.exit_code == 0, result.output
+    assert "note: alarm 'gpu-data-missing' is left out: alarms.expected_gpus is none" in result.output
+    (note,) = [f for f in lint_project(project) if f.rule == "AL011"]
+    assert note.severity == "note" and note.where.endswith("alarms/gpu_alarms.py:62")
+
+
+def test_the_retired_scale_to_zero_setting_says_what_replaced_it(project_dir):
+    from generator.errors import InputError
+
+    with pytest.raises(InputError) as raised:
+        load_project(project_dir("alarms:\n  scale_to_zero: true\n"))
+    assert "alarms.scale_to_zero is retired" in str(raised.value)
+    assert "expected_gpus: none" in raised.value.hint and raised.value.where.endswith("gpudash.yaml:2")
 
 
 COMBINATIONS = '''

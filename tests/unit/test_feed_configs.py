@@ -28,10 +28,14 @@ def _agent(files, path=AGENT):
     return agent_map, json.loads(agent_map["data"]["cwagentconfig.json"]), scrape_map
 
 
-def _declarations(config):
-    """{tuple(dimension set): declaration}"""
+CLUSTER_SET = ("ClusterName",)  # the data-missing alarm's: one GPU field of the cluster, and kube-state-metrics'
+KSM_MATCHER = "^gpudash\\-kube\\-state\\-metrics$"
+
+
+def _declarations(config, job_matcher="^dcgm\\-exporter$"):
+    """{tuple(dimension set): declaration} of the declarations for one scrape job."""
     declarations = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
-    return {tuple(d["dimensions"][0]): d for d in declarations}
+    return {tuple(d["dimensions"][0]): d for d in declarations if d["label_matcher"] == job_matcher}
 
 
 def _names(declaration):
@@ -52,9 +56,15 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference):
     assert prometheus["cluster_name"] == "gpu-cluster"
     assert prometheus["log_group_name"] == "/aws/containerinsights/gpu-cluster/prometheus"
     declarations = _declarations(config)
-    assert sorted(declarations) == [tuple(POD_SET), tuple(GPU_SET)]
+    assert sorted(declarations) == [CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET)]
     for declaration in declarations.values():
-        assert declaration["source_labels"] == ["job"] and declaration["label_matcher"] == "^dcgm\\-exporter$"
+        assert declaration["source_labels"] == ["job"]
+    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}
+    (ksm,) = _declarations(config, KSM_MATCHER).values()
+    assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
+        "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available"}
+    jobs = [job["job_name"] for job in yaml.safe_load(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]]
+    assert jobs == ["dcgm-exporter", "gpudash-kube-state-metrics"]
     assert prometheus["emf_processor"]["metric_unit"]["DCGM_FI_DEV_GPU_UTIL"] == "Percent"
 
 
@@ -69,7 +79,9 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 
 def test_selectors_cover_every_series_field_and_skip_labels():
     project = load_project()
-    for declaration in _declarations(_agent(encode(build(project)))[1]).values():
+    for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
+        if dims == CLUSTER_SET:
+            continue  # the data-missing alarm's one field
         assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
 
@@ -78,6 +90,7 @@ def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     declarations = _declarations(_agent(encode(build(project)))[1])
     per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
     assert per_pod | per_gpu == project.used_metrics()
+    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}  # read by the data-missing alarm only
     # Health fields are read per GPU only; the idle-pod alarm and by-pod panels per pod.
     assert "DCGM_FI_DEV_XID_ERRORS" in per_gpu and "DCGM_FI_DEV_XID_ERRORS" not in per_pod
     assert "DCGM_FI_DEV_GPU_UTIL" in per_pod and "DCGM_FI_DEV_GPU_UTIL" in per_gpu
@@ -93,7 +106,7 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     prometheus = _agent(encode(build(project)))[1]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
-        ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "node", "gpu", "modelName")]
+        CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "node", "gpu", "modelName")]
     assert run(RULES, _feed(project)) == []
 
 

@@ -1,0 +1,153 @@
+"""The data-missing alarm: GPU data missing where exporters are expected to run, and only there.
+
+Silence alone cannot tell a stopped exporter or agent from a GPU node group scaled to zero. The
+expected signal comes from off the GPU nodes: kube-state-metrics' view of the exporter DaemonSet
+(`alarms.expected_gpus: kube-state-metrics`):
+
+* `kube_daemonset_status_desired_number_scheduled` - nodes the exporter should run on: 0 with the
+  GPU node group at zero; missing when the DaemonSet is deleted or kube-state-metrics (or, on
+  CloudWatch, the agent that scrapes it) stops;
+* `kube_daemonset_status_number_available` - of those, nodes whose exporter pod is available.
+
+Over each period the alarm fires when
+  1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
+  2. exporters are expected (desired > 0) but no GPU reported at all, or
+  3. fewer exporter pods were available than desired all period long (an exporter down on a node).
+The Prometheus rule also fires on 4. an exporter target not answering (`up == 0`), which names
+the node; the CloudWatch agent drops `up`, so CloudWatch sees that node only through 3.
+
+CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
+[ClusterName]; the agent scrapes the two kube-state-metrics series with its own job):
+`IF(d > 0, g * (a >= d), 1) < 1`, TreatMissingData breaching. By the documented semantics, IF
+drops a timestamp where its condition series has no datapoint (1: missing, so breaching), gives 0
+where the condition holds and the value series has none (2), and a comparison of two series reads
+a missing value as 0 (3).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .cloudwatch_shape import CLUSTER_DIMENSION
+from .exporter_styles import style_for
+from .settings import Cluster, Settings
+
+DESIRED = "kube_daemonset_status_desired_number_scheduled"
+AVAILABLE = "kube_daemonset_status_number_available"
+KSM_METRICS = (DESIRED, AVAILABLE)
+KSM_JOB = "gpudash-kube-state-metrics"
+CLUSTER_SET = (CLUSTER_DIMENSION,)
+SOURCE = "kube-state-metrics"
+# (id, metric, statistic over the period): the least desired against the most available, so a pod
+# restarting inside a period, or a node joining, is not an exporter down.
+KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"))
+EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
+
+
+def expected(settings: Settings) -> bool:
+    """True when an expected signal tells the alarm whether GPUs should be reporting."""
+    return settings.alarms["expected_gpus"] == SOURCE
+
+
+def left_out_reason(settings: Settings) -> str | None:
+    """Why the data-missing alarm is left out of both backends (None: it is not)."""
+    if expected(settings):
+        return None
+    return ("alarms.expected_gpus is none: nothing tells a stopped exporter from a GPU node group at zero "
+            "(set alarms.expected_gpus: kube-state-metrics to have it)")
+
+
+def left_out(project) -> list[tuple[str, str]]:
+    """(where, message) of each data-missing alarm left out because nothing tells it GPUs are expected."""
+    reason = left_out_reason(project.settings)
+    return [(alarm.defined_at, f"alarm {alarm.id!r} is left out: {reason}")
+            for alarm in project.alarms if alarm.absent and reason]
+
+
+def daemonset_selector(settings: Settings) -> str:
+    """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series."""
+    return f'namespace="{settings.exporter["namespace"]}", daemonset="{style_for(settings).daemonset}"'
+
+
+def ksm_pod_label(settings: Settings) -> tuple[str, str]:
+    name, _, value = settings.kube_state_metrics["pod_label"].partition("=")
+    return name, value
+
+
+def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
+    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's two series, nothing else
+    (every other sample would be a custom metric, or merge into the cluster's)."""
+    from .render.scrape import scrape_timeout
+
+    ksm = settings.kube_state_metrics
+    name, value = ksm_pod_label(settings)
+    discovery: dict[str, Any] = {"role": "pod"}
+    if ksm["namespace"]:
+        discovery["namespaces"] = {"names": [ksm["namespace"]]}
+    meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter['namespace'])};" \
+           f"{re.escape(style_for(settings).daemonset)}"
+    return {
+        "job_name": KSM_JOB,
+        "scrape_interval": settings.scrape["interval"],
+        "scrape_timeout": scrape_timeout(settings.scrape["interval"]),
+        "metrics_path": "/metrics",
+        "scheme": "http",
+        "kubernetes_sd_configs": [discovery],
+        "relabel_configs": [
+            {"source_labels": [meta], "regex": re.escape(value), "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm["port"]),
+             "action": "keep"},
+        ],
+        "metric_relabel_configs": [
+            {"source_labels": ["__name__", "namespace", "daemonset"], "regex": kept, "action": "keep"},
+        ],
+    }
+
+
+def ksm_declaration() -> dict[str, Any]:
+    """The agent's metric declaration for the kube-state-metrics job: the cluster's two series."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$", "dimensions": [list(CLUSTER_SET)],
+            "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
+
+
+def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period: int, label: str) -> list[dict]:
+    """The `Metrics` of the CloudWatch alarm: three static metrics of the cluster and the expression."""
+    namespace = settings.cloudwatch["namespace"]
+    dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+
+    def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
+        return {"Id": identifier, "ReturnData": False,
+                "MetricStat": {"Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
+                               "Period": period, "Stat": statistic}}
+
+    return [*(stat(i, m, s) for i, m, s in KSM_STATS), stat("g", field, "SampleCount"),
+            {"Id": "e", "Expression": EXPRESSION, "Label": label, "ReturnData": True}]
+
+
+def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:
+    """The rule: each branch carries a `reason` label that the alert's summary shows."""
+    selector = daemonset_selector(settings)
+    desired, available = f"{DESIRED}{{{selector}}}", f"{AVAILABLE}{{{selector}}}"
+    by = f" by ({settings.labels.cluster})" if settings.shared_prometheus else ""
+    on = f"on({settings.labels.cluster})" if settings.shared_prometheus else "on()"
+
+    def reason(expression: str, text: str) -> str:
+        return f'label_replace({expression}, "reason", "{text}", "", "")'
+
+    # absent_over_time keeps the labels of equality matchers: one per cluster names the silent one.
+    labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
+        else []
+    absent = [f"absent_over_time({DESIRED}{{{settings.labels.cluster}=\"{value}\", {selector}}}[{window}])"
+              for value in labelled] or [f"absent_over_time({desired}[{window}])"]
+    branches = [
+        reason(f"({exporter_down})", "an exporter target is not answering"),
+        *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics is not "
+                    "scraped)") for a in absent),
+        reason(f"min_over_time({desired}[{window}]) > 0 unless {on} count{by} (count_over_time({field}[{window}]))",
+               "exporters are expected but no GPU reported"),
+        reason(f"min_over_time({desired}[{window}]) > max_over_time({available}[{window}])",
+               "fewer exporter pods available than desired"),
+    ]
+    return " or ".join(branches)

@@ -1,0 +1,181 @@
+"""The data-missing alarm and its Prometheus twin fire when the exporter or the agent stops, and not
+when no pod holds a GPU or the GPU node group is at zero.
+
+Each situation is one story of a two-node fleet: healthy for 20 minutes, then the change, judged
+at minute 35. The CloudWatch form is evaluated over what the agent model makes of the scrapes
+(the generated scrape jobs and metric declarations, the documented metric-math and missing-data
+semantics); the Prometheus form by `promtool test rules` over the same story as series.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+import yaml
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support import cloudwatch_eval, kube_state
+from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
+from tests.support.dcgm_fleet import FLEET, STEP, Gpu, scrapes
+
+END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
+NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
+EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
+
+
+@dataclass(frozen=True)
+class Situation:
+    name: str
+    reporting: tuple[str, ...]  # nodes whose exporter serves GPU data after the change
+    desired: int | None  # the exporter DaemonSet's desired pods after the change (None: no DaemonSet)
+    available: int
+    cloudwatch: bool  # the CloudWatch alarm fires
+    prometheus: bool | None  # the Prometheus alert fires (None: Prometheus cannot watch itself)
+    ksm: bool = True  # kube-state-metrics is scraped
+    agent: bool = True  # the CloudWatch agent runs
+    idle: bool = False  # no pod holds a GPU
+    down: tuple[str, ...] = ()  # nodes whose exporter target is there but does not answer
+
+
+SITUATIONS = (
+    Situation("healthy", NODES, 2, 2, False, False),
+    Situation("no pod holds a GPU", NODES, 2, 2, False, False, idle=True),
+    Situation("GPU node group scaled to zero", (), 0, 0, False, False),
+    Situation("exporter pod stopped on one node", NODES[:1], 2, 1, True, True, down=NODES[1:]),
+    Situation("exporter DaemonSet deleted", (), None, 0, True, True),
+    Situation("every exporter silent, pods available", (), 2, 2, True, True, down=NODES),
+    # Known difference: CloudWatch has no `up`; an exporter that hangs while its pod stays available is
+    # seen by Prometheus only (the node's GPUs vanish from the per-GPU views on both).
+    Situation("exporter hung on one node, pod available", NODES[:1], 2, 2, False, True, down=NODES[1:]),
+    Situation("kube-state-metrics missing", NODES, 2, 2, True, True, ksm=False),
+    Situation("CloudWatch agent stopped", (), 2, 2, True, None, agent=False),
+)
+
+
+@pytest.fixture(scope="module")
+def generated():
+    project = load_project()
+    files = encode(build(project))
+    return project, files
+
+
+# --- CloudWatch -------------------------------------------------------------------------
+
+def _datapoints(project, files, situation: Situation):
+    config, job = agent_config(files[AGENT_FILE])
+    jobs = scrape_jobs(files[AGENT_FILE])
+    ksm_job = jobs["gpudash-kube-state-metrics"]
+    gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
+    before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
+    after = [s for s in scrapes(job, project.catalog, CHANGE // STEP, END // STEP - 1, gpus)
+             if s.target_labels["node"] in situation.reporting] if situation.agent else []
+    ksm = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-STEP, CHANGE, STEP)]
+    if situation.agent and situation.ksm:
+        ksm += [kube_state.scrape(ksm_job, t, EXPORTER if situation.desired is not None else None,
+                                  situation.desired or 0, situation.available) for t in range(CHANGE, END, STEP)]
+    return Agent(config, job, others=[ksm_job]).run(before + after + ksm)
+
+
+@pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
+def test_cloudwatch_alarm(generated, situation):
+    project, files = generated
+    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if i["Request"]["AlarmName"] == ALARM]
+    states = cloudwatch_eval.alarm(request, _datapoints(project, files, situation), END)
+    assert states == {(): "ALARM" if situation.cloudwatch else "OK"}, situation.name
+
+
+def test_the_agent_publishes_the_exporter_daemonset_only(generated):
+    """The kube-state-metrics job keeps the exporter DaemonSet's two series; aws-node's and every other
+    series of kube-state-metrics never become metrics (each would cost one, or merge into the cluster's)."""
+    project, files = generated
+    points = _datapoints(project, files, SITUATIONS[0])
+    cluster_only = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)}
+    assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP", kube_state.DESIRED, kube_state.AVAILABLE}
+    assert {v for m, v in cluster_only if m != "DCGM_FI_DEV_GPU_TEMP"} == {2.0}
+
+
+# --- Prometheus -------------------------------------------------------------------------
+
+def _samples(before: str | None, after: str | None) -> str:
+    """promtool values at 30 s steps: 40 before the change, 30 after; None: no sample (stale when it ends)."""
+    head = f"{before}x39" if before is not None else "_x39"
+    if after is None:
+        return head + (" stale" if before is not None else "")
+    return f"{head} {after}x30"
+
+
+def _series(situation: Situation) -> list[dict[str, str]]:
+    series = []
+    gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
+    for node in NODES:
+        n = node[-1]
+        target = f'job="dcgm-exporter",instance="10.0.1.{n}:9400",node="{node}",exporter_pod="nvidia-dcgm-exporter-{n}"'
+        up_after = "1" if node in situation.reporting else "0" if node in situation.down else None
+        series.append({"series": f"up{{{target}}}", "values": _samples("1", up_after)})
+        for gpu in (g for g in gpus if g.node == node):
+            pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
+            series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{gpu.index}"{pod}}}',
+                           "values": _samples("60", "60" if node in situation.reporting else None)})
+    ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
+    for labels, desired, available in ((EXPORTER, situation.desired, situation.available),
+                                       (kube_state.OTHER, 5, 3)):
+        present = situation.ksm and (desired is not None or labels is kube_state.OTHER)
+        selector = f'{ksm},namespace="{labels["namespace"]}",daemonset="{labels["daemonset"]}"'
+        series.append({"series": f"{kube_state.DESIRED}{{{selector}}}",
+                       "values": _samples("5" if labels is kube_state.OTHER else "2",
+                                          str(desired) if present else None)})
+        series.append({"series": f"{kube_state.AVAILABLE}{{{selector}}}",
+                       "values": _samples("3" if labels is kube_state.OTHER else "2",
+                                          str(available) if present else None)})
+    return series
+
+
+def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    tests = []
+    for situation in SITUATIONS:
+        if situation.prometheus is None:
+            continue
+        tests.append({"name": situation.name, "interval": "30s", "input_series": _series(situation),
+                      "alert_rule_test": [
+                          {"eval_time": "19m", "alertname": rule["alert"], "exp_alerts": []},
+                          {"eval_time": "35m", "alertname": rule["alert"],
+                           "exp_alerts": _fired(rule, situation) if situation.prometheus else []}]})
+    _promtool_test(tmp_path, "data_missing_test.yaml", tests, evaluation_interval="30s")
+
+
+def _fired(rule: dict, situation: Situation) -> list[dict]:
+    """The alerts the rule raises in a situation: one per exporter target down, one per reason."""
+    labels = {**rule["labels"]}
+    alerts = []
+
+    def alert(reason: str, **extra: str) -> dict:
+        return {"exp_labels": {**labels, **extra, "reason": reason},
+                "exp_annotations": {**rule["annotations"],
+                                    "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}
+
+    for node in situation.down:
+        n = node[-1]
+        alerts.append(alert("an exporter target is not answering", job="dcgm-exporter",
+                            instance=f"10.0.1.{n}:9400", node=node, exporter_pod=f"nvidia-dcgm-exporter-{n}"))
+    ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **EXPORTER}
+    if situation.desired is None or not situation.ksm:
+        alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics is "
+                            "not scraped)", **EXPORTER))
+    elif situation.desired > 0 and not situation.reporting:
+        alerts.append(alert("exporters are expected but no GPU reported", **ksm))
+    if situation.desired is not None and situation.ksm and situation.available < situation.desired:
+        alerts.append(alert("fewer exporter pods available than desired", **ksm))
+    return alerts

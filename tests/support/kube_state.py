@@ -1,0 +1,46 @@
+"""kube-state-metrics as the data-missing alarm reads it: its DaemonSet series, as it serves them.
+
+Other DaemonSets (the cluster's aws-node, with pods unavailable) and other series ride along,
+so a query or scrape job that does not select the exporter's DaemonSet shows.
+"""
+
+from __future__ import annotations
+
+from tests.support.cloudwatch_agent import Scrape
+from tests.support.dcgm_fleet import discovered
+
+DESIRED = "kube_daemonset_status_desired_number_scheduled"
+AVAILABLE = "kube_daemonset_status_number_available"
+OTHER = {"namespace": "kube-system", "daemonset": "aws-node"}  # 5 desired, 3 available: never the exporter's
+KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monitoring",
+           "__meta_kubernetes_pod_name": "kube-prometheus-stack-kube-state-metrics-6d9f",
+           "__meta_kubernetes_pod_container_port_number": "8080",
+           "__meta_kubernetes_pod_label_app_kubernetes_io_name": "kube-state-metrics"}
+
+
+def payload(exporter: dict[str, str] | None, desired: int, available: int) -> str:
+    """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
+    the DaemonSet does not exist)."""
+    lines = []
+    for metric, value, other, text in ((DESIRED, desired, 5, "The number of nodes that should be running the "
+                                                             "daemon pod."),
+                                       (AVAILABLE, available, 3, "The number of nodes that should be running the "
+                                                                 "daemon pod and have one or more of the daemon "
+                                                                 "pod running and available")):
+        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge"]
+        for labels, number in ((exporter, value), (OTHER, other)):
+            if labels is not None:
+                lines.append(f'{metric}{{namespace="{labels["namespace"]}",daemonset="{labels["daemonset"]}"}} '
+                             f'{number}')
+    lines += ["# HELP kube_node_info Information about a cluster node.", "# TYPE kube_node_info gauge",
+              'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1']
+    return "\n".join(lines) + "\n"
+
+
+def target_labels(job: dict) -> dict[str, str]:
+    """The labels the generated kube-state-metrics job gives the kube-state-metrics pod."""
+    return discovered(job, KSM_POD)
+
+
+def scrape(job: dict, timestamp: float, exporter: dict[str, str] | None, desired: int, available: int) -> Scrape:
+    return Scrape(timestamp, payload(exporter, desired, available), target_labels(job))
