@@ -50,11 +50,8 @@ class FeedSubject:
 
 def _scrape_jobs(subject: FeedSubject, cluster: Cluster) -> set[str]:
     """Names of the jobs in the agent's prometheus.yaml."""
-    if agent_file(cluster) not in subject.files:
-        return set()
-    documents = subject._documents(cluster)
-    scrape = yaml.safe_load(next(d for d in documents if "prometheus.yaml" in d.get("data", {}))["data"]["prometheus.yaml"])
-    return {job.get("job_name") for job in scrape.get("scrape_configs") or []}
+    agent = subject.artifacts.agent(cluster.name)
+    return set() if agent is None else {job.get("job_name") for job in agent.scrape.get("scrape_configs") or []}
 
 
 def _prometheus(subject: FeedSubject, cluster: Cluster) -> dict[str, Any]:
@@ -165,7 +162,7 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
             job = KSM_JOB if metric in KSM_METRICS else jobs[0]
             if job == KSM_JOB and job not in _scrape_jobs(subject, cluster):
                 yield Finding("AG001", "error", where,
-                              f"{metric} is queried but the agent of {cluster.name} ({agent_file(cluster)}) does not "
+                              f"{metric} is queried but the agent of {cluster.name} ({agent_file(cluster.name)}) does not "
                               f"scrape kube-state-metrics (no job {KSM_JOB!r})")
                 continue
             if not any(d == dims and any(p.search(metric) for p in patterns)
