@@ -195,6 +195,35 @@ def test_a_symlinked_build_stays_a_link_and_its_target_is_written(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["build"]  # no staging folders left
 
 
+def test_a_rebuild_carries_unchanged_files_over_and_shares_nothing_else(tmp_path):
+    """Files the previous build holds unchanged are carried over (hard-linked, not created again); the new
+    build still owns every file: one edited by hand, named from outside the build too, replaced by a symlink
+    or given another mode is written afresh, and writing the new build reaches nothing outside it."""
+    out = tmp_path / "build"
+    files = {f"k8s/{name}.yaml": f"{name}: 1\n".encode() for name in ("a", "edited", "shared", "linked", "mode")}
+    write_files(out, files)
+    carried = (out / "k8s/a.yaml").stat().st_ino
+    (out / "k8s/edited.yaml").write_bytes(b"edited: 2\n")  # same size, other bytes
+    outside = tmp_path / "shared.yaml"
+    os.link(out / "k8s/shared.yaml", outside)
+    elsewhere = tmp_path / "linked.yaml"
+    elsewhere.write_bytes(b"linked: 1\n")
+    (out / "k8s/linked.yaml").unlink()
+    (out / "k8s/linked.yaml").symlink_to(elsewhere)
+    (out / "k8s/mode.yaml").chmod(0o600)
+    write_files(out, files)
+    fresh_mode = stat.S_IMODE((out / "k8s/a.yaml").stat().st_mode)
+    for relative, data in files.items():
+        path = out / relative
+        assert path.read_bytes() == data and not path.is_symlink(), relative
+        assert path.stat().st_nlink == 1 and stat.S_IMODE(path.stat().st_mode) == fresh_mode, relative
+    assert (out / "k8s/a.yaml").stat().st_ino == carried
+    for relative in files:
+        (out / relative).write_bytes(b"changed\n")
+    assert outside.read_bytes() == b"shared: 1\n" and elsewhere.read_bytes() == b"linked: 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "linked.yaml", "shared.yaml"]
+
+
 def _mount(folder: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False
