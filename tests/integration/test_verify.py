@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
@@ -51,25 +52,46 @@ def _file_sd_job(workdir, address, *, interval, timeout):
 
 
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory, exporter):
-    """gpudash's own job: workload labels arrive as `pod`."""
-    workdir = tmp_path_factory.mktemp("prom-plain")
-    job = _file_sd_job(workdir, exporter.address, interval="1s", timeout="1s")
-    with _prometheus(workdir, job) as server:
-        server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
-        yield server
+def prometheuses(tmp_path_factory, exporter):
+    """The module's Prometheus servers, started side by side (each start waits for its readiness):
+    `plain` runs gpudash's own job (workload labels arrive as `pod`); `exported` what a ServiceMonitor
+    without honorLabels does (the target's own pod label wins); `new` has not scraped the exporter yet;
+    `job_new` has gpudash's additional-scrape-configs job loaded with its exporter target, whose first
+    scrape falls somewhere in a day."""
+    plain = tmp_path_factory.mktemp("prom-plain")
+    job_new = tmp_path_factory.mktemp("prom-job-new")
+    servers = {
+        "plain": _prometheus(plain, _file_sd_job(plain, exporter.address, interval="1s", timeout="1s")),
+        "exported": _prometheus(tmp_path_factory.mktemp("prom-exported"), {
+            "job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
+            "static_configs": [{"targets": [exporter.address],
+                                "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]}),
+        "new": _prometheus(tmp_path_factory.mktemp("prom-new"), {"job_name": "other", "static_configs": []}),
+        "job_new": _prometheus(job_new, _file_sd_job(job_new, "127.0.0.1:9", interval="24h", timeout="10s")),
+    }
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            list(pool.map(Prometheus.start, servers.values()))
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 @pytest.fixture(scope="module")
-def prometheus_exported(tmp_path_factory, exporter):
+def prometheus(prometheuses):
+    """gpudash's own job: workload labels arrive as `pod`."""
+    server = prometheuses["plain"]
+    server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
+    return server
+
+
+@pytest.fixture(scope="module")
+def prometheus_exported(prometheuses):
     """What a ServiceMonitor without honorLabels does: the target's own pod label wins."""
-    workdir = tmp_path_factory.mktemp("prom-exported")
-    job = {"job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
-           "static_configs": [{"targets": [exporter.address],
-                               "labels": {"pod": "nvidia-dcgm-exporter-ax", "namespace": "gpu-operator"}}]}
-    with _prometheus(workdir, job) as server:
-        server.wait_for('DCGM_FI_DEV_GPU_UTIL{exported_pod="%s"}' % WORKLOAD_POD)
-        yield server
+    server = prometheuses["exported"]
+    server.wait_for('DCGM_FI_DEV_GPU_UTIL{exported_pod="%s"}' % WORKLOAD_POD)
+    return server
 
 
 @pytest.fixture(scope="module")
@@ -443,10 +465,9 @@ def test_checks_import_without_verify():
 # --- a brand-new cluster: deployed and ready, no data yet --------------------------------------
 
 @pytest.fixture(scope="module")
-def prometheus_new(tmp_path_factory):
+def prometheus_new(prometheuses):
     """A Prometheus that has not scraped the exporter yet."""
-    with _prometheus(tmp_path_factory.mktemp("prom-new"), {"job_name": "other", "static_configs": []}) as server:
-        yield server
+    return prometheuses["new"]
 
 
 def test_apply_on_a_new_cluster_publishes_with_a_wait_when_the_agent_is_ready(stack, moto, cli):
@@ -497,17 +518,15 @@ def test_push_on_a_new_cluster_is_refused_without_a_scrape_config(stack, prometh
 
 
 @pytest.fixture(scope="module")
-def prometheus_job_new(tmp_path_factory):
+def prometheus_job_new(prometheuses):
     """gpudash's additional-scrape-configs job loaded, its exporter target discovered but not scraped yet
     (its first scrape falls somewhere in a day)."""
-    workdir = tmp_path_factory.mktemp("prom-job-new")
-    job = _file_sd_job(workdir, "127.0.0.1:9", interval="24h", timeout="10s")
-    with _prometheus(workdir, job) as server:
-        found = time.monotonic() + READY_WITHIN  # discovery hands targets to the scrape manager every few seconds
-        while not server.api("targets", state="active")["activeTargets"]:
-            assert time.monotonic() < found, "Prometheus never discovered the file_sd target"
-            time.sleep(0.25)
-        yield server
+    server = prometheuses["job_new"]
+    found = time.monotonic() + READY_WITHIN  # discovery hands targets to the scrape manager every few seconds
+    while not server.api("targets", state="active")["activeTargets"]:
+        assert time.monotonic() < found, "Prometheus never discovered the file_sd target"
+        time.sleep(0.25)
+    return server
 
 
 def _push(prometheus_url, cli, reference):
