@@ -37,6 +37,16 @@ MIG_SUBSTITUTES = {
 # Fields DCGM does not report for MIG instances: what an instance's series carries for them
 # (0, or nothing, or the blank sentinel, by exporter version) is no reading.
 MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+# Fields the exporter writes as several series per GPU, told apart by labels of their own, and how
+# those series make the GPU's value: counts per XID code or per clock-event reason add up; the
+# health status per watched system takes the worst; the last XID code (with `err_code` and
+# `err_msg` on newer exporters, one series at a time) is the one series there is.
+FIELD_LABELS = {
+    "DCGM_EXP_XID_ERRORS_COUNT": (("xid",), "sum"),
+    "DCGM_EXP_CLOCK_EVENTS_COUNT": (("clock_event",), "sum"),
+    "DCGM_EXP_GPU_HEALTH_STATUS": (("health_watch", "health_error_code"), "max"),
+    "DCGM_FI_DEV_XID_ERRORS": (("err_code", "err_msg"), "max"),
+}
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,16 @@ class Metric:
     def per_instance(self) -> bool:
         """True for fields MIG reports per GPU instance; False for fields of the whole device."""
         return self.name.startswith(_INSTANCE_PREFIXES) and not any(f in self.name for f in _DEVICE_FRAGMENTS)
+
+    @property
+    def own_labels(self) -> tuple[str, ...]:
+        """Labels that split this field into several series of one GPU (an XID code, ...)."""
+        return FIELD_LABELS.get(self.name, ((), ""))[0]
+
+    @property
+    def across_own_labels(self) -> str:
+        """How the series a field's own labels split one GPU into make the GPU's value ("" without)."""
+        return FIELD_LABELS.get(self.name, ((), ""))[1]
 
     @property
     def per_gpu_aggregation(self) -> str:

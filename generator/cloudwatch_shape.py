@@ -227,8 +227,12 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     floor = blank_floor(query, catalog)
     if result.group and not result.series:  # per-GPU lines combined by math: drop blank GPUs first
         # the per-GPU query is in observation units (a delta per scrape for a rate): scale the floor
-        scale = layout.interval(settings) / field.unit.rate_scale if field.is_counter and not query.as_increase \
-            else 1.0
+        if field.across_own_labels == "sum":  # each GPU's SUM over the period, normalised by the divisor
+            scale = result.divisor
+        elif field.is_counter and not query.as_increase:
+            scale = layout.interval(settings) / field.unit.rate_scale
+        else:
+            scale = 1.0
         kept = f"IF({{q}} < {number(floor * scale)}, {{q}})"
         return replace(result, math=result.math.replace("{q}", kept))
     shown = result.math or "{q}"
@@ -259,6 +263,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math,
                     namespace=layout.namespace, gpu_series=per_gpu_dims)
 
+    if field.across_own_labels == "sum":
+        return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
@@ -290,6 +296,46 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
     raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
                       f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,
+                      base: dict) -> Plan:
+    """A field whose GPU value is the sum of several series (a count per XID code): the agent sends each
+    series as its own observation under the GPU's dimensions, so a GPU makes (series x scrapes)
+    observations a period. Their SUM adds the series up; divided by the scrapes per period it is the
+    mean of the GPU's per-scrape totals (a gauge), over the period a rate. MAX or AVG of the
+    observations would take one series, or average the codes: never the GPU's total."""
+    agg, n = query.aggregation, period / interval
+    own = ", ".join(field.own_labels)
+
+    def per_gpu_then(function: str, math: str, divisor: float) -> Plan:
+        """Each GPU's total as its own line, combined into one line by metric math."""
+        return Plan(function=function, math=math, divisor=divisor, needs_period=True,
+                    **{**base, "group": base["gpu_series"], "series": ()})
+
+    if field.is_counter and query.as_increase:
+        if agg == "sum" or one_gpu:
+            return line("SUM")
+        if split_ok and agg in ("avg", "max", "min"):
+            return replace(per_gpu_then("SUM", f"{MI_FUNCTIONS[agg]}({{q}})", 1.0), needs_period=False)
+    elif field.is_counter:  # a rate: the period's deltas over the period
+        scale = period / field.unit.rate_scale
+        if agg == "sum" or one_gpu:
+            return line("SUM", f"{{q}} / {number(scale)}", scale, True)
+        if split_ok and agg in ("avg", "max", "min"):
+            return per_gpu_then("SUM", f"{MI_FUNCTIONS[agg]}({{q}}) / {number(scale)}", scale)
+    else:
+        if agg == "sum" or (one_gpu and agg == "avg"):
+            return line("SUM", f"{{q}} / {number(n)}", n, True)
+        if split_ok and agg == "avg":
+            return per_gpu_then("SUM", f"AVG({{q}}) / {number(n)}", n)
+    if agg == "count" and (one_gpu or split_ok):
+        if one_gpu:
+            return line("COUNT", "{q} * 0 + 1", n)
+        return replace(per_gpu_then("COUNT", "SUM({q} * 0 + 1)", 1.0), needs_period=False)
+    raise Unsupported(f"CloudWatch receives each {own} of {query.metric} as its own observation, not the GPU's "
+                      f"total: it can show sums and per-GPU averages of it, not the {agg}"
+                      + (f" per {', '.join(base['series'])}" if base["series"] and not one_gpu else ""))
 
 
 # The Prometheus -> EMF path: the agent gpudash configures, its dimension sets from the settings.

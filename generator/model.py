@@ -15,6 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable
 
+from .catalog import FIELD_LABELS
+
 # Neutral grouping keys. The settings' label mapping says which label carries each
 # (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
 # instance of a MIG GPU: a query grouped by it covers MIG instances only.
@@ -80,9 +82,10 @@ class Query:
         if self.aggregation not in AGGREGATIONS:
             raise DefinitionError(f"aggregation {self.aggregation!r} is not one of {', '.join(AGGREGATIONS)}",
                                   self.defined_at)
-        unknown = [key for key in self.by if key not in GROUP_KEYS]
+        own = FIELD_LABELS.get(self.metric, ((), ""))[0]  # a field's own labels (`xid`) name its series
+        unknown = [key for key in self.by if key not in GROUP_KEYS and key not in own]
         if unknown:
-            raise DefinitionError(f"cannot group by {', '.join(unknown)}: use {', '.join(GROUP_KEYS)}",
+            raise DefinitionError(f"cannot group by {', '.join(unknown)}: use {', '.join((*GROUP_KEYS, *own))}",
                                   self.defined_at)
 
     @property

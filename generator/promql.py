@@ -16,6 +16,9 @@ comes from here, so label handling is designed once:
   device fields that repeat on every instance count once, instance memory adds
   up, instance activity averages. A GPU with one series is left as it is.
   Grouping by `mig_instance` shows the instances themselves;
+* a field split into several series per GPU by labels of its own (counts per XID code) makes
+  one value per GPU from them (catalog.FIELD_LABELS: the counts add up), unless the query
+  groups by such a label (`xid`), which then names the lines;
 * DCGM's blank / not-supported sentinels give no data, for gauges and counters.
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
+from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
 from .model import Query
 from .settings import Labels
 
@@ -39,8 +42,14 @@ _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANC
 
 
 def label_name(key: str, labels: Labels) -> str:
-    """The Prometheus label that carries a neutral grouping key (after coalescing the node)."""
+    """The Prometheus label that carries a neutral grouping key (after coalescing the node); a
+    field's own label (`xid`, ...) is its own key."""
+    if key in FIELD_LABEL_KEYS:
+        return key
     return _FIXED_LABELS.get(key) or getattr(labels, key)
+
+
+FIELD_LABEL_KEYS = frozenset(label for own, _ in FIELD_LABELS.values() for label in own)
 
 
 def group_keys(by: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,7 +86,7 @@ def legend(query: Query, labels: Labels) -> str:
         if key == "mig_instance":
             parts.append(f"MIG {{{{{name}}}}} ({{{{{MIG_PROFILE_LABEL}}}}})")
             continue
-        prefix = {"gpu": "GPU ", "namespace": "Namespace "}.get(key, "")
+        prefix = {"gpu": "GPU ", "namespace": "Namespace "}.get(key, f"{key} " if key in FIELD_LABEL_KEYS else "")
         parts.append(f"{prefix}{{{{{name}}}}}")
     return " ".join(parts) if parts else query.metric
 
@@ -164,6 +173,7 @@ class _Merge:
 
     instance: tuple[str, ...]
     workload: tuple[str, ...]
+    kept: tuple[str, ...] = ()  # the labels the outer grouping keeps
 
     def __call__(self, how: str, series: str) -> str:
         if how == "max" or not self.workload:
@@ -184,7 +194,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return merge("max", _raw(metric, branches, extra, "{}"))
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
-        return merge(how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time))
+        return _across_own_labels(metric, catalog, merge, merge(
+            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time)))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time)
     substitute = catalog.mig_substitute(metric)
@@ -194,6 +205,14 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time)
     return f"({merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')} or {merge(how, own)})"
+
+
+def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
+    """One value per GPU from the series a field's own labels split it into (the counts of all XID
+    codes add up), unless the query groups by those labels."""
+    field = catalog.get(metric) if metric in catalog else None
+    labels = [label for label in (field.own_labels if field else ()) if label not in merge.kept]
+    return f"{field.across_own_labels} without ({', '.join(labels)}) ({series})" if labels else series
 
 
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
@@ -215,6 +234,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     extra = [f'{labels.pod}!=""'] if "pod" in keys else []
     if "mig_instance" in keys:
         extra.append(f'{MIG_INSTANCE_LABEL}!=""')
+    extra += [f'{key}!=""' for key in keys if key in FIELD_LABEL_KEYS]  # lines name a code: series with one
     branches = scope.matchers(labels)
     window = increase_window if query.as_increase else rate_window
     count = query.aggregation == "count"
@@ -225,7 +245,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
     # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
     merge = _Merge(tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
-                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer))
+                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer), tuple(outer))
 
     def per_gpu(metric: str) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
