@@ -322,7 +322,7 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
                                 prometheus_in_use="prometheus" not in skip)
     options.start()  # the deadline counts from here: reading the project is part of the run
     project = load_project_for(config, csv)
-    checks = verifying.run(project, options, groups)
+    checks = verifying.run(project, options, groups, processes=True)
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
                            hint="check the settings (clusters, exporter) and the --skip options")

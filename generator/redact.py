@@ -27,6 +27,11 @@ def secret(value: str | None) -> None:
         _secrets.add(value.strip())
 
 
+def secrets() -> frozenset[str]:
+    """The values masked now (a child process sends the ones it learnt to the process that prints)."""
+    return frozenset(_secrets)
+
+
 def basic_auth(user: str | None, password: str | None) -> None:
     """Mask a password and the basic-auth header it travels in."""
     if password:

@@ -9,9 +9,13 @@ so they never hold the process).
 
 from __future__ import annotations
 
+import os
+import pickle
 import queue
 import threading
 from typing import Callable, Iterable
+
+from . import redact
 
 from .clients.answer import OddAnswer
 from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check, Options
@@ -46,27 +50,106 @@ def _work(group: str, runner, project: Project, options: Options, out: "queue.Qu
     out.put((group, _DONE))
 
 
-def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS) -> list[Check]:
+def _threads(groups: Iterable[str], runners, project: Project, options: Options, out: "queue.Queue") -> None:
+    for group in groups:
+        threading.Thread(target=_work, args=(group, runners[group], project, options, out), daemon=True,
+                         name=f"gpudash-verify-{group}").start()
+
+
+def _kube_side(groups: tuple[str, ...], options: Options) -> tuple[str, ...]:
+    """The groups that use the Kubernetes client: kube, and exporter when it reads /metrics through the API
+    server's proxy (no --exporter-url)."""
+    return tuple(g for g in groups if g == "kube" or (g == "exporter" and not options.exporter_url))
+
+
+def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, out: "queue.Queue") -> int | None:
+    """Run `groups` in a child process: importing the Kubernetes client and running its checks there takes
+    the other CPU while this process imports and runs the rest. Their checks (and the secrets the child
+    learnt, to be masked here) come back through a pipe onto `out`. The child's pid, or None when this
+    process cannot fork safely (no fork, or other threads running whose locks the copy would inherit)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run the groups, send each check, exit without running the parent's cleanup
+        os.close(reader)
+        try:
+            with os.fdopen(writer, "wb") as pipe:
+                local: queue.Queue = queue.Queue()
+                _threads(groups, runners, project, options, local)
+                pending = set(groups)
+                while pending:
+                    group, item = local.get()
+                    if item is _DONE:
+                        pending.discard(group)
+                    try:
+                        message = pickle.dumps((group, None if item is _DONE else item, sorted(redact.secrets())))
+                    except Exception as exc:  # a bug that cannot be pickled: its text is enough
+                        message = pickle.dumps((group, RuntimeError(f"{type(item).__name__}: {item} ({exc})"), []))
+                    pipe.write(len(message).to_bytes(8, "big") + message)
+                    pipe.flush()
+        finally:
+            os._exit(0)
+    os.close(writer)
+    threading.Thread(target=_relay, args=(reader, groups, out), daemon=True, name="gpudash-verify-relay").start()
+    return pid
+
+
+def _relay(reader: int, groups: tuple[str, ...], out: "queue.Queue") -> None:
+    """The child's checks onto `out`; a child gone before its groups ended is a bug (exit 4)."""
+    pending = set(groups)
+    with os.fdopen(reader, "rb") as pipe:
+        while pending:
+            size = pipe.read(8)
+            if len(size) < 8:
+                break
+            group, item, secrets = pickle.loads(pipe.read(int.from_bytes(size, "big")))
+            for value in secrets:
+                redact.secret(value)
+            if item is None:
+                pending.discard(group)
+            out.put((group, _DONE if item is None else item))
+    for group in sorted(pending):
+        out.put((group, RuntimeError(f"the {group} checks ended without an answer")))
+
+
+def _reap(pid: int) -> None:
+    """The child is not awaited beyond the deadline: stopped if still running, then collected."""
+    import signal
+
+    if os.waitpid(pid, os.WNOHANG) == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
+        processes: bool = False) -> list[Check]:
+    """Every check of `groups`, each group concurrently. With `processes`, the groups that use the Kubernetes
+    client run in a child process, on another CPU (the client's import alone is most of a run)."""
     runners = _runners()
     if not options.deadline:
         options.start()
     out: queue.Queue = queue.Queue()
     results: dict[str, list[Check]] = {group: [] for group in groups}
-    for group in groups:
-        threading.Thread(target=_work, args=(group, runners[group], project, options, out), daemon=True,
-                         name=f"gpudash-verify-{group}").start()
+    forked = _kube_side(groups, options) if processes else ()
+    child = _fork(forked, runners, project, options, out) if forked and len(forked) < len(groups) else None
+    _threads([g for g in groups if child is None or g not in forked], runners, project, options, out)
     pending = set(groups)
-    while pending:
-        try:
-            group, item = out.get(timeout=max(0.0, options.remaining()))
-        except queue.Empty:
-            break
-        if item is _DONE:
-            pending.discard(group)
-        elif isinstance(item, BaseException):
-            raise item
-        else:
-            results[group].append(item)
+    try:
+        while pending:
+            try:
+                group, item = out.get(timeout=max(0.0, options.remaining()))
+            except queue.Empty:
+                break
+            if item is _DONE:
+                pending.discard(group)
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                results[group].append(item)
+    finally:
+        if child is not None:
+            _reap(child)
     for group in pending:  # still waiting on an answer at the deadline: not awaited any longer
         made = f" (after {len(results[group])} checks)" if results[group] else ""
         results[group].append(Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s{made}",

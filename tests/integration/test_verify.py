@@ -290,6 +290,20 @@ def _gpudash(*args, env=None, timeout=60, **kwargs):
                           env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
+def test_verify_as_its_own_process_makes_the_checks_the_in_process_run_makes(stack, prometheus):
+    """As a command, verify runs the groups that use the Kubernetes client in a child process (another CPU);
+    an exporter pod not ready, found there, is reported as the in-process run (threads only) reports it."""
+    cluster, verify = stack
+    cluster.pods[1] = cluster.exporter_pod("gpu-node-b", ready=False)
+    cluster.refresh_status()
+    code, threaded = verify()
+    result = _gpudash("verify", "--output", "json", "--prometheus-url", prometheus.url)
+    assert result.returncode == code == 1, result.stderr
+    forked = {(c["group"], c["name"]): c for c in json.loads(result.stdout)["checks"]}
+    assert {k: c["status"] for k, c in forked.items()} == {k: c["status"] for k, c in threaded.items()}
+    assert forked[("kube", "exporter pods ready")]["status"] == "fail"
+
+
 def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers():
     """A CloudWatch endpoint that never answers, an exporter and a Prometheus that drip one byte at a time:
     the process ends with each group failed, not when the servers give up (they never do)."""

@@ -1,0 +1,79 @@
+"""`gpudash verify` runs the groups that use the Kubernetes client in a child process (their import alone is
+most of a run; the child takes the other CPU). These run verify.run in a fresh single-threaded process, as the
+command does, with stand-in groups that say which process made each check."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import REPO
+
+_SCRIPT = textwrap.dedent('''
+    import json, os, sys, time
+    from generator import redact, verify
+    from generator.checks.result import OK, Check, Options
+
+    def group(name, secret=None, hang=False, bug=False):
+        def checks(project, options):
+            if secret:
+                redact.secret(secret)
+            yield Check(name, "first", OK, f"pid {os.getpid()} {secret or ''}".strip())
+            if bug:
+                raise KeyError("a bug in the child")
+            if hang:
+                time.sleep(60)
+            yield Check(name, "second", OK, "done")
+        return checks
+
+    mode = sys.argv[1]
+    runners = {"kube": group("kube", secret="kube-token-123456", hang=mode == "hang", bug=mode == "bug"),
+               "exporter": group("exporter"), "prometheus": group("prometheus"), "cloudwatch": group("cloudwatch")}
+    verify._runners = lambda: runners
+    options = Options(timeout=2 if mode == "hang" else 30)
+    try:
+        checks = verify.run(None, options, verify.GROUPS, processes=True)
+    except KeyError as exc:
+        print(json.dumps({"bug": str(exc)}))
+        sys.exit(0)
+    child = int(next(c.detail for c in checks if c.group == "kube").split()[1])
+    try:
+        os.kill(child, 0)
+        gone = False
+    except ProcessLookupError:  # stopped and collected: not even a zombie left
+        gone = True
+    print(json.dumps({"parent": os.getpid(), "child_gone": gone,
+                      "checks": [[c.group, c.name, c.status, redact.text(c.detail)] for c in checks]}))
+''')
+
+
+def _run(mode: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", _SCRIPT, mode], capture_output=True, text=True, cwd=REPO,
+                            timeout=120, check=True)
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_the_kubernetes_groups_run_in_a_child_and_their_checks_and_secrets_come_back():
+    answer = _run("ok")
+    by_group = {group: [c for c in answer["checks"] if c[0] == group] for group in ("kube", "exporter", "prometheus",
+                                                                                    "cloudwatch")}
+    assert [c[1] for c in answer["checks"]] == ["first", "second"] * 4  # every check, in the groups' order
+    pids = {group: checks[0][3].split()[1] for group, checks in by_group.items()}
+    assert pids["prometheus"] == pids["cloudwatch"] == str(answer["parent"])
+    assert pids["kube"] == pids["exporter"] != str(answer["parent"])
+    assert by_group["kube"][0][3].endswith("***")  # a secret the child learnt is masked where it is printed
+    assert answer["child_gone"]
+
+
+def test_a_child_past_the_deadline_is_stopped_and_its_group_reported():
+    answer = _run("hang")
+    kube = [c for c in answer["checks"] if c[0] == "kube"]
+    assert [c[1] for c in kube] == ["first", "reachable"] and kube[1][2] == "fail"
+    assert "no answer within 2 s" in kube[1][3]
+    assert answer["child_gone"]
+
+
+def test_a_bug_in_the_child_is_raised_in_the_command():
+    assert "a bug in the child" in _run("bug")["bug"]
