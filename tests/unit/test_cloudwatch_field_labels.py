@@ -68,3 +68,40 @@ def test_the_agent_sends_one_observation_per_code(shown):
     gpu0 = [p for p in points if p.metric == field_labels.COUNTS and p.timestamp == 0.0
             and p.dims() == {"ClusterName": "gpu-cluster", "node": field_labels.NODE, "gpu": "0"}]
     assert sorted(p.value for p in gpu0) == [1.0, 2.0]
+
+
+COUNTER_DASHBOARD = f'''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="xid", title="XID", rows=[Row("errors", [
+        Panel("XID rate", Query("{field_labels.COUNTS}", "avg", ("node", "gpu")), description="per GPU"),
+        Panel("XID increase", Query("{field_labels.COUNTS}", "max", ("node", "gpu"), as_increase=True),
+              description="per GPU")])])
+'''
+
+
+def test_as_a_counter_each_gpus_rate_and_increase_add_up_its_codes(tmp_path):
+    """The exporter's default CSV once typed the XID count a counter: rates and increases per GPU add the
+    codes' deltas (the agent sends one delta per code and scrape)."""
+    path = field_labels.write_project(tmp_path)
+    (tmp_path / "counters.csv").write_text(field_labels.CSV.replace(", gauge, Count of XID", ", counter, Count of XID"))
+    (tmp_path / "dashboards" / "xid.py").write_text(COUNTER_DASHBOARD)
+    files = encode(build(load_project(path)))
+    config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
+    labels = target_labels(job, field_labels.NODE)
+    typed = f"# TYPE {field_labels.COUNTS} "  # the exporter types a series as its CSV says
+    points = Agent(config, job).run([Scrape(float(k * STEP), field_labels.payload(k + 1).replace(
+        typed + "gauge", typed + "counter"), labels) for k in range(-1, END // STEP)])
+    (name,) = [p for p in files if p.endswith("-xid.json") and p.startswith("cloudwatch/")]
+    body = json.loads(json.loads(files[name])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    per_scrape = field_labels.truth("XID errors")  # each scrape adds the counts once more
+    rate = cloudwatch_eval.widget(widgets["XID rate"], points, START, END)
+    assert set(rate) == set(per_scrape)
+    for label, total in per_scrape.items():
+        assert rate[label] and all(close(value, total / STEP) for value in rate[label].values()), (label, rate)
+    increase = cloudwatch_eval.widget(widgets["XID increase"], points, START, END)
+    assert {label: set(series.values()) for label, series in increase.items()} == {
+        label: {total * PERIOD // STEP} for label, total in per_scrape.items()}
