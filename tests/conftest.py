@@ -16,6 +16,21 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "reference"))
 
 
+# The test files that take longest, most of it waiting (servers starting, Prometheus scraping, Chromium,
+# pip), start first: `make test` runs one file per worker at a time (pytest-xdist, in this order with
+# --no-loadscope-reorder), so no worker is left with one of them alone at the end while the other idles.
+# A file missing from this list keeps its place after them; the order does not change what any test asserts.
+START_FIRST = ("test_verify.py", "test_preview.py", "test_ci_workflow.py", "test_scrape_with_prometheus.py",
+               "test_fleet_truth.py", "test_cloudwatch_faults.py", "test_grafana_push.py",
+               "test_cloudwatch_ownership.py", "test_cloudwatch_truth.py", "test_grafana_faults.py",
+               "test_packaging.py")
+
+
+def pytest_collection_modifyitems(items):
+    rank = {name: index for index, name in enumerate(START_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+
+
 @pytest.fixture(autouse=True)
 def away_from_the_checkout(tmp_path_factory, monkeypatch):
     """Every test runs in a scratch folder with no GPUDASH_CONFIG: a gpudash.yaml or build/ that the
