@@ -59,3 +59,15 @@ def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, tmp_pa
     assert sorted((a.cluster, a.namespace, a.config, a.scrape) for a in artifacts.agents) == \
         sorted((a.cluster, a.namespace, a.config, a.scrape) for a in built.agents)
     assert artifacts.alarms == tuple(json.loads(json.dumps(built.alarms)))
+
+
+@pytest.mark.parametrize("name", golden.names())
+def test_lint_finds_the_same_in_a_build_as_in_the_set_built_in_memory(name, tmp_path, cli):
+    """lint --from reads the build into the same artifact set, so every rule family judges the same data."""
+    golden.generate(name, tmp_path / "build")
+    config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
+    built = cli("lint", *config, "--output", "json")
+    read = cli("lint", *config, "--from", str(tmp_path / "build"), "--output", "json")
+    assert built[0] == read[0] == 0, (built[2], read[2])
+    findings = json.loads(built[1])["findings"]
+    assert findings and findings == json.loads(read[1])["findings"]
