@@ -14,6 +14,7 @@ import re
 import socket
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -83,9 +84,15 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
+@lru_cache(maxsize=None)
+def _spec(path: Path) -> Spec:
+    """One Spec per spec file and test process: it is only read, and its validators are kept."""
+    return Spec(path)
+
+
 class GrafanaTestServer(LoopbackServer):
     def __init__(self, spec_path: Path):
-        self.spec = Spec(spec_path)
+        self.spec = _spec(spec_path)
         self.state = State()
         self.lock = threading.Lock()
         self.ignore_search_page = False  # a server (or proxy) that answers page 1 to every page

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,14 @@ from tests.support.loopback import LoopbackServer
 TOKEN = "kube-test-token"
 
 
+@lru_cache(maxsize=None)
+def _documents(path: Path) -> tuple[Any, ...]:
+    """A reference manifest's documents, parsed once per test process (each object is copied out)."""
+    return tuple(yaml.safe_load_all(path.read_text()))
+
+
 def _load(path: Path, kind: str, name: str | None = None) -> dict[str, Any]:
-    for document in yaml.safe_load_all(path.read_text()):
+    for document in _documents(path):
         if document and document.get("kind") == kind and (name is None or document["metadata"]["name"] == name):
             return copy.deepcopy(document)
     raise LookupError(f"{kind} {name} not in {path}")
