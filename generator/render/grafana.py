@@ -236,10 +236,9 @@ _CUSTOM_FIELD_CONFIG = ("timeseries", "table", "heatmap")
 def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     """One panel, assembled from the SDK's models as its panel builders assemble it. The builders
     are not used: each of their modules imports the SDK's two v2 dashboard schemas, which would
-    cost every `generate` about 20 ms for classes it never uses."""
+    cost every `generate` about 20 ms for classes it never uses (and the common builders another)."""
     from importlib import import_module
 
-    from grafana_foundation_sdk.builders import common as cb
     from grafana_foundation_sdk.models import common, dashboard as dm
 
     kind = import_module(f"grafana_foundation_sdk.models.{panel.kind}")
@@ -259,18 +258,19 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
         if panel.max is not None:
             defaults.max_val = panel.max
     if panel.kind == "timeseries":
-        options.legend = (cb.VizLegendOptions().show_legend(True).display_mode(common.LegendDisplayMode.TABLE)
-                          .placement(common.LegendPlacement.BOTTOM).calcs(["mean", "max", "lastNotNull"]).build())
-        options.tooltip = (cb.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
-                           .sort(common.SortOrder.DESCENDING).build())
+        options.legend = common.VizLegendOptions(show_legend=True, display_mode=common.LegendDisplayMode.TABLE,
+                                                 placement=common.LegendPlacement.BOTTOM,
+                                                 calcs=["mean", "max", "lastNotNull"])
+        options.tooltip = common.VizTooltipOptions(mode=common.TooltipDisplayMode.MULTI,
+                                                   sort=common.SortOrder.DESCENDING)
         defaults.custom.fill_opacity = 10
         defaults.custom.line_width = 1
         defaults.custom.span_nulls = False
         if panel.thresholds:
-            defaults.custom.thresholds_style = (
-                cb.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED).build())
+            defaults.custom.thresholds_style = common.GraphThresholdsStyleConfig(
+                mode=common.GraphThresholdsStyleMode.DASHED)
     elif panel.kind in ("stat", "gauge", "bargauge"):
-        options.reduce_options = cb.ReduceDataOptions().calcs(["lastNotNull"]).values(False).build()
+        options.reduce_options = common.ReduceDataOptions(calcs=["lastNotNull"], values=False)
     elif panel.kind == "table" and not panel.queries[0].raw_promql:
         model.transformations = [_table_columns(panel, settings)]
     elif panel.kind == "heatmap":
