@@ -43,7 +43,7 @@ def alarms(ctx):
               Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD,
                               over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")), ">", framebuffer[1]),
               cloudwatch=Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<",
-                                   ctx.settings.alarms["framebuffer_free_mib"]),
+                                   ctx.settings.alarms.framebuffer_free_mib),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description="A pod uses almost all of its GPU's framebuffer; the next allocation may fail (OOM).",
               runbook="Lower the batch size or model footprint, or move the pod to a GPU with more memory."),

@@ -103,7 +103,7 @@ def together_figures(scratch: Path) -> None:
             client = GrafanaClient(grafana.url, token=ADMIN)
             grafana_writes = len(grafana.writes())
             changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                        uid_prefix=project.settings.grafana["uid_prefix"])
+                                        uid_prefix=project.settings.grafana.uid_prefix)
             grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
                               dry_run=False)
             cloudwatch = CloudWatch(endpoint_url=moto.url)

@@ -8,7 +8,7 @@ artifacts were just built or read from a reviewed build.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .errors import InputError
@@ -112,7 +112,7 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     scrape_config = scrape.prometheus_config(settings)
     queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
-    return tuple(AgentConfig(cluster.name, settings.agent["namespace"],
+    return tuple(AgentConfig(cluster.name, settings.agent.namespace,
                              agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
                  for cluster in settings.clusters)
 
@@ -127,11 +127,11 @@ def build(project: Project) -> Artifacts:
     addon = container_insights.enabled(settings)
     # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
     log_groups = [] if addon else \
-        [(c.region, agent.log_group(c), settings.agent["log_retention_days"]) for c in settings.clusters]
+        [(c.region, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
     return Artifacts(
         grafana=tuple(grafana_dashboards(project)),
-        grafana_folder=dict(settings.grafana["folder"]),
+        grafana_folder=asdict(settings.grafana.folder),
         grafana_provisioning=provisioning(settings),
         cloudwatch_dashboards=dashboards,
         alarms=tuple(requests),

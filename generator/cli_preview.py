@@ -65,7 +65,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     dashboards = dashboards_of(project, from_dir)
     base = dashboards_of(project, base_dir) if base_dir else None
     end = time.time()
-    scrape_s = site.parse_range(project.settings.scrape.get("interval", "15s")) if not sample else 15.0
+    scrape_s = site.parse_range(project.settings.scrape.interval) if not sample else 15.0
     plans = [site.plan(uid, model, range_text, scrape_s, end) for uid, model in dashboards]
 
     def render(url: str, source: str) -> tuple[dict[str, bytes], list]:
@@ -83,7 +83,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
         from .preview import sample as sampling
 
         longest = max((p.window.range_s for p in plans), default=3600.0)
-        with sampling.serve(longest, end, project.settings.scrape["job_name"]) as url:
+        with sampling.serve(longest, end, project.settings.scrape.job_name) as url:
             files, summaries = render(url, "the bundled sample exporter payload (--sample), replayed into a local "
                                            "Prometheus")
         source = "sample"

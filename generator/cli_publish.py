@@ -199,7 +199,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, Deadline(command="plan"))
         changes += grafana_sync.plan(client, desired.grafana, desired.folder,
-                                     uid_prefix=project.settings.grafana["uid_prefix"], progress=Progress())
+                                     uid_prefix=project.settings.grafana.uid_prefix, progress=Progress())
         compared += 1
     elif use_grafana is None:
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
@@ -254,7 +254,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
     progress = Progress()
     try:
         changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                    uid_prefix=project.settings.grafana["uid_prefix"], progress=progress)
+                                    uid_prefix=project.settings.grafana.uid_prefix, progress=progress)
     except RemoteError as exc:
         exc.what += "; nothing was published"
         raise

@@ -80,11 +80,11 @@ class Unsupported(ValueError):
 
 
 def pod_dimensions(settings: Settings) -> list[str]:
-    return list(settings.cloudwatch["dimensions"])
+    return list(settings.cloudwatch.dimensions)
 
 
 def gpu_dimensions(settings: Settings) -> list[str]:
-    return list(settings.cloudwatch["gpu_dimensions"])
+    return list(settings.cloudwatch.gpu_dimensions)
 
 
 def dimension_sets(settings: Settings) -> list[list[str]]:
@@ -117,7 +117,7 @@ def observations_per_period(period: int, settings: Settings) -> float:
 
 
 def scrape_seconds(settings: Settings) -> int:
-    interval = settings.scrape["interval"]
+    interval = settings.scrape.interval
     return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
 
 
@@ -134,7 +134,7 @@ def quote_identifier(name: str) -> str:
 
 
 def schema_clause(dims: list[str], settings: Settings, namespace: str | None = None) -> str:
-    return f"SCHEMA({quote_identifier(namespace or settings.cloudwatch['namespace'])}, " \
+    return f"SCHEMA({quote_identifier(namespace or settings.cloudwatch.namespace)}, " \
            f"{', '.join(quote_identifier(d) for d in dims)})"
 
 

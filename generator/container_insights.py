@@ -43,7 +43,7 @@ class NotPublished(Unsupported):
 
 
 def source(settings: Settings) -> str:
-    return settings.cloudwatch.get("source", AGENT_SOURCE)
+    return settings.cloudwatch.source
 
 
 def enabled(settings: Settings) -> bool:
@@ -179,7 +179,7 @@ def left_out(project) -> list[tuple[str, str]]:
         for panel in dashboard.panels():
             try:
                 for query in panel.queries:
-                    plan(query, project.catalog, settings, settings.cloudwatch["period"])
+                    plan(query, project.catalog, settings, settings.cloudwatch.period)
             except NotPublished as exc:
                 result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is "
                                                  f"left out of CloudWatch: {exc}"))

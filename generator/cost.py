@@ -146,7 +146,7 @@ def _price(prices: dict[str, Any], key: str) -> float:
 
 
 def _scrape_seconds(project: Project) -> int:
-    interval = project.settings.scrape["interval"]
+    interval = project.settings.scrape.interval
     return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
 
 
@@ -211,7 +211,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     event = _rate(prices, "emf_event_bytes")
     events = fleet.gpu_count * MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
     ingested_gb = events * (event["base"] + event["per_metric"] * scraped) / 1e9
-    retention_days = settings.agent["log_retention_days"]
+    retention_days = settings.agent.log_retention_days
     stored_gb = ingested_gb * min(retention_days, 30) / 30 * _rate(prices, "log_compression_ratio")["ratio"]
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
@@ -234,7 +234,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
 
     settings = project.settings
     bodies = [body for name, _, body in cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
-              if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"],
+              if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix,
                                                            settings.clusters[0].name, ""))]
     shown, analyzed = [], 0.0
     for body in bodies:
@@ -333,8 +333,7 @@ def with_source(project: Project, source: str) -> Project:
     """The same project with cloudwatch.source set to `source`."""
     from dataclasses import replace
 
-    raw = {**project.settings.raw, "cloudwatch": {**project.settings.raw["cloudwatch"], "source": source}}
-    return replace(project, settings=replace(project.settings, raw=raw))
+    return replace(project, settings=project.settings.with_cloudwatch_source(source))
 
 
 METRICS_PER_QUERY = 10_000  # a Metrics Insights query processes at most this many metrics

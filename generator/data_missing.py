@@ -47,7 +47,7 @@ EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
 
 def expected(settings: Settings) -> bool:
     """True when an expected signal tells the alarm whether GPUs should be reporting."""
-    return settings.alarms["expected_gpus"] == SOURCE
+    return settings.alarms.expected_gpus == SOURCE
 
 
 def left_out_reason(settings: Settings) -> str | None:
@@ -67,11 +67,11 @@ def left_out(project) -> list[tuple[str, str]]:
 
 def daemonset_selector(settings: Settings) -> str:
     """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series."""
-    return f'namespace="{settings.exporter["namespace"]}", daemonset="{style_for(settings).daemonset}"'
+    return f'namespace="{settings.exporter.namespace}", daemonset="{style_for(settings).daemonset}"'
 
 
 def ksm_pod_label(settings: Settings) -> tuple[str, str]:
-    name, _, value = settings.kube_state_metrics["pod_label"].partition("=")
+    name, _, value = settings.kube_state_metrics.pod_label.partition("=")
     return name, value
 
 
@@ -83,21 +83,21 @@ def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
     ksm = settings.kube_state_metrics
     name, value = ksm_pod_label(settings)
     discovery: dict[str, Any] = {"role": "pod"}
-    if ksm["namespace"]:
-        discovery["namespaces"] = {"names": [ksm["namespace"]]}
+    if ksm.namespace:
+        discovery["namespaces"] = {"names": [ksm.namespace]}
     meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
-    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter['namespace'])};" \
+    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
            f"{re.escape(style_for(settings).daemonset)}"
     return {
         "job_name": KSM_JOB,
-        "scrape_interval": settings.scrape["interval"],
-        "scrape_timeout": scrape_timeout(settings.scrape["interval"]),
+        "scrape_interval": settings.scrape.interval,
+        "scrape_timeout": scrape_timeout(settings.scrape.interval),
         "metrics_path": "/metrics",
         "scheme": "http",
         "kubernetes_sd_configs": [discovery],
         "relabel_configs": [
             {"source_labels": [meta], "regex": re.escape(value), "action": "keep"},
-            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm["port"]),
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm.port),
              "action": "keep"},
         ],
         "metric_relabel_configs": [
@@ -114,7 +114,7 @@ def ksm_declaration() -> dict[str, Any]:
 
 def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period: int, label: str) -> list[dict]:
     """The `Metrics` of the CloudWatch alarm: three static metrics of the cluster and the expression."""
-    namespace = settings.cloudwatch["namespace"]
+    namespace = settings.cloudwatch.namespace
     dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
 
     def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ class ExporterStyle:
 
 def style_for(settings) -> ExporterStyle:
     """The style `exporter.deployment` names in the settings."""
-    return STYLES[settings.exporter["deployment"]]
+    return STYLES[settings.exporter.deployment]
 
 
 STYLES = {style.key: style for style in (

@@ -8,7 +8,7 @@ Region is its own, from the set.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +35,9 @@ def desired_from(artifacts: Artifacts, settings) -> Desired:
 
     dashboards = {d.name: {"DashboardName": d.name, "DashboardBody": stamped_cloudwatch_text(d.body)}
                   for d in artifacts.cloudwatch_dashboards}
-    return Desired({d.uid: d.model for d in artifacts.grafana}, dict(settings.grafana["folder"]), dashboards,
+    return Desired({d.uid: d.model for d in artifacts.grafana}, asdict(settings.grafana.folder), dashboards,
                    {d.name: d.region for d in artifacts.cloudwatch_dashboards}, list(artifacts.alarms),
-                   settings.alarms["name_prefix"], settings.cloudwatch["dashboard_prefix"])
+                   settings.alarms.name_prefix, settings.cloudwatch.dashboard_prefix)
 
 
 def git_note(cwd: Path | None = None) -> str:

@@ -12,7 +12,7 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -67,53 +67,185 @@ class Levels:
     critical: float
 
 
+class Section:
+    """A settings section: typed fields, read-only. `section["key"]` reads a field as well, the form
+    definitions (dashboards/*.py, alarms/*.py) written against the plain mapping use."""
+
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(fields(self))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+@dataclass(frozen=True)
+class GrafanaFolder(Section):
+    uid: str
+    title: str
+
+
+@dataclass(frozen=True)
+class GrafanaDatasource(Section):
+    type: str
+    default: str | None
+
+
+@dataclass(frozen=True)
+class GrafanaSettings(Section):
+    folder: GrafanaFolder
+    datasource: GrafanaDatasource
+    uid_prefix: str
+    refresh: str
+    time_from: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CloudWatchSettings(Section):
+    source: str  # "prometheus-emf" (the agent) or "container-insights" (the EKS add-on)
+    namespace: str
+    dimensions: tuple[str, ...]
+    gpu_dimensions: tuple[str, ...]
+    dashboard_prefix: str
+    period: int
+    top_pods: int
+    top_gpus: int
+
+
+@dataclass(frozen=True)
+class ExporterSettings(Section):
+    deployment: str  # how the exporter is deployed: exporter_styles.STYLES
+    namespace: str
+
+
+@dataclass(frozen=True)
+class ScrapeSettings(Section):
+    interval: str
+    job_name: str
+
+
+@dataclass(frozen=True)
+class PrometheusStackSettings(Section):
+    release: str | None
+    namespace: str | None
+
+
+@dataclass(frozen=True)
+class AgentSettings(Section):
+    namespace: str
+    metric_selection: str
+    force_flush_interval: int
+    log_retention_days: int
+
+
+@dataclass(frozen=True)
+class AlarmActions(Section):
+    critical: tuple[str, ...]
+    warning: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlarmSettings(Section):
+    name_prefix: str
+    per_pod: str  # "group_by" or "static"
+    static_pods: tuple[str, ...]
+    actions: AlarmActions
+    framebuffer_free_mib: float
+    expected_gpus: str  # what says a GPU should be reporting: "kube-state-metrics" or "none"
+
+
+@dataclass(frozen=True)
+class KubeStateMetricsSettings(Section):
+    namespace: str | None  # None: any namespace
+    pod_label: str  # name=value
+    port: int
+
+
+@dataclass(frozen=True)
+class DefinitionFolders(Section):
+    dashboards: tuple[str, ...] | None  # None: the bundled definitions
+    alarms: tuple[str, ...] | None
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _sections(document: dict[str, Any]) -> dict[str, Any]:
+    """The typed sections of a validated document with its defaults filled in."""
+    grafana, alarms = document["grafana"], document["alarms"]
+    return {
+        "grafana": GrafanaSettings(folder=GrafanaFolder(**grafana["folder"]),
+                                   datasource=GrafanaDatasource(**grafana["datasource"]),
+                                   **{k: v for k, v in grafana.items() if k not in ("folder", "datasource", "tags")},
+                                   tags=tuple(grafana["tags"])),
+        "cloudwatch": CloudWatchSettings(**{k: tuple(v) if k in ("dimensions", "gpu_dimensions") else v
+                                            for k, v in document["cloudwatch"].items()}),
+        "exporter": ExporterSettings(**document["exporter"]),
+        "scrape": ScrapeSettings(**document["scrape"]),
+        "prometheus_stack": PrometheusStackSettings(**document["prometheus_stack"]),
+        "agent": AgentSettings(**document["agent"]),
+        "kube_state_metrics": KubeStateMetricsSettings(**document["kube_state_metrics"]),
+        "alarms": AlarmSettings(actions=AlarmActions(**{k: tuple(v) for k, v in alarms["actions"].items()}),
+                                static_pods=tuple(alarms["static_pods"]),
+                                **{k: v for k, v in alarms.items() if k not in ("actions", "static_pods")}),
+        "thresholds": {name: Levels(float(value["warning"]), float(value["critical"])) if isinstance(value, dict)
+                       else float(value) for name, value in document["thresholds"].items()},
+        "counters": document["counters"],
+        "definitions": DefinitionFolders(**{k: None if v is None else _strings(v)
+                                            for k, v in document["definitions"].items()}),
+    }
+
+
 @dataclass(frozen=True)
 class Settings:
+    """Validated settings, loaded once: every section typed (`settings.alarms.name_prefix`)."""
+
     source: str  # the config file, or "<defaults>"
     base_dir: Path  # relative paths in the file are resolved from here
-    raw: dict[str, Any]  # the validated document with defaults filled in
+    raw: dict[str, Any]  # the validated document with defaults filled in (the build's manifest hashes it)
     clusters: tuple[Cluster, ...]
     labels: Labels
+    grafana: GrafanaSettings
+    cloudwatch: CloudWatchSettings
+    exporter: ExporterSettings
+    scrape: ScrapeSettings
+    prometheus_stack: PrometheusStackSettings
+    agent: AgentSettings
+    kube_state_metrics: KubeStateMetricsSettings
+    alarms: AlarmSettings
+    thresholds: dict[str, Levels | float]
+    counters: str | None
+    definitions: DefinitionFolders
     origin: str = "given"  # how the file was found: see discover()
 
-    @property
-    def grafana(self) -> dict[str, Any]:
-        return self.raw["grafana"]
-
-    @property
-    def cloudwatch(self) -> dict[str, Any]:
-        return self.raw["cloudwatch"]
-
-    @property
-    def exporter(self) -> dict[str, Any]:
-        return self.raw["exporter"]
-
-    @property
-    def scrape(self) -> dict[str, Any]:
-        return self.raw["scrape"]
-
-    @property
-    def alarms(self) -> dict[str, Any]:
-        return self.raw["alarms"]
-
-    @property
-    def prometheus_stack(self) -> dict[str, Any]:
-        return self.raw["prometheus_stack"]
-
-    @property
-    def agent(self) -> dict[str, Any]:
-        return self.raw["agent"]
-
-    @property
-    def kube_state_metrics(self) -> dict[str, Any]:
-        return self.raw["kube_state_metrics"]
+    def with_cloudwatch_source(self, source: str) -> "Settings":
+        """The same settings with cloudwatch.source set to `source` (cost compares the sources)."""
+        raw = {**self.raw, "cloudwatch": {**self.raw["cloudwatch"], "source": source}}
+        return replace(self, raw=raw, cloudwatch=replace(self.cloudwatch, source=source))
 
     def levels(self, name: str) -> Levels:
-        value = self.raw["thresholds"][name]
-        return Levels(float(value["warning"]), float(value["critical"]))
+        return self.thresholds[name]
 
     def threshold(self, name: str) -> float:
-        return float(self.raw["thresholds"][name])
+        return self.thresholds[name]
 
     @property
     def shared_prometheus(self) -> bool:
@@ -122,16 +254,13 @@ class Settings:
 
     @property
     def counters_path(self) -> Path:
-        value = self.raw["counters"]
-        return (self.base_dir / value) if value else default_counters()
+        return (self.base_dir / self.counters) if self.counters else default_counters()
 
     def definition_dirs(self, kind: str) -> tuple[Path, ...]:
-        value = self.raw["definitions"][kind]
-        if value is None:
+        folders = getattr(self.definitions, kind)
+        if folders is None:
             return (bundled(kind),)
-        if isinstance(value, str):
-            value = [value]
-        return tuple(self.base_dir / folder for folder in value)
+        return tuple(self.base_dir / folder for folder in folders)
 
 
 @cache
@@ -432,7 +561,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                              where=f"{source}:{line}" if line else source, hint="give every cluster a unique name")
         seen[cluster.name] = index
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
-                    labels=Labels.from_settings(document["labels"]), origin=origin)
+                    labels=Labels.from_settings(document["labels"]), origin=origin, **_sections(document))
 
 
 @dataclass(frozen=True)

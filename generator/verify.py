@@ -186,7 +186,7 @@ def _wait_hint(project: Project, group: str) -> str:
 
     from .container_insights import enabled
 
-    interval = project.settings.scrape["interval"]
+    interval = project.settings.scrape.interval
     if group == "cloudwatch" and enabled(project.settings):
         return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the add-on collects GPU metrics every "
                 f"minute, and CloudWatch lists a new metric up to {LISTING_DELAY_MINUTES} minutes after its first "
@@ -195,7 +195,7 @@ def _wait_hint(project: Project, group: str) -> str:
         return (f"expect series within a few minutes: Prometheus loads a new ServiceMonitor or scrape job on its "
                 f"next configuration reload, then scrapes every {interval}")
     return (f"expect metrics within about {LISTING_DELAY_MINUTES} minutes: the agent scrapes every {interval} and "
-            f"flushes every {project.settings.agent['force_flush_interval']} s, and CloudWatch lists a new metric "
+            f"flushes every {project.settings.agent.force_flush_interval} s, and CloudWatch lists a new metric "
             f"up to {LISTING_DELAY_MINUTES} minutes after its first data point")
 
 

@@ -98,7 +98,7 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options
 
     if enabled(settings):
         return _addon_cluster(cloudwatch, cluster, options)
-    namespace = settings.cloudwatch["namespace"]
+    namespace = settings.cloudwatch.namespace
     declared_sets = [sorted(d) for d in dimension_sets(settings)]
     declared = sorted({d for dims in declared_sets for d in dims})
     found = _listed(cloudwatch, namespace, cluster, declared, set(metrics), options)

@@ -46,7 +46,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         if not options.prometheus_in_use:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
-    namespace = settings.exporter["namespace"]
+    namespace = settings.exporter.namespace
     what = f"DaemonSet {namespace}/{style.daemonset}"
     daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{style.daemonset}", what)
     if daemonset is None:
@@ -269,7 +269,7 @@ def proxy_metrics(project: Project, options: Options) -> tuple[str, str]:
     """One exporter's /metrics through the API server's service proxy, and where it came from."""
     settings = project.settings
     style = style_for(settings)
-    namespace = settings.exporter["namespace"]
+    namespace = settings.exporter.namespace
     source = f"service proxy {namespace}/{style.service}"
     text = Kube(options).text(f"/api/v1/namespaces/{namespace}/services/{style.service}:{EXPORTER_PORT}/proxy/metrics",
                               source)
@@ -303,7 +303,7 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
 def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
     from ..artifacts import agents
 
-    namespace = project.settings.agent["namespace"]
+    namespace = project.settings.agent.namespace
     yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
     cluster = _agent_cluster(kube, project, namespace).name
     agent = next(a for a in agents(project) if a.cluster == cluster)

@@ -29,7 +29,7 @@ SCRAPE_JOB = "Prometheus scrape job"
 def scrape_job(project: Project, options: Options) -> Check:
     """The additional-scrape-configs path deployed: Prometheus has gpudash's scrape job configured and it
     has discovered exporter targets, whether or not it has scraped them yet."""
-    job = project.settings.scrape["job_name"]
+    job = project.settings.scrape.job_name
     if not options.prometheus_url:
         return Check(GROUP, SCRAPE_JOB, FAIL, "no Prometheus URL given to look for the scrape job",
                      "pass --prometheus-url (or PROMETHEUS_URL)")
@@ -64,7 +64,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     settings = project.settings
-    job = settings.scrape["job_name"]
+    job = settings.scrape.job_name
     targets = prometheus.query(f'up{{job="{job}"}}') or \
         prometheus.query(f"up and on (job) group by (job) ({_dcgm()})")
     found.extend(targets)
@@ -76,7 +76,7 @@ def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     if down:
         instances = ", ".join(labels.get("instance", "?") for labels in down)
         return Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down: {instances}",
-                     f"check the exporter pods on those nodes (kubectl -n {settings.exporter['namespace']} get pods "
+                     f"check the exporter pods on those nodes (kubectl -n {settings.exporter.namespace} get pods "
                      "-o wide)")
     return Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up")
 

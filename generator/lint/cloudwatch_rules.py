@@ -186,7 +186,7 @@ def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
         namespace, publisher, by_metric = NAMESPACE, "the add-on", published_sets()
         agent_sets = None
     else:
-        namespace, publisher, by_metric = subject.settings.cloudwatch["namespace"], "the agent", {}
+        namespace, publisher, by_metric = subject.settings.cloudwatch.namespace, "the agent", {}
         agent_sets = [tuple(d) for d in dimension_sets(subject.settings)]
     for where, expression in _queries(subject):
         query = _parsed(expression)
@@ -350,7 +350,7 @@ _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToTh
 
 def alarm_blanks(subject: CloudWatchSubject) -> Iterable[Finding]:
     """Alarms on the exporter's DCGM fields see a blank sentinel as a reading: CloudWatch has no way to drop it."""
-    namespace = subject.settings.cloudwatch["namespace"]
+    namespace = subject.settings.cloudwatch.namespace
     for item in subject.alarms:
         request = item["Request"]
         metrics = [_parsed(str(m.get("Expression", ""))) for m in request.get("Metrics", [])

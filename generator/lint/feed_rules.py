@@ -136,11 +136,11 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
     """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
     settings = subject.project.settings
     by_name = {c.name: c for c in subject.clusters()}
-    jobs = (settings.scrape["job_name"], KSM_JOB)
+    jobs = (settings.scrape.job_name, KSM_JOB)
     published = {c.name: {job: _published(_declarations(subject, c), job) for job in jobs}
                  for c in subject.clusters()}
     queried = list(_queried(subject))
-    if settings.agent["metric_selection"] == "used":  # and nothing more: every published pair costs a metric each
+    if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each
         wanted = {(metric, dims) for _, metric, _, dims, _ in queried}
         for cluster in subject.clusters():
             extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name][jobs[0]]
@@ -205,7 +205,7 @@ def dimensions_published(subject: FeedSubject) -> Iterable[Finding]:
                         yield Finding("AG002", "error", where,
                                       f"dimension {dimension!r} is not a label on the scraped DCGM series: the "
                                       f"agent emits no metric with this set")
-    pod_set = settings.cloudwatch["dimensions"]
+    pod_set = settings.cloudwatch.dimensions
     for key in ("namespace", "pod"):
         label = dimension_for(key, settings)
         if label not in pod_set:

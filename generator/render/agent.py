@@ -46,7 +46,7 @@ def log_group(cluster: Cluster) -> str:
 
 def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) -> list[str]:
     """The DCGM fields the agent ships: all series in the CSV, or only those used."""
-    wanted = set(used) if settings.agent["metric_selection"] == "used" else None
+    wanted = set(used) if settings.agent.metric_selection == "used" else None
     return [m.name for m in catalog if m.kind in KEPT_KINDS and (wanted is None or m.name in wanted)]
 
 
@@ -65,7 +65,7 @@ def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets)
     # Other sets (the cluster's own, for the data-missing alarm) carry only what is queried with them.
     extra = sorted({dims for wanted in queried.values() for dims in wanted} - set(sets))
     result = {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets + extra}
-    if settings.agent["metric_selection"] == "all":
+    if settings.agent.metric_selection == "all":
         result.update({dims: list(shipped) for dims in sets})
     return result
 
@@ -75,13 +75,13 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
     names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
-    job = f"^{re.escape(settings.scrape['job_name'])}$"
+    job = f"^{re.escape(settings.scrape.job_name)}$"
     declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
                      "metric_selectors": metric_selectors(metrics)}
                     for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
     if data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()):
         declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
-    return {"metric_namespace": settings.cloudwatch["namespace"], "metric_unit": units,
+    return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,
             "metric_declaration": declarations}
 
 
@@ -98,7 +98,7 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
                     "emf_processor": emf or emf_processor(catalog, settings, queried),
                 }
             },
-            "force_flush_interval": settings.agent["force_flush_interval"],
+            "force_flush_interval": settings.agent.force_flush_interval,
         }
     }
 

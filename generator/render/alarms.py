@@ -31,7 +31,7 @@ def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Cond
 
 
 def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: tuple[str, str] | None = None) -> str:
-    return _name(settings.alarms["name_prefix"], cluster.name if cluster else None, alarm.id, alarm.severity, pod)
+    return _name(settings.alarms.name_prefix, cluster.name if cluster else None, alarm.id, alarm.severity, pod)
 
 
 def _description(alarm: Alarm) -> str:
@@ -42,7 +42,7 @@ def _description(alarm: Alarm) -> str:
 
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
     condition = cloudwatch_condition(alarm, settings)
-    actions = list(settings.alarms["actions"][alarm.severity])
+    actions = list(getattr(settings.alarms.actions, alarm.severity))
     request: dict[str, Any] = {
         "AlarmName": name,
         "AlarmDescription": description or _description(alarm),
@@ -127,8 +127,8 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     # CloudWatch dimension names (the agent's own scrape job), not the labels a Prometheus path uses.
     values = {CLUSTER_DIMENSION: cluster.name, dimension_for("namespace", settings): namespace,
               dimension_for("pod", settings): pod,
-              "Namespace": settings.exporter["namespace"], "Service": style_for(settings).service,
-              "job": settings.scrape["job_name"]}
+              "Namespace": settings.exporter.namespace, "Service": style_for(settings).service,
+              "job": settings.scrape.job_name}
     unknown = [d for d in plan_.dims if not values.get(d)]
     if unknown:
         raise InputError(f"alarm {alarm.id!r}: a static per-pod alarm cannot name the value of "
@@ -138,7 +138,7 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
-        "Namespace": settings.cloudwatch["namespace"],
+        "Namespace": settings.cloudwatch.namespace,
         "MetricName": condition.query.metric,
         "Dimensions": [{"Name": d, "Value": values.get(d, "")} for d in plan_.dims],
         "Statistic": STATISTICS[{v: k for k, v in MI_FUNCTIONS.items()}[plan_.function]],
@@ -164,7 +164,7 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
     requests = []
-    static = settings.alarms["per_pod"] == "static"
+    static = settings.alarms.per_pod == "static"
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
             continue  # nothing tells silence from a node group at zero: left out, with a note
@@ -204,7 +204,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                                      "cloudwatch.source: container-insights")
                 requests += [{"Region": cluster.region,
                               "Request": _static_request(alarm, catalog, settings, cluster, entry)}
-                             for entry in settings.alarms["static_pods"]]
+                             for entry in settings.alarms.static_pods]
             else:
                 requests.append({"Region": cluster.region, "Request": insights_request(cluster)})
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
@@ -248,7 +248,7 @@ def _exporter_down(settings: Settings) -> str:
     ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
     style = style_for(settings)
     return (f'up{{exporter_pod!=""}} == 0 or up{{exporter_pod="", container="{style.container}", '
-            f'namespace="{settings.exporter["namespace"]}"}} == 0')
+            f'namespace="{settings.exporter.namespace}"}} == 0')
 
 
 def _alert_query(alarm: Alarm, settings: Settings):

@@ -34,7 +34,7 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
     if len(panel.queries) != 1:
         raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
                           f"{len(panel.queries)}")
-    return source_plan(panel.queries[0], catalog, settings, settings.cloudwatch["period"])
+    return source_plan(panel.queries[0], catalog, settings, settings.cloudwatch.period)
 
 
 def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> list[tuple[Panel, str]]:
@@ -107,12 +107,12 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     if not plan_.series:
         limit = SERIES_PER_QUERY if plan_.group else None  # per-GPU lines combined by math: all of them
     else:
-        limit = settings.cloudwatch["top_pods" if query.per_pod else "top_gpus"]
+        limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
     order = "ASC" if query.aggregation == "min" else "DESC"
     properties: dict[str, Any] = {
         "title": panel.title,
         "view": VIEWS[panel.kind],
-        "period": settings.cloudwatch["period"],
+        "period": settings.cloudwatch.period,
         "stat": "Average",
         "yAxis": {"left": {"label": _axis_label(panel, query, catalog), "showUnits": False}},
         "legend": {"position": "bottom"},
@@ -217,6 +217,6 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
     result = []
     for cluster in settings.clusters:
         for dashboard, ready, source in prepared:
-            name = cloudwatch_dashboard_name(settings.cloudwatch["dashboard_prefix"], cluster.name, dashboard.id)
+            name = cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, dashboard.id)
             result.append((name, cluster.region, ready.in_cluster(cluster, source)))
     return sorted(result, key=lambda item: item[0])

@@ -29,7 +29,7 @@ _VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Nam
 
 
 def uid_for(dashboard: Dashboard, settings: Settings) -> str:
-    return grafana_uid(settings.grafana["uid_prefix"], dashboard.id)
+    return grafana_uid(settings.grafana.uid_prefix, dashboard.id)
 
 
 def presence_metrics(catalog: Catalog) -> tuple[str, ...]:
@@ -78,9 +78,9 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
     from grafana_foundation_sdk.models import dashboard as dm
 
     grafana = settings.grafana
-    tags = sorted({*grafana["tags"], *dashboard.tags})
+    tags = sorted({*grafana.tags, *dashboard.tags})
     builder = (db.Dashboard(dashboard.title).uid(uid_for(dashboard, settings)).tags(tags)
-               .refresh(grafana["refresh"]).time(grafana["time_from"], "now").timezone("browser")
+               .refresh(grafana.refresh).time(grafana.time_from, "now").timezone("browser")
                .tooltip(dm.DashboardCursorSync.CROSSHAIR).editable()
                .description(dashboard.description or dashboard.title))
     for variable in _variables(catalog, settings):
@@ -128,11 +128,11 @@ def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
     from grafana_foundation_sdk.builders import dashboard as db
     from grafana_foundation_sdk.models import dashboard as dm
 
-    source = settings.grafana["datasource"]
-    datasource = db.DatasourceVariable("datasource").label("Data source").type(source["type"])
-    if source["default"]:
-        datasource = datasource.current(dm.VariableOption(selected=True, text=source["default"],
-                                                          value=source["default"]))
+    source = settings.grafana.datasource
+    datasource = db.DatasourceVariable("datasource").label("Data source").type(source.type)
+    if source.default:
+        datasource = datasource.current(dm.VariableOption(selected=True, text=source.default,
+                                                          value=source.default))
     variables = [datasource]
     for name, key, title in variable_names(settings):
         query, regex = variable_query(name, key, catalog, settings)

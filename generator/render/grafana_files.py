@@ -15,15 +15,15 @@ SIDECAR_FOLDER_ANNOTATION = "grafana_folder"
 
 def provisioning(settings: Settings) -> dict[str, Any]:
     """A dashboards provider for Grafana's provisioning/dashboards/ folder."""
-    folder = settings.grafana["folder"]
+    folder = settings.grafana.folder
     return {
         "apiVersion": 1,
         "providers": [{
             "name": PROVISIONING_PROVIDER,
             "orgId": 1,
             "type": "file",
-            "folder": folder["title"],
-            "folderUid": folder["uid"],
+            "folder": folder.title,
+            "folderUid": folder.uid,
             "disableDeletion": False,
             "allowUiUpdates": False,
             "updateIntervalSeconds": 60,

@@ -34,13 +34,13 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
     exporter = style_for(settings)
     scrape = settings.scrape
     return {
-        "job_name": scrape["job_name"],
-        "scrape_interval": scrape["interval"],
-        "scrape_timeout": scrape_timeout(scrape["interval"]),
+        "job_name": scrape.job_name,
+        "scrape_interval": scrape.interval,
+        "scrape_timeout": scrape_timeout(scrape.interval),
         "metrics_path": METRICS_PATH,
         "scheme": "http",
         "sample_limit": 50000,
-        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [settings.exporter["namespace"]]}}],
+        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [settings.exporter.namespace]}}],
         "relabel_configs": [
             {"source_labels": [exporter.pod_label_meta], "regex": exporter.pod_label[1], "action": "keep"},
             {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(EXPORTER_PORT),
@@ -72,7 +72,7 @@ def prometheus_config(settings: Settings) -> dict[str, Any]:
     data-missing alarm's expected signal (when alarms.expected_gpus names it)."""
     from ..data_missing import expected, ksm_scrape_job
 
-    interval = settings.scrape["interval"]
+    interval = settings.scrape.interval
     jobs = [scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
             "scrape_configs": jobs}
@@ -93,9 +93,9 @@ def object_metadata(name: str, settings: Settings) -> dict[str, Any]:
     """Metadata of a prometheus-operator object: namespace and the kube-prometheus-stack release label."""
     stack = settings.prometheus_stack
     labels = dict(KUBERNETES_MANAGED_BY)
-    if stack["release"]:
-        labels["release"] = stack["release"]
-    return {"name": name, "namespace": stack["namespace"] or settings.exporter["namespace"], "labels": labels}
+    if stack.release:
+        labels["release"] = stack.release
+    return {"name": name, "namespace": stack.namespace or settings.exporter.namespace, "labels": labels}
 
 
 def service_monitor(settings: Settings) -> dict[str, Any]:
@@ -109,11 +109,11 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
         "metadata": object_metadata(SERVICE_MONITOR, settings),
         "spec": {
             "selector": {"matchLabels": {label_name: label_value}},
-            "namespaceSelector": {"matchNames": [settings.exporter["namespace"]]},
+            "namespaceSelector": {"matchNames": [settings.exporter.namespace]},
             "endpoints": [{
                 "port": exporter.service_port,
                 "path": METRICS_PATH,
-                "interval": settings.scrape["interval"],
+                "interval": settings.scrape.interval,
                 "honorLabels": True,
                 "relabelings": [
                     {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},

@@ -206,7 +206,7 @@ def _close(actual: float, expected: float) -> bool:
 
 
 def _panels(project, dashboard_uid: str) -> list[Panel]:
-    neutral = next(d for d in project.dashboards if f"{project.settings.grafana['uid_prefix']}-{d.id}" == dashboard_uid)
+    neutral = next(d for d in project.dashboards if f"{project.settings.grafana.uid_prefix}-{d.id}" == dashboard_uid)
     return [panel for row in neutral.rows if isinstance(row, Row) for panel in row.panels]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -205,7 +206,7 @@ def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana
 
 def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, run):
     """Both plan before either pushes (two CI jobs on one merge): the second finds its work done."""
-    folder = dict(load_project().settings.grafana["folder"])
+    folder = asdict(load_project().settings.grafana.folder)
     clients = [GrafanaClient(proxy.url, token=ADMIN) for _ in range(2)]
     plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash") for client in clients]
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}

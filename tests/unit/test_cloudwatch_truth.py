@@ -48,7 +48,7 @@ def test_every_widget_shows_the_truth(fleet):
         expected = truth(query, project.catalog.get(query.metric), START, END, period)
         expected = {(label or properties["title"]): series for label, series in expected.items()}
         if query.by and "pod" not in query.by:
-            limit = project.settings.cloudwatch["top_gpus"]
+            limit = project.settings.cloudwatch.top_gpus
             assert len(shown) == min(limit, len(expected))
         assert set(shown) == set(expected), (path, properties["title"])
         for label, series in expected.items():

@@ -1,0 +1,55 @@
+"""Settings are loaded once into typed, read-only sections; the code reads fields, not mapping keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+import generator
+from generator.settings import parse_settings
+
+SECTIONS = ("grafana", "cloudwatch", "exporter", "scrape", "prometheus_stack", "agent", "kube_state_metrics", "alarms",
+            "definitions")
+
+
+def _settings(text: str = ""):
+    return parse_settings(text, source="gpudash.yaml", base_dir=Path("."))
+
+
+def test_every_section_is_a_frozen_dataclass_with_the_values_of_the_file():
+    settings = _settings("alarms:\n  name_prefix: team-a\n  actions:\n    critical: [arn:aws:sns:us-east-1:123456789012:gpu-alerts]\n"
+                         "grafana:\n  folder: {uid: gpus, title: GPUs}\ncloudwatch:\n  period: 60\n")
+    for name in SECTIONS:
+        section = getattr(settings, name)
+        assert dataclasses.is_dataclass(section), name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(section, dataclasses.fields(section)[0].name, None)
+    assert settings.alarms.name_prefix == "team-a"
+    assert settings.alarms.actions.critical == ("arn:aws:sns:us-east-1:123456789012:gpu-alerts",) and settings.alarms.actions.warning == ()
+    assert (settings.grafana.folder.uid, settings.grafana.folder.title) == ("gpus", "GPUs")
+    assert settings.cloudwatch.period == 60 and settings.cloudwatch.dimensions == ("ClusterName", "namespace", "pod")
+    assert settings.levels("gpu_temp_celsius").critical == 87.0 and settings.threshold("idle_minutes") == 30.0
+
+
+def test_definitions_may_still_read_a_section_as_a_mapping():
+    """dashboards/*.py and alarms/*.py get the settings through ctx; the mapping form they were written in works."""
+    settings = _settings()
+    assert settings.alarms["framebuffer_free_mib"] == settings.alarms.framebuffer_free_mib
+    assert settings.grafana["folder"]["title"] == "GPU monitoring"
+    assert settings.scrape.get("interval") == "30s" and settings.scrape.get("nothing", 1) == 1
+    with pytest.raises(KeyError):
+        settings.alarms["no_such_key"]
+    assert dict(settings.grafana.folder) == {"uid": "gpudash", "title": "GPU monitoring"}
+
+
+def test_the_code_reads_typed_fields_not_mapping_keys():
+    package = Path(generator.__file__).parent
+    mapping_read = re.compile(r"settings\.(?:%s)\s*(?:\[|\.get\()" % "|".join(SECTIONS))
+    found = [f"{path.relative_to(package)}:{number}: {line.strip()}"
+             for path in sorted(package.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if mapping_read.search(line) or re.search(r"settings\.raw\[", line)]
+    assert not found, "read the typed field instead:\n" + "\n".join(found)
