@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from .. import container_insights_table as ci
+from .. import container_insights_table as ci, data_missing
 from ..catalog import load_counters, parse_counters
 from ..container_insights import ADDON_FILE, enabled as addon_source
 from ..errors import InputError, RemoteError
@@ -63,6 +63,36 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
     if not addon_source(settings):
         yield from _agent_checks(kube, project)
+    if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
+        yield from step(GROUP, KSM_CHECK, _kube_state_metrics, kube, settings)
+
+
+KSM_CHECK = "kube-state-metrics"
+
+
+def _kube_state_metrics(kube: Kube, settings) -> Check:
+    """The data-missing alarm's expected signal: a ready kube-state-metrics pod serving its port."""
+    ksm = settings.kube_state_metrics
+    namespace, port = ksm["namespace"], ksm["port"]
+    path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+    where = f"in {namespace}" if namespace else "in any namespace"
+    pods = kube.listing(path, f"kube-state-metrics pods {where}", {"labelSelector": ksm["pod_label"]})
+    fix = ("install kube-state-metrics (kube-prometheus-stack does) or point kube_state_metrics.namespace, "
+           ".pod_label and .port at it; without it the data-missing alarm fires (it cannot tell whether GPUs "
+           "should report): alarms.expected_gpus: none leaves that alarm out")
+    if not pods:
+        return Check(GROUP, KSM_CHECK, FAIL, f"no pod labelled {ksm['pod_label']} {where}", fix)
+    serving = [pod for pod in pods if any(p.get("containerPort", int, 0) == port for c in pod.items("spec.containers")
+                                          for p in c.items("ports"))]
+    if not serving:
+        return Check(GROUP, KSM_CHECK, FAIL, f"no kube-state-metrics pod {where} declares port {port}", fix)
+    ready = [pod for pod in serving if _ready(pod)]
+    if not ready:
+        return Check(GROUP, KSM_CHECK, FAIL, f"kube-state-metrics not ready ({len(serving)} pod(s) {where})",
+                     "kubectl describe the kube-state-metrics pod; look at its events and logs")
+    names = ", ".join(sorted(f"{p.get('metadata.namespace', str, '?')}/{p.get('metadata.name', str, '?')}"
+                             for p in ready))
+    return Check(GROUP, KSM_CHECK, OK, f"{names} ready, port {port} (the data-missing alarm's expected signal)")
 
 
 # --- cloudwatch.source: container-insights: the add-on's agent and DCGM exporter -------------

@@ -213,6 +213,24 @@ def test_agent_configmap_missing_a_selector(stack):
         "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
 
 
+def test_kube_state_metrics_is_the_data_missing_alarms_expected_signal(stack):
+    """The data-missing alarm reads kube-state-metrics; verify says whether the cluster runs it."""
+    cluster, verify = stack
+    code, checks = verify()
+    assert checks[("kube", "kube-state-metrics")]["detail"] == (
+        "monitoring/kube-prometheus-stack-kube-state-metrics-6d9f ready, port 8080 (the data-missing alarm's "
+        "expected signal)")
+    cluster.other_pods = [cluster.kube_state_metrics_pod(ready=False)]
+    code, checks = verify()
+    assert code == 1 and _failures(checks)[("kube", "kube-state-metrics")][0] == (
+        "kube-state-metrics not ready (1 pod(s) in any namespace)")
+    cluster.other_pods = []
+    code, checks = verify()
+    detail, fix = _failures(checks)[("kube", "kube-state-metrics")]
+    assert code == 1 and detail == "no pod labelled app.kubernetes.io/name=kube-state-metrics in any namespace"
+    assert "alarms.expected_gpus: none" in fix and "kube_state_metrics.namespace" in fix
+
+
 def test_cloudwatch_namespace_empty(stack, moto):
     _, verify = stack
     moto.reset()

@@ -63,6 +63,8 @@ class KubeCluster:
         self.prometheus_rules: list[dict[str, Any]] = []
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
+        # kube-state-metrics as kube-prometheus-stack runs it (not an exporter pod: the DaemonSet counts those)
+        self.other_pods = [self.kube_state_metrics_pod()]
         self.refresh_status()
 
     @staticmethod
@@ -83,6 +85,18 @@ class KubeCluster:
                 "status": {"phase": "Running" if ready else "Pending",
                            "containerStatuses": [{"name": "nvidia-dcgm-exporter", "ready": ready, "restartCount": 0,
                                                   "image": "dcgm-exporter", "imageID": "", "state": {}}]}}
+
+    @staticmethod
+    def kube_state_metrics_pod(namespace: str = "monitoring", ready: bool = True) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "kube-prometheus-stack-kube-state-metrics-6d9f", "namespace": namespace,
+                             "labels": {"app.kubernetes.io/name": "kube-state-metrics", "release": "kube-prometheus-stack"}},
+                "spec": {"nodeName": "cpu-node-1", "containers": [{
+                    "name": "kube-state-metrics", "image": "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.13.0",
+                    "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]},
+                "status": {"phase": "Running" if ready else "Pending",
+                           "containerStatuses": [{"name": "kube-state-metrics", "ready": ready, "restartCount": 0,
+                                                  "image": "kube-state-metrics", "imageID": "", "state": {}}]}}
 
     def refresh_status(self) -> None:
         desired = len(self.pods)
@@ -240,9 +254,10 @@ class KubeTestServer(LoopbackServer):
             selector = query.get("labelSelector", [""])[0]
             return 200, _list("Service", [s for s in c.services.values() if s["metadata"]["namespace"] == m.group(1)
                                           and _matches(s["metadata"].get("labels", {}), selector)])
-        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path):
+        if m := re.fullmatch(r"/api/v1(?:/namespaces/([^/]+))?/pods", path):  # one namespace, or all
             selector = query.get("labelSelector", [""])[0]
-            return 200, _list("Pod", [p for p in c.pods if p["metadata"]["namespace"] == m.group(1)
+            return 200, _list("Pod", [p for p in c.pods + c.other_pods
+                                      if m.group(1) in (None, p["metadata"]["namespace"])
                                       and _matches(p["metadata"]["labels"], selector)])
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/:]+)(?::(\d+))?/proxy/(.*)", path):
             if m.group(2) in c.services and m.group(4) == "metrics" and c.metrics_payload:
