@@ -368,6 +368,40 @@ def alarm_blanks(subject: CloudWatchSubject) -> Iterable[Finding]:
                       f"no metric math); `gpudash verify` names such GPUs")
 
 
+MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)
+# Functions the user guide says act differently when an alarm asks for more datapoints than it evaluates,
+# and SEARCH, which returns several series (an alarm watches one).
+NOT_IN_ALARMS = ("AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM", "SEARCH")
+
+
+def math_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
+    """Metric-math alarms: at most 10 metrics, each entry a metric or an expression over known ids, and
+    no function that misbehaves in an alarm."""
+    for item in subject.alarms:
+        queries = [m for m in item["Request"].get("Metrics", []) if isinstance(m, dict)]
+        if not any("MetricStat" in m for m in queries):
+            continue
+        where = _alarm_where(item)
+        stats = [m for m in queries if "MetricStat" in m]
+        if len(stats) > MATH_ALARM_METRICS:
+            yield Finding("AL012", "error", where, f"{len(stats)} metrics: an alarm on metric math reads at most "
+                                                   f"{MATH_ALARM_METRICS}")
+        ids = {m.get("Id") for m in queries}
+        for query in queries:
+            if ("MetricStat" in query) == ("Expression" in query):
+                yield Finding("AL012", "error", where, f"{query.get('Id')}: give exactly one of MetricStat, Expression")
+                continue
+            expression = str(query.get("Expression", ""))
+            for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\s*\()", expression):
+                if word not in ids and word not in ("AND", "OR"):
+                    yield Finding("AL012", "error", where, f"{query.get('Id')}: {word!r} names no metric of the alarm")
+            for function in re.findall(r"\b([A-Z_]+)\s*\(", expression):
+                if function in NOT_IN_ALARMS:
+                    yield Finding("AL012", "error", where, f"{query.get('Id')}: {function}() does not belong in an "
+                                                           f"alarm (it returns several series, or reads more "
+                                                           f"datapoints than the alarm evaluates)")
+
+
 _ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "DESC",
               "LessThanThreshold": "ASC", "LessThanOrEqualToThreshold": "ASC"}
 
@@ -420,4 +454,6 @@ RULES = (
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
     Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
+    Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
+                  "for alarms", math_alarms),
 )

@@ -179,3 +179,35 @@ def _fired(rule: dict, situation: Situation) -> list[dict]:
     if situation.desired is not None and situation.ksm and situation.available < situation.desired:
         alerts.append(alert("fewer exporter pods available than desired", **ksm))
     return alerts
+
+
+# --- the agent's kube-state-metrics job, on a real Prometheus ------------------------------
+
+def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(generated, tmp_path):
+    """The job the agent runs, with Kubernetes discovery swapped for file discovery carrying the same
+    meta labels: it keeps the kube-state-metrics pod's metrics port (not its telemetry port, not another
+    pod on 8080) and, of everything kube-state-metrics serves, the exporter DaemonSet's two series."""
+    from generator.render.scrape import for_file_sd
+    from tests.support.prometheus_server import Prometheus
+    from tests.support.replay_exporter import ReplayExporter
+
+    _, files = generated
+    job = for_file_sd(scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"], [str(tmp_path / "ksm.json")])
+    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    with ReplayExporter(kube_state.payload(EXPORTER, 2, 1)) as ksm, \
+            ReplayExporter(kube_state.payload(EXPORTER, 7, 7)) as decoy:
+        meta = {k: v for k, v in kube_state.KSM_POD.items() if k != "__address__"}
+        groups = [{"targets": [ksm.address], "labels": meta},
+                  {"targets": [decoy.address], "labels": {**meta, "__meta_kubernetes_pod_container_port_number": "8081"}},
+                  {"targets": [decoy.address], "labels": {**meta, "__meta_kubernetes_pod_label_app_kubernetes_io_name":
+                                                          "some-app"}}]
+        (tmp_path / "ksm.json").write_text(json.dumps(groups))
+        config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
+        with Prometheus(tmp_path, config) as prometheus:
+            prometheus.wait_for('up{job="gpudash-kube-state-metrics"}')
+            series = prometheus.wait_for('{job="gpudash-kube-state-metrics", __name__!~"up|scrape_.*"}', count=2)
+            targets = prometheus.api("targets")["activeTargets"]
+    assert [t["scrapeUrl"] for t in targets] == [ksm.url]
+    assert sorted((s["metric"]["__name__"], s["metric"]["namespace"], s["metric"]["daemonset"], s["value"][1])
+                  for s in series) == [(kube_state.DESIRED, "gpu-operator", "nvidia-dcgm-exporter", "2"),
+                                       (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "1")]

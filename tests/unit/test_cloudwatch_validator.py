@@ -144,6 +144,32 @@ ALARM_CASES = {
 }
 
 
+def _math_alarm(good, mutate):
+    item = copy.deepcopy(next(a for a in good.alarms if "gpu-data-missing" in a["Request"]["AlarmName"]))
+    mutate(item["Request"]["Metrics"])
+    return CloudWatchSubject((), (item,), good.settings)
+
+
+def _more_metrics(metrics):
+    metrics[:0] = [{**copy.deepcopy(metrics[0]), "Id": f"m{i}"} for i in range(8)]
+
+
+MATH_CASES = {  # the data-missing alarm (metric math over static metrics), broken
+    "eleven metrics": (_more_metrics, "11 metrics: an alarm on metric math reads at most 10"),
+    "an unknown id": (lambda m: m[-1].update(Expression="IF(d > 0, x * (a >= d), 1)"), "'x' names no metric"),
+    "a function unfit for alarms": (lambda m: m[-1].update(Expression="IF(d > 0, g * (a >= AVG(d)), 1)"),
+                                    "AVG() does not belong in an alarm"),
+    "metric and expression": (lambda m: m[0].update(Expression="a"), "d: give exactly one of MetricStat, Expression"),
+}
+
+
+def test_the_data_missing_alarm_passes_and_broken_math_alarms_do_not(good):
+    assert [f for f in run(RULES, _math_alarm(good, lambda m: None)) if f.rule.startswith("AL")] == []
+    for case, (mutate, fragment) in MATH_CASES.items():
+        findings = [f for f in run(RULES, _math_alarm(good, mutate)) if f.rule == "AL012"]
+        assert any(fragment in f.message for f in findings), (case, findings)
+
+
 @pytest.mark.parametrize("case", sorted(ALARM_CASES))
 def test_broken_alarm_is_rejected_precisely(good, case):
     mutate, rule, fragment = ALARM_CASES[case]
