@@ -84,7 +84,7 @@ def together_figures(scratch: Path) -> None:
         return
     from generator.artifacts import build
     from generator.project import load_project
-    from generator.publish import desired_from
+    from generator.desired import desired_from
     from generator.targets import cloudwatch_sync, grafana_sync
     from generator.clients.cloudwatch import CloudWatch
     from generator.clients.grafana import GrafanaClient

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 CREATE, UPDATE, UNCHANGED, DELETE = "create", "update", "unchanged", "delete"
 DRIFT, FOREIGN = "drift", "foreign"  # blocked without --force
@@ -66,3 +67,17 @@ def summary(changes: list[Change]) -> dict[str, int]:
     for change in changes:
         counts[change.action] = counts.get(change.action, 0) + 1
     return counts
+
+
+def report(changes: list[Change], outcomes: list[Outcome] | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {"changes": [c.as_dict() for c in changes], "summary": summary(changes)}
+    if outcomes is not None:
+        data["written"] = [o.change.name for o in outcomes if o.state == DONE]
+        data["failed"] = [{"name": o.change.name, "error": o.error} for o in outcomes if o.state == FAILED]
+        data["refused"] = [o.change.name for o in outcomes if o.state == REFUSED]
+        data["would_write"] = [o.change.name for o in outcomes if o.state == WOULD_WRITE]
+    return data
+
+
+def pending(changes: list[Change], prune: bool) -> bool:
+    return any((c.action in WRITES and (c.action != "delete" or prune)) or c.blocked for c in changes)

@@ -74,7 +74,7 @@ def publish_options(command):
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
     from .artifacts import build
     from .output import read
-    from .publish import desired_from
+    from .desired import desired_from
 
     project = load_project_for(config, csv)
     artifacts = read(Path(from_dir), project.settings.clusters[0].region, origin=from_dir) if from_dir \
@@ -118,7 +118,7 @@ def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):
 def _print_changes(changes, output: str, outcomes=None) -> None:
     from .changes import summary
     from .console import style
-    from .publish import report
+    from .changes import report
 
     if output == "json":
         click.echo(json.dumps(report(changes, outcomes), indent=2))
@@ -189,7 +189,7 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @output_option
 def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
-    from .publish import pending
+    from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
     from .clients.deadline import Deadline
     from .targets.progress import Progress
@@ -242,7 +242,6 @@ def _notes(cloudwatch) -> None:
 def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
          insecure, token_file, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
-    from .publish import git_note
     from .targets import grafana_sync
     from .clients.deadline import Deadline
     from .targets.progress import Progress
@@ -334,3 +333,15 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
         rows = [[c.group, c.name, style(c.status.upper(), fg=colours[c.status]), c.detail, c.fix] for c in checks]
         click.echo(table(["GROUP", "CHECK", "STATUS", "DETAIL", "FIX"], rows))
     sys.exit(EXIT_FINDINGS if verifying.failed(checks) else 0)
+
+
+def git_note(cwd: Path | None = None) -> str:
+    """`<short commit> <subject>` of the checkout, when there is one."""
+    import subprocess
+
+    try:
+        result = subprocess.run(["git", "log", "-1", "--format=%h %s"], capture_output=True, text=True,
+                                cwd=cwd, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return result.stdout.strip()[:200] if result.returncode == 0 else ""

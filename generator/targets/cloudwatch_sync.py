@@ -194,7 +194,7 @@ def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> list[Change]:
-    """Every Region of a publish.Desired at once: dashboards, then alarms, then alarms to prune."""
+    """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune."""
     regions = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
     with (progress or Silent()).phase("reading CloudWatch", total) as tick:

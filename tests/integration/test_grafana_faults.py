@@ -21,7 +21,7 @@ from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import grafana_message
 from generator.project import load_project
 from generator.output import read, write
-from generator.publish import desired_from
+from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.clients import deadline
 from generator.clients.grafana import GrafanaClient

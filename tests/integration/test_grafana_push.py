@@ -8,7 +8,7 @@ import pytest
 
 from generator.artifacts import build
 from generator.project import load_project
-from generator.publish import desired_from
+from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import grafana_message

@@ -124,7 +124,7 @@ def snapshot(client):
 def default_desired():
     from generator.artifacts import build
     from generator.project import load_project
-    from generator.publish import desired_from
+    from generator.desired import desired_from
 
     project = load_project(None)
     return desired_from(build(project), project.settings)
