@@ -18,6 +18,7 @@ from ..container_insights import ADDON_FILE, enabled as addon_source
 from ..errors import InputError, RemoteError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
+from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..render.agent import AGENT_KEY, SCRAPE_KEY, agent_file
 from ..resources import default_counters
@@ -70,18 +71,18 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 KSM_CHECK = "kube-state-metrics"
 
 
-def _kube_state_metrics(kube: Kube, settings) -> Check:
+def _kube_state_metrics(kube: Kube, settings: Settings) -> Check:
     """The data-missing alarm's expected signal: a ready kube-state-metrics pod serving its port."""
     ksm = settings.kube_state_metrics
-    namespace, port = ksm["namespace"], ksm["port"]
+    namespace, port = ksm.namespace, ksm.port
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     where = f"in {namespace}" if namespace else "in any namespace"
-    pods = kube.listing(path, f"kube-state-metrics pods {where}", {"labelSelector": ksm["pod_label"]})
+    pods = kube.listing(path, f"kube-state-metrics pods {where}", {"labelSelector": ksm.pod_label})
     fix = ("install kube-state-metrics (kube-prometheus-stack does) or point kube_state_metrics.namespace, "
            ".pod_label and .port at it; without it the data-missing alarm fires (it cannot tell whether GPUs "
            "should report): alarms.expected_gpus: none leaves that alarm out")
     if not pods:
-        return Check(GROUP, KSM_CHECK, FAIL, f"no pod labelled {ksm['pod_label']} {where}", fix)
+        return Check(GROUP, KSM_CHECK, FAIL, f"no pod labelled {ksm.pod_label} {where}", fix)
     serving = [pod for pod in pods if any(p.get("containerPort", int, 0) == port for c in pod.items("spec.containers")
                                           for p in c.items("ports"))]
     if not serving:
