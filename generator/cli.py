@@ -190,7 +190,7 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
 def lint(config: str | None, csv: str | None, output: str, from_dir: str | None, disable: tuple[str, ...],
          grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
-    from .lint_runner import all_rules, lint as lint_artifacts
+    from .lint.runner import all_rules, lint as lint_artifacts
 
     if list_rules:
         rows = [[rule.id, rule.summary] for rule in all_rules()]

@@ -186,7 +186,7 @@ def test_verify_names_the_gpu_and_field_that_read_a_blank(reference):
 
 
 def test_lint_notes_each_alarm_a_blank_would_fool():
-    from generator.lint_runner import lint_project
+    from generator.lint.runner import lint_project
 
     notes = {f.where.rsplit(" ", 1)[-1]: f.message for f in lint_project(load_project()) if f.rule == "AL010"}
     assert all(f.severity == "note" for f in lint_project(load_project()) if f.rule == "AL010")

@@ -151,7 +151,7 @@ def test_without_an_expected_signal_the_data_missing_alarm_is_left_out_and_said(
     from click.testing import CliRunner
 
     from generator.cli import main
-    from generator.lint_runner import lint_project
+    from generator.lint.runner import lint_project
 
     config = project_dir("alarms:\n  expected_gpus: none\n")
     project = load_project(config)

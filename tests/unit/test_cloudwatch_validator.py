@@ -10,7 +10,7 @@ import pytest
 from generator.artifacts import CloudWatchDashboard
 from generator.lint import run
 from generator.lint.cloudwatch_rules import RULES, CloudWatchSubject
-from generator.lint_runner import cloudwatch_subject
+from generator.lint.runner import cloudwatch_subject
 from generator.project import load_project
 
 

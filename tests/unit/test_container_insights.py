@@ -19,7 +19,7 @@ from generator.output import encode
 from generator.cli import main
 from generator.container_insights_table import MAPPINGS, published_sets
 from generator.errors import InputError
-from generator.lint_runner import cloudwatch_subject, lint_project
+from generator.lint.runner import cloudwatch_subject, lint_project
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets

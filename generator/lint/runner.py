@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .artifacts import Artifacts, build
-from .container_insights import enabled as addon_source
-from .errors import InputError
-from .lint import Finding, Rule, run
-from .lint import catalog_rules, cloudwatch_rules, feed_rules, grafana_rules
-from .render.agent import agent_file
-from .project import Project
+from ..artifacts import Artifacts, build
+from ..container_insights import enabled as addon_source
+from ..errors import InputError
+from . import Finding, Rule, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run
+from ..render.agent import agent_file
+from ..project import Project
 
 
 def _panels_left_out(project: Project):
@@ -20,14 +19,14 @@ def _panels_left_out(project: Project):
 
 
 def _left_out_on_addon(project: Project):
-    from .container_insights import left_out
+    from ..container_insights import left_out
 
     for where, message in left_out(project):
         yield Finding("CW013", "note", where, message)
 
 
 def _data_missing_left_out(project: Project):
-    from .data_missing import left_out
+    from ..data_missing import left_out
 
     for where, message in left_out(project):
         yield Finding("AL011", "note", where, message)
