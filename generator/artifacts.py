@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .errors import InputError
@@ -62,7 +63,11 @@ class Artifacts:
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
 
     def agent(self, cluster: str) -> AgentConfig | None:
-        return next((a for a in self.agents if a.cluster == cluster), None)
+        return self._agents_by_cluster.get(cluster)
+
+    @cached_property
+    def _agents_by_cluster(self) -> dict[str, AgentConfig]:
+        return {a.cluster: a for a in self.agents}
 
 
 def _grafanalib_json(item) -> dict[str, Any]:
