@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from generator.cost import Fleet, compare  # noqa: E402
+from generator.cost import Fleet, estimates  # noqa: E402
 from generator.project import load_project  # noqa: E402
 
 
@@ -18,7 +18,7 @@ def main() -> None:
     start = time.perf_counter()
     project = load_project()
     fleet = Fleet(clusters=1, pods=500, churn=3000)
-    result = compare(project, fleet)
+    result = estimates(project, fleet)
     for mode, title in (("group_by", "GROUP BY pod (one alarm per rule)"), ("static", "static (one alarm per pod)")):
         estimate = result[mode]
         alarm_cost = sum(line["monthly"] for line in estimate["lines"] if "alarm" in line["item"])

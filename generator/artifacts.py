@@ -84,7 +84,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
     """Every Grafana dashboard: neutral definitions rendered, grafanalib ones serialized."""
     result = [GrafanaDashboard(grafana_render.uid_for(d, project.settings), d.title, d.defined_at,
                                grafana_render.render(d, project.catalog, project.settings))
-              for d in project.grafana_dashboards()]
+              for d in project.grafana_definitions()]
     for item in project.grafanalib_dashboards:
         model = _grafanalib_json(item)
         model["uid"] = model.get("uid") or grafanalib_uid(model.get("title", ""))
@@ -104,7 +104,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
 
 def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
     return tuple(CloudWatchDashboard(name, region, body) for name, region, body in
-                 cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, project.settings))
+                 cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, project.settings))
 
 
 def agents(project: Project) -> tuple[AgentConfig, ...]:
@@ -115,7 +115,7 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     if container_insights.enabled(settings):
         return ()
     scrape_config = scrape.prometheus_config(settings)
-    queried = cloudwatch.queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+    queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
     return tuple(AgentConfig(cluster.name, settings.agent.namespace,
                              agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)

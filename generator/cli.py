@@ -108,7 +108,7 @@ def _no_cycle_collection():
 def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
-    from .output import compare, encode, settings_record, write_files
+    from .output import differences as build_differences, encode, settings_record, write_files
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -123,7 +123,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         if not check:
             write_files(target, files, made_with)
     if check:
-        differences = compare(target, files, made_with)
+        differences = build_differences(target, files, made_with)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
         elif differences:
@@ -161,7 +161,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         for _, message in data_missing_left_out(project):  # alarms.expected_gpus: none
             click.echo(f"note: {message} (lint AL011)", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
-                   f"({len(project.grafana_dashboards()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
+                   f"({len(project.grafana_definitions()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
 
 
 def _generate_command(config: str | None, csv: str | None, out: str) -> str:
@@ -282,13 +282,13 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
          gpus: int | None, prices_file: str | None, output: str) -> None:
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .console import table
-    from .cost import Fleet, compare, load_prices
+    from .cost import Fleet, estimates, load_prices
 
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
-    result = compare(project, fleet, prices)
+    result = estimates(project, fleet, prices)
     if output == "json":
         click.echo(json.dumps(result, indent=2))
         return

@@ -175,7 +175,7 @@ def left_out(project) -> list[tuple[str, str]]:
     if not enabled(settings):
         return []
     result = []
-    for dashboard in project.cloudwatch_dashboards():
+    for dashboard in project.cloudwatch_definitions():
         for panel in dashboard.panels():
             try:
                 for query in panel.queries:

@@ -194,7 +194,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     settings = project.settings
     if enabled(settings):
         return _addon_metric_lines(fleet, prices)
-    queried = queried_sets(project.cloudwatch_dashboards(), project.alarms, project.catalog, settings)
+    queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     published = published_sets(project.catalog, settings, queried)
     per_pod = len(published.get(tuple(pod_dimensions(settings)), []))
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
@@ -233,7 +233,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
     from .render import cloudwatch
 
     settings = project.settings
-    bodies = [body for name, _, body in cloudwatch.dashboards(project.cloudwatch_dashboards(), project.catalog, settings)
+    bodies = [body for name, _, body in cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, settings)
               if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix,
                                                            settings.clusters[0].name, ""))]
     shown, analyzed = [], 0.0
@@ -356,7 +356,7 @@ def limits(fleet: Fleet) -> list[str]:
     return notes
 
 
-def compare(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
     """The configured source's estimate with GROUP BY and with static per-pod alarms, and both CloudWatch
     sources side by side for the same fleet (GROUP BY alarms; the add-on takes no static ones)."""
     from .container_insights import SOURCES, enabled, source

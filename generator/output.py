@@ -298,7 +298,7 @@ class Difference:
     change: str  # "missing", "changed", "extra"
 
 
-def compare(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> list[Difference]:
+def differences(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> list[Difference]:
     """What differs between `out` on disk and the files of a build (`encode`)."""
     expected = with_manifest(files, made_with)
     present = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()} if out.is_dir() else {}

@@ -28,10 +28,12 @@ class Project:
     alarms: tuple[Alarm, ...] = ()
     notes: tuple[str, ...] = ()  # "file:line: panel ... left out: the counters CSV does not collect ..."
 
-    def cloudwatch_dashboards(self) -> tuple[Dashboard, ...]:
+    def cloudwatch_definitions(self) -> tuple[Dashboard, ...]:
+        """The dashboard definitions that render to CloudWatch (model objects; the JSON is artifacts')."""
         return tuple(d for d in self.dashboards if "cloudwatch" in d.backends)
 
-    def grafana_dashboards(self) -> tuple[Dashboard, ...]:
+    def grafana_definitions(self) -> tuple[Dashboard, ...]:
+        """The dashboard definitions that render to Grafana (model objects; the JSON is artifacts')."""
         return tuple(d for d in self.dashboards if "grafana" in d.backends)
 
     def queried_metrics(self) -> set[str]:
@@ -42,7 +44,7 @@ class Project:
 
     def used_metrics(self) -> set[str]:
         """DCGM fields CloudWatch dashboards and alarms query: what the agent must ship at the least."""
-        queries = [q for d in self.cloudwatch_dashboards() for p in d.panels() if not p.grafana_only
+        queries = [q for d in self.cloudwatch_definitions() for p in d.panels() if not p.grafana_only
                    for q in p.queries]
         queries += [(a.cloudwatch or a.condition).query for a in self.alarms]
         return {name for query in queries for name in query.metrics}

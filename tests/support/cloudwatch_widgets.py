@@ -17,7 +17,7 @@ def widgets(files):
 def panel(project, path, title, cluster):
     """The one panel titled `title` on the dashboard that `path` (gpudash-<cluster>-<id>.json) holds."""
     dashboard_id = path.rsplit("/", 1)[1].removeprefix(f"gpudash-{cluster}-").removesuffix(".json")
-    (found,) = [p for d in project.cloudwatch_dashboards() if d.id == dashboard_id for p in d.panels()
+    (found,) = [p for d in project.cloudwatch_definitions() if d.id == dashboard_id for p in d.panels()
                 if p.title == title]
     return found
 

@@ -315,13 +315,13 @@ def test_an_alarm_on_the_used_share_reads_the_published_percent(project_dir):
 
 
 def test_cost_prices_the_addon_per_observation_and_compares_both_sources(addon, cli, project_dir):
-    from generator.cost import Fleet, compare, load_prices
+    from generator.cost import Fleet, estimates, load_prices
 
     project, _, _ = addon
     prices = load_prices()
     rate = prices["rates"]["container_insights_observation_per_million"]
     assert rate["uncertain"] and rate["source"] and rate["as_of"]
-    result = compare(project, Fleet(clusters=1, pods=100, churn=0, gpus=200), prices)
+    result = estimates(project, Fleet(clusters=1, pods=100, churn=0, gpus=200), prices)
     (observations,) = [line for line in result["group_by"]["lines"] if "observations" in line["item"]]
     # A month of one-minute collections; 7 metrics; 3 node sets per GPU, 5 pod sets (no Service) + 4 container
     # sets per GPU a pod holds.

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from generator.cost import Fleet, compare, load_prices, tiered
+from generator.cost import Fleet, estimates, load_prices, tiered
 from generator.project import load_project
 from tests.conftest import REPO
 
@@ -24,18 +24,18 @@ def project():
 def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(project):
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
     cluster_rules = len(project.alarms) - per_pod_rules
-    result = compare(project, Fleet(clusters=2, pods=500, churn=1000))
+    result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules) * 2
     assert result["static"]["alarms"] == per_pod_rules * 500 + cluster_rules * 2
 
 
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
-    everything = _lines(compare(project, fleet))["custom metrics"]
+    everything = _lines(estimates(project, fleet))["custom metrics"]
     # both sets for every shipped field, and the data-missing alarm's three metrics of the cluster (its GPU
     # observations, the exporter DaemonSet's desired and available pods)
     assert everything["quantity"] == 25 * 100 + 25 * 80 + 3
-    used = _lines(compare(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
+    used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
 
@@ -45,7 +45,7 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(10_000, tiers) == pytest.approx(3_000)
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
-    large = _lines(compare(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
+    large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     assert large["quantity"] == 250_000 + 3 * 10
     assert large["monthly"] == pytest.approx(27_000 + 30 * 0.05)  # flat at the first tier it would be 75,000
     assert large["unit_price"] < 0.30
@@ -55,39 +55,39 @@ def test_the_data_missing_alarm_is_three_metrics_of_each_cluster(project, projec
     """A metric-math alarm over static metrics: billed per metric it reads, one per cluster; none when
     alarms.expected_gpus is none (the alarm is left out)."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
-    line = _lines(compare(project, fleet))["data-missing alarms (metric math)"]
+    line = _lines(estimates(project, fleet))["data-missing alarms (metric math)"]
     assert (line["quantity"], line["unit_price"]) == (9, 0.10)
-    none = compare(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
+    none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    assert _lines(none)["custom metrics"]["quantity"] == _lines(compare(project, fleet))["custom metrics"]["quantity"] - 9
+    assert _lines(none)["custom metrics"]["quantity"] == _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9
 
 
 def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir):
     fleet = Fleet(clusters=1, pods=500, churn=0)
-    lines = _lines(compare(project, fleet))
+    lines = _lines(estimates(project, fleet))
     # 500 GPUs, an event every 30 s with 25 fields: about 124 GB a month
     assert 120 < lines["EMF log ingestion (GB)"]["quantity"] < 130
-    longer = _lines(compare(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
+    longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
     # The agent logs every scraped field; metric_selection only decides which become metrics.
-    used = _lines(compare(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))
+    used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))
     assert used["EMF log ingestion (GB)"]["quantity"] == lines["EMF log ingestion (GB)"]["quantity"]
-    slower = _lines(compare(load_project(project_dir("scrape:\n  interval: 60s\n")), fleet))
+    slower = _lines(estimates(load_project(project_dir("scrape:\n  interval: 60s\n")), fleet))
     assert slower["EMF log ingestion (GB)"]["quantity"] == pytest.approx(lines["EMF log ingestion (GB)"]["quantity"] / 2)
 
 
 def test_free_dashboards_only_while_they_show_at_most_50_metrics(project):
-    tiny = _lines(compare(project, Fleet(clusters=1, pods=1, churn=0)))["dashboards"]
+    tiny = _lines(estimates(project, Fleet(clusters=1, pods=1, churn=0)))["dashboards"]
     assert tiny["quantity"] == 0
-    busy = _lines(compare(project, Fleet(clusters=1, pods=500, churn=0)))["dashboards"]
+    busy = _lines(estimates(project, Fleet(clusters=1, pods=500, churn=0)))["dashboards"]
     assert busy["quantity"] == 3 and "0 free" in busy["basis"]
 
 
 def test_reads_are_metrics_analyzed_and_follow_viewing(project):
-    base = _lines(compare(project, Fleet(clusters=1, pods=100, churn=0)))
-    more_pods = _lines(compare(project, Fleet(clusters=1, pods=1000, churn=0)))
-    longer = _lines(compare(project, Fleet(clusters=1, pods=100, churn=0, dashboard_view_hours=80)))
+    base = _lines(estimates(project, Fleet(clusters=1, pods=100, churn=0)))
+    more_pods = _lines(estimates(project, Fleet(clusters=1, pods=1000, churn=0)))
+    longer = _lines(estimates(project, Fleet(clusters=1, pods=100, churn=0, dashboard_view_hours=80)))
     read = "dashboard reads (metrics analyzed, thousands)"
     assert more_pods[read]["quantity"] == pytest.approx(base[read]["quantity"] * 10)  # analyzed, not LIMITed
     assert longer[read]["quantity"] == pytest.approx(base[read]["quantity"] * 2)
@@ -100,7 +100,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     override.write_text(json.dumps({"rates": {"custom_metric_month": {"tiers": [[None, 0.60]]}}}))
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
-    result = compare(project, fleet, changed)
+    result = estimates(project, fleet, changed)
     assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 3) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
@@ -130,8 +130,8 @@ def test_every_price_date_the_readme_quotes_is_the_data_files():
 def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet sums count 500
     GPUs and alarms evaluate 500; at 20,000 GPUs some are in no query. Spread over 10 clusters, none of it."""
-    assert compare(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
-    (series,) = compare(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
+    assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
+    (series,) = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
     assert "5,000 GPUs per cluster" in series and "count 500 GPUs" in series
-    assert len(compare(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
-    assert compare(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
+    assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
+    assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
