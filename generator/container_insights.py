@@ -10,7 +10,7 @@ its grouping names:
 * GPU views (node, gpu) read `node_*` by NodeName and GpuDevice, and fleet views read `node_*`
   cluster-wide: node metrics cover every GPU, held by a pod or idle.
 
-The statistics are planned exactly as for the Prometheus -> EMF path (cloudwatch_shape.plan),
+The statistics are planned exactly as for the Prometheus -> EMF path (cloudwatch_query.plan),
 with this source's dimension sets and its 60 s collection; a field the add-on publishes in
 other units (bytes for DCGM's MiB, percent for a 0-1 ratio) is divided back by its scale in the
 widget's math, and an alarm's threshold is scaled instead, so thresholds mean the same on both
@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from .catalog import Catalog
-from .cloudwatch_shape import Layout, Plan, Unsupported, number, plan as agent_plan
+from .cloudwatch_query import Layout, Plan, Unsupported, number, plan as agent_plan
 from .container_insights_table import (
     CLUSTER, CONTAINER, COLLECTION_SECONDS, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
     POD_OWNER, RATIOS, Mapping, by_field, metric_name)
@@ -112,7 +112,7 @@ LAYOUT = Layout(_dimension_set, _series_key, (NODE, DEVICE), lambda _settings: C
 
 
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
-    """The add-on's metric for `query`, computed as cloudwatch_shape.plan computes it, in the query's own unit."""
+    """The add-on's metric for `query`, computed as cloudwatch_query.plan computes it, in the query's own unit."""
     bare, mapping = mapped(query)
     result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
     result = replace(result, metric=metric_name(level(bare), mapping))

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import data_missing
-from .cloudwatch_shape import pod_dimensions
+from .cloudwatch_query import pod_dimensions
 from .errors import InputError
 from .project import Project
 from .reading import read_json
@@ -270,7 +270,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
 
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
-    from .cloudwatch_shape import Unsupported
+    from .cloudwatch_query import Unsupported
     from .container_insights import NotPublished, enabled
     from .render.alarms import alarm_plan
 
@@ -341,7 +341,7 @@ METRICS_PER_QUERY = 10_000  # a Metrics Insights query processes at most this ma
 
 def limits(fleet: Fleet) -> list[str]:
     """Where this fleet passes the Metrics Insights limits that no generated artifact can see."""
-    from .cloudwatch_shape import SERIES_PER_QUERY
+    from .cloudwatch_query import SERIES_PER_QUERY
 
     pods, gpus = _per_cluster(fleet)
     notes = []

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .cloudwatch_shape import CLUSTER_DIMENSION
+from .markers import CLUSTER_DIMENSION
 from .exporter_styles import style_for
 from .settings import Cluster, Settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..cloudwatch_shape import dimension_sets
+from ..cloudwatch_query import dimension_sets
 from ..markers import CLUSTER_DIMENSION
 from ..render.agent import agent_file
 from ..errors import RemoteError

@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import CloudWatchDashboard
-from ..cloudwatch_shape import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
+from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from ..artifacts import Artifacts, GrafanaDashboard
 from ..project import Project
-from ..cloudwatch_shape import dimension_for
+from ..cloudwatch_query import dimension_for
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_JOB, KSM_METRICS
 from ..promql import gpu_identity

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import data_missing
 from ..catalog import Catalog
-from ..cloudwatch_shape import dimension_sets
+from ..cloudwatch_query import dimension_sets
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
                                 scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS

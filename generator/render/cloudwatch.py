@@ -1,7 +1,7 @@
 """Neutral dashboards -> CloudWatch dashboard bodies, one per cluster. Pure.
 
 Every metric widget holds one Metrics Insights query (the documented limit) and, where
-the title needs it, one metric-math expression over it (see cloudwatch_shape.plan):
+the title needs it, one metric-math expression over it (see cloudwatch_query.plan):
 gauges are never summed over time, counts count GPUs or pods rather than observations,
 counters (per-scrape deltas from the agent) are summed for increases and averaged over
 the scrape interval for rates. Per-pod lines are `GROUP BY namespace, pod`, labelled
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..catalog import Catalog
-from ..cloudwatch_shape import SERIES_PER_QUERY, Plan, Unsupported, series_label
+from ..cloudwatch_query import SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import enabled as addon_source, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..names import cloudwatch_dashboard_name

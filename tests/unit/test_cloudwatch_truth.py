@@ -254,7 +254,7 @@ def _label(key: tuple) -> str:
 def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(project_dir):
     """Thresholds are set between the true values, so an alarm that compared observations, single deltas or
     per-scrape sums instead of the condition's meaning would fire for the wrong pods or GPUs."""
-    from generator.cloudwatch_shape import Unsupported, plan
+    from generator.cloudwatch_query import Unsupported, plan
     from generator.model import Query
 
     base = load_project()
@@ -403,7 +403,7 @@ def test_metric_math_numbers_are_the_floats_own_digits_without_an_exponent(value
     Decimal writes for the float's repr (the exponent as zeros), without importing decimal."""
     from decimal import Decimal
 
-    from generator.cloudwatch_shape import number
+    from generator.cloudwatch_query import number
 
     text = format(Decimal(repr(value)), "f")
     assert number(value) == (text.rstrip("0").rstrip(".") if "." in text else text)
