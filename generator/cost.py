@@ -302,9 +302,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
     if math_alarms:
         rate = _price(prices, "standard_alarm_metric_month")
-        metrics = math_alarms * (len(data_missing.KSM_METRICS) + 1)
+        each = len(data_missing.KSM_METRICS) + 1
+        metrics = math_alarms * each
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
-                          f"{math_alarms} alarms x {len(data_missing.KSM_METRICS) + 1} metrics (the exporter "
+                          f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics (the exporter "
                           f"DaemonSet's desired and available pods, the cluster's GPU observations)"))
     pods_per_cluster, _ = _per_cluster(fleet)
     if mode == "group_by":

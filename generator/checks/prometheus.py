@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
+from .. import data_missing
 from ..clients.answer import OddAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
@@ -60,6 +61,27 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     if reporting:
         yield from step(GROUP, "workload pod label", _pod_label, prometheus, project)
         yield from step(GROUP, "node label", _node_label, prometheus, project)
+        if data_missing.expected(project.settings):
+            yield from step(GROUP, EXPECTED_SIGNAL, _expected_signal, prometheus, project)
+
+
+EXPECTED_SIGNAL = "exporter DaemonSet in kube-state-metrics"
+
+
+def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
+    """The series the data-missing rule reads to know how many exporters should report."""
+    selector = data_missing.daemonset_selector(project.settings)
+    found = prometheus.query(f"{data_missing.DESIRED}{{{selector}}}")
+    if not found:
+        return Check(GROUP, EXPECTED_SIGNAL, WARN,
+                     f"no {data_missing.DESIRED}{{{selector}}}: the data-missing alert fires until it arrives",
+                     "scrape kube-state-metrics with this Prometheus (kube-prometheus-stack does by default), "
+                     "or set alarms.expected_gpus: none")
+    available = prometheus.query(f"{data_missing.AVAILABLE}{{{selector}}}")
+    desired = int(found[0][1]) if math.isfinite(found[0][1]) else 0
+    ready = int(available[0][1]) if available and math.isfinite(available[0][1]) else 0
+    return Check(GROUP, EXPECTED_SIGNAL, OK if ready >= desired else WARN,
+                 f"{ready} of {desired} exporter pods available")
 
 
 def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:

@@ -16,6 +16,7 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import for_file_sd, scrape_job
+from tests.support import kube_state
 from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
 from tests.support.prometheus_server import READY_WITHIN, Prometheus
@@ -35,8 +36,16 @@ def exporter(payload):
         yield server
 
 
-def _prometheus(workdir, job):
-    return Prometheus(workdir, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]})
+def _prometheus(workdir, *jobs):
+    return Prometheus(workdir, {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)})
+
+
+@pytest.fixture(scope="module")
+def kube_state_metrics():
+    """kube-state-metrics of the test cluster: the exporter DaemonSet on its two GPU nodes, both available."""
+    with ReplayExporter(kube_state.payload({"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"},
+                                           2, 2)) as server:
+        yield server
 
 
 def _file_sd_job(workdir, address, *, interval, timeout):
@@ -52,7 +61,7 @@ def _file_sd_job(workdir, address, *, interval, timeout):
 
 
 @pytest.fixture(scope="module")
-def prometheuses(tmp_path_factory, exporter):
+def prometheuses(tmp_path_factory, exporter, kube_state_metrics):
     """The module's Prometheus servers, started side by side (each start waits for its readiness):
     `plain` runs gpudash's own job (workload labels arrive as `pod`); `exported` what a ServiceMonitor
     without honorLabels does (the target's own pod label wins); `new` has not scraped the exporter yet;
@@ -61,7 +70,9 @@ def prometheuses(tmp_path_factory, exporter):
     plain = tmp_path_factory.mktemp("prom-plain")
     job_new = tmp_path_factory.mktemp("prom-job-new")
     servers = {
-        "plain": _prometheus(plain, _file_sd_job(plain, exporter.address, interval="1s", timeout="1s")),
+        "plain": _prometheus(plain, _file_sd_job(plain, exporter.address, interval="1s", timeout="1s"),
+                             {"job_name": "kube-state-metrics", "honor_labels": True, "scrape_interval": "1s",
+                              "static_configs": [{"targets": [kube_state_metrics.address]}]}),
         "exported": _prometheus(tmp_path_factory.mktemp("prom-exported"), {
             "job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
             "static_configs": [{"targets": [exporter.address],
@@ -83,6 +94,7 @@ def prometheus(prometheuses):
     """gpudash's own job: workload labels arrive as `pod`."""
     server = prometheuses["plain"]
     server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
+    server.wait_for('kube_daemonset_status_number_available{daemonset="nvidia-dcgm-exporter"}')
     return server
 
 
@@ -217,6 +229,8 @@ def test_kube_state_metrics_is_the_data_missing_alarms_expected_signal(stack):
     """The data-missing alarm reads kube-state-metrics; verify says whether the cluster runs it."""
     cluster, verify = stack
     code, checks = verify()
+    assert checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]["detail"] == (
+        "2 of 2 exporter pods available")
     assert checks[("kube", "kube-state-metrics")]["detail"] == (
         "monitoring/kube-prometheus-stack-kube-state-metrics-6d9f ready, port 8080 (the data-missing alarm's "
         "expected signal)")
@@ -655,3 +669,14 @@ def test_the_same_fields_missing_without_mig_fail(stack, payload):
     assert code == 1
     assert _failures(checks)[("exporter", "expected metrics")][0].startswith("missing: DCGM_FI_DEV_DEC_UTIL")
     assert ("exporter", "MIG") not in checks
+
+
+def test_a_prometheus_without_kube_state_metrics_is_warned_of(stack, prometheus_exported):
+    """This Prometheus holds the DCGM series but no kube-state-metrics: the data-missing alert would fire."""
+    _, verify = stack
+    _, checks = verify(prometheus_url=prometheus_exported.url)
+    check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
+    assert check["status"] == "warn" and check["detail"] == (
+        'no kube_daemonset_status_desired_number_scheduled{namespace="gpu-operator", daemonset="nvidia-dcgm-exporter"}'
+        ": the data-missing alert fires until it arrives")
+    assert "scrape kube-state-metrics with this Prometheus" in check["fix"]
