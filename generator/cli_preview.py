@@ -57,7 +57,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     inline SVG on Grafana's 24-column grid; the site opens from a CI artifact, with no network."""
     from .output import write_files
     from .preview import site
-    from .preview.query import PrometheusClient
+    from .clients.prometheus import PrometheusClient
 
     if sample == bool(prometheus_url):
         raise click.UsageError("give either --prometheus-url URL (or PROMETHEUS_URL) or --sample")

@@ -30,13 +30,13 @@ import re
 from typing import Any
 
 from .markers import CLUSTER_DIMENSION
+from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import style_for
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
 AVAILABLE = "kube_daemonset_status_number_available"
 KSM_METRICS = (DESIRED, AVAILABLE)
-KSM_JOB = "gpudash-kube-state-metrics"
 CLUSTER_SET = (CLUSTER_DIMENSION,)
 SOURCE = "kube-state-metrics"
 # (id, metric, statistic over the period): the least desired against the most available, so a pod

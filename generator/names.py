@@ -89,6 +89,7 @@ PROVISIONING_PROVIDER = "gpudash"  # the provider in Grafana's provisioning/dash
 ALERT_GROUP = "gpudash-gpu"  # the group of alerting rules
 PROMETHEUS_RULE = "gpudash-gpu-alerts"
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
+KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts
 # The CloudWatch agent's ConfigMaps, with the names (and keys) its deployment mounts.
 AGENT_CONFIGMAP = "prometheus-cwagentconfig"
 SCRAPE_CONFIGMAP = "prometheus-config"

@@ -11,7 +11,8 @@ from ..artifacts import Artifacts, GrafanaDashboard
 from ..project import Project
 from ..cloudwatch_query import dimension_for
 from ..markers import CLUSTER_DIMENSION
-from ..data_missing import KSM_JOB, KSM_METRICS
+from ..data_missing import KSM_METRICS
+from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import gpu_identity
 from ..reading import read_json_schema
 from ..render.agent import AGENT_KEY, agent_file

@@ -14,11 +14,19 @@ from typing import Any
 from . import svg
 from .formats import format_value
 from .legend import series_name
-from .query import Result, last_value
+from ..clients.prometheus import Result, Series
 
 CELL_HEIGHT, MARGIN, TITLE_HEIGHT = 30, 8, 30
 PAGE_WIDTH = 1600
 COLUMN_WIDTH = (PAGE_WIDTH - 23 * MARGIN) / 24
+
+
+def last_value(series: Series) -> float | None:
+    """The last value that is a number (Grafana's `lastNotNull`)."""
+    for _, value in reversed(series.points):
+        if not math.isnan(value):
+            return value
+    return None
 
 
 def pixel_size(grid: dict[str, Any]) -> tuple[int, int]:

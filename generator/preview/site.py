@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from . import page, panels
 from .interpolate import Window, defaults, interpolate, step_for
-from .query import PrometheusClient, Result
+from ..clients.prometheus import PrometheusClient, Result
 
 _DURATION = re.compile(r"^(\d+)(s|m|h|d|w)$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
