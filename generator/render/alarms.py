@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from ..catalog import Catalog
@@ -15,7 +14,7 @@ from ..errors import InputError
 from ..exporter_styles import style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
-from ..model import Alarm, Condition, Query, source_file
+from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..promql import expression, group_keys, label_name, with_cluster
 from ..settings import Cluster, Settings
