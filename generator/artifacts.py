@@ -23,6 +23,7 @@ from .render.grafana_files import provisioning
 
 @dataclass(frozen=True)
 class GrafanaDashboard:
+    """One Grafana dashboard: its uid, title, where it was defined and its JSON model."""
     uid: str
     title: str
     source: str  # definition file:line, or the build file it was read from
@@ -31,6 +32,7 @@ class GrafanaDashboard:
 
 @dataclass(frozen=True)
 class CloudWatchDashboard:
+    """One CloudWatch dashboard: its name, its cluster's Region and its body."""
     name: str
     region: str  # where PutDashboard writes it: its cluster's Region
     body: dict[str, Any]  # the DashboardBody, without the ownership stamp (added when it is encoded)
@@ -47,6 +49,7 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class Artifacts:
+    """Everything a build holds, as plain data: encoded and written only by output.py."""
     grafana: tuple[GrafanaDashboard, ...]
     grafana_folder: dict[str, str]  # {"uid", "title"}: the folder the dashboards go in
     grafana_provisioning: dict[str, Any]

@@ -51,6 +51,7 @@ FIELD_LABELS = {
 
 @dataclass(frozen=True)
 class Metric:
+    """One field of the counters CSV: name, Prometheus type, help text and unit."""
     name: str
     kind: str
     help: str
@@ -102,6 +103,7 @@ class Metric:
 
 @dataclass(frozen=True)
 class Catalog:
+    """The fields of a counters CSV, in file order."""
     source: str
     metrics: tuple[Metric, ...]
     repeats: tuple[str, ...] = ()  # "file:line: NAME repeats line N" for each repeated field

@@ -14,6 +14,7 @@ METRICS_PATH = "/metrics"
 
 @dataclass(frozen=True)
 class ExporterStyle:
+    """What the DCGM exporter's objects are called in one way of deploying it."""
     key: str
     daemonset: str
     container: str

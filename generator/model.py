@@ -99,6 +99,7 @@ class Query:
 
 @dataclass(frozen=True)
 class Panel:
+    """One chart: its queries, how it is drawn, its unit, levels, bounds and size."""
     title: str
     queries: tuple[Query, ...]
     kind: str = "timeseries"
@@ -134,6 +135,7 @@ class Panel:
 
 @dataclass(frozen=True)
 class Row:
+    """A titled group of panels."""
     title: str
     panels: tuple[Panel, ...]
 

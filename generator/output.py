@@ -294,6 +294,7 @@ def _write_inside(out: Path, everything: dict[str, bytes]) -> None:
 
 @dataclass(frozen=True)
 class Difference:
+    """A file that differs between a folder and a build: missing, changed or extra."""
     path: str
     change: str  # "missing", "changed", "extra"
 

@@ -21,6 +21,7 @@ from .settings import Settings, load_settings
 
 @dataclass(frozen=True)
 class Project:
+    """Settings, catalog and definitions, loaded and cross-checked once."""
     settings: Settings
     catalog: Catalog
     dashboards: tuple[Dashboard, ...]

@@ -32,6 +32,7 @@ SCHEMA_HINT = "see the README's settings table, or start from the commented defa
 
 @dataclass(frozen=True)
 class Cluster:
+    """One cluster of settings `clusters`: its EKS name, Region and Prometheus label."""
     name: str
     region: str
     prometheus_label: str | None = None
@@ -63,6 +64,7 @@ class Labels:
 
 @dataclass(frozen=True)
 class Levels:
+    """A warning and a critical level of one threshold."""
     warning: float
     critical: float
 
@@ -97,18 +99,21 @@ class Section:
 
 @dataclass(frozen=True)
 class GrafanaFolder(Section):
+    """settings `grafana.folder`: the folder the dashboards go in."""
     uid: str
     title: str
 
 
 @dataclass(frozen=True)
 class GrafanaDatasource(Section):
+    """settings `grafana.datasource`: the data source type and the one selected first."""
     type: str
     default: str | None
 
 
 @dataclass(frozen=True)
 class GrafanaSettings(Section):
+    """settings `grafana`: folder, data source, uids, refresh, time range and tags."""
     folder: GrafanaFolder
     datasource: GrafanaDatasource
     uid_prefix: str
@@ -119,6 +124,7 @@ class GrafanaSettings(Section):
 
 @dataclass(frozen=True)
 class CloudWatchSettings(Section):
+    """settings `cloudwatch`: where the metrics live and how dashboards read them."""
     source: str  # "prometheus-emf" (the agent) or "container-insights" (the EKS add-on)
     namespace: str
     dimensions: tuple[str, ...]
@@ -131,24 +137,28 @@ class CloudWatchSettings(Section):
 
 @dataclass(frozen=True)
 class ExporterSettings(Section):
+    """settings `exporter`: how and where the DCGM exporter is deployed."""
     deployment: str  # how the exporter is deployed: exporter_styles.STYLES
     namespace: str
 
 
 @dataclass(frozen=True)
 class ScrapeSettings(Section):
+    """settings `scrape`: the scrape job's interval and name."""
     interval: str
     job_name: str
 
 
 @dataclass(frozen=True)
 class PrometheusStackSettings(Section):
+    """settings `prometheus_stack`: the release label and namespace of its objects."""
     release: str | None
     namespace: str | None
 
 
 @dataclass(frozen=True)
 class AgentSettings(Section):
+    """settings `agent`: the CloudWatch agent that ships the metrics."""
     namespace: str
     metric_selection: str
     force_flush_interval: int
@@ -157,12 +167,14 @@ class AgentSettings(Section):
 
 @dataclass(frozen=True)
 class AlarmActions(Section):
+    """settings `alarms.actions`: the SNS topics each severity notifies."""
     critical: tuple[str, ...]
     warning: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class AlarmSettings(Section):
+    """settings `alarms`: names, per-pod mode and actions of the CloudWatch alarms."""
     name_prefix: str
     per_pod: str  # "group_by" or "static"
     static_pods: tuple[str, ...]
@@ -173,6 +185,7 @@ class AlarmSettings(Section):
 
 @dataclass(frozen=True)
 class KubeStateMetricsSettings(Section):
+    """settings `kube_state_metrics`: which pods the scrape job for the data-missing alarm reads."""
     namespace: str | None  # None: any namespace
     pod_label: str  # name=value
     port: int
@@ -180,6 +193,7 @@ class KubeStateMetricsSettings(Section):
 
 @dataclass(frozen=True)
 class DefinitionFolders(Section):
+    """settings `definitions`: the folders of dashboard and alarm definitions."""
     dashboards: tuple[str, ...] | None  # None: the bundled definitions
     alarms: tuple[str, ...] | None
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Unit:
+    """A unit as each system spells it: Grafana, axis labels, CloudWatch."""
     key: str
     grafana: str  # Grafana unit id (fieldConfig.defaults.unit)
     label: str  # human text for CloudWatch axis labels and tables
