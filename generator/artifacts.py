@@ -39,6 +39,17 @@ class CloudWatchDashboard:
 
 
 @dataclass(frozen=True)
+class AlarmRequest:
+    """One CloudWatch alarm: the PutMetricAlarm request and the Region it is made in."""
+    region: str
+    request: dict[str, Any]  # PutMetricAlarm's keyword arguments
+
+    def as_dict(self) -> dict[str, Any]:
+        """The form cloudwatch/alarms.json lists it in, and the publishers take."""
+        return {"Region": self.region, "Request": self.request}
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     """One cluster's CloudWatch agent: its cwagentconfig.json and the scrape config it mounts."""
     cluster: str
@@ -54,7 +65,7 @@ class Artifacts:
     grafana_folder: dict[str, str]  # {"uid", "title"}: the folder the dashboards go in
     grafana_provisioning: dict[str, Any]
     cloudwatch_dashboards: tuple[CloudWatchDashboard, ...]
-    alarms: tuple[dict[str, Any], ...]  # {"Region", "Request"}: PutMetricAlarm arguments, sorted by name
+    alarms: tuple[AlarmRequest, ...]  # sorted by Region and name
     primary_region: str  # the first cluster's: CloudFormation puts the (global) dashboards there
     cloudformation: dict[str, dict[str, Any]]  # Region -> template; a dashboard's DashboardBody is its body
     agents: tuple[AgentConfig, ...]  # empty with cloudwatch.source: container-insights
@@ -142,7 +153,7 @@ def build(project: Project) -> Artifacts:
         grafana_folder=asdict(settings.grafana.folder),
         grafana_provisioning=provisioning(settings),
         cloudwatch_dashboards=dashboards,
-        alarms=tuple(requests),
+        alarms=tuple(AlarmRequest(item["Region"], item["Request"]) for item in requests),
         primary_region=primary,
         cloudformation=cloudformation.templates({d.name: d.body for d in dashboards}, requests, primary, log_groups),
         agents=agents(project),

@@ -33,5 +33,6 @@ def desired_from(artifacts: Artifacts, settings) -> Desired:
     dashboards = {d.name: {"DashboardName": d.name, "DashboardBody": stamped_cloudwatch_text(d.body)}
                   for d in artifacts.cloudwatch_dashboards}
     return Desired({d.uid: d.model for d in artifacts.grafana}, asdict(settings.grafana.folder), dashboards,
-                   {d.name: d.region for d in artifacts.cloudwatch_dashboards}, list(artifacts.alarms),
-                   settings.alarms.name_prefix, settings.cloudwatch.dashboard_prefix)
+                   {d.name: d.region for d in artifacts.cloudwatch_dashboards},
+                   [item.as_dict() for item in artifacts.alarms], settings.alarms.name_prefix,
+                   settings.cloudwatch.dashboard_prefix)

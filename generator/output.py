@@ -90,7 +90,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for item in artifacts.cloudwatch_dashboards:
         files[cloudwatch_dashboard_file(item.name)] = to_json({"DashboardName": item.name,
                                                                "DashboardBody": body_text(item.body)})
-    files[ALARMS_FILE] = to_json({"alarms": list(artifacts.alarms)})
+    files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for region, template in artifacts.cloudformation.items():
         files[template_file(region, artifacts.primary_region)] = to_json(_with_body_texts(template, body_text))
 
@@ -515,7 +515,9 @@ def _cloudwatch_dashboard(data: bytes, where: str, region: str):
     return CloudWatchDashboard(item["DashboardName"], str(named), unstamped_cloudwatch_body(body))
 
 
-def _alarms(data: bytes, where: str) -> tuple[dict[str, Any], ...]:
+def _alarms(data: bytes, where: str):
+    from .artifacts import AlarmRequest
+
     alarms = _object(data, where, "the alarm list", ("alarms",))["alarms"]
     if not isinstance(alarms, list) or not all(isinstance(a, dict) and "Request" in a for a in alarms):
         raise InputError("`alarms` is not a list of {Region, Request} objects", where=where, hint=REGENERATE)
@@ -530,7 +532,7 @@ def _alarms(data: bytes, where: str) -> tuple[dict[str, Any], ...]:
         if key in seen:
             raise InputError(f"alarm {key[1]!r} in {key[0]} is listed twice", where=where, hint=REGENERATE)
         seen.add(key)
-    return tuple(alarms)
+    return tuple(AlarmRequest(alarm["Region"], alarm["Request"]) for alarm in alarms)
 
 
 def _template(data: bytes, where: str) -> dict[str, Any]:

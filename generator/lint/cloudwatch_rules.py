@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Iterator
 
-from ..artifacts import CloudWatchDashboard
+from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -33,7 +33,7 @@ _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
 @dataclass(frozen=True)
 class CloudWatchSubject:
     dashboards: tuple[CloudWatchDashboard, ...]  # of the artifact set (bodies as data)
-    alarms: tuple[dict[str, Any], ...]  # {"Region", "Request"}
+    alarms: tuple[AlarmRequest, ...]
     settings: Settings
 
 
@@ -162,7 +162,7 @@ def _queries(subject: CloudWatchSubject) -> Iterator[tuple[str, str]]:
             if is_query(expression):
                 yield _where(name, index), expression
     for item in subject.alarms:
-        for query in item["Request"].get("Metrics", []):
+        for query in item.request.get("Metrics", []):
             if is_query(str(query.get("Expression", ""))):
                 yield _alarm_where(item), str(query["Expression"])
 
@@ -266,20 +266,20 @@ def gauge_bounds(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 # --- alarms -------------------------------------------------------------------------------
 
-def _alarm_where(item: dict[str, Any]) -> str:
-    return f"cloudwatch/alarms.json {item['Request'].get('AlarmName', '?')}"
+def _alarm_where(item: AlarmRequest) -> str:
+    return f"cloudwatch/alarms.json {item.request.get('AlarmName', '?')}"
 
 
 def alarm_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item["Request"]):
+        for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item.request):
             path = "/".join(str(p) for p in error.absolute_path)
             yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {schema_message(error)}")
 
 
 def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        request = item["Request"]
+        request = item.request
         present = [key for key in ("MetricName", "Metrics", "EvaluationCriteria") if key in request]
         if len(present) != 1:
             yield Finding("AL002", "error", _alarm_where(item),
@@ -291,7 +291,7 @@ def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 def alarm_returned_data(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        queries = item["Request"].get("Metrics")
+        queries = item.request.get("Metrics")
         if isinstance(queries, list):
             returned = [m for m in queries if isinstance(m, dict) and m.get("ReturnData", True)]
             if len(returned) != 1:
@@ -301,7 +301,7 @@ def alarm_returned_data(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 def alarm_periods(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        request = item["Request"]
+        request = item.request
         if request.get("DatapointsToAlarm", 1) > request.get("EvaluationPeriods", 1):
             yield Finding("AL004", "error", _alarm_where(item), "DatapointsToAlarm exceeds EvaluationPeriods")
 
@@ -309,9 +309,9 @@ def alarm_periods(subject: CloudWatchSubject) -> Iterable[Finding]:
 def alarm_names(subject: CloudWatchSubject) -> Iterable[Finding]:
     seen: set[tuple[str, str]] = set()
     for item in subject.alarms:
-        key = (item["Region"], item["Request"].get("AlarmName", ""))
+        key = (item.region, item.request.get("AlarmName", ""))
         if key in seen:
-            yield Finding("AL005", "error", _alarm_where(item), f"the name is used twice in {item['Region']}")
+            yield Finding("AL005", "error", _alarm_where(item), f"the name is used twice in {item.region}")
         seen.add(key)
 
 
@@ -325,7 +325,7 @@ def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
 
 def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
     for item in subject.alarms:
-        if ALARM_OWNER_TAG not in item["Request"].get("Tags", []):
+        if ALARM_OWNER_TAG not in item.request.get("Tags", []):
             yield Finding("AL007", "error", _alarm_where(item),
                           f"no {ALARM_OWNER_TEXT} tag: gpudash could not tell it owns this alarm")
 
@@ -333,7 +333,7 @@ def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
 def insights_window(subject: CloudWatchSubject) -> Iterable[Finding]:
     """A Metrics Insights alarm is evaluated over the latest 3 hours of data only."""
     for item in subject.alarms:
-        request = item["Request"]
+        request = item.request
         queries = [m for m in request.get("Metrics", []) if is_query(str(m.get("Expression", "")))]
         if not queries:
             continue
@@ -352,7 +352,7 @@ def alarm_blanks(subject: CloudWatchSubject) -> Iterable[Finding]:
     """Alarms on the exporter's DCGM fields see a blank sentinel as a reading: CloudWatch has no way to drop it."""
     namespace = subject.settings.cloudwatch.namespace
     for item in subject.alarms:
-        request = item["Request"]
+        request = item.request
         metrics = [_parsed(str(m.get("Expression", ""))) for m in request.get("Metrics", [])
                    if is_query(str(m.get("Expression", "")))]
         names = [q.metric for q in metrics if q is not None and q.namespace == namespace and q.function != "COUNT"]
@@ -378,7 +378,7 @@ def math_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
     """Metric-math alarms: at most 10 metrics, each entry a metric or an expression over known ids, and
     no function that misbehaves in an alarm."""
     for item in subject.alarms:
-        queries = [m for m in item["Request"].get("Metrics", []) if isinstance(m, dict)]
+        queries = [m for m in item.request.get("Metrics", []) if isinstance(m, dict)]
         if not any("MetricStat" in m for m in queries):
             continue
         where = _alarm_where(item)
@@ -409,7 +409,7 @@ _ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "
 def grouped_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
     """GROUP BY alarms: ORDER BY the SELECT function toward the threshold, at most 500 series evaluated."""
     for item in subject.alarms:
-        request = item["Request"]
+        request = item.request
         for metric in request.get("Metrics", []):
             query = _parsed(str(metric.get("Expression", ""))) if is_query(str(metric.get("Expression", ""))) else None
             if query is None or not query.group:

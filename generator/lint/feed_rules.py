@@ -110,8 +110,8 @@ def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[st
                                     f"{widget['properties'].get('title')!r}", line[-1]["expression"]))
     alarms = subject.artifacts.alarms
     for item in alarms:
-        for metric in item["Request"].get("Metrics", []):
-            where = f"cloudwatch/alarms.json {item['Request']['AlarmName']}"
+        for metric in item.request.get("Metrics", []):
+            where = f"cloudwatch/alarms.json {item.request['AlarmName']}"
             if "MetricStat" in metric:  # a metric of a metric-math alarm
                 stat = metric["MetricStat"]["Metric"]
                 cluster = next((d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == CLUSTER_DIMENSION), None)
@@ -119,8 +119,8 @@ def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[st
                        frozenset(d["Name"] for d in stat.get("Dimensions", [])), cluster)
             elif is_query(str(metric.get("Expression", ""))):
                 queries.append((where, metric["Expression"]))
-        if "MetricName" in item["Request"]:
-            request = item["Request"]
+        if "MetricName" in item.request:
+            request = item.request
             cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
             yield (f"cloudwatch/alarms.json {request['AlarmName']}", request["MetricName"], request["Namespace"],
                    frozenset(d["Name"] for d in request["Dimensions"]), cluster)

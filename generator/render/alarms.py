@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
@@ -18,6 +18,9 @@ from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..promql import expression, group_keys, label_name, with_cluster
 from ..settings import Cluster, Settings
+
+if TYPE_CHECKING:
+    from ..artifacts import AlarmRequest
 
 COMPARISON_OPERATORS = {">": "GreaterThanThreshold", ">=": "GreaterThanOrEqualToThreshold",
                         "<": "LessThanThreshold", "<=": "LessThanOrEqualToThreshold"}
@@ -209,17 +212,17 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
 
 
-def silent_alarms(requests: list[dict[str, Any]]) -> list[str]:
+def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:
     """Names of alarms that notify no one (no AlarmActions)."""
-    return [item["Request"]["AlarmName"] for item in requests if not item["Request"].get("AlarmActions")]
+    return [item.request["AlarmName"] for item in alarms if not item.request.get("AlarmActions")]
 
 
-def insights_alarm_counts(requests: list[dict[str, Any]]) -> dict[str, int]:
+def insights_alarm_counts(alarms: Iterable[AlarmRequest]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for item in requests:
+    for item in alarms:
         if any(str(m.get("Expression", "")).lstrip().upper().startswith("SELECT")  # not a metric-math alarm
-               for m in item["Request"].get("Metrics", [])):
-            counts[item["Region"]] = counts.get(item["Region"], 0) + 1
+               for m in item.request.get("Metrics", [])):
+            counts[item.region] = counts.get(item.region, 0) + 1
     return counts
 
 

@@ -329,6 +329,7 @@ def test_a_period_that_is_no_multiple_of_the_scrape_interval_is_refused(project_
 def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(project_dir):
     """CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only: an idle rule of
     4 hours would never see its evaluation periods. Generate refuses it; lint flags a hand-made one."""
+    from generator.artifacts import AlarmRequest
     from generator.errors import InputError
     from generator.lint.cloudwatch_rules import insights_window
 
@@ -341,11 +342,12 @@ def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(projec
     assert idle["Request"]["EvaluationPeriods"] * idle["Request"]["Metrics"][0]["Period"] == 10800
 
     class Subject:
-        alarms = [{"Region": "us-east-1", "Request": {**idle["Request"], "EvaluationPeriods": 48}}]
+        alarms = [AlarmRequest("us-east-1", {**idle["Request"], "EvaluationPeriods": 48})]
 
     (finding,) = list(insights_window(Subject))
     assert finding.rule == "AL009" and finding.severity == "error"
-    assert not list(insights_window(type("S", (), {"alarms": requests})))
+    assert not list(insights_window(type("S", (), {"alarms": [AlarmRequest(r["Region"], r["Request"])
+                                                              for r in requests]})))
 
 
 def test_alarm_periods_cloudwatch_cannot_evaluate_truthfully_are_refused(project_dir):

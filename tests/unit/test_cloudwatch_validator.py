@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from generator.artifacts import CloudWatchDashboard
+from generator.artifacts import AlarmRequest, CloudWatchDashboard
 from generator.lint import run
 from generator.lint.cloudwatch_rules import RULES, CloudWatchSubject
 from generator.lint.runner import cloudwatch_subject
@@ -110,8 +110,8 @@ def test_bad_dashboard_name_and_a_body_without_widgets(good):
 
 
 def _alarm(good, mutate):
-    item = copy.deepcopy(next(a for a in good.alarms if "gpu-idle" in a["Request"]["AlarmName"]))
-    mutate(item["Request"])
+    item = copy.deepcopy(next(a for a in good.alarms if "gpu-idle" in a.request["AlarmName"]))
+    mutate(item.request)
     return CloudWatchSubject((), (item,), good.settings)
 
 
@@ -145,8 +145,8 @@ ALARM_CASES = {
 
 
 def _math_alarm(good, mutate):
-    item = copy.deepcopy(next(a for a in good.alarms if "gpu-data-missing" in a["Request"]["AlarmName"]))
-    mutate(item["Request"]["Metrics"])
+    item = copy.deepcopy(next(a for a in good.alarms if "gpu-data-missing" in a.request["AlarmName"]))
+    mutate(item.request["Metrics"])
     return CloudWatchSubject((), (item,), good.settings)
 
 
@@ -181,7 +181,7 @@ def test_duplicate_names_and_quota(good):
     item = good.alarms[0]
     duplicated = CloudWatchSubject((), (item, item), good.settings)
     assert [f.rule for f in run(RULES, duplicated) if f.rule != "AL010"] == ["AL005"]
-    many = [{"Region": "us-east-1", "Request": {**item["Request"], "AlarmName": f"a{i}"}} for i in range(201)]
+    many = [AlarmRequest("us-east-1", {**item.request, "AlarmName": f"a{i}"}) for i in range(201)]
     (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject((), tuple(many), good.settings))
     assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
 

@@ -8,6 +8,7 @@ Metrics Insights' documented semantics, and compared with the truth from the DCG
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -265,7 +266,7 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     assert [f for f in lint_project(project) if f.severity == "error"] == []
     published = published_sets()
     for item in subject.alarms:
-        expression = item["Request"]["Metrics"][0]["Expression"]
+        expression = item.request["Metrics"][0]["Expression"]
         metric = re.search(r'SELECT \w+\("(\w+)"\)', expression)[1]
         schema = re.search(r'SCHEMA\("ContainerInsights", (.*?)\)', expression)[1].replace('"', "").split(", ")
         assert tuple(schema) in published[metric]
@@ -273,8 +274,8 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     # it, or on a set the add-on does not publish for the metric, is an error.
     from generator.lint.cloudwatch_rules import CloudWatchSubject, declared_shape
 
-    bad = json.loads(json.dumps(subject.alarms))
-    bad[0]["Request"]["Metrics"][0]["Expression"] = (
+    bad = copy.deepcopy(subject.alarms)
+    bad[0].request["Metrics"][0]["Expression"] = (
         'SELECT MAX("pod_gpu_memory_utilization") FROM SCHEMA("ContainerInsights", "ClusterName", "NodeName") '
         'GROUP BY "NodeName" ORDER BY MAX() DESC')
     findings = list(declared_shape(CloudWatchSubject((), tuple(bad), project.settings)))

@@ -58,7 +58,7 @@ def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, tmp_pa
         {d.name: d.region for d in built.cloudwatch_dashboards}
     assert sorted((a.cluster, a.namespace, a.config, a.scrape) for a in artifacts.agents) == \
         sorted((a.cluster, a.namespace, a.config, a.scrape) for a in built.agents)
-    assert artifacts.alarms == tuple(json.loads(json.dumps(built.alarms)))
+    assert [a.as_dict() for a in artifacts.alarms] == json.loads(json.dumps([a.as_dict() for a in built.alarms]))
 
 
 @pytest.mark.parametrize("name", golden.names())
