@@ -72,26 +72,36 @@ def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[s
         return _render(dashboard, catalog, settings)
 
 
+def _model(kind, **fields):
+    """An SDK model as its builder makes it: constructed with its defaults, then each field set."""
+    model = kind()
+    for name, value in fields.items():
+        setattr(model, name, value)
+    return model
+
+
 def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
-    from grafana_foundation_sdk.builders import dashboard as db
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
     from grafana_foundation_sdk.models import dashboard as dm
 
     grafana = settings.grafana
-    tags = sorted({*grafana.tags, *dashboard.tags})
-    builder = (db.Dashboard(dashboard.title).uid(uid_for(dashboard, settings)).tags(tags)
-               .refresh(grafana.refresh).time(grafana.time_from, "now").timezone("browser")
-               .tooltip(dm.DashboardCursorSync.CROSSHAIR).editable()
-               .description(dashboard.description or dashboard.title))
-    for variable in _variables(catalog, settings):
-        builder = builder.with_variable(variable)
-    built = builder.build()
+    built = _model(dm.Dashboard, title=dashboard.title, uid=uid_for(dashboard, settings),
+                   tags=sorted({*grafana.tags, *dashboard.tags}), refresh=grafana.refresh, timezone="browser",
+                   graph_tooltip=dm.DashboardCursorSync.CROSSHAIR, editable=True,
+                   description=dashboard.description or dashboard.title)
+    if built.time is None:
+        built.time = dm.DashboardDashboardTime()
+    built.time.from_val, built.time.to = grafana.time_from, "now"
+    if built.templating is None:
+        built.templating = dm.DashboardDashboardTemplating()
+    if built.templating.list_val is None:
+        built.templating.list_val = []
+    built.templating.list_val.extend(_variables(catalog, settings))
     panels: list[Any] = []
     for number, placed in enumerate(layout(dashboard), start=1):
         grid = dm.GridPos(h=placed.h, w=placed.w, x=placed.x, y=placed.y)
         if isinstance(placed.item, Row):
-            row = db.Row(placed.item.title).id(number).grid_pos(grid).build()
-            panels.append(row)
+            panels.append(_model(dm.RowPanel, type_val="row", title=placed.item.title, id_val=number, grid_pos=grid))
         else:
             model = _panel(placed.item, catalog, settings)
             model.id_val, model.grid_pos = number, grid
@@ -125,25 +135,22 @@ def _datasource():
 
 
 def _variables(catalog: Catalog, settings: Settings) -> list[Any]:
-    from grafana_foundation_sdk.builders import dashboard as db
     from grafana_foundation_sdk.models import dashboard as dm
 
     source = settings.grafana.datasource
-    datasource = db.DatasourceVariable("datasource").label("Data source").type(source.type)
+    datasource = _model(dm.VariableModel, name="datasource", type_val=dm.VariableType.DATASOURCE,
+                        label="Data source", query=source.type)
     if source.default:
-        datasource = datasource.current(dm.VariableOption(selected=True, text=source.default,
-                                                          value=source.default))
+        datasource.current = dm.VariableOption(selected=True, text=source.default, value=source.default)
     variables = [datasource]
     for name, key, title in variable_names(settings):
         query, regex = variable_query(name, key, catalog, settings)
-        variable = (
-            db.QueryVariable(name).label(title).datasource(_datasource()).query(query).definition(query)
-            .multi(True).include_all(True).all_value(".*")
-            .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"]))
-            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.NATURAL_ASC)
-        )
+        variable = _model(dm.VariableModel, name=name, type_val=dm.VariableType.QUERY, label=title,
+                          datasource=_datasource(), query=query, definition=query, multi=True, include_all=True,
+                          all_value=".*", current=dm.VariableOption(selected=True, text=["All"], value=["$__all"]),
+                          refresh=dm.VariableRefresh.ON_TIME_RANGE_CHANGED, sort=dm.VariableSort.NATURAL_ASC)
         if regex:
-            variable = variable.regex(regex)
+            variable.regex = regex
         variables.append(variable)
     return variables
 
@@ -219,14 +226,13 @@ def _table_columns(panel: Panel, settings: Settings):
 
 
 def _thresholds(panel: Panel):
-    from grafana_foundation_sdk.builders import dashboard as db
     from grafana_foundation_sdk.models import dashboard as dm
 
     steps = [dm.Threshold(value=None, color="green")]
     if panel.thresholds:
         warning, critical = panel.thresholds
         steps += [dm.Threshold(value=warning, color="orange"), dm.Threshold(value=critical, color="red")]
-    return db.ThresholdsConfig().mode(dm.ThresholdsMode.ABSOLUTE).steps(steps)
+    return _model(dm.ThresholdsConfig, mode=dm.ThresholdsMode.ABSOLUTE, steps=steps)
 
 
 # Panel kinds whose field config has a kind-specific `custom` part from the start.
@@ -234,9 +240,9 @@ _CUSTOM_FIELD_CONFIG = ("timeseries", "table", "heatmap")
 
 
 def _panel(panel: Panel, catalog: Catalog, settings: Settings):
-    """One panel, assembled from the SDK's models as its panel builders assemble it. The builders
-    are not used: each of their modules imports the SDK's two v2 dashboard schemas, which would
-    cost every `generate` about 20 ms for classes it never uses (and the common builders another)."""
+    """One panel, assembled from the SDK's models as its panel builders assemble it. No builder is
+    used: each panel builder module imports the SDK's two v2 dashboard schemas, which would cost
+    every `generate` about 20 ms for classes it never uses, and the others are imports too."""
     from importlib import import_module
 
     from grafana_foundation_sdk.models import common, dashboard as dm
@@ -252,7 +258,7 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     options = model.options
     if panel.kind != "heatmap":
         defaults.unit = panel_unit(panel, catalog)
-        defaults.thresholds = _thresholds(panel).build()
+        defaults.thresholds = _thresholds(panel)
         if panel.min is not None:
             defaults.min_val = panel.min
         if panel.max is not None:
