@@ -18,7 +18,8 @@ from typing import Callable, Iterable
 from . import redact
 
 from .clients.answer import OddAnswer
-from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check, Options
+from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check
+from .clients.options import Options
 from .errors import GpudashError, RemoteError
 from .project import Project
 

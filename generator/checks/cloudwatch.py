@@ -12,7 +12,8 @@ from ..project import Project
 from ..clients.answer import Answer, OddAnswer
 from ..clients.cloudwatch import for_verify, list_metrics_page
 from ..clients.http import SlowAnswer
-from .result import FAIL, NO_DATA, OK, SKIP, Check, Options, step
+from ..clients.options import Options
+from .result import FAIL, NO_DATA, OK, SKIP, Check, step
 
 GROUP = "cloudwatch"
 SAMPLE = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")

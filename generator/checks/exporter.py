@@ -8,7 +8,8 @@ from typing import Any, Iterator
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
 from ..project import Project
 from ..clients.exporter import fetch
-from .result import FAIL, OK, WARN, Check, Options
+from ..clients.options import Options
+from .result import FAIL, OK, WARN, Check
 
 GROUP = "exporter"
 # Fields that exist only on some GPUs or drivers: profiling (datacenter GPUs), HBM memory

@@ -24,7 +24,8 @@ from ..render.agent import AGENT_KEY, SCRAPE_KEY, agent_file
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube
-from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, Options, step
+from ..clients.options import Options
+from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, step
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"

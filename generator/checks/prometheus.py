@@ -13,7 +13,8 @@ from ..clients.answer import OddAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..project import Project
-from .result import FAIL, NO_DATA, NOT_DEPLOYED, OK, WARN, Check, Options, step
+from ..clients.options import Options
+from .result import FAIL, NO_DATA, NOT_DEPLOYED, OK, WARN, Check, step
 
 GROUP = "prometheus"
 

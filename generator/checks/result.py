@@ -1,4 +1,4 @@
-"""What a check reports, and the options every group of checks reads.
+"""What a check reports; the options every group of checks reads are clients.options.Options.
 
 A check's `cause` tells a caller such as the publish preflight why it failed, so it can act on it:
 `no-data` (deployed, nothing arrived yet), `not-deployed`, `unreachable`, `odd-answer`.
@@ -6,8 +6,7 @@ A check's `cause` tells a caller such as the publish preflight why it failed, so
 
 from __future__ import annotations
 
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterator
 
 from .. import redact
@@ -33,28 +32,6 @@ class Check:
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
-
-
-@dataclass
-class Options:
-    context: str | None = None  # kubeconfig context
-    exporter_url: str | None = None
-    prometheus_url: str | None = None
-    profile: str | None = None
-    endpoint_url: str | None = None
-    timeout: float = 10.0  # seconds for the whole run, every group included
-    prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
-    deadline: float = field(default=0.0, repr=False)  # time.monotonic() by which every answer is in
-
-    def start(self) -> None:
-        self.deadline = time.monotonic() + self.timeout
-
-    def remaining(self) -> float:
-        return (self.deadline or time.monotonic() + self.timeout) - time.monotonic()
-
-    def socket_timeout(self, cap: float = 5.0) -> float:
-        """How long one connect or read may wait: never past the deadline."""
-        return max(0.05, min(cap, self.remaining()))
 
 
 ODD_FIX = ("this is not what the API answers: check that the URL reaches the API itself (not a proxy or a "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..checks.result import Options
+from .options import Options
 from ..errors import RemoteError
 from .http import get
 

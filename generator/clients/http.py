@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import redact
 from ..errors import RemoteError
-from ..checks.result import Options
+from .options import Options
 
 BODY_LIMIT = 64 * 2**20  # no answer gpudash reads is near this; a larger one is not the API
 

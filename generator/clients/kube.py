@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from .. import redact
-from ..checks.result import Options
+from .options import Options
 from ..errors import RemoteError
 from .answer import Answer, OddAnswer
 from .http import decode, read_body

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import redact
-from ..checks.result import Options
+from .options import Options
 from ..errors import RemoteError
 from .answer import Answer, OddAnswer, to_number
 from .http import get

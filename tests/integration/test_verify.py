@@ -359,7 +359,7 @@ def test_a_read_cut_short_by_the_deadline_is_reported_as_the_deadline():
     """The socket's own timeout is the time left in the run: when it fires, the deadline has come, and the
     check says so (not a bare ReadTimeout), whichever of the two the machine's load lets happen first."""
     from generator.clients.http import SlowAnswer, get
-    from generator.checks.result import Options
+    from generator.clients.options import Options
     from tests.support.canned_server import CannedServer
 
     # A drip whose headers come late on a busy machine has given no answer yet: either wording is true.

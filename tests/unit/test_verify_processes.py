@@ -14,7 +14,8 @@ from tests.conftest import REPO
 _SCRIPT = textwrap.dedent('''
     import json, os, sys, time
     from generator import redact, verify
-    from generator.checks.result import OK, Check, Options
+    from generator.checks.result import OK, Check
+    from generator.clients.options import Options
 
     def group(name, secret=None, hang=False, bug=False):
         def checks(project, options):

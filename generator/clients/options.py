@@ -1,0 +1,31 @@
+"""The options every client reads during a run: where to connect, and the run's deadline."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Options:
+    """Where the remote systems are and by when every answer must be in (verify's options; preview uses
+    the timeout alone)."""
+
+    context: str | None = None  # kubeconfig context
+    exporter_url: str | None = None
+    prometheus_url: str | None = None
+    profile: str | None = None
+    endpoint_url: str | None = None
+    timeout: float = 10.0  # seconds for the whole run, every group included
+    prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
+    deadline: float = field(default=0.0, repr=False)  # time.monotonic() by which every answer is in
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.timeout
+
+    def remaining(self) -> float:
+        return (self.deadline or time.monotonic() + self.timeout) - time.monotonic()
+
+    def socket_timeout(self, cap: float = 5.0) -> float:
+        """How long one connect or read may wait: never past the deadline."""
+        return max(0.05, min(cap, self.remaining()))
