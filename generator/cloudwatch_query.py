@@ -239,6 +239,16 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
 
 
+def across(function: str, series: str = "{q}") -> str:
+    """`function` (AVG, MAX, ...) of an array of per-GPU series, per timestamp. Metric math's AVG of an
+    array reads a missing value as 0 (a GPU whose node left, or whose blank was dropped, would count
+    as a GPU reading 0): the mean is the sum over the GPUs that have a value there, divided by
+    how many have one."""
+    if function == "AVG":
+        return f"SUM({series}) / SUM({series} * 0 + 1)"
+    return f"{function}({series})"
+
+
 def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm: bool, layout: Layout) -> Plan:
     if query.raw_promql or query.over:
         raise Unsupported("raw PromQL and ratios of two fields are Grafana-only")
@@ -280,7 +290,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         if agg == "sum" or one_gpu:
             return line("SUM")
         if split_ok:
-            return split("SUM", f"{MI_FUNCTIONS[agg]}({{q}})")
+            return split("SUM", across(MI_FUNCTIONS[agg]))
         if agg == "avg":  # mean increase per GPU: the mean delta times the scrapes per period
             return line("AVG", f"{{q}} * {number(n)}", 1 / n, True)
         raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU increases per "
@@ -290,7 +300,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if agg == "avg" or one_gpu:
         return line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor)
     if split_ok:
-        return split("AVG", f"{MI_FUNCTIONS[agg]}({{q}}) / {number(rate_divisor)}")
+        return split("AVG", f"{across(MI_FUNCTIONS[agg])} / {number(rate_divisor)}")
     if agg == "sum":
         divisor = period / field.unit.rate_scale
         return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
@@ -317,18 +327,18 @@ def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, 
         if agg == "sum" or one_gpu:
             return line("SUM")
         if split_ok and agg in ("avg", "max", "min"):
-            return replace(per_gpu_then("SUM", f"{MI_FUNCTIONS[agg]}({{q}})", 1.0), needs_period=False)
+            return replace(per_gpu_then("SUM", across(MI_FUNCTIONS[agg]), 1.0), needs_period=False)
     elif field.is_counter:  # a rate: the period's deltas over the period
         scale = period / field.unit.rate_scale
         if agg == "sum" or one_gpu:
             return line("SUM", f"{{q}} / {number(scale)}", scale, True)
         if split_ok and agg in ("avg", "max", "min"):
-            return per_gpu_then("SUM", f"{MI_FUNCTIONS[agg]}({{q}}) / {number(scale)}", scale)
+            return per_gpu_then("SUM", f"({across(MI_FUNCTIONS[agg])}) / {number(scale)}", scale)
     else:
         if agg == "sum" or (one_gpu and agg == "avg"):
             return line("SUM", f"{{q}} / {number(n)}", n, True)
         if split_ok and agg == "avg":
-            return per_gpu_then("SUM", f"AVG({{q}}) / {number(n)}", n)
+            return per_gpu_then("SUM", f"({across('AVG')}) / {number(n)}", n)
     if agg == "count" and (one_gpu or split_ok):
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)

@@ -7,8 +7,11 @@
   FUNC() sorts the series by the function over the whole time range; at most LIMIT (and at
   most 500) series are returned.
 * Metric math: arithmetic between a series (or an array of series) and a number applies to
-  each value; SUM/AVG/MIN/MAX of an array is one series, per timestamp over the series that
-  have a value there. A comparison gives 1 or 0 per value; IF(condition, value) without a
+  each value; SUM/MIN/MAX of an array is one series, per timestamp over the series that
+  have a value there; AVG of an array treats a missing value as 0 (the user guide's function
+  table: "Missing values are treated as 0"), so it divides by every series of the array.
+  Arithmetic between two series treats a missing value as 0 (a division by zero drops the
+  datapoint). A comparison gives 1 or 0 per value; IF(condition, value) without a
   false value returns no data point where the condition is 0, for each series of an array.
 * Metric math in alarms (user guide, "Using metric math"): arithmetic between two series treats a
   missing value as 0 (a division by zero drops the datapoint); a comparison or AND / OR of two
@@ -145,6 +148,9 @@ def _math(node: ast.AST, env: dict[str, Result]):
             return {k: {t: operate(left, v) for t, v in s.items()} for k, s in right.items()}
         if isinstance(left, float) and isinstance(right, float):
             return operate(left, right)
+        if set(left) == set(right) == {()}:  # two single series: a missing value is 0
+            return {(): _binary(lambda a, b: operate(a, b) if b or not isinstance(node.op, ast.Div) else None,
+                                left[()], right[()])}
         raise AssertionError("arithmetic between two arrays of series is not used by gpudash")
     if isinstance(node, ast.Compare):
         (op,), (right,) = node.ops, node.comparators
@@ -161,6 +167,8 @@ def _math(node: ast.AST, env: dict[str, Result]):
         (argument,) = node.args
         array = _math(argument, env)
         times = sorted({t for s in array.values() for t in s})
+        if node.func.id == "AVG":  # a missing value is 0: the mean over every series of the array
+            return {(): {t: sum(s.get(t, 0.0) for s in array.values()) / len(array) for t in times}}
         return {(): {t: FUNCTIONS[node.func.id]([s[t] for s in array.values() if t in s]) for t in times}}
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
 

@@ -1,0 +1,60 @@
+"""A fleet whose GPUs come and go inside the time range: one-line means over GPUs stay true.
+
+CloudWatch's metric math takes the AVG of an array of series treating a missing value as 0 (the
+user guide's function table), so a GPU without a datapoint in a period (its node scaled in, a blank
+reading dropped) would count as a GPU that read 0. Node ip-10-0-1-2 leaves the fleet after 10
+minutes; the mean increase per GPU must then be the mean over the four GPUs still reporting.
+"""
+
+from __future__ import annotations
+
+import json
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, agent_config
+from tests.support.cloudwatch_widgets import close
+from tests.support.dcgm_fleet import FLEET, STEP, scrapes, truth
+
+START, END, LEAVES = 0, 1500, 600
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+MEANS = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="means", title="Means", rows=[Row("all", [
+        Panel("Mean PCIe replays per GPU", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", (), as_increase=True),
+              description="per GPU, then averaged"),
+        Panel("Mean energy per GPU", Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "avg", (), as_increase=True),
+              description="per GPU, then averaged"),
+    ])])
+'''
+
+
+def test_a_mean_over_gpus_counts_only_the_gpus_reporting(project_dir):
+    project = load_project(project_dir(dashboards={"means.py": MEANS}))
+    files = encode(build(project))
+    config, job = agent_config(files[AGENT_FILE])
+    staying = tuple(g for g in FLEET if g.node == "ip-10-0-1-1")
+    leaving = tuple(g for g in FLEET if g.node == "ip-10-0-1-2")
+    datapoints = Agent(config, job).run(scrapes(job, project.catalog, -1, END // STEP - 1, staying)
+                                        + scrapes(job, project.catalog, -1, LEAVES // STEP - 1, leaving))
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-means.json"])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    (dashboard,) = [d for d in project.dashboards if d.id == "means"]
+    checked = 0
+    for panel in dashboard.panels():
+        query = panel.queries[0]
+        field = project.catalog.get(query.metric)
+        period = widgets[panel.title]["period"]
+        before = truth(query, field, START, LEAVES, period)[""]
+        after = truth(query, field, LEAVES, END, period, gpus=staying)[""]
+        (shown,) = cloudwatch_eval.widget(widgets[panel.title], datapoints, START, END).values()
+        assert set(shown) == set(before) | set(after)
+        for bucket, value in {**before, **after}.items():
+            assert close(shown[bucket], value), (panel.title, bucket, shown[bucket], value)
+            checked += 1
+    assert checked == 10
