@@ -153,10 +153,10 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         if project.notes:
             click.echo(f"note: {len(project.notes)} panel(s) left out because the counters CSV does not collect "
                        f"their fields; `gpudash lint` lists them (DF001)", err=True)
-        from .container_insights import left_out
+        from .render.cloudwatch import left_out_on_addon
         from .data_missing import left_out as data_missing_left_out
 
-        for _, message in left_out(project):  # cloudwatch.source: container-insights
+        for _, message in left_out_on_addon(project):  # cloudwatch.source: container-insights
             click.echo(f"note: {message} (lint CW013)", err=True)
         for _, message in data_missing_left_out(project):  # alarms.expected_gpus: none
             click.echo(f"note: {message} (lint AL011)", err=True)
@@ -302,7 +302,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
                  line["basis"]] for line in estimate["lines"]]
         click.echo(table(["ITEM", "QUANTITY", "PRICE", "MONTHLY", "BASIS"], rows))
         click.echo(f"total ${estimate['total']:,.2f} a month")
-    click.echo(f"\nCloudWatch sources for this fleet (GROUP BY alarms): " + "; ".join(
+    click.echo("\nCloudWatch sources for this fleet (GROUP BY alarms): " + "; ".join(
         f"{name} ${item['total']:,.2f} a month" + (" (configured)" if name == result["cloudwatch_source"] else "")
         for name, item in result["sources"].items()))
     for note in result["limits"]:

@@ -163,33 +163,3 @@ def addon_configuration() -> dict[str, Any]:
 
 
 ADDON_FILE = "cloudwatch/container-insights-addon.json"
-
-
-def left_out(project) -> list[tuple[str, str]]:
-    """(where, message) of each CloudWatch panel and alarm left out because the add-on does not publish
-    its fields or dimensions; empty on the Prometheus -> EMF source."""
-    from .model import source_file
-    from .render.alarms import alarm_plan
-
-    settings = project.settings
-    if not enabled(settings):
-        return []
-    result = []
-    for dashboard in project.cloudwatch_definitions():
-        for panel in dashboard.panels():
-            try:
-                for query in panel.queries:
-                    plan(query, project.catalog, settings, settings.cloudwatch.period)
-            except NotPublished as exc:
-                result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is "
-                                                 f"left out of CloudWatch: {exc}"))
-            except Unsupported:
-                continue  # left out for another reason, which the dashboard's header gives
-    for alarm in project.alarms:
-        try:
-            alarm_plan(alarm, project.catalog, settings)
-        except NotPublished as exc:
-            result.append((alarm.defined_at, f"alarm {alarm.id!r} is left out of CloudWatch: {exc}"))
-        except Unsupported:
-            continue  # generate refuses it with its file and line
-    return result

@@ -70,42 +70,6 @@ def daemonset_selector(settings: Settings) -> str:
     return f'namespace="{settings.exporter.namespace}", daemonset="{style_for(settings).daemonset}"'
 
 
-def ksm_pod_label(settings: Settings) -> tuple[str, str]:
-    name, _, value = settings.kube_state_metrics.pod_label.partition("=")
-    return name, value
-
-
-def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
-    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's two series, nothing else
-    (every other sample would be a custom metric, or merge into the cluster's)."""
-    from .render.scrape import scrape_timeout
-
-    ksm = settings.kube_state_metrics
-    name, value = ksm_pod_label(settings)
-    discovery: dict[str, Any] = {"role": "pod"}
-    if ksm.namespace:
-        discovery["namespaces"] = {"names": [ksm.namespace]}
-    meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
-    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
-           f"{re.escape(style_for(settings).daemonset)}"
-    return {
-        "job_name": KSM_JOB,
-        "scrape_interval": settings.scrape.interval,
-        "scrape_timeout": scrape_timeout(settings.scrape.interval),
-        "metrics_path": "/metrics",
-        "scheme": "http",
-        "kubernetes_sd_configs": [discovery],
-        "relabel_configs": [
-            {"source_labels": [meta], "regex": re.escape(value), "action": "keep"},
-            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm.port),
-             "action": "keep"},
-        ],
-        "metric_relabel_configs": [
-            {"source_labels": ["__name__", "namespace", "daemonset"], "regex": kept, "action": "keep"},
-        ],
-    }
-
-
 def ksm_declaration() -> dict[str, Any]:
     """The agent's metric declaration for the kube-state-metrics job: the cluster's two series."""
     return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$", "dimensions": [list(CLUSTER_SET)],

@@ -19,9 +19,9 @@ def _panels_left_out(project: Project):
 
 
 def _left_out_on_addon(project: Project):
-    from ..container_insights import left_out
+    from ..render.cloudwatch import left_out_on_addon
 
-    for where, message in left_out(project):
+    for where, message in left_out_on_addon(project):
         yield Finding("CW013", "note", where, message)
 
 

@@ -16,11 +16,12 @@ from typing import Any, Iterable
 
 from ..catalog import Catalog
 from ..cloudwatch_query import SERIES_PER_QUERY, Plan, Unsupported, series_label
-from ..container_insights import enabled as addon_source, source_plan
+from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
 from ..units import UNITS
+from .alarms import alarm_plan
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
@@ -51,8 +52,6 @@ def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Setting
 def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catalog: Catalog,
                  settings: Settings) -> dict[str, set[tuple[str, ...]]]:
     """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
-    from .alarms import alarm_plan
-
     plans = []
     for dashboard in dashboards:
         for panel in cloudwatch_panels(dashboard, catalog, settings).panels():
@@ -220,3 +219,30 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
             name = cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, dashboard.id)
             result.append((name, cluster.region, ready.in_cluster(cluster, source)))
     return sorted(result, key=lambda item: item[0])
+
+
+def left_out_on_addon(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch panel and alarm left out because the add-on does not publish
+    its fields or dimensions; empty on the Prometheus -> EMF source."""
+    settings = project.settings
+    if not addon_source(settings):
+        return []
+    result = []
+    for dashboard in project.cloudwatch_definitions():
+        for panel in dashboard.panels():
+            try:
+                for query in panel.queries:
+                    addon_plan(query, project.catalog, settings, settings.cloudwatch.period)
+            except NotPublished as exc:
+                result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) is "
+                                                 f"left out of CloudWatch: {exc}"))
+            except Unsupported:
+                continue  # left out for another reason, which the dashboard's header gives
+    for alarm in project.alarms:
+        try:
+            alarm_plan(alarm, project.catalog, settings)
+        except NotPublished as exc:
+            result.append((alarm.defined_at, f"alarm {alarm.id!r} is left out of CloudWatch: {exc}"))
+        except Unsupported:
+            continue  # generate refuses it with its file and line
+    return result

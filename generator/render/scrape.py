@@ -12,13 +12,15 @@ Fixes over the job that is usually copied by hand:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..catalog import MIG_UNSUPPORTED
+from ..data_missing import KSM_METRICS, expected
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY
-from ..names import SERVICE_MONITOR
+from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..settings import Settings
 
 # Labels the scrape job adds to every series, beside the exporter's own.
@@ -67,11 +69,43 @@ def scrape_timeout(interval: str) -> str:
     return f"{min(seconds, 10)}s"
 
 
+def ksm_pod_label(settings: Settings) -> tuple[str, str]:
+    name, _, value = settings.kube_state_metrics.pod_label.partition("=")
+    return name, value
+
+
+def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
+    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's two series, nothing else
+    (every other sample would be a custom metric, or merge into the cluster's)."""
+    ksm = settings.kube_state_metrics
+    name, value = ksm_pod_label(settings)
+    discovery: dict[str, Any] = {"role": "pod"}
+    if ksm.namespace:
+        discovery["namespaces"] = {"names": [ksm.namespace]}
+    meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
+    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
+           f"{re.escape(style_for(settings).daemonset)}"
+    return {
+        "job_name": KUBE_STATE_METRICS_JOB,
+        "scrape_interval": settings.scrape.interval,
+        "scrape_timeout": scrape_timeout(settings.scrape.interval),
+        "metrics_path": "/metrics",
+        "scheme": "http",
+        "kubernetes_sd_configs": [discovery],
+        "relabel_configs": [
+            {"source_labels": [meta], "regex": re.escape(value), "action": "keep"},
+            {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(ksm.port),
+             "action": "keep"},
+        ],
+        "metric_relabel_configs": [
+            {"source_labels": ["__name__", "namespace", "daemonset"], "regex": kept, "action": "keep"},
+        ],
+    }
+
+
 def prometheus_config(settings: Settings) -> dict[str, Any]:
     """prometheus.yaml for the CloudWatch agent: the exporter's job, and kube-state-metrics' for the
     data-missing alarm's expected signal (when alarms.expected_gpus names it)."""
-    from ..data_missing import expected, ksm_scrape_job
-
     interval = settings.scrape.interval
     jobs = [scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},

@@ -19,9 +19,8 @@ from generator.artifacts import build, grafana_dashboards
 from generator.output import encode
 from generator.catalog import parse_counters
 from generator.exporter_styles import STYLES
-from generator.data_missing import ksm_scrape_job
 from generator.project import Project, load_project
-from generator.render.scrape import for_file_sd, prometheus_config, scrape_job
+from generator.render.scrape import for_file_sd, ksm_scrape_job, prometheus_config, scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support.prometheus_server import Prometheus, binary

@@ -20,7 +20,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
 from tests.support.cloudwatch_agent import Agent, agent_config
-from tests.support.dcgm_fleet import FLEET, STEP, Gpu, scrapes, truth
+from tests.support.dcgm_fleet import FLEET, STEP, scrapes, truth
 
 START, END = 0, 2100  # seven 5-minute periods; the agent saw one scrape before START
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"

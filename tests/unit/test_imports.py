@@ -1,4 +1,5 @@
-"""Every module of the package imports on its own, and module-level imports form no cycle."""
+"""Every module of the package imports on its own, and its imports form no cycle: neither those run
+when a module loads nor those inside functions (a cycle hidden in a function is a cycle all the same)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import generator
 
@@ -23,12 +26,19 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _module_level_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that `name` imports when it is loaded (imports inside functions run later)."""
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(name: str, path: Path, known: set[str], *, in_functions: bool = False) -> set[str]:
+    """The package's modules that `name` imports when it is loaded, and with `in_functions` also those
+    its functions import when they run. `if TYPE_CHECKING:` imports never run."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports never run
+    pending = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while pending:
+        node = pending.pop()
+        if _is_type_checking(node):
             continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
@@ -39,12 +49,12 @@ def _module_level_imports(name: str, path: Path, known: set[str]) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             targets.add(base)
             targets.update(f"{base}.{alias.name}" for alias in node.names)
+        elif in_functions or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)):
+            pending.extend(ast.iter_child_nodes(node))
     return {t for t in targets if t in known and t != name}
 
 
-def test_module_level_imports_form_no_cycle():
-    modules = _modules()
-    graph = {name: _module_level_imports(name, path, set(modules)) for name, path in modules.items()}
+def _assert_no_cycle(graph: dict[str, set[str]]) -> None:
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -62,6 +72,28 @@ def test_module_level_imports_form_no_cycle():
     for name in sorted(graph):
         if name not in state:
             visit(name)
+
+
+def test_module_level_imports_form_no_cycle():
+    modules = _modules()
+    _assert_no_cycle({name: _imports(name, path, set(modules)) for name, path in modules.items()})
+
+
+def test_imports_inside_functions_hide_no_cycle():
+    modules = _modules()
+    _assert_no_cycle({name: _imports(name, path, set(modules), in_functions=True) for name, path in modules.items()})
+
+
+def test_the_cycle_check_sees_an_import_inside_a_function(tmp_path):
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("from . import second\n")
+    second.write_text("def late():\n    from . import first\n")
+    known = {"pkg.first", "pkg.second"}
+    graph = {"pkg.first": _imports("pkg.first", first, known, in_functions=True),
+             "pkg.second": _imports("pkg.second", second, known, in_functions=True)}
+    assert _imports("pkg.second", second, known) == set()
+    with pytest.raises(AssertionError, match="import cycle"):
+        _assert_no_cycle(graph)
 
 
 def test_every_module_imports_first():
