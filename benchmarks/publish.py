@@ -91,7 +91,7 @@ def together_figures(scratch: Path) -> None:
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
     project = load_project(_settings(scratch, "together", ["us-east-1"] * 3))
-    desired = desired_from(build(project), project.settings)
+    desired = desired_from(build(project))
     naive = 1 + len(desired.grafana) + len(desired.cloudwatch_dashboards) + len(desired.alarms)
     print(f"\nGrafana + CloudWatch in-process, 3 clusters: {len(desired.grafana)} Grafana dashboards + folder, "
           f"{len(desired.cloudwatch_dashboards)} CloudWatch dashboards, {len(desired.alarms)} alarms")

@@ -26,7 +26,9 @@ class GrafanaDashboard:
     """One Grafana dashboard: its uid, title, where it was defined and its JSON model."""
     uid: str
     title: str
-    source: str  # definition file:line, or the build file it was read from
+    # Where it came from (definition file:line, or the build file it was read from): provenance for
+    # messages, not part of the dashboard, so a dashboard read from a build equals the one built.
+    source: str = field(compare=False)
     model: dict[str, Any]
 
 
@@ -74,6 +76,11 @@ class Artifacts:
     service_monitor: dict[str, Any]
     prometheus_rules: dict[str, Any]
     prometheus_rule: dict[str, Any]  # the same rules as a PrometheusRule
+    # What publishing may prune, named as the build was made: the uids in its Grafana folder, alarm and
+    # CloudWatch dashboard names ("" for dashboards: none are listed)
+    grafana_uid_prefix: str
+    alarm_prefix: str
+    dashboard_prefix: str
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
 
     def agent(self, cluster: str) -> AgentConfig | None:
@@ -162,4 +169,7 @@ def build(project: Project) -> Artifacts:
         service_monitor=scrape.service_monitor(settings),
         prometheus_rules=rules,
         prometheus_rule=alarm_render.prometheus_rule_resource(rules, settings),
+        grafana_uid_prefix=settings.grafana.uid_prefix,
+        alarm_prefix=settings.alarms.name_prefix,
+        dashboard_prefix=settings.cloudwatch.dashboard_prefix,
     )

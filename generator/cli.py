@@ -108,7 +108,7 @@ def _no_cycle_collection():
 def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
-    from .output import differences as build_differences, encode, settings_record, write_files
+    from .output import artifacts_record, differences as build_differences, encode, settings_record, write_files
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -117,13 +117,14 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         artifacts = build(project)
         requests = list(artifacts.alarms)
         files = encode(artifacts)
+        record = artifacts_record(artifacts)
         # Only the files are left to write: letting the set go first keeps the process small while they
         # are written (with 1,000 clusters, the kernel's write time grew with the memory the process held).
         del artifacts
         if not check:
-            write_files(target, files, made_with)
+            write_files(target, files, made_with, record)
     if check:
-        differences = build_differences(target, files, made_with)
+        differences = build_differences(target, files, made_with, record)
         if output == "json":
             click.echo(json.dumps({"differences": [d.__dict__ for d in differences]}, indent=2))
         elif differences:
@@ -217,7 +218,7 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
         from .output import check_made_with, read
 
         check_made_with(Path(from_dir), project.settings)
-        artifacts = read(Path(from_dir), project.settings.clusters[0].region, origin=from_dir)
+        artifacts = read(Path(from_dir), origin=from_dir)
     else:
         from .artifacts import build
 

@@ -23,8 +23,7 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
         return [(d.uid, d.model) for d in grafana_dashboards(project)]
     from .output import read
 
-    found = [(d.uid, d.model) for d in read(Path(from_dir), project.settings.clusters[0].region,
-                                            origin=from_dir).grafana]
+    found = [(d.uid, d.model) for d in read(Path(from_dir), origin=from_dir).grafana]
     if not found:
         raise InputError("the build holds no Grafana dashboards (grafana/*.json)", where=from_dir,
                          hint="run `gpudash generate --out DIR` first")

@@ -73,13 +73,16 @@ def publish_options(command):
 
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
     from .artifacts import build
-    from .output import read
+    from .output import PUBLISHED, check_made_with, read
     from .desired import desired_from
 
     project = load_project_for(config, csv)
-    artifacts = read(Path(from_dir), project.settings.clusters[0].region, origin=from_dir) if from_dir \
-        else build(project)
-    return project, desired_from(artifacts, project.settings)
+    if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
+        check_made_with(Path(from_dir), project.settings, PUBLISHED)
+        artifacts = read(Path(from_dir), origin=from_dir)
+    else:
+        artifacts = build(project)
+    return project, desired_from(artifacts)
 
 
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
@@ -199,7 +202,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, Deadline(command="plan"))
         changes += grafana_sync.plan(client, desired.grafana, desired.folder,
-                                     uid_prefix=project.settings.grafana.uid_prefix, progress=Progress())
+                                     uid_prefix=desired.grafana_uid_prefix, progress=Progress())
         compared += 1
     elif use_grafana is None:
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
@@ -253,7 +256,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
     progress = Progress()
     try:
         changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                    uid_prefix=project.settings.grafana.uid_prefix, progress=progress)
+                                    uid_prefix=desired.grafana_uid_prefix, progress=progress)
     except RemoteError as exc:
         exc.what += "; nothing was published"
         raise

@@ -1,14 +1,16 @@
-"""What publishing writes, in the APIs' own form: the artifact set (built in memory or read from a build
-with output.read) as Grafana dashboards, CloudWatch dashboards with their Region, and alarm requests.
+"""What publishing writes, as data: the artifact set (built in memory or read from a build with
+output.read) as Grafana dashboards, CloudWatch dashboards with their Region, and alarm requests.
 
-Targets never re-derive: with --from DIR they publish exactly the reviewed build (its
-manifest checked); without it, the same set is built in memory. Each CloudWatch dashboard's
-Region is its own, from the set.
+Targets never re-derive: with --from DIR they publish exactly the reviewed build (its manifest
+checked, and made with the settings read now); without it, the same set is built in memory. Every
+fact comes from the set: each CloudWatch dashboard's Region, the Grafana folder, and the name
+prefixes that bound what may be pruned. Bodies stay data; a target encodes them only where it calls
+its API.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,22 +19,26 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Desired:
+    """What publishing writes and the scope it may prune, all from one artifact set."""
     grafana: dict[str, dict[str, Any]]  # uid -> dashboard JSON
     folder: dict[str, str]
-    cloudwatch_dashboards: dict[str, dict[str, Any]]  # name -> {"DashboardName", "DashboardBody"}
+    grafana_uid_prefix: str
+    cloudwatch_dashboards: dict[str, dict[str, Any]]  # name -> DashboardBody as data, stamped with its hash
     dashboard_regions: dict[str, str]
     alarms: list[dict[str, Any]]  # {"Region", "Request"}
     alarm_prefix: str
     dashboard_prefix: str = ""  # generated CloudWatch dashboards are named <prefix>-<cluster>-<id>; "" lists none
 
 
-def desired_from(artifacts: Artifacts, settings) -> Desired:
-    """What publishing writes: the artifact set (built, or read from a build) in the APIs' own form."""
-    from .ownership import stamped_cloudwatch_text
+def desired_from(artifacts: Artifacts) -> Desired:
+    """What publishing writes: the artifact set (built, or read from a build) and nothing else."""
+    from .ownership import stamp_cloudwatch_body
 
-    dashboards = {d.name: {"DashboardName": d.name, "DashboardBody": stamped_cloudwatch_text(d.body)}
-                  for d in artifacts.cloudwatch_dashboards}
-    return Desired({d.uid: d.model for d in artifacts.grafana}, asdict(settings.grafana.folder), dashboards,
-                   {d.name: d.region for d in artifacts.cloudwatch_dashboards},
-                   [item.as_dict() for item in artifacts.alarms], settings.alarms.name_prefix,
-                   settings.cloudwatch.dashboard_prefix)
+    return Desired(grafana={d.uid: d.model for d in artifacts.grafana},
+                   folder=dict(artifacts.grafana_folder),
+                   grafana_uid_prefix=artifacts.grafana_uid_prefix,
+                   cloudwatch_dashboards={d.name: stamp_cloudwatch_body(d.body) for d in artifacts.cloudwatch_dashboards},
+                   dashboard_regions={d.name: d.region for d in artifacts.cloudwatch_dashboards},
+                   alarms=[item.as_dict() for item in artifacts.alarms],
+                   alarm_prefix=artifacts.alarm_prefix,
+                   dashboard_prefix=artifacts.dashboard_prefix)

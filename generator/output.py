@@ -110,12 +110,29 @@ def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
     return {**template, "Resources": resources}
 
 
-def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None) -> dict[str, bytes]:
-    """The files plus manifest.json: their sha256 sums, and the settings the build was made with
-    (`made_with`, from `settings_record`), which `lint --from` needs to judge the build."""
+def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
+    """What the files alone do not say, kept in the manifest so that `read` gives back exactly the set
+    that was written: each CloudWatch dashboard's Region (a dashboard of text widgets names none), the
+    primary Region, the Grafana folder, and the name prefixes that bound what publishing may prune."""
+    return {"primary_region": artifacts.primary_region,
+            "cloudwatch_dashboards": {d.name: d.region for d in artifacts.cloudwatch_dashboards},
+            "agents": [a.cluster for a in artifacts.agents],
+            "grafana_folder": artifacts.grafana_folder,
+            "grafana_uid_prefix": artifacts.grafana_uid_prefix,
+            "alarm_prefix": artifacts.alarm_prefix,
+            "dashboard_prefix": artifacts.dashboard_prefix}
+
+
+def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None,
+                  record: dict[str, Any] | None = None) -> dict[str, bytes]:
+    """The files plus manifest.json: their sha256 sums, the settings the build was made with
+    (`made_with`, from `settings_record`), which `lint --from` needs to judge the build, and the
+    artifacts' `record` (`artifacts_record`), which `read` needs to give the set back whole."""
     manifest: dict[str, object] = {"generator": f"gpudash {__version__}"}
     if made_with:
         manifest["settings"] = made_with
+    if record is not None:
+        manifest["artifacts"] = record
     manifest["files"] = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
     return {**files, MANIFEST: to_json(manifest)}
 
@@ -186,11 +203,12 @@ def _unchanged(path: str, data: bytes, mode: int) -> bool:
 def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = None) -> dict[str, bytes]:
     """Replace `out` with the build of `artifacts` (plus the manifest), atomically; returns its files."""
     files = encode(artifacts)
-    write_files(out, files, made_with)
+    write_files(out, files, made_with, artifacts_record(artifacts))
     return files
 
 
-def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> None:
+def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None,
+                record: dict[str, Any] | None = None) -> None:
     """Replace `out` with exactly `files` (plus the manifest), atomically.
 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
@@ -210,7 +228,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json)",
                           where=str(out), hint="choose another --out, or empty the directory")
-    everything = with_manifest(files, made_with)
+    everything = with_manifest(files, made_with, record)
     if out.is_dir() and os.path.ismount(out):
         _write_inside(out, everything)
     else:
@@ -299,9 +317,10 @@ class Difference:
     change: str  # "missing", "changed", "extra"
 
 
-def differences(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None) -> list[Difference]:
+def differences(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None,
+                record: dict[str, Any] | None = None) -> list[Difference]:
     """What differs between `out` on disk and the files of a build (`encode`)."""
-    expected = with_manifest(files, made_with)
+    expected = with_manifest(files, made_with, record)
     present = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()} if out.is_dir() else {}
     differences = []
     for path in sorted(set(expected) | set(present)):
@@ -348,9 +367,15 @@ def _safe_relative(relative: Any) -> bool:
     return all(part not in ("", ".", "..") for part in relative.split("/"))
 
 
-def check_made_with(directory: Path, settings) -> None:
-    """A build is judged by the settings it was made with: other settings (another label mapping, other
-    clusters) would report its queries as wrong. Say which settings to pass instead."""
+LINTED = "it would be judged by the wrong label mapping and clusters"
+PUBLISHED = ("publishing would mix the build's artifacts with checks, Grafana folders and prune scopes "
+             "of other settings")
+
+
+def check_made_with(directory: Path, settings, consequence: str = LINTED) -> None:
+    """A build is judged and published with the settings it was made with: other settings (another label
+    mapping, other clusters, another folder) would report its queries as wrong, or verify and prune
+    by other rules than the build's. Say which settings to pass instead."""
     try:
         manifest = json.loads((directory / MANIFEST).read_bytes())
     except (OSError, ValueError):
@@ -363,12 +388,17 @@ def check_made_with(directory: Path, settings) -> None:
     hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml" if bundled
             else "pass --config with the settings file the build was made with")
     raise InputError(f"this build was made with other settings ({given}) than the ones read now "
-                     f"({settings.source}): it would be judged by the wrong label mapping and clusters",
+                     f"({settings.source}): {consequence}",
                      where=str(directory), hint=f"{hint}, or generate the build again with these settings")
 
 
 def read_build(directory: Path) -> dict[str, bytes]:
     """The files a build's manifest lists, each checked against its sha256."""
+    return _read_build(directory)[1]
+
+
+def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The build's manifest and the files it lists, each checked against its sha256."""
     manifest_path = directory / MANIFEST
     if directory.exists() and not directory.is_dir():
         inside = next((p for p in directory.parents if (p / MANIFEST).is_file()), None)
@@ -397,7 +427,24 @@ def read_build(directory: Path) -> dict[str, bytes]:
             raise InputError(f"{relative} {change}: the build was changed after generate",
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
-    return files
+    return manifest, files
+
+
+def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
+    """The manifest's record of the artifacts (`artifacts_record`), checked for the form it is written in."""
+    record = manifest.get("artifacts")
+    texts = ("grafana_uid_prefix", "alarm_prefix", "dashboard_prefix")
+    folder = record.get("grafana_folder") if isinstance(record, dict) else None
+    regions = record.get("cloudwatch_dashboards") if isinstance(record, dict) else None
+    clusters = record.get("agents") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(record.get("primary_region"), str) \
+            or not record["primary_region"] or not all(isinstance(record.get(key), str) for key in texts) \
+            or not isinstance(folder, dict) or not all(isinstance(folder.get(k), str) for k in ("uid", "title")) \
+            or not isinstance(regions, dict) or not all(isinstance(r, str) and r for r in regions.values()) \
+            or not isinstance(clusters, list) or not all(isinstance(c, str) and c for c in clusters):
+        raise InputError("the manifest does not record the build's Regions, Grafana folder and name prefixes "
+                         "(`artifacts`): it was made by an older gpudash, or edited", where=where, hint=REGENERATE)
+    return record
 
 
 def _object(data: bytes, where: str, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -493,11 +540,10 @@ def _agent(path: str, data: bytes, where: str):
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
 
 
-def _cloudwatch_dashboard(data: bytes, where: str, region: str):
+def _cloudwatch_dashboard(data: bytes, where: str, regions: dict[str, str], manifest: str):
     """A CloudWatch dashboard file, back as its name, Region and body (the ownership stamp taken off).
 
-    The Region is the one its metric widgets name; a dashboard of text widgets alone names none and
-    gets `region` (the primary Region, where CloudFormation puts dashboards)."""
+    The Region is the one the manifest records for it (`regions`): the one it had when it was built."""
     from .artifacts import CloudWatchDashboard
     from .ownership import unstamped_cloudwatch_body
 
@@ -509,10 +555,10 @@ def _cloudwatch_dashboard(data: bytes, where: str, region: str):
             or not isinstance(widgets[0]["properties"].get("markdown"), str):
         raise InputError("its DashboardBody has no list of widgets headed by gpudash's text widget", where=where,
                          hint=REGENERATE)
-    named = next((w["properties"]["region"] for w in widgets
-                  if isinstance(w, dict) and isinstance(w.get("properties"), dict) and w["properties"].get("region")),
-                 region)
-    return CloudWatchDashboard(item["DashboardName"], str(named), unstamped_cloudwatch_body(body))
+    if item["DashboardName"] not in regions:
+        raise InputError(f"the manifest records no Region for the CloudWatch dashboard {item['DashboardName']!r}",
+                         where=manifest, hint=REGENERATE)
+    return CloudWatchDashboard(item["DashboardName"], regions[item["DashboardName"]], unstamped_cloudwatch_body(body))
 
 
 def _alarms(data: bytes, where: str):
@@ -554,19 +600,22 @@ def _template(data: bytes, where: str) -> dict[str, Any]:
     return template
 
 
-def read(directory: Path, primary_region: str, origin: str | None = None) -> "Artifacts":
+def read(directory: Path, origin: str | None = None) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
-    manifest first). `primary_region` is the build's first cluster's: the Region of its main
-    CloudFormation template, and of a CloudWatch dashboard whose widgets name none."""
+    manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
+    the Grafana folder, the name prefixes) is read from the manifest's record, as it was written."""
     from .artifacts import Artifacts, GrafanaDashboard
     from .container_insights import ADDON_FILE
     from .names import dashboard_configmap_key
 
-    files = read_build(directory)
+    manifest, files = _read_build(directory)
     origin = origin or str(directory)
 
     def where(path: str) -> str:
         return f"{origin}/{path}"
+
+    record = _record(manifest, where(MANIFEST))
+    primary_region = record["primary_region"]
 
     models = grafana_models(files, origin)
     # The sidecar ConfigMaps keep the dashboards in the order they were built (their files are sorted).
@@ -579,21 +628,20 @@ def read(directory: Path, primary_region: str, origin: str | None = None) -> "Ar
                     in sorted(models.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
     # What only the build's own files use is read when the build has it (a hand-made build may not).
     provisioning = _yaml(files.get(PROVISIONING_FILE, b"{}"), where(PROVISIONING_FILE), "the provisioning file")[0]
-    try:
-        provider = provisioning["providers"][0] if provisioning else {"folderUid": "", "folder": ""}
-        folder = {"uid": str(provider["folderUid"]), "title": str(provider["folder"])}
-    except (KeyError, IndexError, TypeError):
-        raise InputError("the provisioning file names no folder (providers[0].folder, folderUid)",
-                         where=where(PROVISIONING_FILE), hint=REGENERATE) from None
     dashboards = []
     for path, data in sorted(files.items()):
         if path.startswith("cloudwatch/dashboards/"):
-            dashboards.append(_cloudwatch_dashboard(data, where(path), primary_region))
+            dashboards.append(_cloudwatch_dashboard(data, where(path), record["cloudwatch_dashboards"],
+                                                    where(MANIFEST)))
     names = [d.name for d in dashboards]
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice:
         raise InputError(f"the CloudWatch dashboard {twice!r} is listed twice", where=where("cloudwatch/dashboards"),
                          hint=REGENERATE)
+    absent = sorted(set(record["cloudwatch_dashboards"]) - set(names))
+    if absent:
+        raise InputError(f"the manifest records the CloudWatch dashboard {absent[0]!r}, but the build has no "
+                         f"{cloudwatch_dashboard_file(absent[0])}", where=where(MANIFEST), hint=REGENERATE)
     templates = {}
     start, end = template_file("\0", primary_region).split("\0")  # a file name around another Region
     for path, data in sorted(files.items()):
@@ -603,13 +651,19 @@ def read(directory: Path, primary_region: str, origin: str | None = None) -> "Ar
             templates[path[len(start):-len(end)]] = _template(data, where(path))
     agents = tuple(_agent(path, data, where(path)) for path, data in sorted(files.items())
                    if path.startswith(AGENT_FILE_PREFIX) and path.endswith(".yaml"))
+    order = {cluster: index for index, cluster in enumerate(record["agents"])}  # the clusters' order, as built
+    if set(order) != {a.cluster for a in agents}:
+        unlisted = sorted(set(order) ^ {a.cluster for a in agents})[0]
+        raise InputError(f"the manifest's list of agent clusters and the build's agent ConfigMaps disagree on "
+                         f"{unlisted!r}", where=where(MANIFEST), hint=REGENERATE)
+    agents = tuple(sorted(agents, key=lambda a: order[a.cluster]))
 
     def document(path: str, what: str) -> dict[str, Any]:
         return _yaml(files.get(path, b"{}"), where(path), what)[0]
 
     return Artifacts(
         grafana=grafana,
-        grafana_folder=folder,
+        grafana_folder={"uid": record["grafana_folder"]["uid"], "title": record["grafana_folder"]["title"]},
         grafana_provisioning=provisioning,
         cloudwatch_dashboards=tuple(dashboards),
         alarms=_alarms(files.get(ALARMS_FILE, b'{"alarms": []}'), where(ALARMS_FILE)),
@@ -622,5 +676,8 @@ def read(directory: Path, primary_region: str, origin: str | None = None) -> "Ar
         service_monitor=document(SERVICE_MONITOR_FILE, "the ServiceMonitor"),
         prometheus_rules=document(RULES_FILE, "the rules file"),
         prometheus_rule=document(PROMETHEUS_RULE_FILE, "the PrometheusRule"),
+        grafana_uid_prefix=record["grafana_uid_prefix"],
+        alarm_prefix=record["alarm_prefix"],
+        dashboard_prefix=record["dashboard_prefix"],
         origin=origin,
     )

@@ -12,7 +12,6 @@ written is read again: an object that appeared or changed since the plan is not 
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -25,6 +24,7 @@ from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
 from ..ownership import (alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
+from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
 
@@ -56,10 +56,11 @@ def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
 
 # --- planning -------------------------------------------------------------------------------
 
-def _plan_dashboard(name: str, region: str, desired: dict[str, Any], live_body: dict[str, Any] | None) -> Change:
+def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_body: dict[str, Any] | None) -> Change:
+    """Compare the stamped body of the set with the live one (both data: the live one parsed once from
+    GetDashboard's answer)."""
     if live_body is None:
         return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
-    desired_body = json.loads(desired["DashboardBody"])
     stamped, actual = read_cloudwatch_stamp(live_body)
     change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
     if live_body == desired_body:
@@ -235,10 +236,11 @@ def _not_overwritten(change: Change, why: str) -> RemoteError:
                        hint="run `gpudash plan` and apply again")
 
 
-def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: dict[str, Any]) -> bool:
-    """Write one dashboard unless it moved since the plan; False when it is already as generated."""
+def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: dict[str, Any] | None) -> bool:
+    """Write one dashboard unless it moved since the plan; False when it is already as generated.
+    `body` is the stamped body as data, encoded here, where PutDashboard takes it as text."""
     what = f"CloudWatch dashboard {change.name}"
-    desired = None if change.action == DELETE else json.loads(item["DashboardBody"])
+    desired = None if change.action == DELETE else body
     moved = _moved(change, cloudwatch.dashboard_body(region, change.name), desired)
     if moved is not None:
         if moved:
@@ -247,7 +249,8 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, item: di
     if change.action == DELETE:
         cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
         return True
-    response = cloudwatch.call(region, "PutDashboard", what, **item)
+    response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
+                               DashboardBody=compact_json(body))
     messages = response.get("DashboardValidationMessages") or []
     if messages:
         text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
@@ -295,7 +298,7 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
     outcomes = []
     for change in changes:
         try:
-            written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name, {}))
+            written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name))
             outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
         except RemoteError as exc:
             outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))

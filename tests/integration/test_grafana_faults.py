@@ -44,8 +44,7 @@ def build_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def desired(build_dir):
-    settings = load_project().settings
-    return desired_from(read(build_dir, settings.clusters[0].region), settings).grafana
+    return desired_from(read(build_dir)).grafana
 
 
 @pytest.fixture

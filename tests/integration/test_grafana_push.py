@@ -124,7 +124,7 @@ def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_f
 def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(grafana, run):
     _push(run)
     project = load_project()
-    desired = desired_from(build(project), project.settings)
+    desired = desired_from(build(project))
     client = GrafanaClient(grafana.url, token=ADMIN)
     changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
     with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
@@ -243,7 +243,7 @@ def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(graf
 
 def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, reference):
     project = load_project()
-    desired = desired_from(build(project), project.settings)
+    desired = desired_from(build(project))
     client = GrafanaClient(grafana.url, token=ADMIN)
     first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
     grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
@@ -348,7 +348,7 @@ def test_progress_on_a_terminal_moves_with_every_read(grafana):
             return True
 
     project = load_project()
-    desired = desired_from(build(project), project.settings)
+    desired = desired_from(build(project))
     screen = Terminal()
     grafana_sync.plan(GrafanaClient(grafana.url, token=ADMIN), desired.grafana, desired.folder, uid_prefix="gpudash",
                       progress=Progress(screen))
@@ -374,7 +374,7 @@ def test_the_tag_search_is_read_page_by_page(grafana, run):
     """Grafana answers a search one page at a time: every page is read, even pages shorter than asked for."""
     _push(run)
     project = load_project()
-    desired = desired_from(build(project), project.settings)
+    desired = desired_from(build(project))
     for n in range(7):
         model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
         grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")

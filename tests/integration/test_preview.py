@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from generator.artifacts import build, grafana_dashboards
-from generator.output import encode, write, write_files
+from generator.output import artifacts_record, encode, write, write_files
 from generator.preview.site import visual_panels
 from generator.project import load_project
 from tests.support.browser import distinct_rows, open_page
@@ -142,13 +142,14 @@ def test_chromium_draws_every_page(sample_site):
 
 def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_shows_it(tmp_path, cli):
     binary("prometheus")
-    files = encode(build(load_project()))
+    artifacts = build(load_project())
+    files = encode(artifacts)
     name = "grafana/gpudash-health.json"
     model = json.loads(files[name])
     broken = next(p for p in model["panels"] if p.get("targets"))
     broken["targets"][0]["expr"] = "sum(rate(DCGM_FI_DEV_XID_ERRORS[$__rate_interval])"  # unbalanced
     files[name] = json.dumps(model).encode()
-    write_files(tmp_path / "build", files)
+    write_files(tmp_path / "build", files, record=artifacts_record(artifacts))
     write(tmp_path / "base", build(load_project()))
     code, stdout, stderr = cli("preview", "--sample", "--from", str(tmp_path / "build"), "--diff",
                                str(tmp_path / "base"), "--out", str(tmp_path / "site"), "--range", "30m",

@@ -127,7 +127,7 @@ def default_desired():
     from generator.desired import desired_from
 
     project = load_project(None)
-    return desired_from(build(project), project.settings)
+    return desired_from(build(project))
 
 
 def no_aws_credentials(monkeypatch, tmp_path):

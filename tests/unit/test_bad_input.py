@@ -68,7 +68,16 @@ def environment(name: str, env: dict[str, str], where: str | None, *says: str, f
 
 
 def manifest_for(files: dict[str, bytes]) -> bytes:
-    return json.dumps({"files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
+    """A manifest as gpudash writes it for these files: their sums, and the record of what they hold."""
+    dashboards = {p[len("cloudwatch/dashboards/"):-len(".json")]: "us-east-1" for p in files
+                  if p.startswith("cloudwatch/dashboards/")}
+    agents = [p[len("k8s/cwagent-prometheus-config-"):-len(".yaml")] for p in files
+              if p.startswith("k8s/cwagent-prometheus-config-")]
+    record = {"primary_region": "us-east-1", "cloudwatch_dashboards": dashboards, "agents": agents,
+              "grafana_folder": {"uid": "gpudash", "title": "GPU monitoring"}, "grafana_uid_prefix": "gpudash",
+              "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash"}
+    return json.dumps({"artifacts": record,
+                       "files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
 
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"

@@ -1,0 +1,44 @@
+"""What publishing takes from a build: the build's own facts (Regions, folder, prune scope), its
+CloudWatch bodies as data, and a clear refusal when the settings read now are not the build's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "builds"
+
+
+def test_publishing_from_a_build_made_with_other_settings_is_refused_with_what_to_pass(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no ./gpudash.yaml is read
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(GOLDEN / "multi-region.yaml"), "--out", str(build),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
+    for command in (("plan", "--no-grafana", "--no-cloudwatch"), ("push",), ("apply",)):
+        code, _, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
+        assert code == 2, (command, stderr)
+        assert "made with other settings" in stderr and "pass --config" in stderr, stderr
+        assert "prune" in stderr
+
+
+def test_what_publishing_writes_comes_from_the_build_not_the_settings(tmp_path):
+    """The folder, the prune prefixes and each dashboard's Region are the build's, and the bodies are
+    data: encoded for PutDashboard they are exactly the DashboardBody the build's files hold."""
+    from generator.artifacts import build
+    from generator.desired import desired_from
+    from generator.output import read, write
+    from generator.project import load_project
+    from generator.serialize import compact_json
+
+    built = build(load_project(GOLDEN / "multi-region.yaml"))
+    files = write(tmp_path / "build", built)
+    desired = desired_from(read(tmp_path / "build"))
+    assert desired.folder == built.grafana_folder
+    assert (desired.grafana_uid_prefix, desired.alarm_prefix, desired.dashboard_prefix) == \
+        (built.grafana_uid_prefix, built.alarm_prefix, built.dashboard_prefix)
+    assert desired.dashboard_regions == {d.name: d.region for d in built.cloudwatch_dashboards}
+    assert len(set(desired.dashboard_regions.values())) == 2
+    for name, body in desired.cloudwatch_dashboards.items():
+        shipped = json.loads(files[f"cloudwatch/dashboards/{name}.json"])["DashboardBody"]
+        assert isinstance(body, dict) and compact_json(body) == shipped
