@@ -7,7 +7,6 @@ artifacts were just built or read from a reviewed build.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from .errors import InputError
 from .markers import GRAFANA_OWNER_TAG
 from .names import grafanalib_uid
+from .plain import plain_data
 from .project import Project
 from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -92,10 +92,8 @@ class Artifacts:
 
 
 def _grafanalib_json(item) -> dict[str, Any]:
-    from grafanalib._gen import DashboardEncoder
-
     try:
-        return json.loads(json.dumps(item.value.to_json_data(), cls=DashboardEncoder))
+        return plain_data(item.value.to_json_data(), "to_json_data")
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:  # what the user's objects hold
         raise InputError(f"the grafanalib dashboard cannot be written as JSON ({type(exc).__name__}: {exc})",
                          where=item.where, hint="give its panels grafanalib objects, text and numbers only") from None

@@ -7,13 +7,13 @@ series are labelled from the configured workload-pod label.
 
 from __future__ import annotations
 
-import json
 import warnings
 from typing import Any
 
 from ..catalog import Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
+from ..plain import plain_data
 from ..promql import Scope, coalesce_node, expression, group_keys, label_name, legend, presence, with_cluster
 from ..settings import Settings
 from ..units import UNITS
@@ -81,7 +81,6 @@ def _model(kind, **fields):
 
 
 def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
-    from grafana_foundation_sdk.cog.encoder import JSONEncoder
     from grafana_foundation_sdk.models import dashboard as dm
 
     grafana = settings.grafana
@@ -107,8 +106,7 @@ def _render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[
             model.id_val, model.grid_pos = number, grid
             panels.append(model)
     built.panels = panels
-    # Round-trip through the SDK's encoder so the result is plain JSON data.
-    return without_sdk_extras(json.loads(json.dumps(built, cls=JSONEncoder)))
+    return without_sdk_extras(plain_data(built, "to_json"))
 
 
 # Properties the SDK writes that Grafana's own dashboard types (@grafana/schema 13) do not have

@@ -1,0 +1,67 @@
+"""Objects of the dashboard SDKs -> plain data (dicts, lists, text, numbers), with no text in between.
+
+The Grafana Foundation SDK's models and grafanalib's objects each say what they hold through a
+method (`to_json`, `to_json_data`) whose answer may hold more such objects. `plain_data` follows
+those methods down to plain values and gives exactly what writing the object as JSON and reading
+it back would give (json.loads(json.dumps(...))): tuples become lists, subclasses of str, int and
+float their plain values, dictionary keys text, and nothing is shared with the objects it came from.
+Artifacts are turned into text once, by output.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def plain_data(value: Any, method: str) -> Any:
+    """`value` as plain data; an object becomes what its `method` returns. What JSON cannot hold is
+    refused as json.dumps refuses it: TypeError (a set, an object without `method`), ValueError (a cycle)."""
+    active: set[int] = set()
+
+    def walk(value: Any) -> Any:
+        kind = type(value)
+        if kind is str or kind is int or kind is float or kind is bool or value is None:
+            return value
+        if isinstance(value, str):
+            return str.__str__(value)
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int):
+            return int.__int__(value)
+        if isinstance(value, float):
+            return float.__float__(value)
+        marker = id(value)
+        if marker in active:
+            raise ValueError("Circular reference detected")
+        active.add(marker)
+        try:
+            if isinstance(value, dict):
+                return {_key(key): walk(item) for key, item in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [walk(item) for item in value]
+            convert = getattr(value, method, None)
+            if not callable(convert):
+                raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+            return walk(convert())
+        finally:
+            active.discard(marker)
+
+    return walk(value)
+
+
+def _key(key: Any) -> str:
+    """A dictionary key as JSON writes it."""
+    if isinstance(key, str):
+        return str.__str__(key)
+    if key is True or key is False or key is None:
+        return {True: "true", False: "false", None: "null"}[key]
+    if isinstance(key, float):
+        if math.isnan(key):
+            return "NaN"
+        if math.isinf(key):
+            return "Infinity" if key > 0 else "-Infinity"
+        return float.__repr__(key)
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
