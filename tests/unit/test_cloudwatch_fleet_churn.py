@@ -58,3 +58,35 @@ def test_a_mean_over_gpus_counts_only_the_gpus_reporting(project_dir):
             assert close(shown[bucket], value), (panel.title, bucket, shown[bucket], value)
             checked += 1
     assert checked == 10
+
+
+def _mig_framebuffer(k: int) -> str:
+    """GPU 0 cut in two MIG instances (5,000 and 3,000 MiB used, one pod each), GPU 1 whole (2,000 MiB, idle)."""
+    lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
+    base = 'modelName="NVIDIA A100",Hostname="h",DCGM_FI_DRIVER_VERSION="535.104.05"'
+    for instance, pod, used in ((1, "mig-a", 5000), (2, "mig-b", 3000)):
+        lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="GPU-0",device="nvidia0",{base},GPU_I_PROFILE="3g.20gb",'
+                     f'GPU_I_ID="{instance}",pod="{pod}",namespace="ml",container="main"}} {used}')
+    lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="1",UUID="GPU-1",device="nvidia1",{base}}} 2000')
+    return "\n".join(lines) + "\n"
+
+
+def test_a_mig_gpus_framebuffer_is_the_sum_of_its_instances():
+    """The catalog's rule for a GPU split into MIG instances: instance framebuffer adds up (as Grafana shows
+    it). CloudWatch receives each instance as its own observation under the GPU's dimensions."""
+    from tests.support.cloudwatch_agent import Scrape
+    from tests.support.dcgm_fleet import target_labels
+
+    project = load_project()
+    files = encode(build(project))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(STEP * k), _mig_framebuffer(k), target_labels(job, "ip-10-0-1-3"))
+                                     for k in range(-1, END // STEP)])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])["DashboardBody"])
+    (properties,) = [w["properties"] for w in body["widgets"]
+                     if w["type"] == "metric" and w["properties"]["title"] == "Framebuffer memory used"]
+    shown = cloudwatch_eval.widget(properties, points, START, END)
+    assert set(shown) == {"ip-10-0-1-3 GPU 0", "ip-10-0-1-3 GPU 1"}
+    for bucket in range(START, END, properties["period"]):
+        assert close(shown["ip-10-0-1-3 GPU 0"][bucket], 8000.0), (bucket, shown["ip-10-0-1-3 GPU 0"][bucket])
+        assert close(shown["ip-10-0-1-3 GPU 1"][bucket], 2000.0)
