@@ -233,9 +233,10 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> 
     from .render import cloudwatch
 
     settings = project.settings
-    bodies = [body for name, _, body in cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, settings)
-              if name.startswith(cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix,
-                                                           settings.clusters[0].name, ""))]
+    definitions = project.cloudwatch_definitions()
+    first = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, settings.clusters[0].name, d.id)
+             for d in definitions}  # one cluster's dashboards: the fleet's clusters are alike
+    bodies = [body for name, _, body in cloudwatch.dashboards(definitions, project.catalog, settings) if name in first]
     shown, analyzed = [], 0.0
     for body in bodies:
         metrics = 0.0

@@ -84,6 +84,15 @@ def test_free_dashboards_only_while_they_show_at_most_50_metrics(project):
     assert busy["quantity"] == 3 and "0 free" in busy["basis"]
 
 
+def test_dashboards_are_those_of_one_cluster_whatever_the_other_clusters_are_named(project, project_dir):
+    """A cluster whose name starts with the first cluster's name and a dash (gpu, gpu-train) has dashboards of
+    its own: they are not the first cluster's."""
+    fleet = Fleet(clusters=1, pods=500, churn=0)
+    two = load_project(project_dir("clusters:\n  - name: gpu\n    region: us-east-1\n"
+                                   "  - name: gpu-train\n    region: us-east-1\n"))
+    assert _lines(estimates(two, fleet))["dashboards"] == _lines(estimates(project, fleet))["dashboards"]
+
+
 def test_reads_are_metrics_analyzed_and_follow_viewing(project):
     base = _lines(estimates(project, Fleet(clusters=1, pods=100, churn=0)))
     more_pods = _lines(estimates(project, Fleet(clusters=1, pods=1000, churn=0)))
