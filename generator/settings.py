@@ -192,6 +192,18 @@ class KubeStateMetricsSettings(Section):
 
 
 @dataclass(frozen=True)
+class ThresholdSettings(Section):
+    """settings `thresholds`: the levels panels colour by and alarms fire at."""
+    gpu_temp_celsius: Levels
+    memory_temp_celsius: Levels
+    framebuffer_used_ratio: Levels
+    gpu_util_percent: Levels
+    idle_gpu_util_percent: float
+    idle_minutes: float
+    pcie_replays_per_minute: float
+
+
+@dataclass(frozen=True)
 class DefinitionFolders(Section):
     """settings `definitions`: the folders of dashboard and alarm definitions."""
     dashboards: tuple[str, ...] | None  # None: the bundled definitions
@@ -220,8 +232,9 @@ def _sections(document: dict[str, Any]) -> dict[str, Any]:
         "alarms": AlarmSettings(actions=AlarmActions(**{k: tuple(v) for k, v in alarms["actions"].items()}),
                                 static_pods=tuple(alarms["static_pods"]),
                                 **{k: v for k, v in alarms.items() if k not in ("actions", "static_pods")}),
-        "thresholds": {name: Levels(float(value["warning"]), float(value["critical"])) if isinstance(value, dict)
-                       else float(value) for name, value in document["thresholds"].items()},
+        "thresholds": ThresholdSettings(**{name: Levels(float(value["warning"]), float(value["critical"]))
+                                           if isinstance(value, dict) else float(value)
+                                           for name, value in document["thresholds"].items()}),
         "counters": document["counters"],
         "definitions": DefinitionFolders(**{k: None if v is None else _strings(v)
                                             for k, v in document["definitions"].items()}),
@@ -245,7 +258,7 @@ class Settings:
     agent: AgentSettings
     kube_state_metrics: KubeStateMetricsSettings
     alarms: AlarmSettings
-    thresholds: dict[str, Levels | float]
+    thresholds: ThresholdSettings
     counters: str | None
     definitions: DefinitionFolders
     origin: str = "given"  # how the file was found: see discover()

@@ -12,7 +12,7 @@ import generator
 from generator.settings import parse_settings
 
 SECTIONS = ("grafana", "cloudwatch", "exporter", "scrape", "prometheus_stack", "agent", "kube_state_metrics", "alarms",
-            "definitions")
+            "thresholds", "definitions")
 
 
 def _settings(text: str = ""):
@@ -32,6 +32,7 @@ def test_every_section_is_a_frozen_dataclass_with_the_values_of_the_file():
     assert (settings.grafana.folder.uid, settings.grafana.folder.title) == ("gpus", "GPUs")
     assert settings.cloudwatch.period == 60 and settings.cloudwatch.dimensions == ("ClusterName", "namespace", "pod")
     assert settings.levels("gpu_temp_celsius").critical == 87.0 and settings.threshold("idle_minutes") == 30.0
+    assert settings.thresholds.gpu_temp_celsius.warning == 80.0 and settings.thresholds.pcie_replays_per_minute == 10.0
 
 
 def test_definitions_may_still_read_a_section_as_a_mapping():
