@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
+from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
-from ..clients.exporter import fetch
+from ..clients.exporter import fetch, fetch_through_proxy
 from ..clients.options import Options
 from .result import FAIL, OK, WARN, Check
 
@@ -45,9 +46,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         text = fetch(options)
         source = options.exporter_url
     else:
-        from .kube import proxy_metrics
-
-        text, source = proxy_metrics(project, options)
+        settings = project.settings
+        text, source = fetch_through_proxy(settings.exporter.namespace, style_for(settings).service, EXPORTER_PORT,
+                                           options)
     yield from analyse(project, text, source)
 
 

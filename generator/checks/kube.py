@@ -15,7 +15,7 @@ import yaml
 from .. import container_insights_table as ci, data_missing
 from ..catalog import load_counters, parse_counters
 from ..container_insights import ADDON_FILE, enabled as addon_source
-from ..errors import InputError, RemoteError
+from ..errors import InputError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..settings import Settings
@@ -295,20 +295,6 @@ def _counters(kube: Kube, project: Project, daemonset: Answer, style, namespace:
         return Check(GROUP, "counters CSV", FAIL, f"{source} lacks {', '.join(missing)}",
                      "add those fields to the exporter's counters CSV, or stop using them in definitions")
     return Check(GROUP, "counters CSV", OK, f"{source} has every field the definitions use")
-
-
-def proxy_metrics(project: Project, options: Options) -> tuple[str, str]:
-    """One exporter's /metrics through the API server's service proxy, and where it came from."""
-    settings = project.settings
-    style = style_for(settings)
-    namespace = settings.exporter.namespace
-    source = f"service proxy {namespace}/{style.service}"
-    text = Kube(options).text(f"/api/v1/namespaces/{namespace}/services/{style.service}:{EXPORTER_PORT}/proxy/metrics",
-                              source)
-    if not text:
-        raise RemoteError(f"no answer from Service {namespace}/{style.service} through the API server proxy",
-                          hint="pass --exporter-url, or check the exporter Service")
-    return text, source
 
 
 def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Check:

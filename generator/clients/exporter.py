@@ -5,6 +5,7 @@ from __future__ import annotations
 from .options import Options
 from ..errors import RemoteError
 from .http import get
+from .kube import Kube
 
 
 def fetch(options: Options) -> str:
@@ -14,3 +15,13 @@ def fetch(options: Options) -> str:
     if status != 200:
         raise RemoteError(f"{options.exporter_url} answered HTTP {status}", hint=hint)
     return text
+
+
+def fetch_through_proxy(namespace: str, service: str, port: int, options: Options) -> tuple[str, str]:
+    """One exporter's /metrics through the API server's service proxy, and where it came from."""
+    source = f"service proxy {namespace}/{service}"
+    text = Kube(options).text(f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/metrics", source)
+    if not text:
+        raise RemoteError(f"no answer from Service {namespace}/{service} through the API server proxy",
+                          hint="pass --exporter-url, or check the exporter Service")
+    return text, source
