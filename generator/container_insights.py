@@ -160,6 +160,3 @@ def addon_configuration() -> dict[str, Any]:
     agent's configuration under agent.config."""
     kubernetes = {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
     return {"agent": {"config": {"logs": {"metrics_collected": {"kubernetes": kubernetes}}}}}
-
-
-ADDON_FILE = "cloudwatch/container-insights-addon.json"

@@ -44,7 +44,16 @@ def template_file(region: str, primary_region: str) -> str:
     return f"cloudformation/{cloudformation_template(region, primary_region)}"
 
 
+AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
+
+
+def agent_file(cluster: str) -> str:
+    """Where a cluster's agent ConfigMaps are written in a build (by cluster name)."""
+    return f"{AGENT_FILE_PREFIX}{cluster}.yaml"
+
+
 ALARMS_FILE = "cloudwatch/alarms.json"
+ADDON_FILE = "cloudwatch/container-insights-addon.json"  # with cloudwatch.source: container-insights
 PROVISIONING_FILE = "grafana/provisioning/gpudash-dashboards.yaml"
 SIDECAR_FILE = "k8s/grafana-dashboards.yaml"
 ADDITIONAL_SCRAPE_FILE = "prometheus/additional-scrape-configs.yaml"
@@ -55,9 +64,8 @@ PROMETHEUS_RULE_FILE = "k8s/prometheusrule.yaml"
 
 def encode(artifacts: Artifacts) -> dict[str, bytes]:
     """Every file of the build, by path relative to it (the manifest aside)."""
-    from .container_insights import ADDON_FILE
     from .ownership import stamped_cloudwatch_text
-    from .render.agent import agent_file, configmaps
+    from .render.agent import configmaps
     from .render.grafana_files import configmap
 
     files: dict[str, bytes] = {}
@@ -537,8 +545,6 @@ def _agent(path: str, data: bytes, where: str):
     return AgentConfig(cluster, str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape)
 
 
-AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
-
 
 def _cloudwatch_dashboard(data: bytes, where: str, regions: dict[str, str], manifest: str):
     """A CloudWatch dashboard file, back as its name, Region and body (the ownership stamp taken off).
@@ -605,7 +611,6 @@ def read(directory: Path, origin: str | None = None) -> "Artifacts":
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes) is read from the manifest's record, as it was written."""
     from .artifacts import Artifacts, GrafanaDashboard
-    from .container_insights import ADDON_FILE
     from .names import dashboard_configmap_key
 
     manifest, files = _read_build(directory)

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..cloudwatch_query import dimension_sets
 from ..markers import CLUSTER_DIMENSION
-from ..render.agent import agent_file
+from ..output import ADDON_FILE, agent_file
 from ..errors import RemoteError
 from ..project import Project
 from ..clients.answer import Answer, OddAnswer
@@ -69,7 +69,6 @@ ADDON_SAMPLE = ("node_gpu_utilization", "node_gpu_temperature", "node_gpu_memory
 
 def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
     """ContainerInsights GPU metrics arrive for the cluster, with dimension sets the add-on publishes them with."""
-    from ..container_insights import ADDON_FILE
     from ..container_insights_table import CLUSTER, NAMESPACE, published_sets
 
     published = published_sets()

@@ -14,13 +14,14 @@ import yaml
 
 from .. import container_insights_table as ci, data_missing
 from ..catalog import load_counters, parse_counters
-from ..container_insights import ADDON_FILE, enabled as addon_source
+from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
-from ..render.agent import AGENT_KEY, SCRAPE_KEY, agent_file
+from ..output import ADDON_FILE, agent_file
+from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube

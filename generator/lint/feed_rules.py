@@ -15,7 +15,8 @@ from ..data_missing import KSM_METRICS
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import gpu_identity
 from ..reading import read_json_schema
-from ..render.agent import AGENT_KEY, agent_file
+from ..output import agent_file
+from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
 from . import Finding, Rule, schema_message

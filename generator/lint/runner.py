@@ -8,7 +8,7 @@ from ..artifacts import Artifacts, build
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from . import Finding, Rule, catalog_rules, cloudwatch_rules, feed_rules, grafana_rules, run
-from ..render.agent import agent_file
+from ..output import agent_file
 from ..project import Project
 
 

@@ -34,11 +34,6 @@ KEPT_KINDS = ("gauge", "counter", "summary")  # the agent drops histograms
 DimensionSets = Mapping[str, set[tuple[str, ...]]]  # metric -> dimension sets the CloudWatch side queries
 
 
-def agent_file(cluster: str) -> str:
-    """Where a cluster's agent ConfigMaps are written under build/ (by cluster name)."""
-    return f"k8s/cwagent-prometheus-config-{cluster}.yaml"
-
-
 def log_group(cluster: Cluster) -> str:
     """The EMF log group the agent writes for a cluster (its default name, set explicitly)."""
     return agent_log_group(cluster.name)
