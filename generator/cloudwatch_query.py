@@ -227,7 +227,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     floor = blank_floor(query, catalog)
     if result.group and not result.series:  # per-GPU lines combined by math: drop blank GPUs first
         # the per-GPU query is in observation units (a delta per scrape for a rate): scale the floor
-        if adds_up(query, field, layout):  # each GPU's SUM over the period, normalised by the divisor
+        if field.across_own_labels == "sum":  # each GPU's SUM over the period, normalised by the divisor
             scale = result.divisor
         elif field.is_counter and not query.as_increase:
             scale = layout.interval(settings) / field.unit.rate_scale
@@ -237,20 +237,6 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         return replace(result, math=result.math.replace("{q}", kept))
     shown = result.math or "{q}"
     return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
-
-
-def adds_up(query: Query, field, layout: Layout) -> bool:
-    """True when one GPU's value is the sum of several series the agent sends as separate observations
-    under the GPU's dimensions: a count per XID code, or, read per GPU or across GPUs, the framebuffer of
-    each MIG instance (the catalog's per-GPU rule: instance memory adds up) for a mean or a sum. Per pod, a
-    pod's series are its own instance's: its observations are that instance's memory. A max or min per GPU
-    reads the largest or smallest instance on a MIG GPU (no query can add instances up before taking it),
-    and a count counts GPUs or observations as for any field."""
-    if field.across_own_labels == "sum":
-        return True
-    pod_keyed = query.per_pod or any(k in ("pod", "namespace", "container") for k in query.by)
-    return (layout.blanks and field.per_gpu_aggregation == "sum" and not pod_keyed
-            and query.aggregation in ("avg", "sum"))
 
 
 def across(function: str, series: str = "{q}") -> str:
@@ -287,7 +273,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return Plan(metric=query.metric, function=function, dims=dims, group=per_gpu_dims, series=(), math=math,
                     namespace=layout.namespace, gpu_series=per_gpu_dims)
 
-    if adds_up(query, field, layout):
+    if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
@@ -330,7 +316,7 @@ def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, 
     mean of the GPU's per-scrape totals (a gauge), over the period a rate. MAX or AVG of the
     observations would take one series, or average the codes: never the GPU's total."""
     agg, n = query.aggregation, period / interval
-    own = ", ".join(field.own_labels) or "MIG instance"
+    own = ", ".join(field.own_labels)
 
     def per_gpu_then(function: str, math: str, divisor: float) -> Plan:
         """Each GPU's total as its own line, combined into one line by metric math."""

@@ -274,9 +274,7 @@ def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(proje
                 middle = values[len(values) // 2] if len(values) > 1 else values[0] * 0.9
                 for comparison in (">", "<="):
                     cases.append((metric, increase, aggregation, list(by), comparison, float(middle)))
-    # the max or min over several GPUs of per-GPU rates or increases, and the mean framebuffer over several
-    # GPUs (a MIG GPU's instances add up first, which an alarm's one query cannot do)
-    assert refused == 14
+    assert refused == 12  # the max or min over several GPUs of per-GPU rates or increases
     folder = project_dir("alarms:\n  actions:\n    warning: []\n")
     (folder.parent / "alarms").mkdir()
     (folder.parent / "alarms" / "combos.py").write_text(ALARM_COMBINATIONS.replace("{CASES!r}", repr(cases))
