@@ -111,11 +111,6 @@ def dimension_for(key: str, settings: Settings) -> str:
     return CLOUDWATCH_KEYS[key]
 
 
-def observations_per_period(period: int, settings: Settings) -> float:
-    """How many observations one GPU makes in a period: period / scrape interval."""
-    return period / scrape_seconds(settings)
-
-
 def scrape_seconds(settings: Settings) -> int:
     interval = settings.scrape.interval
     return int(interval[:-1]) * (60 if interval.endswith("m") else 1)

@@ -93,12 +93,6 @@ CAPACITY_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
     **{name: ((CLUSTER, NODE, INSTANCE), (CLUSTER,)) for name in NODE_CAPACITY},
 }
 
-# The add-on's DCGM exporter collects exactly these fields (its metricsConfig).
-EXPORTER_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED",
-                   "DCGM_FI_DEV_FB_TOTAL", "DCGM_FI_DEV_FB_USED_PERCENT", "DCGM_FI_DEV_MEMORY_TEMP",
-                   "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-                   "DCGM_FI_DRIVER_VERSION")
-
 # What runs in the cluster (the add-on's chart and the CloudWatch agent operator's manifests).
 ADDON_NAME = "amazon-cloudwatch-observability"
 ADDON_NAMESPACE = "amazon-cloudwatch"

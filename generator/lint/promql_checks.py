@@ -13,7 +13,6 @@ _MACROS = (
     (re.compile(r"\$__range_s"), "300"),
     (re.compile(r"\$__interval|\$__range|\$\{__interval\}|\$\{__range\}"), "5m"),
 )
-RANGE_FUNCTIONS = {"rate", "irate", "increase", "delta", "idelta", "deriv", "resets", "changes"}
 COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets", "compare"}
 
 
