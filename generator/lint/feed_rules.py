@@ -43,10 +43,10 @@ class FeedSubject:
 
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
         agent = self.artifacts.agent((cluster or self.clusters()[0]).name)
-        if agent is None:  # the Container Insights add-on: no agent ConfigMaps, the same job as Prometheus's
-            from ..render.scrape import prometheus_config
-
-            return prometheus_config(self.project.settings)["scrape_configs"][0]
+        if agent is None:  # the Container Insights add-on: no agent ConfigMaps; the set's Prometheus job
+            values = self.artifacts.additional_scrape_configs
+            jobs = values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or [{}]
+            return jobs[0]
         return agent.scrape["scrape_configs"][0]
 
 

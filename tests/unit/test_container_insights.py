@@ -283,6 +283,23 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
 
 
+def test_lint_judges_grafana_labels_by_the_scrape_job_of_the_set_not_a_fresh_one(addon):
+    """With the add-on there are no agent ConfigMaps: the Prometheus job lint reads is the set's (what a build
+    ships, `lint --from`), so a job that drops the GPU index label is caught."""
+    from dataclasses import replace
+
+    from generator.lint.runner import lint
+
+    project, _, _ = addon
+    artifacts = build(project)
+    assert [f for f in lint(project, artifacts) if f.rule == "PR001"] == []
+    values = copy.deepcopy(artifacts.additional_scrape_configs)
+    job = values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"][0]
+    job.setdefault("metric_relabel_configs", []).append({"action": "labeldrop", "regex": "gpu"})
+    findings = [f for f in lint(project, replace(artifacts, additional_scrape_configs=values)) if f.rule == "PR001"]
+    assert findings and all("label 'gpu' is not on the series" in f.message for f in findings)
+
+
 def test_static_per_pod_alarms_are_refused_with_a_reason(project_dir):
     project = load_project(project_dir(ADDON + "alarms:\n  per_pod: static\n  static_pods: [ml/infer-1]\n"))
     with pytest.raises(InputError, match="per_pod: static"):
