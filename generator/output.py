@@ -62,6 +62,11 @@ RULES_FILE = "prometheus/rules.yaml"
 PROMETHEUS_RULE_FILE = "k8s/prometheusrule.yaml"
 
 
+def grafana_dashboard_bytes(model: dict[str, Any]) -> bytes:
+    """A Grafana dashboard's file, which its sidecar ConfigMap carries as text."""
+    return to_json(model)
+
+
 def encode(artifacts: Artifacts) -> dict[str, bytes]:
     """Every file of the build, by path relative to it (the manifest aside)."""
     from .ownership import stamped_cloudwatch_text
@@ -71,7 +76,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     sidecars = []
     for dashboard in artifacts.grafana:
-        text = to_json(dashboard.model)
+        text = grafana_dashboard_bytes(dashboard.model)
         files[f"grafana/{dashboard.uid}.json"] = text
         sidecars.append(configmap(dashboard.uid, text.decode(), artifacts.grafana_folder["title"]))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)

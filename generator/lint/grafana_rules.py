@@ -10,8 +10,8 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..catalog import Catalog
+from ..output import grafana_dashboard_bytes
 from ..reading import read_json_schema
-from ..serialize import to_json
 from . import Finding, Rule, schema_message
 from .promql_checks import COUNTER_FUNCTIONS, Selector, query_selectors, range_windows
 
@@ -218,7 +218,7 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
 
 def configmap_size(subject: GrafanaSubject) -> Iterable[Finding]:
     for dashboard in subject.dashboards:
-        size = len(to_json(dashboard.model))  # the bytes the ConfigMap carries
+        size = len(grafana_dashboard_bytes(dashboard.model))  # the bytes the ConfigMap carries
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", _where(dashboard),
                           f"{size} bytes: too large for client-side kubectl apply; use --server-side")
