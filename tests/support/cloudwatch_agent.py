@@ -6,7 +6,8 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
 * the scrape job's target labels join the exporter's labels (`job`, `node`, ...); a label
   with an empty value is no label (Prometheus drops it);
 * `up` and `scrape_*` are internal and dropped; histograms are dropped; a NaN or infinite
-  value is dropped (EMF cannot carry it) - the only check of a value: any other number,
+  value is dropped (EMF cannot carry it), and for a counter the previous value is forgotten
+  too (its delta calculator deletes it) - the only check of a value: any other number,
   DCGM's blank sentinels included, is published;
 * counters become the difference to the previous scrape of the same series (the first
   scrape of a series gives nothing);
@@ -146,6 +147,11 @@ class Agent:
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
             if math.isnan(value) or math.isinf(value):
+                if kind == "counter":  # the agent forgets the series' previous value: the next gives nothing
+                    invalid = {**sample_labels, **scrape.target_labels}
+                    if self.cluster_name:
+                        invalid["ClusterName"] = self.cluster_name
+                    self._previous.pop((name, tuple(sorted((k, v) for k, v in invalid.items() if v != ""))), None)
                 continue
             labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
             rules = self.relabel_by_job.get(scrape.target_labels.get("job"), self.relabel)

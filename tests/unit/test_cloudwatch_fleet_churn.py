@@ -91,3 +91,18 @@ def test_a_time_sliced_gpus_framebuffer_counts_once():
     shown = cloudwatch_eval.widget(properties, points, START, END)
     assert {label: set(series.values()) for label, series in shown.items()} == {
         "ip-10-0-1-3 GPU 0": {5000.0}, "ip-10-0-1-3 GPU 1": {2000.0}}
+
+
+def test_the_agent_model_forgets_a_counter_after_a_value_it_cannot_send():
+    """amazon-cloudwatch-agent's delta calculator deletes a series' previous value when a NaN or infinite
+    value arrives, so the next reading starts the series over (no delta) instead of spanning the gap."""
+    from tests.support.cloudwatch_agent import Scrape
+
+    config = {"logs": {"metrics_collected": {"prometheus": {"cluster_name": "c", "emf_processor": {
+        "metric_declaration": [{"source_labels": ["job"], "label_matcher": "^j$", "dimensions": [["ClusterName"]],
+                                "metric_selectors": ["^DCGM_FI_DEV_PCIE_REPLAY_COUNTER$"]}]}}}}}
+    readings = ["10", "12", "NaN", "20", "23"]
+    points = Agent(config).run([Scrape(30.0 * k, f"# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
+                                                 f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{gpu=\"0\"}} {value}\n", {"job": "j"})
+                                for k, value in enumerate(readings)])
+    assert [(p.timestamp, p.value) for p in points] == [(30.0, 2.0), (120.0, 3.0)]
