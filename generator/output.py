@@ -129,6 +129,8 @@ def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
     primary Region, the Grafana folder, and the name prefixes that bound what publishing may prune."""
     return {"primary_region": artifacts.primary_region,
             "cloudwatch_dashboards": {d.name: d.region for d in artifacts.cloudwatch_dashboards},
+            "cloudformation": list(artifacts.cloudformation),
+            "grafana": [d.uid for d in artifacts.grafana],
             "agents": [a.cluster for a in artifacts.agents],
             "grafana_folder": artifacts.grafana_folder,
             "grafana_uid_prefix": artifacts.grafana_uid_prefix,
@@ -449,12 +451,12 @@ def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
     texts = ("grafana_uid_prefix", "alarm_prefix", "dashboard_prefix")
     folder = record.get("grafana_folder") if isinstance(record, dict) else None
     regions = record.get("cloudwatch_dashboards") if isinstance(record, dict) else None
-    clusters = record.get("agents") if isinstance(record, dict) else None
+    lists = [record.get(key) for key in ("agents", "cloudformation", "grafana")] if isinstance(record, dict) else [None]
     if not isinstance(record, dict) or not isinstance(record.get("primary_region"), str) \
             or not record["primary_region"] or not all(isinstance(record.get(key), str) for key in texts) \
             or not isinstance(folder, dict) or not all(isinstance(folder.get(k), str) for k in ("uid", "title")) \
             or not isinstance(regions, dict) or not all(isinstance(r, str) and r for r in regions.values()) \
-            or not isinstance(clusters, list) or not all(isinstance(c, str) and c for c in clusters):
+            or not all(isinstance(items, list) and all(isinstance(i, str) and i for i in items) for items in lists):
         raise InputError("the manifest does not record the build's Regions, Grafana folder and name prefixes "
                          "(`artifacts`): it was made by an older gpudash, or edited", where=where, hint=REGENERATE)
     return record
@@ -611,12 +613,22 @@ def _template(data: bytes, where: str) -> dict[str, Any]:
     return template
 
 
+def _agree(what: str, recorded, present, manifest: str) -> None:
+    """The manifest's record and the build's files name the same artifacts."""
+    recorded, present = set(recorded), set(present)
+    if recorded - present:
+        raise InputError(f"the manifest records the {what} {sorted(recorded - present)[0]!r}, which the build does "
+                         "not hold", where=manifest, hint=REGENERATE)
+    if present - recorded:
+        raise InputError(f"the build holds the {what} {sorted(present - recorded)[0]!r}, which the manifest does "
+                         "not record", where=manifest, hint=REGENERATE)
+
+
 def read(directory: Path, origin: str | None = None) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes) is read from the manifest's record, as it was written."""
     from .artifacts import Artifacts, GrafanaDashboard
-    from .names import dashboard_configmap_key
 
     manifest, files = _read_build(directory)
     origin = origin or str(directory)
@@ -628,14 +640,9 @@ def read(directory: Path, origin: str | None = None) -> "Artifacts":
     primary_region = record["primary_region"]
 
     models = grafana_models(files, origin)
-    # The sidecar ConfigMaps keep the dashboards in the order they were built (their files are sorted).
-    sidecars = _yaml(files.get(SIDECAR_FILE, b""), where(SIDECAR_FILE), "the sidecar ConfigMaps", count=None)
-    keys = {dashboard_configmap_key(uid): uid for uid in models}
-    built = [keys[key] for document in sidecars if isinstance(document.get("data"), dict)
-             for key in document["data"] if key in keys]
-    order = {uid: index for index, uid in enumerate(dict.fromkeys(built))}
-    grafana = tuple(GrafanaDashboard(uid, str(model.get("title", "")), where(path), model) for uid, (path, model)
-                    in sorted(models.items(), key=lambda item: (order.get(item[0], len(order)), item[0])))
+    _agree("Grafana dashboard", record["grafana"], models, where(MANIFEST))
+    grafana = tuple(GrafanaDashboard(uid, str(models[uid][1].get("title", "")), where(models[uid][0]), models[uid][1])
+                    for uid in record["grafana"])  # in the order they were built
     # What only the build's own files use is read when the build has it (a hand-made build may not).
     provisioning = _yaml(files.get(PROVISIONING_FILE, b"{}"), where(PROVISIONING_FILE), "the provisioning file")[0]
     dashboards = []
@@ -648,24 +655,15 @@ def read(directory: Path, origin: str | None = None) -> "Artifacts":
     if twice:
         raise InputError(f"the CloudWatch dashboard {twice!r} is listed twice", where=where("cloudwatch/dashboards"),
                          hint=REGENERATE)
-    absent = sorted(set(record["cloudwatch_dashboards"]) - set(names))
-    if absent:
-        raise InputError(f"the manifest records the CloudWatch dashboard {absent[0]!r}, but the build has no "
-                         f"{cloudwatch_dashboard_file(absent[0])}", where=where(MANIFEST), hint=REGENERATE)
-    templates = {}
-    start, end = template_file("\0", primary_region).split("\0")  # a file name around another Region
-    for path, data in sorted(files.items()):
-        if path == template_file(primary_region, primary_region):
-            templates[primary_region] = _template(data, where(path))
-        elif path.startswith(start) and path.endswith(end):
-            templates[path[len(start):-len(end)]] = _template(data, where(path))
+    _agree("CloudWatch dashboard", record["cloudwatch_dashboards"], names, where(MANIFEST))
+    template_files = {template_file(region, primary_region): region for region in record["cloudformation"]}
+    _agree("CloudFormation template", template_files, [p for p in files if p.startswith("cloudformation/")],
+           where(MANIFEST))
+    templates = {region: _template(files[path], where(path)) for path, region in template_files.items()}
     agents = tuple(_agent(path, data, where(path)) for path, data in sorted(files.items())
                    if path.startswith(AGENT_FILE_PREFIX) and path.endswith(".yaml"))
+    _agree("agent ConfigMaps of the cluster", record["agents"], [a.cluster for a in agents], where(MANIFEST))
     order = {cluster: index for index, cluster in enumerate(record["agents"])}  # the clusters' order, as built
-    if set(order) != {a.cluster for a in agents}:
-        unlisted = sorted(set(order) ^ {a.cluster for a in agents})[0]
-        raise InputError(f"the manifest's list of agent clusters and the build's agent ConfigMaps disagree on "
-                         f"{unlisted!r}", where=where(MANIFEST), hint=REGENERATE)
     agents = tuple(sorted(agents, key=lambda a: order[a.cluster]))
 
     def document(path: str, what: str) -> dict[str, Any]:

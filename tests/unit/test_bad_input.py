@@ -73,7 +73,9 @@ def manifest_for(files: dict[str, bytes]) -> bytes:
                   if p.startswith("cloudwatch/dashboards/")}
     agents = [p[len("k8s/cwagent-prometheus-config-"):-len(".yaml")] for p in files
               if p.startswith("k8s/cwagent-prometheus-config-")]
+    uids = [p[len("grafana/"):-len(".json")] for p in files if p.startswith("grafana/") and p.count("/") == 1]
     record = {"primary_region": "us-east-1", "cloudwatch_dashboards": dashboards, "agents": agents,
+              "grafana": uids, "cloudformation": [],
               "grafana_folder": {"uid": "gpudash", "title": "GPU monitoring"}, "grafana_uid_prefix": "gpudash",
               "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash"}
     return json.dumps({"artifacts": record,

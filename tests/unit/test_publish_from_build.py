@@ -42,3 +42,35 @@ def test_what_publishing_writes_comes_from_the_build_not_the_settings(tmp_path):
     for name, body in desired.cloudwatch_dashboards.items():
         shipped = json.loads(files[f"cloudwatch/dashboards/{name}.json"])["DashboardBody"]
         assert isinstance(body, dict) and compact_json(body) == shipped
+
+
+def _edit_manifest(build: Path, change) -> None:
+    manifest = json.loads((build / "manifest.json").read_text())
+    change(manifest)
+    (build / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_build_whose_manifest_does_not_record_its_artifacts_is_refused_not_guessed(tmp_path):
+    import pytest
+
+    from generator.artifacts import build
+    from generator.errors import InputError
+    from generator.output import read, write
+    from generator.project import load_project
+
+    built = build(load_project(GOLDEN / "multi-region.yaml"))
+    other = next(region for region in built.cloudformation if region != built.primary_region)
+    cases = [
+        (lambda m: m.pop("artifacts"), "made by an older gpudash"),
+        (lambda m: m["artifacts"]["cloudwatch_dashboards"].popitem(), "records no Region for the CloudWatch dashboard"),
+        (lambda m: m["artifacts"]["cloudformation"].remove(other), f"CloudFormation template 'cloudformation/gpudash-{other}.json'"),
+        (lambda m: m["artifacts"]["grafana"].append("gone"), "records the Grafana dashboard 'gone'"),
+        (lambda m: m["artifacts"]["agents"].pop(), "which the manifest does not record"),
+    ]
+    for number, (change, says) in enumerate(cases):
+        out = tmp_path / str(number)
+        write(out, built)
+        _edit_manifest(out, change)
+        with pytest.raises(InputError) as raised:
+            read(out)
+        assert says in raised.value.what and raised.value.where.endswith("manifest.json"), raised.value.what
