@@ -160,10 +160,3 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
             }],
         },
     }
-
-
-def for_file_sd(job: dict[str, Any], files: list[str]) -> dict[str, Any]:
-    """The same job with Kubernetes discovery swapped for file discovery (tests, promtool)."""
-    swapped = {key: value for key, value in job.items() if key != "kubernetes_sd_configs"}
-    swapped["file_sd_configs"] = [{"files": files, "refresh_interval": "5s"}]
-    return swapped
