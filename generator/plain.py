@@ -25,9 +25,7 @@ def plain_data(value: Any, method: str) -> Any:
             return value
         if isinstance(value, str):
             return str.__str__(value)
-        if isinstance(value, bool):
-            return bool(value)
-        if isinstance(value, int):
+        if isinstance(value, int):  # bool has no subclasses: only int's reach here
             return int.__int__(value)
         if isinstance(value, float):
             return float.__float__(value)
