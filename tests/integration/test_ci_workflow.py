@@ -23,12 +23,12 @@ import pytest
 import yaml
 
 from generator.project import load_project
-from generator.render.scrape import for_file_sd, scrape_job
+from generator.render.scrape import scrape_job
 from tests.conftest import REPO
 from tests.support.grafana_server import ADMIN, GrafanaTestServer
 from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.prometheus_server import Prometheus
+from tests.support.prometheus_server import Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 WORKLOAD_POD = "train-a-0"

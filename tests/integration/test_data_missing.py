@@ -187,7 +187,7 @@ def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(
     """The job the agent runs, with Kubernetes discovery swapped for file discovery carrying the same
     meta labels: it keeps the kube-state-metrics pod's metrics port (not its telemetry port, not another
     pod on 8080) and, of everything kube-state-metrics serves, the exporter DaemonSet's two series."""
-    from generator.render.scrape import for_file_sd
+    from tests.support.prometheus_server import for_file_sd
     from tests.support.prometheus_server import Prometheus
     from tests.support.replay_exporter import ReplayExporter
 

@@ -34,12 +34,12 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import legend, with_cluster
 from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
-from generator.render.scrape import for_file_sd, scrape_job, service_monitor
+from generator.render.scrape import scrape_job, service_monitor
 from generator.resources import default_counters
 from tests.support import kube_state, mixed_fleet
 from tests.support.mixed_fleet import FIELDS, FLEET, truth
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus
+from tests.support.prometheus_server import Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter
 
 RATE_WINDOW = "3s"

@@ -23,7 +23,7 @@ from generator.project import Project, load_project
 from generator.render.scrape import ksm_scrape_job, prometheus_config, scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
-from tests.support.prometheus_server import Prometheus, binary
+from tests.support.prometheus_server import Prometheus, binary, for_file_sd
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 SENTINEL = "9223372036854775794"
@@ -34,13 +34,6 @@ NAMESPACE = {"gpu-operator": "gpu-operator", "helm": "monitoring", "static": "de
 
 
 SETTLED = "20s"  # the window every rate in the dashboards is given here ($__rate_interval)
-
-
-def for_file_sd(job: dict, files: list[str]) -> dict:
-    """The same job with Kubernetes discovery swapped for file discovery: Prometheus finds the test's exporters."""
-    swapped = {key: value for key, value in job.items() if key != "kubernetes_sd_configs"}
-    swapped["file_sd_configs"] = [{"files": files, "refresh_interval": "5s"}]
-    return swapped
 
 
 def _settings(style: str, interval: str = "1s"):

@@ -15,11 +15,11 @@ import yaml
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from generator.render.scrape import for_file_sd, scrape_job
+from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.prometheus_server import READY_WITHIN, Prometheus
+from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 WORKLOAD_POD = "train-a-0"

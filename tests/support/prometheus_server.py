@@ -121,3 +121,11 @@ class Prometheus:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def for_file_sd(job: dict, files: list[str]) -> dict:
+    """A generated scrape job with Kubernetes discovery swapped for file discovery: the test's Prometheus finds
+    the test's exporters."""
+    swapped = {key: value for key, value in job.items() if key != "kubernetes_sd_configs"}
+    swapped["file_sd_configs"] = [{"files": files, "refresh_interval": "5s"}]
+    return swapped

@@ -38,7 +38,7 @@ def _through_text(value):
 TRICKY = Model(
     title=Text("GPU"), colour=Colour.RED, level=Level.HIGH, flag=True, nothing=None, ratio=0.1, tiny=1.5e-7,
     big=2 ** 70, pair=(1, Model(inner=("a", [Model(deep={"k": (2.5,)})]))),
-    keys={1: "int", 2.5: "float", True: "true", None: "null", Colour.RED: "enum", Level.HIGH: "int enum"},
+    keys={1: "int", 2.5: "float", False: "false", None: "null", Colour.RED: "enum", Level.HIGH: "int enum"},
     text="é ✓ \U0001f600", empty=[], nested={"list": [(), {}]},
 )
 
