@@ -20,10 +20,10 @@ from benchmarks._timing import measure, reference_dir  # noqa: E402
 from generator.artifacts import build  # noqa: E402
 from generator.output import encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
-from generator.render.scrape import for_file_sd, scrape_job  # noqa: E402
+from generator.render.scrape import scrape_job  # noqa: E402
 from tests.support.kube_server import KubeCluster, KubeTestServer  # noqa: E402
 from tests.support.moto_server import MotoServer  # noqa: E402
-from tests.support.prometheus_server import Prometheus  # noqa: E402
+from tests.support.prometheus_server import Prometheus, for_file_sd  # noqa: E402
 from tests.support.replay_exporter import ReplayExporter, relabel_payload  # noqa: E402
 
 REFERENCE = reference_dir()
