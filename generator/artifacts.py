@@ -61,6 +61,14 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something the build left out and why, found while it was made (a lint note: DF001, CW013, AL011)."""
+    rule: str
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Artifacts:
     """Everything a build holds, as plain data: encoded and written only by output.py."""
     grafana: tuple[GrafanaDashboard, ...]
@@ -81,6 +89,9 @@ class Artifacts:
     grafana_uid_prefix: str
     alarm_prefix: str
     dashboard_prefix: str
+    # What the build was made from, beyond its files: what it left out and why, and the counters CSV's sha256
+    notes: tuple[Note, ...]
+    counters_sha256: str
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
 
     def agent(self, cluster: str) -> AgentConfig | None:
@@ -141,6 +152,31 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
                  for cluster in settings.clusters)
 
 
+def notes(project: Project) -> tuple[Note, ...]:
+    """What building the project leaves out, and why: panels whose fields the counters CSV does not
+    collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
+    when nothing says GPUs are expected."""
+    from .data_missing import left_out
+    from .render.cloudwatch import left_out_on_addon
+
+    found = []
+    for note in project.notes:
+        where, _, message = note.partition(": ")
+        found.append(Note("DF001", _portable(where), message))
+    found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
+    found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
+    return tuple(found)
+
+
+def _portable(defined_at: str) -> str:
+    """`folder/file.py:line` of a definition's `path:line`: a build records it, so it must not depend on
+    where the project is checked out."""
+    from .model import source_file
+
+    path, _, line = defined_at.rpartition(":")
+    return f"{source_file(defined_at)}:{line}" if path and line.isdigit() else source_file(defined_at)
+
+
 def build(project: Project) -> Artifacts:
     from . import container_insights
 
@@ -170,4 +206,6 @@ def build(project: Project) -> Artifacts:
         grafana_uid_prefix=settings.grafana.uid_prefix,
         alarm_prefix=settings.alarms.name_prefix,
         dashboard_prefix=settings.cloudwatch.dashboard_prefix,
+        notes=notes(project),
+        counters_sha256=project.catalog.sha256,
     )

@@ -8,6 +8,7 @@ of spaces; the type is one of gauge, counter, histogram, summary, label.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,7 @@ class Catalog:
     source: str
     metrics: tuple[Metric, ...]
     repeats: tuple[str, ...] = ()  # "file:line: NAME repeats line N" for each repeated field
+    sha256: str = ""  # of the CSV's text: a build records the one it was made from
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_name", {m.name: m for m in self.metrics})
@@ -236,7 +238,8 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
     if not metrics:
         raise InputError("no metrics: every line is blank or a comment", where=source,
                          hint="list at least one field, e.g. DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).")
-    return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats))
+    return Catalog(source=source, metrics=tuple(metrics), repeats=tuple(repeats),
+                   sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
 def load_counters(path: Path) -> Catalog:

@@ -116,6 +116,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     with _no_cycle_collection():
         artifacts = build(project)
         requests = list(artifacts.alarms)
+        notes = artifacts.notes
         files = encode(artifacts)
         record = artifacts_record(artifacts)
         # Only the files are left to write: letting the set go first keeps the process small while they
@@ -151,16 +152,13 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     else:
         for warning in project.catalog.repeats:
             click.echo(f"warning: {warning}", err=True)
-        if project.notes:
-            click.echo(f"note: {len(project.notes)} panel(s) left out because the counters CSV does not collect "
+        left_out = [note for note in notes if note.rule == "DF001"]
+        if left_out:
+            click.echo(f"note: {len(left_out)} panel(s) left out because the counters CSV does not collect "
                        f"their fields; `gpudash lint` lists them (DF001)", err=True)
-        from .render.cloudwatch import left_out_on_addon
-        from .data_missing import left_out as data_missing_left_out
-
-        for _, message in left_out_on_addon(project):  # cloudwatch.source: container-insights
-            click.echo(f"note: {message} (lint CW013)", err=True)
-        for _, message in data_missing_left_out(project):  # alarms.expected_gpus: none
-            click.echo(f"note: {message} (lint AL011)", err=True)
+        for note in notes:  # CW013: cloudwatch.source: container-insights; AL011: alarms.expected_gpus: none
+            if note.rule != "DF001":
+                click.echo(f"note: {note.message} (lint {note.rule})", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
                    f"({len(project.grafana_definitions()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
 

@@ -126,7 +126,8 @@ def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
 def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
     """What the files alone do not say, kept in the manifest so that `read` gives back exactly the set
     that was written: each CloudWatch dashboard's Region (a dashboard of text widgets names none), the
-    primary Region, the Grafana folder, and the name prefixes that bound what publishing may prune."""
+    primary Region, the Grafana folder, the name prefixes that bound what publishing may prune, and what
+    the build was made from (what it left out and why, the counters CSV's sha256), which lint judges."""
     return {"primary_region": artifacts.primary_region,
             "cloudwatch_dashboards": {d.name: d.region for d in artifacts.cloudwatch_dashboards},
             "cloudformation": list(artifacts.cloudformation),
@@ -135,7 +136,9 @@ def artifacts_record(artifacts: Artifacts) -> dict[str, Any]:
             "grafana_folder": artifacts.grafana_folder,
             "grafana_uid_prefix": artifacts.grafana_uid_prefix,
             "alarm_prefix": artifacts.alarm_prefix,
-            "dashboard_prefix": artifacts.dashboard_prefix}
+            "dashboard_prefix": artifacts.dashboard_prefix,
+            "notes": [{"rule": n.rule, "where": n.where, "message": n.message} for n in artifacts.notes],
+            "counters_sha256": artifacts.counters_sha256}
 
 
 def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = None,
@@ -448,7 +451,7 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
 def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
     """The manifest's record of the artifacts (`artifacts_record`), checked for the form it is written in."""
     record = manifest.get("artifacts")
-    texts = ("grafana_uid_prefix", "alarm_prefix", "dashboard_prefix")
+    texts = ("grafana_uid_prefix", "alarm_prefix", "dashboard_prefix", "counters_sha256")
     folder = record.get("grafana_folder") if isinstance(record, dict) else None
     regions = record.get("cloudwatch_dashboards") if isinstance(record, dict) else None
     lists = [record.get(key) for key in ("agents", "cloudformation", "grafana")] if isinstance(record, dict) else [None]
@@ -456,10 +459,16 @@ def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
             or not record["primary_region"] or not all(isinstance(record.get(key), str) for key in texts) \
             or not isinstance(folder, dict) or not all(isinstance(folder.get(k), str) for k in ("uid", "title")) \
             or not isinstance(regions, dict) or not all(isinstance(r, str) and r for r in regions.values()) \
-            or not all(isinstance(items, list) and all(isinstance(i, str) and i for i in items) for items in lists):
-        raise InputError("the manifest does not record the build's Regions, Grafana folder and name prefixes "
+            or not all(isinstance(items, list) and all(isinstance(i, str) and i for i in items) for items in lists) \
+            or not _notes_recorded(record.get("notes")):
+        raise InputError("the manifest does not record the build's Regions, Grafana folder, name prefixes and notes "
                          "(`artifacts`): it was made by an older gpudash, or edited", where=where, hint=REGENERATE)
     return record
+
+
+def _notes_recorded(notes: Any) -> bool:
+    return isinstance(notes, list) and all(
+        isinstance(n, dict) and all(isinstance(n.get(key), str) for key in ("rule", "where", "message")) for n in notes)
 
 
 def _object(data: bytes, where: str, what: str, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -627,8 +636,9 @@ def _agree(what: str, recorded, present, manifest: str) -> None:
 def read(directory: Path, origin: str | None = None) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
-    the Grafana folder, the name prefixes) is read from the manifest's record, as it was written."""
-    from .artifacts import Artifacts, GrafanaDashboard
+    the Grafana folder, the name prefixes, what the build left out and why, the counters CSV's sha256)
+    is read from the manifest's record, as it was written."""
+    from .artifacts import Artifacts, GrafanaDashboard, Note
 
     manifest, files = _read_build(directory)
     origin = origin or str(directory)
@@ -687,5 +697,7 @@ def read(directory: Path, origin: str | None = None) -> "Artifacts":
         grafana_uid_prefix=record["grafana_uid_prefix"],
         alarm_prefix=record["alarm_prefix"],
         dashboard_prefix=record["dashboard_prefix"],
+        notes=tuple(Note(n["rule"], n["where"], n["message"]) for n in record["notes"]),
+        counters_sha256=record["counters_sha256"],
         origin=origin,
     )

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..catalog import Catalog
 from . import Finding, Rule
+from .subject import LintInput
 
 
-def repeated_fields(catalog: Catalog) -> Iterable[Finding]:
-    for repeat in catalog.repeats:
+def repeated_fields(subject: LintInput) -> Iterable[Finding]:
+    for repeat in subject.catalog.repeats:
         where, _, message = repeat.partition(": ")
         yield Finding("CSV001", "error", where, message)
 
 
-def histograms(catalog: Catalog) -> Iterable[Finding]:
+def histograms(subject: LintInput) -> Iterable[Finding]:
+    catalog = subject.catalog
     for metric in catalog:
         if metric.kind == "histogram":
             yield Finding("CSV002", "warning", f"{catalog.source}:{metric.line}",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Any, Iterable, Iterator
 
@@ -17,8 +16,8 @@ from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..resources import schema as schema_path
-from ..settings import Settings
 from . import Finding, Rule, schema_message
+from .subject import LintInput
 from .metrics_insights import Parsed, QueryError, is_query, needs_quotes, parse
 
 SEARCH_MAX_CHARS = 1024
@@ -30,13 +29,6 @@ ID = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
 _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
 
 
-@dataclass(frozen=True)
-class CloudWatchSubject:
-    dashboards: tuple[CloudWatchDashboard, ...]  # of the artifact set (bodies as data)
-    alarms: tuple[AlarmRequest, ...]
-    settings: Settings
-
-
 @cache
 def _validator(name: str):
     import jsonschema
@@ -44,8 +36,8 @@ def _validator(name: str):
     return jsonschema.Draft202012Validator(json.loads(schema_path(name).read_text()))
 
 
-def _bodies(subject: CloudWatchSubject) -> Iterator[tuple[str, Any]]:
-    for dashboard in sorted(subject.dashboards, key=lambda d: d.name):
+def _bodies(subject: LintInput) -> Iterator[tuple[str, Any]]:
+    for dashboard in sorted(subject.cloudwatch_dashboards, key=lambda d: d.name):
         yield dashboard.name, dashboard.body
 
 
@@ -54,7 +46,7 @@ def _where(name: str, index: int | None = None) -> str:
     return place if index is None else f"{place} widget {index}"
 
 
-def _metric_widgets(subject: CloudWatchSubject) -> Iterator[tuple[str, int, dict[str, Any]]]:
+def _metric_widgets(subject: LintInput) -> Iterator[tuple[str, int, dict[str, Any]]]:
     for name, body in _bodies(subject):
         if isinstance(body, dict):
             for index, widget in enumerate(body.get("widgets", [])):
@@ -69,21 +61,21 @@ def _expressions(properties: dict[str, Any]) -> Iterator[str]:
             yield str(line[-1]["expression"])
 
 
-def body_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
+def body_schema(subject: LintInput) -> Iterable[Finding]:
     for name, body in _bodies(subject):
         for error in _validator("cloudwatch-dashboard.schema.json").iter_errors(body):
             path = "/".join(str(p) for p in error.absolute_path)
             yield Finding("CW001", "error", _where(name), f"{path or 'body'}: {schema_message(error)}")
 
 
-def names(subject: CloudWatchSubject) -> Iterable[Finding]:
+def names(subject: LintInput) -> Iterable[Finding]:
     for name, _ in _bodies(subject):
         if not DASHBOARD_NAME.match(name):
             yield Finding("CW002", "error", _where(name),
                           "dashboard names are 1-255 characters of A-Z a-z 0-9 - _")
 
 
-def metric_count(subject: CloudWatchSubject) -> Iterable[Finding]:
+def metric_count(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         lines = properties.get("metrics", [])
         if isinstance(lines, list) and len(lines) > METRICS_PER_WIDGET:
@@ -111,7 +103,7 @@ def _line_problem(line: Any) -> str | None:
     return None
 
 
-def metric_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
+def metric_shape(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         for number, line in enumerate(properties.get("metrics", [])):
             problem = _line_problem(line)
@@ -119,7 +111,7 @@ def metric_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
                 yield Finding("CW004", "error", _where(name, index), f"metrics[{number}]: {problem}")
 
 
-def searches(subject: CloudWatchSubject) -> Iterable[Finding]:
+def searches(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         found = [m.group(1) for e in _expressions(properties) for m in _SEARCH.finditer(e)]
         for text in found:
@@ -131,7 +123,7 @@ def searches(subject: CloudWatchSubject) -> Iterable[Finding]:
                           f"{len(found)} SEARCH expressions; a graph allows {SEARCHES_PER_GRAPH}")
 
 
-def ids(subject: CloudWatchSubject) -> Iterable[Finding]:
+def ids(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         seen: set[str] = set()
         for line in properties.get("metrics", []):
@@ -145,7 +137,7 @@ def ids(subject: CloudWatchSubject) -> Iterable[Finding]:
                 seen.add(identifier)
 
 
-def grid(subject: CloudWatchSubject) -> Iterable[Finding]:
+def grid(subject: LintInput) -> Iterable[Finding]:
     for name, body in _bodies(subject):
         if not isinstance(body, dict):
             continue
@@ -155,7 +147,7 @@ def grid(subject: CloudWatchSubject) -> Iterable[Finding]:
                 yield Finding("CW007", "error", _where(name, index), "the widget runs past the 24-column grid")
 
 
-def _queries(subject: CloudWatchSubject) -> Iterator[tuple[str, str]]:
+def _queries(subject: LintInput) -> Iterator[tuple[str, str]]:
     """(where, expression) of every Metrics Insights query in dashboards and alarms."""
     for name, index, properties in _metric_widgets(subject):
         for expression in _expressions(properties):
@@ -174,7 +166,7 @@ def _parsed(expression: str) -> Parsed | None:
         return None
 
 
-def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
+def declared_shape(subject: LintInput) -> Iterable[Finding]:
     """Metrics Insights queries read the declared namespace and one of the published dimension sets.
 
     With cloudwatch.source: container-insights, the add-on's namespace and the sets it publishes each
@@ -210,7 +202,7 @@ def declared_shape(subject: CloudWatchSubject) -> Iterable[Finding]:
                               f"GROUP BY {dimension}: {publisher} does not publish that dimension with this set")
 
 
-def one_query_per_widget(subject: CloudWatchSubject) -> Iterable[Finding]:
+def one_query_per_widget(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         count = sum(1 for e in _expressions(properties) if is_query(e))
         if count > 1:
@@ -225,7 +217,7 @@ def _series_of(expression: str) -> int:
     return min(query.limit or SERIES_PER_QUERY, SERIES_PER_QUERY)
 
 
-def dashboard_metrics(subject: CloudWatchSubject) -> Iterable[Finding]:
+def dashboard_metrics(subject: LintInput) -> Iterable[Finding]:
     """A dashboard shows at most 2,500 metrics; a GROUP BY query counts as its LIMIT (500 without one)."""
     totals: dict[str, int] = {}
     for name, _, properties in _metric_widgets(subject):
@@ -243,7 +235,7 @@ def dashboard_metrics(subject: CloudWatchSubject) -> Iterable[Finding]:
                           f"(lower cloudwatch.top_pods / top_gpus or split the dashboard)")
 
 
-def quoting(subject: CloudWatchSubject) -> Iterable[Finding]:
+def quoting(subject: LintInput) -> Iterable[Finding]:
     """Queries parse; quotes in strings are backslash-escaped; reserved words and odd names are double-quoted."""
     for where, expression in _queries(subject):
         try:
@@ -257,7 +249,7 @@ def quoting(subject: CloudWatchSubject) -> Iterable[Finding]:
                               f"{name} must be double-quoted (a reserved keyword or a character beyond A-Z a-z 0-9 _)")
 
 
-def gauge_bounds(subject: CloudWatchSubject) -> Iterable[Finding]:
+def gauge_bounds(subject: LintInput) -> Iterable[Finding]:
     for name, index, properties in _metric_widgets(subject):
         axis = properties.get("yAxis", {}).get("left", {}) if isinstance(properties.get("yAxis"), dict) else {}
         if properties.get("view") == "gauge" and ("min" not in axis or "max" not in axis):
@@ -270,14 +262,14 @@ def _alarm_where(item: AlarmRequest) -> str:
     return f"cloudwatch/alarms.json {item.request.get('AlarmName', '?')}"
 
 
-def alarm_schema(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_schema(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
         for error in _validator("cloudwatch-alarm.schema.json").iter_errors(item.request):
             path = "/".join(str(p) for p in error.absolute_path)
             yield Finding("AL001", "error", _alarm_where(item), f"{path or 'request'}: {schema_message(error)}")
 
 
-def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_source(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
         request = item.request
         present = [key for key in ("MetricName", "Metrics", "EvaluationCriteria") if key in request]
@@ -289,7 +281,7 @@ def alarm_source(subject: CloudWatchSubject) -> Iterable[Finding]:
             yield Finding("AL002", "error", _alarm_where(item), "a MetricName alarm needs Namespace, Statistic, Period")
 
 
-def alarm_returned_data(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_returned_data(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
         queries = item.request.get("Metrics")
         if isinstance(queries, list):
@@ -299,14 +291,14 @@ def alarm_returned_data(subject: CloudWatchSubject) -> Iterable[Finding]:
                               f"{len(returned)} queries return data; an alarm needs exactly one")
 
 
-def alarm_periods(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_periods(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
         request = item.request
         if request.get("DatapointsToAlarm", 1) > request.get("EvaluationPeriods", 1):
             yield Finding("AL004", "error", _alarm_where(item), "DatapointsToAlarm exceeds EvaluationPeriods")
 
 
-def alarm_names(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_names(subject: LintInput) -> Iterable[Finding]:
     seen: set[tuple[str, str]] = set()
     for item in subject.alarms:
         key = (item.region, item.request.get("AlarmName", ""))
@@ -315,7 +307,7 @@ def alarm_names(subject: CloudWatchSubject) -> Iterable[Finding]:
         seen.add(key)
 
 
-def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_quota(subject: LintInput) -> Iterable[Finding]:
     for region, count in sorted(insights_alarm_counts(subject.alarms).items()):
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             yield Finding("AL006", "warning", "cloudwatch/alarms.json",
@@ -323,14 +315,14 @@ def alarm_quota(subject: CloudWatchSubject) -> Iterable[Finding]:
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region")
 
 
-def alarm_tags(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_tags(subject: LintInput) -> Iterable[Finding]:
     for item in subject.alarms:
         if ALARM_OWNER_TAG not in item.request.get("Tags", []):
             yield Finding("AL007", "error", _alarm_where(item),
                           f"no {ALARM_OWNER_TEXT} tag: gpudash could not tell it owns this alarm")
 
 
-def insights_window(subject: CloudWatchSubject) -> Iterable[Finding]:
+def insights_window(subject: LintInput) -> Iterable[Finding]:
     """A Metrics Insights alarm is evaluated over the latest 3 hours of data only."""
     for item in subject.alarms:
         request = item.request
@@ -348,7 +340,7 @@ _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToTh
                  "LessThanThreshold": "never fires for it", "LessThanOrEqualToThreshold": "never fires for it"}
 
 
-def alarm_blanks(subject: CloudWatchSubject) -> Iterable[Finding]:
+def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
     """Alarms on the exporter's DCGM fields see a blank sentinel as a reading: CloudWatch has no way to drop it."""
     namespace = subject.settings.cloudwatch.namespace
     for item in subject.alarms:
@@ -374,7 +366,7 @@ MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10
 NOT_IN_ALARMS = ("AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM", "SEARCH")
 
 
-def math_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
+def math_alarms(subject: LintInput) -> Iterable[Finding]:
     """Metric-math alarms: at most 10 metrics, each entry a metric or an expression over known ids, and
     no function that misbehaves in an alarm."""
     for item in subject.alarms:
@@ -406,7 +398,7 @@ _ORDER_FOR = {"GreaterThanThreshold": "DESC", "GreaterThanOrEqualToThreshold": "
               "LessThanThreshold": "ASC", "LessThanOrEqualToThreshold": "ASC"}
 
 
-def grouped_alarms(subject: CloudWatchSubject) -> Iterable[Finding]:
+def grouped_alarms(subject: LintInput) -> Iterable[Finding]:
     """GROUP BY alarms: ORDER BY the SELECT function toward the threshold, at most 500 series evaluated."""
     for item in subject.alarms:
         request = item.request

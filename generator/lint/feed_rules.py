@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
-from ..artifacts import Artifacts, GrafanaDashboard
-from ..project import Project
 from ..cloudwatch_query import dimension_for
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_METRICS
@@ -20,51 +16,27 @@ from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
 from . import Finding, Rule, schema_message
+from .subject import LintInput
 from .metrics_insights import QueryError, is_query, parse as parse_query
 from .promql_checks import query_selectors
 
 
 
-@dataclass(frozen=True)
-class FeedSubject:
-    project: Project
-    artifacts: Artifacts  # what the rules read: the agent configs, the Grafana and CloudWatch dashboards, alarms
-    cwagent_schema: Path | None = None
-
-    def clusters(self) -> tuple[Cluster, ...]:
-        return self.project.settings.clusters
-
-    @property
-    def dashboards(self) -> tuple[GrafanaDashboard, ...]:
-        return self.artifacts.grafana
-
-    def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        return self.artifacts.agent((cluster or self.clusters()[0]).name).config
-
-    def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        agent = self.artifacts.agent((cluster or self.clusters()[0]).name)
-        if agent is None:  # the Container Insights add-on: no agent ConfigMaps; the set's Prometheus job
-            values = self.artifacts.additional_scrape_configs
-            jobs = values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or [{}]
-            return jobs[0]
-        return agent.scrape["scrape_configs"][0]
-
-
-def _scrape_jobs(subject: FeedSubject, cluster: Cluster) -> set[str]:
+def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:
     """Names of the jobs in the agent's prometheus.yaml."""
     agent = subject.artifacts.agent(cluster.name)
     return set() if agent is None else {job.get("job_name") for job in agent.scrape.get("scrape_configs") or []}
 
 
-def _prometheus(subject: FeedSubject, cluster: Cluster) -> dict[str, Any]:
+def _prometheus(subject: LintInput, cluster: Cluster) -> dict[str, Any]:
     return subject.agent_config(cluster)["logs"]["metrics_collected"]["prometheus"]
 
 
-def _declarations(subject: FeedSubject, cluster: Cluster) -> list[dict[str, Any]]:
+def _declarations(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
     return _prometheus(subject, cluster).get("emf_processor", {}).get("metric_declaration", [])
 
 
-def declarations_complete(subject: FeedSubject) -> Iterable[Finding]:
+def declarations_complete(subject: LintInput) -> Iterable[Finding]:
     for cluster in subject.clusters():
         for index, declaration in enumerate(_declarations(subject, cluster)):
             for key in ("source_labels", "metric_selectors", "dimensions"):
@@ -97,7 +69,7 @@ def _published(declarations: list[dict[str, Any]], job: str) -> list[tuple[list[
     return result
 
 
-def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
+def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
     """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
     queries = []
     for dashboard in subject.artifacts.cloudwatch_dashboards:
@@ -134,9 +106,9 @@ def _queried(subject: FeedSubject) -> Iterable[tuple[str, str, str, frozenset[st
         yield where, query.metric, query.namespace, frozenset(query.schema or ()), cluster
 
 
-def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
+def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     """Every (metric, dimension set) a CloudWatch widget or alarm queries is published by that cluster's agent."""
-    settings = subject.project.settings
+    settings = subject.settings
     by_name = {c.name: c for c in subject.clusters()}
     jobs = (settings.scrape.job_name, KSM_JOB)
     published = {c.name: {job: _published(_declarations(subject, c), job) for job in jobs}
@@ -146,7 +118,7 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
         wanted = {(metric, dims) for _, metric, _, dims, _ in queried}
         for cluster in subject.clusters():
             extra = sorted({(m.name, ", ".join(sorted(d))) for patterns, d in published[cluster.name][jobs[0]]
-                            for m in subject.project.catalog if any(p.search(m.name) for p in patterns)
+                            for m in subject.catalog if any(p.search(m.name) for p in patterns)
                             and (m.name, d) not in wanted})
             for metric, dims in extra:
                 yield Finding("AG001", "warning", agent_file(cluster.name),
@@ -169,28 +141,28 @@ def used_metrics_selected(subject: FeedSubject) -> Iterable[Finding]:
                 continue
             if not any(d == dims and any(p.search(metric) for p in patterns)
                        for patterns, d in published[cluster.name][job]):
-                kind = subject.project.catalog.get(metric).kind if metric in subject.project.catalog else "?"
+                kind = subject.catalog.get(metric).kind if metric in subject.catalog else "?"
                 why = " (the agent drops histograms)" if kind == "histogram" else ""
                 yield Finding("AG001", "error", where,
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
 
 
-def _published_labels(subject: FeedSubject) -> set[str]:
-    labels = set(TARGET_LABELS) | set(EXPORTER_LABELS) | {m.name for m in subject.project.catalog.labels()}
+def _published_labels(subject: LintInput) -> set[str]:
+    labels = set(TARGET_LABELS) | set(EXPORTER_LABELS) | {m.name for m in subject.catalog.labels()}
     # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
     # where a series lacks some of them: a missing one groups as empty, which changes nothing.
-    labels.update(gpu_identity(subject.project.settings.labels))
+    labels.update(gpu_identity(subject.settings.labels))
     for rule in subject.scrape_job().get("metric_relabel_configs", []):
         if rule.get("action") == "labeldrop":
             labels = {label for label in labels if not re.fullmatch(rule["regex"], label)}
     return labels
 
 
-def dimensions_published(subject: FeedSubject) -> Iterable[Finding]:
+def dimensions_published(subject: LintInput) -> Iterable[Finding]:
     """Every dimension the agent publishes is a label on the scraped series (ClusterName from cluster_name),
     and the per-pod set names the workload's namespace and pod."""
-    settings = subject.project.settings
+    settings = subject.settings
     labels = _published_labels(subject)
     for cluster in subject.clusters():
         where = agent_file(cluster.name)
@@ -220,12 +192,12 @@ def _grouping_labels(expr: str) -> set[str]:
             if label.strip()}
 
 
-def labels_delivered(subject: FeedSubject) -> Iterable[Finding]:
+def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # The workload labels arrive under the names the settings declare on the scrape path in use
     # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours).
-    declared = subject.project.settings.labels
+    declared = subject.settings.labels
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container}
-    for dashboard in subject.dashboards:
+    for dashboard in subject.grafana:
         for panel in dashboard.model.get("panels", []):
             for target in panel.get("targets", []):
                 expr = target.get("expr")
@@ -241,15 +213,15 @@ def labels_delivered(subject: FeedSubject) -> Iterable[Finding]:
                                   f"label {label!r} is not on the series the scrape job delivers")
 
 
-def label_mode(subject: FeedSubject) -> Iterable[Finding]:
-    labels = subject.project.settings.labels
+def label_mode(subject: LintInput) -> Iterable[Finding]:
+    labels = subject.settings.labels
     if labels.pod.startswith("exported_"):
         yield Finding("PR002", "warning", "settings labels.pod",
                       "the generated scrape job and ServiceMonitor keep the workload pod as `pod`; "
                       "exported_pod only fits a ServiceMonitor without honorLabels")
 
 
-def agent_schema(subject: FeedSubject) -> Iterable[Finding]:
+def agent_schema(subject: LintInput) -> Iterable[Finding]:
     if subject.cwagent_schema is None:
         return
     import jsonschema

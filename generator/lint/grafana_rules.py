@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
-from ..catalog import Catalog
 from ..output import grafana_dashboard_bytes
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
+from .subject import LintInput
 from .promql_checks import COUNTER_FUNCTIONS, Selector, query_selectors, range_windows
 
 UID_MAX = 40
 CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
 _DATASOURCE_REFS = ("${datasource}", "$datasource")
-
-
-@dataclass(frozen=True)
-class GrafanaSubject:
-    dashboards: list[GrafanaDashboard]
-    catalog: Catalog
-    pod_label: str
-    schema_dir: Any  # Path of the reference Grafana schemas, or None
-    namespace_label: str = "namespace"  # a pod is named with its namespace
 
 
 def _panels(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -44,15 +34,15 @@ def _where(dashboard: GrafanaDashboard, panel: dict[str, Any] | None = None) -> 
     return f"{place} panel {panel.get('title', '?')!r}" if panel else place
 
 
-def _targets(subject: GrafanaSubject) -> Iterator[tuple[GrafanaDashboard, dict, dict]]:
-    for dashboard in subject.dashboards:
+def _targets(subject: LintInput) -> Iterator[tuple[GrafanaDashboard, dict, dict]]:
+    for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             for target in panel.get("targets", []):
                 if target.get("expr"):
                     yield dashboard, panel, target
 
 
-def promql_parses(subject: GrafanaSubject) -> Iterable[Finding]:
+def promql_parses(subject: LintInput) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         try:
             query_selectors(target["expr"])
@@ -74,15 +64,15 @@ def parsed_selectors(dashboards: list[GrafanaDashboard]) -> Iterator[tuple[Grafa
                     yield dashboard, panel, selector
 
 
-def metrics_known(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard, panel, selector in parsed_selectors(subject.dashboards):
+def metrics_known(subject: LintInput) -> Iterable[Finding]:
+    for dashboard, panel, selector in parsed_selectors(subject.grafana):
         if selector.metric and selector.metric not in subject.catalog:
             yield Finding("GF002", "error", _where(dashboard, panel),
                           f"{selector.metric} is not in the counters CSV ({subject.catalog.source})")
 
 
-def counters_rated(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard, panel, selector in parsed_selectors(subject.dashboards):
+def counters_rated(subject: LintInput) -> Iterable[Finding]:
+    for dashboard, panel, selector in parsed_selectors(subject.grafana):
         metric = selector.metric
         if metric in subject.catalog and subject.catalog.get(metric).is_counter \
                 and selector.range_function not in COUNTER_FUNCTIONS:
@@ -90,7 +80,7 @@ def counters_rated(subject: GrafanaSubject) -> Iterable[Finding]:
                           f"counter {metric} is charted raw: wrap it in rate() or increase()")
 
 
-def rate_interval(subject: GrafanaSubject) -> Iterable[Finding]:
+def rate_interval(subject: LintInput) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         for window in range_windows(target["expr"]):
             if window not in ("$__rate_interval", "$__range", "$__interval") and ":" not in window:
@@ -98,15 +88,15 @@ def rate_interval(subject: GrafanaSubject) -> Iterable[Finding]:
                               f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")
 
 
-def units(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard in subject.dashboards:
+def units(subject: LintInput) -> Iterable[Finding]:
+    for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             if not panel.get("fieldConfig", {}).get("defaults", {}).get("unit") and panel.get("type") != "heatmap":
                 yield Finding("GF003", "error", _where(dashboard, panel), "panel has no unit")
 
 
-def descriptions(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard in subject.dashboards:
+def descriptions(subject: LintInput) -> Iterable[Finding]:
+    for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             if not panel.get("description"):
                 yield Finding("GF004", "error", _where(dashboard, panel), "panel has no description")
@@ -119,8 +109,8 @@ def _datasource_ok(ref: Any) -> bool:
     return uid in _DATASOURCE_REFS or (isinstance(uid, str) and uid.startswith("-- "))
 
 
-def datasource_variable(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard in subject.dashboards:
+def datasource_variable(subject: LintInput) -> Iterable[Finding]:
+    for dashboard in subject.grafana:
         for panel in _charts(dashboard.model):
             refs = [panel.get("datasource")] + [t.get("datasource") for t in panel.get("targets", [])]
             if panel.get("datasource") is None or not all(_datasource_ok(r) for r in refs):
@@ -128,9 +118,9 @@ def datasource_variable(subject: GrafanaSubject) -> Iterable[Finding]:
                               "queries must use the ${datasource} variable, not a fixed data source")
 
 
-def uids(subject: GrafanaSubject) -> Iterable[Finding]:
+def uids(subject: LintInput) -> Iterable[Finding]:
     seen: set[str] = set()
-    for dashboard in subject.dashboards:
+    for dashboard in subject.grafana:
         uid = dashboard.model.get("uid") or ""
         if not uid or len(uid) > UID_MAX:
             yield Finding("GF008", "error", _where(dashboard), f"uid {uid!r} must be 1-{UID_MAX} characters")
@@ -139,8 +129,8 @@ def uids(subject: GrafanaSubject) -> Iterable[Finding]:
         seen.add(uid)
 
 
-def overlaps(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard in subject.dashboards:
+def overlaps(subject: LintInput) -> Iterable[Finding]:
+    for dashboard in subject.grafana:
         boxes = []
         for panel in dashboard.model.get("panels", []):
             grid = panel.get("gridPos") or {}
@@ -152,7 +142,7 @@ def overlaps(subject: GrafanaSubject) -> Iterable[Finding]:
             boxes.append((panel.get("title", "?"), box))
 
 
-def pod_legends(subject: GrafanaSubject) -> Iterable[Finding]:
+def pod_legends(subject: LintInput) -> Iterable[Finding]:
     label = subject.pod_label
     for dashboard, panel, target in _targets(subject):
         expr = target["expr"]
@@ -193,11 +183,11 @@ def _deepest(error):
     return error
 
 
-def schema(subject: GrafanaSubject) -> Iterable[Finding]:
-    if subject.schema_dir is None:
+def schema(subject: LintInput) -> Iterable[Finding]:
+    if subject.grafana_schema is None:
         return
-    dashboard_validator, panel_validators = _validators(str(subject.schema_dir))
-    for dashboard in subject.dashboards:
+    dashboard_validator, panel_validators = _validators(str(subject.grafana_schema))
+    for dashboard in subject.grafana:
         severity = "error" if dashboard.model.get("schemaVersion", 0) >= 36 else "warning"
         for error in dashboard_validator.iter_errors(dashboard.model):
             error = _deepest(error)  # descend into anyOf (panel or row) to the real cause
@@ -216,8 +206,8 @@ def schema(subject: GrafanaSubject) -> Iterable[Finding]:
                                   f"schema: {schema_message(error)}")
 
 
-def configmap_size(subject: GrafanaSubject) -> Iterable[Finding]:
-    for dashboard in subject.dashboards:
+def configmap_size(subject: LintInput) -> Iterable[Finding]:
+    for dashboard in subject.grafana:
         size = len(grafana_dashboard_bytes(dashboard.model))  # the bytes the ConfigMap carries
         if size > CONFIGMAP_APPLY_LIMIT:
             yield Finding("GF011", "warning", _where(dashboard),

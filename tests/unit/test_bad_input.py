@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.resources import default_config
+from generator.catalog import load_counters
+from generator.resources import default_config, default_counters
 
 GOOD_CSV = "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\nDCGM_FI_DEV_FB_USED, gauge, FB used (in MiB).\n"
 GOOD_DASHBOARD = """
@@ -77,7 +78,8 @@ def manifest_for(files: dict[str, bytes]) -> bytes:
     record = {"primary_region": "us-east-1", "cloudwatch_dashboards": dashboards, "agents": agents,
               "grafana": uids, "cloudformation": [],
               "grafana_folder": {"uid": "gpudash", "title": "GPU monitoring"}, "grafana_uid_prefix": "gpudash",
-              "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash"}
+              "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash", "notes": [],
+              "counters_sha256": load_counters(default_counters()).sha256}  # made from the bundled CSV
     return json.dumps({"artifacts": record,
                        "files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
 

@@ -9,14 +9,19 @@ import pytest
 
 from generator.artifacts import AlarmRequest, CloudWatchDashboard
 from generator.lint import run
-from generator.lint.cloudwatch_rules import RULES, CloudWatchSubject
-from generator.lint.runner import cloudwatch_subject
+from generator.lint.cloudwatch_rules import RULES
+from tests.support.lint_input import lint_input
 from generator.project import load_project
 
 
 @pytest.fixture(scope="module")
 def good():
-    return cloudwatch_subject(load_project())
+    return lint_input(load_project())
+
+
+def _only(good, dashboards, alarms):
+    """The good input with only these CloudWatch dashboards and alarms."""
+    return replace(good, artifacts=replace(good.artifacts, cloudwatch_dashboards=dashboards, alarms=alarms))
 
 
 def test_generated_dashboards_and_alarms_are_valid(good):
@@ -25,10 +30,10 @@ def test_generated_dashboards_and_alarms_are_valid(good):
 
 
 def _with_body(good, mutate):
-    dashboard = next(d for d in good.dashboards if d.name == "gpudash-gpu-cluster-by-pod")
+    dashboard = next(d for d in good.cloudwatch_dashboards if d.name == "gpudash-gpu-cluster-by-pod")
     body = copy.deepcopy(dashboard.body)
     mutate(body)
-    return CloudWatchSubject((replace(dashboard, body=body),), (), good.settings)
+    return _only(good, (replace(dashboard, body=body),), ())
 
 
 def _metric_widget(body):
@@ -102,8 +107,7 @@ def test_broken_body_is_rejected_precisely(good, case):
 
 
 def test_bad_dashboard_name_and_a_body_without_widgets(good):
-    subject = CloudWatchSubject((CloudWatchDashboard("gpu dash!", "us-east-1", {"widgets": "none"}),), (),
-                                good.settings)
+    subject = _only(good, (CloudWatchDashboard("gpu dash!", "us-east-1", {"widgets": "none"}),), ())
     messages = {(f.rule, f.message) for f in run(RULES, subject)}
     assert ("CW002", "dashboard names are 1-255 characters of A-Z a-z 0-9 - _") in messages
     assert any(rule == "CW001" and message.startswith("widgets: ") for rule, message in messages), messages
@@ -112,7 +116,7 @@ def test_bad_dashboard_name_and_a_body_without_widgets(good):
 def _alarm(good, mutate):
     item = copy.deepcopy(next(a for a in good.alarms if "gpu-idle" in a.request["AlarmName"]))
     mutate(item.request)
-    return CloudWatchSubject((), (item,), good.settings)
+    return _only(good, (), (item,))
 
 
 ALARM_CASES = {
@@ -147,7 +151,7 @@ ALARM_CASES = {
 def _math_alarm(good, mutate):
     item = copy.deepcopy(next(a for a in good.alarms if "gpu-data-missing" in a.request["AlarmName"]))
     mutate(item.request["Metrics"])
-    return CloudWatchSubject((), (item,), good.settings)
+    return _only(good, (), (item,))
 
 
 def _more_metrics(metrics):
@@ -179,16 +183,16 @@ def test_broken_alarm_is_rejected_precisely(good, case):
 
 def test_duplicate_names_and_quota(good):
     item = good.alarms[0]
-    duplicated = CloudWatchSubject((), (item, item), good.settings)
+    duplicated = _only(good, (), (item, item))
     assert [f.rule for f in run(RULES, duplicated) if f.rule != "AL010"] == ["AL005"]
     many = [AlarmRequest("us-east-1", {**item.request, "AlarmName": f"a{i}"}) for i in range(201)]
-    (finding,) = run([r for r in RULES if r.id == "AL006"], CloudWatchSubject((), tuple(many), good.settings))
+    (finding,) = run([r for r in RULES if r.id == "AL006"], _only(good, (), tuple(many)))
     assert finding.severity == "warning" and "201 Metrics Insights alarms in us-east-1" in finding.message
 
 
 def test_top_pods_500_passes_the_dashboard_limit(project_dir):
     """Settings allow 500 pods per chart; the per-pod dashboard then asks for more than 2,500 metrics."""
-    subject = cloudwatch_subject(load_project(project_dir("cloudwatch:\n  top_pods: 500\n")))
+    subject = lint_input(load_project(project_dir("cloudwatch:\n  top_pods: 500\n")))
     findings = [f for f in run(RULES, subject) if f.rule == "CW011"]
     assert [f.where for f in findings] == ["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"]
     assert "a dashboard shows at most 2,500" in findings[0].message

@@ -20,7 +20,8 @@ from generator.output import encode
 from generator.cli import main
 from generator.container_insights_table import MAPPINGS, published_sets
 from generator.errors import InputError
-from generator.lint.runner import cloudwatch_subject, lint_project
+from generator.lint.runner import lint_project
+from tests.support.lint_input import lint_input
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
@@ -262,7 +263,7 @@ def dashboards(ctx):
 
 def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     project, _, _ = addon
-    subject = cloudwatch_subject(project)
+    subject = lint_input(project)
     assert [f for f in lint_project(project) if f.severity == "error"] == []
     published = published_sets()
     for item in subject.alarms:
@@ -272,13 +273,13 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
         assert tuple(schema) in published[metric]
     # The set the issue text suggested for pods ([..., PodName]) names the owner, not the pod: a query on
     # it, or on a set the add-on does not publish for the metric, is an error.
-    from generator.lint.cloudwatch_rules import CloudWatchSubject, declared_shape
+    from generator.lint.cloudwatch_rules import declared_shape
 
     bad = copy.deepcopy(subject.alarms)
     bad[0].request["Metrics"][0]["Expression"] = (
         'SELECT MAX("pod_gpu_memory_utilization") FROM SCHEMA("ContainerInsights", "ClusterName", "NodeName") '
         'GROUP BY "NodeName" ORDER BY MAX() DESC')
-    findings = list(declared_shape(CloudWatchSubject((), tuple(bad), project.settings)))
+    findings = list(declared_shape(lint_input(project, subject.artifacts, cloudwatch_dashboards=(), alarms=tuple(bad))))
     assert [f.rule for f in findings] == ["CW008"]
     assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
 

@@ -13,7 +13,8 @@ import yaml
 
 from generator.artifacts import build
 from generator.lint import run
-from generator.lint.feed_rules import RULES, FeedSubject
+from generator.lint.feed_rules import RULES
+from tests.support.lint_input import lint_input
 from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import scrape_job, service_monitor
@@ -177,7 +178,7 @@ def _feed(project, mutate=None):
     artifacts = build(project)
     if mutate:
         artifacts = mutate(artifacts)
-    return FeedSubject(project, artifacts)
+    return lint_input(project, artifacts)
 
 
 def _rule(subject, rule_id):

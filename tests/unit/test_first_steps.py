@@ -159,6 +159,36 @@ def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lin
     assert "DCGM_FI_DEV_GPU_TEMP" in notes[0]["message"]
 
 
+def test_lint_from_judges_the_build_not_the_definitions_or_csv_changed_since(in_folder, cli):
+    """What a build left out travels in its manifest: once the definition no longer asks for the field,
+    `lint` finds nothing left out, while `lint --from` still notes the panel the build was made without.
+    A counters CSV changed since the build is refused: the build's fields would be judged by another CSV."""
+    (in_folder / "dashboards").mkdir()
+    (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL)
+    (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
+    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: dashboards}\n")
+    assert cli("generate", "--out", "build")[0] == 0
+    (in_folder / "dashboards" / "training.py").write_text(
+        TYPO_PANEL.replace('        per_pod("DCGM_FI_DEV_GPU_TEMP", "Temperature"),\n', ""))
+
+    def left_out(*args):
+        code, stdout, stderr = cli("lint", *args, "--output", "json")
+        assert code == 0, stderr
+        return [(f["where"], f["message"]) for f in json.loads(stdout)["findings"] if f["rule"] == "DF001"]
+
+    assert left_out() == []
+    assert left_out("--from", "build") == [
+        ("dashboards/training.py:8", "panel 'Temperature' left out: the counters CSV does not collect "
+                                     "DCGM_FI_DEV_GPU_TEMP")]
+    with (in_folder / "counters.csv").open("a") as csv:
+        csv.write("DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).\n")
+    code, stdout, stderr = cli("lint", "--from", "build")
+    assert code == 2 and stdout == "", stdout
+    assert "error: build: this build was made from another counters CSV than " in stderr, stderr
+    assert "counters.csv (sha256 " in stderr
+    assert "fix: pass --csv with the CSV the build was made from, or generate the build again" in stderr
+
+
 def test_a_typo_inside_ctx_available_is_an_error_lint_reports_too(in_folder, cli):
     (in_folder / "dashboards").mkdir()
     (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL.replace("GPU_TEMP", "GPU_UTILISATION"))

@@ -7,7 +7,8 @@ import re
 
 from generator.artifacts import grafana_dashboards
 from generator.lint import run
-from generator.lint.grafana_rules import RULES, GrafanaSubject
+from generator.lint.grafana_rules import RULES
+from tests.support.lint_input import lint_input
 from generator.lint.promql_checks import parse, selectors
 from generator.project import load_project
 
@@ -27,7 +28,7 @@ def _targets(model):
 
 def test_default_dashboards_validate_against_grafanas_schema(reference):
     project, _ = _dashboards()
-    subject = GrafanaSubject(grafana_dashboards(project), project.catalog, "pod", reference / "grafana" / "schema")
+    subject = lint_input(project, grafana_schema=reference / "grafana" / "schema")
     schema_rule = [rule for rule in RULES if rule.id == "GF010"]
     assert run(schema_rule, subject) == []
 
@@ -36,7 +37,7 @@ def test_schema_rule_catches_a_broken_panel(reference):
     project, _ = _dashboards()
     dashboards = grafana_dashboards(project)
     dashboards[0].model["panels"][1]["gridPos"]["w"] = "wide"
-    subject = GrafanaSubject(dashboards[:1], project.catalog, "pod", reference / "grafana" / "schema")
+    subject = lint_input(project, grafana_schema=reference / "grafana" / "schema", grafana=tuple(dashboards[:1]))
     findings = run([rule for rule in RULES if rule.id == "GF010"], subject)
     assert findings and all(f.severity == "error" for f in findings)
     assert any("'wide' is not of type 'integer'" in f.message for f in findings)
@@ -208,9 +209,9 @@ def test_dashboards_adapt_to_a_csv_without_profiling_fields(reference):
 
 def test_panel_ids_are_unique_and_layout_does_not_overlap():
     project, _ = _dashboards()
-    subject = GrafanaSubject(grafana_dashboards(project), project.catalog, "pod", None)
+    subject = lint_input(project)
     assert run([r for r in RULES if r.id in ("GF008", "GF009")], subject) == []
-    for dashboard in subject.dashboards:
+    for dashboard in subject.grafana:
         ids = [p["id"] for p in dashboard.model["panels"]]
         assert len(ids) == len(set(ids)) and 0 not in ids
 
@@ -227,7 +228,7 @@ def test_every_panel_kind_renders_schema_valid(project_dir, reference):
     (rendered,) = grafana_dashboards(project)
     assert [p["type"] for p in rendered.model["panels"][1:]] == [
         "timeseries", "stat", "gauge", "bargauge", "table", "heatmap"]
-    subject = GrafanaSubject([rendered], project.catalog, "pod", reference / "grafana" / "schema")
+    subject = lint_input(project, grafana_schema=reference / "grafana" / "schema", grafana=(rendered,))
     assert run([r for r in RULES if r.id in ("GF010", "GF003", "GF004", "GF009")], subject) == []
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from generator.artifacts import grafana_dashboards
 from generator.lint import run
-from generator.lint.grafana_rules import RULES, GrafanaSubject
+from generator.lint.grafana_rules import RULES
+from tests.support.lint_input import lint_input
 from generator.project import load_project
 
 
@@ -21,11 +22,11 @@ def test_default_project_is_clean(cli, reference):
 
 def _subject():
     project = load_project()
-    return GrafanaSubject(grafana_dashboards(project)[:1], project.catalog, "pod", None)
+    return lint_input(project, grafana=tuple(grafana_dashboards(project)[:1]))
 
 
 def _target(subject):
-    return next(p for p in subject.dashboards[0].model["panels"] if p["type"] != "row")
+    return next(p for p in subject.grafana[0].model["panels"] if p["type"] != "row")
 
 
 def _findings(subject, rule_id):
@@ -40,7 +41,7 @@ MUTATIONS = {
     "GF005": lambda s: _target(s)["targets"][0].update(datasource={"type": "prometheus", "uid": "P1809F7CD0C75ACF3"}),
     "GF006": lambda s: _target(s)["targets"][0].update(expr="sum(DCGM_FI_DEV_PCIE_REPLAY_COUNTER)"),
     "GF007": lambda s: _target(s)["targets"][0].update(expr="sum(rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[5m]))"),
-    "GF008": lambda s: s.dashboards[0].model.update(uid="x" * 41),
+    "GF008": lambda s: s.grafana[0].model.update(uid="x" * 41),
     "GF009": lambda s: _target(s)["gridPos"].update(y=0),
     "GF012": lambda s: _target(s)["targets"][0].update(legendFormat="Pod {{pod}}"),  # worker-0 of which namespace?
 }

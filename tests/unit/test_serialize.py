@@ -177,11 +177,13 @@ def test_ascii_json_is_what_ensure_ascii_writes(value):
 
 def test_the_configmap_size_lint_counts_the_bytes_that_ship():
     from generator.artifacts import GrafanaDashboard
-    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, GrafanaSubject, configmap_size
+    from generator.lint.grafana_rules import CONFIGMAP_APPLY_LIMIT, configmap_size
+    from generator.project import load_project
+    from tests.support.lint_input import lint_input
 
     model = {"uid": "big", "title": "Große Last", "description": "ÜÜÜÜ " * 40_000}  # 2 bytes per Ü, ß
     shipped = serialize.to_json(model)
     assert len(shipped) > CONFIGMAP_APPLY_LIMIT > len(shipped.decode())  # UTF-8 bytes, not characters
-    subject = GrafanaSubject([GrafanaDashboard("big", "Große Last", "dashboards/big.py:1", model)], None, "pod", None)
+    subject = lint_input(load_project(), grafana=(GrafanaDashboard("big", "Große Last", "dashboards/big.py:1", model),))
     (finding,) = configmap_size(subject)
     assert finding.message.startswith(f"{len(shipped)} bytes")

@@ -1,0 +1,63 @@
+"""What every lint rule reads: one artifact set (built, or read from a build) and the facts it is judged by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..artifacts import AgentConfig, AlarmRequest, Artifacts, CloudWatchDashboard, GrafanaDashboard, Note
+from ..catalog import Catalog
+from ..settings import Cluster, Settings
+
+
+@dataclass(frozen=True)
+class LintInput:
+    """The artifact set, the settings and counters CSV it was made with, and the reference schemas to
+    validate against (None: those rules are skipped). Every rule family receives this."""
+    artifacts: Artifacts
+    settings: Settings
+    catalog: Catalog
+    grafana_schema: Path | None = None  # folder of Grafana's dashboard JSON schemas
+    cwagent_schema: Path | None = None  # the CloudWatch agent's config schema
+
+    @property
+    def grafana(self) -> tuple[GrafanaDashboard, ...]:
+        return self.artifacts.grafana
+
+    @property
+    def cloudwatch_dashboards(self) -> tuple[CloudWatchDashboard, ...]:
+        return self.artifacts.cloudwatch_dashboards
+
+    @property
+    def alarms(self) -> tuple[AlarmRequest, ...]:
+        return self.artifacts.alarms
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        return self.artifacts.notes
+
+    @property
+    def pod_label(self) -> str:
+        return self.settings.labels.pod
+
+    @property
+    def namespace_label(self) -> str:
+        return self.settings.labels.namespace
+
+    def clusters(self) -> tuple[Cluster, ...]:
+        return self.settings.clusters
+
+    def agent(self, cluster: Cluster) -> AgentConfig | None:
+        return self.artifacts.agent(cluster.name)
+
+    def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
+        return self.artifacts.agent((cluster or self.clusters()[0]).name).config
+
+    def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
+        agent = self.artifacts.agent((cluster or self.clusters()[0]).name)
+        if agent is None:  # the Container Insights add-on: no agent ConfigMaps; the set's Prometheus job
+            values = self.artifacts.additional_scrape_configs
+            jobs = values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or [{}]
+            return jobs[0]
+        return agent.scrape["scrape_configs"][0]
