@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from . import redact
 
 from .clients.answer import OddAnswer
+from .clients.http import SlowAnswer
 from .checks.result import FAIL, NO_DATA, ODD_ANSWER, ODD_FIX, OK, SKIP, UNREACHABLE, WARN, Check
 from .clients.options import Options
 from .errors import GpudashError, RemoteError
@@ -38,17 +39,30 @@ def _runners() -> dict[str, Callable[[Project, Options], Iterable[Check]]]:
 
 def _work(group: str, runner, project: Project, options: Options, out: "queue.Queue") -> None:
     """Run one group, sending each check as it is made, then _DONE (or the bug that stopped it)."""
+    made = 0
     try:
         for check in runner(project, options):
             out.put((group, check))
+            made += 1
     except GpudashError as exc:
-        out.put((group, Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused",
-                              cause=UNREACHABLE)))
+        if isinstance(exc, SlowAnswer) and not exc.answering:  # as if the deadline had come first: one wording
+            out.put((group, _unanswered(group, options, made)))
+        else:
+            out.put((group, Check(group, "reachable", FAIL, exc.what, exc.hint or f"--skip {group} if unused",
+                                  cause=UNREACHABLE)))
     except OddAnswer as odd:
         out.put((group, Check(group, "answers", FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)))
     except BaseException as bug:  # a bug in gpudash: the main thread raises it
         out.put((group, bug))
     out.put((group, _DONE))
+
+
+def _unanswered(group: str, options: Options, made: int) -> Check:
+    """A group still waiting for its first byte at the deadline, whether the run's deadline or the socket's
+    timeout (the time left in the run) noticed it first: the machine's load decides which, the check is one."""
+    after = f" (after {made} checks)" if made else ""
+    return Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s{after}",
+                 f"check that the {group} endpoint is reachable, or --skip {group}", cause=UNREACHABLE)
 
 
 def _threads(groups: Iterable[str], runners, project: Project, options: Options, out: "queue.Queue") -> None:
@@ -152,10 +166,7 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
         if child is not None:
             _reap(child)
     for group in pending:  # still waiting on an answer at the deadline: not awaited any longer
-        made = f" (after {len(results[group])} checks)" if results[group] else ""
-        results[group].append(Check(group, "reachable", FAIL, f"no answer within {options.timeout:g} s{made}",
-                                    f"check that the {group} endpoint is reachable, or --skip {group}",
-                                    cause=UNREACHABLE))
+        results[group].append(_unanswered(group, options, len(results[group])))
     return [check for group in GROUPS if group in results for check in results[group]]
 
 

@@ -13,7 +13,11 @@ BODY_LIMIT = 64 * 2**20  # no answer gpudash reads is near this; a larger one is
 
 
 class SlowAnswer(RemoteError):
-    """The deadline passed while the answer was still arriving."""
+    """The deadline passed while the answer was still arriving (`answering`), or before any of it came."""
+
+    def __init__(self, what: str, hint: str | None = None, *, answering: bool = True) -> None:
+        super().__init__(what, hint=hint)
+        self.answering = answering
 
 
 def read_body(response: Any, options: Options, what: str) -> bytes:
@@ -67,4 +71,4 @@ def _late(what: str, options: Options, answering: bool) -> SlowAnswer:
         return SlowAnswer(f"{what} did not finish answering within {options.timeout:g} s (it answers too slowly)",
                           hint="check the server and the network between, or raise --timeout")
     return SlowAnswer(f"{what}: no answer within {options.timeout:g} s",
-                      hint="check that the server is reachable and not overloaded, or raise --timeout")
+                      hint="check that the server is reachable and not overloaded, or raise --timeout", answering=False)

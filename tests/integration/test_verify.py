@@ -300,6 +300,36 @@ def test_a_system_that_never_answers_is_a_failed_check_not_a_hang(stack):
         "no answer within 1 s", "check that the prometheus endpoint is reachable, or --skip prometheus")
 
 
+def test_a_silent_server_is_one_check_whichever_timeout_notices_it_first():
+    """The socket's timeout is the time left in the run, so on a loaded machine the client may notice a silent
+    server before the run's deadline does: the check is the same either way (the test above lets the
+    deadline win; here the client's read gives up first, after one check of the group was made)."""
+    import socket
+
+    from generator import verify
+    from generator.checks.result import OK, Check
+    from generator.clients.http import get
+    from generator.clients.options import Options
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+
+        def group(project, options):
+            yield Check("prometheus", "first", OK, "made before the silence")
+            get(url, options, "Prometheus", "check it")  # the run's deadline is the socket's timeout
+
+        options = Options(timeout=0.5)
+        options.start()
+        out = __import__("queue").Queue()
+        verify._work("prometheus", group, None, options, out)  # one group, on its own: nothing else waits
+    checks = [item for _, item in iter(out.get, ("prometheus", verify._DONE))]
+    assert [(c.name, c.status, c.detail, c.fix, c.cause) for c in checks][1:] == [
+        ("reachable", "fail", "no answer within 0.5 s (after 1 checks)",
+         "check that the prometheus endpoint is reachable, or --skip prometheus", "unreachable")]
+
+
 def test_the_operators_service_monitor_renames_the_workload_labels(stack, reference):
     cluster, verify = stack
     cluster.service_monitors = KubeCluster(reference).service_monitors  # the GPU operator's own
