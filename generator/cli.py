@@ -280,6 +280,7 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
 def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, churn: int, view_hours: float,
          gpus: int | None, prices_file: str | None, output: str) -> None:
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
+    from .artifacts import build
     from .console import table
     from .cost import Fleet, estimates, load_prices
 
@@ -287,7 +288,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
-    result = estimates(project, fleet, prices)
+    result = estimates(project, fleet, prices, build(project))  # the dashboards priced are the set's
     if output == "json":
         click.echo(json.dumps(result, indent=2))
         return

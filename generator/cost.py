@@ -1,4 +1,4 @@
-"""Monthly CloudWatch cost of a fleet, from the project's artifacts and a dated price file. Pure.
+"""Monthly CloudWatch cost of a fleet, from the project's artifact set and a dated price file. Pure.
 
 What the bill has, line by line (rates, sources and dates in defaults/cloudwatch-prices.json):
 
@@ -22,7 +22,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .cloudwatch_query import pod_dimensions
@@ -30,6 +30,9 @@ from .errors import InputError
 from .project import Project
 from .reading import read_json
 from .render.agent import KEPT_KINDS, published_sets
+
+if TYPE_CHECKING:
+    from .artifacts import Artifacts, CloudWatchDashboard
 
 PRICES = Path(__file__).resolve().parent / "defaults" / "cloudwatch-prices.json"
 HOURS_PER_MONTH = 730
@@ -227,16 +230,17 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     ]
 
 
-def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
+def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
+                     dashboards: Sequence[CloudWatchDashboard]) -> list[Line]:
+    """The CloudWatch dashboards of the artifact set, priced: the first cluster's, as many times as the fleet
+    has clusters (the fleet's clusters are alike)."""
     from .lint.metrics_insights import QueryError, is_query, parse
     from .names import cloudwatch_dashboard_name
-    from .render import cloudwatch
 
     settings = project.settings
-    definitions = project.cloudwatch_definitions()
     first = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, settings.clusters[0].name, d.id)
-             for d in definitions}  # one cluster's dashboards: the fleet's clusters are alike
-    bodies = [body for name, _, body in cloudwatch.dashboards(definitions, project.catalog, settings) if name in first]
+             for d in project.cloudwatch_definitions()}
+    bodies = [d.body for d in dashboards if d.name in first]
     shown, analyzed = [], 0.0
     for body in bodies:
         metrics = 0.0
@@ -324,9 +328,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     return lines, cluster_alarms + math_alarms + alarms
 
 
-def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> dict[str, Any]:
+def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,
+             dashboards: Sequence[CloudWatchDashboard]) -> dict[str, Any]:
+    """One estimate; `dashboards` are the CloudWatch dashboards of the project's artifact set."""
     alarm_lines, alarm_count = _alarm_lines(project, fleet, prices, mode)
-    lines = [*_metric_lines(project, fleet, prices), *_dashboard_lines(project, fleet, prices), *alarm_lines]
+    lines = [*_metric_lines(project, fleet, prices), *_dashboard_lines(project, fleet, prices, dashboards),
+             *alarm_lines]
     return {"mode": mode, "alarms": alarm_count, "lines": [asdict(line) for line in lines],
             "total": round(sum(line.monthly for line in lines), 2)}
 
@@ -358,21 +365,30 @@ def limits(fleet: Fleet) -> list[str]:
     return notes
 
 
-def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None) -> dict[str, Any]:
+def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = None,
+              artifacts: Artifacts | None = None) -> dict[str, Any]:
     """The configured source's estimate with GROUP BY and with static per-pod alarms, and both CloudWatch
-    sources side by side for the same fleet (GROUP BY alarms; the add-on takes no static ones)."""
+    sources side by side for the same fleet (GROUP BY alarms; the add-on takes no static ones).
+
+    The dashboards priced are those of `artifacts`, the project's artifact set (built when not given); the
+    other source's, which no build holds, are those `artifacts.cloudwatch_dashboards` makes for it."""
+    from .artifacts import build, cloudwatch_dashboards
     from .container_insights import SOURCES, enabled, source
 
     prices = prices or load_prices()
+    shipped = (artifacts or build(project)).cloudwatch_dashboards
+    configured = source(project.settings)
     uncertain = sorted(key for key, rate in prices["rates"].items() if rate.get("uncertain"))
     overridden = sorted(key for key, rate in prices["rates"].items() if rate.get("overridden"))
     sources = {}
     for name in SOURCES:
-        result = estimate(with_source(project, name), fleet, prices, "group_by")
+        other = with_source(project, name)
+        result = estimate(other, fleet, prices, "group_by",
+                          shipped if name == configured else cloudwatch_dashboards(other))
         sources[name] = {"total": result["total"], "lines": result["lines"]}
     return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count}, "prices_as_of": prices["as_of"],
             "source": prices["source"], "uncertain_rates": uncertain, "overridden_rates": overridden,
-            "cloudwatch_source": source(project.settings),
-            "group_by": estimate(project, fleet, prices, "group_by"),
-            "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static"),
+            "cloudwatch_source": configured,
+            "group_by": estimate(project, fleet, prices, "group_by", shipped),
+            "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
             "sources": sources, "limits": limits(fleet)}

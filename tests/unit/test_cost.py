@@ -93,6 +93,25 @@ def test_dashboards_are_those_of_one_cluster_whatever_the_other_clusters_are_nam
     assert _lines(estimates(two, fleet))["dashboards"] == _lines(estimates(project, fleet))["dashboards"]
 
 
+def test_the_dashboards_priced_are_those_of_the_artifact_set(project):
+    """cost reads the CloudWatch dashboards of the artifact set it is given, as they ship: a set without the
+    per-pod dashboard has two dashboards to pay for and its reads are gone from the bill."""
+    from dataclasses import replace
+
+    from generator.artifacts import build
+
+    fleet = Fleet(clusters=1, pods=500, churn=0)
+    built = build(project)
+    assert estimates(project, fleet, artifacts=built) == estimates(project, fleet)
+    by_pod = [d for d in built.cloudwatch_dashboards if d.name.endswith("-by-pod")]
+    assert len(by_pod) == 1
+    fewer = replace(built, cloudwatch_dashboards=tuple(d for d in built.cloudwatch_dashboards if d not in by_pod))
+    read = "dashboard reads (metrics analyzed, thousands)"
+    whole, without = _lines(estimates(project, fleet)), _lines(estimates(project, fleet, artifacts=fewer))
+    assert whole["dashboards"]["quantity"] == 3 and without["dashboards"]["quantity"] == 2
+    assert 0 < without[read]["quantity"] < whole[read]["quantity"]
+
+
 def test_reads_are_metrics_analyzed_and_follow_viewing(project):
     base = _lines(estimates(project, Fleet(clusters=1, pods=100, churn=0)))
     more_pods = _lines(estimates(project, Fleet(clusters=1, pods=1000, churn=0)))
