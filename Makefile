@@ -51,12 +51,12 @@ services:
 	@prometheus --version 2>&1 | head -1
 
 # The pip install and the apt install run side by side (one is CPU, the other mostly download and
-# unpack). Test files run in one worker per CPU plus one (each file in one worker, so its fixtures start
-# once): part of the suite's time is waiting (servers starting, Prometheus scraping, Chromium, pip),
-# which the extra worker fills. The longest files start first (tests/conftest.py, START_FIRST).
+# unpack). Test files run in two workers per CPU plus one (each file in one worker, so its fixtures
+# start once): much of the suite's time is waiting (servers starting, Prometheus scraping, Chromium),
+# which the extra workers fill. The longest files start first (tests/conftest.py, START_FIRST).
 test:
 	@$(MAKE) --no-print-directory -j2 $(TEST_STAMP) services
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $$(( $$(nproc) + 1 )) --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $$(( 2 * $$(nproc) + 1 )) --dist loadfile --no-loadscope-reorder
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/generate.py
