@@ -27,7 +27,8 @@ def _modules() -> dict[str, Path]:
 
 
 def _is_type_checking(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): its body never runs; its `else:` always does."""
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
 def _imports(name: str, path: Path, known: set[str], *, in_functions: bool = False) -> set[str]:
@@ -39,6 +40,7 @@ def _imports(name: str, path: Path, known: set[str], *, in_functions: bool = Fal
     while pending:
         node = pending.pop()
         if _is_type_checking(node):
+            pending.extend(node.orelse)
             continue
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
@@ -51,6 +53,8 @@ def _imports(name: str, path: Path, known: set[str], *, in_functions: bool = Fal
             targets.update(f"{base}.{alias.name}" for alias in node.names)
         elif in_functions or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If)):
             pending.extend(ast.iter_child_nodes(node))
+    # Importing a.b.c runs a/__init__.py and a/b/__init__.py first: those packages are imported too.
+    targets |= {".".join(t.split(".")[:end]) for t in set(targets) for end in range(1, t.count(".") + 1)}
     return {t for t in targets if t in known and t != name}
 
 
@@ -92,6 +96,32 @@ def test_the_cycle_check_sees_an_import_inside_a_function(tmp_path):
     graph = {"pkg.first": _imports("pkg.first", first, known, in_functions=True),
              "pkg.second": _imports("pkg.second", second, known, in_functions=True)}
     assert _imports("pkg.second", second, known) == set()
+    with pytest.raises(AssertionError, match="import cycle"):
+        _assert_no_cycle(graph)
+
+
+def test_the_cycle_check_sees_an_import_in_the_else_of_type_checking(tmp_path):
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("from . import second\n")
+    second.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\nelse:\n    from . import first\n")
+    known = {"pkg.first", "pkg.second"}
+    assert _imports("pkg.second", second, known) == {"pkg.first"}
+    with pytest.raises(AssertionError, match="import cycle"):
+        _assert_no_cycle({name: _imports(name, path, known) for name, path in
+                          (("pkg.first", first), ("pkg.second", second))})
+
+
+def test_the_cycle_check_sees_the_package_an_import_runs_first(tmp_path):
+    """`from .sub.mod import x` runs sub/__init__.py: a cycle through a package's __init__ is a cycle."""
+    (tmp_path / "sub").mkdir()
+    first, init, mod = tmp_path / "first.py", tmp_path / "sub" / "__init__.py", tmp_path / "sub" / "mod.py"
+    first.write_text("from .sub.mod import x\n")
+    init.write_text("from ..first import y\n")
+    mod.write_text("x = 1\n")
+    known = {"pkg.first", "pkg.sub", "pkg.sub.mod"}
+    graph = {"pkg.first": _imports("pkg.first", first, known), "pkg.sub": _imports("pkg.sub", init, known),
+             "pkg.sub.mod": _imports("pkg.sub.mod", mod, known)}
+    assert "pkg.sub" in graph["pkg.first"]
     with pytest.raises(AssertionError, match="import cycle"):
         _assert_no_cycle(graph)
 
