@@ -38,6 +38,10 @@ def cloudwatch_dashboard_file(name: str) -> str:
     return f"cloudwatch/dashboards/{name}.json"
 
 
+def grafana_dashboard_file(uid: str) -> str:
+    return f"grafana/{uid}.json"
+
+
 def template_file(region: str, primary_region: str) -> str:
     from .names import cloudformation_template
 
@@ -77,7 +81,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     sidecars = []
     for dashboard in artifacts.grafana:
         text = grafana_dashboard_bytes(dashboard.model)
-        files[f"grafana/{dashboard.uid}.json"] = text
+        files[grafana_dashboard_file(dashboard.uid)] = text
         sidecars.append(configmap(dashboard.uid, text.decode(), artifacts.grafana_folder["title"]))
     files[PROVISIONING_FILE] = to_yaml(artifacts.grafana_provisioning)
     files[SIDECAR_FILE] = to_yaml(*sidecars)

@@ -15,6 +15,7 @@ from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
+from ..output import ALARMS_FILE, cloudwatch_dashboard_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -42,7 +43,7 @@ def _bodies(subject: LintInput) -> Iterator[tuple[str, Any]]:
 
 
 def _where(name: str, index: int | None = None) -> str:
-    place = f"cloudwatch/dashboards/{name}.json"
+    place = cloudwatch_dashboard_file(name)
     return place if index is None else f"{place} widget {index}"
 
 
@@ -259,7 +260,7 @@ def gauge_bounds(subject: LintInput) -> Iterable[Finding]:
 # --- alarms -------------------------------------------------------------------------------
 
 def _alarm_where(item: AlarmRequest) -> str:
-    return f"cloudwatch/alarms.json {item.request.get('AlarmName', '?')}"
+    return f"{ALARMS_FILE} {item.request.get('AlarmName', '?')}"
 
 
 def alarm_schema(subject: LintInput) -> Iterable[Finding]:
@@ -310,7 +311,7 @@ def alarm_names(subject: LintInput) -> Iterable[Finding]:
 def alarm_quota(subject: LintInput) -> Iterable[Finding]:
     for region, count in sorted(insights_alarm_counts(subject.alarms).items()):
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
-            yield Finding("AL006", "warning", "cloudwatch/alarms.json",
+            yield Finding("AL006", "warning", ALARMS_FILE,
                           f"{count} Metrics Insights alarms in {region}: the default quota is "
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region")
 

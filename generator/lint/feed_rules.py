@@ -11,7 +11,7 @@ from ..data_missing import KSM_METRICS
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import gpu_identity
 from ..reading import read_json_schema
-from ..output import agent_file
+from ..output import ALARMS_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
@@ -79,12 +79,12 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
                 continue
             for line in widget.get("properties", {}).get("metrics", []):
                 if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
-                    queries.append((f"cloudwatch/dashboards/{dashboard.name}.json "
+                    queries.append((f"{cloudwatch_dashboard_file(dashboard.name)} "
                                     f"{widget['properties'].get('title')!r}", line[-1]["expression"]))
     alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item.request.get("Metrics", []):
-            where = f"cloudwatch/alarms.json {item.request['AlarmName']}"
+            where = f"{ALARMS_FILE} {item.request['AlarmName']}"
             if "MetricStat" in metric:  # a metric of a metric-math alarm
                 stat = metric["MetricStat"]["Metric"]
                 cluster = next((d["Value"] for d in stat.get("Dimensions", []) if d["Name"] == CLUSTER_DIMENSION), None)
@@ -95,7 +95,7 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
         if "MetricName" in item.request:
             request = item.request
             cluster = next((d["Value"] for d in request["Dimensions"] if d["Name"] == CLUSTER_DIMENSION), None)
-            yield (f"cloudwatch/alarms.json {request['AlarmName']}", request["MetricName"], request["Namespace"],
+            yield (f"{ALARMS_FILE} {request['AlarmName']}", request["MetricName"], request["Namespace"],
                    frozenset(d["Name"] for d in request["Dimensions"]), cluster)
     for where, expression in queries:
         try:
@@ -209,7 +209,7 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
                     continue
                 used |= _grouping_labels(expr)
                 for label in sorted(used - available - {"__name__"}):
-                    yield Finding("PR001", "error", f"grafana/{dashboard.uid}.json panel {panel.get('title')!r}",
+                    yield Finding("PR001", "error", f"{grafana_dashboard_file(dashboard.uid)} panel {panel.get('title')!r}",
                                   f"label {label!r} is not on the series the scrape job delivers")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
-from ..output import grafana_dashboard_bytes
+from ..output import grafana_dashboard_bytes, grafana_dashboard_file
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -30,7 +30,7 @@ def _charts(model: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _where(dashboard: GrafanaDashboard, panel: dict[str, Any] | None = None) -> str:
-    place = f"grafana/{dashboard.uid}.json"
+    place = grafana_dashboard_file(dashboard.uid)
     return f"{place} panel {panel.get('title', '?')!r}" if panel else place
 
 

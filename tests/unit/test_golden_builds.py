@@ -107,3 +107,42 @@ def test_a_text_only_dashboard_outside_the_primary_region_reads_back_in_its_own_
     read_back = {d.name: d for d in read(tmp_path / "build").cloudwatch_dashboards}
     assert read_back[other.name] == text_only and read_back[other.name].region != primary
     assert desired_from(read(tmp_path / "build")).dashboard_regions[other.name] == other.region
+
+
+BUILD_FOLDERS = ("grafana/", "cloudwatch/", "k8s/", "prometheus/", "cloudformation/")
+
+
+@pytest.mark.parametrize("name", golden.names())
+def test_every_build_file_a_lint_finding_names_is_in_the_build(name, tmp_path, cli):
+    """A finding points at the file that ships: lint spells build paths as output.py writes them."""
+    files = golden.generate(name, tmp_path / "build")
+    config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
+    code, out, err = cli("lint", *config, "--from", str(tmp_path / "build"), "--output", "json")
+    assert code == 0, err
+    named = {f["where"].split(" ")[0] for f in json.loads(out)["findings"]}
+    in_build = {path for path in named if path.startswith(BUILD_FOLDERS)}
+    assert in_build or name == "container-insights"  # its findings all name definitions
+    assert in_build <= set(files), sorted(in_build - set(files))
+
+
+def test_grafana_and_cloudwatch_findings_name_files_the_build_holds():
+    """Findings on a Grafana panel and a CloudWatch widget (made to fail here) name the files encode writes."""
+    from generator.artifacts import build
+    from generator.lint.runner import lint_input, lint_rules
+    from generator.output import encode
+    from generator.project import load_project
+
+    project = load_project(golden.HERE / "multi-region.yaml")
+    built = build(project)
+    for dashboard in built.grafana:
+        for panel in dashboard.model.get("panels", []):
+            panel.pop("description", None)  # GF004
+    for dashboard in built.cloudwatch_dashboards:
+        for widget in dashboard.body["widgets"]:
+            if widget.get("type") == "metric":
+                widget["properties"]["view"] = "gauge"  # CW009: a gauge needs yAxis.left min and max
+                widget["properties"].pop("yAxis", None)
+    findings = lint_rules(lint_input(project, built))
+    named = {f.where.split(" ")[0] for f in findings if f.rule in ("GF004", "CW009")}
+    assert any(n.startswith("grafana/") for n in named) and any(n.startswith("cloudwatch/") for n in named)
+    assert named <= set(encode(built)), sorted(named - set(encode(built)))
