@@ -401,7 +401,7 @@ def check_made_with(directory: Path, settings, consequence: str = LINTED) -> Non
     try:
         manifest = json.loads((directory / MANIFEST).read_bytes())
     except (OSError, ValueError):
-        return  # read_build says what is wrong with the manifest
+        return  # read says what is wrong with the manifest
     made_with = manifest.get("settings") if isinstance(manifest, dict) else None
     if not isinstance(made_with, dict) or made_with.get("sha256") == settings_record(settings)["sha256"]:
         return  # a build from before the manifest recorded its settings is judged as before
@@ -412,11 +412,6 @@ def check_made_with(directory: Path, settings, consequence: str = LINTED) -> Non
     raise InputError(f"this build was made with other settings ({given}) than the ones read now "
                      f"({settings.source}): {consequence}",
                      where=str(directory), hint=f"{hint}, or generate the build again with these settings")
-
-
-def read_build(directory: Path) -> dict[str, bytes]:
-    """The files a build's manifest lists, each checked against its sha256."""
-    return _read_build(directory)[1]
 
 
 def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
