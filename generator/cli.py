@@ -215,8 +215,8 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     if from_dir:  # what ships: the build's own files, judged by the settings it was made with
         from .output import check_made_with, read
 
-        check_made_with(Path(from_dir), project.settings)
         artifacts = read(Path(from_dir), origin=from_dir)
+        check_made_with(Path(from_dir), project.settings)
     else:
         from .artifacts import build
 

@@ -78,8 +78,8 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
 
     project = load_project_for(config, csv)
     if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
-        check_made_with(Path(from_dir), project.settings, PUBLISHED)
         artifacts = read(Path(from_dir), origin=from_dir)
+        check_made_with(Path(from_dir), project.settings, PUBLISHED)
     else:
         artifacts = build(project)
     return project, desired_from(artifacts)

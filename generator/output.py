@@ -416,10 +416,13 @@ def check_made_with(directory: Path, settings, consequence: str = LINTED) -> Non
     try:
         manifest = json.loads((directory / MANIFEST).read_bytes())
     except (OSError, ValueError):
-        return  # read says what is wrong with the manifest
+        return  # read, which runs first, says what is wrong with the manifest
     made_with = manifest.get("settings") if isinstance(manifest, dict) else None
-    if not isinstance(made_with, dict) or made_with.get("sha256") == settings_record(settings)["sha256"]:
-        return  # a build from before the manifest recorded its settings is judged as before
+    if not isinstance(made_with, dict) or not isinstance(made_with.get("sha256"), str):
+        raise InputError("the manifest does not record the settings the build was made with (`settings`): it was "
+                         "made by an older gpudash, or edited", where=str(directory / MANIFEST), hint=REGENERATE)
+    if made_with["sha256"] == settings_record(settings)["sha256"]:
+        return
     bundled = made_with.get("bundled") is True
     given = "the bundled defaults" if bundled else f"settings with sha256 {str(made_with.get('sha256'))[:12]}…"
     hint = ("run it without --config and without GPUDASH_CONFIG, away from any gpudash.yaml" if bundled

@@ -20,7 +20,7 @@ from generator.changes import FAILED
 from generator.markers import GRAFANA_OWNER_TAG
 from generator.ownership import grafana_message
 from generator.project import load_project
-from generator.output import read, write
+from generator.output import read, settings_record, write
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.clients import deadline
@@ -38,7 +38,7 @@ def build_dir(tmp_path_factory):
     """One reviewed build that every push in this module publishes (`push --from`)."""
     project = load_project()
     out = tmp_path_factory.mktemp("build") / "build"
-    write(out, build(project))
+    write(out, build(project), settings_record(project.settings))
     return out
 
 

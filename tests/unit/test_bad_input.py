@@ -80,7 +80,10 @@ def manifest_for(files: dict[str, bytes]) -> bytes:
               "grafana_folder": {"uid": "gpudash", "title": "GPU monitoring"}, "grafana_uid_prefix": "gpudash",
               "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash", "notes": [],
               "counters_sha256": load_counters(default_counters()).sha256}  # made from the bundled CSV
-    return json.dumps({"artifacts": record,
+    from generator.output import settings_record
+    from generator.settings import load_settings
+
+    return json.dumps({"settings": settings_record(load_settings(None)), "artifacts": record,  # the bundled ones
                        "files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
 
 

@@ -74,3 +74,20 @@ def test_a_build_whose_manifest_does_not_record_its_artifacts_is_refused_not_gue
         with pytest.raises(InputError) as raised:
             read(out)
         assert says in raised.value.what and raised.value.where.endswith("manifest.json"), raised.value.what
+
+
+def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_path, monkeypatch):
+    """Without the settings' sha256 nothing shows the build was made with the settings read now: lint and
+    publishing refuse it (exit 2, naming the manifest) rather than judge or publish it by other settings."""
+    monkeypatch.chdir(tmp_path)  # no ./gpudash.yaml is read
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(GOLDEN / "multi-region.yaml"), "--out", str(build),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
+    manifest = json.loads((build / "manifest.json").read_text())
+    del manifest["settings"]
+    (build / "manifest.json").write_text(json.dumps(manifest))
+    for command in (("lint",), ("plan", "--no-grafana", "--no-cloudwatch")):
+        code, _, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
+        assert code == 2, (command, stderr)
+        assert "does not record the settings" in stderr and "manifest.json" in stderr, stderr
