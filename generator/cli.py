@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 
-from . import cli_preview, cli_publish  # noqa: F401  (register plan, push, apply, verify, preview)
 from .cli_base import config_option, csv_option, load_project_for, main, optional_path, output_option
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 
@@ -81,6 +80,22 @@ def run() -> None:
         sys.stderr.write(f"error: {exc}\n")
         code = exc.exit_code
     sys.stderr.flush()
+    _exit(code)
+
+
+def _exit(code) -> None:
+    """End the process with `code`. Once the command is done and no other thread runs, the exit handlers
+    run and the process ends without the interpreter's teardown, which frees every object and module one
+    by one: about 15 ms of a small `generate` for memory the system takes back at once anyway."""
+    import atexit
+    import threading
+
+    if (code is None or isinstance(code, int)) and threading.active_count() == 1:
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code or 0)
     sys.exit(code)
 
 

@@ -24,15 +24,32 @@ def _print_traceback() -> None:
     click.echo(redact.text(traceback.format_exc()), err=True, nl=False)
 
 
+# The commands a module registers when it is imported, which is when one of them is asked for: `generate`
+# (the command most runs make) starts without the publishing and preview commands' code.
+LAZY_COMMANDS = {"plan": "cli_publish", "push": "cli_publish", "apply": "cli_publish", "verify": "cli_publish",
+                 "preview": "cli_preview"}
+
+
 class GpudashGroup(click.Group):
     """Turns GpudashError into one message and its exit code; tracebacks only with --debug."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            import importlib
+
+            importlib.import_module(f".{LAZY_COMMANDS[cmd_name]}", __package__)  # registers it on `main`
+        return super().get_command(ctx, cmd_name)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:  # `gpudash --config F generate`: say where the option goes
-            name = next((a for a in args if a in self.commands), None)
-            if name and any(exc.option_name in p.opts for p in self.commands[name].params):
+            name = next((a for a in args if a in self.list_commands(ctx)), None)
+            command = self.get_command(ctx, name) if name else None
+            if command and any(exc.option_name in p.opts for p in command.params):
                 exc.message = (f"No such option: {exc.option_name} before the command; it belongs after it: "
                                f"gpudash {name} {exc.option_name} ...")
             raise

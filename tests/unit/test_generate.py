@@ -93,9 +93,27 @@ def test_metrics_command(cli):
 
 
 def test_every_command_has_help(cli):
-    for command in [[], *[[name] for name in main.commands]]:
+    import click
+
+    names = main.list_commands(click.Context(main))
+    assert {"generate", "plan", "push", "apply", "verify", "preview"} <= set(names)
+    for command in [[], *[[name] for name in names]]:
         code, stdout, _ = cli(*command, "--help")
         assert code == 0 and "Usage:" in stdout
+
+
+def test_the_commands_imported_on_demand_are_those_their_modules_register():
+    """`gpudash` lists (and imports when asked) exactly the commands cli_publish and cli_preview define."""
+    import subprocess
+    import sys
+
+    code = ("import generator.cli as cli, generator.cli_base as base\n"
+            "before = set(cli.main.commands)\n"
+            "import generator.cli_publish, generator.cli_preview\n"
+            "added = {n: cli.main.commands[n].callback.__module__.rsplit('.', 1)[1] for n in set(cli.main.commands) - before}\n"
+            "print(added == base.LAZY_COMMANDS, sorted(added), sorted(base.LAZY_COMMANDS))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("True"), result.stdout
 
 
 def test_init_config_writes_the_commented_default_once(tmp_path, cli):
@@ -110,17 +128,19 @@ def test_init_config_writes_the_commented_default_once(tmp_path, cli):
 def test_help_and_generate_do_not_import_the_remote_clients(tmp_path):
     """`gpudash --help` and `gpudash generate` start without boto3, kubernetes, requests or jsonschema, and
     generate without the Grafana SDK's v2 dashboard schemas (its panel builders import them; gpudash
-    assembles panels from the SDK's models), nor the standard modules that only errors need."""
+    assembles panels from the SDK's models), nor the standard modules that only errors need; generate also
+    without the publishing and preview commands' modules."""
     import subprocess
     import sys
 
     heavy = ["boto3", "botocore", "kubernetes", "requests", "jsonschema", "grafana_foundation_sdk.models.dashboardv2",
              "grafana_foundation_sdk.models.dashboardv2beta1", "grafana_foundation_sdk.builders",
              "difflib", "decimal", "traceback"]  # needed only for suggestions, for --debug, or not at all
-    for args in (["--help"], ["generate", "--out", str(tmp_path / "build")]):
+    commands = ["generator.cli_publish", "generator.cli_preview"]  # imported when one of their commands is asked for
+    for args, unused in ((["--help"], heavy), (["generate", "--out", str(tmp_path / "build")], heavy + commands)):
         code = ("import sys; from generator.cli import main\n"
                 f"try:\n    main({args!r})\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
-                f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+                f"print(sorted(m for m in {unused!r} if m in sys.modules))")
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                 cwd=tmp_path)
         assert result.stdout.strip().splitlines()[-1] == "[]", (args, result.stdout)
