@@ -228,10 +228,9 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     disabled = frozenset(rule.upper() for rule in disable)
     project = load_project_for(config, csv)
     if from_dir:  # what ships: the build's own files, judged by the settings it was made with
-        from .output import check_made_with, read
+        from .output import read
 
-        artifacts = read(Path(from_dir), origin=from_dir)
-        check_made_with(Path(from_dir), project.settings)
+        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings)
     else:
         from .artifacts import build
 

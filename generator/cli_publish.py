@@ -73,13 +73,12 @@ def publish_options(command):
 
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
     from .artifacts import build
-    from .output import PUBLISHED, check_made_with, read
+    from .output import PUBLISHED, read
     from .desired import desired_from
 
     project = load_project_for(config, csv)
     if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
-        artifacts = read(Path(from_dir), origin=from_dir)
-        check_made_with(Path(from_dir), project.settings, PUBLISHED)
+        artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings, consequence=PUBLISHED)
     else:
         artifacts = build(project)
     return project, desired_from(artifacts)

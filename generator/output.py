@@ -409,15 +409,12 @@ PUBLISHED = ("publishing would mix the build's artifacts with checks, Grafana fo
              "of other settings")
 
 
-def check_made_with(directory: Path, settings, consequence: str = LINTED) -> None:
+def _check_made_with(manifest: dict[str, Any], directory: Path, settings, consequence: str) -> None:
     """A build is judged and published with the settings it was made with: other settings (another label
     mapping, other clusters, another folder) would report its queries as wrong, or verify and prune
-    by other rules than the build's. Say which settings to pass instead."""
-    try:
-        manifest = json.loads((directory / MANIFEST).read_bytes())
-    except (OSError, ValueError):
-        return  # read, which runs first, says what is wrong with the manifest
-    made_with = manifest.get("settings") if isinstance(manifest, dict) else None
+    by other rules than the build's. Say which settings to pass instead. `manifest` is the one `read`
+    checked the files against (read once: the settings judged are those of the files read)."""
+    made_with = manifest.get("settings")
     if not isinstance(made_with, dict) or not isinstance(made_with.get("sha256"), str):
         raise InputError("the manifest does not record the settings the build was made with (`settings`): it was "
                          "made by an older gpudash, or edited", where=str(directory / MANIFEST), hint=REGENERATE)
@@ -650,11 +647,12 @@ def _agree(what: str, recorded, present, manifest: str) -> None:
                          "not record", where=manifest, hint=REGENERATE)
 
 
-def read(directory: Path, origin: str | None = None) -> "Artifacts":
+def read(directory: Path, origin: str | None = None, settings=None, consequence: str = LINTED) -> "Artifacts":
     """A build folder, back as the artifact set it was written from (every file checked against the
     manifest first). What the files do not say (each CloudWatch dashboard's Region, the primary Region,
     the Grafana folder, the name prefixes, what the build left out and why, the counters CSV's sha256)
-    is read from the manifest's record, as it was written."""
+    is read from the manifest's record, as it was written. With `settings`, the build must have been made
+    with them (else an input error saying which to pass, ending with `consequence`)."""
     from .artifacts import Artifacts, GrafanaDashboard, Note
 
     manifest, files = _read_build(directory)
@@ -696,6 +694,8 @@ def read(directory: Path, origin: str | None = None) -> "Artifacts":
     def document(path: str, what: str) -> dict[str, Any]:
         return _yaml(files.get(path, b"{}"), where(path), what)[0]
 
+    if settings is not None:
+        _check_made_with(manifest, directory, settings, consequence)
     return Artifacts(
         grafana=grafana,
         grafana_folder={"uid": record["grafana_folder"]["uid"], "title": record["grafana_folder"]["title"]},
