@@ -112,8 +112,7 @@ def dimension_for(key: str, settings: Settings) -> str:
 
 
 def scrape_seconds(settings: Settings) -> int:
-    interval = settings.scrape.interval
-    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+    return settings.scrape.seconds
 
 
 # --- quoting (backslash escapes, every identifier double-quoted) --------------------------

@@ -149,8 +149,7 @@ def _price(prices: dict[str, Any], key: str) -> float:
 
 
 def _scrape_seconds(project: Project) -> int:
-    interval = project.settings.scrape.interval
-    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+    return project.settings.scrape.seconds
 
 
 def _per_cluster(fleet: Fleet) -> tuple[float, float]:

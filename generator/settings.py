@@ -142,11 +142,21 @@ class ExporterSettings(Section):
     namespace: str
 
 
+def interval_seconds(interval: str) -> int:
+    """Seconds of an interval as settings write it (`30s`, `1m`: the schema's pattern)."""
+    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+
+
 @dataclass(frozen=True)
 class ScrapeSettings(Section):
     """settings `scrape`: the scrape job's interval and name."""
     interval: str
     job_name: str
+
+    @property
+    def seconds(self) -> int:
+        """The scrape interval in seconds."""
+        return interval_seconds(self.interval)
 
 
 @dataclass(frozen=True)
@@ -541,19 +551,15 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
                              hint="make warning lower than or equal to critical")
 
 
-def _seconds(interval: str) -> int:
-    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
-
-
-def _check_period(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
-    """CloudWatch sums and counts per group divide by the observations a GPU makes per period."""
-    if (document.get("cloudwatch") or {}).get("source") == "container-insights":
+def _check_period(document: dict[str, Any], period_written: bool, source: str, node: yaml.Node | None) -> None:
+    """CloudWatch sums and counts per group divide by the observations a GPU makes per period.
+    `document` has its defaults filled in; `period_written` says whether the file sets cloudwatch.period."""
+    if document["cloudwatch"]["source"] == "container-insights":
         return  # the add-on collects every 60 s, whatever the scrape interval
-    interval = _seconds((document.get("scrape") or {}).get("interval", "30s"))
-    period = (document.get("cloudwatch") or {}).get("period", 300)
+    interval = interval_seconds(document["scrape"]["interval"])
+    period = document["cloudwatch"]["period"]
     if interval and period % interval:
-        path = ["cloudwatch", "period"] if "period" in (document.get("cloudwatch") or {}) else ["scrape", "interval"]
-        line = _line_of(node, path)
+        line = _line_of(node, ["cloudwatch", "period"] if period_written else ["scrape", "interval"])
         raise InputError(f"cloudwatch.period {period} s is not a whole number of scrape intervals "
                          f"(scrape.interval {interval} s): each GPU would report {period / interval:g} times "
                          f"per period, and per-pod sums and counts would be off",
@@ -577,8 +583,9 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
         raise InputError("the settings must be a YAML mapping of keys to values", where=f"{source}:1",
                          hint="start from the commented default: gpudash init-config")
     validate(document, source, node)
-    _check_period(document, source, node)
+    period_written = "period" in (document.get("cloudwatch") or {})
     document = _with_defaults(document, _schema(), _schema())
+    _check_period(document, period_written, source, node)
     clusters = tuple(Cluster(**c) for c in document["clusters"])
     seen: dict[str, int] = {}
     for index, cluster in enumerate(clusters):

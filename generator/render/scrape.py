@@ -21,7 +21,7 @@ from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
-from ..settings import Settings
+from ..settings import Settings, interval_seconds
 
 # Labels the scrape job adds to every series, beside the exporter's own.
 TARGET_LABELS = ("job", "instance", "Namespace", "Service", "node", "exporter_pod")
@@ -65,8 +65,7 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
 
 def scrape_timeout(interval: str) -> str:
     """10s, or the interval when that is shorter (a timeout may not exceed its interval)."""
-    seconds = int(interval[:-1]) * (60 if interval.endswith("m") else 1)
-    return f"{min(seconds, 10)}s"
+    return f"{min(interval_seconds(interval), 10)}s"
 
 
 def ksm_pod_label(settings: Settings) -> tuple[str, str]:

@@ -54,3 +54,20 @@ def test_the_code_reads_typed_fields_not_mapping_keys():
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if mapping_read.search(line) or re.search(r"settings\.raw\[", line)]
     assert not found, "read the typed field instead:\n" + "\n".join(found)
+
+
+def test_a_period_that_is_not_a_whole_number_of_scrape_intervals_is_refused_at_the_line_that_sets_it(tmp_path):
+    from generator.errors import InputError
+
+    clusters = "clusters:\n  - {name: a, region: us-east-1}\n"
+    with pytest.raises(InputError) as given:  # period written: its line
+        parse_settings(clusters + "scrape:\n  interval: 7s\ncloudwatch:\n  period: 60\n", "s.yaml", tmp_path)
+    assert "cloudwatch.period 60 s is not a whole number of scrape intervals (scrape.interval 7 s)" in str(given.value)
+    assert given.value.where == "s.yaml:6"
+    with pytest.raises(InputError) as default:  # the schema's default period (300): the interval's line
+        parse_settings(clusters + "scrape:\n  interval: 7s\n", "s.yaml", tmp_path)
+    assert "cloudwatch.period 300 s" in str(default.value) and default.value.where == "s.yaml:4"
+    settings = parse_settings(clusters + "scrape:\n  interval: 1m\n", "s.yaml", tmp_path)
+    assert settings.scrape.seconds == 60
+    assert parse_settings(clusters + "cloudwatch:\n  source: container-insights\nscrape:\n  interval: 7s\n",
+                          "s.yaml", tmp_path).scrape.seconds == 7
