@@ -34,8 +34,12 @@ NOTE_RULES = [
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004"})
 
 
+# Every rule family, in the order lint lists and runs them.
+FAMILIES = (catalog_rules.RULES, NOTE_RULES, grafana_rules.RULES, feed_rules.RULES, cloudwatch_rules.RULES)
+
+
 def all_rules() -> list[Rule]:
-    return [*catalog_rules.RULES, *NOTE_RULES, *grafana_rules.RULES, *feed_rules.RULES, *cloudwatch_rules.RULES]
+    return [rule for rules in FAMILIES for rule in rules]
 
 
 def lint_input(project: Project, artifacts: Artifacts | None = None, grafana_schema: Path | None = None,
@@ -73,6 +77,4 @@ def lint(project: Project, artifacts: Artifacts, disabled: frozenset[str] = froz
 
 def lint_rules(subject: LintInput, disabled: frozenset[str] = frozenset()) -> list[Finding]:
     """Every rule family over the one input, each family's findings sorted as before."""
-    return [finding for rules in (catalog_rules.RULES, NOTE_RULES, grafana_rules.RULES, feed_rules.RULES,
-                                  cloudwatch_rules.RULES)
-            for finding in run(rules, subject, disabled)]
+    return [finding for rules in FAMILIES for finding in run(rules, subject, disabled)]
