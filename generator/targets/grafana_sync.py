@@ -149,9 +149,15 @@ def _delete(client: GrafanaClient, change: Change, force: bool) -> None:
     if not force:  # the evidence the plan read must still hold: a person may have edited it since
         planned = ((change.live or {}).get("meta") or {}).get("version")
         latest = client.latest_version(change.name)
-        if latest is not None and planned is not None and latest.get("version") != planned:
-            raise RemoteError(f"changed in Grafana by {latest.get('createdBy') or 'someone'} since the plan; "
-                              f"not deleted", where=f"dashboard {change.name}",
+        if latest is None and client.dashboard(change.name) is None:
+            return  # already gone
+        if latest is None or planned is None or latest.get("version") != planned:
+            # A save since the plan, or no version to compare (an answer without meta.version or without
+            # versions): nothing shows the dashboard is still as the plan read it.
+            who = (latest or {}).get("createdBy") or "someone"
+            why = f"changed in Grafana by {who} since the plan" if latest and planned is not None else \
+                "Grafana gave no version to show it is unchanged since the plan"
+            raise RemoteError(f"{why}; not deleted", where=f"dashboard {change.name}",
                               hint="run `gpudash plan` and review it before pruning")
     client.delete(change.name)
 

@@ -257,6 +257,36 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
 
 
+def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, reference):
+    project = load_project()
+    desired = desired_from(build(project))
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
+    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    kept = {uid: d for uid, d in desired.grafana.items() if uid != "gpudash-health"}
+    changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
+    (delete,) = [c for c in changes if c.action == "delete"]
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    (failed,) = [o for o in outcomes if o.error]
+    assert "changed in Grafana by alice since the plan; not deleted" in failed.error
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
+    # A plan that read no version (meta without one) has nothing to compare: not deleted either.
+    changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
+    (delete,) = [c for c in changes if c.action == "delete"]
+    delete.edited = False
+    del delete.live["meta"]["version"]
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    (failed,) = [o for o in outcomes if o.error]
+    assert "Grafana gave no version to show it is unchanged since the plan; not deleted" in failed.error
+    assert "gpudash-health" in grafana.state.dashboards
+    # One deleted by someone else since the plan is done.
+    del delete.live["meta"]
+    grafana.state.dashboards.pop("gpudash-health")
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    assert [o.change.name for o in outcomes if o.done] == ["gpudash-health"]
+
+
 def test_a_title_clash_is_name_exists(grafana, run):
     grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
     grafana._store("someone-elses", {"title": "GPU health", "tags": []}, "gpudash", "", "bob")
