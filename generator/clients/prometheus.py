@@ -111,30 +111,33 @@ class PrometheusClient:
             result.error = redact.text(f"{body.get('errorType', 'error')}: {body.get('error', 'no reason given')}")
             return result
         try:
-            result.series = _series(body["data"])
-        except (KeyError, TypeError, ValueError) as exc:
-            result.error = f"{self.source} gave an answer that is not a Prometheus result ({type(exc).__name__})"
+            result.series = _series(Answer(body, self.source))
+        except OddAnswer as exc:  # its text names the source and what was odd where
+            result.error = f"not a Prometheus result: {exc}"
         return result
 
 
-def _number(text: Any) -> float:
-    value = float(text)  # Prometheus writes NaN, +Inf, -Inf as strings that float() reads
-    return value
+def _point(pair: Any, source: str, path: str) -> tuple[float, float]:
+    """One [time, value] pair; Prometheus writes NaN, +Inf, -Inf as strings that float() reads."""
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise OddAnswer(source, path, pair, "[time, value]")
+    return to_number(pair[0], source, f"{path}[0]"), to_number(pair[1], source, f"{path}[1]")
 
 
-def _series(data: dict[str, Any]) -> list[Series]:
-    kind = data["resultType"]
+def _series(answer: Answer) -> list[Series]:
+    """The series of a query's answer; a result that is not of its type's shape (a `{}` where the list
+    is due, a series without its values) is odd, never an empty panel."""
+    kind = answer.get("data.resultType", str)
+    if kind == "scalar":
+        return [Series({}, (_point(answer.get("data.result", list), answer.source, "data.result"),))]
+    if kind not in ("matrix", "vector"):
+        raise OddAnswer(answer.source, "data.resultType", kind, "matrix, vector or scalar")
     series = []
-    if kind == "matrix":
-        for item in data["result"]:
-            series.append(Series(dict(item["metric"]), tuple((float(t), _number(v)) for t, v in item["values"])))
-    elif kind == "vector":
-        for item in data["result"]:
-            t, v = item["value"]
-            series.append(Series(dict(item["metric"]), ((float(t), _number(v)),)))
-    elif kind == "scalar":
-        t, v = data["result"]
-        series.append(Series({}, ((float(t), _number(v)),)))
-    else:
-        raise ValueError(kind)
+    for item in answer.items("data.result", required=True):
+        if kind == "matrix":
+            points = tuple(_point(pair, item.source, f"{item.path}.values[{index}]")
+                           for index, pair in enumerate(item.get("values", list)))
+        else:
+            points = (_point(item.get("value", list), item.source, f"{item.path}.value"),)
+        series.append(Series(item.string_map("metric"), points))
     return series

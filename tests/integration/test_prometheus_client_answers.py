@@ -1,0 +1,43 @@
+"""Preview's Prometheus reads: an answer that is not of its result type's shape is the panel's error,
+never an empty panel; a valid one is read to its values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from generator.clients.prometheus import PrometheusClient
+from tests.support.canned_server import CannedServer
+
+
+def _run(answer, instant: bool = False):
+    with CannedServer(json.dumps(answer)) as server:
+        return PrometheusClient(server.url, timeout=5).run("up", instant, 0.0, 60.0, 15.0)
+
+
+@pytest.mark.parametrize("data, odd", [
+    ({"resultType": "matrix", "result": {}}, "data.result is an object, expected a list"),
+    ({"resultType": "matrix"}, "data.result is missing"),
+    ({"resultType": "matrix", "result": [{"metric": {"pod": "a"}}]}, "data.result[0].values is missing"),
+    ({"resultType": "matrix", "result": [{"metric": {}, "values": [[1, "x"]]}]}, "values[0][1] is 'x'"),
+    ({"resultType": "vector", "result": [{"metric": {"pod": 3}, "value": [1, "2"]}]}, "metric.pod is 3"),
+    ({"resultType": "table", "result": []}, "expected matrix, vector or scalar"),
+])
+def test_an_answer_not_shaped_as_its_type_is_an_error_not_an_empty_panel(data, odd):
+    result = _run({"status": "success", "data": data})
+    assert result.series == [] and result.error is not None
+    assert "not a Prometheus result" in result.error and odd in result.error
+
+
+def test_a_valid_answer_is_read_to_its_values():
+    matrix = _run({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"pod": "train-0"}, "values": [[0, "1.5"], [15, "NaN"]]}]}})
+    assert matrix.error is None and len(matrix.series) == 1
+    (series,) = matrix.series
+    assert series.labels == {"pod": "train-0"} and series.points[0] == (0.0, 1.5) and math.isnan(series.points[1][1])
+    vector = _run({"status": "success", "data": {"resultType": "vector", "result": []}}, instant=True)
+    assert vector.error is None and vector.series == []
+    scalar = _run({"status": "success", "data": {"resultType": "scalar", "result": [60, "4"]}}, instant=True)
+    assert scalar.series[0].points == ((60.0, 4.0),)
