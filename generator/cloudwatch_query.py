@@ -60,7 +60,8 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 # 10 s scrapes), which no temperature, clock, power, share or MiB reading reaches; fields that count
 # or measure bytes are integer fields, whose blank stays above 1e14 so averaged. Per-second rates
 # never reach 1e14, and a counter's delta into a blank (2**63 - its reading) is far above any real
-# increase.
+# increase. A rate shown in a scaled unit (ns per second as a share of time) is compared in that
+# unit: the per-second floor times the unit's scale.
 BLANK_FLOOR = 1e14
 SMALL_UNITS_BLANK_FLOOR = 1e9
 LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s")  # readings that may pass 1e9
@@ -71,7 +72,7 @@ def blank_floor(query: Query, catalog: Catalog) -> float:
     """The value at or above which a period of `query` can only hold a DCGM blank."""
     field = catalog.get(query.metric)
     if field.is_counter:
-        return INCREASE_BLANK_FLOOR if query.as_increase else BLANK_FLOOR
+        return INCREASE_BLANK_FLOOR if query.as_increase else BLANK_FLOOR * field.unit.rate_scale
     return BLANK_FLOOR if field.unit.key in LARGE_UNITS else SMALL_UNITS_BLANK_FLOOR
 
 

@@ -39,10 +39,14 @@ def _blank(payload: str, metric: str, node: str, gpu: int, value: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def blank_fleet():
+def blank_fleet(tmp_path_factory):
     """ip-10-0-1-2 GPU 1 never reads its temperature (not supported); ip-10-0-1-1 GPU 0 reads the
-    floating-point blank for power during scrapes 10-12 (a profiling pause), inside the 300-600 s period."""
-    project = load_project()
+    floating-point blank for power, and the blank for its power-throttling counter (ns), during scrapes
+    10-12 (a profiling pause), inside the 300-600 s period."""
+    csv = tmp_path_factory.mktemp("counters") / "counters.csv"  # the defaults, with power throttling collected
+    csv.write_text(load_project().settings.counters_path.read_text()
+                   + "DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).\n")
+    project = load_project(counters=csv)
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     runs = []
@@ -52,6 +56,7 @@ def blank_fleet():
             payload = _blank(payload, "DCGM_FI_DEV_GPU_TEMP", "ip-10-0-1-2", 1, NOT_SUPPORTED)
         elif 10 * STEP <= scrape.timestamp <= 12 * STEP:
             payload = _blank(payload, "DCGM_FI_DEV_POWER_USAGE", "ip-10-0-1-1", 0, FP_BLANK)
+            payload = _blank(payload, "DCGM_FI_DEV_POWER_VIOLATION", "ip-10-0-1-1", 0, NOT_SUPPORTED)
         runs.append(Scrape(scrape.timestamp, payload, scrape.target_labels))
     return project, files, Agent(config, job).run(runs)
 
@@ -131,6 +136,23 @@ def test_a_sum_over_gpus_drops_the_blank_gpu_alone(blank_fleet):
     assert set(series) == set(everyone)
     for bucket, value in series.items():
         assert close(value, others[bucket] if bucket == 300 else everyone[bucket]), bucket
+
+
+def test_a_rate_in_a_scaled_unit_drops_the_jump_into_a_blank(blank_fleet):
+    """Throttling counters count ns and are shown as a share of time (x 1e-9): the delta into the blank
+    (about 2**63 ns) reads as a share near 1e8, not above the per-second floor, unless the floor
+    is taken in the shown unit too. The period of the jump is a gap; every other period is true."""
+    project, files, datapoints = blank_fleet
+    properties = _widget(files, "Throttled by power", "health")
+    shown = cloudwatch_eval.widget(properties, datapoints, START, END)
+    from generator.model import Query
+
+    field = project.catalog.get("DCGM_FI_DEV_POWER_VIOLATION")
+    expected = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"])
+    assert set(shown["ip-10-0-1-1 GPU 0"]) == set(expected["ip-10-0-1-1 GPU 0"]) - {300}
+    for label, series in expected.items():
+        for bucket, value in shown[label].items():
+            assert close(value, series[bucket]), (label, bucket)
 
 
 def test_alarms_cannot_drop_a_blank_and_say_so(blank_fleet):
