@@ -24,7 +24,7 @@ from .promql_checks import query_selectors
 
 def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:
     """Names of the jobs in the agent's prometheus.yaml."""
-    agent = subject.artifacts.agent(cluster.name)
+    agent = subject.agent(cluster)
     return set() if agent is None else {job.get("job_name") for job in agent.scrape.get("scrape_configs") or []}
 
 

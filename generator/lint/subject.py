@@ -48,14 +48,15 @@ class LintInput:
     def clusters(self) -> tuple[Cluster, ...]:
         return self.settings.clusters
 
-    def agent(self, cluster: Cluster) -> AgentConfig | None:
-        return self.artifacts.agent(cluster.name)
+    def agent(self, cluster: Cluster | None = None) -> AgentConfig | None:
+        """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on."""
+        return self.artifacts.agent((cluster or self.clusters()[0]).name)
 
     def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        return self.artifacts.agent((cluster or self.clusters()[0]).name).config
+        return self.agent(cluster).config
 
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        agent = self.artifacts.agent((cluster or self.clusters()[0]).name)
+        agent = self.agent(cluster)
         if agent is None:  # the Container Insights add-on: no agent ConfigMaps; the set's Prometheus job
             values = self.artifacts.additional_scrape_configs
             jobs = values.get("prometheus", {}).get("prometheusSpec", {}).get("additionalScrapeConfigs") or [{}]
