@@ -179,6 +179,7 @@ def _fill(folder: Path, everything: dict[str, bytes], previous: Path | None = No
     (and nothing else holds) is hard-linked from it instead: the previous build is left as it was,
     and linking a file costs a fraction of creating one."""
     made: set[str] = set()
+    own_folders: dict[str, bool] = {}
     mode = _new_file_mode()
     for relative, data in everything.items():
         parent = os.path.dirname(relative)
@@ -186,13 +187,27 @@ def _fill(folder: Path, everything: dict[str, bytes], previous: Path | None = No
             os.makedirs(os.path.join(folder, parent), exist_ok=True)
             made.add(parent)
         target = os.path.join(folder, relative)
-        if previous is not None and _unchanged(os.path.join(previous, relative), data, mode):
+        if previous is not None and _own_folder(previous, parent, own_folders) \
+                and _unchanged(os.path.join(previous, relative), data, mode):
             try:
                 os.link(os.path.join(previous, relative), target, follow_symlinks=False)
                 continue
             except OSError:
                 pass  # links not allowed here: write it
         _create(target, data)
+
+
+def _own_folder(previous: Path, parent: str, known: dict[str, bool]) -> bool:
+    """`parent` is a folder of the previous build reached through no symlink: a file in it is the build's
+    own, not one elsewhere that a symlinked folder leads to (linking that would share it with the new
+    build). Each folder is looked at once (`known`)."""
+    if parent not in known:
+        try:
+            known[parent] = not parent or (_own_folder(previous, os.path.dirname(parent), known)
+                                           and stat.S_ISDIR(os.lstat(os.path.join(previous, parent)).st_mode))
+        except OSError:
+            known[parent] = False
+    return known[parent]
 
 
 _CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC

@@ -224,6 +224,24 @@ def test_a_rebuild_carries_unchanged_files_over_and_shares_nothing_else(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "linked.yaml", "shared.yaml"]
 
 
+def test_a_rebuild_links_nothing_a_symlinked_folder_leads_to(tmp_path):
+    """A folder of the previous build replaced by a symlink: the same bytes found through it are a file
+    outside the build, written afresh in the new build and left as they were."""
+    out = tmp_path / "build"
+    files = {"k8s/a.yaml": b"a: 1\n", "grafana/provisioning/b.yaml": b"b: 1\n"}
+    write_files(out, files)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for folder in ("k8s", "grafana"):
+        (out / folder).rename(outside / folder)
+        (out / folder).symlink_to(outside / folder)
+    write_files(out, files)
+    for relative, data in files.items():
+        assert not (out / relative).parent.is_symlink() and (out / relative).stat().st_nlink == 1, relative
+        (out / relative).write_bytes(b"changed\n")
+        assert (outside / relative).read_bytes() == data and (outside / relative).stat().st_nlink == 1, relative
+
+
 def _mount(folder: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False
