@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .catalog import FIELD_LABELS
+from .names import DEFINITION_ID
 
 # Neutral grouping keys. The settings' label mapping says which label carries each
 # (pod -> pod or exported_pod, node -> Hostname or hostname, ...). `mig_instance` is a GPU
@@ -27,7 +28,7 @@ BACKENDS = ("grafana", "cloudwatch")
 GRID_WIDTH = 24  # Grafana's grid; CloudWatch's is the same width
 
 _ENGINE_DIR = str(Path(__file__).resolve().parent)
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,30}$")
+_ID = re.compile(rf"^{DEFINITION_ID}$")
 
 
 def _caller() -> str:

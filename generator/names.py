@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import re
 
+# The id of a dashboard or alarm definition (model checks it): generated names end in it.
+DEFINITION_ID = r"[a-z0-9][a-z0-9-]{0,30}"
+
 # --- CloudWatch alarms ----------------------------------------------------------------------
 
 FLEET = "fleet"  # stands for the cluster in the name of an alarm over every cluster
@@ -65,7 +68,7 @@ def grafana_uid(uid_prefix: str, dashboard_id: str) -> str:
 
 def is_grafana_uid(uid: str, uid_prefix: str) -> bool:
     """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`)."""
-    return re.fullmatch(re.escape(uid_prefix) + r"-[a-z0-9][a-z0-9-]{0,30}", uid) is not None
+    return re.fullmatch(rf"{re.escape(uid_prefix)}-{DEFINITION_ID}", uid) is not None
 
 
 def grafanalib_uid(title: str) -> str:
