@@ -115,10 +115,12 @@ def _relay(reader: int, groups: tuple[str, ...], out: "queue.Queue") -> None:
     pending = set(groups)
     with os.fdopen(reader, "rb") as pipe:
         while pending:
-            size = pipe.read(8)
-            if len(size) < 8:
+            header = pipe.read(8)
+            size = int.from_bytes(header, "big")
+            message = pipe.read(size) if len(header) == 8 else b""
+            if len(header) < 8 or len(message) < size:  # the child ended, or was stopped mid-message
                 break
-            group, item, secrets = pickle.loads(pipe.read(int.from_bytes(size, "big")))
+            group, item, secrets = pickle.loads(message)
             for value in secrets:
                 redact.secret(value)
             if item is None:

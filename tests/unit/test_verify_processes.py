@@ -78,3 +78,25 @@ def test_a_child_past_the_deadline_is_stopped_and_its_group_reported():
 
 def test_a_bug_in_the_child_is_raised_in_the_command():
     assert "a bug in the child" in _run("bug")["bug"]
+
+
+def test_a_child_stopped_mid_message_leaves_its_groups_unanswered_not_a_traceback():
+    """The child killed at the deadline while writing a check: what it sent whole comes back, the rest is
+    the groups' missing answer (the relay must not die on the cut message)."""
+    import os
+    import pickle
+    import queue
+
+    from generator import verify
+    from generator.checks.result import OK, Check
+
+    reader, writer = os.pipe()
+    whole = pickle.dumps(("kube", Check("kube", "first", OK, "sent whole"), []))
+    os.write(writer, len(whole).to_bytes(8, "big") + whole + (500).to_bytes(8, "big") + b"cut short")
+    os.close(writer)
+    out: queue.Queue = queue.Queue()
+    verify._relay(reader, ("kube", "exporter"), out)
+    items = [out.get_nowait() for _ in range(out.qsize())]
+    assert items[0] == ("kube", Check("kube", "first", OK, "sent whole"))
+    assert [(group, str(item)) for group, item in items[1:]] == [
+        ("exporter", "the exporter checks ended without an answer"), ("kube", "the kube checks ended without an answer")]
