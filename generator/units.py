@@ -26,11 +26,12 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("celsius", "celsius", "°C", "None", "count_per_s"),
     Unit("watt", "watt", "W", "None", "count_per_s"),
     Unit("milliwatt", "mwatt", "mW", "None", "count_per_s"),
-    Unit("millijoule", "joule", "mJ", "None", "milliwatt"),
+    Unit("millijoule", "si:mJ", "mJ", "None", "milliwatt"),  # Grafana's custom SI unit: the values are mJ
     Unit("percent", "percent", "%", "Percent", "count_per_s"),
     Unit("ratio", "percentunit", "ratio 0-1", "None", "count_per_s"),
     Unit("mebibyte", "mbytes", "MiB", "Megabytes", "count_per_s"),
     Unit("nanosecond", "ns", "ns", "None", "time_ratio", 1e-9),
+    Unit("microsecond", "µs", "µs", "Microseconds", "time_ratio", 1e-6),
     Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s"),
     Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),
@@ -48,7 +49,7 @@ _HELP_UNITS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\(in %\)"), "percent"),
     (re.compile(r"\(in (MiB|MB)\)"), "mebibyte"),
     (re.compile(r"\(in ns\)"), "nanosecond"),
-    (re.compile(r"\(in us\)"), "nanosecond"),
+    (re.compile(r"\(in us\)"), "microsecond"),
     (re.compile(r"bytes per second", re.I), "bytes_per_s"),
 )
 

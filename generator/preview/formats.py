@@ -76,6 +76,8 @@ def format_value(value: float | None, unit: str | None) -> str:
         return _si(value, "W", start=-1)
     if unit == "joule":
         return _si(value, "J")
+    if unit == "si:mJ":  # Grafana's custom SI unit: the values are millijoules
+        return _si(value, "J", start=-1)
     if unit == "rotmhz":
         return _si(value, "Hz", start=2)
     if unit == "bytes":
@@ -89,6 +91,8 @@ def format_value(value: float | None, unit: str | None) -> str:
         return f"{_number(scaled)}{suffix} c/s"
     if unit == "ns":
         return _duration_ns(value)
+    if unit == "µs":
+        return _duration_ns(value * 1e3)
     if unit == "none":
         return _number(value)
     if unit == "short":

@@ -79,6 +79,7 @@ def test_numeric_field_ids_are_not_names():
     ("DCGM_FI_DEV_FB_FREE", "Frame buffer memory free (in MB).", "mebibyte"),
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "millijoule"),
     ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in ns).", "nanosecond"),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "Throttling duration due to power constraints (in us).", "microsecond"),
     ("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted ... in bytes per second.", "bytes_per_s"),
     # Profiling ratios are 0-1 even where an old file says "(in %)".
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active (in %).", "ratio"),
@@ -95,6 +96,15 @@ def test_counters_chart_as_rates_in_their_own_unit():
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, PCIe retries.\n")
     assert catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").charted_unit.grafana == "mwatt"
     assert catalog.get("DCGM_FI_DEV_PCIE_REPLAY_COUNTER").charted_unit.grafana == "cps"
+
+
+def test_a_throttling_counter_reads_as_the_share_of_time_in_its_own_unit():
+    """Half of each second throttled is 0.5 whether the help text counts ns or us."""
+    for unit, per_second in (("ns", 5e8), ("us", 5e5)):
+        field = parse_counters(f"DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling (in {unit}).\n").get(
+            "DCGM_FI_DEV_POWER_VIOLATION")
+        assert field.charted_unit.grafana == "percentunit"
+        assert per_second * field.unit.rate_scale == pytest.approx(0.5), unit
 
 
 @pytest.mark.parametrize("name, family", [

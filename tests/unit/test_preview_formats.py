@@ -19,6 +19,7 @@ from generator.units import UNITS
     (1536, "bytes", "1.50 KiB"), (74142, "mbytes", "72.4 GiB"), (512, "mbytes", "512 MiB"),
     (412876543, "Bps", "413 MB/s"), (1.5e9, "Bps", "1.50 GB/s"), (3, "short", "3"), (12500, "short", "12.5 K"), (2, "none", "2"),
     (0.25, "cps", "0.25 c/s"), (1500, "ns", "1.50 µs"), (0, "watt", "0 W"), (5, "joule", "5 J"),
+    (1500, "si:mJ", "1.50 J"), (250, "si:mJ", "250 mJ"), (1500, "µs", "1.50 ms"),
     (None, "percent", "No data"), (float("nan"), "watt", "No data"),
 ])
 def test_values_read_as_grafana_shows_them(value, unit, shown):
@@ -29,6 +30,17 @@ def test_every_unit_the_product_emits_is_formatted_with_its_symbol():
     for unit in UNITS.values():
         text = format_value(1234.5, unit.grafana)
         assert not text.endswith(f" {unit.grafana}") or unit.grafana in ("short", "none"), (unit.grafana, text)
+
+
+def test_an_energy_increase_reads_in_joules_from_its_millijoules():
+    """DCGM counts energy in mJ: a panel of its increase must not show the mJ figure as joules."""
+    from generator.catalog import parse_counters
+    from generator.model import Panel, Query
+    from generator.render.grafana import panel_unit
+
+    catalog = parse_counters("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, counter, Energy (in mJ).\n")
+    panel = Panel("Energy used", Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum", as_increase=True))
+    assert format_value(3_600_000, panel_unit(panel, catalog)) == "3.60 kJ"
 
 
 def test_legend_substitutes_labels_as_grafana_does():
