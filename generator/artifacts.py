@@ -159,10 +159,7 @@ def notes(project: Project) -> tuple[Note, ...]:
     from .data_missing import left_out
     from .render.cloudwatch import left_out_on_addon
 
-    found = []
-    for note in project.notes:
-        where, _, message = note.partition(": ")
-        found.append(Note("DF001", _portable(where), message))
+    found = [Note("DF001", _portable(where), message) for where, message in project.notes]
     found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
     found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
     return tuple(found)

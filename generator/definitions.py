@@ -53,7 +53,8 @@ class Context:
 
     catalog: Catalog
     settings: Settings
-    notes: list[str] = field(default_factory=list, compare=False)  # panels left out, for generate and lint
+    # (where, why) of each panel left out, for generate and lint
+    notes: list[tuple[str, str]] = field(default_factory=list, compare=False)
 
     def _known(self, name: str, where: str) -> None:
         if name not in self.catalog and name not in known_fields():
@@ -82,8 +83,8 @@ class Context:
                     if name not in self.catalog and name not in missing:
                         missing.append(name)
             if missing:
-                self.notes.append(f"{panel.defined_at}: panel {panel.title!r} left out: the counters CSV does not "
-                                  f"collect {', '.join(missing)}")
+                self.notes.append((panel.defined_at, f"panel {panel.title!r} left out: the counters CSV does not "
+                                                     f"collect {', '.join(missing)}"))
             else:
                 kept.append(panel)
         return kept

@@ -27,7 +27,7 @@ class Project:
     dashboards: tuple[Dashboard, ...]
     grafanalib_dashboards: tuple[definitions.Loaded, ...]
     alarms: tuple[Alarm, ...] = ()
-    notes: tuple[str, ...] = ()  # "file:line: panel ... left out: the counters CSV does not collect ..."
+    notes: tuple[tuple[str, str], ...] = ()  # ("file:line", "panel ... left out: the counters CSV does not collect ...")
 
     def cloudwatch_definitions(self) -> tuple[Dashboard, ...]:
         """The dashboard definitions that render to CloudWatch (model objects; the JSON is artifacts')."""

@@ -296,3 +296,16 @@ def test_the_same_settings_named_another_way_make_the_same_build(in_folder, cli)
     for spelling in ("./gpudash.yaml", str(in_folder / "gpudash.yaml")):
         code, stdout, stderr = cli("generate", "--check", "--config", spelling, "--out", "build")
         assert code == 0, stdout + stderr
+
+
+def test_a_panel_left_out_is_noted_at_its_definition_even_in_a_folder_whose_name_holds_a_colon(in_folder, cli):
+    """The note keeps the definition's place and the reason apart: a ': ' in the folder's name stays in the place."""
+    (in_folder / "team: gpus").mkdir()
+    (in_folder / "team: gpus" / "training.py").write_text(TYPO_PANEL)
+    (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
+    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: 'team: gpus'}\n")
+    code, stdout, stderr = cli("lint", "--output", "json")
+    assert code == 0, stderr
+    assert [(f["where"], f["message"]) for f in json.loads(stdout)["findings"] if f["rule"] == "DF001"] == [
+        ("team: gpus/training.py:8", "panel 'Temperature' left out: the counters CSV does not collect "
+                                     "DCGM_FI_DEV_GPU_TEMP")]
