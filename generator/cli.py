@@ -151,12 +151,16 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts, silent_alarms
+    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms
 
     silent = silent_alarms(requests)
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "
                    f"(first: {silent[0]}); set alarms.actions.critical / .warning to SNS topic ARNs", err=True)
+    for region, severity, topics in foreign_topics(project.settings):
+        click.echo(f"warning: {severity} alarms in {region} notify no one: alarms.actions.{severity} lists only "
+                   f"SNS topics of other Regions ({', '.join(topics)}), and CloudWatch notifies only topics of "
+                   f"the alarm's own Region; add a topic of {region}", err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "

@@ -209,7 +209,29 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              for entry in settings.alarms.static_pods]
             else:
                 requests.append({"Region": cluster.region, "Request": insights_request(cluster)})
+    for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
+        for key in ("AlarmActions", "OKActions"):
+            item["Request"][key] = [arn for arn in item["Request"][key]
+                                    if sns_region(arn) in (None, item["Region"])]
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def sns_region(arn: str) -> str | None:
+    """The Region of an SNS topic ARN (arn:partition:sns:region:account:name); None for any other action."""
+    parts = arn.split(":")
+    return parts[3] if len(parts) == 6 and parts[0] == "arn" and parts[2] == "sns" else None
+
+
+def foreign_topics(settings: Settings) -> list[tuple[str, str, list[str]]]:
+    """(Region, severity, topics) where alarms.actions lists topics for a severity but none of that Region:
+    those alarms notify no one (an alarm notifies only SNS topics of its own Region)."""
+    found = []
+    for region in sorted({c.region for c in settings.clusters}):
+        for severity in ("critical", "warning"):
+            topics = list(getattr(settings.alarms.actions, severity))
+            if topics and all(sns_region(arn) not in (None, region) for arn in topics):
+                found.append((region, severity, topics))
+    return found
 
 
 def silent_alarms(alarms: Iterable[AlarmRequest]) -> list[str]:

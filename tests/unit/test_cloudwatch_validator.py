@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import replace
 
 import pytest
@@ -205,3 +206,23 @@ def test_generate_warns_when_alarms_notify_no_one(cli, tmp_path, project_dir):
                          "    warning: ['arn:aws:sns:us-east-1:123456789012:gpu']\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "b"))
     assert code == 0 and "no actions" not in stderr
+
+
+
+def test_an_alarm_notifies_only_topics_of_its_own_region(cli, tmp_path, project_dir):
+    """Clusters in two Regions, one topic in each: PutMetricAlarm refuses an SNS topic of another Region
+    ("Invalid region us-east-1 specified. Only eu-west-1 is supported."), so each alarm takes its Region's."""
+    east, west = "arn:aws:sns:us-east-1:123456789012:gpu", "arn:aws:sns:eu-west-1:123456789012:gpu"
+    clusters = "clusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: eu-west-1}\n"
+    config = project_dir(f"{clusters}alarms:\n  actions:\n    critical: [{east}, {west}]\n    warning: [{east}]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "a"))
+    alarms = json.loads((tmp_path / "a" / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    topics = {(a["Region"], a["Request"]["AlarmName"].split("-")[-1]): set(a["Request"]["AlarmActions"])
+              for a in alarms}
+    assert topics == {("us-east-1", "critical"): {east}, ("us-east-1", "warning"): {east},
+                      ("eu-west-1", "critical"): {west}, ("eu-west-1", "warning"): set()}
+    assert all(a["Request"]["OKActions"] == a["Request"]["AlarmActions"] for a in alarms)
+    assert code == 0 and (f"warning alarms in eu-west-1 notify no one: alarms.actions.warning lists only SNS "
+                          f"topics of other Regions ({east})") in stderr
+    assert stderr.count("lists only SNS topics of other Regions") == 1
+    assert "have no actions and notify no one (first: gpudash-west-" in stderr
