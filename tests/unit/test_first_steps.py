@@ -141,11 +141,16 @@ def dashboards(ctx):
 """
 
 
-def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lint(in_folder, cli):
-    (in_folder / "dashboards").mkdir()
-    (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL)
+def _typo_project(in_folder, folder: str = "dashboards") -> None:
+    """TYPO_PANEL's dashboard in `folder`, with a counters CSV that collects GPU_UTIL only."""
+    (in_folder / folder).mkdir()
+    (in_folder / folder / "training.py").write_text(TYPO_PANEL)
     (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
-    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: dashboards}\n")
+    (in_folder / "gpudash.yaml").write_text(f"counters: counters.csv\ndefinitions: {{dashboards: '{folder}'}}\n")
+
+
+def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lint(in_folder, cli):
+    _typo_project(in_folder)
     code, _, stderr = cli("generate", "--out", "build")
     assert code == 0, stderr
     assert "note: 1 panel(s) left out" in stderr
@@ -163,10 +168,7 @@ def test_lint_from_judges_the_build_not_the_definitions_or_csv_changed_since(in_
     """What a build left out travels in its manifest: once the definition no longer asks for the field,
     `lint` finds nothing left out, while `lint --from` still notes the panel the build was made without.
     A counters CSV changed since the build is refused: the build's fields would be judged by another CSV."""
-    (in_folder / "dashboards").mkdir()
-    (in_folder / "dashboards" / "training.py").write_text(TYPO_PANEL)
-    (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
-    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: dashboards}\n")
+    _typo_project(in_folder)
     assert cli("generate", "--out", "build")[0] == 0
     (in_folder / "dashboards" / "training.py").write_text(
         TYPO_PANEL.replace('        per_pod("DCGM_FI_DEV_GPU_TEMP", "Temperature"),\n', ""))
@@ -300,10 +302,7 @@ def test_the_same_settings_named_another_way_make_the_same_build(in_folder, cli)
 
 def test_a_panel_left_out_is_noted_at_its_definition_even_in_a_folder_whose_name_holds_a_colon(in_folder, cli):
     """The note keeps the definition's place and the reason apart: a ': ' in the folder's name stays in the place."""
-    (in_folder / "team: gpus").mkdir()
-    (in_folder / "team: gpus" / "training.py").write_text(TYPO_PANEL)
-    (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
-    (in_folder / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions: {dashboards: 'team: gpus'}\n")
+    _typo_project(in_folder, "team: gpus")
     code, stdout, stderr = cli("lint", "--output", "json")
     assert code == 0, stderr
     assert [(f["where"], f["message"]) for f in json.loads(stdout)["findings"] if f["rule"] == "DF001"] == [
