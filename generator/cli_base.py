@@ -91,6 +91,22 @@ def load_project_for(config: str | None, csv: str | None):
     return project
 
 
+def checked_url(example: str):
+    """A click callback: a malformed address is a usage error naming the flag or variable it came from."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value:
+            from click.core import ParameterSource
+
+            from .urls import check_url
+
+            from_env = ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT
+            check_url(value, param.envvar if from_env else param.opts[0], example)
+        return value
+
+    return check
+
+
 config_option = click.option("--config", "config", metavar="FILE",
                              help="Settings file. Default: $GPUDASH_CONFIG, else ./gpudash.yaml, else the bundled "
                                   "defaults; every command says which it used.")

@@ -10,8 +10,7 @@ from typing import Any
 import click
 
 from . import redact
-from .cli_base import config_option, csv_option, load_project_for, main, output_option
-from .cli_publish import checked_url
+from .cli_base import checked_url, config_option, csv_option, load_project_for, main, output_option
 from .errors import InputError
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import redact
-from .cli_base import config_option, csv_option, load_project_for, main, output_option
+from .cli_base import checked_url, config_option, csv_option, load_project_for, main, output_option
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 
@@ -22,24 +22,6 @@ prune_option = click.option("--prune", is_flag=True, help="Delete objects gpudas
 dry_run_option = click.option("--dry-run", is_flag=True, help="Do everything but write.")
 skip_verify_option = click.option("--skip-verify", is_flag=True,
                                   help="Publish without first checking that the exporter and agents feed data.")
-
-
-def checked_url(example: str):
-    """A click callback: a malformed address is a usage error naming the flag or variable it came from."""
-
-    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        if value:
-            from click.core import ParameterSource
-
-            from .urls import check_url
-
-            from_env = ctx.get_parameter_source(param.name) == ParameterSource.ENVIRONMENT
-            check_url(value, param.envvar if from_env else param.opts[0], example)
-        return value
-
-    return check
-
-
 profile_option = click.option("--profile", envvar="AWS_PROFILE", help="AWS profile. Env: AWS_PROFILE.")
 endpoint_option = click.option("--endpoint-url", envvar="AWS_ENDPOINT_URL",
                                callback=checked_url("http://localhost:4566"),
