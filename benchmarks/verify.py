@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import measure, reference_dir  # noqa: E402
 from generator.artifacts import build  # noqa: E402
-from generator.output import encode  # noqa: E402
+from generator.output import SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from generator.render.scrape import scrape_job  # noqa: E402
 from tests.support.kube_server import KubeCluster, KubeTestServer  # noqa: E402
@@ -34,10 +34,11 @@ GROUPS = ("kube", "exporter", "prometheus", "cloudwatch")
 def _stack(work: Path, project, payload: str, exporter, moto) -> tuple[KubeCluster, dict]:
     cluster = KubeCluster(REFERENCE)
     cluster.metrics_payload = payload
-    for document in yaml.safe_load_all(encode(build(project))["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+    files = encode(build(project))
+    for document in yaml.safe_load_all(files[agent_file("gpu-cluster")]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
-                                for m in yaml.safe_load_all(encode(build(project))["k8s/servicemonitor.yaml"])]
+                                for m in yaml.safe_load_all(files[SERVICE_MONITOR_FILE])]
     cloudwatch = moto.client("cloudwatch", "us-east-1")
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
         cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
