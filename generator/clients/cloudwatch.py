@@ -26,7 +26,8 @@ from .pacing import Pacer
 TAGGING = "resourcegroupstaggingapi"
 BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
 # What each read publishing makes must answer: key -> type. Its writes answer `{}` (or an empty body).
-# Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves.
+# Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves; for
+# every call, something else than a list where the model has one is marked (botocore would read `{}` as []).
 REQUIRED = {
     "DescribeAlarms": {"MetricAlarms": list},
     "GetDashboard": {"DashboardBody": str},
@@ -247,10 +248,13 @@ def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, sourc
     from .answer import OddAnswer
 
     try:
-        return cloudwatch.call(region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)
+        page = cloudwatch.call(region, "ListMetrics", f"CloudWatch {namespace}", **kwargs)
     except (AttributeError, TypeError, ValueError, KeyError) as exc:
         raise OddAnswer(source, "", exc, "a ListMetrics answer",
                         said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
+    if _NOT_AN_ANSWER in page:
+        raise OddAnswer(source, "", None, "a ListMetrics answer", said=f"not a ListMetrics answer ({page[_NOT_AN_ANSWER]})")
+    return page
 
 
 def _snake(api: str) -> str:
@@ -272,17 +276,43 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     `{"message": body}` and a mapping where a list is due for an empty list. Mark what is not an
     answer (and hand botocore `{}` so that it does not trip over it)."""
     status, body = response_dict.get("status_code", 0), response_dict.get("body") or b""
-    if not 200 <= status < 300 or not body or getattr(operation_model, "name", "") not in CHECKED:
+    name = getattr(operation_model, "name", "")
+    if not 200 <= status < 300 or not body:
         return
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
-        problem = f"not JSON: {body[:40]!r}"
+        problem = f"not JSON: {body[:40]!r}" if name in CHECKED else None  # others: botocore's `message` shows it
     else:
-        problem = _invalid(getattr(operation_model, "name", ""), parsed)
+        problem = _invalid(name, parsed) if name in CHECKED else None
+        output = getattr(operation_model, "output_shape", None)
+        problem = problem or (_not_a_list(output, parsed, "") if output is not None else None)
     if problem:
         customized_response_dict[_NOT_AN_ANSWER] = problem
         response_dict["body"] = b"{}"
+
+
+def _not_a_list(shape: Any, value: Any, path: str) -> str | None:
+    """Where the answer has something else than a list where the API's model has one: botocore reads a
+    mapping there as its keys (`{}` as an empty list) and a string as its characters."""
+    if value is None:
+        return None
+    kind = shape.type_name
+    if kind == "list":
+        if not isinstance(value, list):
+            return f"{path or 'the answer'} is not a list"
+        for index, item in enumerate(value):
+            problem = _not_a_list(shape.member, item, f"{path}[{index}]")
+            if problem:
+                return problem
+    elif kind == "structure" and isinstance(value, dict):
+        for name, member in shape.members.items():
+            key = member.serialization.get("name", name)
+            if key in value:
+                problem = _not_a_list(member, value[key], f"{path}.{key}" if path else key)
+                if problem:
+                    return problem
+    return None
 
 
 def _invalid(api: str, response: Any) -> str | None:
