@@ -7,7 +7,6 @@ from typing import Any
 
 CREATE, UPDATE, UNCHANGED, DELETE = "create", "update", "unchanged", "delete"
 DRIFT, FOREIGN = "drift", "foreign"  # blocked without --force
-WRITES = (CREATE, UPDATE, DELETE)
 
 
 @dataclass
@@ -79,5 +78,6 @@ def report(changes: list[Change], outcomes: list[Outcome] | None = None) -> dict
     return data
 
 
-def pending(changes: list[Change], prune: bool) -> bool:
-    return any((c.action in WRITES and (c.action != "delete" or prune)) or c.blocked for c in changes)
+def pending(changes: list[Change]) -> bool:
+    """Whether publishing (with --prune) would write something or refuse something: what `plan` exits 1 for."""
+    return any(disposition(c, force=False, prune=True) != SKIPPED for c in changes)

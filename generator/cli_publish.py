@@ -202,7 +202,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         raise GpudashError("nothing to compare: no publishing target is configured",
                            hint="set GRAFANA_URL and GRAFANA_TOKEN, or configure AWS credentials")
     _print_changes(changes, output)
-    sys.exit(EXIT_FINDINGS if pending(changes, prune=True) else 0)
+    sys.exit(EXIT_FINDINGS if pending(changes) else 0)
 
 
 def _skipped(target: str, why: str, how: str) -> None:
