@@ -240,6 +240,11 @@ CASES = [
     settings("SNS topic not an ARN", "alarms:\n  actions:\n    critical: [my-topic]\n", "gpudash.yaml:3",
              "alarms.actions.critical.0", "arn:aws:sns"),
     settings("per-pod mode", "alarms:\n  per_pod: each\n", "gpudash.yaml:2", "group_by"),
+    # Not a Kubernetes pod name (lower-case letters, digits, '-' and '.'): a static alarm that never gets data.
+    settings("static pod name with a quote", "alarms:\n  static_pods: [\"ml/it's-0\"]\n", "gpudash.yaml:2",
+             "alarms.static_pods.0"),
+    settings("static pod name upper-case", "alarms:\n  static_pods: [ml/Train-0]\n", "gpudash.yaml:2",
+             "alarms.static_pods.0"),
     settings("negative free framebuffer", "alarms:\n  framebuffer_free_mib: -1\n", "gpudash.yaml:2",
              "alarms.framebuffer_free_mib"),
     settings("definitions as a number", "definitions:\n  dashboards: 5\n", "gpudash.yaml:2",
