@@ -11,6 +11,7 @@ gpudash's, and is never replaced.
 from __future__ import annotations
 
 import errno
+from collections import Counter
 import hashlib
 import json
 import os
@@ -691,7 +692,7 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
             dashboards.append(_cloudwatch_dashboard(data, where(path), record["cloudwatch_dashboards"],
                                                     where(MANIFEST)))
     names = [d.name for d in dashboards]
-    twice = next((name for name in names if names.count(name) > 1), None)
+    twice = next((name for name, count in Counter(names).items() if count > 1), None)  # linear, not n²
     if twice:
         raise InputError(f"the CloudWatch dashboard {twice!r} is listed twice", where=where("cloudwatch/dashboards"),
                          hint=REGENERATE)

@@ -495,6 +495,9 @@ CASES = [
     built("CloudWatch dashboard name is a number",
           {"cloudwatch/dashboards/a.json": json.dumps({"DashboardName": 1, "DashboardBody": "{}"}).encode()}, None,
           "shipped/cloudwatch/dashboards/a.json", "`DashboardName` (text)", command="apply"),
+    built("two CloudWatch dashboards with one name", {f"cloudwatch/dashboards/{f}.json": json.dumps(
+        {"DashboardName": "a", "DashboardBody": json.dumps({"widgets": [{"properties": {"markdown": "# a"}}]})}).encode()
+        for f in ("a", "b")}, None, "shipped/cloudwatch/dashboards", "dashboard 'a' is listed twice", command="apply"),
     built("alarm without a name", {"cloudwatch/alarms.json": json.dumps(
         {"alarms": [{"Region": "us-east-1", "Request": {"Threshold": 1}}]}).encode()}, None,
           "shipped/cloudwatch/alarms.json", "AlarmName", command="apply"),
