@@ -116,6 +116,25 @@ def test_the_commands_imported_on_demand_are_those_their_modules_register():
     assert result.stdout.startswith("True"), result.stdout
 
 
+def test_the_command_ends_with_its_exit_handlers_run_and_its_output_whole(tmp_path):
+    """`gpudash` ends without the interpreter's teardown: exit handlers still run, what they and the command
+    printed reaches the pipe, and the command's own exit code is the process's."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('handler ran', end=''))\n"
+            "sys.argv = ['gpudash'] + sys.argv[1:]\n"
+            "from generator.cli import run\n"
+            "run()\n")
+    done = subprocess.run([sys.executable, "-c", code, "metrics", "--output", "json"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.endswith("]\nhandler ran"), done.stdout[-200:]
+    assert len(json.loads(done.stdout[:-len("handler ran")])) == 26
+    checked = subprocess.run([sys.executable, "-c", code, "generate", "--check", "--out", str(tmp_path / "none")],
+                             capture_output=True, text=True)
+    assert checked.returncode == 1 and checked.stdout.endswith("handler ran"), checked.stdout
+
+
 def test_init_config_writes_the_commented_default_once(tmp_path, cli):
     target = tmp_path / "gpudash.yaml"
     assert cli("init-config", str(target))[0] == 0
