@@ -34,9 +34,13 @@ from .settings import Labels
 # fields, about 2**63 for integer fields. No gauge reading comes near 1e14, so gauges are
 # compared against it and blank samples drop out instead of wrecking averages. Counters are
 # integer fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): they
-# are compared against the integer sentinel only.
+# are compared against the integer sentinel only. A window that holds a counter's jump into a
+# blank and back (real, blank, real) still passes that test at its end: its increase is about
+# 2**63, so increases at or above 1e18 and per-second rates at or above 1e14 (windows up to a
+# day) give no data, as no real counter climbs that fast.
 BLANK_FLOOR = "1e14"
 COUNTER_BLANK_FLOOR = "9e18"
+INCREASE_BLANK_FLOOR = "1e18"
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 
@@ -157,9 +161,9 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
         return readable if readable.startswith("(") else f"({readable})"
     if as_increase:
-        change = _raw(metric, branches, extra, "increase({}[" + window + "])")
+        change = _raw(metric, branches, extra, "(increase({}[" + window + "]) < " + INCREASE_BLANK_FLOOR + ")")
     else:
-        change = _raw(metric, branches, extra, "rate({}[" + window + "])")
+        change = _raw(metric, branches, extra, "(rate({}[" + window + "]) < " + BLANK_FLOOR + ")")
         if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
             change = f"({change} * {field.unit.rate_scale:g})"
     # A counter stuck on the blank sentinel has a rate of 0: it must give no data instead.

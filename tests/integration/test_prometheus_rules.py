@@ -123,6 +123,15 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                 {"eval_time": "10m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays", **GPU0)]},
             ],
         },
+        {   # one GPU's replay counter reads the blank for one scrape, the other's climbs: the jump into and
+            # out of the blank is no replay, and the real climb still fires
+            "interval": "1m",
+            "input_series": [_series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "0+20x20"),
+                             _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", f"5 5 5 {SENTINEL} 5x16", gpu=1), healthy_util],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "GpudashPcieReplays", "exp_alerts": [_expected(rules, "GpudashPcieReplays", **GPU0)]},
+            ],
+        },
         {   # a row remap fails; uncorrectable rows get remapped
             "interval": "1m",
             "input_series": [_series("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0 0 1x10"),
