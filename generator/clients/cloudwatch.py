@@ -120,7 +120,7 @@ class CloudWatch:
             retry_after = None
             try:
                 response = self.deadline.run(lambda: method(**kwargs), what)
-                problem = _invalid(api, response) if api in CHECKED else None
+                problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
                 if problem is None:
                     return response
                 failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
@@ -274,10 +274,11 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
                 **_) -> None:
     """Check the raw answer before botocore reads it: botocore takes a body that is not JSON for
     `{"message": body}` and a mapping where a list is due for an empty list. Mark what is not an
-    answer (and hand botocore `{}` so that it does not trip over it)."""
+    answer (and hand botocore `{}` so that it does not trip over it): the one check of an answer,
+    which `call` reads back as the mark."""
     status, body = response_dict.get("status_code", 0), response_dict.get("body") or b""
     name = getattr(operation_model, "name", "")
-    if not 200 <= status < 300 or not body:
+    if not 200 <= status < 300 or not (body or name in REQUIRED):
         return
     try:
         parsed = json.loads(body)
@@ -319,8 +320,6 @@ def _invalid(api: str, response: Any) -> str | None:
     """Why `response` is not a valid answer to `api`, or None."""
     if not isinstance(response, dict):
         return f"a JSON {type(response).__name__}, not an object"
-    if _NOT_AN_ANSWER in response:
-        return response[_NOT_AN_ANSWER]
     for key, kind in REQUIRED.get(api, {}).items():
         if not isinstance(response.get(key), kind):
             return f"no {key}" if key not in response else f"{key} is not a {kind.__name__}"
