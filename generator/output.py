@@ -172,7 +172,18 @@ def settings_record(settings) -> dict[str, object]:
 
 
 def _owned(out: Path) -> bool:
-    return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or (out / MANIFEST).is_file()))
+    """`out` may be replaced: it does not exist, is an empty folder, or holds gpudash's manifest."""
+    return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or _gpudash_manifest(out / MANIFEST)))
+
+
+def _gpudash_manifest(path: Path) -> bool:
+    """A manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
+    (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""
+    try:
+        manifest = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(manifest, dict) and str(manifest.get("generator", "")).startswith("gpudash ")
 
 
 def _fill(folder: Path, everything: dict[str, bytes], previous: Path | None = None) -> None:
@@ -279,7 +290,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
         raise OutputError(f"cannot read the output directory ({exc.strerror})", where=str(out),
                           hint="check its permissions") from None
     if not owned:
-        raise OutputError("the output directory holds files gpudash did not write (no manifest.json)",
+        raise OutputError("the output directory holds files gpudash did not write (no manifest.json of gpudash's)",
                           where=str(out), hint="choose another --out, or empty the directory")
     everything = with_manifest(files, made_with, record)
     if out.is_dir() and os.path.ismount(out):

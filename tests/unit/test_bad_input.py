@@ -383,6 +383,8 @@ CASES = [
           where="notes.txt"),
     flags("--out holds other files", ("generate", "--out", "site"), "did not write", files={"site/index.html": "x"},
           where="site"),
+    flags("--out holds another tool's manifest.json", ("generate", "--out", "site"), "did not write",
+          files={"site/manifest.json": '{"name": "app", "files": {}}', "site/index.html": "x"}, where="site"),
     flags("--out under a file", ("generate", "--out", "notes.txt/build"), "cannot create the output directory",
           files={"notes.txt": "x"}, where="notes.txt"),
     flags("--out on a read-only file system", ("generate", "--out", "/proc/gpudash-test/build"),

@@ -242,6 +242,17 @@ def test_a_rebuild_links_nothing_a_symlinked_folder_leads_to(tmp_path):
         assert (outside / relative).read_bytes() == data and (outside / relative).stat().st_nlink == 1, relative
 
 
+def test_a_folder_with_another_tools_manifest_is_not_replaced(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "manifest.json").write_text('{"name": "app", "files": {}}')
+    (site / "index.html").write_text("x")
+    with pytest.raises(OutputError, match="did not write"):
+        write_files(site, FILES)
+    assert sorted(p.name for p in site.iterdir()) == ["index.html", "manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
 def _mount(folder: Path, size: str) -> bool:
     if os.geteuid() != 0:
         return False
