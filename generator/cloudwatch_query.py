@@ -64,7 +64,8 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 # unit: the per-second floor times the unit's scale.
 BLANK_FLOOR = 1e14
 SMALL_UNITS_BLANK_FLOOR = 1e9
-LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s")  # readings that may pass 1e9
+# readings that may pass 1e9: bytes, counts, and totals since boot (mJ, ns) a CSV may call gauges
+LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s", "millijoule", "nanosecond", "microsecond")
 INCREASE_BLANK_FLOOR = 1e18
 
 

@@ -216,3 +216,22 @@ def test_lint_notes_each_alarm_a_blank_would_fool():
     assert not [where for where in notes if "data-missing" in where]  # a count of readings is not fooled
     assert any("fires for it" in m for w, m in notes.items() if "gpu-temp-high" in w)
     assert any("never fires for it" in m for w, m in notes.items() if "gpu-idle" in w)
+
+
+def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
+    """A counters CSV may declare the energy counter (mJ since boot) a gauge: 5e11 mJ (a GPU at 300 W
+    for 20 days) is a real reading, far above the floor that suits temperatures and clocks."""
+    from tests.support.cloudwatch_agent import Datapoint
+
+    defaults = load_project().settings.counters_path.read_text()
+    csv = tmp_path / "counters.csv"
+    csv.write_text(re.sub(r"(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\s*,\s*)counter", r"\1gauge", defaults))
+    project = load_project(counters=csv)
+    assert not project.catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").is_counter
+    files = encode(build(project))
+    properties = _widget(files, "Energy use rate by pod", "by-pod")
+    dims = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "train-0"))
+    points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", dims, t, 5e11)
+              for t in range(START, END, STEP)]
+    (series,) = cloudwatch_eval.widget(properties, points, START, END).values()
+    assert series and all(close(value, 5e11) for value in series.values()), series
