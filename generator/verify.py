@@ -81,11 +81,16 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
     """Run `groups` in a child process: importing the Kubernetes client and running its checks there takes
     the other CPU while this process imports and runs the rest. Their checks (and the secrets the child
     learnt, to be masked here) come back through a pipe onto `out`. The child's pid, or None when this
-    process cannot fork safely (no fork, or other threads running whose locks the copy would inherit)."""
+    process cannot fork safely (no fork, or other threads running whose locks the copy would inherit) or at all."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
     reader, writer = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had (EAGAIN, ENOMEM): the groups run in threads here instead
+        os.close(reader)
+        os.close(writer)
+        return None
     if pid == 0:  # the child: run the groups, send each check, exit without running the parent's cleanup
         os.close(reader)
         try:

@@ -30,6 +30,10 @@ _SCRIPT = textwrap.dedent('''
         return checks
 
     mode = sys.argv[1]
+    if mode == "nofork":  # the system gives no process: the groups run here
+        def refuse():
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        os.fork = refuse
     runners = {"kube": group("kube", secret="kube-token-123456", hang=mode == "hang", bug=mode == "bug"),
                "exporter": group("exporter"), "prometheus": group("prometheus"), "cloudwatch": group("cloudwatch")}
     verify._runners = lambda: runners
@@ -100,3 +104,9 @@ def test_a_child_stopped_mid_message_leaves_its_groups_unanswered_not_a_tracebac
     assert items[0] == ("kube", Check("kube", "first", OK, "sent whole"))
     assert [(group, str(item)) for group, item in items[1:]] == [
         ("exporter", "the exporter checks ended without an answer"), ("kube", "the kube checks ended without an answer")]
+
+
+def test_no_process_to_be_had_runs_every_group_here():
+    answer = _run("nofork")
+    assert [c[1] for c in answer["checks"]] == ["first", "second"] * 4
+    assert {c[3].split()[1] for c in answer["checks"] if c[1] == "first"} == {str(answer["parent"])}
