@@ -19,7 +19,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 from ..errors import GpudashError, InputError
 from ..resources import default_counters
@@ -120,7 +120,9 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterat
             raise GpudashError(f"promtool could not load the sample: {made.stderr.strip()[-400:]}",
                                hint="check the prometheus package (promtool) on this machine")
         (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
-        process, url, log = _start(prometheus, work)
+        process, url, log = start(prometheus, [f"--config.file={work / 'prometheus.yml'}",
+                                               f"--storage.tsdb.path={work / 'data'}",
+                                               "--storage.tsdb.retention.time=3650d"], work / "prometheus.log")
         try:
             yield url
         finally:
@@ -133,19 +135,19 @@ def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterat
             log.close()
 
 
-def _start(prometheus: str, work: Path):
-    """Prometheus on a free loopback port, ready; a port another process took first is chosen again."""
+def start(prometheus: str, args: list[str], log_path: Path, ready_within: float = 30.0,
+          what: str = "the sample Prometheus") -> tuple[subprocess.Popen, str, IO[str]]:
+    """Prometheus with `args` on a free loopback port, ready (its output in `log_path`): the process, its
+    URL and the open log. A port another process took first is chosen again."""
     attempts = 5
     for attempt in range(1, attempts + 1):
         port = free_port()
-        log = (work / "prometheus.log").open("w")
-        process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}",
-                                    f"--storage.tsdb.path={work / 'data'}", "--storage.tsdb.retention.time=3650d",
-                                    f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        log = log_path.open("w")
+        process = subprocess.Popen([prometheus, *args, f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
                                    stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(url, process, work)
+            _wait_ready(url, process, log_path, ready_within, what)
             return process, url, log
         except GpudashError as exc:
             process.kill()
@@ -153,21 +155,25 @@ def _start(prometheus: str, work: Path):
             log.close()
             if attempt == attempts or "address already in use" not in str(exc):
                 raise
-    raise GpudashError("no free port for the sample Prometheus", hint="run the command again")
+    raise GpudashError(f"no free port for {what}", hint="run the command again")
 
 
-def _wait_ready(url: str, process: subprocess.Popen, work: Path) -> None:
-    import requests
+def _wait_ready(url: str, process: subprocess.Popen, log_path: Path, ready_within: float, what: str) -> None:
+    from ..clients.http import get
+    from ..clients.options import Options
+    from ..errors import RemoteError
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            tail = (work / "prometheus.log").read_text(errors="replace")[-400:]
-            raise GpudashError(f"the sample Prometheus exited: {tail}", hint="check the prometheus package")
+            tail = log_path.read_text(errors="replace")[-400:]
+            raise GpudashError(f"{what} exited: {tail}", hint="check the prometheus package")
+        probe = Options(timeout=1.0)
+        probe.start()
         try:
-            if requests.get(f"{url}/-/ready", timeout=1).status_code == 200:
+            if get(f"{url}/-/ready", probe, what, "")[0] == 200:
                 return
-        except requests.ConnectionError:
+        except RemoteError:  # not listening yet
             pass
         time.sleep(0.1)
-    raise GpudashError("the sample Prometheus did not become ready in 30 s", hint="check the prometheus package")
+    raise GpudashError(f"{what} did not become ready in {ready_within:g} s", hint="check the prometheus package")

@@ -12,7 +12,7 @@ import pytest
 import requests
 import yaml
 
-from generator.preview.sample import free_port  # noqa: F401  (moto_server and tests import it from here)
+from generator.preview.sample import free_port, start  # free_port: moto_server and tests import it from here
 
 
 def binary(name: str) -> str:
@@ -30,10 +30,6 @@ SCRAPES_ENDED = 5.0
 READY_WITHIN = 120.0  # bounds a start that would never end; a busy machine may take long to start it
 
 
-class PortTaken(RuntimeError):
-    """Another process bound the chosen port before Prometheus did (parallel test workers)."""
-
-
 class Prometheus:
     def __init__(self, workdir: Path, config: dict[str, Any]):
         self.workdir = workdir
@@ -42,38 +38,15 @@ class Prometheus:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
+        self.log = None
 
     def start(self) -> "Prometheus":
-        """Start and wait until ready; a port taken between choosing and binding it is chosen again."""
-        for _ in range(5):
-            try:
-                return self._start_once()
-            except PortTaken:
-                self.port = free_port()
-                self.url = f"http://127.0.0.1:{self.port}"
-        return self._start_once()
-
-    def _start_once(self) -> "Prometheus":
-        log = open(self.workdir / "prometheus.log", "w")
-        self.process = subprocess.Popen(
-            [binary("prometheus"), f"--config.file={self.config_path}",
-             f"--storage.tsdb.path={self.workdir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}",
-             "--web.enable-lifecycle", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + READY_WITHIN
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                output = (self.workdir / "prometheus.log").read_text()[-2000:]
-                if "address already in use" in output:
-                    raise PortTaken(output)
-                raise RuntimeError(f"prometheus exited: {output}")
-            try:
-                if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
-                    return self
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"prometheus did not become ready in {READY_WITHIN:g} s")
+        """Start and wait until ready (on another free port if the chosen one was taken meanwhile)."""
+        self.process, self.url, self.log = start(
+            binary("prometheus"), [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.workdir / 'data'}",
+                                   "--web.enable-lifecycle"], self.workdir / "prometheus.log", READY_WITHIN, "prometheus")
+        self.port = int(self.url.rsplit(":", 1)[1])
+        return self
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -82,6 +55,8 @@ class Prometheus:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+        if self.log is not None:
+            self.log.close()
 
     def api(self, path: str, **params) -> Any:
         response = requests.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
