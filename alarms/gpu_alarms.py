@@ -1,5 +1,6 @@
 """The default GPU alarms. Thresholds come from the settings (`thresholds:` and `alarms:`)."""
 
+from generator.catalog import PRESENCE
 from generator.model import Alarm, Condition, Query
 
 POD = ("pod",)  # a pod is named with its namespace in every backend
@@ -12,6 +13,8 @@ def alarms(ctx):
     temp = ctx.levels("gpu_temp_celsius")
     framebuffer = ctx.levels("framebuffer_used_ratio")
     idle_minutes = int(ctx.threshold("idle_minutes"))
+    # GPU data is there when a field every GPU reports is: the first the counters CSV collects.
+    reported = next((name for name in PRESENCE if ctx.has(name)), PRESENCE[0])
     candidates = [
         Alarm("xid-error", "XID error reported",
               Condition(Query("DCGM_FI_DEV_XID_ERRORS", "max", GPU), ">", 0),
@@ -60,7 +63,7 @@ def alarms(ctx):
               description="A GPU's PCIe link keeps retrying transfers: a degrading link or riser.",
               runbook="Check the node's PCIe errors (dmesg, nvidia-smi -q); reseat or replace the GPU."),
         Alarm("gpu-data-missing", "No GPU metrics arriving",
-              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "count"), "<", 1),
+              Condition(Query(reported, "count"), "<", 1),
               severity="critical", absent=True, missing_data="breaching", evaluation_periods=2,
               datapoints_to_alarm=2,
               description="GPU metrics are missing where kube-state-metrics says exporter pods should run: an "

@@ -18,6 +18,11 @@ from .reading import decode_utf8, read_bytes
 from .units import FAMILY_ORDER, UNITS, Unit, infer_family, infer_unit
 
 KINDS = ("gauge", "counter", "histogram", "summary", "label")
+# Device fields every GPU reports, MIG or not, held by a pod or idle, the likeliest first: Grafana's
+# variables and GPU counts and the data-missing alarm read the first one collected, never GPU
+# utilization while another is (MIG instances do not report it).
+PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
+            "DCGM_FI_DEV_GPU_UTIL")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # MIG: on a GPU split into instances the exporter writes one series per instance, told

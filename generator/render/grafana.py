@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..catalog import Catalog
+from ..catalog import PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
@@ -18,10 +18,6 @@ from ..promql import Scope, coalesce_node, expression, group_keys, label_name, l
 from ..settings import Settings
 from ..units import UNITS
 
-# Device fields every GPU reports, MIG or not: variables and GPU counts read these, never
-# GPU utilization (MIG instances do not report it).
-PRESENCE = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
-            "DCGM_FI_DEV_GPU_UTIL")
 _REF_IDS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Dashboard variables in order: (name, neutral key, label in the UI).
 _VARIABLES = (("cluster", "cluster", "Cluster"), ("namespace", "namespace", "Namespace"),

@@ -211,3 +211,24 @@ def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(
     assert sorted((s["metric"]["__name__"], s["metric"]["namespace"], s["metric"]["daemonset"], s["value"][1])
                   for s in series) == [(kube_state.DESIRED, "gpu-operator", "nvidia-dcgm-exporter", "2"),
                                        (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "1")]
+
+
+def test_a_counters_csv_without_gpu_temperature_keeps_the_alarm(tmp_path):
+    """The alarm counts the observations of a field every GPU reports; with a counters CSV that does not
+    collect GPU temperature it counts another one, instead of vanishing from both backends unsaid (a
+    stopped exporter would then page no one)."""
+    from generator.resources import default_counters
+
+    csv = tmp_path / "counters.csv"
+    csv.write_text("".join(line for line in default_counters().read_text().splitlines(True)
+                           if not line.startswith("DCGM_FI_DEV_GPU_TEMP")))
+    (tmp_path / "gpudash.yaml").write_text(f"counters: {csv}\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    assert "DCGM_FI_DEV_GPU_TEMP" not in project.catalog
+    files = encode(build(project))
+    assert "GpudashGpuDataMissing" in files["prometheus/rules.yaml"].decode()
+    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if i["Request"]["AlarmName"] == ALARM]
+    for situation in SITUATIONS:
+        states = cloudwatch_eval.alarm(request, _datapoints(project, files, situation), END)
+        assert states == {(): "ALARM" if situation.cloudwatch else "OK"}, situation.name
