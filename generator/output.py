@@ -363,7 +363,10 @@ def _write_inside(out: Path, everything: dict[str, bytes]) -> None:
             moved_in.append(name)
     except OSError as exc:
         for name in moved_in:  # undo: the previous build goes back as it was
-            shutil.rmtree(out / name, ignore_errors=True)
+            if (out / name).is_dir() and not (out / name).is_symlink():
+                shutil.rmtree(out / name, ignore_errors=True)
+            else:  # manifest.json: rmtree leaves a file where it is
+                (out / name).unlink(missing_ok=True)
         for name in moved_out:
             os.replace(retired / name, out / name)
         for folder in (staging, retired):

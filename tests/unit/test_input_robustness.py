@@ -301,6 +301,25 @@ def test_a_failed_swap_puts_the_previous_build_back_and_leaves_nothing(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]  # no empty .build.old-* folder
 
 
+def test_a_failed_move_into_a_mount_point_leaves_it_as_it_was(tmp_path, monkeypatch):
+    """A folder that cannot be renamed (a mount point) is filled entry by entry: a failure part way takes
+    every entry moved in back out, the manifest too, so the empty folder stays empty."""
+    out = tmp_path / "build"
+    out.mkdir()
+    real_replace, real_ismount = os.replace, os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out or real_ismount(path))
+
+    def refuse_the_last_entry(source, destination):
+        if Path(destination) == out / "prometheus":
+            raise OSError(28, "No space left on device", str(destination))
+        return real_replace(source, destination)
+
+    monkeypatch.setattr(os, "replace", refuse_the_last_entry)
+    with pytest.raises(OutputError):
+        write_files(out, {**FILES, "prometheus/r.yaml": b"r: 1\n"})
+    assert list(out.iterdir()) == []
+
+
 def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, monkeypatch):
     out = tmp_path / "build"
     write_files(out, FILES)
