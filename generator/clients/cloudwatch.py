@@ -221,7 +221,7 @@ class CloudWatch:
                 self.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
                           "time (slow); grant tag:GetResources to read them in bulk")
                 return None
-            found.update({item["ResourceARN"]: item.get("Tags", []) for item in page["ResourceTagMappingList"]})
+            found.update({item["ResourceARN"]: item["Tags"] for item in page["ResourceTagMappingList"]})
             token = page.get("PaginationToken") or ""
             if not token:
                 return found
@@ -329,7 +329,7 @@ def _invalid(api: str, response: Any) -> str | None:
                     return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
-            tags = item.get("Tags", [])
+            tags = item.get("Tags")  # asked for by tag: a resource listed without its tags is not an answer
             if not isinstance(tags, list) or any(not isinstance(t, dict) or "Key" not in t for t in tags):
                 return "a resource whose Tags are not a list of Key/Value"
     return None

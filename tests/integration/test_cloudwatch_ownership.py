@@ -30,6 +30,8 @@ def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied,
 
 
 @pytest.mark.parametrize("operation, answer", [("GetResources", b"<html/>"),
+                                               ("GetResources", b'{"ResourceTagMappingList": [{"ResourceARN": '
+                                                                b'"arn:aws:cloudwatch:us-east-1:1:alarm:x"}]}'),
                                                ("GetDashboard", b'{"DashboardBody": "<x>"}'),
                                                ("ListDashboards", b"{}"),
                                                ("ListDashboards", b'{"DashboardEntries": [{"DashboardArn": "x"}]}')])
