@@ -303,7 +303,8 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
     what = f"ServiceMonitors in {namespace}"
     listing = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/servicemonitors", what)
     name, value = style.pod_label
-    monitors = [m for m in (listing.items("items") if listing is not None else [])
+    # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
+    monitors = [m for m in (listing.items("items", required=True) if listing is not None else [])
                 if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value]
     if not monitors:
         return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",

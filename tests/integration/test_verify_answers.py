@@ -146,6 +146,20 @@ def test_odd_kubernetes_answers(case, breaks, check, named, reference, generated
     assert checks[("kube", check)]["cause"] == "odd-answer"
 
 
+def test_a_service_monitor_listing_without_its_items_is_odd_not_none(reference, cli, kube_server, monkeypatch):
+    kube_server.cluster = KubeCluster(reference)
+    path = "/apis/monitoring.coreos.com/v1/namespaces/gpu-operator/servicemonitors"
+    kube_server.documents[path] = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitorList",
+                                   "metadata": {}}
+    monkeypatch.setenv("KUBECONFIG", str(kube_server.kubeconfig_path))
+    try:
+        _, checks = _verify(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
+    finally:
+        del kube_server.documents[path]
+    check = checks[("kube", "Prometheus scrape config")]
+    assert check["status"] == "fail" and check["cause"] == "odd-answer" and "items is missing" in check["detail"], check
+
+
 def _vector(*results):
     return json.dumps({"status": "success", "data": {"resultType": "vector", "result": list(results)}})
 
