@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -325,22 +325,30 @@ def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
 
     namespace = project.settings.agent.namespace
     yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
-    cluster = _agent_cluster(kube, project, namespace).name
+    answers: dict[str, Answer | None] = {}
+
+    def configmap(name: str) -> Answer | None:
+        """The agent's ConfigMap `name`, read once (the cluster probe and its check share the answer)."""
+        if name not in answers:
+            answers[name] = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                                      f"ConfigMap {namespace}/{name}")
+        return answers[name]
+
+    cluster = _agent_cluster(configmap, project).name
     agent = next(a for a in agents(project) if a.cluster == cluster)
     for name, key, generated in ((AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)):
-        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, kube, namespace, name, key, generated,
+        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, configmap, namespace, name, key, generated,
                         agent_file(cluster))
 
 
-def _agent_cluster(kube: Kube, project: Project, namespace: str):
+def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
     """The configured cluster this agent serves: the one its live config names (cluster_name), else the first."""
     clusters = project.settings.clusters
     try:
-        live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{AGENT_CONFIGMAP}",
-                         f"ConfigMap {namespace}/{AGENT_CONFIGMAP}")
+        live = configmap(AGENT_CONFIGMAP)
         text = live.string_map("data").get(AGENT_KEY, "{}") if live is not None else "{}"
         name = json.loads(text)["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
-    except Exception:  # noqa: BLE001 - only a probe: the ConfigMap check reads it again and reports what is wrong
+    except Exception:  # noqa: BLE001 - only a probe: the ConfigMap check reports what is wrong
         name = None
     return next((c for c in clusters if c.name == name), clusters[0])
 
@@ -359,10 +367,11 @@ def _agent(kube: Kube, namespace: str) -> Check:
                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED)
 
 
-def _agent_configmap(kube: Kube, namespace: str, name: str, key: str, generated: dict[str, Any], path: str) -> Check:
+def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,
+                     generated: dict[str, Any], path: str) -> Check:
     check = f"ConfigMap {name}"
     fix = f"kubectl apply -f build/{path} (then restart {AGENT_DEPLOYMENT})"
-    live = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}", f"ConfigMap {namespace}/{name}")
+    live = configmap(name)
     data = live.string_map("data") if live is not None else {}
     if key not in data:
         return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing", fix, cause=NOT_DEPLOYED)
