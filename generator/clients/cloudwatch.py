@@ -253,7 +253,8 @@ def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, sourc
         raise OddAnswer(source, "", exc, "a ListMetrics answer",
                         said=f"not a ListMetrics answer (botocore's parser stopped: {type(exc).__name__})") from None
     if _NOT_AN_ANSWER in page:
-        raise OddAnswer(source, "", None, "a ListMetrics answer", said=f"not a ListMetrics answer ({page[_NOT_AN_ANSWER]})")
+        raise OddAnswer(source, "", None, "a ListMetrics answer",
+                        said=f"not a ListMetrics answer ({page[_NOT_AN_ANSWER]})")
     return page
 
 

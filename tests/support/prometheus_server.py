@@ -42,9 +42,10 @@ class Prometheus:
 
     def start(self) -> "Prometheus":
         """Start and wait until ready (on another free port if the chosen one was taken meanwhile)."""
-        self.process, self.url, self.log = start(
-            binary("prometheus"), [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.workdir / 'data'}",
-                                   "--web.enable-lifecycle"], self.workdir / "prometheus.log", READY_WITHIN, "prometheus")
+        args = [f"--config.file={self.config_path}", f"--storage.tsdb.path={self.workdir / 'data'}",
+                "--web.enable-lifecycle"]
+        self.process, self.url, self.log = start(binary("prometheus"), args, self.workdir / "prometheus.log",
+                                                 READY_WITHIN, "prometheus")
         self.port = int(self.url.rsplit(":", 1)[1])
         return self
 
