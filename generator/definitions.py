@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
-from .model import DefinitionError, _caller
+from .model import Alarm, DefinitionError, _caller
 from .reading import list_folder
 from .resources import known_fields
 from .settings import Levels, Settings
@@ -68,14 +68,15 @@ class Context:
             self._known(name, where)
         return all(name in self.catalog for name in metrics)
 
-    def available(self, panels):
-        """The panels whose fields are all collected: bundled dashboards adapt to any CSV.
+    def available(self, items):
+        """The panels (or alarms) whose fields are all collected: bundled definitions adapt to any CSV.
 
-        A name that is not a DCGM field at all is an error; a panel left out is noted."""
+        A name that is not a DCGM field at all is an error; a panel or alarm left out is noted, so
+        that `generate` says so and `lint` lists it (DF001): nothing vanishes from a build unsaid."""
         kept = []
-        for panel in panels:
+        for item in items:
             missing = []
-            for query in panel.queries:
+            for query in item.queries:
                 if query.raw_promql:
                     continue
                 for name in query.metrics:
@@ -83,10 +84,11 @@ class Context:
                     if name not in self.catalog and name not in missing:
                         missing.append(name)
             if missing:
-                self.notes.append((panel.defined_at, f"panel {panel.title!r} left out: the counters CSV does not "
-                                                     f"collect {', '.join(missing)}"))
+                kind, name = ("alarm", item.id) if isinstance(item, Alarm) else ("panel", item.title)
+                self.notes.append((item.defined_at, f"{kind} {name!r} left out: the counters CSV does not "
+                                                    f"collect {', '.join(missing)}"))
             else:
-                kept.append(panel)
+                kept.append(item)
         return kept
 
     def levels(self, name: str) -> tuple[float, float]:

@@ -24,7 +24,7 @@ def _notes(rule: str):
 
 # What the build left out and why, as it was made (the notes travel with a build in its manifest).
 NOTE_RULES = [
-    Rule("DF001", "panels left out because the counters CSV does not collect their fields", _notes("DF001")),
+    Rule("DF001", "panels and alarms left out because the counters CSV does not collect their fields", _notes("DF001")),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
     Rule("AL011", "the data-missing alarm left out because nothing tells it GPUs are expected "

@@ -1,0 +1,59 @@
+"""Nothing the definitions ask for leaves a build unsaid: an alarm on a field the counters CSV does not
+collect is named by `generate` and listed by `lint` (DF001), and it is missing from the Prometheus rules
+and the CloudWatch alarms alike."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from generator.resources import default_counters
+
+LEFT_OUT = ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_XID_ERRORS")
+
+
+def _csv_without(folder, names):
+    lines = [line for line in default_counters().read_text().splitlines()
+             if not line or line.startswith("#") or line.split(",")[0].strip() not in names]
+    path = folder / "counters.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _alarm_ids(build):
+    cloudwatch = {entry["Request"]["AlarmName"] for entry in json.loads((build / "cloudwatch/alarms.json").read_text())["alarms"]}
+    rules = yaml.safe_load((build / "prometheus/rules.yaml").read_text())
+    prometheus = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
+    return cloudwatch, prometheus
+
+
+def test_an_alarm_on_a_field_the_csv_lacks_is_noted_and_missing_from_both_backends(tmp_path, cli):
+    csv = _csv_without(tmp_path, LEFT_OUT)
+    code, _, stderr = cli("generate", "--csv", str(csv), "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    for alarm, field in (("pcie-replays", LEFT_OUT[0]), ("xid-error", LEFT_OUT[1])):
+        assert f"note: alarm {alarm!r} left out: the counters CSV does not collect {field}: no CloudWatch alarm " \
+               f"and no Prometheus rule (lint DF001)" in stderr, stderr
+    cloudwatch, prometheus = _alarm_ids(tmp_path / "build")
+    assert cloudwatch and prometheus
+    assert not any("pcie-replays" in name or "xid-error" in name for name in cloudwatch), cloudwatch
+    assert not {"GpudashPcieReplays", "GpudashXidError"} & prometheus, prometheus
+    assert {"GpudashGpuTempHigh", "GpudashGpuIdle"} <= prometheus  # the others are all there
+    assert any("gpu-temp-high" in name for name in cloudwatch)
+
+    for args in ((), ("--from", str(tmp_path / "build"))):
+        code, stdout, stderr = cli("lint", "--csv", str(csv), *args, "--output", "json")
+        assert code == 0, stderr
+        notes = {f["message"]: f["where"] for f in json.loads(stdout)["findings"] if f["rule"] == "DF001"}
+        for alarm, field in (("pcie-replays", LEFT_OUT[0]), ("xid-error", LEFT_OUT[1])):
+            where = notes[f"alarm {alarm!r} left out: the counters CSV does not collect {field}"]
+            assert where.startswith("alarms/gpu_alarms.py:"), where
+
+
+def test_with_every_field_collected_no_alarm_is_noted(tmp_path, cli):
+    code, _, stderr = cli("generate", "--out", str(tmp_path / "build"))
+    assert code == 0, stderr
+    assert "note: alarm" not in stderr
+    cloudwatch, prometheus = _alarm_ids(tmp_path / "build")
+    assert {"GpudashPcieReplays", "GpudashXidError"} <= prometheus
