@@ -11,7 +11,7 @@ from ..data_missing import KSM_METRICS
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import gpu_identity
 from ..reading import read_json_schema
-from ..output import ALARMS_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
+from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
@@ -213,12 +213,36 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
                                   f"label {label!r} is not on the series the scrape job delivers")
 
 
+def _relabeled(labels: set[str], rules: list[dict[str, Any]]) -> set[str]:
+    """The label names left on a series after metric relabeling (replace from a label it carries, labeldrop)."""
+    for rule in rules:
+        action = str(rule.get("action", "replace")).lower()
+        sources = rule.get("source_labels") or rule.get("sourceLabels") or []
+        target = rule.get("target_label") or rule.get("targetLabel")
+        if action == "replace" and target and sources and all(source in labels for source in sources):
+            labels = labels | {target}
+        elif action == "labeldrop":
+            labels = {label for label in labels if not re.fullmatch(str(rule.get("regex", "")), label)}
+    return labels
+
+
 def label_mode(subject: LintInput) -> Iterable[Finding]:
-    labels = subject.settings.labels
-    if labels.pod.startswith("exported_"):
-        yield Finding("PR002", "warning", "settings labels.pod",
-                      "the generated scrape job and ServiceMonitor keep the workload pod as `pod`; "
-                      "exported_pod only fits a ServiceMonitor without honorLabels")
+    """Each Prometheus scrape path gpudash generates delivers the workload labels under the names every
+    per-pod query and alert uses (`labels:`): a path that delivered `pod` to queries on `exported_pod`
+    would leave them matching nothing."""
+    declared = subject.settings.labels
+    wanted = {(name.removeprefix("exported_"), name) for name in (declared.pod, declared.namespace, declared.container)}
+    jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
+        "additionalScrapeConfigs") or [{}]
+    endpoints = subject.artifacts.service_monitor.get("spec", {}).get("endpoints") or [{}]
+    for where, rules in ((ADDITIONAL_SCRAPE_FILE, jobs[0].get("metric_relabel_configs") or []),
+                         (SERVICE_MONITOR_FILE, endpoints[0].get("metricRelabelings") or [])):
+        delivered = _relabeled({written for written, _ in wanted}, rules)
+        for written, name in sorted(wanted):
+            if name not in delivered:
+                yield Finding("PR002", "error", where,
+                              f"the workload's {written!r} label arrives as {written!r}, but labels: queries "
+                              f"{name!r}: every per-pod query and alert would match nothing")
 
 
 def agent_schema(subject: LintInput) -> Iterable[Finding]:
@@ -245,5 +269,6 @@ RULES = (
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
-    Rule("PR002", "the workload-pod label setting matches the generated scrape configs", label_mode),
+    Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
+                  "declares", label_mode),
 )

@@ -111,9 +111,38 @@ def prometheus_config(settings: Settings) -> dict[str, Any]:
             "scrape_configs": jobs}
 
 
+def workload_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
+    """(the label the exporter writes, the label the settings query) for each workload label the settings
+    name `exported_*`: the names the GPU operator's own ServiceMonitor (honorLabels: false) gives them.
+    gpudash's Prometheus scrape paths deliver the workload labels under exactly the names `labels:` declares,
+    so the queries built on those names match the series whichever of the three paths scrapes the exporter.
+    The CloudWatch agent's job keeps the exporter's names: its dimensions are `pod` and `namespace`."""
+    labels = settings.labels
+    return tuple((declared.removeprefix("exported_"), declared)
+                 for declared in (labels.pod, labels.namespace, labels.container) if declared.startswith("exported_"))
+
+
+def renaming_rules(settings: Settings) -> list[dict[str, Any]]:
+    """metric_relabel_configs moving each workload label to the name the settings query (none when they agree).
+    A series without the label (a GPU no pod holds) gets none: `(.+)` does not match the empty value."""
+    renames = workload_renames(settings)
+    if not renames:
+        return []
+    return [*({"source_labels": [written], "regex": "(.+)", "target_label": declared, "replacement": "$1",
+               "action": "replace"} for written, declared in renames),
+            {"regex": "|".join(written for written, _ in renames), "action": "labeldrop"}]
+
+
+def prometheus_scrape_job(settings: Settings) -> dict[str, Any]:
+    """The scrape job for Prometheus: the agent's job, with the workload labels named as `labels:` says."""
+    job = scrape_job(settings)
+    job["metric_relabel_configs"] += renaming_rules(settings)
+    return job
+
+
 def additional_scrape_configs(settings: Settings) -> dict[str, Any]:
     """Values for kube-prometheus-stack: prometheus.prometheusSpec.additionalScrapeConfigs."""
-    return {"prometheus": {"prometheusSpec": {"additionalScrapeConfigs": [scrape_job(settings)]}}}
+    return {"prometheus": {"prometheusSpec": {"additionalScrapeConfigs": [prometheus_scrape_job(settings)]}}}
 
 
 # prometheus-operator gives every ServiceMonitor target the exporter pod's own `pod`,
@@ -131,9 +160,18 @@ def object_metadata(name: str, settings: Settings) -> dict[str, Any]:
     return {"name": name, "namespace": stack.namespace or settings.exporter.namespace, "labels": labels}
 
 
+_CAMEL_CASE = {"source_labels": "sourceLabels", "target_label": "targetLabel"}
+
+
+def _camel_case(rule: dict[str, Any]) -> dict[str, Any]:
+    """A relabel rule as prometheus-operator spells it."""
+    return {_CAMEL_CASE.get(key, key): value for key, value in rule.items()}
+
+
 def service_monitor(settings: Settings) -> dict[str, Any]:
-    """The ServiceMonitor alternative: honorLabels keeps the workload's labels as `pod`, `namespace`,
-    `container`; relabelings attach the node and the exporter pod as the scrape job does."""
+    """The ServiceMonitor alternative: honorLabels keeps the workload's labels (as `pod`, `namespace`,
+    `container`, or under the `exported_*` names the settings declare); relabelings attach the node and
+    the exporter pod as the scrape job does."""
     exporter = style_for(settings)
     label_name, label_value = exporter.pod_label
     return {
@@ -154,8 +192,8 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
                      "action": "replace"},
                     {"regex": "|".join(TARGET_WORKLOAD_LABELS), "action": "labeldrop"},
                 ],
-                "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": METRIC_NAME_FILTER,
-                                       "action": "keep"}],
+                "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": METRIC_NAME_FILTER, "action": "keep"},
+                                      *(_camel_case(rule) for rule in renaming_rules(settings))],
             }],
         },
     }

@@ -7,6 +7,8 @@ scrape path scrapes it:
 
 * gpudash's job (Kubernetes pod discovery, as file discovery with the same meta labels);
 * gpudash's ServiceMonitor, as prometheus-operator turns it into a job (honorLabels: true);
+* both of gpudash's paths again, generated for settings that name the workload labels `exported_*`
+  (as the GPU operator's ServiceMonitor gives them): the queries use those names, so must the paths;
 * the GPU operator's own ServiceMonitor (honorLabels: false, workload labels as exported_*), with
   the node relabeling the README tells users to add, and without it.
 
@@ -34,8 +36,9 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import legend, with_cluster
 from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
-from generator.render.scrape import scrape_job, service_monitor
+from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
+from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
 from tests.support.mixed_fleet import FIELDS, FLEET, truth
 from tests.support.operator_scrape import endpoint_target, scrape_config
@@ -65,6 +68,7 @@ class Path_:
 
 
 PATHS = (Path_("gpudash-job", ""), Path_("gpudash-servicemonitor", ""),
+         Path_("gpudash-job-exported", EXPORTED), Path_("gpudash-servicemonitor-exported", EXPORTED),
          Path_("operator-servicemonitor", EXPORTED), Path_("operator-servicemonitor-plain", EXPORTED, False),
          Path_("shared-prometheus", SHARED, clusters=("east", "west")))
 
@@ -103,20 +107,21 @@ def _jobs(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, refe
 
 def _job(path: Path_, exporters: dict[str, ReplayExporter], workdir: Path, reference: Path) -> dict:
     sd_file = workdir / f"{path.name}.json"
-    if path.name == "gpudash-job":
+    settings = parse_settings(path.settings, "<test>", workdir)  # the scrape paths of the path's own settings
+    if path.name.startswith("gpudash-job"):
         targets = [{"targets": [exporters[node.name].address], "labels": {
             "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_name": node.exporter_pod,
             "__meta_kubernetes_pod_node_name": node.name, "__meta_kubernetes_pod_container_name": OPERATOR.container,
             "__meta_kubernetes_pod_container_port_number": "9400",
             "__meta_kubernetes_pod_label_app": OPERATOR.pod_label[1]}} for node in FLEET]
-        job = for_file_sd(scrape_job(load_project().settings), [str(sd_file)])
+        job = for_file_sd(prometheus_scrape_job(settings), [str(sd_file)])
         job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
     else:
         targets = [endpoint_target(exporters[node.name].address, namespace="gpu-operator", service=OPERATOR.service,
                                    service_labels={"app": OPERATOR.pod_label[1]}, port=OPERATOR.service_port,
                                    pod=node.exporter_pod, container=OPERATOR.container, node=node.name)
                    for node in FLEET]
-        monitor = service_monitor(load_project().settings) if path.name == "gpudash-servicemonitor" \
+        monitor = service_monitor(settings) if path.name.startswith("gpudash-servicemonitor") \
             else _operator_monitor(reference, node_relabeling=path.node_names_set)
         job = scrape_config(monitor, str(sd_file))
     sd_file.write_text(json.dumps(targets))

@@ -266,13 +266,14 @@ def test_a_label_the_scrape_job_does_not_deliver_fails(project_dir):
     assert [f.message for f in findings] == ["label 'rack' is not on the series the scrape job delivers"]
 
 
-def test_the_operators_servicemonitor_labels_are_delivered_on_its_path(project_dir):
-    """labels.pod: exported_pod is the README's setting for the GPU operator's ServiceMonitor: PR002
-    warns that gpudash's own job would not give it, PR001 does not call every query wrong."""
+def test_the_operators_servicemonitor_labels_are_delivered_on_every_path(project_dir):
+    """labels.pod: exported_pod is the README's setting for the GPU operator's ServiceMonitor: gpudash's own
+    job and ServiceMonitor then deliver the workload labels under those names too (PR002 finds nothing),
+    and PR001 does not call every query wrong."""
     project = load_project(project_dir("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
                                        "  container: exported_container\n"))
     assert _rule(_feed(project), "PR001") == []
-    assert [f.rule for f in _rule(_feed(project), "PR002")] == ["PR002"]
+    assert _rule(_feed(project), "PR002") == []
 
 
 def test_a_label_dropped_by_the_scrape_job_fails():
@@ -306,7 +307,16 @@ def test_a_declaration_without_selectors_fails():
     assert [f.message for f in findings] == ["no metric_selectors: the agent silently drops this declaration"]
 
 
-def test_exported_pod_mapping_warns_about_the_generated_scrape_configs(project_dir):
+def test_a_scrape_path_that_does_not_rename_to_exported_pod_fails(project_dir):
+    """A ServiceMonitor that keeps `pod` while every query reads `exported_pod` is an error naming the file."""
     project = load_project(project_dir("labels:\n  pod: exported_pod\n"))
-    (finding,) = _rule(_feed(project), "PR002")
-    assert finding.severity == "warning"
+
+    def keep_pod(artifacts):
+        endpoint = artifacts.service_monitor["spec"]["endpoints"][0]
+        endpoint["metricRelabelings"] = endpoint["metricRelabelings"][:1]
+        return artifacts
+
+    assert _rule(_feed(project), "PR002") == []
+    (finding,) = _rule(_feed(project, keep_pod), "PR002")
+    assert (finding.severity, finding.where) == ("error", "k8s/servicemonitor.yaml")
+    assert "'pod' label arrives as 'pod', but labels: queries 'exported_pod'" in finding.message
