@@ -227,9 +227,19 @@ class CloudWatch:
                 return found
 
     def alarm_tags(self, region: str, alarm: dict[str, Any]) -> list[dict[str, str]]:
-        """One alarm's tags (ListTagsForResource)."""
-        return self.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
-                         ResourceARN=alarm["AlarmArn"])["Tags"]
+        """One alarm's tags (ListTagsForResource); none for an alarm that no longer exists (deleted since
+        it was listed: its fields, read next, show it gone)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.call(region, "ListTagsForResource", f"alarm {alarm['AlarmName']}",
+                             ResourceARN=alarm["AlarmArn"])["Tags"]
+        except ClientError:  # ResourceNotFound only: every other error is a RemoteError
+            return []
+        except RemoteError as exc:
+            if "ResourceNotFoundException" not in exc.what:
+                raise
+            return []
 
 
 def for_verify(options) -> CloudWatch:

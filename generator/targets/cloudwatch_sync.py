@@ -7,7 +7,10 @@ defined are found with ListDashboards (the configured prefix, every page) and ar
 prune only when their header carries gpudash's hash stamp. Reads are bulk: DescribeAlarms pages of 100 and one
 Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms it does not vouch
 for are read one by one); deletes go 100 names per DeleteAlarms call. Just before writing, what is
-written is read again: an object that appeared or changed since the plan is not overwritten.
+written is read again: an object that appeared or changed since the plan is not overwritten. An alarm
+is written or deleted only on fresh evidence: its tags (ownership and hash, read in bulk) and then its
+fields, read again right before its batch's writes or its DeleteAlarms call, still as the plan read them.
+CloudWatch has no conditional delete: what changes after that last read cannot be seen.
 """
 
 from __future__ import annotations
@@ -156,20 +159,29 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         return changes + [change for change in old if change is not None]
 
 
+def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
+               ask: Callable[[str], bool]) -> dict[str, list[dict[str, str]]]:
+    """Name -> tags of these alarms: the bulk read of every alarm that carries the ownership tag, then,
+    one by one, each alarm it does not vouch for (no ownership tag, or tagged too recently for it to
+    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied."""
+    if not alarms:
+        return {}
+    bulk = cloudwatch.owned_alarm_tags(region)
+    tags: dict[str, list[dict[str, str]]] = {}
+    for name, alarm in alarms.items():
+        if bulk is not None and alarm["AlarmArn"] in bulk:
+            tags[name] = bulk[alarm["AlarmArn"]]
+        elif bulk is None or ask(name):
+            tags[name] = cloudwatch.alarm_tags(region, alarm)
+    return tags
+
+
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
                  progress: Tick) -> list[Change]:
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
-    bulk = cloudwatch.owned_alarm_tags(region) if live else {}
-    tags: dict[str, list[dict[str, str]]] = {}
-    for name, alarm in live.items():
-        if bulk is not None and alarm["AlarmArn"] in bulk:
-            tags[name] = bulk[alarm["AlarmArn"]]
-        elif name in requests or bulk is None:
-            # Not vouched for by the bulk read (no ownership tag, or tagged too recently for it to
-            # show): ask the alarm itself before calling it foreign.
-            tags[name] = cloudwatch.alarm_tags(region, alarm)
+    tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     for name, request in sorted(requests.items()):
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, [])))
         progress()
@@ -217,13 +229,13 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
 # --- applying -------------------------------------------------------------------------------
 
 def _moved(change: Change, now: Any, desired: Any) -> str | None:
-    """Why the object must not be written now that it reads `now`; "" when it is already as
-    generated (another publisher wrote it); None when it is as the plan saw it."""
+    """Why the object must not be written (or deleted) now that it reads `now`; "" when it is already as
+    generated (another publisher wrote it) or, for a delete, already gone; None when it is as the plan saw it."""
     before = (change.live or {}).get("body" if change.kind == "dashboard" else "fields")
     if before == now:
         return None
-    if now is not None and now == desired:
-        return ""
+    if now == desired and (now is not None or change.action == DELETE):
+        return ""  # written as generated, or deleted, by another hand
     if before is None:
         return "created by someone else since the plan"
     if now is None:
@@ -232,7 +244,8 @@ def _moved(change: Change, now: Any, desired: Any) -> str | None:
 
 
 def _not_overwritten(change: Change, why: str) -> RemoteError:
-    return RemoteError(f"{why}; not overwritten", where=f"CloudWatch {change.kind} {change.name}",
+    done = "not deleted" if change.action == DELETE else "not overwritten"
+    return RemoteError(f"{why}; {done}", where=f"CloudWatch {change.kind} {change.name}",
                        hint="run `gpudash plan` and apply again")
 
 
@@ -306,8 +319,54 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
     return outcomes
 
 
+def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None) -> str | None:
+    """Why the alarm must not be written or deleted now that its tags read `tags`; "" when an update of
+    its tags alone is already done (another publisher); None when they are as the plan read them."""
+    live = change.live or {}
+    before = live.get("tags") or []
+    if sorted(map(_tag_pair, before)) == sorted(map(_tag_pair, tags)):
+        return None
+    if request is not None and live.get("as_generated") and alarm_owned(tags) and not [
+            t for t in alarm_tags(request, live.get("hash")) if t not in tags]:
+        return ""
+    if alarm_owned(before) and not alarm_owned(tags):
+        return f"its {ALARM_OWNER_TEXT} tag was removed or changed by someone else since the plan"
+    if read_alarm_evidence(before) != read_alarm_evidence(tags):
+        return f"its {ALARM_HASH_TAG} tag was changed by someone else since the plan"
+    return "its tags were changed by someone else since the plan"
+
+
+def _tag_pair(tag: dict[str, str]) -> tuple[str, str]:
+    return str(tag.get("Key")), str(tag.get("Value"))
+
+
+def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change],
+              requests: dict[str, dict[str, Any]]) -> tuple[list[tuple[Change, str | None]], RemoteError | None]:
+    """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
+    and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read."""
+    planned = {c.name: {"AlarmName": c.name, "AlarmArn": c.live["arn"]} for c in batch if (c.live or {}).get("arn")}
+    try:
+        tags = _read_tags(cloudwatch, region, planned, ask=lambda name: True)
+        now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+    except RemoteError as exc:
+        return [], exc
+    checked = []
+    for change in batch:
+        request = None if change.action == DELETE else requests.get(change.name)
+        alarm = now.get(change.name)
+        moved = _moved(change, alarm_fields(alarm) if alarm is not None else None,
+                       alarm_fields(request) if request is not None else None)
+        if moved is None and alarm is not None:  # an alarm the plan did not find has moved already
+            moved = _tag_moved(change, tags.get(change.name, []), request)
+        checked.append((change, moved))
+    return checked, None
+
+
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
                   progress: Tick) -> list[Outcome]:
+    """Writes, then deletes, 100 alarms at a time. Just before each batch is written (and just before each
+    DeleteAlarms call) its alarms' tags and fields are read again: one that another hand changed, took
+    over (the ownership tag gone) or created since the plan is not written or deleted, and is reported."""
     outcomes: list[Outcome] = []
 
     def record(change: Change, done: bool = False, error: RemoteError | None = None) -> None:
@@ -315,32 +374,33 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                                 status=FAILED if error else DONE if done else SKIPPED))
         progress()
 
-    for start in range(0, len(changes), BATCH):
-        batch = changes[start:start + BATCH]
-        try:  # read again what is about to be written: nothing that moved since the plan is overwritten
-            now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
-        except RemoteError as exc:
+    def still_as_planned(batch: list[Change]) -> list[Change]:
+        checked, failure = _read_now(cloudwatch, region, batch, requests)
+        if failure is not None:
             for change in batch:
-                record(change, error=exc)
-            continue
-        deletes, done, written = [], [], []
-        for change in batch:
-            request = requests.get(change.name)
-            moved = _moved(change, alarm_fields(now[change.name]) if change.name in now else None,
-                           None if change.action == DELETE else alarm_fields(request))
+                record(change, error=failure)
+        keep = []
+        for change, moved in checked:
             if moved:
                 record(change, error=_not_overwritten(change, moved))
             elif moved == "":
-                record(change)  # already as generated: another publisher wrote it
-            elif change.action == DELETE:
-                deletes.append(change)
+                record(change)  # already as generated (another publisher), or already deleted
             else:
-                try:
-                    if _put_alarm(cloudwatch, region, change, request):
-                        written.append((change, request))
-                    done.append(change)
-                except RemoteError as exc:
-                    record(change, error=exc)
+                keep.append(change)
+        return keep
+
+    writes = [c for c in changes if c.action != DELETE]
+    deletes = [c for c in changes if c.action == DELETE]
+    for start in range(0, len(writes), BATCH):
+        done, written = [], []
+        for change in still_as_planned(writes[start:start + BATCH]):
+            request = requests[change.name]
+            try:
+                if _put_alarm(cloudwatch, region, change, request):
+                    written.append((change, request))
+                done.append(change)
+            except RemoteError as exc:
+                record(change, error=exc)
         try:
             _record_reported(cloudwatch, region, written)
         except RemoteError as exc:  # the writes stand; only the check of how CloudWatch reports them is missing
@@ -348,15 +408,18 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                             "them as drift without anyone editing them, apply them with --force")
         for change in done:
             record(change, done=True)
-        if deletes:
-            try:
-                cloudwatch.call(region, "DeleteAlarms", f"CloudWatch alarms in {region}",
-                                AlarmNames=[c.name for c in deletes])
-                error = None
-            except RemoteError as exc:
-                error = exc
-            for change in deletes:
-                record(change, done=error is None, error=error)
+    for start in range(0, len(deletes), BATCH):
+        batch = still_as_planned(deletes[start:start + BATCH])
+        if not batch:
+            continue
+        try:
+            cloudwatch.call(region, "DeleteAlarms", f"CloudWatch alarms in {region}",
+                            AlarmNames=[c.name for c in batch])
+            error = None
+        except RemoteError as exc:
+            error = exc
+        for change in batch:
+            record(change, done=error is None, error=error)
     return outcomes
 
 

@@ -309,3 +309,98 @@ def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_fo
     code, report, _ = apply("--prune", "--force")
     assert code == 0 and report["written"] == [name]
     assert name not in alarms(client)
+
+
+def _tags(client, name):
+    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])[
+        "Tags"]}
+
+
+THRESHOLD_CHANGE = "thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n"
+
+
+def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_deleted_nor_overwritten(
+        proxied, project_dir):
+    """Between the plan and the writes a person takes alarms over: strips the ownership tag of an alarm the
+    plan updates and of one it deletes, gives another to their team, rewrites the hash tag of a third.
+    Even with --prune --force none of them is written or deleted (each is reported); the rest is."""
+    from generator.artifacts import build
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.desired import desired_from
+    from generator.project import load_project
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    desired = desired_from(build(load_project(project_dir(THRESHOLD_CHANGE))))  # one cluster: "other" retires
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    retired = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
+    assert len(retired) == 9 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
+    stripped, given_away, rehashed = retired[:3]
+    arn = {name: alarm["AlarmArn"] for name, alarm in alarms(client).items()}
+    for name in (EDITED, stripped):
+        client.untag_resource(ResourceARN=arn[name], TagKeys=["ManagedBy"])
+    client.tag_resource(ResourceARN=arn[given_away], Tags=[{"Key": "ManagedBy", "Value": "team-ml"}])
+    client.tag_resource(ResourceARN=arn[rehashed], Tags=[{"Key": "gpudash:sha256", "Value": "0123456789abcdef"}])
+    fresh(proxy)
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=True, prune=True, dry_run=False)
+    failed = {o.change.name: o.error for o in outcomes if o.error}
+    assert sorted(failed) == sorted([EDITED, stripped, given_away, rehashed])
+    assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not overwritten" in \
+        failed[EDITED]
+    for name in (stripped, given_away):
+        assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not deleted" in \
+            failed[name]
+    assert "gpudash:sha256 tag was changed by someone else since the plan; not deleted" in failed[rehashed]
+    live = alarms(client)
+    assert sorted(n for n in live if other_cluster(n)) == sorted([stripped, given_away, rehashed])
+    assert live[EDITED]["Threshold"] == 87.0 and "ManagedBy" not in _tags(client, EDITED)  # the takeover stands
+    assert _tags(client, given_away)["ManagedBy"] == "team-ml"
+    assert [o.change.name for o in outcomes if o.done and o.change.kind == "alarm"] == [
+        n for n in retired if n not in failed]
+    assert proxy.operations.count("DeleteAlarms") == 1
+
+
+def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, project_dir):
+    """The person acts while apply is already writing (just before its first PutMetricAlarm): the tags and
+    fields are read again right before DeleteAlarms, so the alarms they took over or edited stay."""
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    taken, edited = RETIRED_EDITED, "gpudash-other-xid-error-critical"
+
+    def person():
+        client.untag_resource(ResourceARN=alarms(client)[taken]["AlarmArn"], TagKeys=["ManagedBy"])
+        edit_in_console(client, edited, threshold=3.0)
+
+    fresh(proxy)
+    proxy.inject(fault("PutMetricAlarm", "before", callback=person))
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    assert code == 3 and sorted(f["name"] for f in report["failed"]) == sorted([taken, edited]), report
+    assert all("not deleted" in f["error"] for f in report["failed"]) and "Traceback" not in stderr
+    assert EDITED in report["written"] and alarms(client)[EDITED]["Threshold"] == 90.0
+    assert sorted(n for n in alarms(client) if other_cluster(n)) == sorted([taken, edited])
+    assert alarms(client)[edited]["Threshold"] == 3.0 and "ManagedBy" not in _tags(client, taken)
+    fresh(proxy)  # the next run sees them as they now are: one foreign (never touched), one edited (needs --force)
+    code, report, _ = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    assert code == 1 and report["refused"] == [edited] and writes(proxy) == []
+    assert taken not in [c["name"] for c in report["changes"]]
+
+
+def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied, project_dir):
+    from generator.clients.cloudwatch import CloudWatch
+    from generator.targets import cloudwatch_sync
+
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    desired = default_desired()
+    cloudwatch = CloudWatch(endpoint_url=proxy.url)
+    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    client.delete_alarms(AlarmNames=[RETIRED_EDITED])
+    client.delete_dashboards(DashboardNames=["gpudash-other-health"])
+    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                     force=False, prune=True, dry_run=False)
+    assert [o.error for o in outcomes if o.error] == []
+    assert [n for n in alarms(client) if other_cluster(n)] == []
+    assert {o.change.name: o.state for o in outcomes}[RETIRED_EDITED] == "skipped"
