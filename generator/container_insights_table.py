@@ -85,13 +85,20 @@ GPU_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 # Capacity metrics (from the kubelet / API server, not DCGM), with their own sets.
 POD_CAPACITY = ("pod_gpu_request", "pod_gpu_limit", "pod_gpu_usage_total", "pod_gpu_reserved_capacity")
-NODE_CAPACITY = ("node_gpu_limit", "node_gpu_usage_total", "node_gpu_reserved_capacity",
+NODE_GPU_LIMIT = "node_gpu_limit"  # a node's nvidia.com/gpu capacity; published only where it is not 0
+NODE_CAPACITY = (NODE_GPU_LIMIT, "node_gpu_usage_total", "node_gpu_reserved_capacity",
                  "node_gpu_unreserved_capacity", "node_gpu_available_capacity")
 CAPACITY_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
     **{name: ((CLUSTER, NAMESPACE_DIM, POD_OWNER), (CLUSTER,), (CLUSTER, NAMESPACE_DIM, POD_OWNER, POD),
               (CLUSTER, NAMESPACE_DIM, SERVICE)) for name in POD_CAPACITY},
     **{name: ((CLUSTER, NODE, INSTANCE), (CLUSTER,)) for name in NODE_CAPACITY},
 }
+
+# The cluster's node count, published by the agent's elected leader from the API server
+# (awscontainerinsightreceiver k8sapiserver `getClusterMetrics`; kubernetes.go
+# `getClusterMetricDeclarations`): the data-missing alarm reads it as "the add-on's agent runs".
+CLUSTER_NODE_COUNT = "cluster_node_count"
+CLUSTER_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {CLUSTER_NODE_COUNT: ((CLUSTER,),)}
 
 # What runs in the cluster (the add-on's chart and the CloudWatch agent operator's manifests).
 ADDON_NAME = "amazon-cloudwatch-observability"
@@ -112,7 +119,9 @@ def by_field() -> dict[str, Mapping]:
 
 
 def published_sets() -> dict[str, tuple[tuple[str, ...], ...]]:
-    """{CloudWatch metric name: the dimension sets it is published with}: every GPU metric of the add-on."""
+    """{CloudWatch metric name: the dimension sets it is published with}: every GPU metric of the add-on, and
+    the cluster metric the data-missing alarm reads."""
     result = {metric_name(level, m): GPU_DIMENSION_SETS[level] for m in MAPPINGS for level in LEVELS}
     result.update(CAPACITY_DIMENSION_SETS)
+    result.update(CLUSTER_DIMENSION_SETS)
     return result

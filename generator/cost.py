@@ -283,7 +283,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     cluster_analyzed, cluster_alarms, per_pod_rules, math_alarms = 0.0, 0, 0, 0
     for alarm in project.alarms:
         if alarm.absent:  # a metric-math alarm over static metrics, billed per metric it reads
-            if data_missing.expected(settings) and not enabled(settings):
+            if data_missing.expected(settings):
                 math_alarms += fleet.clusters
             continue
         if alarm.per_pod:
@@ -306,11 +306,15 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
     if math_alarms:
         rate = _price(prices, "standard_alarm_metric_month")
-        each = len(data_missing.KSM_METRICS) + 1
+        if enabled(settings):
+            each, read = len(data_missing.ADDON_STATS) + 1, ("the add-on's running agent, the GPU nodes' capacity, "
+                                                           "the cluster's GPU observations")
+        else:
+            each, read = len(data_missing.KSM_METRICS) + 1, ("the exporter DaemonSet's desired and available pods, "
+                                                           "the cluster's GPU observations")
         metrics = math_alarms * each
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
-                          f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics (the exporter "
-                          f"DaemonSet's desired and available pods, the cluster's GPU observations)"))
+                          f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"))
     pods_per_cluster, _ = _per_cluster(fleet)
     if mode == "group_by":
         alarms = per_pod_rules * fleet.clusters

@@ -22,6 +22,36 @@ CloudWatch form: a metric-math alarm over three static metrics of the cluster (d
 drops a timestamp where its condition series has no datapoint (1: missing, so breaching), gives 0
 where the condition holds and the value series has none (2), and a comparison of two series reads
 a missing value as 0 (3).
+
+On the Container Insights add-on (`cloudwatch.source: container-insights`) kube-state-metrics is not
+among the sources, so the CloudWatch form reads the add-on's own metrics of the cluster (dimension
+set [ClusterName], namespace ContainerInsights; see addon_metrics):
+
+* `node_gpu_limit` - each GPU node's `nvidia.com/gpu` capacity, from the Node object the kubelet
+  reports, not from DCGM. The add-on's agent adds it to a node's metrics only when that capacity is
+  not 0 (awscontainerinsightreceiver, stores/podstore.go `decorateNode`), so with the GPU node group
+  at zero it is missing, not 0. Its Sum over a period is one GPU per GPU and node collection;
+* `node_gpu_temperature` - one observation per GPU and DCGM scrape; node metrics keep a GPU no pod
+  holds (the agent's gpuattributes processor drops only container_ and pod_ GPU metrics without a
+  pod), so idle GPUs count;
+* `cluster_node_count` - published by the agent's elected leader from the API server whatever the
+  nodes are: the add-on's agent is running.
+
+Both node metrics are collected once a minute with the configuration gpudash writes (the agent's
+DefaultMetricsCollectionInterval; accelerated_compute_gpu_metrics_collection_interval unset), so
+in a healthy cluster the GPU observations equal the capacity's Sum. The alarm reads
+`x = c + 0 * n` (c where the capacity is published, 0 where only the agent is: two series read a
+missing value as 0) and `IF(x > 0, g / x, 1) < 1`, TreatMissingData breaching:
+
+  1. the agent stopped: no `n`, no `c`, so x and the alarm's series have no datapoint (breaching);
+  2. GPU nodes exist but no GPU reported: g / x = 0 (a missing g read as 0);
+  3. an exporter down on one node: its GPUs' observations are missing, g / x < 1 all period;
+  4. the node group at zero: x = 0, the value is 1; no pod holds a GPU: node metrics still count.
+
+What it cannot see: the add-on's agent stopped on a GPU node while it runs elsewhere takes that
+node's capacity with it (both are published by the agent on the node), and a GPU node whose GPUs the
+kubelet does not count (no device plugin, or MIG with the mixed strategy, where the capacity is
+nvidia.com/mig-*) is not expected.
 """
 
 from __future__ import annotations
@@ -29,6 +59,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import container_insights_table as addon
 from .markers import CLUSTER_DIMENSION
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import style_for
@@ -43,6 +74,19 @@ SOURCE = "kube-state-metrics"
 # restarting inside a period, or a node joining, is not an exporter down.
 KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"))
 EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
+
+# The Container Insights add-on's form (see the module's docstring).
+ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
+ADDON_CAPACITY = addon.NODE_GPU_LIMIT  # each GPU node's nvidia.com/gpu capacity, from the kubelet
+ADDON_REPORTED = "DCGM_FI_DEV_GPU_TEMP"  # the field the add-on's exporter reports for every GPU
+ADDON_STATS = (("n", ADDON_ALIVE, "SampleCount"), ("c", ADDON_CAPACITY, "Sum"))
+ADDON_EXPECTED = "c + 0 * n"
+ADDON_EXPRESSION = "IF(x > 0, g / x, 1)"
+ADDON_DESCRIPTION = ("GPU metrics of the Container Insights add-on are missing where the kubelet counts GPUs "
+                     "(node_gpu_limit), or the add-on's agent stopped. A GPU node group at zero and GPUs no pod "
+                     f"holds are not missing data. On this source: `kubectl -n {addon.ADDON_NAMESPACE} get ds,pods "
+                     f"-o wide` (the {addon.EXPORTER_DAEMONSET} and {addon.AGENT_DAEMONSET} DaemonSets: a pod not "
+                     f"Ready on a GPU node, its logs).")
 
 
 def expected(settings: Settings) -> bool:
@@ -88,6 +132,20 @@ def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period:
 
     return [*(stat(i, m, s) for i, m, s in KSM_STATS), stat("g", field, "SampleCount"),
             {"Id": "e", "Expression": EXPRESSION, "Label": label, "ReturnData": True}]
+
+
+def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: str) -> list[dict]:
+    """The `Metrics` of the alarm on the Container Insights add-on: three metrics of the cluster, the
+    expected GPU observations (x) and the share of them that arrived (see the module's docstring)."""
+    def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
+        dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+        return {"Id": identifier, "ReturnData": False,
+                "MetricStat": {"Metric": {"Namespace": addon.NAMESPACE, "MetricName": metric,
+                                          "Dimensions": dimensions}, "Period": period, "Stat": statistic}}
+
+    return [*(stat(i, m, s) for i, m, s in ADDON_STATS), stat("g", reported_metric, "SampleCount"),
+            {"Id": "x", "Expression": ADDON_EXPECTED, "ReturnData": False},
+            {"Id": "e", "Expression": ADDON_EXPRESSION, "Label": label, "ReturnData": True}]
 
 
 def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:

@@ -201,6 +201,23 @@ def declared_shape(subject: LintInput) -> Iterable[Finding]:
             if dimension not in query.schema:
                 yield Finding("CW008", "error", where,
                               f"GROUP BY {dimension}: {publisher} does not publish that dimension with this set")
+    if agent_sets is None:  # the add-on's metrics a metric-math alarm reads (the data-missing alarm)
+        yield from _static_metrics_published(subject, namespace, by_metric)
+
+
+def _static_metrics_published(subject: LintInput, namespace: str,
+                              by_metric: dict[str, tuple[tuple[str, ...], ...]]) -> Iterable[Finding]:
+    for item in subject.alarms:
+        for query in item.request.get("Metrics", []):
+            metric = query.get("MetricStat", {}).get("Metric") if isinstance(query, dict) else None
+            if not isinstance(metric, dict):
+                continue
+            name, dims = metric.get("MetricName"), {d.get("Name") for d in metric.get("Dimensions", [])}
+            if metric.get("Namespace") != namespace or name not in by_metric:
+                yield Finding("CW008", "error", _alarm_where(item), f"the add-on publishes no {name} in {namespace}")
+            elif dims not in [set(d) for d in by_metric[name]]:
+                yield Finding("CW008", "error", _alarm_where(item),
+                              f"{name} [{', '.join(sorted(dims))}]: the add-on publishes no such dimension set")
 
 
 def one_query_per_widget(subject: LintInput) -> Iterable[Finding]:

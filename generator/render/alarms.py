@@ -8,7 +8,7 @@ from ..catalog import Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
                                 scrape_seconds)
 from .. import data_missing
-from ..container_insights_table import COLLECTION_SECONDS
+from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..exporter_styles import style_for
@@ -71,10 +71,9 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     if alarm.absent:  # GPU data of the cluster (held by a pod or not) against the expected signal
         if not data_missing.expected(settings):
             raise Unsupported(data_missing.left_out_reason(settings))  # left out of both backends, with a note
-        if addon_source(settings):
-            raise NotPublished("the Container Insights add-on publishes no count of the nodes the exporter "
-                               "should run on, so silence cannot be told from a GPU node group at zero "
-                               "(the Prometheus rule, on kube-state-metrics, stays)")
+        if addon_source(settings):  # the add-on's own capacity and GPU metrics of the cluster
+            return Plan(metric=_addon_reported(), function="COUNT", dims=data_missing.CLUSTER_SET, group=(),
+                        series=(), namespace=ADDON_NAMESPACE)
         return Plan(metric=query.metric, function="COUNT", dims=data_missing.CLUSTER_SET, group=(), series=())
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
@@ -83,14 +82,25 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
 
+def _addon_reported() -> str:
+    """The add-on's node metric of the field its exporter reports for every GPU (node metrics cover idle GPUs)."""
+    return metric_name("node", by_field()[data_missing.ADDON_REPORTED])
+
+
 def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
     """The metric-math alarm of `data_missing`: below 1 when GPU data is missing where expected; no
     datapoint (breaching) when the expected signal itself is missing."""
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm))
+    if addon_source(settings):
+        description = (f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook} "
+                       f"{ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+        metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
+    else:
+        description = None
+        metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
+                                                  settings, cluster, alarm.period_seconds, alarm.title)
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"], "Threshold": 1.0,
-                    "TreatMissingData": "breaching",
-                    "Metrics": data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
-                                                               settings, cluster, alarm.period_seconds, alarm.title)})
+                    "TreatMissingData": "breaching", "Metrics": metrics})
     return request
 
 

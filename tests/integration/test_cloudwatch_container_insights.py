@@ -24,7 +24,7 @@ def test_apply_writes_the_addon_dashboards_and_alarms_and_they_read_back_equal(m
     files = encode(build(load_project(config)))
     code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--config", str(config))
     assert code == 0, stderr
-    assert len(json.loads(stdout)["written"]) == 7  # 3 dashboards, 4 alarms (no data-missing alarm on the add-on)
+    assert len(json.loads(stdout)["written"]) == 8  # 3 dashboards, 5 alarms (data missing: the add-on's own metrics)
     client = moto.client("cloudwatch", "us-east-1")
     for path, data in files.items():
         if path.startswith("cloudwatch/dashboards/"):
@@ -36,14 +36,14 @@ def test_apply_writes_the_addon_dashboards_and_alarms_and_they_read_back_equal(m
     requests = {item["Request"]["AlarmName"]: item["Request"]
                 for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     live = {a["AlarmName"]: a for a in client.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
-    assert set(live) == set(requests) and len(live) == 4
+    assert set(live) == set(requests) and len(live) == 5
     for name, request in requests.items():
         assert live[name]["Threshold"] == request["Threshold"]
-        assert live[name]["Metrics"][0]["Expression"] == request["Metrics"][0]["Expression"]
+        assert live[name]["Metrics"] == request["Metrics"]
     code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--config", str(config))
     assert code == 0, stderr
     report = json.loads(stdout)
-    assert report["written"] == [] and report["summary"] == {"unchanged": 7}
+    assert report["written"] == [] and report["summary"] == {"unchanged": 8}
 
 
 def test_a_build_reads_back_with_from(moto, cli, project_dir, monkeypatch, tmp_path):

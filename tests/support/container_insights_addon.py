@@ -78,6 +78,38 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET) -> list[Datapoin
     return result
 
 
+# --- what the add-on's agent publishes about the cluster and its nodes (not from DCGM) ------------
+# * node_gpu_limit: a node's `nvidia.com/gpu` capacity from its Node object, added to the node's
+#   metrics by the agent on that node, only when the capacity is not 0 (awscontainerinsightreceiver,
+#   stores/podstore.go `decorateNode`, nodeinfo.go `getNodeStatusCapacityGPUs`); declared with
+#   [NodeName, InstanceId, ClusterName] and [ClusterName] (awsemf kubernetes.go `getNodeMetricDeclarations`).
+#   Collected every metrics_collection_interval (60 s by default), at its own phase: CAPACITY_PHASE.
+# * cluster_node_count: every node, from the API server, published by the agent's elected leader
+#   only (k8sapiserver.go `GetMetrics`, `getClusterMetrics`); declared with [ClusterName].
+
+CAPACITY_PHASE = 17  # seconds after the DCGM scrape: the two collections are not in step
+
+
+def capacity(cluster: str, first: int, last: int, gpu_nodes: dict[str, int], all_nodes: int,
+             leader: bool = True) -> list[Datapoint]:
+    """What CloudWatch stores from the agent's collections at first..last (multiples of 60, shifted by
+    CAPACITY_PHASE): each of `gpu_nodes` (node -> GPUs the kubelet counts; the agent runs there) and,
+    while the leader runs, the cluster's node count. A node whose capacity is 0 publishes no GPU limit."""
+    result = []
+    for t in range(first + CAPACITY_PHASE, last + CAPACITY_PHASE + 1, EVERY):
+        if leader:
+            result.append(Datapoint(NAMESPACE, "cluster_node_count", (("ClusterName", cluster),), float(t),
+                                    float(all_nodes)))
+        for node, gpus in gpu_nodes.items():
+            if not gpus:
+                continue
+            labels = {"ClusterName": cluster, "NodeName": node, "InstanceId": f"i-{node[-1] * 8}"}
+            for dims in (["ClusterName"], ["ClusterName", "NodeName", "InstanceId"]):
+                result.append(Datapoint(NAMESPACE, "node_gpu_limit", tuple(sorted((d, labels[d]) for d in dims)),
+                                        float(t), float(gpus)))
+    return result
+
+
 # --- the add-on's objects in a cluster -------------------------------------------------------
 # As the CloudWatch agent operator makes them from the chart's custom resources
 # (internal/manifests/manifestutils/labels.go SelectorLabels, dcgmexporter/service.go): DaemonSets

@@ -138,8 +138,8 @@ def _firing(request, points, end=END):
 def test_alarms_fire_on_the_truth_with_thresholds_in_published_units(addon):
     project, files, points = addon
     alarms = _alarms(files)
-    # no data-missing alarm: the add-on publishes nothing that tells silence from a node group at zero
-    assert set(alarms) == {"framebuffer-full-warning", "gpu-idle-warning",
+    # the data-missing alarm reads the add-on's own capacity metrics (tests/unit/test_container_insights_data_missing.py)
+    assert set(alarms) == {"framebuffer-full-warning", "gpu-idle-warning", "gpu-data-missing-critical",
                            "gpu-temp-critical-critical", "gpu-temp-high-warning"}
     infer = (("Namespace", "ml"), ("FullPodName", "infer-1"))
     assert _firing(alarms["gpu-idle-warning"], points) == {infer}
@@ -164,8 +164,7 @@ def test_left_out_panels_and_alarms_are_said_not_silent(addon, project_dir):
     assert "alarm 'xid-error' is left out of CloudWatch: the Container Insights add-on does not publish " \
            "DCGM_FI_DEV_XID_ERRORS" in result.output
     assert "panel 'Memory temperature'" in result.output
-    assert "alarm 'gpu-data-missing' is left out of CloudWatch: the Container Insights add-on publishes no count " \
-           "of the nodes the exporter should run on" in result.output
+    assert "gpu-data-missing" not in result.output  # the add-on's GPU capacity tells silence from a node group at zero
     notes = [f for f in lint_project(load_project(config)) if f.rule == "CW013"]
     assert {f.message.split(" is left out")[0] for f in notes} >= {"alarm 'pcie-replays'",
                                                                    "panel 'SM clock' (dashboards/gpu_overview.py)"}
@@ -267,10 +266,16 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     assert [f for f in lint_project(project) if f.severity == "error"] == []
     published = published_sets()
     for item in subject.alarms:
-        expression = item.request["Metrics"][0]["Expression"]
-        metric = re.search(r'SELECT \w+\("(\w+)"\)', expression)[1]
-        schema = re.search(r'SCHEMA\("ContainerInsights", (.*?)\)', expression)[1].replace('"', "").split(", ")
-        assert tuple(schema) in published[metric]
+        for query in item.request["Metrics"]:
+            if "MetricStat" in query:  # the data-missing alarm: static metrics of the cluster
+                stat = query["MetricStat"]["Metric"]
+                assert tuple(d["Name"] for d in stat["Dimensions"]) in published[stat["MetricName"]]
+                continue
+            if not query["Expression"].startswith("SELECT"):
+                continue
+            metric = re.search(r'SELECT \w+\("(\w+)"\)', query["Expression"])[1]
+            schema = re.search(r'SCHEMA\("ContainerInsights", (.*?)\)', query["Expression"])[1]
+            assert tuple(schema.replace('"', "").split(", ")) in published[metric]
     # The set the issue text suggested for pods ([..., PodName]) names the owner, not the pod: a query on
     # it, or on a set the add-on does not publish for the metric, is an error.
     from generator.lint.cloudwatch_rules import declared_shape
@@ -282,6 +287,13 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     findings = list(declared_shape(lint_input(project, subject.artifacts, cloudwatch_dashboards=(), alarms=tuple(bad))))
     assert [f.rule for f in findings] == ["CW008"]
     assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
+    # a static metric the add-on does not publish with that set (node_gpu_limit per GPU device)
+    bad = copy.deepcopy(subject.alarms)
+    (missing,) = [item for item in bad if "MetricStat" in item.request["Metrics"][0]]
+    missing.request["Metrics"][1]["MetricStat"]["Metric"]["Dimensions"].append({"Name": "GpuDevice", "Value": "nvidia0"})
+    findings = list(declared_shape(lint_input(project, subject.artifacts, cloudwatch_dashboards=(), alarms=tuple(bad))))
+    assert [(f.rule, f.message) for f in findings] == [
+        ("CW008", "node_gpu_limit [ClusterName, GpuDevice]: the add-on publishes no such dimension set")]
 
 
 def test_lint_judges_grafana_labels_by_the_scrape_job_of_the_set_not_a_fresh_one(addon):
