@@ -20,13 +20,15 @@ that the number shown is what the title says:
 * counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
   for a sum over GPUs; counter increase: SUM(delta) over the period.
 
-DCGM's blank sentinels (see BLANK_FLOORS) reach CloudWatch from exporters that pass them
+DCGM's blank sentinels (see BLANK_FLOOR) reach CloudWatch from exporters that pass them
 through, and nothing on the way drops a sample by value: the scrape job relabels labels only,
 the agent drops only NaN and infinities, Metrics Insights filters on dimensions only. On the
 agent's metrics every widget therefore drops, with metric math (`IF(value < floor, value)`), a
 period whose value only a blank can produce: per GPU where per-GPU lines are summed into one
 line, else for the whole line (a pod, node or fleet average with one blank GPU shows a gap for
-that period, and a field that one GPU never reads leaves its fleet line empty). Alarms
+that period, and a field that one GPU never reads leaves its fleet line empty), as long as the
+blank averaged with the line's other observations stays above the floor (the bounds are at
+BLANK_FLOOR: a line that averages many GPUs' observations can dilute a blank below it). Alarms
 take no metric math (a GROUP BY alarm evaluates the query itself), so they cannot drop blanks.
 
 Combinations CloudWatch cannot compute truthfully (for example the largest per-GPU
@@ -54,14 +56,25 @@ SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
 
 
-# A period value at or above these can only come from a DCGM blank sentinel: about 2**63 for
-# integer fields, 2**47 (1.4e14) for floating-point ones (power, the profiling ratios). One blank
-# among a period's readings still lifts its average above 1e9 up to 140,000 readings (two weeks of
-# 10 s scrapes), which no temperature, clock, power, share or MiB reading reaches; fields that count
-# or measure bytes are integer fields, whose blank stays above 1e14 so averaged. Per-second rates
-# never reach 1e14, and a counter's delta into a blank (2**63 - its reading) is far above any real
-# increase. A rate shown in a scaled unit (ns per second as a share of time) is compared in that
-# unit: the per-second floor times the unit's scale.
+# A value at or above these floors can only come from a DCGM blank sentinel: about 2**63 (9.2e18) for
+# integer fields, 2**47 (1.4e14) for floating-point ones (power, the profiling ratios). No real
+# reading, nor a line's total, of a temperature, clock, power, share or MiB reaches 1e9, nor a
+# per-second rate 1e14. A floor drops a blank only while the blank, averaged with the other
+# observations of its period, stays above it, so each holds within a bound, not for every period:
+# * gauges in small units (1e9): a float blank averaged with at most 140,000 observations (2**47 / 1e9),
+#   e.g. one GPU's 10 s scrapes over the two weeks a Metrics Insights widget reads, or a 300 s period
+#   of a line over 4,600 GPUs scraped every 10 s (an integer blank holds over 9e9 observations);
+# * gauges in large units (bytes, counts, totals since boot; 1e14): integer fields, whose blank holds
+#   averaged with at most 92,000 observations;
+# * counter rates (1e14 per second): the blank's delta (2**63 minus the reading) divided by the seconds
+#   of observations averaged, so at most 92,000 s of them (2**63 / 1e14): one GPU's period up to about
+#   25 hours (periods are at most 1 hour, and rate widgets never take the whole time range), but a line
+#   averaging the deltas of many GPUs holds only while GPUs x period stays under 92,000 s (307 GPUs at
+#   300 s); beyond that, a blank shows as a large rate;
+# * counter increases (1e18): the blank's delta alone is above it, whatever the period or time range.
+# A rate shown in a scaled unit (ns per second as a share of time) is compared in that unit: the
+# per-second floor times the unit's scale. The Prometheus side needs no such bound: a counter gives no
+# data for a window that holds a blank (generator/promql.py).
 BLANK_FLOOR = 1e14
 SMALL_UNITS_BLANK_FLOOR = 1e9
 # readings that may pass 1e9: bytes, counts, and totals since boot (mJ, ns) a CSV may call gauges

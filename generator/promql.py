@@ -34,13 +34,14 @@ from .settings import Labels
 # fields, about 2**63 for integer fields. No gauge reading comes near 1e14, so gauges are
 # compared against it and blank samples drop out instead of wrecking averages. Counters are
 # integer fields whose readings do pass 1e14 (a busy NVLink's byte counter within hours): they
-# are compared against the integer sentinel only. A window that holds a counter's jump into a
-# blank and back (real, blank, real) still passes that test at its end: its increase is about
-# 2**63, so increases at or above 1e18 and per-second rates at or above 1e14 (windows up to a
-# day) give no data, as no real counter climbs that fast.
+# are compared against the integer sentinel only. A counter that reads the blank for one scrape
+# inside a window (real, blank, real) makes rate() and increase() see a climb of about 2**63 and
+# a reset: no floor on their result tells that from a real climb for every window (2**63 spread
+# over a 26-hour window is already a per-second rate under 1e14, over a month one a busy NVLink
+# reaches). So a counter gives no data for a window in which any of its samples is a blank
+# (`max_over_time` over the very window rate/increase read), whatever the window's length.
 BLANK_FLOOR = "1e14"
 COUNTER_BLANK_FLOOR = "9e18"
-INCREASE_BLANK_FLOOR = "1e18"
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 
@@ -154,20 +155,19 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
-    readable = _raw(metric, branches, extra, "{} < " + (COUNTER_BLANK_FLOOR if counter else BLANK_FLOOR))
     if not counter:
+        readable = _raw(metric, branches, extra, "{} < " + BLANK_FLOOR)
         if over_time is not None:  # a window holding a blank sentinel gives no value
             function, span = over_time
             readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
         return readable if readable.startswith("(") else f"({readable})"
-    if as_increase:
-        change = _raw(metric, branches, extra, "(increase({}[" + window + "]) < " + INCREASE_BLANK_FLOOR + ")")
-    else:
-        change = _raw(metric, branches, extra, "(rate({}[" + window + "]) < " + BLANK_FLOOR + ")")
-        if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
-            change = f"({change} * {field.unit.rate_scale:g})"
-    # A counter stuck on the blank sentinel has a rate of 0: it must give no data instead.
-    return f"({change} and {readable if readable.startswith('(') else f'({readable})'})"
+    change = _raw(metric, branches, extra, ("increase" if as_increase else "rate") + "({}[" + window + "])")
+    if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
+        change = f"({change} * {field.unit.rate_scale:g})"
+    # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63
+    # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
+    clean = _raw(metric, branches, extra, "max_over_time({}[" + window + "]) < " + COUNTER_BLANK_FLOOR)
+    return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,9 @@ def selectors(ast) -> list[Selector]:
             if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
                     and isinstance(stack[-2], promql_parser.Call):
                 function = stack[-2].func.name
-            elif stack and isinstance(stack[-1], promql_parser.BinaryExpr) \
-                    and str(stack[-1].op) in COMPARISONS and _is_number(stack[-1].rhs):
+                if function == "max_over_time" and len(stack) >= 3 and _guard(stack[-3]):
+                    function = "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
+            elif stack and _guard(stack[-1]):
                 function = "compare"  # a guard such as `x < 1e14`, not a chart of x
             labels = tuple(m.name for m in node.matchers.matchers)
             found.append(Selector(node.name, labels, function))
@@ -85,6 +86,13 @@ def range_windows(expr: str) -> list[str]:
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
+
+
+def _guard(node) -> bool:
+    """A comparison with a number (`... < 1e14`): a filter on values, not a chart."""
+    import promql_parser
+
+    return isinstance(node, promql_parser.BinaryExpr) and str(node.op) in COMPARISONS and _is_number(node.rhs)
 
 
 def _is_number(node) -> bool:

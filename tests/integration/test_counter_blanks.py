@@ -1,0 +1,109 @@
+"""A counter that reads DCGM's blank for one scrape gives no rate or increase for a window holding that
+scrape, whatever the window's length, on a real Prometheus.
+
+Three days of two GPUs' counters are backfilled (`promtool tsdb create-blocks-from openmetrics`) into the
+storage of a real Prometheus: GPU 0 reads the integer blank (0x7ffffffffffffff0) for one scrape half way,
+GPU 1 never does. The generated panel queries run with their window (`$__rate_interval`, `$__range`) set
+as long as a dashboard's time range can make it: a window holding the blank shows GPU 1 alone, with its
+true rate or increase; a window without it shows both; a window whose first sample is the blank (a
+counter "reset" from the blank to the real reading) shows GPU 1 alone too.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from tests.support.prometheus_server import Prometheus, binary
+
+BLANK = "9223372036854775792"  # DCGM's int64 blank, 0x7ffffffffffffff0
+STEP = 300  # one sample every 5 minutes
+SAMPLES = 3 * 24 * 12 + 1  # three days
+BLANK_AT = SAMPLES // 2  # the one scrape that reads the blank
+REPLAYS_PER_STEP = 3  # PCIe replays: a steady 0.01 per second
+ROWS_EVERY = 36  # uncorrectable rows remapped: one every 3 hours
+START_REPLAYS, START_ROWS = 5_000_000, 7  # readings since boot
+LABELS = 'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA H100",Hostname="gpu-node-a"'
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+
+
+def _readings(step: int) -> dict[str, int]:
+    return {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER": START_REPLAYS + REPLAYS_PER_STEP * step,
+            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": START_ROWS + step // ROWS_EVERY}
+
+
+def _openmetrics(start: int) -> str:
+    lines = []
+    for metric in _readings(0):
+        for gpu in (0, 1):
+            for step in range(SAMPLES):
+                value = BLANK if gpu == 0 and step == BLANK_AT else str(_readings(step)[metric])
+                lines.append(f"{metric}{{{LABELS.format(gpu=gpu)}}} {value} {start + step * STEP}")
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    import time
+
+    workdir = tmp_path_factory.mktemp("blanks")
+    start = (int(time.time()) - SAMPLES * STEP - 3600) // STEP * STEP  # ends an hour ago: all in the blocks
+    source = workdir / "counters.om"
+    source.write_text(_openmetrics(start))
+    result = subprocess.run([binary("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(source),
+                             str(workdir / "data")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with Prometheus(workdir, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+        yield prometheus, start
+
+
+def _panel(project, uid: str, title: str) -> dict:
+    dashboard = next(d for d in grafana_dashboards(project) if d.uid == f"gpudash-{uid}")
+    return next(p for p in dashboard.model["panels"] if p.get("title") == title)["targets"][0]
+
+
+def _shown(prometheus: Prometheus, target: dict, window: str, at: float) -> dict[str, float]:
+    expr = interpolate(target["expr"], {"__rate_interval": window, "__range": window, **variables({}, VARIABLES)})
+    return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+            for s in prometheus.query(expr, at=at)}
+
+
+# (window, the sample it ends at): holding the blank (from 26 h up, the floor once put on rates let the
+# blank's climb through), starting at the blank (its first sample), and not holding it.
+BLANK_INSIDE = [("2h", BLANK_AT + 12), ("26h", BLANK_AT + 100), ("40h", SAMPLES - 1), ("71h", SAMPLES - 1)]
+BLANK_FIRST = [("26h", BLANK_AT + 311), ("30h", BLANK_AT + 359)]
+BLANK_OUTSIDE = [("1h", SAMPLES - 1), ("30h", BLANK_AT - 1)]
+
+
+def _true(metric: str, window: str, end: int, rate: bool) -> float:
+    """The counter's real rate (per second) or increase over `window` ending at sample `end`."""
+    seconds = int(window[:-1]) * 3600
+    first = end - seconds // STEP + 1  # the first sample inside (end - window, end]
+    change = _readings(end)[metric] - _readings(first)[metric]
+    covered = (end - first) * STEP
+    # rate/increase extrapolate from the samples to the window's edges, here half a step away at each end
+    increase = change * seconds / covered
+    return increase / seconds if rate else increase
+
+
+@pytest.mark.parametrize("window, end", BLANK_INSIDE + BLANK_FIRST + BLANK_OUTSIDE)
+def test_a_window_holding_one_blank_reading_gives_no_value_for_that_gpu(backfilled, window, end):
+    prometheus, start = backfilled
+    project = load_project()
+    holds_blank = (window, end) not in BLANK_OUTSIDE
+    for uid, title, metric, rate in (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
+                                     ("health", "Rows remapped (uncorrectable)",
+                                      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", False)):
+        # half a step after the sample `end`: no sample sits on the window's edges (Prometheus 2 includes a
+        # sample at the start edge, Prometheus 3 does not), both are half a step from one
+        shown = _shown(prometheus, _panel(project, uid, title), window, start + end * STEP + STEP / 2)
+        expected = {"gpu-node-a GPU 1"} if holds_blank else {"gpu-node-a GPU 0", "gpu-node-a GPU 1"}
+        assert set(shown) == expected, (title, window, shown)
+        truth = _true(metric, window, end, rate)
+        assert all(math.isclose(value, truth, rel_tol=1e-6) for value in shown.values()), (title, window, shown, truth)
