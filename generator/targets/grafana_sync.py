@@ -5,6 +5,8 @@ version saved by gpudash (its message starts with the hash note; both marks are 
 has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
 pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force.
+Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
+preceded by a fresh read of the owner tag, the folder and the version, forced or not.
 """
 
 from __future__ import annotations
@@ -145,20 +147,38 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
             raise
 
 
-def _delete(client: GrafanaClient, change: Change, force: bool) -> None:
-    if not force:  # the evidence the plan read must still hold: a person may have edited it since
-        planned = ((change.live or {}).get("meta") or {}).get("version")
-        latest = client.latest_version(change.name)
-        if latest is None and client.dashboard(change.name) is None:
-            return  # already gone
-        if latest is None or planned is None or latest.get("version") != planned:
-            # A save since the plan, or no version to compare (an answer without meta.version or without
-            # versions): nothing shows the dashboard is still as the plan read it.
-            who = (latest or {}).get("createdBy") or "someone"
-            why = f"changed in Grafana by {who} since the plan" if latest and planned is not None else \
-                "Grafana gave no version to show it is unchanged since the plan"
-            raise RemoteError(f"{why}; not deleted", where=f"dashboard {change.name}",
-                              hint="run `gpudash plan` and review it before pruning")
+def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) -> str | None:
+    """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
+    and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
+    as it was then (owner tag and folder; a move need not add a version) and at the version the plan read."""
+    before = change.live or {}
+    planned = (before.get("meta") or {}).get("version")
+    live = client.dashboard(change.name)
+    if live is None:
+        return ""
+    model, meta = live["dashboard"], live.get("meta") or {}
+    latest = client.latest_version(change.name)
+    who = (latest or {}).get("createdBy") or "someone"
+    if grafana_owned(before.get("dashboard") or {}) and not grafana_owned(model):
+        return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan"
+    if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
+        return f"moved to folder {meta.get('folderUid') or 'General'} since the plan"
+    if planned is None or meta.get("version") is None or latest is None:
+        return "Grafana gave no version to show it is unchanged since the plan"
+    if planned != meta.get("version") or planned != latest.get("version"):
+        return f"changed in Grafana by {who} since the plan"
+    return None
+
+
+def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
+    """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
+    save or takeover since. Grafana's delete takes no version: this read is the last look before it."""
+    moved = _moved_since_plan(client, change, folder_uid)
+    if moved == "":
+        return  # already gone
+    if moved:
+        raise RemoteError(f"{moved}; not deleted", where=f"dashboard {change.name}",
+                          hint="run `gpudash plan` and review it before pruning")
     client.delete(change.name)
 
 
@@ -185,7 +205,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 if change.kind == "folder":
                     client.create_folder(folder["uid"], folder["title"])
                 elif change.action == DELETE:
-                    _delete(client, change, force)
+                    _delete(client, change, folder["uid"])
                 else:
                     _save(client, change, dashboards[change.name], folder, note)
                 outcomes.append(Outcome(change, done=True, status=DONE))

@@ -469,3 +469,29 @@ def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, 
         assert "nothing was published" in stderr
     assert json.dumps(grafana.state.dashboards, sort_keys=True) == before
     grafana.state.spec_errors.clear()  # the answer broke Grafana's spec on purpose
+
+
+@pytest.mark.parametrize("force", [False, True])
+@pytest.mark.parametrize("meanwhile, says", [
+    (lambda g: g.edit_in_ui("gpudash-health", lambda d: d.update(tags=[])),
+     f"its {GRAFANA_OWNER_TAG} tag was removed by alice since the plan; not deleted"),
+    (lambda g: g.move("gpudash-health", "team-ml"), "moved to folder team-ml since the plan; not deleted"),
+    (lambda g: g.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"), user="bob"),
+     "changed in Grafana by bob since the plan; not deleted"),
+], ids=["tag-stripped", "moved-without-a-version", "edited"])
+def test_a_dashboard_taken_over_between_plan_and_prune_is_not_deleted_even_with_force(grafana, meanwhile, says,
+                                                                                     force):
+    """--force agrees to delete what the plan showed: a takeover or save since then keeps the dashboard."""
+    desired = desired_from(build(load_project()))
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
+    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    kept = {uid: d for uid, d in desired.grafana.items() if uid != "gpudash-health"}
+    changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
+    assert [c.name for c in changes if c.action == "delete"] == ["gpudash-health"]
+    meanwhile(grafana)
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=force, prune=True, dry_run=False)
+    (failed,) = [o for o in outcomes if o.error]
+    assert failed.change.name == "gpudash-health" and says in failed.error
+    assert "gpudash-health" in grafana.state.dashboards and ("DELETE", "/api/dashboards/uid/gpudash-health") not in \
+        grafana.writes()

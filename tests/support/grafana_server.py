@@ -158,6 +158,12 @@ class GrafanaTestServer(LoopbackServer):
             mutate(dashboard)
             self._store(uid, dashboard, stored["folderUid"], message="", user=user)
 
+    def move(self, uid: str, folder_uid: str) -> None:
+        """A dashboard moved to another folder with no new version: gpudash must not infer a move from the
+        version alone (which storage records a folder change as a version differs)."""
+        with self.lock:
+            self.state.dashboards[uid]["folderUid"] = folder_uid
+
     def _take_fault(self, method: str, path: str) -> Fault | None:
         for fault in self.state.faults:
             if re.search(fault.path, path) and (fault.method in (None, method)) and fault.times > 0:
