@@ -248,6 +248,16 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
 
 
+# Metric math as the user guide documents it ("Using math expressions with CloudWatch metrics",
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html): arithmetic with a
+# number applies to each data point of each series of an array and creates none ("METRICS()/100 returns
+# an array of time series, each of which is a time series showing each data point of one of the metrics
+# divided by 100"), so `{q} * 0 + 1` is 1 exactly where a GPU has a value and SUM of it counts the GPUs
+# with one; IF(condition, value) without a false value has no data point where the condition is 0 (the
+# page's IF tables), which is how a blank is dropped; AVG of an array reads a missing value as 0.
+# tests/unit/test_cloudwatch_eval_semantics.py runs the page's examples through the tests' evaluator.
+
+
 def across(function: str, series: str = "{q}") -> str:
     """`function` (AVG, MAX, ...) of an array of per-GPU series, per timestamp. Metric math's AVG of an
     array reads a missing value as 0 (a GPU whose node left, or whose blank was dropped, would count

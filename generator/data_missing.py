@@ -18,10 +18,13 @@ the node; the CloudWatch agent drops `up`, so CloudWatch sees that node only thr
 
 CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the two kube-state-metrics series with its own job):
-`IF(d > 0, g * (a >= d), 1) < 1`, TreatMissingData breaching. By the documented semantics, IF
-drops a timestamp where its condition series has no datapoint (1: missing, so breaching), gives 0
-where the condition holds and the value series has none (2), and a comparison of two series reads
-a missing value as 0 (3).
+`IF(d > 0, g * (a >= d), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
+guide, "Using math expressions with CloudWatch metrics",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html: its IF tables
+and "Missing values in a time series are treated as 0"), IF drops a timestamp where its condition
+series has no datapoint (1: missing, so breaching), gives 0 where the condition holds and the value
+series has none (2), and a comparison of two series, or arithmetic between them, reads a missing
+value as 0 (3).
 
 On the Container Insights add-on (`cloudwatch.source: container-insights`) kube-state-metrics is not
 among the sources, so the CloudWatch form reads the add-on's own metrics of the cluster (dimension

@@ -6,19 +6,27 @@
   counts observations); GROUP BY makes one series per distinct value combination; ORDER BY
   FUNC() sorts the series by the function over the whole time range; at most LIMIT (and at
   most 500) series are returned.
-* Metric math: arithmetic between a series (or an array of series) and a number applies to
-  each value; SUM/MIN/MAX of an array is one series, per timestamp over the series that
-  have a value there; AVG of an array treats a missing value as 0 (the user guide's function
-  table: "Missing values are treated as 0"), so it divides by every series of the array.
-  Arithmetic between two series treats a missing value as 0 (a division by zero drops the
-  datapoint). A comparison gives 1 or 0 per value; IF(condition, value) without a
-  false value returns no data point where the condition is 0, for each series of an array.
-* Metric math in alarms (user guide, "Using metric math"): arithmetic between two series treats a
-  missing value as 0 (a division by zero drops the datapoint); a comparison or AND / OR of two
-  series gives 0 or 1 at every timestamp either has, a missing value read as 0; a series compared
-  with a number keeps its own timestamps; IF(condition, x, y) has a datapoint only where the
-  condition series has one: x where it is true (0 when the series x has none there), y where it
-  is false (dropped when the series y has none there, or y is omitted).
+* Metric math, as the user guide's "Using math expressions with CloudWatch metrics" page documents it
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html; read in its
+  source, awsdocs/amazon-cloudwatch-user-guide doc_source/using-metric-math.md), in widgets and alarms alike:
+  - arithmetic with a number applies to each data point of each series, creating none: "METRICS()/100
+    returns an array of time series, each of which is a time series showing each data point of one of
+    the metrics divided by 100" (so `x * 0 + 1` is 1 exactly where x has a point);
+  - arithmetic between two series: "Missing values in a time series are treated as 0", so the result
+    has a point wherever either has one; "If the value of a data point causes a function to attempt to
+    divide by zero, the data point is dropped";
+  - a comparison (or AND / OR) of a series with a number gives 0 or 1 at each of its points; of two
+    series "the function treats the missing value in the other time series as 0" (the page's
+    metric1 / metric2 table);
+  - IF(condition, trueValue[, falseValue]) has a point only where the condition has one: trueValue
+    where it is not 0 (0 when trueValue is a series without a point there), falseValue where it is 0,
+    dropped when falseValue is a series without a point there or is omitted (the page's IF tables).
+    The page lists IF's forms for single series; widgets apply it to a GROUP BY query's array of
+    series (user guide, "Use Metrics Insights queries with metric math"), read here series by series;
+  - an array of series with a single series or a number: each series of the array with it (TS[] TS);
+  - AVG of an array: "Missing values are treated as 0", so it divides by every series of the array;
+    SUM of an array adds the values there are (a missing value adds 0); MIN and MAX of an array take
+    the values there are (the page says nothing of missing values for them).
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
@@ -130,39 +138,48 @@ def _atom(node: ast.AST, env: dict):
         return float(node.value)
     if isinstance(node, ast.Name):
         return env[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+        return -float(node.operand.value)
     return None
 
 
+def _per_series(operation, *operands):
+    """`operation` over numbers and series, applied series by series where operands are arrays of series
+    (a Result): an array with a number or with a single series (key ()) pairs each of its series with it."""
+    arrays = [o for o in operands if isinstance(o, dict)]
+    if not arrays:
+        return operation(*operands)
+    keys = next((set(a) for a in arrays if set(a) != {()}), {()})
+    assert all(set(a) in (keys, {()}) for a in arrays), "metric math between two different arrays of series"
+    result = {}
+    for key in keys:
+        parts = [(o[key] if key in o else o[()]) if isinstance(o, dict) else o for o in operands]
+        value = operation(*parts)
+        result[key] = value if isinstance(value, dict) else {}
+    return result
+
+
 def _math(node: ast.AST, env: dict[str, Result]):
+    """A widget's metric math over Metrics Insights results (arrays of series) and numbers."""
     if isinstance(node, ast.Expression):
         return _math(node.body, env)
     if (value := _atom(node, env)) is not None:
         return value
     if isinstance(node, ast.BinOp):
-        left, right = _math(node.left, env), _math(node.right, env)
-        operate = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-                   ast.Div: lambda a, b: a / b}[type(node.op)]
-        if isinstance(left, dict) and isinstance(right, float):
-            return {k: {t: operate(v, right) for t, v in s.items()} for k, s in left.items()}
-        if isinstance(right, dict) and isinstance(left, float):
-            return {k: {t: operate(left, v) for t, v in s.items()} for k, s in right.items()}
-        if isinstance(left, float) and isinstance(right, float):
-            return operate(left, right)
-        if set(left) == set(right) == {()}:  # two single series: a missing value is 0
-            return {(): _binary(lambda a, b: operate(a, b) if b or not isinstance(node.op, ast.Div) else None,
-                                left[()], right[()])}
-        raise AssertionError("arithmetic between two arrays of series is not used by gpudash")
+        operator = _OPERATORS[type(node.op)]
+        return _per_series(lambda a, b: _binary(operator, a, b), _math(node.left, env), _math(node.right, env))
     if isinstance(node, ast.Compare):
-        (op,), (right,) = node.ops, node.comparators
-        left, bound = _math(node.left, env), _math(right, env)
-        assert isinstance(left, dict) and isinstance(bound, float), "comparisons of a series with a number only"
-        test = {ast.Lt: lambda v: v < bound, ast.LtE: lambda v: v <= bound, ast.Gt: lambda v: v > bound,
-                ast.GtE: lambda v: v >= bound}[type(op)]
-        return {k: {t: float(test(v)) for t, v in s.items()} for k, s in left.items()}
+        (operator,), (right,) = node.ops, node.comparators
+        return _per_series(lambda a, b: _binary(_OPERATORS[type(operator)], a, b), _math(node.left, env),
+                           _math(right, env))
+    if isinstance(node, ast.BoolOp):
+        values = [_math(v, env) for v in node.values]
+        result = values[0]
+        for value in values[1:]:
+            result = _per_series(lambda a, b: _binary(_OPERATORS[type(node.op)], a, b), result, value)
+        return result
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
-        condition, value = (_math(argument, env) for argument in node.args)  # no falseValue: no data point
-        assert set(condition) == set(value), "IF over series of different arrays"
-        return {k: {t: v for t, v in s.items() if condition[k].get(t)} for k, s in value.items()}
+        return _per_series(_if, *(_math(argument, env) for argument in node.args))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
         (argument,) = node.args
         array = _math(argument, env)
@@ -171,6 +188,12 @@ def _math(node: ast.AST, env: dict[str, Result]):
             return {(): {t: sum(s.get(t, 0.0) for s in array.values()) / len(array) for t in times}}
         return {(): {t: FUNCTIONS[node.func.id]([s[t] for s in array.values() if t in s]) for t in times}}
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
+
+
+def math(expression: str, env: dict[str, Result]) -> Result | float:
+    """A widget's metric-math expression over ids bound to arrays of series ({group key: series})."""
+    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
+    return _math(ast.parse(python, mode="eval"), env)
 
 
 def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float) -> dict[str, Series]:
@@ -184,7 +207,7 @@ def widget(properties: dict, datapoints: list[Datapoint], start: float, end: flo
         if expression.lstrip().upper().startswith("SELECT"):
             env[options["id"]] = metrics_insights(expression, datapoints, start, end, period)
         else:
-            env[options["id"]] = _math(ast.parse(expression, mode="eval"), env)
+            env[options["id"]] = math(expression, env)
         if options.get("visible", True):
             shown.append((options["id"], options.get("label", "")))
     lines: dict[str, Series] = {}
@@ -219,6 +242,7 @@ def _binary(operator, left, right):
 
 
 def _if(condition, true, false=None):
+    """IF(condition, trueValue[, falseValue]) of numbers and single series, as the user guide's IF tables give it."""
     if not isinstance(condition, dict):  # IF(scalar, ...)
         chosen = true if condition else false
         return chosen if chosen is not None else {}
@@ -253,9 +277,14 @@ def _series_math(node: ast.AST, env: dict[str, Series]):
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
 
 
+def alarm_math(expression: str, env: dict[str, Series]) -> Series | float:
+    """An alarm's metric-math expression over ids bound to single series ({timestamp: value}) and numbers."""
+    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
+    return _series_math(ast.parse(python, mode="eval").body, env)
+
+
 def _alarm_expression(text: str, env: dict[str, Series]) -> Series:
-    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", text))
-    result = _series_math(ast.parse(python, mode="eval").body, env)
+    result = alarm_math(text, env)
     assert isinstance(result, dict), f"{text} is not a time series"
     return result
 
