@@ -123,6 +123,7 @@ def _no_cycle_collection():
 def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
+    from .limits import check_dashboards
     from .output import artifacts_record, differences as build_differences, encode, settings_record, write_files
 
     project = load_project_for(config, csv)
@@ -130,6 +131,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
     target = Path(out)
     with _no_cycle_collection():
         artifacts = build(project)
+        check_dashboards(project, artifacts)  # a dashboard CloudWatch would cut short is refused, not written
         requests = list(artifacts.alarms)
         notes = artifacts.notes
         files = encode(artifacts)

@@ -62,7 +62,10 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
     if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
         artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings, consequence=PUBLISHED)
     else:
+        from .limits import check_dashboards
+
         artifacts = build(project)
+        check_dashboards(project, artifacts)  # as generate: never publish a dashboard CloudWatch cuts short
     return project, desired_from(artifacts)
 
 

@@ -598,6 +598,18 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                     labels=Labels.from_settings(document["labels"]), origin=origin, **_sections(document))
 
 
+def setting_place(settings: Settings, path: list[Any]) -> str:
+    """`file:line` of a key in the file the settings were read from, for an error found after loading
+    (the file alone when it cannot be read again; the key's section when the file does not write it)."""
+    try:
+        target = default_config() if settings.source == BUNDLED_SOURCE else Path(settings.source)
+        node = _compose(decode_utf8(read_bytes(target, "settings file", ""), target, "settings file"), settings.source)
+    except InputError:
+        return settings.source
+    line = _line_of(node, path, key=True)
+    return f"{settings.source}:{line}" if line else settings.source
+
+
 @dataclass(frozen=True)
 class Choice:
     """Which settings file a command reads, and why."""

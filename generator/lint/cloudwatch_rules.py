@@ -235,17 +235,25 @@ def _series_of(expression: str) -> int:
     return min(query.limit or SERIES_PER_QUERY, SERIES_PER_QUERY)
 
 
-def dashboard_metrics(subject: LintInput) -> Iterable[Finding]:
-    """A dashboard shows at most 2,500 metrics; a GROUP BY query counts as its LIMIT (500 without one)."""
-    totals: dict[str, int] = {}
-    for name, _, properties in _metric_widgets(subject):
-        for line in properties.get("metrics", []):
+def metrics_shown(body: Any) -> int:
+    """How many metrics a dashboard body may show: a metric line counts one, a GROUP BY query its LIMIT
+    (500 without one); math over them adds none."""
+    total = 0
+    for widget in body.get("widgets", []) if isinstance(body, dict) else ():
+        properties = widget.get("properties") if isinstance(widget, dict) and widget.get("type") == "metric" else None
+        for line in properties.get("metrics", []) if isinstance(properties, dict) else ():
             options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
             if "expression" in options:
                 if is_query(str(options["expression"])):
-                    totals[name] = totals.get(name, 0) + _series_of(str(options["expression"]))
+                    total += _series_of(str(options["expression"]))
             else:
-                totals[name] = totals.get(name, 0) + 1
+                total += 1
+    return total
+
+
+def dashboard_metrics(subject: LintInput) -> Iterable[Finding]:
+    """A dashboard shows at most 2,500 metrics; a GROUP BY query counts as its LIMIT (500 without one)."""
+    totals = {name: metrics_shown(body) for name, body in _bodies(subject)}
     for name, total in sorted(totals.items()):
         if total > METRICS_PER_DASHBOARD:
             yield Finding("CW011", "error", _where(name),

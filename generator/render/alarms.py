@@ -223,7 +223,37 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         for key in ("AlarmActions", "OKActions"):
             item["Request"][key] = [arn for arn in item["Request"][key]
                                     if sns_region(arn) in (None, item["Region"])]
+        _within_limits(item, settings)
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+ACTIONS_PER_ALARM = 5  # PutMetricAlarm: AlarmActions and OKActions hold at most 5 each
+ALARM_NAME_LENGTH = 255
+
+
+def _within_limits(item: dict[str, Any], settings: Settings) -> None:
+    """A request PutMetricAlarm would refuse is refused here, naming the setting that made it."""
+    from ..settings import setting_place
+
+    request, region = item["Request"], item["Region"]
+    actions = request["AlarmActions"]
+    if len(actions) > ACTIONS_PER_ALARM:
+        severity = next(s for s in ("critical", "warning") if set(actions) <= set(getattr(settings.alarms.actions, s)))
+        raise InputError(f"alarms.actions.{severity} lists {len(actions)} actions for alarms in {region}; "
+                         f"CloudWatch takes at most {ACTIONS_PER_ALARM} per alarm and refuses the alarm "
+                         f"({request['AlarmName']})", where=setting_place(settings, ["alarms", "actions", severity]),
+                         hint=f"keep at most {ACTIONS_PER_ALARM} topics of {region} for {severity} alarms (one SNS "
+                              f"topic can fan out to many subscribers)")
+    name = request["AlarmName"]
+    if len(name) > ALARM_NAME_LENGTH:
+        static = settings.alarms.per_pod == "static" and any(name.endswith(pod.replace("/", "-"))
+                                                             for pod in settings.alarms.static_pods)
+        setting = "alarms.static_pods" if static else "alarms.name_prefix"
+        raise InputError(f"alarm name {name[:60]}... is {len(name)} characters; CloudWatch takes at most "
+                         f"{ALARM_NAME_LENGTH} and refuses the alarm",
+                         where=setting_place(settings, setting.split(".")),
+                         hint="use alarms.per_pod: group_by (one alarm watches every pod)" if static else
+                              "use a shorter alarms.name_prefix or cluster name")
 
 
 def sns_region(arn: str) -> str | None:

@@ -1,0 +1,47 @@
+"""Settings whose CloudWatch dashboards CloudWatch would cut short: refused before anything is written or
+published, naming the setting and the largest value that fits. Refused, not clamped: a clamped setting
+shows fewer pods than the file says, and a warning scrolls by unread in CI."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .errors import InputError
+from .settings import setting_place
+
+LIMITS = ("top_pods", "top_gpus")  # the settings that decide how many lines a chart asks for
+
+
+def check_dashboards(project, artifacts) -> None:
+    """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
+    draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up."""
+    from .lint.cloudwatch_rules import METRICS_PER_DASHBOARD, metrics_shown
+
+    totals = [(metrics_shown(d.body), d.name) for d in artifacts.cloudwatch_dashboards]
+    over = [(total, name) for total, name in totals if total > METRICS_PER_DASHBOARD]
+    if not over:
+        return
+    total, name = max(over)
+    settings = project.settings
+    growth = {key: _total_with(project, name, **{key: 2}) - _total_with(project, name, **{key: 1}) for key in LIMITS}
+    current = {key: getattr(settings.cloudwatch, key) for key in LIMITS}
+    key = max(LIMITS, key=lambda k: growth[k] * current[k])  # the setting that adds most
+    value = current[key]
+    fits = value - -(-(total - METRICS_PER_DASHBOARD) // growth[key]) if growth[key] else 0
+    what = f"cloudwatch.{key} {value}: CloudWatch dashboard {name} would show up to {total:,} metrics " \
+           f"({growth[key]} charts of up to {value} lines each); CloudWatch draws at most " \
+           f"{METRICS_PER_DASHBOARD:,} metrics per dashboard and leaves the rest out"
+    hint = f"set cloudwatch.{key} to {fits} or less" if fits >= 1 else \
+        "lower cloudwatch.top_pods and top_gpus"
+    raise InputError(what, where=setting_place(settings, ["cloudwatch", key]),
+                     hint=hint + ", or split the dashboard's charts over two dashboards")
+
+
+def _total_with(project, name: str, **limits: int) -> int:
+    """The metrics dashboard `name` shows with other top_pods / top_gpus (rendered again)."""
+    from .artifacts import cloudwatch_dashboards
+    from .lint.cloudwatch_rules import metrics_shown
+
+    settings = project.settings
+    changed = replace(project, settings=replace(settings, cloudwatch=replace(settings.cloudwatch, **limits)))
+    return next(metrics_shown(d.body) for d in cloudwatch_dashboards(changed) if d.name == name)

@@ -1,0 +1,89 @@
+"""A setting whose CloudWatch artifact CloudWatch would cut short or refuse is refused by `generate` (and by
+plan/apply building from definitions): exit 2, one message naming the file, the line and the value that
+fits, no traceback, and the previous build left as it was. The value it names does fit."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TOPIC = "arn:aws:sns:{region}:123456789012:gpu-{index}"
+
+
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _generate(cli, tmp_path, text: str, refused: bool = True):
+    """`generate` with `text` as settings over a previous build (of the defaults) in build/; when the
+    settings are refused, that build must be left as it was."""
+    out = tmp_path / "build"
+    if refused:
+        assert cli("generate", "--out", str(out))[0] == 0
+        before = _files(out)
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(text)
+    code, stdout, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    if refused:
+        assert code == 2 and _files(out) == before, stderr
+    return code, stdout, stderr, config, out
+
+
+@pytest.mark.parametrize("key, dashboard", [("top_pods", "by-pod"), ("top_gpus", "health")])
+def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
+        cli, tmp_path, key, dashboard):
+    code, stdout, stderr, config, out = _generate(cli, tmp_path, f"cloudwatch:\n  {key}: 500\n")
+    assert code == 2, stderr
+    assert f"error: {config}:2: cloudwatch.{key} 500: CloudWatch dashboard gpudash-gpu-cluster-{dashboard} would " \
+           f"show up to 5,500 metrics (11 charts of up to 500 lines each); CloudWatch draws at most 2,500 metrics " \
+           f"per dashboard and leaves the rest out" in stderr, stderr
+    assert f"fix: set cloudwatch.{key} to 227 or less" in stderr
+    assert "Traceback" not in stderr and stdout == ""
+
+    # the value named fits: the build is written and lint finds no dashboard over the limit
+    config.write_text(f"cloudwatch:\n  {key}: 227\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    code, stdout, _ = cli("lint", "--config", str(config), "--from", str(out), "--output", "json")
+    assert not [f for f in json.loads(stdout)["findings"] if f["rule"] == "CW011"]
+    body = json.loads(json.loads((out / f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json").read_text())
+                      ["DashboardBody"])
+    assert "LIMIT 227" in json.dumps(body)
+
+
+def test_apply_from_definitions_refuses_the_same_setting(cli, tmp_path):
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("cloudwatch:\n  top_pods: 300\n")
+    code, _, stderr = cli("apply", "--config", str(config), "--dry-run", "--skip-verify")
+    assert code == 2 and "cloudwatch.top_pods 300:" in stderr and "set cloudwatch.top_pods to 227 or less" in stderr
+
+
+def test_more_than_five_actions_for_the_alarms_of_one_region_are_refused(cli, tmp_path):
+    topics = [TOPIC.format(region="us-east-1", index=i) for i in range(6)]
+    code, _, stderr, config, out = _generate(
+        cli, tmp_path, "alarms:\n  actions:\n    critical: [" + ", ".join(topics) + "]\n")
+    assert code == 2, stderr
+    assert f"error: {config}:3: alarms.actions.critical lists 6 actions for alarms in us-east-1; CloudWatch takes " \
+           "at most 5 per alarm and refuses the alarm" in stderr, stderr
+
+
+def test_five_topics_in_each_of_two_regions_fit(cli, tmp_path):
+    """An alarm takes only its own Region's topics: five in each Region is five per alarm."""
+    topics = [TOPIC.format(region=region, index=i) for region in ("us-east-1", "us-west-2") for i in range(5)]
+    code, _, stderr, _, out = _generate(
+        cli, tmp_path, "clusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: us-west-2}\n"
+                       "alarms:\n  actions:\n    critical: [" + ", ".join(topics) + "]\n", refused=False)
+    assert code == 0, stderr
+    alarms = json.loads((out / "cloudwatch/alarms.json").read_text())["alarms"]
+    assert {len(a["Request"]["AlarmActions"]) for a in alarms if a["Request"]["AlarmActions"]} == {5}
+
+
+def test_a_static_pod_whose_alarm_name_is_too_long_is_refused(cli, tmp_path):
+    pod = "p" * 250
+    code, _, stderr, config, out = _generate(
+        cli, tmp_path, f"alarms:\n  per_pod: static\n  static_pods: [ml/{pod}]\n")
+    assert code == 2, stderr
+    assert f"error: {config}:3: alarm name gpudash-gpu-cluster-" in stderr
+    assert "characters; CloudWatch takes at most 255 and refuses the alarm" in stderr
+    assert "fix: use alarms.per_pod: group_by" in stderr
