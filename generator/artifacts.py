@@ -16,7 +16,7 @@ from .markers import GRAFANA_OWNER_TAG
 from .names import grafanalib_uid
 from .plain import plain_data
 from .project import Project
-from .render import agent, alarms as alarm_render, cloudformation, cloudwatch, scrape
+from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
 from .render.grafana_files import provisioning
 
@@ -58,6 +58,16 @@ class AgentConfig:
     namespace: str
     config: dict[str, Any]  # cwagentconfig.json
     scrape: dict[str, Any]  # prometheus.yaml
+    otel: dict[str, Any] | None = None  # gpudash-otel.yaml: the pipeline that publishes (agent.pipeline: otel)
+
+    def publishing(self) -> dict[str, Any]:
+        """What the agent publishes, in the JSON path's terms whichever pipeline does it: cluster_name and
+        emf_processor (metric_namespace, metric_unit, metric_declaration)."""
+        if self.otel is None:
+            return self.config["logs"]["metrics_collected"]["prometheus"]
+        from .render.agent_otel import publishing
+
+        return publishing(self.otel)
 
 
 @dataclass(frozen=True)
@@ -147,8 +157,14 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     scrape_config = scrape.prometheus_config(settings)
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
-    return tuple(AgentConfig(cluster.name, settings.agent.namespace,
-                             agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
+    if settings.agent.pipeline == "classic":
+        return tuple(AgentConfig(cluster.name, settings.agent.namespace,
+                                 agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
+                     for cluster in settings.clusters)
+    shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
+    return tuple(AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster), scrape_config,
+                             agent_otel.otel_config(project.catalog, settings, cluster, emf, scrape_config, shipped,
+                                                    agent.log_group(cluster)))
                  for cluster in settings.clusters)
 
 

@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
+from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import Catalog
 from .markers import CLUSTER_DIMENSION
 from .model import Query
@@ -75,11 +76,11 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 # A rate shown in a scaled unit (ns per second as a share of time) is compared in that unit: the
 # per-second floor times the unit's scale. The Prometheus side needs no such bound: a counter gives no
 # data for a window that holds a blank (generator/promql.py).
-BLANK_FLOOR = 1e14
+BLANK_FLOOR = READING_FLOOR
 SMALL_UNITS_BLANK_FLOOR = 1e9
 # readings that may pass 1e9: bytes, counts, and totals since boot (mJ, ns) a CSV may call gauges
 LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s", "millijoule", "nanosecond", "microsecond")
-INCREASE_BLANK_FLOOR = 1e18
+INCREASE_BLANK_FLOOR = INCREASE_FLOOR
 
 
 def blank_floor(query: Query, catalog: Catalog) -> float:

@@ -76,6 +76,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     """Every file of the build, by path relative to it (the manifest aside)."""
     from .ownership import stamped_cloudwatch_text
     from .render.agent import configmaps
+    from .render.agent_otel import OTEL_KEY
     from .render.grafana_files import configmap
 
     files: dict[str, bytes] = {}
@@ -91,8 +92,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     for agent in artifacts.agents:
         if id(agent.scrape) not in scrape_texts:
             scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape).decode()
+        otel = None if agent.otel is None else (OTEL_KEY, to_yaml(agent.otel).decode())
         files[agent_file(agent.cluster)] = to_yaml(*configmaps(
-            agent.namespace, to_json(agent.config, ascii=True).decode(), scrape_texts[id(agent.scrape)]))
+            agent.namespace, to_json(agent.config, ascii=True).decode(), scrape_texts[id(agent.scrape)], otel))
     if artifacts.addon is not None:
         files[ADDON_FILE] = to_json(artifacts.addon)
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
@@ -577,6 +579,7 @@ def _agent(path: str, data: bytes, where: str):
     from .artifacts import AgentConfig
     from .names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
     from .render.agent import AGENT_KEY, SCRAPE_KEY
+    from .render.agent_otel import OTEL_KEY
 
     try:
         documents = _yaml(data, where, "the agent ConfigMaps", count=None)
@@ -595,14 +598,17 @@ def _agent(path: str, data: bytes, where: str):
                          f"{SCRAPE_CONFIGMAP} with {SCRAPE_KEY})", where=where, hint=REGENERATE)
     config = parse_json(maps[AGENT_CONFIGMAP][1][AGENT_KEY].encode(), where, AGENT_KEY)
     (scrape,) = _yaml(maps[SCRAPE_CONFIGMAP][1][SCRAPE_KEY].encode(), where, SCRAPE_KEY)
+    otel_text = maps[AGENT_CONFIGMAP][1].get(OTEL_KEY)
+    otel = _yaml(str(otel_text).encode(), where, OTEL_KEY, count=1)[0] if otel_text is not None else None
+    agent = AgentConfig(path[len(AGENT_FILE_PREFIX):-len(".yaml")],
+                        str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape, otel)
     try:
-        config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+        agent.publishing()["emf_processor"]
         scrape["scrape_configs"][0]["job_name"]
     except (KeyError, IndexError, TypeError) as exc:
         raise InputError(f"not the agent ConfigMaps gpudash writes (no {exc} in them)", where=where,
                          hint=REGENERATE) from None
-    cluster = path[len(AGENT_FILE_PREFIX):-len(".yaml")]
-    return AgentConfig(cluster, str(maps[AGENT_CONFIGMAP][0].get("namespace", "")), config, scrape)
+    return agent
 
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .blanks import COUNTER_READING_FLOOR, READING_FLOOR, short
 from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
 from .model import Query
 from .settings import Labels
@@ -40,8 +41,9 @@ from .settings import Labels
 # over a 26-hour window is already a per-second rate under 1e14, over a month one a busy NVLink
 # reaches). So a counter gives no data for a window in which any of its samples is a blank
 # (`max_over_time` over the very window rate/increase read), whatever the window's length.
-BLANK_FLOOR = "1e14"
-COUNTER_BLANK_FLOOR = "9e18"
+# The floors come from blanks.py (the one source), as PromQL text.
+BLANK_FLOOR = short(READING_FLOOR)
+COUNTER_BLANK_FLOOR = short(COUNTER_READING_FLOOR)
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 

@@ -173,6 +173,7 @@ class AgentSettings(Section):
     metric_selection: str
     force_flush_interval: int
     log_retention_days: int
+    pipeline: str = "otel"  # "otel": the filtering pipeline (agent >= MIN_AGENT_VERSION); "classic": the JSON path
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
+from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..clients.exporter import fetch, fetch_through_proxy
@@ -82,7 +83,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
                             "temperature HBM); their panels stay empty"))
     if mig:
         result.append(_mig(mig, wanted))
-    result += _blanks(samples, set(wanted))
+    result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
     result += _pod_labels(samples)
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
@@ -134,8 +135,9 @@ def _pod_labels(samples: dict[str, list[Any]]) -> list[Check]:
                   "run again while a pod uses a GPU")]
 
 
-def _blanks(samples: dict[str, list[Any]], wanted: set[str]) -> list[Check]:
-    """Fields the dashboards and alarms read that some GPU reports as a DCGM blank, by GPU."""
+def _blanks(samples: dict[str, list[Any]], wanted: set[str], agent_drops: bool) -> list[Check]:
+    """Fields the dashboards and alarms read that some GPU reports as a DCGM blank, by GPU; `agent_drops`: the
+    CloudWatch agent's OTel pipeline drops them before they are published."""
     found: dict[str, list[str]] = {}
     for name in sorted(wanted & set(samples)):
         for sample in samples[name]:
@@ -145,6 +147,11 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str]) -> list[Check]:
     if not found:
         return []
     listed = "; ".join(f"{gpu}: {', '.join(sorted(set(names)))}" for gpu, names in sorted(found.items()))
+    if agent_drops:
+        return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
+                      "Grafana and the CloudWatch agent's OTel pipeline leave such readings out, so these GPUs show "
+                      "no value for them; drop a field this GPU never reads from the counters CSV, or use a "
+                      "dcgm-exporter that skips DCGM's blank values (2.x and later skip the named ones)")]
     return [Check(GROUP, "blank values", WARN, f"DCGM could not read (blank value published): {listed}",
                   "Grafana and the CloudWatch widgets leave such readings out, CloudWatch alarms cannot (a GPU "
                   "reading blank fires a '>' alarm and hides from a '<' one): use a dcgm-exporter that skips "

@@ -22,6 +22,7 @@ from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..output import ADDON_FILE, agent_file
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
+from ..render.agent_otel import EXPORTER, FILTER, OTEL_KEY, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube
@@ -336,9 +337,15 @@ def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
 
     cluster = _agent_cluster(configmap, project).name
     agent = next(a for a in agents(project) if a.cluster == cluster)
-    for name, key, generated in ((AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)):
-        yield from step(GROUP, f"ConfigMap {name}", _agent_configmap, configmap, namespace, name, key, generated,
-                        agent_file(cluster))
+    keys = [(AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)]
+    if agent.otel is not None:
+        keys.insert(1, (AGENT_CONFIGMAP, OTEL_KEY, agent.otel))
+    for name, key, generated in keys:
+        yield from step(GROUP, f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else ""), _agent_configmap,
+                        configmap, namespace, name, key, generated, agent_file(cluster))
+    if agent.otel is None:
+        yield from step(GROUP, f"ConfigMap {AGENT_CONFIGMAP} key {OTEL_KEY}", _no_pipeline_left, configmap,
+                        namespace, agent_file(cluster))
 
 
 def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
@@ -346,11 +353,25 @@ def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
     clusters = project.settings.clusters
     try:
         live = configmap(AGENT_CONFIGMAP)
-        text = live.string_map("data").get(AGENT_KEY, "{}") if live is not None else "{}"
-        name = json.loads(text)["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
+        data = live.string_map("data") if live is not None else {}
+        if OTEL_KEY in data:
+            name = publishing(yaml.safe_load(data[OTEL_KEY])).get("cluster_name")
+        else:
+            name = json.loads(data.get(AGENT_KEY, "{}"))["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
     except Exception:  # noqa: BLE001 - only a probe: the ConfigMap check reports what is wrong
         name = None
     return next((c for c in clusters if c.name == name), clusters[0])
+
+
+def _no_pipeline_left(configmap: Callable[[str], Answer | None], namespace: str, path: str) -> Check:
+    """agent.pipeline: classic: a pipeline gpudash wrote earlier would publish every metric a second time."""
+    check = f"ConfigMap {AGENT_CONFIGMAP} key {OTEL_KEY}"
+    live = configmap(AGENT_CONFIGMAP)
+    if OTEL_KEY in (live.string_map("data") if live is not None else {}):
+        return Check(GROUP, check, FAIL, f"{namespace}/{AGENT_CONFIGMAP} still holds {OTEL_KEY}: with the JSON path "
+                     "(agent.pipeline: classic) the agent would publish every metric twice",
+                     f"kubectl replace -f build/{path} (then restart {AGENT_DEPLOYMENT})")
+    return Check(GROUP, check, OK, "absent (agent.pipeline: classic)")
 
 
 def _agent(kube: Kube, namespace: str) -> Check:
@@ -369,7 +390,7 @@ def _agent(kube: Kube, namespace: str) -> Check:
 
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,
                      generated: dict[str, Any], path: str) -> Check:
-    check = f"ConfigMap {name}"
+    check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
     fix = f"kubectl apply -f build/{path} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
     data = live.string_map("data") if live is not None else {}
@@ -389,8 +410,35 @@ def _selectors(config: Answer) -> tuple[set[str], list]:
     return selectors, dimensions
 
 
+def _otel_drift(live_text: str, generated: dict[str, Any]) -> list[str]:
+    """How the live collector configuration differs from the one of the artifact set."""
+    try:
+        live = yaml.safe_load(live_text) or {}
+    except yaml.YAMLError:
+        return [f"{OTEL_KEY} is not YAML"]
+    if live == generated:
+        return []
+    try:
+        emf_live, emf_new = publishing(live)["emf_processor"], publishing(generated)["emf_processor"]
+        filters = [c.get("processors", {}).get(FILTER) for c in (live, generated)]
+    except (KeyError, TypeError, AttributeError, IndexError, StopIteration):
+        return [f"{OTEL_KEY} is not the pipeline gpudash writes (no {RECEIVER}, {FILTER} or {EXPORTER})"]
+    selectors = [{s for d in emf["metric_declaration"] for s in d.get("metric_selectors") or []}
+                 for emf in (emf_live, emf_new)]
+    drift = [f"metric selector missing: {s}" for s in sorted(selectors[1] - selectors[0])]
+    drift += [f"metric selector extra: {s}" for s in sorted(selectors[0] - selectors[1])]
+    dims = [[d.get("dimensions") for d in emf["metric_declaration"]] for emf in (emf_live, emf_new)]
+    if dims[0] != dims[1]:
+        drift.append(f"dimensions {dims[0]} → {dims[1]}")
+    if filters[0] != filters[1]:
+        drift.append("the filter that drops DCGM's blank values differs")
+    return drift or ["other settings differ"]
+
+
 def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[str]:
     """How the live ConfigMap's text differs from the config of the artifact set."""
+    if key == OTEL_KEY:
+        return _otel_drift(live_text, generated)
     if key == AGENT_KEY:
         try:
             live = json.loads(live_text)
@@ -399,6 +447,10 @@ def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[s
         if live == generated:
             return []
         source = f"ConfigMap {AGENT_CONFIGMAP} key {AGENT_KEY}"
+        if "logs" not in generated:  # the OTel pipeline publishes; the JSON holds no pipeline
+            if Answer(live, source).get("logs", dict, None) is not None:
+                return ["it holds a pipeline of its own (the agent would publish twice)"]
+            return ["other settings differ"]
         (live_selectors, live_dims), (new_selectors, new_dims) = \
             _selectors(Answer(live, source)), _selectors(Answer(generated, "gpudash"))
         drift = [f"metric selector missing: {s}" for s in sorted(new_selectors - live_selectors)]

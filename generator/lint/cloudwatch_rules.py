@@ -367,7 +367,12 @@ _BLANK_EFFECT = {"GreaterThanThreshold": "fires for it", "GreaterThanOrEqualToTh
 
 
 def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
-    """Alarms on the exporter's DCGM fields see a blank sentinel as a reading: CloudWatch has no way to drop it."""
+    """Alarms on the exporter's DCGM fields see a blank sentinel as a reading when the agent publishes it (its
+    JSON path, agent.pipeline: classic): a GROUP BY alarm has no way to drop it. The OTel pipeline drops blanks
+    before they are published, so nothing is noted there."""
+    agents = [subject.agent(cluster) for cluster in subject.clusters()]
+    if agents and all(agent is not None and agent.otel is not None for agent in agents):
+        return
     namespace = subject.settings.cloudwatch.namespace
     for item in subject.alarms:
         request = item.request
@@ -382,8 +387,9 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
             continue
         yield Finding("AL010", "note", _alarm_where(item),
                       f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
-                      f"{names[0]} {effect}: CloudWatch cannot drop a value here (the agent keeps it, alarms take "
-                      f"no metric math); `gpudash verify` names such GPUs")
+                      f"{names[0]} {effect}: the agent's JSON path (agent.pipeline: classic) publishes it and "
+                      f"a GROUP BY alarm takes no metric math; agent.pipeline: otel (agent 1.300048.0 or later) "
+                      f"drops it before it is published; `gpudash verify` names such GPUs")
 
 
 MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)

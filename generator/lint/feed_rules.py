@@ -29,7 +29,14 @@ def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:
 
 
 def _prometheus(subject: LintInput, cluster: Cluster) -> dict[str, Any]:
-    return subject.agent_config(cluster)["logs"]["metrics_collected"]["prometheus"]
+    """What the cluster's agent publishes (cluster_name, emf_processor), whichever pipeline does it."""
+    return subject.agent(cluster).publishing()
+
+
+def _every_job(subject: LintInput, cluster: Cluster) -> bool:
+    """True when the agent runs gpudash's OTel pipeline: its declarations apply to every job it scrapes
+    (awsemf without label matchers); the JSON path drops a declaration without source_labels."""
+    return subject.agent(cluster).otel is not None
 
 
 def _declarations(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
@@ -38,28 +45,32 @@ def _declarations(subject: LintInput, cluster: Cluster) -> list[dict[str, Any]]:
 
 def declarations_complete(subject: LintInput) -> Iterable[Finding]:
     for cluster in subject.clusters():
+        keys = ("metric_selectors", "dimensions") if _every_job(subject, cluster) else \
+            ("source_labels", "metric_selectors", "dimensions")
         for index, declaration in enumerate(_declarations(subject, cluster)):
-            for key in ("source_labels", "metric_selectors", "dimensions"):
+            for key in keys:
                 if not declaration.get(key):
                     yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
                                   f"no {key}: the agent silently drops this declaration")
 
 
-def _published(declarations: list[dict[str, Any]], job: str) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
-    """(metric selectors, dimension set) of every declaration that applies to the DCGM job's samples.
+def _published(declarations: list[dict[str, Any]], job: str,
+               every_job: bool = False) -> list[tuple[list[re.Pattern[str]], frozenset[str]]]:
+    """(metric selectors, dimension set) of every declaration that applies to the job's samples.
 
     As the agent does: label_matcher is an unanchored regex over the source label values
     joined by ';'. Only `job` is known for every sample, so declarations keyed on other
-    labels are assumed to match (their dimension sets still need those labels).
+    labels are assumed to match (their dimension sets still need those labels). With
+    `every_job` (the OTel pipeline) a declaration without source_labels applies to every job.
     """
     result = []
     for declaration in declarations:
         sources = declaration.get("source_labels") or []
-        if not sources or not declaration.get("metric_selectors"):
+        if not (sources or every_job) or not declaration.get("metric_selectors"):
             continue
         values = ";".join(job if s == "job" else "x" for s in sources)
         try:
-            if not re.search(declaration.get("label_matcher", ""), values):
+            if sources and not re.search(declaration.get("label_matcher", ""), values):
                 continue
             patterns = [re.compile(p) for p in declaration["metric_selectors"]]
         except re.error:
@@ -111,7 +122,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
     settings = subject.settings
     by_name = {c.name: c for c in subject.clusters()}
     jobs = (settings.scrape.job_name, KSM_JOB)
-    published = {c.name: {job: _published(_declarations(subject, c), job) for job in jobs}
+    published = {c.name: {job: _published(_declarations(subject, c), job, _every_job(subject, c)) for job in jobs}
                  for c in subject.clusters()}
     queried = list(_queried(subject))
     if settings.agent.metric_selection == "used":  # and nothing more: every published pair costs a metric each
@@ -172,9 +183,12 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                 for dimension in dims:
                     if dimension == CLUSTER_DIMENSION:
                         if prometheus.get("cluster_name") != cluster.name:
-                            yield Finding("AG002", "error", where,
-                                          f"{CLUSTER_DIMENSION} would come from the node's EC2 tag: set cluster_name "
-                                          f"to {cluster.name!r}")
+                            yield Finding("AG002", "error", where, (
+                                f"{CLUSTER_DIMENSION} is not {cluster.name!r} on every scrape job of the OTel "
+                                f"pipeline: each job's relabel_configs must attach it")
+                                if _every_job(subject, cluster) else (
+                                f"{CLUSTER_DIMENSION} would come from the node's EC2 tag: set cluster_name "
+                                f"to {cluster.name!r}"))
                     elif dimension not in labels:
                         yield Finding("AG002", "error", where,
                                       f"dimension {dimension!r} is not a label on the scraped DCGM series: the "

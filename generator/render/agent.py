@@ -98,13 +98,16 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
     }
 
 
-def configmaps(namespace: str, agent_json: str, scrape_yaml: str) -> list[dict[str, Any]]:
-    """The two ConfigMaps the cwagent-prometheus Deployment mounts, holding the two configs as the
-    texts a ConfigMap carries (encoded by output.py)."""
+def configmaps(namespace: str, agent_json: str, scrape_yaml: str,
+               otel: tuple[str, str] | None = None) -> list[dict[str, Any]]:
+    """The two ConfigMaps the cwagent-prometheus Deployment mounts, holding the configs as the
+    texts a ConfigMap carries (encoded by output.py); `otel`: (key, text) of the collector
+    configuration the agent reads beside its JSON (render/agent_otel.py)."""
+    data = {AGENT_KEY: agent_json, **dict([otel] if otel else [])}
     return [
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": AGENT_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
-         "data": {AGENT_KEY: agent_json}},
+         "data": data},
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": SCRAPE_CONFIGMAP, "namespace": namespace, "labels": dict(KUBERNETES_MANAGED_BY)},
          "data": {SCRAPE_KEY: scrape_yaml}},

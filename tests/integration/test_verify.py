@@ -211,18 +211,43 @@ def test_hostname_spelling_is_detected(stack, payload, tmp_path):
 
 
 def test_agent_configmap_missing_a_selector(stack):
+    """The OTel pipeline publishes: a selector missing from its exporter is drift."""
     cluster, verify = stack
     configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
-    config = json.loads(configmap["data"]["cwagentconfig.json"])
-    for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
-        if "^DCGM_FI_DEV_GPU_UTIL$" in declaration["metric_selectors"]:
-            declaration["metric_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
-    configmap["data"]["cwagentconfig.json"] = json.dumps(config)
+    config = yaml.safe_load(configmap["data"]["gpudash-otel.yaml"])
+    for declaration in config["exporters"]["awsemf/gpudash"]["metric_declarations"]:
+        if "^DCGM_FI_DEV_GPU_UTIL$" in declaration["metric_name_selectors"]:
+            declaration["metric_name_selectors"].remove("^DCGM_FI_DEV_GPU_UTIL$")
+    configmap["data"]["gpudash-otel.yaml"] = yaml.safe_dump(config)
     code, checks = verify()
     assert code == 1
-    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig")] == (
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")] == (
         "differs from what gpudash generates: metric selector missing: ^DCGM_FI_DEV_GPU_UTIL$",
         "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster.yaml (then restart cwagent-prometheus)")
+
+
+def test_agent_json_left_on_its_own_pipeline_publishes_twice(stack):
+    """The live JSON still holds the prometheus section beside the OTel pipeline: every metric twice."""
+    cluster, verify = stack
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
+    configmap["data"]["cwagentconfig.json"] = json.dumps(
+        {"logs": {"metrics_collected": {"prometheus": {"cluster_name": "gpu-cluster"}}}})
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig")][0] == (
+        "differs from what gpudash generates: it holds a pipeline of its own (the agent would publish twice)")
+
+
+def test_filter_edited_out_of_the_live_pipeline_is_drift(stack):
+    cluster, verify = stack
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
+    config = yaml.safe_load(configmap["data"]["gpudash-otel.yaml"])
+    config["processors"]["filter/gpudash"]["metrics"]["datapoint"] = []
+    configmap["data"]["gpudash-otel.yaml"] = yaml.safe_dump(config)
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")][0] == (
+        "differs from what gpudash generates: the filter that drops DCGM's blank values differs")
 
 
 def test_kube_state_metrics_is_the_data_missing_alarms_expected_signal(stack):

@@ -74,8 +74,23 @@ def exposition(text: str):
         yield name, kinds.get(name, "untyped"), parsed, float(value)
 
 
+def _otel(configmaps_yaml: bytes | str) -> dict | None:
+    """The collector configuration the file carries beside cwagentconfig.json (agent.pipeline: otel), or None."""
+    from tests.support.cloudwatch_otel import OTEL_KEY, otel_config
+
+    documents = list(yaml.safe_load_all(configmaps_yaml))
+    agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
+    return otel_config(configmaps_yaml) if OTEL_KEY in agent["data"] else None
+
+
 def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
-    """(cwagentconfig.json, the scrape job) from a generated ConfigMap file."""
+    """(the config that publishes, the DCGM scrape job) from a generated ConfigMap file: the collector
+    configuration and its receiver's job when the file has one, else cwagentconfig.json and prometheus.yaml's."""
+    otel = _otel(configmaps_yaml)
+    if otel is not None:
+        from tests.support.cloudwatch_otel import receiver_jobs
+
+        return otel, next(iter(receiver_jobs(otel).values()))
     documents = list(yaml.safe_load_all(configmaps_yaml))
     agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
     scrape = next(d for d in documents if "prometheus.yaml" in d["data"])
@@ -98,13 +113,44 @@ def _relabel_keeps(rules: list[dict], labels: dict[str, str]) -> bool:
 
 
 def scrape_jobs(configmaps_yaml: bytes | str) -> dict[str, dict]:
-    """Every job of the agent's prometheus.yaml, by name."""
+    """Every job the agent scrapes with, by name: its receiver's when it runs the OTel pipeline, else
+    prometheus.yaml's."""
+    otel = _otel(configmaps_yaml)
+    if otel is not None:
+        from tests.support.cloudwatch_otel import receiver_jobs
+
+        return receiver_jobs(otel)
     documents = list(yaml.safe_load_all(configmaps_yaml))
     scrape = next(d for d in documents if "prometheus.yaml" in d["data"])
     return {job["job_name"]: job for job in yaml.safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"]}
 
 
-class Agent:
+def Agent(config: dict, job: dict | None = None, others: Iterable[dict] = ()):
+    """The model of the pipeline `config` describes: a collector configuration (the OTel pipeline, which
+    scrapes with its own receiver's jobs) or cwagentconfig.json (the JSON path, with `job` and `others`)."""
+    if "receivers" in config:
+        from tests.support.cloudwatch_otel import OtelAgent
+
+        return OtelAgent(config)
+    return JsonAgent(config, job, others)
+
+
+class Pipeline:
+    """A model of one of the agent's paths: `scrape` turns one scrape into datapoints."""
+
+    def scrape(self, scrape: Scrape) -> list[Datapoint]:
+        raise NotImplementedError
+
+    def run(self, scrapes: Iterable[Scrape]) -> list[Datapoint]:
+        datapoints = []
+        for scrape in sorted(scrapes, key=lambda s: s.timestamp):
+            datapoints += self.scrape(scrape)
+        return datapoints
+
+
+class JsonAgent(Pipeline):
+    """The agent's JSON `prometheus` path (agent.pipeline: classic)."""
+
     def __init__(self, config: dict, job: dict | None = None, others: Iterable[dict] = ()):
         # The scrape job's metric_relabel_configs (keep / drop); without a job, DCGM_.* is kept.
         # A scrape whose `job` target label names one of `others` goes through that job's rules.
@@ -170,9 +216,3 @@ class Agent:
                 result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
                                         scrape.timestamp, value))
         return result
-
-    def run(self, scrapes: Iterable[Scrape]) -> list[Datapoint]:
-        datapoints = []
-        for scrape in sorted(scrapes, key=lambda s: s.timestamp):
-            datapoints += self.scrape(scrape)
-        return datapoints

@@ -2,12 +2,13 @@
 
 Exporters that pass a blank through (the exporter README's own sample reads MEMORY_TEMP
 9223372036854775794, "not supported"; profiling pauses read 2**47) put it into the payload; the
-scrape job cannot drop a sample by value and the agent drops only NaN and infinities, so the
-blank reaches CloudWatch. The generated widgets must not show it: payloads with blanks go
-through the agent model fed with the generated config, and the generated widgets are evaluated
-with Metrics Insights and metric-math semantics, against the truth without the blank readings.
-Alarms take no metric math: the tests show what a blank does to them, which the header, lint
-and README say.
+scrape job cannot drop a sample by value. The agent's OTel pipeline (the default, agent.pipeline:
+otel) drops it before it is published: payloads with blanks go through the model of that pipeline
+run on the GENERATED collector configuration (its filter conditions parsed and evaluated), and
+the generated widgets and alarms are evaluated with Metrics Insights and metric-math semantics
+against the truth over the readings DCGM really took. The agent's JSON path (agent.pipeline:
+classic) publishes the blank: there the widgets drop it with metric math and the alarms cannot,
+which the header, lint and README say.
 """
 
 from __future__ import annotations
@@ -18,17 +19,21 @@ import re
 import pytest
 
 from generator.artifacts import build
+from generator.model import Query
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, widgets
-from tests.support.dcgm_fleet import FLEET, STEP, scrapes, target_labels, truth
+from tests.support.dcgm_fleet import FLEET, STEP, scrapes, target_labels, truth, value
 
 START, END = 0, 2100
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 NOT_SUPPORTED = "9223372036854775794"  # int64 blank + 2
 FP_BLANK = "140737488355328"  # 2**47
+NEVER_READ = ("ip-10-0-1-2", 1)  # never reads its temperature nor its last XID (pod ml/infer-1, idle)
+PAUSED = ("ip-10-0-1-1", 0)  # reads blanks during scrapes 10-12 (300-360 s): power, two counters
+PAUSE = range(10, 13)
 
 
 def _blank(payload: str, metric: str, node: str, gpu: int, value: str) -> str:
@@ -38,27 +43,43 @@ def _blank(payload: str, metric: str, node: str, gpu: int, value: str) -> str:
                      for line in payload.split("\n"))
 
 
-@pytest.fixture(scope="module")
-def blank_fleet(tmp_path_factory):
-    """ip-10-0-1-2 GPU 1 never reads its temperature (not supported); ip-10-0-1-1 GPU 0 reads the
-    floating-point blank for power, and the blank for its power-throttling counter (ns), during scrapes
-    10-12 (a profiling pause), inside the 300-600 s period."""
-    csv = tmp_path_factory.mktemp("counters") / "counters.csv"  # the defaults, with power throttling collected
+def _fleet(tmp_path_factory, settings: str):
+    """The fleet with blanks: NEVER_READ's temperature and last XID read "not supported" at every scrape, its
+    utilization during PAUSE; PAUSED's power reads the floating-point blank and its power-throttling and energy
+    counters the integer blank during PAUSE (a profiling pause), inside the 300-600 s period."""
+    folder = tmp_path_factory.mktemp("blanks")
+    csv = folder / "counters.csv"  # the defaults, with power throttling collected
     csv.write_text(load_project().settings.counters_path.read_text()
                    + "DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (in ns).\n")
-    project = load_project(counters=csv)
+    (folder / "gpudash.yaml").write_text(f"counters: counters.csv\ncloudwatch:\n  top_gpus: 3\n{settings}")
+    project = load_project(folder / "gpudash.yaml")
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     runs = []
     for scrape in scrapes(job, project.catalog, -1, END // STEP - 1):
-        payload = scrape.payload
-        if scrape.target_labels["node"] == "ip-10-0-1-2":
-            payload = _blank(payload, "DCGM_FI_DEV_GPU_TEMP", "ip-10-0-1-2", 1, NOT_SUPPORTED)
-        elif 10 * STEP <= scrape.timestamp <= 12 * STEP:
-            payload = _blank(payload, "DCGM_FI_DEV_POWER_USAGE", "ip-10-0-1-1", 0, FP_BLANK)
-            payload = _blank(payload, "DCGM_FI_DEV_POWER_VIOLATION", "ip-10-0-1-1", 0, NOT_SUPPORTED)
+        payload, k = scrape.payload, round(scrape.timestamp / STEP)
+        if scrape.target_labels["node"] == NEVER_READ[0]:
+            for metric in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
+                payload = _blank(payload, metric, *NEVER_READ, NOT_SUPPORTED)
+            if k in PAUSE:
+                payload = _blank(payload, "DCGM_FI_DEV_GPU_UTIL", *NEVER_READ, NOT_SUPPORTED)
+        elif k in PAUSE:
+            payload = _blank(payload, "DCGM_FI_DEV_POWER_USAGE", *PAUSED, FP_BLANK)
+            for counter in ("DCGM_FI_DEV_POWER_VIOLATION", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"):
+                payload = _blank(payload, counter, *PAUSED, NOT_SUPPORTED)
         runs.append(Scrape(scrape.timestamp, payload, scrape.target_labels))
-    return project, files, Agent(config, job).run(runs)
+    agent = Agent(config, job)
+    return project, files, agent.run(runs), agent
+
+
+@pytest.fixture(scope="module")
+def otel_fleet(tmp_path_factory):
+    return _fleet(tmp_path_factory, "")
+
+
+@pytest.fixture(scope="module")
+def classic_fleet(tmp_path_factory):
+    return _fleet(tmp_path_factory, "agent:\n  pipeline: classic\n")
 
 
 def _widget(files, title, dashboard):
@@ -67,52 +88,159 @@ def _widget(files, title, dashboard):
 
 
 def _raw(properties, datapoints):
-    """What the widget's query alone returns (the blank reaches CloudWatch; the math must drop it)."""
+    """What the widget's query alone returns."""
     expression = properties["metrics"][0][0]["expression"]
     period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
     return cloudwatch_eval.metrics_insights(expression, datapoints, START, END, period)
 
 
-def test_the_blank_reaches_cloudwatch(blank_fleet):
-    _, files, datapoints = blank_fleet
+def _alarms(files):
+    return {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _reads(gpu, metric):
+    """True when `gpu` reads `metric` at all (the never-read GPU does not read its temperature)."""
+    return not ((gpu.node, gpu.index) == NEVER_READ and metric in ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"))
+
+
+# --- the OTel pipeline (the default): blanks are dropped before they are published ----------------
+
+def test_the_filter_drops_exactly_the_blank_readings(otel_fleet):
+    _, _, datapoints, agent = otel_fleet
+    assert all(p.value < 1e14 or p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" for p in datapoints)
+    dropped = {(name, labels["node"], labels["gpu"], value) for name, labels, value in agent.dropped}
+    assert dropped == {
+        ("DCGM_FI_DEV_GPU_TEMP", *map(str, NEVER_READ), float(NOT_SUPPORTED)),
+        ("DCGM_FI_DEV_XID_ERRORS", *map(str, NEVER_READ), float(NOT_SUPPORTED)),
+        ("DCGM_FI_DEV_GPU_UTIL", *map(str, NEVER_READ), float(NOT_SUPPORTED)),
+        ("DCGM_FI_DEV_POWER_USAGE", *map(str, PAUSED), float(FP_BLANK)),
+        ("DCGM_FI_DEV_POWER_VIOLATION", *map(str, PAUSED), float(NOT_SUPPORTED)),
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", *map(str, PAUSED), float(NOT_SUPPORTED))}
+    assert not [p for p in datapoints if p.metric == "DCGM_FI_DEV_GPU_TEMP"
+                and (p.dims().get("node"), p.dims().get("gpu")) == tuple(map(str, NEVER_READ))]
+
+
+def test_a_blank_gpu_fires_no_temperature_or_xid_alarm(otel_fleet):
+    """The never-read GPU fires neither; the GPU with the real XID 79 still fires."""
+    _, files, datapoints, _ = otel_fleet
+    alarms = _alarms(files)
+    never = (("node", NEVER_READ[0]), ("gpu", str(NEVER_READ[1])))
+    for name in ("gpudash-gpu-cluster-gpu-temp-high-warning", "gpudash-gpu-cluster-gpu-temp-critical-critical",
+                 "gpudash-gpu-cluster-xid-error-critical"):
+        states = cloudwatch_eval.alarm(alarms[name], datapoints, END)
+        assert never not in states and set(states.values()) <= {"OK", "ALARM"}, name
+    xid = cloudwatch_eval.alarm(alarms["gpudash-gpu-cluster-xid-error-critical"], datapoints, END)
+    assert {key for key, state in xid.items() if state == "ALARM"} == {(("node", "ip-10-0-1-2"), ("gpu", "0"))}
+
+
+def test_a_blank_reading_does_not_hide_an_idle_pod(otel_fleet):
+    """ml/infer-1 holds a GPU at 2 % that read blank for three scrapes: still idle all along."""
+    _, files, datapoints, _ = otel_fleet
+    states = cloudwatch_eval.alarm(_alarms(files)["gpudash-gpu-cluster-gpu-idle-warning"], datapoints, END)
+    assert states[(("namespace", "ml"), ("pod", "infer-1"))] == "ALARM"
+
+
+def test_a_blank_gpu_takes_no_top_n_slot(otel_fleet):
+    """GPU temperature shows the 3 hottest GPUs (top_gpus: 3): the three that truly are, with their values."""
+    project, files, datapoints, _ = otel_fleet
+    properties = _widget(files, "GPU temperature", "overview")
+    field = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
+    readers = [g for g in FLEET if _reads(g, field.name)]
+    expected = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"], gpus=readers)
+    hottest = sorted(expected, key=lambda label: -max(expected[label].values()))[:3]
+    shown = {label: series for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items()
+             if series}
+    assert set(shown) == set(hottest)
+    for label in hottest:
+        assert all(close(shown[label][b], v) for b, v in expected[label].items()), label
+
+
+@pytest.mark.parametrize("title, function", [("Hottest GPU", "max"), ("Average GPU temperature", "avg")])
+def test_fleet_lines_are_the_truth_over_the_gpus_that_read_the_field(otel_fleet, title, function):
+    project, files, datapoints, _ = otel_fleet
+    properties = _widget(files, title, "overview")
+    field = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
+    readers = [g for g in FLEET if _reads(g, field.name)]
+    period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
+    expected = truth(Query(field.name, function, ()), field, START, END, period, gpus=readers)[""]
+    (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
+    assert set(series) == set(expected) and expected
+    assert all(close(series[bucket], value) for bucket, value in expected.items()), series
+
+
+def test_a_counter_back_from_the_blank_gives_its_true_increase(otel_fleet):
+    """Energy and power-throttling counters of PAUSED read the blank for three scrapes: the deltas published
+    add up to the counter's true increase, and the period of the pause shows the truth, not a gap."""
+    project, files, datapoints, _ = otel_fleet
+    paused = tuple(map(str, PAUSED))
+    first, last = 0, END // STEP - 1  # the first scrape's reading gives no delta (nothing before it)
+    for metric in ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_POWER_VIOLATION"):
+        deltas = [p.value for p in datapoints if p.metric == metric
+                  and (p.dims().get("node"), p.dims().get("gpu")) == paused]
+        gpu = next(g for g in FLEET if (g.node, g.index) == PAUSED)
+        kind = project.catalog.get(metric).kind
+        assert close(sum(deltas), value(metric, gpu, last, kind) - value(metric, gpu, first - 1, kind)), metric
+        assert max(deltas) < 1e13, metric  # no running total sent as a delta
+    properties = _widget(files, "Throttled by power", "health")
+    field = project.catalog.get("DCGM_FI_DEV_POWER_VIOLATION")
+    gpu = next(g for g in FLEET if (g.node, g.index) == PAUSED)
+    (expected,) = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"],
+                        gpus=[gpu]).values()
+    own = [p for p in datapoints if (p.dims().get("node"), p.dims().get("gpu")) == paused]  # its line alone
+    (shown,) = cloudwatch_eval.widget(properties, own, START, END).values()
+    assert set(shown) == set(expected) and 300 in shown  # the period of the pause is no gap
+    assert all(close(shown[b], v) for b, v in expected.items()), shown
+
+
+def test_the_sum_and_per_pod_power_in_the_pause_are_the_other_readings(otel_fleet):
+    """Power reads the blank in three of the period's ten scrapes on one GPU: Total power draw in that period is
+    the mean of what was read, as a Prometheus sum over time of the readings would be, never 1.4e14."""
+    _, files, datapoints, _ = otel_fleet
+    for title, dashboard in (("Total power draw", "overview"), ("Power draw by pod", "by-pod")):
+        shown = cloudwatch_eval.widget(_widget(files, title, dashboard), datapoints, START, END)
+        assert all(series for series in shown.values()), title
+        assert max(v for series in shown.values() for v in series.values()) < 2000, title
+
+
+def test_the_header_says_the_agent_drops_blanks(otel_fleet):
+    _, files, _, _ = otel_fleet
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])["DashboardBody"])
+    assert "dropped by the CloudWatch agent" in body["widgets"][0]["properties"]["markdown"]
+
+
+# --- the JSON path (agent.pipeline: classic): the blank is published ------------------------------
+
+def test_classic_the_blank_reaches_cloudwatch(classic_fleet):
+    _, files, datapoints, _ = classic_fleet
     temperatures = {p.value for p in datapoints if p.metric == "DCGM_FI_DEV_GPU_TEMP"
-                    and p.dims().get("node") == "ip-10-0-1-2" and p.dims().get("gpu") == "1"}
+                    and (p.dims().get("node"), p.dims().get("gpu")) == tuple(map(str, NEVER_READ))}
     assert temperatures == {float(NOT_SUPPORTED)}
     hottest = _raw(_widget(files, "Hottest GPU", "overview"), datapoints)
     assert list(hottest[()].values()) == [float(NOT_SUPPORTED)]
+    # ORDER BY sorts raw values: the never-read GPU takes a top-3 slot of GPU temperature
+    ranked = _raw(_widget(files, "GPU temperature", "overview"), datapoints)
+    assert (("node", NEVER_READ[0]), ("gpu", str(NEVER_READ[1]))) in ranked
 
 
-def test_per_gpu_lines_leave_out_the_gpu_that_reads_a_blank(blank_fleet):
-    project, files, datapoints = blank_fleet
+def test_classic_per_gpu_lines_leave_out_the_gpu_that_reads_a_blank(classic_fleet):
+    project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "GPU temperature", "overview")
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     assert shown.get("ip-10-0-1-2 GPU 1", {}) == {}
-    query = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
-    from generator.model import Query
-
-    expected = truth(Query(query.name, "avg", ("node", "gpu")), query, START, END, properties["period"])
-    del expected["ip-10-0-1-2 GPU 1"]
-    shown = {label: series for label, series in shown.items() if series}
-    assert set(shown) == set(expected)
-    for label, series in expected.items():
-        assert set(shown[label]) == set(series)
-        assert all(close(shown[label][bucket], value) for bucket, value in series.items()), label
 
 
-def test_a_line_over_several_gpus_shows_a_gap_not_the_blank(blank_fleet):
+def test_classic_a_line_over_several_gpus_shows_a_gap_not_the_blank(classic_fleet):
     """Hottest GPU and the average: every period holds the never-read GPU, so the line is empty."""
-    _, files, datapoints = blank_fleet
+    _, files, datapoints, _ = classic_fleet
     for title in ("Hottest GPU", "Average GPU temperature"):
         shown = cloudwatch_eval.widget(_widget(files, title, "overview"), datapoints, START, END)
         assert all(series == {} for series in shown.values()), title
 
 
-def test_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_true(blank_fleet):
-    project, files, datapoints = blank_fleet
+def test_classic_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_true(classic_fleet):
+    project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "Power draw by pod", "by-pod")
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
-    from generator.model import Query
-
     power = project.catalog.get("DCGM_FI_DEV_POWER_USAGE")
     expected = truth(Query(power.name, "sum", ("pod",)), power, START, END, properties["period"])
     assert set(shown["Pod ml/train-0"]) == set(expected["Pod ml/train-0"]) - {300}
@@ -122,13 +250,11 @@ def test_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_true(blan
     assert _raw(properties, datapoints)[(("namespace", "ml"), ("pod", "train-0"))][300] > 1e13
 
 
-def test_a_sum_over_gpus_drops_the_blank_gpu_alone(blank_fleet):
+def test_classic_a_sum_over_gpus_drops_the_blank_gpu_alone(classic_fleet):
     """Total power draw sums per-GPU lines: in the period of the blank, the other GPUs still add up."""
-    project, files, datapoints = blank_fleet
+    project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "Total power draw", "overview")
     (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
-    from generator.model import Query
-
     power = project.catalog.get("DCGM_FI_DEV_POWER_USAGE")
     period = properties["period"]
     everyone = truth(Query(power.name, "sum", ()), power, START, END, period)[""]
@@ -138,37 +264,51 @@ def test_a_sum_over_gpus_drops_the_blank_gpu_alone(blank_fleet):
         assert close(value, others[bucket] if bucket == 300 else everyone[bucket]), bucket
 
 
-def test_a_rate_in_a_scaled_unit_drops_the_jump_into_a_blank(blank_fleet):
+def test_classic_a_rate_in_a_scaled_unit_drops_the_jump_into_a_blank(classic_fleet):
     """Throttling counters count ns and are shown as a share of time (x 1e-9): the delta into the blank
     (about 2**63 ns) reads as a share near 1e8, not above the per-second floor, unless the floor
     is taken in the shown unit too. The period of the jump is a gap; every other period is true."""
-    project, files, datapoints = blank_fleet
+    project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "Throttled by power", "health")
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
-    from generator.model import Query
-
     field = project.catalog.get("DCGM_FI_DEV_POWER_VIOLATION")
     expected = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"])
     assert set(shown["ip-10-0-1-1 GPU 0"]) == set(expected["ip-10-0-1-1 GPU 0"]) - {300}
-    for label, series in expected.items():
-        for bucket, value in shown[label].items():
-            assert close(value, series[bucket]), (label, bucket)
+    for label, series in shown.items():
+        for bucket, value in series.items():
+            assert close(value, expected[label][bucket]), (label, bucket)
 
 
-def test_alarms_cannot_drop_a_blank_and_say_so(blank_fleet):
-    """A GROUP BY alarm evaluates its query itself: the never-read temperature breaches the threshold.
-    The dashboards' header, `gpudash lint` (AL010 notes) and the README name the limit."""
-    _, files, datapoints = blank_fleet
-    alarms = {a["Request"]["AlarmName"]: a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
-    states = cloudwatch_eval.alarm(alarms["gpudash-gpu-cluster-gpu-temp-high-warning"], datapoints, END)
-    assert states[(("node", "ip-10-0-1-2"), ("gpu", "1"))] == "ALARM"
+def test_classic_a_counter_back_from_the_blank_sends_its_running_total(classic_fleet):
+    """The JSON path's delta calculator takes the fall from the blank as a reset: the whole running total is
+    sent as the delta (energy in mJ since boot), which no floor catches."""
+    _, _, datapoints, _ = classic_fleet
+    paused = tuple(map(str, PAUSED))
+    deltas = [p.value for p in datapoints if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+              and (p.dims().get("node"), p.dims().get("gpu")) == paused and p.value < 1e18]
+    gpu = next(g for g in FLEET if (g.node, g.index) == PAUSED)
+    assert max(deltas) == value("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu, PAUSE[-1] + 1, "counter")  # the total
+
+
+def test_classic_alarms_cannot_drop_a_blank_and_say_so(classic_fleet):
+    """A GROUP BY alarm evaluates its query itself: the never-read temperature and XID breach the threshold,
+    and the idle pod hides. The dashboards' header, `gpudash lint` (AL010 notes) and the README name the limit."""
+    _, files, datapoints, _ = classic_fleet
+    alarms = _alarms(files)
+    never = (("node", NEVER_READ[0]), ("gpu", str(NEVER_READ[1])))
+    assert cloudwatch_eval.alarm(alarms["gpudash-gpu-cluster-gpu-temp-high-warning"], datapoints, END)[never] == "ALARM"
+    assert cloudwatch_eval.alarm(alarms["gpudash-gpu-cluster-xid-error-critical"], datapoints, END)[never] == "ALARM"
+    idle = cloudwatch_eval.alarm(alarms["gpudash-gpu-cluster-gpu-idle-warning"], datapoints, END)
+    assert idle[(("namespace", "ml"), ("pod", "infer-1"))] != "ALARM"
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])["DashboardBody"])
-    assert "blank" in body["widgets"][0]["properties"]["markdown"]
+    assert "Alarms cannot drop it" in body["widgets"][0]["properties"]["markdown"]
 
 
-def test_the_exporter_readme_sample_shows_no_memory_temperature(reference):
-    """The recorded README payload: MEMORY_TEMP reads "not supported" on its GPU."""
-    project = load_project()
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_the_exporter_readme_sample_shows_no_memory_temperature(reference, project_dir, pipeline):
+    """The recorded README payload: MEMORY_TEMP reads "not supported" on its GPU. The OTel pipeline does not
+    publish it; the JSON path does, and the widget's metric math drops it."""
+    project = load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n"))
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     lines = (reference / "exporter" / "dcgm-exporter-readme-k8s.prom").read_text().splitlines()
@@ -176,15 +316,15 @@ def test_the_exporter_readme_sample_shows_no_memory_temperature(reference):
     points = Agent(config, job).run([Scrape(float(t), payload, target_labels(job, "ip-10-0-1-1"))
                                      for t in range(START, END, STEP)])
     properties = _widget(files, "Memory temperature", "health")
-    assert _raw(properties, points)  # the sentinel arrived
+    assert bool(_raw(properties, points)) == (pipeline == "classic")  # the sentinel arrived
     shown = cloudwatch_eval.widget(properties, points, START, END)
     assert all(series == {} for series in shown.values())
     clocks = cloudwatch_eval.widget(_widget(files, "SM clock", "health"), points, START, END)
     assert set(clocks["ip-10-0-1-1 GPU 0"].values()) == {139.0}  # the GPU's readable fields still show
 
 
-def test_the_agent_drops_only_nan_and_infinities():
-    """The agent's one check of a value (plugins/inputs/prometheus: isValueValid): no sentinel is dropped."""
+def test_classic_the_agent_drops_only_nan_and_infinities():
+    """The JSON path's one check of a value (plugins/inputs/prometheus: isValueValid): no sentinel is dropped."""
     payload = "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n" + "".join(
         f'DCGM_FI_DEV_GPU_TEMP{{gpu="{i}",UUID="GPU-{i}",Hostname="h"}} {v}\n'
         for i, v in enumerate(("NaN", "+Inf", "-Inf", NOT_SUPPORTED, FP_BLANK, "51")))
@@ -207,11 +347,14 @@ def test_verify_names_the_gpu_and_field_that_read_a_blank(reference):
     assert not [c for c in analyse(load_project(), clean, "blog") if c.name == "blank values"]
 
 
-def test_lint_notes_each_alarm_a_blank_would_fool():
+def test_lint_notes_each_alarm_a_blank_would_fool_on_the_json_path_only(project_dir):
     from generator.lint.runner import lint_project
 
-    notes = {f.where.rsplit(" ", 1)[-1]: f.message for f in lint_project(load_project()) if f.rule == "AL010"}
-    assert all(f.severity == "note" for f in lint_project(load_project()) if f.rule == "AL010")
+    assert not [f for f in lint_project(load_project()) if f.rule == "AL010"]  # the OTel pipeline drops blanks
+    project = load_project(project_dir("agent:\n  pipeline: classic\n"))
+    notes = {f.where.rsplit(" ", 1)[-1]: f.message for f in lint_project(project) if f.rule == "AL010"}
+    assert all(f.severity == "note" for f in lint_project(project) if f.rule == "AL010")
+    assert all("agent.pipeline: classic" in m and "agent.pipeline: otel" in m for m in notes.values())
     assert {"gpudash-gpu-cluster-gpu-temp-high-warning", "gpudash-gpu-cluster-gpu-idle-warning"} <= set(notes)
     assert not [where for where in notes if "data-missing" in where]  # a count of readings is not fooled
     assert any("fires for it" in m for w, m in notes.items() if "gpu-temp-high" in w)
@@ -235,3 +378,9 @@ def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
               for t in range(START, END, STEP)]
     (series,) = cloudwatch_eval.widget(properties, points, START, END).values()
     assert series and all(close(value, 5e11) for value in series.values()), series
+    # and the agent's filter, which takes the same floor as a gauge's, publishes it
+    config, job = agent_config(files[AGENT_FILE])
+    payload = ("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION gauge\n"
+               'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-0",pod="train-0",namespace="ml"} 5e11\n')
+    published = Agent(config, job).run([Scrape(0.0, payload, target_labels(job, "ip-10-0-1-1"))])
+    assert {p.value for p in published} == {5e11}

@@ -22,6 +22,7 @@ from generator.render.scrape import scrape_job, service_monitor
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", "gpu"]
+CLASSIC = "agent:\n  pipeline: classic\n"  # the agent's JSON path, which these tests read (test_agent_otel.py: the OTel one)
 
 
 def _agent(files, path=AGENT):
@@ -43,8 +44,8 @@ def _names(declaration):
     return {s.strip("^$").replace("\\", "") for s in declaration["metric_selectors"]}
 
 
-def test_agent_configmaps_are_what_the_deployment_mounts(reference):
-    agent_map, config, scrape_map = _agent(encode(build(load_project())))
+def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir):
+    agent_map, config, scrape_map = _agent(encode(build(load_project(project_dir(CLASSIC)))))
     assert (agent_map["metadata"]["name"], agent_map["metadata"]["namespace"]) == (
         "prometheus-cwagentconfig", "amazon-cloudwatch")
     assert scrape_map["metadata"]["name"] == "prometheus-config" and "prometheus.yaml" in scrape_map["data"]
@@ -70,7 +71,7 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference):
 
 
 def test_every_cluster_gets_its_own_agent_config(project_dir):
-    config = project_dir("clusters:\n  - {name: train, region: us-east-1}\n  - {name: infer, region: eu-west-1}\n")
+    config = project_dir(CLASSIC + "clusters:\n  - {name: train, region: us-east-1}\n  - {name: infer, region: eu-west-1}\n")
     files = encode(build(load_project(config)))
     names = {path: _agent(files, path)[1]["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
              for path in files if path.startswith("k8s/cwagent-prometheus-config")}
@@ -78,8 +79,8 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
                      "k8s/cwagent-prometheus-config-infer.yaml": "infer"}
 
 
-def test_selectors_cover_every_series_field_and_skip_labels():
-    project = load_project()
+def test_selectors_cover_every_series_field_and_skip_labels(project_dir):
+    project = load_project(project_dir(CLASSIC))
     for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
         if dims == CLUSTER_SET:
             continue  # the data-missing alarm's one field
@@ -87,7 +88,7 @@ def test_selectors_cover_every_series_field_and_skip_labels():
 
 
 def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
-    project = load_project(project_dir("agent:\n  metric_selection: used\n"))
+    project = load_project(project_dir(CLASSIC + "  metric_selection: used\n"))
     declarations = _declarations(_agent(encode(build(project)))[1])
     per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
     assert per_pod | per_gpu == project.used_metrics()
@@ -101,7 +102,7 @@ def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
 
 
 def test_declared_namespace_and_dimensions_are_used(project_dir):
-    config = project_dir("cloudwatch:\n  namespace: GPU/Custom\n  dimensions: [ClusterName, namespace, pod, container]\n"
+    config = project_dir(CLASSIC + "cloudwatch:\n  namespace: GPU/Custom\n  dimensions: [ClusterName, namespace, pod, container]\n"
                          "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n")
     project = load_project(config)
     prometheus = _agent(encode(build(project)))[1]["logs"]["metrics_collected"]["prometheus"]
@@ -212,21 +213,21 @@ def _edit_agent(artifacts, edit=None, edit_scrape=None):
     return replace(artifacts, agents=(replace(agent, config=config, scrape=scrape), *artifacts.agents[1:]))
 
 
-def test_cluster_name_left_to_the_ec2_tag_fails():
+def test_cluster_name_left_to_the_ec2_tag_fails(project_dir):
     def unset(config):
         del config["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
 
-    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, unset)), "AG002")
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, unset)), "AG002")
     assert findings and all("set cluster_name to 'gpu-cluster'" in f.message for f in findings)
 
 
-def test_a_queried_set_the_agent_does_not_publish_fails():
+def test_a_queried_set_the_agent_does_not_publish_fails(project_dir):
     """Dropping the per-GPU declaration leaves the fleet and health views and GPU alarms without data."""
     def pods_only(config):
         emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
         emf["metric_declaration"] = [d for d in emf["metric_declaration"] if "pod" in d["dimensions"][0]]
 
-    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, pods_only)), "AG001")
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, pods_only)), "AG001")
     assert any("DCGM_FI_DEV_XID_ERRORS with dimensions [ClusterName, gpu, node]" in f.message
                and "gpudash-gpu-cluster-xid-error-critical" in f.where for f in findings)
     assert any("gpudash-gpu-cluster-overview.json 'GPUs reporting'" in f.where for f in findings)
@@ -239,19 +240,19 @@ def test_used_selection_publishing_more_than_is_queried_warns(project_dir):
             if "gpu" in declaration["dimensions"][0]:
                 declaration["metric_selectors"].append("^DCGM_FI_DEV_FB_FREE$")
 
-    project = load_project(project_dir("agent:\n  metric_selection: used\n"))
+    project = load_project(project_dir(CLASSIC + "  metric_selection: used\n"))
     findings = _rule(_feed(project, lambda f: _edit_agent(f, extra)), "AG001")
     assert [(f.severity, f.message) for f in findings] == [
         ("warning", "DCGM_FI_DEV_FB_FREE is published with dimensions [ClusterName, gpu, node] but no CloudWatch "
                     "widget or alarm queries it (metric_selection: used)")]
 
 
-def test_a_label_matcher_that_misses_the_job_fails():
+def test_a_label_matcher_that_misses_the_job_fails(project_dir):
     def other_job(config):
         for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
             declaration["label_matcher"] = "^kubernetes-pods$"
 
-    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, other_job)), "AG001")
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, other_job)), "AG001")
     assert len(findings) > 10
 
 
@@ -298,12 +299,12 @@ def test_a_queried_histogram_is_not_shipped(project_dir):
     assert "DCGM_FI_DEV_LATENCY" in finding.message and "histograms" in finding.message
 
 
-def test_a_declaration_without_selectors_fails():
+def test_a_declaration_without_selectors_fails(project_dir):
     def strip(config):
         config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"][0][
             "metric_selectors"] = []
 
-    findings = _rule(_feed(load_project(), lambda f: _edit_agent(f, strip)), "AG003")
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, strip)), "AG003")
     assert [f.message for f in findings] == ["no metric_selectors: the agent silently drops this declaration"]
 
 

@@ -121,7 +121,8 @@ def test_every_build_file_a_lint_finding_names_is_in_the_build(name, tmp_path, c
     assert code == 0, err
     named = {f["where"].split(" ")[0] for f in json.loads(out)["findings"]}
     in_build = {path for path in named if path.startswith(BUILD_FOLDERS)}
-    assert in_build or name == "container-insights"  # its findings all name definitions
+    # The add-on's findings all name definitions; with the agent's OTel pipeline no alarm draws a note (AL010).
+    assert in_build or name in ("container-insights", "defaults", "multi-region")
     assert in_build <= set(files), sorted(in_build - set(files))
 
 

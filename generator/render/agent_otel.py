@@ -1,0 +1,134 @@
+"""The CloudWatch agent's OpenTelemetry pipeline (settings `agent.pipeline: otel`). Pure.
+
+The agent's JSON `prometheus` section publishes every scraped value: its scraper drops only NaN
+and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can drop them and a
+counter coming back from one is sent as its whole running total. This pipeline drops them first:
+
+    prometheus/gpudash -> filter/gpudash -> batch/gpudash -> awsemf/gpudash
+
+* the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
+  target label, `ClusterName` (the JSON path's `cluster_name`); `$` is written `$$`, as the
+  collector's configuration expands `$`;
+* the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
+  (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
+  so a counter back from a blank gives its true increase since its last reading;
+* the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
+  translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
+  initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
+  metric descriptors. The declarations carry no label matcher: only gpudash's jobs feed this
+  pipeline, and their metric names tell them apart (the JSON path matched `job`, which this receiver
+  moves into the resource).
+
+The agent (1.300048.0 and later) passes every `*.yaml` file of /etc/cwagentconfig, where the
+`prometheus-cwagentconfig` ConfigMap is mounted, to its collector with `-otelconfig`, merged with its
+own; every name here carries the suffix `gpudash`, so none collides with the agent's own pipelines.
+The JSON config then holds no pipeline, which the agent's translator accepts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable
+
+from ..blanks import reading_floor
+from ..catalog import Catalog
+from ..markers import CLUSTER_DIMENSION
+from ..settings import Cluster, Settings
+
+OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/cwagentconfig/gpudash-otel.yaml
+SUFFIX = "gpudash"
+RECEIVER, FILTER, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in ("prometheus", "filter", "batch", "awsemf"))
+PIPELINE = f"metrics/{SUFFIX}"
+MIN_AGENT_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
+LOG_STREAM = "{ServiceName}"  # the scrape job's name (the receiver's service.name)
+
+
+def escaped(value: Any) -> Any:
+    """`value` with every `$` in its strings written `$$` (the collector expands `$` in its config)."""
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, list):
+        return [escaped(v) for v in value]
+    if isinstance(value, dict):
+        return {k: escaped(v) for k, v in value.items()}
+    return value
+
+
+def receiver(scrape_config: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """prometheus.yaml's jobs, each attaching the cluster's name as the `ClusterName` label."""
+    config = copy.deepcopy(scrape_config)
+    for job in config["scrape_configs"]:
+        job.setdefault("relabel_configs", []).append(
+            {"target_label": CLUSTER_DIMENSION, "replacement": cluster.name, "action": "replace"})
+    return {"config": escaped(config)}
+
+
+def _ottl_number(value: float) -> str:
+    """An OTTL float literal (its grammar wants a decimal point: 1.0e+14)."""
+    mantissa, _, exponent = f"{value:.1e}".partition("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
+    """OTTL datapoint conditions, one per floor: the fields' values that are blanks, not readings."""
+    by_floor: dict[float, list[str]] = {}
+    for name in names:
+        field = catalog.get(name)
+        if field.kind in ("gauge", "counter"):
+            by_floor.setdefault(reading_floor(field.is_counter), []).append(name)
+    return [f'IsMatch(metric.name, "^(?:{"|".join(fields)})$") and value_double >= {_ottl_number(floor)}'
+            for floor, fields in sorted(by_floor.items())]
+
+
+def exporter(emf: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
+    """awsemf with the JSON path's settings, from the same emf_processor section (render/agent.py)."""
+    return {
+        "namespace": emf["metric_namespace"],
+        "region": cluster.region,
+        "log_group_name": log_group,
+        "log_stream_name": LOG_STREAM,
+        "dimension_rollup_option": "NoDimensionRollup",
+        "version": "0",
+        "retain_initial_value_of_delta_metric": False,
+        "metric_declarations": [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
+                                for d in emf["metric_declaration"]],
+        "metric_descriptors": [{"metric_name": name, "unit": unit} for name, unit in emf["metric_unit"].items()],
+    }
+
+
+def otel_config(catalog: Catalog, settings: Settings, cluster: Cluster, emf: dict[str, Any],
+                scrape_config: dict[str, Any], shipped: Iterable[str], log_group: str) -> dict[str, Any]:
+    """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
+    return {
+        "receivers": {RECEIVER: receiver(scrape_config, cluster)},
+        "processors": {
+            FILTER: {"error_mode": "ignore", "metrics": {"datapoint": blank_conditions(catalog, shipped)}},
+            BATCH: {"timeout": f"{settings.agent.force_flush_interval}s"},
+        },
+        "exporters": {EXPORTER: exporter(emf, cluster, log_group)},
+        "service": {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": [FILTER, BATCH],
+                                             "exporters": [EXPORTER]}}},
+    }
+
+
+def json_config(cluster: Cluster) -> dict[str, Any]:
+    """cwagentconfig.json beside the pipeline: no pipeline of its own, only the agent's Region."""
+    return {"agent": {"region": cluster.region}}
+
+
+def publishing(otel: dict[str, Any]) -> dict[str, Any]:
+    """What a collector configuration written by otel_config publishes, in the JSON path's terms
+    (cluster_name, emf_processor), for the readers of either (lint, verify, cost); a declaration
+    here has no source_labels, since it applies to every job of the pipeline."""
+    emf = otel["exporters"][EXPORTER]
+    jobs = otel["receivers"][RECEIVER]["config"]["scrape_configs"]
+    names = {next((rule.get("replacement") for rule in job.get("relabel_configs") or []
+                   if rule.get("target_label") == CLUSTER_DIMENSION), None) for job in jobs}
+    name = next(iter(names)) if len(names) == 1 else None  # every job attaches the same one
+    return {"cluster_name": name.replace("$$", "$") if isinstance(name, str) else None,
+            "log_group_name": emf.get("log_group_name"),
+            "emf_processor": {
+                "metric_namespace": emf["namespace"],
+                "metric_unit": {d["metric_name"]: d["unit"] for d in emf.get("metric_descriptors") or []},
+                "metric_declaration": [{"dimensions": d.get("dimensions"), "metric_selectors": d.get("metric_name_selectors")}
+                                       for d in emf.get("metric_declarations") or []]}}

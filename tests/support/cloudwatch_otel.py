@@ -1,0 +1,226 @@
+"""A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
+(prometheus receiver -> filter -> batch -> awsemf), run on the GENERATED collector configuration.
+
+What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
+amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
+pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
+
+* the collector reads its configuration with `$$` standing for `$`;
+* the receiver scrapes with the job's relabelling (dcgm_fleet.discovered gives the target labels)
+  and metric_relabel_configs; `job` and `instance` go into the resource (service.name,
+  service.instance.id), not onto the datapoint; an empty label is no label; a gauge becomes a
+  Gauge, a counter a cumulative Sum;
+* the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
+  conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
+  IsMatch, metric.name, value_double, comparisons, and / or / not, parentheses);
+* awsemf drops NaN and infinite values (the counter's previous value is kept), turns a cumulative
+  Sum into the difference to the previous datapoint of the same labels (the first gives nothing;
+  a smaller value is sent as it is, a reset), forgets a previous value unseen for 5 minutes (its
+  cache is swept every 5 minutes), and emits each dimension set of each declaration whose
+  label_matchers (none: every label set) and metric_name_selectors (unanchored) match, when every
+  dimension is a label of the datapoint.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import yaml
+
+from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabel_keeps, exposition
+
+OTEL_KEY = "gpudash-otel.yaml"
+CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
+
+
+def _unescape(value):
+    if isinstance(value, str):
+        return value.replace("$$", "$")
+    if isinstance(value, list):
+        return [_unescape(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _unescape(v) for k, v in value.items()}
+    return value
+
+
+def otel_config(configmaps_yaml: bytes | str) -> dict:
+    """The collector configuration of a generated agent ConfigMap file, as the collector reads it."""
+    documents = list(yaml.safe_load_all(configmaps_yaml))
+    agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
+    return _unescape(yaml.safe_load(agent["data"][OTEL_KEY]))
+
+
+def _component(config: dict, section: str, kind: str) -> dict:
+    """The pipeline's one component of `kind` (prometheus, filter, awsemf) in `section`."""
+    (pipeline,) = config["service"]["pipelines"].values()
+    (name,) = [n for n in pipeline[section] if n.split("/")[0] == kind]
+    return config[section][name]
+
+
+def receiver_jobs(config: dict) -> dict[str, dict]:
+    """The receiver's scrape jobs, by name."""
+    return {job["job_name"]: job for job in _component(config, "receivers", "prometheus")["config"]["scrape_configs"]}
+
+
+# --- OTTL: the subset of the condition language gpudash writes -------------------------------
+
+_TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<number>[-+]?\d*\.\d+(?:[eE][-+]?\d+)?|[-+]?\d+)'
+                    r'|(?P<op>==|!=|>=|<=|>|<|\(|\)|,)|(?P<word>[A-Za-z_][A-Za-z0-9_.]*))')
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    result, position = [], 0
+    while position < len(text.rstrip()):
+        match = _TOKEN.match(text, position)
+        assert match and match.end() > position, f"OTTL the model does not read: {text[position:]!r}"
+        kind = match.lastgroup
+        result.append((kind, match.group(kind)))
+        position = match.end()
+    return result
+
+
+class _Condition:
+    """An OTTL boolean expression over one datapoint: (metric name, value) -> bool."""
+
+    def __init__(self, text: str):
+        self.tokens, self.at = _tokens(text), 0
+        self.tree = self._or()
+        assert self.at == len(self.tokens), f"OTTL the model does not read: {text!r}"
+
+    def _peek(self):
+        return self.tokens[self.at] if self.at < len(self.tokens) else (None, None)
+
+    def _take(self, value=None):
+        token = self._peek()
+        assert value is None or token[1] == value, f"expected {value!r}, got {token!r}"
+        self.at += 1
+        return token
+
+    def _or(self):
+        terms = [self._and()]
+        while self._peek() == ("word", "or"):
+            self._take()
+            terms.append(self._and())
+        return ("or", terms)
+
+    def _and(self):
+        terms = [self._not()]
+        while self._peek() == ("word", "and"):
+            self._take()
+            terms.append(self._not())
+        return ("and", terms)
+
+    def _not(self):
+        if self._peek() == ("word", "not"):
+            self._take()
+            return ("not", self._not())
+        if self._peek() == ("op", "("):
+            self._take("(")
+            inner = self._or()
+            self._take(")")
+            return inner
+        left = self._value()
+        kind, op = self._peek()
+        if kind == "op" and op in ("==", "!=", ">=", "<=", ">", "<"):
+            self._take()
+            return ("compare", op, left, self._value())
+        return ("truth", left)
+
+    def _value(self):
+        kind, text = self._take()
+        if kind == "string":
+            return ("literal", re.sub(r"\\(.)", r"\1", text[1:-1]))
+        if kind == "number":
+            return ("literal", float(text))
+        if kind == "word" and text in ("true", "false"):
+            return ("literal", text == "true")
+        if kind == "word" and self._peek() == ("op", "("):
+            assert text == "IsMatch", f"OTTL function the model does not know: {text}"
+            self._take("(")
+            target = self._value()
+            self._take(",")
+            pattern = self._value()
+            self._take(")")
+            return ("ismatch", target, pattern)
+        assert kind == "word" and text in ("metric.name", "value_double"), f"OTTL path the model does not know: {text}"
+        return ("path", text)
+
+    def __call__(self, name: str, value: float) -> bool:
+        return bool(self._eval(self.tree, name, value))
+
+    def _eval(self, node, name, value):
+        kind = node[0]
+        if kind == "or":
+            return any(self._eval(n, name, value) for n in node[1])
+        if kind == "and":
+            return all(self._eval(n, name, value) for n in node[1])
+        if kind == "not":
+            return not self._eval(node[1], name, value)
+        if kind == "truth":
+            return self._eval(node[1], name, value)
+        if kind == "literal":
+            return node[1]
+        if kind == "path":
+            return name if node[1] == "metric.name" else value
+        if kind == "ismatch":  # Go regexp MatchString: found anywhere
+            return re.search(self._eval(node[2], name, value), self._eval(node[1], name, value)) is not None
+        _, op, left, right = node
+        a, b = self._eval(left, name, value), self._eval(right, name, value)
+        return {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+
+
+def datapoint_conditions(config: dict) -> list[_Condition]:
+    """The filter processor's datapoint conditions of the pipeline, parsed."""
+    return [_Condition(text) for text in _component(config, "processors", "filter")["metrics"]["datapoint"]]
+
+
+class OtelAgent(Pipeline):
+    def __init__(self, config: dict):
+        self.jobs = receiver_jobs(config)
+        self.conditions = datapoint_conditions(config)
+        emf = _component(config, "exporters", "awsemf")
+        self.namespace = emf["namespace"]
+        self.declarations = [
+            ([(m["label_names"], m.get("separator") or ";", m["regex"]) for m in d.get("label_matchers") or []],
+             d["metric_name_selectors"], [tuple(dims) for dims in d["dimensions"]])
+            for d in emf.get("metric_declarations") or []]
+        self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
+        self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
+
+    def _sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
+        sets: list[tuple[str, ...]] = []
+        for matchers, selectors, dimension_sets in self.declarations:
+            if matchers and not any(re.search(regex, separator.join(labels.get(n, "") for n in names))
+                                    for names, separator, regex in matchers):
+                continue
+            if not any(re.search(selector, name) for selector in selectors):
+                continue
+            sets += [dims for dims in dimension_sets if all(d in labels for d in dims) and dims not in sets]
+        return sets
+
+    def scrape(self, scrape: Scrape) -> list[Datapoint]:
+        result = []
+        job = self.jobs[scrape.target_labels["job"]]
+        for name, kind, sample_labels, value in exposition(scrape.payload):
+            if kind == "histogram":
+                continue  # DCGM serves none; awsemf would publish a histogram's statistics
+            merged = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
+            if not _relabel_keeps(job.get("metric_relabel_configs") or [], {**merged, "__name__": name}):
+                continue
+            labels = {k: v for k, v in merged.items() if k not in ("job", "instance")}  # into the resource
+            if any(condition(name, value) for condition in self.conditions):
+                self.dropped.append((name, labels, value))
+                continue
+            if math.isnan(value) or math.isinf(value):
+                continue  # awsemf: dropped, the previous value of a counter kept
+            if kind == "counter":
+                key = (name, tuple(sorted(labels.items())))
+                previous = self._previous.get(key)
+                self._previous[key] = (value, scrape.timestamp)
+                if previous is None or scrape.timestamp - previous[1] >= CACHE_TTL:
+                    continue
+                value = value - previous[0] if value >= previous[0] else value
+            for dims in self._sets(name, labels):
+                result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
+                                        scrape.timestamp, value))
+        return result
