@@ -13,7 +13,7 @@ from ..clients.answer import Answer, OddAnswer
 from ..clients.cloudwatch import for_verify, list_metrics_page
 from ..clients.http import SlowAnswer
 from ..clients.options import Options
-from .result import FAIL, NO_DATA, OK, SKIP, Check, step
+from .result import FAIL, NO_DATA, OK, SKIP, UNREACHABLE, Check, step
 
 GROUP = "cloudwatch"
 SAMPLE = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
@@ -33,7 +33,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         try:
             yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics, options)
         except RemoteError as exc:
-            yield Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "")
+            yield Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "", cause=UNREACHABLE)
 
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],

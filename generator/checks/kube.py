@@ -85,7 +85,7 @@ def _kube_state_metrics(kube: Kube, settings: Settings) -> Check:
            ".pod_label and .port at it; without it the data-missing alarm fires (it cannot tell whether GPUs "
            "should report): alarms.expected_gpus: none leaves that alarm out")
     if not pods:
-        return Check(GROUP, KSM_CHECK, FAIL, f"no pod labelled {ksm.pod_label} {where}", fix)
+        return Check(GROUP, KSM_CHECK, FAIL, f"no pod labelled {ksm.pod_label} {where}", fix, cause=NOT_DEPLOYED)
     serving = [pod for pod in pods if any(p.get("containerPort", int, 0) == port for c in pod.items("spec.containers")
                                           for p in c.items("ports"))]
     if not serving:
@@ -151,12 +151,14 @@ def _addon_service(kube: Kube, namespace: str) -> Check:
         return Check(GROUP, "add-on exporter Service", FAIL, f"no Service labelled {label}={value} in {namespace}: "
                      "the agent finds the DCGM exporter through it", "reinstall or update the add-on",
                      cause=NOT_DEPLOYED)
-    service = services[0]
-    ports = [p.get("port", int) for p in service.items("spec.ports")]
-    if EXPORTER_PORT not in ports:
-        return Check(GROUP, "add-on exporter Service", FAIL, f"Service {service.get('metadata.name', str)} exposes "
-                     f"{ports}, not {EXPORTER_PORT}", "restore the add-on's DCGM exporter Service")
-    return Check(GROUP, "add-on exporter Service", OK, f"{service.get('metadata.name', str)} exposes {EXPORTER_PORT}")
+    ports = {service.get("metadata.name", str): [p.get("port", int) for p in service.items("spec.ports")]
+             for service in services}
+    serving = [name for name, exposed in ports.items() if EXPORTER_PORT in exposed]
+    if not serving:
+        listed = "; ".join(f"Service {name} exposes {exposed}" for name, exposed in ports.items())
+        return Check(GROUP, "add-on exporter Service", FAIL, f"{listed}, not {EXPORTER_PORT}",
+                     "restore the add-on's DCGM exporter Service")
+    return Check(GROUP, "add-on exporter Service", OK, f"{', '.join(serving)} exposes {EXPORTER_PORT}")
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
@@ -184,9 +186,13 @@ def _coverage(kube: Kube, namespace: str, style) -> list[Check]:
                         {"labelSelector": selector})
     nodes = kube.listing("/api/v1/nodes", "Nodes")
     gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes if _gpu_count(n) > 0)
-    by_node = {node: pod for pod in pods if (node := pod.get("spec.nodeName", str, ""))}
+    by_node: dict[str, list[Answer]] = {}
+    for pod in pods:  # a node may run two exporter pods for a while (a rolling update that surges)
+        if node := pod.get("spec.nodeName", str, ""):
+            by_node.setdefault(node, []).append(pod)
     uncovered = [n for n in gpu_nodes if n not in by_node]
-    not_ready = sorted(node for node, pod in by_node.items() if node in gpu_nodes and not _ready(pod))
+    serving = {node for node, on_node in by_node.items() if any(_ready(pod) for pod in on_node)}
+    not_ready = sorted(node for node in by_node if node in gpu_nodes and node not in serving)
     result = []
     if not gpu_nodes:
         result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity",
@@ -202,7 +208,8 @@ def _coverage(kube: Kube, namespace: str, style) -> list[Check]:
         result.append(Check(GROUP, "exporter pods ready", FAIL, f"exporter not ready on {', '.join(not_ready)}",
                             "kubectl describe the exporter pod on that node; look at its events and logs"))
     elif gpu_nodes:
-        result.append(Check(GROUP, "exporter pods ready", OK, f"{len(by_node)} exporter pods ready"))
+        ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
+        result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))
     return result
 
 

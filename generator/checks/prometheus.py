@@ -14,7 +14,7 @@ from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..project import Project
 from ..clients.options import Options
-from .result import FAIL, NO_DATA, NOT_DEPLOYED, OK, WARN, Check, step
+from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
 
 GROUP = "prometheus"
 
@@ -38,9 +38,10 @@ def scrape_job(project: Project, options: Options) -> Check:
     try:
         targets = Prometheus(options.prometheus_url, options).job_targets(job)
     except RemoteError as exc:
-        return Check(GROUP, SCRAPE_JOB, FAIL, f"cannot list the targets of Prometheus: {exc.what}", HINT)
+        return Check(GROUP, SCRAPE_JOB, FAIL, f"cannot list the targets of Prometheus: {exc.what}", HINT,
+                     cause=UNREACHABLE)
     except OddAnswer as odd:
-        return Check(GROUP, SCRAPE_JOB, FAIL, f"odd answer from {odd}", HINT)
+        return Check(GROUP, SCRAPE_JOB, FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
     if not targets:
         return Check(GROUP, SCRAPE_JOB, FAIL, f"Prometheus has no target for scrape job {job!r}",
                      "apply build/prometheus/additional-scrape-configs.yaml (or build/k8s/servicemonitor.yaml)",
@@ -67,22 +68,66 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 
 EXPECTED_SIGNAL = "exporter DaemonSet in kube-state-metrics"
+# kube-state-metrics series of any DaemonSet named like a DCGM exporter (the operator's, a Helm release's)
+EXPORTER_LIKE = 'daemonset=~".*dcgm-exporter.*"'
+
+
+def _by_daemonset(rows: list[tuple[dict[str, str], float]], cluster: str | None, source: str,
+                  what: str) -> dict[tuple[str, str, str], int]:
+    """(cluster, namespace, daemonset) -> count, from kube-state-metrics series: every DaemonSet (one per
+    cluster on a shared Prometheus), each once however many kube-state-metrics targets report it."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for labels, value in rows:
+        if not (math.isfinite(value) and value >= 0 and value == int(value)):
+            raise OddAnswer(source, "data.result[].value[1]", value, f"a whole number of {what}")
+        key = (labels.get(cluster, "") if cluster else "", labels.get("namespace", "?"), labels.get("daemonset", "?"))
+        counts[key] = max(counts.get(key, 0), int(value))
+    return counts
+
+
+def _named(key: tuple[str, str, str]) -> str:
+    cluster, namespace, daemonset = key
+    return f"{namespace}/{daemonset}" + (f" in {cluster}" if cluster else "")
 
 
 def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
-    """The series the data-missing rule reads to know how many exporters should report."""
-    selector = data_missing.daemonset_selector(project.settings)
-    found = prometheus.query(f"{data_missing.DESIRED}{{{selector}}}")
-    if not found:
-        return Check(GROUP, EXPECTED_SIGNAL, WARN,
-                     f"no {data_missing.DESIRED}{{{selector}}}: the data-missing alert fires until it arrives",
+    """The series the data-missing rule reads to know how many exporters should report: summed over every
+    DaemonSet it selects (one per cluster on a shared Prometheus); an exporter DaemonSet it does not read
+    (a second one during a migration, one per node pool under another name) is named."""
+    settings = project.settings
+    selector = data_missing.daemonset_selector(settings)
+    cluster = settings.labels.cluster if settings.shared_prometheus else None
+    source = prometheus.source
+    desired = _by_daemonset(prometheus.query(f"{data_missing.DESIRED}{{{selector}}}"), cluster, source, "pods")
+    exporter_like = _by_daemonset(prometheus.query(f"{data_missing.DESIRED}{{{EXPORTER_LIKE}}}"), cluster, source,
+                                  "pods")
+    unread = {key: count for key, count in exporter_like.items() if key not in desired}
+    others = ", ".join(f"{_named(key)} ({count} desired)" for key, count in sorted(unread.items()))
+    unread_fix = ("set exporter.deployment and exporter.namespace to the exporter DaemonSet that stays and remove "
+                  "the other; until then a stopped exporter of a DaemonSet the rule does not read is seen only as "
+                  "a target down")
+    if not desired:
+        detail = f"no {data_missing.DESIRED}{{{selector}}}: the data-missing alert fires until it arrives"
+        if unread:
+            return Check(GROUP, EXPECTED_SIGNAL, WARN, f"{detail}; kube-state-metrics reports other exporter "
+                         f"DaemonSets, which the rule does not read: {others}", unread_fix)
+        return Check(GROUP, EXPECTED_SIGNAL, WARN, detail,
                      "scrape kube-state-metrics with this Prometheus (kube-prometheus-stack does by default), "
                      "or set alarms.expected_gpus: none")
-    available = prometheus.query(f"{data_missing.AVAILABLE}{{{selector}}}")
-    desired = int(found[0][1]) if math.isfinite(found[0][1]) else 0
-    ready = int(available[0][1]) if available and math.isfinite(available[0][1]) else 0
-    return Check(GROUP, EXPECTED_SIGNAL, OK if ready >= desired else WARN,
-                 f"{ready} of {desired} exporter pods available")
+    available = _by_daemonset(prometheus.query(f"{data_missing.AVAILABLE}{{{selector}}}"), cluster, source, "pods")
+    ready = {key: min(available.get(key, 0), count) for key, count in desired.items()}
+    detail = f"{sum(ready.values())} of {sum(desired.values())} exporter pods available"
+    if len(desired) > 1:
+        detail += " (" + ", ".join(f"{_named(key)}: {ready[key]} of {count}" for key, count in
+                                   sorted(desired.items())) + ")"
+    short = [key for key, count in desired.items() if ready[key] < count]
+    if unread:
+        return Check(GROUP, EXPECTED_SIGNAL, WARN, f"{detail}; the data-missing rule reads only {selector} and not "
+                     f"the other exporter DaemonSets: {others}", unread_fix)
+    if short:
+        return Check(GROUP, EXPECTED_SIGNAL, WARN, detail,
+                     "; ".join(f"kubectl -n {key[1]} rollout status daemonset/{key[2]}" for key in sorted(short)))
+    return Check(GROUP, EXPECTED_SIGNAL, OK, detail)
 
 
 def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:

@@ -735,3 +735,99 @@ def test_a_prometheus_without_kube_state_metrics_is_warned_of(stack, prometheus_
         'no kube_daemonset_status_desired_number_scheduled{namespace="gpu-operator", daemonset="nvidia-dcgm-exporter"}'
         ": the data-missing alert fires until it arrives")
     assert "scrape kube-state-metrics with this Prometheus" in check["fix"]
+
+
+OPERATOR_DAEMONSET = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+
+
+@pytest.fixture
+def kube_state_now(kube_state_metrics, prometheus):
+    """Replace what kube-state-metrics serves to the module's Prometheus; waits until `expr` shows it, and
+    afterwards until the test's series are gone again."""
+    served = kube_state_metrics.payload
+    added: list[str] = []
+
+    def serve(text: str, expr: str) -> None:
+        kube_state_metrics.payload = text
+        added.append(expr)
+        prometheus.wait_for(expr)
+
+    yield serve
+    kube_state_metrics.payload = served
+    for expr in added:
+        prometheus.wait_for(f"absent({expr})")
+
+
+def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_state_now, project_dir):
+    """During a migration the operator's exporter DaemonSet and a Helm one run side by side: the check names
+    the one the data-missing rule does not read. On a shared Prometheus each cluster's DaemonSet counts."""
+    _, verify = stack
+    only = ("--skip", "kube", "--skip", "cloudwatch", "--skip", "exporter")
+    helm = {"namespace": "dcgm", "daemonset": "dcgm-exporter"}
+    kube_state_now(kube_state.payload(OPERATOR_DAEMONSET, 2, 2, more=((helm, 3, 1),)),
+                   'kube_daemonset_status_number_available{daemonset="dcgm-exporter"}')
+    _, checks = verify(*only)
+    check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
+    assert check["status"] == "warn" and check["detail"] == (
+        '2 of 2 exporter pods available; the data-missing rule reads only namespace="gpu-operator", '
+        'daemonset="nvidia-dcgm-exporter" and not the other exporter DaemonSets: dcgm/dcgm-exporter (3 desired)')
+    assert "set exporter.deployment and exporter.namespace to the exporter DaemonSet that stays" in check["fix"]
+    # One Prometheus for two clusters: the DaemonSet of each, summed (the first alone said 2 of 2).
+    shared = project_dir("clusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n"
+                         "  - {name: b, region: us-east-1, prometheus_label: b}\n")
+    kube_state_now(kube_state.payload({**OPERATOR_DAEMONSET, "cluster": "a"}, 2, 2,
+                                      more=(({**OPERATOR_DAEMONSET, "cluster": "b"}, 4, 3),)),
+                   'kube_daemonset_status_number_available{cluster="b"}')
+    _, checks = verify(*only, "--config", str(shared))
+    check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
+    assert check["status"] == "warn" and check["detail"] == (
+        "5 of 6 exporter pods available (gpu-operator/nvidia-dcgm-exporter in a: 2 of 2, "
+        "gpu-operator/nvidia-dcgm-exporter in b: 3 of 4)")
+    assert check["fix"] == "kubectl -n gpu-operator rollout status daemonset/nvidia-dcgm-exporter"
+
+
+@pytest.mark.parametrize("answer, says", [
+    (b"<html><body>Sign in</body></html>", "odd answer from"),
+    (None, "cannot list the targets of Prometheus"),
+], ids=["odd-answer", "unreachable"])
+def test_push_says_it_cannot_tell_whether_the_scrape_job_is_deployed_when_the_target_listing_fails(
+        stack, prometheus_job_new, cli, reference, answer, says):
+    """Without a ServiceMonitor the scrape job decides; a target listing that is no answer is not "not deployed"."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    cluster, _ = stack
+    cluster.service_monitors = []
+    with FaultProxy(prometheus_job_new.url) as proxy:
+        rule = Rule(path="^/api/v1/targets", action="body", times=10**6, body=answer) if answer else \
+            Rule(path="^/api/v1/targets", status=400, times=10**6, body=b'{"status":"error","error":"no"}')
+        proxy.inject(rule)
+        code, stderr, published = _push(proxy.url, cli, reference)
+    assert code == 3 and published == 0
+    assert f"prometheus/Prometheus scrape job: cannot tell whether it is deployed: {says}" in stderr
+
+
+def test_a_node_running_a_new_exporter_pod_beside_its_ready_one_is_served(stack):
+    """A rolling update that surges starts the new pod beside the ready old one: the node is served whichever
+    pod is listed first; a node whose every exporter pod is not ready is not."""
+    cluster, verify = stack
+    starting = cluster.exporter_pod("gpu-node-a", ready=False)
+    starting["metadata"]["name"] = "nvidia-dcgm-exporter-new"
+    cluster.pods.append(starting)
+    _, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "exporter pods ready")]["status"] == "ok", checks[("kube", "exporter pods ready")]
+    assert checks[("kube", "exporter pods ready")]["detail"] == "2 exporter pods ready"
+    cluster.pods[0] = cluster.exporter_pod("gpu-node-a", ready=False)
+    _, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "exporter pods ready")]["detail"] == "exporter not ready on gpu-node-a"
+
+
+def test_failures_that_are_not_the_systems_state_name_their_cause(stack, monkeypatch):
+    """A CloudWatch that cannot be reached is unreachable, and no kube-state-metrics pod is not deployed: a
+    caller (the publish preflight, a CI reading --output json) is told why, not only that."""
+    cluster, verify = stack
+    cluster.other_pods = []
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    _, checks = verify("--skip", "exporter", "--skip", "prometheus")
+    assert checks[("cloudwatch", "gpu-cluster metrics")]["status"] == "fail"
+    assert checks[("cloudwatch", "gpu-cluster metrics")]["cause"] == "unreachable"
+    assert checks[("kube", "kube-state-metrics")]["cause"] == "not-deployed"

@@ -130,3 +130,20 @@ def test_apply_is_refused_when_the_addon_is_not_deployed(addon_stack, moto, cli)
     code, _, stderr = cli("apply", "--dry-run")
     assert code == 3
     assert "kube/add-on DCGM exporter: no DaemonSet amazon-cloudwatch/dcgm-exporter" in stderr
+
+
+def test_the_exporter_service_is_found_among_every_service_with_its_label(addon_stack):
+    """Another Service with the add-on's label, listed first, does not hide the one that serves 9400."""
+    cluster, verify = addon_stack
+    service = cluster.services["dcgm-exporter-service"]
+    other = json.loads(json.dumps(service))
+    other["metadata"]["name"] = "dcgm-exporter-headless"
+    other["spec"]["ports"] = [{"name": "other", "port": 8080}]
+    cluster.services = {"dcgm-exporter-headless": other, **cluster.services}
+    _, checks = verify()
+    assert checks[("kube", "add-on exporter Service")]["status"] == "ok"
+    assert checks[("kube", "add-on exporter Service")]["detail"] == "dcgm-exporter-service exposes 9400"
+    cluster.services.pop("dcgm-exporter-service")
+    _, checks = verify()
+    assert checks[("kube", "add-on exporter Service")]["detail"] == \
+        "Service dcgm-exporter-headless exposes [8080], not 9400"

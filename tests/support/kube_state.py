@@ -18,20 +18,21 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
            "__meta_kubernetes_pod_label_app_kubernetes_io_name": "kube-state-metrics"}
 
 
-def payload(exporter: dict[str, str] | None, desired: int, available: int) -> str:
+def payload(exporter: dict[str, str] | None, desired: int, available: int,
+            more: tuple[tuple[dict[str, str], int, int], ...] = ()) -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
-    the DaemonSet does not exist)."""
+    the DaemonSet does not exist); `more`: other DaemonSets' labels (namespace, daemonset, any other), desired
+    and available."""
     lines = []
-    for metric, value, other, text in ((DESIRED, desired, 5, "The number of nodes that should be running the "
-                                                             "daemon pod."),
-                                       (AVAILABLE, available, 3, "The number of nodes that should be running the "
-                                                                 "daemon pod and have one or more of the daemon "
-                                                                 "pod running and available")):
+    for index, (metric, text) in enumerate(((DESIRED, "The number of nodes that should be running the daemon pod."),
+                                            (AVAILABLE, "The number of nodes that should be running the daemon pod "
+                                                        "and have one or more of the daemon pod running and "
+                                                        "available"))):
         lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge"]
-        for labels, number in ((exporter, value), (OTHER, other)):
+        for labels, *numbers in ((exporter, desired, available), (OTHER, 5, 3), *more):
             if labels is not None:
-                lines.append(f'{metric}{{namespace="{labels["namespace"]}",daemonset="{labels["daemonset"]}"}} '
-                             f'{number}')
+                names = ",".join(f'{k}="{v}"' for k, v in labels.items())
+                lines.append(f"{metric}{{{names}}} {numbers[index]}")
     lines += ["# HELP kube_node_info Information about a cluster node.", "# TYPE kube_node_info gauge",
               'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1']
     return "\n".join(lines) + "\n"
