@@ -20,10 +20,11 @@ that the number shown is what the title says:
 * counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
   for a sum over GPUs; counter increase: SUM(delta) over the period.
 
-DCGM's blank sentinels (see BLANK_FLOOR) reach CloudWatch from exporters that pass them
-through, and nothing on the way drops a sample by value: the scrape job relabels labels only,
-the agent drops only NaN and infinities, Metrics Insights filters on dimensions only. On the
-agent's metrics every widget therefore drops, with metric math (`IF(value < floor, value)`), a
+DCGM's blank sentinels (see BLANK_FLOOR) from exporters that pass them through are dropped in
+the agent by the default OTel pipeline (render/agent_otel.py). On the classic pipeline
+(`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a sample by value
+(the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics Insights
+filters on dimensions only). On the agent's metrics every widget therefore also drops, with metric math (`IF(value < floor, value)`), a
 period whose value only a blank can produce: per GPU where per-GPU lines are summed into one
 line, else for the whole line (a pod, node or fleet average with one blank GPU shows a gap for
 that period, and a field that one GPU never reads leaves its fleet line empty), as long as the
