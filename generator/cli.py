@@ -16,6 +16,7 @@ import click
 
 from .cli_base import config_option, csv_option, load_project_for, main, optional_path, output_option
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
+from .output import BUILD
 
 
 class _ReaderGone(io.RawIOBase):
@@ -116,7 +117,7 @@ def _no_cycle_collection():
 @main.command()
 @config_option
 @csv_option
-@click.option("--out", default="build", show_default=True, metavar="DIR", help="Output directory.")
+@click.option("--out", default=BUILD, show_default=True, metavar="DIR", help="Output directory.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 and list the differences when DIR is not what would be generated.")
 @output_option
@@ -190,7 +191,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
 def _generate_command(config: str | None, csv: str | None, out: str) -> str:
     """The `gpudash generate` that rewrites what --check compared, with the user's own options."""
     words = ["gpudash", "generate"]
-    for flag, value in (("--config", config), ("--csv", csv), ("--out", out if out != "build" else None)):
+    for flag, value in (("--config", config), ("--csv", csv), ("--out", out if out != BUILD else None)):
         if value:
             words += [flag, value]
     return shlex.join(words)

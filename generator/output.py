@@ -49,7 +49,13 @@ def template_file(region: str, primary_region: str) -> str:
     return f"cloudformation/{cloudformation_template(region, primary_region)}"
 
 
+BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
+
+
+def built(path: str) -> str:
+    """A build file as a hint names it: in the default output folder."""
+    return f"{BUILD}/{path}"
 
 
 def agent_file(cluster: str) -> str:

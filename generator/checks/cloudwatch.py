@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..cloudwatch_query import dimension_sets
 from ..markers import CLUSTER_DIMENSION
-from ..output import ADDON_FILE, agent_file
+from ..output import ADDON_FILE, agent_file, built
 from ..errors import RemoteError
 from ..project import Project
 from ..clients.answer import Answer, OddAnswer
@@ -79,7 +79,7 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
         return Check(GROUP, name, FAIL, f"no GPU metrics in {NAMESPACE} for {cluster.name} in the last 3 h",
                      f"turn on enhanced observability and accelerated compute metrics: aws eks update-addon "
                      f"--cluster-name {cluster.name} --addon-name amazon-cloudwatch-observability "
-                     f"--configuration-values file://build/{ADDON_FILE} (clusters[].name must be the EKS name)",
+                     f"--configuration-values file://{built(ADDON_FILE)} (clusters[].name must be the EKS name)",
                      cause=NO_DATA)
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {NAMESPACE}: {', '.join(missing)}",
@@ -107,7 +107,7 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options
     wrong = sorted({", ".join(names) for listed in found.values() for names in listed if names not in declared_sets})
     if len(missing) == len(metrics):
         return Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
-                     f"apply build/{agent_file(cluster.name)} and check the cwagent-prometheus logs",
+                     f"apply {built(agent_file(cluster.name))} and check the cwagent-prometheus logs",
                      cause=NO_DATA)
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",

@@ -20,7 +20,7 @@ from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
 from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
-from ..output import ADDON_FILE, agent_file
+from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, OTEL_KEY, RECEIVER, publishing
 from ..resources import default_counters
@@ -110,7 +110,7 @@ def addon_checks(kube: Kube) -> Iterator[Check]:
         daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
         if daemonset is None:
             yield Check(GROUP, check, FAIL, f"no {what}",
-                        f"install the {ci.ADDON_NAME} EKS add-on with build/{ADDON_FILE} as its configuration values "
+                        f"install the {ci.ADDON_NAME} EKS add-on with {built(ADDON_FILE)} as its configuration values "
                         "(README: CloudWatch Container Insights as the source)", cause=NOT_DEPLOYED)
             continue
         yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
@@ -316,14 +316,14 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
                 if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value]
     if not monitors:
         return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
-                     "apply build/k8s/servicemonitor.yaml, unless Prometheus scrapes the exporter through "
+                     f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
     honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
     names = ", ".join(m.get("metadata.name", str) for m in monitors)
     if not honoring and project.settings.labels.pod == "pod":
         return Check(GROUP, "Prometheus scrape config", FAIL,
                      f"ServiceMonitor {names} does not honor labels: the workload pod arrives as exported_pod",
-                     "apply build/k8s/servicemonitor.yaml (honorLabels: true) in its place, or set labels.pod: "
+                     f"apply {built(SERVICE_MONITOR_FILE)} (honorLabels: true) in its place, or set labels.pod: "
                      "exported_pod in gpudash.yaml")
     return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
 
@@ -377,7 +377,7 @@ def _no_pipeline_left(configmap: Callable[[str], Answer | None], namespace: str,
     if OTEL_KEY in (live.string_map("data") if live is not None else {}):
         return Check(GROUP, check, FAIL, f"{namespace}/{AGENT_CONFIGMAP} still holds {OTEL_KEY}: with the JSON path "
                      "(agent.pipeline: classic) the agent would publish every metric twice",
-                     f"kubectl replace -f build/{path} (then restart {AGENT_DEPLOYMENT})")
+                     f"kubectl replace -f {built(path)} (then restart {AGENT_DEPLOYMENT})")
     return Check(GROUP, check, OK, "absent (agent.pipeline: classic)")
 
 
@@ -398,7 +398,7 @@ def _agent(kube: Kube, namespace: str) -> Check:
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,
                      generated: dict[str, Any], path: str) -> Check:
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
-    fix = f"kubectl apply -f build/{path} (then restart {AGENT_DEPLOYMENT})"
+    fix = f"kubectl apply -f {built(path)} (then restart {AGENT_DEPLOYMENT})"
     live = configmap(name)
     data = live.string_map("data") if live is not None else {}
     if key not in data:

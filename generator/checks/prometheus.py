@@ -12,6 +12,7 @@ from .. import data_missing
 from ..clients.answer import OddAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
+from ..output import ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE, built
 from ..project import Project
 from ..clients.options import Options
 from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
@@ -44,7 +45,7 @@ def scrape_job(project: Project, options: Options) -> Check:
         return Check(GROUP, SCRAPE_JOB, FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
     if not targets:
         return Check(GROUP, SCRAPE_JOB, FAIL, f"Prometheus has no target for scrape job {job!r}",
-                     "apply build/prometheus/additional-scrape-configs.yaml (or build/k8s/servicemonitor.yaml)",
+                     f"apply {built(ADDITIONAL_SCRAPE_FILE)} (or {built(SERVICE_MONITOR_FILE)})",
                      cause=NOT_DEPLOYED)
     return Check(GROUP, SCRAPE_JOB, OK, f"scrape job {job!r} with {len(targets)} targets: {', '.join(targets[:3])}"
                  + (" ..." if len(targets) > 3 else ""))
@@ -139,7 +140,7 @@ def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     down = [labels for labels, value in targets if value == 0]
     if not targets:
         return Check(GROUP, "DCGM targets", FAIL, f"no scrape target for job {job!r} and no job with DCGM series",
-                     "apply build/prometheus/additional-scrape-configs.yaml or build/k8s/servicemonitor.yaml",
+                     f"apply {built(ADDITIONAL_SCRAPE_FILE)} or {built(SERVICE_MONITOR_FILE)}",
                      cause=NO_DATA)
     if down:
         instances = ", ".join(labels.get("instance", "?") for labels in down)

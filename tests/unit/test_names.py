@@ -73,3 +73,17 @@ def test_ownership_marks_are_spelled_only_in_markers():
              if _MARKS.search(line)]
     assert not found, "spell these through generator/markers.py:\n" + "\n".join(found)
     assert markers.ALARM_OWNER_TAG == {"Key": "ManagedBy", "Value": "gpudash"}
+
+
+def test_hints_name_build_files_through_output_only():
+    """Every fix verify prints that points at a build file takes the folder and the file's path from
+    `output` (BUILD, built(), the *_FILE names): a renamed file cannot leave a hint pointing at nothing."""
+    import ast
+
+    checks = Path(generator.__file__).parent / "checks"
+    spelled = []
+    for path in sorted(checks.glob("*.py")) + [Path(generator.__file__).parent / "verify.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "build/" in node.value:
+                spelled.append(f"{path.name}:{node.lineno}: {node.value!r}")
+    assert spelled == []
