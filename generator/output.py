@@ -19,9 +19,10 @@ import shlex
 import shutil
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
 from .errors import InputError, OutputError
@@ -159,13 +160,20 @@ def with_manifest(files: dict[str, bytes], made_with: dict[str, str] | None = No
     """The files plus manifest.json: their sha256 sums, the settings the build was made with
     (`made_with`, from `settings_record`), which `lint --from` needs to judge the build, and the
     artifacts' `record` (`artifacts_record`), which `read` needs to give the set back whole."""
+    digests = {path: hashlib.sha256(data).hexdigest() for path, data in files.items()}
+    return {**files, MANIFEST: manifest_bytes(digests, made_with, record)}
+
+
+def manifest_bytes(digests: dict[str, str], made_with: dict[str, str] | None = None,
+                   record: dict[str, Any] | None = None) -> bytes:
+    """manifest.json of the files whose sha256 sums are `digests` (see `with_manifest`)."""
     manifest: dict[str, object] = {"generator": f"gpudash {__version__}"}
     if made_with:
         manifest["settings"] = made_with
     if record is not None:
         manifest["artifacts"] = record
-    manifest["files"] = {path: hashlib.sha256(data).hexdigest() for path, data in sorted(files.items())}
-    return {**files, MANIFEST: to_json(manifest)}
+    manifest["files"] = dict(sorted(digests.items()))
+    return to_json(manifest)
 
 
 def settings_record(settings) -> dict[str, object]:
@@ -194,27 +202,63 @@ def _gpudash_manifest(path: Path) -> bool:
     return isinstance(manifest, dict) and str(manifest.get("generator", "")).startswith("gpudash ")
 
 
-def _fill(folder: Path, everything: dict[str, bytes], previous: Path | None = None) -> None:
-    """Write `everything` into `folder`. A file the previous build holds with exactly these bytes
-    (and nothing else holds) is hard-linked from it instead: the previous build is left as it was,
-    and linking a file costs a fraction of creating one."""
-    made: set[str] = set()
+def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
+          previous: Path | None = None) -> None:
+    """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
+    build holds with exactly these bytes (and nothing else holds) is hard-linked from it instead: the
+    previous build is left as it was, and linking a file costs a fraction of creating one.
+
+    The files are written in two lanes, this thread and one other, each holding whole folders (the
+    kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
+    runs without the interpreter's lock, and so is hashing it. A failure in either lane stops both
+    and is raised here once both have stopped."""
+    by_folder: dict[str, list[str]] = {}
+    for relative in files:
+        by_folder.setdefault(os.path.dirname(relative), []).append(relative)
+    for parent in by_folder:  # each folder once, before either lane writes into it
+        os.makedirs(os.path.join(folder, parent), exist_ok=True)
+    lanes: tuple[list[str], list[str]] = ([], [])
+    for paths in sorted(by_folder.values(), key=len, reverse=True):  # the largest folders first
+        min(lanes, key=len).extend(paths)
     own_folders: dict[str, bool] = {}
     mode = _new_file_mode()
-    for relative, data in everything.items():
-        parent = os.path.dirname(relative)
-        if parent not in made:  # each folder once, not once per file
-            os.makedirs(os.path.join(folder, parent), exist_ok=True)
-            made.add(parent)
-        target = os.path.join(folder, relative)
-        if previous is not None and _own_folder(previous, parent, own_folders) \
-                and _unchanged(os.path.join(previous, relative), data, mode):
-            try:
-                os.link(os.path.join(previous, relative), target, follow_symlinks=False)
-                continue
-            except OSError:
-                pass  # links not allowed here: write it
-        _create(target, data)
+    digests: dict[str, str] = {}
+    failures: list[BaseException] = []
+
+    def write(paths: list[str]) -> None:
+        try:
+            for relative in paths:
+                if failures:  # the other lane failed: the build is abandoned
+                    return
+                data = files[relative]
+                _put(folder, relative, data, previous, own_folders, mode)
+                digests[relative] = hashlib.sha256(data).hexdigest()
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
+            failures.append(exc)
+
+    other = threading.Thread(target=write, args=(lanes[1],), name="gpudash-write")
+    other.start()
+    try:
+        write(lanes[0])
+    finally:
+        other.join()
+    if failures:
+        raise failures[0]
+    _put(folder, MANIFEST, manifest(digests), previous, own_folders, mode)
+
+
+def _put(folder: Path, relative: str, data: bytes, previous: Path | None, own_folders: dict[str, bool],
+         mode: int) -> None:
+    """One file of the build: linked from the previous build when it holds it unchanged, else created."""
+    target = os.path.join(folder, relative)
+    if previous is not None and _own_folder(previous, os.path.dirname(relative), own_folders) \
+            and _unchanged(os.path.join(previous, relative), data, mode):
+        try:
+            os.link(os.path.join(previous, relative), target, follow_symlinks=False)
+            return
+        except OSError:
+            pass  # links not allowed here: write it
+    _create(target, data)
 
 
 def _own_folder(previous: Path, parent: str, known: dict[str, bool]) -> bool:
@@ -300,11 +344,16 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     if not owned:
         raise OutputError("the output directory holds files gpudash did not write (no manifest.json of gpudash's)",
                           where=str(out), hint="choose another --out, or empty the directory")
-    everything = with_manifest(files, made_with, record)
+    if MANIFEST in files:
+        raise ValueError(f"{MANIFEST} is made from the files, not given with them")
+
+    def manifest(digests: dict[str, str]) -> bytes:
+        return manifest_bytes(digests, made_with, record)
+
     if out.is_dir() and os.path.ismount(out):
-        _write_inside(out, everything)
+        _write_inside(out, files, manifest)
     else:
-        _swap_in(out, everything)
+        _swap_in(out, files, manifest)
 
 
 def _failed(exc: OSError, out: Path) -> OutputError:
@@ -312,7 +361,7 @@ def _failed(exc: OSError, out: Path) -> OutputError:
                        hint="check free space and permissions; the previous build is unchanged")
 
 
-def _swap_in(out: Path, everything: dict[str, bytes]) -> None:
+def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes]) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -322,7 +371,7 @@ def _swap_in(out: Path, everything: dict[str, bytes]) -> None:
                           hint="check the path and its permissions") from None
     retired = None
     try:
-        _fill(staging, everything, out if out.is_dir() else None)
+        _fill(staging, files, manifest, out if out.is_dir() else None)
         os.chmod(staging, 0o755)
         if not out.exists():
             os.replace(staging, out)
@@ -335,7 +384,7 @@ def _swap_in(out: Path, everything: dict[str, bytes]) -> None:
                 shutil.rmtree(staging, ignore_errors=True)
                 os.rmdir(retired)
                 retired = None
-                _write_inside(out, everything)
+                _write_inside(out, files, manifest)
                 return
             raise
         try:
@@ -352,14 +401,14 @@ def _swap_in(out: Path, everything: dict[str, bytes]) -> None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
-def _write_inside(out: Path, everything: dict[str, bytes]) -> None:
+def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes]) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries."""
     staging = retired = None
     moved_out: list[str] = []
     moved_in: list[str] = []
     try:
         staging = Path(tempfile.mkdtemp(prefix=".gpudash.new-", dir=out))
-        _fill(staging, everything, out)
+        _fill(staging, files, manifest, out)
         retired = Path(tempfile.mkdtemp(prefix=".gpudash.old-", dir=out))
         keep = {staging.name, retired.name}
         for name in sorted(os.listdir(out)):

@@ -320,6 +320,36 @@ def test_a_failed_move_into_a_mount_point_leaves_it_as_it_was(tmp_path, monkeypa
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.parametrize("failing", ["cloudwatch/dashboards/d39.json", "k8s/c9.yaml", "prometheus/r.yaml"])
+def test_a_file_that_cannot_be_written_leaves_the_previous_build_and_no_folder(tmp_path, monkeypatch, failing):
+    """Files are written from two threads, each holding whole folders: a file that cannot be created, in
+    either one, fails the build, the previous build stays as it was, and no staging folder is left."""
+    out = tmp_path / "build"
+    files = {**{f"cloudwatch/dashboards/d{i}.json": b"{}\n" for i in range(40)},
+             **{f"k8s/c{i}.yaml": b"c: 1\n" for i in range(10)}, "prometheus/r.yaml": b"r: 1\n"}
+    write_files(out, files)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_open = os.open
+
+    def no_space_for_one_file(path, flags, *args, **kwargs):
+        if str(path).endswith(failing) and flags & os.O_CREAT:
+            raise OSError(28, "No space left on device", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_space_for_one_file)
+    changed = {relative: data + b"\n" for relative, data in files.items()}  # every file created anew
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_files(out, changed)
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_files(tmp_path / "first", changed)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+    monkeypatch.undo()
+    write_files(out, changed)
+    written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert written.pop("manifest.json") and written == changed
+
+
 def test_a_build_that_cannot_be_moved_aside_leaves_no_empty_folder(tmp_path, monkeypatch):
     out = tmp_path / "build"
     write_files(out, FILES)
