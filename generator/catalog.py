@@ -31,6 +31,9 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # fields belong to the instance.
 MIG_INSTANCE_LABEL = "GPU_I_ID"
 MIG_PROFILE_LABEL = "GPU_I_PROFILE"
+# The GPU instance the CloudWatch agent's scrape job gives a series of a GPU not split into MIG
+# instances (the exporter writes no GPU_I_ID there): the whole GPU is its one instance.
+WHOLE_GPU_INSTANCE = "none"
 _INSTANCE_PREFIXES = ("DCGM_FI_DEV_FB_", "DCGM_FI_PROF_")
 _DEVICE_FRAGMENTS = ("PCIE", "NVLINK", "C2C")
 # Fields MIG does not support, and the per-instance field that stands in for each (with the

@@ -6,7 +6,22 @@ module; none of them spells the namespace, the dimension sets or the statistics.
 Two dimension sets are published (settings `cloudwatch.dimensions` and
 `cloudwatch.gpu_dimensions`): the per-pod set (cluster, workload namespace, pod),
 emitted only for samples of a GPU that a pod holds, and the per-GPU set (cluster,
-node, GPU), emitted for every GPU, held or idle.
+node, GPU), emitted for every GPU, held or idle. Two more follow from them, for what MIG
+needs, and carry only the fields queried with them:
+
+* the per-instance set (the per-GPU set and GPU_I_ID): the agent's scrape job gives a GPU not split
+  into MIG instances GPU_I_ID="none", so every GPU publishes it, a MIG GPU once per instance. Fields
+  a MIG GPU's instances add up (framebuffer) are read from it: under the per-GPU set alone a MIG
+  GPU's instances, and the pods that share a GPU by time-slicing, are observations of one metric
+  that no statistic adds up once each;
+* the MIG per-pod and per-GPU sets (those sets and GPU_I_PROFILE), which only MIG instances carry:
+  an alarm on a field MIG does not report (GPU utilization) watches MIG pods and GPUs through the
+  field that stands in for it there (graphics engine activity), in a second alarm (see mig_plan).
+
+A MIG GPU, and a GPU that pods share by time-slicing, writes several series of one GPU: device fields
+(power, temperature, counters) repeat on each. Per GPU, averages and extremes of the observations are
+the GPU's value, and a counter's increase is the mean delta times the scrapes per period (a sum of the
+deltas would count each repeat); across GPUs, lines are per-GPU series combined by metric math.
 
 Metrics Insights aggregates *observations* (one per scrape and GPU) in each period,
 and the agent sends counters as per-scrape deltas. `plan()` turns a neutral query
@@ -44,7 +59,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
-from .catalog import Catalog
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
 from .markers import CLUSTER_DIMENSION
 from .model import Query
 from .settings import Cluster, Settings
@@ -104,9 +119,26 @@ def gpu_dimensions(settings: Settings) -> list[str]:
     return list(settings.cloudwatch.gpu_dimensions)
 
 
-def dimension_sets(settings: Settings) -> list[list[str]]:
-    """Every dimension set the agent publishes: per pod, then per GPU."""
+def instance_dimensions(settings: Settings) -> list[str]:
+    """Per GPU instance: a MIG instance, or a whole GPU (GPU_I_ID "none", set by the agent's scrape job)."""
+    return gpu_dimensions(settings) + [MIG_INSTANCE_LABEL]
+
+
+def mig_dimensions(dims: list[str] | tuple[str, ...]) -> list[str]:
+    """A set only MIG instances publish (the exporter writes GPU_I_PROFILE on them alone)."""
+    return list(dims) + [MIG_PROFILE_LABEL]
+
+
+def explored_sets(settings: Settings) -> list[list[str]]:
+    """The sets that carry every shipped field with agent.metric_selection: all (per pod, per GPU)."""
     return [pod_dimensions(settings), gpu_dimensions(settings)]
+
+
+def dimension_sets(settings: Settings) -> list[list[str]]:
+    """Every dimension set the agent may publish: per pod, per GPU, per GPU instance, and the MIG-only
+    per-pod and per-GPU sets. The last three carry only the fields queried with them."""
+    return explored_sets(settings) + [instance_dimensions(settings), mig_dimensions(pod_dimensions(settings)),
+                                      mig_dimensions(gpu_dimensions(settings))]
 
 
 def dimensions(settings: Settings) -> list[str]:
@@ -170,6 +202,7 @@ class Plan:
     needs_period: bool = False  # the normalisation assumes the widget's fixed period
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
     gpu_series: tuple[str, str] = ("node", "gpu")  # the dimensions that name one GPU (for labels)
+    note: str | None = None  # how the lines differ from the title on CloudWatch (the dashboard header says it)
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:
@@ -224,6 +257,7 @@ class Layout:
     interval: Callable[[Settings], int]
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
     blanks: bool = False  # DCGM blank sentinels can arrive (the exporter's own readings)
+    instances: bool = False  # MIG instances and time-sliced pods arrive as several series of one GPU
 
 
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False,
@@ -232,6 +266,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     source that carries DCGM's blank sentinels, widgets drop the periods only a blank explains."""
     layout = layout or AGENT_LAYOUT
     result = _plan(query, catalog, settings, period, alarm, layout)
+    if layout.instances:
+        result = _with_note(result, query, catalog, settings)
     if alarm or not layout.blanks or query.aggregation == "count":
         return result
     field = catalog.get(query.metric)
@@ -242,6 +278,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
             scale = result.divisor
         elif field.is_counter and not query.as_increase:
             scale = layout.interval(settings) / field.unit.rate_scale
+        elif field.is_counter and result.function == "AVG":  # an increase as the mean delta per scrape
+            scale = layout.interval(settings) / period
         else:
             scale = 1.0
         kept = f"IF({{q}} < {number(floor * scale)}, {{q}})"
@@ -285,6 +323,10 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     base = dict(metric=query.metric, dims=dims, group=series, series=series, namespace=layout.namespace,
                 gpu_series=per_gpu_dims)
     split_ok = not series and not alarm and can_split
+    pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
+    if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
+            and agg != "count" and not pod_keyed and (instances_added(field) or agg in ("max", "min")):
+        return _instances_added(query, instances_added(field), settings, series, one_gpu, alarm, layout)
 
     def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
         return Plan(function=function, math=math, divisor=divisor, needs_period=needs_period, **base)
@@ -301,6 +343,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line("COUNT", "{q} * 0 + 1", n)
         return split("COUNT", "SUM({q} * 0 + 1)") if split_ok else line("COUNT", f"{{q}} / {number(n)}", n, True)
     if not field.is_counter:
+        if agg == "avg" and split_ok and layout.instances:  # each GPU once, however many series it writes
+            return split("AVG", across("AVG"))
         if agg in ("avg", "min", "max"):
             return line(MI_FUNCTIONS[agg])
         if one_gpu:  # sum: one GPU per line, its sum is its average
@@ -308,6 +352,12 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
 
     if query.as_increase:
+        if layout.instances and not pod_keyed and (one_gpu or split_ok):
+            # a device counter repeats on each MIG instance (and time-sliced pod) of its GPU: the GPU's
+            # increase is its mean delta per scrape times the scrapes per period, not the sum of the deltas
+            if one_gpu:
+                return line("AVG", f"{{q}} * {number(n)}", 1 / n, True)
+            return replace(split("AVG", f"({across(MI_FUNCTIONS[agg])}) * {number(n)}"), needs_period=True)
         if agg == "sum" or one_gpu:
             return line("SUM")
         if split_ok:
@@ -327,6 +377,53 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
     raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
                       f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+def instances_added(field) -> bool:
+    """A gauge a MIG GPU's instances add up to (framebuffer): read per GPU instance on CloudWatch."""
+    return field.per_instance and field.per_gpu_aggregation == "sum" and not field.is_counter \
+        and not field.across_own_labels
+
+
+def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tuple[str, ...], one_gpu: bool,
+                     alarm: bool, layout: Layout) -> Plan:
+    """A field of MIG instances whose GPU value is the sum over them (framebuffer), or the extreme of their
+    mean (activity), from the per-instance set: each GPU instance (a whole GPU is one) is one series there,
+    the pods that share it by time-slicing observations of it. Per instance the observations give its
+    value; a sum's total over the cluster is the sum of the per-instance lines. No one Metrics Insights
+    query combines a GPU's instances per GPU (a period's SUM adds the time-sliced repeats too, its AVG
+    averages the instances, its MAX takes one instance), so per-GPU lines are per-instance lines, said
+    in the dashboard header, and alarms per GPU are refused."""
+    dims = tuple(instance_dimensions(settings))
+    instance = (*layout.per_gpu, MIG_INSTANCE_LABEL)
+    agg = query.aggregation
+    if adds_up and not series and agg == "sum" and not alarm:
+        return Plan(metric=query.metric, function="AVG", dims=dims, group=instance, series=(), math="SUM({q})",
+                    gpu_series=layout.per_gpu)
+    if one_gpu and not alarm:
+        lines = (*series, MIG_INSTANCE_LABEL)
+        return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=dims,
+                    group=lines, series=lines, gpu_series=layout.per_gpu,
+                    note="one line per GPU instance (MIG <id>; a GPU not split into MIG instances is MIG none): "
+                         f"CloudWatch cannot {'add' if adds_up else 'average'} a MIG GPU's instances per GPU")
+    where = "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
+    value = "the sum of its instances" if adds_up else "the mean of its instances"
+    raise Unsupported(f"a MIG GPU's {query.metric} is {value}, which CloudWatch holds as separate series: it can "
+                      f"chart each instance{', or their total over the cluster' if adds_up else ''}, "
+                      f"not the {agg} {where}")
+
+
+def _with_note(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
+    """What a line on the agent's metrics cannot tell apart, said where a MIG GPU or time-slicing makes it differ."""
+    notes = [result.note] if result.note else []
+    if query.metric in MIG_UNSUPPORTED and query.aggregation != "count":
+        substitute = catalog.mig_substitute(query.metric)
+        notes.append("GPUs split into MIG instances do not report it and are left out"
+                     + (f" (their {substitute[0]} stands in on Grafana and in alarms)" if substitute else ""))
+    grouped = result.series and not all(d in result.series for d in result.gpu_series)
+    if grouped and tuple(result.dims) != tuple(pod_dimensions(settings)) and result.function in ("SUM", "COUNT", "AVG"):
+        notes.append("a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod")
+    return replace(result, note="; ".join(notes) or None)
 
 
 def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,
@@ -370,7 +467,8 @@ def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, 
 
 
 # The Prometheus -> EMF path: the agent gpudash configures, its dimension sets from the settings.
-AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSION), scrape_seconds, blanks=True)
+AGENT_LAYOUT = Layout(_dimension_set, _series_key, (NODE_DIMENSION, GPU_DIMENSION), scrape_seconds, blanks=True,
+                      instances=True)
 
 
 def number(value: float) -> str:
@@ -400,6 +498,8 @@ def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
         return "Pod " + "/".join(parts[d] for d in plan_.series)
     if plan_.series == (NODE_DIMENSION, GPU_DIMENSION):
         return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]}"
+    if plan_.series == (NODE_DIMENSION, GPU_DIMENSION, MIG_INSTANCE_LABEL):  # per GPU instance
+        return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]} MIG {parts[MIG_INSTANCE_LABEL]}"
     if plan_.series == plan_.gpu_series:  # a device name (nvidia0) says it is a GPU
         return " ".join(parts[d] for d in plan_.gpu_series)
     return " ".join(parts.values())

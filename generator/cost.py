@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
+from .catalog import MIG_PROFILE_LABEL
 from .cloudwatch_query import pod_dimensions
 from .errors import InputError
 from .project import Project
@@ -202,8 +203,13 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
     per_cluster = len(published.get(data_missing.CLUSTER_SET, []))
     per_cluster += len(data_missing.KSM_METRICS) if per_cluster and data_missing.expected(settings) else 0
+    # The MIG sets (GPU_I_PROFILE) publish for MIG instances only, which the fleet does not describe: not
+    # counted. The per-instance set publishes once per GPU instance: a whole GPU is one (a MIG GPU its
+    # instances, up to 7).
+    mig_only = sum(len(m) for dims, m in published.items() if MIG_PROFILE_LABEL in dims)
     per_gpu = sum(len(m) for dims, m in published.items()
-                  if list(dims) != pod_dimensions(settings) and dims != data_missing.CLUSTER_SET)
+                  if list(dims) != pod_dimensions(settings) and dims != data_missing.CLUSTER_SET
+                  and MIG_PROFILE_LABEL not in dims)
     metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
         per_cluster * fleet.clusters
     rate = _rate(prices, "custom_metric_month")
@@ -219,7 +225,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
              f"(+ {fleet.churn:,} pod starts, prorated)"
-             + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "") + "; tiered"),
+             + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
+             + (f"; a GPU split into MIG instances publishes per-instance fields once per instance, and "
+                f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              ingested_gb * _price(prices, "log_ingestion_gb"),
              f"one event per GPU every {_scrape_seconds(project)} s with every scraped field ({scraped})"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..cloudwatch_query import dimension_for
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_METRICS
@@ -193,12 +194,27 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                         yield Finding("AG002", "error", where,
                                       f"dimension {dimension!r} is not a label on the scraped DCGM series: the "
                                       f"agent emits no metric with this set")
+        if any(MIG_INSTANCE_LABEL in dims and MIG_PROFILE_LABEL not in dims
+               for declaration in _declarations(subject, cluster) for dims in declaration.get("dimensions") or []) \
+                and not _whole_gpus_get_an_instance(subject.scrape_job(cluster)):
+            yield Finding("AG002", "error", where,
+                          f"a dimension set carries {MIG_INSTANCE_LABEL}, which the exporter writes on MIG instances "
+                          f"only, and the scrape job gives whole GPUs none: their metrics of that set are never "
+                          f"published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
+                          f"metric_relabel_configs, as gpudash generates it)")
     pod_set = settings.cloudwatch.dimensions
     for key in ("namespace", "pod"):
         label = dimension_for(key, settings)
         if label not in pod_set:
             yield Finding("AG002", "error", "settings cloudwatch.dimensions",
                           f"the per-pod set lacks {label!r}: a pod is identified by its namespace and name")
+
+
+def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:
+    """The job's metric_relabel_configs set GPU_I_ID where the exporter left it empty (a whole GPU)."""
+    return any(rule.get("action", "replace") == "replace" and rule.get("target_label") == MIG_INSTANCE_LABEL
+               and rule.get("source_labels") == [MIG_INSTANCE_LABEL] and rule.get("replacement")
+               and re.fullmatch(rule.get("regex", "(.*)"), "") for rule in job.get("metric_relabel_configs", []))
 
 
 def _grouping_labels(expr: str) -> set[str]:
@@ -278,7 +294,8 @@ RULES = (
     Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
                   "cluster's agent", used_metrics_selected),
     Rule("AG002", f"every published dimension is a scraped label, {CLUSTER_DIMENSION} is set explicitly, pods are "
-                  "namespace + name", dimensions_published),
+                  f"namespace + name, whole GPUs carry {MIG_INSTANCE_LABEL} where a set needs it",
+         dimensions_published),
     Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions",
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),

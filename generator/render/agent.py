@@ -9,7 +9,9 @@ query). How the agent applies this (its awsemf exporter, metric_declaration.go):
   the metric name; declarations without source_labels or selectors are dropped;
 * each dimension set of a matching declaration is emitted only when every dimension is
   a label on the sample, so the per-pod set appears only for GPUs a pod holds, while
-  the per-GPU set appears for every GPU;
+  the per-GPU set appears for every GPU, the per-instance set (GPU_I_ID, which the scrape
+  job sets to "none" on whole GPUs) once per GPU instance, and the MIG sets (GPU_I_PROFILE)
+  for MIG instances only;
 * `ClusterName` is `cluster_name` from this config (set explicitly: otherwise the agent
   reads the node's EC2 tag, which needs ec2:DescribeTags and may name another cluster).
 """
@@ -21,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import data_missing
 from ..catalog import Catalog
-from ..cloudwatch_query import dimension_sets
+from ..cloudwatch_query import dimension_sets, explored_sets
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings
@@ -60,8 +62,8 @@ def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets)
     # Other sets (the cluster's own, for the data-missing alarm) carry only what is queried with them.
     extra = sorted({dims for wanted in queried.values() for dims in wanted} - set(sets))
     result = {dims: [m for m in shipped if dims in queried.get(m, set())] for dims in sets + extra}
-    if settings.agent.metric_selection == "all":
-        result.update({dims: list(shipped) for dims in sets})
+    if settings.agent.metric_selection == "all":  # the MIG sets carry only what is queried with them
+        result.update({tuple(dims): list(shipped) for dims in explored_sets(settings)})
     return result
 
 

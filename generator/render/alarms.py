@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
-                                scrape_seconds)
+                                gpu_dimensions, mig_dimensions, pod_dimensions, scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
@@ -32,8 +33,13 @@ def cloudwatch_condition(alarm: Alarm, settings: Settings | None = None) -> Cond
     return source_condition(alarm, settings) if settings is not None else alarm.cloudwatch or alarm.condition
 
 
-def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: tuple[str, str] | None = None) -> str:
-    return _name(settings.alarms.name_prefix, cluster.name if cluster else None, alarm.id, alarm.severity, pod)
+MIG_SUFFIX = "-mig"  # the rule's second alarm, on the field that stands in on MIG instances (mig_plan)
+
+
+def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: tuple[str, str] | None = None,
+               mig: bool = False) -> str:
+    return _name(settings.alarms.name_prefix, cluster.name if cluster else None,
+                 alarm.id + (MIG_SUFFIX if mig else ""), alarm.severity, pod)
 
 
 def _description(alarm: Alarm) -> str:
@@ -78,6 +84,28 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
+def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
+    """(plan, stand-in field) of the rule's second alarm, for a field MIG does not report (GPU utilization):
+    the field that stands in for it on MIG instances (graphics engine activity, a ratio: the threshold is
+    divided by its factor, 100), over a set only MIG instances publish (the rule's set and GPU_I_PROFILE).
+    The first alarm reads the field itself, which the agent's scrape job drops on MIG instances: together
+    they watch every pod or GPU with the meaning of the Prometheus rule, which takes the stand-in on MIG
+    instances. None when the field is reported under MIG, the CSV collects no stand-in, or the source is
+    the Container Insights add-on."""
+    if alarm.absent or addon_source(settings):
+        return None
+    query = cloudwatch_condition(alarm, settings).query
+    substitute = catalog.mig_substitute(query.metric)
+    if substitute is None:
+        return None
+    stand_in, factor = substitute
+    result = source_plan(replace(query, metric=stand_in), catalog, settings, alarm.period_seconds, alarm=True)
+    if list(result.dims) not in (pod_dimensions(settings), gpu_dimensions(settings)):
+        raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
+                          f"alarm on with this grouping")
+    return replace(result, dims=tuple(mig_dimensions(result.dims)), divisor=result.divisor / factor), stand_in
+
+
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
@@ -104,21 +132,27 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
     return request
 
 
-def _insights_requests(alarm: Alarm, catalog: Catalog,
-                       settings: Settings) -> Callable[[Cluster | None], dict[str, Any]]:
+def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
+                       mig: tuple[Plan, str] | None = None) -> Callable[[Cluster | None], dict[str, Any]]:
     """The alarm's request for a cluster (None: fleet-wide); all but its name and its query's cluster
-    filter is made once, whatever the number of clusters."""
+    filter is made once, whatever the number of clusters. With `mig` (mig_plan), the rule's second alarm."""
     condition = cloudwatch_condition(alarm, settings)
-    plan_ = alarm_plan(alarm, catalog, settings)
+    plan_ = mig[0] if mig else alarm_plan(alarm, catalog, settings)
     threshold = _threshold(alarm, plan_, settings)
     description = _description(alarm)
+    label = alarm.title
+    if mig:
+        label += " (MIG instances)"
+        note = (f" On GPUs split into MIG instances, which report no {condition.query.metric}: {mig[1]} "
+                f"below {threshold:g} (the same share as a ratio).")
+        description = (description[:1024 - len(note)] + note)[:1024]
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 
     def request(cluster: Cluster | None) -> dict[str, Any]:
-        result = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
+        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig is not None), description)
         result["Threshold"] = threshold
         result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster) + after,
-                              "Period": alarm.period_seconds, "ReturnData": True, "Label": alarm.title}]
+                              "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
         return result
 
     return request
@@ -199,13 +233,21 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
                          for cluster in settings.clusters]
             continue
-        insights_request = _insights_requests(alarm, catalog, settings)
+        try:
+            mig = mig_plan(alarm, catalog, settings)
+        except Unsupported as exc:
+            raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
+                             hint="group it by pod, or by node and gpu") from None
+        builders = [_insights_requests(alarm, catalog, settings)]
+        if mig:
+            builders.append(_insights_requests(alarm, catalog, settings, mig))
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:
-                request = insights_request(None)
-                request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
-                requests.append({"Region": region, "Request": request})
+                for insights_request in builders:
+                    request = insights_request(None)
+                    request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
+                    requests.append({"Region": region, "Request": request})
             continue
         for cluster in settings.clusters:
             if alarm.per_pod and static:
@@ -218,7 +260,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                               "Request": _static_request(alarm, catalog, settings, cluster, entry)}
                              for entry in settings.alarms.static_pods]
             else:
-                requests.append({"Region": cluster.region, "Request": insights_request(cluster)})
+                requests += [{"Region": cluster.region, "Request": build(cluster)} for build in builders]
     for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
         for key in ("AlarmActions", "OKActions"):
             item["Request"][key] = [arn for arn in item["Request"][key]

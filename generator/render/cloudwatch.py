@@ -21,7 +21,7 @@ from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
 from ..units import UNITS
-from .alarms import alarm_plan
+from .alarms import alarm_plan, mig_plan
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
@@ -59,6 +59,9 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     for alarm in alarms:
         try:
             plans.append(alarm_plan(alarm, catalog, settings))
+            mig = mig_plan(alarm, catalog, settings)  # the rule's second alarm, on MIG instances
+            if mig:
+                plans.append(mig[0])
         except Unsupported:
             continue  # generate refuses such an alarm with its file and line
     result: dict[str, set[tuple[str, ...]]] = {}
@@ -169,6 +172,7 @@ class _Body:
     # Who drops DCGM blanks: "agent" (its OTel pipeline), "widgets" (the agent's JSON path publishes them: the
     # widgets' metric math), "" (the Container Insights add-on: not the exporter's own readings)
     blanks: str
+    notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
         header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
@@ -180,9 +184,12 @@ class _Body:
                        "lines hold the GPUs that have a reading, and alarms never see it.")
         elif self.blanks == "widgets":
             header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14) is dropped: a "
-                       "GPU's line shows a gap for that period; a pod, node or fleet line that includes the GPU "
-                       "shows a gap too. A counter stuck on the blank reads 0. Alarms cannot drop it "
+                       "GPU's line shows a gap for that period; a sum or mean over the cluster's GPUs leaves the GPU "
+                       "out, another line that includes it (a pod's, a node's, the hottest) shows a gap too. A "
+                       "counter stuck on the blank reads 0. Alarms cannot drop it "
                        "(agent.pipeline: classic; agent.pipeline: otel drops it in the agent).")
+        if self.notes:
+            header += "\n\nOn CloudWatch: " + "; ".join(f"{title}: {note}" for title, note in self.notes) + "."
         if self.left_out:
             left_out = "; ".join(f"{panel.title} ({why})" for panel, why in self.left_out)
             header += f"\n\nOn Grafana only: {left_out}."
@@ -209,7 +216,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
         else:
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
-    return _Body(shown.title, shown.description, left_out, widgets, blanks)
+    notes = [(panel.title, plans[id(panel)].note) for panel in shown.panels() if plans[id(panel)].note]
+    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes)
 
 
 def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:

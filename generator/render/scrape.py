@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..catalog import MIG_UNSUPPORTED
+from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
@@ -63,6 +63,18 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
     }
 
 
+def agent_scrape_job(settings: Settings) -> dict[str, Any]:
+    """The CloudWatch agent's exporter job: the scrape job, and a GPU instance on every series. A GPU not
+    split into MIG instances gets GPU_I_ID="none", so the agent's per-instance dimension set (which it
+    emits only for samples that carry every dimension) covers whole GPUs and MIG instances alike. Only the
+    agent's job does this: PromQL tells MIG series by GPU_I_ID being set at all."""
+    job = scrape_job(settings)
+    job["metric_relabel_configs"].append(
+        {"source_labels": [MIG_INSTANCE_LABEL], "regex": "", "target_label": MIG_INSTANCE_LABEL,
+         "replacement": WHOLE_GPU_INSTANCE, "action": "replace"})
+    return job
+
+
 def scrape_timeout(interval: str) -> str:
     """10s, or the interval when that is shorter (a timeout may not exceed its interval)."""
     return f"{min(interval_seconds(interval), 10)}s"
@@ -106,7 +118,7 @@ def prometheus_config(settings: Settings) -> dict[str, Any]:
     """prometheus.yaml for the CloudWatch agent: the exporter's job, and kube-state-metrics' for the
     data-missing alarm's expected signal (when alarms.expected_gpus names it)."""
     interval = settings.scrape.interval
-    jobs = [scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
+    jobs = [agent_scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
             "scrape_configs": jobs}
 

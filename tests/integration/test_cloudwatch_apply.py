@@ -16,13 +16,13 @@ def test_first_apply_creates_everything_and_the_second_writes_nothing(aws):
     client, apply = aws
     code, report, stderr = apply()
     assert code == 0, stderr
-    assert len(report["written"]) == 12
-    assert "reading CloudWatch: 12/12" in stderr and "writing to CloudWatch: 12/12" in stderr  # one line a phase
+    assert len(report["written"]) == 13
+    assert "reading CloudWatch: 13/13" in stderr and "writing to CloudWatch: 13/13" in stderr  # one line a phase
     assert sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]) == NAMES
     first = {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in alarms(client).items()}
-    assert len(first) == 9
+    assert len(first) == 10
     code, report, _ = apply()
-    assert code == 0 and report["written"] == [] and report["summary"] == {"unchanged": 12}
+    assert code == 0 and report["written"] == [] and report["summary"] == {"unchanged": 13}
     assert {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in alarms(client).items()} == first
 
 
@@ -170,7 +170,7 @@ def test_regions_are_published_each_on_its_own(aws, moto, project_dir):
     west = moto.client("cloudwatch", "us-west-2")
     assert sorted(alarms(west)) == sorted(n for n in report["written"] if n.startswith("gpudash-west-")
                                            and "-dash" not in n and n in alarms(west))
-    assert len(alarms(west)) == 9 and len(alarms(client)) == 9
+    assert len(alarms(west)) == 10 and len(alarms(client)) == 10
     assert all(name.startswith("gpudash-west-") for name in alarms(west))
     assert [d["DashboardName"] for d in west.list_dashboards()["DashboardEntries"]] == [
         "gpudash-west-by-pod", "gpudash-west-health", "gpudash-west-overview"]

@@ -44,7 +44,7 @@ def test_every_dashboard_is_accepted_and_reads_back_equal(cloudwatch):
 
 def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
     requests = json.loads(_files()["cloudwatch/alarms.json"])["alarms"]
-    assert len(requests) == 9
+    assert len(requests) == 10  # nine rules; the idle rule watches MIG pods in a second alarm
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
     live = {a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
@@ -65,14 +65,14 @@ def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
 def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, project_dir):
     config = project_dir("clusters:\n  - {name: east, region: us-east-1}\n  - {name: west, region: us-east-1}\n")
     requests = json.loads(_files(config)["cloudwatch/alarms.json"])["alarms"]
-    idle = [r["Request"] for r in requests if "-gpu-idle-" in r["Request"]["AlarmName"]]
+    idle = [r["Request"] for r in requests if r["Request"]["AlarmName"].endswith("-gpu-idle-warning")]
     assert [r["AlarmName"] for r in idle] == ["gpudash-east-gpu-idle-warning", "gpudash-west-gpu-idle-warning"]
     assert idle[0]["Metrics"][0]["Expression"] == (
         'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "namespace", '
         '"pod") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod" ORDER BY AVG() ASC')
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
-    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 18
+    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 20
 
 
 def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):

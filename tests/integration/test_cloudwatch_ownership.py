@@ -166,7 +166,7 @@ def test_deletes_are_batched(proxied, project_dir):
     apply("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune")
-    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 9
+    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 10
     assert proxy.operations.count("DeleteAlarms") == 1
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
@@ -197,7 +197,7 @@ def test_two_publishers_at_once_converge(proxied):
     plans = [cloudwatch_sync.plan(cw, desired) for cw in (first, second)]
     outcomes = [cloudwatch_sync.apply(cw, plan, desired.cloudwatch_dashboards, desired.alarms, force=False,
                                       prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]
-    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 12
+    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 13
     assert not any(o.error or o.done for o in outcomes[1])
     fresh(proxy)
     again = cloudwatch_sync.plan(first, desired)
@@ -211,7 +211,7 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     code, report, stderr = apply("--deadline", "60")
     assert code == 3 and "Traceback" not in stderr
     stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
-    assert stopped and len(report["written"]) + len(report["failed"]) == 12
+    assert stopped and len(report["written"]) + len(report["failed"]) == 13
     assert sorted(n for n in report["written"] if "-cluster-" in n and n in alarms(client)) == sorted(alarms(client))
     fresh(proxy)
     code, report, _ = apply()
@@ -227,7 +227,7 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     code, report, stderr = apply()
     assert code == 0 and report["written"] == [] and writes(proxy) == []
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
-    assert proxy.operations.count("ListTagsForResource") == 9
+    assert proxy.operations.count("ListTagsForResource") == 10
 
 
 def _without_query_periods(body: bytes) -> bytes:
@@ -245,7 +245,7 @@ def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewrit
     proxy, client, apply = proxied
     proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
     code, report, _ = apply()
-    assert code == 0 and len(report["written"]) == 12
+    assert code == 0 and len(report["written"]) == 13
     fresh(proxy)
     proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
     code, report, _ = apply()
@@ -262,7 +262,7 @@ def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, project_dir)
     fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 0 and report["written"] == [] and writes(proxy) == []
-    assert report["summary"] == {"unchanged": 144}  # 36 dashboards, 108 alarms
+    assert report["summary"] == {"unchanged": 156}  # 36 dashboards, 120 alarms
     # moto pages GetResources by tags (100 a page, 3 tags an alarm): every page is read, no alarm alone.
     assert proxy.operations.count("GetResources") >= 4 and proxy.operations.count("ListTagsForResource") == 0
 
@@ -288,7 +288,7 @@ def test_alarm_listings_are_read_to_their_last_page(proxied):
     fresh(proxy)
     proxy.inject(fault("DescribeAlarms", "rewrite", times=2, callback=split))
     code, report, _ = apply()
-    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 12} and writes(proxy) == []
+    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 13} and writes(proxy) == []
 
 
 def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws):
@@ -336,7 +336,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired)
     retired = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
-    assert len(retired) == 9 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
+    assert len(retired) == 10 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
     stripped, given_away, rehashed = retired[:3]
     arn = {name: alarm["AlarmArn"] for name, alarm in alarms(client).items()}
     for name in (EDITED, stripped):

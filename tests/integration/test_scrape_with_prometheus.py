@@ -208,6 +208,10 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     files = encode(build(project))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
-    assert agent_scrape["scrape_configs"] == [scrape_job(project.settings), ksm_scrape_job(project.settings)]
+    # the agent's job is Prometheus' job and one rule: a whole GPU gets GPU_I_ID "none" (the per-instance set)
+    job = scrape_job(project.settings)
+    job["metric_relabel_configs"].append({"source_labels": ["GPU_I_ID"], "regex": "", "target_label": "GPU_I_ID",
+                                          "replacement": "none", "action": "replace"})
+    assert agent_scrape["scrape_configs"] == [job, ksm_scrape_job(project.settings)]
     values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])
     assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]

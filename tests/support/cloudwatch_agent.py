@@ -3,8 +3,9 @@
 What it does with each scrape of the DCGM exporter (amazon-cloudwatch-agent: plugins/inputs/
 prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declaration.go):
 
-* the scrape job's target labels join the exporter's labels (`job`, `node`, ...); a label
-  with an empty value is no label (Prometheus drops it);
+* the scrape job's target labels join the exporter's labels (`job`, `node`, ...), then its
+  metric_relabel_configs apply (keep, drop, replace); a label with an empty value is no label
+  (Prometheus drops it);
 * `up` and `scrape_*` are internal and dropped; histograms are dropped; a NaN or infinite
   value is dropped (EMF cannot carry it), and for a counter the previous value is forgotten
   too (its delta calculator deletes it) - the only check of a value: any other number,
@@ -98,18 +99,26 @@ def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:
             yaml.safe_load(scrape["data"]["prometheus.yaml"])["scrape_configs"][0])
 
 
-def _relabel_keeps(rules: list[dict], labels: dict[str, str]) -> bool:
-    """Prometheus metric_relabel_configs keep / drop: the source labels' values joined by the separator
-    (default ';') against the fully anchored regex (default '(.*)')."""
+def _relabeled(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | None:
+    """Prometheus metric_relabel_configs keep / drop / replace (None: dropped): the source labels' values
+    joined by the separator (default ';') against the fully anchored regex (default '(.*)'); `replace`
+    sets target_label to the replacement with $n expanded (an empty result removes the label)."""
+    labels = dict(labels)
     for rule in rules:
         action = rule.get("action", "replace")
-        if action not in ("keep", "drop"):
-            continue
         value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels", []))
-        matched = re.fullmatch(rule.get("regex", "(.*)"), value) is not None
-        if matched != (action == "keep"):
-            return False
-    return True
+        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        if action in ("keep", "drop"):
+            if (match is not None) != (action == "keep"):
+                return None
+        elif action == "replace" and match is not None:
+            result = re.sub(r"\$\{?(\w+)\}?", lambda m: match.group(int(m[1])) or "" if m[1].isdigit() else "",
+                            rule.get("replacement", "$1"))
+            if result:
+                labels[rule["target_label"]] = result
+            else:
+                labels.pop(rule["target_label"], None)
+    return labels
 
 
 def scrape_jobs(configmaps_yaml: bytes | str) -> dict[str, dict]:
@@ -192,17 +201,20 @@ class JsonAgent(Pipeline):
         for name, kind, sample_labels, value in exposition(scrape.payload):
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
-            if math.isnan(value) or math.isinf(value):
-                if kind == "counter":  # the agent forgets the series' previous value: the next gives nothing
-                    invalid = {**sample_labels, **scrape.target_labels}
-                    if self.cluster_name:
-                        invalid["ClusterName"] = self.cluster_name
-                    self._previous.pop((name, tuple(sorted((k, v) for k, v in invalid.items() if v != ""))), None)
-                continue
             labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
             rules = self.relabel_by_job.get(scrape.target_labels.get("job"), self.relabel)
-            if not _relabel_keeps(rules, {**labels, "__name__": name}):
+            relabeled = _relabeled(rules, {**labels, "__name__": name})
+            if relabeled is None:
                 continue  # the scrape job's metric_relabel_configs
+            name = relabeled.pop("__name__")
+            labels = {k: v for k, v in relabeled.items() if v != ""}
+            if math.isnan(value) or math.isinf(value):
+                if kind == "counter":  # the agent forgets the series' previous value: the next gives nothing
+                    invalid = dict(labels)
+                    if self.cluster_name:
+                        invalid["ClusterName"] = self.cluster_name
+                    self._previous.pop((name, tuple(sorted(invalid.items()))), None)
+                continue
             if self.cluster_name:
                 labels["ClusterName"] = self.cluster_name
             if kind == "counter":

@@ -8,7 +8,8 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
 * the collector reads its configuration with `$$` standing for `$`;
 * the receiver scrapes with the job's relabelling (dcgm_fleet.discovered gives the target labels)
   and metric_relabel_configs; `job` and `instance` go into the resource (service.name,
-  service.instance.id), not onto the datapoint; an empty label is no label; a gauge becomes a
+  service.instance.id), not onto the datapoint; an empty label is no label (metric_relabel_configs:
+  keep, drop, replace); a gauge becomes a
   Gauge, a counter a cumulative Sum;
 * the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
@@ -27,7 +28,7 @@ import math
 import re
 import yaml
 
-from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabel_keeps, exposition
+from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabeled, exposition
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
@@ -205,8 +206,11 @@ class OtelAgent(Pipeline):
             if kind == "histogram":
                 continue  # DCGM serves none; awsemf would publish a histogram's statistics
             merged = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
-            if not _relabel_keeps(job.get("metric_relabel_configs") or [], {**merged, "__name__": name}):
+            relabeled = _relabeled(job.get("metric_relabel_configs") or [], {**merged, "__name__": name})
+            if relabeled is None:
                 continue
+            name = relabeled.pop("__name__")
+            merged = {k: v for k, v in relabeled.items() if v != ""}
             labels = {k: v for k, v in merged.items() if k not in ("job", "instance")}  # into the resource
             if any(condition(name, value) for condition in self.conditions):
                 self.dropped.append((name, labels, value))

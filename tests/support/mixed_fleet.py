@@ -181,14 +181,15 @@ def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: int) -> str | Non
     if value is None:
         return NOT_SUPPORTED
     if metric in COUNTERS:  # whole numbers: exact in float64 (below 2^53)
-        return f"{COUNTER_START.get(metric, 1_000_000_000) + int(value) * elapsed} {(STARTED + elapsed) * 1000}"
+        return f"{COUNTER_START.get(metric, 1_000_000_000) + int(value * elapsed)} {(STARTED + elapsed) * 1000}"
     return f"{value:g}"
 
 
-def payload(node: Node) -> str:
-    """/metrics of the node's exporter now: counters stamped with the current whole second and
-    grown linearly with it (two scrapes in one second write the same sample)."""
-    elapsed = int(time.time()) - STARTED
+def payload(node: Node, elapsed: int | None = None) -> str:
+    """/metrics of the node's exporter now (or `elapsed` seconds after the counters started): counters
+    stamped with the current whole second and grown linearly with it (two scrapes in one second write
+    the same sample)."""
+    elapsed = int(time.time()) - STARTED if elapsed is None else elapsed
     lines = []
     for metric in FIELDS:
         lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} {'counter' if metric in COUNTERS else 'gauge'}"]
@@ -239,23 +240,24 @@ def _aggregate(how: str, values: list[float]) -> float:
 
 
 def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",),
-          collected: frozenset[str] = frozenset(FIELDS)) -> dict[str, float]:
+          collected: frozenset[str] = frozenset(FIELDS), fleet: tuple[Node, ...] = FLEET) -> dict[str, float]:
     """Expected {legend: value} of a neutral query over the whole fleet.
 
     `node_names` maps a Kubernetes node to the name the scrape path can know it by; `clusters`
-    names the clusters that each run this same fleet (one Prometheus holding them all).
+    names the clusters that each run this same fleet (one Prometheus holding them all); `fleet`, a
+    variant of FLEET.
     """
     keys = set(query.by) - {"cluster"}
     groups: dict[str, list[float]] = {}
     for cluster in clusters:
         prefix = f"{cluster} " if "cluster" in query.by else ""
-        _add_cluster(query, keys, node_names, prefix, groups, collected)
+        _add_cluster(query, keys, node_names, prefix, groups, collected, fleet)
     return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
 
 
 def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
-                 groups: dict[str, list[float]], collected: frozenset[str]) -> None:
-    for node in FLEET:
+                 groups: dict[str, list[float]], collected: frozenset[str], fleet: tuple[Node, ...]) -> None:
+    for node in fleet:
         for gpu in node.gpus:
             if "pod" in keys:
                 parts = [(holder, [i for i in gpu.instances if holder in i.pods()]) for holder in gpu.holders()]

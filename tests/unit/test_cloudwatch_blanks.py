@@ -230,11 +230,20 @@ def test_classic_per_gpu_lines_leave_out_the_gpu_that_reads_a_blank(classic_flee
 
 
 def test_classic_a_line_over_several_gpus_shows_a_gap_not_the_blank(classic_fleet):
-    """Hottest GPU and the average: every period holds the never-read GPU, so the line is empty."""
-    _, files, datapoints, _ = classic_fleet
-    for title in ("Hottest GPU", "Average GPU temperature"):
-        shown = cloudwatch_eval.widget(_widget(files, title, "overview"), datapoints, START, END)
-        assert all(series == {} for series in shown.values()), title
+    """Hottest GPU: every period holds the never-read GPU, so the line is empty. The average is a mean of
+    per-GPU lines (each GPU weighs once, however many series it writes): the blank GPU drops out alone."""
+    project, files, datapoints, _ = classic_fleet
+    shown = cloudwatch_eval.widget(_widget(files, "Hottest GPU", "overview"), datapoints, START, END)
+    assert all(series == {} for series in shown.values())
+    from generator.model import Query
+
+    properties = _widget(files, "Average GPU temperature", "overview")
+    (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
+    temperature = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
+    read = [gpu for gpu in FLEET if (gpu.node, gpu.index) != ("ip-10-0-1-2", 1)]
+    expected = truth(Query(temperature.name, "avg", ()), temperature, START, END, END - START, gpus=read)[""]
+    assert set(series) == set(expected)
+    assert all(close(value, expected[bucket]) for bucket, value in series.items())
 
 
 def test_classic_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_true(classic_fleet):

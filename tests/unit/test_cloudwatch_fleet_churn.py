@@ -73,10 +73,9 @@ def _time_sliced_framebuffer(k: int) -> str:
 
 
 def test_a_time_sliced_gpus_framebuffer_counts_once():
-    """Each repeat of a time-sliced GPU's series reaches CloudWatch as its own observation under the GPU's
-    dimensions: the per-GPU framebuffer is their mean, never their sum (which would count the GPU once per
-    pod). A MIG GPU's instances are told apart from such repeats only by GPU_I_ID, which no published
-    dimension set carries: README says what a MIG GPU reads there."""
+    """Each repeat of a time-sliced GPU's series reaches CloudWatch as its own observation under the GPU
+    instance's dimensions: the framebuffer line is their mean, never their sum (which would count the GPU
+    once per pod). A MIG GPU's instances are told apart from such repeats by GPU_I_ID (test_cloudwatch_mig)."""
     from tests.support.cloudwatch_agent import Scrape
     from tests.support.dcgm_fleet import target_labels
 
@@ -90,7 +89,7 @@ def test_a_time_sliced_gpus_framebuffer_counts_once():
                      if w["type"] == "metric" and w["properties"]["title"] == "Framebuffer memory used"]
     shown = cloudwatch_eval.widget(properties, points, START, END)
     assert {label: set(series.values()) for label, series in shown.items()} == {
-        "ip-10-0-1-3 GPU 0": {5000.0}, "ip-10-0-1-3 GPU 1": {2000.0}}
+        "ip-10-0-1-3 GPU 0 MIG none": {5000.0}, "ip-10-0-1-3 GPU 1 MIG none": {2000.0}}
 
 
 def test_the_agent_model_forgets_a_counter_after_a_value_it_cannot_send():

@@ -30,26 +30,30 @@ def _generate(cli, tmp_path, text: str, refused: bool = True):
     return code, stdout, stderr, config, out
 
 
-@pytest.mark.parametrize("key, dashboard", [("top_pods", "by-pod"), ("top_gpus", "health")])
+# top_gpus: the overview binds first, its four one-line charts summed or averaged from up to 500 per-GPU lines
+# each (2,000 metrics; the hottest GPU's one more) beside six per-GPU charts; the health dashboard's eleven
+# charts would allow 227
+@pytest.mark.parametrize("key, dashboard, total, charts, fits", [("top_pods", "by-pod", "5,500", 11, 227),
+                                                                  ("top_gpus", "overview", "5,001", 6, 83)])
 def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
-        cli, tmp_path, key, dashboard):
+        cli, tmp_path, key, dashboard, total, charts, fits):
     code, stdout, stderr, config, out = _generate(cli, tmp_path, f"cloudwatch:\n  {key}: 500\n")
     assert code == 2, stderr
     assert f"error: {config}:2: cloudwatch.{key} 500: CloudWatch dashboard gpudash-gpu-cluster-{dashboard} would " \
-           f"show up to 5,500 metrics (11 charts of up to 500 lines each); CloudWatch draws at most 2,500 metrics " \
-           f"per dashboard and leaves the rest out" in stderr, stderr
-    assert f"fix: set cloudwatch.{key} to 227 or less" in stderr
+           f"show up to {total} metrics ({charts} charts of up to 500 lines each); CloudWatch draws at most 2,500 " \
+           f"metrics per dashboard and leaves the rest out" in stderr, stderr
+    assert f"fix: set cloudwatch.{key} to {fits} or less" in stderr
     assert "Traceback" not in stderr and stdout == ""
 
     # the value named fits: the build is written and lint finds no dashboard over the limit
-    config.write_text(f"cloudwatch:\n  {key}: 227\n")
+    config.write_text(f"cloudwatch:\n  {key}: {fits}\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
     assert code == 0, stderr
     code, stdout, _ = cli("lint", "--config", str(config), "--from", str(out), "--output", "json")
     assert not [f for f in json.loads(stdout)["findings"] if f["rule"] == "CW011"]
     body = json.loads(json.loads((out / f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json").read_text())
                       ["DashboardBody"])
-    assert "LIMIT 227" in json.dumps(body)
+    assert f"LIMIT {fits}" in json.dumps(body)
 
 
 def test_apply_from_definitions_refuses_the_same_setting(cli, tmp_path):

@@ -47,6 +47,9 @@ def test_every_widget_shows_the_truth(fleet):
         period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
         expected = truth(query, project.catalog.get(query.metric), START, END, period)
         expected = {(label or properties["title"]): series for label, series in expected.items()}
+        if any(" MIG " in label for label in shown):  # per GPU instance (the header says so): these GPUs are whole
+            assert f"{properties['title']}: one line per GPU instance" in _header(files, path)
+            expected = {f"{label} MIG none": series for label, series in expected.items()}
         if query.by and "pod" not in query.by:
             limit = project.settings.cloudwatch.top_gpus
             assert len(shown) == min(limit, len(expected))
@@ -58,6 +61,10 @@ def test_every_widget_shows_the_truth(fleet):
                                                              shown[label][bucket], value)
         checked += 1
     assert checked >= 25
+
+
+def _header(files, path):
+    return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
 
 
 def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
@@ -109,10 +116,11 @@ def test_gpu_alarms_watch_every_gpu_and_name_it(fleet):
 
 def test_pcie_replays_alarm_means_what_its_prometheus_twin_means(fleet):
     """Threshold: replays per minute x 5 over 5 minutes. 110 per 5 minutes fires; 40 does not.
-    The largest 30 s delta (11) would never reach 50."""
+    The largest 30 s delta (11) would never reach 50. The query takes the mean delta per scrape (a sum of
+    the deltas would count a MIG GPU's once per instance): the threshold is per scrape, 50 / 10."""
     project, files, datapoints = fleet
     request = _alarms(files)["pcie-replays-warning"]
-    assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5
+    assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5 / (300 / STEP)
     assert _firing(request, datapoints) == {GPU_KEY}
 
 
@@ -274,7 +282,9 @@ def test_every_alarm_combination_fires_for_exactly_what_its_condition_says(proje
                 middle = values[len(values) // 2] if len(values) > 1 else values[0] * 0.9
                 for comparison in (">", "<="):
                     cases.append((metric, increase, aggregation, list(by), comparison, float(middle)))
-    assert refused == 12  # the max or min over several GPUs of per-GPU rates or increases
+    # the max or min over several GPUs of per-GPU rates or increases (12); framebuffer other than per pod or
+    # counted (12): a MIG GPU's is the sum of its instances, which no one query adds up per GPU
+    assert refused == 24
     folder = project_dir("alarms:\n  actions:\n    warning: []\n")
     (folder.parent / "alarms").mkdir()
     (folder.parent / "alarms" / "combos.py").write_text(ALARM_COMBINATIONS.replace("{CASES!r}", repr(cases))
@@ -338,7 +348,7 @@ def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(projec
     project = load_project(project_dir("thresholds:\n  idle_minutes: 180\n"))
     files = encode(build(project))
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
-    (idle,) = [r for r in requests if "gpu-idle" in r["Request"]["AlarmName"]]
+    (idle,) = [r for r in requests if r["Request"]["AlarmName"].endswith("gpu-idle-warning")]
     assert idle["Request"]["EvaluationPeriods"] * idle["Request"]["Metrics"][0]["Period"] == 10800
 
     class Subject:

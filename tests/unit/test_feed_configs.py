@@ -23,6 +23,8 @@ from generator.render.scrape import scrape_job, service_monitor
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", "gpu"]
 CLASSIC = "agent:\n  pipeline: classic\n"  # the agent's JSON path, which these tests read (test_agent_otel.py: the OTel one)
+# per GPU instance (whole GPUs GPU_I_ID "none"), and per pod on MIG instances only: what MIG needs
+INSTANCE_SET, MIG_POD_SET = (*GPU_SET, "GPU_I_ID"), (*POD_SET, "GPU_I_PROFILE")
 
 
 def _agent(files, path=AGENT):
@@ -58,10 +60,13 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert prometheus["cluster_name"] == "gpu-cluster"
     assert prometheus["log_group_name"] == "/aws/containerinsights/gpu-cluster/prometheus"
     declarations = _declarations(config)
-    assert sorted(declarations) == [CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET)]
+    assert sorted(declarations) == sorted([CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET), INSTANCE_SET, MIG_POD_SET])
     for declaration in declarations.values():
         assert declaration["source_labels"] == ["job"]
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}
+    # framebuffer per GPU instance; the idle alarm's stand-in on MIG pods
+    assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED"}
+    assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     (ksm,) = _declarations(config, KSM_MATCHER).values()
     assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
         "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available"}
@@ -82,8 +87,8 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 def test_selectors_cover_every_series_field_and_skip_labels(project_dir):
     project = load_project(project_dir(CLASSIC))
     for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
-        if dims == CLUSTER_SET:
-            continue  # the data-missing alarm's one field
+        if dims in (CLUSTER_SET, INSTANCE_SET, MIG_POD_SET):
+            continue  # the data-missing alarm's one field; MIG's sets carry only what is queried with them
         assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
 
@@ -108,7 +113,9 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     prometheus = _agent(encode(build(project)))[1]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
-        CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "node", "gpu", "modelName")]
+        CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"),
+        ("ClusterName", "namespace", "pod", "container", "GPU_I_PROFILE"), ("ClusterName", "node", "gpu", "modelName"),
+        ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID")]
     assert run(RULES, _feed(project)) == []
 
 
@@ -213,6 +220,19 @@ def _edit_agent(artifacts, edit=None, edit_scrape=None):
     return replace(artifacts, agents=(replace(agent, config=config, scrape=scrape), *artifacts.agents[1:]))
 
 
+def test_a_per_instance_set_without_the_whole_gpu_instance_fails():
+    """The agent emits a set only for samples that carry every dimension: without the scrape job's GPU_I_ID
+    for whole GPUs, the per-instance set would publish MIG instances alone and whole GPUs would vanish."""
+    def without(scrape):
+        for job in scrape["scrape_configs"]:
+            job["metric_relabel_configs"] = [r for r in job.get("metric_relabel_configs", [])
+                                             if r.get("target_label") != "GPU_I_ID"]
+
+    assert _rule(_feed(load_project()), "AG002") == []
+    (finding,) = _rule(_feed(load_project(), lambda f: _edit_agent(f, edit_scrape=without)), "AG002")
+    assert "the scrape job gives whole GPUs none" in finding.message and finding.severity == "error"
+
+
 def test_cluster_name_left_to_the_ec2_tag_fails(project_dir):
     def unset(config):
         del config["logs"]["metrics_collected"]["prometheus"]["cluster_name"]
@@ -237,7 +257,7 @@ def test_a_queried_set_the_agent_does_not_publish_fails(project_dir):
 def test_used_selection_publishing_more_than_is_queried_warns(project_dir):
     def extra(config):
         for declaration in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]:
-            if "gpu" in declaration["dimensions"][0]:
+            if declaration["dimensions"][0] == GPU_SET:
                 declaration["metric_selectors"].append("^DCGM_FI_DEV_FB_FREE$")
 
     project = load_project(project_dir(CLASSIC + "  metric_selection: used\n"))

@@ -1,0 +1,250 @@
+"""MIG and time-sliced GPUs on CloudWatch: every widget and alarm shows the truth, or says how it differs.
+
+The mixed fleet (tests/support/mixed_fleet.py: whole GPUs, two A100s split into MIG instances whose
+device fields repeat on every instance, a GPU two pods share by time-slicing, idle GPUs, "not
+supported" readings) is served as the exporters write it, through the model of the CloudWatch agent
+driven by the *generated* agent config and scrape job; the *generated* widgets and alarms are
+evaluated with Metrics Insights' documented semantics and compared with the truth computed from the
+fleet's facts (the truth the Grafana side is held to in test_fleet_truth).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from generator.artifacts import build
+from generator.model import Query
+from generator.output import encode
+from generator.project import load_project
+from generator.render.alarms import cloudwatch_condition
+from generator.resources import default_counters
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import close, panel, widgets
+from tests.support.dcgm_fleet import target_labels
+from tests.support.mixed_fleet import FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
+
+STEP, START, END = 30, 0, 2100  # seven 5-minute periods; the agent saw one scrape before START
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+NAMES = {node.name: node.name for node in FLEET}
+STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # what MIG instances report instead of GPU utilization
+FACTS = INSTANCE_SUM | INSTANCE_AVG
+
+
+def _variant() -> tuple:
+    """The fleet with what tells a MIG-blind CloudWatch apart: the MIG instance no pod held is held by a pod
+    that leaves it idle (1 % engine activity), and a MIG GPU's PCIe link replays 30 times per 5 minutes,
+    below the alarm's 50 (a sum over its two instances' repeated deltas would read 60)."""
+    nodes = []
+    for node in FLEET:
+        if node.name == "gpu-node-mig":
+            first, second = node.gpus
+            idle = Instance(id="2", profile="3g.20gb", pod=("team-c", "mig-idle"), fb_used=1000, fb_free=19000,
+                            engine=0.01)
+            node = replace(node, gpus=(replace(first, replays_per_s=0.1),
+                                       replace(second, instances=(second.instances[0], idle))))
+        nodes.append(node)
+    return tuple(nodes)
+
+
+VARIANT = _variant()
+
+
+def _project(folder: Path, settings: str = "", dashboards: dict[str, str] | None = None):
+    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+    csv = folder / "counters.csv"
+    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
+                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    config = folder / "gpudash.yaml"
+    config.write_text(settings)
+    if dashboards:
+        (folder / "dashboards").mkdir()
+        for name, text in dashboards.items():
+            (folder / "dashboards" / name).write_text(text)
+        with config.open("a") as handle:
+            handle.write("\ndefinitions:\n  dashboards: [dashboards]\n")
+    return load_project(config, csv)
+
+
+def _datapoints(files, fleet=VARIANT):
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
+               for k in range(-1, END // STEP) for node in fleet]
+    return Agent(config, job).run(scrapes)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    project = _project(tmp_path_factory.mktemp("mig"))
+    files = encode(build(project))
+    return project, files, _datapoints(files)
+
+
+def _header(files, path: str) -> str:
+    return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
+
+
+def _per_instance(metric: str, fleet=VARIANT) -> dict[str, float]:
+    """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once)."""
+    return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}": getattr(instance, FACTS[metric])
+            for node in fleet for gpu in node.gpus for instance in gpu.instances}
+
+
+def _expected(query, lines: set[str], header: str, title: str) -> dict[str, float]:
+    """The truth of a widget's query; where the header says the lines differ from the title, the truth of
+    what it says they are."""
+    if any(" MIG " in line for line in lines):
+        assert f"{title}: one line per GPU instance" in header
+        return _per_instance(query.metric)
+    collected = frozenset(FIELDS)
+    if query.metric == "DCGM_FI_DEV_GPU_UTIL":
+        assert f"{title}: GPUs split into MIG instances do not report it and are left out" in header
+        collected -= {STAND_IN}  # the truth without the stand-in: MIG GPUs give no utilization
+    return truth(query, NAMES, collected=collected, fleet=VARIANT)
+
+
+def test_every_widget_shows_the_truth_on_mig_and_time_sliced_gpus(mixed):
+    project, files, datapoints = mixed
+    checked = 0
+    for path, properties in widgets(files):
+        query = panel(project, path, properties["title"], "gpu-cluster").queries[0]
+        shown = {label: series for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items()
+                 if series}  # a line without a datapoint is no line
+        header = _header(files, path)
+        expected = {(label or properties["title"]): value
+                    for label, value in _expected(query, set(shown), header, properties["title"]).items()}
+        assert set(shown) == set(expected), (path, properties["title"])
+        for label, value in expected.items():
+            wrong = {t: v for t, v in shown[label].items() if not close(v, value)}
+            assert not wrong and len(shown[label]) == (END - START) // (
+                END - START if properties.get("setPeriodToTimeRange") else properties["period"]), \
+                (properties["title"], label, wrong, value)
+        checked += 1
+    assert checked >= 20
+
+
+def test_the_figures_that_mig_changes(mixed):
+    """Written out: a MIG GPU counts once, its temperature weighs once in the fleet's mean, its framebuffer
+    shows per instance (19,600 and 5,000 MiB, not their mean 12,300), the time-sliced GPU once (not twice)."""
+    _, files, datapoints = mixed
+    shown = {p["title"]: cloudwatch_eval.widget(p, datapoints, START, END) for path, p in widgets(files)
+             if "overview" in path}
+    assert set(shown["GPUs reporting"]["GPUs reporting"].values()) == {11.0}
+    temperatures = [gpu.temp for node in VARIANT for gpu in node.gpus]
+    mean = sum(temperatures) / len(temperatures)
+    assert all(close(v, mean) for v in shown["Average GPU temperature"]["Average GPU temperature"].values())
+    memory = shown["Framebuffer memory used"]
+    assert memory["gpu-node-mig GPU 0 MIG 1"][0] == 19600 and memory["gpu-node-mig GPU 0 MIG 2"][0] == 5000
+    assert memory["gpu-node-ts GPU 0 MIG none"][0] == 12000 and memory["gpu-node-a GPU 0 MIG none"][0] == 9000
+
+
+def _firing(requests: list[dict], datapoints, end=END) -> set[str]:
+    """Every contributor in ALARM over the rule's CloudWatch alarms, named as the Prometheus rule names it."""
+    fired = set()
+    for request in requests:
+        for key, state in cloudwatch_eval.alarm(request, datapoints, end).items():
+            dims = dict(key)
+            if state == "ALARM":
+                fired.add(f"Pod {dims['namespace']}/{dims['pod']}" if "pod" in dims
+                          else f"{dims['node']} GPU {dims['gpu']}" if "gpu" in dims else "")
+    return fired
+
+
+def test_every_alarm_fires_as_its_prometheus_twin_on_mig_and_time_sliced_gpus(mixed):
+    """The Prometheus rule's meaning, from the fleet's facts: the idle rule takes graphics engine activity on
+    MIG instances (x 100, a percent), device counters count once per GPU."""
+    project, files, datapoints = mixed
+    requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]
+    fired_by_rule = {}
+    for alarm in project.alarms:
+        if alarm.absent:
+            continue
+        mine = [r["Request"] for r in requests
+                if {"Key": "gpudash:rule", "Value": alarm.id} in r["Request"]["Tags"]]
+        condition = cloudwatch_condition(alarm, project.settings)
+        values = truth(condition.query, NAMES, fleet=VARIANT)
+        if condition.query.as_increase:  # per second in the facts: over the alarm's period
+            values = {k: v * alarm.period_seconds for k, v in values.items()}
+        compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
+        expected = {k for k, v in values.items() if compare(float(v), float(condition.threshold))}
+        fired_by_rule[alarm.id] = _firing(mine, datapoints)
+        assert fired_by_rule[alarm.id] == expected, (alarm.id, [r["Metrics"][0]["Expression"] for r in mine])
+    assert fired_by_rule["gpu-idle"] == {"Pod team-a/infer-1", "Pod team-c/mig-idle"}
+    assert fired_by_rule["pcie-replays"] == {"gpu-node-a GPU 0"}  # not the MIG GPU at 30 per 5 minutes
+    assert fired_by_rule["framebuffer-full"] == {"Pod team-a/mig-a"}
+
+
+def test_the_idle_rule_watches_mig_pods_in_a_second_alarm_of_the_same_meaning(mixed):
+    project, files, _ = mixed
+    requests = {r["Request"]["AlarmName"]: r["Request"] for r in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    whole, mig = requests["gpudash-gpu-cluster-gpu-idle-warning"], requests["gpudash-gpu-cluster-gpu-idle-mig-warning"]
+    percent = project.settings.threshold("idle_gpu_util_percent")
+    assert whole["Threshold"] == percent and mig["Threshold"] == percent / 100  # a ratio on MIG instances
+    assert f'SELECT AVG("{STAND_IN}")' in mig["Metrics"][0]["Expression"]
+    assert '"GPU_I_PROFILE")' in mig["Metrics"][0]["Expression"]  # a set only MIG instances publish
+    assert mig["Tags"] == whole["Tags"]  # one rule
+
+
+def test_mig_instances_and_whole_gpus_publish_one_per_instance_set(mixed):
+    """The agent emits a set only for samples that carry every dimension: the scrape job gives whole GPUs
+    GPU_I_ID "none", so framebuffer per instance covers every GPU; GPU_I_PROFILE stays MIG's own."""
+    _, files, datapoints = mixed
+    framebuffer = {p.dims().get("GPU_I_ID") for p in datapoints
+                   if p.metric == "DCGM_FI_DEV_FB_USED" and "GPU_I_ID" in p.dims()}
+    assert framebuffer == {"1", "2", "none"}
+    profiles = {(p.dims()["namespace"], p.dims()["pod"]) for p in datapoints
+                if p.metric == STAND_IN and "GPU_I_PROFILE" in p.dims()}
+    assert profiles == {("team-a", "mig-a"), ("team-c", "mig-b"), ("team-c", "mig-idle")}
+
+
+COMBINATIONS = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+FIELDS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+GROUPS = ((), ("pod",), ("node", "gpu"))
+
+
+def dashboards(ctx):
+    panels = [Panel(f"{metric} {aggregation} by {'+'.join(by) or 'all'}", Query(metric, aggregation, by),
+                    description="every combination")
+              for metric in FIELDS for aggregation in ("avg", "sum", "max", "min", "count") for by in GROUPS]
+    yield Dashboard(id="combos", title="Combinations", rows=[Row("all", panels)])
+'''
+
+
+def test_every_combination_on_mig_is_true_or_says_how_it_differs(tmp_path):
+    """Any aggregation of a device field, an instance field that adds up and one that averages, per pod, per
+    GPU or over the cluster: the truth, or lines the header names for what they are, or left out and named."""
+    project = _project(tmp_path, "cloudwatch:\n  top_gpus: 500\n  top_pods: 500\n", {"combos.py": COMBINATIONS})
+    files = encode(build(project))
+    datapoints = _datapoints(files)
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"
+    header = _header(files, path)
+    shown = {p["title"]: p for where, p in widgets(files) if where == path}
+    (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
+    counts = {"true": 0, "left out": 0}
+    for item in dashboard.panels():
+        query = item.queries[0]
+        if item.title not in shown:
+            assert f"{item.title} (" in header
+            counts["left out"] += 1
+            continue
+        lines = {k: s for k, s in cloudwatch_eval.widget(shown[item.title], datapoints, START, END).items() if s}
+        expected = {(k or item.title): v for k, v in _expected(query, set(lines), header, item.title).items()}
+        assert set(lines) == set(expected), item.title
+        for label, value in expected.items():
+            assert all(close(v, value) for v in lines[label].values()), (item.title, label, lines[label], value)
+        counts["true"] += 1
+    # Left out: the mean, max or min over GPUs of framebuffer (a MIG GPU's instances add up), the max or min
+    # over GPUs of engine activity (a MIG GPU's is the mean of its instances).
+    assert counts == {"true": 55, "left out": 5}
+
+
+def test_truth_of_the_fleet_total(tmp_path):
+    """Framebuffer over the cluster: every instance once, the time-sliced GPU once."""
+    expected = truth(Query("DCGM_FI_DEV_FB_USED", "sum"), NAMES, fleet=VARIANT)[""]
+    assert expected == sum(_per_instance("DCGM_FI_DEV_FB_USED").values()) == 143600
