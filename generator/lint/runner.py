@@ -51,8 +51,23 @@ def lint_input(project: Project, artifacts: Artifacts | None = None, grafana_sch
         raise InputError(f"this build was made from another counters CSV than {project.catalog.source} "
                          f"(sha256 {artifacts.counters_sha256[:12]}…, this one {project.catalog.sha256[:12]}…): "
                          "its fields would be judged by the wrong CSV", where=artifacts.origin,
-                         hint="pass --csv with the CSV the build was made from, or generate the build again")
+                         hint=_other_csv_hint(project, artifacts.counters_sha256))
     return LintInput(artifacts, project.settings, project.catalog, grafana_schema, cwagent_schema)
+
+
+def _other_csv_hint(project: Project, made_from: str) -> str:
+    """What to do about a build made from another CSV: drop --csv when the build was made from the CSV
+    used without it (the settings' `counters`, else the bundled one)."""
+    from ..catalog import load_counters
+
+    default = project.settings.counters_path
+    try:
+        same = load_counters(default).sha256 == made_from
+    except InputError:  # the settings' CSV cannot be read: nothing to compare
+        same = False
+    if same:
+        return f"drop --csv: the build was made from {default if project.settings.counters else 'the bundled CSV'}"
+    return "pass --csv with the CSV the build was made from, or generate the build again"
 
 
 def lint_project(project: Project, disabled: frozenset[str] = frozenset(), grafana_schema: Path | None = None,

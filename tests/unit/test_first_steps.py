@@ -314,3 +314,16 @@ def test_a_panel_left_out_is_noted_at_its_definition_even_in_a_folder_whose_name
             if f["rule"] == "DF001" and f["message"].startswith("panel ")] == [
         ("team: gpus/training.py:8", "panel 'Temperature' left out: the counters CSV does not collect "
                                      "DCGM_FI_DEV_GPU_TEMP")]
+
+
+def test_linting_a_bundled_csv_build_with_another_csv_says_drop_it(in_folder, cli):
+    """A build made from the bundled CSV, linted with --csv naming another one: the fix is to drop --csv."""
+    from generator.resources import default_counters
+
+    assert cli("generate")[0] == 0
+    other = in_folder / "other.csv"
+    other.write_text(default_counters().read_text() + "DCGM_FI_DEV_VGPU_LICENSE_STATUS, gauge, vGPU License status\n")
+    code, stdout, stderr = cli("lint", "--from", "build", "--csv", str(other))
+    assert code == 2 and stdout == "", stdout
+    assert "this build was made from another counters CSV than " in stderr
+    assert "fix: drop --csv: the build was made from the bundled CSV" in stderr, stderr
