@@ -52,8 +52,10 @@ class LintInput:
         """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on."""
         return self.artifacts.agent((cluster or self.clusters()[0]).name)
 
-    def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any]:
-        return self.agent(cluster).config
+    def agent_config(self, cluster: Cluster | None = None) -> dict[str, Any] | None:
+        """The agent's cwagentconfig.json of `cluster`; None with the add-on, which has no agent ConfigMaps."""
+        agent = self.agent(cluster)
+        return agent.config if agent is not None else None
 
     def scrape_job(self, cluster: Cluster | None = None) -> dict[str, Any]:
         agent = self.agent(cluster)

@@ -263,6 +263,7 @@ def dashboards(ctx):
 def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     project, _, _ = addon
     subject = lint_input(project)
+    assert subject.agent(None) is None and subject.agent_config(None) is None  # no agent ConfigMaps: none to read
     assert [f for f in lint_project(project) if f.severity == "error"] == []
     published = published_sets()
     for item in subject.alarms:
