@@ -13,7 +13,7 @@ from ..clients.answer import Answer, OddAnswer
 from ..clients.cloudwatch import for_verify, list_metrics_page
 from ..clients.http import SlowAnswer
 from ..clients.options import Options
-from .result import FAIL, NO_DATA, OK, SKIP, UNREACHABLE, Check, step
+from .result import FAIL, NO_DATA, OK, SKIP, UNREACHABLE, WARN, Check, step
 
 GROUP = "cloudwatch"
 SAMPLE = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE")
@@ -29,11 +29,25 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
     cloudwatch = for_verify(options)
+    signals = _addon_alarm_generated(project)
     for cluster in settings.clusters:
-        try:
-            yield from step(GROUP, f"{cluster.name} metrics", _cluster, cloudwatch, settings, cluster, metrics, options)
-        except RemoteError as exc:
-            yield Check(GROUP, f"{cluster.name} metrics", FAIL, exc.what, exc.hint or "", cause=UNREACHABLE)
+        named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, options))]
+        if signals:
+            named.append((f"{cluster.name} data-missing signals", _addon_signals, (cloudwatch, cluster, options)))
+        for name, check, args in named:
+            try:
+                yield from step(GROUP, name, check, *args)
+            except RemoteError as exc:
+                yield Check(GROUP, name, FAIL, exc.what, exc.hint or "", cause=UNREACHABLE)
+
+
+def _addon_alarm_generated(project: Project) -> bool:
+    """The data-missing alarm is generated on the Container Insights add-on's metrics."""
+    from .. import data_missing
+    from ..container_insights import enabled
+
+    return enabled(project.settings) and data_missing.expected(project.settings) and \
+        any(alarm.absent for alarm in project.alarms)
 
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],
@@ -91,6 +105,34 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
         return Check(GROUP, name, FAIL, f"published with dimensions the add-on's table does not list: {'; '.join(odd)}",
                      "compare the add-on's version with generator/container_insights_table.py")
     return Check(GROUP, name, OK, f"{len(ADDON_SAMPLE)} sampled GPU metrics arriving in {NAMESPACE}")
+
+
+def _addon_signals(cloudwatch, cluster, options: Options) -> Check:
+    """What the data-missing alarm reads on the add-on arrives: the GPU nodes' capacity next to their GPU
+    metrics, and the cluster's node count (the agent runs)."""
+    from ..container_insights_table import CLUSTER, CLUSTER_NODE_COUNT, NAMESPACE, NODE_GPU_LIMIT, by_field, metric_name
+    from ..data_missing import ADDON_REPORTED
+
+    reported = metric_name("node", by_field()[ADDON_REPORTED])
+    wanted = {CLUSTER_NODE_COUNT, NODE_GPU_LIMIT, reported}
+    found = {m for m, sets in _listed(cloudwatch, NAMESPACE, cluster, [CLUSTER], wanted, options).items()
+             if [CLUSTER] in sets}
+    name = f"{cluster.name} data-missing signals"
+    if CLUSTER_NODE_COUNT not in found:
+        return Check(GROUP, name, FAIL, f"no {CLUSTER_NODE_COUNT} [{CLUSTER}] in {NAMESPACE} in the last 3 h: the "
+                     "data-missing alarm reads it as the add-on's agent running and alarms without it",
+                     "check the cloudwatch-agent pods and their logs (its elected leader publishes the cluster's "
+                     "metrics), or write alarms.expected_gpus: none", cause=NO_DATA)
+    if NODE_GPU_LIMIT not in found and reported in found:
+        return Check(GROUP, name, WARN, f"GPU metrics arrive but no {NODE_GPU_LIMIT} [{CLUSTER}]: the data-missing "
+                     "alarm expects no GPU and stays OK when their metrics stop",
+                     "the agent publishes a node's nvidia.com/gpu capacity when it is not 0: check that the NVIDIA "
+                     "device plugin advertises nvidia.com/gpu on the GPU nodes")
+    if NODE_GPU_LIMIT not in found:
+        return Check(GROUP, name, WARN, f"no {NODE_GPU_LIMIT} [{CLUSTER}] in the last 3 h: no GPU node is counted "
+                     "(a GPU node group at zero is OK)", "")
+    return Check(GROUP, name, OK, f"{CLUSTER_NODE_COUNT} and {NODE_GPU_LIMIT} arriving: the data-missing alarm "
+                 "expects the GPUs the kubelet counts")
 
 
 def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options) -> Check:

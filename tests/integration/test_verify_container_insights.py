@@ -56,6 +56,7 @@ def test_the_addon_deployed_and_feeding_passes(addon_stack):
     assert checks[("kube", "add-on exporter Service")]["detail"] == "dcgm-exporter-service exposes 9400"
     assert checks[("cloudwatch", "gpu-cluster metrics")]["detail"] == \
         "4 sampled GPU metrics arriving in ContainerInsights"
+    assert checks[("cloudwatch", "gpu-cluster data-missing signals")]["status"] == "ok"
     # The Prometheus path's agent is not looked for: the add-on replaces it.
     assert ("kube", "CloudWatch agent") not in checks
 
@@ -104,6 +105,25 @@ def test_no_gpu_metrics_in_container_insights_fails_with_the_update_addon_comman
     check = checks[("cloudwatch", "gpu-cluster metrics")]
     assert check["detail"] == "no GPU metrics in ContainerInsights for gpu-cluster in the last 3 h"
     assert "aws eks update-addon --cluster-name gpu-cluster --addon-name amazon-cloudwatch-observability" in check["fix"]
+
+
+def test_the_data_missing_alarm_s_signals_are_checked(addon_stack, moto):
+    """The alarm reads each GPU node's capacity and the cluster's node count: GPU metrics without the capacity
+    leave it expecting no GPU (a warning), no node count leaves it alarming (a failure)."""
+    _, verify = addon_stack
+    moto.reset()
+    put_addon_metrics(moto.client("cloudwatch", "us-east-1"), signals=("cluster_node_count",))
+    code, checks = verify()
+    check = checks[("cloudwatch", "gpu-cluster data-missing signals")]
+    assert (code, check["status"]) == (0, "warn")
+    assert check["detail"].startswith("GPU metrics arrive but no node_gpu_limit [ClusterName]")
+    moto.reset()
+    put_addon_metrics(moto.client("cloudwatch", "us-east-1"), signals=("node_gpu_limit",))
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks) == {("cloudwatch", "gpu-cluster data-missing signals"): (
+        "no cluster_node_count [ClusterName] in ContainerInsights in the last 3 h: the data-missing alarm reads it "
+        "as the add-on's agent running and alarms without it")}
 
 
 def test_metrics_of_another_cluster_name_do_not_count(addon_stack, moto):

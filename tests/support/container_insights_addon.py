@@ -174,12 +174,15 @@ def refresh_addon(cluster) -> None:
 
 def put_addon_metrics(cloudwatch, cluster: str = "gpu-cluster", node: str = "ip-10-0-1-1", device: str = "nvidia0",
                       metrics=("node_gpu_utilization", "node_gpu_temperature", "node_gpu_memory_used",
-                               "node_gpu_power_draw")) -> None:
-    """The add-on's node GPU metrics for one GPU, with its three node dimension sets (boto3 client)."""
+                               "node_gpu_power_draw"), signals=("node_gpu_limit", "cluster_node_count")) -> None:
+    """The add-on's node GPU metrics for one GPU, with its three node dimension sets, and the node's GPU capacity
+    and the cluster's node count with theirs (boto3 client)."""
     sets = [{}, {"NodeName": node, "InstanceId": "i-1"},
             {"NodeName": node, "InstanceId": "i-1", "InstanceType": INSTANCE_TYPE, "GpuDevice": device}]
-    for metric in metrics:
-        for dims in sets:
-            cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=[{
-                "MetricName": metric, "Value": 50, "Dimensions": [
-                    {"Name": "ClusterName", "Value": cluster}, *({"Name": k, "Value": v} for k, v in dims.items())]}])
+    published = [(metric, dims) for metric in metrics for dims in sets]
+    published += [(metric, dims) for metric in signals for dims in
+                  ([{}] if metric == "cluster_node_count" else sets[:2])]
+    for metric, dims in published:
+        cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=[{
+            "MetricName": metric, "Value": 50, "Dimensions": [
+                {"Name": "ClusterName", "Value": cluster}, *({"Name": k, "Value": v} for k, v in dims.items())]}])

@@ -104,7 +104,7 @@ def test_the_add_on_publishes_node_metrics_for_gpus_no_pod_holds():
 
 
 def test_the_alarm_reads_the_add_on_s_own_metrics_of_the_cluster(request_):
-    """Three metrics of the cluster in ContainerInsights, none of them a kube-state-metrics series or a custom metric."""
+    """Three metrics of the cluster in ContainerInsights: no kube-state-metrics series, no custom metric."""
     stats = {m["Id"]: m["MetricStat"] for m in request_["Metrics"] if "MetricStat" in m}
     assert {i: (s["Metric"]["Namespace"], s["Metric"]["MetricName"], s["Stat"]) for i, s in stats.items()} == {
         "n": ("ContainerInsights", "cluster_node_count", "SampleCount"),
