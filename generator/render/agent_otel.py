@@ -11,7 +11,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   collector's configuration expands `$`;
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
-  so a counter back from a blank gives its true increase since its last reading;
+  so a counter back from a blank gives its true increase since its last reading - and the
+  scrape's own series (up, scrape_*), which the JSON path's scraper drops too;
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -69,6 +70,11 @@ def _ottl_number(value: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+# The receiver adds the scrape's own series to every target's (up, scrape_duration_seconds, ...); the
+# JSON path's scraper drops them, and so does this filter: no EMF event is made of them.
+SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
+
+
 def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
     """OTTL datapoint conditions, one per floor: the fields' values that are blanks, not readings."""
     by_floor: dict[float, list[str]] = {}
@@ -102,7 +108,8 @@ def otel_config(catalog: Catalog, settings: Settings, cluster: Cluster, emf: dic
     return {
         "receivers": {RECEIVER: receiver(scrape_config, cluster)},
         "processors": {
-            FILTER: {"error_mode": "ignore", "metrics": {"datapoint": blank_conditions(catalog, shipped)}},
+            FILTER: {"error_mode": "ignore",
+                     "metrics": {"datapoint": [*blank_conditions(catalog, shipped), SCRAPE_SERIES]}},
             BATCH: {"timeout": f"{settings.agent.force_flush_interval}s"},
         },
         "exporters": {EXPORTER: exporter(emf, cluster, log_group)},

@@ -7,9 +7,9 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
 
 * the collector reads its configuration with `$$` standing for `$`;
 * the receiver scrapes with the job's relabelling (dcgm_fleet.discovered gives the target labels)
-  and metric_relabel_configs; `job` and `instance` go into the resource (service.name,
-  service.instance.id), not onto the datapoint; an empty label is no label (metric_relabel_configs:
-  keep, drop, replace); a gauge becomes a
+  and metric_relabel_configs (keep, drop, replace), and adds the scrape's own series (up, scrape_*)
+  with the target's labels; `job` and `instance` go into the resource (service.name,
+  service.instance.id), not onto the datapoint; an empty label is no label; a gauge becomes a
   Gauge, a counter a cumulative Sum;
 * the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
@@ -186,6 +186,7 @@ class OtelAgent(Pipeline):
              d["metric_name_selectors"], [tuple(dims) for dims in d["dimensions"]])
             for d in emf.get("metric_declarations") or []]
         self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
+        self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
 
     def _sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
@@ -202,7 +203,19 @@ class OtelAgent(Pipeline):
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
         result = []
         job = self.jobs[scrape.target_labels["job"]]
-        for name, kind, sample_labels, value in exposition(scrape.payload):
+        samples = list(exposition(scrape.payload))
+        # the receiver's own series of the scrape, with the target's labels (not metric-relabelled)
+        own = [("up", 1.0), ("scrape_duration_seconds", 0.05), ("scrape_samples_scraped", float(len(samples))),
+               ("scrape_samples_post_metric_relabeling", float(len(samples))), ("scrape_series_added", 0.0)]
+        for name, value in own:
+            labels = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
+            if any(condition(name, value) for condition in self.conditions):
+                self.dropped.append((name, labels, value))
+                continue
+            self.exported.add(name)
+            result += [Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)), scrape.timestamp,
+                                 value) for dims in self._sets(name, labels)]
+        for name, kind, sample_labels, value in samples:
             if kind == "histogram":
                 continue  # DCGM serves none; awsemf would publish a histogram's statistics
             merged = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
@@ -215,6 +228,7 @@ class OtelAgent(Pipeline):
             if any(condition(name, value) for condition in self.conditions):
                 self.dropped.append((name, labels, value))
                 continue
+            self.exported.add(name)
             if math.isnan(value) or math.isinf(value):
                 continue  # awsemf: dropped, the previous value of a counter kept
             if kind == "counter":

@@ -1,0 +1,197 @@
+"""The CloudWatch agent's OTel pipeline (agent.pipeline: otel): what gpudash writes, that it publishes
+what the JSON path publishes but DCGM's blank values, and the lint rules that read it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+
+import jsonschema
+import pytest
+import yaml
+
+from generator import blanks, promql
+from generator.artifacts import build
+from generator.lint import run
+from generator.lint.feed_rules import RULES
+from generator.output import encode
+from generator.project import load_project
+from generator.render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, receiver
+from generator.settings import Cluster
+from tests.support import kube_state
+from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
+from tests.support.cloudwatch_otel import _Condition, _unescape, datapoint_conditions, otel_config
+from tests.support.dcgm_fleet import scrapes
+from tests.support.lint_input import lint_input
+
+AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+CLASSIC = "agent:\n  pipeline: classic\n"
+EXPORTER_DS = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+
+
+def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
+    agent_map, scrape_map = yaml.safe_load_all(encode(build(load_project()))[AGENT])
+    assert agent_map["metadata"]["name"] == "prometheus-cwagentconfig"  # mounted at /etc/cwagentconfig
+    assert set(agent_map["data"]) == {"cwagentconfig.json", OTEL_KEY} and OTEL_KEY.endswith(".yaml")
+    assert "prometheus.yaml" in scrape_map["data"]  # the Deployment still mounts it
+    config = json.loads(agent_map["data"]["cwagentconfig.json"])
+    jsonschema.Draft4Validator(json.loads((reference / "cloudwatch" / "cwagent-schema.json").read_text())
+                               ).validate(config)
+    assert config == {"agent": {"region": "us-east-1"}}  # no pipeline of its own: nothing published twice
+    otel = yaml.safe_load(agent_map["data"][OTEL_KEY])
+    names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
+    names += list(otel["service"]["pipelines"])
+    assert names and all(n.endswith("/gpudash") for n in names)  # no clash with the agent's own pipelines
+    (pipeline,) = otel["service"]["pipelines"].values()
+    assert pipeline == {"receivers": ["prometheus/gpudash"], "processors": ["filter/gpudash", "batch/gpudash"],
+                        "exporters": ["awsemf/gpudash"]}
+    emf = otel["exporters"]["awsemf/gpudash"]
+    assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
+        "ContainerInsights/Prometheus", "/aws/containerinsights/gpu-cluster/prometheus", "us-east-1",
+        "NoDimensionRollup")
+    assert MIN_AGENT_VERSION == "1.300048.0"
+
+
+def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
+    """Same namespace, dimension sets, selectors and units as the JSON path, for one cluster or three."""
+    for extra in ("", "clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1}\n"):
+        otel_files = encode(build(load_project(project_dir(extra))))
+        classic_files = encode(build(load_project(project_dir(CLASSIC + extra))))
+        for path in (p for p in otel_files if p.startswith("k8s/cwagent-prometheus-config")):
+            emf = otel_config(otel_files[path])["exporters"]["awsemf/gpudash"]
+            json_config, _ = agent_config(classic_files[path])
+            prometheus = json_config["logs"]["metrics_collected"]["prometheus"]
+            classic = prometheus["emf_processor"]
+            assert emf["namespace"] == classic["metric_namespace"]
+            assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]] == [
+                (d["dimensions"], d["metric_selectors"]) for d in classic["metric_declaration"]]
+            assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
+            assert emf["log_group_name"] == prometheus["log_group_name"]
+            jobs = scrape_jobs(otel_files[path])
+            assert {j: [r for r in job["relabel_configs"] if r.get("target_label") == "ClusterName"]
+                    for j, job in jobs.items()} == {j: [{"target_label": "ClusterName", "action": "replace",
+                                                         "replacement": prometheus["cluster_name"]}] for j in jobs}
+
+
+def test_dollar_signs_are_written_as_the_collector_reads_them():
+    """The collector expands `$` in its configuration: a relabel replacement `$1` must be written `$$1`."""
+    scrape = {"scrape_configs": [{"job_name": "j", "relabel_configs": [
+        {"source_labels": ["__address__"], "regex": "([^:]+)(?::\\d+)?$", "target_label": "host",
+         "replacement": "$1"}]}]}
+    written = receiver(scrape, Cluster("c", "us-east-1"))["config"]
+    rule = written["scrape_configs"][0]["relabel_configs"][0]
+    assert (rule["replacement"], rule["regex"]) == ("$$1", "([^:]+)(?::\\d+)?$$")
+    read = _unescape(written)["scrape_configs"][0]["relabel_configs"]
+    assert read[0] == scrape["scrape_configs"][0]["relabel_configs"][0]
+    assert read[1] == {"target_label": "ClusterName", "replacement": "c", "action": "replace"}
+
+
+def test_the_filters_floors_are_the_floors_of_the_promql_side():
+    """One source: a field's sample is a blank at the floor PromQL compares it with (blanks.py)."""
+    assert float(promql.BLANK_FLOOR) == blanks.reading_floor(False) == 1e14
+    assert float(promql.COUNTER_BLANK_FLOOR) == blanks.reading_floor(True) == 9e18
+    project = load_project()
+    conditions = datapoint_conditions(otel_config(encode(build(project))[AGENT]))
+
+    def dropped(name, value):
+        return any(condition(name, value) for condition in conditions)
+
+    shipped = [m for m in project.catalog if m.kind in ("gauge", "counter")]
+    assert shipped
+    for field in shipped:
+        floor = blanks.reading_floor(field.is_counter)
+        assert dropped(field.name, floor) and dropped(field.name, 9223372036854775794.0), field.name
+        assert not dropped(field.name, floor * 0.999) and not dropped(field.name, 0.0), field.name
+    assert dropped("DCGM_FI_DEV_POWER_USAGE", 2.0 ** 47)  # the floating-point blank
+    assert not dropped("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 5e15)  # a busy NVLink byte counter is a reading
+    assert not dropped("DCGM_FI_DEV_GPU_TEMP", float("nan"))  # NaN is the exporter's (awsemf drops it)
+    assert not dropped("kube_daemonset_status_desired_number_scheduled", 1e15)
+    assert dropped("up", 1.0) and dropped("scrape_samples_scraped", 40.0)
+
+
+@pytest.mark.parametrize("text, name, value, expected", [
+    ('metric.name == "a" and value_double >= 1.5', "a", 2.0, True),
+    ('metric.name == "a" and value_double >= 1.5', "b", 2.0, False),
+    ('not (value_double < 3.0) or IsMatch(metric.name, "^x")', "xy", 1.0, True),
+    ('not (value_double < 3.0) or IsMatch(metric.name, "^x")', "yx", 1.0, False),
+])
+def test_the_models_ottl_reads_what_it_is_given(text, name, value, expected):
+    assert _Condition(text)(name, value) is expected
+
+
+def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
+    """Names, dimension sets, units' metrics, timestamps and counter deltas: the OTel pipeline publishes exactly
+    what the JSON path does when no GPU reads a blank, kube-state-metrics' two series included."""
+    published = []
+    for settings in ("", CLASSIC):
+        project = load_project(project_dir(settings))
+        files = encode(build(project))
+        config, job = agent_config(files[AGENT])
+        jobs = scrape_jobs(files[AGENT])
+        ksm = jobs["gpudash-kube-state-metrics"]
+        agent = Agent(config, job, [ksm])
+        runs = scrapes(job, project.catalog, -1, 40) + [kube_state.scrape(ksm, t * 30.0, EXPORTER_DS, 2, 2)
+                                                        for t in range(-1, 41)]
+        published.append(sorted(agent.run(runs), key=lambda p: (p.metric, p.dimensions, p.timestamp)))
+    otel, classic = published
+    assert len(otel) > 1000 and {p.metric for p in otel} >= {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+                                                             "kube_daemonset_status_desired_number_scheduled"}
+    assert otel == classic
+
+
+# --- lint reads the pipeline that publishes -------------------------------------------------------
+
+def _edited(project, edit):
+    artifacts = build(project)
+    agent = artifacts.agents[0]
+    otel = copy.deepcopy(agent.otel)
+    edit(otel)
+    return lint_input(project, replace(artifacts, agents=(replace(agent, otel=otel), *artifacts.agents[1:])))
+
+
+def _findings(subject, rule_id):
+    return run([r for r in RULES if r.id == rule_id], subject)
+
+
+def test_the_defaults_are_consistent():
+    assert run(RULES, lint_input(load_project(), build(load_project()))) == []
+
+
+def test_a_job_that_does_not_attach_clustername_fails():
+    def drop(otel):
+        job = otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][1]
+        job["relabel_configs"] = [r for r in job["relabel_configs"] if r.get("target_label") != "ClusterName"]
+
+    findings = _findings(_edited(load_project(), drop), "AG002")
+    assert findings and all("ClusterName is not 'gpu-cluster' on every scrape job" in f.message for f in findings)
+
+
+def test_a_dropped_per_gpu_declaration_fails():
+    def pods_only(otel):
+        emf = otel["exporters"]["awsemf/gpudash"]
+        emf["metric_declarations"] = [d for d in emf["metric_declarations"] if "gpu" not in d["dimensions"][0]]
+
+    findings = _findings(_edited(load_project(), pods_only), "AG001")
+    assert any("DCGM_FI_DEV_GPU_TEMP with dimensions [ClusterName, gpu, node] is queried" in f.message
+               for f in findings)
+
+
+def test_a_declaration_without_selectors_fails_and_needs_no_source_labels():
+    def strip(otel):
+        otel["exporters"]["awsemf/gpudash"]["metric_declarations"][0]["metric_name_selectors"] = []
+
+    findings = _findings(_edited(load_project(), strip), "AG003")
+    assert [f.message for f in findings] == ["no metric_selectors: the agent silently drops this declaration"]
+    assert _findings(lint_input(load_project(), build(load_project())), "AG003") == []
+
+
+
+def test_cost_is_the_same_on_either_pipeline(project_dir):
+    """Both publish the same metrics and log the same fields per GPU and scrape (the OTel filter drops the
+    receiver's own up / scrape_* series, as the JSON path's scraper does): the estimate does not change."""
+    from generator.cost import Fleet, estimates
+
+    fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
+    otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
+    assert otel == classic
