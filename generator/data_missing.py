@@ -33,7 +33,9 @@ set [ClusterName], namespace ContainerInsights; see addon_metrics):
 * `node_gpu_limit` - each GPU node's `nvidia.com/gpu` capacity, from the Node object the kubelet
   reports, not from DCGM. The add-on's agent adds it to a node's metrics only when that capacity is
   not 0 (awscontainerinsightreceiver, stores/podstore.go `decorateNode`), so with the GPU node group
-  at zero it is missing, not 0. Its Sum over a period is one GPU per GPU and node collection;
+  at zero it is missing, not 0. It comes once per node and collection (the receiver merges a node's
+  CPU, memory and network metrics into one before decorating it), so its Sum over a period is one
+  per GPU and collection;
 * `node_gpu_temperature` - one observation per GPU and DCGM scrape; node metrics keep a GPU no pod
   holds (the agent's gpuattributes processor drops only container_ and pod_ GPU metrics without a
   pod), so idle GPUs count;

@@ -83,7 +83,9 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET) -> list[Datapoin
 #   metrics by the agent on that node, only when the capacity is not 0 (awscontainerinsightreceiver,
 #   stores/podstore.go `decorateNode`, nodeinfo.go `getNodeStatusCapacityGPUs`); declared with
 #   [NodeName, InstanceId, ClusterName] and [ClusterName] (awsemf kubernetes.go `getNodeMetricDeclarations`).
-#   Collected every metrics_collection_interval (60 s by default), at its own phase: CAPACITY_PHASE.
+#   Once per node and collection: the receiver merges a node's CPU, memory and network metrics into one
+#   before decorating it (cadvisor extractors `MergeMetrics`). Collected every metrics_collection_interval
+#   (60 s by default), at its own phase: CAPACITY_PHASE.
 # * cluster_node_count: every node, from the API server, published by the agent's elected leader
 #   only (k8sapiserver.go `GetMetrics`, `getClusterMetrics`); declared with [ClusterName].
 
