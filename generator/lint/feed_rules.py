@@ -14,6 +14,7 @@ from ..promql import gpu_identity
 from ..reading import read_json_schema
 from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
+from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
 from ..settings import Cluster
 from . import Finding, Rule, schema_message
@@ -53,6 +54,25 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
                 if not declaration.get(key):
                     yield Finding("AG003", "error", f"{agent_file(cluster.name)} metric_declaration[{index}]",
                                   f"no {key}: the agent silently drops this declaration")
+
+
+def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
+    """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
+    from ..render.agent_otel import FILTER, SCRAPE_SERIES, blank_conditions
+
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None or agent.otel is None:
+            continue
+        selectors = [re.compile(p) for d in _declarations(subject, cluster) for p in d.get("metric_selectors") or []]
+        published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
+        filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
+        for condition in [*blank_conditions(subject.catalog, published), SCRAPE_SERIES]:
+            if condition not in filtered:
+                yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
+                              f"the filter lacks `{condition}`: "
+                              + ("the agent would publish up / scrape_* series" if condition == SCRAPE_SERIES else
+                                 "DCGM's blank values of these fields would reach CloudWatch"))
 
 
 def _published(declarations: list[dict[str, Any]], job: str,
@@ -299,6 +319,8 @@ RULES = (
     Rule("AG003", "no agent metric declaration lacks source_labels, metric_selectors or dimensions",
          declarations_complete),
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
+    Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
+                  "field's floor (agent.pipeline: otel)", blanks_filtered),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
     Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
                   "declares", label_mode),

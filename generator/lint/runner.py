@@ -31,7 +31,7 @@ NOTE_RULES = [
                   "(alarms.expected_gpus: none)", _notes("AL011")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
-AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004"})
+AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005"})
 
 
 # Every rule family, in the order lint lists and runs them.

@@ -195,3 +195,36 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
     assert otel == classic
+
+
+def test_a_filter_that_lets_a_fields_blanks_through_fails():
+    def loosen(otel):
+        conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
+        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "9.0e18" not in c]
+
+    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+    assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" in finding.message and finding.severity == "error"
+    assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash"
+
+
+def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total():
+    """awsemf's cache drops a counter's last value once it is 5 minutes old (swept every 5 minutes): a counter
+    blank for 6 minutes may give no delta for its first reading back (the model takes the earliest sweep; a
+    later one gives the true increase over the gap), and every delta published is a true increase."""
+    files = encode(build(load_project()))
+    config, job = agent_config(files[AGENT])
+    labels = 'gpu="0",UUID="GPU-0",Hostname="h",pod="p",namespace="ml"'
+
+    def payload(k):
+        value = 9223372036854775794 if 10 <= k < 22 else k * 4_500_000
+        return f"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n" \
+               f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {value}\n"
+
+    from tests.support.cloudwatch_agent import Scrape
+    from tests.support.dcgm_fleet import target_labels
+
+    points = Agent(config, job).run([Scrape(k * 30.0, payload(k), target_labels(job, "ip-10-0-1-1"))
+                                     for k in range(30)])
+    per_gpu = sorted((p.timestamp, p.value) for p in points if ("gpu", "0") in p.dimensions)
+    assert {v for _, v in per_gpu} == {4_500_000.0}  # every delta a true 30 s increase
+    assert [t for t, _ in per_gpu] == [k * 30.0 for k in (*range(1, 10), *range(23, 30))]  # 22: none
