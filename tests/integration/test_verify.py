@@ -250,6 +250,27 @@ def test_filter_edited_out_of_the_live_pipeline_is_drift(stack):
         "differs from what gpudash generates: the filter that drops DCGM's blank values differs")
 
 
+def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(stack, tmp_path, monkeypatch):
+    """agent.pipeline: classic, and the ConfigMap still holds gpudash-otel.yaml from an earlier apply."""
+    cluster, verify = stack
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text("agent:\n  pipeline: classic\n")
+    monkeypatch.setenv("GPUDASH_CONFIG", str(settings))
+    files = encode(build(load_project(settings)))
+    for document in yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+        cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
+    code, checks = verify()
+    assert checks[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]["status"] == "ok"
+    assert checks[("kube", "ConfigMap prometheus-cwagentconfig")]["status"] == "ok"
+    configmap = cluster.configmaps[("amazon-cloudwatch", "prometheus-cwagentconfig")]
+    configmap["data"]["gpudash-otel.yaml"] = "receivers: {}\n"
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")][0] == (
+        "amazon-cloudwatch/prometheus-cwagentconfig still holds gpudash-otel.yaml: with the JSON path "
+        "(agent.pipeline: classic) the agent would publish every metric twice")
+
+
 def test_kube_state_metrics_is_the_data_missing_alarms_expected_signal(stack):
     """The data-missing alarm reads kube-state-metrics; verify says whether the cluster runs it."""
     cluster, verify = stack
