@@ -235,9 +235,30 @@ def _series_of(expression: str) -> int:
     return min(query.limit or SERIES_PER_QUERY, SERIES_PER_QUERY)
 
 
-def metrics_shown(body: Any) -> int:
+# A LIMIT clause is the last of a query: `LIMIT` (any case) and a whole number, ending the text.
+_TRAILING_LIMIT = re.compile(r"(?<![A-Za-z0-9_])LIMIT\s+([0-9]+)$", re.IGNORECASE)
+_GROUP_BY = re.compile(r"(?<![A-Za-z0-9_])GROUP\s+BY(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def _series_at_most(expression: str) -> int:
+    """At least `_series_of(expression)`, read without parsing it. A query whose text has no GROUP BY
+    counts one. A query that parses and has a LIMIT clause ends with it (the parser takes nothing after
+    it), so a text ending otherwise has none and counts at most 500; one that does not parse counts one."""
+    if not _GROUP_BY.search(expression):
+        return 1
+    match = _TRAILING_LIMIT.search(expression.rstrip())
+    return min(int(match.group(1)) or SERIES_PER_QUERY, SERIES_PER_QUERY) if match else SERIES_PER_QUERY
+
+
+def metrics_shown_at_most(body: Any) -> int:
+    """At least `metrics_shown(body)`, counted without parsing a query: a dashboard this bound keeps
+    within a limit is within it (parsing the 33,000 queries of 1,000 clusters' dashboards costs seconds)."""
+    return metrics_shown(body, _series_at_most)
+
+
+def metrics_shown(body: Any, series=_series_of) -> int:
     """How many metrics a dashboard body may show: a metric line counts one, a GROUP BY query its LIMIT
-    (500 without one); math over them adds none."""
+    (500 without one); math over them adds none. (`series`: what one query counts.)"""
     total = 0
     for widget in body.get("widgets", []) if isinstance(body, dict) else ():
         properties = widget.get("properties") if isinstance(widget, dict) and widget.get("type") == "metric" else None
@@ -245,7 +266,7 @@ def metrics_shown(body: Any) -> int:
             options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
             if "expression" in options:
                 if is_query(str(options["expression"])):
-                    total += _series_of(str(options["expression"]))
+                    total += series(str(options["expression"]))
             else:
                 total += 1
     return total

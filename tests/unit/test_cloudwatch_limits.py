@@ -91,3 +91,43 @@ def test_a_static_pod_whose_alarm_name_is_too_long_is_refused(cli, tmp_path):
     assert f"error: {config}:3: alarm name gpudash-gpu-cluster-" in stderr
     assert "characters; CloudWatch takes at most 255 and refuses the alarm" in stderr
     assert "fix: use alarms.per_pod: group_by" in stderr
+
+
+QUERY = 'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "pod") '
+
+
+@pytest.mark.parametrize("expression", [
+    QUERY + 'GROUP BY "pod" ORDER BY AVG() DESC LIMIT 50', QUERY + 'GROUP BY "pod" order by avg() desc limit 7  ',
+    QUERY + 'GROUP BY "pod" LIMIT 0', QUERY + 'GROUP BY "pod" LIMIT 900', QUERY + 'GROUP BY "pod"',
+    QUERY + 'GROUP BY "pod" LIMIT\n12\n', QUERY + "WHERE \"pod\" = 'x LIMIT 3'", QUERY + 'GROUP BY LIMIT 5',
+    QUERY + 'GROUP BY "pod", XLIMIT 5', QUERY + 'GROUP BY "pod" LIMIT 5.5', QUERY + 'GROUP BY "pod" "LIMIT 5',
+    QUERY + "WHERE \"pod\" = 'it''s' GROUP BY \"pod\" LIMIT 4", QUERY + 'LIMIT 3', 'SELECT nothing LIMIT 2',
+    QUERY + 'group\tby "pod" LIMIT 8', QUERY + 'GROUP  BY"pod" LIMIT 9', QUERY + "WHERE \"pod\" = 'GROUP BY' LIMIT 6",
+    QUERY + 'GROUP BY_X LIMIT 6', QUERY + '"GROUP" BY "pod" LIMIT 6'])
+def test_the_bound_that_spares_parsing_is_never_below_the_metrics_counted(expression):
+    """generate counts a dashboard's metrics exactly only where a bound read without parsing a query exceeds
+    the limit: the bound is never lower than the count, whatever the query's text (else a dashboard over the
+    limit would be written)."""
+    from generator.lint.cloudwatch_rules import metrics_shown, metrics_shown_at_most
+
+    body = {"widgets": [{"type": "metric", "properties": {"metrics": [[{"expression": expression}], ["N", "M"]]}}]}
+    try:
+        exact = metrics_shown(body)
+    except ValueError:  # LIMIT 5.5: the exact count gives up; nothing to bound
+        return
+    assert metrics_shown_at_most(body) >= exact
+
+
+def test_the_bound_is_the_count_on_the_dashboards_gpudash_renders():
+    """On what gpudash renders the bound is exact, so no dashboard of a large fleet is parsed for the check."""
+    from pathlib import Path
+
+    from generator.artifacts import build
+    from generator.lint.cloudwatch_rules import metrics_shown, metrics_shown_at_most
+    from generator.project import load_project
+    from generator.resources import default_config
+
+    artifacts = build(load_project(Path(default_config()), None))
+    assert artifacts.cloudwatch_dashboards
+    for dashboard in artifacts.cloudwatch_dashboards:
+        assert metrics_shown_at_most(dashboard.body) == metrics_shown(dashboard.body) > 1, dashboard.name
