@@ -215,3 +215,38 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     assert agent_scrape["scrape_configs"] == [job, ksm_scrape_job(project.settings)]
     values = yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])
     assert values["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"] == [scrape_job(project.settings)]
+
+
+def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_path):
+    """The agent's job, as its ConfigMap carries it, run by Prometheus (whose scrape and relabel code the agent
+    runs): a whole GPU's series get GPU_I_ID "none", a MIG instance's keep their own, so the per-instance set
+    is published for every GPU; GPU utilization stays on the whole GPU only."""
+    from tests.support import mixed_fleet
+
+    files = encode(build(load_project()))
+    configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
+    job = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])["scrape_configs"][0]
+    nodes = [n for n in mixed_fleet.FLEET if n.name in ("gpu-node-a", "gpu-node-mig")]
+    exporters = {n.name: ReplayExporter(lambda n=n: mixed_fleet.payload(n)).__enter__() for n in nodes}
+    prometheus = None
+    try:
+        sd_file = tmp_path / "targets.json"
+        sd_file.write_text(json.dumps([_meta(exporters[n.name].address, "gpu-operator",
+                                             {"app": "nvidia-dcgm-exporter"}, "nvidia-dcgm-exporter", 9400,
+                                             n.exporter_pod, n.name) for n in nodes]))
+        job = for_file_sd(job, [str(sd_file)])
+        job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+        prometheus = Prometheus(tmp_path, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}).start()
+        framebuffer = prometheus.wait_for("DCGM_FI_DEV_FB_USED", count=6)
+        assert sorted((s["metric"]["node"], s["metric"]["gpu"], s["metric"]["GPU_I_ID"]) for s in framebuffer) == [
+            ("gpu-node-a", "0", "none"), ("gpu-node-a", "1", "none"), ("gpu-node-mig", "0", "1"),
+            ("gpu-node-mig", "0", "2"), ("gpu-node-mig", "1", "1"), ("gpu-node-mig", "1", "2")]
+        assert all("GPU_I_PROFILE" in s["metric"] for s in framebuffer if s["metric"]["GPU_I_ID"] != "none")
+        utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL")
+        assert sorted((s["metric"]["node"], s["metric"]["GPU_I_ID"]) for s in utilization) == [
+            ("gpu-node-a", "none"), ("gpu-node-a", "none")]
+    finally:
+        if prometheus:
+            prometheus.stop()
+        for exporter in exporters.values():
+            exporter.__exit__(None, None, None)
