@@ -202,7 +202,7 @@ class Plan:
     needs_period: bool = False  # the normalisation assumes the widget's fixed period
     namespace: str | None = None  # None: the settings' cloudwatch.namespace
     gpu_series: tuple[str, str] = ("node", "gpu")  # the dimensions that name one GPU (for labels)
-    note: str | None = None  # how the lines differ from the title on CloudWatch (the dashboard header says it)
+    notes: tuple[str, ...] = ()  # how the lines differ from the title on CloudWatch (the dashboard header says it)
 
     def expression(self, settings: Settings, cluster: Cluster | None, order: str = "DESC",
                    limit: int | None = None) -> str:
@@ -267,7 +267,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     layout = layout or AGENT_LAYOUT
     result = _plan(query, catalog, settings, period, alarm, layout)
     if layout.instances:
-        result = _with_note(result, query, catalog, settings)
+        result = _with_notes(result, query, catalog, settings)
     if alarm or not layout.blanks or query.aggregation == "count":
         return result
     field = catalog.get(query.metric)
@@ -404,8 +404,8 @@ def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tu
         lines = (*series, MIG_INSTANCE_LABEL)
         return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=dims,
                     group=lines, series=lines, gpu_series=layout.per_gpu,
-                    note="one line per GPU instance (MIG <id>; a GPU not split into MIG instances is MIG none): "
-                         f"CloudWatch cannot {'add' if adds_up else 'average'} a MIG GPU's instances per GPU")
+                    notes=("one line per GPU instance (MIG <id>, MIG none for a GPU not split into MIG instances): "
+                           f"CloudWatch cannot {'add' if adds_up else 'average'} a MIG GPU's instances per GPU",))
     where = "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
     value = "the sum of its instances" if adds_up else "the mean of its instances"
     raise Unsupported(f"a MIG GPU's {query.metric} is {value}, which CloudWatch holds as separate series: it can "
@@ -413,17 +413,34 @@ def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tu
                       f"not the {agg} {where}")
 
 
-def _with_note(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
-    """What a line on the agent's metrics cannot tell apart, said where a MIG GPU or time-slicing makes it differ."""
-    notes = [result.note] if result.note else []
-    if query.metric in MIG_UNSUPPORTED and query.aggregation != "count":
-        substitute = catalog.mig_substitute(query.metric)
-        notes.append("GPUs split into MIG instances do not report it and are left out"
-                     + (f" (their {substitute[0]} stands in on Grafana and in alarms)" if substitute else ""))
+MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
+WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
+POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
+
+
+def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
+    """What a line on the agent's metrics cannot tell apart, said where a MIG GPU or time-slicing makes it differ:
+    a pod's series are one per MIG instance it holds, a node's one per instance and time-sliced pod."""
+    notes = list(result.notes)
+    field = catalog.get(query.metric)
+    if query.metric in MIG_UNSUPPORTED:  # the scrape job drops it on MIG instances: only whole GPUs remain
+        if query.aggregation != "count":
+            substitute = catalog.mig_substitute(query.metric)
+            notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
+                                         if substitute else ""))
+        return replace(result, notes=tuple(notes))
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
-    if grouped and tuple(result.dims) != tuple(pod_dimensions(settings)) and result.function in ("SUM", "COUNT", "AVG"):
-        notes.append("a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod")
-    return replace(result, note="; ".join(notes) or None)
+    per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
+    if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG"):
+        notes.append(WEIGHS_PER_SERIES)
+    # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
+    # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
+    # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.
+    exact = result.function in ("MAX", "MIN") if not field.per_instance else \
+        instances_added(field) and result.function == "SUM"
+    if per_pod and grouped and not exact:
+        notes.append(POD_INSTANCES)
+    return replace(result, notes=tuple(notes))
 
 
 def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, period: int, interval: int,

@@ -189,7 +189,11 @@ class _Body:
                        "counter stuck on the blank reads 0. Alarms cannot drop it "
                        "(agent.pipeline: classic; agent.pipeline: otel drops it in the agent).")
         if self.notes:
-            header += "\n\nOn CloudWatch: " + "; ".join(f"{title}: {note}" for title, note in self.notes) + "."
+            titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
+            for title, note in self.notes:
+                titles.setdefault(note, []).append(title)
+            header += "\n\nOn CloudWatch: " + "; ".join(f"{', '.join(names)}: {note}"
+                                                       for note, names in titles.items()) + "."
         if self.left_out:
             left_out = "; ".join(f"{panel.title} ({why})" for panel, why in self.left_out)
             header += f"\n\nOn Grafana only: {left_out}."
@@ -216,7 +220,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
         else:
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
-    notes = [(panel.title, plans[id(panel)].note) for panel in shown.panels() if plans[id(panel)].note]
+    notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes)
 
 

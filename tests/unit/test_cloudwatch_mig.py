@@ -88,6 +88,23 @@ def _header(files, path: str) -> str:
     return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
 
 
+def _notes(header: str) -> dict[str, set[str]]:
+    """{panel title: notes} from the header's "On CloudWatch: <titles>: <note>; ..." paragraph."""
+    if "\n\nOn CloudWatch: " not in header:
+        return {}
+    paragraph = header.split("\n\nOn CloudWatch: ", 1)[1].split("\n\n", 1)[0].removesuffix(".")
+    result: dict[str, set[str]] = {}
+    for group in paragraph.split("; "):
+        titles, note = group.split(": ", 1)
+        for title in titles.split(", "):
+            result.setdefault(title, set()).add(note)
+    return result
+
+
+def _said(header: str, title: str, note: str) -> bool:
+    return any(n.startswith(note) for n in _notes(header).get(title, ()))
+
+
 def _per_instance(metric: str, fleet=VARIANT) -> dict[str, float]:
     """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once)."""
     return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}": getattr(instance, FACTS[metric])
@@ -98,11 +115,11 @@ def _expected(query, lines: set[str], header: str, title: str) -> dict[str, floa
     """The truth of a widget's query; where the header says the lines differ from the title, the truth of
     what it says they are."""
     if any(" MIG " in line for line in lines):
-        assert f"{title}: one line per GPU instance" in header
+        assert _said(header, title, "one line per GPU instance")
         return _per_instance(query.metric)
     collected = frozenset(FIELDS)
     if query.metric == "DCGM_FI_DEV_GPU_UTIL":
-        assert f"{title}: GPUs split into MIG instances do not report it and are left out" in header
+        assert _said(header, title, "GPUs split into MIG instances do not report it and are left out")
         collected -= {STAND_IN}  # the truth without the stand-in: MIG GPUs give no utilization
     return truth(query, NAMES, collected=collected, fleet=VARIANT)
 
@@ -248,3 +265,20 @@ def test_truth_of_the_fleet_total(tmp_path):
     """Framebuffer over the cluster: every instance once, the time-sliced GPU once."""
     expected = truth(Query("DCGM_FI_DEV_FB_USED", "sum"), NAMES, fleet=VARIANT)[""]
     assert expected == sum(_per_instance("DCGM_FI_DEV_FB_USED").values()) == 143600
+
+
+def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
+    """What CloudWatch cannot tell apart, the header says: a pod's series are one per MIG instance it holds,
+    so a pod on two instances of one GPU counts that GPU twice where Grafana counts it once."""
+    project, files, _ = mixed
+    (node,) = [n for n in VARIANT if n.name == "gpu-node-mig"]
+    both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
+    fleet = (replace(node, gpus=(both,)),)
+    datapoints = _datapoints(files, fleet)
+    (properties,) = [p for path, p in widgets(files) if p["title"] == "Pods on GPUs"]
+    shown = cloudwatch_eval.widget(properties, datapoints, START, END)
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), NAMES, fleet=fleet) == \
+        {"Pod team-g/wide": 1}
+    assert set(shown["Pod team-g/wide"].values()) == {2.0}
+    assert _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
+                 "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
