@@ -10,6 +10,7 @@ for are read one by one); deletes go 100 names per DeleteAlarms call. Just befor
 written is read again: an object that appeared or changed since the plan is not overwritten. An alarm
 is written or deleted only on fresh evidence: its tags (ownership and hash, read in bulk) and then its
 fields, read again right before its batch's writes or its DeleteAlarms call, still as the plan read them.
+Each alarm written is read back at once, before the next write, to learn the form CloudWatch reports it in.
 CloudWatch has no conditional delete: what changes after that last read cannot be seen.
 """
 
@@ -25,7 +26,7 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
 from ..errors import RemoteError
 from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
-from ..ownership import (alarm_evidence, alarm_fields, alarm_hash, alarm_owned,
+from ..ownership import (alarm_fields, alarm_hash, alarm_owned,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from ..serialize import compact_json
 from . import prune_guard
@@ -272,38 +273,41 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     return True
 
 
-def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
-    """Write one alarm (fields, then tags); True when its fields were written."""
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> None:
+    """Write one alarm: its fields, read back at once, then the tags it lacks. The read-back learns the form
+    CloudWatch reports the alarm in, which its evidence keeps so that the form is not taken for a console
+    edit next time; read right after the write (not after the batch), a person's edit made since cannot
+    pass for that form."""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
     if change.action == CREATE:
-        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": alarm_tags(request)})
-        return True
-    fields = not live.get("as_generated")
-    if fields:  # PutMetricAlarm ignores Tags on update (AWS does; send none so that no stand-in differs)
-        cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
-    missing = [t for t in alarm_tags(request, None if fields else live.get("hash")) if t not in live.get("tags", [])]
+        tags = alarm_tags(request)
+        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
+    else:
+        tags = live.get("tags", [])
+        if not live.get("as_generated"):  # PutMetricAlarm ignores Tags on update (AWS does; send none)
+            cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
+    arn, reported = live.get("arn"), live.get("hash")
+    if change.action == CREATE or not live.get("as_generated"):
+        arn, reported = _read_back(cloudwatch, region, change.name, arn)
+    missing = [t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
-        cloudwatch.call(region, "TagResource", what, ResourceARN=live["arn"], Tags=missing)
-    return fields
+        cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
 
 
-def _record_reported(cloudwatch: CloudWatch, region: str, written: list[tuple[Change, dict[str, Any]]]) -> None:
-    """Read back the alarms whose fields were just written; where CloudWatch reports one in another
-    form than the request, keep the hash of that form in its evidence, so that it is not taken for
-    a console edit next time."""
-    if not written:
-        return
-    now = cloudwatch.metric_alarms(region, names=[change.name for change, _ in written])
-    for change, request in written:
-        alarm = now.get(change.name)
-        if alarm is None:
-            raise _not_overwritten(change, "deleted by someone else right after it was written")
-        reported = alarm_hash(alarm)
-        if reported != alarm_hash(request):
-            tag = {"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported)}
-            cloudwatch.call(region, "TagResource", f"CloudWatch alarm {change.name}", ResourceARN=alarm["AlarmArn"],
-                            Tags=[tag])
+def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None) -> tuple[str | None, str | None]:
+    """(ARN, hash of the alarm as CloudWatch reports it) right after its write; the hash None when it
+    cannot be read (the evidence then holds the request's hash alone)."""
+    try:
+        alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
+    except RemoteError as exc:  # the write stands; only the check of how CloudWatch reports it is missing
+        cloudwatch.note(f"alarms written in {region} could not be read back ({exc.what}); if the next plan shows "
+                        "them as drift without anyone editing them, apply them with --force")
+        return arn, None
+    if alarm is None:
+        cloudwatch.note(f"alarm {name} was deleted by someone else right after it was written")
+        return arn, None
+    return alarm["AlarmArn"], alarm_hash(alarm)
 
 
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],
@@ -392,22 +396,12 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     writes = [c for c in changes if c.action != DELETE]
     deletes = [c for c in changes if c.action == DELETE]
     for start in range(0, len(writes), BATCH):
-        done, written = [], []
         for change in still_as_planned(writes[start:start + BATCH]):
-            request = requests[change.name]
             try:
-                if _put_alarm(cloudwatch, region, change, request):
-                    written.append((change, request))
-                done.append(change)
+                _put_alarm(cloudwatch, region, change, requests[change.name])
+                record(change, done=True)
             except RemoteError as exc:
                 record(change, error=exc)
-        try:
-            _record_reported(cloudwatch, region, written)
-        except RemoteError as exc:  # the writes stand; only the check of how CloudWatch reports them is missing
-            cloudwatch.note(f"alarms written in {region} could not be read back ({exc.what}); if the next plan shows "
-                            "them as drift without anyone editing them, apply them with --force")
-        for change in done:
-            record(change, done=True)
     for start in range(0, len(deletes), BATCH):
         batch = still_as_planned(deletes[start:start + BATCH])
         if not batch:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
     ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
     fault, foreign_alarm, fresh, other_cluster, snapshot, writes)
@@ -404,3 +405,26 @@ def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied
     assert [o.error for o in outcomes if o.error] == []
     assert [n for n in alarms(client) if other_cluster(n)] == []
     assert {o.change.name: o.state for o in outcomes}[RETIRED_EDITED] == "skipped"
+
+
+def test_an_edit_made_while_apply_writes_other_alarms_is_not_taken_for_cloudwatch_s_form(proxied):
+    """CloudWatch reports alarms in a form of its own, which apply reads back and keeps in the evidence. A person
+    edits the first alarm written while apply writes the next: the read-back came right after that alarm's
+    write, so the edit is not recorded as CloudWatch's form, and the next run sees it as drift."""
+    proxy, client, apply = proxied
+    edited = []
+
+    def person():
+        (name,) = alarms(client)  # the one alarm written so far
+        edit_in_console(client, name, threshold=3.0)
+        edited.append(name)
+
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods),
+                 Rule(path="/", operation="PutMetricAlarm", action="before", skip=1, callback=person))
+    code, report, _ = apply()
+    assert code == 0 and edited[0] in report["written"] and len(edited) == 1
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == edited and writes(proxy) == []
+    assert alarms(client)[edited[0]]["Threshold"] == 3.0
