@@ -7,6 +7,7 @@ failed check, not a crash."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
@@ -22,7 +23,7 @@ from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
-from ..render.agent_otel import EXPORTER, FILTER, OTEL_KEY, RECEIVER, publishing
+from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube
@@ -332,7 +333,7 @@ def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
     from ..artifacts import agents
 
     namespace = project.settings.agent.namespace
-    yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace)
+    yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace, project.settings.agent.pipeline == "otel")
     answers: dict[str, Answer | None] = {}
 
     def configmap(name: str) -> Answer | None:
@@ -381,18 +382,39 @@ def _no_pipeline_left(configmap: Callable[[str], Answer | None], namespace: str,
     return Check(GROUP, check, OK, "absent (agent.pipeline: classic)")
 
 
-def _agent(kube: Kube, namespace: str) -> Check:
+def _agent_version(deployment: Answer) -> Check:
+    """The agent's release, from its container's image tag: the OTel pipeline needs MIN_AGENT_VERSION or later
+    (an older agent ignores gpudash-otel.yaml, and the JSON holds no pipeline: nothing is published)."""
+    name = "CloudWatch agent version"
+    images = [c.get("image", str, "") for c in deployment.at("spec.template.spec", required=False).items("containers")]
+    image = next((i for i in images if "cloudwatch-agent" in i), images[0] if images else "")
+    tag = image.rsplit("/", 1)[-1].partition("@")[0].partition(":")[2]
+    found = re.match(r"(\d+)\.(\d+)\.(\d+)", tag)
+    needed = tuple(int(part) for part in MIN_AGENT_VERSION.split("."))
+    fix = (f"run the agent image {MIN_AGENT_VERSION} or later, or set agent.pipeline: classic (DCGM's blank "
+           "values then reach CloudWatch)")
+    if found is None:
+        return Check(GROUP, name, WARN, f"cannot tell the release from the image {image or '(none)'}: the OTel "
+                     f"pipeline (agent.pipeline: otel) needs {MIN_AGENT_VERSION} or later", fix)
+    if tuple(int(part) for part in found.groups()) < needed:
+        return Check(GROUP, name, FAIL, f"{tag} is older than {MIN_AGENT_VERSION}: it does not read "
+                     f"{OTEL_KEY}, so the agent publishes nothing", fix)
+    return Check(GROUP, name, OK, f"{tag} reads {OTEL_KEY} (needs {MIN_AGENT_VERSION} or later)")
+
+
+def _agent(kube: Kube, namespace: str, otel: bool) -> list[Check]:
     what = f"Deployment {namespace}/{AGENT_DEPLOYMENT}"
     deployment = kube.read(f"/apis/apps/v1/namespaces/{namespace}/deployments/{AGENT_DEPLOYMENT}", what)
     if deployment is None:
-        return Check(GROUP, "CloudWatch agent", FAIL, f"no {what}",
-                     "deploy the CloudWatch agent for Prometheus (cwagent-prometheus)", cause=NOT_DEPLOYED)
+        return [Check(GROUP, "CloudWatch agent", FAIL, f"no {what}",
+                      "deploy the CloudWatch agent for Prometheus (cwagent-prometheus)", cause=NOT_DEPLOYED)]
+    versions = [_agent_version(deployment)] if otel else []
     wanted = deployment.get("spec.replicas", int, 1)
     available = deployment.at("status").get("availableReplicas", int, 0)
     if available >= wanted:
-        return Check(GROUP, "CloudWatch agent", OK, f"{available}/{wanted} replicas available")
-    return Check(GROUP, "CloudWatch agent", FAIL, f"{available}/{wanted} replicas available",
-                 f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED)
+        return [Check(GROUP, "CloudWatch agent", OK, f"{available}/{wanted} replicas available"), *versions]
+    return [Check(GROUP, "CloudWatch agent", FAIL, f"{available}/{wanted} replicas available",
+                  f"kubectl -n {namespace} describe deployment {AGENT_DEPLOYMENT}", cause=NOT_DEPLOYED), *versions]
 
 
 def _agent_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str,

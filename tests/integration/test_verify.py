@@ -271,6 +271,27 @@ def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(
         "(agent.pipeline: classic) the agent would publish every metric twice")
 
 
+@pytest.mark.parametrize("image, status, detail", [
+    ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300066.1b1374", "ok",
+     "1.300066.1b1374 reads gpudash-otel.yaml (needs 1.300048.0 or later)"),
+    ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300047.1", "fail",
+     "1.300047.1 is older than 1.300048.0: it does not read gpudash-otel.yaml, so the agent publishes nothing"),
+    ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent@sha256:" + "0" * 64, "warn",
+     "cannot tell the release from the image public.ecr.aws/cloudwatch-agent/cloudwatch-agent@sha256:" + "0" * 64
+     + ": the OTel pipeline (agent.pipeline: otel) needs 1.300048.0 or later"),
+])
+def test_the_agent_must_be_recent_enough_for_the_otel_pipeline(stack, image, status, detail):
+    """An agent older than 1.300048.0 ignores gpudash-otel.yaml: with a JSON holding no pipeline it publishes
+    nothing at all."""
+    cluster, verify = stack
+    deployment = cluster.deployments[("amazon-cloudwatch", "cwagent-prometheus")]
+    deployment["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    code, checks = verify()
+    check = checks[("kube", "CloudWatch agent version")]
+    assert (check["status"], check["detail"]) == (status, detail)
+    assert code == (1 if status == "fail" else 0)
+
+
 def test_kube_state_metrics_is_the_data_missing_alarms_expected_signal(stack):
     """The data-missing alarm reads kube-state-metrics; verify says whether the cluster runs it."""
     cluster, verify = stack
