@@ -134,11 +134,16 @@ def explored_sets(settings: Settings) -> list[list[str]]:
     return [pod_dimensions(settings), gpu_dimensions(settings)]
 
 
+def mig_instance_dimensions(settings: Settings) -> list[str]:
+    """Per MIG instance, with its profile: MIG instances only (panels per MIG instance)."""
+    return mig_dimensions(instance_dimensions(settings))
+
+
 def dimension_sets(settings: Settings) -> list[list[str]]:
     """Every dimension set the agent may publish: per pod, per GPU, per GPU instance, and the MIG-only
-    per-pod and per-GPU sets. The last three carry only the fields queried with them."""
+    per-pod, per-GPU and per-MIG-instance sets. The last four carry only the fields queried with them."""
     return explored_sets(settings) + [instance_dimensions(settings), mig_dimensions(pod_dimensions(settings)),
-                                      mig_dimensions(gpu_dimensions(settings))]
+                                      mig_dimensions(gpu_dimensions(settings)), mig_instance_dimensions(settings)]
 
 
 def dimensions(settings: Settings) -> list[str]:
@@ -150,7 +155,8 @@ def dimensions(settings: Settings) -> list[str]:
 # pod / namespace / container (whatever labels.* says about a Prometheus that scrapes through
 # another path) and attaches the Kubernetes node as `node`; ClusterName is the agent's cluster_name.
 CLOUDWATCH_KEYS = {"cluster": CLUSTER_DIMENSION, "node": NODE_DIMENSION, "gpu": GPU_DIMENSION, "model": "modelName",
-                   "pod": "pod", "namespace": "namespace", "container": "container"}
+                   "pod": "pod", "namespace": "namespace", "container": "container",
+                   "mig_instance": MIG_INSTANCE_LABEL}
 
 
 def dimension_for(key: str, settings: Settings) -> str:
@@ -228,7 +234,10 @@ class Plan:
 def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
     keys = [k for k in query.by if k != "cluster"]
     pod_keyed = any(k in ("pod", "namespace", "container") for k in keys)
-    candidates = [pod_dimensions(settings)] if pod_keyed else [gpu_dimensions(settings)]
+    if "mig_instance" in keys:  # MIG instances alone, with their profile (which names them on the lines)
+        candidates = [] if pod_keyed else [mig_instance_dimensions(settings)]
+    else:
+        candidates = [pod_dimensions(settings)] if pod_keyed else [gpu_dimensions(settings)]
     wanted = {dimension_for(k, settings) for k in keys}
     if query.per_pod:
         wanted.add(dimension_for("namespace", settings))  # a pod is named within its namespace
@@ -243,7 +252,10 @@ def _series_key(query: Query, settings: Settings) -> tuple[str, ...]:
     keys = [k for k in query.by if k != "cluster"]
     if query.per_pod and "namespace" not in keys:
         keys.insert(keys.index("pod"), "namespace")
-    return tuple(dimension_for(k, settings) for k in keys)
+    series = [dimension_for(k, settings) for k in keys]
+    if "mig_instance" in keys:  # an instance is shown with its profile, as on Grafana
+        series.insert(series.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
+    return tuple(series)
 
 
 @dataclass(frozen=True)
@@ -325,7 +337,8 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     split_ok = not series and not alarm and can_split
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
     if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
-            and agg != "count" and not pod_keyed and (instances_added(field) or agg in ("max", "min")):
+            and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
+            and (instances_added(field) or agg in ("max", "min")):
         return _instances_added(query, instances_added(field), settings, series, one_gpu, alarm, layout)
 
     def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
@@ -517,6 +530,9 @@ def series_label(plan_: Plan, per_pod: bool, metric: str) -> str:
         return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]}"
     if plan_.series == (NODE_DIMENSION, GPU_DIMENSION, MIG_INSTANCE_LABEL):  # per GPU instance
         return f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]} MIG {parts[MIG_INSTANCE_LABEL]}"
+    if plan_.series == (NODE_DIMENSION, GPU_DIMENSION, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL):  # per MIG instance
+        return (f"{parts[NODE_DIMENSION]} GPU {parts[GPU_DIMENSION]} MIG {parts[MIG_INSTANCE_LABEL]} "
+                f"({parts[MIG_PROFILE_LABEL]})")
     if plan_.series == plan_.gpu_series:  # a device name (nvidia0) says it is a GPU
         return " ".join(parts[d] for d in plan_.gpu_series)
     return " ".join(parts.values())

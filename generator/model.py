@@ -129,9 +129,8 @@ class Panel:
 
     @property
     def grafana_only(self) -> bool:
-        """Raw PromQL, a ratio of two fields, or MIG instances: CloudWatch cannot chart these (its
-        dimension set has no MIG instance label)."""
-        return any(q.raw_promql or q.over or "mig_instance" in q.by for q in self.queries)
+        """Raw PromQL, or a ratio of two fields: CloudWatch cannot chart these."""
+        return any(q.raw_promql or q.over for q in self.queries)
 
 
 @dataclass(frozen=True)

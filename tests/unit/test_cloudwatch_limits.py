@@ -31,10 +31,10 @@ def _generate(cli, tmp_path, text: str, refused: bool = True):
 
 
 # top_gpus: the overview binds first, its four one-line charts summed or averaged from up to 500 per-GPU lines
-# each (2,000 metrics; the hottest GPU's one more) beside six per-GPU charts; the health dashboard's eleven
-# charts would allow 227
+# each (2,000 metrics; the hottest GPU's one more) beside six per-GPU and two per-MIG-instance charts; the
+# health dashboard's eleven charts would allow 227
 @pytest.mark.parametrize("key, dashboard, total, charts, fits", [("top_pods", "by-pod", "5,500", 11, 227),
-                                                                  ("top_gpus", "overview", "5,001", 6, 83)])
+                                                                  ("top_gpus", "overview", "6,001", 8, 62)])
 def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
         cli, tmp_path, key, dashboard, total, charts, fits):
     code, stdout, stderr, config, out = _generate(cli, tmp_path, f"cloudwatch:\n  {key}: 500\n")

@@ -114,6 +114,8 @@ def _per_instance(metric: str, fleet=VARIANT) -> dict[str, float]:
 def _expected(query, lines: set[str], header: str, title: str) -> dict[str, float]:
     """The truth of a widget's query; where the header says the lines differ from the title, the truth of
     what it says they are."""
+    if "mig_instance" in query.by:  # MIG instances alone, named with their profile
+        return truth(query, NAMES, fleet=VARIANT)
     if any(" MIG " in line for line in lines):
         assert _said(header, title, "one line per GPU instance")
         return _per_instance(query.metric)
@@ -214,7 +216,7 @@ def test_mig_instances_and_whole_gpus_publish_one_per_instance_set(mixed):
                    if p.metric == "DCGM_FI_DEV_FB_USED" and "GPU_I_ID" in p.dims()}
     assert framebuffer == {"1", "2", "none"}
     profiles = {(p.dims()["namespace"], p.dims()["pod"]) for p in datapoints
-                if p.metric == STAND_IN and "GPU_I_PROFILE" in p.dims()}
+                if p.metric == STAND_IN and "GPU_I_PROFILE" in p.dims() and "pod" in p.dims()}
     assert profiles == {("team-a", "mig-a"), ("team-c", "mig-b"), ("team-c", "mig-idle")}
 
 

@@ -44,6 +44,9 @@ def test_every_widget_shows_the_truth(fleet):
     for path, properties in _widgets(files):
         query = _panel(project, path, properties["title"], "gpu-cluster").queries[0]
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
+        if "mig_instance" in query.by:  # this fleet has no MIG GPU (test_cloudwatch_mig has)
+            assert shown == {}, properties["title"]
+            continue
         period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
         expected = truth(query, project.catalog.get(query.metric), START, END, period)
         expected = {(label or properties["title"]): series for label, series in expected.items()}

@@ -25,6 +25,7 @@ POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", 
 CLASSIC = "agent:\n  pipeline: classic\n"  # the agent's JSON path, which these tests read (test_agent_otel.py: the OTel one)
 # per GPU instance (whole GPUs GPU_I_ID "none"), and per pod on MIG instances only: what MIG needs
 INSTANCE_SET, MIG_POD_SET = (*GPU_SET, "GPU_I_ID"), (*POD_SET, "GPU_I_PROFILE")
+MIG_INSTANCE_SET = (*INSTANCE_SET, "GPU_I_PROFILE")  # MIG instances alone, with their profile
 
 
 def _agent(files, path=AGENT):
@@ -60,13 +61,16 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert prometheus["cluster_name"] == "gpu-cluster"
     assert prometheus["log_group_name"] == "/aws/containerinsights/gpu-cluster/prometheus"
     declarations = _declarations(config)
-    assert sorted(declarations) == sorted([CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET), INSTANCE_SET, MIG_POD_SET])
+    assert sorted(declarations) == sorted([CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET), INSTANCE_SET, MIG_POD_SET,
+                                           MIG_INSTANCE_SET])
     for declaration in declarations.values():
         assert declaration["source_labels"] == ["job"]
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}
     # framebuffer per GPU instance; the idle alarm's stand-in on MIG pods
     assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED"}
     assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
+    # the overview's panels per MIG instance
+    assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     (ksm,) = _declarations(config, KSM_MATCHER).values()
     assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
         "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available"}
@@ -87,7 +91,7 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 def test_selectors_cover_every_series_field_and_skip_labels(project_dir):
     project = load_project(project_dir(CLASSIC))
     for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
-        if dims in (CLUSTER_SET, INSTANCE_SET, MIG_POD_SET):
+        if dims in (CLUSTER_SET, INSTANCE_SET, MIG_POD_SET, MIG_INSTANCE_SET):
             continue  # the data-missing alarm's one field; MIG's sets carry only what is queried with them
         assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
@@ -115,7 +119,8 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
         CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"),
         ("ClusterName", "namespace", "pod", "container", "GPU_I_PROFILE"), ("ClusterName", "node", "gpu", "modelName"),
-        ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID")]
+        ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID"),
+        ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID", "GPU_I_PROFILE")]
     assert run(RULES, _feed(project)) == []
 
 
