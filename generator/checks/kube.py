@@ -62,8 +62,10 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, style.daemonset)
         yield from step(GROUP, "GPU node coverage", _coverage, kube, namespace, style)
         yield from step(GROUP, "exporter Service", _service, kube, namespace, style)
-        yield from step(GROUP, "pod labels setting", _pod_labels, daemonset, style)
-        yield from step(GROUP, "counters CSV", _counters, kube, project, daemonset, style, namespace)
+        yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
+                        style)
+        yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
+                        project, namespace)
         if options.prometheus_in_use:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
     if not addon_source(settings):
@@ -234,11 +236,37 @@ def _service(kube: Kube, namespace: str, style) -> Check:
     return Check(GROUP, "exporter Service", OK, f"{style.service} exposes {EXPORTER_PORT}")
 
 
+class NoExporterContainer(Exception):
+    """The DaemonSet has no container that is recognisably the exporter: its settings cannot be read."""
+
+
 def _container(daemonset: Answer, style) -> Answer:
+    """The exporter's container: the one the style names, else the one declaring the exporter's port, else the
+    only container. Never a container picked by its place: a sidecar's settings are not the exporter's."""
     containers = list(daemonset.items("spec.template.spec.containers", required=True))
     if not containers:
         raise OddAnswer(daemonset.source, "spec.template.spec.containers", [], "at least one container")
-    return next((c for c in containers if c.get("name", str, "") == style.container), containers[0])
+    named = [c for c in containers if c.get("name", str, "") == style.container]
+    serving = [c for c in containers if any(p.get("containerPort", int, 0) == EXPORTER_PORT for p in c.items("ports"))]
+    found = named or (serving if len(serving) == 1 else []) or (containers if len(containers) == 1 else [])
+    if not found:
+        names = ", ".join(c.get("name", str, "?") for c in containers)
+        raise NoExporterContainer(f"no container named {style.container} or alone declaring port {EXPORTER_PORT} "
+                                  f"among {names}: the exporter's settings cannot be read")
+    return found[0]
+
+
+def _exporter_settings(check: str, read: Callable[..., Check]) -> Callable[..., Check]:
+    """A check that reads the exporter container's settings; a DaemonSet without a recognisable exporter
+    container is that check's failure, saying so, not a judgement of another container's settings."""
+    def run(daemonset: Answer, style, *args: Any) -> Check:
+        try:
+            return read(daemonset, style, *args)
+        except NoExporterContainer as exc:
+            return Check(GROUP, check, FAIL, str(exc),
+                         f"set exporter.deployment to how the exporter is deployed (its container is named "
+                         f"{style.container} there), or name the exporter's container so")
+    return run
 
 
 def _env(container: Answer) -> dict[str, str]:
@@ -262,7 +290,7 @@ def _collectors_path(container: Answer, env: dict[str, str]) -> str:
     return env.get("DCGM_EXPORTER_COLLECTORS") or IMAGE_DEFAULTS[0]
 
 
-def _counters(kube: Kube, project: Project, daemonset: Answer, style, namespace: str) -> Check:
+def _counters(daemonset: Answer, style, kube: Kube, project: Project, namespace: str) -> Check:
     container = _container(daemonset, style)
     path = _collectors_path(container, _env(container))
     catalog = None

@@ -873,3 +873,31 @@ def test_failures_that_are_not_the_systems_state_name_their_cause(stack, monkeyp
     assert checks[("cloudwatch", "gpu-cluster metrics")]["status"] == "fail"
     assert checks[("cloudwatch", "gpu-cluster metrics")]["cause"] == "unreachable"
     assert checks[("kube", "kube-state-metrics")]["cause"] == "not-deployed"
+
+
+def test_the_exporter_s_settings_are_read_from_its_own_container_never_a_sidecar(stack):
+    """The exporter's container under another name than exporter.deployment's, behind a sidecar listed first:
+    its settings are read from the container serving 9400; with none recognisable, the checks say so."""
+    import copy
+
+    cluster, verify = stack
+    spec = cluster.daemonset["spec"]["template"]["spec"]
+    exporter = copy.deepcopy(spec["containers"][0])
+    exporter["name"] = "dcgm"
+    exporter["args"] = ["-f", "/etc/dcgm-exporter/site.csv"]  # inside the image: gpudash cannot read it
+    sidecar = {"name": "kube-rbac-proxy", "image": "quay.io/brancz/kube-rbac-proxy:v0.18.0",
+               "ports": [{"name": "https", "containerPort": 8443}]}
+    spec["containers"] = [sidecar, exporter]
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    _, checks = verify(*only_kube)
+    assert checks[("kube", "pod labels setting")]["status"] == "ok"
+    assert checks[("kube", "counters CSV")]["status"] == "warn"  # not judged by the image's default set
+    assert checks[("kube", "counters CSV")]["detail"] == \
+        "cannot read /etc/dcgm-exporter/site.csv from outside the image"
+    exporter["ports"] = []
+    _, checks = verify(*only_kube)
+    for name in ("pod labels setting", "counters CSV"):
+        assert checks[("kube", name)]["status"] == "fail"
+        assert checks[("kube", name)]["detail"] == (
+            "no container named nvidia-dcgm-exporter or alone declaring port 9400 among kube-rbac-proxy, dcgm: "
+            "the exporter's settings cannot be read")
