@@ -29,6 +29,8 @@ NOTE_RULES = [
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
     Rule("AL011", "the data-missing alarm left out because nothing tells it GPUs are expected "
                   "(alarms.expected_gpus: none)", _notes("AL011")),
+    Rule("AL012", "CloudWatch alarms that do not evaluate GPUs split into MIG instances where their Prometheus rule "
+                  "does (a field MIG does not report, whose stand-in alarm cannot be made)", _notes("AL012")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
 AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005"})

@@ -106,6 +106,33 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     return replace(result, dims=tuple(mig_dimensions(result.dims)), divisor=result.divisor / factor), stand_in
 
 
+def mig_left_out(project) -> list[tuple[str, str]]:
+    """(where, message) of each CloudWatch alarm that does not evaluate the MIG GPUs or pods its Prometheus rule
+    evaluates: its field is not reported under MIG, and the stand-in's second alarm cannot be made (its
+    grouping, or alarms.per_pod: static, which names no MIG instance's profile)."""
+    settings, catalog = project.settings, project.catalog
+    if addon_source(settings):
+        return []
+    result = []
+    for alarm in project.alarms:
+        if alarm.absent or catalog.mig_substitute(cloudwatch_condition(alarm, settings).query.metric) is None:
+            continue
+        start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch (its Prometheus " \
+                f"rule does)"
+        try:
+            alarm_plan(alarm, catalog, settings)
+            mig_plan(alarm, catalog, settings)
+        except NotPublished:
+            continue
+        except Unsupported as exc:
+            result.append((alarm.defined_at, f"{start}: {exc}"))
+            continue
+        if alarm.per_pod and settings.alarms.per_pod == "static":
+            result.append((alarm.defined_at, f"{start}: a static per-pod alarm cannot name a MIG instance's profile "
+                                             f"ahead; alarms.per_pod: group_by watches MIG pods too"))
+    return result
+
+
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
@@ -235,9 +262,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             continue
         try:
             mig = mig_plan(alarm, catalog, settings)
-        except Unsupported as exc:
-            raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
-                             hint="group it by pod, or by node and gpu") from None
+        except Unsupported:
+            mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
         builders = [_insights_requests(alarm, catalog, settings)]
         if mig:
             builders.append(_insights_requests(alarm, catalog, settings, mig))

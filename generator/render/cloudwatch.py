@@ -60,7 +60,7 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
         try:
             plans.append(alarm_plan(alarm, catalog, settings))
             mig = mig_plan(alarm, catalog, settings)  # the rule's second alarm, on MIG instances
-            if mig:
+            if mig and not (alarm.per_pod and settings.alarms.per_pod == "static"):  # static: no second alarm
                 plans.append(mig[0])
         except Unsupported:
             continue  # generate refuses such an alarm with its file and line

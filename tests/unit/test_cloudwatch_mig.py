@@ -284,3 +284,36 @@ def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     assert set(shown["Pod team-g/wide"].values()) == {2.0}
     assert _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
                  "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
+
+
+UTIL_PER_GPU = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("busiest", "GPU saturated", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max", ("node", "gpu")), ">", 95))
+'''
+
+
+def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
+    """The busiest-GPU rule (a max per GPU of a field MIG does not report) has no stand-in alarm: a MIG GPU's
+    activity is the mean of its instances, which no GROUP BY alarm takes the max of; static per-pod alarms
+    name no MIG instance's profile. Generate still writes them, and a note (lint AL012) says what they miss."""
+    from generator.lint.runner import lint_project
+
+    _project(tmp_path)  # writes the counters CSV and gpudash.yaml
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "busy.py").write_text(UTIL_PER_GPU)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    project = load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")
+    requests = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
+    assert [r["Request"]["AlarmName"] for r in requests] == ["gpudash-gpu-cluster-busiest-warning"]
+    notes = {f.message for f in lint_project(project) if f.rule == "AL012"}
+    assert notes == {"alarm 'busiest' does not evaluate GPUs split into MIG instances on CloudWatch (its Prometheus "
+                     "rule does): a MIG GPU's DCGM_FI_PROF_GR_ENGINE_ACTIVE is the mean of its instances, which "
+                     "CloudWatch holds as separate series: it can chart each instance, not the max per GPU"}
+    (tmp_path / "static").mkdir()
+    static = _project(tmp_path / "static", "alarms:\n  per_pod: static\n  static_pods: [team-a/infer-1]\n")
+    (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
+    assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
+        "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
