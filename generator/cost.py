@@ -367,7 +367,8 @@ def limits(fleet: Fleet) -> list[str]:
     notes = []
     if gpus > SERIES_PER_QUERY:
         notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
-                     f"fleet single values summed over per-GPU lines (GPUs reporting, Total power draw) count "
+                     f"fleet single values combined from per-GPU lines (GPUs reporting, Total power draw, the average "
+                     f"utilization and temperature) count "
                      f"{SERIES_PER_QUERY} GPUs, and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest "
                      f"their threshold (PARTIAL_DATA)")
     if max(gpus, pods) > METRICS_PER_QUERY:
