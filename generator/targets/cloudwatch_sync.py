@@ -9,7 +9,8 @@ Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms 
 for are read one by one); deletes go 100 names per DeleteAlarms call. Just before writing, what is
 written is read again: an object that appeared or changed since the plan is not overwritten. An alarm
 is written or deleted only on fresh evidence: its tags (ownership and hash, read in bulk) and then its
-fields, read again right before its batch's writes or its DeleteAlarms call, still as the plan read them.
+fields, read again right before its batch's writes (the fields once more right before its own write) or its
+DeleteAlarms call, still as the plan read them.
 Each alarm written is read back at once, before the next write, to learn the form CloudWatch reports it in.
 CloudWatch has no conditional delete: what changes after that last read cannot be seen.
 """
@@ -273,13 +274,20 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     return True
 
 
-def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> None:
-    """Write one alarm: its fields, read back at once, then the tags it lacks. The read-back learns the form
-    CloudWatch reports the alarm in, which its evidence keeps so that the form is not taken for a console
-    edit next time; read right after the write (not after the batch), a person's edit made since cannot
-    pass for that form."""
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
+    """Write one alarm unless its fields moved since the plan (read again right before: its batch's writes
+    take up to half a minute at 3 a second); False when it is already as generated. Its fields, read back
+    at once, then the tags it lacks: the read-back learns the form CloudWatch reports the alarm in, which
+    its evidence keeps so that the form is not taken for a console edit next time; read right after the
+    write (not after the batch), a person's edit made since cannot pass for that form."""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
+    now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+    moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
+    if moved:
+        raise _not_overwritten(change, moved)
+    if moved == "":
+        return False
     if change.action == CREATE:
         tags = alarm_tags(request)
         cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
@@ -293,6 +301,7 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     missing = [t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
+    return True
 
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None) -> tuple[str | None, str | None]:
@@ -398,8 +407,7 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     for start in range(0, len(writes), BATCH):
         for change in still_as_planned(writes[start:start + BATCH]):
             try:
-                _put_alarm(cloudwatch, region, change, requests[change.name])
-                record(change, done=True)
+                record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name]))
             except RemoteError as exc:
                 record(change, error=exc)
     for start in range(0, len(deletes), BATCH):

@@ -428,3 +428,19 @@ def test_an_edit_made_while_apply_writes_other_alarms_is_not_taken_for_cloudwatc
     code, report, _ = apply()
     assert code == 1 and report["refused"] == edited and writes(proxy) == []
     assert alarms(client)[edited[0]]["Threshold"] == 3.0
+
+
+def test_an_alarm_edited_while_apply_writes_the_ones_before_it_is_not_overwritten(proxied, project_dir):
+    """A batch's writes take up to half a minute at 3 a second: each alarm's fields are read again right before
+    its own write, so a console edit made while apply writes the alarms before it survives (and is reported)."""
+    proxy, client, apply = proxied
+    assert apply()[0] == 0
+    first, second = "gpudash-gpu-cluster-gpu-temp-critical-critical", "gpudash-gpu-cluster-gpu-temp-high-warning"
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="PutMetricAlarm", action="before",
+                      callback=lambda: edit_in_console(client, second, threshold=99.0)))
+    both = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    code, report, _ = apply("--config", str(both))
+    assert code == 3 and report["written"].count(first) == 1 and [f["name"] for f in report["failed"]] == [second]
+    assert "changed by someone else since the plan; not overwritten" in report["failed"][0]["error"]
+    assert alarms(client)[first]["Threshold"] == 90.0 and alarms(client)[second]["Threshold"] == 99.0
