@@ -4,15 +4,16 @@ touching what gpudash does not own, never reverting a console edit without --for
 Each Region is planned and applied in its own thread under its own pacing, so a fleet spread over
 Regions takes as long as its largest Region. Dashboards named in gpudash's form but no longer
 defined are found with ListDashboards (the configured prefix, every page) and are gpudash's to
-prune only when their header carries gpudash's hash stamp. Reads are bulk: DescribeAlarms pages of 100 and one
-Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms it does not vouch
-for are read one by one); deletes go 100 names per DeleteAlarms call. Just before writing, what is
-written is read again: an object that appeared or changed since the plan is not overwritten. An alarm
-is written or deleted only on fresh evidence: its tags (ownership and hash, read in bulk) and then its
-fields, read again right before its batch's writes (the fields once more right before its own write) or its
-DeleteAlarms call, still as the plan read them.
-Each alarm written is read back at once, before the next write, to learn the form CloudWatch reports it in.
-CloudWatch has no conditional delete: what changes after that last read cannot be seen.
+prune only when their header carries gpudash's hash stamp. The plan's reads are bulk: DescribeAlarms
+pages of 100 and one Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms
+it does not vouch for are read one by one); deletes go 100 names per DeleteAlarms call.
+
+Just before writing, what is written is read again: an object that appeared or changed since the
+plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
+and hash, read in bulk) and then its fields, read again right before its batch's writes (the fields
+once more right before its own write) or its DeleteAlarms call, still as the plan read them. Each
+alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
+in. CloudWatch has no conditional write or delete: what changes after that last read is not seen.
 """
 
 from __future__ import annotations
