@@ -23,7 +23,7 @@ from ..settings import Settings
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
-from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, RECEIVER, publishing
+from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube
@@ -412,7 +412,9 @@ def _no_pipeline_left(configmap: Callable[[str], Answer | None], namespace: str,
 
 def _agent_version(deployment: Answer) -> Check:
     """The agent's release, from its container's image tag: the OTel pipeline needs MIN_AGENT_VERSION or later
-    (an older agent ignores gpudash-otel.yaml, and the JSON holds no pipeline: nothing is published)."""
+    (the JSON holds no pipeline: an agent older than READS_YAML_VERSION ignores gpudash-otel.yaml and publishes
+    nothing; up to MIN_AGENT_VERSION it reads it but exits at start, failing to load the default YAML its
+    translator does not write for a JSON without a pipeline)."""
     name = "CloudWatch agent version"
     images = [c.get("image", str, "") for c in deployment.at("spec.template.spec", required=False).items("containers")]
     image = next((i for i in images if "cloudwatch-agent" in i), images[0] if images else "")
@@ -424,9 +426,14 @@ def _agent_version(deployment: Answer) -> Check:
     if found is None:
         return Check(GROUP, name, WARN, f"cannot tell the release from the image {image or '(none)'}: the OTel "
                      f"pipeline (agent.pipeline: otel) needs {MIN_AGENT_VERSION} or later", fix)
-    if tuple(int(part) for part in found.groups()) < needed:
+    release = tuple(int(part) for part in found.groups())
+    if release < tuple(int(part) for part in READS_YAML_VERSION.split(".")):
         return Check(GROUP, name, FAIL, f"{tag} is older than {MIN_AGENT_VERSION}: it does not read "
                      f"{OTEL_KEY}, so the agent publishes nothing", fix)
+    if release < needed:
+        return Check(GROUP, name, FAIL, f"{tag} is older than {MIN_AGENT_VERSION}: it reads {OTEL_KEY} but, its "
+                     "JSON holding no pipeline, finds no amazon-cloudwatch-agent.yaml and exits at start "
+                     "(failed to load OTEL configs), so the agent publishes nothing", fix)
     return Check(GROUP, name, OK, f"{tag} reads {OTEL_KEY} (needs {MIN_AGENT_VERSION} or later)")
 
 

@@ -409,7 +409,7 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
         yield Finding("AL010", "note", _alarm_where(item),
                       f"a GPU whose exporter reports DCGM's blank value (about 9.2e18, 'not supported') for "
                       f"{names[0]} {effect}: the agent's JSON path (agent.pipeline: classic) publishes it and "
-                      f"a GROUP BY alarm takes no metric math; agent.pipeline: otel (agent 1.300048.0 or later) "
+                      f"a GROUP BY alarm takes no metric math; agent.pipeline: otel (agent 1.300066.0 or later) "
                       f"drops it before it is published; `gpudash verify` names such GPUs")
 
 

@@ -23,7 +23,9 @@ counter coming back from one is sent as its whole running total. This pipeline d
 The agent (1.300048.0 and later) passes every `*.yaml` file of /etc/cwagentconfig, where the
 `prometheus-cwagentconfig` ConfigMap is mounted, to its collector with `-otelconfig`, merged with its
 own; every name here carries the suffix `gpudash`, so none collides with the agent's own pipelines.
-The JSON config then holds no pipeline, which the agent's translator accepts.
+The JSON config then holds no pipeline, which the agent's translator accepts: it writes no
+amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.300066.0 on
+(cmd/amazon-cloudwatch-agent/merge.go); 1.300048.0 to 1.300065.x fail to load it and exit at start.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/
 SUFFIX = "gpudash"
 RECEIVER, FILTER, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in ("prometheus", "filter", "batch", "awsemf"))
 PIPELINE = f"metrics/{SUFFIX}"
-MIN_AGENT_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
+READS_YAML_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
+MIN_AGENT_VERSION = "1.300066.0"  # the first that starts when its JSON translates to no pipeline
 LOG_STREAM = "{ServiceName}"  # the scrape job's name (the receiver's service.name)
 
 

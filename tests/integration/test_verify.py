@@ -273,16 +273,21 @@ def test_classic_pipeline_with_a_pipeline_left_in_the_configmap_publishes_twice(
 
 @pytest.mark.parametrize("image, status, detail", [
     ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300066.1b1374", "ok",
-     "1.300066.1b1374 reads gpudash-otel.yaml (needs 1.300048.0 or later)"),
+     "1.300066.1b1374 reads gpudash-otel.yaml (needs 1.300066.0 or later)"),
     ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300047.1", "fail",
-     "1.300047.1 is older than 1.300048.0: it does not read gpudash-otel.yaml, so the agent publishes nothing"),
+     "1.300047.1 is older than 1.300066.0: it does not read gpudash-otel.yaml, so the agent publishes nothing"),
+    ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent:1.300065.0b1300", "fail",
+     "1.300065.0b1300 is older than 1.300066.0: it reads gpudash-otel.yaml but, its JSON holding no pipeline, "
+     "finds no amazon-cloudwatch-agent.yaml and exits at start (failed to load OTEL configs), so the agent "
+     "publishes nothing"),
     ("public.ecr.aws/cloudwatch-agent/cloudwatch-agent@sha256:" + "0" * 64, "warn",
      "cannot tell the release from the image public.ecr.aws/cloudwatch-agent/cloudwatch-agent@sha256:" + "0" * 64
-     + ": the OTel pipeline (agent.pipeline: otel) needs 1.300048.0 or later"),
+     + ": the OTel pipeline (agent.pipeline: otel) needs 1.300066.0 or later"),
 ])
 def test_the_agent_must_be_recent_enough_for_the_otel_pipeline(stack, image, status, detail):
-    """An agent older than 1.300048.0 ignores gpudash-otel.yaml: with a JSON holding no pipeline it publishes
-    nothing at all."""
+    """With a JSON holding no pipeline the agent publishes nothing at all unless it is 1.300066.0 or later: an
+    agent older than 1.300048.0 ignores gpudash-otel.yaml; one older than 1.300066.0 reads it, but its translator
+    writes no amazon-cloudwatch-agent.yaml for a JSON without a pipeline and loading that missing file stops it."""
     cluster, verify = stack
     deployment = cluster.deployments[("amazon-cloudwatch", "cwagent-prometheus")]
     deployment["spec"]["template"]["spec"]["containers"][0]["image"] = image

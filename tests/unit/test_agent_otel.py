@@ -50,7 +50,7 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
         "ContainerInsights/Prometheus", "/aws/containerinsights/gpu-cluster/prometheus", "us-east-1",
         "NoDimensionRollup")
-    assert MIN_AGENT_VERSION == "1.300048.0"
+    assert MIN_AGENT_VERSION == "1.300066.0"
 
 
 def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
