@@ -14,6 +14,7 @@ Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import textwrap
@@ -99,24 +100,27 @@ def generate(config: Path | None, out: Path | None) -> list[str]:
             *(["--out", str(out)] if out else [])]
 
 
-def first_builds(root: Path, config: Path):
+def first_builds(config: Path):
     """A first build (no previous build to link files from) into a new folder, and right after `rm -rf`.
 
-    Measured before any other row: on this machine's ext4, which runs without a journal, the kernel
-    does not reuse an inode freed in the last minute (five while its inode table is not yet written
+    Measured before any other row, in a folder beside the checkout (where a user's build/ is), not in
+    the system's temporary folder: on this machine's ext4, which runs without a journal, the kernel
+    does not reuse an inode freed in the last minute (six while its inode table is not yet written
     back), and passes over each such inode for every file it creates, so a build right after
     thousands of files were deleted nearby pays for the deletion. Every other row replaces (deletes)
-    a previous build on each run. Into a new folder is a first build as a user meets it: each run
-    writes a folder of its own (named by the shell's process id), removed only after the last run,
-    on a disk synced just before. Right after `rm -rf` (timed too): the 4,014 inodes just freed are
-    passed over again for each of the 4,014 files created."""
-    fresh = root / "first"
-    fresh.mkdir()
-    os.sync()
-    first = measure(["sh", "-c", 'exec "$@" --out "$0/new-$$"', str(fresh), *generate(config, None)])
-    emptied = root / "emptied"
-    measure(generate(config, emptied), runs=1)  # so that every measured run removes a build first
-    after_rm = measure(["sh", "-c", f'rm -rf "{emptied}" && exec "$@"', "sh", *generate(config, emptied)])
+    a previous build on each run, and other work deletes files in the temporary folder all the time.
+    Into a new folder is a first build as a user meets it: each run writes a folder of its own (named
+    by the shell's process id), removed only after the last run, on a disk synced just before. Right
+    after `rm -rf` (timed too): the inodes just freed are passed over for each file created."""
+    scratch = Path(tempfile.mkdtemp(prefix=".bench-first-", dir=HERE.parent))
+    try:
+        os.sync()
+        first = measure(["sh", "-c", 'exec "$@" --out "$0/new-$$"', str(scratch), *generate(config, None)])
+        emptied = scratch / "emptied"
+        measure(generate(config, emptied), runs=1)  # so that every measured run removes a build first
+        after_rm = measure(["sh", "-c", f'rm -rf "{emptied}" && exec "$@"', "sh", *generate(config, emptied)])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return first, after_rm
 
 
@@ -128,7 +132,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         configs = scenarios(root)
-        first, after_rm = first_builds(root, configs["1,000 clusters"])
+        first, after_rm = first_builds(configs["1,000 clusters"])
         print("| figure | gpudash | anchor (same run) |")
         print("|---|---|---|")
         row("`gpudash --help`", str(measure([*GPUDASH, "--help"])))
