@@ -164,23 +164,43 @@ def _series(prometheus: Prometheus, have_targets: bool, reporting: list) -> Chec
     return Check(GROUP, "DCGM series", OK, f"{count} GPUs reporting")
 
 
+def _arrives_as(prometheus: Prometheus, label: str) -> str | None:
+    """The name a workload label (`pod`, `namespace`, `container`) arrives under on the DCGM series:
+    `exported_<label>` when any series carries it (the scrape target's own label won), else `<label>`
+    when any series carries that, else None (no GPU held by a pod)."""
+    if prometheus.query(f"count({_dcgm('exported_' + label)})"):
+        return f"exported_{label}"
+    return label if prometheus.query(f"count({_dcgm(label)})") else None
+
+
 def _pod_label(prometheus: Prometheus, project: Project) -> Check:
     labels = project.settings.labels
-    exported = prometheus.query(f"count({_dcgm('exported_pod')})")
-    plain = prometheus.query(f"count({_dcgm('pod')})")
-    detected = "exported_pod" if exported else ("pod" if plain else None)
+    detected = _arrives_as(prometheus, "pod")
     if detected is None:
         return Check(GROUP, "workload pod label", WARN, "no series carries a workload pod label",
                      "run again while a pod uses a GPU; check the exporter's pod labels")
-    if detected == labels.pod:
-        return Check(GROUP, "workload pod label", OK, f"{detected!r} as configured")
-    if detected == "exported_pod":
-        fix = ("set labels.pod: exported_pod, labels.namespace: exported_namespace and labels.container: "
-               "exported_container in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor (honorLabels: true)")
-    else:
-        fix = "set labels.pod: pod, labels.namespace: namespace and labels.container: container in gpudash.yaml"
-    return Check(GROUP, "workload pod label", FAIL,
-                 f"the workload pod arrives as {detected!r}, settings say {labels.pod!r}", fix)
+    if detected != labels.pod:
+        if detected == "exported_pod":
+            fix = ("set labels.pod: exported_pod, labels.namespace: exported_namespace and labels.container: "
+                   "exported_container in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor "
+                   "(honorLabels: true)")
+        else:
+            fix = "set labels.pod: pod, labels.namespace: namespace and labels.container: container in gpudash.yaml"
+        return Check(GROUP, "workload pod label", FAIL,
+                     f"the workload pod arrives as {detected!r}, settings say {labels.pod!r}", fix)
+    # The pod's twins: a path that renames the pod renames them too (the scrape target carries its own
+    # namespace and container), so a pod setting that matches alone would still show every pod in the
+    # exporter's namespace and container.
+    wrong = [(key, getattr(labels, key), arrived) for key, arrived in
+             ((key, _arrives_as(prometheus, key)) for key in ("namespace", "container"))
+             if arrived is not None and arrived != getattr(labels, key)
+             and getattr(labels, key) in (key, f"exported_{key}")]  # pod_namespace (--use-old-namespace) aside
+    if wrong:
+        return Check(GROUP, "workload pod label", FAIL,
+                     "; ".join(f"the workload's {key} arrives as {arrived!r}, settings say {setting!r}"
+                               for key, setting, arrived in wrong),
+                     " and ".join(f"set labels.{key}: {arrived}" for key, _, arrived in wrong) + " in gpudash.yaml")
+    return Check(GROUP, "workload pod label", OK, f"{detected!r} as configured")
 
 
 def _node_label(prometheus: Prometheus, project: Project) -> list[Check]:

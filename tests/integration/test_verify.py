@@ -198,6 +198,22 @@ def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
         "in gpudash.yaml, or scrape with gpudash's job or ServiceMonitor (honorLabels: true)")
 
 
+def test_exported_pod_alone_is_not_enough_when_the_namespace_is_renamed_too(stack, prometheus_exported, tmp_path):
+    """A ServiceMonitor without honorLabels renames the namespace with the pod: settings that follow the pod
+    alone would show every pod in the exporter's namespace (gpu-operator), so verify fails on the namespace."""
+    _, verify = stack
+    config = tmp_path / "pod-only.yaml"
+    config.write_text("labels:\n  pod: exported_pod\n")
+    code, checks = verify("--config", str(config), prometheus_url=prometheus_exported.url)
+    assert code == 1
+    assert _failures(checks)[("prometheus", "workload pod label")] == (
+        "the workload's namespace arrives as 'exported_namespace', settings say 'namespace'",
+        "set labels.namespace: exported_namespace in gpudash.yaml")
+    config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n")  # container: not renamed here
+    code, checks = verify("--config", str(config), prometheus_url=prometheus_exported.url)
+    assert checks[("prometheus", "workload pod label")]["status"] == "ok"
+
+
 def test_hostname_spelling_is_detected(stack, payload, tmp_path):
     cluster, verify = stack
     cluster.metrics_payload = payload.replace("Hostname=", "hostname=")
