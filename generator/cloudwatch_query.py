@@ -36,16 +36,18 @@ that the number shown is what the title says:
   for a sum over GPUs; counter increase: SUM(delta) over the period.
 
 DCGM's blank sentinels (see BLANK_FLOOR) from exporters that pass them through are dropped in
-the agent by the default OTel pipeline (render/agent_otel.py). On the classic pipeline
-(`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a sample by value
-(the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics Insights
-filters on dimensions only). On the agent's metrics every widget therefore also drops, with metric math (`IF(value < floor, value)`), a
-period whose value only a blank can produce: per GPU where per-GPU lines are summed into one
-line, else for the whole line (a pod, node or fleet average with one blank GPU shows a gap for
-that period, and a field that one GPU never reads leaves its fleet line empty), as long as the
-blank averaged with the line's other observations stays above the floor (the bounds are at
-BLANK_FLOOR: a line that averages many GPUs' observations can dilute a blank below it). Alarms
-take no metric math (a GROUP BY alarm evaluates the query itself), so they cannot drop blanks.
+the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
+On the classic pipeline (`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a
+sample by value (the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics
+Insights filters on dimensions only). There every widget drops, with metric math in forms the user
+guide documents for its argument types, a period whose value only a blank can produce: `IF(value <
+floor, value)` on a single line, `array_guard` on a GROUP BY query's array of lines (IF and comparisons
+take no array); per GPU where per-GPU lines are summed into one line, else for the whole line (a pod,
+node or fleet average with one blank GPU shows a gap for that period, and a field that one GPU never
+reads leaves its fleet line empty), as long as the blank averaged with the line's other observations
+stays above the floor (the bounds are at BLANK_FLOOR: a line that averages many GPUs' observations can
+dilute a blank below it). Alarms take no metric math (a GROUP BY alarm evaluates the query itself),
+so they cannot drop blanks.
 
 Combinations CloudWatch cannot compute truthfully (for example the largest per-GPU
 increase inside each pod) raise `Unsupported`; dashboards leave such panels out of
@@ -280,8 +282,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = _plan(query, catalog, settings, period, alarm, layout)
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
-    if alarm or not layout.blanks or query.aggregation == "count":
-        return result
+    if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
+        return result  # the OTel pipeline drops blanks in the agent: nothing to guard
     field = catalog.get(query.metric)
     floor = blank_floor(query, catalog)
     if result.group and not result.series:  # per-GPU lines combined by math: drop blank GPUs first
@@ -294,10 +296,22 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
             scale = layout.interval(settings) / period
         else:
             scale = 1.0
-        kept = f"IF({{q}} < {number(floor * scale)}, {{q}})"
-        return replace(result, math=result.math.replace("{q}", kept))
+        return replace(result, math=result.math.replace("{q}", f"({array_guard('{q}', floor * scale)})"))
     shown = result.math or "{q}"
+    if result.group:  # an array of series, one line each
+        return replace(result, math=array_guard(shown, floor))
     return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
+
+
+def array_guard(values: str, floor: float) -> str:
+    """`values` (an array of series) without the points at or above `floor`, in documented forms only: IF takes
+    single series, comparisons take no array. d = FLOOR(floor / (ABS(x) + 1)) is >= 1 where |x| <= floor - 1 and
+    0 above (a number divided by an array, ABS and FLOOR of an array); d / d pairs two arrays of the same series
+    and is exactly 1, or a division by zero, which drops the point; x / (d / d) is then x, or a division by
+    the missing point (read as 0), dropped too. x * (d / d) would show a blank as 0."""
+    x = values if re.fullmatch(r"\{q\}|[a-z][A-Za-z0-9_]*", values) else f"({values})"
+    mask = f"FLOOR({number(floor)} / (ABS({values}) + 1))"
+    return f"{x} / ({mask} / {mask})"
 
 
 # Metric math as the user guide documents it ("Using math expressions with CloudWatch metrics",
@@ -306,7 +320,9 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
 # an array of time series, each of which is a time series showing each data point of one of the metrics
 # divided by 100"), so `{q} * 0 + 1` is 1 exactly where a GPU has a value and SUM of it counts the GPUs
 # with one; IF(condition, value) without a false value has no data point where the condition is 0 (the
-# page's IF tables), which is how a blank is dropped; AVG of an array reads a missing value as 0.
+# page's IF tables; single series only), and a division by zero drops the point (array_guard), which is how
+# a blank is dropped; AVG of an array reads a missing value as 0. Lint (CW013) checks every expression's
+# argument types against the page's tables.
 # tests/unit/test_cloudwatch_eval_semantics.py runs the page's examples through the tests' evaluator.
 
 

@@ -20,6 +20,7 @@ from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import Parsed, QueryError, is_query, needs_quotes, parse
+from .metric_math import ARRAY, SERIES, Kind, MathError, kind_of
 
 SEARCH_MAX_CHARS = 1024
 SEARCHES_PER_GRAPH = 100
@@ -303,6 +304,40 @@ def gauge_bounds(subject: LintInput) -> Iterable[Finding]:
             yield Finding("CW009", "error", _where(name, index), "a gauge needs yAxis.left min and max")
 
 
+def _typed(entries: Iterable[tuple[str, str | None]], where: str) -> Iterator[Finding]:
+    """CW014 findings of one widget's or alarm's entries, in order: (id, expression; None for a metric)."""
+    ids: dict[str, Kind] = {}
+    for identifier, expression in entries:
+        if expression is None:
+            ids[identifier] = Kind(SERIES)
+        elif is_query(expression):
+            query = _parsed(expression)
+            ids[identifier] = Kind(ARRAY, identifier) if query is not None and query.group else Kind(SERIES)
+        else:
+            try:
+                ids[identifier] = kind_of(expression, ids)
+            except MathError as exc:
+                yield Finding("CW014", "error", where, f"{identifier} = {expression}: {exc}")
+
+
+def math_types(subject: LintInput) -> Iterable[Finding]:
+    """Every metric-math expression applies each function and operator only to the argument types the user
+    guide lists for it (generator/lint/metric_math.py): CloudWatch may reject another form, or compute it
+    otherwise than the title says."""
+    for name, index, properties in _metric_widgets(subject):
+        entries = []
+        for position, line in enumerate(properties.get("metrics", [])):
+            options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
+            identifier = str(options.get("id", f"m{position + 1}"))
+            entries.append((identifier, str(options["expression"]) if "expression" in options else None))
+        title = properties.get("title", "")
+        yield from _typed(entries, f"{_where(name, index)} ({title})" if title else _where(name, index))
+    for item in subject.alarms:
+        queries = [m for m in item.request.get("Metrics", []) if isinstance(m, dict)]
+        entries = [(str(m.get("Id")), None if "MetricStat" in m else str(m.get("Expression", ""))) for m in queries]
+        yield from _typed(entries, _alarm_where(item))
+
+
 # --- alarms -------------------------------------------------------------------------------
 
 def _alarm_where(item: AlarmRequest) -> str:
@@ -489,6 +524,8 @@ RULES = (
     Rule("CW010", "one Metrics Insights query per widget", one_query_per_widget),
     Rule("CW011", "at most 2,500 metrics per dashboard", dashboard_metrics),
     Rule("CW012", "Metrics Insights queries parse, with backslash escapes and quoted reserved words", quoting),
+    Rule("CW014", "metric-math expressions apply each function and operator only to argument types the user "
+                  "guide documents (IF and comparisons on no array of series)", math_types),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),

@@ -21,9 +21,13 @@
   - IF(condition, trueValue[, falseValue]) has a point only where the condition has one: trueValue
     where it is not 0 (0 when trueValue is a series without a point there), falseValue where it is 0,
     dropped when falseValue is a series without a point there or is omitted (the page's IF tables).
-    The page lists IF's forms for single series; widgets apply it to a GROUP BY query's array of
-    series (user guide, "Use Metrics Insights queries with metric math"), read here series by series;
+    The page lists IF's forms for single series only ("For each of these syntaxes, the output is a single
+    time series"): IF over an array of series is refused;
   - an array of series with a single series or a number: each series of the array with it (TS[] TS);
+    two arrays only when both come from one query (the same series, paired one by one);
+  - every function and operator is checked against the argument types the page lists for it (S scalar,
+    TS one series, TS[] an array; a GROUP BY query is TS[], a query without GROUP BY or a MetricStat is
+    TS): an undocumented form raises Undocumented, whatever it would evaluate to;
   - AVG of an array: "Missing values are treated as 0", so it divides by every series of the array;
     SUM of an array adds the values there are (a missing value adds 0); MIN and MAX of an array take
     the values there are (the page says nothing of missing values for them).
@@ -37,6 +41,7 @@ Written independently of gpudash's generator: it parses the generated text itsel
 from __future__ import annotations
 
 import ast
+import math as math_module
 import re
 from dataclasses import dataclass
 from typing import Iterable
@@ -159,6 +164,104 @@ def _per_series(operation, *operands):
     return result
 
 
+class Undocumented(AssertionError):
+    """Metric math that applies a function or operator to argument types the user guide does not list."""
+
+
+# The user guide's argument types, per function: {argument types: return type}; "A" stands for TS[].
+_ELEMENTWISE = {("TS",): "TS", ("A",): "A"}  # ABS, CEIL, FLOOR, LOG, LOG10, DIFF, RATE, ...
+_REDUCING = {("TS",): "S", ("A",): "TS"}  # AVG, SUM, MIN, MAX, STDDEV, DATAPOINT_COUNT
+_SIGNATURES = {
+    **{name: _ELEMENTWISE for name in ("ABS", "CEIL", "FLOOR", "LOG", "LOG10", "DIFF", "DIFF_TIME", "RATE",
+                                        "RUNNING_SUM")},
+    **{name: _REDUCING for name in ("AVG", "SUM", "MIN", "MAX", "STDDEV", "DATAPOINT_COUNT")},
+    "FILL": {("TS", "S"): "TS", ("A", "S"): "A", ("A", "TS"): "A"},
+    "METRIC_COUNT": {("A",): "S"}, "REMOVE_EMPTY": {("A",): "A"}, "FIRST": {("A",): "TS"}, "LAST": {("A",): "TS"},
+    "TIME_SERIES": {("S",): "TS"}, "PERIOD": {("TS",): "S"},
+}
+# Arithmetic: S S, TS TS, TS S, TS[] TS, TS[] with a number (the page's examples 100/[m1, m2], METRICS()*100);
+# two arrays only when they hold the same series (both derived from one query). Comparison and logical
+# operators: two series or two numbers, and a series with a number (the page's `metric1 >= 30`).
+_ARITHMETIC = {frozenset({"S"}), frozenset({"TS"}), frozenset({"TS", "S"}), frozenset({"A", "TS"}),
+               frozenset({"A", "S"}), frozenset({"A"})}
+_COMPARISON = {frozenset({"S"}), frozenset({"TS"}), frozenset({"TS", "S"})}
+# IF(condition, trueValue[, falseValue]): the page's list of valid syntaxes, each giving a single series.
+_IF_FORMS = {("TS", "S"), ("TS", "TS"), ("TS", "S", "S"), ("TS", "S", "TS"), ("TS", "TS", "S"),
+             ("TS", "TS", "TS"), ("S", "TS"), ("S", "TS", "TS")}
+
+
+def _base(kind) -> str:
+    return "A" if isinstance(kind, tuple) else kind
+
+
+def _text(kind) -> str:
+    return "TS[]" if isinstance(kind, tuple) else kind
+
+
+def _pair(operator: str, left, right, table):
+    if frozenset({_base(left), _base(right)}) not in table:
+        raise Undocumented(f"{operator} of {_text(left)} and {_text(right)} is not a form the user guide lists")
+    arrays = [k for k in (left, right) if isinstance(k, tuple)]
+    if len(arrays) == 2 and arrays[0] != arrays[1]:
+        raise Undocumented(f"{operator} between two arrays of different series ({arrays[0][1]}, {arrays[1][1]})")
+    return arrays[0] if arrays else "TS" if "TS" in (left, right) else "S"
+
+
+def kind(node: ast.AST, kinds: dict) -> object:
+    """The type of an expression (S, TS, or ("TS[]", the query it derives from)); raises Undocumented."""
+    if isinstance(node, ast.Expression):
+        return kind(node.body, kinds)
+    if isinstance(node, ast.Constant):
+        return "S"
+    if isinstance(node, ast.Name):
+        return kinds[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return kind(node.operand, kinds)
+    if isinstance(node, ast.BinOp):
+        return _pair(type(node.op).__name__, kind(node.left, kinds), kind(node.right, kinds), _ARITHMETIC)
+    if isinstance(node, ast.Compare):
+        (operator,), (right,) = node.ops, node.comparators
+        return _pair(type(operator).__name__, kind(node.left, kinds), kind(right, kinds), _COMPARISON)
+    if isinstance(node, ast.BoolOp):
+        result = kind(node.values[0], kinds)
+        for value in node.values[1:]:
+            result = _pair(type(node.op).__name__, result, kind(value, kinds), _COMPARISON)
+        return result
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        arguments = tuple(_base(kind(a, kinds)) for a in node.args)
+        name = node.func.id
+        if name == "IF":
+            if arguments not in _IF_FORMS:
+                raise Undocumented(f"IF({', '.join('TS[]' if a == 'A' else a for a in arguments)}) is not a form "
+                                   f"the user guide lists")
+            return "TS"
+        signature = _SIGNATURES.get(name)
+        if signature is None or arguments not in signature:
+            raise Undocumented(f"{name}({', '.join('TS[]' if a == 'A' else a for a in arguments)}) is not a form "
+                               f"the user guide lists")
+        result = signature[arguments]
+        if result == "A":  # an elementwise function keeps its array's series
+            return next(kind(a, kinds) for a in node.args if _base(kind(a, kinds)) == "A")
+        return result
+    raise Undocumented(f"metric math not understood: {ast.dump(node)}")
+
+
+def _checked(expression: str, kinds: dict) -> ast.Expression:
+    """The expression parsed, after checking every argument type; a final result must be a series."""
+    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
+    tree = ast.parse(python, mode="eval")
+    if kind(tree, kinds) == "S":
+        raise Undocumented(f"{expression} is a number; a math expression's result must be a time series")
+    return tree
+
+
+def _kinds(env: dict) -> dict:
+    """Ids' types read from their values: a number S, a lone series TS, an array of series TS[]."""
+    return {name: "S" if isinstance(value, (int, float)) else
+            "TS" if not isinstance(value, dict) or set(value) == {()} or all(
+                isinstance(k, int) for k in value) else ("TS[]", name) for name, value in env.items()}
+
+
 def _math(node: ast.AST, env: dict[str, Result]):
     """A widget's metric math over Metrics Insights results (arrays of series) and numbers."""
     if isinstance(node, ast.Expression):
@@ -180,6 +283,11 @@ def _math(node: ast.AST, env: dict[str, Result]):
         return result
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
         return _per_series(_if, *(_math(argument, env) for argument in node.args))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _POINTWISE:
+        (argument,) = node.args
+        return _per_series(lambda a: _pointwise(_POINTWISE[node.func.id], a), _math(argument, env))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return _per_series(lambda a: _pointwise(lambda v: -v, a), _math(node.operand, env))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
         (argument,) = node.args
         array = _math(argument, env)
@@ -190,24 +298,28 @@ def _math(node: ast.AST, env: dict[str, Result]):
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
 
 
-def math(expression: str, env: dict[str, Result]) -> Result | float:
-    """A widget's metric-math expression over ids bound to arrays of series ({group key: series})."""
-    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
-    return _math(ast.parse(python, mode="eval"), env)
+def math(expression: str, env: dict[str, Result], kinds: dict | None = None) -> Result | float:
+    """A widget's metric-math expression over ids bound to arrays of series ({group key: series}); `kinds`
+    gives each id's type (read from the values when omitted: {(): series} is one series)."""
+    return _math(_checked(expression, kinds if kinds is not None else _kinds(env)), env)
 
 
 def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float) -> dict[str, Series]:
     """The visible lines of a metric widget: {label with dynamic labels resolved: series}."""
     period = int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
     env: dict[str, Result] = {}
+    kinds: dict = {}
     shown: list[tuple[str, str]] = []
     for line in properties["metrics"]:
         options = line[-1]
         expression = options["expression"]
         if expression.lstrip().upper().startswith("SELECT"):
             env[options["id"]] = metrics_insights(expression, datapoints, start, end, period)
+            kinds[options["id"]] = ("TS[]", options["id"]) if parse(expression).group else "TS"
         else:
-            env[options["id"]] = math(expression, env)
+            tree = _checked(expression, kinds)
+            kinds[options["id"]] = kind(tree, kinds)
+            env[options["id"]] = _math(tree, env)
         if options.get("visible", True):
             shown.append((options["id"], options.get("label", "")))
     lines: dict[str, Series] = {}
@@ -239,6 +351,14 @@ def _binary(operator, left, right):
     else:
         return operator(left, right)
     return {t: v for t, v in values.items() if v is not None}
+
+
+_POINTWISE = {"FLOOR": math_module.floor, "CEIL": math_module.ceil, "ABS": abs}
+
+
+def _pointwise(function, value):
+    """A function of each data point of a series (a number: of the number), creating none."""
+    return {t: float(function(v)) for t, v in value.items()} if isinstance(value, dict) else float(function(value))
 
 
 def _if(condition, true, false=None):
@@ -274,13 +394,15 @@ def _series_math(node: ast.AST, env: dict[str, Series]):
         return result
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
         return _if(*(_series_math(a, env) for a in node.args))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _POINTWISE:
+        (argument,) = node.args
+        return _pointwise(_POINTWISE[node.func.id], _series_math(argument, env))
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
 
 
 def alarm_math(expression: str, env: dict[str, Series]) -> Series | float:
     """An alarm's metric-math expression over ids bound to single series ({timestamp: value}) and numbers."""
-    python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
-    return _series_math(ast.parse(python, mode="eval").body, env)
+    return _series_math(_checked(expression, _kinds(env)).body, env)
 
 
 def _alarm_expression(text: str, env: dict[str, Series]) -> Series:

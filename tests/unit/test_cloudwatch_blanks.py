@@ -214,6 +214,30 @@ def test_the_header_says_the_agent_drops_blanks(otel_fleet):
     assert "dropped by the CloudWatch agent" in body["widgets"][0]["properties"]["markdown"]
 
 
+def test_no_widget_carries_a_blank_guard_where_the_agent_drops_blanks(otel_fleet):
+    """Blanks cannot arrive: the widgets' metric math is only what the title needs (means over the GPUs that
+    have a value, unit scaling), with no IF and no FLOOR mask."""
+    _, files, _, _ = otel_fleet
+    maths = [line[-1]["expression"] for _, properties in widgets(files) for line in properties["metrics"]
+             if not line[-1]["expression"].startswith("SELECT")]
+    assert maths and not [m for m in maths if "IF(" in m or "FLOOR(" in m]
+    assert "SUM(q1) / SUM(q1 * 0 + 1)" in maths  # a mean over the GPUs that have a value stays
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_every_widget_uses_documented_math_and_shows_no_blank(otel_fleet, classic_fleet, pipeline):
+    """Each widget of each dashboard, evaluated with the user guide's argument types enforced (the evaluator
+    raises on any undocumented form): no line shows a blank value. The JSON path's one known exception is a
+    counter back from the blank, whose running total the agent sends as a delta (far below the floors)."""
+    _, files, datapoints, _ = otel_fleet if pipeline == "otel" else classic_fleet
+    shown = 0
+    for path, properties in widgets(files):
+        for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items():
+            assert all(abs(v) < 1e13 for v in series.values()), (path, properties["title"], label, series)
+            shown += len(series)
+    assert shown > 100
+
+
 # --- the JSON path (agent.pipeline: classic): the blank is published ------------------------------
 
 def test_classic_the_blank_reaches_cloudwatch(classic_fleet):

@@ -81,8 +81,56 @@ def test_arithmetic_with_a_number_applies_to_each_data_point_of_each_series_and_
     assert cloudwatch_eval.math("AVG(q)", {"q": array}) == {(): series(25, 65, 40)}
 
 
-def test_if_without_a_false_value_drops_the_points_of_each_series_of_an_array():
-    array = {("a",): series(5, 2e19, None), ("b",): series(2e19, 3, 4)}
-    assert cloudwatch_eval.math("IF(q < 100000000000000, q)", {"q": array}) == {
-        ("a",): series(5, None, None), ("b",): series(None, 3, 4)}
-    assert cloudwatch_eval.math("SUM(IF(q < 100000000000000, q))", {"q": array}) == {(): series(5, 3, 4)}
+@pytest.mark.parametrize("expression", [
+    "IF(q < 100000000000000, q)",  # IF's syntaxes are for single series ("the output is a single time series")
+    "SUM(IF(q < 100000000000000, q))",
+    "q < 5",  # comparison: two series, two numbers, or a series with a number
+    "q > 1 AND m > 1",
+    "q + r",  # two arrays of different series
+    "FLOOR(q, 2)",
+    "AVG(m)",  # a number: the final result must be a time series
+    "TIME_SERIES(m)",
+    "IF(q, m)",
+])
+def test_undocumented_argument_types_are_refused(expression):
+    """Every function and operator takes only the argument types the page lists for it; the evaluator refuses
+    the rest rather than guessing what CloudWatch would do with them."""
+    array = {(("gpu", "0"),): series(5, 2e19)}
+    with pytest.raises(cloudwatch_eval.Undocumented):
+        cloudwatch_eval.math(expression, {"q": array, "r": {(("gpu", "1"),): series(1)}, "m": {(): series(1, 2)}},
+                             {"q": ("TS[]", "q"), "r": ("TS[]", "r"), "m": "TS"})
+
+
+@pytest.mark.parametrize("expression", [
+    "q / 100", "100 / q", "q * m", "-q", "FLOOR(q)", "CEIL(ABS(q))", "SUM(q) / SUM(q * 0 + 1)", "MAX(q) - m",
+    "q / (FLOOR(q) / FLOOR(q))", "IF(m < 5, m)", "IF(m > 0, m / 2, 1)", "IF(SUM(q) < 5, SUM(q))",
+])
+def test_documented_forms_are_evaluated(expression):
+    array = {(("gpu", "0"),): series(5, 2e19)}
+    cloudwatch_eval.math(expression, {"q": array, "m": {(): series(1, 2)}}, {"q": ("TS[]", "q"), "m": "TS"})
+
+
+GUARD = "q / (FLOOR({F} / (ABS(q) + 1)) / FLOOR({F} / (ABS(q) + 1)))"
+
+
+@pytest.mark.parametrize(("floor", "value", "kept"), [
+    (1e9, 0.0, True), (1e9, 45.5, True), (1e9, -40.0, True), (1e9, -1.0, True), (1e9, 1e9 - 1, True),
+    (1e9, 0.25, True), (1e9, 1e9 + 1, False), (1e9, 2.0 ** 47, False), (1e9, 9223372036854775794.0, False),
+    (1e14, 2.0 ** 47, False), (1e14, 64e9, True), (1e14, 1e14 - 2, True), (1e14, 1e14, False),
+    (1e18, 9e18, False), (1e18, 5e11, True), (9e18, 2.0 ** 63, False), (9e18, 3e18, True), (9e18, 0.0, True),
+    (1e9, 1.5e-300, True),
+])
+def test_the_array_blank_guard_keeps_a_reading_exactly_and_drops_a_blank(floor, value, kept):
+    """The widgets' guard on an array of series (agent.pipeline: classic) uses documented forms only: S / TS[],
+    ABS and FLOOR of TS[], and the two arrays of one query's series. FLOOR(F / (|x| + 1)) is at least 1 for
+    |x| <= F - 1 and 0 above; its ratio to itself is exactly 1 (x / 1 is x), or a division by zero that drops
+    the point, and x divided by the missing value (read as 0) is dropped too. Multiplying instead would not
+    do: x * (missing) reads the missing value as 0 and shows the blank as 0."""
+    times_mask = GUARD.replace("q / (", "q * (").format(F="1000000000.0")
+    shown = cloudwatch_eval.math(times_mask, {"q": {("a",): {0: 2.0 ** 47}}}, {"q": ("TS[]", "q")})
+    assert shown == {("a",): {0: 0.0}}
+    array = {(("gpu", "0"),): {0: value, 1: 7.0}, (("gpu", "1"),): {1: value}}
+    result = cloudwatch_eval.math(GUARD.format(F=repr(floor)), {"q": array}, {"q": ("TS[]", "q")})
+    expected = {0: value, 1: 7.0} if kept else {1: 7.0}
+    assert result[(("gpu", "0"),)] == expected
+    assert result[(("gpu", "1"),)] == ({1: value} if kept else {})

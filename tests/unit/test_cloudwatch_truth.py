@@ -153,7 +153,7 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     project = load_project(project_dir("scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"))
     files = encode(build(project))
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
-    assert properties["metrics"][1][0]["expression"] == "IF(q1 / 4 < 1000000000, q1 / 4)"
+    assert properties["metrics"][1][0]["expression"] == "q1 / 4"
 
 
 def test_without_an_expected_signal_the_data_missing_alarm_is_left_out_and_said(project_dir):

@@ -226,3 +226,75 @@ def test_an_alarm_notifies_only_topics_of_its_own_region(cli, tmp_path, project_
                           f"topics of other Regions ({east})") in stderr
     assert stderr.count("lists only SNS topics of other Regions") == 1
     assert "have no actions and notify no one (first: gpudash-west-" in stderr
+
+
+def _first_math(body):
+    """The first widget whose first line is a GROUP BY query (an array of series), and its math line."""
+    for widget in body["widgets"]:
+        lines = widget.get("properties", {}).get("metrics", [])
+        if widget["type"] == "metric" and len(lines) == 2 and "GROUP BY" in lines[0][-1]["expression"]:
+            return widget["properties"], lines[1][-1]
+    raise AssertionError("no widget with a GROUP BY query and a math line")
+
+
+TYPE_CASES = {  # (expression over q1, an array of series: what CW014 says)
+    "IF(q1 < 1000000000, q1)": "a comparison '<' between TS[] and S",
+    "SUM(IF(q1 < 5, q1))": "a comparison '<' between TS[] and S",
+    "IF(SUM(q1), q1)": "IF(TS, TS[]) is not one of IF's documented syntaxes",
+    "q1 > 3": "a comparison '>' between TS[] and S",
+    "q1 / SEARCH('{x} y', 'Average', 300)": "two arrays of different series",
+    "FLOOR(q1, 2)": "FLOOR(TS[], S) is not documented",
+    "AVG(SUM(q1))": "the result is a number",
+    "NOPE(q1)": "NOPE() is not a metric-math function",
+    "q1 / (x1 + 1)": "'x1' names no metric",
+}
+
+
+@pytest.mark.parametrize("expression", sorted(TYPE_CASES))
+def test_math_on_undocumented_argument_types_is_refused_naming_the_widget(good, expression):
+    def mutate(body):
+        _first_math(body)[1]["expression"] = expression
+
+    findings = [f for f in run(RULES, _with_body(good, mutate)) if f.rule == "CW014"]
+    (finding,) = findings
+    assert finding.severity == "error" and TYPE_CASES[expression] in finding.message, finding
+    assert finding.where.startswith("cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json widget ")
+    assert finding.where.endswith(f"({_first_math(_with_body(good, mutate).cloudwatch_dashboards[0].body)[0]['title']})")
+
+
+@pytest.mark.parametrize("expression", [
+    "q1 / 30", "SUM(q1) / SUM(q1 * 0 + 1)", "q1 / (FLOOR(1000000000 / (ABS(q1) + 1)) / FLOOR(1000000000 / "
+    "(ABS(q1) + 1)))", "IF(MAX(q1) < 5, SUM(q1))", "FILL(q1, 0)", "-q1 * 2 ^ 3", "SUM(100 / [q1, q1])",
+])
+def test_documented_forms_pass(good, expression):
+    def mutate(body):
+        _first_math(body)[1]["expression"] = expression
+
+    assert [f for f in run(RULES, _with_body(good, mutate)) if f.rule == "CW014"] == []
+
+
+def test_undocumented_alarm_math_is_refused_naming_the_alarm(good):
+    findings = [f for f in run(RULES, _math_alarm(good, lambda m: m[-1].update(Expression="IF(d, g, a, 1)")))
+                if f.rule == "CW014"]
+    (finding,) = findings
+    assert "gpu-data-missing" in finding.where and "IF(TS, TS, TS, S)" in finding.message
+
+
+@pytest.mark.parametrize("build", ["classic", "container-insights", "multi-region", "defaults"])
+def test_every_golden_build_uses_documented_math_only(build, cli, tmp_path):
+    """lint over each golden build's files as they are stored (read back with --from): no CW014 finding."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "golden" / "builds" / "regenerate.py"
+    spec = importlib.util.spec_from_file_location("golden_builds", script)
+    regenerate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(regenerate)
+    for path, data in regenerate.stored(build).items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(data)
+    config = [] if build == "defaults" else ["--config", str(regenerate.HERE / f"{build}.yaml")]
+    code, out, _ = cli("lint", *config, "--from", str(tmp_path), "--output", "json")
+    findings = json.loads(out)
+    findings = findings if isinstance(findings, list) else findings.get("findings", [])
+    assert code == 0 and findings and not [f for f in findings if f["rule"] == "CW014"]
