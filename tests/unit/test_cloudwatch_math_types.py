@@ -1,0 +1,46 @@
+"""Every metric-math expression gpudash can plan, not only those of the shipped dashboards, keeps to the
+argument types the user guide documents: each field of the counters CSV the defaults read (gauges,
+counters, fields with labels of their own), each aggregation, grouping and increase/rate form, on both
+agent pipelines and on the Container Insights add-on, for widgets and alarms. The expression is typed
+with its query as the array (GROUP BY) or single series (no GROUP BY) it returns."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from generator.cloudwatch_query import Unsupported
+from generator.container_insights import NotPublished, source_plan
+from generator.lint.metric_math import ARRAY, SERIES, Kind, kind_of
+from generator.model import Query
+from generator.project import load_project
+
+GROUPINGS = [(), ("pod",), ("namespace", "pod"), ("node",), ("node", "gpu"), ("gpu",), ("node", "gpu", "mig_instance"),
+             ("model",), ("container",)]
+SETTINGS = {"otel": "", "classic": "agent:\n  pipeline: classic\n",
+            "container-insights": "cloudwatch:\n  source: container-insights\n"}
+
+
+@pytest.mark.parametrize("source", sorted(SETTINGS))
+def test_every_planned_expression_is_a_documented_form(project_dir, source):
+    project = load_project(project_dir(SETTINGS[source]))
+    settings, catalog = project.settings, project.catalog
+    checked, guards = 0, 0
+    for field in catalog:
+        increases = (False, True) if field.is_counter else (False,)
+        for aggregation, by, increase, alarm in itertools.product(("avg", "min", "max", "sum", "count"), GROUPINGS,
+                                                                   increases, (False, True)):
+            try:
+                plan = source_plan(Query(field.name, aggregation, by, as_increase=increase), catalog, settings,
+                                   settings.cloudwatch.period, alarm=alarm)
+            except (Unsupported, NotPublished):
+                continue
+            if plan.math is None:
+                continue
+            query = Kind(ARRAY, "q1") if plan.group else Kind(SERIES)
+            kind_of(plan.math.replace("{q}", "q1"), {"q1": query})  # raises MathError on an undocumented form
+            checked += 1
+            guards += "FLOOR(" in plan.math or "IF(" in plan.math
+    assert checked > 50
+    assert bool(guards) == (source == "classic")  # blank guards on the JSON path only
