@@ -307,6 +307,7 @@ def gauge_bounds(subject: LintInput) -> Iterable[Finding]:
 def _typed(entries: Iterable[tuple[str, str | None]], where: str) -> Iterator[Finding]:
     """CW014 findings of one widget's or alarm's entries, in order: (id, expression; None for a metric)."""
     ids: dict[str, Kind] = {}
+    maths = []
     for identifier, expression in entries:
         if expression is None:
             ids[identifier] = Kind(SERIES)
@@ -314,10 +315,21 @@ def _typed(entries: Iterable[tuple[str, str | None]], where: str) -> Iterator[Fi
             query = _parsed(expression)
             ids[identifier] = Kind(ARRAY, identifier) if query is not None and query.group else Kind(SERIES)
         else:
+            maths.append((identifier, expression))
+    problems: dict[str, str] = {}
+    while maths:  # an expression may name one written after it: type those it names first
+        left = []
+        for identifier, expression in maths:
             try:
                 ids[identifier] = kind_of(expression, ids)
             except MathError as exc:
-                yield Finding("CW014", "error", where, f"{identifier} = {expression}: {exc}")
+                left.append((identifier, expression))
+                problems[identifier] = str(exc)
+        if len(left) == len(maths):
+            break
+        maths = left
+    for identifier, expression in maths:
+        yield Finding("CW014", "error", where, f"{identifier} = {expression}: {problems[identifier]}")
 
 
 def math_types(subject: LintInput) -> Iterable[Finding]:

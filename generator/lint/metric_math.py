@@ -151,7 +151,7 @@ class _Checker:
             return self.ids[text]
         if text in KEYWORDS:
             return Kind(WORD)
-        raise MathError(f"{text!r} names no metric or expression before it")
+        raise MathError(f"{text!r} names no metric or expression of its own widget or alarm")
 
     def call(self, name: str) -> Kind:
         self.take("(")

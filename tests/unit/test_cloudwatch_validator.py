@@ -273,6 +273,16 @@ def test_documented_forms_pass(good, expression):
     assert [f for f in run(RULES, _with_body(good, mutate)) if f.rule == "CW014"] == []
 
 
+def test_an_expression_may_name_an_id_written_after_it(good):
+    def mutate(body):
+        properties, math = _first_math(body)
+        properties["metrics"].insert(0, [{"expression": "e2 / 2", "id": "e0"}])
+        properties["metrics"].append([{"expression": "SUM(q1)", "id": "e2"}])
+        properties["metrics"].append([{"expression": "e0 < e2 AND e0 > 1", "id": "e3"}])
+
+    assert [f for f in run(RULES, _with_body(good, mutate)) if f.rule == "CW014"] == []
+
+
 def test_undocumented_alarm_math_is_refused_naming_the_alarm(good):
     findings = [f for f in run(RULES, _math_alarm(good, lambda m: m[-1].update(Expression="IF(d, g, a, 1)")))
                 if f.rule == "CW014"]
