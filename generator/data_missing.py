@@ -114,6 +114,14 @@ def left_out(project) -> list[tuple[str, str]]:
             for alarm in project.alarms if alarm.absent and reason]
 
 
+def on_addon(project) -> bool:
+    """The data-missing alarm is generated on the Container Insights add-on's metrics (it counts the GPUs the
+    kubelet advertises as nvidia.com/gpu)."""
+    from .container_insights import enabled
+
+    return enabled(project.settings) and expected(project.settings) and any(a.absent for a in project.alarms)
+
+
 def daemonset_selector(settings: Settings) -> str:
     """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series."""
     return f'namespace="{settings.exporter.namespace}", daemonset="{style_for(settings).daemonset}"'

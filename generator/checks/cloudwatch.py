@@ -29,7 +29,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
     cloudwatch = for_verify(options)
-    signals = _addon_alarm_generated(project)
+    from ..data_missing import on_addon
+
+    signals = on_addon(project)
     for cluster in settings.clusters:
         named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, options))]
         if signals:
@@ -39,15 +41,6 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                 yield from step(GROUP, name, check, *args)
             except RemoteError as exc:
                 yield Check(GROUP, name, FAIL, exc.what, exc.hint or "", cause=UNREACHABLE)
-
-
-def _addon_alarm_generated(project: Project) -> bool:
-    """The data-missing alarm is generated on the Container Insights add-on's metrics."""
-    from .. import data_missing
-    from ..container_insights import enabled
-
-    return enabled(project.settings) and data_missing.expected(project.settings) and \
-        any(alarm.absent for alarm in project.alarms)
 
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],

@@ -48,6 +48,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     settings = project.settings
     if addon_source(settings):
         yield from addon_checks(kube)
+        if data_missing.on_addon(project):
+            yield from step(GROUP, ADDON_SHARING, _addon_sharing, kube)
         if not options.prometheus_in_use:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
@@ -144,6 +146,35 @@ def _addon_coverage(kube: Kube, namespace: str) -> Check:
                      f"kubectl -n {namespace} get pods -o wide; the DCGM exporter runs only on nodes its "
                      "DaemonSet's affinity selects (GPU instance types)", cause=NOT_DEPLOYED)
     return Check(GROUP, ADDON_COVERAGE, OK, f"agent and DCGM exporter ready on all {len(gpu_nodes)} GPU nodes")
+
+
+ADDON_SHARING = "add-on data-missing GPU count"
+# GPU feature discovery's node labels: the GPUs (or MIG devices, MIG's single strategy) on the node, and the
+# sharing strategy (time-slicing and MPS advertise each GPU as several nvidia.com/gpu unless renamed).
+GPU_COUNT_LABEL, SHARING_LABEL, SHARED = "nvidia.com/gpu.count", "nvidia.com/gpu.sharing-strategy", ("time-slicing", "mps")
+
+
+def _addon_sharing(kube: Kube) -> Check:
+    """The data-missing alarm on the add-on expects one DCGM observation per nvidia.com/gpu and collection: a node
+    that advertises each GPU several times (time-slicing or MPS without renameByDefault) keeps it below 1 for good
+    whenever a replica is free, so the alarm would fire with every GPU reporting."""
+    shared = []
+    for node in kube.listing("/api/v1/nodes", "Nodes"):
+        advertised = _gpu_count(node)
+        labels = node.get("metadata", dict).get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        count, strategy = str(labels.get(GPU_COUNT_LABEL, "")), str(labels.get(SHARING_LABEL, ""))
+        if not advertised or not (strategy in SHARED or (count.isdigit() and advertised > int(count))):
+            continue
+        why = f"{SHARING_LABEL} {strategy}" if strategy in SHARED else f"{GPU_COUNT_LABEL} {count}"
+        shared.append(f"{node.get('metadata.name', str)} advertises {advertised} {GPU_RESOURCE} ({why})")
+    if shared:
+        return Check(GROUP, ADDON_SHARING, FAIL,
+                     "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
+                     "stay in ALARM while any share is free",
+                     "write alarms.expected_gpus: none (README: GPU data missing)")
+    return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} (as far as "
+                 f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
 
 
 def _addon_service(kube: Kube, namespace: str) -> Check:

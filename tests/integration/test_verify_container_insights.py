@@ -126,6 +126,35 @@ def test_the_data_missing_alarm_s_signals_are_checked(addon_stack, moto):
         "as the add-on's agent running and alarms without it")}
 
 
+def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_check(addon_stack, tmp_path):
+    """The alarm expects one GPU observation per nvidia.com/gpu: a node that time-slices each GPU into 4 (GPU feature
+    discovery's labels say so) would keep it in ALARM; MIG's single strategy (one nvidia.com/gpu per MIG device, as
+    many as the node's count) does not."""
+    cluster, verify = addon_stack
+    code, checks = verify()
+    assert checks[("kube", "add-on data-missing GPU count")]["status"] == "ok"
+    mig = cluster.node("gpu-node-a", gpus=7)
+    mig["metadata"]["labels"].update({"nvidia.com/gpu.count": "7", "nvidia.com/mig.strategy": "single",
+                                      "nvidia.com/gpu.sharing-strategy": "none"})
+    sliced = cluster.node("gpu-node-b", gpus=4)
+    sliced["metadata"]["labels"].update({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",
+                                         "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+    cluster.nodes = [mig, sliced, *cluster.nodes[2:]]
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks) == {("kube", "add-on data-missing GPU count"): (
+        "gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy time-slicing): the data-missing "
+        "alarm expects one GPU per nvidia.com/gpu and would stay in ALARM while any share is free")}
+    sliced["metadata"]["labels"].pop("nvidia.com/gpu.sharing-strategy")  # an older feature discovery: the count
+    code, checks = verify()
+    assert checks[("kube", "add-on data-missing GPU count")]["detail"].startswith(
+        "gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.count 1)")
+    no_alarm = tmp_path / "no-alarm.yaml"  # without the alarm there is nothing to check
+    no_alarm.write_text("cloudwatch:\n  source: container-insights\nalarms:\n  expected_gpus: none\n")
+    code, checks = verify("--config", str(no_alarm))
+    assert ("kube", "add-on data-missing GPU count") not in checks
+
+
 def test_metrics_of_another_cluster_name_do_not_count(addon_stack, moto):
     _, verify = addon_stack
     moto.reset()
