@@ -7,8 +7,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
     prometheus/gpudash -> filter/gpudash -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
-  target label, `ClusterName` (the JSON path's `cluster_name`); `$` is written `$$`, as the
-  collector's configuration expands `$`;
+  target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
+  the agent expands `$` in its collector configuration twice;
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading - and the
@@ -31,6 +31,7 @@ amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.3
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Iterable
 
 from ..blanks import reading_floor
@@ -47,15 +48,30 @@ MIN_AGENT_VERSION = "1.300066.0"  # the first that starts when its JSON translat
 LOG_STREAM = "{ServiceName}"  # the scrape job's name (the receiver's service.name)
 
 
+# The agent resolves its collector configuration in two passes (service/configprovider/provider.go): the
+# confmap resolver turns `$$` into `$`, then the expandconverter expands what is left as Go's os.Expand does
+# - `$NAME`, `${...}` and the special `$1`, `$$`, `$*`, ... - from the environment (an unset one is empty).
+# A `$` before a character os.Expand reads as a name is written `$$$$` (first pass `$$`, second `$`); any
+# other `$` is written `$$` (first pass `$`, which the second keeps). The agent's translator escapes its own
+# Prometheus configs so (common.EscapeDollarDigit); a `$1` written `$$1` would reach Prometheus empty.
+_EXPANDED_AFTER = re.compile(r"\$(?=([A-Za-z0-9_{*#$@!?-])?)")
+_ESCAPE = re.compile(r"\$\$\$\$|\$\$")
+
+
 def escaped(value: Any) -> Any:
-    """`value` with every `$` in its strings written `$$` (the collector expands `$` in its config)."""
+    """`value` with every `$` in its strings written so that the agent's two passes read it back as `$`."""
     if isinstance(value, str):
-        return value.replace("$", "$$")
+        return _EXPANDED_AFTER.sub(lambda m: "$$$$" if m.group(1) else "$$", value)
     if isinstance(value, list):
         return [escaped(v) for v in value]
     if isinstance(value, dict):
         return {k: escaped(v) for k, v in value.items()}
     return value
+
+
+def unescaped(text: str) -> str:
+    """What `escaped` wrote, read back."""
+    return _ESCAPE.sub("$", text)
 
 
 def receiver(scrape_config: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
@@ -135,7 +151,7 @@ def publishing(otel: dict[str, Any]) -> dict[str, Any]:
     names = {next((rule.get("replacement") for rule in job.get("relabel_configs") or []
                    if rule.get("target_label") == CLUSTER_DIMENSION), None) for job in jobs}
     name = next(iter(names)) if len(names) == 1 else None  # every job attaches the same one
-    return {"cluster_name": name.replace("$$", "$") if isinstance(name, str) else None,
+    return {"cluster_name": unescaped(name) if isinstance(name, str) else None,
             "log_group_name": emf.get("log_group_name"),
             "emf_processor": {
                 "metric_namespace": emf["namespace"],

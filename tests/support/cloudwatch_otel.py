@@ -5,7 +5,8 @@ What it does with each scrape, as the sources document it (opentelemetry-collect
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
 pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
 
-* the collector reads its configuration with `$$` standing for `$`;
+* the agent's collector reads its configuration in two passes: the confmap resolver turns `$$` into
+  `$`, then the expandconverter expands `$NAME`, `${NAME}`, `$1`, ... (unset: empty), `$$` being `$`;
 * the receiver scrapes with the job's relabelling (dcgm_fleet.discovered gives the target labels)
   and metric_relabel_configs (keep, drop, replace), and adds the scrape's own series (up, scrape_*)
   with the target's labels; `job` and `instance` go into the resource (service.name,
@@ -34,9 +35,45 @@ OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
 
 
+_SPECIAL = set("*#$@!?-0123456789")
+
+
+def _os_expand(text: str, env: dict[str, str]) -> str:
+    """Go's os.Expand(text, mapping) with the expandconverter's mapping: `$$` is `$`, a name is looked up in
+    `env` (unset: empty); `$` before anything that is no name stays."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "$" or i + 1 == len(text):
+            out.append(text[i])
+            i += 1
+            continue
+        rest = text[i + 1:]
+        if rest[0] == "{":
+            if len(rest) > 2 and rest[1] in _SPECIAL and rest[2] == "}":
+                name, width = rest[1], 3
+            else:
+                close = rest.find("}")
+                name, width = ("", 1) if close < 0 else ("", 2) if close == 1 else (rest[1:close], close + 1)
+        elif rest[0] in _SPECIAL:
+            name, width = rest[0], 1
+        else:
+            width = 0
+            while width < len(rest) and (rest[width].isascii() and (rest[width].isalnum() or rest[width] == "_")):
+                width += 1
+            name = rest[:width]
+        if name == "" and width == 0:
+            out.append("$")  # no name follows: the `$` stays
+        elif name:
+            out.append("$" if name == "$" else env.get(name, ""))
+        i += 1 + width
+    return "".join(out)
+
+
 def _unescape(value):
+    """A configuration string as the agent's collector reads it: the confmap resolver turns `$$` into `$`,
+    then the expandconverter (the agent's service/configprovider) expands the rest as os.Expand does."""
     if isinstance(value, str):
-        return value.replace("$$", "$")
+        return _os_expand(value.replace("$$", "$"), {})
     if isinstance(value, list):
         return [_unescape(v) for v in value]
     if isinstance(value, dict):

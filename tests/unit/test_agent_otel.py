@@ -75,16 +75,20 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
 
 
 def test_dollar_signs_are_written_as_the_collector_reads_them():
-    """The collector expands `$` in its configuration: a relabel replacement `$1` must be written `$$1`."""
+    """The agent expands `$` in its collector configuration twice (the confmap resolver's `$$`, then the
+    expandconverter's os.Expand): a relabel replacement `$1` written `$$1` would reach Prometheus empty."""
     scrape = {"scrape_configs": [{"job_name": "j", "relabel_configs": [
         {"source_labels": ["__address__"], "regex": "([^:]+)(?::\\d+)?$", "target_label": "host",
-         "replacement": "$1"}]}]}
+         "replacement": "$1"}, {"source_labels": ["a", "b"], "regex": "(.*);(.*)", "target_label": "ab",
+                                "replacement": "${1}-$$2"}]}]}
     written = receiver(scrape, Cluster("c", "us-east-1"))["config"]
     rule = written["scrape_configs"][0]["relabel_configs"][0]
-    assert (rule["replacement"], rule["regex"]) == ("$$1", "([^:]+)(?::\\d+)?$$")
+    assert (rule["replacement"], rule["regex"]) == ("$$$$1", "([^:]+)(?::\\d+)?$$")
     read = _unescape(written)["scrape_configs"][0]["relabel_configs"]
+    assert read[1] == scrape["scrape_configs"][0]["relabel_configs"][1]
+    assert _unescape("$$1") == "" and _unescape("$1") == ""  # one escape is not enough, none neither
     assert read[0] == scrape["scrape_configs"][0]["relabel_configs"][0]
-    assert read[1] == {"target_label": "ClusterName", "replacement": "c", "action": "replace"}
+    assert read[2] == {"target_label": "ClusterName", "replacement": "c", "action": "replace"}
 
 
 def test_the_filters_floors_are_the_floors_of_the_promql_side():
