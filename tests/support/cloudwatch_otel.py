@@ -16,7 +16,8 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, comparisons, and / or / not, parentheses);
 * awsemf drops NaN and infinite values (the counter's previous value is kept), turns a cumulative
-  Sum into the difference to the previous datapoint of the same labels (the first gives nothing;
+  Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
+  itself with retain_initial_value_of_delta_metric;
   a smaller value is sent as it is, a reset), forgets a previous value unseen for 5 minutes (its
   cache is swept every 5 minutes), and emits each dimension set of each declaration whose
   label_matchers (none: every label set) and metric_name_selectors (unanchored) match, when every
@@ -218,6 +219,10 @@ class OtelAgent(Pipeline):
         self.conditions = datapoint_conditions(config)
         emf = _component(config, "exporters", "awsemf")
         self.namespace = emf["namespace"]
+        # awsemf's default rolls every label set up into more sets (ZeroAndSingleDimensionRollup): the model
+        # emits only the declared ones, so it reads only a configuration that says so
+        assert emf.get("dimension_rollup_option") == "NoDimensionRollup", emf.get("dimension_rollup_option")
+        self.retain_initial = bool(emf.get("retain_initial_value_of_delta_metric", False))
         self.declarations = [
             ([(m["label_names"], m.get("separator") or ";", m["regex"]) for m in d.get("label_matchers") or []],
              d["metric_name_selectors"], [tuple(dims) for dims in d["dimensions"]])
@@ -273,8 +278,10 @@ class OtelAgent(Pipeline):
                 previous = self._previous.get(key)
                 self._previous[key] = (value, scrape.timestamp)
                 if previous is None or scrape.timestamp - previous[1] >= CACHE_TTL:
-                    continue
-                value = value - previous[0] if value >= previous[0] else value
+                    if not self.retain_initial:
+                        continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
+                else:
+                    value = value - previous[0] if value >= previous[0] else value
             for dims in self._sets(name, labels):
                 result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
                                         scrape.timestamp, value))

@@ -232,3 +232,81 @@ def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_se
     per_gpu = sorted((p.timestamp, p.value) for p in points if ("gpu", "0") in p.dimensions)
     assert {v for _, v in per_gpu} == {4_500_000.0}  # every delta a true 30 s increase
     assert [t for t, _ in per_gpu] == [k * 30.0 for k in (*range(1, 10), *range(23, 30))]  # 22: none
+
+
+# The keys each component of the pipeline accepts (mapstructure tags of the amazon-contributing fork the agent
+# builds, v0.103 base: exporter/awsemfexporter config.go and metric_declaration.go with internal/aws/awsutil
+# AWSSessionSettings squashed in; processor/filterprocessor config.go; receiver/prometheusreceiver config.go;
+# the collector's batchprocessor). The collector refuses to start on any other key.
+ACCEPTED = {
+    "awsemf": {"num_workers", "endpoint", "request_timeout_seconds", "max_retries", "no_verify_ssl", "proxy_address",
+               "region", "local_mode", "resource_arn", "role_arn", "profile", "shared_credentials_file",
+               "certificate_file_path", "imds_retries", "log_group_name", "log_stream_name", "namespace",
+               "retain_initial_value_of_delta_metric", "dimension_rollup_option", "log_retention", "tags",
+               "parse_json_encoded_attr_values", "metric_declarations", "metric_descriptors", "output_destination",
+               "eks_fargate_container_insights_enabled", "enhanced_container_insights", "disable_metric_extraction",
+               "resource_to_telemetry_conversion", "detailed_metrics", "version", "middleware"},
+    "awsemf.metric_declarations": {"dimensions", "metric_name_selectors", "label_matchers"},
+    "awsemf.metric_descriptors": {"metric_name", "unit", "overwrite"},
+    "filter": {"error_mode", "metrics", "logs", "spans", "traces"},
+    "filter.metrics": {"include", "exclude", "regexp", "metric", "datapoint"},
+    "batch": {"timeout", "send_batch_size", "send_batch_max_size", "metadata_keys", "metadata_cardinality_limit"},
+    "prometheus": {"config", "trim_metric_suffixes", "use_start_time_metric", "start_time_metric_regex",
+                   "report_extra_scrape_metrics", "target_allocator"},
+}
+EMF_UNITS = {"Seconds", "Microseconds", "Milliseconds", "Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes",
+             "Bits", "Kilobits", "Megabits", "Gigabits", "Terabits", "Percent", "Count", "Bytes/Second",
+             "Kilobytes/Second", "Megabytes/Second", "Gigabytes/Second", "Terabytes/Second", "Bits/Second",
+             "Kilobits/Second", "Megabits/Second", "Gigabits/Second", "Terabits/Second", "Count/Second", "None"}
+
+
+def test_every_key_is_one_the_agents_components_accept_and_prometheus_reads_the_receivers_jobs(
+        project_dir, tmp_path):
+    """A misspelt or unknown key stops the agent's collector at start (nothing is published): every key of the
+    pipeline is one its component accepts, every unit one awsemf keeps (it drops a descriptor of another unit,
+    silently), and the receiver's Prometheus configuration, as the agent reads it, passes promtool."""
+    import subprocess
+
+    from tests.support.prometheus_server import binary, for_file_sd
+
+    files = encode(build(load_project(project_dir("clusters:\n  - {name: a, region: us-east-1}\n"
+                                                  "  - {name: b, region: eu-west-1}\n"))))
+    paths = [p for p in files if p.startswith("k8s/cwagent-prometheus-config")]
+    assert len(paths) == 2
+    for path in paths:
+        config = otel_config(files[path])
+        assert set(config) == {"receivers", "processors", "exporters", "service"}
+        for section in ("receivers", "processors", "exporters"):
+            for name, component in config[section].items():
+                kind = name.split("/")[0]
+                assert set(component) <= ACCEPTED[kind], (name, set(component) - ACCEPTED[kind])
+                for key, value in component.items():
+                    nested = ACCEPTED.get(f"{kind}.{key}")
+                    for item in (value if isinstance(value, list) else [value]) if nested else ():
+                        assert set(item) <= nested, (name, key, set(item) - nested)
+        emf = config["exporters"]["awsemf/gpudash"]
+        assert {d["unit"] for d in emf["metric_descriptors"]} <= EMF_UNITS
+        prometheus = config["receivers"]["prometheus/gpudash"]["config"]
+        sd_file = tmp_path / "targets.json"
+        sd_file.write_text("[]")
+        prometheus["scrape_configs"] = [for_file_sd(job, [str(sd_file)]) for job in prometheus["scrape_configs"]]
+        written = tmp_path / "receiver.yml"
+        written.write_text(yaml.safe_dump(prometheus))
+        result = subprocess.run([binary("promtool"), "check", "config", str(written)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_counters_first_value_sent_as_its_delta_would_fail_the_comparison(project_dir):
+    """The model reads awsemf's options it implements: with retain_initial_value_of_delta_metric a counter's
+    first scrape publishes its whole running total, which the JSON path never does."""
+    project = load_project(project_dir(""))
+    files = encode(build(project))
+    text = files[AGENT].decode() if isinstance(files[AGENT], bytes) else files[AGENT]
+    edited = text.replace("retain_initial_value_of_delta_metric: false", "retain_initial_value_of_delta_metric: true")
+    assert edited != text
+    config, job = agent_config(edited)
+    one_scrape = scrapes(job, project.catalog, 20, 20)
+    first = [p for p in Agent(config, job).run(one_scrape) if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+    assert first and all(p.value > 0 for p in first)  # the running total, not an increase over a scrape
+    config, job = agent_config(text)
+    assert not [p for p in Agent(config, job).run(one_scrape) if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
