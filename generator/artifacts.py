@@ -162,9 +162,9 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
                                  agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
                      for cluster in settings.clusters)
     shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
+    pipeline = agent_otel.Pipeline(project.catalog, settings, emf, scrape_config, shipped)  # shared by every cluster
     return tuple(AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster), scrape_config,
-                             agent_otel.otel_config(project.catalog, settings, cluster, emf, scrape_config, shipped,
-                                                    agent.log_group(cluster)))
+                             pipeline.config(cluster, agent.log_group(cluster)))
                  for cluster in settings.clusters)
 
 

@@ -30,7 +30,6 @@ amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.3
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any, Iterable
 
@@ -76,11 +75,18 @@ def unescaped(text: str) -> str:
 
 def receiver(scrape_config: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
     """prometheus.yaml's jobs, each attaching the cluster's name as the `ClusterName` label."""
-    config = copy.deepcopy(scrape_config)
-    for job in config["scrape_configs"]:
-        job.setdefault("relabel_configs", []).append(
-            {"target_label": CLUSTER_DIMENSION, "replacement": cluster.name, "action": "replace"})
-    return {"config": escaped(config)}
+    return cluster_receiver(escaped(scrape_config), cluster)
+
+
+def cluster_receiver(jobs: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
+    """The receiver of one cluster from the escaped scrape config `jobs`, whose objects it shares: only
+    each job and its relabel list are the cluster's own (the encoder writes shared parts once). No object
+    appears twice in one configuration: YAML would write the second as an alias."""
+    rule = {"target_label": CLUSTER_DIMENSION, "replacement": escaped(cluster.name), "action": "replace"}
+    config = dict(jobs)
+    config["scrape_configs"] = [{**job, "relabel_configs": [*(job.get("relabel_configs") or []), dict(rule)]}
+                                for job in jobs["scrape_configs"]]
+    return {"config": config}
 
 
 def _ottl_number(value: float) -> str:
@@ -107,34 +113,63 @@ def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
 
 def exporter(emf: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
     """awsemf with the JSON path's settings, from the same emf_processor section (render/agent.py)."""
+    return cluster_exporter(_publishes(emf), cluster, log_group)
+
+
+def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
+    """What awsemf publishes, the same for every cluster."""
     return {
         "namespace": emf["metric_namespace"],
-        "region": cluster.region,
-        "log_group_name": log_group,
-        "log_stream_name": LOG_STREAM,
-        "dimension_rollup_option": "NoDimensionRollup",
-        "version": "0",
-        "retain_initial_value_of_delta_metric": False,
         "metric_declarations": [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
                                 for d in emf["metric_declaration"]],
         "metric_descriptors": [{"metric_name": name, "unit": unit} for name, unit in emf["metric_unit"].items()],
     }
 
 
-def otel_config(catalog: Catalog, settings: Settings, cluster: Cluster, emf: dict[str, Any],
-                scrape_config: dict[str, Any], shipped: Iterable[str], log_group: str) -> dict[str, Any]:
-    """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
+def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
     return {
-        "receivers": {RECEIVER: receiver(scrape_config, cluster)},
-        "processors": {
+        "namespace": publishes["namespace"],
+        "region": cluster.region,
+        "log_group_name": log_group,
+        "log_stream_name": LOG_STREAM,
+        "dimension_rollup_option": "NoDimensionRollup",
+        "version": "0",
+        "retain_initial_value_of_delta_metric": False,
+        "metric_declarations": publishes["metric_declarations"],
+        "metric_descriptors": publishes["metric_descriptors"],
+    }
+
+
+class Pipeline:
+    """The parts of the collector configuration every cluster shares, made once: the encoder writes
+    the objects several clusters' configurations hold once (serialize.SharedNodes)."""
+
+    def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any],
+                 scrape_config: dict[str, Any], shipped: Iterable[str]):
+        self.jobs = escaped(scrape_config)
+        self.publishes = _publishes(emf)
+        self.processors = {
             FILTER: {"error_mode": "ignore",
                      "metrics": {"datapoint": [*blank_conditions(catalog, shipped), SCRAPE_SERIES]}},
             BATCH: {"timeout": f"{settings.agent.force_flush_interval}s"},
-        },
-        "exporters": {EXPORTER: exporter(emf, cluster, log_group)},
-        "service": {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": [FILTER, BATCH],
-                                             "exporters": [EXPORTER]}}},
-    }
+        }
+        self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": [FILTER, BATCH],
+                                                 "exporters": [EXPORTER]}}}
+
+    def config(self, cluster: Cluster, log_group: str) -> dict[str, Any]:
+        """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
+        return {
+            "receivers": {RECEIVER: cluster_receiver(self.jobs, cluster)},
+            "processors": self.processors,
+            "exporters": {EXPORTER: cluster_exporter(self.publishes, cluster, log_group)},
+            "service": self.service,
+        }
+
+
+def otel_config(catalog: Catalog, settings: Settings, cluster: Cluster, emf: dict[str, Any],
+                scrape_config: dict[str, Any], shipped: Iterable[str], log_group: str) -> dict[str, Any]:
+    """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
+    return Pipeline(catalog, settings, emf, scrape_config, shipped).config(cluster, log_group)
 
 
 def json_config(cluster: Cluster) -> dict[str, Any]:

@@ -162,6 +162,41 @@ def test_to_yaml_writes_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
 
 
+@_fast
+@given(st.dictionaries(_keys, _values, min_size=1, max_size=4) | st.lists(_values, min_size=1, max_size=4),
+       st.lists(_values, min_size=2, max_size=4), st.booleans())
+def test_documents_sharing_objects_are_written_as_each_alone(common, own, twice):
+    """Objects several documents hold are represented once (the clusters' agent pipelines): each
+    document is still PyYAML's bytes for it alone, an object it holds twice still an alias, and a
+    shared part libyaml would write otherwise (astral characters, NEL) still takes the reference path."""
+    for extra in ("", "GPU 🚀", "x\x85y"):
+        shared_part = {"common": common, "extra": [extra]}
+        documents = [{"shared": shared_part, "own": value, **({"again": shared_part} if twice else {})}
+                     for value in own]
+        nodes = serialize.SharedNodes(documents)
+        assert id(shared_part) in nodes.ids
+        for document in documents:
+            assert serialize.to_yaml(document, shared=nodes) == _pure_yaml([document])
+
+
+def test_the_agent_pipelines_of_many_clusters_share_their_cluster_independent_parts(tmp_path):
+    """What makes the encoder's sharing pay: every cluster's collector configuration holds the same
+    filter, batch, service and awsemf declaration objects, and its own receiver and Region."""
+    names = [f"c{i}" for i in range(3)]
+    (tmp_path / "gpudash.yaml").write_text("clusters:\n" + "".join(
+        f"  - {{name: {name}, region: us-east-1}}\n" for name in names))
+    agents = build(load_project(tmp_path / "gpudash.yaml")).agents
+    first, second = (agent.otel for agent in agents[:2])
+    assert first["processors"] is second["processors"] and first["service"] is second["service"]
+    exporter = [agent.otel["exporters"]["awsemf/gpudash"] for agent in agents[:2]]
+    assert exporter[0]["metric_declarations"] is exporter[1]["metric_declarations"]
+    assert first["receivers"] is not second["receivers"]
+    assert first["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]["relabel_configs"][-1][
+        "replacement"] == "c0"
+    assert second["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]["relabel_configs"][-1][
+        "replacement"] == "c1"
+
+
 def test_to_yaml_known_differences_take_the_reference_path():
     """Inputs on which libyaml and PyYAML differ: astral characters, NEL, keep-chomped blocks, empty keys."""
     for document in ({"title": "GPU 🚀"}, {"a": "x\x85y"}, {"a": "x\n\n", "b": 1}, {"": []}, {"a": "\n"}):
