@@ -18,9 +18,9 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
 * awsemf drops NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;
-  a smaller value is sent as it is, a reset), forgets a previous value unseen for 5 minutes (its
-  cache is swept every 5 minutes), and emits each dimension set of each declaration whose
-  label_matchers (none: every label set) and metric_name_selectors (unanchored) match, when every
+  a smaller value is sent as it is, a reset), forgets a previous value at the first sweep of its cache
+  (every 5 minutes from the exporter's start) that finds it 5 minutes old or more, and emits each
+  dimension set of each declaration whose label_matchers (none: every label set) and metric_name_selectors (unanchored) match, when every
   dimension is a label of the datapoint.
 """
 
@@ -230,6 +230,14 @@ class OtelAgent(Pipeline):
         self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
         self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
+        self.sweep_phase = 0.0  # when awsemf's cache sweeps (every CACHE_TTL from then)
+
+    def _swept(self, stored: float, now: float) -> bool:
+        """Whether awsemf's cache dropped a value stored at `stored` by `now`: its sweep runs every CACHE_TTL
+        from the exporter's start (`sweep_phase`, a time the model cannot know: tests choose it) and drops the
+        values at least CACHE_TTL old, so a value survives between CACHE_TTL and twice that."""
+        tick = self.sweep_phase + math.ceil((stored + CACHE_TTL - self.sweep_phase) / CACHE_TTL) * CACHE_TTL
+        return tick <= now
 
     def _sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         sets: list[tuple[str, ...]] = []
@@ -277,7 +285,7 @@ class OtelAgent(Pipeline):
                 key = (name, tuple(sorted(labels.items())))
                 previous = self._previous.get(key)
                 self._previous[key] = (value, scrape.timestamp)
-                if previous is None or scrape.timestamp - previous[1] >= CACHE_TTL:
+                if previous is None or self._swept(previous[1], scrape.timestamp):
                     if not self.retain_initial:
                         continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
                 else:

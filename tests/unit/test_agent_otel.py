@@ -212,9 +212,10 @@ def test_a_filter_that_lets_a_fields_blanks_through_fails():
 
 
 def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total():
-    """awsemf's cache drops a counter's last value once it is 5 minutes old (swept every 5 minutes): a counter
-    blank for 6 minutes may give no delta for its first reading back (the model takes the earliest sweep; a
-    later one gives the true increase over the gap), and every delta published is a true increase."""
+    """awsemf's cache drops a counter's last value at the first sweep (every 5 minutes from the exporter's start)
+    that finds it 5 minutes old: a counter blank for 6.5 minutes gives no delta for its first reading back when
+    a sweep falls in that gap's last 1.5 minutes, else the true increase over the gap; every delta published
+    is a true increase, never the counter's total."""
     files = encode(build(load_project()))
     config, job = agent_config(files[AGENT])
     labels = 'gpu="0",UUID="GPU-0",Hostname="h",pod="p",namespace="ml"'
@@ -227,11 +228,16 @@ def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_se
     from tests.support.cloudwatch_agent import Scrape
     from tests.support.dcgm_fleet import target_labels
 
-    points = Agent(config, job).run([Scrape(k * 30.0, payload(k), target_labels(job, "ip-10-0-1-1"))
-                                     for k in range(30)])
-    per_gpu = sorted((p.timestamp, p.value) for p in points if ("gpu", "0") in p.dimensions)
-    assert {v for _, v in per_gpu} == {4_500_000.0}  # every delta a true 30 s increase
-    assert [t for t, _ in per_gpu] == [k * 30.0 for k in (*range(1, 10), *range(23, 30))]  # 22: none
+    runs = [Scrape(k * 30.0, payload(k), target_labels(job, "ip-10-0-1-1")) for k in range(30)]
+    outcomes = {}
+    for phase in (0.0, 100.0):  # sweeps at 300 s, 600 s, ... or at 100 s, 400 s, 700 s, ...
+        agent = Agent(config, job)
+        agent.sweep_phase = phase
+        outcomes[phase] = sorted((p.timestamp, p.value) for p in agent.run(runs) if ("gpu", "0") in p.dimensions)
+    # the value of k = 9 (270 s) is swept at 600 s, before the reading of k = 22 (660 s): no delta there
+    assert outcomes[0.0] == [(k * 30.0, 4_500_000.0) for k in (*range(1, 10), *range(23, 30))]
+    # the sweep at 400 s finds it 130 s old, the next is at 700 s: k = 22 gives its increase since k = 9
+    assert outcomes[100.0] == [(k * 30.0, 4_500_000.0 * (13 if k == 22 else 1)) for k in (*range(1, 10), *range(22, 30))]
 
 
 # The keys each component of the pipeline accepts (mapstructure tags of the amazon-contributing fork the agent
