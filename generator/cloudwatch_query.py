@@ -21,7 +21,8 @@ needs, and carry only the fields queried with them:
 A MIG GPU, and a GPU that pods share by time-slicing, writes several series of one GPU: device fields
 (power, temperature, counters) repeat on each. Per GPU, averages and extremes of the observations are
 the GPU's value, and a counter's increase is the mean delta times the scrapes per period (a sum of the
-deltas would count each repeat); across GPUs, lines are per-GPU series combined by metric math.
+deltas would count each repeat; the mean assumes every scrape of the period arrived: a period
+missing m of its n scrapes reads n / (n - m) of the increase); across GPUs, lines are per-GPU series combined by metric math.
 
 Metrics Insights aggregates *observations* (one per scrape and GPU) in each period,
 and the agent sends counters as per-scrape deltas. `plan()` turns a neutral query

@@ -322,3 +322,22 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
     (note,) = [f for f in lint_project(static) if f.rule == "AL012"]
     assert note.message.startswith("alarm 'gpu-idle' does not evaluate GPUs split into MIG instances") and \
         "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
+
+
+def test_a_missed_scrape_reads_a_gpus_counter_high_by_the_scrapes_it_missed(mixed):
+    """The mean delta times the scrapes per period is exact when every scrape of the period arrives; the
+    growth of a missed scrape comes in the next delta, so a period missing m of its n scrapes reads
+    n / (n - m) of the truth (the README's table says so)."""
+    project, files, _ = mixed
+    config, job = agent_config(files[AGENT_FILE])
+    missed = 3  # the scrape at 90 s on gpu-node-a, in the first period
+    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
+               for k in range(-1, END // STEP) for node in VARIANT if not (k == missed and node.name == "gpu-node-a")]
+    datapoints = Agent(config, job).run(scrapes)
+    (properties,) = [p for _, p in widgets(files) if p["title"] == "PCIe replays"]
+    shown = cloudwatch_eval.widget(properties, datapoints, START, END)["gpu-node-a GPU 0"]
+    n = properties["period"] // STEP
+    (node,) = [node for node in VARIANT if node.name == "gpu-node-a"]
+    truth_per_s = node.gpus[0].replays_per_s
+    assert close(shown[START], truth_per_s * n / (n - 1))
+    assert all(close(v, truth_per_s) for t, v in shown.items() if t != START)
