@@ -292,7 +292,25 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             item["Request"][key] = [arn for arn in item["Request"][key]
                                     if sns_region(arn) in (None, item["Region"])]
         _within_limits(item, settings)
+    _named_once(requests, alarms)
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def _named_once(requests: list[dict[str, Any]], alarms: tuple[Alarm, ...]) -> None:
+    """Refuse two alarms of one name in one Region: PutMetricAlarm would overwrite one with the other. Names
+    join their parts with "-", so a rule `x-mig` meets rule x's MIG alarm, and cluster `a-b` with rule `c`
+    meets cluster `a` with rule `b-c`."""
+    made_by: dict[tuple[str, str], str] = {}
+    for item in requests:
+        rule = next(t["Value"] for t in item["Request"]["Tags"] if t["Key"] == ALARM_RULE_TAG)
+        key = (item["Region"], item["Request"]["AlarmName"])
+        if key in made_by:
+            alarm = next((a for a in alarms if a.id == rule), None)
+            raise InputError(f"CloudWatch alarm {key[1]!r} ({key[0]}) is made twice, by alarm {made_by[key]!r} and "
+                             f"alarm {rule!r}: one would overwrite the other",
+                             where=alarm.defined_at if alarm else None,
+                             hint="rename one alarm, cluster or alarms.name_prefix so the names differ")
+        made_by[key] = rule
 
 
 ACTIONS_PER_ALARM = 5  # PutMetricAlarm: AlarmActions and OKActions hold at most 5 each

@@ -341,3 +341,35 @@ def test_a_missed_scrape_reads_a_gpus_counter_high_by_the_scrapes_it_missed(mixe
     truth_per_s = node.gpus[0].replays_per_s
     assert close(shown[START], truth_per_s * n / (n - 1))
     assert all(close(v, truth_per_s) for t, v in shown.items() if t != START)
+
+
+IDLE_MIG_RULE = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpu-idle-mig", "MIG instance hot", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 85))
+'''
+
+
+def test_a_rule_named_like_another_rules_mig_alarm_is_refused_not_overwritten(tmp_path):
+    """The idle rule's second alarm is <rule>-mig: a rule of that id would make a CloudWatch alarm of the same
+    name, and PutMetricAlarm would overwrite one rule's alarm with the other's. generate refuses it (exit 2),
+    naming both rules."""
+    from generator.errors import InputError
+
+    import shutil
+
+    from generator.resources import bundled
+
+    _project(tmp_path)  # writes the counters CSV
+    shutil.copytree(bundled("alarms"), tmp_path / "alarms")  # the default rules, the idle rule among them
+    (tmp_path / "alarms" / "more.py").write_text(IDLE_MIG_RULE)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    project = load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv")
+    assert {a.id for a in project.alarms} >= {"gpu-idle", "gpu-idle-mig"}
+    with pytest.raises(InputError) as caught:
+        build(project)
+    message = str(caught.value)
+    assert "gpudash-gpu-cluster-gpu-idle-mig-warning" in message and "'gpu-idle'" in message \
+        and "'gpu-idle-mig'" in message and caught.value.exit_code == 2
