@@ -284,12 +284,20 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_query import Unsupported
     from .container_insights import NotPublished, enabled
-    from .render.alarms import alarm_plan
+    from .render.alarms import alarm_plan, mig_plan
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
     cluster_analyzed, cluster_alarms, per_pod_rules, math_alarms = 0.0, 0, 0, 0
+    # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (mig_plan); it
+    # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
+    mig_alarms = 0
     for alarm in project.alarms:
+        if not alarm.absent and not (alarm.per_pod and mode == "static"):
+            try:
+                mig_alarms += fleet.clusters if mig_plan(alarm, project.catalog, settings) else 0
+            except Unsupported:
+                pass
         if alarm.absent:  # a metric-math alarm over static metrics, billed per metric it reads
             if data_missing.expected(settings):
                 math_alarms += fleet.clusters
@@ -329,14 +337,16 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         analyzed = alarms * pods_per_cluster
         lines.append(Line("per-pod alarms (GROUP BY pod)", analyzed, insights_rate, analyzed * insights_rate,
                           f"{per_pod_rules} rules x {fleet.clusters} clusters = {alarms} alarms; every pod a "
-                          f"contributor"))
+                          f"contributor"
+                          + (f" (+ {mig_alarms} on MIG instances' stand-in field, analyzing MIG pods only: not "
+                             f"counted)" if mig_alarms else "")))
     else:
         alarms = per_pod_rules * fleet.pods
         rate = _price(prices, "standard_alarm_metric_month")
         lines.append(Line("per-pod alarms (static, one per pod)", alarms, rate, alarms * rate,
                           f"{per_pod_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply"))
-    return lines, cluster_alarms + math_alarms + alarms
+    return lines, cluster_alarms + math_alarms + alarms + mig_alarms
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,

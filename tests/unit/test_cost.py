@@ -22,10 +22,20 @@ def project():
 
 
 def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(project):
+    """The idle rule (GPU utilization, which MIG instances do not report) has a second GROUP BY alarm for MIG
+    pods; static per-pod alarms have none. The count is what the build makes."""
+    import json
+
+    from generator.artifacts import build
+    from generator.output import encode
+
     per_pod_rules = sum(1 for a in project.alarms if a.per_pod)
     cluster_rules = len(project.alarms) - per_pod_rules
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
-    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules) * 2
+    made = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
+    mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
+    assert mig == 1 and result["group_by"]["alarms"] == 2 * len(made)  # the build's one cluster, twice
+    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig) * 2
     assert result["static"]["alarms"] == per_pod_rules * 500 + cluster_rules * 2
 
 
