@@ -40,15 +40,17 @@ DCGM's blank sentinels (see BLANK_FLOOR) from exporters that pass them through a
 the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
 On the classic pipeline (`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a
 sample by value (the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics
-Insights filters on dimensions only). There every widget drops, with metric math in forms the user
-guide documents for its argument types, a period whose value only a blank can produce: `IF(value <
-floor, value)` on a single line, `array_guard` on a GROUP BY query's array of lines (IF and comparisons
-take no array); per GPU where per-GPU lines are summed into one line, else for the whole line (a pod,
-node or fleet average with one blank GPU shows a gap for that period, and a field that one GPU never
-reads leaves its fleet line empty), as long as the blank averaged with the line's other observations
-stays above the floor (the bounds are at BLANK_FLOOR: a line that averages many GPUs' observations can
-dilute a blank below it). Alarms take no metric math (a GROUP BY alarm evaluates the query itself),
-so they cannot drop blanks.
+Insights filters on dimensions only). There a widget that shows one line drops, with the
+documented `IF(value < floor, value)`, a period whose value only a blank can produce (a pod, node or fleet
+line with one blank GPU, per-GPU lines combined by math included, shows a gap for that period, and a
+field that one GPU never reads leaves its fleet line empty), as long as the blank averaged with the
+line's other observations stays above the floor (the bounds are at BLANK_FLOOR: a line that averages many
+GPUs' observations can dilute a blank below it). A GROUP BY widget's lines (an array) are shown
+unguarded: IF and comparisons take no array, arithmetic combines an array only with a number or one
+series, and no chain of the functions documented on arrays (ABS, FLOOR, CEIL, FILL, LOG, ...) applied to
+the array alone is its value at a reading and a division by zero at a blank; the header notes such
+widgets (ARRAY_BLANK_NOTE) and so does lint (CW015). Alarms take no metric math (a GROUP BY alarm
+evaluates the query itself), so they cannot drop blanks.
 
 Combinations CloudWatch cannot compute truthfully (for example the largest per-GPU
 increase inside each pod) raise `Unsupported`; dashboards leave such panels out of
@@ -285,34 +287,17 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         result = _with_notes(result, query, catalog, settings)
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
         return result  # the OTel pipeline drops blanks in the agent: nothing to guard
-    field = catalog.get(query.metric)
-    floor = blank_floor(query, catalog)
-    if result.group and not result.series:  # per-GPU lines combined by math: drop blank GPUs first
-        # the per-GPU query is in observation units (a delta per scrape for a rate): scale the floor
-        if field.across_own_labels == "sum":  # each GPU's SUM over the period, normalised by the divisor
-            scale = result.divisor
-        elif field.is_counter and not query.as_increase:
-            scale = layout.interval(settings) / field.unit.rate_scale
-        elif field.is_counter and result.function == "AVG":  # an increase as the mean delta per scrape
-            scale = layout.interval(settings) / period
-        else:
-            scale = 1.0
-        return replace(result, math=result.math.replace("{q}", f"({array_guard('{q}', floor * scale)})"))
     shown = result.math or "{q}"
-    if result.group:  # an array of series, one line each
-        return replace(result, math=array_guard(shown, floor))
-    return replace(result, math=f"IF({shown} < {number(floor)}, {shown})")
+    if result.series and result.group:  # an array of lines: no documented form drops one line's point
+        return replace(result, notes=result.notes + (ARRAY_BLANK_NOTE,))
+    # one line (per-GPU lines combined by math included): a period whose value only a blank explains is a gap
+    return replace(result, math=f"IF({shown} < {number(blank_floor(query, catalog))}, {shown})")
 
 
-def array_guard(values: str, floor: float) -> str:
-    """`values` (an array of series) without the points at or above `floor`, in documented forms only: IF takes
-    single series, comparisons take no array. d = FLOOR(floor / (ABS(x) + 1)) is >= 1 where |x| <= floor - 1 and
-    0 above (a number divided by an array, ABS and FLOOR of an array); d / d pairs two arrays of the same series
-    and is exactly 1, or a division by zero, which drops the point; x / (d / d) is then x, or a division by
-    the missing point (read as 0), dropped too. x * (d / d) would show a blank as 0."""
-    x = values if re.fullmatch(r"\{q\}|[a-z][A-Za-z0-9_]*", values) else f"({values})"
-    mask = f"FLOOR({number(floor)} / (ABS({values}) + 1))"
-    return f"{x} / ({mask} / {mask})"
+# How a GROUP BY widget's lines differ from its title on the classic pipeline (its header says it; lint CW015).
+ARRAY_BLANK_NOTE = ("a GPU's blank reading (about 9.2e18 or 1.4e14) shows as a value on its line "
+                    "(agent.pipeline: classic; the default agent.pipeline: otel drops blanks before they are "
+                    "published)")
 
 
 # Metric math as the user guide documents it ("Using math expressions with CloudWatch metrics",
@@ -321,9 +306,8 @@ def array_guard(values: str, floor: float) -> str:
 # an array of time series, each of which is a time series showing each data point of one of the metrics
 # divided by 100"), so `{q} * 0 + 1` is 1 exactly where a GPU has a value and SUM of it counts the GPUs
 # with one; IF(condition, value) without a false value has no data point where the condition is 0 (the
-# page's IF tables; single series only), and a division by zero drops the point (array_guard), which is how
-# a blank is dropped; AVG of an array reads a missing value as 0. Lint (CW013) checks every expression's
-# argument types against the page's tables.
+# page's IF tables; single series only), which is how a blank is dropped from one line; AVG of an array
+# reads a missing value as 0. Lint (CW014) checks every expression's argument types against the page's tables.
 # tests/unit/test_cloudwatch_eval_semantics.py runs the page's examples through the tests' evaluator.
 
 

@@ -306,6 +306,13 @@ def gauge_bounds(subject: LintInput) -> Iterable[Finding]:
 
 def _typed(entries: Iterable[tuple[str, str | None]], where: str) -> Iterator[Finding]:
     """CW014 findings of one widget's or alarm's entries, in order: (id, expression; None for a metric)."""
+    _, problems = _kinds(entries)
+    for identifier, problem in problems.items():
+        yield Finding("CW014", "error", where, problem)
+
+
+def _kinds(entries: Iterable[tuple[str, str | None]]) -> tuple[dict[str, Kind], dict[str, str]]:
+    """The type of each entry that has one, and why each other expression has none."""
     ids: dict[str, Kind] = {}
     maths = []
     for identifier, expression in entries:
@@ -328,8 +335,18 @@ def _typed(entries: Iterable[tuple[str, str | None]], where: str) -> Iterator[Fi
         if len(left) == len(maths):
             break
         maths = left
-    for identifier, expression in maths:
-        yield Finding("CW014", "error", where, f"{identifier} = {expression}: {problems[identifier]}")
+    return ids, {identifier: f"{identifier} = {expression}: {problems[identifier]}" for identifier, expression in maths}
+
+
+def _widget_entries(properties: dict[str, Any]) -> list[tuple[str, str | None, bool]]:
+    """A widget's lines as (id, expression or None for a metric, shown)."""
+    entries = []
+    for position, line in enumerate(properties.get("metrics", [])):
+        options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
+        expression = str(options["expression"]) if "expression" in options else None
+        shown = options.get("visible", True) is not False
+        entries.append((str(options.get("id", f"m{position + 1}")), expression, shown))
+    return entries
 
 
 def math_types(subject: LintInput) -> Iterable[Finding]:
@@ -337,11 +354,7 @@ def math_types(subject: LintInput) -> Iterable[Finding]:
     guide lists for it (generator/lint/metric_math.py): CloudWatch may reject another form, or compute it
     otherwise than the title says."""
     for name, index, properties in _metric_widgets(subject):
-        entries = []
-        for position, line in enumerate(properties.get("metrics", [])):
-            options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
-            identifier = str(options.get("id", f"m{position + 1}"))
-            entries.append((identifier, str(options["expression"]) if "expression" in options else None))
+        entries = [(identifier, expression) for identifier, expression, _ in _widget_entries(properties)]
         title = properties.get("title", "")
         yield from _typed(entries, f"{_where(name, index)} ({title})" if title else _where(name, index))
     for item in subject.alarms:
@@ -460,6 +473,32 @@ def alarm_blanks(subject: LintInput) -> Iterable[Finding]:
                       f"drops it before it is published; `gpudash verify` names such GPUs")
 
 
+def widget_blanks(subject: LintInput) -> Iterable[Finding]:
+    """On the agent's JSON path (agent.pipeline: classic) a DCGM blank is published. A widget of one line drops
+    the period it falls in with IF; a widget that shows a GROUP BY query's lines (an array of series) cannot:
+    IF and comparisons take no array, and arithmetic combines an array only with a number or one series. A
+    note per such widget; the OTel pipeline drops blanks before they are published, so nothing is noted there."""
+    agents = [subject.agent(cluster) for cluster in subject.clusters()]
+    if not any(agent is not None and agent.otel is None for agent in agents):
+        return
+    namespace = subject.settings.cloudwatch.namespace
+    for name, index, properties in _metric_widgets(subject):
+        entries = _widget_entries(properties)
+        queries = {identifier: _parsed(expression) for identifier, expression, _ in entries
+                   if expression is not None and is_query(expression)}
+        fields = sorted({q.metric for q in queries.values() if q is not None and q.group and q.namespace == namespace
+                         and q.function != "COUNT" and q.metric.startswith("DCGM_")})
+        kinds, _ = _kinds((identifier, expression) for identifier, expression, _ in entries)
+        if fields and any(shown and kinds.get(identifier, Kind(SERIES)).name == ARRAY
+                          for identifier, _, shown in entries):
+            yield Finding("CW015", "note", f"{_where(name, index)} ({properties.get('title', '')})",
+                          f"a GPU whose exporter reports DCGM's blank value (about 9.2e18 or 1.4e14) for "
+                          f"{', '.join(fields)} shows it as a value on its line: the agent's JSON path "
+                          f"(agent.pipeline: classic) publishes it and metric math documents no way to drop one "
+                          f"point of a GROUP BY query's lines; agent.pipeline: otel (agent 1.300066.0 or later) "
+                          f"drops it before it is published; `gpudash verify` names such GPUs")
+
+
 MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)
 # Functions the user guide says act differently when an alarm asks for more datapoints than it evaluates,
 # and SEARCH, which returns several series (an alarm watches one).
@@ -538,6 +577,8 @@ RULES = (
     Rule("CW012", "Metrics Insights queries parse, with backslash escapes and quoted reserved words", quoting),
     Rule("CW014", "metric-math expressions apply each function and operator only to argument types the user "
                   "guide documents (IF and comparisons on no array of series)", math_types),
+    Rule("CW015", "GROUP BY widgets on DCGM fields cannot drop DCGM's blank sentinel on agent.pipeline: classic "
+                  "(a note per widget)", widget_blanks),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),

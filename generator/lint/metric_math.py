@@ -6,10 +6,10 @@ per function, the argument types it accepts and its return type: S a number, TS 
 an array of time series. A Metrics Insights query is TS[] when it has GROUP BY, else TS; a metric (a
 MetricStat, or a metric line of a widget) is TS; SEARCH and METRICS() are TS[].
 
-* Arithmetic (+ - * / ^): "S S, TS TS, TS S, TS[] TS, TS[]", with the examples `100/[m1, m2]`,
-  `METRICS()*100` and `AVG([m1,m2]/m3)`: an array with a number or one series; the bare "TS[]" form is
-  read as two arrays of the same series (derived from one query or array), paired one by one. Two
-  arrays of different series are not documented.
+* Arithmetic (+ - * / ^): the cell "S, S S, TS TS, TS S, TS[] TS, TS[]" read as pairs: (S, S), (S, TS),
+  (TS, TS), (S, TS[]), (TS, TS[]), in either order, as the examples show (`100/[m1, m2]`, `AVG([m1,m2]/m3)`,
+  `METRICS()*100`): an array with a number or with one series. Two arrays combined by an operator are not
+  documented, whether or not they hold the same series.
 * Comparison and logical operators: "either a pair of time series or a pair of single scalar values",
   and a series with a number (the page's `metric1 >= 30`); never an array.
 * IF: the page's list of syntaxes, each with a single-series output: IF(TS, S|TS[, S|TS]), IF(S, TS[, TS]).
@@ -40,7 +40,7 @@ FUNCTIONS: dict[str, dict[tuple[str, ...], str]] = {
     "ANOMALY_DETECTION_BAND": {(SERIES,): ARRAY, (SERIES, NUMBER): ARRAY},
     **{name: {(SERIES,): SERIES} for name in ("MINUTE", "HOUR", "DAY", "DATE", "MONTH", "YEAR", "EPOCH")},
 }
-ARITHMETIC = {(NUMBER, NUMBER), (SERIES, SERIES), (SERIES, NUMBER), (ARRAY, SERIES), (ARRAY, NUMBER), (ARRAY, ARRAY)}
+ARITHMETIC = {(NUMBER, NUMBER), (SERIES, SERIES), (SERIES, NUMBER), (ARRAY, SERIES), (ARRAY, NUMBER)}
 COMPARISON = {(NUMBER, NUMBER), (SERIES, SERIES), (SERIES, NUMBER)}
 IF_FORMS = {(c, t) for c in (SERIES,) for t in (NUMBER, SERIES)} | \
     {(SERIES, t, f) for t in (NUMBER, SERIES) for f in (NUMBER, SERIES)} | {(NUMBER, SERIES), (NUMBER, SERIES, SERIES)}
@@ -190,10 +190,6 @@ def _combine(operator: str, left: Kind, right: Kind, forms, what: str) -> Kind:
     pair = (left.name, right.name)
     if pair not in forms and pair[::-1] not in forms:
         raise MathError(f"{what} {operator!r} between {left} and {right} is not documented")
-    if left.name == right.name == ARRAY:
-        if left.series != right.series:
-            raise MathError(f"{what} {operator!r} between two arrays of different series is not documented")
-        return left
     for side in (left, right):
         if side.name == ARRAY:
             return side

@@ -183,11 +183,13 @@ class _Body:
                        "CloudWatch agent before it is published: a GPU's line shows a gap there, pod, node and fleet "
                        "lines hold the GPUs that have a reading, and alarms never see it.")
         elif self.blanks == "widgets":
-            header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14) is dropped: a "
-                       "GPU's line shows a gap for that period; a sum or mean over the cluster's GPUs leaves the GPU "
-                       "out, another line that includes it (a pod's, a node's, the hottest) shows a gap too. A "
-                       "counter stuck on the blank reads 0. Alarms cannot drop it "
-                       "(agent.pipeline: classic; agent.pipeline: otel drops it in the agent).")
+            header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14) is published by "
+                       "the agent's JSON path (agent.pipeline: classic). A widget of one line shows a gap for a "
+                       "period it falls in (a sum, mean or extreme over GPUs too); a widget of one line per pod, "
+                       "node or GPU shows it as a value on that line (CloudWatch's metric math documents no way "
+                       "to drop one point of an array of lines). A counter stuck on the blank reads 0. Alarms "
+                       "cannot drop it. The default agent.pipeline: otel drops blanks in the agent before they "
+                       "are published.")
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:

@@ -23,8 +23,9 @@
     dropped when falseValue is a series without a point there or is omitted (the page's IF tables).
     The page lists IF's forms for single series only ("For each of these syntaxes, the output is a single
     time series"): IF over an array of series is refused;
-  - an array of series with a single series or a number: each series of the array with it (TS[] TS);
-    two arrays only when both come from one query (the same series, paired one by one);
+  - an array of series with a single series or a number, in either order: each series of the array with it
+    (the arithmetic row's "S, S S, TS TS, TS S, TS[] TS, TS[]" read as pairs, and its examples 100/[m1, m2],
+    AVG([m1,m2]/m3), METRICS()*100); two arrays combined by an operator are not documented;
   - every function and operator is checked against the argument types the page lists for it (S scalar,
     TS one series, TS[] an array; a GROUP BY query is TS[], a query without GROUP BY or a MetricStat is
     TS): an undocumented form raises Undocumented, whatever it would evaluate to;
@@ -179,11 +180,11 @@ _SIGNATURES = {
     "METRIC_COUNT": {("A",): "S"}, "REMOVE_EMPTY": {("A",): "A"}, "FIRST": {("A",): "TS"}, "LAST": {("A",): "TS"},
     "TIME_SERIES": {("S",): "TS"}, "PERIOD": {("TS",): "S"},
 }
-# Arithmetic: S S, TS TS, TS S, TS[] TS, TS[] with a number (the page's examples 100/[m1, m2], METRICS()*100);
-# two arrays only when they hold the same series (both derived from one query). Comparison and logical
+# Arithmetic, the page's cell read as pairs in either order: (S, S), (S, TS), (TS, TS), (S, TS[]), (TS, TS[])
+# (its examples 100/[m1, m2], AVG([m1,m2]/m3), METRICS()*100); never two arrays. Comparison and logical
 # operators: two series or two numbers, and a series with a number (the page's `metric1 >= 30`).
 _ARITHMETIC = {frozenset({"S"}), frozenset({"TS"}), frozenset({"TS", "S"}), frozenset({"A", "TS"}),
-               frozenset({"A", "S"}), frozenset({"A"})}
+               frozenset({"A", "S"})}
 _COMPARISON = {frozenset({"S"}), frozenset({"TS"}), frozenset({"TS", "S"})}
 # IF(condition, trueValue[, falseValue]): the page's list of valid syntaxes, each giving a single series.
 _IF_FORMS = {("TS", "S"), ("TS", "TS"), ("TS", "S", "S"), ("TS", "S", "TS"), ("TS", "TS", "S"),
@@ -202,8 +203,6 @@ def _pair(operator: str, left, right, table):
     if frozenset({_base(left), _base(right)}) not in table:
         raise Undocumented(f"{operator} of {_text(left)} and {_text(right)} is not a form the user guide lists")
     arrays = [k for k in (left, right) if isinstance(k, tuple)]
-    if len(arrays) == 2 and arrays[0] != arrays[1]:
-        raise Undocumented(f"{operator} between two arrays of different series ({arrays[0][1]}, {arrays[1][1]})")
     return arrays[0] if arrays else "TS" if "TS" in (left, right) else "S"
 
 

@@ -7,8 +7,9 @@ otel) drops it before it is published: payloads with blanks go through the model
 run on the GENERATED collector configuration (its filter conditions parsed and evaluated), and
 the generated widgets and alarms are evaluated with Metrics Insights and metric-math semantics
 against the truth over the readings DCGM really took. The agent's JSON path (agent.pipeline:
-classic) publishes the blank: there the widgets drop it with metric math and the alarms cannot,
-which the header, lint and README say.
+classic) publishes the blank: there a widget of one line drops its period with IF; a GROUP BY widget's
+lines (an array, which no documented metric math can drop one point of) and the alarms cannot, which
+the header, lint (CW015, AL010) and README say.
 """
 
 from __future__ import annotations
@@ -224,18 +225,37 @@ def test_no_widget_carries_a_blank_guard_where_the_agent_drops_blanks(otel_fleet
     assert "SUM(q1) / SUM(q1 * 0 + 1)" in maths  # a mean over the GPUs that have a value stays
 
 
+def _noted(project):
+    """(dashboard file, widget title) of each widget lint notes a blank can show on (CW015)."""
+    from generator.lint.runner import lint_project
+
+    found = [f for f in lint_project(project) if f.rule == "CW015"]
+    assert all(f.severity == "note" for f in found)
+    return {(f.where.split(" widget ")[0], f.where.split(" (", 1)[1].rstrip(")")): f.message for f in found}
+
+
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
-def test_every_widget_uses_documented_math_and_shows_no_blank(otel_fleet, classic_fleet, pipeline):
+def test_every_widget_uses_documented_math_and_shows_a_blank_only_where_noted(otel_fleet, classic_fleet, pipeline):
     """Each widget of each dashboard, evaluated with the user guide's argument types enforced (the evaluator
-    raises on any undocumented form): no line shows a blank value. The JSON path's one known exception is a
-    counter back from the blank, whose running total the agent sends as a delta (far below the floors)."""
-    _, files, datapoints, _ = otel_fleet if pipeline == "otel" else classic_fleet
-    shown = 0
+    raises on any undocumented form). With the OTel pipeline no line shows a blank value. On the JSON path a
+    blank shows only on a GROUP BY widget that lint (CW015) and the dashboard's header name; no widget of one
+    line shows one. The JSON path's one known exception is a counter back from the blank, whose running total
+    the agent sends as a delta (far below the floors)."""
+    project, files, datapoints, _ = otel_fleet if pipeline == "otel" else classic_fleet
+    noted = _noted(project)
+    assert bool(noted) == (pipeline == "classic")
+    shown, blanks = 0, set()
     for path, properties in widgets(files):
         for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items():
-            assert all(abs(v) < 1e13 for v in series.values()), (path, properties["title"], label, series)
+            if any(abs(v) >= 1e13 for v in series.values()):
+                blanks.add((path, properties["title"]))
+                body = json.loads(json.loads(files[path])["DashboardBody"])
+                header = body["widgets"][0]["properties"]["markdown"]
+                assert re.search(re.escape(properties["title"]) + r"[^:]*: a GPU's blank reading", header), path
             shown += len(series)
     assert shown > 100
+    assert blanks <= set(noted)
+    assert bool(blanks) == (pipeline == "classic")  # the fleet's blanks do show there
 
 
 # --- the JSON path (agent.pipeline: classic): the blank is published ------------------------------
@@ -252,27 +272,42 @@ def test_classic_the_blank_reaches_cloudwatch(classic_fleet):
     assert (("node", NEVER_READ[0]), ("gpu", str(NEVER_READ[1]))) in ranked
 
 
-def test_classic_per_gpu_lines_leave_out_the_gpu_that_reads_a_blank(classic_fleet):
+def test_classic_per_gpu_lines_show_the_blank_on_its_gpu_alone_and_lint_names_the_widget(classic_fleet):
+    """GPU temperature per GPU is a GROUP BY query's array of lines: no documented metric math drops one point
+    of it, so the never-read GPU's line reads the blank; every other GPU's line is its true temperature."""
     project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "GPU temperature", "overview")
+    assert not [line for line in properties["metrics"] if not line[-1]["expression"].startswith("SELECT")]
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
-    assert shown.get("ip-10-0-1-2 GPU 1", {}) == {}
+    assert set(shown.pop("ip-10-0-1-2 GPU 1").values()) == {float(NOT_SUPPORTED)}
+    temperature = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
+    function = properties["metrics"][0][0]["expression"].split("(", 1)[0].split()[-1].lower()  # SELECT AVG(...)
+    expected = truth(Query(temperature.name, function, ("node", "gpu")), temperature, START, END, properties["period"])
+    assert shown
+    for label, series in shown.items():
+        assert series and all(close(v, expected[label][bucket]) for bucket, v in series.items()), label
+    notes = _noted(project)
+    assert "DCGM_FI_DEV_GPU_TEMP" in notes["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json", "GPU temperature"]
+    assert ("cloudwatch/dashboards/gpudash-gpu-cluster-overview.json", "Hottest GPU") not in notes  # one line
 
 
 def test_classic_a_line_over_several_gpus_shows_a_gap_not_the_blank(classic_fleet):
-    """Hottest GPU: every period holds the never-read GPU, so the line is empty. The average is a mean of
-    per-GPU lines (each GPU weighs once, however many series it writes): the blank GPU drops out alone."""
+    """Hottest GPU and Average GPU temperature (a mean of per-GPU lines): every period holds the never-read
+    GPU, so each line is empty, never the blank. The mean of GPU utilization has the blank GPU in its PAUSE
+    periods only: those are gaps, every other period is the true mean over every GPU."""
     project, files, datapoints, _ = classic_fleet
     shown = cloudwatch_eval.widget(_widget(files, "Hottest GPU", "overview"), datapoints, START, END)
     assert all(series == {} for series in shown.values())
-    from generator.model import Query
-
-    properties = _widget(files, "Average GPU temperature", "overview")
+    shown = cloudwatch_eval.widget(_widget(files, "Average GPU temperature", "overview"), datapoints, START, END)
+    assert all(series == {} for series in shown.values())
+    properties = _widget(files, "Average GPU utilization", "overview")
     (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
-    temperature = project.catalog.get("DCGM_FI_DEV_GPU_TEMP")
-    read = [gpu for gpu in FLEET if (gpu.node, gpu.index) != ("ip-10-0-1-2", 1)]
-    expected = truth(Query(temperature.name, "avg", ()), temperature, START, END, END - START, gpus=read)[""]
-    assert set(series) == set(expected)
+    utilization = project.catalog.get("DCGM_FI_DEV_GPU_UTIL")
+    period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
+    expected = truth(Query(utilization.name, "avg", ()), utilization, START, END, period)[""]
+    paused = {bucket for bucket in expected if bucket <= PAUSE[0] * STEP < bucket + period
+              or bucket <= PAUSE[-1] * STEP < bucket + period}
+    assert paused and set(series) == set(expected) - paused
     assert all(close(value, expected[bucket]) for bucket, value in series.items())
 
 
@@ -282,15 +317,19 @@ def test_classic_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_t
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     power = project.catalog.get("DCGM_FI_DEV_POWER_USAGE")
     expected = truth(Query(power.name, "sum", ("pod",)), power, START, END, properties["period"])
-    assert set(shown["Pod ml/train-0"]) == set(expected["Pod ml/train-0"]) - {300}
+    assert set(shown["Pod ml/train-0"]) == set(expected["Pod ml/train-0"])
+    assert shown["Pod ml/train-0"].pop(300) > 1e13  # a GROUP BY widget: the blank shows, as lint notes
     for label, series in expected.items():
         for bucket, value in shown[label].items():
             assert close(value, series[bucket]), (label, bucket)
-    assert _raw(properties, datapoints)[(("namespace", "ml"), ("pod", "train-0"))][300] > 1e13
+    assert "DCGM_FI_DEV_POWER_USAGE" in _noted(project)["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json",
+                                                       "Power draw by pod"]
 
 
-def test_classic_a_sum_over_gpus_drops_the_blank_gpu_alone(classic_fleet):
-    """Total power draw sums per-GPU lines: in the period of the blank, the other GPUs still add up."""
+def test_classic_a_sum_over_gpus_is_a_gap_in_the_period_of_the_blank(classic_fleet):
+    """Total power draw sums per-GPU lines into one line, guarded with IF: the period of the blank is a gap
+    (dropping the blank GPU alone would take arithmetic between two arrays, which the user guide does not
+    document); every other period is the true sum."""
     project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "Total power draw", "overview")
     (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
@@ -298,21 +337,23 @@ def test_classic_a_sum_over_gpus_drops_the_blank_gpu_alone(classic_fleet):
     period = properties["period"]
     everyone = truth(Query(power.name, "sum", ()), power, START, END, period)[""]
     others = truth(Query(power.name, "sum", ()), power, START, END, period, gpus=FLEET[1:])[""]
-    assert set(series) == set(everyone)
+    assert set(series) == set(everyone) - {300} and 300 in others
     for bucket, value in series.items():
-        assert close(value, others[bucket] if bucket == 300 else everyone[bucket]), bucket
+        assert close(value, everyone[bucket]), bucket
 
 
-def test_classic_a_rate_in_a_scaled_unit_drops_the_jump_into_a_blank(classic_fleet):
-    """Throttling counters count ns and are shown as a share of time (x 1e-9): the delta into the blank
-    (about 2**63 ns) reads as a share near 1e8, not above the per-second floor, unless the floor
-    is taken in the shown unit too. The period of the jump is a gap; every other period is true."""
+def test_classic_a_rate_per_gpu_shows_the_jump_into_a_blank_and_every_other_period_true(classic_fleet):
+    """Throttling counters count ns and are shown as a share of time (x 1e-9), one line per GPU (an array):
+    the delta into the blank (about 2**63 ns) shows as a share near 1e8 in its period, which lint notes;
+    every other period is true."""
     project, files, datapoints, _ = classic_fleet
     properties = _widget(files, "Throttled by power", "health")
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     field = project.catalog.get("DCGM_FI_DEV_POWER_VIOLATION")
     expected = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"])
-    assert set(shown["ip-10-0-1-1 GPU 0"]) == set(expected["ip-10-0-1-1 GPU 0"]) - {300}
+    assert set(shown["ip-10-0-1-1 GPU 0"]) == set(expected["ip-10-0-1-1 GPU 0"])
+    assert shown["ip-10-0-1-1 GPU 0"].pop(300) > 1e5
+    assert ("cloudwatch/dashboards/gpudash-gpu-cluster-health.json", "Throttled by power") in _noted(project)
     for label, series in shown.items():
         for bucket, value in series.items():
             assert close(value, expected[label][bucket]), (label, bucket)
@@ -346,7 +387,7 @@ def test_classic_alarms_cannot_drop_a_blank_and_say_so(classic_fleet):
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_the_exporter_readme_sample_shows_no_memory_temperature(reference, project_dir, pipeline):
     """The recorded README payload: MEMORY_TEMP reads "not supported" on its GPU. The OTel pipeline does not
-    publish it; the JSON path does, and the widget's metric math drops it."""
+    publish it; the JSON path does, and the per-GPU widget (an array of lines) shows it, as lint notes."""
     project = load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n"))
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
@@ -357,7 +398,11 @@ def test_the_exporter_readme_sample_shows_no_memory_temperature(reference, proje
     properties = _widget(files, "Memory temperature", "health")
     assert bool(_raw(properties, points)) == (pipeline == "classic")  # the sentinel arrived
     shown = cloudwatch_eval.widget(properties, points, START, END)
-    assert all(series == {} for series in shown.values())
+    if pipeline == "otel":
+        assert all(series == {} for series in shown.values())
+    else:
+        assert {v for series in shown.values() for v in series.values()} == {float(NOT_SUPPORTED)}
+        assert ("cloudwatch/dashboards/gpudash-gpu-cluster-health.json", "Memory temperature") in _noted(project)
     clocks = cloudwatch_eval.widget(_widget(files, "SM clock", "health"), points, START, END)
     assert set(clocks["ip-10-0-1-1 GPU 0"].values()) == {139.0}  # the GPU's readable fields still show
 

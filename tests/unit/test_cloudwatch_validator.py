@@ -242,7 +242,13 @@ TYPE_CASES = {  # (expression over q1, an array of series: what CW014 says)
     "SUM(IF(q1 < 5, q1))": "a comparison '<' between TS[] and S",
     "IF(SUM(q1), q1)": "IF(TS, TS[]) is not one of IF's documented syntaxes",
     "q1 > 3": "a comparison '>' between TS[] and S",
-    "q1 / SEARCH('{x} y', 'Average', 300)": "two arrays of different series",
+    "q1 / SEARCH('{x} y', 'Average', 300)": "arithmetic '/' between TS[] and TS[] is not documented",
+    # two arrays of the same series are two arrays too: the page's arithmetic row pairs an array with a number
+    # or one series only ("S, S S, TS TS, TS S, TS[] TS, TS[]" read as pairs)
+    "q1 / (q1 * 0 + 1)": "arithmetic '/' between TS[] and TS[] is not documented",
+    "q1 / (FLOOR(1000000000 / (ABS(q1) + 1)) / FLOOR(1000000000 / (ABS(q1) + 1)))":
+        "arithmetic '/' between TS[] and TS[] is not documented",
+    "SUM(q1 - q1)": "arithmetic '-' between TS[] and TS[] is not documented",
     "FLOOR(q1, 2)": "FLOOR(TS[], S) is not documented",
     "AVG(SUM(q1))": "the result is a number",
     "NOPE(q1)": "NOPE() is not a metric-math function",
@@ -263,8 +269,9 @@ def test_math_on_undocumented_argument_types_is_refused_naming_the_widget(good, 
 
 
 @pytest.mark.parametrize("expression", [
-    "q1 / 30", "SUM(q1) / SUM(q1 * 0 + 1)", "q1 / (FLOOR(1000000000 / (ABS(q1) + 1)) / FLOOR(1000000000 / "
-    "(ABS(q1) + 1)))", "IF(MAX(q1) < 5, SUM(q1))", "FILL(q1, 0)", "-q1 * 2 ^ 3", "SUM(100 / [q1, q1])",
+    "q1 / 30", "SUM(q1) / SUM(q1 * 0 + 1)", "IF(MAX(q1) < 5, SUM(q1))", "FILL(q1, 0)", "-q1 * 2 ^ 3",
+    "SUM(100 / [q1, q1])", "100 / q1", "q1 / MAX(q1)", "MAX(q1) - q1", "AVG(q1 / SUM(q1))", "METRICS() * 100",
+    "FLOOR(1000000000 / (ABS(q1) + 1))",
 ])
 def test_documented_forms_pass(good, expression):
     def mutate(body):
