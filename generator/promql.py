@@ -15,7 +15,8 @@ comes from here, so label handling is designed once:
   and of the pods its series repeat for, with the field's own per-GPU aggregation:
   device fields that repeat on every instance count once, instance memory adds
   up, instance activity averages. A GPU with one series is left as it is.
-  Grouping by `mig_instance` shows the instances themselves;
+  Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
+  (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
   one value per GPU from them (catalog.FIELD_LABELS: the counts add up), unless the query
   groups by such a label (`xid`), which then names the lines;
@@ -180,8 +181,11 @@ class _Merge:
     instance: tuple[str, ...]
     workload: tuple[str, ...]
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps
+    apart: bool = False  # MIG instances stay apart (alerts per pod): only repeats of one series merge
 
     def __call__(self, how: str, series: str) -> str:
+        if self.apart:
+            return f"max without ({', '.join(self.workload)}) ({series})" if self.workload else series
         if how == "max" or not self.workload:
             return f"{how} without ({', '.join((*self.instance, *self.workload))}) ({series})"
         # a repeated series is counted once before instances add up or average
@@ -226,13 +230,17 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = "$__range",
-               gauge_window: str | None = None) -> str:
+               gauge_window: str | None = None, per_instance: bool = False) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
     the pod label, so GPUs that no pod holds do not show up as an empty pod.
     `gauge_window` (alerts) takes each gauge over that window: the max or min for a max or
     min query, the mean otherwise - what CloudWatch computes from the period's observations.
+    `per_instance` (alerts) judges a pod on the MIG instances it holds, each its own series, as
+    CloudWatch does: a pod's mean is over its instances (not over its GPUs' means), its max or min
+    that of its busiest or idlest instance, its free memory that of its fullest instance (an
+    instance's memory is its own). Whole GPUs, and pods sharing one, are as without it.
     """
     if query.raw_promql:
         return query.raw_promql
@@ -250,8 +258,10 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # The series of one GPU differ only by MIG instance and workload labels: merging those (that
     # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
     # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
-    merge = _Merge(tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
-                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer), tuple(outer))
+    apart = per_instance and "pod" in keys
+    merge = _Merge(() if apart else tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
+                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer), tuple(outer),
+                   apart)
 
     def per_gpu(metric: str) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)

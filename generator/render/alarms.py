@@ -386,9 +386,10 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     query = _alert_query(alarm, settings)
     if alarm.absent:  # the same situations as the CloudWatch form, and an exporter target not answering
         return data_missing.prometheus_expression(query.metric, settings, window, _exporter_down(settings))
-    # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations.
+    # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
+    # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                       gauge_window=window)
+                       gauge_window=window, per_instance=True)
     return f"{value} {condition.comparison} {condition.threshold:g}"
 
 

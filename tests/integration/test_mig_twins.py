@@ -1,0 +1,150 @@
+"""Per-pod alarms and their Prometheus twins judge a pod on the MIG instances it holds, each its own.
+
+A pod's GPU is, on MIG, the instances it holds: each has its own memory and its own engine. So the idle
+rule takes the pod's mean over every instance it holds (three instances on two GPUs at 1 %, 1 % and
+9.5 %: 3.8 %, idle; the GPUs' means would give 5.25 %), the framebuffer rule its fullest instance (400
+MiB free in one instance and 15,000 in the other: full; their sum would not be), and a per-pod max or min
+its busiest or idlest instance (80 % and 5 % on one GPU: busy and starved; their mean, 42.5 %, neither).
+Whole GPUs, a GPU two pods share by time-slicing and one pod name in two namespaces keep their meaning.
+
+The same readings go through the model of the CloudWatch agent (the generated config) into the generated
+CloudWatch alarms, and into `promtool test rules` for the generated Prometheus rules: both fire for the
+pods the truth names, and for no other.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from statistics import mean
+
+import pytest
+import yaml
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from generator.resources import bundled, default_counters
+from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.mixed_fleet import FIELDS, FLEET, Gpu, Instance, Node
+
+STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes: the idle rule's six periods and more
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+RULES = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("pod-busy", "Pod's GPU saturated", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max", ("pod",)), ">", 60))
+    yield Alarm("pod-starved", "Pod's GPU partly idle",
+                Condition(Query("DCGM_FI_DEV_GPU_UTIL", "min", ("pod",)), "<", 10))
+'''
+
+
+def _instance(id_: str, pod: str, engine: float, free: float = 3800, used: float = 1000,
+              profile: str = "1g.5gb") -> Instance:
+    return Instance(id=id_, profile=profile, pod=("team-i", pod), fb_used=used, fb_free=free, engine=engine,
+                    mig_util="0")
+
+
+def _a100(index: int, *instances: Instance) -> Gpu:
+    return Gpu(index, temp=60, power=200, sm_clock=1410, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
+               model="NVIDIA A100-SXM4-40GB", instances=instances)
+
+
+MIG = Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
+    _a100(0, _instance("1", "spread", 0.01), _instance("2", "spread", 0.01),
+          _instance("3", "skew", 0.8), _instance("4", "skew", 0.05)),
+    _a100(1, _instance("1", "spread", 0.095),
+          _instance("2", "pair", 0.5, free=400, used=19600, profile="3g.20gb"),
+          _instance("3", "pair", 0.5, free=15000, used=5000, profile="3g.20gb")),
+))
+# Whole GPUs (worker-0 in two namespaces, the idle infer-1) and the GPU ts-0 and ts-1 share.
+FLEET_HERE = (*(node for node in FLEET if node.name in ("gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-ts")),
+              MIG)
+
+
+def _truth() -> dict[str, set[str]]:
+    """Per rule, the pods it names: a pod's readings are those of each whole GPU and each MIG instance it holds
+    (utilization on MIG: graphics engine activity x 100)."""
+    util: dict[str, list[float]] = {}
+    free: dict[str, list[float]] = {}
+    for node in FLEET_HERE:
+        for gpu in node.gpus:
+            for instance in gpu.instances:
+                for namespace, pod in instance.pods():
+                    name = f"{namespace}/{pod}"
+                    util.setdefault(name, []).append(instance.engine * 100 if gpu.mig else gpu.util)
+                    free.setdefault(name, []).append(instance.fb_free)
+    return {"gpu-idle": {p for p, v in util.items() if mean(v) < 5},
+            "framebuffer-full": {p for p, v in free.items() if min(v) < 1024},
+            "pod-busy": {p for p, v in util.items() if max(v) > 60},
+            "pod-starved": {p for p, v in util.items() if min(v) < 10}}
+
+
+TRUTH = _truth()
+
+
+def test_the_truth_is_where_the_old_meanings_differ():
+    """Each MIG situation is one where the GPUs' means, or the sum of one GPU's instances, tell otherwise."""
+    assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread"}, "framebuffer-full": {"team-i/pair"},
+                     "pod-busy": {"team-a/worker-0", "team-i/skew"},
+                     "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew"}}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mig-twins")
+    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+    (folder / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    shutil.copytree(bundled("alarms"), folder / "alarms")
+    (folder / "alarms" / "per_pod.py").write_text(RULES)
+    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    files = encode(build(load_project(folder / "gpudash.yaml", folder / "counters.csv")))
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    return files, folder
+
+
+def test_cloudwatch_alarms_name_the_pods_the_truth_names(built):
+    files, _ = built
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(float(k * STEP), mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
+               for k in range(STEPS) for node in FLEET_HERE]
+    points = Agent(config, job).run(scrapes)
+    requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    for rule, pods in TRUTH.items():
+        mine = [r for r in requests if {"Key": "gpudash:rule", "Value": rule} in r["Tags"]]
+        assert mine, rule
+        fired = {f"{dict(key)['namespace']}/{dict(key)['pod']}" for request in mine
+                 for key, state in cloudwatch_eval.alarm(request, points, STEPS * STEP).items() if state == "ALARM"}
+        assert fired == pods, (rule, [r["Metrics"][0]["Expression"] for r in mine])
+
+
+def _series(node: Node) -> list[dict[str, str]]:
+    """The node's gauges as Prometheus stores them after the scrape (the node attached), constant over time."""
+    result = []
+    for line in mixed_fleet.payload(node, 0).splitlines():
+        if line.startswith("#") or not line.startswith(("DCGM_FI_DEV_FB", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF")):
+            continue
+        series, value = line.rsplit(" ", 1)
+        result.append({"series": f'{series[:-1]},node="{node.name}"}}', "values": f"{value}x{STEPS}"})
+    return result
+
+
+def test_prometheus_rules_name_the_pods_the_truth_names(built):
+    _, folder = built
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in groups for r in g["rules"]}
+    at = f"{STEPS * STEP // 60 - 1}m"
+    checks = [{"eval_time": at, "alertname": alerts[rule],
+               "exp_alerts": [_expected(folder, alerts[rule], namespace=pod.split("/")[0], pod=pod.split("/")[1])
+                              for pod in sorted(pods)]}
+              for rule, pods in TRUTH.items()]
+    series = [s for node in FLEET_HERE for s in _series(node)]
+    _promtool_test(folder, "mig_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                               "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
