@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import read_bytes
-from .serialize import SharedNodes, to_json, to_yaml
+from .serialize import to_json, to_yaml, to_yaml_alike
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -96,11 +96,12 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[SIDECAR_FILE] = to_yaml(*sidecars)
 
     scrape_texts: dict[int, str] = {}  # clusters share one scrape config: encoded once
-    pipelines = SharedNodes([agent.otel for agent in artifacts.agents if agent.otel is not None])
+    # The clusters' agent pipelines differ in a few values (name, Region, log group): written alike.
+    pipelines = iter(to_yaml_alike([agent.otel for agent in artifacts.agents if agent.otel is not None]))
     for agent in artifacts.agents:
         if id(agent.scrape) not in scrape_texts:
             scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape).decode()
-        otel = None if agent.otel is None else (OTEL_KEY, to_yaml(agent.otel, shared=pipelines).decode())
+        otel = None if agent.otel is None else (OTEL_KEY, next(pipelines).decode())
         files[agent_file(agent.cluster)] = to_yaml(*configmaps(
             agent.namespace, to_json(agent.config, ascii=True).decode(), scrape_texts[id(agent.scrape)], otel))
     if artifacts.addon is not None:

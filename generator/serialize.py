@@ -239,6 +239,95 @@ class _SharingPure(_Sharing, PureDumper):
 _SharingFast = type("_SharingFast", (_Sharing, FastDumper), {}) if FastDumper is not None else None
 
 
+# A scalar PyYAML writes as itself, unquoted, in any block context: no space (plain scalars fold
+# only at spaces), no indicator character, and nothing the resolver reads as another type (checked
+# apart: 123, true, null, 1e3, dates).
+_PLAIN_TOKEN = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./-]*")
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _plain(value: str) -> bool:
+    return (_PLAIN_TOKEN.fullmatch(value) is not None
+            and yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) == _STR_TAG)
+
+
+def _value_counts(value: Any, counts: dict[str, int]) -> dict[str, int]:
+    """How often each string is a value (not a key) in `value`."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        if isinstance(item, str):
+            counts[item] = counts.get(item, 0) + 1
+        else:
+            _value_counts(item, counts)
+    return counts
+
+
+def _differences(first: Any, other: Any, found: list[tuple[str, str]]) -> bool:
+    """False unless `other` is `first` with some string values replaced; those go into `found`."""
+    if first is other:
+        return True
+    if isinstance(first, dict):
+        return (isinstance(other, dict) and first.keys() == other.keys()
+                and all(_differences(value, other[key], found) for key, value in first.items()))
+    if isinstance(first, list):
+        return (isinstance(other, list) and len(first) == len(other)
+                and all(_differences(a, b, found) for a, b in zip(first, other)))
+    if type(first) is not type(other):
+        return False
+    if first != other:
+        if not isinstance(first, str):
+            return False
+        found.append((first, other))
+    return True
+
+
+def to_yaml_alike(documents: list[Any]) -> list[bytes]:
+    """`to_yaml(document)` of each document, for documents that differ from the first only in some
+    string values (the clusters' agent pipelines: a cluster's name, Region, log group).
+
+    The first is written; each other one is the first's text with those values replaced, where
+    that is the text PyYAML writes: every replaced and replacing value is a plain token (written
+    as itself at the end of its `key: ` or `- ` line), and every place the replaced value holds in
+    the first document is replaced, and nothing else matches. A document for which that does not
+    hold is written in full."""
+    if not documents:
+        return []
+    shared = SharedNodes(documents)
+    first_text = to_yaml(documents[0], shared=shared).decode()
+    counts = _value_counts(documents[0], {})
+    texts = [first_text.encode()]
+    for document in documents[1:]:
+        text = _substituted(documents[0], first_text, counts, document)
+        texts.append(text.encode() if text is not None else to_yaml(document, shared=shared))
+    return texts
+
+
+def _substituted(first: Any, first_text: str, counts: dict[str, int], document: Any) -> str | None:
+    found: list[tuple[str, str]] = []
+    if not _differences(first, document, found):
+        return None
+    if not found:
+        return first_text
+    replacing: dict[str, str] = {}
+    places: dict[str, int] = {}
+    for old, new in found:
+        if replacing.setdefault(old, new) != new:
+            return None  # one value replaced by two
+        places[old] = places.get(old, 0) + 1
+    if any(places[old] != counts[old] or not _plain(old) or not _plain(new) for old, new in replacing.items()):
+        return None
+    pattern = re.compile("(?<=: |- )(" + "|".join(map(re.escape, sorted(replacing, key=len, reverse=True)))
+                         + ")(?=\n)")
+    matched: dict[str, int] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        matched[match[1]] = matched.get(match[1], 0) + 1
+        return replacing[match[1]]
+
+    text = pattern.sub(replace, first_text)
+    return text if matched == places else None
+
+
 def to_yaml(*documents: Any, shared: SharedNodes | None = None) -> bytes:
     """YAML documents, keys sorted, block style, multi-line strings as literal blocks.
 

@@ -179,6 +179,41 @@ def test_documents_sharing_objects_are_written_as_each_alone(common, own, twice)
             assert serialize.to_yaml(document, shared=nodes) == _pure_yaml([document])
 
 
+_names = st.sampled_from(["c0", "c1", "gpu", "us-east-1", "/aws/x/c0/p", "true", "123", "1e3", "null", "a b",
+                          "-x", "x:", "x: y", "2024-01-01", "GPU 🚀", "x\x85y", "", "c0\n", "'q'"]) | st.text(max_size=8)
+
+
+@_fast
+@given(st.lists(st.tuples(_names, _names, _names), min_size=1, max_size=4), _values)
+def test_documents_alike_are_written_as_each_alone(values, common):
+    """Documents that differ in a few string values (a cluster's name, Region, log group) are written
+    by replacing those values in the first one's text only where that gives PyYAML's own bytes: names
+    that are not plain tokens, a value that also sits elsewhere or inside a literal block, a value
+    replaced by two others all take the full path."""
+    documents = [{"receiver": {"name": name, "rules": [{"replacement": name}, {"keep": "c0"}]},
+                  "region": region, "log": f"/aws/{group}/p", "shared": common,
+                  "block": "- c0\nkeep: c0\n"} for name, region, group in values]
+    assert serialize.to_yaml_alike(documents) == [serialize.to_yaml(document) for document in documents]
+
+
+def test_documents_alike_replace_plain_values_and_write_the_rest_in_full():
+    def documents(*names):
+        return [{"cluster": name, "rules": [{"replacement": name}], "log": f"/aws/{name}/p", "other": "c1"}
+                for name in names]
+
+    first, second = documents("c0", "c2")
+    text = serialize.to_yaml(first).decode()
+    counts = serialize._value_counts(first, {})
+    assert serialize._substituted(first, text, counts, second) == serialize.to_yaml(second).decode()
+    for odd in ("true", "123", "a b"):  # read as another type, quoted, folded
+        assert serialize._substituted(first, text, counts, documents(odd)[0]) is None, odd
+    (third,) = documents("c1")  # the replacing value sits elsewhere too: still a plain replacement
+    assert serialize._substituted(first, text, counts, third) == serialize.to_yaml(third).decode()
+    (held,) = documents("c1")  # the replaced value sits elsewhere too (other: c1), unchanged there
+    held_text = serialize.to_yaml(held).decode()
+    assert serialize._substituted(held, held_text, serialize._value_counts(held, {}), second) is None
+
+
 def test_the_agent_pipelines_of_many_clusters_share_their_cluster_independent_parts(tmp_path):
     """What makes the encoder's sharing pay: every cluster's collector configuration holds the same
     filter, batch, service and awsemf declaration objects, and its own receiver and Region."""
