@@ -238,6 +238,7 @@ def _series_of(expression: str) -> int:
 
 # A LIMIT clause is the last of a query: `LIMIT` (any case) and a whole number, ending the text.
 _TRAILING_LIMIT = re.compile(r"(?<![A-Za-z0-9_])LIMIT\s+([0-9]+)$", re.IGNORECASE)
+_LIMIT_TAIL = 64  # characters of a query's end that hold its LIMIT clause (lookbehind still sees before)
 _GROUP_BY = re.compile(r"(?<![A-Za-z0-9_])GROUP\s+BY(?![A-Za-z0-9_])", re.IGNORECASE)
 
 
@@ -245,9 +246,11 @@ def _series_at_most(expression: str) -> int:
     """At least `_series_of(expression)`, read without parsing it. A query whose text has no GROUP BY
     counts one. A query that parses and has a LIMIT clause ends with it (the parser takes nothing after
     it), so a text ending otherwise has none and counts at most 500; one that does not parse counts one."""
-    if not _GROUP_BY.search(expression):
+    start = expression.upper().find("GROUP")  # the searches start near what they look for: same answers
+    if start < 0 or not _GROUP_BY.search(expression, start):
         return 1
-    match = _TRAILING_LIMIT.search(expression.rstrip())
+    text = expression.rstrip()
+    match = _TRAILING_LIMIT.search(text, max(0, len(text) - _LIMIT_TAIL))  # a longer clause counts 500: still a bound
     return min(int(match.group(1)) or SERIES_PER_QUERY, SERIES_PER_QUERY) if match else SERIES_PER_QUERY
 
 
