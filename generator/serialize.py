@@ -152,6 +152,17 @@ _EMITTERS_DISAGREE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-
                                 "\U00010000-\U0010ffff]")
 
 
+# Of ASCII, the emitters agree on tab, newline and the printable characters: deleting those (in C)
+# leaves nothing. Far faster than the pattern on the long texts ConfigMaps carry.
+_ASCII_AGREEING = bytes([0x09, 0x0a, *range(0x20, 0x7f)])
+
+
+def _agreeing_characters(text: str) -> bool:
+    if text.isascii():
+        return not text.encode("ascii").translate(None, _ASCII_AGREEING)
+    return _EMITTERS_DISAGREE.search(text) is None
+
+
 def emitters_agree(value: Any, shared: "SharedNodes | None" = None) -> bool:
     """True when libyaml writes `value` exactly as PyYAML does (`shared`: answers for shared objects)."""
     if shared is not None and id(value) in shared.ids:
@@ -162,7 +173,7 @@ def emitters_agree(value: Any, shared: "SharedNodes | None" = None) -> bool:
     if isinstance(value, str):
         # A string ending in two line breaks is a "keep" literal block (|+); libyaml then
         # ends the document with `...` when more keys follow it.
-        return _EMITTERS_DISAGREE.search(value) is None and not (value.endswith("\n\n") or value == "\n")
+        return _agreeing_characters(value) and not (value.endswith("\n\n") or value == "\n")
     if isinstance(value, dict):
         return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v, shared)
                    for k, v in value.items())

@@ -257,3 +257,10 @@ def test_the_configmap_size_lint_counts_the_bytes_that_ship():
     subject = lint_input(load_project(), grafana=(GrafanaDashboard("big", "Große Last", "dashboards/big.py:1", model),))
     (finding,) = configmap_size(subject)
     assert finding.message.startswith(f"{len(shipped)} bytes")
+
+
+def test_the_ascii_check_of_emitter_agreement_is_the_patterns():
+    """Long ASCII texts take a translate-based check: it answers as the pattern does for every character."""
+    for code in range(0x80):
+        for text in (chr(code), f"ab{chr(code)}x\n", "x" * 100 + chr(code)):
+            assert serialize._agreeing_characters(text) == (serialize._EMITTERS_DISAGREE.search(text) is None), code
