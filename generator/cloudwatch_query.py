@@ -20,9 +20,11 @@ needs, and carry only the fields queried with them:
 
 A MIG GPU, and a GPU that pods share by time-slicing, writes several series of one GPU: device fields
 (power, temperature, counters) repeat on each. Per GPU, averages and extremes of the observations are
-the GPU's value, and a counter's increase is the mean delta times the scrapes per period (a sum of the
-deltas would count each repeat; the mean assumes every scrape of the period arrived: a period
-missing m of its n scrapes reads n / (n - m) of the increase); across GPUs, lines are per-GPU series combined by metric math.
+the GPU's value, and a counter's increase is the sum of its deltas per GPU instance (_instance_increase:
+exact over missed scrapes, one line per MIG instance, k times the increase on a GPU k pods time-slice);
+across GPUs, lines are per-GPU series combined by metric math, where an increase or rate is the mean
+delta (times the scrapes per period for an increase), which assumes every scrape of the period arrived: a
+period missing m of its n scrapes reads n / (n - m) of it.
 
 Metrics Insights aggregates *observations* (one per scrape and GPU) in each period,
 and the agent sends counters as per-scrape deltas. `plan()` turns a neutral query
@@ -34,7 +36,7 @@ that the number shown is what the title says:
   wanted; per group, SUM / COUNT divided by the observations one GPU makes per period
   (period / scrape interval);
 * counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
-  for a sum over GPUs; counter increase: SUM(delta) over the period.
+  for a sum over GPUs; counter increase: SUM(delta) over the period (per GPU: per GPU instance).
 
 DCGM's blank sentinels (see BLANK_FLOOR) from exporters that pass them through are dropped in
 the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
@@ -366,11 +368,11 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
 
     if query.as_increase:
-        if layout.instances and not pod_keyed and (one_gpu or split_ok):
-            # a device counter repeats on each MIG instance (and time-sliced pod) of its GPU: the GPU's
-            # increase is its mean delta per scrape times the scrapes per period, not the sum of the deltas
-            if one_gpu:
-                return line("AVG", f"{{q}} * {number(n)}", 1 / n, True)
+        if layout.instances and not pod_keyed and one_gpu:
+            return _instance_increase(query, settings, series, layout)
+        if layout.instances and not pod_keyed and split_ok:
+            # a device counter repeats on each MIG instance (and time-sliced pod) of its GPU: one line over
+            # GPUs takes each GPU's mean delta per scrape times the scrapes per period, not the sum of the deltas
             return replace(split("AVG", f"({across(MI_FUNCTIONS[agg])}) * {number(n)}"), needs_period=True)
         if agg == "sum" or one_gpu:
             return line("SUM")
@@ -391,6 +393,32 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
     raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
                       f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+INSTANCE_LINES = ("one line per GPU instance (MIG <id>, MIG none for a GPU not split into MIG instances): "
+                  "CloudWatch cannot {} a MIG GPU's instances per GPU")
+INSTANCE_COUNTER_LINES = ("one line per GPU instance (MIG <id>, MIG none for a GPU not split into MIG instances): "
+                          "each MIG instance shows its GPU's increase")
+INSTANCE_CONTRIBUTORS = ("it evaluates each GPU instance (a GPU not split into MIG instances is one), so a GPU split "
+                         "into MIG instances over the threshold is listed once per instance, each with its GPU's "
+                         "increase, and a GPU shared by time-slicing reads its increase once per pod sharing it")
+TIME_SLICED_INCREASE = ("a GPU shared by time-slicing reads its increase once per pod sharing it (each pod's "
+                        "series carries the GPU's deltas)")
+
+
+def _instance_increase(query: Query, settings: Settings, series: tuple[str, ...], layout: Layout) -> Plan:
+    """A counter's increase per GPU: the SUM of its deltas per GPU instance. The agent's delta after a missed
+    scrape covers the gap, so the SUM is the increase over the period, whatever the period and however many
+    scrapes it missed; a device counter repeats on each MIG instance of its GPU with the GPU's full deltas,
+    so each instance's line is the GPU's increase (a GPU not split into MIG instances has one line, MIG
+    none). A GPU that k pods share by time-slicing writes k series of one instance, which CloudWatch stores
+    as k observations of one metric: its SUM is k times the increase, and no statistic of one query undoes
+    that when scrapes may be missing (the mean delta times the scrapes per period would, only while every
+    scrape arrives)."""
+    lines = (*series, MIG_INSTANCE_LABEL)
+    return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)), group=lines,
+                series=lines, gpu_series=layout.per_gpu,
+                notes=(INSTANCE_COUNTER_LINES, TIME_SLICED_INCREASE))
 
 
 def instances_added(field) -> bool:
@@ -418,8 +446,7 @@ def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tu
         lines = (*series, MIG_INSTANCE_LABEL)
         return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=dims,
                     group=lines, series=lines, gpu_series=layout.per_gpu,
-                    notes=("one line per GPU instance (MIG <id>, MIG none for a GPU not split into MIG instances): "
-                           f"CloudWatch cannot {'add' if adds_up else 'average'} a MIG GPU's instances per GPU",))
+                    notes=(INSTANCE_LINES.format('add' if adds_up else 'average'),))
     where = "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
     value = "the sum of its instances" if adds_up else "the mean of its instances"
     raise Unsupported(f"a MIG GPU's {query.metric} is {value}, which CloudWatch holds as separate series: it can "

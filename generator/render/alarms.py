@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..catalog import Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, Unsupported, dimension_for,
-                                gpu_dimensions, mig_dimensions, pod_dimensions, scrape_seconds)
+from ..catalog import MIG_INSTANCE_LABEL, Catalog
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCE_CONTRIBUTORS, MI_FUNCTIONS, STATISTICS, Plan,
+                                Unsupported, dimension_for, gpu_dimensions, mig_dimensions, pod_dimensions, scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
@@ -172,6 +172,9 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
         label += " (MIG instances)"
         note = (f" On GPUs split into MIG instances, which report no {condition.query.metric}: {mig[1]} "
                 f"below {threshold:g} (the same share as a ratio).")
+        description = (description[:1024 - len(note)] + note)[:1024]
+    elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
+        note = f" On CloudWatch: {INSTANCE_CONTRIBUTORS}."
         description = (description[:1024 - len(note)] + note)[:1024]
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 

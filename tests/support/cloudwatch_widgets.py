@@ -24,3 +24,26 @@ def panel(project, path, title, cluster):
 
 def close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def header(files, path: str) -> str:
+    """The markdown of the dashboard's header (its first widget)."""
+    return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
+
+
+def notes(text: str) -> dict[str, set[str]]:
+    """{panel title: notes} from a header's "On CloudWatch: <titles>: <note>; ..." paragraph."""
+    if "\n\nOn CloudWatch: " not in text:
+        return {}
+    paragraph = text.split("\n\nOn CloudWatch: ", 1)[1].split("\n\n", 1)[0].removesuffix(".")
+    result: dict[str, set[str]] = {}
+    for group in paragraph.split("; "):
+        titles, note = group.split(": ", 1)
+        for title in titles.split(", "):
+            result.setdefault(title, set()).add(note)
+    return result
+
+
+def said(text: str, title: str, note: str) -> bool:
+    """The header `text` says `note` (its start) of the panel `title`."""
+    return any(n.startswith(note) for n in notes(text).get(title, ()))

@@ -11,6 +11,7 @@ fleet's facts (the truth the Grafana side is held to in test_fleet_truth).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from generator.render.alarms import cloudwatch_condition
 from generator.resources import default_counters
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import close, panel, widgets
+from tests.support.cloudwatch_widgets import close, header as _header, panel, said as _said, widgets
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
 
@@ -83,27 +84,6 @@ def mixed(tmp_path_factory, request):
     project = _project(tmp_path_factory.mktemp("mig"), request.param)
     files = encode(build(project))
     return project, files, _datapoints(files)
-
-
-def _header(files, path: str) -> str:
-    return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
-
-
-def _notes(header: str) -> dict[str, set[str]]:
-    """{panel title: notes} from the header's "On CloudWatch: <titles>: <note>; ..." paragraph."""
-    if "\n\nOn CloudWatch: " not in header:
-        return {}
-    paragraph = header.split("\n\nOn CloudWatch: ", 1)[1].split("\n\n", 1)[0].removesuffix(".")
-    result: dict[str, set[str]] = {}
-    for group in paragraph.split("; "):
-        titles, note = group.split(": ", 1)
-        for title in titles.split(", "):
-            result.setdefault(title, set()).add(note)
-    return result
-
-
-def _said(header: str, title: str, note: str) -> bool:
-    return any(n.startswith(note) for n in _notes(header).get(title, ()))
 
 
 def _per_instance(metric: str, fleet=VARIANT) -> dict[str, float]:
@@ -331,9 +311,10 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
 
 
 def test_a_missed_scrape_reads_a_gpus_counter_high_by_the_scrapes_it_missed(mixed):
-    """The mean delta times the scrapes per period is exact when every scrape of the period arrives; the
-    growth of a missed scrape comes in the next delta, so a period missing m of its n scrapes reads
-    n / (n - m) of the truth (the README's table says so)."""
+    """A GPU's counter rate is its mean delta per scrape over the scrape interval, exact when every scrape of the
+    period arrives; the growth of a missed scrape comes in the next delta, so a period missing m of its n
+    scrapes reads n / (n - m) of the truth (the README's table says so). Its increase per period is exact
+    there (test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any_period)."""
     project, files, _ = mixed
     config, job = agent_config(files[AGENT_FILE])
     missed = 3  # the scrape at 90 s on gpu-node-a, in the first period
@@ -379,3 +360,84 @@ def test_a_rule_named_like_another_rules_mig_alarm_is_refused_not_overwritten(tm
     message = str(caught.value)
     assert "gpudash-gpu-cluster-gpu-idle-mig-warning" in message and "'gpu-idle'" in message \
         and "'gpu-idle-mig'" in message and caught.value.exit_code == 2
+
+
+INCREASE_PER_GPU = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="replays", title="Replays", rows=[Row("all", [Panel(
+        "PCIe replays per period", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True),
+        description="increase per GPU")])])
+'''
+RESET_AT = 900  # the reset node's exporter restarts its counters right after this scrape
+
+
+def _counting_fleet():
+    """Per scrape (30 s): a whole GPU 5 replays, one cut in seven MIG instances (seven pods) 6, one shared by two
+    pods by time-slicing 3, one whose counter restarts from 0 at RESET_AT 4."""
+    def gpu(per_scrape, instances):
+        return mixed_fleet.Gpu(0, temp=50, power=100, sm_clock=1400, xid=0, energy_mw=100_000,
+                               replays_per_s=per_scrape / STEP, memory_temp=50, instances=instances)
+    whole = (Instance(fb_used=1000, fb_free=1000, engine=0.5, pod=("team-w", "w")),)
+    seven = tuple(Instance(fb_used=1000, fb_free=9000, engine=0.5, pod=("team-m", f"m{i}"), id=str(i),
+                           profile="1g.10gb") for i in range(1, 8))
+    shared = (Instance(fb_used=1000, fb_free=1000, engine=0.5, pod=("team-t", "t0"), also=(("team-t", "t1"),)),)
+    reset = (Instance(fb_used=1000, fb_free=1000, engine=0.5, pod=("team-r", "r"),),)
+    return (mixed_fleet.Node("gpu-node-whole", "Hostname", "e-1", (gpu(5, whole),)),
+            mixed_fleet.Node("gpu-node-mig7", "Hostname", "e-2", (gpu(6, seven),)),
+            mixed_fleet.Node("gpu-node-ts", "Hostname", "e-3", (gpu(3, shared),)),
+            mixed_fleet.Node("gpu-node-reset", "Hostname", "e-4", (gpu(4, reset),)))
+
+
+def _served(node, elapsed: int) -> str:
+    """The node's payload; the reset node's PCIe counter counts from 0 again after RESET_AT."""
+    text = mixed_fleet.payload(node, elapsed)
+    if node.name != "gpu-node-reset" or elapsed <= RESET_AT:
+        return text
+    grown = int(node.gpus[0].replays_per_s * (elapsed - RESET_AT))
+    return re.sub(r"^(DCGM_FI_DEV_PCIE_REPLAY_COUNTER\{.*\}) \d+ ", rf"\g<1> {grown} ", text, flags=re.M)
+
+
+@pytest.mark.parametrize("pipeline", ["", "agent:\n  pipeline: classic\n"], ids=["otel", "classic"])
+def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any_period(tmp_path, pipeline):
+    """The SUM of the agent's deltas per GPU instance: a delta after a missed scrape covers the gap, so one
+    scrape in ten missing on every node reads the true increase (the mean delta x 10 scrapes read 10/9 of it);
+    each of a MIG GPU's seven instances carries its GPU's whole deltas; a counter reset is counted from 0, as
+    Prometheus counts it; a widget period changed to 10 minutes reads the 10 minutes' increase. A GPU two pods
+    share by time-slicing reads its increase twice (two series of one instance: said in the header and the
+    alarm). The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), but on the
+    time-sliced GPU."""
+    project = _project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
+    files = encode(build(project))
+    config, job = agent_config(files[AGENT_FILE])
+    fleet = _counting_fleet()
+    scrapes = [Scrape(k * STEP, _served(node, k * STEP), target_labels(job, node.name))
+               for k in range(-1, END // STEP) for node in fleet if k % 10 != 3]
+    datapoints = Agent(config, job).run(scrapes)
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-replays.json"
+    (properties,) = [p for where, p in widgets(files) if where == path]
+    assert _said(_header(files, path), "PCIe replays per period", "one line per GPU instance")
+    assert _said(_header(files, path), "PCIe replays per period", "a GPU shared by time-slicing reads its increase")
+    truth_per_scrape = {"gpu-node-whole GPU 0 MIG none": 5, "gpu-node-ts GPU 0 MIG none": 3 * 2,
+                        "gpu-node-reset GPU 0 MIG none": 4,
+                        **{f"gpu-node-mig7 GPU 0 MIG {i}": 6 for i in range(1, 8)}}
+    for period in (300, 600):
+        shown = cloudwatch_eval.widget({**properties, "period": period}, datapoints, START, END - END % period)
+        assert set(shown) == set(truth_per_scrape)
+        for label, per_scrape in truth_per_scrape.items():
+            assert shown[label] and all(v == per_scrape * period / STEP for v in shown[label].values()), \
+                (period, label, shown[label])
+    (request,) = [r["Request"] for r in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": "pcie-replays"} in r["Request"]["Tags"]]
+    assert request["Threshold"] == 50 and "GPU_I_ID" in request["Metrics"][0]["Expression"]
+    assert "listed once per instance" in request["AlarmDescription"]
+    for end in (1200, END):  # a period before the reset and the one after it
+        states = cloudwatch_eval.alarm(request, datapoints, end)
+        fired = {tuple(sorted(dict(k).items())) for k, state in states.items() if state == "ALARM"}
+        assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)} | \
+            {(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))}  # time-sliced: 60 read, 30 true
+    # The Prometheus rule, from the facts: replays per 5 minutes over 50 on the MIG GPU alone (whole: exactly 50).
+    per_five_minutes = {node.name: node.gpus[0].replays_per_s * 300 for node in fleet}
+    assert {name for name, value in per_five_minutes.items() if value > 50} == {"gpu-node-mig7"}

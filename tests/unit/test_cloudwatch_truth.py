@@ -18,7 +18,8 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
-from tests.support.cloudwatch_widgets import close as _close, panel as _panel, widgets as _widgets
+from tests.support.cloudwatch_widgets import (close as _close, header as _header, panel as _panel, said as _said,
+                                              widgets as _widgets)
 from tests.support.cloudwatch_agent import Agent, agent_config
 from tests.support.dcgm_fleet import FLEET, STEP, scrapes, truth
 
@@ -51,7 +52,7 @@ def test_every_widget_shows_the_truth(fleet):
         expected = truth(query, project.catalog.get(query.metric), START, END, period)
         expected = {(label or properties["title"]): series for label, series in expected.items()}
         if any(" MIG " in label for label in shown):  # per GPU instance (the header says so): these GPUs are whole
-            assert f"{properties['title']}: one line per GPU instance" in _header(files, path)
+            assert _said(_header(files, path), properties["title"], "one line per GPU instance")
             expected = {f"{label} MIG none": series for label, series in expected.items()}
         if query.by and "pod" not in query.by:
             limit = project.settings.cloudwatch.top_gpus
@@ -64,10 +65,6 @@ def test_every_widget_shows_the_truth(fleet):
                                                              shown[label][bucket], value)
         checked += 1
     assert checked >= 25
-
-
-def _header(files, path):
-    return json.loads(json.loads(files[path])["DashboardBody"])["widgets"][0]["properties"]["markdown"]
 
 
 def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
@@ -112,19 +109,20 @@ def test_gpu_alarms_watch_every_gpu_and_name_it(fleet):
     assert _firing(alarms["xid-error-critical"], datapoints) == {GPU_KEY}
     assert _firing(alarms["xid-error-critical"], datapoints, end=1200) == set()
     # Row remapping counted on an idle GPU: the increase in the period, not a 30 s delta.
+    # Each GPU instance is a contributor: a whole GPU is one, GPU_I_ID "none".
     assert _firing(alarms["uncorrectable-rows-warning"], datapoints, end=1800) == {
-        (("node", "ip-10-0-1-1"), ("gpu", "3"))}
+        (("node", "ip-10-0-1-1"), ("gpu", "3"), ("GPU_I_ID", "none"))}
     assert _firing(alarms["gpu-temp-high-warning"], datapoints) == set()
 
 
 def test_pcie_replays_alarm_means_what_its_prometheus_twin_means(fleet):
     """Threshold: replays per minute x 5 over 5 minutes. 110 per 5 minutes fires; 40 does not.
-    The largest 30 s delta (11) would never reach 50. The query takes the mean delta per scrape (a sum of
-    the deltas would count a MIG GPU's once per instance): the threshold is per scrape, 50 / 10."""
+    The largest 30 s delta (11) would never reach 50. The query takes the sum of the deltas per GPU instance
+    (a MIG instance carries its GPU's whole deltas), so the threshold is the Prometheus rule's."""
     project, files, datapoints = fleet
     request = _alarms(files)["pcie-replays-warning"]
-    assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5 / (300 / STEP)
-    assert _firing(request, datapoints) == {GPU_KEY}
+    assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5
+    assert _firing(request, datapoints) == {(*GPU_KEY, ("GPU_I_ID", "none"))}
 
 
 def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
@@ -230,6 +228,9 @@ def test_every_combination_is_true_or_left_out_and_named(project_dir):
         expected = truth(query, project.catalog.get(query.metric), START, END, period)
         expected = {(label or panel.title): series for label, series in expected.items()}
         lines = cloudwatch_eval.widget(properties, datapoints, START, END)
+        if any(" MIG " in label for label in lines):  # per GPU instance (the header says so): these GPUs are whole
+            assert _said(header, panel.title, "one line per GPU instance")
+            expected = {f"{label} MIG none": series for label, series in expected.items()}
         assert set(lines) == set(expected), panel.title
         for label, series in expected.items():
             assert set(lines[label]) == set(series), (panel.title, label)

@@ -66,8 +66,11 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     for declaration in declarations.values():
         assert declaration["source_labels"] == ["job"]
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}
-    # framebuffer per GPU instance; the idle alarm's stand-in on MIG pods
-    assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED"}
+    # framebuffer and the device counters whose increase is read per GPU, per GPU instance; the idle alarm's
+    # stand-in on MIG pods
+    assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+                                                  "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+                                                  "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"}
     assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     # the overview's panels per MIG instance
     assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
@@ -100,7 +103,9 @@ def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     project = load_project(project_dir(CLASSIC + "  metric_selection: used\n"))
     declarations = _declarations(_agent(encode(build(project)))[1])
     per_pod, per_gpu = _names(declarations[tuple(POD_SET)]), _names(declarations[tuple(GPU_SET)])
-    assert per_pod | per_gpu == project.used_metrics()
+    per_instance = _names(declarations[INSTANCE_SET])  # a counter's increase per GPU (rows remapped) is read there only
+    assert per_pod | per_gpu | per_instance == project.used_metrics()
+    assert "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS" in per_instance - per_gpu
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}  # read by the data-missing alarm only
     # Health fields are read per GPU only; the idle-pod alarm and by-pod panels per pod.
     assert "DCGM_FI_DEV_XID_ERRORS" in per_gpu and "DCGM_FI_DEV_XID_ERRORS" not in per_pod
