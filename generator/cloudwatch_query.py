@@ -369,7 +369,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
 
     if query.as_increase:
         if layout.instances and not pod_keyed and one_gpu:
-            return _instance_increase(query, settings, series, layout)
+            return _instance_increase(query, field, settings, series, alarm, layout)
         if layout.instances and not pod_keyed and split_ok:
             # a device counter repeats on each MIG instance (and time-sliced pod) of its GPU: one line over
             # GPUs takes each GPU's mean delta per scrape times the scrapes per period, not the sum of the deltas
@@ -406,7 +406,8 @@ TIME_SLICED_INCREASE = ("a GPU shared by time-slicing reads its increase once pe
                         "series carries the GPU's deltas)")
 
 
-def _instance_increase(query: Query, settings: Settings, series: tuple[str, ...], layout: Layout) -> Plan:
+def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,
+                       layout: Layout) -> Plan:
     """A counter's increase per GPU: the SUM of its deltas per GPU instance. The agent's delta after a missed
     scrape covers the gap, so the SUM is the increase over the period, whatever the period and however many
     scrapes it missed; a device counter repeats on each MIG instance of its GPU with the GPU's full deltas,
@@ -414,11 +415,16 @@ def _instance_increase(query: Query, settings: Settings, series: tuple[str, ...]
     none). A GPU that k pods share by time-slicing writes k series of one instance, which CloudWatch stores
     as k observations of one metric: its SUM is k times the increase, and no statistic of one query undoes
     that when scrapes may be missing (the mean delta times the scrapes per period would, only while every
-    scrape arrives)."""
+    scrape arrives). A counter MIG reports per instance (a DCGM_FI_PROF_* field typed counter) makes its GPU's
+    increase the sum of its instances': its lines are the instances' own, and an alarm per GPU is refused."""
+    if field.per_instance and alarm:
+        raise Unsupported(f"a MIG GPU's increase of {query.metric} is the sum of its instances', which CloudWatch "
+                          f"holds as separate series: it can chart each instance, not alarm per GPU")
     lines = (*series, MIG_INSTANCE_LABEL)
     return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)), group=lines,
                 series=lines, gpu_series=layout.per_gpu,
-                notes=(INSTANCE_COUNTER_LINES, TIME_SLICED_INCREASE))
+                notes=(INSTANCE_LINES.format("add") if field.per_instance else INSTANCE_COUNTER_LINES,
+                       TIME_SLICED_INCREASE))
 
 
 def instances_added(field) -> bool:

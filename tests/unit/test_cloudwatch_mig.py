@@ -441,3 +441,25 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     # The Prometheus rule, from the facts: replays per 5 minutes over 50 on the MIG GPU alone (whole: exactly 50).
     per_five_minutes = {node.name: node.gpus[0].replays_per_s * 300 for node in fleet}
     assert {name for name, value in per_five_minutes.items() if value > 50} == {"gpu-node-mig7"}
+
+
+def test_a_counter_mig_reports_per_instance_is_charted_per_instance_and_not_alarmed_per_gpu():
+    """A MIG GPU's increase of a per-instance counter is the sum of its instances': per-GPU lines are the
+    instances' own, said as framebuffer's are, and an alarm per GPU is refused; a device counter's instance
+    lines each carry the GPU's increase."""
+    from generator.catalog import parse_counters
+    from generator.cloudwatch_query import Unsupported, plan
+    from generator.settings import load_settings
+
+    catalog = parse_counters("DCGM_FI_PROF_SM_CYCLES, counter, made-up per-instance counter.\n"
+                             "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, PCIe replays.\n")
+    settings = load_settings(None)
+    own = plan(Query("DCGM_FI_PROF_SM_CYCLES", "max", ("node", "gpu"), as_increase=True), catalog, settings, 300)
+    assert own.function == "SUM" and own.series == ("node", "gpu", "GPU_I_ID")
+    assert any(n.startswith("one line per GPU instance") and "cannot add a MIG GPU's instances" in n for n in own.notes)
+    with pytest.raises(Unsupported, match="sum of its instances'"):
+        plan(Query("DCGM_FI_PROF_SM_CYCLES", "max", ("node", "gpu"), as_increase=True), catalog, settings, 300,
+             alarm=True)
+    device = plan(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True), catalog,
+                  settings, 300, alarm=True)
+    assert device.function == "SUM" and device.group == ("node", "gpu", "GPU_I_ID") and device.divisor == 1
