@@ -27,6 +27,7 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
 from __future__ import annotations
 
 import math
+import operator
 import re
 import yaml
 
@@ -125,6 +126,7 @@ class _Condition:
         self.tokens, self.at = _tokens(text), 0
         self.tree = self._or()
         assert self.at == len(self.tokens), f"OTTL the model does not read: {text!r}"
+        self._compiled = self._compile(self.tree)
 
     def _peek(self):
         return self.tokens[self.at] if self.at < len(self.tokens) else (None, None)
@@ -185,27 +187,33 @@ class _Condition:
         return ("path", text)
 
     def __call__(self, name: str, value: float) -> bool:
-        return bool(self._eval(self.tree, name, value))
+        return bool(self._compiled(name, value))
 
-    def _eval(self, node, name, value):
+    def _compile(self, node):
+        """The tree as closures: OTTL's meaning of each node, evaluated for millions of datapoints."""
         kind = node[0]
-        if kind == "or":
-            return any(self._eval(n, name, value) for n in node[1])
-        if kind == "and":
-            return all(self._eval(n, name, value) for n in node[1])
+        if kind in ("or", "and"):
+            parts = [self._compile(n) for n in node[1]]
+            join = any if kind == "or" else all
+            return lambda name, value: join(part(name, value) for part in parts)
         if kind == "not":
-            return not self._eval(node[1], name, value)
+            inner = self._compile(node[1])
+            return lambda name, value: not inner(name, value)
         if kind == "truth":
-            return self._eval(node[1], name, value)
+            return self._compile(node[1])
         if kind == "literal":
-            return node[1]
+            literal = node[1]
+            return lambda name, value: literal
         if kind == "path":
-            return name if node[1] == "metric.name" else value
-        if kind == "ismatch":  # Go regexp MatchString: found anywhere
-            return re.search(self._eval(node[2], name, value), self._eval(node[1], name, value)) is not None
+            return (lambda name, value: name) if node[1] == "metric.name" else (lambda name, value: value)
+        if kind == "ismatch":
+            target, pattern = self._compile(node[1]), self._compile(node[2])
+            return lambda name, value: re.search(pattern(name, value), target(name, value)) is not None
         _, op, left, right = node
-        a, b = self._eval(left, name, value), self._eval(right, name, value)
-        return {"==": a == b, "!=": a != b, ">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b}[op]
+        a, b = self._compile(left), self._compile(right)
+        compare = {"==": operator.eq, "!=": operator.ne, ">=": operator.ge, "<=": operator.le,
+                   ">": operator.gt, "<": operator.lt}[op]
+        return lambda name, value: compare(a(name, value), b(name, value))
 
 
 def datapoint_conditions(config: dict) -> list[_Condition]:
@@ -240,6 +248,19 @@ class OtelAgent(Pipeline):
         return tick <= now
 
     def _sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
+        """The dimension sets a datapoint is published with: they depend on its name, which labels it has
+        and the values of the labels the matchers read, and are worked out once for each of those."""
+        if not hasattr(self, "_matched_labels"):
+            self._matched_labels = sorted({n for matchers, _, _ in self.declarations
+                                           for names, _, _ in matchers for n in names})
+            self._known_sets: dict[tuple, list[tuple[str, ...]]] = {}
+        key = (name, frozenset(labels), tuple(labels.get(n, "") for n in self._matched_labels))
+        sets = self._known_sets.get(key)
+        if sets is None:
+            sets = self._known_sets[key] = self._worked_out_sets(name, labels)
+        return sets
+
+    def _worked_out_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         sets: list[tuple[str, ...]] = []
         for matchers, selectors, dimension_sets in self.declarations:
             if matchers and not any(re.search(regex, separator.join(labels.get(n, "") for n in names))
