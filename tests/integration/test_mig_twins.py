@@ -97,13 +97,19 @@ def test_the_truth_is_where_the_old_meanings_differ():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mig-twins")
+    return built_with(tmp_path_factory.mktemp("mig-twins"), {"per_pod.py": RULES})
+
+
+def built_with(folder, alarms: dict[str, str]):
+    """The build of the bundled alarms and `alarms` (file name: text) on the fleet's fields, its rules.yaml
+    written into `folder` for promtool."""
     wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
     (folder / "counters.csv").write_text("\n".join(
         line for line in default_counters().read_text().splitlines()
         if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
     shutil.copytree(bundled("alarms"), folder / "alarms")
-    (folder / "alarms" / "per_pod.py").write_text(RULES)
+    for name, text in alarms.items():
+        (folder / "alarms" / name).write_text(text)
     (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
     files = encode(build(load_project(folder / "gpudash.yaml", folder / "counters.csv")))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())

@@ -1,0 +1,106 @@
+"""A GPU's counter alarm and its Prometheus twin fire for the same GPUs, from the same exporter payloads.
+
+The PCIe replays rule compares a GPU's replays per 5 minutes with 50: on CloudWatch the SUM of the agent's
+deltas per GPU instance over a 5-minute period, in Prometheus `increase(...[5m])`. One fleet is served to
+both: a whole GPU at 60 and one at 40 per 5 minutes, a GPU whose counter restarts from 0 at 60, a GPU cut in
+seven MIG instances (the device counter repeats on each) at 60, a GPU no pod holds at 60, and a GPU two pods
+of two namespaces share by time-slicing at 30, with one scrape in ten missing on every node. CloudWatch's
+side goes through the model of the agent driven by the generated config into the generated alarm; the
+Prometheus side is the same payloads, as the generated scrape job stores them, through `promtool test
+rules` on the generated rule. Both fire for the GPUs the truth names, but CloudWatch also for the
+time-sliced GPU (it reads each pod's copy of the GPU's deltas: 60), which its description says.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from tests.integration.test_mig_twins import built_with
+from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.support import cloudwatch_eval, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.mixed_fleet import Gpu, Instance, Node
+
+STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes
+MISSED = {k for k in range(STEPS) if k % 10 == 3}
+RESET_AT = 30  # the reset GPU's counter reads from 0 again at this scrape
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+METRIC = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+
+
+def _gpu(per_five_minutes: float, *instances: Instance) -> Gpu:
+    return Gpu(0, temp=50, power=100, sm_clock=1400, xid=0, energy_mw=100_000, replays_per_s=per_five_minutes / 300,
+               memory_temp=50, instances=instances)
+
+
+def _held(namespace: str, pod: str, **more) -> Instance:
+    return Instance(fb_used=1000, fb_free=9000, engine=0.5, pod=(namespace, pod), **more)
+
+
+FLEET = (
+    Node("gpu-node-1", "Hostname", "e-1", (_gpu(60, _held("team-a", "w")),)),
+    Node("gpu-node-2", "Hostname", "e-2", (_gpu(40, _held("team-a", "l")),)),
+    Node("gpu-node-3", "Hostname", "e-3", (_gpu(60, _held("team-a", "r")),)),
+    Node("gpu-node-4", "Hostname", "e-4", (_gpu(60, *(_held("team-m", f"m{i}", id=str(i), profile="1g.10gb")
+                                                      for i in range(1, 8))),)),
+    Node("gpu-node-5", "Hostname", "e-5", (_gpu(60, Instance(fb_used=1000, fb_free=9000, engine=0.5)),)),
+    Node("gpu-node-6", "Hostname", "e-6", (_gpu(30, _held("team-a", "t", also=(("team-b", "t"),))),)),
+)
+TRUTH = {"gpu-node-1", "gpu-node-3", "gpu-node-4", "gpu-node-5"}  # over 50 replays per 5 minutes
+TIME_SLICED = "gpu-node-6"
+
+
+def _served(node: Node, k: int) -> str:
+    """The node's payload at scrape k; the reset node's counter counts from 0 again at RESET_AT."""
+    text = mixed_fleet.payload(node, k * STEP)
+    if node.name != "gpu-node-3" or k < RESET_AT:
+        return text
+    grown = int(node.gpus[0].replays_per_s * (k - RESET_AT) * STEP)
+    return re.sub(rf"^({METRIC}\{{.*\}}) \d+ ", rf"\g<1> {grown} ", text, flags=re.M)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("counter-twins"), {})
+
+
+def test_the_cloudwatch_alarm_names_the_truth_and_the_time_sliced_gpu(built):
+    files, _ = built
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = [Scrape(float(k * STEP), _served(node, k), target_labels(job, node.name))
+               for k in range(-1, STEPS) for node in FLEET if k not in MISSED]
+    points = Agent(config, job).run(scrapes)
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": "pcie-replays"} in a["Request"]["Tags"]]
+    assert "a GPU shared by time-slicing reads its increase once per pod" in request["AlarmDescription"]
+    for end in (600, 900, 1200, 2100, 2400):  # before, across and after the reset
+        fired = {dict(key)["node"] for key, state in cloudwatch_eval.alarm(request, points, end).items()
+                 if state == "ALARM"}
+        assert fired == TRUTH | {TIME_SLICED}, end
+
+
+def _stored(node: Node) -> list[dict[str, str]]:
+    """The node's PCIe replay series as Prometheus stores them (the scrape job attaches `node`), a missed
+    scrape a gap."""
+    values: dict[str, list[str]] = {}
+    for k in range(STEPS):
+        for series, value in re.findall(rf"^({METRIC}\{{.*\}}) (\S+)(?: \d+)?$", _served(node, k), flags=re.M):
+            values.setdefault(series, ["_"] * STEPS)[k] = "_" if k in MISSED else value
+    return [{"series": f'{series[:-1]},node="{node.name}"}}', "values": " ".join(v)} for series, v in values.items()]
+
+
+def test_the_prometheus_rule_names_the_truth(built):
+    _, folder = built
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    (alert,) = [r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "pcie-replays"]
+    checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
+               "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(TRUTH)]}
+              for seconds in (600, 900, 1200, 2100, 2340)]
+    series = [s for node in FLEET for s in _stored(node)]
+    _promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                                   "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
