@@ -55,6 +55,8 @@ class Scrape:
 
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$')
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+_ESCAPED = re.compile(r"\\(.)")
+_REFERENCE = re.compile(r"\$\{?(\w+)\}?")  # $1 / ${1} in a relabel replacement
 
 
 def exposition(text: str):
@@ -71,7 +73,7 @@ def exposition(text: str):
         match = _SAMPLE.match(line)
         assert match, f"not an exposition sample: {line}"
         name, labels, value = match.groups()
-        parsed = {k: re.sub(r"\\(.)", r"\1", v) for k, v in _LABEL.findall(labels or "")}
+        parsed = {k: _ESCAPED.sub(r"\1", v) if "\\" in v else v for k, v in _LABEL.findall(labels or "")}
         yield name, kinds.get(name, "untyped"), parsed, float(value)
 
 
@@ -112,8 +114,9 @@ def _relabeled(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | No
             if (match is not None) != (action == "keep"):
                 return None
         elif action == "replace" and match is not None:
-            result = re.sub(r"\$\{?(\w+)\}?", lambda m: match.group(int(m[1])) or "" if m[1].isdigit() else "",
-                            rule.get("replacement", "$1"))
+            replacement = rule.get("replacement", "$1")
+            result = _REFERENCE.sub(lambda m: match.group(int(m[1])) or "" if m[1].isdigit() else "",
+                                    replacement) if "$" in replacement else replacement
             if result:
                 labels[rule["target_label"]] = result
             else:

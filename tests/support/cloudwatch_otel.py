@@ -207,7 +207,11 @@ class _Condition:
         if kind == "path":
             return (lambda name, value: name) if node[1] == "metric.name" else (lambda name, value: value)
         if kind == "ismatch":
-            target, pattern = self._compile(node[1]), self._compile(node[2])
+            target = self._compile(node[1])
+            if node[2][0] == "literal":  # the usual case: the pattern compiled once
+                search = re.compile(node[2][1]).search
+                return lambda name, value: search(target(name, value)) is not None
+            pattern = self._compile(node[2])
             return lambda name, value: re.search(pattern(name, value), target(name, value)) is not None
         _, op, left, right = node
         a, b = self._compile(left), self._compile(right)
