@@ -241,12 +241,17 @@ def test_a_partial_failure_reports_what_was_published_and_a_rerun_converges(graf
     assert sorted(grafana.state.dashboards) == UIDS
 
 
-def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, reference):
-    project = load_project()
-    desired = desired_from(build(project))
+def _published(grafana):
+    """The default dashboards pushed once, as a first publish leaves them: (client, what was pushed)."""
+    desired = desired_from(build(load_project()))
     client = GrafanaClient(grafana.url, token=ADMIN)
     first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
     grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    return client, desired
+
+
+def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, reference):
+    client, desired = _published(grafana)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
@@ -258,11 +263,7 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
 
 
 def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, reference):
-    project = load_project()
-    desired = desired_from(build(project))
-    client = GrafanaClient(grafana.url, token=ADMIN)
-    first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
-    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    client, desired = _published(grafana)
     kept = {uid: d for uid, d in desired.grafana.items() if uid != "gpudash-health"}
     changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
     (delete,) = [c for c in changes if c.action == "delete"]
@@ -482,10 +483,7 @@ def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, 
 def test_a_dashboard_taken_over_between_plan_and_prune_is_not_deleted_even_with_force(grafana, meanwhile, says,
                                                                                      force):
     """--force agrees to delete what the plan showed: a takeover or save since then keeps the dashboard."""
-    desired = desired_from(build(load_project()))
-    client = GrafanaClient(grafana.url, token=ADMIN)
-    first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
-    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    client, desired = _published(grafana)
     kept = {uid: d for uid, d in desired.grafana.items() if uid != "gpudash-health"}
     changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
     assert [c.name for c in changes if c.action == "delete"] == ["gpudash-health"]
