@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .metrics_insights import scan
+
 NUMBER, SERIES, ARRAY, WORD = "S", "TS", "TS[]", "keyword"
 
 # name -> {argument types: result}; ARRAY as a result keeps the argument array's series
@@ -64,16 +66,10 @@ class Kind:
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
-    result, position = [], 0
-    text = text.rstrip()
-    while position < len(text):
-        match = _TOKEN.match(text, position)
-        if not match or match.end() == position:
-            raise MathError(f"cannot read {text[position:position + 20]!r}")
-        kind = match.lastgroup or ""
-        result.append((kind, match[kind]))
-        position = match.end()
-    return result
+    try:
+        return scan(_TOKEN, text)
+    except ValueError as error:
+        raise MathError(str(error)) from None
 
 
 class _Checker:

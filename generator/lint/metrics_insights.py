@@ -58,19 +58,27 @@ def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", r"\1", body)
 
 
-def tokens(text: str) -> list[Token]:
+def scan(pattern: re.Pattern[str], text: str) -> list[tuple[str, str]]:
+    """(group name, text) of each token `pattern` (one named group per kind) reads in `text`, end to
+    end; raises ValueError naming where it cannot read on."""
     result, position = [], 0
     text = text.rstrip()
     while position < len(text):
-        match = _TOKEN.match(text, position)
+        match = pattern.match(text, position)
         if not match or match.end() == position:
-            raise QueryError(f"cannot read the query at {text[position:position + 20]!r}")
+            raise ValueError(f"cannot read {text[position:position + 20]!r}")
         kind = match.lastgroup or ""
-        raw = match.group(kind)
-        value = _unescape(raw[1:-1]) if kind in ("string", "quoted") else raw
-        result.append(Token(kind, raw, value))
+        result.append((kind, match[kind]))
         position = match.end()
     return result
+
+
+def tokens(text: str) -> list[Token]:
+    try:
+        read = scan(_TOKEN, text)
+    except ValueError as error:
+        raise QueryError(f"{error} in the query") from None
+    return [Token(kind, raw, _unescape(raw[1:-1]) if kind in ("string", "quoted") else raw) for kind, raw in read]
 
 
 class _Reader:
