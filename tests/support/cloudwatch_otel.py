@@ -138,18 +138,18 @@ class _Condition:
         return token
 
     def _or(self):
-        terms = [self._and()]
-        while self._peek() == ("word", "or"):
-            self._take()
-            terms.append(self._and())
-        return ("or", terms)
+        return self._joined("or", self._and)
 
     def _and(self):
-        terms = [self._not()]
-        while self._peek() == ("word", "and"):
+        return self._joined("and", self._not)
+
+    def _joined(self, word, term):
+        """`term (word term)*`, as (word, [terms])."""
+        terms = [term()]
+        while self._peek() == ("word", word):
             self._take()
-            terms.append(self._not())
-        return ("and", terms)
+            terms.append(term())
+        return (word, terms)
 
     def _not(self):
         if self._peek() == ("word", "not"):
