@@ -163,91 +163,17 @@ def _agreeing_characters(text: str) -> bool:
     return _EMITTERS_DISAGREE.search(text) is None
 
 
-def emitters_agree(value: Any, shared: "SharedNodes | None" = None) -> bool:
-    """True when libyaml writes `value` exactly as PyYAML does (`shared`: answers for shared objects)."""
-    if shared is not None and id(value) in shared.ids:
-        agree = shared.agree.get(id(value))
-        if agree is None:
-            agree = shared.agree[id(value)] = emitters_agree(value)
-        return agree
+def emitters_agree(value: Any) -> bool:
+    """True when libyaml writes `value` exactly as PyYAML does."""
     if isinstance(value, str):
         # A string ending in two line breaks is a "keep" literal block (|+); libyaml then
         # ends the document with `...` when more keys follow it.
         return _agreeing_characters(value) and not (value.endswith("\n\n") or value == "\n")
     if isinstance(value, dict):
-        return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v, shared)
-                   for k, v in value.items())
+        return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return all(emitters_agree(item, shared) for item in value)
+        return all(emitters_agree(item) for item in value)
     return value is None or isinstance(value, (bool, int, float))
-
-
-class SharedNodes:
-    """The dicts and lists several documents hold (the same objects, as the clusters' agent
-    pipelines share their cluster-independent parts), represented once for all of them.
-
-    A node stands for its object's whole subtree, so a shared object's YAML is the same wherever it
-    is written; the representer's time, not the emitter's, is what this saves. Within one document
-    an object that appears twice is still written as an alias, as PyYAML writes it."""
-
-    def __init__(self, documents: list[Any]):
-        self.ids: set[int] = set()
-        self.keep = documents  # the objects stay alive, so their ids name them while this lives
-        if len(documents) > 1:
-            self.ids = _containers(documents[0]) & _containers(documents[1])
-        self.nodes: dict[int, yaml.Node] = {}
-        self.agree: dict[int, bool] = {}
-        self.dumpers: dict[bool, type] = {}
-        self.resolved: dict[tuple[Any, ...], str] = {}
-
-    def dumper(self, fast: bool) -> type:
-        """A dumper class whose representer answers this set's objects with their nodes."""
-        if fast not in self.dumpers:
-            base = _SharingFast if fast else _SharingPure
-            self.dumpers[fast] = type(base.__name__, (base,), {"shared": self})
-        return self.dumpers[fast]
-
-
-def _containers(value: Any, found: set[int] | None = None) -> set[int]:
-    found = set() if found is None else found
-    if isinstance(value, (dict, list)):
-        found.add(id(value))
-        for item in value.values() if isinstance(value, dict) else value:
-            _containers(item, found)
-    return found
-
-
-class _Sharing:
-    """A representer that answers a shared object with the node made for it the first time."""
-
-    shared: SharedNodes | None = None
-
-    def represent_data(self, data: Any) -> yaml.Node:
-        shared = self.shared
-        if shared is None or id(data) not in shared.ids:
-            return super().represent_data(data)  # type: ignore[misc]
-        node = shared.nodes.get(id(data))
-        if node is None:
-            node = shared.nodes[id(data)] = super().represent_data(data)  # type: ignore[misc]
-        return node
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        """The tag the emitter asks for each scalar, once per value: the documents repeat their
-        values, and SafeDumper's resolution depends on nothing else (no path resolvers)."""
-        if kind is not yaml.ScalarNode:
-            return super().resolve(kind, value, implicit)  # type: ignore[misc]
-        key = (value, tuple(implicit))
-        tag = self.shared.resolved.get(key)  # type: ignore[union-attr]
-        if tag is None:
-            tag = self.shared.resolved[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
-        return tag
-
-
-class _SharingPure(_Sharing, PureDumper):
-    pass
-
-
-_SharingFast = type("_SharingFast", (_Sharing, FastDumper), {}) if FastDumper is not None else None
 
 
 # A scalar PyYAML writes as itself, unquoted, in any block context: no space (plain scalars fold
@@ -303,13 +229,12 @@ def to_yaml_alike(documents: list[Any]) -> list[bytes]:
     hold is written in full."""
     if not documents:
         return []
-    shared = SharedNodes(documents)
-    first_text = to_yaml(documents[0], shared=shared).decode()
+    first_text = to_yaml(documents[0]).decode()
     counts = _value_counts(documents[0], {})
     texts = [first_text.encode()]
     for document in documents[1:]:
         text = _substituted(documents[0], first_text, counts, document)
-        texts.append(text.encode() if text is not None else to_yaml(document, shared=shared))
+        texts.append(text.encode() if text is not None else to_yaml(document))
     return texts
 
 
@@ -339,15 +264,8 @@ def _substituted(first: Any, first_text: str, counts: dict[str, int], document: 
     return text if matched == places else None
 
 
-def to_yaml(*documents: Any, shared: SharedNodes | None = None) -> bytes:
-    """YAML documents, keys sorted, block style, multi-line strings as literal blocks.
-
-    `shared`: the objects these documents share with others written with the same SharedNodes."""
-    fast = FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d, shared)
-                                          for d in documents)
-    if shared is None or not shared.ids:
-        dumper = FastDumper if fast else PureDumper
-    else:
-        dumper = shared.dumper(fast)
-    return yaml.dump_all(documents, Dumper=dumper, sort_keys=True,
+def to_yaml(*documents: Any) -> bytes:
+    """YAML documents, keys sorted, block style, multi-line strings as literal blocks."""
+    fast = FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d) for d in documents)
+    return yaml.dump_all(documents, Dumper=FastDumper if fast else PureDumper, sort_keys=True,
                          default_flow_style=False, allow_unicode=True, width=100).encode()

@@ -141,8 +141,8 @@ def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str
 
 
 class Pipeline:
-    """The parts of the collector configuration every cluster shares, made once: the encoder writes
-    the objects several clusters' configurations hold once (serialize.SharedNodes)."""
+    """The parts of the collector configuration every cluster shares, made once and held by every
+    cluster's configuration (serialize.to_yaml_alike compares the rest, a few values, and writes them)."""
 
     def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any],
                  scrape_config: dict[str, Any], shipped: Iterable[str]):

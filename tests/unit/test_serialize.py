@@ -162,23 +162,6 @@ def test_to_yaml_writes_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
 
 
-@_fast
-@given(st.dictionaries(_keys, _values, min_size=1, max_size=4) | st.lists(_values, min_size=1, max_size=4),
-       st.lists(_values, min_size=2, max_size=4), st.booleans())
-def test_documents_sharing_objects_are_written_as_each_alone(common, own, twice):
-    """Objects several documents hold are represented once (the clusters' agent pipelines): each
-    document is still PyYAML's bytes for it alone, an object it holds twice still an alias, and a
-    shared part libyaml would write otherwise (astral characters, NEL) still takes the reference path."""
-    for extra in ("", "GPU 🚀", "x\x85y"):
-        shared_part = {"common": common, "extra": [extra]}
-        documents = [{"shared": shared_part, "own": value, **({"again": shared_part} if twice else {})}
-                     for value in own]
-        nodes = serialize.SharedNodes(documents)
-        assert id(shared_part) in nodes.ids
-        for document in documents:
-            assert serialize.to_yaml(document, shared=nodes) == _pure_yaml([document])
-
-
 _names = st.sampled_from(["c0", "c1", "gpu", "us-east-1", "/aws/x/c0/p", "true", "123", "1e3", "null", "a b",
                           "-x", "x:", "x: y", "2024-01-01", "GPU 🚀", "x\x85y", "", "c0\n", "'q'"]) | st.text(max_size=8)
 
