@@ -111,11 +111,6 @@ def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
             for floor, fields in sorted(by_floor.items())]
 
 
-def exporter(emf: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
-    """awsemf with the JSON path's settings, from the same emf_processor section (render/agent.py)."""
-    return cluster_exporter(_publishes(emf), cluster, log_group)
-
-
 def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
     """What awsemf publishes, the same for every cluster."""
     return {
@@ -166,19 +161,13 @@ class Pipeline:
         }
 
 
-def otel_config(catalog: Catalog, settings: Settings, cluster: Cluster, emf: dict[str, Any],
-                scrape_config: dict[str, Any], shipped: Iterable[str], log_group: str) -> dict[str, Any]:
-    """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
-    return Pipeline(catalog, settings, emf, scrape_config, shipped).config(cluster, log_group)
-
-
 def json_config(cluster: Cluster) -> dict[str, Any]:
     """cwagentconfig.json beside the pipeline: no pipeline of its own, only the agent's Region."""
     return {"agent": {"region": cluster.region}}
 
 
 def publishing(otel: dict[str, Any]) -> dict[str, Any]:
-    """What a collector configuration written by otel_config publishes, in the JSON path's terms
+    """What a collector configuration written by Pipeline.config publishes, in the JSON path's terms
     (cluster_name, emf_processor), for the readers of either (lint, verify, cost); a declaration
     here has no source_labels, since it applies to every job of the pipeline."""
     emf = otel["exporters"][EXPORTER]
