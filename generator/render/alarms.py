@@ -241,6 +241,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
     requests = []
     static = settings.alarms.per_pod == "static"
+    if static:
+        _static_pods_apart(settings)
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
             continue  # nothing tells silence from a node group at zero: left out, with a note
@@ -297,6 +299,26 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         _within_limits(item, settings)
     _named_once(requests, alarms)
     return sorted(requests, key=lambda r: (r["Region"], r["Request"]["AlarmName"]))
+
+
+def _static_pods_apart(settings: Settings) -> None:
+    """Refuse two alarms.static_pods entries whose alarms would share a name: a static alarm's name ends in
+    `<namespace>-<pod>`, so `ml/a-b` and `ml-a/b` (or one entry written twice) name one alarm, and one
+    pod's alarm would overwrite the other's."""
+    from ..settings import setting_place
+
+    seen: dict[str, str] = {}
+    for index, entry in enumerate(settings.alarms.static_pods):
+        suffix = "-".join(static_pod(entry))
+        if suffix in seen:
+            same = seen[suffix] == entry
+            raise InputError(f"alarms.static_pods lists {entry!r} " + ("twice" if same else
+                             f"and {seen[suffix]!r}, whose alarms would have one name (ending in {suffix!r}): "
+                             "one would overwrite the other"),
+                             where=setting_place(settings, ["alarms", "static_pods", index]),
+                             hint=f"remove the second {entry!r}" if same else
+                                  "use alarms.per_pod: group_by (one alarm watches every pod)")
+        seen[suffix] = entry
 
 
 def _named_once(requests: list[dict[str, Any]], alarms: tuple[Alarm, ...]) -> None:

@@ -245,6 +245,11 @@ CASES = [
              "alarms.static_pods.0"),
     settings("static pod name upper-case", "alarms:\n  static_pods: [ml/Train-0]\n", "gpudash.yaml:2",
              "alarms.static_pods.0"),
+    # A static alarm's name ends in <namespace>-<pod>: two entries that name one alarm would overwrite each other.
+    settings("static pods that name one alarm", "alarms:\n  per_pod: static\n  static_pods:\n    - ml/a-b\n"
+             "    - ml-a/b\n", "gpudash.yaml:5", "'ml-a/b' and 'ml/a-b'", "group_by"),
+    settings("static pod listed twice", "alarms:\n  per_pod: static\n  static_pods: [ml/a, ml/a]\n",
+             "gpudash.yaml:3", "'ml/a' twice", "remove the second"),
     settings("negative free framebuffer", "alarms:\n  framebuffer_free_mib: -1\n", "gpudash.yaml:2",
              "alarms.framebuffer_free_mib"),
     settings("definitions as a number", "definitions:\n  dashboards: 5\n", "gpudash.yaml:2",
