@@ -95,7 +95,10 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 #   25 hours (periods are at most 1 hour, and rate widgets never take the whole time range), but a line
 #   averaging the deltas of many GPUs holds only while GPUs x period stays under 92,000 s (307 GPUs at
 #   300 s); beyond that, a blank shows as a large rate;
-# * counter increases (1e18): the blank's delta alone is above it, whatever the period or time range.
+# * counter increases (1e18): a SUM of deltas (one GPU's increase, a sum over GPUs) holds the blank's delta
+#   whole, above it whatever the period or time range; a mean increase (the mean delta times the scrapes
+#   per period: a line over GPUs, or a group's AVG) holds the blank's delta divided by the GPUs averaged,
+#   so it holds for at most 9 GPUs per line (2**63 / 1e18); beyond that, a blank shows as a large increase.
 # A rate shown in a scaled unit (ns per second as a share of time) is compared in that unit: the
 # per-second floor times the unit's scale. The Prometheus side needs no such bound: a counter gives no
 # data for a window that holds a blank (generator/promql.py).
@@ -288,7 +291,7 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
-        return result  # the OTel pipeline drops blanks in the agent: nothing to guard
+        return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
     shown = result.math or "{q}"
     if result.series and result.group:  # an array of lines: no documented form drops one line's point
         return replace(result, notes=result.notes + (ARRAY_BLANK_NOTE,))
