@@ -36,8 +36,10 @@ def check_dashboards(project, artifacts) -> None:
         candidates.append((fits, -total, name, key, growth))
     fits, total, name, key, growth = min(candidates)
     total, value = -total, current[key]
+    fixed = total - growth[key] * value  # what the setting does not change (e.g. per-GPU lines a total sums)
+    rest = f", and {fixed:,} more that {key} does not change" if fixed > 0 else ""
     what = f"cloudwatch.{key} {value}: CloudWatch dashboard {name} would show up to {total:,} metrics " \
-           f"({growth[key]} charts of up to {value} lines each); CloudWatch draws at most " \
+           f"({growth[key]} charts of up to {value} lines each{rest}); CloudWatch draws at most " \
            f"{METRICS_PER_DASHBOARD:,} metrics per dashboard and leaves the rest out"
     hint = f"set cloudwatch.{key} to {fits} or less" if fits >= 1 else \
         "lower cloudwatch.top_pods and top_gpus"
