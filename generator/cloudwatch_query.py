@@ -38,7 +38,7 @@ that the number shown is what the title says:
 * counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
   for a sum over GPUs; counter increase: SUM(delta) over the period (per GPU: per GPU instance).
 
-DCGM's blank sentinels (see BLANK_FLOOR) from exporters that pass them through are dropped in
+DCGM's blank sentinels (see blank_floor) from exporters that pass them through are dropped in
 the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
 On the classic pipeline (`agent.pipeline: classic`) they reach CloudWatch: nothing on that way drops a
 sample by value (the scrape job relabels labels only, the agent drops only NaN and infinities, Metrics
@@ -46,7 +46,7 @@ Insights filters on dimensions only). There a widget that shows one line drops, 
 documented `IF(value < floor, value)`, a period whose value only a blank can produce (a pod, node or fleet
 line with one blank GPU, per-GPU lines combined by math included, shows a gap for that period, and a
 field that one GPU never reads leaves its fleet line empty), as long as the blank averaged with the
-line's other observations stays above the floor (the bounds are at BLANK_FLOOR: a line that averages many
+line's other observations stays above the floor (the bounds are at blank_floor: a line that averages many
 GPUs' observations can dilute a blank below it). A GROUP BY widget's lines (an array) are shown
 unguarded: IF and comparisons take no array, arithmetic combines an array only with a number or one
 series, and no chain of the functions documented on arrays (ABS, FLOOR, CEIL, FILL, LOG, ...) applied to
@@ -102,19 +102,17 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 # A rate shown in a scaled unit (ns per second as a share of time) is compared in that unit: the
 # per-second floor times the unit's scale. The Prometheus side needs no such bound: a counter gives no
 # data for a window that holds a blank (generator/promql.py).
-BLANK_FLOOR = READING_FLOOR
 SMALL_UNITS_BLANK_FLOOR = 1e9
 # readings that may pass 1e9: bytes, counts, and totals since boot (mJ, ns) a CSV may call gauges
 LARGE_UNITS = ("byte", "bytes_per_s", "count", "count_per_s", "millijoule", "nanosecond", "microsecond")
-INCREASE_BLANK_FLOOR = INCREASE_FLOOR
 
 
 def blank_floor(query: Query, catalog: Catalog) -> float:
     """The value at or above which a period of `query` can only hold a DCGM blank."""
     field = catalog.get(query.metric)
     if field.is_counter:
-        return INCREASE_BLANK_FLOOR if query.as_increase else BLANK_FLOOR * field.unit.rate_scale
-    return BLANK_FLOOR if field.unit.key in LARGE_UNITS else SMALL_UNITS_BLANK_FLOOR
+        return INCREASE_FLOOR if query.as_increase else READING_FLOOR * field.unit.rate_scale
+    return READING_FLOOR if field.unit.key in LARGE_UNITS else SMALL_UNITS_BLANK_FLOOR
 
 
 class Unsupported(ValueError):
