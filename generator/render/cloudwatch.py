@@ -185,11 +185,12 @@ class _Body:
         elif self.blanks == "widgets":
             header += ("\n\nA reading DCGM could not take (its blank value, about 9.2e18 or 1.4e14) is published by "
                        "the agent's JSON path (agent.pipeline: classic). A widget of one line shows a gap for a "
-                       "period it falls in (a sum, mean or extreme over GPUs too); a widget of one line per pod, "
-                       "node or GPU shows it as a value on that line (CloudWatch's metric math documents no way "
-                       "to drop one point of an array of lines). A counter stuck on the blank reads 0. Alarms "
-                       "cannot drop it. The default agent.pipeline: otel drops blanks in the agent before they "
-                       "are published.")
+                       "period it falls in (a sum, mean or extreme over GPUs too) while the blank outweighs the "
+                       "readings it is averaged with (a mean over many GPUs can show it as a large value); "
+                       "a widget of one line per pod, node or GPU shows it as a value on that line (CloudWatch's "
+                       "metric math documents no way to drop one point of an array of lines). A counter stuck on "
+                       "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
+                       "the agent before they are published.")
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:
