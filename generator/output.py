@@ -548,6 +548,14 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
             raise InputError(f"{relative} {change}: the build was changed after generate",
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
+    # what ships is the whole folder (`kubectl apply -f build/k8s`): a file generate did not write would
+    # ship unchecked (generate replaces the folder, so only a hand or another tool puts one there)
+    extra = next((str(p.relative_to(directory)) for p in sorted(directory.rglob("*"))
+                  if p.is_file() and p != manifest_path and str(p.relative_to(directory)) not in listed), None)
+    if extra is not None:
+        raise InputError(f"{extra} is in the build but not in its manifest: generate did not write it, and it "
+                         "would ship unchecked", where=str(directory),
+                         hint="remove it, or run `gpudash generate` again (it replaces the whole folder)")
     return manifest, files
 
 

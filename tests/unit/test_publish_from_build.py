@@ -91,3 +91,29 @@ def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_pa
         code, _, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
         assert code == 2, (command, stderr)
         assert "does not record the settings" in stderr and "manifest.json" in stderr, stderr
+
+
+def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_the_build(cli, tmp_path, monkeypatch):
+    """What ships is the whole folder (`kubectl apply -f build/k8s`): another cluster's agent ConfigMap
+    copied in would ship unlinted, so reading the build refuses it, and generating again clears it."""
+    from generator.resources import default_config
+
+    monkeypatch.chdir(tmp_path)
+    config = GOLDEN / "multi-region.yaml"
+    for out, settings in (("build", config), ("other", default_config())):
+        code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / out),
+                              env={"GPUDASH_CONFIG": None})
+        assert code == 0, stderr
+    stray = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+    assert not (tmp_path / "build" / stray).exists()
+    (tmp_path / "build" / stray).write_bytes((tmp_path / "other" / stray).read_bytes())
+    for command in (("lint",), ("plan", "--no-grafana", "--no-cloudwatch")):
+        code, _, stderr = cli(*command, "--config", str(config), "--from", str(tmp_path / "build"),
+                              env={"GPUDASH_CONFIG": None})
+        assert code == 2, (command, stderr)
+        assert f"{stray} is in the build but not in its manifest" in stderr and "Traceback" not in stderr, stderr
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 0 and not (tmp_path / "build" / stray).exists(), stderr
+    code, _, stderr = cli("lint", "--config", str(config), "--from", str(tmp_path / "build"), env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
