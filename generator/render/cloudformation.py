@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from typing import Any
 
 from ..names import logical_id
@@ -34,25 +36,42 @@ def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]
     regions = sorted({primary_region, *(a["Region"] for a in alarms), *(g[0] for g in log_groups)})
     result = {}
     for region in regions:
-        resources: dict[str, Any] = {}
+        named: list[tuple[str, str, dict[str, Any]]] = []  # (kind, name, resource), in template order
         if region == primary_region:
             for name, body in sorted(dashboards.items()):
-                resources[logical_id("Dashboard", name)] = {
+                named.append(("Dashboard", name, {
                     "Type": "AWS::CloudWatch::Dashboard",
-                    "Properties": {"DashboardName": name, "DashboardBody": body}}
+                    "Properties": {"DashboardName": name, "DashboardBody": body}}))
         for group_region, name, days in log_groups:
             if group_region == region:
-                resources[logical_id("LogGroup", name)] = {
+                named.append(("LogGroup", name, {
                     "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
-                    "Properties": {"LogGroupName": name, "RetentionInDays": days}}
+                    "Properties": {"LogGroupName": name, "RetentionInDays": days}}))
         for item in alarms:
             if item["Region"] == region:
                 request = item["Request"]
-                resources[logical_id("Alarm", request["AlarmName"])] = {
-                    "Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}
+                named.append(("Alarm", request["AlarmName"],
+                              {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}))
+        resources = _by_logical_id(named)
         result[region] = {
             "AWSTemplateFormatVersion": "2010-09-09",
             "Description": f"gpudash GPU dashboards and alarms ({region}); generated, do not edit by hand.",
             "Resources": resources,
         }
     return result
+
+
+def _by_logical_id(named: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Resources under their logical ids. An id keeps only a name's letters and digits, so clusters `a-b`
+    and `a_b` (or `ab` and `aB`) would give their alarms, dashboards and log groups one id and the template
+    would keep one of each: ids that more than one name shares end in a digest of the exact name."""
+    ids = [logical_id(kind, name) for kind, name, _ in named]
+    shared = {id_ for id_, count in Counter(ids).items() if count > 1}
+    resources: dict[str, dict[str, Any]] = {}
+    for id_, (_, name, resource) in zip(ids, named):
+        if id_ in shared:
+            id_ += hashlib.sha256(name.encode()).hexdigest()[:10].upper()
+        if id_ in resources:
+            raise ValueError(f"two template resources under one logical id {id_}")
+        resources[id_] = resource
+    return resources
