@@ -73,8 +73,21 @@ def exposition(text: str):
         match = _SAMPLE.match(line)
         assert match, f"not an exposition sample: {line}"
         name, labels, value = match.groups()
-        parsed = {k: _ESCAPED.sub(r"\1", v) if "\\" in v else v for k, v in _LABEL.findall(labels or "")}
-        yield name, kinds.get(name, "untyped"), parsed, float(value)
+        yield name, kinds.get(name, "untyped"), _labels(labels or ""), float(value)
+
+
+_PARSED: dict[str, dict[str, str]] = {}
+
+
+def _labels(text: str) -> dict[str, str]:
+    """The labels between a sample's braces. A fleet serves the same label sets at every scrape: each text is
+    read once (the dict is shared: callers copy it before they change it)."""
+    parsed = _PARSED.get(text)
+    if parsed is None:
+        if len(_PARSED) > 100_000:
+            _PARSED.clear()
+        parsed = _PARSED[text] = {k: _ESCAPED.sub(r"\1", v) if "\\" in v else v for k, v in _LABEL.findall(text)}
+    return parsed
 
 
 def _otel(configmaps_yaml: bytes | str) -> dict | None:
@@ -178,6 +191,7 @@ class JsonAgent(Pipeline):
                              if d.get("source_labels") and d.get("metric_selectors")]
         self._previous: dict[tuple, float] = {}
         self._sets: dict[tuple, list[tuple[str, ...]]] = {}
+        self._known_series: dict[tuple, tuple | None] = {}
 
     def _dimension_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         key = (name, tuple(sorted(labels)), tuple(labels.get(l, "") for d in self.declarations
@@ -204,30 +218,41 @@ class JsonAgent(Pipeline):
         for name, kind, sample_labels, value in exposition(scrape.payload):
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
-            labels = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
-            rules = self.relabel_by_job.get(scrape.target_labels.get("job"), self.relabel)
-            relabeled = _relabeled(rules, {**labels, "__name__": name})
-            if relabeled is None:
+            series = self._series(name, sample_labels, scrape.target_labels)
+            if series is None:
                 continue  # the scrape job's metric_relabel_configs
-            name = relabeled.pop("__name__")
-            labels = {k: v for k, v in relabeled.items() if v != ""}
+            name, key, dimensions = series
             if math.isnan(value) or math.isinf(value):
                 if kind == "counter":  # the agent forgets the series' previous value: the next gives nothing
-                    invalid = dict(labels)
-                    if self.cluster_name:
-                        invalid["ClusterName"] = self.cluster_name
-                    self._previous.pop((name, tuple(sorted(invalid.items()))), None)
+                    self._previous.pop(key, None)
                 continue
-            if self.cluster_name:
-                labels["ClusterName"] = self.cluster_name
             if kind == "counter":
-                key = (name, tuple(sorted(labels.items())))
                 previous = self._previous.get(key)
                 self._previous[key] = value
                 if previous is None:
                     continue
                 value = value - previous if value >= previous else value  # a reset starts over
-            for dims in self._dimension_sets(name, labels):
-                result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
-                                        scrape.timestamp, value))
+            result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
         return result
+
+    def _series(self, name: str, sample_labels: dict[str, str], target_labels: dict[str, str]):
+        """What the agent makes of one series whatever its value: None when the job's metric_relabel_configs
+        drop it, else (name, the counter's cache key, the dimension sets with their values). A fleet serves
+        the same series at every scrape: each is worked out once."""
+        key = (name, tuple(sample_labels.items()), tuple(target_labels.items()))
+        if key in self._known_series:
+            return self._known_series[key]
+        labels = {k: v for k, v in {**sample_labels, **target_labels}.items() if v != ""}
+        rules = self.relabel_by_job.get(target_labels.get("job"), self.relabel)
+        relabeled = _relabeled(rules, {**labels, "__name__": name})
+        if relabeled is None:
+            series = None
+        else:
+            name = relabeled.pop("__name__")
+            labels = {k: v for k, v in relabeled.items() if v != ""}
+            if self.cluster_name:
+                labels["ClusterName"] = self.cluster_name
+            series = (name, (name, tuple(sorted(labels.items()))),
+                      [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._dimension_sets(name, labels)])
+        self._known_series[key] = series
+        return series

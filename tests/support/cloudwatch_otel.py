@@ -193,9 +193,7 @@ class _Condition:
         """The tree as closures: OTTL's meaning of each node, evaluated for millions of datapoints."""
         kind = node[0]
         if kind in ("or", "and"):
-            parts = [self._compile(n) for n in node[1]]
-            join = any if kind == "or" else all
-            return lambda name, value: join(part(name, value) for part in parts)
+            return (_any if kind == "or" else _all)([self._compile(n) for n in node[1]])
         if kind == "not":
             inner = self._compile(node[1])
             return lambda name, value: not inner(name, value)
@@ -208,7 +206,16 @@ class _Condition:
             return (lambda name, value: name) if node[1] == "metric.name" else (lambda name, value: value)
         if kind == "ismatch":
             target = self._compile(node[1])
-            if node[2][0] == "literal":  # the usual case: the pattern compiled once
+            if node[2][0] == "literal" and node[1] == ("path", "metric.name"):  # the usual case: once per name
+                search, seen = re.compile(node[2][1]).search, {}
+
+                def name_matches(name, value):
+                    found = seen.get(name)
+                    if found is None:
+                        found = seen[name] = search(name) is not None
+                    return found
+                return name_matches
+            if node[2][0] == "literal":  # the pattern compiled once
                 search = re.compile(node[2][1]).search
                 return lambda name, value: search(target(name, value)) is not None
             pattern = self._compile(node[2])
@@ -220,6 +227,22 @@ class _Condition:
         return lambda name, value: compare(a(name, value), b(name, value))
 
 
+def _any(parts):
+    """(name, value) -> whether any of `parts` holds, the first that holds ending it (OTTL's `or`)."""
+    if len(parts) == 1:
+        return parts[0]
+    first, rest = parts[0], _any(parts[1:])
+    return lambda name, value: bool(first(name, value)) or bool(rest(name, value))
+
+
+def _all(parts):
+    """(name, value) -> whether all of `parts` hold, the first that does not ending it (OTTL's `and`)."""
+    if len(parts) == 1:
+        return parts[0]
+    first, rest = parts[0], _all(parts[1:])
+    return lambda name, value: bool(first(name, value)) and bool(rest(name, value))
+
+
 def datapoint_conditions(config: dict) -> list[_Condition]:
     """The filter processor's datapoint conditions of the pipeline, parsed."""
     return [_Condition(text) for text in _component(config, "processors", "filter")["metrics"]["datapoint"]]
@@ -229,6 +252,9 @@ class OtelAgent(Pipeline):
     def __init__(self, config: dict):
         self.jobs = receiver_jobs(config)
         self.conditions = datapoint_conditions(config)
+        # the filter drops a datapoint for which any condition holds
+        self._dropped = _any([condition._compiled for condition in self.conditions]) if self.conditions else \
+            (lambda name, value: False)
         emf = _component(config, "exporters", "awsemf")
         self.namespace = emf["namespace"]
         # awsemf's default rolls every label set up into more sets (ZeroAndSingleDimensionRollup): the model
@@ -275,16 +301,40 @@ class OtelAgent(Pipeline):
             sets += [dims for dims in dimension_sets if all(d in labels for d in dims) and dims not in sets]
         return sets
 
+    def _series(self, job: str, name: str, sample_labels: dict[str, str], target_labels: dict[str, str]):
+        """What the receiver and awsemf make of one series whatever its value: None when the job's
+        metric_relabel_configs drop it, else (name, labels, the counter's cache key, the dimension sets
+        with their values). A fleet serves the same series at every scrape: each is worked out once."""
+        key = (job, name, tuple(sample_labels.items()), tuple(target_labels.items()))
+        try:
+            return self._known_series[key]
+        except AttributeError:
+            self._known_series: dict[tuple, tuple | None] = {}
+        except KeyError:
+            pass
+        merged = {k: v for k, v in {**sample_labels, **target_labels}.items() if v != ""}
+        relabeled = _relabeled(self.jobs[job].get("metric_relabel_configs") or [], {**merged, "__name__": name})
+        if relabeled is None:
+            series = None
+        else:
+            name = relabeled.pop("__name__")
+            labels = {k: v for k, v in relabeled.items() if v != "" and k not in ("job", "instance")}  # into the resource
+            series = (name, labels, (name, tuple(sorted(labels.items()))),
+                      [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)])
+        self._known_series[key] = series
+        return series
+
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
         result = []
-        job = self.jobs[scrape.target_labels["job"]]
+        job = scrape.target_labels["job"]
         samples = list(exposition(scrape.payload))
+        dropped = self._dropped
         # the receiver's own series of the scrape, with the target's labels (not metric-relabelled)
         own = [("up", 1.0), ("scrape_duration_seconds", 0.05), ("scrape_samples_scraped", float(len(samples))),
                ("scrape_samples_post_metric_relabeling", float(len(samples))), ("scrape_series_added", 0.0)]
         for name, value in own:
             labels = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
-            if any(condition(name, value) for condition in self.conditions):
+            if dropped(name, value):
                 self.dropped.append((name, labels, value))
                 continue
             self.exported.add(name)
@@ -293,21 +343,17 @@ class OtelAgent(Pipeline):
         for name, kind, sample_labels, value in samples:
             if kind == "histogram":
                 continue  # DCGM serves none; awsemf would publish a histogram's statistics
-            merged = {k: v for k, v in {**sample_labels, **scrape.target_labels}.items() if v != ""}
-            relabeled = _relabeled(job.get("metric_relabel_configs") or [], {**merged, "__name__": name})
-            if relabeled is None:
+            series = self._series(job, name, sample_labels, scrape.target_labels)
+            if series is None:
                 continue
-            name = relabeled.pop("__name__")
-            merged = {k: v for k, v in relabeled.items() if v != ""}
-            labels = {k: v for k, v in merged.items() if k not in ("job", "instance")}  # into the resource
-            if any(condition(name, value) for condition in self.conditions):
+            name, labels, key, dimensions = series
+            if dropped(name, value):
                 self.dropped.append((name, labels, value))
                 continue
             self.exported.add(name)
             if math.isnan(value) or math.isinf(value):
                 continue  # awsemf: dropped, the previous value of a counter kept
             if kind == "counter":
-                key = (name, tuple(sorted(labels.items())))
                 previous = self._previous.get(key)
                 self._previous[key] = (value, scrape.timestamp)
                 if previous is None or self._swept(previous[1], scrape.timestamp):
@@ -315,7 +361,5 @@ class OtelAgent(Pipeline):
                         continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
                 else:
                     value = value - previous[0] if value >= previous[0] else value
-            for dims in self._sets(name, labels):
-                result.append(Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)),
-                                        scrape.timestamp, value))
+            result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
         return result
