@@ -98,7 +98,18 @@ CAPACITY_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
 # (awscontainerinsightreceiver k8sapiserver `getClusterMetrics`; kubernetes.go
 # `getClusterMetricDeclarations`): the data-missing alarm reads it as "the add-on's agent runs".
 CLUSTER_NODE_COUNT = "cluster_node_count"
-CLUSTER_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {CLUSTER_NODE_COUNT: ((CLUSTER,),)}
+# Each DaemonSet's status, also from the leader (k8sapiserver `getDaemonSetMetrics`: PodName is the DaemonSet's
+# name): its available and unavailable pods, whose sum is the nodes it should run on. The agent declares them as
+# daemonset_status_number_* (kubernetes.go `getDaemonSetMetricDeclarations`, with enhanced observability);
+# receivers up to at least the fork's 2024-12 aws-cwa-dev branch name the fields status_replicas_*, which the
+# Deployment declaration (`getDeploymentMetricDeclarations`) publishes with the same sets. Both are read.
+DAEMONSET_COUNTS = ("daemonset_status_number_available", "daemonset_status_number_unavailable")
+DAEMONSET_COUNTS_EARLIER = ("status_replicas_available", "status_replicas_unavailable")
+WORKLOAD_SET = (CLUSTER, NAMESPACE_DIM, POD_OWNER)
+CLUSTER_DIMENSION_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
+    CLUSTER_NODE_COUNT: ((CLUSTER,),),
+    **{name: (WORKLOAD_SET, (CLUSTER,)) for name in DAEMONSET_COUNTS + DAEMONSET_COUNTS_EARLIER}}
+NODE_COLLECTION_SECONDS = 60  # the agent collects each node's metrics (node_gpu_limit) once a minute by default
 
 # What runs in the cluster (the add-on's chart and the CloudWatch agent operator's manifests).
 ADDON_NAME = "amazon-cloudwatch-observability"

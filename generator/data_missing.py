@@ -44,19 +44,36 @@ set [ClusterName], namespace ContainerInsights; see addon_metrics):
 
 Both node metrics are collected once a minute with the configuration gpudash writes (the agent's
 DefaultMetricsCollectionInterval; accelerated_compute_gpu_metrics_collection_interval unset), so
-in a healthy cluster the GPU observations equal the capacity's Sum. The alarm reads
-`x = c + 0 * n` (c where the capacity is published, 0 where only the agent is: two series read a
-missing value as 0) and `IF(x > 0, g / x, 1) < 1`, TreatMissingData breaching:
+in a healthy cluster the GPU observations equal the capacity's Sum.
 
-  1. the agent stopped: no `n`, no `c`, so x and the alarm's series have no datapoint (breaching);
+The agent on a GPU node publishes both that node's capacity and its GPU metrics, so a ratio of the two
+cannot see that agent stop. The count that can comes from the leader: the add-on's DCGM exporter
+DaemonSet (`dcgm-exporter` in `amazon-cloudwatch`; its affinity selects GPU instance types) with its
+available and unavailable pods, dimension set [ClusterName, Namespace, PodName] (see
+container_insights_table.DAEMONSET_COUNTS): their sum is the GPU nodes it should run on, w, averaged
+over the period. Each GPU node's agent adds one `node_gpu_limit` observation per collection, so its
+SampleCount m over k = period / 60 s collections reads the GPU nodes reporting, m / k.
+
+The alarm reads `x = c + 0 * n`, `w = da + du + ea + eu + 0 * n` (the two names of each count; a
+receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g / x, 1) * (w - m / k < 0.5)` below 1, TreatMissingData breaching:
+
+  1. the agent stopped everywhere: no `n`, no `c`, no DaemonSet counts: no datapoint (breaching);
   2. GPU nodes exist but no GPU reported: g / x = 0 (a missing g read as 0);
   3. an exporter down on one node: its GPUs' observations are missing, g / x < 1 all period;
-  4. the node group at zero: x = 0, the value is 1; no pod holds a GPU: node metrics still count.
+  4. the agent stopped on one GPU node: w - m / k = 1 over a whole period (0.5 or more from the period
+     in which it stopped for half of it or more);
+  5. the node group at zero: x = 0 and w = 0, the value is 1; no pod holds a GPU: node metrics still
+     count; a node drained keeps its DaemonSet pods and reports;
+  6. a node removed leaves w as its agent stops; a node added counts in w from when the DaemonSet
+     counts it and in m from when its agent first publishes its capacity. Either gap breaches only the
+     periods it covers for half or more, and the alarm needs two in a row: a gap under one period
+     (5 minutes at the default period) never fires; one of two periods or more always does.
 
-What it cannot see: the add-on's agent stopped on a GPU node while it runs elsewhere takes that
-node's capacity with it (both are published by the agent on the node), and a GPU node whose GPUs the
-kubelet does not count (no device plugin, or MIG with the mixed strategy, where the capacity is
-nvidia.com/mig-*) is not expected.
+What it cannot see, or sees wrong: the add-on's DaemonSet counts exist only with enhanced observability
+(without them w = 0 and point 4 is not seen). A GPU node whose GPUs the kubelet does not count as
+nvidia.com/gpu (no device plugin, or every GPU split by MIG's mixed strategy into nvidia.com/mig-*) is
+in w but never in m, so the alarm would stay in ALARM: `verify` fails such nodes. MIG's single strategy
+advertises each instance as nvidia.com/gpu and is counted like whole GPUs.
 """
 
 from __future__ import annotations
@@ -84,12 +101,26 @@ EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
 ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
 ADDON_CAPACITY = addon.NODE_GPU_LIMIT  # each GPU node's nvidia.com/gpu capacity, from the kubelet
 ADDON_REPORTED = "DCGM_FI_DEV_GPU_TEMP"  # the field the add-on's exporter reports for every GPU
-ADDON_STATS = (("n", ADDON_ALIVE, "SampleCount"), ("c", ADDON_CAPACITY, "Sum"))
+ADDON_STATS = (("n", ADDON_ALIVE, "SampleCount"), ("c", ADDON_CAPACITY, "Sum"), ("m", ADDON_CAPACITY, "SampleCount"))
+# The add-on's DCGM exporter DaemonSet as the leader publishes it (id, metric), both names of each count.
+ADDON_DESIRED = tuple(zip(("da", "du", "ea", "eu"), addon.DAEMONSET_COUNTS + addon.DAEMONSET_COUNTS_EARLIER))
+ADDON_METRIC_COUNT = len(ADDON_STATS) + len(ADDON_DESIRED) + 1  # and g, the GPU observations
 ADDON_EXPECTED = "c + 0 * n"
-ADDON_EXPRESSION = "IF(x > 0, g / x, 1)"
+ADDON_GPU_NODES = " + ".join(i for i, _ in ADDON_DESIRED) + " + 0 * n"  # 0 where the leader runs and publishes none
+MISSING_NODE = 0.5  # GPU nodes not reporting, on average over a period, that breach it
+
+
+def addon_expression(period: int) -> str:
+    """Below 1 when GPU data is missing (see the module's docstring); k collections per period."""
+    k = period / addon.NODE_COLLECTION_SECONDS
+    return f"IF(x > 0, g / x, 1) * (w - m / {k:g} < {MISSING_NODE:g})"
+
+
 ADDON_DESCRIPTION = ("GPU metrics of the Container Insights add-on are missing where the kubelet counts GPUs "
-                     "(node_gpu_limit), or the add-on's agent stopped. A GPU node group at zero and GPUs no pod "
-                     f"holds are not missing data. On this source: `kubectl -n {addon.ADDON_NAMESPACE} get ds,pods "
+                     "(node_gpu_limit), or the add-on's agent stopped, everywhere or on a GPU node its DCGM exporter "
+                     "DaemonSet runs on. A GPU node group at zero, a node drained or removed and GPUs no pod holds "
+                     "are not missing data; a GPU node reporting over 5 minutes after joining can be, over 10 is."
+                     f" On this source: `kubectl -n {addon.ADDON_NAMESPACE} get ds,pods "
                      f"-o wide` (the {addon.EXPORTER_DAEMONSET} and {addon.AGENT_DAEMONSET} DaemonSets: a pod not "
                      f"Ready on a GPU node, its logs).")
 
@@ -148,17 +179,23 @@ def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period:
 
 
 def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: str) -> list[dict]:
-    """The `Metrics` of the alarm on the Container Insights add-on: three metrics of the cluster, the
-    expected GPU observations (x) and the share of them that arrived (see the module's docstring)."""
-    def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
+    """The `Metrics` of the alarm on the Container Insights add-on: metrics of the cluster and of the add-on's
+    DCGM exporter DaemonSet, the expected GPU observations (x), the GPU nodes it should run on (w) and the
+    expression (see the module's docstring)."""
+    def stat(identifier: str, metric: str, statistic: str, workload: bool = False) -> dict[str, Any]:
         dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+        if workload:
+            dimensions += [{"Name": addon.NAMESPACE_DIM, "Value": addon.ADDON_NAMESPACE},
+                           {"Name": addon.POD_OWNER, "Value": addon.EXPORTER_DAEMONSET}]
         return {"Id": identifier, "ReturnData": False,
                 "MetricStat": {"Metric": {"Namespace": addon.NAMESPACE, "MetricName": metric,
                                           "Dimensions": dimensions}, "Period": period, "Stat": statistic}}
 
     return [*(stat(i, m, s) for i, m, s in ADDON_STATS), stat("g", reported_metric, "SampleCount"),
+            *(stat(i, m, "Average", workload=True) for i, m in ADDON_DESIRED),
             {"Id": "x", "Expression": ADDON_EXPECTED, "ReturnData": False},
-            {"Id": "e", "Expression": ADDON_EXPRESSION, "Label": label, "ReturnData": True}]
+            {"Id": "w", "Expression": ADDON_GPU_NODES, "ReturnData": False},
+            {"Id": "e", "Expression": addon_expression(period), "Label": label, "ReturnData": True}]
 
 
 def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:

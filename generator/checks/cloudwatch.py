@@ -44,10 +44,10 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],
-            options: Options) -> dict[str, list[list[str]]]:
+            options: Options, metric_name: str | None = None) -> dict[str, list[list[str]]]:
     """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
-    are found (or the deadline passes)."""
-    kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H"}
+    are found (or the deadline passes); `metric_name` lists that metric only."""
+    kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H", **({"MetricName": metric_name} if metric_name else {})}
     if CLUSTER_DIMENSION in declared:
         kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
     found: dict[str, list[list[str]]] = {}
@@ -103,7 +103,8 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
 def _addon_signals(cloudwatch, cluster, options: Options) -> Check:
     """What the data-missing alarm reads on the add-on arrives: the GPU nodes' capacity next to their GPU
     metrics, and the cluster's node count (the agent runs)."""
-    from ..container_insights_table import CLUSTER, CLUSTER_NODE_COUNT, NAMESPACE, NODE_GPU_LIMIT, by_field, metric_name
+    from ..container_insights_table import (CLUSTER, CLUSTER_NODE_COUNT, NAMESPACE, NODE_GPU_LIMIT, WORKLOAD_SET,
+                                            by_field, metric_name)
     from ..data_missing import ADDON_REPORTED
 
     reported = metric_name("node", by_field()[ADDON_REPORTED])
@@ -124,8 +125,24 @@ def _addon_signals(cloudwatch, cluster, options: Options) -> Check:
     if NODE_GPU_LIMIT not in found:
         return Check(GROUP, name, WARN, f"no {NODE_GPU_LIMIT} [{CLUSTER}] in the last 3 h: no GPU node is counted "
                      "(a GPU node group at zero is OK)", "")
-    return Check(GROUP, name, OK, f"{CLUSTER_NODE_COUNT} and {NODE_GPU_LIMIT} arriving: the data-missing alarm "
-                 "expects the GPUs the kubelet counts")
+    if not _exporter_daemonset_counted(cloudwatch, cluster, options):
+        return Check(GROUP, name, WARN, f"no DaemonSet pod counts [{', '.join(WORKLOAD_SET)}] in {NAMESPACE} in the "
+                     "last 3 h: the data-missing alarm cannot see the agent stop on one GPU node",
+                     f"the add-on's leader publishes them with enhanced observability, which {built(ADDON_FILE)} "
+                     "turns on: configure the add-on with it")
+    return Check(GROUP, name, OK, f"{CLUSTER_NODE_COUNT}, {NODE_GPU_LIMIT} and DaemonSet pod counts arriving: the "
+                 "data-missing alarm expects the GPUs the kubelet counts on the nodes the exporter runs on")
+
+
+def _exporter_daemonset_counted(cloudwatch, cluster, options: Options) -> bool:
+    """The leader publishes DaemonSet pod counts (under either name) with [ClusterName, Namespace, PodName]."""
+    from ..container_insights_table import DAEMONSET_COUNTS, DAEMONSET_COUNTS_EARLIER, NAMESPACE, WORKLOAD_SET
+
+    for metric in (DAEMONSET_COUNTS[0], DAEMONSET_COUNTS_EARLIER[0]):
+        sets = _listed(cloudwatch, NAMESPACE, cluster, [CLUSTER_DIMENSION], {metric}, options, metric).get(metric, [])
+        if sorted(WORKLOAD_SET) in sets:
+            return True
+    return False
 
 
 def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options) -> Check:

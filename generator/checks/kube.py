@@ -33,6 +33,7 @@ from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, step
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
 GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # MIG's mixed strategy: one resource per instance profile
 # Counters files that ship inside the exporter image and hold the operator's default set.
 IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-exporter/default-counters.csv")
 # The checks that show the exporter, and the agent, deployed and ready (the publish preflight reads them).
@@ -159,7 +160,8 @@ def _addon_sharing(kube: Kube) -> Check:
     that advertises each GPU several times (time-slicing or MPS without renameByDefault) keeps it below 1 for good
     whenever a replica is free, so the alarm would fire with every GPU reporting."""
     shared = []
-    for node in kube.listing("/api/v1/nodes", "Nodes"):
+    nodes = kube.listing("/api/v1/nodes", "Nodes")
+    for node in nodes:
         advertised = _gpu_count(node)
         labels = node.get("metadata", dict).get("labels")
         labels = labels if isinstance(labels, dict) else {}
@@ -173,8 +175,33 @@ def _addon_sharing(kube: Kube) -> Check:
                      "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
                      "stay in ALARM while any share is free",
                      "write alarms.expected_gpus: none (README: GPU data missing)")
+    uncounted = _uncounted_exporter_nodes(kube, nodes)
+    if uncounted:
+        return Check(GROUP, ADDON_SHARING, FAIL,
+                     "; ".join(uncounted) + ": the data-missing alarm counts such a node among the GPU nodes the "
+                     "exporter DaemonSet runs on, but never among those reporting nvidia.com/gpu, and would stay in "
+                     "ALARM", "advertise the GPUs as nvidia.com/gpu (device plugin; MIG's single strategy), or write "
+                     "alarms.expected_gpus: none (README: GPU data missing)")
     return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} (as far as "
                  f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
+
+
+def _uncounted_exporter_nodes(kube: Kube, nodes) -> list[str]:
+    """Nodes the add-on's DCGM exporter runs on that advertise no nvidia.com/gpu: every GPU split by MIG's mixed
+    strategy (nvidia.com/mig-* instead), or no device plugin. Their agent publishes no node_gpu_limit."""
+    pods = kube.listing(f"/api/v1/namespaces/{ci.ADDON_NAMESPACE}/pods", f"DCGM exporter pods in {ci.ADDON_NAMESPACE}",
+                        {"labelSelector": f"{ci.COMPONENT_LABEL}={ci.EXPORTER_COMPONENT}"})
+    running = {pod.get("spec.nodeName", str, "") for pod in pods}
+    result = []
+    for node in nodes:
+        name = node.get("metadata.name", str)
+        if name not in running or _gpu_count(node):
+            continue
+        capacity = node.get("status", dict).get("capacity") or {}
+        mig = sorted(k for k in capacity if isinstance(k, str) and k.startswith(MIG_RESOURCE_PREFIX))
+        why = f"{', '.join(mig)} (MIG's mixed strategy)" if mig else "no device plugin counting its GPUs"
+        result.append(f"{name} runs the add-on's DCGM exporter and advertises no {GPU_RESOURCE}: {why}")
+    return result
 
 
 def _addon_service(kube: Kube, namespace: str) -> Check:

@@ -87,3 +87,55 @@ def test_get_metric_data_over_the_published_bytes_gives_the_widgets_mib(moto, pr
     (result,) = answer["MetricDataResults"]
     values = [v / 1048576 for v in result["Values"]]  # the widget's `q1 / 1048576`
     assert values == [sum(mib) / 2]
+
+
+def test_the_data_missing_alarm_read_back_from_cloudwatch_fires_when_one_gpu_node_s_agent_stops(moto, project_dir):
+    """The add-on's data-missing alarm through moto over real HTTP: PutMetricAlarm, read back with DescribeAlarms,
+    the add-on model's datapoints stored with PutMetricData, and each metric of the alarm read with GetMetricData;
+    moto computes no metric math, so the read-back expressions are evaluated with the documented semantics
+    (tests/support/cloudwatch_eval.py). The agent stopped on one GPU node fires; a node removed, or added and
+    reporting within one period, does not."""
+    import datetime
+
+    from tests.support import cloudwatch_eval
+    from tests.unit.test_container_insights_data_missing import ALARM, CHANGE, END, SITUATIONS, _story
+
+    files = encode(build(load_project(_config(project_dir))))
+    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if i["Request"]["AlarmName"] == ALARM]
+    client = moto.client("cloudwatch", "us-east-1")
+    base = (int(datetime.datetime.now(datetime.timezone.utc).timestamp()) // 300 - 12) * 300  # the story's 0 s
+
+    def at(seconds: float) -> datetime.datetime:
+        return datetime.datetime.fromtimestamp(base + seconds, datetime.timezone.utc)
+
+    read: dict = {}
+
+    def stat(metric_stat: dict, start: float, end: float) -> dict[int, float]:
+        """One GetMetricData per evaluation: every metric of the alarm at once."""
+        if (start, end) not in read:
+            stats = [m["MetricStat"] for m in live["Metrics"] if "MetricStat" in m]
+            answer = client.get_metric_data(StartTime=at(start), EndTime=at(end), MetricDataQueries=[
+                {"Id": f"q{i}", "MetricStat": s, "ReturnData": True} for i, s in enumerate(stats)])
+            read[(start, end)] = [
+                (s, {int(t.timestamp()) - base: v for t, v in zip(r["Timestamps"], r["Values"])
+                     if int(t.timestamp()) - base < end})
+                for s, r in zip(stats, sorted(answer["MetricDataResults"], key=lambda r: int(r["Id"][1:])))]
+        return next(series for s, series in read[(start, end)] if s == metric_stat)
+
+    wanted = {"the add-on's agent stopped on one GPU node only": "ALARM",
+              "a GPU node removed: its agent stops 90 s before the DaemonSet stops counting it": "OK",
+              "autoscaling adds a GPU node that reports 4 minutes after the DaemonSet counts it": "OK"}
+    seen = {}
+    for situation in (s for s in SITUATIONS if s.name in wanted):
+        moto.reset()
+        client.put_metric_alarm(**request)
+        (live,) = client.describe_alarms(AlarmNames=[ALARM])["MetricAlarms"]
+        points = _story(situation, live)
+        for first in range(0, len(points), 500):
+            client.put_metric_data(Namespace="ContainerInsights", MetricData=[
+                {"MetricName": p.metric, "Dimensions": [{"Name": k, "Value": v} for k, v in p.dimensions],
+                 "Timestamp": at(p.timestamp), "Value": p.value} for p in points[first:first + 500]])
+        read.clear()
+        seen[situation.name] = [cloudwatch_eval.alarm(live, [], end, stat) for end in (CHANGE, CHANGE + 600, END)]
+    assert seen == {name: [{(): "OK"}, {(): state}, {(): state}] for name, state in wanted.items()}

@@ -124,6 +124,21 @@ def test_the_data_missing_alarm_s_signals_are_checked(addon_stack, moto):
     assert _failures(checks) == {("cloudwatch", "gpu-cluster data-missing signals"): (
         "no cluster_node_count [ClusterName] in ContainerInsights in the last 3 h: the data-missing alarm reads it "
         "as the add-on's agent running and alarms without it")}
+    # The DaemonSet counts (the agent stopped on one GPU node), under either name of the leader's receiver.
+    for signals, status in ((("status_replicas_available",), "ok"), (("daemonset_status_number_available",), "ok")):
+        moto.reset()
+        put_addon_metrics(moto.client("cloudwatch", "us-east-1"),
+                          signals=("node_gpu_limit", "cluster_node_count", *signals))
+        code, checks = verify()
+        check = checks[("cloudwatch", "gpu-cluster data-missing signals")]
+        assert (code, check["status"]) == (0, status), signals
+    assert check["detail"].startswith("cluster_node_count, node_gpu_limit and DaemonSet pod counts arriving")
+    moto.reset()
+    put_addon_metrics(moto.client("cloudwatch", "us-east-1"), signals=("node_gpu_limit", "cluster_node_count"))
+    code, checks = verify()
+    assert checks[("cloudwatch", "gpu-cluster data-missing signals")]["detail"] == (
+        "no DaemonSet pod counts [ClusterName, Namespace, PodName] in ContainerInsights in the last 3 h: the "
+        "data-missing alarm cannot see the agent stop on one GPU node")
 
 
 def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_check(addon_stack, tmp_path):
@@ -153,6 +168,31 @@ def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_che
     no_alarm.write_text("cloudwatch:\n  source: container-insights\nalarms:\n  expected_gpus: none\n")
     code, checks = verify("--config", str(no_alarm))
     assert ("kube", "add-on data-missing GPU count") not in checks
+
+
+def test_a_gpu_node_advertising_no_nvidia_com_gpu_fails_the_data_missing_alarm_s_check(addon_stack):
+    """The alarm counts the nodes the add-on's DCGM exporter runs on against those publishing node_gpu_limit (their
+    nvidia.com/gpu capacity): a node whose GPUs are all MIG instances of the mixed strategy, or whose GPUs no device
+    plugin counts, is in the first count only and would keep it in ALARM."""
+    cluster, verify = addon_stack
+    mixed = cluster.node("gpu-node-a", gpus=0)
+    mixed["status"]["capacity"].update({"nvidia.com/mig-1g.10gb": "4", "nvidia.com/mig-3g.40gb": "1"})
+    cluster.nodes = [mixed, *cluster.nodes[1:]]
+    code, checks = verify()
+    assert code == 1
+    assert _failures(checks)[("kube", "add-on data-missing GPU count")] == (
+        "gpu-node-a runs the add-on's DCGM exporter and advertises no nvidia.com/gpu: nvidia.com/mig-1g.10gb, "
+        "nvidia.com/mig-3g.40gb (MIG's mixed strategy): the data-missing alarm counts such a node among the GPU "
+        "nodes the exporter DaemonSet runs on, but never among those reporting nvidia.com/gpu, and would stay in ALARM")
+    cluster.nodes = [cluster.node("gpu-node-a", gpus=0), *cluster.nodes[1:]]
+    code, checks = verify()
+    assert _failures(checks)[("kube", "add-on data-missing GPU count")].startswith(
+        "gpu-node-a runs the add-on's DCGM exporter and advertises no nvidia.com/gpu: no device plugin counting its "
+        "GPUs")
+    cluster.pods = [p for p in cluster.pods if p["spec"]["nodeName"] != "gpu-node-a"]  # the exporter not there
+    refresh_addon(cluster)
+    code, checks = verify()
+    assert checks[("kube", "add-on data-missing GPU count")]["status"] == "ok"
 
 
 def test_metrics_of_another_cluster_name_do_not_count(addon_stack, moto):

@@ -423,15 +423,17 @@ def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: flo
     return {t: FUNCTIONS[statistic[stat["Stat"]]](v) for t, v in values.items()}
 
 
-def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float) -> tuple[int, Result]:
-    """(period, result) of an alarm whose Metrics hold static metrics and one expression over them."""
+def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> tuple[int, Result]:
+    """(period, result) of an alarm whose Metrics hold static metrics and one expression over them; `stat`
+    (MetricStat, start, end) -> Series reads a metric elsewhere (e.g. GetMetricData), instead of `datapoints`."""
     queries = request["Metrics"]
     period = next(q["MetricStat"]["Period"] for q in queries if "MetricStat" in q)
     start = end - request["EvaluationPeriods"] * period
     env: dict[str, Series] = {}
     for query in queries:
         if "MetricStat" in query:
-            env[query["Id"]] = _metric_stat(query["MetricStat"], datapoints, start, end)
+            env[query["Id"]] = (stat or (lambda s, a, b: _metric_stat(s, datapoints, a, b)))(query["MetricStat"], start,
+                                                                                              end)
         else:
             env[query["Id"]] = _alarm_expression(query["Expression"], env)
     (returned,) = [q for q in queries if q.get("ReturnData", True)]
@@ -443,12 +445,13 @@ COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThre
            "LessThanThreshold": lambda v, t: v < t, "LessThanOrEqualToThreshold": lambda v, t: v <= t}
 
 
-def alarm(request: dict, datapoints: list[Datapoint], end: float) -> dict[tuple, str]:
-    """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`."""
+def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> dict[tuple, str]:
+    """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`; `stat`: see
+    _metric_math_alarm."""
     periods = request["EvaluationPeriods"]
     needed = request.get("DatapointsToAlarm", periods)
     if any("MetricStat" in m for m in request.get("Metrics", [])):
-        period, result = _metric_math_alarm(request, datapoints, end)
+        period, result = _metric_math_alarm(request, datapoints, end, stat)
         start = end - periods * period
     elif "Metrics" in request:
         (query,) = [m for m in request["Metrics"] if m.get("ReturnData", True)]

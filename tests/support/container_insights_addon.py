@@ -89,19 +89,49 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET) -> list[Datapoin
 # * cluster_node_count: every node, from the API server, published by the agent's elected leader
 #   only (k8sapiserver.go `GetMetrics`, `getClusterMetrics`); declared with [ClusterName].
 
+# * each DaemonSet's available and unavailable pods, from the API server by the leader only
+#   (k8sapiserver.go `getDaemonSetMetrics`, PodName = the DaemonSet's name), declared with
+#   [PodName, Namespace, ClusterName] and [ClusterName]: daemonset_status_number_* in the agent's
+#   declarations (kubernetes.go `getDaemonSetMetricDeclarations`); the fork's receiver of 2024-12 names the
+#   fields status_replicas_*, which the Deployment declaration publishes with the same sets (EARLIER).
+
 CAPACITY_PHASE = 17  # seconds after the DCGM scrape: the two collections are not in step
+LEADER_PHASE = 41  # the leader's own collection, at another phase again
+DAEMONSET_NAMES = ("daemonset_status_number_available", "daemonset_status_number_unavailable")
+EARLIER = ("status_replicas_available", "status_replicas_unavailable")
+OTHER_DAEMONSETS = {("kube-system", "kube-proxy"): (3, 0), ("amazon-cloudwatch", "cloudwatch-agent"): (2, 1)}
+
+
+def daemonsets(cluster: str, t: int, exporter: tuple[int, int] | None, names=DAEMONSET_NAMES) -> list[Datapoint]:
+    """The leader's DaemonSet metrics at t: the add-on's DCGM exporter (available, unavailable; None: no such
+    DaemonSet) and others that must not be read for it."""
+    result = []
+    counts = dict(OTHER_DAEMONSETS)
+    if exporter is not None:
+        counts[(ADDON_NAMESPACE, "dcgm-exporter")] = exporter
+    for (namespace, name), values in counts.items():
+        for metric, value in zip(names, values):
+            for dims in ((("ClusterName", cluster),),
+                         (("ClusterName", cluster), ("Namespace", namespace), ("PodName", name))):
+                result.append(Datapoint(NAMESPACE, metric, dims, float(t), float(value)))
+    return result
 
 
 def capacity(cluster: str, first: int, last: int, gpu_nodes: dict[str, int], all_nodes: int,
-             leader: bool = True) -> list[Datapoint]:
+             leader: bool = True, exporter=None, names=DAEMONSET_NAMES) -> list[Datapoint]:
     """What CloudWatch stores from the agent's collections at first..last (multiples of 60, shifted by
     CAPACITY_PHASE): each of `gpu_nodes` (node -> GPUs the kubelet counts; the agent runs there) and,
-    while the leader runs, the cluster's node count. A node whose capacity is 0 publishes no GPU limit."""
+    while the leader runs, the cluster's node count and the DaemonSets' pods: `exporter` is the add-on's DCGM
+    exporter DaemonSet's (available, unavailable) or a function of t giving them (None: not published). A node
+    whose capacity is 0 publishes no GPU limit."""
     result = []
     for t in range(first + CAPACITY_PHASE, last + CAPACITY_PHASE + 1, EVERY):
         if leader:
             result.append(Datapoint(NAMESPACE, "cluster_node_count", (("ClusterName", cluster),), float(t),
                                     float(all_nodes)))
+            counts = exporter(t) if callable(exporter) else exporter
+            if counts is not None:
+                result += daemonsets(cluster, t - CAPACITY_PHASE + LEADER_PHASE, counts, names)
         for node, gpus in gpu_nodes.items():
             if not gpus:
                 continue
@@ -176,14 +206,17 @@ def refresh_addon(cluster) -> None:
 
 def put_addon_metrics(cloudwatch, cluster: str = "gpu-cluster", node: str = "ip-10-0-1-1", device: str = "nvidia0",
                       metrics=("node_gpu_utilization", "node_gpu_temperature", "node_gpu_memory_used",
-                               "node_gpu_power_draw"), signals=("node_gpu_limit", "cluster_node_count")) -> None:
-    """The add-on's node GPU metrics for one GPU, with its three node dimension sets, and the node's GPU capacity
-    and the cluster's node count with theirs (boto3 client)."""
+                               "node_gpu_power_draw"),
+                      signals=("node_gpu_limit", "cluster_node_count", DAEMONSET_NAMES[0])) -> None:
+    """The add-on's node GPU metrics for one GPU, with its three node dimension sets, and the node's GPU capacity,
+    the cluster's node count and the exporter DaemonSet's available pods with theirs (boto3 client)."""
     sets = [{}, {"NodeName": node, "InstanceId": "i-1"},
             {"NodeName": node, "InstanceId": "i-1", "InstanceType": INSTANCE_TYPE, "GpuDevice": device}]
+    workload = {"Namespace": ADDON_NAMESPACE, "PodName": "dcgm-exporter"}
     published = [(metric, dims) for metric in metrics for dims in sets]
     published += [(metric, dims) for metric in signals for dims in
-                  ([{}] if metric == "cluster_node_count" else sets[:2])]
+                  ([{}] if metric == "cluster_node_count" else [{}, workload] if metric in DAEMONSET_NAMES + EARLIER
+                   else sets[:2])]
     for metric, dims in published:
         cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=[{
             "MetricName": metric, "Value": 50, "Dimensions": [
