@@ -442,6 +442,12 @@ def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
                         namespace, agent_file(cluster))
 
 
+
+def _safe_load(text: str) -> Any:
+    """yaml.safe_load through libyaml's safe loader where PyYAML has it: verify reads the live collector
+    configuration (about 240 lines) three times, which libyaml does about seven times faster."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
 def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
     """The configured cluster this agent serves: the one its live config names (cluster_name), else the first."""
     clusters = project.settings.clusters
@@ -449,7 +455,7 @@ def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
         live = configmap(AGENT_CONFIGMAP)
         data = live.string_map("data") if live is not None else {}
         if OTEL_KEY in data:
-            name = publishing(yaml.safe_load(data[OTEL_KEY])).get("cluster_name")
+            name = publishing(_safe_load(data[OTEL_KEY])).get("cluster_name")
         else:
             name = json.loads(data.get(AGENT_KEY, "{}"))["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
     except Exception:  # noqa: BLE001 - only a probe: the ConfigMap check reports what is wrong
@@ -535,7 +541,7 @@ def _selectors(config: Answer) -> tuple[set[str], list]:
 def _otel_drift(live_text: str, generated: dict[str, Any]) -> list[str]:
     """How the live collector configuration differs from the one of the artifact set."""
     try:
-        live = yaml.safe_load(live_text) or {}
+        live = _safe_load(live_text) or {}
     except yaml.YAMLError:
         return [f"{OTEL_KEY} is not YAML"]
     if live == generated:
@@ -581,7 +587,7 @@ def _config_drift(key: str, live_text: str, generated: dict[str, Any]) -> list[s
             drift.append(f"dimensions {live_dims} → {new_dims}")
         return drift or ["other settings differ"]
     try:
-        live = yaml.safe_load(live_text) or {}
+        live = _safe_load(live_text) or {}
     except yaml.YAMLError:
         return ["prometheus.yaml is not YAML"]
     if live == generated:

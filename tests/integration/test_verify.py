@@ -112,17 +112,22 @@ def moto():
         yield server
 
 
+@pytest.fixture(scope="module")
+def default_files():
+    """The default project's artifacts, built once: each test reads its own copy of the two files it installs."""
+    return encode(build(load_project()))
+
+
 @pytest.fixture
-def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus):
+def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_files):
     """A healthy cluster; tests break one thing each."""
-    project = load_project()
     cluster = KubeCluster(reference)
-    for document in yaml.safe_load_all(encode(build(project))["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+    for document in yaml.safe_load_all(default_files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.metrics_payload = payload
     # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
-                                for m in yaml.safe_load_all(encode(build(project))["k8s/servicemonitor.yaml"])]
+                                for m in yaml.safe_load_all(default_files["k8s/servicemonitor.yaml"])]
     moto.reset()
     moto.put_dcgm_metrics(WORKLOAD_POD)
     with KubeTestServer(cluster) as kube:
