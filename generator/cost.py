@@ -283,40 +283,38 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
 
 def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str) -> tuple[list[Line], int]:
     from .cloudwatch_query import Unsupported
-    from .container_insights import NotPublished, enabled
-    from .render.alarms import alarm_plan, mig_plan
+    from .container_insights import enabled
+    from .render.alarms import alarm_forms
 
     settings = project.settings
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
-    cluster_analyzed, cluster_alarms, per_pod_rules, math_alarms = 0.0, 0, 0, 0
-    # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (mig_plan); it
+    regions = len({c.region for c in settings.clusters})
+    cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
+    per_pod_rules, fleet_rules = 0, 0
+    # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms = 0
     for alarm in project.alarms:
-        if not alarm.absent and not (alarm.per_pod and mode == "static"):
-            try:
-                mig_alarms += fleet.clusters if mig_plan(alarm, project.catalog, settings) else 0
-            except Unsupported:
-                pass
-        if alarm.absent:  # a metric-math alarm over static metrics, billed per metric it reads
-            if data_missing.expected(settings):
-                math_alarms += fleet.clusters
-            continue
-        if alarm.per_pod:
-            try:
-                alarm_plan(alarm, project.catalog, settings)
-            except NotPublished:
-                continue  # left out on the Container Insights add-on
-            except Unsupported:
-                pass
-            per_pod_rules += 1
-            continue
         try:
-            dims = alarm_plan(alarm, project.catalog, settings).dims
+            forms = alarm_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
         except Unsupported:
-            continue
-        cluster_alarms += fleet.clusters
-        cluster_analyzed += _analyzed(dims, project, fleet) * fleet.clusters
+            continue  # generate refuses it with its file and line
+        made = regions if alarm.scope == "fleet" else fleet.clusters  # alarms per form
+        for form in forms:
+            if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
+                math_alarms += fleet.clusters
+            elif form.kind == "mig":
+                mig_alarms += made
+            elif form.kind == "static":
+                static_rules += 1
+            elif alarm.per_pod:  # every pod of the fleet a contributor, in one alarm per cluster or Region
+                per_pod_rules += 1
+                fleet_rules += alarm.scope == "fleet"
+                per_pod_alarms += made
+                per_pod_analyzed += fleet.pods
+            else:
+                cluster_alarms += made
+                cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
@@ -331,22 +329,21 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         metrics = math_alarms * each
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
                           f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"))
-    pods_per_cluster, _ = _per_cluster(fleet)
-    if mode == "group_by":
-        alarms = per_pod_rules * fleet.clusters
-        analyzed = alarms * pods_per_cluster
-        lines.append(Line("per-pod alarms (GROUP BY pod)", analyzed, insights_rate, analyzed * insights_rate,
-                          f"{per_pod_rules} rules x {fleet.clusters} clusters = {alarms} alarms; every pod a "
-                          f"contributor"
+    if per_pod_alarms or mode == "group_by":
+        lines.append(Line("per-pod alarms (GROUP BY pod)", per_pod_analyzed, insights_rate,
+                          per_pod_analyzed * insights_rate,
+                          (f"{per_pod_rules} rules x {fleet.clusters} clusters" if not fleet_rules else
+                           f"{per_pod_rules} rules ({fleet_rules} of fleet scope: one alarm per Region)")
+                          + f" = {per_pod_alarms} alarms; every pod a contributor"
                           + (f" (+ {mig_alarms} on MIG instances' stand-in field, analyzing MIG pods only: not "
                              f"counted)" if mig_alarms else "")))
-    else:
-        alarms = per_pod_rules * fleet.pods
+    static_alarms = static_rules * fleet.pods
+    if static_rules or mode == "static":
         rate = _price(prices, "standard_alarm_metric_month")
-        lines.append(Line("per-pod alarms (static, one per pod)", alarms, rate, alarms * rate,
-                          f"{per_pod_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
+        lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, static_alarms * rate,
+                          f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply"))
-    return lines, cluster_alarms + math_alarms + alarms + mig_alarms
+    return lines, cluster_alarms + math_alarms + per_pod_alarms + static_alarms + mig_alarms
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,

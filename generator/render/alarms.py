@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, Catalog
@@ -109,7 +109,7 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
 def mig_left_out(project) -> list[tuple[str, str]]:
     """(where, message) of each CloudWatch alarm that does not evaluate the MIG GPUs or pods its Prometheus rule
     evaluates: its field is not reported under MIG, and the stand-in's second alarm cannot be made (its
-    grouping, or alarms.per_pod: static, which names no MIG instance's profile)."""
+    grouping, or a static per-pod alarm, which names no MIG instance's profile)."""
     settings, catalog = project.settings, project.catalog
     if addon_source(settings):
         return []
@@ -120,17 +120,56 @@ def mig_left_out(project) -> list[tuple[str, str]]:
         start = f"alarm {alarm.id!r} does not evaluate GPUs split into MIG instances on CloudWatch (its Prometheus " \
                 f"rule does)"
         try:
-            alarm_plan(alarm, catalog, settings)
-            mig_plan(alarm, catalog, settings)
-        except NotPublished:
-            continue
+            kinds = {form.kind for form in alarm_forms(alarm, catalog, settings)}
+            if "insights" in kinds:
+                mig_plan(alarm, catalog, settings)
         except Unsupported as exc:
             result.append((alarm.defined_at, f"{start}: {exc}"))
             continue
-        if alarm.per_pod and settings.alarms.per_pod == "static":
+        if "static" in kinds:
             result.append((alarm.defined_at, f"{start}: a static per-pod alarm cannot name a MIG instance's profile "
                                              f"ahead; alarms.per_pod: group_by watches MIG pods too"))
     return result
+
+
+@dataclass(frozen=True)
+class Form:
+    """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
+
+    kind: str  # "insights": its Metrics Insights alarm; "mig": the second one, on MIG instances (mig_plan);
+    # "static": one classic alarm per alarms.static_pods entry; "math": the data-missing metric-math alarm
+    plan: Plan
+    stand_in: str = ""  # "mig": the field that stands in on MIG instances
+
+
+def static_per_pod(alarm: Alarm, per_pod: str) -> bool:
+    """The rule makes a classic alarm per listed pod (alarms.per_pod: static). A fleet-scope rule does not: a
+    classic alarm names one pod of one cluster (its ClusterName), and the rule watches every cluster of a
+    Region in one alarm, so it stays a GROUP BY alarm (and keeps its MIG second alarm) in either mode."""
+    return alarm.per_pod and per_pod == "static" and alarm.scope != "fleet"
+
+
+def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> tuple[Form, ...]:
+    """The CloudWatch alarms a rule makes, with the plan each reads: the one answer to which alarms exist, so the
+    alarms made (cloudwatch_alarms), the sets the agent publishes (render/cloudwatch.queried_sets) and the
+    alarms priced (cost) agree. `per_pod`: alarms.per_pod to assume (default: the settings'). Empty when the
+    rule is left out with a note (no expected signal, a field the add-on does not publish); Unsupported when
+    CloudWatch cannot evaluate it (generate refuses it)."""
+    if alarm.absent and not data_missing.expected(settings):
+        return ()
+    try:
+        plan_ = alarm_plan(alarm, catalog, settings)
+    except NotPublished:
+        return ()
+    if alarm.absent:
+        return (Form("math", plan_),)
+    if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
+        return (Form("static", plan_),)
+    try:
+        mig = mig_plan(alarm, catalog, settings)
+    except Unsupported:
+        mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
+    return (Form("insights", plan_),) + ((Form("mig", *mig),) if mig else ())
 
 
 def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
@@ -160,17 +199,18 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
 
 
 def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
-                       mig: tuple[Plan, str] | None = None) -> Callable[[Cluster | None], dict[str, Any]]:
-    """The alarm's request for a cluster (None: fleet-wide); all but its name and its query's cluster
-    filter is made once, whatever the number of clusters. With `mig` (mig_plan), the rule's second alarm."""
+                       form: Form) -> Callable[[Cluster | None], dict[str, Any]]:
+    """The request of a rule's Metrics Insights alarm (`form`: its own, or its second on MIG instances) for a
+    cluster (None: fleet-wide); all but its name and its query's cluster filter is made once, whatever the
+    number of clusters."""
     condition = cloudwatch_condition(alarm, settings)
-    plan_ = mig[0] if mig else alarm_plan(alarm, catalog, settings)
+    plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
     description = _description(alarm)
     label = alarm.title
     if mig:
         label += " (MIG instances)"
-        note = (f" On GPUs split into MIG instances, which report no {condition.query.metric}: {mig[1]} "
+        note = (f" On GPUs split into MIG instances, which report no {condition.query.metric}: {form.stand_in} "
                 f"below {threshold:g} (the same share as a ratio).")
         description = (description[:1024 - len(note)] + note)[:1024]
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
@@ -179,7 +219,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 
     def request(cluster: Cluster | None) -> dict[str, Any]:
-        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig is not None), description)
+        result = _common(alarm, settings, alarm_name(settings, cluster, alarm, mig=mig), description)
         result["Threshold"] = threshold
         result["Metrics"] = [{"Id": "q1", "Expression": before + plan_.cluster_filter(cluster) + after,
                               "Period": alarm.period_seconds, "ReturnData": True, "Label": label}]
@@ -240,38 +280,38 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
     """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
     requests = []
-    static = settings.alarms.per_pod == "static"
-    if static:
+    if settings.alarms.per_pod == "static":
         _static_pods_apart(settings)
     for alarm in alarms:
-        if alarm.absent and not data_missing.expected(settings):
-            continue  # nothing tells silence from a node group at zero: left out, with a note
         try:
-            alarm_plan(alarm, catalog, settings)
-        except NotPublished:
-            continue  # the add-on does not publish its fields: left out, with a note (left_out_alarms)
+            forms = alarm_forms(alarm, catalog, settings)
         except Unsupported as exc:
             raise InputError(f"alarm {alarm.id!r}: {exc}", where=alarm.defined_at,
                              hint="publish the dimensions it needs (cloudwatch.dimensions / gpu_dimensions), "
                                   "group it by node and gpu, or give the Alarm a `cloudwatch=` condition") from None
+        if not forms:
+            continue  # left out, with a note (data_missing.left_out_reason, left_out_on_addon)
         _check_period(alarm, settings)
         window = alarm.period_seconds * alarm.evaluation_periods
-        if window > ALARM_WINDOW_SECONDS and not (alarm.per_pod and static):
+        if window > ALARM_WINDOW_SECONDS and forms[0].kind != "static":
             raise InputError(f"alarm {alarm.id!r}: {alarm.evaluation_periods} periods of {alarm.period_seconds} s "
                              f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
-        if alarm.absent:  # a metric-math alarm per cluster (data_missing)
+        if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing)
             requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
                          for cluster in settings.clusters]
             continue
-        try:
-            mig = mig_plan(alarm, catalog, settings)
-        except Unsupported:
-            mig = None  # MIG GPUs are not evaluated on CloudWatch: a note says so (mig_left_out)
-        builders = [_insights_requests(alarm, catalog, settings)]
-        if mig:
-            builders.append(_insights_requests(alarm, catalog, settings, mig))
+        if forms[0].kind == "static":
+            if addon_source(settings):
+                raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
+                                 "which the Container Insights add-on publishes with the pod (PodName)",
+                                 where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
+                                 "cloudwatch.source: container-insights")
+            requests += [{"Region": cluster.region, "Request": _static_request(alarm, catalog, settings, cluster, entry)}
+                         for cluster in settings.clusters for entry in settings.alarms.static_pods]
+            continue
+        builders = [_insights_requests(alarm, catalog, settings, form) for form in forms]
         if alarm.scope == "fleet":
             regions = sorted({c.region for c in settings.clusters})
             for region in regions:
@@ -280,18 +320,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                     request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
                     requests.append({"Region": region, "Request": request})
             continue
-        for cluster in settings.clusters:
-            if alarm.per_pod and static:
-                if addon_source(settings):
-                    raise InputError(f"alarm {alarm.id!r}: alarms.per_pod: static needs each pod's owner name, "
-                                     "which the Container Insights add-on publishes with the pod (PodName)",
-                                     where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
-                                     "cloudwatch.source: container-insights")
-                requests += [{"Region": cluster.region,
-                              "Request": _static_request(alarm, catalog, settings, cluster, entry)}
-                             for entry in settings.alarms.static_pods]
-            else:
-                requests += [{"Region": cluster.region, "Request": build(cluster)} for build in builders]
+        requests += [{"Region": cluster.region, "Request": build(cluster)}
+                     for cluster in settings.clusters for build in builders]
     for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
         for key in ("AlarmActions", "OKActions"):
             item["Request"][key] = [arn for arn in item["Request"][key]

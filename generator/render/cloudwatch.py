@@ -21,7 +21,7 @@ from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
 from ..units import UNITS
-from .alarms import alarm_plan, mig_plan
+from .alarms import alarm_forms, alarm_plan
 
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
@@ -58,10 +58,7 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
             plans.append(panel_plan(panel, catalog, settings))
     for alarm in alarms:
         try:
-            plans.append(alarm_plan(alarm, catalog, settings))
-            mig = mig_plan(alarm, catalog, settings)  # the rule's second alarm, on MIG instances
-            if mig and not (alarm.per_pod and settings.alarms.per_pod == "static"):  # static: no second alarm
-                plans.append(mig[0])
+            plans += [form.plan for form in alarm_forms(alarm, catalog, settings)]  # the alarms that are made
         except Unsupported:
             continue  # generate refuses such an alarm with its file and line
     result: dict[str, set[tuple[str, ...]]] = {}

@@ -1,0 +1,137 @@
+"""Every CloudWatch widget and alarm reads a (metric, dimension set) the agent publishes, in every setting.
+
+For each combination of the settings that decide what is queried and what is published (alarms.per_pod,
+agent.pipeline, agent.metric_selection, cloudwatch.dimensions / gpu_dimensions), with rules of cluster and
+fleet scope, the mixed fleet (whole GPUs, GPUs split into MIG instances, a GPU no pod holds, time-slicing)
+and kube-state-metrics are served through the model of the CloudWatch agent driven by the *generated* agent
+config: every set a generated widget or alarm queries must come out of it. `gpudash cost` counts the alarms
+the build makes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import pytest
+
+from generator.artifacts import build, notes
+from generator.cost import Fleet, estimate, load_prices
+from generator.output import encode
+from generator.project import load_project
+from generator.resources import bundled, default_counters
+from tests.support import cloudwatch_eval, kube_state, mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
+from tests.support.cloudwatch_widgets import widgets
+from tests.support.dcgm_fleet import target_labels
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+STATIC_PODS = ("team-a/infer-1", "team-c/mig-b")
+FLEET_RULES = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("fleet-idle", "Pod idle anywhere", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), "<", 5),
+                scope="fleet")
+    yield Alarm("fleet-hot", "GPU hot anywhere", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 90),
+                scope="fleet")
+    yield Alarm("fleet-full", "Pod memory full anywhere", Condition(Query("DCGM_FI_DEV_FB_FREE", "min", ("pod",)), "<",
+                1024), scope="fleet")
+'''
+SETTINGS = {
+    "per_pod": ("", f"alarms:\n  per_pod: static\n  static_pods: [{', '.join(STATIC_PODS)}]\n"),
+    "pipeline": ("", "agent:\n  pipeline: classic\n"),
+    "selection": ("", "  metric_selection: used\n"),
+    "dimensions": ("", "cloudwatch:\n  dimensions: [ClusterName, Service, namespace, pod]\n"
+                       "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n"),
+}
+COMBINATIONS = list(itertools.product(*SETTINGS.values()))
+
+
+def _settings(per_pod: str, pipeline: str, selection: str, dimensions: str) -> str:
+    agent = (pipeline or ("agent:\n" if selection else "")) + selection
+    return per_pod + agent + dimensions + "definitions:\n  alarms: [alarms]\n"
+
+
+def _name(combination) -> str:
+    return "-".join(name if text else "default" for name, text in zip(SETTINGS, combination))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    """The mixed fleet's fields, the bundled alarms and rules of fleet scope."""
+    base = tmp_path_factory.mktemp("sets")
+    wanted = set(mixed_fleet.FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+    (base / "counters.csv").write_text("\n".join(
+        line for line in default_counters().read_text().splitlines()
+        if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    shutil.copytree(bundled("alarms"), base / "alarms")
+    (base / "alarms" / "fleet.py").write_text(FLEET_RULES)
+    return base
+
+
+def _published(files) -> set[tuple[str, str, frozenset[str]]]:
+    """(namespace, metric, dimension names) of every datapoint the agent sends from the fleet's scrapes."""
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    scrapes = [Scrape(float(t), mixed_fleet.payload(node, t), target_labels(job, node.name))
+               for t in (0, 30, 60) for node in mixed_fleet.FLEET]
+    scrapes += [kube_state.scrape(ksm_job, float(t), EXPORTER, 2, 2) for t in (0, 30, 60)]
+    return {(p.namespace, p.metric, frozenset(name for name, _ in p.dimensions))
+            for p in Agent(config, job, others=[ksm_job]).run(scrapes)}
+
+
+def _queried(files) -> dict[tuple[str, str, frozenset[str]], str]:
+    """{(namespace, metric, dimension names): where} of every query of the generated widgets and alarms."""
+    found = {}
+
+    def query(text: str, where: str) -> None:
+        parsed = cloudwatch_eval.parse(text)
+        found.setdefault((parsed.namespace, parsed.metric, frozenset(parsed.schema)), where)
+
+    for path, properties in widgets(files):
+        for line in properties["metrics"]:
+            if line[-1]["expression"].startswith("SELECT"):
+                query(line[-1]["expression"], f"{path} {properties['title']!r}")
+    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        request = item["Request"]
+        if "MetricName" in request:  # a static per-pod alarm
+            found.setdefault((request["Namespace"], request["MetricName"],
+                              frozenset(d["Name"] for d in request["Dimensions"])), request["AlarmName"])
+        for metric in request.get("Metrics", []):
+            if "MetricStat" in metric:
+                stat = metric["MetricStat"]["Metric"]
+                found.setdefault((stat["Namespace"], stat["MetricName"],
+                                  frozenset(d["Name"] for d in stat.get("Dimensions", []))), request["AlarmName"])
+            elif metric["Expression"].startswith("SELECT"):
+                query(metric["Expression"], request["AlarmName"])
+    return found
+
+
+@pytest.mark.parametrize("combination", COMBINATIONS, ids=_name)
+def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_path):
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(_settings(*combination))
+    shutil.copytree(folder / "alarms", tmp_path / "alarms")
+    project = load_project(config, folder / "counters.csv")
+    files = encode(build(project))
+    queried, published = _queried(files), _published(files)
+    missing = {where: sorted(key[2]) for key, where in queried.items() if key not in published}
+    assert not missing
+    made = [item["Request"]["AlarmName"] for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    # Fleet-scope rules stay GROUP BY alarms in either mode; the idle rule's has its MIG second alarm.
+    assert {"gpudash-fleet-fleet-idle-warning", "gpudash-fleet-fleet-idle-mig-warning"} <= set(made)
+    static = project.settings.alarms.per_pod == "static"
+    assert ("gpudash-gpu-cluster-gpu-idle-mig-warning" in made) is not static
+    left_out = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
+    assert left_out == ({"gpu-idle"} if static else set())  # static alarms name no MIG instance's profile
+    if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
+        dcgm = {key for key in published if key[1].startswith("DCGM_")}
+        assert dcgm <= set(queried), sorted(dcgm - set(queried))
+    # cost prices the alarms the build makes (one cluster, a pod per static alarm)
+    fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
+    priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
+    assert priced["alarms"] == len(made)
