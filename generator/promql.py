@@ -192,8 +192,19 @@ class _Merge:
         return f"{how} without ({', '.join(self.instance)}) (max without ({', '.join(self.workload)}) ({series}))"
 
 
+def kinds_apart(query: Query, catalog: Catalog) -> bool:
+    """A per-pod alert on a field MIG does not report, whose stand-in the CSV collects, judges a pod's whole
+    GPUs and its MIG instances apart (expression's `kind`), each against the threshold: a whole GPU and a
+    MIG slice are distinct resources a pod asks for (nvidia.com/gpu, nvidia.com/mig-<profile>), a slice may
+    be a seventh of a GPU, so a mean over both weighs a slice as a GPU and hides a slice left idle beside a
+    busy GPU. CloudWatch can only judge them apart (one metric per GROUP BY alarm: the rule's second alarm)."""
+    return ("pod" in group_keys(query.by) and query.aggregation != "count" and not query.over
+            and not query.raw_promql and catalog.mig_substitute(query.metric) is not None)
+
+
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
-             window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None) -> str:
+             window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None,
+             kind: str | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
@@ -209,12 +220,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time)
     substitute = catalog.mig_substitute(metric)
-    if substitute is None:
+    if substitute is None or kind == "whole":
         return merge(how, own)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time)
-    return f"({merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')} or {merge(how, own)})"
+    on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')
+    return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own)})"
 
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
@@ -230,7 +242,7 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = "$__range",
-               gauge_window: str | None = None, per_instance: bool = False) -> str:
+               gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -241,6 +253,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     CloudWatch does: a pod's mean is over its instances (not over its GPUs' means), its max or min
     that of its busiest or idlest instance, its free memory that of its fullest instance (an
     instance's memory is its own). Whole GPUs, and pods sharing one, are as without it.
+    `kind` ("whole" or "mig", with `kinds_apart`) takes only whole GPUs' own readings or only MIG
+    instances' stand-in for a field MIG does not report.
     """
     if query.raw_promql:
         return query.raw_promql
@@ -265,7 +279,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
 
     def per_gpu(metric: str) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
-        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time)
+        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind)
 
     value = per_gpu(query.metric)
     if query.over:

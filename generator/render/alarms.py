@@ -17,7 +17,7 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_RULE_TAG, 
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
-from ..promql import expression, group_keys, label_name, with_cluster
+from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
 from ..settings import Cluster, Settings
 
 if TYPE_CHECKING:
@@ -443,9 +443,11 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
         return data_missing.prometheus_expression(query.metric, settings, window, _exporter_down(settings))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
-    value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                       gauge_window=window, per_instance=True)
-    return f"{value} {condition.comparison} {condition.threshold:g}"
+    # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
+    kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
+    values = [expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
+                         gauge_window=window, per_instance=True, kind=kind) for kind in kinds]
+    return " or ".join(f"{value} {condition.comparison} {condition.threshold:g}" for value in values)
 
 
 def _exporter_down(settings: Settings) -> str:

@@ -6,6 +6,10 @@ rule takes the pod's mean over every instance it holds (three instances on two G
 MiB free in one instance and 15,000 in the other: full; their sum would not be), and a per-pod max or min
 its busiest or idlest instance (80 % and 5 % on one GPU: busy and starved; their mean, 42.5 %, neither).
 Whole GPUs, a GPU two pods share by time-slicing and one pod name in two namespaces keep their meaning.
+A pod holding both whole GPUs and MIG instances is judged on each kind apart: idle when its whole GPUs are,
+or when its MIG instances are (a whole GPU at 40 % beside an instance at 1 %: idle, not their mean 20.5 %;
+a whole GPU at 2 % beside an instance at 50 %: idle). A slice is not a GPU, so a mean over both weighs it
+as one, and CloudWatch holds the two kinds in two metrics, which one GROUP BY alarm cannot average.
 
 The same readings go through the model of the CloudWatch agent (the generated config) into the generated
 CloudWatch alarms, and into `promtool test rules` for the generated Prometheus rules: both fire for the
@@ -50,9 +54,13 @@ def _instance(id_: str, pod: str, engine: float, free: float = 3800, used: float
                     mig_util="0")
 
 
-def _a100(index: int, *instances: Instance) -> Gpu:
+def _a100(index: int, *instances: Instance, util: float = 0.0) -> Gpu:
     return Gpu(index, temp=60, power=200, sm_clock=1410, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
-               model="NVIDIA A100-SXM4-40GB", instances=instances)
+               model="NVIDIA A100-SXM4-40GB", instances=instances, util=util)
+
+
+def _whole(pod: str, util: float) -> Instance:
+    return Instance(pod=("team-i", pod), fb_used=10000, fb_free=30000, engine=util / 100)
 
 
 MIG = Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
@@ -62,24 +70,38 @@ MIG = Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
           _instance("2", "pair", 0.5, free=400, used=19600, profile="3g.20gb"),
           _instance("3", "pair", 0.5, free=15000, used=5000, profile="3g.20gb")),
 ))
+# Both kinds on one node (MIG's mixed strategy): `both` idle on its MIG instance only, `whole-idle` on its GPU only.
+MIXED = Node("gpu-node-mixed", "Hostname", "nvidia-dcgm-exporter-x7y8z", (
+    _a100(0, _whole("both", 40), util=40),
+    _a100(1, _instance("1", "both", 0.01), _instance("2", "whole-idle", 0.5)),
+    _a100(2, _whole("whole-idle", 2), util=2),
+))
 # Whole GPUs (worker-0 in two namespaces, the idle infer-1) and the GPU ts-0 and ts-1 share.
 FLEET_HERE = (*(node for node in FLEET if node.name in ("gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-ts")),
-              MIG)
+              MIG, MIXED)
 
 
-def _truth() -> dict[str, set[str]]:
-    """Per rule, the pods it names: a pod's readings are those of each whole GPU and each MIG instance it holds
-    (utilization on MIG: graphics engine activity x 100)."""
-    util: dict[str, list[float]] = {}
+def _readings() -> tuple[dict[str, dict[bool, list[float]]], dict[str, list[float]]]:
+    """Per pod, the utilization of each whole GPU and each MIG instance it holds (on MIG: graphics engine activity
+    x 100), by kind (MIG or not), and the free memory of each."""
+    util: dict[str, dict[bool, list[float]]] = {}
     free: dict[str, list[float]] = {}
     for node in FLEET_HERE:
         for gpu in node.gpus:
             for instance in gpu.instances:
                 for namespace, pod in instance.pods():
                     name = f"{namespace}/{pod}"
-                    util.setdefault(name, []).append(instance.engine * 100 if gpu.mig else gpu.util)
+                    util.setdefault(name, {}).setdefault(gpu.mig, []).append(
+                        instance.engine * 100 if gpu.mig else gpu.util)
                     free.setdefault(name, []).append(instance.fb_free)
-    return {"gpu-idle": {p for p, v in util.items() if mean(v) < 5},
+    return util, free
+
+
+def _truth() -> dict[str, set[str]]:
+    """Per rule, the pods it names; the idle rule judges a pod's whole GPUs and its MIG instances apart."""
+    by_kind, free = _readings()
+    util = {pod: [v for values in kinds.values() for v in values] for pod, kinds in by_kind.items()}
+    return {"gpu-idle": {p for p, kinds in by_kind.items() if any(mean(v) < 5 for v in kinds.values())},
             "framebuffer-full": {p for p, v in free.items() if min(v) < 1024},
             "pod-busy": {p for p, v in util.items() if max(v) > 60},
             "pod-starved": {p for p, v in util.items() if min(v) < 10}}
@@ -90,9 +112,14 @@ TRUTH = _truth()
 
 def test_the_truth_is_where_the_old_meanings_differ():
     """Each MIG situation is one where the GPUs' means, or the sum of one GPU's instances, tell otherwise."""
-    assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread"}, "framebuffer-full": {"team-i/pair"},
+    assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread", "team-i/both", "team-i/whole-idle"},
+                     "framebuffer-full": {"team-i/pair"},
                      "pod-busy": {"team-a/worker-0", "team-i/skew"},
-                     "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew"}}
+                     "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
+                                     "team-i/whole-idle"}}
+    by_kind, _ = _readings()  # a mean over both kinds would call neither pod idle
+    assert {p for p in ("team-i/both", "team-i/whole-idle")
+            if mean([v for values in by_kind[p].values() for v in values]) < 5} == set()
 
 
 @pytest.fixture(scope="module")
