@@ -21,7 +21,8 @@ needs, and carry only the fields queried with them:
 A MIG GPU, and a GPU that pods share by time-slicing, writes several series of one GPU: device fields
 (power, temperature, counters) repeat on each. Per GPU, averages and extremes of the observations are
 the GPU's value, and a counter's increase is the sum of its deltas per GPU instance (_instance_increase:
-exact over missed scrapes, one line per MIG instance, k times the increase on a GPU k pods time-slice);
+exact over missed scrapes, one line per MIG instance; the OTel pipeline merges the pods' copies of a GPU's
+counter into one series, agent.pipeline: classic reads k times the increase on a GPU k pods time-slice);
 across GPUs, lines are per-GPU series combined by metric math, where an increase or rate is the mean
 delta (times the scrapes per period for an increase), which assumes every scrape of the period arrived: a
 period missing m of its n scrapes reads n / (n - m) of it.
@@ -402,9 +403,18 @@ INSTANCE_COUNTER_LINES = ("one line per GPU instance (MIG <id>, MIG none for a G
                           "each MIG instance shows its GPU's increase")
 INSTANCE_CONTRIBUTORS = ("it evaluates each GPU instance (a GPU not split into MIG instances is one), so a GPU split "
                          "into MIG instances over the threshold is listed once per instance, each with its GPU's "
-                         "increase, and a GPU shared by time-slicing reads its increase once per pod sharing it")
-TIME_SLICED_INCREASE = ("a GPU shared by time-slicing reads its increase once per pod sharing it (each pod's "
-                        "series carries the GPU's deltas)")
+                         "increase")
+# agent.pipeline: classic publishes each pod's copy of a GPU's counter under the per-GPU sets (the OTel pipeline
+# merges them into one series per GPU instance first: render/agent_otel.merged_counters); lint CW016 / AL013
+TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase once per pod sharing it (each pod's "
+                        "series carries the GPU's deltas; agent.pipeline: classic)")
+
+
+def instance_contributors(settings: Settings) -> str:
+    """What a counter alarm per GPU instance lists, said in its description."""
+    if settings.agent.pipeline == "classic":
+        return f"{INSTANCE_CONTRIBUTORS}, and {TIME_SLICED_INCREASE}"
+    return INSTANCE_CONTRIBUTORS
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,
@@ -413,10 +423,11 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
     scrape covers the gap, so the SUM is the increase over the period, whatever the period and however many
     scrapes it missed; a device counter repeats on each MIG instance of its GPU with the GPU's full deltas,
     so each instance's line is the GPU's increase (a GPU not split into MIG instances has one line, MIG
-    none). A GPU that k pods share by time-slicing writes k series of one instance, which CloudWatch stores
-    as k observations of one metric: its SUM is k times the increase, and no statistic of one query undoes
-    that when scrapes may be missing (the mean delta times the scrapes per period would, only while every
-    scrape arrives). A counter MIG reports per instance (a DCGM_FI_PROF_* field typed counter) makes its GPU's
+    none). A GPU that k pods share by time-slicing or MPS has k copies of its counter, one per pod: the OTel
+    pipeline merges them into one series per GPU instance before awsemf (render/agent_otel.merged_counters);
+    agent.pipeline: classic publishes each, which CloudWatch stores as k observations of one metric: its SUM
+    is k times the increase, and no statistic of one query undoes that when scrapes may be missing (the
+    mean delta times the scrapes per period would, only while every scrape arrives): a note says so. A counter MIG reports per instance (a DCGM_FI_PROF_* field typed counter) makes its GPU's
     increase the sum of its instances': its lines are the instances' own, and an alarm per GPU is refused."""
     if field.per_instance and alarm:
         raise Unsupported(f"a MIG GPU's increase of {query.metric} is the sum of its instances', which CloudWatch "
@@ -425,7 +436,7 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
     return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)), group=lines,
                 series=lines, gpu_series=layout.per_gpu,
                 notes=(INSTANCE_LINES.format("add") if field.per_instance else INSTANCE_COUNTER_LINES,
-                       TIME_SLICED_INCREASE))
+                       *((TIME_SLICED_INCREASE,) if settings.agent.pipeline == "classic" else ())))
 
 
 def instances_added(field) -> bool:

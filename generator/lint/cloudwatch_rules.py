@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
-from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets
+from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets, pod_dimensions
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -502,6 +502,58 @@ def widget_blanks(subject: LintInput) -> Iterable[Finding]:
                           f"drops it before it is published; `gpudash verify` names such GPUs")
 
 
+def _summed_shared_counters(subject: LintInput, expressions: Iterable[str]) -> list[str]:
+    """The counter fields that `expressions` sum per GPU, node or cluster (not per pod): on the agent's JSON path
+    each pod's copy of a shared GPU's counter is one more observation of such a sum."""
+    namespace = subject.settings.cloudwatch.namespace
+    pod = set(pod_dimensions(subject.settings))
+    fields = set()
+    for expression in expressions:
+        query = _parsed(expression) if is_query(expression) else None
+        if query is None or query.namespace != namespace or query.function != "SUM" or query.schema is None \
+                or pod <= set(query.schema) or query.metric not in subject.catalog:
+            continue
+        if subject.catalog.get(query.metric).is_counter:
+            fields.add(query.metric)
+    return sorted(fields)
+
+
+def _classic(subject: LintInput) -> bool:
+    return any(agent is not None and agent.otel is None for agent in map(subject.agent, subject.clusters()))
+
+
+SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times its increase of {}: the agent's "
+                  "JSON path (agent.pipeline: classic) publishes each pod's copy of the GPU's counter under the "
+                  "per-GPU dimensions and no statistic of the query undoes that; agent.pipeline: otel (agent "
+                  "1.300066.0 or later) merges the copies into one series per GPU instance before they are "
+                  "published")
+
+
+def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
+    """On agent.pipeline: classic, a widget that sums a counter's deltas per GPU, node or cluster counts a shared
+    GPU's increase once per pod sharing it (a note per widget; the OTel pipeline merges the copies)."""
+    if not _classic(subject):
+        return
+    for name, index, properties in _metric_widgets(subject):
+        fields = _summed_shared_counters(subject, (e for _, e, _ in _widget_entries(properties) if e is not None))
+        if fields:
+            yield Finding("CW016", "note", f"{_where(name, index)} ({properties.get('title', '')})",
+                          SHARED_COUNTER.format(", ".join(fields)))
+
+
+def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
+    """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU instance reads a shared GPU's
+    increase once per pod sharing it, and may fire below its threshold (a note per alarm)."""
+    if not _classic(subject):
+        return
+    for item in subject.alarms:
+        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
+                                                   for m in item.request.get("Metrics", [])))
+        if fields:
+            yield Finding("AL013", "note", _alarm_where(item),
+                          SHARED_COUNTER.format(", ".join(fields)) + ", so it may fire below its threshold")
+
+
 MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)
 # Functions the user guide says act differently when an alarm asks for more datapoints than it evaluates,
 # and SEARCH, which returns several series (an alarm watches one).
@@ -582,6 +634,8 @@ RULES = (
                   "guide documents (IF and comparisons on no array of series)", math_types),
     Rule("CW015", "GROUP BY widgets on DCGM fields cannot drop DCGM's blank sentinel on agent.pipeline: classic "
                   "(a note per widget)", widget_blanks),
+    Rule("CW016", "widgets summing a counter per GPU, node or cluster count a shared GPU's increase once per pod on "
+                  "agent.pipeline: classic (a note per widget)", widget_shared_counters),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
@@ -592,6 +646,8 @@ RULES = (
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
     Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
+    Rule("AL013", "alarms summing a counter per GPU instance read a shared GPU's increase once per pod on "
+                  "agent.pipeline: classic (a note per alarm)", alarm_shared_counters),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

@@ -4,7 +4,7 @@ The agent's JSON `prometheus` section publishes every scraped value: its scraper
 and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can drop them and a
 counter coming back from one is sent as its whole running total. This pipeline drops them first:
 
-    prometheus/gpudash -> filter/gpudash -> batch/gpudash -> awsemf/gpudash
+    prometheus/gpudash -> filter/gpudash -> metricstransform/gpudash -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
@@ -13,6 +13,9 @@ counter coming back from one is sent as its whole running total. This pipeline d
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading - and the
   scrape's own series (up, scrape_*), which the JSON path's scraper drops too;
+* metricstransform merges the copies of a counter the exporter writes for one GPU instance, one per pod
+  that shares the GPU by time-slicing or MPS (see `merged_counters`), into one series per GPU instance for
+  the per-GPU dimension sets, and keeps each pod's copy for the per-pod sets;
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -34,13 +37,15 @@ import re
 from typing import Any, Iterable
 
 from ..blanks import reading_floor
-from ..catalog import Catalog
+from ..catalog import MIG_INSTANCE_LABEL, Catalog
+from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION
 from ..settings import Cluster, Settings
 
 OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/cwagentconfig/gpudash-otel.yaml
 SUFFIX = "gpudash"
-RECEIVER, FILTER, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in ("prometheus", "filter", "batch", "awsemf"))
+RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
+                                            ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
 PIPELINE = f"metrics/{SUFFIX}"
 READS_YAML_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
 MIN_AGENT_VERSION = "1.300066.0"  # the first that starts when its JSON translates to no pipeline
@@ -111,6 +116,65 @@ def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
             for floor, fields in sorted(by_floor.items())]
 
 
+# The exporter's labels that tell a GPU instance from the others of one exporter: the GPU's UUID, and the
+# MIG instance (the scrape job gives a GPU not split into MIG instances GPU_I_ID="none").
+GPU_IDENTITY = ("UUID", MIG_INSTANCE_LABEL)
+MERGED_PREFIX = "gpudash.gpu."  # a merged copy's name between two of the processor's transforms
+
+
+def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
+                    shipped: Iterable[str]) -> dict[str, Any] | None:
+    """metricstransform's transforms that give each GPU instance one series of each counter for the per-GPU
+    dimension sets, however many pods share the GPU (None: no counter is shipped).
+
+    The exporter writes a GPU's series once per pod holding it: k pods sharing a GPU by time-slicing or MPS
+    write k copies of its counter, one reading of one device, and an idle GPU one copy without pod labels.
+    awsemf sends each copy's deltas, so a per-GPU set would hold k observations of every increase (k times the
+    truth), and a pod arriving or leaving would start or end a copy. The processor (contrib's
+    metricstransformprocessor with internal/coreinternal/aggregateutil, bundled from agent 1.300028.0 on) runs
+    its transforms in order on the metrics of each scrape of each target:
+
+    1. insert: a copy of each counter, renamed MERGED_PREFIX + name, keeping only the labels the per-GPU sets
+       name and the GPU's identity, whose datapoints of one label set and timestamp are merged into one by
+       `max` (the copies of one reading are equal; a copy that is a staleness marker, NaN or blank is none of
+       them: the filter dropped blanks before, and awsemf drops a merged point that is a marker): one series
+       per GPU instance whose labels do not change when pods come and go;
+    2. update: each pod's copy keeps only the labels the per-pod sets name and the GPU's identity, so that it
+       lacks a dimension of every per-GPU set and is published in the per-pod sets only;
+    3. update: the merged copies take their field's name back.
+
+    awsemf then turns each series into deltas: the merged one's are the GPU's increase, once, across pods
+    arriving and leaving, missed scrapes and counter resets; a pod's copy reads the GPU's increase while the
+    pod held it (from its first scrape with the pod to its last)."""
+    names = [n for n in shipped if n in catalog and catalog.get(n).is_counter]
+    if not names:
+        return None
+    pod_set = set(settings.cloudwatch.dimensions)
+    sets = [tuple(d) for declaration in declarations for d in declaration["dimensions"]
+            if any(re.search(selector, name) for selector in declaration["metric_name_selectors"]
+                   for name in names)]
+    own = {label for name in names for label in catalog.get(name).own_labels}
+    per_pod = {*GPU_IDENTITY, *own, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
+    per_gpu = {*GPU_IDENTITY, *own, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
+    for dims in sets:
+        if not pod_set <= set(dims) and set(dims) <= per_pod:
+            raise InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a "
+                             f"counter keeps ({', '.join(sorted(per_pod))}): each pod sharing a GPU would be "
+                             f"published in it, so it would read the GPU's increase once per pod",
+                             where="cloudwatch.gpu_dimensions",
+                             hint="name the node and the GPU in cloudwatch.gpu_dimensions, e.g. "
+                                  "[ClusterName, node, gpu]")
+    include = f"^({'|'.join(re.escape(n) for n in names)})$"
+    return {"transforms": [
+        {"include": include, "match_type": "regexp", "action": "insert", "new_name": MERGED_PREFIX + "${1}",
+         "operations": [{"action": "aggregate_labels", "label_set": sorted(per_gpu), "aggregation_type": "max"}]},
+        {"include": include, "match_type": "regexp", "action": "update",
+         "operations": [{"action": "aggregate_labels", "label_set": sorted(per_pod), "aggregation_type": "max"}]},
+        {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
+         "new_name": "${1}"},
+    ]}
+
+
 def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
     """What awsemf publishes, the same for every cluster."""
     return {
@@ -143,12 +207,16 @@ class Pipeline:
                  scrape_config: dict[str, Any], shipped: Iterable[str]):
         self.jobs = escaped(scrape_config)
         self.publishes = _publishes(emf)
+        shipped = list(shipped)
         self.processors = {
             FILTER: {"error_mode": "ignore",
                      "metrics": {"datapoint": [*blank_conditions(catalog, shipped), SCRAPE_SERIES]}},
-            BATCH: {"timeout": f"{settings.agent.force_flush_interval}s"},
         }
-        self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": [FILTER, BATCH],
+        merge = merged_counters(catalog, settings, self.publishes["metric_declarations"], shipped)
+        if merge:
+            self.processors[MERGE] = escaped(merge)
+        self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
+        self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),
                                                  "exporters": [EXPORTER]}}}
 
     def config(self, cluster: Cluster, log_group: str) -> dict[str, Any]:

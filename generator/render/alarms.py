@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, INSTANCE_CONTRIBUTORS, MI_FUNCTIONS, STATISTICS, Plan,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, instance_contributors,
                                 Unsupported, dimension_for, gpu_dimensions, mig_dimensions, pod_dimensions, scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
@@ -214,7 +214,7 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
                 f"below {threshold:g} (the same share as a ratio).")
         description = (description[:1024 - len(note)] + note)[:1024]
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        note = f" On CloudWatch: {INSTANCE_CONTRIBUTORS}."
+        note = f" On CloudWatch: {instance_contributors(settings)}."
         description = (description[:1024 - len(note)] + note)[:1024]
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 

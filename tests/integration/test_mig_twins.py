@@ -127,17 +127,17 @@ def built(tmp_path_factory):
     return built_with(tmp_path_factory.mktemp("mig-twins"), {"per_pod.py": RULES})
 
 
-def built_with(folder, alarms: dict[str, str]):
-    """The build of the bundled alarms and `alarms` (file name: text) on the fleet's fields, its rules.yaml
-    written into `folder` for promtool."""
-    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+def built_with(folder, alarms: dict[str, str], fields=FIELDS, settings: str = ""):
+    """The build of the bundled alarms and `alarms` (file name: text) on `fields` (the fleet's) with `settings`
+    (gpudash.yaml text beside the definitions), its rules.yaml written into `folder` for promtool."""
+    wanted = set(fields) | {"DCGM_FI_DRIVER_VERSION"}
     (folder / "counters.csv").write_text("\n".join(
         line for line in default_counters().read_text().splitlines()
         if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
     shutil.copytree(bundled("alarms"), folder / "alarms")
     for name, text in alarms.items():
         (folder / "alarms" / name).write_text(text)
-    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n" + settings)
     files = encode(build(load_project(folder / "gpudash.yaml", folder / "counters.csv")))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     return files, folder

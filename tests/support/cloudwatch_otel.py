@@ -1,9 +1,11 @@
 """A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
-(prometheus receiver -> filter -> batch -> awsemf), run on the GENERATED collector configuration.
+(prometheus receiver -> filter -> metricstransform -> batch -> awsemf), run on the GENERATED collector
+configuration.
 
 What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
-pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
+pkg/ottl, exporter/awsemfexporter, internal/aws/metrics; upstream contrib's processor/metricstransformprocessor
+at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinternal/aggregateutil):
 
 * the agent's collector reads its configuration in two passes: the confmap resolver turns `$$` into
   `$`, then the expandconverter expands `$NAME`, `${NAME}`, `$1`, ... (unset: empty), `$$` being `$`;
@@ -11,11 +13,16 @@ pkg/ottl, exporter/awsemfexporter, internal/aws/metrics):
   and metric_relabel_configs (keep, drop, replace), and adds the scrape's own series (up, scrape_*)
   with the target's labels; `job` and `instance` go into the resource (service.name,
   service.instance.id), not onto the datapoint; an empty label is no label; a gauge becomes a
-  Gauge, a counter a cumulative Sum;
+  Gauge, a counter a cumulative Sum; a series of the target's previous scrape that this one lacks gets a
+  staleness marker (a point without value, flagged NoRecordedValue) after the scrape's samples, and a failed
+  scrape (a payload of "") marks every series so;
 * the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, comparisons, and / or / not, parentheses);
-* awsemf drops NaN and infinite values (the counter's previous value is kept), turns a cumulative
+* metricstransform runs its transforms in order on one scrape's metrics (insert: a transformed copy of each
+  matching metric; update: in place; new_name expanded from the include pattern; aggregate_labels: labels
+  outside label_set removed, the points of one label set merged into the first one's, see _aggregate_labels);
+* awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;
   a smaller value is sent as it is, a reset), forgets a previous value at the first sweep of its cache
@@ -29,6 +36,8 @@ from __future__ import annotations
 import math
 import operator
 import re
+from dataclasses import dataclass, field
+
 import yaml
 
 from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabeled, exposition
@@ -269,6 +278,9 @@ class OtelAgent(Pipeline):
         self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
         self.sweep_phase = 0.0  # when awsemf's cache sweeps (every CACHE_TTL from then)
+        self.transforms = metric_transforms(config)
+        self._last_series: dict[tuple, set] = {}  # each target's series at its last scrape (staleness markers)
+        self._kinds: dict[str, str] = {}
 
     def _swept(self, stored: float, now: float) -> bool:
         """Whether awsemf's cache dropped a value stored at `stored` by `now`: its sweep runs every CACHE_TTL
@@ -302,9 +314,8 @@ class OtelAgent(Pipeline):
         return sets
 
     def _series(self, job: str, name: str, sample_labels: dict[str, str], target_labels: dict[str, str]):
-        """What the receiver and awsemf make of one series whatever its value: None when the job's
-        metric_relabel_configs drop it, else (name, labels, the counter's cache key, the dimension sets
-        with their values). A fleet serves the same series at every scrape: each is worked out once."""
+        """What the receiver makes of one series whatever its value: None when the job's metric_relabel_configs
+        drop it, else (name, labels). A fleet serves the same series at every scrape: each is worked out once."""
         key = (job, name, tuple(sample_labels.items()), tuple(target_labels.items()))
         try:
             return self._known_series[key]
@@ -319,47 +330,182 @@ class OtelAgent(Pipeline):
         else:
             name = relabeled.pop("__name__")
             labels = {k: v for k, v in relabeled.items() if v != "" and k not in ("job", "instance")}  # into the resource
-            series = (name, labels, (name, tuple(sorted(labels.items()))),
-                      [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)])
+            series = (name, labels)
         self._known_series[key] = series
         return series
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
-        result = []
+        """One scrape of one target through the pipeline; a payload of "" is a failed scrape."""
         job = scrape.target_labels["job"]
         samples = list(exposition(scrape.payload))
-        dropped = self._dropped
         # the receiver's own series of the scrape, with the target's labels (not metric-relabelled)
-        own = [("up", 1.0), ("scrape_duration_seconds", 0.05), ("scrape_samples_scraped", float(len(samples))),
+        own = [("up", 1.0 if scrape.payload else 0.0), ("scrape_duration_seconds", 0.05),
+               ("scrape_samples_scraped", float(len(samples))),
                ("scrape_samples_post_metric_relabeling", float(len(samples))), ("scrape_series_added", 0.0)]
+        target = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
+        metrics: dict[str, _Metric] = {}  # one scrape of one target: one resource, its metrics by name
         for name, value in own:
-            labels = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
-            if dropped(name, value):
-                self.dropped.append((name, labels, value))
-                continue
-            self.exported.add(name)
-            result += [Datapoint(self.namespace, name, tuple(sorted((d, labels[d]) for d in dims)), scrape.timestamp,
-                                 value) for dims in self._sets(name, labels)]
+            metrics.setdefault(name, _Metric(name, "gauge")).points.append((target, value))
         for name, kind, sample_labels, value in samples:
             if kind == "histogram":
                 continue  # DCGM serves none; awsemf would publish a histogram's statistics
             series = self._series(job, name, sample_labels, scrape.target_labels)
-            if series is None:
+            if series is not None:
+                name, labels = series
+                metrics.setdefault(name, _Metric(name, kind)).points.append((labels, value))
+        self._mark_stale(scrape, metrics)
+        kept, dropped = [], self._dropped
+        for metric in metrics.values():
+            points = []
+            for labels, value in metric.points:
+                # a staleness marker has no value: OTTL's value_double reads 0 (the point's empty double)
+                if dropped(metric.name, 0.0 if value is None else value):
+                    self.dropped.append((metric.name, labels, value))
+                    continue
+                points.append((labels, value))
+            if points:
+                self.exported.add(metric.name)
+                kept.append(_Metric(metric.name, metric.kind, points))
+        for transform in self.transforms:
+            kept = transform(kept)
+        return [point for metric in kept for point in self._published(metric, scrape.timestamp)]
+
+    def _mark_stale(self, scrape: Scrape, metrics: dict[str, "_Metric"]) -> None:
+        """Prometheus's scrape loop appends a staleness marker (the receiver: a point flagged NoRecordedValue,
+        no value) for each series of the target's previous scrape that this one lacks, after its samples; a
+        failed scrape lacks them all."""
+        target = (scrape.target_labels.get("job"), scrape.target_labels.get("instance"),
+                  tuple(sorted(scrape.target_labels.items())))
+        seen = {(m.name, tuple(sorted(labels.items()))) for m in metrics.values() for labels, _ in m.points}
+        for name, labels in sorted(self._last_series.get(target, set()) - seen):
+            metrics.setdefault(name, _Metric(name, self._kinds.get(name, "gauge"))).points.append((dict(labels), None))
+        for m in metrics.values():
+            self._kinds[m.name] = m.kind
+        self._last_series[target] = seen
+
+    def _published(self, metric: "_Metric", timestamp: float) -> list[Datapoint]:
+        """awsemf: a point flagged NoRecordedValue, NaN or infinite is dropped (a counter's previous value kept);
+        a counter's point becomes its delta; each dimension set the declarations give it."""
+        result = []
+        for labels, value in metric.points:
+            if value is None or math.isnan(value) or math.isinf(value):
                 continue
-            name, labels, key, dimensions = series
-            if dropped(name, value):
-                self.dropped.append((name, labels, value))
-                continue
-            self.exported.add(name)
-            if math.isnan(value) or math.isinf(value):
-                continue  # awsemf: dropped, the previous value of a counter kept
-            if kind == "counter":
+            key, dimensions = self._emitted(metric.name, labels)
+            if metric.kind == "counter":
                 previous = self._previous.get(key)
-                self._previous[key] = (value, scrape.timestamp)
-                if previous is None or self._swept(previous[1], scrape.timestamp):
+                self._previous[key] = (value, timestamp)
+                if previous is None or self._swept(previous[1], timestamp):
                     if not self.retain_initial:
                         continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
                 else:
                     value = value - previous[0] if value >= previous[0] else value
-            result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
+            result += [Datapoint(self.namespace, metric.name, dims, timestamp, value) for dims in dimensions]
         return result
+
+    def _emitted(self, name: str, labels: dict[str, str]) -> tuple[tuple, list[tuple]]:
+        """(the counter's cache key, the dimension sets with their values) of a series, worked out once."""
+        try:
+            return self._known_emitted[(name, tuple(labels.items()))]
+        except AttributeError:
+            self._known_emitted: dict[tuple, tuple] = {}
+        except KeyError:
+            pass
+        result = self._known_emitted[(name, tuple(labels.items()))] = (
+            (name, tuple(sorted(labels.items()))),
+            [tuple(sorted((d, labels[d]) for d in dims)) for dims in self._sets(name, labels)])
+        return result
+
+
+# --- metricstransform: the transforms and the operation gpudash writes ----------------------
+
+@dataclass
+class _Metric:
+    """A metric of one resource: its name, kind (gauge / counter: a cumulative Sum) and points (labels, value;
+    None: a staleness marker, flagged NoRecordedValue)."""
+
+    name: str
+    kind: str
+    points: list = field(default_factory=list)
+
+
+def _go_max(a: float, b: float) -> float:
+    """Go's math.Max: +Inf over anything, then NaN over anything."""
+    if math.isinf(a) and a > 0 or math.isinf(b) and b > 0:
+        return math.inf
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    return max(a, b)
+
+
+def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -> _Metric:
+    """aggregate_labels (aggregateutil FilterAttrs, GroupDataPoints, MergeDataPoints): every label not in
+    `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
+    first of them, whose flags it keeps: a first point without value (a marker) takes nothing from the others
+    (its value type matches no case); otherwise `max` takes math.Max of its double and each other's (an empty
+    value reads 0), `sum` adds them."""
+    assert aggregation in ("max", "sum"), f"aggregation the model does not know: {aggregation}"
+    groups: dict[tuple, list] = {}
+    for labels, value in metric.points:
+        kept = {k: v for k, v in labels.items() if k in label_set}
+        groups.setdefault(tuple(sorted(kept.items())), []).append(value)
+    points = []
+    for key, values in groups.items():
+        first, value = values[0], values[0]
+        if first is not None:
+            for other in values[1:]:
+                other = 0.0 if other is None else other
+                value = _go_max(value, other) if aggregation == "max" else value + other
+        points.append((dict(key), value))
+    return _Metric(metric.name, metric.kind, points)
+
+
+def _go_expand(template: str, match: re.Match) -> str:
+    """Go's Regexp.ExpandString: $n and ${n} are the submatches (the names gpudash writes: numbers)."""
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: match.group(int(m.group(1) or m.group(2))) or "", template)
+
+
+def _transform(config: dict):
+    """One of metricstransform's transforms (metrics_transform_processor_otlp.go processMetrics) as a function
+    of a resource's metrics: `insert` appends a transformed copy of each matching metric present before it,
+    `update` transforms the matching metrics in place (a metric left without points is dropped); a new name is
+    the include pattern's expansion (regexp) of `new_name`."""
+    assert config.get("match_type") == "regexp" and config["action"] in ("insert", "update"), config
+    assert not config.get("experimental_match_labels"), "the model matches no labels"
+    pattern = re.compile(config["include"])
+    operations = config.get("operations") or []
+    for operation in operations:
+        assert operation["action"] == "aggregate_labels", f"operation the model does not know: {operation}"
+
+    def changed(metric: _Metric, match: re.Match) -> _Metric:
+        if config.get("new_name"):
+            metric = _Metric(_go_expand(config["new_name"], match) or config["new_name"], metric.kind,
+                             list(metric.points))
+        for operation in operations:
+            metric = _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
+        return metric
+
+    def apply(metrics: list[_Metric]) -> list[_Metric]:
+        result = []
+        for metric in metrics:
+            match = pattern.search(metric.name)
+            if config["action"] == "insert":
+                result.append(metric)
+            elif match:
+                metric = changed(metric, match)
+                if metric.points:
+                    result.append(metric)
+                continue
+            else:
+                result.append(metric)
+        if config["action"] == "insert":
+            result += [changed(m, pattern.search(m.name)) for m in metrics if pattern.search(m.name)]
+        return result
+
+    return apply
+
+
+def metric_transforms(config: dict) -> list:
+    """The pipeline's metricstransform transforms in order (none without the processor)."""
+    (pipeline,) = config["service"]["pipelines"].values()
+    names = [n for n in pipeline["processors"] if n.split("/")[0] == "metricstransform"]
+    return [_transform(t) for name in names for t in config["processors"][name]["transforms"]]

@@ -44,7 +44,8 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     names += list(otel["service"]["pipelines"])
     assert names and all(n.endswith("/gpudash") for n in names)  # no clash with the agent's own pipelines
     (pipeline,) = otel["service"]["pipelines"].values()
-    assert pipeline == {"receivers": ["prometheus/gpudash"], "processors": ["filter/gpudash", "batch/gpudash"],
+    assert pipeline == {"receivers": ["prometheus/gpudash"],
+                        "processors": ["filter/gpudash", "metricstransform/gpudash", "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
@@ -243,7 +244,8 @@ def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_se
 # The keys each component of the pipeline accepts (mapstructure tags of the amazon-contributing fork the agent
 # builds, v0.103 base: exporter/awsemfexporter config.go and metric_declaration.go with internal/aws/awsutil
 # AWSSessionSettings squashed in; processor/filterprocessor config.go; receiver/prometheusreceiver config.go;
-# the collector's batchprocessor). The collector refuses to start on any other key.
+# the collector's batchprocessor; contrib's processor/metricstransformprocessor config.go, the same keys from
+# v0.103 to v0.124.1, which the agent bundles from 1.300066.0 on). The collector refuses to start on any other key.
 ACCEPTED = {
     "awsemf": {"num_workers", "endpoint", "request_timeout_seconds", "max_retries", "no_verify_ssl", "proxy_address",
                "region", "local_mode", "resource_arn", "role_arn", "profile", "shared_credentials_file",
@@ -256,6 +258,9 @@ ACCEPTED = {
     "awsemf.metric_descriptors": {"metric_name", "unit", "overwrite"},
     "filter": {"error_mode", "metrics", "logs", "spans", "traces"},
     "filter.metrics": {"include", "exclude", "regexp", "metric", "datapoint"},
+    "metricstransform": {"transforms"},
+    "metricstransform.transforms": {"include", "match_type", "experimental_match_labels", "action", "new_name",
+                                    "group_resource_labels", "aggregation_type", "submatch_case", "operations"},
     "batch": {"timeout", "send_batch_size", "send_batch_max_size", "metadata_keys", "metadata_cardinality_limit"},
     "prometheus": {"config", "trim_metric_suffixes", "use_start_time_metric", "start_time_metric_regex",
                    "report_extra_scrape_metrics", "target_allocator"},

@@ -417,9 +417,11 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     scrape in ten missing on every node reads the true increase (the mean delta x 10 scrapes read 10/9 of it);
     each of a MIG GPU's seven instances carries its GPU's whole deltas; a counter reset is counted from 0, as
     Prometheus counts it; a widget period changed to 10 minutes reads the 10 minutes' increase. A GPU two pods
-    share by time-slicing reads its increase twice (two series of one instance: said in the header and the
-    alarm). The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), but on the
-    time-sliced GPU."""
+    share by time-slicing reads its increase once on the OTel pipeline (it merges the pods' copies into one
+    series per GPU instance) and twice on agent.pipeline: classic (two series of one instance: said in the
+    header and the alarm). The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), on
+    classic also on the time-sliced GPU."""
+    classic = "classic" in pipeline
     project = _project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
@@ -430,8 +432,9 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-replays.json"
     (properties,) = [p for where, p in widgets(files) if where == path]
     assert _said(_header(files, path), "PCIe replays per period", "one line per GPU instance")
-    assert _said(_header(files, path), "PCIe replays per period", "a GPU shared by time-slicing reads its increase")
-    truth_per_scrape = {"gpu-node-whole GPU 0 MIG none": 5, "gpu-node-ts GPU 0 MIG none": 3 * 2,
+    assert _said(_header(files, path), "PCIe replays per period",
+                 "a GPU shared by time-slicing or MPS reads its increase once per pod") == classic
+    truth_per_scrape = {"gpu-node-whole GPU 0 MIG none": 5, "gpu-node-ts GPU 0 MIG none": 3 * (2 if classic else 1),
                         "gpu-node-reset GPU 0 MIG none": 4,
                         **{f"gpu-node-mig7 GPU 0 MIG {i}": 6 for i in range(1, 8)}}
     for period in (300, 600):
@@ -448,7 +451,7 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
         states = cloudwatch_eval.alarm(request, datapoints, end)
         fired = {tuple(sorted(dict(k).items())) for k, state in states.items() if state == "ALARM"}
         assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)} | \
-            {(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))}  # time-sliced: 60 read, 30 true
+            ({(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))} if classic else set())  # 60 read, 30 true
     # The Prometheus rule, from the facts: replays per 5 minutes over 50 on the MIG GPU alone (whole: exactly 50).
     per_five_minutes = {node.name: node.gpus[0].replays_per_s * 300 for node in fleet}
     assert {name for name, value in per_five_minutes.items() if value > 50} == {"gpu-node-mig7"}

@@ -1,0 +1,210 @@
+"""A GPU's counters read its true increase on CloudWatch and in Prometheus, however many pods share it.
+
+The exporter writes a GPU's series once per pod that holds it: k pods sharing a GPU by time-slicing or MPS
+make k copies of one reading of its PCIe replay and row-remap counters, a GPU no pod holds one copy without
+pod labels. One node's exporter serves twelve GPUs for half an hour of 30 s scrapes, its scrape failing at
+one scrape in ten (every series marked stale): GPUs that one to four pods share at 50 and at 60 replays per
+5 minutes (the PCIe rule fires over 50); a GPU whose pod leaves while the next one arrives, and one idle
+until a pod takes it; a counter restarting from 0 on a GPU two pods share; a GPU cut in three MIG
+instances, one held by two pods, one idle. One remapped row appears on the GPU three pods share.
+
+CloudWatch: the payloads go through the model of the agent's OTel pipeline (the generated collector
+configuration: the filter, metricstransform's merge, awsemf's deltas) into the generated alarms: every
+GPU instance's SUM of deltas per 5 minutes is its true increase, and the alarm names exactly the GPUs
+whose increase passes 50. Prometheus: the same readings, stored as the generated scrape job stores them
+(a pod that leaves, and a failed scrape, leave staleness markers), through `promtool test rules` on the
+generated rules: the same GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.test_mig_twins import built_with
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+
+STEP, STEPS = 30, 60  # half an hour of 30 s scrapes, k = 0 .. 59, and k = -1 before
+FAILED = {k for k in range(STEPS) if k % 10 == 3}  # the exporter does not answer: every series marked stale
+NODE = "gpu-node-1"
+REPLAYS, ROWS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+FIELDS = (REPLAYS, ROWS)
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+ALWAYS = (-1, STEPS)
+
+
+def _pods(*names: str, during: tuple[int, int] = ALWAYS) -> tuple[tuple[str, str, int, int], ...]:
+    """Pods (namespace ml) holding a GPU instance from scrape `during[0]` up to, not including, `during[1]`."""
+    return tuple(("ml", name, *during) for name in names)
+
+
+# gpu index -> (replays per scrape, {GPU_I_ID or None: holders}, the scrape the counter restarts from 0 at)
+GPUS = {
+    0: (6, {None: _pods("a0")}, None),
+    1: (5, {None: _pods("b0", "b1")}, None),
+    2: (6, {None: _pods("c0", "c1", "c2")}, None),
+    3: (5, {None: _pods("d0", "d1", "d2", "d3")}, None),
+    4: (5, {None: _pods("e0")}, None),
+    5: (6, {None: _pods("f0", "f1")}, None),
+    6: (6, {None: _pods("g0", "g1", "g2", "g3")}, None),
+    7: (5, {None: _pods("h0", during=(-1, 24)) + _pods("h1", during=(18, STEPS))}, None),  # h1 arrives, h0 leaves
+    8: (6, {None: _pods("i0", during=(25, STEPS))}, None),  # idle until scrape 25
+    9: (6, {None: _pods("j0", "j1")}, 36),  # the counter restarts from 0 just before scrape 36
+    10: (6, {"1": _pods("m1"), "2": _pods("m2", "m3"), "3": ()}, None),  # MIG: three instances
+    11: (5, {None: _pods("n0", "n1", "n2", during=(10, 50))}, None),  # idle, then three pods, then idle
+}
+ROW_GPU, ROW_AT = 2, 41  # one uncorrectable row remapped on GPU 2 (three pods) at scrape 41
+
+
+def _replays(gpu: int, k: int) -> int:
+    per_scrape, _, reset = GPUS[gpu]
+    return per_scrape * (k - reset + 1) if reset is not None and k >= reset else 1_000 + per_scrape * (k + 1)
+
+
+def _labels(gpu: int, instance: str | None, pod: tuple[str, str, int, int] | None) -> str:
+    parts = [f'gpu="{gpu}"', f'UUID="GPU-{gpu:04d}"', f'device="nvidia{gpu}"', 'modelName="NVIDIA A100-SXM4-40GB"']
+    if instance is not None:
+        parts += ['GPU_I_PROFILE="2g.10gb"', f'GPU_I_ID="{instance}"']
+    parts += [f'Hostname="{NODE}"', 'DCGM_FI_DRIVER_VERSION="535.161.08"']
+    if pod is not None:
+        parts += ['container="main"', f'namespace="{pod[0]}"', f'pod="{pod[1]}"']
+    return ",".join(parts)
+
+
+def series_at(k: int) -> dict[str, float]:
+    """{series text: value} the exporter serves at scrape k (a GPU instance no pod holds: one series without pod
+    labels)."""
+    served = {}
+    for gpu, (_, instances, _) in GPUS.items():
+        for instance, pods in instances.items():
+            holders = [p for p in pods if p[2] <= k < p[3]] or [None]
+            for pod in holders:
+                labels = _labels(gpu, instance, pod)
+                served[f"{REPLAYS}{{{labels}}}"] = _replays(gpu, k)
+                served[f"{ROWS}{{{labels}}}"] = float(gpu == ROW_GPU and k >= ROW_AT)
+    return served
+
+
+def _payload(k: int) -> str:
+    if k in FAILED:
+        return ""
+    lines = [f"# TYPE {name} counter" for name in FIELDS]
+    return "\n".join(lines + [f"{series} {value:.0f}" for series, value in series_at(k).items()]) + "\n"
+
+
+def true_increase(gpu: int, start: int, end: int) -> int:
+    """The GPU's replays from scrape `start` to scrape `end` (a restart from 0 counted from 0, as Prometheus and
+    awsemf count it)."""
+    return _replays(gpu, end) - _replays(gpu, start) if GPUS[gpu][2] is None or not start < GPUS[gpu][2] <= end \
+        else _replays(gpu, end) + _replays(gpu, GPUS[gpu][2] - 1) - _replays(gpu, start)
+
+
+def _instances() -> list[tuple[int, str]]:
+    return [(gpu, instance or "none") for gpu, (_, instances, _) in GPUS.items() for instance in instances]
+
+
+def firing(end: int) -> set[tuple[int, str]]:
+    """The GPU instances whose replays over the 5 minutes before `end` pass 50 (each MIG instance carries its
+    GPU's device counter)."""
+    last, first = end // STEP - 1, end // STEP - 11
+    return {(gpu, instance) for gpu, instance in _instances() if true_increase(gpu, first, last) > 50}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("device-counters"), {}, FIELDS)
+
+
+@pytest.fixture(scope="module")
+def published(built):
+    files, _ = built
+    config, job = agent_config(files[AGENT_FILE])
+    labels = target_labels(job, NODE)
+    return Agent(config, job).run([Scrape(float(k * STEP), _payload(k), labels) for k in range(-1, STEPS)])
+
+
+def _request(files, rule: str) -> dict:
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
+    return request
+
+
+def test_the_truth_is_where_the_copies_would_differ():
+    """Each case fires or not by the true increase, and counting each pod's copy would tell otherwise."""
+    assert firing(900) == {(0, "none"), (2, "none"), (5, "none"), (6, "none"), (8, "none"), (9, "none"),
+                           (10, "1"), (10, "2"), (10, "3")}
+    assert {gpu for gpu, _ in _instances() if len(GPUS[gpu][1].get(None, ())) > 1 and GPUS[gpu][0] * 10 <= 50} \
+        == {1, 3, 7, 11}
+
+
+def test_every_gpu_instance_reads_its_true_increase_on_cloudwatch(built, published):
+    """The SUM of the published deltas per GPU instance over each 5 minutes is the GPU's increase: k = 1 to 4
+    holders, a pod leaving while another arrives, an idle GPU taken, failed scrapes, a restart from 0, MIG
+    instances (each carries its GPU's device counter), a row remapped on a GPU three pods share."""
+    files, _ = built
+    for metric, truth in ((REPLAYS, true_increase), (ROWS, lambda gpu, a, b: (gpu == ROW_GPU) * (a < ROW_AT <= b))):
+        query = _request(files, "pcie-replays")["Metrics"][0]["Expression"].replace(REPLAYS, metric)
+        shown = cloudwatch_eval.metrics_insights(query, published, 0, STEPS * STEP, 300)
+        for (gpu, instance) in _instances():
+            line = shown.get((("node", NODE), ("gpu", str(gpu)), ("GPU_I_ID", instance)), {})
+            expected = {t: truth(gpu, t // STEP - 1, t // STEP + 9) for t in range(0, STEPS * STEP, 300)}
+            assert {t: v for t, v in line.items() if v} == {t: v for t, v in expected.items() if v}, \
+                (metric, gpu, instance, line)
+
+
+@pytest.mark.parametrize("end", range(300, STEPS * STEP + 1, 300))
+def test_the_cloudwatch_alarm_fires_exactly_when_the_true_increase_passes_its_threshold(built, published, end):
+    files, _ = built
+    request = _request(files, "pcie-replays")
+    assert request["Threshold"] == 50 and "once per pod" not in request["AlarmDescription"]
+    fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
+             for key, state in cloudwatch_eval.alarm(request, published, end).items() if state == "ALARM"}
+    assert fired == firing(end)
+
+
+def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(built, published):
+    """The per-pod set keeps each pod's copy: the GPU's increase from the pod's first scrape to its last (the
+    pods of one GPU each read it whole), never another pod's."""
+    files, _ = built
+    query = _request(files, "pcie-replays")["Metrics"][0]["Expression"]
+    query = query.replace('"node", "gpu", "GPU_I_ID")', '"namespace", "pod")').replace(
+        'GROUP BY "node", "gpu", "GPU_I_ID"', 'GROUP BY "namespace", "pod"')
+    shown = cloudwatch_eval.metrics_insights(query, published, -STEP, STEPS * STEP, STEPS * STEP + STEP)
+    totals = {dict(key)["pod"]: sum(line.values()) for key, line in shown.items()}
+    answered = [k for k in range(-1, STEPS) if k not in FAILED]
+    held = {pod[1]: (gpu, min(k for k in answered if k >= pod[2]), max(k for k in answered if k < pod[3]))
+            for gpu, (_, instances, _) in GPUS.items() for pods in instances.values() for pod in pods}
+    assert totals == {pod: true_increase(gpu, first, last) for pod, (gpu, first, last) in held.items()}
+
+
+def test_classic_cannot_merge_and_says_so(tmp_path):
+    """agent.pipeline: classic publishes each pod's copy per GPU: the GPU four pods share at 30 replays per 5
+    minutes reads 120, over the threshold. The alarm's description, the dashboard header and lint (AL013 per
+    alarm, CW016 per widget summing a counter per GPU) say so; the default pipeline notes nothing."""
+    from generator.lint.runner import lint_project
+    from generator.project import load_project
+
+    files, folder = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\n")
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k), target_labels(job, NODE))
+                                     for k in range(-1, STEPS)])
+    request = _request(files, "pcie-replays")
+    assert "once per pod sharing it" in request["AlarmDescription"]
+    fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
+             for key, state in cloudwatch_eval.alarm(request, points, 900).items() if state == "ALARM"}
+    assert (3, "none") in fired - firing(900)  # four copies of 50 (5 per scrape): 200
+    header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-health.json"])["DashboardBody"])
+    assert "reads its increase once per pod sharing it" in header["widgets"][0]["properties"]["markdown"]
+    notes = [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
+             if f.rule in ("AL013", "CW016")]
+    assert {(f.rule, f.where.split(" ", 1)[1]) for f in notes} == {
+        ("AL013", "gpudash-gpu-cluster-pcie-replays-warning"),
+        ("AL013", "gpudash-gpu-cluster-uncorrectable-rows-warning"),
+        ("CW016", "widget 2 (Rows remapped (uncorrectable))")}
+    (tmp_path / "otel").mkdir()
+    files, folder = built_with(tmp_path / "otel", {}, FIELDS)
+    assert not [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
+                if f.rule in ("AL013", "CW016")]
