@@ -112,3 +112,30 @@ def botocore_models_read_once():
     botocore.session.create_loader = create_loader
     yield
     botocore.session.create_loader = original
+
+
+_DEFAULT_DESIRED: list = []
+
+
+@pytest.fixture
+def defaults_built_once(monkeypatch):
+    """plan/push/apply on the bundled default settings (no --config, GPUDASH_CONFIG or ./gpudash.yaml, no
+    --csv or --from) build them once per session: nothing a test does changes them. Any other input is
+    built at every call, as the command does."""
+    import click
+
+    from generator import cli_publish
+    from generator.settings import discover
+
+    build = cli_publish._desired
+
+    def desired(config, csv, from_dir):
+        if config or csv or from_dir or discover(None).path is not None:
+            return build(config, csv, from_dir)
+        if not _DEFAULT_DESIRED:
+            _DEFAULT_DESIRED.append(build(config, csv, from_dir))
+        else:
+            click.echo(f"settings: {_DEFAULT_DESIRED[0][0].settings.origin}", err=True)  # as the build says
+        return _DEFAULT_DESIRED[0]
+
+    monkeypatch.setattr(cli_publish, "_desired", desired)

@@ -28,7 +28,7 @@ def grafana(reference):
 
 
 @pytest.fixture
-def run(cli, grafana):
+def run(cli, grafana, defaults_built_once):
     def invoke(*args, token=ADMIN, url=None):
         env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}
         return cli(*args, env=env)
