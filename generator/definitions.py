@@ -30,7 +30,8 @@ from .settings import Levels, Settings
 
 TIME_LIMIT_VARIABLE = "GPUDASH_DEFINITION_TIME_LIMIT"
 DEFAULT_TIME_LIMIT = 60.0  # seconds for all definitions of one kind; a definition that needs more is stuck
-STUBBORN_FIRINGS = 6  # half-second repeats of the time limit before a definition that swallows it is ended
+STUBBORN_FIRINGS = 6  # repeats of the time limit (every half second, or every time limit when it is
+# shorter) before a definition that swallows it is ended
 
 
 class UnknownMetric(DefinitionError):
@@ -150,7 +151,7 @@ def _deadline(seconds: float) -> Iterator[None]:
         raise TimeLimit()
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)  # repeats until the definition lets it through
+    signal.setitimer(signal.ITIMER_REAL, seconds, min(seconds, 0.5))  # repeats until the definition lets it through
     try:
         yield
     finally:

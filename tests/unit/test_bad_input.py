@@ -110,7 +110,7 @@ ALIAS_BOMB = "grafana:\n  tags: &t0 [a, a, a, a, a, a, a, a, a, a]\n" + "".join(
     f"x{i}: &t{i} [{', '.join([f'*t{i - 1}'] * 10)}]\n" for i in range(1, 9))
 INFINITE = "x = 0\nwhile True:\n    x += 1\n"
 STUBBORN = "while True:\n    try:\n        pass\n    except Exception:\n        pass\n"
-QUICK = {"GPUDASH_DEFINITION_TIME_LIMIT": "0.3"}
+QUICK = {"GPUDASH_DEFINITION_TIME_LIMIT": "0.1"}
 
 CASES = [
     # --- the counters CSV ------------------------------------------------------------------------
@@ -322,7 +322,7 @@ CASES = [
     definition("raise SystemExit", {"e.py": "raise SystemExit\n"}, "e.py:1", "sys.exit(None)"),
     definition("endless recursion", {"r.py": "def f(n):\n    return f(n + 1)\n\nf(0)\n"}, "r.py:2",
                "recursed without end"),
-    definition("endless loop", {"loop.py": INFINITE}, "loop.py:", "did not finish within 0.3 s", env=QUICK),
+    definition("endless loop", {"loop.py": INFINITE}, "loop.py:", "did not finish within 0.1 s", env=QUICK),
     definition("endless loop swallowing exceptions", {"loop.py": STUBBORN}, "loop.py:", "did not finish", env=QUICK),
     definition("endless loop in dashboards()", {"loop.py": "def dashboards(ctx):\n    while True:\n        pass\n"},
                "loop.py:", "dashboards(ctx) did not finish", env=QUICK),
