@@ -157,8 +157,10 @@ class GrafanaClient:
     @staticmethod
     def _shape(value: Any, ok: bool, what: str, expected: str) -> Any:
         if not ok:
-            raise InvalidAnswer(f"Grafana's answer is not a valid API answer: expected {expected}, got "
-                                f"{type(value).__name__}", where=what,
+            got = f"an object with keys {', '.join(sorted(map(str, value))[:8]) or '(none)'}" \
+                if isinstance(value, dict) else type(value).__name__
+            raise InvalidAnswer(f"Grafana's answer is not a valid API answer: expected {expected}, got {got}",
+                                where=what,
                                 hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path)")
         return value
 
@@ -173,10 +175,14 @@ class GrafanaClient:
     def create_folder(self, uid: str, title: str) -> None:
         """Create the folder; a folder already there with this uid (our lost answer) is fine."""
         what = f"folder {uid}"
-        if self._request("POST", "/api/folders", what=what, allow=(409,), json={"uid": uid, "title": title}) is None:
+        created = self._request("POST", "/api/folders", what=what, allow=(409,), json={"uid": uid, "title": title})
+        if created is None:
             if self.folder(uid) is None:
                 raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
                                   hint="a folder with the same title may exist elsewhere: rename one of them")
+            return
+        self._shape(created, isinstance(created, dict) and created.get("uid") == uid, what,
+                    f"the created folder, with uid {uid}")
 
     def search_tag(self, tag: str) -> list[dict[str, Any]]:
         """Every dashboard with the tag. Grafana answers a page at a time (at most SEARCH_PAGE hits, fewer
@@ -233,8 +239,22 @@ class GrafanaClient:
         what = f"dashboard {dashboard.get('uid')}"
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
         saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
-        return self._shape(saved, isinstance(saved, dict), what, "the saved dashboard's status")
+        # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.
+        # Anything else (an error in a 200, `{}`) means the save cannot be shown to have happened.
+        ok = isinstance(saved, dict) and saved.get("status") == "success" and isinstance(saved.get("uid"), str) \
+            and saved["uid"] == dashboard.get("uid", saved["uid"]) and isinstance(saved.get("version"), int) \
+            and not isinstance(saved.get("version"), bool)
+        return self._shape(saved, ok, what, 'status "success" with the dashboard\'s uid and version')
 
     def delete(self, uid: str) -> None:
-        """Delete; a dashboard already gone (our lost answer, or someone else) is fine."""
-        self._request("DELETE", f"/api/dashboards/uid/{uid}", what=f"dashboard {uid}", allow=(404,))
+        """Delete, then read the dashboard again: only Grafana's "not found" shows it is gone (an answer
+        that says deleted while the dashboard is still there is a failure). A dashboard already gone
+        (our lost answer, or someone else) is fine."""
+        what = f"dashboard {uid}"
+        answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+        if answer is not None:
+            self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
+                        "the deleted dashboard's title and message")
+        if self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,)) is not None:
+            raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
+                              hint="check Grafana's logs (a locked database, a proxy answering for it); run again")

@@ -64,11 +64,18 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         who = latest.get("createdBy") or "someone"
         change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash pushed it; "
                           f"--force overwrites"] + diff.grafana(model, desired)
+    elif meta.get("folderUid") != folder["uid"]:
+        # gpudash saved it, but it sits in another folder: another project that publishes with the same
+        # uid prefix keeps it there, or a person moved it. Either way it is not this project's to write.
+        change.action = FOREIGN
+        change.details = [f"{model.get('title')!r} is in folder {meta.get('folderUid') or 'General'}, not "
+                          f"{folder['uid']}: another project publishing with the same uid prefix, or a person moved "
+                          f"it; --force moves it back here"]
+        if grafana_content(model) != grafana_content(desired):
+            change.details += diff.grafana(model, desired)
     else:
         change.action = UPDATE
         change.details = diff.grafana(model, desired)
-        if meta.get("folderUid") != folder["uid"]:
-            change.details.append(f"folder {meta.get('folderUid')} → {folder['uid']}")
     return change
 
 

@@ -123,6 +123,10 @@ def _html(status: int = 200) -> dict:
     return {"status": status, "body": HTML, "headers": {"Content-Type": "text/html"}}
 
 
+def _json(body: bytes) -> dict:
+    return {"status": 200, "body": body, "headers": {"Content-Type": "application/json"}}
+
+
 CASES = {
     # name: (rules, exit code of the faulty run, uids it must report as failed)
     "5xx retried": ([Rule(SAVE, status=503, times=2)], 1, []),
@@ -137,6 +141,16 @@ CASES = {
     "HTML page after a processed save": ([Rule(SAVE, action="body")], 1, []),
     "HTML page for every save": ([Rule(SAVE, times=99, **_html())], 3,
                                  ["gpudash-all-metrics", "gpudash-by-pod", UPDATED]),
+    # Answers in a 200 that are not what Grafana answers a write it made: never reported done.
+    "an error in a 200 for every save": ([Rule(SAVE, times=99, **_json(b'{"status": "error", "message": "locked"}'))],
+                                         3, ["gpudash-all-metrics", "gpudash-by-pod", UPDATED]),
+    "an empty object for every save": ([Rule(SAVE, times=99, **_json(b"{}"))], 3,
+                                       ["gpudash-all-metrics", "gpudash-by-pod", UPDATED]),
+    "a 200 to a delete that did not happen": ([Rule(RETIRED + "$", method="DELETE", times=99,
+                                                    **_json(b'{"message": "not deleted: database is locked"}'))],
+                                              3, [RETIRED]),
+    "an error in a 200 to a delete": ([Rule(RETIRED + "$", method="DELETE", times=99,
+                                            **_json(b'{"status": "error"}'))], 3, [RETIRED]),
 }
 
 
@@ -156,6 +170,21 @@ def test_a_fault_during_push_loses_nothing_and_a_rerun_converges(name, grafana, 
         assert all(len(grafana.state.dashboards[uid]["versions"]) == 1 for uid in CREATED)
     _assert_safe(grafana, before, {EDITED: "10s"})
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_folder_create_answered_with_something_else_stops_the_push(grafana, proxy, run):
+    """Grafana answers a folder it created with that folder: `[]` in a 200 is not one, so nothing is put
+    in a folder that may not exist, and nothing is reported published."""
+    for entry in grafana.state.dashboards.values():  # a Grafana without gpudash's folder (and its dashboards)
+        entry["folderUid"] = "team" if entry["folderUid"] == "gpudash" else entry["folderUid"]
+    grafana.state.folders.pop("gpudash")
+    proxy.inject(Rule(r"^/api/folders$", method="POST", times=99, **_json(b"[]")))
+    writes = len(grafana.writes())
+    code, report, stderr = run()
+    assert code == 3 and "Traceback" not in stderr
+    assert report["written"] == [] and [f["name"] for f in report["failed"]][0] == "gpudash"
+    assert "not a valid API answer" in report["failed"][0]["error"]
+    assert len(grafana.writes()) == writes and "gpudash" not in grafana.state.folders
 
 
 def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):

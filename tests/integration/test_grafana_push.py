@@ -401,6 +401,38 @@ def test_a_dashboard_another_gpudash_project_keeps_in_its_own_folder_is_never_pr
     assert json.dumps(grafana.state.dashboards["gpudash-team-b"], sort_keys=True) == before
 
 
+def test_a_dashboard_a_person_moved_to_another_folder_is_not_moved_back_without_force(grafana, run):
+    """A move adds no version: the folder is the evidence. gpudash's dashboard in someone's folder is
+    refused (their move may be deliberate); --force moves it back."""
+    _push(run)
+    grafana.state.folders["alice"] = {"id": 98, "uid": "alice", "title": "Alice's"}
+    grafana.move("gpudash-overview", "alice")
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--output", "json")
+    (moved,) = [c for c in json.loads(stdout)["changes"] if c["action"] != "unchanged"]
+    assert code == 1 and moved["name"] == "gpudash-overview" and moved["action"] == "foreign"
+    assert moved["details"] == ["'GPU fleet overview' is in folder alice, not gpudash: another project publishing "
+                                "with the same uid prefix, or a person moved it; --force moves it back here"]
+    code, stdout, _ = _push(run)
+    assert code == 1 and json.loads(stdout)["refused"] == ["gpudash-overview"]
+    assert grafana.state.dashboards["gpudash-overview"]["folderUid"] == "alice"
+    code, stdout, _ = _push(run, "--force")
+    assert code == 0 and json.loads(stdout)["written"] == ["gpudash-overview"]
+    assert grafana.state.dashboards["gpudash-overview"]["folderUid"] == "gpudash"
+
+
+def test_two_projects_with_one_uid_prefix_never_take_each_others_dashboards(grafana, run, project_dir):
+    """Project B (its own folder, the default uid prefix) pushes after project A: A's dashboards, saved
+    by gpudash in A's folder, are refused as foreign instead of moved and overwritten."""
+    _push(run)
+    before = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in UIDS}
+    config = project_dir("grafana:\n  folder: {uid: team-b, title: Team B GPUs}\n"
+                         "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    code, stdout, stderr = _push(run, "--config", str(config))
+    assert code == 1, stderr
+    assert sorted(json.loads(stdout)["refused"]) == UIDS and json.loads(stdout)["written"] == ["team-b"]
+    assert {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in UIDS} == before
+
+
 def test_the_tag_search_is_read_page_by_page(grafana, run):
     """Grafana answers a search one page at a time: every page is read, even pages shorter than asked for."""
     _push(run)
