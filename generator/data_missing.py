@@ -9,6 +9,12 @@ expected signal comes from off the GPU nodes: kube-state-metrics' view of the ex
   CloudWatch, the agent that scrapes it) stops;
 * `kube_daemonset_status_number_available` - of those, nodes whose exporter pod is available.
 
+The Prometheus rule reads every DaemonSet kube-state-metrics labels as an exporter (`kube_daemonset_labels`
+with the operator's `app` or the Helm chart's `app.kubernetes.io/name`; see exporter_label_matchers), so a
+chart installed per node pool under other names is read too; kube-state-metrics exposes those labels only
+with `--metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]`. The CloudWatch agent's scrape job
+cannot join on labels and keeps the one DaemonSet the settings name (daemonset_selector).
+
 Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
@@ -84,10 +90,14 @@ from typing import Any
 from . import container_insights_table as addon
 from .markers import CLUSTER_DIMENSION
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import style_for
+from .exporter_styles import STYLES, style_for
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
+# A DaemonSet's Kubernetes labels as label_<name> labels; kube-state-metrics exposes only those its
+# --metric-labels-allowlist names (daemonsets=[app,app.kubernetes.io/name]).
+LABELS, LABEL_PREFIX = "kube_daemonset_labels", "label_"
+KSM_ALLOWLIST = "daemonsets=[app,app.kubernetes.io/name]"
 AVAILABLE = "kube_daemonset_status_number_available"
 KSM_METRICS = (DESIRED, AVAILABLE)
 CLUSTER_SET = (CLUSTER_DIMENSION,)
@@ -154,8 +164,28 @@ def on_addon(project) -> bool:
 
 
 def daemonset_selector(settings: Settings) -> str:
-    """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series."""
+    """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series, by its name (the CloudWatch
+    agent's kube-state-metrics job keeps these)."""
     return f'namespace="{settings.exporter.namespace}", daemonset="{style_for(settings).daemonset}"'
+
+
+def exporter_label_matchers() -> list[str]:
+    """kube_daemonset_labels matchers of the labels that identify a DCGM exporter DaemonSet, whatever its name and
+    namespace: the GPU operator's `app=nvidia-dcgm-exporter` and the Helm chart's (and static manifest's)
+    `app.kubernetes.io/name=dcgm-exporter` (a chart installed per node pool under fullnameOverride keeps it)."""
+    labels = dict.fromkeys(style.pod_label for style in STYLES.values())
+    return [f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in labels]
+
+
+def exporter_labels_text() -> str:
+    """The identifying labels, as a person writes them."""
+    return " or ".join(f"{k}={v}" for k, v in dict.fromkeys(style.pod_label for style in STYLES.values()))
+
+
+def exporter_daemonsets(extra: str = "") -> str:
+    """PromQL: kube_daemonset_labels of every DCGM exporter DaemonSet (`extra`: more matchers, e.g. a cluster)."""
+    extra = f"{extra}, " if extra else ""
+    return "(" + " or ".join(f"{LABELS}{{{extra}{m}}}" for m in exporter_label_matchers()) + ")"
 
 
 def ksm_declaration() -> dict[str, Any]:
@@ -199,27 +229,38 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
 
 
 def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:
-    """The rule: each branch carries a `reason` label that the alert's summary shows."""
-    selector = daemonset_selector(settings)
-    desired, available = f"{DESIRED}{{{selector}}}", f"{AVAILABLE}{{{selector}}}"
-    by = f" by ({settings.labels.cluster})" if settings.shared_prometheus else ""
-    on = f"on({settings.labels.cluster})" if settings.shared_prometheus else "on()"
+    """The rule: each branch carries a `reason` label that the alert's summary shows. It reads every exporter
+    DaemonSet kube-state-metrics reports with an identifying label (exporter_label_matchers), one or many."""
+    cluster = settings.labels.cluster
+    by = f" by ({cluster})" if settings.shared_prometheus else ""
+    on = f"on({cluster})" if settings.shared_prometheus else "on()"
+    each = f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
+    found = exporter_daemonsets()
 
     def reason(expression: str, text: str) -> str:
         return f'label_replace({expression}, "reason", "{text}", "", "")'
 
-    # absent_over_time keeps the labels of equality matchers: one per cluster names the silent one.
+    def none_labelled(extra: str) -> str:
+        """No exporter DaemonSet all window long; absent_over_time keeps the equality matchers' labels, of which
+        only the cluster's stays (one alert per silent cluster)."""
+        extra = f"{extra}, " if extra else ""
+        absent = " and on() ".join(f"absent_over_time({LABELS}{{{extra}{m}}}[{window}])"
+                                   for m in exporter_label_matchers())
+        for name in dict.fromkeys(m.split("=", 1)[0] for m in exporter_label_matchers()):
+            absent = f'label_replace({absent}, "{name}", "", "", "")'
+        return absent
+
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
-    absent = [f"absent_over_time({DESIRED}{{{settings.labels.cluster}=\"{value}\", {selector}}}[{window}])"
-              for value in labelled] or [f"absent_over_time({desired}[{window}])"]
+    absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
     branches = [
         reason(f"({exporter_down})", "an exporter target is not answering"),
-        *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics is not "
-                    "scraped)") for a in absent),
-        reason(f"min_over_time({desired}[{window}]) > 0 unless {on} count{by} (count_over_time({field}[{window}]))",
+        *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
+                    f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent),
+        reason(f"(min_over_time({DESIRED}[{window}]) > 0 and {each} {found}) "
+               f"unless {on} count{by} (count_over_time({field}[{window}]))",
                "exporters are expected but no GPU reported"),
-        reason(f"min_over_time({desired}[{window}]) > max_over_time({available}[{window}])",
+        reason(f"(min_over_time({DESIRED}[{window}]) > max_over_time({AVAILABLE}[{window}])) and {each} {found}",
                "fewer exporter pods available than desired"),
     ]
     return " or ".join(branches)

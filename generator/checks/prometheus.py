@@ -92,30 +92,36 @@ def _named(key: tuple[str, str, str]) -> str:
 
 
 def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
-    """The series the data-missing rule reads to know how many exporters should report: summed over every
-    DaemonSet it selects (one per cluster on a shared Prometheus); an exporter DaemonSet it does not read
-    (a second one during a migration, one per node pool under another name) is named."""
+    """The series the data-missing rule reads to know how many exporters should report: every DaemonSet
+    kube-state-metrics reports with an identifying label (data_missing.exporter_label_matchers), summed (one or
+    more per cluster: the operator's, a Helm release per node pool); a DaemonSet named like an exporter that
+    carries none of those labels there (kube-state-metrics' allowlist unset, or other labels) is named."""
     settings = project.settings
-    selector = data_missing.daemonset_selector(settings)
     cluster = settings.labels.cluster if settings.shared_prometheus else None
     source = prometheus.source
-    desired = _by_daemonset(prometheus.query(f"{data_missing.DESIRED}{{{selector}}}"), cluster, source, "pods")
+    each = f"on({cluster}, namespace, daemonset)" if cluster else "on(namespace, daemonset)"
+    found = data_missing.exporter_daemonsets()
+    desired = _by_daemonset(prometheus.query(f"{data_missing.DESIRED} and {each} {found}"), cluster, source, "pods")
     exporter_like = _by_daemonset(prometheus.query(f"{data_missing.DESIRED}{{{EXPORTER_LIKE}}}"), cluster, source,
                                   "pods")
     unread = {key: count for key, count in exporter_like.items() if key not in desired}
     others = ", ".join(f"{_named(key)} ({count} desired)" for key, count in sorted(unread.items()))
-    unread_fix = ("set exporter.deployment and exporter.namespace to the exporter DaemonSet that stays and remove "
-                  "the other; until then a stopped exporter of a DaemonSet the rule does not read is seen only as "
-                  "a target down")
+    labels = data_missing.exporter_labels_text()
+    unread_fix = (f"run kube-state-metrics with --metric-labels-allowlist={data_missing.KSM_ALLOWLIST} "
+                  f"(kube-prometheus-stack: kube-state-metrics.metricLabelsAllowlist: "
+                  f"['{data_missing.KSM_ALLOWLIST}']), and label each exporter DaemonSet {labels}")
     if not desired:
-        detail = f"no {data_missing.DESIRED}{{{selector}}}: the data-missing alert fires until it arrives"
+        detail = (f"no {data_missing.DESIRED} of a DaemonSet labelled {labels} ({data_missing.LABELS}): the "
+                  "data-missing alert fires until it arrives")
         if unread:
-            return Check(GROUP, EXPECTED_SIGNAL, WARN, f"{detail}; kube-state-metrics reports other exporter "
-                         f"DaemonSets, which the rule does not read: {others}", unread_fix)
+            return Check(GROUP, EXPECTED_SIGNAL, FAIL, f"{detail}; kube-state-metrics reports exporter DaemonSets "
+                         f"without those labels: {others}", unread_fix)
         return Check(GROUP, EXPECTED_SIGNAL, WARN, detail,
-                     "scrape kube-state-metrics with this Prometheus (kube-prometheus-stack does by default), "
-                     "or set alarms.expected_gpus: none")
-    available = _by_daemonset(prometheus.query(f"{data_missing.AVAILABLE}{{{selector}}}"), cluster, source, "pods")
+                     "scrape kube-state-metrics with this Prometheus (kube-prometheus-stack does by default) and "
+                     f"run it with --metric-labels-allowlist={data_missing.KSM_ALLOWLIST}, or set "
+                     "alarms.expected_gpus: none")
+    available = _by_daemonset(prometheus.query(f"{data_missing.AVAILABLE} and {each} {found}"), cluster, source,
+                              "pods")
     ready = {key: min(available.get(key, 0), count) for key, count in desired.items()}
     detail = f"{sum(ready.values())} of {sum(desired.values())} exporter pods available"
     if len(desired) > 1:
@@ -123,8 +129,8 @@ def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
                                    sorted(desired.items())) + ")"
     short = [key for key, count in desired.items() if ready[key] < count]
     if unread:
-        return Check(GROUP, EXPECTED_SIGNAL, WARN, f"{detail}; the data-missing rule reads only {selector} and not "
-                     f"the other exporter DaemonSets: {others}", unread_fix)
+        return Check(GROUP, EXPECTED_SIGNAL, WARN, f"{detail}; the data-missing rule reads DaemonSets labelled "
+                     f"{labels}, and not these exporter DaemonSets without those labels: {others}", unread_fix)
     if short:
         return Check(GROUP, EXPECTED_SIGNAL, WARN, detail,
                      "; ".join(f"kubectl -n {key[1]} rollout status daemonset/{key[2]}" for key in sorted(short)))

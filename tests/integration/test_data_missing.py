@@ -134,6 +134,11 @@ def _series(situation: Situation) -> list[dict[str, str]]:
         series.append({"series": f"{kube_state.AVAILABLE}{{{selector}}}",
                        "values": _samples("3" if labels is kube_state.OTHER else "2",
                                           str(available) if present else None)})
+        marks = {k: v for k, v in labels.items() if k.startswith("label_")} if labels is kube_state.OTHER \
+            else kube_state.OPERATOR_LABELS
+        names = ",".join(f'{k}="{v}"' for k, v in marks.items())
+        series.append({"series": f"{kube_state.LABELS}{{{selector},{names}}}",
+                       "values": _samples("1", "1" if present else None)})
     return series
 
 
@@ -172,8 +177,8 @@ def _fired(rule: dict, situation: Situation) -> list[dict]:
                             instance=f"10.0.1.{n}:9400", node=node, exporter_pod=f"nvidia-dcgm-exporter-{n}"))
     ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **EXPORTER}
     if situation.desired is None or not situation.ksm:
-        alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics is "
-                            "not scraped)", **EXPORTER))
+        alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
+                            "scraped, or its --metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])"))
     elif situation.desired > 0 and not situation.reporting:
         alerts.append(alert("exporters are expected but no GPU reported", **ksm))
     if situation.desired is not None and situation.ksm and situation.available < situation.desired:
@@ -232,3 +237,78 @@ def test_a_counters_csv_without_gpu_temperature_keeps_the_alarm(tmp_path):
     for situation in SITUATIONS:
         states = cloudwatch_eval.alarm(request, _datapoints(project, files, situation), END)
         assert states == {(): "ALARM" if situation.cloudwatch else "OK"}, situation.name
+
+
+# --- exporter DaemonSets found by their labels, whatever their names ----------------------------
+
+POOLS = {"gpu-metrics-pool-a": ("ip-10-0-1-1", "ip-10-0-1-2"), "gpu-metrics-pool-b": ("ip-10-0-2-1",)}
+
+
+def _daemonset_series(namespace: str, name: str, marks: dict[str, str], desired: tuple[str, str | None],
+                      available: tuple[str, str | None]) -> list[dict]:
+    ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",namespace="{namespace}",daemonset="{name}"'
+    names = "".join(f',{k}="{v}"' for k, v in marks.items())
+    return [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": _samples(*desired)},
+            {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": _samples(*available)},
+            {"series": f"{kube_state.LABELS}{{{ksm}{names}}}", "values": _samples("1", "1")}]
+
+
+def _node_series(node: str, exporter_pod: str, up_after: str, gpus: int) -> list[dict]:
+    target = f'job="dcgm-exporter",instance="{node}:9400",node="{node}",exporter_pod="{exporter_pod}"'
+    reporting = "60" if up_after == "1" else None
+    return [{"series": f"up{{{target}}}", "values": _samples("1", up_after)},
+            *({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{i}"}}', "values": _samples("60", reporting)}
+              for i in range(gpus))]
+
+
+def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_path):
+    """kube-state-metrics' series as a real Prometheus rule engine (promtool) evaluates them: the GPU operator's
+    DaemonSet, or two Helm DaemonSets installed per node pool under custom names (fullnameOverride keeps the
+    chart's app.kubernetes.io/name), with a node without GPUs beside them (no exporter DaemonSet counts it). Healthy,
+    nothing fires, though no DaemonSet has the default name; an exporter down on the one node of pool b fires for
+    that node and for pool b's DaemonSet; a kube-state-metrics that exposes no DaemonSet labels (its allowlist
+    unset) fires the reason that says so."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    cpu_node = [{"series": 'kube_node_info{job="kube-state-metrics",instance="10.0.2.9:8080",node="ip-10-0-9-9"}',
+                 "values": _samples("1", "1")}]
+    operator = [*_daemonset_series("gpu-operator", "nvidia-dcgm-exporter", kube_state.OPERATOR_LABELS, ("2", "2"),
+                                   ("2", "2")),
+                *(s for n in NODES for s in _node_series(n, f"nvidia-dcgm-exporter-{n[-1]}", "1", 2))]
+
+    def helm(pool_b_down: bool, marks=kube_state.HELM_LABELS) -> list[dict]:
+        series = []
+        for name, nodes in POOLS.items():
+            down = pool_b_down and name.endswith("-b")
+            series += _daemonset_series("dcgm", name, marks, (str(len(nodes)), str(len(nodes))),
+                                        (str(len(nodes)), "0" if down else str(len(nodes))))
+            series += [s for n in nodes for s in _node_series(n, f"{name}-{n[-1]}", "0" if down else "1", 4)]
+        return series
+
+    def alert(reason: str, **labels: str) -> dict:
+        return {"exp_labels": {**rule["labels"], **labels, "reason": reason},
+                "exp_annotations": {**rule["annotations"],
+                                    "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}
+
+    node_b = "ip-10-0-2-1"
+    pool_b = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", "namespace": "dcgm",
+              "daemonset": "gpu-metrics-pool-b"}
+    stories = {
+        "one operator DaemonSet": (operator, []),
+        "two Helm DaemonSets with custom names": (helm(False), []),
+        "an exporter down on one node": (helm(True), [
+            alert("an exporter target is not answering", job="dcgm-exporter", instance=f"{node_b}:9400",
+                  node=node_b, exporter_pod=f"gpu-metrics-pool-b-{node_b[-1]}"),
+            alert("fewer exporter pods available than desired", **pool_b)]),
+        "kube-state-metrics without the DaemonSet labels": (helm(False, marks={}), [alert(
+            "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or its "
+            "--metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])")]),
+    }
+    _promtool_test(tmp_path, "daemonsets_test.yaml", [
+        {"name": name, "interval": "30s", "input_series": series + cpu_node,
+         "alert_rule_test": [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": alerts}]}
+        for name, (series, alerts) in stories.items()], evaluation_interval="30s")

@@ -133,7 +133,8 @@ def exporters():
     started = {node.name: ReplayExporter(lambda node=node: mixed_fleet.payload(node)).__enter__() for node in FLEET}
     # the exporter DaemonSet runs on every node of the fleet, each pod available
     started["kube-state-metrics"] = ReplayExporter(kube_state.payload(
-        {"namespace": "gpu-operator", "daemonset": OPERATOR.daemonset}, len(FLEET), len(FLEET))).__enter__()
+        {"namespace": "gpu-operator", "daemonset": OPERATOR.daemonset, **kube_state.OPERATOR_LABELS}, len(FLEET),
+        len(FLEET))).__enter__()
     yield started
     for exporter in started.values():
         exporter.__exit__(None, None, None)
@@ -305,9 +306,10 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         result = prometheus.query(rule["expr"], at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
-            silent = [{"cluster": "north", "namespace": "gpu-operator", "daemonset": OPERATOR.daemonset,
-                       "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, or kube-state-metrics "
-                                 "is not scraped)"}] if path.clusters != ("",) else []
+            silent = [{"cluster": "north",
+                       "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
+                                 "scraped, or its --metric-labels-allowlist lacks "
+                                 "daemonsets=[app,app.kubernetes.io/name])"}] if path.clusters != ("",) else []
             assert [s["metric"] for s in result] == silent, rule["expr"]
             if silent:
                 summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: result[0]["metric"][m.group(1)],

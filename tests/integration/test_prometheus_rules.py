@@ -51,7 +51,9 @@ EXPORTER_DS = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 KSM = [{"series": 'kube_daemonset_status_desired_number_scheduled{namespace="gpu-operator",'
                   'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"},
        {"series": 'kube_daemonset_status_number_available{namespace="gpu-operator",'
-                  'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"}]
+                  'daemonset="nvidia-dcgm-exporter"}', "values": "1x60"},
+       {"series": 'kube_daemonset_labels{namespace="gpu-operator",daemonset="nvidia-dcgm-exporter",'
+                  'label_app="nvidia-dcgm-exporter"}', "values": "1x60"}]
 TARGET_DOWN = "an exporter target is not answering"
 UP = 'up{{job="dcgm-exporter",instance="10.0.1.1:9400",node="node-1",exporter_pod="{pod}"}}'
 

@@ -43,8 +43,8 @@ def _prometheus(workdir, *jobs):
 @pytest.fixture(scope="module")
 def kube_state_metrics():
     """kube-state-metrics of the test cluster: the exporter DaemonSet on its two GPU nodes, both available."""
-    with ReplayExporter(kube_state.payload({"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"},
-                                           2, 2)) as server:
+    with ReplayExporter(kube_state.payload({"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter",
+                                            **kube_state.OPERATOR_LABELS}, 2, 2)) as server:
         yield server
 
 
@@ -800,12 +800,12 @@ def test_a_prometheus_without_kube_state_metrics_is_warned_of(stack, prometheus_
     _, checks = verify(prometheus_url=prometheus_exported.url)
     check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
     assert check["status"] == "warn" and check["detail"] == (
-        'no kube_daemonset_status_desired_number_scheduled{namespace="gpu-operator", daemonset="nvidia-dcgm-exporter"}'
-        ": the data-missing alert fires until it arrives")
+        "no kube_daemonset_status_desired_number_scheduled of a DaemonSet labelled app=nvidia-dcgm-exporter or "
+        "app.kubernetes.io/name=dcgm-exporter (kube_daemonset_labels): the data-missing alert fires until it arrives")
     assert "scrape kube-state-metrics with this Prometheus" in check["fix"]
 
 
-OPERATOR_DAEMONSET = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+OPERATOR_DAEMONSET = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter", **kube_state.OPERATOR_LABELS}
 
 
 @pytest.fixture
@@ -827,20 +827,32 @@ def kube_state_now(kube_state_metrics, prometheus):
 
 
 def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_state_now, project_dir):
-    """During a migration the operator's exporter DaemonSet and a Helm one run side by side: the check names
-    the one the data-missing rule does not read. On a shared Prometheus each cluster's DaemonSet counts."""
+    """The data-missing rule reads every DaemonSet labelled as an exporter, whatever its name: the operator's beside
+    a Helm release per node pool under custom names (fullnameOverride) are all counted. An exporter DaemonSet whose
+    labels kube-state-metrics does not expose (its allowlist unset) is named, and alone it fails: the alert would
+    fire for good. On a shared Prometheus each cluster's DaemonSet counts."""
     _, verify = stack
     only = ("--skip", "kube", "--skip", "cloudwatch", "--skip", "exporter")
-    helm = {"namespace": "dcgm", "daemonset": "dcgm-exporter"}
-    kube_state_now(kube_state.payload(OPERATOR_DAEMONSET, 2, 2, more=((helm, 3, 1),)),
-                   'kube_daemonset_status_number_available{daemonset="dcgm-exporter"}')
+    pool = {"namespace": "dcgm", "daemonset": "gpu-metrics-pool-b", **kube_state.HELM_LABELS}
+    kube_state_now(kube_state.payload(OPERATOR_DAEMONSET, 2, 2, more=((pool, 3, 1),)),
+                   'kube_daemonset_status_number_available{daemonset="gpu-metrics-pool-b"}')
     _, checks = verify(*only)
     check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
-    assert check["status"] == "warn" and check["detail"] == (
-        '2 of 2 exporter pods available; the data-missing rule reads only namespace="gpu-operator", '
-        'daemonset="nvidia-dcgm-exporter" and not the other exporter DaemonSets: dcgm/dcgm-exporter (3 desired)')
-    assert "set exporter.deployment and exporter.namespace to the exporter DaemonSet that stays" in check["fix"]
-    # One Prometheus for two clusters: the DaemonSet of each, summed (the first alone said 2 of 2).
+    assert (check["status"], check["detail"], check["fix"]) == (
+        "warn", "3 of 5 exporter pods available (dcgm/gpu-metrics-pool-b: 1 of 3, gpu-operator/nvidia-dcgm-exporter: "
+        "2 of 2)", "kubectl -n dcgm rollout status daemonset/gpu-metrics-pool-b")
+    # kube-state-metrics without --metric-labels-allowlist: kube_daemonset_labels carries no label_*.
+    bare = {"namespace": "dcgm", "daemonset": "dcgm-exporter"}
+    kube_state_now(kube_state.payload(bare, 2, 2), 'kube_daemonset_status_number_available{daemonset="dcgm-exporter"}')
+    code, checks = verify(*only)
+    check = checks[("prometheus", "exporter DaemonSet in kube-state-metrics")]
+    assert (code, check["status"]) == (1, "fail") and check["detail"] == (
+        "no kube_daemonset_status_desired_number_scheduled of a DaemonSet labelled app=nvidia-dcgm-exporter or "
+        "app.kubernetes.io/name=dcgm-exporter (kube_daemonset_labels): the data-missing alert fires until it arrives; "
+        "kube-state-metrics reports exporter DaemonSets without those labels: dcgm/dcgm-exporter (2 desired)")
+    assert check["fix"].startswith("run kube-state-metrics with "
+                                   "--metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]")
+    # One Prometheus for two clusters: the DaemonSet of each, summed.
     shared = project_dir("clusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n"
                          "  - {name: b, region: us-east-1, prometheus_label: b}\n")
     kube_state_now(kube_state.payload({**OPERATOR_DAEMONSET, "cluster": "a"}, 2, 2,

@@ -11,7 +11,13 @@ from tests.support.dcgm_fleet import discovered
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
 AVAILABLE = "kube_daemonset_status_number_available"
-OTHER = {"namespace": "kube-system", "daemonset": "aws-node"}  # 5 desired, 3 available: never the exporter's
+LABELS = "kube_daemonset_labels"  # label_<name> for each label --metric-labels-allowlist names
+# The DaemonSet labels of each way of deploying the exporter, as kube-state-metrics writes them with
+# --metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]
+OPERATOR_LABELS = {"label_app": "nvidia-dcgm-exporter"}
+HELM_LABELS = {"label_app_kubernetes_io_name": "dcgm-exporter"}
+OTHER = {"namespace": "kube-system", "daemonset": "aws-node", "label_app_kubernetes_io_name": "aws-node"}  # 5
+# desired, 3 available: never the exporter's
 KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monitoring",
            "__meta_kubernetes_pod_name": "kube-prometheus-stack-kube-state-metrics-6d9f",
            "__meta_kubernetes_pod_container_port_number": "8080",
@@ -21,18 +27,22 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
 def payload(exporter: dict[str, str] | None, desired: int, available: int,
             more: tuple[tuple[dict[str, str], int, int], ...] = ()) -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
-    the DaemonSet does not exist); `more`: other DaemonSets' labels (namespace, daemonset, any other), desired
+    the DaemonSet does not exist) and the label_* labels its kube_daemonset_labels carries (none: the allowlist
+    does not name them); `more`: other DaemonSets' labels (namespace, daemonset, label_*, any other), desired
     and available."""
     lines = []
+    entries = [e for e in ((exporter, desired, available), (OTHER, 5, 3), *more) if e[0] is not None]
     for index, (metric, text) in enumerate(((DESIRED, "The number of nodes that should be running the daemon pod."),
                                             (AVAILABLE, "The number of nodes that should be running the daemon pod "
                                                         "and have one or more of the daemon pod running and "
                                                         "available"))):
         lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge"]
-        for labels, *numbers in ((exporter, desired, available), (OTHER, 5, 3), *more):
-            if labels is not None:
-                names = ",".join(f'{k}="{v}"' for k, v in labels.items())
-                lines.append(f"{metric}{{{names}}} {numbers[index]}")
+        for labels, *numbers in entries:
+            names = ",".join(f'{k}="{v}"' for k, v in labels.items() if not k.startswith("label_"))
+            lines.append(f"{metric}{{{names}}} {numbers[index]}")
+    lines += [f"# HELP {LABELS} Kubernetes labels converted to Prometheus labels.", f"# TYPE {LABELS} gauge"]
+    for labels, *_ in entries:
+        lines.append(f"{LABELS}{{{','.join(f'{k}={chr(34)}{v}{chr(34)}' for k, v in labels.items())}}} 1")
     lines += ["# HELP kube_node_info Information about a cluster node.", "# TYPE kube_node_info gauge",
               'kube_node_info{node="ip-10-0-1-1",kernel_version="6.1"} 1']
     return "\n".join(lines) + "\n"
