@@ -826,7 +826,7 @@ def kube_state_now(kube_state_metrics, prometheus):
         prometheus.wait_for(f"absent({expr})")
 
 
-def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_state_now, project_dir):
+def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_state_now, project_dir, prometheus):
     """The data-missing rule reads every DaemonSet labelled as an exporter, whatever its name: the operator's beside
     a Helm release per node pool under custom names (fullnameOverride) are all counted. An exporter DaemonSet whose
     labels kube-state-metrics does not expose (its allowlist unset) is named, and alone it fails: the alert would
@@ -841,6 +841,12 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     assert (check["status"], check["detail"], check["fix"]) == (
         "warn", "3 of 5 exporter pods available (dcgm/gpu-metrics-pool-b: 1 of 3, gpu-operator/nvidia-dcgm-exporter: "
         "2 of 2)", "kubectl -n dcgm rollout status daemonset/gpu-metrics-pool-b")
+    # The generated rule on this real Prometheus: the pool's DaemonSet, whatever its name, is read and short.
+    rules = yaml.safe_load(encode(build(load_project()))["prometheus/rules.yaml"])
+    expr = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
+    assert {(s["metric"]["reason"], s["metric"].get("daemonset")) for s in prometheus.query(expr)
+            if s["metric"]["reason"] != "an exporter target is not answering"} == {
+        ("fewer exporter pods available than desired", "gpu-metrics-pool-b")}
     # kube-state-metrics without --metric-labels-allowlist: kube_daemonset_labels carries no label_*.
     bare = {"namespace": "dcgm", "daemonset": "dcgm-exporter"}
     kube_state_now(kube_state.payload(bare, 2, 2), 'kube_daemonset_status_number_available{daemonset="dcgm-exporter"}')
