@@ -107,8 +107,10 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
     from .console import style
     from .changes import report
 
+    # Details quote what servers answered (who saved a version, an error message): a server that echoes
+    # a credential there must not get it printed, so every line passes the redaction errors pass.
     if output == "json":
-        click.echo(json.dumps(report(changes, outcomes), indent=2))
+        click.echo(redact.text(json.dumps(report(changes, outcomes), indent=2)))
         return
     colours = {"create": "green", "update": "yellow", "delete": "red", "drift": "magenta", "foreign": "magenta"}
     done = {id(o.change): o for o in outcomes or []}
@@ -119,10 +121,10 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
             state = {"done": " (done)", "failed": f" (FAILED: {outcome.error})", "would write": " (would write)",
                      "refused": " (refused)"}.get(outcome.state, " (not written)")
         place = f" [{change.region}]" if change.region else ""
-        click.echo(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} {change.kind} "
-                   f"{change.name}{place}{state if change.action != 'unchanged' else ''}")
+        click.echo(redact.text(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} "
+                               f"{change.kind} {change.name}{place}{state if change.action != 'unchanged' else ''}"))
         for line in change.details:
-            click.echo(f"            {line}")
+            click.echo(redact.text(f"            {line}"))
     counts = summary(changes)
     click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
 

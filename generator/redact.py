@@ -17,13 +17,16 @@ MASK = "***"
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^\s'\"<>]*@)")
 
 
-_MIN_SECRET = 6  # shorter values are placeholders, and masking them would garble every message
+# A value this long is masked wherever it appears. A shorter one (a short password) is masked where it
+# stands alone (not inside a longer run of letters and digits): masking "ab1" inside every word holding
+# it would garble messages, while the password itself, quoted or between spaces, is still hidden.
+_MIN_SECRET = 6
 _secrets: set[str] = set()
 
 
 def secret(value: str | None) -> None:
     """Mask `value` in everything printed from now on."""
-    if value and len(value.strip()) >= _MIN_SECRET:
+    if value and value.strip():
         _secrets.add(value.strip())
 
 
@@ -44,7 +47,7 @@ def basic_auth(user: str | None, password: str | None) -> None:
 def environment(env) -> None:
     """From now on, exactly the secrets standard variables hold (Grafana, AWS, URLs with user-info)."""
     _secrets.clear()
-    for name in ("GRAFANA_TOKEN", "GRAFANA_PASSWORD", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+    for name in ("GRAFANA_TOKEN", "GRAFANA_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         secret(env.get(name))
     basic_auth(env.get("GRAFANA_USER"), env.get("GRAFANA_PASSWORD"))
     for name in ("GRAFANA_URL", "PROMETHEUS_URL", "AWS_ENDPOINT_URL"):
@@ -67,7 +70,10 @@ def text(value: str) -> str:
     value = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", value)
     for known in sorted(_secrets, key=len, reverse=True):
         if known in value:
-            value = value.replace(known, MASK)
+            if len(known) >= _MIN_SECRET:
+                value = value.replace(known, MASK)
+            else:
+                value = re.sub(rf"(?<![A-Za-z0-9]){re.escape(known)}(?![A-Za-z0-9])", MASK, value)
     return value
 
 

@@ -47,12 +47,13 @@ _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 
 
 def _mask_credentials(session) -> None:
-    """The secret key and session token the chain found (a profile file, SSO) are masked in output."""
+    """The keys and session token the chain found (a profile file, SSO) are masked in output."""
     try:
         found = session.get_credentials()
     except Exception:  # a broken profile: the call reports it
         return
     if found is not None:
+        redact.secret(found.access_key)
         redact.secret(found.secret_key)
         redact.secret(found.token)
 
@@ -65,7 +66,7 @@ class CloudWatch:
         import boto3
         from botocore.config import Config
 
-        from botocore.exceptions import ProfileNotFound
+        from botocore.exceptions import ConfigParseError, ProfileNotFound
 
         try:
             self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
@@ -74,6 +75,11 @@ class CloudWatch:
                                where="--profile (AWS_PROFILE)",
                                hint="give a profile that `aws configure list-profiles` lists, or leave --profile "
                                     "and AWS_PROFILE unset to use the standard AWS chain") from None
+        except ConfigParseError as exc:
+            raise GpudashError("the AWS config or credentials file cannot be read as one",
+                               where=str(exc.kwargs.get("path", "AWS_CONFIG_FILE")),
+                               hint="fix the file, or point AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at the "
+                                    "right one") from None
         self.endpoint_url = endpoint_url
         # gpudash retries itself (on the deadline's clock, within the deadline): botocore makes one attempt.
         self.config = Config(retries={"total_max_attempts": 1}, user_agent_extra="gpudash",
@@ -125,12 +131,12 @@ class CloudWatch:
                     return response
                 failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
                            f"({problem})", "check AWS_ENDPOINT_URL and any proxy in between; run again")
-            except NoCredentialsError:
-                raise RemoteError("no AWS credentials found", where=what,
-                                  hint="set AWS_PROFILE, or the standard AWS environment variables, or an "
-                                       "instance role") from None
+            except NoCredentialsError:  # nothing remote failed: a setting is missing
+                raise GpudashError("no AWS credentials found", where=what,
+                                   hint="set AWS_PROFILE, or the standard AWS environment variables, or an "
+                                        "instance role") from None
             except NoRegionError:
-                raise RemoteError("no AWS Region", where=what, hint="set AWS_REGION") from None
+                raise GpudashError("no AWS Region", where=what, hint="set AWS_REGION") from None
             except ClientError as exc:
                 error = exc.response.get("Error", {})
                 code, message = str(error.get("Code", "?")), error.get("Message", "")

@@ -52,6 +52,14 @@ class Unreachable(RemoteError):
     """No answer after retries: refused, reset, timed out or cut short."""
 
 
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_url(url: str) -> str:
     """GRAFANA_URL as a base URL, or a usage error saying what to write instead."""
     return urls.check_url(url, "GRAFANA_URL", "https://grafana.example.com")
@@ -72,6 +80,12 @@ class GrafanaClient:
         self.session = requests.Session()
         self.session.verify = verify
         self.session.headers.update({"Accept": "application/json", "User-Agent": "gpudash"})
+        for credential in (token, *(basic or ())):
+            if credential and (not credential.isprintable() or not _latin1(credential)):
+                raise GpudashError("the Grafana credentials cannot be sent in an HTTP header: they hold a line break, "
+                                   "another control character, or a character outside Latin-1",
+                                   where="GRAFANA_TOKEN / --token-file / GRAFANA_USER / GRAFANA_PASSWORD",
+                                   hint="copy the token again: a service-account token is one line of ASCII")
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
         elif basic:
@@ -110,6 +124,9 @@ class GrafanaClient:
                     f"cannot reach Grafana at {self.display} ({type(exc).__name__}, after {attempt + 1} attempts)",
                     where=what, hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges")
                 wait = None
+            except OSError as exc:  # not a request failure: requests could not use its CA bundle path
+                raise GpudashError(f"the TLS CA bundle cannot be used ({exc})", where="REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE",
+                                   hint="point it at a readable PEM file, or unset it") from None
             else:
                 if response.status_code not in RETRY_STATUSES:
                     return self._answer(response, method, path, what, allow)

@@ -125,7 +125,15 @@ def test_preflight_refuses_to_publish_when_no_metrics_arrive(aws, cli):
 def test_missing_credentials_are_a_clear_error(cli, monkeypatch, tmp_path):
     no_aws_credentials(monkeypatch, tmp_path)
     code, _, stderr = cli("apply", "--skip-verify", "--endpoint-url", "http://127.0.0.1:9")
-    assert code == 3 and "no AWS credentials found" in stderr and "Traceback" not in stderr
+    assert code == 2 and "no AWS credentials found" in stderr and "Traceback" not in stderr  # a setting, not a remote
+
+
+def test_an_aws_config_file_that_cannot_be_read_is_a_usage_error(cli, tmp_path):
+    garbled = tmp_path / "config"
+    garbled.write_text("this is not an ini file\n[unclosed\n")
+    code, _, stderr = cli("apply", "--skip-verify", "--endpoint-url", "http://127.0.0.1:9",
+                          env={"AWS_CONFIG_FILE": str(garbled), "AWS_PROFILE": None})
+    assert code == 2 and "cannot be read" in stderr and str(garbled) in stderr and "Traceback" not in stderr
 
 
 def test_dashboard_validation_messages_are_reported_as_errors(proxied):
@@ -186,7 +194,7 @@ def test_plan_without_aws_credentials_still_shows_the_grafana_plan(cli, referenc
     assert code == 1 and "create    grafana dashboard gpudash-overview" in stdout
     assert "CloudWatch skipped: no AWS credentials found" in stderr and "--no-cloudwatch" in stderr
     code, _, stderr = cli("plan", "--cloudwatch", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": ""})
-    assert code == 3 and "no AWS credentials found" in stderr  # asked for by name: a failure
+    assert code == 2 and "no AWS credentials found" in stderr  # asked for by name: an error
     code, _, stderr = cli("plan")
     assert code == 2 and "Grafana skipped: GRAFANA_URL is not set" in stderr
     assert "nothing to compare" in stderr and "Traceback" not in stderr

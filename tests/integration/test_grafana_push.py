@@ -317,6 +317,20 @@ def test_missing_url_or_token_is_a_usage_error(cli):
     assert code == 2 and "no Grafana credentials" in stderr
 
 
+@pytest.mark.parametrize("env, says", [
+    ({"GRAFANA_TOKEN": "glsa_abc\ndef_secretpart"}, "cannot be sent in an HTTP header"),
+    ({"GRAFANA_TOKEN": "glsa_t\u00f6k\u00e9n_\u4e2d_secretpart"}, "cannot be sent in an HTTP header"),
+    ({"GRAFANA_TOKEN": "", "GRAFANA_USER": "admin", "GRAFANA_PASSWORD": "pw\r\nsecretpart"},
+     "cannot be sent in an HTTP header"),
+    ({"GRAFANA_TOKEN": "glsa_x123456", "REQUESTS_CA_BUNDLE": "/nonexistent/ca.pem"}, "TLS CA bundle cannot be used"),
+], ids=["line break in the token", "token outside Latin-1", "line break in the password", "missing CA bundle"])
+def test_credentials_and_ca_settings_that_cannot_work_are_usage_errors(cli, env, says):
+    """Bad local settings are exit 2 with what to fix, before any connection: not "cannot reach Grafana"."""
+    code, stdout, stderr = cli("push", "--skip-verify", env={"GRAFANA_URL": "https://127.0.0.1:9", **env})
+    assert code == 2 and says in stderr and "Traceback" not in stderr, stderr
+    assert "secretpart" not in stdout + stderr
+
+
 def test_push_from_a_reviewed_build_checks_its_manifest(grafana, run, tmp_path, cli):
     out = tmp_path / "build"
     cli("generate", "--out", str(out))

@@ -43,3 +43,42 @@ def test_an_aws_endpoint_echoing_the_secret_key_does_not_print_it(cli, args):
         code, stdout, stderr = cli(*args, env=env)
         assert code == 3 and "rejected" in stderr, stderr
         assert AWS_SECRET not in stdout + stderr, stdout + stderr
+
+
+def test_the_aws_access_key_id_an_endpoint_echoes_is_not_printed(cli):
+    """The access key id is half of a credential: an endpoint echoing it (a signature error quotes it) does
+    not get it printed."""
+    key_id = "AKIAMARKER7731EXAMPLE"
+    echo = json.dumps({"__type": "SignatureDoesNotMatch",
+                       "message": f"Credential={key_id}/20261130/us-east-1/monitoring/aws4_request"})
+    with CannedServer(echo, status=400, content_type="application/x-amz-json-1.0") as aws:
+        env = {"AWS_ENDPOINT_URL": aws.url, "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+               "AWS_REGION": "us-east-1"}
+        code, stdout, stderr = cli("apply", "--skip-verify", env=env)
+        assert code == 3 and "Credential=***" in stderr, stderr
+        assert key_id not in stdout + stderr
+
+
+@pytest.mark.parametrize("args", [("push", "--skip-verify"), ("plan", "--no-cloudwatch", "--output", "json")])
+def test_a_short_password_is_masked_where_it_stands_alone(cli, args):
+    """A 5-character password echoed by Grafana is masked; the words around it are not garbled."""
+    with CannedServer(json.dumps({"message": "user admin password hu7!x lacks permission"}), status=403) as server:
+        env = {"GRAFANA_URL": server.url, "GRAFANA_TOKEN": "", "GRAFANA_USER": "admin", "GRAFANA_PASSWORD": "hu7!x"}
+        code, stdout, stderr = cli(*args, env=env)
+        assert code == 3 and "password *** lacks permission" in stdout + stderr, stdout + stderr
+        assert "hu7!x" not in stdout + stderr
+
+
+def test_a_token_in_what_grafana_reports_is_not_printed_by_plan(cli, reference, defaults_built_once):
+    """Text taken from valid answers (who saved a version) is printed in plan's details: a credential in it
+    is masked in the table and in JSON."""
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+        assert cli("push", "--skip-verify", env=env)[0] == 0
+        grafana.edit_in_ui("gpudash-overview", lambda d: d.update(description="x"), user=f"proxy token={ADMIN}")
+        for output in ("table", "json"):
+            code, stdout, stderr = cli("plan", "--no-cloudwatch", "--output", output, env=env)
+            assert code == 1 and "changed in Grafana by proxy token=***" in stdout, stdout
+            assert ADMIN not in stdout + stderr
