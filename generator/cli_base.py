@@ -124,7 +124,8 @@ def main(ctx: click.Context, debug: bool) -> None:
     """GPU monitoring for Kubernetes as code: DCGM exporter metrics to Grafana and CloudWatch.
 
     Exit codes: 0 success, 1 findings or differences, 2 usage or input error,
-    3 a remote system failed, 4 internal error.
+    3 a remote system failed, 4 internal error; a publish stopped by SIGINT or
+    SIGTERM exits 130 or 143 after listing what it wrote.
     """
     ctx.ensure_object(dict)["debug"] = debug
     redact.environment(os.environ)

@@ -129,10 +129,51 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
     click.echo(", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "nothing to publish")
 
 
-def _finish(outcomes, output: str, changes) -> None:
+class _StopOnSignal:
+    """While publishing, SIGINT (Ctrl-C) and SIGTERM (a CI job cancelled) stop it cleanly: the deadline is
+    ended, so the call under way finishes, no other starts, and every object is reported as done or not.
+    A second SIGINT stops at once."""
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.previous: dict[int, object] = {}
+
+    def _handle(self, number, frame) -> None:
+        import signal
+
+        if self.deadline.interrupted and number == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.deadline.interrupt(signal.Signals(number).name, number)
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # handlers belong to the main thread
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self.previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+def _finish(outcomes, output: str, changes, deadline=None) -> None:
     from .changes import FAILED, REFUSED, WOULD_WRITE
 
     _print_changes(changes, output, outcomes)
+    if deadline is not None and deadline.interrupted:
+        written = sum(1 for o in outcomes if o.done)
+        left = sum(1 for o in outcomes if o.state == FAILED)
+        from .clients.deadline import Interrupted
+
+        raise Interrupted(
+            f"stopped by {deadline.interrupted[0]}: {written} written (listed above as done), {left} not written "
+            f"(listed as FAILED)", signal_number=deadline.interrupted[1],
+            hint="run the command again when you are ready: publishing converges")
     failed = [o for o in outcomes if o.state == FAILED]
     refused = [o for o in outcomes if o.state == REFUSED]
     would = [o for o in outcomes if o.state == WOULD_WRITE]
@@ -240,15 +281,16 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
     client = _grafana_client(insecure, token_file, limit)
     _preflight(project, ("prometheus",), skip_verify, limit, prometheus_url=prometheus_url)
     progress = Progress()
-    try:
-        changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                    uid_prefix=desired.grafana_uid_prefix, progress=progress)
-    except RemoteError as exc:
-        exc.what += "; nothing was published"
-        raise
-    outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
-                                 prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, progress=progress)
-    _finish(outcomes, output, changes)
+    with _StopOnSignal(limit):
+        try:
+            changes = grafana_sync.plan(client, desired.grafana, desired.folder,
+                                        uid_prefix=desired.grafana_uid_prefix, progress=progress)
+        except RemoteError as exc:
+            exc.what += "; nothing was published"
+            raise
+        outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
+                                     prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, progress=progress)
+    _finish(outcomes, output, changes, limit)
 
 
 @main.command()
@@ -269,16 +311,17 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
     cloudwatch = _cloudwatch(profile, endpoint_url, limit)
     _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url)
     progress = Progress()
-    try:
-        changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress)
-    except RemoteError as exc:
-        exc.what += "; nothing was published"
-        raise
-    outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
-                                     force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
-                                     progress=progress)
+    with _StopOnSignal(limit):
+        try:
+            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress)
+        except RemoteError as exc:
+            exc.what += "; nothing was published"
+            raise
+        outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
+                                         force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
+                                         progress=progress)
     _notes(cloudwatch)
-    _finish(outcomes, output, changes)
+    _finish(outcomes, output, changes, limit)
 
 
 @main.command()

@@ -45,6 +45,15 @@ class DeadlineExceeded(RemoteError):
     """The command ran out of time; what was not done is reported as not done."""
 
 
+class Interrupted(DeadlineExceeded):
+    """The command was asked to stop (SIGINT, SIGTERM): the call under way finishes, no other starts, and
+    what was not done is reported as not done. Its exit code is the shell's for the signal (128 + n)."""
+
+    def __init__(self, what: str, *, signal_number: int, where: str | None = None, hint: str | None = None):
+        super().__init__(what, where=where, hint=hint)
+        self.exit_code = 128 + signal_number
+
+
 class Deadline:
     def __init__(self, seconds: float = DEFAULT_SECONDS, *, retry_after_max: float = DEFAULT_RETRY_AFTER_MAX,
                  command: str = "the command", clock: Clock | None = None):
@@ -53,11 +62,22 @@ class Deadline:
         self.retry_after_max = retry_after_max
         self.command = command
         self.ends = self.clock.now() + seconds
+        self.interrupted: tuple[str, int] | None = None  # (signal name, number) once asked to stop
+
+    def interrupt(self, name: str, number: int) -> None:
+        """Stop the command: every later check (before each call, each retry wait) raises Interrupted."""
+        self.interrupted = (name, number)
 
     def remaining(self) -> float:
+        if self.interrupted:
+            return 0.0
         return max(0.0, self.ends - self.clock.now())
 
     def exceeded(self, what: str | None = None) -> DeadlineExceeded:
+        if self.interrupted:
+            name, number = self.interrupted
+            return Interrupted(f"{self.command} was stopped by {name}; not attempted", signal_number=number,
+                               where=what, hint="run the command again when you are ready: publishing converges")
         return DeadlineExceeded(f"{self.command} did not finish within its deadline of {self.seconds:g} s",
                                 where=what, hint="find what is slow (a server or proxy answering slowly) or raise "
                                                  "--deadline; run again: publishing converges")
@@ -75,7 +95,7 @@ class Deadline:
         """Wait before a retry; a wait that would outlive the deadline ends the command now (saying what
         failed, when the caller gives the failure it meant to retry)."""
         if seconds >= self.remaining():
-            if failure is not None:
+            if failure is not None and not self.interrupted:
                 raise DeadlineExceeded(f"{failure.what}; no time left to retry within the deadline of "
                                        f"{self.seconds:g} s", where=what, hint=failure.hint)
             raise self.exceeded(what)

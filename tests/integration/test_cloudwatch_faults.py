@@ -66,3 +66,29 @@ def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxi
     fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 1 and report["written"] == [] and writes(proxy) == []
+
+
+def test_an_apply_stopped_by_sigterm_lists_what_it_wrote_and_a_rerun_converges(proxied):
+    """CI cancels the job in the middle of an apply: the call under way finishes, no other write starts,
+    every dashboard and alarm is listed as written or not, the exit code is 143, and a rerun converges."""
+    import os
+    import signal
+
+    proxy, client, apply = proxied
+    stop = fault("PutMetricAlarm", "before", callback=lambda: os.kill(os.getpid(), signal.SIGTERM))
+    stop.skip = 3  # after three alarms are written
+    proxy.inject(stop)
+    code, report, stderr = apply()
+    assert code == 143 and "stopped by SIGTERM:" in stderr and "Traceback" not in stderr, stderr
+    written, failed = set(report["written"]), {f["name"] for f in report["failed"]}
+    assert len(written) >= 3 and failed and not written & failed
+    live = {a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"]} | \
+        {d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]}
+    assert live <= written | failed  # nothing was written unlisted
+    assert all("stopped by SIGTERM" in f["error"] for f in report["failed"]), report["failed"]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    fresh(proxy)
+    code, report, stderr = apply()
+    assert code == 0 and set(report["written"]) <= failed and written.isdisjoint(report["written"]), stderr
+    fresh(proxy)
+    assert apply()[1]["written"] == []

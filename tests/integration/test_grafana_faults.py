@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 from dataclasses import asdict
 
 import pytest
@@ -185,6 +187,26 @@ def test_a_folder_create_answered_with_something_else_stops_the_push(grafana, pr
     assert report["written"] == [] and [f["name"] for f in report["failed"]][0] == "gpudash"
     assert "not a valid API answer" in report["failed"][0]["error"]
     assert len(grafana.writes()) == writes and "gpudash" not in grafana.state.folders
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(grafana, proxy, run, desired,
+                                                                               signal_number):
+    """CI cancelling a job (SIGTERM) or Ctrl-C in the middle of a push: the save under way finishes, no
+    other starts, every object is listed as written or not, and the exit code is the signal's."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(SAVE, action="before", callback=lambda: os.kill(os.getpid(), signal_number)))
+    code, report, stderr = run()
+    assert code == 128 + signal_number, stderr
+    assert f"stopped by {signal.Signals(signal_number).name}: 1 written (listed above as done), 3 not written" \
+        in stderr and "Traceback" not in stderr
+    (written,) = report["written"]
+    assert _content(grafana.state.dashboards[written]) == {k: v for k, v in desired[written].items() if k != "id"}
+    not_written = {f["name"] for f in report["failed"]}
+    assert len(not_written) == 3 and all("not attempted" in f["error"] for f in report["failed"])
+    assert RETIRED in not_written and RETIRED in grafana.state.dashboards  # the prune did not start either
+    assert signal.getsignal(signal_number) in (signal.default_int_handler, signal.SIG_DFL)  # handlers restored
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
 def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):
