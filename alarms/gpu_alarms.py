@@ -1,6 +1,7 @@
 """The default GPU alarms. Thresholds come from the settings (`thresholds:` and `alarms:`)."""
 
 from generator.catalog import PRESENCE
+from generator.container_insights import enabled as addon_source
 from generator.model import Alarm, Condition, Query
 
 POD = ("pod",)  # a pod is named with its namespace in every backend
@@ -13,6 +14,9 @@ def alarms(ctx):
     temp = ctx.levels("gpu_temp_celsius")
     framebuffer = ctx.levels("framebuffer_used_ratio")
     idle_minutes = int(ctx.threshold("idle_minutes"))
+    # The level the framebuffer alarm compares: the add-on publishes the pod's used share, the agent free MiB.
+    near_full = (f"over {framebuffer[1]:.0%} of its memory used" if addon_source(ctx.settings) else
+                 f"under {ctx.settings.alarms.framebuffer_free_mib:g} MiB of memory free")
     # GPU data is there when a field every GPU reports is: the first the counters CSV collects.
     reported = next((name for name in PRESENCE if ctx.has(name)), PRESENCE[0])
     candidates = [
@@ -30,12 +34,15 @@ def alarms(ctx):
         Alarm("uncorrectable-rows", "Uncorrectable memory rows remapped",
               Condition(Query("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "sum", GPU, as_increase=True), ">", 0),
               severity="warning", missing_data="notBreaching",
-              description="Rows were remapped after uncorrectable memory errors in the last period.",
+              description="Rows were remapped after uncorrectable memory errors within the last 5 minutes.",
               runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
         Alarm("gpu-temp-high", "GPU temperature high",
-              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[0]),
+              # Every reading of two 5-minute periods (10 minutes) above the level: the lowest per period
+              # (CloudWatch), the lowest over 5 minutes held for 5 minutes (Prometheus) - one situation.
+              Condition(Query("DCGM_FI_DEV_GPU_TEMP", "min", GPU), ">", temp[0]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
-              description=f"The hottest GPU has been above {temp[0]:g} °C for two periods.",
+              description=f"A GPU has stayed above {temp[0]:g} °C at every reading for 10 minutes; a brief "
+                          f"peak does not count.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
         Alarm("gpu-temp-critical", "GPU temperature critical",
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[1]),
@@ -45,14 +52,18 @@ def alarms(ctx):
         Alarm("framebuffer-full", "Pod's GPU memory nearly full",
               Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD,
                               over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")), ">", framebuffer[1]),
+              # An allocation fails at the peak: the least free memory of any GPU (MIG instance) the pod
+              # holds, at any reading of one 5-minute period (CloudWatch) or of the last 5 minutes (Prometheus).
               cloudwatch=Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<",
                                    ctx.settings.alarms.framebuffer_free_mib),
-              severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
-              description="A pod uses almost all of its GPU's framebuffer; the next allocation may fail (OOM).",
+              severity="warning",
+              description=f"A GPU (or MIG instance) a pod holds had {near_full} at a reading of the last 5 "
+                          f"minutes: the pod's next allocation at such a peak may fail (OOM).",
               runbook="Lower the batch size or model footprint, or move the pod to a GPU with more memory."),
         Alarm("gpu-idle", "Allocated GPU idle",
               Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", ctx.threshold("idle_gpu_util_percent")),
-              severity="warning", evaluation_periods=max(1, idle_minutes // 5), missing_data="notBreaching",
+              # idle_minutes is a multiple of 5 (the settings refuse any other): whole 5-minute periods.
+              severity="warning", evaluation_periods=idle_minutes // 5, missing_data="notBreaching",
               description=f"A pod holds a GPU but has used under {ctx.threshold('idle_gpu_util_percent'):g}% of it "
                           f"for {idle_minutes} minutes: money spent on nothing.",
               runbook="Ask the pod's owner to release the GPU, or scale the workload down."),
@@ -60,7 +71,9 @@ def alarms(ctx):
               Condition(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", GPU, as_increase=True), ">",
                         ctx.threshold("pcie_replays_per_minute") * 5),
               severity="warning", missing_data="notBreaching",
-              description="A GPU's PCIe link keeps retrying transfers: a degrading link or riser.",
+              description=f"A GPU's PCIe link retried transfers more than "
+                          f"{ctx.threshold('pcie_replays_per_minute') * 5:g} times within 5 minutes: a degrading "
+                          f"link or riser.",
               runbook="Check the node's PCIe errors (dmesg, nvidia-smi -q); reseat or replace the GPU."),
         Alarm("gpu-data-missing", "No GPU metrics arriving",
               Condition(Query(reported, "count"), "<", 1),

@@ -154,7 +154,11 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     """The samples of one field, blank sentinels removed; counters as rate/increase.
 
     `over_time` (function, window) takes a gauge over a window instead of its latest sample,
-    as CloudWatch takes a statistic over the observations of each period (alerts).
+    as CloudWatch takes a statistic over the observations of each period (alerts). With it, a
+    counter's increase is exact, as CloudWatch sums the agent's deltas: the latest sample less the
+    latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
+    which scales the samples inside the window up to its length (50 replays read as 55.6 over
+    nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
@@ -165,6 +169,10 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
         return readable if readable.startswith("(") else f"({readable})"
     change = _raw(metric, branches, extra, ("increase" if as_increase else "rate") + "({}[" + window + "])")
+    if as_increase and over_time is not None:
+        exact = _raw(metric, branches, extra, "({0} - {0} offset " + window + ")")
+        steady = _raw(metric, branches, extra, "resets({}[" + window + "]) == 0")
+        change = f"(({exact} >= 0 and {steady}) or {change})"
     if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
         change = f"({change} * {field.unit.rate_scale:g})"
     # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63

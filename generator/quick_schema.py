@@ -121,4 +121,5 @@ _KEYWORDS: dict[str, Callable[..., bool]] = {
     "exclusiveMinimum": _number_bound(lambda n, v: n > v),
     "exclusiveMaximum": _number_bound(lambda n, v: n < v),
     "uniqueItems": _unique,
+    "multipleOf": _number_bound(lambda n, v: n % v == 0),
 }

@@ -489,6 +489,8 @@ def _fix_for(error, root: dict[str, Any]) -> str:
                                                           ("maximum", "at most"), ("exclusiveMaximum", "less than"))
                   if key in node]
         return f"write a number {' and '.join(bounds)}" + (f", e.g. {example}" if example else "")
+    if kind == "multipleOf":
+        return f"write a multiple of {value:g}" + (f", e.g. {example}" if example else "")
     if kind in ("minItems", "maxItems", "uniqueItems"):
         return f"write a list of {node.get('minItems', 0)} to {node.get('maxItems', 'any number of')} distinct items"
     if kind in ("minLength", "maxLength"):

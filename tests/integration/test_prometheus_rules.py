@@ -218,10 +218,10 @@ def test_healthy_fleet_fires_nothing(rules):
 
 
 def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
-    """CloudWatch takes a gauge's MAX / AVG over each period's observations. A GPU whose temperature swings
-    between 79 and 81 °C, or a pod whose utilization swings between 2 and 6 % (4 % on average), fires the
-    CloudWatch alarms; the Prometheus rules of the same definitions fire too (an instant value would be
-    below the threshold every other scrape and never stay pending long enough)."""
+    """CloudWatch takes a gauge's MIN / AVG over each period's observations. A pod whose utilization swings
+    between 2 and 6 % (4 % on average) fires the CloudWatch alarm; the Prometheus rule of the same definition
+    fires too (an instant value would be above the threshold every other scrape and never stay pending long
+    enough). A GPU whose temperature swings between 79 and 81 °C has not stayed above 80 °C: neither fires."""
     import json
 
     from tests.support import cloudwatch_eval
@@ -238,7 +238,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", pod, 30.0 * k, v)
                for k, v in enumerate(util)]
     states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-temp-high-warning"], points, 1200)
-    assert set(states.values()) == {"ALARM"}
+    assert set(states.values()) == {"OK"}
     states = cloudwatch_eval.alarm(requests["gpudash-gpu-cluster-gpu-idle-warning"], points, 1800)
     assert set(states.values()) == {"ALARM"}
 
@@ -249,8 +249,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
             "input_series": [series("DCGM_FI_DEV_GPU_TEMP", temp, "hot-0"),
                              series("DCGM_FI_DEV_GPU_UTIL", util, "idle-0")],
             "alert_rule_test": [
-                {"eval_time": "20m", "alertname": "GpudashGpuTempHigh",
-                 "exp_alerts": [_expected(rules, "GpudashGpuTempHigh", **GPU0)]},
+                {"eval_time": "20m", "alertname": "GpudashGpuTempHigh", "exp_alerts": []},
                 {"eval_time": "35m", "alertname": "GpudashGpuIdle",
                  "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]}]}
     _promtool_test(rules, "windows_test.yaml", [test], evaluation_interval="30s")

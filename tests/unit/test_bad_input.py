@@ -220,6 +220,8 @@ CASES = [
     settings("unknown threshold", "thresholds:\n  gpu_temperature: {warning: 1, critical: 2}\n", "gpudash.yaml:2",
              "did you mean 'gpu_temp_celsius'"),
     settings("idle minutes too short", "thresholds:\n  idle_minutes: 2\n", "gpudash.yaml:2", "at least 5"),
+    settings("idle minutes between periods", "thresholds:\n  idle_minutes: 9\n", "gpudash.yaml:2",
+             "not a multiple of 5", "write a multiple of 5"),
     settings("PCIe replays zero", "thresholds:\n  pcie_replays_per_minute: 0\n", "gpudash.yaml:2",
              "pcie_replays_per_minute"),
     settings("CloudWatch period", "cloudwatch:\n  period: 61\n", "gpudash.yaml:2", "cloudwatch.period",
