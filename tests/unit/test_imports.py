@@ -4,6 +4,7 @@ when a module loads nor those inside functions (a cycle hidden in a function is 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -31,12 +32,18 @@ def _is_type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
+@functools.lru_cache(maxsize=None)
+def _parsed(path: Path) -> ast.Module:
+    """A module's syntax tree: both cycle checks read every module of the package (read, never changed)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(name: str, path: Path, known: set[str], *, in_functions: bool = False) -> set[str]:
     """The package's modules that `name` imports when it is loaded, and with `in_functions` also those
     its functions import when they run. `if TYPE_CHECKING:` imports never run."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    pending = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    pending = list(_parsed(path).body)
     while pending:
         node = pending.pop()
         if _is_type_checking(node):
