@@ -150,7 +150,8 @@ def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str
 
 
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
-                  window: str, as_increase: bool, over_time: tuple[str, str] | None = None) -> str:
+                  window: str, as_increase: bool, over_time: tuple[str, str] | None = None,
+                  copies: tuple[str, ...] = (), resolution: str | None = None) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase.
 
     `over_time` (function, window) takes a gauge over a window instead of its latest sample,
@@ -159,6 +160,11 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
     which scales the samples inside the window up to its length (50 replays read as 55.6 over
     nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
+    `copies` (the workload labels a query merges) with `resolution` (the scrape interval) merge a
+    counter's copies of one reading before its rate or increase (a subquery at that step): the
+    exporter repeats a GPU's counter once per pod holding it, so a pod arriving or leaving inside
+    the window would split the GPU's increase over two series, each with a part of it; merged
+    first, the GPU's series is one whatever pods come and go.
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
@@ -168,16 +174,21 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             function, span = over_time
             readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
         return readable if readable.startswith("(") else f"({readable})"
-    change = _raw(metric, branches, extra, ("increase" if as_increase else "rate") + "({}[" + window + "])")
+    span, now, before = "{}[" + window + "]", "{0}", "{0} offset " + window
+    if copies and resolution:  # the copies' max at each step of the scrape interval, then over the window
+        merged = f"max without ({', '.join(copies)}) "
+        span = f"({merged}({{}}))[{window}:{resolution}]"
+        now, before = f"{merged}({{0}})", f"{merged}({{0}} offset {window})"
+    change = _raw(metric, branches, extra, ("increase(" if as_increase else "rate(") + span + ")")
     if as_increase and over_time is not None:
-        exact = _raw(metric, branches, extra, "({0} - {0} offset " + window + ")")
-        steady = _raw(metric, branches, extra, "resets({}[" + window + "]) == 0")
+        exact = _raw(metric, branches, extra, f"({now} - {before})")
+        steady = _raw(metric, branches, extra, "resets(" + span + ") == 0")
         change = f"(({exact} >= 0 and {steady}) or {change})"
     if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
         change = f"({change} * {field.unit.rate_scale:g})"
     # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
-    clean = _raw(metric, branches, extra, "max_over_time({}[" + window + "]) < " + COUNTER_BLANK_FLOOR)
+    clean = _raw(metric, branches, extra, "max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
 
 
@@ -190,6 +201,7 @@ class _Merge:
     workload: tuple[str, ...]
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps
     apart: bool = False  # MIG instances stay apart (alerts per pod): only repeats of one series merge
+    copies: tuple[str, ...] = ()  # the workload labels of a counter's per-pod copies, merged before its increase
 
     def __call__(self, how: str, series: str) -> str:
         if self.apart:
@@ -212,7 +224,7 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None,
-             kind: str | None = None) -> str:
+             kind: str | None = None, resolution: str | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
@@ -224,7 +236,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
         return _across_own_labels(metric, catalog, merge, merge(
-            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time)))
+            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, merge.copies,
+                               resolution)))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time)
     substitute = catalog.mig_substitute(metric)
@@ -250,7 +263,8 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = "$__range",
-               gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None) -> str:
+               gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
+               resolution: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -263,6 +277,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     instance's memory is its own). Whole GPUs, and pods sharing one, are as without it.
     `kind` ("whole" or "mig", with `kinds_apart`) takes only whole GPUs' own readings or only MIG
     instances' stand-in for a field MIG does not report.
+    `resolution` (the scrape interval) lets a counter merged over its pods' copies merge them before
+    its rate or increase (a subquery at that step, see _field_series).
     """
     if query.raw_promql:
         return query.raw_promql
@@ -281,13 +297,14 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
     # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
     apart = per_instance and "pod" in keys
+    workload = tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer)
     merge = _Merge(() if apart else tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
-                   tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer), tuple(outer),
-                   apart)
+                   workload, tuple(outer), apart, workload if labels.pod in workload and not apart else ())
 
     def per_gpu(metric: str) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
-        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind)
+        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
+                        resolution)
 
     value = per_gpu(query.metric)
     if query.over:

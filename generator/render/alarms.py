@@ -446,7 +446,8 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
     kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
     values = [expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                         gauge_window=window, per_instance=True, kind=kind) for kind in kinds]
+                         gauge_window=window, per_instance=True, kind=kind,
+                         resolution=f"{settings.scrape.seconds}s") for kind in kinds]
     return " or ".join(f"{value} {condition.comparison} {condition.threshold:g}" for value in values)
 
 

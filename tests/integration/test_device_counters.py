@@ -208,3 +208,38 @@ def test_classic_cannot_merge_and_says_so(tmp_path):
     files, folder = built_with(tmp_path / "otel", {}, FIELDS)
     assert not [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
                 if f.rule in ("AL013", "CW016")]
+
+
+def _stored() -> list[dict[str, str]]:
+    """The served series as Prometheus stores them from the generated scrape job (it attaches `node`), on
+    promtool's grid (scrape k at (k + 1) x 30 s): a series its target stops serving, and every series at a
+    failed scrape, gets a staleness marker."""
+    served = [{} if k in FAILED else series_at(k) for k in range(-1, STEPS)]
+    names = list(dict.fromkeys(name for scrape in served for name in scrape))
+    stored = []
+    for name in names:
+        values, before = [], False
+        for scrape in served:
+            values.append(f"{scrape[name]:.0f}" if name in scrape else "stale" if before else "_")
+            before = name in scrape
+        stored.append({"series": f'{name[:-1]},node="{NODE}"}}', "values": " ".join(values)})
+    return stored
+
+
+def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
+    """The rule merges a GPU's copies before its increase (a subquery at the scrape interval): pods arriving
+    and leaving, failed scrapes and a restart from 0 leave it the GPU's whole increase, as CloudWatch reads it;
+    a MIG GPU is one GPU to the rule (its instances, to the alarm)."""
+    from tests.integration.test_prometheus_rules import _expected, _promtool_test
+    import yaml
+
+    _, folder = built
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "pcie-replays"]
+    assert "[5m:30s]" in rule["expr"]
+    checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
+               "exp_alerts": [_expected(folder, rule["alert"], node=NODE, gpu=str(gpu))
+                              for gpu in sorted({gpu for gpu, _ in firing(end)})]}
+              for end in range(300, STEPS * STEP + 1, 300)]
+    _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
+                                                     "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

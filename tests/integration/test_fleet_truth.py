@@ -304,7 +304,8 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
     for alarm in project.alarms:
         rule = rules[alert_name(alarm.id)]
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
-        result = prometheus.query(rule["expr"], at=at)
+        # the rule merges a counter's copies at the scrape interval it was made for; this Prometheus scrapes every 1 s
+        result = prometheus.query(rule["expr"].replace(f":{project.settings.scrape.seconds}s]", ":1s]"), at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
             silent = [{"cluster": "north",
                        "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
