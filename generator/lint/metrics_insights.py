@@ -167,7 +167,10 @@ def parse(text: str) -> Parsed:
         parsed.order = (function, direction)
     if reader.peek("LIMIT"):
         reader.take("LIMIT")
-        parsed.limit = int(reader.take(kind="number").value)
+        number = reader.take(kind="number")
+        if not (number.value.isascii() and number.value.isdigit()):  # 5.5, 1e2: Metrics Insights takes none
+            raise QueryError(f"LIMIT takes a whole number of series, found {number.text!r}")
+        parsed.limit = int(number.value)
     if reader.peek() is not None:
         raise QueryError(f"unexpected {reader.peek().text!r} at the end of the query")
     return parsed

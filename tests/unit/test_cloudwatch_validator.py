@@ -90,6 +90,9 @@ BODY_CASES = {
     "doubled quote": (lambda b: _first_query(b).update(
         expression=_first_query(b)["expression"].replace("'gpu-cluster'", "'gpu''s cluster'")), "CW012",
         "escaped with a backslash, not doubled"),
+    "fractional limit": (lambda b: _first_query(b).update(
+        expression=_first_query(b)["expression"].replace("LIMIT 50", "LIMIT 5.5")), "CW012",
+        "LIMIT takes a whole number of series, found '5.5'"),
     "unquoted reserved word": (lambda b: _first_query(b).update(
         expression=_first_query(b)["expression"].replace('GROUP BY "namespace", "pod"', 'GROUP BY namespace, user')),
         "CW012", "user must be double-quoted"),
