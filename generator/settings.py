@@ -527,9 +527,42 @@ def _retired(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
                               "write alarms.expected_gpus: none")
 
 
+def namespace_problem(value: str) -> str | None:
+    """Why CloudWatch refuses `value` as the namespace of custom metrics, or None. Its API documents a
+    namespace as 1 to 255 ASCII characters without control characters, not beginning with ':', with at least
+    one that is not a space, and reserves those beginning with AWS/ for AWS services (the schema's pattern
+    says the same for editors)."""
+    if not 1 <= len(value) <= 255:
+        return f"is {len(value)} characters; CloudWatch takes 1 to 255"
+    odd = next((c for c in value if not " " <= c <= "~"), None)
+    if odd is not None:
+        kind = "a control character" if ord(odd) < 32 or ord(odd) == 127 else "a character that is not ASCII"
+        return f"holds {kind} ({odd!r}); CloudWatch takes printable ASCII characters only"
+    if value.startswith("AWS/"):
+        return "begins with AWS/, which CloudWatch keeps for AWS services' own metrics"
+    if value.startswith(":"):
+        return "begins with ':', which CloudWatch refuses"
+    if not value.strip():
+        return "is only spaces"
+    return None
+
+
+def _namespace_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """cloudwatch.namespace as CloudWatch takes it, said plainly (the schema's pattern alone says less)."""
+    cloudwatch = document.get("cloudwatch")
+    value = cloudwatch.get("namespace") if isinstance(cloudwatch, dict) else None
+    problem = namespace_problem(value) if isinstance(value, str) else None
+    if problem:
+        line = _line_of(node, ["cloudwatch", "namespace"])
+        raise InputError(f"cloudwatch.namespace {value!r} {problem}", where=f"{source}:{line}" if line else source,
+                         hint="write a namespace of your own, such as GPU/DCGM, or leave the key out for "
+                              "ContainerInsights/Prometheus")
+
+
 def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """All checks of a settings document before defaults are filled in; raises the first error."""
     _retired(document, source, node)
+    _namespace_checked(document, source, node)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

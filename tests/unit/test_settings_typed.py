@@ -71,3 +71,16 @@ def test_a_period_that_is_not_a_whole_number_of_scrape_intervals_is_refused_at_t
     assert settings.scrape.seconds == 60
     assert parse_settings(clusters + "cloudwatch:\n  source: container-insights\nscrape:\n  interval: 7s\n",
                           "s.yaml", tmp_path).scrape.seconds == 7
+
+
+@pytest.mark.parametrize("value", ["ContainerInsights/Prometheus", "GPU/DCGM", "a", "x:y", "G" * 255, "G" * 256, "",
+                                   "AWS/GPU", "aws/gpu", "AWS", ":GPU", "   ", " GPU", "GPU\tDCGM", "GPU\x7f",
+                                   "GPU/Über", "GPU\n", "#GPU ~"])
+def test_the_namespace_pattern_for_editors_says_what_the_message_says(value):
+    """The schema's pattern and length (what an editor checks) refuse exactly the namespaces generate refuses."""
+    from generator.settings import _anchored, _schema, namespace_problem
+
+    node = _schema()["properties"]["cloudwatch"]["properties"]["namespace"]
+    by_schema = node["minLength"] <= len(value) <= node["maxLength"] and \
+        re.search(_anchored(node["pattern"]), value) is not None
+    assert by_schema is (namespace_problem(value) is None)
