@@ -68,14 +68,12 @@ from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
-from .markers import CLUSTER_DIMENSION
+from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import Query
 from .settings import Cluster, Settings
 
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
 STATISTICS = {"avg": "Average", "max": "Maximum", "min": "Minimum", "sum": "Sum", "count": "SampleCount"}
-NODE_DIMENSION = "node"  # the Kubernetes node, attached by gpudash's scrape job (the agent uses it)
-GPU_DIMENSION = "gpu"
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 SERIES_PER_QUERY = 500  # Metrics Insights returns at most 500 series
 ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest 3 hours of data
@@ -164,7 +162,7 @@ def dimensions(settings: Settings) -> list[str]:
 # pod / namespace / container (whatever labels.* says about a Prometheus that scrapes through
 # another path) and attaches the Kubernetes node as `node`; ClusterName is the agent's cluster_name.
 CLOUDWATCH_KEYS = {"cluster": CLUSTER_DIMENSION, "node": NODE_DIMENSION, "gpu": GPU_DIMENSION, "model": "modelName",
-                   "pod": "pod", "namespace": "namespace", "container": "container",
+                   "pod": POD_DIMENSION, "namespace": NAMESPACE_DIMENSION, "container": "container",
                    "mig_instance": MIG_INSTANCE_LABEL}
 
 

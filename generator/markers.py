@@ -29,3 +29,10 @@ PROMETHEUS_RULE_LABEL = "gpudash_rule"
 
 # The CloudWatch dimension that carries the cluster (the agent's `cluster_name`, the add-on's too).
 CLUSTER_DIMENSION = "ClusterName"
+# The dimensions gpudash's scrape job gives a GPU (the Kubernetes node it attaches, the exporter's index) and a
+# pod (the workload's labels), and what each settable set must hold to tell pods and GPUs apart in a cluster
+# (every widget and alarm reads one cluster by ClusterName); settings refuse a set without them.
+NODE_DIMENSION, GPU_DIMENSION = "node", "gpu"
+NAMESPACE_DIMENSION, POD_DIMENSION = "namespace", "pod"
+REQUIRED_DIMENSIONS = {"dimensions": (CLUSTER_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION),
+                       "gpu_dimensions": (CLUSTER_DIMENSION, NODE_DIMENSION, GPU_DIMENSION)}

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from .errors import InputError
+from .markers import REQUIRED_DIMENSIONS
 from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
@@ -603,6 +604,29 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
                          hint="pick a scrape.interval that divides cloudwatch.period (e.g. 15s, 30s, 60s for 300)")
 
 
+def dimensions_lacking(sets: Any) -> list[tuple[str, list[str]]]:
+    """(setting, the dimensions it lacks) of cloudwatch.dimensions / gpu_dimensions (`sets`: setting -> value)."""
+    return [(name, missing) for name, required in REQUIRED_DIMENSIONS.items()
+            if (missing := [d for d in required if d not in sets[name]])]
+
+
+def _dimension_sets_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """The per-pod and per-GPU sets the agent publishes name what tells pods and GPUs apart (`document` has its
+    defaults filled in; the Container Insights add-on publishes sets of its own)."""
+    cloudwatch = document["cloudwatch"]
+    if cloudwatch["source"] == "container-insights":
+        return
+    for name, missing in dimensions_lacking(cloudwatch)[:1]:
+        required = REQUIRED_DIMENSIONS[name]
+        line = _line_of(node, ["cloudwatch", name])
+        raise InputError(f"cloudwatch.{name} [{', '.join(cloudwatch[name])}] lacks {', '.join(missing)}: CloudWatch "
+                         f"tells {'pods' if name == 'dimensions' else 'GPUs'} apart by {', '.join(required)} (every "
+                         f"widget and alarm reads one cluster by {required[0]})",
+                         where=f"{source}:{line}" if line else source,
+                         hint=f"write {name}: [{', '.join(REQUIRED_DIMENSIONS[name])}], with more dimensions after "
+                              f"them if you want")
+
+
 def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given") -> Settings:
     node = _compose(text, source)
     _check_tree(node, source)
@@ -622,6 +646,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
     period_written = "period" in (document.get("cloudwatch") or {})
     document = _with_defaults(document, _schema(), _schema())
     _check_period(document, period_written, source, node)
+    _dimension_sets_checked(document, source, node)
     clusters = tuple(Cluster(**c) for c in document["clusters"])
     seen: dict[str, int] = {}
     for index, cluster in enumerate(clusters):

@@ -6,7 +6,6 @@ import re
 from typing import Any, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
-from ..cloudwatch_query import dimension_for
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_METRICS
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
@@ -16,7 +15,7 @@ from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, 
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
-from ..settings import Cluster
+from ..settings import Cluster, dimensions_lacking
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, is_query, parse as parse_query
@@ -222,12 +221,10 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                           f"only, and the scrape job gives whole GPUs none: their metrics of that set are never "
                           f"published (replace an empty {MIG_INSTANCE_LABEL} with {WHOLE_GPU_INSTANCE!r} in "
                           f"metric_relabel_configs, as gpudash generates it)")
-    pod_set = settings.cloudwatch.dimensions
-    for key in ("namespace", "pod"):
-        label = dimension_for(key, settings)
-        if label not in pod_set:
-            yield Finding("AG002", "error", "settings cloudwatch.dimensions",
-                          f"the per-pod set lacks {label!r}: a pod is identified by its namespace and name")
+    sets = {"dimensions": settings.cloudwatch.dimensions, "gpu_dimensions": settings.cloudwatch.gpu_dimensions}
+    for name, missing in dimensions_lacking(sets):  # settings refuse this when read; a build's settings say it here
+        yield Finding("AG002", "error", f"settings cloudwatch.{name}",
+                      f"the set lacks {', '.join(map(repr, missing))}: it must tell pods and GPUs apart in a cluster")
 
 
 def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:

@@ -228,6 +228,13 @@ CASES = [
              "write one of"),
     settings("repeated dimension", "cloudwatch:\n  dimensions: [pod, pod]\n", "gpudash.yaml:2",
              "cloudwatch.dimensions"),
+    # A set that cannot tell pods or GPUs apart in a cluster: reported at its line, not at the first alarm that reads it
+    settings("per-pod set without namespace", "cloudwatch:\n  dimensions: [ClusterName, pod]\n", "gpudash.yaml:2",
+             "cloudwatch.dimensions [ClusterName, pod] lacks namespace", "dimensions: [ClusterName, namespace, pod]"),
+    settings("per-pod set without ClusterName", "cloudwatch:\n  period: 300\n  dimensions: [namespace, pod]\n",
+             "gpudash.yaml:3", "cloudwatch.dimensions [namespace, pod] lacks ClusterName"),
+    settings("per-GPU set without gpu", "cloudwatch:\n  gpu_dimensions: [ClusterName, node]\n", "gpudash.yaml:2",
+             "cloudwatch.gpu_dimensions [ClusterName, node] lacks gpu"),
     settings("top pods zero", "cloudwatch:\n  top_pods: 0\n", "gpudash.yaml:2", "cloudwatch.top_pods"),
     settings("empty namespace", "cloudwatch:\n  namespace: ''\n", "gpudash.yaml:2", "cloudwatch.namespace"),
     # CloudWatch's own namespaces, control characters, its length limit, a leading colon: PutMetricData refuses them

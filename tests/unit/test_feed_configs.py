@@ -218,7 +218,7 @@ def test_a_pod_set_without_the_workload_namespace_is_refused(project_dir, cli):
     config = project_dir("cloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, pod]\n")
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
     assert code == 2
-    assert "alarm 'framebuffer-full': no published dimension set carries namespace, pod" in stderr
+    assert "gpudash.yaml:2: cloudwatch.dimensions [ClusterName, Namespace, Service, job, pod] lacks namespace" in stderr
 
 
 def _edit_agent(artifacts, edit=None, edit_scrape=None):
