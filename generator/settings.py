@@ -649,12 +649,23 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
     _dimension_sets_checked(document, source, node)
     clusters = tuple(Cluster(**c) for c in document["clusters"])
     seen: dict[str, int] = {}
+    folded: dict[str, int] = {}
     for index, cluster in enumerate(clusters):
         if cluster.name in seen:
             line = _line_of(node, ["clusters", index, "name"])
             raise InputError(f"cluster {cluster.name!r} is listed twice (first as clusters[{seen[cluster.name]}])",
                              where=f"{source}:{line}" if line else source, hint="give every cluster a unique name")
-        seen[cluster.name] = index
+        other = folded.get(cluster.name.casefold())
+        if other is not None:  # a build names files by cluster: on macOS or Windows the two would be one file
+            line = _line_of(node, ["clusters", index, "name"])
+            raise InputError(f"clusters {clusters[other].name!r} (clusters[{other}]) and {cluster.name!r} differ only "
+                             f"in upper and lower case: their build files (k8s/cwagent-prometheus-config-<cluster>.yaml, "
+                             f"cloudwatch/dashboards/<prefix>-<cluster>-<dashboard>.json) would be one file on a "
+                             f"case-insensitive file system (macOS, Windows), where a checkout of the build keeps one "
+                             f"cluster's agent config and dashboards and drops the other's",
+                             where=f"{source}:{line}" if line else source,
+                             hint="generate those clusters from two settings files, each with its own --out folder")
+        seen[cluster.name] = folded[cluster.name.casefold()] = index
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
                     labels=Labels.from_settings(document["labels"]), origin=origin, **_sections(document))
 

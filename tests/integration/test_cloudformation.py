@@ -44,10 +44,11 @@ def test_template_matches_the_artifacts_and_passes_cfn_lint(tmp_path, project_di
 
 
 def test_clusters_whose_names_differ_only_in_punctuation_or_case_keep_every_resource(project_dir):
-    """A logical id keeps a name's letters and digits: a-b, a_b and aB gave their alarms, dashboards and
-    log groups one id, and the template kept one cluster's of each."""
+    """A logical id keeps a name's letters and digits: a-b, a_b, a--b and aB gave their alarms, dashboards and
+    log groups one id, and the template kept one cluster's of each. (Names that differ only in case, aB and ab,
+    are refused by the settings: their build files would be one file on a case-insensitive file system.)"""
     config = project_dir("clusters:\n  - {name: a-b, region: us-east-1}\n  - {name: a_b, region: us-east-1}\n"
-                         "  - {name: aB, region: us-east-1}\n  - {name: ab, region: us-east-1}\n")
+                         "  - {name: aB, region: us-east-1}\n  - {name: a--b, region: us-east-1}\n")
     files = encode(build(load_project(config)))
     resources = json.loads(files["cloudformation/gpudash.json"])["Resources"]
     kept = {kind: sorted(r["Properties"][key] for r in resources.values() if r["Type"] == kind)
@@ -57,5 +58,5 @@ def test_clusters_whose_names_differ_only_in_punctuation_or_case_keep_every_reso
                                                     for a in json.loads(files["cloudwatch/alarms.json"])["alarms"])
     assert kept["AWS::CloudWatch::Dashboard"] == sorted(json.loads(d)["DashboardName"] for p, d in files.items()
                                                         if p.startswith("cloudwatch/dashboards/"))
-    assert kept["AWS::Logs::LogGroup"] == sorted(f"/aws/containerinsights/{c}/prometheus" for c in ("a-b", "a_b", "aB", "ab"))
+    assert kept["AWS::Logs::LogGroup"] == sorted(f"/aws/containerinsights/{c}/prometheus" for c in ("a--b", "a-b", "a_b", "aB"))
     assert all(id_.isalnum() and len(id_) <= 255 for id_ in resources)

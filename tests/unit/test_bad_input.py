@@ -235,6 +235,11 @@ CASES = [
              "gpudash.yaml:3", "cloudwatch.dimensions [namespace, pod] lacks ClusterName"),
     settings("per-GPU set without gpu", "cloudwatch:\n  gpu_dimensions: [ClusterName, node]\n", "gpudash.yaml:2",
              "cloudwatch.gpu_dimensions [ClusterName, node] lacks gpu"),
+    # EKS names are case-sensitive, but a build names its files by cluster: refused, not silently one file on macOS
+    settings("cluster names that differ only in case",
+             "clusters:\n  - {name: ml-east, region: us-east-1}\n  - {name: ML-East, region: us-west-2}\n",
+             "gpudash.yaml:3", "clusters 'ml-east' (clusters[0]) and 'ML-East' differ only in upper and lower case",
+             "two settings files"),
     settings("top pods zero", "cloudwatch:\n  top_pods: 0\n", "gpudash.yaml:2", "cloudwatch.top_pods"),
     settings("empty namespace", "cloudwatch:\n  namespace: ''\n", "gpudash.yaml:2", "cloudwatch.namespace"),
     # CloudWatch's own namespaces, control characters, its length limit, a leading colon: PutMetricData refuses them
