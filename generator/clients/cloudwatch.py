@@ -25,7 +25,8 @@ from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
 BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
-# What each read publishing makes must answer: key -> type. Its writes answer `{}` (or an empty body).
+# What each read publishing makes must answer: key -> type. Its writes answer their output's members only
+# (`{}`, or an empty body; PutDashboard its validation messages): anything else is not the write's answer.
 # Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves; for
 # every call, something else than a list where the model has one is marked (botocore would read `{}` as []).
 REQUIRED = {
@@ -304,6 +305,8 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     else:
         problem = _invalid(name, parsed) if name in CHECKED else None
         output = getattr(operation_model, "output_shape", None)
+        if name in WRITES and not problem:
+            problem = _not_a_write_answer(output, parsed)
         problem = problem or (_not_a_list(output, parsed, "") if output is not None else None)
     if problem:
         customized_response_dict[_NOT_AN_ANSWER] = problem
@@ -331,6 +334,23 @@ def _not_a_list(shape: Any, value: Any, path: str) -> str | None:
                 if problem:
                     return problem
     return None
+
+
+def _not_a_write_answer(shape: Any, response: Any) -> str | None:
+    """Why a 2xx answer to a write is not the write's answer: a write answers its output's members
+    (PutDashboard its validation messages, the others nothing). An error document sent with a 2xx status
+    (`{"__type": "ThrottlingException", ...}`) is not one, and the write is not known to be done."""
+    if not isinstance(response, dict):
+        return f"a JSON {type(response).__name__}, not an object"
+    members = {member.serialization.get("name", key) for key, member in shape.members.items()} if shape else set()
+    unknown = sorted(key for key in response if key not in members)
+    if not unknown:
+        return None
+    error = response.get("__type") or response.get("code") or response.get("Code")
+    if isinstance(error, str):
+        message = response.get("message") or response.get("Message") or ""
+        return f"an error, {error.rpartition('#')[2]}: {message}".rstrip(": ")
+    return f"{', '.join(unknown[:3])}, which it does not answer"
 
 
 def _invalid(api: str, response: Any) -> str | None:

@@ -1,0 +1,41 @@
+"""What CloudWatch answers to gpudash's writes and listings (through the fault proxy in front of moto):
+only an answer shaped as the API answers counts as done; anything else is a remote failure (exit 3),
+listed with every other outcome, and nothing is taken for written that was not."""
+
+from __future__ import annotations
+
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+
+THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
+
+
+def _dashboards(client):
+    return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
+
+
+def test_writes_answered_200_with_an_error_body_are_failures(proxied):
+    proxy, client, apply = proxied
+    proxy.inject(fault("PutMetricAlarm", "status", times=ALWAYS, body=THROTTLED),
+                 fault("PutDashboard", "status", times=ALWAYS, body={"__type": "InternalFailure", "message": "oops"}))
+    code, report, stderr = apply()
+    assert code == 3 and "Traceback" not in stderr
+    assert alarms(client) == {} and _dashboards(client) == []
+    assert "13 of 13 writes failed; 0 were published" in stderr
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert len(errors) == 13 and report["written"] == []
+    assert "an error, InternalFailure: oops" in errors["gpudash-gpu-cluster-health"]
+    assert "an error, ThrottlingException: Rate exceeded" in errors["gpudash-gpu-cluster-gpu-idle-warning"]
+
+
+def test_deletes_answered_200_with_an_error_body_are_failures(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    before = (sorted(alarms(client)), _dashboards(client))
+    fresh(proxy)
+    proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body=THROTTLED),
+                 fault("DeleteDashboards", "status", times=ALWAYS, body={"__type": "InternalFailure"}))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "Traceback" not in stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before
+    assert report["written"] == [] and len(report["failed"]) == 13
+    assert all(other_cluster(item["name"]) for item in report["failed"])
