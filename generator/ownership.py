@@ -128,6 +128,18 @@ def alarm_fields(alarm: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def as_reported(request: dict[str, Any], reported: dict[str, Any]) -> dict[str, Any]:
+    """The request's fields (alarm_fields) in the form CloudWatch may report them, following `reported`
+    where CloudWatch rewrites what it was sent: the one known rewrite leaves a query's Period out. A
+    read-back that differs from this in anything else is not the alarm the request made."""
+    result = dict(request)
+    queries, seen = request.get("Metrics"), reported.get("Metrics")
+    if isinstance(queries, list) and isinstance(seen, list) and len(queries) == len(seen):
+        result["Metrics"] = [query[:3] + [None] + query[4:] if shown[3] is None else query
+                             for query, shown in zip(queries, seen)]
+    return result
+
+
 def alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm))
 

@@ -28,7 +28,7 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
 from ..errors import RemoteError
 from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
-from ..ownership import (alarm_fields, alarm_hash, alarm_owned,
+from ..ownership import (alarm_fields, alarm_hash, alarm_owned, as_reported,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from ..serialize import compact_json
 from . import prune_guard
@@ -298,25 +298,36 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
-        arn, reported = _read_back(cloudwatch, region, change.name, arn)
+        arn, reported = _read_back(cloudwatch, region, change.name, arn, request)
     missing = [t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
     return True
 
 
-def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None) -> tuple[str | None, str | None]:
+def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None,
+               request: dict[str, Any]) -> tuple[str | None, str | None]:
     """(ARN, hash of the alarm as CloudWatch reports it) right after its write; the hash None when it
-    cannot be read (the evidence then holds the request's hash alone)."""
+    cannot be read (the evidence then holds the request's hash alone). The read-back is evidence only
+    when it is the request up to CloudWatch's known rewrites (ownership.as_reported): an alarm missing
+    or reported otherwise means the write did not take effect as sent (a failure, and no evidence kept)."""
     try:
         alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
     except RemoteError as exc:  # the write stands; only the check of how CloudWatch reports it is missing
         cloudwatch.note(f"alarms written in {region} could not be read back ({exc.what}); if the next plan shows "
                         "them as drift without anyone editing them, apply them with --force")
         return arn, None
+    what = f"CloudWatch alarm {name}"
+    hint = "run `gpudash plan` and apply again; if it persists, check what answers at AWS_ENDPOINT_URL"
     if alarm is None:
-        cloudwatch.note(f"alarm {name} was deleted by someone else right after it was written")
-        return arn, None
+        raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
+                          where=what, hint=hint)
+    reported = alarm_fields(alarm)
+    wanted = as_reported(alarm_fields(request), reported)
+    if reported != wanted:
+        differences = ", ".join(sorted(key for key in set(reported) | set(wanted) if reported.get(key) != wanted.get(key)))
+        raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
+                          f"{differences} than were sent: the write did not take effect as sent", where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)
 
 

@@ -39,3 +39,26 @@ def test_deletes_answered_200_with_an_error_body_are_failures(proxied, project_d
     assert (sorted(alarms(client)), _dashboards(client)) == before
     assert report["written"] == [] and len(report["failed"]) == 13
     assert all(other_cluster(item["name"]) for item in report["failed"])
+
+
+def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(proxied, project_dir, cli):
+    """PutMetricAlarm answered as done ({} with 200) but never made: the read-back shows the old alarm,
+    which is no evidence of the write. It is reported failed, and the next plan still shows the update."""
+    proxy, client, apply = proxied
+    assert apply()[0] == 0
+    name = "gpudash-gpu-cluster-gpu-temp-high-warning"
+    tags = client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+    fresh(proxy)
+    proxy.inject(fault("PutMetricAlarm", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply("--config", config)
+    assert code == 3 and [item["name"] for item in report["failed"]] == [name]
+    error = report["failed"][0]["error"]
+    assert "reports the alarm with other AlarmDescription, Threshold than were sent" in error, error
+    assert alarms(client)[name]["Threshold"] == 80.0
+    assert client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"] == tags
+    fresh(proxy)
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
+    assert code == 1 and f"update    cloudwatch alarm {name} [us-east-1]" in stdout
+    code, report, _ = apply("--config", config)
+    assert code == 0 and name in report["written"] and alarms(client)[name]["Threshold"] == 70.0
