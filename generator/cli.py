@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from .cli_base import config_option, csv_option, load_project_for, main, optional_path, output_option
+from .cli_base import Between, config_option, csv_option, load_project_for, main, optional_path, output_option
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
 
@@ -295,7 +295,7 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
 @click.option("--pods", type=click.IntRange(0, 10_000_000), required=True, help="GPU pods running at once, fleet-wide.")
 @click.option("--churn", type=click.IntRange(0, 100_000_000), default=0, show_default=True,
               help="GPU pods started per month.")
-@click.option("--view-hours", type=click.FloatRange(0, 744), default=40.0, show_default=True,
+@click.option("--view-hours", type=Between(0, 744), default=40.0, show_default=True,
               help="Hours each cluster's dashboards are open per month.")
 @click.option("--gpus", type=click.IntRange(0, 10_000_000), help="GPUs across the fleet (default: one per pod).")
 @click.option("--prices", "prices_file", metavar="FILE",

@@ -17,6 +17,19 @@ from .errors import EXIT_INPUT, GpudashError
 EXIT_INTERNAL = 4
 
 
+class Between(click.FloatRange):
+    """A number within bounds: click's FloatRange, which lets `nan` through (it compares false with
+    both bounds), and so switched off the guards a bound sets (--max-prune-share nan pruned anything)."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number in the range {self._describe_range()}", param, ctx)
+        return number
+
+
 def _print_traceback() -> None:
     """The exception being handled, as --debug shows it (traceback is imported only for it)."""
     import traceback

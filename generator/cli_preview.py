@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from . import redact
-from .cli_base import checked_url, config_option, csv_option, load_project_for, main, output_option
+from .cli_base import Between, checked_url, config_option, csv_option, load_project_for, main, output_option
 from .errors import InputError
 
 
@@ -44,7 +44,7 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
 @click.option("--range", "range_text", metavar="DURATION",
               help="Time range up to now, e.g. 30m, 1h, 7d. Default: each dashboard's own (time.from).")
 @click.option("--out", default="preview", show_default=True, metavar="DIR", help="Folder for the static site.")
-@click.option("--timeout", type=click.FloatRange(0.5, 600), default=30.0, show_default=True,
+@click.option("--timeout", type=Between(0.5, 600), default=30.0, show_default=True,
               help="Seconds each query may take.")
 @output_option
 def preview(config: str | None, csv: str | None, prometheus_url: str | None, sample: bool, from_dir: str | None,

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import redact
-from .cli_base import checked_url, config_option, csv_option, load_project_for, main, output_option
+from .cli_base import Between, checked_url, config_option, csv_option, load_project_for, main, output_option
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 
@@ -30,17 +30,17 @@ insecure_option = click.option("--insecure", is_flag=True, help="Do not verify G
 token_file_option = click.option("--token-file", metavar="FILE",
                                  help="Read the Grafana token from FILE (else GRAFANA_TOKEN).")
 max_prune_share_option = click.option(
-    "--max-prune-share", type=click.FloatRange(0, 100), default=50, show_default=True, metavar="PERCENT",
+    "--max-prune-share", type=Between(0, 100), default=50, show_default=True, metavar="PERCENT",
     help="Without --force, --prune is refused when it would delete more than this share of the objects "
          "of a kind gpudash owns (and always when it would delete all of them, or the build is empty).")
 
 
 def deadline_options(command):
     """--deadline and --retry-after-max: how long a publishing command may take in all."""
-    command = click.option("--retry-after-max", type=click.FloatRange(0, 3600), default=30, show_default=True,
+    command = click.option("--retry-after-max", type=Between(0, 3600), default=30, show_default=True,
                            metavar="SECONDS", help="Honour a server's Retry-After up to this long; asking for "
                                                    "more is a remote failure.")(command)
-    return click.option("--deadline", type=click.FloatRange(1, 86400), default=900, show_default=True,
+    return click.option("--deadline", type=Between(1, 86400), default=900, show_default=True,
                         metavar="SECONDS", help="Stop the command (exit 3, listing what was and was not "
                                                 "written) when it takes longer than this in all.")(command)
 
@@ -336,7 +336,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
               callback=checked_url("http://prometheus:9090"), help="Prometheus. Env: PROMETHEUS_URL.")
 @profile_option
 @endpoint_option
-@click.option("--timeout", type=click.FloatRange(1, 300), default=10, show_default=True,
+@click.option("--timeout", type=Between(1, 300), default=10, show_default=True,
               help="Seconds the whole run may take; what has not answered by then is a failed check.")
 @output_option
 def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, endpoint_url, timeout, output):
