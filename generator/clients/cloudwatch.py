@@ -185,12 +185,12 @@ class CloudWatch:
         """Names of the dashboards whose name starts with `prefix`, every page."""
         names: list[str] = []
         what = f"CloudWatch dashboards {prefix}* in {region}"
-        token = None
+        token, seen = None, set()
         while True:
             kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
             names.extend(entry["DashboardName"] for entry in page["DashboardEntries"])
-            token = page.get("NextToken")
+            token = _next_page(page.get("NextToken"), seen, "ListDashboards", region, what)
             if not token:
                 return names
 
@@ -200,14 +200,14 @@ class CloudWatch:
         alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
-        token = None
+        token, seen = None, set()
         while True:
             kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
             if token:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
             alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
-            token = page.get("NextToken")
+            token = _next_page(page.get("NextToken"), seen, "DescribeAlarms", region, what)
             if not token:
                 return alarms
 
@@ -215,13 +215,13 @@ class CloudWatch:
         """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
         filters = [{"Key": ALARM_OWNER_TAG["Key"], "Values": [ALARM_OWNER_TAG["Value"]]}]
         found: dict[str, list[dict[str, str]]] = {}
-        token = ""
+        token, seen, what = "", set(), f"tags of CloudWatch alarms in {region}"
         while True:
             kwargs = {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters, "ResourcesPerPage": BATCH}
             if token:
                 kwargs["PaginationToken"] = token
             try:
-                page = self.call(region, "GetResources", f"tags of CloudWatch alarms in {region}", **kwargs)
+                page = self.call(region, "GetResources", what, **kwargs)
             except RemoteError as exc:
                 if "AccessDenied" not in exc.what:
                     raise
@@ -229,7 +229,7 @@ class CloudWatch:
                           "time (slow); grant tag:GetResources to read them in bulk")
                 return None
             found.update({item["ResourceARN"]: item["Tags"] for item in page["ResourceTagMappingList"]})
-            token = page.get("PaginationToken") or ""
+            token = _next_page(page.get("PaginationToken"), seen, "GetResources", region, what) or ""
             if not token:
                 return found
 
@@ -273,6 +273,19 @@ def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, sourc
         raise OddAnswer(source, "", None, "a ListMetrics answer",
                         said=f"not a ListMetrics answer ({page[_NOT_AN_ANSWER]})")
     return page
+
+
+def _next_page(token: Any, seen: set, api: str, region: str, what: str) -> Any:
+    """The next page's token; a token the listing gave before is a failure (the listing would go round
+    forever, until the deadline), as is one that is not a string."""
+    if not token:
+        return None
+    if not isinstance(token, str) or token in seen:
+        said = "a next-page token that is not a string" if not isinstance(token, str) else "a next-page token it gave before"
+        raise RemoteError(f"CloudWatch answered {api} in {region} with {said}: the listing would never end",
+                          where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
+    seen.add(token)
+    return token
 
 
 def _snake(api: str) -> str:

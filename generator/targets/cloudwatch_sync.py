@@ -325,7 +325,7 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None,
     reported = alarm_fields(alarm)
     wanted = as_reported(alarm_fields(request), reported)
     if reported != wanted:
-        differences = ", ".join(sorted(key for key in set(reported) | set(wanted) if reported.get(key) != wanted.get(key)))
+        differences = ", ".join(sorted(key for key in {*reported, *wanted} if reported.get(key) != wanted.get(key)))
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
                           f"{differences} than were sent: the write did not take effect as sent", where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)

@@ -4,6 +4,10 @@ listed with every other outcome, and nothing is taken for written that was not."
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
@@ -62,3 +66,24 @@ def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(prox
     assert code == 1 and f"update    cloudwatch alarm {name} [us-east-1]" in stdout
     code, report, _ = apply("--config", config)
     assert code == 0 and name in report["written"] and alarms(client)[name]["Threshold"] == 70.0
+
+
+@pytest.mark.parametrize("operation, key", [("DescribeAlarms", "NextToken"), ("ListDashboards", "NextToken"),
+                                            ("GetResources", "PaginationToken")])
+def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, cli, operation, key):
+    proxy, client, apply = proxied
+    if operation == "GetResources":  # read only when alarms are found
+        assert apply()[0] == 0
+
+    def same_token(body: bytes) -> bytes:
+        return json.dumps({**json.loads(body), key: "the-same-token"}).encode()
+
+    fresh(proxy)
+    if operation == "GetResources":  # moto refuses a token it did not give: the proxy answers every page
+        proxy.inject(fault(operation, "status", times=ALWAYS, body={"ResourceTagMappingList": [], key: "again"}))
+    else:
+        proxy.inject(fault(operation, "rewrite", times=ALWAYS, callback=same_token))
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 3 and stdout == "" and "Traceback" not in stderr
+    assert f"CloudWatch answered {operation} in us-east-1 with a next-page token it gave before" in stderr
+    assert proxy.operations.count(operation) == 2
