@@ -263,7 +263,15 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             raise _not_overwritten(change, moved)
         return False
     if change.action == DELETE:
-        cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
+        from botocore.exceptions import ClientError
+
+        try:
+            cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
+        except ClientError:  # ResourceNotFound: deleted by someone else since it was read, if it is gone
+            if cloudwatch.dashboard_body(region, change.name) is None:
+                return False
+            raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
+                              "still there", where=what, hint="run `gpudash plan` and apply again") from None
         return True
     response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
                                DashboardBody=compact_json(body))
@@ -426,15 +434,32 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         batch = still_as_planned(deletes[start:start + BATCH])
         if not batch:
             continue
-        try:
-            cloudwatch.call(region, "DeleteAlarms", f"CloudWatch alarms in {region}",
-                            AlarmNames=[c.name for c in batch])
-            error = None
-        except RemoteError as exc:
-            error = exc
-        for change in batch:
-            record(change, done=error is None, error=error)
+        for change, gone, error in _delete_alarms(cloudwatch, region, batch):
+            record(change, done=not gone and error is None, error=error)
     return outcomes
+
+
+def _delete_alarms(cloudwatch: CloudWatch, region: str,
+                   batch: list[Change]) -> list[tuple[Change, bool, RemoteError | None]]:
+    """(change, already gone, error) for each alarm of one DeleteAlarms call. ResourceNotFound (an alarm
+    deleted by someone else since it was read) is read again: the alarms gone are gone, those still there failed."""
+    from botocore.exceptions import ClientError
+
+    what = f"CloudWatch alarms in {region}"
+    try:
+        cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
+        return [(change, False, None) for change in batch]
+    except RemoteError as exc:
+        return [(change, False, exc) for change in batch]
+    except ClientError:
+        pass
+    try:
+        left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+    except RemoteError as exc:
+        return [(change, False, exc) for change in batch]
+    still = RemoteError("CloudWatch answered DeleteAlarms with ResourceNotFound, and the alarm is still there",
+                        where=what, hint="run `gpudash plan` and apply again")
+    return [(change, change.name not in left, None if change.name not in left else still) for change in batch]
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

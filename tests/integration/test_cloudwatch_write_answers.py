@@ -87,3 +87,41 @@ def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, cli, ope
     assert code == 3 and stdout == "" and "Traceback" not in stderr
     assert f"CloudWatch answered {operation} in us-east-1 with a next-page token it gave before" in stderr
     assert proxy.operations.count(operation) == 2
+
+
+NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
+
+
+def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_gone_not_a_crash(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+
+    def someone_deletes_them():
+        client.delete_alarms(AlarmNames=retired_alarms)
+        client.delete_dashboards(DashboardNames=[n for n in _dashboards(client) if other_cluster(n)])
+
+    fresh(proxy)
+    proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, callback=someone_deletes_them),
+                 fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS,
+                       callback=someone_deletes_them))
+    code, report, stderr = apply("--prune", "--config", config)
+    assert code == 0, stderr
+    assert report["failed"] == [] and len(report["written"]) == 3  # the threshold: one alarm, two dashboards
+    assert alarms(client)["gpudash-gpu-cluster-gpu-temp-high-warning"]["Threshold"] == 70.0
+    assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
+
+
+def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
+    fresh(proxy)
+    proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
+                 fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
+    code, report, stderr = apply("--prune", "--config", config)
+    assert code == 3 and "Traceback" not in stderr and "internal error" not in stderr
+    assert len(report["written"]) == 3 and len(report["failed"]) == 13
+    assert all("still there" in item["error"] for item in report["failed"])
+    assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 13

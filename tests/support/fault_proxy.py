@@ -3,7 +3,8 @@
 Every request is forwarded to the upstream server unless a rule matches it; a rule then answers
 for the server or spoils its answer, a given number of times:
 
-  status        answer `status` (with `headers`, `body`) without forwarding: 5xx, 429, a 200 HTML page
+  status        answer `status` (with `headers`, `body`) without forwarding: 5xx, 429, a 200 HTML page;
+                with a `callback`, run it first (e.g. a person deleting the object just before)
   reset-before  drop the connection without forwarding: the request was never processed
   reset-after   forward (the server processes the request), then drop the connection unanswered
   truncate      forward, then send the headers and half the body and drop the connection
@@ -97,6 +98,8 @@ class FaultProxy(LoopbackServer):
                 with proxy.lock:
                     proxy.log.append((self.command, path, action))
                 if action == "status":
+                    if rule.callback is not None:  # something happens just before the server answers
+                        rule.callback()
                     data = rule.body if rule.body is not None else json.dumps({"message": "injected fault"}).encode()
                     headers = {"Content-Type": "application/json", **rule.headers}
                     return self._answer(Answer(rule.status, "", list(headers.items()), data))
