@@ -212,11 +212,30 @@ def _execute(path: Path, namespace: str):
     return module
 
 
+_PARSING = threading.Lock()
+
+
+def _syntax_tree(path: Path) -> ast.Module:
+    """The file's syntax tree. CPython 3.11 before 3.11.9 keeps one recursion counter for every thread's
+    conversion of a tree into `ast` objects, so a parse that another thread's parse overlaps (the traceback
+    module parses source lines too, to underline a failing expression) fails with SystemError "AST
+    constructor recursion depth mismatch": parses here take turns, and one that fails so is done again."""
+    source = path.read_bytes()
+    for attempt in range(3):
+        try:
+            with _PARSING:
+                return ast.parse(source)
+        except SystemError as exc:
+            if "recursion depth mismatch" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @cache
 def _assignment_lines(path: Path) -> dict[str, int]:
     """Line of each top-level `name = ...` in a definition file (for messages about its value)."""
     try:
-        tree = ast.parse(path.read_bytes())
+        tree = _syntax_tree(path)
     except (OSError, SyntaxError, ValueError, RecursionError):
         return {}
     lines: dict[str, int] = {}
@@ -233,7 +252,7 @@ def _return_line(function, path: Path) -> int:
     """Line of the function's `return` statement when it has one, else of its `def`."""
     first = function.__code__.co_firstlineno
     try:
-        tree = ast.parse(path.read_bytes())
+        tree = _syntax_tree(path)
     except (OSError, SyntaxError, ValueError, RecursionError):
         return first
     for node in ast.walk(tree):
