@@ -357,7 +357,9 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
-        return split("COUNT", "SUM({q} * 0 + 1)") if split_ok else line("COUNT", f"{{q}} / {number(n)}", n, True)
+        if split_ok:
+            return split("COUNT", "SUM({q} * 0 + 1)")
+        return replace(line("COUNT", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
     if not field.is_counter:
         if agg == "avg" and split_ok and layout.instances:  # each GPU once, however many series it writes
             return split("AVG", across("AVG"))
@@ -365,34 +367,57 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line(MI_FUNCTIONS[agg])
         if one_gpu:  # sum: one GPU per line, its sum is its average
             return line("AVG")
-        return split("AVG", "SUM({q})") if split_ok else line("SUM", f"{{q}} / {number(n)}", n, True)
-
-    if query.as_increase:
-        if layout.instances and not pod_keyed and one_gpu:
-            return _instance_increase(query, field, settings, series, alarm, layout)
-        if layout.instances and not pod_keyed and split_ok:
-            # a device counter repeats on each MIG instance (and time-sliced pod) of its GPU: one line over
-            # GPUs takes each GPU's mean delta per scrape times the scrapes per period, not the sum of the deltas
-            return replace(split("AVG", f"({across(MI_FUNCTIONS[agg])}) * {number(n)}"), needs_period=True)
-        if agg == "sum" or one_gpu:
-            return line("SUM")
         if split_ok:
-            return split("SUM", across(MI_FUNCTIONS[agg]))
-        if agg == "avg":  # mean increase per GPU: the mean delta times the scrapes per period
-            return line("AVG", f"{{q}} * {number(n)}", 1 / n, True)
-        raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU increases per "
-                          f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
-    # Rates: each delta covers one scrape interval; the unit's scale turns e.g. ns/s into a share.
-    rate_divisor = interval / field.unit.rate_scale
-    if agg == "avg" or one_gpu:
-        return line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor)
+            return split("AVG", "SUM({q})")
+        return replace(line("SUM", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
+
+    # Counters: the agent sends each scrape's delta, and the delta after a missed scrape covers the gap, so
+    # the SUM of a series' deltas in a period is its increase over the period, however many scrapes arrived
+    # and whatever the interval; divided by the period's length (PERIOD, which follows the period the console
+    # uses) it is the rate. A mean delta (AVG) times the scrapes per period would read n / (n - m) of it when
+    # m of n scrapes are missed, and depend on the scrape interval being the one the settings give.
+    scale = field.unit.rate_scale
+
+    def per_time(result: Plan) -> Plan:
+        if query.as_increase:
+            return result
+        return replace(result, math=per_second(result.math, scale), divisor=result.divisor * period / scale)
+
+    if layout.instances and not pod_keyed and one_gpu:
+        return per_time(_instance_increase(query, field, settings, series, alarm, layout))
+    if layout.instances and not pod_keyed and split_ok:
+        return per_time(_instance_split(query, field, settings, layout))
+    if agg == "sum" or one_gpu:
+        return per_time(line("SUM"))
     if split_ok:
-        return split("AVG", f"{across(MI_FUNCTIONS[agg])} / {number(rate_divisor)}")
-    if agg == "sum":
-        divisor = period / field.unit.rate_scale
-        return line("SUM", f"{{q}} / {number(divisor)}", divisor, True)
-    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU rates per "
+        return per_time(split("SUM", across(MI_FUNCTIONS[agg])))
+    if agg == "avg":  # mean per GPU of a group: the mean delta per scrape times the scrapes per period
+        if query.as_increase:
+            return replace(line("AVG", f"{{q}} * {PERIOD} / {number(interval)}", 1 / n, True), notes=(MEAN_DELTA,))
+        rate_divisor = interval / scale
+        return replace(line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor), notes=(MEAN_DELTA,))
+    what = "increases" if query.as_increase else "rates"
+    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} per "
                       f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+
+
+PERIOD = "{p}"  # in a plan's math: the period, in seconds, of the widget's query (the widget writes PERIOD() of it)
+
+
+def per_second(math: str | None, scale: float = 1.0) -> str:
+    """`math` (None: the query) per second of the period, times `scale` (a rate's unit, e.g. ns/s as a share)."""
+    shown = "{q}" if math is None else f"({math})"
+    return f"{shown} / {PERIOD}" if scale == 1 else f"{shown} * {number(scale)} / {PERIOD}"
+
+
+PER_SCRAPE = ("the period's observations divided by the scrapes scrape.interval gives it: a period missing m of its "
+              "n scrapes reads (n - m) / n of it, and the latest period reads low until it ends")
+
+
+def per_scrape(interval: float) -> str:
+    """Math turning a period's SUM or COUNT of observations into their mean per scrape: the observations one
+    series makes in a period are the period over the scrape interval (when every scrape arrived)."""
+    return f"{{q}} * {number(interval)} / {PERIOD}"
 
 
 INSTANCE_LINES = ("one line per GPU instance (MIG <id>, MIG none for a GPU not split into MIG instances): "
@@ -435,6 +460,33 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
                 series=lines, gpu_series=layout.per_gpu,
                 notes=(INSTANCE_LINES.format("add") if field.per_instance else INSTANCE_COUNTER_LINES,
                        *((TIME_SLICED_INCREASE,) if settings.agent.pipeline == "classic" else ())))
+
+
+MIG_DEVICE_REPEATS = ("a GPU split into MIG instances counts once per instance (each instance's series carries "
+                      "the GPU's deltas)")
+MIG_INSTANCE_SHARES = "a GPU split into MIG instances counts each instance as a GPU (each with its own share)"
+MEAN_DELTA = ("the mean per GPU is taken from the mean delta per scrape: a period missing m of its n scrapes reads "
+              "n / (n - m) of it")
+
+
+def _instance_split(query: Query, field, settings: Settings, layout: Layout) -> Plan:
+    """One line over GPUs of a counter: the SUM of deltas per GPU instance (each GPU's increase over the
+    period, exact however many of its scrapes arrived: a GPU that joins, leaves or misses scrapes inside the
+    period counts the deltas it sent), combined across the instances by metric math. A GPU not split into MIG
+    instances is one instance (MIG none); a device counter repeats on each MIG instance of its GPU, so a MIG
+    GPU counts once per instance in a sum or mean (its maximum and minimum stand); a counter MIG reports per
+    instance adds up over them (the total is exact)."""
+    agg = query.aggregation
+    notes = []
+    if field.per_instance and agg != "sum":
+        notes.append(MIG_INSTANCE_SHARES)
+    elif not field.per_instance and agg in ("sum", "avg"):
+        notes.append(MIG_DEVICE_REPEATS)
+    if settings.agent.pipeline == "classic":  # the OTel pipeline merges a shared GPU's copies first
+        notes.append(TIME_SLICED_INCREASE)
+    return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)),
+                group=(*layout.per_gpu, MIG_INSTANCE_LABEL), series=(), math=across(MI_FUNCTIONS[agg]),
+                gpu_series=layout.per_gpu, notes=tuple(notes))
 
 
 def instances_added(field) -> bool:
@@ -523,14 +575,15 @@ def _own_series_added(query: Query, field, line, split_ok: bool, one_gpu: bool, 
     elif field.is_counter:  # a rate: the period's deltas over the period
         scale = period / field.unit.rate_scale
         if agg == "sum" or one_gpu:
-            return line("SUM", f"{{q}} / {number(scale)}", scale, True)
+            return line("SUM", per_second(None, field.unit.rate_scale), scale, True)
         if split_ok and agg in ("avg", "max", "min"):
-            return per_gpu_then("SUM", f"({across(MI_FUNCTIONS[agg])}) / {number(scale)}", scale)
+            return per_gpu_then("SUM", per_second(across(MI_FUNCTIONS[agg]), field.unit.rate_scale), scale)
     else:
         if agg == "sum" or (one_gpu and agg == "avg"):
-            return line("SUM", f"{{q}} / {number(n)}", n, True)
+            return replace(line("SUM", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
         if split_ok and agg == "avg":
-            return per_gpu_then("SUM", f"({across('AVG')}) / {number(n)}", n)
+            return replace(per_gpu_then("SUM", per_scrape(interval).replace("{q}", f"({across('AVG')})"), n),
+                           notes=(PER_SCRAPE,))
     if agg == "count" and (one_gpu or split_ok):
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)

@@ -320,7 +320,7 @@ def _kinds(entries: Iterable[tuple[str, str | None]]) -> tuple[dict[str, Kind], 
     maths = []
     for identifier, expression in entries:
         if expression is None:
-            ids[identifier] = Kind(SERIES)
+            ids[identifier] = Kind(SERIES, metric=True)
         elif is_query(expression):
             query = _parsed(expression)
             ids[identifier] = Kind(ARRAY, identifier) if query is not None and query.group else Kind(SERIES)

@@ -14,6 +14,8 @@ MetricStat, or a metric line of a widget) is TS; SEARCH and METRICS() are TS[].
   and a series with a number (the page's `metric1 >= 30`); never an array.
 * IF: the page's list of syntaxes, each with a single-series output: IF(TS, S|TS[, S|TS]), IF(S, TS[, TS]).
 * The functions' rows below. A final result must be a series or an array (a number is not valid).
+* PERIOD: "Valid input is metrics, not the results of other expressions": the id of a metric (a Metrics
+  Insights query is an expression).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class MathError(ValueError):
 class Kind:
     name: str  # S, TS, TS[], keyword
     series: str = ""  # for an array: the query or array whose series it holds
+    metric: bool = False  # a metric (a MetricStat, or a widget's metric line), not an expression's result
 
     def __str__(self) -> str:
         return self.name
@@ -167,6 +170,9 @@ class _Checker:
         self.take(")")
         types = tuple(a.name for a in arguments)
         shown = f"{name}({', '.join(types)})"
+        if name == "PERIOD" and not (len(arguments) == 1 and arguments[0].metric):
+            raise MathError(f"{shown}: PERIOD takes a metric, \"not the results of other expressions\" (a Metrics "
+                            f"Insights query is one)")
         if name == "IF":
             if types not in IF_FORMS:
                 raise MathError(f"{shown} is not one of IF's documented syntaxes (IF takes single series and "

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..catalog import Catalog
-from ..cloudwatch_query import SERIES_PER_QUERY, Plan, Unsupported, series_label
+from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
+from ..markers import CLUSTER_DIMENSION
 from ..names import cloudwatch_dashboard_name
 from ..settings import Cluster, Settings
 from ..units import UNITS
@@ -27,6 +28,7 @@ VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "b
          "table": "table", "heatmap": "timeSeries"}
 SINGLE_VALUE_KINDS = ("stat", "gauge", "bargauge", "table")
 HEADER_HEIGHT = 2
+PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
@@ -87,16 +89,28 @@ class _MetricWidget:
     query: tuple[str, str]  # the Metrics Insights query before and after its cluster filter
     label: str
     position: dict[str, int]
+    namespace: str  # the query's namespace: its PERIOD() metric's
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
         if self.plan.math is None:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label}]]
         else:
-            metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}],
-                       [{"expression": self.plan.math.format(q="q1"), "id": "e1", "label": self.label}]]
+            metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}]]
+            if PERIOD in self.plan.math:
+                metrics.append(self._period_metric(cluster))
+            metrics.append([{"expression": self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})"), "id": "e1",
+                             "label": self.label}])
         properties = {**self.properties, "region": cluster.region, "metrics": metrics}
         return {"type": "metric", "properties": properties, **self.position}
+
+    def _period_metric(self, cluster: Cluster) -> list[Any]:
+        """A hidden metric line whose PERIOD() is the period the widget's query used: the user guide documents
+        PERIOD for metrics, "not the results of other expressions" (a Metrics Insights query is one). It is the
+        widget's field with the cluster's dimension; the console requests it with the widget's period, the one
+        the dashboard's period selector or its automatic period sets, as it requests the query."""
+        dimensions = [CLUSTER_DIMENSION, cluster.name] if CLUSTER_DIMENSION in self.plan.dims else []
+        return [self.namespace, self.plan.metric, *dimensions, {"id": PERIOD_ID, "visible": False}]
 
 
 def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings,
@@ -129,7 +143,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
     if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True
-    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position)
+    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
+                         plan_.namespace or settings.cloudwatch.namespace)
 
 
 def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
@@ -170,6 +185,7 @@ class _Body:
     # widgets' metric math), "" (the Container Insights add-on: not the exporter's own readings)
     blanks: str
     notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
+    period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
         header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
@@ -188,6 +204,10 @@ class _Body:
                        "metric math documents no way to drop one point of an array of lines). A counter stuck on "
                        "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
                        "the agent before they are published.")
+        if self.period_follows:
+            header += ("\n\nRates, and values per scrape, divide by the period each widget's query used (PERIOD() of a "
+                       "hidden metric of the widget): they stay true when the dashboard's period selector or its "
+                       "automatic period for a long time range replaces the widget's period.")
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:
@@ -221,7 +241,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
-    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes)
+    period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
+    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows)
 
 
 def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:

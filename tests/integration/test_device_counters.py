@@ -203,7 +203,8 @@ def test_classic_cannot_merge_and_says_so(tmp_path):
     assert {(f.rule, f.where.split(" ", 1)[1]) for f in notes} == {
         ("AL013", "gpudash-gpu-cluster-pcie-replays-warning"),
         ("AL013", "gpudash-gpu-cluster-uncorrectable-rows-warning"),
-        ("CW016", "widget 2 (Rows remapped (uncorrectable))")}
+        ("CW016", "widget 2 (Rows remapped (uncorrectable))"),
+        ("CW016", "widget 4 (PCIe replays)")}  # a rate per GPU is the SUM of its deltas over the period too
     (tmp_path / "otel").mkdir()
     files, folder = built_with(tmp_path / "otel", {}, FIELDS)
     assert not [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))

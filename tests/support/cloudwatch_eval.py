@@ -29,9 +29,14 @@
   - every function and operator is checked against the argument types the page lists for it (S scalar,
     TS one series, TS[] an array; a GROUP BY query is TS[], a query without GROUP BY or a MetricStat is
     TS): an undocumented form raises Undocumented, whatever it would evaluate to;
+  - PERIOD(m) is the period of the metric m in seconds: "Valid input is metrics, not the results of other
+    expressions" (a Metrics Insights query is an expression: refused); a widget's metric line is requested
+    with the widget's period, as its query is;
   - AVG of an array: "Missing values are treated as 0", so it divides by every series of the array;
     SUM of an array adds the values there are (a missing value adds 0); MIN and MAX of an array take
     the values there are (the page says nothing of missing values for them).
+* Widgets: every line is requested with the widget's period (the time range with setPeriodToTimeRange); a
+  period the console sets instead (its period selector, or the automatic period) is the `period` argument.
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
@@ -191,6 +196,18 @@ _IF_FORMS = {("TS", "S"), ("TS", "TS"), ("TS", "S", "S"), ("TS", "S", "TS"), ("T
              ("TS", "TS", "TS"), ("S", "TS"), ("S", "TS", "TS")}
 
 
+class Metric(str):
+    """The type of a metric's id (a widget's metric line, an alarm's MetricStat): TS, and valid in PERIOD()."""
+
+
+class MetricSeries(dict):
+    """A metric's series ({timestamp: value}) and the period it was requested with."""
+
+    def __init__(self, values: dict, period: int):
+        super().__init__(values)
+        self.period = period
+
+
 def _base(kind) -> str:
     return "A" if isinstance(kind, tuple) else kind
 
@@ -229,6 +246,10 @@ def kind(node: ast.AST, kinds: dict) -> object:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         arguments = tuple(_base(kind(a, kinds)) for a in node.args)
         name = node.func.id
+        if name == "PERIOD" and not (len(node.args) == 1 and isinstance(node.args[0], ast.Name)
+                                     and isinstance(kinds.get(node.args[0].id), Metric)):
+            raise Undocumented("PERIOD takes a metric, not the result of an expression (a Metrics Insights query is "
+                               "one)")
         if name == "IF":
             if arguments not in _IF_FORMS:
                 raise Undocumented(f"IF({', '.join('TS[]' if a == 'A' else a for a in arguments)}) is not a form "
@@ -282,6 +303,9 @@ def _math(node: ast.AST, env: dict[str, Result]):
         return result
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
         return _per_series(_if, *(_math(argument, env) for argument in node.args))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "PERIOD":
+        (argument,) = node.args
+        return float(env[argument.id][()].period)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _POINTWISE:
         (argument,) = node.args
         return _per_series(lambda a: _pointwise(_POINTWISE[node.func.id], a), _math(argument, env))
@@ -303,14 +327,27 @@ def math(expression: str, env: dict[str, Result], kinds: dict | None = None) -> 
     return _math(_checked(expression, kinds if kinds is not None else _kinds(env)), env)
 
 
-def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float) -> dict[str, Series]:
-    """The visible lines of a metric widget: {label with dynamic labels resolved: series}."""
-    period = int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
+def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float,
+           period: int | None = None) -> dict[str, Series]:
+    """The visible lines of a metric widget: {label with dynamic labels resolved: series}. `period`: the period
+    the console requests instead of the widget's (its period selector, its automatic period)."""
+    if period is None:
+        period = int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
     env: dict[str, Result] = {}
     kinds: dict = {}
     shown: list[tuple[str, str]] = []
     for line in properties["metrics"]:
         options = line[-1]
+        if "expression" not in options:  # a metric line: namespace, name, dimension name / value pairs
+            namespace, metric, *pairs = line[:-1]
+            stat = {"Metric": {"Namespace": namespace, "MetricName": metric,
+                               "Dimensions": [{"Name": n, "Value": v} for n, v in zip(pairs[::2], pairs[1::2])]},
+                    "Period": period, "Stat": options.get("stat", properties.get("stat", "Average"))}
+            env[options["id"]] = {(): MetricSeries(_metric_stat(stat, datapoints, start, end), period)}
+            kinds[options["id"]] = Metric("TS")
+            if options.get("visible", True):
+                shown.append((options["id"], options.get("label", "")))
+            continue
         expression = options["expression"]
         if expression.lstrip().upper().startswith("SELECT"):
             env[options["id"]] = metrics_insights(expression, datapoints, start, end, period)

@@ -182,8 +182,8 @@ def test_a_counter_back_from_the_blank_gives_its_true_increase(otel_fleet):
     paused = tuple(map(str, PAUSED))
     first, last = 0, END // STEP - 1  # the first scrape's reading gives no delta (nothing before it)
     for metric in ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_POWER_VIOLATION"):
-        deltas = [p.value for p in datapoints if p.metric == metric
-                  and (p.dims().get("node"), p.dims().get("gpu")) == paused]
+        deltas = [p.value for p in datapoints if p.metric == metric and "GPU_I_ID" not in p.dims()
+                  and (p.dims().get("node"), p.dims().get("gpu")) == paused]  # the per-GPU set's
         gpu = next(g for g in FLEET if (g.node, g.index) == PAUSED)
         kind = project.catalog.get(metric).kind
         assert close(sum(deltas), value(metric, gpu, last, kind) - value(metric, gpu, first - 1, kind)), metric
@@ -194,7 +194,7 @@ def test_a_counter_back_from_the_blank_gives_its_true_increase(otel_fleet):
     (expected,) = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"],
                         gpus=[gpu]).values()
     own = [p for p in datapoints if (p.dims().get("node"), p.dims().get("gpu")) == paused]  # its line alone
-    (shown,) = cloudwatch_eval.widget(properties, own, START, END).values()
+    shown = cloudwatch_eval.widget(properties, own, START, END)["ip-10-0-1-1 GPU 0 MIG none"]  # a whole GPU
     assert set(shown) == set(expected) and 300 in shown  # the period of the pause is no gap
     assert all(close(shown[b], v) for b, v in expected.items()), shown
 
@@ -220,7 +220,7 @@ def test_no_widget_carries_a_blank_guard_where_the_agent_drops_blanks(otel_fleet
     have a value, unit scaling), with no IF and no FLOOR mask."""
     _, files, _, _ = otel_fleet
     maths = [line[-1]["expression"] for _, properties in widgets(files) for line in properties["metrics"]
-             if not line[-1]["expression"].startswith("SELECT")]
+             if not line[-1].get("expression", "SELECT").startswith("SELECT")]  # not a query nor PERIOD's metric
     assert maths and not [m for m in maths if "IF(" in m or "FLOOR(" in m]
     assert "SUM(q1) / SUM(q1 * 0 + 1)" in maths  # a mean over the GPUs that have a value stays
 
@@ -351,6 +351,7 @@ def test_classic_a_rate_per_gpu_shows_the_jump_into_a_blank_and_every_other_peri
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     field = project.catalog.get("DCGM_FI_DEV_POWER_VIOLATION")
     expected = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"])
+    shown = {label.removesuffix(" MIG none"): series for label, series in shown.items()}  # whole GPUs
     assert set(shown["ip-10-0-1-1 GPU 0"]) == set(expected["ip-10-0-1-1 GPU 0"])
     assert shown["ip-10-0-1-1 GPU 0"].pop(300) > 1e5
     assert ("cloudwatch/dashboards/gpudash-gpu-cluster-health.json", "Throttled by power") in _noted(project)

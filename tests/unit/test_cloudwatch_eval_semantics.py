@@ -94,6 +94,8 @@ def test_arithmetic_with_a_number_applies_to_each_data_point_of_each_series_and_
     "AVG(m)",  # a number: the final result must be a time series
     "TIME_SERIES(m)",
     "IF(q, m)",
+    "q / PERIOD(q)",  # PERIOD: "Valid input is metrics, not the results of other expressions"
+    "q / PERIOD(m)",  # m is an expression's result here (no metric line)
 ])
 def test_undocumented_argument_types_are_refused(expression):
     """Every function and operator takes only the argument types the page lists for it; the evaluator refuses
@@ -112,3 +114,18 @@ def test_undocumented_argument_types_are_refused(expression):
 def test_documented_forms_are_evaluated(expression):
     array = {(("gpu", "0"),): series(5, 2e19)}
     cloudwatch_eval.math(expression, {"q": array, "m": {(): series(1, 2)}}, {"q": ("TS[]", "q"), "m": "TS"})
+
+
+def test_period_is_the_period_a_metric_line_was_requested_with():
+    """PERIOD(p) of a widget's metric line is the period the console requests the widget with: the widget's own,
+    or the one its period selector sets instead."""
+    from tests.support.cloudwatch_agent import Datapoint
+
+    points = [Datapoint("N", "m", (("ClusterName", "c"), ("gpu", "0")), float(t), 2.0) for t in range(0, 600, 30)]
+    properties = {"period": 300, "stat": "Average", "metrics": [
+        [{"expression": 'SELECT SUM("m") FROM SCHEMA("N", "ClusterName", "gpu") GROUP BY "gpu"', "id": "q1",
+          "visible": False}],
+        ["N", "m", "ClusterName", "c", {"id": "p1", "visible": False}],
+        [{"expression": "q1 / PERIOD(p1)", "id": "e1", "label": "${PROP('Dim.gpu')}"}]]}
+    assert cloudwatch_eval.widget(properties, points, 0, 600) == {"0": {0: 20 / 300, 300: 20 / 300}}
+    assert cloudwatch_eval.widget(properties, points, 0, 600, period=60) == {"0": {t: 4 / 60 for t in range(0, 600, 60)}}

@@ -26,7 +26,7 @@ from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.cloudwatch_widgets import close, header as _header, panel, said as _said, widgets
 from tests.support.dcgm_fleet import target_labels
-from tests.support.mixed_fleet import FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
+from tests.support.mixed_fleet import COUNTERS, DEVICE, FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
 
 STEP, START, END = 30, 0, 2100  # seven 5-minute periods; the agent saw one scrape before START
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -85,8 +85,19 @@ def mixed(tmp_path_factory, request):
     return project, files, _datapoints(files)
 
 
-def _per_instance(metric: str, fleet=VARIANT) -> dict[str, float]:
-    """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once)."""
+DEVICE_COUNTERS = {metric: DEVICE[metric] for metric in COUNTERS}  # per second, a fact of the GPU
+
+
+def _per_instance(metric: str, fleet=VARIANT, copies: bool = False) -> dict[str, float]:
+    """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once). A device
+    counter's rate repeats on each instance of its GPU; with `copies` (agent.pipeline: classic, which the header
+    says) a GPU pods share by time-slicing reads it once per pod; a GPU whose counter reads "not supported" has
+    no line."""
+    if metric in DEVICE_COUNTERS:
+        return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}":
+                getattr(gpu, DEVICE_COUNTERS[metric]) * (max(1, len(instance.pods())) if copies else 1)
+                for node in fleet for gpu in node.gpus for instance in gpu.instances
+                if getattr(gpu, DEVICE_COUNTERS[metric]) is not None}
     return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}": getattr(instance, FACTS[metric])
             for node in fleet for gpu in node.gpus for instance in gpu.instances}
 
@@ -98,7 +109,9 @@ def _expected(query, lines: set[str], header: str, title: str) -> dict[str, floa
         return truth(query, NAMES, fleet=VARIANT)
     if any(" MIG " in line for line in lines):
         assert _said(header, title, "one line per GPU instance")
-        return _per_instance(query.metric)
+        copies = _said(header, title, "a GPU shared by time-slicing or MPS reads its increase once per pod")
+        assert copies == (query.metric in DEVICE_COUNTERS and "agent.pipeline: classic" in header)
+        return _per_instance(query.metric, copies=copies)
     collected = frozenset(FIELDS)
     if query.metric == "DCGM_FI_DEV_GPU_UTIL":
         assert _said(header, title, "GPUs split into MIG instances do not report it and are left out")
@@ -116,10 +129,10 @@ def test_every_widget_shows_the_truth_on_mig_and_time_sliced_gpus(mixed):
         header = _header(files, path)
         expected = {(label or properties["title"]): value
                     for label, value in _expected(query, set(shown), header, properties["title"]).items()}
-        if query.metric == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" and "gpu-node-c GPU 0" in shown:
+        if query.metric == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" and "gpu-node-c GPU 0 MIG none" in shown:
             # the JSON path publishes node c's "not supported" counter: its deltas are 0, which the header says
             assert project.settings.agent.pipeline == "classic" and "A counter stuck on the blank reads 0" in header
-            assert set(shown.pop("gpu-node-c GPU 0").values()) == {0.0}
+            assert set(shown.pop("gpu-node-c GPU 0 MIG none").values()) == {0.0}
         blank = [label for label, series in shown.items() if label not in expected and min(series.values()) >= 1e13]
         if blank:  # the JSON path publishes a field a GPU does not support: a per-GPU line shows it, as the header says
             assert project.settings.agent.pipeline == "classic" and _said(header, properties["title"],
@@ -321,11 +334,10 @@ def test_alarms_that_cannot_watch_mig_gpus_on_cloudwatch_say_so(tmp_path):
         "alarms.per_pod: group_by watches MIG pods too" in note.message and note.severity == "note"
 
 
-def test_a_missed_scrape_reads_a_gpus_counter_high_by_the_scrapes_it_missed(mixed):
-    """A GPU's counter rate is its mean delta per scrape over the scrape interval, exact when every scrape of the
-    period arrives; the growth of a missed scrape comes in the next delta, so a period missing m of its n
-    scrapes reads n / (n - m) of the truth (the README's table says so). Its increase per period is exact
-    there (test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any_period)."""
+def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):
+    """A GPU's counter rate is the SUM of its deltas in the period over the period's length: the growth of a
+    missed scrape comes in the next delta, so the period missing a scrape reads the true rate, as every other
+    period does (a mean delta per scrape over the interval would read n / (n - 1) of it)."""
     project, files, _ = mixed
     config, job = agent_config(files[AGENT_FILE])
     missed = 3  # the scrape at 90 s on gpu-node-a, in the first period
@@ -333,12 +345,10 @@ def test_a_missed_scrape_reads_a_gpus_counter_high_by_the_scrapes_it_missed(mixe
                for k in range(-1, END // STEP) for node in VARIANT if not (k == missed and node.name == "gpu-node-a")]
     datapoints = Agent(config, job).run(scrapes)
     (properties,) = [p for _, p in widgets(files) if p["title"] == "PCIe replays"]
-    shown = cloudwatch_eval.widget(properties, datapoints, START, END)["gpu-node-a GPU 0"]
-    n = properties["period"] // STEP
+    shown = cloudwatch_eval.widget(properties, datapoints, START, END)["gpu-node-a GPU 0 MIG none"]
     (node,) = [node for node in VARIANT if node.name == "gpu-node-a"]
     truth_per_s = node.gpus[0].replays_per_s
-    assert close(shown[START], truth_per_s * n / (n - 1))
-    assert all(close(v, truth_per_s) for t, v in shown.items() if t != START)
+    assert START in shown and all(close(v, truth_per_s) for v in shown.values())
 
 
 IDLE_MIG_RULE = '''

@@ -232,11 +232,13 @@ def test_an_alarm_notifies_only_topics_of_its_own_region(cli, tmp_path, project_
 
 
 def _first_math(body):
-    """The first widget whose first line is a GROUP BY query (an array of series), and its math line."""
+    """The first widget whose first line is a GROUP BY query (an array of series) and whose second is the hidden
+    metric p1 its math takes the PERIOD() of, and its math line."""
     for widget in body["widgets"]:
         lines = widget.get("properties", {}).get("metrics", [])
-        if widget["type"] == "metric" and len(lines) == 2 and "GROUP BY" in lines[0][-1]["expression"]:
-            return widget["properties"], lines[1][-1]
+        if widget["type"] == "metric" and len(lines) == 3 and "GROUP BY" in lines[0][-1]["expression"] \
+                and lines[1][-1] == {"id": "p1", "visible": False}:
+            return widget["properties"], lines[2][-1]
     raise AssertionError("no widget with a GROUP BY query and a math line")
 
 
@@ -256,6 +258,10 @@ TYPE_CASES = {  # (expression over q1, an array of series: what CW014 says)
     "AVG(SUM(q1))": "the result is a number",
     "NOPE(q1)": "NOPE() is not a metric-math function",
     "q1 / (x1 + 1)": "'x1' names no metric",
+    # "Valid input is metrics, not the results of other expressions": a Metrics Insights query is an expression
+    "q1 / PERIOD(q1)": "PERIOD takes a metric",
+    "q1 / PERIOD(p1 * 2)": "PERIOD takes a metric",
+    "q1 / PERIOD(FIRST(q1))": "PERIOD takes a metric",
 }
 
 
@@ -274,7 +280,7 @@ def test_math_on_undocumented_argument_types_is_refused_naming_the_widget(good, 
 @pytest.mark.parametrize("expression", [
     "q1 / 30", "SUM(q1) / SUM(q1 * 0 + 1)", "IF(MAX(q1) < 5, SUM(q1))", "FILL(q1, 0)", "-q1 * 2 ^ 3",
     "SUM(100 / [q1, q1])", "100 / q1", "q1 / MAX(q1)", "MAX(q1) - q1", "AVG(q1 / SUM(q1))", "METRICS() * 100",
-    "FLOOR(1000000000 / (ABS(q1) + 1))",
+    "FLOOR(1000000000 / (ABS(q1) + 1))", "q1 / PERIOD(p1)", "q1 * 30 / PERIOD(p1)", "SUM(q1) / PERIOD(p1)",
 ])
 def test_documented_forms_pass(good, expression):
     def mutate(body):

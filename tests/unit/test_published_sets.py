@@ -94,7 +94,7 @@ def _queried(files) -> dict[tuple[str, str, frozenset[str]], str]:
 
     for path, properties in widgets(files):
         for line in properties["metrics"]:
-            if line[-1]["expression"].startswith("SELECT"):
+            if line[-1].get("expression", "").startswith("SELECT"):  # a query (not PERIOD's metric line)
                 query(line[-1]["expression"], f"{path} {properties['title']!r}")
     for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
         request = item["Request"]
