@@ -253,7 +253,11 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
         metrics = 0.0
         for widget in body["widgets"]:
             for line in widget.get("properties", {}).get("metrics", []):
-                expression = line[-1].get("expression", "") if line and isinstance(line[-1], dict) else ""
+                options = line[-1] if line and isinstance(line[-1], dict) else {}
+                if "expression" not in options:  # a metric line (the hidden metric a widget's PERIOD() reads)
+                    metrics += 1
+                    continue
+                expression = options["expression"]
                 if not is_query(expression):
                     continue
                 try:

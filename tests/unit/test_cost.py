@@ -181,3 +181,21 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     assert "5,000 GPUs per cluster" in series and "count 500 GPUs" in series
     assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
     assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
+
+
+def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(project_dir):
+    """On a fleet that fills every chart, the most metrics a dashboard shows (the free tier's condition) is what
+    lint counts: each chart's lines and each widget's hidden metric line that its PERIOD() reads (top_pods 220:
+    the by-pod dashboard, 11 charts of 220 lines and 6 hidden metrics, shows the most)."""
+    from generator.artifacts import build
+    from generator.lint.cloudwatch_rules import metrics_shown
+
+    project = load_project(project_dir("cloudwatch:\n  top_pods: 220\n"))
+    bodies = [d.body for d in build(project).cloudwatch_dashboards]
+    hidden = sum(1 for body in bodies for w in body["widgets"] for line in w.get("properties", {}).get("metrics", [])
+                 if "expression" not in line[-1])
+    assert hidden >= 6
+    most = max(metrics_shown(body) for body in bodies)
+    assert most == 11 * 220 + 6
+    basis = _lines(estimates(project, Fleet(clusters=1, pods=2000, churn=0, gpus=2000)))["dashboards"]["basis"]
+    assert f"these show up to {most:,}" in basis, basis
