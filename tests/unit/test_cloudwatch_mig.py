@@ -487,3 +487,41 @@ def test_a_counter_mig_reports_per_instance_is_charted_per_instance_and_not_alar
     device = plan(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True), catalog,
                   settings, 300, alarm=True)
     assert device.function == "SUM" and device.group == ("node", "gpu", "GPU_I_ID") and device.divisor == 1
+
+
+COUNTER_LINES = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    panels = [Panel(f"{aggregation} {'increase' if increase else 'rate'}",
+                    Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", aggregation, (), as_increase=increase),
+                    description="over the cluster")
+              for aggregation in ("sum", "avg", "max") for increase in (False, True)]
+    yield Dashboard(id="counters", title="Counters", rows=[Row("all", panels)])
+'''
+
+
+def test_counter_lines_over_the_cluster_count_a_mig_gpu_once_per_instance_and_say_so(tmp_path):
+    """A sum, mean or maximum over GPUs of a device counter combines each GPU instance's SUM of deltas: the MIG
+    GPU's replays (0.1 per second, on each of its two instances) count twice in a sum or mean, as the header
+    says; the maximum stands. The time-sliced GPU counts once (the OTel pipeline merges its pods' copies); the
+    GPU whose counter reads "not supported" has none."""
+    project = _project(tmp_path, "", {"counters.py": COUNTER_LINES})
+    files = encode(build(project))
+    datapoints = _datapoints(files)
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-counters.json"
+    header = _header(files, path)
+    per_instance = list(_per_instance("DCGM_FI_DEV_PCIE_REPLAY_COUNTER").values())  # per second
+    reporting = [g for n in VARIANT for g in n.gpus if g.replays_per_s is not None]
+    assert len(per_instance) == sum(len(g.instances) for g in reporting) > len(reporting)  # MIG GPUs: per instance
+    for title, properties in ((p["title"], p) for where, p in widgets(files) if where == path):
+        aggregation, kind = title.split()
+        value = {"sum": sum, "avg": lambda v: sum(v) / len(v), "max": max}[aggregation](per_instance)
+        if kind == "increase":
+            value *= properties["period"]
+        (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
+        assert len(series) == (END - START) // properties["period"]
+        assert all(close(v, value) for v in series.values()), (title, series, value)
+        assert _said(header, title, "a GPU split into MIG instances counts once per instance") == \
+            (aggregation != "max"), title
