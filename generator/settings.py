@@ -24,6 +24,7 @@ from .markers import REQUIRED_DIMENSIONS
 from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
+from .series_labels import dimension_problem
 
 ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
 LOCAL_FILE = "gpudash.yaml"
@@ -489,7 +490,8 @@ def _fix_for(error, root: dict[str, Any]) -> str:
         bounds = [f"{word} {node[key]}" for key, word in (("minimum", "at least"), ("exclusiveMinimum", "more than"),
                                                           ("maximum", "at most"), ("exclusiveMaximum", "less than"))
                   if key in node]
-        return f"write a number {' and '.join(bounds)}" + (f", e.g. {example}" if example else "")
+        step = f", a multiple of {node['multipleOf']:g}" if "multipleOf" in node else ""
+        return f"write a number {' and '.join(bounds)}{step}" + (f", e.g. {example}" if example else "")
     if kind == "multipleOf":
         return f"write a multiple of {value:g}" + (f", e.g. {example}" if example else "")
     if kind in ("minItems", "maxItems", "uniqueItems"):
@@ -564,6 +566,13 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
     """All checks of a settings document before defaults are filled in; raises the first error."""
     _retired(document, source, node)
     _namespace_checked(document, source, node)
+    defaults = {key: node["default"] for key, node in _schema()["properties"]["cloudwatch"]["properties"].items()
+                if key in ("dimensions", "gpu_dimensions")}
+    dimensions = dimension_problem(document, defaults)  # before the schema's bounds: it says why, and what fits
+    if dimensions is not None:
+        path, message, hint = dimensions
+        line = _line_of(node, path)
+        raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

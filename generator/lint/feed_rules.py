@@ -14,7 +14,7 @@ from ..reading import read_json_schema
 from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
-from ..render.scrape import EXPORTER_LABELS, TARGET_LABELS
+from ..series_labels import EXPORTER_LABELS, MAX_DIMENSIONS, TARGET_LABELS
 from ..settings import Cluster, dimensions_lacking
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -96,7 +96,8 @@ def _published(declarations: list[dict[str, Any]], job: str,
         except re.error:
             continue
         for dims in declaration.get("dimensions") or []:
-            result.append((patterns, frozenset(dims)))
+            if len(dims) <= MAX_DIMENSIONS:  # the agent drops a larger set (AG002 says so)
+                result.append((patterns, frozenset(dims)))
     return result
 
 
@@ -200,6 +201,15 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
         prometheus = _prometheus(subject, cluster)
         for declaration in _declarations(subject, cluster):
             for dims in declaration.get("dimensions") or []:
+                if len(dims) > MAX_DIMENSIONS:
+                    yield Finding("AG002", "error", where,
+                                  f"the dimension set [{', '.join(dims)}] has {len(dims)} names: the agent drops a set "
+                                  f"of more than {MAX_DIMENSIONS} (its log warns; nothing is published under it)")
+                repeated = sorted({d for d in dims if dims.count(d) > 1})
+                if repeated:
+                    yield Finding("AG002", "error", where,
+                                  f"the dimension set [{', '.join(dims)}] names {', '.join(repeated)} twice: the agent "
+                                  f"removes the repeat, so the set it publishes is not the one the queries name")
                 for dimension in dims:
                     if dimension == CLUSTER_DIMENSION:
                         if prometheus.get("cluster_name") != cluster.name:

@@ -23,12 +23,6 @@ from ..markers import KUBERNETES_MANAGED_BY
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..settings import Settings, interval_seconds
 
-# Labels the scrape job adds to every series, beside the exporter's own.
-TARGET_LABELS = ("job", "instance", "Namespace", "Service", "node", "exporter_pod")
-# Labels the exporter writes (BRIEF §3); Hostname became hostname on its main branch.
-EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "hostname",
-                   "pod", "namespace", "container", "GPU_I_PROFILE", "GPU_I_ID", "xid", "window_size_in_ms",
-                   "pod_name", "pod_namespace", "container_name")  # the last three: --use-old-namespace
 METRIC_NAME_FILTER = "DCGM_.*"
 
 

@@ -15,6 +15,9 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
 * `ClusterName` is the config's `cluster_name`;
 * a declaration applies when its `label_matcher` regex is found (unanchored) in the values
   of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name;
+* a declaration's dimension sets are read as awsemf's metric_declaration.go reads them at start: a set
+  of more than 10 names, counted as written, is dropped (a warning in the agent's log), a name written
+  twice is kept once, and a set equal to an earlier one (as sets of names) is dropped (`declared_sets`);
 * each of its dimension sets is emitted only when every dimension is a label of the sample;
   the same set from two declarations is emitted once.
 
@@ -51,6 +54,24 @@ class Scrape:
     timestamp: float
     payload: str
     target_labels: dict[str, str]
+
+
+MAX_DIMENSIONS = 10  # metric_declaration.go: `if len(dimSet) > 10` drops the set
+
+
+def declared_sets(dimensions: Iterable[Iterable[str]] | None) -> list[tuple[str, ...]]:
+    """A declaration's dimension sets as awsemf keeps them (MetricDeclaration.init): sets of more than 10
+    names (before repeats are removed) dropped, each set's names without repeats and sorted, and a set
+    already kept dropped."""
+    kept: list[tuple[str, ...]] = []
+    for written in dimensions or []:
+        written = list(written)
+        if len(written) > MAX_DIMENSIONS:
+            continue
+        names = tuple(sorted(set(written)))
+        if names not in kept:
+            kept.append(names)
+    return kept
 
 
 _SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$')
@@ -208,9 +229,9 @@ class JsonAgent(Pipeline):
                 continue
             if not any(re.search(selector, name) for selector in declaration["metric_selectors"]):
                 continue
-            for dims in declaration.get("dimensions") or []:
-                if all(d in labels for d in dims) and tuple(dims) not in sets:
-                    sets.append(tuple(dims))
+            for dims in declared_sets(declaration.get("dimensions")):
+                if all(d in labels for d in dims) and dims not in sets:
+                    sets.append(dims)
         return sets
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:

@@ -28,7 +28,8 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   a smaller value is sent as it is, a reset), forgets a previous value at the first sweep of its cache
   (every 5 minutes from the exporter's start) that finds it 5 minutes old or more, and emits each
   dimension set of each declaration whose label_matchers (none: every label set) and metric_name_selectors (unanchored) match, when every
-  dimension is a label of the datapoint.
+  dimension is a label of the datapoint; the sets are read as the JSON path's model reads them (declared_sets: more
+  than 10 names dropped, a repeated name kept once).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabeled, exposition
+from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabeled, declared_sets, exposition
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
@@ -272,7 +273,7 @@ class OtelAgent(Pipeline):
         self.retain_initial = bool(emf.get("retain_initial_value_of_delta_metric", False))
         self.declarations = [
             ([(m["label_names"], m.get("separator") or ";", m["regex"]) for m in d.get("label_matchers") or []],
-             d["metric_name_selectors"], [tuple(dims) for dims in d["dimensions"]])
+             d["metric_name_selectors"], declared_sets(d["dimensions"]))
             for d in emf.get("metric_declarations") or []]
         self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
         self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)

@@ -350,13 +350,14 @@ def test_a_period_that_is_no_multiple_of_the_scrape_interval_is_refused(project_
 
 def test_metrics_insights_alarms_fit_the_three_hours_cloudwatch_evaluates(project_dir):
     """CloudWatch evaluates a Metrics Insights alarm over the latest 3 hours of data only: an idle rule of
-    4 hours would never see its evaluation periods. Generate refuses it; lint flags a hand-made one."""
+    4 hours would never see its evaluation periods. The settings refuse it (thresholds.idle_minutes at most
+    180); lint flags a hand-made one."""
     from generator.artifacts import AlarmRequest
     from generator.errors import InputError
     from generator.lint.cloudwatch_rules import insights_window
 
-    with pytest.raises(InputError, match="3 hours"):
-        encode(build(load_project(project_dir("thresholds:\n  idle_minutes: 240\n"))))
+    with pytest.raises(InputError, match="240 is greater than the maximum of 180"):
+        load_project(project_dir("thresholds:\n  idle_minutes: 240\n"))
     project = load_project(project_dir("thresholds:\n  idle_minutes: 180\n"))
     files = encode(build(project))
     requests = json.loads(files["cloudwatch/alarms.json"])["alarms"]

@@ -208,10 +208,39 @@ def test_defaults_are_consistent():
     assert run(RULES, _feed(load_project())) == []
 
 
+def _gpu_declarations(config):
+    return [d for d in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
+            if d["dimensions"][0] == GPU_SET]
+
+
 def test_a_dimension_the_scrape_job_does_not_publish_fails(project_dir):
-    project = load_project(project_dir("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, rack]\n"))
-    findings = _rule(_feed(project), "AG002")
+    """An agent config edited by hand (settings refuse such a set before anything is written)."""
+    def rack(config):
+        for declaration in _gpu_declarations(config):
+            declaration["dimensions"] = [[*declaration["dimensions"][0], "rack"]]
+
+    findings = _rule(_feed(load_project(project_dir(CLASSIC)), lambda f: _edit_agent(f, rack)), "AG002")
     assert findings and all("'rack'" in f.message for f in findings)
+
+
+def test_sets_the_agent_drops_or_cuts_fail(project_dir):
+    """awsemf drops a set of more than 10 names and removes a repeated name: lint says so, and the sets
+    the queries read are then not published (AG001)."""
+    def eleven(config):
+        for declaration in _gpu_declarations(config):
+            declaration["dimensions"] = [[*declaration["dimensions"][0], *"abcdefgh"]]
+
+    def repeated(config):
+        for declaration in _gpu_declarations(config):
+            declaration["dimensions"] = [[*declaration["dimensions"][0], "gpu"]]
+
+    project = load_project(project_dir(CLASSIC))
+    dropped = _feed(project, lambda f: _edit_agent(f, eleven))
+    assert any("has 11 names: the agent drops a set of more than 10" in f.message for f in _rule(dropped, "AG002"))
+    assert any("DCGM_FI_DEV_XID_ERRORS with dimensions [ClusterName, gpu, node]" in f.message
+               for f in _rule(dropped, "AG001"))
+    assert any("names gpu twice" in f.message for f in _rule(_feed(project, lambda f: _edit_agent(f, repeated)),
+                                                              "AG002"))
 
 
 def test_a_pod_set_without_the_workload_namespace_is_refused(project_dir, cli):

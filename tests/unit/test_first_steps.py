@@ -118,7 +118,8 @@ def test_a_single_definitions_folder_is_accepted(in_folder, cli):
     ("clusters:\n  - {name: a}\n", "add `region:`"),
     ("labels: {pod: p}\n", "write one of: pod, exported_pod"),
     ("grafana: {refresh: soon}\n", "write a value like '1m' that matches"),
-    ("thresholds: {idle_minutes: 1}\n", "write a number at least 5 and at most 1440, e.g. 30"),
+    ("thresholds: {idle_minutes: 1}\n", "write a number at least 5 and at most 180, a multiple of 5, e.g. 30"),
+    ("thresholds: {idle_minutes: 7}\n", "write a multiple of 5, e.g. 30"),
     ("scrape: {interval: 30}\n", "write text, e.g. 30s"),
     ("grafan: {}\n", "did you mean 'grafana'? remove 'grafan'"),
 ])

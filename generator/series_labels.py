@@ -1,0 +1,129 @@
+"""Which labels the CloudWatch agent's DCGM series carry, and so which dimension sets it can publish.
+
+The agent publishes a sample under a dimension set only when every dimension of the set is a label
+of the sample (the awsemf exporter's ExtractDimensions; both pipelines end in it), so a dimension
+that some series lack silently drops those series from every widget and alarm reading the set.
+The facts, from the exporter's source and its real payloads (shared reference exporter/*.prom):
+
+* every series of every release carries `gpu`, `UUID`, `device` and `modelName`;
+* `pod`, `namespace` and `container` only on a GPU that a pod holds (an idle GPU has none);
+* the node is `Hostname` up to the current releases and `hostname` on the main branch: a fleet
+  mid-upgrade has both, so neither is on every series (gpudash's scrape job attaches `node`);
+* `pci_bus_id` is missing from older releases' series, `GPU_I_PROFILE` from whole GPUs, `xid` and
+  `window_size_in_ms` from all but a few fields, label fields (DCGM_FI_DRIVER_VERSION, ...) from
+  exporters whose counters file does not collect them;
+* gpudash's scrape job adds `Namespace`, `Service`, `node`, `exporter_pod` (and Prometheus `job`,
+  `instance`) to every series, and the agent's job gives a whole GPU `GPU_I_ID="none"`; the OTel
+  pipeline moves `job` and `instance` into the resource, off the datapoints; `ClusterName` is
+  attached by the agent's configuration on either pipeline.
+
+The awsemf exporter (amazon-contributing fork, metric_declaration.go) drops a dimension set of more
+than 10 names, counted as written, with a warning in the agent's log only, and removes a name written
+twice. gpudash derives more sets from the two settings (cloudwatch_query.dimension_sets): the MIG
+per-pod set adds GPU_I_PROFILE to the per-pod set, the per-instance set adds GPU_I_ID to the per-GPU
+set, and the per-MIG-instance set adds both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL
+from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
+
+# Labels the scrape job adds to every series, beside the exporter's own.
+TARGET_LABELS = ("job", "instance", "Namespace", "Service", "node", "exporter_pod")
+# Labels the exporter writes (BRIEF §3); Hostname became hostname on its main branch.
+EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "hostname",
+                   "pod", "namespace", "container", MIG_PROFILE_LABEL, MIG_INSTANCE_LABEL, "xid", "window_size_in_ms",
+                   "pod_name", "pod_namespace", "container_name")  # the last three: --use-old-namespace
+EVERY_GPU = ("gpu", "UUID", "device", "modelName")  # on every series of every exporter release
+WORKLOAD = ("namespace", "pod", "container")  # on the series of a GPU a pod holds, and no other
+RESOURCE_LABELS = ("job", "instance")  # the OTel pipeline's receiver moves them into the resource
+MAX_DIMENSIONS = 10  # awsemf drops a larger set (CloudWatch itself takes 30 per metric)
+# The names each derived set adds to the setting it comes from (cloudwatch_query.dimension_sets).
+DERIVED = {"dimensions": (MIG_PROFILE_LABEL,), "gpu_dimensions": (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)}
+STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a static per-pod alarm can name it
+WHAT_SET = {"dimensions": "per-pod", "gpu_dimensions": "per-GPU"}
+
+
+def on_every_series(pipeline: str) -> tuple[str, ...]:
+    """The labels every DCGM sample carries when it reaches the agent's exporter, on `pipeline`."""
+    targets = tuple(t for t in TARGET_LABELS if pipeline == "classic" or t not in RESOURCE_LABELS)
+    return (CLUSTER_DIMENSION, *EVERY_GPU, *targets, MIG_INSTANCE_LABEL)
+
+
+def _missing_from_some(name: str, pipeline: str) -> str:
+    """Why `name` is not a label of every sample (the series that lack it publish nothing under the set)."""
+    if name in WORKLOAD:
+        return "only a GPU that a pod holds carries it: every GPU no pod holds would publish nothing"
+    if name in ("Hostname", "hostname"):
+        return "the exporter writes Hostname up to its current releases and hostname after them: the GPUs of " \
+               "every node whose exporter writes the other spelling would publish nothing (node is on every series)"
+    if name == MIG_PROFILE_LABEL:
+        return "only MIG instances carry it: every whole GPU would publish nothing"
+    if name in RESOURCE_LABELS:
+        return f"agent.pipeline {pipeline} moves it into the resource, off every sample: nothing would be published"
+    if name == "pci_bus_id":
+        return "older exporter releases do not write it: their GPUs would publish nothing"
+    if name in EXPORTER_LABELS:
+        return "the exporter writes it on a few fields only: every other field would publish nothing"
+    return "it is not a label gpudash knows every DCGM series carries (label fields depend on the counters file): " \
+           "the series without it would publish nothing"
+
+
+def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) -> tuple[list[Any], str, str] | None:
+    """The first dimension setting the agent could not publish as the queries read it: (the settings path,
+    what is wrong, what to write instead); None when both sets are sound. `document` is the settings as
+    written (only what it writes is judged; each list of names is judged as a whole), `defaults` the two
+    settings' defaults."""
+    cloudwatch = document.get("cloudwatch")
+    if not isinstance(cloudwatch, dict):
+        return None
+    written = [key for key in ("dimensions", "gpu_dimensions") if isinstance(cloudwatch.get(key), list)
+               and all(isinstance(name, str) for name in cloudwatch[key])]
+    if cloudwatch.get("source") == "container-insights":
+        for key in written:  # the defaults, as the commented settings file writes them, say nothing wrong
+            if cloudwatch[key] != defaults[key]:
+                return (["cloudwatch", key], f"cloudwatch.{key} is not read with cloudwatch.source: "
+                        "container-insights: the add-on publishes its own dimension sets (ClusterName, Namespace, "
+                        "FullPodName; NodeName, GpuDevice)", f"delete cloudwatch.{key}")
+        return None
+    agent = document.get("agent")
+    pipeline = agent.get("pipeline", "otel") if isinstance(agent, dict) else "otel"
+    pipeline = pipeline if pipeline in ("otel", "classic") else "otel"
+    usable = on_every_series(pipeline)
+    for key in written:
+        names = cloudwatch[key]
+        what = f"cloudwatch.{key} (the {WHAT_SET[key]} set)"
+        required = REQUIRED_DIMENSIONS[key]
+        allowed = usable + (WORKLOAD if key == "dimensions" else ())
+        allowed = tuple(name for name in allowed if name not in DERIVED[key])
+        alarms = document.get("alarms")
+        static = key == "dimensions" and isinstance(alarms, dict) and alarms.get("per_pod") == "static"
+        if static:  # a static alarm names the value of every dimension: only these have one known value per pod
+            allowed = tuple(name for name in allowed if name in (*required, *STATIC_VALUES))
+        fix = f"write [{', '.join(required)}] and, if you need them, more of: " \
+              f"{', '.join(n for n in allowed if n not in required)}"
+        if any(name not in names for name in required):
+            continue  # settings._dimension_sets_checked says what it lacks
+        for index, name in enumerate(names):
+            if name in DERIVED[key]:
+                return (["cloudwatch", key, index],
+                        f"{what} names {name}, which the sets gpudash derives from it for MIG instances add "
+                        f"themselves: they would name it twice"
+                        + ("" if name == MIG_INSTANCE_LABEL else ", and every whole GPU would publish nothing"), fix)
+            if name not in allowed:
+                why = "alarms.per_pod: static names the value of each dimension in a pod's alarm, and gpudash " \
+                      "knows no one value of it per pod" if static and name in usable + WORKLOAD else \
+                    _missing_from_some(name, pipeline)
+                return ["cloudwatch", key, index], f"{what} names {name!r}: {why}", fix
+        largest = len(names) + len(DERIVED[key])
+        if largest > MAX_DIMENSIONS:
+            derived = " and ".join(DERIVED[key])
+            return (["cloudwatch", key],
+                    f"{what} has {len(names)} names; the set gpudash derives from it for MIG instances adds {derived}: "
+                    f"{largest} dimensions, and the agent drops a set of more than {MAX_DIMENSIONS} (its log says so, "
+                    "nothing else does), with every widget and alarm that reads it",
+                    f"name at most {MAX_DIMENSIONS - len(DERIVED[key])} dimensions in cloudwatch.{key}")
+    return None

@@ -1,0 +1,185 @@
+"""Dimension settings that would merge clusters, lose GPUs or pods, repeat a dimension or pass the agent's
+10-dimension limit are refused at their settings line (generate and lint, exit 2). Each refusal guards a
+real loss: forced past the refusal, the generated agent config run through the model of the agent
+(tests/support/cloudwatch_agent.py, both pipelines) on the mixed fleet publishes the set without the GPUs
+or pods the views read from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from generator.artifacts import build
+from generator.errors import InputError
+from generator.output import encode
+from generator.project import load_project
+from generator.settings import Cluster, parse_settings
+from tests.support import mixed_fleet
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, declared_sets
+from tests.support.dcgm_fleet import target_labels
+
+POD_SET, GPU_SET = ("ClusterName", "namespace", "pod"), ("ClusterName", "node", "gpu")
+EVERY_GPU = {(node.name, str(gpu.index)) for node in mixed_fleet.FLEET for gpu in node.gpus}
+WHOLE_GPU_PODS = {pod for node in mixed_fleet.FLEET for gpu in node.gpus if not gpu.mig
+                  for instance in gpu.instances for pod in instance.pods()}
+NINE = (*GPU_SET, "UUID", "device", "modelName", "Namespace", "Service", "exporter_pod")
+
+
+def _refusal(text: str) -> InputError:
+    with pytest.raises(InputError) as caught:
+        parse_settings(text, source="gpudash.yaml", base_dir=".")
+    return caught.value
+
+
+def _published(pipeline: str, clusters=None, **cloudwatch) -> dict[str, list]:
+    """What each cluster's agent publishes from the mixed fleet (three scrapes), with cloudwatch settings
+    forced past the settings check."""
+    project = load_project()
+    settings = project.settings
+    settings = replace(settings, cloudwatch=replace(settings.cloudwatch, **cloudwatch),
+                       agent=replace(settings.agent, pipeline=pipeline), clusters=clusters or settings.clusters)
+    files = encode(build(replace(project, settings=settings)))
+    published = {}
+    for cluster in settings.clusters:
+        config, job = agent_config(files[f"k8s/cwagent-prometheus-config-{cluster.name}.yaml"])
+        published[cluster.name] = Agent(config, job).run(
+            [Scrape(k * 30, mixed_fleet.payload(node, k * 30), target_labels(job, node.name))
+             for k in range(3) for node in mixed_fleet.FLEET])
+    return published
+
+
+def _under(datapoints, dims) -> list:
+    return [d for d in datapoints if set(d.dims()) == set(dims)]
+
+
+def _gpus(datapoints, dims) -> set[tuple[str, str]]:
+    return {(d.dims()["node"], d.dims()["gpu"]) for d in _under(datapoints, dims)}
+
+
+PIPELINES = pytest.mark.parametrize("pipeline", ["otel", "classic"])
+
+
+@PIPELINES
+def test_a_pod_set_without_the_cluster_merges_clusters(pipeline):
+    error = _refusal("clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: us-east-1}\n"
+                     "cloudwatch:\n  dimensions: [namespace, pod]\n")
+    assert error.where == "gpudash.yaml:5" and "lacks ClusterName" in error.what
+    assert "write dimensions: [ClusterName, namespace, pod]" in error.hint
+    # forced: the two clusters' agents publish one metric per pod, which every query reads as one
+    clusters = (Cluster("a", "us-east-1"), Cluster("b", "us-east-1"))
+    published = _published(pipeline, clusters, dimensions=("namespace", "pod"))
+    series = [{d.dimensions for d in _under(published[name], ("namespace", "pod"))} for name in ("a", "b")]
+    assert series[0] and series[0] == series[1]
+
+
+@PIPELINES
+@pytest.mark.parametrize("extra, says", [
+    ("pod", "only a GPU that a pod holds carries it"),
+    ("Hostname", "the exporter writes Hostname up to its current releases and hostname after them"),
+])
+def test_a_gpu_set_with_a_label_some_gpus_lack_loses_them(pipeline, extra, says):
+    error = _refusal(f"cloudwatch:\n  gpu_dimensions:\n    - ClusterName\n    - node\n    - gpu\n    - {extra}\n")
+    assert error.where == "gpudash.yaml:6" and says in error.what
+    # forced: the GPUs without the label publish nothing under the set the fleet and health views read
+    forced = (*GPU_SET, extra)
+    (datapoints,) = _published(pipeline, gpu_dimensions=forced).values()
+    seen = _gpus(datapoints, forced)
+    assert seen and seen < EVERY_GPU
+    assert _gpus(datapoints, GPU_SET) == set()  # the set the views read is the forced one: nothing else
+    if extra == "pod":  # the GPU no pod holds on node a
+        assert ("gpu-node-a", "1") not in seen
+    else:  # nodes whose exporter writes hostname, or no host name at all
+        assert {node for node, _ in EVERY_GPU - seen} == {
+            node.name for node in mixed_fleet.FLEET if node.spelling != "Hostname"}
+
+
+@PIPELINES
+def test_a_pod_set_naming_the_mig_profile_loses_whole_gpu_pods(pipeline):
+    error = _refusal("cloudwatch:\n  dimensions: [ClusterName, namespace, pod, GPU_I_PROFILE]\n")
+    assert error.where == "gpudash.yaml:2" and "would name it twice" in error.what
+    forced = (*POD_SET, "GPU_I_PROFILE")
+    (datapoints,) = _published(pipeline, dimensions=forced).values()
+    pods = {(d.dims()["namespace"], d.dims()["pod"]) for d in _under(datapoints, forced)}
+    assert pods and not pods & WHOLE_GPU_PODS
+
+
+@PIPELINES
+def test_a_set_past_ten_dimensions_is_dropped_by_the_agent(pipeline):
+    """Nine per-GPU names: the per-MIG-instance set gpudash derives has eleven, which the agent drops; eight
+    are the most that keep it."""
+    error = _refusal(f"cloudwatch:\n  gpu_dimensions: [{', '.join(NINE)}]\n")
+    assert error.where == "gpudash.yaml:2" and "11 dimensions" in error.what
+    assert "name at most 8 dimensions in cloudwatch.gpu_dimensions" in error.hint
+    for names, kept in ((NINE, False), (NINE[:-1], True)):
+        (datapoints,) = _published(pipeline, gpu_dimensions=names).values()
+        assert bool(_under(datapoints, (*names, "GPU_I_ID", "GPU_I_PROFILE"))) is kept
+        assert _gpus(datapoints, names) == EVERY_GPU
+
+
+def test_the_agent_model_reads_dimension_sets_as_awsemf_does():
+    """metric_declaration.go: a set of more than 10 names as written is dropped (repeats count), a repeated
+    name is kept once, the same set in another order once."""
+    eleven = [*"abcdefghij", "a"]
+    assert declared_sets([eleven, ["b", "a", "b"], ["a", "b"], list("abcdefghij")]) == [("a", "b"), tuple("abcdefghij")]
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ("cloudwatch:\n  gpu_dimensions: [ClusterName, gpu]\n", 2, "lacks node"),
+    ("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, GPU_I_ID]\n", 2, "names GPU_I_ID"),
+    ("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, pci_bus_id]\n", 2, "older exporter releases"),
+    ("cloudwatch:\n  dimensions: [ClusterName, namespace, pod, job]\n", 2, "agent.pipeline otel moves it"),
+    ("cloudwatch:\n  source: container-insights\n  dimensions: [ClusterName, namespace, pod, container]\n", 3,
+     "not read with cloudwatch.source: container-insights"),
+    ("alarms: {per_pod: static, static_pods: [ml/a]}\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, gpu]\n",
+     3, "alarms.per_pod: static"),
+])
+def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, says):
+    error = _refusal(text)
+    assert error.where == f"gpudash.yaml:{line}" and says in error.what, error
+
+
+@pytest.mark.parametrize("text", [
+    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, node, gpu, UUID, modelName, GPU_I_ID]\n",
+    "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, namespace, pod]\n",
+    "cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, Namespace, exporter_pod]\n",
+])
+def test_sets_of_labels_every_series_carries_are_accepted(text):
+    parse_settings(text, source="gpudash.yaml", base_dir=".")
+
+
+def test_lint_refuses_the_settings_as_generate_does(project_dir, cli):
+    config = project_dir("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, hostname]\n")
+    for command in ("generate", "lint"):
+        code, _, stderr = cli(command, "--config", str(config), *(("--out", str(config.parent / "b"))
+                                                                   if command == "generate" else ()))
+        assert code == 2 and f"error: {config}:2: cloudwatch.gpu_dimensions (the per-GPU set) names 'hostname'" \
+            in stderr, stderr
+
+
+def test_the_labels_every_series_carries_are_on_every_series_of_the_real_payloads(reference):
+    """The exporter's real payloads (one with pod labels, the exporter's own test expectation) carry the
+    labels the settings accept on every series; the node's spelling and pci_bus_id differ between them."""
+    from generator.series_labels import EVERY_GPU
+    from tests.support.cloudwatch_agent import exposition
+
+    seen = []
+    for name in ("blog-a10g-k8s.prom", "dcgm-exporter-server-test.prom"):
+        series = [set(labels) for _, _, labels, _ in exposition((reference / "exporter" / name).read_text())]
+        assert series and all(set(EVERY_GPU) <= labels for labels in series), name
+        seen.append(set.union(*series))
+    assert {"Hostname"} <= seen[0] - seen[1] and {"hostname", "pci_bus_id"} <= seen[1] - seen[0]
+
+
+def test_the_derived_sets_add_what_the_check_counts():
+    """series_labels.DERIVED is what cloudwatch_query derives from the two settings."""
+    from generator.cloudwatch_query import dimension_sets
+    from generator.series_labels import DERIVED
+
+    settings = load_project().settings
+    derived = [s for s in dimension_sets(settings) if s not in (list(POD_SET), list(GPU_SET))]
+    for key, base in (("dimensions", POD_SET), ("gpu_dimensions", GPU_SET)):
+        grown = [s for s in derived if s[:len(base)] == list(base)]
+        assert max(len(s) for s in grown) == len(base) + len(DERIVED[key])
+        assert {n for s in grown for n in s[len(base):]} == set(DERIVED[key])
