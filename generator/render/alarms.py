@@ -271,10 +271,15 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
                          hint="give the alarm period_seconds=60 or more")
-    if alarm.period_seconds % scrape:
-        raise InputError(f"alarm {alarm.id!r}: its period of {alarm.period_seconds} s is not a whole number of "
-                         f"scrape intervals ({scrape} s)", where=alarm.defined_at,
-                         hint="pick a scrape.interval that divides the alarm's period_seconds")
+    if alarm.period_seconds % scrape:  # the scrape interval is the setting at fault (the add-on's 60 s is fixed)
+        from ..settings import setting_place
+
+        raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not a "
+                         f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
+                         f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
+                         f"would be off", where=setting_place(settings, ["scrape", "interval"]),
+                         hint=f"pick a scrape.interval that divides {alarm.period_seconds} s (e.g. 15s, 30s, 60s), "
+                              f"or give the alarm a period_seconds that it divides")
 
 
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
