@@ -43,6 +43,9 @@ RESOURCE_LABELS = ("job", "instance")  # the OTel pipeline's receiver moves them
 MAX_DIMENSIONS = 10  # awsemf drops a larger set (CloudWatch itself takes 30 per metric)
 # The names each derived set adds to the setting it comes from (cloudwatch_query.dimension_sets).
 DERIVED = {"dimensions": (MIG_PROFILE_LABEL,), "gpu_dimensions": (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)}
+# What each pod's copy of a counter keeps on the OTel pipeline beside the per-pod sets' names
+# (render/agent_otel.merged_counters: the GPU's identity, and GPU_I_PROFILE from the MIG per-pod set).
+KEPT_BY_POD_COPIES = ("UUID", MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
 STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a static per-pod alarm can name it
 WHAT_SET = {"dimensions": "per-pod", "gpu_dimensions": "per-GPU"}
 
@@ -126,4 +129,14 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
                     f"{largest} dimensions, and the agent drops a set of more than {MAX_DIMENSIONS} (its log says so, "
                     "nothing else does), with every widget and alarm that reads it",
                     f"name at most {MAX_DIMENSIONS - len(DERIVED[key])} dimensions in cloudwatch.{key}")
+    pods, gpus = (cloudwatch[key] if key in written else defaults[key] for key in ("dimensions", "gpu_dimensions"))
+    if pipeline == "otel" and set(gpus) <= {*pods, *KEPT_BY_POD_COPIES}:
+        both = [name for name in gpus if name in pods and name not in REQUIRED_DIMENSIONS["dimensions"]]
+        return (["cloudwatch", "dimensions"],
+                f"cloudwatch.dimensions names {', '.join(both)}: with them it holds every name of the per-GPU set but "
+                f"what each pod's copy of a counter keeps anyway ({', '.join(KEPT_BY_POD_COPIES)}): the OTel pipeline keeps a pod's "
+                f"copy for the per-pod sets by leaving out a name of the per-GPU set, so every pod's copy would "
+                f"also be published per GPU, and a GPU k pods share would read k times its increase",
+                f"leave {both[-1]} out of cloudwatch.dimensions, or name in cloudwatch.gpu_dimensions a label the "
+                f"per-pod set does not (such as modelName)")
     return None

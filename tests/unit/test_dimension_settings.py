@@ -134,6 +134,8 @@ def test_the_agent_model_reads_dimension_sets_as_awsemf_does():
      "not read with cloudwatch.source: container-insights"),
     ("alarms: {per_pod: static, static_pods: [ml/a]}\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, gpu]\n",
      3, "alarms.per_pod: static"),
+    ("cloudwatch:\n  dimensions: [ClusterName, namespace, pod, node, gpu]\n", 2,
+     "cloudwatch.dimensions names node, gpu: with them it holds every name of the per-GPU set"),
 ])
 def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, says):
     error = _refusal(text)
@@ -141,12 +143,17 @@ def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, say
 
 
 @pytest.mark.parametrize("text", [
-    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, node, gpu, UUID, modelName, GPU_I_ID]\n",
+    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, node, UUID, device, modelName, GPU_I_ID]\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, namespace, pod]\n",
     "cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, Namespace, exporter_pod]\n",
+    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, node, gpu]\n  gpu_dimensions: [ClusterName, node, gpu, "
+    "modelName]\n",  # a pod's copy of a counter lacks modelName: it stays out of the per-GPU sets
+    "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, node, gpu]\n",
 ])
-def test_sets_of_labels_every_series_carries_are_accepted(text):
-    parse_settings(text, source="gpudash.yaml", base_dir=".")
+def test_sets_of_labels_every_series_carries_are_accepted(text, project_dir):
+    """Accepted, and built: the agent config publishes them (lint's AG001/AG002 hold in test_feed_configs)."""
+    files = encode(build(load_project(project_dir(text))))
+    assert "k8s/cwagent-prometheus-config-gpu-cluster.yaml" in files
 
 
 def test_lint_refuses_the_settings_as_generate_does(project_dir, cli):
