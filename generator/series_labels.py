@@ -13,7 +13,7 @@ The facts, from the exporter's source and its real payloads (shared reference ex
   `window_size_in_ms` from all but a few fields, label fields (DCGM_FI_DRIVER_VERSION, ...) from
   exporters whose counters file does not collect them;
 * gpudash's scrape job adds `Namespace`, `Service`, `node`, `exporter_pod` (and Prometheus `job`,
-  `instance`) to every series, and the agent's job gives a whole GPU `GPU_I_ID="none"`; the OTel
+  `instance`) to every series (`exporter_pod` and `instance` change when the exporter pod is replaced), and the agent's job gives a whole GPU `GPU_I_ID="none"`; the OTel
   pipeline moves `job` and `instance` into the resource, off the datapoints; `ClusterName` is
   attached by the agent's configuration on either pipeline.
 
@@ -50,9 +50,16 @@ STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a stat
 WHAT_SET = {"dimensions": "per-pod", "gpu_dimensions": "per-GPU"}
 
 
+# Labels every sample carries whose value a GPU's series change when the exporter pod is replaced (a rollout, an
+# upgrade, an eviction): in that period a GPU or pod is two series, counted twice by every count and sum.
+CHANGING = ("exporter_pod", "instance")
+
+
 def on_every_series(pipeline: str) -> tuple[str, ...]:
-    """The labels every DCGM sample carries when it reaches the agent's exporter, on `pipeline`."""
-    targets = tuple(t for t in TARGET_LABELS if pipeline == "classic" or t not in RESOURCE_LABELS)
+    """The labels every DCGM sample carries when it reaches the agent's exporter, on `pipeline`, with one value
+    over a GPU's life."""
+    targets = tuple(t for t in TARGET_LABELS if (pipeline == "classic" or t not in RESOURCE_LABELS)
+                    and t not in CHANGING)
     return (CLUSTER_DIMENSION, *EVERY_GPU, *targets, MIG_INSTANCE_LABEL)
 
 
@@ -65,6 +72,9 @@ def _missing_from_some(name: str, pipeline: str) -> str:
                "every node whose exporter writes the other spelling would publish nothing (node is on every series)"
     if name == MIG_PROFILE_LABEL:
         return "only MIG instances carry it: every whole GPU would publish nothing"
+    if name in CHANGING and (pipeline == "classic" or name not in RESOURCE_LABELS):
+        return "its value changes when the exporter pod is replaced (a rollout or upgrade): in that period each " \
+               "GPU would be two series, counted twice by every count and sum over them"
     if name in RESOURCE_LABELS:
         return f"agent.pipeline {pipeline} moves it into the resource, off every sample: nothing would be published"
     if name == "pci_bus_id":

@@ -24,7 +24,7 @@ POD_SET, GPU_SET = ("ClusterName", "namespace", "pod"), ("ClusterName", "node", 
 EVERY_GPU = {(node.name, str(gpu.index)) for node in mixed_fleet.FLEET for gpu in node.gpus}
 WHOLE_GPU_PODS = {pod for node in mixed_fleet.FLEET for gpu in node.gpus if not gpu.mig
                   for instance in gpu.instances for pod in instance.pods()}
-NINE = (*GPU_SET, "UUID", "device", "modelName", "Namespace", "Service", "exporter_pod")
+NINE = (*GPU_SET, "UUID", "device", "modelName", "Namespace", "Service", "job")
 
 
 def _refusal(text: str) -> InputError:
@@ -109,11 +109,11 @@ def test_a_pod_set_naming_the_mig_profile_loses_whole_gpu_pods(pipeline):
 def test_a_set_past_ten_dimensions_is_dropped_by_the_agent(pipeline):
     """Nine per-GPU names: the per-MIG-instance set gpudash derives has eleven, which the agent drops; eight
     are the most that keep it."""
-    error = _refusal(f"cloudwatch:\n  gpu_dimensions: [{', '.join(NINE)}]\n")
-    assert error.where == "gpudash.yaml:2" and "11 dimensions" in error.what
+    error = _refusal(f"agent: {{pipeline: classic}}\ncloudwatch:\n  gpu_dimensions: [{', '.join(NINE)}]\n")
+    assert error.where == "gpudash.yaml:3" and "11 dimensions" in error.what, error
     assert "name at most 8 dimensions in cloudwatch.gpu_dimensions" in error.hint
-    for names, kept in ((NINE, False), (NINE[:-1], True)):
-        (datapoints,) = _published(pipeline, gpu_dimensions=names).values()
+    for names, kept in ((NINE, False), (NINE[:-1], True)):  # job: on every sample of the JSON path only
+        (datapoints,) = _published("classic" if "job" in names else pipeline, gpu_dimensions=names).values()
         assert bool(_under(datapoints, (*names, "GPU_I_ID", "GPU_I_PROFILE"))) is kept
         assert _gpus(datapoints, names) == EVERY_GPU
 
@@ -130,6 +130,8 @@ def test_the_agent_model_reads_dimension_sets_as_awsemf_does():
     ("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, GPU_I_ID]\n", 2, "names GPU_I_ID"),
     ("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, pci_bus_id]\n", 2, "older exporter releases"),
     ("cloudwatch:\n  dimensions: [ClusterName, namespace, pod, job]\n", 2, "agent.pipeline otel moves it"),
+    ("cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, exporter_pod]\n", 2,
+     "changes when the exporter pod is replaced"),
     ("cloudwatch:\n  source: container-insights\n  dimensions: [ClusterName, namespace, pod, container]\n", 3,
      "not read with cloudwatch.source: container-insights"),
     ("alarms: {per_pod: static, static_pods: [ml/a]}\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, gpu]\n",
@@ -145,7 +147,8 @@ def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, say
 @pytest.mark.parametrize("text", [
     "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, node, UUID, device, modelName, GPU_I_ID]\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, namespace, pod]\n",
-    "cloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, Namespace, exporter_pod]\n",
+    "agent: {pipeline: classic}\ncloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, "
+    "Namespace, job]\n",
     "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, node, gpu]\n  gpu_dimensions: [ClusterName, node, gpu, "
     "modelName]\n",  # a pod's copy of a counter lacks modelName: it stays out of the per-GPU sets
     "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, namespace, pod, node, gpu]\n",
