@@ -93,9 +93,11 @@ def _true(metric: str, window: str, end: int, rate: bool) -> float:
 
 
 @pytest.mark.parametrize("window, end", BLANK_INSIDE + BLANK_FIRST + BLANK_OUTSIDE)
-def test_a_window_holding_one_blank_reading_gives_no_value_for_that_gpu(backfilled, window, end):
+def test_a_window_holding_one_blank_reading_gives_no_value_for_that_gpu(backfilled, window, end, tmp_path):
     prometheus, start = backfilled
-    project = load_project()
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text(f"scrape:\n  interval: {STEP // 60}m\n")  # the interval these readings were scraped at
+    project = load_project(settings)
     holds_blank = (window, end) not in BLANK_OUTSIDE
     for uid, title, metric, rate in (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
                                      ("health", "Rows remapped (uncorrectable)",
