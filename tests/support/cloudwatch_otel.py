@@ -39,9 +39,8 @@ import operator
 import re
 from dataclasses import dataclass, field
 
-import yaml
-
-from tests.support.cloudwatch_agent import Datapoint, Pipeline, Scrape, _relabeled, declared_sets, exposition
+from tests.support.cloudwatch_agent import (Datapoint, Pipeline, Scrape, _relabeled, declared_sets, exposition,
+                                              safe_load, safe_load_all)
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
@@ -95,9 +94,9 @@ def _unescape(value):
 
 def otel_config(configmaps_yaml: bytes | str) -> dict:
     """The collector configuration of a generated agent ConfigMap file, as the collector reads it."""
-    documents = list(yaml.safe_load_all(configmaps_yaml))
+    documents = safe_load_all(configmaps_yaml)
     agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
-    return _unescape(yaml.safe_load(agent["data"][OTEL_KEY]))
+    return _unescape(safe_load(agent["data"][OTEL_KEY]))
 
 
 def _component(config: dict, section: str, kind: str) -> dict:

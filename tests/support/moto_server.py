@@ -66,10 +66,10 @@ class MotoServer:
                          namespace: str = "ml", node: str = "ip-10-0-1-1", gpu: str = "0") -> None:
         """Datapoints as the CloudWatch agent publishes them for one GPU a workload pod holds (the per-pod
         and the per-GPU dimension sets): what verify samples."""
-        cloudwatch = self.client("cloudwatch", region)
-        for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
-            for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu}):
-                cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
-                    "MetricName": metric, "Value": 50, "Dimensions": [
-                        {"Name": "ClusterName", "Value": cluster},
-                        *({"Name": k, "Value": v} for k, v in dimensions.items())]}])
+        # one PutMetricData call for all eight (the API takes up to 1,000 datapoints a call): the same stored data
+        self.client("cloudwatch", region).put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
+            "MetricName": metric, "Value": 50, "Dimensions": [
+                {"Name": "ClusterName", "Value": cluster}, *({"Name": k, "Value": v} for k, v in dimensions.items())]}
+            for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED",
+                           "DCGM_FI_DEV_POWER_USAGE")
+            for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})])
