@@ -321,3 +321,20 @@ def test_a_counters_first_value_sent_as_its_delta_would_fail_the_comparison(proj
     assert first and all(p.value > 0 for p in first)  # the running total, not an increase over a scrape
     config, job = agent_config(text)
     assert not [p for p in Agent(config, job).run(one_scrape) if p.metric == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]
+
+
+def test_the_models_merge_keeps_aggregateutils_order_and_flags():
+    """aggregate_labels as aggregateutil.mergeNumberDataPoints does it: the points of one label set merge into
+    the first, whose flags they keep; a first point without value (a staleness marker) takes nothing from the
+    others, so awsemf drops the merged point and the next delta covers the gap; a marker after a reading adds
+    nothing (an empty value reads 0 under math.Max); a NaN wins math.Max, and awsemf drops it."""
+    from tests.support.cloudwatch_otel import _Metric, _aggregate_labels
+
+    def merged(*values):
+        points = [({"gpu": "0", "pod": f"p{i}"}, value) for i, value in enumerate(values)]
+        return [value for _, value in _aggregate_labels(_Metric("c", "counter", points), ["gpu"], "max").points]
+
+    assert merged(7.0, 7.0, None) == [7.0]
+    assert merged(None, 7.0) == [None]
+    assert [str(v) for v in merged(7.0, float("nan"))] == ["nan"]
+    assert merged(3.0) == [3.0] and merged(2.0, 9.0) == [9.0]
