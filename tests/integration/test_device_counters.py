@@ -6,14 +6,16 @@ pod labels. One node's exporter serves twelve GPUs for half an hour of 30 s scra
 one scrape in ten (every series marked stale): GPUs that one to four pods share at 50 and at 60 replays per
 5 minutes (the PCIe rule fires over 50); a GPU whose pod leaves while the next one arrives, and one idle
 until a pod takes it; a counter restarting from 0 on a GPU two pods share; a GPU cut in three MIG
-instances, one held by two pods, one idle. One remapped row appears on the GPU three pods share.
+instances, one held by two pods, one idle; a blank reading on a GPU two pods share. One remapped row
+appears on the GPU three pods share.
 
 CloudWatch: the payloads go through the model of the agent's OTel pipeline (the generated collector
 configuration: the filter, metricstransform's merge, awsemf's deltas) into the generated alarms: every
 GPU instance's SUM of deltas per 5 minutes is its true increase, and the alarm names exactly the GPUs
 whose increase passes 50. Prometheus: the same readings, stored as the generated scrape job stores them
 (a pod that leaves, and a failed scrape, leave staleness markers), through `promtool test rules` on the
-generated rules: the same GPUs.
+generated rules: the same GPUs, but for the window that holds the blank, where the rule gives no value
+(its guard) while the OTel pipeline has dropped the blank and the alarm reads the true increase.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ GPUS = {
     11: (5, {None: _pods("n0", "n1", "n2", during=(10, 50))}, None),  # idle, then three pods, then idle
 }
 ROW_GPU, ROW_AT = 2, 41  # one uncorrectable row remapped on GPU 2 (three pods) at scrape 41
+BLANK_GPU, BLANK_AT = 5, 45  # GPU 5 (two pods) reads DCGM's blank for its replays at scrape 45
+BLANK = 9223372036854775792
 
 
 def _replays(gpu: int, k: int) -> int:
@@ -83,7 +87,7 @@ def series_at(k: int) -> dict[str, float]:
             holders = [p for p in pods if p[2] <= k < p[3]] or [None]
             for pod in holders:
                 labels = _labels(gpu, instance, pod)
-                served[f"{REPLAYS}{{{labels}}}"] = _replays(gpu, k)
+                served[f"{REPLAYS}{{{labels}}}"] = BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else _replays(gpu, k)
                 served[f"{ROWS}{{{labels}}}"] = float(gpu == ROW_GPU and k >= ROW_AT)
     return served
 
@@ -238,9 +242,12 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "pcie-replays"]
     assert "[5m:30s]" in rule["expr"]
+    def blank_inside(end: int) -> set[int]:  # a window holding a blank gives the rule no value for that GPU
+        return {BLANK_GPU} if end // STEP - 11 <= BLANK_AT <= end // STEP - 1 else set()
+
     checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
                "exp_alerts": [_expected(folder, rule["alert"], node=NODE, gpu=str(gpu))
-                              for gpu in sorted({gpu for gpu, _ in firing(end)})]}
+                              for gpu in sorted({gpu for gpu, _ in firing(end)} - blank_inside(end))]}
               for end in range(300, STEPS * STEP + 1, 300)]
     _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
                                                      "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
