@@ -102,6 +102,7 @@ class Artifacts:
     # What the build was made from, beyond its files: what it left out and why, and the counters CSV's sha256
     notes: tuple[Note, ...]
     counters_sha256: str
+    project: str = ""  # the settings' `project`, which each CloudWatch dashboard's stamp binds ("" when unset)
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
 
     def agent(self, cluster: str) -> AgentConfig | None:
@@ -222,4 +223,5 @@ def build(project: Project) -> Artifacts:
         dashboard_prefix=settings.cloudwatch.dashboard_prefix,
         notes=notes(project),
         counters_sha256=project.catalog.sha256,
+        project=settings.project or "",
     )

@@ -308,6 +308,12 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
     project, desired = _desired(config, csv, from_dir)
+    if prune and not desired.project:
+        raise GpudashError("--prune needs the settings to name the project: without a name, nothing shows that an "
+                           "alarm or dashboard no longer defined is this project's and not another's",
+                           where=f"{project.settings.source} (project)",
+                           hint="add `project: <a name for this project>` to the settings and apply once (it marks "
+                                "what it writes), then prune; or leave out --prune")
     cloudwatch = _cloudwatch(profile, endpoint_url, limit)
     _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url)
     progress = Progress()

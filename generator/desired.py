@@ -28,17 +28,21 @@ class Desired:
     alarms: list[dict[str, Any]]  # {"Region", "Request"}
     alarm_prefix: str
     dashboard_prefix: str = ""  # generated CloudWatch dashboards are named <prefix>-<cluster>-<id>; "" lists none
+    project: str = ""  # the settings' `project`: what is pruned must name it ("" when unset: nothing is pruned)
 
 
 def desired_from(artifacts: Artifacts) -> Desired:
     """What publishing writes: the artifact set (built, or read from a build) and nothing else."""
-    from .ownership import stamp_cloudwatch_body
+    from .ownership import project_tagged, stamp_cloudwatch_body
 
+    project = artifacts.project
     return Desired(grafana={d.uid: d.model for d in artifacts.grafana},
                    folder=dict(artifacts.grafana_folder),
                    grafana_uid_prefix=artifacts.grafana_uid_prefix,
-                   cloudwatch_dashboards={d.name: stamp_cloudwatch_body(d.body) for d in artifacts.cloudwatch_dashboards},
+                   cloudwatch_dashboards={d.name: stamp_cloudwatch_body(d.body, d.name, project)
+                                          for d in artifacts.cloudwatch_dashboards},
                    dashboard_regions={d.name: d.region for d in artifacts.cloudwatch_dashboards},
-                   alarms=[item.as_dict() for item in artifacts.alarms],
+                   alarms=[project_tagged(item.as_dict(), project) for item in artifacts.alarms],
                    alarm_prefix=artifacts.alarm_prefix,
-                   dashboard_prefix=artifacts.dashboard_prefix)
+                   dashboard_prefix=artifacts.dashboard_prefix,
+                   project=project)

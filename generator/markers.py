@@ -14,6 +14,7 @@ ALARM_OWNER_TAG = {"Key": "ManagedBy", "Value": OWNER}
 ALARM_OWNER_TEXT = f"{ALARM_OWNER_TAG['Key']}={ALARM_OWNER_TAG['Value']}"  # how messages name the tag
 ALARM_RULE_TAG = "gpudash:rule"
 ALARM_HASH_TAG = "gpudash:sha256"
+ALARM_PROJECT_TAG = "gpudash:project"  # the settings' `project`: which project's alarm it is
 ALARM_DESCRIPTION_NOTE = "Managed by gpudash"  # in AlarmDescription, before the definition and rule
 
 # Grafana dashboards: the owner tag; every version gpudash saves has a message that starts with the

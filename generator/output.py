@@ -109,16 +109,17 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor)
 
-    bodies: dict[int, str] = {}  # id(body) -> DashboardBody text: the same body in its file and the template
+    # (name, id(body)) -> DashboardBody text: the same body in its file and the template
+    bodies: dict[tuple[str, int], str] = {}
 
-    def body_text(body: dict[str, Any]) -> str:
-        if id(body) not in bodies:
-            bodies[id(body)] = stamped_cloudwatch_text(body)
-        return bodies[id(body)]
+    def body_text(name: str, body: dict[str, Any]) -> str:
+        if (name, id(body)) not in bodies:
+            bodies[name, id(body)] = stamped_cloudwatch_text(body, name, artifacts.project)
+        return bodies[name, id(body)]
 
     for item in artifacts.cloudwatch_dashboards:
         files[cloudwatch_dashboard_file(item.name)] = to_json({"DashboardName": item.name,
-                                                               "DashboardBody": body_text(item.body)})
+                                                               "DashboardBody": body_text(item.name, item.body)})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for region, template in artifacts.cloudformation.items():
         files[template_file(region, artifacts.primary_region)] = to_json(_with_body_texts(template, body_text))
@@ -134,7 +135,8 @@ def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
     for logical_id, resource in template.get("Resources", {}).items():
         if resource.get("Type") == DASHBOARD_TYPE:
             properties = resource["Properties"]
-            resource = {**resource, "Properties": {**properties, "DashboardBody": body_text(properties["DashboardBody"])}}
+            text = body_text(properties["DashboardName"], properties["DashboardBody"])
+            resource = {**resource, "Properties": {**properties, "DashboardBody": text}}
         resources[logical_id] = resource
     return {**template, "Resources": resources}
 
@@ -817,5 +819,6 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         dashboard_prefix=record["dashboard_prefix"],
         notes=tuple(Note(n["rule"], n["where"], n["message"]) for n in record["notes"]),
         counters_sha256=record["counters_sha256"],
+        project=(settings.project or "") if settings is not None else "",
         origin=origin,
     )

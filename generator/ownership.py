@@ -4,8 +4,11 @@ The evidence lives with each object (the marks themselves are spelled in `marker
   * Grafana dashboards carry the owner tag; every push is saved with a version message
     that starts with the hash note and the hash of what was pushed. When the live content
     no longer hashes to the message of its latest version, someone edited it.
-  * CloudWatch dashboards carry the hash note and hash in their header text, the hash of
-    the body without that line; an edit in the console breaks the match.
+  * CloudWatch dashboards carry the hash note and hash in their header text: the hash of the
+    dashboard's name, the project's name and the body without that line; an edit in the console, a
+    copy saved under another name and another project's dashboard all break the match.
+  * Alarms and dashboards name their project (the settings' `project`): alarms in a tag, dashboards
+    in what their stamp binds. Prune deletes only what names this project.
   * CloudWatch alarms carry the owner tag (ownership) and the hash tag: the hash of the
     fields gpudash wrote and, if CloudWatch reports them in
     another form, the hash of what it reported right after the write. When the live alarm no
@@ -18,7 +21,7 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, GRAFANA_OWNER_TAG, HASH_NOTE
+from .markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, GRAFANA_OWNER_TAG, HASH_NOTE
 from .serialize import ascii_json, canonical_json, compact_json
 
 _STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
@@ -65,23 +68,33 @@ def _stamp(digest: str) -> str:
     return f"\n\n`{HASH_NOTE}{digest}`"
 
 
-def stamp_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
-    """The body with its own hash appended to the header text widget (the first widget)."""
-    return _with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(content_hash(body)))
+def _bound_to(name: str, project: str) -> bytes:
+    """What a dashboard's hash covers before its body: its own name and its project, so that a copy saved
+    under another name, or another project's dashboard, does not carry a valid stamp."""
+    return canonical_json([name, project]) + b"\n"
+
+
+def dashboard_hash(body: dict[str, Any], name: str, project: str) -> str:
+    return hashlib.sha256(_bound_to(name, project) + canonical_json(body)).hexdigest()[:16]
+
+
+def stamp_cloudwatch_body(body: dict[str, Any], name: str, project: str) -> dict[str, Any]:
+    """The body with its hash (bound to its name and project) appended to the header text widget."""
+    return _with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(dashboard_hash(body, name, project)))
 
 
 _PENDING = "\x00gpudash-digest\x00"  # stands for the digest while the stamped body is encoded
 
 
-def stamped_cloudwatch_text(body: dict[str, Any]) -> str:
-    """The DashboardBody text of `body` stamped with its hash: compact_json(stamp_cloudwatch_body(body)),
+def stamped_cloudwatch_text(body: dict[str, Any], name: str, project: str) -> str:
+    """The DashboardBody text of `body` stamped with its hash: compact_json(stamp_cloudwatch_body(...)),
     from one encoding instead of two. A JSON string encodes character by character, so the stamped
     text less the encoded stamp is the canonical text of the unstamped body, which the hash covers."""
     pending = canonical_json(_stamp(_PENDING))[1:-1]  # the stamp as it appears inside the encoded header
     text = canonical_json(_with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(_PENDING)))
     if text.count(pending) != 1:  # the placeholder occurs in the body itself: take the long way
-        return compact_json(stamp_cloudwatch_body(body))
-    digest = hashlib.sha256(text.replace(pending, b"", 1)).hexdigest()[:16]
+        return compact_json(stamp_cloudwatch_body(body, name, project))
+    digest = hashlib.sha256(_bound_to(name, project) + text.replace(pending, b"", 1)).hexdigest()[:16]
     return ascii_json(text.replace(pending, canonical_json(_stamp(digest))[1:-1], 1).decode())
 
 
@@ -92,16 +105,29 @@ def unstamped_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
     return _with_header(body, header[: match.start()]) if match else body
 
 
-def read_cloudwatch_stamp(body: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(stamped hash, hash of the body without the stamp); (None, None) when not gpudash's."""
+OURS, OLDER, OTHER = "ours", "older", "other"  # what a dashboard's stamp proves
+
+
+def read_cloudwatch_stamp(body: dict[str, Any], name: str, project: str) -> str | None:
+    """What the stamp of the dashboard `name` proves: OURS (written by gpudash for this project under
+    this name, unchanged since), OLDER (written, unchanged, with no project named: by a gpudash whose
+    settings named none, or by an older one that bound no name to its stamp; this project's or another's,
+    nothing says), OTHER (edited since, a copy saved under another name, or another project's); None when
+    it carries no stamp. Without a project, what was written with none is OURS (it is never pruned then)."""
     try:
         header = body["widgets"][0]["properties"]["markdown"]
     except (KeyError, IndexError, TypeError):
-        return None, None
-    match = _STAMP.search(header)
+        return None
+    match = _STAMP.search(header) if isinstance(header, str) else None
     if not match:
-        return None, None
-    return match.group(1), content_hash(_with_header(body, header[: match.start()]))
+        return None
+    bare, stamped = _with_header(body, header[: match.start()]), match.group(1)
+    if project and stamped == dashboard_hash(bare, name, project):
+        return OURS
+    # Written with no project named: by this gpudash (its name bound) or by one that bound nothing.
+    if stamped in (dashboard_hash(bare, name, ""), content_hash(bare)):
+        return OURS if not project else OLDER
+    return OTHER
 
 
 # --- CloudWatch alarms --------------------------------------------------------------------
@@ -167,3 +193,17 @@ def alarm_tags(request: dict[str, Any], reported_hash: str | None = None) -> lis
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:
     return ALARM_OWNER_TAG in tags
+
+
+def project_tagged(item: dict[str, Any], project: str) -> dict[str, Any]:
+    """An alarm item ({"Region", "Request"}) whose request also carries the project tag (when there is a project)."""
+    if not project:
+        return item
+    request = item["Request"]
+    tags = [t for t in request.get("Tags", []) if t.get("Key") != ALARM_PROJECT_TAG]
+    return {**item, "Request": {**request, "Tags": tags + [{"Key": ALARM_PROJECT_TAG, "Value": project}]}}
+
+
+def alarm_project(tags: list[dict[str, str]]) -> str | None:
+    """The project an alarm's tags name; None when they name none (another tool's, or an older gpudash's)."""
+    return next((t.get("Value") for t in tags if t.get("Key") == ALARM_PROJECT_TAG), None)

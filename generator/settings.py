@@ -249,6 +249,7 @@ def _sections(document: dict[str, Any]) -> dict[str, Any]:
                                            if isinstance(value, dict) else float(value)
                                            for name, value in document["thresholds"].items()}),
         "counters": document["counters"],
+        "project": document["project"],
         "definitions": DefinitionFolders(**{k: None if v is None else _strings(v)
                                             for k, v in document["definitions"].items()}),
     }
@@ -274,6 +275,7 @@ class Settings:
     thresholds: ThresholdSettings
     counters: str | None
     definitions: DefinitionFolders
+    project: str | None = None  # names what this project publishes; prune deletes only what carries it
     origin: str = "given"  # how the file was found: see discover()
 
     def with_cloudwatch_source(self, source: str) -> "Settings":

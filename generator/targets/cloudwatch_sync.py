@@ -3,8 +3,10 @@ touching what gpudash does not own, never reverting a console edit without --for
 
 Each Region is planned and applied in its own thread under its own pacing, so a fleet spread over
 Regions takes as long as its largest Region. Dashboards named in gpudash's form but no longer
-defined are found with ListDashboards (the configured prefix, every page) and are gpudash's to
-prune only when their header carries gpudash's hash stamp. The plan's reads are bulk: DescribeAlarms
+defined are found with ListDashboards (the configured prefix, every page) and are this project's to
+prune only when their header carries the hash stamp of their own name, this project and their body;
+alarms only when they carry this project's tag. Without a project named in the settings, nothing is
+pruned: nothing tells two gpudash projects in one account apart. The plan's reads are bulk: DescribeAlarms
 pages of 100 and one Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms
 it does not vouch for are read one by one); deletes go 100 names per DeleteAlarms call.
 
@@ -26,9 +28,9 @@ from ..clients.cloudwatch import BATCH, CloudWatch
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT
+from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
-from ..ownership import (alarm_fields, alarm_hash, alarm_owned, as_reported,
+from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, as_reported,
                          alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
 from ..serialize import compact_json
 from . import prune_guard
@@ -36,6 +38,8 @@ from .progress import Progress, Silent
 
 READERS = 4  # dashboards read at once per Region
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
+EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
+                   "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
 
 
@@ -62,22 +66,26 @@ def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
 
 # --- planning -------------------------------------------------------------------------------
 
-def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_body: dict[str, Any] | None) -> Change:
+def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_body: dict[str, Any] | None,
+                    project: str) -> Change:
     """Compare the stamped body of the set with the live one (both data: the live one parsed once from
     GetDashboard's answer)."""
     if live_body is None:
         return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
-    stamped, actual = read_cloudwatch_stamp(live_body)
+    proof = read_cloudwatch_stamp(live_body, name, project)
     change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
     if live_body == desired_body:
         pass
-    elif stamped is None:
+    elif proof is None:
         change.action, change.details = FOREIGN, ["exists and was not written by gpudash; --force replaces it"]
-    elif stamped != actual:
+    elif proof == OTHER:
         change.action = DRIFT
-        change.details = [EDITED] + diff.cloudwatch_dashboard(live_body, desired_body)
+        change.details = [EDITED_OR_OTHER] + diff.cloudwatch_dashboard(live_body, desired_body)
     else:
         change.action, change.details = UPDATE, diff.cloudwatch_dashboard(live_body, desired_body)
+        if proof == OLDER:
+            change.details.insert(0, "written by an older gpudash, whose stamp named no project: rewritten with "
+                                     "this project's")
     return change
 
 
@@ -129,37 +137,48 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
                   details=["managed by gpudash but no longer defined; --prune deletes it"])
 
 
-def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None) -> Change | None:
-    """A dashboard no longer defined: gpudash's only when its header carries gpudash's stamp (None
-    otherwise: never touched); deleted with --prune, and with --force too if a person edited it."""
-    stamped, actual = read_cloudwatch_stamp(body) if body is not None else (None, None)
-    if stamped is None:
+def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
+                            older: list[str]) -> Change | None:
+    """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
+    under this name and unchanged since (None otherwise: never touched). One an older gpudash wrote,
+    whose stamp names no project, is added to `older`: it may be another project's, so it stays."""
+    proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
+    if proof == OLDER:
+        older.append(name)
+    if proof != OURS:
         return None
-    live = {"body": body}
-    if stamped != actual:
-        return Change("cloudwatch", "dashboard", name, DELETE, region=region, live=live, edited=True, details=[
-            "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
-            "--prune --force deletes it"])
-    return Change("cloudwatch", "dashboard", name, DELETE, region=region, live=live,
-                  details=["written by gpudash but no longer defined; --prune deletes it"])
+    return Change("cloudwatch", "dashboard", name, DELETE, region=region, live={"body": body},
+                  details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
 
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
-                     progress: Tick) -> list[Change]:
+                     progress: Tick, project: str = "") -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
-    then every dashboard named in gpudash's form but no longer defined, read to see whether gpudash wrote it."""
+    then every dashboard named in gpudash's form but no longer defined, read to see whether this project
+    wrote it (without a project, none is read: nothing could show it is this project's)."""
     def read(name: str) -> Change:
-        change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name))
+        change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name), project)
         progress()
         return change
 
-    listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix else []
+    listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix and project else []
     retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
+    older: list[str] = []
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
-        old = pool.map(lambda name: _plan_retired_dashboard(name, region, cloudwatch.dashboard_body(region, name)),
-                       retired)
-        return changes + [change for change in old if change is not None]
+        old = list(pool.map(lambda name: _plan_retired_dashboard(name, region, cloudwatch.dashboard_body(region, name),
+                                                                 project, older), retired))
+    if older:
+        cloudwatch.note(_older_note("dashboard", sorted(older), project,
+                                    "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
+                                    "--dashboard-names NAME)"))
+    return changes + [change for change in old if change is not None]
+
+
+def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"{len(names)} {kind}(s) no longer defined were written by an older gpudash that marked no project "
+            f"({shown}): --prune leaves them, since they may be another project's; {adopt}")
 
 
 def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
@@ -180,7 +199,8 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
-                 progress: Tick) -> list[Change]:
+                 progress: Tick, project: str = "") -> list[Change]:
+    """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
@@ -188,9 +208,19 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     for name, request in sorted(requests.items()):
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, [])))
         progress()
+    older = []
     for name, alarm in sorted(live.items()):
-        if name not in requests and alarm_owned(tags.get(name, [])):
+        if name in requests or not project or not alarm_owned(tags.get(name, [])):
+            continue
+        named = alarm_project(tags[name])
+        if named == project:
             changes.append(_plan_retired(name, region, alarm, tags[name]))
+        elif named is None:
+            older.append(name)
+    if older:
+        cloudwatch.note(_older_note("alarm", older, project, "to let --prune delete one that is this project's, tag "
+                                    f"it: aws cloudwatch tag-resource --region {region} --resource-arn ARN --tags "
+                                    f"Key={ALARM_PROJECT_TAG},Value={project}"))
     return changes
 
 
@@ -204,9 +234,9 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
-                dashboard_prefix: str = "") -> list[Change]:
-    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress),
-                         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress))
+                dashboard_prefix: str = "", project: str = "") -> list[Change]:
+    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project),
+                         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> list[Change]:
@@ -222,9 +252,12 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
             requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
                         if item["Region"] == region}
             return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
-                               desired.dashboard_prefix)
+                               desired.dashboard_prefix, desired.project)
 
         changes = _parallel(regions, work)
+    if not desired.project:
+        cloudwatch.note("the settings name no project: alarms and dashboards no longer defined are not looked for, "
+                        "and --prune is refused; set `project:` in the settings to prune")
     dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
     return dashboards + [c for c in changes if c.kind != "dashboard"]
 

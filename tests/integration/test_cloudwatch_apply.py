@@ -96,7 +96,8 @@ def test_prune_deletes_only_owned_alarms_no_longer_defined(aws):
         if tagged:  # what gpudash leaves: the ownership tag and the hash of the alarm as it wrote it
             alarm = alarms(client)[name]
             client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
-                {"Key": "ManagedBy", "Value": "gpudash"}, {"Key": ALARM_HASH_TAG, "Value": alarm_hash(alarm)}])
+                {"Key": "ManagedBy", "Value": "gpudash"}, {"Key": ALARM_HASH_TAG, "Value": alarm_hash(alarm)},
+                {"Key": "gpudash:project", "Value": "test"}])
     code, report, _ = apply()
     assert code == 0 and "gpudash-gpu-cluster-retired-rule-warning" in alarms(client)
     assert [c["name"] for c in report["changes"] if c["action"] == "delete"] == [

@@ -117,8 +117,9 @@ def _dashboards(client):
 
 
 def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, project_dir, cli):
-    """A removed cluster's dashboards show as deletes and --prune deletes them; one edited in the
-    console needs --prune --force; a dashboard with a gpudash-like name and no stamp is never touched."""
+    """A removed cluster's dashboards show as deletes and --prune deletes them; one edited in the console
+    no longer proves it is this project's (a person's copy under another name or another project's reads
+    alike), and a dashboard with a gpudash-like name and no stamp: neither is ever touched, even with --force."""
     import json
 
     client, apply = aws
@@ -132,18 +133,18 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, projec
     client.put_dashboard(DashboardName="gpudash-other-handmade", DashboardBody=json.dumps(handmade))
     code, stdout, _ = cli("plan", "--no-grafana")
     assert code == 1
-    for name in kept + [edited]:
+    for name in kept:
         assert f"delete    cloudwatch dashboard {name} [us-east-1]" in stdout
-    assert "gpudash-other-handmade" not in stdout
+    assert "gpudash-other-handmade" not in stdout and edited not in stdout
     code, dry, _ = apply("--prune", "--dry-run")
-    assert code == 1 and dry["refused"] == [edited] and [n for n in dry["would_write"] if n in kept] == kept
+    assert code == 0 and dry["refused"] == [] and [n for n in dry["would_write"] if n in kept] == kept
     assert "gpudash-other-handmade" not in json.dumps(dry)
     assert [n for n in _dashboards(client) if other_cluster(n)] == sorted(kept + [edited, "gpudash-other-handmade"])
     code, report, _ = apply("--prune")
-    assert code == 1 and report["refused"] == [edited] and report["written"] == dry["would_write"]
+    assert code == 0 and report["refused"] == [] and report["written"] == dry["would_write"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
     assert apply("--prune", "--force")[0] == 0
-    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade"]
+    assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
 
@@ -293,15 +294,17 @@ def test_alarm_listings_are_read_to_their_last_page(proxied):
 
 
 def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws):
-    """Someone adds ManagedBy=gpudash to their own alarm under the prefix: with no gpudash:sha256 tag there is
-    no evidence gpudash wrote it as it is, so --prune alone leaves it; --prune --force deletes it."""
+    """Someone adds ManagedBy=gpudash and this project's tag to their own alarm under the prefix: with no
+    gpudash:sha256 tag there is no evidence gpudash wrote it as it is, so --prune alone leaves it; --prune
+    --force deletes it."""
     from generator.markers import ALARM_OWNER_TAG
 
     client, apply = aws
     assert apply()[0] == 0
     name = "gpudash-gpu-cluster-handmade"
     foreign_alarm(client, name)
-    client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"], Tags=[ALARM_OWNER_TAG])
+    client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
+                        Tags=[ALARM_OWNER_TAG, {"Key": "gpudash:project", "Value": "test"}])
     before = snapshot(client)
     for flags in (("--prune",), ("--prune", "--dry-run")):
         code, report, _ = apply(*flags)

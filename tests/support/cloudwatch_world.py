@@ -42,9 +42,25 @@ def built_once(monkeypatch):
     monkeypatch.setattr(cli_publish, "_desired", desired)
 
 
+PROJECT = "project: test\n"  # the settings' project name: what --prune may delete carries it
+
+
 @pytest.fixture
-def aws(moto, cli, monkeypatch, built_once):
+def project_dir(project_dir):
+    """The project on disk (tests/conftest.py), its settings naming the project unless they name one."""
+
+    def make(config: str = "", *args, **kwargs):
+        return project_dir(config if "project:" in config else PROJECT + config, *args, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def aws(moto, cli, monkeypatch, built_once, tmp_path):
+    """The CLI pointed at moto; the settings (GPUDASH_CONFIG) are the defaults with a project name."""
     moto.reset()
+    (tmp_path / "project.yaml").write_text(PROJECT)
+    monkeypatch.setenv("GPUDASH_CONFIG", str(tmp_path / "project.yaml"))
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client = moto.client("cloudwatch", "us-east-1")
@@ -140,7 +156,7 @@ def no_aws_credentials(monkeypatch, tmp_path):
     monkeypatch.delenv("GRAFANA_URL", raising=False)
 
 
-TWO_CLUSTERS = "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: other, region: us-east-1}\n"
+TWO_CLUSTERS = PROJECT + "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: other, region: us-east-1}\n"
 RETIRED_EDITED = "gpudash-other-gpu-temp-critical-critical"
 
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from generator import serialize
 from generator.artifacts import build
 from generator.output import encode
-from generator.ownership import (content_hash, read_cloudwatch_stamp, stamp_cloudwatch_body,
+from generator.ownership import (OLDER, OTHER, OURS, content_hash, read_cloudwatch_stamp, stamp_cloudwatch_body,
                                  stamped_cloudwatch_text)
 from generator.project import load_project
 
@@ -74,8 +74,10 @@ def test_cloudwatch_bodies_are_compact_ascii_json_with_their_own_stamp(builds):
         text = json.loads(files[path])["DashboardBody"]
         body = json.loads(text)
         assert text == json.dumps(body, sort_keys=True, separators=(",", ":"))
-        stamped, actual = read_cloudwatch_stamp(body)
-        assert stamped == actual and stamped is not None
+        name = json.loads(files[path])["DashboardName"]
+        assert read_cloudwatch_stamp(body, name, "") == OURS
+        assert read_cloudwatch_stamp(body, name + "-copy", "") == OTHER  # bound to its own name
+        assert read_cloudwatch_stamp(body, name, "another-project") == OLDER  # written with no project
     assert "\\u2014" in text  # the header's dash, escaped as it always was
 
 
@@ -89,8 +91,8 @@ def test_a_body_stamped_from_one_encoding_is_the_body_stamped_the_long_way(build
     bodies.append({**bodies[-1], "widgets": [*bodies[-1]["widgets"], {"type": "text", "properties": {
         "markdown": "\n\n`gpudash sha256:\x00gpudash-digest\x00`"}}]})  # the placeholder stamp, elsewhere
     for body in bodies:
-        assert stamped_cloudwatch_text(body) == json.dumps(stamp_cloudwatch_body(body), sort_keys=True,
-                                                           separators=(",", ":"))
+        assert stamped_cloudwatch_text(body, "gpudash-c-overview", "p") == json.dumps(
+            stamp_cloudwatch_body(body, "gpudash-c-overview", "p"), sort_keys=True, separators=(",", ":"))
 
 
 def test_content_hash_is_sha256_of_the_compact_utf8_form():

@@ -1,0 +1,102 @@
+"""Several gpudash projects in one AWS account (moto over HTTP): --prune deletes only what carries this
+project's name (the gpudash:project tag on alarms, the name and project a dashboard's stamp binds), never
+another project's, a person's copy of a dashboard, or what an older gpudash wrote without a project."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.cloudwatch_world import alarms
+
+
+def _dashboards(client):
+    return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
+
+
+def _settings(tmp_path, name, text):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def _all_alarms(client):
+    return sorted(a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"])
+
+
+def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, cli):
+    client, apply = aws
+    b = _settings(tmp_path, "b", "project: team-b\nclusters:\n  - {name: team-b, region: us-east-1}\n")
+    nested = _settings(tmp_path, "prod", "project: prod\nclusters:\n  - {name: east, region: us-east-1}\n"
+                                         "alarms: {name_prefix: gpudash-prod}\ncloudwatch: {dashboard_prefix: gpudash-prod}\n")
+    a = _settings(tmp_path, "a", "project: team-a\nclusters:\n  - {name: team-a, region: us-east-1}\n"
+                                 "  - {name: east, region: us-east-1}\n")
+    for settings in (b, nested, a):
+        assert apply("--config", settings)[0] == 0
+    others = ([n for n in _all_alarms(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))],
+              [n for n in _dashboards(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))])
+    assert (len(others[0]), len(others[1])) == (20, 6)
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", a)
+    assert code == 0 and "delete" not in stdout
+    code, report, _ = apply("--prune", "--config", a)
+    assert code == 0 and report["written"] == []
+    assert ([n for n in _all_alarms(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))],
+            [n for n in _dashboards(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))]) == others
+    # The project's own retired cluster is still pruned.
+    only_a = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: team-a, region: us-east-1}\n")
+    code, report, _ = apply("--prune", "--config", only_a)
+    assert code == 0 and len(report["written"]) == 13 and all("-east-" in n for n in report["written"])
+    assert not [n for n in _all_alarms(client) if n.startswith("gpudash-east-")]
+
+
+def test_prune_is_refused_while_the_settings_name_no_project(aws, tmp_path):
+    client, apply = aws
+    assert apply()[0] == 0
+    before = (_all_alarms(client), _dashboards(client))
+    code, stdout, stderr = apply("--prune", "--config", _settings(tmp_path, "none", "clusters:\n"
+                                                                  "  - {name: other, region: us-east-1}\n"))
+    assert code == 2 and stdout == "" and "--prune needs the settings to name the project" in stderr
+    assert "add `project: <a name for this project>`" in stderr
+    assert (_all_alarms(client), _dashboards(client)) == before
+
+
+def test_a_persons_copy_of_a_dashboard_is_never_pruned(aws, cli):
+    client, apply = aws
+    assert apply()[0] == 0
+    body = client.get_dashboard(DashboardName="gpudash-gpu-cluster-overview")["DashboardBody"]
+    copies = ["gpudash-gpu-cluster-overview-alice", "gpudash-oncall-copy"]
+    for name in copies:  # "Save as" in the console: the same body under a name of their own
+        client.put_dashboard(DashboardName=name, DashboardBody=body)
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert code == 0 and not any(name in stdout for name in copies)
+    code, report, _ = apply("--prune", "--force")
+    assert code == 0 and report["written"] == []
+    assert [n for n in _dashboards(client) if n in copies] == sorted(copies)
+
+
+def test_what_an_older_gpudash_wrote_without_a_project_is_kept_and_can_be_adopted(aws, tmp_path, cli):
+    """Objects written while the settings named no project carry no project mark: once a project is named,
+    the defined ones are marked on the next apply, and the retired ones are left, with a note saying how to
+    adopt them; tagged as the note says, the alarms are pruned."""
+    client, apply = aws
+    unnamed = _settings(tmp_path, "unnamed", "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n"
+                                             "  - {name: other, region: us-east-1}\n")
+    assert apply("--config", unnamed)[0] == 0
+    code, report, stderr = apply("--prune")  # the defaults, named project "test", without cluster "other"
+    assert code == 0 and report["refused"] == []
+    assert sorted(report["written"]) == sorted(n for n in [*alarms(client), *_dashboards(client)]
+                                               if n.startswith("gpudash-gpu-cluster-"))  # marked now
+    retired = [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
+    assert len(retired) == 10 and len([n for n in _dashboards(client) if n.startswith("gpudash-other-")]) == 3
+    assert "10 alarm(s) no longer defined were written by an older gpudash that marked no project" in stderr
+    assert "3 dashboard(s) no longer defined" in stderr and "delete-dashboards" in stderr
+    assert "--tags Key=gpudash:project,Value=test" in stderr
+    code, report, _ = apply("--prune")
+    assert code == 0 and report["written"] == []
+    for name in retired:  # adopted as the note says
+        client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
+                            Tags=[{"Key": "gpudash:project", "Value": "test"}])
+    code, report, _ = apply("--prune")
+    assert code == 0 and sorted(report["written"]) == retired
+    assert not [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert code == 0 and json.dumps(stdout).count("delete") == 0
