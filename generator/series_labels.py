@@ -140,8 +140,8 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
                     "nothing else does), with every widget and alarm that reads it",
                     f"name at most {MAX_DIMENSIONS - len(DERIVED[key])} dimensions in cloudwatch.{key}")
     pods, gpus = (cloudwatch[key] if key in written else defaults[key] for key in ("dimensions", "gpu_dimensions"))
-    if pipeline == "otel" and set(gpus) <= {*pods, *KEPT_BY_POD_COPIES}:
-        both = [name for name in gpus if name in pods and name not in REQUIRED_DIMENSIONS["dimensions"]]
+    both = [name for name in gpus if name in pods and name not in REQUIRED_DIMENSIONS["dimensions"]]
+    if pipeline == "otel" and both and set(gpus) <= {*pods, *KEPT_BY_POD_COPIES}:
         return (["cloudwatch", "dimensions"],
                 f"cloudwatch.dimensions names {', '.join(both)}: with them it holds every name of the per-GPU set but "
                 f"what each pod's copy of a counter keeps anyway ({', '.join(KEPT_BY_POD_COPIES)}): the OTel pipeline keeps a pod's "

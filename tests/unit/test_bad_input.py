@@ -242,6 +242,8 @@ CASES = [
              "gpudash.yaml:3", "cloudwatch.dimensions [namespace, pod] lacks ClusterName"),
     settings("per-GPU set without gpu", "cloudwatch:\n  gpu_dimensions: [ClusterName, node]\n", "gpudash.yaml:2",
              "cloudwatch.gpu_dimensions [ClusterName, node] lacks gpu"),
+    settings("per-GPU set of the cluster and what pods' copies keep", "cloudwatch:\n  gpu_dimensions: [ClusterName, UUID]\n",
+             "gpudash.yaml:2", "cloudwatch.gpu_dimensions [ClusterName, UUID] lacks node, gpu"),
     # EKS names are case-sensitive, but a build names its files by cluster: refused, not silently one file on macOS
     settings("cluster names that differ only in case",
              "clusters:\n  - {name: ml-east, region: us-east-1}\n  - {name: ML-East, region: us-west-2}\n",
