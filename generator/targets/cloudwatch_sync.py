@@ -2,7 +2,9 @@
 touching what gpudash does not own, never reverting a console edit without --force.
 
 Each Region is planned and applied in its own thread under its own pacing, so a fleet spread over
-Regions takes as long as its largest Region. Dashboards named in gpudash's form but no longer
+Regions takes as long as its largest Region. Dashboards are global in CloudWatch (each Region's
+endpoint lists and serves the account's one set): they are planned and applied once, through the
+first Region's endpoint, whatever Region their widgets read. Dashboards named in gpudash's form but no longer
 defined are found with ListDashboards (the configured prefix, every page) and are this project's to
 prune only when their header carries the hash stamp of their own name, this project and their body;
 alarms only when they carry this project's tag. Without a project named in the settings, nothing is
@@ -247,12 +249,14 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
         safe = _locked(tick)
 
         def work(region: str) -> list[Change]:
-            dashboards = {name: item for name, item in desired.cloudwatch_dashboards.items()
-                          if desired.dashboard_regions[name] == region}
+            # Dashboards are global: every Region's endpoint serves the account's one set, so they are
+            # listed, read, written and pruned once, through the first Region's endpoint.
+            account_wide = region == regions[0]
+            dashboards = desired.cloudwatch_dashboards if account_wide else {}
             requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
                         if item["Region"] == region}
             return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
-                               desired.dashboard_prefix, desired.project)
+                               desired.dashboard_prefix if account_wide else "", desired.project)
 
         changes = _parallel(regions, work)
     if not desired.project:

@@ -181,8 +181,10 @@ def test_regions_are_published_each_on_its_own(aws, moto, project_dir):
                                            and "-dash" not in n and n in alarms(west))
     assert len(alarms(west)) == 10 and len(alarms(client)) == 10
     assert all(name.startswith("gpudash-west-") for name in alarms(west))
+    # Dashboards are global: both Regions' endpoints list the account's one set.
     assert [d["DashboardName"] for d in west.list_dashboards()["DashboardEntries"]] == [
-        "gpudash-west-by-pod", "gpudash-west-health", "gpudash-west-overview"]
+        d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]] == [
+        f"gpudash-{c}-{d}" for c in ("east", "west") for d in ("by-pod", "health", "overview")]
     assert apply("--config", str(config))[1]["written"] == []
 
 

@@ -100,3 +100,24 @@ def test_what_an_older_gpudash_wrote_without_a_project_is_kept_and_can_be_adopte
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
     code, stdout, _ = cli("plan", "--no-grafana")
     assert code == 0 and json.dumps(stdout).count("delete") == 0
+
+
+def test_dashboards_are_global_a_fleet_over_two_regions_plans_and_prunes_each_once(aws, tmp_path, cli, moto):
+    """As in AWS, the test world keeps one set of dashboards whichever Region's endpoint is called."""
+    client, apply = aws
+    two = _settings(tmp_path, "two", "project: test\nclusters:\n  - {name: east, region: us-east-1}\n"
+                                     "  - {name: west, region: us-west-2}\n")
+    code, report, _ = apply("--config", two)
+    assert code == 0
+    names = _dashboards(client)
+    assert len(names) == 6 and _dashboards(moto.client("cloudwatch", "us-west-2")) == names
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", two)
+    assert code == 0 and "delete" not in stdout
+    assert stdout.count("cloudwatch dashboard") == 6
+    code, report, _ = apply("--prune", "--config", two)
+    assert code == 0 and report["written"] == [] and _dashboards(client) == names
+    east = _settings(tmp_path, "east", "project: test\nclusters:\n  - {name: east, region: us-east-1}\n"
+                                       "  - {name: west2, region: us-west-2}\n")
+    code, report, _ = apply("--prune", "--config", east)  # cluster west renamed: its dashboards go, once
+    assert code == 0 and sorted(n for n in report["written"] if n in names) == [n for n in names if "-west-" in n]
+    assert [n for n in _dashboards(client) if "-west-" in n] == []

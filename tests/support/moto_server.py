@@ -27,6 +27,27 @@ class _Listed:
         return self.names
 
 
+_DASHBOARDS: dict[str, dict] = {}  # account -> dashboards by name, whichever Region's endpoint is called
+
+
+def _dashboards_global() -> None:
+    """CloudWatch dashboards are global in AWS: every Region's endpoint lists, reads, writes and deletes
+    the account's one set. moto keeps a set per Region, which hid that a fleet over two Regions saw each
+    dashboard as another Region's to prune; here every Region's backend holds the account's one set."""
+    from moto.cloudwatch.models import CloudWatchBackend
+
+    if getattr(CloudWatchBackend.__init__, "global_dashboards", False):
+        return
+    regional = CloudWatchBackend.__init__
+
+    def __init__(self, region_name: str, account_id: str):
+        regional(self, region_name, account_id)
+        self.dashboards = _DASHBOARDS.setdefault(account_id, {})
+
+    __init__.global_dashboards = True
+    CloudWatchBackend.__init__ = __init__
+
+
 class MotoServer:
     def __init__(self):
         from moto.server import ThreadedMotoServer
@@ -40,6 +61,7 @@ class MotoServer:
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
         _moto_modules_listed_once()
+        _dashboards_global()
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
         self.server.start()
@@ -52,6 +74,8 @@ class MotoServer:
         import requests
 
         requests.post(f"{self.url}/moto-api/reset", timeout=10)
+        for dashboards in _DASHBOARDS.values():
+            dashboards.clear()
 
     def client(self, service: str = "cloudwatch", region: str = "us-east-1"):
         import boto3
