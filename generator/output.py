@@ -510,6 +510,7 @@ def _check_made_with(manifest: dict[str, Any], directory: Path, settings, conseq
         raise InputError("the manifest does not record the settings the build was made with (`settings`): it was "
                          "made by an older gpudash, or edited", where=str(directory / MANIFEST), hint=REGENERATE)
     if made_with["sha256"] == settings_record(settings)["sha256"]:
+        _check_scope(manifest.get("artifacts"), directory, settings)
         return
     bundled = made_with.get("bundled") is True
     given = "the bundled defaults" if bundled else f"settings with sha256 {str(made_with.get('sha256'))[:12]}…"
@@ -518,6 +519,20 @@ def _check_made_with(manifest: dict[str, Any], directory: Path, settings, conseq
     raise InputError(f"this build was made with other settings ({given}) than the ones read now "
                      f"({settings.source}): {consequence}",
                      where=str(directory), hint=f"{hint}, or generate the build again with these settings")
+
+
+def _check_scope(record: Any, directory: Path, settings) -> None:
+    """The prune scope the manifest records is the one its settings give: the record is not covered by
+    the files' sums, so an edit of it alone (another prefix) would move what publishing may prune."""
+    if not isinstance(record, dict):
+        return  # `read` refuses a manifest without its record
+    scope = {"alarm_prefix": settings.alarms.name_prefix, "dashboard_prefix": settings.cloudwatch.dashboard_prefix,
+             "grafana_uid_prefix": settings.grafana.uid_prefix}
+    for key, value in scope.items():
+        if key in record and record[key] != value:
+            raise InputError(f"the manifest records {key} {record[key]!r}, but the settings it was made with "
+                             f"({settings.source}) give {value!r}: the manifest was edited, and would move what "
+                             "publishing may prune", where=str(directory / MANIFEST), hint=REGENERATE)
 
 
 def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:

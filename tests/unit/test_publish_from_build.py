@@ -117,3 +117,18 @@ def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_t
     assert code == 0 and not (tmp_path / "build" / stray).exists(), stderr
     code, _, stderr = cli("lint", "--config", str(config), "--from", str(tmp_path / "build"), env={"GPUDASH_CONFIG": None})
     assert code == 0, stderr
+
+
+def test_a_manifest_whose_prune_scope_was_edited_is_refused(cli, tmp_path, monkeypatch):
+    """The prefixes the manifest records bound what publishing may prune; an edit of them alone (the
+    files' sums do not cover them) is refused, not published with another scope."""
+    monkeypatch.chdir(tmp_path)
+    build = tmp_path / "build"
+    assert cli("generate", "--out", str(build), env={"GPUDASH_CONFIG": None})[0] == 0
+    manifest = json.loads((build / "manifest.json").read_text())
+    for key in ("alarm_prefix", "dashboard_prefix", "grafana_uid_prefix"):
+        edited = {**manifest, "artifacts": {**manifest["artifacts"], key: "payments"}}
+        (build / "manifest.json").write_text(json.dumps(edited))
+        for command in (("apply", "--prune"), ("push", "--prune"), ("lint",)):
+            code, stdout, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
+            assert code == 2 and f"the manifest records {key} 'payments'" in stderr, (command, stderr)
