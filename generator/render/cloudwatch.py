@@ -143,15 +143,31 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
     if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True
+    elif panel.kind in SINGLE_VALUE_KINDS and not catalog.get(query.metric).is_counter:
+        # A total or count now: the widget's own range is the last period, ending now, and is its one period.
+        # The latest period on the dashboard's grid is still filling (at its start + 10 s it holds the GPUs
+        # scraped in those 10 s); the last `period` seconds hold every GPU that reported in them.
+        properties["start"] = _relative(settings.cloudwatch.period)
+        properties["setPeriodToTimeRange"] = True
+    elif query.as_increase and _whole_range(query, catalog, plan_):
+        # An increase per line over the selected range (as Grafana's increase over $__range): one bar per
+        # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
+        properties["view"] = "bar"
+        properties["setPeriodToTimeRange"] = True
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
                          plan_.namespace or settings.cloudwatch.namespace)
+
+
+def _relative(seconds: int) -> str:
+    """A widget's relative start `seconds` before now (ISO 8601 duration)."""
+    return f"-PT{seconds // 60}M" if seconds % 60 == 0 else f"-PT{seconds}S"
 
 
 def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
     """Single values over the whole time range: increases, and averages / extremes of gauges.
 
-    Totals and counts of gauges (power drawn now, GPUs reporting now) and rates show the
-    latest period instead; their normalisation assumes the widget's period.
+    Totals and counts of gauges (power drawn now, GPUs reporting now) show the last period ending
+    now instead, rates the latest period; their normalisation assumes the widget's period.
     """
     if plan_.needs_period:
         return False

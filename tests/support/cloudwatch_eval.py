@@ -327,12 +327,22 @@ def math(expression: str, env: dict[str, Result], kinds: dict | None = None) -> 
     return _math(_checked(expression, kinds if kinds is not None else _kinds(env)), env)
 
 
+def widget_range(properties: dict, start: float, end: float) -> tuple[float, int]:
+    """(start, period) a metric widget reads when the dashboard shows [start, end): a widget's own relative
+    `start` (-PT5M) ends now, whatever the dashboard's range; setPeriodToTimeRange makes the range one period."""
+    own = re.fullmatch(r"-PT(\d+)([MS])", properties.get("start", ""))
+    if own:
+        start = end - int(own[1]) * (60 if own[2] == "M" else 1)
+    return start, int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
+
+
 def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float,
            period: int | None = None) -> dict[str, Series]:
     """The visible lines of a metric widget: {label with dynamic labels resolved: series}. `period`: the period
     the console requests instead of the widget's (its period selector, its automatic period)."""
+    start, own_period = widget_range(properties, start, end)
     if period is None:
-        period = int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
+        period = own_period
     env: dict[str, Result] = {}
     kinds: dict = {}
     shown: list[tuple[str, str]] = []

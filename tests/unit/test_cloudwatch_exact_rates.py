@@ -210,7 +210,8 @@ def test_the_period_in_the_settings_is_the_widgets_and_still_followed(tmp_path_f
     for title, properties in _widgets(files).items():
         assert properties["period"] == 60
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
-        expected = truth(title, 30, 60, energy_scale)
+        # an increase per line is over the whole range (setPeriodToTimeRange), every other value per period
+        expected = truth(title, 30, END - START if properties.get("setPeriodToTimeRange") else 60, energy_scale)
         assert set(shown) == set(expected)
         for line, series in expected.items():
             assert all(close(shown[line][t], v) for t, v in series.items()), (title, line)

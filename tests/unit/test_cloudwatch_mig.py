@@ -142,8 +142,8 @@ def test_every_widget_shows_the_truth_on_mig_and_time_sliced_gpus(mixed):
         assert set(shown) == set(expected), (path, properties["title"])
         for label, value in expected.items():
             wrong = {t: v for t, v in shown[label].items() if not close(v, value)}
-            assert not wrong and len(shown[label]) == (END - START) // (
-                END - START if properties.get("setPeriodToTimeRange") else properties["period"]), \
+            start, period = cloudwatch_eval.widget_range(properties, START, END)
+            assert not wrong and len(shown[label]) == (END - start) // period, \
                 (properties["title"], label, wrong, value)
         checked += 1
     assert checked >= 20
@@ -389,7 +389,7 @@ from generator.model import Dashboard, Panel, Query, Row
 
 def dashboards(ctx):
     yield Dashboard(id="replays", title="Replays", rows=[Row("all", [Panel(
-        "PCIe replays per period", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True),
+        "PCIe replays in the range", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True),
         description="increase per GPU")])])
 '''
 RESET_AT = 900  # the reset node's exporter restarts its counters right after this scrape
@@ -426,7 +426,7 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     """The SUM of the agent's deltas per GPU instance: a delta after a missed scrape covers the gap, so one
     scrape in ten missing on every node reads the true increase (the mean delta x 10 scrapes read 10/9 of it);
     each of a MIG GPU's seven instances carries its GPU's whole deltas; a counter reset is counted from 0, as
-    Prometheus counts it; a widget period changed to 10 minutes reads the 10 minutes' increase. A GPU two pods
+    Prometheus counts it; a range of 5 minutes, 10 minutes or the whole test reads its increase. A GPU two pods
     share by time-slicing reads its increase once on the OTel pipeline (it merges the pods' copies into one
     series per GPU instance) and twice on agent.pipeline: classic (two series of one instance: said in the
     header and the alarm). The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), on
@@ -441,18 +441,18 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     datapoints = Agent(config, job).run(scrapes)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-replays.json"
     (properties,) = [p for where, p in widgets(files) if where == path]
-    assert _said(_header(files, path), "PCIe replays per period", "one line per GPU instance")
-    assert _said(_header(files, path), "PCIe replays per period",
+    assert _said(_header(files, path), "PCIe replays in the range", "one line per GPU instance")
+    assert _said(_header(files, path), "PCIe replays in the range",
                  "a GPU shared by time-slicing or MPS reads its increase once per pod") == classic
     truth_per_scrape = {"gpu-node-whole GPU 0 MIG none": 5, "gpu-node-ts GPU 0 MIG none": 3 * (2 if classic else 1),
                         "gpu-node-reset GPU 0 MIG none": 4,
                         **{f"gpu-node-mig7 GPU 0 MIG {i}": 6 for i in range(1, 8)}}
-    for period in (300, 600):
-        shown = cloudwatch_eval.widget({**properties, "period": period}, datapoints, START, END - END % period)
+    assert properties["setPeriodToTimeRange"] and properties["view"] == "bar"  # the increase over the range
+    for span in (300, 600, END - END % 300):
+        shown = cloudwatch_eval.widget(properties, datapoints, START, START + span)
         assert set(shown) == set(truth_per_scrape)
         for label, per_scrape in truth_per_scrape.items():
-            assert shown[label] and all(v == per_scrape * period / STEP for v in shown[label].values()), \
-                (period, label, shown[label])
+            assert list(shown[label].values()) == [per_scrape * span / STEP], (span, label, shown[label])
     (request,) = [r["Request"] for r in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": "pcie-replays"} in r["Request"]["Tags"]]
     assert request["Threshold"] == 50 and "GPU_I_ID" in request["Metrics"][0]["Expression"]
@@ -518,10 +518,11 @@ def test_counter_lines_over_the_cluster_count_a_mig_gpu_once_per_instance_and_sa
     for title, properties in ((p["title"], p) for where, p in widgets(files) if where == path):
         aggregation, kind = title.split()
         value = {"sum": sum, "avg": lambda v: sum(v) / len(v), "max": max}[aggregation](per_instance)
+        start, period = cloudwatch_eval.widget_range(properties, START, END)  # an increase: the whole range
         if kind == "increase":
-            value *= properties["period"]
+            value *= period
         (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
-        assert len(series) == (END - START) // properties["period"]
+        assert len(series) == (END - start) // period
         assert all(close(v, value) for v in series.values()), (title, series, value)
         assert _said(header, title, "a GPU split into MIG instances counts once per instance") == \
             (aggregation != "max"), title

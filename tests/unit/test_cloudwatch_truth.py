@@ -48,8 +48,8 @@ def test_every_widget_shows_the_truth(fleet):
         if "mig_instance" in query.by:  # this fleet has no MIG GPU (test_cloudwatch_mig has)
             assert shown == {}, properties["title"]
             continue
-        period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
-        expected = truth(query, project.catalog.get(query.metric), START, END, period)
+        start, period = cloudwatch_eval.widget_range(properties, START, END)
+        expected = truth(query, project.catalog.get(query.metric), start, END, period)
         expected = {(label or properties["title"]): series for label, series in expected.items()}
         if any(" MIG " in label for label in shown):  # per GPU instance (the header says so): these GPUs are whole
             assert _said(_header(files, path), properties["title"], "one line per GPU instance")
@@ -86,7 +86,7 @@ def test_pods_are_named_by_namespace_and_pod(fleet):
     # Two GPUs of 100-113 W each, not ten observations of each (a 5-minute period at 30 s scrapes).
     assert 200 < power["Pod ml/train-0"][0] < 240
     pods = cloudwatch_eval.widget(widgets["Pods on GPUs"], datapoints, START, END)
-    assert {label: series[0] for label, series in pods.items()} == {
+    assert {label: series[max(series)] for label, series in pods.items()} == {  # the last 5 minutes
         "Pod ml/train-0": 2.0, "Pod research/train-0": 1.0, "Pod ml/infer-1": 1.0}
 
 
@@ -232,8 +232,8 @@ def test_every_combination_is_true_or_left_out_and_named(project_dir):
             continue
         properties = shown[panel.title]
         query = panel.queries[0]
-        period = END - START if properties.get("setPeriodToTimeRange") else properties["period"]
-        expected = truth(query, project.catalog.get(query.metric), START, END, period)
+        start, period = cloudwatch_eval.widget_range(properties, START, END)
+        expected = truth(query, project.catalog.get(query.metric), start, END, period)
         expected = {(label or panel.title): series for label, series in expected.items()}
         lines = cloudwatch_eval.widget(properties, datapoints, START, END)
         if any(" MIG " in label for label in lines):  # per GPU instance (the header says so): these GPUs are whole
