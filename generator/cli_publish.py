@@ -41,8 +41,8 @@ def deadline_options(command):
                            metavar="SECONDS", help="Honour a server's Retry-After up to this long; asking for "
                                                    "more is a remote failure.")(command)
     return click.option("--deadline", type=Between(1, 86400), default=900, show_default=True,
-                        metavar="SECONDS", help="Stop the command (exit 3, listing what was and was not "
-                                                "written) when it takes longer than this in all.")(command)
+                        metavar="SECONDS", help="Stop the command (exit 3; publishing lists what was and was "
+                                                "not written) when it takes longer than this in all.")(command)
 
 
 def publish_options(command):
@@ -216,18 +216,21 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @endpoint_option
 @insecure_option
 @token_file_option
+@deadline_options
 @output_option
-def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, output):
+def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, deadline,
+         retry_after_max, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
     from .clients.deadline import Deadline
     from .targets.progress import Progress
 
+    limit = Deadline(deadline, retry_after_max=retry_after_max, command="plan")
     project, desired = _desired(config, csv, from_dir)
     changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
-        client = _grafana_client(insecure, token_file, Deadline(command="plan"))
+        client = _grafana_client(insecure, token_file, limit)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder,
                                      uid_prefix=desired.grafana_uid_prefix, progress=Progress())
         compared += 1
@@ -235,7 +238,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
                  "or pass --no-grafana to leave it out")
     if use_cloudwatch is not False:
-        cloudwatch = _cloudwatch(profile, endpoint_url, Deadline(command="plan"))
+        cloudwatch = _cloudwatch(profile, endpoint_url, limit)
         if use_cloudwatch is None and not cloudwatch.has_credentials():
             _skipped("CloudWatch", "no AWS credentials found", "configure AWS credentials (AWS_PROFILE, the "
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "

@@ -125,3 +125,12 @@ def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(pr
     assert len(report["written"]) == 3 and len(report["failed"]) == 13
     assert all("still there" in item["error"] for item in report["failed"])
     assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 13
+
+
+def test_plan_stops_at_its_deadline(proxied, cli, deadline_clock):
+    proxy, client, apply = proxied
+    # The alarm listing takes (on the test's clock) far longer than the whole command may.
+    proxy.inject(fault("DescribeAlarms", "before", callback=lambda: deadline_clock.sleep(1000)))
+    code, stdout, stderr = cli("plan", "--no-grafana", "--deadline", "60")
+    assert code == 3 and stdout == "" and "Traceback" not in stderr
+    assert "did not finish within its deadline of 60 s" in stderr
