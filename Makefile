@@ -23,9 +23,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) -e .
 	touch $@
 
-# The test install includes the product's: it stamps both.
+# The test install includes the product's: it stamps both. It then imports, once, what most test
+# workers import (boto3, moto's server, the Kubernetes client, pytest's plugins): Python writes their
+# bytecode here instead of in each of the suite's workers at once on a fresh clone.
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[test]'
+	$(BIN)/python -c 'import pytest, xdist, hypothesis, generator.cli, boto3, moto.server, \
+	  moto.cloudwatch.responses, moto.resourcegroupstaggingapi.responses, kubernetes.client, kubernetes.config'
 	touch $@ $(STAMP)
 
 install: $(STAMP)
