@@ -187,8 +187,7 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
         if settings.shared_prometheus and query.by and not query.raw_promql:
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
         target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id,
-                              expr=expression(query, settings.labels, catalog, scope,
-                                              resolution=f"{settings.scrape.seconds}s"),
+                              expr=expression(query, settings.labels, catalog, scope),
                               legend_format=legend(query, settings.labels))
         if panel.kind == "table":
             target.format_val = pm.PromQueryFormat.TABLE

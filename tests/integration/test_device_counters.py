@@ -251,27 +251,3 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
               for end in range(300, STEPS * STEP + 1, 300)]
     _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
                                                      "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
-
-
-def test_the_grafana_panel_reads_each_gpus_true_rate(built):
-    """The health dashboard's PCIe replays panel (a rate per GPU) merges a GPU's copies before the rate, so a
-    pod leaving while another arrives, a GPU taken from idle, a restart from 0 and failed scrapes inside the
-    window leave each GPU's true rate (checked with promtool at the default 5-minute window)."""
-    from generator.artifacts import grafana_dashboards
-    from generator.preview.interpolate import interpolate, variables
-    from generator.project import load_project
-    from tests.integration.test_prometheus_rules import _promtool_test
-
-    _, folder = built
-    (dashboard,) = [d for d in grafana_dashboards(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
-                    if d.uid == "gpudash-health"]
-    (target,) = [p for p in dashboard.model["panels"] if p.get("title") == "PCIe replays"][0]["targets"]
-    expr = interpolate(target["expr"], {"__rate_interval": "5m", "__range": "5m",
-                                        **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
-    checks = [{"expr": f"round(({expr}) * 300, 0.001)", "eval_time": f"{end}s",  # replays per 5 minutes
-               "exp_samples": [{"labels": f'{{gpu="{gpu}", node="{NODE}"}}',
-                                "value": true_increase(gpu, end // STEP - 11, end // STEP - 1)}
-                               for gpu in GPUS]}
-              for end in (900, 1200)]  # pods h0 -> h1 and i0's arrival; the restart from 0
-    _promtool_test(folder, "device_counter_panel.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
-                                                          "promql_expr_test": checks}], evaluation_interval=f"{STEP}s")

@@ -202,8 +202,7 @@ def _substitute(expr: str, window: str = RATE_WINDOW, **selected: str) -> str:
     """Grafana's interpolation, as the preview does it: macros, and each variable as its regex (All:
     `.*`; a picked value escaped as Grafana escapes it for Prometheus)."""
     values = {"__rate_interval": window, "__range": window, **variables(selected, VARIABLES)}
-    # a counter's copies are merged at the scrape interval the panel was made for; this Prometheus scrapes every 1 s
-    return interpolate(re.sub(r":\d+s\]", ":1s]", expr), values)
+    return interpolate(expr, values)
 
 
 def _close(actual: float, expected: float) -> bool:
