@@ -151,7 +151,8 @@ class _StopOnSignal:
 
         if threading.current_thread() is threading.main_thread():  # handlers belong to the main thread
             for number in (signal.SIGINT, signal.SIGTERM):
-                self.previous[number] = signal.signal(number, self._handle)
+                if signal.getsignal(number) != signal.SIG_IGN:  # ignored (nohup, a background job): stays so
+                    self.previous[number] = signal.signal(number, self._handle)
         return self
 
     def __exit__(self, *exc) -> None:

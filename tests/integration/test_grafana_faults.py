@@ -195,6 +195,10 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
     """CI cancelling a job (SIGTERM) or Ctrl-C in the middle of a push: the save under way finishes, no
     other starts, every object is listed as written or not, and the exit code is the signal's."""
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    found = signal.getsignal(signal_number)
+    if found == signal.SIG_IGN:  # a background job ignores SIGINT (and gpudash leaves it ignored then)
+        signal.signal(signal_number, signal.default_int_handler if signal_number == signal.SIGINT else signal.SIG_DFL)
+    handler = signal.getsignal(signal_number)
     proxy.inject(Rule(SAVE, action="before", callback=lambda: os.kill(os.getpid(), signal_number)))
     code, report, stderr = run()
     assert code == 128 + signal_number, stderr
@@ -205,7 +209,8 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
     not_written = {f["name"] for f in report["failed"]}
     assert len(not_written) == 3 and all("not attempted" in f["error"] for f in report["failed"])
     assert RETIRED in not_written and RETIRED in grafana.state.dashboards  # the prune did not start either
-    assert signal.getsignal(signal_number) in (signal.default_int_handler, signal.SIG_DFL)  # handlers restored
+    assert signal.getsignal(signal_number) == handler  # gpudash's handler is gone again
+    signal.signal(signal_number, found)  # as the test found it
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
