@@ -31,8 +31,12 @@ token_file_option = click.option("--token-file", metavar="FILE",
                                  help="Read the Grafana token from FILE (else GRAFANA_TOKEN).")
 max_prune_share_option = click.option(
     "--max-prune-share", type=Between(0, 100), default=50, show_default=True, metavar="PERCENT",
-    help="Without --force, --prune is refused when it would delete more than this share of the objects "
-         "of a kind gpudash owns (and always when it would delete all of them, or the build is empty).")
+    help="Without --allow-mass-prune, --prune is refused when it would delete more than this share of the "
+         "objects of a kind gpudash owns (and always when it would delete all of them, or the build is empty).")
+allow_mass_prune_option = click.option(
+    "--allow-mass-prune", is_flag=True,
+    help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "
+         "(--force alone does not: it is about overwriting, and a CI job that forces past drift keeps this guard).")
 
 
 def deadline_options(command):
@@ -48,7 +52,7 @@ def deadline_options(command):
 def publish_options(command):
     """The options every publishing command takes, in one place."""
     for option in reversed((config_option, csv_option, from_option, force_option, prune_option, dry_run_option,
-                            max_prune_share_option, skip_verify_option)):
+                            max_prune_share_option, allow_mass_prune_option, skip_verify_option)):
         command = option(command)
     return command
 
@@ -273,8 +277,8 @@ def _notes(cloudwatch) -> None:
               callback=checked_url("http://prometheus:9090"),
               help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
-def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
-         insecure, token_file, prometheus_url, output):
+def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
+         retry_after_max, insecure, token_file, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .targets import grafana_sync
     from .clients.deadline import Deadline
@@ -293,7 +297,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
             exc.what += "; nothing was published"
             raise
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
-                                     prune=prune, dry_run=dry_run, max_prune_share=max_prune_share, progress=progress)
+                                     prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
+                                     allow_mass_prune=allow_mass_prune, progress=progress)
     _finish(outcomes, output, changes, limit)
 
 
@@ -303,8 +308,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ver
 @profile_option
 @endpoint_option
 @output_option
-def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_verify, deadline, retry_after_max,
-          profile, endpoint_url, output):
+def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
+          retry_after_max, profile, endpoint_url, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
     from .clients.deadline import Deadline
@@ -329,6 +334,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, skip_ve
             raise
         outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
                                          force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
+                                         allow_mass_prune=allow_mass_prune,
                                          progress=progress)
     _notes(cloudwatch)
     _finish(outcomes, output, changes, limit)

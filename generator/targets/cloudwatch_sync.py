@@ -509,12 +509,13 @@ def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], da
 
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
           requests: list[dict[str, Any]], *, force: bool, prune: bool, dry_run: bool,
-          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, progress: Progress | None = None) -> list[Outcome]:
+          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, allow_mass_prune: bool = False,
+         progress: Progress | None = None) -> list[Outcome]:
     """Write the changes the flags allow, every Region at once; one Outcome per change, in order.
 
     A dry run writes nothing and reports what the same command without --dry-run would write.
     """
-    prune_guard.check(changes, prune=prune, force=force, max_share=max_prune_share)
+    prune_guard.check(changes, prune=prune, allowed=allow_mass_prune, max_share=max_prune_share)
     decided = {id(c): disposition(c, force=force, prune=prune) for c in changes}
     if dry_run:
         return [Outcome(c, done=False, status=WOULD_WRITE if decided[id(c)] == WRITE else decided[id(c)])

@@ -191,9 +191,10 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
 
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
          folder: dict[str, str], note: str, *, force: bool, prune: bool, dry_run: bool,
-         max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, progress: Progress | None = None) -> list[Outcome]:
+         max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, allow_mass_prune: bool = False,
+         progress: Progress | None = None) -> list[Outcome]:
     """Write what the plan found; a dry run reports exactly what this would write or refuse."""
-    prune_guard.check(changes, prune=prune, force=force, max_share=max_prune_share)
+    prune_guard.check(changes, prune=prune, allowed=allow_mass_prune, max_share=max_prune_share)
     progress = progress or Silent()
     planned = [(change, disposition(change, force=force, prune=prune)) for change in changes]
     if dry_run:

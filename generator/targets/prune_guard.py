@@ -1,7 +1,8 @@
 """Refuse a prune that looks like a broken build rather than a clean-up.
 
 A build that lost its definitions (an unreadable folder, a bad merge) plans every owned object
-as a delete. Without --force, --prune is refused when it would delete every object gpudash owns
+as a delete. Without --allow-mass-prune (not --force: a run that forces past drift keeps this guard),
+--prune is refused when it would delete every object gpudash owns
 of a kind, more than a set share of them (`--max-prune-share`), or when the build holds no
 objects for the target at all. The rule reads only a plan's changes, so every target uses it.
 """
@@ -20,9 +21,9 @@ class PruneRefused(GpudashError):
     """The flags given do not allow this prune (exit 2)."""
 
 
-def check(changes: list[Change], *, prune: bool, force: bool, max_share: float = DEFAULT_MAX_SHARE) -> None:
-    """Raise PruneRefused when --prune without --force would delete too much."""
-    if not prune or force:
+def check(changes: list[Change], *, prune: bool, allowed: bool, max_share: float = DEFAULT_MAX_SHARE) -> None:
+    """Raise PruneRefused when --prune without --allow-mass-prune would delete too much."""
+    if not prune or allowed:
         return
     objects = [c for c in changes if c.kind != "folder"]
     targets = sorted({c.target for c in changes})
@@ -31,7 +32,7 @@ def check(changes: list[Change], *, prune: bool, force: bool, max_share: float =
             raise PruneRefused(f"--prune refused: the build holds no {target} objects, so every object gpudash "
                                f"owns there would be deleted", where=target,
                                hint="check that the definitions were read (`gpudash generate` says how many "
-                                    "dashboards it built); if an empty build is intended, add --force")
+                                    "dashboards it built); if an empty build is intended, add --allow-mass-prune")
     for target, kind in sorted({(c.target, c.kind) for c in objects}):
         group = [c for c in objects if (c.target, c.kind) == (target, kind)]
         owned = [c for c in group if c.action in _OWNED]
@@ -48,4 +49,4 @@ def check(changes: list[Change], *, prune: bool, force: bool, max_share: float =
         raise PruneRefused(f"--prune refused: it would delete {len(deleted)} of the {len(owned)} {target} {kind}s "
                            f"gpudash owns ({reason}): {names}", where=target,
                            hint="check that the definitions were read (`gpudash plan` lists the deletes); if they "
-                                "are intended, add --force or raise --max-prune-share")
+                                "are intended, add --allow-mass-prune or raise --max-prune-share")

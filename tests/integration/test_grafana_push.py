@@ -102,7 +102,7 @@ def test_dry_run_writes_nothing(grafana, run):
     assert code == 0 and json.loads(stdout)["written"] == [] and grafana.writes() == []
 
 
-def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_force(grafana, run, project_dir):
+def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_allow_mass_prune(grafana, run, project_dir):
     _push(run)
     config = project_dir(dashboards={"one.py": (
         "from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
@@ -115,8 +115,11 @@ def test_prune_deletes_only_with_the_flag_and_a_prune_of_most_dashboards_needs_f
     for dry_run in ((), ("--dry-run",)):
         code, _, stderr = _push(run, "--config", str(config), "--prune", *dry_run)
         assert code == 2 and "--prune refused: it would delete 3 of the 4 grafana dashboards" in stderr
-        assert "more than 50%" in stderr and "add --force or raise --max-prune-share" in stderr
+        assert "more than 50%" in stderr and "add --allow-mass-prune or raise --max-prune-share" in stderr
         assert sorted(grafana.state.dashboards) == UIDS
+    # --force is about overwriting: a run that forces past drift keeps the guard
+    code, _, stderr = _push(run, "--config", str(config), "--prune", "--force")
+    assert code == 2 and "--prune refused" in stderr and sorted(grafana.state.dashboards) == UIDS
     assert _push(run, "--config", str(config), "--prune", "--max-prune-share", "75")[0] == 0
     assert sorted(grafana.state.dashboards) == ["gpudash-by-pod"]
 
@@ -138,7 +141,10 @@ def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(graf
                           max_prune_share=40)
     changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
     assert sorted(grafana.state.dashboards) == ["gpudash-health", "gpudash-overview"]
-    outcomes = grafana_sync.push(client, changes, {}, desired.folder, "", force=True, prune=True, dry_run=False)
+    with pytest.raises(PruneRefused, match="the build holds no grafana objects"):  # --force alone keeps the guard
+        grafana_sync.push(client, changes, {}, desired.folder, "", force=True, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, {}, desired.folder, "", force=False, prune=True, dry_run=False,
+                                 allow_mass_prune=True)
     assert [o.change.name for o in outcomes if o.done] == ["gpudash-health", "gpudash-overview"]
 
 
