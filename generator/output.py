@@ -526,8 +526,11 @@ def _check_scope(record: Any, directory: Path, settings) -> None:
     the files' sums, so an edit of it alone (another prefix) would move what publishing may prune."""
     if not isinstance(record, dict):
         return  # `read` refuses a manifest without its record
+    folder = settings.grafana.folder
     scope = {"alarm_prefix": settings.alarms.name_prefix, "dashboard_prefix": settings.cloudwatch.dashboard_prefix,
-             "grafana_uid_prefix": settings.grafana.uid_prefix}
+             "grafana_uid_prefix": settings.grafana.uid_prefix,
+             # the folder bounds what push writes and prunes as much as the uid prefix does
+             "grafana_folder": {"uid": folder.uid, "title": folder.title}}
     for key, value in scope.items():
         if key in record and record[key] != value:
             raise InputError(f"the manifest records {key} {record[key]!r}, but the settings it was made with "

@@ -126,9 +126,11 @@ def test_a_manifest_whose_prune_scope_was_edited_is_refused(cli, tmp_path, monke
     build = tmp_path / "build"
     assert cli("generate", "--out", str(build), env={"GPUDASH_CONFIG": None})[0] == 0
     manifest = json.loads((build / "manifest.json").read_text())
-    for key in ("alarm_prefix", "dashboard_prefix", "grafana_uid_prefix"):
-        edited = {**manifest, "artifacts": {**manifest["artifacts"], key: "payments"}}
+    payments = {"grafana_folder": {"uid": "payments", "title": "GPU monitoring"}}
+    for key in ("alarm_prefix", "dashboard_prefix", "grafana_uid_prefix", "grafana_folder"):
+        edited = {**manifest, "artifacts": {**manifest["artifacts"], key: payments.get(key, "payments")}}
         (build / "manifest.json").write_text(json.dumps(edited))
         for command in (("apply", "--prune"), ("push", "--prune"), ("lint",)):
             code, stdout, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
-            assert code == 2 and f"the manifest records {key} 'payments'" in stderr, (command, stderr)
+            assert code == 2 and f"the manifest records {key} {payments.get(key, 'payments')!r}" in stderr, \
+                (command, stderr)
