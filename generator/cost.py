@@ -325,8 +325,9 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     if math_alarms:
         rate = _price(prices, "standard_alarm_metric_month")
         if enabled(settings):
-            each, read = data_missing.ADDON_METRIC_COUNT, ("the add-on's running agent, the GPU nodes' capacity and count, "
-                                                           "the cluster's GPU observations")
+            each, read = data_missing.ADDON_METRIC_COUNT, ("the add-on's running agent, the GPU nodes' capacity and "
+                                                           "DaemonSet count, the cluster's GPU observations; its "
+                                                           "query of the GPU nodes reporting is not counted")
         else:
             each, read = len(data_missing.KSM_METRICS) + 1, ("the exporter DaemonSet's desired and available pods, "
                                                            "the cluster's GPU observations")

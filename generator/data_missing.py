@@ -57,28 +57,40 @@ cannot see that agent stop. The count that can comes from the leader: the add-on
 DaemonSet (`dcgm-exporter` in `amazon-cloudwatch`; its affinity selects GPU instance types) with its
 available and unavailable pods, dimension set [ClusterName, Namespace, PodName] (see
 container_insights_table.DAEMONSET_COUNTS): their sum is the GPU nodes it should run on, w, averaged
-over the period. Each GPU node's agent adds one `node_gpu_limit` observation per collection, so its
-SampleCount m over k = period / 60 s collections reads the GPU nodes reporting, m / k.
+over the period. It is compared with the GPU NODES reporting, r, not with their collections: a Metrics
+Insights query q over node_gpu_limit in its per-node set [ClusterName, NodeName, InstanceId], GROUP BY
+NodeName, gives one series per node with a point in each period in which that node's agent collected at
+least once; `r = SUM(q * 0 + 1)` makes each point 1 ("arithmetic with a number applies to each data
+point", the user guide's METRICS()/100) and adds them per period (SUM of an array of time series is a
+time series; a GROUP BY query in an alarm must be wrapped in such math). A query returns at most 500
+series, so r counts at most 500 GPU nodes per cluster (LIMIT 500): a larger cluster would read 500 and fire.
 
 The alarm reads `x = c + 0 * n`, `w = da + du + ea + eu + 0 * n` (the two names of each count; a
-receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g / x, 1) * (w - m / k < 0.5)` below 1, TreatMissingData breaching:
+receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g / x, 1) * (w - r < 0.5)`
+below 1 for two periods in a row, TreatMissingData breaching:
 
   1. the agent stopped everywhere: no `n`, no `c`, no DaemonSet counts: no datapoint (breaching);
   2. GPU nodes exist but no GPU reported: g / x = 0 (a missing g read as 0);
   3. an exporter down on one node: its GPUs' observations are missing, g / x < 1 all period;
-  4. the agent stopped on one GPU node: w - m / k = 1 over a whole period (0.5 or more from the period
-     in which it stopped for half of it or more);
-  5. the node group at zero: x = 0 and w = 0, the value is 1; no pod holds a GPU: node metrics still
+  4. the agent stopped on one GPU node (its exporter still counted): w - r = 1 in every period with no
+     collection of it, so ALARM 10 to 15 minutes after it stopped (at the default 5-minute period);
+  5. the add-on's agent restarted on every node, one at a time (an add-on upgrade, a configuration change):
+     each node misses a collection or two but still reports in every period; never fires;
+  6. the node group at zero: x = 0 and w = 0, the value is 1; no pod holds a GPU: node metrics still
      count; a node drained keeps its DaemonSet pods and reports;
-  6. a node removed leaves w as its agent stops; a node added counts in w from when the DaemonSet
-     counts it and in m from when its agent first publishes its capacity. Either gap breaches only the
-     periods it covers for half or more, and the alarm needs two in a row: a gap under one period
-     (5 minutes at the default period) never fires; one of two periods or more always does.
+  7. nodes removed, several at once: each agent stops about 90 s before the DaemonSet stops counting its
+     node, which breaches at most the one period holding that gap; the alarm needs two in a row. Removals
+     in consecutive periods whose gaps add up to half a node in each can fire;
+  8. a node added counts in w from when the DaemonSet counts it and in r from its agent's first
+     collection: a gap under one period breaches at most one period and never fires; a node counted but
+     silent over two whole periods (10 minutes or more) always does.
 
 What it cannot see, or sees wrong: the add-on's DaemonSet counts exist only with enhanced observability
 (without them w = 0 and point 4 is not seen). A GPU node whose GPUs the kubelet does not count as
 nvidia.com/gpu (no device plugin, or every GPU split by MIG's mixed strategy into nvidia.com/mig-*) is
-in w but never in m, so the alarm would stay in ALARM: `verify` fails such nodes. MIG's single strategy
+in w but never in r, so the alarm would stay in ALARM: `verify` fails such nodes. So is a node the exporter
+DaemonSet counts whose GPUs are not NVIDIA (its affinity lists g4ad, AMD Radeon: its exporter pod never becomes
+available and the node publishes no node_gpu_limit). MIG's single strategy
 advertises each instance as nvidia.com/gpu and is counted like whole GPUs.
 """
 
@@ -88,6 +100,7 @@ import re
 from typing import Any
 
 from . import container_insights_table as addon
+from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import STYLES, style_for
@@ -111,19 +124,31 @@ EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
 ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
 ADDON_CAPACITY = addon.NODE_GPU_LIMIT  # each GPU node's nvidia.com/gpu capacity, from the kubelet
 ADDON_REPORTED = "DCGM_FI_DEV_GPU_TEMP"  # the field the add-on's exporter reports for every GPU
-ADDON_STATS = (("n", ADDON_ALIVE, "SampleCount"), ("c", ADDON_CAPACITY, "Sum"), ("m", ADDON_CAPACITY, "SampleCount"))
+ADDON_STATS = (("n", ADDON_ALIVE, "SampleCount"), ("c", ADDON_CAPACITY, "Sum"))
 # The add-on's DCGM exporter DaemonSet as the leader publishes it (id, metric), both names of each count.
 ADDON_DESIRED = tuple(zip(("da", "du", "ea", "eu"), addon.DAEMONSET_COUNTS + addon.DAEMONSET_COUNTS_EARLIER))
-ADDON_METRIC_COUNT = len(ADDON_STATS) + len(ADDON_DESIRED) + 1  # and g, the GPU observations
+ADDON_METRIC_COUNT = len(ADDON_STATS) + len(ADDON_DESIRED) + 1  # and g, the GPU observations (the query aside)
 ADDON_EXPECTED = "c + 0 * n"
 ADDON_GPU_NODES = " + ".join(i for i, _ in ADDON_DESIRED) + " + 0 * n"  # 0 where the leader runs and publishes none
+# The GPU nodes with at least one node_gpu_limit collection in the period: one series per node (its per-node set),
+# each point made 1 and the array summed. A Metrics Insights query returns at most 500 series.
+ADDON_NODE_SET = addon.CAPACITY_DIMENSION_SETS[addon.NODE_GPU_LIMIT][0]  # (ClusterName, NodeName, InstanceId)
+ADDON_REPORTING = "SUM(q * 0 + 1)"
+NODES_PER_QUERY = 500
 MISSING_NODE = 0.5  # GPU nodes not reporting, on average over a period, that breach it
 
 
-def addon_expression(period: int) -> str:
-    """Below 1 when GPU data is missing (see the module's docstring); k collections per period."""
-    k = period / addon.NODE_COLLECTION_SECONDS
-    return f"IF(x > 0, g / x, 1) * (w - m / {k:g} < {MISSING_NODE:g})"
+def addon_expression() -> str:
+    """Below 1 when GPU data is missing (see the module's docstring)."""
+    return f"IF(x > 0, g / x, 1) * (w - r < {MISSING_NODE:g})"
+
+
+def addon_nodes_query(cluster: Cluster) -> str:
+    """Metrics Insights: each GPU node's node_gpu_limit, one series per node (at most 500)."""
+    schema = ", ".join(quote_identifier(d) for d in (addon.NAMESPACE, *ADDON_NODE_SET))
+    return (f"SELECT MAX({quote_identifier(addon.NODE_GPU_LIMIT)}) FROM SCHEMA({schema}) "
+            f"WHERE {quote_identifier(CLUSTER_DIMENSION)} = {quote_string(cluster.name)} "
+            f"GROUP BY {quote_identifier(addon.NODE)} ORDER BY MAX() DESC LIMIT {NODES_PER_QUERY}")
 
 
 ADDON_DESCRIPTION = ("GPU metrics of the Container Insights add-on are missing where the kubelet counts GPUs "
@@ -223,9 +248,11 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
 
     return [*(stat(i, m, s) for i, m, s in ADDON_STATS), stat("g", reported_metric, "SampleCount"),
             *(stat(i, m, "Average", workload=True) for i, m in ADDON_DESIRED),
+            {"Id": "q", "Expression": addon_nodes_query(cluster), "Period": period, "ReturnData": False},
+            {"Id": "r", "Expression": ADDON_REPORTING, "ReturnData": False},
             {"Id": "x", "Expression": ADDON_EXPECTED, "ReturnData": False},
             {"Id": "w", "Expression": ADDON_GPU_NODES, "ReturnData": False},
-            {"Id": "e", "Expression": addon_expression(period), "Label": label, "ReturnData": True}]
+            {"Id": "e", "Expression": addon_expression(), "Label": label, "ReturnData": True}]
 
 
 def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:

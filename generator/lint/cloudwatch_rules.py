@@ -558,6 +558,21 @@ MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10
 # Functions the user guide says act differently when an alarm asks for more datapoints than it evaluates,
 # and SEARCH, which returns several series (an alarm watches one).
 NOT_IN_ALARMS = ("AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM", "SEARCH")
+# An alarm on a GROUP BY Metrics Insights query must wrap it in math that returns one series (user guide, "Create a
+# Metrics Insights alarm"): SUM of that array adds, at each timestamp, the values there are, whatever else the
+# alarm requests, so it is allowed over an array that holds a query's series (and over nothing else).
+_SUMMED = re.compile(r"\bSUM\s*\(((?:[^()]|\([^()]*\))*)\)")
+
+
+def _sums_of_arrays(expression: str, kinds: dict[str, Kind]) -> int:
+    """How many SUM( ) in the expression add an array of a query's series."""
+    count = 0
+    for argument in _SUMMED.findall(expression):
+        try:
+            count += kind_of(argument, kinds).name == ARRAY
+        except MathError:
+            pass
+    return count
 
 
 def math_alarms(subject: LintInput) -> Iterable[Finding]:
@@ -573,16 +588,23 @@ def math_alarms(subject: LintInput) -> Iterable[Finding]:
             yield Finding("AL012", "error", where, f"{len(stats)} metrics: an alarm on metric math reads at most "
                                                    f"{MATH_ALARM_METRICS}")
         ids = {m.get("Id") for m in queries}
+        kinds, _ = _kinds((str(m.get("Id")), None if "MetricStat" in m else str(m.get("Expression", "")))
+                          for m in queries)
         for query in queries:
             if ("MetricStat" in query) == ("Expression" in query):
                 yield Finding("AL012", "error", where, f"{query.get('Id')}: give exactly one of MetricStat, Expression")
                 continue
             expression = str(query.get("Expression", ""))
+            if is_query(expression):  # its names are the query's own (CW012 and the GROUP BY rules read it)
+                continue
             for word in re.findall(r"\b[A-Za-z_][A-Za-z0-9_]*\b(?!\s*\()", expression):
                 if word not in ids and word not in ("AND", "OR"):
                     yield Finding("AL012", "error", where, f"{query.get('Id')}: {word!r} names no metric of the alarm")
+            summed = _sums_of_arrays(expression, kinds)
             for function in re.findall(r"\b([A-Z_]+)\s*\(", expression):
-                if function in NOT_IN_ALARMS:
+                if function == "SUM" and summed:
+                    summed -= 1
+                elif function in NOT_IN_ALARMS:
                     yield Finding("AL012", "error", where, f"{query.get('Id')}: {function}() does not belong in an "
                                                            f"alarm (it returns several series, or reads more "
                                                            f"datapoints than the alarm evaluates)")
@@ -600,6 +622,13 @@ def grouped_alarms(subject: LintInput) -> Iterable[Finding]:
             query = _parsed(str(metric.get("Expression", ""))) if is_query(str(metric.get("Expression", ""))) else None
             if query is None or not query.group:
                 continue
+            if query.limit is not None and query.limit > SERIES_PER_QUERY:
+                yield Finding("AL008", "error", _alarm_where(item),
+                              f"LIMIT {query.limit}: a multi-time-series alarm evaluates at most {SERIES_PER_QUERY}"
+                              if metric.get("ReturnData") is not False else
+                              f"LIMIT {query.limit}: a query returns at most {SERIES_PER_QUERY} series")
+            if metric.get("ReturnData") is False:  # the input of the alarm's math, not its contributors
+                continue
             wanted = _ORDER_FOR.get(request.get("ComparisonOperator", ""), "DESC")
             if query.order is None:
                 yield Finding("AL008", "error", _alarm_where(item),
@@ -609,10 +638,7 @@ def grouped_alarms(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AL008", "error", _alarm_where(item),
                               f"ORDER BY {' '.join(query.order)}: the series nearest the threshold come first "
                               f"with ORDER BY {query.function}() {wanted}")
-            if query.limit is not None and query.limit > SERIES_PER_QUERY:
-                yield Finding("AL008", "error", _alarm_where(item),
-                              f"LIMIT {query.limit}: a multi-time-series alarm evaluates at most {SERIES_PER_QUERY}")
-            elif query.limit is not None and query.limit > CONTRIBUTORS_REPORTED:
+            if query.limit is not None and SERIES_PER_QUERY >= query.limit > CONTRIBUTORS_REPORTED:
                 yield Finding("AL008", "warning", _alarm_where(item),
                               f"LIMIT {query.limit}: only {CONTRIBUTORS_REPORTED} contributors are reported")
 

@@ -476,6 +476,8 @@ def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float, s
     queries = request["Metrics"]
     period = next(q["MetricStat"]["Period"] for q in queries if "MetricStat" in q)
     start = end - request["EvaluationPeriods"] * period
+    if any(_is_query(q.get("Expression", "")) for q in queries):
+        return period, _mixed_alarm(queries, datapoints, start, end, stat)
     env: dict[str, Series] = {}
     for query in queries:
         if "MetricStat" in query:
@@ -486,6 +488,39 @@ def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float, s
     (returned,) = [q for q in queries if q.get("ReturnData", True)]
     series = env[returned["Id"]]
     return period, ({(): series} if series else {})
+
+
+def _is_query(expression: str) -> bool:
+    return expression.lstrip().upper().startswith("SELECT")
+
+
+def _mixed_alarm(queries: list[dict], datapoints: list[Datapoint], start: float, end: float, stat=None) -> Result:
+    """An alarm's Metrics holding a Metrics Insights query with metrics and expressions: the query is the input of
+    metric math ("Use Metrics Insights queries with metric math": with GROUP BY an array of time series, without
+    one a single series; an alarm's GROUP BY query must be wrapped in math that returns one series), requested
+    with its own Period; every expression is type-checked as in a widget. The returned expression must be one
+    series."""
+    env: dict[str, Result] = {}
+    kinds: dict = {}
+    for query in queries:
+        identifier = query["Id"]
+        if "MetricStat" in query:
+            series = (stat or (lambda s, a, b: _metric_stat(s, datapoints, a, b)))(query["MetricStat"], start, end)
+            env[identifier], kinds[identifier] = {(): series}, Metric("TS")
+        elif _is_query(query["Expression"]):
+            parsed = parse(query["Expression"])
+            result = metrics_insights(query["Expression"], datapoints, start, end, query["Period"])
+            env[identifier] = result if parsed.group else {(): result.get((), {})}
+            kinds[identifier] = ("TS[]", identifier) if parsed.group else "TS"
+        else:
+            tree = _checked(query["Expression"], kinds)
+            kinds[identifier] = kind(tree, kinds)
+            value = _math(tree, env)
+            env[identifier] = value if isinstance(value, dict) else {(): {}}
+    (returned,) = [q for q in queries if q.get("ReturnData", True)]
+    assert kinds[returned["Id"]] == "TS", f"{returned['Expression']} is not a single time series"
+    series = env[returned["Id"]].get((), {})
+    return {(): series} if series else {}
 
 
 COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,

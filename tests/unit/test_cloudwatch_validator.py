@@ -324,3 +324,23 @@ def test_every_golden_build_uses_documented_math_only(build, cli, tmp_path):
     findings = json.loads(out)
     findings = findings if isinstance(findings, list) else findings.get("findings", [])
     assert code == 0 and findings and not [f for f in findings if f["rule"] == "CW014"]
+
+
+def test_the_add_on_s_data_missing_alarm_sums_only_its_query_s_array(project_dir):
+    """On the Container Insights add-on the alarm counts GPU nodes with SUM over a GROUP BY query's series (the
+    user guide: such a query in an alarm is wrapped in math returning one series); SUM of a single series, which
+    the guide warns reads more data than the alarm evaluates, is still refused, and so is a LIMIT over 500."""
+    addon = lint_input(load_project(project_dir("cloudwatch:\n  source: container-insights\n")))
+    (alarm,) = [a for a in addon.alarms if "gpu-data-missing" in a.request["AlarmName"]]
+    assert [f for f in run(RULES, _only(addon, (), (alarm,))) if f.rule.startswith(("AL", "CW"))] == []
+
+    def broken(expression_of: dict) -> list:
+        item = copy.deepcopy(alarm)
+        for metric in item.request["Metrics"]:
+            metric.update(Expression=expression_of.get(metric["Id"], metric.get("Expression")))
+            metric.pop("Expression") if metric["Expression"] is None else None
+        return [f.message for f in run(RULES, _only(addon, (), (item,))) if f.rule in ("AL012", "AL008")]
+
+    assert any("SUM() does not belong" in m for m in broken({"r": "SUM(c * 0 + 1) + 0 * c"}))
+    query = next(m["Expression"] for m in alarm.request["Metrics"] if m["Id"] == "q")
+    assert any("LIMIT 600: a query returns at most 500" in m for m in broken({"q": query.replace("500", "600")}))

@@ -159,7 +159,6 @@ def test_the_alarm_reads_the_add_on_s_own_metrics_of_the_cluster(request_):
     assert {i: (s["Metric"]["Namespace"], s["Metric"]["MetricName"], s["Stat"]) for i, s in stats.items()} == {
         "n": ("ContainerInsights", "cluster_node_count", "SampleCount"),
         "c": ("ContainerInsights", "node_gpu_limit", "Sum"),
-        "m": ("ContainerInsights", "node_gpu_limit", "SampleCount"),
         "g": ("ContainerInsights", "node_gpu_temperature", "SampleCount"),
         **{i: ("ContainerInsights", name, "Average") for i, name in zip(("da", "du", "ea", "eu"),
                                                                        DAEMONSET_NAMES + EARLIER)}}

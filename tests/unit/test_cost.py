@@ -73,11 +73,12 @@ def test_the_data_missing_alarm_is_three_metrics_of_each_cluster(project, projec
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
     assert _lines(none)["custom metrics"]["quantity"] == _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9
-    # on the Container Insights add-on: eight of the add-on's metrics (running agent, GPU capacity and GPU nodes
-    # reporting it, GPU observations, the exporter DaemonSet's available and unavailable pods under two names)
+    # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
+    # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
+    # reporting come from a Metrics Insights query, not a metric of the alarm
     addon = _lines(estimates(load_project(project_dir("cloudwatch:\n  source: container-insights\n")), fleet))
     assert (addon["data-missing alarms (metric math)"]["quantity"], addon["data-missing alarms (metric math)"]
-            ["unit_price"]) == (24, 0.10)
+            ["unit_price"]) == (21, 0.10)
 
 
 def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir):
