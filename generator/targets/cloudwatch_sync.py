@@ -92,7 +92,7 @@ def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_b
 
 
 def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str, Any] | None,
-                tags: list[dict[str, str]]) -> Change:
+                tags: list[dict[str, str]], project: str = "") -> Change:
     if alarm is None:
         return Change("cloudwatch", "alarm", name, CREATE, region=region, live={"fields": None})
     live_fields, wanted = alarm_fields(alarm), alarm_fields(request)
@@ -102,8 +102,13 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     differences = diff.fields(live_fields, wanted)
     written, then = read_alarm_evidence(tags)
     as_written = then == reported  # nobody changed it since gpudash wrote it
+    named = alarm_project(tags)
     if not alarm_owned(tags):
         change.action, change.details = FOREIGN, [f"exists without the {ALARM_OWNER_TEXT} tag; --force takes it over"]
+    elif named is not None and named != project:  # another project's alarm of the same name: never retagged
+        change.action, change.details = FOREIGN, [
+            f"belongs to gpudash project {named!r} ({ALARM_PROJECT_TAG}), not "
+            f"{repr(project) if project else 'these settings (they name no project)'}; --force takes it over"]
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
@@ -208,7 +213,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
             if is_alarm_name(prefix, name)}
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     for name, request in sorted(requests.items()):
-        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, [])))
+        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project))
         progress()
     older = []
     for name, alarm in sorted(live.items()):

@@ -121,3 +121,29 @@ def test_dashboards_are_global_a_fleet_over_two_regions_plans_and_prunes_each_on
     code, report, _ = apply("--prune", "--config", east)  # cluster west renamed: its dashboards go, once
     assert code == 0 and sorted(n for n in report["written"] if n in names) == [n for n in names if "-west-" in n]
     assert [n for n in _dashboards(client) if "-west-" in n] == []
+
+
+def test_another_projects_alarm_of_the_same_name_is_foreign_not_taken_over(aws, tmp_path, cli):
+    """Two projects define a cluster of one name: the alarms of the first are never retagged, overwritten
+    or (after the second drops the cluster) pruned by the second without --force."""
+    client, apply = aws
+    b = _settings(tmp_path, "b", "project: team-b\nclusters:\n  - {name: shared, region: us-east-1}\n")
+    a = _settings(tmp_path, "a", "project: team-a\nclusters:\n  - {name: shared, region: us-east-1}\n"
+                  "  - {name: a1, region: us-east-1}\n  - {name: a2, region: us-east-1}\n"
+                  "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    assert apply("--config", b)[0] == 0
+    shared = {a["AlarmName"]: a for a in client.describe_alarms()["MetricAlarms"] if "-shared-" in a["AlarmName"]}
+    tags = {name: client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"] for name, alarm in shared.items()}
+    code, stdout, _ = cli("plan", "--no-grafana", "--output", "json", "--config", a)
+    planned = {c["name"]: c for c in json.loads(stdout)["changes"] if "-shared-" in c["name"] and c["kind"] == "alarm"}
+    assert {c["action"] for c in planned.values()} == {"foreign"}
+    assert all("belongs to gpudash project 'team-b'" in c["details"][0] for c in planned.values())
+    code, report, _ = apply("--config", a)
+    assert code == 1 and set(shared) <= set(report["refused"])
+    a2 = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: a1, region: us-east-1}\n"
+                   "  - {name: a2, region: us-east-1}\n  - {name: a3, region: us-east-1}\n")
+    apply("--prune", "--config", a2)
+    after = {a["AlarmName"]: a for a in client.describe_alarms()["MetricAlarms"] if "-shared-" in a["AlarmName"]}
+    assert after == shared  # not one field changed, none deleted
+    assert {name: client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+            for name, alarm in after.items()} == tags
