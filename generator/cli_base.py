@@ -75,6 +75,9 @@ class GpudashGroup(click.Group):
                 _print_traceback()
             click.echo(f"error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:  # Ctrl-C outside a publish's own handling: not exit 1, which means "differences"
+            click.echo("\nerror: interrupted (Ctrl-C); nothing after this point was done", err=True)
+            ctx.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)

@@ -625,3 +625,16 @@ def test_debug_shows_the_traceback(tmp_path, cli):
     code, _, stderr = cli("--debug", "generate", "--config", str(tmp_path / "gpudash.yaml"), "--out",
                           str(tmp_path / "b"))
     assert code == 2 and "Traceback" in stderr
+
+
+def test_ctrl_c_outside_a_publish_is_exit_130_not_differences(cli, monkeypatch):
+    """`plan` exits 1 for differences, so a CI drift check must not read Ctrl-C as drift."""
+    from generator import cli_base
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_base, "load_project_for", interrupted)
+    monkeypatch.setattr("generator.cli_publish.load_project_for", interrupted, raising=False)
+    code, _, stderr = cli("plan", "--no-cloudwatch", env={"GRAFANA_URL": "http://127.0.0.1:9", "GRAFANA_TOKEN": "x" * 8})
+    assert code == 130 and "interrupted (Ctrl-C)" in stderr and "Aborted!" not in stderr
