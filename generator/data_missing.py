@@ -19,8 +19,11 @@ Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node).
-The Prometheus rule also fires on 4. an exporter target not answering (`up == 0`), which names
-the node; the CloudWatch agent drops `up`, so CloudWatch sees that node only through 3.
+The Prometheus rule also fires on 4. an exporter target down most of the time: `up` averaged over three
+periods below 0.5 (TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE), which names the node. An exporter in a crash loop
+(available a minute of every five at CrashLoopBackOff's cap) fires through 4 only: one moment of full
+availability in each period clears 3. A rolling restart (each target down under a minute, once) and a failed
+scrape do not fire. The CloudWatch agent drops `up`, so CloudWatch sees that node only through 3.
 
 CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the two kube-state-metrics series with its own job):
@@ -135,6 +138,10 @@ ADDON_GPU_NODES = " + ".join(i for i, _ in ADDON_DESIRED) + " + 0 * n"  # 0 wher
 ADDON_NODE_SET = addon.CAPACITY_DIMENSION_SETS[addon.NODE_GPU_LIMIT][0]  # (ClusterName, NodeName, InstanceId)
 ADDON_REPORTING = "SUM(q * 0 + 1)"
 NODES_PER_QUERY = 500
+# The Prometheus rule's exporter target down: `up` averaged over this many periods below this share. A crash loop
+# (CrashLoopBackOff answers a minute or two of every five) fires; a rolling restart (each target down under a
+# minute, once) and a failed scrape do not.
+TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE = 3, 0.5
 MISSING_NODE = 0.5  # GPU nodes not reporting, on average over a period, that breach it
 
 

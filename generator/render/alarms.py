@@ -445,7 +445,9 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
     if alarm.absent:  # the same situations as the CloudWatch form, and an exporter target not answering
-        return data_missing.prometheus_expression(query.metric, settings, window, _exporter_down(settings))
+        down_window = _duration(alarm.period_seconds * data_missing.TARGET_DOWN_PERIODS)
+        return data_missing.prometheus_expression(query.metric, settings, window,
+                                                  _exporter_down(settings, down_window))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
@@ -456,13 +458,17 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     return " or ".join(f"{value} {condition.comparison} {condition.threshold:g}" for value in values)
 
 
-def _exporter_down(settings: Settings) -> str:
-    """`up` of the exporter's targets is 0. Both generated scrape paths attach `exporter_pod` to a
-    target; the GPU operator's or the chart's own ServiceMonitor gives it, as it gives every
-    ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
+def _exporter_down(settings: Settings, window: str) -> str:
+    """An exporter target down most of the time: `up` below 1 on more than half of its scrapes over `window`
+    (data_missing.TARGET_DOWN_SHARE), kept only while the target is still scraped (a target gone from discovery,
+    its pod replaced, leaves `up` stale and drops out). Both generated scrape paths attach `exporter_pod` to a
+    target; the GPU operator's or the chart's own ServiceMonitor gives it, as it gives every ServiceMonitor
+    target, the exporter pod's `container` and `namespace` instead."""
     style = style_for(settings)
-    return (f'up{{exporter_pod!=""}} == 0 or up{{exporter_pod="", container="{style.container}", '
-            f'namespace="{settings.exporter.namespace}"}} == 0')
+    share = f"{data_missing.TARGET_DOWN_SHARE:g}"
+    selectors = ('up{exporter_pod!=""}',
+                 f'up{{exporter_pod="", container="{style.container}", namespace="{settings.exporter.namespace}"}}')
+    return " or ".join(f"(avg_over_time({s}[{window}]) < {share} and {s})" for s in selectors)
 
 
 def _alert_query(alarm: Alarm, settings: Settings):

@@ -186,6 +186,74 @@ def _fired(rule: dict, situation: Situation) -> list[dict]:
     return alerts
 
 
+# --- a crash loop fires; a rolling restart and a failed scrape do not -------------------------
+
+THREE = ("ip-10-0-1-1", "ip-10-0-1-2", "ip-10-0-1-3")
+CRASH_LOOP = " ".join(["0"] * 8 + ["1"] * 2)  # 30 s steps: answering (and available) 1 minute of every 5
+
+
+def _target(node: str, pod: str) -> dict[str, str]:
+    return {"job": "dcgm-exporter", "instance": f"{node}:9400", "node": node, "exporter_pod": pod}
+
+
+def _labels(labels: dict[str, str]) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+def _three_node_story(up: dict[tuple[str, str], str], available: str) -> list[dict]:
+    """The GPU operator's DaemonSet on three GPU nodes (desired 3), `available` pods; each target's `up`."""
+    ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",{_labels(EXPORTER)}'
+    series = [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": "3x80"},
+              {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": available},
+              {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}", "values": "1x80"}]
+    for (node, pod), values in up.items():
+        series.append({"series": f"up{{{_labels(_target(node, pod))}}}", "values": values})
+    series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{_labels(_target(THREE[0], "ex-1"))},gpu="0"}}',
+                   "values": "60x80"})
+    return series
+
+
+def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated, tmp_path):
+    """One exporter of three in CrashLoopBackOff at its 5-minute cap: its target answers, and its pod is available,
+    one minute of every five. Each period holds a moment of full availability, so the DaemonSet's count never
+    fires; its target, down most of the time, does, and names the node. A rolling restart of the exporter
+    DaemonSet (each pod replaced once, its target down a minute, then gone, the new pod's target answering) and
+    one failed scrape of a healthy target fire nothing."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    reason = "an exporter target is not answering"
+    crashing = _target(THREE[2], "ex-3")
+    crash_loop = _three_node_story(
+        {(THREE[0], "ex-1"): "1x80", (THREE[1], "ex-2"): "1x80", (THREE[2], "ex-3"): " ".join([CRASH_LOOP] * 8)},
+        " ".join([" ".join(["2"] * 8 + ["3"] * 2)] * 8))
+    # From minute 20 each node's pod in turn: its target down 1 minute then gone, the new one answering
+    # 30 s later; 2 pods available meanwhile, 3 for 30 s between nodes. ex-2 misses one scrape at minute 10.
+    up, available = {}, ["3"] * 40
+    for i, node in enumerate(THREE):
+        start = 40 + 3 * i
+        old = ("1x19 0 1x18" if i == 1 else "1x39") + (f" 1x{3 * i - 1}" if i else "") + " 0 0 stale"
+        up[(node, f"ex-{i + 1}")] = old
+        up[(node, f"ex-{i + 1}-new")] = f"_x{start + 2} 1x{80 - start - 3}"
+        available += ["2", "2", "3"]
+    rolling = _three_node_story(up, " ".join(available) + f" 3x{80 - len(available)}")
+    expected = [{"exp_labels": {**rule["labels"], **crashing, "reason": reason},
+                 "exp_annotations": {**rule["annotations"],
+                                     "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}",
+                                                                                       reason)}}]
+    _promtool_test(tmp_path, "crash_loop_test.yaml", [
+        {"name": "crash loop", "interval": "30s", "input_series": crash_loop,
+         "alert_rule_test": [{"eval_time": t, "alertname": rule["alert"], "exp_alerts": expected}
+                             for t in ("25m", "39m")]},
+        {"name": "rolling restart and a failed scrape", "interval": "30s", "input_series": rolling,
+         "alert_rule_test": [{"eval_time": t, "alertname": rule["alert"], "exp_alerts": []}
+                             for t in ("11m", "21m", "24m", "27m", "30m", "39m")]},
+    ], evaluation_interval="30s")
+
+
 # --- the agent's kube-state-metrics job, on a real Prometheus ------------------------------
 
 def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(generated, tmp_path):
