@@ -84,7 +84,9 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     if mig:
         result.append(_mig(mig, wanted))
     result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
-    result += _pod_labels(samples)
+    copied = _per_process_copies(samples)
+    result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
+    result += _shared_reading(copied)
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
 
@@ -119,11 +121,12 @@ def _busy(samples: dict[str, list[Any]]) -> list[Any]:
     return busy
 
 
-def _pod_labels(samples: dict[str, list[Any]]) -> list[Check]:
+def _pod_labels(samples: dict[str, list[Any]], copied: set[tuple[str, str]]) -> list[Check]:
     if not samples.get("DCGM_FI_DEV_GPU_UTIL") and not samples.get(MIG_ACTIVITY):
         return []
     busy = _busy(samples)
-    unlabelled = [s for s in busy if not s.labels.get("pod")]
+    # a device whose pods have their own copies keeps its own series without a pod label
+    unlabelled = [s for s in busy if not s.labels.get("pod") and _key(s) not in copied]
     if unlabelled:
         gpus = ", ".join(sorted({_device(s) for s in unlabelled}))
         return [Check(GROUP, "pod labels", FAIL, f"busy GPUs without a pod label: {gpus}",
@@ -157,6 +160,41 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str], agent_drops: bool) 
                   "reading blank fires a '>' alarm and hides from a '<' one): use a dcgm-exporter that skips "
                   "DCGM's blank values (2.x and later skip the named ones), or drop a field this GPU never reads "
                   "from the counters CSV")]
+
+
+# Fields dcgm-exporter (4.5.3 and later) writes per process when KUBERNETES_VIRTUAL_GPUS is on: the device's
+# own series without pod labels, plus one series per pod that shares the device holding the sum over that
+# pod's processes (0 for a pod with no process on it).
+PER_PROCESS_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+
+
+def _key(sample: Any) -> tuple[str, str]:
+    node = sample.labels.get("hostname") or sample.labels.get("Hostname") or ""
+    return node, _device(sample)
+
+
+def _per_process_copies(samples: dict[str, list[Any]]) -> dict[str, list[tuple[str, str]]]:
+    """By field: devices that have both a series without a pod label and series with one."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for name in PER_PROCESS_FIELDS:
+        bare = {_key(s) for s in samples.get(name, []) if not s.labels.get("pod")}
+        podded = {_key(s) for s in samples.get(name, []) if s.labels.get("pod")}
+        if bare & podded:
+            found[name] = sorted(bare & podded)
+    return found
+
+
+def _shared_reading(copied: dict[str, list[tuple[str, str]]]) -> list[Check]:
+    if not copied:
+        return []
+    devices = sorted({device for values in copied.values() for device in values})
+    listed = ", ".join(f"{node} {gpu}".strip() for node, gpu in devices)
+    return [Check(GROUP, "per-process copies", WARN,
+                  f"{', '.join(sorted(copied))} come once per device without a pod label and once per pod with "
+                  f"that pod's processes' value (KUBERNETES_VIRTUAL_GPUS=true): {listed}",
+                  "per-GPU averages and totals of these fields mix the device's value with its pods' (a GPU at "
+                  "90 % shared by three pods at 30 % reads 45 %, framebuffer counts twice); with "
+                  "KUBERNETES_VIRTUAL_GPUS=false the series are the device's, labelled with one of its pods")]
 
 
 def _device(sample: Any) -> str:

@@ -1,0 +1,53 @@
+"""`gpudash verify` on dcgm-exporter's output with KUBERNETES_VIRTUAL_GPUS=true (4.5.3 and later): GPU
+utilization and framebuffer come once per device without pod labels and once per sharing pod with that pod's
+processes' value. verify names the mode and does not call the device series unlabelled."""
+
+from __future__ import annotations
+
+from generator.checks.exporter import analyse
+from generator.project import load_project
+
+HEAD = ('# HELP {m} x.\n# TYPE {m} gauge\n')
+DEVICE = 'gpu="{g}",UUID="GPU-{g}",device="nvidia{g}",modelName="NVIDIA A10G",Hostname="node-a"'
+
+
+def _series(metric: str, gpu: int, value: int, pod: str = "") -> str:
+    labels = DEVICE.format(g=gpu)
+    if pod:
+        labels += f',container="main",namespace="team",pod="{pod}",pod_uid="uid-{pod}"'
+    return f"{metric}{{{labels}}} {value}\n"
+
+
+def _payload(shared: bool) -> str:
+    text = ""
+    for metric, device, each in (("DCGM_FI_DEV_GPU_UTIL", 90, 30), ("DCGM_FI_DEV_FB_USED", 12000, 4000)):
+        text += HEAD.format(m=metric)
+        if shared:  # GPU 0 shared by three pods: the device's series, then each pod's processes' value
+            text += _series(metric, 0, device) + "".join(_series(metric, 0, each, f"p{i}") for i in range(3))
+        else:  # the default: the device's series carries one pod's labels
+            text += _series(metric, 0, device, "p2")
+        text += _series(metric, 1, device, "solo")
+    return text
+
+
+def test_per_process_copies_are_named_and_the_device_series_is_not_called_unlabelled():
+    checks = {c.name: c for c in analyse(load_project(), _payload(shared=True), "node-a")}
+    copies = checks["per-process copies"]
+    assert copies.status == "warn"
+    assert copies.detail.endswith("(KUBERNETES_VIRTUAL_GPUS=true): node-a gpu 0")
+    assert "DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_GPU_UTIL" in copies.detail
+    assert "reads 45 %" in copies.fix
+    assert checks["pod labels"].status == "ok"
+
+
+def test_one_series_per_device_is_not_flagged():
+    checks = {c.name: c for c in analyse(load_project(), _payload(shared=False), "node-a")}
+    assert "per-process copies" not in checks
+    assert checks["pod labels"].status == "ok"
+
+
+def test_a_busy_gpu_without_pods_still_fails_pod_labels():
+    text = HEAD.format(m="DCGM_FI_DEV_GPU_UTIL") + _series("DCGM_FI_DEV_GPU_UTIL", 0, 90)
+    checks = {c.name: c for c in analyse(load_project(), text, "node-a")}
+    assert checks["pod labels"].status == "fail"
+    assert "per-process copies" not in checks
