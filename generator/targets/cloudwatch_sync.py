@@ -17,7 +17,9 @@ plan is not overwritten. An alarm is written or deleted only on fresh evidence: 
 and hash, read in bulk) and then its fields, read again right before its batch's writes (the fields
 once more right before its own write) or its DeleteAlarms call, still as the plan read them. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
-in. CloudWatch has no conditional write or delete: what changes after that last read is not seen.
+in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
+not read back done (an answer of `{}` proves nothing) is a failure, and no evidence is tagged for it.
+CloudWatch has no conditional write or delete: what changes after that last read is not seen.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ EDITED = "edited in the CloudWatch console since gpudash wrote it (live → gene
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
+UNPROVEN = "run `gpudash plan` and apply again; if it persists, check what answers at AWS_ENDPOINT_URL"
 
 
 def _locked(tick: Tick) -> Tick:
@@ -314,6 +317,9 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
                 return False
             raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
                               "still there", where=what, hint="run `gpudash plan` and apply again") from None
+        if cloudwatch.dashboard_body(region, change.name) is not None:  # an answer alone proves no delete
+            raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
+                              where=what, hint=UNPROVEN)
         return True
     response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
                                DashboardBody=compact_json(body))
@@ -322,6 +328,9 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
         raise RemoteError(f"CloudWatch accepted the dashboard with validation messages: {text}",
                           where=what, hint="fix the definition; `gpudash lint` checks most of these")
+    if cloudwatch.dashboard_body(region, change.name) != body:  # read back as the plan compares: the body as data
+        raise RemoteError("CloudWatch answered PutDashboard, but right after the dashboard is not there with the "
+                          "body sent: the write did not take effect", where=what, hint=UNPROVEN)
     return True
 
 
@@ -357,18 +366,19 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None,
                request: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(ARN, hash of the alarm as CloudWatch reports it) right after its write; the hash None when it
-    cannot be read (the evidence then holds the request's hash alone). The read-back is evidence only
-    when it is the request up to CloudWatch's known rewrites (ownership.as_reported): an alarm missing
-    or reported otherwise means the write did not take effect as sent (a failure, and no evidence kept)."""
+    """(ARN, hash of the alarm as CloudWatch reports it) right after its write. The read-back is the only
+    proof the write took effect (an answer of `{}` proves nothing): it must be the request up to
+    CloudWatch's known rewrites (ownership.as_reported). An alarm missing, reported otherwise, or not read
+    at all (a failed or interrupted read) is a failure, and no evidence is tagged."""
+    what = f"CloudWatch alarm {name}"
+    hint = UNPROVEN
     try:
         alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
-    except RemoteError as exc:  # the write stands; only the check of how CloudWatch reports it is missing
-        cloudwatch.note(f"alarms written in {region} could not be read back ({exc.what}); if the next plan shows "
-                        "them as drift without anyone editing them, apply them with --force")
-        return arn, None
-    what = f"CloudWatch alarm {name}"
-    hint = "run `gpudash plan` and apply again; if it persists, check what answers at AWS_ENDPOINT_URL"
+    except RemoteError as exc:
+        exc.what = (f"CloudWatch answered PutMetricAlarm, but the alarm could not be read back to show the write "
+                    f"took effect ({exc.what}); not reported written")
+        exc.where, exc.hint = what, exc.hint or hint
+        raise
     if alarm is None:
         raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
                           where=what, hint=hint)
@@ -488,20 +498,23 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str,
     from botocore.exceptions import ClientError
 
     what = f"CloudWatch alarms in {region}"
+    not_found = False
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
-        return [(change, False, None) for change in batch]
     except RemoteError as exc:
         return [(change, False, exc) for change in batch]
     except ClientError:
-        pass
-    try:
+        not_found = True
+    try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
+        exc.what = f"the alarms could not be read again to show they were deleted ({exc.what})"
         return [(change, False, exc) for change in batch]
-    still = RemoteError("CloudWatch answered DeleteAlarms with ResourceNotFound, and the alarm is still there",
-                        where=what, hint="run `gpudash plan` and apply again")
-    return [(change, change.name not in left, None if change.name not in left else still) for change in batch]
+    answer = "with ResourceNotFound" if not_found else "as done"
+    still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
+                        where=what, hint=UNPROVEN)
+    return [(change, not_found and change.name not in left, None if change.name not in left else still)
+            for change in batch]
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

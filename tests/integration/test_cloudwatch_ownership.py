@@ -214,10 +214,16 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     assert code == 3 and "Traceback" not in stderr
     stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
     assert stopped and len(report["written"]) + len(report["failed"]) == 13
-    assert sorted(n for n in report["written"] if "-cluster-" in n and n in alarms(client)) == sorted(alarms(client))
+    # Every alarm reported written is there; the one whose write the deadline cut short before it could be
+    # read back is not shown done, so it is reported failed even if the write took effect.
+    live = alarms(client)
+    assert [n for n in report["written"] if n.endswith(("-warning", "-critical")) and n not in live] == []
+    assert {n for n in live if n not in report["written"]} <= {f["name"] for f in stopped}
     fresh(proxy)
-    code, report, _ = apply()
-    assert code == 0 and sorted(report["written"]) == sorted(f["name"] for f in stopped)
+    code, again, _ = apply()
+    assert code == 0 and set(again["written"]) <= {f["name"] for f in stopped}
+    code, last, _ = apply()
+    assert code == 0 and last["written"] == []
 
 
 def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied):

@@ -98,9 +98,11 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
 
-    def someone_deletes_them():
+    def someone_deletes_them():  # once, whichever delete comes first (an empty DeleteDashboards is refused)
         client.delete_alarms(AlarmNames=retired_alarms)
-        client.delete_dashboards(DashboardNames=[n for n in _dashboards(client) if other_cluster(n)])
+        retired = [n for n in _dashboards(client) if other_cluster(n)]
+        if retired:
+            client.delete_dashboards(DashboardNames=retired)
 
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, callback=someone_deletes_them),

@@ -1,0 +1,87 @@
+"""A CloudWatch write or delete is reported done only when it is shown done: an answer of `{}` proves
+nothing, so each is read back (an alarm right after its write, a dashboard after PutDashboard, what was
+deleted after DeleteAlarms/DeleteDashboards). What cannot be shown done, because it is not there as
+sent, is still there, or cannot be read at all, is a failure (exit 3), and no evidence is tagged for it."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+
+NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+DASHBOARD = "gpudash-gpu-cluster-health"
+WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+
+
+def _dashboards(client):
+    return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
+
+
+def _tags(client, name):
+    return client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]
+
+
+def test_an_alarm_update_not_made_whose_read_back_fails_is_a_failure_without_evidence(proxied, project_dir, cli):
+    proxy, client, apply = proxied
+    assert apply()[0] == 0
+    tags = _tags(client, NAME)
+    config = str(project_dir(WARMER))
+    fresh(proxy)
+    broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
+    proxy.inject(fault("PutMetricAlarm", "status", times=1, body={}, callback=lambda: proxy.inject(broken)))
+    code, report, stderr = apply("--config", config)
+    assert code == 3 and "Traceback" not in stderr
+    assert NAME not in report["written"] and NAME in [item["name"] for item in report["failed"]]
+    error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
+    assert "could not be read back to show the write took effect" in error, error
+    assert alarms(client)[NAME]["Threshold"] == 80.0 and _tags(client, NAME) == tags
+    fresh(proxy)
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
+    assert code == 1 and f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "--force" not in stdout
+
+
+def test_an_alarm_create_not_made_and_interrupted_is_not_reported_written(proxied):
+    proxy, client, apply = proxied
+    proxy.inject(fault("PutMetricAlarm", "status", times=1, body={},
+                       callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = apply()
+    assert code == 143 and "Traceback" not in stderr
+    written = report["written"] if isinstance(report, dict) else []
+    live = alarms(client)
+    assert not [name for name in written if name.endswith(("-warning", "-critical")) and name not in live]
+
+
+def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply()[0] == 0
+    before = client.get_dashboard(DashboardName=DASHBOARD)["DashboardBody"]
+    fresh(proxy)
+    proxy.inject(fault("PutDashboard", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
+    assert code == 3 and "Traceback" not in stderr
+    assert client.get_dashboard(DashboardName=DASHBOARD)["DashboardBody"] == before
+    assert DASHBOARD not in report["written"]
+    error = next(item["error"] for item in report["failed"] if item["name"] == DASHBOARD)
+    assert "not there with the body sent" in error, error
+
+
+def test_deletes_answered_but_not_made_are_failures(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    before = (sorted(alarms(client)), _dashboards(client))
+    fresh(proxy)
+    proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body={}),
+                 fault("DeleteDashboards", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "Traceback" not in stderr
+    assert (sorted(alarms(client)), _dashboards(client)) == before
+    assert report["written"] == [] and len(report["failed"]) == 13
+    assert all(other_cluster(item["name"]) and "still there right after" in item["error"]
+               for item in report["failed"])
+    fresh(proxy)
+    code, report, _ = apply("--prune")
+    assert code == 0 and len(report["written"]) == 13
+    assert not [name for name in alarms(client) if other_cluster(name)]
+    assert not [name for name in _dashboards(client) if other_cluster(name)]
