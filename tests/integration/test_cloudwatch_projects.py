@@ -142,7 +142,10 @@ def test_another_projects_alarm_of_the_same_name_is_foreign_not_taken_over(aws, 
     assert code == 1 and set(shared) <= set(report["refused"])
     a2 = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: a1, region: us-east-1}\n"
                    "  - {name: a2, region: us-east-1}\n  - {name: a3, region: us-east-1}\n")
-    apply("--prune", "--config", a2)
+    code, report, stderr = apply("--prune", "--config", a2)
+    assert code == 0, stderr  # the retired cluster's alarms are not this project's: nothing to refuse or delete
+    assert not any("-shared-" in name for name in report["written"])
+    assert any("-a3-" in a["AlarmName"] for a in client.describe_alarms()["MetricAlarms"])
     after = {a["AlarmName"]: a for a in client.describe_alarms()["MetricAlarms"] if "-shared-" in a["AlarmName"]}
     assert after == shared  # not one field changed, none deleted
     assert {name: client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]

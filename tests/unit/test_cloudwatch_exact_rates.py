@@ -187,7 +187,7 @@ def _widgets(files) -> dict[str, dict]:
 def test_rates_and_increases_are_exact_at_any_interval_and_any_period_the_console_sets(
         tmp_path_factory, pipeline, interval):
     project, files, datapoints = _built(tmp_path_factory, pipeline, interval)
-    energy_scale = project.catalog.get(ENERGY).unit.rate_scale
+    energy_scale = 1.0  # the counter is in mJ, and the panel shows its rate in milliwatts (mJ per second)
     checked = 0
     for title, properties in _widgets(files).items():
         assert properties["period"] == 300
@@ -206,7 +206,7 @@ def test_rates_and_increases_are_exact_at_any_interval_and_any_period_the_consol
 def test_the_period_in_the_settings_is_the_widgets_and_still_followed(tmp_path_factory):
     """cloudwatch.period: 60 gives the widgets that period, and their math no number of its own."""
     project, files, datapoints = _built(tmp_path_factory, "otel", 30, period=60)
-    energy_scale = project.catalog.get(ENERGY).unit.rate_scale
+    energy_scale = 1.0  # the counter is in mJ, and the panel shows its rate in milliwatts (mJ per second)
     for title, properties in _widgets(files).items():
         assert properties["period"] == 60
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
