@@ -106,6 +106,17 @@ def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):
     return CloudWatch(profile=profile, endpoint_url=endpoint_url, deadline=deadline)
 
 
+def _masked(value):
+    """`value` with every text in it (never a key) passed through the redaction."""
+    if isinstance(value, str):
+        return redact.text(value)
+    if isinstance(value, dict):
+        return {key: _masked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_masked(item) for item in value]
+    return value
+
+
 def _print_changes(changes, output: str, outcomes=None) -> None:
     from .changes import summary
     from .console import style
@@ -113,8 +124,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
 
     # Details quote what servers answered (who saved a version, an error message): a server that echoes
     # a credential there must not get it printed, so every line passes the redaction errors pass.
-    if output == "json":
-        click.echo(redact.text(json.dumps(report(changes, outcomes), indent=2)))
+    if output == "json":  # each text masked before it is escaped (a secret holding `"` or `\` stays whole)
+        click.echo(json.dumps(_masked(report(changes, outcomes)), indent=2))
         return
     colours = {"create": "green", "update": "yellow", "delete": "red", "drift": "magenta", "foreign": "magenta"}
     done = {id(o.change): o for o in outcomes or []}

@@ -82,3 +82,21 @@ def test_a_token_in_what_grafana_reports_is_not_printed_by_plan(cli, reference, 
             code, stdout, stderr = cli("plan", "--no-cloudwatch", "--output", output, env=env)
             assert code == 1 and "changed in Grafana by proxy token=***" in stdout, stdout
             assert ADMIN not in stdout + stderr
+
+
+def test_a_secret_with_quotes_and_backslashes_is_masked_in_plans_json(cli, reference, defaults_built_once):
+    """JSON escapes `"`, `\\` and non-ASCII: masking must happen before, or the escaped secret prints whole;
+    and a short password that is also a key name must not turn the report's keys into ***."""
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    secret = 'p\u00e4"ss\\word1'
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}
+        assert cli("push", "--skip-verify", env=env)[0] == 0
+        grafana.edit_in_ui("gpudash-overview", lambda d: d.update(description="x"), user=f"proxy {secret}")
+        code, stdout, _ = cli("plan", "--no-cloudwatch", "--output", "json",
+                              env={**env, "GRAFANA_PASSWORD": secret, "GRAFANA_USER": "name"})
+        report = json.loads(stdout)
+        assert code == 1 and secret not in stdout and json.dumps(secret)[1:-1] not in stdout
+        assert set(report) == {"changes", "summary"} and all("name" in c for c in report["changes"])
+        assert any("changed in Grafana by proxy ***" in d for c in report["changes"] for d in c["details"])
