@@ -272,6 +272,6 @@ class GrafanaClient:
         if answer is not None:
             self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                         "the deleted dashboard's title and message")
-        if self._request("GET", f"/api/dashboards/uid/{uid}", what=what, allow=(404,)) is not None:
+        if self.dashboard(uid) is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")
