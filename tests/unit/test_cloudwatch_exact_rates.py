@@ -207,11 +207,14 @@ def test_the_period_in_the_settings_is_the_widgets_and_still_followed(tmp_path_f
     """cloudwatch.period: 60 gives the widgets that period, and their math no number of its own."""
     project, files, datapoints = _built(tmp_path_factory, "otel", 30, period=60)
     energy_scale = 1.0  # the counter is in mJ, and the panel shows its rate in milliwatts (mJ per second)
-    for title, properties in _widgets(files).items():
+    # an increase is over the selected range (as Grafana's increase over $__range), every rate per period of 60 s
+    increases = {"Replays per GPU", "Mean replays per GPU", "Replays"}
+    widgets = _widgets(files)
+    assert increases < set(widgets)
+    for title, properties in widgets.items():
         assert properties["period"] == 60
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
-        # an increase per line is over the whole range (setPeriodToTimeRange), every other value per period
-        expected = truth(title, 30, END - START if properties.get("setPeriodToTimeRange") else 60, energy_scale)
+        expected = truth(title, 30, END - START if title in increases else 60, energy_scale)
         assert set(shown) == set(expected)
         for line, series in expected.items():
             assert all(close(shown[line][t], v) for t, v in series.items()), (title, line)

@@ -4,8 +4,8 @@ For each combination of the settings that decide what is queried and what is pub
 agent.pipeline, agent.metric_selection, cloudwatch.dimensions / gpu_dimensions), with rules of cluster and
 fleet scope, the mixed fleet (whole GPUs, GPUs split into MIG instances, a GPU no pod holds, time-slicing)
 and kube-state-metrics are served through the model of the CloudWatch agent driven by the *generated* agent
-config: every set a generated widget or alarm queries must come out of it. `gpudash cost` counts the alarms
-the build makes.
+config: every set a generated widget or alarm queries must come out of it. The build makes, and `gpudash cost`
+counts, the alarms the settings call for, written out here.
 """
 
 from __future__ import annotations
@@ -49,6 +49,24 @@ SETTINGS = {
                        "  gpu_dimensions: [ClusterName, node, gpu, modelName]\n"),
 }
 COMBINATIONS = list(itertools.product(*SETTINGS.values()))
+# The bundled rules whose fields the mixed fleet's counters file collects (no row-remap fields), in one cluster.
+CLUSTER_RULES = ("gpu-data-missing-critical", "gpu-temp-critical-critical", "gpu-temp-high-warning",
+                 "pcie-replays-warning", "xid-error-critical")
+PER_POD_RULES = ("framebuffer-full-warning", "gpu-idle-warning")
+
+
+def expected_alarms(static: bool) -> list[str]:
+    """The alarm names the settings make. Fleet-scope rules stay GROUP BY alarms in either mode, and the idle
+    rule's has its MIG second alarm; a per-pod rule is one GROUP BY alarm (the idle rule with its MIG second
+    alarm), or with alarms.per_pod: static one alarm per listed pod (naming no MIG instance's profile)."""
+    fleet = ["fleet-fleet-full-warning", "fleet-fleet-hot-warning", "fleet-fleet-idle-mig-warning",
+             "fleet-fleet-idle-warning"]
+    cluster = [f"gpu-cluster-{rule}" for rule in CLUSTER_RULES]
+    if static:
+        pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in PER_POD_RULES for pod in STATIC_PODS]
+    else:
+        pods = [f"gpu-cluster-{rule}" for rule in PER_POD_RULES] + ["gpu-cluster-gpu-idle-mig-warning"]
+    return sorted(f"gpudash-{name}" for name in fleet + cluster + pods)
 
 
 def _settings(per_pod: str, pipeline: str, selection: str, dimensions: str) -> str:
@@ -122,16 +140,15 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
     missing = {where: sorted(key[2]) for key, where in queried.items() if key not in published}
     assert not missing
     made = [item["Request"]["AlarmName"] for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
-    # Fleet-scope rules stay GROUP BY alarms in either mode; the idle rule's has its MIG second alarm.
-    assert {"gpudash-fleet-fleet-idle-warning", "gpudash-fleet-fleet-idle-mig-warning"} <= set(made)
     static = project.settings.alarms.per_pod == "static"
-    assert ("gpudash-gpu-cluster-gpu-idle-mig-warning" in made) is not static
+    assert sorted(made) == expected_alarms(static)
     left_out = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
     assert left_out == ({"gpu-idle"} if static else set())  # static alarms name no MIG instance's profile
     if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
         dcgm = {key for key in published if key[1].startswith("DCGM_")}
         assert dcgm <= set(queried), sorted(dcgm - set(queried))
-    # cost prices the alarms the build makes (one cluster, a pod per static alarm)
+    # cost prices the alarms the settings make (one cluster, a pod per static alarm): 12 with GROUP BY alarms
+    # per pod, 13 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
     fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
     priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
-    assert priced["alarms"] == len(made)
+    assert priced["alarms"] == (13 if static else 12)
