@@ -50,8 +50,8 @@ def alarms(ctx):
               description=f"A GPU is above {temp[1]:g} °C.",
               runbook="Move work off the node now; the GPU will throttle hard or shut down."),
         Alarm("framebuffer-full", "Pod's GPU memory nearly full",
-              Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD,
-                              over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")), ">", framebuffer[1]),
+              Condition(Query("DCGM_FI_DEV_FB_USED", "max", POD, over=("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"),
+                              whole_gpu=True), ">", framebuffer[1]),
               # An allocation fails at the peak: the least free memory of any GPU (MIG instance) the pod
               # holds, at any reading of one 5-minute period (CloudWatch) or of the last 5 minutes (Prometheus).
               cloudwatch=Condition(Query("DCGM_FI_DEV_FB_FREE", "min", POD), "<",

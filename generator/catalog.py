@@ -46,6 +46,18 @@ MIG_SUBSTITUTES = {
 # Fields DCGM does not report for MIG instances: what an instance's series carries for them
 # (0, or nothing, or the blank sentinel, by exporter version) is no reading.
 MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")
+
+# dcgm-exporter 4.5.3 and later with KUBERNETES_VIRTUAL_GPUS=true (transformation/process_metrics.go
+# isPerProcessMetric, kubernetes.go Process): for a GPU (or MIG instance) pods hold, these fields come as the
+# device's own series without pod labels plus one copy per holding pod whose value is the sum over that pod's
+# processes (NVML per-process SM utilization, per-process memory in MiB; 0 for a pod with no process on it).
+# Every other field of such a GPU comes once per pod, each copy the device's value. Before 4.5.3, and with the
+# setting off, every copy of every field is the device's value.
+PER_PROCESS_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+# The labels that mode adds to a pod's copy besides pod, namespace and container: the pod's UID (always on a
+# per-process copy, on the others with KUBERNETES_ENABLE_POD_UID) and the shared replica (`vgpu`, the `::N`
+# of a time-sliced or MPS device id).
+VIRTUAL_GPU_COPY_LABELS = ("pod_uid", "vgpu")
 # Fields the exporter writes as several series per GPU, told apart by labels of their own, and how
 # those series make the GPU's value: counts per XID code or per clock-event reason add up; the
 # health status per watched system takes the worst; the last XID code (with `err_code` and

@@ -63,7 +63,9 @@ class Query:
     `over`: divide the metric by the sum of these fields, series by series, before
     aggregating (framebuffer used / (used + free) is a ratio of this kind).
     Counters are turned into per-second rates by the renderers; `as_increase` asks
-    for the increase over the panel's window instead.
+    for the increase over the panel's window instead. In a per-pod query, a field the exporter may
+    split per process (GPU utilization, framebuffer used) is the pod's own share, and the fields of
+    `over` are the whole GPU's; `whole_gpu` reads the metric as the whole GPU's too.
     """
 
     metric: str
@@ -73,6 +75,9 @@ class Query:
     legend: str | None = None  # overrides the legend derived from `by`
     as_increase: bool = False
     raw_promql: str | None = None  # escape hatch: Grafana only
+    # A per-pod query of the whole GPU a pod holds: where the exporter gives each pod its own share of a field
+    # (KUBERNETES_VIRTUAL_GPUS=true, settings exporter.virtual_gpus), read the device's value instead.
+    whole_gpu: bool = False
     defined_at: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

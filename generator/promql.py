@@ -20,7 +20,10 @@ comes from here, so label handling is designed once:
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
   one value per GPU from them (catalog.FIELD_LABELS: the counts add up), unless the query
   groups by such a label (`xid`), which then names the lines;
-* DCGM's blank / not-supported sentinels give no data, for gauges and counters.
+* DCGM's blank / not-supported sentinels give no data, for gauges and counters;
+* per-process copies (`exporter.virtual_gpus`, see `_Device`): a GPU the exporter writes both as its own
+  series and as each pod's share is read from its own series in every per-GPU view, and from the pods'
+  copies in per-pod views (or with the device's value, for a query of the whole GPU a pod holds).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .blanks import COUNTER_READING_FLOOR, READING_FLOOR, short
-from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
+from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS, Catalog
 from .model import Query
 from .settings import Labels
 
@@ -149,9 +152,52 @@ def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
+@dataclass(frozen=True)
+class _Device:
+    """How a query reads a field the exporter splits per process (catalog.PER_PROCESS_FIELDS) when it runs
+    with KUBERNETES_VIRTUAL_GPUS=true: a GPU pods hold has its own series without pod labels (the device's
+    value) and one copy per pod (that pod's processes' sum). A GPU of an exporter without the setting, or
+    before 4.5.3, has copies only, each the device's value.
+
+    The device's value of each GPU (instance) is its own series where it has one, else any copy (they are
+    all the device's value there): `max without (workload) (X{pod=""}) or max without (workload) (X)`, both
+    taken over every series of the GPU whatever the pod and namespace variables select. A per-GPU query
+    keeps the GPUs that have a series in scope (`and ignoring (workload)`); a per-pod query of the whole GPU
+    (`whole`) gives each pod's copy in scope the device's value (`* 0 + ignoring (workload) group_left`);
+    a per-pod query of the pod's own share reads the copies as they are."""
+
+    scoped: list[list[str]]  # the query's scope
+    unscoped: list[list[str]]  # the scope without the workload variables (pod, namespace)
+    workload: tuple[str, ...]  # every label a pod's copy has and the device's series lacks
+    pod: str
+    per_pod: bool
+    whole: bool
+
+    def reading(self, metric: str, extra: list[str], gauge: str) -> str | None:
+        """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
+        or one over a window, blanks removed), or None: as they are."""
+        if metric not in PER_PROCESS_FIELDS or (self.per_pod and not self.whole):
+            return None
+        scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
+        any_pod = [m for m in extra if m != f'{self.pod}!=""']
+        strip = f"max without ({', '.join(self.workload)}) "
+        own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
+        any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
+        device = f"({strip}{own} or {strip}{any_copy})"
+        matching = f"ignoring ({', '.join(self.workload)})"
+        if self.per_pod:
+            return f"({scoped} * 0 + {matching} group_left () {device})"
+        return f"({device} and {matching} {scoped})"
+
+
+def _parenthesised(text: str) -> str:
+    return text if text.startswith("(") else f"({text})"
+
+
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
                   window: str, as_increase: bool, over_time: tuple[str, str] | None = None,
-                  copies: tuple[str, ...] = (), resolution: str | None = None) -> str:
+                  copies: tuple[str, ...] = (), resolution: str | None = None,
+                  device: _Device | None = None) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase.
 
     `over_time` (function, window) takes a gauge over a window instead of its latest sample,
@@ -169,11 +215,12 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
     if not counter:
-        readable = _raw(metric, branches, extra, "{} < " + BLANK_FLOOR)
+        gauge = "{} < " + BLANK_FLOOR
         if over_time is not None:  # a window holding a blank sentinel gives no value
             function, span = over_time
-            readable = _raw(metric, branches, extra, f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR)
-        return readable if readable.startswith("(") else f"({readable})"
+            gauge = f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR
+        shared = device.reading(metric, extra, gauge) if device is not None else None
+        return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     span, now, before = "{}[" + window + "]", "{0}", "{0} offset " + window
     if copies and resolution:  # the copies' max at each step of the scrape interval, then over the window
         merged = f"max without ({', '.join(copies)}) "
@@ -224,7 +271,7 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None,
-             kind: str | None = None, resolution: str | None = None) -> str:
+             kind: str | None = None, resolution: str | None = None, device: _Device | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
@@ -237,9 +284,9 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     if metric not in MIG_UNSUPPORTED:
         return _across_own_labels(metric, catalog, merge, merge(
             how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, merge.copies,
-                               resolution)))
+                               resolution, device)))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
-                        over_time)
+                        over_time, device=device)
     substitute = catalog.mig_substitute(metric)
     if substitute is None or kind == "whole":
         return merge(how, own)
@@ -279,6 +326,9 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     instances' stand-in for a field MIG does not report.
     `resolution` (the scrape interval) lets a counter merged over its pods' copies merge them before
     its rate or increase (a subquery at that step, see _field_series).
+    With `labels.copies` (exporter.virtual_gpus), a field the exporter splits per process is read as
+    `_Device` says: the device's value per GPU, each pod's share per pod (the device's value where
+    `query.whole_gpu` asks, and in the total a per-pod `over` divides by).
     """
     if query.raw_promql:
         return query.raw_promql
@@ -297,18 +347,22 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
     # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
     apart = per_instance and "pod" in keys
-    workload = tuple(n for n in (labels.pod, labels.namespace, labels.container) if n not in outer)
+    workload = tuple(n for n in labels.workload if n not in outer)
     merge = _Merge(() if apart else tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
                    workload, tuple(outer), apart, workload if labels.pod in workload and not apart else ())
 
-    def per_gpu(metric: str) -> str:
-        over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
-        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
-                        resolution)
+    unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
 
-    value = per_gpu(query.metric)
+    def per_gpu(metric: str, whole: bool) -> str:
+        over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
+        device = _Device(branches, unscoped, labels.workload, labels.pod, "pod" in keys, whole) \
+            if labels.copies else None
+        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
+                        resolution, device)
+
+    value = per_gpu(query.metric, query.whole_gpu)
     if query.over:
-        total = " + ".join(per_gpu(m) for m in query.over)
+        total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
     if "node" in keys:
         value = coalesce_node(value, labels)

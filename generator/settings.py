@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from .catalog import VIRTUAL_GPU_COPY_LABELS
 from .errors import InputError
 from .markers import REQUIRED_DIMENSIONS
 from .quick_schema import conforms
@@ -54,14 +55,23 @@ class Labels:
     node_sources: tuple[str, ...]
     cluster: str
     node: str = "node"  # the one label queries, legends, variables and alerts use for the node
+    # Labels a pod's copy of a GPU's series may carry besides the workload's (exporter.virtual_gpus: the pod's
+    # UID and shared replica); with them, the per-process fields' copies hold each pod's share.
+    copies: tuple[str, ...] = ()
+
+    @property
+    def workload(self) -> tuple[str, ...]:
+        """Every label that tells a pod's copy of a GPU's series from the GPU's own."""
+        return (self.pod, self.namespace, self.container, *self.copies)
 
     @classmethod
-    def from_settings(cls, document: dict[str, Any]) -> "Labels":
+    def from_settings(cls, document: dict[str, Any], virtual_gpus: bool = False) -> "Labels":
         sources = document["node"]
         sources = (sources,) if isinstance(sources, str) else tuple(sources)
         # One spelling is used as it is; several are coalesced into `node`.
         return cls(pod=document["pod"], namespace=document["namespace"], container=document["container"],
-                   node_sources=sources, cluster=document["cluster"], node=sources[0] if len(sources) == 1 else "node")
+                   node_sources=sources, cluster=document["cluster"], node=sources[0] if len(sources) == 1 else "node",
+                   copies=VIRTUAL_GPU_COPY_LABELS if virtual_gpus else ())
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,9 @@ class ExporterSettings(Section):
     """settings `exporter`: how and where the DCGM exporter is deployed."""
     deployment: str  # how the exporter is deployed: exporter_styles.STYLES
     namespace: str
+    # Some exporters run with KUBERNETES_VIRTUAL_GPUS=true. The schema gives no default on purpose: a file
+    # that does not set it validates to the same document (and settings hash in a build's manifest) as before.
+    virtual_gpus: bool = False
 
 
 def interval_seconds(interval: str) -> int:
@@ -678,7 +691,8 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                              hint="generate those clusters from two settings files, each with its own --out folder")
         seen[cluster.name] = folded[cluster.name.casefold()] = index
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
-                    labels=Labels.from_settings(document["labels"]), origin=origin, **_sections(document))
+                    labels=Labels.from_settings(document["labels"], document["exporter"].get("virtual_gpus", False)),
+                    origin=origin, **_sections(document))
 
 
 def setting_place(settings: Settings, path: list[Any]) -> str:

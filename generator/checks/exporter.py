@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
@@ -86,7 +86,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     result += _blanks(samples, set(wanted), project.settings.agent.pipeline == "otel" and not addon_source(project.settings))
     copied = _per_process_copies(samples)
     result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
-    result += _shared_reading(copied)
+    result += _shared_reading(copied, project.settings.exporter.virtual_gpus)
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
 
@@ -162,12 +162,6 @@ def _blanks(samples: dict[str, list[Any]], wanted: set[str], agent_drops: bool) 
                   "from the counters CSV")]
 
 
-# Fields dcgm-exporter (4.5.3 and later) writes per process when KUBERNETES_VIRTUAL_GPUS is on: the device's
-# own series without pod labels, plus one series per pod that shares the device holding the sum over that
-# pod's processes (0 for a pod with no process on it).
-PER_PROCESS_FIELDS = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
-
-
 def _key(sample: Any) -> tuple[str, str]:
     node = sample.labels.get("hostname") or sample.labels.get("Hostname") or ""
     return node, _device(sample)
@@ -184,17 +178,19 @@ def _per_process_copies(samples: dict[str, list[Any]]) -> dict[str, list[tuple[s
     return found
 
 
-def _shared_reading(copied: dict[str, list[tuple[str, str]]]) -> list[Check]:
+def _shared_reading(copied: dict[str, list[tuple[str, str]]], read_apart: bool) -> list[Check]:
     if not copied:
         return []
     devices = sorted({device for values in copied.values() for device in values})
     listed = ", ".join(f"{node} {gpu}".strip() for node, gpu in devices)
-    return [Check(GROUP, "per-process copies", WARN,
-                  f"{', '.join(sorted(copied))} come once per device without a pod label and once per pod with "
-                  f"that pod's processes' value (KUBERNETES_VIRTUAL_GPUS=true): {listed}",
-                  "per-GPU averages and totals of these fields mix the device's value with its pods' (a GPU at "
-                  "90 % shared by three pods at 30 % reads 45 %, framebuffer counts twice); with "
-                  "KUBERNETES_VIRTUAL_GPUS=false the series are the device's, labelled with one of its pods")]
+    detail = (f"{', '.join(sorted(copied))} come once per device without a pod label and once per pod with "
+              f"that pod's processes' value (KUBERNETES_VIRTUAL_GPUS=true): {listed}")
+    if read_apart:
+        return [Check(GROUP, "per-process copies", OK, detail + "; exporter.virtual_gpus reads them apart")]
+    return [Check(GROUP, "per-process copies", WARN, detail,
+                  "set exporter.virtual_gpus: true and generate again: until then per-GPU averages and totals of "
+                  "these fields mix the device's value with its pods' (a GPU at 90 % shared by three pods at 30 % "
+                  "reads 45 %, framebuffer counts twice)")]
 
 
 def _device(sample: Any) -> str:

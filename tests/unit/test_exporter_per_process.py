@@ -36,8 +36,15 @@ def test_per_process_copies_are_named_and_the_device_series_is_not_called_unlabe
     assert copies.status == "warn"
     assert copies.detail.endswith("(KUBERNETES_VIRTUAL_GPUS=true): node-a gpu 0")
     assert "DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_GPU_UTIL" in copies.detail
-    assert "reads 45 %" in copies.fix
+    assert "reads 45 %" in copies.fix and copies.fix.startswith("set exporter.virtual_gpus: true")
     assert checks["pod labels"].status == "ok"
+
+
+def test_with_exporter_virtual_gpus_the_copies_are_read_apart(tmp_path):
+    (tmp_path / "gpudash.yaml").write_text("exporter:\n  virtual_gpus: true\n")
+    checks = {c.name: c for c in analyse(load_project(tmp_path / "gpudash.yaml"), _payload(shared=True), "node-a")}
+    assert checks["per-process copies"].status == "ok"
+    assert checks["per-process copies"].detail.endswith("node-a gpu 0; exporter.virtual_gpus reads them apart")
 
 
 def test_one_series_per_device_is_not_flagged():

@@ -1,0 +1,154 @@
+"""Grafana panels and Prometheus alert rules read the truth of a fleet whose exporters run with
+KUBERNETES_VIRTUAL_GPUS=true (settings `exporter.virtual_gpus: true`), on a real Prometheus.
+
+The payloads (tests/support/virtual_gpus.py, whose docstring cites the exporter's source) mix a node on
+dcgm-exporter 4.5.3+ with the setting on (GPU utilization and framebuffer used written as the device's series
+plus each pod's own share; other fields once per pod), a node with the setting off, and a node mid-upgrade
+still on 4.5.2 with the setting on (every copy the device's value). Each per-GPU and fleet panel must read
+the device's value (a GPU at 90 % that three pods share at 30, 25 and 0 % reads 90, not 36.25), framebuffer
+totals count a GPU once, and each per-pod panel reads the pod's own share.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.exporter_styles import STYLES
+from generator.model import Query, Row
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import legend
+from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
+from generator.render.scrape import prometheus_scrape_job
+from generator.resources import default_counters
+from generator.settings import parse_settings
+from tests.support import virtual_gpus
+from tests.support.prometheus_server import Prometheus, for_file_sd
+from tests.support.replay_exporter import ReplayExporter
+from tests.support.virtual_gpus import FIELDS, FLEET, TEMP, UTIL, truth
+
+OPERATOR = STYLES["gpu-operator"]
+VIRTUAL = "exporter:\n  virtual_gpus: true\n"
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("virtual-gpus")
+    exporters = [ReplayExporter(virtual_gpus.payload(node)).__enter__() for node in FLEET]
+    targets = [{"targets": [exporter.address], "labels": {
+        "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_name": node.exporter_pod,
+        "__meta_kubernetes_pod_node_name": node.name, "__meta_kubernetes_pod_container_name": OPERATOR.container,
+        "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_label_app": OPERATOR.pod_label[1]}}
+        for node, exporter in zip(FLEET, exporters)]
+    sd_file = workdir / "targets.json"
+    sd_file.write_text(json.dumps(targets))
+    job = for_file_sd(prometheus_scrape_job(parse_settings(VIRTUAL, "<test>", workdir)), [str(sd_file)])
+    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    server = Prometheus(workdir, {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                                  "scrape_configs": [job]})
+    try:
+        server.start()
+        server.wait_for(UTIL, count=virtual_gpus.series_count(UTIL))
+        yield server
+    finally:
+        server.stop()
+        for exporter in exporters:
+            exporter.__exit__(None, None, None)
+
+
+def _project(tmp_path, settings: str):
+    wanted = set(FIELDS) | {"DCGM_FI_DRIVER_VERSION"}
+    csv = tmp_path / "counters.csv"
+    csv.write_text("\n".join(line for line in default_counters().read_text().splitlines()
+                             if line and not line.startswith("#") and line.split(",")[0].strip() in wanted) + "\n")
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    return load_project(tmp_path / "gpudash.yaml", csv)
+
+
+def _all(expr: str) -> str:
+    return interpolate(expr, {"__rate_interval": "3s", "__range": "3s",
+                              **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
+
+
+def _shown(prometheus: Prometheus, expr: str, legend: str, by: bool) -> dict[str, float]:
+    result = prometheus.query(_all(expr))
+    shown = {render_legend(legend, s["metric"]) if by else "": float(s["value"][1]) for s in result}
+    assert len(shown) == len(result), f"two series share a legend: {result}"
+    return shown
+
+
+def _panels(project):
+    for dashboard in grafana_dashboards(project):
+        neutral = next(d for d in project.dashboards if dashboard.uid.endswith(f"-{d.id}"))
+        models = [panel for row in neutral.rows if isinstance(row, Row) for panel in row.panels]
+        rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
+        for panel, model in zip(rendered, models, strict=True):
+            for target, query in zip(panel["targets"], model.queries, strict=True):
+                yield f"{dashboard.uid} / {panel['title']}", target, query
+
+
+def test_every_panel_reads_the_device_per_gpu_and_each_pods_share_per_pod(prometheus, tmp_path):
+    project = _project(tmp_path, VIRTUAL)
+    checked = set()
+    for where, target, query in _panels(project):
+        shown = _shown(prometheus, target["expr"], target["legendFormat"], bool(query.by))
+        expected = truth(query)
+        if query.by == ("node", "gpu", "mig_instance"):
+            expected = {}  # no GPU of this fleet is split into MIG instances
+        assert set(shown) == set(expected), f"{where}\n{target['expr']}"
+        wrong = {k: (shown[k], v) for k, v in expected.items() if not math.isclose(shown[k], v, rel_tol=1e-9)}
+        assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
+        checked.add((query.metric, query.by, query.over))
+    # the views the mode misreads were among them: per GPU, fleet and per pod, utilization and framebuffer
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"):
+        assert {by for m, by, _ in checked if m == metric} >= {(), ("node", "gpu"), ("pod",)}, metric
+    assert truth(Query(UTIL, "avg", ("node", "gpu")))["gpu-node-on GPU 0"] == 90
+    assert truth(Query(UTIL, "avg", ("pod",)))["Pod team-a/ts-1"] == 25
+
+
+def test_without_the_setting_the_same_fleet_reads_wrong(prometheus, tmp_path):
+    """The fleet does tell the two apart: the default queries mix the device's value with the pods' shares."""
+    project = _project(tmp_path, "")
+    wrong = {}
+    for where, target, query in _panels(project):
+        if query.metric == UTIL and query.by == ("node", "gpu"):
+            wrong = _shown(prometheus, target["expr"], target["legendFormat"], True)
+    assert wrong["gpu-node-on GPU 0"] == pytest.approx((90 + 30 + 25 + 0) / 4)
+
+
+def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(prometheus, tmp_path):
+    project = _project(tmp_path, VIRTUAL)
+    settings = project.settings
+    rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, settings)["groups"]
+             for r in g["rules"]}
+    fired = {}
+    for alarm in project.alarms:
+        if alarm.absent:
+            continue
+        rule = rules[alert_name(alarm.id)]
+        condition = cloudwatch_condition(alarm, settings)
+        template = legend(condition.query, settings.labels)
+        firing = {render_legend(template, s["metric"]) for s in prometheus.query(rule["expr"])}
+        compare = {">": float.__gt__, "<": float.__lt__}[condition.comparison]
+        expected = {k for k, v in truth(condition.query).items() if compare(v, float(condition.threshold))}
+        assert firing == expected, (rule["alert"], rule["expr"])
+        fired[rule["alert"]] = firing
+    # a pod whose processes do nothing on a GPU others keep busy is idle; the GPU itself is not
+    assert fired["GpudashGpuIdle"] == {"Pod team-b/ts-0"}
+    # memory is the GPU's: both pods sharing the nearly full GPU are told, whatever their own share
+    assert fired["GpudashFramebufferFull"] == {"Pod team-e/a", "Pod team-e/b"}
+
+
+def test_the_fleet_is_what_the_exporter_writes():
+    """A guard on the fixture: the device's series and the shares on the 4.5.3 node, copies elsewhere."""
+    on = virtual_gpus.payload(FLEET[0])
+    assert 'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-gpu-node-on-0",' in on  # the device's series, no pod
+    assert 'pod="ts-1",pod_uid="uid-team-a-ts-1",vgpu="1"} 25' in on
+    assert f'{TEMP}{{gpu="0"' in on and f'{TEMP}{{gpu="0",UUID="GPU-gpu-node-on-0",pci_bus_id="00000000:10:00.0",' \
+        f'device="nvidia0",modelName="NVIDIA A10G",Hostname="gpu-node-on",DCGM_FI_DRIVER_VERSION="570.133.20"}}' not in on
+    assert virtual_gpus.series_count(UTIL) == 4 + 2 + 1 + 2 + 2
