@@ -23,9 +23,9 @@ A MIG GPU, and a GPU that pods share by time-slicing, writes several series of o
 the GPU's value, and a counter's increase is the sum of its deltas per GPU instance (_instance_increase:
 exact over missed scrapes, one line per MIG instance; the OTel pipeline merges the pods' copies of a GPU's
 counter into one series, agent.pipeline: classic reads k times the increase on a GPU k pods time-slice);
-across GPUs, lines are per-GPU series combined by metric math, where an increase or rate is the mean
-delta (times the scrapes per period for an increase), which assumes every scrape of the period arrived: a
-period missing m of its n scrapes reads n / (n - m) of it.
+across GPUs, lines are those per-GPU-instance sums combined by metric math (exact too). A mean of per-GPU
+increases or rates per pod or node, or in an alarm (no math), has no exact form (the mean delta per scrape
+reads n / (n - m) of it when m of a period's n scrapes are missed) and is refused.
 
 Metrics Insights aggregates *observations* (one per scrape and GPU) in each period,
 and the agent sends counters as per-scrape deltas. `plan()` turns a neutral query
@@ -36,8 +36,8 @@ that the number shown is what the title says:
 * gauge sum / count over GPUs: per-GPU series summed by metric math when one line is
   wanted; per group, SUM / COUNT divided by the observations one GPU makes per period
   (period / scrape interval);
-* counter rate: AVG(delta) / scrape interval (per GPU, or averaged), SUM(delta) / period
-  for a sum over GPUs; counter increase: SUM(delta) over the period (per GPU: per GPU instance).
+* counter increase: SUM(delta) over the period (per GPU: per GPU instance; over GPUs: those sums
+  combined by metric math); counter rate: the same over the period's length, PERIOD().
 
 DCGM's blank sentinels (see blank_floor) from exporters that pass them through are dropped in
 the agent by the default OTel pipeline (render/agent_otel.py): there widgets carry no blank guard.
@@ -391,14 +391,15 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
         return per_time(line("SUM"))
     if split_ok:
         return per_time(split("SUM", across(MI_FUNCTIONS[agg])))
-    if agg == "avg":  # mean per GPU of a group: the mean delta per scrape times the scrapes per period
-        if query.as_increase:
-            return replace(line("AVG", f"{{q}} * {PERIOD} / {number(interval)}", 1 / n, True), notes=(MEAN_DELTA,))
-        rate_divisor = interval / scale
-        return replace(line("AVG", f"{{q}} / {number(rate_divisor)}", rate_divisor), notes=(MEAN_DELTA,))
+    # A mean per GPU of a group (or in an alarm, which takes no math) has no exact form: the mean delta per scrape
+    # times the scrapes per period reads n / (n - m) of it when m of n scrapes are missed (the delta after a
+    # missed scrape covers the gap), where the split form above counts each GPU's deltas whatever arrived.
     what = "increases" if query.as_increase else "rates"
-    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} per "
-                      f"{', '.join(series) or 'cluster'} in one query; group by node and gpu")
+    why = (f"; the mean delta per scrape would read n / (n - m) of the {'increase' if query.as_increase else 'rate'} "
+           f"when m of a period's n scrapes are missed") if agg == "avg" else ""
+    where = "in an alarm" if alarm and not series else f"per {', '.join(series) or 'cluster'}"
+    raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} {where} in one query{why}; "
+                      f"{'sum them, or ' if agg == 'avg' else ''}group by node and gpu")
 
 
 PERIOD = "{p}"  # in a plan's math: the period, in seconds, of the widget's query (the widget writes PERIOD() of it)
@@ -465,8 +466,6 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
 MIG_DEVICE_REPEATS = ("a GPU split into MIG instances counts once per instance (each instance's series carries "
                       "the GPU's deltas)")
 MIG_INSTANCE_SHARES = "a GPU split into MIG instances counts each instance as a GPU (each with its own share)"
-MEAN_DELTA = ("the mean per GPU is taken from the mean delta per scrape: a period missing m of its n scrapes reads "
-              "n / (n - m) of it")
 
 
 def _instance_split(query: Query, field, settings: Settings, layout: Layout) -> Plan:

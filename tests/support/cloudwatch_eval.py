@@ -36,7 +36,8 @@
     SUM of an array adds the values there are (a missing value adds 0); MIN and MAX of an array take
     the values there are (the page says nothing of missing values for them).
 * Widgets: every line is requested with the widget's period (the time range with setPeriodToTimeRange); a
-  period the console sets instead (its period selector, or the automatic period) is the `period` argument.
+  period the console sets instead (its period selector, or the automatic period) is the `period` argument;
+  with live data off (the default), a period is shown once it ended at least a minute before `now`.
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
@@ -336,13 +337,29 @@ def widget_range(properties: dict, start: float, end: float) -> tuple[float, int
     return start, int(end - start) if properties.get("setPeriodToTimeRange") else properties["period"]
 
 
+LIVE_DATA_SECONDS = 60  # live data off: a period is shown once it ended at least a minute ago
+
+
 def widget(properties: dict, datapoints: list[Datapoint], start: float, end: float,
-           period: int | None = None) -> dict[str, Series]:
+           period: int | None = None, now: float | None = None) -> dict[str, Series]:
     """The visible lines of a metric widget: {label with dynamic labels resolved: series}. `period`: the period
-    the console requests instead of the widget's (its period selector, its automatic period)."""
+    the console requests instead of the widget's (its period selector, its automatic period). `now`: when the
+    console draws the widget (None: a minute or more after `end`, so every period of the range has ended). The
+    user guide ("Use live data", cloudwatch-live-data.html): with live data off, the default, only data points
+    whose aggregation period ended at least one minute in the past are shown (a 5-minute period from 12:35 is
+    shown at 12:41); with `liveData` on, the latest one is shown while its period is still filling. A widget
+    whose one period is its range (setPeriodToTimeRange) is drawn as it is."""
     start, own_period = widget_range(properties, start, end)
-    if period is None:
-        period = own_period
+    lines = _widget_lines(properties, datapoints, start, end, period or own_period)
+    if now is None or properties.get("liveData") or properties.get("setPeriodToTimeRange"):
+        return lines
+    step = period or own_period
+    return {label: {t: v for t, v in series.items() if t + step <= now - LIVE_DATA_SECONDS}
+            for label, series in lines.items()}
+
+
+def _widget_lines(properties: dict, datapoints: list[Datapoint], start: float, end: float,
+                  period: int) -> dict[str, Series]:
     env: dict[str, Result] = {}
     kinds: dict = {}
     shown: list[tuple[str, str]] = []

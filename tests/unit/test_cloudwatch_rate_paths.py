@@ -1,0 +1,243 @@
+"""Every path CloudWatch takes to a counter's rate or increase reads the truth, or the panel is refused.
+
+A small fleet is served through the model of the CloudWatch agent driven by the generated config (both agent
+pipelines): a GPU that joins in the middle of a period, one that leaves in the middle of another, scrapes
+missed on one node, and a field whose GPU value is the sum of several series (a count per XID code, typed
+counter here). The truth is computed from the GPUs' cumulative counts at the readings that arrived: a period's
+increase is the growth between the reading before the period (or the GPU's first) and the period's last
+reading, its rate that growth over the period's length, so a GPU that joins or leaves inside a period counts
+what it did in the period, spread over the whole period (what Prometheus's rate() over a window the series
+starts or ends in reads too: it divides by the window). The period still in progress is not shown: the console
+shows a period a minute after it ends unless the widget turns live data on, and no generated widget does.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from statistics import mean
+
+import pytest
+
+from generator.artifacts import build
+from generator.cloudwatch_query import Unsupported, plan
+from generator.errors import InputError
+from generator.model import Query
+from generator.output import encode
+from generator.project import load_project
+from generator.resources import default_counters
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import close, header
+from tests.support.dcgm_fleet import target_labels
+
+REPLAYS, XIDS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_EXP_XID_ERRORS_COUNT"
+INTERVAL, PERIOD, START, END = 30, 300, 0, 7200
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+PATH = "cloudwatch/dashboards/gpudash-gpu-cluster-rates.json"
+PIPELINES = {"otel": "", "classic": "agent:\n  pipeline: classic\n"}
+A, B = "ip-10-0-1-1", "ip-10-0-1-2"
+# (node, gpu index, (namespace, pod) or None, first served, last served)
+ON = 10**6  # still served
+GPUS = ((A, 0, ("ml", "train-0"), -INTERVAL, ON), (A, 1, ("ml", "train-0"), -INTERVAL, 4980),
+        (B, 0, None, -INTERVAL, ON), (B, 1, ("research", "infer"), 1530, ON))
+CODES = ("13", "31")  # the XID codes each GPU counts, one series each
+
+PANELS = {  # title: (field, aggregation, grouping, increase)
+    "Replay rate": (REPLAYS, "sum", (), False),
+    "Replay rate per GPU": (REPLAYS, "avg", ("node", "gpu"), False),
+    "Mean replay rate per GPU": (REPLAYS, "avg", (), False),
+    "Highest replay rate": (REPLAYS, "max", (), False),
+    "XID error rate": (XIDS, "sum", (), False),
+    "XID error rate per GPU": (XIDS, "sum", ("node", "gpu"), False),
+    "Mean XID error rate per GPU": (XIDS, "avg", (), False),
+    "Mean replays per GPU of each pod": (REPLAYS, "avg", ("pod",), True),
+    "Mean replay rate per GPU of each node": (REPLAYS, "avg", ("node",), False),
+}
+REFUSED = {"Mean replays per GPU of each pod", "Mean replay rate per GPU of each node"}
+DASHBOARD = f'''
+from generator.model import Dashboard, Panel, Query, Row
+
+PANELS = {PANELS!r}
+
+
+def dashboards(ctx):
+    yield Dashboard(id="rates", title="Rates", rows=[Row("counters", [
+        Panel(title, Query(metric, aggregation, by, as_increase=increase))
+        for title, (metric, aggregation, by, increase) in PANELS.items()])])
+'''
+
+
+def work(metric: str, gpu: tuple[str, int], t: int, code: str = "") -> int:
+    """What the GPU counted by time t (never reset), per XID code for XIDS: its pace changes every 700 s."""
+    index = [g[:2] for g in GPUS].index(gpu)
+    if metric == REPLAYS:
+        return (index + 2) * t + (1 + index) * (t // 700) ** 2
+    return (index + 1) * (t // 90) + int(code) * (t // 1100)
+
+
+@lru_cache(maxsize=None)
+def arrived(node: str, until: int) -> tuple[int, ...]:
+    """Scrape times that reached the agent before `until`: node A misses one in seven and a run of three."""
+    times = range(-INTERVAL, until, INTERVAL)
+    lost = {t for i, t in enumerate(times) if i % 7 == 3} | set(times[60:63]) if node == A else set()
+    return tuple(t for t in times if t not in lost)
+
+
+def served(gpu: tuple) -> range:
+    node, index, _, first, last = gpu
+    return range(first, last + 1)
+
+
+def payload(node: str, t: int) -> str:
+    lines = []
+    for metric in (REPLAYS, XIDS):
+        lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} counter"]
+        for gpu in GPUS:
+            if gpu[0] != node or t not in served(gpu):
+                continue
+            labels = {"gpu": str(gpu[1]), "UUID": f"GPU-{node}-{gpu[1]}", "device": f"nvidia{gpu[1]}",
+                      "modelName": "NVIDIA A10G", "Hostname": node, "DCGM_FI_DRIVER_VERSION": "535.104.05"}
+            if gpu[2]:
+                labels.update(container="main", namespace=gpu[2][0], pod=gpu[2][1])
+            for code in CODES if metric == XIDS else ("",):
+                text = ",".join(f'{k}="{v}"' for k, v in {**labels, **({"xid": code} if code else {})}.items())
+                lines.append(f"{metric}{{{text}}} {work(metric, gpu[:2], t, code)}")
+    return "\n".join(lines) + "\n"
+
+
+def growth(metric: str, gpu: tuple, start: int, period: int, until: int) -> float | None:
+    """The GPU's growth (all its codes for XIDS) from the reading before the period, or its first, to the
+    period's last reading; None when it has no reading in the period after its first."""
+    read = [t for t in arrived(gpu[0], until) if t in served(gpu)]
+    inside = [t for t in read[1:] if start <= t < start + period]
+    if not inside:
+        return None
+    before = max(t for t in read if t < inside[0])
+    return float(sum(work(metric, gpu[:2], inside[-1], c) - work(metric, gpu[:2], before, c)
+                     for c in (CODES if metric == XIDS else ("",))))
+
+
+def truth(title: str, start: int, period: int, until: int = END) -> dict[str, float]:
+    """{line: value} of a panel in the period from `start`."""
+    metric, aggregation, by, _ = PANELS[title]
+    grown = {gpu[:2]: growth(metric, gpu, start, period, until) for gpu in GPUS}
+    rates = {gpu: value / period for gpu, value in grown.items() if value is not None}
+    if by:  # a counter per GPU instance (MIG none: a whole GPU); a field of several series per GPU
+        suffix = " MIG none" if metric == REPLAYS else ""
+        return {f"{node} GPU {index}{suffix}": value for (node, index), value in rates.items()}
+    if not rates:
+        return {}
+    return {title: {"sum": sum, "avg": mean, "max": max}[aggregation](rates.values())}
+
+
+def project_in(folder, pipeline: str, counters: str = ""):
+    (folder / "dashboards").mkdir(exist_ok=True)
+    (folder / "dashboards" / "rates.py").write_text(DASHBOARD.replace("{PANELS!r}", repr(PANELS)))
+    (folder / "counters.csv").write_text(default_counters().read_text() + counters)
+    (folder / "gpudash.yaml").write_text(f"{PIPELINES[pipeline]}definitions:\n  dashboards: [dashboards]\n")
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv")
+
+
+XID_COUNTER = f"{XIDS}, counter, Count of XID errors.\n"
+_BUILT: dict = {}
+
+
+def _built(tmp_path_factory, pipeline: str, until: int = END):
+    """(files, datapoints): the generated build, and what the agent published of the scrapes before `until`."""
+    if (pipeline, until) not in _BUILT:
+        project = project_in(tmp_path_factory.mktemp("rates"), pipeline, XID_COUNTER)
+        files = encode(build(project))
+        config, job = agent_config(files[AGENT_FILE])
+        scrapes = [Scrape(float(t), payload(node, t), target_labels(job, node))
+                   for node in (A, B) for t in arrived(node, until)]
+        _BUILT[pipeline, until] = files, Agent(config, job).run(scrapes)
+    return _BUILT[pipeline, until]
+
+
+def _widgets(files) -> dict[str, dict]:
+    body = json.loads(json.loads(files[PATH])["DashboardBody"])
+    return {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+
+
+def test_the_fleet_is_messy():
+    """A GPU joins and one leaves inside a period, node A misses scrapes inside periods, each GPU counts XIDs
+    under two codes (two series of one GPU)."""
+    assert 1530 % PERIOD and 4980 % PERIOD and (4980 + INTERVAL) % PERIOD
+    missed = set(range(-INTERVAL, END, INTERVAL)) - set(arrived(A, END))
+    assert len(missed) > 30 and any(t % PERIOD not in (0, PERIOD - INTERVAL) for t in missed)
+    assert payload(A, 0).count(f'{XIDS}{{') == 2 * len(CODES)
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_every_rate_path_reads_the_truth_in_every_period_joins_and_leaves_included(tmp_path_factory, pipeline):
+    files, datapoints = _built(tmp_path_factory, pipeline)
+    widgets = _widgets(files)
+    assert set(widgets) == set(PANELS) - REFUSED
+    checked = 0
+    for title, properties in widgets.items():
+        for period in (PERIOD, 60, 3600):  # the widget's own, and periods the console's selector may set
+            shown = cloudwatch_eval.widget(properties, datapoints, START, END, period=period)
+            expected: dict[str, dict[int, float]] = {}
+            for start in range(START, END, period):
+                for line, value in truth(title, start, period).items():
+                    expected.setdefault(line, {})[start] = value
+            assert set(shown) == set(expected), (title, period)
+            for line, series in expected.items():
+                assert set(shown[line]) == set(series), (title, period, line)
+                wrong = {t: (shown[line][t], v) for t, v in series.items() if not close(shown[line][t], v)}
+                assert not wrong, (title, period, line, wrong)
+                checked += len(series)
+    assert checked > 1000
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_a_mean_of_per_gpu_increases_per_pod_or_node_is_refused_and_named(tmp_path_factory, pipeline):
+    """No one query gives a mean of per-GPU increases per group exactly: the header names the panels left out."""
+    files, _ = _built(tmp_path_factory, pipeline)
+    text = header(files, PATH)
+    on_grafana = text.split("On Grafana only: ", 1)[1]
+    for title in REFUSED:
+        assert f"{title} (" in on_grafana and "n / (n - m)" in on_grafana, title
+
+
+def test_an_alarm_on_the_mean_increase_over_the_fleet_is_refused_at_generate(tmp_path):
+    project = project_in(tmp_path, "otel", XID_COUNTER)
+    for increase in (True, False):
+        with pytest.raises(Unsupported, match=r"mean delta per scrape would read n / \(n - m\)"):
+            plan(Query(REPLAYS, "avg", (), as_increase=increase), project.catalog, project.settings, 300, alarm=True)
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "mean.py").write_text(
+        "from generator.model import Alarm, Condition, Query\n\n\ndef alarms(ctx):\n"
+        f"    yield Alarm('mean-replays', 'Replays', Condition(Query({REPLAYS!r}, 'avg', (), as_increase=True), "
+        "'>', 10))\n")
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n  alarms: [alarms]\n")
+    with pytest.raises(InputError, match="mean-replays|mean.py"):
+        build(load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv"))
+
+
+NOW = END + 90  # 90 s into a period
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_the_period_in_progress_is_not_shown_as_if_complete(tmp_path_factory, pipeline):
+    """Drawn 90 s into a period, each widget shows every period that ended a minute before, each true, and not
+    the one still filling. Live data on would show that one at a third of the fleet's pace: no widget turns it
+    on."""
+    files, datapoints = _built(tmp_path_factory, pipeline, until=NOW)
+    for title, properties in _widgets(files).items():
+        assert "liveData" not in properties, title
+        shown = cloudwatch_eval.widget(properties, datapoints, START, NOW, now=NOW)
+        expected: dict[str, dict[int, float]] = {}
+        for start in range(START, END, PERIOD):  # the periods that ended; none from END on
+            for line, value in truth(title, start, PERIOD, NOW).items():
+                expected.setdefault(line, {})[start] = value
+        assert {line: set(series) for line, series in shown.items()} == \
+            {line: set(series) for line, series in expected.items()}, title
+        assert all(close(v, expected[line][t]) for line, series in shown.items() for t, v in series.items()), title
+    live = cloudwatch_eval.widget({**_widgets(files)["Replay rate"], "liveData": True}, datapoints, START, NOW,
+                                  now=NOW)
+    filling = live["Replay rate"][END]  # the deltas of 90 s over 300 s
+    assert close(filling, truth("Replay rate", END, PERIOD, NOW)["Replay rate"])
+    pace = sum(growth(REPLAYS, gpu, END, PERIOD, NOW) for gpu in GPUS if gpu[4] == ON) / (NOW - END)
+    assert filling < 0.5 * pace
