@@ -241,3 +241,14 @@ def test_the_period_in_progress_is_not_shown_as_if_complete(tmp_path_factory, pi
     assert close(filling, truth("Replay rate", END, PERIOD, NOW)["Replay rate"])
     pace = sum(growth(REPLAYS, gpu, END, PERIOD, NOW) for gpu in GPUS if gpu[4] == ON) / (NOW - END)
     assert filling < 0.5 * pace
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_every_whole_gpu_publishes_the_per_instance_set_with_gpu_instance_none(tmp_path_factory, pipeline):
+    """The sets keyed on GPU_I_ID (per GPU instance) hold every whole GPU, held by a pod or idle, on both
+    pipelines: the agent's scrape job writes GPU_I_ID="none" on a series without one before either pipeline
+    reads it (the OTel receiver runs the job's metric_relabel_configs as Prometheus does)."""
+    files, datapoints = _built(tmp_path_factory, pipeline)
+    instances = {(p.dims()["node"], p.dims()["gpu"], p.dims()["GPU_I_ID"]) for p in datapoints
+                 if p.metric == REPLAYS and "GPU_I_ID" in p.dims() and "pod" not in p.dims()}
+    assert instances == {(node, str(index), "none") for node, index, *_ in GPUS}
