@@ -11,7 +11,8 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
 * alarms: a Metrics Insights alarm is billed per metric its query analyzes (every pod or
   GPU of its cluster), a static alarm per metric;
 * dashboard reads: each widget's query analyzes every metric its SCHEMA matches in the
-  cluster, at every refresh while someone looks.
+  cluster, at every refresh while someone looks; the console runs them free of charge, so they
+  are counted at the console's rate (0 unless a price file says otherwise).
 """
 
 from __future__ import annotations
@@ -274,14 +275,14 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
     paid = count - min(free["count"], small)
     refreshes = fleet.dashboard_view_hours * 60 / fleet.refresh_minutes * fleet.clusters
     reads = analyzed * refreshes
-    read_price = _price(prices, "metrics_analyzed_per_1000")
+    read_price = _price(prices, "console_metrics_analyzed_per_1000")
     return [
         Line("dashboards", paid, _price(prices, "dashboard_month"), paid * _price(prices, "dashboard_month"),
              f"{count} dashboards; {min(free['count'], small)} free (the free tier takes 3 of at most "
              f"{free['max_metrics']} metrics; these show up to {max(shown, default=0):,.0f})"),
         Line("dashboard reads (metrics analyzed, thousands)", reads / 1000, read_price, reads / 1000 * read_price,
              f"{fleet.dashboard_view_hours:g} h viewed per cluster, refresh every {fleet.refresh_minutes} min; "
-             f"each query analyzes every pod or GPU of its cluster"),
+             f"each query analyzes every pod or GPU of its cluster; free in the console"),
     ]
 
 

@@ -140,6 +140,19 @@ def test_reads_are_metrics_analyzed_and_follow_viewing(project):
     assert longer[read]["quantity"] == pytest.approx(base[read]["quantity"] * 2)
 
 
+def test_dashboard_reads_in_the_console_cost_nothing_unless_a_price_file_says_so(project, tmp_path):
+    """Metrics Insights queries the CloudWatch console runs (a dashboard viewed there) are free of charge
+    (user guide, Building your queries in CloudWatch Metrics Insights); the reads are still counted."""
+    read = "dashboard reads (metrics analyzed, thousands)"
+    fleet = Fleet(clusters=1, pods=500, churn=0)
+    free = _lines(estimates(project, fleet))[read]
+    assert free["quantity"] > 0 and free["monthly"] == 0
+    override = tmp_path / "prices.json"
+    override.write_text(json.dumps({"rates": {"console_metrics_analyzed_per_1000": {"price": 0.01}}}))
+    priced = _lines(estimates(project, fleet, load_prices(overrides=override)))[read]
+    assert priced["monthly"] == pytest.approx(free["quantity"] * 0.01)
+
+
 def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path):
     prices = load_prices()
     assert prices["as_of"] and all(rate.get("source") for rate in prices["rates"].values())
