@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
+from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets, pod_dimensions
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
@@ -534,11 +535,16 @@ def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
     GPU's increase once per pod sharing it (a note per widget; the OTel pipeline merges the copies)."""
     if not _classic(subject):
         return
+    yield from _per_widget(subject, "CW016", "note", _summed_shared_counters, SHARED_COUNTER)
+
+
+def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message: str) -> Iterable[Finding]:
+    """A finding per metric widget whose expressions `fields_of` names fields of (`message` names them)."""
     for name, index, properties in _metric_widgets(subject):
-        fields = _summed_shared_counters(subject, (e for _, e, _ in _widget_entries(properties) if e is not None))
+        fields = fields_of(subject, (e for _, e, _ in _widget_entries(properties) if e is not None))
         if fields:
-            yield Finding("CW016", "note", f"{_where(name, index)} ({properties.get('title', '')})",
-                          SHARED_COUNTER.format(", ".join(fields)))
+            yield Finding(rule, severity, f"{_where(name, index)} ({properties.get('title', '')})",
+                          message.format(", ".join(fields)))
 
 
 def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
@@ -552,6 +558,42 @@ def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
         if fields:
             yield Finding("AL013", "note", _alarm_where(item),
                           SHARED_COUNTER.format(", ".join(fields)) + ", so it may fire below its threshold")
+
+
+def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
+    """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
+    exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
+    if not subject.settings.exporter.virtual_gpus or not _classic(subject):
+        return []
+    namespace = subject.settings.cloudwatch.namespace
+    pod = set(pod_dimensions(subject.settings))
+    fields = set()
+    for expression in expressions:
+        query = _parsed(expression) if is_query(expression) else None
+        if query is not None and query.namespace == namespace and query.metric in PER_PROCESS_FIELDS \
+                and query.schema is not None and not pod <= set(query.schema):
+            fields.add(query.metric)
+    return sorted(fields)
+
+
+MIXED_SHARES = ("exporter.virtual_gpus: the agent's JSON path (agent.pipeline: classic) publishes each pod's own share "
+                "of {} under the per-GPU dimensions beside the device's value, and no statistic of the query tells "
+                "them apart (a GPU at 90 % that three pods share at 30 % averages 45 %); use agent.pipeline: otel "
+                "(agent 1.300066.0 or later), which publishes the device's value alone per GPU")
+
+
+def widget_mixed_shares(subject: LintInput) -> Iterable[Finding]:
+    """With exporter.virtual_gpus on agent.pipeline: classic, a widget reading GPU utilization or framebuffer used
+    per GPU, node or cluster mixes the device's value with the pods' shares (an error per widget)."""
+    yield from _per_widget(subject, "CW017", "error", _mixed_shares, MIXED_SHARES)
+
+
+def alarm_mixed_shares(subject: LintInput) -> Iterable[Finding]:
+    """The same for an alarm (an error per alarm)."""
+    for item in subject.alarms:
+        fields = _mixed_shares(subject, (str(m.get("Expression", "")) for m in item.request.get("Metrics", [])))
+        if fields:
+            yield Finding("AL014", "error", _alarm_where(item), MIXED_SHARES.format(", ".join(fields)))
 
 
 MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)
@@ -662,6 +704,8 @@ RULES = (
                   "(a note per widget)", widget_blanks),
     Rule("CW016", "widgets summing a counter per GPU, node or cluster count a shared GPU's increase once per pod on "
                   "agent.pipeline: classic (a note per widget)", widget_shared_counters),
+    Rule("CW017", "with exporter.virtual_gpus, no widget reads GPU utilization or framebuffer used outside the per-pod "
+                  "dimensions on agent.pipeline: classic", widget_mixed_shares),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
@@ -674,6 +718,8 @@ RULES = (
     Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
     Rule("AL013", "alarms summing a counter per GPU instance read a shared GPU's increase once per pod on "
                   "agent.pipeline: classic (a note per alarm)", alarm_shared_counters),
+    Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "
+                  "dimensions on agent.pipeline: classic", alarm_mixed_shares),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

@@ -37,7 +37,7 @@ import re
 from typing import Any, Iterable
 
 from ..blanks import reading_floor
-from ..catalog import MIG_INSTANCE_LABEL, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION
 from ..settings import Cluster, Settings
@@ -145,8 +145,16 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
 
     awsemf then turns each series into deltas: the merged one's are the GPU's increase, once, across pods
     arriving and leaving, missed scrapes and counter resets; a pod's copy reads the GPU's increase while the
-    pod held it (from its first scrape with the pod to its last)."""
-    names = [n for n in shipped if n in catalog and catalog.get(n).is_counter]
+    pod held it (from its first scrape with the pod to its last).
+
+    With exporter.virtual_gpus, the fields the exporter splits per process (catalog.PER_PROCESS_FIELDS) are
+    merged the same way: a GPU pods hold has the device's own series and each pod's share (4.5.3 and later),
+    or copies of the device's value (before, or with the exporter's setting off); the merged series is the
+    largest, the device's value (its used memory holds every process's; its utilization the time any of
+    them ran), published per GPU once, while each pod's copy keeps its share for the per-pod sets and the
+    device's own series, without a pod, is published in neither."""
+    shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
+    names = [n for n in shipped if n in catalog and (catalog.get(n).is_counter or n in shared)]
     if not names:
         return None
     pod_set = set(settings.cloudwatch.dimensions)

@@ -1,0 +1,110 @@
+"""CloudWatch widgets and alarms read the truth of a fleet whose exporters run with KUBERNETES_VIRTUAL_GPUS=true.
+
+The fleet of tests/support/virtual_gpus.py (its docstring cites dcgm-exporter's source: a 4.5.3 node with the
+setting on writes GPU utilization and framebuffer used as the device's series plus each pod's share, a node
+with it off, a 4.5.2 node mid-upgrade whose copies all carry the device's value) goes through the model of the
+CloudWatch agent fed with the generated configuration (the OTel pipeline: filter, metricstransform, awsemf);
+every generated widget and alarm is evaluated over the datapoints with Metrics Insights' documented semantics.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.lint.runner import lint_project
+from generator.project import load_project
+from tests.integration.test_mig_twins import built_with
+from tests.support import cloudwatch_eval, virtual_gpus
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import close, panel, widgets
+from tests.support.dcgm_fleet import target_labels
+from tests.support.virtual_gpus import FIELDS, FLEET
+
+STEP, END = 30, 2100  # seven 5-minute periods of 30 s scrapes
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+VIRTUAL = "exporter:\n  virtual_gpus: true\n"
+
+
+def _published(files) -> list:
+    config, job = agent_config(files[AGENT_FILE])
+    return Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
+                                   for k in range(-1, END // STEP) for node in FLEET])
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    files, folder = built_with(tmp_path_factory.mktemp("virtual"), {}, FIELDS, VIRTUAL)
+    return load_project(folder / "gpudash.yaml", folder / "counters.csv"), files, _published(files)
+
+
+def _shown(project, files, points) -> dict[str, tuple[dict, dict]]:
+    """{widget title: (lines shown, truth)} with each line's value in every period."""
+    result = {}
+    for path, properties in widgets(files):
+        query = panel(project, path, properties["title"], "gpu-cluster").queries[0]
+        lines = cloudwatch_eval.widget(properties, points, 0, END)
+        shown = {label.removesuffix(" MIG none"): set(series.values()) for label, series in lines.items()}
+        expected = {} if "mig_instance" in query.by else \
+            {label or properties["title"]: value for label, value in virtual_gpus.truth(query).items()}
+        result[f"{path.rsplit('/', 1)[1]} {properties['title']}"] = (shown, expected)
+    return result
+
+
+def test_every_widget_reads_the_device_per_gpu_and_each_pods_share_per_pod(fleet):
+    project, files, points = fleet
+    checked = _shown(project, files, points)
+    for title, (shown, expected) in checked.items():
+        assert set(shown) == set(expected), title
+        for label, value in expected.items():
+            assert len(shown[label]) == 1 and close(next(iter(shown[label])), value), (title, label, shown[label], value)
+    assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {90.0}
+    assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {30000.0}
+    assert checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"][0]["Pod team-a/ts-1"] == {25.0}
+
+
+def test_without_the_setting_the_same_fleet_reads_wrong(tmp_path):
+    files, folder = built_with(tmp_path, {}, FIELDS)
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    checked = _shown(project, files, _published(files))
+    assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {36.25}
+    assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {12750.0}
+
+
+def _alarms(files) -> dict[str, dict]:
+    return {next(t["Value"] for t in a["Request"]["Tags"] if t["Key"] == "gpudash:rule"): a["Request"]
+            for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+
+
+def _firing(request, points) -> set[str]:
+    return {f"Pod {dict(key).get('namespace')}/{dict(key).get('pod')}"
+            for key, state in cloudwatch_eval.alarm(request, points, END).items() if state == "ALARM"}
+
+
+def test_alarms_judge_each_pod_on_its_share_and_its_gpus_memory_on_the_device(fleet):
+    _, files, points = fleet
+    alarms = _alarms(files)
+    assert _firing(alarms["gpu-idle"], points) == {"Pod team-b/ts-0"}  # its processes do nothing; the GPU is busy
+    assert _firing(alarms["framebuffer-full"], points) == {"Pod team-e/a", "Pod team-e/b"}  # the GPU's free memory
+
+
+def test_classic_cannot_tell_the_device_from_the_shares_and_lint_refuses_it(tmp_path):
+    """agent.pipeline: classic publishes each pod's share beside the device's value under the per-GPU dimensions
+    (the 90 % GPU reads 36.25 %): lint errs on every widget that reads them there (CW017); per-pod widgets stay
+    true, and without exporter.virtual_gpus (or on the OTel pipeline) nothing is flagged."""
+    files, folder = built_with(tmp_path, {}, FIELDS, VIRTUAL + "agent:\n  pipeline: classic\n")
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    checked = _shown(project, files, _published(files))
+    assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {36.25}
+    shown, expected = checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"]
+    assert shown == {label: {value} for label, value in expected.items()}
+    flagged = {f.where.split(" (", 1)[1].rstrip(")") for f in lint_project(project) if f.rule == "CW017"}
+    assert {f.severity for f in lint_project(project) if f.rule in ("CW017", "AL014")} == {"error"}
+    assert flagged == {"Average GPU utilization", "GPU utilization", "Framebuffer memory used",
+                       "Framebuffer used per MIG instance"}
+    for settings in (VIRTUAL, "agent:\n  pipeline: classic\n"):
+        (tmp_path / settings[:5]).mkdir()
+        _, other = built_with(tmp_path / settings[:5], {}, FIELDS, settings)
+        assert not [f for f in lint_project(load_project(other / "gpudash.yaml", other / "counters.csv"))
+                    if f.rule in ("CW017", "AL014")]
