@@ -26,9 +26,9 @@ def test_first_apply_creates_everything_and_the_second_writes_nothing(aws):
     assert {name: a["AlarmConfigurationUpdatedTimestamp"] for name, a in alarms(client).items()} == first
 
 
-def test_a_threshold_change_updates_one_alarm_and_plan_says_how(aws, project_dir, cli):
+def test_a_threshold_change_updates_one_alarm_and_plan_says_how(aws, published, project_dir, cli):
     client, apply = aws
-    apply()
+    published()
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
     code, stdout, _ = cli("plan", "--no-grafana", "--config", str(config))
     assert code == 1
@@ -41,9 +41,9 @@ def test_a_threshold_change_updates_one_alarm_and_plan_says_how(aws, project_dir
     assert alarms(client)["gpudash-gpu-cluster-gpu-temp-critical-critical"]["Threshold"] == 90.0
 
 
-def test_tags_are_reconciled_with_tag_resource(aws):
+def test_tags_are_reconciled_with_tag_resource(aws, published):
     client, apply = aws
-    apply()
+    published()
     alarm = alarms(client)["gpudash-gpu-cluster-gpu-idle-warning"]
     hashed = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
     # Without its rule tag and its edit evidence (an alarm written before gpudash kept it), but as generated:
@@ -70,9 +70,9 @@ def test_alarms_and_dashboards_gpudash_does_not_own_are_not_touched(aws):
     assert "Metrics" in alarms(client)["gpudash-gpu-cluster-xid-error-critical"]
 
 
-def test_a_dashboard_edited_in_the_console_is_drift(aws):
+def test_a_dashboard_edited_in_the_console_is_drift(aws, published):
     client, apply = aws
-    apply()
+    published()
     live = json.loads(client.get_dashboard(DashboardName="gpudash-gpu-cluster-overview")["DashboardBody"])
     live["widgets"][2]["properties"]["title"] = "renamed by hand"
     client.put_dashboard(DashboardName="gpudash-gpu-cluster-overview", DashboardBody=json.dumps(live))
@@ -84,9 +84,9 @@ def test_a_dashboard_edited_in_the_console_is_drift(aws):
     assert "renamed by hand" not in client.get_dashboard(DashboardName="gpudash-gpu-cluster-overview")["DashboardBody"]
 
 
-def test_prune_deletes_only_owned_alarms_no_longer_defined(aws):
+def test_prune_deletes_only_owned_alarms_no_longer_defined(aws, published):
     client, apply = aws
-    apply()
+    published()
     from generator.markers import ALARM_HASH_TAG
     from generator.ownership import alarm_hash
 

@@ -26,9 +26,9 @@ FAULTS = {  # name: (operation, action, times, status, body)
 
 
 @pytest.mark.parametrize("name", list(FAULTS))
-def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxied, project_dir, name):
+def test_faults_never_touch_foreign_or_edited_alarms_and_a_rerun_converges(proxied, published, project_dir, name):
     proxy, client, apply = proxied
-    apply()
+    published()
     edit_in_console(client)
     foreign_alarm(client, FOREIGN.replace("xid-error", "row-remap-failure"))
     client.delete_alarms(AlarmNames=[FOREIGN])

@@ -36,9 +36,9 @@ def test_an_alarm_listing_that_is_not_an_api_answer_is_a_remote_failure(proxied,
                                                ("GetDashboard", b'{"DashboardBody": "<x>"}'),
                                                ("ListDashboards", b"{}"),
                                                ("ListDashboards", b'{"DashboardEntries": [{"DashboardArn": "x"}]}')])
-def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(proxied, operation, answer):
+def test_tag_and_dashboard_reads_that_are_not_api_answers_are_remote_failures(proxied, published, operation, answer):
     proxy, client, apply = proxied
-    apply()
+    published()
     foreign_alarm(client)
     before = snapshot(client)
     fresh(proxy)
@@ -67,9 +67,9 @@ def test_an_alarm_created_between_plan_and_apply_is_not_overwritten(proxied):
     assert code == 1 and report["refused"] == [FOREIGN] and report["written"] == []
 
 
-def test_an_alarm_edited_in_the_console_is_drift_and_needs_force(aws, cli):
+def test_an_alarm_edited_in_the_console_is_drift_and_needs_force(aws, published, cli):
     client, apply = aws
-    apply()
+    published()
     edit_in_console(client)
     code, stdout, _ = cli("plan", "--no-grafana")
     assert code == 1
@@ -87,9 +87,9 @@ def test_an_alarm_edited_in_the_console_is_drift_and_needs_force(aws, cli):
     assert apply()[1]["written"] == []
 
 
-def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied):
+def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied, published):
     proxy, client, apply = proxied
-    apply()
+    published()
     arn = alarms(client)[EDITED]["AlarmArn"]
     client.untag_resource(ResourceARN=arn, TagKeys=["ManagedBy"])
     fresh(proxy)
@@ -101,9 +101,9 @@ def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied):
     assert proxy.operations.count("GetResources") == 1 and proxy.operations.count("ListTagsForResource") == 1
 
 
-def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, project_dir):
+def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, published, project_dir):
     client, apply = aws
-    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     edit_in_console(client, RETIRED_EDITED)
     code, report, _ = apply("--prune")  # back to one cluster: the other cluster's alarms are retired
     assert code == 1 and report["refused"] == [RETIRED_EDITED]
@@ -116,14 +116,14 @@ def _dashboards(client):
     return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
 
 
-def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, project_dir, cli):
+def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, published, project_dir, cli):
     """A removed cluster's dashboards show as deletes and --prune deletes them; one edited in the console
     no longer proves it is this project's (a person's copy under another name or another project's reads
     alike), and a dashboard with a gpudash-like name and no stamp: neither is ever touched, even with --force."""
     import json
 
     client, apply = aws
-    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     edited, kept = "gpudash-other-health", ["gpudash-other-by-pod", "gpudash-other-overview"]
     body = json.loads(client.get_dashboard(DashboardName=edited)["DashboardBody"])
     body["widgets"][1]["properties"]["title"] = "renamed in the console"
@@ -148,11 +148,11 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, projec
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
 
-def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, project_dir):
+def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, published, project_dir):
     import json
 
     proxy, client, apply = proxied
-    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     first_page = json.dumps({"DashboardEntries": [], "NextToken": "next-page"}).encode()
     proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
@@ -163,9 +163,9 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, proj
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
 
 
-def test_deletes_are_batched(proxied, project_dir):
+def test_deletes_are_batched(proxied, published, project_dir):
     proxy, client, apply = proxied
-    apply("--config", str(project_dir(TWO_CLUSTERS)))
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune")
     assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 10
@@ -173,9 +173,9 @@ def test_deletes_are_batched(proxied, project_dir):
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
-def test_a_lost_tag_write_converges_without_false_drift(proxied, project_dir):
+def test_a_lost_tag_write_converges_without_false_drift(proxied, published, project_dir):
     proxy, client, apply = proxied
-    apply()
+    published()
     config = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}\n")
     proxy.inject(fault("TagResource", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"}))
     code, report, _ = apply("--config", str(config))
@@ -226,9 +226,9 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     assert code == 0 and last["written"] == []
 
 
-def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied):
+def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied, published):
     proxy, client, apply = proxied
-    apply()
+    published()
     fresh(proxy)
     proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
                        body={"__type": "AccessDeniedException", "message": "not authorized to tag:GetResources"}))
@@ -275,12 +275,12 @@ def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, project_dir)
     assert proxy.operations.count("GetResources") >= 4 and proxy.operations.count("ListTagsForResource") == 0
 
 
-def test_alarm_listings_are_read_to_their_last_page(proxied):
+def test_alarm_listings_are_read_to_their_last_page(proxied, published):
     """moto answers DescribeAlarms in one page; the proxy splits its answer into two pages."""
     import json
 
     proxy, client, apply = proxied
-    apply()
+    published()
     pages = []
 
     def split(body: bytes) -> bytes:
@@ -299,14 +299,14 @@ def test_alarm_listings_are_read_to_their_last_page(proxied):
     assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 13} and writes(proxy) == []
 
 
-def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws):
+def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws, published):
     """Someone adds ManagedBy=gpudash and this project's tag to their own alarm under the prefix: with no
     gpudash:sha256 tag there is no evidence gpudash wrote it as it is, so --prune alone leaves it; --prune
     --force deletes it."""
     from generator.markers import ALARM_OWNER_TAG
 
     client, apply = aws
-    assert apply()[0] == 0
+    published()
     name = "gpudash-gpu-cluster-handmade"
     foreign_alarm(client, name)
     client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
@@ -330,7 +330,7 @@ THRESHOLD_CHANGE = "thresholds:\n  gpu_temp_celsius: {warning: 80, critical: 90}
 
 
 def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_deleted_nor_overwritten(
-        proxied, project_dir):
+        proxied, published, project_dir):
     """Between the plan and the writes a person takes alarms over: strips the ownership tag of an alarm the
     plan updates and of one it deletes, gives another to their team, rewrites the hash tag of a third.
     Even with --prune --force none of them is written or deleted (each is reported); the rest is."""
@@ -341,7 +341,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     from generator.targets import cloudwatch_sync
 
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     desired = desired_from(build(load_project(project_dir(THRESHOLD_CHANGE))))  # one cluster: "other" retires
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired)
@@ -373,11 +373,11 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     assert proxy.operations.count("DeleteAlarms") == 1
 
 
-def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, project_dir):
+def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, published, project_dir):
     """The person acts while apply is already writing (just before its first PutMetricAlarm): the tags and
     fields are read again right before DeleteAlarms, so the alarms they took over or edited stay."""
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     taken, edited = RETIRED_EDITED, "gpudash-other-xid-error-critical"
 
     def person():
@@ -398,12 +398,12 @@ def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, project_
     assert taken not in [c["name"] for c in report["changes"]]
 
 
-def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied, project_dir):
+def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied, published, project_dir):
     from generator.clients.cloudwatch import CloudWatch
     from generator.targets import cloudwatch_sync
 
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     desired = default_desired()
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired)
@@ -439,11 +439,11 @@ def test_an_edit_made_while_apply_writes_other_alarms_is_not_taken_for_cloudwatc
     assert alarms(client)[edited[0]]["Threshold"] == 3.0
 
 
-def test_an_alarm_edited_while_apply_writes_the_ones_before_it_is_not_overwritten(proxied, project_dir):
+def test_an_alarm_edited_while_apply_writes_the_ones_before_it_is_not_overwritten(proxied, published, project_dir):
     """A batch's writes take up to half a minute at 3 a second: each alarm's fields are read again right before
     its own write, so a console edit made while apply writes the alarms before it survives (and is reported)."""
     proxy, client, apply = proxied
-    assert apply()[0] == 0
+    published()
     first, second = "gpudash-gpu-cluster-gpu-temp-critical-critical", "gpudash-gpu-cluster-gpu-temp-high-warning"
     fresh(proxy)
     proxy.inject(Rule(path="/", operation="PutMetricAlarm", action="before",

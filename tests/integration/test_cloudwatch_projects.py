@@ -48,9 +48,9 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-east-")]
 
 
-def test_prune_is_refused_while_the_settings_name_no_project(aws, tmp_path):
+def test_prune_is_refused_while_the_settings_name_no_project(aws, published, tmp_path):
     client, apply = aws
-    assert apply()[0] == 0
+    published()
     before = (_all_alarms(client), _dashboards(client))
     code, stdout, stderr = apply("--prune", "--config", _settings(tmp_path, "none", "clusters:\n"
                                                                   "  - {name: other, region: us-east-1}\n"))
@@ -59,9 +59,9 @@ def test_prune_is_refused_while_the_settings_name_no_project(aws, tmp_path):
     assert (_all_alarms(client), _dashboards(client)) == before
 
 
-def test_a_persons_copy_of_a_dashboard_is_never_pruned(aws, cli):
+def test_a_persons_copy_of_a_dashboard_is_never_pruned(aws, published, cli):
     client, apply = aws
-    assert apply()[0] == 0
+    published()
     body = client.get_dashboard(DashboardName="gpudash-gpu-cluster-overview")["DashboardBody"]
     copies = ["gpudash-gpu-cluster-overview-alice", "gpudash-oncall-copy"]
     for name in copies:  # "Save as" in the console: the same body under a name of their own

@@ -31,9 +31,9 @@ def test_writes_answered_200_with_an_error_body_are_failures(proxied):
     assert "an error, ThrottlingException: Rate exceeded" in errors["gpudash-gpu-cluster-gpu-idle-warning"]
 
 
-def test_deletes_answered_200_with_an_error_body_are_failures(proxied, project_dir):
+def test_deletes_answered_200_with_an_error_body_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body=THROTTLED),
@@ -45,11 +45,11 @@ def test_deletes_answered_200_with_an_error_body_are_failures(proxied, project_d
     assert all(other_cluster(item["name"]) for item in report["failed"])
 
 
-def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(proxied, project_dir, cli):
+def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(proxied, published, project_dir, cli):
     """PutMetricAlarm answered as done ({} with 200) but never made: the read-back shows the old alarm,
     which is no evidence of the write. It is reported failed, and the next plan still shows the update."""
     proxy, client, apply = proxied
-    assert apply()[0] == 0
+    published()
     name = "gpudash-gpu-cluster-gpu-temp-high-warning"
     tags = client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
@@ -70,10 +70,10 @@ def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(prox
 
 @pytest.mark.parametrize("operation, key", [("DescribeAlarms", "NextToken"), ("ListDashboards", "NextToken"),
                                             ("GetResources", "PaginationToken")])
-def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, cli, operation, key):
+def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, published, cli, operation, key):
     proxy, client, apply = proxied
     if operation == "GetResources":  # read only when alarms are found
-        assert apply()[0] == 0
+        published()
 
     def same_token(body: bytes) -> bytes:
         return json.dumps({**json.loads(body), key: "the-same-token"}).encode()
@@ -92,9 +92,10 @@ def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, cli, ope
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 
 
-def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_gone_not_a_crash(proxied, project_dir):
+def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_gone_not_a_crash(
+        proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
 
@@ -115,9 +116,9 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
 
 
-def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(proxied, project_dir):
+def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),

@@ -23,9 +23,10 @@ def _tags(client, name):
     return client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]
 
 
-def test_an_alarm_update_not_made_whose_read_back_fails_is_a_failure_without_evidence(proxied, project_dir, cli):
+def test_an_alarm_update_not_made_whose_read_back_fails_is_a_failure_without_evidence(
+        proxied, published, project_dir, cli):
     proxy, client, apply = proxied
-    assert apply()[0] == 0
+    published()
     tags = _tags(client, NAME)
     config = str(project_dir(WARMER))
     fresh(proxy)
@@ -53,9 +54,9 @@ def test_an_alarm_create_not_made_and_interrupted_is_not_reported_written(proxie
     assert not [name for name in written if name.endswith(("-warning", "-critical")) and name not in live]
 
 
-def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, project_dir):
+def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply()[0] == 0
+    published()
     before = client.get_dashboard(DashboardName=DASHBOARD)["DashboardBody"]
     fresh(proxy)
     proxy.inject(fault("PutDashboard", "status", times=ALWAYS, body={}))
@@ -67,9 +68,9 @@ def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, project_d
     assert "not there with the body sent" in error, error
 
 
-def test_deletes_answered_but_not_made_are_failures(proxied, project_dir):
+def test_deletes_answered_but_not_made_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body={}),

@@ -72,6 +72,54 @@ def aws(moto, cli, monkeypatch, built_once, tmp_path):
     return client, apply
 
 
+_PUBLISHED: dict = {}  # (settings text, arguments) -> moto's CloudWatch state right after that first apply
+
+
+def _cloudwatch_state():
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    return {(account, region): {key: backend.__dict__[key] for key in _STATE}
+            for account, regions in cloudwatch_backends.items() for region, backend in regions.items()}
+
+
+_STATE = ("alarms", "dashboards", "metric_data", "paged_metric_data", "insight_rules", "tagger")
+
+
+@pytest.fixture
+def published(aws, moto):
+    """`published(*args)` leaves in moto what `apply(*args)` leaves when it publishes into moto's empty
+    state: alarms with their tags and history, dashboards, datapoints. A worker's first test of a settings
+    text runs that apply (it must exit 0) and keeps a copy of moto's CloudWatch state; every later test
+    gets a fresh copy of that state instead of the apply's 50-odd requests. The apply is the same each
+    time (the same build into the same empty state), and moto keeps each request's outcome in these
+    objects alone, so the copy is the world the apply would leave."""
+    import copy
+    import os
+
+    from moto.cloudwatch.models import cloudwatch_backends
+
+    _, apply = aws
+
+    def publish(*args):
+        assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values()), \
+            "published() starts a test: moto must still be empty"
+        config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
+        key = (open(config).read(), tuple(a for a in args if a != config))
+        if key not in _PUBLISHED:
+            code, report, stderr = apply(*args)
+            assert code == 0, stderr
+            _PUBLISHED[key] = copy.deepcopy(_cloudwatch_state())
+            return
+        for (account, region), state in copy.deepcopy(_PUBLISHED[key]).items():
+            backend = cloudwatch_backends[account][region]
+            dashboards = backend.dashboards  # every Region's one set (moto_server.py): filled, not replaced
+            dashboards.clear()
+            dashboards.update(state.pop("dashboards"))
+            backend.__dict__.update(state)
+
+    return publish
+
+
 @pytest.fixture
 def proxied(aws, moto, monkeypatch):
     """The same, through a fault-injecting proxy in front of moto."""
