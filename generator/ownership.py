@@ -166,6 +166,44 @@ def as_reported(request: dict[str, Any], reported: dict[str, Any]) -> dict[str, 
     return result
 
 
+# What a read-back must show as sent for the write to count: PutMetricAlarm's parameters that decide what
+# the alarm evaluates (metric or queries, statistic, period, unit), when it fires (comparison, threshold,
+# evaluation and datapoint counts, missing-data treatment) and whom it tells (actions). Not checked:
+# AlarmDescription, text for people (CloudWatch may shorten or re-encode it; the evidence keeps the form
+# reported); a query's Label and Tags are not among the fields compared at all. DescribeAlarms' MetricAlarm
+# may leave out what PutMetricAlarm documents as a default: ActionsEnabled (true), TreatMissingData
+# (missing), DatapointsToAlarm (EvaluationPeriods, in alarm_fields), a query's ReturnData (true, in
+# alarm_fields); it may list a metric's dimensions in another order and leave out an expression query's Period.
+_NOT_CONFIRMED = ("AlarmDescription",)
+_DEFAULTS = {"ActionsEnabled": True, "TreatMissingData": "missing"}
+
+
+def _significant(fields: dict[str, Any]) -> dict[str, Any]:
+    result = {key: value for key, value in fields.items() if key not in _NOT_CONFIRMED}
+    for key, default in _DEFAULTS.items():
+        result.setdefault(key, default)
+    if isinstance(result.get("Metrics"), list):
+        result["Metrics"] = [[*query[:2], _stat_sorted(query[2]), *query[3:]] for query in result["Metrics"]]
+    return result
+
+
+def _stat_sorted(stat: Any) -> Any:
+    """A query's MetricStat with its metric's dimensions in one order."""
+    metric = stat.get("Metric") if isinstance(stat, dict) else None
+    dimensions = metric.get("Dimensions") if isinstance(metric, dict) else None
+    if not isinstance(dimensions, list):
+        return stat
+    ordered = sorted(dimensions, key=lambda d: (str(d.get("Name")), str(d.get("Value"))) if isinstance(d, dict) else ("", ""))
+    return {**stat, "Metric": {**metric, "Dimensions": ordered}}
+
+
+def unconfirmed(request: dict[str, Any], reported: dict[str, Any]) -> list[str]:
+    """The fields (alarm_fields of both) in which the alarm CloudWatch reports is not the request, up to
+    CloudWatch's documented defaults and forms: empty when the read-back confirms the write."""
+    wanted, seen = _significant(as_reported(request, reported)), _significant(reported)
+    return sorted(key for key in {*wanted, *seen} if wanted.get(key) != seen.get(key))
+
+
 def alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm))
 
@@ -185,10 +223,15 @@ def read_alarm_evidence(tags: list[dict[str, str]]) -> tuple[str | None, str | N
     return request, reported or request
 
 
+def creation_tags(request: dict[str, Any]) -> list[dict[str, str]]:
+    """The request's own tags (owner, rule, project): what an alarm carries from its creation on."""
+    return [t for t in request.get("Tags", []) if t.get("Key") != ALARM_HASH_TAG]
+
+
 def alarm_tags(request: dict[str, Any], reported_hash: str | None = None) -> list[dict[str, str]]:
-    """The tags an alarm gpudash writes carries: the request's own plus the evidence."""
-    tags = [t for t in request.get("Tags", []) if t.get("Key") != ALARM_HASH_TAG]
-    return tags + [{"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported_hash)}]
+    """The tags an alarm gpudash wrote carries once a read-back confirmed it: its own plus the evidence."""
+    return creation_tags(request) + [{"Key": ALARM_HASH_TAG,
+                                      "Value": alarm_evidence(alarm_hash(request), reported_hash)}]
 
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:

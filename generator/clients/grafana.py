@@ -15,7 +15,7 @@ from typing import Any
 from .. import urls
 from ..errors import GpudashError, RemoteError
 from ..urls import safe_url
-from .deadline import Deadline
+from .deadline import Deadline, DeadlineExceeded
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
@@ -94,10 +94,12 @@ class GrafanaClient:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.calls: dict[str, int] = {}
+        self.sent: dict[str, int] = {}  # requests that were sent, by method (a call the deadline stopped first is not)
 
     # --- one call, retried ---------------------------------------------------------------------
 
     def _send(self, method: str, path: str, kwargs: dict[str, Any]):
+        self.sent[method] = self.sent.get(method, 0) + 1  # on its way to Grafana (the deadline let it start)
         response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
                                         **kwargs)
         response.content  # noqa: B018 - read the whole body here, under the deadline
@@ -268,10 +270,20 @@ class GrafanaClient:
         that says deleted while the dashboard is still there is a failure). A dashboard already gone
         (our lost answer, or someone else) is fine."""
         what = f"dashboard {uid}"
-        answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
-        if answer is not None:
-            self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
-                        "the deleted dashboard's title and message")
-        if self.dashboard(uid) is not None:
+        sent = self.sent.get("DELETE", 0)
+        try:
+            answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+            if answer is not None:
+                self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
+                            "the deleted dashboard's title and message")
+            still = self.dashboard(uid)
+        except DeadlineExceeded as exc:  # stopped (a signal, the deadline) once the delete may be under way
+            if self.sent.get("DELETE", 0) == sent:
+                raise  # nothing was sent: not attempted, as it says
+            exc.stopped = exc.what
+            exc.what = (f"the delete was sent to Grafana and may have happened, but it was not read back to show it "
+                        f"({exc.what.removesuffix('; not attempted')})")
+            raise
+        if still is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")

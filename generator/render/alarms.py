@@ -13,7 +13,7 @@ from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NA
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..exporter_styles import style_for
-from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
+from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
@@ -62,9 +62,17 @@ def _common(alarm: Alarm, settings: Settings, name: str, description: str | None
         "EvaluationPeriods": alarm.evaluation_periods,
         "DatapointsToAlarm": alarm.datapoints_to_alarm or alarm.evaluation_periods,
         "TreatMissingData": alarm.missing_data,
-        "Tags": [dict(ALARM_OWNER_TAG), {"Key": ALARM_RULE_TAG, "Value": alarm.id}],
+        "Tags": ownership_tags(settings, alarm.id),
     }
     return request
+
+
+def ownership_tags(settings: Settings, rule: str) -> list[dict[str, str]]:
+    """What marks an alarm as this project's when it is made, whoever makes it (apply's PutMetricAlarm or a
+    CloudFormation stack): the owner, the rule, and the project when the settings name one. The hash of its
+    content is added only by apply, once it has read the alarm back (ownership.alarm_tags)."""
+    tags = [dict(ALARM_OWNER_TAG), {"Key": ALARM_RULE_TAG, "Value": rule}]
+    return tags + ([{"Key": ALARM_PROJECT_TAG, "Value": settings.project}] if settings.project else [])
 
 
 ORDER = {">": "DESC", ">=": "DESC", "<": "ASC", "<=": "ASC"}  # the series nearest the threshold first

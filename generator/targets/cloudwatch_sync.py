@@ -34,8 +34,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
 from ..errors import RemoteError
 from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
-from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, as_reported,
-                         alarm_tags, read_alarm_evidence, read_cloudwatch_stamp)
+from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_tags,
+                         creation_tags, read_alarm_evidence, read_cloudwatch_stamp, unconfirmed)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -348,8 +348,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         raise _not_overwritten(change, moved)
     if moved == "":
         return False
-    if change.action == CREATE:
-        tags = alarm_tags(request)
+    if change.action == CREATE:  # created owned, but its content hash waits for the read-back to confirm it
+        tags = creation_tags(request)
         cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
     else:
         tags = live.get("tags", [])
@@ -357,37 +357,40 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
-        arn, reported = _read_back(cloudwatch, region, change.name, arn, request)
+        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE)
     missing = [t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
     return True
 
 
-def _read_back(cloudwatch: CloudWatch, region: str, name: str, arn: str | None,
-               request: dict[str, Any]) -> tuple[str | None, str | None]:
+def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str, Any], *,
+               created: bool) -> tuple[str, str]:
     """(ARN, hash of the alarm as CloudWatch reports it) right after its write. The read-back is the only
-    proof the write took effect (an answer of `{}` proves nothing): it must be the request up to
-    CloudWatch's known rewrites (ownership.as_reported). An alarm missing, reported otherwise, or not read
-    at all (a failed or interrupted read) is a failure, and no evidence is tagged."""
+    proof the write took effect (an answer of `{}` proves nothing): it must be the request in every field
+    that decides what the alarm evaluates and does, up to CloudWatch's documented defaults and forms
+    (ownership.unconfirmed). An alarm missing, reported otherwise, or not read at all (a failed or
+    interrupted read) is a failure, and no content evidence is tagged: an alarm just created then carries
+    its ownership tags without the hash, which the next plan compares field by field."""
     what = f"CloudWatch alarm {name}"
     hint = UNPROVEN
+    left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (its content unconfirmed: "
+            "the next plan compares it field by field)") if created else "; no evidence tagged"
     try:
         alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
     except RemoteError as exc:
         exc.what = (f"CloudWatch answered PutMetricAlarm, but the alarm could not be read back to show the write "
-                    f"took effect ({exc.what}); not reported written")
+                    f"took effect ({exc.what}); not reported written{left}")
         exc.where, exc.hint = what, exc.hint or hint
         raise
     if alarm is None:
         raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
                           where=what, hint=hint)
-    reported = alarm_fields(alarm)
-    wanted = as_reported(alarm_fields(request), reported)
-    if reported != wanted:
-        differences = ", ".join(sorted(key for key in {*reported, *wanted} if reported.get(key) != wanted.get(key)))
+    differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
+    if differences:
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
-                          f"{differences} than were sent: the write did not take effect as sent", where=what, hint=hint)
+                          f"{', '.join(differences)} than were sent: the write did not take effect as sent{left}",
+                          where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)
 
 
@@ -486,15 +489,22 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         batch = still_as_planned(deletes[start:start + BATCH])
         if not batch:
             continue
-        for change, gone, error in _delete_alarms(cloudwatch, region, batch):
+        results, left = _delete_alarms(cloudwatch, region, batch)
+        if left:  # answered ResourceNotFound for one gone since: once more with those still there, checked again
+            again = still_as_planned(left)
+            results = [r for r in results if r[0] not in left] + (_delete_alarms(cloudwatch, region, again)[0]
+                                                                  if again else [])
+        for change, gone, error in results:
             record(change, done=not gone and error is None, error=error)
     return outcomes
 
 
-def _delete_alarms(cloudwatch: CloudWatch, region: str,
-                   batch: list[Change]) -> list[tuple[Change, bool, RemoteError | None]]:
-    """(change, already gone, error) for each alarm of one DeleteAlarms call. ResourceNotFound (an alarm
-    deleted by someone else since it was read) is read again: the alarms gone are gone, those still there failed."""
+def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
+                   ) -> tuple[list[tuple[Change, bool, RemoteError | None]], list[Change]]:
+    """(change, already gone, error) for each alarm of one DeleteAlarms call, and the alarms to try once more.
+    CloudWatch answers ResourceNotFound for a batch naming an alarm deleted by someone else since it was read,
+    and then deletes none of them: the batch is read again; the alarms gone are gone, and those still there
+    are returned to be deleted once more (after a fresh look at their evidence)."""
     from botocore.exceptions import ClientError
 
     what = f"CloudWatch alarms in {region}"
@@ -502,19 +512,21 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str,
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
     except RemoteError as exc:
-        return [(change, False, exc) for change in batch]
+        return [(change, False, exc) for change in batch], []
     except ClientError:
         not_found = True
     try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
         exc.what = f"the alarms could not be read again to show they were deleted ({exc.what})"
-        return [(change, False, exc) for change in batch]
+        return [(change, False, exc) for change in batch], []
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)
-    return [(change, not_found and change.name not in left, None if change.name not in left else still)
-            for change in batch]
+    results = [(change, not_found and change.name not in left, None if change.name not in left else still)
+               for change in batch]
+    retry = [change for change in batch if change.name in left] if not_found and len(left) < len(batch) else []
+    return results, retry
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

@@ -58,7 +58,7 @@ def test_an_alarm_update_that_did_not_happen_is_a_failure_and_stays_planned(prox
     code, report, stderr = apply("--config", config)
     assert code == 3 and [item["name"] for item in report["failed"]] == [name]
     error = report["failed"][0]["error"]
-    assert "reports the alarm with other AlarmDescription, Threshold than were sent" in error, error
+    assert "reports the alarm with other Threshold than were sent" in error, error
     assert alarms(client)[name]["Threshold"] == 80.0
     assert client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"] == tags
     fresh(proxy)

@@ -44,14 +44,18 @@ def test_an_alarm_update_not_made_whose_read_back_fails_is_a_failure_without_evi
 
 
 def test_an_alarm_create_not_made_and_interrupted_is_not_reported_written(proxied):
+    """PutMetricAlarm of one alarm answered {} without making it, and SIGTERM just then: the report (still
+    a JSON report) names that alarm as failed, its write unproven, and nothing it calls written is missing."""
     proxy, client, apply = proxied
-    proxy.inject(fault("PutMetricAlarm", "status", times=1, body={},
+    proxy.inject(fault("PutMetricAlarm", "status", times=1, body={}, naming=NAME,
                        callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
     code, report, stderr = apply()
     assert code == 143 and "Traceback" not in stderr
-    written = report["written"] if isinstance(report, dict) else []
     live = alarms(client)
-    assert not [name for name in written if name.endswith(("-warning", "-critical")) and name not in live]
+    assert NAME not in live and NAME not in report["written"]
+    error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
+    assert "could not be read back to show the write took effect" in error, error
+    assert not [name for name in report["written"] if name.endswith(("-warning", "-critical")) and name not in live]
 
 
 def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, published, project_dir):

@@ -214,6 +214,21 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
+def test_a_signal_while_a_delete_is_sent_reports_the_delete_as_may_have_happened(grafana, proxy, run, desired):
+    """SIGTERM arrives as the prune's DELETE reaches Grafana (which deletes the dashboard): the call under
+    way finishes, but its read-back does not start, so the report says the delete may have happened; it
+    never says "not attempted" of a delete that was sent."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(f"/uid/{RETIRED}$", method="DELETE", action="before",
+                      callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = run()
+    assert code == 128 + signal.SIGTERM and "Traceback" not in stderr
+    assert RETIRED not in grafana.state.dashboards and RETIRED not in report["written"]
+    error = next(f["error"] for f in report["failed"] if f["name"] == RETIRED)
+    assert "may have happened" in error and "not attempted" not in error, error
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
 def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):
     proxy.inject(Rule(SAVE, status=429, headers={"Retry-After": "7"}))
     assert run()[0] == 1

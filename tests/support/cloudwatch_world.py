@@ -132,11 +132,12 @@ def proxied(aws, moto, monkeypatch):
 ALWAYS = 10**6
 
 
-def fault(operation, action, *, times=1, status=200, body=None, callback=None):
-    """A proxy rule for one CloudWatch (or tagging) operation; `body` bytes, or JSON-able."""
+def fault(operation, action, *, times=1, status=200, body=None, callback=None, naming=None):
+    """A proxy rule for one CloudWatch (or tagging) operation, or only the calls whose request names
+    `naming`; `body` bytes, or JSON-able."""
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
     return Rule(path="/", operation=operation, action=action, times=times, status=status, body=data,
-                callback=callback)
+                callback=callback, contains=json.dumps(naming).encode() if naming else None)
 
 
 def writes(proxy):
@@ -148,6 +149,24 @@ def fresh(proxy):
     proxy.clear()
     with proxy.lock:
         proxy.operations.clear()
+
+
+def reported_in_a_form_of_its_own(proxied, rewrite):
+    """Apply twice while every DescribeAlarms answer is `rewrite(body)` (a CloudWatch reporting alarms in a
+    form of its own): the first creates every alarm, the second writes nothing; then a console edit is still
+    refused. Returns the first apply's report."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=rewrite))
+    code, first, stderr = apply()
+    assert code == 0, stderr
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=rewrite))
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == [] and report["refused"] == [] and writes(proxy) == []
+    edit_in_console(client)  # a real edit is still seen
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [EDITED]
+    return first
 
 
 def alarms(client):

@@ -1,0 +1,138 @@
+"""The ownership evidence every publishing path stamps on an alarm, and when it is stamped (moto over HTTP):
+the build's alarms.json and CloudFormation template carry the same ownership tags as apply's create; the
+content hash is tagged only once a read-back confirmed the write; a read-back differing from the request only
+where CloudWatch documents a default or a form of its own confirms it; a DeleteAlarms batch answered
+ResourceNotFound for one alarm deleted by someone else still deletes the rest."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster,
+                                            reported_in_a_form_of_its_own)
+
+NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
+
+
+def _tags(client, name):
+    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]}
+
+
+def _settings(tmp_path, name, text):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_path, cli):
+    """alarms.json and the CloudFormation template tag each alarm with its project, as apply's create does:
+    an alarm the stack made is this project's, and another project with a cluster of the same name sees it
+    as foreign instead of taking it over as an older gpudash's."""
+    client, apply = aws
+    team_a = _settings(tmp_path, "a", "project: team-a\nclusters:\n  - {name: shared, region: us-east-1}\n")
+    team_b = _settings(tmp_path, "b", "project: team-b\nclusters:\n  - {name: shared, region: us-east-1}\n"
+                                      "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", team_a, "--out", str(out))
+    assert code == 0, stderr
+    listed = {item["Request"]["AlarmName"]: item["Request"]["Tags"]
+              for item in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]}
+    template = json.loads((out / "cloudformation" / "gpudash.json").read_text())
+    stack = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert len(listed) == len(stack) == 10
+    for properties in stack:
+        assert {"Key": "gpudash:project", "Value": "team-a"} in properties["Tags"]
+        assert properties["Tags"] == listed[properties["AlarmName"]]
+    for properties in stack:  # what CloudFormation does for each AWS::CloudWatch::Alarm: PutMetricAlarm
+        client.put_metric_alarm(**properties)
+    before = alarms(client)
+    code, stdout, _ = cli("plan", "--no-grafana", "--output", "json", "--config", team_b)
+    actions = {c["name"]: c["action"] for c in json.loads(stdout)["changes"] if c["kind"] == "alarm"}
+    assert set(actions.values()) == {"foreign"}
+    code, report, _ = apply("--config", team_b)
+    assert code == 1 and sorted(report["refused"]) == sorted(before)
+    assert alarms(client) == before
+    code, report, _ = apply("--config", team_a)  # its own alarms: only their content hash is added
+    assert code == 1 and alarms(client) == before
+    assert sorted(report["refused"]) == ["gpudash-shared-by-pod", "gpudash-shared-health", "gpudash-shared-overview"]
+    assert sorted(report["written"]) == sorted(before)  # (the dashboards are team-b's, written by its apply)
+    assert all(_tags(client, name)["gpudash:project"] == "team-a" and "gpudash:sha256" in _tags(client, name)
+               for name in before)
+
+
+def test_a_create_whose_read_back_fails_carries_no_content_evidence(proxied, cli):
+    proxy, client, apply = proxied
+    broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
+    proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: proxy.inject(broken)))
+    code, report, stderr = apply()
+    assert code == 3 and "Traceback" not in stderr
+    assert NAME not in report["written"]
+    error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
+    assert "may exist, tagged ManagedBy=gpudash without gpudash:sha256" in error, error
+    tags = _tags(client, NAME)  # created, owned, but nothing vouches for its content
+    assert tags["ManagedBy"] == "gpudash" and tags["gpudash:project"] == "test" and "gpudash:sha256" not in tags
+    fresh(proxy)
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "tag gpudash:sha256=" in stdout
+    code, report, _ = apply()
+    assert code == 0 and NAME in report["written"] and "gpudash:sha256" in _tags(client, NAME)
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == []
+
+
+def _in_documented_defaults(body: bytes) -> bytes:
+    """A DescribeAlarms answer that leaves out what PutMetricAlarm documents as a default (TreatMissingData
+    `missing`, ActionsEnabled true, DatapointsToAlarm equal to EvaluationPeriods), lists a metric's dimensions
+    in another order, and reports a query's Label and a description that is not the one sent."""
+    answer = json.loads(body)
+    for alarm in answer.get("MetricAlarms", []):
+        if alarm.get("TreatMissingData") == "missing":
+            del alarm["TreatMissingData"]
+        if alarm.get("ActionsEnabled") is True:
+            del alarm["ActionsEnabled"]
+        if alarm.get("DatapointsToAlarm") == alarm.get("EvaluationPeriods"):
+            alarm.pop("DatapointsToAlarm", None)
+        alarm["AlarmDescription"] = alarm.get("AlarmDescription", "")[:100]
+        for query in alarm.get("Metrics", []):
+            query.pop("Label", None)
+            dimensions = ((query.get("MetricStat") or {}).get("Metric") or {}).get("Dimensions")
+            if dimensions:
+                dimensions.reverse()
+    return json.dumps(answer).encode()
+
+
+def test_a_read_back_in_cloudwatch_s_documented_defaults_confirms_the_write(proxied):
+    client = proxied[1]
+    report = reported_in_a_form_of_its_own(proxied, _in_documented_defaults)
+    assert len([n for n in report["written"] if n in alarms(client)]) == 10
+
+
+def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure(proxied):
+    def lower(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for alarm in answer.get("MetricAlarms", []):
+            alarm["Threshold"] = alarm["Threshold"] - 1
+        return json.dumps(answer).encode()
+
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=lower))
+    code, report, _ = apply()
+    assert code == 3 and not [n for n in report["written"] if n in alarms(client)]
+    assert all("Threshold" in item["error"] for item in report["failed"])
+    assert not any("gpudash:sha256" in _tags(client, name) for name in alarms(client))
+
+
+def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_deletes_the_rest(proxied, project_dir):
+    proxy, client, apply = proxied
+    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    retired = sorted(n for n in alarms(client) if other_cluster(n))
+    assert len(retired) == 10
+    fresh(proxy)  # someone deletes one of them; CloudWatch refuses the whole batch for it, deleting none
+    proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND,
+                       callback=lambda: client.delete_alarms(AlarmNames=retired[:1])))
+    code, report, stderr = apply("--prune")
+    assert code == 0, stderr
+    assert report["failed"] == [] and sorted(n for n in report["written"] if n in retired) == retired[1:]
+    assert not [n for n in alarms(client) if other_cluster(n)]
+    assert proxy.operations.count("DeleteAlarms") == 2
