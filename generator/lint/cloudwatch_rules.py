@@ -549,15 +549,19 @@ def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message
 
 def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU instance reads a shared GPU's
-    increase once per pod sharing it, and may fire below its threshold (a note per alarm)."""
+    increase once per pod sharing it: k times the increase against a threshold other than 0 fires at 1/k of it
+    (an error). Against 0 it is true for any k (k x increase compares to 0 as the increase does): no finding."""
     if not _classic(subject):
         return
     for item in subject.alarms:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
                                                    for m in item.request.get("Metrics", [])))
-        if fields:
-            yield Finding("AL013", "note", _alarm_where(item),
-                          SHARED_COUNTER.format(", ".join(fields)) + ", so it may fire below its threshold")
+        if fields and float(item.request.get("Threshold", 0)) != 0:
+            yield Finding("AL013", "error", _alarm_where(item),
+                          SHARED_COUNTER.format(", ".join(fields)) + ", so on such a GPU it fires when the increase "
+                          "passes its threshold divided by the number of pods sharing it. Set agent.pipeline: otel "
+                          "(agent 1.300066.0 or later), or alarm on any increase (threshold 0), which the copies do "
+                          "not change")
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
@@ -716,8 +720,8 @@ RULES = (
     Rule("AL008", "GROUP BY alarms ORDER BY their function toward the threshold, within 500 series", grouped_alarms),
     Rule("AL009", "Metrics Insights alarms evaluate at most the latest 3 hours", insights_window),
     Rule("AL010", "alarms on DCGM fields cannot drop DCGM's blank sentinel (a note per alarm)", alarm_blanks),
-    Rule("AL013", "alarms summing a counter per GPU instance read a shared GPU's increase once per pod on "
-                  "agent.pipeline: classic (a note per alarm)", alarm_shared_counters),
+    Rule("AL013", "alarms summing a counter per GPU instance against a threshold other than 0 read a shared GPU's "
+                  "increase once per pod on agent.pipeline: classic (an error per alarm)", alarm_shared_counters),
     Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", alarm_mixed_shares),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "

@@ -184,10 +184,19 @@ def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(built, published):
     assert totals == {pod: true_increase(gpu, first, last) for pod, (gpu, first, last) in held.items()}
 
 
-def test_classic_cannot_merge_and_says_so(tmp_path):
+def rows_firing(end: int) -> set[tuple[int, str]]:
+    """The GPU instances with a row remapped in the 5 minutes before `end` (between the scrapes that bound it)."""
+    last, first = end // STEP - 1, end // STEP - 11
+    return {(ROW_GPU, "none")} if first < ROW_AT <= last else set()
+
+
+def test_classic_cannot_merge_so_a_threshold_other_than_0_is_a_lint_error(tmp_path):
     """agent.pipeline: classic publishes each pod's copy per GPU: the GPU four pods share at 30 replays per 5
-    minutes reads 120, over the threshold. The alarm's description, the dashboard header and lint (AL013 per
-    alarm, CW016 per widget summing a counter per GPU) say so; the default pipeline notes nothing."""
+    minutes reads 120, over the threshold, so lint fails on that alarm (AL013, an error naming the fix); the widgets
+    summing a counter per GPU are noted (CW016) and the header and descriptions say it. An alarm on any increase
+    (the remapped rows, threshold 0) is true however many pods share the GPU: it fires exactly for the GPU whose
+    row was remapped, in the periods that hold it, and lint says nothing of it. The default pipeline notes
+    nothing."""
     from generator.lint.runner import lint_project
     from generator.project import load_project
 
@@ -200,15 +209,24 @@ def test_classic_cannot_merge_and_says_so(tmp_path):
     fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
              for key, state in cloudwatch_eval.alarm(request, points, 900).items() if state == "ALARM"}
     assert (3, "none") in fired - firing(900)  # four copies of 50 (5 per scrape): 200
+    rows = _request(files, "uncorrectable-rows")
+    assert rows["Threshold"] == 0
+    ends = range(300, STEPS * STEP + 1, 300)
+    assert any(rows_firing(end) for end in ends) and not all(rows_firing(end) for end in ends)
+    for end in ends:
+        fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
+                 for key, state in cloudwatch_eval.alarm(rows, points, end).items() if state == "ALARM"}
+        assert fired == rows_firing(end), end
     header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-health.json"])["DashboardBody"])
     assert "reads its increase once per pod sharing it" in header["widgets"][0]["properties"]["markdown"]
-    notes = [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
+    found = [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
              if f.rule in ("AL013", "CW016")]
-    assert {(f.rule, f.where.split(" ", 1)[1]) for f in notes} == {
-        ("AL013", "gpudash-gpu-cluster-pcie-replays-warning"),
-        ("AL013", "gpudash-gpu-cluster-uncorrectable-rows-warning"),
-        ("CW016", "widget 2 (Rows remapped (uncorrectable))"),
-        ("CW016", "widget 4 (PCIe replays)")}  # a rate per GPU is the SUM of its deltas over the period too
+    assert {(f.rule, f.severity, f.where.split(" ", 1)[1]) for f in found} == {
+        ("AL013", "error", "gpudash-gpu-cluster-pcie-replays-warning"),
+        ("CW016", "note", "widget 2 (Rows remapped (uncorrectable))"),
+        ("CW016", "note", "widget 4 (PCIe replays)")}  # a rate per GPU is the SUM of its deltas over the period too
+    (error,) = [f for f in found if f.rule == "AL013"]
+    assert "divided by the number of pods sharing it" in error.message and "agent.pipeline: otel" in error.message
     (tmp_path / "otel").mkdir()
     files, folder = built_with(tmp_path / "otel", {}, FIELDS)
     assert not [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))

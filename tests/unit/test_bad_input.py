@@ -229,7 +229,7 @@ CASES = [
              "pick a scrape.interval that divides 300 s"),
     settings("Grafana refresh zero", "grafana:\n  refresh: 0s\n", "gpudash.yaml:2", "grafana.refresh", "'1m'"),
     settings("Grafana time range zero", "grafana:\n  time_from: now-0h\n", "gpudash.yaml:2", "grafana.time_from"),
-    settings("PCIe replays zero", "thresholds:\n  pcie_replays_per_minute: 0\n", "gpudash.yaml:2",
+    settings("PCIe replays below zero", "thresholds:\n  pcie_replays_per_minute: -1\n", "gpudash.yaml:2",
              "pcie_replays_per_minute"),
     settings("CloudWatch period", "cloudwatch:\n  period: 61\n", "gpudash.yaml:2", "cloudwatch.period",
              "write one of"),
