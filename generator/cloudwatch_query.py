@@ -10,7 +10,9 @@ node, GPU), emitted for every GPU, held or idle. Two more follow from them, for 
 needs, and carry only the fields queried with them:
 
 * the per-instance set (the per-GPU set and GPU_I_ID): the agent's scrape job gives a GPU not split
-  into MIG instances GPU_I_ID="none", so every GPU publishes it, a MIG GPU once per instance. Fields
+  into MIG instances GPU_I_ID="none", so every GPU publishes it, a MIG GPU once per instance (on the
+  OTel pipeline only fields MIG reports per instance: a device counter is merged over a GPU's instances
+  into one series per physical GPU; on classic device counters too, once per instance). Fields
   a MIG GPU's instances add up (framebuffer) are read from it: under the per-GPU set alone a MIG
   GPU's instances, and the pods that share a GPU by time-slicing, are observations of one metric
   that no statistic adds up once each;
@@ -383,9 +385,12 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return result
         return replace(result, math=per_second(result.math, scale), divisor=result.divisor * period / scale)
 
-    if layout.instances and not pod_keyed and one_gpu:
+    # The OTel pipeline merges a device counter's copies over a GPU's MIG instances too (agent_otel.merged_counters):
+    # one series per physical GPU under the per-GPU sets, read there; classic publishes one per instance.
+    by_instance = layout.instances and (field.per_instance or settings.agent.pipeline == "classic")
+    if by_instance and not pod_keyed and one_gpu:
         return per_time(_instance_increase(query, field, settings, series, alarm, layout))
-    if layout.instances and not pod_keyed and split_ok:
+    if by_instance and not pod_keyed and split_ok:
         return per_time(_instance_split(query, field, settings, layout))
     if agg == "sum" or one_gpu:
         return per_time(line("SUM"))
@@ -429,7 +434,7 @@ INSTANCE_CONTRIBUTORS = ("it evaluates each GPU instance (a GPU not split into M
                          "into MIG instances over the threshold is listed once per instance, each with its GPU's "
                          "increase")
 # agent.pipeline: classic publishes each pod's copy of a GPU's counter under the per-GPU sets (the OTel pipeline
-# merges them into one series per GPU instance first: render/agent_otel.merged_counters); lint CW016 / AL013
+# merges them into one series per GPU first: render/agent_otel.merged_counters); lint CW016 / AL013
 TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase once per pod sharing it (each pod's "
                         "series carries the GPU's deltas; agent.pipeline: classic)")
 
@@ -443,13 +448,14 @@ def instance_contributors(settings: Settings) -> str:
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,
                        layout: Layout) -> Plan:
-    """A counter's increase per GPU: the SUM of its deltas per GPU instance. The agent's delta after a missed
-    scrape covers the gap, so the SUM is the increase over the period, whatever the period and however many
-    scrapes it missed; a device counter repeats on each MIG instance of its GPU with the GPU's full deltas,
-    so each instance's line is the GPU's increase (a GPU not split into MIG instances has one line, MIG
-    none). A GPU that k pods share by time-slicing or MPS has k copies of its counter, one per pod: the OTel
-    pipeline merges them into one series per GPU instance before awsemf (render/agent_otel.merged_counters);
-    agent.pipeline: classic publishes each, which CloudWatch stores as k observations of one metric: its SUM
+    """A counter's increase per GPU: the SUM of its deltas per GPU instance, for a counter MIG reports per
+    instance and, on agent.pipeline: classic, a device counter (the OTel pipeline merges a device counter over
+    a GPU's MIG instances and pods into one series per physical GPU, read per GPU by the caller). The agent's
+    delta after a missed scrape covers the gap, so the SUM is the increase over the period, whatever the period
+    and however many scrapes it missed; on classic a device counter repeats on each MIG instance of its GPU
+    with the GPU's full deltas, so each instance's line is the GPU's increase (a GPU not split into MIG
+    instances has one line, MIG none). A GPU that k pods share by time-slicing or MPS has k copies of its
+    counter, one per pod: agent.pipeline: classic publishes each, which CloudWatch stores as k observations of one metric: its SUM
     is k times the increase, and no statistic of one query undoes that when scrapes may be missing (the
     mean delta times the scrapes per period would, only while every scrape arrives): a note says so. A counter MIG reports per instance (a DCGM_FI_PROF_* field typed counter) makes its GPU's
     increase the sum of its instances': its lines are the instances' own, and an alarm per GPU is refused."""
@@ -472,9 +478,10 @@ def _instance_split(query: Query, field, settings: Settings, layout: Layout) -> 
     """One line over GPUs of a counter: the SUM of deltas per GPU instance (each GPU's increase over the
     period, exact however many of its scrapes arrived: a GPU that joins, leaves or misses scrapes inside the
     period counts the deltas it sent), combined across the instances by metric math. A GPU not split into MIG
-    instances is one instance (MIG none); a device counter repeats on each MIG instance of its GPU, so a MIG
-    GPU counts once per instance in a sum or mean (its maximum and minimum stand); a counter MIG reports per
-    instance adds up over them (the total is exact)."""
+    instances is one instance (MIG none). Read here: a counter MIG reports per instance (it adds up over them,
+    the total is exact) and, on agent.pipeline: classic, a device counter, which repeats on each MIG instance of
+    its GPU, so a MIG GPU counts once per instance in a sum or mean (its maximum and minimum stand). The OTel
+    pipeline publishes a device counter once per physical GPU, read per GPU by the caller."""
     agg = query.aggregation
     notes = []
     if field.per_instance and agg != "sum":

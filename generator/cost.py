@@ -206,7 +206,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_cluster += len(data_missing.KSM_METRICS) if per_cluster and data_missing.expected(settings) else 0
     # The MIG sets (GPU_I_PROFILE) publish for MIG instances only, which the fleet does not describe: not
     # counted. The per-instance set publishes once per GPU instance: a whole GPU is one (a MIG GPU its
-    # instances, up to 7).
+    # instances, up to 7). On the OTel pipeline it holds the fields MIG reports per instance only (device
+    # counters are merged to one series per physical GPU); on classic device counters too.
     mig_only = sum(len(m) for dims, m in published.items() if MIG_PROFILE_LABEL in dims)
     per_gpu = sum(len(m) for dims, m in published.items()
                   if list(dims) != pod_dimensions(settings) and dims != data_missing.CLUSTER_SET
@@ -227,7 +228,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
              f"(+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
-             + (f"; a GPU split into MIG instances publishes per-instance fields once per instance, and "
+             + (f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              ingested_gb * _price(prices, "log_ingestion_gb"),

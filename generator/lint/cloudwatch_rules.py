@@ -525,9 +525,11 @@ def _classic(subject: LintInput) -> bool:
 
 SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times its increase of {}: the agent's "
                   "JSON path (agent.pipeline: classic) publishes each pod's copy of the GPU's counter under the "
-                  "per-GPU dimensions and no statistic of the query undoes that; agent.pipeline: otel (agent "
-                  "1.300066.0 or later) merges the copies into one series per GPU instance before they are "
-                  "published")
+                  "per-GPU dimensions and no statistic of the query undoes that (a device counter, which every "
+                  "MIG instance of a GPU repeats, is read per GPU instance there too: a MIG GPU is listed once "
+                  "per instance, and counted once per instance in a sum or mean); agent.pipeline: otel (agent "
+                  "1.300066.0 or later) merges the pods' copies, and a device counter's over a GPU's MIG "
+                  "instances, into one series per GPU before they are published")
 
 
 def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:

@@ -124,8 +124,9 @@ MERGED_PREFIX = "gpudash.gpu."  # a merged copy's name between two of the proces
 
 def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
                     shipped: Iterable[str]) -> dict[str, Any] | None:
-    """metricstransform's transforms that give each GPU instance one series of each counter for the per-GPU
-    dimension sets, however many pods share the GPU (None: no counter is shipped).
+    """metricstransform's transforms that give each GPU one series of each device counter for the per-GPU
+    dimension sets, however many pods share the GPU and however many MIG instances repeat it, and each GPU
+    instance one series of a counter MIG reports per instance (None: no counter is shipped).
 
     The exporter writes a GPU's series once per pod holding it: k pods sharing a GPU by time-slicing or MPS
     write k copies of its counter, one reading of one device, and an idle GPU one copy without pod labels.
@@ -138,7 +139,10 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
        name and the GPU's identity, whose datapoints of one label set and timestamp are merged into one by
        `max` (the copies of one reading are equal; a copy that is a staleness marker, NaN or blank is none of
        them: the filter dropped blanks before, and awsemf drops a merged point that is a marker): one series
-       per GPU instance whose labels do not change when pods come and go;
+       whose labels do not change when pods come and go. A device counter (PCIe replays, rows remapped,
+       NVLink, energy) repeats on every MIG instance of its GPU with the GPU's reading, so its copy leaves
+       GPU_I_ID out too: one series per physical GPU (the GPU's UUID is its instances'); a counter MIG
+       reports per instance keeps GPU_I_ID: one series per GPU instance;
     2. update: each pod's copy keeps only the labels the per-pod sets name and the GPU's identity, so that it
        lacks a dimension of every per-GPU set and is published in the per-pod sets only;
     3. update: the merged copies take their field's name back.
@@ -173,9 +177,18 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
                              hint="name the node and the GPU in cloudwatch.gpu_dimensions, e.g. "
                                   "[ClusterName, node, gpu]")
     include = f"^({'|'.join(re.escape(n) for n in names)})$"
+    # A device counter (PCIe replays, NVLink bytes) repeats on each MIG instance of its GPU: its merged copy drops
+    # GPU_I_ID too, one series per physical GPU; a counter MIG reports per instance, and a field split per
+    # process (virtual_gpus), keep one per GPU instance.
+    device = [n for n in names if catalog.get(n).is_counter and not catalog.get(n).per_instance]
+    instance = [n for n in names if n not in device]
+    inserts = [{"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
+                "action": "insert", "new_name": MERGED_PREFIX + "${1}",
+                "operations": [{"action": "aggregate_labels", "label_set": sorted(labels),
+                                "aggregation_type": "max"}]}
+               for group, labels in ((device, per_gpu - {MIG_INSTANCE_LABEL}), (instance, per_gpu)) if group]
     return {"transforms": [
-        {"include": include, "match_type": "regexp", "action": "insert", "new_name": MERGED_PREFIX + "${1}",
-         "operations": [{"action": "aggregate_labels", "label_set": sorted(per_gpu), "aggregation_type": "max"}]},
+        *inserts,
         {"include": include, "match_type": "regexp", "action": "update",
          "operations": [{"action": "aggregate_labels", "label_set": sorted(per_pod), "aggregation_type": "max"}]},
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",

@@ -6,13 +6,13 @@ pod labels. One node's exporter serves twelve GPUs for half an hour of 30 s scra
 one scrape in ten (every series marked stale): GPUs that one to four pods share at 50 and at 60 replays per
 5 minutes (the PCIe rule fires over 50); a GPU whose pod leaves while the next one arrives, and one idle
 until a pod takes it; a counter restarting from 0 on a GPU two pods share; a GPU cut in three MIG
-instances, one held by two pods, one idle; a blank reading on a GPU two pods share. One remapped row
-appears on the GPU three pods share.
+instances (each repeating the GPU's device counters), one held by two pods, one idle; a blank reading on a
+GPU two pods share. One remapped row appears on the GPU three pods share.
 
 CloudWatch: the payloads go through the model of the agent's OTel pipeline (the generated collector
 configuration: the filter, metricstransform's merge, awsemf's deltas) into the generated alarms: every
-GPU instance's SUM of deltas per 5 minutes is its true increase, and the alarm names exactly the GPUs
-whose increase passes 50. Prometheus: the same readings, stored as the generated scrape job stores them
+physical GPU's SUM of deltas per 5 minutes is its true increase, counted once however many pods and MIG
+instances repeat it, and the alarm names exactly the GPUs whose increase passes 50. Prometheus: the same readings, stored as the generated scrape job stores them
 (a pod that leaves, and a failed scrape, leave staleness markers), through `promtool test rules` on the
 generated rules: the same GPUs, but for the window that holds the blank, where the rule gives no value
 (its guard) while the OTel pipeline has dropped the blank and the alarm reads the true increase.
@@ -110,11 +110,11 @@ def _instances() -> list[tuple[int, str]]:
     return [(gpu, instance or "none") for gpu, (_, instances, _) in GPUS.items() for instance in instances]
 
 
-def firing(end: int) -> set[tuple[int, str]]:
-    """The GPU instances whose replays over the 5 minutes before `end` pass 50 (each MIG instance carries its
-    GPU's device counter)."""
+def firing(end: int) -> set[int]:
+    """The GPUs whose replays over the 5 minutes before `end` pass 50 (a MIG GPU is one GPU: its instances
+    repeat its device counter)."""
     last, first = end // STEP - 1, end // STEP - 11
-    return {(gpu, instance) for gpu, instance in _instances() if true_increase(gpu, first, last) > 50}
+    return {gpu for gpu in GPUS if true_increase(gpu, first, last) > 50}
 
 
 @pytest.fixture(scope="module")
@@ -138,25 +138,29 @@ def _request(files, rule: str) -> dict:
 
 def test_the_truth_is_where_the_copies_would_differ():
     """Each case fires or not by the true increase, and counting each pod's copy would tell otherwise."""
-    assert firing(900) == {(0, "none"), (2, "none"), (5, "none"), (6, "none"), (8, "none"), (9, "none"),
-                           (10, "1"), (10, "2"), (10, "3")}
+    assert firing(900) == {0, 2, 5, 6, 8, 9, 10}
+    assert len([instance for gpu, instance in _instances() if gpu == 10]) == 3  # one GPU, three instances
     assert {gpu for gpu, _ in _instances() if len(GPUS[gpu][1].get(None, ())) > 1 and GPUS[gpu][0] * 10 <= 50} \
         == {1, 3, 7, 11}
 
 
-def test_every_gpu_instance_reads_its_true_increase_on_cloudwatch(built, published):
-    """The SUM of the published deltas per GPU instance over each 5 minutes is the GPU's increase: k = 1 to 4
-    holders, a pod leaving while another arrives, an idle GPU taken, failed scrapes, a restart from 0, MIG
-    instances (each carries its GPU's device counter), a row remapped on a GPU three pods share."""
+def test_every_gpu_reads_its_true_increase_once_on_cloudwatch(built, published):
+    """The SUM of the published deltas per GPU over each 5 minutes is the GPU's increase, once: k = 1 to 4
+    holders, a pod leaving while another arrives, an idle GPU taken, failed scrapes, a restart from 0, a GPU cut
+    in three MIG instances (each repeats its GPU's device counter: one line, not three), a row remapped on a GPU
+    three pods share. Every GPU has a line holding every 5 minutes, 0 where nothing was replayed or remapped: a
+    counter the agent does not publish, or publishes for some GPUs only, fails."""
     files, _ = built
     for metric, truth in ((REPLAYS, true_increase), (ROWS, lambda gpu, a, b: (gpu == ROW_GPU) * (a < ROW_AT <= b))):
         query = _request(files, "pcie-replays")["Metrics"][0]["Expression"].replace(REPLAYS, metric)
+        assert metric in query
         shown = cloudwatch_eval.metrics_insights(query, published, 0, STEPS * STEP, 300)
-        for (gpu, instance) in _instances():
-            line = shown.get((("node", NODE), ("gpu", str(gpu)), ("GPU_I_ID", instance)), {})
+        assert shown.keys() == {(("node", NODE), ("gpu", str(gpu))) for gpu in GPUS}, (metric, list(shown))
+        for gpu in GPUS:
             expected = {t: truth(gpu, t // STEP - 1, t // STEP + 9) for t in range(0, STEPS * STEP, 300)}
-            assert {t: v for t, v in line.items() if v} == {t: v for t, v in expected.items() if v}, \
-                (metric, gpu, instance, line)
+            assert shown[(("node", NODE), ("gpu", str(gpu)))] == expected, (metric, gpu)
+        values = [v for line in shown.values() for v in line.values()]
+        assert 0 in values if metric == ROWS else 0 not in values  # rows: one remapped, the rest read 0
 
 
 @pytest.mark.parametrize("end", range(300, STEPS * STEP + 1, 300))
@@ -164,8 +168,11 @@ def test_the_cloudwatch_alarm_fires_exactly_when_the_true_increase_passes_its_th
     files, _ = built
     request = _request(files, "pcie-replays")
     assert request["Threshold"] == 50 and "once per pod" not in request["AlarmDescription"]
-    fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
-             for key, state in cloudwatch_eval.alarm(request, published, end).items() if state == "ALARM"}
+    assert "once per instance" not in request["AlarmDescription"]
+    states = cloudwatch_eval.alarm(request, published, end)
+    assert {tuple(sorted(dict(key))) for key in states} == {("gpu", "node")}  # a contributor is a GPU
+    assert {int(dict(key)["gpu"]) for key in states} == set(GPUS)
+    fired = {int(dict(key)["gpu"]) for key, state in states.items() if state == "ALARM"}
     assert fired == firing(end)
 
 
@@ -173,9 +180,10 @@ def test_a_pods_line_reads_its_gpus_increase_while_it_held_it(built, published):
     """The per-pod set keeps each pod's copy: the GPU's increase from the pod's first scrape to its last (the
     pods of one GPU each read it whole), never another pod's."""
     files, _ = built
-    query = _request(files, "pcie-replays")["Metrics"][0]["Expression"]
-    query = query.replace('"node", "gpu", "GPU_I_ID")', '"namespace", "pod")').replace(
-        'GROUP BY "node", "gpu", "GPU_I_ID"', 'GROUP BY "namespace", "pod"')
+    alarmed = _request(files, "pcie-replays")["Metrics"][0]["Expression"]
+    query = alarmed.replace('"node", "gpu")', '"namespace", "pod")').replace(
+        'GROUP BY "node", "gpu"', 'GROUP BY "namespace", "pod"')
+    assert query.count('"pod"') == 2 and '"gpu"' not in query, query
     shown = cloudwatch_eval.metrics_insights(query, published, -STEP, STEPS * STEP, STEPS * STEP + STEP)
     totals = {dict(key)["pod"]: sum(line.values()) for key, line in shown.items()}
     answered = [k for k in range(-1, STEPS) if k not in FAILED]
@@ -208,7 +216,8 @@ def test_classic_cannot_merge_so_a_threshold_other_than_0_is_a_lint_error(tmp_pa
     assert "once per pod sharing it" in request["AlarmDescription"]
     fired = {(int(dict(key)["gpu"]), dict(key)["GPU_I_ID"])
              for key, state in cloudwatch_eval.alarm(request, points, 900).items() if state == "ALARM"}
-    assert (3, "none") in fired - firing(900)  # four copies of 50 (5 per scrape): 200
+    truly = {(gpu, instance) for gpu, instance in _instances() if gpu in firing(900)}  # listed once per instance
+    assert (3, "none") in fired - truly  # four copies of 50 (5 per scrape): 200
     rows = _request(files, "uncorrectable-rows")
     assert rows["Threshold"] == 0
     ends = range(300, STEPS * STEP + 1, 300)
@@ -252,7 +261,7 @@ def _stored() -> list[dict[str, str]]:
 def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
     """The rule merges a GPU's copies before its increase (a subquery at the scrape interval): pods arriving
     and leaving, failed scrapes and a restart from 0 leave it the GPU's whole increase, as CloudWatch reads it;
-    a MIG GPU is one GPU to the rule (its instances, to the alarm)."""
+    a MIG GPU is one GPU to the rule, as to the alarm."""
     from tests.integration.test_prometheus_rules import _expected, _promtool_test
     import yaml
 
@@ -265,7 +274,7 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
 
     checks = [{"eval_time": f"{end}s", "alertname": rule["alert"],
                "exp_alerts": [_expected(folder, rule["alert"], node=NODE, gpu=str(gpu))
-                              for gpu in sorted({gpu for gpu, _ in firing(end)} - blank_inside(end))]}
+                              for gpu in sorted(firing(end) - blank_inside(end))]}
               for end in range(300, STEPS * STEP + 1, 300)]
     _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
                                                      "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

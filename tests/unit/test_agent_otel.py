@@ -22,7 +22,7 @@ from generator.settings import Cluster
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
 from tests.support.cloudwatch_otel import _Condition, _unescape, datapoint_conditions, otel_config
-from tests.support.dcgm_fleet import scrapes
+from tests.support.dcgm_fleet import FLEET, scrapes
 from tests.support.lint_input import lint_input
 
 AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -55,7 +55,8 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
 
 
 def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
-    """Same namespace, dimension sets, selectors and units as the JSON path, for one cluster or three."""
+    """Same namespace, dimension sets, selectors and units as the JSON path, for one cluster or three, except
+    that the OTel per-instance set leaves out device counters (their merge keeps one series per physical GPU)."""
     for extra in ("", "clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1}\n"):
         otel_files = encode(build(load_project(project_dir(extra))))
         classic_files = encode(build(load_project(project_dir(CLASSIC + extra))))
@@ -65,8 +66,14 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             prometheus = json_config["logs"]["metrics_collected"]["prometheus"]
             classic = prometheus["emf_processor"]
             assert emf["namespace"] == classic["metric_namespace"]
+            # The per-instance set: on OTel a device counter (not a per-instance field) is published per GPU only.
+            catalog = load_project(project_dir(extra)).catalog
+            device = {f"^{m.name}$" for m in catalog if m.is_counter and not m.per_instance}
+            assert device
             assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]] == [
-                (d["dimensions"], d["metric_selectors"]) for d in classic["metric_declaration"]]
+                (d["dimensions"], [s for s in d["metric_selectors"]
+                                   if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
+                for d in classic["metric_declaration"]]
             assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
             assert emf["log_group_name"] == prometheus["log_group_name"]
             jobs = scrape_jobs(otel_files[path])
@@ -125,6 +132,17 @@ def test_the_models_ottl_reads_what_it_is_given(text, name, value, expected):
     assert _Condition(text)(name, value) is expected
 
 
+def _device_counters_listed_per_instance(project) -> set[str]:
+    """Device counters (not per-instance fields) that the JSON path's per-instance set lists."""
+    config, _ = agent_config(encode(build(replace(project, settings=replace(
+        project.settings, agent=replace(project.settings.agent, pipeline="classic")))))[AGENT])
+    selectors = {s for d in config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]["metric_declaration"]
+                 if "GPU_I_ID" in d["dimensions"][0] for s in d["metric_selectors"]}
+    found = {m.name for m in project.catalog if m.is_counter and not m.per_instance and f"^{m.name}$" in selectors}
+    assert found
+    return found
+
+
 def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     """Names, dimension sets, units' metrics, timestamps and counter deltas: the OTel pipeline publishes exactly
     what the JSON path does when no GPU reads a blank, kube-state-metrics' two series included."""
@@ -142,7 +160,14 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     otel, classic = published
     assert len(otel) > 1000 and {p.metric for p in otel} >= {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
                                                              "kube_daemonset_status_desired_number_scheduled"}
-    assert otel == classic
+    # Classic also lists a device counter per GPU instance (each whole GPU of this fleet is one, GPU_I_ID none);
+    # OTel publishes it once per physical GPU, under the per-GPU set alone: the rest is identical.
+    device = _device_counters_listed_per_instance(project)
+    per_instance = [p for p in classic if p.metric in device and "GPU_I_ID" in dict(p.dimensions)]
+    gpus = {(g.node, str(g.index)) for g in FLEET}
+    assert {(p.metric, dict(p.dimensions)["node"], dict(p.dimensions)["gpu"], dict(p.dimensions)["GPU_I_ID"])
+            for p in per_instance} == {(m, node, gpu, "none") for m in device for node, gpu in gpus}
+    assert otel == [p for p in classic if p not in per_instance]
 
 
 # --- lint reads the pipeline that publishes -------------------------------------------------------
@@ -193,13 +218,34 @@ def test_a_declaration_without_selectors_fails_and_needs_no_source_labels():
 
 
 def test_cost_is_the_same_on_either_pipeline(project_dir):
-    """Both publish the same metrics and log the same fields per GPU and scrape (the OTel filter drops the
-    receiver's own up / scrape_* series, as the JSON path's scraper does): the estimate does not change."""
+    """Both log the same fields per GPU and scrape (the OTel filter drops the receiver's own up / scrape_*
+    series, as the JSON path's scraper does) and publish the same metrics, except that classic also lists each
+    device counter per GPU instance: 100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
+    device counter, and costs that much less."""
     from generator.cost import Fleet, estimates
 
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
+    device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    assert otel == classic
+    fewer = len(device) * fleet.gpus
+    assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
+    costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
+    assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \
+        {k: v for k, v in classic.items() if k not in costed and k != "sources"}
+    changed = 0
+    for o, c in [(otel[k], classic[k]) for k in costed] + [(otel["sources"][k], classic["sources"][k])
+                                                          for k in classic["sources"]]:
+        metrics = [i for i, line in enumerate(c["lines"]) if line["item"] == "custom metrics"]
+        if not metrics:
+            assert o == c
+            continue
+        (i,) = metrics
+        assert o["lines"][i]["quantity"] == c["lines"][i]["quantity"] - fewer
+        assert o["total"] == pytest.approx(c["total"] - fewer * c["lines"][i]["unit_price"])
+        assert [line for j, line in enumerate(o["lines"]) if j != i] == \
+            [line for j, line in enumerate(c["lines"]) if j != i]
+        changed += 1
+    assert changed >= 3  # both alarm modes and the Prometheus-EMF source
 
 
 def test_a_filter_that_lets_a_fields_blanks_through_fails():

@@ -194,7 +194,7 @@ def test_a_counter_back_from_the_blank_gives_its_true_increase(otel_fleet):
     (expected,) = truth(Query(field.name, "avg", ("node", "gpu")), field, START, END, properties["period"],
                         gpus=[gpu]).values()
     own = [p for p in datapoints if (p.dims().get("node"), p.dims().get("gpu")) == paused]  # its line alone
-    shown = cloudwatch_eval.widget(properties, own, START, END)["ip-10-0-1-1 GPU 0 MIG none"]  # a whole GPU
+    shown = cloudwatch_eval.widget(properties, own, START, END)["ip-10-0-1-1 GPU 0"]  # one line per GPU
     assert set(shown) == set(expected) and 300 in shown  # the period of the pause is no gap
     assert all(close(shown[b], v) for b, v in expected.items()), shown
 

@@ -9,7 +9,9 @@ compute): per GPU, per pod (its GPUs' sum) and over the fleet (sum, mean and max
 have a delta in the period), and the rate is the growth over the period's length. The widgets are
 evaluated with the period the settings give and with the periods the console's period selector may
 set instead (60 s, 1 hour): their math divides by PERIOD() of the widget's hidden metric, never by a
-number fixed at generate time. Both agent pipelines publish the same datapoints here (no blank values).
+number fixed at generate time. No value here is a blank. The OTel pipeline publishes the replay counter once
+per GPU, and its per-GPU lines are named by node and GPU; agent.pipeline: classic publishes it per GPU instance
+too (each whole GPU of this fleet is one, GPU_I_ID "none") and its per-GPU lines are those, `MIG none`.
 """
 
 from __future__ import annotations
@@ -129,17 +131,19 @@ def growth(metric: str, gpu: tuple[str, int], interval: int, start: int, period:
     return float(work(metric, gpu, inside[-1]) - work(metric, gpu, before))
 
 
-def truth(title: str, interval: int, period: int, energy_scale: float) -> dict[str, dict[int, float]]:
+def truth(title: str, interval: int, period: int, energy_scale: float,
+          pipeline: str = "otel") -> dict[str, dict[int, float]]:
     """{line: {period start: value}} of each panel, from the fleet's work and the readings that arrived."""
     lines: dict[str, dict[int, float]] = {}
+    instance = " MIG none" if pipeline == "classic" else ""  # classic: per GPU instance, a whole GPU is one
     for start in range(START, END, period):
         replays = {g[:2]: growth(REPLAYS, g[:2], interval, start, period) for g in GPUS}
         replays = {g: v for g, v in replays.items() if v is not None}
         values: dict[str, float] = {}
         if title == "Replay rate per GPU":
-            values = {f"{n} GPU {i} MIG none": v / period for (n, i), v in replays.items()}
+            values = {f"{n} GPU {i}{instance}": v / period for (n, i), v in replays.items()}
         elif title == "Replays per GPU":
-            values = {f"{n} GPU {i} MIG none": v for (n, i), v in replays.items()}
+            values = {f"{n} GPU {i}{instance}": v for (n, i), v in replays.items()}
         elif title == "Energy use rate by pod":
             for node, index, pod in GPUS:
                 energy = growth(ENERGY, (node, index), interval, start, period)
@@ -193,7 +197,7 @@ def test_rates_and_increases_are_exact_at_any_interval_and_any_period_the_consol
         assert properties["period"] == 300
         for period in (60, 300, 3600):  # 300: the widget's own; 60 and 3600: the console's period selector
             shown = cloudwatch_eval.widget(properties, datapoints, START, END, period=period)
-            expected = truth(title, interval, period, energy_scale)
+            expected = truth(title, interval, period, energy_scale, pipeline)
             assert set(shown) == set(expected), (title, period)
             for line, series in expected.items():
                 assert set(shown[line]) == set(series), (title, period, line)

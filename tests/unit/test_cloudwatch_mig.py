@@ -345,7 +345,9 @@ def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):
                for k in range(-1, END // STEP) for node in VARIANT if not (k == missed and node.name == "gpu-node-a")]
     datapoints = Agent(config, job).run(scrapes)
     (properties,) = [p for _, p in widgets(files) if p["title"] == "PCIe replays"]
-    shown = cloudwatch_eval.widget(properties, datapoints, START, END)["gpu-node-a GPU 0 MIG none"]
+    classic = project.settings.agent.pipeline == "classic"  # OTel: one line per physical GPU
+    shown = cloudwatch_eval.widget(properties, datapoints, START, END)[
+        "gpu-node-a GPU 0 MIG none" if classic else "gpu-node-a GPU 0"]
     (node,) = [node for node in VARIANT if node.name == "gpu-node-a"]
     truth_per_s = node.gpus[0].replays_per_s
     assert START in shown and all(close(v, truth_per_s) for v in shown.values())
@@ -423,14 +425,14 @@ def _served(node, elapsed: int) -> str:
 
 @pytest.mark.parametrize("pipeline", ["", "agent:\n  pipeline: classic\n"], ids=["otel", "classic"])
 def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any_period(tmp_path, pipeline):
-    """The SUM of the agent's deltas per GPU instance: a delta after a missed scrape covers the gap, so one
-    scrape in ten missing on every node reads the true increase (the mean delta x 10 scrapes read 10/9 of it);
-    each of a MIG GPU's seven instances carries its GPU's whole deltas; a counter reset is counted from 0, as
-    Prometheus counts it; a range of 5 minutes, 10 minutes or the whole test reads its increase. A GPU two pods
-    share by time-slicing reads its increase once on the OTel pipeline (it merges the pods' copies into one
-    series per GPU instance) and twice on agent.pipeline: classic (two series of one instance: said in the
-    header and the alarm). The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), on
-    classic also on the time-sliced GPU."""
+    """The SUM of the agent's deltas per GPU: a delta after a missed scrape covers the gap, so one scrape in ten
+    missing on every node reads the true increase (the mean delta x 10 scrapes read 10/9 of it); a counter reset
+    is counted from 0, as Prometheus counts it; a range of 5 minutes, 10 minutes or the whole test reads its
+    increase. The OTel pipeline merges a device counter's copies over a GPU's MIG instances and pods into one
+    series per physical GPU, each read once. agent.pipeline: classic lists it per GPU instance (each of the
+    MIG GPU's seven carries its GPU's whole deltas) and a time-sliced GPU once per pod, said in the header and
+    the alarm. The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), on classic also on
+    the time-sliced GPU."""
     classic = "classic" in pipeline
     project = _project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
     files = encode(build(project))
@@ -441,12 +443,19 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     datapoints = Agent(config, job).run(scrapes)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-replays.json"
     (properties,) = [p for where, p in widgets(files) if where == path]
-    assert _said(_header(files, path), "PCIe replays in the range", "one line per GPU instance")
+    assert _said(_header(files, path), "PCIe replays in the range", "one line per GPU instance") == classic
     assert _said(_header(files, path), "PCIe replays in the range",
                  "a GPU shared by time-slicing or MPS reads its increase once per pod") == classic
-    truth_per_scrape = {"gpu-node-whole GPU 0 MIG none": 5, "gpu-node-ts GPU 0 MIG none": 3 * (2 if classic else 1),
-                        "gpu-node-reset GPU 0 MIG none": 4,
-                        **{f"gpu-node-mig7 GPU 0 MIG {i}": 6 for i in range(1, 8)}}
+    # The true increase per scrape of each physical GPU, from the fleet's facts; classic lists a MIG GPU once per
+    # instance (each carrying the GPU's whole increase) and a time-sliced GPU once per pod; OTel one line per GPU.
+    truth_per_scrape = {}
+    for node in fleet:
+        (gpu,) = node.gpus
+        for instance in gpu.instances:
+            copies = max(1, len(instance.pods())) if classic else 1
+            label = f"{node.name} GPU {gpu.index}" + (f" MIG {instance.id or 'none'}" if classic else "")
+            truth_per_scrape[label] = gpu.replays_per_s * STEP * copies
+    assert len(truth_per_scrape) == (10 if classic else 4)
     assert properties["setPeriodToTimeRange"] and properties["view"] == "bar"  # the increase over the range
     for span in (300, 600, END - END % 300):
         shown = cloudwatch_eval.widget(properties, datapoints, START, START + span)
@@ -455,13 +464,16 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
             assert list(shown[label].values()) == [per_scrape * span / STEP], (span, label, shown[label])
     (request,) = [r["Request"] for r in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": "pcie-replays"} in r["Request"]["Tags"]]
-    assert request["Threshold"] == 50 and "GPU_I_ID" in request["Metrics"][0]["Expression"]
-    assert "listed once per instance" in request["AlarmDescription"]
+    assert request["Threshold"] == 50 and ("GPU_I_ID" in request["Metrics"][0]["Expression"]) == classic
+    assert ("listed once per instance" in request["AlarmDescription"]) == classic
     for end in (1200, END):  # a period before the reset and the one after it
         states = cloudwatch_eval.alarm(request, datapoints, end)
         fired = {tuple(sorted(dict(k).items())) for k, state in states.items() if state == "ALARM"}
-        assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)} | \
-            ({(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))} if classic else set())  # 60 read, 30 true
+        if classic:
+            assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)} | \
+                {(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))}  # 60 read, 30 true
+        else:
+            assert fired == {(("gpu", "0"), ("node", "gpu-node-mig7"))}
     # The Prometheus rule, from the facts: replays per 5 minutes over 50 on the MIG GPU alone (whole: exactly 50).
     per_five_minutes = {node.name: node.gpus[0].replays_per_s * 300 for node in fleet}
     assert {name for name, value in per_five_minutes.items() if value > 50} == {"gpu-node-mig7"}
@@ -469,7 +481,8 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
 
 def test_a_counter_mig_reports_per_instance_is_charted_per_instance_and_not_alarmed_per_gpu():
     """A MIG GPU's increase of a per-instance counter is the sum of its instances': per-GPU lines are the
-    instances' own, said as framebuffer's are, and an alarm per GPU is refused; a device counter's instance
+    instances' own, said as framebuffer's are, and an alarm per GPU is refused; a device counter is read per GPU on
+    the OTel pipeline (its merge keeps one series per physical GPU) and per instance on classic, whose instance
     lines each carry the GPU's increase."""
     from generator.catalog import parse_counters
     from generator.cloudwatch_query import Unsupported, plan
@@ -486,6 +499,11 @@ def test_a_counter_mig_reports_per_instance_is_charted_per_instance_and_not_alar
              alarm=True)
     device = plan(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True), catalog,
                   settings, 300, alarm=True)
+    assert device.function == "SUM" and device.group == ("node", "gpu") and device.divisor == 1  # OTel: per GPU
+    from dataclasses import replace
+    classic = replace(settings, agent=replace(settings.agent, pipeline="classic"))
+    device = plan(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu"), as_increase=True), catalog,
+                  classic, 300, alarm=True)
     assert device.function == "SUM" and device.group == ("node", "gpu", "GPU_I_ID") and device.divisor == 1
 
 
@@ -502,27 +520,25 @@ def dashboards(ctx):
 '''
 
 
-def test_counter_lines_over_the_cluster_count_a_mig_gpu_once_per_instance_and_say_so(tmp_path):
-    """A sum, mean or maximum over GPUs of a device counter combines each GPU instance's SUM of deltas: the MIG
-    GPU's replays (0.1 per second, on each of its two instances) count twice in a sum or mean, as the header
-    says; the maximum stands. The time-sliced GPU counts once (the OTel pipeline merges its pods' copies); the
-    GPU whose counter reads "not supported" has none."""
+def test_counter_lines_over_the_cluster_count_a_mig_gpu_once(tmp_path):
+    """A sum, mean or maximum over GPUs of a device counter combines each physical GPU's SUM of deltas: the OTel
+    pipeline merges a MIG GPU's copies over its instances (and a time-sliced GPU's over its pods) into one series
+    per GPU, so each GPU counts once and the header admits no overcount; the GPU whose counter reads "not
+    supported" has none."""
     project = _project(tmp_path, "", {"counters.py": COUNTER_LINES})
     files = encode(build(project))
     datapoints = _datapoints(files)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-counters.json"
     header = _header(files, path)
-    per_instance = list(_per_instance("DCGM_FI_DEV_PCIE_REPLAY_COUNTER").values())  # per second
-    reporting = [g for n in VARIANT for g in n.gpus if g.replays_per_s is not None]
-    assert len(per_instance) == sum(len(g.instances) for g in reporting) > len(reporting)  # MIG GPUs: per instance
+    per_gpu = [g.replays_per_s for n in VARIANT for g in n.gpus if g.replays_per_s is not None]  # per second
+    assert any(len(g.instances) > 1 for n in VARIANT for g in n.gpus if g.replays_per_s is not None)
     for title, properties in ((p["title"], p) for where, p in widgets(files) if where == path):
         aggregation, kind = title.split()
-        value = {"sum": sum, "avg": lambda v: sum(v) / len(v), "max": max}[aggregation](per_instance)
+        value = {"sum": sum, "avg": lambda v: sum(v) / len(v), "max": max}[aggregation](per_gpu)
         start, period = cloudwatch_eval.widget_range(properties, START, END)  # an increase: the whole range
         if kind == "increase":
             value *= period
         (series,) = cloudwatch_eval.widget(properties, datapoints, START, END).values()
         assert len(series) == (END - start) // period
         assert all(close(v, value) for v in series.values()), (title, series, value)
-        assert _said(header, title, "a GPU split into MIG instances counts once per instance") == \
-            (aggregation != "max"), title
+        assert not _said(header, title, "a GPU split into MIG instances counts once per instance"), title

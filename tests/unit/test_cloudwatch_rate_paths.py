@@ -118,13 +118,13 @@ def growth(metric: str, gpu: tuple, start: int, period: int, until: int) -> floa
                      for c in (CODES if metric == XIDS else ("",))))
 
 
-def truth(title: str, start: int, period: int, until: int = END) -> dict[str, float]:
+def truth(title: str, start: int, period: int, until: int = END, pipeline: str = "otel") -> dict[str, float]:
     """{line: value} of a panel in the period from `start`."""
     metric, aggregation, by, _ = PANELS[title]
     grown = {gpu[:2]: growth(metric, gpu, start, period, until) for gpu in GPUS}
     rates = {gpu: value / period for gpu, value in grown.items() if value is not None}
-    if by:  # a counter per GPU instance (MIG none: a whole GPU); a field of several series per GPU
-        suffix = " MIG none" if metric == REPLAYS else ""
+    if by:  # one line per GPU; on classic a device counter's per GPU instance (MIG none: a whole GPU)
+        suffix = " MIG none" if metric == REPLAYS and pipeline == "classic" else ""
         return {f"{node} GPU {index}{suffix}": value for (node, index), value in rates.items()}
     if not rates:
         return {}
@@ -180,7 +180,7 @@ def test_every_rate_path_reads_the_truth_in_every_period_joins_and_leaves_includ
             shown = cloudwatch_eval.widget(properties, datapoints, START, END, period=period)
             expected: dict[str, dict[int, float]] = {}
             for start in range(START, END, period):
-                for line, value in truth(title, start, period).items():
+                for line, value in truth(title, start, period, pipeline=pipeline).items():
                     expected.setdefault(line, {})[start] = value
             assert set(shown) == set(expected), (title, period)
             for line, series in expected.items():
@@ -230,7 +230,7 @@ def test_the_period_in_progress_is_not_shown_as_if_complete(tmp_path_factory, pi
         shown = cloudwatch_eval.widget(properties, datapoints, START, NOW, now=NOW)
         expected: dict[str, dict[int, float]] = {}
         for start in range(START, END, PERIOD):  # the periods that ended; none from END on
-            for line, value in truth(title, start, PERIOD, NOW).items():
+            for line, value in truth(title, start, PERIOD, NOW, pipeline).items():
                 expected.setdefault(line, {})[start] = value
         assert {line: set(series) for line, series in shown.items()} == \
             {line: set(series) for line, series in expected.items()}, title
@@ -244,11 +244,18 @@ def test_the_period_in_progress_is_not_shown_as_if_complete(tmp_path_factory, pi
 
 
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
-def test_every_whole_gpu_publishes_the_per_instance_set_with_gpu_instance_none(tmp_path_factory, pipeline):
-    """The sets keyed on GPU_I_ID (per GPU instance) hold every whole GPU, held by a pod or idle, on both
-    pipelines: the agent's scrape job writes GPU_I_ID="none" on a series without one before either pipeline
-    reads it (the OTel receiver runs the job's metric_relabel_configs as Prometheus does)."""
+def test_every_whole_gpu_publishes_its_device_counter_idle_or_held(tmp_path_factory, pipeline):
+    """Every whole GPU, held by a pod or idle, publishes the replay counter where the widgets read it. On
+    classic that is the per-GPU-instance set (GPU_I_ID): the agent's scrape job writes GPU_I_ID="none" on a
+    series without one. The OTel pipeline merges a device counter over a GPU's pods and MIG instances into one
+    series per physical GPU, published in the per-GPU set alone: one delta per GPU and scrape."""
     files, datapoints = _built(tmp_path_factory, pipeline)
-    instances = {(p.dims()["node"], p.dims()["gpu"], p.dims()["GPU_I_ID"]) for p in datapoints
-                 if p.metric == REPLAYS and "GPU_I_ID" in p.dims() and "pod" not in p.dims()}
-    assert instances == {(node, str(index), "none") for node, index, *_ in GPUS}
+    mine = [p for p in datapoints if p.metric == REPLAYS and "pod" not in p.dims()]
+    instances = {(p.dims()["node"], p.dims()["gpu"], p.dims()["GPU_I_ID"]) for p in mine if "GPU_I_ID" in p.dims()}
+    gpus = {(node, str(index)) for node, index, *_ in GPUS}
+    if pipeline == "classic":
+        assert instances == {(node, index, "none") for node, index in gpus}
+    else:
+        assert instances == set()
+        per_gpu = [(p.dims()["node"], p.dims()["gpu"], p.timestamp) for p in mine if set(p.dims()) >= {"node", "gpu"}]
+        assert {(node, gpu) for node, gpu, _ in per_gpu} == gpus and len(per_gpu) == len(set(per_gpu))

@@ -109,20 +109,20 @@ def test_gpu_alarms_watch_every_gpu_and_name_it(fleet):
     assert _firing(alarms["xid-error-critical"], datapoints) == {GPU_KEY}
     assert _firing(alarms["xid-error-critical"], datapoints, end=1200) == set()
     # Row remapping counted on an idle GPU: the increase in the period, not a 30 s delta.
-    # Each GPU instance is a contributor: a whole GPU is one, GPU_I_ID "none".
+    # Each GPU is one contributor, named by node and GPU (the OTel pipeline merges a device counter per GPU).
     assert _firing(alarms["uncorrectable-rows-warning"], datapoints, end=1800) == {
-        (("node", "ip-10-0-1-1"), ("gpu", "3"), ("GPU_I_ID", "none"))}
+        (("node", "ip-10-0-1-1"), ("gpu", "3"))}
     assert _firing(alarms["gpu-temp-high-warning"], datapoints) == set()
 
 
 def test_pcie_replays_alarm_means_what_its_prometheus_twin_means(fleet):
     """Threshold: replays per minute x 5 over 5 minutes. 110 per 5 minutes fires; 40 does not.
-    The largest 30 s delta (11) would never reach 50. The query takes the sum of the deltas per GPU instance
-    (a MIG instance carries its GPU's whole deltas), so the threshold is the Prometheus rule's."""
+    The largest 30 s delta (11) would never reach 50. The query takes the sum of the deltas per GPU (the OTel
+    pipeline publishes a device counter once per physical GPU), so the threshold is the Prometheus rule's."""
     project, files, datapoints = fleet
     request = _alarms(files)["pcie-replays-warning"]
     assert request["Threshold"] == project.settings.threshold("pcie_replays_per_minute") * 5
-    assert _firing(request, datapoints) == {(*GPU_KEY, ("GPU_I_ID", "none"))}
+    assert _firing(request, datapoints) == {GPU_KEY}
 
 
 def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):

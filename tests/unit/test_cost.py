@@ -42,12 +42,15 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     everything = _lines(estimates(project, fleet))["custom metrics"]
-    # both sets for every shipped field, framebuffer and the four device counters whose increase or rate is charted
-    # or alarmed per GPU (PCIe replays, NVLink bandwidth, rows remapped two ways) once more per GPU instance (a
-    # whole GPU is one), and
+    # both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
+    # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
+    # remapped two ways, once per physical GPU, in the per-GPU set alone), and
     # the data-missing alarm's three metrics of the cluster (its GPU observations, the exporter DaemonSet's
     # desired and available pods)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 5 * 100 + 3
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3
+    # agent.pipeline: classic lists those four device counters per GPU instance too
+    classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
+    assert classic["quantity"] == everything["quantity"] + 4 * 100
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
@@ -59,8 +62,8 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
-    assert large["quantity"] == 250_000 + 5 * 5_000 + 3 * 10
-    assert large["monthly"] == pytest.approx(27_000 + 25_030 * 0.05)  # flat at the first tier it would be 82,509
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10  # framebuffer per GPU instance (5,000 whole GPUs)
+    assert large["monthly"] == pytest.approx(27_000 + 5_030 * 0.05)  # flat at the first tier it would be 76,509
     assert large["unit_price"] < 0.30
 
 
@@ -161,7 +164,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 5 * 10 + 3) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
