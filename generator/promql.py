@@ -206,11 +206,17 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
     which scales the samples inside the window up to its length (50 replays read as 55.6 over
     nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
-    `copies` (the workload labels a query merges) with `resolution` (the scrape interval) merge a
-    counter's copies of one reading before its rate or increase (a subquery at that step): the
-    exporter repeats a GPU's counter once per pod holding it, so a pod arriving or leaving inside
-    the window would split the GPU's increase over two series, each with a part of it; merged
-    first, the GPU's series is one whatever pods come and go.
+    `copies` (the workload labels a query merges) with `resolution` (the scrape interval) take a
+    counter's rate or increase from one reading of its copies per step of that interval (a subquery
+    over fresh_reading): the exporter repeats a GPU's counter once per pod holding it, so a pod
+    arriving or leaving inside the window would split the GPU's increase over two series, each with
+    a part of it. Each copy's sample counts only at the step that follows it, so a missed scrape is a
+    missing step (not the sample before, read again as one more interval of growth), and the rate is
+    that of one series of the GPU's readings, timed at the steps: its window ends at the GPU's latest
+    step, up to one interval before the query's instant. The exact growth reads the latest reading of
+    the window and the latest one before it (at most a window earlier) from the same steps, and asks
+    that no reading between them is lower (a reset just before the window's first reading takes
+    increase()).
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
@@ -221,15 +227,18 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             gauge = f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR
         shared = device.reading(metric, extra, gauge) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
-    span, now, before = "{}[" + window + "]", "{0}", "{0} offset " + window
-    if copies and resolution:  # the copies' max at each step of the scrape interval, then over the window
-        merged = f"max without ({', '.join(copies)}) "
-        span = f"({merged}({{}}))[{window}:{resolution}]"
-        now, before = f"{merged}({{0}})", f"{merged}({{0}} offset {window})"
+    span, now, before, first = "{0}[" + window + "]", "{0}", "{0} offset " + window, None
+    if copies and resolution:  # one reading per step of the scrape interval, then over the window
+        reading = fresh_reading(copies, resolution)
+        span = f"{reading}[{window}:{resolution}]"
+        now, before = f"last_over_time({span})", f"last_over_time({span} offset {window})"
+        first = f"min_over_time({span})"  # the window's first reading, when it holds no reset
     change = _raw(metric, branches, extra, ("increase(" if as_increase else "rate(") + span + ")")
     if as_increase and over_time is not None:
         exact = _raw(metric, branches, extra, f"({now} - {before})")
         steady = _raw(metric, branches, extra, "resets(" + span + ") == 0")
+        if first is not None:  # and no reset between the reading before the window and its first one
+            steady = f"({steady} and {_raw(metric, branches, extra, f'({first} - {before})')} >= 0)"
         change = f"(({exact} >= 0 and {steady}) or {change})"
     if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
         change = f"({change} * {field.unit.rate_scale:g})"
@@ -237,6 +246,32 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = _raw(metric, branches, extra, "max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
+
+
+def fresh_reading(copies: tuple[str, ...], resolution: str) -> str:
+    """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
+    counter once per pod holding it), as a subquery's inner query (`{0}`: the selector): each copy's sample
+    taken within the step before (a sample is fresh at the one step that follows it), the copies' largest
+    (one reading, repeated). A copy's older sample, which the instant selector would give for minutes
+    after a missed scrape or after its pod left, is not read again at a later step: a rate over these
+    readings sees each scrape once, as a rate over one series sees it, whatever pods come and go."""
+    seconds = f"{int(resolution[:-1]) * {'s': 1, 'm': 60}[resolution[-1]]}"
+    return f"(max without ({', '.join(copies)}) ({{0}} and timestamp({{0}}) > time() - {seconds}))"
+
+
+def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
+    """A panel query that takes a counter's rate or increase from one reading per step of the scrape interval
+    (fresh_reading): a counter whose per-pod copies it merges, as it does not group by pod."""
+    return (not query.raw_promql and query.metric in catalog and catalog.get(query.metric).is_counter
+            and "pod" not in group_keys(query.by))
+
+
+def copies_note(scrape_seconds: int) -> str:
+    """What a panel of reads_copies_per_step says of its readings' timing (the only way it differs from a rate over
+    one series per GPU)."""
+    return (f"Per GPU, read from its copies (one per pod sharing it) once per {scrape_seconds} s step: a reading "
+            f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
+            f"{scrape_seconds} s before the panel's time.")
 
 
 @dataclass(frozen=True)

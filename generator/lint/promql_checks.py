@@ -45,13 +45,15 @@ def selectors(ast) -> list[Selector]:
     def pre(node):
         if isinstance(node, promql_parser.VectorSelector):
             function = None
-            if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
-                    and isinstance(stack[-2], promql_parser.Call):
-                function = stack[-2].func.name
-                if function == "max_over_time" and len(stack) >= 3 and _guard(stack[-3]):
+            ranged = _ranged(stack)
+            if ranged is not None:
+                function = stack[ranged].func.name
+                if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
                     function = "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
             elif stack and _guard(stack[-1]):
                 function = "compare"  # a guard such as `x < 1e14`, not a chart of x
+            elif stack and isinstance(stack[-1], promql_parser.Call) and stack[-1].func.name == "timestamp":
+                function = "compare"  # `timestamp(x) > time() - 30`: when a sample was taken, not a chart of x
             labels = tuple(m.name for m in node.matchers.matchers)
             found.append(Selector(node.name, labels, function))
         stack.append(node)
@@ -61,6 +63,26 @@ def selectors(ast) -> list[Selector]:
 
     promql_parser.walk(ast, pre, post)
     return found
+
+
+def _ranged(stack: list) -> int | None:
+    """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
+    `x[w]`, or above a subquery `(max without (...) (x and timestamp(x) > ...))[w:step]` whose inner query
+    takes one reading of x's copies at each step (promql.fresh_reading)."""
+    import promql_parser
+
+    if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
+            and isinstance(stack[-2], promql_parser.Call):
+        return len(stack) - 2
+    at = len(stack) - 1
+    while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
+                       or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
+                       or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "and"):
+        at -= 1
+    if at >= 1 and at < len(stack) - 1 and isinstance(stack[at], promql_parser.SubqueryExpr) \
+            and isinstance(stack[at - 1], promql_parser.Call):
+        return at - 1
+    return None
 
 
 def query_selectors(expr: str) -> tuple[Selector, ...]:

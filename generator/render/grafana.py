@@ -14,7 +14,8 @@ from ..catalog import PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
-from ..promql import Scope, coalesce_node, expression, group_keys, label_name, legend, presence, with_cluster
+from ..promql import (Scope, coalesce_node, copies_note, expression, group_keys, label_name, legend, presence,
+                      reads_copies_per_step, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
 
@@ -166,15 +167,17 @@ def panel_unit(panel: Panel, catalog: Catalog) -> str:
     return metric.charted_unit.grafana
 
 
-def panel_description(panel: Panel, catalog: Catalog) -> str:
-    if panel.description:
-        return panel.description
-    texts = []
+def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> str:
+    """The panel's own description, or what its fields are; either way, how a counter read from a GPU's copies is
+    timed."""
+    texts = [panel.description] if panel.description else []
     for query in panel.queries:
-        if query.metric in catalog:
+        if query.metric in catalog and not panel.description:
             metric = catalog.get(query.metric)
             rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
             texts.append(f"{metric.help} ({metric.name}){rate}")
+    if any(reads_copies_per_step(query, catalog) for query in panel.queries):
+        texts.append(copies_note(scrape_seconds))
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 
@@ -187,7 +190,8 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
         if settings.shared_prometheus and query.by and not query.raw_promql:
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
         target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id,
-                              expr=expression(query, settings.labels, catalog, scope),
+                              expr=expression(query, settings.labels, catalog, scope,
+                                              resolution=f"{settings.scrape.seconds}s"),
                               legend_format=legend(query, settings.labels))
         if panel.kind == "table":
             target.format_val = pm.PromQueryFormat.TABLE
@@ -246,7 +250,7 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     defaults = field_config.defaults
     if panel.kind in _CUSTOM_FIELD_CONFIG:
         defaults.custom = kind.FieldConfig()
-    model = dm.Panel(type_val=panel.kind, title=panel.title, description=panel_description(panel, catalog),
+    model = dm.Panel(type_val=panel.kind, title=panel.title, description=panel_description(panel, catalog, settings.scrape.seconds),
                      datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
                      field_config=field_config)
     options = model.options

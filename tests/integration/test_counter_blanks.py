@@ -12,7 +12,6 @@ counter "reset" from the blank to the real reading) shows GPU 1 alone too.
 from __future__ import annotations
 
 import math
-import subprocess
 
 import pytest
 
@@ -20,7 +19,7 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.support.prometheus_server import Prometheus, binary
+from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
 
 BLANK = "9223372036854775792"  # DCGM's int64 blank, 0x7ffffffffffffff0
 STEP = 300  # one sample every 5 minutes
@@ -50,17 +49,8 @@ def _openmetrics(start: int) -> str:
 
 @pytest.fixture(scope="module")
 def backfilled(tmp_path_factory):
-    import time
-
-    workdir = tmp_path_factory.mktemp("blanks")
-    start = (int(time.time()) - SAMPLES * STEP - 3600) // STEP * STEP  # ends an hour ago: all in the blocks
-    source = workdir / "counters.om"
-    source.write_text(_openmetrics(start))
-    result = subprocess.run([binary("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(source),
-                             str(workdir / "data")], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    with Prometheus(workdir, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
-        yield prometheus, start
+    with backfilled_prometheus(tmp_path_factory.mktemp("blanks"), _openmetrics, SAMPLES * STEP, STEP) as started:
+        yield started
 
 
 def _panel(project, uid: str, title: str) -> dict:
@@ -93,9 +83,11 @@ def _true(metric: str, window: str, end: int, rate: bool) -> float:
 
 
 @pytest.mark.parametrize("window, end", BLANK_INSIDE + BLANK_FIRST + BLANK_OUTSIDE)
-def test_a_window_holding_one_blank_reading_gives_no_value_for_that_gpu(backfilled, window, end):
+def test_a_window_holding_one_blank_reading_gives_no_value_for_that_gpu(backfilled, window, end, tmp_path):
     prometheus, start = backfilled
-    project = load_project()
+    settings = tmp_path / "gpudash.yaml"
+    settings.write_text(f"scrape:\n  interval: {STEP // 60}m\n")  # the interval these readings were scraped at
+    project = load_project(settings)
     holds_blank = (window, end) not in BLANK_OUTSIDE
     for uid, title, metric, rate in (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
                                      ("health", "Rows remapped (uncorrectable)",

@@ -42,7 +42,7 @@ from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
 from tests.support.mixed_fleet import FIELDS, FLEET, truth
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus, for_file_sd
+from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
 RATE_WINDOW = "3s"
@@ -231,7 +231,8 @@ def _check_panels(prometheus: Prometheus, project, path: Path_, exporters, colle
             assert panel["title"] == model.title
             for target, query in zip(panel["targets"], model.queries, strict=True):
                 where = f"{path.name}: {dashboard.uid} / {panel['title']}"
-                result = prometheus.query(_substitute(target["expr"]), at=at)
+                result = prometheus.query(_substitute(scraped_every(target["expr"], project.settings.scrape.seconds, 1)),
+                                          at=at)
                 shown = {render_legend(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
                          for s in result}
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
@@ -305,7 +306,7 @@ def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
         rule = rules[alert_name(alarm.id)]
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         # the rule merges a counter's copies at the scrape interval it was made for; this Prometheus scrapes every 1 s
-        result = prometheus.query(rule["expr"].replace(f":{project.settings.scrape.seconds}s]", ":1s]"), at=at)
+        result = prometheus.query(scraped_every(rule["expr"], project.settings.scrape.seconds, 1), at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
             silent = [{"cluster": "north",
                        "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "

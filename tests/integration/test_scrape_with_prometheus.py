@@ -23,7 +23,7 @@ from generator.project import Project, load_project
 from generator.render.scrape import ksm_scrape_job, prometheus_config, scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
-from tests.support.prometheus_server import Prometheus, binary, for_file_sd
+from tests.support.prometheus_server import Prometheus, binary, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 SENTINEL = "9223372036854775794"
@@ -149,6 +149,7 @@ def _project_for_payload(reference) -> Project:
 
 
 def _substitute(expr: str) -> str:
+    expr = scraped_every(expr, 30, 1)  # made for the default 30 s scrape interval; this Prometheus scrapes every 1 s
     expr = expr.replace("$__rate_interval", SETTLED).replace("$__range", "1m")
     return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
 
@@ -165,7 +166,10 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
     for dashboard in grafana_dashboards(_project_for_payload(reference)):
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
-                result = prometheus.query(_substitute(target["expr"]), at=at)
+                expr = _substitute(target["expr"])
+                # a counter read once per 1 s step (whole seconds) needs two steps after the first of the two scrapes
+                # `at` is settled on: the second scrape is fresh at the whole second after it
+                result = prometheus.query(expr, at=at + 1 if ":1s]" in expr else at)
                 where = f"{dashboard.uid} / {panel['title']}: {target['expr']}"
                 if "per MIG instance" in panel["title"]:
                     assert result == [], where  # this fleet has no MIG GPU (test_fleet_truth has one)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pytest
 import requests
@@ -105,3 +106,25 @@ def for_file_sd(job: dict, files: list[str]) -> dict:
     swapped = {key: value for key, value in job.items() if key != "kubernetes_sd_configs"}
     swapped["file_sd_configs"] = [{"files": files, "refresh_interval": "5s"}]
     return swapped
+
+
+def scraped_every(expr: str, made_for: int, seconds: int) -> str:
+    """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
+    a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
+    taken within the step."""
+    return expr.replace(f":{made_for}s]", f":{seconds}s]").replace(f"time() - {made_for})", f"time() - {seconds})")
+
+
+@contextmanager
+def backfilled(workdir: Path, openmetrics: Callable[[int], str], span: int, step: int) -> Iterator[tuple[Prometheus, int]]:
+    """A real Prometheus whose storage holds `openmetrics(start)` (`promtool tsdb create-blocks-from openmetrics`):
+    samples from `start` (on the `step` grid) over `span` seconds, ending an hour ago, so all in the blocks; and
+    `start`."""
+    start = (int(time.time()) - span - 3600) // step * step
+    source = workdir / "backfill.om"
+    source.write_text(openmetrics(start))
+    result = subprocess.run([binary("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(source),
+                             str(workdir / "data")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    with Prometheus(workdir, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+        yield prometheus, start

@@ -1,0 +1,258 @@
+"""A GPU's counter panels and rules read, on a real Prometheus, what one series of the GPU's readings would read,
+however many pods share the GPU, whichever come and go, with scrapes missed, a counter reset and a blank.
+
+The exporter writes a GPU's counter once per pod holding it (time-slicing, MPS) and once without pod labels on
+a GPU no pod holds: copies of one reading. An hour of 30 s scrapes of one node is backfilled into a real
+Prometheus (`promtool tsdb create-blocks-from openmetrics`), twice: scraped on the 30 s grid, and 11 s after
+it. The node's scrape fails one time in eleven (no series that scrape). The counters grow unevenly (2 to 8 a
+scrape), so a value read over the wrong samples, or extrapolated from the wrong edges, shows. The GPUs:
+
+0. one pod throughout (one series: the reference case);
+1. two pods throughout;
+2. a pod leaving four scrapes after the next one arrived, a third pod for twenty scrapes, then one leaving;
+3. idle (its copy without pod labels), then, one scrape later, a pod; the next pod arriving as it leaves;
+4. two pods, the counter restarting from 0;
+5. two pods, one scrape reading DCGM's blank.
+
+The truth is computed here from the readings, one per scrape per GPU, independently of the queries:
+Prometheus's documented rate/increase (the growth between the first and last sample of the window, a reset
+adding the value before it, extrapolated to the window's edges unless a sample is more than 1.1 average
+intervals from the edge, then by half an interval, and to no further than where the counter would be 0) over
+that one series, with a window that ends at the latest step of the scrape interval's grid a reading was taken
+before (see README: a reading is timed at the step of the scrape interval it is read at); the rule's increase is
+the sum of the GPU's growth since its last reading before the window, as CloudWatch sums the agent's deltas,
+unless the window holds a reset. A window holding the blank gives no value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import copies_note
+from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
+
+STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
+PHASES = {"on-grid": 0, "off-grid": 11}  # node name: seconds after the 30 s grid its exporter is scraped
+MISSED = {k for k in range(SCRAPES) if k % 11 == 5}  # the node's scrape fails: no series that scrape
+RESET_GPU, RESET_AT = 4, 60  # the counter restarts from 0 at this scrape
+BLANK_GPU, BLANK_AT = 5, 90
+BLANK = 9223372036854775792  # DCGM's int64 blank
+REPLAYS, ROWS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+IDLE = ""  # the copy a GPU no pod holds writes (no pod labels)
+
+
+def _held(*spans: tuple[str, int, int]) -> dict[str, tuple[int, int]]:
+    return {name: (first, end) for name, first, end in spans}
+
+
+ALWAYS = (0, SCRAPES)
+# gpu -> {pod or IDLE: (first scrape it is written at, the scrape it is no longer written at)}
+COPIES = {
+    0: _held(("a0", *ALWAYS)),
+    1: _held(("b0", *ALWAYS), ("b1", *ALWAYS)),
+    2: _held(("c0", 0, 40), ("c1", 36, SCRAPES), ("c2", 60, 80)),
+    3: _held((IDLE, 0, 30), ("d0", 31, 70), ("d1", 69, SCRAPES)),  # no copy at scrape 30: one scrape between
+    4: _held(("e0", *ALWAYS), ("e1", *ALWAYS)),
+    5: _held(("f0", *ALWAYS), ("f1", *ALWAYS)),
+}
+
+
+def _growth(gpu: int, k: int) -> int:
+    return 2 + (k * (gpu + 3)) % 7
+
+
+def reading(gpu: int, k: int) -> int:
+    """The GPU's counter at scrape k (DCGM's blank aside)."""
+    start = RESET_AT if gpu == RESET_GPU and k >= RESET_AT else -1
+    return (0 if start >= 0 else 10_000) + sum(_growth(gpu, j) for j in range(start + 1, k + 1))
+
+
+def written(gpu: int, k: int) -> list[str]:
+    """The copies the exporter writes at scrape k, none when the scrape failed."""
+    return [] if k in MISSED else [pod for pod, (first, end) in COPIES[gpu].items() if first <= k < end]
+
+
+def one_series(gpu: int, phase: int, start: int) -> list[tuple[float, float]]:
+    """(time, value) of the GPU's readings as one series: one sample per scrape that wrote any copy."""
+    return [(start + k * STEP + phase, float(BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else reading(gpu, k)))
+            for k in range(SCRAPES) if written(gpu, k)]
+
+
+def _openmetrics(start: int) -> str:
+    lines = []
+    for metric in (REPLAYS, ROWS):
+        for node, phase in PHASES.items():
+            for gpu in COPIES:
+                for pod in COPIES[gpu]:
+                    labels = f'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",' \
+                             f'Hostname="{node}",node="{node}"'
+                    if pod != IDLE:
+                        labels += f',namespace="ml",pod="{pod}",container="main"'
+                    for k in range(SCRAPES):
+                        if pod in written(gpu, k):
+                            value = BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else reading(gpu, k)
+                            lines.append(f"{metric}{{{labels}}} {value} {start + k * STEP + phase}")
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    with backfilled_prometheus(tmp_path_factory.mktemp("shared-gpu-counters"), _openmetrics, SCRAPES * STEP,
+                               STEP) as started:
+        yield started
+
+
+# --- the truth, from the readings ------------------------------------------------------------------------
+
+def prometheus_change(samples: list[tuple[float, float]], first: float, last: float, rate: bool) -> float | None:
+    """rate() or increase() over the samples in [first, last] (no sample sits on an edge here, so Prometheus 2's
+    closed and 3's left-open ranges read the same), as Prometheus documents and computes it."""
+    inside = [(t, v) for t, v in samples if first <= t <= last]
+    if len(inside) < 2:
+        return None
+    growth = inside[-1][1] - inside[0][1] + sum(a for (_, a), (_, b) in zip(inside, inside[1:]) if b < a)
+    sampled = inside[-1][0] - inside[0][0]
+    average = sampled / (len(inside) - 1)
+    to_start, to_end = inside[0][0] - first, last - inside[-1][0]
+    if growth > 0 and inside[0][1] >= 0:
+        to_start = min(to_start, sampled * inside[0][1] / growth)  # no further back than where it would be 0
+    edges = sum(d if d < average * 1.1 else average / 2 for d in (to_start, to_end))
+    change = growth * (sampled + edges) / sampled
+    return change / (last - first) if rate else change
+
+
+def _lag(phase: int) -> int:
+    """How long after a reading the step of the scrape interval's grid that reads it comes."""
+    return -phase % STEP
+
+
+def _blank_within(samples, first: float, last: float) -> bool:
+    return any(v >= 9e18 for t, v in samples if first <= t <= last)
+
+
+def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: bool) -> float | None:
+    samples = one_series(gpu, phase, start)
+    last = at - _lag(phase)
+    if _blank_within(samples, last - window, last):
+        return None
+    return prometheus_change(samples, last - window, last, rate)
+
+
+def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
+    """The GPU's growth since its last reading before the window (at most a window earlier), as CloudWatch sums the
+    agent's deltas; a window with a reset (or without a reading before it) takes increase()."""
+    samples = one_series(gpu, phase, start)
+    last = at - _lag(phase)
+    inside = [v for t, v in samples if last - window <= t <= last]
+    before = [v for t, v in samples if last - 2 * window <= t <= last - window]
+    if _blank_within(samples, last - window, last):
+        return None
+    readings = before[-1:] + inside
+    if before and inside and before[-1] < 9e18 and all(b >= a for a, b in zip(readings, readings[1:])):
+        return inside[-1] - before[-1]
+    return prometheus_change(samples, last - window, last, rate=False)
+
+
+# --- the generated queries -------------------------------------------------------------------------------
+
+def _panel(title: str) -> dict:
+    dashboard = next(d for d in grafana_dashboards(load_project()) if d.uid == "gpudash-health")
+    return next(p for p in dashboard.model["panels"] if p.get("title") == title)
+
+
+def _shown(prometheus: Prometheus, expr: str, legend: str, at: float) -> dict[str, float]:
+    result = prometheus.query(expr, at=at)
+    shown = {render_legend(legend, s["metric"]): float(s["value"][1]) for s in result}
+    assert len(shown) == len(result), result
+    return shown
+
+
+def _expected(truth) -> dict[str, float]:
+    values = {f"{node} GPU {gpu}": truth(gpu, phase) for node, phase in PHASES.items() for gpu in COPIES}
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _wrong(shown: dict[str, float], expected: dict[str, float]) -> dict:
+    if set(shown) != set(expected):
+        return {"missing": sorted(set(expected) - set(shown)), "extra": sorted(set(shown) - set(expected))}
+    return {k: (shown[k], expected[k]) for k in expected if not math.isclose(shown[k], expected[k], rel_tol=1e-9)}
+
+
+# instants off the 30 s grid (no reading on a window's edge), from 12 minutes in to the end of the hour
+INSTANTS = [12 * 60 + k * STEP + offset for k in range(0, SCRAPES - 24, 2) for offset in (7, 19)]
+
+
+@pytest.mark.parametrize("title, metric, window, rate", [
+    ("PCIe replays", REPLAYS, 300, True),
+    ("Rows remapped (uncorrectable)", ROWS, 20 * 60, False),
+])
+def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, window, rate):
+    """The health dashboard's counter panels (a rate over $__rate_interval, an increase over $__range, per GPU):
+    every GPU reads what one series of its readings reads, at every instant, on both scrape phases."""
+    prometheus, start = backfilled
+    panel = _panel(title)
+    (target,) = panel["targets"]
+    assert target["legendFormat"] == "{{node}} GPU {{gpu}}"
+    # what the truth below allows for (its window ends at the GPU's latest step, up to 30 s before the instant)
+    assert panel["description"].endswith(copies_note(STEP))
+    assert copies_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's time.")
+    expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{window}s",
+                                        **variables({}, VARIABLES)})
+    blank_inside = set()
+    for instant in INSTANTS:
+        at = start + instant
+        expected = _expected(lambda gpu, phase: panel_truth(gpu, phase, start, at, window, rate))
+        wrong = _wrong(_shown(prometheus, expr, target["legendFormat"], at), expected)
+        assert not wrong, (title, instant, wrong)
+        blank_inside.add("on-grid GPU 5" not in expected)
+    assert blank_inside == {True, False}  # windows holding the blank were among them, and gave it no value
+
+
+def test_the_truth_is_where_the_earlier_forms_read_wrong(backfilled):
+    """The forms this replaced read wrong on this fleet: each copy's own rate and then the GPU's largest reads only
+    the larger part of a window a pod arrived or left in; the copies' largest at each step of a subquery, without
+    asking when each copy's sample was taken, reads a scrape missed at a step as one more interval of growth."""
+    prometheus, start = backfilled
+    selector = f'{REPLAYS}{{node="on-grid"}}'
+    per_copy = f"max by (node, gpu) (rate({selector}[5m]))"
+    stepped = f"max by (node, gpu) (rate((max without (pod, namespace, container) ({selector}))[5m:30s]))"
+    misread = {form: set() for form in (per_copy, stepped)}
+    for instant in INSTANTS:
+        at = start + instant
+        expected = _expected(lambda gpu, phase: panel_truth(gpu, phase, start, at, 300, True))
+        for form in misread:
+            shown = _shown(prometheus, form, "{{node}} GPU {{gpu}}", at)
+            misread[form] |= {key for key in shown if key in expected and key.startswith("on-grid")
+                              and not math.isclose(shown[key], expected[key], rel_tol=1e-6)}
+    assert {"on-grid GPU 2", "on-grid GPU 3"} <= misread[per_copy]  # pods arriving and leaving
+    assert {"on-grid GPU 0", "on-grid GPU 1"} <= misread[stepped]  # missed scrapes, whatever pods do
+
+
+def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_window(backfilled):
+    """The PCIe replays rule's increase (the exact growth, its reset check and its blank guard over one reading per
+    step of the scrape interval): copies that hand over with a scrape between them, or overlap, missed scrapes
+    on either edge of the window, a reset, a blank."""
+    from generator.render.alarms import prometheus_rules
+
+    prometheus, start = backfilled
+    project = load_project()
+    (rule,) = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
+               for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
+    expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
+    assert threshold == "50" and "[5m:30s]" in expr
+    edges = set()
+    for instant in range(12 * 60 + 7, SCRAPES * STEP, STEP):  # every window, once per scrape
+        at = start + instant
+        expected = _expected(lambda gpu, phase: rule_truth(gpu, phase, start, at, 300))
+        wrong = _wrong(_shown(prometheus, expr, "{{node}} GPU {{gpu}}", at), expected)
+        assert not wrong, (instant, wrong)
+        edges |= {(instant - 7) // STEP - 10 in MISSED, (instant - 7) // STEP in MISSED}
+    assert edges == {True, False}  # windows with a scrape missed on an edge were among them
