@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import textwrap
 from pathlib import Path
@@ -34,6 +35,18 @@ START_FIRST = ("test_verify.py", "test_cloudwatch_ownership.py", "test_scrape_wi
 def pytest_collection_modifyitems(items):
     rank = {name: index for index, name in enumerate(START_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+
+
+@pytest.fixture(autouse=True, scope="module")
+def collector_skips_what_earlier_modules_left():
+    """Python's cyclic garbage collector walks every object it tracks at each full collection: in a worker
+    that is every module, botocore model, moto backend and build that earlier test modules imported or
+    kept. Each test module starts by collecting what is garbage now and freezing the rest (gc.freeze: left
+    out of later collections, still freed when its last reference goes), so later collections walk only
+    what this module makes. No test relies on when a collection runs."""
+    gc.collect()
+    gc.freeze()
+    yield
 
 
 @pytest.fixture(autouse=True)
