@@ -388,6 +388,9 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     # The OTel pipeline merges a device counter's copies over a GPU's MIG instances too (agent_otel.merged_counters):
     # one series per physical GPU under the per-GPU sets, read there; classic publishes one per instance.
     by_instance = layout.instances and (field.per_instance or settings.agent.pipeline == "classic")
+    if layout.instances and "mig_instance" in query.by and not by_instance:
+        raise Unsupported(f"the OTel pipeline publishes {query.metric}, a device counter every MIG instance of a GPU "
+                          f"repeats, once per physical GPU, not per MIG instance: chart it per GPU")
     if by_instance and not pod_keyed and one_gpu:
         return per_time(_instance_increase(query, field, settings, series, alarm, layout))
     if by_instance and not pod_keyed and split_ok:
@@ -462,11 +465,14 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
     if field.per_instance and alarm:
         raise Unsupported(f"a MIG GPU's increase of {query.metric} is the sum of its instances', which CloudWatch "
                           f"holds as separate series: it can chart each instance, not alarm per GPU")
+    shared = (TIME_SLICED_INCREASE,) if settings.agent.pipeline == "classic" else ()
+    if MIG_INSTANCE_LABEL in series:  # per MIG instance, named with its profile: the MIG-only set holds it
+        return Plan(metric=query.metric, function="SUM", dims=tuple(mig_instance_dimensions(settings)),
+                    group=series, series=series, gpu_series=layout.per_gpu, notes=shared)
     lines = (*series, MIG_INSTANCE_LABEL)
     return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)), group=lines,
                 series=lines, gpu_series=layout.per_gpu,
-                notes=(INSTANCE_LINES.format("add") if field.per_instance else INSTANCE_COUNTER_LINES,
-                       *((TIME_SLICED_INCREASE,) if settings.agent.pipeline == "classic" else ())))
+                notes=(INSTANCE_LINES.format("add") if field.per_instance else INSTANCE_COUNTER_LINES, *shared))
 
 
 MIG_DEVICE_REPEATS = ("a GPU split into MIG instances counts once per instance (each instance's series carries "

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from generator.artifacts import build
 from generator.model import Query
@@ -542,3 +543,43 @@ def test_counter_lines_over_the_cluster_count_a_mig_gpu_once(tmp_path):
         assert len(series) == (END - start) // period
         assert all(close(v, value) for v in series.values()), (title, series, value)
         assert not _said(header, title, "a GPU split into MIG instances counts once per instance"), title
+
+
+MIG_INSTANCE_COUNTER = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="instances", title="Instances", rows=[Row("per instance", [
+        Panel("Replays per MIG instance", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", ("node", "gpu", "mig_instance"))),
+    ])])
+'''
+
+
+@pytest.mark.parametrize("pipeline", ["", "agent:\n  pipeline: classic\n"], ids=["otel", "classic"])
+def test_a_device_counter_per_mig_instance_is_its_gpus_rate_on_classic_and_left_out_on_otel(tmp_path, pipeline):
+    """Per MIG instance a device counter reads its GPU's rate (each instance repeats the GPU's counter). classic
+    publishes it per instance, with its profile: each MIG instance's line is its GPU's rate. The OTel pipeline
+    publishes it once per physical GPU only, so the panel is left out (the header says it stays on Grafana) and
+    the agent declares the counter in no per-MIG-instance set."""
+    project = _project(tmp_path, pipeline, {"instances.py": MIG_INSTANCE_COUNTER})
+    files = encode(build(project))
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-instances.json"
+    shown_widgets = [p for where, p in widgets(files) if where == path]
+    config = files[AGENT_FILE].decode()
+    if not pipeline:
+        assert shown_widgets == []
+        assert "Replays per MIG instance (" in _header(files, path).split("On Grafana only: ", 1)[1]
+        otel = next(yaml.safe_load_all(config))["data"]["gpudash-otel.yaml"]
+        declarations = yaml.safe_load(otel)["exporters"]["awsemf/gpudash"]["metric_declarations"]
+        assert not [d for d in declarations if "GPU_I_PROFILE" in d["dimensions"][0] and "node" in d["dimensions"][0]
+                    and "^DCGM_FI_DEV_PCIE_REPLAY_COUNTER$" in d["metric_name_selectors"]]
+        return
+    (properties,) = shown_widgets
+    query = Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", ("node", "gpu", "mig_instance"))
+    expected = truth(query, NAMES, fleet=VARIANT)
+    assert len(expected) == 4 and len({v for v in expected.values()}) == 2  # two MIG GPUs, two instances each
+    shown = cloudwatch_eval.widget(properties, _datapoints(files), START, END)
+    assert set(shown) == set(expected)
+    for label, value in expected.items():
+        assert shown[label] and all(close(v, value) for v in shown[label].values()), (label, shown[label], value)
