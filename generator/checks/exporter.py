@@ -87,6 +87,7 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     copied = _per_process_copies(samples)
     result += _pod_labels(samples, {device for devices in copied.values() for device in devices})
     result += _shared_reading(copied, project.settings.exporter.virtual_gpus)
+    result += _whole_copies(samples) + _silent_shares(samples, copied.get("DCGM_FI_DEV_GPU_UTIL", []))
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
 
@@ -181,8 +182,7 @@ def _per_process_copies(samples: dict[str, list[Any]]) -> dict[str, list[tuple[s
 def _shared_reading(copied: dict[str, list[tuple[str, str]]], read_apart: bool) -> list[Check]:
     if not copied:
         return []
-    devices = sorted({device for values in copied.values() for device in values})
-    listed = ", ".join(f"{node} {gpu}".strip() for node, gpu in devices)
+    listed = _listed({device for values in copied.values() for device in values})
     detail = (f"{', '.join(sorted(copied))} come once per device without a pod label and once per pod with "
               f"that pod's processes' value (KUBERNETES_VIRTUAL_GPUS=true): {listed}")
     if read_apart:
@@ -191,6 +191,50 @@ def _shared_reading(copied: dict[str, list[tuple[str, str]]], read_apart: bool) 
                   "set exporter.virtual_gpus: true and generate again: until then per-GPU averages and totals of "
                   "these fields mix the device's value with its pods' (a GPU at 90 % shared by three pods at 30 % "
                   "reads 45 %, framebuffer counts twice)")]
+
+
+def _listed(devices: Any) -> str:
+    return ", ".join(f"{node} {gpu}".strip() for node, gpu in sorted(devices))
+
+
+def _whole_copies(samples: dict[str, list[Any]]) -> list[Check]:
+    """GPUs that several pods hold whose per-process fields come only as copies of the device's value: dcgm-exporter
+    before 4.5.3 with KUBERNETES_VIRTUAL_GPUS=true (with the setting off, one pod is named per GPU), or one that
+    could not read per-process data from NVML."""
+    pods: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    bare = set()
+    for sample in samples.get("DCGM_FI_DEV_GPU_UTIL", []) + samples.get("DCGM_FI_DEV_FB_USED", []):
+        if sample.labels.get("pod"):
+            pods.setdefault(_key(sample), set()).add((sample.labels.get("namespace", ""), sample.labels["pod"]))
+        else:
+            bare.add(_key(sample))
+    whole = [device for device, holders in pods.items() if len(holders) > 1 and device not in bare]
+    if not whole:
+        return []
+    return [Check(GROUP, "shared GPUs read whole", WARN,
+                  f"several pods hold these GPUs and each pod's DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED is the "
+                  f"whole GPU's value: {_listed(whole)}",
+                  "dcgm-exporter before 4.5.3 with KUBERNETES_VIRTUAL_GPUS=true writes every pod sharing a GPU the "
+                  "GPU's whole use (and leaves out a GPU no pod holds beside a held one): upgrade it to 4.5.3 or "
+                  "later, whose copies hold each pod's own share")]
+
+
+def _silent_shares(samples: dict[str, list[Any]], copied: list[tuple[str, str]]) -> list[Check]:
+    """GPUs whose own utilization is above 0 while every pod's share reads 0: the exporter writes 0 for a pod when
+    NVML gives it no per-process utilization (GetProcessUtilization not supported, or no sample of the pod's
+    processes)."""
+    series = samples.get("DCGM_FI_DEV_GPU_UTIL", [])
+    busy = {_key(s) for s in series if not s.labels.get("pod") and 0 < s.value < SENTINEL_FLOOR}
+    working = {_key(s) for s in series if s.labels.get("pod") and s.value > 0}
+    silent = [device for device in copied if device in busy and device not in working]
+    if not silent:
+        return []
+    return [Check(GROUP, "per-process utilization", WARN,
+                  f"busy, but every pod's share of DCGM_FI_DEV_GPU_UTIL reads 0: {_listed(silent)}",
+                  "the exporter writes 0 for a pod whose processes NVML gives no utilization sample (process "
+                  "utilization not supported, or the work runs in a process outside the pods, such as an MPS "
+                  "server): per-pod utilization and the idle-GPU alarm read 0 for these pods; check `nvidia-smi "
+                  "pmon` on the node")]
 
 
 def _device(sample: Any) -> str:

@@ -6,13 +6,16 @@ dcgm-exporter 4.5.3+ with the setting on (GPU utilization and framebuffer used w
 plus each pod's own share; other fields once per pod), a node with the setting off, and a node mid-upgrade
 still on 4.5.2 with the setting on (every copy the device's value). Each per-GPU and fleet panel must read
 the device's value (a GPU at 90 % that three pods share at 30, 25 and 0 % reads 90, not 36.25), framebuffer
-totals count a GPU once, and each per-pod panel reads the pod's own share.
+totals count a GPU once, and each per-pod panel reads the pod's own share. Two scrape paths: gpudash's job
+(the workload as `pod`), and the GPU operator's ServiceMonitor (honorLabels: false: the workload as
+`exported_pod`, the device's own series with the exporter's `pod`).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -27,7 +30,9 @@ from generator.render.alarms import alert_name, cloudwatch_condition, prometheus
 from generator.render.scrape import prometheus_scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
+from tests.integration.test_fleet_truth import EXPORTED, _operator_monitor
 from tests.support import virtual_gpus
+from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.virtual_gpus import FIELDS, FLEET, TEMP, UTIL, truth
@@ -36,27 +41,46 @@ OPERATOR = STYLES["gpu-operator"]
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 
 
-@pytest.fixture(scope="module")
-def prometheus(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("virtual-gpus")
-    exporters = [ReplayExporter(virtual_gpus.payload(node)).__enter__() for node in FLEET]
-    targets = [{"targets": [exporter.address], "labels": {
-        "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_name": node.exporter_pod,
-        "__meta_kubernetes_pod_node_name": node.name, "__meta_kubernetes_pod_container_name": OPERATOR.container,
-        "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_label_app": OPERATOR.pod_label[1]}}
-        for node, exporter in zip(FLEET, exporters)]
+PATHS = {"gpudash-job": VIRTUAL, "operator-servicemonitor": VIRTUAL + EXPORTED}
+
+
+def _job(path: str, exporters: list[ReplayExporter], workdir, reference) -> dict:
     sd_file = workdir / "targets.json"
+    if path == "gpudash-job":
+        targets = [{"targets": [exporter.address], "labels": {
+            "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_name": node.exporter_pod,
+            "__meta_kubernetes_pod_node_name": node.name, "__meta_kubernetes_pod_container_name": OPERATOR.container,
+            "__meta_kubernetes_pod_container_port_number": "9400",
+            "__meta_kubernetes_pod_label_app": OPERATOR.pod_label[1]}} for node, exporter in zip(FLEET, exporters)]
+        job = for_file_sd(prometheus_scrape_job(parse_settings(PATHS[path], "<test>", workdir)), [str(sd_file)])
+        job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    else:
+        targets = [endpoint_target(exporter.address, namespace="gpu-operator", service=OPERATOR.service,
+                                   service_labels={"app": OPERATOR.pod_label[1]}, port=OPERATOR.service_port,
+                                   pod=node.exporter_pod, container=OPERATOR.container, node=node.name)
+                   for node, exporter in zip(FLEET, exporters)]
+        job = scrape_config(_operator_monitor(reference, node_relabeling=True), str(sd_file))
     sd_file.write_text(json.dumps(targets))
-    job = for_file_sd(prometheus_scrape_job(parse_settings(VIRTUAL, "<test>", workdir)), [str(sd_file)])
-    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
-    server = Prometheus(workdir, {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-                                  "scrape_configs": [job]})
+    return job
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory, reference):
+    exporters = [ReplayExporter(virtual_gpus.payload(node)).__enter__() for node in FLEET]
+    started = {}
     try:
-        server.start()
-        server.wait_for(UTIL, count=virtual_gpus.series_count(UTIL))
-        yield server
+        for path in PATHS:
+            workdir = tmp_path_factory.mktemp(path)
+            started[path] = Prometheus(workdir, {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                                                 "scrape_configs": [_job(path, exporters, workdir, reference)]})
+        with ThreadPoolExecutor(len(started)) as pool:
+            list(pool.map(Prometheus.start, started.values()))
+        for server in started.values():
+            server.wait_for(UTIL, count=virtual_gpus.series_count(UTIL))
+        yield started
     finally:
-        server.stop()
+        for server in started.values():
+            server.stop()
         for exporter in exporters:
             exporter.__exit__(None, None, None)
 
@@ -92,8 +116,9 @@ def _panels(project):
                 yield f"{dashboard.uid} / {panel['title']}", target, query
 
 
-def test_every_panel_reads_the_device_per_gpu_and_each_pods_share_per_pod(prometheus, tmp_path):
-    project = _project(tmp_path, VIRTUAL)
+@pytest.mark.parametrize("path", PATHS)
+def test_every_panel_reads_the_device_per_gpu_and_each_pods_share_per_pod(servers, path, tmp_path):
+    prometheus, project = servers[path], _project(tmp_path, PATHS[path])
     checked = set()
     for where, target, query in _panels(project):
         shown = _shown(prometheus, target["expr"], target["legendFormat"], bool(query.by))
@@ -111,9 +136,9 @@ def test_every_panel_reads_the_device_per_gpu_and_each_pods_share_per_pod(promet
     assert truth(Query(UTIL, "avg", ("pod",)))["Pod team-a/ts-1"] == 25
 
 
-def test_without_the_setting_the_same_fleet_reads_wrong(prometheus, tmp_path):
+def test_without_the_setting_the_same_fleet_reads_wrong(servers, tmp_path):
     """The fleet does tell the two apart: the default queries mix the device's value with the pods' shares."""
-    project = _project(tmp_path, "")
+    prometheus, project = servers["gpudash-job"], _project(tmp_path, "")
     wrong = {}
     for where, target, query in _panels(project):
         if query.metric == UTIL and query.by == ("node", "gpu"):
@@ -121,8 +146,9 @@ def test_without_the_setting_the_same_fleet_reads_wrong(prometheus, tmp_path):
     assert wrong["gpu-node-on GPU 0"] == pytest.approx((90 + 30 + 25 + 0) / 4)
 
 
-def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(prometheus, tmp_path):
-    project = _project(tmp_path, VIRTUAL)
+@pytest.mark.parametrize("path", PATHS)
+def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(servers, path, tmp_path):
+    prometheus, project = servers[path], _project(tmp_path, PATHS[path])
     settings = project.settings
     rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, settings)["groups"]
              for r in g["rules"]}

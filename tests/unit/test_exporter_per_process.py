@@ -58,3 +58,32 @@ def test_a_busy_gpu_without_pods_still_fails_pod_labels():
     checks = {c.name: c for c in analyse(load_project(), text, "node-a")}
     assert checks["pod labels"].status == "fail"
     assert "per-process copies" not in checks
+
+
+def _pods_only(values: tuple[int, ...]) -> str:
+    """GPU 0 with one copy per pod and no device series (4.5.2 with KUBERNETES_VIRTUAL_GPUS=true)."""
+    text = ""
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"):
+        text += HEAD.format(m=metric) + "".join(_series(metric, 0, v, f"p{i}") for i, v in enumerate(values))
+    return text
+
+
+def test_an_exporter_before_per_process_copies_is_named():
+    """4.5.2 with the setting on writes each sharing pod the device's value: per-pod views would show each pod the
+    whole GPU's use."""
+    checks = {c.name: c for c in analyse(load_project(), _pods_only((90, 90)), "node-a")}
+    assert checks["shared GPUs read whole"].status == "warn"
+    assert checks["shared GPUs read whole"].detail.endswith(": node-a gpu 0")
+    assert "upgrade it to 4.5.3" in checks["shared GPUs read whole"].fix
+    assert "shared GPUs read whole" not in {c.name for c in analyse(load_project(), _pods_only((90,)), "node-a")}
+    assert "shared GPUs read whole" not in {c.name for c in analyse(load_project(), _payload(shared=True), "node-a")}
+
+
+def test_a_busy_gpu_whose_pods_all_read_zero_is_named():
+    text = ""
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"):
+        text += HEAD.format(m=metric) + _series(metric, 0, 90) + "".join(_series(metric, 0, 0, f"p{i}") for i in range(2))
+    checks = {c.name: c for c in analyse(load_project(), text, "node-a")}
+    assert checks["per-process utilization"].status == "warn"
+    assert checks["per-process utilization"].detail.endswith("reads 0: node-a gpu 0")
+    assert "per-process utilization" not in {c.name for c in analyse(load_project(), _payload(shared=True), "node-a")}
