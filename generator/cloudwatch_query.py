@@ -70,6 +70,7 @@ from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
+from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import Query
 from .settings import Cluster, Settings
@@ -130,12 +131,12 @@ def gpu_dimensions(settings: Settings) -> list[str]:
 
 def instance_dimensions(settings: Settings) -> list[str]:
     """Per GPU instance: a MIG instance, or a whole GPU (GPU_I_ID "none", set by the agent's scrape job)."""
-    return gpu_dimensions(settings) + [MIG_INSTANCE_LABEL]
+    return with_instance(gpu_dimensions(settings))
 
 
 def mig_dimensions(dims: list[str] | tuple[str, ...]) -> list[str]:
     """A set only MIG instances publish (the exporter writes GPU_I_PROFILE on them alone)."""
-    return list(dims) + [MIG_PROFILE_LABEL]
+    return mig_only(dims)
 
 
 def explored_sets(settings: Settings) -> list[list[str]]:
@@ -149,10 +150,11 @@ def mig_instance_dimensions(settings: Settings) -> list[str]:
 
 
 def dimension_sets(settings: Settings) -> list[list[str]]:
-    """Every dimension set the agent may publish: per pod, per GPU, per GPU instance, and the MIG-only
-    per-pod, per-GPU and per-MIG-instance sets. The last four carry only the fields queried with them."""
-    return explored_sets(settings) + [instance_dimensions(settings), mig_dimensions(pod_dimensions(settings)),
-                                      mig_dimensions(gpu_dimensions(settings)), mig_instance_dimensions(settings)]
+    """Every dimension set the agent may publish: per pod, per GPU, then the sets derived from them
+    (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), which
+    carry only the fields queried with them."""
+    return explored_sets(settings) + derived({"dimensions": pod_dimensions(settings),
+                                              "gpu_dimensions": gpu_dimensions(settings)})
 
 
 def dimensions(settings: Settings) -> list[str]:

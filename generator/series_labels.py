@@ -19,9 +19,8 @@ The facts, from the exporter's source and its real payloads (shared reference ex
 
 The awsemf exporter (amazon-contributing fork, metric_declaration.go) drops a dimension set of more
 than 10 names, counted as written, with a warning in the agent's log only, and removes a name written
-twice. gpudash derives more sets from the two settings (cloudwatch_query.dimension_sets): the MIG
-per-pod set adds GPU_I_PROFILE to the per-pod set, the per-instance set adds GPU_I_ID to the per-GPU
-set, and the per-MIG-instance set adds both.
+twice. gpudash derives more sets from the two settings (derived_sets, which says which names each adds):
+a setting is judged with the names the sets derived from it add.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL
+from .derived_sets import SET_NAMES, added_to
 from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
 
 # Labels the scrape job adds to every series, beside the exporter's own.
@@ -41,13 +41,10 @@ EVERY_GPU = ("gpu", "UUID", "device", "modelName")  # on every series of every e
 WORKLOAD = ("namespace", "pod", "container")  # on the series of a GPU a pod holds, and no other
 RESOURCE_LABELS = ("job", "instance")  # the OTel pipeline's receiver moves them into the resource
 MAX_DIMENSIONS = 10  # awsemf drops a larger set (CloudWatch itself takes 30 per metric)
-# The names each derived set adds to the setting it comes from (cloudwatch_query.dimension_sets).
-DERIVED = {"dimensions": (MIG_PROFILE_LABEL,), "gpu_dimensions": (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)}
 # What each pod's copy of a counter keeps on the OTel pipeline beside the per-pod sets' names
 # (render/agent_otel.merged_counters: the GPU's identity, and GPU_I_PROFILE from the MIG per-pod set).
 KEPT_BY_POD_COPIES = ("UUID", MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
 STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a static per-pod alarm can name it
-WHAT_SET = {"dimensions": "per-pod", "gpu_dimensions": "per-GPU"}
 
 
 # Labels every sample carries whose value a GPU's series change when the exporter pod is replaced (a rollout, an
@@ -108,10 +105,10 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
     usable = on_every_series(pipeline)
     for key in written:
         names = cloudwatch[key]
-        what = f"cloudwatch.{key} (the {WHAT_SET[key]} set)"
+        what = f"cloudwatch.{key} (the {SET_NAMES[key]} set)"
         required = REQUIRED_DIMENSIONS[key]
         allowed = usable + (WORKLOAD if key == "dimensions" else ())
-        allowed = tuple(name for name in allowed if name not in DERIVED[key])
+        allowed = tuple(name for name in allowed if name not in added_to(key))
         alarms = document.get("alarms")
         static = key == "dimensions" and isinstance(alarms, dict) and alarms.get("per_pod") == "static"
         if static:  # a static alarm names the value of every dimension: only these have one known value per pod
@@ -121,7 +118,7 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
         if any(name not in names for name in required):
             continue  # settings._dimension_sets_checked says what it lacks
         for index, name in enumerate(names):
-            if name in DERIVED[key]:
+            if name in added_to(key):
                 return (["cloudwatch", key, index],
                         f"{what} names {name}, which the sets gpudash derives from it for MIG instances add "
                         f"themselves: they would name it twice"
@@ -131,14 +128,14 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
                       "knows no one value of it per pod" if static and name in usable + WORKLOAD else \
                     _missing_from_some(name, pipeline)
                 return ["cloudwatch", key, index], f"{what} names {name!r}: {why}", fix
-        largest = len(names) + len(DERIVED[key])
+        largest = len(names) + len(added_to(key))
         if largest > MAX_DIMENSIONS:
-            derived = " and ".join(DERIVED[key])
+            derived = " and ".join(added_to(key))
             return (["cloudwatch", key],
                     f"{what} has {len(names)} names; the set gpudash derives from it for MIG instances adds {derived}: "
                     f"{largest} dimensions, and the agent drops a set of more than {MAX_DIMENSIONS} (its log says so, "
                     "nothing else does), with every widget and alarm that reads it",
-                    f"name at most {MAX_DIMENSIONS - len(DERIVED[key])} dimensions in cloudwatch.{key}")
+                    f"name at most {MAX_DIMENSIONS - len(added_to(key))} dimensions in cloudwatch.{key}")
     pods, gpus = (cloudwatch[key] if key in written else defaults[key] for key in ("dimensions", "gpu_dimensions"))
     both = [name for name in gpus if name in pods and name not in REQUIRED_DIMENSIONS["dimensions"]]
     if pipeline == "otel" and both and set(gpus) <= {*pods, *KEPT_BY_POD_COPIES}:

@@ -183,9 +183,14 @@ def test_the_labels_every_series_carries_are_on_every_series_of_the_real_payload
 
 
 def test_the_derived_sets_add_what_the_check_counts():
-    """series_labels.DERIVED is what cloudwatch_query derives from the two settings."""
+    """What the settings check counts as added (derived_sets.added_to) is what the published sets add to the two
+    settings: the per-pod set GPU_I_PROFILE, the per-GPU set GPU_I_ID and GPU_I_PROFILE."""
+    from generator.catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL
     from generator.cloudwatch_query import dimension_sets
-    from generator.series_labels import DERIVED
+    from generator.derived_sets import added_to
+
+    DERIVED = {key: added_to(key) for key in ("dimensions", "gpu_dimensions")}
+    assert DERIVED == {"dimensions": (MIG_PROFILE_LABEL,), "gpu_dimensions": (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)}
 
     settings = load_project().settings
     derived = [s for s in dimension_sets(settings) if s not in (list(POD_SET), list(GPU_SET))]
