@@ -12,7 +12,8 @@ scrape), so a value read over the wrong samples, or extrapolated from the wrong 
 2. a pod leaving four scrapes after the next one arrived, a third pod for twenty scrapes, then one leaving;
 3. idle (its copy without pod labels), then, one scrape later, a pod; the next pod arriving as it leaves;
 4. two pods, the counter restarting from 0;
-5. two pods, one scrape reading DCGM's blank.
+5. two pods, one scrape reading DCGM's blank;
+6. two pods whose copies are written at alternate scrapes, each a scrape behind the other.
 
 The truth is computed here from the readings, one per scrape per GPU, independently of the queries:
 Prometheus's documented rate/increase (the growth between the first and last sample of the window, a reset
@@ -62,7 +63,9 @@ COPIES = {
     3: _held((IDLE, 0, 30), ("d0", 31, 70), ("d1", 69, SCRAPES)),  # no copy at scrape 30: one scrape between
     4: _held(("e0", *ALWAYS), ("e1", *ALWAYS)),
     5: _held(("f0", *ALWAYS), ("f1", *ALWAYS)),
+    6: _held(("g0", *ALWAYS), ("g1", *ALWAYS)),  # each written at every other scrape: a scrape behind the other
 }
+ALTERNATE = {"g0": 0, "g1": 1}  # the parity of the scrapes at which each of these copies is written
 
 
 def _growth(gpu: int, k: int) -> int:
@@ -77,7 +80,8 @@ def reading(gpu: int, k: int) -> int:
 
 def written(gpu: int, k: int) -> list[str]:
     """The copies the exporter writes at scrape k, none when the scrape failed."""
-    return [] if k in MISSED else [pod for pod, (first, end) in COPIES[gpu].items() if first <= k < end]
+    return [] if k in MISSED else [pod for pod, (first, end) in COPIES[gpu].items()
+                                   if first <= k < end and ALTERNATE.get(pod, k % 2) == k % 2]
 
 
 def one_series(gpu: int, phase: int, start: int) -> list[tuple[float, float]]:
