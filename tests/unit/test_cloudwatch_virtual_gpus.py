@@ -10,6 +10,7 @@ every generated widget and alarm is evaluated over the datapoints with Metrics I
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -108,3 +109,23 @@ def test_classic_cannot_tell_the_device_from_the_shares_and_lint_refuses_it(tmp_
         _, other = built_with(tmp_path / settings[:5], {}, FIELDS, settings)
         assert not [f for f in lint_project(load_project(other / "gpudash.yaml", other / "counters.csv"))
                     if f.rule in ("CW017", "AL014")]
+
+
+def test_an_exporter_upgraded_mid_period_keeps_its_gpu_true(fleet):
+    """The 4.5.2 node's exporter becomes 4.5.3 at scrape 35, inside the period [900, 1200): its GPU's own series
+    appears beside the pods' shares and the copies of the device's value end. The GPU reads its device's value in
+    every period, the one of the upgrade too; each pod reads the device's value before and its share after."""
+    project, files, _ = fleet
+    config, job = agent_config(files[AGENT_FILE])
+    old, upgraded = FLEET[2], replace(FLEET[2], mode="per-process")
+    points = Agent(config, job).run([
+        Scrape(float(k * STEP), virtual_gpus.payload(upgraded if node is old and k >= 35 else node),
+               target_labels(job, node.name)) for k in range(-1, END // STEP) for node in FLEET])
+    checked = _shown(project, files, points)
+    lines = {title.split(".json ", 1)[1]: shown for title, (shown, _) in checked.items()}
+    assert lines["GPU utilization"]["gpu-node-old GPU 0"] == {80.0}
+    assert lines["Framebuffer memory used"]["gpu-node-old GPU 0"] == {39200.0}
+    assert lines["Average GPU utilization"]["Average GPU utilization"] == {50.0}
+    by_period = {label: series for label, series in cloudwatch_eval.widget(
+        next(p for path, p in widgets(files) if p["title"] == "GPU utilization by pod"), points, 0, END).items()}
+    assert by_period["Pod team-e/a"][600] == 80.0 and by_period["Pod team-e/a"][1500] == 40.0
