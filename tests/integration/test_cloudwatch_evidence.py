@@ -123,9 +123,10 @@ def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure
     assert not any("gpudash:sha256" in _tags(client, name) for name in alarms(client))
 
 
-def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_deletes_the_rest(proxied, project_dir):
+def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_deletes_the_rest(
+        proxied, published, project_dir):
     proxy, client, apply = proxied
-    assert apply("--config", str(project_dir(TWO_CLUSTERS)))[0] == 0
+    published("--config", str(project_dir(TWO_CLUSTERS)))
     retired = sorted(n for n in alarms(client) if other_cluster(n))
     assert len(retired) == 10
     fresh(proxy)  # someone deletes one of them; CloudWatch refuses the whole batch for it, deleting none
