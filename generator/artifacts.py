@@ -103,6 +103,9 @@ class Artifacts:
     notes: tuple[Note, ...]
     counters_sha256: str
     project: str = ""  # the settings' `project`, which each CloudWatch dashboard's stamp binds ("" when unset)
+    # The settings' cluster names, which a project's objects record they were published with (read from a
+    # build, they come from the settings it is read with, as `project` does).
+    clusters: tuple[str, ...] = field(default=(), compare=False)
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
 
     def agent(self, cluster: str) -> AgentConfig | None:
@@ -224,4 +227,5 @@ def build(project: Project) -> Artifacts:
         notes=notes(project),
         counters_sha256=project.catalog.sha256,
         project=settings.project or "",
+        clusters=tuple(cluster.name for cluster in settings.clusters),
     )

@@ -29,6 +29,7 @@ class Desired:
     alarm_prefix: str
     dashboard_prefix: str = ""  # generated CloudWatch dashboards are named <prefix>-<cluster>-<id>; "" lists none
     project: str = ""  # the settings' `project`: what is pruned must name it ("" when unset: nothing is pruned)
+    clusters: tuple[str, ...] = ()  # the settings' clusters: a project's object published with none of them is not pruned
 
 
 def desired_from(artifacts: Artifacts) -> Desired:
@@ -45,4 +46,5 @@ def desired_from(artifacts: Artifacts) -> Desired:
                    alarms=[project_tagged(item.as_dict(), project) for item in artifacts.alarms],
                    alarm_prefix=artifacts.alarm_prefix,
                    dashboard_prefix=artifacts.dashboard_prefix,
-                   project=project)
+                   project=project,
+                   clusters=artifacts.clusters)

@@ -15,6 +15,11 @@ ALARM_OWNER_TEXT = f"{ALARM_OWNER_TAG['Key']}={ALARM_OWNER_TAG['Value']}"  # how
 ALARM_RULE_TAG = "gpudash:rule"
 ALARM_HASH_TAG = "gpudash:sha256"
 ALARM_PROJECT_TAG = "gpudash:project"  # the settings' `project`: which project's alarm it is
+# The clusters of the settings that published an object of a project (one project may be split over several
+# settings files): an alarm's tag, and a line of a CloudWatch dashboard's header text, which its stamp covers.
+ALARM_CLUSTERS_TAG = "gpudash:clusters"
+PUBLICATION_NOTE = "gpudash clusters:"
+TAG_VALUE_LENGTH = 256  # CloudWatch's longest tag value
 ALARM_DESCRIPTION_NOTE = "Managed by gpudash"  # in AlarmDescription, before the definition and rule
 
 # Grafana dashboards: the owner tag; every version gpudash saves has a message that starts with the

@@ -838,5 +838,6 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         notes=tuple(Note(n["rule"], n["where"], n["message"]) for n in record["notes"]),
         counters_sha256=record["counters_sha256"],
         project=(settings.project or "") if settings is not None else "",
+        clusters=tuple(cluster.name for cluster in settings.clusters) if settings is not None else (),
         origin=origin,
     )

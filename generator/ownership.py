@@ -21,7 +21,8 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, GRAFANA_OWNER_TAG, HASH_NOTE
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, GRAFANA_OWNER_TAG,
+                      HASH_NOTE, PUBLICATION_NOTE, TAG_VALUE_LENGTH)
 from .serialize import ascii_json, canonical_json, compact_json
 
 _STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
@@ -103,6 +104,76 @@ def unstamped_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:
     header = body["widgets"][0]["properties"]["markdown"]
     match = _STAMP.search(header)
     return _with_header(body, header[: match.start()]) if match else body
+
+
+# --- publications: which settings of a project published an object ----------------------------
+# One project may be split over several settings files (one per Region or team): each object of a project
+# records the clusters of the settings that last wrote it. An apply prunes an object of its project only when
+# it was published with a cluster of its own lineage: the clusters these settings define, and those their
+# defined objects were published with (a file's earlier versions), never another file's. A changed list
+# alone rewrites nothing (an object records the new one when it is written for another reason); objects
+# written before this was recorded (or whose list is too long for a tag) say nothing and are pruned as before.
+
+_PUBLICATION = re.compile(r"\n\n`" + re.escape(PUBLICATION_NOTE) + r" ([A-Za-z0-9_ -]*)`")
+
+
+def publication_text(clusters: tuple[str, ...] | list[str]) -> str:
+    """The clusters as recorded: names separated by spaces (a cluster's name holds none), sorted."""
+    return " ".join(sorted(clusters))
+
+
+def with_publication(body: dict[str, Any], clusters: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """A CloudWatch dashboard body whose header text ends with the clusters it is published with."""
+    header = body["widgets"][0]["properties"]["markdown"]
+    return _with_header(body, f"{header}\n\n`{PUBLICATION_NOTE} {publication_text(clusters)}`")
+
+
+def dashboard_publication(body: dict[str, Any]) -> frozenset[str] | None:
+    """The clusters a dashboard's header says it was published with; None when it says none."""
+    try:
+        header = body["widgets"][0]["properties"]["markdown"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    found = _PUBLICATION.findall(header) if isinstance(header, str) else []
+    return frozenset(found[-1].split()) if found else None
+
+
+def publication_tags(clusters: tuple[str, ...] | list[str]) -> list[dict[str, str]]:
+    """The clusters tag of an alarm; none when the list is longer than a tag value may be."""
+    text = publication_text(clusters)
+    return [{"Key": ALARM_CLUSTERS_TAG, "Value": text}] if text and len(text) <= TAG_VALUE_LENGTH else []
+
+
+def alarm_publication(tags: list[dict[str, str]]) -> frozenset[str] | None:
+    value = next((t.get("Value") for t in tags if t.get("Key") == ALARM_CLUSTERS_TAG), None)
+    return frozenset(value.split()) if isinstance(value, str) and value.strip() else None
+
+
+def lineage(clusters: tuple[str, ...], publications: list[frozenset[str] | None]) -> frozenset[str]:
+    """These settings' clusters and those their defined objects say they were published with."""
+    return frozenset(clusters).union(*(p for p in publications if p is not None))
+
+
+def published_elsewhere(publication: frozenset[str] | None, lineage_: frozenset[str]) -> bool:
+    """Whether an object of this project was published by other settings: with no cluster of this lineage."""
+    return publication is not None and not publication & lineage_
+
+
+def same_but_publication(live: dict[str, Any], desired: dict[str, Any]) -> bool:
+    """Whether two stamped dashboard bodies differ at most in the clusters their publication line lists."""
+    def masked(body: dict[str, Any]) -> dict[str, Any]:
+        bare = unstamped_cloudwatch_body(body)
+        header = bare["widgets"][0]["properties"]["markdown"]
+        return _with_header(bare, _PUBLICATION.sub(f"\n\n`{PUBLICATION_NOTE} `", header))
+    try:
+        return masked(live) == masked(desired)
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def same_publication_kind(tag: dict[str, str], tags: list[dict[str, str]]) -> bool:
+    """Whether `tag` is the clusters tag and `tags` already hold one (perhaps listing other clusters)."""
+    return tag.get("Key") == ALARM_CLUSTERS_TAG and any(t.get("Key") == ALARM_CLUSTERS_TAG for t in tags)
 
 
 OURS, OLDER, OTHER = "ours", "older", "other"  # what a dashboard's stamp proves

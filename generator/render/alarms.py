@@ -17,6 +17,7 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
+from ..ownership import publication_tags
 from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
 from ..settings import Cluster, Settings
 
@@ -69,10 +70,14 @@ def _common(alarm: Alarm, settings: Settings, name: str, description: str | None
 
 def ownership_tags(settings: Settings, rule: str) -> list[dict[str, str]]:
     """What marks an alarm as this project's when it is made, whoever makes it (apply's PutMetricAlarm or a
-    CloudFormation stack): the owner, the rule, and the project when the settings name one. The hash of its
+    CloudFormation stack): the owner, the rule, and when the settings name a project, the project and the
+    clusters of the settings (which of the project's settings files published it). The hash of its
     content is added only by apply, once it has read the alarm back (ownership.alarm_tags)."""
     tags = [dict(ALARM_OWNER_TAG), {"Key": ALARM_RULE_TAG, "Value": rule}]
-    return tags + ([{"Key": ALARM_PROJECT_TAG, "Value": settings.project}] if settings.project else [])
+    if not settings.project:
+        return tags
+    return [*tags, {"Key": ALARM_PROJECT_TAG, "Value": settings.project},
+            *publication_tags([cluster.name for cluster in settings.clusters])]
 
 
 ORDER = {">": "DESC", ">=": "DESC", "<": "ASC", "<=": "ASC"}  # the series nearest the threshold first

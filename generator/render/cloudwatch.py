@@ -20,6 +20,7 @@ from ..container_insights import NotPublished, enabled as addon_source, plan as 
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION
 from ..names import cloudwatch_dashboard_name
+from ..ownership import with_publication
 from ..settings import Cluster, Settings
 from ..units import UNITS
 from .alarms import alarm_forms, alarm_plan
@@ -271,10 +272,13 @@ def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
     prepared = [(dashboard, _prepared(dashboard, catalog, settings), source_file(dashboard.defined_at))
                 for dashboard in dashboards]
     result = []
+    clusters = [cluster.name for cluster in settings.clusters]
     for cluster in settings.clusters:
         for dashboard, ready, source in prepared:
             name = cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, dashboard.id)
-            result.append((name, cluster.region, ready.in_cluster(cluster, source)))
+            body = ready.in_cluster(cluster, source)
+            # A project's dashboard says which settings published it (one project may span several files).
+            result.append((name, cluster.region, with_publication(body, clusters) if settings.project else body))
     return sorted(result, key=lambda item: item[0])
 
 

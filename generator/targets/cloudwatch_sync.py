@@ -34,8 +34,10 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
 from ..errors import RemoteError
 from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
-from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_tags,
-                         creation_tags, read_alarm_evidence, read_cloudwatch_stamp, unconfirmed)
+from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
+                         alarm_tags, creation_tags, dashboard_publication, lineage, published_elsewhere,
+                         read_alarm_evidence, read_cloudwatch_stamp, same_but_publication, same_publication_kind,
+                         unconfirmed)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -79,8 +81,8 @@ def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_b
         return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
     proof = read_cloudwatch_stamp(live_body, name, project)
     change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
-    if live_body == desired_body:
-        pass
+    if live_body == desired_body or (proof == OURS and same_but_publication(live_body, desired_body)):
+        pass  # (a new list of the settings' clusters alone rewrites nothing)
     elif proof is None:
         change.action, change.details = FOREIGN, ["exists and was not written by gpudash; --force replaces it"]
     elif proof == OTHER:
@@ -115,7 +117,8 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
-        missing_tags = [t for t in alarm_tags(request, reported) if t not in tags]
+        missing_tags = [t for t in alarm_tags(request, reported)  # (a new list of clusters alone rewrites nothing)
+                        if t not in tags and not same_publication_kind(t, tags)]
         if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
     elif as_written:
@@ -148,21 +151,28 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 
 
 def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
-                            older: list[str]) -> Change | None:
+                            older: list[str], clusters: frozenset[str] = frozenset(),
+                            elsewhere: list[str] | None = None) -> Change | None:
     """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
-    under this name and unchanged since (None otherwise: never touched). One an older gpudash wrote,
-    whose stamp names no project, is added to `older`: it may be another project's, so it stays."""
+    under this name and unchanged since, by these settings (published with a cluster of their lineage,
+    `clusters`); None otherwise: never touched. One an older gpudash wrote, whose stamp names no project,
+    is added to `older`: it may be another project's, so it stays; one other settings of this project
+    published, to `elsewhere`."""
     proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
     if proof == OLDER:
         older.append(name)
     if proof != OURS:
+        return None
+    if published_elsewhere(dashboard_publication(body), clusters):
+        if elsewhere is not None:
+            elsewhere.append(name)
         return None
     return Change("cloudwatch", "dashboard", name, DELETE, region=region, live={"body": body},
                   details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
 
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
-                     progress: Tick, project: str = "") -> list[Change]:
+                     progress: Tick, project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's)."""
@@ -174,15 +184,29 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     listed = cloudwatch.dashboard_names(region, cloudwatch_dashboard_name_start(prefix)) if prefix and project else []
     retired = sorted(name for name in listed if name not in dashboards and is_cloudwatch_dashboard_name(prefix, name))
     older: list[str] = []
+    elsewhere: list[str] = []
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
-        old = list(pool.map(lambda name: _plan_retired_dashboard(name, region, cloudwatch.dashboard_body(region, name),
-                                                                 project, older), retired))
+        bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
+    mine = lineage(clusters, [dashboard_publication(c.live["body"]) for c in changes
+                              if c.live.get("body") is not None
+                              and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
+    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere)
+           for name, body in zip(retired, bodies)]
+    if elsewhere:
+        cloudwatch.note(_elsewhere_note("dashboard", sorted(elsewhere), project))
     if older:
         cloudwatch.note(_older_note("dashboard", sorted(older), project,
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _elsewhere_note(kind: str, names: list[str], project: str) -> str:
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return (f"{len(names)} {kind}(s) of project {project!r} not defined here were published by other settings of "
+            f"project {project!r} (with none of these settings' clusters): --prune leaves them ({shown}); a "
+            "project split over several settings files prunes each file's own only")
 
 
 def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
@@ -209,7 +233,7 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
-                 progress: Tick, project: str = "") -> list[Change]:
+                 progress: Tick, project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
     """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
@@ -218,15 +242,21 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     for name, request in sorted(requests.items()):
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project))
         progress()
-    older = []
+    older, elsewhere = [], []
+    mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests
+                              if name in tags and alarm_project(tags[name]) == project])
     for name, alarm in sorted(live.items()):
         if name in requests or not project or not alarm_owned(tags.get(name, [])):
             continue
         named = alarm_project(tags[name])
-        if named == project:
+        if named == project and published_elsewhere(alarm_publication(tags[name]), mine):
+            elsewhere.append(name)
+        elif named == project:
             changes.append(_plan_retired(name, region, alarm, tags[name]))
         elif named is None:
             older.append(name)
+    if elsewhere:
+        cloudwatch.note(_elsewhere_note("alarm", elsewhere, project))
     if older:
         cloudwatch.note(_older_note("alarm", older, project, "to let --prune delete one that is this project's, tag "
                                     f"it: aws cloudwatch tag-resource --region {region} --resource-arn ARN --tags "
@@ -244,9 +274,10 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
-                dashboard_prefix: str = "", project: str = "") -> list[Change]:
-    return _side_by_side(lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project),
-                         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project))
+                dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
+    return _side_by_side(
+        lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters),
+        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> list[Change]:
@@ -264,7 +295,7 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
             requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
                         if item["Region"] == region}
             return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
-                               desired.dashboard_prefix if account_wide else "", desired.project)
+                               desired.dashboard_prefix if account_wide else "", desired.project, desired.clusters)
 
         changes = _parallel(regions, work)
     if not desired.project:

@@ -150,3 +150,38 @@ def test_another_projects_alarm_of_the_same_name_is_foreign_not_taken_over(aws, 
     assert after == shared  # not one field changed, none deleted
     assert {name: client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
             for name, alarm in after.items()} == tags
+
+
+def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or_alarms(aws, tmp_path, cli):
+    """One project split over settings files (one per Region, or per team in one Region): dashboards are
+    listed account-wide and alarms Region-wide, but what one file published is not the other's to prune; a
+    cluster removed from a file is still pruned, and nothing else is rewritten for it."""
+    client, apply = aws
+    east = _settings(tmp_path, "east", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n"
+                                       "  - {name: east2, region: us-east-1}\n")
+    west = _settings(tmp_path, "west", "project: fleet\nclusters:\n  - {name: west, region: us-west-2}\n")
+    more = _settings(tmp_path, "more", "project: fleet\nclusters:\n  - {name: more, region: us-east-1}\n")
+    for settings in (east, west, more):
+        assert apply("--config", settings)[0] == 0
+    published = (_all_alarms(client), _dashboards(client))
+    assert len(published[1]) == 12 and len(published[0]) == 30
+    for settings in (west, more):
+        code, stdout, stderr = cli("plan", "--no-grafana", "--config", settings)
+        assert code == 0 and "delete" not in stdout
+        assert "published by other settings of project 'fleet'" in stderr
+        code, report, stderr = apply("--prune", "--config", settings)
+        assert code == 0 and report["written"] == [], stderr
+        assert (_all_alarms(client), _dashboards(client)) == published
+    east_only = _settings(tmp_path, "east1", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n")
+    code, report, stderr = apply("--prune", "--config", east_only)  # east2 removed from its own file: pruned
+    assert code == 0, stderr
+    pruned = sorted(n for n in [*published[0], *published[1]] if "-east2-" in n)
+    assert sorted(report["written"]) == pruned
+    assert (_all_alarms(client), _dashboards(client)) == tuple([n for n in names if n not in pruned]
+                                                                 for names in published)
+    added = _settings(tmp_path, "east3", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n"
+                                         "  - {name: east3, region: us-east-1}\n")
+    assert apply("--config", added)[0] == 0
+    code, report, _ = apply("--prune", "--config", _settings(tmp_path, "east4", "project: fleet\nclusters:\n"
+                                                             "  - {name: east3, region: us-east-1}\n"))
+    assert code == 0 and sorted(report["written"]) == sorted(n for n in published[0] + published[1] if "-east-" in n)
