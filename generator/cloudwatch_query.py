@@ -48,9 +48,9 @@ sample by value (the scrape job relabels labels only, the agent drops only NaN a
 Insights filters on dimensions only). There a widget that shows one line drops, with the
 documented `IF(value < floor, value)`, a period whose value only a blank can produce (a pod, node or fleet
 line with one blank GPU, per-GPU lines combined by math included, shows a gap for that period, and a
-field that one GPU never reads leaves its fleet line empty), as long as the blank averaged with the
-line's other observations stays above the floor (the bounds are at blank_floor: a line that averages many
-GPUs' observations can dilute a blank below it). A GROUP BY widget's lines (an array) are shown
+field that one GPU never reads leaves its fleet line empty), as long as the blank averaged with its
+GPU's other observations of the period stays above the floor (the bounds are at blank_floor; a mean over GPUs
+is guarded through their total, so the number of GPUs does not dilute it). A GROUP BY widget's lines (an array) are shown
 unguarded: IF and comparisons take no array, arithmetic combines an array only with a number or one
 series, and no chain of the functions documented on arrays (ABS, FLOOR, CEIL, FILL, LOG, ...) applied to
 the array alone is its value at a reading and a division by zero at a blank; the header notes such
@@ -88,19 +88,18 @@ ALARM_WINDOW_SECONDS = 3 * 3600  # a Metrics Insights alarm evaluates the latest
 # per-second rate 1e14. A floor drops a blank only while the blank, averaged with the other
 # observations of its period, stays above it, so each holds within a bound, not for every period:
 # * gauges in small units (1e9): a float blank averaged with at most 140,000 observations (2**47 / 1e9),
-#   e.g. one GPU's 10 s scrapes over the two weeks a Metrics Insights widget reads, or a 300 s period
-#   of a line over 4,600 GPUs scraped every 10 s (an integer blank holds over 9e9 observations);
+#   e.g. one GPU's 10 s scrapes over the two weeks a Metrics Insights widget reads (an integer blank holds
+#   over 9e9 observations); a mean over GPUs is guarded through the GPUs' total (plan), so it is one GPU's
+#   observations that count, not the line's;
 # * gauges in large units (bytes, counts, totals since boot; 1e14): integer fields, whose blank holds
 #   averaged with at most 92,000 observations;
 # * counter rates (1e14 per second): the blank's delta (2**63 minus the reading) divided by the seconds
 #   of observations averaged, so at most 92,000 s of them (2**63 / 1e14): one GPU's period up to about
-#   25 hours (periods are at most 1 hour, and rate widgets never take the whole time range), but a line
-#   averaging the deltas of many GPUs holds only while GPUs x period stays under 92,000 s (307 GPUs at
-#   300 s); beyond that, a blank shows as a large rate;
+#   25 hours (periods are at most 1 hour, and rate widgets never take the whole time range); a mean rate
+#   over GPUs is guarded through their total rate, which holds the blank GPU's whole;
 # * counter increases (1e18): a SUM of deltas (one GPU's increase, a sum over GPUs) holds the blank's delta
-#   whole, above it whatever the period or time range; a mean increase (the mean delta times the scrapes
-#   per period: a line over GPUs, or a group's AVG) holds the blank's delta divided by the GPUs averaged,
-#   so it holds for at most 9 GPUs per line (2**63 / 1e18); beyond that, a blank shows as a large increase.
+#   whole, above it whatever the period or time range; a mean increase over GPUs is guarded through their
+#   total, which holds it whole too.
 # A rate shown in a scaled unit (ns per second as a share of time) is compared in that unit: the
 # per-second floor times the unit's scale. The Prometheus side needs no such bound: a counter gives no
 # data for a window that holds a blank (generator/promql.py).
@@ -296,8 +295,11 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     shown = result.math or "{q}"
     if result.series and result.group:  # an array of lines: no documented form drops one line's point
         return replace(result, notes=result.notes + (ARRAY_BLANK_NOTE,))
-    # one line (per-GPU lines combined by math included): a period whose value only a blank explains is a gap
-    return replace(result, math=f"IF({shown} < {number(blank_floor(query, catalog))}, {shown})")
+    # one line (per-GPU lines combined by math included): a period whose value only a blank explains is a gap.
+    # A mean over GPUs is guarded through their total, scaled alike: a blank GPU's share of the total is whole,
+    # however many GPUs the mean divides it among (the mean of 10 increases holds a blank's delta / 10).
+    guard = shown.replace(across("AVG"), "SUM({q})")
+    return replace(result, math=f"IF({guard} < {number(blank_floor(query, catalog))}, {shown})")
 
 
 # How a GROUP BY widget's lines differ from its title on the classic pipeline (its header says it; lint CW015).

@@ -259,3 +259,50 @@ def test_every_whole_gpu_publishes_its_device_counter_idle_or_held(tmp_path_fact
         assert instances == set()
         per_gpu = [(p.dims()["node"], p.dims()["gpu"], p.timestamp) for p in mine if set(p.dims()) >= {"node", "gpu"}]
         assert {(node, gpu) for node, gpu, _ in per_gpu} == gpus and len(per_gpu) == len(set(per_gpu))
+
+
+BLANK, BLANK_AT, MANY = 9223372036854775792, 1800, 30  # one of 30 GPUs reads DCGM's blank at 1,800 s
+MEANS = '''
+from generator.model import Dashboard, Panel, Query, Row
+
+
+def dashboards(ctx):
+    yield Dashboard(id="means", title="Means", rows=[Row("counters", [
+        Panel("Mean replay rate per GPU", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", ())),
+        Panel("Mean replays per GPU", Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "avg", (), as_increase=True)),
+    ])])
+'''
+
+
+def many_payload(t: int) -> str:
+    lines = [f"# TYPE {REPLAYS} counter"]
+    for index in range(MANY):
+        labels = f'gpu="{index}",UUID="GPU-{index}",device="nvidia{index}",modelName="NVIDIA H100",Hostname="{A}"'
+        value = BLANK if (index, t) == (0, BLANK_AT) else (index + 1) * (t + INTERVAL)
+        lines.append(f"{REPLAYS}{{{labels}}} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def test_classic_a_mean_over_many_gpus_drops_a_blank_gpus_period_whatever_the_number_of_gpus(tmp_path):
+    """agent.pipeline: classic publishes the jump into the blank (about 9.2e18). Averaged over 30 GPUs it reads
+    3e17 as a mean increase and, over an hour, 8.5e13 per second as a mean rate: below the floors of one GPU's
+    line (1e18, 1e14). The mean is guarded through the GPUs' total, which holds the jump whole: the period that
+    holds the blank is a gap at every period the console may use, every other period the true mean."""
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "means.py").write_text(MEANS)
+    (tmp_path / "gpudash.yaml").write_text(f"{PIPELINES['classic']}definitions:\n  dashboards: [dashboards]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    datapoints = Agent(config, job).run([Scrape(float(t), many_payload(t), target_labels(job, A))
+                                         for t in range(-INTERVAL, END, INTERVAL)])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-means.json"])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    for title, properties in widgets.items():
+        increase = title == "Mean replays per GPU"
+        for period in (None,) if increase else (PERIOD, 60, 3600):
+            (series,) = cloudwatch_eval.widget(properties, datapoints, START, END, period=period).values()
+            length = period or END - START  # an increase: one bar over the range
+            expected = {start: mean((i + 1) * length for i in range(MANY)) / (1 if increase else length)
+                        for start in range(START, END, length) if not start <= BLANK_AT < start + length}
+            assert set(series) == set(expected), (title, period)
+            assert all(close(series[t], v) for t, v in expected.items()), (title, period)
