@@ -67,6 +67,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter Service", _service, kube, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
+        yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
+                        settings.exporter.virtual_gpus)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
@@ -338,6 +340,30 @@ def _pod_labels(daemonset: Answer, style) -> Check:
     return Check(GROUP, "pod labels setting", FAIL, "DCGM_EXPORTER_KUBERNETES is not true: series carry no workload pod",
                  f"set DCGM_EXPORTER_KUBERNETES=true on container {container.get('name', str, '?')} and mount "
                  "/var/lib/kubelet/pod-resources")
+
+
+VIRTUAL_CHECK = "virtual GPUs setting"
+_GO_TRUE = ("1", "t", "true")  # strconv.ParseBool's true, which the exporter's flags library reads a variable with
+
+
+def _virtual_gpus(daemonset: Answer, style, read_apart: bool) -> list[Check]:
+    """KUBERNETES_VIRTUAL_GPUS (or --kubernetes-virtual-gpus) on the exporter against exporter.virtual_gpus: with it
+    on, dcgm-exporter 4.5.3+ writes GPU utilization and framebuffer used as the device's series and each pod's share,
+    which the queries read apart only with exporter.virtual_gpus (nothing is said when both are off)."""
+    container = _container(daemonset, style)
+    flags = [a for a in container.strings("args") + container.strings("command")
+             if a.lstrip("-").split("=", 1)[0] == "kubernetes-virtual-gpus"]
+    on = _env(container).get("KUBERNETES_VIRTUAL_GPUS", "").lower() in _GO_TRUE or any(
+        "=" not in flag or flag.split("=", 1)[1].lower() in _GO_TRUE for flag in flags)
+    if on and not read_apart:
+        return [Check(GROUP, VIRTUAL_CHECK, FAIL,
+                      f"the exporter runs with KUBERNETES_VIRTUAL_GPUS=true but exporter.virtual_gpus is not set: "
+                      f"per-GPU utilization and framebuffer mix the device's value with its pods' shares",
+                      "set exporter.virtual_gpus: true in gpudash.yaml and generate again")]
+    if read_apart:
+        state = "on" if on else "off on this DaemonSet (the queries read exporters either way)"
+        return [Check(GROUP, VIRTUAL_CHECK, OK, f"KUBERNETES_VIRTUAL_GPUS {state}; exporter.virtual_gpus is set")]
+    return []
 
 
 def _collectors_path(container: Answer, env: dict[str, str]) -> str:

@@ -193,6 +193,24 @@ def test_pod_labels_missing_when_the_kubernetes_mapping_is_off(stack, payload):
         "set DCGM_EXPORTER_KUBERNETES=true on the exporter and mount /var/lib/kubelet/pod-resources into it")
 
 
+def test_the_exporters_virtual_gpus_setting_must_be_read_apart(stack, tmp_path):
+    """KUBERNETES_VIRTUAL_GPUS=true on the exporter while exporter.virtual_gpus is unset fails, naming the setting;
+    set, it passes, also on a DaemonSet without it (a mixed fleet)."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    _, checks = verify(*only_kube)
+    assert ("kube", "virtual GPUs setting") not in checks  # both off: nothing to say
+    cluster.daemonset["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append(
+        {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"})
+    code, checks = verify(*only_kube)
+    assert code == 1
+    assert _failures(checks)[("kube", "virtual GPUs setting")][1] == \
+        "set exporter.virtual_gpus: true in gpudash.yaml and generate again"
+    (tmp_path / "gpudash.yaml").write_text("exporter:\n  virtual_gpus: true\n")
+    _, checks = verify(*only_kube, "--config", str(tmp_path / "gpudash.yaml"))
+    assert checks[("kube", "virtual GPUs setting")]["status"] == "ok"
+
+
 def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
     _, verify = stack
     code, checks = verify(prometheus_url=prometheus_exported.url)
