@@ -150,15 +150,36 @@ def mig_instance_dimensions(settings: Settings) -> list[str]:
 
 def dimension_sets(settings: Settings) -> list[list[str]]:
     """Every dimension set the agent may publish: per pod, per GPU, then the sets derived from them
-    (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), which
-    carry only the fields queried with them."""
+    (derived_sets: per GPU instance, and the MIG-only per-pod, per-GPU and per-MIG-instance sets), and on the
+    OTel pipeline the sets of a pod's totals per scrape; all but the first two carry only the fields queried
+    with them."""
+    totals = [pod_total_dimensions(settings, kind) for kind in POD_TOTALS] if settings.agent.pipeline == "otel" else []
     return explored_sets(settings) + derived({"dimensions": pod_dimensions(settings),
-                                              "gpu_dimensions": gpu_dimensions(settings)})
+                                              "gpu_dimensions": gpu_dimensions(settings)}) + totals
 
 
 def dimensions(settings: Settings) -> list[str]:
     """The per-pod dimension set (kept for callers that name one set)."""
     return pod_dimensions(settings)
+
+
+# A pod's total per scrape, which the OTel pipeline (agent.pipeline: otel) makes at the agent from one node's
+# scrape (render/agent_otel.pod_totals) and publishes under the pod's name and one of these marks
+# (dimension: value), which no scraped series carries: the sum of a gauge over the pod's GPUs, and how many
+# GPUs the pod holds.
+POD_TOTALS = {"sum": ("pod_total", "sum"), "count": ("pod_gpus", "count")}
+
+
+def pod_total_dimensions(settings: Settings, aggregation: str) -> list[str]:
+    """The set of a pod's total per scrape (`aggregation`: sum or count): the cluster, the pod by namespace and
+    name (not the other names cloudwatch.dimensions may add: a GPU's would split the total per GPU) and the
+    total's mark."""
+    return [CLUSTER_DIMENSION, NAMESPACE_DIMENSION, POD_DIMENSION, POD_TOTALS[aggregation][0]]
+
+
+def pod_total_kind(dims: tuple[str, ...] | list[str]) -> str | None:
+    """sum or count when `dims` is the set of a pod's total per scrape, else None."""
+    return next((kind for kind, (mark, _) in POD_TOTALS.items() if mark in dims), None)
 
 
 # The agent scrapes with gpudash's own job, which keeps the exporter's workload labels as
@@ -360,6 +381,9 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
 
     if field.across_own_labels == "sum":
         return _own_series_added(query, field, line, split_ok, one_gpu, period, interval, base)
+    if layout.instances and settings.agent.pipeline == "otel" and pod_keyed and per_pod_lines(query, series) \
+            and agg in ("count", "sum") and not field.is_counter:  # awsemf would send a counter's total as deltas
+        return _pod_total(query, settings, series)
     if agg == "count":  # GPUs (series) reporting, whatever the field's kind
         if one_gpu:
             return line("COUNT", "{q} * 0 + 1", n)
@@ -412,6 +436,26 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     where = "in an alarm" if alarm and not series else f"per {', '.join(series) or 'cluster'}"
     raise Unsupported(f"CloudWatch cannot take the {agg} of per-GPU {what} {where} in one query{why}; "
                       f"{'sum them, or ' if agg == 'avg' else ''}group by node and gpu")
+
+
+def per_pod_lines(query: Query, series: tuple[str, ...]) -> bool:
+    """The query's lines are pods, each named by namespace and name, and nothing else."""
+    return query.per_pod and set(series) == {NAMESPACE_DIMENSION, POD_DIMENSION}
+
+
+def _pod_total(query: Query, settings: Settings, series: tuple[str, ...]) -> Plan:
+    """A sum of a gauge, or the GPUs counted, per pod on the OTel pipeline: the agent adds up each scrape of a
+    node's exporter per pod (each GPU once: a device field's MIG instances of one GPU count once, a field MIG
+    reports per instance adds the pod's instances up) and publishes the pod's total of that scrape, so the AVG
+    of a period is the mean of the totals of the scrapes that arrived, whatever the scrape interval and however
+    many were missed. A pod runs on one node, and moving to another (a StatefulSet's pod) its totals continue;
+    the agent cannot add up scrapes of two nodes (each is its own resource, read at its own time), so a name
+    that two nodes' exporters list at once (Kubernetes runs a pod on one node) would read the mean of the two
+    nodes' totals."""
+    kind = "count" if query.aggregation == "count" else "sum"
+    return Plan(metric=query.metric, function="AVG", dims=tuple(pod_total_dimensions(settings, kind)),
+                group=series, series=series)
+
 
 
 PERIOD = "{p}"  # in a plan's math: the period, in seconds, of the widget's query (the widget writes PERIOD() of it)
@@ -554,6 +598,8 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
             notes.append(MIG_LEFT_OUT + (f" (their {substitute[0]} stands in on Grafana and in alarms)"
                                          if substitute else ""))
         return replace(result, notes=tuple(notes))
+    if pod_total_kind(result.dims):  # the agent's total per scrape of the pod's GPUs, each GPU once
+        return result
     grouped = result.series and not all(d in result.series for d in result.gpu_series)
     per_pod = tuple(result.dims) == tuple(pod_dimensions(settings))
     if grouped and not per_pod and result.function in ("SUM", "COUNT", "AVG"):

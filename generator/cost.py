@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_PROFILE_LABEL
-from .cloudwatch_query import pod_dimensions
+from .cloudwatch_query import pod_dimensions, pod_total_kind
 from .errors import InputError
 from .project import Project
 from .reading import read_json
@@ -168,7 +168,7 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
     pods, gpus = _per_cluster(fleet)
     if enabled(project.settings):
         return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
-    return pods if list(dims) == pod_dimensions(project.settings) else gpus
+    return pods if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims) else gpus
 
 
 def _addon_metric_lines(fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
@@ -200,7 +200,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         return _addon_metric_lines(fleet, prices)
     queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     published = published_sets(project.catalog, settings, queried)
-    per_pod = len(published.get(tuple(pod_dimensions(settings)), []))
+    # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one per pod and
+    # node it runs on: a pod runs on one).
+    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in published if pod_total_kind(dims))]
+    per_pod = sum(len(published.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
     per_cluster = len(published.get(data_missing.CLUSTER_SET, []))
     per_cluster += len(data_missing.KSM_METRICS) if per_cluster and data_missing.expected(settings) else 0
@@ -210,7 +213,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # counters are merged to one series per physical GPU); on classic device counters too.
     mig_only = sum(len(m) for dims, m in published.items() if MIG_PROFILE_LABEL in dims)
     per_gpu = sum(len(m) for dims, m in published.items()
-                  if list(dims) != pod_dimensions(settings) and dims != data_missing.CLUSTER_SET
+                  if dims not in pod_sets and dims != data_missing.CLUSTER_SET
                   and MIG_PROFILE_LABEL not in dims)
     metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
         per_cluster * fleet.clusters

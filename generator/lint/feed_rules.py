@@ -191,14 +191,27 @@ def _published_labels(subject: LintInput) -> set[str]:
     return labels
 
 
+def _labels_added(subject: LintInput, cluster: Cluster) -> set[str]:
+    """The labels the cluster's OTel pipeline adds to points it makes (metricstransform's add_label: a pod's
+    total per scrape is marked so)."""
+    otel = subject.agent(cluster).otel
+    if otel is None:
+        return set()
+    return {operation.get("new_label") for name, processor in (otel.get("processors") or {}).items()
+            if name.split("/")[0] == "metricstransform" and isinstance(processor, dict)
+            for transform in processor.get("transforms") or [] for operation in transform.get("operations") or []
+            if isinstance(operation, dict) and operation.get("action") == "add_label"}
+
+
 def dimensions_published(subject: LintInput) -> Iterable[Finding]:
     """Every dimension the agent publishes is a label on the scraped series (ClusterName from cluster_name),
     and the per-pod set names the workload's namespace and pod."""
     settings = subject.settings
-    labels = _published_labels(subject)
+    scraped = _published_labels(subject)
     for cluster in subject.clusters():
         where = agent_file(cluster.name)
         prometheus = _prometheus(subject, cluster)
+        labels = scraped | _labels_added(subject, cluster)
         for declaration in _declarations(subject, cluster):
             for dims in declaration.get("dimensions") or []:
                 if len(dims) > MAX_DIMENSIONS:

@@ -15,7 +15,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   scrape's own series (up, scrape_*), which the JSON path's scraper drops too;
 * metricstransform merges the copies of a counter the exporter writes for one GPU instance, one per pod
   that shares the GPU by time-slicing or MPS (see `merged_counters`), into one series per GPU instance for
-  the per-GPU dimension sets, and keeps each pod's copy for the per-pod sets;
+  the per-GPU dimension sets, and keeps each pod's copy for the per-pod sets; and it makes, from each scrape,
+  each pod's total of the gauges the by-pod panels sum or count (see `pod_totals`), in their own sets;
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -38,6 +39,7 @@ from typing import Any, Iterable
 
 from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
+from ..cloudwatch_query import POD_TOTALS, pod_total_kind
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION
 from ..settings import Cluster, Settings
@@ -196,12 +198,86 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     ]}
 
 
+TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name between the processor's transforms
+GPU_ONCE = "UUID"  # the label that names one GPU of a node's exporter, whatever its MIG instances
+
+
+def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """metricstransform's transforms that make, from each scrape of a node's exporter, each pod's total of the
+    gauges published in a pod-total set (cloudwatch_query.pod_total_dimensions): the sum of a gauge over the
+    pod's GPUs, or how many GPUs the pod holds, marked with the set's mark (POD_TOTALS).
+
+    The processor (aggregateutil, see merged_counters) runs on one scrape of one target, whose points share the
+    scrape's timestamp; aggregate_labels keeps the labels of `label_set`, and merges the points of one label
+    set and timestamp into the first of them: `sum` adds them, `max` takes the largest, `count` writes how many
+    there are, but only when there are two or more (a lone point keeps its value). So:
+
+    * sum: each GPU once per pod (the max over the pod's series of one UUID: a device field repeats on a MIG
+      GPU's instances), or each instance (a field MIG reports per instance adds up over them: sum), then the
+      sum over the pod's GPUs;
+    * count: one point per GPU of the pod (the max over its series of one UUID), inserted a second time under
+      the same name; `combine` merges the two copies' points of one label set by `count`, which writes 2 (two
+      points), then their sum over the pod is twice its GPUs, scaled by 0.5.
+
+    A GPU no pod holds groups without pod labels, and the per-pod set needs them: it publishes no total. A
+    staleness marker (no value) is merged into a live point as 0 and stays a marker only when its group holds
+    nothing else (the pod's series all gone), which awsemf drops. The totals take their field's name back
+    last; the other declarations' label matchers keep them out of the sets that do not name their mark."""
+    result = []
+    for declaration in declarations:
+        for dims in declaration["dimensions"]:
+            kind = pod_total_kind(dims)
+            if kind is None:
+                continue
+            mark, value = POD_TOTALS[kind]
+            pod = sorted(d for d in dims if d != mark)
+            for selector in declaration["metric_name_selectors"]:
+                name = next(m.name for m in catalog if re.search(selector, m.name))
+                include = f"^{re.escape(name)}$"
+                total = f"{TOTAL_PREFIX}{kind}.{name}"
+                once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
+                per_gpu = {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}), "aggregation_type": once}
+                marked = {"action": "add_label", "new_label": mark, "new_value": value}
+                if kind == "sum":
+                    result.append({"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
+                                   "operations": [per_gpu, {"action": "aggregate_labels", "label_set": pod,
+                                                            "aggregation_type": "sum"}, marked]})
+                    continue
+                copy = f"^{re.escape(total)}$"
+                result += [
+                    {"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
+                     "operations": [per_gpu]},
+                    {"include": copy, "match_type": "regexp", "action": "insert", "new_name": total},
+                    {"include": copy, "match_type": "regexp", "action": "combine", "new_name": total,
+                     "aggregation_type": "count",
+                     "operations": [{"action": "aggregate_labels", "label_set": pod, "aggregation_type": "sum"},
+                                    {"action": "experimental_scale_value", "experimental_scale": 0.5}, marked]},
+                ]
+    if result:
+        result.append({"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count)\\.(.+)$", "match_type": "regexp",
+                       "action": "update", "new_name": "${1}"})
+    return result
+
+
+def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The declarations, those of sets without a pod total's mark matching only points without one, so that a
+    total is published in its own set alone (awsemf reads a missing label as empty)."""
+    marks = sorted({POD_TOTALS[kind][0] for d in declarations for dims in d["dimensions"]
+                    if (kind := pod_total_kind(dims))})
+    if not marks:
+        return declarations
+    def unmarked() -> dict[str, Any]:  # one object per declaration (YAML would write a shared one as an alias)
+        return {"label_names": list(marks), "separator": ";", "regex": "^" + ";" * (len(marks) - 1) + "$"}
+    return [d if any(pod_total_kind(dims) for dims in d["dimensions"]) else {**d, "label_matchers": [unmarked()]}
+            for d in declarations]
+
+
 def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
     """What awsemf publishes, the same for every cluster."""
     return {
         "namespace": emf["metric_namespace"],
-        "metric_declarations": [{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
-                                for d in emf["metric_declaration"]],
+        "metric_declarations": _kept_apart([{"dimensions": d["dimensions"], "metric_name_selectors": d["metric_selectors"]}
+                                            for d in emf["metric_declaration"]]),
         "metric_descriptors": [{"metric_name": name, "unit": unit} for name, unit in emf["metric_unit"].items()],
     }
 
@@ -233,8 +309,9 @@ class Pipeline:
             FILTER: {"error_mode": "ignore",
                      "metrics": {"datapoint": [*blank_conditions(catalog, shipped), SCRAPE_SERIES]}},
         }
-        merge = merged_counters(catalog, settings, self.publishes["metric_declarations"], shipped)
-        if merge:
+        merge = merged_counters(catalog, settings, self.publishes["metric_declarations"], shipped) or {"transforms": []}
+        merge["transforms"] += pod_totals(catalog, self.publishes["metric_declarations"])
+        if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)
         self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
         self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),

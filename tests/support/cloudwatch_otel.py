@@ -20,8 +20,10 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, comparisons, and / or / not, parentheses);
 * metricstransform runs its transforms in order on one scrape's metrics (insert: a transformed copy of each
-  matching metric; update: in place; new_name expanded from the include pattern; aggregate_labels: labels
-  outside label_set removed, the points of one label set merged into the first one's, see _aggregate_labels);
+  matching metric; update: in place; combine: the matching metrics' points in one metric, those of one label
+  set merged; new_name expanded from the include pattern; aggregate_labels: labels outside label_set removed,
+  the points of one label set merged into the first one's by max, sum or count, see _merged; add_label;
+  experimental_scale_value);
 * awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;
@@ -437,26 +439,57 @@ def _go_max(a: float, b: float) -> float:
     return max(a, b)
 
 
+def _merged(values: list, aggregation: str):
+    """aggregateutil's mergeNumberDataPoints of one group's values (None: a point without value, a staleness
+    marker): the first point takes the others in; a first without value takes nothing (its value type matches
+    no case); otherwise `max` takes math.Max of its double and each other's (an empty value reads 0), `sum`
+    adds them, `count` writes how many points the group has, inside the loop over the second and later points:
+    a group of one point keeps its value."""
+    first = values[0]
+    if first is None:
+        return None
+    value = first
+    for other in values[1:]:
+        other = 0.0 if other is None else other
+        if aggregation == "max":
+            value = _go_max(value, other)
+        elif aggregation == "sum":
+            value = value + other
+        else:
+            value = float(len(values))
+    return value
+
+
 def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -> _Metric:
     """aggregate_labels (aggregateutil FilterAttrs, GroupDataPoints, MergeDataPoints): every label not in
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
-    first of them, whose flags it keeps: a first point without value (a marker) takes nothing from the others
-    (its value type matches no case); otherwise `max` takes math.Max of its double and each other's (an empty
-    value reads 0), `sum` adds them."""
-    assert aggregation in ("max", "sum"), f"aggregation the model does not know: {aggregation}"
+    first of them, whose flags it keeps (_merged)."""
+    assert aggregation in ("max", "sum", "count"), f"aggregation the model does not know: {aggregation}"
+    return _grouped(_Metric(metric.name, metric.kind, [({k: v for k, v in labels.items() if k in label_set}, value)
+                                                       for labels, value in metric.points]), aggregation)
+
+
+def _grouped(metric: _Metric, aggregation: str) -> _Metric:
+    """The points of one label set merged into one (_merged), in the order their label sets first appear."""
     groups: dict[tuple, list] = {}
     for labels, value in metric.points:
-        kept = {k: v for k, v in labels.items() if k in label_set}
-        groups.setdefault(tuple(sorted(kept.items())), []).append(value)
-    points = []
-    for key, values in groups.items():
-        first, value = values[0], values[0]
-        if first is not None:
-            for other in values[1:]:
-                other = 0.0 if other is None else other
-                value = _go_max(value, other) if aggregation == "max" else value + other
-        points.append((dict(key), value))
-    return _Metric(metric.name, metric.kind, points)
+        groups.setdefault(tuple(sorted(labels.items())), []).append(value)
+    return _Metric(metric.name, metric.kind, [(dict(key), _merged(values, aggregation))
+                                              for key, values in groups.items()])
+
+
+def _operated(metric: _Metric, operation: dict) -> _Metric:
+    """One operation of a transform: aggregate_labels, add_label (a label the point lacks, with new_value),
+    experimental_scale_value (each value times experimental_scale; a point without value stays so)."""
+    action = operation["action"]
+    if action == "aggregate_labels":
+        return _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
+    if action == "add_label":
+        label, value = operation["new_label"], operation["new_value"]
+        return _Metric(metric.name, metric.kind, [({label: value, **labels}, v) for labels, v in metric.points])
+    assert action == "experimental_scale_value", f"operation the model does not know: {operation}"
+    scale = float(operation["experimental_scale"])
+    return _Metric(metric.name, metric.kind, [(labels, None if v is None else v * scale) for labels, v in metric.points])
 
 
 def _go_expand(template: str, match: re.Match) -> str:
@@ -467,24 +500,42 @@ def _go_expand(template: str, match: re.Match) -> str:
 def _transform(config: dict):
     """One of metricstransform's transforms (metrics_transform_processor_otlp.go processMetrics) as a function
     of a resource's metrics: `insert` appends a transformed copy of each matching metric present before it,
-    `update` transforms the matching metrics in place (a metric left without points is dropped); a new name is
-    the include pattern's expansion (regexp) of `new_name`."""
-    assert config.get("match_type") == "regexp" and config["action"] in ("insert", "update"), config
+    `update` transforms the matching metrics in place (a metric left without points is dropped), `combine`
+    takes every matching metric out (when there are any, all of one kind: canBeCombined) and appends one metric
+    of `new_name` holding their points, those of one label set merged by the transform's aggregation_type
+    (groupMetrics), then transformed; a new name is the include pattern's expansion (regexp) of `new_name`."""
+    assert config.get("match_type") == "regexp" and config["action"] in ("insert", "update", "combine"), config
     assert not config.get("experimental_match_labels"), "the model matches no labels"
     pattern = re.compile(config["include"])
     operations = config.get("operations") or []
     for operation in operations:
-        assert operation["action"] == "aggregate_labels", f"operation the model does not know: {operation}"
+        assert operation["action"] in ("aggregate_labels", "add_label", "experimental_scale_value"), \
+            f"operation the model does not know: {operation}"
 
     def changed(metric: _Metric, match: re.Match) -> _Metric:
         if config.get("new_name"):
             metric = _Metric(_go_expand(config["new_name"], match) or config["new_name"], metric.kind,
                              list(metric.points))
         for operation in operations:
-            metric = _aggregate_labels(metric, operation["label_set"], operation["aggregation_type"])
+            metric = _operated(metric, operation)
         return metric
 
+    def combined(metrics: list[_Metric]) -> list[_Metric]:
+        matched = [m for m in metrics if pattern.search(m.name)]
+        if not matched:
+            return metrics
+        assert len({m.kind for m in matched}) == 1, "canBeCombined: metrics of different types are not combined"
+        assert pattern.groups == 0, "the model adds no labels from the include pattern's submatches"
+        points = [point for m in matched for point in m.points]
+        merged = _grouped(_Metric(config["new_name"], matched[0].kind, points), config["aggregation_type"])
+        for operation in operations:
+            merged = _operated(merged, operation)
+        kept = [m for m in metrics if not pattern.search(m.name)]
+        return kept + ([merged] if merged.points else [])
+
     def apply(metrics: list[_Metric]) -> list[_Metric]:
+        if config["action"] == "combine":
+            return combined(metrics)
         result = []
         for metric in metrics:
             match = pattern.search(metric.name)

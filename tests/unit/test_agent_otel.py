@@ -66,14 +66,22 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             prometheus = json_config["logs"]["metrics_collected"]["prometheus"]
             classic = prometheus["emf_processor"]
             assert emf["namespace"] == classic["metric_namespace"]
-            # The per-instance set: on OTel a device counter (not a per-instance field) is published per GPU only.
+            # The per-instance set: on OTel a device counter (not a per-instance field) is published per GPU only;
+            # and the OTel pipeline adds the sets of a pod's totals per scrape (the per-pod sums and counts of the
+            # by-pod dashboard), which no other set publishes (their label matchers leave the totals out)
             catalog = load_project(project_dir(extra)).catalog
             device = {f"^{m.name}$" for m in catalog if m.is_counter and not m.per_instance}
             assert device
-            assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]] == [
+            totals = [d for d in emf["metric_declarations"] if "pod_total" in d["dimensions"][0]
+                      or "pod_gpus" in d["dimensions"][0]]
+            assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]
+                    if d not in totals] == [
                 (d["dimensions"], [s for s in d["metric_selectors"]
                                    if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
                 for d in classic["metric_declaration"]]
+            assert {tuple(d["dimensions"][0][-2:]) for d in totals} == {("pod", "pod_total"), ("pod", "pod_gpus")}
+            assert all(d["label_matchers"] == [{"label_names": ["pod_gpus", "pod_total"], "separator": ";",
+                                                "regex": "^;$"}] for d in emf["metric_declarations"] if d not in totals)
             assert {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]} == classic["metric_unit"]
             assert emf["log_group_name"] == prometheus["log_group_name"]
             jobs = scrape_jobs(otel_files[path])
@@ -167,7 +175,9 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
     gpus = {(g.node, str(g.index)) for g in FLEET}
     assert {(p.metric, dict(p.dimensions)["node"], dict(p.dimensions)["gpu"], dict(p.dimensions)["GPU_I_ID"])
             for p in per_instance} == {(m, node, gpu, "none") for m in device for node, gpu in gpus}
-    assert otel == [p for p in classic if p not in per_instance]
+    # and the OTel pipeline's totals per scrape of each pod, in their own sets (test_cloudwatch_pod_totals.py)
+    totals = [p for p in otel if {"pod_total", "pod_gpus"} & set(p.dims())]
+    assert totals and [p for p in otel if p not in totals] == [p for p in classic if p not in per_instance]
 
 
 # --- lint reads the pipeline that publishes -------------------------------------------------------
@@ -220,14 +230,15 @@ def test_a_declaration_without_selectors_fails_and_needs_no_source_labels():
 def test_cost_is_the_same_on_either_pipeline(project_dir):
     """Both log the same fields per GPU and scrape (the OTel filter drops the receiver's own up / scrape_*
     series, as the JSON path's scraper does) and publish the same metrics, except that classic also lists each
-    device counter per GPU instance: 100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
-    device counter, and costs that much less."""
+    device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
+    device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods);
+    the estimate differs by those alone."""
     from generator.cost import Fleet, estimates
 
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    fewer = len(device) * fleet.gpus
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

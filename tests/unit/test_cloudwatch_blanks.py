@@ -462,7 +462,8 @@ def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
     assert not project.catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").is_counter
     files = encode(build(project))
     properties = _widget(files, "Energy use rate by pod", "by-pod")
-    dims = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "train-0"))
+    # the pod's total per scrape the OTel pipeline publishes (test_cloudwatch_pod_totals.py)
+    dims = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "train-0"), ("pod_total", "sum"))
     points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", dims, t, 5e11)
               for t in range(START, END, STEP)]
     (series,) = cloudwatch_eval.widget(properties, points, START, END).values()

@@ -34,8 +34,9 @@ def _generate(cli, tmp_path, text: str, refused: bool = True):
 # each (2,000 metrics; the hottest GPU's one more) beside six per-GPU and two per-MIG-instance charts; the
 # health dashboard's eleven charts would allow 227
 # (the message names those 2,001: 8 x 500 alone is not the total it gives); by pod, eleven charts and the
-# hidden metric of each of its six charts whose math takes the period from it (PERIOD) allow 226
-@pytest.mark.parametrize("key, dashboard, total, charts, fixed, fits", [("top_pods", "by-pod", "5,506", 11, 6, 226),
+# hidden metric of its one chart whose math takes the period from it (PERIOD: the energy rate; its sums and
+# counts per pod are the agent's totals per scrape) allow 227
+@pytest.mark.parametrize("key, dashboard, total, charts, fixed, fits", [("top_pods", "by-pod", "5,501", 11, 1, 227),
                                                                          ("top_gpus", "overview", "6,001", 8, 2001, 62)])
 def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
         cli, tmp_path, key, dashboard, total, charts, fixed, fits):
@@ -63,7 +64,7 @@ def test_apply_from_definitions_refuses_the_same_setting(cli, tmp_path):
     config = tmp_path / "gpudash.yaml"
     config.write_text("cloudwatch:\n  top_pods: 300\n")
     code, _, stderr = cli("apply", "--config", str(config), "--dry-run", "--skip-verify")
-    assert code == 2 and "cloudwatch.top_pods 300:" in stderr and "set cloudwatch.top_pods to 226 or less" in stderr
+    assert code == 2 and "cloudwatch.top_pods 300:" in stderr and "set cloudwatch.top_pods to 227 or less" in stderr
 
 
 def test_more_than_five_actions_for_the_alarms_of_one_region_are_refused(cli, tmp_path):

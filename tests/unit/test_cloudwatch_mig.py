@@ -287,7 +287,8 @@ def test_truth_of_the_fleet_total(tmp_path):
 
 def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     """What CloudWatch cannot tell apart, the header says: a pod's series are one per MIG instance it holds,
-    so a pod on two instances of one GPU counts that GPU twice where Grafana counts it once."""
+    so on agent.pipeline: classic a pod on two instances of one GPU counts that GPU twice where Grafana counts it
+    once. The OTel pipeline counts the pod's GPUs at the agent, each once (test_cloudwatch_pod_totals.py)."""
     project, files, _ = mixed
     (node,) = [n for n in VARIANT if n.name == "gpu-node-mig"]
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
@@ -297,9 +298,12 @@ def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), NAMES, fleet=fleet) == \
         {"Pod team-g/wide": 1}
-    assert set(shown["Pod team-g/wide"].values()) == {2.0}
-    assert _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
+    said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), "Pods on GPUs",
                  "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
+    if project.settings.agent.pipeline == "classic":
+        assert set(shown["Pod team-g/wide"].values()) == {2.0} and said
+    else:
+        assert set(shown["Pod team-g/wide"].values()) == {1.0} and not said
 
 
 UTIL_PER_GPU = '''

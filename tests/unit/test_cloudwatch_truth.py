@@ -147,15 +147,24 @@ def test_static_per_pod_alarms_compute_the_same_as_group_by(project_dir, labels)
 
 
 def test_scrape_interval_and_period_follow_the_settings(project_dir):
-    """At 15 s scrapes and 60 s periods a per-pod sum still reads GPUs, not observations: the observations a GPU
-    makes in the period the widget's query used (PERIOD of its hidden metric) over 15 s."""
-    project = load_project(project_dir("scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"))
+    """At 15 s scrapes and 60 s periods a per-pod sum on agent.pipeline: classic still reads GPUs, not
+    observations: the observations a GPU makes in the period the widget's query used (PERIOD of its hidden
+    metric) over 15 s. The OTel pipeline's is the mean of the pod's totals per scrape, whatever the interval."""
+    settings = "scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"
+    project = load_project(project_dir("agent:\n  pipeline: classic\n" + settings))
     files = encode(build(project))
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
     assert properties["period"] == 60
     assert properties["metrics"][1] == ["ContainerInsights/Prometheus", "DCGM_FI_DEV_POWER_USAGE", "ClusterName",
                                         "gpu-cluster", {"id": "p1", "visible": False}]
     assert properties["metrics"][2][0]["expression"] == "q1 * 15 / PERIOD(p1)"
+    (properties,) = [p for _, p in _widgets(encode(build(load_project(project_dir(settings)))))
+                     if p["title"] == "Power draw by pod"]
+    assert properties["period"] == 60
+    ((query,),) = properties["metrics"]
+    assert query["expression"].startswith('SELECT AVG("DCGM_FI_DEV_POWER_USAGE") FROM SCHEMA('
+                                          '"ContainerInsights/Prometheus", "ClusterName", "namespace", "pod", '
+                                          '"pod_total")')
 
 
 def test_without_an_expected_signal_the_data_missing_alarm_is_left_out_and_said(project_dir):

@@ -46,11 +46,12 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
     # the data-missing alarm's three metrics of the cluster (its GPU observations, the exporter DaemonSet's
-    # desired and available pods)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3
-    # agent.pipeline: classic lists those four device counters per GPU instance too
+    # desired and available pods), and per pod the OTel pipeline's five totals per scrape (power, framebuffer
+    # and PCIe both ways summed, GPUs counted)
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3 + 5 * 80
+    # agent.pipeline: classic lists those four device counters per GPU instance too, and makes no totals
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
-    assert classic["quantity"] == everything["quantity"] + 4 * 100
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
@@ -62,8 +63,9 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10  # framebuffer per GPU instance (5,000 whole GPUs)
-    assert large["monthly"] == pytest.approx(27_000 + 5_030 * 0.05)  # flat at the first tier it would be 76,509
+    # framebuffer per GPU instance (5,000 whole GPUs), and the last: the pods' totals per scrape
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10 + 5 * 5_000
+    assert large["monthly"] == pytest.approx(27_000 + 30_030 * 0.05)  # flat at the first tier it would be 84,009
     assert large["unit_price"] < 0.30
 
 
@@ -164,7 +166,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3 + 5 * 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -203,7 +205,8 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
 def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(project_dir):
     """On a fleet that fills every chart, the most metrics a dashboard shows (the free tier's condition) is what
     lint counts: each chart's lines and each widget's hidden metric line that its PERIOD() reads (top_pods 220:
-    the by-pod dashboard, 11 charts of 220 lines and 6 hidden metrics, shows the most)."""
+    the by-pod dashboard, 11 charts of 220 lines and 1 hidden metric, shows the most; its sums and counts per pod
+    are the agent's totals per scrape, which need no PERIOD())."""
     from generator.artifacts import build
     from generator.lint.cloudwatch_rules import metrics_shown
 
@@ -211,8 +214,8 @@ def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(proje
     bodies = [d.body for d in build(project).cloudwatch_dashboards]
     hidden = sum(1 for body in bodies for w in body["widgets"] for line in w.get("properties", {}).get("metrics", [])
                  if "expression" not in line[-1])
-    assert hidden >= 6
+    assert hidden >= 3
     most = max(metrics_shown(body) for body in bodies)
-    assert most == 11 * 220 + 6
+    assert most == 11 * 220 + 1
     basis = _lines(estimates(project, Fleet(clusters=1, pods=2000, churn=0, gpus=2000)))["dashboards"]["basis"]
     assert f"these show up to {most:,}" in basis, basis
