@@ -33,6 +33,10 @@ max_prune_share_option = click.option(
     "--max-prune-share", type=Between(0, 100), default=50, show_default=True, metavar="PERCENT",
     help="Without --allow-mass-prune, --prune is refused when it would delete more than this share of the "
          "objects of a kind gpudash owns (and always when it would delete all of them, or the build is empty).")
+move_from_option = click.option(
+    "--move-from", metavar="FOLDER_UID",
+    help="After changing grafana.folder: move the dashboards gpudash saved in this folder (its uid, the old "
+         "grafana.folder) and nobody edited since; edited ones still need --force.")
 allow_mass_prune_option = click.option(
     "--allow-mass-prune", is_flag=True,
     help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "
@@ -232,10 +236,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @endpoint_option
 @insecure_option
 @token_file_option
+@move_from_option
 @deadline_options
 @output_option
-def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, deadline,
-         retry_after_max, output):
+def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, move_from,
+         deadline, retry_after_max, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
@@ -247,8 +252,8 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, limit)
-        changes += grafana_sync.plan(client, desired.grafana, desired.folder,
-                                     uid_prefix=desired.grafana_uid_prefix, progress=Progress())
+        changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
+                                     progress=Progress(), move_from=move_from)
         compared += 1
     elif use_grafana is None:
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
@@ -284,12 +289,13 @@ def _notes(cloudwatch) -> None:
 @deadline_options
 @insecure_option
 @token_file_option
+@move_from_option
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
               callback=checked_url("http://prometheus:9090"),
               help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
 def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
-         retry_after_max, insecure, token_file, prometheus_url, output):
+         retry_after_max, insecure, token_file, move_from, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .targets import grafana_sync
     from .clients.deadline import Deadline
@@ -302,8 +308,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     progress = Progress()
     with _StopOnSignal(limit):
         try:
-            changes = grafana_sync.plan(client, desired.grafana, desired.folder,
-                                        uid_prefix=desired.grafana_uid_prefix, progress=progress)
+            changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
+                                        progress=progress, move_from=move_from)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

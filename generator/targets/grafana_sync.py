@@ -41,7 +41,8 @@ def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[s
     return NOT_GPUDASH, latest
 
 
-def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str]) -> Change:
+def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
+                    move_from: str | None = None) -> Change:
     live = client.dashboard(uid)
     if live is None:
         return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
@@ -64,6 +65,12 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         who = latest.get("createdBy") or "someone"
         change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash pushed it; "
                           f"--force overwrites"] + diff.grafana(model, desired)
+    elif move_from is not None and meta.get("folderUid") == move_from:
+        # gpudash saved it, nobody changed it since, and it sits in the folder the user says was this
+        # project's before grafana.folder changed: moved (with the version read, like any save).
+        change.action = UPDATE
+        change.details = [f"move from folder {move_from} to {folder['uid']} (--move-from {move_from})"]
+        change.details += diff.grafana(model, desired) if grafana_content(model) != grafana_content(desired) else []
     elif meta.get("folderUid") != folder["uid"]:
         # gpudash saved it, but it sits in another folder: another project that publishes with the same
         # uid prefix keeps it there, or a person moved it. Either way it is not this project's to write.
@@ -104,8 +111,9 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
-         progress: Progress | None = None) -> list[Change]:
-    """`dashboards`: uid -> generated dashboard JSON. Reads only."""
+         progress: Progress | None = None, move_from: str | None = None) -> list[Change]:
+    """`dashboards`: uid -> generated dashboard JSON. Reads only. `move_from`: the folder this project's
+    dashboards were in before grafana.folder changed; those gpudash saved there, unedited, are moved."""
     progress = progress or Silent()
     changes: list[Change] = []
     with progress.phase("reading Grafana", len(dashboards) + 2) as tick:
@@ -114,7 +122,7 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
-            changes.append(_plan_dashboard(client, uid, desired, folder))
+            changes.append(_plan_dashboard(client, uid, desired, folder, move_from))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()

@@ -440,6 +440,34 @@ def test_a_dashboard_a_person_moved_to_another_folder_is_not_moved_back_without_
     assert grafana.state.dashboards["gpudash-overview"]["folderUid"] == "gpudash"
 
 
+def test_a_changed_folder_moves_owned_unedited_dashboards_with_move_from_and_keeps_edits(grafana, run, project_dir):
+    """grafana.folder changed: without --move-from the dashboards in the old folder are foreign (refused);
+    --move-from OLD_UID moves those gpudash saved and nobody edited since, and a person's edit still needs
+    --force; a dashboard in any other folder is not moved."""
+    _push(run)
+    grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # alice's change
+    grafana.state.folders["alice"] = {"id": 98, "uid": "alice", "title": "Alice's"}
+    grafana.move("gpudash-by-pod", "alice")
+    config = str(project_dir("grafana:\n  folder: {uid: gpu-fleet, title: GPU fleet}\n"))
+    code, stdout, _ = _push(run, "--config", config)
+    assert code == 1 and sorted(json.loads(stdout)["refused"]) == sorted(UIDS)
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--config", config, "--move-from", "gpudash", "--output", "json")
+    planned = {c["name"]: c for c in json.loads(stdout)["changes"]}
+    assert code == 1 and planned["gpudash-overview"]["action"] == "update"
+    assert planned["gpudash-overview"]["details"] == ["move from folder gpudash to gpu-fleet (--move-from gpudash)"]
+    assert (planned["gpudash-health"]["action"], planned["gpudash-by-pod"]["action"]) == ("drift", "foreign")
+    code, stdout, _ = _push(run, "--config", config, "--move-from", "gpudash")
+    report = json.loads(stdout)
+    assert code == 1 and sorted(report["written"]) == ["gpudash-all-metrics", "gpudash-overview"]
+    assert sorted(report["refused"]) == ["gpudash-by-pod", "gpudash-health"]
+    folders = {uid: entry["folderUid"] for uid, entry in grafana.state.dashboards.items()}
+    assert folders == {"gpudash-all-metrics": "gpu-fleet", "gpudash-overview": "gpu-fleet",
+                       "gpudash-health": "gpudash", "gpudash-by-pod": "alice"}
+    assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
+    code, stdout, _ = _push(run, "--config", config, "--move-from", "gpudash")
+    assert code == 1 and json.loads(stdout)["written"] == []
+
+
 def test_two_projects_with_one_uid_prefix_never_take_each_others_dashboards(grafana, run, project_dir):
     """Project B (its own folder, the default uid prefix) pushes after project A: A's dashboards, saved
     by gpudash in A's folder, are refused as foreign instead of moved and overwritten."""
