@@ -10,11 +10,17 @@ comes from here, so label handling is designed once:
   (`node_matchers`: one selector per spelling, joined with `or`);
 * the workload pod is (namespace, pod): grouping by pod also groups by namespace;
   one Prometheus holding several clusters adds the cluster (`with_cluster`);
-* MIG and time-slicing: every query first reduces the series of one GPU to one
-  value per GPU (and per outer group) by merging the labels of its MIG instances
-  and of the pods its series repeat for, with the field's own per-GPU aggregation:
-  device fields that repeat on every instance count once, instance memory adds
-  up, instance activity averages. A GPU with one series is left as it is.
+* one GPU, many series: every query first reduces the series of one GPU to one value
+  per GPU (and per outer group). What a GPU is comes from an allowlist, `gpu_identity`
+  (cluster, node, GPU index), with the MIG instance (`MIG_INSTANCE_LABEL`, its profile) for
+  an instance: every other label is merged, so the copies a GPU's series come in count once
+  whatever tells them apart - the pods its series repeat for (time-slicing, MIG), the pod's
+  UID and own labels (dcgm-exporter 4.4+ --kubernetes-enable-pod-uid / -pod-labels), the
+  exporter's pod, `instance`, `job`, `service`, `endpoint` (an exporter restarted or upgraded
+  mid-window). Copies of one reading merge with max; then the GPU's instances combine with
+  the field's own per-GPU aggregation: device fields that repeat on every instance count
+  once, instance memory adds up, instance activity averages. The node is coalesced
+  (below) before the merge, so a GPU is one GPU whichever spelling carries its node.
   Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
   (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
@@ -146,6 +152,13 @@ def gpu_identity(labels: Labels) -> tuple[str, ...]:
     return (labels.cluster, *labels.node_sources, "gpu")
 
 
+INSTANCE_IDENTITY = (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)  # a MIG instance of a GPU (empty on a whole GPU)
+
+
+def _listed(names) -> str:
+    return ", ".join(dict.fromkeys(names))
+
+
 def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str) -> str:
     """One selector per scope branch, with `function` applied ({} = the selector)."""
     parts = [function.format(selector(metric, [*branch, *extra])) for branch in branches]
@@ -160,15 +173,16 @@ class _Device:
     before 4.5.3, has copies only, each the device's value.
 
     The device's value of each GPU (instance) is its own series where it has one, else any copy (they are
-    all the device's value there): `max without (workload) (X{pod=""}) or max without (workload) (X)`, both
-    taken over every series of the GPU whatever the pod and namespace variables select. A per-GPU query
-    keeps the GPUs that have a series in scope (`and ignoring (workload)`); a per-pod query of the whole GPU
-    (`whole`) gives each pod's copy in scope the device's value (`* 0 + ignoring (workload) group_left`);
+    all the device's value there): `max by (identity) (X{pod=""}) or max by (identity) (X)`, both taken
+    over every series of the GPU whatever the pod and namespace variables select (`identity`: the labels
+    of one GPU instance as its exporter writes them, gpu_identity with the MIG instance). A per-GPU query
+    keeps the GPUs that have a series in scope (`and on (identity)`); a per-pod query of the whole GPU
+    (`whole`) gives each pod's copy in scope the device's value (`* 0 + on (identity) group_left`);
     a per-pod query of the pod's own share reads the copies as they are."""
 
     scoped: list[list[str]]  # the query's scope
     unscoped: list[list[str]]  # the scope without the workload variables (pod, namespace)
-    workload: tuple[str, ...]  # every label a pod's copy has and the device's series lacks
+    identity: tuple[str, ...]  # the labels naming one GPU instance, as its exporter writes them
     pod: str
     per_pod: bool
     whole: bool
@@ -180,11 +194,11 @@ class _Device:
             return None
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        strip = f"max without ({', '.join(self.workload)}) "
+        strip = f"max by ({_listed(self.identity)}) "
         own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
         any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
         device = f"({strip}{own} or {strip}{any_copy})"
-        matching = f"ignoring ({', '.join(self.workload)})"
+        matching = f"on ({_listed(self.identity)})"
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
@@ -196,7 +210,7 @@ def _parenthesised(text: str) -> str:
 
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
                   window: str, as_increase: bool, over_time: tuple[str, str] | None = None,
-                  copies: tuple[str, ...] = (), resolution: str | None = None,
+                  copies: str | None = None, resolution: str | None = None,
                   device: _Device | None = None) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase.
 
@@ -206,11 +220,14 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
     which scales the samples inside the window up to its length (50 replays read as 55.6 over
     nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
-    `copies` (the workload labels a query merges) with `resolution` (the scrape interval) take a
-    counter's rate or increase from one reading of its copies per step of that interval (a subquery
-    over fresh_reading): the exporter repeats a GPU's counter once per pod holding it, so a pod
-    arriving or leaving inside the window would split the GPU's increase over two series, each with
-    a part of it. Each copy's sample counts only at the step that follows it, so a missed scrape is a
+    `copies` (_Merge.copies: a selector `{0}`'s copies of one GPU instance made one series: every label but
+    the GPU's identity merged) with `resolution` (the scrape interval) take a counter's rate or increase
+    from one reading of its copies per step of that interval (a subquery over fresh_reading): the
+    exporter repeats a GPU's counter once per pod holding it, and a restarted or upgraded exporter
+    writes it again under a new `instance` and exporter pod, so a pod arriving or leaving, or the
+    exporter being replaced, inside the window would split the GPU's increase over two series, each
+    with a part of it (the device's counter goes on counting through them). Each copy's sample counts
+    only at the step that follows it, so a missed scrape is a
     missing step (not the sample before, read again as one more interval of growth), and the rate is
     that of one series of the GPU's readings, timed at the steps: its window ends at the GPU's latest
     step, up to one interval before the query's instant. The exact growth reads the latest reading of
@@ -248,15 +265,16 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
 
 
-def fresh_reading(copies: tuple[str, ...], resolution: str) -> str:
+def fresh_reading(copies: str, resolution: str) -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
-    counter once per pod holding it), as a subquery's inner query (`{0}`: the selector): each copy's sample
-    taken within the step before (a sample is fresh at the one step that follows it), the copies' largest
-    (one reading, repeated). A copy's older sample, which the instant selector would give for minutes
-    after a missed scrape or after its pod left, is not read again at a later step: a rate over these
-    readings sees each scrape once, as a rate over one series sees it, whatever pods come and go."""
+    counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
+    inner query (`{0}`: the selector; `copies`, _Merge.copies, makes the copies one series): each copy's
+    sample taken within the step before (a sample is fresh at the one step that follows it), the copies'
+    largest (one reading, repeated). A copy's older sample, which the instant selector would give for
+    minutes after a missed scrape or after its pod left, is not read again at a later step: a rate over
+    these readings sees each scrape once, as a rate over one series sees it, whatever pods come and go."""
     seconds = f"{int(resolution[:-1]) * {'s': 1, 'm': 60}[resolution[-1]]}"
-    return f"(max without ({', '.join(copies)}) ({{0}} and timestamp({{0}}) > time() - {seconds}))"
+    return copies.format(f"({{0}} and timestamp({{0}}) > time() - {seconds})")
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
@@ -276,22 +294,35 @@ def copies_note(scrape_seconds: int) -> str:
 
 @dataclass(frozen=True)
 class _Merge:
-    """How the series of one GPU become one: labels of its MIG instances, and of the pods whose
-    series repeat one device or instance (time-slicing), that the outer grouping does not keep."""
+    """How the series of one GPU become one. Kept: the labels naming one GPU (`identity`, the node
+    coalesced into one label), those of a MIG instance, those the outer grouping keeps, and a field's
+    own labels (an XID code); every other label is merged: the pods a series repeats for, the pod's
+    UID and labels, the exporter's instance and pod (a restart or an upgrade)."""
 
-    instance: tuple[str, ...]
-    workload: tuple[str, ...]
+    labels: Labels
+    instance: tuple[str, ...]  # the MIG instance labels the GPU's value combines (none: instances stay apart)
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps
-    apart: bool = False  # MIG instances stay apart (alerts per pod): only repeats of one series merge
-    copies: tuple[str, ...] = ()  # the workload labels of a counter's per-pod copies, merged before its increase
+    pods_merged: bool = False  # the pods' copies merge (a query not per pod): a counter's before its rate
 
-    def __call__(self, how: str, series: str) -> str:
-        if self.apart:
-            return f"max without ({', '.join(self.workload)}) ({series})" if self.workload else series
-        if how == "max" or not self.workload:
-            return f"{how} without ({', '.join((*self.instance, *self.workload))}) ({series})"
+    def _keep(self, own: tuple[str, ...], instances: bool) -> str:
+        identity = (self.labels.cluster, self.labels.node, "gpu")
+        return _listed((*identity, *(INSTANCE_IDENTITY if instances else ()), *self.kept, *own))
+
+    def copies(self, series: str, own: tuple[str, ...] = ()) -> str:
+        """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
+        return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
+
+    def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
+        if how == "max" or not [n for n in self.instance if n not in self.kept]:
+            return f"{how} by ({self._keep(own, not self.instance)}) ({coalesce_node(series, self.labels)})" \
+                if how == "max" else self.copies(series, own)
+        one = self.copies(series, own)
         # a repeated series is counted once before instances add up or average
-        return f"{how} without ({', '.join(self.instance)}) (max without ({', '.join(self.workload)}) ({series}))"
+        return f"{how} by ({self._keep(own, False)}) ({one})"
+
+
+def _own_labels(metric: str, catalog: Catalog) -> tuple[str, ...]:
+    return catalog.get(metric).own_labels if metric in catalog else ()
 
 
 def kinds_apart(query: Query, catalog: Catalog) -> bool:
@@ -313,23 +344,25 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
     a stand-in the CSV collects, MIG instances give no data for it.
     """
+    own_labels = _own_labels(metric, catalog)
     if count:  # how many GPUs report the field, whatever its value
-        return merge("max", _raw(metric, branches, extra, "{}"))
+        return merge("max", _raw(metric, branches, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
+        copies = merge.copies("{0}", own_labels) if resolution and merge.pods_merged else None
         return _across_own_labels(metric, catalog, merge, merge(
-            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, merge.copies,
-                               resolution, device)))
+            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies,
+                               resolution, device), own_labels))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, device=device)
     substitute = catalog.mig_substitute(metric)
     if substitute is None or kind == "whole":
-        return merge(how, own)
+        return merge(how, own, own_labels)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time)
-    on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')
-    return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own)})"
+    on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
+    return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
@@ -378,19 +411,19 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     outer = [label_name(key, labels) for key in keys]
     if "mig_instance" in keys:  # an instance is shown with its profile
         outer.insert(outer.index(MIG_INSTANCE_LABEL) + 1, MIG_PROFILE_LABEL)
-    # The series of one GPU differ only by MIG instance and workload labels: merging those (that
-    # the outer grouping does not keep) leaves one series per GPU, and per GPU and pod. A field's
-    # own labels (an XID code, ...) stay; a GPU with one series is left as it is.
+    # The series of one GPU instance differ by labels gpu_identity does not list (pods, their UIDs and labels,
+    # the exporter's instance and pod): merging every label but the GPU's identity, its MIG instance, what the
+    # outer grouping keeps and a field's own labels (an XID code) leaves one series per GPU instance, then per
+    # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own.
     apart = per_instance and "pod" in keys
-    workload = tuple(n for n in labels.workload if n not in outer)
-    merge = _Merge(() if apart else tuple(n for n in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL) if n not in outer),
-                   workload, tuple(outer), apart, workload if labels.pod in workload and not apart else ())
+    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), "pod" not in keys)
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
 
     def per_gpu(metric: str, whole: bool) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
-        device = _Device(branches, unscoped, labels.workload, labels.pod, "pod" in keys, whole) \
+        device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
+                         whole) \
             if labels.copies else None
         return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
                         resolution, device)
@@ -399,8 +432,6 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     if query.over:
         total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
-    if "node" in keys:
-        value = coalesce_node(value, labels)
     grouping = ", ".join(outer)
     return f"{query.aggregation} by ({grouping}) ({value})" if grouping else f"{query.aggregation}({value})"
 

@@ -59,11 +59,6 @@ class Labels:
     # UID and shared replica); with them, the per-process fields' copies hold each pod's share.
     copies: tuple[str, ...] = ()
 
-    @property
-    def workload(self) -> tuple[str, ...]:
-        """Every label that tells a pod's copy of a GPU's series from the GPU's own."""
-        return (self.pod, self.namespace, self.container, *self.copies)
-
     @classmethod
     def from_settings(cls, document: dict[str, Any], virtual_gpus: bool = False) -> "Labels":
         sources = document["node"]

@@ -9,7 +9,7 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_METRICS
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from ..promql import gpu_identity
+from ..promql import FIELD_LABEL_KEYS, gpu_identity
 from ..reading import read_json_schema
 from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
@@ -185,6 +185,8 @@ def _published_labels(subject: LintInput) -> set[str]:
     # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
     # where a series lacks some of them: a missing one groups as empty, which changes nothing.
     labels.update(gpu_identity(subject.settings.labels))
+    # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
+    labels.update(FIELD_LABEL_KEYS)
     for rule in subject.scrape_job().get("metric_relabel_configs", []):
         if rule.get("action") == "labeldrop":
             labels = {label for label in labels if not re.fullmatch(rule["regex"], label)}

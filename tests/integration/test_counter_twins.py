@@ -9,6 +9,9 @@ side goes through the model of the agent driven by the generated config into the
 Prometheus side is the same payloads, as the generated scrape job stores them, through `promtool test
 rules` on the generated rule. Both fire for the GPUs the truth names and no other: the agent's pipeline
 merges the two pods' copies of the time-sliced GPU's counter into one series (30, not 60).
+One more GPU at 60 has its exporter replaced mid-run (a restart or an upgrade: a new exporter pod and
+address, a scrape lost between them, and the new version adds the pod's UID to the pod's copy); the
+device's counter goes on counting, so the 5 minutes across the replacement still hold 60 replays.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import re
 import pytest
 import yaml
 
+from generator.project import load_project
+from generator.render.scrape import prometheus_scrape_job
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval, mixed_fleet
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.dcgm_fleet import target_labels
+from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
 from tests.support.mixed_fleet import Gpu, Instance, Node
 
 STEP, STEPS = 30, 80  # forty minutes of 30 s scrapes
@@ -50,13 +55,37 @@ FLEET = (
                                                       for i in range(1, 8))),)),
     Node("gpu-node-5", "Hostname", "e-5", (_gpu(60, Instance(fb_used=1000, fb_free=9000, engine=0.5)),)),
     Node("gpu-node-6", "Hostname", "e-6", (_gpu(30, _held("team-a", "t", also=(("team-b", "t"),))),)),
+    Node("gpu-node-7", "Hostname", "e-7", (_gpu(60, _held("team-a", "u")),)),
 )
-TRUTH = {"gpu-node-1", "gpu-node-3", "gpu-node-4", "gpu-node-5"}  # over 50 replays per 5 minutes
+TRUTH = {"gpu-node-1", "gpu-node-3", "gpu-node-4", "gpu-node-5", "gpu-node-7"}  # over 50 replays per 5 minutes
+REPLACED, REPLACED_AT = "gpu-node-7", 36  # its exporter's first scrape after the replacement (k=35 is lost)
+UID = 'pod_uid="0b1c3d6e-1111-4a2b-9c3d-000000000001"'
+
+
+def _exporter(node: Node, k: int) -> tuple[str, str]:
+    """The exporter pod serving the node at scrape k, and its address."""
+    if node.name == REPLACED and k >= REPLACED_AT:
+        return "nvidia-dcgm-exporter-new7", "10.0.2.7:9400"
+    return f"nvidia-dcgm-exporter-{node.name[-1]}", f"10.0.1.{node.name[-1]}:9400"
+
+
+def _lost(node: Node, k: int) -> bool:
+    return k in MISSED or (node.name == REPLACED and k == REPLACED_AT - 1)
+
+
+def _target(job: dict, node: Node, k: int) -> dict[str, str]:
+    pod, address = _exporter(node, k)
+    return discovered(job, {"__address__": address, "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
+                            "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": node.name,
+                            "__meta_kubernetes_pod_container_port_number": "9400",
+                            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
 
 
 def _served(node: Node, k: int) -> str:
     """The node's payload at scrape k; the reset node's counter counts from 0 again at RESET_AT."""
     text = mixed_fleet.payload(node, k * STEP)
+    if node.name == REPLACED and k >= REPLACED_AT:  # the new version writes the pod's UID as well
+        return text.replace('pod="u"', f'pod="u",{UID}')
     if node.name != "gpu-node-3" or k < RESET_AT:
         return text
     grown = int(node.gpus[0].replays_per_s * (k - RESET_AT) * STEP)
@@ -71,26 +100,27 @@ def built(tmp_path_factory):
 def test_the_cloudwatch_alarm_names_the_truth(built):
     files, _ = built
     config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(float(k * STEP), _served(node, k), target_labels(job, node.name))
-               for k in range(-1, STEPS) for node in FLEET if k not in MISSED]
+    scrapes = [Scrape(float(k * STEP), _served(node, k), _target(job, node, k))
+               for k in range(-1, STEPS) for node in FLEET if not _lost(node, k)]
     points = Agent(config, job).run(scrapes)
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": "pcie-replays"} in a["Request"]["Tags"]]
     assert "once per pod" not in request["AlarmDescription"]
-    for end in (600, 900, 1200, 2100, 2400):  # before, across and after the reset
+    for end in (600, 900, 1200, 2100, 2400):  # before, across and after the reset and the replacement
         fired = {dict(key)["node"] for key, state in cloudwatch_eval.alarm(request, points, end).items()
                  if state == "ALARM"}
         assert fired == TRUTH, end
 
 
-def _stored(node: Node) -> list[dict[str, str]]:
-    """The node's PCIe replay series as Prometheus stores them (the scrape job attaches `node`), a missed
-    scrape a gap."""
+def _stored(node: Node, job: dict) -> list[dict[str, str]]:
+    """The node's PCIe replay series as Prometheus stores them (with the labels the scrape job gives the
+    exporter's target), a missed scrape a gap."""
     values: dict[str, list[str]] = {}
     for k in range(STEPS):
+        target = ",".join(f'{name}="{value}"' for name, value in sorted(_target(job, node, k).items()))
         for series, value in re.findall(rf"^({METRIC}\{{.*\}}) (\S+)(?: \d+)?$", _served(node, k), flags=re.M):
-            values.setdefault(series, ["_"] * STEPS)[k] = "_" if k in MISSED else value
-    return [{"series": f'{series[:-1]},node="{node.name}"}}', "values": " ".join(v)} for series, v in values.items()]
+            values.setdefault(f"{series[:-1]},{target}}}", ["_"] * STEPS)[k] = "_" if _lost(node, k) else value
+    return [{"series": series, "values": " ".join(v)} for series, v in values.items()]
 
 
 def test_the_prometheus_rule_names_the_truth(built):
@@ -100,6 +130,7 @@ def test_the_prometheus_rule_names_the_truth(built):
     checks = [{"eval_time": f"{seconds // 60}m", "alertname": alert,
                "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(TRUTH)]}
               for seconds in (600, 900, 1200, 2100, 2340)]
-    series = [s for node in FLEET for s in _stored(node)]
+    job = prometheus_scrape_job(load_project().settings)
+    series = [s for node in FLEET for s in _stored(node, job)]
     _promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                    "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")

@@ -2,7 +2,8 @@
 
 The fleet (tests/support/mixed_fleet.py) mixes `Hostname` and `hostname` exporters, an old
 exporter that writes its own pod name as Hostname, one pod name in two namespaces, GPUs no pod
-holds, a MIG node and "not supported" values. Replay exporters serve it; one real Prometheus per
+holds, a MIG node and "not supported" values, and a node whose exporter adds each pod's UID and labels
+(`POD_IDENTITY`: a GPU's copies differ by more than the workload's labels). Replay exporters serve it; one real Prometheus per
 scrape path scrapes it:
 
 * gpudash's job (Kubernetes pod discovery, as file discovery with the same meta labels);
@@ -40,10 +41,17 @@ from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
-from tests.support.mixed_fleet import FIELDS, FLEET, truth
+from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter
+
+FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)
+
+
+def truth(query, node_names, clusters=("",), collected=frozenset(FIELDS)):
+    return mixed_fleet.truth(query, node_names, clusters, collected, FLEET)
+
 
 RATE_WINDOW = "3s"
 VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
@@ -266,7 +274,7 @@ def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) ->
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path, exporters):
     prometheus, project = stacks[path.name], projects[path.name]
-    holders = mixed_fleet.namespaces_and_pods()
+    holders = mixed_fleet.namespaces_and_pods(FLEET)
     expected = {"namespace": {ns for ns, _ in holders}, "pod": {pod for _, pod in holders},
                 **({"cluster": set(path.clusters)} if path.clusters != ("",) else {}),
                 "node": set(_node_names(path, exporters).values()),
@@ -355,7 +363,7 @@ def test_the_truth_is_the_fleet_facts():
 
     names = {node.name: node.name for node in FLEET}
     power = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum"), names)
-    assert power == {"": 2330}  # each MIG GPU once, not once per instance; a time-sliced GPU once
+    assert power == {"": 2680}  # each MIG GPU once, not once per instance; a time-sliced GPU once
     by_pod = truth(Query("DCGM_FI_DEV_POWER_USAGE", "sum", ("pod",)), names)
     assert by_pod["Pod team-c/mig-b"] == 500 and by_pod["Pod team-a/mig-a"] == 350
     memory = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names)
@@ -364,7 +372,9 @@ def test_the_truth_is_the_fleet_facts():
     assert per_gpu["gpu-node-mig GPU 0"] == 24600  # instances add up
     util = truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("node", "gpu")), names)
     assert util["gpu-node-a GPU 0"] == 90 and util["gpu-node-b GPU 0"] == 35 and util["gpu-node-mig GPU 1"] == 30
-    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 11}
+    assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count"), names) == {"": 13}
+    # copies that differ by the pods' UIDs and labels: the GPU once, its instances' memory added up
+    assert per_gpu["gpu-node-uid GPU 0"] == 15000 and by_pod["Pod team-v/infer-0"] == 250
     # a pod holding two GPUs: its utilization averages them, its memory and power add up
     assert truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), names)["Pod team-f/trainer.v2-0"] == 60
     assert memory["Pod team-f/trainer.v2-0"] == 40000 and by_pod["Pod team-f/trainer.v2-0"] == 500
@@ -373,7 +383,8 @@ def test_the_truth_is_the_fleet_facts():
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)
     instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
     assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,
-                         "gpu-node-mig GPU 1 MIG 1 (4g.20gb)": 8000, "gpu-node-mig GPU 1 MIG 2 (3g.20gb)": 0}
+                         "gpu-node-mig GPU 1 MIG 1 (4g.20gb)": 8000, "gpu-node-mig GPU 1 MIG 2 (3g.20gb)": 0,
+                         "gpu-node-uid GPU 0 MIG 1 (3g.20gb)": 10000, "gpu-node-uid GPU 0 MIG 2 (3g.20gb)": 5000}
 
 
 def _target(project, uid: str, title: str) -> tuple[dict, object]:
@@ -400,9 +411,9 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
         assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
     target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
     everything = truth(query, names, path.clusters)
-    for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods()}):
+    for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods(FLEET)}):
         result = prometheus.query(_substitute(target["expr"], namespace=namespace))
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
         pods = _variable_values(prometheus, variables["pod"], namespace=namespace)
-        assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods() if ns == namespace}, namespace
+        assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods(FLEET) if ns == namespace}, namespace

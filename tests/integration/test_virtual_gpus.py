@@ -137,13 +137,20 @@ def test_every_panel_reads_the_device_per_gpu_and_each_pods_share_per_pod(server
 
 
 def test_without_the_setting_the_same_fleet_reads_wrong(servers, tmp_path):
-    """The fleet does tell the two apart: the default queries mix the device's value with the pods' shares."""
+    """The fleet does tell the two apart. Per GPU the default queries read the device's value all the same (the
+    copies of one GPU merge by their largest, and no pod's share exceeds the device's), but a pod's framebuffer
+    share divides its own share by its own copy's used + free, not by the GPU's memory."""
     prometheus, project = servers["gpudash-job"], _project(tmp_path, "")
-    wrong = {}
+    per_gpu, share = {}, {}
     for where, target, query in _panels(project):
         if query.metric == UTIL and query.by == ("node", "gpu"):
-            wrong = _shown(prometheus, target["expr"], target["legendFormat"], True)
-    assert wrong["gpu-node-on GPU 0"] == pytest.approx((90 + 30 + 25 + 0) / 4)
+            per_gpu = _shown(prometheus, target["expr"], target["legendFormat"], True)
+        if query.metric == "DCGM_FI_DEV_FB_USED" and query.by == ("pod",) and query.over:
+            share = _shown(prometheus, target["expr"], target["legendFormat"], True)
+            expected = truth(query)
+    assert per_gpu["gpu-node-on GPU 0"] == 90
+    assert expected["Pod team-a/ts-0"] == pytest.approx(0.3)
+    assert share["Pod team-a/ts-0"] != pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("path", PATHS)

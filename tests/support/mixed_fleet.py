@@ -6,7 +6,12 @@ serve: labels in the exporter's order, `Hostname` or `hostname` depending on the
 exporter version, the exporter pod's name in `Hostname` where NODE_NAME is not
 set, one series per MIG instance with `GPU_I_PROFILE`/`GPU_I_ID` and the device
 fields repeated on every instance (dcgm-exporter issues #50, #216, #272, #561),
-no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel.
+no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel. An exporter of 4.4 or later run
+with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels adds to each pod's copy the pod's UID
+(`pod_uid`) and the pod's own Kubernetes labels, their names sanitized (dcgm-exporter
+internal/pkg/transformation/kubernetes.go: `metric.Attributes[uidAttribute] = podInfo.UID`, and the pod's
+labels through `utils.SanitizeLabelName`), so two pods' copies of one GPU differ by more than the workload's
+labels.
 Counters carry their own timestamps on a whole-second grid and grow linearly with them, so a
 rate over any window with a sample at each end is exact whatever the machine's load
 (`settled_time` finds such an instant). The NVLink byte counter starts beyond 2^47, as a busy
@@ -16,6 +21,7 @@ link's does after an hour or so.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from statistics import mean
@@ -87,6 +93,7 @@ class Node:
     exporter_pod: str
     gpus: tuple[Gpu, ...]
     node_name_set: bool = True  # False: the exporter writes its own pod name as Hostname
+    pod_identity: bool = False  # True: --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels (4.4+)
 
     @property
     def written_hostname(self) -> str:
@@ -156,6 +163,19 @@ FLEET = (
             )),
     )),
 )
+# 4.4+ with the pods' UIDs and labels: a MIG GPU whose two instances two pods hold, a whole GPU (a fleet
+# variant: FLEET + (POD_IDENTITY,))
+POD_IDENTITY = Node("gpu-node-uid", "Hostname", "nvidia-dcgm-exporter-u1v2w", (
+    Gpu(0, temp=60, power=250, sm_clock=1410, xid=0, energy_mw=250_000, replays_per_s=0, memory_temp=50,
+        model="NVIDIA A100-SXM4-40GB", instances=(
+            Instance(id="1", profile="3g.20gb", pod=("team-u", "train-0"), fb_used=10000, fb_free=10000,
+                     engine=0.5, mig_util="0"),
+            Instance(id="2", profile="3g.20gb", pod=("team-v", "infer-0"), fb_used=5000, fb_free=15000,
+                     engine=0.3, mig_util="0"),
+        )),
+    Gpu(1, temp=40, power=100, sm_clock=1410, xid=0, energy_mw=100_000, replays_per_s=0, memory_temp=40,
+        util=80, instances=_whole(("team-u", "train-1"), fb_used=20000, fb_free=20000, engine=0.8)),
+), pod_identity=True)
 STARTED = int(time.time())  # counters start here, on the whole second
 
 
@@ -169,6 +189,10 @@ def _labels(node: Node, gpu: Gpu, instance: Instance, pod: tuple[str, str] | Non
     parts.append('DCGM_FI_DRIVER_VERSION="535.161.08"')
     if pod:
         parts += ['container="main"', f'namespace="{pod[0]}"', f'pod="{pod[1]}"']
+        if node.pod_identity:
+            uid = hashlib.sha256("/".join(pod).encode()).hexdigest()
+            parts += [f'pod_uid="{uid[:8]}-{uid[8:12]}-4{uid[13:16]}-8{uid[17:20]}-{uid[20:32]}"',
+                      f'app_kubernetes_io_name="{pod[1].rsplit("-", 1)[0]}"', 'pod_template_hash="5d8f7c9b6"']
     return ",".join(parts)
 
 
@@ -288,9 +312,9 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                 groups.setdefault(prefix + legend if legend else legend, []).append(value)
 
 
-def nodes() -> set[str]:
-    return {node.name for node in FLEET}
+def nodes(fleet: tuple[Node, ...] = FLEET) -> set[str]:
+    return {node.name for node in fleet}
 
 
-def namespaces_and_pods() -> set[tuple[str, str]]:
-    return {holder for node in FLEET for gpu in node.gpus for holder in gpu.holders()}
+def namespaces_and_pods(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
+    return {holder for node in fleet for gpu in node.gpus for holder in gpu.holders()}

@@ -142,13 +142,15 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if "rate(" in target["expr"]:
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
-    # one reading of a GPU's copies (one per pod holding it) at each step of the scrape interval, each copy's
-    # sample taken within that step, before the rate; MIG instances of a GPU merged, then the node named from
-    # its first spelling, then the outer grouping
-    merged = "(max without (pod, namespace, container) (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{"
-    assert replay.startswith("max by (node, gpu) (label_replace(label_join(max without (GPU_I_ID, GPU_I_PROFILE, pod, "
-                             "namespace, container) (((rate(" + merged)
-    assert ') > time() - 30))[$__rate_interval:30s]) or rate(' + merged in replay
+    # one reading of a GPU's copies (one per pod holding it, or per exporter across a restart: every label but the
+    # GPU's identity, the node named from its first spelling) at each step of the scrape interval, each copy's
+    # sample taken within that step, before the rate; then the GPU's instances, then the outer grouping
+    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join(("
+              "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(((rate("
+                             + merged)
+    assert ') > time() - 30), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
+           '";*([^;]*).*"))[$__rate_interval:30s]) or rate(' + merged in replay
     # a window holding a blank gives no rate (a jump into a blank and back, a counter stuck on the blank),
     # whatever the window's length: the blank is looked for among the readings of the very same window
     assert "[$__rate_interval:30s])) and (max_over_time(" + merged in replay
@@ -157,7 +159,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
     assert by_pod and all("[$__rate_interval]" in e and "time() - 30" not in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
-    assert util.endswith("< 1e14))))")
+    # every gauge selector drops the blank
+    floors = re.findall(r"DCGM_\w+\{[^}]*\}( < 1e14)?", util)
+    assert floors and all(floors), util
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():
@@ -318,8 +322,8 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert "[$__rate_interval:30s])) * 1e-09) and (max_over_time((max without (pod, namespace, container) " \
-           "(DCGM_FI_DEV_POWER_VIOLATION{" in panel["targets"][0]["expr"]
+    assert "[$__rate_interval:30s])) * 1e-09) and (max_over_time(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) " \
+           "(label_replace(label_join((DCGM_FI_DEV_POWER_VIOLATION{" in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
 
