@@ -200,8 +200,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         return _addon_metric_lines(fleet, prices)
     queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     published = published_sets(project.catalog, settings, queried)
-    # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one per pod and
-    # node it runs on: a pod runs on one).
+    # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
+    # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in published if pod_total_kind(dims))]
     per_pod = sum(len(published.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
