@@ -468,7 +468,8 @@ def per_second(math: str | None, scale: float = 1.0) -> str:
 
 
 PER_SCRAPE = ("the period's observations divided by the scrapes scrape.interval gives it: a period missing m of its "
-              "n scrapes reads (n - m) / n of it, and the latest period reads low until it ends")
+              "n scrapes reads (n - m) / n of it (the period still filling is not drawn, unless live data is on, "
+              "which draws it low until it ends)")
 
 
 def per_scrape(interval: float) -> str:
