@@ -35,7 +35,7 @@ from ..errors import RemoteError
 from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
-                         alarm_tags, creation_tags, dashboard_publication, lineage, published_elsewhere,
+                         alarm_tags, as_reported, creation_tags, dashboard_publication, lineage, published_elsewhere,
                          read_alarm_evidence, read_cloudwatch_stamp, same_but_publication, same_publication_kind,
                          unconfirmed)
 from ..serialize import compact_json
@@ -104,7 +104,7 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     reported = alarm_hash(alarm)
     change = Change("cloudwatch", "alarm", name, UNCHANGED, region=region,
                     live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields, "hash": reported})
-    differences = diff.fields(live_fields, wanted)
+    differences = diff.fields(live_fields, as_reported(wanted, live_fields))  # (CloudWatch's own form is no edit)
     written, then = read_alarm_evidence(tags)
     as_written = then == reported  # nobody changed it since gpudash wrote it
     named = alarm_project(tags)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster,
-                                            reported_in_a_form_of_its_own)
+                                            reported_in_a_form_of_its_own, without_query_periods)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
@@ -75,6 +75,25 @@ def test_a_create_whose_read_back_fails_carries_no_content_evidence(proxied, cli
     fresh(proxy)
     code, stdout, _ = cli("plan", "--no-grafana")
     assert f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "tag gpudash:sha256=" in stdout
+    code, report, _ = apply()
+    assert code == 0 and NAME in report["written"] and "gpudash:sha256" in _tags(client, NAME)
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == []
+
+
+def test_an_unconfirmed_create_in_cloudwatch_s_own_form_is_confirmed_by_the_next_apply_without_force(proxied, cli):
+    """CloudWatch reports a query without its Period: an alarm created whose read-back failed is, on the next
+    plan, as generated in that form (its evidence tagged), not drift needing --force."""
+    proxy, client, apply = proxied
+    own_form = fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods)
+    broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
+    proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: (proxy.clear(), proxy.inject(broken))),
+                 own_form)
+    assert apply()[0] == 3 and "gpudash:sha256" not in _tags(client, NAME)
+    fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods))
+    code, stdout, _ = cli("plan", "--no-grafana")
+    assert f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "drift" not in stdout
     code, report, _ = apply()
     assert code == 0 and NAME in report["written"] and "gpudash:sha256" in _tags(client, NAME)
     code, report, _ = apply()

@@ -8,7 +8,8 @@ import pytest
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
     ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
-    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot, writes)
+    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot, without_query_periods,
+    writes)
 
 
 @pytest.mark.parametrize("answer", [b"{}", b"<html><body>502 Bad Gateway</body></html>", b'{"MetricAlarms": {}}',
@@ -238,19 +239,8 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     assert proxy.operations.count("ListTagsForResource") == 10
 
 
-def _without_query_periods(body: bytes) -> bytes:
-    """A DescribeAlarms answer as a CloudWatch that reports alarms in its own form might give it."""
-    import json
-
-    answer = json.loads(body)
-    for alarm in answer.get("MetricAlarms", []):
-        for query in alarm.get("Metrics", []):
-            query.pop("Period", None)
-    return json.dumps(answer).encode()
-
-
 def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewritten(proxied):
-    assert len(reported_in_a_form_of_its_own(proxied, _without_query_periods)["written"]) == 13
+    assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 13
 
 
 def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, project_dir):
@@ -418,12 +408,12 @@ def test_an_edit_made_while_apply_writes_other_alarms_is_not_taken_for_cloudwatc
         edit_in_console(client, name, threshold=3.0)
         edited.append(name)
 
-    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods),
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods),
                  Rule(path="/", operation="PutMetricAlarm", action="before", skip=1, callback=person))
     code, report, _ = apply()
     assert code == 0 and edited[0] in report["written"] and len(edited) == 1
     fresh(proxy)
-    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=_without_query_periods))
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods))
     code, report, _ = apply()
     assert code == 1 and report["refused"] == edited and writes(proxy) == []
     assert alarms(client)[edited[0]]["Threshold"] == 3.0

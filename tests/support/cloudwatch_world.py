@@ -151,6 +151,16 @@ def fresh(proxy):
         proxy.operations.clear()
 
 
+def without_query_periods(body: bytes) -> bytes:
+    """A DescribeAlarms answer as a CloudWatch that reports alarms in its own form might give it: the queries
+    without their Period."""
+    answer = json.loads(body)
+    for alarm in answer.get("MetricAlarms", []):
+        for query in alarm.get("Metrics", []):
+            query.pop("Period", None)
+    return json.dumps(answer).encode()
+
+
 def reported_in_a_form_of_its_own(proxied, rewrite):
     """Apply twice while every DescribeAlarms answer is `rewrite(body)` (a CloudWatch reporting alarms in a
     form of its own): the first creates every alarm, the second writes nothing; then a console edit is still
