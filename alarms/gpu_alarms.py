@@ -23,9 +23,14 @@ def alarms(ctx):
         Alarm("xid-error", "XID error reported",
               Condition(Query("DCGM_FI_DEV_XID_ERRORS", "max", GPU), ">", 0),
               severity="critical", missing_data="notBreaching",
-              description="A GPU reported an XID error: a driver, memory or hardware fault.",
+              # The exporter holds a GPU's last XID code until it restarts (dcgm-exporter #500, DCGM #277):
+              # the alarm is a state, not an event, and a later XID changes nothing it can see.
+              description="A GPU reported an XID error: a driver, memory or hardware fault. The exporter keeps "
+                          "a GPU's last XID code until the exporter restarts, so this stays in alarm from the "
+                          "first XID on and does not notify again for a later one, of the same code or another.",
               runbook="Find the GPU (gpudash-health, Last XID error code), look the code up in NVIDIA's XID "
-                      "catalogue; codes 48, 63, 64, 74, 79, 92-95 usually mean draining the node."),
+                      "catalogue; codes 48, 63, 64, 74, 79, 92-95 usually mean draining the node. Once handled, "
+                      "restart the exporter pod on the node to clear the code (and the alarm)."),
         Alarm("row-remap-failure", "GPU memory row remap failed",
               Condition(Query("DCGM_FI_DEV_ROW_REMAP_FAILURE", "max", GPU), ">", 0),
               severity="critical", missing_data="notBreaching",

@@ -3,6 +3,7 @@ shows which alerts fire on series shaped like the exporter's."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -283,3 +284,24 @@ def test_framebuffer_alarm_and_its_twin_fire_for_the_same_pods(rules):
             "alert_rule_test": [{"eval_time": "19m", "alertname": "GpudashFramebufferFull", "exp_alerts": expected}]}
     assert cloudwatch, "the CloudWatch alarm fires for some pod"
     _promtool_test(rules, "framebuffer_test.yaml", [test], evaluation_interval="30s")
+
+
+def test_the_xid_rule_is_a_state_that_a_later_xid_does_not_renew(rules):
+    """What the XID rule's description says of it is what it does: the exporter holds the last code, so the
+    alert fires from the first XID for as long as the exporter runs, one alert whatever code follows (43, then
+    79 an hour later, then 79 again), and ends only when a restarted exporter reads 0."""
+    alert = "GpudashXidError"
+    description = _rule(rules, alert)["annotations"]["description"]
+    assert "until the exporter restarts" in description and "does not notify again" in description
+    firing = [_expected(rules, alert, **GPU0)]
+    _promtool_test(rules, "xid_state.yaml", [{
+        "interval": "1m",
+        "input_series": [_series("DCGM_FI_DEV_XID_ERRORS", "0 0 0 43x60 79x30 79x30 0x20")],
+        "alert_rule_test": [
+            {"eval_time": "2m", "alertname": alert, "exp_alerts": []},
+            *({"eval_time": f"{minute}m", "alertname": alert, "exp_alerts": firing} for minute in (5, 62, 70, 100, 120)),
+            {"eval_time": "150m", "alertname": alert, "exp_alerts": []},
+        ]}])
+    cloudwatch = json.loads(encode(build(load_project()))["cloudwatch/alarms.json"])["alarms"]
+    (request,) = [a["Request"] for a in cloudwatch if {"Key": "gpudash:rule", "Value": "xid-error"} in a["Request"]["Tags"]]
+    assert "until the exporter restarts" in request["AlarmDescription"]
