@@ -5,6 +5,7 @@ listed with every other outcome, and nothing is taken for written that was not."
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -99,11 +100,20 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
 
-    def someone_deletes_them():  # once, whichever delete comes first (an empty DeleteDashboards is refused)
-        client.delete_alarms(AlarmNames=retired_alarms)
-        retired = [n for n in _dashboards(client) if other_cluster(n)]
-        if retired:
-            client.delete_dashboards(DashboardNames=retired)
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def someone_deletes_them():
+        """Once, before whichever delete comes first: apply writes dashboards and alarms side by side, so
+        both faults can fire at once; a second deletion of the gone alarms would fail inside the proxy."""
+        with lock:
+            if done.is_set():
+                return
+            done.set()
+            client.delete_alarms(AlarmNames=retired_alarms)
+            retired = [n for n in _dashboards(client) if other_cluster(n)]
+            if retired:  # an empty DeleteDashboards is refused
+                client.delete_dashboards(DashboardNames=retired)
 
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, callback=someone_deletes_them),
