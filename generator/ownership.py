@@ -139,9 +139,14 @@ def dashboard_publication(body: dict[str, Any]) -> frozenset[str] | None:
 
 
 def publication_tags(clusters: tuple[str, ...] | list[str]) -> list[dict[str, str]]:
-    """The clusters tag of an alarm; none when the list is longer than a tag value may be."""
-    text = publication_text(clusters)
-    return [{"Key": ALARM_CLUSTERS_TAG, "Value": text}] if text and len(text) <= TAG_VALUE_LENGTH else []
+    """The clusters tag of an alarm: as many whole names as a tag value holds. A shorter list still names
+    only clusters of the settings that published the alarm, so other settings never take it for theirs."""
+    names: list[str] = []
+    for name in sorted(clusters):
+        if len(publication_text([*names, name])) > TAG_VALUE_LENGTH:
+            break
+        names.append(name)
+    return [{"Key": ALARM_CLUSTERS_TAG, "Value": publication_text(names)}] if names else []
 
 
 def alarm_publication(tags: list[dict[str, str]]) -> frozenset[str] | None:
@@ -150,8 +155,11 @@ def alarm_publication(tags: list[dict[str, str]]) -> frozenset[str] | None:
 
 
 def lineage(clusters: tuple[str, ...], publications: list[frozenset[str] | None]) -> frozenset[str]:
-    """These settings' clusters and those their defined objects say they were published with."""
-    return frozenset(clusters).union(*(p for p in publications if p is not None))
+    """These settings' clusters and those their defined objects say they were published with, where that
+    list shares a cluster with these settings: an object whose name holds no cluster (a fleet-scope alarm)
+    may have been written last by other settings of the project, and must not make their clusters ours."""
+    own = frozenset(clusters)
+    return own.union(*(p for p in publications if p is not None and p & own))
 
 
 def published_elsewhere(publication: frozenset[str] | None, lineage_: frozenset[str]) -> bool:

@@ -245,11 +245,16 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     older, elsewhere = [], []
     mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests
                               if name in tags and alarm_project(tags[name]) == project])
+    # An alarm of this project with no clusters tag (written before it existed, or a person removed it)
+    # is pruned only while no alarm of the project shows other settings publishing into this Region.
+    others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
+                 for name, t in tags.items() if name not in requests)
     for name, alarm in sorted(live.items()):
         if name in requests or not project or not alarm_owned(tags.get(name, [])):
             continue
         named = alarm_project(tags[name])
-        if named == project and published_elsewhere(alarm_publication(tags[name]), mine):
+        publication = alarm_publication(tags[name])
+        if named == project and (published_elsewhere(publication, mine) or (publication is None and others)):
             elsewhere.append(name)
         elif named == project:
             changes.append(_plan_retired(name, region, alarm, tags[name]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from tests.conftest import REPO
 from tests.support.cloudwatch_world import alarms
 
 
@@ -185,3 +186,77 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
     code, report, _ = apply("--prune", "--config", _settings(tmp_path, "east4", "project: fleet\nclusters:\n"
                                                              "  - {name: east3, region: us-east-1}\n"))
     assert code == 0 and sorted(report["written"]) == sorted(n for n in published[0] + published[1] if "-east-" in n)
+
+
+def _paged_alarms(client):
+    names, token = [], None
+    while True:
+        page = client.describe_alarms(**({"NextToken": token} if token else {}), MaxRecords=100)
+        names += [a["AlarmName"] for a in page["MetricAlarms"]]
+        token = page.get("NextToken")
+        if not token:
+            return sorted(names)
+
+
+def test_a_file_whose_cluster_list_passes_a_tags_length_keeps_its_alarms_from_another_files_prune(aws, tmp_path):
+    """A tag value holds 256 characters: four long cluster names pass it. The other file's prune still
+    leaves every alarm of this file; this file's own prune still deletes what it retired."""
+    client, apply = aws
+    long = [f"ml-training-prod-us-east-1-p5-48xlarge-nodegroup-{c}-0000000000000000000000" for c in "abcd"]
+    assert len(" ".join(long)) > 256
+    listed = "".join(f"  - {{name: {n}, region: us-east-1}}\n" for n in long)
+    a = _settings(tmp_path, "a", "project: fleet\nclusters:\n" + listed)
+    fewer = _settings(tmp_path, "a-fewer", "project: fleet\nclusters:\n" + "".join(
+        f"  - {{name: {n}, region: us-east-1}}\n" for n in long[:3]))
+    b = _settings(tmp_path, "b", "project: fleet\nclusters:\n" + "".join(
+        f"  - {{name: team-b-{i}, region: us-east-1}}\n" for i in range(5)))
+    assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
+    a_alarms = [n for n in _paged_alarms(client) if "ml-training" in n]
+    assert len(a_alarms) == 40
+    code, report, stderr = apply("--prune", "--config", b)
+    assert code == 0, stderr
+    assert [n for n in _paged_alarms(client) if "ml-training" in n] == a_alarms
+    code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", fewer)
+    assert code == 0, stderr
+    left = [n for n in _paged_alarms(client) if "ml-training" in n]
+    assert len(left) == 30 and not any(long[3] in n for n in left)
+
+
+def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, tmp_path):
+    """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm,
+    and whichever wrote it last, neither file's prune deletes the other's alarms."""
+    client, apply = aws
+    folder = tmp_path / "alarms"
+    folder.mkdir()
+    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
+    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
+            '              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", 5),\n'
+            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
+            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
+            '    ]\n    # An alarm on a field')
+    assert bundled.count("    ]\n    # An alarm on a field") == 1
+    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+    common = f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
+    a = _settings(tmp_path, "a", common + "clusters:\n  - {name: team-a, region: us-east-1}\n")
+    b = _settings(tmp_path, "b", common + "clusters:\n  - {name: team-b, region: us-east-1}\n"
+                                          "  - {name: team-b2, region: us-east-1}\n")
+    assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
+    before = _paged_alarms(client)
+    assert [n for n in before if "-fleet-" in n] and [n for n in before if "-team-a-" in n]
+    for settings in (b, a):
+        code, report, stderr = apply("--prune", "--config", settings)
+        assert code == 0, stderr
+        assert _paged_alarms(client) == before
+
+
+def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_file(aws, tmp_path):
+    client, apply = aws
+    a = _settings(tmp_path, "a", "project: fleet\nclusters:\n  - {name: team-a, region: us-east-1}\n")
+    b = _settings(tmp_path, "b", "project: fleet\nclusters:\n  - {name: team-b, region: us-east-1}\n")
+    assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
+    name = "gpudash-team-a-xid-error-critical"
+    arn = client.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["AlarmArn"]
+    client.untag_resource(ResourceARN=arn, TagKeys=["gpudash:clusters"])
+    code, report, stderr = apply("--prune", "--config", b)
+    assert code == 0, stderr
+    assert name in _paged_alarms(client) and name not in report["written"]
