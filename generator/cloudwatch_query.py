@@ -133,11 +133,6 @@ def instance_dimensions(settings: Settings) -> list[str]:
     return with_instance(gpu_dimensions(settings))
 
 
-def mig_dimensions(dims: list[str] | tuple[str, ...]) -> list[str]:
-    """A set only MIG instances publish (the exporter writes GPU_I_PROFILE on them alone)."""
-    return mig_only(dims)
-
-
 def explored_sets(settings: Settings) -> list[list[str]]:
     """The sets that carry every shipped field with agent.metric_selection: all (per pod, per GPU)."""
     return [pod_dimensions(settings), gpu_dimensions(settings)]
@@ -145,7 +140,7 @@ def explored_sets(settings: Settings) -> list[list[str]]:
 
 def mig_instance_dimensions(settings: Settings) -> list[str]:
     """Per MIG instance, with its profile: MIG instances only (panels per MIG instance)."""
-    return mig_dimensions(instance_dimensions(settings))
+    return mig_only(instance_dimensions(settings))
 
 
 def dimension_sets(settings: Settings) -> list[list[str]]:

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, instance_contributors,
-                                Unsupported, dimension_for, gpu_dimensions, mig_dimensions, pod_dimensions, scrape_seconds)
+                                Unsupported, dimension_for, gpu_dimensions, pod_dimensions, scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
+from ..derived_sets import mig_only
 from ..exporter_styles import style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
@@ -116,7 +117,7 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     if list(result.dims) not in (pod_dimensions(settings), gpu_dimensions(settings)):
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
                           f"alarm on with this grouping")
-    return replace(result, dims=tuple(mig_dimensions(result.dims)), divisor=result.divisor / factor), stand_in
+    return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
 
 
 def mig_left_out(project) -> list[tuple[str, str]]:
