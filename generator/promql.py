@@ -313,10 +313,11 @@ class _Merge:
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
-        if how == "max" or not [n for n in self.instance if n not in self.kept]:
-            return f"{how} by ({self._keep(own, not self.instance)}) ({coalesce_node(series, self.labels)})" \
-                if how == "max" else self.copies(series, own)
+        if how == "max":
+            return f"max by ({self._keep(own, not self.instance)}) ({coalesce_node(series, self.labels)})"
         one = self.copies(series, own)
+        if all(name in self.kept for name in self.instance):  # the instances stay apart: nothing to combine
+            return one
         # a repeated series is counted once before instances add up or average
         return f"{how} by ({self._keep(own, False)}) ({one})"
 
