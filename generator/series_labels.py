@@ -104,11 +104,11 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
     pipeline = pipeline if pipeline in ("otel", "classic") else "otel"
     usable = on_every_series(pipeline)
     for key in written:
-        names = cloudwatch[key]
+        names, added = cloudwatch[key], added_to(key)
         what = f"cloudwatch.{key} (the {SET_NAMES[key]} set)"
         required = REQUIRED_DIMENSIONS[key]
         allowed = usable + (WORKLOAD if key == "dimensions" else ())
-        allowed = tuple(name for name in allowed if name not in added_to(key))
+        allowed = tuple(name for name in allowed if name not in added)
         alarms = document.get("alarms")
         static = key == "dimensions" and isinstance(alarms, dict) and alarms.get("per_pod") == "static"
         if static:  # a static alarm names the value of every dimension: only these have one known value per pod
@@ -118,7 +118,7 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
         if any(name not in names for name in required):
             continue  # settings._dimension_sets_checked says what it lacks
         for index, name in enumerate(names):
-            if name in added_to(key):
+            if name in added:
                 return (["cloudwatch", key, index],
                         f"{what} names {name}, which the sets gpudash derives from it for MIG instances add "
                         f"themselves: they would name it twice"
@@ -128,14 +128,14 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
                       "knows no one value of it per pod" if static and name in usable + WORKLOAD else \
                     _missing_from_some(name, pipeline)
                 return ["cloudwatch", key, index], f"{what} names {name!r}: {why}", fix
-        largest = len(names) + len(added_to(key))
+        largest = len(names) + len(added)
         if largest > MAX_DIMENSIONS:
-            derived = " and ".join(added_to(key))
+            derived = " and ".join(added)
             return (["cloudwatch", key],
                     f"{what} has {len(names)} names; the set gpudash derives from it for MIG instances adds {derived}: "
                     f"{largest} dimensions, and the agent drops a set of more than {MAX_DIMENSIONS} (its log says so, "
                     "nothing else does), with every widget and alarm that reads it",
-                    f"name at most {MAX_DIMENSIONS - len(added_to(key))} dimensions in cloudwatch.{key}")
+                    f"name at most {MAX_DIMENSIONS - len(added)} dimensions in cloudwatch.{key}")
     pods, gpus = (cloudwatch[key] if key in written else defaults[key] for key in ("dimensions", "gpu_dimensions"))
     both = [name for name in gpus if name in pods and name not in REQUIRED_DIMENSIONS["dimensions"]]
     if pipeline == "otel" and both and set(gpus) <= {*pods, *KEPT_BY_POD_COPIES}:
