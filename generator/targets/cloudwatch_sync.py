@@ -202,15 +202,20 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     return changes + [change for change in old if change is not None]
 
 
+def _shown(names: list[str]) -> str:
+    """The first five names, and how many more."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
 def _elsewhere_note(kind: str, names: list[str], project: str) -> str:
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    shown = _shown(names)
     return (f"{len(names)} {kind}(s) of project {project!r} not defined here were published by other settings of "
             f"project {project!r} (with none of these settings' clusters): --prune leaves them ({shown}); a "
             "project split over several settings files prunes each file's own only")
 
 
 def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    shown = _shown(names)
     return (f"{len(names)} {kind}(s) no longer defined were written by an older gpudash that marked no project "
             f"({shown}): --prune leaves them, since they may be another project's; {adopt}")
 
@@ -576,7 +581,7 @@ def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], da
 def apply(cloudwatch: CloudWatch, changes: list[Change], dashboards: dict[str, dict[str, Any]],
           requests: list[dict[str, Any]], *, force: bool, prune: bool, dry_run: bool,
           max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, allow_mass_prune: bool = False,
-         progress: Progress | None = None) -> list[Outcome]:
+          progress: Progress | None = None) -> list[Outcome]:
     """Write the changes the flags allow, every Region at once; one Outcome per change, in order.
 
     A dry run writes nothing and reports what the same command without --dry-run would write.
