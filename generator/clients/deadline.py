@@ -44,6 +44,8 @@ CLOCK = Clock()  # the clock a Deadline uses unless given one
 class DeadlineExceeded(RemoteError):
     """The command ran out of time; what was not done is reported as not done."""
 
+    stopped: str | None = None  # why the command stopped, when `what` says instead what a call under way left
+
 
 class Interrupted(DeadlineExceeded):
     """The command was asked to stop (SIGINT, SIGTERM): the call under way finishes, no other starts, and

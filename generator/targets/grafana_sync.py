@@ -228,7 +228,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
                 if isinstance(exc, DeadlineExceeded):
-                    stopped = f"not attempted: {getattr(exc, 'stopped', exc.what)}"  # why, not what it left
+                    stopped = f"not attempted: {exc.stopped or exc.what}"  # why, not what it left
                 elif change.kind == "folder":
                     stopped = "not attempted: the folder could not be created"
             tick()
