@@ -272,7 +272,8 @@ def _stat_sorted(stat: Any) -> Any:
     dimensions = metric.get("Dimensions") if isinstance(metric, dict) else None
     if not isinstance(dimensions, list):
         return stat
-    ordered = sorted(dimensions, key=lambda d: (str(d.get("Name")), str(d.get("Value"))) if isinstance(d, dict) else ("", ""))
+    ordered = sorted(dimensions,
+                     key=lambda d: (str(d.get("Name")), str(d.get("Value"))) if isinstance(d, dict) else ("", ""))
     return {**stat, "Metric": {**metric, "Dimensions": ordered}}
 
 
