@@ -7,6 +7,7 @@ tests/integration/conftest.py makes the fixtures (`moto`, `aws`, `proxied`) avai
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +35,7 @@ def built_once(monkeypatch):
     generate = cli_publish._desired
 
     def desired(config, csv, from_dir):
-        key = (open(config).read() if config else None, csv, from_dir)
+        key = (Path(config).read_text() if config else None, csv, from_dir)
         if key not in _BUILT:
             _BUILT[key] = generate(config, csv, from_dir)
         return _BUILT[key]
@@ -104,7 +105,7 @@ def published(aws, moto):
         assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values()), \
             "published() starts a test: moto must still be empty"
         config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
-        key = (open(config).read(), tuple(a for a in args if a != config))
+        key = (Path(config).read_text(), tuple(a for a in args if a != config))
         if key not in _PUBLISHED:
             code, report, stderr = apply(*args)
             assert code == 0, stderr
