@@ -27,6 +27,7 @@ unless the window holds a reset. A window holding the blank gives no value.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -72,6 +73,7 @@ def _growth(gpu: int, k: int) -> int:
     return 2 + (k * (gpu + 3)) % 7
 
 
+@functools.cache
 def reading(gpu: int, k: int) -> int:
     """The GPU's counter at scrape k (DCGM's blank aside)."""
     start = RESET_AT if gpu == RESET_GPU and k >= RESET_AT else -1
@@ -84,10 +86,12 @@ def written(gpu: int, k: int) -> list[str]:
                                    if first <= k < end and ALTERNATE.get(pod, k % 2) == k % 2]
 
 
-def one_series(gpu: int, phase: int, start: int) -> list[tuple[float, float]]:
-    """(time, value) of the GPU's readings as one series: one sample per scrape that wrote any copy."""
-    return [(start + k * STEP + phase, float(BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else reading(gpu, k)))
-            for k in range(SCRAPES) if written(gpu, k)]
+@functools.cache
+def one_series(gpu: int, phase: int, start: int) -> tuple[tuple[float, float], ...]:
+    """(time, value) of the GPU's readings as one series: one sample per scrape that wrote any copy (worked out once
+    per GPU, phase and start: the truth at every instant reads it)."""
+    return tuple((start + k * STEP + phase, float(BLANK if (gpu, k) == (BLANK_GPU, BLANK_AT) else reading(gpu, k)))
+                 for k in range(SCRAPES) if written(gpu, k))
 
 
 def _openmetrics(start: int) -> str:
@@ -116,7 +120,7 @@ def backfilled(tmp_path_factory):
 
 # --- the truth, from the readings ------------------------------------------------------------------------
 
-def prometheus_change(samples: list[tuple[float, float]], first: float, last: float, rate: bool) -> float | None:
+def prometheus_change(samples: tuple[tuple[float, float], ...], first: float, last: float, rate: bool) -> float | None:
     """rate() or increase() over the samples in [first, last] (no sample sits on an edge here, so Prometheus 2's
     closed and 3's left-open ranges read the same), as Prometheus documents and computes it."""
     inside = [(t, v) for t, v in samples if first <= t <= last]
@@ -172,10 +176,15 @@ def _panel(title: str) -> dict:
     return next(p for p in dashboard.model["panels"] if p.get("title") == title)
 
 
-def _shown(prometheus: Prometheus, expr: str, legend: str, at: float) -> dict[str, float]:
-    result = prometheus.query(expr, at=at)
-    shown = {render_legend(legend, s["metric"]): float(s["value"][1]) for s in result}
-    assert len(shown) == len(result), result
+def _shown(prometheus: Prometheus, expr: str, legend: str, start: int, runs) -> dict[int, dict[str, float]]:
+    """{instant: {legend: value}}: what `expr` shows at each instant of the runs (seconds after `start`), each run
+    read in one range query."""
+    shown = {}
+    for first, step, count in runs:
+        for at, result in prometheus.query_at(expr, start + first, count, step).items():
+            lines = {render_legend(legend, s["metric"]): float(s["value"][1]) for s in result}
+            assert len(lines) == len(result), result
+            shown[int(at) - start] = lines
     return shown
 
 
@@ -190,8 +199,11 @@ def _wrong(shown: dict[str, float], expected: dict[str, float]) -> dict:
     return {k: (shown[k], expected[k]) for k in expected if not math.isclose(shown[k], expected[k], rel_tol=1e-9)}
 
 
-# instants off the 30 s grid (no reading on a window's edge), from 12 minutes in to the end of the hour
-INSTANTS = [12 * 60 + k * STEP + offset for k in range(0, SCRAPES - 24, 2) for offset in (7, 19)]
+# instants off the 30 s grid (no reading on a window's edge), from 12 minutes in to the end of the hour: (first,
+# step, count) runs, one a minute 7 s after the grid, one a minute 19 s after it
+RUNS = [(12 * 60 + offset, 2 * STEP, (SCRAPES - 24) // 2) for offset in (7, 19)]
+INSTANTS = sorted(first + i * step for first, step, count in RUNS for i in range(count))
+EVERY_SCRAPE = [(12 * 60 + 7, STEP, len(range(12 * 60 + 7, SCRAPES * STEP, STEP)))]  # every window, once per scrape
 
 
 @pytest.mark.parametrize("title, metric, window, rate", [
@@ -211,10 +223,12 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
     expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{window}s",
                                         **variables({}, VARIABLES)})
     blank_inside = set()
+    shown = _shown(prometheus, expr, target["legendFormat"], start, RUNS)
+    assert sorted(shown) == INSTANTS
     for instant in INSTANTS:
         at = start + instant
         expected = _expected(lambda gpu, phase: panel_truth(gpu, phase, start, at, window, rate))
-        wrong = _wrong(_shown(prometheus, expr, target["legendFormat"], at), expected)
+        wrong = _wrong(shown[instant], expected)
         assert not wrong, (title, instant, wrong)
         blank_inside.add("on-grid GPU 5" not in expected)
     assert blank_inside == {True, False}  # windows holding the blank were among them, and gave it no value
@@ -229,13 +243,14 @@ def test_the_truth_is_where_the_earlier_forms_read_wrong(backfilled):
     per_copy = f"max by (node, gpu) (rate({selector}[5m]))"
     stepped = f"max by (node, gpu) (rate((max without (pod, namespace, container) ({selector}))[5m:30s]))"
     misread = {form: set() for form in (per_copy, stepped)}
+    shown = {form: _shown(prometheus, form, "{{node}} GPU {{gpu}}", start, RUNS) for form in misread}
     for instant in INSTANTS:
         at = start + instant
         expected = _expected(lambda gpu, phase: panel_truth(gpu, phase, start, at, 300, True))
         for form in misread:
-            shown = _shown(prometheus, form, "{{node}} GPU {{gpu}}", at)
-            misread[form] |= {key for key in shown if key in expected and key.startswith("on-grid")
-                              and not math.isclose(shown[key], expected[key], rel_tol=1e-6)}
+            read = shown[form][instant]
+            misread[form] |= {key for key in read if key in expected and key.startswith("on-grid")
+                              and not math.isclose(read[key], expected[key], rel_tol=1e-6)}
     assert {"on-grid GPU 2", "on-grid GPU 3"} <= misread[per_copy]  # pods arriving and leaving
     assert {"on-grid GPU 0", "on-grid GPU 1"} <= misread[stepped]  # missed scrapes, whatever pods do
 
@@ -253,10 +268,12 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
     assert threshold == "50" and "[5m:30s]" in expr
     edges = set()
-    for instant in range(12 * 60 + 7, SCRAPES * STEP, STEP):  # every window, once per scrape
+    shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, EVERY_SCRAPE)
+    assert len(shown) == EVERY_SCRAPE[0][2]
+    for instant, read in shown.items():
         at = start + instant
         expected = _expected(lambda gpu, phase: rule_truth(gpu, phase, start, at, 300))
-        wrong = _wrong(_shown(prometheus, expr, "{{node}} GPU {{gpu}}", at), expected)
+        wrong = _wrong(read, expected)
         assert not wrong, (instant, wrong)
         edges |= {(instant - 7) // STEP - 10 in MISSED, (instant - 7) // STEP in MISSED}
     assert edges == {True, False}  # windows with a scrape missed on an edge were among them

@@ -40,6 +40,7 @@ class Prometheus:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
         self.log = None
+        self.session: requests.Session | None = None
 
     def start(self) -> "Prometheus":
         """Start and wait until ready (on another free port if the chosen one was taken meanwhile)."""
@@ -59,9 +60,17 @@ class Prometheus:
                 self.process.kill()
         if self.log is not None:
             self.log.close()
+        if self.session is not None:
+            self.session.close()
 
     def api(self, path: str, **params) -> Any:
-        response = requests.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
+        """GET /api/v1/`path`; a query is POSTed (its expression is the form's body, not a long URL to encode)."""
+        if self.session is None:
+            self.session = requests.Session()  # one connection for the server's many queries
+        if path.startswith("query"):
+            response = self.session.post(f"{self.url}/api/v1/{path}", data=params, timeout=10)
+        else:
+            response = self.session.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
         body = response.json()
         if body.get("status") != "success":
             raise AssertionError(f"{path} {params}: {body}")
@@ -70,6 +79,17 @@ class Prometheus:
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant query, now or at the time `at` (seconds since the epoch)."""
         return self.api("query", query=expr, **({"time": at} if at is not None else {}))["result"]
+
+    def query_at(self, expr: str, first: float, count: int, step: float) -> dict[float, list[dict[str, Any]]]:
+        """The instant query's result at each of `count` times `step` apart from `first`, in one range query (which
+        Prometheus evaluates as an instant query at each of its steps): {time: [{"metric", "value"}, ...]}."""
+        times = [first + i * step for i in range(count)]
+        result: dict[float, list[dict[str, Any]]] = {at: [] for at in times}
+        data = self.api("query_range", query=expr, start=first, end=times[-1], step=step)
+        for series in data["result"]:
+            for at, value in series["values"]:
+                result[float(at)].append({"metric": series["metric"], "value": [at, value]})
+        return result
 
     def wait_for(self, expr: str, count: int = 1, timeout: float = 120) -> list[dict[str, Any]]:
         """Poll until `expr` returns at least `count` series. `timeout` only bounds a wait that would
