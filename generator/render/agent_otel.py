@@ -4,19 +4,23 @@ The agent's JSON `prometheus` section publishes every scraped value: its scraper
 and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can drop them and a
 counter coming back from one is sent as its whole running total. This pipeline drops them first:
 
-    prometheus/gpudash -> filter/gpudash -> metricstransform/gpudash -> batch/gpudash -> awsemf/gpudash
+    prometheus/gpudash -> metricstransform/gpudash-pods -> filter/gpudash -> metricstransform/gpudash
+        -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
   the agent expands `$` in its collector configuration twice;
+* metricstransform/gpudash-pods makes, from each scrape, each pod's total of the gauges the by-pod panels
+  sum or count (see `pod_totals`), from every point the exporter served, blanks included;
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
-  so a counter back from a blank gives its true increase since its last reading - and the
+  so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
+  above its field's floor (it holds a blank: the pod's total at that scrape is unknown), and the
   scrape's own series (up, scrape_*), which the JSON path's scraper drops too;
-* metricstransform merges the copies of a counter the exporter writes for one GPU instance, one per pod
-  that shares the GPU by time-slicing or MPS (see `merged_counters`), into one series per GPU instance for
-  the per-GPU dimension sets, and keeps each pod's copy for the per-pod sets; and it makes, from each scrape,
-  each pod's total of the gauges the by-pod panels sum or count (see `pod_totals`), in their own sets;
+* metricstransform/gpudash merges the copies of a counter the exporter writes for one GPU instance, one per
+  pod that shares the GPU by time-slicing or MPS (see `merged_counters`; its `max` needs the blanks gone),
+  into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
+  sets; then the pods' totals take their field's name back, published in their own sets;
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -26,7 +30,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
 
 The agent (1.300048.0 and later) passes every `*.yaml` file of /etc/cwagentconfig, where the
 `prometheus-cwagentconfig` ConfigMap is mounted, to its collector with `-otelconfig`, merged with its
-own; every name here carries the suffix `gpudash`, so none collides with the agent's own pipelines.
+own; every name here carries the suffix `gpudash` (`gpudash-pods`: a second metricstransform), so none
+collides with the agent's own pipelines.
 The JSON config then holds no pipeline, which the agent's translator accepts: it writes no
 amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.300066.0 on
 (cmd/amazon-cloudwatch-agent/merge.go); 1.300048.0 to 1.300065.x fail to load it and exit at start.
@@ -49,6 +54,7 @@ SUFFIX = "gpudash"
 RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
                                             ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
 PIPELINE = f"metrics/{SUFFIX}"
+TOTALS = f"metricstransform/{SUFFIX}-pods"  # the pods' totals per scrape, made before the filter (pod_totals)
 READS_YAML_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
 MIN_AGENT_VERSION = "1.300066.0"  # the first that starts when its JSON translates to no pipeline
 LOG_STREAM = "{ServiceName}"  # the scrape job's name (the receiver's service.name)
@@ -107,14 +113,17 @@ def _ottl_number(value: float) -> str:
 SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
 
 
-def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
-    """OTTL datapoint conditions, one per floor: the fields' values that are blanks, not readings."""
+def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:
+    """OTTL datapoint conditions, one per floor: the fields' values that are blanks, not readings (of the
+    metrics named `prefix` + a field's name: a pod's totals, see pod_totals)."""
     by_floor: dict[float, list[str]] = {}
     for name in names:
         field = catalog.get(name)
         if field.kind in ("gauge", "counter"):
             by_floor.setdefault(reading_floor(field.is_counter), []).append(name)
-    return [f'IsMatch(metric.name, "^(?:{"|".join(fields)})$") and value_double >= {_ottl_number(floor)}'
+    # a `.` of the prefix is written [.]: the pattern is an OTTL string, whose escapes are not the regexp's
+    start = "^" + prefix.replace(".", "[.]")
+    return [f'IsMatch(metric.name, "{start}(?:{"|".join(fields)})$") and value_double >= {_ottl_number(floor)}'
             for floor, fields in sorted(by_floor.items())]
 
 
@@ -122,6 +131,38 @@ def blank_conditions(catalog: Catalog, names: Iterable[str]) -> list[str]:
 # MIG instance (the scrape job gives a GPU not split into MIG instances GPU_I_ID="none").
 GPU_IDENTITY = ("UUID", MIG_INSTANCE_LABEL)
 MERGED_PREFIX = "gpudash.gpu."  # a merged copy's name between two of the processor's transforms
+
+
+def _merged_names(catalog: Catalog, settings: Settings, shipped: Iterable[str]) -> list[str]:
+    """The shipped fields whose copies merged_counters merges: the counters, and with exporter.virtual_gpus the
+    fields the exporter splits per process."""
+    shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
+    return [n for n in shipped if n in catalog and (catalog.get(n).is_counter or n in shared)]
+
+
+def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
+                 names: list[str]) -> tuple[set[str], set[str], list[tuple[str, ...]]]:
+    """(the labels a pod's copy of the fields `names` keeps, those their merged copy keeps, the dimension sets
+    that publish them)."""
+    pod_set = set(settings.cloudwatch.dimensions)
+    sets = [tuple(d) for declaration in declarations for d in declaration["dimensions"]
+            if any(re.search(selector, name) for selector in declaration["metric_name_selectors"]
+                   for name in names)]
+    own = {label for name in names for label in catalog.get(name).own_labels}
+    per_pod = {*GPU_IDENTITY, *own, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
+    per_gpu = {*GPU_IDENTITY, *own, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
+    return per_pod, per_gpu, sets
+
+
+def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
+               shipped: Iterable[str]) -> dict[str, list[str]]:
+    """{field: the labels each pod's copy keeps} of the fields whose pod copies merged_counters merges by `max`
+    (a pod's total of such a field starts from the same merge, see pod_totals)."""
+    names = _merged_names(catalog, settings, shipped)
+    if not names:
+        return {}
+    per_pod = sorted(_copy_labels(catalog, settings, declarations, names)[0])
+    return {name: per_pod for name in names}
 
 
 def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
@@ -159,17 +200,11 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     largest, the device's value (its used memory holds every process's; its utilization the time any of
     them ran), published per GPU once, while each pod's copy keeps its share for the per-pod sets and the
     device's own series, without a pod, is published in neither."""
-    shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
-    names = [n for n in shipped if n in catalog and (catalog.get(n).is_counter or n in shared)]
+    names = _merged_names(catalog, settings, shipped)
     if not names:
         return None
+    per_pod, per_gpu, sets = _copy_labels(catalog, settings, declarations, names)
     pod_set = set(settings.cloudwatch.dimensions)
-    sets = [tuple(d) for declaration in declarations for d in declaration["dimensions"]
-            if any(re.search(selector, name) for selector in declaration["metric_name_selectors"]
-                   for name in names)]
-    own = {label for name in names for label in catalog.get(name).own_labels}
-    per_pod = {*GPU_IDENTITY, *own, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
-    per_gpu = {*GPU_IDENTITY, *own, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
     for dims in sets:
         if not pod_set <= set(dims) and set(dims) <= per_pod:
             raise InputError(f"the per-GPU dimension set [{', '.join(dims)}] names only labels a pod's copy of a "
@@ -198,65 +233,98 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     ]}
 
 
-TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name between the processor's transforms
+TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name from the processor that makes it to the one that renames it
 GPU_ONCE = "UUID"  # the label that names one GPU of a node's exporter, whatever its MIG instances
 
 
-def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """metricstransform's transforms that make, from each scrape of a node's exporter, each pod's total of the
-    gauges published in a pod-total set (cloudwatch_query.pod_total_dimensions): the sum of a gauge over the
-    pod's GPUs, or how many GPUs the pod holds, marked with the set's mark (POD_TOTALS).
-
-    The processor (aggregateutil, see merged_counters) runs on one scrape of one target, whose points share the
-    scrape's timestamp; aggregate_labels keeps the labels of `label_set`, and merges the points of one label
-    set and timestamp into the first of them: `sum` adds them, `max` takes the largest, `count` writes how many
-    there are, but only when there are two or more (a lone point keeps its value). So:
-
-    * sum: each GPU once per pod (the max over the pod's series of one UUID: a device field repeats on a MIG
-      GPU's instances), or each instance (a field MIG reports per instance adds up over them: sum), then the
-      sum over the pod's GPUs;
-    * count: one point per GPU of the pod (the max over its series of one UUID), inserted a second time under
-      the same name; `combine` merges the two copies' points of one label set by `count`, which writes 2 (two
-      points), then their sum over the pod is twice its GPUs, scaled by 0.5.
-
-    A GPU no pod holds groups without pod labels, and the per-pod set needs them: it publishes no total. A
-    staleness marker (no value) is merged into a live point as 0 and stays a marker only when its group holds
-    nothing else (the pod's series all gone), which awsemf drops. The totals take their field's name back
-    last; the other declarations' label matchers keep them out of the sets that do not name their mark."""
+def _total_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[tuple[str, str, list[str], str]]:
+    """(kind, mark, the pod's labels, field) of each pod total a pod-total set
+    (cloudwatch_query.pod_total_dimensions) publishes."""
     result = []
     for declaration in declarations:
         for dims in declaration["dimensions"]:
             kind = pod_total_kind(dims)
             if kind is None:
                 continue
-            mark, value = POD_TOTALS[kind]
+            mark = POD_TOTALS[kind][0]
             pod = sorted(d for d in dims if d != mark)
-            for selector in declaration["metric_name_selectors"]:
-                name = next(m.name for m in catalog if re.search(selector, m.name))
-                include = f"^{re.escape(name)}$"
-                total = f"{TOTAL_PREFIX}{kind}.{name}"
-                once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
-                per_gpu = {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}), "aggregation_type": once}
-                marked = {"action": "add_label", "new_label": mark, "new_value": value}
-                if kind == "sum":
-                    result.append({"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
-                                   "operations": [per_gpu, {"action": "aggregate_labels", "label_set": pod,
-                                                            "aggregation_type": "sum"}, marked]})
-                    continue
-                copy = f"^{re.escape(total)}$"
-                result += [
-                    {"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
-                     "operations": [per_gpu]},
-                    {"include": copy, "match_type": "regexp", "action": "insert", "new_name": total},
-                    {"include": copy, "match_type": "regexp", "action": "combine", "new_name": total,
-                     "aggregation_type": "count",
-                     "operations": [{"action": "aggregate_labels", "label_set": pod, "aggregation_type": "sum"},
-                                    {"action": "experimental_scale_value", "experimental_scale": 0.5}, marked]},
-                ]
-    if result:
-        result.append({"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count)\\.(.+)$", "match_type": "regexp",
-                       "action": "update", "new_name": "${1}"})
+            result += [(kind, mark, pod, next(m.name for m in catalog if re.search(selector, m.name)))
+                       for selector in declaration["metric_name_selectors"]]
     return result
+
+
+def pod_totals(catalog: Catalog, declarations: list[dict[str, Any]],
+               copies: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+    """metricstransform's transforms that make, from each scrape of a node's exporter, each pod's total of the
+    gauges published in a pod-total set (cloudwatch_query.pod_total_dimensions): the sum of a gauge over the
+    pod's GPUs, or how many GPUs the pod holds, marked with the set's mark (POD_TOTALS), named TOTAL_PREFIX +
+    kind + field until `totals_renamed` gives them their field's name back.
+
+    They run BEFORE the blank filter, on every point the exporter served: a pod's total holds each of its GPUs.
+    A sum holding a GPU's blank is at or above the field's floor (a blank is, and the other readings are not
+    negative), and the filter drops it (`total_blank_conditions`): the pod's total at that scrape is unknown,
+    not the total of its other GPUs. A count reads how many GPUs the pod holds, whatever their readings. (Made
+    after the filter, a sum would hold only the GPUs that read a value and be published as the pod's whole.)
+
+    The processor (aggregateutil, see merged_counters) runs on one scrape of one target, whose points share the
+    scrape's timestamp; aggregate_labels keeps the labels of `label_set`, and merges the points of one label
+    set and timestamp into the first of them: `sum` adds them, `max` takes the largest, `count` writes how many
+    there are, but only when there are two or more (a lone point keeps its value). So:
+
+    * a field whose pod copies merged_counters merges (`copies`: one per pod of each GPU instance, by `max`,
+      with exporter.virtual_gpus) starts from the same merge, so that the pod's copies are its share once;
+    * sum: each GPU once per pod (the max over the pod's series of one UUID: a device field repeats on a MIG
+      GPU's instances), or each instance (a field MIG reports per instance adds up over them: sum), then the
+      sum over the pod's GPUs;
+    * count: one point per GPU of the pod (the max over its series of one UUID), inserted a second time under
+      the same name; `combine` merges the two copies' points of one label set by `count`, which writes 2 (two
+      points, whatever their values), then their sum over the pod is twice its GPUs, scaled by 0.5.
+
+    A GPU no pod holds groups without pod labels, and the per-pod set needs them: it publishes no total. A
+    staleness marker (no value) is merged into a live point as 0 and stays a marker only when its group holds
+    nothing else (the pod's series all gone), which awsemf drops. The other declarations' label matchers keep
+    the totals out of the sets that do not name their mark."""
+    copies = copies or {}
+    result = []
+    for kind, mark, pod, name in _total_fields(catalog, declarations):
+        include = f"^{re.escape(name)}$"
+        total = f"{TOTAL_PREFIX}{kind}.{name}"
+        once = "sum" if kind == "sum" and catalog.get(name).per_instance else "max"
+        shares = [{"action": "aggregate_labels", "label_set": copies[name], "aggregation_type": "max"}] \
+            if name in copies else []
+        per_gpu = [*shares, {"action": "aggregate_labels", "label_set": sorted({*pod, GPU_ONCE}),
+                             "aggregation_type": once}]
+        marked = {"action": "add_label", "new_label": mark, "new_value": POD_TOTALS[kind][1]}
+        if kind == "sum":
+            result.append({"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
+                           "operations": [*per_gpu, {"action": "aggregate_labels", "label_set": pod,
+                                                     "aggregation_type": "sum"}, marked]})
+            continue
+        copy = f"^{re.escape(total)}$"
+        result += [
+            {"include": include, "match_type": "regexp", "action": "insert", "new_name": total,
+             "operations": per_gpu},
+            {"include": copy, "match_type": "regexp", "action": "insert", "new_name": total},
+            {"include": copy, "match_type": "regexp", "action": "combine", "new_name": total,
+             "aggregation_type": "count",
+             "operations": [{"action": "aggregate_labels", "label_set": pod, "aggregation_type": "sum"},
+                            {"action": "experimental_scale_value", "experimental_scale": 0.5}, marked]},
+        ]
+    return result
+
+
+def total_blank_conditions(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[str]:
+    """The filter's conditions on the pods' sums (pod_totals): a sum at or above its field's floor holds a blank."""
+    return blank_conditions(catalog, [name for kind, _, _, name in _total_fields(catalog, declarations)
+                                      if kind == "sum"],
+                            prefix=f"{TOTAL_PREFIX}sum.")
+
+
+def totals_renamed() -> dict[str, Any]:
+    """The transform that gives the pods' totals their field's name back (after the filter and merged_counters,
+    whose transforms match the field's name)."""
+    return {"include": f"^{re.escape(TOTAL_PREFIX)}(?:sum|count)\\.(.+)$", "match_type": "regexp",
+            "action": "update", "new_name": "${1}"}
 
 
 def _kept_apart(declarations: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -305,12 +373,13 @@ class Pipeline:
         self.jobs = escaped(scrape_config)
         self.publishes = _publishes(emf)
         shipped = list(shipped)
-        self.processors = {
-            FILTER: {"error_mode": "ignore",
-                     "metrics": {"datapoint": [*blank_conditions(catalog, shipped), SCRAPE_SERIES]}},
-        }
-        merge = merged_counters(catalog, settings, self.publishes["metric_declarations"], shipped) or {"transforms": []}
-        merge["transforms"] += pod_totals(catalog, self.publishes["metric_declarations"])
+        declarations = self.publishes["metric_declarations"]
+        totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
+        self.processors = {TOTALS: escaped({"transforms": totals})} if totals else {}
+        self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
+            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations), SCRAPE_SERIES]}}
+        merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
+        merge["transforms"] += [totals_renamed()] if totals else []
         if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)
         self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}

@@ -1,6 +1,6 @@
 """A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
-(prometheus receiver -> filter -> metricstransform -> batch -> awsemf), run on the GENERATED collector
-configuration.
+(prometheus receiver -> its processors, in the order the pipeline lists them: filter, metricstransform ->
+awsemf), run on the GENERATED collector configuration.
 
 What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
@@ -281,6 +281,7 @@ class OtelAgent(Pipeline):
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
         self.sweep_phase = 0.0  # when awsemf's cache sweeps (every CACHE_TTL from then)
         self.transforms = metric_transforms(config)
+        self.processors = _processor_kinds(config)
         self._last_series: dict[tuple, set] = {}  # each target's series at its last scrape (staleness markers)
         self._kinds: dict[str, str] = {}
 
@@ -356,8 +357,20 @@ class OtelAgent(Pipeline):
                 name, labels = series
                 metrics.setdefault(name, _Metric(name, kind)).points.append((labels, value))
         self._mark_stale(scrape, metrics)
+        kept = list(metrics.values())
+        for kind, transforms in self.processors:  # in the pipeline's order
+            if kind == "filter":
+                kept = self._filtered(kept)
+            for transform in transforms:
+                kept = transform(kept)
+        self.exported.update(metric.name for metric in kept)
+        return [point for metric in kept for point in self._published(metric, scrape.timestamp)]
+
+    def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
+        """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
+        points too."""
         kept, dropped = [], self._dropped
-        for metric in metrics.values():
+        for metric in metrics:
             points = []
             for labels, value in metric.points:
                 # a staleness marker has no value: OTTL's value_double reads 0 (the point's empty double)
@@ -366,11 +379,8 @@ class OtelAgent(Pipeline):
                     continue
                 points.append((labels, value))
             if points:
-                self.exported.add(metric.name)
                 kept.append(_Metric(metric.name, metric.kind, points))
-        for transform in self.transforms:
-            kept = transform(kept)
-        return [point for metric in kept for point in self._published(metric, scrape.timestamp)]
+        return kept
 
     def _mark_stale(self, scrape: Scrape, metrics: dict[str, "_Metric"]) -> None:
         """Prometheus's scrape loop appends a staleness marker (the receiver: a point flagged NoRecordedValue,
@@ -557,6 +567,15 @@ def _transform(config: dict):
 
 def metric_transforms(config: dict) -> list:
     """The pipeline's metricstransform transforms in order (none without the processor)."""
+    return [t for _, transforms in _processor_kinds(config) for t in transforms]
+
+
+def _processor_kinds(config: dict) -> list[tuple[str, list]]:
+    """The pipeline's processors in its order, each as (kind, its transforms): the collector passes a scrape's
+    metrics through them in the order the pipeline lists them (a filter, metricstransform's transforms; the
+    batch processor changes no value)."""
     (pipeline,) = config["service"]["pipelines"].values()
-    names = [n for n in pipeline["processors"] if n.split("/")[0] == "metricstransform"]
-    return [_transform(t) for name in names for t in config["processors"][name]["transforms"]]
+    kinds = [(name.split("/")[0], name) for name in pipeline["processors"]]
+    assert {kind for kind, _ in kinds} <= {"filter", "metricstransform", "batch"}, kinds
+    return [(kind, [_transform(t) for t in config["processors"][name]["transforms"]]
+             if kind == "metricstransform" else []) for kind, name in kinds]

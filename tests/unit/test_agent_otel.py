@@ -42,10 +42,14 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     otel = yaml.safe_load(agent_map["data"][OTEL_KEY])
     names = [n for section in ("receivers", "processors", "exporters") for n in otel[section]]
     names += list(otel["service"]["pipelines"])
-    assert names and all(n.endswith("/gpudash") for n in names)  # no clash with the agent's own pipelines
+    # no clash with the agent's own pipelines: every name's suffix is gpudash's
+    assert names and all(n.split("/", 1)[1] in ("gpudash", "gpudash-pods") for n in names)
     (pipeline,) = otel["service"]["pipelines"].values()
+    # the pods' totals are made before the blank filter (a sum holding a blank is dropped whole), the merge of
+    # a shared GPU's counters after it (its `max` would take a blank)
     assert pipeline == {"receivers": ["prometheus/gpudash"],
-                        "processors": ["filter/gpudash", "metricstransform/gpudash", "batch/gpudash"],
+                        "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "metricstransform/gpudash",
+                                       "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (

@@ -19,6 +19,7 @@ value when m of n scrapes are missed), which the header says.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from statistics import mean
 
@@ -29,15 +30,19 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import close, header, notes
+from tests.support.cloudwatch_widgets import close, header, notes, widgets
 from tests.support.dcgm_fleet import target_labels
 
 START, END, STEP, PERIOD = 0, 3600, 30, 300
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 DASHBOARD_FILE = "cloudwatch/dashboards/gpudash-gpu-cluster-pods.json"
 POWER, FB, TEMP = "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP"
+TX, RX = "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES"
 A, B = "ip-10-0-1-1", "ip-10-0-1-2"
-TITLES = {"Power draw by pod": POWER, "Framebuffer used by pod": FB, "GPUs per pod": TEMP}
+TITLES = {"Power draw by pod": POWER, "Framebuffer used by pod": FB, "GPUs per pod": TEMP,
+          "PCIe transmit by pod": TX, "PCIe receive by pod": RX}
+FIELDS = (POWER, FB, TEMP, TX, RX)
+DEVICE_FIELDS = (POWER, TEMP, TX, RX)  # read once per GPU: each MIG instance repeats the GPU's reading
 
 DASHBOARD = f'''
 from generator.model import Dashboard, Panel, Query, Row
@@ -48,6 +53,8 @@ def dashboards(ctx):
         Panel("Power draw by pod", Query("{POWER}", "sum", ("pod",))),
         Panel("Framebuffer used by pod", Query("{FB}", "sum", ("pod",))),
         Panel("GPUs per pod", Query("{TEMP}", "count", ("namespace", "pod"))),
+        Panel("PCIe transmit by pod", Query("{TX}", "sum", ("pod",))),
+        Panel("PCIe receive by pod", Query("{RX}", "sum", ("pod",))),
     ])])
 '''
 
@@ -63,8 +70,40 @@ SERIES = (
     (B, 0, "3", ("ml", "notebook"), START - STEP, END),  # that GPU's third instance, another pod
     (B, 1, None, ("ml", "infer-1"), START - STEP, END),
     (B, 2, None, None, START - STEP, MOVE), (B, 2, None, ("ml", "ckpt-0"), MOVE, END),  # the pod moved here
+    # a GPU two pods share by time-slicing (each copy reads the GPU), one of them holding another GPU alone
+    (B, 3, None, ("ml", "share-a"), START - STEP, END), (B, 3, None, ("ml", "share-b"), START - STEP, END),
+    (B, 4, None, ("ml", "share-a"), START - STEP, END),
 )
 HELD = [s for s in SERIES if s[3]]
+
+# DCGM's blank values: (node, gpu, MIG instance or "*" for each of the GPU's, field) -> the scrapes it reads one.
+# A device field reads the blank on every instance of its GPU (the exporter writes the GPU's one reading per
+# instance); a field MIG reports per instance, on one instance.
+FP_BLANK, INT_BLANK = 140737488355328.0, 9223372036854775794.0  # 2**47; the int64 "not supported"
+EVERY = frozenset(range(START - STEP, END, STEP))
+_BLANK_RUNS = [
+    # one GPU of a two-GPU pod at 2 of a period's scrapes (power, temperature, PCIe transmit)
+    *(((A, 1, "*", f), {360, 420}) for f in (POWER, TEMP, TX)),
+    # both GPUs of that pod at two scrapes in a row (a 1-minute period with no known total)
+    *(((A, g, "*", POWER), {2400, 2430}) for g in (0, 1)),
+    # a one-GPU pod's every field for a whole 5-minute period (its only GPU: the pod's sums are unknown)
+    *(((B, 1, "*", f), set(range(600, 900, STEP))) for f in FIELDS),
+    # one MIG instance's framebuffer (another pod holds the GPU's third instance), and the MIG GPU's power
+    ((B, 0, "2", FB), {960, 990}), ((B, 0, "*", POWER), {1020}),
+    # the GPU two pods share: both pods' totals are unknown then
+    *(((B, 3, "*", f), {2700, 2730}) for f in (POWER, FB, RX)),
+    # a GPU that never reads its temperature: its pod still holds it
+    ((A, 2, "*", TEMP), set(EVERY)),
+]
+BLANKS: dict[tuple, frozenset[int]] = {}
+for _key, _times in _BLANK_RUNS:
+    BLANKS[_key] = BLANKS.get(_key, frozenset()) | frozenset(_times)
+
+
+def blank(metric: str, series: tuple, t: int) -> bool:
+    """Whether the exporter serves DCGM's blank for `metric` of `series` at t."""
+    node, index, instance = series[:3]
+    return t in BLANKS.get((node, index, "*", metric), ()) or t in BLANKS.get((node, index, instance, metric), ())
 
 
 def served(node: str, t: int) -> list[tuple]:
@@ -72,7 +111,9 @@ def served(node: str, t: int) -> list[tuple]:
 
 
 def reading(metric: str, series: tuple, t: int) -> float:
-    """What the exporter serves for `series` at t: varies by GPU, instance and time."""
+    """What the exporter serves for `series` at t: varies by GPU, instance and time (DCGM's blank at BLANKS)."""
+    if blank(metric, series, t):
+        return FP_BLANK if metric in (POWER, TEMP) else INT_BLANK
     node, index, instance = series[:3]
     g = (0 if node == A else 5) + index
     k = t // STEP
@@ -80,6 +121,8 @@ def reading(metric: str, series: tuple, t: int) -> float:
         return 60.0 + 25 * g + (k * (g + 3)) % 17 * 2.5
     if metric == TEMP:
         return 40.0 + g + k % 3
+    if metric in (TX, RX):  # bytes/s, device fields too
+        return 1.0e9 * (g + 1) + (k * (g + 5)) % 13 * 2.5e7 + (3.0e8 if metric == RX else 0.0)
     share = {None: 1.0, "1": 0.5, "2": 0.25, "3": 0.125}[instance]  # framebuffer: each instance its own
     return round(share * (2000.0 * (g + 1) + (k * (3 * g + 1)) % 23 * 40))
 
@@ -95,7 +138,7 @@ def arrived(node: str) -> tuple[int, ...]:
 
 def payload(node: str, t: int) -> str:
     lines = []
-    for metric in (POWER, FB, TEMP):
+    for metric in FIELDS:
         lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} gauge"]
         for series in served(node, t):
             index, instance, pod = series[1:4]
@@ -106,18 +149,23 @@ def payload(node: str, t: int) -> str:
             if pod:
                 labels.update(container="main", namespace=pod[0], pod=pod[1])
             text = ",".join(f'{key}="{value}"' for key, value in labels.items())
-            lines.append(f"{metric}{{{text}}} {reading(metric, series, t):g}")
+            value = reading(metric, series, t)
+            lines.append(f"{metric}{{{text}}} {value:.0f}" if value >= FP_BLANK else f"{metric}{{{text}}} {value:g}")
     return "\n".join(lines) + "\n"
 
 
 def pod_total(metric: str, node: str, pod: tuple[str, str], t: int) -> float | None:
     """The pod's total at one scrape of its node, from the readings: each GPU once for a device field or a
-    count, each instance for framebuffer; None when the node serves no series of the pod then."""
+    count, each instance for framebuffer; None when the node serves no series of the pod then, or, for a sum,
+    when one of them reads DCGM's blank (the pod's total is then unknown: its other GPUs are not its total).
+    A count is how many GPUs the pod holds, whatever they read."""
     held = [s for s in served(node, t) if s[3] == pod]
     if not held:
         return None
     if metric == TEMP:
         return float(len({s[1] for s in held}))
+    if any(blank(metric, s, t) for s in held):
+        return None
     if metric == FB:
         return sum(reading(FB, s, t) for s in held)
     return sum(reading(metric, next(s for s in held if s[1] == gpu), t) for gpu in sorted({s[1] for s in held}))
@@ -209,7 +257,7 @@ def test_a_pod_name_two_nodes_list_at_once_reads_the_mean_of_their_totals(tmp_pa
     scrape at a time, so the line is the mean of the two nodes' totals at their scrapes."""
     global SERIES, HELD
     kept = SERIES, HELD
-    SERIES = (*SERIES, (B, 3, None, ("ml", "train-0"), START - STEP, END))
+    SERIES = (*SERIES, (B, 5, None, ("ml", "train-0"), START - STEP, END))
     HELD = [s for s in SERIES if s[3]]
     try:
         files, _ = _built(tmp_path_factory, "otel")
@@ -218,8 +266,8 @@ def test_a_pod_name_two_nodes_list_at_once_reads_the_mean_of_their_totals(tmp_pa
                                              for node in (A, B) for t in arrived(node)])
         shown = cloudwatch_eval.widget(_widgets(files)["Power draw by pod"], datapoints, START, END)["Pod ml/train-0"]
         for start in range(START, END, PERIOD):
-            per_node = [[pod_total(POWER, node, ("ml", "train-0"), t) for t in arrived(node)
-                         if start <= t < start + PERIOD] for node in (A, B)]
+            per_node = [[total for t in arrived(node) if start <= t < start + PERIOD
+                         if (total := pod_total(POWER, node, ("ml", "train-0"), t)) is not None] for node in (A, B)]
             assert close(shown[start], mean(per_node[0] + per_node[1]))
             assert shown[start] < mean(per_node[0]) + mean(per_node[1]) - 1  # the pod's GPUs' total reads lower
     finally:
@@ -239,6 +287,8 @@ def test_the_widgets_say_nothing_is_approximate_on_the_otel_pipeline_and_classic
     exact = truth(POWER)["Pod ml/train-0"]
     for start in range(START, END, PERIOD):
         observed = [pod_total(POWER, A, ("ml", "train-0"), t) for t in arrived(A) if start <= t < start + PERIOD]
+        if None in observed:
+            continue  # a blank: classic publishes it (test_cloudwatch_blanks.py)
         assert close(shown[start], sum(observed) * STEP / PERIOD)
         assert close(exact[start], mean(observed))
     assert shown[1500] < exact[1500] * 0.8
@@ -257,3 +307,116 @@ def test_the_models_count_is_the_processors():
                                                                   ({"pod": "c"}, None)]
     assert _aggregate_labels(metric, ["pod"], "sum").points == [({"pod": "a"}, 57.0), ({"pod": "b"}, 101.0),
                                                                 ({"pod": "c"}, None)]
+
+
+def test_the_bundled_widgets_of_every_total_the_agent_publishes_read_the_truth(tmp_path_factory):
+    """The default build: each total its agent configuration publishes (a pod-total set's fields) is read by a
+    bundled widget, and every such widget reads the mean of the pod's known totals, blanks and all."""
+    folder = tmp_path_factory.mktemp("bundled")
+    (folder / "gpudash.yaml").write_text("agent:\n  pipeline: otel\n")
+    files = encode(build(load_project(folder / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    datapoints = Agent(config, job).run([Scrape(float(t), payload(node, t), target_labels(job, node))
+                                         for node in (A, B) for t in arrived(node)])
+    published = {p.metric for p in datapoints if {"pod_total", "pod_gpus"} & {d for d, _ in p.dimensions}}
+    assert published == set(TITLES.values())  # every total the agent makes is one this file checks
+    read = set()
+    for path, properties in widgets(files):
+        expression = properties["metrics"][0][0].get("expression", "")
+        if "pod_total" not in expression and "pod_gpus" not in expression:
+            continue
+        (field,) = re.findall(r'SELECT AVG\("(\w+)"\)', expression)
+        read.add(field)
+        for period in (PERIOD, 60):
+            shown = cloudwatch_eval.widget(properties, datapoints, START, END, period=period)
+            expected = truth(field, period)
+            assert set(shown) == set(expected), (properties["title"], period)
+            for line, series in expected.items():
+                # a table ("Pods on GPUs") shows the periods of its own last minutes, a graph every one
+                times = set(shown[line]) if properties.get("view") == "table" else set(series)
+                assert max(series) in times and set(shown[line]) == times <= set(series), (
+                    properties["title"], period, line)
+                assert all(close(shown[line][t], series[t]) for t in times), (properties["title"], period, line)
+    assert read == published
+
+
+def test_a_blank_leaves_the_pods_sum_unknown_at_that_scrape_and_its_gpu_counted(tmp_path_factory):
+    """The cases by name: the one-GPU pod whose GPU reads blanks for a whole period has no sum in it and still
+    holds its GPU; a 1-minute period in which both GPUs of a pod read blank power has no power point; a pod
+    whose GPU never reads its temperature holds it; the two pods sharing a GPU both lose that scrape's sums."""
+    files, datapoints = _built(tmp_path_factory, "otel")
+    shown = {title: cloudwatch_eval.widget(properties, datapoints, START, END, period=60)
+             for title, properties in _widgets(files).items()}
+    for title in ("Power draw by pod", "Framebuffer used by pod", "PCIe transmit by pod", "PCIe receive by pod"):
+        assert not any(600 <= t < 900 for t in shown[title]["Pod ml/infer-1"]), title
+    assert all(shown["GPUs per pod"]["Pod ml/infer-1"][t] == 1.0 for t in range(600, 900, 60))
+    assert 2400 not in shown["Power draw by pod"]["Pod ml/train-0"]
+    assert set(shown["GPUs per pod"]["Pod research/train-0"].values()) == {1.0}
+    for pod in ("share-a", "share-b"):
+        assert 2700 not in shown["Power draw by pod"][f"Pod ml/{pod}"]
+    # and where one of two GPUs reads blank the period reads the whole pod, not a partial sum averaged in
+    power = cloudwatch_eval.widget(_widgets(files)["Power draw by pod"], datapoints, START, END)["Pod ml/train-0"]
+    known = [pod_total(POWER, A, ("ml", "train-0"), t) for t in arrived(A) if 300 <= t < 600]
+    assert None in known and close(power[300], mean(v for v in known if v is not None))
+
+
+def test_with_virtual_gpus_a_blank_share_leaves_the_pods_sum_unknown(tmp_path_factory):
+    """exporter.virtual_gpus: a 4.5.3 exporter writes framebuffer used as the device's series and each pod's share
+    (tests/support/virtual_gpus.py). A pod time-slicing GPU 0 with another pod and holding GPU 1 alone: while its
+    share on GPU 0 reads DCGM's blank, its framebuffer total is unknown (not its GPU 1 share alone); while GPU 0's
+    power reads blank, both pods' power totals are unknown; each still holds its GPUs."""
+    from tests.support import virtual_gpus as vg
+
+    ts0, ts1 = vg.Holder("team-a", "ts-0", 30, 12000, "0"), vg.Holder("team-a", "ts-1", 25, 9000, "1")
+    node = vg.Node("gpu-node-on", "per-process", (
+        vg.Gpu(0, 90, 30000, 10000, 71, 250, (ts0, ts1)),
+        vg.Gpu(1, 60, 20000, 20000, 65, 200, (vg.Holder("team-a", "ts-0", 58, 19000),)),
+    ))
+    fb_blank, power_blank = {3, 4, 5}, {7}  # scrape numbers (30 s apart): a 1-minute period of each is all blank
+
+    def served(k: int) -> str:
+        lines = vg.payload(node).split("\n")
+        for i, line in enumerate(lines):
+            on_gpu0 = 'UUID="GPU-gpu-node-on-0"' in line
+            if k in fb_blank and line.startswith(vg.FB_USED + "{") and on_gpu0 and 'pod="ts-0"' in line:
+                lines[i] = re.sub(r"\S+$", "9223372036854775794", line)
+            if k in power_blank and line.startswith(vg.POWER + "{") and on_gpu0:
+                lines[i] = re.sub(r"\S+$", "140737488355328", line)
+        return "\n".join(lines)
+
+    folder = tmp_path_factory.mktemp("virtual-pods")
+    (folder / "dashboards").mkdir()
+    (folder / "dashboards" / "pods.py").write_text(DASHBOARD)
+    (folder / "gpudash.yaml").write_text("agent:\n  pipeline: otel\nexporter:\n  virtual_gpus: true\n"
+                                         "definitions:\n  dashboards: [dashboards]\n")
+    files = encode(build(load_project(folder / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    end = 600
+    datapoints = Agent(config, job).run([Scrape(float(k * STEP), served(k), target_labels(job, node.name))
+                                         for k in range(-1, end // STEP)])
+    pods = {"Pod team-a/ts-0": [(node.gpus[0], ts0), (node.gpus[1], node.gpus[1].holders[0])],
+            "Pod team-a/ts-1": [(node.gpus[0], ts1)]}
+
+    def expected(field: str, period: int) -> dict[str, dict[int, float]]:
+        result: dict[str, dict[int, float]] = {}
+        for line, held in pods.items():
+            for start in range(0, end, period):
+                totals = []
+                for k in range(start // STEP, (start + period) // STEP):
+                    if field == TEMP:
+                        totals.append(float(len(held)))
+                    elif not ((field == vg.FB_USED and k in fb_blank and line == "Pod team-a/ts-0")
+                              or (field == POWER and k in power_blank)):
+                        totals.append(sum(vg.pod_value(node, gpu, holder, field) for gpu, holder in held))
+                if totals:
+                    result.setdefault(line, {})[start] = mean(totals)
+        return result
+
+    for title, field in (("Power draw by pod", POWER), ("Framebuffer used by pod", FB), ("GPUs per pod", TEMP)):
+        for period in (PERIOD, 60):
+            shown = cloudwatch_eval.widget(_widgets(files)[title], datapoints, 0, end, period=period)
+            truth_now = expected(field, period)
+            assert {line: set(series) for line, series in shown.items()} == \
+                {line: set(series) for line, series in truth_now.items()}, (title, period)
+            for line, series in truth_now.items():
+                assert all(close(shown[line][t], v) for t, v in series.items()), (title, period, line, shown[line])
