@@ -57,7 +57,7 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import FILTER, SCRAPE_SERIES, blank_conditions
+    from ..render.agent_otel import FILTER, SCRAPE_SERIES, blank_conditions, total_blank_conditions
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -66,12 +66,40 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         selectors = [re.compile(p) for d in _declarations(subject, cluster) for p in d.get("metric_selectors") or []]
         published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
-        for condition in [*blank_conditions(subject.catalog, published), SCRAPE_SERIES]:
+        totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel))
+        for condition in [*blank_conditions(subject.catalog, published), *totals, SCRAPE_SERIES]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                               f"the filter lacks `{condition}`: "
                               + ("the agent would publish up / scrape_* series" if condition == SCRAPE_SERIES else
+                                 "a pod's total holding a blank would be published" if condition in totals else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
+        yield from _processor_order(agent.otel, cluster)
+
+
+def _otel_declarations(otel: dict[str, Any]) -> list[dict[str, Any]]:
+    from ..render.agent_otel import EXPORTER
+
+    exporter = (otel.get("exporters") or {}).get(EXPORTER)
+    return (exporter.get("metric_declarations") or []) if isinstance(exporter, dict) else []
+
+
+def _processor_order(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
+    """The pods' totals are made before the blank filter (after it, a sum holds only the GPUs that read a value
+    and is published as the pod's whole), the shared counters merged after it (their `max` would take a blank)."""
+    from ..render.agent_otel import FILTER, MERGE, PIPELINE, TOTALS
+
+    pipeline = ((otel.get("service") or {}).get("pipelines") or {}).get(PIPELINE)
+    order = (pipeline.get("processors") or []) if isinstance(pipeline, dict) else []
+    if FILTER not in order:
+        return
+    where = f"{agent_file(cluster.name)} {OTEL_KEY} {PIPELINE}"
+    if TOTALS in order and order.index(TOTALS) > order.index(FILTER):
+        yield Finding("AG005", "error", where, f"{TOTALS} runs after {FILTER}: at a scrape where one of a pod's "
+                      "GPUs reads DCGM's blank, the pod's total would hold only its other GPUs")
+    if MERGE in order and order.index(MERGE) < order.index(FILTER):
+        yield Finding("AG005", "error", where, f"{MERGE} runs before {FILTER}: the merge of a shared GPU's "
+                      "counters (max) would take DCGM's blank values")
 
 
 def _published(declarations: list[dict[str, Any]], job: str,

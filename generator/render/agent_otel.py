@@ -242,14 +242,14 @@ def _total_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
     (cloudwatch_query.pod_total_dimensions) publishes."""
     result = []
     for declaration in declarations:
-        for dims in declaration["dimensions"]:
+        for dims in declaration.get("dimensions") or []:
             kind = pod_total_kind(dims)
             if kind is None:
                 continue
             mark = POD_TOTALS[kind][0]
             pod = sorted(d for d in dims if d != mark)
-            result += [(kind, mark, pod, next(m.name for m in catalog if re.search(selector, m.name)))
-                       for selector in declaration["metric_name_selectors"]]
+            result += [(kind, mark, pod, name) for selector in declaration.get("metric_name_selectors") or []
+                       for name in [next((m.name for m in catalog if re.search(selector, m.name)), None)] if name]
     return result
 
 

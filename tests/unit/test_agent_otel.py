@@ -273,6 +273,30 @@ def test_a_filter_that_lets_a_fields_blanks_through_fails():
     assert finding.where == "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml filter/gpudash"
 
 
+def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_fails():
+    def loosen(otel):
+        conditions = otel["processors"]["filter/gpudash"]["metrics"]["datapoint"]
+        otel["processors"]["filter/gpudash"]["metrics"]["datapoint"] = [c for c in conditions if "gpudash[.]pod" not in c]
+
+    (finding,) = _findings(_edited(load_project(), loosen), "AG005")
+    assert "a pod's total holding a blank would be published" in finding.message
+    assert "DCGM_FI_DEV_POWER_USAGE" in finding.message and finding.severity == "error"
+
+    def ordered(*processors):
+        def edit(otel):
+            (pipeline,) = otel["service"]["pipelines"].values()
+            pipeline["processors"] = [*processors, "batch/gpudash"]
+        return edit
+
+    for order, said in (
+            (("filter/gpudash", "metricstransform/gpudash-pods", "metricstransform/gpudash"),
+             "metricstransform/gpudash-pods runs after filter/gpudash"),
+            (("metricstransform/gpudash-pods", "metricstransform/gpudash", "filter/gpudash"),
+             "metricstransform/gpudash runs before filter/gpudash")):
+        (finding,) = _findings(_edited(load_project(), ordered(*order)), "AG005")
+        assert said in finding.message
+
+
 def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total():
     """awsemf's cache drops a counter's last value at the first sweep (every 5 minutes from the exporter's start)
     that finds it 5 minutes old: a counter blank for 6.5 minutes gives no delta for its first reading back when
