@@ -207,12 +207,21 @@ def test_a_counter_back_from_the_blank_gives_its_true_increase(otel_fleet):
 
 def test_the_sum_and_per_pod_power_in_the_pause_are_the_other_readings(otel_fleet):
     """Power reads the blank in three of the period's ten scrapes on one GPU: Total power draw in that period is
-    the mean of what was read, as a Prometheus sum over time of the readings would be, never 1.4e14."""
+    the mean of what was read, as a Prometheus sum over time of the readings would be, never 1.4e14; the pod
+    holding that GPU and another reads the mean of its totals at the seven scrapes where both GPUs read a value
+    (at the pause its total is unknown, not its other GPU's reading)."""
     _, files, datapoints, _ = otel_fleet
     for title, dashboard in (("Total power draw", "overview"), ("Power draw by pod", "by-pod")):
         shown = cloudwatch_eval.widget(_widget(files, title, dashboard), datapoints, START, END)
         assert all(series for series in shown.values()), title
         assert max(v for series in shown.values() for v in series.values()) < 2000, title
+    paused = next(g for g in FLEET if (g.node, g.index) == PAUSED)
+    pods_gpus = [g for g in FLEET if (g.namespace, g.pod) == (paused.namespace, paused.pod)]
+    assert len(pods_gpus) == 2
+    known = [sum(value("DCGM_FI_DEV_POWER_USAGE", g, k, "gauge") for g in pods_gpus)
+             for k in range(300 // STEP, 600 // STEP) if k not in PAUSE]
+    shown = cloudwatch_eval.widget(_widget(files, "Power draw by pod", "by-pod"), datapoints, START, END)
+    assert close(shown[f"Pod {paused.namespace}/{paused.pod}"][300], sum(known) / len(known))
 
 
 def test_the_header_says_the_agent_drops_blanks(otel_fleet):
