@@ -107,7 +107,7 @@ class FaultProxy(LoopbackServer):
                     return self._reset()
                 if action == "before":
                     rule.callback()
-                answer = proxy._forward(self.command, self.path, self.headers, body)
+                answer = proxy._forward(self, self.command, self.path, self.headers, body)
                 if action == "reset-after":
                     return self._reset()
                 if action == "truncate":
@@ -155,6 +155,11 @@ class FaultProxy(LoopbackServer):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
 
+            def finish(self):
+                super().finish()
+                if getattr(self, "upstream", None) is not None:
+                    self.upstream.close()
+
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _handle  # noqa: N815
 
         self._serve(Handler)
@@ -184,15 +189,25 @@ class FaultProxy(LoopbackServer):
                     return rule
         return None
 
-    def _forward(self, method: str, target: str, headers, body: bytes) -> Answer:
-        connection = http.client.HTTPConnection(*self.upstream, timeout=30)
+    def _forward(self, handler, method: str, target: str, headers, body: bytes) -> Answer:
+        """Send the request upstream on the connection this client connection keeps to the server (opened at
+        its first request, closed when either end closes or fails)."""
+        connection = getattr(handler, "upstream", None)
+        if connection is None:
+            connection = handler.upstream = http.client.HTTPConnection(*self.upstream, timeout=30)
         try:
             forwarded = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
             connection.request(method, target, body=body or None, headers=forwarded)
             response = connection.getresponse()
-            return Answer(response.status, response.reason, response.getheaders(), response.read())
-        finally:
+            answer = Answer(response.status, response.reason, response.getheaders(), response.read())
+        except BaseException:
             connection.close()
+            handler.upstream = None
+            raise
+        if response.will_close:
+            connection.close()
+            handler.upstream = None
+        return answer
 
     def __exit__(self, *exc) -> None:
         self.stopping.set()
