@@ -27,9 +27,9 @@ def dashboards(ctx):
                 description="Power drawn by the GPUs the pod uses, each GPU counted once (a GPU whose MIG "
                             "instances several pods share shows under each of them)."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
-        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate by pod", aggregation="sum",
-                description="Energy used per second by the GPUs the pod uses, each GPU counted once (a GPU "
-                            "whose MIG instances several pods share shows under each of them)."),
+        # DCGM counts a GPU's energy, not a pod's: the title says what each pod's line is.
+        per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs", aggregation="sum",
+                description="Energy used per second by the GPUs the pod holds, each GPU counted once and whole."),
     ])
     pcie = ctx.available([
         per_pod("DCGM_FI_PROF_PCIE_RX_BYTES", "PCIe receive by pod", aggregation="sum"),

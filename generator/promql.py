@@ -221,12 +221,14 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     which scales the samples inside the window up to its length (50 replays read as 55.6 over
     nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
     `copies` (_Merge.copies: a selector `{0}`'s copies of one GPU instance made one series: every label but
-    the GPU's identity merged) with `resolution` (the scrape interval) take a counter's rate or increase
+    the GPU's identity and the outer grouping merged, so per pod one series per pod and GPU instance) with `resolution` (the scrape interval) take a counter's rate or increase
     from one reading of its copies per step of that interval (a subquery over fresh_reading): the
     exporter repeats a GPU's counter once per pod holding it, and a restarted or upgraded exporter
     writes it again under a new `instance` and exporter pod, so a pod arriving or leaving, or the
     exporter being replaced, inside the window would split the GPU's increase over two series, each
-    with a part of it (the device's counter goes on counting through them). Each copy's sample counts
+    with a part of it (the device's counter goes on counting through them); per pod, the pod's copies
+    split the same way when its exporter is replaced (a new `instance`, exporter pod, node spelling
+    `Hostname` -> `hostname`, pod UID or pod labels). Each copy's sample counts
     only at the step that follows it, so a missed scrape is a
     missing step (not the sample before, read again as one more interval of growth), and the rate is
     that of one series of the GPU's readings, timed at the steps: its window ends at the GPU's latest
@@ -244,52 +246,66 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
             gauge = f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR
         shared = device.reading(metric, extra, gauge) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
-    span, now, before, first = "{0}[" + window + "]", "{0}", "{0} offset " + window, None
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
-        reading = fresh_reading(copies, resolution)
-        span = f"{reading}[{window}:{resolution}]"
-        now, before = f"last_over_time({span})", f"last_over_time({span} offset {window})"
-        first = f"min_over_time({span})"  # the window's first reading, when it holds no reset
-    change = _raw(metric, branches, extra, ("increase(" if as_increase else "rate(") + span + ")")
+        # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
+        # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
+        subquery = f"{fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])}" \
+                   f"[{window}:{resolution}]"
+
+        def run(function: str) -> str:
+            return function.format(subquery)
+        span, now, before = "{0}", "last_over_time({0})", f"last_over_time({{0}} offset {window})"
+        first = "min_over_time({0})"  # the window's first reading, when it holds no reset
+    else:
+        def run(function: str) -> str:
+            return _raw(metric, branches, extra, function)
+        span, now, before, first = "{0}[" + window + "]", "{0}", "{0} offset " + window, None
+    change = run(("increase(" if as_increase else "rate(") + span + ")")
     if as_increase and over_time is not None:
-        exact = _raw(metric, branches, extra, f"({now} - {before})")
-        steady = _raw(metric, branches, extra, "resets(" + span + ") == 0")
+        exact = run(f"({now} - {before})")
+        steady = run("resets(" + span + ") == 0")
         if first is not None:  # and no reset between the reading before the window and its first one
-            steady = f"({steady} and {_raw(metric, branches, extra, f'({first} - {before})')} >= 0)"
+            steady = f"({steady} and {run(f'({first} - {before})')} >= 0)"
         change = f"(({exact} >= 0 and {steady}) or {change})"
     if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
         change = f"({change} * {field.unit.rate_scale:g})"
     # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
-    clean = _raw(metric, branches, extra, "max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
+    clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
 
 
-def fresh_reading(copies: str, resolution: str) -> str:
+def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
-    inner query (`{0}`: the selector; `copies`, _Merge.copies, makes the copies one series): each copy's
-    sample taken within the step before (a sample is fresh at the one step that follows it), the copies'
-    largest (one reading, repeated). A copy's older sample, which the instant selector would give for
-    minutes after a missed scrape or after its pod left, is not read again at a later step: a rate over
+    inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
+    series): each copy's sample taken within the step before (a sample is fresh at the one step that follows
+    it), the copies' largest (one reading, repeated). A copy's older sample, which the instant selector would
+    give for minutes after a missed scrape or after its pod left, is not read again at a later step: a rate over
     these readings sees each scrape once, as a rate over one series sees it, whatever pods come and go."""
     seconds = f"{int(resolution[:-1]) * {'s': 1, 'm': 60}[resolution[-1]]}"
-    return copies.format(f"({{0}} and timestamp({{0}}) > time() - {seconds})")
+    fresh = [f"({s} and timestamp({s}) > time() - {seconds})" for s in selectors]
+    return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
     """A panel query that takes a counter's rate or increase from one reading per step of the scrape interval
-    (fresh_reading): a counter whose per-pod copies it merges, as it does not group by pod."""
-    return (not query.raw_promql and query.metric in catalog and catalog.get(query.metric).is_counter
-            and "pod" not in group_keys(query.by))
+    (fresh_reading): every counter, its copies merged per GPU (per pod and GPU for a query per pod)."""
+    return not query.raw_promql and query.metric in catalog and catalog.get(query.metric).is_counter
 
 
-def copies_note(scrape_seconds: int) -> str:
+def copies_note(scrape_seconds: int, per_pod: bool = False) -> str:
     """What a panel of reads_copies_per_step says of its readings' timing (the only way it differs from a rate over
-    one series per GPU)."""
-    return (f"Per GPU, read from its copies (one per pod sharing it) once per {scrape_seconds} s step: a reading "
-            f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
-            f"{scrape_seconds} s before the panel's time.")
+    one series per GPU, or per pod and GPU); per pod, also that a GPU's counter is the device's."""
+    if not per_pod:
+        return (f"Per GPU, read from its copies (one per pod sharing it) once per {scrape_seconds} s step: a reading "
+                f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
+                f"{scrape_seconds} s before the panel's time.")
+    return (f"Per pod and GPU, read from the pod's copies of the GPU's counter (an exporter restarted or upgraded "
+            f"writes them again) once per {scrape_seconds} s step: a reading counts at the step after its scrape, "
+            f"so the window ends at the pod's latest step on the GPU, up to {scrape_seconds} s before the panel's "
+            f"time. The counter is the whole GPU's (DCGM counts per device, not per pod): a GPU pods share "
+            f"(time-slicing, MIG instances) counts in full under each of them.")
 
 
 @dataclass(frozen=True)
@@ -301,8 +317,7 @@ class _Merge:
 
     labels: Labels
     instance: tuple[str, ...]  # the MIG instance labels the GPU's value combines (none: instances stay apart)
-    kept: tuple[str, ...] = ()  # the labels the outer grouping keeps
-    pods_merged: bool = False  # the pods' copies merge (a query not per pod): a counter's before its rate
+    kept: tuple[str, ...] = ()  # the labels the outer grouping keeps (per pod: its namespace and name)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         identity = (self.labels.cluster, self.labels.node, "gpu")
@@ -350,7 +365,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return merge("max", _raw(metric, branches, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
-        copies = merge.copies("{0}", own_labels) if resolution and merge.pods_merged else None
+        copies = merge.copies("{0}", own_labels) if resolution else None
         return _across_own_labels(metric, catalog, merge, merge(
             how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies,
                                resolution, device), own_labels))
@@ -417,7 +432,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # outer grouping keeps and a field's own labels (an XID code) leaves one series per GPU instance, then per
     # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own.
     apart = per_instance and "pod" in keys
-    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), "pod" not in keys)
+    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer))
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
 

@@ -68,8 +68,8 @@ def selectors(ast) -> list[Selector]:
 def _ranged(stack: list) -> int | None:
     """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
     `x[w]`, or above a subquery `(max by (...) (x and timestamp(x) > ...))[w:step]` whose inner query
-    takes one reading of x's copies at each step (promql.fresh_reading; the node coalesced inside with
-    label_join and label_replace)."""
+    takes one reading of x's copies at each step (promql.fresh_reading; the scope's node branches joined with
+    `or`, the node coalesced inside with label_join and label_replace)."""
     import promql_parser
 
     if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
@@ -78,7 +78,7 @@ def _ranged(stack: list) -> int | None:
     at = len(stack) - 1
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
-                       or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "and"
+                       or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) in ("and", "or")
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
         at -= 1

@@ -176,8 +176,9 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> st
             metric = catalog.get(query.metric)
             rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
             texts.append(f"{metric.help} ({metric.name}){rate}")
-    if any(reads_copies_per_step(query, catalog) for query in panel.queries):
-        texts.append(copies_note(scrape_seconds))
+    for per_pod in dict.fromkeys("pod" in group_keys(query.by) for query in panel.queries
+                                if reads_copies_per_step(query, catalog)):
+        texts.append(copies_note(scrape_seconds, per_pod))
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

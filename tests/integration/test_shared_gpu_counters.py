@@ -38,6 +38,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import copies_note
+from tests.support.counter_truth import prometheus_change
 from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
@@ -119,23 +120,6 @@ def backfilled(tmp_path_factory):
 
 
 # --- the truth, from the readings ------------------------------------------------------------------------
-
-def prometheus_change(samples: tuple[tuple[float, float], ...], first: float, last: float, rate: bool) -> float | None:
-    """rate() or increase() over the samples in [first, last] (no sample sits on an edge here, so Prometheus 2's
-    closed and 3's left-open ranges read the same), as Prometheus documents and computes it."""
-    inside = [(t, v) for t, v in samples if first <= t <= last]
-    if len(inside) < 2:
-        return None
-    growth = inside[-1][1] - inside[0][1] + sum(a for (_, a), (_, b) in zip(inside, inside[1:]) if b < a)
-    sampled = inside[-1][0] - inside[0][0]
-    average = sampled / (len(inside) - 1)
-    to_start, to_end = inside[0][0] - first, last - inside[-1][0]
-    if growth > 0 and inside[0][1] >= 0:
-        to_start = min(to_start, sampled * inside[0][1] / growth)  # no further back than where it would be 0
-    edges = sum(d if d < average * 1.1 else average / 2 for d in (to_start, to_end))
-    change = growth * (sampled + edges) / sampled
-    return change / (last - first) if rate else change
-
 
 def _lag(phase: int) -> int:
     """How long after a reading the step of the scrape interval's grid that reads it comes."""

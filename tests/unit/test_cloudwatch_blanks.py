@@ -476,7 +476,7 @@ def test_a_gauge_of_energy_since_boot_is_shown_not_cut_as_a_blank(tmp_path):
     project = load_project(counters=csv)
     assert not project.catalog.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").is_counter
     files = encode(build(project))
-    properties = _widget(files, "Energy use rate by pod", "by-pod")
+    properties = _widget(files, "Energy use rate of each pod's GPUs", "by-pod")
     # the pod's total per scrape the OTel pipeline publishes (test_cloudwatch_pod_totals.py)
     dims = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "train-0"), ("pod_total", "sum"))
     points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", dims, t, 5e11)

@@ -1,0 +1,261 @@
+"""A pod's counter panels and rules read, on a real Prometheus, the pod's true increase of each GPU it holds, across
+exporter replacements, whatever labels tell the pod's copies of a GPU apart.
+
+Twenty minutes of 30 s scrapes of two nodes are backfilled (`promtool tsdb create-blocks-from openmetrics`). Each
+node's exporter is replaced mid-run by an upgraded one, as a DaemonSet rollout does: a new exporter pod
+(`exporter_pod`) at a new address (`instance`), the node spelled `hostname` instead of `Hostname`, and each pod's
+copy carrying the pod's UID and its own labels (dcgm-exporter 4.4+ --kubernetes-enable-pod-uid / -pod-labels).
+On `n-old` (no `node` label: the ServiceMonitor path without the node relabeling) one scrape passes with no
+exporter and one scrape fails; on `n-mig` (gpudash's job: `node` attached) the two exporters overlap for two
+scrapes. The pods:
+
+* ml/train-0: one whole GPU on n-old throughout, and one on n-mig that it leaves at scrape 24 (its total adds
+  the GPUs it holds);
+* ml/infer-0 and ml/infer-1: one GPU shared by time-slicing (each pod's copy carries the device's counter);
+* team-a/worker-0 and team-b/worker-0: one pod name in two namespaces, on two GPUs (two pods, never merged);
+* mig/a holding two MIG instances of one GPU (the device's counter repeats on each: the GPU counts once), mig/b a
+  third instance of it;
+* ml/late-0 arriving on n-mig's GPU 1 at scrape 25, once train-0 left it.
+
+What a per-pod counter panel claims: the counter of each GPU the pod holds, whole (DCGM counts per device, not per
+pod), read from the pod's copies of it as one series. The truth is computed here from the readings: per pod and GPU,
+one series of the GPU's readings at the scrapes where any copy of the pod's was written, with Prometheus's
+documented rate/increase (tests/support/counter_truth.py), added over the pod's GPUs (the Energy panel's sum); the
+rule's increase is the GPU's growth since the pod's reading before the window, the pod's largest over its GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.model import Alarm, Condition, Dashboard, Panel, Query, Row
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import copies_note
+from generator.render.alarms import prometheus_expression
+from generator.render.grafana import render
+from tests.support.counter_truth import exact_increase, prometheus_change
+from tests.support.prometheus_server import backfilled as backfilled_prometheus
+
+STEP, SCRAPES = 30, 40
+ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+SCALE = {ENERGY: 1000, REPLAYS: 1}  # a reading of each, per unit of the GPU's counter below
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+LEGEND = "Pod {{namespace}}/{{pod}}"
+
+
+@dataclass(frozen=True)
+class Exporter:
+    labels: tuple[tuple[str, str], ...]  # the node's spelling and the scrape's target labels
+    scrapes: range
+    pod_identity: bool  # 4.4+ with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels
+
+
+def _exporters(node: str, address: str, with_node: bool, old: range, new: range) -> tuple[Exporter, ...]:
+    attached = (("node", node),) if with_node else ()
+    target = (("job", "gpu-metrics"),)
+    return (Exporter((("Hostname", node), *attached, ("instance", f"{address}1:9400"),
+                      ("exporter_pod", f"nvidia-dcgm-exporter-{node}-a"), *target), old, False),
+            Exporter((("hostname", node), *attached, ("instance", f"{address}2:9400"),
+                      ("exporter_pod", f"nvidia-dcgm-exporter-{node}-b"), *target), new, True))
+
+
+EXPORTERS = {
+    "n-old": _exporters("n-old", "10.0.1.", False, range(0, 19), range(20, SCRAPES)),  # none at 19
+    "n-mig": _exporters("n-mig", "10.0.2.", True, range(0, 22), range(20, SCRAPES)),  # both at 20 and 21
+}
+MISSED = {("n-old", 30)}  # the scrape failed: no series
+
+
+@dataclass(frozen=True)
+class Copy:
+    node: str
+    gpu: int
+    namespace: str
+    pod: str
+    first: int = 0  # the first scrape the exporter writes the pod's copy at
+    end: int = SCRAPES  # the scrape it no longer does
+    mig: tuple[str, str] | None = None  # (GPU_I_ID, GPU_I_PROFILE)
+
+
+COPIES = (
+    Copy("n-old", 0, "ml", "train-0"),
+    Copy("n-mig", 1, "ml", "train-0", end=24),
+    Copy("n-old", 1, "ml", "infer-0"), Copy("n-old", 1, "ml", "infer-1"),
+    Copy("n-old", 2, "team-a", "worker-0"), Copy("n-old", 3, "team-b", "worker-0"),
+    Copy("n-mig", 0, "mig", "a", mig=("1", "3g.20gb")), Copy("n-mig", 0, "mig", "a", mig=("2", "3g.20gb")),
+    Copy("n-mig", 0, "mig", "b", mig=("3", "1g.5gb")),
+    Copy("n-mig", 1, "ml", "late-0", first=25),
+)
+GPUS = sorted({(c.node, c.gpu) for c in COPIES})
+
+
+def reading(node: str, gpu: int, k: int) -> int:
+    """The GPU's counter at scrape k: uneven growth, so a value read over the wrong samples shows."""
+    number = GPUS.index((node, gpu))
+    return 10_000 + sum(2 + (j * (number + 3)) % 7 for j in range(k + 1))
+
+
+def _writers(copy: Copy, k: int) -> list[Exporter]:
+    if (copy.node, k) in MISSED or not copy.first <= k < copy.end:
+        return []
+    return [exporter for exporter in EXPORTERS[copy.node] if k in exporter.scrapes]
+
+
+def _openmetrics(start: int) -> str:
+    return "\n".join(_samples(start)) + "\n# EOF\n"
+
+
+def _samples(start: int) -> list[str]:
+    lines = []
+    for metric in (ENERGY, REPLAYS):
+        for copy in COPIES:
+            for exporter in EXPORTERS[copy.node]:
+                labels = [("gpu", str(copy.gpu)), ("UUID", f"GPU-{copy.node}-{copy.gpu}"),
+                          ("device", f"nvidia{copy.gpu}"), ("modelName", "NVIDIA A100-SXM4-40GB"), *exporter.labels]
+                if copy.mig:
+                    labels += [("GPU_I_PROFILE", copy.mig[1]), ("GPU_I_ID", copy.mig[0])]
+                labels += [("pod", copy.pod), ("namespace", copy.namespace), ("container", "main")]
+                if exporter.pod_identity:
+                    labels += [("pod_uid", f"uid-{copy.namespace}-{copy.pod}"), ("app", copy.pod.split("-")[0])]
+                text = ",".join(f'{name}="{value}"' for name, value in labels)
+                lines += [f"{metric}{{{text}}} {reading(copy.node, copy.gpu, k) * SCALE[metric]} {start + k * STEP}"
+                          for k in range(SCRAPES) if exporter in _writers(copy, k)]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pod-counters")  # twenty minutes end an hour ago: all in the blocks
+    with backfilled_prometheus(folder, _openmetrics, SCRAPES * STEP, STEP) as started:
+        yield started
+
+
+# --- the truth, from the readings ------------------------------------------------------------------------
+
+def _pod_gpus(node: str | None = None) -> dict[tuple[str, str], set[tuple[str, int]]]:
+    held: dict[tuple[str, str], set[tuple[str, int]]] = {}
+    for copy in COPIES:
+        if node is None or copy.node == node:
+            held.setdefault((copy.namespace, copy.pod), set()).add((copy.node, copy.gpu))
+    return held
+
+
+def pod_series(pod: tuple[str, str], gpu: tuple[str, int], metric: str, start: int) -> list[tuple[float, float]]:
+    """The GPU's readings, one per scrape at which any copy of the pod's was written (by either exporter)."""
+    copies = [c for c in COPIES if (c.namespace, c.pod) == pod and (c.node, c.gpu) == gpu]
+    return [(start + k * STEP, float(reading(*gpu, k) * SCALE[metric])) for k in range(SCRAPES)
+            if any(_writers(c, k) for c in copies)]
+
+
+def truth(metric: str, start: int, at: float, window: int, how: str, node: str | None = None) -> dict[str, float]:
+    """Per pod: "rate" or "increase" of each GPU it holds, added up; "exact": the rule's growth, its largest."""
+    shown = {}
+    for pod, gpus in _pod_gpus(node).items():
+        values = []
+        for gpu in gpus:
+            samples = pod_series(pod, gpu, metric, start)
+            value = exact_increase(samples, at - window, at) if how == "exact" else \
+                prometheus_change(samples, at - window, at, rate=how == "rate")
+            if value is not None:
+                values.append(value)
+        if values:
+            shown[f"Pod {pod[0]}/{pod[1]}"] = max(values) if how == "exact" else sum(values)
+    return shown
+
+
+# --- the generated queries -------------------------------------------------------------------------------
+
+def _shown(prometheus, expr: str, at: float) -> dict[str, float]:
+    result = prometheus.query(expr, at=at)
+    shown = {render_legend(LEGEND, s["metric"]): float(s["value"][1]) for s in result}
+    assert len(shown) == len(result), result
+    return shown
+
+
+def _wrong(shown: dict[str, float], expected: dict[str, float]) -> dict:
+    if set(shown) != set(expected):
+        return {"missing": sorted(set(expected) - set(shown)), "extra": sorted(set(shown) - set(expected))}
+    return {k: (shown[k], expected[k]) for k in expected if not math.isclose(shown[k], expected[k], rel_tol=1e-9)}
+
+
+def _substitute(expr: str, window: int, **selected: str) -> str:
+    return interpolate(expr, {"__rate_interval": f"{window}s", "__range": f"{window}s",
+                              **variables(selected, VARIABLES)})
+
+
+# instants off the 30 s grid (no reading on a window's edge), from 7 minutes in (a 5-minute window after the
+# first reading) to the end, through the replacement, the pods arriving and leaving
+INSTANTS = [7 * 60 + k * STEP + offset for k in range(0, SCRAPES - 14, 2) for offset in (7, 19)]
+
+
+def _energy_panel(project) -> dict:
+    dashboard = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-by-pod")
+    return next(p for p in dashboard.model["panels"] if p.get("title") == "Energy use rate of each pod's GPUs")
+
+
+def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporter_replacements(backfilled):
+    """The by-pod dashboard's energy panel (a rate over $__rate_interval, summed per pod): every pod reads the energy of
+    the GPUs it holds, across the exporter's replacement, a spelling change, pod UIDs and labels, with the node
+    variable at All and at one node (whose spellings the panel reads as one)."""
+    prometheus, start = backfilled
+    panel = _energy_panel(load_project())
+    (target,) = panel["targets"]
+    assert target["legendFormat"] == LEGEND
+    assert panel["description"].endswith(copies_note(STEP, per_pod=True))
+    assert "counts in full under each of them" in panel["description"]
+    window = 300
+    seen = set()
+    for instant in INSTANTS:
+        at = start + instant
+        for node in (None, "n-old"):
+            expr = _substitute(target["expr"], window, **({"node": node} if node else {}))
+            expected = truth(ENERGY, start, at, window, "rate", node)
+            wrong = _wrong(_shown(prometheus, expr, at), expected)
+            assert not wrong, (instant, node, wrong)
+            seen |= set(expected)
+    assert {"Pod team-a/worker-0", "Pod team-b/worker-0", "Pod ml/late-0", "Pod mig/a"} <= seen
+    # the time-sliced pods each read the whole GPU; the pod of two MIG instances its GPU once, as its neighbour does
+    at = start + INSTANTS[-1]
+    shown = _shown(prometheus, _substitute(target["expr"], window), at)
+    assert shown["Pod ml/infer-0"] == shown["Pod ml/infer-1"] and shown["Pod mig/a"] == shown["Pod mig/b"]
+
+
+def test_a_pods_counter_increase_panel_reads_the_pods_true_increase(backfilled):
+    """A per-pod increase over the dashboard's range (a user's panel of PCIe replays by pod): over 10 minutes that hold
+    the replacement, each pod's increase of each GPU it holds, added up."""
+    prometheus, start = backfilled
+    project = load_project()
+    dashboard = Dashboard(id="pods", title="Replays by pod", rows=[Row("Replays", [
+        Panel("PCIe replays by pod", Query(REPLAYS, "sum", ("pod",), as_increase=True))])])
+    (panel,) = [p for p in render(dashboard, project.catalog, project.settings)["panels"] if p["type"] != "row"]
+    (target,) = panel["targets"]
+    assert target["legendFormat"] == LEGEND
+    window = 600
+    for instant in INSTANTS[6:]:
+        at = start + instant
+        wrong = _wrong(_shown(prometheus, _substitute(target["expr"], window), at),
+                       truth(REPLAYS, start, at, window, "increase"))
+        assert not wrong, (instant, wrong)
+
+
+def test_a_per_pod_counter_rule_reads_the_pods_growth_since_its_reading_before_the_window(backfilled):
+    """A per-pod alert on a counter (PCIe replays of any GPU a pod holds, over 5 minutes): the exact growth since the
+    pod's last reading before the window, read from one reading of its copies per step, at every scrape."""
+    prometheus, start = backfilled
+    project = load_project()
+    alarm = Alarm("pod-replays", "PCIe replays on a pod's GPU",
+                  Condition(Query(REPLAYS, "max", ("pod",), as_increase=True), ">", 0))
+    expr, threshold = re.fullmatch(r"(.*) > (\d+)", prometheus_expression(alarm, project.catalog, project.settings),
+                                   re.S).groups()
+    assert threshold == "0" and "[5m:30s]" in expr
+    for instant in range(7 * 60 + 7, SCRAPES * STEP, STEP):
+        at = start + instant
+        wrong = _wrong(_shown(prometheus, expr, at), truth(REPLAYS, start, at, 300, "exact"))
+        assert not wrong, (instant, wrong)
