@@ -20,7 +20,7 @@ from typing import Any
 from .. import redact
 from ..errors import GpudashError, RemoteError
 from ..markers import ALARM_OWNER_TAG
-from .deadline import Deadline
+from .deadline import Deadline, DeadlineExceeded
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
@@ -115,7 +115,17 @@ class CloudWatch:
             return self.clients[key]
 
     def call(self, region: str, api: str, what: str, service: str | None = None, **kwargs) -> Any:
-        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is."""
+        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is. A write
+        stopped (a signal, the deadline) once a request of it was sent may have happened, and says so."""
+        sent: list[bool] = []
+        try:
+            return self._call(region, api, what, service, sent, **kwargs)
+        except DeadlineExceeded as exc:
+            if api not in WRITES or not sent:
+                raise  # nothing was sent: not attempted, as it says
+            raise exc.after_sending(f"CloudWatch {api} was sent", "no answer showed it") from None
+
+    def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], **kwargs) -> Any:
         from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
                                          HTTPClientError, NoCredentialsError, NoRegionError)
 
@@ -126,7 +136,7 @@ class CloudWatch:
             self.pacer.wait(region, api)
             retry_after = None
             try:
-                response = self.deadline.run(lambda: method(**kwargs), what)
+                response = self.deadline.run(lambda: sent.append(True) or method(**kwargs), what)
                 problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
                 if problem is None:
                     return response

@@ -46,6 +46,14 @@ class DeadlineExceeded(RemoteError):
 
     stopped: str | None = None  # why the command stopped, when `what` says instead what a call under way left
 
+    def after_sending(self, sent: str, unshown: str = "it was not read back to show it") -> DeadlineExceeded:
+        """This stop came once `sent` (a write or a delete) was on its way: it may have happened, and the
+        report says so instead of "not attempted"; `stopped` keeps why the command stopped."""
+        if self.stopped is None:
+            self.stopped = self.what
+            self.what = f"{sent} and may have happened, but {unshown} ({self.what.removesuffix('; not attempted')})"
+        return self
+
 
 class Interrupted(DeadlineExceeded):
     """The command was asked to stop (SIGINT, SIGTERM): the call under way finishes, no other starts, and

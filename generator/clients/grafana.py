@@ -257,7 +257,13 @@ class GrafanaClient:
         """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412)."""
         what = f"dashboard {dashboard.get('uid')}"
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
-        saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
+        sent = self.sent.get("POST", 0)
+        try:
+            saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
+        except DeadlineExceeded as exc:  # stopped (a signal, the deadline) once a save may have reached Grafana
+            if self.sent.get("POST", 0) == sent:
+                raise  # nothing was sent: not attempted, as it says
+            raise exc.after_sending("the save was sent to Grafana", "no answer showed it") from None
         # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.
         # Anything else (an error in a 200, `{}`) means the save cannot be shown to have happened.
         ok = isinstance(saved, dict) and saved.get("status") == "success" and isinstance(saved.get("uid"), str) \
@@ -280,10 +286,7 @@ class GrafanaClient:
         except DeadlineExceeded as exc:  # stopped (a signal, the deadline) once the delete may be under way
             if self.sent.get("DELETE", 0) == sent:
                 raise  # nothing was sent: not attempted, as it says
-            exc.stopped = exc.what
-            exc.what = (f"the delete was sent to Grafana and may have happened, but it was not read back to show it "
-                        f"({exc.what.removesuffix('; not attempted')})")
-            raise
+            raise exc.after_sending("the delete was sent to Grafana")
         if still is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from .. import diff
 from ..clients.cloudwatch import BATCH, CloudWatch
+from ..clients.deadline import DeadlineExceeded
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -332,6 +333,16 @@ def _moved(change: Change, now: Any, desired: Any) -> str | None:
     return "changed by someone else since the plan"
 
 
+def _unshown(exc: RemoteError, api: str, read: str) -> RemoteError:
+    """`exc`, which stopped the read after an `api` call CloudWatch answered, saying that the call may have
+    happened: never "not attempted" of a write or delete that was sent."""
+    sent, unshown = f"CloudWatch answered {api}", f"{read} could not be read again to show it"
+    if isinstance(exc, DeadlineExceeded):
+        return exc.after_sending(sent, unshown)
+    exc.what = f"{sent} and it may have happened, but {unshown} ({exc.what})"
+    return exc
+
+
 def _not_overwritten(change: Change, why: str) -> RemoteError:
     done = "not deleted" if change.action == DELETE else "not overwritten"
     return RemoteError(f"{why}; {done}", where=f"CloudWatch {change.kind} {change.name}",
@@ -358,7 +369,11 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
                 return False
             raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
                               "still there", where=what, hint="run `gpudash plan` and apply again") from None
-        if cloudwatch.dashboard_body(region, change.name) is not None:  # an answer alone proves no delete
+        try:
+            still = cloudwatch.dashboard_body(region, change.name)
+        except RemoteError as exc:
+            raise _unshown(exc, "DeleteDashboards", "the dashboard") from None
+        if still is not None:  # an answer alone proves no delete
             raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
                               where=what, hint=UNPROVEN)
         return True
@@ -369,7 +384,11 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
         raise RemoteError(f"CloudWatch accepted the dashboard with validation messages: {text}",
                           where=what, hint="fix the definition; `gpudash lint` checks most of these")
-    if cloudwatch.dashboard_body(region, change.name) != body:  # read back as the plan compares: the body as data
+    try:
+        written = cloudwatch.dashboard_body(region, change.name)
+    except RemoteError as exc:
+        raise _unshown(exc, "PutDashboard", "the dashboard") from None
+    if written != body:  # read back as the plan compares: the body as data
         raise RemoteError("CloudWatch answered PutDashboard, but right after the dashboard is not there with the "
                           "body sent: the write did not take effect", where=what, hint=UNPROVEN)
     return True
@@ -559,8 +578,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
-        exc.what = f"the alarms could not be read again to show they were deleted ({exc.what})"
-        return [(change, False, exc) for change in batch], []
+        return [(change, False, _unshown(exc, "DeleteAlarms", "the alarms")) for change in batch], []
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)

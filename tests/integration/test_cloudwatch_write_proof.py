@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -90,3 +92,31 @@ def test_deletes_answered_but_not_made_are_failures(proxied, published, project_
     assert code == 0 and len(report["written"]) == 13
     assert not [name for name in alarms(client) if other_cluster(name)]
     assert not [name for name in _dashboards(client) if other_cluster(name)]
+
+
+@pytest.mark.parametrize("operation", ["DeleteAlarms", "DeleteDashboards"])
+def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_happened(
+        operation, proxied, published, project_dir):
+    """SIGTERM arrives as a delete reaches CloudWatch (which deletes): the call finishes, its read-back does not
+    start, and the report says the delete may have happened (it did), never "not attempted"; nothing reported
+    deleted is still there, and a rerun converges."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    first = "gpudash-other-by-pod" if operation == "DeleteDashboards" else None
+    proxy.inject(fault(operation, "before", naming=first, callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = apply("--prune")
+    assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in stderr and "Traceback" not in stderr, stderr
+    sent = [first] if first else [c["name"] for c in report["changes"]
+                                  if c["kind"] == "alarm" and other_cluster(c["name"])]
+    live = {*alarms(client), *_dashboards(client)}
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert sent and not live & set(sent)  # CloudWatch deleted them
+    for name in sent:
+        assert name not in report["written"] and "may have happened" in errors[name], errors.get(name)
+        assert "not attempted" not in errors[name], errors[name]
+    assert not live & set(report["written"])
+    fresh(proxy)
+    code, report, stderr = apply("--prune")
+    assert code == 0, stderr
+    assert not [name for name in [*alarms(client), *_dashboards(client)] if other_cluster(name)]

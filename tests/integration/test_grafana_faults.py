@@ -229,6 +229,25 @@ def test_a_signal_while_a_delete_is_sent_reports_the_delete_as_may_have_happened
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
+def test_a_signal_after_a_save_was_sent_reports_the_save_as_may_have_happened(grafana, proxy, run, desired):
+    """Grafana saves the first dashboard, SIGTERM arrives and the connection drops before its answer: the
+    save is not retried and nothing else starts, and the report says that save may have happened (it did);
+    it never says "not attempted" of a save that was sent. A rerun converges."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(SAVE, action="reset-after", callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    saves = len([w for w in grafana.writes() if w[0] == "POST"])
+    code, report, stderr = run()
+    assert code == 128 + signal.SIGTERM and "Traceback" not in stderr, stderr
+    assert report["written"] == [] and "stopped by SIGTERM: 0 written" in stderr
+    (saved,) = [uid for uid in (*CREATED, UPDATED) if uid in grafana.state.dashboards
+                and _content(grafana.state.dashboards[uid]) == {k: v for k, v in desired[uid].items() if k != "id"}]
+    errors = {f["name"]: f["error"] for f in report["failed"]}
+    assert "may have happened" in errors[saved] and "not attempted" not in errors[saved], errors[saved]
+    assert all("not attempted" in error for uid, error in errors.items() if uid != saved), errors
+    assert len([w for w in grafana.writes() if w[0] == "POST"]) == saves + 1  # the save was not sent again
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
 def test_retry_after_is_waited_on_the_injected_clock(grafana, proxy, run, deadline_clock):
     proxy.inject(Rule(SAVE, status=429, headers={"Retry-After": "7"}))
     assert run()[0] == 1

@@ -6,7 +6,8 @@ for the server or spoils its answer, a given number of times:
   status        answer `status` (with `headers`, `body`) without forwarding: 5xx, 429, a 200 HTML page;
                 with a `callback`, run it first (e.g. a person deleting the object just before)
   reset-before  drop the connection without forwarding: the request was never processed
-  reset-after   forward (the server processes the request), then drop the connection unanswered
+  reset-after   forward (the server processes the request), then drop the connection unanswered; with a
+                `callback`, run it between the two (e.g. a signal while the answer is on its way)
   truncate      forward, then send the headers and half the body and drop the connection
   body          forward, then answer 200 with `body` instead of the server's answer
   drip          forward, then send the answer `rate` bytes a second (until the proxy stops)
@@ -109,6 +110,8 @@ class FaultProxy(LoopbackServer):
                     rule.callback()
                 answer = proxy._forward(self, self.command, self.path, self.headers, body)
                 if action == "reset-after":
+                    if rule.callback is not None:
+                        rule.callback()
                     return self._reset()
                 if action == "truncate":
                     self._head(answer, len(answer.body))
