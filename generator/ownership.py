@@ -12,7 +12,9 @@ The evidence lives with each object (the marks themselves are spelled in `marker
   * CloudWatch alarms carry the owner tag (ownership) and the hash tag: the hash of the
     fields gpudash wrote and, if CloudWatch reports them in
     another form, the hash of what it reported right after the write. When the live alarm no
-    longer hashes to what was reported, someone edited it in the console.
+    longer hashes to what was reported, someone edited it in the console. The hash tag also holds
+    the hash of the ownership marks written with it (project and clusters tags): marks that no
+    longer hash to it were rewritten by a person, which transfers nothing.
 """
 
 from __future__ import annotations
@@ -288,19 +290,52 @@ def alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm))
 
 
-def alarm_evidence(request_hash: str, reported_hash: str | None = None) -> str:
+def alarm_evidence(request_hash: str, reported_hash: str | None = None, marks: str | None = None) -> str:
     """The hash tag's value: the hash of the request gpudash wrote, and, when CloudWatch
-    reports the alarm in another form (`<request>.<reported>`), the hash of what it reports."""
-    return request_hash if reported_hash in (None, request_hash) else f"{request_hash}.{reported_hash}"
+    reports the alarm in another form (`<request>.<reported>`), the hash of what it reports; then
+    `/<marks>`, the hash of the ownership marks written with it (`marks_hash`)."""
+    fields = request_hash if reported_hash in (None, request_hash) else f"{request_hash}.{reported_hash}"
+    return fields if marks is None else f"{fields}/{marks}"
+
+
+def _evidence_value(tags: list[dict[str, str]]) -> str:
+    return next((t.get("Value") for t in tags if t.get("Key") == ALARM_HASH_TAG), None) or ""
 
 
 def read_alarm_evidence(tags: list[dict[str, str]]) -> tuple[str | None, str | None]:
     """(hash of the request gpudash wrote, hash of the alarm as CloudWatch reported it then)."""
-    value = next((t.get("Value") for t in tags if t.get("Key") == ALARM_HASH_TAG), None)
+    value = _evidence_value(tags).partition("/")[0]
     if not value:
         return None, None
     request, _, reported = value.partition(".")
     return request, reported or request
+
+
+def marks_hash(tags: list[dict[str, str]], project: str | None = None) -> str:
+    """The hash of an alarm's ownership marks: the project its tags name (or `project`) and the clusters tag."""
+    clusters = next((t.get("Value") for t in tags if t.get("Key") == ALARM_CLUSTERS_TAG), None)
+    named = alarm_project(tags) if project is None else project
+    return content_hash(["marks", named or "", clusters or ""])
+
+
+def marks_intact(tags: list[dict[str, str]]) -> bool | None:
+    """Whether the alarm's ownership marks (gpudash:project, gpudash:clusters) are as gpudash wrote them,
+    by the hash its evidence recorded with them; None when the evidence recorded none (written before
+    gpudash recorded it, or no evidence at all). A project tag added to an alarm written without one is
+    the documented adoption (the note that lists such alarms says how), not a change of its marks."""
+    recorded = _evidence_value(tags).partition("/")[2]
+    if not recorded:
+        return None
+    return recorded in (marks_hash(tags), marks_hash(tags, ""))
+
+
+def keeping_marks(request: dict[str, Any], tags: list[dict[str, str]]) -> dict[str, Any]:
+    """The request with the clusters tag `tags` carry instead of its own (a new cluster list alone is not
+    written: the evidence to expect is then that of the marks the alarm carries)."""
+    live = [t for t in tags if t.get("Key") == ALARM_CLUSTERS_TAG]
+    if not live:
+        return request
+    return {**request, "Tags": [t for t in request.get("Tags", []) if t.get("Key") != ALARM_CLUSTERS_TAG] + live}
 
 
 def creation_tags(request: dict[str, Any]) -> list[dict[str, str]]:
@@ -309,9 +344,10 @@ def creation_tags(request: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def alarm_tags(request: dict[str, Any], reported_hash: str | None = None) -> list[dict[str, str]]:
-    """The tags an alarm gpudash wrote carries once a read-back confirmed it: its own plus the evidence."""
-    return creation_tags(request) + [{"Key": ALARM_HASH_TAG,
-                                      "Value": alarm_evidence(alarm_hash(request), reported_hash)}]
+    """The tags an alarm gpudash wrote carries once a read-back confirmed it: its own plus the evidence,
+    which covers its ownership marks too (a person who rewrites them makes the evidence disagree)."""
+    own = creation_tags(request)
+    return own + [{"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported_hash, marks_hash(own))}]
 
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:

@@ -33,18 +33,21 @@ from ..clients.deadline import DeadlineExceeded
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..markers import ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
+from ..markers import ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
 from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
-                         alarm_tags, as_reported, creation_tags, dashboard_publication, lineage, published_elsewhere,
-                         read_alarm_evidence, read_cloudwatch_stamp, same_but_publication, same_publication_kind,
-                         unconfirmed)
+                         alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
+                         marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
+                         same_but_publication, same_publication_kind, unconfirmed)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
 
 READERS = 4  # dashboards read at once per Region
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
+MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG} or {ALARM_PROJECT_TAG} tag was changed since gpudash wrote it (they "
+                f"say which settings published it; the hash in {ALARM_HASH_TAG} covers them), so nothing shows "
+                "which settings own it")
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
@@ -115,10 +118,13 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
         change.action, change.details = FOREIGN, [
             f"belongs to gpudash project {named!r} ({ALARM_PROJECT_TAG}), not "
             f"{repr(project) if project else 'these settings (they name no project)'}; --force takes it over"]
+    elif marks_intact(tags) is False:  # a person rewrote which settings published it: ownership moves nowhere
+        change.action, change.details = DRIFT, [MARKS_EDITED + "; --force writes them again"] + differences
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
-        missing_tags = [t for t in alarm_tags(request, reported)  # (a new list of clusters alone rewrites nothing)
+        expected = keeping_marks(request, tags) if marks_intact(tags) else request
+        missing_tags = [t for t in alarm_tags(expected, reported)  # (a new list of clusters alone rewrites nothing)
                         if t not in tags and not same_publication_kind(t, tags)]
         if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
@@ -135,10 +141,14 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
     """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it
-    or nothing shows that gpudash wrote it as it is (no hash tag: the owner tag alone may have been
-    added by hand)."""
+    (its fields, or the marks that say which settings published it) or nothing shows that gpudash wrote it
+    as it is (no hash tag: the owner tag alone may have been added by hand)."""
     live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
     then = read_alarm_evidence(tags)[1]
+    if marks_intact(tags) is False:
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            f"no longer defined here, but {MARKS_EDITED}: it may be another settings file's; --prune --force "
+            "deletes it"])
     if then is None:
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
@@ -153,18 +163,20 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 
 def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
                             older: list[str], clusters: frozenset[str] = frozenset(),
-                            elsewhere: list[str] | None = None) -> Change | None:
+                            elsewhere: list[str] | None = None, others: bool = False) -> Change | None:
     """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
     under this name and unchanged since, by these settings (published with a cluster of their lineage,
     `clusters`); None otherwise: never touched. One an older gpudash wrote, whose stamp names no project,
     is added to `older`: it may be another project's, so it stays; one other settings of this project
-    published, to `elsewhere`."""
+    published, to `elsewhere`, and so is one whose header names no clusters (written before they were
+    recorded) while `others` holds: a dashboard of the project shows other settings publishing."""
     proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
     if proof == OLDER:
         older.append(name)
     if proof != OURS:
         return None
-    if published_elsewhere(dashboard_publication(body), clusters):
+    publication = dashboard_publication(body)
+    if published_elsewhere(publication, clusters) or (publication is None and others):
         if elsewhere is not None:
             elsewhere.append(name)
         return None
@@ -192,7 +204,12 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     mine = lineage(clusters, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
                               and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
-    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere)
+    # A dashboard of this project whose header names no clusters (written before they were recorded) is
+    # pruned only while no dashboard of the project shows other settings publishing into the account.
+    others = any(read_cloudwatch_stamp(body, name, project) == OURS
+                 and published_elsewhere(dashboard_publication(body), mine)
+                 for name, body in zip(retired, bodies) if body is not None)
+    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, others)
            for name, body in zip(retired, bodies)]
     if elsewhere:
         cloudwatch.note(_elsewhere_note("dashboard", sorted(elsewhere), project))
@@ -249,8 +266,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project))
         progress()
     older, elsewhere = [], []
-    mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests
-                              if name in tags and alarm_project(tags[name]) == project])
+    mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests if name in tags
+                              and alarm_project(tags[name]) == project and marks_intact(tags[name]) is not False])
     # An alarm of this project with no clusters tag (written before it existed, or a person removed it)
     # is pruned only while no alarm of the project shows other settings publishing into this Region.
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
@@ -260,7 +277,9 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
             continue
         named = alarm_project(tags[name])
         publication = alarm_publication(tags[name])
-        if named == project and (published_elsewhere(publication, mine) or (publication is None and others)):
+        if named == project and marks_intact(tags[name]) is False and not published_elsewhere(publication, mine):
+            changes.append(_plan_retired(name, region, alarm, tags[name]))  # refused: its marks were rewritten
+        elif named == project and (published_elsewhere(publication, mine) or (publication is None and others)):
             elsewhere.append(name)
         elif named == project:
             changes.append(_plan_retired(name, region, alarm, tags[name]))

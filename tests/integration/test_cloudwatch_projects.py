@@ -5,9 +5,10 @@ another project's, a person's copy of a dashboard, or what an older gpudash wrot
 from __future__ import annotations
 
 import json
+import re
 
 from tests.conftest import REPO
-from tests.support.cloudwatch_world import alarms
+from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms
 
 
 def _dashboards(client):
@@ -250,6 +251,7 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
 
 
 def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_file(aws, tmp_path):
+    """The other file's prune refuses it (its gpudash:sha256 tag recorded the marks it was written with)."""
     client, apply = aws
     a = _settings(tmp_path, "a", "project: fleet\nclusters:\n  - {name: team-a, region: us-east-1}\n")
     b = _settings(tmp_path, "b", "project: fleet\nclusters:\n  - {name: team-b, region: us-east-1}\n")
@@ -258,5 +260,66 @@ def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_f
     arn = client.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]["AlarmArn"]
     client.untag_resource(ResourceARN=arn, TagKeys=["gpudash:clusters"])
     code, report, stderr = apply("--prune", "--config", b)
-    assert code == 0, stderr
+    assert code == 1 and report["refused"] == [name], stderr
     assert name in _paged_alarms(client) and name not in report["written"]
+
+
+def _published_by(client, name, clusters):
+    """Rewrite the dashboard `name` as gpudash writes it for project test from settings listing `clusters`;
+    None: as a gpudash that recorded no clusters wrote it (a stamp of this name and project, no clusters line)."""
+    from generator.ownership import stamp_cloudwatch_body, unstamped_cloudwatch_body, with_publication
+
+    body = unstamped_cloudwatch_body(json.loads(client.get_dashboard(DashboardName=name)["DashboardBody"]))
+    header = body["widgets"][0]["properties"]
+    header["markdown"] = re.sub(r"\n\n`gpudash clusters: [^`]*`", "", header["markdown"])
+    if clusters is not None:
+        body = with_publication(body, clusters)
+    client.put_dashboard(DashboardName=name, DashboardBody=json.dumps(stamp_cloudwatch_body(body, name, "test")))
+
+
+def test_a_dashboard_published_before_clusters_were_recorded_is_not_pruned_by_another_file(aws, published, tmp_path):
+    """File A (the defaults: gpu-cluster) and file B (other) of project test; one of B's dashboards was written by
+    a gpudash that recorded no clusters. A's prune leaves all of B's dashboards: while a dashboard of the project
+    shows another file publishing, one that names no clusters is nobody's to prune."""
+    client, apply = aws
+    published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
+    for name in _dashboards(client):
+        clusters = ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else ["other"]
+        _published_by(client, name, None if name == "gpudash-other-overview" else clusters)
+    before = _dashboards(client)
+    code, report, stderr = apply("--prune")
+    assert code == 0, stderr
+    assert _dashboards(client) == before and not [n for n in report["written"] if n in before]
+    assert "3 dashboard(s) of project 'test' not defined here were published by other settings" in stderr
+
+
+def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(aws, published, tmp_path):
+    """File B (cluster other) and file A (the defaults: gpu-cluster) of project test. A person rewrites which
+    settings published objects: a B alarm's gpudash:clusters to A's cluster, an A alarm's to both files'
+    clusters (which would make every B alarm A's), a B dashboard's clusters line to A's. A's prune deletes
+    and rewrites nothing: the two alarms are refused (their sha256 tag recorded other marks), the dashboard's
+    stamp no longer matches; --force writes A's alarm's marks again."""
+    client, apply = aws
+    published("--config", _settings(tmp_path, "b", "project: test\nclusters:\n  - {name: other, region: us-east-1}\n"))
+    assert apply()[0] == 0
+    claimed, widened = "gpudash-other-xid-error-critical", "gpudash-gpu-cluster-xid-error-critical"
+    for name, value in ((claimed, "gpu-cluster"), (widened, "gpu-cluster other")):
+        client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
+                            Tags=[{"Key": "gpudash:clusters", "Value": value}])
+    body = client.get_dashboard(DashboardName="gpudash-other-health")["DashboardBody"]
+    assert body.count("gpudash clusters: other`") == 1
+    client.put_dashboard(DashboardName="gpudash-other-health",
+                         DashboardBody=body.replace("gpudash clusters: other`", "gpudash clusters: gpu-cluster`"))
+    before = (_paged_alarms(client), _dashboards(client))
+    assert len([n for n in before[0] if n.startswith("gpudash-other-")]) == 10
+    code, report, stderr = apply("--prune")
+    assert code == 1, stderr
+    assert (_paged_alarms(client), _dashboards(client)) == before and report["written"] == []
+    assert sorted(report["refused"]) == sorted([claimed, widened])
+    details = {c["name"]: " ".join(c["details"]) for c in report["changes"]}
+    for name in (claimed, widened):
+        assert "gpudash:clusters or gpudash:project tag was changed since gpudash wrote it" in details[name]
+    code, report, stderr = apply("--force")
+    assert code == 0 and report["written"] == [widened], stderr
+    tags = client.list_tags_for_resource(ResourceARN=alarms(client)[widened]["AlarmArn"])["Tags"]
+    assert {"Key": "gpudash:clusters", "Value": "gpu-cluster"} in tags
