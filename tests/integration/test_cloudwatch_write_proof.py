@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 
@@ -94,6 +95,17 @@ def test_deletes_answered_but_not_made_are_failures(proxied, published, project_
     assert not [name for name in _dashboards(client) if other_cluster(name)]
 
 
+def _stopped():
+    """SIGTERM, and wait until gpudash's handler has run (in the main thread; dashboards are written beside it,
+    so without the wait a dashboard's read-back might start before the handler runs)."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    stop = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    waited = 0
+    while stop is not None and not stop.deadline.interrupted and waited < 5000:
+        time.sleep(0.001)
+        waited += 1
+
+
 @pytest.mark.parametrize("operation", ["DeleteAlarms", "DeleteDashboards"])
 def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_happened(
         operation, proxied, published, project_dir):
@@ -104,7 +116,7 @@ def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_ha
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     first = "gpudash-other-by-pod" if operation == "DeleteDashboards" else None
-    proxy.inject(fault(operation, "before", naming=first, callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    proxy.inject(fault(operation, "before", naming=first, callback=_stopped))
     code, report, stderr = apply("--prune")
     assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in stderr and "Traceback" not in stderr, stderr
     sent = [first] if first else [c["name"] for c in report["changes"]
