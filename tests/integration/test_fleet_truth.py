@@ -148,8 +148,17 @@ def exporters():
         exporter.__exit__(None, None, None)
 
 
+@dataclass(frozen=True)
+class Stack:
+    prometheus: Prometheus
+    at: int  # the instant every query reads (mixed_fleet.settled_time): each counter series sampled at it and
+    # every second of the rate window before it
+
+
 @pytest.fixture(scope="module")
-def stacks(tmp_path_factory, reference, exporters):
+def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
+    """One Prometheus per path, each scraping the fleet until an instant is settled; then they scrape no more (what
+    they stored stays: every test queries it at that instant)."""
     servers = {}
     try:
         for path in PATHS:
@@ -161,7 +170,11 @@ def stacks(tmp_path_factory, reference, exporters):
             list(pool.map(Prometheus.start, servers.values()))
         for path in PATHS:
             servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=_series(path))
-        yield servers
+        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), _series(path))
+                   for path in PATHS}
+        for server in servers.values():
+            server.stop_scraping()
+        yield {name: Stack(server, settled[name]) for name, server in servers.items()}
     finally:
         for server in servers.values():
             server.stop()
@@ -219,6 +232,16 @@ def _close(actual: float, expected: float) -> bool:
     return math.isclose(actual, expected, rel_tol=1e-9, abs_tol=1e-9)
 
 
+_DASHBOARDS: dict[int, tuple] = {}
+
+
+def _dashboards(project) -> list:
+    """The project's Grafana dashboards, rendered once per project (tests read them many times, never change them)."""
+    if id(project) not in _DASHBOARDS:
+        _DASHBOARDS[id(project)] = (project, grafana_dashboards(project))  # the project kept: its id stays its own
+    return _DASHBOARDS[id(project)][1]
+
+
 def _panels(project, dashboard_uid: str) -> list[Panel]:
     neutral = next(d for d in project.dashboards if f"{project.settings.grafana.uid_prefix}-{d.id}" == dashboard_uid)
     return [panel for row in neutral.rows if isinstance(row, Row) for panel in row.panels]
@@ -229,11 +252,11 @@ def test_every_panel_shows_the_truth(stacks, projects, path, exporters):
     assert _check_panels(stacks[path.name], projects[path.name], path, exporters, frozenset(FIELDS)) >= 30
 
 
-def _check_panels(prometheus: Prometheus, project, path: Path_, exporters, collected: frozenset[str]) -> int:
+def _check_panels(stack: Stack, project, path: Path_, exporters, collected: frozenset[str]) -> int:
     """Every panel query's legends and values against the truth; the number of queries checked."""
-    at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))
+    prometheus, at = stack.prometheus, stack.at
     checked = 0
-    for dashboard in grafana_dashboards(project):
+    for dashboard in _dashboards(project):
         rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
         for panel, model in zip(rendered, _panels(project, dashboard.uid), strict=True):
             assert panel["title"] == model.title
@@ -254,7 +277,8 @@ def _check_panels(prometheus: Prometheus, project, path: Path_, exporters, colle
     return checked
 
 
-def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) -> set[str]:
+def _variable_values(stack: Stack, variable: dict, **selected: str) -> set[str]:
+    prometheus = stack.prometheus
     query = _substitute(variable["query"], **selected)
     if query.startswith("label_values("):
         selector, label = re.fullmatch(r"label_values\((.*), (\w+)\)", query).groups()
@@ -262,7 +286,7 @@ def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) ->
     expr = re.fullmatch(r"query_result\((.*)\)", query).group(1)
     regex = re.compile(variable["regex"].strip("/"))
     values = set()
-    for series in prometheus.query(expr):
+    for series in prometheus.query(expr, at=stack.at):
         labels = ",".join(f'{k}="{v}"' for k, v in series["metric"].items())
         text = f'{{{labels}}} {series["value"][1]} {int(series["value"][0] * 1000)}'
         match = regex.search(text)
@@ -273,23 +297,23 @@ def _variable_values(prometheus: Prometheus, variable: dict, **selected: str) ->
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_variables_list_what_holds_a_gpu_and_nothing_else(stacks, projects, path, exporters):
-    prometheus, project = stacks[path.name], projects[path.name]
+    stack, project = stacks[path.name], projects[path.name]
     holders = mixed_fleet.namespaces_and_pods(FLEET)
     expected = {"namespace": {ns for ns, _ in holders}, "pod": {pod for _, pod in holders},
                 **({"cluster": set(path.clusters)} if path.clusters != ("",) else {}),
                 "node": set(_node_names(path, exporters).values()),
                 "gpu": {str(gpu.index) for node in FLEET for gpu in node.gpus}}
-    for dashboard in grafana_dashboards(project):
+    for dashboard in _dashboards(project):
         variables = {v["name"]: v for v in dashboard.model["templating"]["list"] if v["type"] == "query"}
         assert set(variables) == set(expected)
         for name, variable in variables.items():
-            assert _variable_values(prometheus, variable) == expected[name], (path.name, dashboard.uid, name)
+            assert _variable_values(stack, variable) == expected[name], (path.name, dashboard.uid, name)
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, exporters):
-    prometheus, project = stacks[path.name], projects[path.name]
-    fired = _check_alerts(prometheus, project, path, exporters, frozenset(FIELDS))
+    stack, project = stacks[path.name], projects[path.name]
+    fired = _check_alerts(stack, project, path, exporters, frozenset(FIELDS))
     assert fired == {alert: {f"{cluster} {name}".lstrip() for cluster in path.clusters for name in names}
                      for alert, names in {
         "GpudashXidError": {"gpu-node-b GPU 0"},
@@ -301,14 +325,14 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, expor
     }.items()}
 
 
-def _check_alerts(prometheus: Prometheus, project, path: Path_, exporters,
+def _check_alerts(stack: Stack, project, path: Path_, exporters,
                   collected: frozenset[str]) -> dict[str, set[str]]:
     """Each alert fires for exactly the objects the truth puts past its threshold; what fired."""
     labels = project.settings.labels
     rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
              for r in g["rules"]}
     assert len(rules) >= 7
-    at = mixed_fleet.settled_time(prometheus, int(RATE_WINDOW[:-1]), _series(path))  # 3 s of counters at least
+    prometheus, at = stack.prometheus, stack.at  # 3 s of counters at least
     fired: dict[str, set[str]] = {}
     for alarm in project.alarms:
         rule = rules[alert_name(alarm.id)]
@@ -388,7 +412,7 @@ def test_the_truth_is_the_fleet_facts():
 
 
 def _target(project, uid: str, title: str) -> tuple[dict, object]:
-    dashboard = next(d for d in grafana_dashboards(project) if d.uid == uid)
+    dashboard = next(d for d in _dashboards(project) if d.uid == uid)
     rendered = [p for p in dashboard.model["panels"] if p["type"] != "row"]
     panel, model = next((p, m) for p, m in zip(rendered, _panels(project, uid)) if p["title"] == title)
     query = with_cluster(model.queries[0]) if project.settings.shared_prometheus else model.queries[0]
@@ -398,22 +422,22 @@ def _target(project, uid: str, title: str) -> tuple[dict, object]:
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, exporters):
     """The variables filter as they list: one node (whichever label names it), one namespace."""
-    prometheus, project = stacks[path.name], projects[path.name]
+    stack, project = stacks[path.name], projects[path.name]
     names = _node_names(path, exporters)
     target, query = _target(project, "gpudash-overview", "GPU temperature")
-    variables = {v["name"]: v for v in grafana_dashboards(project)[0].model["templating"]["list"]}
+    variables = {v["name"]: v for v in _dashboards(project)[0].model["templating"]["list"]}
     everything = truth(query, names, path.clusters)
     for node in FLEET:
-        result = prometheus.query(_substitute(target["expr"], node=names[node.name]))
+        result = stack.prometheus.query(_substitute(target["expr"], node=names[node.name]), at=stack.at)
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"{names[node.name]} GPU " in k}, node.name
-        gpus = _variable_values(prometheus, variables["gpu"], node=names[node.name])
+        gpus = _variable_values(stack, variables["gpu"], node=names[node.name])
         assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
     target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
     everything = truth(query, names, path.clusters)
     for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods(FLEET)}):
-        result = prometheus.query(_substitute(target["expr"], namespace=namespace))
+        result = stack.prometheus.query(_substitute(target["expr"], namespace=namespace), at=stack.at)
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
-        pods = _variable_values(prometheus, variables["pod"], namespace=namespace)
+        pods = _variable_values(stack, variables["pod"], namespace=namespace)
         assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods(FLEET) if ns == namespace}, namespace

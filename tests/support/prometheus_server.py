@@ -63,10 +63,20 @@ class Prometheus:
         if self.session is not None:
             self.session.close()
 
+    def stop_scraping(self) -> None:
+        """Scrape nothing from now on (the configuration reloaded without its scrape jobs): the samples stored stay
+        and the series end now, so a query at an earlier instant reads what it read before."""
+        config = yaml.safe_load(self.config_path.read_text())
+        config["scrape_configs"] = []
+        self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        response = requests.post(f"{self.url}/-/reload", timeout=60)
+        assert response.status_code == 200, response.text
+
     def api(self, path: str, **params) -> Any:
         """GET /api/v1/`path`; a query is POSTed (its expression is the form's body, not a long URL to encode)."""
         if self.session is None:
             self.session = requests.Session()  # one connection for the server's many queries
+            self.session.trust_env = False  # no proxy settings to read from the environment at each query: loopback
         if path.startswith("query"):
             response = self.session.post(f"{self.url}/api/v1/{path}", data=params, timeout=10)
         else:
