@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .catalog import Catalog
+from .catalog import PER_PROCESS_FIELDS, Catalog
 from .cloudwatch_query import Layout, Plan, Unsupported, number, plan as agent_plan
 from .container_insights_table import (
     CLUSTER, CONTAINER, COLLECTION_SECONDS, DEVICE, INSTANCE, INSTANCE_TYPE, NAMESPACE, NAMESPACE_DIM, NODE, POD,
@@ -114,6 +114,9 @@ LAYOUT = Layout(_dimension_set, _series_key, (NODE, DEVICE), lambda _settings: C
 def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:
     """The add-on's metric for `query`, computed as cloudwatch_query.plan computes it, in the query's own unit."""
     bare, mapping = mapped(query)
+    if settings.exporter.virtual_gpus and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu \
+            and level(bare) != "node":
+        raise NotPublished(POD_SHARES.format(query.metric))
     result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
     result = replace(result, metric=metric_name(level(bare), mapping))
     if result.function == "COUNT" or mapping.scale == 1:
@@ -121,6 +124,17 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     scale = number(mapping.scale)
     math = f"{{q}} / {scale}" if result.math is None else f"({result.math}) / {scale}"
     return replace(result, math=math, divisor=result.divisor * mapping.scale)
+
+
+# The add-on's chart runs its own DCGM exporter (templates/linux/dcgm-exporter-daemonset.yaml, a DcgmExporter whose
+# env is DCGM_EXPORTER_KUBERNETES, DCGM_EXPORTER_LISTEN and NODE_NAME only): never with KUBERNETES_VIRTUAL_GPUS. It
+# writes a GPU several pods share once, the device's value labelled with one of them, so the add-on's pod_ and
+# container_ metrics hold no pod's own share of the fields the exporter splits per process. Its node_ metrics are
+# the device's value: per-GPU and fleet views stay true.
+POD_SHARES = ("exporter.virtual_gpus: the Container Insights add-on's own DCGM exporter runs without "
+              "KUBERNETES_VIRTUAL_GPUS, so it publishes no pod's own share of {} (a GPU several pods share is "
+              "published under one of them with the whole GPU's value); per pod, read it from cloudwatch.source: "
+              "prometheus-emf with agent.pipeline: otel")
 
 
 def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:

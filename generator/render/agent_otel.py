@@ -16,11 +16,13 @@ counter coming back from one is sent as its whole running total. This pipeline d
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
   above its field's floor (it holds a blank: the pod's total at that scrape is unknown), and the
-  scrape's own series (up, scrape_*), which the JSON path's scraper drops too;
+  scrape's own series (up, scrape_*), which the JSON path's scraper drops too (with exporter.virtual_gpus,
+  also the staleness markers of the fields split per process: see `stale_device_readings`);
 * metricstransform/gpudash merges the copies of a counter the exporter writes for one GPU instance, one per
   pod that shares the GPU by time-slicing or MPS (see `merged_counters`; its `max` needs the blanks gone),
   into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
-  sets; then the pods' totals take their field's name back, published in their own sets;
+  sets (with exporter.virtual_gpus, the per-GPU sets read a split field's device series, see
+  `device_or_copies`); then the pods' totals take their field's name back, published in their own sets;
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -46,7 +48,7 @@ from ..blanks import reading_floor
 from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
 from ..cloudwatch_query import POD_TOTALS, pod_total_kind
 from ..errors import InputError
-from ..markers import CLUSTER_DIMENSION
+from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..settings import Cluster, Settings
 
 OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/cwagentconfig/gpudash-otel.yaml
@@ -195,12 +197,13 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
     pod held it (from its first scrape with the pod to its last).
 
     With exporter.virtual_gpus, the fields the exporter splits per process (catalog.PER_PROCESS_FIELDS) are
-    merged the same way: a GPU pods hold has the device's own series and each pod's share (4.5.3 and later),
-    or copies of the device's value (before, or with the exporter's setting off); the merged series is the
-    largest, the device's value (its used memory holds every process's; its utilization the time any of
-    them ran), published per GPU once, while each pod's copy keeps its share for the per-pod sets and the
-    device's own series, without a pod, is published in neither."""
+    merged per GPU instance too: a GPU pods hold has the device's own series, without a pod, and each pod's share
+    (4.5.3 and later), or only copies of the device's value (before, or with the exporter's setting off). The
+    merged series is the device's own series where there is one, else the largest copy (device_readings,
+    device_or_copies: a share can read above the device's value in one scrape), published per GPU once, while
+    each pod's copy keeps its share for the per-pod sets and the device's own series is published in neither."""
     names = _merged_names(catalog, settings, shipped)
+    shared = PER_PROCESS_FIELDS if settings.exporter.virtual_gpus else ()
     if not names:
         return None
     per_pod, per_gpu, sets = _copy_labels(catalog, settings, declarations, names)
@@ -224,13 +227,56 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
                 "operations": [{"action": "aggregate_labels", "label_set": sorted(labels),
                                 "aggregation_type": "max"}]}
                for group, labels in ((device, per_gpu - {MIG_INSTANCE_LABEL}), (instance, per_gpu)) if group]
+    split = [n for n in names if n in shared]
     return {"transforms": [
+        *device_readings(split, per_gpu),
         *inserts,
         {"include": include, "match_type": "regexp", "action": "update",
          "operations": [{"action": "aggregate_labels", "label_set": sorted(per_pod), "aggregation_type": "max"}]},
+        *(device_or_copies(name) for name in split),
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
          "new_name": "${1}"},
     ]}
+
+
+DEVICE_PREFIX = "gpudash.device."  # a GPU's own reading of a field split per process, before it is combined
+
+
+def device_readings(names: list[str], per_gpu: set[str]) -> list[dict[str, Any]]:
+    """Two inserts, alike, of the device's own series of each field the exporter splits per process: its
+    datapoints without a pod (experimental_match_labels: the processor's matchAttrs takes a point lacking the
+    label when the pattern matches ""), one per GPU instance. With the setting on (4.5.3 and later), that is the
+    series the exporter writes beside the pods' shares; a GPU no pod holds has only it. The same test tells the
+    device apart on the Grafana side (promql.py: the series whose pod label is empty)."""
+    if not names:
+        return []
+    insert = {"include": f"^({'|'.join(re.escape(n) for n in names)})$", "match_type": "regexp", "action": "insert",
+              "experimental_match_labels": {POD_DIMENSION: "^$"}, "new_name": DEVICE_PREFIX + "${1}",
+              "operations": [{"action": "aggregate_labels", "label_set": sorted(per_gpu), "aggregation_type": "max"}]}
+    return [insert, {**insert, "experimental_match_labels": dict(insert["experimental_match_labels"]),
+                     "operations": [dict(insert["operations"][0], label_set=sorted(per_gpu))]}]
+
+
+def device_or_copies(name: str) -> dict[str, Any]:
+    """combine, by `median`, of a field's device reading inserted twice (device_readings) and the largest of the
+    GPU's copies (the merged insert): per GPU instance and scrape, the median of [d, d, c] is d whatever c is, and
+    of [c] alone c. So a GPU reads its device's own series where the exporter writes one, even when a pod's share
+    reads above it (NVML samples processes and the device apart: under MPS processes run at once), and the
+    largest copy where it writes none (an exporter before 4.5.3, or with the setting off: every copy holds the
+    device's value). The device's points come first: a group whose first point is a staleness marker stays one
+    (aggregateutil merges into the first point), which awsemf drops, instead of reading a marker as 0."""
+    return {"include": f"^(?:{re.escape(DEVICE_PREFIX)}|{re.escape(MERGED_PREFIX)}){re.escape(name)}$",
+            "match_type": "regexp", "action": "combine", "new_name": MERGED_PREFIX + name,
+            "aggregation_type": "median"}
+
+
+def stale_device_readings(names: list[str]) -> list[str]:
+    """The filter's condition that drops the staleness markers of the fields split per process (OTTL's datapoint
+    `flags`, 1: NoRecordedValue, the receiver's mark of a series the scrape no longer has). awsemf drops a marker
+    anyway; dropped before metricstransform, none can be the first point of a merge (device_or_copies), which
+    would make the GPU's merged reading a marker too: a GPU a pod starts to hold on an exporter without
+    per-process shares ends its series without a pod as its copy begins, and would lose that scrape's reading."""
+    return [f'IsMatch(metric.name, "^(?:{"|".join(names)})$") and flags == 1'] if names else []
 
 
 TOTAL_PREFIX = "gpudash.pod."  # a pod's total's name from the processor that makes it to the one that renames it
@@ -376,8 +422,11 @@ class Pipeline:
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
         self.processors = {TOTALS: escaped({"transforms": totals})} if totals else {}
+        stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
+                                      if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
-            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations), SCRAPE_SERIES]}}
+            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations), SCRAPE_SERIES,
+            *stale]}}
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         merge["transforms"] += [totals_renamed()] if totals else []
         if merge["transforms"]:

@@ -184,4 +184,4 @@ def test_the_fleet_is_what_the_exporter_writes():
     assert 'pod="ts-1",pod_uid="uid-team-a-ts-1",vgpu="1"} 25' in on
     assert f'{TEMP}{{gpu="0"' in on and f'{TEMP}{{gpu="0",UUID="GPU-gpu-node-on-0",pci_bus_id="00000000:10:00.0",' \
         f'device="nvidia0",modelName="NVIDIA A10G",Hostname="gpu-node-on",DCGM_FI_DRIVER_VERSION="570.133.20"}}' not in on
-    assert virtual_gpus.series_count(UTIL) == 4 + 2 + 1 + 2 + 2
+    assert virtual_gpus.series_count(UTIL) == 4 + 2 + 1 + 3 + 2 + 2

@@ -18,12 +18,13 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   scrape (a payload of "") marks every series so;
 * the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
-  IsMatch, metric.name, value_double, comparisons, and / or / not, parentheses);
+  IsMatch, metric.name, value_double, flags (1 for a staleness marker), comparisons, and / or / not, parentheses);
 * metricstransform runs its transforms in order on one scrape's metrics (insert: a transformed copy of each
-  matching metric; update: in place; combine: the matching metrics' points in one metric, those of one label
-  set merged; new_name expanded from the include pattern; aggregate_labels: labels outside label_set removed,
-  the points of one label set merged into the first one's by max, sum or count, see _merged; add_label;
-  experimental_scale_value);
+  matching metric, of its points whose labels match experimental_match_labels when it has them; update: in place;
+  combine: the matching metrics' points in one metric, those of one label set merged, unless the metrics' points
+  name different labels; new_name expanded from the include pattern; aggregate_labels: labels outside label_set
+  removed, the points of one label set merged into the first one's by max, sum, count or median, see _merged;
+  add_label; experimental_scale_value);
 * awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;
@@ -194,7 +195,8 @@ class _Condition:
             pattern = self._value()
             self._take(")")
             return ("ismatch", target, pattern)
-        assert kind == "word" and text in ("metric.name", "value_double"), f"OTTL path the model does not know: {text}"
+        assert kind == "word" and text in ("metric.name", "value_double", "flags"), \
+            f"OTTL path the model does not know: {text}"
         return ("path", text)
 
     def __call__(self, name: str, value: float) -> bool:
@@ -213,8 +215,10 @@ class _Condition:
         if kind == "literal":
             literal = node[1]
             return lambda name, value: literal
-        if kind == "path":
-            return (lambda name, value: name) if node[1] == "metric.name" else (lambda name, value: value)
+        if kind == "path":  # a staleness marker (value None) has flags 1 (NoRecordedValue) and an empty double: 0
+            return {"metric.name": lambda name, value: name,
+                    "value_double": lambda name, value: 0.0 if value is None else value,
+                    "flags": lambda name, value: 1.0 if value is None else 0.0}[node[1]]
         if kind == "ismatch":
             target = self._compile(node[1])
             if node[2][0] == "literal" and node[1] == ("path", "metric.name"):  # the usual case: once per name
@@ -373,8 +377,8 @@ class OtelAgent(Pipeline):
         for metric in metrics:
             points = []
             for labels, value in metric.points:
-                # a staleness marker has no value: OTTL's value_double reads 0 (the point's empty double)
-                if dropped(metric.name, 0.0 if value is None else value):
+                # a staleness marker has no value: OTTL's value_double reads 0 (the point's empty double), flags 1
+                if dropped(metric.name, value):
                     self.dropped.append((metric.name, labels, value))
                     continue
                 points.append((labels, value))
@@ -454,10 +458,15 @@ def _merged(values: list, aggregation: str):
     marker): the first point takes the others in; a first without value takes nothing (its value type matches
     no case); otherwise `max` takes math.Max of its double and each other's (an empty value reads 0), `sum`
     adds them, `count` writes how many points the group has, inside the loop over the second and later points:
-    a group of one point keeps its value."""
+    a group of one point keeps its value; `median` sorts the values (the others' empty ones read 0) and takes the
+    middle one, or the mean of the middle two."""
     first = values[0]
     if first is None:
         return None
+    if aggregation == "median":
+        numbers = sorted([first, *(0.0 if other is None else other for other in values[1:])])
+        middle = len(numbers) // 2
+        return numbers[middle] if len(numbers) % 2 else (numbers[middle - 1] + numbers[middle]) / 2
     value = first
     for other in values[1:]:
         other = 0.0 if other is None else other
@@ -474,7 +483,7 @@ def _aggregate_labels(metric: _Metric, label_set: list[str], aggregation: str) -
     """aggregate_labels (aggregateutil FilterAttrs, GroupDataPoints, MergeDataPoints): every label not in
     `label_set` is removed; the points of one label set (and timestamp: one scrape here) are merged into the
     first of them, whose flags it keeps (_merged)."""
-    assert aggregation in ("max", "sum", "count"), f"aggregation the model does not know: {aggregation}"
+    assert aggregation in ("max", "sum", "count", "median"), f"aggregation the model does not know: {aggregation}"
     return _grouped(_Metric(metric.name, metric.kind, [({k: v for k, v in labels.items() if k in label_set}, value)
                                                        for labels, value in metric.points]), aggregation)
 
@@ -515,8 +524,15 @@ def _transform(config: dict):
     of `new_name` holding their points, those of one label set merged by the transform's aggregation_type
     (groupMetrics), then transformed; a new name is the include pattern's expansion (regexp) of `new_name`."""
     assert config.get("match_type") == "regexp" and config["action"] in ("insert", "update", "combine"), config
-    assert not config.get("experimental_match_labels"), "the model matches no labels"
+    matchers = {label: re.compile(regex) for label, regex in (config.get("experimental_match_labels") or {}).items()}
+    assert not matchers or config["action"] == "insert", "the model matches labels on insert only"
     pattern = re.compile(config["include"])
+
+    def matching(metric: _Metric) -> _Metric:
+        """extractMatchedMetric: the points whose labels match (matchAttrs: an unanchored regexp over the label's
+        value, over "" for a point that lacks the label)."""
+        return _Metric(metric.name, metric.kind, [(labels, value) for labels, value in metric.points
+                                                  if all(m.search(labels.get(k, "")) for k, m in matchers.items())])
     operations = config.get("operations") or []
     for operation in operations:
         assert operation["action"] in ("aggregate_labels", "add_label", "experimental_scale_value"), \
@@ -536,6 +552,8 @@ def _transform(config: dict):
             return metrics
         assert len({m.kind for m in matched}) == 1, "canBeCombined: metrics of different types are not combined"
         assert pattern.groups == 0, "the model adds no labels from the include pattern's submatches"
+        if len({frozenset(k for labels, _ in m.points for k in labels) for m in matched}) > 1:
+            return metrics  # canBeCombined: metrics whose points name other labels are left as they are
         points = [point for m in matched for point in m.points]
         merged = _grouped(_Metric(config["new_name"], matched[0].kind, points), config["aggregation_type"])
         for operation in operations:
@@ -559,7 +577,8 @@ def _transform(config: dict):
             else:
                 result.append(metric)
         if config["action"] == "insert":
-            result += [changed(m, pattern.search(m.name)) for m in metrics if pattern.search(m.name)]
+            copies = [(m, matching(m)) for m in metrics if pattern.search(m.name)]
+            result += [changed(copy, pattern.search(m.name)) for m, copy in copies if copy.points or not m.points]
         return result
 
     return apply

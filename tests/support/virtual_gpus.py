@@ -75,6 +75,10 @@ FLEET = (
                                            Holder("team-b", "ts-0", 0, 0, "2"))),
         Gpu(1, 60, 20000, 20000, 65, 200, (Holder("team-c", "solo", 58, 19000),)),  # a whole GPU, one pod
         Gpu(2, 0, 300, 39700, 40, 50),  # no pod
+        # two pods share GPU 3 by MPS: their processes run at once, and NVML samples them apart from the device,
+        # so one pod's share of utilization reads above the device's own 50 % in the same scrape
+        Gpu(3, 50, 16000, 24000, 60, 150, (Holder("team-f", "mps-a", 55, 9000, "0"),
+                                           Holder("team-f", "mps-b", 20, 6000, "1"))),
     )),
     Node("gpu-node-off", "off", (
         Gpu(0, 70, 25000, 15000, 68, 220, (Holder("team-d", "train", 70, 25000),)),

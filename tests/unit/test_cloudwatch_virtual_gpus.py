@@ -63,6 +63,9 @@ def test_every_widget_reads_the_device_per_gpu_and_each_pods_share_per_pod(fleet
     assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {90.0}
     assert checked["gpudash-gpu-cluster-overview.json Framebuffer memory used"][0]["gpu-node-on GPU 0"] == {30000.0}
     assert checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"][0]["Pod team-a/ts-1"] == {25.0}
+    # an MPS pod's share (55 %) reads above its GPU's own 50 % in the same scrape: the GPU reads its device
+    assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 3"] == {50.0}
+    assert checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"][0]["Pod team-f/mps-a"] == {55.0}
 
 
 def test_without_the_setting_the_same_fleet_reads_wrong(tmp_path):
@@ -129,3 +132,45 @@ def test_an_exporter_upgraded_mid_period_keeps_its_gpu_true(fleet):
     by_period = {label: series for label, series in cloudwatch_eval.widget(
         next(p for path, p in widgets(files) if p["title"] == "GPU utilization by pod"), points, 0, END).items()}
     assert by_period["Pod team-e/a"][600] == 80.0 and by_period["Pod team-e/a"][1500] == 40.0
+
+
+def test_a_gpu_a_pod_starts_to_hold_mid_period_keeps_every_reading(fleet):
+    """On the node without the exporter's setting, idle GPU 1 (its series without a pod) is taken by a pod at scrape
+    35, inside the period [900, 1200), and reads 80 % from then: its series without a pod ends (a staleness marker)
+    as the pod's copy begins. The GPU's line reads the mean of all ten readings of that period, 40 %, not one fewer."""
+    project, files, _ = fleet
+    config, job = agent_config(files[AGENT_FILE])
+    off = FLEET[1]
+    taken = replace(off, gpus=(off.gpus[0], replace(off.gpus[1], util=80.0, fb_used=9000.0, fb_free=31000.0, holders=(
+        virtual_gpus.Holder("team-g", "late", 80.0, 9000.0),))))
+    points = Agent(config, job).run([
+        Scrape(float(k * STEP), virtual_gpus.payload(taken if node is off and k >= 35 else node),
+               target_labels(job, node.name)) for k in range(-1, END // STEP) for node in FLEET])
+    lines = cloudwatch_eval.widget(next(p for path, p in widgets(files) if p["title"] == "GPU utilization"
+                                        and "overview" in path), points, 0, END)
+    assert lines["gpu-node-off GPU 1"][600] == 0.0 and lines["gpu-node-off GPU 1"][1200] == 80.0
+    assert close(lines["gpu-node-off GPU 1"][900], 40.0), lines["gpu-node-off GPU 1"]
+
+
+def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_note(tmp_path):
+    """The add-on's own DCGM exporter runs without KUBERNETES_VIRTUAL_GPUS (its chart sets DCGM_EXPORTER_KUBERNETES,
+    DCGM_EXPORTER_LISTEN and NODE_NAME only): it publishes a GPU several pods share once, the device's value under
+    one of them. With exporter.virtual_gpus the per-pod views of utilization and framebuffer used (each pod's own
+    share on Grafana) are left out of CloudWatch with a note (CW013), the per-pod idle-GPU alarm too; the per-GPU
+    views (node_ metrics: the device's value) and the framebuffer alarm (the whole GPU's memory) stay."""
+    addon = "cloudwatch:\n  source: container-insights\n"
+    files, folder = built_with(tmp_path, {}, FIELDS, VIRTUAL + addon)
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    titles = {path.rsplit("-", 1)[1]: set() for path, _ in widgets(files)}
+    for path, properties in widgets(files):
+        titles[path.rsplit("-", 1)[1]].add(properties["title"])
+    assert not titles["pod.json"] & {"GPU utilization by pod", "Framebuffer used by pod", "Framebuffer used share by pod"}
+    assert {"Power draw by pod", "Pods on GPUs"} <= titles["pod.json"]
+    assert {"GPU utilization", "Framebuffer memory used", "Average GPU utilization"} <= titles["overview.json"]
+    assert set(_alarms(files)) >= {"framebuffer-full"} and "gpu-idle" not in _alarms(files)
+    notes = [f.message for f in lint_project(project) if f.rule == "CW013"]
+    for left_out in ("'GPU utilization by pod'", "'Framebuffer used by pod'", "'gpu-idle'"):
+        assert any(left_out in n and "KUBERNETES_VIRTUAL_GPUS" in n for n in notes), (left_out, notes)
+    (tmp_path / "plain").mkdir()
+    plain, _ = built_with(tmp_path / "plain", {}, FIELDS, addon)  # without the setting, as before
+    assert "GPU utilization by pod" in {p["title"] for _, p in widgets(plain)} and "gpu-idle" in _alarms(plain)
