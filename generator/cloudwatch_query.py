@@ -481,9 +481,15 @@ INSTANCE_CONTRIBUTORS = ("it evaluates each GPU instance (a GPU not split into M
                          "into MIG instances over the threshold is listed once per instance, each with its GPU's "
                          "increase")
 # agent.pipeline: classic publishes each pod's copy of a GPU's counter under the per-GPU sets (the OTel pipeline
-# merges them into one series per GPU first: render/agent_otel.merged_counters); lint CW016 / AL013
+# merges them into one series per GPU first: render/agent_otel.merged_counters); lint CW016 / AL013 / AL015. Its
+# scraper computes each delta per series, every label included (plugins/inputs/prometheus/delta_calculator.go,
+# keyed by getUniqMetricKey: the name and all tags), before the declarations choose the dimensions; so an increase
+# between two scrapes no one copy of the GPU spans is in no delta, whatever dimension set reads it.
+COPY_CHANGE = ("the increase between two scrapes that no one series of a GPU spans (its pods all change: one pod's "
+               "series ends as the next one's begins, a GPU no pod held is taken, or its last pod leaves) is in no "
+               "series' deltas, so it is not counted")
 TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase once per pod sharing it (each pod's "
-                        "series carries the GPU's deltas; agent.pipeline: classic)")
+                        f"series carries the GPU's deltas; agent.pipeline: classic), and {COPY_CHANGE}")
 
 
 def instance_contributors(settings: Settings) -> str:

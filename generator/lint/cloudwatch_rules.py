@@ -13,7 +13,8 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
-from ..cloudwatch_query import ALARM_WINDOW_SECONDS, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets, pod_dimensions
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets,
+                                pod_dimensions)
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -529,7 +530,9 @@ SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times 
                   "MIG instance of a GPU repeats, is read per GPU instance there too: a MIG GPU is listed once "
                   "per instance, and counted once per instance in a sum or mean); agent.pipeline: otel (agent "
                   "1.300066.0 or later) merges the pods' copies, and a device counter's over a GPU's MIG "
-                  "instances, into one series per GPU before they are published")
+                  "instances, into one series per GPU before they are published"
+                  f"; and on agent.pipeline: classic {COPY_CHANGE} (the agent computes each delta per series, "
+                  "pods included, before the declarations choose the dimensions)")
 
 
 def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
@@ -564,6 +567,26 @@ def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
                           "passes its threshold divided by the number of pods sharing it. Set agent.pipeline: otel "
                           "(agent 1.300066.0 or later), or alarm on any increase (threshold 0), which the copies do "
                           "not change")
+
+
+COPY_CHANGE_ALARM = ("on agent.pipeline: classic this alarm does not see every increase of {}: " + COPY_CHANGE + " (the agent computes "
+                     "each delta per series, pods included, before the declarations choose the dimensions, so no "
+                     "dimension set without a pod holds it either), so an increase made when a job lands on a GPU, "
+                     "leaves it, or hands it to the next is missed at any threshold; agent.pipeline: otel (agent "
+                     "1.300066.0 or later) merges a GPU's copies into one series before the deltas are taken")
+
+
+def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
+    """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU misses the increase between two
+    scrapes where a GPU's series all change (a note per alarm, whatever its threshold)."""
+    if not _classic(subject):
+        return
+    for item in subject.alarms:
+        fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
+                                                   for m in item.request.get("Metrics", [])))
+        if fields:
+            yield Finding("AL015", "note", _alarm_where(item),
+                          COPY_CHANGE_ALARM.format(", ".join(fields)))
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
@@ -708,8 +731,9 @@ RULES = (
                   "guide documents (IF and comparisons on no array of series)", math_types),
     Rule("CW015", "GROUP BY widgets on DCGM fields cannot drop DCGM's blank sentinel on agent.pipeline: classic "
                   "(a note per widget)", widget_blanks),
-    Rule("CW016", "widgets summing a counter per GPU, node or cluster count a shared GPU's increase once per pod on "
-                  "agent.pipeline: classic (a note per widget)", widget_shared_counters),
+    Rule("CW016", "widgets summing a counter per GPU, node or cluster count a shared GPU's increase once per pod, and "
+                  "miss it where a GPU's pods all change, on agent.pipeline: classic (a note per widget)",
+         widget_shared_counters),
     Rule("CW017", "with exporter.virtual_gpus, no widget reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", widget_mixed_shares),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
@@ -726,6 +750,8 @@ RULES = (
                   "increase once per pod on agent.pipeline: classic (an error per alarm)", alarm_shared_counters),
     Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", alarm_mixed_shares),
+    Rule("AL015", "alarms summing a counter per GPU miss, on agent.pipeline: classic, the increase between two scrapes "
+                  "no one series of the GPU spans (a note per alarm)", alarm_copy_changes),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

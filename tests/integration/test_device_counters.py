@@ -278,3 +278,61 @@ def test_the_prometheus_rule_names_the_gpus_the_alarm_names(built):
               for end in range(300, STEPS * STEP + 1, 300)]
     _promtool_test(folder, "device_counters.yaml", [{"interval": f"{STEP}s", "input_series": _stored(),
                                                      "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
+
+
+# A GPU's holders all change between two scrapes: idle GPU 0 is taken at scrape 12, GPU 1 passes from pod p to
+# pod q at scrape 12 (no overlap) and is left idle at scrape 24. One uncorrectable row is remapped on each GPU in
+# those intervals: GPU 0 between scrapes 11 and 12, GPU 1 between 11 and 12 and again between 23 and 24.
+HANDOVER = {0: ((None, -1, 12), ("a", 12, STEPS)), 1: (("p", -1, 12), ("q", 12, 24), (None, 24, STEPS))}
+HANDOVER_ROWS = {0: (12,), 1: (12, 24)}
+
+
+def _handover_payload(k: int) -> str:
+    lines = [f"# TYPE {name} counter" for name in FIELDS]
+    for gpu, spans in HANDOVER.items():
+        (pod,) = [name for name, first, end in spans if first <= k < end]
+        labels = _labels(gpu, None, None if pod is None else ("ml", pod, -1, STEPS))
+        lines += [f"{REPLAYS}{{{labels}}} {1_000 + 2 * k}",
+                  f"{ROWS}{{{labels}}} {sum(k >= at for at in HANDOVER_ROWS[gpu])}"]
+    return "\n".join(lines) + "\n"
+
+
+def _rows_alarm_fires(files) -> set[tuple[int, int]]:
+    """(gpu, end) of the remapped-rows alarm's ALARM states at each 5-minute end, on the build `files`."""
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(k * STEP), _handover_payload(k), target_labels(job, NODE))
+                                     for k in range(-1, STEPS)])
+    rows = _request(files, "uncorrectable-rows")
+    return {(int(dict(key)["gpu"]), end) for end in range(300, STEPS * STEP + 1, 300)
+            for key, state in cloudwatch_eval.alarm(rows, points, end).items() if state == "ALARM"}
+
+
+def test_an_increase_where_a_gpus_holders_all_change_is_seen_on_otel_and_stated_on_classic(tmp_path):
+    """The agent's JSON path computes each delta per series, every label included (plugins/inputs/prometheus/
+    delta_calculator.go keys its cache by getUniqMetricKey: the metric's name and all its tags), before the EMF
+    declarations choose the dimensions: a row remapped between the last scrape of one pod's series and the first of
+    the next one's (or of the series without a pod of a GPU taken from idle, or left idle) is in no delta, in no
+    dimension set. The truth: a 5-minute window holding such a scrape fires for its GPU. The OTel pipeline merges a
+    GPU's copies into one series before awsemf takes deltas: it fires exactly then. On agent.pipeline: classic it
+    fires never, as the alarm's description and the note AL015 say."""
+    from generator.lint.runner import lint_project
+    from generator.project import load_project
+
+    truth = {(gpu, end) for gpu, ats in HANDOVER_ROWS.items() for at in ats
+             for end in range(300, STEPS * STEP + 1, 300) if end // STEP - 11 < at <= end // STEP - 1}
+    assert truth == {(0, 600), (1, 600), (1, 900)}
+    (tmp_path / "otel").mkdir()
+    (tmp_path / "classic").mkdir()
+    otel, _ = built_with(tmp_path / "otel", {}, FIELDS)
+    files, folder = built_with(tmp_path / "classic", {}, FIELDS, "agent:\n  pipeline: classic\n")
+    assert _rows_alarm_fires(otel) == truth
+    assert _rows_alarm_fires(files) == set()
+    assert "no one series of a GPU spans" in _request(files, "uncorrectable-rows")["AlarmDescription"]
+    notes = {f.where.split(" ", 1)[1]: f for f in lint_project(load_project(folder / "gpudash.yaml",
+                                                                           folder / "counters.csv"))
+             if f.rule == "AL015"}
+    assert set(notes) == {"gpudash-gpu-cluster-uncorrectable-rows-warning", "gpudash-gpu-cluster-pcie-replays-warning"}
+    assert {f.severity for f in notes.values()} == {"note"} and "agent.pipeline: otel" in notes[
+        "gpudash-gpu-cluster-uncorrectable-rows-warning"].message
+    assert not [f for f in lint_project(load_project(tmp_path / "otel" / "gpudash.yaml",
+                                                     tmp_path / "otel" / "counters.csv")) if f.rule == "AL015"]
