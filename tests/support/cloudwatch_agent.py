@@ -11,7 +11,10 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
   too (its delta calculator deletes it) - the only check of a value: any other number,
   DCGM's blank sentinels included, is published;
 * counters become the difference to the previous scrape of the same series (the first
-  scrape of a series gives nothing);
+  scrape of a series gives nothing): the scraper's DeltaCalculator (calculator.go,
+  delta_calculator.go) keys its cache by getUniqMetricKey, the metric's name and every label after
+  relabelling, and runs before the EMF declarations choose the dimensions, so each pod's copy of a
+  GPU's counter has deltas of its own whatever dimension set publishes it;
 * `ClusterName` is the config's `cluster_name`;
 * a declaration applies when its `label_matcher` regex is found (unanchored) in the values
   of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name;
