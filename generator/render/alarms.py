@@ -98,6 +98,17 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
+def per_gpu_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
+    """The data-missing rule's second alarm on the DCGM source: each GPU's observations per period (COUNT GROUP BY the
+    per-GPU set), the fewest first, so that a GPU whose exporter answers now and then is a contributor in ALARM
+    (data_missing.per_gpu_description). A GROUP BY alarm judges each GPU apart: a node removed in one period and
+    another added in the next are two contributors short once each, never one short twice."""
+    field = data_missing.per_gpu_field(catalog, settings, cloudwatch_condition(alarm, settings).query.metric)
+    dims = tuple(gpu_dimensions(settings))
+    group = tuple(d for d in dims if d != CLUSTER_DIMENSION)
+    return Plan(metric=field, function="COUNT", dims=dims, group=group, series=group)
+
+
 def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
     """(plan, stand-in field) of the rule's second alarm, for a field MIG does not report (GPU utilization):
     the field that stands in for it on MIG instances (graphics engine activity, a ratio: the threshold is
@@ -151,7 +162,8 @@ class Form:
     """One kind of CloudWatch alarm a rule makes (per cluster; per Region for a fleet-scope rule)."""
 
     kind: str  # "insights": its Metrics Insights alarm; "mig": the second one, on MIG instances (mig_plan);
-    # "static": one classic alarm per alarms.static_pods entry; "math": the data-missing metric-math alarm
+    # "static": one classic alarm per alarms.static_pods entry; "math": the data-missing metric-math alarm;
+    # "per-gpu": the data-missing rule's GROUP BY alarm per GPU (per_gpu_plan)
     plan: Plan
     stand_in: str = ""  # "mig": the field that stands in on MIG instances
 
@@ -176,7 +188,8 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     except NotPublished:
         return ()
     if alarm.absent:
-        return (Form("math", plan_),)
+        return (Form("math", plan_),) + (() if addon_source(settings) else
+                                          (Form("per-gpu", per_gpu_plan(alarm, catalog, settings)),))
     if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
         return (Form("static", plan_),)
     try:
@@ -203,12 +216,30 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
                        f"{ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
-        description = None
+        note = data_missing.cluster_limits(settings)
+        description = (_description(alarm)[:1024 - len(note)] + note)[:1024]
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title)
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"], "Threshold": 1.0,
                     "TreatMissingData": "breaching", "Metrics": metrics})
+    return request
+
+
+def _per_gpu_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
+                     cluster: Cluster) -> dict[str, Any]:
+    """The data-missing rule's GROUP BY alarm per GPU: below SCRAPE_SHARE of its scrapes two periods running."""
+    about = data_missing.per_gpu_description(catalog, settings, plan_.metric, alarm.period_seconds)
+    description = (f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
+                   f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
+    request = _common(alarm, settings, name, description)
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
+                    "Threshold": data_missing.per_gpu_threshold(settings, alarm.period_seconds),
+                    "TreatMissingData": "notBreaching",
+                    "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, "ASC"),
+                                 "Period": alarm.period_seconds, "ReturnData": True,
+                                 "Label": f"{alarm.title} (per GPU)"}]})
     return request
 
 
@@ -317,9 +348,12 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
-        if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing)
+        if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing), and a GROUP BY alarm per GPU
             requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
                          for cluster in settings.clusters]
+            requests += [{"Region": cluster.region, "Request": _per_gpu_request(alarm, catalog, settings, form.plan,
+                                                                                 cluster)}
+                         for form in forms[1:] for cluster in settings.clusters]
             continue
         if forms[0].kind == "static":
             if addon_source(settings):

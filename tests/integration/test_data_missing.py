@@ -4,7 +4,10 @@ when no pod holds a GPU or the GPU node group is at zero.
 Each situation is one story of a two-node fleet: healthy for 20 minutes, then the change, judged
 at minute 35. The CloudWatch form is evaluated over what the agent model makes of the scrapes
 (the generated scrape jobs and metric declarations, the documented metric-math and missing-data
-semantics); the Prometheus form by `promtool test rules` over the same story as series.
+semantics); the Prometheus form by `promtool test rules` over the same story as series. The rule has two
+CloudWatch alarms: the cluster's metric-math alarm and a GROUP BY alarm per GPU; the rule fires on CloudWatch when
+either does. The stories at the end (crash loops, restarts, nodes coming and going) judge both twins minute by
+minute against the story's truth.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
-from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
-from tests.support.dcgm_fleet import FLEET, STEP, Gpu, scrapes
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
+from tests.support.dcgm_fleet import FLEET, STEP, Gpu, payload, scrapes, target_labels
 
 END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
 NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
 EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
+PER_GPU_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-gpu-critical"
 
 
 @dataclass(frozen=True)
@@ -82,13 +86,29 @@ def _datapoints(project, files, situation: Situation):
     return Agent(config, job, others=[ksm_job]).run(before + after + ksm)
 
 
+def _rule_alarms(files) -> list[dict]:
+    """The rule's CloudWatch alarms of the cluster: the cluster's metric-math alarm and the GROUP BY alarm per GPU."""
+    requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if i["Request"]["AlarmName"] in (ALARM, PER_GPU_ALARM)]
+    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, PER_GPU_ALARM))
+    return requests
+
+
+def _in_alarm(requests: list[dict], points, end: float) -> dict[str, list[tuple]]:
+    """{alarm name: its contributors in ALARM at `end`} of the alarms with any."""
+    result = {}
+    for request in requests:
+        alarming = [key for key, state in cloudwatch_eval.alarm(request, points, end).items() if state == "ALARM"]
+        if alarming:
+            result[request["AlarmName"]] = alarming
+    return result
+
+
 @pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
 def test_cloudwatch_alarm(generated, situation):
     project, files = generated
-    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if i["Request"]["AlarmName"] == ALARM]
-    states = cloudwatch_eval.alarm(request, _datapoints(project, files, situation), END)
-    assert states == {(): "ALARM" if situation.cloudwatch else "OK"}, situation.name
+    fired = _in_alarm(_rule_alarms(files), _datapoints(project, files, situation), END)
+    assert fired == ({ALARM: [()]} if situation.cloudwatch else {}), situation.name
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
@@ -380,3 +400,151 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
         {"name": name, "interval": "30s", "input_series": series + cpu_node,
          "alert_rule_test": [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": alerts}]}
         for name, (series, alerts) in stories.items()], evaluation_interval="30s")
+
+
+# --- stories of exporters that answer now and then, and of nodes that come and go -------------------------
+#
+# Each story gives, per 30 s scrape from minute 0 to 35, what each node's exporter did ("1" answered, "0" failed
+# while its pod stayed, "." no exporter pod: the node not there, or not yet) and what kube-state-metrics counted
+# of the exporter DaemonSet. The truth is the story's: the nodes whose GPUs stopped feeding data while they exist.
+# Both twins are judged on the same story: the CloudWatch alarms over what the agent model publishes of it, each
+# minute from 20 to 35 (CloudWatch evaluates every minute, over periods that end then), the rule by promtool.
+
+STEPS = END // STEP
+CRASH_LOOP_STEPS = "00000000" "11"  # CrashLoopBackOff at its 5-minute cap: answering 1 minute of every 5
+THIRD = "ip-10-0-1-3"
+SHARED = (Gpu(NODES[1], 1, "ml", "infer-2"), Gpu(NODES[1], 1, "ml", "infer-3"))  # with infer-1: 3 pods, one GPU
+
+
+@dataclass(frozen=True)
+class Story:
+    name: str
+    answering: dict[str, str]  # node -> one character per scrape
+    desired: tuple[int, ...]  # the exporter DaemonSet's desired pods at each scrape
+    available: tuple[int, ...]
+    missing: tuple[str, ...]  # the truth: nodes whose GPUs exist and stopped feeding data
+    shared: bool = False  # GPU 1 of the second node is shared by three pods (three copies of each of its series)
+
+
+def _steps(*parts: tuple[int, str]) -> str:
+    text = "".join(part * count for count, part in parts)
+    return (text + text[-1] * STEPS)[:STEPS]
+
+
+def _counts(answering: dict[str, str], present=lambda c: c != ".") -> tuple[int, ...]:
+    return tuple(sum(present(p[k]) for p in answering.values()) for k in range(STEPS))
+
+
+def _story(name: str, answering: dict[str, str], missing: tuple[str, ...] = (), **kw) -> Story:
+    """Desired: the nodes with an exporter pod; available: those answering (a crash-looping pod is available while
+    it runs, the minute it answers)."""
+    return Story(name, answering, _counts(answering), _counts(answering, lambda c: c == "1"), missing, **kw)
+
+
+HEALTHY = _steps((STEPS, "1"))
+CRASHING = _steps((40, "1"), (4, CRASH_LOOP_STEPS))
+STORIES = (
+    _story("an exporter in a crash loop", {NODES[0]: HEALTHY, NODES[1]: CRASHING}, missing=NODES[1:]),
+    _story("an exporter in a crash loop on a GPU three pods share", {NODES[0]: HEALTHY, NODES[1]: CRASHING},
+           missing=NODES[1:], shared=True),
+    _story("a rolling restart of the exporters", {NODES[0]: _steps((40, "1"), (3, "0"), (1, "1")),
+                                                  NODES[1]: _steps((45, "1"), (3, "0"), (1, "1"))}),
+    _story("a GPU node added mid-period", {**dict.fromkeys(NODES, HEALTHY), THIRD: _steps((47, "."), (2, "0"),
+                                                                                             (1, "1"))}),
+    # the second node goes in the first minute of the period ending at minute 30, a third node comes in the last
+    # minute of the next one: two GPUs short in two periods running, each in one
+    _story("a GPU node removed, another added in the next period", {
+        NODES[0]: HEALTHY, NODES[1]: _steps((51, "1"), (1, ".")), THIRD: _steps((68, "."), (1, "1"))}),
+)
+
+
+def _payload(node: str, k: int, catalog, shared: bool) -> str:
+    if node == THIRD:  # a node like the second one, its GPUs its own
+        return payload(NODES[1], k, catalog).replace(NODES[1], THIRD)
+    return payload(node, k, catalog, FLEET + SHARED if shared else FLEET)
+
+
+def _story_points(project, files, story: Story) -> list:
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    scrapes_ = [Scrape(k * STEP, _payload(node, k, project.catalog, story.shared) if c == "1" else "",
+                       target_labels(job, node))
+                for node, steps in story.answering.items() for k, c in enumerate(steps) if c != "."]
+    ksm = [kube_state.scrape(ksm_job, k * STEP, EXPORTER, d, a)
+           for k, (d, a) in enumerate(zip(story.desired, story.available))]
+    return Agent(config, job, others=[ksm_job]).run(scrapes_ + ksm)
+
+
+@pytest.mark.parametrize("story", STORIES, ids=lambda s: s.name)
+def test_cloudwatch_alarms_fire_on_the_stories_truth(generated, story):
+    """A node whose exporter answers now and then is a contributor of the per-GPU alarm (its GPUs, each), also when
+    three pods share one of its GPUs; a rolling restart, a node added mid-period, and a node removed with another
+    added in the next period are not missing data."""
+    project, files = generated
+    requests = _rule_alarms(files)
+    read = {m["MetricStat"]["Metric"]["MetricName"] if "MetricStat" in m else cloudwatch_eval.parse(m["Expression"]).metric
+            for r in requests for m in r["Metrics"] if "MetricStat" in m or m["Expression"].startswith("SELECT")}
+    points = [p for p in _story_points(project, files, story) if p.metric in read]
+    gpus = sorted((g.node, str(g.index)) for g in FLEET if g.node in story.missing)
+    for minute in range(20, 36):
+        fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
+                 for name, keys in _in_alarm(requests, points, minute * 60).items()}
+        if story.missing and minute == 35:
+            assert fired == {PER_GPU_ALARM: gpus}, (story.name, minute, fired)
+        elif not story.missing:
+            assert fired == {}, (story.name, minute, fired)
+
+
+def _promtool_values(steps: str, value: str) -> str:
+    """A series' values at each scrape: `value` where it answered, a staleness marker where it stopped, else none."""
+    out, last = [], False
+    for c in steps:
+        live = c == "1"
+        out.append(value if live else "stale" if last else "_")
+        last = live
+    return " ".join(out)
+
+
+def _up_values(steps: str) -> str:
+    out, last = [], False
+    for c in steps:
+        out.append("1" if c == "1" else "0" if c == "0" else "stale" if last else "_")
+        last = c != "."
+    return " ".join(out)
+
+
+def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
+    """The Prometheus twin over the same stories: the crash-looping node's target fires; the rest fire nothing."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    reason = "an exporter target is not answering"
+    ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",{_labels(EXPORTER)}'
+    tests = []
+    for story in STORIES:
+        series = [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": " ".join(map(str, story.desired))},
+                  {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": " ".join(map(str, story.available))},
+                  {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
+                   "values": f"1x{STEPS - 1}"}]
+        for node, steps in story.answering.items():
+            target = _target(node, f"nvidia-dcgm-exporter-{node[-1]}") | {"instance": f"10.0.1.{node[-1]}:9400"}
+            series.append({"series": f"up{{{_labels(target)}}}", "values": _up_values(steps)})
+            on_node = [g for g in (FLEET + SHARED if story.shared else FLEET) if g.node == (NODES[1] if node == THIRD
+                                                                                           else node)]
+            for gpu in on_node:
+                pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
+                series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{_labels(target)},gpu="{gpu.index}"{pod}}}',
+                               "values": _promtool_values(steps, "60")})
+        expected = [{"exp_labels": {**rule["labels"], **_target(node, f"nvidia-dcgm-exporter-{node[-1]}"),
+                                    "instance": f"10.0.1.{node[-1]}:9400", "reason": reason},
+                     "exp_annotations": {**rule["annotations"],
+                                         "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}",
+                                                                                           reason)}}
+                    for node in story.missing]
+        checks = [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": expected}] if story.missing else \
+            [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []} for m in range(20, 36)]
+        tests.append({"name": story.name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
+    _promtool_test(tmp_path, "stories_test.yaml", tests, evaluation_interval="30s")

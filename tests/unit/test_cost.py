@@ -34,9 +34,11 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     made = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
-    assert mig == 1 and result["group_by"]["alarms"] == 2 * len(made)  # the build's one cluster, twice
-    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig) * 2
-    assert result["static"]["alarms"] == per_pod_rules * 500 + cluster_rules * 2
+    # the data-missing rule's second alarm judges each GPU (a GROUP BY alarm), in either mode
+    per_gpu = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-per-gpu-critical"))
+    assert mig == 1 and per_gpu == 1 and result["group_by"]["alarms"] == 2 * len(made)  # the build's one cluster, twice
+    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu) * 2
+    assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu) * 2
 
 
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):

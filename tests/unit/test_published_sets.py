@@ -50,7 +50,7 @@ SETTINGS = {
 }
 COMBINATIONS = list(itertools.product(*SETTINGS.values()))
 # The bundled rules whose fields the mixed fleet's counters file collects (no row-remap fields), in one cluster.
-CLUSTER_RULES = ("gpu-data-missing-critical", "gpu-temp-critical-critical", "gpu-temp-high-warning",
+CLUSTER_RULES = ("gpu-data-missing-critical", "gpu-data-missing-per-gpu-critical", "gpu-temp-critical-critical", "gpu-temp-high-warning",
                  "pcie-replays-warning", "xid-error-critical")
 PER_POD_RULES = ("framebuffer-full-warning", "gpu-idle-warning")
 
@@ -147,8 +147,8 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
     if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
         dcgm = {key for key in published if key[1].startswith("DCGM_")}
         assert dcgm <= set(queried), sorted(dcgm - set(queried))
-    # cost prices the alarms the settings make (one cluster, a pod per static alarm): 12 with GROUP BY alarms
-    # per pod, 13 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
+    # cost prices the alarms the settings make (one cluster, a pod per static alarm): 13 with GROUP BY alarms
+    # per pod, 14 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
     fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
     priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
-    assert priced["alarms"] == (13 if static else 12)
+    assert priced["alarms"] == (14 if static else 13)
