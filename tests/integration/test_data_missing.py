@@ -548,3 +548,21 @@ def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
             [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []} for m in range(20, 36)]
         tests.append({"name": story.name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
     _promtool_test(tmp_path, "stories_test.yaml", tests, evaluation_interval="30s")
+
+
+def test_on_the_classic_pipeline_the_per_gpu_alarm_counts_each_series_as_its_description_says(tmp_path):
+    """agent.pipeline: classic merges nothing, so the per-GPU alarm counts the data-missing field, one observation per
+    series of a GPU and scrape: a crash loop on whole GPUs fires for each; the GPU three pods share writes three
+    series, 3 x 2 = 6 observations a period against a threshold of 5, and is not seen - the limit its description
+    states (seen only below 1/(2k) of its scrapes)."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
+    project = load_project(tmp_path / "gpudash.yaml")
+    files = encode(build(project))
+    requests = _rule_alarms(files)
+    (per_gpu,) = [r for r in requests if r["AlarmName"] == PER_GPU_ALARM]
+    assert "below 1/(2k) of its scrapes" in per_gpu["AlarmDescription"]
+    story = next(s for s in STORIES if s.shared)
+    points = _story_points(project, files, story)
+    fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
+             for name, keys in _in_alarm(requests, points, END).items()}
+    assert fired == {PER_GPU_ALARM: [(NODES[1], "0")]}
