@@ -279,13 +279,19 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
     inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
-    series): each copy's sample taken within the step before (a sample is fresh at the one step that follows
-    it), the copies' largest (one reading, repeated). A copy's older sample, which the instant selector would
-    give for minutes after a missed scrape or after its pod left, is not read again at a later step: a rate over
-    these readings sees each scrape once, as a rate over one series sees it, whatever pods come and go."""
-    seconds = f"{int(resolution[:-1]) * {'s': 1, 'm': 60}[resolution[-1]]}"
-    fresh = [f"({s} and timestamp({s}) > time() - {seconds})" for s in selectors]
+    series): each copy's latest sample taken within the step before (`last_over_time` over one interval less a
+    millisecond: a sample counts at the one step that follows it, on Prometheus 2's closed ranges and 3's
+    left-open ones alike), the copies' largest (one reading, repeated). A copy's older sample, which the instant
+    selector would give for minutes after a missed scrape or after its pod left, is not read again at a later
+    step: a rate over these readings sees each scrape once, as a rate over one series sees it, whatever pods come
+    and go. (`X and timestamp(X) > time() - 30` reads the same samples at about 15 times the cost.)"""
+    fresh = [f"last_over_time({s}[{step_window(resolution)}])" for s in selectors]
     return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
+
+
+def step_window(resolution: str) -> str:
+    """The range fresh_reading reads a step's latest sample over: one scrape interval less a millisecond."""
+    return f"{int(resolution[:-1]) * {'s': 1000, 'm': 60_000}[resolution[-1]] - 1}ms"
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:

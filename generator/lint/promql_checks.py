@@ -67,18 +67,27 @@ def selectors(ast) -> list[Selector]:
 
 def _ranged(stack: list) -> int | None:
     """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
-    `x[w]`, or above a subquery `(max by (...) (x and timestamp(x) > ...))[w:step]` whose inner query
+    `x[w]`, or above a subquery `(max by (...) (last_over_time(x[29999ms])))[w:step]` whose inner query
     takes one reading of x's copies at each step (promql.fresh_reading; the scope's node branches joined with
     `or`, the node coalesced inside with label_join and label_replace)."""
     import promql_parser
 
     if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
             and isinstance(stack[-2], promql_parser.Call):
-        return len(stack) - 2
-    at = len(stack) - 1
+        if stack[-2].func.name != "last_over_time":
+            return len(stack) - 2
+        inside = _subquery_call(stack, len(stack) - 3)  # a step's latest reading (promql.fresh_reading)
+        return len(stack) - 2 if inside is None else inside
+    return _subquery_call(stack, len(stack) - 1)
+
+
+def _subquery_call(stack: list, at: int) -> int | None:
+    """The call taking the range of a subquery whose inner query, from stack[at] up, only merges copies."""
+    import promql_parser
+
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
-                       or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) in ("and", "or")
+                       or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
         at -= 1

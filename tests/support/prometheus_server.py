@@ -142,7 +142,7 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
     a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
     taken within the step."""
-    return expr.replace(f":{made_for}s]", f":{seconds}s]").replace(f"time() - {made_for})", f"time() - {seconds})")
+    return expr.replace(f":{made_for}s]", f":{seconds}s]").replace(f"[{made_for * 1000 - 1}ms]", f"[{seconds * 1000 - 1}ms]")
 
 
 @contextmanager
