@@ -215,7 +215,10 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_gpu = sum(len(m) for dims, m in published.items()
                   if dims not in pod_sets and dims != data_missing.CLUSTER_SET
                   and MIG_PROFILE_LABEL not in dims)
-    metric_months = per_gpu * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
+    # The exporter targets' up, one per GPU node (the data-missing rule's alarm per node): the fleet gives no node
+    # count, so it is counted once per GPU, an upper bound.
+    per_node = 1 if data_missing.UP_SET in queried.get(data_missing.UP, set()) else 0
+    metric_months = (per_gpu + per_node) * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
         per_cluster * fleet.clusters
     rate = _rate(prices, "custom_metric_month")
     monthly = tiered(metric_months, rate["tiers"])
@@ -231,6 +234,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
              f"(+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
+             + (" + the exporters' up per GPU node (counted per GPU: an upper bound)" if per_node else "")
              + (f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),

@@ -23,13 +23,16 @@ The Prometheus rule also fires on 4. an exporter target down most of the time: `
 periods below 0.5 (TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE), which names the node. An exporter in a crash loop
 (available a minute of every five at CrashLoopBackOff's cap) fires through 4 only: one moment of full
 availability in each period clears 3. A rolling restart (each target down under a minute, once) and a failed
-scrape do not fire. The CloudWatch agent drops `up`, so the cluster's CloudWatch alarm sees that node only through
-3; the rule's second CloudWatch alarm, a GROUP BY alarm per GPU (render/alarms.per_gpu_plan), fires on a GPU with
-under half its scrapes' observations (SCRAPE_SHARE) in each of two periods running: the crash loop, named by node
-and GPU as the Prometheus alert names the target. A GROUP BY alarm judges each GPU apart, so a node removed early
-in one period and another added late in the next (each short once) do not fire, as `MIN(query) < n/2` in the
-metric math would; and a series with no data in a period (a node gone) is notBreaching. Neither CloudWatch alarm
-sees an exporter silent for good with its pod available, nor DaemonSets other than the one the settings name.
+scrape do not fire. The cluster's CloudWatch alarm sees that node only through 3. So the rule has a second
+CloudWatch alarm per cluster, a GROUP BY alarm (render/alarms.second_plan): on the OTel pipeline, whose receiver
+writes each target's `up`, the mean of `up` per node ([ClusterName, node], up_declaration) below SCRAPE_SHARE in each
+of two periods running - the Prometheus branch 4 on the same signal, naming the node (a crash loop, an exporter
+hung with its pod available); on the JSON path, whose scraper drops `up`, each GPU's observations of the field
+below SCRAPE_SHARE of its scrapes (a crash loop; a GPU that k series repeat only below 1/(2k); a GPU silent
+altogether is not seen). A GROUP BY alarm judges each series apart, so a node removed early in one period and
+another added late in the next (each short once) do not fire, as `MIN(query) < n/2` in the metric math would; a
+series with no data in a period (a node gone) is notBreaching. No CloudWatch alarm reads DaemonSets other than the
+one the settings name.
 
 CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the two kube-state-metrics series with its own job):
@@ -151,30 +154,41 @@ TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE = 3, 0.5
 MISSING_NODE = 0.5  # GPU nodes not reporting, on average over a period, that breach it
 
 
-# The rule's second CloudWatch alarm, per GPU (see per_gpu_plan): a GPU whose data arrives for fewer than this share
-# of the agent's scrapes in each of two periods running. The Prometheus rule's target down reads the same share.
+# The rule's second CloudWatch alarm (render/alarms.second_plan), a GROUP BY alarm: a node whose exporter target
+# answered under this share of the agent's scrapes in each of two periods running (the OTel pipeline), or a GPU with
+# under this share of its scrapes' observations (agent.pipeline: classic). The Prometheus rule's target down reads
+# the same share of `up` (TARGET_DOWN_SHARE).
+SCRAPE_SHARE = TARGET_DOWN_SHARE
 PER_GPU_SUFFIX = "-per-gpu"
-SCRAPE_SHARE = 0.5
-# Device counters the OTel pipeline merges into one series per physical GPU (render/agent_otel.merged_counters): one
-# observation per GPU and scrape that arrived, however many MIG instances or pods sharing the GPU repeat it. In order
-# of preference: every NVIDIA GPU reads PCIe replays; energy from Volta on.
-ONE_PER_SCRAPE = ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")
+# On the OTel pipeline it reads what the Prometheus rule reads: each exporter target's `up`, which the agent's receiver
+# writes at every scrape (1 answered, 0 failed) with the target's labels; gpudash's scrape job attaches the node
+# (render/scrape.py). Published with [ClusterName, node]: one metric per GPU node.
+UP = "up"
+NODE_LABEL = "node"
+UP_SET = (CLUSTER_DIMENSION, NODE_LABEL)
+PER_NODE_SUFFIX = "-per-node"
 
 
-def per_gpu_field(catalog, settings: Settings, field: str) -> str:
-    """The field whose observations the per-GPU alarm counts: on the OTel pipeline a device counter it merges per GPU
-    (ONE_PER_SCRAPE first, else the CSV's first device counter), else `field`, the data-missing alarm's own."""
-    if settings.agent.pipeline == "otel":
-        counters = [m.name for m in catalog if m.is_counter and not m.per_instance]
-        preferred = [n for n in ONE_PER_SCRAPE if n in counters] + counters
-        if preferred:
-            return preferred[0]
-    return field
+def per_node(settings: Settings) -> bool:
+    """The rule's second CloudWatch alarm reads each exporter target's `up` per node (the OTel pipeline, whose
+    receiver passes `up` on); on the JSON path, whose scraper drops it, it counts each GPU's observations."""
+    return settings.agent.pipeline == "otel"
 
 
-def once_per_scrape(catalog, settings: Settings, field: str) -> bool:
-    """True when `field` has one observation per GPU and scrape in the per-GPU sets (a merged device counter)."""
-    return settings.agent.pipeline == "otel" and catalog.get(field).is_counter and not catalog.get(field).per_instance
+def up_declaration(settings: Settings) -> dict[str, Any]:
+    """The agent's metric declaration of the exporter targets' `up`, per node."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(settings.scrape.job_name)}$",
+            "dimensions": [list(UP_SET)], "metric_selectors": [f"^{UP}$"]}
+
+
+def per_node_description(period: int) -> str:
+    """What the per-node alarm sees, and what it cannot."""
+    return (f"A GPU node whose exporter answered under {SCRAPE_SHARE:.0%} of the agent's scrapes (the mean of its "
+            f"target's up, 1 answered and 0 failed, over {period // 60} minutes) in each of two periods running is a "
+            f"contributor in ALARM: an exporter crash-looping, hung with its pod available, or failing most scrapes, "
+            f"as the Prometheus rule's target down. A node added or removed is short one period at most; a node "
+            f"with no exporter target (removed, or its pod gone) has no data and is notBreaching: the cluster's "
+            f"alarm sees a pod not available.")
 
 
 def per_gpu_threshold(settings: Settings, period: int) -> float:
@@ -182,28 +196,24 @@ def per_gpu_threshold(settings: Settings, period: int) -> float:
     return SCRAPE_SHARE * period / settings.scrape.seconds
 
 
-def per_gpu_description(catalog, settings: Settings, field: str, period: int) -> str:
-    """What the per-GPU alarm sees, and what it cannot."""
-    scrapes = period // settings.scrape.seconds
-    if once_per_scrape(catalog, settings, field):
-        copies = ("One per GPU and scrape: the agent merges a MIG GPU's instances and the pods sharing a GPU; the "
-                  "first scrape after a 5-minute gap gives none.")
-    else:
-        copies = ("A GPU that k series repeat (MIG instances, pods sharing it) counts k per scrape: it is seen only "
-                  "below 1/(2k) of its scrapes.")
-    return (f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its {scrapes} observations of {field} "
-            f"in each of two periods running (its exporter crash-looping or failing half its scrapes) is a "
-            f"contributor in ALARM. {copies} A node added or removed is short one period only. A GPU silent "
-            f"altogether is not seen here (a missing series is notBreaching, as a removed node's is) but by the "
-            f"cluster's alarm while its exporter pod is unavailable.")
+def per_gpu_description(settings: Settings, field: str, period: int) -> str:
+    """What the per-GPU alarm (agent.pipeline: classic) sees, and what it cannot."""
+    return (f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its {period // settings.scrape.seconds} "
+            f"observations of {field} in each of two periods running (its exporter crash-looping or failing half its "
+            f"scrapes) is a contributor in ALARM. A GPU that k series repeat (MIG instances, pods sharing it) counts "
+            f"k per scrape: it is seen only below 1/(2k) of its scrapes. A node added or removed is short one period "
+            f"only. A GPU silent altogether (an exporter hung with its pod available, or a removed node) has no data "
+            f"and is notBreaching: the cluster's alarm sees a pod not available; the agent's JSON path drops up.")
 
 
 def cluster_limits(settings: Settings) -> str:
     """What the cluster's alarm cannot see on the DCGM source (appended to its description)."""
+    second = ("per-node alarm sees them through each exporter target's up" if per_node(settings) else
+              "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
             f"{style_for(settings).daemonset} (exporter.deployment; others are not seen); a crash loop (a moment of "
             f"full availability each period) and an exporter silent with its pod available are not seen here: the "
-            f"rule's per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether.")
+            f"rule's {second}.")
 
 
 def addon_expression() -> str:

@@ -15,6 +15,7 @@ from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets,
                                 pod_dimensions)
+from .. import data_missing
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -184,6 +185,8 @@ def declared_shape(subject: LintInput) -> Iterable[Finding]:
     else:
         namespace, publisher, by_metric = subject.settings.cloudwatch.namespace, "the agent", {}
         agent_sets = [tuple(d) for d in dimension_sets(subject.settings)]
+        if data_missing.expected(subject.settings) and data_missing.per_node(subject.settings):
+            agent_sets.append(data_missing.UP_SET)  # the exporter targets' up, for the data-missing rule's alarm
     for where, expression in _queries(subject):
         query = _parsed(expression)
         if query is None:

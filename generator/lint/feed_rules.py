@@ -57,7 +57,7 @@ def declarations_complete(subject: LintInput) -> Iterable[Finding]:
 
 def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
     """The OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the field's floor."""
-    from ..render.agent_otel import FILTER, SCRAPE_SERIES, blank_conditions, total_blank_conditions
+    from ..render.agent_otel import FILTER, blank_conditions, scrape_series, total_blank_conditions
 
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
@@ -67,11 +67,12 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
         totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel))
-        for condition in [*blank_conditions(subject.catalog, published), *totals, SCRAPE_SERIES]:
+        own = scrape_series(_otel_declarations(agent.otel))  # up is kept where a declaration publishes it
+        for condition in [*blank_conditions(subject.catalog, published), *totals, own]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",
                               f"the filter lacks `{condition}`: "
-                              + ("the agent would publish up / scrape_* series" if condition == SCRAPE_SERIES else
+                              + ("the agent would publish up / scrape_* series" if condition == own else
                                  "a pod's total holding a blank would be published" if condition in totals else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
         yield from _processor_order(agent.otel, cluster)

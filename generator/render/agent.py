@@ -78,6 +78,8 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
                     for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
     if data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()):
         declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
+    if data_missing.UP_SET in queried.get(data_missing.UP, set()):  # its second alarm: each target's up, per node
+        declarations.append(data_missing.up_declaration(settings))
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,
             "metric_declaration": declarations}
 

@@ -111,8 +111,15 @@ def _ottl_number(value: float) -> str:
 
 
 # The receiver adds the scrape's own series to every target's (up, scrape_duration_seconds, ...); the
-# JSON path's scraper drops them, and so does this filter: no EMF event is made of them.
+# JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but `up` when a
+# declaration publishes it (the data-missing rule's alarm per node, data_missing.UP).
 SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
+SCRAPE_SERIES_BUT_UP = 'IsMatch(metric.name, "^scrape_.+$")'
+
+
+def scrape_series(declarations: list[dict[str, Any]]) -> str:
+    published = any(re.search(selector, "up") for d in declarations for selector in d["metric_name_selectors"])
+    return SCRAPE_SERIES_BUT_UP if published else SCRAPE_SERIES
 
 
 def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:
@@ -425,7 +432,8 @@ class Pipeline:
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [
-            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations), SCRAPE_SERIES,
+            *blank_conditions(catalog, shipped), *total_blank_conditions(catalog, declarations),
+            scrape_series(declarations),
             *stale]}}
         merge = merged_counters(catalog, settings, declarations, shipped) or {"transforms": []}
         merge["transforms"] += [totals_renamed()] if totals else []

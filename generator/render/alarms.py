@@ -98,15 +98,19 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
-def per_gpu_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
-    """The data-missing rule's second alarm on the DCGM source: each GPU's observations per period (COUNT GROUP BY the
-    per-GPU set), the fewest first, so that a GPU whose exporter answers now and then is a contributor in ALARM
-    (data_missing.per_gpu_description). A GROUP BY alarm judges each GPU apart: a node removed in one period and
-    another added in the next are two contributors short once each, never one short twice."""
-    field = data_missing.per_gpu_field(catalog, settings, cloudwatch_condition(alarm, settings).query.metric)
+def second_plan(alarm: Alarm, settings: Settings) -> Plan:
+    """The data-missing rule's second alarm on the DCGM source, a GROUP BY alarm, the lowest first: on the OTel
+    pipeline each exporter target's `up` averaged per node (data_missing.per_node_description), on the JSON path,
+    which drops `up`, each GPU's observations of the field (data_missing.per_gpu_description). A GROUP BY alarm
+    judges each series apart: a node removed in one period and another added in the next are two contributors
+    short once each, never one short twice."""
+    if data_missing.per_node(settings):
+        group = (data_missing.NODE_LABEL,)
+        return Plan(metric=data_missing.UP, function="AVG", dims=data_missing.UP_SET, group=group, series=group)
     dims = tuple(gpu_dimensions(settings))
     group = tuple(d for d in dims if d != CLUSTER_DIMENSION)
-    return Plan(metric=field, function="COUNT", dims=dims, group=group, series=group)
+    return Plan(metric=cloudwatch_condition(alarm, settings).query.metric, function="COUNT", dims=dims, group=group,
+                series=group)
 
 
 def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
@@ -163,7 +167,7 @@ class Form:
 
     kind: str  # "insights": its Metrics Insights alarm; "mig": the second one, on MIG instances (mig_plan);
     # "static": one classic alarm per alarms.static_pods entry; "math": the data-missing metric-math alarm;
-    # "per-gpu": the data-missing rule's GROUP BY alarm per GPU (per_gpu_plan)
+    # "second": the data-missing rule's GROUP BY alarm per node or GPU (second_plan)
     plan: Plan
     stand_in: str = ""  # "mig": the field that stands in on MIG instances
 
@@ -189,7 +193,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
         return ()
     if alarm.absent:
         return (Form("math", plan_),) + (() if addon_source(settings) else
-                                          (Form("per-gpu", per_gpu_plan(alarm, catalog, settings)),))
+                                          (Form("second", second_plan(alarm, settings)),))
     if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
         return (Form("static", plan_),)
     try:
@@ -226,20 +230,27 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
     return request
 
 
-def _per_gpu_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
+def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
                      cluster: Cluster) -> dict[str, Any]:
-    """The data-missing rule's GROUP BY alarm per GPU: below SCRAPE_SHARE of its scrapes two periods running."""
-    about = data_missing.per_gpu_description(catalog, settings, plan_.metric, alarm.period_seconds)
-    description = (f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
+    """The data-missing rule's GROUP BY alarm per node (the exporter targets' `up`) or per GPU (its observations):
+    below SCRAPE_SHARE of its scrapes two periods running."""
+    if plan_.metric == data_missing.UP:
+        about, each = data_missing.per_node_description(alarm.period_seconds), "node"
+        suffix, threshold = data_missing.PER_NODE_SUFFIX, data_missing.SCRAPE_SHARE
+    else:
+        about, each = data_missing.per_gpu_description(settings, plan_.metric, alarm.period_seconds), "GPU"
+        suffix = data_missing.PER_GPU_SUFFIX
+        threshold = data_missing.per_gpu_threshold(settings, alarm.period_seconds)
+    description = (f"{alarm.title} (per {each}). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
                    f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
-    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
+    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + suffix, alarm.severity)
     request = _common(alarm, settings, name, description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
-                    "Threshold": data_missing.per_gpu_threshold(settings, alarm.period_seconds),
+                    "Threshold": threshold,
                     "TreatMissingData": "notBreaching",
                     "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, "ASC"),
                                  "Period": alarm.period_seconds, "ReturnData": True,
-                                 "Label": f"{alarm.title} (per GPU)"}]})
+                                 "Label": f"{alarm.title} (per {each})"}]})
     return request
 
 
@@ -351,7 +362,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
         if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing), and a GROUP BY alarm per GPU
             requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
                          for cluster in settings.clusters]
-            requests += [{"Region": cluster.region, "Request": _per_gpu_request(alarm, catalog, settings, form.plan,
+            requests += [{"Region": cluster.region, "Request": _second_request(alarm, catalog, settings, form.plan,
                                                                                  cluster)}
                          for form in forms[1:] for cluster in settings.clusters]
             continue

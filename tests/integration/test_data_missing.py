@@ -30,7 +30,8 @@ NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
 EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
-PER_GPU_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-gpu-critical"
+PER_NODE_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-node-critical"  # agent.pipeline: otel (the default)
+PER_GPU_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-gpu-critical"  # agent.pipeline: classic
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,8 @@ SITUATIONS = (
     Situation("exporter pod stopped on one node", NODES[:1], 2, 1, True, True, down=NODES[1:]),
     Situation("exporter DaemonSet deleted", (), None, 0, True, True),
     Situation("every exporter silent, pods available", (), 2, 2, True, True, down=NODES),
-    # Known difference: CloudWatch has no `up`; an exporter that hangs while its pod stays available is
-    # seen by Prometheus only (the node's GPUs vanish from the per-GPU views on both).
-    Situation("exporter hung on one node, pod available", NODES[:1], 2, 2, False, True, down=NODES[1:]),
+    # The DaemonSet's counts cannot see it; the target's `up`, per node, can, on both sides.
+    Situation("exporter hung on one node, pod available", NODES[:1], 2, 2, True, True, down=NODES[1:]),
     Situation("kube-state-metrics missing", NODES, 2, 2, True, True, ksm=False),
     Situation("CloudWatch agent stopped", (), 2, 2, True, None, agent=False),
 )
@@ -77,8 +77,9 @@ def _datapoints(project, files, situation: Situation):
     ksm_job = jobs["gpudash-kube-state-metrics"]
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
     before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
-    after = [s for s in scrapes(job, project.catalog, CHANGE // STEP, END // STEP - 1, gpus)
-             if s.target_labels["node"] in situation.reporting] if situation.agent else []
+    after = [s if s.target_labels["node"] in situation.reporting else Scrape(s.timestamp, "", s.target_labels)
+             for s in scrapes(job, project.catalog, CHANGE // STEP, END // STEP - 1, gpus)
+             if s.target_labels["node"] in situation.reporting + situation.down] if situation.agent else []
     ksm = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-STEP, CHANGE, STEP)]
     if situation.agent and situation.ksm:
         ksm += [kube_state.scrape(ksm_job, t, EXPORTER if situation.desired is not None else None,
@@ -86,11 +87,12 @@ def _datapoints(project, files, situation: Situation):
     return Agent(config, job, others=[ksm_job]).run(before + after + ksm)
 
 
-def _rule_alarms(files) -> list[dict]:
-    """The rule's CloudWatch alarms of the cluster: the cluster's metric-math alarm and the GROUP BY alarm per GPU."""
+def _rule_alarms(files, second: str = PER_NODE_ALARM) -> list[dict]:
+    """The rule's CloudWatch alarms of the cluster: the cluster's metric-math alarm and its GROUP BY alarm per node
+    (or, on agent.pipeline: classic, per GPU)."""
     requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                if i["Request"]["AlarmName"] in (ALARM, PER_GPU_ALARM)]
-    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, PER_GPU_ALARM))
+                if i["Request"]["AlarmName"].startswith(ALARM.removesuffix("-critical"))]
+    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, second))
     return requests
 
 
@@ -108,7 +110,10 @@ def _in_alarm(requests: list[dict], points, end: float) -> dict[str, list[tuple]
 def test_cloudwatch_alarm(generated, situation):
     project, files = generated
     fired = _in_alarm(_rule_alarms(files), _datapoints(project, files, situation), END)
-    assert fired == ({ALARM: [()]} if situation.cloudwatch else {}), situation.name
+    assert bool(fired) == situation.cloudwatch, (situation.name, fired)
+    # the per-node alarm names each node whose target stopped answering (its up 0), and no other
+    assert sorted(dict(k)["node"] for k in fired.get(PER_NODE_ALARM, [])) == \
+        (sorted(situation.down) if situation.agent else []), (situation.name, fired)
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
@@ -320,11 +325,10 @@ def test_a_counters_csv_without_gpu_temperature_keeps_the_alarm(tmp_path):
     assert "DCGM_FI_DEV_GPU_TEMP" not in project.catalog
     files = encode(build(project))
     assert "GpudashGpuDataMissing" in files["prometheus/rules.yaml"].decode()
-    (request,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                  if i["Request"]["AlarmName"] == ALARM]
+    requests = _rule_alarms(files)
     for situation in SITUATIONS:
-        states = cloudwatch_eval.alarm(request, _datapoints(project, files, situation), END)
-        assert states == {(): "ALARM" if situation.cloudwatch else "OK"}, situation.name
+        assert bool(_in_alarm(requests, _datapoints(project, files, situation), END)) == situation.cloudwatch, \
+            situation.name
 
 
 # --- exporter DaemonSets found by their labels, whatever their names ----------------------------
@@ -477,20 +481,19 @@ def _story_points(project, files, story: Story) -> list:
 
 @pytest.mark.parametrize("story", STORIES, ids=lambda s: s.name)
 def test_cloudwatch_alarms_fire_on_the_stories_truth(generated, story):
-    """A node whose exporter answers now and then is a contributor of the per-GPU alarm (its GPUs, each), also when
-    three pods share one of its GPUs; a rolling restart, a node added mid-period, and a node removed with another
-    added in the next period are not missing data."""
+    """A node whose exporter answers now and then is a contributor of the per-node alarm (its target's up), also
+    when three pods share one of its GPUs; a rolling restart, a node added mid-period, and a node removed with
+    another added in the next period are not missing data."""
     project, files = generated
     requests = _rule_alarms(files)
     read = {m["MetricStat"]["Metric"]["MetricName"] if "MetricStat" in m else cloudwatch_eval.parse(m["Expression"]).metric
             for r in requests for m in r["Metrics"] if "MetricStat" in m or m["Expression"].startswith("SELECT")}
     points = [p for p in _story_points(project, files, story) if p.metric in read]
-    gpus = sorted((g.node, str(g.index)) for g in FLEET if g.node in story.missing)
     for minute in range(20, 36):
-        fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
+        fired = {name: sorted(dict(key)["node"] for key in keys)
                  for name, keys in _in_alarm(requests, points, minute * 60).items()}
         if story.missing and minute == 35:
-            assert fired == {PER_GPU_ALARM: gpus}, (story.name, minute, fired)
+            assert fired == {PER_NODE_ALARM: sorted(story.missing)}, (story.name, minute, fired)
         elif not story.missing:
             assert fired == {}, (story.name, minute, fired)
 
@@ -558,7 +561,7 @@ def test_on_the_classic_pipeline_the_per_gpu_alarm_counts_each_series_as_its_des
     (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
     project = load_project(tmp_path / "gpudash.yaml")
     files = encode(build(project))
-    requests = _rule_alarms(files)
+    requests = _rule_alarms(files, PER_GPU_ALARM)
     (per_gpu,) = [r for r in requests if r["AlarmName"] == PER_GPU_ALARM]
     assert "below 1/(2k) of its scrapes" in per_gpu["AlarmDescription"]
     story = next(s for s in STORIES if s.shared)

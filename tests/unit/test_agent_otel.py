@@ -78,8 +78,11 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             assert device
             totals = [d for d in emf["metric_declarations"] if "pod_total" in d["dimensions"][0]
                       or "pod_gpus" in d["dimensions"][0]]
+            # and the exporter targets' up per node (the data-missing rule's second alarm; the JSON path drops up)
+            up = [d for d in emf["metric_declarations"] if d["metric_name_selectors"] == ["^up$"]]
+            assert [d["dimensions"] for d in up] == [[["ClusterName", "node"]]]
             assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]
-                    if d not in totals] == [
+                    if d not in totals + up] == [
                 (d["dimensions"], [s for s in d["metric_selectors"]
                                    if "GPU_I_ID" not in d["dimensions"][0] or s not in device])
                 for d in classic["metric_declaration"]]
@@ -131,7 +134,8 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side():
     assert not dropped("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", 5e15)  # a busy NVLink byte counter is a reading
     assert not dropped("DCGM_FI_DEV_GPU_TEMP", float("nan"))  # NaN is the exporter's (awsemf drops it)
     assert not dropped("kube_daemonset_status_desired_number_scheduled", 1e15)
-    assert dropped("up", 1.0) and dropped("scrape_samples_scraped", 40.0)
+    assert dropped("scrape_samples_scraped", 40.0)
+    assert not dropped("up", 1.0)  # published per node for the data-missing rule's second alarm
 
 
 @pytest.mark.parametrize("text, name, value, expected", [
@@ -181,7 +185,10 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
             for p in per_instance} == {(m, node, gpu, "none") for m in device for node, gpu in gpus}
     # and the OTel pipeline's totals per scrape of each pod, in their own sets (test_cloudwatch_pod_totals.py)
     totals = [p for p in otel if {"pod_total", "pod_gpus"} & set(p.dims())]
-    assert totals and [p for p in otel if p not in totals] == [p for p in classic if p not in per_instance]
+    # and each exporter target's up per node (the JSON path's scraper drops up)
+    up = [p for p in otel if p.metric == "up"]
+    assert {dict(p.dimensions)["node"] for p in up} == {g.node for g in FLEET} and {p.value for p in up} == {1.0}
+    assert totals and [p for p in otel if p not in totals + up] == [p for p in classic if p not in per_instance]
 
 
 # --- lint reads the pipeline that publishes -------------------------------------------------------
@@ -232,17 +239,18 @@ def test_a_declaration_without_selectors_fails_and_needs_no_source_labels():
 
 
 def test_cost_is_the_same_on_either_pipeline(project_dir):
-    """Both log the same fields per GPU and scrape (the OTel filter drops the receiver's own up / scrape_*
-    series, as the JSON path's scraper does) and publish the same metrics, except that classic also lists each
-    device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
-    device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods);
+    """Both log the same fields per GPU and scrape (the OTel filter drops the receiver's own scrape_* series, as the
+    JSON path's scraper does; up it publishes per node) and publish the same metrics, except that classic also
+    lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
+    device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
+    the exporters' up per GPU node (counted per GPU: 100);
     the estimate differs by those alone."""
     from generator.cost import Fleet, estimates
 
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus  # OTel's up per GPU node: counted per GPU
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

@@ -34,8 +34,8 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     made = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
-    # the data-missing rule's second alarm judges each GPU (a GROUP BY alarm), in either mode
-    per_gpu = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-per-gpu-critical"))
+    # the data-missing rule's second alarm judges each node (a GROUP BY alarm), in either mode
+    per_gpu = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-per-node-critical"))
     assert mig == 1 and per_gpu == 1 and result["group_by"]["alarms"] == 2 * len(made)  # the build's one cluster, twice
     assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu) * 2
     assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu) * 2
@@ -48,12 +48,13 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
     # the data-missing alarm's three metrics of the cluster (its GPU observations, the exporter DaemonSet's
-    # desired and available pods), and per pod the OTel pipeline's five totals per scrape (power, framebuffer
-    # and PCIe both ways summed, GPUs counted)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3 + 5 * 80
-    # agent.pipeline: classic lists those four device counters per GPU instance too, and makes no totals
+    # desired and available pods), per pod the OTel pipeline's five totals per scrape (power, framebuffer
+    # and PCIe both ways summed, GPUs counted), and the exporters' up per GPU node (counted per GPU)
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3 + 5 * 80 + 1 * 100
+    # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, and its
+    # scraper drops up
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
-    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80
+    assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
@@ -65,9 +66,9 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
-    # framebuffer per GPU instance (5,000 whole GPUs), and the last: the pods' totals per scrape
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10 + 5 * 5_000
-    assert large["monthly"] == pytest.approx(27_000 + 30_030 * 0.05)  # flat at the first tier it would be 84,009
+    # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' up (per GPU)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10 + 5 * 5_000 + 1 * 5_000
+    assert large["monthly"] == pytest.approx(27_000 + 35_030 * 0.05)  # flat at the first tier it would be 85,509
     assert large["unit_price"] < 0.30
 
 
@@ -79,7 +80,9 @@ def test_the_data_missing_alarm_is_three_metrics_of_each_cluster(project, projec
     assert (line["quantity"], line["unit_price"]) == (9, 0.10)
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    assert _lines(none)["custom metrics"]["quantity"] == _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9
+    # its three metrics of each cluster, and the exporters' up its per-node alarm reads (counted per GPU)
+    assert _lines(none)["custom metrics"]["quantity"] == \
+        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 10
     # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
     # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
     # reporting come from a Metrics Insights query, not a metric of the alarm
@@ -168,7 +171,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3 + 5 * 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3 + 5 * 10 + 1 * 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 

@@ -50,18 +50,20 @@ SETTINGS = {
 }
 COMBINATIONS = list(itertools.product(*SETTINGS.values()))
 # The bundled rules whose fields the mixed fleet's counters file collects (no row-remap fields), in one cluster.
-CLUSTER_RULES = ("gpu-data-missing-critical", "gpu-data-missing-per-gpu-critical", "gpu-temp-critical-critical", "gpu-temp-high-warning",
+CLUSTER_RULES = ("gpu-data-missing-critical", "gpu-temp-critical-critical", "gpu-temp-high-warning",
                  "pcie-replays-warning", "xid-error-critical")
 PER_POD_RULES = ("framebuffer-full-warning", "gpu-idle-warning")
 
 
-def expected_alarms(static: bool) -> list[str]:
+def expected_alarms(static: bool, classic: bool = False) -> list[str]:
     """The alarm names the settings make. Fleet-scope rules stay GROUP BY alarms in either mode, and the idle
     rule's has its MIG second alarm; a per-pod rule is one GROUP BY alarm (the idle rule with its MIG second
-    alarm), or with alarms.per_pod: static one alarm per listed pod (naming no MIG instance's profile)."""
+    alarm), or with alarms.per_pod: static one alarm per listed pod (naming no MIG instance's profile). The
+    data-missing rule has a second alarm, per node (per GPU on agent.pipeline: classic, which drops up)."""
     fleet = ["fleet-fleet-full-warning", "fleet-fleet-hot-warning", "fleet-fleet-idle-mig-warning",
              "fleet-fleet-idle-warning"]
     cluster = [f"gpu-cluster-{rule}" for rule in CLUSTER_RULES]
+    cluster.append(f"gpu-cluster-gpu-data-missing-per-{'gpu' if classic else 'node'}-critical")
     if static:
         pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in PER_POD_RULES for pod in STATIC_PODS]
     else:
@@ -141,7 +143,7 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
     assert not missing
     made = [item["Request"]["AlarmName"] for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
     static = project.settings.alarms.per_pod == "static"
-    assert sorted(made) == expected_alarms(static)
+    assert sorted(made) == expected_alarms(static, project.settings.agent.pipeline == "classic")
     left_out = {note.message.split("'")[1] for note in notes(project) if note.rule == "AL012"}
     assert left_out == ({"gpu-idle"} if static else set())  # static alarms name no MIG instance's profile
     if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
