@@ -39,6 +39,12 @@ def is_alarm_name(prefix: str, name: str) -> bool:
     return name.startswith(alarm_name_start(prefix))
 
 
+def names_cluster(prefix: str, name: str, clusters: frozenset[str] | set[str]) -> bool:
+    """Whether the alarm or CloudWatch dashboard `name` is in the form gpudash gives one of `clusters`
+    (<prefix>-<cluster>-...). A cluster whose name continues another's with a dash is not told apart."""
+    return any(name.startswith(f"{prefix}-{cluster}-") for cluster in clusters)
+
+
 # --- CloudWatch dashboards ------------------------------------------------------------------
 
 DASHBOARD_NAME_LENGTH = 255  # CloudWatch's limit

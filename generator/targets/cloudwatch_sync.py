@@ -34,7 +34,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
                        Change, Outcome, disposition)
 from ..errors import RemoteError
 from ..markers import ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
-from ..names import alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name
+from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name,
+                     names_cluster)
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
                          alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
                          marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
@@ -163,22 +164,25 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 
 def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
                             older: list[str], clusters: frozenset[str] = frozenset(),
-                            elsewhere: list[str] | None = None, others: bool = False) -> Change | None:
+                            elsewhere: list[str] | None = None, unrecorded: Callable[[str], bool] | None = None
+                            ) -> Change | None:
     """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
     under this name and unchanged since, by these settings (published with a cluster of their lineage,
     `clusters`); None otherwise: never touched. One an older gpudash wrote, whose stamp names no project,
     is added to `older`: it may be another project's, so it stays; one other settings of this project
-    published, to `elsewhere`, and so is one whose header names no clusters (written before they were
-    recorded) while `others` holds: a dashboard of the project shows other settings publishing."""
+    published, to `elsewhere`. One whose header names no clusters (written before they were recorded) is
+    pruned only when `unrecorded(name)` is False (see `_unrecorded`)."""
     proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
     if proof == OLDER:
         older.append(name)
     if proof != OURS:
         return None
     publication = dashboard_publication(body)
-    if published_elsewhere(publication, clusters) or (publication is None and others):
+    if published_elsewhere(publication, clusters):
         if elsewhere is not None:
             elsewhere.append(name)
+        return None
+    if publication is None and unrecorded is not None and unrecorded(name):
         return None
     return Change("cloudwatch", "dashboard", name, DELETE, region=region, live={"body": body},
                   details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
@@ -204,20 +208,46 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     mine = lineage(clusters, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
                               and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
-    # A dashboard of this project whose header names no clusters (written before they were recorded) is
-    # pruned only while no dashboard of the project shows other settings publishing into the account.
     others = any(read_cloudwatch_stamp(body, name, project) == OURS
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
-    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, others)
+    kept: list[str] = []
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept)
+    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded)
            for name, body in zip(retired, bodies)]
     if elsewhere:
         cloudwatch.note(_elsewhere_note("dashboard", sorted(elsewhere), project))
+    if kept:
+        cloudwatch.note(_unrecorded_note("dashboard", sorted(kept), project,
+                                         "aws cloudwatch delete-dashboards --dashboard-names NAME"))
     if older:
         cloudwatch.note(_older_note("dashboard", sorted(older), project,
                                     "if one is this project's, delete it by hand (aws cloudwatch delete-dashboards "
                                     "--dashboard-names NAME)"))
     return changes + [change for change in old if change is not None]
+
+
+def _unrecorded(prefix: str, mine: frozenset[str], others: bool, elsewhere: list[str],
+                kept: list[str]) -> Callable[[str], bool]:
+    """Whether an object of this project no longer defined that records no clusters (written before gpudash
+    recorded them) must stay: pruned only on evidence it is these settings', its name in the form gpudash
+    gives a cluster of their lineage `mine`, and while no object of the project seen (`others`) shows
+    another file publishing; one kept goes to `elsewhere` (while others publish) or `kept`."""
+    def stays(name: str) -> bool:
+        if others:
+            elsewhere.append(name)
+        elif not names_cluster(prefix, name, mine):
+            kept.append(name)
+        else:
+            return False
+        return True
+    return stays
+
+
+def _unrecorded_note(kind: str, names: list[str], project: str, delete: str) -> str:
+    return (f"{len(names)} {kind}(s) of project {project!r} not defined here record no clusters (written by an "
+            f"older gpudash) and are named for none of these settings' clusters ({_shown(names)}): --prune leaves "
+            f"them, since they may be another settings file's; if one is this file's, delete it by hand ({delete})")
 
 
 def _shown(names: list[str]) -> str:
@@ -268,25 +298,31 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     older, elsewhere = [], []
     mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests if name in tags
                               and alarm_project(tags[name]) == project and marks_intact(tags[name]) is not False])
-    # An alarm of this project with no clusters tag (written before it existed, or a person removed it)
-    # is pruned only while no alarm of the project shows other settings publishing into this Region.
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
                  for name, t in tags.items() if name not in requests)
+    kept: list[str] = []
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept)
     for name, alarm in sorted(live.items()):
         if name in requests or not project or not alarm_owned(tags.get(name, [])):
             continue
         named = alarm_project(tags[name])
         publication = alarm_publication(tags[name])
+        # No clusters recorded: judged by `unrecorded` while others publish, or when its evidence is older than
+        # the marks' hash (an alarm gpudash wrote with no project, adopted as the note says, is not).
+        unknown = publication is None and (others or marks_intact(tags[name]) is None)
         if named == project and marks_intact(tags[name]) is False and not published_elsewhere(publication, mine):
             changes.append(_plan_retired(name, region, alarm, tags[name]))  # refused: its marks were rewritten
-        elif named == project and (published_elsewhere(publication, mine) or (publication is None and others)):
+        elif named == project and published_elsewhere(publication, mine):
             elsewhere.append(name)
-        elif named == project:
+        elif named == project and not (unknown and unrecorded(name)):
             changes.append(_plan_retired(name, region, alarm, tags[name]))
         elif named is None:
             older.append(name)
     if elsewhere:
         cloudwatch.note(_elsewhere_note("alarm", elsewhere, project))
+    if kept:
+        cloudwatch.note(_unrecorded_note("alarm", kept, project,
+                                         f"aws cloudwatch delete-alarms --region {region} --alarm-names NAME"))
     if older:
         cloudwatch.note(_older_note("alarm", older, project, "to let --prune delete one that is this project's, tag "
                                     f"it: aws cloudwatch tag-resource --region {region} --resource-arn ARN --tags "
@@ -458,8 +494,11 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     try:
         alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
     except RemoteError as exc:
+        if isinstance(exc, DeadlineExceeded) and exc.stopped is None:
+            exc.stopped = exc.what  # the write was answered: it may have happened, never "not attempted"
         exc.what = (f"CloudWatch answered PutMetricAlarm, but the alarm could not be read back to show the write "
-                    f"took effect ({exc.what}); not reported written{left}")
+                    f"took effect, which it may have ({exc.what.removesuffix('; not attempted')}); not reported "
+                    f"written{left}")
         exc.where, exc.hint = what, exc.hint or hint
         raise
     if alarm is None:

@@ -264,9 +264,10 @@ def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_f
     assert name in _paged_alarms(client) and name not in report["written"]
 
 
-def _published_by(client, name, clusters):
-    """Rewrite the dashboard `name` as gpudash writes it for project test from settings listing `clusters`;
-    None: as a gpudash that recorded no clusters wrote it (a stamp of this name and project, no clusters line)."""
+def _published_by(client, name, clusters, as_name=None):
+    """Rewrite the dashboard `name` (or write it as `as_name`) as gpudash writes it for project test from settings
+    listing `clusters`; None: as a gpudash that recorded no clusters wrote it (a stamp of this name and project,
+    no clusters line)."""
     from generator.ownership import stamp_cloudwatch_body, unstamped_cloudwatch_body, with_publication
 
     body = unstamped_cloudwatch_body(json.loads(client.get_dashboard(DashboardName=name)["DashboardBody"]))
@@ -274,6 +275,7 @@ def _published_by(client, name, clusters):
     header["markdown"] = re.sub(r"\n\n`gpudash clusters: [^`]*`", "", header["markdown"])
     if clusters is not None:
         body = with_publication(body, clusters)
+    name = as_name or name
     client.put_dashboard(DashboardName=name, DashboardBody=json.dumps(stamp_cloudwatch_body(body, name, "test")))
 
 
@@ -323,3 +325,37 @@ def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(a
     assert code == 0 and report["written"] == [widened], stderr
     tags = client.list_tags_for_resource(ResourceARN=alarms(client)[widened]["AlarmArn"])["Tags"]
     assert {"Key": "gpudash:clusters", "Value": "gpu-cluster"} in tags
+
+
+def _written_before_marks(client, name, clusters):
+    """An alarm as a gpudash that recorded `clusters` (None: none) but no hash of its marks left it."""
+    arn = alarms(client)[name]["AlarmArn"]
+    tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=arn)["Tags"]}
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": "gpudash:sha256", "Value": tags["gpudash:sha256"].split("/")[0]}]
+                        + ([{"Key": "gpudash:clusters", "Value": clusters}] if clusters else []))
+    if clusters is None:
+        client.untag_resource(ResourceARN=arn, TagKeys=["gpudash:clusters"])
+
+
+def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluster_of_these_settings(
+        aws, published, tmp_path):
+    """File B (other) was published only by gpudash versions that recorded no clusters, so none of its
+    dashboards and alarms shows another file: A's prune still leaves them (named for no cluster of A's), and
+    says how to delete one by hand; A's own retired dashboard of that age (named for A's cluster) is pruned."""
+    client, apply = aws
+    published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
+    for name in _dashboards(client):
+        _published_by(client, name, ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else None)
+    for name in alarms(client):
+        _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None)
+    retired = "gpudash-gpu-cluster-old-view"
+    _published_by(client, "gpudash-gpu-cluster-health", None, as_name=retired)
+    before = (_dashboards(client), _all_alarms(client))
+    code, report, stderr = apply("--prune", "--max-prune-share", "60")  # (B's would be 4 of 7 dashboards)
+    assert code == 0, stderr
+    assert (_dashboards(client), _all_alarms(client)) == ([n for n in before[0] if n != retired], before[1])
+    assert retired in report["written"] and not [n for n in report["written"] if n.startswith("gpudash-other-")]
+    assert "3 dashboard(s) of project 'test' not defined here record no clusters" in stderr
+    others = [n for n in before[1] if n.startswith("gpudash-other-")]
+    assert others and f"{len(others)} alarm(s) of project 'test' not defined here record no clusters" in stderr
+    assert "delete-dashboards --dashboard-names NAME" in stderr and "delete-alarms --region us-east-1" in stderr

@@ -57,7 +57,7 @@ def test_an_alarm_create_not_made_and_interrupted_is_not_reported_written(proxie
     live = alarms(client)
     assert NAME not in live and NAME not in report["written"]
     error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
-    assert "could not be read back to show the write took effect" in error, error
+    assert "could not be read back to show the write took effect" in error and "not attempted" not in error, error
     assert not [name for name in report["written"] if name.endswith(("-warning", "-critical")) and name not in live]
 
 
