@@ -17,7 +17,7 @@ from generator.artifacts import build, grafana_dashboards
 from generator.output import artifacts_record, encode, write, write_files
 from generator.preview.site import visual_panels
 from generator.project import load_project
-from tests.support.browser import distinct_rows, open_page
+from tests.support.browser import Browser, distinct_rows
 from tests.support.prometheus_server import binary
 
 # One screenshot per default dashboard is kept here after the run (outside the repository).
@@ -65,6 +65,13 @@ def panels_of(html: str) -> list[dict]:
 def drawn(panel: dict) -> bool:
     """A chart, a stat value or a table of values: what a panel with data shows."""
     return bool(panel["svg"] or {"stat-value", "data"} & panel["classes"])
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module's pages."""
+    with Browser() as chromium:
+        yield chromium
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +132,13 @@ def test_the_page_names_its_prometheus_and_range(sample_site):
     assert not re.search(r'(src|href)="[a-z]+:', html)
 
 
-def test_chromium_draws_every_page(sample_site):
+def test_chromium_draws_every_page(sample_site, browser):
     out, summary = sample_site
     ARTIFACTS.mkdir(exist_ok=True)
     pages = summary["dashboards"]
-    with ThreadPoolExecutor(len(pages)) as pool:  # one Chromium per page, side by side
-        doms = list(pool.map(lambda page: open_page(out / page["file"], ARTIFACTS / f"{page['uid']}.png"), pages))
+    with ThreadPoolExecutor(len(pages)) as pool:  # each page in its own tab, side by side
+        doms = list(pool.map(lambda page: browser.open_page(out / page["file"], ARTIFACTS / f"{page['uid']}.png"),
+                             pages))
     for page, dom in zip(pages, doms):
         shot = ARTIFACTS / f"{page['uid']}.png"
         panels = panels_of(dom)
@@ -140,7 +148,7 @@ def test_chromium_draws_every_page(sample_site):
         assert distinct_rows(shot) > 200, f"{shot} looks blank"
 
 
-def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_shows_it(tmp_path, cli):
+def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_shows_it(tmp_path, cli, browser):
     binary("prometheus")
     artifacts = build(load_project())
     files = encode(artifacts)
@@ -162,7 +170,7 @@ def test_a_failing_query_shows_on_its_panel_and_the_others_still_draw_and_diff_s
     assert drawn(diff[0]) and "error" not in diff[0]["classes"] and "error" in diff[1]["classes"]
     page = next(p for p in json.loads(stdout)["dashboards"] if p["uid"] == "gpudash-health")
     assert page["failed"] == 1
-    dom = open_page(tmp_path / "site" / page["file"], tmp_path / "health.png")
+    dom = browser.open_page(tmp_path / "site" / page["file"], tmp_path / "health.png")
     panels = panels_of(dom)
     assert len(panels) == len(visual_panels(model))
     failing = [p for p in panels if "error" in p["classes"]]
