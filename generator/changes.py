@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 CREATE, UPDATE, UNCHANGED, DELETE = "create", "update", "unchanged", "delete"
@@ -25,9 +26,8 @@ class Change:
         return self.action in (DRIFT, FOREIGN) or (self.action == DELETE and self.edited)
 
     def as_dict(self) -> dict:
-        data = asdict(self)
-        data.pop("live")
-        return data
+        # `live` (the whole object the plan read) is left out before copying, not copied and then dropped
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "live"}
 
 
 DONE, FAILED, REFUSED, SKIPPED, WOULD_WRITE = "done", "failed", "refused", "skipped", "would write"
