@@ -11,6 +11,7 @@ read the per-GPU set, which every GPU publishes whether a pod holds it or not.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -144,10 +145,16 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
     if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
         properties["setPeriodToTimeRange"] = True
+    elif _now_value(panel, query, catalog, plan_):
+        # A total or count now: the latest whole minute the console draws. The widget's period is the shortest
+        # CloudWatch keeps for these metrics (a minute, or whole scrape intervals), its own range a few of them;
+        # with live data off (no generated widget turns it on) the console draws a period a minute after it
+        # ended, so the period still filling (at its start + 10 s it holds the GPUs scraped in those 10 s) is
+        # never the value. A GPU that stopped reporting before that minute is not in it.
+        properties["period"] = now_period(settings)
+        properties["start"] = _relative(NOW_PERIODS * now_period(settings))
     elif panel.kind in SINGLE_VALUE_KINDS and not catalog.get(query.metric).is_counter:
-        # A total or count now: the widget's own range is the last period, ending now, and is its one period.
-        # The latest period on the dashboard's grid is still filling (at its start + 10 s it holds the GPUs
-        # scraped in those 10 s); the last `period` seconds hold every GPU that reported in them.
+        # A table of pods now: its own range is the last period ending now, as one period (every pod seen in it).
         properties["start"] = _relative(settings.cloudwatch.period)
         properties["setPeriodToTimeRange"] = True
     elif query.as_increase and _whole_range(query, catalog, plan_):
@@ -157,6 +164,29 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["setPeriodToTimeRange"] = True
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
                          plan_.namespace or settings.cloudwatch.namespace)
+
+
+NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
+
+
+def now_period(settings: Settings) -> int:
+    """The period of a value that means now: a minute (EMF metrics are stored at one-minute resolution), or the
+    least multiple of a minute that holds a whole number of scrapes (every GPU reports in it)."""
+    return math.lcm(60, settings.scrape.seconds) if settings.scrape.seconds else 60
+
+
+def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
+    """A single value that is a total or count of a gauge now ("GPUs reporting", "Total power draw")."""
+    return (panel.kind in ("stat", "gauge", "bargauge") and not catalog.get(query.metric).is_counter
+            and not _whole_range(query, catalog, plan_))
+
+
+def now_note(settings: Settings) -> str:
+    """What a now value shows on CloudWatch, said in its dashboard's header."""
+    period = now_period(settings)
+    return (f"the latest whole period of {period} s that ended at least a minute ago (the console draws a period a "
+            f"minute after it ends, live data off): a GPU that stopped or started reporting within the last "
+            f"{(60 + 2 * period) // 60} minutes may be counted as it was then")
 
 
 def _relative(seconds: int) -> str:
@@ -258,6 +288,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
+    notes += [(panel.title, now_note(settings)) for panel in shown.panels()
+              if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows)
 

@@ -1,11 +1,13 @@
 """Single values that mean "now" and increases over the selected range show what their titles say on CloudWatch.
 
-"GPUs reporting" and "Total power draw" read the last period ending now (the widget's own range, one period):
-the latest period on the dashboard's grid is still filling, and at its start + 10 s it held only the GPUs
-scraped in those 10 s (4 of 6, 520 of 940 W). The fleet's nodes are scraped 20 s apart, as Prometheus spreads
-targets over the interval. "Rows remapped" is the increase per GPU over the selected range, as on Grafana
-(increase over $__range), not per period: one bar per GPU. Each is checked against the fleet's readings, through
-the model of the agent driven by the generated config, at several moments within a period.
+"GPUs reporting" and "Total power draw" show the latest whole minute the console draws (live data off: a period
+a minute after it ended), never the period still filling: at its start + 10 s the latest period held only the
+GPUs scraped in those 10 s (4 of 6, 520 of 940 W). The fleet's nodes are scraped 20 s apart, as Prometheus
+spreads targets over the interval. A node that stopped before that minute is not counted (a spot node replaced
+by one of the same size: reading the last 5 minutes as one period counted both, 17 GPUs for 9), on both agent
+pipelines. "Rows remapped" is the increase per GPU over the selected range, as on Grafana (increase over
+$__range), not per period: one bar per GPU. Each is checked against the fleet's readings, through the model of
+the agent driven by the generated config, at several moments within a minute.
 """
 
 from __future__ import annotations
@@ -45,18 +47,59 @@ def _scraped(gpu: F.Gpu, k: int) -> float:
     return k * F.STEP + (LATE if gpu.node == LATE_NODE else 0)
 
 
+def _latest(properties: dict, points, now: float) -> float:
+    """The number a singleValue widget shows: its latest drawn data point."""
+    (series,) = cloudwatch_eval.widget(properties, points, now - 6 * 3600, now, now=now).values()
+    return series[max(series)]
+
+
+def _drawn_minute(now: float) -> tuple[float, float]:
+    """The minute the widget shows at `now` (its own range ends now; a period is drawn a minute after its end)."""
+    end = now - cloudwatch_eval.LIVE_DATA_SECONDS
+    return end - 60, end
+
+
 @pytest.mark.parametrize("now", [2100 + 10, 2100 + 25, 2100 + 150, 2100 + 290])
 def test_now_values_hold_every_gpu_at_any_moment_of_a_period(built, now):
     files, points = built
     widgets = _widgets(files, "overview")
-    (reporting,) = cloudwatch_eval.widget(widgets["GPUs reporting"], points, now - 6 * 3600, now).values()
-    assert list(reporting.values()) == [len(F.FLEET)], now
-    # Each GPU's mean over the last 5 minutes, added up
+    assert widgets["GPUs reporting"]["period"] == 60 and "setPeriodToTimeRange" not in widgets["GPUs reporting"]
+    assert _latest(widgets["GPUs reporting"], points, now) == len(F.FLEET), now
+    # Each GPU's mean over the minute drawn, added up
+    first, last = _drawn_minute(now)
     truth = sum(mean(F.value("DCGM_FI_DEV_POWER_USAGE", gpu, k, "gauge") for k in range(91)
-                     if now - PERIOD <= _scraped(gpu, k) < now) for gpu in F.FLEET)
-    (power,) = cloudwatch_eval.widget(widgets["Total power draw"], points, now - 6 * 3600, now).values()
-    assert list(power.values()) == [pytest.approx(truth)], now
+                     if first <= _scraped(gpu, k) < last) for gpu in F.FLEET)
+    assert _latest(widgets["Total power draw"], points, now) == pytest.approx(truth), now
     assert 900 < truth < 1000
+
+
+def _replaced_node_payload(node: str, gpus: int) -> str:
+    lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", "# TYPE DCGM_FI_DEV_POWER_USAGE gauge"]
+    for i in range(gpus):
+        labels = f'gpu="{i}",UUID="GPU-{node}-{i}",device="nvidia{i}",modelName="NVIDIA H100",Hostname="{node}"'
+        lines += [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60", f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {300 + i}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_node_replaced_minutes_ago_is_counted_as_the_fleet_is_now(tmp_path, pipeline):
+    """A 1-GPU node; an 8-GPU node whose exporter stopped 3 minutes ago; its 8-GPU replacement serving for 2."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    end = 3600
+    fleet = {"ip-10-0-9-9": (1, 0, end), "ip-10-0-1-1": (8, 0, end - 180), "ip-10-0-1-2": (8, end - 120, end)}
+    scrapes = [Scrape(float(t), _replaced_node_payload(node, gpus), F.target_labels(job, node))
+               for node, (gpus, first, last) in fleet.items() for t in range(first, last, F.STEP)]
+    points = Agent(config, job).run(scrapes)
+    widgets = _widgets(files, "overview")
+    for now in (end, end + 10, end + 25):
+        first, last = _drawn_minute(now)
+        serving = [(node, gpus) for node, (gpus, since, until) in fleet.items()
+                   if any(first <= t < last for t in range(since, until, F.STEP))]
+        assert _latest(widgets["GPUs reporting"], points, now) == sum(g for _, g in serving) == 9, now
+        assert _latest(widgets["Total power draw"], points, now) == sum(300 + i for _, g in serving
+                                                                       for i in range(g)) == 300 + 2428, now
 
 
 def test_the_dashboards_grid_period_alone_misses_the_gpus_not_yet_scraped(built):
