@@ -527,6 +527,10 @@ def _classic(subject: LintInput) -> bool:
     return any(agent is not None and agent.otel is None for agent in map(subject.agent, subject.clusters()))
 
 
+FAILED_SCRAPE = ("a failed scrape, or a scrape that leaves a series out, loses the counter's increase across it: "
+                 "the scrape loop marks each series of the scrape before stale and the agent's JSON path then "
+                 "forgets the previous reading, so the next reading is only a new baseline (awsemf on "
+                 "agent.pipeline: otel keeps it)")
 SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times its increase of {}: the agent's "
                   "JSON path (agent.pipeline: classic) publishes each pod's copy of the GPU's counter under the "
                   "per-GPU dimensions and no statistic of the query undoes that (a device counter, which every "
@@ -535,7 +539,7 @@ SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times 
                   "1.300066.0 or later) merges the pods' copies, and a device counter's over a GPU's MIG "
                   "instances, into one series per GPU before they are published"
                   f"; and on agent.pipeline: classic {COPY_CHANGE} (the agent computes each delta per series, "
-                  "pods included, before the declarations choose the dimensions)")
+                  "pods included, before the declarations choose the dimensions); " + FAILED_SCRAPE)
 
 
 def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
@@ -576,7 +580,8 @@ COPY_CHANGE_ALARM = ("on agent.pipeline: classic this alarm does not see every i
                      "each delta per series, pods included, before the declarations choose the dimensions, so no "
                      "dimension set without a pod holds it either), so an increase made when a job lands on a GPU, "
                      "leaves it, or hands it to the next is missed at any threshold; agent.pipeline: otel (agent "
-                     "1.300066.0 or later) merges a GPU's copies into one series before the deltas are taken")
+                     "1.300066.0 or later) merges a GPU's copies into one series before the deltas are taken; "
+                     "and " + FAILED_SCRAPE + ", so an increase first seen after a failed scrape is missed too")
 
 
 def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
@@ -754,7 +759,7 @@ RULES = (
     Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", alarm_mixed_shares),
     Rule("AL015", "alarms summing a counter per GPU miss, on agent.pipeline: classic, the increase between two scrapes "
-                  "no one series of the GPU spans (a note per alarm)", alarm_copy_changes),
+                  "no one series of the GPU spans and across a failed scrape (a note per alarm)", alarm_copy_changes),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

@@ -15,6 +15,12 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
   delta_calculator.go) keys its cache by getUniqMetricKey, the metric's name and every label after
   relabelling, and runs before the EMF declarations choose the dimensions, so each pod's copy of a
   GPU's counter has deltas of its own whatever dimension set publishes it;
+* the agent scrapes with Prometheus's scrape loop, which appends a staleness marker (StaleNaN) for each
+  series of the target's previous scrape that this one lacks, and treats a failed scrape (a payload of "")
+  as an empty one, so it marks every series; the agent's metricAppender passes the marker on and its
+  delta calculator, finding no valid value, forgets the counter's previous value (delta_calculator.go
+  `dc.preDataPoints.Delete`): the next reading of the series is only a new baseline, and the increase
+  across the failed scrape, or across the scrapes the series was left out of, is published nowhere;
 * `ClusterName` is the config's `cluster_name`;
 * a declaration applies when its `label_matcher` regex is found (unanchored) in the values
   of `source_labels` joined by ';' and a `metric_selectors` regex is found in the name;
@@ -230,6 +236,7 @@ class JsonAgent(Pipeline):
         self._previous: dict[tuple, float] = {}
         self._sets: dict[tuple, list[tuple[str, ...]]] = {}
         self._known_series: dict[tuple, tuple | None] = {}
+        self._last_series: dict[tuple, dict[tuple, str]] = {}  # each target's series at its last scrape, their kind
 
     def _dimension_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         key = (name, tuple(sorted(labels)), tuple(labels.get(l, "") for d in self.declarations
@@ -252,7 +259,9 @@ class JsonAgent(Pipeline):
         return sets
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
+        """One scrape of one target; a payload of "" is a failed scrape."""
         result = []
+        seen: dict[tuple, str] = {}
         for name, kind, sample_labels, value in exposition(scrape.payload):
             if kind not in ("gauge", "counter", "summary") or name == "up" or name.startswith("scrape_"):
                 continue
@@ -260,6 +269,7 @@ class JsonAgent(Pipeline):
             if series is None:
                 continue  # the scrape job's metric_relabel_configs
             name, key, dimensions = series
+            seen[key] = kind
             if math.isnan(value) or math.isinf(value):
                 if kind == "counter":  # the agent forgets the series' previous value: the next gives nothing
                     self._previous.pop(key, None)
@@ -271,7 +281,17 @@ class JsonAgent(Pipeline):
                     continue
                 value = value - previous if value >= previous else value  # a reset starts over
             result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
+        self._mark_stale(scrape, seen)
         return result
+
+    def _mark_stale(self, scrape: Scrape, seen: dict[tuple, str]) -> None:
+        """The staleness markers the scrape loop appends after the scrape's samples, for each series of the target's
+        previous scrape that this one lacks (all of them when it failed): a counter's previous value is forgotten."""
+        target = tuple(sorted(scrape.target_labels.items()))
+        for key, kind in self._last_series.get(target, {}).items():
+            if key not in seen and kind == "counter":
+                self._previous.pop(key, None)
+        self._last_series[target] = seen
 
     def _series(self, name: str, sample_labels: dict[str, str], target_labels: dict[str, str]):
         """What the agent makes of one series whatever its value: None when the job's metric_relabel_configs

@@ -120,10 +120,17 @@ def arrived(node: str, interval: int) -> tuple[int, ...]:
     return tuple(t for t in times(interval) if t not in lost)
 
 
-def growth(metric: str, gpu: tuple[str, int], interval: int, start: int, period: int) -> float | None:
+def growth(metric: str, gpu: tuple[str, int], interval: int, start: int, period: int,
+           pipeline: str = "otel") -> float | None:
     """The counter's growth between the reading before the period (or the GPU's first) and the period's last
-    reading; None when the GPU has no reading in the period after its first."""
+    reading; None when the GPU has no reading in the period after its first. On agent.pipeline: classic a
+    failed scrape's staleness markers make the agent forget the previous reading, so the growth across a failed
+    scrape is in no delta: only the readings whose scrape before answered count (None when none does)."""
     read = [t for t in arrived(gpu[0], interval) if t >= JOINS.get(gpu, START - interval)]
+    if pipeline == "classic":
+        steps = [(before, t) for before, t in zip(read, read[1:])
+                 if start <= t < start + period and t - before == interval]
+        return float(sum(work(metric, gpu, t) - work(metric, gpu, before) for before, t in steps)) if steps else None
     inside = [t for t in read[1:] if start <= t < start + period]
     if not inside:
         return None
@@ -137,7 +144,7 @@ def truth(title: str, interval: int, period: int, energy_scale: float,
     lines: dict[str, dict[int, float]] = {}
     instance = " MIG none" if pipeline == "classic" else ""  # classic: per GPU instance, a whole GPU is one
     for start in range(START, END, period):
-        replays = {g[:2]: growth(REPLAYS, g[:2], interval, start, period) for g in GPUS}
+        replays = {g[:2]: growth(REPLAYS, g[:2], interval, start, period, pipeline) for g in GPUS}
         replays = {g: v for g, v in replays.items() if v is not None}
         values: dict[str, float] = {}
         if title == "Replay rate per GPU":
@@ -146,7 +153,7 @@ def truth(title: str, interval: int, period: int, energy_scale: float,
             values = {f"{n} GPU {i}{instance}": v for (n, i), v in replays.items()}
         elif title == "Energy use rate by pod":
             for node, index, pod in GPUS:
-                energy = growth(ENERGY, (node, index), interval, start, period)
+                energy = growth(ENERGY, (node, index), interval, start, period, pipeline)
                 if pod and energy is not None:
                     key = f"Pod {pod[0]}/{pod[1]}"
                     values[key] = values.get(key, 0.0) + energy / period * energy_scale
@@ -175,8 +182,10 @@ def _built(tmp_path_factory, pipeline: str, interval: int, period: int = 300):
         project = load_project(folder / "gpudash.yaml")
         files = encode(build(project))
         config, job = agent_config(files[AGENT_FILE])
-        scrapes = [Scrape(float(t), payload(node, t, interval), target_labels(job, node))
-                   for node in ("ip-10-0-1-1", "ip-10-0-1-2") for t in arrived(node, interval)]
+        # a scrape that never arrives is a failed one: the agent's scrape loop runs at every interval
+        scrapes = [Scrape(float(t), payload(node, t, interval) if t in arrived(node, interval) else "",
+                          target_labels(job, node))
+                   for node in ("ip-10-0-1-1", "ip-10-0-1-2") for t in times(interval)]
         _BUILDS[key] = project, files, Agent(config, job).run(scrapes)
     return _BUILDS[key]
 
@@ -239,3 +248,37 @@ def test_the_cases_are_messy():
                  if any(s <= t < s + period - interval for t in missed(interval)["ip-10-0-1-1"]))
     inside = [t for t in arrived("ip-10-0-1-1", interval) if start <= t < start + period]
     assert len(inside) < period // interval
+
+
+ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+
+
+def _rows_payload(k: int) -> str:
+    """One GPU whose one row is remapped between scrape 19 and scrape 21; scrape 20 fails."""
+    labels = 'gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA A100",Hostname="ip-10-0-1-1"'
+    return f"# TYPE {ROWS} counter\n{ROWS}{{{labels}}} {int(k > 20)}\n" if k != 20 else ""
+
+
+@pytest.mark.parametrize("pipeline", sorted(PIPELINES))
+def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on_classic(tmp_path, pipeline):
+    """A failed scrape: the scrape loop marks the series stale. awsemf (otel) keeps the previous reading, so the
+    next delta holds the remap and the alarm fires, as its Prometheus rule does over the same readings; the JSON
+    path (classic) forgets it, so the remap is in no delta: the alarm stays OK, and lint says so on the alarm."""
+    from generator.lint.runner import lint_project
+
+    (tmp_path / "gpudash.yaml").write_text(PIPELINES[pipeline])
+    project = load_project(tmp_path / "gpudash.yaml")
+    files = encode(build(project))
+    config, job = agent_config(files[AGENT_FILE])
+    target = target_labels(job, "ip-10-0-1-1")
+    datapoints = Agent(config, job).run([Scrape(float(k * 30), _rows_payload(k), target) for k in range(40)])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": "uncorrectable-rows"} in a["Request"]["Tags"]]
+    states = set(cloudwatch_eval.alarm(request, datapoints, 900).values())
+    notes = [f.message for f in lint_project(project) if f.rule == "AL015" and "uncorrectable-rows" in f.where]
+    if pipeline == "otel":
+        assert states == {"ALARM"} and not notes
+    else:
+        assert states == {"OK"}
+        (note,) = notes
+        assert "a failed scrape" in note and "an increase first seen after a failed scrape is missed" in note
