@@ -253,14 +253,19 @@ def test_the_cases_are_messy():
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 
 
-def _rows_payload(k: int) -> str:
-    """One GPU whose one row is remapped between scrape 19 and scrape 21; scrape 20 fails."""
+def _rows_payload(k: int, gap: str) -> str:
+    """One GPU whose one row is remapped between scrape 19 and scrape 21; scrape 20 fails, or answers without the
+    counter (an exporter leaving out a reading it cannot make)."""
     labels = 'gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA A100",Hostname="ip-10-0-1-1"'
-    return f"# TYPE {ROWS} counter\n{ROWS}{{{labels}}} {int(k > 20)}\n" if k != 20 else ""
+    temperature = f"# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n"
+    if k == 20:
+        return "" if gap == "failed" else temperature
+    return f"{temperature}# TYPE {ROWS} counter\n{ROWS}{{{labels}}} {int(k > 20)}\n"
 
 
+@pytest.mark.parametrize("gap", ["failed", "left out"])
 @pytest.mark.parametrize("pipeline", sorted(PIPELINES))
-def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on_classic(tmp_path, pipeline):
+def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on_classic(tmp_path, pipeline, gap):
     """A failed scrape: the scrape loop marks the series stale. awsemf (otel) keeps the previous reading, so the
     next delta holds the remap and the alarm fires, as its Prometheus rule does over the same readings; the JSON
     path (classic) forgets it, so the remap is in no delta: the alarm stays OK, and lint says so on the alarm."""
@@ -271,7 +276,7 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
     files = encode(build(project))
     config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, "ip-10-0-1-1")
-    datapoints = Agent(config, job).run([Scrape(float(k * 30), _rows_payload(k), target) for k in range(40)])
+    datapoints = Agent(config, job).run([Scrape(float(k * 30), _rows_payload(k, gap), target) for k in range(40)])
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                   if {"Key": "gpudash:rule", "Value": "uncorrectable-rows"} in a["Request"]["Tags"]]
     states = set(cloudwatch_eval.alarm(request, datapoints, 900).values())
