@@ -29,6 +29,7 @@ from .alarms import alarm_forms, alarm_plan
 VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "bargauge": "bar",
          "table": "table", "heatmap": "timeSeries"}
 SINGLE_VALUE_KINDS = ("stat", "gauge", "bargauge", "table")
+NOW_VALUE_KINDS = tuple(kind for kind in SINGLE_VALUE_KINDS if kind != "table")  # one value each, not a row per pod
 HEADER_HEIGHT = 2
 PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
@@ -177,7 +178,7 @@ def now_period(settings: Settings) -> int:
 
 def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
     """A single value that is a total or count of a gauge now ("GPUs reporting", "Total power draw")."""
-    return (panel.kind in ("stat", "gauge", "bargauge") and not catalog.get(query.metric).is_counter
+    return (panel.kind in NOW_VALUE_KINDS and not catalog.get(query.metric).is_counter
             and not _whole_range(query, catalog, plan_))
 
 
