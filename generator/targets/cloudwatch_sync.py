@@ -636,7 +636,8 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
-        return [(change, False, _unshown(exc, "DeleteAlarms", "the alarms")) for change in batch], []
+        unshown = _unshown(exc, "DeleteAlarms", "the alarms")  # once: it rewrites the error it is given
+        return [(change, False, unshown) for change in batch], []
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)

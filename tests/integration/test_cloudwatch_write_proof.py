@@ -132,3 +132,21 @@ def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_ha
     code, report, stderr = apply("--prune")
     assert code == 0, stderr
     assert not [name for name in [*alarms(client), *_dashboards(client)] if other_cluster(name)]
+
+
+def test_a_batch_delete_whose_read_back_fails_says_so_once_for_each_alarm(proxied, published, project_dir):
+    """DeleteAlarms of several alarms reaches CloudWatch (which deletes them), then every read-back answers 500:
+    each alarm's error says once that the delete may have happened (the error is not rewritten per alarm)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    fresh(proxy)
+    broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
+    proxy.inject(fault("DeleteAlarms", "before", callback=lambda: proxy.inject(broken)))
+    code, report, stderr = apply("--prune")
+    assert code == 3 and "Traceback" not in stderr, stderr
+    sent = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and other_cluster(c["name"])]
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert len(sent) > 1 and not set(alarms(client)) & set(sent)  # CloudWatch deleted them
+    for name in sent:
+        assert errors[name].count("CloudWatch answered DeleteAlarms") == 1, errors[name]
+        assert "may have happened" in errors[name] and "not attempted" not in errors[name], errors[name]
