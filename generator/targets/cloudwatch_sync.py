@@ -124,9 +124,7 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
-        expected = keeping_marks(request, tags) if marks_intact(tags) else request
-        missing_tags = [t for t in alarm_tags(expected, reported)  # (a new list of clusters alone rewrites nothing)
-                        if t not in tags and not same_publication_kind(t, tags)]
+        missing_tags = _evidence_to_restore(request, tags, reported)
         if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
     elif as_written:
@@ -473,7 +471,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE)
-    missing = [t for t in alarm_tags(request, reported) if t not in tags]
+    missing = _evidence_to_restore(request, tags, reported) if live.get("as_generated") else [
+        t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
     return True
@@ -525,6 +524,14 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
     return outcomes
 
 
+def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], reported: str | None
+                         ) -> list[dict[str, str]]:
+    """The tags an alarm as generated lacks (plan and apply alike): its evidence, and its own tags, but not a new
+    list of clusters alone (the marks it carries are kept, and the evidence hashes those)."""
+    expected = request if marks_intact(tags) is False else keeping_marks(request, tags)  # evidence of no marks too
+    return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)]
+
+
 def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None) -> str | None:
     """Why the alarm must not be written or deleted now that its tags read `tags`; "" when an update of
     its tags alone is already done (another publisher); None when they are as the plan read them."""
@@ -532,8 +539,8 @@ def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, An
     before = live.get("tags") or []
     if sorted(map(_tag_pair, before)) == sorted(map(_tag_pair, tags)):
         return None
-    if request is not None and live.get("as_generated") and alarm_owned(tags) and not [
-            t for t in alarm_tags(request, live.get("hash")) if t not in tags]:
+    if request is not None and live.get("as_generated") and alarm_owned(tags) and not _evidence_to_restore(
+            request, tags, live.get("hash")):
         return ""
     if alarm_owned(before) and not alarm_owned(tags):
         return f"its {ALARM_OWNER_TEXT} tag was removed or changed by someone else since the plan"

@@ -150,3 +150,26 @@ def test_a_batch_delete_whose_read_back_fails_says_so_once_for_each_alarm(proxie
     for name in sent:
         assert errors[name].count("CloudWatch answered DeleteAlarms") == 1, errors[name]
         assert "may have happened" in errors[name] and "not attempted" not in errors[name], errors[name]
+
+
+def test_restoring_an_alarms_evidence_writes_what_the_plan_said_and_not_a_new_list_of_clusters(
+        aws, published, project_dir, cli):
+    """An alarm as generated whose evidence predates the marks' hash, planned under settings with one more
+    cluster: the plan restores its evidence alone (a new list of clusters alone rewrites nothing), and apply
+    writes that, not the new list; the next plan has nothing to write."""
+    client, apply = aws
+    published()
+    tags = _tags(client, NAME)
+    arn = client.describe_alarms(AlarmNames=[NAME])["MetricAlarms"][0]["AlarmArn"]
+    evidence = next(t["Value"] for t in tags if t["Key"] == "gpudash:sha256")
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": "gpudash:sha256", "Value": evidence.partition("/")[0]}])
+    clusters = next(t["Value"] for t in tags if t["Key"] == "gpudash:clusters")
+    config = str(project_dir(TWO_CLUSTERS))
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
+    assert code == 1 and "gpudash:clusters=" not in stdout and "gpudash:sha256=" in stdout, stdout
+    code, report, stderr = apply("--config", config)
+    assert code == 0, stderr
+    after = {t["Key"]: t["Value"] for t in _tags(client, NAME)}
+    assert after["gpudash:clusters"] == clusters and "/" in after["gpudash:sha256"], after
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
+    assert f"unchanged cloudwatch alarm {NAME} [us-east-1]" in stdout, stdout
