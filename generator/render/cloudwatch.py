@@ -154,10 +154,13 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # never the value. A GPU that stopped reporting before that minute is not in it.
         properties["period"] = now_period(settings)
         properties["start"] = _relative(NOW_PERIODS * now_period(settings))
-    elif panel.kind in SINGLE_VALUE_KINDS and not catalog.get(query.metric).is_counter:
-        # A table of pods now: its own range is the last period ending now, as one period (every pod seen in it).
-        properties["start"] = _relative(settings.cloudwatch.period)
-        properties["setPeriodToTimeRange"] = True
+    elif _now_table(panel, query, catalog):
+        # A table of pods now: a row per pod holding a GPU in the latest whole minute the console draws, as the
+        # now values. Its own range is two periods: the one drawn and the one still filling, which the console
+        # does not draw with live data off (the range's start is rounded down to the minute: always two), so the
+        # table has one column. Read as one period (the last 5 minutes), it listed a pod that left in them.
+        properties["period"] = now_period(settings)
+        properties["start"] = _relative(2 * now_period(settings))
     elif query.as_increase and _whole_range(query, catalog, plan_):
         # An increase per line over the selected range (as Grafana's increase over $__range): one bar per
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
@@ -182,11 +185,16 @@ def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> boo
             and not _whole_range(query, catalog, plan_))
 
 
-def now_note(settings: Settings) -> str:
+def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
+    """A table of the pods (or GPUs) holding a gauge now ("Pods on GPUs")."""
+    return panel.kind == "table" and not catalog.get(query.metric).is_counter
+
+
+def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
     """What a now value shows on CloudWatch, said in its dashboard's header."""
     period = now_period(settings)
     return (f"the latest whole period of {period} s that ended at least a minute ago (the console draws a period a "
-            f"minute after it ends, live data off): a GPU that stopped or started reporting within the last "
+            f"minute after it ends, live data off): {who} within the last "
             f"{(60 + 2 * period) // 60} minutes may be counted as it was then")
 
 
@@ -291,6 +299,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
+    notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
+              if _now_table(panel, panel.queries[0], catalog)]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows)
 

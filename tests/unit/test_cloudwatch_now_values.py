@@ -123,3 +123,45 @@ def test_rows_remapped_is_the_increase_over_the_selected_range(built):
         line = next(series for label, series in shown.items() if label.startswith("ip-10-0-1-1 GPU 3"))
         assert list(line.values()) == [want], (start, end)
         assert all(list(s.values()) == [0.0] for label, s in shown.items() if not label.startswith("ip-10-0-1-1 GPU 3"))
+
+
+def _pods_payload(node: str, held: dict[int, tuple[str, str] | None]) -> str:
+    lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge", "# TYPE DCGM_FI_DEV_POWER_USAGE gauge"]
+    for i, pod in held.items():
+        labels = f'gpu="{i}",UUID="GPU-{node}-{i}",device="nvidia{i}",modelName="NVIDIA H100",Hostname="{node}"'
+        if pod:
+            labels += f',namespace="{pod[0]}",pod="{pod[1]}",container="main"'
+        lines += [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60", f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {300 + i}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_pods_on_gpus_lists_the_pods_holding_gpus_in_the_minute_drawn(tmp_path, pipeline):
+    """GPU 0 handed over: ml/old held it until 3 minutes ago, ml/new from 2 minutes ago; ml/steady holds GPUs 1 and
+    2 throughout; GPU 3 is idle. The table lists the pods holding a GPU in the minute the now values show, with how
+    many GPUs each holds: not ml/old, which left before that minute (reading the last 5 minutes as one period
+    listed it beside its successor)."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    end, node = 3600, "ip-10-0-1-1"
+    steady = ("ml", "steady")
+
+    def holder(t: int) -> tuple[str, str] | None:
+        return ("ml", "old") if t < end - 180 else ("ml", "new") if t >= end - 120 else None
+
+    scrapes = [Scrape(float(t), _pods_payload(node, {0: holder(t), 1: steady, 2: steady, 3: None}),
+                      F.target_labels(job, node)) for t in range(0, end, F.STEP)]
+    points = Agent(config, job).run(scrapes)
+    table = _widgets(files, "by-pod")["Pods on GPUs"]
+    for now in (end, end + 10, end + 25, end + 55):
+        first, last = _drawn_minute(now)
+        truth: dict[str, int] = {}
+        for t in range(0, end, F.STEP):
+            if first <= t < last:
+                for pod in {holder(t), steady} - {None}:
+                    truth[f"Pod {pod[0]}/{pod[1]}"] = 2 if pod == steady else 1
+        shown = cloudwatch_eval.widget(table, points, now - 6 * 3600, now, now=now)
+        listed = {label: list(series.values()) for label, series in shown.items() if series}
+        assert listed == {label: [float(n)] for label, n in truth.items()}, now
+        assert set(truth) == {"Pod ml/new", "Pod ml/steady"}, now
