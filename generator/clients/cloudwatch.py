@@ -136,7 +136,7 @@ class CloudWatch:
             self.pacer.wait(region, api)
             retry_after = None
             try:
-                response = self.deadline.run(lambda: sent.append(True) or method(**kwargs), what)
+                response = self.deadline.run(lambda: method(**kwargs), what, on_start=lambda: sent.append(True))
                 problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
                 if problem is None:
                     return response

@@ -120,18 +120,31 @@ class Deadline:
                               hint="run again later, or raise --retry-after-max")
         return seconds
 
-    def run(self, call: Callable[[], T], what: str | None = None) -> T:
+    def run(self, call: Callable[[], T], what: str | None = None, on_start: Callable[[], None] | None = None) -> T:
         """Run `call` on a worker thread and wait at most until the deadline for it.
 
         The wait is measured when the call starts: time that passes while it runs (on this clock, which
-        another thread may advance) cannot abandon a call already under way before its full share."""
+        another thread may advance) cannot abandon a call already under way before its full share.
+
+        A call is either never started or counted as started, never both: the worker starts it only if
+        the caller has not given up on it (and the command is not stopped) by then, and marks it started
+        (`on_start`, where the caller records that its request may be sent) under the same lock the
+        caller takes to give up. So "not attempted" is only ever said of a call that will never run."""
         self.check(what)
         allowed = self.remaining()
         result: dict[str, object] = {}
         finished = threading.Event()
+        state = {"started": False, "abandoned": False}
+        lock = threading.Lock()
 
         def work() -> None:
             try:
+                with lock:
+                    if state["abandoned"] or self.remaining() <= 0:
+                        return  # given up on, or the command stopped, before it began: it never will
+                    state["started"] = True
+                    if on_start is not None:
+                        on_start()
                 result["value"] = call()
             except BaseException as exc:  # handed to the caller below
                 result["error"] = exc
@@ -140,9 +153,13 @@ class Deadline:
 
         threading.Thread(target=work, name="gpudash-remote-call", daemon=True).start()
         if not self.clock.wait(finished, allowed):
+            with lock:
+                state["abandoned"] = not state["started"]
             raise self.exceeded(what)
         if "error" in result:
             raise result["error"]  # type: ignore[misc]
+        if "value" not in result:  # the command was stopped before the call began: it was not made
+            raise self.exceeded(what)
         return result["value"]  # type: ignore[return-value]
 
 

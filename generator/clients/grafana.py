@@ -98,8 +98,11 @@ class GrafanaClient:
 
     # --- one call, retried ---------------------------------------------------------------------
 
+    def _sending(self, method: str) -> None:
+        """Counts a request that may be on its way to Grafana: the deadline let its call start."""
+        self.sent[method] = self.sent.get(method, 0) + 1
+
     def _send(self, method: str, path: str, kwargs: dict[str, Any]):
-        self.sent[method] = self.sent.get(method, 0) + 1  # on its way to Grafana (the deadline let it start)
         response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
                                         **kwargs)
         response.content  # noqa: B018 - read the whole body here, under the deadline
@@ -112,7 +115,8 @@ class GrafanaClient:
         while True:
             self.calls[method] = self.calls.get(method, 0) + 1
             try:
-                response = self.deadline.run(lambda: self._send(method, path, kwargs), what)
+                response = self.deadline.run(lambda: self._send(method, path, kwargs), what,
+                                             on_start=lambda: self._sending(method))
             except requests.exceptions.SSLError:
                 raise RemoteError(f"TLS verification failed for {self.display}", where=what,
                                   hint="give the CA bundle in REQUESTS_CA_BUNDLE, or --insecure if you accept the risk"
