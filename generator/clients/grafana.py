@@ -10,7 +10,8 @@ a bearer header and never appears in a message.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 from .. import urls
 from ..errors import GpudashError, RemoteError
@@ -108,6 +109,18 @@ class GrafanaClient:
         response.content  # noqa: B018 - read the whole body here, under the deadline
         return response
 
+    @contextlib.contextmanager
+    def _reported_if_sent(self, method: str, sent: str, unshown: str = "no answer showed it") -> Iterator[None]:
+        """A stop (a signal, the deadline) inside the block after a `method` request of it was sent says the
+        write may have happened; one before any was sent is "not attempted", as it says."""
+        before = self.sent.get(method, 0)
+        try:
+            yield
+        except DeadlineExceeded as exc:
+            if self.sent.get(method, 0) == before:
+                raise
+            raise exc.after_sending(sent, unshown) from None
+
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), **kwargs) -> Any:
         import requests
 
@@ -196,14 +209,18 @@ class GrafanaClient:
                                                        "a folder")
 
     def create_folder(self, uid: str, title: str) -> None:
-        """Create the folder; a folder already there with this uid (our lost answer) is fine."""
+        """Create the folder; a folder already there with this uid (our lost answer) is fine. Stopped (a
+        signal, the deadline) once the create was sent, it may have made the folder, and says so: the next
+        run finds the folder by its uid and puts the dashboards in it, as it would have."""
         what = f"folder {uid}"
-        created = self._request("POST", "/api/folders", what=what, allow=(409,), json={"uid": uid, "title": title})
-        if created is None:
-            if self.folder(uid) is None:
-                raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
-                                  hint="a folder with the same title may exist elsewhere: rename one of them")
-            return
+        with self._reported_if_sent("POST", "the folder's create was sent to Grafana"):
+            created = self._request("POST", "/api/folders", what=what, allow=(409,),
+                                    json={"uid": uid, "title": title})
+            if created is None:
+                if self.folder(uid) is None:
+                    raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
+                                      hint="a folder with the same title may exist elsewhere: rename one of them")
+                return
         self._shape(created, isinstance(created, dict) and created.get("uid") == uid, what,
                     f"the created folder, with uid {uid}")
 
@@ -261,13 +278,8 @@ class GrafanaClient:
         """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412)."""
         what = f"dashboard {dashboard.get('uid')}"
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
-        sent = self.sent.get("POST", 0)
-        try:
+        with self._reported_if_sent("POST", "the save was sent to Grafana"):
             saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
-        except DeadlineExceeded as exc:  # stopped (a signal, the deadline) once a save may have reached Grafana
-            if self.sent.get("POST", 0) == sent:
-                raise  # nothing was sent: not attempted, as it says
-            raise exc.after_sending("the save was sent to Grafana", "no answer showed it") from None
         # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.
         # Anything else (an error in a 200, `{}`) means the save cannot be shown to have happened.
         ok = isinstance(saved, dict) and saved.get("status") == "success" and isinstance(saved.get("uid"), str) \
@@ -280,17 +292,12 @@ class GrafanaClient:
         that says deleted while the dashboard is still there is a failure). A dashboard already gone
         (our lost answer, or someone else) is fine."""
         what = f"dashboard {uid}"
-        sent = self.sent.get("DELETE", 0)
-        try:
+        with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
             if answer is not None:
                 self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                             "the deleted dashboard's title and message")
             still = self.dashboard(uid)
-        except DeadlineExceeded as exc:  # stopped (a signal, the deadline) once the delete may be under way
-            if self.sent.get("DELETE", 0) == sent:
-                raise  # nothing was sent: not attempted, as it says
-            raise exc.after_sending("the delete was sent to Grafana")
         if still is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")

@@ -321,3 +321,30 @@ def test_a_lost_answer_to_creating_the_folder_is_not_a_conflict(grafana, proxy, 
     assert code == 1, stderr
     assert "gpudash" in report["written"] and report["failed"] == []
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_signal_after_the_folder_create_was_sent_says_it_may_have_happened_and_a_rerun_adopts_it(
+        grafana, proxy, run, desired):
+    """Grafana makes the folder, SIGTERM arrives and the connection drops before its answer: the folder is
+    reported as maybe created (never "not attempted"), nothing is put in it, and the next run finds the
+    folder by its uid, creates it no more, and publishes into it."""
+    for entry in grafana.state.dashboards.values():  # a Grafana without gpudash's folder (and its dashboards)
+        entry["folderUid"] = "team" if entry["folderUid"] == "gpudash" else entry["folderUid"]
+    grafana.state.folders.pop("gpudash")
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(r"^/api/folders$", method="POST", action="reset-after",
+                      callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = run()
+    assert code == 128 + signal.SIGTERM and "Traceback" not in stderr, stderr
+    assert "gpudash" in grafana.state.folders and report["written"] == []
+    errors = {f["name"]: f["error"] for f in report["failed"]}
+    assert "the folder's create was sent to Grafana and may have happened" in errors["gpudash"], errors
+    assert "not attempted" not in errors["gpudash"]
+    assert [w for w in grafana.writes() if w[0] == "POST"] == [("POST", "/api/folders")]
+    proxy.clear()
+    code, report, stderr = run()
+    assert code == 1, stderr  # only the edited dashboard is refused: it is in another folder now
+    assert "gpudash" not in report["written"] and len(grafana.state.folders) == 2
+    for uid in CREATED:
+        assert grafana.state.dashboards[uid]["folderUid"] == "gpudash"
+    _assert_safe(grafana, before, {EDITED: "10s"})
