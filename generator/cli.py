@@ -214,7 +214,7 @@ def _generate_command(config: str | None, csv: str | None, out: str) -> str:
 def lint(config: str | None, csv: str | None, output: str, from_dir: str | None, disable: tuple[str, ...],
          grafana_schema: str | None, cwagent_schema: str | None, list_rules: bool) -> None:
     """Check the generated artifacts: PromQL, metrics, units, datasources, layout, schema."""
-    from .lint.runner import all_rules, lint as lint_artifacts
+    from .lint.runner import all_rules, lint as lint_artifacts, read_schemas
 
     if list_rules:
         rows = [[rule.id, rule.summary] for rule in all_rules()]
@@ -230,6 +230,7 @@ def lint(config: str | None, csv: str | None, output: str, from_dir: str | None,
     if cwagent_schema and not Path(cwagent_schema).is_file():
         raise GpudashError("the CloudWatch agent schema file does not exist", where=cwagent_schema,
                            hint="point --cwagent-schema at the agent's translator/config/schema.json")
+    read_schemas(optional_path(grafana_schema), optional_path(cwagent_schema))  # bad input fails before the build
     known = {rule.id for rule in all_rules()}
     unknown = sorted({rule.upper() for rule in disable} - known)
     if unknown:

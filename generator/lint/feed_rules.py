@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from functools import cache
+from pathlib import Path
 from typing import Any, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
@@ -346,14 +348,20 @@ def label_mode(subject: LintInput) -> Iterable[Finding]:
                               f"{name!r}: every per-pod query and alert would match nothing")
 
 
+@cache
+def agent_validator(schema_file: str):
+    """The validator of the CloudWatch agent's config schema in `schema_file`, read and checked once."""
+    import jsonschema
+
+    return jsonschema.Draft4Validator(read_json_schema(
+        Path(schema_file), "the CloudWatch agent schema",
+        "point --cwagent-schema at the agent's translator/config/schema.json", jsonschema.Draft4Validator))
+
+
 def agent_schema(subject: LintInput) -> Iterable[Finding]:
     if subject.cwagent_schema is None:
         return
-    import jsonschema
-
-    validator = jsonschema.Draft4Validator(read_json_schema(
-        subject.cwagent_schema, "the CloudWatch agent schema",
-        "point --cwagent-schema at the agent's translator/config/schema.json", jsonschema.Draft4Validator))
+    validator = agent_validator(str(subject.cwagent_schema))
     for cluster in subject.clusters():
         for error in validator.iter_errors(subject.agent_config(cluster)):
             path = "/".join(str(p) for p in error.absolute_path)

@@ -160,7 +160,8 @@ def pod_legends(subject: LintInput) -> Iterable[Finding]:
 
 
 @cache
-def _validators(schema_dir: str):
+def schema_validators(schema_dir: str):
+    """The validators of the dashboard and panel schemas in Grafana's `schema_dir`, read and checked once."""
     import jsonschema
 
     def load(name: str):
@@ -189,7 +190,7 @@ def _deepest(error):
 def schema(subject: LintInput) -> Iterable[Finding]:
     if subject.grafana_schema is None:
         return
-    dashboard_validator, panel_validators = _validators(str(subject.grafana_schema))
+    dashboard_validator, panel_validators = schema_validators(str(subject.grafana_schema))
     for dashboard in subject.grafana:
         severity = "error" if dashboard.model.get("schemaVersion", 0) >= 36 else "warning"
         for error in dashboard_validator.iter_errors(dashboard.model):

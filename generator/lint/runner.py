@@ -44,6 +44,15 @@ def all_rules() -> list[Rule]:
     return [rule for rules in FAMILIES for rule in rules]
 
 
+def read_schemas(grafana_schema: Path | None, cwagent_schema: Path | None) -> None:
+    """Read and check the reference schemas lint was given before anything is built or linted: a file that is
+    not JSON or not a schema is an InputError at once (the rules then use what was read here)."""
+    if grafana_schema is not None:
+        grafana_rules.schema_validators(str(grafana_schema))
+    if cwagent_schema is not None:
+        feed_rules.agent_validator(str(cwagent_schema))
+
+
 def lint_input(project: Project, artifacts: Artifacts | None = None, grafana_schema: Path | None = None,
                cwagent_schema: Path | None = None) -> LintInput:
     """What the rules read: `artifacts` (built from the project when not given) with the project's settings

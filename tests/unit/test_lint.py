@@ -73,3 +73,28 @@ def test_disabled_rules_are_skipped_and_rules_are_listed(cli):
 def test_bad_schema_folder_is_a_usage_error(tmp_path, cli):
     code, _, stderr = cli("lint", "--grafana-schema", str(tmp_path))
     assert code == 2 and "dashboard.jsonschema.json" in stderr
+
+
+@pytest.mark.parametrize("flag, files, where", [
+    ("--cwagent-schema", {"agent.json": '{"a":\n 1,,}'}, "agent.json:2"),
+    ("--grafana-schema", {"sdk/dashboard.jsonschema.json": "{\n\n]"}, "sdk/dashboard.jsonschema.json:3"),
+])
+def test_a_schema_that_is_not_json_fails_before_anything_is_built(flag, files, where, tmp_path, cli, project_dir):
+    """The schema files are read first: the project's definitions never run and one message names the file."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    ran = tmp_path / "definitions-ran"
+    config = project_dir(dashboards={"mine.py": f"""
+        from pathlib import Path
+        from generator.model import Dashboard, Row
+        from generator.panels import per_pod
+
+        Path({str(ran)!r}).write_text("built")
+        dashboard = Dashboard("mine", "Mine", [Row("r", [per_pod("DCGM_FI_DEV_GPU_UTIL", "Util")])])
+        """})
+    code, stdout, stderr = cli("lint", "--config", str(config), flag, str(tmp_path / next(iter(files)).split("/")[0]))
+    assert code == 2, stdout + stderr
+    assert "is not JSON" in stderr and f"{tmp_path / where}" in stderr, stderr
+    assert "Traceback" not in stderr and stdout == ""
+    assert not ran.exists()
