@@ -299,11 +299,13 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
 @click.option("--view-hours", type=Between(0, 744), default=40.0, show_default=True,
               help="Hours each cluster's dashboards are open per month.")
 @click.option("--gpus", type=click.IntRange(0, 10_000_000), help="GPUs across the fleet (default: one per pod).")
+@click.option("--nodes", type=click.IntRange(0, 10_000_000),
+              help="GPU nodes across the fleet (default: one per GPU, an upper bound of what is counted per node).")
 @click.option("--prices", "prices_file", metavar="FILE",
               help="JSON with rates that replace the bundled ones (same keys as the bundled price file).")
 @output_option
 def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, churn: int, view_hours: float,
-         gpus: int | None, prices_file: str | None, output: str) -> None:
+         gpus: int | None, nodes: int | None, prices_file: str | None, output: str) -> None:
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .artifacts import build
     from .console import table
@@ -311,7 +313,7 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
 
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
-                  dashboard_view_hours=view_hours, gpus=gpus)
+                  dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
     result = estimates(project, fleet, prices, build(project))  # the dashboards priced are the set's
     if output == "json":

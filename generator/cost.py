@@ -5,8 +5,9 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
 * custom metrics: every shipped field once per GPU (the per-GPU set) and once per pod
   holding GPUs (the per-pod set), as the generated agent config publishes them; pod churn
   adds metrics prorated by the hour; priced by tiers over the total;
-* the agent's EMF log events: one per GPU and scrape, ingested and stored (compressed,
-  for the log group's retention);
+* the agent's EMF log events, ingested and stored (compressed, for the log group's retention): the exporter
+  groups a scrape's datapoints into one event per label set and metric type (log_events), which
+  every scraped field reaches, published or not;
 * dashboards: per cluster; the free tier covers 3 dashboards of at most 50 metrics;
 * alarms: a Metrics Insights alarm is billed per metric its query analyzes (every pod or
   GPU of its cluster), a static alarm per metric;
@@ -31,7 +32,7 @@ from .cloudwatch_query import pod_dimensions, pod_total_kind
 from .errors import InputError
 from .project import Project
 from .reading import read_json
-from .render.agent import KEPT_KINDS, published_sets
+from .render.agent import Published, published, selected_metrics
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts, CloudWatchDashboard
@@ -49,10 +50,15 @@ class Fleet:
     dashboard_view_hours: float = 40.0  # per cluster per month
     refresh_minutes: int = 5
     gpus: int | None = None  # GPUs across the fleet; default: one per pod
+    nodes: int | None = None  # GPU nodes across the fleet; default: one per GPU (an upper bound)
 
     @property
     def gpu_count(self) -> int:
         return self.pods if self.gpus is None else self.gpus
+
+    @property
+    def node_count(self) -> int:
+        return self.gpu_count if self.nodes is None else self.nodes
 
 
 @dataclass(frozen=True)
@@ -160,14 +166,16 @@ def _per_cluster(fleet: Fleet) -> tuple[float, float]:
 
 
 def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet) -> float:
-    """Metrics one query over a dimension set analyzes in one cluster: its pods, or its GPUs (on the
-    Container Insights add-on a cluster-wide set is one metric)."""
+    """Metrics one query over a dimension set analyzes in one cluster: its pods, its GPUs, or its GPU nodes (the
+    exporter targets' up; on the Container Insights add-on a cluster-wide set is one metric)."""
     from .container_insights import enabled
     from .container_insights_table import CLUSTER, POD
 
     pods, gpus = _per_cluster(fleet)
     if enabled(project.settings):
         return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
+    if tuple(dims) == data_missing.UP_SET:  # the exporter targets' up: one per GPU node
+        return fleet.node_count / max(fleet.clusters, 1)
     return pods if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims) else gpus
 
 
@@ -191,55 +199,152 @@ def _addon_metric_lines(fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
                  f"and network metrics are billed alike and not counted here")]
 
 
+@dataclass(frozen=True)
+class Events:
+    """EMF log events the agent writes at each scrape interval, fleet-wide, of one kind."""
+
+    what: str
+    count: float  # events per scrape interval across the fleet
+    fields: int  # metrics each holds
+    published: int  # of them, those a declaration publishes (named in the event's CloudWatchMetrics directive)
+    full: bool  # carries a GPU's every label, else a few
+
+
+def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple[str, ...]]]]:
+    from .render.cloudwatch import queried_sets
+
+    queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, project.settings)
+    return published(project.catalog, project.settings, queried), queried
+
+
+def log_events(project: Project, fleet: Fleet) -> list[Events]:
+    """The EMF log events of one scrape of every target, as the agent groups the datapoints into them.
+
+    awsemf makes one event of the datapoints of one scrape (a target's points share its timestamp) with the same
+    labels and metric type (Gauge, Sum: grouped_metric.go, the key of metric_translator.go's
+    groupedMetricMetadata and the labels), and writes it whether or not a declaration publishes any of its
+    metrics; on agent.pipeline: classic the scraper merges a scrape's samples by their labels first,
+    prom_metric_type among them (plugins/inputs/prometheus mergeMetrics). So per GPU (a whole GPU: the fleet
+    describes no MIG instance) its gauges are one event, its counters another (classic), or on the OTel pipeline
+    two: each pod's copy and the GPU's merged one (render/agent_otel.merged_counters); per pod on the OTel
+    pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
+    holds (its totals, without a pod, which no set publishes); per exporter target its `up` where the filter
+    keeps it; per cluster kube-state-metrics' series and, on the OTel pipeline, that target's `up`."""
+    from .cloudwatch_query import POD_TOTALS
+    from .render.agent_otel import _merged_names
+
+    settings, catalog = project.settings, project.catalog
+    what, queried = _what_is_published(project)
+    gauges = [m.name for m in catalog if m.kind in ("gauge", "summary")]
+    counters = [m.name for m in catalog if m.kind == "counter"]
+    pod_set = tuple(pod_dimensions(settings))
+    per_pod = set(what.fields.get(pod_set, []))
+    per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
+               for m in metrics}
+
+    def shown(names: list[str], sets: set[str]) -> int:
+        return sum(1 for n in names if n in sets)
+
+    gpus, pods, nodes, clusters = fleet.gpu_count, fleet.pods, fleet.node_count, fleet.clusters
+    # each pod holds a GPU at least: the GPUs no pod holds are at most the rest, on as many nodes at most
+    idle_nodes = min(nodes, max(gpus - pods, 0))
+    ksm = int(data_missing.expected(settings))  # the agent scrapes kube-state-metrics (render/scrape.py)
+    ksm_metrics = len(data_missing.KSM_METRICS)
+    if settings.agent.pipeline == "classic":
+        events = [Events("a GPU's gauges", gpus, len(gauges), shown(gauges, per_gpu | per_pod), True),
+                  Events("a GPU's counters", gpus, len(counters), shown(counters, per_gpu | per_pod), True),
+                  Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False)]
+        return [e for e in events if e.count and e.fields]
+    merged = _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
+    split = [n for n in merged if n not in counters]  # exporter.virtual_gpus: fields split per process
+    merged_counters = [n for n in merged if n in counters]
+    kept = [n for n in gauges if n not in split]
+    unmerged = [n for n in counters if n not in merged]
+    device = [n for n in merged_counters if not catalog.get(n).per_instance]
+    instance = [n for n in merged_counters if n not in device]
+    marks: dict[str, int] = {}  # the pods' totals per scrape: their mark -> fields
+    for dims, metrics in what.fields.items():
+        kind = pod_total_kind(dims)
+        if kind and metrics:
+            marks[POD_TOTALS[kind][0]] = marks.get(POD_TOTALS[kind][0], 0) + len(metrics)
+    up = int(what.up)  # the filter drops `up` unless a declaration publishes it (agent_otel.scrape_series)
+    events = [
+        Events("a GPU's gauges", gpus, len(kept), shown(kept, per_gpu | per_pod), True),
+        Events("a GPU's counters its pods' labels do not keep", gpus, len(unmerged),
+               shown(unmerged, per_gpu | per_pod), True),
+        Events("a GPU's counters per pod", gpus, len(merged_counters), shown(merged_counters, per_pod), False),
+        Events("a GPU's device counters, merged", gpus, len(device), shown(device, per_gpu), False),
+        Events("a GPU instance's counters, merged", gpus, len(instance), shown(instance, per_gpu), False),
+        Events("a GPU's fields split per process, per pod", gpus, len(split), shown(split, per_pod), False),
+        Events("a GPU's fields split per process, merged", gpus, len(split), shown(split, per_gpu), False),
+        *(Events(f"a pod's totals ({mark})", pods, count, count, False) for mark, count in marks.items()),
+        *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
+          for mark, count in marks.items()),
+        Events("an exporter target's up", nodes * up, 1, 1, False),
+        Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+        Events("kube-state-metrics' up", clusters * ksm * up, 1, 0, False),
+    ]
+    return [e for e in events if e.count and e.fields]
+
+
+def event_bytes(events: Events, prices: dict[str, Any]) -> float:
+    """The size of one such event (emf_event_bytes)."""
+    rate = _rate(prices, "emf_event_bytes")
+    return (rate["labels"] if events.full else rate["small_labels"]) + rate["per_field"] * events.fields + \
+        (rate["directive"] + rate["per_metric"] * events.published if events.published else 0)
+
+
 def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
     from .container_insights import enabled
-    from .render.cloudwatch import queried_sets
 
     settings = project.settings
     if enabled(settings):
         return _addon_metric_lines(fleet, prices)
-    queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
-    published = published_sets(project.catalog, settings, queried)
+    what, _ = _what_is_published(project)
+    sets = what.sets()
     # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
     # pod and total).
-    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in published if pod_total_kind(dims))]
-    per_pod = sum(len(published.get(dims, [])) for dims in pod_sets)
+    pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
+    per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
-    per_cluster = len(published.get(data_missing.CLUSTER_SET, []))
-    per_cluster += len(data_missing.KSM_METRICS) if per_cluster and data_missing.expected(settings) else 0
+    per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # The MIG sets (GPU_I_PROFILE) publish for MIG instances only, which the fleet does not describe: not
     # counted. The per-instance set publishes once per GPU instance: a whole GPU is one (a MIG GPU its
     # instances, up to 7). On the OTel pipeline it holds the fields MIG reports per instance only (device
     # counters are merged to one series per physical GPU); on classic device counters too.
-    mig_only = sum(len(m) for dims, m in published.items() if MIG_PROFILE_LABEL in dims)
-    per_gpu = sum(len(m) for dims, m in published.items()
-                  if dims not in pod_sets and dims != data_missing.CLUSTER_SET
+    mig_only = sum(len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims)
+    per_gpu = sum(len(m) for dims, m in sets.items()
+                  if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.UP_SET)
                   and MIG_PROFILE_LABEL not in dims)
-    # The exporter targets' up, one per GPU node (the data-missing rule's alarm per node): the fleet gives no node
-    # count, so it is counted once per GPU, an upper bound.
-    per_node = 1 if data_missing.UP_SET in queried.get(data_missing.UP, set()) else 0
-    metric_months = (per_gpu + per_node) * fleet.gpu_count + per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + \
-        per_cluster * fleet.clusters
+    # The exporter targets' up, one per GPU node (the data-missing rule's alarm per node).
+    per_node = len(sets.get(data_missing.UP_SET, []))
+    nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
+    metric_months = per_gpu * fleet.gpu_count + per_node * fleet.node_count + \
+        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters
     rate = _rate(prices, "custom_metric_month")
     monthly = tiered(metric_months, rate["tiers"])
-    # Every scraped field is a field of the EMF event; the declarations only decide which become metrics.
-    scraped = sum(1 for m in project.catalog if m.kind in KEPT_KINDS)
-    event = _rate(prices, "emf_event_bytes")
-    events = fleet.gpu_count * MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
-    ingested_gb = events * (event["base"] + event["per_metric"] * scraped) / 1e9
+    events = log_events(project, fleet)
+    scrapes = MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
+    per_scrape = sum(e.count for e in events)
+    ingested_gb = sum(e.count * event_bytes(e, prices) for e in events) * scrapes / 1e9
     retention_days = settings.agent.log_retention_days
     stored_gb = ingested_gb * min(retention_days, 30) / 30 * _rate(prices, "log_compression_ratio")["ratio"]
+    full = [e for e in events if e.full]
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
              f"(+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
-             + (" + the exporters' up per GPU node (counted per GPU: an upper bound)" if per_node else "")
+             + (f" + the exporters' up per GPU node{nodes}" if per_node else "")
              + (f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              ingested_gb * _price(prices, "log_ingestion_gb"),
-             f"one event per GPU every {_scrape_seconds(project)} s with every scraped field ({scraped})"),
+             f"{per_scrape:,.0f} events every {_scrape_seconds(project)} s (one per label set and metric type): "
+             + "; ".join(f"{e.count:,.0f} x {e.what} ({e.fields})" for e in events)
+             + (f"; each GPU's {'events' if len(full) > 1 else 'event'} with its every label, the others with a few"
+                if full else "") + (f"; per node{nodes}" if fleet.nodes is None and any(
+                    "node" in e.what or "target" in e.what for e in events) else "")),
         Line("EMF log storage (GB-month)", stored_gb, _price(prices, "log_storage_gb_month"),
              stored_gb * _price(prices, "log_storage_gb_month"),
              f"{retention_days} days retained (agent.log_retention_days), compressed"),
@@ -306,7 +411,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     per_pod_rules, fleet_rules = 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
-    mig_alarms = 0
+    mig_alarms, per_node = 0, False
     for alarm in project.alarms:
         try:
             forms = alarm_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
@@ -328,9 +433,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             else:
                 cluster_alarms += made
                 cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
+                per_node |= tuple(form.plan.dims) == data_missing.UP_SET
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
-                  f"{cluster_alarms} alarms, each analyzing every GPU of its cluster")]
+                  f"{cluster_alarms} alarms, each analyzing every GPU of its cluster"
+                  + (f" (the data-missing rule's per node: every GPU node"
+                     f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else ""))]
     if math_alarms:
         rate = _price(prices, "standard_alarm_metric_month")
         if enabled(settings):
@@ -366,8 +474,16 @@ def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,
     alarm_lines, alarm_count = _alarm_lines(project, fleet, prices, mode)
     lines = [*_metric_lines(project, fleet, prices), *_dashboard_lines(project, fleet, prices, dashboards),
              *alarm_lines]
-    return {"mode": mode, "alarms": alarm_count, "lines": [asdict(line) for line in lines],
-            "total": round(sum(line.monthly for line in lines), 2)}
+    result = {"mode": mode, "alarms": alarm_count, "lines": [asdict(line) for line in lines],
+              "total": round(sum(line.monthly for line in lines), 2)}
+    from .container_insights import enabled
+
+    if not enabled(project.settings):  # the agent's EMF log events (the add-on's are priced per observation)
+        events = log_events(project, fleet)
+        result["log_events"] = {"per_scrape": sum(e.count for e in events),
+                                "bytes_per_scrape": sum(e.count * event_bytes(e, prices) for e in events),
+                                "kinds": [asdict(e) for e in events]}
+    return result
 
 
 def with_source(project: Project, source: str) -> Project:
@@ -419,7 +535,7 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
         result = estimate(other, fleet, prices, "group_by",
                           shipped if name == configured else cloudwatch_dashboards(other))
         sources[name] = {"total": result["total"], "lines": result["lines"]}
-    return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count}, "prices_as_of": prices["as_of"],
+    return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count, "nodes": fleet.node_count}, "prices_as_of": prices["as_of"],
             "source": prices["source"], "uncertain_rates": uncertain, "overridden_rates": overridden,
             "cloudwatch_source": configured,
             "group_by": estimate(project, fleet, prices, "group_by", shipped),

@@ -19,6 +19,7 @@ query). How the agent applies this (its awsemf exporter, metric_declaration.go):
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .. import data_missing
@@ -67,18 +68,48 @@ def published_sets(catalog: Catalog, settings: Settings, queried: DimensionSets)
     return result
 
 
+@dataclass(frozen=True)
+class Published:
+    """Everything the agent publishes, by where it comes from: the one answer the agent config (emf_processor,
+    and through its declarations the OTel pipeline's filter), `cost` and `lint` read."""
+
+    fields: dict[tuple[str, ...], list[str]]  # the DCGM fields: {dimension set: fields} (published_sets)
+    ksm: bool  # the cluster's two kube-state-metrics series, with data_missing.CLUSTER_SET
+    up: bool  # each exporter target's up, with data_missing.UP_SET (one metric per GPU node)
+
+    def sets(self) -> dict[tuple[str, ...], list[str]]:
+        """{dimension set: metrics} of every source together."""
+        result = {dims: list(metrics) for dims, metrics in self.fields.items()}
+        if self.ksm:
+            result.setdefault(data_missing.CLUSTER_SET, []).extend(data_missing.KSM_METRICS)
+        if self.up:
+            result.setdefault(data_missing.UP_SET, []).append(data_missing.UP)
+        return result
+
+
+def published(catalog: Catalog, settings: Settings, queried: DimensionSets) -> Published:
+    """What the agent publishes: the DCGM fields' sets, the data-missing alarm's expected signal (kube-state-metrics,
+    when GPUs are expected and the cluster's set is read) and, for its second alarm, each target's up per node (when
+    that alarm reads it: the OTel pipeline, data_missing.per_node)."""
+    return Published(
+        fields=published_sets(catalog, settings, queried),
+        ksm=data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()),
+        up=data_missing.UP_SET in queried.get(data_missing.UP, set()))
+
+
 def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
     """What the agent publishes, and how: the same for every cluster."""
     names = selected_metrics(catalog, settings, queried.keys())
     units = {name: catalog.get(name).unit.cloudwatch for name in names
              if catalog.get(name).unit.cloudwatch != "None"}
     job = f"^{re.escape(settings.scrape.job_name)}$"
+    what = published(catalog, settings, queried)
     declarations = [{"source_labels": ["job"], "label_matcher": job, "dimensions": [list(dims)],
                      "metric_selectors": metric_selectors(metrics)}
-                    for dims, metrics in published_sets(catalog, settings, queried).items() if metrics]
-    if data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()):
+                    for dims, metrics in what.fields.items() if metrics]
+    if what.ksm:
         declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
-    if data_missing.UP_SET in queried.get(data_missing.UP, set()):  # its second alarm: each target's up, per node
+    if what.up:  # its second alarm: each target's up, per node
         declarations.append(data_missing.up_declaration(settings))
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,
             "metric_declaration": declarations}

@@ -204,6 +204,56 @@ def Agent(config: dict, job: dict | None = None, others: Iterable[dict] = ()):
     return JsonAgent(config, job, others)
 
 
+class LogEvents:
+    """The EMF log events an agent writes, as its exporter groups the datapoints into them.
+
+    awsemf (exporter/awsemfexporter grouped_metric.go addToGroupedMetric, metric_translator.go
+    groupedMetricMetadata) makes one event of the datapoints that share their namespace, timestamp, log group
+    and stream, metric type (Gauge, Sum, ...) and every label (aws.NewKey(metadata, labels)); each event holds
+    its labels and metrics as fields, and when a declaration matches, the `CloudWatchMetrics` directive naming
+    the metrics and their dimension sets (translateCWMetricToEMF). An event whose metrics no declaration matches
+    is written all the same, as a plain log event (only Enhanced Container Insights drops it). On the JSON path
+    the scraper has already merged one scrape's samples by their labels (plugins/inputs/prometheus utils.go
+    mergeMetrics), `prom_metric_type` among them, so a label set's gauges and its counters are two events
+    there too."""
+
+    def __init__(self):
+        # (timestamp, type, labels) -> {metric: its dimension sets (names to values)}
+        self.groups: dict[tuple, dict[str, list[dict[str, str]]]] = {}
+
+    def add(self, scrape: Scrape, kind: str, labels: dict[str, str], metric: str,
+            dimensions: list[dict[str, str]]) -> None:
+        """One datapoint of `scrape`. Prometheus spreads its targets' scrapes over the interval (each target at an
+        offset of its own), so two targets' datapoints never share a timestamp: their events are apart; the
+        first of a metric in an event is kept (awsemf logs "Duplicate metric found" for a second)."""
+        key = (scrape.timestamp, tuple(sorted(scrape.target_labels.items())), kind, tuple(sorted(labels.items())))
+        self.groups.setdefault(key, {}).setdefault(metric, dimensions)
+
+    def at(self, timestamp: float) -> list[tuple[str, dict[str, str], dict[str, list[dict[str, str]]]]]:
+        """The events of the scrapes at one time: (type, labels, {metric: its dimension sets})."""
+        return [(kind, dict(labels), metrics) for (t, _, kind, labels), metrics in self.groups.items()
+                if t == timestamp]
+
+    def message(self, namespace: str, labels: dict[str, str], metrics: dict[str, list[dict[str, str]]],
+                units: dict[str, str], timestamp_ms: int = 1_700_000_000_000) -> str:
+        """An event's text as awsemf's EMF version 0 writes it: the labels and metrics as fields, `Version`,
+        `Timestamp`, and `CloudWatchMetrics`: the metrics of one choice of dimension sets in one measurement
+        (the value here: a number of the size a reading has)."""
+        fields: dict = dict(labels)
+        fields.update({"Version": "0", "Timestamp": str(timestamp_ms)})
+        measurements: dict[tuple, list[dict[str, str]]] = {}
+        for name, dims in metrics.items():
+            if dims:
+                key = tuple(tuple(sorted(d)) for d in dims)
+                measurements.setdefault(key, []).append({"Name": name, **({"Unit": units[name]} if name in units
+                                                                           else {})})
+        if measurements:
+            fields["CloudWatchMetrics"] = [{"Namespace": namespace, "Dimensions": [list(d) for d in key],
+                                            "Metrics": named} for key, named in measurements.items()]
+        fields.update({name: 1234.5678 for name in metrics})
+        return json.dumps(fields, separators=(",", ":"))
+
+
 class Pipeline:
     """A model of one of the agent's paths: `scrape` turns one scrape into datapoints."""
 
@@ -237,6 +287,7 @@ class JsonAgent(Pipeline):
         self._sets: dict[tuple, list[tuple[str, ...]]] = {}
         self._known_series: dict[tuple, tuple | None] = {}
         self._last_series: dict[tuple, dict[tuple, str]] = {}  # each target's series at its last scrape, their kind
+        self.events: LogEvents | None = None  # set to a LogEvents to record the EMF log events written
 
     def _dimension_sets(self, name: str, labels: dict[str, str]) -> list[tuple[str, ...]]:
         key = (name, tuple(sorted(labels)), tuple(labels.get(l, "") for d in self.declarations
@@ -280,6 +331,10 @@ class JsonAgent(Pipeline):
                 if previous is None:
                     continue
                 value = value - previous if value >= previous else value  # a reset starts over
+            # the scraper merges a scrape's samples by their labels, prom_metric_type (the sample's type) among them
+            if self.events is not None:
+                self.events.add(scrape, "Gauge", {**dict(key[1]), "prom_metric_type": kind}, name,
+                                [dict(dims) for dims in dimensions])
             result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
         self._mark_stale(scrape, seen)
         return result

@@ -42,8 +42,8 @@ import operator
 import re
 from dataclasses import dataclass, field
 
-from tests.support.cloudwatch_agent import (Datapoint, Pipeline, Scrape, _relabeled, declared_sets, exposition,
-                                              safe_load, safe_load_all)
+from tests.support.cloudwatch_agent import (Datapoint, LogEvents, Pipeline, Scrape, _relabeled, declared_sets,
+                                              exposition, safe_load, safe_load_all)
 
 OTEL_KEY = "gpudash-otel.yaml"
 CACHE_TTL = 300.0  # internal/aws/metrics: cleanInterval
@@ -282,6 +282,7 @@ class OtelAgent(Pipeline):
             for d in emf.get("metric_declarations") or []]
         self.dropped: list[tuple[str, dict, float]] = []  # what the filter dropped: (name, labels, value)
         self.exported: set[str] = set()  # the metrics that reached awsemf (a field of its log events)
+        self.events: LogEvents | None = None  # set to a LogEvents to record the EMF log events written
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
         self.sweep_phase = 0.0  # when awsemf's cache sweeps (every CACHE_TTL from then)
         self.transforms = metric_transforms(config)
@@ -368,7 +369,7 @@ class OtelAgent(Pipeline):
             for transform in transforms:
                 kept = transform(kept)
         self.exported.update(metric.name for metric in kept)
-        return [point for metric in kept for point in self._published(metric, scrape.timestamp)]
+        return [point for metric in kept for point in self._published(metric, scrape)]
 
     def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
         """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
@@ -399,10 +400,10 @@ class OtelAgent(Pipeline):
             self._kinds[m.name] = m.kind
         self._last_series[target] = seen
 
-    def _published(self, metric: "_Metric", timestamp: float) -> list[Datapoint]:
+    def _published(self, metric: "_Metric", scrape: Scrape) -> list[Datapoint]:
         """awsemf: a point flagged NoRecordedValue, NaN or infinite is dropped (a counter's previous value kept);
         a counter's point becomes its delta; each dimension set the declarations give it."""
-        result = []
+        result, timestamp = [], scrape.timestamp
         for labels, value in metric.points:
             if value is None or math.isnan(value) or math.isinf(value):
                 continue
@@ -415,6 +416,10 @@ class OtelAgent(Pipeline):
                         continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
                 else:
                     value = value - previous[0] if value >= previous[0] else value
+            # the receiver makes a counter a Sum, a gauge a Gauge; metricstransform's copies keep the type
+            if self.events is not None:
+                self.events.add(scrape, "Sum" if metric.kind == "counter" else "Gauge", labels, metric.name,
+                                [dict(dims) for dims in dimensions])
             result += [Datapoint(self.namespace, metric.name, dims, timestamp, value) for dims in dimensions]
         return result
 

@@ -93,15 +93,21 @@ def test_the_data_missing_alarm_is_three_metrics_of_each_cluster(project, projec
 
 def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir):
     fleet = Fleet(clusters=1, pods=500, churn=0)
-    lines = _lines(estimates(project, fleet))
-    # 500 GPUs, an event every 30 s with 25 fields: about 124 GB a month
-    assert 120 < lines["EMF log ingestion (GB)"]["quantity"] < 130
+    result = estimates(project, fleet)
+    lines = _lines(result)
+    # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
+    # and two of its 5 counters (per pod, merged), per pod two of its totals, per node its up, and
+    # kube-state-metrics' series and up: about 246 GB a month
+    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 500 + 2
+    assert 240 < lines["EMF log ingestion (GB)"]["quantity"] < 250
     longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
-    # The agent logs every scraped field; metric_selection only decides which become metrics.
-    used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))
-    assert used["EMF log ingestion (GB)"]["quantity"] == lines["EMF log ingestion (GB)"]["quantity"]
+    # The agent logs every scraped field; metric_selection only decides which become metrics (and are named in
+    # the events' directives)
+    used = estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet)
+    assert used["group_by"]["log_events"]["per_scrape"] == result["group_by"]["log_events"]["per_scrape"]
+    assert 0.8 < _lines(used)["EMF log ingestion (GB)"]["quantity"] / lines["EMF log ingestion (GB)"]["quantity"] < 1
     slower = _lines(estimates(load_project(project_dir("scrape:\n  interval: 60s\n")), fleet))
     assert slower["EMF log ingestion (GB)"]["quantity"] == pytest.approx(lines["EMF log ingestion (GB)"]["quantity"] / 2)
 
@@ -181,7 +187,7 @@ def test_cost_command_json_and_table(cli, tmp_path):
     result = json.loads(stdout)
     assert code == 0
     assert result["fleet"] == {"clusters": 3, "pods": 500, "churn": 3000, "dashboard_view_hours": 40.0,
-                               "refresh_minutes": 5, "gpus": 500}
+                               "refresh_minutes": 5, "gpus": 500, "nodes": 500}
     assert result["group_by"]["alarms"] < result["static"]["alarms"]
     code, stdout, _ = cli("cost", "--pods", "500", "--gpus", "800")
     assert code == 0 and "GROUP BY" in stdout and "prices as of 2025-05" in stdout and "800 GPUs" in stdout
@@ -224,3 +230,16 @@ def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(proje
     assert most == 11 * 220 + 1
     basis = _lines(estimates(project, Fleet(clusters=1, pods=2000, churn=0, gpus=2000)))["dashboards"]["basis"]
     assert f"these show up to {most:,}" in basis, basis
+
+
+def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(project, project_dir):
+    """On the OTel pipeline each exporter target's up is one custom metric per GPU node, which the data-missing
+    rule's alarm per node analyzes; without --nodes both are counted per GPU (an upper bound)."""
+    per_gpu = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
+    per_node = _lines(estimates(project, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13)))
+    assert per_gpu["custom metrics"]["quantity"] - per_node["custom metrics"]["quantity"] == 100 - 13
+    alarms = "GPU and cluster alarms (Metrics Insights)"
+    assert per_gpu[alarms]["quantity"] - per_node[alarms]["quantity"] == 100 - 13
+    classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
+    assert _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13))) == \
+        _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
