@@ -15,7 +15,6 @@ from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets,
                                 pod_dimensions)
-from .. import data_missing
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -172,7 +171,8 @@ def _parsed(expression: str) -> Parsed | None:
 
 
 def declared_shape(subject: LintInput) -> Iterable[Finding]:
-    """Metrics Insights queries read the declared namespace and one of the published dimension sets.
+    """Metrics Insights queries read the declared namespace and one of the published dimension sets: the sets the
+    settings make the agent publish (cloudwatch_query.dimension_sets) and those the built agent configs declare.
 
     With cloudwatch.source: container-insights, the add-on's namespace and the sets it publishes each
     metric with (container_insights_table, from the agent's source)."""
@@ -185,8 +185,11 @@ def declared_shape(subject: LintInput) -> Iterable[Finding]:
     else:
         namespace, publisher, by_metric = subject.settings.cloudwatch.namespace, "the agent", {}
         agent_sets = [tuple(d) for d in dimension_sets(subject.settings)]
-        if data_missing.expected(subject.settings) and data_missing.per_node(subject.settings):
-            agent_sets.append(data_missing.UP_SET)  # the exporter targets' up, for the data-missing rule's alarm
+        # and the sets the built agent configs declare besides (render/agent.published decides them: the cluster's
+        # for the data-missing alarm, the exporter targets' up per node for its second alarm)
+        agent_sets += sorted({tuple(dims) for agent in subject.artifacts.agents
+                              for declaration in agent.publishing()["emf_processor"]["metric_declaration"]
+                              for dims in declaration.get("dimensions") or []} - set(agent_sets))
     for where, expression in _queries(subject):
         query = _parsed(expression)
         if query is None:

@@ -344,3 +344,30 @@ def test_the_add_on_s_data_missing_alarm_sums_only_its_query_s_array(project_dir
     assert any("SUM() does not belong" in m for m in broken({"r": "SUM(c * 0 + 1) + 0 * c"}))
     query = next(m["Expression"] for m in alarm.request["Metrics"] if m["Id"] == "q")
     assert any("LIMIT 600: a query returns at most 500" in m for m in broken({"q": query.replace("500", "600")}))
+
+
+UP_PER_NODE = ('SELECT AVG("up") FROM SCHEMA("ContainerInsights/Prometheus", "ClusterName", "node") '
+               "WHERE \"ClusterName\" = 'gpu-cluster' GROUP BY \"node\" ORDER BY AVG() ASC LIMIT 50")
+ONE_RULE = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("hot", "GPU hot", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 90))
+'''
+
+
+def test_the_up_set_is_published_only_where_the_built_agent_declares_it(good, project_dir):
+    """A query of the exporter targets' up per node reads a set the agent publishes only where the build's agent
+    config declares it: with the data-missing rule (its alarm per node reads it), not without, GPUs expected or
+    not."""
+    def reading_up(subject):
+        return [f for f in run(RULES, _with_body(subject, lambda b: _first_query(b).update(expression=UP_PER_NODE)))
+                if f.rule == "CW008"]
+
+    assert reading_up(good) == []
+    config = project_dir("definitions:\n  alarms: [alarms]\n")
+    (config.parent / "alarms").mkdir()
+    (config.parent / "alarms" / "hot.py").write_text(ONE_RULE)
+    findings = reading_up(lint_input(load_project(config)))
+    assert [f.message for f in findings] == ["SCHEMA(ClusterName, node): the agent publishes no such dimension set"]
