@@ -12,6 +12,7 @@ read the per-GPU set, which every GPU publishes whether a pod holds it or not.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -93,17 +94,22 @@ class _MetricWidget:
     label: str
     position: dict[str, int]
     namespace: str  # the query's namespace: its PERIOD() metric's
+    true_at: int | None = None  # a value that means now: the only period it is drawn at
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
-        if self.plan.math is None:
+        if self.plan.math is None and self.true_at is None:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label}]]
         else:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}]]
-            if PERIOD in self.plan.math:
+            shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
+            if self.true_at is not None:
+                # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
+                # longer period is no longer now, so it is not drawn (a division by 0 drops the data point).
+                shown = f"{_grouped(shown)} / (PERIOD({PERIOD_ID}) == {self.true_at})"
+            if PERIOD in (self.plan.math or "") or self.true_at is not None:
                 metrics.append(self._period_metric(cluster))
-            metrics.append([{"expression": self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})"), "id": "e1",
-                             "label": self.label}])
+            metrics.append([{"expression": shown, "id": "e1", "label": self.label}])
         properties = {**self.properties, "region": cluster.region, "metrics": metrics}
         return {"type": "metric", "properties": properties, **self.position}
 
@@ -116,6 +122,23 @@ class _MetricWidget:
         return [self.namespace, self.plan.metric, *dimensions, {"id": PERIOD_ID, "visible": False}]
 
 
+def _grouped(expression: str) -> str:
+    """`expression` as one operand of a division: in parentheses unless it is an id or one call."""
+    if re.fullmatch(r"\w+", expression) or (re.fullmatch(r"\w+\((.*)\)", expression)
+                                           and _balanced(expression[expression.index("(") + 1:-1])):
+        return expression
+    return f"({expression})"
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings,
                    position: dict[str, int]) -> _MetricWidget:
     query = panel.queries[0]
@@ -125,6 +148,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     else:
         limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
     order = "ASC" if query.aggregation == "min" else "DESC"
+    true_at = None
     properties: dict[str, Any] = {
         "title": panel.title,
         "view": VIEWS[panel.kind],
@@ -152,14 +176,14 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # with live data off (no generated widget turns it on) the console draws a period a minute after it
         # ended, so the period still filling (at its start + 10 s it holds the GPUs scraped in those 10 s) is
         # never the value. A GPU that stopped reporting before that minute is not in it.
-        properties["period"] = now_period(settings)
+        properties["period"] = true_at = now_period(settings)
         properties["start"] = _relative(NOW_PERIODS * now_period(settings))
     elif _now_table(panel, query, catalog):
         # A table of pods now: a row per pod holding a GPU in the latest whole minute the console draws, as the
         # now values. Its own range is two periods: the one drawn and the one still filling, which the console
         # does not draw with live data off (the range's start is rounded down to the minute: always two), so the
         # table has one column. Read as one period (the last 5 minutes), it listed a pod that left in them.
-        properties["period"] = now_period(settings)
+        properties["period"] = true_at = now_period(settings)
         properties["start"] = _relative(2 * now_period(settings))
     elif query.as_increase and _whole_range(query, catalog, plan_):
         # An increase per line over the selected range (as Grafana's increase over $__range): one bar per
@@ -167,7 +191,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
-                         plan_.namespace or settings.cloudwatch.namespace)
+                         plan_.namespace or settings.cloudwatch.namespace, true_at)
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -242,6 +266,7 @@ class _Body:
     blanks: str
     notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
     period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
+    now: tuple[list[str], int]  # (titles of the values that mean now, the one period they are drawn at)
 
     def in_cluster(self, cluster: Cluster, source: str) -> dict[str, Any]:
         header = (f"# {self.title} — {cluster.name}\n{self.description}\n\n"
@@ -260,10 +285,7 @@ class _Body:
                        "metric math documents no way to drop one point of an array of lines). A counter stuck on "
                        "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
                        "the agent before they are published.")
-        if self.period_follows:
-            header += ("\n\nRates, and values per scrape, divide by the period each widget's query used (PERIOD() of a "
-                       "hidden metric of the widget): they stay true when the dashboard's period selector or its "
-                       "automatic period for a long time range replaces the widget's period.")
+        header += "\n\n" + periods_note(self.period_follows, *self.now)
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:
@@ -302,7 +324,31 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
     notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
               if _now_table(panel, panel.queries[0], catalog)]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
-    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows)
+    now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]
+    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows,
+                 (now, now_period(settings)))
+
+
+def periods_note(period_follows: bool, now: list[str], period: int) -> str:
+    """What a widget's period means, and what a period picked in the console does to it, for the header."""
+    text = ("Periods: each widget loads with its own period (the dashboard's period override is \"Do not override\"): "
+            "a graph's point is the statistic over its period, a single value over the time range covers it whole")
+    if now:
+        text += f", and {_listed(now)} the latest whole minute (below)"
+    text += (". A period picked under Actions > Period override (Auto included) replaces every widget's: a graph's "
+             "points become that period's statistic and a single value over the time range may show its latest "
+             "period instead")
+    if period_follows:
+        text += ("; rates, and values per scrape, stay true: they divide by the period each widget's query used "
+                 "(PERIOD() of a hidden metric of the widget)")
+    if now:
+        text += (f"; {_listed(now)} are drawn only at their own period of {period} s (a longer one would count what "
+                 f"left within it): pick \"Do not override\" to see them again")
+    return text + "."
+
+
+def _listed(titles: list[str]) -> str:
+    return ", ".join(f"\"{t}\"" for t in titles[:-1]) + (" and " if len(titles) > 1 else "") + f"\"{titles[-1]}\""
 
 
 def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cluster, source: str) -> dict[str, Any]:

@@ -81,17 +81,26 @@ def _replaced_node_payload(node: str, gpus: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+REPLACED_END = 3600
+# node: (GPUs, first scrape, end): a 1-GPU node; an 8-GPU node whose exporter stopped 3 minutes ago; its 8-GPU
+# replacement serving for 2
+REPLACED = {"ip-10-0-9-9": (1, 0, REPLACED_END), "ip-10-0-1-1": (8, 0, REPLACED_END - 180),
+            "ip-10-0-1-2": (8, REPLACED_END - 120, REPLACED_END)}
+
+
+def _replaced_node_points(files: dict):
+    config, job = agent_config(files[AGENT_FILE])
+    return Agent(config, job).run([Scrape(float(t), _replaced_node_payload(node, gpus), F.target_labels(job, node))
+                                   for node, (gpus, first, last) in REPLACED.items()
+                                   for t in range(first, last, F.STEP)])
+
+
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_a_node_replaced_minutes_ago_is_counted_as_the_fleet_is_now(tmp_path, pipeline):
     """A 1-GPU node; an 8-GPU node whose exporter stopped 3 minutes ago; its 8-GPU replacement serving for 2."""
     (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
-    config, job = agent_config(files[AGENT_FILE])
-    end = 3600
-    fleet = {"ip-10-0-9-9": (1, 0, end), "ip-10-0-1-1": (8, 0, end - 180), "ip-10-0-1-2": (8, end - 120, end)}
-    scrapes = [Scrape(float(t), _replaced_node_payload(node, gpus), F.target_labels(job, node))
-               for node, (gpus, first, last) in fleet.items() for t in range(first, last, F.STEP)]
-    points = Agent(config, job).run(scrapes)
+    end, fleet, points = REPLACED_END, REPLACED, _replaced_node_points(files)
     widgets = _widgets(files, "overview")
     for now in (end, end + 10, end + 25):
         first, last = _drawn_minute(now)
@@ -165,3 +174,38 @@ def test_pods_on_gpus_lists_the_pods_holding_gpus_in_the_minute_drawn(tmp_path, 
         listed = {label: list(series.values()) for label, series in shown.items() if series}
         assert listed == {label: [float(n)] for label, n in truth.items()}, now
         assert set(truth) == {"Pod ml/new", "Pod ml/steady"}, now
+        # A period picked in the console (Actions > Period override): no row has a value, ml/old is not listed
+        picked = cloudwatch_eval.widget(table, points, now - 6 * 3600, now, period=300, now=now)
+        assert not any(series for series in picked.values()), now
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic", "container-insights"])
+def test_a_period_picked_in_the_console_draws_no_now_value_rather_than_a_false_one(tmp_path, pipeline):
+    """Actions > Period override replaces every widget's period. At 5 minutes "GPUs reporting" would count the
+    stopped 8-GPU node beside its replacement (17 GPUs for 9) and "Pods on GPUs" list the pod that left: a now
+    value is drawn only at its own period, and the header says what periods mean and what picking one does."""
+    settings = {"classic": "agent:\n  pipeline: classic\n",
+                "container-insights": "cloudwatch:\n  source: container-insights\n"}.get(pipeline, "{}\n")
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    overview, by_pod = _widgets(files, "overview"), _widgets(files, "by-pod")
+    now_titles = ("GPUs reporting", "Total power draw")
+    for title in now_titles:
+        assert "PERIOD(p1) == 60" in overview[title]["metrics"][-1][-1]["expression"], title
+    header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])[
+        "DashboardBody"])["widgets"][0]["properties"]["markdown"]
+    assert ('"GPUs reporting" and "Total power draw" are drawn only at their own period of 60 s' in header
+            and "Period override" in header and "each widget loads with its own period" in header)
+    if pipeline == "container-insights":
+        return  # the add-on's own metrics: the story below is the exporter's
+    end, points = REPLACED_END, _replaced_node_points(files)
+    for now in (end, end + 25):
+        for title in now_titles:
+            drawn = cloudwatch_eval.widget(overview[title], points, now - 6 * 3600, now, period=60, now=now)
+            assert any(series for series in drawn.values()), (title, now)
+            for period in (120, 300, 3600):
+                picked = cloudwatch_eval.widget(overview[title], points, now - 6 * 3600, now, period=period, now=now)
+                assert not any(series for series in picked.values()), (title, period, now)
+        assert _latest(overview["GPUs reporting"], points, now) == 9
+    table = by_pod["Pods on GPUs"]
+    assert "PERIOD(p1) == 60" in table["metrics"][-1][-1]["expression"]

@@ -216,8 +216,9 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
 def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(project_dir):
     """On a fleet that fills every chart, the most metrics a dashboard shows (the free tier's condition) is what
     lint counts: each chart's lines and each widget's hidden metric line that its PERIOD() reads (top_pods 220:
-    the by-pod dashboard, 11 charts of 220 lines and 1 hidden metric, shows the most; its sums and counts per pod
-    are the agent's totals per scrape, which need no PERIOD())."""
+    the by-pod dashboard, 11 charts of 220 lines and 2 hidden metrics (the energy rate's and the table of pods
+    now's, drawn only at its own period), shows the most; its sums and counts per pod are the agent's totals per
+    scrape, which need no PERIOD())."""
     from generator.artifacts import build
     from generator.lint.cloudwatch_rules import metrics_shown
 
@@ -227,7 +228,7 @@ def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(proje
                  if "expression" not in line[-1])
     assert hidden >= 3
     most = max(metrics_shown(body) for body in bodies)
-    assert most == 11 * 220 + 1
+    assert most == 11 * 220 + 2
     basis = _lines(estimates(project, Fleet(clusters=1, pods=2000, churn=0, gpus=2000)))["dashboards"]["basis"]
     assert f"these show up to {most:,}" in basis, basis
 
