@@ -39,10 +39,45 @@ def is_alarm_name(prefix: str, name: str) -> bool:
     return name.startswith(alarm_name_start(prefix))
 
 
-def names_cluster(prefix: str, name: str, clusters: frozenset[str] | set[str]) -> bool:
+def names_cluster(prefix: str, name: str, clusters: frozenset[str] | set[str],
+                  known: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether the alarm or CloudWatch dashboard `name` is in the form gpudash gives one of `clusters`
-    (<prefix>-<cluster>-...). A cluster whose name continues another's with a dash is not told apart."""
-    return any(name.startswith(f"{prefix}-{cluster}-") for cluster in clusters)
+    (<prefix>-<cluster>-...), read exactly: a cluster's name may continue another's with a dash (`prod`,
+    `prod-eu`), so the name is read with the longest cluster it starts with among `clusters` and `known`
+    (the other clusters names are seen for, `clusters_named`); it is theirs when that one is of `clusters`.
+    `gpudash-prod-eu-x` is `prod-eu`'s, never `prod`'s, once `prod-eu` is seen."""
+    head = _longest_head(name, {f"{prefix}-{cluster}" for cluster in {*clusters, *known}})
+    return head is not None and head[len(prefix) + 1:] in clusters
+
+
+def name_tails(prefix: str, names, clusters) -> frozenset[str]:
+    """What follows <prefix>-<cluster>- in the names gpudash gives `clusters`' objects (a rule and severity,
+    a dashboard id), each name read with the longest of `clusters` it starts with."""
+    tails = set()
+    for name in names:
+        head = _longest_head(name, {f"{prefix}-{cluster}" for cluster in clusters})
+        if head is not None:
+            tails.add(name[len(head) + 1:])
+    return frozenset(tails)
+
+
+def clusters_named(prefix: str, names, tails: frozenset[str]) -> frozenset[str]:
+    """Every cluster one of `names` is named for in gpudash's form with one of `tails` (<prefix>-<cluster>-<tail>):
+    the clusters, this file's or not, whose objects are seen."""
+    start = prefix + "-"
+    return frozenset(head[len(start):] for head in _heads(names, tails) if head.startswith(start) and head != prefix)
+
+
+def _heads(names, tails) -> set[str]:
+    """What comes before -<tail> in each of `names` that ends in one of `tails`."""
+    return {name[:-len(tail) - 1] for name in names for tail in tails
+            if name.endswith("-" + tail) and len(name) > len(tail) + 1}
+
+
+def _longest_head(name: str, heads) -> str | None:
+    """The longest of `heads` that `name` starts with, followed by a dash."""
+    starts = [head for head in heads if name.startswith(head + "-")]
+    return max(starts, key=len) if starts else None
 
 
 # --- CloudWatch dashboards ------------------------------------------------------------------
@@ -72,9 +107,20 @@ def grafana_uid(uid_prefix: str, dashboard_id: str) -> str:
     return f"{uid_prefix}-{dashboard_id}"
 
 
-def is_grafana_uid(uid: str, uid_prefix: str) -> bool:
-    """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`)."""
-    return re.fullmatch(rf"{re.escape(uid_prefix)}-{DEFINITION_ID}", uid) is not None
+def is_grafana_uid(uid: str, uid_prefix: str, seen: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether gpudash would generate this uid (`<uid_prefix>-<dashboard id>`), read exactly: not when it
+    is in the form of a longer uid prefix `seen` (`grafana_uid_prefixes`), as `gpudash-eu-overview` of
+    the prefix `gpudash-eu` is, though `eu-overview` could be a dashboard id of the prefix `gpudash`."""
+    return re.fullmatch(rf"{re.escape(uid_prefix)}-{DEFINITION_ID}", uid) is not None \
+        and _longest_head(uid, {uid_prefix, *seen}) == uid_prefix
+
+
+def grafana_uid_prefixes(uid_prefix: str, uids, defined) -> frozenset[str]:
+    """The uid prefixes the dashboards `uids` (anyone's) are seen with: what comes before -<dashboard id> in
+    each that ends in the id of one of the uids `defined` (`<uid_prefix>-<dashboard id>`)."""
+    start = uid_prefix + "-"
+    ids = {uid[len(start):] for uid in defined if uid.startswith(start)}
+    return frozenset(_heads(uids, ids))
 
 
 def grafanalib_uid(title: str) -> str:

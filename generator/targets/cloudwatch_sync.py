@@ -34,8 +34,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UN
                        Change, Outcome, disposition)
 from ..errors import RemoteError
 from ..markers import ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
-from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, is_alarm_name, is_cloudwatch_dashboard_name,
-                     names_cluster)
+from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, clusters_named, is_alarm_name,
+                     is_cloudwatch_dashboard_name, name_tails, names_cluster)
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
                          alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
                          marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
@@ -210,7 +210,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
     kept: list[str] = []
-    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept)
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, listed, dashboards, clusters))
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded)
            for name, body in zip(retired, bodies)]
     if elsewhere:
@@ -225,16 +225,24 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     return changes + [change for change in old if change is not None]
 
 
+def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> frozenset[str]:
+    """The clusters the objects listed (anyone's) are named for, read with the tails of the names these
+    settings give their clusters' objects: a cluster of another file (`prod-eu` beside this file's `prod`)
+    is told apart from this file's by the objects of it that are seen."""
+    return clusters_named(prefix, listed, name_tails(prefix, defined, clusters))
+
+
 def _unrecorded(prefix: str, mine: frozenset[str], others: bool, elsewhere: list[str],
-                kept: list[str]) -> Callable[[str], bool]:
+                kept: list[str], seen: frozenset[str] = frozenset()) -> Callable[[str], bool]:
     """Whether an object of this project no longer defined that records no clusters (written before gpudash
     recorded them) must stay: pruned only on evidence it is these settings', its name in the form gpudash
-    gives a cluster of their lineage `mine`, and while no object of the project seen (`others`) shows
-    another file publishing; one kept goes to `elsewhere` (while others publish) or `kept`."""
+    gives a cluster of their lineage `mine` (read exactly: not the form of a longer cluster `seen`), and
+    while no object of the project seen (`others`) shows another file publishing; one kept goes to
+    `elsewhere` (while others publish) or `kept`."""
     def stays(name: str) -> bool:
         if others:
             elsewhere.append(name)
-        elif not names_cluster(prefix, name, mine):
+        elif not names_cluster(prefix, name, mine, seen):
             kept.append(name)
         else:
             return False
@@ -299,7 +307,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
                  for name, t in tags.items() if name not in requests)
     kept: list[str] = []
-    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept)
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, live, requests, clusters))
     for name, alarm in sorted(live.items()):
         if name in requests or not project or not alarm_owned(tags.get(name, [])):
             continue

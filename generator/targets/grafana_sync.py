@@ -18,7 +18,7 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
                        Outcome, disposition)
 from ..errors import RemoteError
 from ..markers import GRAFANA_OWNER_TAG
-from ..names import is_grafana_uid
+from ..names import grafana_uid_prefixes, is_grafana_uid
 from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
                          grafana_pushed_hash)
 from . import prune_guard
@@ -86,12 +86,15 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     return change
 
 
-def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str) -> Change | None:
+def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
+                seen: frozenset[str] = frozenset()) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
-    project that publishes with the same uid prefix (or was moved there by a person)."""
-    if not is_grafana_uid(uid, uid_prefix):
+    project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose uid
+    is in the form of a longer uid prefix `seen` (another project's `gpudash-eu-overview` beside this
+    one's `gpudash-overview`)."""
+    if not is_grafana_uid(uid, uid_prefix, seen):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
@@ -126,9 +129,10 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
+        seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
-                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"])
+                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen)
                 if change is not None:
                     changes.append(change)
     return changes

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from tests.conftest import REPO
 from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms
 
@@ -359,3 +361,44 @@ def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluste
     others = [n for n in before[1] if n.startswith("gpudash-other-")]
     assert others and f"{len(others)} alarm(s) of project 'test' not defined here record no clusters" in stderr
     assert "delete-dashboards --dashboard-names NAME" in stderr and "delete-alarms --region us-east-1" in stderr
+
+
+def _person_alarm(client, name):
+    client.put_metric_alarm(AlarmName=name, Namespace="AWS/EC2", MetricName="CPUUtilization", Statistic="Average",
+                            Period=300, EvaluationPeriods=1, Threshold=90.0, ComparisonOperator="GreaterThanThreshold")
+
+
+@pytest.mark.parametrize("mine,theirs", [("prod", "prod-eu"), ("prod-eu", "prod")])
+def test_an_unrecorded_object_of_a_cluster_whose_name_continues_this_ones_is_not_this_files(
+        aws, tmp_path, mine, theirs):
+    """File A (cluster `mine`) and file B (cluster `theirs`) of project test; one name continues the other
+    with a dash. B's dashboards and alarms, and a retired dashboard of B's, record no clusters: A's prune
+    reads each name with the longest cluster it is seen for and leaves every one of B's, whichever file has
+    the shorter name. A's own retired dashboard of that age is pruned; a person's dashboard and alarm named
+    in A's form are left."""
+    client, apply = aws
+    both = _settings(tmp_path, "both", f"project: test\nclusters:\n  - {{name: {mine}, region: us-east-1}}\n"
+                                       f"  - {{name: {theirs}, region: us-east-1}}\n")
+    assert apply("--config", both)[0] == 0
+    def ours(name):  # named for `mine`, read with the longer cluster when both names fit
+        return max((c for c in (mine, theirs) if name.startswith(f"gpudash-{c}-")), key=len) == mine
+
+    for name in _dashboards(client):
+        _published_by(client, name, [mine] if ours(name) else None)
+    for name in alarms(client):
+        _written_before_marks(client, name, mine if ours(name) else None)
+    retired, theirs_retired = f"gpudash-{mine}-old-view", f"gpudash-{theirs}-old-view"
+    _published_by(client, f"gpudash-{mine}-health", None, as_name=retired)
+    _published_by(client, f"gpudash-{theirs}-health", None, as_name=theirs_retired)
+    person = f"gpudash-{mine}-old-board"
+    client.put_dashboard(DashboardName=person, DashboardBody=json.dumps({"widgets": []}))
+    _person_alarm(client, f"gpudash-{mine}-old-rule-warning")
+    before = (_dashboards(client), _all_alarms(client))
+    assert len([n for n in before[1] if n.startswith(f"gpudash-{theirs}-")]) >= 11
+    code, report, stderr = apply("--prune", "--allow-mass-prune", "--config",
+                                 _settings(tmp_path, "a", f"project: test\nclusters:\n  - {{name: {mine}, "
+                                                          f"region: us-east-1}}\n"))
+    assert code == 0, stderr
+    assert retired in report["written"] and not [n for n in report["written"] if not ours(n)]
+    assert (_dashboards(client), _all_alarms(client)) == ([n for n in before[0] if n != retired], before[1])
+    assert "4 dashboard(s) of project 'test' not defined here record no clusters" in stderr, stderr

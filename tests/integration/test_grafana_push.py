@@ -573,3 +573,30 @@ def test_a_dashboard_taken_over_between_plan_and_prune_is_not_deleted_even_with_
     assert failed.change.name == "gpudash-health" and says in failed.error
     assert "gpudash-health" in grafana.state.dashboards and ("DELETE", "/api/dashboards/uid/gpudash-health") not in \
         grafana.writes()
+
+
+@pytest.mark.parametrize("mine,theirs", [("gpudash", "gpudash-eu"), ("gpudash-eu", "gpudash")])
+def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_folder(grafana, run, tmp_path, mine,
+                                                                                     theirs):
+    """Another project publishes into this one's folder with a uid prefix that continues this one's with a
+    dash, or that this one's continues: --prune deletes this project's retired dashboard only, never the
+    other's dashboards, retired or not (`gpudash-eu-overview` reads as a dashboard id `eu-overview` of
+    `gpudash` by its form alone), whichever prefix is the shorter."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"grafana:\n  uid_prefix: {mine}\n")
+    code, _, stderr = _push(run, "--config", str(config))
+    assert code == 0, stderr
+    for uid in [uid for uid in grafana.state.dashboards if uid.startswith(f"{mine}-")]:  # the other project's
+        model = {**grafana.state.dashboards[uid]["dashboard"], "uid": theirs + uid[len(mine):]}
+        model["title"] += " (EU)"
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+    for prefix in (mine, theirs):
+        model = {"uid": f"{prefix}-old", "title": f"old {prefix}", "tags": [GRAFANA_OWNER_TAG]}
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+    theirs_now = {uid: json.dumps(entry, sort_keys=True) for uid, entry in grafana.state.dashboards.items()
+                  if uid.startswith(f"{theirs}-") and (len(theirs) > len(mine) or not uid.startswith(f"{mine}-"))}
+    assert len(theirs_now) == 5
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--allow-mass-prune")
+    assert code == 0, stderr
+    assert json.loads(stdout)["written"] == [f"{mine}-old"] and f"{mine}-old" not in grafana.state.dashboards
+    assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in theirs_now} == theirs_now

@@ -87,3 +87,22 @@ def test_hints_name_build_files_through_output_only():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "build/" in node.value:
                 spelled.append(f"{path.name}:{node.lineno}: {node.value!r}")
     assert spelled == []
+
+
+def test_a_name_is_read_with_the_longest_cluster_or_uid_prefix_it_is_seen_with():
+    defined = ["gpudash-prod-gpu-temp-high-warning", "gpudash-prod-overview"]
+    tails = names.name_tails("gpudash", defined, ("prod",))
+    assert tails == {"gpu-temp-high-warning", "overview"}
+    listed = [*defined, "gpudash-prod-eu-overview", "gpudash-prod-eu-old-view", "gpudash-prod-old-view"]
+    seen = names.clusters_named("gpudash", listed, tails)
+    assert seen == {"prod", "prod-eu"}
+    for name, ours in (("gpudash-prod-old-view", True), ("gpudash-prod-eu-old-view", False),
+                       ("gpudash-prod-eu-gpu-temp-high-warning", False), ("gpudash-production-x", False)):
+        assert names.names_cluster("gpudash", name, {"prod"}, seen) is ours, name
+        assert names.names_cluster("gpudash", name, {"prod-eu"}, seen) is name.startswith("gpudash-prod-eu-"), name
+    prefixes = names.grafana_uid_prefixes("gpudash", ["gpudash-eu-overview", "team-x"], ["gpudash-overview"])
+    assert prefixes == {"gpudash-eu"}
+    assert names.is_grafana_uid("gpudash-eu-old", "gpudash") and not names.is_grafana_uid("gpudash-eu-old", "gpudash",
+                                                                                           prefixes)
+    assert names.is_grafana_uid("gpudash-eu-old", "gpudash-eu", prefixes)
+    assert names.is_grafana_uid("gpudash-old", "gpudash", prefixes)
