@@ -139,12 +139,15 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
 
 
 def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any]) -> bool:
-    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost)."""
+    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost). A stop
+    (a signal, the deadline) is not an answer: it is raised, not read as "not there"."""
     try:
         live = client.dashboard(uid)
         if live is None or grafana_content(live["dashboard"]) != grafana_content(desired):
             return False
         latest = client.latest_version(uid) or {}
+    except DeadlineExceeded:
+        raise
     except RemoteError:
         return False
     return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
@@ -155,6 +158,7 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
+    posts = client.sent.get("POST", 0)
     try:
         client.save(body, folder["uid"], grafana_message(desired, note))
     except (PreconditionFailed, InvalidAnswer, Unreachable) as exc:
@@ -162,7 +166,14 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
             raise
         # An earlier attempt may have landed and only its answer was lost (or garbled), or another gpudash
         # run saved the same content: then the save is done. Otherwise someone else saved: the error stands.
-        if not _landed(client, change.name, desired):
+        try:
+            landed = _landed(client, change.name, desired)
+        except DeadlineExceeded as stop:  # stopped while looking: a save sent and not refused may have landed
+            if isinstance(exc, PreconditionFailed) and client.sent.get("POST", 0) - posts <= 1:
+                raise exc from None  # its one request was refused: it did not happen
+            raise stop.after_sending("the save was sent to Grafana", f"its answer was lost ({exc.what}) and the "
+                                     "check whether it landed did not finish") from None
+        if not landed:
             raise
 
 

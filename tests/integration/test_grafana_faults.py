@@ -348,3 +348,21 @@ def test_a_signal_after_the_folder_create_was_sent_says_it_may_have_happened_and
     for uid in CREATED:
         assert grafana.state.dashboards[uid]["folderUid"] == "gpudash"
     _assert_safe(grafana, before, {EDITED: "10s"})
+
+
+def test_a_signal_while_checking_whether_a_lost_save_landed_says_it_may_have_happened(grafana, proxy, run, desired):
+    """Every answer to the first save is lost after Grafana made it, so gpudash reads the dashboard back
+    to see whether it landed; SIGTERM arrives during that read. The save is reported as may have happened
+    (it did), not as Grafana unreachable, and nothing else starts; a rerun converges."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    first = CREATED[0]
+    proxy.inject(Rule(SAVE, action="reset-after", times=99),
+                 Rule(f"/uid/{first}$", method="GET", action="before", skip=1,
+                      callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = run()
+    assert code == 128 + signal.SIGTERM and "Traceback" not in stderr, stderr
+    assert first in grafana.state.dashboards and report["written"] == []
+    errors = {f["name"]: f["error"] for f in report["failed"]}
+    assert "the save was sent to Grafana and may have happened" in errors[first], errors[first]
+    assert all("not attempted" in error for uid, error in errors.items() if uid != first), errors
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
