@@ -244,3 +244,35 @@ def test_the_exporters_up_is_counted_per_gpu_node_when_the_fleet_says_how_many(p
     classic = load_project(project_dir("agent:\n  pipeline: classic\n"))  # its scraper drops up
     assert _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100, nodes=13))) == \
         _lines(estimates(classic, Fleet(clusters=1, pods=80, churn=0, gpus=100)))
+
+
+def test_the_readmes_worked_example_is_what_the_command_says(project, project_dir):
+    """Each row of the README's worked example (one pod per GPU, eight GPUs per node) is the estimate of its fleet:
+    every line's quantity and price as the table shows them, the total, and the total with metric_selection: used."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("Worked example: one pod per GPU, eight GPUs per node"):]
+    used = load_project(project_dir("agent:\n  metric_selection: used\n"))
+    rows, events = 0, []
+    for gpus, nodes, clusters in ((50, 7, 1), (500, 63, 1), (5000, 625, 10)):
+        (row,) = [line for line in section.splitlines() if line.startswith(f"| {gpus:,} GPUs, {nodes} nodes")]
+        fleet = Fleet(clusters=clusters, pods=gpus, churn=0, nodes=nodes)
+        result = estimates(project, fleet)
+        lines = _lines(result)
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        metrics, ingestion, storage = (lines[k] for k in ("custom metrics", "EMF log ingestion (GB)",
+                                                          "EMF log storage (GB-month)"))
+        assert cells[1] == f"{metrics['quantity']:,.0f} → ${metrics['monthly']:,.2f}"
+        assert cells[2] == f"{ingestion['quantity']:,.1f} GB → ${ingestion['monthly']:,.2f}"
+        assert cells[3] == f"{storage['quantity']:,.1f} GB → ${storage['monthly']:,.2f}"
+        assert cells[4] == f"${lines['dashboards']['monthly']:,.2f}"
+        assert cells[5] == f"${lines['dashboard reads (metrics analyzed, thousands)']['monthly']:,.2f}"
+        alarms = ("GPU and cluster alarms (Metrics Insights)", "data-missing alarms (metric math)",
+                  "per-pod alarms (GROUP BY pod)")
+        assert cells[6] == " + ".join(f"${lines[k]['monthly']:,.2f}" for k in alarms)
+        assert cells[7] == f"**${result['group_by']['total']:,.2f}**"
+        assert cells[8] == f"${estimates(used, fleet)['group_by']['total']:,.2f}"
+        events.append(f"{result['group_by']['log_events']['per_scrape']:,.0f}")
+        rows += 1
+    assert rows == 3
+    assert f"The agent writes {events[0]}, {events[1]} and {events[2]} log events every 30 s" in " ".join(
+        section.split())
