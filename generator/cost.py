@@ -229,7 +229,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     two: each pod's copy and the GPU's merged one (render/agent_otel.merged_counters); per pod on the OTel
     pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
     holds (its totals, without a pod, which no set publishes); per exporter target its `up` where the filter
-    keeps it; per cluster kube-state-metrics' series and, on the OTel pipeline, that target's `up`."""
+    keeps it; per cluster kube-state-metrics' series and, on the OTel pipeline, that target's `up`. A GPU split
+    into MIG instances writes its gauges' and its per-pod counters' events once per instance, and a GPU pods share
+    by time-slicing once per pod: the fleet describes neither, so neither is counted."""
     from .cloudwatch_query import POD_TOTALS
     from .render.agent_otel import _merged_names
 

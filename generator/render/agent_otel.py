@@ -112,7 +112,8 @@ def _ottl_number(value: float) -> str:
 
 # The receiver adds the scrape's own series to every target's (up, scrape_duration_seconds, ...); the
 # JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but `up` when a
-# declaration publishes it (the data-missing rule's alarm per node, data_missing.UP).
+# declaration publishes it (the data-missing rule's alarm per node, data_missing.UP): the declarations are
+# render/agent.published's answer, which `cost` and `lint` read too.
 SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
 SCRAPE_SERIES_BUT_UP = 'IsMatch(metric.name, "^scrape_.+$")'
 
