@@ -39,6 +39,13 @@ EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname
                    "pod_name", "pod_namespace", "container_name")  # the last three: --use-old-namespace
 EVERY_GPU = ("gpu", "UUID", "device", "modelName")  # on every series of every exporter release
 WORKLOAD = ("namespace", "pod", "container")  # on the series of a GPU a pod holds, and no other
+OLD_WORKLOAD = ("pod_name", "pod_namespace", "container_name")  # WORKLOAD as --use-old-namespace names it
+
+
+def exporter_labels(workload: tuple[str, ...]) -> set[str]:
+    """The labels an exporter may write whose workload labels are named `workload` (render/scrape.written_labels:
+    what `labels:` says the exporter writes)."""
+    return {name for name in EXPORTER_LABELS if name not in WORKLOAD + OLD_WORKLOAD} | set(workload)
 RESOURCE_LABELS = ("job", "instance")  # the OTel pipeline's receiver moves them into the resource
 MAX_DIMENSIONS = 10  # awsemf drops a larger set (CloudWatch itself takes 30 per metric)
 # What each pod's copy of a counter keeps on the OTel pipeline beside the per-pod sets' names

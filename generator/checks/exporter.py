@@ -9,6 +9,7 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MI
 from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
+from ..render.scrape import agent_renames
 from ..clients.exporter import fetch, fetch_through_proxy
 from ..clients.options import Options
 from .result import FAIL, OK, WARN, Check
@@ -55,7 +56,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 def analyse(project: Project, text: str, source: str) -> list[Check]:
     try:
-        samples = parse(text)
+        samples = _workload_named(parse(text), project.settings)
     except ValueError as exc:
         return [Check(GROUP, "metrics endpoint", FAIL, f"{source} is not Prometheus exposition: {exc}"[:300],
                       "check that the URL is the DCGM exporter's /metrics")]
@@ -90,6 +91,16 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     result += _whole_copies(samples) + _silent_shares(samples, copied.get("DCGM_FI_DEV_GPU_UTIL", []))
     result += _node_label(samples, project.settings.labels.node_sources)
     return result
+
+
+def _workload_named(samples: dict[str, list[Any]], settings: Any) -> dict[str, list[Any]]:
+    """The samples with the workload's labels named `pod`, `namespace` and `container`, from the names `labels:`
+    says the exporter writes them under (pod_name, ... with --use-old-namespace), as the checks below read them."""
+    renames = dict(agent_renames(settings))
+    if not renames:
+        return samples
+    return {name: [s._replace(labels={renames.get(k, k): v for k, v in s.labels.items()}) for s in values]
+            for name, values in samples.items()}
 
 
 def _mig(instances: list[tuple[str, str]], wanted: list[str]) -> Check:

@@ -16,7 +16,8 @@ from ..reading import read_json_schema
 from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
-from ..series_labels import EXPORTER_LABELS, MAX_DIMENSIONS, TARGET_LABELS
+from ..render.scrape import written_labels
+from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -212,15 +213,25 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
 
 
 def _published_labels(subject: LintInput) -> set[str]:
-    labels = set(TARGET_LABELS) | set(EXPORTER_LABELS) | {m.name for m in subject.catalog.labels()}
+    """The labels the agent's DCGM series carry after its scrape job: the job's target labels, the exporter's
+    (its workload labels under the names `labels:` says it writes them), then the job's metric_relabel_configs in
+    order (a rename adds its target, labeldrop and labelkeep remove)."""
+    labels = set(TARGET_LABELS) | exporter_labels(written_labels(subject.settings)) \
+        | {m.name for m in subject.catalog.labels()}
     # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
     # where a series lacks some of them: a missing one groups as empty, which changes nothing.
     labels.update(gpu_identity(subject.settings.labels))
     # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
     labels.update(FIELD_LABEL_KEYS)
     for rule in subject.scrape_job().get("metric_relabel_configs", []):
-        if rule.get("action") == "labeldrop":
+        action = rule.get("action", "replace")
+        if action == "labeldrop":
             labels = {label for label in labels if not re.fullmatch(rule["regex"], label)}
+        elif action == "labelkeep":
+            labels = {label for label in labels if re.fullmatch(rule["regex"], label)}
+        elif action == "replace" and rule.get("target_label") \
+                and any(source in labels for source in rule.get("source_labels") or [rule["target_label"]]):
+            labels.add(rule["target_label"])
     return labels
 
 

@@ -19,11 +19,13 @@ from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
-from ..markers import KUBERNETES_MANAGED_BY
+from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..settings import Settings, interval_seconds
 
 METRIC_NAME_FILTER = "DCGM_.*"
+# The names the agent's dimension sets give the workload's pod, namespace and container (series_labels.WORKLOAD).
+AGENT_WORKLOAD = (POD_DIMENSION, NAMESPACE_DIMENSION, "container")
 
 
 def scrape_job(settings: Settings) -> dict[str, Any]:
@@ -66,6 +68,7 @@ def agent_scrape_job(settings: Settings) -> dict[str, Any]:
     job["metric_relabel_configs"].append(
         {"source_labels": [MIG_INSTANCE_LABEL], "regex": "", "target_label": MIG_INSTANCE_LABEL,
          "replacement": WHOLE_GPU_INSTANCE, "action": "replace"})
+    job["metric_relabel_configs"] += renaming_rules(agent_renames(settings))
     return job
 
 
@@ -117,21 +120,38 @@ def prometheus_config(settings: Settings) -> dict[str, Any]:
             "scrape_configs": jobs}
 
 
+def written_labels(settings: Settings) -> tuple[str, str, str]:
+    """The labels the exporter writes the workload's pod, namespace and container under, as `labels:` says (the
+    `exported_` prefix is Prometheus' when it does not honor them: the exporter writes the name without it)."""
+    labels = settings.labels
+    return tuple(declared.removeprefix("exported_")  # type: ignore[return-value]
+                 for declared in (labels.pod, labels.namespace, labels.container))
+
+
+def agent_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
+    """(the label the exporter writes, the dimension the agent publishes it as) for each workload label the
+    exporter writes under another name than the agent's dimension sets use (`pod_name`, `pod_namespace`,
+    `container_name` with --use-old-namespace): the agent's job renames them, so that the per-pod sets
+    ([ClusterName, namespace, pod]) hold the workload whatever the exporter's flags."""
+    return tuple((written, dimension) for written, dimension in zip(written_labels(settings), AGENT_WORKLOAD)
+                 if written != dimension)
+
+
 def workload_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
     """(the label the exporter writes, the label the settings query) for each workload label the settings
     name `exported_*`: the names the GPU operator's own ServiceMonitor (honorLabels: false) gives them.
     gpudash's Prometheus scrape paths deliver the workload labels under exactly the names `labels:` declares,
     so the queries built on those names match the series whichever of the three paths scrapes the exporter.
-    The CloudWatch agent's job keeps the exporter's names: its dimensions are `pod` and `namespace`."""
+    The CloudWatch agent's job names them as its dimensions do instead (agent_renames)."""
     labels = settings.labels
-    return tuple((declared.removeprefix("exported_"), declared)
-                 for declared in (labels.pod, labels.namespace, labels.container) if declared.startswith("exported_"))
+    return tuple((written, declared) for written, declared in zip(written_labels(settings),
+                                                                  (labels.pod, labels.namespace, labels.container))
+                 if written != declared)
 
 
-def renaming_rules(settings: Settings) -> list[dict[str, Any]]:
-    """metric_relabel_configs moving each workload label to the name the settings query (none when they agree).
+def renaming_rules(renames: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """metric_relabel_configs moving each label (written, to) of `renames` to its new name (none when empty).
     A series without the label (a GPU no pod holds) gets none: `(.+)` does not match the empty value."""
-    renames = workload_renames(settings)
     if not renames:
         return []
     return [*({"source_labels": [written], "regex": "(.+)", "target_label": declared, "replacement": "$1",
@@ -142,7 +162,7 @@ def renaming_rules(settings: Settings) -> list[dict[str, Any]]:
 def prometheus_scrape_job(settings: Settings) -> dict[str, Any]:
     """The scrape job for Prometheus: the agent's job, with the workload labels named as `labels:` says."""
     job = scrape_job(settings)
-    job["metric_relabel_configs"] += renaming_rules(settings)
+    job["metric_relabel_configs"] += renaming_rules(workload_renames(settings))
     return job
 
 
@@ -199,7 +219,7 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
                     {"regex": "|".join(TARGET_WORKLOAD_LABELS), "action": "labeldrop"},
                 ],
                 "metricRelabelings": [{"sourceLabels": ["__name__"], "regex": METRIC_NAME_FILTER, "action": "keep"},
-                                      *(_camel_case(rule) for rule in renaming_rules(settings))],
+                                      *(_camel_case(rule) for rule in renaming_rules(workload_renames(settings)))],
             }],
         },
     }
