@@ -23,9 +23,11 @@ def dashboards(ctx):
                 description="Framebuffer used over total (used + free) of the pod's GPUs."),
     ])
     power = ctx.available([
-        per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw by pod", aggregation="sum",
-                description="Power drawn by the GPUs the pod uses, each GPU counted once (a GPU whose MIG "
-                            "instances several pods share shows under each of them)."),
+        # DCGM reads a GPU's power, not a pod's: the title says what each pod's line is.
+        per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw of each pod's GPUs", aggregation="sum",
+                description="Power drawn by the GPUs the pod holds, each GPU counted once and whole: a GPU that "
+                            "several pods share (time-slicing, MPS, virtual GPUs or MIG instances) shows its whole "
+                            "draw under each of them, so the pods' lines add up to more than the GPUs draw."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
         # DCGM counts a GPU's energy, not a pod's: the title says what each pod's line is.
         per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs", aggregation="sum",

@@ -119,6 +119,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
         raise NotPublished(POD_SHARES.format(query.metric))
     result = agent_plan(bare, catalog, settings, period, alarm=alarm, layout=LAYOUT)
     result = replace(result, metric=metric_name(level(bare), mapping))
+    if level(bare) != "node":
+        result = replace(result, notes=result.notes + (SHARED_UNDER_ONE,))
     if result.function == "COUNT" or mapping.scale == 1:
         return result  # a count of GPUs or pods has no unit
     scale = number(mapping.scale)
@@ -135,6 +137,11 @@ POD_SHARES = ("exporter.virtual_gpus: the Container Insights add-on's own DCGM e
               "KUBERNETES_VIRTUAL_GPUS, so it publishes no pod's own share of {} (a GPU several pods share is "
               "published under one of them with the whole GPU's value); per pod, read it from cloudwatch.source: "
               "prometheus-emf with agent.pipeline: otel")
+
+
+SHARED_UNDER_ONE = ("a GPU several pods share by time-slicing or MPS is published under one of them (the add-on's "
+                    "DCGM exporter runs without KUBERNETES_VIRTUAL_GPUS), with the whole GPU's value: the other pods "
+                    "show none of it")
 
 
 def source_plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, alarm: bool = False) -> Plan:

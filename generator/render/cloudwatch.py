@@ -342,8 +342,10 @@ def periods_note(period_follows: bool, now: list[str], period: int) -> str:
         text += ("; rates, and values per scrape, stay true: they divide by the period each widget's query used "
                  "(PERIOD() of a hidden metric of the widget)")
     if now:
-        text += (f"; {_listed(now)} are drawn only at their own period of {period} s (a longer one would count what "
-                 f"left within it): pick \"Do not override\" to see them again")
+        many = len(now) > 1
+        text += (f"; {_listed(now)} {'are' if many else 'is'} drawn only at {'their' if many else 'its'} own period of "
+                 f"{period} s (a longer one would count what left within it): pick \"Do not override\" to see "
+                 f"{'them' if many else 'it'} again")
     return text + "."
 
 

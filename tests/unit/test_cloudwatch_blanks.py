@@ -212,7 +212,7 @@ def test_the_sum_and_per_pod_power_in_the_pause_are_the_other_readings(otel_flee
     holding that GPU and another reads the mean of its totals at the seven scrapes where both GPUs read a value
     (at the pause its total is unknown, not its other GPU's reading)."""
     _, files, datapoints, _ = otel_fleet
-    for title, dashboard in (("Total power draw", "overview"), ("Power draw by pod", "by-pod")):
+    for title, dashboard in (("Total power draw", "overview"), ("Power draw of each pod's GPUs", "by-pod")):
         shown = cloudwatch_eval.widget(_widget(files, title, dashboard), datapoints, START, END)
         assert all(series for series in shown.values()), title
         assert max(v for series in shown.values() for v in series.values()) < 2000, title
@@ -221,7 +221,7 @@ def test_the_sum_and_per_pod_power_in_the_pause_are_the_other_readings(otel_flee
     assert len(pods_gpus) == 2
     known = [sum(value("DCGM_FI_DEV_POWER_USAGE", g, k, "gauge") for g in pods_gpus)
              for k in range(300 // STEP, 600 // STEP) if k not in PAUSE]
-    shown = cloudwatch_eval.widget(_widget(files, "Power draw by pod", "by-pod"), datapoints, START, END)
+    shown = cloudwatch_eval.widget(_widget(files, "Power draw of each pod's GPUs", "by-pod"), datapoints, START, END)
     assert close(shown[f"Pod {paused.namespace}/{paused.pod}"][300], sum(known) / len(known))
 
 
@@ -329,7 +329,7 @@ def test_classic_a_line_over_several_gpus_shows_a_gap_not_the_blank(classic_flee
 
 def test_classic_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_true(classic_fleet):
     project, files, datapoints, _ = classic_fleet
-    properties = _widget(files, "Power draw by pod", "by-pod")
+    properties = _widget(files, "Power draw of each pod's GPUs", "by-pod")
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     power = project.catalog.get("DCGM_FI_DEV_POWER_USAGE")
     expected = truth(Query(power.name, "sum", ("pod",)), power, START, END, properties["period"])
@@ -339,7 +339,7 @@ def test_classic_a_pods_period_with_a_blank_is_a_gap_and_the_other_periods_are_t
         for bucket, value in shown[label].items():
             assert close(value, series[bucket]), (label, bucket)
     assert "DCGM_FI_DEV_POWER_USAGE" in _noted(project)["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json",
-                                                       "Power draw by pod"]
+                                                       "Power draw of each pod's GPUs"]
 
 
 def test_classic_a_sum_over_gpus_is_a_gap_in_the_period_of_the_blank(classic_fleet):

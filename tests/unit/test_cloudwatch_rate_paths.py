@@ -309,7 +309,7 @@ def test_classic_a_mean_over_many_gpus_drops_a_blank_gpus_period_whatever_the_nu
 
 
 def test_a_value_per_scrape_still_filling_is_not_drawn_and_the_header_says_when_it_is(tmp_path):
-    """Power draw by pod on agent.pipeline: classic (a sum of a gauge's observations per scrape) drawn 100 s into
+    """Power draw of each pod's GPUs on agent.pipeline: classic (a sum of a gauge's observations per scrape) drawn 100 s into
     a period: every period that ended a minute before is each pod's true power, the one still filling is not drawn
     (its sum holds 3 of 10 scrapes: with live data on it reads 30 %), and the header says both."""
     from tests.support import dcgm_fleet
@@ -324,7 +324,7 @@ def test_a_value_per_scrape_still_filling_is_not_drawn_and_the_header_says_when_
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"
     body = json.loads(json.loads(files[path])["DashboardBody"])
     (properties,) = [w["properties"] for w in body["widgets"] if w.get("properties", {}).get("title") ==
-                     "Power draw by pod"]
+                     "Power draw of each pod's GPUs"]
     power = project.catalog.get("DCGM_FI_DEV_POWER_USAGE")
     expected = dcgm_fleet.truth(Query(power.name, "sum", ("pod",)), power, START, 1800, PERIOD)
     shown = cloudwatch_eval.widget(properties, datapoints, START, now, now=now)
@@ -333,5 +333,5 @@ def test_a_value_per_scrape_still_filling_is_not_drawn_and_the_header_says_when_
     assert all(close(v, expected[line][t]) for line, series in shown.items() for t, v in series.items())
     live = cloudwatch_eval.widget({**properties, "liveData": True}, datapoints, START, now, now=now)
     assert all(series[1800] < 0.4 * expected[line][1500] for line, series in live.items())
-    (note,) = [n for n in notes(header(files, path))["Power draw by pod"] if "per" in n and "scrape" in n]
+    (note,) = [n for n in notes(header(files, path))["Power draw of each pod's GPUs"] if "per" in n and "scrape" in n]
     assert "the period still filling is not drawn, unless live data is on, which draws it low" in note

@@ -81,7 +81,7 @@ def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
 def test_pods_are_named_by_namespace_and_pod(fleet):
     project, files, datapoints = fleet
     widgets = {p["title"]: p for path, p in _widgets(files) if "by-pod" in path}
-    power = cloudwatch_eval.widget(widgets["Power draw by pod"], datapoints, START, END)
+    power = cloudwatch_eval.widget(widgets["Power draw of each pod's GPUs"], datapoints, START, END)
     assert set(power) == {"Pod ml/train-0", "Pod research/train-0", "Pod ml/infer-1"}
     # Two GPUs of 100-113 W each, not ten observations of each (a 5-minute period at 30 s scrapes).
     assert 200 < power["Pod ml/train-0"][0] < 240
@@ -153,13 +153,13 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     settings = "scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"
     project = load_project(project_dir("agent:\n  pipeline: classic\n" + settings))
     files = encode(build(project))
-    (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw by pod"]
+    (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw of each pod's GPUs"]
     assert properties["period"] == 60
     assert properties["metrics"][1] == ["ContainerInsights/Prometheus", "DCGM_FI_DEV_POWER_USAGE", "ClusterName",
                                         "gpu-cluster", {"id": "p1", "visible": False}]
     assert properties["metrics"][2][0]["expression"] == "q1 * 15 / PERIOD(p1)"
     (properties,) = [p for _, p in _widgets(encode(build(load_project(project_dir(settings)))))
-                     if p["title"] == "Power draw by pod"]
+                     if p["title"] == "Power draw of each pod's GPUs"]
     assert properties["period"] == 60
     ((query,),) = properties["metrics"]
     assert query["expression"].startswith('SELECT AVG("DCGM_FI_DEV_POWER_USAGE") FROM SCHEMA('

@@ -165,7 +165,7 @@ def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_not
     for path, properties in widgets(files):
         titles[path.rsplit("-", 1)[1]].add(properties["title"])
     assert not titles["pod.json"] & {"GPU utilization by pod", "Framebuffer used by pod", "Framebuffer used share by pod"}
-    assert {"Power draw by pod", "Pods on GPUs"} <= titles["pod.json"]
+    assert {"Power draw of each pod's GPUs", "Pods on GPUs"} <= titles["pod.json"]
     assert {"GPU utilization", "Framebuffer memory used", "Average GPU utilization"} <= titles["overview.json"]
     assert set(_alarms(files)) >= {"framebuffer-full"} and "gpu-idle" not in _alarms(files)
     notes = [f.message for f in lint_project(project) if f.rule == "CW013"]

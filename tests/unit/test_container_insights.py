@@ -122,7 +122,7 @@ def test_pods_are_named_by_namespace_and_pod_not_by_owner(addon):
     pods = cloudwatch_eval.widget(widgets["Pods on GPUs"], points, START, END)
     assert {label: series[max(series)] for label, series in pods.items()} == {  # the last 5 minutes
         "Pod ml/train-0": 2.0, "Pod ml/train-1": 1.0, "Pod research/train-0": 1.0, "Pod ml/infer-1": 1.0}
-    power = cloudwatch_eval.widget(widgets["Power draw by pod"], points, START, END)
+    power = cloudwatch_eval.widget(widgets["Power draw of each pod's GPUs"], points, START, END)
     assert 200 < power["Pod ml/train-0"][0] < 240  # two GPUs of 100-113 W: GPUs, not observations
 
 

@@ -173,7 +173,7 @@ def test_units_come_from_the_catalog_and_every_panel_is_described():
     units = {p["title"]: p["fieldConfig"]["defaults"]["unit"] for m in models.values() for p in _charts(m)}
     assert units["Framebuffer used by pod"] == "mbytes"
     assert units["Tensor core activity by pod"] == "percentunit"
-    assert units["Power draw by pod"] == "watt"
+    assert units["Power draw of each pod's GPUs"] == "watt"
     assert units["SM clock by pod"] == "rotmhz"
     assert units["GPU temperature"] == "celsius"
     assert units["Energy use rate of each pod's GPUs"] == "mwatt"

@@ -1,0 +1,69 @@
+"""A pod's power on CloudWatch is the draw of the GPUs it holds, each whole, and its title says so.
+
+DCGM reads power per GPU; the exporter writes a GPU that pods share by time-slicing once per pod, each copy with
+the GPU's reading, and no per-pod share of power in any mode (with KUBERNETES_VIRTUAL_GPUS it splits only
+utilization and framebuffer per process: tests/support/virtual_gpus.py). So the per-pod power widget cannot be
+a pod's own draw: each pod's line is its GPUs' whole draw, and the lines of pods sharing a GPU add up to more
+than the GPU draws. The payloads go through the model of the agent fed with the generated config, and the widget
+is evaluated with Metrics Insights' documented semantics, on both agent pipelines.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support import cloudwatch_eval, dcgm_fleet as F
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+NODE, END = "ip-10-0-1-1", 1800
+TITLE = "Power draw of each pod's GPUs"
+# (gpu, watts, pods holding it): GPU 0 time-sliced between two pods, GPU 1 held by one pod alone
+GPUS = ((0, 250.0, (("ml", "a"), ("ml", "b"))), (1, 100.0, (("ml", "c"),)))
+
+
+def _payload() -> str:
+    lines = ["# TYPE DCGM_FI_DEV_POWER_USAGE gauge", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+    for gpu, watts, pods in GPUS:
+        device = f'gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="{NODE}"'
+        for namespace, pod in pods:
+            labels = f'{device},namespace="{namespace}",pod="{pod}",container="main"'
+            lines += [f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {watts}", f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 55"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_each_pods_line_is_the_whole_draw_of_its_gpus_and_the_title_says_so(tmp_path, pipeline):
+    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(t), _payload(), F.target_labels(job, NODE))
+                                     for t in range(0, END, F.STEP)])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    shown = cloudwatch_eval.widget(widgets[TITLE], points, 0, END)
+    whole = {f"Pod {ns}/{pod}": watts for _, watts, pods in GPUS for ns, pod in pods}
+    assert {label: set(series.values()) for label, series in shown.items()} == \
+        {label: {watts} for label, watts in whole.items()}
+    # the pods' lines add up to more than the GPUs draw: each line is its GPUs' draw, not the pod's own
+    drawn = sum(watts for _, watts, _ in GPUS)
+    assert sum(series[0] for series in shown.values()) == 600.0 > drawn == 350.0
+    description = next(p.description for d in load_project(tmp_path / "gpudash.yaml").dashboards
+                       for p in d.panels() if p.title == TITLE)
+    assert "whole draw under each of them" in description and "time-slicing" in description
+
+
+def test_on_the_container_insights_add_on_the_header_says_a_shared_gpu_is_under_one_pod(tmp_path):
+    """The add-on's own exporter publishes a GPU pods share once, under one of them with the whole value."""
+    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])[
+        "DashboardBody"])["widgets"][0]["properties"]["markdown"]
+    notes = header.split("\n\nOn CloudWatch: ", 1)[1].split("\n\n", 1)[0]
+    (said,) = [n for n in notes.split("; ") if "published under one of them" in n or TITLE in n and "share" in n]
+    assert TITLE in said and "the other pods show none of it" in header
