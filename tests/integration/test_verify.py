@@ -4,6 +4,7 @@ exact failing check and its fix."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import time
@@ -113,21 +114,25 @@ def moto():
 
 
 @pytest.fixture(scope="module")
-def default_files():
-    """The default project's artifacts, built once: each test reads its own copy of the two files it installs."""
-    return encode(build(load_project()))
+def default_documents():
+    """The documents of the two files of the default project's build that the cluster installs, built and read
+    once: each test gets its own copy of them."""
+    files = encode(build(load_project()))
+    return {name: list(yaml.safe_load_all(files[name]))
+            for name in ("k8s/cwagent-prometheus-config-gpu-cluster.yaml", "k8s/servicemonitor.yaml")}
 
 
 @pytest.fixture
-def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_files):
+def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, default_documents):
     """A healthy cluster; tests break one thing each."""
     cluster = KubeCluster(reference)
-    for document in yaml.safe_load_all(default_files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]):
+    documents = copy.deepcopy(default_documents)
+    for document in documents["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]:
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.metrics_payload = payload
     # gpudash's ServiceMonitor in place of the operator's (which does not honor labels)
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
-                                for m in yaml.safe_load_all(default_files["k8s/servicemonitor.yaml"])]
+                                for m in documents["k8s/servicemonitor.yaml"]]
     moto.reset()
     moto.put_dcgm_metrics(WORKLOAD_POD)
     with KubeTestServer(cluster) as kube:

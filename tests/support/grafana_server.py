@@ -16,12 +16,13 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-import jsonschema
-
 from tests.support.loopback import KeepAliveHandler, LoopbackServer
+
+if TYPE_CHECKING:  # imported where a server validates its first request: not at each test file's collection
+    import jsonschema
 
 ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
 
@@ -37,6 +38,8 @@ class Spec:
         self.cache: dict[str, jsonschema.Draft4Validator] = {}
 
     def _validator(self, schema: dict[str, Any]) -> jsonschema.Draft4Validator:
+        import jsonschema
+
         key = json.dumps(schema, sort_keys=True)
         if key not in self.cache:
             self.cache[key] = jsonschema.Draft4Validator({**schema, "definitions": self.document["definitions"]})

@@ -7,13 +7,15 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
-import requests
 import yaml
 
 from generator.preview.sample import free_port, start  # free_port: moto_server and tests import it from here
+
+if TYPE_CHECKING:
+    import requests
 
 
 def binary(name: str) -> str:
@@ -69,12 +71,16 @@ class Prometheus:
         config = yaml.safe_load(self.config_path.read_text())
         config["scrape_configs"] = []
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+        import requests
+
         response = requests.post(f"{self.url}/-/reload", timeout=60)
         assert response.status_code == 200, response.text
 
     def api(self, path: str, **params) -> Any:
         """GET /api/v1/`path`; a query is POSTed (its expression is the form's body, not a long URL to encode)."""
         if self.session is None:
+            import requests  # here, not at the collection of every test file that imports this module
+
             self.session = requests.Session()  # one connection for the server's many queries
             self.session.trust_env = False  # no proxy settings to read from the environment at each query: loopback
         if path.startswith("query"):

@@ -7,7 +7,6 @@ import json
 import re
 from dataclasses import replace
 
-import jsonschema
 import pytest
 import yaml
 
@@ -48,6 +47,8 @@ def _names(declaration):
 
 
 def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir):
+    import jsonschema  # only where a test validates: not at every worker's collection
+
     agent_map, config, scrape_map = _agent(encode(build(load_project(project_dir(CLASSIC)))))
     assert (agent_map["metadata"]["name"], agent_map["metadata"]["namespace"]) == (
         "prometheus-cwagentconfig", "amazon-cloudwatch")
@@ -163,6 +164,8 @@ def test_service_monitor_honors_the_workload_labels():
 
 
 def _crd_validator(reference, plural: str):
+    import jsonschema  # only where a test validates: not at every worker's collection
+
     crd = yaml.safe_load((reference / "k8s" / "prometheus-operator" / f"monitoring.coreos.com_{plural}.yaml").read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
     return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
