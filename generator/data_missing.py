@@ -78,24 +78,46 @@ time series; a GROUP BY query in an alarm must be wrapped in such math). A query
 series, so r counts at most 500 GPU nodes per cluster (LIMIT 500): a larger cluster would read 500 and fire.
 
 The alarm reads `x = c + 0 * n`, `w = da + du + ea + eu + 0 * n` (the two names of each count; a
-receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g / x, 1) * (w - r < 0.5)`
+receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g > 0, 1) * (w - r < 0.5)`
 below 1 for two periods in a row, TreatMissingData breaching:
 
   1. the agent stopped everywhere: no `n`, no `c`, no DaemonSet counts: no datapoint (breaching);
-  2. GPU nodes exist but no GPU reported: g / x = 0 (a missing g read as 0);
-  3. an exporter down on one node: its GPUs' observations are missing, g / x < 1 all period;
-  4. the agent stopped on one GPU node (its exporter still counted): w - r = 1 in every period with no
+  2. GPU nodes exist but no GPU reported at all: g > 0 is 0 (IF gives 0 where g has no point);
+  3. the agent stopped on one GPU node (its exporter still counted): w - r = 1 in every period with no
      collection of it, so ALARM 10 to 15 minutes after it stopped (at the default 5-minute period);
-  5. the add-on's agent restarted on every node, one at a time (an add-on upgrade, a configuration change):
+  4. the add-on's agent restarted on every node, one at a time (an add-on upgrade, a configuration change):
      each node misses a collection or two but still reports in every period; never fires;
-  6. the node group at zero: x = 0 and w = 0, the value is 1; no pod holds a GPU: node metrics still
+  5. the node group at zero: x = 0 and w = 0, the value is 1; no pod holds a GPU: node metrics still
      count; a node drained keeps its DaemonSet pods and reports;
-  7. nodes removed, several at once: each agent stops about 90 s before the DaemonSet stops counting its
+  6. nodes removed, several at once: each agent stops about 90 s before the DaemonSet stops counting its
      node, which breaches at most the one period holding that gap; the alarm needs two in a row. Removals
      in consecutive periods whose gaps add up to half a node in each can fire;
-  8. a node added counts in w from when the DaemonSet counts it and in r from its agent's first
+  7. a node added counts in w from when the DaemonSet counts it and in r from its agent's first
      collection: a gap under one period breaches at most one period and never fires; a node counted but
      silent over two whole periods (10 minutes or more) always does.
+
+The per-GPU alarm. GPUs missing on nodes whose agent collects (an exporter stopped or crash-looping on a
+node, a GPU DCGM does not report) are the rule's second alarm per cluster (render/alarms.second_plan), as on
+the DCGM source a GPU is missing when it reported in under half its collections (SCRAPE_SHARE): a GPU
+missing one collection, or a few minutes of a restart, is not. A cluster-wide ratio of observations cannot
+say that: 20 nodes of an exporter rollout missing a minute each, one after the other, miss as many
+observations in a period as one node missing all of it, and CloudWatch evaluates each minute a window of
+the latest periods (user guide, "Alarm evaluation"), so a restart's gap falls across a period edge at some
+minute. The alarm reads, per period of n collections (n = period / 60 s):
+
+* p, a Metrics Insights query of each GPU's observations of the field in the add-on's per-GPU set
+  (ADDON_GPU_SET), GROUP BY NodeName, GpuDevice, ORDER BY COUNT() ASC LIMIT 500: the 500 least
+  reporting GPUs; f = FLOOR((p + a) / b) (addon_gpu_reporting), 1 for a GPU with at least half its
+  collections and 0 below (arithmetic with a number and FLOOR apply to each point of each series);
+* c, the capacity's Sum (GPUs times the collections of their nodes' agents), and g, the observations.
+
+`(c - g + SUM(p)) / n - SUM(f)`, at or above 0.5 two periods running (TreatMissingData notBreaching: with
+nothing collected the cluster's alarm fires). c - g are the GPU-collections missed; those of the GPUs p
+holds are n * |p| - SUM(p); what is left, over n, is the GPUs that sent nothing, to which SUM(f) adds the
+GPUs p holds below half: together the GPUs missing. A collection a node's agent misses is missing from c
+and g alike, so an agent restart never counts. While fewer than 500 GPUs miss data at once (the least
+reporting come first) the count is exact; beyond, the misses of the GPUs left out count as silence. A
+period holding one collection more than n (agents' clocks drift) overcounts that one period only.
 
 What it cannot see, or sees wrong: the add-on's DaemonSet counts exist only with enhanced observability
 (without them w = 0 and point 4 is not seen). A GPU node whose GPUs the kubelet does not count as
@@ -147,6 +169,11 @@ ADDON_GPU_NODES = " + ".join(i for i, _ in ADDON_DESIRED) + " + 0 * n"  # 0 wher
 ADDON_NODE_SET = addon.CAPACITY_DIMENSION_SETS[addon.NODE_GPU_LIMIT][0]  # (ClusterName, NodeName, InstanceId)
 ADDON_REPORTING = "SUM(q * 0 + 1)"
 NODES_PER_QUERY = 500
+# The add-on's per-GPU alarm: each GPU's DCGM observations in its per-GPU set, one series per GPU (at most 500).
+ADDON_GPU_SET = addon.GPU_DIMENSION_SETS["node"][2]  # (ClusterName, NodeName, InstanceId, InstanceType, GpuDevice)
+ADDON_GPU_GROUP = (addon.NODE, addon.DEVICE)
+GPUS_PER_QUERY = 500
+MISSING_GPU = 0.5  # GPUs missing, counted over a period, that breach it
 # The Prometheus rule's exporter target down: `up` averaged over this many periods below this share. A crash loop
 # (CrashLoopBackOff answers a minute or two of every five) fires; a rolling restart (each target down under a
 # minute, once) and a failed scrape do not.
@@ -217,8 +244,57 @@ def cluster_limits(settings: Settings) -> str:
 
 
 def addon_expression() -> str:
-    """Below 1 when GPU data is missing (see the module's docstring)."""
-    return f"IF(x > 0, g / x, 1) * (w - r < {MISSING_NODE:g})"
+    """Below 1 when the add-on's agent stopped, everywhere or on a GPU node, or no GPU reported at all (see the
+    module's docstring); GPUs missing on nodes whose agent collects are the per-GPU alarm's (addon_gpu_expression)."""
+    return f"IF(x > 0, g > 0, 1) * (w - r < {MISSING_NODE:g})"
+
+
+def addon_collections(period: int) -> int:
+    """The add-on's DCGM collections of one GPU in a period."""
+    return period // addon.COLLECTION_SECONDS
+
+
+def addon_gpu_expression(period: int) -> str:
+    """The GPUs the kubelet counts on nodes whose agent collects that reported in fewer than half the period's
+    collections (see the module's docstring, "The per-GPU alarm")."""
+    return f"(c - g + SUM(p)) / {addon_collections(period)} - SUM(f)"
+
+
+def addon_gpu_reporting(period: int) -> str:
+    """Each GPU of the query p: 1 when it reported in half the period's collections or more, 0 below (exact for up
+    to twice the collections a period holds)."""
+    n = addon_collections(period)
+    enough = (n + 1) // 2
+    width = 2 * n + 1 - enough  # FLOOR((p + width - enough) / width) is 1 for p in [enough, 2n], 0 below
+    return f"FLOOR((p + {width - enough}) / {width})"
+
+
+def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Cluster, period: int,
+                      label: str) -> list[dict]:
+    """The `Metrics` of the add-on's per-GPU alarm: the GPU nodes' capacity (c, GPU-collections), the cluster's
+    GPU observations (g), each GPU's observations (p, the plan's query), each GPU reporting or not (f) and the
+    expression."""
+    def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
+        return {"Id": identifier, "ReturnData": False,
+                "MetricStat": {"Metric": {"Namespace": addon.NAMESPACE, "MetricName": metric,
+                                          "Dimensions": [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]},
+                               "Period": period, "Stat": statistic}}
+
+    return [stat("c", ADDON_CAPACITY, "Sum"), stat("g", reported_metric, "SampleCount"),
+            {"Id": "p", "Expression": plan_expression, "Period": period, "ReturnData": False},
+            {"Id": "f", "Expression": addon_gpu_reporting(period), "ReturnData": False},
+            {"Id": "e", "Expression": addon_gpu_expression(period), "Label": label, "ReturnData": True}]
+
+
+def addon_gpu_description(period: int) -> str:
+    """What the add-on's per-GPU alarm sees, and what it cannot."""
+    n = addon_collections(period)
+    return (f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "
+            f"than {(n + 1) // 2} of the {n} collections of a period, in each of two periods running: an exporter "
+            f"stopped or crash-looping on a node, a GPU DCGM does not report. An exporter rollout or a restart "
+            f"(each GPU missing under half a period) is not missing data. At most {GPUS_PER_QUERY} GPUs per cluster "
+            f"are read one by one (the least reporting first): exact while fewer than {GPUS_PER_QUERY} miss data at "
+            f"once. A GPU node whose agent stopped is the cluster's alarm.")
 
 
 def addon_nodes_query(cluster: Cluster) -> str:
@@ -229,9 +305,9 @@ def addon_nodes_query(cluster: Cluster) -> str:
             f"GROUP BY {quote_identifier(addon.NODE)} ORDER BY MAX() DESC LIMIT {NODES_PER_QUERY}")
 
 
-ADDON_DESCRIPTION = ("GPU metrics of the Container Insights add-on are missing where the kubelet counts GPUs "
-                     "(node_gpu_limit), or the add-on's agent stopped, everywhere or on a GPU node its DCGM exporter "
-                     "DaemonSet runs on. A GPU node group at zero, a node drained or removed and GPUs no pod holds "
+ADDON_DESCRIPTION = ("The add-on's agent stopped, everywhere or on a GPU node its DCGM exporter DaemonSet runs on, "
+                     "or no GPU the kubelet counts (node_gpu_limit) reported (GPUs missing on nodes whose agent "
+                     "collects: the per-GPU alarm). A GPU node group at zero, a node drained or removed and GPUs no pod holds "
                      "are not missing data; a GPU node reporting over 5 minutes after joining can be, over 10 is."
                      f" On this source: `kubectl -n {addon.ADDON_NAMESPACE} get ds,pods "
                      f"-o wide` (the {addon.EXPORTER_DAEMONSET} and {addon.AGENT_DAEMONSET} DaemonSets: a pod not "

@@ -104,6 +104,10 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
     which drops `up`, each GPU's observations of the field (data_missing.per_gpu_description). A GROUP BY alarm
     judges each series apart: a node removed in one period and another added in the next are two contributors
     short once each, never one short twice."""
+    if addon_source(settings):  # each GPU's DCGM observations in the add-on's per-GPU set
+        return Plan(metric=_addon_reported(), function="COUNT", dims=data_missing.ADDON_GPU_SET,
+                    group=data_missing.ADDON_GPU_GROUP, series=data_missing.ADDON_GPU_GROUP,
+                    namespace=ADDON_NAMESPACE)
     if data_missing.per_node(settings):
         group = (data_missing.NODE_LABEL,)
         return Plan(metric=data_missing.UP, function="AVG", dims=data_missing.UP_SET, group=group, series=group)
@@ -192,8 +196,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     except NotPublished:
         return ()
     if alarm.absent:
-        return (Form("math", plan_),) + (() if addon_source(settings) else
-                                          (Form("second", second_plan(alarm, settings)),))
+        return Form("math", plan_), Form("second", second_plan(alarm, settings))
     if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
         return (Form("static", plan_),)
     try:
@@ -233,7 +236,10 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
 def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
                      cluster: Cluster) -> dict[str, Any]:
     """The data-missing rule's GROUP BY alarm per node (the exporter targets' `up`) or per GPU (its observations):
-    below SCRAPE_SHARE of its scrapes two periods running."""
+    below SCRAPE_SHARE of its scrapes two periods running. On the Container Insights add-on, a metric-math alarm
+    over each GPU's observations: GPUs the kubelet counts missing half a period or more, two periods running."""
+    if addon_source(settings):
+        return _addon_gpu_request(alarm, settings, plan_, cluster)
     if plan_.metric == data_missing.UP:
         about, each = data_missing.per_node_description(alarm.period_seconds), "node"
         suffix, threshold = data_missing.PER_NODE_SUFFIX, data_missing.SCRAPE_SHARE
@@ -251,6 +257,22 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
                     "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, "ASC"),
                                  "Period": alarm.period_seconds, "ReturnData": True,
                                  "Label": f"{alarm.title} (per {each})"}]})
+    return request
+
+
+def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
+    """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
+    (nothing collects: the cluster's alarm sees the agent stopped)."""
+    about = data_missing.addon_gpu_description(alarm.period_seconds)
+    description = (f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
+                   f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
+    request = _common(alarm, settings, name, description)
+    query = plan_.expression(settings, cluster, "ASC", data_missing.GPUS_PER_QUERY)
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS[">="], "Threshold": data_missing.MISSING_GPU,
+                    "TreatMissingData": "notBreaching",
+                    "Metrics": data_missing.addon_gpu_metrics(query, _addon_reported(), cluster, alarm.period_seconds,
+                                                              f"{alarm.title} (GPUs missing)")})
     return request
 
 

@@ -24,7 +24,8 @@ def test_apply_writes_the_addon_dashboards_and_alarms_and_they_read_back_equal(m
     files = encode(build(load_project(config)))
     code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--config", str(config))
     assert code == 0, stderr
-    assert len(json.loads(stdout)["written"]) == 8  # 3 dashboards, 5 alarms (data missing: the add-on's own metrics)
+    assert len(json.loads(stdout)["written"]) == 9  # 3 dashboards, 6 alarms (data missing: the add-on's own metrics,
+    #                                                 the cluster's alarm and the per-GPU one)
     client = moto.client("cloudwatch", "us-east-1")
     for path, data in files.items():
         if path.startswith("cloudwatch/dashboards/"):
@@ -36,14 +37,14 @@ def test_apply_writes_the_addon_dashboards_and_alarms_and_they_read_back_equal(m
     requests = {item["Request"]["AlarmName"]: item["Request"]
                 for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
     live = {a["AlarmName"]: a for a in client.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
-    assert set(live) == set(requests) and len(live) == 5
+    assert set(live) == set(requests) and len(live) == 6
     for name, request in requests.items():
         assert live[name]["Threshold"] == request["Threshold"]
         assert live[name]["Metrics"] == request["Metrics"]
     code, stdout, stderr = cli("apply", "--skip-verify", "--output", "json", "--config", str(config))
     assert code == 0, stderr
     report = json.loads(stdout)
-    assert report["written"] == [] and report["summary"] == {"unchanged": 8}
+    assert report["written"] == [] and report["summary"] == {"unchanged": 9}
 
 
 def test_a_build_reads_back_with_from(moto, cli, project_dir, monkeypatch, tmp_path):

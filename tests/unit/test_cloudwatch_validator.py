@@ -331,7 +331,9 @@ def test_the_add_on_s_data_missing_alarm_sums_only_its_query_s_array(project_dir
     user guide: such a query in an alarm is wrapped in math returning one series); SUM of a single series, which
     the guide warns reads more data than the alarm evaluates, is still refused, and so is a LIMIT over 500."""
     addon = lint_input(load_project(project_dir("cloudwatch:\n  source: container-insights\n")))
-    (alarm,) = [a for a in addon.alarms if "gpu-data-missing" in a.request["AlarmName"]]
+    (alarm,) = [a for a in addon.alarms if a.request["AlarmName"].endswith("gpu-data-missing-critical")]
+    (per_gpu,) = [a for a in addon.alarms if "gpu-data-missing-per-gpu" in a.request["AlarmName"]]
+    assert [f for f in run(RULES, _only(addon, (), (per_gpu,))) if f.rule.startswith(("AL", "CW"))] == []
     assert [f for f in run(RULES, _only(addon, (), (alarm,))) if f.rule.startswith(("AL", "CW"))] == []
 
     def broken(expression_of: dict) -> list:

@@ -140,6 +140,7 @@ def test_alarms_fire_on_the_truth_with_thresholds_in_published_units(addon):
     alarms = _alarms(files)
     # the data-missing alarm reads the add-on's own capacity metrics (tests/unit/test_container_insights_data_missing.py)
     assert set(alarms) == {"framebuffer-full-warning", "gpu-idle-warning", "gpu-data-missing-critical",
+                           "gpu-data-missing-per-gpu-critical",
                            "gpu-temp-critical-critical", "gpu-temp-high-warning"}
     infer = (("Namespace", "ml"), ("FullPodName", "infer-1"))
     assert _firing(alarms["gpu-idle-warning"], points) == {infer}
@@ -205,7 +206,9 @@ def test_the_same_definitions_render_both_ways(addon):
     assert ratios <= addon_titles and not ratios & agent_titles
     assert addon_titles - ratios < agent_titles
     assert {"GPU utilization by pod", "GPU temperature", "Tensor core activity by pod"} <= addon_titles
-    assert set(_alarms(files)) < set(_alarms(agent_files)) | {"framebuffer-full-warning"}
+    # the data-missing rule's second alarm is per GPU on the add-on (its DCGM data), per node on the agent (up)
+    assert set(_alarms(files)) < set(_alarms(agent_files)) | {"framebuffer-full-warning",
+                                                              "gpu-data-missing-per-gpu-critical"}
 
 
 def test_addon_configuration_replaces_the_agent_configmaps(addon):
@@ -290,7 +293,7 @@ def test_lint_proves_each_query_reads_a_published_dimension_set(addon):
     assert "no such dimension set (pod_gpu_memory_utilization has [ClusterName]" in findings[0].message
     # a static metric the add-on does not publish with that set (node_gpu_limit per GPU device)
     bad = copy.deepcopy(subject.alarms)
-    (missing,) = [item for item in bad if "MetricStat" in item.request["Metrics"][0]]
+    (missing,) = [item for item in bad if item.request["AlarmName"].endswith("gpu-data-missing-critical")]
     missing.request["Metrics"][1]["MetricStat"]["Metric"]["Dimensions"].append({"Name": "GpuDevice", "Value": "nvidia0"})
     findings = list(declared_shape(lint_input(project, subject.artifacts, cloudwatch_dashboards=(), alarms=tuple(bad))))
     assert [(f.rule, f.message) for f in findings] == [

@@ -20,7 +20,9 @@ from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
-from tests.support.container_insights_addon import DAEMONSET_NAMES, EARLIER, EVERY, capacity, datapoints
+from tests.support.cloudwatch_agent import Datapoint
+from tests.support.container_insights_addon import (DAEMONSET_NAMES, DECLARATIONS, EARLIER, EVERY, NAMESPACE,
+                                                    attributes, capacity, datapoints)
 from tests.support.dcgm_fleet import FLEET, Gpu
 
 CLUSTER = "gpu-cluster"
@@ -29,6 +31,9 @@ NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
 GPUS = {node: sum(1 for g in FLEET if g.node == node) for node in NODES}  # what the kubelet counts: 4 and 2
 SYSTEM_NODES = 1
 ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-critical"
+PER_GPU_ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-per-gpu-critical"
+FIRST = 600  # the first minute judged: two periods of history
+ONSET = 660  # a firing story pages from this long after its change on
 
 
 @dataclass(frozen=True)
@@ -78,13 +83,28 @@ SITUATIONS = (
 
 
 @pytest.fixture(scope="module")
-def request_(tmp_path_factory):
+def requests_(tmp_path_factory):
+    """The rule's two alarms: the cluster's (the add-on's agent) and the per-GPU one (each GPU's DCGM data)."""
     folder = tmp_path_factory.mktemp("addon")
     (folder / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
     files = encode(build(load_project(folder / "gpudash.yaml")))
-    (item,) = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-               if i["Request"]["AlarmName"] == ALARM]
-    return item
+    found = {i["Request"]["AlarmName"]: i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]}
+    return found[ALARM], found[PER_GPU_ALARM]
+
+
+@pytest.fixture(scope="module")
+def request_(requests_):
+    return requests_[0]
+
+
+def _states(requests: tuple, story: list, end: int) -> dict[str, str]:
+    """{alarm name: state} of the rule's alarms at `end`."""
+    return {r["AlarmName"]: cloudwatch_eval.alarm(r, story, end)[()] for r in requests}
+
+
+def _paged(requests: tuple, story: list, end: int) -> bool:
+    """The rule pages at `end`: one of its alarms is in ALARM."""
+    return "ALARM" in _states(requests, story, end).values()
 
 
 def _as_node(points: list, node: str) -> list:
@@ -93,7 +113,7 @@ def _as_node(points: list, node: str) -> list:
     return [replace(p, dimensions=tuple((k, rename.get(k, v)) for k, v in p.dimensions)) for p in points]
 
 
-def _story(situation: Situation, request: dict) -> list:
+def _story(situation: Situation, requests) -> list:
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
     points = datapoints(CLUSTER, 0, CHANGE - EVERY, gpus)
     points += capacity(CLUSTER, 0, CHANGE - EVERY, GPUS, len(GPUS) + SYSTEM_NODES, exporter=(2, 0),
@@ -113,17 +133,71 @@ def _story(situation: Situation, request: dict) -> list:
         points += _as_node(datapoints(CLUSTER, CHANGE + situation.added, END - EVERY, copied), added)
         points += [p for p in capacity(CLUSTER, CHANGE + situation.added, END - EVERY, {added: len(copied)}, 0)
                    if p.metric == "node_gpu_limit"]
-    read = {m["MetricStat"]["Metric"]["MetricName"] for m in request["Metrics"] if "MetricStat" in m}
-    return [p for p in points if p.metric in read]  # what the alarm cannot read changes nothing; it costs time
+    return _read(points, requests)
+
+
+def _read(points: list, requests) -> list:
+    """What the alarms read of `points`: what they cannot read changes nothing; it costs time."""
+    requests = requests if isinstance(requests, tuple) else (requests,)
+    read = {m["MetricStat"]["Metric"]["MetricName"] for r in requests for m in r["Metrics"] if "MetricStat" in m}
+    return [p for p in points if p.metric in read]
 
 
 @pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
-def test_the_alarm_fires_when_gpus_exist_but_their_metrics_stop(request_, situation):
-    story = _story(situation, request_)
-    for end in (CHANGE + 600, END):  # the change's own period and the next; the two after it
-        states = cloudwatch_eval.alarm(request_, story, end)
-        assert states == {(): "ALARM" if situation.fires else "OK"}, f"{situation.name} at {end} s"
-    assert cloudwatch_eval.alarm(request_, story, CHANGE) == {(): "OK"}, f"{situation.name}: healthy before"
+def test_the_alarm_fires_when_gpus_exist_but_their_metrics_stop(requests_, situation):
+    """Judged at every minute, as CloudWatch evaluates an alarm (its window advances each minute): a firing story
+    pages at every minute from ONSET after its change, a quiet one never; none before its change."""
+    story = _story(situation, requests_)
+    for end in range(FIRST, END + 1, EVERY):
+        states = _states(requests_, story, end)
+        if end <= CHANGE or not situation.fires:
+            assert "ALARM" not in states.values(), f"{situation.name} at minute {end // 60}: {states}"
+        elif end >= CHANGE + ONSET:
+            assert "ALARM" in states.values(), f"{situation.name} at minute {end // 60}: {states}"
+
+
+ROLLOUT_NODES = tuple(f"ip-10-0-3-{i:02d}" for i in range(20))
+ROLLOUT_START, ROLLOUT_END = 1200, 3600
+
+
+def _rollout(requests, gpus_per_node: int, stopped: str | None = None) -> list:
+    """The add-on's DCGM exporter DaemonSet rolls (an add-on upgrade changes its image), one node a minute from
+    minute 20, each node's exporter pod replaced within the minute: one DCGM collection missed on that node; the
+    DaemonSet counts one pod unavailable meanwhile; the agent is untouched. `stopped`: a node whose exporter
+    does not come back."""
+    fleet = tuple(Gpu(node, i) for node in ROLLOUT_NODES for i in range(gpus_per_node))
+
+    def rolling(t):
+        i = (t - ROLLOUT_START) // EVERY
+        return ROLLOUT_NODES[i] if 0 <= i < len(ROLLOUT_NODES) else None
+
+    points = []
+    for t in range(0, ROLLOUT_END, EVERY):
+        node = rolling(t)
+        points += capacity(CLUSTER, t, t, dict.fromkeys(ROLLOUT_NODES, gpus_per_node), len(ROLLOUT_NODES) + 1,
+                           exporter=(len(ROLLOUT_NODES) - (node is not None), int(node is not None)))
+        points += [Datapoint(NAMESPACE, "node_gpu_temperature", tuple(sorted((d, labels[d]) for d in dims)),
+                             float(t), 40.0)
+                   for gpu in fleet if gpu.node != node and not (gpu.node == stopped and t >= ROLLOUT_START)
+                   for labels in [attributes(CLUSTER, gpu)]
+                   for dims in DECLARATIONS["node"]]
+    return _read(points, requests)
+
+
+@pytest.mark.parametrize("gpus_per_node", (1, 8))
+def test_a_rolling_update_of_the_exporter_daemonset_never_pages(requests_, gpus_per_node):
+    """Each node's GPU data missing one minute is not missing data (its exporter is back within a period), however
+    the misses of 20 nodes fall into the periods."""
+    story = _rollout(requests_, gpus_per_node)
+    paged = [end // 60 for end in range(FIRST, ROLLOUT_END + 1, EVERY) if _paged(requests_, story, end)]
+    assert paged == []
+
+
+def test_an_exporter_stopped_during_the_rollout_pages(requests_):
+    """The other side: the same rollout, with one node's exporter never coming back, pages."""
+    story = _rollout(requests_, 1, stopped=ROLLOUT_NODES[0])
+    assert _paged(requests_, story, ROLLOUT_START + ONSET)
+    assert all(_paged(requests_, story, end) for end in range(ROLLOUT_START + ONSET, ROLLOUT_END + 1, EVERY))
 
 
 def test_a_node_that_takes_longer_than_the_documented_period_to_report_fires(request_):
