@@ -254,6 +254,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         client = _grafana_client(insecure, token_file, limit)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                      progress=Progress(), move_from=move_from)
+        _notes(client)
         compared += 1
     elif use_grafana is None:
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
@@ -279,8 +280,9 @@ def _skipped(target: str, why: str, how: str) -> None:
     click.echo(f"{target} skipped: {why}; {how}", err=True)
 
 
-def _notes(cloudwatch) -> None:
-    for note in cloudwatch.notes:
+def _notes(client) -> None:
+    """What a target's client noted while planning (things the user should know that are not failures)."""
+    for note in client.notes:
         click.echo(f"note: {note}", err=True)
 
 
@@ -313,6 +315,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise
+        _notes(client)
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)

@@ -96,6 +96,11 @@ class GrafanaClient:
         self.session.mount("https://", adapter)
         self.calls: dict[str, int] = {}
         self.sent: dict[str, int] = {}  # requests that were sent, by method (a call the deadline stopped first is not)
+        self.notes: list[str] = []  # things the user should know that are not failures
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
     # --- one call, retried ---------------------------------------------------------------------
 

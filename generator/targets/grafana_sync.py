@@ -130,11 +130,19 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
+        others: list[str] = []
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
+                if is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
+                    others.append(hit["uid"])
                 change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen)
                 if change is not None:
                     changes.append(change)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        client.note(f"{len(others)} dashboard(s) in folder {folder['uid']} not defined here have uids in the form of "
+                    f"a longer uid prefix seen there ({shown}): --prune leaves them, since they may be another "
+                    f"project's; if one is this project's, delete it by hand in Grafana")
     return changes
 
 

@@ -581,7 +581,8 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
     """Another project publishes into this one's folder with a uid prefix that continues this one's with a
     dash, or that this one's continues: --prune deletes this project's retired dashboard only, never the
     other's dashboards, retired or not (`gpudash-eu-overview` reads as a dashboard id `eu-overview` of
-    `gpudash` by its form alone), whichever prefix is the shorter."""
+    `gpudash` by its form alone), whichever prefix is the shorter; those of the longer prefix are listed in
+    a note."""
     config = tmp_path / "mine.yaml"
     config.write_text(f"grafana:\n  uid_prefix: {mine}\n")
     code, _, stderr = _push(run, "--config", str(config))
@@ -599,4 +600,6 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
     code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--allow-mass-prune")
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == [f"{mine}-old"] and f"{mine}-old" not in grafana.state.dashboards
+    noted = "5 dashboard(s) in folder gpudash not defined here have uids in the form of a longer uid prefix"
+    assert (noted in stderr) is (len(theirs) > len(mine)), stderr  # the longer prefix's dashboards, left
     assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in theirs_now} == theirs_now
