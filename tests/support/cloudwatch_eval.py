@@ -105,33 +105,48 @@ def parse(text: str) -> Query:
                  _names(match["group"] or ""), order, int(match["limit"]) if match["limit"] else None)
 
 
-_INDEX: dict[int, tuple[list, dict[str, list[Datapoint]]]] = {}
+_INDEX: dict[int, tuple[list, int, dict[str, list[Datapoint]]]] = {}
 
 
 def _by_metric(datapoints: list[Datapoint]) -> dict[str, list[Datapoint]]:
-    """Datapoints by metric name, built once per list (the list is kept so its id stays its own)."""
+    """Datapoints by metric name, each name's in the list's order, built once per list (the list is kept so
+    its id stays its own; a list that grew since is indexed again)."""
     cached = _INDEX.get(id(datapoints))
-    if cached is None or cached[0] is not datapoints:
+    if cached is None or cached[0] is not datapoints or cached[1] != len(datapoints):
         index: dict[str, list[Datapoint]] = {}
         for point in datapoints:
             index.setdefault(point.metric, []).append(point)
-        cached = _INDEX[id(datapoints)] = (datapoints, index)
-    return cached[1]
+        cached = _INDEX[id(datapoints)] = (datapoints, len(datapoints), index)
+    return cached[2]
+
+
+def _of_metric(datapoints: Iterable[Datapoint], metric: str) -> Iterable[Datapoint]:
+    """The datapoints that may be of `metric`, in their order (those of a list: its points of that name)."""
+    return _by_metric(datapoints).get(metric, []) if isinstance(datapoints, list) else datapoints
+
+
+def _group_key(query: Query, namespace: str, dimensions: tuple) -> tuple | None:
+    """The series a point of `namespace` with these dimensions counts in (its GROUP BY values); None when the
+    query does not read it (another namespace, another dimension set than SCHEMA's, or WHERE leaves it out)."""
+    dims = dict(dimensions)
+    if namespace != query.namespace or set(dims) != set(query.schema):
+        return None
+    if not all((dims.get(d) == v) == (op == "=") for d, op, v in query.where):
+        return None
+    return tuple((g, dims[g]) for g in query.group)
 
 
 def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, end: float, period: int) -> Result:
     query = parse(text)
     buckets: dict[tuple, dict[int, list[float]]] = {}
-    points = _by_metric(datapoints) if isinstance(datapoints, list) else {query.metric: list(datapoints)}
-    for point in points.get(query.metric, []):
-        dims = point.dims()
-        if point.namespace != query.namespace or point.metric != query.metric or set(dims) != set(query.schema):
+    keys: dict[tuple, tuple | None] = {}  # (namespace, dimensions) -> _group_key: a fleet repeats them every period
+    for point in _of_metric(datapoints, query.metric):
+        if point.metric != query.metric or not start <= point.timestamp < end:
             continue
-        if not start <= point.timestamp < end:
+        seen = (point.namespace, point.dimensions)
+        key = keys[seen] if seen in keys else keys.setdefault(seen, _group_key(query, *seen))
+        if key is None:
             continue
-        if not all((dims.get(d) == v) == (op == "=") for d, op, v in query.where):
-            continue
-        key = tuple((g, dims[g]) for g in query.group)
         bucket = int(start + (point.timestamp - start) // period * period)
         buckets.setdefault(key, {}).setdefault(bucket, []).append(point.value)
     result = {key: {b: FUNCTIONS[query.function](values) for b, values in series.items()}
@@ -479,11 +494,15 @@ def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: flo
     metric, period = stat["Metric"], stat["Period"]
     statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
     wanted = {(d["Name"], d["Value"]) for d in metric.get("Dimensions", [])}
+    name, namespace = metric["MetricName"], metric["Namespace"]
+    exact: dict[tuple, bool] = {}  # a point's dimensions -> whether they are exactly these (once per set)
     values: dict[int, list[float]] = {}
-    for point in datapoints:
-        if point.metric == metric["MetricName"] and point.namespace == metric["Namespace"] \
-                and set(point.dimensions) == wanted and start <= point.timestamp < end:
-            values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
+    for point in _of_metric(datapoints, name):
+        if point.metric == name and point.namespace == namespace and start <= point.timestamp < end:
+            dimensions = point.dimensions
+            same = exact[dimensions] if dimensions in exact else exact.setdefault(dimensions, set(dimensions) == wanted)
+            if same:
+                values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
     return {t: FUNCTIONS[statistic[stat["Stat"]]](v) for t, v in values.items()}
 
 
@@ -563,7 +582,7 @@ def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> 
         statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
         wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
         values: dict[int, list[float]] = {}
-        for point in datapoints:
+        for point in _of_metric(datapoints, request["MetricName"]):
             if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
                     and start <= point.timestamp < end:
                 values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
