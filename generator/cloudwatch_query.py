@@ -306,6 +306,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     result = _plan(query, catalog, settings, period, alarm, layout)
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
+    if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
+        result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS,))
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
         return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
     shown = result.math or "{q}"
@@ -492,10 +494,24 @@ TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase 
                         f"series carries the GPU's deltas; agent.pipeline: classic), and {COPY_CHANGE}")
 
 
+# The agent's JSON path drops a series' previous reading when the scrape loop marks it stale (a failed scrape, or a
+# scrape that leaves the series out), so its next reading is only a new baseline: the increase between the two
+# readings is in no delta. awsemf (agent.pipeline: otel) drops the stale point and keeps the previous reading.
+FAILED_SCRAPE_LOSS = ("a failed scrape loses the counter's increase across it (the agent forgets the previous "
+                      "reading then on agent.pipeline: classic, and keeps it on agent.pipeline: otel)")
+# What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
+# description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
+CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "
+                         "pod sharing it, and an increase is not counted across a failed scrape (the agent then "
+                         "forgets the previous reading) nor between two scrapes no one series of the GPU spans (its "
+                         "pods all change: one pod's series ends as the next one's begins, a GPU no pod held is "
+                         "taken, or its last pod leaves)")
+
+
 def instance_contributors(settings: Settings) -> str:
     """What a counter alarm per GPU instance lists, said in its description."""
     if settings.agent.pipeline == "classic":
-        return f"{INSTANCE_CONTRIBUTORS}, and {TIME_SLICED_INCREASE}"
+        return f"{INSTANCE_CONTRIBUTORS}; {CLASSIC_COUNTER_ALARM}"
     return INSTANCE_CONTRIBUTORS
 
 

@@ -589,14 +589,15 @@ COPY_CHANGE_ALARM = ("on agent.pipeline: classic this alarm does not see every i
 
 def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU misses the increase between two
-    scrapes where a GPU's series all change (a note per alarm, whatever its threshold)."""
+    scrapes where a GPU's series all change, and across a failed scrape (a warning per alarm, whatever its
+    threshold: it may stay OK where its Prometheus twin fires)."""
     if not _classic(subject):
         return
     for item in subject.alarms:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
                                                    for m in item.request.get("Metrics", [])))
         if fields:
-            yield Finding("AL015", "note", _alarm_where(item),
+            yield Finding("AL015", "warning", _alarm_where(item),
                           COPY_CHANGE_ALARM.format(", ".join(fields)))
 
 
@@ -762,7 +763,8 @@ RULES = (
     Rule("AL014", "with exporter.virtual_gpus, no alarm reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", alarm_mixed_shares),
     Rule("AL015", "alarms summing a counter per GPU miss, on agent.pipeline: classic, the increase between two scrapes "
-                  "no one series of the GPU spans and across a failed scrape (a note per alarm)", alarm_copy_changes),
+                  "no one series of the GPU spans and across a failed scrape (a warning per alarm: it may stay OK where its "
+                  "Prometheus twin fires)", alarm_copy_changes),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

@@ -314,7 +314,7 @@ def test_an_increase_where_a_gpus_holders_all_change_is_seen_on_otel_and_stated_
     the next one's (or of the series without a pod of a GPU taken from idle, or left idle) is in no delta, in no
     dimension set. The truth: a 5-minute window holding such a scrape fires for its GPU. The OTel pipeline merges a
     GPU's copies into one series before awsemf takes deltas: it fires exactly then. On agent.pipeline: classic it
-    fires never, as the alarm's description and the note AL015 say."""
+    fires never, as the alarm's description and the warning AL015 say."""
     from generator.lint.runner import lint_project
     from generator.project import load_project
 
@@ -327,12 +327,12 @@ def test_an_increase_where_a_gpus_holders_all_change_is_seen_on_otel_and_stated_
     files, folder = built_with(tmp_path / "classic", {}, FIELDS, "agent:\n  pipeline: classic\n")
     assert _rows_alarm_fires(otel) == truth
     assert _rows_alarm_fires(files) == set()
-    assert "no one series of a GPU spans" in _request(files, "uncorrectable-rows")["AlarmDescription"]
+    assert "no one series of the GPU spans" in _request(files, "uncorrectable-rows")["AlarmDescription"]
     notes = {f.where.split(" ", 1)[1]: f for f in lint_project(load_project(folder / "gpudash.yaml",
                                                                            folder / "counters.csv"))
              if f.rule == "AL015"}
     assert set(notes) == {"gpudash-gpu-cluster-uncorrectable-rows-warning", "gpudash-gpu-cluster-pcie-replays-warning"}
-    assert {f.severity for f in notes.values()} == {"note"} and "agent.pipeline: otel" in notes[
+    assert {f.severity for f in notes.values()} == {"warning"} and "agent.pipeline: otel" in notes[
         "gpudash-gpu-cluster-uncorrectable-rows-warning"].message
     assert not [f for f in lint_project(load_project(tmp_path / "otel" / "gpudash.yaml",
                                                      tmp_path / "otel" / "counters.csv")) if f.rule == "AL015"]

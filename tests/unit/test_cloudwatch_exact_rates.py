@@ -27,7 +27,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import close
+from tests.support.cloudwatch_widgets import close, header, said, widgets
 from tests.support.dcgm_fleet import target_labels
 
 START, END = 0, 7200  # two hours: two whole periods of an hour
@@ -281,9 +281,20 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
                   if {"Key": "gpudash:rule", "Value": "uncorrectable-rows"} in a["Request"]["Tags"]]
     states = set(cloudwatch_eval.alarm(request, datapoints, 900).values())
     notes = [f.message for f in lint_project(project) if f.rule == "AL015" and "uncorrectable-rows" in f.where]
+    # Where a user reads it: the health dashboard's bar of rows remapped over the range, and its header
+    path = "cloudwatch/dashboards/gpudash-gpu-cluster-health.json"
+    (bar,) = [p for where, p in widgets(files) if where == path and p["title"] == "Rows remapped (uncorrectable)"]
+    shown = {line.removesuffix(" MIG none"): series  # classic: a line per GPU instance
+             for line, series in cloudwatch_eval.widget(bar, datapoints, 0, 1200).items()}
+    told = "a failed scrape loses the counter's increase across it"
     if pipeline == "otel":
-        assert states == {"ALARM"} and not notes
+        assert states == {"ALARM"} and not notes and shown == {"ip-10-0-1-1 GPU 0": {0: 1.0}}
+        assert "failed scrape" not in request["AlarmDescription"] and "failed scrape" not in header(files, path)
     else:
-        assert states == {"OK"}
+        assert states == {"OK"} and shown == {"ip-10-0-1-1 GPU 0": {0: 0.0}}
         (note,) = notes
         assert "a failed scrape" in note and "an increase first seen after a failed scrape is missed" in note
+        assert [f.severity for f in lint_project(project) if f.rule == "AL015"] == ["warning"] * 2
+        assert "an increase is not counted across a failed scrape" in request["AlarmDescription"]
+        assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith("leaves).")
+        assert said(header(files, path), "Rows remapped (uncorrectable)", told)
