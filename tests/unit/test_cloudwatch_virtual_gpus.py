@@ -174,3 +174,41 @@ def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_not
     (tmp_path / "plain").mkdir()
     plain, _ = built_with(tmp_path / "plain", {}, FIELDS, addon)  # without the setting, as before
     assert "GPU utilization by pod" in {p["title"] for _, p in widgets(plain)} and "gpu-idle" in _alarms(plain)
+
+
+def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
+    """A pod given two time-slicing replicas of one GPU (device ids GPU-...::0 and ::1) is listed twice for that GPU
+    by the exporter (toDeviceToSharingPods appends its PodInfo once per device id), so it writes two copies for the
+    pod, vgpu 0 and 1: per-process fields each carry the pod's processes' total (buildPodValueMap sums per pod
+    UID, once), other fields each the device's value. The pod's framebuffer is its processes' memory once, not
+    twice: the agent merges a pod's copies of one GPU by max before it adds the pod's GPUs up. The same on a 4.5.2
+    node, whose copies carry the device's value. Power and GPUs held count each GPU once too."""
+    _, files, _ = fleet
+    holder = virtual_gpus.Holder
+    on = virtual_gpus.Node("gpu-node-on", "per-process", (
+        virtual_gpus.Gpu(0, 90, 30000, 10000, 71, 250, (holder("team-a", "dup", 30, 12000, "0"),
+                                                        holder("team-a", "dup", 30, 12000, "1"),
+                                                        holder("team-b", "other", 20, 8000, "2"))),
+        virtual_gpus.Gpu(1, 60, 20000, 20000, 65, 200, (holder("team-a", "dup", 58, 19000),))))
+    old = virtual_gpus.Node("gpu-node-old", "copies", (
+        virtual_gpus.Gpu(0, 80, 39200, 800, 75, 180, (holder("team-e", "twin", 40, 20000, "0"),
+                                                      holder("team-e", "twin", 40, 20000, "1"))),))
+    assert virtual_gpus.payload(on).count('pod="dup"') == 2 * len(FIELDS) + len(FIELDS)  # two copies on GPU 0
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
+                                     for k in range(-1, END // STEP) for node in (on, old)])
+    by_title = {p["title"]: p for path, p in widgets(files) if "by-pod" in path}
+
+    def shown(title: str, **kwargs) -> dict[str, set[float]]:
+        return {label: set(series.values()) for label, series
+                in cloudwatch_eval.widget(by_title[title], points, 0, END, **kwargs).items() if series}
+
+    # the truth from the facts: each pod's own share of each GPU it holds, once per GPU
+    assert shown("Framebuffer used by pod") == {"Pod team-a/dup": {12000.0 + 19000.0}, "Pod team-b/other": {8000.0},
+                                                "Pod team-e/twin": {39200.0}}
+    assert shown("Power draw of each pod's GPUs") == {"Pod team-a/dup": {450.0}, "Pod team-b/other": {250.0},
+                                                       "Pod team-e/twin": {180.0}}
+    assert shown("GPU utilization by pod") == {"Pod team-a/dup": {(30 + 58) / 2}, "Pod team-b/other": {20.0},
+                                               "Pod team-e/twin": {80.0}}
+    assert shown("Pods on GPUs", period=60) == {"Pod team-a/dup": {2.0}, "Pod team-b/other": {1.0},
+                                                "Pod team-e/twin": {1.0}}
