@@ -15,7 +15,9 @@ it does not vouch for are read one by one); deletes go 100 names per DeleteAlarm
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
 and hash, read in bulk) and then its fields, read again right before its batch's writes (the fields
-once more right before its own write) or its DeleteAlarms call, still as the plan read them. Each
+once more right before its own write) or its DeleteAlarms call, still as the plan read them. That last read of
+an alarm's fields is a read made anyway, just before its write: the batch's read for its first alarm, the
+read-back of the alarm written before it (which reads both) for the next. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
 in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
 not read back done (an answer of `{}` proves nothing) is a failure, and no evidence is tagged for it.
@@ -455,15 +457,24 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     return True
 
 
-def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any],
+               just_read: dict[str, dict[str, Any] | None] | None = None, following: str | None = None) -> bool:
     """Write one alarm unless its fields moved since the plan (read again right before: its batch's writes
     take up to half a minute at 3 a second); False when it is already as generated. Its fields, read back
     at once, then the tags it lacks: the read-back learns the form CloudWatch reports the alarm in, which
     its evidence keeps so that the form is not taken for a console edit next time; read right after the
-    write (not after the batch), a person's edit made since cannot pass for that form."""
+    write (not after the batch), a person's edit made since cannot pass for that form.
+
+    `just_read` holds alarms (None: not there) read by the call made just before this one: this alarm's fields
+    are read again only when it does not hold them. The read-back also reads `following` (the next alarm to
+    write) into it: that is the read right before the next write."""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
-    now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+    just_read = {} if just_read is None else just_read
+    if change.name in just_read:
+        now = just_read.pop(change.name)
+    else:
+        now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved:
         raise _not_overwritten(change, moved)
@@ -478,7 +489,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
-        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE)
+        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
+                                   following=following, just_read=just_read)
     missing = _evidence_to_restore(request, tags, reported) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
@@ -487,19 +499,21 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
 
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str, Any], *,
-               created: bool) -> tuple[str, str]:
+               created: bool, following: str | None = None,
+               just_read: dict[str, dict[str, Any] | None] | None = None) -> tuple[str, str]:
     """(ARN, hash of the alarm as CloudWatch reports it) right after its write. The read-back is the only
     proof the write took effect (an answer of `{}` proves nothing): it must be the request in every field
     that decides what the alarm evaluates and does, up to CloudWatch's documented defaults and forms
     (ownership.unconfirmed). An alarm missing, reported otherwise, or not read at all (a failed or
     interrupted read) is a failure, and no content evidence is tagged: an alarm just created then carries
-    its ownership tags without the hash, which the next plan compares field by field."""
+    its ownership tags without the hash, which the next plan compares field by field. The same call reads the
+    alarm `following` into `just_read` (see _put_alarm)."""
     what = f"CloudWatch alarm {name}"
     hint = UNPROVEN
     left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (its content unconfirmed: "
             "the next plan compares it field by field)") if created else "; no evidence tagged"
     try:
-        alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
+        read = cloudwatch.metric_alarms(region, names=[name] + ([following] if following else []))
     except RemoteError as exc:
         if isinstance(exc, DeadlineExceeded) and exc.stopped is None:
             exc.stopped = exc.what  # the write was answered: it may have happened, never "not attempted"
@@ -508,6 +522,9 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
                     f"written{left}")
         exc.where, exc.hint = what, exc.hint or hint
         raise
+    alarm = read.get(name)
+    if following and just_read is not None:
+        just_read[following] = read.get(following)
     if alarm is None:
         raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
                           where=what, hint=hint)
@@ -561,16 +578,17 @@ def _tag_pair(tag: dict[str, str]) -> tuple[str, str]:
     return str(tag.get("Key")), str(tag.get("Value"))
 
 
-def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change],
-              requests: dict[str, dict[str, Any]]) -> tuple[list[tuple[Change, str | None]], RemoteError | None]:
+def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests: dict[str, dict[str, Any]]
+              ) -> tuple[list[tuple[Change, str | None]], RemoteError | None, dict[str, dict[str, Any] | None]]:
     """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
-    and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read."""
+    and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read; and
+    the alarms as that last read found them (None: not there)."""
     planned = {c.name: {"AlarmName": c.name, "AlarmArn": c.live["arn"]} for c in batch if (c.live or {}).get("arn")}
     try:
         tags = _read_tags(cloudwatch, region, planned, ask=lambda name: True)
         now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
-        return [], exc
+        return [], exc, {}
     checked = []
     for change in batch:
         request = None if change.action == DELETE else requests.get(change.name)
@@ -580,7 +598,7 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change],
         if moved is None and alarm is not None:  # an alarm the plan did not find has moved already
             moved = _tag_moved(change, tags.get(change.name, []), request)
         checked.append((change, moved))
-    return checked, None
+    return checked, None, {c.name: now.get(c.name) for c in batch}
 
 
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
@@ -595,8 +613,11 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                                 status=FAILED if error else DONE if done else SKIPPED))
         progress()
 
-    def still_as_planned(batch: list[Change]) -> list[Change]:
-        checked, failure = _read_now(cloudwatch, region, batch, requests)
+    def still_as_planned(batch: list[Change], just_read: dict | None = None) -> list[Change]:
+        """The changes of the batch to make; `just_read` gets the alarms as the check's last read found them."""
+        checked, failure, read = _read_now(cloudwatch, region, batch, requests)
+        if just_read is not None:
+            just_read.update(read)
         if failure is not None:
             for change in batch:
                 record(change, error=failure)
@@ -613,9 +634,15 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     writes = [c for c in changes if c.action != DELETE]
     deletes = [c for c in changes if c.action == DELETE]
     for start in range(0, len(writes), BATCH):
-        for change in still_as_planned(writes[start:start + BATCH]):
+        just_read: dict[str, dict[str, Any] | None] = {}
+        batch = still_as_planned(writes[start:start + BATCH], just_read)
+        for index, change in enumerate(batch):
+            # what the last call read of this alarm is its read right before the write; no other alarm's
+            just_read = {change.name: just_read[change.name]} if change.name in just_read else {}
+            following = batch[index + 1].name if index + 1 < len(batch) else None
             try:
-                record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name]))
+                record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name], just_read,
+                                               following))
             except RemoteError as exc:
                 record(change, error=exc)
     for start in range(0, len(deletes), BATCH):

@@ -174,6 +174,17 @@ def test_deletes_are_batched(proxied, published, project_dir):
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
+def test_each_alarm_written_is_read_once_before_its_write_and_once_after(proxied):
+    """The read right before an alarm's write is a read apply makes anyway: the batch's check for the first alarm,
+    the previous alarm's read-back for the next. A first apply of the 11 alarms lists them (1 DescribeAlarms),
+    checks the batch (1), and reads each back once (11): 13 reads, not 24."""
+    proxy, client, apply = proxied
+    code, report, _ = apply()
+    written = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "create"]
+    assert code == 0 and len(written) == 11 and sorted(alarms(client)) == sorted(written)
+    assert proxy.operations.count("PutMetricAlarm") == 11 and proxy.operations.count("DescribeAlarms") == 13
+
+
 def test_a_lost_tag_write_converges_without_false_drift(proxied, published, project_dir):
     proxy, client, apply = proxied
     published()
