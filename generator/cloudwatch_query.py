@@ -625,8 +625,11 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
     # A device field repeats on each of a pod's instances of one GPU: its maximum and minimum stand, its sums,
     # counts and means count that GPU once per instance; an instance field's value per GPU is its instances'
     # sum (framebuffer, which a sum per pod adds up alike) or mean, which no statistic of the pod's takes.
+    # On the OTel pipeline a pod's copies of a device counter are merged per physical GPU (render/agent_otel
+    # .merged_counters): its instances of one GPU are one series there.
     exact = result.function in ("MAX", "MIN") if not field.per_instance else \
         instances_added(field) and result.function == "SUM"
+    exact = exact or (field.is_counter and not field.per_instance and settings.agent.pipeline == "otel")
     if per_pod and grouped and not exact:
         notes.append(POD_INSTANCES)
     return replace(result, notes=tuple(notes))

@@ -171,8 +171,16 @@ def pod_copies(catalog: Catalog, settings: Settings, declarations: list[dict[str
     names = _merged_names(catalog, settings, shipped)
     if not names:
         return {}
-    per_pod = sorted(_copy_labels(catalog, settings, declarations, names)[0])
-    return {name: per_pod for name in names}
+    per_pod = _copy_labels(catalog, settings, declarations, names)[0]
+    device = set(_device_counters(catalog, names))
+    return {name: sorted(per_pod - {MIG_INSTANCE_LABEL} if name in device else per_pod) for name in names}
+
+
+def _device_counters(catalog: Catalog, names: list[str]) -> list[str]:
+    """The device counters of `names` (PCIe replays, rows remapped, NVLink, energy): each MIG instance of a GPU
+    repeats the GPU's reading, so their copies are merged per physical GPU (GPU_I_ID left out); a counter MIG
+    reports per instance, and a field split per process (virtual_gpus), are kept per GPU instance."""
+    return [n for n in names if catalog.get(n).is_counter and not catalog.get(n).per_instance]
 
 
 def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dict[str, Any]],
@@ -197,7 +205,10 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
        GPU_I_ID out too: one series per physical GPU (the GPU's UUID is its instances'); a counter MIG
        reports per instance keeps GPU_I_ID: one series per GPU instance;
     2. update: each pod's copy keeps only the labels the per-pod sets name and the GPU's identity, so that it
-       lacks a dimension of every per-GPU set and is published in the per-pod sets only;
+       lacks a dimension of every per-GPU set and is published in the per-pod sets only; a device counter's
+       copy leaves GPU_I_ID out as its merged copy does, so a pod holding several MIG instances of one GPU has
+       one series of that GPU's reading (by `max`), not one per instance that would add the GPU's increase once
+       per instance;
     3. update: the merged copies take their field's name back.
 
     awsemf then turns each series into deltas: the merged one's are the GPU's increase, once, across pods
@@ -224,23 +235,26 @@ def merged_counters(catalog: Catalog, settings: Settings, declarations: list[dic
                              where="cloudwatch.gpu_dimensions",
                              hint="name the node and the GPU in cloudwatch.gpu_dimensions, e.g. "
                                   "[ClusterName, node, gpu]")
-    include = f"^({'|'.join(re.escape(n) for n in names)})$"
-    # A device counter (PCIe replays, NVLink bytes) repeats on each MIG instance of its GPU: its merged copy drops
-    # GPU_I_ID too, one series per physical GPU; a counter MIG reports per instance, and a field split per
-    # process (virtual_gpus), keep one per GPU instance.
-    device = [n for n in names if catalog.get(n).is_counter and not catalog.get(n).per_instance]
+    # A device counter (PCIe replays, NVLink bytes, energy) repeats on each MIG instance of its GPU: its merged copy,
+    # and each pod's copy, drop GPU_I_ID too, one series per physical GPU (a pod holding two instances of one GPU
+    # has one copy of its reading, not two); a counter MIG reports per instance, and a field split per process
+    # (virtual_gpus), keep one per GPU instance.
+    device = _device_counters(catalog, names)
     instance = [n for n in names if n not in device]
-    inserts = [{"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
-                "action": "insert", "new_name": MERGED_PREFIX + "${1}",
-                "operations": [{"action": "aggregate_labels", "label_set": sorted(labels),
-                                "aggregation_type": "max"}]}
-               for group, labels in ((device, per_gpu - {MIG_INSTANCE_LABEL}), (instance, per_gpu)) if group]
+
+    def grouped(action: str, labels_of: tuple[tuple[list[str], set[str]], ...], **extra) -> list[dict[str, Any]]:
+        return [{"include": f"^({'|'.join(re.escape(n) for n in group)})$", "match_type": "regexp",
+                 "action": action, **extra,
+                 "operations": [{"action": "aggregate_labels", "label_set": sorted(labels),
+                                 "aggregation_type": "max"}]}
+                for group, labels in labels_of if group]
+
     split = [n for n in names if n in shared]
     return {"transforms": [
         *device_readings(split, per_gpu),
-        *inserts,
-        {"include": include, "match_type": "regexp", "action": "update",
-         "operations": [{"action": "aggregate_labels", "label_set": sorted(per_pod), "aggregation_type": "max"}]},
+        *grouped("insert", ((device, per_gpu - {MIG_INSTANCE_LABEL}), (instance, per_gpu)),
+                 new_name=MERGED_PREFIX + "${1}"),
+        *grouped("update", ((device, per_pod - {MIG_INSTANCE_LABEL}), (instance, per_pod))),
         *(device_or_copies(name) for name in split),
         {"include": f"^{re.escape(MERGED_PREFIX)}(.+)$", "match_type": "regexp", "action": "update",
          "new_name": "${1}"},

@@ -589,3 +589,28 @@ def test_a_device_counter_per_mig_instance_is_its_gpus_rate_on_classic_and_left_
     assert set(shown) == set(expected)
     for label, value in expected.items():
         assert shown[label] and all(close(v, value) for v in shown[label].values()), (label, shown[label], value)
+
+
+ENERGY = "Energy use rate of each pod's GPUs"
+
+
+def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pipeline(mixed):
+    """A device counter repeats on each MIG instance of its GPU. The OTel pipeline merges a pod's copies of it per
+    physical GPU, as it merges the GPU's own copy, so a pod holding two instances of one GPU reads that GPU's
+    energy rate once, as Grafana does (max per GPU, then the sum over the pod's GPUs), and the header does not
+    say otherwise; on agent.pipeline: classic each instance's series carries the GPU's deltas, so the pod reads
+    it once per instance, which the header says."""
+    project, files, _ = mixed
+    (node,) = [n for n in VARIANT if n.name == "gpu-node-mig"]
+    both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
+    fleet = (replace(node, gpus=(both,)),)
+    (properties,) = [p for path, p in widgets(files) if p["title"] == ENERGY]
+    shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet), START, END)
+    rate = both.energy_mw  # mJ/s, a fact of the GPU
+    said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), ENERGY,
+                 "a pod holding several MIG instances of one GPU weighs that GPU once per instance")
+    values = {round(v, 6) for v in shown["Pod team-g/wide"].values()}
+    if project.settings.agent.pipeline == "classic":
+        assert values == {len(both.instances) * rate} and said
+    else:
+        assert values == {rate} and not said
