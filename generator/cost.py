@@ -167,14 +167,15 @@ def _per_cluster(fleet: Fleet) -> tuple[float, float]:
 
 def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet) -> float:
     """Metrics one query over a dimension set analyzes in one cluster: its pods, its GPUs, or its GPU nodes (the
-    exporter targets' up; on the Container Insights add-on a cluster-wide set is one metric)."""
+    exporter targets' scrapes without DCGM samples; on the Container Insights add-on a cluster-wide set is one
+    metric)."""
     from .container_insights import enabled
     from .container_insights_table import CLUSTER, POD
 
     pods, gpus = _per_cluster(fleet)
     if enabled(project.settings):
         return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
-    if tuple(dims) == data_missing.UP_SET:  # the exporter targets' up: one per GPU node
+    if tuple(dims) == data_missing.SAMPLES_SET:  # the exporter targets' scrapes without data: one per GPU node
         return fleet.node_count / max(fleet.clusters, 1)
     return pods if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims) else gpus
 
@@ -228,10 +229,11 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     describes no MIG instance) its gauges are one event, its counters another (classic), or on the OTel pipeline
     two: each pod's copy and the GPU's merged one (render/agent_otel.merged_counters); per pod on the OTel
     pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
-    holds (its totals, without a pod, which no set publishes); per exporter target its `up` where the filter
-    keeps it; per cluster kube-state-metrics' series and, on the OTel pipeline, that target's `up`. A GPU split
-    into MIG instances writes its gauges' and its per-pod counters' events once per instance, and a GPU pods share
-    by time-slicing once per pod: the fleet describes neither, so neither is counted."""
+    holds (its totals, without a pod, which no set publishes); per cluster kube-state-metrics' series. The filter
+    drops `up` and `scrape_*` but a scrape that brought no DCGM sample (the per-node alarm's): none while the
+    exporters answer with data, so not counted. A GPU split into MIG instances writes its gauges' and its per-pod
+    counters' events once per instance, and a GPU pods share by time-slicing once per pod: the fleet describes
+    neither, so neither is counted."""
     from .cloudwatch_query import POD_TOTALS
     from .render.agent_otel import _merged_names
 
@@ -269,7 +271,6 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         kind = pod_total_kind(dims)
         if kind and metrics:
             marks[POD_TOTALS[kind][0]] = marks.get(POD_TOTALS[kind][0], 0) + len(metrics)
-    up = int(what.up)  # the filter drops `up` unless a declaration publishes it (agent_otel.scrape_series)
     events = [
         Events("a GPU's gauges", gpus, len(kept), shown(kept, per_gpu | per_pod), True),
         Events("a GPU's counters its pods' labels do not keep", gpus, len(unmerged),
@@ -282,9 +283,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"a pod's totals ({mark})", pods, count, count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
-        Events("an exporter target's up", nodes * up, 1, 1, False),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
-        Events("kube-state-metrics' up", clusters * ksm * up, 1, 0, False),
     ]
     return [e for e in events if e.count and e.fields]
 
@@ -316,10 +315,11 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # counters are merged to one series per physical GPU); on classic device counters too.
     mig_only = sum(len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims)
     per_gpu = sum(len(m) for dims, m in sets.items()
-                  if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.UP_SET)
+                  if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET)
                   and MIG_PROFILE_LABEL not in dims)
-    # The exporter targets' up, one per GPU node (the data-missing rule's alarm per node).
-    per_node = len(sets.get(data_missing.UP_SET, []))
+    # The exporter targets' scrapes without DCGM samples, one metric per GPU node (the data-missing rule's alarm per
+    # node), published only in hours such a scrape happens: counted every hour, an upper bound.
+    per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters
@@ -337,7 +337,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
              f"(+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
-             + (f" + the exporters' up per GPU node{nodes}" if per_node else "")
+             + (f" + the exporters' scrapes without GPU data per GPU node (published while one fails){nodes}"
+                if per_node else "")
              + (f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
@@ -435,7 +436,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             else:
                 cluster_alarms += made
                 cluster_analyzed += _analyzed(form.plan.dims, project, fleet) * fleet.clusters
-                per_node |= tuple(form.plan.dims) == data_missing.UP_SET
+                per_node |= tuple(form.plan.dims) == data_missing.SAMPLES_SET
     lines = [Line("GPU and cluster alarms (Metrics Insights)", cluster_analyzed, insights_rate,
                   cluster_analyzed * insights_rate,
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster"

@@ -19,19 +19,33 @@ Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node).
-The Prometheus rule also fires on 4. an exporter target down most of the time: `up` averaged over three
-periods below 0.5 (TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE), which names the node. An exporter in a crash loop
-(available a minute of every five at CrashLoopBackOff's cap) fires through 4 only: one moment of full
-availability in each period clears 3. A rolling restart (each target down under a minute, once) and a failed
-scrape do not fire. The cluster's CloudWatch alarm sees that node only through 3. So the rule has a second
-CloudWatch alarm per cluster, a GROUP BY alarm (render/alarms.second_plan): on the OTel pipeline, whose receiver
-writes each target's `up`, the mean of `up` per node ([ClusterName, node], up_declaration) below SCRAPE_SHARE in each
-of two periods running - the Prometheus branch 4 on the same signal, naming the node (a crash loop, an exporter
-hung with its pod available); on the JSON path, whose scraper drops `up`, each GPU's observations of the field
-below SCRAPE_SHARE of its scrapes (a crash loop; a GPU that k series repeat only below 1/(2k); a GPU silent
-altogether is not seen). A GROUP BY alarm judges each series apart, so a node removed early in one period and
-another added late in the next (each short once) do not fire, as `MIN(query) < n/2` in the metric math would; a
-series with no data in a period (a node gone) is notBreaching. No CloudWatch alarm reads DaemonSets other than the
+The rule also fires on 4. an exporter target that brought no GPU data most of the time: more than half
+(NO_DATA_SHARE) of its scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
+(`up` 0) or answered without one DCGM sample (`scrape_samples_post_metric_relabeling` 0, which a failed scrape
+reports too): an exporter in a crash loop, hung with its pod available, or answering 200 with an empty page
+(its DCGM host engine lost, NVML failing; dcgm-exporter keeps serving HTTP). It names the node. An exporter in
+a crash loop (available a minute of every five at CrashLoopBackOff's cap) fires through 4 only: one moment of
+full availability in each period clears 3. A rolling restart (each target down under a minute, once), a
+failed scrape and a node added whose exporter fails its first scrapes do not fire.
+
+Branch 4 is one situation on both sides, judged over one window, not over two periods: a mean is not
+monotone, so "below half in each of two periods" (CloudWatch's two datapoints) and "below half over the last
+period, kept for a period" (Prometheus' `for`) fire on different patterns (an outage of 6 minutes straddling
+two periods breaches both halves, never a 15-minute mean; down 70% of one period and 40% of the next breaches
+a 10-minute mean, never both halves). Counted over the same window it is the same on both:
+  * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
+    every scrape with the target's labels; the filter keeps only its zeros (a scrape that brought no GPU
+    data), published with [ClusterName, node] (no_data_declaration). A GROUP BY alarm per node
+    (render/alarms.second_plan) counts them over one period the length of the window and fires above
+    NO_DATA_SHARE of the window's scrapes; a node with none (healthy, or gone) has no data: notBreaching.
+    A healthy fleet publishes none of it.
+  * Prometheus: a rule of its own (no `for`), the same count over the same window, the scrapes read at the
+    scrape interval (a subquery), above the same number, kept while the target is scraped.
+On the JSON path (agent.pipeline: classic), whose scraper drops `up` and `scrape_*`, the second alarm counts
+each GPU's observations below SCRAPE_SHARE of its scrapes in each of two periods (a crash loop; a GPU that k
+series repeat only below 1/(2k); a GPU silent altogether, or an exporter answering empty, is not seen). A GROUP
+BY alarm judges each series apart, so a node removed early in one period and another added late in the next do
+not fire, as `MIN(query) < n/2` in the metric math would. No CloudWatch alarm reads DaemonSets other than the
 one the settings name.
 
 CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
@@ -174,48 +188,59 @@ ADDON_GPU_SET = addon.GPU_DIMENSION_SETS["node"][2]  # (ClusterName, NodeName, I
 ADDON_GPU_GROUP = (addon.NODE, addon.DEVICE)
 GPUS_PER_QUERY = 500
 MISSING_GPU = 0.5  # GPUs missing, counted over a period, that breach it
-# The Prometheus rule's exporter target down: `up` averaged over this many periods below this share. A crash loop
-# (CrashLoopBackOff answers a minute or two of every five) fires; a rolling restart (each target down under a
-# minute, once) and a failed scrape do not.
-TARGET_DOWN_PERIODS, TARGET_DOWN_SHARE = 3, 0.5
+# The rule's branch 4 (an exporter target that brought no GPU data most of the time), the same on both sides: more
+# than this share of its scrapes over the rule's window (period x evaluation periods) failed or answered without a
+# DCGM sample. A crash loop (CrashLoopBackOff answers a minute or two of every five) fires; a rolling restart (each
+# target down under a minute, once) and a failed scrape do not.
+NO_DATA_SHARE = 0.5
 MISSING_NODE = 0.5  # GPU nodes not reporting, on average over a period, that breach it
 
 
-# The rule's second CloudWatch alarm (render/alarms.second_plan), a GROUP BY alarm: a node whose exporter target
-# answered under this share of the agent's scrapes in each of two periods running (the OTel pipeline), or a GPU with
-# under this share of its scrapes' observations (agent.pipeline: classic). The Prometheus rule's target down reads
-# the same share of `up` (TARGET_DOWN_SHARE).
-SCRAPE_SHARE = TARGET_DOWN_SHARE
+# The rule's second CloudWatch alarm on agent.pipeline: classic (render/alarms.second_plan), a GROUP BY alarm: a GPU
+# with under this share of its scrapes' observations in each of two periods running.
+SCRAPE_SHARE = 0.5
 PER_GPU_SUFFIX = "-per-gpu"
-# On the OTel pipeline it reads what the Prometheus rule reads: each exporter target's `up`, which the agent's receiver
-# writes at every scrape (1 answered, 0 failed) with the target's labels; gpudash's scrape job attaches the node
-# (render/scrape.py). Published with [ClusterName, node]: one metric per GPU node.
-UP = "up"
+# On the OTel pipeline, what branch 4 of the Prometheus rule reads: the samples each exporter target's scrape kept
+# after the job's metric relabelling (only DCGM fields), which the agent's receiver writes at every scrape, 0 for a
+# failed one, with the target's labels; gpudash's scrape job attaches the node (render/scrape.py). The filter keeps
+# its zeros only; published with [ClusterName, node].
+SAMPLES = "scrape_samples_post_metric_relabeling"
 NODE_LABEL = "node"
-UP_SET = (CLUSTER_DIMENSION, NODE_LABEL)
+SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
 PER_NODE_SUFFIX = "-per-node"
 
 
 def per_node(settings: Settings) -> bool:
-    """The rule's second CloudWatch alarm reads each exporter target's `up` per node (the OTel pipeline, whose
-    receiver passes `up` on); on the JSON path, whose scraper drops it, it counts each GPU's observations."""
+    """The rule's second CloudWatch alarm counts each exporter target's scrapes that brought no GPU data, per node
+    (the OTel pipeline, whose receiver passes the scrape's own series on); on the JSON path, whose scraper drops
+    them, it counts each GPU's observations."""
     return settings.agent.pipeline == "otel"
 
 
-def up_declaration(settings: Settings) -> dict[str, Any]:
-    """The agent's metric declaration of the exporter targets' `up`, per node."""
+def no_data_declaration(settings: Settings) -> dict[str, Any]:
+    """The agent's metric declaration of the exporter targets' scrapes that brought no GPU data, per node."""
     return {"source_labels": ["job"], "label_matcher": f"^{re.escape(settings.scrape.job_name)}$",
-            "dimensions": [list(UP_SET)], "metric_selectors": [f"^{UP}$"]}
+            "dimensions": [list(SAMPLES_SET)], "metric_selectors": [f"^{SAMPLES}$"]}
 
 
-def per_node_description(period: int) -> str:
+def window_seconds(period: int, evaluation_periods: int) -> int:
+    """The rule's window: branch 4 and the per-node alarm count over it as one period."""
+    return period * evaluation_periods
+
+
+def no_data_threshold(settings: Settings, window: int) -> float:
+    """The scrapes that brought no GPU data over `window` above which a node's data is missing."""
+    return NO_DATA_SHARE * window / settings.scrape.seconds
+
+
+def per_node_description(settings: Settings, window: int) -> str:
     """What the per-node alarm sees, and what it cannot."""
-    return (f"A GPU node whose exporter answered under {SCRAPE_SHARE:.0%} of the agent's scrapes (the mean of its "
-            f"target's up, 1 answered and 0 failed, over {period // 60} minutes) in each of two periods running is a "
-            f"contributor in ALARM: an exporter crash-looping, hung with its pod available, or failing most scrapes, "
-            f"as the Prometheus rule's target down. A node added or removed is short one period at most; a node "
-            f"with no exporter target (removed, or its pod gone) has no data and is notBreaching: the cluster's "
-            f"alarm sees a pod not available.")
+    scrapes = window // settings.scrape.seconds
+    return (f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
+            f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last {window // 60} "
+            f"minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as the Prometheus "
+            f"rule's branch on the same count. A node added or removed, a rolling restart, a failed scrape are not; "
+            f"a node with no exporter target has no data (notBreaching): the cluster's alarm sees its pod missing.")
 
 
 def per_gpu_threshold(settings: Settings, period: int) -> float:
@@ -229,13 +254,14 @@ def per_gpu_description(settings: Settings, field: str, period: int) -> str:
             f"observations of {field} in each of two periods running (its exporter crash-looping or failing half its "
             f"scrapes) is a contributor in ALARM. A GPU that k series repeat (MIG instances, pods sharing it) counts "
             f"k per scrape: it is seen only below 1/(2k) of its scrapes. A node added or removed is short one period "
-            f"only. A GPU silent altogether (an exporter hung with its pod available, or a removed node) has no data "
-            f"and is notBreaching: the cluster's alarm sees a pod not available; the agent's JSON path drops up.")
+            f"only. A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM "
+            f"samples, or a removed node) has no data and is notBreaching: the cluster's alarm sees a pod not "
+            f"available; the agent's JSON path drops up and scrape_*.")
 
 
 def cluster_limits(settings: Settings) -> str:
     """What the cluster's alarm cannot see on the DCGM source (appended to its description)."""
-    second = ("per-node alarm sees them through each exporter target's up" if per_node(settings) else
+    second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
             f"{style_for(settings).daemonset} (exporter.deployment; others are not seen); a crash loop (a moment of "
@@ -409,9 +435,29 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
             {"Id": "e", "Expression": addon_expression(), "Label": label, "ReturnData": True}]
 
 
-def prometheus_expression(field: str, settings: Settings, window: str, exporter_down: str) -> str:
+NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
+
+
+def no_data_expression(settings: Settings, window: str, threshold: float) -> str:
+    """The rule's branch 4, a rule of its own (no `for`): each exporter target whose scrapes over `window` failed or
+    answered without a DCGM sample more than `threshold` times, read at the scrape interval, kept while the target
+    is scraped (a target gone from discovery, its pod replaced, goes stale and drops out). Both generated scrape
+    paths attach `exporter_pod` to a target; the GPU operator's or the chart's own ServiceMonitor gives it, as it
+    gives every ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
+    style = style_for(settings)
+    step = f"{settings.scrape.seconds}s"
+    operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
+    selectors = (f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}')
+    branches = [f"sum_over_time(({s} == bool 0)[{window}:{step}]) > {threshold:g} and {s}"
+                for s in selectors]
+    expression = " or ".join(f"({b})" for b in branches)
+    return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
+
+
+def prometheus_expression(field: str, settings: Settings, window: str) -> str:
     """The rule: each branch carries a `reason` label that the alert's summary shows. It reads every exporter
-    DaemonSet kube-state-metrics reports with an identifying label (exporter_label_matchers), one or many."""
+    DaemonSet kube-state-metrics reports with an identifying label (exporter_label_matchers), one or many. Branch 4
+    (an exporter target that brought no GPU data) is a rule of its own (no_data_expression)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = f"on({cluster})" if settings.shared_prometheus else "on()"
@@ -435,7 +481,6 @@ def prometheus_expression(field: str, settings: Settings, window: str, exporter_
         else []
     absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
     branches = [
-        reason(f"({exporter_down})", "an exporter target is not answering"),
         *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
                     f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent),
         reason(f"(min_over_time({DESIRED}[{window}]) > 0 and {each} {found}) "

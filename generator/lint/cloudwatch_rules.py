@@ -186,7 +186,7 @@ def declared_shape(subject: LintInput) -> Iterable[Finding]:
         namespace, publisher, by_metric = subject.settings.cloudwatch.namespace, "the agent", {}
         agent_sets = [tuple(d) for d in dimension_sets(subject.settings)]
         # and the sets the built agent configs declare besides (render/agent.published decides them: the cluster's
-        # for the data-missing alarm, the exporter targets' up per node for its second alarm)
+        # for the data-missing alarm, the exporter targets' scrapes without DCGM samples per node for its second)
         agent_sets += sorted({tuple(dims) for agent in subject.artifacts.agents
                               for declaration in agent.publishing()["emf_processor"]["metric_declaration"]
                               for dims in declaration.get("dimensions") or []} - set(agent_sets))

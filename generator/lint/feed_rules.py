@@ -70,7 +70,7 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
         published = [m.name for m in subject.catalog if any(p.search(m.name) for p in selectors)]
         filtered = ((agent.otel.get("processors") or {}).get(FILTER) or {}).get("metrics", {}).get("datapoint") or []
         totals = total_blank_conditions(subject.catalog, _otel_declarations(agent.otel))
-        own = scrape_series(_otel_declarations(agent.otel))  # up is kept where a declaration publishes it
+        own = scrape_series(_otel_declarations(agent.otel))  # scrapes without data kept where a declaration publishes them
         for condition in [*blank_conditions(subject.catalog, published), *totals, own]:
             if condition not in filtered:
                 yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {FILTER}",

@@ -75,26 +75,27 @@ class Published:
 
     fields: dict[tuple[str, ...], list[str]]  # the DCGM fields: {dimension set: fields} (published_sets)
     ksm: bool  # the cluster's two kube-state-metrics series, with data_missing.CLUSTER_SET
-    up: bool  # each exporter target's up, with data_missing.UP_SET (one metric per GPU node)
+    no_data: bool  # each exporter target's scrapes without DCGM samples, with data_missing.SAMPLES_SET (one metric
+    # per GPU node, published only while such scrapes happen)
 
     def sets(self) -> dict[tuple[str, ...], list[str]]:
         """{dimension set: metrics} of every source together."""
         result = {dims: list(metrics) for dims, metrics in self.fields.items()}
         if self.ksm:
             result.setdefault(data_missing.CLUSTER_SET, []).extend(data_missing.KSM_METRICS)
-        if self.up:
-            result.setdefault(data_missing.UP_SET, []).append(data_missing.UP)
+        if self.no_data:
+            result.setdefault(data_missing.SAMPLES_SET, []).append(data_missing.SAMPLES)
         return result
 
 
 def published(catalog: Catalog, settings: Settings, queried: DimensionSets) -> Published:
     """What the agent publishes: the DCGM fields' sets, the data-missing alarm's expected signal (kube-state-metrics,
-    when GPUs are expected and the cluster's set is read) and, for its second alarm, each target's up per node (when
-    that alarm reads it: the OTel pipeline, data_missing.per_node)."""
+    when GPUs are expected and the cluster's set is read) and, for its second alarm, each target's scrapes without DCGM
+    samples per node (when that alarm reads them: the OTel pipeline, data_missing.per_node)."""
     return Published(
         fields=published_sets(catalog, settings, queried),
         ksm=data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()),
-        up=data_missing.UP_SET in queried.get(data_missing.UP, set()))
+        no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()))
 
 
 def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
@@ -109,8 +110,8 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
                     for dims, metrics in what.fields.items() if metrics]
     if what.ksm:
         declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
-    if what.up:  # its second alarm: each target's up, per node
-        declarations.append(data_missing.up_declaration(settings))
+    if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
+        declarations.append(data_missing.no_data_declaration(settings))
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,
             "metric_declaration": declarations}
 

@@ -16,7 +16,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
   above its field's floor (it holds a blank: the pod's total at that scrape is unknown), and the
-  scrape's own series (up, scrape_*), which the JSON path's scraper drops too (with exporter.virtual_gpus,
+  scrape's own series (up, scrape_*; but the scrapes that brought no DCGM sample, which the data-missing rule's
+  alarm per node counts), which the JSON path's scraper drops too (with exporter.virtual_gpus,
   also the staleness markers of the fields split per process: see `stale_device_readings`);
 * metricstransform/gpudash merges the copies of a counter the exporter writes for one GPU instance, one per
   pod that shares the GPU by time-slicing or MPS (see `merged_counters`; its `max` needs the blanks gone),
@@ -111,16 +112,19 @@ def _ottl_number(value: float) -> str:
 
 
 # The receiver adds the scrape's own series to every target's (up, scrape_duration_seconds, ...); the
-# JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but `up` when a
-# declaration publishes it (the data-missing rule's alarm per node, data_missing.UP): the declarations are
-# render/agent.published's answer, which `cost` and `lint` read too.
+# JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but the zeros of
+# scrape_samples_post_metric_relabeling (a scrape that failed or brought no DCGM sample) when a declaration publishes
+# it (the data-missing rule's alarm per node, data_missing.SAMPLES): the declarations are render/agent.published's
+# answer, which `cost` and `lint` read too.
 SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
-SCRAPE_SERIES_BUT_UP = 'IsMatch(metric.name, "^scrape_.+$")'
+NO_DATA = 'IsMatch(metric.name, "^scrape_samples_post_metric_relabeling$") and value_double == 0.0'
+SCRAPE_SERIES_BUT_NO_DATA = f"{SCRAPE_SERIES} and not ({NO_DATA})"
 
 
 def scrape_series(declarations: list[dict[str, Any]]) -> str:
-    published = any(re.search(selector, "up") for d in declarations for selector in d["metric_name_selectors"])
-    return SCRAPE_SERIES_BUT_UP if published else SCRAPE_SERIES
+    published = any(re.search(selector, "scrape_samples_post_metric_relabeling")
+                    for d in declarations for selector in d["metric_name_selectors"])
+    return SCRAPE_SERIES_BUT_NO_DATA if published else SCRAPE_SERIES
 
 
 def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:

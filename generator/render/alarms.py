@@ -99,18 +99,20 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
 
 
 def second_plan(alarm: Alarm, settings: Settings) -> Plan:
-    """The data-missing rule's second alarm on the DCGM source, a GROUP BY alarm, the lowest first: on the OTel
-    pipeline each exporter target's `up` averaged per node (data_missing.per_node_description), on the JSON path,
-    which drops `up`, each GPU's observations of the field (data_missing.per_gpu_description). A GROUP BY alarm
-    judges each series apart: a node removed in one period and another added in the next are two contributors
-    short once each, never one short twice."""
+    """The data-missing rule's second alarm, a GROUP BY alarm: on the OTel pipeline each node's exporter scrapes that
+    brought no GPU data, counted over the rule's window, the most first (data_missing.per_node_description); on the
+    JSON path, which drops the scrape's own series, each GPU's observations of the field, the lowest first
+    (data_missing.per_gpu_description); on the Container Insights add-on each GPU's DCGM observations. A GROUP BY
+    alarm judges each series apart: a node removed in one period and another added in the next are two
+    contributors, never one."""
     if addon_source(settings):  # each GPU's DCGM observations in the add-on's per-GPU set
         return Plan(metric=_addon_reported(), function="COUNT", dims=data_missing.ADDON_GPU_SET,
                     group=data_missing.ADDON_GPU_GROUP, series=data_missing.ADDON_GPU_GROUP,
                     namespace=ADDON_NAMESPACE)
     if data_missing.per_node(settings):
         group = (data_missing.NODE_LABEL,)
-        return Plan(metric=data_missing.UP, function="AVG", dims=data_missing.UP_SET, group=group, series=group)
+        return Plan(metric=data_missing.SAMPLES, function="COUNT", dims=data_missing.SAMPLES_SET, group=group,
+                    series=group)
     dims = tuple(gpu_dimensions(settings))
     group = tuple(d for d in dims if d != CLUSTER_DIMENSION)
     return Plan(metric=cloudwatch_condition(alarm, settings).query.metric, function="COUNT", dims=dims, group=group,
@@ -235,27 +237,34 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
 
 def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: Plan,
                      cluster: Cluster) -> dict[str, Any]:
-    """The data-missing rule's GROUP BY alarm per node (the exporter targets' `up`) or per GPU (its observations):
-    below SCRAPE_SHARE of its scrapes two periods running. On the Container Insights add-on, a metric-math alarm
-    over each GPU's observations: GPUs the kubelet counts missing half a period or more, two periods running."""
+    """The data-missing rule's GROUP BY alarm per node (its exporter's scrapes that brought no GPU data, more than
+    NO_DATA_SHARE of the window's, over one period the length of the rule's window, as the rule's branch counts
+    them) or per GPU (its observations below SCRAPE_SHARE of its scrapes two periods running). On the Container
+    Insights add-on, a metric-math alarm over each GPU's observations: GPUs the kubelet counts missing half a period
+    or more, two periods running."""
     if addon_source(settings):
         return _addon_gpu_request(alarm, settings, plan_, cluster)
-    if plan_.metric == data_missing.UP:
-        about, each = data_missing.per_node_description(alarm.period_seconds), "node"
-        suffix, threshold = data_missing.PER_NODE_SUFFIX, data_missing.SCRAPE_SHARE
+    if plan_.metric == data_missing.SAMPLES:
+        window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
+        about, each = data_missing.per_node_description(settings, window), "node"
+        suffix, comparison, order = data_missing.PER_NODE_SUFFIX, ">", "DESC"
+        threshold, period, periods = data_missing.no_data_threshold(settings, window), window, 1
     else:
         about, each = data_missing.per_gpu_description(settings, plan_.metric, alarm.period_seconds), "GPU"
-        suffix = data_missing.PER_GPU_SUFFIX
+        suffix, comparison, order = data_missing.PER_GPU_SUFFIX, "<", "ASC"
         threshold = data_missing.per_gpu_threshold(settings, alarm.period_seconds)
+        period, periods = alarm.period_seconds, alarm.evaluation_periods
     description = (f"{alarm.title} (per {each}). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
                    f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + suffix, alarm.severity)
     request = _common(alarm, settings, name, description)
-    request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS[comparison],
                     "Threshold": threshold,
+                    "EvaluationPeriods": periods,
+                    "DatapointsToAlarm": periods,
                     "TreatMissingData": "notBreaching",
-                    "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, "ASC"),
-                                 "Period": alarm.period_seconds, "ReturnData": True,
+                    "Metrics": [{"Id": "q1", "Expression": plan_.expression(settings, cluster, order),
+                                 "Period": period, "ReturnData": True,
                                  "Label": f"{alarm.title} (per {each})"}]})
     return request
 
@@ -525,10 +534,8 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     condition = cloudwatch_condition(alarm, settings)  # one situation for both forms of the rule
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
-    if alarm.absent:  # the same situations as the CloudWatch form, and an exporter target not answering
-        down_window = _duration(alarm.period_seconds * data_missing.TARGET_DOWN_PERIODS)
-        return data_missing.prometheus_expression(query.metric, settings, window,
-                                                  _exporter_down(settings, down_window))
+    if alarm.absent:  # the same situations as the CloudWatch form (an exporter target's scrapes: no_data_rule)
+        return data_missing.prometheus_expression(query.metric, settings, window)
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
@@ -539,17 +546,12 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     return " or ".join(f"{value} {condition.comparison} {condition.threshold:g}" for value in values)
 
 
-def _exporter_down(settings: Settings, window: str) -> str:
-    """An exporter target down most of the time: `up` below 1 on more than half of its scrapes over `window`
-    (data_missing.TARGET_DOWN_SHARE), kept only while the target is still scraped (a target gone from discovery,
-    its pod replaced, leaves `up` stale and drops out). Both generated scrape paths attach `exporter_pod` to a
-    target; the GPU operator's or the chart's own ServiceMonitor gives it, as it gives every ServiceMonitor
-    target, the exporter pod's `container` and `namespace` instead."""
-    style = style_for(settings)
-    share = f"{data_missing.TARGET_DOWN_SHARE:g}"
-    selectors = ('up{exporter_pod!=""}',
-                 f'up{{exporter_pod="", container="{style.container}", namespace="{settings.exporter.namespace}"}}')
-    return " or ".join(f"(avg_over_time({s}[{window}]) < {share} and {s})" for s in selectors)
+def no_data_rule(alarm: Alarm, settings: Settings) -> str:
+    """The data-missing rule's branch on each exporter target's scrapes, judged over the rule's window as its
+    CloudWatch twin per node is (one period the window's length, no `for`)."""
+    window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
+    threshold = data_missing.no_data_threshold(settings, window)
+    return data_missing.no_data_expression(settings, _duration(window), threshold)
 
 
 def _alert_query(alarm: Alarm, settings: Settings):
@@ -599,6 +601,10 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
         if pending:
             rule["for"] = _duration(pending)
         rules.append(rule)
+        if alarm.absent:  # its branch on the exporter targets' scrapes: one window, no `for` (no_data_rule); its
+            # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
+            rules.append({**{k: v for k, v in rule.items() if k != "for"}, "expr": no_data_rule(alarm, settings),
+                          "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
     return {"groups": [{"name": ALERT_GROUP, "rules": rules}]} if rules else {"groups": []}
 
 

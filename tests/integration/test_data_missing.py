@@ -24,6 +24,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import FLEET, STEP, Gpu, payload, scrapes, target_labels
+from tests.integration.test_prometheus_rules import SAMPLES
 
 END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
 NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
@@ -32,6 +33,9 @@ AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
 PER_NODE_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-node-critical"  # agent.pipeline: otel (the default)
 PER_GPU_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-gpu-critical"  # agent.pipeline: classic
+
+
+EMPTY = "\n"  # a page without one series: the exporter answers 200 with nothing to say
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Situation:
     agent: bool = True  # the CloudWatch agent runs
     idle: bool = False  # no pod holds a GPU
     down: tuple[str, ...] = ()  # nodes whose exporter target is there but does not answer
+    empty: tuple[str, ...] = ()  # nodes whose exporter answers (200) without one DCGM series (its host engine lost)
 
 
 SITUATIONS = (
@@ -57,6 +62,8 @@ SITUATIONS = (
     Situation("every exporter silent, pods available", (), 2, 2, True, True, down=NODES),
     # The DaemonSet's counts cannot see it; the target's `up`, per node, can, on both sides.
     Situation("exporter hung on one node, pod available", NODES[:1], 2, 2, True, True, down=NODES[1:]),
+    # dcgm-exporter keeps serving HTTP when DCGM fails under it: its target is up, its page has no DCGM series
+    Situation("exporter up but serving no GPU series on one node", NODES[:1], 2, 2, True, True, empty=NODES[1:]),
     Situation("kube-state-metrics missing", NODES, 2, 2, True, True, ksm=False),
     Situation("CloudWatch agent stopped", (), 2, 2, True, None, agent=False),
 )
@@ -77,9 +84,11 @@ def _datapoints(project, files, situation: Situation):
     ksm_job = jobs["gpudash-kube-state-metrics"]
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
     before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
-    after = [s if s.target_labels["node"] in situation.reporting else Scrape(s.timestamp, "", s.target_labels)
+    after = [s if s.target_labels["node"] in situation.reporting else
+             Scrape(s.timestamp, EMPTY if s.target_labels["node"] in situation.empty else "", s.target_labels)
              for s in scrapes(job, project.catalog, CHANGE // STEP, END // STEP - 1, gpus)
-             if s.target_labels["node"] in situation.reporting + situation.down] if situation.agent else []
+             if s.target_labels["node"] in situation.reporting + situation.down + situation.empty] \
+        if situation.agent else []
     ksm = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-STEP, CHANGE, STEP)]
     if situation.agent and situation.ksm:
         ksm += [kube_state.scrape(ksm_job, t, EXPORTER if situation.desired is not None else None,
@@ -111,9 +120,9 @@ def test_cloudwatch_alarm(generated, situation):
     project, files = generated
     fired = _in_alarm(_rule_alarms(files), _datapoints(project, files, situation), END)
     assert bool(fired) == situation.cloudwatch, (situation.name, fired)
-    # the per-node alarm names each node whose target stopped answering (its up 0), and no other
+    # the per-node alarm names each node whose scrapes stopped bringing GPU data, and no other
     assert sorted(dict(k)["node"] for k in fired.get(PER_NODE_ALARM, [])) == \
-        (sorted(situation.down) if situation.agent else []), (situation.name, fired)
+        (sorted(situation.down + situation.empty) if situation.agent else []), (situation.name, fired)
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
@@ -142,8 +151,10 @@ def _series(situation: Situation) -> list[dict[str, str]]:
     for node in NODES:
         n = node[-1]
         target = f'job="dcgm-exporter",instance="10.0.1.{n}:9400",node="{node}",exporter_pod="nvidia-dcgm-exporter-{n}"'
-        up_after = "1" if node in situation.reporting else "0" if node in situation.down else None
+        up_after = "1" if node in situation.reporting + situation.empty else "0" if node in situation.down else None
         series.append({"series": f"up{{{target}}}", "values": _samples("1", up_after)})
+        kept = "4" if node in situation.reporting else "0" if up_after is not None else None
+        series.append({"series": f"{SAMPLES}{{{target}}}", "values": _samples("4", kept)})
         for gpu in (g for g in gpus if g.node == node):
             pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{gpu.index}"{pod}}}',
@@ -196,9 +207,9 @@ def _fired(rule: dict, situation: Situation) -> list[dict]:
                 "exp_annotations": {**rule["annotations"],
                                     "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}
 
-    for node in situation.down:
+    for node in situation.down + situation.empty:
         n = node[-1]
-        alerts.append(alert("an exporter target is not answering", job="dcgm-exporter",
+        alerts.append(alert("an exporter target brought no GPU data most of the time", job="dcgm-exporter",
                             instance=f"10.0.1.{n}:9400", node=node, exporter_pod=f"nvidia-dcgm-exporter-{n}"))
     ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **EXPORTER}
     if situation.desired is None or not situation.ksm:
@@ -250,7 +261,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
-    reason = "an exporter target is not answering"
+    reason = "an exporter target brought no GPU data most of the time"
     crashing = _target(THREE[2], "ex-3")
     crash_loop = _three_node_story(
         {(THREE[0], "ex-1"): "1x80", (THREE[1], "ex-2"): "1x80", (THREE[2], "ex-3"): " ".join([CRASH_LOOP] * 8)},
@@ -393,7 +404,7 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
         "one operator DaemonSet": (operator, []),
         "two Helm DaemonSets with custom names": (helm(False), []),
         "an exporter down on one node": (helm(True), [
-            alert("an exporter target is not answering", job="dcgm-exporter", instance=f"{node_b}:9400",
+            alert("an exporter target brought no GPU data most of the time", job="dcgm-exporter", instance=f"{node_b}:9400",
                   node=node_b, exporter_pod=f"gpu-metrics-pool-b-{node_b[-1]}"),
             alert("fewer exporter pods available than desired", **pool_b)]),
         "kube-state-metrics without the DaemonSet labels": (helm(False, marks={}), [alert(
@@ -471,8 +482,8 @@ def _payload(node: str, k: int, catalog, shared: bool) -> str:
 def _story_points(project, files, story: Story) -> list:
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
-    scrapes_ = [Scrape(k * STEP, _payload(node, k, project.catalog, story.shared) if c == "1" else "",
-                       target_labels(job, node))
+    scrapes_ = [Scrape(k * STEP, _payload(node, k, project.catalog, story.shared) if c == "1" else
+                       EMPTY if c == "e" else "", target_labels(job, node))
                 for node, steps in story.answering.items() for k, c in enumerate(steps) if c != "."]
     ksm = [kube_state.scrape(ksm_job, k * STEP, EXPORTER, d, a)
            for k, (d, a) in enumerate(zip(story.desired, story.available))]
@@ -516,24 +527,48 @@ def _up_values(steps: str) -> str:
     return " ".join(out)
 
 
+REASON = "an exporter target brought no GPU data most of the time"
+
+
+def _data_missing_rule(files, folder) -> dict:
+    """The generated rules written to folder/rules.yaml for promtool; the data-missing rule."""
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    return next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+
+
+def _ksm_series(desired: str, available: str, length: int) -> list[dict]:
+    """kube-state-metrics' view of the operator's exporter DaemonSet: promtool values of its two counts."""
+    ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",{_labels(EXPORTER)}'
+    return [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": desired},
+            {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": available},
+            {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
+             "values": f"1x{length - 1}"}]
+
+
+def _story_target(node: str) -> dict[str, str]:
+    """The labels of a node's exporter target in the stories."""
+    return _target(node, f"nvidia-dcgm-exporter-{node[-1]}") | {"instance": f"10.0.1.{node[-1]}:9400"}
+
+
+def _no_data_alert(rule: dict, node: str) -> dict:
+    """The alert the rule raises for a node's exporter target that brought no GPU data most of the time."""
+    return {"exp_labels": {**rule["labels"], **_story_target(node), "reason": REASON},
+            "exp_annotations": {**rule["annotations"],
+                                "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", REASON)}}
+
+
 def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
     """The Prometheus twin over the same stories: the crash-looping node's target fires; the rest fire nothing."""
     from tests.integration.test_prometheus_rules import _promtool_test
 
     _, files = generated
-    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
-    reason = "an exporter target is not answering"
-    ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",{_labels(EXPORTER)}'
+    rule = _data_missing_rule(files, tmp_path)
     tests = []
     for story in STORIES:
-        series = [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": " ".join(map(str, story.desired))},
-                  {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": " ".join(map(str, story.available))},
-                  {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
-                   "values": f"1x{STEPS - 1}"}]
+        series = _ksm_series(" ".join(map(str, story.desired)), " ".join(map(str, story.available)), STEPS)
         for node, steps in story.answering.items():
-            target = _target(node, f"nvidia-dcgm-exporter-{node[-1]}") | {"instance": f"10.0.1.{node[-1]}:9400"}
+            target = _story_target(node)
             series.append({"series": f"up{{{_labels(target)}}}", "values": _up_values(steps)})
             on_node = [g for g in (FLEET + SHARED if story.shared else FLEET) if g.node == (NODES[1] if node == THIRD
                                                                                            else node)]
@@ -541,12 +576,7 @@ def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
                 pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
                 series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{_labels(target)},gpu="{gpu.index}"{pod}}}',
                                "values": _promtool_values(steps, "60")})
-        expected = [{"exp_labels": {**rule["labels"], **_target(node, f"nvidia-dcgm-exporter-{node[-1]}"),
-                                    "instance": f"10.0.1.{node[-1]}:9400", "reason": reason},
-                     "exp_annotations": {**rule["annotations"],
-                                         "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}",
-                                                                                           reason)}}
-                    for node in story.missing]
+        expected = [_no_data_alert(rule, node) for node in story.missing]
         checks = [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": expected}] if story.missing else \
             [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []} for m in range(20, 36)]
         tests.append({"name": story.name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
@@ -569,3 +599,83 @@ def test_on_the_classic_pipeline_the_per_gpu_alarm_counts_each_series_as_its_des
     fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
              for name, keys in _in_alarm(requests, points, END).items()}
     assert fired == {PER_GPU_ALARM: [(NODES[1], "0")]}
+
+
+# --- a node's scrapes judged over one window, the same on both sides --------------------------------------------
+#
+# A mean is not monotone: "below half in each of two 5-minute periods" (CloudWatch's two datapoints, as the per-node
+# alarm was) and "below half over 15 minutes, kept for 5" (the rule's `for`, as its branch was) fire on different
+# patterns: an outage of 6 minutes straddling two periods breached both halves and never the 15-minute mean; down
+# 40%, 70%, 40% of three periods breached neither. Both sides now count one node's scrapes that brought no GPU data
+# ("0" failed, "e" answered without a DCGM series) over the rule's window, 10 minutes: more than 10 of the 20 fires.
+
+WINDOW_STEPS, WINDOW_LIMIT = 20, 10  # the window's scrapes at 30 s; more bad ones than this fire
+
+
+def _spread(bad: int, of: int = 10, kind: str = "0") -> str:
+    """`of` scrapes with `bad` of them spread among the rest (failed: "0", empty: "e")."""
+    return "".join(kind if (i * bad) // of != ((i + 1) * bad) // of else "1" for i in range(of))
+
+
+WINDOW_STEPS_TOTAL = 120  # 60 minutes
+PATTERNS = {
+    "down 40%, 70%, 40% of three periods": "1" * 40 + _spread(4) + _spread(7) + _spread(4) + "1" * 50,
+    "down 6 minutes straddling two periods": "1" * 46 + "0" * 12 + "1" * 62,
+    "down 5 minutes, half the window": "1" * 40 + "0" * 10 + "1" * 70,
+    "down 70% of one period, 40% of the next": "1" * 40 + _spread(7) + _spread(4) + "1" * 60,
+    "crash loop for 20 minutes, then healthy": "1" * 40 + ("0" * 8 + "11") * 4 + "1" * 40,
+    "answering without DCGM series for 15 minutes, then healthy": "1" * 40 + "e" * 30 + "1" * 50,
+    "half failed, half empty for 8 minutes": "1" * 40 + "0e" * 8 + "1" * 64,
+}
+
+
+def _bad_in_window(steps: str, minute: int) -> int:
+    """The truth: the node's scrapes of the last 10 minutes ((t - 10 min, t]) that brought no GPU data."""
+    last = minute * 60 // STEP
+    return sum(c in "0e" for c in steps[max(0, last - WINDOW_STEPS + 1):last + 1])
+
+
+def _pattern_story(name: str, steps: str) -> Story:
+    assert len(steps) == WINDOW_STEPS_TOTAL, name
+    answering = {NODES[0]: "1" * WINDOW_STEPS_TOTAL, NODES[1]: steps}
+    return Story(name, answering, (2,) * WINDOW_STEPS_TOTAL, (2,) * WINDOW_STEPS_TOTAL, ())
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+def test_the_per_node_alarm_counts_a_nodes_scrapes_over_one_window(generated, name):
+    """Each minute, the per-node alarm is in ALARM for the node exactly when more than 10 of its scrapes of the last
+    10 minutes brought no GPU data (evaluated a second after the minute, so its window [t - 10 min, t) holds the
+    scrapes the rule's (t - 10 min, t] holds), and the cluster's alarm stays OK (the pod stays available)."""
+    project, files = generated
+    requests = _rule_alarms(files)
+    steps = PATTERNS[name]
+    points = _story_points(project, files, _pattern_story(name, steps))
+    for minute in range(1, WINDOW_STEPS_TOTAL // 2):
+        fired = {n: sorted(dict(key)["node"] for key in keys)
+                 for n, keys in _in_alarm(requests, points, minute * 60 + 1).items()}
+        expected = {PER_NODE_ALARM: [NODES[1]]} if _bad_in_window(steps, minute) > WINDOW_LIMIT else {}
+        assert fired == expected, (name, minute, _bad_in_window(steps, minute))
+
+
+def test_the_rule_counts_a_nodes_scrapes_over_the_same_window(generated, tmp_path):
+    """The rule over the same patterns, each minute: the node's target fires exactly when its alarm does."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    rule = _data_missing_rule(files, tmp_path)
+    tests = []
+    for name, steps in PATTERNS.items():
+        series = _ksm_series(f"2x{WINDOW_STEPS_TOTAL - 1}", f"2x{WINDOW_STEPS_TOTAL - 1}", WINDOW_STEPS_TOTAL)
+        for node, node_steps in ((NODES[0], "1" * WINDOW_STEPS_TOTAL), (NODES[1], steps)):
+            target = _labels(_story_target(node))
+            series += [{"series": f"up{{{target}}}", "values": " ".join("0" if c == "0" else "1" for c in node_steps)},
+                       {"series": f"{SAMPLES}{{{target}}}", "values": " ".join("4" if c == "1" else "0"
+                                                                              for c in node_steps)},
+                       {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}',
+                        "values": _promtool_values(node_steps, "60")}]
+        fires = [_no_data_alert(rule, NODES[1])]
+        checks = [{"eval_time": f"{m}m", "alertname": rule["alert"],
+                   "exp_alerts": fires if _bad_in_window(steps, m) > WINDOW_LIMIT else []}
+                  for m in range(1, WINDOW_STEPS_TOTAL // 2)]
+        tests.append({"name": name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
+    _promtool_test(tmp_path, "window_test.yaml", tests, evaluation_interval="30s")

@@ -347,9 +347,11 @@ class OtelAgent(Pipeline):
         job = scrape.target_labels["job"]
         samples = list(exposition(scrape.payload))
         # the receiver's own series of the scrape, with the target's labels (not metric-relabelled)
+        kept_samples = sum(self._series(job, name, labels, scrape.target_labels) is not None
+                           for name, _, labels, _ in samples)  # those the job's metric_relabel_configs keep
         own = [("up", 1.0 if scrape.payload else 0.0), ("scrape_duration_seconds", 0.05),
                ("scrape_samples_scraped", float(len(samples))),
-               ("scrape_samples_post_metric_relabeling", float(len(samples))), ("scrape_series_added", 0.0)]
+               ("scrape_samples_post_metric_relabeling", float(kept_samples)), ("scrape_series_added", 0.0)]
         target = {k: v for k, v in scrape.target_labels.items() if v != "" and k not in ("job", "instance")}
         metrics: dict[str, _Metric] = {}  # one scrape of one target: one resource, its metrics by name
         for name, value in own:

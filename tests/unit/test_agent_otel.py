@@ -79,8 +79,10 @@ def test_the_exporter_has_the_json_paths_declarations_and_units(project_dir):
             assert device
             totals = [d for d in emf["metric_declarations"] if "pod_total" in d["dimensions"][0]
                       or "pod_gpus" in d["dimensions"][0]]
-            # and the exporter targets' up per node (the data-missing rule's second alarm; the JSON path drops up)
-            up = [d for d in emf["metric_declarations"] if d["metric_name_selectors"] == ["^up$"]]
+            # and the exporter targets' scrapes that brought no DCGM sample, per node (the data-missing rule's second
+            # alarm; the JSON path drops the scrape's own series)
+            up = [d for d in emf["metric_declarations"]
+                  if d["metric_name_selectors"] == ["^scrape_samples_post_metric_relabeling$"]]
             assert [d["dimensions"] for d in up] == [[["ClusterName", "node"]]]
             assert [(d["dimensions"], d["metric_name_selectors"]) for d in emf["metric_declarations"]
                     if d not in totals + up] == [
@@ -136,7 +138,11 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side():
     assert not dropped("DCGM_FI_DEV_GPU_TEMP", float("nan"))  # NaN is the exporter's (awsemf drops it)
     assert not dropped("kube_daemonset_status_desired_number_scheduled", 1e15)
     assert dropped("scrape_samples_scraped", 40.0)
-    assert not dropped("up", 1.0)  # published per node for the data-missing rule's second alarm
+    assert dropped("up", 1.0) and dropped("up", 0.0)
+    # a scrape that brought no DCGM sample (failed, or answered empty) is published per node for the data-missing
+    # rule's second alarm; a scrape that brought some is not
+    assert not dropped("scrape_samples_post_metric_relabeling", 0.0)
+    assert dropped("scrape_samples_post_metric_relabeling", 1.0) and dropped("scrape_samples_scraped", 0.0)
 
 
 @pytest.mark.parametrize("text, name, value, expected", [
@@ -186,10 +192,9 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
             for p in per_instance} == {(m, node, gpu, "none") for m in device for node, gpu in gpus}
     # and the OTel pipeline's totals per scrape of each pod, in their own sets (test_cloudwatch_pod_totals.py)
     totals = [p for p in otel if {"pod_total", "pod_gpus"} & set(p.dims())]
-    # and each exporter target's up per node (the JSON path's scraper drops up)
-    up = [p for p in otel if p.metric == "up"]
-    assert {dict(p.dimensions)["node"] for p in up} == {g.node for g in FLEET} and {p.value for p in up} == {1.0}
-    left_out, instances = set(totals + up), set(per_instance)  # (sets: the lists hold thousands of datapoints)
+    # and no scrape of a healthy exporter's scrapes (each brought DCGM samples) is published
+    assert not [p for p in otel if p.metric.startswith(("up", "scrape_"))]
+    left_out, instances = set(totals), set(per_instance)  # (sets: the lists hold thousands of datapoints)
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
 
@@ -244,16 +249,16 @@ def test_cost_is_the_same_on_either_pipeline(project_dir):
     """Both publish the same metrics, except that classic also
     lists each device counter per GPU instance (100 whole GPUs are 100 instances, so OTel has 100 custom metrics fewer per
     device counter) and OTel publishes five totals per pod (power, framebuffer, PCIe both ways, GPUs: 80 pods) and
-    the exporters' up per GPU node (counted per GPU: 100); both log every scraped field per GPU and scrape (the OTel
-    filter drops the receiver's own scrape_* series, as the JSON path's scraper does; up it publishes per node),
-    OTel in more events (test_cost_log_events.py): each GPU's counters per pod and merged, the pods' totals, up.
-    The estimate differs by those alone."""
+    the exporters' scrapes without DCGM samples per GPU node (counted per GPU: 100); both log every scraped field per
+    GPU and scrape (the OTel filter drops the receiver's own up and scrape_* series, as the JSON path's scraper does,
+    but a scrape without DCGM samples: none here), OTel in more events (test_cost_log_events.py): each GPU's
+    counters per pod and merged, the pods' totals. The estimate differs by those alone."""
     from generator.cost import Fleet, estimates
 
     fleet = Fleet(clusters=1, pods=80, churn=0, gpus=100)
     device = _device_counters_listed_per_instance(load_project(project_dir(CLASSIC)))
     otel, classic = (estimates(load_project(project_dir(s)), fleet) for s in ("", CLASSIC))
-    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus  # OTel's up per GPU node: counted per GPU
+    fewer = len(device) * fleet.gpus - 5 * fleet.pods - fleet.gpus  # OTel's per-node metric: counted per GPU
     assert otel.keys() == classic.keys() and otel["sources"].keys() == classic["sources"].keys()
     costed = [k for k, v in classic.items() if isinstance(v, dict) and "lines" in v]
     assert {k: v for k, v in otel.items() if k not in costed and k != "sources"} == \

@@ -100,6 +100,8 @@ def _published(files) -> set[tuple[str, str, frozenset[str]]]:
     scrapes = [Scrape(float(t), mixed_fleet.payload(node, t), target_labels(job, node.name))
                for t in (0, 30, 60) for node in mixed_fleet.FLEET]
     scrapes += [kube_state.scrape(ksm_job, float(t), EXPORTER, 2, 2) for t in (0, 30, 60)]
+    # and one failed scrape: the agent publishes a scrape that brought no DCGM sample per node
+    scrapes.append(Scrape(90.0, "", target_labels(job, mixed_fleet.FLEET[0].name)))
     return {(p.namespace, p.metric, frozenset(name for name, _ in p.dimensions))
             for p in Agent(config, job, others=[ksm_job]).run(scrapes)}
 
