@@ -329,8 +329,10 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
                   collected: frozenset[str]) -> dict[str, set[str]]:
     """Each alert fires for exactly the objects the truth puts past its threshold; what fired."""
     labels = project.settings.labels
-    rules = {r["alert"]: r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
-             for r in g["rules"]}
+    rules: dict[str, dict] = {}  # each alert's first rule (the data-missing alert's second is judged below)
+    every = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"] for r in g["rules"]]
+    for r in every:
+        rules.setdefault(r["alert"], r)
     assert len(rules) >= 7
     prometheus, at = stack.prometheus, stack.at  # 3 s of counters at least
     fired: dict[str, set[str]] = {}
@@ -340,6 +342,9 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
         # the rule merges a counter's copies at the scrape interval it was made for; this Prometheus scrapes every 1 s
         result = prometheus.query(scraped_every(rule["expr"], project.settings.scrape.seconds, 1), at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
+            # and its rule on each exporter target's scrapes: every target of the fleet brings GPU data
+            (second,) = [r for r in every if r["alert"] == rule["alert"] and r is not rule]
+            assert prometheus.query(second["expr"], at=at) == [], second["expr"]
             silent = [{"cluster": "north",
                        "reason": "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
                                  "scraped, or its --metric-labels-allowlist lacks "
