@@ -41,6 +41,15 @@
 * Alarms: a GROUP BY alarm evaluates each series (contributor); a datapoint breaches when it
   compares to the threshold as ComparisonOperator says; DatapointsToAlarm of the last
   EvaluationPeriods periods must breach; TreatMissingData decides for periods without data.
+  The periods are those of the evaluation window the user guide describes ("Alarm evaluation window",
+  alarm-evaluation-window.html): Period x EvaluationPeriods long, and with SlidingWindow, the default
+  when PutMetricAlarm gives no EvaluationWindow (gpudash gives none), it "advances each time the alarm
+  is evaluated, forming a rolling time window" - it ends at the evaluation, not at a period boundary
+  (WallClockWindow aligns it to the period's clock boundaries). So `alarm(request, points, end)` reads
+  [end - N x period, end) in N consecutive periods from its start (a query's time buckets start at the
+  requested start: "SQL inference", time bucketing, start inclusive, end exclusive), and ORDER BY ranks
+  each series by the function "performed on all matching data points of each individual time series
+  over the queried time window" ("SQL inference", ORDER BY global aggregate): the evaluation window.
 
 Written independently of gpudash's generator: it parses the generated text itself.
 """
