@@ -307,7 +307,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
-    # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' two series.
+    # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' three series.
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # The MIG sets (GPU_I_PROFILE) publish for MIG instances only, which the fleet does not describe: not
     # counted. The per-instance set publishes once per GPU instance: a whole GPU is one (a MIG GPU its
@@ -449,8 +449,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                                                            "DaemonSet count, the cluster's GPU observations; its "
                                                            "query of the GPU nodes reporting is not counted")
         else:
-            each, read = len(data_missing.KSM_METRICS) + 1, ("the exporter DaemonSet's desired and available pods, "
-                                                           "the cluster's GPU observations")
+            each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
+                                                         "pods (most and least), the cluster's GPU observations")
         metrics = math_alarms * each
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
                           f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"))

@@ -18,7 +18,10 @@ cannot join on labels and keeps the one DaemonSet the settings name (daemonset_s
 Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
-  3. fewer exporter pods were available than desired all period long (an exporter down on a node).
+  3. fewer exporter pods were available than desired all period long (an exporter down on a node), and no
+     rollout of the DaemonSet progressed in it (its updated pods did not change): a rollout of many nodes
+     (RollingUpdate, maxUnavailable 1) keeps one pod unavailable nearly all the time, each node's data
+     missing a minute once; a rollout stuck on a node fires.
 The rule also fires on 4. an exporter target that brought no GPU data most of the time: more than half
 (NO_DATA_SHARE) of its scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
 (`up` 0) or answered without one DCGM sample (`scrape_samples_post_metric_relabeling` 0, which a failed scrape
@@ -48,9 +51,9 @@ BY alarm judges each series apart, so a node removed early in one period and ano
 not fire, as `MIN(query) < n/2` in the metric math would. No CloudWatch alarm reads DaemonSets other than the
 one the settings name.
 
-CloudWatch form: a metric-math alarm over three static metrics of the cluster (dimension set
-[ClusterName]; the agent scrapes the two kube-state-metrics series with its own job):
-`IF(d > 0, g * (a >= d), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
+CloudWatch form: a metric-math alarm over four static metrics of the cluster (dimension set
+[ClusterName]; the agent scrapes the three kube-state-metrics series with its own job), the updated pods read
+twice (their Maximum u and Minimum v): `IF(d > 0, g * (a >= d OR u > v), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
 guide, "Using math expressions with CloudWatch metrics",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html: its IF tables
 and "Missing values in a time series are treated as 0"), IF drops a timestamp where its condition
@@ -160,13 +163,19 @@ DESIRED = "kube_daemonset_status_desired_number_scheduled"
 LABELS, LABEL_PREFIX = "kube_daemonset_labels", "label_"
 KSM_ALLOWLIST = "daemonsets=[app,app.kubernetes.io/name]"
 AVAILABLE = "kube_daemonset_status_number_available"
-KSM_METRICS = (DESIRED, AVAILABLE)
+# Nodes running the DaemonSet's current pod template: it rises as a rollout replaces pods (the new pod counts once
+# scheduled), and stays while a rollout is stuck or no rollout runs.
+UPDATED = "kube_daemonset_status_updated_number_scheduled"
+KSM_METRICS = (DESIRED, AVAILABLE, UPDATED)
 CLUSTER_SET = (CLUSTER_DIMENSION,)
 SOURCE = "kube-state-metrics"
 # (id, metric, statistic over the period): the least desired against the most available, so a pod
-# restarting inside a period, or a node joining, is not an exporter down.
-KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"))
-EXPRESSION = "IF(d > 0, g * (a >= d), 1)"
+# restarting inside a period, or a node joining, is not an exporter down; and the updated pods' most and least, so
+# a rollout that progressed in the period is not one either (RollingUpdate with maxUnavailable 1 deletes the next
+# old pod as soon as the new one is available: kube-state-metrics rarely sees all available while it runs).
+KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"), ("u", UPDATED, "Maximum"),
+             ("v", UPDATED, "Minimum"))
+EXPRESSION = "IF(d > 0, g * (a >= d OR u > v), 1)"
 
 # The Container Insights add-on's form (see the module's docstring).
 ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
@@ -394,13 +403,14 @@ def exporter_daemonsets(extra: str = "") -> str:
 
 
 def ksm_declaration() -> dict[str, Any]:
-    """The agent's metric declaration for the kube-state-metrics job: the cluster's two series."""
+    """The agent's metric declaration for the kube-state-metrics job: the cluster's three series."""
     return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$", "dimensions": [list(CLUSTER_SET)],
             "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
 
 
 def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period: int, label: str) -> list[dict]:
-    """The `Metrics` of the CloudWatch alarm: three static metrics of the cluster and the expression."""
+    """The `Metrics` of the CloudWatch alarm: four static metrics of the cluster (one read twice) and the
+    expression."""
     namespace = settings.cloudwatch.namespace
     dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
 
@@ -486,7 +496,8 @@ def prometheus_expression(field: str, settings: Settings, window: str) -> str:
         reason(f"(min_over_time({DESIRED}[{window}]) > 0 and {each} {found}) "
                f"unless {on} count{by} (count_over_time({field}[{window}]))",
                "exporters are expected but no GPU reported"),
-        reason(f"(min_over_time({DESIRED}[{window}]) > max_over_time({AVAILABLE}[{window}])) and {each} {found}",
+        reason(f"(min_over_time({DESIRED}[{window}]) > max_over_time({AVAILABLE}[{window}])) and {each} {found} "
+               f"unless {each} (max_over_time({UPDATED}[{window}]) > min_over_time({UPDATED}[{window}]))",
                "fewer exporter pods available than desired"),
     ]
     return " or ".join(branches)

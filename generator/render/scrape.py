@@ -83,7 +83,7 @@ def ksm_pod_label(settings: Settings) -> tuple[str, str]:
 
 
 def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
-    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's two series, nothing else
+    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's three series, nothing else
     (every other sample would be a custom metric, or merge into the cluster's)."""
     ksm = settings.kube_state_metrics
     name, value = ksm_pod_label(settings)

@@ -126,12 +126,13 @@ def test_cloudwatch_alarm(generated, situation):
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
-    """The kube-state-metrics job keeps the exporter DaemonSet's two series; aws-node's and every other
+    """The kube-state-metrics job keeps the exporter DaemonSet's three series; aws-node's and every other
     series of kube-state-metrics never become metrics (each would cost one, or merge into the cluster's)."""
     project, files = generated
     points = _datapoints(project, files, SITUATIONS[0])
     cluster_only = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)}
-    assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP", kube_state.DESIRED, kube_state.AVAILABLE}
+    assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP", kube_state.DESIRED, kube_state.AVAILABLE,
+                                            kube_state.UPDATED}
     assert {v for m, v in cluster_only if m != "DCGM_FI_DEV_GPU_TEMP"} == {2.0}
 
 
@@ -314,12 +315,13 @@ def test_the_generated_kube_state_metrics_job_keeps_the_exporter_daemonset_only(
         config = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
         with Prometheus(tmp_path, config) as prometheus:
             prometheus.wait_for('up{job="gpudash-kube-state-metrics"}')
-            series = prometheus.wait_for('{job="gpudash-kube-state-metrics", __name__!~"up|scrape_.*"}', count=2)
+            series = prometheus.wait_for('{job="gpudash-kube-state-metrics", __name__!~"up|scrape_.*"}', count=3)
             targets = prometheus.api("targets")["activeTargets"]
     assert [t["scrapeUrl"] for t in targets] == [ksm.url]
     assert sorted((s["metric"]["__name__"], s["metric"]["namespace"], s["metric"]["daemonset"], s["value"][1])
                   for s in series) == [(kube_state.DESIRED, "gpu-operator", "nvidia-dcgm-exporter", "2"),
-                                       (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "1")]
+                                       (kube_state.AVAILABLE, "gpu-operator", "nvidia-dcgm-exporter", "1"),
+                                       (kube_state.UPDATED, "gpu-operator", "nvidia-dcgm-exporter", "2")]
 
 
 def test_a_counters_csv_without_gpu_temperature_keeps_the_alarm(tmp_path):
@@ -537,11 +539,13 @@ def _data_missing_rule(files, folder) -> dict:
                 if r["alert"] == "GpudashGpuDataMissing")
 
 
-def _ksm_series(desired: str, available: str, length: int) -> list[dict]:
-    """kube-state-metrics' view of the operator's exporter DaemonSet: promtool values of its two counts."""
+def _ksm_series(desired: str, available: str, length: int, updated: str | None = None) -> list[dict]:
+    """kube-state-metrics' view of the operator's exporter DaemonSet: promtool values of its counts (updated: the
+    nodes running its current template; none: the series is not there)."""
     ksm = f'job="kube-state-metrics",instance="10.0.2.9:8080",{_labels(EXPORTER)}'
     return [{"series": f"{kube_state.DESIRED}{{{ksm}}}", "values": desired},
             {"series": f"{kube_state.AVAILABLE}{{{ksm}}}", "values": available},
+            *([{"series": f"{kube_state.UPDATED}{{{ksm}}}", "values": updated}] if updated else []),
             {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
              "values": f"1x{length - 1}"}]
 
@@ -679,3 +683,62 @@ def test_the_rule_counts_a_nodes_scrapes_over_the_same_window(generated, tmp_pat
                   for m in range(1, WINDOW_STEPS_TOTAL // 2)]
         tests.append({"name": name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
     _promtool_test(tmp_path, "window_test.yaml", tests, evaluation_interval="30s")
+
+
+# --- a long rollout of the exporter DaemonSet ----------------------------------------------------------------------
+#
+# 20 GPU nodes, the DaemonSet's RollingUpdate with maxUnavailable 1: from minute 10 the controller deletes one old pod,
+# the node's target is gone for a minute until the new pod answers, and it deletes the next old pod as soon as the
+# new one is available - so kube-state-metrics, scraped every 30 s, reads 19 of 20 available for 20 minutes running.
+# Each node's GPU data is missing a minute once: neither form may fire.
+
+ROLLOUT_NODES = tuple(f"ip-10-0-3-{i + 1}" for i in range(20))
+ROLLOUT_STEPS, ROLLOUT_START = 80, 20  # 40 minutes; the rollout from minute 10 to 30
+ROLLOUT = {node: "1" * (ROLLOUT_START + 2 * i) + ".." + "1" * (ROLLOUT_STEPS - ROLLOUT_START - 2 * i - 2)
+           for i, node in enumerate(ROLLOUT_NODES)}
+ROLLOUT_AVAILABLE = tuple(19 if ROLLOUT_START <= k < ROLLOUT_START + 2 * len(ROLLOUT_NODES) else 20
+                          for k in range(ROLLOUT_STEPS))
+# the nodes running the new template: 0 when the rollout starts, one more as each old pod is replaced
+ROLLOUT_UPDATED = tuple(min(20, max(0, (k - ROLLOUT_START) // 2 + 1)) if k >= ROLLOUT_START else 20
+                        for k in range(ROLLOUT_STEPS))
+
+
+def _one_gpu_page(node: str) -> str:
+    """An exporter page of one GPU's temperature (the rollout's alarms read no other field)."""
+    return ("# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+            f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{node}-0",device="nvidia0",modelName="NVIDIA A10G"}} 60\n')
+
+
+def test_a_long_rollout_of_the_exporters_fires_no_cloudwatch_alarm(generated):
+    project, files = generated
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    scrapes_ = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
+                for node, steps in ROLLOUT.items() for k, c in enumerate(steps) if c == "1"]
+    scrapes_ += [kube_state.scrape(ksm_job, k * STEP, EXPORTER, len(ROLLOUT_NODES), a, u)
+                 for k, (a, u) in enumerate(zip(ROLLOUT_AVAILABLE, ROLLOUT_UPDATED))]
+    points = Agent(config, job, others=[ksm_job]).run(scrapes_)
+    requests = _rule_alarms(files)
+    fired = {minute: _in_alarm(requests, points, minute * 60) for minute in range(1, ROLLOUT_STEPS // 2 + 1)}
+    assert {m: f for m, f in fired.items() if f} == {}
+
+
+def test_a_long_rollout_of_the_exporters_fires_no_rule(generated, tmp_path):
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    rule = _data_missing_rule(files, tmp_path)
+    series = _ksm_series(f"{len(ROLLOUT_NODES)}x{ROLLOUT_STEPS - 1}", " ".join(map(str, ROLLOUT_AVAILABLE)),
+                         ROLLOUT_STEPS, " ".join(map(str, ROLLOUT_UPDATED)))
+    for i, (node, steps) in enumerate(ROLLOUT.items()):
+        cut = steps.index(".")
+        for pod, part in ((f"ex-{i}", steps[:cut] + "." * (len(steps) - cut)),
+                          (f"ex-{i}-new", "." * (cut + 2) + steps[cut + 2:])):
+            target = _labels(_target(node, pod))
+            series += [{"series": f"up{{{target}}}", "values": _up_values(part)},
+                       {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
+                       {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": _promtool_values(part, "60")}]
+    _promtool_test(tmp_path, "rollout_test.yaml", [
+        {"name": "rollout", "interval": "30s", "input_series": series,
+         "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
+                             for m in range(1, ROLLOUT_STEPS // 2 + 1)]}], evaluation_interval="30s")

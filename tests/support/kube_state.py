@@ -11,6 +11,7 @@ from tests.support.dcgm_fleet import discovered
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
 AVAILABLE = "kube_daemonset_status_number_available"
+UPDATED = "kube_daemonset_status_updated_number_scheduled"  # nodes running the current pod template
 LABELS = "kube_daemonset_labels"  # label_<name> for each label --metric-labels-allowlist names
 # The DaemonSet labels of each way of deploying the exporter, as kube-state-metrics writes them with
 # --metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]
@@ -25,17 +26,21 @@ KSM_POD = {"__address__": "10.0.2.9:8080", "__meta_kubernetes_namespace": "monit
 
 
 def payload(exporter: dict[str, str] | None, desired: int, available: int,
-            more: tuple[tuple[dict[str, str], int, int], ...] = ()) -> str:
+            more: tuple[tuple[dict[str, str], int, int], ...] = (), updated: int | None = None) -> str:
     """/metrics of kube-state-metrics; `exporter` is the exporter DaemonSet's namespace and name (None:
     the DaemonSet does not exist) and the label_* labels its kube_daemonset_labels carries (none: the allowlist
     does not name them); `more`: other DaemonSets' labels (namespace, daemonset, label_*, any other), desired
-    and available."""
+    and available; `updated`: the exporter's nodes running its current pod template (None: all desired, no
+    rollout; every other DaemonSet has none running)."""
     lines = []
-    entries = [e for e in ((exporter, desired, available), (OTHER, 5, 3), *more) if e[0] is not None]
+    entries = [e for e in ((exporter, desired, available, desired if updated is None else updated),
+                           (OTHER, 5, 3, 5), *((labels, d, a, d) for labels, d, a in more)) if e[0] is not None]
     for index, (metric, text) in enumerate(((DESIRED, "The number of nodes that should be running the daemon pod."),
                                             (AVAILABLE, "The number of nodes that should be running the daemon pod "
                                                         "and have one or more of the daemon pod running and "
-                                                        "available"))):
+                                                        "available"),
+                                            (UPDATED, "The total number of nodes that are running updated daemon "
+                                                      "pod"))):
         lines += [f"# HELP {metric} {text}", f"# TYPE {metric} gauge"]
         for labels, *numbers in entries:
             names = ",".join(f'{k}="{v}"' for k, v in labels.items() if not k.startswith("label_"))
@@ -53,5 +58,6 @@ def target_labels(job: dict) -> dict[str, str]:
     return discovered(job, KSM_POD)
 
 
-def scrape(job: dict, timestamp: float, exporter: dict[str, str] | None, desired: int, available: int) -> Scrape:
-    return Scrape(timestamp, payload(exporter, desired, available), target_labels(job))
+def scrape(job: dict, timestamp: float, exporter: dict[str, str] | None, desired: int, available: int,
+           updated: int | None = None) -> Scrape:
+    return Scrape(timestamp, payload(exporter, desired, available, updated=updated), target_labels(job))

@@ -159,7 +159,8 @@ def _math_alarm(good, mutate):
 
 
 def _more_metrics(metrics):
-    metrics[:0] = [{**copy.deepcopy(metrics[0]), "Id": f"m{i}"} for i in range(8)]
+    stats = sum("MetricStat" in m for m in metrics)
+    metrics[:0] = [{**copy.deepcopy(metrics[0]), "Id": f"m{i}"} for i in range(11 - stats)]
 
 
 MATH_CASES = {  # the data-missing alarm (metric math over static metrics), broken

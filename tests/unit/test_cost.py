@@ -47,12 +47,13 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
-    # the data-missing alarm's three metrics of the cluster (its GPU observations, the exporter DaemonSet's
-    # desired and available pods), per pod the OTel pipeline's five totals per scrape (power, framebuffer
-    # and PCIe both ways summed, GPUs counted), and the exporters' up per GPU node (counted per GPU)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 3 + 5 * 80 + 1 * 100
+    # the data-missing alarm's four metrics of the cluster (its GPU observations, the exporter DaemonSet's
+    # desired, available and updated pods), per pod the OTel pipeline's five totals per scrape (power, framebuffer
+    # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
+    # (counted per GPU)
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 4 + 5 * 80 + 1 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, and its
-    # scraper drops up
+    # scraper drops the scrape's own series
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
     assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
@@ -66,23 +67,25 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(250_000, tiers) == pytest.approx(3_000 + 24_000)
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
-    # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' up (per GPU)
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 3 * 10 + 5 * 5_000 + 1 * 5_000
-    assert large["monthly"] == pytest.approx(27_000 + 35_030 * 0.05)  # flat at the first tier it would be 85,509
+    # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
+    # DCGM samples (per GPU)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 4 * 10 + 5 * 5_000 + 1 * 5_000
+    assert large["monthly"] == pytest.approx(27_000 + 35_040 * 0.05)  # flat at the first tier it would be 85,509
     assert large["unit_price"] < 0.30
 
 
-def test_the_data_missing_alarm_is_three_metrics_of_each_cluster(project, project_dir):
+def test_the_data_missing_alarm_reads_five_metrics_of_each_cluster(project, project_dir):
     """A metric-math alarm over static metrics: billed per metric it reads, one per cluster; none when
     alarms.expected_gpus is none (the alarm is left out)."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     line = _lines(estimates(project, fleet))["data-missing alarms (metric math)"]
-    assert (line["quantity"], line["unit_price"]) == (9, 0.10)
+    # the exporter DaemonSet's desired, available, updated pods (their most and least) and the GPU observations
+    assert (line["quantity"], line["unit_price"]) == (15, 0.10)
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    # its three metrics of each cluster, and the exporters' up its per-node alarm reads (counted per GPU)
+    # its four metrics of each cluster, and the exporters' scrapes its per-node alarm reads (counted per GPU)
     assert _lines(none)["custom metrics"]["quantity"] == \
-        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 10
+        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 12 - 10
     # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
     # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
     # reporting come from a Metrics Insights query, not a metric of the alarm
@@ -178,7 +181,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 3 + 5 * 10 + 1 * 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 4 + 5 * 10 + 1 * 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 

@@ -78,7 +78,8 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     (ksm,) = _declarations(config, KSM_MATCHER).values()
     assert ksm["dimensions"] == [list(CLUSTER_SET)] and _names(ksm) == {
-        "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available"}
+        "kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available",
+        "kube_daemonset_status_updated_number_scheduled"}
     jobs = [job["job_name"] for job in yaml.safe_load(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]]
     assert jobs == ["dcgm-exporter", "gpudash-kube-state-metrics"]
     assert prometheus["emf_processor"]["metric_unit"]["DCGM_FI_DEV_GPU_UTIL"] == "Percent"
