@@ -115,7 +115,8 @@ def botocore_models_read_once():
     of CPU per client) from one shared loader instead of parsing them again: the models never change.
     Its event names are aliased through one shared cache too (a new session registers some 280 handlers,
     each name worked out again: half of a session and client's remaining 20 ms); an alias depends on the
-    name alone."""
+    name alone. Whether a handler takes **kwargs (checked for each one a session registers, by reading its
+    signature: most of what is left of a new session) is read once per handler: it depends on the function alone."""
     try:
         import botocore.hooks
         import botocore.loaders
@@ -124,8 +125,18 @@ def botocore_models_read_once():
         yield
         return
     original, original_aliaser = botocore.session.create_loader, botocore.hooks.EventAliaser.__init__
+    original_accepts = botocore.hooks.accepts_kwargs
     loaders: dict = {}
     aliases: dict = {}
+    accepting: dict = {}
+
+    def accepts_kwargs(func):
+        try:
+            if func not in accepting:
+                accepting[func] = original_accepts(func)  # (a TypeError, for what is no function, is not kept)
+        except TypeError:  # not hashable: read every time
+            return original_accepts(func)
+        return accepting[func]
 
     def create_loader(search_path_string=None):
         if search_path_string not in loaders:
@@ -139,9 +150,11 @@ def botocore_models_read_once():
 
     botocore.session.create_loader = create_loader
     botocore.hooks.EventAliaser.__init__ = aliaser
+    botocore.hooks.accepts_kwargs = accepts_kwargs
     yield
     botocore.session.create_loader = original
     botocore.hooks.EventAliaser.__init__ = original_aliaser
+    botocore.hooks.accepts_kwargs = original_accepts
 
 
 _DEFAULT_DESIRED: list = []
