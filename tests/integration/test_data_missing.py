@@ -1,12 +1,13 @@
 """The data-missing alarm and its Prometheus twin fire when the exporter or the agent stops, and not
 when no pod holds a GPU or the GPU node group is at zero.
 
-Each situation is one story of a two-node fleet: healthy for 20 minutes, then the change, judged
-at minute 35. The CloudWatch form is evaluated over what the agent model makes of the scrapes
-(the generated scrape jobs and metric declarations, the documented metric-math and missing-data
-semantics); the Prometheus form by `promtool test rules` over the same story as series. The rule has two
-CloudWatch alarms: the cluster's metric-math alarm and a GROUP BY alarm per GPU; the rule fires on CloudWatch when
-either does. The stories at the end (crash loops, restarts, nodes coming and going) judge both twins minute by
+Each situation is one story of a two-node fleet: healthy for 20 minutes, then the change, healthy again from
+minute 40, judged each minute of the hour (nothing before the change, in ALARM by minute 30 and until the
+recovery, nothing from minute 46) and by name at minute 35. The CloudWatch form is evaluated over what the agent
+model makes of the scrapes (the generated scrape jobs and metric declarations, the documented metric-math and
+missing-data semantics); the Prometheus form by `promtool test rules` over the same story as series. The rule has
+two CloudWatch alarms: the cluster's metric-math alarm and a GROUP BY alarm per node (per GPU on classic); the rule
+fires on CloudWatch when either does. The stories at the end (crash loops, restarts, nodes coming and going) judge both twins minute by
 minute against the story's truth.
 """
 
@@ -27,6 +28,10 @@ from tests.support.dcgm_fleet import FLEET, STEP, Gpu, payload, scrapes, target_
 from tests.integration.test_prometheus_rules import SAMPLES
 
 END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
+RECOVER, FINAL = 2400, 3600  # healthy again from minute 40; the timeline ends at minute 60
+# What the alarms state: in ALARM within two periods (10 minutes) of the change, for as long as it lasts, and clear
+# within a period and a minute of the recovery (the per-node count: 10 of the window's 20 scrapes 5 minutes after).
+FIRED_BY, CLEARED_BY = CHANGE // 60 + 10, RECOVER // 60 + 6
 NODES = ("ip-10-0-1-1", "ip-10-0-1-2")
 EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -86,14 +91,16 @@ def _datapoints(project, files, situation: Situation):
     before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
     after = [s if s.target_labels["node"] in situation.reporting else
              Scrape(s.timestamp, EMPTY if s.target_labels["node"] in situation.empty else "", s.target_labels)
-             for s in scrapes(job, project.catalog, CHANGE // STEP, END // STEP - 1, gpus)
+             for s in scrapes(job, project.catalog, CHANGE // STEP, RECOVER // STEP - 1, gpus)
              if s.target_labels["node"] in situation.reporting + situation.down + situation.empty] \
         if situation.agent else []
-    ksm = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-STEP, CHANGE, STEP)]
+    recovered = scrapes(job, project.catalog, RECOVER // STEP, FINAL // STEP - 1, gpus)  # healthy again
+    ksm = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in (*range(-STEP, CHANGE, STEP),
+                                                                   *range(RECOVER, FINAL, STEP))]
     if situation.agent and situation.ksm:
         ksm += [kube_state.scrape(ksm_job, t, EXPORTER if situation.desired is not None else None,
-                                  situation.desired or 0, situation.available) for t in range(CHANGE, END, STEP)]
-    return Agent(config, job, others=[ksm_job]).run(before + after + ksm)
+                                  situation.desired or 0, situation.available) for t in range(CHANGE, RECOVER, STEP)]
+    return Agent(config, job, others=[ksm_job]).run(before + after + recovered + ksm)
 
 
 def _rule_alarms(files, second: str = PER_NODE_ALARM) -> list[dict]:
@@ -117,12 +124,22 @@ def _in_alarm(requests: list[dict], points, end: float) -> dict[str, list[tuple]
 
 @pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
 def test_cloudwatch_alarm(generated, situation):
+    """Each minute of the hour: nothing fires before the change (minute 20); a situation of missing data fires by
+    minute 30 and stays in ALARM until the recovery (minute 40); nothing fires from minute 46 on. The rule's
+    twin (test_prometheus_rule_fires_on_the_same_situations) is judged at the same minutes."""
     project, files = generated
-    fired = _in_alarm(_rule_alarms(files), _datapoints(project, files, situation), END)
+    requests, points = _rule_alarms(files), _datapoints(project, files, situation)
+    fired = _in_alarm(requests, points, END)
     assert bool(fired) == situation.cloudwatch, (situation.name, fired)
     # the per-node alarm names each node whose scrapes stopped bringing GPU data, and no other
     assert sorted(dict(k)["node"] for k in fired.get(PER_NODE_ALARM, [])) == \
         (sorted(situation.down + situation.empty) if situation.agent else []), (situation.name, fired)
+    for minute in range(1, FINAL // 60 + 1):
+        fired = _in_alarm(requests, points, minute * 60)
+        if minute <= CHANGE // 60 or minute >= CLEARED_BY or not situation.cloudwatch:
+            assert not fired, (situation.name, minute, fired)
+        elif FIRED_BY <= minute < RECOVER // 60:
+            assert fired, (situation.name, minute)
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):
@@ -146,6 +163,15 @@ def _samples(before: str | None, after: str | None) -> str:
     return f"{head} {after}x30"
 
 
+def _timeline(before: str, after: str | None) -> str:
+    """promtool values at 30 s steps over the hour: `before` until the change and again from the recovery,
+    `after` between (None: no sample, a staleness marker where a series stops)."""
+    values = [before] * (CHANGE // STEP) + [after] * ((RECOVER - CHANGE) // STEP) + \
+        [before] * ((FINAL - RECOVER) // STEP)
+    return " ".join(v if v is not None else "stale" if k and values[k - 1] is not None else "_"
+                    for k, v in enumerate(values))
+
+
 def _series(situation: Situation) -> list[dict[str, str]]:
     series = []
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
@@ -153,29 +179,29 @@ def _series(situation: Situation) -> list[dict[str, str]]:
         n = node[-1]
         target = f'job="dcgm-exporter",instance="10.0.1.{n}:9400",node="{node}",exporter_pod="nvidia-dcgm-exporter-{n}"'
         up_after = "1" if node in situation.reporting + situation.empty else "0" if node in situation.down else None
-        series.append({"series": f"up{{{target}}}", "values": _samples("1", up_after)})
+        series.append({"series": f"up{{{target}}}", "values": _timeline("1", up_after)})
         kept = "4" if node in situation.reporting else "0" if up_after is not None else None
-        series.append({"series": f"{SAMPLES}{{{target}}}", "values": _samples("4", kept)})
+        series.append({"series": f"{SAMPLES}{{{target}}}", "values": _timeline("4", kept)})
         for gpu in (g for g in gpus if g.node == node):
             pod = f',namespace="{gpu.namespace}",pod="{gpu.pod}"' if gpu.held else ""
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{gpu.index}"{pod}}}',
-                           "values": _samples("60", "60" if node in situation.reporting else None)})
+                           "values": _timeline("60", "60" if node in situation.reporting else None)})
     ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
     for labels, desired, available in ((EXPORTER, situation.desired, situation.available),
                                        (kube_state.OTHER, 5, 3)):
         present = situation.ksm and (desired is not None or labels is kube_state.OTHER)
         selector = f'{ksm},namespace="{labels["namespace"]}",daemonset="{labels["daemonset"]}"'
         series.append({"series": f"{kube_state.DESIRED}{{{selector}}}",
-                       "values": _samples("5" if labels is kube_state.OTHER else "2",
+                       "values": _timeline("5" if labels is kube_state.OTHER else "2",
                                           str(desired) if present else None)})
         series.append({"series": f"{kube_state.AVAILABLE}{{{selector}}}",
-                       "values": _samples("3" if labels is kube_state.OTHER else "2",
+                       "values": _timeline("3" if labels is kube_state.OTHER else "2",
                                           str(available) if present else None)})
         marks = {k: v for k, v in labels.items() if k.startswith("label_")} if labels is kube_state.OTHER \
             else kube_state.OPERATOR_LABELS
         names = ",".join(f'{k}="{v}"' for k, v in marks.items())
         series.append({"series": f"{kube_state.LABELS}{{{selector},{names}}}",
-                       "values": _samples("1", "1" if present else None)})
+                       "values": _timeline("1", "1" if present else None)})
     return series
 
 
@@ -191,10 +217,12 @@ def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
         if situation.prometheus is None:
             continue
         tests.append({"name": situation.name, "interval": "30s", "input_series": _series(situation),
-                      "alert_rule_test": [
-                          {"eval_time": "19m", "alertname": rule["alert"], "exp_alerts": []},
-                          {"eval_time": "35m", "alertname": rule["alert"],
-                           "exp_alerts": _fired(rule, situation) if situation.prometheus else []}]})
+                      "alert_rule_test": [  # before the change, through it, after the recovery
+                          {"eval_time": f"{m}m", "alertname": rule["alert"],
+                           "exp_alerts": _fired(rule, situation) if situation.prometheus and FIRED_BY <= m < RECOVER // 60
+                           else []}
+                          for m in range(1, FINAL // 60 + 1) if not CHANGE // 60 < m < FIRED_BY
+                          and not RECOVER // 60 <= m < CLEARED_BY]})
     _promtool_test(tmp_path, "data_missing_test.yaml", tests, evaluation_interval="30s")
 
 
@@ -421,13 +449,14 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
 
 # --- stories of exporters that answer now and then, and of nodes that come and go -------------------------
 #
-# Each story gives, per 30 s scrape from minute 0 to 35, what each node's exporter did ("1" answered, "0" failed
+# Each story gives, per 30 s scrape from minute 0 to 60, what each node's exporter did ("1" answered, "0" failed
 # while its pod stayed, "." no exporter pod: the node not there, or not yet) and what kube-state-metrics counted
-# of the exporter DaemonSet. The truth is the story's: the nodes whose GPUs stopped feeding data while they exist.
-# Both twins are judged on the same story: the CloudWatch alarms over what the agent model publishes of it, each
-# minute from 20 to 35 (CloudWatch evaluates every minute, over periods that end then), the rule by promtool.
+# of the exporter DaemonSet. The truth is the story's: the nodes whose GPUs stopped feeding data while they exist
+# (a crash loop from minute 20 to 40). Both twins are judged on the same story each minute of the hour: the
+# CloudWatch alarms over what the agent model publishes of it (CloudWatch evaluates every minute, over periods that
+# end then), the rule by promtool: nothing before minute 20, the node by minute 30 and until 40, nothing from 46.
 
-STEPS = END // STEP
+STEPS = FINAL // STEP
 CRASH_LOOP_STEPS = "00000000" "11"  # CrashLoopBackOff at its 5-minute cap: answering 1 minute of every 5
 THIRD = "ip-10-0-1-3"
 SHARED = (Gpu(NODES[1], 1, "ml", "infer-2"), Gpu(NODES[1], 1, "ml", "infer-3"))  # with infer-1: 3 pods, one GPU
@@ -502,12 +531,12 @@ def test_cloudwatch_alarms_fire_on_the_stories_truth(generated, story):
     read = {m["MetricStat"]["Metric"]["MetricName"] if "MetricStat" in m else cloudwatch_eval.parse(m["Expression"]).metric
             for r in requests for m in r["Metrics"] if "MetricStat" in m or m["Expression"].startswith("SELECT")}
     points = [p for p in _story_points(project, files, story) if p.metric in read]
-    for minute in range(20, 36):
+    for minute in range(1, FINAL // 60 + 1):
         fired = {name: sorted(dict(key)["node"] for key in keys)
                  for name, keys in _in_alarm(requests, points, minute * 60).items()}
-        if story.missing and minute == 35:
+        if story.missing and FIRED_BY <= minute < RECOVER // 60:
             assert fired == {PER_NODE_ALARM: sorted(story.missing)}, (story.name, minute, fired)
-        elif not story.missing:
+        elif not story.missing or minute <= CHANGE // 60 or minute >= CLEARED_BY:
             assert fired == {}, (story.name, minute, fired)
 
 
@@ -581,8 +610,10 @@ def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
                 series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{_labels(target)},gpu="{gpu.index}"{pod}}}',
                                "values": _promtool_values(steps, "60")})
         expected = [_no_data_alert(rule, node) for node in story.missing]
-        checks = [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": expected}] if story.missing else \
-            [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []} for m in range(20, 36)]
+        checks = [{"eval_time": f"{m}m", "alertname": rule["alert"],
+                   "exp_alerts": expected if FIRED_BY <= m < RECOVER // 60 else []}
+                  for m in range(1, FINAL // 60 + 1)
+                  if not story.missing or not (CHANGE // 60 < m < FIRED_BY or RECOVER // 60 <= m < CLEARED_BY)]
         tests.append({"name": story.name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
     _promtool_test(tmp_path, "stories_test.yaml", tests, evaluation_interval="30s")
 
@@ -600,9 +631,13 @@ def test_on_the_classic_pipeline_the_per_gpu_alarm_counts_each_series_as_its_des
     assert "below 1/(2k) of its scrapes" in per_gpu["AlarmDescription"]
     story = next(s for s in STORIES if s.shared)
     points = _story_points(project, files, story)
-    fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
-             for name, keys in _in_alarm(requests, points, END).items()}
-    assert fired == {PER_GPU_ALARM: [(NODES[1], "0")]}
+    for minute in range(1, FINAL // 60 + 1):  # the crash loop from minute 20 to 40, each minute of the hour
+        fired = {name: sorted((dict(key)["node"], dict(key)["gpu"]) for key in keys)
+                 for name, keys in _in_alarm(requests, points, minute * 60).items()}
+        if FIRED_BY <= minute < RECOVER // 60:
+            assert fired == {PER_GPU_ALARM: [(NODES[1], "0")]}, (minute, fired)
+        elif minute <= CHANGE // 60 or minute >= CLEARED_BY:
+            assert fired == {}, (minute, fired)
 
 
 # --- a node's scrapes judged over one window, the same on both sides --------------------------------------------
