@@ -257,10 +257,17 @@ def per_gpu_threshold(settings: Settings, period: int) -> float:
     return SCRAPE_SHARE * period / settings.scrape.seconds
 
 
-def per_gpu_description(settings: Settings, field: str, period: int) -> str:
+def periods_running(periods: int) -> str:
+    """`in each of two periods running`, as many as the alarm's evaluation periods."""
+    if periods == 1:
+        return "in one period"
+    return f"in each of {dict(enumerate(('', '', 'two', 'three', 'four'))).get(periods) or periods} periods running"
+
+
+def per_gpu_description(settings: Settings, field: str, period: int, periods: int) -> str:
     """What the per-GPU alarm (agent.pipeline: classic) sees, and what it cannot."""
     return (f"A GPU with fewer than {per_gpu_threshold(settings, period):g} of its {period // settings.scrape.seconds} "
-            f"observations of {field} in each of two periods running (its exporter crash-looping or failing half its "
+            f"observations of {field} {periods_running(periods)} (its exporter crash-looping or failing half its "
             f"scrapes) is a contributor in ALARM. A GPU that k series repeat (MIG instances, pods sharing it) counts "
             f"k per scrape: it is seen only below 1/(2k) of its scrapes. A node added or removed is short one period "
             f"only. A GPU silent altogether (an exporter hung with its pod available, or answering without DCGM "

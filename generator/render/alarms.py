@@ -250,7 +250,9 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
         suffix, comparison, order = data_missing.PER_NODE_SUFFIX, ">", "DESC"
         threshold, period, periods = data_missing.no_data_threshold(settings, window), window, 1
     else:
-        about, each = data_missing.per_gpu_description(settings, plan_.metric, alarm.period_seconds), "GPU"
+        about = data_missing.per_gpu_description(settings, plan_.metric, alarm.period_seconds,
+                                                 alarm.evaluation_periods)
+        each = "GPU"
         suffix, comparison, order = data_missing.PER_GPU_SUFFIX, "<", "ASC"
         threshold = data_missing.per_gpu_threshold(settings, alarm.period_seconds)
         period, periods = alarm.period_seconds, alarm.evaluation_periods

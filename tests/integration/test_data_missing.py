@@ -777,3 +777,32 @@ def test_a_long_rollout_of_the_exporters_fires_no_rule(generated, tmp_path):
         {"name": "rollout", "interval": "30s", "input_series": series,
          "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                              for m in range(1, ROLLOUT_STEPS // 2 + 1)]}], evaluation_interval="30s")
+
+
+def test_a_longer_window_is_the_same_on_both_forms_and_in_the_descriptions(tmp_path):
+    """A data-missing definition judged over three periods: the per-node alarm counts over 15 minutes (more than 15
+    of 30 scrapes), the rule's branch over the same 15 minutes, and the descriptions say so, as classic's per-GPU
+    alarm says three periods: nothing says two."""
+    from dataclasses import replace
+
+    from generator.render.alarms import cloudwatch_alarms, prometheus_rules
+
+    for pipeline in ("otel", "classic"):
+        (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n")
+        project = load_project(tmp_path / "gpudash.yaml")
+        alarms = tuple(replace(a, evaluation_periods=3, datapoints_to_alarm=3) if a.absent else a
+                       for a in project.alarms)
+        requests = {i["Request"]["AlarmName"]: i["Request"]
+                    for i in cloudwatch_alarms(alarms, project.settings, project.catalog)}
+        if pipeline == "otel":
+            node = requests[PER_NODE_ALARM]
+            assert (node["Metrics"][0]["Period"], node["EvaluationPeriods"], node["Threshold"]) == (900, 1, 15.0)
+            assert "more than 15 of its 30 scrapes over the last 15 minutes" in node["AlarmDescription"]
+            (second,) = [r for g in prometheus_rules(alarms, project.catalog, project.settings)["groups"]
+                         for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing" and "for" not in r]
+            assert "[15m:30s]) > 15 and" in second["expr"]
+        else:
+            gpu = requests[PER_GPU_ALARM]
+            assert gpu["EvaluationPeriods"] == 3 and "in each of three periods running" in gpu["AlarmDescription"]
+        assert not any("two periods" in r["AlarmDescription"] for r in requests.values()
+                       if r["AlarmName"].startswith(ALARM.removesuffix("-critical")))
