@@ -128,13 +128,18 @@ minute. The alarm reads, per period of n collections (n = period / 60 s):
   collections and 0 below (arithmetic with a number and FLOOR apply to each point of each series);
 * c, the capacity's Sum (GPUs times the collections of their nodes' agents), and g, the observations.
 
-`(c - g + SUM(p)) / n - SUM(f)`, at or above 0.5 two periods running (TreatMissingData notBreaching: with
-nothing collected the cluster's alarm fires). c - g are the GPU-collections missed; those of the GPUs p
-holds are n * |p| - SUM(p); what is left, over n, is the GPUs that sent nothing, to which SUM(f) adds the
-GPUs p holds below half: together the GPUs missing. A collection a node's agent misses is missing from c
-and g alike, so an agent restart never counts. While fewer than 500 GPUs miss data at once (the least
-reporting come first) the count is exact; beyond, the misses of the GPUs left out count as silence. A
-period holding one collection more than n (agents' clocks drift) overcounts that one period only.
+`(c - g + SUM(p * f)) / n - SUM(f)`, at or above 0.5 two periods running (TreatMissingData notBreaching: with
+nothing collected the cluster's alarm fires). Per GPU that is its node's collections, less its observations
+when it sent at least half of them, over n, less 1 when it did: 0 for a GPU reporting at least half (an
+exporter rollout, a restart under half a period); 1 for a GPU that sent nothing; (n - p) / n, over a half, for
+one that sent fewer than half while its node's agent collected; 0 for a node whose agent and data stop or
+start together (a node removed or added inside the period), so removals in consecutive periods do not add
+up. Metric math does not combine two arrays, so SUM(p * f) is taken apart into sums of single chains
+(addon_gpu_expression). A collection a node's agent misses is missing from c and g alike: an agent restart
+never counts (it reads -1/n a GPU, which can hide a GPU missing in that one period). While fewer than 500
+GPUs miss data at once (the least reporting come first) the count is exact; beyond, the misses of the GPUs
+left out count as silence. A period holding one collection more than n (agents' clocks drift) overcounts
+that one period only.
 
 What it cannot see, or sees wrong: the add-on's DaemonSet counts exist only with enhanced observability
 (without them w = 0 and point 4 is not seen). A GPU node whose GPUs the kubelet does not count as
@@ -298,8 +303,13 @@ def addon_collections(period: int) -> int:
 
 def addon_gpu_expression(period: int) -> str:
     """The GPUs the kubelet counts on nodes whose agent collects that reported in fewer than half the period's
-    collections (see the module's docstring, "The per-GPU alarm")."""
-    return f"(c - g + SUM(p)) / {addon_collections(period)} - SUM(f)"
+    collections, (c - g + SUM(p * f)) / n - SUM(f) (see the module's docstring, "The per-GPU alarm"), with
+    p * f = max(0, p - b) + b * f (b = the half, less one: p * f is p at or above the half, 0 below; on whole
+    counts) and max(0, x) = (x + ABS(x)) / 2 taken apart into sums of single chains, since metric math does not
+    combine two arrays."""
+    n = addon_collections(period)
+    below = (n + 1) // 2 - 1
+    return f"(c - g + (SUM(p) + SUM(v) - {below} * SUM(p * 0 + 1)) / 2 - {n - below} * SUM(f)) / {n}"
 
 
 def addon_gpu_reporting(period: int) -> str:
@@ -311,11 +321,16 @@ def addon_gpu_reporting(period: int) -> str:
     return f"FLOOR((p + {width - enough}) / {width})"
 
 
+def addon_gpu_distance(period: int) -> str:
+    """Each GPU of the query p: how far its count is from the half, less one (ABS(p - b))."""
+    return f"ABS(p - {(addon_collections(period) + 1) // 2 - 1})"
+
+
 def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Cluster, period: int,
                       label: str) -> list[dict]:
     """The `Metrics` of the add-on's per-GPU alarm: the GPU nodes' capacity (c, GPU-collections), the cluster's
-    GPU observations (g), each GPU's observations (p, the plan's query), each GPU reporting or not (f) and the
-    expression."""
+    GPU observations (g), each GPU's observations (p, the plan's query), each GPU reporting or not (f), its
+    distance from the half (v) and the expression."""
     def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
         return {"Id": identifier, "ReturnData": False,
                 "MetricStat": {"Metric": {"Namespace": addon.NAMESPACE, "MetricName": metric,
@@ -325,6 +340,7 @@ def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Clust
     return [stat("c", ADDON_CAPACITY, "Sum"), stat("g", reported_metric, "SampleCount"),
             {"Id": "p", "Expression": plan_expression, "Period": period, "ReturnData": False},
             {"Id": "f", "Expression": addon_gpu_reporting(period), "ReturnData": False},
+            {"Id": "v", "Expression": addon_gpu_distance(period), "ReturnData": False},
             {"Id": "e", "Expression": addon_gpu_expression(period), "Label": label, "ReturnData": True}]
 
 
