@@ -583,6 +583,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         path, message, hint = dimensions
         line = _line_of(node, path)
         raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
+    _agent_timing_checked(document, source, node)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
@@ -621,6 +622,30 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
                          f"per period, and per-pod sums and counts would be off",
                          where=f"{source}:{line}" if line else source,
                          hint="pick a scrape.interval that divides cloudwatch.period (e.g. 15s, 30s, 60s for 300)")
+
+
+def _agent_timing_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """The scrape interval and flush interval keep each counter's previous reading in the agent's cache until its
+    next one, and each reading in time for the now values (agent_timing). Read before the schema's bounds (it says
+    why, and what fits); a value of the wrong kind is judged by its default here (the schema then refuses it)."""
+    from .agent_timing import scrape_timeout, timing_problem
+
+    def written(section: str, key: str, valid: Any) -> Any:
+        part = document.get(section)
+        value = part.get(key) if isinstance(part, dict) else None
+        return value if valid(value) else _schema()["properties"][section]["properties"][key]["default"]
+
+    if written("cloudwatch", "source", lambda v: isinstance(v, str)) == "container-insights":
+        return  # no agent config of gpudash's: the add-on collects every 60 s
+    interval = interval_seconds(written("scrape", "interval",
+                                        lambda v: isinstance(v, str) and re.fullmatch(r"0*[1-9][0-9]*[sm]", v)))
+    flush = written("agent", "force_flush_interval", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
+    pipeline = written("agent", "pipeline", lambda v: v in ("otel", "classic"))
+    problem = timing_problem(pipeline, interval, scrape_timeout(interval), flush)
+    if problem:
+        setting, message, hint = problem
+        line = _line_of(node, setting.split("."))
+        raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
 
 
 def dimensions_lacking(sets: Any) -> list[tuple[str, list[str]]]:

@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..agent_timing import timing_problem
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import KSM_METRICS
@@ -215,7 +216,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
 def _published_labels(subject: LintInput) -> set[str]:
     """The labels the agent's DCGM series carry after its scrape job: the job's target labels, the exporter's
     (its workload labels under the names `labels:` says it writes them), then the job's metric_relabel_configs in
-    order (a rename adds its target, labeldrop and labelkeep remove)."""
+    order (a rename adds its target, labeldrop removes)."""
     labels = set(TARGET_LABELS) | exporter_labels(written_labels(subject.settings)) \
         | {m.name for m in subject.catalog.labels()}
     # The labels that identify a GPU (cluster, each spelling of the node) are grouped on even
@@ -223,16 +224,7 @@ def _published_labels(subject: LintInput) -> set[str]:
     labels.update(gpu_identity(subject.settings.labels))
     # So are a field's own labels (an XID's err_code), kept through the per-GPU merge where an exporter writes them.
     labels.update(FIELD_LABEL_KEYS)
-    for rule in subject.scrape_job().get("metric_relabel_configs", []):
-        action = rule.get("action", "replace")
-        if action == "labeldrop":
-            labels = {label for label in labels if not re.fullmatch(rule["regex"], label)}
-        elif action == "labelkeep":
-            labels = {label for label in labels if re.fullmatch(rule["regex"], label)}
-        elif action == "replace" and rule.get("target_label") \
-                and any(source in labels for source in rule.get("source_labels") or [rule["target_label"]]):
-            labels.add(rule["target_label"])
-    return labels
+    return _relabeled(labels, subject.scrape_job().get("metric_relabel_configs", []))
 
 
 def _labels_added(subject: LintInput, cluster: Cluster) -> set[str]:
@@ -359,6 +351,49 @@ def label_mode(subject: LintInput) -> Iterable[Finding]:
                               f"{name!r}: every per-pod query and alert would match nothing")
 
 
+_DURATION = re.compile(r"(\d+)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+def _seconds(duration: Any) -> float | None:
+    """Seconds of a Prometheus or collector duration (`30s`, `5m`, `1m30s`; a number is seconds); None if unread."""
+    if isinstance(duration, (int, float)):
+        return float(duration)
+    parts = _DURATION.findall(str(duration))
+    if not parts or "".join(n + u for n, u in parts) != str(duration):
+        return None
+    return sum(int(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def counters_kept(subject: LintInput) -> Iterable[Finding]:
+    """Each agent config handles a counter's next reading before its cache forgets the previous one, and sends
+    readings within the minute the now values read (agent_timing, the bound settings enforce)."""
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None:
+            continue
+        if agent.otel is None:
+            pipeline, flush = "classic", _seconds(agent.config.get("logs", {}).get("force_flush_interval", 5))
+            jobs = agent.scrape.get("scrape_configs") or []
+        else:
+            pipeline = "otel"
+            flush = _seconds(next((p.get("timeout", "200ms") for name, p in (agent.otel.get("processors") or {}).items()
+                                   if name.split("/")[0] == "batch" and isinstance(p, dict)), "0s"))
+            receiver = next((r for name, r in (agent.otel.get("receivers") or {}).items()
+                             if name.split("/")[0] == "prometheus" and isinstance(r, dict)), {})
+            jobs = (receiver.get("config") or {}).get("scrape_configs") or []
+        defaults = (agent.scrape.get("global") or {})
+        for job in jobs:
+            interval = _seconds(job.get("scrape_interval", defaults.get("scrape_interval", "1m")))
+            timeout = _seconds(job.get("scrape_timeout", defaults.get("scrape_timeout", "10s")))
+            if None in (interval, timeout, flush):
+                continue
+            problem = timing_problem(pipeline, int(interval), int(timeout), int(flush))
+            if problem:
+                yield Finding("AG006", "error", f"{agent_file(cluster.name)} job {job.get('job_name')!r}",
+                              f"{problem[1]} ({problem[2]})")
+
+
 @cache
 def agent_validator(schema_file: str):
     """The validator of the CloudWatch agent's config schema in `schema_file`, read and checked once."""
@@ -391,6 +426,8 @@ RULES = (
     Rule("AG004", "cwagentconfig.json validates against the agent's schema (--cwagent-schema)", agent_schema),
     Rule("AG005", "the agent's OTel pipeline drops DCGM's blank values of every DCGM field it publishes, at the "
                   "field's floor (agent.pipeline: otel)", blanks_filtered),
+    Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
+                  "(5 minutes), and readings are sent within the minute the now values read", counters_kept),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
     Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
                   "declares", label_mode),

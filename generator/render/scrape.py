@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
 from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
@@ -74,7 +75,7 @@ def agent_scrape_job(settings: Settings) -> dict[str, Any]:
 
 def scrape_timeout(interval: str) -> str:
     """10s, or the interval when that is shorter (a timeout may not exceed its interval)."""
-    return f"{min(interval_seconds(interval), 10)}s"
+    return f"{agent_timing.scrape_timeout(interval_seconds(interval))}s"
 
 
 def ksm_pod_label(settings: Settings) -> tuple[str, str]:

@@ -285,6 +285,8 @@ class OtelAgent(Pipeline):
         self.events: LogEvents | None = None  # set to a LogEvents to record the EMF log events written
         self._previous: dict[tuple, tuple[float, float]] = {}  # (name, labels) -> (value, timestamp)
         self.sweep_phase = 0.0  # when awsemf's cache sweeps (every CACHE_TTL from then)
+        # how long after its scrape's timestamp awsemf handles a point (scrape duration + batch wait): tests choose it
+        self.processing_delay = 0.0
         self.transforms = metric_transforms(config)
         self.processors = _processor_kinds(config)
         self._last_series: dict[tuple, set] = {}  # each target's series at its last scrape (staleness markers)
@@ -413,7 +415,7 @@ class OtelAgent(Pipeline):
             if metric.kind == "counter":
                 previous = self._previous.get(key)
                 self._previous[key] = (value, timestamp)
-                if previous is None or self._swept(previous[1], timestamp):
+                if previous is None or self._swept(previous[1], timestamp + self.processing_delay):
                     if not self.retain_initial:
                         continue  # the first value is the baseline (retain_initial_value_of_delta_metric: the delta)
                 else:

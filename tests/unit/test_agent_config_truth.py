@@ -98,3 +98,72 @@ def test_verify_reads_the_pod_labels_under_the_names_the_settings_give(project_d
     unheld = _old_namespace_payload().replace('pod_name="trainer-0"', 'job_name="trainer-0"')
     checks = {c.name: c for c in analyse(project, unheld, "node")}
     assert checks["pod labels"].status == "fail" and "without a pod label" in checks["pod labels"].detail
+
+
+COUNTER = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
+GPU_LABELS = 'gpu="0",UUID="GPU-0",Hostname="h",pod="p",namespace="ml",modelName="A100",device="nvidia0"'
+
+
+def _replays(config, job, step: float, delay: float, phase: float, offset: float = 17.0) -> float:
+    """The per-GPU increase of PCIe replays the OTel pipeline publishes over 12 steps of `step` seconds (3 replays
+    a step), awsemf handling each point `delay` s after its scrape and sweeping its cache at `phase` + k * 300 s."""
+    agent = Agent(config, job)
+    agent.sweep_phase, agent.processing_delay = phase, delay
+    scrapes = [Scrape(offset + k * step, f"# TYPE {COUNTER} counter\n{COUNTER}{{{GPU_LABELS}}} {3 * k}\n",
+                      target_labels(job, "ip-10-0-1-1")) for k in range(13)]
+    return sum(p.value for p in agent.run(scrapes) if p.metric == COUNTER and ("gpu", "0") in p.dimensions)
+
+
+def test_the_longest_scrape_and_flush_the_settings_accept_keep_every_counter_increase_on_otel(project_dir):
+    """awsemf forgets a counter's reading at the first sweep (every 5 minutes) that finds it 5 minutes old, and
+    handles a point up to the scrape and batch timeouts after its scrape. At the longest scrape interval (dividing
+    the period) and flush the settings accept, every increase is published whenever the sweep falls; at 300 s
+    between readings (what scrape.interval 5m gave) a node whose scrapes fall just before the sweep publishes none."""
+    files = encode(build(load_project(project_dir("scrape:\n  interval: 150s\nagent:\n  force_flush_interval: 30\n"))))
+    config, job = agent_config(files[AGENT])
+    worst = 10 + 30  # the scrape timeout and the batch timeout written for these settings
+    for phase in [17.0 + k for k in range(0, 300, 7)] + [17.0 + 150 + worst - 1, 17.0 + worst - 1]:
+        assert _replays(config, job, 150.0, worst, phase) == 36, phase
+    assert _replays(config, job, 300.0, 2.0, 17.0 + 1.0) == 0  # the bound matters: readings 300 s apart
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_scrape_interval_the_agents_counter_cache_cannot_span_is_refused(cli, tmp_path, pipeline):
+    """scrape.interval 5m: refused on either pipeline with one message naming the setting, exit 2, nothing built."""
+    (tmp_path / "gpudash.yaml").write_text(f"scrape:\n  interval: 5m\nagent:\n  pipeline: {pipeline}\n")
+    code, out, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and not (tmp_path / "b").exists()
+    assert f"gpudash.yaml:2: scrape.interval 300 s" in err and "forgets a counter's previous reading 300 s" in err
+    assert "Traceback" not in err
+
+
+def test_a_flush_interval_that_holds_readings_past_the_minute_or_the_cache_is_refused(cli, tmp_path):
+    """agent.force_flush_interval above 30 s: the now values and the data-missing alarm would read a minute still
+    waiting in the agent; 4m scrapes (period 3600) with a 30 s batch timeout: the counter cache (otel only)."""
+    for text, line, named in (("agent:\n  force_flush_interval: 60\n", 2, "agent.force_flush_interval 60 s"),
+                              ("scrape:\n  interval: 4m\ncloudwatch:\n  period: 3600\nagent:\n"
+                               "  force_flush_interval: 30\n", 6, "agent.force_flush_interval 30 s")):
+        (tmp_path / "gpudash.yaml").write_text(text)
+        code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+        assert code == 2 and f"gpudash.yaml:{line}: " in err and named in err, err
+    (tmp_path / "gpudash.yaml").write_text("scrape:\n  interval: 4m\ncloudwatch:\n  period: 3600\nagent:\n"
+                                           "  force_flush_interval: 30\n  pipeline: classic\n")
+    code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert "forgets a counter's previous reading" not in err  # classic works its deltas out before the flush
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_lint_refuses_an_agent_config_whose_counter_readings_outlive_the_cache(project_dir, pipeline):
+    project = load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n"))
+    artifacts = build(project)
+    ag006 = [r for r in RULES if r.id == "AG006"]
+    assert run(ag006, lint_input(project, artifacts)) == []
+    agent = artifacts.agents[0]
+    scrape, otel = copy.deepcopy(agent.scrape), copy.deepcopy(agent.otel)
+    for job in scrape["scrape_configs"] + (otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"]
+                                           if otel else []):
+        job["scrape_interval"] = "5m"
+    edited = replace(artifacts, agents=(replace(agent, scrape=scrape, otel=otel), *artifacts.agents[1:]))
+    findings = run(ag006, lint_input(project, edited))
+    assert findings and all(f.severity == "error" and "scrape.interval 300 s" in f.message for f in findings)
+
