@@ -63,8 +63,15 @@ class AgentConfig:
     def publishing(self) -> dict[str, Any]:
         """What the agent publishes, in the JSON path's terms whichever pipeline does it: cluster_name and
         emf_processor (metric_namespace, metric_unit, metric_declaration)."""
-        if self.otel is None:
-            return self.config["logs"]["metrics_collected"]["prometheus"]
+        if self.otel is None:  # the strings as the agent reads them (render/agent escapes a `$`)
+            from .render.agent_otel import unescaped
+
+            prometheus = self.config["logs"]["metrics_collected"]["prometheus"]
+            emf = prometheus.get("emf_processor") or {}
+            return {**prometheus, **{key: unescaped(prometheus[key]) for key in ("log_group_name",)
+                                     if isinstance(prometheus.get(key), str)},
+                    "emf_processor": {**emf, **({"metric_namespace": unescaped(emf["metric_namespace"])}
+                                                if isinstance(emf.get("metric_namespace"), str) else {})}}
         from .render.agent_otel import publishing
 
         return publishing(self.otel)

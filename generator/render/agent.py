@@ -28,6 +28,7 @@ from ..cloudwatch_query import dimension_sets, explored_sets
 from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, agent_log_group
 from ..settings import Cluster, Settings
+from .agent_otel import escaped
 
 AGENT_KEY = "cwagentconfig.json"
 SCRAPE_KEY = "prometheus.yaml"
@@ -123,15 +124,23 @@ def agent_config(catalog: Catalog, settings: Settings, cluster: Cluster, queried
         "logs": {
             "metrics_collected": {
                 "prometheus": {
-                    "cluster_name": cluster.name,
-                    "log_group_name": log_group(cluster),
+                    "cluster_name": cluster.name,  # read by the agent's scraper, not expanded (no `$`: the schema)
+                    "log_group_name": escaped(log_group(cluster)),
                     "prometheus_config_path": SCRAPE_MOUNT,
-                    "emf_processor": emf or emf_processor(catalog, settings, queried),
+                    "emf_processor": _namespace_escaped(emf or emf_processor(catalog, settings, queried)),
                 }
             },
             "force_flush_interval": settings.agent.force_flush_interval,
         }
     }
+
+
+def _namespace_escaped(emf: dict[str, Any]) -> dict[str, Any]:
+    """The JSON path's emf_processor with its namespace escaped: the agent's translator copies it into the
+    collector configuration it writes (its awsemf exporter), which the collector reads with the two passes that
+    expand `$` (agent_otel.escaped); the declarations' regexes are read by the agent's JSON translator, not
+    expanded."""
+    return {**emf, "metric_namespace": escaped(emf["metric_namespace"])}
 
 
 def configmaps(namespace: str, agent_json: str, scrape_yaml: str,

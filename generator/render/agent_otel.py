@@ -89,6 +89,11 @@ def unescaped(text: str) -> str:
     return _ESCAPE.sub("$", text)
 
 
+def _read_back(value: Any) -> Any:
+    """A string of the collector configuration as the agent reads it (`unescaped`); anything else as it is."""
+    return unescaped(value) if isinstance(value, str) else value
+
+
 def receiver(scrape_config: dict[str, Any], cluster: Cluster) -> dict[str, Any]:
     """prometheus.yaml's jobs, each attaching the cluster's name as the `ClusterName` label."""
     return cluster_receiver(escaped(scrape_config), cluster)
@@ -423,10 +428,11 @@ def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
 
 
 def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
+    """awsemf of one cluster; the strings settings give (namespace, Region, log group) escaped as the receiver's."""
     return {
-        "namespace": publishes["namespace"],
-        "region": cluster.region,
-        "log_group_name": log_group,
+        "namespace": escaped(publishes["namespace"]),
+        "region": escaped(cluster.region),
+        "log_group_name": escaped(log_group),
         "log_stream_name": LOG_STREAM,
         "dimension_rollup_option": "NoDimensionRollup",
         "version": "0",
@@ -487,9 +493,9 @@ def publishing(otel: dict[str, Any]) -> dict[str, Any]:
                    if rule.get("target_label") == CLUSTER_DIMENSION), None) for job in jobs}
     name = next(iter(names)) if len(names) == 1 else None  # every job attaches the same one
     return {"cluster_name": unescaped(name) if isinstance(name, str) else None,
-            "log_group_name": emf.get("log_group_name"),
+            "log_group_name": _read_back(emf.get("log_group_name")),
             "emf_processor": {
-                "metric_namespace": emf["namespace"],
+                "metric_namespace": _read_back(emf["namespace"]),
                 "metric_unit": {d["metric_name"]: d["unit"] for d in emf.get("metric_descriptors") or []},
                 "metric_declaration": [{"dimensions": d.get("dimensions"), "metric_selectors": d.get("metric_name_selectors")}
                                        for d in emf.get("metric_declarations") or []]}}

@@ -167,3 +167,29 @@ def test_lint_refuses_an_agent_config_whose_counter_readings_outlive_the_cache(p
     findings = run(ag006, lint_input(project, edited))
     assert findings and all(f.severity == "error" and "scrape.interval 300 s" in f.message for f in findings)
 
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_dollar_in_the_namespace_reaches_cloudwatch_as_written(project_dir, pipeline):
+    """cloudwatch.namespace GPU$Prod/DCGM: the agent reads its collector configuration in two passes that expand
+    `$` (the classic path's translator copies the JSON's namespace and log group into it too); every string the
+    settings give is escaped, so the agent publishes into the namespace the dashboards and alarms query, and lint
+    reads the namespace as the agent does."""
+    from tests.support.cloudwatch_otel import _unescape
+
+    namespace = "GPU$Prod/$1${X}$$/DCGM"
+    project = load_project(project_dir(f'cloudwatch:\n  namespace: "{namespace}"\nagent:\n  pipeline: {pipeline}\n'))
+    artifacts = build(project)
+    files = encode(artifacts)
+    config, job = agent_config(files[AGENT])
+    sample = (ROOT / "generator/defaults/sample-exporter.prom").read_text()
+    payload = "\n".join(line for line in sample.splitlines() if line.startswith("#") or 'Hostname="gpu-node-a"' in line)
+    published = {p.namespace for p in Agent(config, job).scrape(Scrape(0, payload, target_labels(job, "gpu-node-a")))}
+    if pipeline == "classic":  # the JSON model publishes the JSON's namespace: read it as the collector does
+        published = {_unescape(n) for n in published}
+        prometheus = config["logs"]["metrics_collected"]["prometheus"]
+        assert _unescape(prometheus["log_group_name"]) == "/aws/containerinsights/gpu-cluster/prometheus"
+    assert published == {namespace}
+    queried = {request.request.get("Namespace") for request in artifacts.alarms} - {None}
+    assert queried <= {namespace}
+    assert [f for f in run([r for r in RULES if r.id == "AG001"], lint_input(project, artifacts))
+            if "publishes into" in f.message] == []
