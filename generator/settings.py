@@ -22,6 +22,7 @@ import yaml
 from .catalog import VIRTUAL_GPU_COPY_LABELS
 from .errors import InputError
 from .markers import REQUIRED_DIMENSIONS
+from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
@@ -584,6 +585,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         line = _line_of(node, path)
         raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
     _agent_timing_checked(document, source, node)
+    _job_name_checked(document, source, node)
     errors = [] if _plainly_valid(document) else \
         sorted(_validator().iter_errors(document), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
@@ -622,6 +624,24 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
                          f"per period, and per-pod sums and counts would be off",
                          where=f"{source}:{line}" if line else source,
                          hint="pick a scrape.interval that divides cloudwatch.period (e.g. 15s, 30s, 60s for 300)")
+
+
+# Job names gpudash gives its own scrape jobs beside scrape.job_name (the agent's prometheus.yaml and OTel receiver).
+RESERVED_JOB_NAMES = (KUBE_STATE_METRICS_JOB,)
+
+
+def _job_name_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """scrape.job_name is none of the names of gpudash's other scrape jobs: Prometheus' configuration loader (the
+    agent's scraper, the receiver, a Prometheus) refuses two jobs of one name, and the agent would scrape nothing."""
+    scrape = document.get("scrape")
+    name = scrape.get("job_name") if isinstance(scrape, dict) else None
+    if name in RESERVED_JOB_NAMES:
+        line = _line_of(node, ["scrape", "job_name"])
+        raise InputError(f"scrape.job_name {name!r} is the name of gpudash's own kube-state-metrics scrape job in the "
+                         f"CloudWatch agent's prometheus.yaml: the agent's Prometheus configuration would hold two "
+                         f"jobs of that name, which Prometheus refuses to load, and the agent would scrape nothing",
+                         where=f"{source}:{line}" if line else source,
+                         hint="give scrape.job_name another name, such as dcgm-exporter (the default)")
 
 
 def _agent_timing_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:

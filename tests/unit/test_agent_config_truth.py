@@ -4,6 +4,7 @@ workload's labels as the exporter writes them, user strings the agent would expa
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -193,3 +194,42 @@ def test_a_dollar_in_the_namespace_reaches_cloudwatch_as_written(project_dir, pi
     assert queried <= {namespace}
     assert [f for f in run([r for r in RULES if r.id == "AG001"], lint_input(project, artifacts))
             if "publishes into" in f.message] == []
+
+
+def _promtool_checks(tmp_path: Path, prometheus_yaml: dict) -> tuple[int, str]:
+    """promtool check config on the agent's prometheus.yaml, each job's Kubernetes discovery replaced by a static
+    target (Debian's promtool has no Kubernetes discovery)."""
+    import shutil
+    import subprocess
+
+    import yaml
+
+    if shutil.which("promtool") is None:
+        pytest.skip("promtool is not installed")
+    config = copy.deepcopy(prometheus_yaml)
+    for job in config["scrape_configs"]:
+        job.pop("kubernetes_sd_configs", None)
+        job["static_configs"] = [{"targets": ["127.0.0.1:9400"]}]
+    path = tmp_path / "prometheus.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = subprocess.run(["promtool", "check", "config", str(path)], capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_kube_state_metrics_job_name_is_reserved(cli, project_dir, tmp_path):
+    """scrape.job_name gpudash-kube-state-metrics would give the agent's prometheus.yaml two jobs of one name, which
+    Prometheus refuses (the agent scrapes nothing): settings refuse it, exit 2, naming the setting and its line; the
+    agent's configuration with another name loads."""
+    (tmp_path / "gpudash.yaml").write_text("alarms:\n  expected_gpus: kube-state-metrics\n"
+                                           "scrape:\n  job_name: gpudash-kube-state-metrics\n")
+    code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and not (tmp_path / "b").exists()
+    assert "gpudash.yaml:4: scrape.job_name 'gpudash-kube-state-metrics'" in err and "Traceback" not in err
+    project = load_project(project_dir("alarms:\n  expected_gpus: kube-state-metrics\nscrape:\n  job_name: gpu-metrics\n"))
+    scrape = build(project).agents[0].scrape
+    assert [job["job_name"] for job in scrape["scrape_configs"]] == ["gpu-metrics", "gpudash-kube-state-metrics"]
+    assert _promtool_checks(tmp_path, scrape)[0] == 0
+    scrape["scrape_configs"][0]["job_name"] = "gpudash-kube-state-metrics"  # what the settings allowed before
+    code, text = _promtool_checks(tmp_path, scrape)
+    assert code != 0 and "multiple scrape configs with job name" in text
+
