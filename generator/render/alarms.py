@@ -44,10 +44,35 @@ def alarm_name(settings: Settings, cluster: Cluster | None, alarm: Alarm, pod: t
                  alarm.id + (MIG_SUFFIX if mig else ""), alarm.severity, pod)
 
 
-def _description(alarm: Alarm) -> str:
-    text = (f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook} "
-            f"{ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id}).")
-    return text[:1024]
+DESCRIPTION_LIMIT = 1024  # CloudWatch's longest AlarmDescription, in characters
+ELIDED = " [...]"  # where a description was cut to fit
+
+
+def _made_by(alarm: Alarm) -> str:
+    """The end of every description: who made the alarm, from which definition and rule."""
+    return f" {ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id})."
+
+
+def _fitted(body: str, alarm: Alarm, note: str = "") -> str:
+    """An AlarmDescription: `body` (title, what it means, runbook), who made it and `note` (what CloudWatch's form
+    of the rule adds), within CloudWatch's limit. Who made it and the note stay whole; a body too long is cut at
+    the last sentence that fits (at a word when no sentence ends in the second half of the room) and marked so."""
+    tail = _made_by(alarm) + note
+    if len(body) + len(tail) <= DESCRIPTION_LIMIT:
+        return body + tail
+    room = max(DESCRIPTION_LIMIT - len(tail) - len(ELIDED), 0)
+    head = body[:room + 1]  # one more: a sentence or word that ends exactly at the room is whole
+    sentence = head.rfind(". ")
+    if sentence >= room // 2:
+        head = head[:sentence + 1]
+    else:
+        word = head.rfind(" ")
+        head = head[:word] if word > 0 else head[:room]
+    return (head.rstrip() + ELIDED + tail)[:DESCRIPTION_LIMIT]
+
+
+def _description(alarm: Alarm, note: str = "") -> str:
+    return _fitted(f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook}", alarm, note)
 
 
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
@@ -221,12 +246,10 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
     """The metric-math alarm of `data_missing`: below 1 when GPU data is missing where expected; no
     datapoint (breaching) when the expected signal itself is missing."""
     if addon_source(settings):
-        description = (f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook} "
-                       f"{ALARM_DESCRIPTION_NOTE} ({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+        description = _fitted(f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook}", alarm)
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
-        note = data_missing.cluster_limits(settings)
-        description = (_description(alarm)[:1024 - len(note)] + note)[:1024]
+        description = _description(alarm, data_missing.cluster_limits(settings))
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title)
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
@@ -256,8 +279,7 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
         suffix, comparison, order = data_missing.PER_GPU_SUFFIX, "<", "ASC"
         threshold = data_missing.per_gpu_threshold(settings, alarm.period_seconds)
         period, periods = alarm.period_seconds, alarm.evaluation_periods
-    description = (f"{alarm.title} (per {each}). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
-                   f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+    description = _fitted(f"{alarm.title} (per {each}). {about} Runbook: {alarm.runbook}", alarm)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + suffix, alarm.severity)
     request = _common(alarm, settings, name, description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS[comparison],
@@ -275,8 +297,7 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
     (nothing collects: the cluster's alarm sees the agent stopped)."""
     about = data_missing.addon_gpu_description(alarm.period_seconds)
-    description = (f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook} {ALARM_DESCRIPTION_NOTE} "
-                   f"({source_file(alarm.defined_at)}, rule {alarm.id}).")[:1024]
+    description = _fitted(f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook}", alarm)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
     request = _common(alarm, settings, name, description)
     query = plan_.expression(settings, cluster, "ASC", data_missing.GPUS_PER_QUERY)
@@ -299,12 +320,11 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     label = alarm.title
     if mig:
         label += " (MIG instances)"
-        note = (f" On GPUs split into MIG instances, which report no {condition.query.metric}: {form.stand_in} "
-                f"below {threshold:g} (the same share as a ratio).")
-        description = (description[:1024 - len(note)] + note)[:1024]
+        description = _description(alarm, f" On GPUs split into MIG instances, which report no "
+                                          f"{condition.query.metric}: {form.stand_in} below {threshold:g} (the same "
+                                          f"share as a ratio).")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        note = f" On CloudWatch: {instance_contributors(settings)}."
-        description = (description[:1024 - len(note)] + note)[:1024]
+        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings)}.")
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 
     def request(cluster: Cluster | None) -> dict[str, Any]:

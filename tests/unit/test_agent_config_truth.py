@@ -233,3 +233,48 @@ def test_the_kube_state_metrics_job_name_is_reserved(cli, project_dir, tmp_path)
     code, text = _promtool_checks(tmp_path, scrape)
     assert code != 0 and "multiple scrape configs with job name" in text
 
+
+def test_a_long_alarm_description_is_cut_at_a_sentence_or_word_and_keeps_who_made_it(project_dir, monkeypatch):
+    """A 63-character exporter.namespace makes the data-missing alarm's description longer than CloudWatch's 1,024
+    characters: it is cut in its explanation, at a sentence or word, marked [...], and keeps whole who made it
+    (definition, rule) and what CloudWatch's form adds; descriptions that fit are whole."""
+    namespace = "gpu-" + "o" * 59
+    project = load_project(project_dir(f"exporter:\n  namespace: {namespace}\n"))
+    descriptions = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(project).alarms}
+    cut = {name: text for name, text in descriptions.items() if " [...]" in text}
+    assert cut, "no description reached the limit"
+    for name, text in descriptions.items():
+        assert len(text) <= 1024
+        rule = re.search(r" Managed by gpudash \(([^()]*), rule ([a-z0-9-]+)\)\.", text)
+        assert rule and name.find(rule.group(2)) >= 0, text  # who made it, whole
+    from generator.render import alarms
+
+    monkeypatch.setattr(alarms, "DESCRIPTION_LIMIT", 100_000)
+    whole = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(project).alarms}
+    monkeypatch.undo()
+    for name, text in cut.items():
+        head, _, tail = text.partition(" [...]")
+        assert whole[name].startswith(head) and whole[name][len(head)] == " ", head[-20:]  # a whole word or sentence
+        assert whole[name].endswith(tail) and tail.startswith(" Managed by gpudash (")
+        assert len(text) > 900  # the room is used
+    # the same rule with a short namespace: whole, no mark
+    short = {a.request["AlarmName"]: a.request["AlarmDescription"] for a in build(load_project(project_dir(""))).alarms}
+    assert not any("[...]" in text for text in short.values())
+
+
+def test_the_readmes_dashboard_limit_example_is_what_generate_says(cli, tmp_path):
+    """README quotes generate's refusal of top_pods: 500 and top_gpus' largest value; they are the product's words."""
+    readme = (ROOT / "README.md").read_text()
+    shown = re.search(r"`cloudwatch\.top_pods 500: \.\.\. would show up to ([\d,]+) metrics` / "
+                      r"`fix: set cloudwatch\.top_pods to (\d+) or less`.*?`top_gpus` at most (\d+)", readme)
+    assert shown, "README no longer quotes the example"
+    said = []
+    for key in ("top_pods", "top_gpus"):
+        (tmp_path / "gpudash.yaml").write_text(f"cloudwatch:\n  {key}: 500\n")
+        code, _, err = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+        assert code == 2
+        said.append(err)
+    metrics = re.search(r"would show up to ([\d,]+) metrics", said[0]).group(1)
+    largest_pods = re.search(r"set cloudwatch\.top_pods to (\d+) or less", said[0]).group(1)
+    largest_gpus = re.search(r"set cloudwatch\.top_gpus to (\d+) or less", said[1]).group(1)
+    assert shown.groups() == (metrics, largest_pods, largest_gpus)
