@@ -120,13 +120,19 @@ def arrived(node: str, interval: int) -> tuple[int, ...]:
     return tuple(t for t in times(interval) if t not in lost)
 
 
+@lru_cache(maxsize=None)
+def _read(gpu: tuple[str, int], interval: int) -> tuple[int, ...]:
+    """The times of the GPU's readings that arrived: its node's scrapes that arrived, from its first."""
+    return tuple(t for t in arrived(gpu[0], interval) if t >= JOINS.get(gpu, START - interval))
+
+
 def growth(metric: str, gpu: tuple[str, int], interval: int, start: int, period: int,
            pipeline: str = "otel") -> float | None:
     """The counter's growth between the reading before the period (or the GPU's first) and the period's last
     reading; None when the GPU has no reading in the period after its first. On agent.pipeline: classic a
     failed scrape's staleness markers make the agent forget the previous reading, so the growth across a failed
     scrape is in no delta: only the readings whose scrape before answered count (None when none does)."""
-    read = [t for t in arrived(gpu[0], interval) if t >= JOINS.get(gpu, START - interval)]
+    read = _read(gpu, interval)
     if pipeline == "classic":
         steps = [(before, t) for before, t in zip(read, read[1:])
                  if start <= t < start + period and t - before == interval]

@@ -106,10 +106,16 @@ def payload(node: str, t: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@lru_cache(maxsize=None)
+def _read(gpu: tuple, until: int) -> tuple[int, ...]:
+    """The times of the GPU's readings that reached the agent before `until`."""
+    return tuple(t for t in arrived(gpu[0], until) if t in served(gpu))
+
+
 def growth(metric: str, gpu: tuple, start: int, period: int, until: int) -> float | None:
     """The GPU's growth (all its codes for XIDS) from the reading before the period, or its first, to the
     period's last reading; None when it has no reading in the period after its first."""
-    read = [t for t in arrived(gpu[0], until) if t in served(gpu)]
+    read = _read(gpu, until)
     inside = [t for t in read[1:] if start <= t < start + period]
     if not inside:
         return None
