@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -558,13 +557,32 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="session")
-def previous_build(tmp_path_factory, cli_session):
-    """A good build made once; each case starts from a copy of it."""
-    out = tmp_path_factory.mktemp("previous") / "build"
+def _good_build(cli_session, out: Path) -> None:
     code, _, stderr = cli_session("generate", "--config", str(default_config()), "--out", str(out))
     assert code == 0, stderr
+
+
+@pytest.fixture(scope="session")
+def previous_build(tmp_path_factory, cli_session):
+    """A good build made once: each case borrows it as its build/ (previous_build_in_place)."""
+    out = tmp_path_factory.mktemp("previous") / "build"
+    _good_build(cli_session, out)
     return out
+
+
+@pytest.fixture
+def previous_build_in_place(previous_build, tmp_path, cli_session):
+    """The good build as the case's build/: moved in (a rename: its own files, as a copy would hold them, none
+    written) and moved back after the case when it is as it was. One that a case changed stays with that case,
+    and the good build is made again for the next."""
+    if not previous_build.exists():
+        _good_build(cli_session, previous_build)
+    build = tmp_path / "build"
+    previous_build.rename(build)
+    before = snapshot(build)
+    yield build, before
+    if build.is_dir() and not build.is_symlink() and snapshot(build) == before:
+        build.rename(previous_build)
 
 
 @pytest.fixture(scope="session")
@@ -593,13 +611,13 @@ def test_the_corpus_is_large_and_distinct():
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_bad_input(case: Case, tmp_path, monkeypatch, previous_build, cli_session):
+def test_bad_input(case: Case, tmp_path, monkeypatch, previous_build_in_place, cli_session):
+    build, before = previous_build_in_place
     for relative, content in case.files.items():
         path = tmp_path / relative
+        assert path != build and build not in path.parents, "a case writes its own files, not into the build"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
-    shutil.copytree(previous_build, tmp_path / "build")
-    before = snapshot(tmp_path / "build")
     monkeypatch.chdir(tmp_path)
     env = {"GPUDASH_CONFIG": None, "GRAFANA_URL": None, "GRAFANA_TOKEN": None, "GPUDASH_GRAFANA_SCHEMA": None,
            "GPUDASH_CWAGENT_SCHEMA": None, "GPUDASH_DEFINITION_TIME_LIMIT": None, **case.env}
@@ -617,7 +635,7 @@ def test_bad_input(case: Case, tmp_path, monkeypatch, previous_build, cli_sessio
         assert fragment in message, (fragment, stderr)
     if not stderr.startswith("Usage:"):  # gpudash's own errors say what to do; click's show the usage
         assert "\n  fix: " in message or "Usage:" in stderr, stderr
-    assert snapshot(tmp_path / "build") == before
+    assert snapshot(build) == before
 
 
 def test_debug_shows_the_traceback(tmp_path, cli):
