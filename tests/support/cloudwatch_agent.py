@@ -14,7 +14,9 @@ prometheus, translator awsemf/prometheus.go, the awsemf exporter's metric_declar
   scrape of a series gives nothing): the scraper's DeltaCalculator (calculator.go,
   delta_calculator.go) keys its cache by getUniqMetricKey, the metric's name and every label after
   relabelling, and runs before the EMF declarations choose the dimensions, so each pod's copy of a
-  GPU's counter has deltas of its own whatever dimension set publishes it;
+  GPU's counter has deltas of its own whatever dimension set publishes it; the cache (mapWithExpiry, CacheTTL
+  5 minutes) is cleaned on a counter's reading at least a minute (by scrape time) after the last clean-up, which
+  drops every reading stored 5 minutes or more ago by the wall clock (`processing_delay`: when a scrape is handled);
 * the agent scrapes with Prometheus's scrape loop, which appends a staleness marker (StaleNaN) for each
   series of the target's previous scrape that this one lacks, and treats a failed scrape (a payload of "")
   as an empty one, so it marks every series; the agent's metricAppender passes the marker on and its
@@ -66,6 +68,7 @@ class Scrape:
 
 
 MAX_DIMENSIONS = 10  # metric_declaration.go: `if len(dimSet) > 10` drops the set
+CACHE_TTL, CLEAN_UP_AFTER = 300.0, 60.0  # the JSON path's counter cache (delta_calculator.go: CacheTTL, CleanUpTimeThreshold)
 
 
 def declared_sets(dimensions: Iterable[Iterable[str]] | None) -> list[tuple[str, ...]]:
@@ -283,7 +286,11 @@ class JsonAgent(Pipeline):
         # Declarations without source_labels or metric_selectors are dropped by the agent.
         self.declarations = [d for d in emf.get("metric_declaration", [])
                              if d.get("source_labels") and d.get("metric_selectors")]
-        self._previous: dict[tuple, float] = {}
+        # a counter's previous reading: (value, when its scrape was handled), kept as delta_calculator.go keeps it
+        self._previous: dict[tuple, tuple[float, float]] = {}
+        self._last_cleanup = 0.0  # the scrape time of the cache's last clean-up
+        # how long after its scrape's timestamp a scrape's samples are handled (wall clock): tests choose it
+        self.processing_delay = 0.0
         self._sets: dict[tuple, list[tuple[str, ...]]] = {}
         self._known_series: dict[tuple, tuple | None] = {}
         self._last_series: dict[tuple, dict[tuple, str]] = {}  # each target's series at its last scrape, their kind
@@ -327,10 +334,11 @@ class JsonAgent(Pipeline):
                 continue
             if kind == "counter":
                 previous = self._previous.get(key)
-                self._previous[key] = value
+                self._clean_up(scrape)
+                self._previous[key] = (value, scrape.timestamp + self.processing_delay)
                 if previous is None:
                     continue
-                value = value - previous if value >= previous else value  # a reset starts over
+                value = value - previous[0] if value >= previous[0] else value  # a reset starts over
             # the scraper merges a scrape's samples by their labels, prom_metric_type (the sample's type) among them
             if self.events is not None:
                 self.events.add(scrape, "Gauge", {**dict(key[1]), "prom_metric_type": kind}, name,
@@ -338,6 +346,17 @@ class JsonAgent(Pipeline):
             result += [Datapoint(self.namespace, name, dims, scrape.timestamp, value) for dims in dimensions]
         self._mark_stale(scrape, seen)
         return result
+
+    def _clean_up(self, scrape: Scrape) -> None:
+        """delta_calculator.go: on a counter's reading at least CLEAN_UP_AFTER past the last clean-up (by the scrape's
+        timestamp), the cache drops every reading handled CACHE_TTL or more ago by the wall clock (when this scrape is
+        handled): the reading of another counter of the same target, handled a little earlier at its last scrape
+        than this one is now, is gone at a scrape interval of CACHE_TTL."""
+        if scrape.timestamp - self._last_cleanup < CLEAN_UP_AFTER:
+            return
+        now = scrape.timestamp + self.processing_delay
+        self._previous = {key: kept for key, kept in self._previous.items() if now - kept[1] < CACHE_TTL}
+        self._last_cleanup = scrape.timestamp
 
     def _mark_stale(self, scrape: Scrape, seen: dict[tuple, str]) -> None:
         """The staleness markers the scrape loop appends after the scrape's samples, for each series of the target's

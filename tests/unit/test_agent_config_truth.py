@@ -278,3 +278,31 @@ def test_the_readmes_dashboard_limit_example_is_what_generate_says(cli, tmp_path
     largest_pods = re.search(r"set cloudwatch\.top_pods to (\d+) or less", said[0]).group(1)
     largest_gpus = re.search(r"set cloudwatch\.top_gpus to (\d+) or less", said[1]).group(1)
     assert shown.groups() == (metrics, largest_pods, largest_gpus)
+
+
+def test_the_longest_scrape_interval_the_settings_accept_keeps_every_counter_increase_on_classic(project_dir):
+    """The JSON path's delta cache drops, on a counter's reading a minute past its last clean-up, every reading
+    stored 5 minutes ago or more by the wall clock. At the longest interval dividing the period that settings accept
+    (150 s), each scrape handled up to its 10 s timeout late, every increase is published; readings 300 s apart (what
+    scrape.interval 5m gave) lose the other counters' increases whenever a scrape is handled later than the last."""
+    import random
+
+    files = encode(build(load_project(project_dir("scrape:\n  interval: 150s\nagent:\n  pipeline: classic\n"))))
+    config, job = agent_config(files[AGENT])
+    rates = {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER": 3, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 1,
+             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 90_000}
+    labels = 'gpu="0",UUID="GPU-0",Hostname="h",modelName="A100",device="nvidia0"'
+
+    def published(step: float, late: tuple[float, float]) -> dict[str, float]:
+        agent, draw = Agent(config, job), random.Random(1)
+        points = []
+        for k in range(13):
+            agent.processing_delay = draw.uniform(*late)
+            payload = "".join(f"# TYPE {c} counter\n{c}{{{labels}}} {rate * k}\n" for c, rate in rates.items())
+            points += agent.scrape(Scrape(1_000.0 + k * step, payload, target_labels(job, "ip-10-0-1-1")))
+        return {c: sum(p.value for p in points if p.metric == c and set(p.dims()) == {"ClusterName", "node", "gpu"})
+                for c in rates}
+
+    assert published(150.0, (0.0, 10.0)) == {c: 12 * rate for c, rate in rates.items()}
+    lost = published(300.0, (0.05, 0.4))
+    assert any(lost[c] < 12 * rate for c, rate in rates.items()), lost
