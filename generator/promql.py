@@ -241,7 +241,9 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     counter = field is not None and field.is_counter
     if not counter:
         gauge = "{} < " + BLANK_FLOOR
-        if over_time is not None:  # a window holding a blank sentinel gives no value
+        if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
+            gauge = f"last_over_time({{}}[{step_window(resolution)}]) < " + BLANK_FLOOR
+        elif over_time is not None:  # a window holding a blank sentinel gives no value
             function, span = over_time
             gauge = f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR
         shared = device.reading(metric, extra, gauge) if device is not None else None
@@ -376,13 +378,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies,
                                resolution, device), own_labels))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
-                        over_time, device=device)
+                        over_time, resolution=resolution, device=device)
     substitute = catalog.mig_substitute(metric)
     if substitute is None or kind == "whole":
         return merge(how, own, own_labels)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
-                        over_time)
+                        over_time, resolution=resolution)
     on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
@@ -407,7 +409,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     `scope` restricts the series (dashboard variables). Per-pod queries also require
     the pod label, so GPUs that no pod holds do not show up as an empty pod.
     `gauge_window` (alerts) takes each gauge over that window: the max or min for a max or
-    min query, the mean otherwise - what CloudWatch computes from the period's observations.
+    min query, the mean otherwise - what CloudWatch computes from the period's observations. With
+    `resolution`, of the GPU's readings (gauge_readings): merged and aggregated at each step, then the window.
     `per_instance` (alerts) judges a pod on the MIG instances it holds, each its own series, as
     CloudWatch does: a pod's mean is over its instances (not over its GPUs' means), its max or min
     that of its busiest or idlest instance, its free memory that of its fullest instance (an
@@ -455,7 +458,37 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
     grouping = ", ".join(outer)
-    return f"{query.aggregation} by ({grouping}) ({value})" if grouping else f"{query.aggregation}({value})"
+
+    def aggregated(how: str) -> str:
+        return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
+    if gauge_window is not None and resolution and not count and reads_gauges(query, catalog):
+        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution)
+    return aggregated(query.aggregation)
+
+
+def reads_gauges(query: Query, catalog: Catalog) -> bool:
+    """A query of gauges only (no counter among its field and what it divides by)."""
+    return not any(m in catalog and catalog.get(m).is_counter for m in (query.metric, *query.over))
+
+
+def gauge_readings(aggregated, aggregation: str, window: str, resolution: str) -> str:
+    """A gauge's statistic over `window` from one reading per step of the scrape interval (alerts, as CloudWatch
+    takes a statistic over the period's observations). At each step every series' latest sample of the step
+    before (fresh_reading's range: a sample counts once) is read, a blank one left out, and a GPU's (a pod's GPU's)
+    series are merged into its one reading, a ratio taken of one reading's values, the outer grouping aggregated
+    (`aggregated(how)`: that expression at a step); then the window's statistic is taken over those readings. So
+    the min, max or mean is of the GPU's readings whatever series carried them: an exporter restarted, a pod moved
+    to another GPU or a GPU handed to another pod starts new series, which no longer split the window; a blank
+    reading drops that reading, not the window; a used share's peak is that of one reading, not the largest used
+    over the largest free of different readings. The mean is of every reading in the window (the sum of the
+    readings over their count), as CloudWatch's average over the observations of each series it merges."""
+    def over(function: str, how: str) -> str:
+        return f"{function}_over_time(({aggregated(how)})[{window}:{resolution}])"
+    if aggregation in GAUGE_OVER_TIME:
+        return over(GAUGE_OVER_TIME[aggregation], aggregation)
+    if aggregation == "avg":
+        return f"({over('sum', 'sum')} / {over('sum', 'count')})"
+    return over("avg", aggregation)
 
 
 def presence(metrics: tuple[str, ...], labels: Labels, scope: Scope = Scope(), extra: tuple[str, ...] = ()) -> str:

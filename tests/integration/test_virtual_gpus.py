@@ -33,7 +33,7 @@ from generator.settings import parse_settings
 from tests.integration.test_fleet_truth import EXPORTED, _operator_monitor
 from tests.support import virtual_gpus
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus, for_file_sd
+from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.virtual_gpus import FIELDS, FLEET, TEMP, UTIL, truth
 
@@ -76,7 +76,8 @@ def servers(tmp_path_factory, reference):
         with ThreadPoolExecutor(len(started)) as pool:
             list(pool.map(Prometheus.start, started.values()))
         for server in started.values():
-            server.wait_for(UTIL, count=virtual_gpus.series_count(UTIL))
+            # a few scrapes in: alert rules read one reading per step, a sample counting at the step after it
+            server.wait_for(f"count_over_time({UTIL}[1m]) >= 3", count=virtual_gpus.series_count(UTIL))
         yield started
     finally:
         for server in started.values():
@@ -166,7 +167,9 @@ def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(serv
         rule = rules[alert_name(alarm.id)]
         condition = cloudwatch_condition(alarm, settings)
         template = legend(condition.query, settings.labels)
-        firing = {render_legend(template, s["metric"]) for s in prometheus.query(rule["expr"])}
+        # the rule reads one reading per step of the scrape interval: this Prometheus scrapes every second
+        expr = scraped_every(rule["expr"], settings.scrape.seconds, 1)
+        firing = {render_legend(template, s["metric"]) for s in prometheus.query(expr)}
         compare = {">": float.__gt__, "<": float.__lt__}[condition.comparison]
         expected = {k for k, v in truth(condition.query).items() if compare(v, float(condition.threshold))}
         assert firing == expected, (rule["alert"], rule["expr"])

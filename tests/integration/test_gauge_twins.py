@@ -1,0 +1,255 @@
+"""Each gauge alarm and its Prometheus twin fire on the same situations when a GPU's readings come in several
+series, or one reading is DCGM's blank, judged at every evaluation of each story, not at one instant.
+
+A GPU's readings start a new series when its exporter is replaced (a new exporter pod: `Hostname` and
+`instance` change), when its pod moves to another GPU, or when the GPU changes holder (its pod labels change).
+The window's statistic is the min, mean or max of the GPU's (the pod's GPU's) readings whatever series carried
+them, as CloudWatch takes it over the observations of the period; a blank reading leaves that reading out, not
+the window. Each story's readings go through the model of the agent (the generated agent configuration) into the
+CloudWatch alarm, and into `promtool test rules` (rules evaluated every 15 s, or every minute) for the rule;
+the truth is computed here from the story's readings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Datapoint, Scrape, agent_config
+from tests.support.container_insights_addon import DECLARATIONS, NAMESPACE
+from tests.support.dcgm_fleet import target_labels
+
+STEP = 30
+BLANK = 9223372036854775794
+CLASSIC = "agent:\n  pipeline: classic\n"
+OLD, NEW = ("nvidia-dcgm-exporter-aaaaa", "10.0.1.11:9400"), ("nvidia-dcgm-exporter-bbbbb", "10.0.1.12:9400")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Who carries a reading: the exporter pod (its `Hostname` and address), the node, the workload pod, the GPU."""
+
+    exporter: tuple[str, str] = OLD
+    node: str = "ip-10-0-1-1"
+    pod: str = "a"
+    uuid: str = "GPU-1"
+
+    def labels(self) -> str:
+        return (f'gpu="0",UUID="{self.uuid}",device="nvidia0",modelName="NVIDIA A10G",Hostname="{self.exporter[0]}",'
+                f'DCGM_FI_DRIVER_VERSION="535.104.05",container="main",namespace="ml",pod="{self.pod}"')
+
+
+@dataclass(frozen=True)
+class Story:
+    rule: str  # the rule's id
+    metric: str
+    scrapes: int
+    reading: Callable[[int], float | None]  # None: no scrape
+    source: Callable[[int], Source]
+    truth: Callable[[float], bool]  # does the rule fire at an evaluation at this time
+    alert: dict[str, str]  # the labels the alert carries
+    evaluations: list[int]
+    every: int = 15  # rules evaluated every ... seconds
+
+
+def _idle_truth(readings: Callable[[int], float | None], scrapes: int) -> Callable[[float], bool]:
+    """Idle at t: 25 minutes after the first reading, and every 5-minute window of the last 30 minutes (the
+    windows ending at each evaluation) has a mean of its readings under 5 %."""
+    def truth(t: float) -> bool:
+        if t < 1515:
+            return False
+        for end in range(int(t) - 1500, int(t) + 1, 15):
+            values = [v for k in range(scrapes) if end - 300 < k * STEP <= end and (v := readings(k)) is not None
+                      and v != BLANK]
+            if values and sum(values) / len(values) >= 5:
+                return False
+        return True
+    return truth
+
+
+def _restart_idle(move: bool) -> Story:
+    """Pod ml/a reads 0 % except 40 % at t=2100 s; then its exporter is replaced (one scrape missed), or (move)
+    the pod is rescheduled to a GPU of another node. Every window's mean stays under 5 % (40 / 9 at most)."""
+    def reading(k): return None if k == 71 else 40.0 if k == 70 else 0.0
+
+    def source(k):
+        if k < 71:
+            return Source()
+        return Source(NEW, node="ip-10-0-1-2", uuid="GPU-2") if move else Source(NEW)
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, source, _idle_truth(reading, 140),
+                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+
+
+def _blank_idle() -> Story:
+    """Pod ml/a reads 1 % with three blank readings at t=1800..1860 s: idle throughout."""
+    def reading(k): return BLANK if 60 <= k <= 62 else 1.0
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(), _idle_truth(reading, 140),
+                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+
+
+def _blank_temp_critical() -> Story:
+    """A GPU at 90 °C with one blank reading at t=2100 s: critical at every evaluation."""
+    return Story("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 140, lambda k: BLANK if k == 70 else 90.0,
+                 lambda k: Source(), lambda t: True, {"node": "ip-10-0-1-1", "gpu": "0"},
+                 [k * STEP + 15 for k in range(50, 140)])
+
+
+def _restart_framebuffer(last: bool) -> Story:
+    """Pod ml/a's GPU has 20,000 MiB free except 500 MiB at one scrape; its exporter is replaced after the scrape at
+    570 s. `last`: the full reading is the old exporter's last one, and rules are evaluated once a minute."""
+    dip = 19 if last else 18
+
+    def reading(k): return 500.0 if k == dip else 20000.0
+
+    def truth(t): return any(reading(k) < 1024 for k in range(40) if t - 300 < k * STEP <= t)
+    evaluations = list(range(300, 40 * STEP, 60)) if last else [k * STEP + 15 for k in range(10, 40)]
+    return Story("framebuffer-full", "DCGM_FI_DEV_FB_FREE", 40, reading,
+                 lambda k: Source() if k < 20 else Source(NEW), truth, {"namespace": "ml", "pod": "a"},
+                 evaluations, every=60 if last else 15)
+
+
+def _handover_temp_high() -> Story:
+    """A GPU at 85 °C except 75 °C at t=540 s; pod ml/a holds it until 570 s, ml/b from 600 s. High once ten
+    minutes hold no reading at or under 80 °C: from t=1155 s."""
+    def reading(k): return 75.0 if k == 18 else 85.0
+
+    def truth(t): return t >= 600 and all(reading(k) > 80 for k in range(60) if t - 600 < k * STEP <= t)
+    return Story("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 60, reading,
+                 lambda k: Source(("ip-10-0-1-1", OLD[1]), pod="a" if k < 20 else "b"), truth,
+                 {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 60)])
+
+
+STORIES = {
+    "idle-exporter-restart": (_restart_idle(False), ""),
+    "idle-exporter-restart-classic": (_restart_idle(False), CLASSIC),
+    "idle-pod-moves-gpu": (_restart_idle(True), ""),
+    "idle-blank-readings": (_blank_idle(), ""),
+    "temp-critical-blank-reading": (_blank_temp_critical(), ""),
+    "framebuffer-exporter-restart": (_restart_framebuffer(False), ""),
+    "framebuffer-last-reading-of-old-exporter": (_restart_framebuffer(True), ""),
+    "temp-high-holder-change": (_handover_temp_high(), ""),
+    "temp-high-holder-change-classic": (_handover_temp_high(), CLASSIC),
+}
+
+
+_BUILT: dict[str, dict] = {}
+
+
+def _build(tmp_path, settings: str):
+    """The generated files of `settings` (built once per settings), and a folder holding its rules."""
+    if settings not in _BUILT:
+        (tmp_path / "gpudash.yaml").write_text(settings)
+        _BUILT[settings] = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    files = _BUILT[settings]
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    return files, folder
+
+
+def _alert(folder, rule: str) -> str:
+    import yaml
+
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    return next(r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule)
+
+
+def _cloudwatch_request(files, rule: str, metric: str) -> dict:
+    return next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]
+                and metric.removeprefix("DCGM_FI_DEV_") in json.dumps(a["Request"]["Metrics"]))
+
+
+def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: int) -> list[str]:
+    """The evaluations where the rule's alert differs from `expected` ({time: labels or None})."""
+    cases = [{"eval_time": f"{t}s", "alertname": alert,
+              "exp_alerts": [_expected(folder, alert, **labels)] if labels else []} for t, labels in expected.items()]
+    try:
+        _promtool_test(folder, "story.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                                "alert_rule_test": cases}], evaluation_interval=f"{every}s")
+    except AssertionError as failure:
+        return [line.split("time: ")[1].strip(" ,") for line in str(failure).splitlines() if "time:" in line] \
+            or [str(failure)[:2000]]
+    return []
+
+
+@pytest.mark.parametrize("name", STORIES)
+def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
+    story, settings = STORIES[name]
+    files, folder = _build(tmp_path, settings)
+    read = [k for k in range(story.scrapes) if story.reading(k) is not None]
+    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    assert any(expected.values())  # the story has a situation to find
+
+    # Prometheus: each distinct source one series, as stored (the scrape job adds node and instance)
+    values: dict[Source, list[str]] = {}
+    for k in read:
+        values.setdefault(story.source(k), ["_"] * story.scrapes)[k] = f"{story.reading(k):.0f}"
+    series = [{"series": f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}',
+               "values": " ".join(v)} for source, v in values.items()]
+    wrong = _prometheus_wrong(folder, _alert(folder, story.rule), series, expected, story.every)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+
+    # CloudWatch: the same scrapes through the agent's model into the generated alarm
+    config, job = agent_config(files[next(f for f in files if f.startswith("k8s/cwagent-prometheus-config"))])
+
+    def scrape(k: int) -> Scrape:
+        source = story.source(k)
+        target = target_labels(job, source.node)
+        target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
+                                                      ("instance", source.exporter[1])) if key in target})
+        return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{story.metric}{{{source.labels()}}} "
+                                       f"{story.reading(k):.0f}\n", target)
+    points = Agent(config, job).run([scrape(k) for k in read])
+    request = _cloudwatch_request(files, story.rule, story.metric)
+    cloudwatch = [t for t, labels in expected.items()
+                  if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
+
+
+def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):
+    """cloudwatch.source: container-insights judges the pod's used share (used / (used + free)) of each reading.
+    A pod's A10G reads 12,000 MiB used of 24,000 except 23,500 used, 500 free at t=600 s: over 95 % at one
+    reading, so both forms fire for the five minutes after it. The share is of one reading: the largest used over
+    the largest used plus the largest free (12,000 free at other readings) is under 95 % at every window."""
+    from pathlib import Path
+
+    settings = (Path(__file__).parents[1] / "golden" / "builds" / "container-insights.yaml").read_text()
+    files, folder = _build(tmp_path, settings)
+    scrapes, spike = 60, 20
+
+    def used(k): return 23500.0 if k == spike else 12000.0
+
+    def truth(t): return t - 300 < spike * STEP <= t
+    evaluations = [k * STEP + 15 for k in range(12, scrapes)]
+    alert = {"namespace": "ml", "pod": "train-0"}
+    expected = {t: alert if truth(t) else None for t in evaluations}
+    labels = ('gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="ip-10-0-1-1",'
+              'node="ip-10-0-1-1",namespace="ml",pod="train-0",container="main"')
+    series = [{"series": f"DCGM_FI_DEV_FB_USED{{{labels}}}", "values": " ".join(f"{used(k):g}" for k in range(scrapes))},
+              {"series": f"DCGM_FI_DEV_FB_FREE{{{labels}}}",
+               "values": " ".join(f"{24000 - used(k):g}" for k in range(scrapes))}]
+    wrong = _prometheus_wrong(folder, _alert(folder, "framebuffer-full"), series, expected, 15)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+
+    # CloudWatch: the add-on publishes the pod's used share once a minute (at even scrapes: the peak among them)
+    request = next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                   if {"Key": "gpudash:rule", "Value": "framebuffer-full"} in a["Request"]["Tags"])
+    attrs = {"ClusterName": "gpu-cluster", "Namespace": "ml", "PodName": "train", "FullPodName": "train-0",
+             "ContainerName": "main", "NodeName": "ip-10-0-1-1", "InstanceId": "i-1", "InstanceType": "g5.xlarge",
+             "GpuDevice": "nvidia0"}
+    points = [Datapoint(NAMESPACE, "pod_gpu_memory_utilization", tuple(sorted((d, attrs[d]) for d in dims)),
+                        float(k * STEP), used(k) / 24000 * 100)
+              for k in range(0, scrapes, 2)
+              for dims in DECLARATIONS["pod"] if all(d in attrs for d in dims)]
+    cloudwatch = [t for t, labels in expected.items()
+                  if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
