@@ -7,7 +7,8 @@ The window's statistic is the min, mean or max of the GPU's (the pod's GPU's) re
 them, as CloudWatch takes it over the observations of the period; a blank reading leaves that reading out, not
 the window. Each story's readings go through the model of the agent (the generated agent configuration) into the
 CloudWatch alarm, and into `promtool test rules` (rules evaluated every 15 s, or every minute) for the rule;
-the truth is computed here from the story's readings.
+the truth is computed here from the story's readings. XID and the idle rule's MIG branch (engine activity of a
+MIG instance) read blanks and series the same way.
 """
 
 from __future__ import annotations
@@ -41,10 +42,17 @@ class Source:
     node: str = "ip-10-0-1-1"
     pod: str = "a"
     uuid: str = "GPU-1"
+    mig: bool = False  # the pod holds MIG instance 1 of the GPU
 
     def labels(self) -> str:
-        return (f'gpu="0",UUID="{self.uuid}",device="nvidia0",modelName="NVIDIA A10G",Hostname="{self.exporter[0]}",'
-                f'DCGM_FI_DRIVER_VERSION="535.104.05",container="main",namespace="ml",pod="{self.pod}"')
+        instance = ',GPU_I_ID="1",GPU_I_PROFILE="1g.10gb"' if self.mig else ""
+        return (f'gpu="0",UUID="{self.uuid}",device="nvidia0",modelName="NVIDIA A100-SXM4-80GB",'
+                f'Hostname="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{instance},container="main",'
+                f'namespace="ml",pod="{self.pod}"')
+
+
+def _text(value: float) -> str:
+    return f"{value:.0f}" if value == int(value) else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -60,16 +68,16 @@ class Story:
     every: int = 15  # rules evaluated every ... seconds
 
 
-def _idle_truth(readings: Callable[[int], float | None], scrapes: int) -> Callable[[float], bool]:
+def _idle_truth(readings: Callable[[int], float | None], scrapes: int, scale: float = 1) -> Callable[[float], bool]:
     """Idle at t: 25 minutes after the first reading, and every 5-minute window of the last 30 minutes (the
-    windows ending at each evaluation) has a mean of its readings under 5 %."""
+    windows ending at each evaluation) has a mean of its readings (times `scale`, in %) under 5 %."""
     def truth(t: float) -> bool:
         if t < 1515:
             return False
         for end in range(int(t) - 1500, int(t) + 1, 15):
             values = [v for k in range(scrapes) if end - 300 < k * STEP <= end and (v := readings(k)) is not None
                       and v != BLANK]
-            if values and sum(values) / len(values) >= 5:
+            if values and sum(values) / len(values) * scale >= 5:
                 return False
         return True
     return truth
@@ -93,6 +101,22 @@ def _blank_idle() -> Story:
     def reading(k): return BLANK if 60 <= k <= 62 else 1.0
     return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(), _idle_truth(reading, 140),
                  {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+
+
+def _mig_idle() -> Story:
+    """Pod ml/a holds a MIG instance whose engine is 1 % active (0.01), 40 % at t=2100 s, blank at three scrapes from
+    t=1800 s; its exporter is replaced after the scrape at 2100 s (one scrape missed). Idle throughout."""
+    def reading(k): return None if k == 71 else BLANK if 60 <= k <= 62 else 0.4 if k == 70 else 0.01
+    return Story("gpu-idle", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 140, reading,
+                 lambda k: Source(OLD if k < 71 else NEW, mig=True), _idle_truth(reading, 140, 100),
+                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+
+
+def _blank_xid() -> Story:
+    """A GPU reports XID 43 from t=180 s on, with one blank reading at t=2100 s: in error at every evaluation."""
+    return Story("xid-error", "DCGM_FI_DEV_XID_ERRORS", 140, lambda k: BLANK if k == 70 else 43.0 if k >= 6 else 0.0,
+                 lambda k: Source(("ip-10-0-1-1", OLD[1])), lambda t: True, {"node": "ip-10-0-1-1", "gpu": "0"},
+                 [k * STEP + 15 for k in range(50, 140)])
 
 
 def _blank_temp_critical() -> Story:
@@ -133,6 +157,8 @@ STORIES = {
     "idle-pod-moves-gpu": (_restart_idle(True), ""),
     "idle-blank-readings": (_blank_idle(), ""),
     "temp-critical-blank-reading": (_blank_temp_critical(), ""),
+    "xid-blank-reading": (_blank_xid(), ""),
+    "mig-idle-blank-readings-and-exporter-restart": (_mig_idle(), ""),
     "framebuffer-exporter-restart": (_restart_framebuffer(False), ""),
     "framebuffer-last-reading-of-old-exporter": (_restart_framebuffer(True), ""),
     "temp-high-holder-change": (_handover_temp_high(), ""),
@@ -192,7 +218,7 @@ def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
     # Prometheus: each distinct source one series, as stored (the scrape job adds node and instance)
     values: dict[Source, list[str]] = {}
     for k in read:
-        values.setdefault(story.source(k), ["_"] * story.scrapes)[k] = f"{story.reading(k):.0f}"
+        values.setdefault(story.source(k), ["_"] * story.scrapes)[k] = _text(story.reading(k))
     series = [{"series": f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}',
                "values": " ".join(v)} for source, v in values.items()]
     wrong = _prometheus_wrong(folder, _alert(folder, story.rule), series, expected, story.every)
@@ -207,7 +233,7 @@ def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
         target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
                                                       ("instance", source.exporter[1])) if key in target})
         return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{story.metric}{{{source.labels()}}} "
-                                       f"{story.reading(k):.0f}\n", target)
+                                       f"{_text(story.reading(k))}\n", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)
     cloudwatch = [t for t, labels in expected.items()
