@@ -316,7 +316,8 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
             exc.what += "; nothing was published"
             raise
         _notes(client)
-        outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(), force=force,
+        outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
+                                     uid_prefix=desired.grafana_uid_prefix, force=force,
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
     _finish(outcomes, output, changes, limit)

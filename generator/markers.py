@@ -26,6 +26,9 @@ ALARM_DESCRIPTION_NOTE = "Managed by gpudash"  # in AlarmDescription, before the
 # hash note. CloudWatch dashboards carry the same note at the end of their header text.
 GRAFANA_OWNER_TAG = "gpudash-managed"
 HASH_NOTE = "gpudash sha256:"
+# After the hash, a Grafana version's message records the uid prefix it was saved with: the evidence --prune
+# needs that a dashboard is this project's, since a uid alone can be read with more than one prefix.
+UID_PREFIX_NOTE = "uid-prefix:"
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}

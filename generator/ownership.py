@@ -24,11 +24,12 @@ import re
 from typing import Any
 
 from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, GRAFANA_OWNER_TAG,
-                      HASH_NOTE, PUBLICATION_NOTE, TAG_VALUE_LENGTH)
+                      HASH_NOTE, PUBLICATION_NOTE, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
 
 _STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
 _MESSAGE = re.compile("^" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})\b")
+_RECORDED_PREFIX = re.compile("^" + re.escape(HASH_NOTE) + r"[0-9a-f]{16} " + re.escape(UID_PREFIX_NOTE) + r"(\S+)(?:\s|$)")
 GRAFANA_SERVER_FIELDS = ("id", "version")
 
 
@@ -49,8 +50,17 @@ def grafana_owned(dashboard: dict[str, Any]) -> bool:
     return isinstance(tags, list) and GRAFANA_OWNER_TAG in tags
 
 
-def grafana_message(dashboard: dict[str, Any], note: str) -> str:
-    return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))} {note}".strip()
+def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None = None) -> str:
+    """The message of a version gpudash saves: the hash note, then the uid prefix it was saved with (which project
+    wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then `note`."""
+    recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
+    return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded} {note}".strip()
+
+
+def grafana_recorded_prefix(message: str | None) -> str | None:
+    """The uid prefix a gpudash version message records; None for one saved before gpudash recorded it."""
+    match = _RECORDED_PREFIX.match(message) if isinstance(message, str) else None
+    return match.group(1) if match else None
 
 
 def grafana_pushed_hash(message: str | None) -> str | None:

@@ -20,7 +20,7 @@ from ..errors import RemoteError
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid
 from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
-                         grafana_pushed_hash)
+                         grafana_pushed_hash, grafana_recorded_prefix)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
@@ -30,15 +30,17 @@ HISTORY = 50  # versions searched for a gpudash save when the latest one is a pe
 UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
 
 
-def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Whether gpudash saved this dashboard, and whether a person changed it since; with the latest version."""
+def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Whether gpudash saved this dashboard, and whether a person changed it since; with the latest version and
+    the latest one gpudash saved (empty when none)."""
     versions = client.versions(uid, 1)
     latest = versions[0] if versions else {}
     if grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(model)):
-        return UNEDITED, latest
-    if any(grafana_pushed_hash(v.get("message")) for v in client.versions(uid, HISTORY)):
-        return EDITED, latest
-    return NOT_GPUDASH, latest
+        return UNEDITED, latest, latest
+    saved = next((v for v in client.versions(uid, HISTORY) if grafana_pushed_hash(v.get("message"))), None)
+    if saved is not None:
+        return EDITED, latest, saved
+    return NOT_GPUDASH, latest, {}
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
@@ -55,7 +57,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
                           f"--force takes it over"]
         return change
-    evidence, latest = _evidence(client, uid, model)
+    evidence, latest, _ = _evidence(client, uid, model)
     if evidence == NOT_GPUDASH:
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} carries the {GRAFANA_OWNER_TAG} tag but no version of it was saved "
@@ -87,22 +89,31 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
 
 
 def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
-                seen: frozenset[str] = frozenset()) -> Change | None:
+                seen: frozenset[str] = frozenset(), unproven: list[str] | None = None) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
     project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose uid
     is in the form of a longer uid prefix `seen` (another project's `gpudash-eu-overview` beside this
-    one's `gpudash-overview`)."""
+    one's `gpudash-overview`). Nor is one whose latest gpudash version records another uid prefix; one saved
+    before gpudash recorded it is pruned only when its uid reads one way alone (the id after the prefix has no
+    dash): `gpudash-eu-inference` may be `gpudash-eu`'s, so it is kept and listed in `unproven`."""
     if not is_grafana_uid(uid, uid_prefix, seen):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
         return None
     model = live["dashboard"]
-    evidence, latest = _evidence(client, uid, model)
+    evidence, latest, saved = _evidence(client, uid, model)
     if evidence == NOT_GPUDASH:
         return None
+    recorded = grafana_recorded_prefix(saved.get("message"))
+    if recorded is None and "-" in uid[len(uid_prefix) + 1:]:
+        if unproven is not None:
+            unproven.append(uid)
+        return None
+    if recorded is not None and recorded != uid_prefix:
+        return None  # another project's, saved with its own prefix
     change = Change("grafana", "dashboard", uid, DELETE, live=live)
     if evidence == EDITED:
         change.edited = True
@@ -131,11 +142,12 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         others: list[str] = []
+        unproven: list[str] = []
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
                 if is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
                     others.append(hit["uid"])
-                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen)
+                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven)
                 if change is not None:
                     changes.append(change)
     if others:
@@ -143,6 +155,12 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         client.note(f"{len(others)} dashboard(s) in folder {folder['uid']} not defined here have uids in the form of "
                     f"a longer uid prefix seen there ({shown}): --prune leaves them, since they may be another "
                     f"project's; if one is this project's, delete it by hand in Grafana")
+    if unproven:
+        shown = ", ".join(unproven[:5]) + (f" and {len(unproven) - 5} more" if len(unproven) > 5 else "")
+        client.note(f"{len(unproven)} dashboard(s) in folder {folder['uid']} not defined here were saved by a gpudash "
+                    f"that did not record its uid prefix, and their uids may be read with a longer one ({shown}): "
+                    f"--prune leaves them, since they may be another project's; if one is this project's, delete "
+                    f"it by hand in Grafana")
     return changes
 
 
@@ -161,14 +179,15 @@ def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any]) -> bool:
     return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
 
 
-def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str], note: str) -> None:
+def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str], note: str,
+          uid_prefix: str) -> None:
     body = {k: v for k, v in desired.items() if k not in ("id", "version")}
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
     posts = client.sent.get("POST", 0)
     try:
-        client.save(body, folder["uid"], grafana_message(desired, note))
+        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix))
     except (PreconditionFailed, InvalidAnswer, Unreachable) as exc:
         if isinstance(exc, PreconditionFailed) and exc.kind != "version-mismatch":
             raise
@@ -221,10 +240,11 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
 
 
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
-         folder: dict[str, str], note: str, *, force: bool, prune: bool, dry_run: bool,
+         folder: dict[str, str], note: str, *, uid_prefix: str, force: bool, prune: bool, dry_run: bool,
          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, allow_mass_prune: bool = False,
          progress: Progress | None = None) -> list[Outcome]:
-    """Write what the plan found; a dry run reports exactly what this would write or refuse."""
+    """Write what the plan found; a dry run reports exactly what this would write or refuse. Every version saved
+    records `uid_prefix`, the evidence a later --prune needs that the dashboard is this project's."""
     prune_guard.check(changes, prune=prune, allowed=allow_mass_prune, max_share=max_prune_share)
     progress = progress or Silent()
     planned = [(change, disposition(change, force=force, prune=prune)) for change in changes]
@@ -246,7 +266,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 elif change.action == DELETE:
                     _delete(client, change, folder["uid"])
                 else:
-                    _save(client, change, dashboards[change.name], folder, note)
+                    _save(client, change, dashboards[change.name], folder, note, uid_prefix)
                 outcomes.append(Outcome(change, done=True, status=DONE))
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))

@@ -299,7 +299,8 @@ def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, 
     clients = [GrafanaClient(proxy.url, token=ADMIN) for _ in range(2)]
     plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash") for client in clients]
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
-    results = [grafana_sync.push(client, changes, desired, folder, "", force=False, prune=True, dry_run=False)
+    results = [grafana_sync.push(client, changes, desired, folder, "", uid_prefix="gpudash", force=False, prune=True,
+                                 dry_run=False)
                for client, changes in zip(clients, plans)]
     assert [o for outcomes in results for o in outcomes if o.state == FAILED] == []
     assert sorted(o.change.name for o in results[1] if o.done) == sorted([*CREATED, UPDATED, RETIRED])

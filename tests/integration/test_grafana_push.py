@@ -131,19 +131,19 @@ def test_a_prune_of_every_owned_dashboard_or_from_an_empty_build_is_refused(graf
     client = GrafanaClient(grafana.url, token=ADMIN)
     changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
     with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
-        grafana_sync.push(client, changes, {}, desired.folder, "", force=False, prune=True, dry_run=False)
+        grafana_sync.push(client, changes, {}, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False)
     only = {"gpudash-health": desired.grafana["gpudash-health"]}
     grafana.state.dashboards = {uid: e for uid, e in grafana.state.dashboards.items()
                                 if uid in ("gpudash-overview", "gpudash-health")}
     changes = grafana_sync.plan(client, only, desired.folder, uid_prefix="gpudash")
     with pytest.raises(PruneRefused, match=r"delete 1 of the 2 .*\(more than 40%\)"):
-        grafana_sync.push(client, changes, only, desired.folder, "", force=False, prune=True, dry_run=False,
+        grafana_sync.push(client, changes, only, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False,
                           max_prune_share=40)
     changes = grafana_sync.plan(client, {}, desired.folder, uid_prefix="gpudash")
     assert sorted(grafana.state.dashboards) == ["gpudash-health", "gpudash-overview"]
     with pytest.raises(PruneRefused, match="the build holds no grafana objects"):  # --force alone keeps the guard
-        grafana_sync.push(client, changes, {}, desired.folder, "", force=True, prune=True, dry_run=False)
-    outcomes = grafana_sync.push(client, changes, {}, desired.folder, "", force=False, prune=True, dry_run=False,
+        grafana_sync.push(client, changes, {}, desired.folder, "", uid_prefix="gpudash", force=True, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, {}, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False,
                                  allow_mass_prune=True)
     assert [o.change.name for o in outcomes if o.done] == ["gpudash-health", "gpudash-overview"]
 
@@ -252,7 +252,7 @@ def _published(grafana):
     desired = desired_from(build(load_project()))
     client = GrafanaClient(grafana.url, token=ADMIN)
     first = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
-    grafana_sync.push(client, first, desired.grafana, desired.folder, "", force=False, prune=False, dry_run=False)
+    grafana_sync.push(client, first, desired.grafana, desired.folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
     return client, desired
 
 
@@ -261,7 +261,7 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
-    outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", force=False, prune=False,
+    outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", uid_prefix="gpudash", force=False, prune=False,
                                  dry_run=False)
     (failed,) = [o for o in outcomes if o.error]
     assert "412 version-mismatch" in failed.error and "run `gpudash plan` and push again" in failed.error
@@ -274,7 +274,7 @@ def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, refer
     changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
     (delete,) = [c for c in changes if c.action == "delete"]
     grafana.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"))  # lands between plan and push
-    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False)
     (failed,) = [o for o in outcomes if o.error]
     assert "changed in Grafana by alice since the plan; not deleted" in failed.error
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
@@ -283,14 +283,14 @@ def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, refer
     (delete,) = [c for c in changes if c.action == "delete"]
     delete.edited = False
     del delete.live["meta"]["version"]
-    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False)
     (failed,) = [o for o in outcomes if o.error]
     assert "Grafana gave no version to show it is unchanged since the plan; not deleted" in failed.error
     assert "gpudash-health" in grafana.state.dashboards
     # One deleted by someone else since the plan is done.
     del delete.live["meta"]
     grafana.state.dashboards.pop("gpudash-health")
-    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=False, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False)
     assert [o.change.name for o in outcomes if o.done] == ["gpudash-health"]
 
 
@@ -488,7 +488,7 @@ def test_the_tag_search_is_read_page_by_page(grafana, run):
     desired = desired_from(build(project))
     for n in range(7):
         model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
-        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, "", "gpudash"), "gpudash-sa")
     grafana.search_cap = 3  # a page smaller than the one asked for (a proxy, another Grafana release)
     client = GrafanaClient(grafana.url, token=ADMIN)
     changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix="gpudash")
@@ -500,7 +500,7 @@ def test_a_search_that_repeats_its_pages_is_not_a_valid_answer(grafana):
     grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
     for n in range(3):
         model = {"uid": f"gpudash-old-{n}", "title": f"old {n}", "tags": [GRAFANA_OWNER_TAG]}
-        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, "", "gpudash"), "gpudash-sa")
     grafana.ignore_search_page = True
     grafana.search_cap = 2
     client = GrafanaClient(grafana.url, token=ADMIN)
@@ -568,7 +568,7 @@ def test_a_dashboard_taken_over_between_plan_and_prune_is_not_deleted_even_with_
     changes = grafana_sync.plan(client, kept, desired.folder, uid_prefix="gpudash")
     assert [c.name for c in changes if c.action == "delete"] == ["gpudash-health"]
     meanwhile(grafana)
-    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", force=force, prune=True, dry_run=False)
+    outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", uid_prefix="gpudash", force=force, prune=True, dry_run=False)
     (failed,) = [o for o in outcomes if o.error]
     assert failed.change.name == "gpudash-health" and says in failed.error
     assert "gpudash-health" in grafana.state.dashboards and ("DELETE", "/api/dashboards/uid/gpudash-health") not in \
@@ -603,3 +603,31 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
     noted = "5 dashboard(s) in folder gpudash not defined here have uids in the form of a longer uid prefix"
     assert (noted in stderr) is (len(theirs) > len(mine)), stderr  # the longer prefix's dashboards, left
     assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in theirs_now} == theirs_now
+
+
+def test_prune_deletes_a_dashboard_whose_uid_reads_two_ways_only_when_it_records_this_uid_prefix(grafana, run,
+                                                                                                   tmp_path):
+    """`gpudash-eu-inference` is `gpudash`'s dashboard id `eu-inference` or `gpudash-eu`'s `inference`, and no
+    dashboard either project defines tells which. Every version gpudash saves records its uid prefix: --prune
+    deletes such a dashboard when its latest gpudash version records this project's prefix, never when it
+    records another; one saved before gpudash recorded it is kept and listed in a note."""
+    config = tmp_path / "mine.yaml"
+    config.write_text("grafana:\n  uid_prefix: gpudash\n")
+    code, _, stderr = _push(run, "--config", str(config))
+    assert code == 0, stderr
+    ours = {"uid": "gpudash-eu-retired", "title": "our retired", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(ours["uid"], ours, "gpudash", grafana_message(ours, "", "gpudash"), "gpudash-sa")
+    theirs = {"uid": "gpudash-eu-training", "title": "EU training", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(theirs["uid"], theirs, "gpudash", grafana_message(theirs, "", "gpudash-eu"), "gpudash-sa")
+    older = {"uid": "gpudash-eu-inference", "title": "EU inference", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(older["uid"], older, "gpudash", grafana_message(older, ""), "gpudash-sa")
+    kept = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True) for uid in (theirs["uid"], older["uid"])}
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune")
+    assert code == 0, stderr
+    assert json.loads(stdout)["written"] == ["gpudash-eu-retired"] and "gpudash-eu-retired" not in grafana.state.dashboards
+    assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in kept} == kept
+    assert "1 dashboard(s) in folder gpudash not defined here were saved by a gpudash that did not record its uid " \
+           "prefix" in stderr and "gpudash-eu-inference" in stderr and "gpudash-eu-training" not in stderr
+    # what this push saves records the prefix: the next run knows its own dashboards
+    assert all(grafana.state.dashboards[uid]["versions"][-1]["message"].split()[2] == "uid-prefix:gpudash"
+               for uid in UIDS)
