@@ -14,7 +14,7 @@ MIG instance) read blanks and series the same way.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import pytest
@@ -43,10 +43,11 @@ class Source:
     pod: str = "a"
     uuid: str = "GPU-1"
     mig: bool = False  # the pod holds MIG instance 1 of the GPU
+    gpu: int = 0
 
     def labels(self) -> str:
         instance = ',GPU_I_ID="1",GPU_I_PROFILE="1g.10gb"' if self.mig else ""
-        return (f'gpu="0",UUID="{self.uuid}",device="nvidia0",modelName="NVIDIA A100-SXM4-80GB",'
+        return (f'gpu="{self.gpu}",UUID="{self.uuid}",device="nvidia{self.gpu}",modelName="NVIDIA A100-SXM4-80GB",'
                 f'Hostname="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{instance},container="main",'
                 f'namespace="ml",pod="{self.pod}"')
 
@@ -66,17 +67,24 @@ class Story:
     alert: dict[str, str]  # the labels the alert carries
     evaluations: list[int]
     every: int = 15  # rules evaluated every ... seconds
+    second: Callable[[int], float | None] | None = None  # the readings of a second GPU (GPU 1) the pod holds
+
+    def readings(self, k: int) -> list[tuple[Source, float]]:
+        """The readings of scrape k, and who carries each."""
+        found = [(self.source(k), self.reading(k))]
+        if self.second is not None:
+            found.append((replace(self.source(k), gpu=1, uuid="GPU-2"), self.second(k)))
+        return [(source, value) for source, value in found if value is not None]
 
 
-def _idle_truth(readings: Callable[[int], float | None], scrapes: int, scale: float = 1) -> Callable[[float], bool]:
+def _idle_truth(readings: Callable[[int], list[float]], scrapes: int, scale: float = 1) -> Callable[[float], bool]:
     """Idle at t: 25 minutes after the first reading, and every 5-minute window of the last 30 minutes (the
     windows ending at each evaluation) has a mean of its readings (times `scale`, in %) under 5 %."""
     def truth(t: float) -> bool:
         if t < 1515:
             return False
         for end in range(int(t) - 1500, int(t) + 1, 15):
-            values = [v for k in range(scrapes) if end - 300 < k * STEP <= end and (v := readings(k)) is not None
-                      and v != BLANK]
+            values = [v for k in range(scrapes) if end - 300 < k * STEP <= end for v in readings(k) if v != BLANK]
             if values and sum(values) / len(values) * scale >= 5:
                 return False
         return True
@@ -92,15 +100,26 @@ def _restart_idle(move: bool) -> Story:
         if k < 71:
             return Source()
         return Source(NEW, node="ip-10-0-1-2", uuid="GPU-2") if move else Source(NEW)
-    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, source, _idle_truth(reading, 140),
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, source, _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140),
                  {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
 
 
 def _blank_idle() -> Story:
     """Pod ml/a reads 1 % with three blank readings at t=1800..1860 s: idle throughout."""
     def reading(k): return BLANK if 60 <= k <= 62 else 1.0
-    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(), _idle_truth(reading, 140),
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(), _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140),
                  {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+
+
+def _two_gpus_idle() -> Story:
+    """Pod ml/a holds GPU 0 at 0 % and GPU 1, whose utilization is blank until t=2100 s, then blank except 40 % at
+    every fifth scrape. Idle from 25 minutes on (GPU 0's readings alone, 0 %); from the windows holding GPU 1's 40 %
+    the pod is not idle: 80 / 12 readings = 6.7 %. A mean of the GPUs' window means (0 and 40), or of the steps'
+    means (2 x 20 / 10 steps = 4 %), would misjudge it; a blank reading ends no window."""
+    def second(k): return 40.0 if k >= 70 and k % 5 == 0 else BLANK
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 110, lambda k: 0.0, lambda k: Source(),
+                 _idle_truth(lambda k: [0.0, second(k)], 110), {"namespace": "ml", "pod": "a"},
+                 [k * STEP + 15 for k in range(50, 110)], second=second)
 
 
 def _mig_idle() -> Story:
@@ -108,7 +127,7 @@ def _mig_idle() -> Story:
     t=1800 s; its exporter is replaced after the scrape at 2100 s (one scrape missed). Idle throughout."""
     def reading(k): return None if k == 71 else BLANK if 60 <= k <= 62 else 0.4 if k == 70 else 0.01
     return Story("gpu-idle", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 140, reading,
-                 lambda k: Source(OLD if k < 71 else NEW, mig=True), _idle_truth(reading, 140, 100),
+                 lambda k: Source(OLD if k < 71 else NEW, mig=True), _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140, 100),
                  {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
 
 
@@ -156,6 +175,7 @@ STORIES = {
     "idle-exporter-restart-classic": (_restart_idle(False), CLASSIC),
     "idle-pod-moves-gpu": (_restart_idle(True), ""),
     "idle-blank-readings": (_blank_idle(), ""),
+    "idle-pod-of-two-gpus-one-mostly-blank": (_two_gpus_idle(), ""),
     "temp-critical-blank-reading": (_blank_temp_critical(), ""),
     "xid-blank-reading": (_blank_xid(), ""),
     "mig-idle-blank-readings-and-exporter-restart": (_mig_idle(), ""),
@@ -211,14 +231,15 @@ def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: i
 def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
     story, settings = STORIES[name]
     files, folder = _build(tmp_path, settings)
-    read = [k for k in range(story.scrapes) if story.reading(k) is not None]
+    read = [k for k in range(story.scrapes) if story.readings(k)]
     expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
     assert any(expected.values())  # the story has a situation to find
 
     # Prometheus: each distinct source one series, as stored (the scrape job adds node and instance)
     values: dict[Source, list[str]] = {}
     for k in read:
-        values.setdefault(story.source(k), ["_"] * story.scrapes)[k] = _text(story.reading(k))
+        for source, value in story.readings(k):
+            values.setdefault(source, ["_"] * story.scrapes)[k] = _text(value)
     series = [{"series": f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}',
                "values": " ".join(v)} for source, v in values.items()]
     wrong = _prometheus_wrong(folder, _alert(folder, story.rule), series, expected, story.every)
@@ -232,8 +253,8 @@ def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
         target = target_labels(job, source.node)
         target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
                                                       ("instance", source.exporter[1])) if key in target})
-        return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{story.metric}{{{source.labels()}}} "
-                                       f"{_text(story.reading(k))}\n", target)
+        lines = "".join(f"{story.metric}{{{s.labels()}}} {_text(value)}\n" for s, value in story.readings(k))
+        return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{lines}", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)
     cloudwatch = [t for t, labels in expected.items()
