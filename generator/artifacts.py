@@ -223,7 +223,7 @@ def build(project: Project) -> Artifacts:
         primary_region=primary,
         cloudformation=cloudformation.templates({d.name: d.body for d in dashboards}, requests, primary, log_groups),
         agents=agents(project),
-        addon=container_insights.addon_configuration() if addon else None,
+        addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),
         service_monitor=scrape.service_monitor(settings),
         prometheus_rules=rules,

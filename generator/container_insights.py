@@ -173,11 +173,16 @@ def condition(alarm: Alarm, settings: Settings) -> Condition:
 
 # --- the add-on's configuration -----------------------------------------------------------
 
-def addon_configuration() -> dict[str, Any]:
-    """The EKS add-on's configuration values: enhanced observability with accelerated compute metrics.
+def addon_configuration(settings: Settings) -> dict[str, Any]:
+    """The EKS add-on's configuration values: enhanced observability with accelerated compute metrics, collected at
+    the intervals the data-missing alarm counts (cloudwatch.addon_metrics_interval, addon_gpu_interval), written
+    explicitly so that a configuration these keys are merged into keeps them.
 
     Keys from the CloudWatch agent's configuration (logs.metrics_collected.kubernetes
-    .enhanced_container_insights, .accelerated_compute_metrics); the add-on's chart takes the
-    agent's configuration under agent.config."""
-    kubernetes = {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+    .enhanced_container_insights, .accelerated_compute_metrics, .metrics_collection_interval,
+    .accelerated_compute_gpu_metrics_collection_interval: translator/translate/otel/receiver/awscontainerinsight);
+    the add-on's chart takes the agent's configuration under agent.config."""
+    kubernetes = {"enhanced_container_insights": True, "accelerated_compute_metrics": True,
+                  "metrics_collection_interval": settings.cloudwatch.addon_metrics_interval,
+                  "accelerated_compute_gpu_metrics_collection_interval": settings.cloudwatch.addon_gpu_interval}
     return {"agent": {"config": {"logs": {"metrics_collected": {"kubernetes": kubernetes}}}}}

@@ -77,9 +77,11 @@ set [ClusterName], namespace ContainerInsights; see addon_metrics):
 * `cluster_node_count` - published by the agent's elected leader from the API server whatever the
   nodes are: the add-on's agent is running.
 
-Both node metrics are collected once a minute with the configuration gpudash writes (the agent's
-DefaultMetricsCollectionInterval; accelerated_compute_gpu_metrics_collection_interval unset), so
-in a healthy cluster the GPU observations equal the capacity's Sum.
+The node metrics are collected every cloudwatch.addon_metrics_interval and the DCGM fields every
+addon_gpu_interval (60 s unless set, the agent's DefaultMetricsCollectionInterval), both written in the add-on's
+configuration gpudash writes (metrics_collection_interval, accelerated_compute_gpu_metrics_collection_interval), so
+in a healthy cluster the GPU observations equal the capacity's Sum times N / D (the period's node collections over
+its DCGM collections).
 
 The agent on a GPU node publishes both that node's capacity and its GPU metrics, so a ratio of the two
 cannot see that agent stop. The count that can comes from the leader: the add-on's DCGM exporter
@@ -120,7 +122,8 @@ missing one collection, or a few minutes of a restart, is not. A cluster-wide ra
 say that: 20 nodes of an exporter rollout missing a minute each, one after the other, miss as many
 observations in a period as one node missing all of it, and CloudWatch evaluates each minute a window of
 the latest periods (user guide, "Alarm evaluation"), so a restart's gap falls across a period edge at some
-minute. The alarm reads, per period of n collections (n = period / 60 s):
+minute. The alarm reads, per period of n DCGM collections (n = period / addon_gpu_interval; c below is scaled by
+addon_metrics_interval / addon_gpu_interval to the same unit when the two differ, addon_capacity_scale):
 
 * p, a Metrics Insights query of each GPU's observations of the field in the add-on's per-GPU set
   (ADDON_GPU_SET), GROUP BY NodeName, GpuDevice, ORDER BY COUNT() ASC LIMIT 500: the 500 least
@@ -296,41 +299,53 @@ def addon_expression() -> str:
     return f"IF(x > 0, g > 0, 1) * (w - r < {MISSING_NODE:g})"
 
 
-def addon_collections(period: int) -> int:
-    """The add-on's DCGM collections of one GPU in a period."""
-    return period // addon.COLLECTION_SECONDS
+def addon_collections(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> int:
+    """The add-on's DCGM collections of one GPU in a period (its GPU metrics' SampleCount: one per collection, also
+    as distributions below 60 s)."""
+    return period // gpu_interval
 
 
-def addon_gpu_expression(period: int) -> str:
+def addon_capacity_scale(metrics_interval: int, gpu_interval: int) -> str:
+    """c (the capacity's Sum: one per GPU and node collection) in DCGM collections: times D / N, the DCGM
+    collections of a period over its node collections (written as the intervals' ratio)."""
+    if metrics_interval == gpu_interval:
+        return "c"
+    return f"c * {metrics_interval} / {gpu_interval}"
+
+
+def addon_gpu_expression(period: int, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
+                         gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
     """The GPUs the kubelet counts on nodes whose agent collects that reported in fewer than half the period's
-    collections, (c - g + SUM(p * f)) / n - SUM(f) (see the module's docstring, "The per-GPU alarm"), with
-    p * f = max(0, p - b) + b * f (b = the half, less one: p * f is p at or above the half, 0 below; on whole
-    counts) and max(0, x) = (x + ABS(x)) / 2 taken apart into sums of single chains, since metric math does not
-    combine two arrays."""
-    n = addon_collections(period)
+    collections, (c D / N - g + SUM(p * f)) / D - SUM(f) (see the module's docstring, "The per-GPU alarm": D the
+    period's DCGM collections, N its node collections), with p * f = max(0, p - b) + b * f (b = the half, less
+    one: p * f is p at or above the half, 0 below; on whole counts) and max(0, x) = (x + ABS(x)) / 2 taken apart
+    into sums of single chains, since metric math does not combine two arrays."""
+    n = addon_collections(period, gpu_interval)
     below = (n + 1) // 2 - 1
-    return f"(c - g + (SUM(p) + SUM(v) - {below} * SUM(p * 0 + 1)) / 2 - {n - below} * SUM(f)) / {n}"
+    capacity = addon_capacity_scale(metrics_interval, gpu_interval)
+    return f"({capacity} - g + (SUM(p) + SUM(v) - {below} * SUM(p * 0 + 1)) / 2 - {n - below} * SUM(f)) / {n}"
 
 
-def addon_gpu_reporting(period: int) -> str:
+def addon_gpu_reporting(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
     """Each GPU of the query p: 1 when it reported in half the period's collections or more, 0 below (exact for up
     to twice the collections a period holds)."""
-    n = addon_collections(period)
+    n = addon_collections(period, gpu_interval)
     enough = (n + 1) // 2
     width = 2 * n + 1 - enough  # FLOOR((p + width - enough) / width) is 1 for p in [enough, 2n], 0 below
     return f"FLOOR((p + {width - enough}) / {width})"
 
 
-def addon_gpu_distance(period: int) -> str:
+def addon_gpu_distance(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
     """Each GPU of the query p: how far its count is from the half, less one (ABS(p - b))."""
-    return f"ABS(p - {(addon_collections(period) + 1) // 2 - 1})"
+    return f"ABS(p - {(addon_collections(period, gpu_interval) + 1) // 2 - 1})"
 
 
 def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Cluster, period: int,
-                      label: str) -> list[dict]:
+                      label: str, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
+                      gpu_interval: int = addon.COLLECTION_SECONDS) -> list[dict]:
     """The `Metrics` of the add-on's per-GPU alarm: the GPU nodes' capacity (c, GPU-collections), the cluster's
     GPU observations (g), each GPU's observations (p, the plan's query), each GPU reporting or not (f), its
-    distance from the half (v) and the expression."""
+    distance from the half (v) and the expression, at the add-on's collection intervals."""
     def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
         return {"Id": identifier, "ReturnData": False,
                 "MetricStat": {"Metric": {"Namespace": addon.NAMESPACE, "MetricName": metric,
@@ -339,20 +354,25 @@ def addon_gpu_metrics(plan_expression: str, reported_metric: str, cluster: Clust
 
     return [stat("c", ADDON_CAPACITY, "Sum"), stat("g", reported_metric, "SampleCount"),
             {"Id": "p", "Expression": plan_expression, "Period": period, "ReturnData": False},
-            {"Id": "f", "Expression": addon_gpu_reporting(period), "ReturnData": False},
-            {"Id": "v", "Expression": addon_gpu_distance(period), "ReturnData": False},
-            {"Id": "e", "Expression": addon_gpu_expression(period), "Label": label, "ReturnData": True}]
+            {"Id": "f", "Expression": addon_gpu_reporting(period, gpu_interval), "ReturnData": False},
+            {"Id": "v", "Expression": addon_gpu_distance(period, gpu_interval), "ReturnData": False},
+            {"Id": "e", "Expression": addon_gpu_expression(period, metrics_interval, gpu_interval), "Label": label,
+             "ReturnData": True}]
 
 
-def addon_gpu_description(period: int) -> str:
+def addon_gpu_description(period: int, metrics_interval: int = addon.NODE_COLLECTION_SECONDS,
+                          gpu_interval: int = addon.COLLECTION_SECONDS) -> str:
     """What the add-on's per-GPU alarm sees, and what it cannot."""
-    n = addon_collections(period)
+    n = addon_collections(period, gpu_interval)
     return (f"GPUs the kubelet counts (node_gpu_limit) on nodes whose agent collects, whose DCGM data came in fewer "
             f"than {(n + 1) // 2} of the {n} collections of a period, in each of two periods running: an exporter "
             f"stopped or crash-looping on a node, a GPU DCGM does not report. An exporter rollout or a restart "
             f"(each GPU missing under half a period) is not missing data. At most {GPUS_PER_QUERY} GPUs per cluster "
             f"are read one by one (the least reporting first): exact while fewer than {GPUS_PER_QUERY} miss data at "
-            f"once. A GPU node whose agent stopped is the cluster's alarm.")
+            f"once. A GPU node whose agent stopped is the cluster's alarm."
+            + ("" if (metrics_interval, gpu_interval) == (60, 60) else
+               f" Counted for node metrics every {metrics_interval} s and DCGM every {gpu_interval} s "
+               f"(cloudwatch.addon_metrics_interval, addon_gpu_interval): the agent must collect at these intervals."))
 
 
 def addon_nodes_query(cluster: Cluster) -> str:

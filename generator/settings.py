@@ -141,6 +141,10 @@ class CloudWatchSettings(Section):
     period: int
     top_pods: int
     top_gpus: int
+    # The add-on's collection intervals (source: container-insights), seconds. The schema gives no default on
+    # purpose: a file that does not set them validates to the same document (and settings hash) as before.
+    addon_metrics_interval: int = 60
+    addon_gpu_interval: int = 60
 
 
 @dataclass(frozen=True)

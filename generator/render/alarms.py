@@ -296,7 +296,8 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
 def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
     """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
     (nothing collects: the cluster's alarm sees the agent stopped)."""
-    about = data_missing.addon_gpu_description(alarm.period_seconds)
+    intervals = settings.cloudwatch.addon_metrics_interval, settings.cloudwatch.addon_gpu_interval
+    about = data_missing.addon_gpu_description(alarm.period_seconds, *intervals)
     description = _fitted(f"{alarm.title} (per GPU). {about} Runbook: {alarm.runbook}", alarm)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.PER_GPU_SUFFIX, alarm.severity)
     request = _common(alarm, settings, name, description)
@@ -304,7 +305,7 @@ def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: C
     request.update({"ComparisonOperator": COMPARISON_OPERATORS[">="], "Threshold": data_missing.MISSING_GPU,
                     "TreatMissingData": "notBreaching",
                     "Metrics": data_missing.addon_gpu_metrics(query, _addon_reported(), cluster, alarm.period_seconds,
-                                                              f"{alarm.title} (GPUs missing)")})
+                                                              f"{alarm.title} (GPUs missing)", *intervals)})
     return request
 
 
@@ -376,6 +377,8 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
     """Periods CloudWatch can evaluate from the agent's standard-resolution observations, a whole
     number of them per period (thresholds of sums and counts are scaled by that number)."""
     scrape = COLLECTION_SECONDS if addon_source(settings) else scrape_seconds(settings)
+    if addon_source(settings):
+        _check_addon_period(alarm, settings)
     if alarm.period_seconds < 60:
         raise InputError(f"alarm {alarm.id!r}: a period of {alarm.period_seconds} s needs high-resolution "
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
@@ -389,6 +392,21 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                          f"would be off", where=setting_place(settings, ["scrape", "interval"]),
                          hint=f"pick a scrape.interval that divides {alarm.period_seconds} s (e.g. 15s, 30s, 60s), "
                               f"or give the alarm a period_seconds that it divides")
+
+
+def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
+    """On the add-on, a period holds a whole number of the agent's DCGM collections, and the data-missing alarm's
+    a whole number of its node collections too: it counts both."""
+    for key in ("addon_metrics_interval", "addon_gpu_interval")[0 if alarm.absent else 1:]:
+        interval = getattr(settings.cloudwatch, key)
+        if alarm.period_seconds % interval:
+            from ..settings import setting_place
+
+            raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not "
+                             f"a whole number of the add-on's collections (cloudwatch.{key} {interval} s): each GPU "
+                             f"would report {alarm.period_seconds / interval:g} times per period, and the data-missing "
+                             f"alarm's counts would be off", where=setting_place(settings, ["cloudwatch", key]),
+                             hint=f"pick a cloudwatch.{key} that divides {alarm.period_seconds} s (e.g. 10, 30, 60)")
 
 
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:

@@ -61,10 +61,12 @@ def attributes(cluster: str, gpu: Gpu) -> dict[str, str]:
     return result
 
 
-def datapoints(cluster: str, first: int, last: int, gpus=FLEET) -> list[Datapoint]:
-    """What CloudWatch stores for collections at t = first..last seconds (multiples of 60)."""
+def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVERY) -> list[Datapoint]:
+    """What CloudWatch stores for collections at t = first..last seconds (multiples of `every`, the DCGM
+    collection interval; below 60 s the agent sends each minute's values as one distribution, whose SampleCount is
+    the collections: stored here as one datapoint per collection)."""
     result = []
-    for t in range(first, last + 1, EVERY):
+    for t in range(first, last + 1, every):
         k = t // STEP
         for gpu in gpus:
             labels = attributes(cluster, gpu)
@@ -118,14 +120,14 @@ def daemonsets(cluster: str, t: int, exporter: tuple[int, int] | None, names=DAE
 
 
 def capacity(cluster: str, first: int, last: int, gpu_nodes: dict[str, int], all_nodes: int,
-             leader: bool = True, exporter=None, names=DAEMONSET_NAMES) -> list[Datapoint]:
+             leader: bool = True, exporter=None, names=DAEMONSET_NAMES, every: int = EVERY) -> list[Datapoint]:
     """What CloudWatch stores from the agent's collections at first..last (multiples of 60, shifted by
     CAPACITY_PHASE): each of `gpu_nodes` (node -> GPUs the kubelet counts; the agent runs there) and,
     while the leader runs, the cluster's node count and the DaemonSets' pods: `exporter` is the add-on's DCGM
     exporter DaemonSet's (available, unavailable) or a function of t giving them (None: not published). A node
-    whose capacity is 0 publishes no GPU limit."""
+    whose capacity is 0 publishes no GPU limit. `every`: the agent's metrics_collection_interval."""
     result = []
-    for t in range(first + CAPACITY_PHASE, last + CAPACITY_PHASE + 1, EVERY):
+    for t in range(first + CAPACITY_PHASE % every, last + CAPACITY_PHASE % every + 1, every):
         if leader:
             result.append(Datapoint(NAMESPACE, "cluster_node_count", (("ClusterName", cluster),), float(t),
                                     float(all_nodes)))

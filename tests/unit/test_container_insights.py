@@ -216,7 +216,9 @@ def test_addon_configuration_replaces_the_agent_configmaps(addon):
     assert not [p for p in files if p.startswith("k8s/cwagent-prometheus-config")]
     values = json.loads(files["cloudwatch/container-insights-addon.json"])
     kubernetes = values["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
-    assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
+    # the intervals the data-missing alarm counts are written, so that a configuration they are merged into keeps them
+    assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True,
+                          "metrics_collection_interval": 60, "accelerated_compute_gpu_metrics_collection_interval": 60}
     template = json.loads(files["cloudformation/gpudash.json"])
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]  # no agent logs
     default = encode(build(load_project()))
