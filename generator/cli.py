@@ -301,11 +301,15 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
 @click.option("--gpus", type=click.IntRange(0, 10_000_000), help="GPUs across the fleet (default: one per pod).")
 @click.option("--nodes", type=click.IntRange(0, 10_000_000),
               help="GPU nodes across the fleet (default: one per GPU, an upper bound of what is counted per node).")
+@click.option("--mig-instances", type=click.IntRange(1, 7),
+              help="MIG instances each GPU is split into (1: whole GPUs). Pods beyond the GPU instances share them "
+                   "(time-slicing, MPS): the exporter writes an instance's series once per pod holding it.")
 @click.option("--prices", "prices_file", metavar="FILE",
               help="JSON with rates that replace the bundled ones (same keys as the bundled price file).")
 @output_option
 def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, churn: int, view_hours: float,
-         gpus: int | None, nodes: int | None, prices_file: str | None, output: str) -> None:
+         gpus: int | None, nodes: int | None, mig_instances: int | None, prices_file: str | None,
+         output: str) -> None:
     """Estimate the monthly CloudWatch cost, per-pod GROUP BY alarms against static per-pod alarms."""
     from .artifacts import build
     from .console import table
@@ -313,7 +317,9 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
 
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
-                  dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes)
+                  dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances)
+    for warning in fleet.warnings():
+        click.echo(f"warning: {warning}", err=True)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)
     result = estimates(project, fleet, prices, build(project))  # the dashboards priced are the set's
     if output == "json":

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
-from .catalog import MIG_PROFILE_LABEL
+from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from .cloudwatch_query import pod_dimensions, pod_total_kind
 from .errors import InputError
 from .project import Project
@@ -51,10 +51,36 @@ class Fleet:
     refresh_minutes: int = 5
     gpus: int | None = None  # GPUs across the fleet; default: one per pod
     nodes: int | None = None  # GPU nodes across the fleet; default: one per GPU (an upper bound)
+    mig_instances: int | None = None  # GPU instances each GPU is split into (MIG); None: not said (whole GPUs)
 
     @property
     def gpu_count(self) -> int:
         return self.pods if self.gpus is None else self.gpus
+
+    @property
+    def instances(self) -> int:
+        """The GPU instances pods can hold: a whole GPU is one, a MIG GPU as many as it is split into."""
+        return self.gpu_count * (self.mig_instances or 1)
+
+    @property
+    def mig(self) -> bool:
+        return (self.mig_instances or 1) > 1
+
+    @property
+    def copies(self) -> int:
+        """The exporter's copies of the GPUs' series: one per GPU instance, and where more pods run than there are
+        instances (time-slicing, MPS), one per pod holding an instance (each pod holds one: the copies carry the
+        pod's labels, so each is a label set of its own)."""
+        return max(self.instances, self.pods)
+
+    def warnings(self) -> list[str]:
+        """What the fleet's figures leave open, and how it is counted."""
+        if self.mig_instances is None and self.pods > self.gpu_count:
+            return [f"{self.pods:,} pods on {self.gpu_count:,} GPUs: counted as pods sharing GPUs (time-slicing or "
+                    f"MPS), the exporter writing each GPU's series once per pod holding it; if the GPUs are split "
+                    f"into MIG instances, give --mig-instances N (the instances per GPU; 1: whole GPUs, which also "
+                    f"says the pods time-slice them)"]
+        return []
 
     @property
     def node_count(self) -> int:
@@ -225,22 +251,25 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     labels and metric type (Gauge, Sum: grouped_metric.go, the key of metric_translator.go's
     groupedMetricMetadata and the labels), and writes it whether or not a declaration publishes any of its
     metrics; on agent.pipeline: classic the scraper merges a scrape's samples by their labels first,
-    prom_metric_type among them (plugins/inputs/prometheus mergeMetrics). So per GPU (a whole GPU: the fleet
-    describes no MIG instance) its gauges are one event, its counters another (classic), or on the OTel pipeline
-    two: each pod's copy and the GPU's merged one (render/agent_otel.merged_counters); per pod on the OTel
+    prom_metric_type among them (plugins/inputs/prometheus mergeMetrics). The exporter writes a GPU's series
+    once per GPU instance (a whole GPU is one; a MIG GPU's device fields repeat on every instance) and a shared
+    instance once per pod holding it (time-slicing, MPS), each copy with its own labels (Fleet.copies). So per
+    copy its gauges are one event, its counters another (classic), or on the OTel pipeline two: each pod's copy
+    and the merged one, per GPU for device counters and per instance for the others
+    (render/agent_otel.merged_counters); per pod on the OTel
     pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
     holds (its totals, without a pod, which no set publishes); per cluster kube-state-metrics' series. The filter
     drops `up` and `scrape_*` but a scrape that brought no DCGM sample (the per-node alarm's): none while the
-    exporters answer with data, so not counted. A GPU split into MIG instances writes its gauges' and its per-pod
-    counters' events once per instance, and a GPU pods share by time-slicing once per pod: the fleet describes
-    neither, so neither is counted."""
+    exporters answer with data, so not counted."""
     from .cloudwatch_query import POD_TOTALS
     from .render.agent_otel import _merged_names
 
     settings, catalog = project.settings, project.catalog
     what, queried = _what_is_published(project)
-    gauges = [m.name for m in catalog if m.kind in ("gauge", "summary")]
-    counters = [m.name for m in catalog if m.kind == "counter"]
+    # the scrape job drops the fields MIG does not report from a MIG instance's series
+    dropped = set(MIG_UNSUPPORTED) if fleet.mig else set()
+    gauges = [m.name for m in catalog if m.kind in ("gauge", "summary") and m.name not in dropped]
+    counters = [m.name for m in catalog if m.kind == "counter" and m.name not in dropped]
     pod_set = tuple(pod_dimensions(settings))
     per_pod = set(what.fields.get(pod_set, []))
     per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
@@ -250,16 +279,18 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         return sum(1 for n in names if n in sets)
 
     gpus, pods, nodes, clusters = fleet.gpu_count, fleet.pods, fleet.node_count, fleet.clusters
-    # each pod holds a GPU at least: the GPUs no pod holds are at most the rest, on as many nodes at most
-    idle_nodes = min(nodes, max(gpus - pods, 0))
+    copies, instances = fleet.copies, fleet.instances
+    # each pod holds a GPU instance at least: those no pod holds are at most the rest, on as many nodes at most
+    idle_nodes = min(nodes, max(instances - pods, 0))
     ksm = int(data_missing.expected(settings))  # the agent scrapes kube-state-metrics (render/scrape.py)
     ksm_metrics = len(data_missing.KSM_METRICS)
     if settings.agent.pipeline == "classic":
-        events = [Events("a GPU's gauges", gpus, len(gauges), shown(gauges, per_gpu | per_pod), True),
-                  Events("a GPU's counters", gpus, len(counters), shown(counters, per_gpu | per_pod), True),
+        events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
+                  Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
                   Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False)]
         return [e for e in events if e.count and e.fields]
-    merged = _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
+    merged = [n for n in _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
+              if n not in dropped]
     split = [n for n in merged if n not in counters]  # exporter.virtual_gpus: fields split per process
     merged_counters = [n for n in merged if n in counters]
     kept = [n for n in gauges if n not in split]
@@ -272,14 +303,14 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         if kind and metrics:
             marks[POD_TOTALS[kind][0]] = marks.get(POD_TOTALS[kind][0], 0) + len(metrics)
     events = [
-        Events("a GPU's gauges", gpus, len(kept), shown(kept, per_gpu | per_pod), True),
-        Events("a GPU's counters its pods' labels do not keep", gpus, len(unmerged),
+        Events("a GPU's gauges", copies, len(kept), shown(kept, per_gpu | per_pod), True),
+        Events("a GPU's counters its pods' labels do not keep", copies, len(unmerged),
                shown(unmerged, per_gpu | per_pod), True),
-        Events("a GPU's counters per pod", gpus, len(merged_counters), shown(merged_counters, per_pod), False),
+        Events("a GPU's counters per pod", copies, len(merged_counters), shown(merged_counters, per_pod), False),
         Events("a GPU's device counters, merged", gpus, len(device), shown(device, per_gpu), False),
-        Events("a GPU instance's counters, merged", gpus, len(instance), shown(instance, per_gpu), False),
-        Events("a GPU's fields split per process, per pod", gpus, len(split), shown(split, per_pod), False),
-        Events("a GPU's fields split per process, merged", gpus, len(split), shown(split, per_gpu), False),
+        Events("a GPU instance's counters, merged", instances, len(instance), shown(instance, per_gpu), False),
+        Events("a GPU's fields split per process, per pod", copies, len(split), shown(split, per_pod), False),
+        Events("a GPU's fields split per process, merged", instances, len(split), shown(split, per_gpu), False),
         *(Events(f"a pod's totals ({mark})", pods, count, count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
@@ -303,26 +334,36 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
         return _addon_metric_lines(fleet, prices)
     what, _ = _what_is_published(project)
     sets = what.sets()
+    if fleet.mig:  # the scrape job drops the fields MIG does not report from a MIG instance's series
+        sets = {dims: [m for m in metrics if m not in MIG_UNSUPPORTED] for dims, metrics in sets.items()}
     # Per pod: the per-pod set, and on the OTel pipeline the sets of a pod's totals per scrape (one metric per
     # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' three series.
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
-    # The MIG sets (GPU_I_PROFILE) publish for MIG instances only, which the fleet does not describe: not
-    # counted. The per-instance set publishes once per GPU instance: a whole GPU is one (a MIG GPU its
-    # instances, up to 7). On the OTel pipeline it holds the fields MIG reports per instance only (device
-    # counters are merged to one series per physical GPU); on classic device counters too.
-    mig_only = sum(len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims)
-    per_gpu = sum(len(m) for dims, m in sets.items()
-                  if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET)
-                  and MIG_PROFILE_LABEL not in dims)
+    # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
+    # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
+    # counters are merged to one series per physical GPU); on classic device counters too. The MIG sets
+    # (GPU_I_PROFILE) publish for MIG instances only: per MIG pod, per instance, or per GPU and profile (one
+    # profile a GPU: its instances alike), counted when the fleet is split into MIG instances.
+    mig_sets = {dims: len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims}
+    mig_only = sum(mig_sets.values())
+    gpu_sets = {dims: len(m) for dims, m in sets.items()
+                if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET)
+                and MIG_PROFILE_LABEL not in dims}
+    per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
+    per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
+    mig_months = 0.0
+    if fleet.mig:
+        mig_months = sum(n * (fleet.pods if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
+                              else fleet.gpu_count) for dims, n in mig_sets.items())
     # The exporter targets' scrapes without DCGM samples, one metric per GPU node (the data-missing rule's alarm per
     # node), published only in hours such a scrape happens: counted every hour, an upper bound.
     per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
-    metric_months = per_gpu * fleet.gpu_count + per_node * fleet.node_count + \
-        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters
+    metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
+        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
     monthly = tiered(metric_months, rate["tiers"])
     events = log_events(project, fleet)
@@ -334,13 +375,17 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     full = [e for e in events if e.full]
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
-             f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_pod} fields x {fleet.pods:,} pods "
-             f"(+ {fleet.churn:,} pod starts, prorated)"
+             (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
+              f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
+             + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
              + (f" + the exporters' scrapes without GPU data per GPU node (published while one fails){nodes}"
                 if per_node else "")
-             + (f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
-                f"{mig_only} more per MIG pod or GPU (not counted)" if mig_only else "") + "; tiered"),
+             + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
+                f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
+                f"{mig_only} more per MIG pod or GPU (--mig-instances counts them)" if mig_only else "")
+             + (f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
+                f"logged" if fleet.pods > fleet.instances else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              ingested_gb * _price(prices, "log_ingestion_gb"),
              f"{per_scrape:,.0f} events every {_scrape_seconds(project)} s (one per label set and metric type): "
@@ -538,9 +583,10 @@ def estimates(project: Project, fleet: Fleet, prices: dict[str, Any] | None = No
         result = estimate(other, fleet, prices, "group_by",
                           shipped if name == configured else cloudwatch_dashboards(other))
         sources[name] = {"total": result["total"], "lines": result["lines"]}
-    return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count, "nodes": fleet.node_count}, "prices_as_of": prices["as_of"],
+    return {"fleet": {**asdict(fleet), "gpus": fleet.gpu_count, "nodes": fleet.node_count,
+                      "mig_instances": fleet.mig_instances or 1}, "prices_as_of": prices["as_of"],
             "source": prices["source"], "uncertain_rates": uncertain, "overridden_rates": overridden,
             "cloudwatch_source": configured,
             "group_by": estimate(project, fleet, prices, "group_by", shipped),
             "static": None if enabled(project.settings) else estimate(project, fleet, prices, "static", shipped),
-            "sources": sources, "limits": limits(fleet)}
+            "sources": sources, "limits": limits(fleet), "warnings": fleet.warnings()}
