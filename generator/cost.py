@@ -9,6 +9,9 @@ What the bill has, line by line (rates, sources and dates in defaults/cloudwatch
   groups a scrape's datapoints into one event per label set and metric type (log_events), which
   every scraped field reaches, published or not;
 * dashboards: per cluster; the free tier covers 3 dashboards of at most 50 metrics;
+* the free tier's other allowances (free_tier): 10 custom metrics, 10 alarm metrics of standard alarms that
+  list their metrics, 5 GB of logs ingested and stored, taken from the fleet's bill (the account's other use
+  shares them);
 * alarms: a Metrics Insights alarm is billed per metric its query analyzes (every pod or
   GPU of its cluster), a static alarm per metric;
 * dashboard reads: each widget's query analyzes every metric its SCHEMA matches in the
@@ -180,6 +183,11 @@ def _rate(prices: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _price(prices: dict[str, Any], key: str) -> float:
     return float(_rate(prices, key)["price"])
+
+
+def _free(prices: dict[str, Any], field: str) -> float:
+    """The free tier's allowance of `field` a month (free_tier), 0 for a price file without one."""
+    return float(prices["rates"].get("free_tier", {}).get(field, 0))
 
 
 def _scrape_seconds(project: Project) -> int:
@@ -365,13 +373,17 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
-    monthly = tiered(metric_months, rate["tiers"])
+    free_metrics = min(_free(prices, "custom_metrics"), metric_months)
+    monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
     events = log_events(project, fleet)
     scrapes = MINUTES_PER_MONTH * 60 / _scrape_seconds(project)
     per_scrape = sum(e.count for e in events)
     ingested_gb = sum(e.count * event_bytes(e, prices) for e in events) * scrapes / 1e9
     retention_days = settings.agent.log_retention_days
     stored_gb = ingested_gb * min(retention_days, 30) / 30 * _rate(prices, "log_compression_ratio")["ratio"]
+    # the free tier's GB of logs count ingestion and storage together: taken by ingestion first
+    free_ingested = min(_free(prices, "log_gb"), ingested_gb)
+    free_stored = min(_free(prices, "log_gb") - free_ingested, stored_gb)
     full = [e for e in events if e.full]
     return [
         Line("custom metrics", metric_months, monthly / metric_months if metric_months else 0.0, monthly,
@@ -384,18 +396,21 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (--mig-instances counts them)" if mig_only else "")
+             + (f"; the free tier's first {free_metrics:,.0f} free" if free_metrics else "")
              + (f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
                 f"logged" if fleet.pods > fleet.instances else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
-             ingested_gb * _price(prices, "log_ingestion_gb"),
+             (ingested_gb - free_ingested) * _price(prices, "log_ingestion_gb"),
              f"{per_scrape:,.0f} events every {_scrape_seconds(project)} s (one per label set and metric type): "
              + "; ".join(f"{e.count:,.0f} x {e.what} ({e.fields})" for e in events)
              + (f"; each GPU's {'events' if len(full) > 1 else 'event'} with its every label, the others with a few"
                 if full else "") + (f"; per node{nodes}" if fleet.nodes is None and any(
-                    "node" in e.what or "target" in e.what for e in events) else "")),
+                    "node" in e.what or "target" in e.what for e in events) else "")
+             + (f"; the free tier's first {free_ingested:,.1f} GB free" if free_ingested else "")),
         Line("EMF log storage (GB-month)", stored_gb, _price(prices, "log_storage_gb_month"),
-             stored_gb * _price(prices, "log_storage_gb_month"),
-             f"{retention_days} days retained (agent.log_retention_days), compressed"),
+             (stored_gb - free_stored) * _price(prices, "log_storage_gb_month"),
+             f"{retention_days} days retained (agent.log_retention_days), compressed"
+             + (f"; {free_stored:,.1f} GB free (what ingestion leaves of the free tier's)" if free_stored else "")),
     ]
 
 
@@ -487,6 +502,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                   f"{cluster_alarms} alarms, each analyzing every GPU of its cluster"
                   + (f" (the data-missing rule's per node: every GPU node"
                      f"{'' if fleet.nodes is not None else ', counted per GPU without --nodes'})" if per_node else ""))]
+    # the free tier's alarm metrics: standard alarms that list their metrics (not Metrics Insights alarms)
+    free_alarm_metrics = _free(prices, "alarm_metrics")
     if math_alarms:
         rate = _price(prices, "standard_alarm_metric_month")
         if enabled(settings):
@@ -497,8 +514,11 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
             each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
                                                          "pods (most and least), the cluster's GPU observations")
         metrics = math_alarms * each
-        lines.append(Line("data-missing alarms (metric math)", metrics, rate, metrics * rate,
-                          f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"))
+        free = min(free_alarm_metrics, metrics)
+        free_alarm_metrics -= free
+        lines.append(Line("data-missing alarms (metric math)", metrics, rate, (metrics - free) * rate,
+                          f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"
+                          + (f"; the free tier's {free:,.0f} alarm metrics free" if free else "")))
     if per_pod_alarms or mode == "group_by":
         lines.append(Line("per-pod alarms (GROUP BY pod)", per_pod_analyzed, insights_rate,
                           per_pod_analyzed * insights_rate,
@@ -510,9 +530,10 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     static_alarms = static_rules * fleet.pods
     if static_rules or mode == "static":
         rate = _price(prices, "standard_alarm_metric_month")
-        lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, static_alarms * rate,
+        free = min(free_alarm_metrics, static_alarms)
+        lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, (static_alarms - free) * rate,
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
-                          f"need an apply"))
+                          f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
     return lines, cluster_alarms + math_alarms + per_pod_alarms + static_alarms + mig_alarms
 
 

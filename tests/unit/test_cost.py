@@ -70,7 +70,8 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU)
     assert large["quantity"] == 250_000 + 1 * 5_000 + 4 * 10 + 5 * 5_000 + 1 * 5_000
-    assert large["monthly"] == pytest.approx(27_000 + 35_040 * 0.05)  # flat at the first tier it would be 85,509
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 85,509
+    assert large["monthly"] == pytest.approx(27_000 + 35_040 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -181,7 +182,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 4 + 5 * 10 + 1 * 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 4 + 5 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -280,3 +281,33 @@ def test_the_readmes_worked_example_is_what_the_command_says(project, project_di
     assert rows == 3
     assert f"The agent writes {events[0]}, {events[1]} and {events[2]} log events every 30 s" in " ".join(
         section.split())
+
+
+def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(project, tmp_path):
+    """The pricing page's free tier, per account and month: 10 custom metrics, 10 alarm metrics of standard alarms
+    that list their metrics (not Metrics Insights alarms), 5 GB of logs ingested and stored together. A small fleet
+    pays for its metrics but the first 10, no logs and no data-missing alarm; a price file without the free tier
+    pays for all of it."""
+    fleet = Fleet(clusters=1, pods=2, churn=0)
+    lines = _lines(estimates(project, fleet))
+    metrics, ingestion, storage = (lines[k] for k in ("custom metrics", "EMF log ingestion (GB)",
+                                                      "EMF log storage (GB-month)"))
+    assert metrics["monthly"] == pytest.approx((metrics["quantity"] - 10) * 0.30)
+    assert 0 < ingestion["quantity"] + storage["quantity"] < 5
+    assert ingestion["monthly"] == storage["monthly"] == 0
+    assert lines["data-missing alarms (metric math)"]["quantity"] == 5
+    assert lines["data-missing alarms (metric math)"]["monthly"] == 0
+    insights = lines["GPU and cluster alarms (Metrics Insights)"]
+    assert insights["monthly"] == pytest.approx(insights["quantity"] * 0.10)  # no free tier for these
+    static = estimates(project, Fleet(clusters=1, pods=20, churn=0))["static"]
+    per_pod = next(line for line in static["lines"] if line["item"] == "per-pod alarms (static, one per pod)")
+    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 5) * 0.10)  # what the math alarm leaves
+    big = _lines(estimates(project, Fleet(clusters=1, pods=500, churn=0)))["EMF log ingestion (GB)"]
+    assert big["monthly"] == pytest.approx((big["quantity"] - 5) * 0.50)
+    override = tmp_path / "prices.json"
+    override.write_text(json.dumps({"rates": {"free_tier": {"custom_metrics": 0, "alarm_metrics": 0, "log_gb": 0}}}))
+    paid = _lines(estimates(project, fleet, load_prices(overrides=override)))
+    assert paid["custom metrics"]["monthly"] == pytest.approx(metrics["quantity"] * 0.30)
+    assert paid["EMF log ingestion (GB)"]["monthly"] == pytest.approx(ingestion["quantity"] * 0.50)
+    assert paid["EMF log storage (GB-month)"]["monthly"] == pytest.approx(storage["quantity"] * 0.03)
+    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.50)
