@@ -25,7 +25,7 @@ import copy
 import difflib
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -211,7 +211,9 @@ def _analyzed(dims: tuple[str, ...] | list[str], project: Project, fleet: Fleet)
         return 1.0 if list(dims) == [CLUSTER] else pods if POD in dims else gpus
     if tuple(dims) == data_missing.SAMPLES_SET:  # the exporter targets' scrapes without data: one per GPU node
         return fleet.node_count / max(fleet.clusters, 1)
-    return pods if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims) else gpus
+    if list(dims) == pod_dimensions(project.settings) or pod_total_kind(dims):
+        return pods
+    return gpus * (fleet.mig_instances or 1) if MIG_INSTANCE_LABEL in dims else gpus  # a MIG GPU's instances
 
 
 def _addon_metric_lines(fleet: Fleet, prices: dict[str, Any]) -> list[Line]:
@@ -243,6 +245,7 @@ class Events:
     fields: int  # metrics each holds
     published: int  # of them, those a declaration publishes (named in the event's CloudWatchMetrics directive)
     full: bool  # carries a GPU's every label, else a few
+    mig: bool = False  # a MIG instance's: its every label and GPU_I_PROFILE, GPU_I_ID
 
 
 def _what_is_published(project: Project) -> tuple[Published, dict[str, set[tuple[str, ...]]]]:
@@ -296,7 +299,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
                   Events("a GPU's counters", copies, len(counters), shown(counters, per_gpu | per_pod), True),
                   Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False)]
-        return [e for e in events if e.count and e.fields]
+        return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
     merged = [n for n in _merged_names(catalog, settings, selected_metrics(catalog, settings, queried.keys()))
               if n not in dropped]
     split = [n for n in merged if n not in counters]  # exporter.virtual_gpus: fields split per process
@@ -324,13 +327,14 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
           for mark, count in marks.items()),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
     ]
-    return [e for e in events if e.count and e.fields]
+    return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
 
 
 def event_bytes(events: Events, prices: dict[str, Any]) -> float:
     """The size of one such event (emf_event_bytes)."""
     rate = _rate(prices, "emf_event_bytes")
     return (rate["labels"] if events.full else rate["small_labels"]) + rate["per_field"] * events.fields + \
+        (rate.get("mig_labels", 0) if events.mig else 0) + \
         (rate["directive"] + rate["per_metric"] * events.published if events.published else 0)
 
 
