@@ -19,9 +19,13 @@ Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
   2. exporters are expected (desired > 0) but no GPU reported at all, or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node), and no
-     rollout of the DaemonSet progressed in it (its updated pods did not change): a rollout of many nodes
+     rollout of the DaemonSet progressed in it (its updated pods did not change) or the shortfall was more than
+     a rollout keeps (ROLLOUT_UNAVAILABLE, the DaemonSet's default maxUnavailable 1): a rollout of many nodes
      (RollingUpdate, maxUnavailable 1) keeps one pod unavailable nearly all the time, each node's data
-     missing a minute once; a rollout stuck on a node fires.
+     missing a minute once; a rollout stuck on a node fires, and so does an exporter down on one node while a
+     rollout replaces the others (two unavailable all period). One pod down while a rollout progresses is not
+     told from the rollout's own until the rollout ends or stops on it (and for a window and the `for` after
+     it ends); a rollout with maxUnavailable above 1 reads as data missing.
 The rule also fires on 4. an exporter target that brought no GPU data most of the time: more than half
 (NO_DATA_SHARE) of its scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
 (`up` 0) or answered without one DCGM sample (`scrape_samples_post_metric_relabeling` 0, which a failed scrape
@@ -53,7 +57,7 @@ one the settings name.
 
 CloudWatch form: a metric-math alarm over four static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the three kube-state-metrics series with its own job), the updated pods read
-twice (their Maximum u and Minimum v): `IF(d > 0, g * (a >= d OR u > v), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
+twice (their Maximum u and Minimum v): `IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
 guide, "Using math expressions with CloudWatch metrics",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html: its IF tables
 and "Missing values in a time series are treated as 0"), IF drops a timestamp where its condition
@@ -183,7 +187,12 @@ SOURCE = "kube-state-metrics"
 # old pod as soon as the new one is available: kube-state-metrics rarely sees all available while it runs).
 KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"), ("u", UPDATED, "Maximum"),
              ("v", UPDATED, "Minimum"))
-EXPRESSION = "IF(d > 0, g * (a >= d OR u > v), 1)"
+# The most exporter pods a rollout keeps unavailable at once: the DaemonSet's default RollingUpdate maxUnavailable, which
+# the GPU operator and the dcgm-exporter chart keep. A shortfall above it, all period long, is not the rollout's: it fires
+# while a rollout progresses (an exporter without a scrape target on one node during a rollout elsewhere). A rollout
+# with maxUnavailable above it is read as data missing.
+ROLLOUT_UNAVAILABLE = 1
+EXPRESSION = f"IF(d > 0, g * (a >= d OR (u > v AND d - a <= {ROLLOUT_UNAVAILABLE})), 1)"
 
 # The Container Insights add-on's form (see the module's docstring).
 ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
@@ -540,7 +549,9 @@ def prometheus_expression(field: str, settings: Settings, window: str) -> str:
                f"unless {on} count{by} (count_over_time({field}[{window}]))",
                "exporters are expected but no GPU reported"),
         reason(f"(min_over_time({DESIRED}[{window}]) > max_over_time({AVAILABLE}[{window}])) and {each} {found} "
-               f"unless {each} (max_over_time({UPDATED}[{window}]) > min_over_time({UPDATED}[{window}]))",
+               f"unless {each} ((max_over_time({UPDATED}[{window}]) > min_over_time({UPDATED}[{window}])) "
+               f"and {each} (min_over_time({DESIRED}[{window}]) - max_over_time({AVAILABLE}[{window}]) "
+               f"<= {ROLLOUT_UNAVAILABLE}))",
                "fewer exporter pods available than desired"),
     ]
     return " or ".join(branches)
