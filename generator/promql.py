@@ -209,15 +209,15 @@ def _parenthesised(text: str) -> str:
 
 
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
-                  window: str, as_increase: bool, over_time: tuple[str, str] | None = None,
+                  window: str, as_increase: bool, over_time: tuple[str, str, str | None] | None = None,
                   copies: str | None = None, resolution: str | None = None,
                   device: _Device | None = None) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase.
 
-    `over_time` (function, window) takes a gauge over a window instead of its latest sample,
-    as CloudWatch takes a statistic over the observations of each period (alerts). With it, a
-    counter's increase is exact, as CloudWatch sums the agent's deltas: the latest sample less the
-    latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
+    `over_time` (function, window, offset) takes a gauge over a window (ending `offset` before the instant: an
+    earlier period; a counter's growth too) instead of its latest sample, as CloudWatch takes a statistic over
+    the observations of each period (alerts). With it, a counter's increase is exact, as CloudWatch sums the
+    agent's deltas: the latest sample less the latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
     which scales the samples inside the window up to its length (50 replays read as 55.6 over
     nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
     `copies` (_Merge.copies: a selector `{0}`'s copies of one GPU instance made one series: every label but
@@ -239,29 +239,33 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
+    shift = over_time[2] if over_time is not None else None  # the window ends that long before the instant
     if not counter:
         gauge = "{} < " + BLANK_FLOOR
         if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
             gauge = f"last_over_time({{}}[{step_window(resolution)}]) < " + BLANK_FLOOR
         elif over_time is not None:  # a window holding a blank sentinel gives no value
-            function, span = over_time
-            gauge = f"{function}_over_time({{}}[{span}]) < " + BLANK_FLOOR
+            function, span, shift = over_time
+            gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}) < " + BLANK_FLOOR
         shared = device.reading(metric, extra, gauge) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
-        subquery = f"{fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])}" \
+        readings = f"{fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])}" \
                    f"[{window}:{resolution}]"
+        subquery = readings + _offset(shift)
 
         def run(function: str) -> str:
             return function.format(subquery)
-        span, now, before = "{0}", "last_over_time({0})", f"last_over_time({{0}} offset {window})"
+        earlier = (readings + _offset(_plus(window, shift))).replace("{", "{{").replace("}", "}}")
+        span, now, before = "{0}", "last_over_time({0})", f"last_over_time({earlier})"
         first = "min_over_time({0})"  # the window's first reading, when it holds no reset
     else:
         def run(function: str) -> str:
             return _raw(metric, branches, extra, function)
-        span, now, before, first = "{0}[" + window + "]", "{0}", "{0} offset " + window, None
+        span, now = "{0}[" + window + "]" + _offset(shift), "{0}" + _offset(shift)
+        before, first = "{0}" + _offset(_plus(window, shift)), None
     change = run(("increase(" if as_increase else "rate(") + span + ")")
     if as_increase and over_time is not None:
         exact = run(f"({now} - {before})")
@@ -275,6 +279,22 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
+
+
+def _offset(shift: str | None) -> str:
+    """The offset modifier that moves a window `shift` back (none for no shift)."""
+    return f" offset {shift}" if shift else ""
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+def _plus(window: str, shift: str | None) -> str:
+    """`window` and `shift` (durations such as 5m, 30s) added up, as one duration."""
+    if not shift:
+        return window
+    seconds = sum(int(d[:-1]) * _UNITS[d[-1]] for d in (window, shift))
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
@@ -360,7 +380,7 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
-             window: str, as_increase: bool, count: bool, over_time: tuple[str, str] | None = None,
+             window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined.
 
@@ -403,7 +423,7 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = "$__range",
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
-               resolution: str | None = None) -> str:
+               resolution: str | None = None, offset: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -417,6 +437,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     instance's memory is its own). Whole GPUs, and pods sharing one, are as without it.
     `kind` ("whole" or "mig", with `kinds_apart`) takes only whole GPUs' own readings or only MIG
     instances' stand-in for a field MIG does not report.
+    `offset` (alerts, with `gauge_window`) ends every window that long before the instant: an earlier period.
     `resolution` (the scrape interval) lets a counter merged over its pods' copies merge them before
     its rate or increase (a subquery at that step, see _field_series).
     With `labels.copies` (exporter.virtual_gpus), a field the exporter splits per process is read as
@@ -446,7 +467,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
 
     def per_gpu(metric: str, whole: bool) -> str:
-        over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window)
+        over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
+                                                       offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole) \
             if labels.copies else None
@@ -462,7 +484,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     def aggregated(how: str) -> str:
         return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
     if gauge_window is not None and resolution and not count and reads_gauges(query, catalog):
-        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution)
+        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset)
     return aggregated(query.aggregation)
 
 
@@ -471,7 +493,7 @@ def reads_gauges(query: Query, catalog: Catalog) -> bool:
     return not any(m in catalog and catalog.get(m).is_counter for m in (query.metric, *query.over))
 
 
-def gauge_readings(aggregated, aggregation: str, window: str, resolution: str) -> str:
+def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | None = None) -> str:
     """A gauge's statistic over `window` from one reading per step of the scrape interval (alerts, as CloudWatch
     takes a statistic over the period's observations). At each step every series' latest sample of the step
     before (fresh_reading's range: a sample counts once) is read, a blank one left out, and a GPU's (a pod's GPU's)
@@ -481,9 +503,10 @@ def gauge_readings(aggregated, aggregation: str, window: str, resolution: str) -
     to another GPU or a GPU handed to another pod starts new series, which no longer split the window; a blank
     reading drops that reading, not the window; a used share's peak is that of one reading, not the largest used
     over the largest free of different readings. The mean is of every reading in the window (the sum of the
-    readings over their count), as CloudWatch's average over the observations of each series it merges."""
+    readings over their count), as CloudWatch's average over the observations of each series it merges. `shift`:
+    the window ends that long before the instant (an earlier period)."""
     def over(function: str, how: str) -> str:
-        return f"{function}_over_time(({aggregated(how)})[{window}:{resolution}])"
+        return f"{function}_over_time(({aggregated(how)})[{window}:{resolution}]{_offset(shift)})"
     if aggregation in GAUGE_OVER_TIME:
         return over(GAUGE_OVER_TIME[aggregation], aggregation)
     if aggregation == "avg":

@@ -580,10 +580,36 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
     kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
-    values = [expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                         gauge_window=window, per_instance=True, kind=kind,
-                         resolution=f"{settings.scrape.seconds}s") for kind in kinds]
-    return " or ".join(f"{value} {condition.comparison} {condition.threshold:g}" for value in values)
+
+    def breaching(kind: str | None, period: int) -> str:
+        """The statistic of the period `period` periods back from the evaluation against the threshold."""
+        value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
+                           gauge_window=window, per_instance=True, kind=kind, resolution=f"{settings.scrape.seconds}s",
+                           offset=_duration(alarm.period_seconds * period) if period else None)
+        return f"{value} {condition.comparison} {condition.threshold:g}"
+    return " or ".join(_of_periods(alarm, lambda period, kind=kind: breaching(kind, period)) for kind in kinds)
+
+
+PERIOD_LABEL = "gpudash_period"  # which of the alarm's periods a condition judged (counted, then dropped)
+
+
+def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
+    """The periods CloudWatch judges at an evaluation, judged at each of the rule's: the N whole periods that end
+    at the evaluation (its sliding evaluation window), of which M must breach. `breaching(k)` is the
+    condition on the period k periods back. One period: its condition; M of M: every period's condition (`and`;
+    the value is the latest period's); M of N: the periods that breach counted (each marked with its own
+    PERIOD_LABEL, so that `or` keeps them all) against M. A period without data breaches in none of them, as
+    TreatMissingData notBreaching (and missing, as tests/support/cloudwatch_eval reads it) has it; the one rule
+    that treats missing data as breaching, data-missing, has its own form."""
+    periods = alarm.evaluation_periods
+    needed = alarm.datapoints_to_alarm or periods
+    if periods == 1:
+        return breaching(0)
+    if needed == periods:
+        return "(" + " and ".join(f"({breaching(k)})" for k in range(periods)) + ")"
+    marked = " or ".join(f'label_replace({breaching(k)}, "{PERIOD_LABEL}", "{k}", "", "")'
+                         for k in range(periods))
+    return f"(count without ({PERIOD_LABEL}) ({marked}) >= {needed})"
 
 
 def no_data_rule(alarm: Alarm, settings: Settings) -> str:
@@ -627,7 +653,10 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
             continue  # left out, with a note (data_missing.left_out_reason)
-        pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1)
+        # The data-missing rule holds its condition (`for`); every other rule judges each of CloudWatch's periods
+        # at once (_of_periods), as CloudWatch does at each evaluation.
+        pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1) \
+            if alarm.absent else 0
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
             "expr": prometheus_expression(alarm, catalog, settings),
