@@ -217,9 +217,9 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     `over_time` (function, window, offset) takes a gauge over a window (ending `offset` before the instant: an
     earlier period; a counter's growth too) instead of its latest sample, as CloudWatch takes a statistic over
     the observations of each period (alerts). With it, a counter's increase is exact, as CloudWatch sums the
-    agent's deltas: the latest sample less the latest one a window earlier (a missed scrape's delta covers the gap in both), not increase(),
-    which scales the samples inside the window up to its length (50 replays read as 55.6 over
-    nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
+    agent's deltas: the latest sample less the latest one a window earlier (a missed scrape's delta covers the
+    gap in both), not increase(), which scales the samples inside the window up to its length (50 replays read
+    as 55.6 over nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
     `copies` (_Merge.copies: a selector `{0}`'s copies of one GPU instance made one series: every label but
     the GPU's identity and the outer grouping merged, so per pod one series per pod and GPU instance) with `resolution` (the scrape interval) take a counter's rate or increase
     from one reading of its copies per step of that interval (a subquery over fresh_reading): the

@@ -41,6 +41,7 @@ from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
+from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
@@ -340,7 +341,8 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
         rule = rules[alert_name(alarm.id)]
         condition = cloudwatch_condition(alarm, project.settings)  # the one both forms of the rule evaluate
         # the rule merges a counter's copies at the scrape interval it was made for; this Prometheus scrapes every 1 s
-        result = prometheus.query(scraped_every(rule["expr"], project.settings.scrape.seconds, 1), at=at)
+        expr = latest_period(alarm, project.catalog, project.settings, rule["expr"])
+        result = prometheus.query(scraped_every(expr, project.settings.scrape.seconds, 1), at=at)
         if alarm.absent:  # data stopped: on a shared Prometheus, the silent cluster and only it
             # and its rule on each exporter target's scrapes: every target of the fleet brings GPU data
             (second,) = [r for r in every if r["alert"] == rule["alert"] and r is not rule]
@@ -363,7 +365,7 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
             values = {k: v * 2 for k, v in values.items()}
         compare = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}[condition.comparison]
         expected = {k for k, v in values.items() if compare(float(v), float(condition.threshold))}
-        assert firing == expected, (path.name, rule["alert"], rule["expr"])
+        assert firing == expected, (path.name, rule["alert"], expr)
         fired[rule["alert"]] = firing
         # the summary names the object with the labels the alert carries
         for series in result:

@@ -32,6 +32,7 @@ from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.integration.test_fleet_truth import EXPORTED, _operator_monitor
 from tests.support import virtual_gpus
+from tests.support.alert_periods import latest_period
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter
@@ -168,7 +169,7 @@ def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(serv
         condition = cloudwatch_condition(alarm, settings)
         template = legend(condition.query, settings.labels)
         # the rule reads one reading per step of the scrape interval: this Prometheus scrapes every second
-        expr = scraped_every(rule["expr"], settings.scrape.seconds, 1)
+        expr = scraped_every(latest_period(alarm, project.catalog, settings, rule["expr"]), settings.scrape.seconds, 1)
         firing = {render_legend(template, s["metric"]) for s in prometheus.query(expr)}
         compare = {">": float.__gt__, "<": float.__lt__}[condition.comparison]
         expected = {k for k, v in truth(condition.query).items() if compare(v, float(condition.threshold))}
