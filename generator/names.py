@@ -50,6 +50,17 @@ def names_cluster(prefix: str, name: str, clusters: frozenset[str] | set[str],
     return head is not None and head[len(prefix) + 1:] in clusters
 
 
+def cluster_tail(prefix: str, name: str, clusters: frozenset[str] | set[str],
+                 known: frozenset[str] | set[str] = frozenset()) -> str | None:
+    """What follows <prefix>-<cluster>- in `name` when `names_cluster` reads it as one of `clusters`'; else None.
+    Whether a cluster that continues that one (`prod-eu` beside `prod`) could own the name too is for the tail
+    to tell: `gpudash-prod-eu-inference` has the tail `eu-inference`, read as `prod-eu`'s `inference` as well."""
+    head = _longest_head(name, {f"{prefix}-{cluster}" for cluster in {*clusters, *known}})
+    if head is None or head[len(prefix) + 1:] not in clusters:
+        return None
+    return name[len(head) + 1:]
+
+
 def name_tails(prefix: str, names, clusters) -> frozenset[str]:
     """What follows <prefix>-<cluster>- in the names gpudash gives `clusters`' objects (a rule and severity,
     a dashboard id), each name read with the longest of `clusters` it starts with."""

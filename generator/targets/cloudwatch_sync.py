@@ -26,6 +26,7 @@ CloudWatch has no conditional write or delete: what changes after that last read
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -35,9 +36,12 @@ from ..clients.deadline import DeadlineExceeded
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
-from ..markers import ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG
-from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, clusters_named, is_alarm_name,
-                     is_cloudwatch_dashboard_name, name_tails, names_cluster)
+from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_OWNER_TEXT, ALARM_PROJECT_TAG,
+                       ALARM_RULE_TAG)
+from ..model import SEVERITIES
+from ..render.alarms import MIG_SUFFIX
+from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
+                     is_cloudwatch_dashboard_name, name_tails)
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
                          alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
                          marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
@@ -212,7 +216,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
     kept: list[str] = []
-    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, listed, dashboards, clusters))
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, listed, dashboards, clusters),
+                             _dashboard_tail_exact)
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded)
            for name, body in zip(retired, bodies)]
     if elsewhere:
@@ -235,21 +240,42 @@ def _seen_clusters(prefix: str, listed, defined, clusters: tuple[str, ...]) -> f
 
 
 def _unrecorded(prefix: str, mine: frozenset[str], others: bool, elsewhere: list[str],
-                kept: list[str], seen: frozenset[str] = frozenset()) -> Callable[[str], bool]:
+                kept: list[str], seen: frozenset[str] = frozenset(),
+                exact: Callable[[str, str], bool] = lambda name, tail: False) -> Callable[[str], bool]:
     """Whether an object of this project no longer defined that records no clusters (written before gpudash
     recorded them) must stay: pruned only on evidence it is these settings', its name in the form gpudash
-    gives a cluster of their lineage `mine` (read exactly: not the form of a longer cluster `seen`), and
-    while no object of the project seen (`others`) shows another file publishing; one kept goes to
-    `elsewhere` (while others publish) or `kept`."""
+    gives a cluster of their lineage `mine` (read exactly: not the form of a longer cluster `seen`), with a
+    tail no longer cluster could have given it (`exact(name, tail)`: `gpudash-prod-eu-inference` may be
+    `prod-eu`'s `inference` though no object shows `prod-eu`), and while no object of the project seen
+    (`others`) shows another file publishing; one kept goes to `elsewhere` (while others publish) or `kept`."""
     def stays(name: str) -> bool:
+        tail = cluster_tail(prefix, name, mine, seen)
         if others:
             elsewhere.append(name)
-        elif not names_cluster(prefix, name, mine, seen):
+        elif tail is None or not exact(name, tail):
             kept.append(name)
         else:
             return False
         return True
     return stays
+
+
+def _dashboard_tail_exact(name: str, tail: str) -> bool:
+    """A dashboard id with no dash: shorter than the <word>-<id> a cluster that continues this one would leave."""
+    return "-" not in tail
+
+
+def _alarm_tail_exact(tags: dict[str, list[dict[str, str]]]) -> Callable[[str, str], bool]:
+    """An alarm's tail read with its own rule tag: <rule>[-mig]-<severity>[-...], as gpudash names it (a cluster
+    that continues this one would leave its extra words before the rule); or one of fewer than three words,
+    shorter than the <word>-<rule>-<severity> a longer cluster's alarm would leave."""
+    def exact(name: str, tail: str) -> bool:
+        if tail.count("-") < 2:
+            return True
+        rule = next((t.get("Value") for t in tags.get(name, []) if t.get("Key") == ALARM_RULE_TAG), None)
+        return isinstance(rule, str) and re.fullmatch(
+            rf"{re.escape(rule)}(?:{re.escape(MIG_SUFFIX)})?-(?:{'|'.join(SEVERITIES)})(?:-.+)?", tail) is not None
+    return exact
 
 
 def _unrecorded_note(kind: str, names: list[str], project: str, delete: str) -> str:
@@ -309,7 +335,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
                  for name, t in tags.items() if name not in requests)
     kept: list[str] = []
-    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, live, requests, clusters))
+    unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, live, requests, clusters),
+                             _alarm_tail_exact(tags))
     for name, alarm in sorted(live.items()):
         if name in requests or not project or not alarm_owned(tags.get(name, [])):
             continue

@@ -93,11 +93,11 @@ def test_prune_deletes_only_owned_alarms_no_longer_defined(aws, published):
     for name, tagged in (("gpudash-gpu-cluster-retired-rule-warning", True), ("gpudash-handmade", False)):
         client.put_metric_alarm(AlarmName=name, MetricName="m", Namespace="n", Statistic="Average", Period=60,
                                 EvaluationPeriods=1, Threshold=1, ComparisonOperator="GreaterThanThreshold")
-        if tagged:  # what gpudash leaves: the ownership tag and the hash of the alarm as it wrote it
+        if tagged:  # what gpudash leaves: the ownership and rule tags and the hash of the alarm as it wrote it
             alarm = alarms(client)[name]
             client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
                 {"Key": "ManagedBy", "Value": "gpudash"}, {"Key": ALARM_HASH_TAG, "Value": alarm_hash(alarm)},
-                {"Key": "gpudash:project", "Value": "test"}])
+                {"Key": "gpudash:rule", "Value": "retired-rule"}, {"Key": "gpudash:project", "Value": "test"}])
     code, report, _ = apply()
     assert code == 0 and "gpudash-gpu-cluster-retired-rule-warning" in alarms(client)
     assert [c["name"] for c in report["changes"] if c["action"] == "delete"] == [

@@ -343,21 +343,24 @@ def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluste
         aws, published, tmp_path):
     """File B (other) was published only by gpudash versions that recorded no clusters, so none of its
     dashboards and alarms shows another file: A's prune still leaves them (named for no cluster of A's), and
-    says how to delete one by hand; A's own retired dashboard of that age (named for A's cluster) is pruned."""
+    says how to delete one by hand; A's own retired dashboard of that age (named for A's cluster) is pruned when
+    its name reads one way only, and left, listed in the note, when a longer cluster could have given it the
+    name (`gpudash-gpu-cluster-old-view`: `gpu-cluster`'s `old-view` or a cluster `gpu-cluster-old`'s `view`)."""
     client, apply = aws
     published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
     for name in _dashboards(client):
         _published_by(client, name, ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else None)
     for name in alarms(client):
         _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None)
-    retired = "gpudash-gpu-cluster-old-view"
-    _published_by(client, "gpudash-gpu-cluster-health", None, as_name=retired)
+    retired, two_ways = "gpudash-gpu-cluster-retired", "gpudash-gpu-cluster-old-view"
+    for name in (retired, two_ways):
+        _published_by(client, "gpudash-gpu-cluster-health", None, as_name=name)
     before = (_dashboards(client), _all_alarms(client))
-    code, report, stderr = apply("--prune", "--max-prune-share", "60")  # (B's would be 4 of 7 dashboards)
+    code, report, stderr = apply("--prune", "--max-prune-share", "60")  # (B's would be 4 of 8 dashboards)
     assert code == 0, stderr
     assert (_dashboards(client), _all_alarms(client)) == ([n for n in before[0] if n != retired], before[1])
     assert retired in report["written"] and not [n for n in report["written"] if n.startswith("gpudash-other-")]
-    assert "3 dashboard(s) of project 'test' not defined here record no clusters" in stderr
+    assert "4 dashboard(s) of project 'test' not defined here record no clusters" in stderr and two_ways in stderr
     others = [n for n in before[1] if n.startswith("gpudash-other-")]
     assert others and f"{len(others)} alarm(s) of project 'test' not defined here record no clusters" in stderr
     assert "delete-dashboards --dashboard-names NAME" in stderr and "delete-alarms --region us-east-1" in stderr
@@ -387,7 +390,7 @@ def test_an_unrecorded_object_of_a_cluster_whose_name_continues_this_ones_is_not
         _published_by(client, name, [mine] if ours(name) else None)
     for name in alarms(client):
         _written_before_marks(client, name, mine if ours(name) else None)
-    retired, theirs_retired = f"gpudash-{mine}-old-view", f"gpudash-{theirs}-old-view"
+    retired, theirs_retired = f"gpudash-{mine}-retired", f"gpudash-{theirs}-old-view"
     _published_by(client, f"gpudash-{mine}-health", None, as_name=retired)
     _published_by(client, f"gpudash-{theirs}-health", None, as_name=theirs_retired)
     person = f"gpudash-{mine}-old-board"
@@ -402,3 +405,47 @@ def test_an_unrecorded_object_of_a_cluster_whose_name_continues_this_ones_is_not
     assert retired in report["written"] and not [n for n in report["written"] if not ours(n)]
     assert (_dashboards(client), _all_alarms(client)) == ([n for n in before[0] if n != retired], before[1])
     assert "4 dashboard(s) of project 'test' not defined here record no clusters" in stderr, stderr
+
+
+def _as_rule(client, name, as_name, rule):
+    """Write the alarm `name` again as `as_name`, with its tags and the rule tag `rule` (another file's rule)."""
+    alarm = alarms(client)[name]
+    tags = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+    fields = {k: v for k, v in alarm.items() if k in ("AlarmDescription", "ActionsEnabled", "OKActions", "AlarmActions",
+                                                     "InsufficientDataActions", "EvaluationPeriods", "DatapointsToAlarm",
+                                                     "Threshold", "ComparisonOperator", "TreatMissingData", "Metrics")}
+    client.put_metric_alarm(AlarmName=as_name, **fields, Tags=[
+        t if t["Key"] != "gpudash:rule" else {"Key": "gpudash:rule", "Value": rule} for t in tags])
+
+
+def test_an_unrecorded_object_whose_name_a_longer_cluster_could_have_given_is_not_pruned(aws, tmp_path):
+    """File B (cluster `prod-eu`) defines a dashboard and an alarm rule that file A (`prod`) does not, written by
+    a gpudash that recorded no clusters, and none of B's other objects is there to show `prod-eu`. Their names
+    (`gpudash-prod-eu-inference`, `gpudash-prod-eu-inference-stall-warning`) read as A's retired `eu-inference`
+    too; nothing proves they are A's, so A's --prune (even with --force) leaves them and says so in its notes;
+    A's own retired dashboard of that age, whose name reads one way, is pruned."""
+    client, apply = aws
+    both = _settings(tmp_path, "both", "project: test\nclusters:\n  - {name: prod, region: us-east-1}\n"
+                                       "  - {name: prod-eu, region: us-east-1}\n")
+    assert apply("--config", both)[0] == 0
+    for name in _dashboards(client):
+        _published_by(client, name, None if name.startswith("gpudash-prod-eu-") else ["prod"])
+    for name in alarms(client):
+        _written_before_marks(client, name, None if name.startswith("gpudash-prod-eu-") else "prod")
+    _published_by(client, "gpudash-prod-eu-health", None, as_name="gpudash-prod-eu-inference")
+    _published_by(client, "gpudash-prod-health", None, as_name="gpudash-prod-retired")
+    _as_rule(client, "gpudash-prod-eu-gpu-idle-warning", "gpudash-prod-eu-inference-stall-warning", "inference-stall")
+    for name in _dashboards(client):  # of B's, only what A does not define is left
+        if name.startswith("gpudash-prod-eu-") and name != "gpudash-prod-eu-inference":
+            client.delete_dashboards(DashboardNames=[name])
+    client.delete_alarms(AlarmNames=[n for n in alarms(client)
+                                     if n.startswith("gpudash-prod-eu-") and "inference" not in n])
+    before = (_dashboards(client), _all_alarms(client))
+    code, report, stderr = apply("--prune", "--force", "--allow-mass-prune", "--config",
+                                 _settings(tmp_path, "a", "project: test\nclusters:\n  - {name: prod, region: us-east-1}\n"))
+    assert code == 0, stderr
+    assert (_dashboards(client), _all_alarms(client)) == ([n for n in before[0] if n != "gpudash-prod-retired"],
+                                                          before[1])
+    assert "1 dashboard(s) of project 'test' not defined here record no clusters" in stderr
+    assert "1 alarm(s) of project 'test' not defined here record no clusters" in stderr
+    assert "gpudash-prod-eu-inference" in stderr and "gpudash-prod-eu-inference-stall-warning" in stderr
