@@ -13,7 +13,8 @@ graphics engine activity); a pod always idle; a pod always busy; a pod with one 
 mean 7.8%). CloudWatch's side goes through the model of the agent driven by the generated config into the
 generated alarms; the Prometheus side is the same readings through `promtool test rules` on the generated
 rules. Each is evaluated 15 s after a scrape (no reading on a period's edge). At each minute both name the
-pods the periods say, and no other.
+pods the periods say, and no other. A rule of 2 of 3 periods ("Pod's GPU bursts", a reading over 20% in a
+period) is judged on the same fleet: the split burst breaches two periods at 915 s alone.
 """
 
 from __future__ import annotations
@@ -70,6 +71,32 @@ def truth(at: int) -> set[str]:
 
 ENDS = range(600, STEPS * STEP, 60)
 
+# M of N: a pod's GPU over 20% at some reading of 2 of the 3 periods that end at the evaluation.
+BURSTS = '''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("pod-bursts", "Pod's GPU bursts", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max", ("pod",)), ">", 20),
+                evaluation_periods=3, datapoints_to_alarm=2)
+'''
+BURST_LEVEL, BURST_PERIODS, BURST_NEEDED = 20.0, 3, 2
+
+
+def burst_truth(at: int) -> set[str]:
+    """The pods with a reading over 20% in at least 2 of the 3 five-minute periods that end at `at`."""
+    return {pod for pod in PODS
+            if sum(any(UTIL[pod](k) > BURST_LEVEL for k in range(STEPS)
+                       if at - (b + 1) * PERIOD < k * STEP <= at - b * PERIOD)
+                   for b in range(BURST_PERIODS)) >= BURST_NEEDED}
+
+
+def test_the_burst_cases_are_told_apart():
+    """The burst two periods split breaches two periods at 915 s alone; in one period it breaches one."""
+    fired = {end: burst_truth(end + 15) for end in ENDS}
+    assert fired[900] == {"busy", "split", "split-mig"}
+    assert fired[840] == fired[960] == fired[1500] == {"busy"}  # the spike (60%) breaches one period at most
+
 
 def test_the_cases_are_told_apart():
     """The burst that two periods split is idle at 915 s, then not until it leaves the window at 1,215 s; a window
@@ -85,25 +112,27 @@ def test_the_cases_are_told_apart():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    return built_with(tmp_path_factory.mktemp("period-twins"), {}, settings=SETTINGS)
+    return built_with(tmp_path_factory.mktemp("period-twins"), {"bursts.py": BURSTS}, settings=SETTINGS)
 
 
-def test_cloudwatch_alarms_judge_each_period(built):
+@pytest.mark.parametrize("rule, periods, needed, said", [("gpu-idle", PERIODS, PERIODS, truth),
+                                                        ("pod-bursts", BURST_PERIODS, BURST_NEEDED, burst_truth)])
+def test_cloudwatch_alarms_judge_each_period(built, rule, periods, needed, said):
     files, _ = built
     config, job = agent_config(files[AGENT_FILE])
     scrapes = [Scrape(float(k * STEP), mixed_fleet.payload(_node(pod, k), k * STEP),
                       target_labels(job, f"node-{pod}")) for k in range(STEPS) for pod in PODS]
     points = Agent(config, job).run(scrapes)
     requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                if {"Key": "gpudash:rule", "Value": "gpu-idle"} in a["Request"]["Tags"]]
+                if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
     assert len(requests) == 2  # whole GPUs and MIG instances
     assert {(r["EvaluationPeriods"], r["DatapointsToAlarm"], r["Metrics"][0]["Period"]) for r in requests} == \
-        {(PERIODS, PERIODS, PERIOD)}
+        {(periods, needed, PERIOD)}
     for end in ENDS:
         fired = {dict(key)["PodName"] if "PodName" in dict(key) else dict(key)["pod"]
                  for request in requests
                  for key, state in cloudwatch_eval.alarm(request, points, end + 15).items() if state == "ALARM"}
-        assert fired == truth(end + 15), end
+        assert fired == said(end + 15), (rule, end)
 
 
 def _stored(metric: str) -> list[dict[str, str]]:
@@ -118,14 +147,15 @@ def _stored(metric: str) -> list[dict[str, str]]:
     return [{"series": series, "values": " ".join(v)} for series, v in values.items()]
 
 
-def test_prometheus_rule_judges_each_period(built):
+@pytest.mark.parametrize("rule_id, said", [("gpu-idle", truth), ("pod-bursts", burst_truth)])
+def test_prometheus_rule_judges_each_period(built, rule_id, said):
     _, folder = built
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
-    (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "gpu-idle"]
+    (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule_id]
     checks = [{"eval_time": f"{end + 15}s", "alertname": rule["alert"],
                "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod)
-                              for pod in sorted(truth(end + 15))]} for end in ENDS]
+                              for pod in sorted(said(end + 15))]} for end in ENDS]
     series = _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-    _promtool_test(folder, "period_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
-                                                  "alert_rule_test": checks}], evaluation_interval="15s")
+    _promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                                      "alert_rule_test": checks}], evaluation_interval="15s")
     assert "for" not in rule  # the periods are judged at once: a rule that held its condition would miss 915 s
