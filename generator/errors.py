@@ -46,3 +46,13 @@ class RemoteError(GpudashError):
     """A remote API failed or could not be reached."""
 
     exit_code = EXIT_REMOTE
+
+
+def may_have_happened(exc: RemoteError, sent: str, unshown: str) -> RemoteError:
+    """A write whose request reached the server (its answer lost, or a later attempt refused because an
+    earlier one landed) and that no read-back showed either way: it may have happened, and says so,
+    instead of "cannot reach" or the later refusal."""
+    exc.what = f"{sent} and may have happened, but {unshown} ({exc.what})"
+    exc.hint = "run `gpudash plan` to see whether it did; run again when the service answers: publishing converges"
+    exc.answer_lost = False  # reported: not to be rewritten again
+    return exc

@@ -14,7 +14,7 @@ import contextlib
 from typing import Any, Iterator
 
 from .. import urls
-from ..errors import GpudashError, RemoteError
+from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
 
@@ -64,6 +64,24 @@ def _latin1(text: str) -> bool:
 def check_url(url: str) -> str:
     """GRAFANA_URL as a base URL, or a usage error saying what to write instead."""
     return urls.check_url(url, "GRAFANA_URL", "https://grafana.example.com")
+
+
+def _reached(exc: Exception) -> bool:
+    """Whether a request that failed may have reached Grafana: anything but a failure to connect (refused,
+    no such host, the connect timing out), which sends nothing."""
+    import requests
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return False
+    reason = getattr(exc.args[0], "reason", None) if isinstance(exc, requests.exceptions.ConnectionError) \
+        and exc.args else None
+    return not isinstance(reason, (NewConnectionError, ConnectTimeoutError))
+
+
+def lost(exc: RemoteError) -> bool:
+    """Whether this failure of a write came after an attempt of it reached Grafana and lost its answer."""
+    return bool(getattr(exc, "answer_lost", False)) and not isinstance(exc, DeadlineExceeded)
 
 
 class GrafanaClient:
@@ -127,6 +145,19 @@ class GrafanaClient:
             raise exc.after_sending(sent, unshown) from None
 
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), **kwargs) -> Any:
+        """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
+        `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
+        refused because the first one landed), which only a read-back can settle."""
+        reached: list[bool] = []
+        try:
+            return self._attempts(method, path, what, allow, kwargs, reached)
+        except RemoteError as exc:
+            if any(reached):
+                exc.answer_lost = True
+            raise
+
+    def _attempts(self, method: str, path: str, what: str, allow: tuple[int, ...], kwargs: dict[str, Any],
+                  reached: list[bool]) -> Any:
         import requests
 
         attempt = 0
@@ -144,6 +175,7 @@ class GrafanaClient:
                 raise GpudashError(f"not a usable URL ({type(exc).__name__})", where="GRAFANA_URL",
                                    hint=_URL_HINT) from None
             except requests.exceptions.RequestException as exc:
+                reached.append(_reached(exc))
                 failure: RemoteError = Unreachable(
                     f"cannot reach Grafana at {self.display} ({type(exc).__name__}, after {attempt + 1} attempts)",
                     where=what, hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges")
@@ -205,6 +237,20 @@ class GrafanaClient:
                                 hint="GRAFANA_URL must reach Grafana's API itself (include any sub-path)")
         return value
 
+    @staticmethod
+    def _read_back(exc: RemoteError, sent: str, done) -> None:
+        """After a write whose answer was lost (`exc`): returns when `done()` shows it happened; raises `exc`
+        as it was when `done()` shows it did not, and as "may have happened" when the read fails."""
+        try:
+            happened = done()
+        except DeadlineExceeded:
+            raise
+        except RemoteError as check:
+            raise may_have_happened(exc, sent, f"its answer was lost and the read-back failed ({check.what})") \
+                from None
+        if not happened:
+            raise exc
+
     # --- endpoints ---------------------------------------------------------------------------
 
     def folder(self, uid: str) -> dict[str, Any] | None:
@@ -219,8 +265,15 @@ class GrafanaClient:
         run finds the folder by its uid and puts the dashboards in it, as it would have."""
         what = f"folder {uid}"
         with self._reported_if_sent("POST", "the folder's create was sent to Grafana"):
-            created = self._request("POST", "/api/folders", what=what, allow=(409,),
-                                    json={"uid": uid, "title": title})
+            try:
+                created = self._request("POST", "/api/folders", what=what, allow=(409,),
+                                        json={"uid": uid, "title": title})
+            except RemoteError as exc:
+                if not lost(exc):
+                    raise
+                self._read_back(exc, "the folder's create was sent to Grafana",
+                                lambda: self.folder(uid) is not None)
+                return
             if created is None:
                 if self.folder(uid) is None:
                     raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
@@ -298,7 +351,13 @@ class GrafanaClient:
         (our lost answer, or someone else) is fine."""
         what = f"dashboard {uid}"
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
-            answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+            try:
+                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+            except RemoteError as exc:
+                if not lost(exc):
+                    raise
+                self._read_back(exc, "the delete was sent to Grafana", lambda: self.dashboard(uid) is None)
+                return
             if answer is not None:
                 self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                             "the deleted dashboard's title and message")

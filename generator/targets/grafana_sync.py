@@ -16,14 +16,14 @@ from typing import Any
 from .. import diff
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WOULD_WRITE, WRITE, Change,
                        Outcome, disposition)
-from ..errors import RemoteError
+from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid
 from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
                          grafana_pushed_hash, grafana_recorded_prefix)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable
+from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
 from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
@@ -165,17 +165,12 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
 
 
 def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any]) -> bool:
-    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost). A stop
-    (a signal, the deadline) is not an answer: it is raised, not read as "not there"."""
-    try:
-        live = client.dashboard(uid)
-        if live is None or grafana_content(live["dashboard"]) != grafana_content(desired):
-            return False
-        latest = client.latest_version(uid) or {}
-    except DeadlineExceeded:
-        raise
-    except RemoteError:
+    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost). A read
+    that fails is raised, never read as "not there": a stop (a signal, the deadline) is not an answer either."""
+    live = client.dashboard(uid)
+    if live is None or grafana_content(live["dashboard"]) != grafana_content(desired):
         return False
+    latest = client.latest_version(uid) or {}
     return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
 
 
@@ -188,11 +183,13 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     posts = client.sent.get("POST", 0)
     try:
         client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix))
-    except (PreconditionFailed, InvalidAnswer, Unreachable) as exc:
-        if isinstance(exc, PreconditionFailed) and exc.kind != "version-mismatch":
+    except RemoteError as exc:
+        mismatch = isinstance(exc, PreconditionFailed) and exc.kind == "version-mismatch"
+        if not (lost(exc) or mismatch or isinstance(exc, (InvalidAnswer, Unreachable))):
             raise
-        # An earlier attempt may have landed and only its answer was lost (or garbled), or another gpudash
-        # run saved the same content: then the save is done. Otherwise someone else saved: the error stands.
+        # An earlier attempt may have landed and only its answer was lost (or garbled; or a retry was refused
+        # because it had landed), or another gpudash run saved the same content: then the save is done.
+        # Otherwise someone else saved, or the save did not reach Grafana: the error stands.
         try:
             landed = _landed(client, change.name, desired)
         except DeadlineExceeded as stop:  # stopped while looking: a save sent and not refused may have landed
@@ -200,6 +197,11 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
                 raise exc from None  # its one request was refused: it did not happen
             raise stop.after_sending("the save was sent to Grafana", f"its answer was lost ({exc.what}) and the "
                                      "check whether it landed did not finish") from None
+        except RemoteError as check:
+            if lost(exc):
+                raise may_have_happened(exc, "the save was sent to Grafana", "its answer was lost and the check "
+                                        f"whether it landed failed ({check.what})") from None
+            raise exc from None
         if not landed:
             raise
 

@@ -367,3 +367,76 @@ def test_a_signal_while_checking_whether_a_lost_save_landed_says_it_may_have_hap
     assert "the save was sent to Grafana and may have happened" in errors[first], errors[first]
     assert all("not attempted" in error for uid, error in errors.items() if uid != first), errors
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def _failed(report) -> dict[str, str]:
+    return {f["name"]: f["error"] for f in report.get("failed", [])}
+
+
+def test_a_save_whose_answers_are_all_lost_and_cannot_be_read_back_says_it_may_have_happened(grafana, proxy, run,
+                                                                                                desired):
+    """Grafana makes the first dashboard, every answer to its save is lost, and the read that would show it
+    landed fails too (503 on every attempt): the save is reported as may have happened (it did), never as
+    Grafana unreachable; a rerun converges."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    first = CREATED[0]
+    proxy.inject(Rule(SAVE, action="reset-after", times=99),
+                 Rule(f"/uid/{first}$", method="GET", status=503, skip=1, times=99))
+    code, report, stderr = run()
+    assert code == 3 and "Traceback" not in stderr, stderr
+    assert first in grafana.state.dashboards
+    error = _failed(report)[first]
+    assert "the save was sent to Grafana and may have happened" in error and "cannot reach Grafana" in error, error
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_have_happened(grafana, proxy, run,
+                                                                                             desired):
+    """The update's first attempt lands and its answer is lost; the retry is refused (412: the version moved,
+    by that very save) and the read that would show it fails: may have happened, never "someone saved the
+    dashboard meanwhile"."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(SAVE, action="reset-after", skip=2),  # the third save: the update (after the two creates)
+                 Rule(f"/uid/{UPDATED}$", method="GET", status=503, skip=1, times=99))
+    code, report, stderr = run()
+    assert code == 3 and "Traceback" not in stderr, stderr
+    assert len(grafana.state.dashboards[UPDATED]["versions"]) == 2  # it landed
+    error = _failed(report)[UPDATED]
+    assert "the save was sent to Grafana and may have happened" in error and "412" in error, error
+    assert "someone saved the dashboard meanwhile" not in error
+    _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_a_delete_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, desired, read_back):
+    """Grafana deletes the retired dashboard and every answer to the DELETE is lost: the read-back shows it
+    gone (done), or, when that read fails too, the delete is reported as may have happened."""
+    rules = [Rule(RETIRED + "$", method="DELETE", action="reset-after", times=99)]
+    if not read_back:  # the plan's read and the last look before the delete pass; the read-back fails
+        rules.append(Rule(RETIRED + "$", method="GET", status=503, skip=2, times=99))
+    proxy.inject(*rules)
+    code, report, stderr = run()
+    assert RETIRED not in grafana.state.dashboards and "Traceback" not in stderr
+    if read_back:
+        assert code == 1 and RETIRED in report["written"] and report["failed"] == [], stderr
+    else:
+        error = _failed(report)[RETIRED]
+        assert code == 3 and "the delete was sent to Grafana and may have happened" in error, error
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_a_folder_create_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, desired, read_back):
+    """Grafana makes the folder and every answer to its create is lost: the read-back finds the folder (done,
+    and the push goes on into it), or, when that read fails too, the create is reported as may have happened."""
+    grafana.state.folders.pop("gpudash")
+    rules = [Rule(r"^/api/folders$", method="POST", action="reset-after", times=99)]
+    if not read_back:  # the plan's read passes (no folder yet); the read-back fails
+        rules.append(Rule(r"^/api/folders/gpudash$", method="GET", status=503, skip=1, times=99))
+    proxy.inject(*rules)
+    code, report, stderr = run()
+    assert "gpudash" in grafana.state.folders and "Traceback" not in stderr
+    if read_back:
+        assert code == 1 and "gpudash" in report["written"] and report["failed"] == [], stderr
+    else:
+        error = _failed(report)["gpudash"]
+        assert code == 3 and "the folder's create was sent to Grafana and may have happened" in error, error
