@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from .. import redact
-from ..errors import GpudashError, RemoteError
+from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from .deadline import Deadline, DeadlineExceeded
 from .pacing import Pacer
@@ -118,16 +118,23 @@ class CloudWatch:
         """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is. A write
         stopped (a signal, the deadline) once a request of it was sent may have happened, and says so."""
         sent: list[bool] = []
+        lost: list[bool] = []  # an attempt reached CloudWatch and its answer was lost
         try:
-            return self._call(region, api, what, service, sent, **kwargs)
+            return self._call(region, api, what, service, sent, lost, **kwargs)
         except DeadlineExceeded as exc:
             if api not in WRITES or not sent:
                 raise  # nothing was sent: not attempted, as it says
             raise exc.after_sending(f"CloudWatch {api} was sent", "no answer showed it") from None
+        except RemoteError as exc:
+            if api not in WRITES or not lost:
+                raise  # every attempt failed to connect or was answered: it did not happen
+            raise may_have_happened(exc, f"CloudWatch {api} was sent", "its answer was lost") from None
 
-    def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], **kwargs) -> Any:
+    def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], lost: list[bool],
+              **kwargs) -> Any:
         from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
-                                         HTTPClientError, NoCredentialsError, NoRegionError)
+                                         ConnectTimeoutError, EndpointConnectionError, HTTPClientError,
+                                         NoCredentialsError, NoRegionError, ProxyConnectionError)
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
@@ -160,6 +167,10 @@ class CloudWatch:
                 headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
                 retry_after = self.deadline.retry_after(headers.get("retry-after"), what)
             except (BotoConnectionError, HTTPClientError) as exc:
+                # could not connect: nothing was sent; anything else (reset, cut short, read timeout) may have
+                # reached CloudWatch, which may have done what it asked
+                if not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)):
+                    lost.append(True)
                 failure = (f"CloudWatch {api} failed in {region}: {exc}",
                            "check the network, AWS_REGION and AWS_ENDPOINT_URL; run again")
             except BotoCoreError as exc:

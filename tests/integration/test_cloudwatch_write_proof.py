@@ -173,3 +173,34 @@ def test_restoring_an_alarms_evidence_writes_what_the_plan_said_and_not_a_new_li
     assert after["gpudash:clusters"] == clusters and "/" in after["gpudash:sha256"], after
     code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
     assert f"unchanged cloudwatch alarm {NAME} [us-east-1]" in stdout, stdout
+
+
+LOST = {  # a write whose every answer is lost after CloudWatch made it: (settings, flags)
+    "PutMetricAlarm": (WARMER, ()),
+    "TagResource": (WARMER, ()),
+    "PutDashboard": (WARMER, ()),
+    "DeleteAlarms": ("", ("--prune",)),
+    "DeleteDashboards": ("", ("--prune",)),
+}
+
+
+@pytest.mark.parametrize("api", LOST)
+def test_a_write_whose_answers_are_all_lost_says_it_may_have_happened(proxied, published, project_dir, api):
+    """CloudWatch does what each attempt of the write asks and the connection drops before every answer:
+    the write is reported as may have happened (it did), never as a plain failure to reach CloudWatch."""
+    proxy, client, apply = proxied
+    settings, flags = LOST[api]
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    before = (sorted(alarms(client)), _dashboards(client))
+    fresh(proxy)
+    proxy.inject(fault(api, "reset-after", times=ALWAYS))
+    code, report, stderr = apply("--config", str(project_dir(settings)), *flags)
+    assert code == 3 and "Traceback" not in stderr, stderr
+    assert proxy.faults(), "the fault was never injected"
+    errors = [item["error"] for item in report["failed"] if f"CloudWatch {api}" in item["error"]]
+    assert errors and all(f"CloudWatch {api} was sent and may have happened, but its answer was lost" in error
+                          for error in errors), report["failed"]
+    if api == "DeleteAlarms":  # it happened
+        assert not [name for name in alarms(client) if other_cluster(name)] and before[0] != sorted(alarms(client))
+    if api == "DeleteDashboards":
+        assert not [name for name in _dashboards(client) if other_cluster(name)]
