@@ -3,6 +3,7 @@ shows which alerts fire on series shaped like the exporter's."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import subprocess
@@ -34,9 +35,16 @@ def rules(tmp_path_factory):
     return folder
 
 
+_READ_RULES: dict[str, list] = {}  # a rules file's text -> its groups
+
+
 def _rule(folder, alert: str) -> dict:
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
-    return next(r for g in groups for r in g["rules"] if r["alert"] == alert)
+    """The rule of `alert` in folder/rules.yaml (a copy: the caller may change it). A story's expected alerts
+    read the same file at each evaluation: each text is parsed once."""
+    text = (folder / "rules.yaml").read_text()
+    if text not in _READ_RULES:
+        _READ_RULES[text] = yaml.safe_load(text)["groups"]
+    return copy.deepcopy(next(r for g in _READ_RULES[text] for r in g["rules"] if r["alert"] == alert))
 
 
 def _expected(folder, alert: str, **labels: str) -> dict:
