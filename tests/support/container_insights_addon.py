@@ -66,17 +66,20 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVE
     collection interval; below 60 s the agent sends each minute's values as one distribution, whose SampleCount is
     the collections: stored here as one datapoint per collection)."""
     result = []
+    # each GPU's (level, dimensions with their values) in the declarations' order: the same at every collection
+    sets = []
+    for gpu in gpus:
+        labels = attributes(cluster, gpu)
+        sets.append((gpu, [(level, tuple(sorted((d, labels[d]) for d in dims)))
+                           for level in (("container", "pod", "node") if gpu.held else ("node",))
+                           for dims in DECLARATIONS[level] if all(d in labels for d in dims)]))
     for t in range(first, last + 1, every):
         k = t // STEP
-        for gpu in gpus:
-            labels = attributes(cluster, gpu)
+        for gpu, published_sets in sets:
             for field, (name, scale) in RENAMED.items():
                 published = reading(field, gpu, k) * scale
-                for level in ("container", "pod", "node") if gpu.held else ("node",):
-                    for dims in DECLARATIONS[level]:
-                        if all(d in labels for d in dims):
-                            result.append(Datapoint(NAMESPACE, f"{level}_{name}",
-                                                    tuple(sorted((d, labels[d]) for d in dims)), float(t), published))
+                for level, dimensions in published_sets:
+                    result.append(Datapoint(NAMESPACE, f"{level}_{name}", dimensions, float(t), published))
     return result
 
 
