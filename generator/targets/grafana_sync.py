@@ -44,7 +44,7 @@ def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[s
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
-                    move_from: str | None = None) -> Change:
+                    uid_prefix: str, move_from: str | None = None) -> Change:
     live = client.dashboard(uid)
     if live is None:
         return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
@@ -57,11 +57,20 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
                           f"--force takes it over"]
         return change
-    evidence, latest, _ = _evidence(client, uid, model)
+    evidence, latest, saved = _evidence(client, uid, model)
+    recorded = grafana_recorded_prefix(saved.get("message"))
     if evidence == NOT_GPUDASH:
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} carries the {GRAFANA_OWNER_TAG} tag but no version of it was saved "
                           f"by gpudash; --force takes it over"]
+    elif recorded is not None and recorded != uid_prefix:
+        # the same uid read with another project's prefix (`gpudash-eu-inference`: `gpudash`'s id `eu-inference`
+        # or `gpudash-eu`'s `inference`): its latest gpudash save says whose it is
+        change.action = FOREIGN
+        change.details = [f"{model.get('title')!r} was last saved by gpudash with uid prefix {recorded}, not "
+                          f"{uid_prefix}: another project's dashboard with the same uid; --force takes it over"]
+        if grafana_content(model) != grafana_content(desired):
+            change.details += diff.grafana(model, desired)
     elif evidence == EDITED:
         change.action = DRIFT
         who = latest.get("createdBy") or "someone"
@@ -136,7 +145,7 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
-            changes.append(_plan_dashboard(client, uid, desired, folder, move_from))
+            changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()

@@ -631,3 +631,33 @@ def test_prune_deletes_a_dashboard_whose_uid_reads_two_ways_only_when_it_records
     # what this push saves records the prefix: the next run knows its own dashboards
     assert all(grafana.state.dashboards[uid]["versions"][-1]["message"].split()[2] == "uid-prefix:gpudash"
                for uid in UIDS)
+
+
+def test_a_dashboard_whose_uid_reads_two_ways_is_not_overwritten_when_it_records_another_uid_prefix(grafana):
+    """`gpudash` (dashboard id `eu-inference`) and `gpudash-eu` (id `inference`) make the same uid in one folder.
+    The latest gpudash version records whose it is: the other project's is refused without --force (the two
+    would otherwise take turns overwriting each other), this project's own is updated, and --force takes the
+    other's over."""
+    uid = "gpudash-eu-inference"
+    grafana.state.folders["gpudash"] = {"id": 99, "uid": "gpudash", "title": "GPU monitoring"}
+    theirs = {"uid": uid, "title": "EU inference (gpudash-eu)", "tags": [GRAFANA_OWNER_TAG], "panels": []}
+    grafana._store(uid, theirs, "gpudash", grafana_message(theirs, "", "gpudash-eu"), "gpudash-sa")
+    mine = {"uid": uid, "title": "Inference EU (gpudash)", "tags": [GRAFANA_OWNER_TAG], "panels": [], "refresh": "1m"}
+    client, folder = GrafanaClient(grafana.url, token=ADMIN), {"uid": "gpudash", "title": "GPU monitoring"}
+
+    def push(prefix, dashboard, force=False):
+        changes = grafana_sync.plan(client, {uid: dashboard}, folder, uid_prefix=prefix)
+        (change,) = [c for c in changes if c.kind == "dashboard"]
+        outcomes = grafana_sync.push(client, changes, {uid: dashboard}, folder, "", uid_prefix=prefix, force=force,
+                                     prune=True, dry_run=False)
+        return change, [o for o in outcomes if o.change is change][0]
+
+    change, outcome = push("gpudash", mine)
+    assert change.action == "foreign" and "uid prefix gpudash-eu" in change.details[0] and not outcome.done
+    assert grafana.state.dashboards[uid]["dashboard"]["title"] == theirs["title"]
+    change, outcome = push("gpudash-eu", {**theirs, "refresh": "5m"})  # its own project updates it
+    assert change.action == "update" and outcome.done
+    change, outcome = push("gpudash", mine, force=True)
+    assert outcome.done and grafana.state.dashboards[uid]["dashboard"]["title"] == mine["title"]
+    change, outcome = push("gpudash-eu", theirs)  # now recorded as `gpudash`'s: the other refuses in turn
+    assert change.action == "foreign" and "uid prefix gpudash," in change.details[0] and not outcome.done
