@@ -584,10 +584,23 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     def breaching(kind: str | None, period: int) -> str:
         """The statistic of the period `period` periods back from the evaluation against the threshold."""
         value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                           gauge_window=window, per_instance=True, kind=kind, resolution=f"{settings.scrape.seconds}s",
+                           gauge_window=window, per_instance=True, kind=kind, resolution=rule_step(settings),
                            offset=_duration(alarm.period_seconds * period) if period else None)
         return f"{value} {condition.comparison} {condition.threshold:g}"
     return " or ".join(_of_periods(alarm, lambda period, kind=kind: breaching(kind, period)) for kind in kinds)
+
+
+RULE_STEP_SECONDS = 5  # the finest step a rule reads its readings at
+
+
+def rule_step(settings: Settings) -> str:
+    """The step a rule's subqueries read each series' readings at: 5 s, or the scrape interval when shorter.
+    Prometheus places a subquery's steps at multiples of the step since the epoch, not at the evaluation's
+    instant, so a sample counts at the first step after it and the readings end at the latest step at or before
+    the instant: a step of the scrape interval would lag a rule by up to one interval (a 150 s scrape fires two
+    minutes late), a fine step by at most that step, as CloudWatch judges the observations up to the period's
+    end. Each sample is read once (fresh_reading: over the step less a millisecond)."""
+    return f"{min(RULE_STEP_SECONDS, settings.scrape.seconds)}s"
 
 
 PERIOD_LABEL = "gpudash_period"  # which of the alarm's periods a condition judged (counted, then dropped)

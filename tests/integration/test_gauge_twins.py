@@ -214,12 +214,12 @@ def _cloudwatch_request(files, rule: str, metric: str) -> dict:
                 and metric.removeprefix("DCGM_FI_DEV_") in json.dumps(a["Request"]["Metrics"]))
 
 
-def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: int) -> list[str]:
+def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: int, interval: int = STEP) -> list[str]:
     """The evaluations where the rule's alert differs from `expected` ({time: labels or None})."""
     cases = [{"eval_time": f"{t}s", "alertname": alert,
               "exp_alerts": [_expected(folder, alert, **labels)] if labels else []} for t, labels in expected.items()]
     try:
-        _promtool_test(folder, "story.yaml", [{"interval": f"{STEP}s", "input_series": series,
+        _promtool_test(folder, "story.yaml", [{"interval": f"{interval}s", "input_series": series,
                                                 "alert_rule_test": cases}], evaluation_interval=f"{every}s")
     except AssertionError as failure:
         return [line.split("time: ")[1].strip(" ,") for line in str(failure).splitlines() if "time:" in line] \
@@ -300,3 +300,27 @@ def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):
     cloudwatch = [t for t, labels in expected.items()
                   if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
     assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
+
+
+def test_rules_read_readings_off_the_step_grid_without_lag(tmp_path):
+    """At a 150 s scrape interval, scraped 37 s after each multiple of 150 s, a GPU reads 50 °C except 90 °C at
+    t=337 s: temperature-critical holds while a 5-minute window ending at the evaluation holds that reading, from
+    t=337 s to before t=637 s, judged every 15 s (evaluations off the multiples of the interval). A rule that reads
+    its subquery at steps of the scrape interval (placed at multiples of it since the epoch) would see the reading
+    only from t=450 s and keep it to t=750 s."""
+    files, folder = _build(tmp_path, "scrape:\n  interval: 150s\n")
+    scrapes, offset, hot = 8, 37, 2
+
+    def at(k): return k * 150 + offset
+
+    def truth(t): return t - 300 < at(hot) <= t
+    alert = {"node": "ip-10-0-1-1", "gpu": "0"}
+    expected = {t: alert if truth(t) else None for t in range(300, 1000, 15)}
+    values = ["_"] * (at(scrapes - 1) + 1)
+    for k in range(scrapes):
+        values[at(k)] = "90" if k == hot else "50"
+    source = Source(("ip-10-0-1-1", OLD[1]))
+    series = [{"series": f'DCGM_FI_DEV_GPU_TEMP{{{source.labels()},node="{source.node}",instance="{OLD[1]}"}}',
+               "values": " ".join(values)}]
+    wrong = _prometheus_wrong(folder, _alert(folder, "gpu-temp-critical"), series, expected, 15, interval=1)
+    assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"

@@ -121,9 +121,10 @@ def backfilled(tmp_path_factory):
 
 # --- the truth, from the readings ------------------------------------------------------------------------
 
-def _lag(phase: int) -> int:
-    """How long after a reading the step of the scrape interval's grid that reads it comes."""
-    return -phase % STEP
+def _lag(phase: int, step: int = STEP) -> int:
+    """How long after a reading the step that reads it comes (a subquery's steps on the grid of `step`: the scrape
+    interval's for panels, the rules' fine step for rules)."""
+    return -phase % step
 
 
 def _blank_within(samples, first: float, last: float) -> bool:
@@ -140,9 +141,12 @@ def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
     """The GPU's growth since its last reading before the window (at most a window earlier), as CloudWatch sums the
-    agent's deltas; a window with a reset (or without a reading before it) takes increase()."""
+    agent's deltas; a window with a reset (or without a reading before it) takes increase(). The rule reads at
+    steps of RULE_STEP_SECONDS since the epoch: a reading is timed at the fine step after it."""
+    from generator.render.alarms import RULE_STEP_SECONDS
+
     samples = one_series(gpu, phase, start)
-    last = at - _lag(phase)
+    last = at - _lag(phase, RULE_STEP_SECONDS)
     inside = [v for t, v in samples if last - window <= t <= last]
     before = [v for t, v in samples if last - 2 * window <= t <= last - window]
     if _blank_within(samples, last - window, last):
@@ -241,7 +245,7 @@ def test_the_truth_is_where_the_earlier_forms_read_wrong(backfilled):
 
 def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_window(backfilled):
     """The PCIe replays rule's increase (the exact growth, its reset check and its blank guard over one reading per
-    step of the scrape interval): copies that hand over with a scrape between them, or overlap, missed scrapes
+    step of the rule's 5 s step): copies that hand over with a scrape between them, or overlap, missed scrapes
     on either edge of the window, a reset, a blank."""
     from generator.render.alarms import prometheus_rules
 
@@ -250,7 +254,7 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     (rule,) = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
                for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
     expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
-    assert threshold == "50" and "[5m:30s]" in expr
+    assert threshold == "50" and "[5m:5s]" in expr
     edges = set()
     shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, EVERY_SCRAPE)
     assert len(shown) == EVERY_SCRAPE[0][2]

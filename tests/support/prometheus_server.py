@@ -147,8 +147,12 @@ def for_file_sd(job: dict, files: list[str]) -> dict:
 def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
     a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
-    taken within the step."""
-    return expr.replace(f":{made_for}s]", f":{seconds}s]").replace(f"[{made_for * 1000 - 1}ms]", f"[{seconds * 1000 - 1}ms]")
+    taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter)."""
+    from generator.render.alarms import RULE_STEP_SECONDS
+
+    for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
+        expr = expr.replace(f":{old}s]", f":{new}s]").replace(f"[{old * 1000 - 1}ms]", f"[{new * 1000 - 1}ms]")
+    return expr
 
 
 @contextmanager
