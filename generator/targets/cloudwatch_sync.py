@@ -108,7 +108,7 @@ def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_b
 
 
 def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str, Any] | None,
-                tags: list[dict[str, str]], project: str = "") -> Change:
+                tags: list[dict[str, str]], project: str = "", clusters: tuple[str, ...] = ()) -> Change:
     if alarm is None:
         return Change("cloudwatch", "alarm", name, CREATE, region=region, live={"fields": None})
     live_fields, wanted = alarm_fields(alarm), alarm_fields(request)
@@ -133,6 +133,13 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
         missing_tags = _evidence_to_restore(request, tags, reported)
         if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
+    elif clusters and published_elsewhere(alarm_publication(tags), frozenset(clusters)):
+        # other settings of this project define it too (a fleet-scope rule, or a name two clusters' alarms
+        # share) and wrote it last, with none of these settings' clusters: theirs, not overwritten silently
+        change.action = FOREIGN
+        change.details = [f"published by other settings{f' of project {named!r}' if named else ''} (clusters "
+                          f"{' '.join(sorted(alarm_publication(tags) or ()))}, none of these settings'), which "
+                          "define it otherwise; --force overwrites"] + differences
     elif as_written:
         change.action, change.details = UPDATE, differences
     elif then is None:
@@ -327,7 +334,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
             if is_alarm_name(prefix, name)}
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     for name, request in sorted(requests.items()):
-        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project))
+        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters))
         progress()
     older, elsewhere = [], []
     mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests if name in tags

@@ -191,6 +191,16 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
     assert code == 0 and sorted(report["written"]) == sorted(n for n in published[0] + published[1] if "-east-" in n)
 
 
+def _paged_metric_alarms(client):
+    alarms, token = [], None
+    while True:
+        page = client.describe_alarms(**({"NextToken": token} if token else {}), MaxRecords=100)
+        alarms += page["MetricAlarms"]
+        token = page.get("NextToken")
+        if not token:
+            return alarms
+
+
 def _paged_alarms(client):
     names, token = [], None
     while True:
@@ -250,6 +260,42 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
         code, report, stderr = apply("--prune", "--config", settings)
         assert code == 0, stderr
         assert _paged_alarms(client) == before
+
+
+def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_file_that_did_not_write_it(
+        aws, tmp_path, cli):
+    """Two files of one project define the same scope='fleet' alarm with different thresholds: its clusters
+    tag says the file that wrote it last (none of the other's clusters); the other file's plan shows it foreign
+    and its apply leaves it (before, each apply overwrote the other's); --force overwrites it."""
+    client, apply = aws
+    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
+    common = "project: fleet\n"
+    settings = {}
+    for team, threshold in (("a", 5), ("b", 10)):
+        folder = tmp_path / f"alarms-{team}"
+        folder.mkdir()
+        rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
+                f'              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", {threshold}),\n'
+                '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
+                '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
+                '    ]\n    # An alarm on a field')
+        (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+        settings[team] = _settings(tmp_path, team, common + f"definitions: {{alarms: [{folder}]}}\n"
+                                   f"clusters:\n  - {{name: team-{team}, region: us-east-1}}\n")
+    assert apply("--config", settings["a"])[0] == 0
+
+    def fleet_alarms():
+        return {a["AlarmName"]: a["Threshold"] for a in _paged_metric_alarms(client) if "-fleet-idle-" in a["AlarmName"]}
+
+    written_by_a = fleet_alarms()
+    assert written_by_a["gpudash-fleet-fleet-idle-warning"] == 5
+    code, stdout, stderr = cli("plan", "--no-grafana", "--config", settings["b"])
+    assert "published by other settings of project 'fleet' (clusters team-a" in stdout + stderr, stdout
+    code, report, stderr = apply("--config", settings["b"])
+    assert not set(report["written"]) & set(written_by_a) and fleet_alarms() == written_by_a
+    code, report, stderr = apply("--force", "--config", settings["b"])
+    assert code == 0 and "gpudash-fleet-fleet-idle-warning" in report["written"], stderr
+    assert fleet_alarms()["gpudash-fleet-fleet-idle-warning"] == 10
 
 
 def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_file(aws, tmp_path):
