@@ -19,6 +19,7 @@ from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+GATEWAY_STATUSES = (502, 503, 504)  # a proxy in front answered: the request may have reached Grafana and landed
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
@@ -147,7 +148,8 @@ class GrafanaClient:
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
-        refused because the first one landed), which only a read-back can settle."""
+        refused because the first one landed), which only a read-back can settle. A 502, 503 or 504 is such
+        an attempt: a gateway's answer, given when Grafana's was lost or late, says nothing of the write."""
         reached: list[bool] = []
         try:
             return self._attempts(method, path, what, allow, kwargs, reached)
@@ -186,6 +188,7 @@ class GrafanaClient:
             else:
                 if response.status_code not in RETRY_STATUSES:
                     return self._answer(response, method, path, what, allow)
+                reached.append(response.status_code in GATEWAY_STATUSES)
                 failure = self._error(response, what)
                 wait = self.deadline.retry_after(response.headers.get("Retry-After"), what)
             attempt += 1

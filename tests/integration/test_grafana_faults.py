@@ -424,6 +424,22 @@ def test_a_delete_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, d
         assert code == 3 and "the delete was sent to Grafana and may have happened" in error, error
 
 
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_delete_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, proxy, run, desired, landed):
+    """A gateway in front of Grafana answers 504 to every attempt of the DELETE, though Grafana got the first
+    and deleted the dashboard: the read-back shows it gone (done, not a failure). When Grafana did not delete
+    it, the delete failed."""
+    delete = (lambda: grafana.state.dashboards.pop(RETIRED, None)) if landed else None
+    proxy.inject(Rule(RETIRED + "$", method="DELETE", status=504, times=99, callback=delete))
+    code, report, stderr = run()
+    assert proxy.faults() and "Traceback" not in stderr
+    if landed:
+        assert code == 1 and RETIRED in report["written"] and report["failed"] == [], stderr
+        assert RETIRED not in grafana.state.dashboards
+    else:
+        assert code == 3 and "504" in _failed(report)[RETIRED] and RETIRED in grafana.state.dashboards
+
+
 @pytest.mark.parametrize("read_back", [True, False])
 def test_a_folder_create_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, desired, read_back):
     """Grafana makes the folder and every answer to its create is lost: the read-back finds the folder (done,
