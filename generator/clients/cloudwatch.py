@@ -135,7 +135,7 @@ class CloudWatch:
               **kwargs) -> Any:
         from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
                                          ConnectTimeoutError, EndpointConnectionError, HTTPClientError,
-                                         NoCredentialsError, NoRegionError, ProxyConnectionError)
+                                         NoCredentialsError, NoRegionError, ProxyConnectionError, SSLError)
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
@@ -172,8 +172,11 @@ class CloudWatch:
             except (BotoConnectionError, HTTPClientError) as exc:
                 # could not connect: nothing was sent; anything else (reset, cut short, read timeout) may have
                 # reached CloudWatch, which may have done what it asked
-                if not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)):
+                if not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError,
+                                        SSLError)):
                     lost.append(True)
+                elif sent:  # (a TLS handshake that failed sent no request either)
+                    sent.pop()
                 failure = (f"CloudWatch {api} failed in {region}: {exc}",
                            "check the network, AWS_REGION and AWS_ENDPOINT_URL; run again")
             except BotoCoreError as exc:

@@ -114,7 +114,8 @@ class GrafanaClient:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.calls: dict[str, int] = {}
-        self.sent: dict[str, int] = {}  # requests that were sent, by method (a call the deadline stopped first is not)
+        self.sent: dict[str, int] = {}  # requests that were sent, by method (a call the deadline stopped first is
+        # not, nor one that failed to connect)
         self.notes: list[str] = []  # things the user should know that are not failures
 
     def note(self, text: str) -> None:
@@ -178,6 +179,8 @@ class GrafanaClient:
                                    hint=_URL_HINT) from None
             except requests.exceptions.RequestException as exc:
                 reached.append(_reached(exc))
+                if not reached[-1]:  # it failed to connect: nothing was sent after all
+                    self.sent[method] -= 1
                 failure: RemoteError = Unreachable(
                     f"cannot reach Grafana at {self.display} ({type(exc).__name__}, after {attempt + 1} attempts)",
                     where=what, hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges")

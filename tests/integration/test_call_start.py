@@ -132,3 +132,33 @@ def test_a_cloudwatch_write_that_started_is_reported_as_may_have_happened(aws, h
     error = _put_alarm(Expires(held, "after"))
     assert _alarm_names(client) == [ALARM]
     assert "CloudWatch PutMetricAlarm was sent and may have happened" in error, error
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:  # bound, then closed: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_grafana_save_refused_until_the_deadline_was_never_sent():
+    """Nothing listens: every attempt failed to connect and sent nothing, so the stop says so, never that the save
+    may have happened."""
+    client = GrafanaClient(f"http://127.0.0.1:{_closed_port()}", token=ADMIN,
+                           deadline=Deadline(5, clock=FakeClock(), command="push"))
+    with pytest.raises(DeadlineExceeded) as stopped:
+        client.save(dict(DASHBOARD), "gpudash", "a save")
+    assert "cannot reach Grafana" in str(stopped.value) and "may have happened" not in str(stopped.value)
+    assert client.sent.get("POST", 0) == 0
+
+
+def test_a_cloudwatch_write_refused_until_the_deadline_was_never_sent(aws):
+    """The same for CloudWatch: a connection refused sent nothing (nor does a TLS handshake that fails)."""
+    cloudwatch = CloudWatch(endpoint_url=f"http://127.0.0.1:{_closed_port()}",
+                            deadline=Deadline(5, clock=FakeClock(), command="apply"))
+    with pytest.raises(DeadlineExceeded) as stopped:
+        cloudwatch.call("us-east-1", "PutMetricAlarm", f"alarm {ALARM}", AlarmName=ALARM, Namespace="ContainerInsights",
+                        MetricName="gpu_temp", Statistic="Maximum", Period=60, EvaluationPeriods=1, Threshold=80.0,
+                        ComparisonOperator="GreaterThanThreshold")
+    assert "may have happened" not in str(stopped.value), stopped.value
