@@ -116,7 +116,8 @@ class CloudWatch:
             return self.clients[key]
 
     def call(self, region: str, api: str, what: str, service: str | None = None, **kwargs) -> Any:
-        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is. A write
+        """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is (with
+        `after_lost`: whether an earlier attempt of the call reached CloudWatch and lost its answer). A write
         stopped (a signal, the deadline) once a request of it was sent may have happened, and says so."""
         sent: list[bool] = []
         lost: list[bool] = []  # an attempt reached CloudWatch and its answer was lost
@@ -160,6 +161,9 @@ class CloudWatch:
                 error = exc.response.get("Error", {})
                 code, message = str(error.get("Code", "?")), error.get("Message", "")
                 if code == "ResourceNotFound":
+                    # after an attempt whose answer was lost, that attempt may be why it is not found (a delete
+                    # of gpudash's own that landed): the caller tells gone from deleted by someone else with this
+                    exc.after_lost = bool(lost)
                     raise
                 status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
                 failure = (f"CloudWatch {api} failed in {region}: {code}: {message}".rstrip(": "), _hint(api, code))

@@ -461,9 +461,9 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
 
         try:
             cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
-        except ClientError:  # ResourceNotFound: deleted by someone else since it was read, if it is gone
-            if cloudwatch.dashboard_body(region, change.name) is None:
-                return False
+        except ClientError as exc:  # ResourceNotFound: deleted by someone else since it was read, if it is gone,
+            if cloudwatch.dashboard_body(region, change.name) is None:  # or by this call's attempt whose answer
+                return bool(getattr(exc, "after_lost", False))  # was lost: then gpudash deleted it (done)
             raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
                               "still there", where=what, hint="run `gpudash plan` and apply again") from None
         try:
@@ -702,13 +702,14 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     from botocore.exceptions import ClientError
 
     what = f"CloudWatch alarms in {region}"
-    not_found = False
+    not_found = own = False
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
     except RemoteError as exc:
         return [(change, False, exc) for change in batch], []
-    except ClientError:
+    except ClientError as exc:
         not_found = True
+        own = bool(getattr(exc, "after_lost", False))  # an attempt of this call landed and lost its answer
     try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
@@ -717,7 +718,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)
-    results = [(change, not_found and change.name not in left, None if change.name not in left else still)
+    results = [(change, not_found and not own and change.name not in left, None if change.name not in left else still)
                for change in batch]
     retry = [change for change in batch if change.name in left] if not_found and len(left) < len(batch) else []
     return results, retry

@@ -147,3 +147,25 @@ def test_plan_stops_at_its_deadline(proxied, cli, deadline_clock):
     code, stdout, stderr = cli("plan", "--no-grafana", "--deadline", "60")
     assert code == 3 and stdout == "" and "Traceback" not in stderr
     assert "did not finish within its deadline of 60 s" in stderr
+
+
+def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_someone_elses(
+        proxied, published, project_dir):
+    """The first DeleteAlarms and DeleteDashboards reach CloudWatch, which deletes, and their answers are lost;
+    the retries are answered ResourceNotFound (gone: by that first attempt). The retired objects are reported
+    deleted (done), never skipped as deleted by someone else."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired = sorted(n for n in [*alarms(client), *_dashboards(client)] if other_cluster(n))
+    config = str(project_dir(""))
+    fresh(proxy)
+    dashboards = [n for n in retired if n in _dashboards(client)]  # one DeleteDashboards each; one DeleteAlarms
+    proxy.inject(fault("DeleteAlarms", "reset-after"),
+                 *(fault("DeleteDashboards", "reset-after", naming=name) for name in dashboards),
+                 fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
+                 fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
+    code, report, stderr = apply("--prune", "--config", config)
+    assert proxy.faults() and "Traceback" not in stderr
+    assert code == 0 and report["failed"] == [], report["failed"]
+    assert sorted(report["written"]) == retired, report
+    assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
