@@ -24,8 +24,12 @@ Over each period the alarm fires when
      (RollingUpdate, maxUnavailable 1) keeps one pod unavailable nearly all the time, each node's data
      missing a minute once; a rollout stuck on a node fires, and so does an exporter down on one node while a
      rollout replaces the others (two unavailable all period). One pod down while a rollout progresses is not
-     told from the rollout's own until the rollout ends or stops on it (and for a window and the `for` after
-     it ends); a rollout with maxUnavailable above 1 reads as data missing.
+     told from the rollout's own until the rollout ends or stops on it (and for the period holding its last
+     move); a rollout with maxUnavailable above 1 reads as data missing.
+   Both forms judge each of these per period, CloudWatch's metric math over each of its periods and the rule's
+   branches over the periods that end at each evaluation (the condition of each period, `offset` one period
+   for the one before, joined with `and`: no `for`, which a condition that is not monotone would reset, a
+   rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
    Known gaps (tests/integration/test_data_missing.py pins them): the CloudWatch agent in a crash loop (running a
    minute of every five) passes, every period holding an observation of each series; GPU nodes added every few
    minutes hide an exporter lost on another node (each period reads as a node joining: the least desired against
@@ -41,7 +45,7 @@ failed scrape and a node added whose exporter fails its first scrapes do not fir
 
 Branch 4 is one situation on both sides, judged over one window, not over two periods: a mean is not
 monotone, so "below half in each of two periods" (CloudWatch's two datapoints) and "below half over the last
-period, kept for a period" (Prometheus' `for`) fire on different patterns (an outage of 6 minutes straddling
+period, kept for a period" (a Prometheus `for`) fire on different patterns (an outage of 6 minutes straddling
 two periods breaches both halves, never a 15-minute mean; down 70% of one period and 40% of the next breaches
 a 10-minute mean, never both halves). Counted over the same window it is the same on both:
   * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
@@ -452,10 +456,11 @@ def exporter_labels_text() -> str:
     return " or ".join(f"{k}={v}" for k, v in dict.fromkeys(style.pod_label for style in STYLES.values()))
 
 
-def exporter_daemonsets(extra: str = "") -> str:
-    """PromQL: kube_daemonset_labels of every DCGM exporter DaemonSet (`extra`: more matchers, e.g. a cluster)."""
+def exporter_daemonsets(extra: str = "", offset: str = "") -> str:
+    """PromQL: kube_daemonset_labels of every DCGM exporter DaemonSet (`extra`: more matchers, e.g. a cluster;
+    `offset`: the modifier that reads them at an earlier instant)."""
     extra = f"{extra}, " if extra else ""
-    return "(" + " or ".join(f"{LABELS}{{{extra}{m}}}" for m in exporter_label_matchers()) + ")"
+    return "(" + " or ".join(f"{LABELS}{{{extra}{m}}}{offset}" for m in exporter_label_matchers()) + ")"
 
 
 def ksm_declaration() -> dict[str, Any]:
@@ -520,24 +525,28 @@ def no_data_expression(settings: Settings, window: str, threshold: float) -> str
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 
 
-def prometheus_expression(field: str, settings: Settings, window: str) -> str:
-    """The rule: each branch carries a `reason` label that the alert's summary shows. It reads every exporter
-    DaemonSet kube-state-metrics reports with an identifying label (exporter_label_matchers), one or many. Branch 4
-    (an exporter target that brought no GPU data) is a rule of its own (no_data_expression)."""
+def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None) -> str:
+    """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
+    evaluation (none: at it), as CloudWatch computes the metric math over each period. Each branch carries a
+    `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
+    with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
+    GPU data) is a rule of its own (no_data_expression)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = f"on({cluster})" if settings.shared_prometheus else "on()"
     each = f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
-    found = exporter_daemonsets()
+    shift = f" offset {offset}" if offset else ""
+    found = exporter_daemonsets(offset=shift)
+    span = f"[{window}]{shift}"  # the period
 
     def reason(expression: str, text: str) -> str:
         return f'label_replace({expression}, "reason", "{text}", "", "")'
 
     def none_labelled(extra: str) -> str:
-        """No exporter DaemonSet all window long; absent_over_time keeps the equality matchers' labels, of which
+        """No exporter DaemonSet all period long; absent_over_time keeps the equality matchers' labels, of which
         only the cluster's stays (one alert per silent cluster)."""
         extra = f"{extra}, " if extra else ""
-        absent = " and on() ".join(f"absent_over_time({LABELS}{{{extra}{m}}}[{window}])"
+        absent = " and on() ".join(f"absent_over_time({LABELS}{{{extra}{m}}}{span})"
                                    for m in exporter_label_matchers())
         for name in dict.fromkeys(m.split("=", 1)[0] for m in exporter_label_matchers()):
             absent = f'label_replace({absent}, "{name}", "", "", "")'
@@ -549,12 +558,12 @@ def prometheus_expression(field: str, settings: Settings, window: str) -> str:
     branches = [
         *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
                     f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent),
-        reason(f"(min_over_time({DESIRED}[{window}]) > 0 and {each} {found}) "
-               f"unless {on} count{by} (count_over_time({field}[{window}]))",
+        reason(f"(min_over_time({DESIRED}{span}) > 0 and {each} {found}) "
+               f"unless {on} count{by} (count_over_time({field}{span}))",
                "exporters are expected but no GPU reported"),
-        reason(f"(min_over_time({DESIRED}[{window}]) > max_over_time({AVAILABLE}[{window}])) and {each} {found} "
-               f"unless {each} ((max_over_time({UPDATED}[{window}]) > min_over_time({UPDATED}[{window}])) "
-               f"and {each} (min_over_time({DESIRED}[{window}]) - max_over_time({AVAILABLE}[{window}]) "
+        reason(f"(min_over_time({DESIRED}{span}) > max_over_time({AVAILABLE}{span})) and {each} {found} "
+               f"unless {each} ((max_over_time({UPDATED}{span}) > min_over_time({UPDATED}{span})) "
+               f"and {each} (min_over_time({DESIRED}{span}) - max_over_time({AVAILABLE}{span}) "
                f"<= {ROLLOUT_UNAVAILABLE}))",
                "fewer exporter pods available than desired"),
     ]

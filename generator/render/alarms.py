@@ -574,8 +574,10 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     condition = cloudwatch_condition(alarm, settings)  # one situation for both forms of the rule
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
-    if alarm.absent:  # the same situations as the CloudWatch form (an exporter target's scrapes: no_data_rule)
-        return data_missing.prometheus_expression(query.metric, settings, window)
+    if alarm.absent:  # the same situations as the CloudWatch form, judged per period as it judges them (an exporter
+        # target's scrapes: no_data_rule, over one window)
+        return _of_periods(alarm, lambda period: data_missing.prometheus_expression(
+            query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None))
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
@@ -613,7 +615,8 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
     the value is the latest period's); M of N: the periods that breach counted (each marked with its own
     PERIOD_LABEL, so that `or` keeps them all) against M. A period without data breaches in none of them, as
     TreatMissingData notBreaching (and missing, as tests/support/cloudwatch_eval reads it) has it; the one rule
-    that treats missing data as breaching, data-missing, has its own form."""
+    that treats missing data as breaching, data-missing, says in its branch 1 that a period had none. Its
+    branches carry their own `reason`, so each is judged over the periods apart (the `and` matches label sets)."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     if periods == 1:
@@ -666,10 +669,8 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
             continue  # left out, with a note (data_missing.left_out_reason)
-        # The data-missing rule holds its condition (`for`); every other rule judges each of CloudWatch's periods
-        # at once (_of_periods), as CloudWatch does at each evaluation.
-        pending = alarm.period_seconds * ((alarm.datapoints_to_alarm or alarm.evaluation_periods) - 1) \
-            if alarm.absent else 0
+        # Every rule judges each of CloudWatch's periods at once (_of_periods), as CloudWatch does at each
+        # evaluation: no `for`, which a condition that is not monotone (a rollout's `unless`) would reset.
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
             "expr": prometheus_expression(alarm, catalog, settings),
@@ -680,12 +681,10 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
                 "runbook": alarm.runbook,
             },
         }
-        if pending:
-            rule["for"] = _duration(pending)
         rules.append(rule)
-        if alarm.absent:  # its branch on the exporter targets' scrapes: one window, no `for` (no_data_rule); its
+        if alarm.absent:  # its branch on the exporter targets' scrapes: one window (no_data_rule); its
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
-            rules.append({**{k: v for k, v in rule.items() if k != "for"}, "expr": no_data_rule(alarm, settings),
+            rules.append({**rule, "expr": no_data_rule(alarm, settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
     return {"groups": [{"name": ALERT_GROUP, "rules": rules}]} if rules else {"groups": []}
 

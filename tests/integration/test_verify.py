@@ -864,9 +864,17 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     assert (check["status"], check["detail"], check["fix"]) == (
         "warn", "3 of 5 exporter pods available (dcgm/gpu-metrics-pool-b: 1 of 3, gpu-operator/nvidia-dcgm-exporter: "
         "2 of 2)", "kubectl -n dcgm rollout status daemonset/gpu-metrics-pool-b")
-    # The generated rule on this real Prometheus: the pool's DaemonSet, whatever its name, is read and short.
-    rules = yaml.safe_load(encode(build(load_project()))["prometheus/rules.yaml"])
-    expr = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
+    # The generated rule's condition over the latest period on this real Prometheus (which holds no earlier one):
+    # the pool's DaemonSet, whatever its name, is read and short.
+    from generator import data_missing
+    from generator.render.alarms import _alert_query
+
+    project = load_project()
+    (alarm,) = [a for a in project.alarms if a.absent]
+    rules = yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])
+    rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
+    expr = data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric, project.settings, "5m")
+    assert rule.startswith(f"(({expr}) and (")  # the rule: this period's condition and the one before's
     assert {(s["metric"]["reason"], s["metric"].get("daemonset")) for s in prometheus.query(expr)
             if s["metric"]["reason"] != "an exporter target brought no GPU data most of the time"} == {
         ("fewer exporter pods available than desired", "gpu-metrics-pool-b")}
