@@ -315,6 +315,12 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     from .console import table
     from .cost import Fleet, estimates, load_prices
 
+    gpu_count = pods if gpus is None else gpus
+    if nodes is not None and nodes > gpu_count:
+        raise click.BadParameter(f"{nodes:,} GPU nodes for {gpu_count:,} GPUs"
+                                 f"{' (one per pod without --gpus)' if gpus is None else ''}: a GPU node has at "
+                                 "least one GPU; give --nodes at most the GPUs, or --gpus across those nodes",
+                                 param_hint="'--nodes'")
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
                   dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances)

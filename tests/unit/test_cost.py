@@ -311,3 +311,12 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert paid["EMF log ingestion (GB)"]["monthly"] == pytest.approx(ingestion["quantity"] * 0.50)
     assert paid["EMF log storage (GB-month)"]["monthly"] == pytest.approx(storage["quantity"] * 0.03)
     assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.50)
+
+
+@pytest.mark.parametrize("args", [("--pods", "4", "--gpus", "3", "--nodes", "5"), ("--pods", "2", "--nodes", "3")])
+def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
+    code, stdout, stderr = cli("cost", *args)
+    assert code == 2 and stdout == "" and "a GPU node has at least one GPU" in stderr and "--nodes" in stderr, stderr
+    assert "Traceback" not in stderr
+    code, _, _ = cli("cost", "--pods", "4", "--gpus", "3", "--nodes", "3")
+    assert code == 0
