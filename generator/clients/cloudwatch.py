@@ -136,7 +136,7 @@ class CloudWatch:
               **kwargs) -> Any:
         from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
                                          ConnectTimeoutError, EndpointConnectionError, HTTPClientError,
-                                         NoCredentialsError, NoRegionError, ProxyConnectionError, SSLError)
+                                         NoCredentialsError, NoRegionError, ProxyConnectionError)
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
@@ -176,10 +176,11 @@ class CloudWatch:
             except (BotoConnectionError, HTTPClientError) as exc:
                 # could not connect: nothing was sent; anything else (reset, cut short, read timeout) may have
                 # reached CloudWatch, which may have done what it asked
-                if not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError,
-                                        SSLError)):
+                # (a TLS error is not among them: urllib3 reports one while reading the answer, after the
+                # whole request went out, as it reports a failed handshake)
+                if not isinstance(exc, (EndpointConnectionError, ConnectTimeoutError, ProxyConnectionError)):
                     lost.append(True)
-                elif sent:  # (a TLS handshake that failed sent no request either)
+                elif sent:
                     sent.pop()
                 failure = (f"CloudWatch {api} failed in {region}: {exc}",
                            "check the network, AWS_REGION and AWS_ENDPOINT_URL; run again")

@@ -139,7 +139,8 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
         change.action = FOREIGN
         change.details = [f"published by other settings{f' of project {named!r}' if named else ''} (clusters "
                           f"{' '.join(sorted(alarm_publication(tags) or ()))}, none of these settings'), which "
-                          "define it otherwise; --force overwrites"] + differences
+                          "define it otherwise; --force overwrites (also when these settings only renamed their "
+                          "clusters: the alarm then keeps the old names until written)"] + differences
     elif as_written:
         change.action, change.details = UPDATE, differences
     elif then is None:

@@ -173,11 +173,20 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
     return changes
 
 
-def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any]) -> bool:
-    """Whether Grafana holds exactly this dashboard, saved by gpudash (a save whose answer was lost). A read
-    that fails is raised, never read as "not there": a stop (a signal, the deadline) is not an answer either."""
+def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid: str,
+            planned_version: Any = None) -> bool:
+    """Whether Grafana holds exactly this dashboard, saved by gpudash since the plan read it (a save whose answer
+    was lost): its content and hash, in the folder the save named, at a version newer than the plan's (a move or
+    a save of unchanged content shows only in those). A read that fails is raised, never read as "not there": a
+    stop (a signal, the deadline) is not an answer either."""
     live = client.dashboard(uid)
     if live is None or grafana_content(live["dashboard"]) != grafana_content(desired):
+        return False
+    meta = live.get("meta") or {}
+    if meta.get("folderUid") != folder_uid:
+        return False
+    if planned_version is not None and not (isinstance(meta.get("version"), int)
+                                            and meta["version"] > planned_version):
         return False
     latest = client.latest_version(uid) or {}
     return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
@@ -200,7 +209,7 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
         # because it had landed), or another gpudash run saved the same content: then the save is done.
         # Otherwise someone else saved, or the save did not reach Grafana: the error stands.
         try:
-            landed = _landed(client, change.name, desired)
+            landed = _landed(client, change.name, desired, folder["uid"], (live.get("meta") or {}).get("version"))
         except DeadlineExceeded as stop:  # stopped while looking: a save sent and not refused may have landed
             if isinstance(exc, PreconditionFailed) and client.sent.get("POST", 0) - posts <= 1:
                 raise exc from None  # its one request was refused: it did not happen

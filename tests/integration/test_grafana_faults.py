@@ -456,3 +456,15 @@ def test_a_folder_create_whose_answers_are_all_lost_is_read_back(grafana, proxy,
     else:
         error = _failed(report)["gpudash"]
         assert code == 3 and "the folder's create was sent to Grafana and may have happened" in error, error
+
+
+def test_a_move_whose_every_save_is_answered_503_is_not_reported_done(grafana, proxy, run, desired):
+    """A gateway's 503 to every save of a move (--move-from): the dashboard's content was already as generated,
+    so only its folder and version show whether the save landed; it did not, and it is not reported done."""
+    uid = "gpudash-overview"
+    _gpudash_saved(grafana, dict(desired[uid]), folder="team")  # gpudash's, unedited, in the old folder
+    proxy.inject(Rule(r"/api/dashboards/db$", method="POST", status=503, times=99))
+    code, report, _ = run("--move-from", "team")
+    assert grafana.state.dashboards[uid]["folderUid"] == "team"  # the proxy let no save through
+    assert uid not in report.get("written", [])
+    assert any(uid in str(f) for f in report.get("failed", [])) and code != 0
