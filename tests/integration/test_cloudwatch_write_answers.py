@@ -142,8 +142,11 @@ def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(pr
 
 def test_plan_stops_at_its_deadline(proxied, cli, deadline_clock):
     proxy, client, apply = proxied
-    # The alarm listing takes (on the test's clock) far longer than the whole command may.
-    proxy.inject(fault("DescribeAlarms", "before", callback=lambda: deadline_clock.sleep(1000)))
+    # The listings take (on the test's clock) far longer than the whole command may. Both: the alarms and the
+    # dashboards are read side by side, and the test's clock moves only when a listing reaches the proxy, so a
+    # slow alarm listing alone could come after every other read had passed its deadline check.
+    proxy.inject(fault("DescribeAlarms", "before", callback=lambda: deadline_clock.sleep(1000)),
+                 fault("ListDashboards", "before", callback=lambda: deadline_clock.sleep(1000)))
     code, stdout, stderr = cli("plan", "--no-grafana", "--deadline", "60")
     assert code == 3 and stdout == "" and "Traceback" not in stderr
     assert "did not finish within its deadline of 60 s" in stderr
