@@ -207,6 +207,17 @@ def Agent(config: dict, job: dict | None = None, others: Iterable[dict] = ()):
     return JsonAgent(config, job, others)
 
 
+def emf_format(config: dict) -> tuple[str, dict[str, str]]:
+    """(namespace, unit of each metric) the agent's EMF events name, from either pipeline's configuration."""
+    if "receivers" in config:
+        from tests.support.cloudwatch_otel import _component
+
+        emf = _component(config, "exporters", "awsemf")
+        return emf["namespace"], {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]}
+    emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
+    return emf["metric_namespace"], emf["metric_unit"]
+
+
 class LogEvents:
     """The EMF log events an agent writes, as its exporter groups the datapoints into them.
 

@@ -23,7 +23,7 @@ from generator.cost import _what_is_published
 from generator.output import encode
 from generator.project import load_project
 from tests.support import dcgm_fleet, kube_state
-from tests.support.cloudwatch_agent import Agent, LogEvents, Scrape, agent_config, scrape_jobs
+from tests.support.cloudwatch_agent import Agent, LogEvents, Scrape, agent_config, emf_format, scrape_jobs
 from tests.support.dcgm_fleet import Gpu
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
@@ -58,14 +58,7 @@ def _written(files, gpus, catalog) -> tuple[int, int, int]:
         if ksm_job:
             scrapes.append(kube_state.scrape(ksm_job, float(k * STEP), EXPORTER, 1, 1))
         agent.run(scrapes)
-    if "receivers" in config:
-        from tests.support.cloudwatch_otel import _component
-
-        emf = _component(config, "exporters", "awsemf")
-        namespace, units = emf["namespace"], {d["metric_name"]: d["unit"] for d in emf["metric_descriptors"]}
-    else:
-        emf = config["logs"]["metrics_collected"]["prometheus"]["emf_processor"]
-        namespace, units = emf["metric_namespace"], emf["metric_unit"]
+    namespace, units = emf_format(config)
     events = agent.events.at(float(2 * STEP))
     size = sum(len(agent.events.message(namespace, labels, metrics, units)) for _, labels, metrics in events)
     published = {(name, tuple(sorted(dims.items()))) for _, _, metrics in events
