@@ -46,8 +46,7 @@ def names_cluster(prefix: str, name: str, clusters: frozenset[str] | set[str],
     `prod-eu`), so the name is read with the longest cluster it starts with among `clusters` and `known`
     (the other clusters names are seen for, `clusters_named`); it is theirs when that one is of `clusters`.
     `gpudash-prod-eu-x` is `prod-eu`'s, never `prod`'s, once `prod-eu` is seen."""
-    head = _longest_head(name, {f"{prefix}-{cluster}" for cluster in {*clusters, *known}})
-    return head is not None and head[len(prefix) + 1:] in clusters
+    return cluster_tail(prefix, name, clusters, known) is not None
 
 
 def cluster_tail(prefix: str, name: str, clusters: frozenset[str] | set[str],
@@ -181,3 +180,8 @@ def logical_id(kind: str, name: str) -> str:
 def cloudformation_template(region: str, primary_region: str) -> str:
     """The template file of a Region: gpudash.json for the primary Region (it holds the dashboards)."""
     return "gpudash.json" if region == primary_region else f"gpudash-{region}.json"
+
+
+def shown(names: list[str]) -> str:
+    """The first five names, and how many more (for a message)."""
+    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")

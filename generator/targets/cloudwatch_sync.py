@@ -41,7 +41,7 @@ from ..markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALAR
 from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
-                     is_cloudwatch_dashboard_name, name_tails)
+                     is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
                          alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
                          marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
@@ -288,24 +288,19 @@ def _alarm_tail_exact(tags: dict[str, list[dict[str, str]]]) -> Callable[[str, s
 
 def _unrecorded_note(kind: str, names: list[str], project: str, delete: str) -> str:
     return (f"{len(names)} {kind}(s) of project {project!r} not defined here record no clusters (written by an "
-            f"older gpudash) and are named for none of these settings' clusters ({_shown(names)}): --prune leaves "
+            f"older gpudash) and are named for none of these settings' clusters ({shown_names(names)}): --prune leaves "
             f"them, since they may be another settings file's; if one is this file's, delete it by hand ({delete})")
 
 
-def _shown(names: list[str]) -> str:
-    """The first five names, and how many more."""
-    return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-
 def _elsewhere_note(kind: str, names: list[str], project: str) -> str:
-    shown = _shown(names)
+    shown = shown_names(names)
     return (f"{len(names)} {kind}(s) of project {project!r} not defined here were published by other settings of "
             f"project {project!r} (with none of these settings' clusters): --prune leaves them ({shown}); a "
             "project split over several settings files prunes each file's own only")
 
 
 def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
-    shown = _shown(names)
+    shown = shown_names(names)
     return (f"{len(names)} {kind}(s) no longer defined were written by an older gpudash that marked no project "
             f"({shown}): --prune leaves them, since they may be another project's; {adopt}")
 

@@ -18,7 +18,7 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
                        Outcome, disposition)
 from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
-from ..names import grafana_uid_prefixes, is_grafana_uid
+from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
 from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
                          grafana_pushed_hash, grafana_recorded_prefix)
 from . import prune_guard
@@ -160,12 +160,12 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
                 if change is not None:
                     changes.append(change)
     if others:
-        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        shown = shown_names(others)
         client.note(f"{len(others)} dashboard(s) in folder {folder['uid']} not defined here have uids in the form of "
                     f"a longer uid prefix seen there ({shown}): --prune leaves them, since they may be another "
                     f"project's; if one is this project's, delete it by hand in Grafana")
     if unproven:
-        shown = ", ".join(unproven[:5]) + (f" and {len(unproven) - 5} more" if len(unproven) > 5 else "")
+        shown = shown_names(unproven)
         client.note(f"{len(unproven)} dashboard(s) in folder {folder['uid']} not defined here were saved by a gpudash "
                     f"that did not record its uid prefix, and their uids may be read with a longer one ({shown}): "
                     f"--prune leaves them, since they may be another project's; if one is this project's, delete "
