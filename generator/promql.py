@@ -312,8 +312,8 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
 
 
 def step_window(resolution: str) -> str:
-    """The range fresh_reading reads a step's latest sample over: one scrape interval less a millisecond."""
-    return f"{int(resolution[:-1]) * {'s': 1000, 'm': 60_000}[resolution[-1]] - 1}ms"
+    """The range fresh_reading reads a step's latest sample over: the step (`<seconds>s`) less a millisecond."""
+    return f"{int(resolution.removesuffix('s')) * 1000 - 1}ms"
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:

@@ -67,7 +67,7 @@ def selectors(ast) -> list[Selector]:
 
 def _ranged(stack: list) -> int | None:
     """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
-    `x[w]`, or above a subquery `(max by (...) (last_over_time(x[29999ms])))[w:step]` whose inner query
+    `x[w]`, or above a subquery `(max by (...) (last_over_time(x[<step less 1 ms>])))[w:step]` whose inner query
     takes one reading of x's copies at each step (promql.fresh_reading; the scope's node branches joined with
     `or`, the node coalesced inside with label_join and label_replace)."""
     import promql_parser
