@@ -302,8 +302,10 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
     inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
     series): each copy's latest sample taken within the step before (`last_over_time` over one interval less a
-    millisecond: a sample counts at the one step that follows it, on Prometheus 2's closed ranges and 3's
-    left-open ones alike), the copies' largest (one reading, repeated). A copy's older sample, which the instant
+    millisecond: on Prometheus 2's closed ranges a sample counts at the one step that follows it; on 3's
+    left-open ranges a sample taken exactly 1 ms after a step's instant falls in no step, and a target whose
+    scrapes land there is not read: a range of the whole step would suit 3 and read an on-step sample twice on 2),
+    the copies' largest (one reading, repeated). A copy's older sample, which the instant
     selector would give for minutes after a missed scrape or after its pod left, is not read again at a later
     step: a rate over these readings sees each scrape once, as a rate over one series sees it, whatever pods come
     and go. (`X and timestamp(X) > time() - 30` reads the same samples at about 15 times the cost.)"""
