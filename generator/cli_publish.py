@@ -37,6 +37,11 @@ move_from_option = click.option(
     "--move-from", metavar="FOLDER_UID",
     help="After changing grafana.folder: move the dashboards gpudash saved in this folder (its uid, the old "
          "grafana.folder) and nobody edited since; edited ones still need --force.")
+renamed_from_option = click.option(
+    "--renamed-from", metavar="CLUSTER", multiple=True,
+    help="After renaming a cluster of these settings (repeatable): its old name. CloudWatch objects recorded as "
+         "published with it are these settings' (rewritten with the new name; --prune retires the old cluster's), "
+         "not another settings file's.")
 allow_mass_prune_option = click.option(
     "--allow-mass-prune", is_flag=True,
     help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "
@@ -237,10 +242,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @insecure_option
 @token_file_option
 @move_from_option
+@renamed_from_option
 @deadline_options
 @output_option
 def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, move_from,
-         deadline, retry_after_max, output):
+         renamed_from, deadline, retry_after_max, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
@@ -249,6 +255,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="plan")
     project, desired = _desired(config, csv, from_dir)
+    _check_renamed(renamed_from, desired, project)
     changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, limit)
@@ -266,7 +273,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
                      "it out")
         else:
-            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress())
+            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from)
             _notes(cloudwatch)
             compared += 1
     if not compared:
@@ -274,6 +281,15 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                            hint="set GRAFANA_URL and GRAFANA_TOKEN, or configure AWS credentials")
     _print_changes(changes, output)
     sys.exit(EXIT_FINDINGS if pending(changes) else 0)
+
+
+def _check_renamed(renamed_from: tuple[str, ...], desired, project) -> None:
+    """--renamed-from names old names of clusters: not a cluster these settings still define."""
+    kept = sorted(set(renamed_from) & set(desired.clusters))
+    if kept:
+        raise GpudashError(f"--renamed-from {kept[0]}: the settings still define the cluster {kept[0]!r}",
+                           where=f"{project.settings.source} (clusters)",
+                           hint="give --renamed-from the name a cluster had before it was renamed, not a current one")
 
 
 def _skipped(target: str, why: str, how: str) -> None:
@@ -328,9 +344,10 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
 @deadline_options
 @profile_option
 @endpoint_option
+@renamed_from_option
 @output_option
 def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
-          retry_after_max, profile, endpoint_url, output):
+          retry_after_max, profile, endpoint_url, renamed_from, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
     from .clients.deadline import Deadline
@@ -338,6 +355,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
     project, desired = _desired(config, csv, from_dir)
+    _check_renamed(renamed_from, desired, project)
     if prune and not desired.project:
         raise GpudashError("--prune needs the settings to name the project: without a name, nothing shows that an "
                            "alarm or dashboard no longer defined is this project's and not another's",
@@ -349,7 +367,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     progress = Progress()
     with _StopOnSignal(limit):
         try:
-            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress)
+            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

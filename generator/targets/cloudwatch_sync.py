@@ -108,7 +108,10 @@ def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_b
 
 
 def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str, Any] | None,
-                tags: list[dict[str, str]], project: str = "", clusters: tuple[str, ...] = ()) -> Change:
+                tags: list[dict[str, str]], project: str = "", clusters: tuple[str, ...] = (),
+                former: tuple[str, ...] = ()) -> Change:
+    """`former`: clusters these settings had before they renamed them (--renamed-from): an alarm recorded with
+    one of them is these settings', and is written with the names they have now."""
     if alarm is None:
         return Change("cloudwatch", "alarm", name, CREATE, region=region, live={"fields": None})
     live_fields, wanted = alarm_fields(alarm), alarm_fields(request)
@@ -130,17 +133,18 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     elif not differences or (as_written and written == alarm_hash(request)):
         # As generated (perhaps in CloudWatch's own form): at most the evidence is restored.
         change.live["as_generated"] = True
-        missing_tags = _evidence_to_restore(request, tags, reported)
+        change.live["renamed"] = _renamed(alarm_publication(tags), clusters, former)
+        missing_tags = _evidence_to_restore(request, tags, reported, change.live["renamed"])
         if missing_tags:
             change.action, change.details = UPDATE, [f"tag {t['Key']}={t['Value']}" for t in missing_tags]
-    elif clusters and published_elsewhere(alarm_publication(tags), frozenset(clusters)):
+    elif clusters and published_elsewhere(alarm_publication(tags), frozenset(clusters + former)):
         # other settings of this project define it too (a fleet-scope rule, or a name two clusters' alarms
         # share) and wrote it last, with none of these settings' clusters: theirs, not overwritten silently
+        recorded = sorted(alarm_publication(tags) or ())
         change.action = FOREIGN
         change.details = [f"published by other settings{f' of project {named!r}' if named else ''} (clusters "
-                          f"{' '.join(sorted(alarm_publication(tags) or ()))}, none of these settings'), which "
-                          "define it otherwise; --force overwrites (also when these settings only renamed their "
-                          "clusters: the alarm then keeps the old names until written)"] + differences
+                          f"{' '.join(recorded)}, none of these settings'), which define it otherwise; left as they "
+                          f"wrote it. {renamed_hint(recorded)}; --force overwrites it"] + differences
     elif as_written:
         change.action, change.details = UPDATE, differences
     elif then is None:
@@ -150,6 +154,20 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
     else:
         change.action, change.details = DRIFT, [EDITED] + differences
     return change
+
+
+def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
+    """Whether an alarm of these settings records only clusters they renamed (--renamed-from): its clusters tag
+    is then written with the names they have now, though a new list alone rewrites nothing."""
+    return publication is not None and bool(publication & set(former)) and not publication & set(clusters)
+
+
+def renamed_hint(recorded) -> str:
+    """How the settings that published objects with the clusters `recorded` and renamed them since take them back."""
+    flags = " ".join(f"--renamed-from {name}" for name in sorted(recorded)[:3])
+    return (f"If these settings published it with those clusters and renamed them since, `gpudash apply {flags}` "
+            f"takes it back (`gpudash plan {flags}` shows what it does; with --prune it retires the old clusters' "
+            "objects)")
 
 
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
@@ -201,7 +219,8 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
 
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
-                     progress: Tick, project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
+                     progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
+                     former: tuple[str, ...] = ()) -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's)."""
@@ -217,7 +236,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     with ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="gpudash-read") as pool:
         changes = list(pool.map(read, sorted(dashboards)))
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
-    mine = lineage(clusters, [dashboard_publication(c.live["body"]) for c in changes
+    mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
                               and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
     others = any(read_cloudwatch_stamp(body, name, project) == OURS
@@ -229,7 +248,9 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded)
            for name, body in zip(retired, bodies)]
     if elsewhere:
-        cloudwatch.note(_elsewhere_note("dashboard", sorted(elsewhere), project))
+        recorded = {c for name, body in zip(retired, bodies) if name in elsewhere and body is not None
+                    for c in dashboard_publication(body) or ()}
+        cloudwatch.note(_elsewhere_note("dashboard", sorted(elsewhere), project, recorded))
     if kept:
         cloudwatch.note(_unrecorded_note("dashboard", sorted(kept), project,
                                          "aws cloudwatch delete-dashboards --dashboard-names NAME"))
@@ -292,11 +313,12 @@ def _unrecorded_note(kind: str, names: list[str], project: str, delete: str) -> 
             f"them, since they may be another settings file's; if one is this file's, delete it by hand ({delete})")
 
 
-def _elsewhere_note(kind: str, names: list[str], project: str) -> str:
+def _elsewhere_note(kind: str, names: list[str], project: str, recorded=()) -> str:
     shown = shown_names(names)
+    how = f"; {renamed_hint(recorded).replace(' takes it back', ' takes them back')}" if recorded else ""
     return (f"{len(names)} {kind}(s) of project {project!r} not defined here were published by other settings of "
             f"project {project!r} (with none of these settings' clusters): --prune leaves them ({shown}); a "
-            "project split over several settings files prunes each file's own only")
+            f"project split over several settings files prunes each file's own only{how}")
 
 
 def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
@@ -323,17 +345,19 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
-                 progress: Tick, project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
+                 progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
+                 former: tuple[str, ...] = ()) -> list[Change]:
     """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
     for name, request in sorted(requests.items()):
-        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters))
+        changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
+                                   former))
         progress()
     older, elsewhere = [], []
-    mine = lineage(clusters, [alarm_publication(tags[name]) for name in requests if name in tags
+    mine = lineage(clusters + former, [alarm_publication(tags[name]) for name in requests if name in tags
                               and alarm_project(tags[name]) == project and marks_intact(tags[name]) is not False])
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
                  for name, t in tags.items() if name not in requests)
@@ -357,7 +381,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
         elif named is None:
             older.append(name)
     if elsewhere:
-        cloudwatch.note(_elsewhere_note("alarm", elsewhere, project))
+        recorded = {c for name in elsewhere for c in alarm_publication(tags[name]) or ()}
+        cloudwatch.note(_elsewhere_note("alarm", elsewhere, project, recorded))
     if kept:
         cloudwatch.note(_unrecorded_note("alarm", kept, project,
                                          f"aws cloudwatch delete-alarms --region {region} --alarm-names NAME"))
@@ -378,14 +403,18 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
-                dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = ()) -> list[Change]:
+                dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = (),
+                former: tuple[str, ...] = ()) -> list[Change]:
     return _side_by_side(
-        lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters),
-        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters))
+        lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters,
+                                 former),
+        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former))
 
 
-def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> list[Change]:
-    """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune."""
+def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
+         renamed_from: tuple[str, ...] = ()) -> list[Change]:
+    """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune. `renamed_from`:
+    clusters these settings had before renaming them (--renamed-from); what was published with them is theirs."""
     regions = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
     with (progress or Silent()).phase("reading CloudWatch", total) as tick:
@@ -399,7 +428,8 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None) -> l
             requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
                         if item["Region"] == region}
             return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
-                               desired.dashboard_prefix if account_wide else "", desired.project, desired.clusters)
+                               desired.dashboard_prefix if account_wide else "", desired.project, desired.clusters,
+                               tuple(renamed_from))
 
         changes = _parallel(regions, work)
     if not desired.project:
@@ -521,7 +551,7 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     if change.action == CREATE or not live.get("as_generated"):
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
                                    following=following, just_read=just_read)
-    missing = _evidence_to_restore(request, tags, reported) if live.get("as_generated") else [
+    missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
         cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
@@ -579,10 +609,13 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
     return outcomes
 
 
-def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], reported: str | None
-                         ) -> list[dict[str, str]]:
+def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], reported: str | None,
+                         renamed: bool = False) -> list[dict[str, str]]:
     """The tags an alarm as generated lacks (plan and apply alike): its evidence, and its own tags, but not a new
-    list of clusters alone (the marks it carries are kept, and the evidence hashes those)."""
+    list of clusters alone (the marks it carries are kept, and the evidence hashes those), unless `renamed`: the
+    clusters it records are all ones these settings renamed (--renamed-from), and it records the new names."""
+    if renamed:
+        return [t for t in alarm_tags(request, reported) if t not in tags]
     expected = request if marks_intact(tags) is False else keeping_marks(request, tags)  # evidence of no marks too
     return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)]
 
@@ -595,7 +628,7 @@ def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, An
     if sorted(map(_tag_pair, before)) == sorted(map(_tag_pair, tags)):
         return None
     if request is not None and live.get("as_generated") and alarm_owned(tags) and not _evidence_to_restore(
-            request, tags, live.get("hash")):
+            request, tags, live.get("hash"), live.get("renamed")):
         return ""
     if alarm_owned(before) and not alarm_owned(tags):
         return f"its {ALARM_OWNER_TEXT} tag was removed or changed by someone else since the plan"

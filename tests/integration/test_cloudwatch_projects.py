@@ -239,17 +239,7 @@ def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_ot
     """A scope='fleet' rule names no cluster: two files of one project in one Region define the same alarm,
     and whichever wrote it last, neither file's prune deletes the other's alarms."""
     client, apply = aws
-    folder = tmp_path / "alarms"
-    folder.mkdir()
-    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
-    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
-            '              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", 5),\n'
-            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
-            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
-            '    ]\n    # An alarm on a field')
-    assert bundled.count("    ]\n    # An alarm on a field") == 1
-    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
-    common = f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
+    common = f"project: fleet\ndefinitions: {{alarms: [{_fleet_rule(tmp_path / 'alarms', 5)}]}}\n"
     a = _settings(tmp_path, "a", common + "clusters:\n  - {name: team-a, region: us-east-1}\n")
     b = _settings(tmp_path, "b", common + "clusters:\n  - {name: team-b, region: us-east-1}\n"
                                           "  - {name: team-b2, region: us-east-1}\n")
@@ -268,18 +258,10 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     tag says the file that wrote it last (none of the other's clusters); the other file's plan shows it foreign
     and its apply leaves it (before, each apply overwrote the other's); --force overwrites it."""
     client, apply = aws
-    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
     common = "project: fleet\n"
     settings = {}
     for team, threshold in (("a", 5), ("b", 10)):
-        folder = tmp_path / f"alarms-{team}"
-        folder.mkdir()
-        rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
-                f'              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", {threshold}),\n'
-                '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
-                '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
-                '    ]\n    # An alarm on a field')
-        (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+        folder = _fleet_rule(tmp_path / f"alarms-{team}", threshold)
         settings[team] = _settings(tmp_path, team, common + f"definitions: {{alarms: [{folder}]}}\n"
                                    f"clusters:\n  - {{name: team-{team}, region: us-east-1}}\n")
     assert apply("--config", settings["a"])[0] == 0
@@ -296,6 +278,86 @@ def test_a_fleet_alarm_two_files_define_differently_is_not_overwritten_by_the_fi
     code, report, stderr = apply("--force", "--config", settings["b"])
     assert code == 0 and "gpudash-fleet-fleet-idle-warning" in report["written"], stderr
     assert fleet_alarms()["gpudash-fleet-fleet-idle-warning"] == 10
+
+
+def _fleet_rule(folder, threshold):
+    """A definitions folder: the bundled alarms and a scope='fleet' rule (its alarm's name holds no cluster)."""
+    folder.mkdir(exist_ok=True)
+    bundled = (REPO / "alarms" / "gpu_alarms.py").read_text()
+    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
+            f'              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", {threshold}),\n'
+            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
+            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
+            '    ]\n    # An alarm on a field')
+    assert bundled.count("    ]\n    # An alarm on a field") == 1
+    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+    return folder
+
+
+def _fleet_alarm_marks(client, name="gpudash-fleet-fleet-idle-warning"):
+    alarm = client.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
+    tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]}
+    return alarm["Threshold"], tags.get("gpudash:clusters")
+
+
+def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_with_renamed_from(aws, tmp_path, cli):
+    """The only settings file renames its cluster (team-a to team-z) and changes its fleet alarm: the alarm records
+    team-a, which nothing tells from another file's, so it is refused, and the message says how to take it back
+    (not --force); with --renamed-from team-a it is written with the new name, --prune retires team-a's
+    objects, and later changes are written without the flag."""
+    client, apply = aws
+    common = "project: fleet\nclusters:\n  - {name: CLUSTER, region: us-east-1}\n"
+
+    def settings(cluster, threshold):  # (the threshold in the text too: each text is built once)
+        folder = _fleet_rule(tmp_path / "alarms", threshold)
+        return _settings(tmp_path, f"{cluster}-{threshold}", common.replace("CLUSTER", cluster)
+                         + f"definitions: {{alarms: [{folder}]}}  # fleet-idle below {threshold}\n")
+
+    assert apply("--config", settings("team-a", 5))[0] == 0
+    old = [n for n in [*_paged_alarms(client), *_dashboards(client)] if "-team-a-" in n]
+    assert len(old) == 14 and _fleet_alarm_marks(client) == (5, "team-a")
+    renamed = settings("team-z", 7)
+    code, stdout, stderr = cli("plan", "--no-grafana", "--config", renamed)
+    assert code == 1 and re.search(r"foreign +cloudwatch alarm gpudash-fleet-fleet-idle-warning", stdout), stdout
+    assert "`gpudash apply --renamed-from team-a` takes it back" in stdout
+    assert "`gpudash apply --renamed-from team-a` takes them back" in stderr  # the old cluster's objects
+    code, report, stderr = apply("--prune", "--config", renamed)  # the protection stands without the flag
+    assert code == 1 and "gpudash-fleet-fleet-idle-warning" in report["refused"]
+    assert _fleet_alarm_marks(client) == (5, "team-a") and not set(old) & set(report["written"])
+    code, stdout, _ = cli("plan", "--no-grafana", "--renamed-from", "team-a", "--config", renamed)
+    assert code == 1 and "foreign" not in stdout and len(re.findall(r"delete +cloudwatch", stdout)) == 14, stdout
+    code, report, stderr = apply("--prune", "--renamed-from", "team-a", "--config", renamed)
+    assert code == 0 and report["refused"] == [], stderr
+    assert sorted(n for n in report["written"] if "-team-a-" in n) == sorted(old)
+    assert _fleet_alarm_marks(client) == (7, "team-z")
+    assert not [n for n in [*_paged_alarms(client), *_dashboards(client)] if "-team-a-" in n]
+    code, report, stderr = apply("--prune", "--config", settings("team-z", 9))  # no flag needed any more
+    assert code == 0 and report["refused"] == [] and report["written"] == [
+        "gpudash-fleet-fleet-idle-mig-warning", "gpudash-fleet-fleet-idle-warning"], stderr
+    assert _fleet_alarm_marks(client) == (9, "team-z")
+    code, _, stderr = apply("--renamed-from", "team-z", "--config", settings("team-z", 9))
+    assert code == 2 and "the settings still define the cluster 'team-z'" in stderr
+
+
+def test_a_fleet_alarm_as_generated_records_the_new_cluster_names_with_renamed_from(aws, tmp_path):
+    """Renamed without other change, the fleet alarm is as generated: a new list of clusters alone is not written
+    (it would let one file take another's alarm), but with --renamed-from its clusters tag is; the next change
+    needs no flag."""
+    client, apply = aws
+    folder = _fleet_rule(tmp_path / "alarms", 5)
+    a = _settings(tmp_path, "a", f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
+                                 "clusters:\n  - {name: team-a, region: us-east-1}\n")
+    z = _settings(tmp_path, "z", f"project: fleet\ndefinitions: {{alarms: [{folder}]}}\n"
+                                 "clusters:\n  - {name: team-z, region: us-east-1}\n")
+    assert apply("--config", a)[0] == 0
+    code, report, stderr = apply("--config", z)
+    assert code == 0 and _fleet_alarm_marks(client) == (5, "team-a"), stderr
+    code, report, stderr = apply("--renamed-from", "team-a", "--config", z)
+    assert code == 0 and report["written"] == ["gpudash-fleet-fleet-idle-mig-warning",
+                                               "gpudash-fleet-fleet-idle-warning"], stderr
+    assert _fleet_alarm_marks(client) == (5, "team-z")
+    code, report, stderr = apply("--config", z)
+    assert code == 0 and report["written"] == [], stderr
 
 
 def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_file(aws, tmp_path):
