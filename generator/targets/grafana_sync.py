@@ -105,8 +105,9 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose uid
     is in the form of a longer uid prefix `seen` (another project's `gpudash-eu-overview` beside this
     one's `gpudash-overview`). Nor is one whose latest gpudash version records another uid prefix; one saved
-    before gpudash recorded it is pruned only when its uid reads one way alone (the id after the prefix has no
-    dash): `gpudash-eu-inference` may be `gpudash-eu`'s, so it is kept and listed in `unproven`."""
+    before gpudash recorded it is pruned only when its uid reads one way alone (neither the id after the prefix
+    nor the prefix has a dash): `gpudash-eu-inference` may be `gpudash-eu`'s `inference` to `gpudash`, and
+    `gpudash`'s `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`."""
     if not is_grafana_uid(uid, uid_prefix, seen):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
@@ -117,7 +118,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if evidence == NOT_GPUDASH:
         return None
     recorded = grafana_recorded_prefix(saved.get("message"))
-    if recorded is None and "-" in uid[len(uid_prefix) + 1:]:
+    if recorded is None and "-" in uid[len(uid_prefix) + 1:] + uid_prefix:
         if unproven is not None:
             unproven.append(uid)
         return None
@@ -167,7 +168,8 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
     if unproven:
         shown = shown_names(unproven)
         client.note(f"{len(unproven)} dashboard(s) in folder {folder['uid']} not defined here were saved by a gpudash "
-                    f"that did not record its uid prefix, and their uids may be read with a longer one ({shown}): "
+                    f"that did not record its uid prefix, and their uids may be read with another one, longer or "
+                    f"shorter ({shown}): "
                     f"--prune leaves them, since they may be another project's; if one is this project's, delete "
                     f"it by hand in Grafana")
     return changes

@@ -374,7 +374,7 @@ def test_an_alarm_whose_clusters_tag_a_person_removed_is_not_pruned_by_another_f
     assert name in _paged_alarms(client) and name not in report["written"]
 
 
-def _published_by(client, name, clusters, as_name=None):
+def _published_by(client, name, clusters, as_name=None, project="test"):
     """Rewrite the dashboard `name` (or write it as `as_name`) as gpudash writes it for project test from settings
     listing `clusters`; None: as a gpudash that recorded no clusters wrote it (a stamp of this name and project,
     no clusters line)."""
@@ -386,7 +386,7 @@ def _published_by(client, name, clusters, as_name=None):
     if clusters is not None:
         body = with_publication(body, clusters)
     name = as_name or name
-    client.put_dashboard(DashboardName=name, DashboardBody=json.dumps(stamp_cloudwatch_body(body, name, "test")))
+    client.put_dashboard(DashboardName=name, DashboardBody=json.dumps(stamp_cloudwatch_body(body, name, project)))
 
 
 def test_a_dashboard_published_before_clusters_were_recorded_is_not_pruned_by_another_file(aws, published, tmp_path):
@@ -557,3 +557,37 @@ def test_an_unrecorded_object_whose_name_a_longer_cluster_could_have_given_is_no
     assert "1 dashboard(s) of project 'test' not defined here record no clusters" in stderr
     assert "1 alarm(s) of project 'test' not defined here record no clusters" in stderr
     assert "gpudash-prod-eu-inference" in stderr and "gpudash-prod-eu-inference-stall-warning" in stderr
+
+
+def test_projects_whose_prefixes_continue_one_another_never_prune_each_others_unrecorded_objects(aws, tmp_path):
+    """Projects prod (prefixes gpudash-prod) and prod-eu (gpudash-prod-eu), cluster main each. prod's retired objects
+    of its cluster eu-main, written before clusters were recorded, are named gpudash-prod-eu-main-...: in prod-eu's
+    form for its own cluster main, with a tail that reads one way. Neither project's --prune deletes the other's
+    (the project each binds tells them apart); each deletes its own retired object of that age."""
+    client, apply = aws
+
+    def settings(project):
+        return _settings(tmp_path, project, f"project: {project}\nalarms: {{name_prefix: gpudash-{project}}}\n"
+                         f"cloudwatch: {{dashboard_prefix: gpudash-{project}}}\n"
+                         "clusters:\n  - {name: main, region: us-east-1}\n")
+
+    for project in ("prod", "prod-eu"):
+        assert apply("--config", settings(project))[0] == 0
+        for name in [n for n in _dashboards(client) if n.startswith(f"gpudash-{project}-main-")]:
+            _published_by(client, name, None, project=project)
+        for name in [n for n in alarms(client) if n.startswith(f"gpudash-{project}-main-")]:
+            _written_before_marks(client, name, None)
+    for project, retired in (("prod", "gpudash-prod-eu-main-old"), ("prod", "gpudash-prod-main-retired"),
+                             ("prod-eu", "gpudash-prod-eu-main-retired")):
+        _published_by(client, f"gpudash-{project}-main-health", None, as_name=retired, project=project)
+    _as_rule(client, "gpudash-prod-main-gpu-idle-warning", "gpudash-prod-eu-main-inference-stall-warning",
+             "inference-stall")
+    _written_before_marks(client, "gpudash-prod-eu-main-inference-stall-warning", None)
+    before = [*_dashboards(client), *_all_alarms(client)]
+    for project in ("prod-eu", "prod"):  # (each marks its own defined objects with its clusters as it goes)
+        code, report, stderr = apply("--prune", "--force", "--config", settings(project))
+        assert code == 0 and f"gpudash-{project}-main-retired" in report["written"], stderr
+        assert all(c["name"].startswith(f"gpudash-{project}-main-") for c in report["changes"]
+                   if c["name"] in report["written"]), report["written"]
+    assert [*_dashboards(client), *_all_alarms(client)] == [
+        n for n in before if n not in ("gpudash-prod-eu-main-retired", "gpudash-prod-main-retired")]

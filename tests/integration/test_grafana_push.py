@@ -591,9 +591,10 @@ def test_a_uid_prefix_that_continues_another_is_told_apart_when_pruning_one_fold
         model = {**grafana.state.dashboards[uid]["dashboard"], "uid": theirs + uid[len(mine):]}
         model["title"] += " (EU)"
         grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
-    for prefix in (mine, theirs):
+    for prefix in (mine, theirs):  # (this project's records its prefix: unrecorded, `gpudash-eu-old` reads two ways)
         model = {"uid": f"{prefix}-old", "title": f"old {prefix}", "tags": [GRAFANA_OWNER_TAG]}
-        grafana._store(model["uid"], model, "gpudash", grafana_message(model, ""), "gpudash-sa")
+        grafana._store(model["uid"], model, "gpudash", grafana_message(model, "", prefix if prefix == mine else None),
+                       "gpudash-sa")
     theirs_now = {uid: json.dumps(entry, sort_keys=True) for uid, entry in grafana.state.dashboards.items()
                   if uid.startswith(f"{theirs}-") and (len(theirs) > len(mine) or not uid.startswith(f"{mine}-"))}
     assert len(theirs_now) == 5
@@ -631,6 +632,29 @@ def test_prune_deletes_a_dashboard_whose_uid_reads_two_ways_only_when_it_records
     # what this push saves records the prefix: the next run knows its own dashboards
     assert all(grafana.state.dashboards[uid]["versions"][-1]["message"].split()[2] == "uid-prefix:gpudash"
                for uid in UIDS)
+
+
+@pytest.mark.parametrize("mine,theirs", [("gpudash-prod-eu", "gpudash-prod"), ("gpudash-prod", "gpudash-prod-eu")])
+def test_a_dashboard_saved_before_prefixes_were_recorded_is_not_pruned_by_a_project_whose_prefix_reads_it(
+        grafana, run, tmp_path, mine, theirs):
+    """`gpudash-prod-eu-x` is `gpudash-prod`'s `eu-x` or `gpudash-prod-eu`'s `x`. Saved (unrecorded) by the other
+    project into this one's folder, it is never pruned, whichever prefix is the longer: nothing in it says whose
+    it is (the shorter prefix's reading leaves a dash in the id, the longer prefix's a dash in the prefix). It is
+    listed in the note; this project's own dashboard saved with its prefix recorded is pruned."""
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"grafana:\n  uid_prefix: {mine}\n")
+    code, _, stderr = _push(run, "--config", str(config))
+    assert code == 0, stderr
+    theirs_old = {"uid": "gpudash-prod-eu-x", "title": f"x of {theirs}", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(theirs_old["uid"], theirs_old, "gpudash", grafana_message(theirs_old, ""), "gpudash-sa")
+    ours = {"uid": f"{mine}-retired", "title": "our retired", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(ours["uid"], ours, "gpudash", grafana_message(ours, "", mine), "gpudash-sa")
+    kept = json.dumps(grafana.state.dashboards["gpudash-prod-eu-x"], sort_keys=True)
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--force")
+    assert code == 0, stderr
+    assert json.loads(stdout)["written"] == [f"{mine}-retired"] and f"{mine}-retired" not in grafana.state.dashboards
+    assert json.dumps(grafana.state.dashboards.get("gpudash-prod-eu-x"), sort_keys=True) == kept
+    assert "gpudash-prod-eu-x" in stderr and "did not record its uid prefix" in stderr
 
 
 def test_a_dashboard_whose_uid_reads_two_ways_is_not_overwritten_when_it_records_another_uid_prefix(grafana):
