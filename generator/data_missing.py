@@ -54,8 +54,9 @@ a 10-minute mean, never both halves). Counted over the same window it is the sam
     (render/alarms.second_plan) counts them over one period the length of the window and fires above
     NO_DATA_SHARE of the window's scrapes; a node with none (healthy, or gone) has no data: notBreaching.
     A healthy fleet publishes none of it.
-  * Prometheus: a rule of its own (no `for`), the same count over the same window, the scrapes read at the
-    scrape interval (a subquery), above the same number, kept while the target is scraped.
+  * Prometheus: a rule of its own (no `for`), the same count over the same window ((t - window, t]), each scrape
+    read once within a 5 s step as the other rules read readings (no_data_expression), above the same number,
+    kept while the target is scraped.
 On the JSON path (agent.pipeline: classic), whose scraper drops `up` and `scrape_*`, the second alarm counts
 each GPU's observations below SCRAPE_SHARE of its scrapes in each of two periods (a crash loop; a GPU that k
 series repeat only below 1/(2k); a GPU silent altogether, or an exporter answering empty, is not seen). A GROUP
@@ -173,6 +174,7 @@ from typing import Any
 from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
+from .promql import step_window
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import STYLES, style_for
 from .settings import Cluster, Settings
@@ -509,18 +511,24 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
 NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
 
 
-def no_data_expression(settings: Settings, window: str, threshold: float) -> str:
-    """The rule's branch 4, a rule of its own (no `for`): each exporter target whose scrapes over `window` failed or
-    answered without a DCGM sample more than `threshold` times, read at the scrape interval, kept while the target
-    is scraped (a target gone from discovery, its pod replaced, goes stale and drops out). Both generated scrape
+def no_data_expression(settings: Settings, window: int, threshold: float, step: int) -> str:
+    """The rule's branch 4, a rule of its own (no `for`): each exporter target whose scrapes taken in the last
+    `window` seconds ((t - window, t], as the per-node alarm counts them) failed or answered without a DCGM sample
+    more than `threshold` times, kept while the target is scraped (a target gone from discovery, its pod replaced,
+    goes stale and drops out). The scrapes are read as the other rules read readings (render/alarms.rule_step): the
+    latest sample taken within each `step` seconds (promql.fresh_reading), so each scrape counts once, at the first
+    step at or after it, and the count lags the evaluation by at most `step` (at a step of the scrape interval,
+    placed at multiples of it since the epoch, it lagged by up to one scrape interval). The subquery's range is the
+    window less a millisecond, so its first step is the first after the window's start on Prometheus 2's closed
+    ranges as on 3's left-open ones: a scrape taken exactly a window before is not counted. Both generated scrape
     paths attach `exporter_pod` to a target; the GPU operator's or the chart's own ServiceMonitor gives it, as it
     gives every ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
     style = style_for(settings)
-    step = f"{settings.scrape.seconds}s"
     operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
     selectors = (f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}')
-    branches = [f"sum_over_time(({s} == bool 0)[{window}:{step}]) > {threshold:g} and {s}"
-                for s in selectors]
+    reading = step_window(f"{step}s")
+    branches = [f"sum_over_time((last_over_time({s}[{reading}]) == bool 0)[{window * 1000 - 1}ms:{step}s]) "
+                f"> {threshold:g} and {s}" for s in selectors]
     expression = " or ".join(f"({b})" for b in branches)
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 

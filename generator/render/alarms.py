@@ -633,7 +633,7 @@ def no_data_rule(alarm: Alarm, settings: Settings) -> str:
     CloudWatch twin per node is (one period the window's length, no `for`)."""
     window = data_missing.window_seconds(alarm.period_seconds, alarm.evaluation_periods)
     threshold = data_missing.no_data_threshold(settings, window)
-    return data_missing.no_data_expression(settings, _duration(window), threshold)
+    return data_missing.no_data_expression(settings, window, threshold, int(rule_step(settings).removesuffix("s")))
 
 
 def _alert_query(alarm: Alarm, settings: Settings):

@@ -840,7 +840,7 @@ def test_a_longer_window_is_the_same_on_both_forms_and_in_the_descriptions(tmp_p
             assert "more than 15 of its 30 scrapes over the last 15 minutes" in node["AlarmDescription"]
             (first, second) = [r for g in prometheus_rules(alarms, project.catalog, project.settings)["groups"]
                                for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing"]
-            assert "[15m:30s]) > 15 and" in second["expr"] and "reason" in second["labels"]
+            assert "[899999ms:5s]) > 15 and" in second["expr"] and "reason" in second["labels"]
             # the cluster's branches over each of the three periods, as CloudWatch's metric math: no `for`
             assert "for" not in first and "for" not in second
             assert "[5m] offset 10m" in first["expr"] and "offset 15m" not in first["expr"]

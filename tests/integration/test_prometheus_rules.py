@@ -189,11 +189,12 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
                 {"eval_time": "10m", "alertname": "GpudashXidError", "exp_alerts": []},
             ],
         },
-        {   # one node's exporter stops answering while the others report: its target is down
-            "interval": "1m",
-            "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1 1 0x20"},
-                             {"series": UP.format(pod="nvidia-dcgm-exporter-b"), "values": "1x20"},
-                             _series("DCGM_FI_DEV_GPU_TEMP", "60x20"), *KSM],
+        {   # one node's exporter stops answering at minute 2 while the others report: its target is down (scraped
+            # every 30 s, as the settings say: the rule counts each scrape once)
+            "interval": "30s",
+            "input_series": [{"series": UP.format(pod="nvidia-dcgm-exporter-a"), "values": "1x3 0x40"},
+                             {"series": UP.format(pod="nvidia-dcgm-exporter-b"), "values": "1x40"},
+                             _series("DCGM_FI_DEV_GPU_TEMP", "60x40"), *KSM],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
                 {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
@@ -225,11 +226,11 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
     (tmp_path / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
     other_job = 'up{job="kube-state-metrics",namespace="monitoring",container="kube-state-metrics",pod="ksm-0"}'
     tests = [{
-        "interval": "1m",
-        "input_series": [{"series": OPERATOR_UP.format(n=1), "values": "1 1 0x20"},
-                         {"series": OPERATOR_UP.format(n=2), "values": "1x20"},
-                         {"series": other_job, "values": "0x20"},  # not an exporter: no alert for it
-                         {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-2"}', "values": "60x20"}, *KSM],
+        "interval": "30s",  # the settings' scrape interval
+        "input_series": [{"series": OPERATOR_UP.format(n=1), "values": "1x3 0x40"},
+                         {"series": OPERATOR_UP.format(n=2), "values": "1x40"},
+                         {"series": other_job, "values": "0x40"},  # not an exporter: no alert for it
+                         {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-2"}', "values": "60x40"}, *KSM],
         "alert_rule_test": [
             {"eval_time": "1m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
             {"eval_time": "10m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [
