@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 
 import pytest
-import yaml
 
 from generator.artifacts import build
 from generator.output import encode
@@ -26,7 +25,7 @@ from generator.project import load_project
 from tests.support import cloudwatch_eval, kube_state
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support.dcgm_fleet import FLEET, STEP, Gpu, payload, scrapes, target_labels
-from tests.integration.test_prometheus_rules import SAMPLES
+from tests.integration.test_prometheus_rules import SAMPLES, _evaluated_at, _groups
 
 END, CHANGE = 2100, 1200  # judged at minute 35; the change at minute 20
 RECOVER, FINAL = 2400, 3600  # healthy again from minute 40; the timeline ends at minute 60
@@ -225,7 +224,7 @@ def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
 
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
     tests = []
     for situation in SITUATIONS:
@@ -303,7 +302,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
 
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
     reason = "an exporter target brought no GPU data most of the time"
     crashing = _target(THREE[2], "ex-3")
@@ -420,7 +419,7 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
 
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    rule = next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
     cpu_node = [{"series": 'kube_node_info{job="kube-state-metrics",instance="10.0.2.9:8080",node="ip-10-0-9-9"}',
                  "values": _samples("1", "1")}]
@@ -596,7 +595,7 @@ REASON = "an exporter target brought no GPU data most of the time"
 def _data_missing_rule(files, folder) -> dict:
     """The generated rules written to folder/rules.yaml for promtool; the data-missing rule."""
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
-    return next(r for g in yaml.safe_load(files["prometheus/rules.yaml"])["groups"] for r in g["rules"]
+    return next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
 
 
@@ -909,11 +908,13 @@ def _rule_fired_minutes(files, folder, answering: dict[str, str], desired: tuple
             series += [{"series": f"up{{{target}}}", "values": _up_values(part)},
                        {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
                        {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": _promtool_values(part, "60")}]
-    (folder / "story_test.yaml").write_text(yaml.safe_dump({
-        "rule_files": ["rules.yaml"], "evaluation_interval": "30s",
-        "tests": [{"name": "story", "interval": "30s", "input_series": series,
-                   "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
-                                       for m in range(1, steps // 2 + 1)]}]}, sort_keys=False))
+    tests = [{"name": "story", "interval": "30s", "input_series": series,
+              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
+                                  for m in range(1, steps // 2 + 1)]}]
+    assert not [r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+                if "for" in r or "keep_firing_for" in r]  # each minute judged by its own evaluation: see _evaluated_at
+    (folder / "story_test.yaml").write_text(json.dumps({
+        "rule_files": ["rules.yaml"], "evaluation_interval": _evaluated_at(tests, "30s"), "tests": tests}))
     result = subprocess.run([binary("promtool"), "test", "rules", "story_test.yaml"], capture_output=True, text=True,
                             cwd=folder)
     fired = set()  # every minute judged expects no alert: promtool names each minute one fired at

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import subprocess
 
@@ -41,10 +42,8 @@ _READ_RULES: dict[str, list] = {}  # a rules file's text -> its groups
 def _rule(folder, alert: str) -> dict:
     """The rule of `alert` in folder/rules.yaml (a copy: the caller may change it). A story's expected alerts
     read the same file at each evaluation: each text is parsed once."""
-    text = (folder / "rules.yaml").read_text()
-    if text not in _READ_RULES:
-        _READ_RULES[text] = yaml.safe_load(text)["groups"]
-    return copy.deepcopy(next(r for g in _READ_RULES[text] for r in g["rules"] if r["alert"] == alert))
+    return copy.deepcopy(next(r for g in _groups((folder / "rules.yaml").read_text()) for r in g["rules"]
+                              if r["alert"] == alert))
 
 
 def _expected(folder, alert: str, **labels: str) -> dict:
@@ -80,27 +79,62 @@ def with_scrape_samples(series: list[dict], kept: int = 4) -> list[dict]:
                        for s in series if s["series"].startswith("up{"))]
 
 
+def _groups(text: str) -> list:
+    """The rule groups of a rules file's text, parsed once per text."""
+    if text not in _READ_RULES:
+        _READ_RULES[text] = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["groups"]
+    return _READ_RULES[text]
+
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _ms(duration: str) -> int:
+    """A Prometheus duration (`90s`, `1h30m`) in milliseconds."""
+    parts = re.findall(r"(\d+)(ms|s|m|h|d)", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(int(n) * _UNITS[u] for n, u in parts)
+
+
+def _evaluated_at(tests: list, interval: str) -> str:
+    """The evaluation interval that evaluates the rules at the same instants the alerts are judged at as `interval`
+    does, and at as few others as it can. promtool evaluates every rule at each multiple of the interval up to the
+    last eval_time and judges an eval_time by the evaluation at or before it: the alerts it finds there depend on
+    that evaluation alone when no rule holds a state across evaluations (no `for`, no `keep_firing_for`: the
+    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts."""
+    step = _ms(interval)
+    instants = {_ms(case["eval_time"]) // step * step for test in tests for case in test.get("alert_rule_test", [])}
+    coarse = math.gcd(*instants) if any(instants) else step
+    return f"{coarse}ms"
+
+
 def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
     """Write `tests` as a promtool unit-test file for folder/rules.yaml and pass it. promtool evaluates every rule
     of the file at every step; the rules the tests name no alert of are left out (no rule reads another's
     result: the file has no recording rules and no rule reads ALERTS), so each step evaluates only the rules that
-    are judged, each as generated."""
+    are judged, each as generated; and each test group is evaluated at the steps of `_evaluated_at` (no rule has `for`),
+    one promtool run per distinct interval. The files are written as JSON (YAML that is quicker to write)."""
     tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
         i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
     named = {case["alertname"] for test in tests for case in test.get("alert_rule_test", [])}
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = _groups((folder / "rules.yaml").read_text())
     rules_text = json.dumps(groups)
     assert "record" not in [key for g in groups for r in g["rules"] for key in r] and "ALERTS" not in rules_text
     judged = [{**group, "rules": [r for r in group["rules"] if r["alert"] in named]} for group in groups]
+    assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
     rule_file = f"{name}.rules.yaml"
-    (folder / rule_file).write_text(yaml.safe_dump({"groups": [g for g in judged if g["rules"]]}, sort_keys=False))
-    test_file = folder / name
-    test_file.write_text(yaml.safe_dump({"rule_files": [rule_file], "evaluation_interval": evaluation_interval,
-                                         "tests": tests}, sort_keys=False))
-    result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True, text=True,
-                            cwd=folder)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS" in result.stdout
+    (folder / rule_file).write_text(json.dumps({"groups": [g for g in judged if g["rules"]]}, ensure_ascii=False))
+    by_interval: dict[str, list] = {}  # each test group at its own steps: one file (one promtool run) per interval
+    for test in tests:
+        by_interval.setdefault(_evaluated_at([test], evaluation_interval), []).append(test)
+    for k, (interval, group) in enumerate(by_interval.items()):
+        test_file = folder / (name if k == 0 else f"{k}.{name}")
+        test_file.write_text(json.dumps({"rule_files": [rule_file], "evaluation_interval": interval, "tests": group},
+                                        ensure_ascii=False))
+        result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True,
+                                text=True, cwd=folder)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "SUCCESS" in result.stdout
 
 
 def test_promtool_check_rules(rules):
