@@ -14,6 +14,7 @@ MIG instance) read blanks and series the same way.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -22,7 +23,7 @@ import pytest
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.integration.test_prometheus_rules import _expected, _promtool_test
+from tests.integration.test_prometheus_rules import _expected, _groups, _promtool_test, _rule
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Datapoint, Scrape, agent_config
 from tests.support.container_insights_addon import DECLARATIONS, NAMESPACE
@@ -117,9 +118,9 @@ def _two_gpus_idle() -> Story:
     the pod is not idle: 80 / 12 readings = 6.7 %. A mean of the GPUs' window means (0 and 40), or of the steps'
     means (2 x 20 / 10 steps = 4 %), would misjudge it; a blank reading ends no window."""
     def second(k): return 40.0 if k >= 70 and k % 5 == 0 else BLANK
-    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 110, lambda k: 0.0, lambda k: Source(),
-                 _idle_truth(lambda k: [0.0, second(k)], 110), {"namespace": "ml", "pod": "a"},
-                 [k * STEP + 15 for k in range(50, 110)], second=second)
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, lambda k: 0.0, lambda k: Source(),
+                 _idle_truth(lambda k: [0.0, second(k)], 140), {"namespace": "ml", "pod": "a"},
+                 [k * STEP + 15 for k in range(50, 140)], second=second)
 
 
 def _mig_idle() -> Story:
@@ -202,9 +203,7 @@ def _build(tmp_path, settings: str):
 
 
 def _alert(folder, rule: str) -> str:
-    import yaml
-
-    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    groups = _groups((folder / "rules.yaml").read_text())
     return next(r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule)
 
 
@@ -214,12 +213,18 @@ def _cloudwatch_request(files, rule: str, metric: str) -> dict:
                 and metric.removeprefix("DCGM_FI_DEV_") in json.dumps(a["Request"]["Metrics"]))
 
 
-def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: int, interval: int = STEP) -> list[str]:
-    """The evaluations where the rule's alert differs from `expected` ({time: labels or None})."""
+def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int, interval: int = STEP) -> list[str]:
+    """The evaluations where the rule's alert differs from the expected one, each story (its rule's alert, its series,
+    its expected alert labels: {time: labels or None}) judged at the same times in one test group."""
+    times = list(stories[0][2])
+    assert all(list(expected) == times for _, _, expected in stories)
     cases = [{"eval_time": f"{t}s", "alertname": alert,
-              "exp_alerts": [_expected(folder, alert, **labels)] if labels else []} for t, labels in expected.items()]
+              "exp_alerts": [_expected(folder, alert, **expected[t]) for a, _, expected in stories
+                             if a == alert and expected[t]]}
+             for t in times for alert in dict.fromkeys(a for a, _, _ in stories)]
     try:
-        _promtool_test(folder, "story.yaml", [{"interval": f"{interval}s", "input_series": series,
+        _promtool_test(folder, "story.yaml", [{"interval": f"{interval}s",
+                                                "input_series": [s for _, series, _ in stories for s in series],
                                                 "alert_rule_test": cases}], evaluation_interval=f"{every}s")
     except AssertionError as failure:
         return [line.split("time: ")[1].strip(" ,") for line in str(failure).splitlines() if "time:" in line] \
@@ -227,22 +232,62 @@ def _prometheus_wrong(folder, alert: str, series: list, expected: dict, every: i
     return []
 
 
+def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
+    """The story as promtool input series (each distinct source one series, as stored: the scrape job adds node and
+    instance) and its expected alert labels at each evaluation ({time: labels or None}). `mark` is appended to every
+    namespace and node the story names, so that stories judged in one promtool run share no alert."""
+    def marked(text: str) -> str:
+        return re.sub(r'\b(namespace|node)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}{mark}"', text)
+
+    values: dict[Source, list[str]] = {}
+    for k in range(story.scrapes):
+        for source, value in story.readings(k):
+            values.setdefault(source, ["_"] * story.scrapes)[k] = _text(value)
+    series = [{"series": marked(f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}'),
+               "values": " ".join(v)} for source, v in values.items()]
+    alert = {k: v + mark if k in ("namespace", "node") else v for k, v in story.alert.items()}
+    return series, {t: alert if story.truth(t) else None for t in story.evaluations}
+
+
+_VERDICTS: dict[str, list[str]] = {}  # story name -> the evaluations where the rule differs from the truth
+
+
+def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
+    """The evaluations where the story's rule differs from its truth. The stories judged at the same instants (the
+    same rules, interval and evaluations) run as one promtool test group, each under its own namespace and node:
+    promtool's cost is in evaluating the rules at each step, whatever the series. The rules aggregate by namespace
+    and pod or by node and GPU and join no two of those (no `on`, no `ignoring`: checked), so one story's series
+    cannot change another's alerts. Should the group fail, each of its stories runs alone for its own verdict."""
+    if name not in _VERDICTS:
+        story, settings = STORIES[name]
+        rules = {o: _build(tmp_path_factory.mktemp("settings"), o)[0]["prometheus/rules.yaml"]
+                 for o in dict.fromkeys(o for _, o in STORIES.values())}
+        batch = [n for n, (s, o) in STORIES.items() if n not in _VERDICTS and (s.every, s.evaluations) ==
+                 (story.every, story.evaluations) and rules[o] == rules[settings]]
+        folder = tmp_path_factory.mktemp("stories")
+        files, folder = _build(folder, settings)
+        alerts = {n: _alert(folder, STORIES[n][0].rule) for n in batch}
+        joined = re.search(r"\b(on|ignoring)\s*\(", json.dumps([_rule(folder, a)["expr"] for a in set(alerts.values())]))
+        together = not joined and len(batch) > 1 and not _prometheus_wrong(folder, [
+            (alerts[n], *_prometheus_case(STORIES[n][0], f"-{i}")) for i, n in enumerate(batch)], story.every)
+        for n in batch:
+            if together:
+                _VERDICTS[n] = []
+            else:
+                _, single = _build(tmp_path_factory.mktemp("story"), settings)
+                _VERDICTS[n] = _prometheus_wrong(single, [(alerts[n], *_prometheus_case(STORIES[n][0]))], story.every)
+    return _VERDICTS[name]
+
+
 @pytest.mark.parametrize("name", STORIES)
-def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path):
+def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path, tmp_path_factory):
     story, settings = STORIES[name]
     files, folder = _build(tmp_path, settings)
     read = [k for k in range(story.scrapes) if story.readings(k)]
     expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
     assert any(expected.values())  # the story has a situation to find
 
-    # Prometheus: each distinct source one series, as stored (the scrape job adds node and instance)
-    values: dict[Source, list[str]] = {}
-    for k in read:
-        for source, value in story.readings(k):
-            values.setdefault(source, ["_"] * story.scrapes)[k] = _text(value)
-    series = [{"series": f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}',
-               "values": " ".join(v)} for source, v in values.items()]
-    wrong = _prometheus_wrong(folder, _alert(folder, story.rule), series, expected, story.every)
+    wrong = _prometheus_verdict(tmp_path_factory, name)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
 
     # CloudWatch: the same scrapes through the agent's model into the generated alarm
@@ -284,7 +329,7 @@ def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):
     series = [{"series": f"DCGM_FI_DEV_FB_USED{{{labels}}}", "values": " ".join(f"{used(k):g}" for k in range(scrapes))},
               {"series": f"DCGM_FI_DEV_FB_FREE{{{labels}}}",
                "values": " ".join(f"{24000 - used(k):g}" for k in range(scrapes))}]
-    wrong = _prometheus_wrong(folder, _alert(folder, "framebuffer-full"), series, expected, 15)
+    wrong = _prometheus_wrong(folder, [(_alert(folder, "framebuffer-full"), series, expected)], 15)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
 
     # CloudWatch: the add-on publishes the pod's used share once a minute (at even scrapes: the peak among them)
@@ -322,5 +367,5 @@ def test_rules_read_readings_off_the_step_grid_without_lag(tmp_path):
     source = Source(("ip-10-0-1-1", OLD[1]))
     series = [{"series": f'DCGM_FI_DEV_GPU_TEMP{{{source.labels()},node="{source.node}",instance="{OLD[1]}"}}',
                "values": " ".join(values)}]
-    wrong = _prometheus_wrong(folder, _alert(folder, "gpu-temp-critical"), series, expected, 15, interval=1)
+    wrong = _prometheus_wrong(folder, [(_alert(folder, "gpu-temp-critical"), series, expected)], 15, interval=1)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
