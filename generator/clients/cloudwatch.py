@@ -130,7 +130,9 @@ class CloudWatch:
         except RemoteError as exc:
             if api not in WRITES or not lost:
                 raise  # every attempt failed to connect or was answered: it did not happen
-            raise may_have_happened(exc, f"CloudWatch {api} was sent", "its answer was lost") from None
+            failure = may_have_happened(exc, f"CloudWatch {api} was sent", "its answer was lost")
+            failure.write_lost = True  # the caller reads the object back to tell done from not done
+            raise failure from None
 
     def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], lost: list[bool],
               **kwargs) -> Any:
@@ -279,6 +281,12 @@ class CloudWatch:
             if "ResourceNotFoundException" not in exc.what:
                 raise
             return []
+
+
+def answer_lost(exc: BaseException) -> bool:
+    """Whether this failure of a write came after an attempt of it reached CloudWatch and every answer was lost:
+    it may have happened, which only reading the object back can settle."""
+    return bool(getattr(exc, "write_lost", False)) and not isinstance(exc, DeadlineExceeded)
 
 
 def for_verify(options) -> CloudWatch:

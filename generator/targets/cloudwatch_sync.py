@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..clients.cloudwatch import BATCH, CloudWatch
+from ..clients.cloudwatch import BATCH, CloudWatch, answer_lost
 from ..clients.deadline import DeadlineExceeded
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
@@ -466,6 +466,29 @@ def _unshown(exc: RemoteError, api: str, read: str) -> RemoteError:
     return exc
 
 
+def _settle(exc: RemoteError, api: str, thing: str, read: Callable[[], Any], done: Callable[[Any], bool],
+            before: Callable[[Any], bool]) -> None:
+    """After a write `api` whose answers were all lost (`exc`, which says it may have happened): read `thing` back.
+    Returns when the read shows the write made; raises that it was not made when the read shows `thing` as before
+    it; raises `exc` (may have happened) when the read fails or shows neither (someone else changed it)."""
+    try:
+        now = read()
+    except DeadlineExceeded as stop:
+        raise stop.after_sending(f"CloudWatch {api} was sent", f"its answer was lost and {thing} was not read back "
+                                 "to show it") from None
+    except RemoteError as check:
+        exc.what += f"; {thing} could not be read back to show it ({check.what})"
+        raise exc from None
+    if done(now):
+        return
+    if before(now):
+        raise RemoteError(f"CloudWatch {api} was sent and its answer was lost; read back, {thing} is as before: the "
+                          f"write was not made ({exc.what.rpartition(' (')[2].rstrip(')')})", where=exc.where,
+                          hint="run again when CloudWatch answers: publishing converges")
+    exc.what += f"; read back, {thing} is neither as sent nor as before (changed by someone else meanwhile)"
+    raise exc
+
+
 def _not_overwritten(change: Change, why: str) -> RemoteError:
     done = "not deleted" if change.action == DELETE else "not overwritten"
     return RemoteError(f"{why}; {done}", where=f"CloudWatch {change.kind} {change.name}",
@@ -492,6 +515,12 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
                 return bool(getattr(exc, "after_lost", False))  # was lost: then gpudash deleted it (done)
             raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
                               "still there", where=what, hint="run `gpudash plan` and apply again") from None
+        except RemoteError as exc:
+            if not answer_lost(exc):
+                raise
+            _settle(exc, "DeleteDashboards", "the dashboard", lambda: cloudwatch.dashboard_body(region, change.name),
+                    done=lambda now: now is None, before=lambda now: now == change.live.get("body"))
+            return True
         try:
             still = cloudwatch.dashboard_body(region, change.name)
         except RemoteError as exc:
@@ -500,8 +529,15 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
                               where=what, hint=UNPROVEN)
         return True
-    response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
-                               DashboardBody=compact_json(body))
+    try:
+        response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
+                                   DashboardBody=compact_json(body))
+    except RemoteError as exc:
+        if not answer_lost(exc):
+            raise
+        _settle(exc, "PutDashboard", "the dashboard", lambda: cloudwatch.dashboard_body(region, change.name),
+                done=lambda now: now == body, before=lambda now: now == (change.live or {}).get("body"))
+        return True  # read back with the body sent: the check below is made
     messages = response.get("DashboardValidationMessages") or []
     if messages:
         text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
@@ -540,13 +576,25 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         raise _not_overwritten(change, moved)
     if moved == "":
         return False
+    def put(**fields) -> None:
+        try:
+            cloudwatch.call(region, "PutMetricAlarm", what, **fields)
+        except RemoteError as exc:
+            if not answer_lost(exc):
+                raise
+            _settle(exc, "PutMetricAlarm", "the alarm",
+                    lambda: cloudwatch.metric_alarms(region, names=[change.name]).get(change.name),
+                    done=lambda alarm: alarm is not None and not unconfirmed(alarm_fields(request), alarm_fields(alarm)),
+                    before=lambda alarm: alarm is None if now is None else
+                    alarm is not None and alarm_fields(alarm) == alarm_fields(now))
+
     if change.action == CREATE:  # created owned, but its content hash waits for the read-back to confirm it
         tags = creation_tags(request)
-        cloudwatch.call(region, "PutMetricAlarm", what, **{**request, "Tags": tags})
+        put(**{**request, "Tags": tags})
     else:
         tags = live.get("tags", [])
         if not live.get("as_generated"):  # PutMetricAlarm ignores Tags on update (AWS does; send none)
-            cloudwatch.call(region, "PutMetricAlarm", what, **{k: v for k, v in request.items() if k != "Tags"})
+            put(**{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
@@ -554,7 +602,15 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
-        cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
+        try:
+            cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
+        except RemoteError as exc:
+            if not answer_lost(exc):
+                raise
+            _settle(exc, "TagResource", "the alarm's tags",
+                    lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn}),
+                    done=lambda now: all(t in now for t in missing),
+                    before=lambda now: sorted(map(_tag_pair, now)) == sorted(map(_tag_pair, tags)))
     return True
 
 
@@ -732,21 +788,31 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
 
     what = f"CloudWatch alarms in {region}"
     not_found = own = False
+    lost: RemoteError | None = None
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
     except RemoteError as exc:
-        return [(change, False, exc) for change in batch], []
+        if not answer_lost(exc):
+            return [(change, False, exc) for change in batch], []
+        lost = exc  # it may have happened: the read below tells
     except ClientError as exc:
         not_found = True
         own = bool(getattr(exc, "after_lost", False))  # an attempt of this call landed and lost its answer
     try:  # one read of the batch: an answer alone proves no delete
         left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
+        if lost is not None and not isinstance(exc, DeadlineExceeded):
+            lost.what += f"; the alarms could not be read back to show it ({exc.what})"
+            return [(change, False, lost) for change in batch], []
         unshown = _unshown(exc, "DeleteAlarms", "the alarms")  # once: it rewrites the error it is given
         return [(change, False, unshown) for change in batch], []
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)
+    if lost is not None:
+        still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
+                            "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
+                            "converges")
     results = [(change, not_found and not own and change.name not in left, None if change.name not in left else still)
                for change in batch]
     retry = [change for change in batch if change.name in left] if not_found and len(left) < len(batch) else []

@@ -175,34 +175,70 @@ def test_restoring_an_alarms_evidence_writes_what_the_plan_said_and_not_a_new_li
     assert f"unchanged cloudwatch alarm {NAME} [us-east-1]" in stdout, stdout
 
 
-LOST = {  # a write whose every answer is lost after CloudWatch made it: (settings, flags)
-    "PutMetricAlarm": (WARMER, ()),
-    "TagResource": (WARMER, ()),
-    "PutDashboard": (WARMER, ()),
-    "DeleteAlarms": ("", ("--prune",)),
-    "DeleteDashboards": ("", ("--prune",)),
+LOST = {  # a write whose every answer is lost: (settings, flags, the kind of object it writes)
+    "PutMetricAlarm": (WARMER, (), "alarm"),
+    "TagResource": (WARMER, (), "alarm"),
+    "PutDashboard": (WARMER, (), "dashboard"),
+    "DeleteAlarms": ("", ("--prune",), "alarm"),
+    "DeleteDashboards": ("", ("--prune",), "dashboard"),
 }
 
 
-@pytest.mark.parametrize("gateway", [False, True], ids=["reset", "gateway 504"])
+def _state(client, names):
+    """Each of these alarms' fields and tags, and these dashboards' bodies (None: not there)."""
+    live, boards = alarms(client), _dashboards(client)
+    return {name: (live[name]["Threshold"], sorted((t["Key"], t["Value"]) for t in _tags(client, name)))
+            if name in live else client.get_dashboard(DashboardName=name)["DashboardBody"] if name in boards else None
+            for name in names}
+
+
+@pytest.mark.parametrize("landed", [True, False], ids=["made, answers reset", "not made, gateway 504"])
 @pytest.mark.parametrize("api", LOST)
-def test_a_write_whose_answers_are_all_lost_says_it_may_have_happened(proxied, published, project_dir, api, gateway):
-    """CloudWatch does what each attempt of the write asks and the connection drops before every answer:
-    the write is reported as may have happened (it did), never as a plain failure to reach CloudWatch. So is
-    one a gateway in front answers 504 every time (it cannot tell whether CloudWatch got the request)."""
+def test_a_write_whose_answers_are_all_lost_is_read_back(proxied, published, project_dir, cli, api, landed):
+    """CloudWatch does what each attempt of the write asks and the connection drops before every answer: the
+    object read back shows it made, and it is reported done (a rerun writes nothing). A gateway in front answers
+    504 to every attempt and CloudWatch never got the request: read back, the object is as before, and the write
+    is reported not made (a failure, exit 3), never done and never as may have happened."""
     proxy, client, apply = proxied
-    settings, flags = LOST[api]
+    settings, flags, kind = LOST[api]
     published("--config", str(project_dir(TWO_CLUSTERS)))
-    before = (sorted(alarms(client)), _dashboards(client))
+    config = str(project_dir(settings))  # (the same file, written again)
+    everything = [*alarms(client), *_dashboards(client)]
+    before = _state(client, everything)
     fresh(proxy)
-    proxy.inject(fault(api, "status", status=504, times=ALWAYS) if gateway else fault(api, "reset-after", times=ALWAYS))
-    code, report, stderr = apply("--config", str(project_dir(settings)), *flags)
+    proxy.inject(fault(api, "reset-after", times=ALWAYS) if landed else fault(api, "status", status=504, times=ALWAYS))
+    code, report, stderr = apply("--config", config, *flags)
+    assert proxy.faults() and "Traceback" not in stderr, stderr
+    actions = ("delete",) if api.startswith("Delete") else ("create", "update")
+    changed = [c["name"] for c in report["changes"] if c["action"] in actions and c["kind"] == kind]
+    assert changed, report["changes"]
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    if landed:
+        assert code == 0 and errors == {} and set(changed) <= set(report["written"]), errors
+        fresh(proxy)
+        code, report, stderr = apply("--config", config, *flags)
+        assert code == 0 and report["written"] == [], stderr
+        return
+    assert code == 3 and not set(changed) & set(report["written"])
+    assert all(f"CloudWatch {api} was sent and its answer was lost; read back" in errors[name]
+               and "may have happened" not in errors[name] for name in changed if name in errors), errors
+    assert set(changed) <= set(errors) or api == "TagResource"  # (the tags follow the fields of an update)
+    if api != "TagResource":  # (an update's fields are written before its tags)
+        assert _state(client, changed) == {name: before.get(name) for name in changed}
+
+
+@pytest.mark.parametrize("api,read", [("PutMetricAlarm", "DescribeAlarms"), ("PutDashboard", "GetDashboard")])
+def test_a_write_whose_answers_are_lost_and_whose_read_back_fails_says_it_may_have_happened(
+        proxied, published, project_dir, api, read):
+    """CloudWatch makes the write, every answer is lost, and every read that would show it made answers 500:
+    the write is reported as may have happened (it did), never as done or as not made."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    broken = fault(read, "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
+    proxy.inject(fault(api, "reset-after", times=ALWAYS, callback=lambda: proxy.inject(broken)))
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
     assert code == 3 and "Traceback" not in stderr, stderr
-    assert proxy.faults(), "the fault was never injected"
     errors = [item["error"] for item in report["failed"] if f"CloudWatch {api}" in item["error"]]
     assert errors and all(f"CloudWatch {api} was sent and may have happened, but its answer was lost" in error
-                          for error in errors), report["failed"]
-    if api == "DeleteAlarms" and not gateway:  # it happened
-        assert not [name for name in alarms(client) if other_cluster(name)] and before[0] != sorted(alarms(client))
-    if api == "DeleteDashboards" and not gateway:
-        assert not [name for name in _dashboards(client) if other_cluster(name)]
+                          and "could not be read back to show it" in error for error in errors), report["failed"]

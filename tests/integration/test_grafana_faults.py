@@ -458,6 +458,48 @@ def test_a_folder_create_whose_answers_are_all_lost_is_read_back(grafana, proxy,
         assert code == 3 and "the folder's create was sent to Grafana and may have happened" in error, error
 
 
+@pytest.mark.parametrize("status", [502, 503, 504])
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_save_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, proxy, run, desired, landed, status):
+    """A gateway in front of Grafana answers every attempt of every save with a 5xx it gives when Grafana's answer
+    was lost or late. When Grafana got the saves and made them, each is read back and is done (not a failure),
+    and a rerun writes nothing; when it did not, each save failed, with the gateway's answer, and nothing is
+    reported written."""
+    before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
+    proxy.inject(Rule(SAVE, method="POST", action="gateway" if landed else "status", status=status, times=99))
+    code, report, stderr = run()
+    assert proxy.faults() and "Traceback" not in stderr, stderr
+    saved = [*CREATED, UPDATED]
+    if landed:
+        assert code == 1 and report["failed"] == [] and set(saved) <= set(report["written"]), stderr
+        assert all(uid in grafana.state.dashboards for uid in CREATED)
+        _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
+    else:
+        assert code == 3 and not set(saved) & set(report["written"])
+        assert all(str(status) in _failed(report)[uid] and "may have happened" not in _failed(report)[uid]
+                   for uid in saved), _failed(report)
+        assert not [uid for uid in CREATED if uid in grafana.state.dashboards]
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_folder_create_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, proxy, run, desired, landed):
+    """A gateway answers 503 to every attempt of the folder's create: when Grafana made the folder, the read-back
+    finds it (done, and the push goes on into it); when it did not, the create failed and nothing is put in a
+    folder that is not there."""
+    grafana.state.folders.pop("gpudash")
+    proxy.inject(Rule(r"^/api/folders$", method="POST", action="gateway" if landed else "status", status=503,
+                      times=99))
+    code, report, stderr = run()
+    assert proxy.faults() and "Traceback" not in stderr, stderr
+    if landed:
+        assert code == 1 and "gpudash" in report["written"] and report["failed"] == [], stderr
+        assert "gpudash" in grafana.state.folders
+    else:
+        errors = _failed(report)
+        assert code == 3 and "503" in errors["gpudash"] and "may have happened" not in errors["gpudash"], errors
+        assert "gpudash" not in grafana.state.folders and report["written"] == []
+
+
 def test_a_move_whose_every_save_is_answered_503_is_not_reported_done(grafana, proxy, run, desired):
     """A gateway's 503 to every save of a move (--move-from): the dashboard's content was already as generated,
     so only its folder and version show whether the save landed; it did not, and it is not reported done."""

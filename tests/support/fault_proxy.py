@@ -13,6 +13,8 @@ for the server or spoils its answer, a given number of times:
   drip          forward, then send the answer `rate` bytes a second (until the proxy stops)
   before        run `callback()` (e.g. a person saving in the UI), then forward
   rewrite       forward, then answer with `callback(body)` instead of the server's body
+  gateway       forward (the server processes the request), then answer `status` (a 502, 503 or 504: a gateway
+                whose wait for the server's answer failed) with `body` instead of the server's answer
 
 A rule matches on method, a regex searched in the path, and optionally bytes the request body
 contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
@@ -37,7 +39,7 @@ from tests.support.loopback import KeepAliveHandler, LoopbackServer
 # Not passed on; Host is kept as the client sent it (a signed request, such as boto3's, covers it).
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "content-length"}
-ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before", "rewrite")
+ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before", "rewrite", "gateway")
 HTML = b"<!doctype html><html><head><title>Sign in</title></head><body>Please sign in</body></html>"
 
 
@@ -98,7 +100,9 @@ class FaultProxy(LoopbackServer):
                 action = rule.action if rule else "forward"
                 with proxy.lock:
                     proxy.log.append((self.command, path, action))
-                if action == "status":
+                if action == "gateway":
+                    proxy._forward(self, self.command, self.path, self.headers, body)
+                if action in ("status", "gateway"):
                     if rule.callback is not None:  # something happens just before the server answers
                         rule.callback()
                     data = rule.body if rule.body is not None else json.dumps({"message": "injected fault"}).encode()
