@@ -20,12 +20,14 @@ Over each period the alarm fires when
   2. exporters are expected (desired > 0) but no GPU reported at all, or
   3. fewer exporter pods were available than desired all period long (an exporter down on a node), and no
      rollout of the DaemonSet progressed in it (its updated pods did not change) or the shortfall was more than
-     a rollout keeps (ROLLOUT_UNAVAILABLE, the DaemonSet's default maxUnavailable 1): a rollout of many nodes
+     a rollout keeps (exporter.max_unavailable, the DaemonSet's maxUnavailable: 1 by default): a rollout of many nodes
      (RollingUpdate, maxUnavailable 1) keeps one pod unavailable nearly all the time, each node's data
      missing a minute once; a rollout stuck on a node fires, and so does an exporter down on one node while a
-     rollout replaces the others (two unavailable all period). One pod down while a rollout progresses is not
-     told from the rollout's own until the rollout ends or stops on it (and for the period holding its last
-     move); a rollout with maxUnavailable above 1 reads as data missing.
+     rollout replaces the others (two unavailable all period). A rollout keeping more unavailable (maxUnavailable
+     above 1) is read as its own when exporter.max_unavailable says so. One pod down while a rollout progresses
+     within its maxUnavailable is not told from the rollout's own (the DaemonSet controller counts it against
+     maxUnavailable, so the rollout slows rather than the shortfall growing) until the rollout ends or stops on it
+     (and for the period holding its last move).
    Both forms judge each of these per period, CloudWatch's metric math over each of its periods and the rule's
    branches over the periods that end at each evaluation (the condition of each period, `offset` one period
    for the one before, joined with `and`: no `for`, which a condition that is not monotone would reset, a
@@ -197,12 +199,30 @@ SOURCE = "kube-state-metrics"
 # old pod as soon as the new one is available: kube-state-metrics rarely sees all available while it runs).
 KSM_STATS = (("d", DESIRED, "Minimum"), ("a", AVAILABLE, "Maximum"), ("u", UPDATED, "Maximum"),
              ("v", UPDATED, "Minimum"))
-# The most exporter pods a rollout keeps unavailable at once: the DaemonSet's default RollingUpdate maxUnavailable, which
-# the GPU operator and the dcgm-exporter chart keep. A shortfall above it, all period long, is not the rollout's: it fires
-# while a rollout progresses (an exporter without a scrape target on one node during a rollout elsewhere). A rollout
-# with maxUnavailable above it is read as data missing.
-ROLLOUT_UNAVAILABLE = 1
-EXPRESSION = f"IF(d > 0, g * (a >= d OR (u > v AND d - a <= {ROLLOUT_UNAVAILABLE})), 1)"
+# The most exporter pods a rollout keeps unavailable at once: the DaemonSet's RollingUpdate maxUnavailable, which
+# kube-state-metrics does not expose (settings exporter.max_unavailable; 1, the DaemonSet's default, which the GPU
+# operator and the dcgm-exporter chart keep). A shortfall above it, all period long, is not the rollout's: it fires while
+# a rollout progresses (an exporter without a scrape target on one node during a rollout elsewhere that keeps fewer
+# unavailable). The DaemonSet controller counts every unavailable pod against it (pkg/controller/daemon/update.go
+# rollingUpdate: a node whose pod is missing or not available adds to numUnavailable, and no old pod is deleted beyond
+# maxUnavailable), so a pod lost elsewhere during a rollout slows the rollout instead of adding to the shortfall: it is
+# seen when the shortfall exceeds maxUnavailable, or when the rollout halts or ends.
+
+
+def rollout_unavailable(settings: Settings, desired: str, ceil: str) -> str:
+    """The pods a rollout may keep unavailable, as an expression: exporter.max_unavailable, or its percentage of
+    `desired` rounded up (`ceil`: the function's name in the form's language), as the DaemonSet controller scales it
+    (GetScaledValueFromIntOrPercent, rounding up)."""
+    allowed = settings.exporter.max_unavailable
+    if isinstance(allowed, str):
+        return f"{ceil}({desired} * {allowed.removesuffix('%')} / 100)"
+    return str(allowed)
+
+
+def expression(settings: Settings) -> str:
+    """The CloudWatch form's metric math (see the module's docstring)."""
+    return f"IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1)"
+
 
 # The Container Insights add-on's form (see the module's docstring).
 ADDON_ALIVE = addon.CLUSTER_NODE_COUNT  # published by the add-on agent's leader while it runs
@@ -483,7 +503,7 @@ def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period:
                                "Period": period, "Stat": statistic}}
 
     return [*(stat(i, m, s) for i, m, s in KSM_STATS), stat("g", field, "SampleCount"),
-            {"Id": "e", "Expression": EXPRESSION, "Label": label, "ReturnData": True}]
+            {"Id": "e", "Expression": expression(settings), "Label": label, "ReturnData": True}]
 
 
 def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: str) -> list[dict]:
@@ -572,7 +592,7 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
         reason(f"(min_over_time({DESIRED}{span}) > max_over_time({AVAILABLE}{span})) and {each} {found} "
                f"unless {each} ((max_over_time({UPDATED}{span}) > min_over_time({UPDATED}{span})) "
                f"and {each} (min_over_time({DESIRED}{span}) - max_over_time({AVAILABLE}{span}) "
-               f"<= {ROLLOUT_UNAVAILABLE}))",
+               f"<= {rollout_unavailable(settings, f'min_over_time({DESIRED}{span})', 'ceil')}))",
                "fewer exporter pods available than desired"),
     ]
     return " or ".join(branches)

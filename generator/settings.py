@@ -155,6 +155,9 @@ class ExporterSettings(Section):
     # Some exporters run with KUBERNETES_VIRTUAL_GPUS=true. The schema gives no default on purpose: a file
     # that does not set it validates to the same document (and settings hash in a build's manifest) as before.
     virtual_gpus: bool = False
+    # The DaemonSet's RollingUpdate maxUnavailable: pods (an int) or a percentage of its nodes ("25%"); kube-state-metrics
+    # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
+    max_unavailable: int | str = 1
 
 
 def interval_seconds(interval: str) -> int:

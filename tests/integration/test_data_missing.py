@@ -854,8 +854,8 @@ def test_a_longer_window_is_the_same_on_both_forms_and_in_the_descriptions(tmp_p
 #
 # 40 GPU nodes; from minute 10 a rollout replaces the other 39, one a minute (each target gone a minute); at minute 12
 # the exporter pod of the last node goes and its replacement never gets a scrape target (stuck Pending): the rollout
-# goes on (maxUnavailable 2 leaves room for it), the updated count moves every period, and 2 pods are missing all
-# the time. The node's GPU data is missing from minute 12 for good: both forms fire from about 11 minutes later on,
+# goes on (a DaemonSet whose maxUnavailable 2 leaves room for it, one at a time), the updated count moves every period,
+# and 2 pods are missing all the time, more than the settings' exporter.max_unavailable (the default 1). The node's GPU data is missing from minute 12 for good: both forms fire from about 11 minutes later on,
 # though the rollout runs until minute 49.
 
 LOST_NODES = tuple(f"ip-10-0-4-{i + 1}" for i in range(40))
@@ -1015,3 +1015,90 @@ def test_a_rollouts_move_and_a_brief_recovery_in_different_periods_fire_both_for
     assert 31 in alarmed and 31 in fired  # the move 7 minutes back, the recovery 3 minutes back: two periods
     assert [m for m, fires in SPLIT_JUDGED.items() if (m in alarmed) != fires] == [], sorted(alarmed)
     assert [m for m, fires in SPLIT_JUDGED.items() if (m in fired) != fires] == [], sorted(fired)
+
+
+# --- a rollout that keeps several exporters unavailable (maxUnavailable above 1) -------------------------------------
+#
+# kube-state-metrics does not expose a DaemonSet's maxUnavailable: exporter.max_unavailable says it. 60 GPU nodes, a
+# RollingUpdate with maxUnavailable 3: from minute 10 the controller deletes three old pods at once, their targets are
+# gone a minute until the new pods answer, then the next three: 57 of 60 available for 20 minutes, the updated count
+# rising by three each minute. Each node's data is missing a minute once: no form fires when the settings say 3 (or 5%
+# of 60, rounded up), and both fire when they keep the default 1.
+
+WIDE_NODES = tuple(f"ip-10-0-7-{i + 1}" for i in range(60))
+WIDE_BATCH = 3
+WIDE = {node: "1" * (ROLLOUT_START + 2 * (i // WIDE_BATCH)) + ".."
+        + "1" * (ROLLOUT_STEPS - ROLLOUT_START - 2 * (i // WIDE_BATCH) - 2) for i, node in enumerate(WIDE_NODES)}
+WIDE_AVAILABLE = tuple(sum(line[k] == "1" for line in WIDE.values()) for k in range(ROLLOUT_STEPS))
+WIDE_UPDATED = tuple(min(len(WIDE_NODES), WIDE_BATCH * ((k - ROLLOUT_START) // 2 + 1)) if k >= ROLLOUT_START
+                     else len(WIDE_NODES) for k in range(ROLLOUT_STEPS))
+
+
+def _files(folder, settings: str):
+    (folder / "gpudash.yaml").write_text(settings)
+    return encode(build(load_project(folder / "gpudash.yaml")))
+
+
+@pytest.mark.parametrize("allowed", ["3", "'5%'", None], ids=["3", "5%", "default 1"])
+def test_a_rollout_of_three_exporters_at_once_is_the_rollouts_own_when_the_settings_say_so(tmp_path, allowed):
+    files = _files(tmp_path, f"exporter:\n  max_unavailable: {allowed}\n" if allowed else "")
+    points = _rollout_points(files, WIDE, WIDE_AVAILABLE, WIDE_UPDATED)
+    requests = _rule_alarms(files)
+    alarmed = {m for m in range(1, ROLLOUT_STEPS // 2 + 1) if _in_alarm(requests, points, m * 60)}
+    fired = _rule_fired_minutes(files, tmp_path, WIDE, (len(WIDE_NODES),) * ROLLOUT_STEPS, WIDE_AVAILABLE,
+                                WIDE_UPDATED)
+    # not judged: minute 30, whose period ends with the rollout's last pod available at exactly 30:00 (CloudWatch's
+    # periods leave out the sample at their end, a PromQL range holds it; scrapes never land there exactly)
+    end = WIDE_AVAILABLE.index(len(WIDE_NODES), ROLLOUT_START) // 2
+    assert alarmed - {end} == fired - {end}
+    if allowed:
+        assert fired == set()
+    else:  # three missing all period is more than the default allows: both forms fire once two periods hold it
+        assert set(range(ROLLOUT_START // 2 + 10, end)) <= fired
+
+
+# The same rollout with one exporter lost on a node at minute 12 (its new pod never gets a scrape target). The DaemonSet
+# controller counts that node's pod as unavailable against maxUnavailable 3 (pkg/controller/daemon/update.go
+# rollingUpdate), so the rollout goes on two nodes at a time and the shortfall stays 3: no count tells the lost pod from
+# the rollout's own while the updated count moves (the stated limit). When the rollout ends the shortfall is 1 with no
+# move, which both forms see once two whole periods hold no move: at the same minutes. Three pods lost use up the
+# budget: the controller stops the rollout, and both forms fire as on a rollout stuck.
+
+def _wide_rollout_with_lost(lost: int) -> tuple[dict[str, str], tuple, tuple, int]:
+    """(answering, available, updated, the step the rollout ends) with `lost` exporters lost at minute 12."""
+    nodes, at = WIDE_NODES[:40], 24
+    gone = nodes[-lost:]
+    answering = {node: "1" * at + "." * (ROLLOUT_STEPS * 2 - at) for node in gone}
+    step, batch, left = ROLLOUT_START, WIDE_BATCH, list(nodes[:-lost])
+    while left and (step < at or WIDE_BATCH - lost > 0):
+        batch = WIDE_BATCH if step < at else WIDE_BATCH - lost
+        for node in left[:batch]:
+            answering[node] = "1" * step + ".." + "1" * (ROLLOUT_STEPS * 2 - step - 2)
+        left, step = left[batch:], step + 2
+    for node in left:  # never replaced: the rollout stopped
+        answering[node] = "1" * ROLLOUT_STEPS * 2
+    answering = {node: answering[node] for node in nodes}
+    steps = ROLLOUT_STEPS * 2
+    available = tuple(sum(line[k] == "1" for line in answering.values()) for k in range(steps))
+    replaced = [line.index(".") for node, line in answering.items() if "." in line and node not in gone]
+    updated = tuple(0 if k < ROLLOUT_START else sum(r <= k for r in replaced) + lost * (k >= at) for k in range(steps))
+    updated = tuple(len(nodes) if k < ROLLOUT_START else u for k, u in enumerate(updated))
+    return answering, available, updated, step
+
+
+@pytest.mark.parametrize("lost", [1, 3])
+def test_an_exporter_lost_during_a_wide_rollout_fires_both_forms_when_the_rollout_cannot_explain_it(tmp_path, lost):
+    files = _files(tmp_path, "exporter:\n  max_unavailable: 3\n")
+    answering, available, updated, end = _wide_rollout_with_lost(lost)
+    points = _rollout_points(files, answering, available, updated)
+    requests = _rule_alarms(files)
+    minutes = range(1, len(available) // 2 + 1)
+    alarmed = {m for m in minutes if _in_alarm(requests, points, m * 60)}
+    fired = _rule_fired_minutes(files, tmp_path, answering, (len(answering),) * len(available), available, updated)
+    assert alarmed == fired, (sorted(alarmed), sorted(fired))
+    # quiet until the pod is lost; in alarm from two whole periods after the updated count's last move on
+    moved = max(k for k in range(1, len(updated)) if updated[k] != updated[k - 1]) // 2
+    assert not {m for m in fired if m <= 12}
+    assert set(range(moved + 11, len(available) // 2 + 1)) <= fired, (moved, sorted(fired))
+    if lost == 3:  # the rollout stops at once: the last move is the loss's
+        assert moved == 12
