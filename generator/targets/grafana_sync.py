@@ -102,13 +102,14 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
-    project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose uid
-    is in the form of a longer uid prefix `seen` (another project's `gpudash-eu-overview` beside this
-    one's `gpudash-overview`). Nor is one whose latest gpudash version records another uid prefix; one saved
-    before gpudash recorded it is pruned only when its uid reads one way alone (neither the id after the prefix
-    nor the prefix has a dash): `gpudash-eu-inference` may be `gpudash-eu`'s `inference` to `gpudash`, and
-    `gpudash`'s `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`."""
-    if not is_grafana_uid(uid, uid_prefix, seen):
+    project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose latest
+    gpudash version records another uid prefix; one recording this one is this project's, even in the form of a
+    longer uid prefix `seen` (this project's retired `eu-overview` beside its `overview`). One saved before
+    gpudash recorded it is pruned only when its uid is not in such a form (another project's `gpudash-eu-overview`
+    beside this one's `gpudash-overview`) and reads one way alone (neither the id after the prefix nor the prefix
+    has a dash): `gpudash-eu-inference` may be `gpudash-eu`'s `inference` to `gpudash`, and `gpudash`'s
+    `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`."""
+    if not is_grafana_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
@@ -118,6 +119,8 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if evidence == NOT_GPUDASH:
         return None
     recorded = grafana_recorded_prefix(saved.get("message"))
+    if recorded is None and not is_grafana_uid(uid, uid_prefix, seen):
+        return None  # in the form of a longer prefix seen: the note on such uids lists it
     if recorded is None and "-" in uid[len(uid_prefix) + 1:] + uid_prefix:
         if unproven is not None:
             unproven.append(uid)
@@ -155,11 +158,11 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         unproven: list[str] = []
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
-                if is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
-                    others.append(hit["uid"])
                 change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven)
                 if change is not None:
                     changes.append(change)
+                elif is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
+                    others.append(hit["uid"])
     if others:
         shown = shown_names(others)
         client.note(f"{len(others)} dashboard(s) in folder {folder['uid']} not defined here have uids in the form of "

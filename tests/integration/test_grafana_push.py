@@ -657,6 +657,34 @@ def test_a_dashboard_saved_before_prefixes_were_recorded_is_not_pruned_by_a_proj
     assert "gpudash-prod-eu-x" in stderr and "did not record its uid prefix" in stderr
 
 
+def test_a_retired_dashboard_whose_uid_ends_in_a_defined_id_is_pruned_when_it_records_this_uid_prefix(grafana, run,
+                                                                                                       tmp_path):
+    """This project (uid prefix gpudash) retired its dashboard `eu-overview` while it defines `overview`: the uid
+    `gpudash-eu-overview` is in the form of a longer prefix gpudash-eu, but its latest gpudash version records
+    gpudash, so it is this project's and --prune deletes it; edited since, only with --force. Another project's
+    `gpudash-eu-health` (recorded gpudash-eu) and an unrecorded `gpudash-eu-by-pod` are left."""
+    config = tmp_path / "mine.yaml"
+    config.write_text("grafana:\n  uid_prefix: gpudash\n")
+    code, _, stderr = _push(run, "--config", str(config))
+    assert code == 0, stderr
+    for uid, recorded in (("gpudash-eu-overview", "gpudash"), ("gpudash-eu-health", "gpudash-eu"),
+                          ("gpudash-eu-by-pod", None), ("gpudash-eu-all-metrics", "gpudash")):
+        model = {"uid": uid, "title": uid, "tags": [GRAFANA_OWNER_TAG]}
+        grafana._store(uid, model, "gpudash", grafana_message(model, "", recorded), "gpudash-sa")
+    edited = {"uid": "gpudash-eu-all-metrics", "title": "edited by hand", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(edited["uid"], edited, "gpudash", "", "alice")
+    kept = {uid: json.dumps(grafana.state.dashboards[uid], sort_keys=True)
+            for uid in ("gpudash-eu-health", "gpudash-eu-by-pod", "gpudash-eu-all-metrics")}
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--allow-mass-prune")
+    assert code == 1 and json.loads(stdout)["written"] == ["gpudash-eu-overview"], stderr
+    assert json.loads(stdout)["refused"] == ["gpudash-eu-all-metrics"]
+    assert "gpudash-eu-overview" not in grafana.state.dashboards
+    assert {uid: json.dumps(grafana.state.dashboards.get(uid), sort_keys=True) for uid in kept} == kept
+    code, stdout, stderr = _push(run, "--config", str(config), "--prune", "--force", "--allow-mass-prune")
+    assert code == 0 and json.loads(stdout)["written"] == ["gpudash-eu-all-metrics"], stderr
+    assert "gpudash-eu-health" in grafana.state.dashboards and "gpudash-eu-by-pod" in grafana.state.dashboards
+
+
 def test_a_dashboard_whose_uid_reads_two_ways_is_not_overwritten_when_it_records_another_uid_prefix(grafana):
     """`gpudash` (dashboard id `eu-inference`) and `gpudash-eu` (id `inference`) make the same uid in one folder.
     The latest gpudash version records whose it is: the other project's is refused without --force (the two
