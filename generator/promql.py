@@ -216,10 +216,10 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
 
     `over_time` (function, window, offset) takes a gauge over a window (ending `offset` before the instant: an
     earlier period; a counter's growth too) instead of its latest sample, as CloudWatch takes a statistic over
-    the observations of each period (alerts). With it, a counter's increase is exact, as CloudWatch sums the
-    agent's deltas: the latest sample less the latest one a window earlier (a missed scrape's delta covers the
-    gap in both), not increase(), which scales the samples inside the window up to its length (50 replays read
-    as 55.6 over nine 30 s steps). A window with a counter reset takes increase(), which adds what follows it.
+    the observations of each period (alerts).
+    A counter's increase read per step (`copies` and `resolution`, below) is exact, as CloudWatch sums the agent's
+    deltas (summed_deltas: a reset's reading counts as it is), not increase(), which scales the samples inside
+    the window up to its length (50 replays read as 55.6 over nine 30 s steps).
     `copies` (_Merge.copies: a selector `{0}`'s copies of one GPU instance made one series: every label but
     the GPU's identity and the outer grouping merged, so per pod one series per pod and GPU instance) with `resolution` (the scrape interval) take a counter's rate or increase
     from one reading of its copies per step of that interval (a subquery over fresh_reading): the
@@ -232,10 +232,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     only at the step that follows it, so a missed scrape is a
     missing step (not the sample before, read again as one more interval of growth), and the rate is
     that of one series of the GPU's readings, timed at the steps: its window ends at the GPU's latest
-    step, up to one interval before the query's instant. The exact growth reads the latest reading of
-    the window and the latest one before it (at most a window earlier) from the same steps, and asks
-    that no reading between them is lower (a reset just before the window's first reading takes
-    increase()).
+    step, up to one interval before the query's instant.
     """
     field = catalog.get(metric) if metric in catalog else None
     counter = field is not None and field.is_counter
@@ -252,33 +249,59 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
-        readings = f"{fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])}" \
-                   f"[{window}:{resolution}]"
-        subquery = readings + _offset(shift)
+        inner = fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])
+        subquery = f"{inner}[{window}:{resolution}]{_offset(shift)}"
 
         def run(function: str) -> str:
             return function.format(subquery)
-        earlier = (readings + _offset(_plus(window, shift))).replace("{", "{{").replace("}", "}}")
-        span, now, before = "{0}", "last_over_time({0})", f"last_over_time({earlier})"
-        first = "min_over_time({0})"  # the window's first reading, when it holds no reset
-    else:
+        span = "{0}"
+        change = summed_deltas(inner, window, resolution, shift) if as_increase else run("rate({0})")
+    else:  # no reading per step (no field reaches this: every counter is read per step)
         def run(function: str) -> str:
             return _raw(metric, branches, extra, function)
-        span, now = "{0}[" + window + "]" + _offset(shift), "{0}" + _offset(shift)
-        before, first = "{0}" + _offset(_plus(window, shift)), None
-    change = run(("increase(" if as_increase else "rate(") + span + ")")
-    if as_increase and over_time is not None:
-        exact = run(f"({now} - {before})")
-        steady = run("resets(" + span + ") == 0")
-        if first is not None:  # and no reset between the reading before the window and its first one
-            steady = f"({steady} and {run(f'({first} - {before})')} >= 0)"
-        change = f"(({exact} >= 0 and {steady}) or {change})"
+        span = "{0}[" + window + "]" + _offset(shift)
+        change = run(("increase(" if as_increase else "rate(") + span + ")")
     if not as_increase and field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
         change = f"({change} * {field.unit.rate_scale:g})"
     # No blank among the samples the window holds: a blank inside it would read as a climb of 2**63
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
+
+
+def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None) -> str:
+    """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's
+    readings (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the
+    one before it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends
+    the raw value). The reading before a window's first one (within PREVIOUS_WITHIN, a blank left out) counts, so
+    the sum is the growth since the reading before the window, a reset inside it or not: 1000, then 1, 17, 33, 50
+    after a reset is 50, where increase() scales the readings up to the window's length (55.6 over 270 s of a
+    5-minute window). A reading with none before it within PREVIOUS_WITHIN (the GPU's first) adds nothing, as the
+    agent sends nothing for a series' first scrape. A window without a reading gives no value. The window is
+    left-open (_left_open)."""
+    lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * _seconds(resolution)))
+    # the steps before this one (the subquery's steps sit on the grid of `resolution`, as this step does)
+    previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
+    delta = f"(({reading} - {previous}) >= 0 or ({reading} < {previous}))"
+    return f"sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)})"
+
+
+def _left_open(window: str) -> str:
+    """A window of fixed length less a millisecond: the readings of (instant - window, instant] on Prometheus 2's
+    closed ranges as on 3's left-open ones, as CloudWatch's period holds the deltas of [start, end) (a reading on
+    the window's first step belongs to the window before). A dashboard macro ($__range) is left as it is."""
+    return window if window.startswith("$") else f"{_seconds(window) * 1000 - 1}ms"
+
+
+PREVIOUS_WITHIN = 300  # seconds: how far back a reading's previous one is looked for (the agent's counter cache)
+
+
+def _seconds(duration: str) -> int:
+    return int(duration[:-1]) * _UNITS[duration[-1]]
+
+
+def _duration_text(seconds: int) -> str:
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def _offset(shift: str | None) -> str:
@@ -293,8 +316,7 @@ def _plus(window: str, shift: str | None) -> str:
     """`window` and `shift` (durations such as 5m, 30s) added up, as one duration."""
     if not shift:
         return window
-    seconds = sum(int(d[:-1]) * _UNITS[d[-1]] for d in (window, shift))
-    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+    return _duration_text(sum(_seconds(d) for d in (window, shift)))
 
 
 def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:

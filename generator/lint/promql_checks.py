@@ -46,7 +46,9 @@ def selectors(ast) -> list[Selector]:
         if isinstance(node, promql_parser.VectorSelector):
             function = None
             ranged = _ranged(stack)
-            if ranged is not None:
+            if any(_sums_deltas(above) for above in stack):
+                function = "increase"  # promql.summed_deltas: the counter's increase, read per step
+            elif ranged is not None:
                 function = stack[ranged].func.name
                 if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
                     function = "compare"  # `max_over_time(x[w]) < 9e18`: no blank in the window, not a chart of x
@@ -79,6 +81,31 @@ def _ranged(stack: list) -> int | None:
         inside = _subquery_call(stack, len(stack) - 3)  # a step's latest reading (promql.fresh_reading)
         return len(stack) - 2 if inside is None else inside
     return _subquery_call(stack, len(stack) - 1)
+
+
+def _sums_deltas(node) -> bool:
+    """`sum_over_time((((r - p) >= 0 or r < p))[w:step])`: a counter's increase as promql.summed_deltas writes it
+    (each reading less the one before it, or the reading itself after a reset)."""
+    import promql_parser
+
+    if not (isinstance(node, promql_parser.Call) and node.func.name == "sum_over_time" and node.args
+            and isinstance(node.args[0], promql_parser.SubqueryExpr)):
+        return False
+    inner = _unwrapped(node.args[0].expr)
+    if not (isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "or"):
+        return False
+    grown, reset = _unwrapped(inner.lhs), _unwrapped(inner.rhs)
+    return (isinstance(grown, promql_parser.BinaryExpr) and str(grown.op) == ">="
+            and isinstance(_unwrapped(grown.lhs), promql_parser.BinaryExpr) and str(_unwrapped(grown.lhs).op) == "-"
+            and isinstance(reset, promql_parser.BinaryExpr) and str(reset.op) == "<")
+
+
+def _unwrapped(node):
+    import promql_parser
+
+    while isinstance(node, promql_parser.ParenExpr):
+        node = node.expr
+    return node
 
 
 def _subquery_call(stack: list, at: int) -> int | None:

@@ -75,11 +75,12 @@ def _true(metric: str, window: str, end: int, rate: bool) -> float:
     """The counter's real rate (per second) or increase over `window` ending at sample `end`."""
     seconds = int(window[:-1]) * 3600
     first = end - seconds // STEP + 1  # the first sample inside (end - window, end]
+    if not rate:  # the growth since the reading before the window, as CloudWatch sums the agent's deltas
+        return _readings(end)[metric] - _readings(first - 1)[metric]
     change = _readings(end)[metric] - _readings(first)[metric]
     covered = (end - first) * STEP
-    # rate/increase extrapolate from the samples to the window's edges, here half a step away at each end
-    increase = change * seconds / covered
-    return increase / seconds if rate else increase
+    # rate extrapolates from the samples to the window's edges, here half a step away at each end
+    return change * seconds / covered / seconds
 
 
 @pytest.mark.parametrize("window, end", BLANK_INSIDE + BLANK_FIRST + BLANK_OUTSIDE)

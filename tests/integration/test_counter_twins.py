@@ -12,6 +12,8 @@ merges the two pods' copies of the time-sliced GPU's counter into one series (30
 One more GPU at 60 has its exporter replaced mid-run (a restart or an upgrade: a new exporter pod and
 address, a scrape lost between them, and the new version adds the pod's UID to the pod's copy); the
 device's counter goes on counting, so the 5 minutes across the replacement still hold 60 replays.
+Counter resets near the threshold (below) are judged minute by minute on both forms: each window's truth is the sum
+of its readings' deltas, a reading after a fall counted as it is.
 """
 
 from __future__ import annotations
@@ -134,3 +136,122 @@ def test_the_prometheus_rule_names_the_truth(built):
     series = [s for node in FLEET for s in _stored(node, job)]
     _promtool_test(folder, "counter_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                    "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
+
+
+# --- counter resets near the threshold, judged minute by minute ---------------------------------------------------
+# One GPU per node, scraped at 15 s past each half minute (t = 15 + 30 k) for half an hour; each node's story is the
+# counter at each scrape. A GPU reset makes the counter start over: the agent sends the reading after a fall as it
+# is (the counter's growth since the reset), so the truth of a window is the sum of its readings' deltas, a fall's
+# reading counted as it is. Prometheus's increase() would scale a window's readings up to its length (1, 17, 33, 50
+# read as 55.6 over 270 s of a 5-minute window) and fire at 50.
+RESET_SCRAPES = 60
+RESET_FIELDS = (METRIC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
+
+
+def _after_reset(before: list[int], after: list[int], reset_at: int = 20) -> list[int]:
+    """The counter at each scrape: `before` ending at scrape reset_at - 1 (its last value held from the start),
+    then `after` from the reset on, its last value held to the end."""
+    head = [before[0]] * (reset_at - len(before)) + before
+    return head + after + [after[-1]] * (RESET_SCRAPES - len(head) - len(after))
+
+
+RESET_STORIES = {  # node -> (field, readings, threshold the rule compares with)
+    "reset-to-50": (METRIC, _after_reset([1000], [1, 17, 33, 50])),  # 50 since the reset: never more than 50
+    "reset-to-51": (METRIC, _after_reset([1000], [1, 17, 33, 51])),  # 51: fires while the window holds all four
+    "grown-then-reset-40": (METRIC, _after_reset([990, 1000], [10, 25, 40])),  # 10 before, 40 after: 50
+    "grown-then-reset-41": (METRIC, _after_reset([990, 1000], [10, 25, 41])),  # 10 + 41 = 51: fires
+    "rows-reset-to-0": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", _after_reset([2], [0])),  # no row remapped
+    "rows-reset-then-1": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", _after_reset([2], [0, 0, 1])),  # one row
+}
+RESET_RULES = {METRIC: ("pcie-replays", 50), "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("uncorrectable-rows", 0)}
+RESET_MINUTES = range(5, RESET_SCRAPES // 2 + 1)  # every minute from the first whole 5 minutes to the end
+
+
+def _scrape_time(k: int) -> int:
+    return 15 + STEP * k
+
+
+def _window_sum(readings: list[int], end: int) -> int | None:
+    """The sum of the deltas of the readings taken in the 5 minutes before `end` (none at a window's edge here), a
+    fall's reading counted as it is; the first scrape sends nothing."""
+    deltas = [(b - a if b >= a else b) for k, (a, b) in enumerate(zip(readings, readings[1:]), start=1)
+              if end - 300 < _scrape_time(k) < end]
+    return sum(deltas) if deltas else None
+
+
+def _reset_truth(field: str) -> dict[int, set[str]]:
+    """{minute: the nodes whose story passes the field's rule in the 5 minutes before it}."""
+    _, threshold = RESET_RULES[field]
+    return {minute: {node for node, (f, readings) in RESET_STORIES.items()
+                     if f == field and (_window_sum(readings, minute * 60) or 0) > threshold}
+            for minute in RESET_MINUTES}
+
+
+def test_the_reset_stories_are_told_apart():
+    truth = _reset_truth(METRIC)
+    fired = set().union(*truth.values())
+    assert fired == {"reset-to-51", "grown-then-reset-41"}
+    assert all(max(_window_sum(RESET_STORIES[n][1], m * 60) or 0 for m in RESET_MINUTES) == 50
+               for n in ("reset-to-50", "grown-then-reset-40"))
+    assert set().union(*_reset_truth("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS").values()) == {"rows-reset-then-1"}
+    assert 3 <= sum("reset-to-51" in nodes for nodes in truth.values()) < len(RESET_MINUTES) - 10
+
+
+def _reset_payload(node: str, k: int) -> str:
+    field, readings = RESET_STORIES[node]
+    labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
+    return f"# TYPE {field} counter\n{field}{{{labels}}} {readings[k]}\n"
+
+
+def _reset_target(job: dict, index: int, node: str) -> dict[str, str]:
+    return discovered(job, {"__address__": f"10.0.3.{index}:9400", "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
+                            "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-r{index}",
+                            "__meta_kubernetes_pod_node_name": node,
+                            "__meta_kubernetes_pod_container_port_number": "9400",
+                            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
+
+
+@pytest.fixture(scope="module")
+def reset_built(tmp_path_factory):
+    return built_with(tmp_path_factory.mktemp("counter-resets"), {}, RESET_FIELDS)
+
+
+@pytest.mark.parametrize("field", RESET_FIELDS)
+def test_the_cloudwatch_alarm_judges_a_reset_by_the_sum_of_the_deltas(reset_built, field):
+    files, _ = reset_built
+    config, job = agent_config(files[AGENT_FILE])
+    nodes = [n for n, (f, _) in RESET_STORIES.items() if f == field]
+    scrapes = [Scrape(float(_scrape_time(k)), _reset_payload(node, k), _reset_target(job, i, node))
+               for k in range(RESET_SCRAPES) for i, node in enumerate(nodes)]
+    points = Agent(config, job).run(scrapes)
+    rule, _ = RESET_RULES[field]
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
+    for minute, truth in _reset_truth(field).items():
+        states = cloudwatch_eval.alarm(request, points, minute * 60)
+        fired = {dict(key)["node"] for key, state in states.items() if state == "ALARM"}
+        assert fired == truth, (minute, states)
+
+
+@pytest.mark.parametrize("field", RESET_FIELDS)
+def test_the_prometheus_rule_judges_a_reset_by_the_sum_of_the_deltas(reset_built, field):
+    _, folder = reset_built
+    rule, _ = RESET_RULES[field]
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    (alert,) = [r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule]
+    job = prometheus_scrape_job(load_project().settings)
+    series = []
+    for i, node in enumerate(n for n, (f, _) in RESET_STORIES.items() if f == field):
+        _, readings = RESET_STORIES[node]
+        target = ",".join(f'{k}="{v}"' for k, v in sorted(_reset_target(job, i, node).items()))
+        labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
+        # input at 5 s slots: the scrape at 15 + 30 k is slot 3 + 6 k
+        values = ["_"] * (RESET_SCRAPES * 6)
+        for k, value in enumerate(readings):
+            values[3 + 6 * k] = str(value)
+        series.append({"series": f"{field}{{{labels},{target}}}", "values": " ".join(values)})
+    checks = [{"eval_time": f"{minute}m", "alertname": alert,
+               "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(nodes)]}
+              for minute, nodes in _reset_truth(field).items()]
+    _promtool_test(folder, f"counter_resets_{rule}.yaml", [{"interval": "5s", "input_series": series,
+                                                           "alert_rule_test": checks}])

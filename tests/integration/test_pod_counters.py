@@ -40,7 +40,7 @@ from generator.project import load_project
 from generator.promql import copies_note
 from generator.render.alarms import prometheus_expression
 from generator.render.grafana import render
-from tests.support.counter_truth import exact_increase, prometheus_change
+from tests.support.counter_truth import prometheus_change, summed_deltas
 from tests.support.prometheus_server import backfilled as backfilled_prometheus
 
 STEP, SCRAPES = 30, 40
@@ -155,14 +155,15 @@ def pod_series(pod: tuple[str, str], gpu: tuple[str, int], metric: str, start: i
 
 
 def truth(metric: str, start: int, at: float, window: int, how: str, node: str | None = None) -> dict[str, float]:
-    """Per pod: "rate" or "increase" of each GPU it holds, added up; "exact": the rule's growth, its largest."""
+    """Per pod: "rate" or "increase" (the agent's deltas summed) of each GPU it holds, added up; "exact": the rule's
+    growth (the same sum), its largest."""
     shown = {}
     for pod, gpus in _pod_gpus(node).items():
         values = []
         for gpu in gpus:
             samples = pod_series(pod, gpu, metric, start)
-            value = exact_increase(samples, at - window, at) if how == "exact" else \
-                prometheus_change(samples, at - window, at, rate=how == "rate")
+            value = prometheus_change(samples, at - window, at, rate=True) if how == "rate" else \
+                summed_deltas(samples, at - window, at)
             if value is not None:
                 values.append(value)
         if values:

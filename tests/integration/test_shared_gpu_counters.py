@@ -16,13 +16,14 @@ scrape), so a value read over the wrong samples, or extrapolated from the wrong 
 6. two pods whose copies are written at alternate scrapes, each a scrape behind the other.
 
 The truth is computed here from the readings, one per scrape per GPU, independently of the queries:
-Prometheus's documented rate/increase (the growth between the first and last sample of the window, a reset
+Prometheus's documented rate (the growth between the first and last sample of the window, a reset
 adding the value before it, extrapolated to the window's edges unless a sample is more than 1.1 average
 intervals from the edge, then by half an interval, and to no further than where the counter would be 0) over
 that one series, with a window that ends at the latest step of the scrape interval's grid a reading was taken
-before (see README: a reading is timed at the step of the scrape interval it is read at); the rule's increase is
-the sum of the GPU's growth since its last reading before the window, as CloudWatch sums the agent's deltas,
-unless the window holds a reset. A window holding the blank gives no value.
+before (see README: a reading is timed at the step of the scrape interval it is read at); an increase (panel
+or rule) is the sum of the agent's deltas over the window's readings, as CloudWatch sums them: the GPU's growth
+since its last reading before the window, a reset's reading counted as it is. A window holding the blank gives
+no value.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import copies_note
-from tests.support.counter_truth import prometheus_change
+from tests.support.counter_truth import prometheus_change, summed_deltas
 from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
@@ -132,29 +133,23 @@ def _blank_within(samples, first: float, last: float) -> bool:
 
 
 def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: bool) -> float | None:
+    """A rate as Prometheus computes it; an increase as CloudWatch sums the agent's deltas."""
     samples = one_series(gpu, phase, start)
     last = at - _lag(phase)
     if _blank_within(samples, last - window, last):
         return None
-    return prometheus_change(samples, last - window, last, rate)
+    return prometheus_change(samples, last - window, last, rate) if rate else \
+        summed_deltas(samples, last - window, last)
 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
-    """The GPU's growth since its last reading before the window (at most a window earlier), as CloudWatch sums the
-    agent's deltas; a window with a reset (or without a reading before it) takes increase(). The rule reads at
-    steps of RULE_STEP_SECONDS since the epoch: a reading is timed at the fine step after it."""
+    """The sum of the agent's deltas over the window's readings, as CloudWatch sums them: the GPU's growth since its
+    last reading before the window, a reset's reading counted as it is. The rule reads at steps of RULE_STEP_SECONDS
+    since the epoch: a reading is timed at the fine step after it."""
     from generator.render.alarms import RULE_STEP_SECONDS
 
-    samples = one_series(gpu, phase, start)
     last = at - _lag(phase, RULE_STEP_SECONDS)
-    inside = [v for t, v in samples if last - window <= t <= last]
-    before = [v for t, v in samples if last - 2 * window <= t <= last - window]
-    if _blank_within(samples, last - window, last):
-        return None
-    readings = before[-1:] + inside
-    if before and inside and before[-1] < 9e18 and all(b >= a for a, b in zip(readings, readings[1:])):
-        return inside[-1] - before[-1]
-    return prometheus_change(samples, last - window, last, rate=False)
+    return summed_deltas(one_series(gpu, phase, start), last - window, last)
 
 
 # --- the generated queries -------------------------------------------------------------------------------

@@ -23,13 +23,22 @@ def prometheus_change(samples: Sequence[tuple[float, float]], first: float, last
     return change / (last - first) if rate else change
 
 
-def exact_increase(samples: Sequence[tuple[float, float]], first: float, last: float) -> float | None:
-    """The growth since the last reading before the window (first, last] (at most a window earlier), as CloudWatch
-    sums the agent's deltas; a window with a reset, or without a reading before it, takes increase()."""
-    window = last - first
-    inside = [v for t, v in samples if first <= t <= last]
-    before = [v for t, v in samples if first - window <= t <= first]
-    readings = before[-1:] + inside
-    if before and inside and all(b >= a for a, b in zip(readings, readings[1:])):
-        return inside[-1] - before[-1]
-    return prometheus_change(samples, first, last, rate=False)
+BLANK_FLOOR = 9e18  # a counter reading at or above this is DCGM's blank
+PREVIOUS_WITHIN = 300  # how far back a reading's previous one counts (the agent's counter cache)
+
+
+def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: float,
+                  previous_within: float = PREVIOUS_WITHIN) -> float | None:
+    """The sum of the agent's deltas over the readings in (first, last], as CloudWatch sums them: each reading less
+    the reading before it (the latest one that is not a blank, at most `previous_within` earlier), or the reading
+    itself where it is lower (a reset: the agent sends the raw value); a reading with none before it sends nothing.
+    None when no reading of the window has one before it, or when the window holds a blank."""
+    inside = [(t, v) for t, v in samples if first < t <= last]
+    if any(v >= BLANK_FLOOR for _, v in inside):
+        return None
+    deltas = []
+    for t, v in inside:
+        before = [p for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
+        if before:
+            deltas.append(v - before[-1] if v >= before[-1] else v)
+    return float(sum(deltas)) if deltas else None
