@@ -56,10 +56,38 @@ def project_dir(project_dir):
     return make
 
 
+def _clients_kept(moto, monkeypatch) -> None:
+    """Each CLI run's CloudWatch makes its boto3 clients as the command does, but one it makes for moto's own
+    address (not a proxy's: a proxy lives for one test) is kept for the module's later runs: creating a client
+    (its handlers, its endpoint rules) was a fifth of a publishing test's CPU, and a client holds nothing of a
+    run but its connections. Reused only under the same credentials; masked for each run as the command does."""
+    from generator.clients import cloudwatch
+
+    make = cloudwatch.CloudWatch.client
+
+    def client(self, region: str, service: str = "cloudwatch"):
+        if self.endpoint_url != moto.url or (region, service) in self.clients:
+            return make(self, region, service)
+        found = self.session.get_credentials()
+        if found is None:
+            return make(self, region, service)
+        frozen = found.get_frozen_credentials()
+        key = (region, service, self.session.profile_name, frozen.access_key, frozen.secret_key, frozen.token)
+        if key not in moto.product_clients:
+            moto.product_clients[key] = make(self, region, service)
+        with self.lock:
+            cloudwatch._mask_credentials(self.session)
+            self.clients[(region, service)] = moto.product_clients[key]
+        return self.clients[(region, service)]
+
+    monkeypatch.setattr(cloudwatch.CloudWatch, "client", client)
+
+
 @pytest.fixture
 def aws(moto, cli, monkeypatch, built_once, tmp_path):
     """The CLI pointed at moto; the settings (GPUDASH_CONFIG) are the defaults with a project name."""
     moto.reset()
+    _clients_kept(moto, monkeypatch)
     (tmp_path / "project.yaml").write_text(PROJECT)
     monkeypatch.setenv("GPUDASH_CONFIG", str(tmp_path / "project.yaml"))
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)

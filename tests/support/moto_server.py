@@ -40,6 +40,36 @@ def _action_names_listed_once() -> None:
         responses.method_names_from_class = functools.lru_cache(maxsize=None)(responses.method_names_from_class)
 
 
+def _attribute_names_worked_out_once() -> None:
+    """moto's serializer finds each answer member's value by trying the names a member may have on moto's
+    object (aliases from the object's class and the member's shape, each also in snake_case), worked out again
+    for every member of every object answered: most of a DescribeAlarms answer's CPU. The names depend on the
+    object's class, the member and its shape alone: each list is worked out once (the same names, in the same
+    order; an object with a Meta of its own is asked every time)."""
+    from moto.core import serialize
+
+    picker = serialize.XFormedAttributePicker
+    if getattr(picker.get_possible_keys, "worked_out_once", False):
+        return
+    work_out = picker.get_possible_keys
+    names: dict[tuple, tuple[str, ...]] = {}
+
+    def get_possible_keys(self, context):
+        obj, shape = context.obj, context.shape
+        if "Meta" in getattr(obj, "__dict__", ()):
+            return work_out(self, context)
+        # shapes are held by the key (never a reused id); `parent` is set on a shape as it is serialized
+        key = (type(self), tuple(self.alias_providers), type(obj), context.key, shape, getattr(shape, "parent", None))
+        if key not in names:
+            if len(names) > 100_000:
+                names.clear()
+            names[key] = tuple(work_out(self, context))
+        return names[key]
+
+    get_possible_keys.worked_out_once = True
+    picker.get_possible_keys = get_possible_keys
+
+
 class _Listed:
     def __init__(self, names: tuple[str, ...]):
         self.names = names
@@ -140,10 +170,13 @@ class MotoServer(LoopbackServer):
 
         self._serve(_wsgi_handler(DomainDispatcherApplication(_backend_app)))
         self.url = f"http://{self.address}"
+        self.clients: dict[tuple[str, str], object] = {}
+        self.product_clients: dict[tuple, object] = {}  # see cloudwatch_world._clients_kept
 
     def __enter__(self) -> "MotoServer":
         _moto_modules_listed_once()
         _action_names_listed_once()
+        _attribute_names_worked_out_once()
         _dashboards_global()
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
@@ -157,13 +190,18 @@ class MotoServer(LoopbackServer):
             dashboards.clear()
 
     def client(self, service: str = "cloudwatch", region: str = "us-east-1"):
+        """The tests' own client of `service` in `region`: one per server (a client holds no state of a test's
+        world, only its connections to this server, kept alive from one test to the next)."""
         import boto3
         from botocore.config import Config
 
-        # moto answers unimplemented calls with HTTP 500: do not retry them.
-        return boto3.client(service, region_name=region, endpoint_url=self.url,
-                            config=Config(retries={"max_attempts": 1}), **{
-                                "aws_access_key_id": "testing", "aws_secret_access_key": "testing"})
+        key = (service, region)
+        if key not in self.clients:
+            # moto answers unimplemented calls with HTTP 500: do not retry them.
+            self.clients[key] = boto3.client(service, region_name=region, endpoint_url=self.url,
+                                             config=Config(retries={"max_attempts": 1}), **{
+                                                 "aws_access_key_id": "testing", "aws_secret_access_key": "testing"})
+        return self.clients[key]
 
     def put_dcgm_metrics(self, pod: str, cluster: str = "gpu-cluster", region: str = "us-east-1",
                          namespace: str = "ml", node: str = "ip-10-0-1-1", gpu: str = "0") -> None:
