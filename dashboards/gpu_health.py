@@ -5,7 +5,7 @@ from generator.panels import PER_GPU, per_gpu
 
 
 def _worst(metric, title, description, **panel):
-    """The worst value per GPU over the selected range (max), for error-like fields."""
+    """The worst value per GPU (max), for error-like fields; with as_increase, its increase over the range."""
     return Panel(title, Query(metric, "max", PER_GPU, as_increase=panel.pop("as_increase", False)),
                  description=description, **panel)
 

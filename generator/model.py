@@ -24,6 +24,7 @@ from .names import DEFINITION_ID
 GROUP_KEYS = ("cluster", "namespace", "pod", "container", "node", "gpu", "model", "mig_instance")
 AGGREGATIONS = ("avg", "sum", "max", "min", "count")
 PANEL_KINDS = ("timeseries", "stat", "gauge", "bargauge", "table", "heatmap")
+RANGE_KINDS = ("timeseries", "heatmap")  # kinds drawn from range queries: a value per point in time
 BACKENDS = ("grafana", "cloudwatch")
 GRID_WIDTH = 24  # Grafana's grid; CloudWatch's is the same width
 
@@ -63,7 +64,8 @@ class Query:
     `over`: divide the metric by the sum of these fields, series by series, before
     aggregating (framebuffer used / (used + free) is a ratio of this kind).
     Counters are turned into per-second rates by the renderers; `as_increase` asks
-    for the increase over the panel's window instead. In a per-pod query, a field the exporter may
+    for the increase over the selected time range instead (an alert's: its period), one value per
+    series (a panel of increases drawn as a chart over time is drawn as bars, see Panel). In a per-pod query, a field the exporter may
     split per process (GPU utilization, framebuffer used) is the pod's own share, and the fields of
     `over` are the whole GPU's; `whole_gpu` reads the metric as the whole GPU's too.
     """
@@ -128,6 +130,14 @@ class Panel:
                                   self.defined_at)
         if not queries:
             raise DefinitionError(f"panel {self.title!r} has no queries", self.defined_at)
+        increases = {query.as_increase for query in queries}
+        if len(increases) > 1:
+            raise DefinitionError(f"panel {self.title!r} mixes increases over the selected range (as_increase) with "
+                                  f"other queries: put them in panels of their own", self.defined_at)
+        if increases == {True} and self.kind in RANGE_KINDS:
+            # An increase over the selected range is one value per series: as a chart over time, each point would be
+            # the increase over a whole range ending at that point (counting what happened before the range).
+            object.__setattr__(self, "kind", "bargauge")
         if not 1 <= self.width <= GRID_WIDTH or not 1 <= self.height <= 50:
             raise DefinitionError(f"panel {self.title!r}: width must be 1-{GRID_WIDTH}, height 1-50",
                                   self.defined_at)
