@@ -40,6 +40,9 @@ class Outcome:
     done: bool
     error: str | None = None
     status: str | None = None  # one of DONE ... WOULD_WRITE; derived from the other fields when not given
+    # What failed after the write itself was done and shown done (an alarm's tag write): the write stands, the
+    # object is listed as written, and this is listed as a failure too (the command exits 3).
+    unfinished: str | None = None
 
     @property
     def state(self) -> str:
@@ -72,7 +75,10 @@ def report(changes: list[Change], outcomes: list[Outcome] | None = None) -> dict
     data: dict[str, Any] = {"changes": [c.as_dict() for c in changes], "summary": summary(changes)}
     if outcomes is not None:
         data["written"] = [o.change.name for o in outcomes if o.state == DONE]
-        data["failed"] = [{"name": o.change.name, "error": o.error} for o in outcomes if o.state == FAILED]
+        # `written` says whether the object itself was written: true for a write that was done and a step after it
+        # failed (`unfinished`), listed in `written` as well
+        data["failed"] = [{"name": o.change.name, "error": o.error or o.unfinished, "written": o.state == DONE}
+                          for o in outcomes if o.state == FAILED or (o.state == DONE and o.unfinished)]
         data["refused"] = [o.change.name for o in outcomes if o.state == REFUSED]
         data["would_write"] = [o.change.name for o in outcomes if o.state == WOULD_WRITE]
     return data

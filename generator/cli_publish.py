@@ -144,6 +144,8 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
         if outcome is not None:
             state = {"done": " (done)", "failed": f" (FAILED: {outcome.error})", "would write": " (would write)",
                      "refused": " (refused)"}.get(outcome.state, " (not written)")
+            if outcome.state == "done" and outcome.unfinished:
+                state = f" (done, then FAILED: {outcome.unfinished})"
         place = f" [{change.region}]" if change.region else ""
         click.echo(redact.text(f"{style(change.action.ljust(9), fg=colours.get(change.action))} {change.target} "
                                f"{change.kind} {change.name}{place}{state if change.action != 'unchanged' else ''}"))
@@ -204,10 +206,13 @@ def _finish(outcomes, output: str, changes, deadline=None) -> None:
     would = [o for o in outcomes if o.state == WOULD_WRITE]
     if would:
         click.echo(f"dry run: {len(would)} object(s) would be written; nothing was written", err=True)
-    if failed:
+    unfinished = [o for o in outcomes if o.done and o.unfinished]
+    if failed or unfinished:
         written = sum(1 for o in outcomes if o.done)
+        after = (f"; {len(unfinished)} of those were written but a step after the write failed (listed above as "
+                 f"done, then FAILED)") if unfinished else ""
         raise RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
-                          f"(listed above as done)", hint="fix the cause and run again: publishing converges")
+                          f"(listed above as done){after}", hint="fix the cause and run again: publishing converges")
     if refused:
         click.echo(f"refused {len(refused)} object(s) edited outside gpudash or not owned by it; "
                    f"review them and use --force to overwrite", err=True)

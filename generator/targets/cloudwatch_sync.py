@@ -605,13 +605,43 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         try:
             cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
         except RemoteError as exc:
-            if not answer_lost(exc):
-                raise
-            _settle(exc, "TagResource", "the alarm's tags",
-                    lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn}),
-                    done=lambda now: all(t in now for t in missing),
-                    before=lambda now: sorted(map(_tag_pair, now)) == sorted(map(_tag_pair, tags)))
+            try:
+                if not answer_lost(exc):
+                    raise
+                _settle(exc, "TagResource", "the alarm's tags",
+                        lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn}),
+                        done=lambda now: all(t in now for t in missing),
+                        before=lambda now: sorted(map(_tag_pair, now)) == sorted(map(_tag_pair, tags)))
+            except RemoteError as failed:
+                if live.get("as_generated"):  # the tags were the whole write
+                    raise
+                raise TagsNotWritten(_untagged(failed, created=change.action == CREATE)) from None
     return True
+
+
+class TagsNotWritten(Exception):
+    """An alarm written and read back as sent whose tag write then failed: the write is done, the tags are not."""
+
+    def __init__(self, error: RemoteError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _untagged(exc: RemoteError, *, created: bool) -> RemoteError:
+    """What a failed tag write after a confirmed alarm write means: the alarm stands as written, without the
+    evidence of this write, and what that does to the next plan."""
+    if created:
+        stands = (f"the alarm was created and read back as sent, carrying the ownership tags it was created with "
+                  f"({ALARM_OWNER_TEXT} and the project's), but its {ALARM_HASH_TAG} tag was not written: nothing "
+                  "vouches for its content yet")
+    else:
+        stands = (f"the alarm was updated and read back as sent, but its tags were not written: {ALARM_HASH_TAG} "
+                  f"still holds the evidence of gpudash's earlier write of it (and {ALARM_CLUSTERS_TAG} the "
+                  "clusters recorded then)")
+    return RemoteError(
+        f"{stands}; the next apply finds it as generated and writes only its tags, but if its definition changes "
+        f"before they are written, it reads as changed outside gpudash (drift, --force) (tag write: {exc.what})",
+        where=exc.where, hint=exc.hint or "grant cloudwatch:TagResource to the credentials in use")
 
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str, Any], *,
@@ -727,9 +757,11 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     over (the ownership tag gone) or created since the plan is not written or deleted, and is reported."""
     outcomes: list[Outcome] = []
 
-    def record(change: Change, done: bool = False, error: RemoteError | None = None) -> None:
+    def record(change: Change, done: bool = False, error: RemoteError | None = None,
+               unfinished: RemoteError | None = None) -> None:
         outcomes.append(Outcome(change, done=done, error=str(error) if error else None,
-                                status=FAILED if error else DONE if done else SKIPPED))
+                                status=FAILED if error else DONE if done else SKIPPED,
+                                unfinished=str(unfinished) if unfinished else None))
         progress()
 
     def still_as_planned(batch: list[Change], just_read: dict | None = None) -> list[Change]:
@@ -762,6 +794,8 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
             try:
                 record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name], just_read,
                                                following))
+            except TagsNotWritten as untagged:
+                record(change, done=True, unfinished=untagged.error)
             except RemoteError as exc:
                 record(change, error=exc)
     for start in range(0, len(deletes), BATCH):

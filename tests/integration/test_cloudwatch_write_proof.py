@@ -219,7 +219,11 @@ def test_a_write_whose_answers_are_all_lost_is_read_back(proxied, published, pro
         code, report, stderr = apply("--config", config, *flags)
         assert code == 0 and report["written"] == [], stderr
         return
-    assert code == 3 and not set(changed) & set(report["written"])
+    if api == "TagResource":  # the fields of each update were written and read back: written, their tags not
+        assert code == 3 and set(changed) <= set(report["written"])
+        assert all(item["written"] for item in report["failed"] if item["name"] in changed), report["failed"]
+    else:
+        assert code == 3 and not set(changed) & set(report["written"])
     assert all(f"CloudWatch {api} was sent and its answer was lost; read back" in errors[name]
                and "may have happened" not in errors[name] for name in changed if name in errors), errors
     assert set(changed) <= set(errors) or api == "TagResource"  # (the tags follow the fields of an update)
@@ -242,3 +246,49 @@ def test_a_write_whose_answers_are_lost_and_whose_read_back_fails_says_it_may_ha
     errors = [item["error"] for item in report["failed"] if f"CloudWatch {api}" in item["error"]]
     assert errors and all(f"CloudWatch {api} was sent and may have happened, but its answer was lost" in error
                           and "could not be read back to show it" in error for error in errors), report["failed"]
+
+
+TAGGING_DENIED = {"__type": "AccessDeniedException", "message": "not authorized to perform cloudwatch:TagResource"}
+
+
+def test_an_alarm_update_whose_tag_write_is_denied_is_written_and_its_tags_failed(proxied, published, project_dir,
+                                                                                   cli):
+    """PutMetricAlarm lands and is read back as sent, then TagResource is denied: the alarm is reported written
+    (it is: 70 live), and its tag write failed, with what that means next time and the permission; exit 3."""
+    proxy, client, apply = proxied
+    published()
+    tags = _tags(client, NAME)
+    config = str(project_dir(WARMER))
+    fresh(proxy)
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=400, body=TAGGING_DENIED))
+    code, report, stderr = apply("--config", config)
+    assert code == 3 and "Traceback" not in stderr
+    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME) == tags
+    assert NAME in report["written"]
+    failed = next(item for item in report["failed"] if item["name"] == NAME)
+    assert failed["written"] is True
+    assert "updated and read back as sent, but its tags were not written" in failed["error"], failed
+    assert "drift" in failed["error"] and "grant cloudwatch:TagResource" in failed["error"], failed
+    assert "written but a step after the write failed" in stderr, stderr
+    fresh(proxy)  # allowed again: the next apply writes the tags alone, with no --force
+    code, report, _ = apply("--config", config)
+    assert code == 0 and report["written"] == [NAME] and report["failed"] == []
+    assert [op for op in proxy.operations if op in ("PutMetricAlarm", "TagResource")] == ["TagResource"]
+
+
+def test_alarms_created_whose_tag_writes_are_denied_are_written_and_listed_failed(proxied, cli):
+    """A first apply: every alarm is created (with its ownership tags, sent with PutMetricAlarm) and read back;
+    each is reported written, and its evidence tag as failed; the text report says both."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=400, body=TAGGING_DENIED))
+    code, report, stderr = apply()
+    live = alarms(client)
+    assert code == 3 and live and "Traceback" not in stderr
+    assert sorted(n for n in report["written"] if n in live) == sorted(live)
+    failed = {item["name"]: item for item in report["failed"]}
+    assert sorted(failed) == sorted(live) and all(item["written"] for item in failed.values())
+    assert all("created and read back as sent" in item["error"] for item in failed.values())
+    fresh(proxy)
+    code, stdout, _ = cli("apply", "--skip-verify")
+    assert code == 0 and f"{NAME} [us-east-1] (done)" in stdout
+    assert [op for op in proxy.operations if op == "PutMetricAlarm"] == []
