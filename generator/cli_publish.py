@@ -265,6 +265,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, limit)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
+                                     publisher=(desired.project, desired.clusters),
                                      progress=Progress(), move_from=move_from)
         _notes(client)
         compared += 1
@@ -332,6 +333,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     with _StopOnSignal(limit):
         try:
             changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
+                                        publisher=(desired.project, desired.clusters),
                                         progress=progress, move_from=move_from)
         except RemoteError as exc:
             exc.what += "; nothing was published"
@@ -339,6 +341,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         _notes(client)
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
                                      uid_prefix=desired.grafana_uid_prefix, force=force,
+                                     publisher=(desired.project, desired.clusters),
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
     _finish(outcomes, output, changes, limit)

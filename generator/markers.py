@@ -29,6 +29,11 @@ HASH_NOTE = "gpudash sha256:"
 # After the hash, a Grafana version's message records the uid prefix it was saved with: the evidence --prune
 # needs that a dashboard is this project's, since a uid alone can be read with more than one prefix.
 UID_PREFIX_NOTE = "uid-prefix:"
+# Then which settings saved it: their project (NO_PROJECT when they name none) and their clusters (comma-separated,
+# as many whole names as PUBLISHER_LENGTH holds): two projects, or two settings files of one project, that share a
+# Grafana folder and uid prefix never overwrite or prune each other's dashboards.
+PROJECT_NOTE, CLUSTERS_NOTE, NO_PROJECT = "project:", "clusters:", "-"
+PUBLISHER_LENGTH = 1000
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}

@@ -23,13 +23,17 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, GRAFANA_OWNER_TAG,
-                      HASH_NOTE, PUBLICATION_NOTE, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLUSTERS_NOTE,
+                      GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE, PUBLISHER_LENGTH,
+                      TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
 
 _STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
 _MESSAGE = re.compile("^" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})\b")
 _RECORDED_PREFIX = re.compile("^" + re.escape(HASH_NOTE) + r"[0-9a-f]{16} " + re.escape(UID_PREFIX_NOTE) + r"(\S+)(?:\s|$)")
+_RECORDED_PUBLISHER = re.compile("^" + re.escape(HASH_NOTE) + r"[0-9a-f]{16} " + re.escape(UID_PREFIX_NOTE) + r"\S+ "
+                                 + re.escape(PROJECT_NOTE) + r"(\S+) " + re.escape(CLUSTERS_NOTE)
+                                 + r"([A-Za-z0-9_,-]+)(?:\s|$)")
 GRAFANA_SERVER_FIELDS = ("id", "version")
 
 
@@ -50,11 +54,41 @@ def grafana_owned(dashboard: dict[str, Any]) -> bool:
     return isinstance(tags, list) and GRAFANA_OWNER_TAG in tags
 
 
-def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None = None) -> str:
+def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None = None,
+                    publisher: tuple[str, tuple[str, ...]] | None = None) -> str:
     """The message of a version gpudash saves: the hash note, then the uid prefix it was saved with (which project
-    wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then `note`."""
+    wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then
+    the settings that saved it (`publisher`: their project, "" for none, and clusters), then `note`."""
     recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
+    if uid_prefix and publisher is not None:
+        recorded += f" {PROJECT_NOTE}{publisher[0] or NO_PROJECT} {CLUSTERS_NOTE}{_publisher_clusters(publisher[1])}"
     return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded} {note}".strip()
+
+
+def _publisher_clusters(clusters: tuple[str, ...]) -> str:
+    """The clusters as a version message records them: as many whole names, sorted, as PUBLISHER_LENGTH holds (a
+    shorter list still names only clusters of the settings that saved it)."""
+    names: list[str] = []
+    for name in sorted(clusters):
+        if len(",".join([*names, name])) > PUBLISHER_LENGTH:
+            break
+        names.append(name)
+    return ",".join(names)
+
+
+def grafana_publisher(project: str, clusters: tuple[str, ...]) -> tuple[str, frozenset[str]]:
+    """(project, clusters) of these settings as a version message records them (grafana_recorded_publisher)."""
+    return project, frozenset(name for name in _publisher_clusters(clusters).split(",") if name)
+
+
+def grafana_recorded_publisher(message: str | None) -> tuple[str, frozenset[str]] | None:
+    """(project, "" for none; clusters) of the settings a gpudash version message records as saving it; None for
+    one saved before gpudash recorded them."""
+    match = _RECORDED_PUBLISHER.match(message) if isinstance(message, str) else None
+    if not match:
+        return None
+    project = "" if match.group(1) == NO_PROJECT else match.group(1)
+    return project, frozenset(name for name in match.group(2).split(",") if name)
 
 
 def grafana_recorded_prefix(message: str | None) -> str | None:

@@ -19,8 +19,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
 from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned,
-                         grafana_pushed_hash, grafana_recorded_prefix)
+from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned, grafana_publisher,
+                         grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
@@ -43,15 +43,61 @@ def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[s
     return NOT_GPUDASH, latest, {}
 
 
+Publisher = tuple[str, tuple[str, ...]]  # the settings that publish: their project ("" for none) and clusters
+
+
+def _publisher_text(project: str, clusters) -> str:
+    return f"{f'project {project!r}' if project else 'no project'}, clusters {' '.join(sorted(clusters))}"
+
+
+def _other_settings(message: str | None, publisher: Publisher | None) -> str | None:
+    """Which other settings the gpudash version `message` records as saving it: another project, or settings
+    (of this project, or naming none) with none of these settings' clusters; None when it records these settings,
+    or nothing (saved before gpudash recorded it)."""
+    recorded = grafana_recorded_publisher(message)
+    if recorded is None or publisher is None:
+        return None
+    project, clusters = recorded
+    if (project and project != publisher[0]) or not clusters & set(publisher[1]):
+        return _publisher_text(project, clusters)
+    return None
+
+
+def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
+                  publisher: Publisher | None) -> str | None:
+    """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
+    gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
+    cluster with theirs: after a settings file is split, each file's dashboards then record that file alone);
+    None when nothing is to record (another's, edited, recorded with these clusters, or saved before gpudash
+    recorded who saved it: recorded at its next change)."""
+    if publisher is None or not grafana_owned(model):
+        return None
+    message = (client.latest_version(uid) or {}).get("message")
+    if grafana_pushed_hash(message) != content_hash(grafana_content(model)):
+        return None  # a person's save, or none: not gpudash's to re-record
+    if grafana_recorded_prefix(message) not in (None, uid_prefix) or _other_settings(message, publisher):
+        return None
+    recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
+    if recorded is None or recorded[1] == mine[1]:
+        return None  # nothing recorded yet, or these clusters: recorded with the next change of its content
+    return (f"record the settings that publish it: {_publisher_text(*mine)} (its last save records "
+            f"{_publisher_text(*recorded)})")
+
+
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
-                    uid_prefix: str, move_from: str | None = None) -> Change:
+                    uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None) -> Change:
     live = client.dashboard(uid)
     if live is None:
         return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
     model, meta = live["dashboard"], live.get("meta") or {}
     change = Change("grafana", "dashboard", uid, UNCHANGED, live=live)
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
-        return change  # nothing to write, so whoever saved it last does not matter
+        # nothing to write, so whoever saved it last does not matter; but one these settings (or their earlier
+        # version) saved records them again, so that another settings file's prune leaves it
+        stale = _stale_record(client, uid, model, uid_prefix, publisher)
+        if stale:
+            change.action, change.details = UPDATE, [stale]
+        return change
     if not grafana_owned(model):
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
@@ -69,6 +115,16 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} was last saved by gpudash with uid prefix {recorded}, not "
                           f"{uid_prefix}: another project's dashboard with the same uid; --force takes it over"]
+        if grafana_content(model) != grafana_content(desired):
+            change.details += diff.grafana(model, desired)
+    elif (other := _other_settings(saved.get("message"), publisher)) is not None:
+        # two projects, or two settings files of one project, publishing into one folder with one uid prefix:
+        # its latest gpudash save records the other settings, whose dashboard it is
+        change.action = FOREIGN
+        change.details = [f"{model.get('title')!r} was last saved by gpudash from other settings ({other}), not "
+                          f"these ({_publisher_text(*publisher)}): both publish uid {uid} "
+                          f"(grafana.uid_prefix {uid_prefix}); give each settings file its own grafana.uid_prefix "
+                          f"and grafana.folder.uid; --force takes it over"]
         if grafana_content(model) != grafana_content(desired):
             change.details += diff.grafana(model, desired)
     elif evidence == EDITED:
@@ -98,7 +154,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
 
 
 def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
-                seen: frozenset[str] = frozenset(), unproven: list[str] | None = None) -> Change | None:
+                seen: frozenset[str] = frozenset(), unproven: list[str] | None = None,
+                publisher: Publisher | None = None, kept: dict[str, list[str]] | None = None) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
@@ -108,7 +165,10 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     gpudash recorded it is pruned only when its uid is not in such a form (another project's `gpudash-eu-overview`
     beside this one's `gpudash-overview`) and reads one way alone (neither the id after the prefix nor the prefix
     has a dash): `gpudash-eu-inference` may be `gpudash-eu`'s `inference` to `gpudash`, and `gpudash`'s
-    `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`."""
+    `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`. Nor is one whose
+    latest gpudash version records other settings (another project, or none of these clusters: listed in
+    `kept["elsewhere"]`), or clusters of which these settings define only some (another settings file may define
+    the rest now, as after a split: listed in `kept["partly"]`)."""
     if not is_grafana_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
@@ -127,6 +187,14 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         return None
     if recorded is not None and recorded != uid_prefix:
         return None  # another project's, saved with its own prefix
+    publication = grafana_recorded_publisher(saved.get("message"))
+    if publisher is not None and publication is not None:
+        why = ("elsewhere" if _other_settings(saved.get("message"), publisher) is not None
+               else "partly" if not publication[1] <= set(publisher[1]) else None)
+        if why is not None:
+            if kept is not None:
+                kept.setdefault(why, []).append(uid)
+            return None
     change = Change("grafana", "dashboard", uid, DELETE, live=live)
     if evidence == EDITED:
         change.edited = True
@@ -138,9 +206,12 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
-         progress: Progress | None = None, move_from: str | None = None) -> list[Change]:
+         progress: Progress | None = None, move_from: str | None = None,
+         publisher: Publisher | None = None) -> list[Change]:
     """`dashboards`: uid -> generated dashboard JSON. Reads only. `move_from`: the folder this project's
-    dashboards were in before grafana.folder changed; those gpudash saved there, unedited, are moved."""
+    dashboards were in before grafana.folder changed; those gpudash saved there, unedited, are moved.
+    `publisher`: the settings' project and clusters; a dashboard whose latest gpudash save records other settings
+    is theirs (see `_other_settings`)."""
     progress = progress or Silent()
     changes: list[Change] = []
     with progress.phase("reading Grafana", len(dashboards) + 2) as tick:
@@ -149,16 +220,17 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
-            changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from))
+            changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
         seen = grafana_uid_prefixes(uid_prefix, [hit["uid"] for hit in hits], dashboards)
         others: list[str] = []
         unproven: list[str] = []
+        kept: dict[str, list[str]] = {}
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
-                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven)
+                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven, publisher, kept)
                 if change is not None:
                     changes.append(change)
                 elif is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
@@ -175,6 +247,16 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
                     f"shorter ({shown}): "
                     f"--prune leaves them, since they may be another project's; if one is this project's, delete "
                     f"it by hand in Grafana")
+    if kept.get("elsewhere"):
+        client.note(f"{len(kept['elsewhere'])} dashboard(s) in folder {folder['uid']} not defined here were last saved "
+                    f"by other settings (another project, or settings with none of these clusters: "
+                    f"{shown_names(kept['elsewhere'])}): --prune leaves them; settings that share a folder and uid "
+                    f"prefix share uids: give each settings file its own grafana.uid_prefix and grafana.folder.uid")
+    if kept.get("partly"):
+        client.note(f"{len(kept['partly'])} dashboard(s) in folder {folder['uid']} not defined here were saved by "
+                    f"settings with clusters these settings no longer all define ({shown_names(kept['partly'])}): "
+                    f"--prune leaves them, since another settings file may define those clusters now (a settings file "
+                    f"split in two); if one is this file's, delete it by hand in Grafana")
     return changes
 
 
@@ -198,14 +280,14 @@ def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid
 
 
 def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str], note: str,
-          uid_prefix: str) -> None:
+          uid_prefix: str, publisher: Publisher | None = None) -> None:
     body = {k: v for k, v in desired.items() if k not in ("id", "version")}
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
     posts = client.sent.get("POST", 0)
     try:
-        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix))
+        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix, publisher))
     except RemoteError as exc:
         mismatch = isinstance(exc, PreconditionFailed) and exc.kind == "version-mismatch"
         if not (lost(exc) or mismatch or isinstance(exc, (InvalidAnswer, Unreachable))):
@@ -267,9 +349,10 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
          folder: dict[str, str], note: str, *, uid_prefix: str, force: bool, prune: bool, dry_run: bool,
          max_prune_share: float = prune_guard.DEFAULT_MAX_SHARE, allow_mass_prune: bool = False,
-         progress: Progress | None = None) -> list[Outcome]:
+         progress: Progress | None = None, publisher: Publisher | None = None) -> list[Outcome]:
     """Write what the plan found; a dry run reports exactly what this would write or refuse. Every version saved
-    records `uid_prefix`, the evidence a later --prune needs that the dashboard is this project's."""
+    records `uid_prefix` and `publisher` (the settings' project and clusters), the evidence a later --prune needs
+    that the dashboard is these settings'."""
     prune_guard.check(changes, prune=prune, allowed=allow_mass_prune, max_share=max_prune_share)
     progress = progress or Silent()
     planned = [(change, disposition(change, force=force, prune=prune)) for change in changes]
@@ -291,7 +374,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 elif change.action == DELETE:
                     _delete(client, change, folder["uid"])
                 else:
-                    _save(client, change, dashboards[change.name], folder, note, uid_prefix)
+                    _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
                 outcomes.append(Outcome(change, done=True, status=DONE))
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))

@@ -8,6 +8,7 @@ import pytest
 
 from generator.artifacts import build
 from generator.project import load_project
+from generator.resources import bundled
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
@@ -713,3 +714,91 @@ def test_a_dashboard_whose_uid_reads_two_ways_is_not_overwritten_when_it_records
     assert outcome.done and grafana.state.dashboards[uid]["dashboard"]["title"] == mine["title"]
     change, outcome = push("gpudash-eu", theirs)  # now recorded as `gpudash`'s: the other refuses in turn
     assert change.action == "foreign" and "uid prefix gpudash," in change.details[0] and not outcome.done
+
+
+DASHBOARDS_DIR = bundled("dashboards")
+TEAM_DASHBOARD = ("from generator.model import Dashboard, Row\nfrom generator.panels import per_pod\n"
+                  "dashboard = Dashboard('team-a-training', 'Team A training GPUs', "
+                  "[Row('r', [per_pod('DCGM_FI_DEV_GPU_UTIL', 'Util')])])\n")
+
+
+def _settings_file(tmp_path, name: str, project: str, cluster: str, team_dashboard: bool = False,
+                   more: str = "") -> str:
+    """A settings file in a folder of its own, grafana: left at its defaults (folder gpudash, uid prefix gpudash);
+    with `team_dashboard`, the bundled dashboards and one of the team's own."""
+    folder = tmp_path / name
+    folder.mkdir()
+    text = f"project: {project}\nclusters:\n  - {{name: {cluster}, region: us-east-1, prometheus_label: {cluster}}}\n"
+    if team_dashboard:
+        (folder / "dash").mkdir()
+        (folder / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
+        text += f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n"
+    (folder / "gpudash.yaml").write_text(text + more)
+    return str(folder / "gpudash.yaml")
+
+
+def _models(grafana) -> dict[str, str]:
+    return {uid: json.dumps(entry["dashboard"], sort_keys=True) for uid, entry in grafana.state.dashboards.items()}
+
+
+@pytest.mark.parametrize("second_project", ["shop", "lab"], ids=["one project, two files", "two projects"])
+def test_settings_sharing_the_default_grafana_folder_and_uid_prefix_never_overwrite_or_prune_each_other(
+        grafana, run, tmp_path, second_project):
+    """Two settings files (of one project, or of two) both leave grafana: at its defaults: the second one's
+    push refuses the first one's dashboards as foreign (exit 1, saying which settings saved them and what to
+    do), and its --prune leaves the first one's team dashboard; neither takes turns with the other."""
+    first = _settings_file(tmp_path, "a", "shop", "team-a", team_dashboard=True)
+    second = _settings_file(tmp_path, "b", second_project, "team-b",
+                            more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    code, _, stderr = _push(run, "--config", first)
+    assert code == 0, stderr
+    before = _models(grafana)
+    for flags in ((), ("--prune",)):
+        code, stdout, stderr = _push(run, "--config", second, *flags)
+        report = json.loads(stdout)
+        assert code == 1 and "Traceback" not in stderr, stderr
+        assert report["written"] == [] and set(report["refused"]) >= {"gpudash-health", "gpudash-overview"}
+        assert _models(grafana) == before  # nothing of the first settings' overwritten or deleted
+        detail = next(c["details"][0] for c in report["changes"] if c["name"] == "gpudash-health")
+        assert "last saved by gpudash from other settings (project 'shop', clusters team-a)" in detail, detail
+        assert "give each settings file its own grafana.uid_prefix and grafana.folder.uid" in detail, detail
+    assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
+    code, stdout, _ = run("plan", "--no-cloudwatch", "--config", first, "--output", "json")
+    assert code == 0 and json.loads(stdout)["summary"] == {"unchanged": 6}  # the first settings' own, untouched
+
+
+def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_the_other_file_leaves_it(
+        grafana, run, tmp_path):
+    """One settings file of clusters alpha and beta publishes; it is split into A (alpha, the bundled
+    dashboards) and B (beta, with the team dashboard too). B's push saves the team dashboard again though its
+    content is as generated, to record B; then A's --prune leaves it (and leaves nothing of B's). Before B
+    pushes, A's --prune leaves it too: it was published with beta, which another file may define now."""
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    (whole / "dash").mkdir()
+    (whole / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
+    clusters = "".join(f"  - {{name: {c}, region: us-east-1}}\n" for c in ("alpha", "beta"))
+    (whole / "gpudash.yaml").write_text(f"project: shop\nclusters:\n{clusters}"
+                                        f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n")
+    assert _push(run, "--config", str(whole / "gpudash.yaml"))[0] == 0
+    team = "gpudash-team-a-training"
+    for name, cluster in (("a", "alpha"), ("b", "beta")):
+        folder = tmp_path / name
+        folder.mkdir()
+        text = f"project: shop\nclusters:\n  - {{name: {cluster}, region: us-east-1}}\n"
+        if name == "b":
+            (folder / "dash").mkdir()
+            (folder / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
+            text += f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n"
+        (folder / "gpudash.yaml").write_text(text)
+    a, b = str(tmp_path / "a" / "gpudash.yaml"), str(tmp_path / "b" / "gpudash.yaml")
+    code, stdout, stderr = _push(run, "--config", a, "--prune")
+    assert code == 0 and team in grafana.state.dashboards, stderr
+    assert "were saved by settings with clusters these settings no longer all define" in stderr, stderr
+    code, stdout, stderr = _push(run, "--config", b)
+    # only the team dashboard: A's, as generated for B too (no cluster variable), are left as A saved them
+    assert code == 0 and json.loads(stdout)["written"] == [team], stderr
+    assert "project:shop clusters:beta" in grafana.state.dashboards[team]["versions"][-1]["message"]
+    code, stdout, stderr = _push(run, "--config", a, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [] and team in grafana.state.dashboards, stderr
+    assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
