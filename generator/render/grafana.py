@@ -167,6 +167,17 @@ def panel_unit(panel: Panel, catalog: Catalog) -> str:
     return metric.charted_unit.grafana
 
 
+def legend_calcs(panel: Panel, catalog: Catalog) -> list[str]:
+    """The values a chart's legend lists per line: mean, max and last; a state (an XID code, a failure flag, a
+    license state) has no meaningful mean (of codes 13 and 79, 46), so its legend lists the max and the last."""
+    def state(query) -> bool:
+        return (panel.unit == "state" or query.metric in catalog and not catalog.get(query.metric).is_counter
+                and catalog.get(query.metric).unit_key == "state") and not query.over and query.aggregation != "count"
+    if all(not query.raw_promql and state(query) for query in panel.queries):
+        return ["max", "lastNotNull"]
+    return ["mean", "max", "lastNotNull"]
+
+
 def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> str:
     """The panel's own description, or what its fields are; either way, how a counter read from a GPU's copies is
     timed."""
@@ -265,7 +276,7 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     if panel.kind == "timeseries":
         options.legend = common.VizLegendOptions(show_legend=True, display_mode=common.LegendDisplayMode.TABLE,
                                                  placement=common.LegendPlacement.BOTTOM,
-                                                 calcs=["mean", "max", "lastNotNull"])
+                                                 calcs=legend_calcs(panel, catalog))
         options.tooltip = common.VizTooltipOptions(mode=common.TooltipDisplayMode.MULTI,
                                                    sort=common.SortOrder.DESCENDING)
         defaults.custom.fill_opacity = 10

@@ -6,7 +6,8 @@ remaps 3 rows at minute 45 and none after; GPU 1 one row at minute 100 and one a
 until its reset at minute 95 (the counter starts over from 0) and remaps one row at minute 110. The health
 dashboard's "Rows remapped (uncorrectable)" panel is judged over ranges that start after GPU 0's remaps, that
 hold them, and the whole three hours: each GPU's value is the sum of its readings' deltas in the range (a reading
-after a fall counted as it is), the same on both sides. Each panel of the build whose value is an increase over
+after a fall counted as it is), the same on both sides. A state's legend (GPU 0's last XID code: 79 at minute 60,
+13 at minute 120) lists its largest and last values, not a mean of codes. Each panel of the build whose value is an increase over
 the range reads one value per series (an instant query), never a chart of increases over ranges ending earlier.
 """
 
@@ -56,7 +57,18 @@ def _openmetrics(start: int) -> str:
     for gpu in range(3):
         lines += [f'{ROWS}{{{_labels(gpu)},node="{NODE}",job="dcgm-exporter"}} {rows(gpu, _time(k) / 60)} '
                   f"{start + _time(k)}" for k in range(SCRAPES)]
+    lines.append(f"# TYPE {XID} gauge")
+    lines += [f'{XID}{{{_labels(0)},node="{NODE}",job="dcgm-exporter"}} {xid(_time(k) / 60)} {start + _time(k)}'
+              for k in range(SCRAPES)]
     return "\n".join(lines) + "\n# EOF\n"
+
+
+XID = "DCGM_FI_DEV_XID_ERRORS"
+
+
+def xid(minute: float) -> int:
+    """GPU 0's last XID code: 79 from minute 60, 13 from minute 120."""
+    return 13 if minute >= 120 else 79 if minute >= 60 else 0
 
 
 # (first minute, last minute) of the selected ranges, and each GPU's rows remapped in it (the truth)
@@ -91,9 +103,9 @@ def project():
     return load_project()
 
 
-def _panel(project) -> dict:
+def _panel(project, title: str = TITLE) -> dict:
     dashboard = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-health")
-    return next(p for p in dashboard.model["panels"] if p.get("title") == TITLE)
+    return next(p for p in dashboard.model["panels"] if p.get("title") == title)
 
 
 def test_the_panel_is_one_value_per_gpu_over_the_range(project):
@@ -169,3 +181,13 @@ def test_the_cloudwatch_twin_shows_the_same(published, first, last):
     shown = {label: sum(series.values()) for label, series in lines.items() if series}
     assert all(len(series) == 1 for series in lines.values())
     assert shown == _truth(first, last), (first, last)
+
+
+def test_a_state_panels_legend_lists_what_a_code_means(backfilled, project):
+    """The last XID code per GPU: its legend lists the largest code and the last one in the range, not a mean of
+    codes (79 and 13 would read 46)."""
+    prometheus, start = backfilled
+    panel = _panel(project, "Last XID error code")
+    assert panel["options"]["legend"]["calcs"] == ["max", "lastNotNull"]
+    shown = shown_by_grafana(prometheus, panel, start, 90, 150)
+    assert shown == {f"{NODE} GPU 0": {"max": 79.0, "lastNotNull": 13.0}}
