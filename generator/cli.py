@@ -120,8 +120,10 @@ def _no_cycle_collection():
 @click.option("--out", default=BUILD, show_default=True, metavar="DIR", help="Output directory.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit 1 and list the differences when DIR is not what would be generated.")
+@click.option("--force", is_flag=True,
+              help="Replace DIR even when it holds files gpudash did not write or files edited since (they are lost).")
 @output_option
-def generate(config: str | None, csv: str | None, out: str, check: bool, output: str) -> None:
+def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .artifacts import build
     from .limits import check_dashboards
@@ -141,7 +143,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, output:
         # are written (with 1,000 clusters, the kernel's write time grew with the memory the process held).
         del artifacts
         if not check:
-            write_files(target, files, made_with, record)
+            write_files(target, files, made_with, record, force=force)
     if check:
         differences = build_differences(target, files, made_with, record)
         if output == "json":

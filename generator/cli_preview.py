@@ -44,11 +44,13 @@ def dashboards_of(project, from_dir: str | None) -> list[tuple[str, dict[str, An
 @click.option("--range", "range_text", metavar="DURATION",
               help="Time range up to now, e.g. 30m, 1h, 7d. Default: each dashboard's own (time.from).")
 @click.option("--out", default="preview", show_default=True, metavar="DIR", help="Folder for the static site.")
+@click.option("--force", is_flag=True,
+              help="Replace DIR even when it holds files gpudash did not write or files edited since (they are lost).")
 @click.option("--timeout", type=Between(0.5, 600), default=30.0, show_default=True,
               help="Seconds each query may take.")
 @output_option
 def preview(config: str | None, csv: str | None, prometheus_url: str | None, sample: bool, from_dir: str | None,
-            base_dir: str | None, range_text: str | None, out: str, timeout: float, output: str) -> None:
+            base_dir: str | None, range_text: str | None, out: str, force: bool, timeout: float, output: str) -> None:
     """Draw the Grafana dashboards with real data as a static site (no Grafana needed).
 
     Each panel runs its own query (variables at their defaults) over the range and is drawn as
@@ -88,7 +90,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     else:
         source = redact.url(prometheus_url)
         files, summaries = render(prometheus_url, f"Prometheus at {source}")
-    write_files(Path(out), files)
+    write_files(Path(out), files, force=force)
     if output == "json":
         click.echo(json.dumps({"out": out, "prometheus": source, "dashboards": [s.as_dict() for s in summaries],
                                "diff": "diff.html" in files}, indent=2))

@@ -284,6 +284,8 @@ def _called(function, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
 
 
 def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
+    """What the module defines for `kind`; a file that defines nothing for it is an error, not "no objects":
+    a definition renamed by mistake would otherwise become a prune of what it used to publish."""
     singular = kind[:-1]
     if callable(getattr(module, kind, None)):
         return _called(getattr(module, kind), ctx, path)
@@ -297,8 +299,13 @@ def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[An
                              f"{lines.get(kind.upper(), 1)}", hint=f"write {kind.upper()} = [ ... ]")
         return [(item, lines.get(kind.upper())) for item in value]
     if kind == "dashboards":
-        return [(value, lines.get(name)) for name, value in vars(module).items() if is_grafanalib_dashboard(value)]
-    return []
+        found = [(value, lines.get(name)) for name, value in vars(module).items() if is_grafanalib_dashboard(value)]
+        if found:
+            return found
+    also = " or a grafanalib Dashboard" if kind == "dashboards" else ""
+    raise InputError(f"the file defines no {kind} (no `{singular}`, `{kind}(ctx)` or `{kind.upper()}`{also})",
+                     where=str(path), hint=f"define them, or give the file a name starting with _ if it is a "
+                                          f"helper module (gpudash reads no _*.py file as a definition)")
 
 
 def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
@@ -308,6 +315,10 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     hint = f"create it, or fix definitions.{kind} in the settings"
     for folder in folders:
         names = list_folder(folder, kind, hint)
+        if not any(name.endswith(".py") and not name.startswith("_") for name in names):
+            raise InputError(f"the {kind} folder holds no definition (no *.py file but _*.py helpers)",
+                             where=str(folder), hint=f"a git submodule not checked out? Fill it, or remove it from "
+                                                     f"definitions.{kind} in the settings")
         for file_name in names:
             path = folder / file_name
             if not file_name.endswith(".py") or file_name.startswith("_"):

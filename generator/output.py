@@ -10,6 +10,7 @@ gpudash's, and is never replaced.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 from collections import Counter
 import hashlib
@@ -196,18 +197,59 @@ def _owned(out: Path) -> bool:
     return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or _gpudash_manifest(out / MANIFEST)))
 
 
-def _gpudash_manifest(path: Path) -> bool:
-    """A manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
+def _gpudash_manifest(path: Path) -> dict | None:
+    """The manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
     (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""
     try:
         manifest = json.loads(path.read_bytes())
     except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(manifest, dict) and str(manifest.get("generator", "")).startswith("gpudash ")
+        return None
+    if isinstance(manifest, dict) and str(manifest.get("generator", "")).startswith("gpudash "):
+        return manifest
+    return None
+
+
+def not_as_written(out: Path) -> tuple[list[str], list[str]]:
+    """What replacing the build in `out` would lose: (files its manifest does not list: a user's
+    kustomization.yaml, a .git folder; files whose content is not what gpudash wrote: edited by hand).
+    A file the manifest lists that is gone, or turned into a symlink, loses nothing (the link's target is
+    never written). Only a folder holding gpudash's manifest is asked (`_owned` refuses the others)."""
+    manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
+    listed = manifest.get("files") if manifest else None
+    if not isinstance(listed, dict):
+        return [], []
+    extra, edited = [], []
+    for root, folders, names in os.walk(out):
+        folders.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, out)
+            if relative == MANIFEST:
+                continue
+            if relative not in listed:
+                extra.append(relative)
+            elif not os.path.islink(path) and _digest(path) != listed[relative]:
+                edited.append(relative)
+    return sorted(extra), sorted(edited)
+
+
+def _digest(path: str) -> str | None:
+    """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with open(fd, "rb", closefd=False) as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+    finally:
+        os.close(fd)
 
 
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-          previous: Path | None = None) -> None:
+          previous: Path | None = None, stop: list[int] | None = None) -> None:
     """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
     build holds with exactly these bytes (and nothing else holds) is hard-linked from it instead: the
     previous build is left as it was, and linking a file costs a fraction of creating one.
@@ -215,7 +257,8 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     The files are written in two lanes, this thread and one other, each holding whole folders (the
     kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
     runs without the interpreter's lock, and so is hashing it. A failure in either lane stops both
-    and is raised here once both have stopped."""
+    and is raised here once both have stopped; so is a signal held meanwhile (`stop`), as _Stopped."""
+    stop = [] if stop is None else stop
     by_folder: dict[str, list[str]] = {}
     for relative in files:
         by_folder.setdefault(os.path.dirname(relative), []).append(relative)
@@ -232,7 +275,7 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     def write(paths: list[str]) -> None:
         try:
             for relative in paths:
-                if failures:  # the other lane failed: the build is abandoned
+                if failures or stop:  # the other lane failed, or a signal came: the build is abandoned
                     return
                 data = files[relative]
                 _put(folder, relative, data, previous, own_folders, mode)
@@ -248,6 +291,8 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         other.join()
     if failures:
         raise failures[0]
+    if stop:
+        raise _Stopped
     _put(folder, MANIFEST, manifest(digests), previous, own_folders, mode)
 
 
@@ -328,12 +373,15 @@ def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = No
 
 
 def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | None = None,
-                record: dict[str, Any] | None = None) -> None:
+                record: dict[str, Any] | None = None, force: bool = False) -> None:
     """Replace `out` with exactly `files` (plus the manifest), atomically.
 
     A symlink stays a symlink: its target is written. A mount point cannot be renamed, so the new
     build is staged inside it and moved into place entry by entry. No failure leaves a half-written
-    build or a stray staging folder behind."""
+    build or a stray staging folder behind, an interruption (SIGINT, SIGTERM) included: it is held
+    while the build is written and delivered once the previous build or the new one is in place.
+    A previous build holding files gpudash did not write, or files edited since, is replaced only
+    with `force`."""
     out = out.absolute()
     if out.is_symlink():
         out = out.resolve()  # write where the link points; the link itself is left alone
@@ -350,14 +398,67 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
                           where=str(out), hint="choose another --out, or empty the directory")
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
+    if not force:
+        _refuse_losing(out)
 
     def manifest(digests: dict[str, str]) -> bytes:
         return manifest_bytes(digests, made_with, record)
 
-    if out.is_dir() and os.path.ismount(out):
-        _write_inside(out, files, manifest)
-    else:
-        _swap_in(out, files, manifest)
+    with _held_signals() as stop:
+        if out.is_dir() and os.path.ismount(out):
+            _write_inside(out, files, manifest, stop)
+        else:
+            _swap_in(out, files, manifest, stop)
+
+
+def _refuse_losing(out: Path) -> None:
+    try:
+        extra, edited = not_as_written(out)
+    except OSError as exc:
+        raise OutputError(f"cannot read the previous build ({exc.strerror})", where=str(out),
+                          hint="check its permissions") from None
+    if extra or edited:
+        from .names import shown
+
+        said = "; ".join(part for part in (
+            extra and f"{len(extra)} file(s) gpudash did not write ({shown(extra)})",
+            edited and f"{len(edited)} file(s) changed since gpudash wrote them ({shown(edited)})") if part)
+        raise OutputError(f"the build folder holds {said}: writing the build would lose them", where=str(out),
+                          hint="move them out of the folder (gpudash replaces it whole), or pass --force to "
+                               "discard them")
+
+
+class _Stopped(Exception):
+    """A signal came while the new build was staged: it is abandoned, the previous build stays."""
+
+
+@contextlib.contextmanager
+def _held_signals():
+    """SIGINT and SIGTERM held while a build is written (a list of those that came): the writers stop at
+    the next file and the staging folder is removed, or, once the swap has begun, the swap finishes;
+    then the signal is delivered with the handler the command had (KeyboardInterrupt, or the end of
+    the process). Only the main thread can take signals: elsewhere nothing is held."""
+    import signal
+
+    caught: list[int] = []
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(number)
+            if handler not in (signal.SIG_IGN, None):
+                previous[number] = signal.signal(number, lambda number, frame: caught.append(number))
+    abandoned = False
+    try:
+        yield caught
+    except _Stopped:
+        abandoned = True
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if caught:
+        signal.raise_signal(caught[0])
+    if abandoned:  # the command's handler let the signal pass: the build was still not written
+        raise KeyboardInterrupt
 
 
 def _failed(exc: OSError, out: Path) -> OutputError:
@@ -365,7 +466,8 @@ def _failed(exc: OSError, out: Path) -> OutputError:
                        hint="check free space and permissions; the previous build is unchanged")
 
 
-def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes]) -> None:
+def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
+             stop: list[int] | None = None) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -375,7 +477,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                           hint="check the path and its permissions") from None
     retired = None
     try:
-        _fill(staging, files, manifest, out if out.is_dir() else None)
+        _fill(staging, files, manifest, out if out.is_dir() else None, stop)
         os.chmod(staging, 0o755)
         if not out.exists():
             os.replace(staging, out)
@@ -388,7 +490,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 shutil.rmtree(staging, ignore_errors=True)
                 os.rmdir(retired)
                 retired = None
-                _write_inside(out, files, manifest)
+                _write_inside(out, files, manifest, stop)
                 return
             raise
         try:
@@ -396,23 +498,26 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
         except OSError:
             os.replace(retired / "build", out)  # put the previous build back
             raise
-    except OSError as exc:
+    except (OSError, _Stopped) as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if retired is not None and not (retired / "build").exists():
             shutil.rmtree(retired, ignore_errors=True)
+        if isinstance(exc, _Stopped):
+            raise
         raise _failed(exc, out) from None
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
-def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes]) -> None:
+def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
+                  stop: list[int] | None = None) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries."""
     staging = retired = None
     moved_out: list[str] = []
     moved_in: list[str] = []
     try:
         staging = Path(tempfile.mkdtemp(prefix=".gpudash.new-", dir=out))
-        _fill(staging, files, manifest, out)
+        _fill(staging, files, manifest, out, stop)
         retired = Path(tempfile.mkdtemp(prefix=".gpudash.old-", dir=out))
         keep = {staging.name, retired.name}
         for name in sorted(os.listdir(out)):
@@ -422,7 +527,7 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
         for name in sorted(os.listdir(staging)):
             os.replace(staging / name, out / name)
             moved_in.append(name)
-    except OSError as exc:
+    except (OSError, _Stopped) as exc:
         for name in moved_in:  # undo: the previous build goes back as it was
             if (out / name).is_dir() and not (out / name).is_symlink():
                 shutil.rmtree(out / name, ignore_errors=True)
@@ -433,6 +538,8 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
         for folder in (staging, retired):
             if folder is not None:
                 shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, _Stopped):
+            raise
         raise _failed(exc, out) from None
     shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(retired, ignore_errors=True)

@@ -75,11 +75,16 @@ def test_check_json_output(tmp_path, cli):
 
 
 def test_regenerating_replaces_stale_files(tmp_path, cli):
+    """Files an earlier build wrote that this one does not (a cluster removed) go with the earlier build."""
     out = tmp_path / "build"
-    cli("generate", "--out", str(out))
-    (out / "grafana/old-dashboard.json").write_text("{}")
-    cli("generate", "--out", str(out))
-    assert not (out / "grafana/old-dashboard.json").exists()
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters: [{name: a, region: eu-west-1}, {name: old, region: eu-west-1}]\n")
+    assert cli("generate", "--config", str(config), "--out", str(out))[0] == 0
+    stale = out / "cloudwatch/dashboards/gpudash-old-overview.json"
+    assert stale.is_file()
+    config.write_text("clusters: [{name: a, region: eu-west-1}]\n")
+    assert cli("generate", "--config", str(config), "--out", str(out))[0] == 0
+    assert not stale.exists() and (out / "cloudwatch/dashboards/gpudash-a-overview.json").is_file()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".build.")]  # no staging left behind
 
 

@@ -214,7 +214,7 @@ def test_a_rebuild_carries_unchanged_files_over_and_shares_nothing_else(tmp_path
     (out / "k8s/linked.yaml").unlink()
     (out / "k8s/linked.yaml").symlink_to(elsewhere)
     (out / "k8s/mode.yaml").chmod(0o600)
-    write_files(out, files)
+    write_files(out, files, force=True)  # the edited file is discarded on purpose
     fresh_mode = stat.S_IMODE((out / "k8s/a.yaml").stat().st_mode)
     for relative, data in files.items():
         path = out / relative
@@ -443,3 +443,139 @@ def test_closed_output_and_error_streams_keep_the_exit_code(tmp_path, args, code
     assert result.returncode == code
     if code == 0:
         assert (tmp_path / "build" / "manifest.json").is_file()  # the work was done whole
+
+
+def test_a_build_folder_holding_what_gpudash_did_not_write_is_not_replaced(tmp_path, cli):
+    """A file the manifest does not list (a kustomization.yaml, a .git folder) or a file edited since
+    gpudash wrote it would be lost with the previous build: `generate` refuses (exit 2, both named, the
+    folder as it was) until they are moved out or `--force` says to discard them."""
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 0, stderr
+    (out / "kustomization.yaml").write_text("resources: [k8s/grafana-dashboards.yaml]\n")
+    (out / ".git" / "objects").mkdir(parents=True)
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    edited = out / "k8s" / "grafana-dashboards.yaml"
+    edited.write_bytes(edited.read_bytes() + b"# tuned by hand\n")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 2, stderr
+    assert "2 file(s) gpudash did not write (.git/HEAD, kustomization.yaml)" in stderr, stderr
+    assert "1 file(s) changed since gpudash wrote them (k8s/grafana-dashboards.yaml)" in stderr, stderr
+    assert "--force" in stderr and "Traceback" not in stderr
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+    code, _, stderr = cli("generate", "--out", str(out), "--force")
+    assert code == 0, stderr
+    assert not (out / "kustomization.yaml").exists() and not (out / ".git").exists()
+    assert b"tuned by hand" not in edited.read_bytes()
+    code, _, stderr = cli("generate", "--out", str(out))  # its own build again: replaced without a word
+    assert code == 0, stderr
+
+
+def test_a_file_gone_or_linked_away_loses_nothing_and_is_written_again(tmp_path):
+    out = tmp_path / "build"
+    write_files(out, FILES)
+    (gone, linked, *_) = sorted(FILES)
+    (out / gone).unlink()
+    (out / linked).unlink()
+    (out / linked).symlink_to(tmp_path / "elsewhere.json")
+    write_files(out, FILES)
+    assert all((out / relative).read_bytes() == data for relative, data in FILES.items())
+
+
+def _interrupt_while_writing(tmp_path, monkeypatch, number, at):
+    """Run write_files with the signal `number` sent to this process when file `at` is created."""
+    import signal
+
+    real_open = os.open
+
+    def signalled(path, flags, *args, **kwargs):
+        if str(path).endswith(at) and flags & os.O_CREAT:
+            os.kill(os.getpid(), number)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", signalled)
+    return signal
+
+
+@pytest.mark.parametrize("at", ["k8s/c3.yaml", "manifest.json"])
+def test_ctrl_c_while_writing_leaves_the_previous_build_and_no_debris(tmp_path, monkeypatch, at):
+    """SIGINT is held while the build is written: the writers stop at the next file, the staging folder
+    goes, the previous build stays whole, and the interruption is then raised."""
+    import signal
+
+    out = tmp_path / "build"
+    files = {f"k8s/c{i}.yaml": b"c: 1\n" for i in range(10)}
+    write_files(out, files)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    _interrupt_while_writing(tmp_path, monkeypatch, signal.SIGINT, at)
+    changed = {relative: data + b"\n" for relative, data in files.items()}
+    with pytest.raises(KeyboardInterrupt):
+        write_files(out, changed)
+    monkeypatch.undo()
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    if at == "manifest.json":  # the last file: the swap had begun, the new build is whole
+        assert {str(p.relative_to(out)) for p in after} == {*files, "manifest.json"}
+        assert all(after[out / r] == d for r, d in changed.items())
+    else:
+        assert after == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_sigterm_during_generate_leaves_a_whole_build_and_ends_the_process(tmp_path, cli):
+    """A real `generate` process sent SIGTERM while it writes: it ends by the signal, and the folder is
+    either the previous build or the new one, whole (its manifest matches every file), with no debris."""
+    import signal
+    import time
+
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 0, stderr
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n" + "".join(f"  - {{name: c{i}, region: eu-west-1}}\n" for i in range(30)))
+    process = subprocess.Popen([*GPUDASH, "generate", "--config", str(config), "--out", str(out)],
+                               env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".build.new-") for p in tmp_path.iterdir()) and process.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.001)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+    assert process.returncode in (-signal.SIGTERM, 0), process.stderr.read()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build", "gpudash.yaml"]
+    from generator.output import not_as_written
+
+    assert not_as_written(out) == ([], [])
+
+
+@pytest.mark.parametrize("files, where, says", [
+    ({}, "dashboards", "the dashboards folder holds no definition"),                  # a submodule not checked out
+    ({"_shared.py": "PANELS = []\n"}, "dashboards", "the dashboards folder holds no definition"),
+    ({"team.py": (REPO / "dashboards" / "gpu_overview.py").read_text().replace("def dashboards(", "def boards(")},
+     "dashboards/team.py", "the file defines no dashboards"),                        # its function renamed
+], ids=["empty-folder", "only-helpers", "defines-nothing"])
+def test_a_definition_that_went_missing_is_an_error_not_fewer_dashboards(tmp_path, cli, files, where, says):
+    """Definitions that silently stopped defining would turn into a prune of what they used to publish:
+    an empty listed folder and a file that defines nothing are input errors naming it and what to do."""
+    folder = tmp_path / "dashboards"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2, stderr
+    assert f"{tmp_path / where}: {says}" in stderr, stderr
+    assert "fix: " in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_helper_module_beside_definitions_is_read_only_through_them(tmp_path, cli):
+    folder = tmp_path / "dashboards"
+    folder.mkdir()
+    (folder / "_shared.py").write_text("TITLE = 'Team A'\n")
+    (folder / "team.py").write_text((REPO / "dashboards" / "gpu_overview.py").read_text())
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 0, stderr

@@ -95,7 +95,8 @@ def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_pa
 
 def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_the_build(cli, tmp_path, monkeypatch):
     """What ships is the whole folder (`kubectl apply -f build/k8s`): another cluster's agent ConfigMap
-    copied in would ship unlinted, so reading the build refuses it, and generating again clears it."""
+    copied in would ship unlinted, so reading the build refuses it; generating again names it and keeps it
+    (gpudash did not write it), and clears it with --force."""
     from generator.resources import default_config
 
     monkeypatch.chdir(tmp_path)
@@ -113,6 +114,10 @@ def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_t
         assert code == 2, (command, stderr)
         assert f"{stray} is in the build but not in its manifest" in stderr and "Traceback" not in stderr, stderr
     code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 2 and f"1 file(s) gpudash did not write ({stray})" in stderr, stderr
+    assert (tmp_path / "build" / stray).exists()
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / "build"), "--force",
                           env={"GPUDASH_CONFIG": None})
     assert code == 0 and not (tmp_path / "build" / stray).exists(), stderr
     code, _, stderr = cli("lint", "--config", str(config), "--from", str(tmp_path / "build"), env={"GPUDASH_CONFIG": None})
