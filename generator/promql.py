@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .blanks import COUNTER_READING_FLOOR, READING_FLOOR, short
+from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS, Catalog
 from .model import Query
 from .settings import Labels
@@ -54,6 +54,7 @@ from .settings import Labels
 # The floors come from blanks.py (the one source), as PromQL text.
 BLANK_FLOOR = short(READING_FLOOR)
 COUNTER_BLANK_FLOOR = short(COUNTER_READING_FLOOR)
+INCREASE_BLANK_FLOOR = short(INCREASE_FLOOR)
 
 _FIXED_LABELS = {"gpu": "gpu", "model": "modelName", "mig_instance": MIG_INSTANCE_LABEL}
 
@@ -254,8 +255,10 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
 
         def run(function: str) -> str:
             return function.format(subquery)
+        if as_increase:  # with its own blank guard
+            return summed_deltas(inner, window, resolution, shift)
         span = "{0}"
-        change = summed_deltas(inner, window, resolution, shift) if as_increase else run("rate({0})")
+        change = run("rate({0})")
     else:  # no reading per step (no field reaches this: every counter is read per step)
         def run(function: str) -> str:
             return _raw(metric, branches, extra, function)
@@ -277,13 +280,17 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     the sum is the growth since the reading before the window, a reset inside it or not: 1000, then 1, 17, 33, 50
     after a reset is 50, where increase() scales the readings up to the window's length (55.6 over 270 s of a
     5-minute window). A reading with none before it within PREVIOUS_WITHIN (the GPU's first) adds nothing, as the
-    agent sends nothing for a series' first scrape. A window without a reading gives no value. The window is
-    left-open (_left_open)."""
+    agent sends nothing for a series' first scrape (it is its own previous: a delta of 0). A window without a
+    reading gives no value. The window is left-open (_left_open). A blank reading is a delta of about 2**63 (no
+    real increase comes near INCREASE_FLOOR): a window holding one gives no value, and the reading after it counts
+    from the reading before it.
+    The previous reading is read once (it is the costly part, a subquery per step): a delta is `r - (p or r)` where
+    not negative, else the reading `r` itself (a reset)."""
     lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * _seconds(resolution)))
     # the steps before this one (the subquery's steps sit on the grid of `resolution`, as this step does)
     previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
-    delta = f"(({reading} - {previous}) >= 0 or ({reading} < {previous}))"
-    return f"sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)})"
+    delta = f"((({reading} - ({previous} or {reading})) >= 0) or {reading})"
+    return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
 
 
 def _left_open(window: str) -> str:

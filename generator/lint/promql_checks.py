@@ -84,7 +84,7 @@ def _ranged(stack: list) -> int | None:
 
 
 def _sums_deltas(node) -> bool:
-    """`sum_over_time((((r - p) >= 0 or r < p))[w:step])`: a counter's increase as promql.summed_deltas writes it
+    """`sum_over_time((((r - (p or r)) >= 0) or r)[w:step])`: a counter's increase as promql.summed_deltas writes it
     (each reading less the one before it, or the reading itself after a reset)."""
     import promql_parser
 
@@ -94,10 +94,9 @@ def _sums_deltas(node) -> bool:
     inner = _unwrapped(node.args[0].expr)
     if not (isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "or"):
         return False
-    grown, reset = _unwrapped(inner.lhs), _unwrapped(inner.rhs)
+    grown = _unwrapped(inner.lhs)
     return (isinstance(grown, promql_parser.BinaryExpr) and str(grown.op) == ">="
-            and isinstance(_unwrapped(grown.lhs), promql_parser.BinaryExpr) and str(_unwrapped(grown.lhs).op) == "-"
-            and isinstance(reset, promql_parser.BinaryExpr) and str(reset.op) == "<")
+            and isinstance(_unwrapped(grown.lhs), promql_parser.BinaryExpr) and str(_unwrapped(grown.lhs).op) == "-")
 
 
 def _unwrapped(node):
