@@ -42,32 +42,47 @@ def _action_names_listed_once() -> None:
 
 def _attribute_names_worked_out_once() -> None:
     """moto's serializer finds each answer member's value by trying the names a member may have on moto's
-    object (aliases from the object's class and the member's shape, each also in snake_case), worked out again
-    for every member of every object answered: most of a DescribeAlarms answer's CPU. The names depend on the
-    object's class, the member and its shape alone: each list is worked out once (the same names, in the same
-    order; an object with a Meta of its own is asked every time)."""
+    object (aliases from the object's class and the member's shape, each also in snake_case), worked out again,
+    with a new context object and its dotted path, for every member of every object answered: most of a
+    DescribeAlarms answer's CPU. The names depend on the object's class, the member and its shape alone: each
+    list is worked out once and the names tried in the same order, with the same lookup; the path is built
+    only when a transformer of the answer needs it (an object with a Meta of its own is asked moto's way)."""
     from moto.core import serialize
 
-    picker = serialize.XFormedAttributePicker
-    if getattr(picker.get_possible_keys, "worked_out_once", False):
+    serializer = serialize.ResponseSerializer
+    if getattr(serializer.get_value, "worked_out_once", False):
         return
-    work_out = picker.get_possible_keys
+    original, lookup, missing = serializer.get_value, serialize.get_value, serialize.MISSING
     names: dict[tuple, tuple[str, ...]] = {}
 
-    def get_possible_keys(self, context):
-        obj, shape = context.obj, context.shape
-        if "Meta" in getattr(obj, "__dict__", ()):
-            return work_out(self, context)
-        # shapes are held by the key (never a reused id); `parent` is set on a shape as it is serialized
-        key = (type(self), tuple(self.alias_providers), type(obj), context.key, shape, getattr(shape, "parent", None))
-        if key not in names:
+    def get_value(self, value, key, shape):
+        picker = self._value_picker
+        if type(picker) is not serialize.XFormedAttributePicker or "Meta" in getattr(value, "__dict__", ()):
+            return original(self, value, key, shape)
+        parent = getattr(shape, "parent", None)  # set on a shape as its structure is serialized
+        known = (tuple(picker.alias_providers), type(value), key, shape, parent)  # shapes held: never a reused id
+        if known not in names:
             if len(names) > 100_000:
                 names.clear()
-            names[key] = tuple(work_out(self, context))
-        return names[key]
+            names[known] = tuple(picker.get_possible_keys(serialize.AttributePickerContext(
+                obj=value, key=key, shape=shape, operation_model=self.operation_model,
+                service_model=self.operation_model.service_model, key_path=".".join(self.path))))
+        keyed = hasattr(value, "__getitem__")  # as moto.core.utils.get_value reads each name, without its checks
+        for name in names[known]:
+            found = lookup(value, name, missing) if keyed or "." in name else getattr(value, name, missing)
+            if found is not missing:
+                break
+        else:
+            found = None
+        if picker.response_transformers:
+            path = f"{'.'.join(self.path)}.{key}"
+            for ending, transform in picker.response_transformers.items():
+                if path.endswith(ending):
+                    return transform(found)
+        return found
 
-    get_possible_keys.worked_out_once = True
-    picker.get_possible_keys = get_possible_keys
+    get_value.worked_out_once = True
+    serializer.get_value = get_value
 
 
 class _Listed:
