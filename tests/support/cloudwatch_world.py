@@ -135,7 +135,9 @@ def published(aws, moto):
         config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
         key = (Path(config).read_text(), tuple(a for a in args if a != config))
         if key not in _PUBLISHED:
-            code, report, stderr = apply(*args)
+            with pytest.MonkeyPatch.context() as patch:  # straight to moto: a test's proxy starts with this state
+                patch.setenv("AWS_ENDPOINT_URL", moto.url)
+                code, report, stderr = apply(*args)
             assert code == 0, stderr
             _PUBLISHED[key] = copy.deepcopy(_cloudwatch_state())
             return
