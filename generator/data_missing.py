@@ -176,7 +176,7 @@ from typing import Any
 from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
-from .promql import step_window
+from .promql import step_reading
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import STYLES, style_for
 from .settings import Cluster, Settings
@@ -536,7 +536,7 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     `window` seconds ((t - window, t], as the per-node alarm counts them) failed or answered without a DCGM sample
     more than `threshold` times, kept while the target is scraped (a target gone from discovery, its pod replaced,
     goes stale and drops out). The scrapes are read as the other rules read readings (render/alarms.rule_step): the
-    latest sample taken within each `step` seconds (promql.fresh_reading), so each scrape counts once, at the first
+    latest sample taken within each `step` seconds (promql.step_reading), so each scrape counts once, at the first
     step at or after it, and the count lags the evaluation by at most `step` (at a step of the scrape interval,
     placed at multiples of it since the epoch, it lagged by up to one scrape interval). The subquery's range is the
     window less a millisecond, so its first step is the first after the window's start on Prometheus 2's closed
@@ -546,8 +546,7 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     style = style_for(settings)
     operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
     selectors = (f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}')
-    reading = step_window(f"{step}s")
-    branches = [f"sum_over_time((last_over_time({s}[{reading}]) == bool 0)[{window * 1000 - 1}ms:{step}s]) "
+    branches = [f"count_over_time({step_reading(s, f'{step}s', kept=f'{s} == 0')}[{window * 1000 - 1}ms:{step}s]) "
                 f"> {threshold:g} and {s}" for s in selectors]
     expression = " or ".join(f"({b})" for b in branches)
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'

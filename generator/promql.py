@@ -241,7 +241,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     if not counter:
         gauge = "{} < " + BLANK_FLOOR
         if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
-            gauge = f"last_over_time({{}}[{step_window(resolution)}]) < " + BLANK_FLOOR
+            gauge = f"({step_reading('{0}', resolution)} < {BLANK_FLOOR})"  # one term: a MIG stand-in scales it
         elif over_time is not None:  # a window holding a blank sentinel gives no value
             function, span, shift = over_time
             gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}) < " + BLANK_FLOOR
@@ -330,21 +330,30 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
     inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
-    series): each copy's latest sample taken within the step before (`last_over_time` over one interval less a
-    millisecond: on Prometheus 2's closed ranges a sample counts at the one step that follows it; on 3's
-    left-open ranges a sample taken exactly 1 ms after a step's instant falls in no step, and a target whose
-    scrapes land there is not read: a range of the whole step would suit 3 and read an on-step sample twice on 2),
-    the copies' largest (one reading, repeated). A copy's older sample, which the instant
+    series): each copy's sample taken within the step before (step_reading: a sample counts at the one step
+    that follows it), the copies' largest (one reading, repeated). A copy's older sample, which the instant
     selector would give for minutes after a missed scrape or after its pod left, is not read again at a later
     step: a rate over these readings sees each scrape once, as a rate over one series sees it, whatever pods come
-    and go. (`X and timestamp(X) > time() - 30` reads the same samples at about 15 times the cost.)"""
-    fresh = [f"last_over_time({s}[{step_window(resolution)}])" for s in selectors]
+    and go."""
+    fresh = [step_reading(s, resolution) for s in selectors]
     return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
 
 
-def step_window(resolution: str) -> str:
-    """The range fresh_reading reads a step's latest sample over: the step (`<seconds>s`) less a millisecond."""
-    return f"{int(resolution.removesuffix('s')) * 1000 - 1}ms"
+def step_reading(selector: str, resolution: str, kept: str | None = None) -> str:
+    """A series' reading at a subquery step of `resolution` (`<seconds>s`): its latest sample when that was
+    taken within the step before, (t - step, t]; none otherwise. The instant selector gives the latest sample at
+    or before the step (within the lookback delta, 5 minutes by default), and `timestamp()` of a selector is when
+    that sample was taken, on Prometheus 2 and 3 alike, so no range boundary decides which step a sample counts
+    at: a range selector of the step less a millisecond (Prometheus 2's closed ranges) leaves a sample taken 1 ms
+    after a step in no step on Prometheus 3 (left-open ranges), a range of the whole step reads a sample taken on
+    a step twice on 2. Steps are whole seconds and samples whole milliseconds, so the comparison is exact.
+    Unlike a range, the instant selector honours a staleness marker: a series' last sample whose marker (written a
+    scrape later) falls within the same step is not read, which happens only where Prometheus scrapes more often
+    than the step. `kept` (an expression of the selector, such as `x == 0`) is what the step keeps instead of the
+    sample itself. The filter is written `timestamp(x) > time() - step`: Prometheus holds fewer samples at once
+    evaluating it than `time() - timestamp(x) < step` (2.42 refuses a query over its sample limit)."""
+    seconds = int(resolution.removesuffix("s"))
+    return f"({kept or selector} and timestamp({selector}) > time() - {seconds})"
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
@@ -527,7 +536,7 @@ def reads_gauges(query: Query, catalog: Catalog) -> bool:
 def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | None = None) -> str:
     """A gauge's statistic over `window` from one reading per step of the scrape interval (alerts, as CloudWatch
     takes a statistic over the period's observations). At each step every series' latest sample of the step
-    before (fresh_reading's range: a sample counts once) is read, a blank one left out, and a GPU's (a pod's GPU's)
+    before (step_reading: a sample counts once) is read, a blank one left out, and a GPU's (a pod's GPU's)
     series are merged into its one reading, a ratio taken of one reading's values, the outer grouping aggregated
     (`aggregated(how)`: that expression at a step); then the window's statistic is taken over those readings. So
     the min, max or mean is of the GPU's readings whatever series carried them: an exporter restarted, a pod moved

@@ -9,7 +9,6 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import GrafanaDashboard
 from ..output import grafana_dashboard_bytes, grafana_dashboard_file
-from ..promql import step_window
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -82,11 +81,9 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
 
 
 def rate_interval(subject: LintInput) -> Iterable[Finding]:
-    # a subquery's step reads each copy's latest sample over one scrape interval (promql.fresh_reading)
-    step = step_window(f"{subject.settings.scrape.seconds}s")
     for dashboard, panel, target in _targets(subject):
         for window in range_windows(target["expr"]):
-            if window not in ("$__rate_interval", "$__range", "$__interval", step) and ":" not in window:
+            if window not in ("$__rate_interval", "$__range", "$__interval") and ":" not in window:
                 yield Finding("GF007", "warning", _where(dashboard, panel),
                               f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")
 

@@ -69,17 +69,14 @@ def selectors(ast) -> list[Selector]:
 
 def _ranged(stack: list) -> int | None:
     """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
-    `x[w]`, or above a subquery `(max by (...) (last_over_time(x[<step less 1 ms>])))[w:step]` whose inner query
+    `x[w]`, or above a subquery `(max by (...) ((x and timestamp(x) > time() - step)))[w:step]` whose inner query
     takes one reading of x's copies at each step (promql.fresh_reading; the scope's node branches joined with
     `or`, the node coalesced inside with label_join and label_replace)."""
     import promql_parser
 
     if len(stack) >= 2 and isinstance(stack[-1], promql_parser.MatrixSelector) \
             and isinstance(stack[-2], promql_parser.Call):
-        if stack[-2].func.name != "last_over_time":
-            return len(stack) - 2
-        inside = _subquery_call(stack, len(stack) - 3)  # a step's latest reading (promql.fresh_reading)
-        return len(stack) - 2 if inside is None else inside
+        return len(stack) - 2
     return _subquery_call(stack, len(stack) - 1)
 
 
@@ -108,12 +105,14 @@ def _unwrapped(node):
 
 
 def _subquery_call(stack: list, at: int) -> int | None:
-    """The call taking the range of a subquery whose inner query, from stack[at] up, only merges copies."""
+    """The call taking the range of a subquery whose inner query, from stack[at] up, only merges copies of a step's
+    reading."""
     import promql_parser
 
     while at >= 0 and (isinstance(stack[at], promql_parser.ParenExpr)
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
+                       or _is_step_reading(stack[at])
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
         at -= 1
@@ -121,6 +120,22 @@ def _subquery_call(stack: list, at: int) -> int | None:
             and isinstance(stack[at - 1], promql_parser.Call):
         return at - 1
     return None
+
+
+def _is_step_reading(node) -> bool:
+    """`x and timestamp(x) > time() - step` (promql.step_reading): x's latest sample, kept when taken within the
+    step."""
+    import promql_parser
+
+    if not isinstance(node, promql_parser.BinaryExpr) or str(node.op) != "and":
+        return False
+    kept = _unwrapped(node.rhs)
+    if not isinstance(kept, promql_parser.BinaryExpr) or str(kept.op) != ">":
+        return False
+    taken, since = _unwrapped(kept.lhs), _unwrapped(kept.rhs)
+    return isinstance(taken, promql_parser.Call) and taken.func.name == "timestamp" \
+        and isinstance(since, promql_parser.BinaryExpr) and str(since.op) == "-" \
+        and isinstance(_unwrapped(since.lhs), promql_parser.Call) and _unwrapped(since.lhs).func.name == "time"
 
 
 def query_selectors(expr: str) -> tuple[Selector, ...]:

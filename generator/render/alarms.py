@@ -601,7 +601,7 @@ def rule_step(settings: Settings) -> str:
     instant, so a sample counts at the first step after it and the readings end at the latest step at or before
     the instant: a step of the scrape interval would lag a rule by up to one interval (a 150 s scrape fires two
     minutes late), a fine step by at most that step, as CloudWatch judges the observations up to the period's
-    end. Each sample is read once (fresh_reading: over the step less a millisecond)."""
+    end. Each sample is read once (promql.step_reading: at the one step after it, on Prometheus 2 and 3 alike)."""
     return f"{min(RULE_STEP_SECONDS, settings.scrape.seconds)}s"
 
 

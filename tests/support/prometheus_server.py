@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
@@ -151,7 +152,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     from generator.render.alarms import RULE_STEP_SECONDS
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        expr = expr.replace(f":{old}s]", f":{new}s]").replace(f"[{old * 1000 - 1}ms]", f"[{new * 1000 - 1}ms]")
+        expr = re.sub(rf"(timestamp\([^()]*\) > time\(\) - ){old}\)", rf"\g<1>{new})",
+                      expr.replace(f":{old}s]", f":{new}s]"))
     return expr
 
 

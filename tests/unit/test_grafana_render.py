@@ -145,14 +145,13 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # one reading of a GPU's copies (one per pod holding it, or per exporter across a restart: every label but the
     # GPU's identity, the node named from its first spelling) at each step of the scrape interval, each copy's
     # sample taken within that step, before the rate; then the GPU's instances, then the outer grouping
-    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join((last_over_time("
-              "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join(((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
     assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join((rate("
                              + merged)
     # every spelling of the node inside the one subquery: a GPU whose exporter changed spelling is one series
     for spelling in ('node=~"$node"', 'node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"'):
-        assert f'{spelling}}}[29999ms]) or last_over_time(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay
-    assert '[29999ms])), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
+        assert f'{spelling}}}) > time() - 30) or (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay
+    assert ' > time() - 30)), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
            '";*([^;]*).*"))[$__rate_interval:30s]) and (max_over_time(' + merged in replay
     # a window holding a blank gives no rate (a jump into a blank and back, a counter stuck on the blank),
     # whatever the window's length: the blank is looked for among the readings of the very same window
@@ -160,7 +159,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # a per-pod panel reads one reading of the pod's copies of a GPU per step too: merged by the GPU's identity
     # and the pod (its namespace and name), whatever else (the exporter's instance, pod UID) tells them apart
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
-    assert by_pod and all("[$__rate_interval:30s]" in e and "[29999ms]" in e for e in by_pod)
+    assert by_pod and all("[$__rate_interval:30s]" in e and ") > time() - 30)" in e for e in by_pod)
     assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector drops the blank
@@ -327,7 +326,7 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
     assert "[$__rate_interval:30s]) * 1e-09) and (max_over_time(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) " \
-           "(label_replace(label_join((last_over_time(DCGM_FI_DEV_POWER_VIOLATION{" in panel["targets"][0]["expr"]
+           "(label_replace(label_join(((DCGM_FI_DEV_POWER_VIOLATION{" in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
 
