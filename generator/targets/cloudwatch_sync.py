@@ -14,7 +14,7 @@ it does not vouch for are read one by one); deletes go 100 names per DeleteAlarm
 
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
-and hash, read in bulk) and then its fields, read again right before its batch's writes (the fields
+and hash, read alarm by alarm: the bulk answer may lag a tag just removed) and then its fields, read again right before its batch's writes (the fields
 once more right before its own write) or its DeleteAlarms call, still as the plan read them. That last read of
 an alarm's fields is a read made anyway, just before its write: the batch's read for its first alarm, the
 read-back of the alarm written before it (which reads both) for the next. Each
@@ -328,13 +328,14 @@ def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
 
 
 def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
-               ask: Callable[[str], bool]) -> dict[str, list[dict[str, str]]]:
+               ask: Callable[[str], bool], in_bulk: bool = True) -> dict[str, list[dict[str, str]]]:
     """Name -> tags of these alarms: the bulk read of every alarm that carries the ownership tag, then,
     one by one, each alarm it does not vouch for (no ownership tag, or tagged too recently for it to
-    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied."""
+    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied
+    or not wanted (`in_bulk` False)."""
     if not alarms:
         return {}
-    bulk = cloudwatch.owned_alarm_tags(region)
+    bulk = cloudwatch.owned_alarm_tags(region) if in_bulk else None
     tags: dict[str, list[dict[str, str]]] = {}
     for name, alarm in alarms.items():
         if bulk is not None and alarm["AlarmArn"] in bulk:
@@ -731,10 +732,16 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
               ) -> tuple[list[tuple[Change, str | None]], RemoteError | None, dict[str, dict[str, Any] | None]]:
     """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
     and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read; and
-    the alarms as that last read found them (None: not there)."""
+    the alarms as that last read found them (None: not there).
+
+    This last look reads each alarm's own tags (ListTagsForResource), not the Tagging API's bulk answer,
+    which the plan used: the bulk answer comes from the Tagging API's own index of tags and may lag a tag
+    change made a moment ago (as the plan allows for alarms tagged just before it), so an ownership tag
+    removed since the plan could still show there. It costs one read per alarm updated or deleted (none
+    for an alarm created: the plan found nothing to read)."""
     planned = {c.name: {"AlarmName": c.name, "AlarmArn": c.live["arn"]} for c in batch if (c.live or {}).get("arn")}
     try:
-        tags = _read_tags(cloudwatch, region, planned, ask=lambda name: True)
+        tags = _read_tags(cloudwatch, region, planned, ask=lambda name: True, in_bulk=False)
         now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
         return [], exc, {}

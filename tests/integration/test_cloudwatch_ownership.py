@@ -444,3 +444,36 @@ def test_an_alarm_edited_while_apply_writes_the_ones_before_it_is_not_overwritte
     assert code == 3 and report["written"].count(first) == 1 and [f["name"] for f in report["failed"]] == [second]
     assert "changed by someone else since the plan; not overwritten" in report["failed"][0]["error"]
     assert alarms(client)[first]["Threshold"] == 90.0 and alarms(client)[second]["Threshold"] == 99.0
+
+
+def test_an_ownership_tag_removed_since_the_plan_is_seen_though_the_bulk_tag_read_still_shows_it(
+        proxied, published, project_dir, moto):
+    """The Tagging API's bulk answer may lag a tag change just made: while apply writes, a person strips the
+    ownership tag of an alarm the plan retires, and GetResources keeps answering as before the strip. The
+    last look before DeleteAlarms reads each alarm's own tags, so the alarm is not deleted."""
+    import boto3
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    taken = RETIRED_EDITED
+    pages = boto3.client("resourcegroupstaggingapi", region_name="us-east-1", endpoint_url=moto.url,
+                         aws_access_key_id="testing", aws_secret_access_key="testing").get_paginator("get_resources")
+    stale = [item for page in pages.paginate(ResourceTypeFilters=["cloudwatch:alarm"],
+                                             TagFilters=[{"Key": "ManagedBy", "Values": ["gpudash"]}])
+             for item in page["ResourceTagMappingList"]]  # one answer holding every page: as before the strip
+    assert taken in {item["ResourceARN"].rsplit(":", 1)[1] for item in stale}
+
+    def person():
+        client.untag_resource(ResourceARN=alarms(client)[taken]["AlarmArn"], TagKeys=["ManagedBy"])
+
+    fresh(proxy)
+    proxy.inject(fault("GetResources", "body", times=ALWAYS, body={"ResourceTagMappingList": stale,
+                                                                     "PaginationToken": ""}),
+                 fault("PutMetricAlarm", "before", callback=person))
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    failed = {f["name"]: f["error"] for f in report["failed"]}
+    assert code == 3 and list(failed) == [taken], report
+    assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not deleted" in failed[taken]
+    assert taken in alarms(client) and "ManagedBy" not in _tags(client, taken)
+    assert sorted(n for n in alarms(client) if other_cluster(n)) == [taken]  # the other retired alarms went
+    assert "Traceback" not in stderr
