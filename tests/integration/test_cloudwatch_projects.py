@@ -96,9 +96,9 @@ def test_what_an_older_gpudash_wrote_without_a_project_is_kept_and_can_be_adopte
     assert "--tags Key=gpudash:project,Value=test" in stderr
     code, report, _ = apply("--prune")
     assert code == 0 and report["written"] == []
+    listed = alarms(client)
     for name in retired:  # adopted as the note says
-        client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
-                            Tags=[{"Key": "gpudash:project", "Value": "test"}])
+        client.tag_resource(ResourceARN=listed[name]["AlarmArn"], Tags=[{"Key": "gpudash:project", "Value": "test"}])
     code, report, _ = apply("--prune")
     assert code == 0 and sorted(report["written"]) == retired
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
@@ -436,9 +436,10 @@ def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(a
     assert {"Key": "gpudash:clusters", "Value": "gpu-cluster"} in tags
 
 
-def _written_before_marks(client, name, clusters):
-    """An alarm as a gpudash that recorded `clusters` (None: none) but no hash of its marks left it."""
-    arn = alarms(client)[name]["AlarmArn"]
+def _written_before_marks(client, name, clusters, arn=None):
+    """An alarm as a gpudash that recorded `clusters` (None: none) but no hash of its marks left it (`arn`: the
+    alarm's, when the caller listed it already)."""
+    arn = arn or alarms(client)[name]["AlarmArn"]
     tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=arn)["Tags"]}
     client.tag_resource(ResourceARN=arn, Tags=[{"Key": "gpudash:sha256", "Value": tags["gpudash:sha256"].split("/")[0]}]
                         + ([{"Key": "gpudash:clusters", "Value": clusters}] if clusters else []))
@@ -457,8 +458,9 @@ def test_objects_that_record_no_clusters_are_pruned_only_when_named_for_a_cluste
     published("--config", _settings(tmp_path, "two", TWO_CLUSTERS))
     for name in _dashboards(client):
         _published_by(client, name, ["gpu-cluster"] if name.startswith("gpudash-gpu-cluster-") else None)
-    for name in alarms(client):
-        _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None)
+    for name, alarm in alarms(client).items():
+        _written_before_marks(client, name, "gpu-cluster" if name.startswith("gpudash-gpu-cluster-") else None,
+                              alarm["AlarmArn"])
     retired, two_ways = "gpudash-gpu-cluster-retired", "gpudash-gpu-cluster-old-view"
     for name in (retired, two_ways):
         _published_by(client, "gpudash-gpu-cluster-health", None, as_name=name)
@@ -495,8 +497,8 @@ def test_an_unrecorded_object_of_a_cluster_whose_name_continues_this_ones_is_not
 
     for name in _dashboards(client):
         _published_by(client, name, [mine] if ours(name) else None)
-    for name in alarms(client):
-        _written_before_marks(client, name, mine if ours(name) else None)
+    for name, alarm in alarms(client).items():
+        _written_before_marks(client, name, mine if ours(name) else None, alarm["AlarmArn"])
     retired, theirs_retired = f"gpudash-{mine}-retired", f"gpudash-{theirs}-old-view"
     _published_by(client, f"gpudash-{mine}-health", None, as_name=retired)
     _published_by(client, f"gpudash-{theirs}-health", None, as_name=theirs_retired)
@@ -537,8 +539,8 @@ def test_an_unrecorded_object_whose_name_a_longer_cluster_could_have_given_is_no
     assert apply("--config", both)[0] == 0
     for name in _dashboards(client):
         _published_by(client, name, None if name.startswith("gpudash-prod-eu-") else ["prod"])
-    for name in alarms(client):
-        _written_before_marks(client, name, None if name.startswith("gpudash-prod-eu-") else "prod")
+    for name, alarm in alarms(client).items():
+        _written_before_marks(client, name, None if name.startswith("gpudash-prod-eu-") else "prod", alarm["AlarmArn"])
     _published_by(client, "gpudash-prod-eu-health", None, as_name="gpudash-prod-eu-inference")
     _published_by(client, "gpudash-prod-health", None, as_name="gpudash-prod-retired")
     _as_rule(client, "gpudash-prod-eu-gpu-idle-warning", "gpudash-prod-eu-inference-stall-warning", "inference-stall")
@@ -574,8 +576,9 @@ def test_projects_whose_prefixes_continue_one_another_never_prune_each_others_un
         assert apply("--config", settings(project))[0] == 0
         for name in [n for n in _dashboards(client) if n.startswith(f"gpudash-{project}-main-")]:
             _published_by(client, name, None, project=project)
-        for name in [n for n in alarms(client) if n.startswith(f"gpudash-{project}-main-")]:
-            _written_before_marks(client, name, None)
+        for name, alarm in alarms(client).items():
+            if name.startswith(f"gpudash-{project}-main-"):
+                _written_before_marks(client, name, None, alarm["AlarmArn"])
     for project, retired in (("prod", "gpudash-prod-eu-main-old"), ("prod", "gpudash-prod-main-retired"),
                              ("prod-eu", "gpudash-prod-eu-main-retired")):
         _published_by(client, f"gpudash-{project}-main-health", None, as_name=retired, project=project)
