@@ -16,7 +16,12 @@ NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 
 
 def _tags(client, name):
-    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]}
+    return _tags_of(client, alarms(client)[name])
+
+
+def _tags_of(client, alarm):
+    """The tags of an alarm already listed, by its ARN."""
+    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]}
 
 
 def _settings(tmp_path, name, text):
@@ -57,8 +62,8 @@ def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_pat
     assert code == 1 and alarms(client) == before
     assert sorted(report["refused"]) == ["gpudash-shared-by-pod", "gpudash-shared-health", "gpudash-shared-overview"]
     assert sorted(report["written"]) == sorted(before)  # (the dashboards are team-b's, written by its apply)
-    assert all(_tags(client, name)["gpudash:project"] == "team-a" and "gpudash:sha256" in _tags(client, name)
-               for name in before)
+    assert all(tags["gpudash:project"] == "team-a" and "gpudash:sha256" in tags
+               for tags in (_tags_of(client, alarm) for alarm in before.values()))
 
 
 def test_a_create_whose_read_back_fails_carries_no_content_evidence(proxied, cli):
@@ -139,7 +144,7 @@ def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure
     code, report, _ = apply()
     assert code == 3 and not [n for n in report["written"] if n in alarms(client)]
     assert all("Threshold" in item["error"] for item in report["failed"])
-    assert not any("gpudash:sha256" in _tags(client, name) for name in alarms(client))
+    assert not any("gpudash:sha256" in _tags_of(client, alarm) for alarm in alarms(client).values())
 
 
 def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_deletes_the_rest(

@@ -187,7 +187,8 @@ LOST = {  # a write whose every answer is lost: (settings, flags, the kind of ob
 def _state(client, names):
     """Each of these alarms' fields and tags, and these dashboards' bodies (None: not there)."""
     live, boards = alarms(client), _dashboards(client)
-    return {name: (live[name]["Threshold"], sorted((t["Key"], t["Value"]) for t in _tags(client, name)))
+    return {name: (live[name]["Threshold"], sorted((t["Key"], t["Value"]) for t in client.list_tags_for_resource(
+        ResourceARN=live[name]["AlarmArn"])["Tags"]))
             if name in live else client.get_dashboard(DashboardName=name)["DashboardBody"] if name in boards else None
             for name in names}
 
