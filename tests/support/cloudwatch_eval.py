@@ -57,6 +57,8 @@ Written independently of gpudash's generator: it parses the generated text itsel
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import math as math_module
 import re
 from dataclasses import dataclass
@@ -114,24 +116,42 @@ def parse(text: str) -> Query:
                  _names(match["group"] or ""), order, int(match["limit"]) if match["limit"] else None)
 
 
-_INDEX: dict[int, tuple[list, int, dict[str, list[Datapoint]]]] = {}
+_INDEX: dict[int, tuple[list, int, dict[str, list[Datapoint]], dict[str, tuple]]] = {}
 
 
-def _by_metric(datapoints: list[Datapoint]) -> dict[str, list[Datapoint]]:
-    """Datapoints by metric name, each name's in the list's order, built once per list (the list is kept so
-    its id stays its own; a list that grew since is indexed again)."""
+def _indexed(datapoints: list[Datapoint]) -> tuple[list, int, dict[str, list[Datapoint]], dict[str, tuple]]:
+    """(the list, its length, its datapoints by metric name, the time order of each name's), built once per list
+    (the list is kept so its id stays its own; a list that grew since is indexed again)."""
     cached = _INDEX.get(id(datapoints))
     if cached is None or cached[0] is not datapoints or cached[1] != len(datapoints):
         index: dict[str, list[Datapoint]] = {}
         for point in datapoints:
             index.setdefault(point.metric, []).append(point)
-        cached = _INDEX[id(datapoints)] = (datapoints, len(datapoints), index)
-    return cached[2]
+        cached = _INDEX[id(datapoints)] = (datapoints, len(datapoints), index, {})
+    return cached
 
 
-def _of_metric(datapoints: Iterable[Datapoint], metric: str) -> Iterable[Datapoint]:
-    """The datapoints that may be of `metric`, in their order (those of a list: its points of that name)."""
-    return _by_metric(datapoints).get(metric, []) if isinstance(datapoints, list) else datapoints
+def _by_metric(datapoints: list[Datapoint]) -> dict[str, list[Datapoint]]:
+    """Datapoints by metric name, each name's in the list's order."""
+    return _indexed(datapoints)[2]
+
+
+def _of_metric(datapoints: Iterable[Datapoint], metric: str, start: float | None = None,
+               end: float | None = None) -> Iterable[Datapoint]:
+    """The datapoints that may be of `metric`, in their order (those of a list: its points of that name; with
+    `start` and `end`, only those whose timestamp is in [start, end), found by bisection in the time order of the
+    name's points and given in the list's order: the same points, in the same order, as filtering them all)."""
+    if not isinstance(datapoints, list):
+        return datapoints
+    _, _, index, orders = _indexed(datapoints)
+    points = index.get(metric, [])
+    if start is None or end is None or len(points) < 64:
+        return points
+    if metric not in orders:
+        positions = sorted(range(len(points)), key=lambda i: points[i].timestamp)
+        orders[metric] = ([points[i].timestamp for i in positions], positions)
+    times, positions = orders[metric]
+    return [points[i] for i in sorted(positions[bisect.bisect_left(times, start):bisect.bisect_left(times, end)])]
 
 
 def _group_key(query: Query, namespace: str, dimensions: tuple) -> tuple | None:
@@ -149,7 +169,7 @@ def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, e
     query = parse(text)
     buckets: dict[tuple, dict[int, list[float]]] = {}
     keys: dict[tuple, tuple | None] = {}  # (namespace, dimensions) -> _group_key: a fleet repeats them every period
-    for point in _of_metric(datapoints, query.metric):
+    for point in _of_metric(datapoints, query.metric, start, end):
         if point.metric != query.metric or not start <= point.timestamp < end:
             continue
         seen = (point.namespace, point.dimensions)
@@ -292,10 +312,17 @@ def kind(node: ast.AST, kinds: dict) -> object:
 
 
 def _checked(expression: str, kinds: dict) -> ast.Expression:
-    """The expression parsed, after checking every argument type; a final result must be a series."""
+    """The expression parsed, after checking every argument type; a final result must be a series. An alarm
+    judged at every minute asks the same of each expression: each is parsed and checked once per ids' types (the
+    tree is read, never changed; a refusal is raised again each time)."""
+    return _checked_once(expression, tuple((k, type(v).__name__, v) for k, v in sorted(kinds.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_once(expression: str, kinds: tuple) -> ast.Expression:
     python = re.sub(r"\bAND\b|&&", " and ", re.sub(r"\bOR\b|\|\|", " or ", expression))
     tree = ast.parse(python, mode="eval")
-    if kind(tree, kinds) == "S":
+    if kind(tree, {k: v for k, _, v in kinds}) == "S":  # a Metric id and a "TS" one are told apart by type
         raise Undocumented(f"{expression} is a number; a math expression's result must be a time series")
     return tree
 
@@ -506,7 +533,7 @@ def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: flo
     name, namespace = metric["MetricName"], metric["Namespace"]
     exact: dict[tuple, bool] = {}  # a point's dimensions -> whether they are exactly these (once per set)
     values: dict[int, list[float]] = {}
-    for point in _of_metric(datapoints, name):
+    for point in _of_metric(datapoints, name, start, end):
         if point.metric == name and point.namespace == namespace and start <= point.timestamp < end:
             dimensions = point.dimensions
             same = exact[dimensions] if dimensions in exact else exact.setdefault(dimensions, set(dimensions) == wanted)
@@ -591,7 +618,7 @@ def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> 
         statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
         wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
         values: dict[int, list[float]] = {}
-        for point in _of_metric(datapoints, request["MetricName"]):
+        for point in _of_metric(datapoints, request["MetricName"], start, end):
             if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
                     and start <= point.timestamp < end:
                 values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)

@@ -37,6 +37,7 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -323,10 +324,12 @@ class OtelAgent(Pipeline):
             sets += [dims for dims in dimension_sets if all(d in labels for d in dims) and dims not in sets]
         return sets
 
-    def _series(self, job: str, name: str, sample_labels: dict[str, str], target_labels: dict[str, str]):
+    def _series(self, job: str, name: str, sample_labels: dict[str, str], target_labels: dict[str, str],
+                target_items: tuple | None = None):
         """What the receiver makes of one series whatever its value: None when the job's metric_relabel_configs
-        drop it, else (name, labels). A fleet serves the same series at every scrape: each is worked out once."""
-        key = (job, name, tuple(sample_labels.items()), tuple(target_labels.items()))
+        drop it, else (name, labels). A fleet serves the same series at every scrape: each is worked out once
+        (`target_items`: the target's labels as a tuple, when the caller has them)."""
+        key = (job, name, tuple(sample_labels.items()), target_items or tuple(target_labels.items()))
         try:
             return self._known_series[key]
         except AttributeError:
@@ -348,9 +351,11 @@ class OtelAgent(Pipeline):
         """One scrape of one target through the pipeline; a payload of "" is a failed scrape."""
         job = scrape.target_labels["job"]
         samples = list(exposition(scrape.payload))
+        target_items = tuple(scrape.target_labels.items())
+        series_of = [self._series(job, name, labels, scrape.target_labels, target_items)
+                     for name, _, labels, _ in samples]
         # the receiver's own series of the scrape, with the target's labels (not metric-relabelled)
-        kept_samples = sum(self._series(job, name, labels, scrape.target_labels) is not None
-                           for name, _, labels, _ in samples)  # those the job's metric_relabel_configs keep
+        kept_samples = len(series_of) - series_of.count(None)  # those the job's metric_relabel_configs keep
         own = [("up", 1.0 if scrape.payload else 0.0), ("scrape_duration_seconds", 0.05),
                ("scrape_samples_scraped", float(len(samples))),
                ("scrape_samples_post_metric_relabeling", float(kept_samples)), ("scrape_series_added", 0.0)]
@@ -358,10 +363,9 @@ class OtelAgent(Pipeline):
         metrics: dict[str, _Metric] = {}  # one scrape of one target: one resource, its metrics by name
         for name, value in own:
             metrics.setdefault(name, _Metric(name, "gauge")).points.append((target, value))
-        for name, kind, sample_labels, value in samples:
+        for (name, kind, sample_labels, value), series in zip(samples, series_of):
             if kind == "histogram":
                 continue  # DCGM serves none; awsemf would publish a histogram's statistics
-            series = self._series(job, name, sample_labels, scrape.target_labels)
             if series is not None:
                 name, labels = series
                 metrics.setdefault(name, _Metric(name, kind)).points.append((labels, value))
@@ -379,11 +383,15 @@ class OtelAgent(Pipeline):
         """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
         points too."""
         kept, dropped = [], self._dropped
+        known = self.__dict__.setdefault("_known_drops", {})  # (name, value) -> dropped: a fleet repeats them
         for metric in metrics:
             points = []
             for labels, value in metric.points:
                 # a staleness marker has no value: OTTL's value_double reads 0 (the point's empty double), flags 1
-                if dropped(metric.name, value):
+                drop = known.get((metric.name, value))
+                if drop is None:
+                    drop = known[(metric.name, value)] = bool(dropped(metric.name, value))
+                if drop:
                     self.dropped.append((metric.name, labels, value))
                     continue
                 points.append((labels, value))
@@ -536,6 +544,7 @@ def _transform(config: dict):
     matchers = {label: re.compile(regex) for label, regex in (config.get("experimental_match_labels") or {}).items()}
     assert not matchers or config["action"] == "insert", "the model matches labels on insert only"
     pattern = re.compile(config["include"])
+    search = functools.lru_cache(maxsize=None)(pattern.search)  # a fleet's metric names repeat at every scrape
 
     def matching(metric: _Metric) -> _Metric:
         """extractMatchedMetric: the points whose labels match (matchAttrs: an unanchored regexp over the label's
@@ -547,16 +556,19 @@ def _transform(config: dict):
         assert operation["action"] in ("aggregate_labels", "add_label", "experimental_scale_value"), \
             f"operation the model does not know: {operation}"
 
+    @functools.lru_cache(maxsize=None)
+    def new_name(match: re.Match) -> str:  # a cached search gives one match object per name
+        return _go_expand(config["new_name"], match) or config["new_name"]
+
     def changed(metric: _Metric, match: re.Match) -> _Metric:
         if config.get("new_name"):
-            metric = _Metric(_go_expand(config["new_name"], match) or config["new_name"], metric.kind,
-                             list(metric.points))
+            metric = _Metric(new_name(match), metric.kind, list(metric.points))
         for operation in operations:
             metric = _operated(metric, operation)
         return metric
 
     def combined(metrics: list[_Metric]) -> list[_Metric]:
-        matched = [m for m in metrics if pattern.search(m.name)]
+        matched = [m for m in metrics if search(m.name)]
         if not matched:
             return metrics
         assert len({m.kind for m in matched}) == 1, "canBeCombined: metrics of different types are not combined"
@@ -567,7 +579,7 @@ def _transform(config: dict):
         merged = _grouped(_Metric(config["new_name"], matched[0].kind, points), config["aggregation_type"])
         for operation in operations:
             merged = _operated(merged, operation)
-        kept = [m for m in metrics if not pattern.search(m.name)]
+        kept = [m for m in metrics if not search(m.name)]
         return kept + ([merged] if merged.points else [])
 
     def apply(metrics: list[_Metric]) -> list[_Metric]:
@@ -575,7 +587,7 @@ def _transform(config: dict):
             return combined(metrics)
         result = []
         for metric in metrics:
-            match = pattern.search(metric.name)
+            match = search(metric.name)
             if config["action"] == "insert":
                 result.append(metric)
             elif match:
@@ -586,8 +598,8 @@ def _transform(config: dict):
             else:
                 result.append(metric)
         if config["action"] == "insert":
-            copies = [(m, matching(m)) for m in metrics if pattern.search(m.name)]
-            result += [changed(copy, pattern.search(m.name)) for m, copy in copies if copy.points or not m.points]
+            copies = [(m, matching(m)) for m in metrics if search(m.name)]
+            result += [changed(copy, search(m.name)) for m, copy in copies if copy.points or not m.points]
         return result
 
     return apply

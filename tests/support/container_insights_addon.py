@@ -61,10 +61,12 @@ def attributes(cluster: str, gpu: Gpu) -> dict[str, str]:
     return result
 
 
-def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVERY) -> list[Datapoint]:
+def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVERY,
+               metrics: set[str] | None = None) -> list[Datapoint]:
     """What CloudWatch stores for collections at t = first..last seconds (multiples of `every`, the DCGM
     collection interval; below 60 s the agent sends each minute's values as one distribution, whose SampleCount is
-    the collections: stored here as one datapoint per collection)."""
+    the collections: stored here as one datapoint per collection). `metrics`: only the datapoints of these metrics
+    (those a test reads; None: all), in the same order."""
     result = []
     # each GPU's (level, dimensions with their values) in the declarations' order: the same at every collection
     sets = []
@@ -73,13 +75,19 @@ def datapoints(cluster: str, first: int, last: int, gpus=FLEET, every: int = EVE
         sets.append((gpu, [(level, tuple(sorted((d, labels[d]) for d in dims)))
                            for level in (("container", "pod", "node") if gpu.held else ("node",))
                            for dims in DECLARATIONS[level] if all(d in labels for d in dims)]))
+    # each field's name, scale and the levels published of it
+    fields = [(field, name, scale, {level for level in ("container", "pod", "node")
+                                    if metrics is None or f"{level}_{name}" in metrics})
+              for field, (name, scale) in RENAMED.items()]
+    fields = [(field, name, scale, levels) for field, name, scale, levels in fields if levels]
     for t in range(first, last + 1, every):
         k = t // STEP
         for gpu, published_sets in sets:
-            for field, (name, scale) in RENAMED.items():
+            for field, name, scale, levels in fields:
                 published = reading(field, gpu, k) * scale
                 for level, dimensions in published_sets:
-                    result.append(Datapoint(NAMESPACE, f"{level}_{name}", dimensions, float(t), published))
+                    if level in levels:
+                        result.append(Datapoint(NAMESPACE, f"{level}_{name}", dimensions, float(t), published))
     return result
 
 

@@ -43,12 +43,13 @@ def _story(requests, metrics_interval: int, gpu_interval: int, stopped: bool) ->
     """Two GPU nodes and a system node; with `stopped`, the exporter on the second node stops at CHANGE (its agent
     still collects the node's metrics; the DaemonSet counts its pod unavailable)."""
     before = CHANGE if stopped else END
-    points = datapoints(CLUSTER, 0, before - gpu_interval, FLEET, every=gpu_interval)
+    read = {m["MetricStat"]["Metric"]["MetricName"] for r in requests for m in r["Metrics"] if "MetricStat" in m}
+    points = datapoints(CLUSTER, 0, before - gpu_interval, FLEET, every=gpu_interval, metrics=read)
     points += capacity(CLUSTER, 0, before - metrics_interval, GPUS, len(GPUS) + SYSTEM_NODES, exporter=(2, 0),
                        every=metrics_interval)
     if stopped:
         points += datapoints(CLUSTER, CHANGE, END - gpu_interval, tuple(g for g in FLEET if g.node == NODES[0]),
-                             every=gpu_interval)
+                             every=gpu_interval, metrics=read)
         points += capacity(CLUSTER, CHANGE, END - metrics_interval, GPUS, len(GPUS) + SYSTEM_NODES,
                            exporter=(1, 1), every=metrics_interval)
     return _read(points, requests)
