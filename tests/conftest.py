@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import textwrap
 from pathlib import Path
@@ -51,12 +52,18 @@ def collector_skips_what_earlier_modules_left():
     yield
 
 
+_FOLDERS = itertools.count()
+
+
 @pytest.fixture(autouse=True)
 def away_from_the_checkout(tmp_path_factory, monkeypatch):
     """Every test runs in a scratch folder with no GPUDASH_CONFIG: a gpudash.yaml or build/ that the
-    user keeps in the checkout is neither read nor written by the tests."""
+    user keeps in the checkout is neither read nor written by the tests. Each test's folder is new and
+    empty, numbered by a counter (mktemp would list every folder the worker made so far, at every test)."""
     monkeypatch.delenv("GPUDASH_CONFIG", raising=False)
-    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+    folder = tmp_path_factory.getbasetemp() / "cwd" / str(next(_FOLDERS))
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
 
 
 @pytest.fixture(scope="session")
