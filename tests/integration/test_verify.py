@@ -498,7 +498,10 @@ def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers
     for group in ("exporter", "prometheus", "cloudwatch"):
         assert checks[group]["status"] == "fail"
         assert checks[group]["cause"] == "unreachable"
-        assert re.search(r"(no answer|did not finish answering) within 1 s", checks[group]["detail"]), checks[group]
+        # On a loaded machine the second can pass before CloudWatch's first call is made (the client is made
+        # first): the listing then stops at the deadline without asking, and says so.
+        assert re.search(r"(no answer|did not finish answering) within 1 s|at the deadline \(1 s\)",
+                         checks[group]["detail"]), checks[group]
 
 
 def test_a_read_cut_short_by_the_deadline_is_reported_as_the_deadline():
