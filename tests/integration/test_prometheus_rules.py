@@ -108,22 +108,29 @@ def _evaluated_at(tests: list, interval: str) -> str:
     return f"{coarse}ms"
 
 
-def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
-    """Write `tests` as a promtool unit-test file for folder/rules.yaml and pass it. promtool evaluates every rule
-    of the file at every step; the rules the tests name no alert of are left out (no rule reads another's
-    result: the file has no recording rules and no rule reads ALERTS), so each step evaluates only the rules that
-    are judged, each as generated; and each test group is evaluated at the steps of `_evaluated_at` (no rule has `for`),
-    one promtool run per distinct interval. The files are written as JSON (YAML that is quicker to write)."""
-    tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
-        i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
-    named = {case["alertname"] for test in tests for case in test.get("alert_rule_test", [])}
+def judged_rules(folder, name: str, named: set[str]) -> str:
+    """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml; its name. promtool
+    evaluates every rule of a file at every step: the others are left out, which changes no judged alert (no rule
+    reads another's result: the file has no recording rules and no rule reads ALERTS; checked), and each judged
+    alert depends on its own evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
     groups = _groups((folder / "rules.yaml").read_text())
-    rules_text = json.dumps(groups)
-    assert "record" not in [key for g in groups for r in g["rules"] for key in r] and "ALERTS" not in rules_text
+    assert "record" not in [key for g in groups for r in g["rules"] for key in r] and "ALERTS" not in json.dumps(groups)
     judged = [{**group, "rules": [r for r in group["rules"] if r["alert"] in named]} for group in groups]
     assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
     rule_file = f"{name}.rules.yaml"
     (folder / rule_file).write_text(json.dumps({"groups": [g for g in judged if g["rules"]]}, ensure_ascii=False))
+    return rule_file
+
+
+def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
+    """Write `tests` as a promtool unit-test file for folder/rules.yaml and pass it: each step evaluates only the
+    rules the tests judge (judged_rules), each as generated, and each test group is evaluated at the steps of
+    `_evaluated_at`, one promtool run per distinct interval. The files are written as JSON (YAML that is quicker to
+    write)."""
+    tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
+        i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
+    rule_file = judged_rules(folder, name, {case["alertname"] for test in tests
+                                            for case in test.get("alert_rule_test", [])})
     by_interval: dict[str, list] = {}  # each test group at its own steps: one file (one promtool run) per interval
     for test in tests:
         by_interval.setdefault(_evaluated_at([test], evaluation_interval), []).append(test)
