@@ -775,11 +775,23 @@ def _one_gpu_page(node: str) -> str:
             f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-{node}-0",device="nvidia0",modelName="NVIDIA A10G"}} 60\n')
 
 
+_ROLLOUT_POINTS: dict[tuple, list] = {}  # (agent file, story) -> what the agent published of it
+
+
 def _rollout_points(files, answering: dict[str, str], available: tuple, updated: tuple,
                     desired: tuple | None = None) -> list:
     """What the agent publishes of one-GPU exporters answering as `answering` says (per 30 s step) and
-    kube-state-metrics' counts of their DaemonSet (desired: every node unless given)."""
+    kube-state-metrics' counts of their DaemonSet (desired: every node unless given). Settings that change the
+    alarms but not the agent's configuration publish the same: each story is run once per agent file (callers only
+    read the list)."""
     desired = desired or (len(answering),) * len(available)
+    key = (files[AGENT_FILE], tuple(answering.items()), tuple(available), tuple(updated), tuple(desired))
+    if key not in _ROLLOUT_POINTS:
+        _ROLLOUT_POINTS[key] = _run_rollout(files, answering, available, updated, desired)
+    return _ROLLOUT_POINTS[key]
+
+
+def _run_rollout(files, answering: dict[str, str], available: tuple, updated: tuple, desired: tuple) -> list:
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
     scrapes_ = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
