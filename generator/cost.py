@@ -475,7 +475,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     insights_rate = _price(prices, "metrics_insights_alarm_metric_month")
     regions = len({c.region for c in settings.clusters})
     cluster_analyzed, cluster_alarms, per_pod_alarms, per_pod_analyzed, static_rules, math_alarms = 0.0, 0, 0, 0, 0, 0
-    per_pod_rules, fleet_rules = 0, 0
+    per_pod_rules, fleet_rules, agent_alarms = 0, 0, 0
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
@@ -517,11 +517,14 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         else:
             each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
                                                          "pods (most and least), the cluster's GPU observations")
-        metrics = math_alarms * each
+            agent_alarms = math_alarms  # and one standard alarm of one metric per cluster: the agent's reads
+        metrics = math_alarms * each + agent_alarms
         free = min(free_alarm_metrics, metrics)
         free_alarm_metrics -= free
         lines.append(Line("data-missing alarms (metric math)", metrics, rate, (metrics - free) * rate,
                           f"{math_alarms} alarm{'s' if math_alarms != 1 else ''} x {each} metrics ({read})"
+                          + (f" + {agent_alarms} alarm{'s' if agent_alarms != 1 else ''} x 1 metric (the agent's reads "
+                             f"of kube-state-metrics)" if agent_alarms else "")
                           + (f"; the free tier's {free:,.0f} alarm metrics free" if free else "")))
     if per_pod_alarms or mode == "group_by":
         lines.append(Line("per-pod alarms (GROUP BY pod)", per_pod_analyzed, insights_rate,
@@ -538,7 +541,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         lines.append(Line("per-pod alarms (static, one per pod)", static_alarms, rate, (static_alarms - free) * rate,
                           f"{static_rules} rules x {fleet.pods:,} pods; {fleet.churn:,} new pods a month each "
                           f"need an apply" + (f"; {free:,.0f} free (the free tier's alarm metrics)" if free else "")))
-    return lines, cluster_alarms + math_alarms + per_pod_alarms + static_alarms + mig_alarms
+    return lines, cluster_alarms + math_alarms + agent_alarms + per_pod_alarms + static_alarms + mig_alarms
 
 
 def estimate(project: Project, fleet: Fleet, prices: dict[str, Any], mode: str,

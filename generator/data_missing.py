@@ -32,10 +32,12 @@ Over each period the alarm fires when
    branches over the periods that end at each evaluation (the condition of each period, `offset` one period
    for the one before, joined with `and`: no `for`, which a condition that is not monotone would reset, a
    rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
-   Known gaps (tests/integration/test_data_missing.py pins them): the CloudWatch agent in a crash loop (running a
-   minute of every five) passes, every period holding an observation of each series; GPU nodes added every few
-   minutes hide an exporter lost on another node (each period reads as a node joining: the least desired against
-   the most available, the updated count rising), the rule never firing and the alarm only at single minutes.
+   A known gap (tests/integration/test_data_missing.py pins it): GPU nodes added every few minutes hide an exporter
+   lost on another node (each period reads as a node joining: the least desired against the most available, the
+   updated count rising), the rule never firing and the alarm only at single minutes. The CloudWatch agent in a
+   crash loop (running a minute of every five) passes these, every period holding an observation of each series:
+   the agent alarm (AGENT_SUFFIX) counts its reads of kube-state-metrics per period instead, and the rule's
+   branch 5 the same count of kube-state-metrics' own target (its `up`).
 The rule also fires on 4. an exporter target that brought no GPU data most of the time: more than half
 (NO_DATA_SHARE) of its scrapes over the rule's window (period x evaluation periods, 10 minutes by default) failed
 (`up` 0) or answered without one DCGM sample (`scrape_samples_post_metric_relabeling` 0, which a failed scrape
@@ -264,6 +266,33 @@ SAMPLES = "scrape_samples_post_metric_relabeling"
 NODE_LABEL = "node"
 SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
 PER_NODE_SUFFIX = "-per-node"
+
+
+# The rule's third CloudWatch alarm (prometheus-emf source): the agent's own scrapes of kube-state-metrics, counted per
+# period as the SampleCount of the desired count it publishes (one per scrape that reached kube-state-metrics), below
+# SCRAPE_SHARE of the period's scrapes in each of two periods running, missing data not breaching. A CloudWatch agent in
+# a crash loop (running a minute of every five) publishes a little of every period, which the cluster's alarm passes;
+# a partial period next to an empty one (the agent starting, or stopping) breaches one period only, and an agent
+# stopped is the cluster's alarm (its missing data breaching). The rule's twin: kube-state-metrics' own target
+# answering under half its scrapes (its `up`), the same count from the scraper Prometheus is.
+AGENT_SUFFIX = "-agent"
+KSM_READ_REASON = "kube-state-metrics answered under half its scrapes"
+
+
+def agent_threshold(settings: Settings, period: int) -> float:
+    """The agent's scrapes of kube-state-metrics per period below which the period breaches."""
+    return SCRAPE_SHARE * period / settings.scrape.seconds
+
+
+def agent_description(settings: Settings, period: int, periods: int) -> str:
+    """What the agent alarm sees, and what it cannot."""
+    return (f"The CloudWatch agent read kube-state-metrics (the exporter DaemonSet's desired count) in fewer than "
+            f"{agent_threshold(settings, period):g} of its {period // settings.scrape.seconds} scrapes of a period "
+            f"{periods_running(periods)}: the agent in a crash loop (running a minute of every five), or "
+            f"kube-state-metrics answering under half the time, so most GPU data of every period never reaches "
+            f"CloudWatch. An agent starting or stopped is not (one short period beside an empty one); an agent "
+            f"stopped is the cluster's alarm. Look at `kubectl -n {settings.agent.namespace} get pods` (cwagent-prometheus "
+            f"restarts and its logs) and at kube-state-metrics' pod.")
 
 
 def per_node(settings: Settings) -> bool:
@@ -552,6 +581,11 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 
 
+def _seconds(duration: str) -> int:
+    """Seconds of a PromQL duration of one unit (`5m`, `300s`)."""
+    return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
+
+
 def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None) -> str:
     """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
     evaluation (none: at it), as CloudWatch computes the metric math over each period. Each branch carries a
@@ -579,6 +613,9 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
             absent = f'label_replace({absent}, "{name}", "", "", "")'
         return absent
 
+    exact = f"[{_seconds(window) * 1000 - 1}ms]{shift}"  # the period's scrapes, (t - period, t] on Prometheus 2 and 3
+    target = f"on({cluster}, job, instance)" if settings.shared_prometheus else "on(job, instance)"
+    serving = " or ".join(f"max_over_time({LABELS}{{{m}}}{span})" for m in exporter_label_matchers())
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
     absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
@@ -593,5 +630,8 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                f"and {each} (min_over_time({DESIRED}{span}) - max_over_time({AVAILABLE}{span}) "
                f"<= {rollout_unavailable(settings, f'min_over_time({DESIRED}{span})', 'ceil')}))",
                "fewer exporter pods available than desired"),
+        # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
+        reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
+               KSM_READ_REASON),
     ]
     return " or ".join(branches)

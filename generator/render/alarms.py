@@ -293,6 +293,25 @@ def _second_request(alarm: Alarm, catalog: Catalog, settings: Settings, plan_: P
     return request
 
 
+def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
+    """The data-missing rule's alarm on the agent's own scrapes of kube-state-metrics (data_missing.AGENT_SUFFIX): the
+    SampleCount of the desired count it publishes below half the period's scrapes, in each of the rule's periods;
+    no data is not breaching (an agent stopped is the cluster's alarm)."""
+    about = data_missing.agent_description(settings, alarm.period_seconds, alarm.evaluation_periods)
+    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id + data_missing.AGENT_SUFFIX, alarm.severity)
+    request = _common(alarm, settings, name, _fitted(f"{alarm.title} (agent). {about} Runbook: {alarm.runbook}",
+                                                     alarm))
+    request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"],
+                    "Threshold": data_missing.agent_threshold(settings, alarm.period_seconds),
+                    "TreatMissingData": "notBreaching",
+                    "Namespace": settings.cloudwatch.namespace,
+                    "MetricName": data_missing.DESIRED,
+                    "Dimensions": [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}],
+                    "Statistic": "SampleCount",
+                    "Period": alarm.period_seconds})
+    return request
+
+
 def _addon_gpu_request(alarm: Alarm, settings: Settings, plan_: Plan, cluster: Cluster) -> dict[str, Any]:
     """The add-on's per-GPU data-missing alarm (data_missing.addon_gpu_expression): no datapoint is not breaching
     (nothing collects: the cluster's alarm sees the agent stopped)."""
@@ -436,6 +455,9 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
             requests += [{"Region": cluster.region, "Request": _second_request(alarm, catalog, settings, form.plan,
                                                                                  cluster)}
                          for form in forms[1:] for cluster in settings.clusters]
+            if not addon_source(settings):  # the agent's own reads of kube-state-metrics (a crash loop)
+                requests += [{"Region": cluster.region, "Request": _agent_request(alarm, settings, cluster)}
+                             for cluster in settings.clusters]
             continue
         if forms[0].kind == "static":
             if addon_source(settings):

@@ -45,7 +45,7 @@ def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_pat
               for item in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]}
     template = json.loads((out / "cloudformation" / "gpudash.json").read_text())
     stack = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    assert len(listed) == len(stack) == 11
+    assert len(listed) == len(stack) == 12
     for properties in stack:
         assert {"Key": "gpudash:project", "Value": "team-a"} in properties["Tags"]
         assert properties["Tags"] == listed[properties["AlarmName"]]
@@ -129,7 +129,7 @@ def _in_documented_defaults(body: bytes) -> bytes:
 def test_a_read_back_in_cloudwatch_s_documented_defaults_confirms_the_write(proxied):
     client = proxied[1]
     report = reported_in_a_form_of_its_own(proxied, _in_documented_defaults)
-    assert len([n for n in report["written"] if n in alarms(client)]) == 11
+    assert len([n for n in report["written"] if n in alarms(client)]) == 12
 
 
 def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure(proxied):
@@ -152,7 +152,7 @@ def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_delete
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     retired = sorted(n for n in alarms(client) if other_cluster(n))
-    assert len(retired) == 11
+    assert len(retired) == 12
     fresh(proxy)  # someone deletes one of them; CloudWatch refuses the whole batch for it, deleting none
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND,
                        callback=lambda: client.delete_alarms(AlarmNames=retired[:1])))

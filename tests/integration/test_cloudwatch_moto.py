@@ -44,7 +44,7 @@ def test_every_dashboard_is_accepted_and_reads_back_equal(cloudwatch):
 
 def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
     requests = json.loads(_files()["cloudwatch/alarms.json"])["alarms"]
-    assert len(requests) == 11  # nine rules; the idle rule watches MIG pods in a second alarm, data missing GPUs one by one in a second
+    assert len(requests) == 12  # nine rules; the idle rule watches MIG pods in a second alarm, data missing nodes one by one in a second and the agent's reads in a third
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
     live = {a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNamePrefix="gpudash-")["MetricAlarms"]}
@@ -55,9 +55,13 @@ def test_every_alarm_is_accepted_and_reads_back_equal(cloudwatch):
         for key in ("ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
                     "AlarmDescription", "ActionsEnabled"):
             assert alarm[key] == request[key], key
-        fields = ("Id", "Expression", "MetricStat", "Period", "ReturnData")
-        assert [[m.get(f) for f in fields] for m in alarm["Metrics"]] == [
-            [m.get(f) for f in fields] for m in request["Metrics"]]
+        if "MetricName" in request:  # a standard alarm on one metric (the data-missing rule's agent alarm)
+            for key in ("Namespace", "MetricName", "Dimensions", "Statistic", "Period"):
+                assert alarm[key] == request[key], key
+        else:
+            fields = ("Id", "Expression", "MetricStat", "Period", "ReturnData")
+            assert [[m.get(f) for f in fields] for m in alarm["Metrics"]] == [
+                [m.get(f) for f in fields] for m in request["Metrics"]]
         tags = cloudwatch.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
         assert {"Key": "ManagedBy", "Value": "gpudash"} in tags
 
@@ -72,7 +76,7 @@ def test_per_pod_alarms_are_one_group_by_alarm_per_rule_and_cluster(cloudwatch, 
         '"pod") WHERE "ClusterName" = \'east\' GROUP BY "namespace", "pod" ORDER BY AVG() ASC')
     for item in requests:
         cloudwatch.put_metric_alarm(**item["Request"])
-    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 22
+    assert len(cloudwatch.describe_alarms()["MetricAlarms"]) == 24
 
 
 def test_static_per_pod_alarms_name_each_pod(cloudwatch, project_dir):

@@ -169,20 +169,20 @@ def test_deletes_are_batched(proxied, published, project_dir):
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune")
-    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 11
+    assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
     assert proxy.operations.count("DeleteAlarms") == 1
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
 def test_each_alarm_written_is_read_once_before_its_write_and_once_after(proxied):
     """The read right before an alarm's write is a read apply makes anyway: the batch's check for the first alarm,
-    the previous alarm's read-back for the next. A first apply of the 11 alarms lists them (1 DescribeAlarms),
-    checks the batch (1), and reads each back once (11): 13 reads, not 24."""
+    the previous alarm's read-back for the next. A first apply of the 12 alarms lists them (1 DescribeAlarms),
+    checks the batch (1), and reads each back once (12): 14 reads, not 26."""
     proxy, client, apply = proxied
     code, report, _ = apply()
     written = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and c["action"] == "create"]
-    assert code == 0 and len(written) == 11 and sorted(alarms(client)) == sorted(written)
-    assert proxy.operations.count("PutMetricAlarm") == 11 and proxy.operations.count("DescribeAlarms") == 13
+    assert code == 0 and len(written) == 12 and sorted(alarms(client)) == sorted(written)
+    assert proxy.operations.count("PutMetricAlarm") == 12 and proxy.operations.count("DescribeAlarms") == 14
 
 
 def test_a_lost_tag_write_converges_without_false_drift(proxied, published, project_dir):
@@ -211,7 +211,7 @@ def test_two_publishers_at_once_converge(proxied):
     plans = [cloudwatch_sync.plan(cw, desired) for cw in (first, second)]
     outcomes = [cloudwatch_sync.apply(cw, plan, desired.cloudwatch_dashboards, desired.alarms, force=False,
                                       prune=False, dry_run=False) for cw, plan in zip((first, second), plans)]
-    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 14
+    assert all(o.done for o in outcomes[0]) and len(outcomes[0]) == 15
     assert not any(o.error or o.done for o in outcomes[1])
     fresh(proxy)
     again = cloudwatch_sync.plan(first, desired)
@@ -225,7 +225,7 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     code, report, stderr = apply("--deadline", "60")
     assert code == 3 and "Traceback" not in stderr
     stopped = [f for f in report["failed"] if "did not finish within its deadline of 60 s" in f["error"]]
-    assert stopped and len(report["written"]) + len(report["failed"]) == 14
+    assert stopped and len(report["written"]) + len(report["failed"]) == 15
     # Every alarm reported written is there; the one whose write the deadline cut short before it could be
     # read back is not shown done, so it is reported failed even if the write took effect.
     live = alarms(client)
@@ -247,11 +247,11 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     code, report, stderr = apply()
     assert code == 0 and report["written"] == [] and writes(proxy) == []
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
-    assert proxy.operations.count("ListTagsForResource") == 11
+    assert proxy.operations.count("ListTagsForResource") == 12
 
 
 def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewritten(proxied):
-    assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 14
+    assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 15
 
 
 def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, published, project_dir):
@@ -261,7 +261,7 @@ def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, published, p
     fresh(proxy)
     code, report, _ = apply("--config", str(config))
     assert code == 0 and report["written"] == [] and writes(proxy) == []
-    assert report["summary"] == {"unchanged": 168}  # 36 dashboards, 132 alarms
+    assert report["summary"] == {"unchanged": 180}  # 36 dashboards, 144 alarms
     # moto pages GetResources by tags (100 a page, 3 tags an alarm): every page is read, no alarm alone.
     assert proxy.operations.count("GetResources") >= 4 and proxy.operations.count("ListTagsForResource") == 0
 
@@ -287,7 +287,7 @@ def test_alarm_listings_are_read_to_their_last_page(proxied, published):
     fresh(proxy)
     proxy.inject(fault("DescribeAlarms", "rewrite", times=2, callback=split))
     code, report, _ = apply()
-    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 14} and writes(proxy) == []
+    assert len(pages) == 2 and code == 0 and report["summary"] == {"unchanged": 15} and writes(proxy) == []
 
 
 def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_force(aws, published):
@@ -337,7 +337,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired)
     retired = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
-    assert len(retired) == 11 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
+    assert len(retired) == 12 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
     stripped, given_away, rehashed = retired[:3]
     arn = {name: alarm["AlarmArn"] for name, alarm in alarms(client).items()}
     for name in (EDITED, stripped):

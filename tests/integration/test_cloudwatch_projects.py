@@ -38,7 +38,7 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
         assert apply("--config", settings)[0] == 0
     others = ([n for n in _all_alarms(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))],
               [n for n in _dashboards(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))])
-    assert (len(others[0]), len(others[1])) == (22, 6)
+    assert (len(others[0]), len(others[1])) == (24, 6)
     code, stdout, _ = cli("plan", "--no-grafana", "--config", a)
     assert code == 0 and "delete" not in stdout
     code, report, _ = apply("--prune", "--config", a)
@@ -48,7 +48,7 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
     # The project's own retired cluster is still pruned.
     only_a = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: team-a, region: us-east-1}\n")
     code, report, _ = apply("--prune", "--config", only_a)
-    assert code == 0 and len(report["written"]) == 14 and all("-east-" in n for n in report["written"])
+    assert code == 0 and len(report["written"]) == 15 and all("-east-" in n for n in report["written"])
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-east-")]
 
 
@@ -90,8 +90,8 @@ def test_what_an_older_gpudash_wrote_without_a_project_is_kept_and_can_be_adopte
     assert sorted(report["written"]) == sorted(n for n in [*alarms(client), *_dashboards(client)]
                                                if n.startswith("gpudash-gpu-cluster-"))  # marked now
     retired = [n for n in _all_alarms(client) if n.startswith("gpudash-other-")]
-    assert len(retired) == 11 and len([n for n in _dashboards(client) if n.startswith("gpudash-other-")]) == 3
-    assert "11 alarm(s) no longer defined were written by an older gpudash that marked no project" in stderr
+    assert len(retired) == 12 and len([n for n in _dashboards(client) if n.startswith("gpudash-other-")]) == 3
+    assert "12 alarm(s) no longer defined were written by an older gpudash that marked no project" in stderr
     assert "3 dashboard(s) no longer defined" in stderr and "delete-dashboards" in stderr
     assert "--tags Key=gpudash:project,Value=test" in stderr
     code, report, _ = apply("--prune")
@@ -168,7 +168,7 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
     for settings in (east, west, more):
         assert apply("--config", settings)[0] == 0
     published = (_all_alarms(client), _dashboards(client))
-    assert len(published[1]) == 12 and len(published[0]) == 33
+    assert len(published[1]) == 12 and len(published[0]) == 36
     for settings in (west, more):
         code, stdout, stderr = cli("plan", "--no-grafana", "--config", settings)
         assert code == 0 and "delete" not in stdout
@@ -224,14 +224,14 @@ def test_a_file_whose_cluster_list_passes_a_tags_length_keeps_its_alarms_from_an
     b = _settings(tmp_path, "b", "project: fleet\nclusters:\n  - {name: team-b, region: us-east-1}\n")
     assert apply("--config", a)[0] == 0 and apply("--config", b)[0] == 0
     a_alarms = [n for n in _paged_alarms(client) if "ml-training" in n]
-    assert len(a_alarms) == 44
+    assert len(a_alarms) == 48
     code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", b)  # (no guard hides a wrong delete)
     assert code == 0, stderr
     assert [n for n in _paged_alarms(client) if "ml-training" in n] == a_alarms
     code, report, stderr = apply("--prune", "--allow-mass-prune", "--config", fewer)
     assert code == 0, stderr
     left = [n for n in _paged_alarms(client) if "ml-training" in n]
-    assert len(left) == 33 and not any(long[3] in n for n in left)
+    assert len(left) == 36 and not any(long[3] in n for n in left)
 
 
 def test_a_fleet_alarm_both_files_define_does_not_make_one_files_clusters_the_others(aws, tmp_path):
@@ -314,7 +314,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
 
     assert apply("--config", settings("team-a", 5))[0] == 0
     old = [n for n in [*_paged_alarms(client), *_dashboards(client)] if "-team-a-" in n]
-    assert len(old) == 14 and _fleet_alarm_marks(client) == (5, "team-a")
+    assert len(old) == 15 and _fleet_alarm_marks(client) == (5, "team-a")
     renamed = settings("team-z", 7)
     code, stdout, stderr = cli("plan", "--no-grafana", "--config", renamed)
     assert code == 1 and re.search(r"foreign +cloudwatch alarm gpudash-fleet-fleet-idle-warning", stdout), stdout
@@ -324,7 +324,7 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
     assert code == 1 and "gpudash-fleet-fleet-idle-warning" in report["refused"]
     assert _fleet_alarm_marks(client) == (5, "team-a") and not set(old) & set(report["written"])
     code, stdout, _ = cli("plan", "--no-grafana", "--renamed-from", "team-a", "--config", renamed)
-    assert code == 1 and "foreign" not in stdout and len(re.findall(r"delete +cloudwatch", stdout)) == 14, stdout
+    assert code == 1 and "foreign" not in stdout and len(re.findall(r"delete +cloudwatch", stdout)) == 15, stdout
     code, report, stderr = apply("--prune", "--renamed-from", "team-a", "--config", renamed)
     assert code == 0 and report["refused"] == [], stderr
     assert sorted(n for n in report["written"] if "-team-a-" in n) == sorted(old)
@@ -422,7 +422,7 @@ def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(a
     client.put_dashboard(DashboardName="gpudash-other-health",
                          DashboardBody=body.replace("gpudash clusters: other`", "gpudash clusters: gpu-cluster`"))
     before = (_paged_alarms(client), _dashboards(client))
-    assert len([n for n in before[0] if n.startswith("gpudash-other-")]) == 11
+    assert len([n for n in before[0] if n.startswith("gpudash-other-")]) == 12
     code, report, stderr = apply("--prune")
     assert code == 1, stderr
     assert (_paged_alarms(client), _dashboards(client)) == before and report["written"] == []

@@ -25,9 +25,9 @@ def test_writes_answered_200_with_an_error_body_are_failures(proxied):
     code, report, stderr = apply()
     assert code == 3 and "Traceback" not in stderr
     assert alarms(client) == {} and _dashboards(client) == []
-    assert "14 of 14 writes failed; 0 were published" in stderr
+    assert "15 of 15 writes failed; 0 were published" in stderr
     errors = {item["name"]: item["error"] for item in report["failed"]}
-    assert len(errors) == 14 and report["written"] == []
+    assert len(errors) == 15 and report["written"] == []
     assert "an error, InternalFailure: oops" in errors["gpudash-gpu-cluster-health"]
     assert "an error, ThrottlingException: Rate exceeded" in errors["gpudash-gpu-cluster-gpu-idle-warning"]
 
@@ -42,7 +42,7 @@ def test_deletes_answered_200_with_an_error_body_are_failures(proxied, published
     code, report, stderr = apply("--prune")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
-    assert report["written"] == [] and len(report["failed"]) == 14
+    assert report["written"] == [] and len(report["failed"]) == 15
     assert all(other_cluster(item["name"]) for item in report["failed"])
 
 
@@ -135,9 +135,9 @@ def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(pr
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
     code, report, stderr = apply("--prune", "--config", config)
     assert code == 3 and "Traceback" not in stderr and "internal error" not in stderr
-    assert len(report["written"]) == 3 and len(report["failed"]) == 14
+    assert len(report["written"]) == 3 and len(report["failed"]) == 15
     assert all("still there" in item["error"] for item in report["failed"])
-    assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 14
+    assert sum(other_cluster(n) for n in [*alarms(client), *_dashboards(client)]) == 15
 
 
 def test_plan_stops_at_its_deadline(proxied, cli, deadline_clock):

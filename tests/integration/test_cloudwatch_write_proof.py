@@ -85,12 +85,12 @@ def test_deletes_answered_but_not_made_are_failures(proxied, published, project_
     code, report, stderr = apply("--prune")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
-    assert report["written"] == [] and len(report["failed"]) == 14
+    assert report["written"] == [] and len(report["failed"]) == 15
     assert all(other_cluster(item["name"]) and "still there right after" in item["error"]
                for item in report["failed"])
     fresh(proxy)
     code, report, _ = apply("--prune")
-    assert code == 0 and len(report["written"]) == 14
+    assert code == 0 and len(report["written"]) == 15
     assert not [name for name in alarms(client) if other_cluster(name)]
     assert not [name for name in _dashboards(client) if other_cluster(name)]
 

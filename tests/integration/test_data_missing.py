@@ -38,6 +38,7 @@ AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 ALARM = "gpudash-gpu-cluster-gpu-data-missing-critical"
 PER_NODE_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-node-critical"  # agent.pipeline: otel (the default)
 PER_GPU_ALARM = "gpudash-gpu-cluster-gpu-data-missing-per-gpu-critical"  # agent.pipeline: classic
+AGENT_ALARM = "gpudash-gpu-cluster-gpu-data-missing-agent-critical"  # the agent's own reads of kube-state-metrics
 
 
 EMPTY = "\n"  # a page without one series: the exporter answers 200 with nothing to say
@@ -122,7 +123,7 @@ def _rule_alarms(files, second: str = PER_NODE_ALARM) -> list[dict]:
     (or, on agent.pipeline: classic, per GPU)."""
     requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
                 if i["Request"]["AlarmName"].startswith(ALARM.removesuffix("-critical"))]
-    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, second))
+    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, second, AGENT_ALARM))
     return requests
 
 
@@ -560,7 +561,8 @@ def test_cloudwatch_alarms_fire_on_the_stories_truth(generated, story):
     project, files = generated
     requests = _rule_alarms(files)
     read = {m["MetricStat"]["Metric"]["MetricName"] if "MetricStat" in m else cloudwatch_eval.parse(m["Expression"]).metric
-            for r in requests for m in r["Metrics"] if "MetricStat" in m or m["Expression"].startswith("SELECT")}
+            for r in requests for m in r.get("Metrics", []) if "MetricStat" in m or m["Expression"].startswith("SELECT")}
+    read |= {r["MetricName"] for r in requests if "MetricName" in r}  # the agent alarm, a standard alarm
     points = [p for p in _story_points(project, files, story) if p.metric in read]
     for minute in range(1, FINAL // 60 + 1):
         fired = {name: sorted(dict(key)["node"] for key in keys)
@@ -971,25 +973,107 @@ def test_gpu_nodes_added_every_few_minutes_hide_an_exporter_lost_on_both_forms(g
     assert fired == set()
 
 
-def test_a_crash_looping_agent_is_not_seen_as_the_readme_says(generated):
-    """The CloudWatch agent in CrashLoopBackOff at its 5-minute cap from minute 20: it runs and scrapes about one
-    minute of every five, so most of every GPU's data never reaches CloudWatch. The known gap the README states
-    ("GPU data missing"): every period holds an observation of each series, so neither alarm fires."""
+# --- the agent, or kube-state-metrics, up a minute of every five ------------------------------------------------
+#
+# CrashLoopBackOff at its 5-minute cap from minute 20 to 40: running (or answering) one minute of every five. Every
+# period holds an observation of each series, so the cluster's alarm passes it; the agent alarm counts the agent's
+# own scrapes of kube-state-metrics (the SampleCount of the desired count it publishes): fewer than half a period's
+# in each of two periods running. The truth each minute: both periods that end then hold some of those scrapes and
+# fewer than half (a period with none is the agent stopped or not yet started: the cluster's alarm's, or nothing).
+
+def _up_a_minute_in_five(k: int) -> bool:
+    """30 s steps: always before minute 20 and from minute 40, then one minute of every five."""
+    return not 40 <= k < 80 or (k - 40) % 10 >= 8
+
+
+def _read_in_under_half(read, minute: int, periods: int = 2, shift: int = 0) -> bool:
+    """The truth: each of the `periods` 5-minute periods that end at `minute` holds fewer than half its 10 scrapes
+    that read kube-state-metrics, and at least one (read(k): the scrape at step k did). A period holds the scrape at
+    its start and not the one at its end, as CloudWatch's; `shift` 1: the one at its end and not at its start, as a
+    PromQL range (the stories scrape at whole minutes: a scrape never lands on a period's edge in a real fleet)."""
+    ends = [minute * 2 - 10 * p + shift for p in range(periods)]
+    return all(0 < sum(read(k) for k in range(end - 10, end)) < 5 for end in ends)
+
+
+AGENT_STEPS = 120
+
+
+def test_a_crash_looping_agent_fires_the_agent_alarm(generated):
+    """The CloudWatch agent in a crash loop from minute 20 to 40 on four GPU nodes: most of every GPU's data never
+    reaches CloudWatch. The agent alarm is in ALARM exactly at the minutes of the truth (from minute 28, two periods
+    each holding one minute of scrapes, until minute 41), and it is the only alarm that fires; an agent that starts
+    (the story's first minutes: nothing before 0) or comes back fires nothing. Prometheus does not go through the
+    agent: not its business."""
     _, files = generated
-    steps = 120
-
-    def up(k: int) -> bool:  # 30 s steps: always before minute 20, then 1 minute of every 5
-        return k < 40 or (k - 40) % 10 >= 8
-
-    answering = {node: "".join("1" if up(k) else "." for k in range(steps)) for node in LOST_NODES[:4]}
+    answering = {node: "".join("1" if _up_a_minute_in_five(k) else "." for k in range(AGENT_STEPS))
+                 for node in LOST_NODES[:4]}
     config, job = agent_config(files[AGENT_FILE])
     ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
     scrapes_ = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
                 for node, line in answering.items() for k, c in enumerate(line) if c == "1"]
-    scrapes_ += [kube_state.scrape(ksm_job, k * STEP, EXPORTER, 4, 4, 4) for k in range(steps) if up(k)]
+    scrapes_ += [kube_state.scrape(ksm_job, k * STEP, EXPORTER, 4, 4, 4) for k in range(AGENT_STEPS)
+                 if _up_a_minute_in_five(k)]
     points = Agent(config, job, others=[ksm_job]).run(scrapes_)
     requests = _rule_alarms(files)
-    assert [m for m in range(1, steps // 2 + 1) if _in_alarm(requests, points, m * 60)] == []
+    truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_a_minute_in_five, m)}
+    assert min(truth) == 28 and max(truth) == 41
+    fired = {m: _in_alarm(requests, points, m * 60) for m in range(1, AGENT_STEPS // 2 + 1)}
+    assert {m for m, f in fired.items() if f} == truth
+    assert all(set(f) == {AGENT_ALARM} for f in fired.values() if f)
+
+
+def test_kube_state_metrics_answering_a_minute_in_five_fires_both_forms_at_the_same_minutes(generated, tmp_path):
+    """kube-state-metrics in a crash loop from minute 20 to 40 (answering one minute of every five), the agent and
+    Prometheus running: the agent alarm counts the agent's scrapes of it that brought its series, the rule counts its
+    target's `up`; both fire at the minutes of the truth, nothing else fires."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    _, files = generated
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    nodes = LOST_NODES[:4]
+    scrapes_ = [Scrape(k * STEP, _one_gpu_page(node), target_labels(job, node))
+                for node in nodes for k in range(AGENT_STEPS)]
+    scrapes_ += [kube_state.scrape(ksm_job, k * STEP, EXPORTER, 4, 4, 4) if _up_a_minute_in_five(k) else
+                 Scrape(k * STEP, "", kube_state.target_labels(ksm_job)) for k in range(AGENT_STEPS)]
+    points = Agent(config, job, others=[ksm_job]).run(scrapes_)
+    requests = _rule_alarms(files)
+    truth = {m for m in range(1, AGENT_STEPS // 2 + 1) if _read_in_under_half(_up_a_minute_in_five, m)}
+    # judged: the minutes whose truth does not depend on the side of a period's edge a scrape there falls (41 is not)
+    judged = {m for m in range(1, AGENT_STEPS // 2 + 1) if (m in truth) == _read_in_under_half(_up_a_minute_in_five, m,
+                                                                                                shift=1)}
+    assert len(judged) == AGENT_STEPS // 2 - 1
+    alarmed = {m: _in_alarm(requests, points, m * 60) for m in judged}
+    assert {m for m, f in alarmed.items() if f} == truth & judged
+    assert all(set(f) == {AGENT_ALARM} for f in alarmed.values() if f)
+
+    rule = _data_missing_rule(files, tmp_path)
+    ksm_target = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080"}
+    answered = [_up_a_minute_in_five(k) for k in range(AGENT_STEPS)]
+
+    def when_answered(value: str) -> str:
+        return " ".join(value if a else "stale" if k and answered[k - 1] else "_" for k, a in enumerate(answered))
+
+    ksm = f'{_labels(ksm_target)},{_labels(EXPORTER)}'
+    series = [{"series": f"up{{{_labels(ksm_target)}}}",
+               "values": " ".join("1" if a else "0" for a in answered)},
+              *({"series": f"{metric}{{{ksm}}}", "values": when_answered("4")}
+                for metric in (kube_state.DESIRED, kube_state.AVAILABLE, kube_state.UPDATED)),
+              {"series": f"{kube_state.LABELS}{{{ksm},{_labels(kube_state.OPERATOR_LABELS)}}}",
+               "values": when_answered("1")}]
+    for node in nodes:
+        target = _labels(_story_target(node))
+        series += [{"series": f"up{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f"{SAMPLES}{{{target}}}", "values": f"1x{AGENT_STEPS - 1}"},
+                   {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}', "values": f"60x{AGENT_STEPS - 1}"}]
+    reason = "kube-state-metrics answered under half its scrapes"
+    fires = [{"exp_labels": {**rule["labels"], **ksm_target, "reason": reason},
+              "exp_annotations": {**rule["annotations"],
+                                  "summary": rule["annotations"]["summary"].replace("{{ $labels.reason }}", reason)}}]
+    _promtool_test(tmp_path, "ksm_crash_loop_test.yaml", [
+        {"name": "kube-state-metrics in a crash loop", "interval": "30s", "input_series": series,
+         "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": fires if m in truth else []}
+                             for m in sorted(judged)]}], evaluation_interval="30s")
 
 
 # --- a rollout's move and a brief recovery in different periods ----------------------------------------------------

@@ -34,11 +34,13 @@ def test_group_by_needs_one_alarm_per_rule_and_cluster_static_one_per_pod(projec
     result = estimates(project, Fleet(clusters=2, pods=500, churn=1000))
     made = json.loads(encode(build(project))["cloudwatch/alarms.json"])["alarms"]
     mig = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-mig-warning"))
-    # the data-missing rule's second alarm judges each node (a GROUP BY alarm), in either mode
+    # the data-missing rule's second alarm judges each node (a GROUP BY alarm), its third the agent's reads of
+    # kube-state-metrics, in either mode
     per_gpu = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-per-node-critical"))
-    assert mig == 1 and per_gpu == 1 and result["group_by"]["alarms"] == 2 * len(made)  # the build's one cluster, twice
-    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu) * 2
-    assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu) * 2
+    agent = sum(1 for r in made if r["Request"]["AlarmName"].endswith("-agent-critical"))
+    assert mig == 1 and per_gpu == agent == 1 and result["group_by"]["alarms"] == 2 * len(made)  # one cluster, twice
+    assert result["group_by"]["alarms"] == (per_pod_rules + cluster_rules + mig + per_gpu + agent) * 2
+    assert result["static"]["alarms"] == per_pod_rules * 500 + (cluster_rules + per_gpu + agent) * 2
 
 
 def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, project_dir):
@@ -76,12 +78,13 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
 
 
 def test_the_data_missing_alarm_reads_five_metrics_of_each_cluster(project, project_dir):
-    """A metric-math alarm over static metrics: billed per metric it reads, one per cluster; none when
-    alarms.expected_gpus is none (the alarm is left out)."""
+    """A metric-math alarm over static metrics: billed per metric it reads, one per cluster, and the agent alarm's
+    one metric; none when alarms.expected_gpus is none (the alarms are left out)."""
     fleet = Fleet(clusters=3, pods=10, churn=0)
     line = _lines(estimates(project, fleet))["data-missing alarms (metric math)"]
-    # the exporter DaemonSet's desired, available, updated pods (their most and least) and the GPU observations
-    assert (line["quantity"], line["unit_price"]) == (15, 0.10)
+    # the exporter DaemonSet's desired, available, updated pods (their most and least) and the GPU observations, and
+    # the desired count's SampleCount (the agent alarm)
+    assert (line["quantity"], line["unit_price"]) == (18, 0.10)
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
     # its four metrics of each cluster, and the exporters' scrapes its per-node alarm reads (counted per GPU)
@@ -295,13 +298,13 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert metrics["monthly"] == pytest.approx((metrics["quantity"] - 10) * 0.30)
     assert 0 < ingestion["quantity"] + storage["quantity"] < 5
     assert ingestion["monthly"] == storage["monthly"] == 0
-    assert lines["data-missing alarms (metric math)"]["quantity"] == 5
+    assert lines["data-missing alarms (metric math)"]["quantity"] == 6
     assert lines["data-missing alarms (metric math)"]["monthly"] == 0
     insights = lines["GPU and cluster alarms (Metrics Insights)"]
     assert insights["monthly"] == pytest.approx(insights["quantity"] * 0.10)  # no free tier for these
     static = estimates(project, Fleet(clusters=1, pods=20, churn=0))["static"]
     per_pod = next(line for line in static["lines"] if line["item"] == "per-pod alarms (static, one per pod)")
-    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 5) * 0.10)  # what the math alarm leaves
+    assert per_pod["monthly"] == pytest.approx((per_pod["quantity"] - 4) * 0.10)  # what the math alarms leave
     big = _lines(estimates(project, Fleet(clusters=1, pods=500, churn=0)))["EMF log ingestion (GB)"]
     assert big["monthly"] == pytest.approx((big["quantity"] - 5) * 0.50)
     override = tmp_path / "prices.json"
@@ -310,7 +313,7 @@ def test_the_free_tier_takes_its_metrics_alarm_metrics_and_logs_off_the_bill(pro
     assert paid["custom metrics"]["monthly"] == pytest.approx(metrics["quantity"] * 0.30)
     assert paid["EMF log ingestion (GB)"]["monthly"] == pytest.approx(ingestion["quantity"] * 0.50)
     assert paid["EMF log storage (GB-month)"]["monthly"] == pytest.approx(storage["quantity"] * 0.03)
-    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.50)
+    assert paid["data-missing alarms (metric math)"]["monthly"] == pytest.approx(0.60)
 
 
 @pytest.mark.parametrize("args", [("--pods", "4", "--gpus", "3", "--nodes", "5"), ("--pods", "2", "--nodes", "3")])

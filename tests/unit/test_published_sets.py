@@ -59,11 +59,13 @@ def expected_alarms(static: bool, classic: bool = False) -> list[str]:
     """The alarm names the settings make. Fleet-scope rules stay GROUP BY alarms in either mode, and the idle
     rule's has its MIG second alarm; a per-pod rule is one GROUP BY alarm (the idle rule with its MIG second
     alarm), or with alarms.per_pod: static one alarm per listed pod (naming no MIG instance's profile). The
-    data-missing rule has a second alarm, per node (per GPU on agent.pipeline: classic, which drops up)."""
+    data-missing rule has a second alarm, per node (per GPU on agent.pipeline: classic, which drops up), and a third
+    on the agent's own reads of kube-state-metrics."""
     fleet = ["fleet-fleet-full-warning", "fleet-fleet-hot-warning", "fleet-fleet-idle-mig-warning",
              "fleet-fleet-idle-warning"]
     cluster = [f"gpu-cluster-{rule}" for rule in CLUSTER_RULES]
     cluster.append(f"gpu-cluster-gpu-data-missing-per-{'gpu' if classic else 'node'}-critical")
+    cluster.append("gpu-cluster-gpu-data-missing-agent-critical")
     if static:
         pods = [f"gpu-cluster-{rule}-{pod.replace('/', '-')}" for rule in PER_POD_RULES for pod in STATIC_PODS]
     else:
@@ -151,8 +153,8 @@ def test_every_queried_set_is_published_by_the_agent(folder, combination, tmp_pa
     if project.settings.agent.metric_selection == "used":  # and nothing more is published (each pair is billed)
         dcgm = {key for key in published if key[1].startswith("DCGM_")}
         assert dcgm <= set(queried), sorted(dcgm - set(queried))
-    # cost prices the alarms the settings make (one cluster, a pod per static alarm): 13 with GROUP BY alarms
-    # per pod, 14 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
+    # cost prices the alarms the settings make (one cluster, a pod per static alarm): 14 with GROUP BY alarms
+    # per pod, 15 with a static alarm per listed pod (two per-pod rules x two pods, and no MIG second alarm)
     fleet = Fleet(clusters=1, pods=len(STATIC_PODS) if static else 10, churn=0)
     priced = estimate(project, fleet, load_prices(), project.settings.alarms.per_pod, ())
-    assert priced["alarms"] == (14 if static else 13)
+    assert priced["alarms"] == (15 if static else 14)
