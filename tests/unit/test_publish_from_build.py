@@ -4,43 +4,17 @@ CloudWatch bodies as data, and a clear refusal when the settings read now are no
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "builds"
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    """`gpudash generate` of the multi-region settings, run once: each test works on a copy of its folder."""
-    from click.testing import CliRunner
-
-    from generator.cli import main
-
-    folder = tmp_path_factory.mktemp("generated")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(folder)  # no ./gpudash.yaml is read
-        result = CliRunner().invoke(main, ["generate", "--config", str(GOLDEN / "multi-region.yaml"), "--out",
-                                           str(folder / "build")], env={"GPUDASH_CONFIG": None}, catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    return folder / "build"
-
-
-@pytest.fixture(scope="module")
-def built():
-    """The multi-region settings built in memory, once: no test changes the set."""
-    from generator.artifacts import build
-    from generator.project import load_project
-
-    return build(load_project(GOLDEN / "multi-region.yaml"))
-
-
-def test_publishing_from_a_build_made_with_other_settings_is_refused_with_what_to_pass(cli, tmp_path, monkeypatch,
-                                                                                        generated):
+def test_publishing_from_a_build_made_with_other_settings_is_refused_with_what_to_pass(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no ./gpudash.yaml is read
-    build = shutil.copytree(generated, tmp_path / "build")
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(GOLDEN / "multi-region.yaml"), "--out", str(build),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
     for command in (("plan", "--no-grafana", "--no-cloudwatch"), ("push",), ("apply",)):
         code, _, stderr = cli(*command, "--from", str(build), env={"GPUDASH_CONFIG": None})
         assert code == 2, (command, stderr)
@@ -48,13 +22,16 @@ def test_publishing_from_a_build_made_with_other_settings_is_refused_with_what_t
         assert "prune" in stderr
 
 
-def test_what_publishing_writes_comes_from_the_build_not_the_settings(tmp_path, built):
+def test_what_publishing_writes_comes_from_the_build_not_the_settings(tmp_path):
     """The folder, the prune prefixes and each dashboard's Region are the build's, and the bodies are
     data: encoded for PutDashboard they are exactly the DashboardBody the build's files hold."""
+    from generator.artifacts import build
     from generator.desired import desired_from
     from generator.output import read, write
+    from generator.project import load_project
     from generator.serialize import compact_json
 
+    built = build(load_project(GOLDEN / "multi-region.yaml"))
     files = write(tmp_path / "build", built)
     desired = desired_from(read(tmp_path / "build"))
     assert desired.folder == built.grafana_folder
@@ -73,10 +50,15 @@ def _edit_manifest(build: Path, change) -> None:
     (build / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_a_build_whose_manifest_does_not_record_its_artifacts_is_refused_not_guessed(tmp_path, built):
+def test_a_build_whose_manifest_does_not_record_its_artifacts_is_refused_not_guessed(tmp_path):
+    import pytest
+
+    from generator.artifacts import build
     from generator.errors import InputError
     from generator.output import read, write
+    from generator.project import load_project
 
+    built = build(load_project(GOLDEN / "multi-region.yaml"))
     other = next(region for region in built.cloudformation if region != built.primary_region)
     cases = [
         (lambda m: m.pop("artifacts"), "made by an older gpudash"),
@@ -94,11 +76,14 @@ def test_a_build_whose_manifest_does_not_record_its_artifacts_is_refused_not_gue
         assert says in raised.value.what and raised.value.where.endswith("manifest.json"), raised.value.what
 
 
-def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_path, monkeypatch, generated):
+def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_path, monkeypatch):
     """Without the settings' sha256 nothing shows the build was made with the settings read now: lint and
     publishing refuse it (exit 2, naming the manifest) rather than judge or publish it by other settings."""
     monkeypatch.chdir(tmp_path)  # no ./gpudash.yaml is read
-    build = shutil.copytree(generated, tmp_path / "build")
+    build = tmp_path / "build"
+    code, _, stderr = cli("generate", "--config", str(GOLDEN / "multi-region.yaml"), "--out", str(build),
+                          env={"GPUDASH_CONFIG": None})
+    assert code == 0, stderr
     manifest = json.loads((build / "manifest.json").read_text())
     del manifest["settings"]
     (build / "manifest.json").write_text(json.dumps(manifest))
@@ -108,8 +93,7 @@ def test_a_build_whose_manifest_does_not_say_its_settings_is_refused(cli, tmp_pa
         assert "does not record the settings" in stderr and "manifest.json" in stderr, stderr
 
 
-def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_the_build(cli, tmp_path, monkeypatch,
-                                                                                          generated):
+def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_the_build(cli, tmp_path, monkeypatch):
     """What ships is the whole folder (`kubectl apply -f build/k8s`): another cluster's agent ConfigMap
     copied in would ship unlinted, so reading the build refuses it; generating again names it and keeps it
     (gpudash did not write it), and clears it with --force."""
@@ -117,10 +101,10 @@ def test_a_file_the_manifest_does_not_list_is_refused_by_lint_and_publish_from_t
 
     monkeypatch.chdir(tmp_path)
     config = GOLDEN / "multi-region.yaml"
-    shutil.copytree(generated, tmp_path / "build")
-    code, _, stderr = cli("generate", "--config", str(default_config()), "--out", str(tmp_path / "other"),
-                          env={"GPUDASH_CONFIG": None})
-    assert code == 0, stderr
+    for out, settings in (("build", config), ("other", default_config())):
+        code, _, stderr = cli("generate", "--config", str(settings), "--out", str(tmp_path / out),
+                              env={"GPUDASH_CONFIG": None})
+        assert code == 0, stderr
     stray = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
     assert not (tmp_path / "build" / stray).exists()
     (tmp_path / "build" / stray).write_bytes((tmp_path / "other" / stray).read_bytes())
