@@ -70,7 +70,11 @@ one the settings name.
 
 CloudWatch form: a metric-math alarm over four static metrics of the cluster (dimension set
 [ClusterName]; the agent scrapes the three kube-state-metrics series with its own job), the updated pods read
-twice (their Maximum u and Minimum v): `IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1) < 1`, TreatMissingData breaching. By the documented semantics (user
+twice (their Maximum u and Minimum v): `FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) < 1`,
+TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
+retrieves more periods than EvaluationPeriods (its "evaluation range", of unpublished length) and judges the most
+recent real datapoints when enough exist, so an empty latest period would be skipped for older, healthy ones (user
+guide, "How alarm state is evaluated when data is missing"). By the documented semantics (user
 guide, "Using math expressions with CloudWatch metrics",
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html: its IF tables
 and "Missing values in a time series are treated as 0"), IF drops a timestamp where its condition
@@ -114,7 +118,8 @@ time series; a GROUP BY query in an alarm must be wrapped in such math). A query
 series, so r counts at most 500 GPU nodes per cluster (LIMIT 500): a larger cluster would read 500 and fire.
 
 The alarm reads `x = c + 0 * n`, `w = da + du + ea + eu + 0 * n` (the two names of each count; a
-receiver publishes one; 0 where the leader publishes neither) and `IF(x > 0, g > 0, 1) * (w - r < 0.5)`
+receiver publishes one; 0 where the leader publishes neither) and `FILL(IF(x > 0, g > 0, 1) * (w - r < 0.5), 0)` (FILL:
+an empty period breaches, in the evaluation range too, see above)
 below 1 for two periods in a row, TreatMissingData breaching:
 
   1. the agent stopped everywhere: no `n`, no `c`, no DaemonSet counts: no datapoint (breaching);
@@ -223,7 +228,7 @@ def rollout_unavailable(settings: Settings, desired: str, ceil: str) -> str:
 
 def expression(settings: Settings) -> str:
     """The CloudWatch form's metric math (see the module's docstring)."""
-    return f"IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1)"
+    return f"FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= {rollout_unavailable(settings, 'd', 'CEIL')})), 1), 0)"
 
 
 # The Container Insights add-on's form (see the module's docstring).
@@ -364,7 +369,7 @@ def cluster_limits(settings: Settings) -> str:
 def addon_expression() -> str:
     """Below 1 when the add-on's agent stopped, everywhere or on a GPU node, or no GPU reported at all (see the
     module's docstring); GPUs missing on nodes whose agent collects are the per-GPU alarm's (addon_gpu_expression)."""
-    return f"IF(x > 0, g > 0, 1) * (w - r < {MISSING_NODE:g})"
+    return f"FILL(IF(x > 0, g > 0, 1) * (w - r < {MISSING_NODE:g}), 0)"
 
 
 def addon_collections(period: int, gpu_interval: int = addon.COLLECTION_SECONDS) -> int:

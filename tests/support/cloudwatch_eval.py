@@ -50,6 +50,41 @@
   requested start: "SQL inference", time bucketing, start inclusive, end exclusive), and ORDER BY ranks
   each series by the function "performed on all matching data points of each individual time series
   over the queried time window" ("SQL inference", ORDER BY global aggregate): the evaluation window.
+* Alarms and missing data: the evaluation range. The user guide, "Configuring how CloudWatch alarms treat missing
+  data", section "How alarm state is evaluated when data is missing" (alarms-and-missing-data.html; read in its
+  source, awsdocs/amazon-cloudwatch-user-guide doc_source/AlarmThatSendsEmail.md before the repository was archived):
+  "Whenever an alarm evaluates whether to change state, CloudWatch attempts to retrieve a higher number of data
+  points than the number specified as Evaluation Periods. The exact number of data points it attempts to retrieve
+  depends on the length of the alarm period and whether it is based on a metric with standard resolution or high
+  resolution. The time frame of the data points that it attempts to retrieve is the evaluation range." Then:
+  "If no data points in the evaluation range are missing, CloudWatch evaluates the alarm based on the most recent
+  data points collected"; "If some data points in the evaluation range are missing, but the total number of
+  existing data points that were successfully retrieved from the evaluation range is equal to or more than the
+  alarm's Evaluation Periods, CloudWatch evaluates the alarm state based on the most recent real data points that
+  were successfully retrieved, including the necessary extra data points from farther back in the evaluation
+  range. In this case, the value you set for how to treat missing data is not needed and is ignored."; "If some
+  data points in the evaluation range are missing, and the number of actual data points that were retrieved is
+  lower than the alarm's number of Evaluation Periods, CloudWatch fills in the missing data points with the result
+  you specified for how to treat missing data, and then evaluates the alarm. However, all real data points in the
+  evaluation range are included in the evaluation. CloudWatch uses missing data points only as few times as
+  possible." `missing`: "If all data points in the alarm evaluation range are missing, the alarm transitions to
+  INSUFFICIENT_DATA." Premature alarm state ("Avoiding premature transitions to alarm state"): with `missing`, an
+  alarm "always go[es] into ALARM state when the oldest available breaching datapoint during the Evaluation Periods
+  number of data points is at least as old as the value of Datapoints to Alarm, and all other more recent data
+  points are breaching or missing", "even if the total number of datapoints available is lower than M"; `- - - - X`
+  does not alarm ("the next data point may be non-breaching"). That sentence read literally contradicts the page's
+  own table (`0 - X - -`, 2 of 3, missing: OK; awsdocs/amazon-cloudwatch-user-guide issue 129), so it is applied
+  when fewer real data points than Datapoints to Alarm are in the range: every row of both tables holds
+  (test_cloudwatch_evaluation_range.py). The same page says of alarms on math expressions "you can specify how you
+  want CloudWatch to treat missing data points for the underlying metrics", and the Metrics Insights alarm pages
+  link to this section: nothing documents another rule for them, so every alarm (metric, metric math, Metrics
+  Insights, each contributor of a GROUP BY alarm) is judged so, on the data points its expression returns.
+  The range's length is not published (the page's tables use 5 for 3 evaluation periods of 5 minutes;
+  awsdocs/amazon-cloudwatch-user-guide issue 102 asked for the rule and got none): `alarm()` judges every length
+  from EvaluationPeriods + 1 (the page: "a higher number of data points than the number specified as Evaluation
+  Periods") to EvaluationPeriods + EXTRA_PERIODS (5: the page's example adds 2; 5 allows for longer ranges at
+  other periods) and returns the state only when every length gives the same one (RangeDependent otherwise), so a
+  test passes only where the range's length cannot decide.
 
 Written independently of gpudash's generator: it parses the generated text itself.
 """
@@ -355,6 +390,9 @@ def _math(node: ast.AST, env: dict[str, Result]):
         return result
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "IF":
         return _per_series(_if, *(_math(argument, env) for argument in node.args))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "FILL":
+        series, value = (_math(a, env) for a in node.args)
+        return _per_series(_fill, series, value)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "PERIOD":
         (argument,) = node.args
         return float(env[argument.id][()].period)
@@ -511,7 +549,21 @@ def _series_math(node: ast.AST, env: dict[str, Series]):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _POINTWISE:
         (argument,) = node.args
         return _pointwise(_POINTWISE[node.func.id], _series_math(argument, env))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "FILL":
+        series, value = (_series_math(a, env) for a in node.args)
+        return _fill(series, value)
     raise AssertionError(f"metric math not understood: {ast.dump(node)}")
+
+
+_GRID: list[list[int]] = []  # the period starts of the range an alarm's expressions are evaluated over (innermost last)
+
+
+def _fill(series: dict, value: float) -> dict:
+    """FILL(series, number): the user guide's "Fills the missing values of a time series" ("FILL replaces that
+    missing data point with the requested value", of the latest period too), over the periods of the queried range.
+    A series with no data point in the range is left empty (whether FILL makes one from nothing is not written)."""
+    assert isinstance(value, float) and _GRID, "FILL with a number, inside an alarm's range, is what is modelled"
+    return {t: series.get(t, value) for t in _GRID[-1]} if series else {}
 
 
 def alarm_math(expression: str, env: dict[str, Series]) -> Series | float:
@@ -542,12 +594,14 @@ def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: flo
     return {t: FUNCTIONS[statistic[stat["Stat"]]](v) for t, v in values.items()}
 
 
-def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> tuple[int, Result]:
-    """(period, result) of an alarm whose Metrics hold static metrics and one expression over them; `stat`
-    (MetricStat, start, end) -> Series reads a metric elsewhere (e.g. GetMetricData), instead of `datapoints`."""
+def _metric_math_alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None,
+                       periods: int | None = None) -> tuple[int, Result]:
+    """(period, result) of an alarm whose Metrics hold static metrics and one expression over them, over the last
+    `periods` periods (EvaluationPeriods unless given); `stat` (MetricStat, start, end) -> Series reads a metric
+    elsewhere (e.g. GetMetricData), instead of `datapoints`."""
     queries = request["Metrics"]
     period = next(q["MetricStat"]["Period"] for q in queries if "MetricStat" in q)
-    start = end - request["EvaluationPeriods"] * period
+    start = end - (periods or request["EvaluationPeriods"]) * period
     if any(_is_query(q.get("Expression", "")) for q in queries):
         return period, _mixed_alarm(queries, datapoints, start, end, stat)
     env: dict[str, Series] = {}
@@ -599,46 +653,91 @@ COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThre
            "LessThanThreshold": lambda v, t: v < t, "LessThanOrEqualToThreshold": lambda v, t: v <= t}
 
 
-def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None) -> dict[tuple, str]:
+EXTRA_PERIODS = 5  # the evaluation range is judged at every length from one period more than EvaluationPeriods to this many more
+
+
+class RangeDependent(AssertionError):
+    """An alarm whose state depends on the evaluation range's length, which CloudWatch does not publish."""
+
+
+def judge(values: list, needed: int, periods: int, missing: str, breaches) -> str:
+    """The state of one series from its evaluation range, oldest first (None for a period without a data point), as
+    the user guide's "How alarm state is evaluated when data is missing" says (see the module's docstring)."""
+    real = [v for v in values if v is not None]
+    if len(real) >= periods:  # the most recent real data points; TreatMissingData is not used
+        return "ALARM" if sum(map(breaches, real[-periods:])) >= needed else "OK"
+    if missing == "ignore":
+        raise AssertionError("TreatMissingData ignore keeps the state the alarm had: not a stateless evaluation")
+    if not real:
+        return {"missing": "INSUFFICIENT_DATA", "breaching": "ALARM" if periods >= needed else "OK",
+                "notBreaching": "OK"}[missing]
+    breaching = sum(map(breaches, real)) + (periods - len(real) if missing == "breaching" else 0)
+    if breaching >= needed:
+        return "ALARM"
+    if missing == "missing" and len(real) < needed:  # premature alarm state
+        recent = values[-periods:]
+        flagged = [i for i, v in enumerate(recent) if v is not None and breaches(v)]
+        if flagged and len(recent) - flagged[0] >= needed and all(
+                v is None or breaches(v) for v in recent[flagged[0] + 1:]):
+            return "ALARM"
+    return "OK"
+
+
+def alarm(request: dict, datapoints: list[Datapoint], end: float, stat=None,
+          evaluation_range: int | None = None) -> dict[tuple, str]:
     """{contributor (group key; () for a single series): ALARM / OK / INSUFFICIENT_DATA} at `end`; `stat`: see
-    _metric_math_alarm."""
+    _metric_math_alarm. `evaluation_range`: the range's length in periods; None judges every length from
+    EvaluationPeriods + 1 ("a higher number of data points") to EvaluationPeriods + EXTRA_PERIODS and raises
+    RangeDependent where they differ."""
+    states = {}
+    for key, judged in alarm_ranges(request, datapoints, end, stat, evaluation_range).items():
+        if len(set(judged.values())) > 1:
+            raise RangeDependent(f"{request.get('AlarmName', '')} {dict(key)} at {end}: the state depends on the "
+                                 f"evaluation range's length (periods: state): {judged}")
+        (states[key],) = set(judged.values())
+    return states
+
+
+def alarm_ranges(request: dict, datapoints: list[Datapoint], end: float, stat=None,
+                 evaluation_range: int | None = None) -> dict[tuple, dict[int, str]]:
+    """{contributor: {the evaluation range's length in periods: state}} at `end` (see `alarm`)."""
     periods = request["EvaluationPeriods"]
+    lengths = [evaluation_range] if evaluation_range else range(periods + 1, periods + EXTRA_PERIODS + 1)
+    widest = max(lengths)
+    period, result = _alarm_series(request, datapoints, end, widest, stat)
+    start = end - widest * period
     needed = request.get("DatapointsToAlarm", periods)
+    missing = request.get("TreatMissingData", "missing")
+    threshold, compare = request["Threshold"], COMPARE[request["ComparisonOperator"]]
+    states = {}
+    for key, series in (result or {(): {}}).items():
+        values = [series.get(int(start + index * period)) for index in range(widest)]
+        states[key] = {length: judge(values[widest - length:], needed, periods, missing,
+                                     lambda v: compare(v, threshold)) for length in lengths}
+    return states
+
+
+def _alarm_series(request: dict, datapoints: list[Datapoint], end: float, periods: int, stat=None) -> tuple[int, Result]:
+    """(period, {contributor: series}) of an alarm over the last `periods` periods before `end`."""
     if any("MetricStat" in m for m in request.get("Metrics", [])):
-        period, result = _metric_math_alarm(request, datapoints, end, stat)
-        start = end - periods * period
-    elif "Metrics" in request:
+        period = next(q["MetricStat"]["Period"] for q in request["Metrics"] if "MetricStat" in q)
+        _GRID.append([int(end - (periods - index) * period) for index in range(periods)])
+        try:
+            return _metric_math_alarm(request, datapoints, end, stat, periods)
+        finally:
+            _GRID.pop()
+    if "Metrics" in request:
         (query,) = [m for m in request["Metrics"] if m.get("ReturnData", True)]
         period = query["Period"]
-        start = end - periods * period
-        result = metrics_insights(query["Expression"], datapoints, start, end, period)
-    else:
-        period = request["Period"]
-        start = end - periods * period
-        statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
-        wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
-        values: dict[int, list[float]] = {}
-        for point in _of_metric(datapoints, request["MetricName"], start, end):
-            if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
-                    and start <= point.timestamp < end:
-                values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
-        result = {(): {t: FUNCTIONS[statistic[request["Statistic"]]](v) for t, v in values.items()}} if values else {}
-    missing = request.get("TreatMissingData", "missing")
-    if not result:
-        result = {(): {}}
-    states = {}
-    for key, series in result.items():
-        breaching = 0
-        for index in range(periods):
-            t = int(start + index * period)
-            if t in series:
-                breaching += COMPARE[request["ComparisonOperator"]](series[t], request["Threshold"])
-            elif missing == "breaching":
-                breaching += 1
-        if breaching >= needed:
-            states[key] = "ALARM"
-        elif not any(series) and missing == "missing":
-            states[key] = "INSUFFICIENT_DATA"
-        else:
-            states[key] = "OK"
-    return states
+        return period, metrics_insights(query["Expression"], datapoints, end - periods * period, end, period)
+    period = request["Period"]
+    start = end - periods * period
+    statistic = {"Average": "AVG", "Sum": "SUM", "Maximum": "MAX", "Minimum": "MIN", "SampleCount": "COUNT"}
+    wanted = {(d["Name"], d["Value"]) for d in request["Dimensions"]}
+    values: dict[int, list[float]] = {}
+    for point in _of_metric(datapoints, request["MetricName"], start, end):
+        if point.metric == request["MetricName"] and set(point.dimensions) == wanted \
+                and start <= point.timestamp < end:
+            values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
+    return period, ({(): {t: FUNCTIONS[statistic[request["Statistic"]]](v) for t, v in values.items()}}
+                    if values else {})
