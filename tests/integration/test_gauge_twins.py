@@ -171,6 +171,20 @@ def _handover_temp_high() -> Story:
                  {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 60)])
 
 
+def _crash_loop_temp_high() -> Story:
+    """A GPU at 85 °C at every reading; its exporter crash-loops at Kubernetes' 5-minute back-off: it answers for five
+    minutes, then is down for five. High once ten minutes hold readings and none at or under 80 °C: from t=600 s, at
+    every evaluation (every 10 minutes hold a run of readings). CloudWatch's evaluation range judges the two most
+    recent real datapoints when a period is empty (user guide, "How alarm state is evaluated when data is missing")."""
+    def reading(k): return 85.0 if (k * STEP // 300) % 2 == 0 else None
+
+    def truth(t):
+        window = [reading(k) for k in range(120) if t - 600 < k * STEP <= t and reading(k) is not None]
+        return t >= 600 and bool(window) and all(v > 80 for v in window)
+    return Story("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 120, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
+                 truth, {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 120)])
+
+
 STORIES = {
     "idle-exporter-restart": (_restart_idle(False), ""),
     "idle-exporter-restart-classic": (_restart_idle(False), CLASSIC),
@@ -283,14 +297,19 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
 def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path, tmp_path_factory):
     story, settings = STORIES[name]
     files, folder = _build(tmp_path, settings)
-    read = [k for k in range(story.scrapes) if story.readings(k)]
     expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
     assert any(expected.values())  # the story has a situation to find
 
     wrong = _prometheus_verdict(tmp_path_factory, name)
     assert not wrong, f"the Prometheus rule differs from the truth at {wrong}"
+    cloudwatch = _cloudwatch_wrong(story, files, expected)
+    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
 
-    # CloudWatch: the same scrapes through the agent's model into the generated alarm
+
+def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
+    """The evaluations where the generated alarm differs from `expected`, the story's scrapes through the agent's
+    model (the alarm judged at every plausible length of its evaluation range)."""
+    read = [k for k in range(story.scrapes) if story.readings(k)]
     config, job = agent_config(files[next(f for f in files if f.startswith("k8s/cwagent-prometheus-config"))])
 
     def scrape(k: int) -> Scrape:
@@ -302,9 +321,23 @@ def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path, tmp_pa
         return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{lines}", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)
-    cloudwatch = [t for t, labels in expected.items()
-                  if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
-    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
+    return [t for t, labels in expected.items()
+            if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
+
+
+def test_an_exporter_crash_loop_keeps_temp_high_in_alarm_on_cloudwatch_where_the_rule_pauses(tmp_path):
+    """The README's limit, pinned: a GPU at 85 °C whose exporter answers five minutes of every ten. CloudWatch's alarm
+    (2 of 2 periods) judges the two most recent real datapoints of its evaluation range when a period is empty, so it
+    is in ALARM at every evaluation from t=600 s, at every length of the range, as the readings say. The rule judges
+    its two periods as they fall: at the last evaluation before each run of readings resumes, the older period
+    (t - 10 min, t - 5 min] holds none, and it does not fire there (once every ten minutes)."""
+    story = _crash_loop_temp_high()
+    files, folder = _build(tmp_path, "")
+    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    assert all(expected.values())
+    assert _cloudwatch_wrong(story, files, expected) == []
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every)
+    assert wrong == [f"{minute}m45s" for minute in range(14, 60, 5)]
 
 
 def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):
@@ -342,9 +375,23 @@ def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):
                         float(k * STEP), used(k) / 24000 * 100)
               for k in range(0, scrapes, 2)
               for dims in DECLARATIONS["pod"] if all(d in attrs for d in dims)]
-    cloudwatch = [t for t, labels in expected.items()
-                  if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
-    assert not cloudwatch, f"the CloudWatch alarm differs from the truth at {cloudwatch}"
+    return [t for t, labels in expected.items()
+            if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
+
+
+def test_an_exporter_crash_loop_keeps_temp_high_in_alarm_on_cloudwatch_where_the_rule_pauses(tmp_path):
+    """The README's limit, pinned: a GPU at 85 °C whose exporter answers five minutes of every ten. CloudWatch's alarm
+    (2 of 2 periods) judges the two most recent real datapoints of its evaluation range when a period is empty, so it
+    is in ALARM at every evaluation from t=600 s, at every length of the range, as the readings say. The rule judges
+    its two periods as they fall: at the last evaluation before each run of readings resumes, the older period
+    (t - 10 min, t - 5 min] holds none, and it does not fire there (once every ten minutes)."""
+    story = _crash_loop_temp_high()
+    files, folder = _build(tmp_path, "")
+    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    assert all(expected.values())
+    assert _cloudwatch_wrong(story, files, expected) == []
+    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every)
+    assert wrong == [f"{minute}m45s" for minute in range(14, 60, 5)]
 
 
 def test_rules_read_readings_off_the_step_grid_without_lag(tmp_path):
