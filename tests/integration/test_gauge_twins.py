@@ -325,6 +325,25 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
             if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
 
 
+def test_a_gpu_gone_while_critical_stays_in_alarm_on_cloudwatch_while_its_last_datapoint_is_in_the_range(tmp_path):
+    """The README's limit, pinned: a GPU at 90 °C whose exporter stops for good after the scrape at 1170 s (the node
+    removed). The rule (any reading over 87 °C in the last 5 minutes) resolves once its window holds no reading; the
+    alarm (1 of 1 period, missing data `missing`) judges the last real datapoint of its evaluation range, breaching:
+    ALARM at every length of the range 7 minutes after the stop, and 20 minutes after it ALARM or OK as the range's
+    unpublished length reaches that datapoint or not."""
+    def reading(k): return 90.0 if k < 40 else None
+    story = Story("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 80, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
+                  lambda t: any(reading(k) for k in range(80) if t - 300 < k * STEP <= t),
+                  {"node": "ip-10-0-1-1", "gpu": "0"}, [1200 + 7 * 60 + 15])
+    files, folder = _build(tmp_path, "")
+    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    assert _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every) == []
+    assert not any(expected.values())
+    assert _cloudwatch_wrong(story, files, expected) == story.evaluations  # ALARM at every length
+    with pytest.raises(cloudwatch_eval.RangeDependent):
+        _cloudwatch_wrong(replace(story, evaluations=[1200 + 20 * 60]), files, {1200 + 20 * 60: None})
+
+
 def test_an_exporter_crash_loop_keeps_temp_high_in_alarm_on_cloudwatch_where_the_rule_pauses(tmp_path):
     """The README's limit, pinned: a GPU at 85 °C whose exporter answers five minutes of every ten. CloudWatch's alarm
     (2 of 2 periods) judges the two most recent real datapoints of its evaluation range when a period is empty, so it
