@@ -376,6 +376,12 @@ def copies_note(scrape_seconds: int, per_pod: bool = False) -> str:
             f"(time-slicing, MIG instances) counts in full under each of them.")
 
 
+# What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).
+COST_NOTE = ("Reading each scrape exactly is costly: on Prometheus 2.42 this query over 7 days of 16 GPUs, or one "
+             "day of 64, takes tens of seconds, and more GPUs or a longer range can pass Grafana's default 30 s query "
+             "timeout; narrow the node, gpu or pod variable, or shorten the range.")
+
+
 @dataclass(frozen=True)
 class _Merge:
     """How the series of one GPU become one. Kept: the labels naming one GPU (`identity`, the node

@@ -14,8 +14,8 @@ from ..catalog import PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
-from ..promql import (Scope, coalesce_node, copies_note, expression, group_keys, label_name, legend, presence,
-                      reads_copies_per_step, with_cluster)
+from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_name, legend,
+                      presence, reads_copies_per_step, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
 
@@ -190,6 +190,7 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> st
     for per_pod in dict.fromkeys("pod" in group_keys(query.by) for query in panel.queries
                                 if reads_copies_per_step(query, catalog)):
         texts.append(copies_note(scrape_seconds, per_pod))
+        texts.append(COST_NOTE)
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

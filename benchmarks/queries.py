@@ -1,0 +1,207 @@
+"""Benchmark: what the generated PromQL costs on a real Prometheus holding a fleet's history.
+
+A fleet of GPUs (8 a node, each node's exporter scraped every 30 s at its own offset, three GPUs in four held by
+a pod) is written as OpenMetrics and backfilled into a real Prometheus (`promtool tsdb create-blocks-from
+openmetrics`, as the tests do), holding every metric the timed queries read: each counter some panel takes a rate
+or increase of, and every metric of the alert rules. Then each such query is timed as Grafana sends it, its
+variables at All:
+
+- a counter panel drawn by a range query over 6 h, 24 h and 7 d (as far as the data reaches), at the step Grafana
+  picks for a graph of about 300 points (`generator.preview.interpolate.step_for`, never below the scrape
+  interval), with `$__rate_interval` as Grafana makes it;
+- a panel of an increase over the selected range (an instant query at the range's end, `$__range` the range);
+- each alert rule as its group evaluates it (an instant query at the data's end).
+
+Each time is the median of `--runs` answers (wall time of the HTTP request, Prometheus' own evaluation inside).
+Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also range]`.
+`--also range` times each query a second time in the same run with the step reading written as the range form
+gpudash used before (`last_over_time(X[<step less 1 ms>])`: cheaper on Prometheus 2.42, but not the same reading
+on Prometheus 3), as an anchor for what exactness costs.
+The machine's load changes the figures: the load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from generator.artifacts import build, grafana_dashboards  # noqa: E402
+from generator.preview.interpolate import Window, interpolate, step_for, variables  # noqa: E402
+from generator.project import load_project  # noqa: E402
+from tests.support.prometheus_server import Prometheus  # noqa: E402
+
+SCRAPE = 30  # seconds
+GPUS_PER_NODE = 8
+RANGES = {"6h": 6 * 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600}
+TIMEOUT = 300.0  # seconds a query may take before it is reported as timed out
+GRAFANA_TIMEOUT = 30.0  # Grafana's data proxy gives up after this by default
+
+
+def _queries(project) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
+    """(dashboard, panel title, expr) of every panel query that reads a counter per step, and (rule, expr)."""
+    panels = []
+    for dashboard in grafana_dashboards(project):
+        for panel in dashboard.model["panels"]:
+            for target in panel.get("targets", []):
+                expr = target.get("expr", "")
+                if "timestamp(" in expr:
+                    panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
+    rules = []
+    for group in build(project).prometheus_rules["groups"]:
+        for rule in group["rules"]:
+            rules.append((rule.get("alert") or rule.get("record"), rule["expr"]))
+    return panels, rules
+
+
+def _metrics(exprs: list[str]) -> set[str]:
+    return {m for e in exprs for m in re.findall(r"\b(DCGM_[A-Z0-9_]+)\b", e)}
+
+
+def _openmetrics(path: Path, metrics: set[str], counters: set[str], gpus: int, start: int, samples: int) -> None:
+    """Every metric of every GPU, a sample per scrape from `start`; counters grow (now and then a reset), gauges
+    wander. Written series by series (promtool reads the file once per block range)."""
+    rng = random.Random(7)
+    with path.open("w") as out:
+        for metric in sorted(metrics):
+            out.write(f"# TYPE {metric} gauge\n")  # stored under its own name, as the tests do
+            for g in range(gpus):
+                node, index = divmod(g, GPUS_PER_NODE)
+                offset = (node * 7) % SCRAPE  # each node's exporter scraped at its own offset
+                held = g % 4 != 3
+                pod = f',namespace="team-{node % 5}",pod="job-{node}-{index // 2}",container="main"' if held else ""
+                labels = (f'{{gpu="{index}",UUID="GPU-{node}-{index}",device="nvidia{index}",modelName="NVIDIA H100",'
+                          f'Hostname="gpu-node-{node}",node="gpu-node-{node}"{pod},job="dcgm-exporter",'
+                          f'instance="10.0.{node // 250}.{node % 250}:9400"}}')
+                value = rng.uniform(0, 100)
+                lines = []
+                for k in range(samples):
+                    if metric in counters:
+                        value = 0.0 if rng.random() < 1e-4 else value + rng.choice((0, 0, 0, 1, 3))
+                    else:
+                        value = min(100.0, max(0.0, value + rng.uniform(-5, 5)))
+                    lines.append(f"{metric}{labels} {value:g} {start + offset + k * SCRAPE}\n")
+                out.writelines(lines)
+        out.write("# EOF\n")
+
+
+_STEP_READING = re.compile(r"\((?P<x>[A-Za-z_:][\w:]*\{[^{}]*\}) and timestamp\((?P=x)\) > time\(\) - (?P<s>\d+)\)")
+
+
+def range_form(expr: str) -> str:
+    """`expr` with each step reading of a selector as the range form: the latest sample of the step less 1 ms."""
+    return _STEP_READING.sub(lambda m: f"last_over_time({m['x']}[{int(m['s']) * 1000 - 1}ms])", expr)
+
+
+VARIANTS = {"range": range_form}
+
+
+def _time(prometheus: Prometheus, path: str, params: dict, runs: int) -> tuple[float, int | None]:
+    """Median seconds of `runs` answers and the series count of the last; None series if it failed or timed out."""
+    seconds, series = [], None
+    for _ in range(runs):
+        began = time.perf_counter()
+        try:
+            answer = requests.post(f"{prometheus.url}/api/v1/{path}", data=params, timeout=TIMEOUT)
+            body = answer.json()
+        except (requests.Timeout, ValueError):
+            return TIMEOUT, None
+        seconds.append(time.perf_counter() - began)
+        if body.get("status") != "success":
+            raise SystemExit(f"query failed: {body.get('error')}\n{params['query'][:300]}")
+        series = len(body["data"]["result"])
+    return statistics.median(seconds), series
+
+
+def _cell(seconds: float) -> str:
+    return f"{seconds:.2f} s" + (" (over Grafana's 30 s)" if seconds > GRAFANA_TIMEOUT else "")
+
+
+def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int, also: tuple[str, ...]) -> str:
+    """One table row: the query as generated, then each variant of it (same params) in the same run."""
+    seconds, series = _time(prometheus, path, params, runs)
+    row = f"| {what} | {_cell(seconds)} | {'timed out' if series is None else f'{series} series'} |"
+    for variant in also:
+        other = _time(prometheus, path, {**params, "query": VARIANTS[variant](params["query"])}, runs)[0]
+        row += f" {_cell(other)} |"
+    return row
+
+
+def run(gpus: int, days: int, runs: int, project, also: tuple[str, ...] = ()) -> Iterator[str]:
+    """The table's lines, each as soon as it is measured."""
+    panels, rules = _queries(project)
+    exprs = [p[2] for p in panels] + [r[1] for r in rules]
+    metrics = _metrics(exprs)
+    counters = {m for m in metrics if m in project.catalog and project.catalog.get(m).is_counter}
+    span = days * 86400
+    samples = span // SCRAPE
+    with tempfile.TemporaryDirectory(prefix="gpudash-query-bench-") as work:
+        work = Path(work)
+        start = (int(time.time()) - span - 3600) // SCRAPE * SCRAPE
+        end = start + span - SCRAPE  # the last scrape (an hour ago or more: all of it in the blocks)
+        began = time.perf_counter()
+        _openmetrics(work / "fleet.om", metrics, counters, gpus, start, samples)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / "fleet.om"),
+                        str(work / "data")], check=True, capture_output=True)
+        (work / "fleet.om").unlink()
+        loaded = time.perf_counter() - began
+        yield from [f"### {gpus} GPUs, {days} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
+                    f"{gpus * len(metrics)} series; written and backfilled in {loaded:.0f} s)", "",
+                    "| query | median | answer |" + "".join(f" {v} form |" for v in also),
+                    "|---|---|---|" + "---|" * len(also)]
+        at_all = variables({}, ("namespace", "pod", "node", "gpu", "cluster"))
+        with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+            for uid, title, expr, instant in panels:
+                for name, seconds in RANGES.items():
+                    if seconds > span:
+                        continue
+                    step = step_for(seconds, SCRAPE)
+                    query = interpolate(expr, {**at_all, **Window(seconds, step, SCRAPE).macros()})
+                    if instant:
+                        path, params = "query", {"query": query, "time": end}
+                        what = f"{uid} · {title} · increase over {name} (instant)"
+                    else:
+                        path, params = "query_range", {"query": query, "start": end - seconds, "end": end, "step": step}
+                        what = f"{uid} · {title} · {name} at a {step:.0f} s step"
+                    yield _timed(prometheus, what, path, params, runs, also)
+            for name, expr in rules:
+                yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs, also)
+    yield ""
+    yield (f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+           f"median of {runs} answers each)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gpus", type=int, nargs="+", default=[64])
+    parser.add_argument("--days", type=int, nargs="+", default=[1])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--settings", type=Path, default=None)
+    parser.add_argument("--also", choices=sorted(VARIANTS), nargs="*", default=[])
+    args = parser.parse_args()
+    missing = [name for name in ("prometheus", "promtool") if shutil.which(name) is None]
+    if missing:
+        raise SystemExit(f"benchmarks/queries.py needs {' and '.join(missing)} on PATH (apt-get install prometheus)")
+    project = load_project(args.settings)
+    for gpus in args.gpus:
+        for days in args.days:
+            for line in run(gpus, days, args.runs, project, tuple(args.also)):
+                print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
