@@ -42,6 +42,11 @@ renamed_from_option = click.option(
     help="After renaming a cluster of these settings (repeatable): its old name. CloudWatch objects recorded as "
          "published with it are these settings' (rewritten with the new name; --prune retires the old cluster's), "
          "not another settings file's.")
+removed_cluster_option = click.option(
+    "--removed-cluster", metavar="CLUSTER", multiple=True,
+    help="After removing a cluster from these settings (repeatable), when no other settings file defines it: "
+         "CloudWatch objects recorded as published with it and clusters of these settings are these settings' to "
+         "prune. Without it, --prune leaves them: after a settings file is split, the other file may define it.")
 allow_mass_prune_option = click.option(
     "--allow-mass-prune", is_flag=True,
     help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "
@@ -248,10 +253,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @token_file_option
 @move_from_option
 @renamed_from_option
+@removed_cluster_option
 @deadline_options
 @output_option
 def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, move_from,
-         renamed_from, deadline, retry_after_max, output):
+         renamed_from, removed_cluster, deadline, retry_after_max, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
@@ -261,6 +267,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="plan")
     project, desired = _desired(config, csv, from_dir)
     _check_renamed(renamed_from, desired, project)
+    _check_renamed(removed_cluster, desired, project, "--removed-cluster")
     changes, compared = [], 0
     if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
         client = _grafana_client(insecure, token_file, limit)
@@ -279,7 +286,8 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
                      "it out")
         else:
-            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from)
+            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(),
+                                            renamed_from=renamed_from + removed_cluster)
             _notes(cloudwatch)
             compared += 1
     if not compared:
@@ -289,13 +297,13 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     sys.exit(EXIT_FINDINGS if pending(changes) else 0)
 
 
-def _check_renamed(renamed_from: tuple[str, ...], desired, project) -> None:
-    """--renamed-from names old names of clusters: not a cluster these settings still define."""
+def _check_renamed(renamed_from: tuple[str, ...], desired, project, flag: str = "--renamed-from") -> None:
+    """--renamed-from (--removed-cluster) names clusters these settings had: not one they still define."""
     kept = sorted(set(renamed_from) & set(desired.clusters))
     if kept:
-        raise GpudashError(f"--renamed-from {kept[0]}: the settings still define the cluster {kept[0]!r}",
+        raise GpudashError(f"{flag} {kept[0]}: the settings still define the cluster {kept[0]!r}",
                            where=f"{project.settings.source} (clusters)",
-                           hint="give --renamed-from the name a cluster had before it was renamed, not a current one")
+                           hint=f"give {flag} the name of a cluster these settings no longer define, not a current one")
 
 
 def _skipped(target: str, why: str, how: str) -> None:
@@ -353,9 +361,10 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
 @profile_option
 @endpoint_option
 @renamed_from_option
+@removed_cluster_option
 @output_option
 def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
-          retry_after_max, profile, endpoint_url, renamed_from, output):
+          retry_after_max, profile, endpoint_url, renamed_from, removed_cluster, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
     from .clients.deadline import Deadline
@@ -364,6 +373,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
     project, desired = _desired(config, csv, from_dir)
     _check_renamed(renamed_from, desired, project)
+    _check_renamed(removed_cluster, desired, project, "--removed-cluster")
     if prune and not desired.project:
         raise GpudashError("--prune needs the settings to name the project: without a name, nothing shows that an "
                            "alarm or dashboard no longer defined is this project's and not another's",
@@ -375,7 +385,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     progress = Progress()
     with _StopOnSignal(limit):
         try:
-            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from)
+            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress,
+                                           renamed_from=renamed_from + removed_cluster)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

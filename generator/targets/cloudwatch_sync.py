@@ -44,8 +44,8 @@ from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_
                      is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
                          alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
-                         marks_intact, published_elsewhere, read_alarm_evidence, read_cloudwatch_stamp,
-                         same_but_publication, same_publication_kind, unconfirmed)
+                         marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
+                         read_cloudwatch_stamp, same_but_publication, same_publication_kind, unconfirmed)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -85,15 +85,23 @@ def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
 # --- planning -------------------------------------------------------------------------------
 
 def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_body: dict[str, Any] | None,
-                    project: str) -> Change:
+                    project: str, own: frozenset[str] = frozenset()) -> Change:
     """Compare the stamped body of the set with the live one (both data: the live one parsed once from
-    GetDashboard's answer)."""
+    GetDashboard's answer). `own`: these settings' clusters and those they had (--renamed-from, --removed-cluster):
+    a dashboard as generated whose header records another list sharing one of them is written again to record
+    these settings' (so that after a split, each file's objects record that file alone)."""
     if live_body is None:
         return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
     proof = read_cloudwatch_stamp(live_body, name, project)
     change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
-    if live_body == desired_body or (proof == OURS and same_but_publication(live_body, desired_body)):
-        pass  # (a new list of the settings' clusters alone rewrites nothing)
+    if live_body == desired_body:
+        pass
+    elif proof == OURS and same_but_publication(live_body, desired_body):
+        recorded, wanted = dashboard_publication(live_body), dashboard_publication(desired_body)
+        if _rerecord(recorded, wanted, own):
+            change.action = UPDATE
+            change.details = [f"record the clusters of these settings: {' '.join(sorted(wanted or ()))} (it records "
+                              f"{' '.join(sorted(recorded or ()))})"]
     elif proof is None:
         change.action, change.details = FOREIGN, ["exists and was not written by gpudash; --force replaces it"]
     elif proof == OTHER:
@@ -157,9 +165,26 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
 
 
 def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], former: tuple[str, ...]) -> bool:
-    """Whether an alarm of these settings records only clusters they renamed (--renamed-from): its clusters tag
-    is then written with the names they have now, though a new list alone rewrites nothing."""
-    return publication is not None and bool(publication & set(former)) and not publication & set(clusters)
+    """Whether an alarm of these settings records another list of clusters that shares one with them or with
+    those they had (--renamed-from, --removed-cluster): its clusters tag is then written with their list now."""
+    wanted = alarm_publication(publication_tags(clusters))
+    return _rerecord(publication, wanted, frozenset(clusters + former))
+
+
+def _rerecord(recorded: frozenset[str] | None, wanted: frozenset[str] | None, own: frozenset[str]) -> bool:
+    """Whether an object records a list of clusters other than `wanted` (these settings', as recorded) that shares
+    one with `own` (theirs now and before): an earlier version of these settings published it (or the file these
+    were split from), and it is written again to record these settings. A list sharing none is another file's."""
+    return recorded is not None and wanted is not None and recorded != wanted and bool(recorded & own)
+
+
+def _partly(publication: frozenset[str] | None, own: frozenset[str]) -> bool:
+    """Whether an object no longer defined (and not another file's by its record) records clusters these settings
+    (with those they had) do not all define: an earlier version of them published it, or the file they were split
+    from, whose other part may define the rest now (and may have recorded it as its own already, while these
+    settings' objects still record both). Pruned only on positive evidence: --removed-cluster (or --renamed-from)
+    for the rest."""
+    return publication is not None and not publication <= own
 
 
 def renamed_hint(recorded) -> str:
@@ -194,14 +219,15 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 
 def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
                             older: list[str], clusters: frozenset[str] = frozenset(),
-                            elsewhere: list[str] | None = None, unrecorded: Callable[[str], bool] | None = None
-                            ) -> Change | None:
+                            elsewhere: list[str] | None = None, unrecorded: Callable[[str], bool] | None = None,
+                            own: frozenset[str] | None = None, partly: list[str] | None = None) -> Change | None:
     """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
     under this name and unchanged since, by these settings (published with a cluster of their lineage,
     `clusters`); None otherwise: never touched. One an older gpudash wrote, whose stamp names no project,
     is added to `older`: it may be another project's, so it stays; one other settings of this project
     published, to `elsewhere`. One whose header names no clusters (written before they were recorded) is
-    pruned only when `unrecorded(name)` is False (see `_unrecorded`)."""
+    pruned only when `unrecorded(name)` is False (see `_unrecorded`). One recording clusters of which these settings
+    (`own`, with those they had) define only some, to `partly` (see `_partly`)."""
     proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
     if proof == OLDER:
         older.append(name)
@@ -214,6 +240,10 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
         return None
     if publication is None and unrecorded is not None and unrecorded(name):
         return None
+    if own is not None and _partly(publication, own):
+        if partly is not None:
+            partly.append(name)
+        return None
     return Change("cloudwatch", "dashboard", name, DELETE, region=region, live={"body": body},
                   details=[f"written by gpudash for project {project} but no longer defined; --prune deletes it"])
 
@@ -225,7 +255,8 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's)."""
     def read(name: str) -> Change:
-        change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name), project)
+        change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name), project,
+                                 frozenset(clusters + former))
         progress()
         return change
 
@@ -245,8 +276,14 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     kept: list[str] = []
     unrecorded = _unrecorded(prefix, mine, others, elsewhere, kept, _seen_clusters(prefix, listed, dashboards, clusters),
                              _dashboard_tail_exact)
-    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded)
+    partly: list[str] = []
+    old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded,
+                                   frozenset(clusters + former), partly)
            for name, body in zip(retired, bodies)]
+    if partly:
+        recorded = {c for name, body in zip(retired, bodies) if name in partly and body is not None
+                    for c in dashboard_publication(body) or ()}
+        cloudwatch.note(_partly_note("dashboard", sorted(partly), project, recorded - set(clusters + former)))
     if elsewhere:
         recorded = {c for name, body in zip(retired, bodies) if name in elsewhere and body is not None
                     for c in dashboard_publication(body) or ()}
@@ -321,6 +358,15 @@ def _elsewhere_note(kind: str, names: list[str], project: str, recorded=()) -> s
             f"project split over several settings files prunes each file's own only{how}")
 
 
+def _partly_note(kind: str, names: list[str], project: str, rest) -> str:
+    flags = " ".join(f"--removed-cluster {name}" for name in sorted(rest)[:3])
+    return (f"{len(names)} {kind}(s) of project {project!r} not defined here were published with clusters of which "
+            f"these settings define only some ({shown_names(names)}; not these settings': {' '.join(sorted(rest))}): "
+            f"--prune leaves them, since another settings file may define those clusters now (a settings file split "
+            f"in two: that file's apply records its objects as its own); if these settings published them and those "
+            f"clusters are gone, `gpudash apply --prune {flags}` retires them")
+
+
 def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
     shown = shown_names(names)
     return (f"{len(names)} {kind}(s) no longer defined were written by an older gpudash that marked no project "
@@ -357,7 +403,7 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
                                    former))
         progress()
-    older, elsewhere = [], []
+    older, elsewhere, partly = [], [], []
     mine = lineage(clusters + former, [alarm_publication(tags[name]) for name in requests if name in tags
                               and alarm_project(tags[name]) == project and marks_intact(tags[name]) is not False])
     others = any(alarm_project(t) == project and published_elsewhere(alarm_publication(t), mine)
@@ -377,6 +423,8 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
             changes.append(_plan_retired(name, region, alarm, tags[name]))  # refused: its marks were rewritten
         elif named == project and published_elsewhere(publication, mine):
             elsewhere.append(name)
+        elif named == project and _partly(publication, frozenset(clusters + former)):
+            partly.append(name)
         elif named == project and not (unknown and unrecorded(name)):
             changes.append(_plan_retired(name, region, alarm, tags[name]))
         elif named is None:
@@ -384,6 +432,9 @@ def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[s
     if elsewhere:
         recorded = {c for name in elsewhere for c in alarm_publication(tags[name]) or ()}
         cloudwatch.note(_elsewhere_note("alarm", elsewhere, project, recorded))
+    if partly:
+        recorded = {c for name in partly for c in alarm_publication(tags[name]) or ()}
+        cloudwatch.note(_partly_note("alarm", partly, project, recorded - set(clusters + former)))
     if kept:
         cloudwatch.note(_unrecorded_note("alarm", kept, project,
                                          f"aws cloudwatch delete-alarms --region {region} --alarm-names NAME"))

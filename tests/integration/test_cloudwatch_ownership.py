@@ -8,8 +8,8 @@ import pytest
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
     ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
-    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot, without_query_periods,
-    writes)
+    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, settled, snapshot,
+    without_query_periods, writes)
 
 
 @pytest.mark.parametrize("answer", [b"{}", b"<html><body>502 Bad Gateway</body></html>", b'{"MetricAlarms": {}}',
@@ -106,10 +106,10 @@ def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, pu
     client, apply = aws
     published("--config", str(project_dir(TWO_CLUSTERS)))
     edit_in_console(client, RETIRED_EDITED)
-    code, report, _ = apply("--prune")  # back to one cluster: the other cluster's alarms are retired
+    code, report, _ = apply("--prune", "--removed-cluster", "other")  # back to one cluster: the other cluster's alarms are retired
     assert code == 1 and report["refused"] == [RETIRED_EDITED]
     assert [n for n in alarms(client) if other_cluster(n)] == [RETIRED_EDITED]
-    assert apply("--prune", "--force")[0] == 0
+    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
@@ -125,6 +125,7 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, publis
 
     client, apply = aws
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     edited, kept = "gpudash-other-health", ["gpudash-other-by-pod", "gpudash-other-overview"]
     body = json.loads(client.get_dashboard(DashboardName=edited)["DashboardBody"])
     body["widgets"][1]["properties"]["title"] = "renamed in the console"
@@ -132,19 +133,21 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, publis
     handmade = {"widgets": [{"type": "text", "x": 0, "y": 0, "width": 6, "height": 2,
                              "properties": {"markdown": "made by hand"}}]}
     client.put_dashboard(DashboardName="gpudash-other-handmade", DashboardBody=json.dumps(handmade))
-    code, stdout, _ = cli("plan", "--no-grafana")
+    code, stdout, stderr = cli("plan", "--no-grafana")  # cluster other may be another settings file's now
+    assert code == 0 and "--prune --removed-cluster other` retires them" in stderr, stderr
+    code, stdout, _ = cli("plan", "--no-grafana", "--removed-cluster", "other")
     assert code == 1
     for name in kept:
         assert f"delete    cloudwatch dashboard {name} [us-east-1]" in stdout
     assert "gpudash-other-handmade" not in stdout and edited not in stdout
-    code, dry, _ = apply("--prune", "--dry-run")
+    code, dry, _ = apply("--prune", "--removed-cluster", "other", "--dry-run")
     assert code == 0 and dry["refused"] == [] and [n for n in dry["would_write"] if n in kept] == kept
     assert "gpudash-other-handmade" not in json.dumps(dry)
     assert [n for n in _dashboards(client) if other_cluster(n)] == sorted(kept + [edited, "gpudash-other-handmade"])
-    code, report, _ = apply("--prune")
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and report["refused"] == [] and report["written"] == dry["would_write"]
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
-    assert apply("--prune", "--force")[0] == 0
+    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
     assert [n for n in _dashboards(client) if other_cluster(n)] == ["gpudash-other-handmade", edited]
     assert json.loads(client.get_dashboard(DashboardName="gpudash-other-handmade")["DashboardBody"]) == handmade
 
@@ -157,7 +160,7 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     fresh(proxy)
     first_page = json.dumps({"DashboardEntries": [], "NextToken": "next-page"}).encode()
     proxy.inject(fault("ListDashboards", "rewrite", callback=lambda body: first_page))
-    code, report, _ = apply("--prune")
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and proxy.operations.count("ListDashboards") == 2
     assert sorted(c["name"] for c in report["changes"] if c["kind"] == "dashboard" and c["action"] == "delete") == [
         "gpudash-other-by-pod", "gpudash-other-health", "gpudash-other-overview"]
@@ -168,7 +171,7 @@ def test_deletes_are_batched(proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
-    code, report, _ = apply("--prune")
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
     assert proxy.operations.count("DeleteAlarms") == 1
     assert [n for n in alarms(client) if other_cluster(n)] == []
@@ -307,7 +310,7 @@ def test_an_alarm_tagged_by_hand_without_gpudash_evidence_is_pruned_only_with_fo
         code, report, _ = apply(*flags)
         assert code == 1 and report["refused"] == [name], report
         assert snapshot(client) == before
-    code, report, _ = apply("--prune", "--force")
+    code, report, _ = apply("--prune", "--removed-cluster", "other", "--force")
     assert code == 0 and report["written"] == [name]
     assert name not in alarms(client)
 
@@ -333,9 +336,10 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
 
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     desired = desired_from(build(load_project(project_dir(THRESHOLD_CHANGE))))  # one cluster: "other" retires
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
-    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, renamed_from=("other",))
     retired = sorted(c.name for c in changes if c.kind == "alarm" and c.action == "delete")
     assert len(retired) == 12 and [c.name for c in changes if c.kind == "alarm" and c.action == "update"] == [EDITED]
     stripped, given_away, rehashed = retired[:3]
@@ -369,6 +373,7 @@ def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, publishe
     fields are read again right before DeleteAlarms, so the alarms they took over or edited stay."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     taken, edited = RETIRED_EDITED, "gpudash-other-xid-error-critical"
 
     def person():
@@ -377,14 +382,14 @@ def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, publishe
 
     fresh(proxy)
     proxy.inject(fault("PutMetricAlarm", "before", callback=person))
-    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune", "--removed-cluster", "other")
     assert code == 3 and sorted(f["name"] for f in report["failed"]) == sorted([taken, edited]), report
     assert all("not deleted" in f["error"] for f in report["failed"]) and "Traceback" not in stderr
     assert EDITED in report["written"] and alarms(client)[EDITED]["Threshold"] == 90.0
     assert sorted(n for n in alarms(client) if other_cluster(n)) == sorted([taken, edited])
     assert alarms(client)[edited]["Threshold"] == 3.0 and "ManagedBy" not in _tags(client, taken)
     fresh(proxy)  # the next run sees them as they now are: one foreign (never touched), one edited (needs --force)
-    code, report, _ = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    code, report, _ = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune", "--removed-cluster", "other")
     assert code == 1 and report["refused"] == [edited] and writes(proxy) == []
     assert taken not in [c["name"] for c in report["changes"]]
 
@@ -395,9 +400,10 @@ def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied
 
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     desired = default_desired()
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
-    changes = cloudwatch_sync.plan(cloudwatch, desired)
+    changes = cloudwatch_sync.plan(cloudwatch, desired, renamed_from=("other",))
     client.delete_alarms(AlarmNames=[RETIRED_EDITED])
     client.delete_dashboards(DashboardNames=["gpudash-other-health"])
     outcomes = cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
@@ -455,6 +461,7 @@ def test_an_ownership_tag_removed_since_the_plan_is_seen_though_the_bulk_tag_rea
 
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     taken = RETIRED_EDITED
     pages = boto3.client("resourcegroupstaggingapi", region_name="us-east-1", endpoint_url=moto.url,
                          aws_access_key_id="testing", aws_secret_access_key="testing").get_paginator("get_resources")
@@ -470,7 +477,7 @@ def test_an_ownership_tag_removed_since_the_plan_is_seen_though_the_bulk_tag_rea
     proxy.inject(fault("GetResources", "body", times=ALWAYS, body={"ResourceTagMappingList": stale,
                                                                      "PaginationToken": ""}),
                  fault("PutMetricAlarm", "before", callback=person))
-    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune")
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)), "--prune", "--removed-cluster", "other")
     failed = {f["name"]: f["error"] for f in report["failed"]}
     assert code == 3 and list(failed) == [taken], report
     assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not deleted" in failed[taken]

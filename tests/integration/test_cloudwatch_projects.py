@@ -45,10 +45,12 @@ def test_another_projects_alarms_and_dashboards_are_never_pruned(aws, tmp_path, 
     assert code == 0 and report["written"] == []
     assert ([n for n in _all_alarms(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))],
             [n for n in _dashboards(client) if n.startswith(("gpudash-team-b-", "gpudash-prod-"))]) == others
-    # The project's own retired cluster is still pruned.
+    # The project's own retired cluster is still pruned, when the settings say it is gone (team-a's objects, which
+    # recorded both clusters, record team-a alone)
     only_a = _settings(tmp_path, "a2", "project: team-a\nclusters:\n  - {name: team-a, region: us-east-1}\n")
-    code, report, _ = apply("--prune", "--config", only_a)
-    assert code == 0 and len(report["written"]) == 15 and all("-east-" in n for n in report["written"])
+    code, report, _ = apply("--prune", "--removed-cluster", "east", "--config", only_a)
+    assert code == 0 and len([n for n in report["written"] if "-east-" in n]) == 15
+    assert all("-east-" in n or "-team-a-" in n for n in report["written"])
     assert not [n for n in _all_alarms(client) if n.startswith("gpudash-east-")]
 
 
@@ -122,8 +124,9 @@ def test_dashboards_are_global_a_fleet_over_two_regions_plans_and_prunes_each_on
     assert code == 0 and report["written"] == [] and _dashboards(client) == names
     east = _settings(tmp_path, "east", "project: test\nclusters:\n  - {name: east, region: us-east-1}\n"
                                        "  - {name: west2, region: us-west-2}\n")
-    code, report, _ = apply("--prune", "--config", east)  # cluster west renamed: its dashboards go, once
-    assert code == 0 and sorted(n for n in report["written"] if n in names) == [n for n in names if "-west-" in n]
+    code, report, _ = apply("--prune", "--renamed-from", "west", "--config", east)  # west renamed: its dashboards go, once
+    assert code == 0 and sorted(n for n in report["written"] if n in names and "-west-" in n) == [
+        n for n in names if "-west-" in n]
     assert [n for n in _dashboards(client) if "-west-" in n] == []
 
 
@@ -159,7 +162,8 @@ def test_another_projects_alarm_of_the_same_name_is_foreign_not_taken_over(aws, 
 def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or_alarms(aws, tmp_path, cli):
     """One project split over settings files (one per Region, or per team in one Region): dashboards are
     listed account-wide and alarms Region-wide, but what one file published is not the other's to prune; a
-    cluster removed from a file is still pruned, and nothing else is rewritten for it."""
+    cluster removed from a file is still pruned when the settings say it is gone (--removed-cluster), and the
+    file's other objects then record its clusters now."""
     client, apply = aws
     east = _settings(tmp_path, "east", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n"
                                        "  - {name: east2, region: us-east-1}\n")
@@ -177,7 +181,10 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
         assert code == 0 and report["written"] == [], stderr
         assert (_all_alarms(client), _dashboards(client)) == published
     east_only = _settings(tmp_path, "east1", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n")
-    code, report, stderr = apply("--prune", "--config", east_only)  # east2 removed from its own file: pruned
+    code, report, stderr = apply("--prune", "--config", east_only)  # east2 removed: it may be another file's now
+    assert code == 0 and [n for n in report["written"] if "-east2-" in n] == [], stderr
+    assert "--prune --removed-cluster east2` retires them" in stderr, stderr
+    code, report, stderr = apply("--prune", "--removed-cluster", "east2", "--config", east_only)
     assert code == 0, stderr
     pruned = sorted(n for n in [*published[0], *published[1]] if "-east2-" in n)
     assert sorted(report["written"]) == pruned
@@ -186,9 +193,10 @@ def test_two_settings_files_of_one_project_never_prune_each_others_dashboards_or
     added = _settings(tmp_path, "east3", "project: fleet\nclusters:\n  - {name: east, region: us-east-1}\n"
                                          "  - {name: east3, region: us-east-1}\n")
     assert apply("--config", added)[0] == 0
-    code, report, _ = apply("--prune", "--config", _settings(tmp_path, "east4", "project: fleet\nclusters:\n"
-                                                             "  - {name: east3, region: us-east-1}\n"))
-    assert code == 0 and sorted(report["written"]) == sorted(n for n in published[0] + published[1] if "-east-" in n)
+    code, report, _ = apply("--prune", "--removed-cluster", "east", "--config",
+                            _settings(tmp_path, "east4", "project: fleet\nclusters:\n  - {name: east3, region: us-east-1}\n"))
+    assert code == 0 and sorted(n for n in report["written"] if "-east-" in n) == sorted(
+        n for n in published[0] + published[1] if "-east-" in n)
 
 
 def _paged_metric_alarms(client):
@@ -593,3 +601,60 @@ def test_projects_whose_prefixes_continue_one_another_never_prune_each_others_un
                    if c["name"] in report["written"]), report["written"]
     assert [*_dashboards(client), *_all_alarms(client)] == [
         n for n in before if n not in ("gpudash-prod-eu-main-retired", "gpudash-prod-main-retired")]
+
+
+def _clusters(*names):
+    return "project: shop\nclusters:\n" + "".join(f"  - {{name: {name}, region: us-east-1}}\n" for name in names)
+
+
+def test_a_settings_file_split_in_two_never_prunes_the_other_files_objects(aws, tmp_path, cli):
+    """A file of clusters alpha and beta applied, then split into A (alpha) and B (beta), one per team. Before
+    B applies, A's --prune leaves beta's objects: they record alpha and beta, and beta may be another file's now
+    (a note says how to retire them if beta is gone). B's apply records beta's objects as B's though their
+    content is unchanged; then A's --prune leaves them as another file's, and nothing of either is deleted."""
+    client, apply = aws
+    whole, a, b = (_settings(tmp_path, name, _clusters(*clusters))
+                   for name, clusters in (("whole", ("alpha", "beta")), ("a", ("alpha",)), ("b", ("beta",))))
+    assert apply("--config", whole)[0] == 0
+    everything = (_all_alarms(client), _dashboards(client))
+    beta = [n for n in everything[0] + everything[1] if "-beta-" in n]
+    assert len(beta) == 15
+    code, report, stderr = apply("--prune", "--config", a)
+    assert code == 0 and not [n for n in report["written"] if "-beta-" in n], stderr
+    assert "were published with clusters of which these settings define only some" in stderr
+    assert "--prune --removed-cluster beta` retires them" in stderr, stderr
+    assert (_all_alarms(client), _dashboards(client)) == everything
+    code, report, stderr = apply("--config", b)  # records beta's objects as B's: their content is unchanged
+    assert code == 0 and sorted(report["written"]) == sorted(beta), stderr
+    tags = client.list_tags_for_resource(ResourceARN=client.describe_alarms(
+        AlarmNames=["gpudash-beta-xid-error-critical"])["MetricAlarms"][0]["AlarmArn"])["Tags"]
+    assert {t["Key"]: t["Value"] for t in tags}["gpudash:clusters"] == "beta"
+    for settings in (a, b):
+        code, report, stderr = apply("--prune", "--config", settings)
+        assert code == 0 and report["written"] == [], stderr
+        assert (_all_alarms(client), _dashboards(client)) == everything
+    code, stdout, _ = cli("plan", "--no-grafana", "--config", a)
+    assert code == 0 and "delete" not in stdout
+
+
+def test_removed_cluster_is_a_cluster_these_settings_no_longer_define(aws, tmp_path):
+    client, apply = aws
+    code, _, stderr = apply("--prune", "--removed-cluster", "alpha", "--config",
+                            _settings(tmp_path, "a", _clusters("alpha")))
+    assert code == 2 and "--removed-cluster alpha: the settings still define the cluster 'alpha'" in stderr, stderr
+
+
+def test_a_split_files_prune_leaves_what_the_other_file_recorded_first(aws, tmp_path):
+    """As above, but B applies first: its objects record beta alone while A's still record alpha and beta (which
+    makes beta one of A's earlier clusters); A's --prune still leaves them, and records A's own."""
+    client, apply = aws
+    whole, a, b = (_settings(tmp_path, name, _clusters(*clusters))
+                   for name, clusters in (("whole", ("alpha", "beta")), ("a", ("alpha",)), ("b", ("beta",))))
+    assert apply("--config", whole)[0] == 0
+    everything = (_all_alarms(client), _dashboards(client))
+    assert apply("--config", b)[0] == 0
+    code, report, stderr = apply("--prune", "--config", a)
+    assert code == 0 and report["written"] and not [n for n in report["written"] if "-beta-" in n], stderr
+    assert (_all_alarms(client), _dashboards(client)) == everything
+    code, report, stderr = apply("--prune", "--config", a)
+    assert code == 0 and report["written"] == [] and "published by other settings of project 'shop'" in stderr

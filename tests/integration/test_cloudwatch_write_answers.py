@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
 
@@ -35,11 +35,12 @@ def test_writes_answered_200_with_an_error_body_are_failures(proxied):
 def test_deletes_answered_200_with_an_error_body_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body=THROTTLED),
                  fault("DeleteDashboards", "status", times=ALWAYS, body={"__type": "InternalFailure"}))
-    code, report, stderr = apply("--prune")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
     assert report["written"] == [] and len(report["failed"]) == 15
@@ -97,6 +98,7 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
         proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
 
@@ -119,7 +121,7 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, callback=someone_deletes_them),
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS,
                        callback=someone_deletes_them))
-    code, report, stderr = apply("--prune", "--config", config)
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", config)
     assert code == 0, stderr
     assert report["failed"] == [] and len(report["written"]) == 3  # the threshold: one alarm, two dashboards
     assert alarms(client)["gpudash-gpu-cluster-gpu-temp-high-warning"]["Threshold"] == 70.0
@@ -129,11 +131,12 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
 def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
-    code, report, stderr = apply("--prune", "--config", config)
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", config)
     assert code == 3 and "Traceback" not in stderr and "internal error" not in stderr
     assert len(report["written"]) == 3 and len(report["failed"]) == 15
     assert all("still there" in item["error"] for item in report["failed"])
@@ -159,6 +162,7 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
     deleted (done), never skipped as deleted by someone else."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
     retired = sorted(n for n in [*alarms(client), *_dashboards(client)] if other_cluster(n))
     config = str(project_dir(""))
     fresh(proxy)
@@ -167,7 +171,7 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
                  *(fault("DeleteDashboards", "reset-after", naming=name) for name in dashboards),
                  fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
                  fault("DeleteDashboards", "status", status=404, body=NOT_FOUND, times=ALWAYS))
-    code, report, stderr = apply("--prune", "--config", config)
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", config)
     assert proxy.faults() and "Traceback" not in stderr
     assert code == 0 and report["failed"] == [], report["failed"]
     assert sorted(report["written"]) == retired, report

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 DASHBOARD = "gpudash-gpu-cluster-health"
@@ -78,18 +78,19 @@ def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, published
 def test_deletes_answered_but_not_made_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body={}),
                  fault("DeleteDashboards", "status", times=ALWAYS, body={}))
-    code, report, stderr = apply("--prune")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr
     assert (sorted(alarms(client)), _dashboards(client)) == before
     assert report["written"] == [] and len(report["failed"]) == 15
     assert all(other_cluster(item["name"]) and "still there right after" in item["error"]
                for item in report["failed"])
     fresh(proxy)
-    code, report, _ = apply("--prune")
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and len(report["written"]) == 15
     assert not [name for name in alarms(client) if other_cluster(name)]
     assert not [name for name in _dashboards(client) if other_cluster(name)]
@@ -114,10 +115,11 @@ def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_ha
     deleted is still there, and a rerun converges."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
     fresh(proxy)
     first = "gpudash-other-by-pod" if operation == "DeleteDashboards" else None
     proxy.inject(fault(operation, "before", naming=first, callback=_stopped))
-    code, report, stderr = apply("--prune")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 128 + signal.SIGTERM and "stopped by SIGTERM" in stderr and "Traceback" not in stderr, stderr
     sent = [first] if first else [c["name"] for c in report["changes"]
                                   if c["kind"] == "alarm" and other_cluster(c["name"])]
@@ -129,7 +131,7 @@ def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_ha
         assert "not attempted" not in errors[name], errors[name]
     assert not live & set(report["written"])
     fresh(proxy)
-    code, report, stderr = apply("--prune")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 0, stderr
     assert not [name for name in [*alarms(client), *_dashboards(client)] if other_cluster(name)]
 
@@ -142,7 +144,7 @@ def test_a_batch_delete_whose_read_back_fails_says_so_once_for_each_alarm(proxie
     fresh(proxy)
     broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
     proxy.inject(fault("DeleteAlarms", "before", callback=lambda: proxy.inject(broken)))
-    code, report, stderr = apply("--prune")
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert code == 3 and "Traceback" not in stderr, stderr
     sent = [c["name"] for c in report["changes"] if c["kind"] == "alarm" and other_cluster(c["name"])]
     errors = {item["name"]: item["error"] for item in report["failed"]}
@@ -152,35 +154,35 @@ def test_a_batch_delete_whose_read_back_fails_says_so_once_for_each_alarm(proxie
         assert "may have happened" in errors[name] and "not attempted" not in errors[name], errors[name]
 
 
-def test_restoring_an_alarms_evidence_writes_what_the_plan_said_and_not_a_new_list_of_clusters(
+def test_restoring_an_alarms_evidence_writes_what_the_plan_said_with_the_clusters_of_these_settings(
         aws, published, project_dir, cli):
     """An alarm as generated whose evidence predates the marks' hash, planned under settings with one more
-    cluster: the plan restores its evidence alone (a new list of clusters alone rewrites nothing), and apply
-    writes that, not the new list; the next plan has nothing to write."""
+    cluster: the plan restores its evidence and records the settings' clusters (a list that shares a cluster
+    with the one it records: an earlier version of the same settings), and apply writes that; the next plan
+    has nothing to write."""
     client, apply = aws
     published()
     tags = _tags(client, NAME)
     arn = client.describe_alarms(AlarmNames=[NAME])["MetricAlarms"][0]["AlarmArn"]
     evidence = next(t["Value"] for t in tags if t["Key"] == "gpudash:sha256")
     client.tag_resource(ResourceARN=arn, Tags=[{"Key": "gpudash:sha256", "Value": evidence.partition("/")[0]}])
-    clusters = next(t["Value"] for t in tags if t["Key"] == "gpudash:clusters")
     config = str(project_dir(TWO_CLUSTERS))
     code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
-    assert code == 1 and "gpudash:clusters=" not in stdout and "gpudash:sha256=" in stdout, stdout
+    assert code == 1 and "gpudash:clusters=gpu-cluster other" in stdout and "gpudash:sha256=" in stdout, stdout
     code, report, stderr = apply("--config", config)
     assert code == 0, stderr
     after = {t["Key"]: t["Value"] for t in _tags(client, NAME)}
-    assert after["gpudash:clusters"] == clusters and "/" in after["gpudash:sha256"], after
+    assert after["gpudash:clusters"] == "gpu-cluster other" and "/" in after["gpudash:sha256"], after
     code, stdout, _ = cli("plan", "--no-grafana", "--config", config)
-    assert f"unchanged cloudwatch alarm {NAME} [us-east-1]" in stdout, stdout
+    assert code == 0 and f"unchanged cloudwatch alarm {NAME} [us-east-1]" in stdout, stdout
 
 
 LOST = {  # a write whose every answer is lost: (settings, flags, the kind of object it writes)
-    "PutMetricAlarm": (WARMER, (), "alarm"),
-    "TagResource": (WARMER, (), "alarm"),
-    "PutDashboard": (WARMER, (), "dashboard"),
-    "DeleteAlarms": ("", ("--prune",), "alarm"),
-    "DeleteDashboards": ("", ("--prune",), "dashboard"),
+    "PutMetricAlarm": (TWO_CLUSTERS + WARMER, (), "alarm"),
+    "TagResource": (TWO_CLUSTERS + WARMER, (), "alarm"),
+    "PutDashboard": (TWO_CLUSTERS + WARMER, (), "dashboard"),
+    "DeleteAlarms": ("", ("--prune", "--removed-cluster", "other"), "alarm"),
+    "DeleteDashboards": ("", ("--prune", "--removed-cluster", "other"), "dashboard"),
 }
 
 

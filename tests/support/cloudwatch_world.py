@@ -268,5 +268,13 @@ TWO_CLUSTERS = PROJECT + "clusters:\n  - {name: gpu-cluster, region: us-east-1}\
 RETIRED_EDITED = "gpudash-other-gpu-temp-critical-critical"
 
 
+def settled(apply, *args) -> None:
+    """After publishing TWO_CLUSTERS: an apply (no --prune) of settings without cluster "other" records their
+    objects as published with their one cluster (a changed cluster list is recorded), so that what a test's prune
+    writes next is only its deletes."""
+    code, report, stderr = apply(*args)
+    assert code == 0 and report["failed"] == [], stderr
+
+
 def other_cluster(name):
     return name.startswith("gpudash-other-")
