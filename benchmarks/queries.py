@@ -13,10 +13,10 @@ variables at All:
 - each alert rule as its group evaluates it (an instant query at the data's end).
 
 Each time is the median of `--runs` answers (wall time of the HTTP request, Prometheus' own evaluation inside).
-Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also range]`.
-`--also range` times each query a second time in the same run with the step reading written as the range form
-gpudash used before (`last_over_time(X[<step less 1 ms>])`: cheaper on Prometheus 2.42, but not the same reading
-on Prometheus 3), as an anchor for what exactness costs.
+Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also ...]`.
+`--also timestamp range` times each query again in the same run with the step reading written in the forms gpudash
+used before: `(X and timestamp(X) > time() - step)` (the same readings), and `last_over_time(X[<step less 1 ms>])`
+(not the same reading on Prometheus 3), as anchors.
 The machine's load changes the figures: the load average is printed with them.
 """
 
@@ -59,7 +59,7 @@ def _queries(project) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
                 expr = target.get("expr", "")
-                if "timestamp(" in expr:
+                if "present_over_time(" in expr:  # a counter read per step (promql.step_reading)
                     panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
     rules = []
     for group in build(project).prometheus_rules["groups"]:
@@ -99,7 +99,9 @@ def _openmetrics(path: Path, metrics: set[str], counters: set[str], gpus: int, s
         out.write("# EOF\n")
 
 
-_STEP_READING = re.compile(r"\((?P<x>[A-Za-z_:][\w:]*\{[^{}]*\}) and timestamp\((?P=x)\) > time\(\) - (?P<s>\d+)\)")
+_SELECTOR = r"[A-Za-z_:][\w:]*\{[^{}]*\}"
+_STEP_READING = re.compile(rf"\((?P<x>{_SELECTOR}) and \(present_over_time\((?P=x)\[\d+ms\]\) or \(present_over_time\("
+                           rf"(?P=x)\[(?P<s>\d+)s\]\) unless present_over_time\((?P=x)\[1ms\] offset \d+s\)\)\)\)")
 
 
 def range_form(expr: str) -> str:
@@ -107,7 +109,12 @@ def range_form(expr: str) -> str:
     return _STEP_READING.sub(lambda m: f"last_over_time({m['x']}[{int(m['s']) * 1000 - 1}ms])", expr)
 
 
-VARIANTS = {"range": range_form}
+def timestamp_form(expr: str) -> str:
+    """`expr` with each step reading's test written with `timestamp()`, as gpudash did before."""
+    return _STEP_READING.sub(lambda m: f"({m['x']} and timestamp({m['x']}) > time() - {m['s']})", expr)
+
+
+VARIANTS = {"range": range_form, "timestamp": timestamp_form}
 
 
 def _time(prometheus: Prometheus, path: str, params: dict, runs: int) -> tuple[float, int | None]:

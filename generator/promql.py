@@ -342,18 +342,31 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
 def step_reading(selector: str, resolution: str, kept: str | None = None) -> str:
     """A series' reading at a subquery step of `resolution` (`<seconds>s`): its latest sample when that was
     taken within the step before, (t - step, t]; none otherwise. The instant selector gives the latest sample at
-    or before the step (within the lookback delta, 5 minutes by default), and `timestamp()` of a selector is when
-    that sample was taken, on Prometheus 2 and 3 alike, so no range boundary decides which step a sample counts
-    at: a range selector of the step less a millisecond (Prometheus 2's closed ranges) leaves a sample taken 1 ms
-    after a step in no step on Prometheus 3 (left-open ranges), a range of the whole step reads a sample taken on
-    a step twice on 2. Steps are whole seconds and samples whole milliseconds, so the comparison is exact.
-    Unlike a range, the instant selector honours a staleness marker: a series' last sample whose marker (written a
-    scrape later) falls within the same step is not read, which happens only where Prometheus scrapes more often
-    than the step. `kept` (an expression of the selector, such as `x == 0`) is what the step keeps instead of the
-    sample itself. The filter is written `timestamp(x) > time() - step`: Prometheus holds fewer samples at once
-    evaluating it than `time() - timestamp(x) < step` (2.42 refuses a query over its sample limit)."""
+    or before the step (within the lookback delta, 5 minutes by default), kept where the series has a sample
+    taken within the step (taken_within), on Prometheus 2 and 3 alike, so no one range boundary decides which step
+    a sample counts at: a range selector of the step less a millisecond (Prometheus 2's closed ranges) leaves a
+    sample taken 1 ms after a step in no step on Prometheus 3 (left-open ranges), a range of the whole step reads a
+    sample taken on a step twice on 2. Unlike a range, the instant selector honours a staleness marker: a series'
+    last sample whose marker (written a scrape later) falls within the same step is not read, which happens only
+    where Prometheus scrapes more often than the step. `kept` (an expression of the selector, such as `x == 0`) is
+    what the step keeps instead of the sample itself."""
     seconds = int(resolution.removesuffix("s"))
-    return f"({kept or selector} and timestamp({selector}) > time() - {seconds})"
+    return f"({kept or selector} and {taken_within(selector, seconds)})"
+
+
+def taken_within(selector: str, seconds: int) -> str:
+    """Each series of `selector` that has a sample taken within (t - seconds, t], on Prometheus 2 and 3 alike, from
+    ranges only (`timestamp()` of a selector, which says the same, seeks every series again at every step of a
+    subquery on Prometheus before 2.47: several times the cost). Prometheus 2 reads a range [t - r, t], 3 reads
+    (t - r, t]; samples are whole milliseconds. `x[<seconds less 1 ms>]` is (t - seconds, t] on 2 and misses only a
+    sample taken exactly at t - seconds + 1 ms on 3; `x[<seconds>]` is (t - seconds, t] on 3 and adds only a sample
+    taken exactly at t - seconds on 2, which `x[1ms] offset <seconds>` (2: [t - seconds - 1 ms, t - seconds]) holds
+    and removes. On 3 that last range is the sample at t - seconds alone, which one series cannot have beside one
+    at t - seconds + 1 ms (its scrapes are far more than a millisecond apart): the three give the window exactly
+    on both. Ranges skip staleness markers; the reading itself is the instant selector's (step_reading), which
+    honours them as before."""
+    return (f"(present_over_time({selector}[{seconds * 1000 - 1}ms]) or (present_over_time({selector}[{seconds}s]) "
+            f"unless present_over_time({selector}[1ms] offset {seconds}s)))")
 
 
 def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
@@ -377,8 +390,8 @@ def copies_note(scrape_seconds: int, per_pod: bool = False) -> str:
 
 
 # What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).
-COST_NOTE = ("Reading each scrape exactly is costly: on Prometheus 2.42 this query over 7 days of 16 GPUs, or one "
-             "day of 64, takes tens of seconds, and more GPUs or a longer range can pass Grafana's default 30 s query "
+COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x range: on Prometheus 2.42 about 2 to "
+             "6 s for one day of 64 GPUs, so hundreds of GPUs over 7 days can pass Grafana's default 30 s query "
              "timeout; narrow the node, gpu or pod variable, or shorten the range.")
 
 

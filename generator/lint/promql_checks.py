@@ -48,6 +48,8 @@ def selectors(ast) -> list[Selector]:
             ranged = _ranged(stack)
             if any(_sums_deltas(above) for above in stack):
                 function = "increase"  # promql.summed_deltas: the counter's increase, read per step
+            elif ranged is not None and stack[ranged].func.name == "present_over_time":
+                function = "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
             elif ranged is not None:
                 function = stack[ranged].func.name
                 if function == "max_over_time" and ranged >= 1 and _guard(stack[ranged - 1]):
@@ -69,7 +71,7 @@ def selectors(ast) -> list[Selector]:
 
 def _ranged(stack: list) -> int | None:
     """Where in `stack` (the ancestors of a selector) the function that takes its range is: the call above
-    `x[w]`, or above a subquery `(max by (...) ((x and timestamp(x) > time() - step)))[w:step]` whose inner query
+    `x[w]`, or above a subquery `(max by (...) ((x and present_over_time(x[...]) or ...)))[w:step]` whose inner query
     takes one reading of x's copies at each step (promql.fresh_reading; the scope's node branches joined with
     `or`, the node coalesced inside with label_join and label_replace)."""
     import promql_parser
@@ -123,19 +125,17 @@ def _subquery_call(stack: list, at: int) -> int | None:
 
 
 def _is_step_reading(node) -> bool:
-    """`x and timestamp(x) > time() - step` (promql.step_reading): x's latest sample, kept when taken within the
-    step."""
+    """`x and (present_over_time(x[...]) or (...))` (promql.step_reading and taken_within): x's latest sample, kept
+    when one was taken within the step."""
     import promql_parser
 
     if not isinstance(node, promql_parser.BinaryExpr) or str(node.op) != "and":
         return False
     kept = _unwrapped(node.rhs)
-    if not isinstance(kept, promql_parser.BinaryExpr) or str(kept.op) != ">":
+    if not isinstance(kept, promql_parser.BinaryExpr) or str(kept.op) != "or":
         return False
-    taken, since = _unwrapped(kept.lhs), _unwrapped(kept.rhs)
-    return isinstance(taken, promql_parser.Call) and taken.func.name == "timestamp" \
-        and isinstance(since, promql_parser.BinaryExpr) and str(since.op) == "-" \
-        and isinstance(_unwrapped(since.lhs), promql_parser.Call) and _unwrapped(since.lhs).func.name == "time"
+    first = _unwrapped(kept.lhs)
+    return isinstance(first, promql_parser.Call) and first.func.name == "present_over_time"
 
 
 def query_selectors(expr: str) -> tuple[Selector, ...]:
@@ -156,8 +156,12 @@ def _query_selectors(expr: str) -> tuple[Selector, ...] | str:
 
 
 def range_windows(expr: str) -> list[str]:
-    """The text inside every [...] range of an (unsubstituted) expression (not inside strings)."""
-    return re.findall(r"\[([^\]]+)\]", re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr))
+    """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges of
+    `present_over_time(x[...])` (promql.taken_within: whether a sample was taken within a step of the scrape
+    interval, which the subquery around it steps by)."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    return [window for within, window in re.findall(r"(present_over_time\([^()\[\]]*)?\[([^\]]+)\]", text)
+            if not within]
 
 
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}

@@ -123,7 +123,7 @@ def test_the_rule_mean_counts_each_sample_once(backfilled):
     project = load_project()  # the bundled settings and counters
     expr = expression(Query(METRIC, "avg", ("pod",)), project.settings.labels, project.catalog, gauge_window="1m",
                       per_instance=True, resolution=f"{STEP}s")
-    assert "timestamp(" in expr and "last_over_time" not in expr
+    assert "present_over_time(" in expr and "last_over_time" not in expr
     checked = 0
     for offset in (0, 1.0, 2.5, 4.999):  # the instant, seconds after the 5 s grid
         instants = [start + 120 + 17 * STEP * i + offset for i in range(10)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import time
@@ -152,8 +151,10 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     from generator.render.alarms import RULE_STEP_SECONDS
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        expr = re.sub(rf"(timestamp\([^()]*\) > time\(\) - ){old}\)", rf"\g<1>{new})",
-                      expr.replace(f":{old}s]", f":{new}s]"))
+        # promql.taken_within's three ranges, and the subquery steps
+        for was, now in ((f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"), (f"[{old}s]) unless", f"[{new}s]) unless"),
+                         (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"), (f":{old}s]", f":{new}s]")):
+            expr = expr.replace(was, now)
     return expr
 
 

@@ -150,8 +150,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                              + merged)
     # every spelling of the node inside the one subquery: a GPU whose exporter changed spelling is one series
     for spelling in ('node=~"$node"', 'node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"'):
-        assert f'{spelling}}}) > time() - 30) or (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay
-    assert ' > time() - 30)), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
+        assert f'{spelling}}}[1ms] offset 30s)))) or (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay
+    assert '[1ms] offset 30s))))), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
            '";*([^;]*).*"))[$__rate_interval:30s]) and (max_over_time(' + merged in replay
     # a window holding a blank gives no rate (a jump into a blank and back, a counter stuck on the blank),
     # whatever the window's length: the blank is looked for among the readings of the very same window
@@ -159,7 +159,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # a per-pod panel reads one reading of the pod's copies of a GPU per step too: merged by the GPU's identity
     # and the pod (its namespace and name), whatever else (the exporter's instance, pod UID) tells them apart
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
-    assert by_pod and all("[$__rate_interval:30s]" in e and ") > time() - 30)" in e for e in by_pod)
+    assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
     assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector drops the blank
