@@ -67,9 +67,9 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
                   publisher: Publisher | None) -> str | None:
     """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
     gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
-    cluster with theirs: after a settings file is split, each file's dashboards then record that file alone);
-    None when nothing is to record (another's, edited, recorded with these clusters, or saved before gpudash
-    recorded who saved it: recorded at its next change)."""
+    cluster with theirs: after a settings file is split, each file's dashboards then record that file alone) or by
+    a gpudash that did not record who saved it (once, so that another project's push refuses it); None when
+    nothing is to record (another's, edited, or recorded with these clusters)."""
     if publisher is None or not grafana_owned(model):
         return None
     message = (client.latest_version(uid) or {}).get("message")
@@ -78,10 +78,10 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     if grafana_recorded_prefix(message) not in (None, uid_prefix) or _other_settings(message, publisher):
         return None
     recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
-    if recorded is None or recorded[1] == mine[1]:
-        return None  # nothing recorded yet, or these clusters: recorded with the next change of its content
-    return (f"record the settings that publish it: {_publisher_text(*mine)} (its last save records "
-            f"{_publisher_text(*recorded)})")
+    if recorded is not None and recorded[1] == mine[1]:
+        return None  # these clusters (a project named since is recorded with the next change of its content)
+    was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
+    return f"record the settings that publish it: {_publisher_text(*mine)} (its last save records {was})"
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],

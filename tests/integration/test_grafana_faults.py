@@ -296,11 +296,14 @@ def test_a_server_dripping_its_answer_cannot_hold_push_past_its_deadline(grafana
 def test_two_publishers_at_once_write_each_change_once(grafana, proxy, desired, run):
     """Both plan before either pushes (two CI jobs on one merge): the second finds its work done."""
     folder = asdict(load_project().settings.grafana.folder)
+    settings = desired_from(build(load_project()))
+    publisher = (settings.project, settings.clusters)  # as the CLI's push below records them
     clients = [GrafanaClient(proxy.url, token=ADMIN) for _ in range(2)]
-    plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash") for client in clients]
+    plans = [grafana_sync.plan(client, desired, folder, uid_prefix="gpudash", publisher=publisher)
+             for client in clients]
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     results = [grafana_sync.push(client, changes, desired, folder, "", uid_prefix="gpudash", force=False, prune=True,
-                                 dry_run=False)
+                                 dry_run=False, publisher=publisher)
                for client, changes in zip(clients, plans)]
     assert [o for outcomes in results for o in outcomes if o.state == FAILED] == []
     assert sorted(o.change.name for o in results[1] if o.done) == sorted([*CREATED, UPDATED, RETIRED])

@@ -802,3 +802,23 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
     code, stdout, stderr = _push(run, "--config", a, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [] and team in grafana.state.dashboards, stderr
     assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
+
+
+def test_dashboards_an_older_gpudash_saved_record_their_settings_at_the_next_push_and_are_then_refused_to_others(
+        grafana, run, tmp_path):
+    """Dashboards saved before gpudash recorded the settings that saved them (their messages record the uid
+    prefix alone): the next push of their project saves them again, content unchanged, to record it, once; then
+    another project's push with the same folder and uid prefix refuses them instead of overwriting them."""
+    shop = _settings_file(tmp_path, "a", "shop", "team-a")
+    lab = _settings_file(tmp_path, "b", "lab", "lab-1",
+                         more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    assert _push(run, "--config", shop)[0] == 0
+    for uid, entry in list(grafana.state.dashboards.items()):  # as an older gpudash saved them
+        grafana._store(uid, entry["dashboard"], "gpudash", grafana_message(entry["dashboard"], "", "gpudash"),
+                       "gpudash-sa")
+    code, stdout, stderr = _push(run, "--config", shop)
+    assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted(grafana.state.dashboards), stderr
+    assert json.loads(_push(run, "--config", shop)[1])["written"] == []  # once
+    before = _models(grafana)
+    code, stdout, stderr = _push(run, "--config", lab)
+    assert code == 1 and json.loads(stdout)["written"] == [] and _models(grafana) == before, stderr
