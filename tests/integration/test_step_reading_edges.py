@@ -2,10 +2,10 @@
 (t - step, t]) counts every sample at exactly one step, whatever millisecond the sample was taken at, on a real
 Prometheus 2 (Debian's 2.42): samples exactly on a step (the boundary t of its step and t - step of the next),
 1 ms after a step (t - step + 1 ms), 1 ms before one (t - 1 ms), and several samples within one step (scrapes
-more often than the step: the latest counts). The form has no range selector, so what it reads does not depend
-on whether ranges are closed (Prometheus 2) or left-open (Prometheus 3): `timestamp()` of a selector is the
-sample's own time on both (engine.go), and the instant selector's lookback (5 minutes, left-open on 3) reaches
-far past a step. Two forms that do depend on it are judged by the same truth and fail: a range of the whole step
+more often than the step: the latest counts). The form tests whether a sample was taken within the step with
+three ranges (promql.taken_within) that give (t - step, t] whether ranges are closed (Prometheus 2) or left-open
+(Prometheus 3), and reads the instant selector's sample, whose lookback (5 minutes, left-open on 3) reaches far
+past a step. Two forms of one range each do depend on it, are judged by the same truth and fail: a range of the whole step
 reads a sample taken on a step twice on Prometheus 2; a range of the step less 1 ms, as Prometheus 3 reads it
 (left-open: on 2's closed ranges, the step less 2 ms), reads a sample 1 ms after a step at no step.
 
