@@ -579,3 +579,25 @@ def test_a_helper_module_beside_definitions_is_read_only_through_them(tmp_path, 
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
     code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
     assert code == 0, stderr
+
+
+def test_a_definition_edited_within_the_same_second_is_read_as_edited(tmp_path, cli, monkeypatch):
+    """Python's import would run the bytecode cached for a file of the same size and modification second:
+    gpudash compiles each definition from its source, so an edit made at once is built, and nothing is
+    written beside the definitions."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # as on a machine that keeps bytecode (CI)
+    folder = tmp_path / "dashboards"
+    folder.mkdir()
+    source = (REPO / "dashboards" / "gpu_overview.py").read_text()
+    assert "GPU fleet overview" in source
+    (folder / "team.py").write_text(source)
+    stamp = (folder / "team.py").stat().st_mtime_ns
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
+    for title in ("GPU fleet overview", "GPU fleet overwiew"):  # the same size
+        (folder / "team.py").write_text(source.replace("GPU fleet overview", title))
+        os.utime(folder / "team.py", ns=(stamp, stamp))  # the same modification time
+        code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+        assert code == 0, stderr
+        built = (tmp_path / "b" / "grafana").glob("*.json")
+        assert any(f'"title": "{title}"' in p.read_text() or f'"title":"{title}"' in p.read_text() for p in built)
+    assert sorted(p.name for p in folder.iterdir()) == ["team.py"]  # no __pycache__
