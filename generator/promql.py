@@ -281,15 +281,16 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     after a reset is 50, where increase() scales the readings up to the window's length (55.6 over 270 s of a
     5-minute window). A reading with none before it within PREVIOUS_WITHIN (the GPU's first) adds nothing, as the
     agent sends nothing for a series' first scrape (it is its own previous: a delta of 0). A window without a
-    reading gives no value. The window is left-open (_left_open). A blank reading is a delta of about 2**63 (no
-    real increase comes near INCREASE_FLOOR): a window holding one gives no value, and the reading after it counts
-    from the reading before it.
+    reading gives no value. The window is left-open (_left_open). A blank reading is left out, as the agent's
+    filter drops it before its deltas: it adds nothing, and the reading after it counts from the reading before
+    it (a window of blanks alone gives no value, as CloudWatch has no datapoint then).
     The previous reading is read once (it is the costly part, a subquery per step): a delta is `r - (p or r)` where
     not negative, else the reading `r` itself (a reset)."""
     lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * _seconds(resolution)))
     # the steps before this one (the subquery's steps sit on the grid of `resolution`, as this step does)
-    previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
-    delta = f"((({reading} - ({previous} or {reading})) >= 0) or {reading})"
+    clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
+    previous = f"last_over_time({clean}[{lookback}:{resolution}] offset 1ms)"
+    delta = f"((({clean} - ({previous} or {clean})) >= 0) or {clean})"
     return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
 
 

@@ -145,6 +145,7 @@ def test_the_prometheus_rule_names_the_truth(built):
 # reading counted as it is. Prometheus's increase() would scale a window's readings up to its length (1, 17, 33, 50
 # read as 55.6 over 270 s of a 5-minute window) and fire at 50.
 RESET_SCRAPES = 60
+BLANK = 9223372036854775792  # DCGM's int64 blank
 RESET_FIELDS = (METRIC, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS")
 
 
@@ -162,6 +163,10 @@ RESET_STORIES = {  # node -> (field, readings, threshold the rule compares with)
     "grown-then-reset-41": (METRIC, _after_reset([990, 1000], [10, 25, 41])),  # 10 + 41 = 51: fires
     "rows-reset-to-0": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", _after_reset([2], [0])),  # no row remapped
     "rows-reset-then-1": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", _after_reset([2], [0, 0, 1])),  # one row
+    # 8 replays a scrape (80 in 5 minutes) with DCGM's blank at one scrape, or at every ninth: the agent drops a
+    # blank before its deltas, so the next reading counts from the one before the blank and the alarm holds
+    "steady-with-a-blank": (METRIC, [BLANK if k == 30 else 8 * k for k in range(RESET_SCRAPES)]),
+    "steady-blank-every-9": (METRIC, [BLANK if k % 9 == 8 else 8 * k for k in range(RESET_SCRAPES)]),
 }
 RESET_RULES = {METRIC: ("pcie-replays", 50), "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("uncorrectable-rows", 0)}
 RESET_MINUTES = range(5, RESET_SCRAPES // 2 + 1)  # every minute from the first whole 5 minutes to the end
@@ -174,8 +179,8 @@ def _scrape_time(k: int) -> int:
 def _window_sum(readings: list[int], end: int) -> int | None:
     """The sum of the deltas of the readings taken in the 5 minutes before `end` (none at a window's edge here), a
     fall's reading counted as it is; the first scrape sends nothing."""
-    deltas = [(b - a if b >= a else b) for k, (a, b) in enumerate(zip(readings, readings[1:]), start=1)
-              if end - 300 < _scrape_time(k) < end]
+    kept = [(k, v) for k, v in enumerate(readings) if v < BLANK]  # a blank is no reading (the agent drops it)
+    deltas = [(b - a if b >= a else b) for (_, a), (k, b) in zip(kept, kept[1:]) if end - 300 < _scrape_time(k) < end]
     return sum(deltas) if deltas else None
 
 
@@ -190,7 +195,8 @@ def _reset_truth(field: str) -> dict[int, set[str]]:
 def test_the_reset_stories_are_told_apart():
     truth = _reset_truth(METRIC)
     fired = set().union(*truth.values())
-    assert fired == {"reset-to-51", "grown-then-reset-41"}
+    assert fired == {"reset-to-51", "grown-then-reset-41", "steady-with-a-blank", "steady-blank-every-9"}
+    assert all(truth[m] >= {"steady-with-a-blank", "steady-blank-every-9"} for m in RESET_MINUTES)
     assert all(max(_window_sum(RESET_STORIES[n][1], m * 60) or 0 for m in RESET_MINUTES) == 50
                for n in ("reset-to-50", "grown-then-reset-40"))
     assert set().union(*_reset_truth("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS").values()) == {"rows-reset-then-1"}

@@ -32,10 +32,8 @@ def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: fl
     """The sum of the agent's deltas over the readings in (first, last], as CloudWatch sums them: each reading less
     the reading before it (the latest one that is not a blank, at most `previous_within` earlier), or the reading
     itself where it is lower (a reset: the agent sends the raw value); a reading with none before it sends nothing.
-    None when the window holds no reading, or a blank."""
-    inside = [(t, v) for t, v in samples if first < t <= last]
-    if any(v >= BLANK_FLOOR for _, v in inside):
-        return None
+    A blank is no reading: the agent's filter drops it before the deltas. None when the window holds no reading."""
+    inside = [(t, v) for t, v in samples if first < t <= last and v < BLANK_FLOOR]
     deltas = []
     for t, v in inside:
         before = [p for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
