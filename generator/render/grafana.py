@@ -268,6 +268,11 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     model = dm.Panel(type_val=panel.kind, title=panel.title, description=panel_description(panel, catalog, settings.scrape.seconds),
                      datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
                      field_config=field_config)
+    if any("$__rate_interval" in (target.expr or "") for target in model.targets):
+        # Grafana works $__rate_interval out from the panel's min interval, else the data source's scrape
+        # interval (15 s unless someone set it): with 60 s scrapes that gave rate(x[60s:60s]), two readings only
+        # on the 60 s grid, two points in three empty. The scrape interval here makes it 4 scrapes at least.
+        model.interval = f"{settings.scrape.seconds}s"
     options = model.options
     if panel.kind != "heatmap":
         defaults.unit = panel_unit(panel, catalog)
