@@ -213,7 +213,8 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
     """What replacing the build in `out` would lose: (files its manifest does not list: a user's
     kustomization.yaml, a .git folder; files whose content is not what gpudash wrote: edited by hand).
     A file the manifest lists that is gone, or turned into a symlink, loses nothing (the link's target is
-    never written). Only a folder holding gpudash's manifest is asked (`_owned` refuses the others)."""
+    never written); a link to a folder, which the build would drop, is a file it does not list. Only a folder
+    holding gpudash's manifest is asked (`_owned` refuses the others)."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
@@ -221,7 +222,9 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
     extra, edited = [], []
     for root, folders, names in os.walk(out):
         folders.sort()
-        for name in sorted(names):
+        # a link to a folder is walked as a folder but not followed: the replaced build would drop the link
+        links = [name for name in folders if os.path.islink(os.path.join(root, name))]
+        for name in sorted(names + links):
             path = os.path.join(root, name)
             relative = os.path.relpath(path, out)
             if relative == MANIFEST:

@@ -473,6 +473,24 @@ def test_a_build_folder_holding_what_gpudash_did_not_write_is_not_replaced(tmp_p
     assert code == 0, stderr
 
 
+def test_a_link_to_a_folder_in_the_build_folder_is_not_dropped_without_a_word(tmp_path, cli):
+    """A link the user put in the build folder to a folder elsewhere (their own manifests, for kustomize) is
+    an entry the manifest does not list, as a link to a file is: refused, not dropped with the previous build."""
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 0, stderr
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "extra.yaml").write_text("kind: ConfigMap\n")
+    (out / "k8s" / "mine").symlink_to(tmp_path / "mine")
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 2, stderr
+    assert "1 file(s) gpudash did not write (k8s/mine)" in stderr, stderr
+    assert (out / "k8s" / "mine").is_symlink()
+    code, _, stderr = cli("generate", "--out", str(out), "--force")
+    assert code == 0, stderr
+    assert not (out / "k8s" / "mine").exists() and (tmp_path / "mine" / "extra.yaml").is_file()
+
+
 def test_a_file_gone_or_linked_away_loses_nothing_and_is_written_again(tmp_path):
     out = tmp_path / "build"
     write_files(out, FILES)
