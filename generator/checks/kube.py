@@ -63,6 +63,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                     "in gpudash.yaml", cause=NOT_DEPLOYED)
     else:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, style.daemonset)
+        if data_missing.expected(settings):
+            yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         yield from step(GROUP, "GPU node coverage", _coverage, kube, namespace, style)
         yield from step(GROUP, "exporter Service", _service, kube, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
@@ -233,6 +235,66 @@ def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
         return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready")
     return Check(GROUP, "exporter rollout", FAIL, f"{ready}/{desired} pods ready, {updated} updated",
                  f"kubectl -n {namespace} rollout status daemonset/{name}", cause=NOT_DEPLOYED if not ready else "")
+
+
+ROLLOUT_STRATEGY = "exporter rollout strategy"
+
+
+def _max_unavailable(value: Any, source: str, path: str) -> int | str:
+    """A DaemonSet's maxUnavailable as settings write it: pods (an int) or a percentage ("25%")."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"(100|[1-9]?[0-9])%", value):
+        return value
+    raise OddAnswer(source, path, value, "a number of pods or a percentage")
+
+
+def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
+    """The exporter DaemonSet's RollingUpdate maxUnavailable is the one exporter.max_unavailable says: the data-missing
+    alarm and rule read up to that many exporter pods unavailable during a rollout as the rollout's own
+    (kube-state-metrics does not publish it, so only the DaemonSet tells). More deployed than set: every rollout pages;
+    fewer: a pod lost during a rollout is hidden."""
+    strategy = daemonset.at("spec.updateStrategy", required=False)
+    kind = strategy.get("type", str, "RollingUpdate")
+    written = settings.exporter.max_unavailable
+    if kind == "OnDelete":
+        return Check(GROUP, ROLLOUT_STRATEGY, OK, f"OnDelete: pods are replaced as they are deleted; the data-missing "
+                     f"alarm reads up to {written} unavailable while updated pods move (exporter.max_unavailable)")
+    if kind != "RollingUpdate":
+        raise OddAnswer(daemonset.source, f"{daemonset.path}.spec.updateStrategy.type", kind,
+                        "RollingUpdate or OnDelete")
+    rolling = strategy.at("rollingUpdate", required=False)
+    # The API server writes maxUnavailable 1 where the manifest left it out (the DaemonSet default).
+    deployed = _max_unavailable(rolling.get("maxUnavailable", object, 1), daemonset.source,
+                                f"{daemonset.path}.spec.updateStrategy.rollingUpdate.maxUnavailable")
+    if str(deployed) == str(written):
+        return Check(GROUP, ROLLOUT_STRATEGY, OK, f"RollingUpdate, maxUnavailable {deployed} as exporter.max_unavailable "
+                     "says (the data-missing alarm's rollout allowance)")
+    nodes = daemonset.get("status.desiredNumberScheduled", int, 0)
+    deployed_pods, written_pods = _pods(deployed, nodes), _pods(written, nodes)
+    fix = (f"write exporter.max_unavailable: {_yaml_value(deployed)} in gpudash.yaml, generate and apply again "
+           "(or change the DaemonSet's updateStrategy)")
+    if deployed_pods == written_pods:
+        return Check(GROUP, ROLLOUT_STRATEGY, WARN,
+                     f"the exporter DaemonSet rolls out with maxUnavailable {deployed}, gpudash.yaml says "
+                     f"exporter.max_unavailable: {written}: the same {deployed_pods} pod(s) at today's {nodes} nodes, "
+                     "not once the node count changes", fix)
+    effect = ("a rollout's own unavailable pods as data missing" if deployed_pods > written_pods else
+              "a pod lost during a rollout as the rollout's own (not data missing)")
+    return Check(GROUP, ROLLOUT_STRATEGY, FAIL,
+                 f"the exporter DaemonSet rolls out with maxUnavailable {deployed} ({deployed_pods} of {nodes} "
+                 f"nodes), gpudash.yaml says exporter.max_unavailable: {written} ({written_pods}): the data-missing "
+                 f"alarm and rule read {effect}", fix)
+
+
+def _pods(allowance: int | str, nodes: int) -> int:
+    """The pods an allowance keeps unavailable at `nodes` nodes: a percentage scaled and rounded up, as the DaemonSet
+    controller does."""
+    return allowance if isinstance(allowance, int) else -(-nodes * int(allowance[:-1]) // 100)
+
+
+def _yaml_value(value: int | str) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
 
 
 def _gpu_count(node: Answer) -> int:

@@ -216,6 +216,43 @@ def test_the_exporters_virtual_gpus_setting_must_be_read_apart(stack, tmp_path):
     assert checks[("kube", "virtual GPUs setting")]["status"] == "ok"
 
 
+def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
+    """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
+    what it really is (kube-state-metrics does not), so verify compares them."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "exporter rollout strategy")
+    # the operator's manifest leaves it out: the API server's default, 1, as the settings' default
+    _, checks = verify(*only_kube)
+    assert checks[name]["status"] == "ok" and "maxUnavailable 1" in checks[name]["detail"]
+    cluster.daemonset["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 3}}
+    code, checks = verify(*only_kube)
+    assert code == 1
+    assert _failures(checks)[name] == (
+        "the exporter DaemonSet rolls out with maxUnavailable 3 (3 of 2 nodes), gpudash.yaml says "
+        "exporter.max_unavailable: 1 (1): the data-missing alarm and rule read a rollout's own unavailable pods as "
+        "data missing",
+        "write exporter.max_unavailable: 3 in gpudash.yaml, generate and apply again (or change the DaemonSet's "
+        "updateStrategy)")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  max_unavailable: 3\n")
+    assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    config.write_text("exporter:\n  max_unavailable: 4\n")
+    assert "a pod lost during a rollout as the rollout's own" in \
+        _failures(verify(*only_kube, "--config", str(config))[1])[name][0]
+    # a percentage of 2 nodes, rounded up: 1 pod today, as the setting; it differs once nodes come or go
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "50%"
+    _, checks = verify(*only_kube)
+    assert checks[name]["status"] == "warn" and 'exporter.max_unavailable: "50%"' in checks[name]["fix"]
+    config.write_text('exporter:\n  max_unavailable: "50%"\n')
+    assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    # an answer not shaped as the API's is a failed check, not a guess
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "half"
+    assert _failures(verify(*only_kube)[1])[name][0].startswith("odd answer from")
+    cluster.daemonset["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    assert verify(*only_kube)[1][name]["status"] == "ok"
+
+
 def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
     _, verify = stack
     code, checks = verify(prometheus_url=prometheus_exported.url)

@@ -328,3 +328,19 @@ def test_linting_a_bundled_csv_build_with_another_csv_says_drop_it(in_folder, cl
     assert code == 2 and stdout == "", stdout
     assert "this build was made from another counters CSV than " in stderr
     assert "fix: drop --csv: the build was made from the bundled CSV" in stderr, stderr
+
+
+def test_every_alarm_expression_the_readme_quotes_is_one_gpudash_generates():
+    """The README quotes alarm expressions (`FILL(…)`, `IF(…)`): each must be, or be part of, one a golden build
+    holds, so the text cannot keep an expression the generator no longer writes. Placeholders (…, floor) are
+    illustrations, not quotes."""
+    readme = (REPO / "README.md").read_text()
+    quoted = {re.sub(r" [<>]=? [\d.]+$", "", text)  # the threshold the README writes after it
+              for text in re.findall(r"`((?:FILL|IF)\([^`]+)`", readme)
+              if not any(placeholder in text for placeholder in ("…", "...", "floor"))}
+    assert quoted, "the README quotes no alarm expression"
+    generated = set()
+    for alarms in (REPO / "tests/golden/builds").glob("*/cloudwatch/alarms.json"):
+        generated |= set(re.findall(r'"Expression": "([^"]+)"', alarms.read_text()))
+    assert all(any(text in expression for expression in generated) for text in quoted), \
+        sorted(text for text in quoted if not any(text in expression for expression in generated))
