@@ -41,7 +41,8 @@ renamed_from_option = click.option(
     "--renamed-from", metavar="CLUSTER", multiple=True,
     help="After renaming a cluster of these settings (repeatable): its old name. CloudWatch objects recorded as "
          "published with it are these settings' (rewritten with the new name; --prune retires the old cluster's), "
-         "not another settings file's.")
+         "not another settings file's: refused (exit 2) when they record settings that are not an earlier version "
+         "of these.")
 removed_cluster_option = click.option(
     "--removed-cluster", metavar="CLUSTER", multiple=True,
     help="After removing a cluster from these settings (repeatable), when no other settings file defines it: "
@@ -286,8 +287,8 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
                      "it out")
         else:
-            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(),
-                                            renamed_from=renamed_from + removed_cluster)
+            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from,
+                                            removed=removed_cluster)
             _notes(cloudwatch)
             compared += 1
     if not compared:
@@ -385,8 +386,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     progress = Progress()
     with _StopOnSignal(limit):
         try:
-            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress,
-                                           renamed_from=renamed_from + removed_cluster)
+            changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from,
+                                           removed=removed_cluster)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

@@ -250,7 +250,7 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
-                     former: tuple[str, ...] = ()) -> list[Change]:
+                     former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's)."""
@@ -270,6 +270,10 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
                               and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
+    if records is not None and project:
+        records.extend(("dashboard", name, name in dashboards, dashboard_publication(body))
+                       for name, body in [*((c.name, c.live.get("body")) for c in changes), *zip(retired, bodies)]
+                       if body is not None and read_cloudwatch_stamp(body, name, project) == OURS)
     others = any(read_cloudwatch_stamp(body, name, project) == OURS
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
@@ -393,12 +397,15 @@ def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, 
 
 def _plan_alarms(cloudwatch: CloudWatch, region: str, requests: dict[str, dict[str, Any]], prefix: str,
                  progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
-                 former: tuple[str, ...] = ()) -> list[Change]:
+                 former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
     """Each alarm defined, then the alarms no longer defined that carry this project's tag (to prune)."""
     changes = []
     live = {name: alarm for name, alarm in cloudwatch.metric_alarms(region, prefix=alarm_name_start(prefix)).items()
             if is_alarm_name(prefix, name)}
     tags = _read_tags(cloudwatch, region, live, ask=lambda name: name in requests)
+    if records is not None and project:
+        records.extend(("alarm", name, name in requests, alarm_publication(t)) for name, t in tags.items()
+                       if alarm_owned(t) and alarm_project(t) == project and marks_intact(t) is not False)
     for name, request in sorted(requests.items()):
         changes.append(_plan_alarm(name, region, request, live.get(name), tags.get(name, []), project, clusters,
                                    former))
@@ -456,39 +463,103 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
                 dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = (),
-                former: tuple[str, ...] = ()) -> list[Change]:
+                former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
     return _side_by_side(
         lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters,
-                                 former),
-        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former))
+                                 former, records),
+        lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former, records))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
-         renamed_from: tuple[str, ...] = ()) -> list[Change]:
+         renamed_from: tuple[str, ...] = (), removed: tuple[str, ...] = ()) -> list[Change]:
     """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune. `renamed_from`:
-    clusters these settings had before renaming them (--renamed-from); what was published with them is theirs."""
+    clusters these settings had before renaming them (--renamed-from); what was published with them is theirs,
+    on the evidence `renamed_evidence` asks of what the account records (else a GpudashError, before any write).
+    `removed`: clusters these settings no longer define, which no other settings file defines (--removed-cluster)."""
     regions = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
-    with (progress or Silent()).phase("reading CloudWatch", total) as tick:
-        safe = _locked(tick)
+    notes = list(cloudwatch.notes)
 
-        def work(region: str) -> list[Change]:
-            # Dashboards are global: every Region's endpoint serves the account's one set, so they are
-            # listed, read, written and pruned once, through the first Region's endpoint.
-            account_wide = region == regions[0]
-            dashboards = desired.cloudwatch_dashboards if account_wide else {}
-            requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
-                        if item["Region"] == region}
-            return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
-                               desired.dashboard_prefix if account_wide else "", desired.project, desired.clusters,
-                               tuple(renamed_from))
+    def read(former: tuple[str, ...], label: str) -> tuple[list[Change], list[Record]]:
+        records: list[Record] = []
+        with (progress or Silent()).phase(label, total) as tick:
+            safe = _locked(tick)
 
-        changes = _parallel(regions, work)
+            def work(region: str) -> list[Change]:
+                # Dashboards are global: every Region's endpoint serves the account's one set, so they are
+                # listed, read, written and pruned once, through the first Region's endpoint.
+                account_wide = region == regions[0]
+                dashboards = desired.cloudwatch_dashboards if account_wide else {}
+                requests = {item["Request"]["AlarmName"]: item["Request"] for item in desired.alarms
+                            if item["Region"] == region}
+                return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
+                                   desired.dashboard_prefix if account_wide else "", desired.project,
+                                   desired.clusters, former, records)
+
+            return _parallel(regions, work), records
+
+    former = tuple(renamed_from) + tuple(removed)
+    changes, records = read(former, "reading CloudWatch")
+    unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project)
+    if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
+        del cloudwatch.notes[len(notes):]
+        former = tuple(name for name in former if name not in unproven or name in removed)
+        changes, _ = read(former, "reading CloudWatch again")
+        for name in unproven:
+            cloudwatch.note(f"--renamed-from {name}: no object of project {desired.project!r} records the cluster "
+                            f"{name!r}, so nothing shows these settings published with it; the flag takes nothing "
+                            "(objects that record no clusters are judged as without it)")
     if not desired.project:
         cloudwatch.note("the settings name no project: alarms and dashboards no longer defined are not looked for, "
                         "and --prune is refused; set `project:` in the settings to prune")
     dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
     return dashboards + [c for c in changes if c.kind != "dashboard"]
+
+
+Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined by these settings, clusters recorded
+
+
+def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], former: tuple[str, ...],
+                     records: list[Record], project: str) -> list[str]:
+    """The evidence --renamed-from OLD needs: the objects of this project recording OLD were last published by an
+    earlier version of these settings. Each records the clusters of the settings that last wrote it; that list must
+    hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
+    where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
+    and holding one they do not), it must be one of those lists: a settings file split in two whose other part
+    (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
+    and what they record otherwise; returns the names that no object records (the flag claims nothing then).
+
+    Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
+    (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list)."""
+    from ..errors import GpudashError
+
+    had = frozenset(clusters) | frozenset(former)
+    earlier: dict[str, set[frozenset[str]]] = {}
+    for kind, _, defined, recorded in records:
+        if defined and recorded is not None and recorded & set(clusters) and not recorded <= set(clusters):
+            earlier.setdefault(kind, set()).add(recorded)
+    unproven = []
+    for old in renamed_from:
+        recording = [(kind, name, recorded) for kind, name, _, recorded in records if recorded and old in recorded]
+        if not recording:
+            unproven.append(old)
+            continue
+        strangers = sorted((name, recorded) for kind, name, recorded in recording
+                           if not recorded <= had or (earlier.get(kind) and recorded not in earlier[kind]))
+        if strangers:
+            lists = sorted({" ".join(sorted(recorded)) for _, recorded in strangers})
+            mine = sorted({" ".join(sorted(r)) for lists_ in earlier.values() for r in lists_})
+            raise GpudashError(
+                f"--renamed-from {old}: {len(strangers)} object(s) of project {project!r} recording the cluster "
+                f"{old!r} were last published by settings with clusters {' / '.join(lists)}, not by an earlier "
+                f"version of these (clusters {' '.join(sorted(clusters))}"
+                f"{'; their objects record ' + ' / '.join(mine) if mine else ''}): another settings file still "
+                f"defines {old!r}, or did when it last applied ({shown_names([n for n, _ in strangers])})",
+                where=f"--renamed-from {old}",
+                hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
+                     f"no settings file defines {old!r} any more, delete its objects by hand (aws cloudwatch "
+                     "delete-alarms / delete-dashboards) and apply without the flag")
+    return unproven
 
 
 # --- applying -------------------------------------------------------------------------------

@@ -342,6 +342,9 @@ def test_a_cluster_renamed_in_its_only_settings_file_takes_its_fleet_alarm_back_
     assert code == 0 and report["refused"] == [] and report["written"] == [
         "gpudash-fleet-fleet-idle-mig-warning", "gpudash-fleet-fleet-idle-warning"], stderr
     assert _fleet_alarm_marks(client) == (9, "team-z")
+    code, report, stderr = apply("--prune", "--renamed-from", "team-a", "--config", settings("team-z", 9))
+    assert code == 0 and report["written"] == [], stderr  # the flag left in a CI job: it takes nothing, and says so
+    assert "--renamed-from team-a: no object of project 'fleet' records the cluster 'team-a'" in stderr, stderr
     code, _, stderr = apply("--renamed-from", "team-z", "--config", settings("team-z", 9))
     assert code == 2 and "the settings still define the cluster 'team-z'" in stderr
 
@@ -658,3 +661,25 @@ def test_a_split_files_prune_leaves_what_the_other_file_recorded_first(aws, tmp_
     assert (_all_alarms(client), _dashboards(client)) == everything
     code, report, stderr = apply("--prune", "--config", a)
     assert code == 0 and report["written"] == [] and "published by other settings of project 'shop'" in stderr
+
+
+def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(aws, tmp_path, cli):
+    """A file of clusters alpha and beta is split into A (alpha) and B (beta); B applies, so beta's objects record
+    beta alone. A, which adds gamma, says beta was renamed: A's own objects record alpha and beta, an earlier list
+    of A's that beta's objects do not record, so the flag is refused (exit 2, naming beta's objects and the list
+    they record) and nothing is written; before, --prune deleted B's 15 objects."""
+    client, apply = aws
+    whole, b, a = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in
+                   (("whole", ("alpha", "beta")), ("b", ("beta",)), ("a", ("alpha", "gamma"))))
+    assert apply("--config", whole)[0] == 0
+    assert apply("--config", b)[0] == 0
+    everything = (_all_alarms(client), _dashboards(client))
+    code, stdout, stderr = cli("plan", "--no-grafana", "--renamed-from", "beta", "--config", a)
+    assert code == 2 and stdout == "", stdout
+    code, report, stderr = apply("--prune", "--renamed-from", "beta", "--config", a)
+    assert code == 2, (report, stderr)
+    assert ("--renamed-from beta: 15 object(s) of project 'shop' recording the cluster 'beta' were last published "
+            "by settings with clusters beta, not by an earlier version of these (clusters alpha gamma; their "
+            "objects record alpha beta)") in stderr, stderr
+    assert "leave out --renamed-from beta" in stderr
+    assert (_all_alarms(client), _dashboards(client)) == everything
