@@ -39,10 +39,10 @@ move_from_option = click.option(
          "grafana.folder) and nobody edited since; edited ones still need --force.")
 renamed_from_option = click.option(
     "--renamed-from", metavar="CLUSTER", multiple=True,
-    help="After renaming a cluster of these settings (repeatable): its old name. CloudWatch objects recorded as "
-         "published with it are these settings' (rewritten with the new name; --prune retires the old cluster's), "
-         "not another settings file's: refused (exit 2) when they record settings that are not an earlier version "
-         "of these.")
+    help="After renaming a cluster of these settings (repeatable): its old name. Objects recorded as published with "
+         "it (CloudWatch objects for apply, Grafana dashboards for push) are these settings' (rewritten with the new "
+         "name; --prune retires the old cluster's), not another settings file's: refused (exit 2) when they record "
+         "settings that are not an earlier version of these.")
 removed_cluster_option = click.option(
     "--removed-cluster", metavar="CLUSTER", multiple=True,
     help="After removing a cluster from these settings (repeatable), when no other settings file defines it: "
@@ -274,7 +274,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
         client = _grafana_client(insecure, token_file, limit)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                      publisher=(desired.project, desired.clusters),
-                                     progress=Progress(), move_from=move_from)
+                                     progress=Progress(), move_from=move_from, renamed_from=renamed_from)
         _notes(client)
         compared += 1
     elif use_grafana is None:
@@ -323,12 +323,13 @@ def _notes(client) -> None:
 @insecure_option
 @token_file_option
 @move_from_option
+@renamed_from_option
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
               callback=checked_url("http://prometheus:9090"),
               help="Prometheus that the dashboards read, checked before pushing. Env: PROMETHEUS_URL.")
 @output_option
 def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
-         retry_after_max, insecure, token_file, move_from, prometheus_url, output):
+         retry_after_max, insecure, token_file, move_from, renamed_from, prometheus_url, output):
     """Publish the Grafana dashboards (GRAFANA_URL, GRAFANA_TOKEN); unchanged ones are not posted."""
     from .targets import grafana_sync
     from .clients.deadline import Deadline
@@ -336,6 +337,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="push")
     project, desired = _desired(config, csv, from_dir)
+    _check_renamed(renamed_from, desired, project)
     client = _grafana_client(insecure, token_file, limit)
     _preflight(project, ("prometheus",), skip_verify, limit, prometheus_url=prometheus_url)
     progress = Progress()
@@ -343,7 +345,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         try:
             changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                         publisher=(desired.project, desired.clusters),
-                                        progress=progress, move_from=move_from)
+                                        progress=progress, move_from=move_from, renamed_from=renamed_from)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

@@ -213,6 +213,53 @@ def published_elsewhere(publication: frozenset[str] | None, lineage_: frozenset[
     return publication is not None and not publication & lineage_
 
 
+Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined by these settings, clusters recorded
+
+
+def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], former: tuple[str, ...],
+                     records: list[Record], project: str, delete: str) -> list[str]:
+    """The evidence --renamed-from OLD needs: the objects of this project recording OLD were last published by an
+    earlier version of these settings. Each records the clusters of the settings that last wrote it; that list must
+    hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
+    where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
+    and holding one they do not), it must be one of those lists: a settings file split in two whose other part
+    (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
+    and what they record otherwise; returns the names that no object records (the flag claims nothing then).
+
+    Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
+    (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list)."""
+    from .errors import GpudashError
+    from .names import shown
+
+    had = frozenset(clusters) | frozenset(former)
+    earlier: dict[str, set[frozenset[str]]] = {}
+    for kind, _, defined, recorded in records:
+        if defined and recorded is not None and recorded & set(clusters) and not recorded <= set(clusters):
+            earlier.setdefault(kind, set()).add(recorded)
+    unproven = []
+    for old in renamed_from:
+        recording = [(kind, name, recorded) for kind, name, _, recorded in records if recorded and old in recorded]
+        if not recording:
+            unproven.append(old)
+            continue
+        strangers = sorted((name, recorded) for kind, name, recorded in recording
+                           if not recorded <= had or (earlier.get(kind) and recorded not in earlier[kind]))
+        if strangers:
+            lists = sorted({" ".join(sorted(recorded)) for _, recorded in strangers})
+            mine = sorted({" ".join(sorted(r)) for lists_ in earlier.values() for r in lists_})
+            raise GpudashError(
+                f"--renamed-from {old}: {len(strangers)} object(s) of project {project!r} recording the cluster "
+                f"{old!r} were last published by settings with clusters {' / '.join(lists)}, not by an earlier "
+                f"version of these (clusters {' '.join(sorted(clusters))}"
+                f"{'; their objects record ' + ' / '.join(mine) if mine else ''}): another settings file still "
+                f"defines {old!r}, or did when it last applied ({shown([n for n, _ in strangers])})",
+                where=f"--renamed-from {old}",
+                hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
+                     f"no settings file defines {old!r} any more, delete its objects by hand ({delete}) and publish "
+                     "without the flag")
+    return unproven
+
+
 def same_but_publication(live: dict[str, Any], desired: dict[str, Any]) -> bool:
     """Whether two stamped dashboard bodies differ at most in the clusters their publication line lists."""
     def masked(body: dict[str, Any]) -> dict[str, Any]:

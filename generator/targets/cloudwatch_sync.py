@@ -42,10 +42,11 @@ from ..model import SEVERITIES
 from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
                      is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
-from ..ownership import (OLDER, OTHER, OURS, alarm_fields, alarm_hash, alarm_owned, alarm_project, alarm_publication,
-                         alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks, lineage,
-                         marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
-                         read_cloudwatch_stamp, same_but_publication, same_publication_kind, unconfirmed)
+from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
+                         alarm_publication, alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks,
+                         lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
+                         read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
+                         unconfirmed)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -500,7 +501,8 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
 
     former = tuple(renamed_from) + tuple(removed)
     changes, records = read(former, "reading CloudWatch")
-    unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project)
+    unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
+                                "aws cloudwatch delete-alarms / delete-dashboards")
     if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
         del cloudwatch.notes[len(notes):]
         former = tuple(name for name in former if name not in unproven or name in removed)
@@ -514,52 +516,6 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
                         "and --prune is refused; set `project:` in the settings to prune")
     dashboards = sorted((c for c in changes if c.kind == "dashboard"), key=lambda c: c.name)
     return dashboards + [c for c in changes if c.kind != "dashboard"]
-
-
-Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined by these settings, clusters recorded
-
-
-def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], former: tuple[str, ...],
-                     records: list[Record], project: str) -> list[str]:
-    """The evidence --renamed-from OLD needs: the objects of this project recording OLD were last published by an
-    earlier version of these settings. Each records the clusters of the settings that last wrote it; that list must
-    hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
-    where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
-    and holding one they do not), it must be one of those lists: a settings file split in two whose other part
-    (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
-    and what they record otherwise; returns the names that no object records (the flag claims nothing then).
-
-    Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
-    (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list)."""
-    from ..errors import GpudashError
-
-    had = frozenset(clusters) | frozenset(former)
-    earlier: dict[str, set[frozenset[str]]] = {}
-    for kind, _, defined, recorded in records:
-        if defined and recorded is not None and recorded & set(clusters) and not recorded <= set(clusters):
-            earlier.setdefault(kind, set()).add(recorded)
-    unproven = []
-    for old in renamed_from:
-        recording = [(kind, name, recorded) for kind, name, _, recorded in records if recorded and old in recorded]
-        if not recording:
-            unproven.append(old)
-            continue
-        strangers = sorted((name, recorded) for kind, name, recorded in recording
-                           if not recorded <= had or (earlier.get(kind) and recorded not in earlier[kind]))
-        if strangers:
-            lists = sorted({" ".join(sorted(recorded)) for _, recorded in strangers})
-            mine = sorted({" ".join(sorted(r)) for lists_ in earlier.values() for r in lists_})
-            raise GpudashError(
-                f"--renamed-from {old}: {len(strangers)} object(s) of project {project!r} recording the cluster "
-                f"{old!r} were last published by settings with clusters {' / '.join(lists)}, not by an earlier "
-                f"version of these (clusters {' '.join(sorted(clusters))}"
-                f"{'; their objects record ' + ' / '.join(mine) if mine else ''}): another settings file still "
-                f"defines {old!r}, or did when it last applied ({shown_names([n for n, _ in strangers])})",
-                where=f"--renamed-from {old}",
-                hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
-                     f"no settings file defines {old!r} any more, delete its objects by hand (aws cloudwatch "
-                     "delete-alarms / delete-dashboards) and apply without the flag")
-    return unproven
 
 
 # --- applying -------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
 from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (content_hash, grafana_content, grafana_message, grafana_owned, grafana_publisher,
-                         grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher)
+from ..ownership import (Record, content_hash, grafana_content, grafana_message, grafana_owned, grafana_publisher,
+                         grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
@@ -63,8 +63,26 @@ def _other_settings(message: str | None, publisher: Publisher | None) -> str | N
     return None
 
 
+def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
+              publisher: Publisher | None) -> None:
+    """Adds to `records` the clusters the gpudash version `message` records as saving the dashboard, when it
+    records this project (or none): the evidence --renamed-from asks for."""
+    recorded = grafana_recorded_publisher(message)
+    if records is not None and publisher is not None and recorded is not None and recorded[0] in ("", publisher[0]):
+        records.append(("dashboard", uid, defined, recorded[1]))
+
+
+def _renamed_hint(message: str | None) -> str:
+    recorded = grafana_recorded_publisher(message)
+    names = sorted(recorded[1])[:3] if recorded else []
+    flags = " ".join(f"--renamed-from {name}" for name in names)
+    return (f"; if these settings saved it with those clusters and renamed them since, `gpudash push {flags}` takes "
+            "it back") if names else ""
+
+
 def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
-                  publisher: Publisher | None) -> str | None:
+                  publisher: Publisher | None, claim: Publisher | None = None,
+                  records: list[Record] | None = None) -> str | None:
     """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
     gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
     cluster with theirs: after a settings file is split, each file's dashboards then record that file alone) or by
@@ -75,7 +93,10 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     message = (client.latest_version(uid) or {}).get("message")
     if grafana_pushed_hash(message) != content_hash(grafana_content(model)):
         return None  # a person's save, or none: not gpudash's to re-record
-    if grafana_recorded_prefix(message) not in (None, uid_prefix) or _other_settings(message, publisher):
+    if grafana_recorded_prefix(message) not in (None, uid_prefix):
+        return None
+    _recorded(records, uid, True, message, publisher)
+    if _other_settings(message, claim or publisher):
         return None
     recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if recorded is not None and recorded[1] == mine[1]:
@@ -85,7 +106,11 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
-                    uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None) -> Change:
+                    uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
+                    claim: Publisher | None = None, records: list[Record] | None = None) -> Change:
+    """`publisher`: these settings (recorded in what is saved); `claim`: they and the clusters they had
+    (--renamed-from), whose saves are theirs."""
+    claim = claim or publisher
     live = client.dashboard(uid)
     if live is None:
         return Change("grafana", "dashboard", uid, CREATE, [f"title {desired.get('title')!r}"])
@@ -94,7 +119,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
         # nothing to write, so whoever saved it last does not matter; but one these settings (or their earlier
         # version) saved records them again, so that another settings file's prune leaves it
-        stale = _stale_record(client, uid, model, uid_prefix, publisher)
+        stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records)
         if stale:
             change.action, change.details = UPDATE, [stale]
         return change
@@ -105,6 +130,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         return change
     evidence, latest, saved = _evidence(client, uid, model)
     recorded = grafana_recorded_prefix(saved.get("message"))
+    if recorded in (None, uid_prefix):
+        _recorded(records, uid, True, saved.get("message"), publisher)
     if evidence == NOT_GPUDASH:
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} carries the {GRAFANA_OWNER_TAG} tag but no version of it was saved "
@@ -117,14 +144,14 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
                           f"{uid_prefix}: another project's dashboard with the same uid; --force takes it over"]
         if grafana_content(model) != grafana_content(desired):
             change.details += diff.grafana(model, desired)
-    elif (other := _other_settings(saved.get("message"), publisher)) is not None:
+    elif (other := _other_settings(saved.get("message"), claim)) is not None:
         # two projects, or two settings files of one project, publishing into one folder with one uid prefix:
         # its latest gpudash save records the other settings, whose dashboard it is
         change.action = FOREIGN
         change.details = [f"{model.get('title')!r} was last saved by gpudash from other settings ({other}), not "
                           f"these ({_publisher_text(*publisher)}): both publish uid {uid} "
                           f"(grafana.uid_prefix {uid_prefix}); give each settings file its own grafana.uid_prefix "
-                          f"and grafana.folder.uid; --force takes it over"]
+                          f"and grafana.folder.uid{_renamed_hint(saved.get('message'))}; --force takes it over"]
         if grafana_content(model) != grafana_content(desired):
             change.details += diff.grafana(model, desired)
     elif evidence == EDITED:
@@ -155,7 +182,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
 
 def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
                 seen: frozenset[str] = frozenset(), unproven: list[str] | None = None,
-                publisher: Publisher | None = None, kept: dict[str, list[str]] | None = None) -> Change | None:
+                publisher: Publisher | None = None, kept: dict[str, list[str]] | None = None,
+                records: list[Record] | None = None) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
@@ -188,6 +216,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if recorded is not None and recorded != uid_prefix:
         return None  # another project's, saved with its own prefix
     publication = grafana_recorded_publisher(saved.get("message"))
+    _recorded(records, uid, False, saved.get("message"), publisher)
     if publisher is not None and publication is not None:
         why = ("elsewhere" if _other_settings(saved.get("message"), publisher) is not None
                else "partly" if not publication[1] <= set(publisher[1]) else None)
@@ -207,20 +236,44 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
          progress: Progress | None = None, move_from: str | None = None,
-         publisher: Publisher | None = None) -> list[Change]:
+         publisher: Publisher | None = None, renamed_from: tuple[str, ...] = ()) -> list[Change]:
     """`dashboards`: uid -> generated dashboard JSON. Reads only. `move_from`: the folder this project's
     dashboards were in before grafana.folder changed; those gpudash saved there, unedited, are moved.
     `publisher`: the settings' project and clusters; a dashboard whose latest gpudash save records other settings
-    is theirs (see `_other_settings`)."""
+    is theirs (see `_other_settings`). `renamed_from`: clusters these settings had before renaming them
+    (--renamed-from): what was saved with them is theirs, on the evidence `ownership.renamed_evidence` asks of the
+    versions (else a GpudashError before any write); such a dashboard as generated is saved again to record them."""
     progress = progress or Silent()
+    notes = len(client.notes)
+    records: list[Record] = []
+    changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher, renamed_from, records)
+    if publisher is None or not renamed_from:
+        return changes
+    unproven = renamed_evidence(renamed_from, publisher[1], renamed_from, records, publisher[0],
+                                "in Grafana, or curl -X DELETE $GRAFANA_URL/api/dashboards/uid/UID")
+    if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
+        del client.notes[notes:]
+        changes = _plan(client, dashboards, folder, uid_prefix, progress, move_from, publisher,
+                        tuple(name for name in renamed_from if name not in unproven), None, "reading Grafana again")
+        for name in unproven:
+            client.note(f"--renamed-from {name}: no dashboard in folder {folder['uid']} records the cluster {name!r}, "
+                        "so nothing shows these settings saved it with it; the flag takes nothing")
+    return changes
+
+
+def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], uid_prefix: str,
+          progress: Progress, move_from: str | None, publisher: Publisher | None, renamed_from: tuple[str, ...],
+          records: list[Record] | None, label: str = "reading Grafana") -> list[Change]:
+    claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
-    with progress.phase("reading Grafana", len(dashboards) + 2) as tick:
+    with progress.phase(label, len(dashboards) + 2) as tick:
         live_folder = client.folder(folder["uid"])
         tick()
         changes.append(Change("grafana", "folder", folder["uid"], UNCHANGED if live_folder else CREATE,
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
-            changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher))
+            changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher, claim,
+                                           records))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
@@ -230,7 +283,8 @@ def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: d
         kept: dict[str, list[str]] = {}
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
-                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven, publisher, kept)
+                change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven, claim, kept,
+                                     records)
                 if change is not None:
                     changes.append(change)
                 elif is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):

@@ -822,3 +822,51 @@ def test_dashboards_an_older_gpudash_saved_record_their_settings_at_the_next_pus
     before = _models(grafana)
     code, stdout, stderr = _push(run, "--config", lab)
     assert code == 1 and json.loads(stdout)["written"] == [] and _models(grafana) == before, stderr
+
+
+def _latest_clusters(grafana) -> dict[str, str]:
+    return {uid: entry["versions"][-1]["message"].split("clusters:")[1].split()[0]
+            for uid, entry in grafana.state.dashboards.items()}
+
+
+def test_a_cluster_renamed_in_its_only_settings_file_takes_its_dashboards_back_with_renamed_from(grafana, run, tmp_path):
+    """The only settings file of project fleet renames its cluster team-a to team-z and changes a threshold: its
+    dashboards record team-a, which nothing tells from another file's, so those it changes are refused (naming the
+    flag); with
+    `push --renamed-from team-a` every dashboard is saved recording team-z (those as generated too), and the next
+    push needs no flag; the flag left in place afterwards takes nothing and says so."""
+    a = _settings_file(tmp_path, "a", "fleet", "team-a", team_dashboard=True)
+    z = _settings_file(tmp_path, "z", "fleet", "team-z", team_dashboard=True,
+                       more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    assert _push(run, "--config", a)[0] == 0
+    assert set(_latest_clusters(grafana).values()) == {"team-a"}
+    code, stdout, stderr = _push(run, "--config", z)
+    refused = json.loads(stdout)["refused"]
+    assert code == 1 and refused, stderr
+    assert "`gpudash push --renamed-from team-a` takes it back" in json.dumps(json.loads(stdout)["changes"])
+    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a")
+    assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted(grafana.state.dashboards), stderr
+    assert set(_latest_clusters(grafana).values()) == {"team-z"}
+    code, stdout, stderr = _push(run, "--config", z)
+    assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a", "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    assert "--renamed-from team-a: no dashboard in folder gpudash records the cluster 'team-a'" in stderr, stderr
+
+
+def test_push_renamed_from_a_cluster_another_settings_file_saved_last_is_refused(grafana, run, tmp_path):
+    """Another settings file of the project still defines team-a (with team-b) and saved the dashboards last:
+    `push --renamed-from team-a` from a file of team-z stops before any write, exit 2, naming the dashboards and
+    the clusters they record; nothing is saved or deleted."""
+    other = tmp_path / "other.yaml"
+    other.write_text("project: fleet\nclusters:\n  - {name: team-a, region: us-east-1}\n"
+                     "  - {name: team-b, region: us-east-1}\n")
+    z = _settings_file(tmp_path, "z", "fleet", "team-z")
+    assert _push(run, "--config", str(other))[0] == 0
+    before = _models(grafana)
+    code, stdout, stderr = _push(run, "--config", z, "--renamed-from", "team-a", "--prune", "--force")
+    assert code == 2 and stdout == "", stdout
+    assert ("--renamed-from team-a: 4 object(s) of project 'fleet' recording the cluster 'team-a' were last "
+            "published by settings with clusters team-a team-b, not by an earlier version of these (clusters "
+            "team-z)") in stderr, stderr
+    assert _models(grafana) == before and set(_latest_clusters(grafana).values()) == {"team-a,team-b"}
