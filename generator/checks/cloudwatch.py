@@ -52,11 +52,18 @@ def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: se
         kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
     found: dict[str, list[list[str]]] = {}
     source = f"CloudWatch ListMetrics in {cluster.region}"
+    pages = 0
     while True:
+        if options.remaining() <= 0 and not pages:  # nothing asked yet: the run's other work took the time
+            raise SlowAnswer(f"{source} was not asked: the run's deadline ({options.timeout:g} s) had passed "
+                             "before its first page", hint="raise --timeout")
         if options.remaining() <= 0:
-            raise SlowAnswer(f"{source} was still paging at the deadline ({options.timeout:g} s)",
+            left = sorted(wanted - set(found))
+            raise SlowAnswer(f"{source} was still paging at the deadline ({options.timeout:g} s): {pages} page(s) "
+                             f"read, not yet found: {', '.join(left)}",
                              hint="raise --timeout, or narrow cloudwatch.dimensions")
         answer = Answer(list_metrics_page(cloudwatch, cluster.region, namespace, source, kwargs), source)
+        pages += 1
         for item in answer.items("Metrics", required=True):
             name = item.get("MetricName", str)
             if name in wanted:
