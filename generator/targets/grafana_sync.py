@@ -82,7 +82,7 @@ def _renamed_hint(message: str | None) -> str:
 
 def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
                   publisher: Publisher | None, claim: Publisher | None = None,
-                  records: list[Record] | None = None) -> str | None:
+                  records: list[Record] | None = None, shared: dict[str, list[str]] | None = None) -> str | None:
     """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
     gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
     cluster with theirs: after a settings file is split, each file's dashboards then record that file alone) or by
@@ -96,7 +96,10 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
         return None
     _recorded(records, uid, True, message, publisher)
-    if _other_settings(message, claim or publisher):
+    other = _other_settings(message, claim or publisher)
+    if other is not None:  # generated the same by other settings, which saved it last: theirs (no turns)
+        if shared is not None:
+            shared.setdefault(other, []).append(uid)
         return None
     recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if recorded is not None and recorded[1] == mine[1]:
@@ -107,7 +110,8 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
                     uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
-                    claim: Publisher | None = None, records: list[Record] | None = None) -> Change:
+                    claim: Publisher | None = None, records: list[Record] | None = None,
+                    shared: dict[str, list[str]] | None = None) -> Change:
     """`publisher`: these settings (recorded in what is saved); `claim`: they and the clusters they had
     (--renamed-from), whose saves are theirs."""
     claim = claim or publisher
@@ -119,7 +123,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
         # nothing to write, so whoever saved it last does not matter; but one these settings (or their earlier
         # version) saved records them again, so that another settings file's prune leaves it
-        stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records)
+        stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records, shared)
         if stale:
             change.action, change.details = UPDATE, [stale]
         return change
@@ -266,6 +270,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
           records: list[Record] | None, label: str = "reading Grafana") -> list[Change]:
     claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
+    shared: dict[str, list[str]] = {}
     with progress.phase(label, len(dashboards) + 2) as tick:
         live_folder = client.folder(folder["uid"])
         tick()
@@ -273,7 +278,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                               [] if live_folder else [f"title {folder['title']!r}"]))
         for uid, desired in sorted(dashboards.items()):
             changes.append(_plan_dashboard(client, uid, desired, folder, uid_prefix, move_from, publisher, claim,
-                                           records))
+                                           records, shared))
             tick()
         hits = client.search_tag(GRAFANA_OWNER_TAG)
         tick()
@@ -295,12 +300,19 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"a longer uid prefix seen there ({shown}): --prune leaves them, since they may be another "
                     f"project's; if one is this project's, delete it by hand in Grafana")
     if unproven:
-        shown = shown_names(unproven)
         client.note(f"{len(unproven)} dashboard(s) in folder {folder['uid']} not defined here were saved by a gpudash "
-                    f"that did not record its uid prefix, and their uids may be read with another one, longer or "
-                    f"shorter ({shown}): "
-                    f"--prune leaves them, since they may be another project's; if one is this project's, delete "
-                    f"it by hand in Grafana")
+                    f"that did not record its uid prefix, and their uids read with another prefix too "
+                    f"({'; '.join(_readings(uid, uid_prefix) for uid in unproven)}): --prune leaves them, since "
+                    f"nothing shows they are not another project's (what gpudash saves now records its prefix, so "
+                    f"only dashboards saved before that are left so); if one is this project's, delete it by hand: "
+                    f"in Grafana (Dashboard settings, Delete) or curl -X DELETE -H \"Authorization: Bearer "
+                    f"$GRAFANA_TOKEN\" \"$GRAFANA_URL/api/dashboards/uid/UID\"")
+    for other, uids in sorted(shared.items()):
+        client.note(f"{len(uids)} dashboard(s) these settings define are generated the same by other settings "
+                    f"({other}), which saved them last ({shown_names(sorted(uids))}): left as they are, and that "
+                    f"file's to prune: if it stops defining one, its push --prune deletes it and this file's next "
+                    f"push creates it again (a new version history); give each settings file its own "
+                    f"grafana.uid_prefix and grafana.folder.uid so that each has its own copy")
     if kept.get("elsewhere"):
         client.note(f"{len(kept['elsewhere'])} dashboard(s) in folder {folder['uid']} not defined here were last saved "
                     f"by other settings (another project, or settings with none of these clusters: "
@@ -312,6 +324,15 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"--prune leaves them, since another settings file may define those clusters now (a settings file "
                     f"split in two); if one is this file's, delete it by hand in Grafana")
     return changes
+
+
+def _readings(uid: str, uid_prefix: str) -> str:
+    """How an unrecorded uid reads with this uid prefix and with the others it may be made with: `gpudash-prod-x`
+    is `gpudash-prod`'s id `x` and `gpudash`'s id `prod-x`."""
+    words = uid.split("-")
+    others = [f"{'-'.join(words[:n])}'s {'-'.join(words[n:])}" for n in range(1, len(words))
+              if "-".join(words[:n]) != uid_prefix]
+    return f"{uid}: {uid_prefix}'s {uid[len(uid_prefix) + 1:]}, or " + " or ".join(others)
 
 
 def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid: str,

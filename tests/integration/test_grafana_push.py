@@ -656,6 +656,11 @@ def test_a_dashboard_saved_before_prefixes_were_recorded_is_not_pruned_by_a_proj
     assert json.loads(stdout)["written"] == [f"{mine}-retired"] and f"{mine}-retired" not in grafana.state.dashboards
     assert json.dumps(grafana.state.dashboards.get("gpudash-prod-eu-x"), sort_keys=True) == kept
     assert "gpudash-prod-eu-x" in stderr and "did not record its uid prefix" in stderr
+    # the note names each such dashboard with every reading of its uid, and says how to delete one by hand
+    readings = {"gpudash-prod": "gpudash-prod's eu-x, or gpudash's prod-eu-x or gpudash-prod-eu's x",
+                "gpudash-prod-eu": "gpudash-prod-eu's x, or gpudash's prod-eu-x or gpudash-prod's eu-x"}[mine]
+    assert f"(gpudash-prod-eu-x: {readings}): --prune leaves them" in stderr, stderr
+    assert 'curl -X DELETE -H "Authorization: Bearer $GRAFANA_TOKEN" "$GRAFANA_URL/api/dashboards/uid/UID"' in stderr
 
 
 def test_a_retired_dashboard_whose_uid_ends_in_a_defined_id_is_pruned_when_it_records_this_uid_prefix(grafana, run,
@@ -799,6 +804,11 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
     # only the team dashboard: A's, as generated for B too (no cluster variable), are left as A saved them
     assert code == 0 and json.loads(stdout)["written"] == [team], stderr
     assert "project:shop clusters:beta" in grafana.state.dashboards[team]["versions"][-1]["message"]
+    # B is told which dashboards it shares with A, that A's prune may delete them, and what to do
+    assert ("4 dashboard(s) these settings define are generated the same by other settings (project 'shop', "
+            "clusters alpha), which saved them last (gpudash-all-metrics, gpudash-by-pod, gpudash-health, "
+            "gpudash-overview): left as they are, and that file's to prune") in stderr, stderr
+    assert "give each settings file its own grafana.uid_prefix and grafana.folder.uid" in stderr
     code, stdout, stderr = _push(run, "--config", a, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [] and team in grafana.state.dashboards, stderr
     assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
