@@ -269,10 +269,15 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
                      datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
                      field_config=field_config)
     if any("$__rate_interval" in (target.expr or "") for target in model.targets):
-        # Grafana works $__rate_interval out from the panel's min interval, else the data source's scrape
-        # interval (15 s unless someone set it): with 60 s scrapes that gave rate(x[60s:60s]), two readings only
-        # on the 60 s grid, two points in three empty. The scrape interval here makes it 4 scrapes at least.
+        # Grafana works $__rate_interval out as max($__interval + s, 4 s), s the query's min step (its
+        # `interval`), else the data source's scrape interval (15 s unless someone set it); the panel's min
+        # interval only bounds $__interval. With 60 s scrapes, rate(x[60s:60s]) without either (two points in three
+        # empty), rate(x[75s:60s]) with the panel's alone (a missed scrape empties two points). The scrape interval
+        # as each query's min step makes the window 4 scrapes at least.
         model.interval = f"{settings.scrape.seconds}s"
+        for target in model.targets:
+            if "$__rate_interval" in (target.expr or ""):
+                target.interval = f"{settings.scrape.seconds}s"
     options = model.options
     if panel.kind != "heatmap":
         defaults.unit = panel_unit(panel, catalog)

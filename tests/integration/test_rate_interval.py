@@ -1,9 +1,11 @@
-"""Counter-rate panels are full whatever the data source's scrape interval says. Grafana works `$__rate_interval`
-out as max($__interval + s, 4 s), s the panel's min interval when it has one, else the data source's scrape
-interval (15 s unless someone set it). With 60 s scrapes and no min interval that gave rate(x[60s:60s]): two
-readings only at instants on the 60 s grid, two points in three empty. Every panel that uses `$__rate_interval`
-carries the scrape interval as its min interval, and on a real Prometheus holding one GPU's 60 s scrapes each
-point of a 6-hour chart has its value."""
+"""Counter-rate panels are full whatever the data source's scrape interval says. Grafana (pkg/promlib,
+calculateRateInterval) works `$__rate_interval` out as max($__interval + s, 4 s), s the query's own min step (the
+target's `interval`) when it has one, else the data source's scrape interval (15 s unless someone set it); the
+panel's min interval only bounds `$__interval`. With 60 s scrapes and no min step that gave rate(x[75s:60s]) with
+the panel's min interval (two readings: a missed scrape empties two points), rate(x[60s:60s]) without it (two points
+in three empty). Every query that uses `$__rate_interval` carries the scrape interval as its min step, and on a real
+Prometheus holding one GPU's 60 s scrapes, one of them missed every hour, each point of a 6-hour chart, at the step
+Grafana asks for, has the true rate."""
 
 from __future__ import annotations
 
@@ -18,16 +20,18 @@ from tests.support.prometheus_server import backfilled as backfilled_prometheus
 
 SCRAPE = 60
 HOURS = 8
+MISSED = 53  # every 53rd scrape is missed (about one an hour, at a new minute of the hour each time)
 REPLAYS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
 PER_SECOND = 0.1  # 6 replays a scrape
-DATA_SOURCE_DEFAULT = 15.0  # Grafana's scrape interval for a Prometheus data source that does not set one
+DATA_SOURCE_DEFAULT = 15  # Grafana's scrape interval for a Prometheus data source that does not set one
+CHART, AUTO = 6 * 3600, 20  # a 6-hour chart: Grafana's auto interval, range over its data points, rounds to 20 s
 
 
 def _openmetrics(start: int) -> str:
     labels = 'gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA H100",Hostname="node-a",node="node-a"'
     lines = [f"# TYPE {REPLAYS} gauge"]
     lines += [f'{REPLAYS}{{{labels},job="dcgm-exporter"}} {k * SCRAPE * PER_SECOND:.0f} {start + 7 + k * SCRAPE}'
-              for k in range(HOURS * 3600 // SCRAPE)]
+              for k in range(HOURS * 3600 // SCRAPE) if k % MISSED != MISSED - 1]
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -37,11 +41,30 @@ def backfilled(tmp_path_factory):
         yield up
 
 
-def _rate_interval(panel: dict, step: float) -> float:
-    """Grafana's $__rate_interval for the panel at this step ($__interval, the panel's min interval or the data
-    source's scrape interval)."""
-    scrape = float(panel["interval"].rstrip("s")) if panel.get("interval") else DATA_SOURCE_DEFAULT
-    return max(max(step, scrape) + scrape, 4 * scrape)
+def _seconds(text: str | None) -> int:
+    return int(text.rstrip("s")) if text else 0
+
+
+def _asked(panel: dict, target: dict) -> tuple[int, int]:
+    """The step and $__rate_interval Grafana asks Prometheus for: $__interval is the auto interval bounded below
+    by the panel's min interval (else the data source's scrape interval); the step by the target's min step (else
+    $__interval); the rate interval is max($__interval + s, 4 s), s the target's min step, else the data source's
+    scrape interval."""
+    interval = max(AUTO, _seconds(panel.get("interval")) or DATA_SOURCE_DEFAULT)
+    step = max(AUTO, _seconds(target.get("interval")) or interval)
+    scrape = _seconds(target.get("interval")) or DATA_SOURCE_DEFAULT
+    return step, max(interval + scrape, 4 * scrape)
+
+
+def _filled(prometheus, start: int, panel: dict, target: dict) -> tuple[int, int, list[float]]:
+    step, window = _asked(panel, target)
+    expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{CHART}s",
+                                        **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
+    first = (start + 3600) // step * step  # Grafana aligns a range query's start to its step
+    count = CHART // step
+    shown = prometheus.query_at(expr, first, count, step)
+    return count, sum(1 for result in shown.values() if result), [float(r["value"][1]) for res in shown.values()
+                                                                  for r in res]
 
 
 def test_a_counter_rate_panel_has_a_value_at_every_point_with_60s_scrapes(backfilled, tmp_path):
@@ -52,18 +75,11 @@ def test_a_counter_rate_panel_has_a_value_at_every_point_with_60s_scrapes(backfi
     health = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-health")
     (panel,) = [p for p in health.model["panels"] if p.get("title") == "PCIe replays"]
     (target,) = panel["targets"]
-    assert "$__rate_interval" in target["expr"] and panel.get("interval") == f"{SCRAPE}s"
-    step, first = 20.0, start + 3600
-    count = int(6 * 3600 / step)
-    for interval_panel, full in ((panel, True), ({**panel, "interval": None}, False)):  # with, and as it was
-        window = _rate_interval(interval_panel, step)
-        expr = interpolate(target["expr"], {"__rate_interval": f"{window:.0f}s", "__range": "21600s",
-                                            **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
-        shown = prometheus.query_at(expr, first, count, step)
-        filled = [t for t, result in shown.items() if result]
-        if full:
-            assert len(filled) == count, (window, len(filled), count)
-            assert all(math.isclose(float(r["value"][1]), PER_SECOND, rel_tol=1e-6) for res in shown.values()
-                       for r in res)
-        else:  # the data source's 15 s: the gaps the min interval closes
-            assert len(filled) < count * 0.5, (window, len(filled), count)
+    assert "$__rate_interval" in target["expr"] and target.get("interval") == f"{SCRAPE}s"
+    count, filled, values = _filled(prometheus, start, panel, target)
+    assert filled == count, (_asked(panel, target), filled, count)
+    assert all(math.isclose(value, PER_SECOND, rel_tol=1e-6) for value in values)
+    # as it was: the panel's min interval alone (a missed scrape empties points), and no min interval at all
+    for before, share in (({**panel, "interval": f"{SCRAPE}s"}, 0.99), ({**panel, "interval": None}, 0.5)):
+        count, filled, _ = _filled(prometheus, start, before, {**target, "interval": None})
+        assert filled < count * share, (_asked(before, {**target, "interval": None}), filled, count)
