@@ -250,13 +250,15 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
-        inner = fresh_reading(copies, resolution, [selector(metric, [*b, *extra]) for b in branches])
+        selectors = [selector(metric, [*b, *extra]) for b in branches]
+        if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
+            return summed_deltas(fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR), window,
+                                 resolution, shift)
+        inner = fresh_reading(copies, resolution, selectors)
         subquery = f"{inner}[{window}:{resolution}]{_offset(shift)}"
 
         def run(function: str) -> str:
             return function.format(subquery)
-        if as_increase:  # with its own blank guard
-            return summed_deltas(inner, window, resolution, shift)
         span = "{0}"
         change = run("rate({0})")
     else:  # no reading per step (no field reaches this: every counter is read per step)
@@ -327,7 +329,7 @@ def _plus(window: str, shift: str | None) -> str:
     return _duration_text(sum(_seconds(d) for d in (window, shift)))
 
 
-def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
+def fresh_reading(copies: str, resolution: str, selectors: list[str], below: str | None = None) -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
     inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
@@ -335,8 +337,10 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str]) -> str:
     that follows it), the copies' largest (one reading, repeated). A copy's older sample, which the instant
     selector would give for minutes after a missed scrape or after its pod left, is not read again at a later
     step: a rate over these readings sees each scrape once, as a rate over one series sees it, whatever pods come
-    and go."""
-    fresh = [step_reading(s, resolution) for s in selectors]
+    and go. `below` (a blank floor) leaves each copy's blank reading out before the copies are merged, as the agent's
+    filter drops a datapoint before its metricstransform merges the copies: a copy reading a blank (an upgraded
+    exporter beside the old one) does not hide the other's reading at that step."""
+    fresh = [step_reading(s, resolution, f"({s} < {below})" if below else None) for s in selectors]
     return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
 
 

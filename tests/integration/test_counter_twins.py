@@ -167,6 +167,17 @@ RESET_STORIES = {  # node -> (field, readings, threshold the rule compares with)
     # blank before its deltas, so the next reading counts from the one before the blank and the alarm holds
     "steady-with-a-blank": (METRIC, [BLANK if k == 30 else 8 * k for k in range(RESET_SCRAPES)]),
     "steady-blank-every-9": (METRIC, [BLANK if k % 9 == 8 else 8 * k for k in range(RESET_SCRAPES)]),
+    # a second exporter on the node (an upgrade's new pod beside the old one) reads the same counter, but reads a
+    # blank: always, or at every twentieth scrape, the last of the windows ending at minutes 10, 20 and 30 (55
+    # replays in each window, 11 every 2 scrapes). The agent drops a copy's blank before it merges the copies, so the
+    # other copy's reading stands; a blank that won the merge would lose the step (no value at all, or its replays
+    # counted in the next window: 50 at those minutes)
+    "copy-always-blank": (METRIC, [6 * k for k in range(RESET_SCRAPES)]),
+    "copy-blank-at-ends": (METRIC, [11 * k // 2 for k in range(RESET_SCRAPES)]),
+}
+SECOND_COPY = {  # node -> the second exporter's readings of the same counter
+    "copy-always-blank": [BLANK] * RESET_SCRAPES,
+    "copy-blank-at-ends": [BLANK if k % 20 == 19 else 11 * k // 2 for k in range(RESET_SCRAPES)],
 }
 RESET_RULES = {METRIC: ("pcie-replays", 50), "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("uncorrectable-rows", 0)}
 RESET_MINUTES = range(5, RESET_SCRAPES // 2 + 1)  # every minute from the first whole 5 minutes to the end
@@ -184,27 +195,40 @@ def _window_sum(readings: list[int], end: int) -> int | None:
     return sum(deltas) if deltas else None
 
 
+def _merged(node: str) -> list[int]:
+    """The GPU's reading at each scrape: the largest of its copies' that is not a blank (a blank when all are)."""
+    copies = [RESET_STORIES[node][1], *([SECOND_COPY[node]] if node in SECOND_COPY else [])]
+    return [max((v for v in read if v < BLANK), default=BLANK) for read in zip(*copies)]
+
+
+def _copies(job: dict, index: int, node: str) -> list[tuple[list[int], dict[str, str]]]:
+    """Each exporter's readings of the story's counter and its scrape target (the second on another pod)."""
+    first = (RESET_STORIES[node][1], _reset_target(job, index, node))
+    return [first, (SECOND_COPY[node], _reset_target(job, 100 + index, node))] if node in SECOND_COPY else [first]
+
+
 def _reset_truth(field: str) -> dict[int, set[str]]:
     """{minute: the nodes whose story passes the field's rule in the 5 minutes before it}."""
     _, threshold = RESET_RULES[field]
-    return {minute: {node for node, (f, readings) in RESET_STORIES.items()
-                     if f == field and (_window_sum(readings, minute * 60) or 0) > threshold}
+    return {minute: {node for node, (f, _) in RESET_STORIES.items()
+                     if f == field and (_window_sum(_merged(node), minute * 60) or 0) > threshold}
             for minute in RESET_MINUTES}
 
 
 def test_the_reset_stories_are_told_apart():
     truth = _reset_truth(METRIC)
     fired = set().union(*truth.values())
-    assert fired == {"reset-to-51", "grown-then-reset-41", "steady-with-a-blank", "steady-blank-every-9"}
-    assert all(truth[m] >= {"steady-with-a-blank", "steady-blank-every-9"} for m in RESET_MINUTES)
+    blanks = {"steady-with-a-blank", "steady-blank-every-9", "copy-always-blank", "copy-blank-at-ends"}
+    assert fired == {"reset-to-51", "grown-then-reset-41"} | blanks
+    assert all(truth[m] >= blanks for m in RESET_MINUTES if m > 5)  # at 5, 9 deltas: 11 * 9 // 2 for the last
     assert all(max(_window_sum(RESET_STORIES[n][1], m * 60) or 0 for m in RESET_MINUTES) == 50
                for n in ("reset-to-50", "grown-then-reset-40"))
     assert set().union(*_reset_truth("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS").values()) == {"rows-reset-then-1"}
     assert 3 <= sum("reset-to-51" in nodes for nodes in truth.values()) < len(RESET_MINUTES) - 10
 
 
-def _reset_payload(node: str, k: int) -> str:
-    field, readings = RESET_STORIES[node]
+def _reset_payload(node: str, k: int, readings: list[int]) -> str:
+    field, _ = RESET_STORIES[node]
     labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
     return f"# TYPE {field} counter\n{field}{{{labels}}} {readings[k]}\n"
 
@@ -227,8 +251,8 @@ def test_the_cloudwatch_alarm_judges_a_reset_by_the_sum_of_the_deltas(reset_buil
     files, _ = reset_built
     config, job = agent_config(files[AGENT_FILE])
     nodes = [n for n, (f, _) in RESET_STORIES.items() if f == field]
-    scrapes = [Scrape(float(_scrape_time(k)), _reset_payload(node, k), _reset_target(job, i, node))
-               for k in range(RESET_SCRAPES) for i, node in enumerate(nodes)]
+    scrapes = [Scrape(float(_scrape_time(k)), _reset_payload(node, k, readings), target)
+               for k in range(RESET_SCRAPES) for i, node in enumerate(nodes) for readings, target in _copies(job, i, node)]
     points = Agent(config, job).run(scrapes)
     rule, _ = RESET_RULES[field]
     (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -248,14 +272,14 @@ def test_the_prometheus_rule_judges_a_reset_by_the_sum_of_the_deltas(reset_built
     job = prometheus_scrape_job(load_project().settings)
     series = []
     for i, node in enumerate(n for n, (f, _) in RESET_STORIES.items() if f == field):
-        _, readings = RESET_STORIES[node]
-        target = ",".join(f'{k}="{v}"' for k, v in sorted(_reset_target(job, i, node).items()))
-        labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
-        # input at 5 s slots: the scrape at 15 + 30 k is slot 3 + 6 k
-        values = ["_"] * (RESET_SCRAPES * 6)
-        for k, value in enumerate(readings):
-            values[3 + 6 * k] = str(value)
-        series.append({"series": f"{field}{{{labels},{target}}}", "values": " ".join(values)})
+        for readings, scraped in _copies(job, i, node):
+            target = ",".join(f'{k}="{v}"' for k, v in sorted(scraped.items()))
+            labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
+            # input at 5 s slots: the scrape at 15 + 30 k is slot 3 + 6 k
+            values = ["_"] * (RESET_SCRAPES * 6)
+            for k, value in enumerate(readings):
+                values[3 + 6 * k] = str(value)
+            series.append({"series": f"{field}{{{labels},{target}}}", "values": " ".join(values)})
     checks = [{"eval_time": f"{minute}m", "alertname": alert,
                "exp_alerts": [_expected(folder, alert, node=node, gpu="0") for node in sorted(nodes)]}
               for minute, nodes in _reset_truth(field).items()]
