@@ -610,7 +610,7 @@ def _clusters(*names):
     return "project: shop\nclusters:\n" + "".join(f"  - {{name: {name}, region: us-east-1}}\n" for name in names)
 
 
-def test_a_settings_file_split_in_two_never_prunes_the_other_files_objects(aws, tmp_path, cli):
+def test_a_settings_file_split_in_two_never_prunes_the_other_files_objects(aws, published, tmp_path, cli):
     """A file of clusters alpha and beta applied, then split into A (alpha) and B (beta), one per team. Before
     B applies, A's --prune leaves beta's objects: they record alpha and beta, and beta may be another file's now
     (a note says how to retire them if beta is gone). B's apply records beta's objects as B's though their
@@ -618,7 +618,7 @@ def test_a_settings_file_split_in_two_never_prunes_the_other_files_objects(aws, 
     client, apply = aws
     whole, a, b = (_settings(tmp_path, name, _clusters(*clusters))
                    for name, clusters in (("whole", ("alpha", "beta")), ("a", ("alpha",)), ("b", ("beta",))))
-    assert apply("--config", whole)[0] == 0
+    published("--config", whole)  # the state its apply leaves, copied after the first
     everything = (_all_alarms(client), _dashboards(client))
     beta = [n for n in everything[0] + everything[1] if "-beta-" in n]
     assert len(beta) == 15
@@ -647,13 +647,13 @@ def test_removed_cluster_is_a_cluster_these_settings_no_longer_define(aws, tmp_p
     assert code == 2 and "--removed-cluster alpha: the settings still define the cluster 'alpha'" in stderr, stderr
 
 
-def test_a_split_files_prune_leaves_what_the_other_file_recorded_first(aws, tmp_path):
+def test_a_split_files_prune_leaves_what_the_other_file_recorded_first(aws, published, tmp_path):
     """As above, but B applies first: its objects record beta alone while A's still record alpha and beta (which
     makes beta one of A's earlier clusters); A's --prune still leaves them, and records A's own."""
     client, apply = aws
     whole, a, b = (_settings(tmp_path, name, _clusters(*clusters))
                    for name, clusters in (("whole", ("alpha", "beta")), ("a", ("alpha",)), ("b", ("beta",))))
-    assert apply("--config", whole)[0] == 0
+    published("--config", whole)  # the state its apply leaves, copied after the first
     everything = (_all_alarms(client), _dashboards(client))
     assert apply("--config", b)[0] == 0
     code, report, stderr = apply("--prune", "--config", a)
@@ -663,7 +663,7 @@ def test_a_split_files_prune_leaves_what_the_other_file_recorded_first(aws, tmp_
     assert code == 0 and report["written"] == [] and "published by other settings of project 'shop'" in stderr
 
 
-def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(aws, tmp_path, cli):
+def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(aws, published, tmp_path, cli):
     """A file of clusters alpha and beta is split into A (alpha) and B (beta); B applies, so beta's objects record
     beta alone. A, which adds gamma, says beta was renamed: A's own objects record alpha and beta, an earlier list
     of A's that beta's objects do not record, so the flag is refused (exit 2, naming beta's objects and the list
@@ -671,7 +671,7 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
     client, apply = aws
     whole, b, a = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in
                    (("whole", ("alpha", "beta")), ("b", ("beta",)), ("a", ("alpha", "gamma"))))
-    assert apply("--config", whole)[0] == 0
+    published("--config", whole)  # the state its apply leaves, copied after the first
     assert apply("--config", b)[0] == 0
     everything = (_all_alarms(client), _dashboards(client))
     code, stdout, stderr = cli("plan", "--no-grafana", "--renamed-from", "beta", "--config", a)
