@@ -175,8 +175,13 @@ def _renamed(publication: frozenset[str] | None, clusters: tuple[str, ...], form
 def _rerecord(recorded: frozenset[str] | None, wanted: frozenset[str] | None, own: frozenset[str]) -> bool:
     """Whether an object records a list of clusters other than `wanted` (these settings', as recorded) that shares
     one with `own` (theirs now and before): an earlier version of these settings published it (or the file these
-    were split from), and it is written again to record these settings. A list sharing none is another file's."""
-    return recorded is not None and wanted is not None and recorded != wanted and bool(recorded & own)
+    were split from), and it is written again to record these settings. A list sharing none is another file's.
+    Only a list that holds all of these settings' clusters (the file these were split from, or a cluster removed)
+    or that these settings' clusters hold (a cluster added, or renamed with --renamed-from) is rewritten: two files
+    that both define a cluster, each with one the other does not (alpha and beta, beta and gamma), would otherwise
+    take turns rewriting the shared cluster's objects at every apply; the first to write them keeps them."""
+    return (recorded is not None and wanted is not None and recorded != wanted and bool(recorded & own)
+            and (wanted <= recorded or recorded <= own))
 
 
 def _partly(publication: frozenset[str] | None, own: frozenset[str]) -> bool:

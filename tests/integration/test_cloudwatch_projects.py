@@ -683,3 +683,20 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
             "objects record alpha beta)") in stderr, stderr
     assert "leave out --renamed-from beta" in stderr
     assert (_all_alarms(client), _dashboards(client)) == everything
+
+
+def test_two_files_sharing_a_cluster_do_not_take_turns_rewriting_its_objects(aws, tmp_path):
+    """Two settings files of the project that both define beta, each with a cluster the other does not (alpha and
+    beta, beta and gamma): beta's objects record the file that wrote them first, and later applies of either file
+    write nothing, as they did before clusters were re-recorded (each apply used to rewrite beta's 15 objects)."""
+    client, apply = aws
+    a, b = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in (("a", ("alpha", "beta")),
+                                                                                  ("b", ("beta", "gamma"))))
+    code, report, stderr = apply("--config", a)
+    assert code == 0 and len(report["written"]) == 30, stderr
+    code, report, stderr = apply("--config", b)  # gamma's objects; beta's are as generated, recording A's list
+    assert code == 0 and sorted(report["written"]) == sorted(n for n in _all_alarms(client) + _dashboards(client)
+                                                              if "-gamma-" in n), stderr
+    for settings in (a, b, a):
+        code, report, stderr = apply("--config", settings)
+        assert code == 0 and report["written"] == [], (settings, report["written"], stderr)
