@@ -576,12 +576,21 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     window less a millisecond, so its first step is the first after the window's start on Prometheus 2's closed
     ranges as on 3's left-open ones: a scrape taken exactly a window before is not counted. Both generated scrape
     paths attach `exporter_pod` to a target; the GPU operator's or the chart's own ServiceMonitor gives it, as it
-    gives every ServiceMonitor target, the exporter pod's `container` and `namespace` instead."""
+    gives every ServiceMonitor target, the exporter pod's `container` and `namespace` instead, and scrapes at its own
+    interval (the operator's and the chart's default 15 s, not scrape.interval): on those targets the branch counts
+    more than NO_DATA_SHARE of the target's own scrapes in the window, for a target scraped since a window ago (a new
+    one is judged once it has a whole window; its first failed scrapes do not fire, as on gpudash's own job)."""
     style = style_for(settings)
     operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
-    selectors = (f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}')
-    branches = [f"count_over_time({step_reading(s, f'{step}s', kept=f'{s} == 0')}[{window * 1000 - 1}ms:{step}s]) "
-                f"> {threshold:g} and {s}" for s in selectors]
+    own, theirs = f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}'
+
+    def scrapes(selector: str, kept: str | None = None) -> str:
+        return f"count_over_time({step_reading(selector, f'{step}s', kept=kept)}[{window * 1000 - 1}ms:{step}s])"
+    branches = [f"{scrapes(own, f'{own} == 0')} > {threshold:g} and {own}",
+                # the operator's or the chart's ServiceMonitor scrapes at its own interval (15 s by default), which
+                # the settings do not know: the same share of the target's own scrapes, once it is a window old
+                f"{scrapes(theirs, f'{theirs} == 0')} > {NO_DATA_SHARE:g} * {scrapes(theirs)} "
+                f"and {theirs} and {theirs} offset {window}s"]
     expression = " or ".join(f"({b})" for b in branches)
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 

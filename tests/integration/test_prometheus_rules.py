@@ -282,6 +282,39 @@ def test_an_exporter_that_stops_is_missing_data_on_the_operators_servicemonitor_
     _promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
+def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_settings_interval(tmp_path):
+    """The operator's and the chart's ServiceMonitor scrape every 15 s by default, not at scrape.interval (30 s):
+    an exporter answering 2 scrapes in 3 with its GPU data brought data most of the time whatever the interval, one
+    answering 1 in 3 did not, and an exporter up but serving no DCGM sample at 60 s scrapes (10 in 10 minutes) is
+    missing data too. A target newer than the window is judged once it has a whole window."""
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                      "  container: exported_container\n")
+    (tmp_path / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
+    samples = [SAMPLES + OPERATOR_UP.format(n=n)[len("up"):] for n in (1, 2, 3)]
+    gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x200"}
+    ksm = [{**k, "values": "1x200"} for k in KSM]
+
+    def fired(n: int) -> dict:
+        return _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                         **dict(re.findall(r'(\w+)="([^"]*)"', samples[n - 1])))
+    tests = [
+        {"interval": "15s",
+         # 1: two scrapes in three brought data; 2: one in three did; 3: a target whose first 20 scrapes (5 minutes)
+         # are empty, from minute 10 on: not yet a window old at minute 15, a window old with 12 of 40 empty at 20
+         "input_series": [{"series": samples[0], "values": "400 400 0 " * 80},
+                          {"series": samples[1], "values": "400 0 0 " * 80},
+                          {"series": samples[2], "values": "_x40 0x20 400x180"}, gpu, *ksm],
+         "alert_rule_test": [{"eval_time": "15m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [fired(2)]},
+                             {"eval_time": "20m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [fired(2)]}]},
+        {"interval": "1m",  # up, answering 200 without a DCGM sample, every minute
+         "input_series": [{"series": samples[0], "values": "400x20 0x40"}, gpu, *ksm],
+         "alert_rule_test": [{"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "32m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [fired(1)]}]},
+    ]
+    _promtool_test(tmp_path, "rules_test.yaml", tests)
+
+
 def test_healthy_fleet_fires_nothing(rules):
     series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
