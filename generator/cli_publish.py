@@ -47,7 +47,8 @@ removed_cluster_option = click.option(
     "--removed-cluster", metavar="CLUSTER", multiple=True,
     help="After removing a cluster from these settings (repeatable), when no other settings file defines it: "
          "CloudWatch objects recorded as published with it and clusters of these settings are these settings' to "
-         "prune. Without it, --prune leaves them: after a settings file is split, the other file may define it.")
+         "prune. Without it, --prune leaves them: after a settings file is split, the other file may define it. "
+         "Refused (exit 2) when objects record it with none of these settings' clusters (another file's).")
 allow_mass_prune_option = click.option(
     "--allow-mass-prune", is_flag=True,
     help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "

@@ -217,7 +217,8 @@ Record = tuple[str, str, bool, "frozenset[str] | None"]  # kind, name, defined b
 
 
 def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], former: tuple[str, ...],
-                     records: list[Record], project: str, delete: str) -> list[str]:
+                     records: list[Record], project: str, delete: str,
+                     removed: tuple[str, ...] | None = None) -> list[str]:
     """The evidence --renamed-from OLD needs: the objects of this project recording OLD were last published by an
     earlier version of these settings. Each records the clusters of the settings that last wrote it; that list must
     hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
@@ -227,7 +228,12 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     and what they record otherwise; returns the names that no object records (the flag claims nothing then).
 
     Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
-    (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list)."""
+    (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list).
+
+    `removed` (--removed-cluster, None where the command has no such flag) asks less: an object recording one of them must record a cluster these settings
+    define or had under another name; one recording removed clusters alone was published by settings with none of
+    these settings' clusters: another file's (a split whose other part applied since), never these settings' to
+    prune."""
     from .errors import GpudashError
     from .names import shown
 
@@ -236,6 +242,22 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     for kind, _, defined, recorded in records:
         if defined and recorded is not None and recorded & set(clusters) and not recorded <= set(clusters):
             earlier.setdefault(kind, set()).add(recorded)
+    also = "" if removed is None else ("; if the other clusters they record were removed from these settings, name "
+                                       "them with --removed-cluster too")
+    for gone in removed or ():
+        alone = sorted(name for _, name, _, recorded in records
+                       if recorded and gone in recorded and recorded <= set(removed or ()))
+        if alone:
+            lists = sorted({" ".join(sorted(recorded)) for _, name, _, recorded in records if name in alone
+                            and recorded})
+            raise GpudashError(
+                f"--removed-cluster {gone}: {len(alone)} object(s) of project {project!r} recording the cluster "
+                f"{gone!r} were last published by settings with clusters {' / '.join(lists)}, none of which these "
+                f"settings define (clusters {' '.join(sorted(clusters))}) or name with --renamed-from: another "
+                f"settings file defines {gone!r} (a file split in two whose other part applied since) "
+                f"({shown(alone)})", where=f"--removed-cluster {gone}",
+                hint=f"leave out --removed-cluster {gone}: those objects are that file's; if no settings file "
+                     f"defines {gone!r} any more, delete them by hand ({delete})")
     unproven = []
     for old in renamed_from:
         recording = [(kind, name, recorded) for kind, name, _, recorded in records if recorded and old in recorded]
@@ -256,7 +278,7 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
                 where=f"--renamed-from {old}",
                 hint=f"leave out --renamed-from {old}: nothing is taken from the file that publishes {old!r}; if "
                      f"no settings file defines {old!r} any more, delete its objects by hand ({delete}) and publish "
-                     "without the flag")
+                     f"without the flag{also}")
     return unproven
 
 

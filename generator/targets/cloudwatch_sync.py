@@ -507,7 +507,7 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
     former = tuple(renamed_from) + tuple(removed)
     changes, records = read(former, "reading CloudWatch")
     unproven = renamed_evidence(renamed_from, desired.clusters, former, records, desired.project,
-                                "aws cloudwatch delete-alarms / delete-dashboards")
+                                "aws cloudwatch delete-alarms / delete-dashboards", tuple(removed))
     if unproven:  # the flag claims nothing: planned again without it (a stale flag left in a CI job, say)
         del cloudwatch.notes[len(notes):]
         former = tuple(name for name in former if name not in unproven or name in removed)

@@ -667,7 +667,8 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
     """A file of clusters alpha and beta is split into A (alpha) and B (beta); B applies, so beta's objects record
     beta alone. A, which adds gamma, says beta was renamed: A's own objects record alpha and beta, an earlier list
     of A's that beta's objects do not record, so the flag is refused (exit 2, naming beta's objects and the list
-    they record) and nothing is written; before, --prune deleted B's 15 objects."""
+    they record) and nothing is written; before, --prune deleted B's 15 objects. So is --removed-cluster beta
+    (it deleted them too)."""
     client, apply = aws
     whole, b, a = (_settings(tmp_path, name, _clusters(*clusters)) for name, clusters in
                    (("whole", ("alpha", "beta")), ("b", ("beta",)), ("a", ("alpha", "gamma"))))
@@ -682,6 +683,12 @@ def test_renamed_from_a_cluster_another_settings_file_published_last_is_refused(
             "by settings with clusters beta, not by an earlier version of these (clusters alpha gamma; their "
             "objects record alpha beta)") in stderr, stderr
     assert "leave out --renamed-from beta" in stderr
+    assert (_all_alarms(client), _dashboards(client)) == everything
+    # --removed-cluster beta is no more the user's word: beta's objects record beta alone, none of A's clusters
+    code, report, stderr = apply("--prune", "--removed-cluster", "beta", "--config", a)
+    assert code == 2, (report, stderr)
+    assert ("--removed-cluster beta: 15 object(s) of project 'shop' recording the cluster 'beta' were last "
+            "published by settings with clusters beta, none of which these settings define") in stderr, stderr
     assert (_all_alarms(client), _dashboards(client)) == everything
 
 
