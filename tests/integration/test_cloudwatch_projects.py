@@ -707,3 +707,9 @@ def test_two_files_sharing_a_cluster_do_not_take_turns_rewriting_its_objects(aws
     for settings in (a, b, a):
         code, report, stderr = apply("--config", settings)
         assert code == 0 and report["written"] == [], (settings, report["written"], stderr)
+    # B renames gamma: beta's objects record A's list, which is no earlier list of B's, so they do not refuse it
+    gamma = sorted(n for n in _all_alarms(client) + _dashboards(client) if "-gamma-" in n)
+    code, report, stderr = apply("--prune", "--renamed-from", "gamma", "--config",
+                                 _settings(tmp_path, "b2", _clusters("beta", "delta")))
+    assert code == 0 and sorted(n for n in report["written"] if "-gamma-" in n) == gamma, stderr
+    assert not [n for n in _all_alarms(client) + _dashboards(client) if "-gamma-" in n]
