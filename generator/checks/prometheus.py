@@ -156,8 +156,15 @@ def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     return Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up")
 
 
+def gpus_reporting() -> str:
+    """The GPUs with a DCGM series, by both names of a GPU's UUID: `uuid` where the exporter runs with
+    --use-old-namespace (by UUID alone, every GPU of such a fleet was one), `UUID` otherwise, and both in a fleet
+    moving from one to the other."""
+    return f"count(count by (UUID, uuid) ({_dcgm()}))"
+
+
 def _series(prometheus: Prometheus, have_targets: bool, reporting: list) -> Check:
-    gpus = prometheus.query(f"count(count by (UUID) ({_dcgm()}))")
+    gpus = prometheus.query(gpus_reporting())
     count = gpus[0][1] if gpus else 0
     if not (math.isfinite(count) and count >= 0):
         raise OddAnswer(prometheus.source, "data.result[0].value[1]", count, "a count of GPUs")

@@ -22,7 +22,10 @@ from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
+from ..series_labels import OLD_WORKLOAD
 from ..settings import Settings, interval_seconds
+
+GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name with --use-old-namespace
 
 METRIC_NAME_FILTER = "DCGM_.*"
 # The names the agent's dimension sets give the workload's pod, namespace and container (series_labels.WORKLOAD).
@@ -129,13 +132,23 @@ def written_labels(settings: Settings) -> tuple[str, str, str]:
                  for declared in (labels.pod, labels.namespace, labels.container))
 
 
+def gpu_id_label(settings: Settings) -> str:
+    """The label the exporter writes a GPU's UUID under: `uuid` with --use-old-namespace (the flag that also names
+    the workload labels pod_name, pod_namespace and container_name), `UUID` otherwise."""
+    return OLD_GPU_ID if set(written_labels(settings)) & set(OLD_WORKLOAD) else GPU_ID
+
+
 def agent_renames(settings: Settings) -> tuple[tuple[str, str], ...]:
     """(the label the exporter writes, the dimension the agent publishes it as) for each workload label the
     exporter writes under another name than the agent's dimension sets use (`pod_name`, `pod_namespace`,
     `container_name` with --use-old-namespace): the agent's job renames them, so that the per-pod sets
-    ([ClusterName, namespace, pod]) hold the workload whatever the exporter's flags."""
-    return tuple((written, dimension) for written, dimension in zip(written_labels(settings), AGENT_WORKLOAD)
-                 if written != dimension)
+    ([ClusterName, namespace, pod]) hold the workload whatever the exporter's flags. The same flag writes the GPU's
+    UUID as `uuid`, which the agent's pipeline merges a GPU's series by: renamed to `UUID` too (left as it was, every
+    GPU of a pod read as one)."""
+    workload = tuple((written, dimension) for written, dimension in zip(written_labels(settings), AGENT_WORKLOAD)
+                     if written != dimension)
+    gpu_id = gpu_id_label(settings)
+    return workload + (((gpu_id, GPU_ID),) if gpu_id != GPU_ID else ())
 
 
 def workload_renames(settings: Settings) -> tuple[tuple[str, str], ...]:

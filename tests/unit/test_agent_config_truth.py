@@ -28,8 +28,16 @@ def _old_namespace_payload() -> str:
     """The sample payload as an exporter run with --use-old-namespace writes it (pod_name, pod_namespace,
     container_name instead of pod, namespace, container)."""
     sample = (ROOT / "generator/defaults/sample-exporter.prom").read_text()
-    return (sample.replace('container="', 'container_name="').replace('namespace="', 'pod_namespace="')
-            .replace('pod="', 'pod_name="'))
+    return _old_names(sample)
+
+
+def _old_names(payload: str) -> str:
+    """A payload's labels as an exporter run with --use-old-namespace writes them: pod_name, pod_namespace,
+    container_name, and the GPU's UUID as `uuid`."""
+    for old, new in (("uuid", "UUID"), ("pod_name", "pod"), ("pod_namespace", "namespace"),
+                     ("container_name", "container")):
+        payload = re.sub(rf'([{{,]){new}="', rf'\g<1>{old}="', payload)
+    return payload
 
 
 def _agent_points(files: dict[str, bytes], payload: str) -> list:
@@ -59,6 +67,38 @@ def test_an_exporter_writing_the_old_pod_labels_publishes_every_pod_in_the_per_p
     assert per_pod == truth
     # the old names are not published beside the new ones
     assert not any({"pod_name", "pod_namespace", "container_name"} & set(p.dims()) for p in points)
+
+
+def test_an_exporter_writing_the_old_names_keeps_a_pods_gpus_apart_in_the_per_pod_totals(project_dir):
+    """--use-old-namespace also writes a GPU's UUID as `uuid`; the agent's pipeline merges a GPU's series by UUID,
+    so unrenamed every GPU of a pod read as one (a pod on two GPUs drawing 280 and 220 W showed 280 W on 1 GPU).
+    The per-pod totals of the old names equal the truth, as the current names' do."""
+    import json
+
+    from tests.support import cloudwatch_eval, mixed_fleet
+    from tests.support.dcgm_fleet import EXPORTER_NAMESPACE, discovered
+
+    node = next(n for n in mixed_fleet.FLEET if n.name == "ip-10-0-3-7.ec2.internal")
+    meta = {"__address__": "10.0.3.7:9400", "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
+            "__meta_kubernetes_pod_name": node.exporter_pod, "__meta_kubernetes_pod_node_name": node.name,
+            "__meta_kubernetes_pod_container_port_number": "9400",
+            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"}
+    totals = {}
+    for settings, written in ((OLD_LABELS, _old_names), ("{}\n", lambda text: text)):
+        files = encode(build(load_project(project_dir(settings))))
+        config, job = agent_config(files[AGENT])
+        agent = Agent(config, job)
+        points = agent.run([Scrape(30.0 * k, written(mixed_fleet.payload(node, 30 * k)), discovered(job, meta))
+                            for k in range(20)])
+        body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
+        widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+        totals[settings] = {title: {label: sorted({round(v, 1) for v in series.values()}) for label, series in
+                                    cloudwatch_eval.widget(widgets[title], points, 300.0, 600.0).items()}
+                            for title in ("Power draw of each pod's GPUs", "Pods on GPUs", "Framebuffer used by pod")}
+    pod = "Pod team-f/trainer.v2-0"
+    assert totals[OLD_LABELS]["Power draw of each pod's GPUs"][pod] == [500.0]  # 280 + 220 W
+    assert totals[OLD_LABELS]["Pods on GPUs"][pod] == [2.0]
+    assert totals[OLD_LABELS] == totals["{}\n"]
 
 
 def _without_renames(artifacts):
@@ -306,3 +346,23 @@ def test_the_longest_scrape_interval_the_settings_accept_keeps_every_counter_inc
     assert published(150.0, (0.0, 10.0)) == {c: 12 * rate for c, rate in rates.items()}
     lost = published(300.0, (0.05, 0.4))
     assert any(lost[c] < 12 * rate for c, rate in rates.items()), lost
+
+
+def test_verify_counts_the_gpus_of_an_exporter_writing_the_old_names(tmp_path):
+    """verify's "N GPUs reporting", evaluated by Prometheus' own engine (promtool): GPUs written with `uuid`
+    (--use-old-namespace) count one each, beside GPUs written with `UUID` (an exporter mid-upgrade)."""
+    import json
+    import subprocess
+
+    from generator.checks.prometheus import gpus_reporting
+    from tests.support.prometheus_server import binary
+
+    series = [f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",{name}="GPU-{g}",Hostname="n{g // 4}"}}'
+              for g, name in enumerate(["uuid"] * 5 + ["UUID"] * 3)]
+    test = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": [{"series": s, "values": "50x5"} for s in series],
+        "promql_expr_test": [{"expr": gpus_reporting(), "eval_time": "2m", "exp_samples": [{"labels": "{}", "value": 8}]}]}]}
+    (tmp_path / "t.yaml").write_text(json.dumps(test))
+    result = subprocess.run([binary("promtool"), "test", "rules", "t.yaml"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
