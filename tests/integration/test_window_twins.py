@@ -106,7 +106,8 @@ def test_cloudwatch_alarms_judge_the_ten_minutes(built):
                for k in range(STEPS) for name in NODES]
     points = Agent(config, job).run(scrapes)
     requests = _requests(files)
-    assert "at every reading for 10 minutes" in requests["gpu-temp-high"]["AlarmDescription"]
+    assert "at every reading of the last 10 minutes, with readings in both 5-minute halves" in \
+        requests["gpu-temp-high"]["AlarmDescription"]
     assert "under 1024 MiB of memory free at a reading of the last 5 minutes" in \
         requests["framebuffer-full"]["AlarmDescription"]
     for end in ENDS:
