@@ -22,7 +22,7 @@ import stat
 import tempfile
 import threading
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
@@ -213,17 +213,21 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
     """What replacing the build in `out` would lose: (files its manifest does not list: a user's
     kustomization.yaml, a .git folder; files whose content is not what gpudash wrote: edited by hand).
     A file the manifest lists that is gone, or turned into a symlink, loses nothing (the link's target is
-    never written); a link to a folder, which the build would drop, is a file it does not list. Only a folder
-    holding gpudash's manifest is asked (`_owned` refuses the others)."""
+    never written), nor does a folder of the build turned into a link; any other link to a folder, which the build
+    would drop, is a file it does not list. Only a folder holding gpudash's manifest is asked (`_owned` refuses the
+    others)."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
         return [], []
     extra, edited = [], []
+    built = {str(folder) for path in listed for folder in PurePosixPath(path).parents}  # the build's folders
     for root, folders, names in os.walk(out):
         folders.sort()
-        # a link to a folder is walked as a folder but not followed: the replaced build would drop the link
-        links = [name for name in folders if os.path.islink(os.path.join(root, name))]
+        # a link to a folder is walked as a folder but not followed: the replaced build would drop the link (one
+        # standing for a folder of the build loses nothing, as a link standing for a listed file)
+        links = [name for name in folders if os.path.islink(os.path.join(root, name))
+                 and os.path.relpath(os.path.join(root, name), out) not in built]
         for name in sorted(names + links):
             path = os.path.join(root, name)
             relative = os.path.relpath(path, out)
