@@ -288,6 +288,12 @@ def _called(function, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
     return [(value, line) for value in result]
 
 
+def _defines(module, kind: str) -> bool:
+    """Whether the module defines something for `kind` in one of the forms _contributions reads."""
+    return (callable(getattr(module, kind, None)) or hasattr(module, kind[:-1]) or hasattr(module, kind.upper())
+            or (kind == "dashboards" and any(is_grafanalib_dashboard(v) for v in vars(module).values())))
+
+
 def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
     """What the module defines for `kind`; a file that defines nothing for it is an error, not "no objects":
     a definition renamed by mistake would otherwise become a prune of what it used to publish."""
@@ -318,6 +324,9 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
     seconds = _time_limit()
     loaded: list[Loaded] = []
     hint = f"create it, or fix definitions.{kind} in the settings"
+    # a folder listed for both kinds holds files of either: one that defines only the other kind defines nothing here
+    other = "alarms" if kind == "dashboards" else "dashboards"
+    shared = {f.resolve() for f in ctx.settings.definition_dirs(other)} if ctx.settings is not None else set()
     for folder in folders:
         names = list_folder(folder, kind, hint)
         if not any(name.endswith(".py") and not name.startswith("_") for name in names):
@@ -337,6 +346,8 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
             try:
                 with _deadline(seconds):
                     module = _execute(path, kind)
+                    if folder.resolve() in shared and _defines(module, other) and not _defines(module, kind):
+                        continue
                     stage = f"{kind}(ctx)" if callable(getattr(module, kind, None)) else stage
                     found = _contributions(module, kind, ctx, path)
             except InputError:

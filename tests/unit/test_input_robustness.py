@@ -589,6 +589,23 @@ def test_a_definition_that_went_missing_is_an_error_not_fewer_dashboards(tmp_pat
     assert not (tmp_path / "b").exists()
 
 
+def test_one_folder_listed_for_dashboards_and_alarms_holds_files_of_either_kind(tmp_path, cli):
+    """A folder listed under both definitions.dashboards and definitions.alarms: a file defining alarms is not a
+    dashboards file that defines nothing (nor the other way round); a file defining neither still is an error."""
+    folder = tmp_path / "defs"
+    folder.mkdir()
+    (folder / "overview.py").write_text((REPO / "dashboards" / "gpu_overview.py").read_text())
+    (folder / "alarms.py").write_text((REPO / "alarms" / "gpu_alarms.py").read_text())
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [defs]\n  alarms: [defs]\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 0, stderr
+    assert len(list((tmp_path / "b" / "grafana").glob("*.json"))) == 1
+    assert json.loads((tmp_path / "b" / "cloudwatch" / "alarms.json").read_text())["alarms"]
+    (folder / "team.py").write_text("NOTHING = 1\n")
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "gpudash.yaml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and f"{folder / 'team.py'}: the file defines no dashboards" in stderr, stderr
+
+
 def test_a_helper_module_beside_definitions_is_read_only_through_them(tmp_path, cli):
     folder = tmp_path / "dashboards"
     folder.mkdir()
