@@ -223,15 +223,15 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
     earlier version of these settings. Each records the clusters of the settings that last wrote it; that list must
     hold no cluster these settings neither define nor name as one they had (--renamed-from, --removed-cluster), and,
     where objects these settings still define record an earlier list of theirs (one sharing a cluster they define
-    and holding one they do not, all of them ones they define or had), it must be one of those lists: a settings file split in two whose other part
-    (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
+    and holding one they do not, all of them ones they define or had), it must be one of those lists: a settings
+    file split in two whose other part (OLD's) applied since is refused. Raises a GpudashError (exit 2, before anything is written) naming the objects
     and what they record otherwise; returns the names that no object records (the flag claims nothing then).
 
     Not told apart: another settings file whose clusters are exactly ones these settings name as theirs before
     (`--renamed-from a` while another file defines `a` alone, and this file's objects record no earlier list).
 
-    `removed` (--removed-cluster, None where the command has no such flag) asks less: an object recording one of them must record a cluster these settings
-    define or had under another name; one recording removed clusters alone was published by settings with none of
+    `removed` (--removed-cluster, None where the command has no such flag) asks less: an object recording one of
+    them must record a cluster these settings define or had under another name; one recording removed clusters alone was published by settings with none of
     these settings' clusters: another file's (a split whose other part applied since), never these settings' to
     prune."""
     from .errors import GpudashError
@@ -243,6 +243,7 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
         if (defined and recorded is not None and recorded & set(clusters) and not recorded <= set(clusters)
                 and recorded <= had):  # (a list with clusters these never had is another file's sharing one)
             earlier.setdefault(kind, set()).add(recorded)
+    whose = f"of project {project!r}" if project else "of no project"
     also = "" if removed is None else ("; if the other clusters they record were removed from these settings, name "
                                        "them with --removed-cluster too")
     for gone in removed or ():
@@ -252,7 +253,7 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
             lists = sorted({" ".join(sorted(recorded)) for _, name, _, recorded in records if name in alone
                             and recorded})
             raise GpudashError(
-                f"{len(alone)} object(s) of project {project!r} recording the cluster "
+                f"{len(alone)} object(s) {whose} recording the cluster "
                 f"{gone!r} were last published by settings with clusters {' / '.join(lists)}, none of which these "
                 f"settings define (clusters {' '.join(sorted(clusters))}) or name with --renamed-from: another "
                 f"settings file defines {gone!r} (a file split in two whose other part applied since) "
@@ -271,7 +272,7 @@ def renamed_evidence(renamed_from: tuple[str, ...], clusters: tuple[str, ...], f
             lists = sorted({" ".join(sorted(recorded)) for _, recorded in strangers})
             mine = sorted({" ".join(sorted(r)) for lists_ in earlier.values() for r in lists_})
             raise GpudashError(
-                f"{len(strangers)} object(s) of project {project!r} recording the cluster "
+                f"{len(strangers)} object(s) {whose} recording the cluster "
                 f"{old!r} were last published by settings with clusters {' / '.join(lists)}, not by an earlier "
                 f"version of these (clusters {' '.join(sorted(clusters))}"
                 f"{'; their objects record ' + ' / '.join(mine) if mine else ''}): another settings file still "

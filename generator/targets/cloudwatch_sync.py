@@ -512,8 +512,9 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
         del cloudwatch.notes[len(notes):]
         former = tuple(name for name in former if name not in unproven or name in removed)
         changes, _ = read(former, "reading CloudWatch again")
+        whose = f"of project {desired.project!r}" if desired.project else "of these settings"
         for name in unproven:
-            cloudwatch.note(f"--renamed-from {name}: no object of project {desired.project!r} records the cluster "
+            cloudwatch.note(f"--renamed-from {name}: no object {whose} records the cluster "
                             f"{name!r}, so nothing shows these settings published with it; the flag takes nothing "
                             "(objects that record no clusters are judged as without it)")
     if not desired.project:
