@@ -270,8 +270,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     (render/agent_otel.merged_counters); per pod on the OTel
     pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
     holds (its totals, without a pod, which no set publishes); per cluster kube-state-metrics' series. The filter
-    drops `up` and `scrape_*` but a scrape that brought no DCGM sample (the per-node alarm's): none while the
-    exporters answer with data, so not counted."""
+    drops `up` and `scrape_*` but, where the per-node alarm reads it, every scrape's
+    scrape_samples_post_metric_relabeling (made a flag of no GPU data): one event per scrape of each exporter target
+    (published per node) and of kube-state-metrics' (no `node` label: published in no set)."""
     from .cloudwatch_query import POD_TOTALS
     from .render.agent_otel import _merged_names
 
@@ -326,6 +327,9 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
+        *([Events("an exporter scrape's flag of no GPU data (per node)", nodes, 1, 1, False),
+           Events("kube-state-metrics' scrape's flag of no GPU data", clusters * ksm, 1, 0, False)]
+          if what.no_data else []),
     ]
     return [replace(e, mig=fleet.mig and e.full) for e in events if e.count and e.fields]
 
@@ -370,8 +374,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     if fleet.mig:
         mig_months = sum(n * (fleet.pods if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
                               else fleet.gpu_count) for dims, n in mig_sets.items())
-    # The exporter targets' scrapes without DCGM samples, one metric per GPU node (the data-missing rule's alarm per
-    # node), published only in hours such a scrape happens: counted every hour, an upper bound.
+    # The exporter targets' flags of no GPU data, one metric per GPU node (the data-missing rule's alarm per node),
+    # published at every scrape.
     per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
@@ -395,7 +399,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
               f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
-             + (f" + the exporters' scrapes without GPU data per GPU node (published while one fails){nodes}"
+             + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "

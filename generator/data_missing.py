@@ -53,11 +53,13 @@ period, kept for a period" (a Prometheus `for`) fire on different patterns (an o
 two periods breaches both halves, never a 15-minute mean; down 70% of one period and 40% of the next breaches
 a 10-minute mean, never both halves). Counted over the same window it is the same on both:
   * CloudWatch (the OTel pipeline): the agent's receiver writes `scrape_samples_post_metric_relabeling` at
-    every scrape with the target's labels; the filter keeps only its zeros (a scrape that brought no GPU
-    data), published with [ClusterName, node] (no_data_declaration). A GROUP BY alarm per node
-    (render/alarms.second_plan) counts them over one period the length of the window and fires above
-    NO_DATA_SHARE of the window's scrapes; a node with none (healthy, or gone) has no data: notBreaching.
-    A healthy fleet publishes none of it.
+    every scrape with the target's labels; the filter keeps it and a transform makes it a flag (1: the scrape
+    brought no GPU data, 0: it did; render/agent_otel.NO_DATA_FLAG), published with [ClusterName, node]
+    (no_data_declaration). A GROUP BY alarm per node (render/alarms.second_plan) sums the flags over one period
+    the length of the window and fires above NO_DATA_SHARE of the window's scrapes; a node with no target (gone)
+    has no data: notBreaching. Every scrape is published so that a scraped node's latest period always holds a
+    datapoint: with only the bad scrapes, a recovered node's empty window let CloudWatch judge the breaching
+    period before it (the evaluation range, see the CloudWatch form below) and the node was in ALARM again.
   * Prometheus: a rule of its own (no `for`), the same count over the same window ((t - window, t]), each scrape
     read once within a 5 s step as the other rules read readings (no_data_expression), above the same number,
     kept while the target is scraped.
@@ -266,7 +268,7 @@ PER_GPU_SUFFIX = "-per-gpu"
 # On the OTel pipeline, what branch 4 of the Prometheus rule reads: the samples each exporter target's scrape kept
 # after the job's metric relabelling (only DCGM fields), which the agent's receiver writes at every scrape, 0 for a
 # failed one, with the target's labels; gpudash's scrape job attaches the node (render/scrape.py). The filter keeps
-# its zeros only; published with [ClusterName, node].
+# it, a transform makes it a flag (1: no DCGM sample, 0: some); published with [ClusterName, node].
 SAMPLES = "scrape_samples_post_metric_relabeling"
 NODE_LABEL = "node"
 SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
@@ -328,9 +330,10 @@ def per_node_description(settings: Settings, window: int) -> str:
     scrapes = window // settings.scrape.seconds
     return (f"A GPU node whose exporter brought no GPU data (scrape failed, or answered without a DCGM sample) in "
             f"more than {no_data_threshold(settings, window):g} of its {scrapes} scrapes over the last {window // 60} "
-            f"minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as the Prometheus "
-            f"rule's branch on the same count. A node added or removed, a rolling restart, a failed scrape are not; "
-            f"a node with no exporter target has no data (notBreaching): the cluster's alarm sees its pod missing.")
+            f"minutes is a contributor in ALARM (crash loop, exporter hung, or up with DCGM lost), as the rule's "
+            f"branch on the same count (each scrape is a flag, 1: no GPU data). A rolling restart, a failed scrape are "
+            f"not; a node without exporter target is notBreaching (the cluster's alarm sees its pod missing); one "
+            f"removed while failing clears late.")
 
 
 def per_gpu_threshold(settings: Settings, period: int) -> float:

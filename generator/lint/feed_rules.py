@@ -79,7 +79,23 @@ def blanks_filtered(subject: LintInput) -> Iterable[Finding]:
                               + ("the agent would publish up / scrape_* series" if condition == own else
                                  "a pod's total holding a blank would be published" if condition in totals else
                                  "DCGM's blank values of these fields would reach CloudWatch"))
+        yield from _no_data_flag(agent.otel, cluster)
         yield from _processor_order(agent.otel, cluster)
+
+
+def _no_data_flag(otel: dict[str, Any], cluster: Cluster) -> Iterable[Finding]:
+    """Where a declaration publishes each scrape's kept sample count, the pipeline makes it the flag the per-node
+    alarm sums (1: no DCGM sample); the count itself would sum to hundreds per window and fire on a healthy node."""
+    from ..render.agent_otel import PIPELINE, TRANSFORM, no_data_flag, samples_published
+
+    if not samples_published(_otel_declarations(otel)):
+        return
+    pipeline = ((otel.get("service") or {}).get("pipelines") or {}).get(PIPELINE)
+    order = (pipeline.get("processors") or []) if isinstance(pipeline, dict) else []
+    if TRANSFORM not in order or (otel.get("processors") or {}).get(TRANSFORM) != no_data_flag():
+        yield Finding("AG005", "error", f"{agent_file(cluster.name)} {OTEL_KEY} {TRANSFORM}",
+                      "the pipeline publishes scrape_samples_post_metric_relabeling without making it a flag of no GPU "
+                      "data (1: no DCGM sample, 0: some): the data-missing alarm per node would sum sample counts")
 
 
 def _otel_declarations(otel: dict[str, Any]) -> list[dict[str, Any]]:

@@ -76,8 +76,8 @@ class Published:
 
     fields: dict[tuple[str, ...], list[str]]  # the DCGM fields: {dimension set: fields} (published_sets)
     ksm: bool  # the cluster's two kube-state-metrics series, with data_missing.CLUSTER_SET
-    no_data: bool  # each exporter target's scrapes without DCGM samples, with data_missing.SAMPLES_SET (one metric
-    # per GPU node, published only while such scrapes happen)
+    no_data: bool  # each exporter target's scrapes as a flag of no GPU data, with data_missing.SAMPLES_SET (one metric
+    # per GPU node, published at every scrape)
 
     def sets(self) -> dict[tuple[str, ...], list[str]]:
         """{dimension set: metrics} of every source together."""

@@ -5,7 +5,7 @@ and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can d
 counter coming back from one is sent as its whole running total. This pipeline drops them first:
 
     prometheus/gpudash -> metricstransform/gpudash-pods -> filter/gpudash -> metricstransform/gpudash
-        -> batch/gpudash -> awsemf/gpudash
+        -> transform/gpudash -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
@@ -16,14 +16,16 @@ counter coming back from one is sent as its whole running total. This pipeline d
   (blanks.py, the floors the PromQL side uses) - before the exporter turns counters into deltas,
   so a counter back from a blank gives its true increase since its last reading -, a pod's sum at or
   above its field's floor (it holds a blank: the pod's total at that scrape is unknown), and the
-  scrape's own series (up, scrape_*; but the scrapes that brought no DCGM sample, which the data-missing rule's
-  alarm per node counts), which the JSON path's scraper drops too (with exporter.virtual_gpus,
+  scrape's own series (up, scrape_*; but each scrape's scrape_samples_post_metric_relabeling, which the data-missing
+  rule's alarm per node counts), which the JSON path's scraper drops too (with exporter.virtual_gpus,
   also the staleness markers of the fields split per process: see `stale_device_readings`);
 * metricstransform/gpudash merges the copies of a counter the exporter writes for one GPU instance, one per
   pod that shares the GPU by time-slicing or MPS (see `merged_counters`; its `max` needs the blanks gone),
   into one series per GPU instance for the per-GPU dimension sets, and keeps each pod's copy for the per-pod
   sets (with exporter.virtual_gpus, the per-GPU sets read a split field's device series, see
   `device_or_copies`); then the pods' totals take their field's name back, published in their own sets;
+* transform/gpudash (where the alarm per node is made) makes each scrape's scrape_samples_post_metric_relabeling a
+  flag, 1 for a scrape that brought no DCGM sample and 0 for one that did (see `NO_DATA_FLAG`);
 * the exporter has the JSON path's settings (the agent's awsemf_default_prometheus.yaml and
   translator awsemf/prometheus.go): namespace, log group, no dimension rollup, EMF version 0, no
   initial value of a delta, the declarations' dimension sets and metric selectors, and the units as
@@ -117,19 +119,35 @@ def _ottl_number(value: float) -> str:
 
 
 # The receiver adds the scrape's own series to every target's (up, scrape_duration_seconds, ...); the
-# JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but the zeros of
-# scrape_samples_post_metric_relabeling (a scrape that failed or brought no DCGM sample) when a declaration publishes
-# it (the data-missing rule's alarm per node, data_missing.SAMPLES): the declarations are render/agent.published's
-# answer, which `cost` and `lint` read too.
+# JSON path's scraper drops them, and so does this filter: no EMF event is made of them - but
+# scrape_samples_post_metric_relabeling when a declaration publishes it (the data-missing rule's alarm per node,
+# data_missing.SAMPLES): the declarations are render/agent.published's answer, which `cost` and `lint` read too.
+# Every scrape's is kept, and NO_DATA_FLAG makes it 1 for a scrape that brought no DCGM sample (failed: 0 samples,
+# or answered without one) and 0 for one that did, so that each node has a datapoint in every period its target is
+# scraped: an alarm whose latest periods hold none judges older ones of its evaluation range (data_missing.py).
+SAMPLES_NAME = "scrape_samples_post_metric_relabeling"
 SCRAPE_SERIES = 'IsMatch(metric.name, "^(?:up|scrape_.+)$")'
-NO_DATA = 'IsMatch(metric.name, "^scrape_samples_post_metric_relabeling$") and value_double == 0.0'
-SCRAPE_SERIES_BUT_NO_DATA = f"{SCRAPE_SERIES} and not ({NO_DATA})"
+SCRAPE_SERIES_BUT_SAMPLES = f'{SCRAPE_SERIES} and not IsMatch(metric.name, "^{SAMPLES_NAME}$")'
+TRANSFORM = f"transform/{SUFFIX}"
+_SAMPLES_POINT = f'metric.name == "{SAMPLES_NAME}"'
+# transformprocessor (bundled by the agent: service/defaultcomponents) runs a datapoint's statements in order:
+# no samples -> -1, some -> 0, then -1 -> 1 (a marker value no sample count can have)
+NO_DATA_FLAG = [f"set(value_double, -1.0) where {_SAMPLES_POINT} and value_double == 0.0",
+                f"set(value_double, 0.0) where {_SAMPLES_POINT} and value_double > 0.0",
+                f"set(value_double, 1.0) where {_SAMPLES_POINT} and value_double == -1.0"]
+
+
+def samples_published(declarations: list[dict[str, Any]]) -> bool:
+    return any(re.search(selector, SAMPLES_NAME) for d in declarations for selector in d["metric_name_selectors"])
 
 
 def scrape_series(declarations: list[dict[str, Any]]) -> str:
-    published = any(re.search(selector, "scrape_samples_post_metric_relabeling")
-                    for d in declarations for selector in d["metric_name_selectors"])
-    return SCRAPE_SERIES_BUT_NO_DATA if published else SCRAPE_SERIES
+    return SCRAPE_SERIES_BUT_SAMPLES if samples_published(declarations) else SCRAPE_SERIES
+
+
+def no_data_flag() -> dict[str, Any]:
+    """The transform processor that makes each scrape's kept sample count a flag: 1 brought no DCGM sample, else 0."""
+    return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": NO_DATA_FLAG}]}
 
 
 def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:
@@ -464,6 +482,8 @@ class Pipeline:
         merge["transforms"] += [totals_renamed()] if totals else []
         if merge["transforms"]:
             self.processors[MERGE] = escaped(merge)
+        if samples_published(declarations):
+            self.processors[TRANSFORM] = no_data_flag()
         self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
         self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),
                                                  "exporters": [EXPORTER]}}}

@@ -125,7 +125,7 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
 
 def second_plan(alarm: Alarm, settings: Settings) -> Plan:
     """The data-missing rule's second alarm, a GROUP BY alarm: on the OTel pipeline each node's exporter scrapes that
-    brought no GPU data, counted over the rule's window, the most first (data_missing.per_node_description); on the
+    brought no GPU data, counted over the rule's window (the SUM of each scrape's flag, 1 for such a scrape, 0 else), the most first (data_missing.per_node_description); on the
     JSON path, which drops the scrape's own series, each GPU's observations of the field, the lowest first
     (data_missing.per_gpu_description); on the Container Insights add-on each GPU's DCGM observations. A GROUP BY
     alarm judges each series apart: a node removed in one period and another added in the next are two
@@ -136,7 +136,7 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
                     namespace=ADDON_NAMESPACE)
     if data_missing.per_node(settings):
         group = (data_missing.NODE_LABEL,)
-        return Plan(metric=data_missing.SAMPLES, function="COUNT", dims=data_missing.SAMPLES_SET, group=group,
+        return Plan(metric=data_missing.SAMPLES, function="SUM", dims=data_missing.SAMPLES_SET, group=group,
                     series=group)
     dims = tuple(gpu_dimensions(settings))
     group = tuple(d for d in dims if d != CLUSTER_DIMENSION)

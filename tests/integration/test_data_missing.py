@@ -128,36 +128,14 @@ def _rule_alarms(files, second: str = PER_NODE_ALARM) -> list[dict]:
 
 
 def _in_alarm(requests: list[dict], points, end: float) -> dict[str, list[tuple]]:
-    """{alarm name: its contributors in ALARM at `end`} of the alarms with any. The per-node alarm's: see
-    _per_node_alarming."""
+    """{alarm name: its contributors in ALARM at `end`} of the alarms with any, each judged at every length of the
+    evaluation range (cloudwatch_eval.alarm refuses a state the length decides)."""
     result = {}
     for request in requests:
-        if request["AlarmName"] == PER_NODE_ALARM:
-            alarming = _per_node_alarming(request, points, end)
-        else:
-            alarming = [key for key, state in cloudwatch_eval.alarm(request, points, end).items() if state == "ALARM"]
+        alarming = [key for key, state in cloudwatch_eval.alarm(request, points, end).items() if state == "ALARM"]
         if alarming:
             result[request["AlarmName"]] = alarming
     return result
-
-
-def _per_node_alarming(request: dict, points, end: float) -> list[tuple]:
-    """The per-node alarm's contributors in ALARM at `end` on their own window (the latest period): at every length
-    of the evaluation range a node whose window holds a data point is in ALARM exactly when that point breaches. A
-    node whose window holds none (its scrapes healthy again: the agent publishes only the bad ones) is judged by
-    CloudWatch on the older data points of the range, breaching ones too, for as many periods as the range reaches
-    back, a length AWS does not publish: the alarm clears late, as the README states
-    (test_the_per_node_alarm_clears_late_by_the_evaluation_range pins it); it is not counted here."""
-    (query,) = request["Metrics"]
-    period = query["Period"]
-    latest = cloudwatch_eval.metrics_insights(query["Expression"], points, end - period, end, period)
-    breaching = {key for key, series in latest.items()
-                 if any(cloudwatch_eval.COMPARE[request["ComparisonOperator"]](v, request["Threshold"])
-                        for v in series.values())}
-    for key, judged in cloudwatch_eval.alarm_ranges(request, points, end).items():
-        if latest.get(key):
-            assert set(judged.values()) == {"ALARM" if key in breaching else "OK"}, (key, end, judged)
-    return sorted(breaching)
 
 
 @pytest.mark.parametrize("situation", SITUATIONS, ids=lambda s: s.name)
@@ -180,18 +158,23 @@ def test_cloudwatch_alarm(generated, situation):
             assert fired, (situation.name, minute)
 
 
-def test_the_per_node_alarm_clears_late_by_the_evaluation_range(generated):
-    """The README's limit, pinned: an exporter hung on one node from minute 20 to 40. Its window's count falls to 10 or
-    fewer bad scrapes by minute 46 (OK); from minute 50 its window holds none (the agent publishes only bad scrapes),
-    so CloudWatch judges the older period of the evaluation range, which breaches: ALARM again, at every length of the
-    range, until that period holds 10 or fewer. The Prometheus rule stays resolved."""
+def test_the_per_node_alarm_clears_when_its_window_does_at_every_length_of_the_evaluation_range(generated):
+    """An exporter hung on one node from minute 20 to 40. The agent publishes each scrape's flag (1 brought no GPU data,
+    0 did), so the node's window holds a data point whenever its target is scraped and CloudWatch judges that one:
+    the alarm is in ALARM for the node exactly while more than 10 of its window's 20 scrapes were bad, at every length
+    of the range, and stays OK after (before, the agent published only the bad scrapes: OK at 46, ALARM again from
+    50 to 54 at every length, the window empty and the period before it judged). The rule resolves at the same
+    minute (test_prometheus_rule_fires_on_the_same_situations)."""
     project, files = generated
     (situation,) = [s for s in SITUATIONS if s.name == "exporter hung on one node, pod available"]
     (request,) = [r for r in _rule_alarms(files) if r["AlarmName"] == PER_NODE_ALARM]
     points = _datapoints(project, files, situation)
     node = (("node", NODES[1]),)
-    states = {minute: cloudwatch_eval.alarm(request, points, minute * 60).get(node) for minute in range(46, 60)}
-    assert [m for m, state in states.items() if state == "ALARM"] == list(range(50, 55)), states
+    steps = "1" * (CHANGE // STEP) + "0" * ((RECOVER - CHANGE) // STEP) + "1" * ((FINAL - RECOVER) // STEP)
+    for minute in range(CHANGE // 60, FINAL // 60):
+        ranges = cloudwatch_eval.alarm_ranges(request, points, minute * 60 + 1)[node]
+        expected = "ALARM" if _bad_in_window(steps, minute) > WINDOW_LIMIT else "OK"
+        assert set(ranges.values()) == {expected}, (minute, _bad_in_window(steps, minute), ranges)
 
 
 def test_the_agent_publishes_the_exporter_daemonset_only(generated):

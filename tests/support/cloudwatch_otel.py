@@ -1,6 +1,6 @@
 """A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
-(prometheus receiver -> its processors, in the order the pipeline lists them: filter, metricstransform ->
-awsemf), run on the GENERATED collector configuration.
+(prometheus receiver -> its processors, in the order the pipeline lists them: filter, metricstransform,
+transform -> awsemf), run on the GENERATED collector configuration.
 
 What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
@@ -25,6 +25,7 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   name different labels; new_name expanded from the include pattern; aggregate_labels: labels outside label_set
   removed, the points of one label set merged into the first one's by max, sum, count or median, see _merged;
   add_label; experimental_scale_value);
+* transform sets a datapoint's value_double where its condition holds, its statements in order (see _statements);
 * awsemf drops a point flagged NoRecordedValue, NaN and infinite values (the counter's previous value is kept), turns a cumulative
   Sum into the difference to the previous datapoint of the same labels (the first gives nothing, or
   itself with retain_initial_value_of_delta_metric;
@@ -616,6 +617,39 @@ def _processor_kinds(config: dict) -> list[tuple[str, list]]:
     batch processor changes no value)."""
     (pipeline,) = config["service"]["pipelines"].values()
     kinds = [(name.split("/")[0], name) for name in pipeline["processors"]]
-    assert {kind for kind, _ in kinds} <= {"filter", "metricstransform", "batch"}, kinds
-    return [(kind, [_transform(t) for t in config["processors"][name]["transforms"]]
-             if kind == "metricstransform" else []) for kind, name in kinds]
+    assert {kind for kind, _ in kinds} <= {"filter", "metricstransform", "transform", "batch"}, kinds
+    return [(kind, [_transform(t) for t in config["processors"][name]["transforms"]] if kind == "metricstransform"
+             else [_statements(config["processors"][name])] if kind == "transform" else []) for kind, name in kinds]
+
+
+_SET = re.compile(r"^set\(value_double,\s*(?P<value>[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?)\)\s+where\s+(?P<where>.+)$")
+
+
+def _statements(config: dict):
+    """transformprocessor's datapoint statements as a function of a resource's metrics (the subset gpudash writes:
+    `set(value_double, <number>) where <condition>`). Each datapoint runs the statements in their order, a later one
+    reading what an earlier one set (processor/transformprocessor/internal/common/metrics.go: a statement sequence
+    per datapoint). A staleness marker (no value) keeps its NoRecordedValue flag whatever is set, and awsemf drops it:
+    it stays a marker here."""
+    (group,) = config["metric_statements"]
+    assert group["context"] == "datapoint", group
+    parsed = []
+    for text in group["statements"]:
+        match = _SET.match(text.strip())
+        assert match, f"OTTL statement the model does not read: {text!r}"
+        parsed.append((float(match["value"]), _Condition(match["where"])))
+
+    def apply(metrics: list[_Metric]) -> list[_Metric]:
+        result = []
+        for metric in metrics:
+            points = []
+            for labels, value in metric.points:
+                if value is not None:
+                    for new, condition in parsed:
+                        if condition(metric.name, value):
+                            value = new
+                points.append((labels, value))
+            result.append(_Metric(metric.name, metric.kind, points))
+        return result
+
+    return apply

@@ -50,7 +50,7 @@ def test_the_pipeline_sits_beside_the_json_in_the_mounted_configmap(reference):
     # a shared GPU's counters after it (its `max` would take a blank)
     assert pipeline == {"receivers": ["prometheus/gpudash"],
                         "processors": ["metricstransform/gpudash-pods", "filter/gpudash", "metricstransform/gpudash",
-                                       "batch/gpudash"],
+                                       "transform/gpudash", "batch/gpudash"],
                         "exporters": ["awsemf/gpudash"]}
     emf = otel["exporters"]["awsemf/gpudash"]
     assert (emf["namespace"], emf["log_group_name"], emf["region"], emf["dimension_rollup_option"]) == (
@@ -139,10 +139,28 @@ def test_the_filters_floors_are_the_floors_of_the_promql_side():
     assert not dropped("kube_daemonset_status_desired_number_scheduled", 1e15)
     assert dropped("scrape_samples_scraped", 40.0)
     assert dropped("up", 1.0) and dropped("up", 0.0)
-    # a scrape that brought no DCGM sample (failed, or answered empty) is published per node for the data-missing
-    # rule's second alarm; a scrape that brought some is not
+    # every scrape's kept sample count is published per node for the data-missing rule's second alarm (the transform
+    # makes it a flag: test_each_scrape_is_published_per_node_as_a_flag_of_no_gpu_data)
     assert not dropped("scrape_samples_post_metric_relabeling", 0.0)
-    assert dropped("scrape_samples_post_metric_relabeling", 1.0) and dropped("scrape_samples_scraped", 0.0)
+    assert not dropped("scrape_samples_post_metric_relabeling", 40.0) and dropped("scrape_samples_scraped", 0.0)
+
+
+def test_each_scrape_is_published_per_node_as_a_flag_of_no_gpu_data():
+    """The per-node alarm sums a flag per scrape: 1 for a scrape that failed or answered without a DCGM sample, 0 for
+    one that brought any, so a node whose target is scraped has a data point in every period (the alarm's latest
+    period decides, not older ones of its evaluation range). Through the agent model fed the generated pipeline."""
+    project = load_project()
+    config, job = agent_config(encode(build(project))[AGENT])
+    node = FLEET[-1].node
+    healthy = [s for s in scrapes(job, project.catalog, 0, 3) if s.target_labels["node"] == node]
+    failed = replace(healthy[1], payload="")
+    empty = replace(healthy[2], payload="\n")
+    points = Agent(config, job).run([healthy[0], failed, empty, healthy[3]])
+    flags = [(p.timestamp, p.value) for p in points if p.metric == "scrape_samples_post_metric_relabeling"]
+    assert flags == [(healthy[0].timestamp, 0.0), (failed.timestamp, 1.0), (empty.timestamp, 1.0),
+                     (healthy[3].timestamp, 0.0)]
+    assert {p.dimensions for p in points if p.metric == "scrape_samples_post_metric_relabeling"} == {
+        (("ClusterName", "gpu-cluster"), ("node", node))}
 
 
 @pytest.mark.parametrize("text, name, value, expected", [
@@ -192,9 +210,10 @@ def test_without_blanks_both_pipelines_publish_the_same_datapoints(project_dir):
             for p in per_instance} == {(m, node, gpu, "none") for m in device for node, gpu in gpus}
     # and the OTel pipeline's totals per scrape of each pod, in their own sets (test_cloudwatch_pod_totals.py)
     totals = [p for p in otel if {"pod_total", "pod_gpus"} & set(p.dims())]
-    # and no scrape of a healthy exporter's scrapes (each brought DCGM samples) is published
-    assert not [p for p in otel if p.metric.startswith(("up", "scrape_"))]
-    left_out, instances = set(totals), set(per_instance)  # (sets: the lists hold thousands of datapoints)
+    # and each exporter scrape's flag per node (0: it brought DCGM samples), for the data-missing rule's alarm per node
+    flags = [p for p in otel if p.metric.startswith(("up", "scrape_"))]
+    assert flags and {(p.metric, p.value) for p in flags} == {("scrape_samples_post_metric_relabeling", 0.0)}
+    left_out, instances = set(totals) | set(flags), set(per_instance)  # (sets: the lists hold thousands of datapoints)
     assert totals and [p for p in otel if p not in left_out] == [p for p in classic if p not in instances]
 
 
@@ -308,7 +327,7 @@ def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_f
     def ordered(*processors):
         def edit(otel):
             (pipeline,) = otel["service"]["pipelines"].values()
-            pipeline["processors"] = [*processors, "batch/gpudash"]
+            pipeline["processors"] = [*processors, "transform/gpudash", "batch/gpudash"]
         return edit
 
     for order, said in (
@@ -318,6 +337,22 @@ def test_a_filter_that_lets_a_pods_blank_sum_through_or_runs_before_the_totals_f
              "metricstransform/gpudash runs before filter/gpudash")):
         (finding,) = _findings(_edited(load_project(), ordered(*order)), "AG005")
         assert said in finding.message
+
+
+def test_a_pipeline_publishing_each_scrapes_sample_count_unflagged_fails():
+    """The per-node alarm sums each scrape's flag; without the transform it would sum sample counts (hundreds per
+    window) and fire on every healthy node."""
+    def unflagged(otel):
+        (pipeline,) = otel["service"]["pipelines"].values()
+        pipeline["processors"].remove("transform/gpudash")
+
+    def edited(otel):
+        otel["processors"]["transform/gpudash"]["metric_statements"][0]["statements"].pop()
+
+    for edit in (unflagged, edited):
+        (finding,) = _findings(_edited(load_project(), edit), "AG005")
+        assert "would sum sample counts" in finding.message and finding.severity == "error"
+        assert finding.where.endswith("transform/gpudash")
 
 
 def test_a_counter_blank_for_longer_than_awsemfs_memory_loses_one_delta_never_sends_the_total():
@@ -369,6 +404,9 @@ ACCEPTED = {
     "metricstransform": {"transforms"},
     "metricstransform.transforms": {"include", "match_type", "experimental_match_labels", "action", "new_name",
                                     "group_resource_labels", "aggregation_type", "submatch_case", "operations"},
+    # processor/transformprocessor config.go (Config, common.ContextStatements)
+    "transform": {"error_mode", "trace_statements", "metric_statements", "log_statements", "flatten_data"},
+    "transform.metric_statements": {"context", "conditions", "statements", "error_mode", "shared_cache"},
     "batch": {"timeout", "send_batch_size", "send_batch_max_size", "metadata_keys", "metadata_cardinality_limit"},
     "prometheus": {"config", "trim_metric_suffixes", "use_start_time_metric", "start_time_metric_regex",
                    "report_extra_scrape_metrics", "target_allocator"},

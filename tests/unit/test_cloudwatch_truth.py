@@ -426,7 +426,8 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(30.0 * k, _mig_payload(k), target_labels(job, "ip-10-0-1-3"))
                                      for k in range(-1, END // STEP)])
-    assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
+    # (and the scrape's flag of no GPU data per node, the data-missing alarm's)
+    assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "scrape_samples_post_metric_relabeling"}
     assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "GPU utilization by pod"]
     assert cloudwatch_eval.widget(properties, points, START, END) == {}

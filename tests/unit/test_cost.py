@@ -104,10 +104,10 @@ def test_emf_ingestion_and_storage_of_the_agents_log_group(project, project_dir)
     lines = _lines(result)
     # 500 GPUs held by a pod each, a node each (no --nodes): every 30 s per GPU an event of its 20 gauges (2.5 KB)
     # and two of its 5 counters (per pod, merged), per pod two of its totals, and kube-state-metrics' series (the
-    # filter drops up and scrape_*, but a scrape without DCGM samples: none while the exporters answer): about
-    # 228 GB a month
-    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1
-    assert 222 < lines["EMF log ingestion (GB)"]["quantity"] < 232
+    # filter drops up and scrape_*, but each scrape's flag of no GPU data, an event per node and one of
+    # kube-state-metrics'): about 246 GB a month
+    assert result["group_by"]["log_events"]["per_scrape"] == 3 * 500 + 2 * 500 + 1 + 500 + 1
+    assert 241 < lines["EMF log ingestion (GB)"]["quantity"] < 251
     longer = _lines(estimates(load_project(project_dir("agent:\n  log_retention_days: 30\n")), fleet))
     assert longer["EMF log storage (GB-month)"]["quantity"] == pytest.approx(
         lines["EMF log storage (GB-month)"]["quantity"] * 30 / 7)
