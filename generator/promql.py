@@ -286,14 +286,32 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     reading gives no value. The window is left-open (_left_open). A blank reading is left out, as the agent's
     filter drops it before its deltas: it adds nothing, and the reading after it counts from the reading before
     it (a window of blanks alone gives no value, as CloudWatch has no datapoint then).
-    The previous reading is read once (it is the costly part, a subquery per step): a delta is `r - (p or r)` where
-    not negative, else the reading `r` itself (a reset)."""
-    lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * _seconds(resolution)))
-    # the steps before this one (the subquery's steps sit on the grid of `resolution`, as this step does)
+    The GPU's readings are read once (each reading is the costly part: a subquery step per scrape interval, four
+    selectors per node spelling): `latest`, the latest clean reading within PREVIOUS_WITHIN (the step's own, else the
+    one before it), read at the step and just before it, gives each step's delta as irate() takes it from two points:
+    the later less the earlier, or the later itself where it is lower (a reset). A step without a reading repeats the
+    one before (a delta of 0); the reading after a blank or a missed scrape counts from the latest before it; the
+    first reading of a chain (none within PREVIOUS_WITHIN before it) has no earlier point and adds nothing. irate()
+    divides by the points' distance: it is a power of two seconds (_exact_gap), so the quotient times the distance
+    is the difference itself, to the bit. Against the form that read the previous reading apart (four readings per
+    step), two cases differ in having a value, not in a value: a window holding no reading, after one within
+    PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's first, at
+    its last step, gives no value (was 0)."""
+    seconds = _seconds(resolution)
+    lookback = max(PREVIOUS_WITHIN, 2 * seconds)
+    gap = _exact_gap(seconds)
     clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
-    previous = f"last_over_time({clean}[{lookback}:{resolution}] offset 1ms)"
-    delta = f"((({clean} - ({previous} or {clean})) >= 0) or {clean})"
+    # at a step t it holds the steps (t - lookback, t]; `gap` before t, the steps [t - lookback, t - step]: where the
+    # reading before t's is looked for (no step of the reading sits on the range's edge, on Prometheus 2 or 3)
+    latest = f"last_over_time({clean}[{lookback * 1000 - gap * 500}ms:{resolution}])"
+    delta = f"(irate({latest}[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
     return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
+
+
+def _exact_gap(seconds: int) -> int:
+    """The largest power of two seconds that divides a step of `seconds`: a rate over two points that far apart, times
+    that distance, is the points' difference to the bit (a division and a multiplication by a power of two)."""
+    return seconds & -seconds
 
 
 def _left_open(window: str) -> str:

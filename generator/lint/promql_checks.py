@@ -83,19 +83,18 @@ def _ranged(stack: list) -> int | None:
 
 
 def _sums_deltas(node) -> bool:
-    """`sum_over_time((((r - (p or r)) >= 0) or r)[w:step])`: a counter's increase as promql.summed_deltas writes it
-    (each reading less the one before it, or the reading itself after a reset)."""
+    """`sum_over_time((irate(last_over_time(r[...])[gap:gap]) * gap)[w:step])`: a counter's increase as
+    promql.summed_deltas writes it (each step's reading less the one before it, or the reading itself after a reset)."""
     import promql_parser
 
     if not (isinstance(node, promql_parser.Call) and node.func.name == "sum_over_time" and node.args
             and isinstance(node.args[0], promql_parser.SubqueryExpr)):
         return False
     inner = _unwrapped(node.args[0].expr)
-    if not (isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "or"):
-        return False
-    grown = _unwrapped(inner.lhs)
-    return (isinstance(grown, promql_parser.BinaryExpr) and str(grown.op) == ">="
-            and isinstance(_unwrapped(grown.lhs), promql_parser.BinaryExpr) and str(_unwrapped(grown.lhs).op) == "-")
+    if isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "*":
+        inner = _unwrapped(inner.lhs)
+    return (isinstance(inner, promql_parser.Call) and inner.func.name == "irate" and bool(inner.args)
+            and isinstance(inner.args[0], promql_parser.SubqueryExpr))
 
 
 def _unwrapped(node):

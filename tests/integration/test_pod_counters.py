@@ -255,7 +255,7 @@ def test_a_per_pod_counter_rule_reads_the_pods_growth_since_its_reading_before_t
                   Condition(Query(REPLAYS, "max", ("pod",), as_increase=True), ">", 0))
     expr, threshold = re.fullmatch(r"(.*) > (\d+)", prometheus_expression(alarm, project.catalog, project.settings),
                                    re.S).groups()
-    assert threshold == "0" and "[5m:5s]" in expr
+    assert threshold == "0" and "[299999ms:5s]" in expr
     for instant in range(7 * 60 + 7, SCRAPES * STEP, STEP):
         at = start + instant
         wrong = _wrong(_shown(prometheus, expr, at), truth(REPLAYS, start, at, 300, "exact"))

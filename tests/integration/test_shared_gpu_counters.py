@@ -250,7 +250,7 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     (rule,) = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
                for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
     expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
-    assert threshold == "50" and "[5m:5s]" in expr
+    assert threshold == "50" and "[299999ms:5s]" in expr
     edges = set()
     shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, EVERY_SCRAPE)
     assert len(shown) == EVERY_SCRAPE[0][2]
