@@ -75,6 +75,23 @@ def _description(alarm: Alarm, note: str = "") -> str:
     return _fitted(f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook}", alarm, note)
 
 
+def stale_note(alarm: Alarm) -> str:
+    """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
+    is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
+    is missing"; TreatMissingData is not used while the range holds enough of them), of a length AWS does not publish,
+    and no math can fill a GROUP BY query's contributors (tests/integration/test_stale_alarm_twins.py)."""
+    who = "a pod" if alarm.per_pod else "a GPU"
+    return (f" On CloudWatch: {who} whose data stops in ALARM (exporter, node or pod gone) stays so while its last "
+            f"datapoints are in the alarm's evaluation range (a few periods, its length unpublished); the rule clears "
+            f"once its window is empty.")
+
+
+def _stale_clause(alarm: Alarm) -> str:
+    """stale_note in a few words, after another note on CloudWatch (a description has 1,024 characters)."""
+    return f"; {'a pod' if alarm.per_pod else 'a GPU'} whose data stops in ALARM stays so while its last datapoints " \
+           f"are in the evaluation range"
+
+
 def _common(alarm: Alarm, settings: Settings, name: str, description: str | None = None) -> dict[str, Any]:
     condition = cloudwatch_condition(alarm, settings)
     actions = list(getattr(settings.alarms.actions, alarm.severity))
@@ -336,15 +353,16 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    description = _description(alarm)
+    stale = stale_note(alarm)
+    description = _description(alarm, stale)
     label = alarm.title
     if mig:
         label += " (MIG instances)"
         description = _description(alarm, f" On GPUs split into MIG instances, which report no "
                                           f"{condition.query.metric}: {form.stand_in} below {threshold:g} (the same "
-                                          f"share as a ratio).")
+                                          f"share as a ratio).{stale}")
     elif MIG_INSTANCE_LABEL in plan_.group:  # a counter's increase per GPU instance (cloudwatch_query)
-        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings)}.")
+        description = _description(alarm, f" On CloudWatch: {instance_contributors(settings)}{_stale_clause(alarm)}.")
     before, after = plan_.around_cluster(settings, ORDER[condition.comparison])
 
     def request(cluster: Cluster | None) -> dict[str, Any]:
@@ -380,7 +398,8 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                          f"{', '.join(unknown)} for pod {entry}", where=alarm.defined_at,
                          hint=f"keep cloudwatch.dimensions to {CLUSTER_DIMENSION}, namespace, pod, or use "
                               "alarms.per_pod: group_by")
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)))
+    request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)),
+                      _description(alarm, stale_note(alarm)))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch.namespace,

@@ -302,5 +302,7 @@ def test_a_remap_first_seen_after_a_failed_scrape_fires_on_otel_and_is_stated_on
         assert "a failed scrape" in note and "an increase first seen after a failed scrape is missed" in note
         assert [f.severity for f in lint_project(project) if f.rule == "AL015"] == ["warning"] * 2
         assert "an increase is not counted across a failed scrape" in request["AlarmDescription"]
-        assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith("leaves).")
+        assert len(request["AlarmDescription"]) <= 1024 and request["AlarmDescription"].endswith(
+            "its last pod leaves); a GPU whose data stops in ALARM stays so while its last datapoints are in the "
+            "evaluation range.")
         assert said(header(files, path), "Rows remapped (uncorrectable)", told)

@@ -1,0 +1,144 @@
+"""A GPU (or a pod's GPU) in ALARM whose data stops for good: its exporter, node or pod gone.
+
+The Prometheus rule clears once its window holds no reading. A CloudWatch alarm retrieves more periods than its
+EvaluationPeriods (its evaluation range, of a length AWS does not publish) and judges the most recent real datapoints
+it finds there, whatever TreatMissingData says (user guide, "How alarm state is evaluated when data is missing";
+tests/support/cloudwatch_eval.py): its contributor stays in ALARM after the rule cleared, for as long as its last
+breaching datapoints are in the range. No expression can change that for a GROUP BY alarm (CloudWatch allows no math
+on its query, so no FILL per contributor), and no rule can follow a range whose length is unknown: it is a stated
+limit (each alarm's description, the README's "The evaluation range"), pinned here for each health rule whose
+alarm judges a GPU or a pod's GPU, minute by minute after the stop, at every plausible length of the range: in ALARM at
+every length after the rule cleared, and bounded, no length in ALARM once the range's longest plausible length
+(EvaluationPeriods + cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The data-missing alarm pages for the
+stop (test_data_missing.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.integration.test_gauge_twins import OLD, STEP, Source, _text
+from tests.integration.test_prometheus_rules import _expected, _groups, _promtool_test
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+
+STOP = 2400  # the last scrape answers at t = 2370 s (minute 39.5); nothing after
+LAST_MINUTE = 100
+NODE = "ip-10-0-1-1"
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    metric: str
+    kind: str  # gauge or counter
+    reading: Callable[[int], float]  # scrape k's reading (k * STEP < STOP)
+    per_pod: bool  # the alarm's contributors are pods (namespace, pod), else GPUs (node, gpu)
+    also: tuple[str, ...] = ()  # other rules its readings fire (90 °C is high too)
+
+
+CASES = {
+    "temp-critical": Case("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", "gauge", lambda k: 90.0, False,
+                          also=("gpu-temp-high",)),
+    "temp-high": Case("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", "gauge", lambda k: 85.0, False),
+    "xid-error": Case("xid-error", "DCGM_FI_DEV_XID_ERRORS", "gauge", lambda k: 43.0 if k >= 6 else 0.0, False),
+    "row-remap-failure": Case("row-remap-failure", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", lambda k: 1.0, False),
+    "pcie-replays": Case("pcie-replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", lambda k: 20.0 * k, False),
+    "framebuffer-full": Case("framebuffer-full", "DCGM_FI_DEV_FB_FREE", "gauge", lambda k: 500.0, True),
+    "gpu-idle": Case("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", "gauge", lambda k: 0.0, True),
+}
+
+
+@pytest.fixture(scope="module")
+def files():
+    return encode(build(load_project()))
+
+
+def _request(files, case: Case) -> dict:
+    return next(a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if {"Key": "gpudash:rule", "Value": case.rule} in a["Request"]["Tags"]
+                and case.metric in json.dumps(a["Request"]["Metrics"]))
+
+
+def _points(files, case: Case) -> list:
+    """What the agent publishes of the GPU's scrapes until the stop (the generated agent configuration)."""
+    config, job = agent_config(files[next(f for f in files if f.startswith("k8s/cwagent-prometheus-config"))])
+    source = Source(("ip-10-0-1-1", OLD[1]))
+    target = target_labels(job, NODE)
+    target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
+                                                  ("instance", source.exporter[1])) if key in target})
+    scrapes = [Scrape(float(k * STEP), f"# TYPE {case.metric} {case.kind}\n"
+                                       f"{case.metric}{{{source.labels()}}} {_text(case.reading(k))}\n", target)
+               for k in range(STOP // STEP)]
+    return Agent(config, job).run(scrapes)
+
+
+def _states(request: dict, points: list, contributor: dict) -> dict[int, set[str]]:
+    """{minute: the contributor's states over the plausible lengths of the evaluation range} ({"none"}: the alarm
+    returns no such contributor)."""
+    result = {}
+    for minute in range(STOP // 60 - 1, LAST_MINUTE + 1):
+        ranges = cloudwatch_eval.alarm_ranges(request, points, minute * 60 + 1)
+        found = [judged for key, judged in ranges.items() if dict(key) == contributor]
+        result[minute] = set(found[0].values()) if found else {"none"}
+    return result
+
+
+def _rule_clears(files, tmp_path) -> dict[str, int]:
+    """{case: the first minute after the stop at which its rule no longer fires}: every case's GPU under its own node
+    (and pod) in one promtool run, the alert expected while the case's window holds a reading."""
+    from tests.integration.test_prometheus_rules import _rule
+
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in _groups(files["prometheus/rules.yaml"].decode())
+              for r in g["rules"]}
+    series, labels = [], {}
+    for i, (name, case) in enumerate(CASES.items()):
+        source = Source(("ip-10-0-1-1", OLD[1]), pod=f"p{i}")
+        text = source.labels().replace('namespace="ml"', f'namespace="ml{i}"')
+        values = " ".join(_text(case.reading(k)) for k in range(STOP // STEP))
+        series.append({"series": f'{case.metric}{{{text},node="n{i}",instance="{OLD[1]}"}}', "values": values})
+        labels[name] = {"namespace": f"ml{i}", "pod": f"p{i}"} if case.per_pod else {"node": f"n{i}", "gpu": "0"}
+    assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
+    clears = dict.fromkeys(CASES, STOP // 60 + 5)  # the latest 5 minutes hold no reading
+    cases = [{"eval_time": f"{minute}m", "alertname": alert,
+              "exp_alerts": [_expected(tmp_path, alert, **labels[n]) for n, c in CASES.items()
+                             if alert in {alerts[r] for r in (c.rule, *c.also)} and minute < clears[n]]}
+             for minute in sorted({STOP // 60 - 1, *clears.values()}) for alert in dict.fromkeys(alerts[c.rule]
+                                                                                              for c in CASES.values())]
+    _promtool_test(tmp_path, "stale.yaml", [{"interval": f"{STEP}s", "input_series": series,
+                                             "alert_rule_test": cases}], evaluation_interval="1m")
+    return clears
+
+
+def test_each_rule_clears_once_its_window_holds_no_reading(files, tmp_path):
+    """The twin's side: each rule fires before the stop and no longer once its latest 5 minutes hold no reading (the
+    temperature-high rule wants readings in both its periods, the idle rule in its latest window)."""
+    assert _rule_clears(files, tmp_path)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_stopped_gpus_alarm_stays_in_alarm_while_its_last_datapoints_are_in_the_evaluation_range(files, name):
+    case = CASES[name]
+    request = _request(files, case)
+    contributor = {"namespace": "ml", "pod": "a"} if case.per_pod else {"node": NODE, "gpu": "0"}
+    states = _states(request, _points(files, case), contributor)
+    period = request["Metrics"][0]["Period"]
+    assert states[STOP // 60 - 1] == {"ALARM"}, states  # firing before the stop
+    # after the rule cleared (test_each_rule_clears_once_its_window_holds_no_reading), ALARM at every plausible
+    # length of the range for at least a minute: the stated limit
+    stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and s == {"ALARM"}]
+    assert stale, states
+    # and bounded: once the longest plausible range holds no datapoint, no length is in ALARM
+    bound = STOP // 60 + (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period // 60 + 1
+    assert all("ALARM" not in s for m, s in states.items() if m >= bound), states
+    # the description says so
+    assert "evaluation range" in request["AlarmDescription"], request["AlarmDescription"]
