@@ -164,6 +164,43 @@ def botocore_models_read_once():
     botocore.hooks.accepts_kwargs = original_accepts
 
 
+@pytest.fixture(autouse=True, scope="session")
+def definitions_compiled_once_per_text():
+    """Each in-process CLI run compiles every definition file from its source (generator/definitions.py:
+    never Python's bytecode cache) and parses its syntax tree again for the line of each `dashboards(ctx)`
+    return: the same few bundled files, hundreds of times in a worker (a tenth of a publishing test's CPU).
+    Here the code and the tree of a file are kept by its exact bytes and name: a file edited, even within
+    the same second at the same size, is compiled and parsed anew; a file that does not compile still
+    raises every time (nothing is kept). The trees are only read."""
+    from generator import definitions
+
+    codes: dict = {}
+    trees: dict = {}
+    parse = definitions._syntax_tree
+
+    def compiled(source, filename, mode, flags=0, dont_inherit=False, *args, **kwargs):
+        key = (source, filename, mode, flags, dont_inherit, args, tuple(sorted(kwargs.items())))
+        if key not in codes:
+            if len(codes) > 512:  # generated sources (hypothesis) must not grow it without bound
+                codes.clear()
+            codes[key] = compile(source, filename, mode, flags, dont_inherit, *args, **kwargs)
+        return codes[key]
+
+    def syntax_tree(path):
+        key = (str(path), Path(path).read_bytes())
+        if key not in trees:
+            if len(trees) > 512:
+                trees.clear()
+            trees[key] = parse(path)
+        return trees[key]
+
+    definitions.compile = compiled  # the module's name `compile` (a global) before the builtin
+    definitions._syntax_tree = syntax_tree
+    yield
+    del definitions.compile
+    definitions._syntax_tree = parse
+
+
 _DEFAULT_DESIRED: list = []
 
 
