@@ -11,7 +11,8 @@ from generator.panels import per_gpu
 def dashboards(ctx):
     rows = []
     for family, metrics in ctx.catalog.by_family().items():
-        panels = [per_gpu(metric.name, metric.name.removeprefix("DCGM_FI_").removeprefix("DCGM_"), width=8)
+        panels = [per_gpu(metric.name, metric.name.removeprefix("DCGM_FI_").removeprefix("DCGM_"), width=8,
+                          aggregation="max" if metric.unit_key == "state" else "avg")  # a state: the worst, no mean
                   for metric in metrics]
         rows.append(Row(family.capitalize(), panels))
     yield Dashboard(

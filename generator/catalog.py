@@ -71,14 +71,59 @@ FIELD_LABELS = {
 
 
 @dataclass(frozen=True)
+class Semantics:
+    """What a field's readings mean, where the counters CSV's type or help text says otherwise: `kind`, the
+    Prometheus type of the meaning (a state or a count over a window is a gauge whatever the CSV types it;
+    charted as it reads, never as a rate); `unit`, a key of units.UNITS; `source`, where the fact comes from."""
+    kind: str | None
+    unit: str | None
+    source: str
+
+
+# The one table of field meanings that override the CSV. The exporter writes the CSV's type in `# TYPE` (and
+# the CloudWatch agent turns a `counter` into deltas: render/agent_otel.py turns these back into gauges); the
+# charts, rules, alarms and the agent's publishing follow the meaning. Sources: dcgm-exporter etc/*.csv
+# (default-counters.csv types the DCGM_EXP_* fields `counter`, dcp-metrics-included.csv types the windowed
+# counts `gauge`), its internal/pkg/collector expcollector.go (`GetValuesSince(now - windowSize)`: a count of
+# the last window, with label window_size_in_ms), DCGM's health results (dcgm_structs.h dcgmHealthWatchResult_t:
+# 0 pass, 10 warn, 20 fail) and DCGM's field list (dcgm_fields.h).
+_WINDOW = "a count over the exporter's sliding window (expcollector.go GetValuesSince(now - window)): it falls back " \
+          "when the window passes; dcp-metrics-included.csv types it gauge, default-counters.csv counter"
+FIELD_SEMANTICS: dict[str, Semantics] = {
+    "DCGM_EXP_GPU_HEALTH_STATUS": Semantics("gauge", "state", "DCGM's health result per watched system (0 pass, "
+                                            "10 warn, 20 fail): a state, typed counter in default-counters.csv"),
+    "DCGM_EXP_P2P_STATUS": Semantics("gauge", "state", "a status code of the GPU's P2P NVLink links ('P2P NvLink "
+                                     "status'): a state, typed counter in default-counters.csv"),
+    "DCGM_EXP_XID_ERRORS_COUNT": Semantics("gauge", "count", _WINDOW),
+    "DCGM_EXP_CLOCK_EVENTS_COUNT": Semantics("gauge", "count", _WINDOW),
+    "DCGM_FI_DEV_RETIRED_PENDING": Semantics("gauge", "count", "pages pending retirement now: a level that falls to 0 "
+                                             "when they retire at the next GPU reset; typed counter in the exporter's "
+                                             "CSVs"),
+}
+
+
+@dataclass(frozen=True)
 class Metric:
-    """One field of the counters CSV: name, Prometheus type, help text and unit."""
+    """One field of the counters CSV: name, Prometheus type (of the field's meaning: FIELD_SEMANTICS), help text
+    and unit; `csv_kind` is the type the CSV gives, which the exporter writes in `# TYPE`."""
     name: str
     kind: str
     help: str
     unit_key: str
     family: str
     line: int
+    csv_kind: str = ""
+
+    @property
+    def exported_kind(self) -> str:
+        """The type the exporter serves the field as (`# TYPE`): the CSV's."""
+        return self.csv_kind or self.kind
+
+    @property
+    def retyped(self) -> bool:
+        """True when the exporter serves a counter whose meaning is a gauge: the CloudWatch agent must not turn it
+        into deltas."""
+        return self.exported_kind == "counter" and self.kind != "counter"
 
     @property
     def unit(self) -> Unit:
@@ -243,16 +288,18 @@ def parse_counters(text: str, source: str = "<counters>") -> Catalog:
                              hint="use a lower-case Prometheus type from that list")
         if name in seen:
             first = seen[name]
-            if first.kind != kind:
-                raise InputError(f"{name} is listed twice with different types ({first.kind} at line "
+            if first.csv_kind != kind:
+                raise InputError(f"{name} is listed twice with different types ({first.csv_kind} at line "
                                  f"{first.line}, {kind} here)", where=where,
                                  hint="keep one of the two lines")
             # NVIDIA's own 1.x compatibility file repeats a field with the same type: the first line
             # wins, and `gpudash lint` reports the repeat (rule CSV001) so it gets cleaned up.
             repeats.append(f"{where}: {name} repeats line {first.line}; the first line wins")
             continue
-        metric = Metric(name=name, kind=kind, help=help_text, unit_key=infer_unit(name, help_text),
-                        family=infer_family(name), line=number)
+        meaning = FIELD_SEMANTICS.get(name, Semantics(None, None, ""))
+        metric = Metric(name=name, kind=meaning.kind if meaning.kind and kind in ("gauge", "counter") else kind,
+                        help=help_text, unit_key=meaning.unit or infer_unit(name, help_text),
+                        family=infer_family(name), line=number, csv_kind=kind)
         seen[name] = metric
         metrics.append(metric)
     if not metrics:

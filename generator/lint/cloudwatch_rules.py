@@ -629,12 +629,47 @@ def widget_mixed_shares(subject: LintInput) -> Iterable[Finding]:
     yield from _per_widget(subject, "CW017", "error", _mixed_shares, MIXED_SHARES)
 
 
+def _per_alarm(subject: LintInput, rule: str, severity: str, fields_of, message: str) -> Iterable[Finding]:
+    """A finding per alarm whose expressions `fields_of` names fields of (`message` names them)."""
+    for item in subject.alarms:
+        fields = fields_of(subject, (str(m.get("Expression", "")) for m in item.request.get("Metrics", [])))
+        if fields:
+            yield Finding(rule, severity, _alarm_where(item), message.format(", ".join(fields)))
+
+
 def alarm_mixed_shares(subject: LintInput) -> Iterable[Finding]:
     """The same for an alarm (an error per alarm)."""
-    for item in subject.alarms:
-        fields = _mixed_shares(subject, (str(m.get("Expression", "")) for m in item.request.get("Metrics", [])))
-        if fields:
-            yield Finding("AL014", "error", _alarm_where(item), MIXED_SHARES.format(", ".join(fields)))
+    yield from _per_alarm(subject, "AL014", "error", _mixed_shares, MIXED_SHARES)
+
+
+def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
+    """The fields `expressions` read whose readings are states or windowed counts that the exporter serves as
+    counters (catalog.FIELD_SEMANTICS), when the agent's JSON path publishes: it turns every counter into deltas."""
+    if not _classic(subject):
+        return []
+    fields = set()
+    for expression in expressions:
+        query = _parsed(expression) if is_query(expression) else None
+        if query is not None and query.metric in subject.catalog and subject.catalog.get(query.metric).retyped:
+            fields.add(query.metric)
+    return sorted(fields)
+
+
+RETYPED = ("{} reads a state or a count over the exporter's window, but the counters CSV types it counter, so the "
+           "exporter serves it as one and the agent's JSON path (agent.pipeline: classic) would publish differences "
+           "between readings (a GPU failing all along reads 0): gpudash does not ship it on that path, and this reads "
+           "nothing. Use agent.pipeline: otel (agent 1.300066.0 or later), which publishes the readings, or type the "
+           "field gauge in the counters CSV")
+
+
+def widget_retyped(subject: LintInput) -> Iterable[Finding]:
+    """On agent.pipeline: classic, a widget reading a state the exporter serves as a counter (an error per widget)."""
+    yield from _per_widget(subject, "CW018", "error", _retyped, RETYPED)
+
+
+def alarm_retyped(subject: LintInput) -> Iterable[Finding]:
+    """The same for an alarm (an error per alarm)."""
+    yield from _per_alarm(subject, "AL016", "error", _retyped, RETYPED)
 
 
 MATH_ALARM_METRICS = 10  # an alarm on a metric-math expression reads at most 10 metrics (user guide)
@@ -748,6 +783,8 @@ RULES = (
          widget_shared_counters),
     Rule("CW017", "with exporter.virtual_gpus, no widget reads GPU utilization or framebuffer used outside the per-pod "
                   "dimensions on agent.pipeline: classic", widget_mixed_shares),
+    Rule("CW018", "no widget reads a state the exporter serves as a counter (health, windowed counts) on "
+                  "agent.pipeline: classic, which would publish its differences", widget_retyped),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),
@@ -765,6 +802,8 @@ RULES = (
     Rule("AL015", "alarms summing a counter per GPU miss, on agent.pipeline: classic, the increase between two scrapes "
                   "no one series of the GPU spans and across a failed scrape (a warning per alarm: it may stay OK where its "
                   "Prometheus twin fires)", alarm_copy_changes),
+    Rule("AL016", "no alarm reads a state the exporter serves as a counter on agent.pipeline: classic",
+         alarm_retyped),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
 )

@@ -44,9 +44,13 @@ def log_group(cluster: Cluster) -> str:
 
 
 def selected_metrics(catalog: Catalog, settings: Settings, used: Iterable[str]) -> list[str]:
-    """The DCGM fields the agent ships: all series in the CSV, or only those used."""
+    """The DCGM fields the agent ships: all series in the CSV, or only those used. On agent.pipeline: classic, not the
+    states the exporter serves as counters (catalog.Metric.retyped): that path publishes a counter's differences
+    (lint CW018, AL016)."""
     wanted = set(used) if settings.agent.metric_selection == "used" else None
-    return [m.name for m in catalog if m.kind in KEPT_KINDS and (wanted is None or m.name in wanted)]
+    classic = settings.agent.pipeline == "classic"
+    return [m.name for m in catalog if m.kind in KEPT_KINDS and (wanted is None or m.name in wanted)
+            and not (classic and m.retyped)]
 
 
 def metric_selectors(names: list[str]) -> list[str]:

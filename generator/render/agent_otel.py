@@ -4,12 +4,17 @@ The agent's JSON `prometheus` section publishes every scraped value: its scraper
 and infinities, so DCGM's blank sentinels reach CloudWatch, where no alarm can drop them and a
 counter coming back from one is sent as its whole running total. This pipeline drops them first:
 
-    prometheus/gpudash -> metricstransform/gpudash-pods -> filter/gpudash -> metricstransform/gpudash
-        -> transform/gpudash -> batch/gpudash -> awsemf/gpudash
+    prometheus/gpudash -> transform/gpudash-gauges -> metricstransform/gpudash-pods -> filter/gpudash
+        -> metricstransform/gpudash -> transform/gpudash -> batch/gpudash -> awsemf/gpudash
 
 * the receiver runs the scrape jobs of prometheus.yaml (render/scrape.py), each with one more
   target label, `ClusterName` (the JSON path's `cluster_name`); a `$` is escaped (see `escaped`), as
   the agent expands `$` in its collector configuration twice;
+* transform/gpudash-gauges (only when such a field is shipped) makes a Gauge of each field the exporter serves as a
+  counter although its readings are a state or a count over a window (catalog.FIELD_SEMANTICS: DCGM's health
+  status, a count of XIDs in the exporter's window, ...): awsemf would send the difference between two readings
+  of a state (0 for a GPU failing all along); OTTL's convert_sum_to_gauge() in the metric context (the
+  transform processor, in the agent since 1.300025.0);
 * metricstransform/gpudash-pods makes, from each scrape, each pod's total of the gauges the by-pod panels
   sum or count (see `pod_totals`), from every point the exporter served, blanks included;
 * the filter drops each datapoint of a shipped DCGM field at or above the field's blank floor
@@ -35,7 +40,8 @@ counter coming back from one is sent as its whole running total. This pipeline d
 
 The agent (1.300048.0 and later) passes every `*.yaml` file of /etc/cwagentconfig, where the
 `prometheus-cwagentconfig` ConfigMap is mounted, to its collector with `-otelconfig`, merged with its
-own; every name here carries the suffix `gpudash` (`gpudash-pods`: a second metricstransform), so none
+own; every name here carries the suffix `gpudash` (`gpudash-pods`: a second metricstransform, `gpudash-gauges` a
+second transform), so none
 collides with the agent's own pipelines.
 The JSON config then holds no pipeline, which the agent's translator accepts: it writes no
 amazon-cloudwatch-agent.yaml. The agent's merge skips that missing file from 1.300066.0 on
@@ -58,6 +64,7 @@ OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/
 SUFFIX = "gpudash"
 RECEIVER, FILTER, MERGE, BATCH, EXPORTER = (f"{kind}/{SUFFIX}" for kind in
                                             ("prometheus", "filter", "metricstransform", "batch", "awsemf"))
+RETYPE = f"transform/{SUFFIX}-gauges"  # the exporter's counters that are states or windowed counts, made gauges first
 PIPELINE = f"metrics/{SUFFIX}"
 TOTALS = f"metricstransform/{SUFFIX}-pods"  # the pods' totals per scrape, made before the filter (pod_totals)
 READS_YAML_VERSION = "1.300048.0"  # the first release that reads *.yaml from /etc/cwagentconfig
@@ -148,6 +155,16 @@ def scrape_series(declarations: list[dict[str, Any]]) -> str:
 def no_data_flag() -> dict[str, Any]:
     """The transform processor that makes each scrape's kept sample count a flag: 1 brought no DCGM sample, else 0."""
     return {"error_mode": "ignore", "metric_statements": [{"context": "datapoint", "statements": NO_DATA_FLAG}]}
+
+
+def retyped(catalog: Catalog, shipped: Iterable[str]) -> dict[str, Any] | None:
+    """The transform processor that makes a Gauge of each shipped field the exporter serves as a counter but whose
+    readings are a state or a windowed count (catalog.Metric.retyped); None when none is shipped."""
+    names = [n for n in shipped if n in catalog and catalog.get(n).retyped]
+    if not names:
+        return None
+    return {"error_mode": "ignore", "metric_statements": [{"context": "metric", "statements": [
+        f'convert_sum_to_gauge() where IsMatch(name, "^(?:{"|".join(names)})$")']}]}
 
 
 def blank_conditions(catalog: Catalog, names: Iterable[str], prefix: str = "") -> list[str]:
@@ -471,7 +488,9 @@ class Pipeline:
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
         totals = pod_totals(catalog, declarations, pod_copies(catalog, settings, declarations, shipped))
-        self.processors = {TOTALS: escaped({"transforms": totals})} if totals else {}
+        gauges = retyped(catalog, shipped)
+        self.processors = {RETYPE: gauges} if gauges else {}
+        self.processors.update({TOTALS: escaped({"transforms": totals})} if totals else {})
         stale = stale_device_readings([n for n in shipped if n in PER_PROCESS_FIELDS]
                                       if settings.exporter.virtual_gpus else [])
         self.processors[FILTER] = {"error_mode": "ignore", "metrics": {"datapoint": [

@@ -1,6 +1,6 @@
 """A small model of the CloudWatch agent's OpenTelemetry path that gpudash writes
-(prometheus receiver -> its processors, in the order the pipeline lists them: filter, metricstransform,
-transform -> awsemf), run on the GENERATED collector configuration.
+(prometheus receiver -> its processors, in the order the pipeline lists them: transform (gauges), filter,
+metricstransform, transform (the no-data flag) -> awsemf), run on the GENERATED collector configuration.
 
 What it does with each scrape, as the sources document it (opentelemetry-collector-contrib, the
 amazon-contributing fork the agent builds: receiver/prometheusreceiver, processor/filterprocessor,
@@ -16,6 +16,8 @@ at v0.124.1, which the agent bundles from 1.300066.0 on, with internal/coreinter
   Gauge, a counter a cumulative Sum; a series of the target's previous scrape that this one lacks gets a
   staleness marker (a point without value, flagged NoRecordedValue) after the scrape's samples, and a failed
   scrape (a payload of "") marks every series so;
+* the first transform processor (transform/gpudash-gauges) runs OTTL's convert_sum_to_gauge() on the metrics its
+  condition names (a Sum becomes a Gauge: awsemf publishes its readings, not their differences, see _sums_to_gauges);
 * the filter processor drops a datapoint for which any of `metrics.datapoint` holds: the OTTL
   conditions are parsed from the configuration and evaluated here (the subset gpudash writes:
   IsMatch, metric.name, value_double, flags (1 for a staleness marker), comparisons, and / or / not, parentheses);
@@ -632,6 +634,8 @@ def _statements(config: dict):
     per datapoint). A staleness marker (no value) keeps its NoRecordedValue flag whatever is set, and awsemf drops it:
     it stays a marker here."""
     (group,) = config["metric_statements"]
+    if group["context"] == "metric":
+        return _sums_to_gauges(group)
     assert group["context"] == "datapoint", group
     parsed = []
     for text in group["statements"]:
@@ -651,5 +655,25 @@ def _statements(config: dict):
                 points.append((labels, value))
             result.append(_Metric(metric.name, metric.kind, points))
         return result
+
+    return apply
+
+
+_SUM_TO_GAUGE = re.compile(r'convert_sum_to_gauge\(\) where IsMatch\(name, "((?:[^"\\]|\\.)*)"\)')
+
+
+def _sums_to_gauges(group: dict):
+    """transformprocessor's metric statements (the subset gpudash writes: OTTL's convert_sum_to_gauge() where the
+    metric's name matches a regexp, IsMatch: RE2, unanchored) as a function of a resource's metrics: a matching Sum,
+    of either temporality, becomes a Gauge of the same points; any other metric is left as it is."""
+    patterns = []
+    for statement in group["statements"]:
+        match = _SUM_TO_GAUGE.fullmatch(statement)
+        assert match, f"OTTL statement the model does not read: {statement!r}"
+        patterns.append(re.compile(match[1].replace('\\"', '"')))
+
+    def apply(metrics: list[_Metric]) -> list[_Metric]:
+        return [_Metric(m.name, "gauge", m.points) if m.kind == "counter" and any(p.search(m.name) for p in patterns)
+                else m for m in metrics]
 
     return apply

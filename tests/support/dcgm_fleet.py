@@ -77,7 +77,7 @@ def payload(node: str, k: int, catalog, gpus=FLEET) -> str:
         on_node = [g for g in gpus if g.node == node]
         if not on_node:
             continue
-        lines += [f"# HELP {metric.name} {metric.help}", f"# TYPE {metric.name} {metric.kind}"]
+        lines += [f"# HELP {metric.name} {metric.help}", f"# TYPE {metric.name} {metric.exported_kind}"]
         for gpu in on_node:
             labels = {"gpu": str(gpu.index), "UUID": f"GPU-{node}-{gpu.index}", "device": f"nvidia{gpu.index}",
                       "modelName": "NVIDIA A10G", "Hostname": f"nvidia-dcgm-exporter-{node[-1]}",

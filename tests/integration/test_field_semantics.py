@@ -1,0 +1,220 @@
+"""Fields the exporter serves as counters whose readings are states or counts over a window are charted as they read,
+on Grafana (a real Prometheus) and on CloudWatch (the agent model, the widget evaluator).
+
+dcgm-exporter's etc/default-counters.csv types DCGM_EXP_GPU_HEALTH_STATUS, DCGM_EXP_P2P_STATUS,
+DCGM_EXP_XID_ERRORS_COUNT and DCGM_EXP_CLOCK_EVENTS_COUNT `counter` (commented lines a user uncomments), and the
+exporter's CSVs type DCGM_FI_DEV_RETIRED_PENDING `counter`: the exporter writes that type in `# TYPE`. A rate or a
+delta of a state is 0 while the state holds (a GPU failing all hour read 0). The CSV here is the bundled one with
+those lines added, as the exporter writes them.
+
+One node, an hour of 30 s scrapes (15 s past each half minute): GPU 0's memory health reads 20 (fail) from minute 10 on
+while its PCIe health reads 0; GPU 1's PCIe health reads 10 (warn) from minute 30 to 40, 0 otherwise; GPU 1's P2P
+status reads 2 all hour; GPU 0 had XID 79 at minute 20, which the exporter counts in its 5-minute window (1 from minute
+20 to 25, then 0); GPU 1 has 2 pages pending retirement from minute 5 to minute 50 (they retire at a reset).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build, grafana_dashboards
+from generator.output import encode
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.lint.runner import lint_project
+from generator.resources import default_counters
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import target_labels
+from tests.support.prometheus_server import backfilled as backfilled_prometheus
+
+STEP, SCRAPES, OFFSET = 30, 120, 15
+NODE = "gpu-node-1"
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+HEALTH, P2P = "DCGM_EXP_GPU_HEALTH_STATUS", "DCGM_EXP_P2P_STATUS"
+XIDS, EVENTS, PENDING = "DCGM_EXP_XID_ERRORS_COUNT", "DCGM_EXP_CLOCK_EVENTS_COUNT", "DCGM_FI_DEV_RETIRED_PENDING"
+ADDED = (f"{EVENTS}, counter, reported clock events\n{XIDS}, counter, reported XIDs during last window\n"
+         f"{HEALTH}, counter, DCGM reported health status\n{P2P}, counter, P2P NvLink status\n"
+         f"{PENDING}, counter, Total number of pages pending retirement.\n")
+
+
+def readings(minute: float) -> list[tuple[str, int, str, int]]:
+    """(field, GPU, its own labels, value) of every series at `minute`."""
+    return [
+        (HEALTH, 0, 'health_watch="memory",health_error_code="DCGM_FR_VOLATILE_DBE_DETECTED"', 20 if minute >= 10 else 0),
+        (HEALTH, 0, 'health_watch="pcie",health_error_code="DCGM_FR_OK"', 0),
+        (HEALTH, 1, 'health_watch="memory",health_error_code="DCGM_FR_OK"', 0),
+        (HEALTH, 1, 'health_watch="pcie",health_error_code="DCGM_FR_PCI_REPLAY_RATE"', 10 if 30 <= minute < 40 else 0),
+        (P2P, 0, "", 0), (P2P, 1, "", 2),
+        (XIDS, 0, 'xid="79",window_size_in_ms="300000"', 1 if 20 <= minute < 25 else 0),
+        (EVENTS, 0, 'clock_event="sw_power_cap",window_size_in_ms="300000"', 0),
+        (PENDING, 0, "", 0), (PENDING, 1, "", 2 if 5 <= minute < 50 else 0),
+    ]
+
+
+def _time(k: int) -> int:
+    return OFFSET + k * STEP
+
+
+def _labels(gpu: int, own: str) -> str:
+    return ",".join(filter(None, (f'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA H100",'
+                                  f'Hostname="{NODE}"', own)))
+
+
+def _openmetrics(start: int) -> str:
+    lines = []
+    for name in (HEALTH, P2P, XIDS, EVENTS, PENDING):
+        lines.append(f"# TYPE {name} gauge")  # stored under its own name (an OpenMetrics counter's end in _total)
+        lines += [f'{name}{{{_labels(gpu, own)},node="{NODE}",job="dcgm-exporter"}} {value} {start + _time(k)}'
+                  for k in range(SCRAPES) for field, gpu, own, value in readings(_time(k) / 60) if field == name]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def _payload(k: int) -> str:
+    """One scrape as the exporter serves it: each field with the CSV's type."""
+    lines = []
+    for name in (HEALTH, P2P, XIDS, EVENTS, PENDING):
+        lines.append(f"# TYPE {name} counter")
+        lines += [f"{name}{{{_labels(gpu, own)}}} {value}" for field, gpu, own, value in readings(_time(k) / 60)
+                  if field == name]
+    return "\n".join(lines) + "\n"
+
+
+def _csv(folder):
+    csv = folder / "counters.csv"
+    csv.write_text(default_counters().read_text() + ADDED)
+    return csv
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    return load_project(None, _csv(tmp_path_factory.mktemp("semantics")))
+
+
+@pytest.fixture(scope="module")
+def backfilled(tmp_path_factory):
+    with backfilled_prometheus(tmp_path_factory.mktemp("semantics-prometheus"), _openmetrics, SCRAPES * STEP,
+                               STEP) as started:
+        yield started
+
+
+def _panel(project, title: str) -> dict:
+    dashboard = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-all-metrics")
+    panels = [p for row in dashboard.model["panels"] for p in [row, *row.get("panels", [])]]
+    return next(p for p in panels if p.get("title") == title)
+
+
+_CALCS = {"mean": lambda v: sum(v) / len(v), "max": max, "lastNotNull": lambda v: v[-1]}
+
+
+def _shown(prometheus, panel: dict, start: int, first: int, last: int) -> dict[str, dict[str, float]]:
+    """{legend line: {calc: value}} of the panel over minutes [first, last], a point a minute."""
+    (target,) = panel["targets"]
+    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    result = prometheus.api("query_range", query=expr, start=start + first * 60, end=start + last * 60,
+                            step=60)["result"]
+    return {render_legend(target["legendFormat"], s["metric"]): {
+        calc: _CALCS[calc]([float(v) for _, v in s["values"]]) for calc in panel["options"]["legend"]["calcs"]}
+        for s in result}
+
+
+# panel -> {legend line: {calc: value}} over the hour: a state's worst and last; a count its readings
+STATES = {
+    "EXP_GPU_HEALTH_STATUS": {f"{NODE} GPU 0": {"max": 20.0, "lastNotNull": 20.0},
+                              f"{NODE} GPU 1": {"max": 10.0, "lastNotNull": 0.0}},
+    "EXP_P2P_STATUS": {f"{NODE} GPU 0": {"max": 0.0, "lastNotNull": 0.0},
+                       f"{NODE} GPU 1": {"max": 2.0, "lastNotNull": 2.0}},
+}
+
+
+@pytest.mark.parametrize("title", list(STATES))
+def test_grafana_shows_a_state_as_it_reads(backfilled, project, title):
+    prometheus, start = backfilled
+    panel = _panel(project, title)
+    assert panel["fieldConfig"]["defaults"]["unit"] == "none"
+    assert panel["options"]["legend"]["calcs"] == ["max", "lastNotNull"]
+    assert _shown(prometheus, panel, start, 0, 60) == STATES[title]
+
+
+def test_grafana_shows_a_windowed_count_and_a_level_as_they_read(backfilled, project):
+    """The XIDs of the exporter's window: 1 while XID 79 is in it (minutes 20 to 25), 0 after; pages pending: 2
+    until they retire at minute 50. Neither is a rate."""
+    prometheus, start = backfilled
+    xids = _panel(project, "EXP_XID_ERRORS_COUNT")
+    assert xids["fieldConfig"]["defaults"]["unit"] == "short"
+    shown = _shown(prometheus, xids, start, 21, 24)
+    assert shown == {f"{NODE} GPU 0": {"mean": 1.0, "max": 1.0, "lastNotNull": 1.0}}
+    assert _shown(prometheus, xids, start, 30, 60)[f"{NODE} GPU 0"]["max"] == 0.0
+    pending = _panel(project, "DEV_RETIRED_PENDING")
+    assert pending["fieldConfig"]["defaults"]["unit"] == "short"
+    assert _shown(prometheus, pending, start, 10, 45)[f"{NODE} GPU 1"] == {"mean": 2.0, "max": 2.0, "lastNotNull": 2.0}
+    assert _shown(prometheus, pending, start, 51, 60)[f"{NODE} GPU 1"]["max"] == 0.0
+
+
+DASHBOARD = f'''
+from generator.model import Dashboard, Row
+from generator.panels import per_gpu
+
+
+def dashboards(ctx):
+    yield Dashboard(id="states", title="GPU states", description="States and windowed counts per GPU.",
+                    rows=[Row("States", [per_gpu("{HEALTH}", "GPU health", aggregation="max"),
+                                         per_gpu("{XIDS}", "XIDs in the window", aggregation="sum"),
+                                         per_gpu("{PENDING}", "Pages pending retirement", aggregation="max")])],
+                    backends=("cloudwatch",))
+'''
+
+
+def _cloudwatch(folder, settings: str = ""):
+    (folder / "dashboards").mkdir()
+    (folder / "dashboards" / "states.py").write_text(DASHBOARD)
+    (folder / "gpudash.yaml").write_text(settings + "definitions:\n  dashboards: [dashboards]\n")
+    project = load_project(folder / "gpudash.yaml", _csv(folder))
+    files = encode(build(project))
+    (body,) = [json.loads(json.loads(data)["DashboardBody"]) for path, data in files.items()
+               if path.startswith("cloudwatch/dashboards/") and path.endswith("-states.json")]
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    config, job = agent_config(files[AGENT_FILE])
+    target = target_labels(job, NODE)
+    points = Agent(config, job).run([Scrape(float(_time(k)), _payload(k), target) for k in range(SCRAPES)])
+    return project, widgets, points
+
+
+def _truth(name: str, first: int, last: int, period: int) -> dict[str, dict[float, float]]:
+    """Each GPU's largest reading of `name` in each period of [first, last) minutes (the worst of its series)."""
+    truth: dict[str, dict[float, float]] = {}
+    for k in range(SCRAPES):
+        t = _time(k)
+        if first * 60 <= t < last * 60:
+            for field, gpu, _, value in readings(t / 60):
+                if field == name:
+                    line = truth.setdefault(f"{NODE} GPU {gpu}", {})
+                    at = float(t - t % period)
+                    line[at] = max(line.get(at, value), value)
+    return truth
+
+
+@pytest.mark.parametrize("title, name", [("GPU health", HEALTH), ("XIDs in the window", XIDS),
+                                         ("Pages pending retirement", PENDING)])
+def test_cloudwatch_shows_them_as_they_read(tmp_path, title, name):
+    """Through the agent's OTel pipeline (the default): the readings reach CloudWatch, not their differences."""
+    _, widgets, points = _cloudwatch(tmp_path)
+    properties = widgets[title]
+    period = properties["period"]
+    shown = cloudwatch_eval.widget(properties, points, 0, 60 * 60)
+    shown = {label: {t: v for t, v in series.items() if t >= period} for label, series in shown.items()}
+    assert shown == _truth(name, period // 60, 60, period), (title, shown)
+
+
+def test_the_classic_path_does_not_publish_differences_of_a_state(tmp_path):
+    """The agent's JSON path types a field by the exporter's `# TYPE` and sends a counter's differences (GPU 0's
+    failing health would read 0): gpudash does not ship these fields there, and lint errs on each widget reading
+    them instead of letting it chart 0."""
+    project, widgets, points = _cloudwatch(tmp_path, "agent:\n  pipeline: classic\n")
+    assert not [p for p in points if p.metric in (HEALTH, XIDS, PENDING)]
+    flagged = {f.where.split(" (", 1)[1].rstrip(")") for f in lint_project(project) if f.rule == "CW018"}
+    assert flagged == set(widgets) and {f.severity for f in lint_project(project) if f.rule == "CW018"} == {"error"}
