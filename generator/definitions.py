@@ -201,8 +201,11 @@ def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> Inpu
 def _execute(path: Path, namespace: str):
     """Run a definition file as a module, compiled from its source every time. Python's import would reuse
     the bytecode it cached in __pycache__ when the file's size and modification second are unchanged: a
-    threshold edited from 5 to 7 and built within the same second ran as 5. (No __pycache__ is written
-    into the user's definitions folders either.) Compiling the bundled definitions takes about 3 ms."""
+    threshold edited from 5 to 7 and built within the same second ran as 5. No bytecode is written while it
+    runs either: a helper module it imports itself (a `_*.py` beside it, its folder put on sys.path) would
+    otherwise be cached in a __pycache__ in the user's definitions folder, and the next run would read that
+    cache for a helper edited within the same second at the same size. Compiling the bundled definitions takes
+    about 3 ms."""
     name = f"gpudash_definitions.{namespace}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -210,9 +213,11 @@ def _execute(path: Path, namespace: str):
     module = importlib.util.module_from_spec(spec)
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
     sys.modules[name] = module
+    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         exec(code, module.__dict__)  # noqa: S102 - the user's own definition, as importing it would run it
     finally:
+        sys.dont_write_bytecode = writes
         sys.modules.pop(name, None)
     return module
 

@@ -589,6 +589,30 @@ def test_a_definition_that_went_missing_is_an_error_not_fewer_dashboards(tmp_pat
     assert not (tmp_path / "b").exists()
 
 
+def test_a_helper_a_definition_imports_is_read_as_edited_and_cached_nowhere_beside_it(tmp_path):
+    """A definition that puts its folder on sys.path and imports a `_*.py` helper: gpudash writes no bytecode
+    while definitions run, so no __pycache__ lands in the folder and a helper edited within the same second at the
+    same size is built as edited by the next run (two real processes, bytecode on, as in CI)."""
+    folder = tmp_path / "dashboards"
+    folder.mkdir()
+    source = (REPO / "dashboards" / "gpu_overview.py").read_text()
+    assert '"GPU fleet overview"' in source
+    (folder / "team.py").write_text("import os, sys\nsys.path.insert(0, os.path.dirname(__file__))\n"
+                                    "from _shared import TITLE\n" + source.replace('"GPU fleet overview"', "TITLE"))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(REPO)}
+    stamp = None
+    for title in ("Team AAAA", "Team BBBB"):  # the same size
+        (folder / "_shared.py").write_text(f"TITLE = {title!r}\n")
+        stamp = stamp or (folder / "_shared.py").stat().st_mtime_ns
+        os.utime(folder / "_shared.py", ns=(stamp, stamp))  # the same modification time
+        result = subprocess.run([*GPUDASH, "generate", "--config", str(tmp_path / "gpudash.yaml"), "--out",
+                                 str(tmp_path / "b")], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert any(f'"title": "{title}"' in p.read_text() for p in (tmp_path / "b" / "grafana").glob("*.json"))
+    assert sorted(p.name for p in folder.iterdir()) == ["_shared.py", "team.py"]  # no __pycache__
+
+
 def test_one_folder_listed_for_dashboards_and_alarms_holds_files_of_either_kind(tmp_path, cli):
     """A folder listed under both definitions.dashboards and definitions.alarms: a file defining alarms is not a
     dashboards file that defines nothing (nor the other way round); a file defining neither still is an error."""
