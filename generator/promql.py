@@ -21,6 +21,9 @@ comes from here, so label handling is designed once:
   the field's own per-GPU aggregation: device fields that repeat on every instance count
   once, instance memory adds up, instance activity averages. The node is coalesced
   (below) before the merge, so a GPU is one GPU whichever spelling carries its node.
+  A counter's copies keep the GPU's UUID as well (_Merge.physical): another GPU under the same node and index (a
+  node replaced by one of the same name, a GPU swapped) is another counter, not a reset of the old one's; the GPUs
+  of one slot add up after their rates or increases (_Merge.gpus), as CloudWatch sums their deltas.
   Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
   (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
@@ -39,6 +42,7 @@ from dataclasses import dataclass, replace
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS, Catalog
 from .model import Query
+from .series_labels import uuid_label
 from .settings import Labels
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
@@ -438,6 +442,22 @@ class _Merge:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
 
+    def physical(self, series: str, own: tuple[str, ...] = ()) -> str:
+        """A counter's copies of one physical GPU (instance, and outer group) made one series: its copies merged by
+        `copies` with the GPU's UUID kept as well. A node replaced by one of the same name, or a GPU swapped, puts
+        another GPU under the same node and index within a window: its counter is another counter, whose first
+        reading is no reset of the old one's (merged by node and index alone, a new GPU reading 2 remapped rows
+        after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's previous reading per series,
+        the UUID among its labels: a new GPU's first reading sends nothing."""
+        labels = self.labels
+        return self.copies(series, (*own, uuid_label((labels.pod, labels.namespace, labels.container))))
+
+    def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
+        """The rates or increases of the physical GPUs (`physical`) that stood under one node and index (and outer
+        group) within a window added up: one series per GPU slot, as the CloudWatch widget sums their deltas under
+        the node and GPU dimensions."""
+        return f"sum by ({self._keep(own, True)}) ({series})"
+
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
             return f"max by ({self._keep(own, not self.instance)}) ({coalesce_node(series, self.labels)})"
@@ -476,10 +496,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return merge("max", _raw(metric, branches, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
-        copies = merge.copies("{0}", own_labels) if resolution else None
+        counter = resolution and metric in catalog and catalog.get(metric).is_counter
+        copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
+            else None
+        series = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies, resolution,
+                               device)
         return _across_own_labels(metric, catalog, merge, merge(
-            how, _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies,
-                               resolution, device), own_labels))
+            how, merge.gpus(series, own_labels) if counter else series, own_labels))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
     substitute = catalog.mig_substitute(metric)

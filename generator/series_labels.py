@@ -42,6 +42,12 @@ WORKLOAD = ("namespace", "pod", "container")  # on the series of a GPU a pod hol
 OLD_WORKLOAD = ("pod_name", "pod_namespace", "container_name")  # WORKLOAD as --use-old-namespace names it
 
 
+def uuid_label(workload: tuple[str, ...]) -> str:
+    """The label the exporter writes a physical GPU's UUID under, from the labels the settings read the workload
+    from: `uuid` with --use-old-namespace (which also names the workload labels pod_name, ...), `UUID` otherwise."""
+    return "uuid" if {label.removeprefix("exported_") for label in workload} & set(OLD_WORKLOAD) else "UUID"
+
+
 def exporter_labels(workload: tuple[str, ...]) -> set[str]:
     """The labels an exporter may write whose workload labels are named `workload` (render/scrape.written_labels:
     what `labels:` says the exporter writes)."""

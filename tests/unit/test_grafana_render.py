@@ -144,10 +144,12 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
     # one reading of a GPU's copies (one per pod holding it, or per exporter across a restart: every label but the
     # GPU's identity, the node named from its first spelling) at each step of the scrape interval, each copy's
-    # sample taken within that step, before the rate; then the GPU's instances, then the outer grouping
-    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) (label_replace(label_join(((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
-    assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join((rate("
-                             + merged)
+    # sample taken within that step, before the rate, the physical GPU (UUID) kept; then the GPUs that stood under one
+    # node and index added up, then the GPU's instances, then the outer grouping
+    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, UUID) (label_replace(label_join(("
+              "(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by (cluster, "
+                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) ((rate(" + merged)
     # every spelling of the node inside the one subquery: a GPU whose exporter changed spelling is one series
     for spelling in ('node=~"$node"', 'node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"'):
         assert f'{spelling}}}[1ms] offset 30s)))) or (DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay
@@ -160,7 +162,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # and the pod (its namespace and name), whatever else (the exporter's instance, pod UID) tells them apart
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
     assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
-    assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod) (" in e for e in by_pod)
+    assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod, UUID) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector drops the blank
     floors = re.findall(r"DCGM_\w+\{[^}]*\}( < 1e14)?", util)
@@ -325,7 +327,8 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert "[$__rate_interval:30s]) * 1e-09) and (max_over_time(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE) " \
+    assert "[$__rate_interval:30s]) * 1e-09) and (max_over_time(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, " \
+           "UUID) " \
            "(label_replace(label_join(((DCGM_FI_DEV_POWER_VIOLATION{" in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
