@@ -14,6 +14,7 @@ MIG instance) read blanks and series the same way.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -22,6 +23,7 @@ import pytest
 
 from generator.artifacts import build
 from generator.output import encode
+from generator.render.alarms import RULE_STEP_SECONDS
 from generator.project import load_project
 from tests.integration.test_prometheus_rules import _expected, _groups, _promtool_test, _rule
 from tests.support import cloudwatch_eval
@@ -229,21 +231,56 @@ def _cloudwatch_request(files, rule: str, metric: str) -> dict:
 
 def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int, interval: int = STEP) -> list[str]:
     """The evaluations where the rule's alert differs from the expected one, each story (its rule's alert, its series,
-    its expected alert labels: {time: labels or None}) judged at the same times in one test group."""
+    its expected alert labels: {time: labels or None}) judged at the same times in one test group.
+
+    promtool evaluates the rules at every multiple of its evaluation interval from 0, and the judged times of most
+    stories are 15 s past each 30 s scrape: at a 15 s interval, half its evaluations would be judged by no case. The
+    story is moved later by the `shift` that puts every judged time on a multiple of the times' spacing (a multiple of
+    the rules' 5 s step: each reading keeps its place on their subquery grid, each judged time its place between the
+    readings), so promtool evaluates once per judged time. The rules read no absolute time; the times reported are
+    the story's own."""
     times = list(stories[0][2])
     assert all(list(expected) == times for _, _, expected in stories)
-    cases = [{"eval_time": f"{t}s", "alertname": alert,
+    spacing = math.gcd(*(b - a for a, b in zip(times, times[1:]))) or every
+    shift = -times[0] % spacing
+    assert shift % RULE_STEP_SECONDS == 0 and shift % every == 0, (shift, every)
+    cases = [{"eval_time": f"{t + shift}s", "alertname": alert,
               "exp_alerts": [_expected(folder, alert, **expected[t]) for a, _, expected in stories
                              if a == alert and expected[t]]}
              for t in times for alert in dict.fromkeys(a for a, _, _ in stories)]
     try:
-        _promtool_test(folder, "story.yaml", [{"interval": f"{interval}s",
-                                                "input_series": [s for _, series, _ in stories for s in series],
+        _promtool_test(folder, "story.yaml", [{"interval": f"{math.gcd(interval, shift)}s",
+                                                "input_series": [_later(s, interval, shift)
+                                                                 for _, series, _ in stories for s in series],
                                                 "alert_rule_test": cases}], evaluation_interval=f"{every}s")
     except AssertionError as failure:
-        return [line.split("time: ")[1].strip(" ,") for line in str(failure).splitlines() if "time:" in line] \
-            or [str(failure)[:2000]]
+        return [_go_duration(_seconds(line.split("time: ")[1].strip(" ,")) - shift)
+                for line in str(failure).splitlines() if "time:" in line] or [str(failure)[:2000]]
     return []
+
+
+def _later(series: dict, interval: int, shift: int) -> dict:
+    """promtool input `series` (explicit values `interval` seconds apart from 0) moved `shift` seconds later: its values
+    restated at the interval's and the shift's common divisor, none before the shift and none between its own times."""
+    if not shift:
+        return series
+    gap = interval // math.gcd(interval, shift)
+    values = ["_"] * (shift // math.gcd(interval, shift))
+    for value in series["values"].split():
+        assert re.fullmatch(r"_|-?[\d.e+]+", value), value  # explicit values only: no expanding notation to restate
+        values += [value] + ["_"] * (gap - 1)
+    return {**series, "values": " ".join(values)}
+
+
+def _seconds(duration: str) -> int:
+    """A Go duration promtool prints (`1h2m45s`) in seconds."""
+    return sum(int(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in re.findall(r"(\d+)([hms])", duration))
+
+
+def _go_duration(seconds: int) -> str:
+    """`seconds` as Go prints a duration: 45s, 14m45s, 1h0m45s."""
+    hours, minutes = seconds // 3600, seconds % 3600 // 60
+    return (f"{hours}h{minutes}m" if hours else f"{minutes}m" if minutes else "") + f"{seconds % 60}s"
 
 
 def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
