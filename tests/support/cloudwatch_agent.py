@@ -37,6 +37,7 @@ The output is the datapoints CloudWatch would store: (metric, dimensions, timest
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -279,6 +280,17 @@ class Pipeline:
         for scrape in sorted(scrapes, key=lambda s: s.timestamp):
             datapoints += self.scrape(scrape)
         return datapoints
+
+    def __deepcopy__(self, memo: dict) -> "Pipeline":
+        """A copy that goes on from this agent's state on its own (tests run one prefix of scrapes once and several
+        stories on from copies of it). What the model worked out once per series or value (`_known_*`: a function of
+        its key and the configuration alone, never changed once stored, as every later scrape of the same agent
+        reads it) is shared, not copied: it was most of what a deep copy copied."""
+        copied = object.__new__(type(self))
+        memo[id(self)] = copied
+        copied.__dict__.update({name: value if name.startswith("_known") else copy.deepcopy(value, memo)
+                                for name, value in self.__dict__.items()})
+        return copied
 
 
 class JsonAgent(Pipeline):

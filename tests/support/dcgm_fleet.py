@@ -100,9 +100,8 @@ def _relabel(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | None
             if not regex.fullmatch(source):
                 return None
         elif action == "replace":
-            match = regex.fullmatch(source)
-            if match:
-                result = match.expand(rule.get("replacement", "$1").replace("$", "\\"))
+            result = _replaced(rule.get("regex", "(.*)"), rule.get("replacement", "$1"), source)
+            if result is not None:
                 if result:
                     labels[rule["target_label"]] = result
                 else:
@@ -110,6 +109,15 @@ def _relabel(rules: list[dict], labels: dict[str, str]) -> dict[str, str] | None
         elif action == "labeldrop":
             labels = {k: v for k, v in labels.items() if not regex.fullmatch(k)}
     return labels
+
+
+@functools.cache
+def _replaced(regex: str, replacement: str, source: str) -> str | None:
+    """`replacement` expanded with the groups of `regex` matching the whole of `source`; None where it does not.
+    Every scrape of a story relabels the same few targets: each is worked out once (a template is parsed at each
+    expansion)."""
+    match = re.fullmatch(regex, source)
+    return match.expand(replacement.replace("$", "\\")) if match else None
 
 
 def target_labels(job: dict, node: str) -> dict[str, str]:
