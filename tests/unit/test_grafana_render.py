@@ -9,7 +9,7 @@ from generator.artifacts import grafana_dashboards
 from generator.lint import run
 from generator.lint.grafana_rules import RULES
 from tests.support.lint_input import lint_input
-from generator.lint.promql_checks import parse, selectors
+from generator.lint.promql_checks import parse, query_selectors
 from generator.project import load_project
 
 
@@ -133,7 +133,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     project, models = _dashboards()
     for model in models.values():
         for panel, target in _targets(model):
-            for selector in selectors(parse(target["expr"])):
+            for selector in query_selectors(target["expr"]):
                 metric = project.catalog.get(selector.metric)
                 if metric.is_counter:  # rated, or compared with the blank floor
                     assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
@@ -194,7 +194,7 @@ def test_a_count_without_a_unit_of_its_own_is_a_count_not_the_fields_unit():
 
 def test_every_collected_series_is_charted():
     project, models = _dashboards()
-    charted = {s.metric for m in models.values() for _, t in _targets(m) for s in selectors(parse(t["expr"]))}
+    charted = {s.metric for m in models.values() for _, t in _targets(m) for s in query_selectors(t["expr"])}
     assert {m.name for m in project.catalog.series()} <= charted
 
 
@@ -209,10 +209,10 @@ def test_a_field_added_to_the_csv_appears_without_code_changes(project_dir):
 def test_everything_nvidias_dashboard_charts_is_charted_with_better_legends(reference):
     nvidia = json.loads((reference / "grafana" / "nvidia-dcgm-exporter-dashboard.json").read_text())
     theirs = {s.metric for p in nvidia["panels"] for t in p.get("targets", [])
-              for s in selectors(parse(t["expr"]))}
+              for s in query_selectors(t["expr"])}
     _, models = _dashboards()
     ours = {s.metric: t["legendFormat"] for m in models.values() for _, t in _targets(m)
-            for s in selectors(parse(t["expr"]))}
+            for s in query_selectors(t["expr"])}
     assert theirs <= set(ours)
     # NVIDIA's legend is "GPU {{gpu}}", ambiguous across nodes; ours names the node as well.
     overview_legends = {t["legendFormat"] for p, t in _targets(models["gpudash-overview"]) if p["type"] == "timeseries"}
