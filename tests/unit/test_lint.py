@@ -98,3 +98,37 @@ def test_a_schema_that_is_not_json_fails_before_anything_is_built(flag, files, w
     assert "is not JSON" in stderr and f"{tmp_path / where}" in stderr, stderr
     assert "Traceback" not in stderr and stdout == ""
     assert not ran.exists()
+
+
+def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
+    """promql_checks.walk (lint's own, in Python) against promql_parser.walk: the same nodes, in the same order,
+    entered and left, on every query the default build writes and on forms it does not write."""
+    import promql_parser
+
+    from generator.artifacts import build
+    from generator.lint.promql_checks import parse, walk
+
+    queries = {'topk(3, -rate(x{a="b"}[5m] offset 1m)) * on (a) group_left label_replace(y @ 100, "c", "$1", "a", "(.*)")',
+               'quantile_over_time(0.9, (max by (n) (z and present_over_time(z[1m])))[5m:1m]) > bool 2', "vector(1)"}
+
+    def queries_in(value):
+        if isinstance(value, dict):
+            queries.update(v for k, v in value.items() if k == "expr" and isinstance(v, str))
+            for item in value.values():
+                queries_in(item)
+        elif isinstance(value, list):
+            for item in value:
+                queries_in(item)
+
+    artifacts = build(load_project(None))
+    queries_in([d.model for d in artifacts.grafana])
+    queries_in(artifacts.prometheus_rules)
+    assert len(queries) > 40
+
+    def visits(walker, expr):
+        seen: list = []
+        walker(parse(expr), lambda node: seen.append(("enter", str(node))), lambda node: seen.append(("leave", str(node))))
+        return seen
+
+    for expr in sorted(queries):
+        assert visits(walk, expr) == visits(promql_parser.walk, expr), expr
