@@ -47,8 +47,9 @@ def alarms(ctx):
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "min", GPU), ">", temp[0]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description=f"A GPU has read above {temp[0]:g} °C at every reading of the last 10 minutes, with "
-                          f"readings in both 5-minute halves; a brief peak does not count. A GPU that joins hot, or "
-                          f"reports again hot after a gap, alarms once each half holds a reading (5 to 10 minutes).",
+                          f"readings in both 5-minute halves; a brief peak does not count. A GPU that joins hot alarms "
+                          f"once each half holds a reading (5 to 10 minutes); across a gap in a GPU's data, readings "
+                          f"from before it may count.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
         Alarm("gpu-temp-critical", "GPU temperature critical",
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[1]),
