@@ -96,6 +96,14 @@ FIELD_SEMANTICS: dict[str, Semantics] = {
                                      "status'): a state, typed counter in default-counters.csv"),
     "DCGM_EXP_XID_ERRORS_COUNT": Semantics("gauge", "count", _WINDOW),
     "DCGM_EXP_CLOCK_EVENTS_COUNT": Semantics("gauge", "count", _WINDOW),
+    # DCGM's field list (dcgm_fields.h): bitmasks of the current reasons, a P-state, a ratio. A mean of masks 0x4 and
+    # 0x40 reads 0x22, a code that never happened: states (max and last)
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": Semantics(None, "state", "a bitmask of clock throttle reasons (DCGM)"),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": Semantics(None, "state", "a bitmask of clock event reasons (DCGM)"),
+    "DCGM_FI_DEV_PSTATE": Semantics(None, "state", "the performance state, P0 to P15 (DCGM)"),
+    "DCGM_FI_DEV_FB_USED_PERCENT": Semantics(None, "ratio", "'Percentage used of Frame Buffer: Used/(Total - "
+                                             "Reserved). Range 0.0-1.0' (DCGM): a ratio, as the exporter serves it "
+                                             "(the Container Insights add-on scales it x 100: container_insights_table)"),
     "DCGM_FI_DEV_RETIRED_PENDING": Semantics("gauge", "count", "pages pending retirement now: a level that falls to 0 "
                                              "when they retire at the next GPU reset; typed counter in the exporter's "
                                              "CSVs"),

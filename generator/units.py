@@ -35,6 +35,8 @@ UNITS: dict[str, Unit] = {u.key: u for u in (
     Unit("time_ratio", "percentunit", "share of time", "None", "count_per_s"),
     Unit("byte", "bytes", "bytes", "Bytes", "bytes_per_s"),
     Unit("bytes_per_s", "Bps", "bytes/s", "Bytes/Second", "count_per_s"),
+    Unit("kilobyte", "deckbytes", "KB", "Kilobytes", "kilobytes_per_s"),
+    Unit("kilobytes_per_s", "KBs", "KB/s", "Kilobytes/Second", "count_per_s"),
     Unit("count", "short", "count", "Count", "count_per_s"),
     Unit("count_per_s", "cps", "per second", "Count/Second", "count_per_s"),
     Unit("state", "none", "state", "None", "count_per_s"),
@@ -46,8 +48,9 @@ _HELP_UNITS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\(in C\)"), "celsius"),
     (re.compile(r"\(in W\)"), "watt"),
     (re.compile(r"\(in mJ\)"), "millijoule"),
-    (re.compile(r"\(in %\)"), "percent"),
+    (re.compile(r"\(in (0-100)?%\)"), "percent"),  # fan speed: "(in 0-100%)"
     (re.compile(r"\(in (MiB|MB)\)"), "mebibyte"),
+    (re.compile(r"\(in KB\)"), "kilobyte"),  # NVML's PCIe throughput counters (DCGM_FI_DEV_PCIE_TX/RX_THROUGHPUT)
     (re.compile(r"\(in ns\)"), "nanosecond"),
     (re.compile(r"\(in us\)"), "microsecond"),
     (re.compile(r"bytes per second", re.I), "bytes_per_s"),
@@ -79,8 +82,10 @@ def infer_unit(name: str, help_text: str) -> str:
     for pattern, key in _HELP_UNITS:
         if pattern.search(help_text):
             return key
+    if "number of bytes" in help_text.lower():  # a byte count (NVLink bandwidth counters per lane, ...)
+        return "byte"
     if upper.endswith("_BYTES"):
-        return "byte" if "number of bytes" in help_text.lower() else "bytes_per_s"
+        return "bytes_per_s"
     if upper.endswith("XID_ERRORS"):
         return "state"  # the last XID code seen, not a count
     if upper.endswith("_VIOLATION"):

@@ -86,6 +86,10 @@ def format_value(value: float | None, unit: str | None) -> str:
         return _iec(value, "B", start=2)
     if unit == "Bps":  # bytes/sec(SI); the IEC rate is `binBps`
         return _si(value, "B/s")
+    if unit == "deckbytes":  # kilobytes (SI): the values are kB
+        return _si(value, "B", start=1)
+    if unit == "KBs":  # kilobytes/sec (SI)
+        return _si(value, "B/s", start=1)
     if unit == "cps":
         scaled, suffix = _scaled(value, 1000, _SHORT, 0)
         return f"{_number(scaled)}{suffix} c/s"

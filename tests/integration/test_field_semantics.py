@@ -169,18 +169,20 @@ def dashboards(ctx):
 '''
 
 
-def _cloudwatch(folder, settings: str = ""):
+def _cloudwatch(folder, settings: str = "", dashboard: str = DASHBOARD, added: str = ADDED, payload=None):
+    """(project, {title: widget properties}, datapoints the agent model publishes of the story's scrapes)."""
     (folder / "dashboards").mkdir()
-    (folder / "dashboards" / "states.py").write_text(DASHBOARD)
+    (folder / "dashboards" / "states.py").write_text(dashboard)
     (folder / "gpudash.yaml").write_text(settings + "definitions:\n  dashboards: [dashboards]\n")
-    project = load_project(folder / "gpudash.yaml", _csv(folder))
+    (folder / "counters.csv").write_text(default_counters().read_text() + added)
+    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     files = encode(build(project))
     (body,) = [json.loads(json.loads(data)["DashboardBody"]) for path, data in files.items()
                if path.startswith("cloudwatch/dashboards/") and path.endswith("-states.json")]
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
     config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, NODE)
-    points = Agent(config, job).run([Scrape(float(_time(k)), _payload(k), target) for k in range(SCRAPES)])
+    points = Agent(config, job).run([Scrape(float(_time(k)), (payload or _payload)(k), target) for k in range(SCRAPES)])
     return project, widgets, points
 
 
@@ -218,3 +220,98 @@ def test_the_classic_path_does_not_publish_differences_of_a_state(tmp_path):
     assert not [p for p in points if p.metric in (HEALTH, XIDS, PENDING)]
     flagged = {f.where.split(" (", 1)[1].rstrip(")") for f in lint_project(project) if f.rule == "CW018"}
     assert flagged == set(widgets) and {f.severity for f in lint_project(project) if f.rule == "CW018"} == {"error"}
+
+
+# Fields a user's CSV may add whose unit the help text or DCGM's field list gives (help texts as NVIDIA writes them)
+REASONS, EVENT_REASONS = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+FB_PERCENT, FAN, PSTATE = "DCGM_FI_DEV_FB_USED_PERCENT", "DCGM_FI_DEV_FAN_SPEED", "DCGM_FI_DEV_PSTATE"
+PCIE_KB, NVLINK_L0 = "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_NVLINK_BANDWIDTH_L0"
+EXTRA = (f"{REASONS}, gauge, Current clock throttle reasons.\n{EVENT_REASONS}, gauge, Current clock event reasons.\n"
+         f"{FB_PERCENT}, gauge, Percentage used of Frame Buffer: 'Used/(Total - Reserved)'. Range 0.0-1.0\n"
+         f"{FAN}, gauge, Fan speed (in 0-100%).\n{PSTATE}, gauge, Performance state (P-State) 0-15. 0=highest\n"
+         f"{PCIE_KB}, counter, Total number of bytes transmitted through PCIe TX (in KB) via NVML.\n"
+         f"{NVLINK_L0}, counter, The number of bytes of active NVLink rx or tx data including both header and "
+         f"payload.\n")
+
+
+def extra_reading(name: str, minute: float) -> float:
+    """GPU 0's reading at `minute`: throttled by the SW power cap (0x4) for the first half hour, by HW thermal slowdown
+    (0x40) after; P2 then P0; framebuffer 85 % used; fan at 40 %; 2,000 KB a second over PCIe, 5e9 bytes over NVLink."""
+    seconds = minute * 60
+    return {REASONS: 0x4 if minute < 30 else 0x40, EVENT_REASONS: 0x4 if minute < 30 else 0x40,
+            PSTATE: 2 if minute < 30 else 0, FB_PERCENT: 0.85, FAN: 40, PCIE_KB: 2000 * seconds,
+            NVLINK_L0: 5e9 * seconds}[name]
+
+
+def _extra_openmetrics(start: int) -> str:
+    lines = []
+    for name in (REASONS, EVENT_REASONS, FB_PERCENT, FAN, PSTATE, PCIE_KB, NVLINK_L0):
+        lines.append(f"# TYPE {name} gauge")
+        lines += [f'{name}{{{_labels(0, "")},node="{NODE}",job="dcgm-exporter"}} {extra_reading(name, _time(k) / 60)!r}'
+                  f' {start + _time(k)}' for k in range(SCRAPES)]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+@pytest.fixture(scope="module")
+def extra(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("extra")
+    (folder / "counters.csv").write_text(default_counters().read_text() + EXTRA)
+    project = load_project(None, folder / "counters.csv")
+    with backfilled_prometheus(folder, _extra_openmetrics, SCRAPES * STEP, STEP) as (prometheus, start):
+        yield project, prometheus, start
+
+
+GPU0 = f"{NODE} GPU 0"
+# panel -> (unit, legend over the hour): a bitmask and a P-state are states (their mean, 34 = 0x22 or P1, never
+# happened); the framebuffer ratio 0-1 in percent units; byte and KB counters as rates of bytes and KB
+EXTRA_SHOWN = {
+    "DEV_CLOCK_THROTTLE_REASONS": ("none", {"max": 64.0, "lastNotNull": 64.0}),
+    "DEV_CLOCKS_EVENT_REASONS": ("none", {"max": 64.0, "lastNotNull": 64.0}),
+    "DEV_PSTATE": ("none", {"max": 2.0, "lastNotNull": 0.0}),
+    "DEV_FB_USED_PERCENT": ("percentunit", {"mean": 0.85, "max": 0.85, "lastNotNull": 0.85}),
+    "DEV_FAN_SPEED": ("percent", {"mean": 40.0, "max": 40.0, "lastNotNull": 40.0}),
+    "DEV_PCIE_TX_THROUGHPUT": ("KBs", {"mean": 2000.0, "max": 2000.0, "lastNotNull": 2000.0}),
+    "DEV_NVLINK_BANDWIDTH_L0": ("Bps", {"mean": 5e9, "max": 5e9, "lastNotNull": 5e9}),
+}
+
+
+@pytest.mark.parametrize("title", list(EXTRA_SHOWN))
+def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
+    project, prometheus, start = extra
+    panel = _panel(project, title)
+    unit, legend = EXTRA_SHOWN[title]
+    assert panel["fieldConfig"]["defaults"]["unit"] == unit
+    shown = _shown(prometheus, panel, start, 5, 60)
+    assert list(shown) == [GPU0] and shown[GPU0].keys() == legend.keys()
+    assert all(abs(shown[GPU0][calc] - value) <= 1e-6 * abs(value) for calc, value in legend.items()), shown
+
+
+EXTRA_DASHBOARD = f'''
+from generator.model import Dashboard, Row
+from generator.panels import per_gpu
+
+
+def dashboards(ctx):
+    yield Dashboard(id="states", title="GPU units", description="Framebuffer ratio and PCIe traffic per GPU.",
+                    rows=[Row("Units", [per_gpu("{FB_PERCENT}", "Framebuffer used"),
+                                        per_gpu("{PCIE_KB}", "PCIe transmitted")])],
+                    backends=("cloudwatch",))
+'''
+
+
+def _extra_payload(k: int) -> str:
+    return "".join(f"# TYPE {name} {kind}\n{name}{{{_labels(0, '')}}} {extra_reading(name, _time(k) / 60)!r}\n"
+                   for name, kind in ((FB_PERCENT, "gauge"), (PCIE_KB, "counter")))
+
+
+@pytest.mark.parametrize("title, label, value", [("Framebuffer used", "ratio 0-1", 0.85),
+                                                 ("PCIe transmitted", "KB/s", 2000.0)])
+def test_cloudwatch_units_of_fields_a_csv_may_add(tmp_path, title, label, value):
+    """The exporter serves the framebuffer's share 0-1 and the agent publishes it as it is (the Container Insights
+    add-on's gpu_memory_utilization is the one scaled to percent); NVML's PCIe counter counts KB."""
+    _, widgets, points = _cloudwatch(tmp_path, dashboard=EXTRA_DASHBOARD, added=EXTRA, payload=_extra_payload)
+    properties = widgets[title]
+    assert properties["yAxis"]["left"]["label"] == label
+    shown = cloudwatch_eval.widget(properties, points, 0, 60 * 60)
+    assert list(shown) == [GPU0]
+    assert all(abs(v - value) <= 1e-9 * value for t, v in shown[GPU0].items() if t >= properties["period"]), shown
