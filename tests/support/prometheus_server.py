@@ -148,12 +148,18 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
     a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter)."""
+    from generator.promql import PREVIOUS_WITHIN
     from generator.render.alarms import RULE_STEP_SECONDS
 
+    def points(step: int) -> str:  # promql.summed_deltas: its latest reading's range, read at two points `gap` apart
+        gap = step & -step
+        return f"[{max(PREVIOUS_WITHIN, 2 * step) * 1000 - gap * 500}ms:{step}s])[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
+
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        # promql.taken_within's three ranges, and the subquery steps
-        for was, now in ((f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"), (f"[{old}s]) unless", f"[{new}s]) unless"),
-                         (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"), (f":{old}s]", f":{new}s]")):
+        # promql.summed_deltas' two points, promql.taken_within's three ranges, and the subquery steps
+        for was, now in ((points(old), points(new)), (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
+                         (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
+                         (f":{old}s]", f":{new}s]")):
             expr = expr.replace(was, now)
     return expr
 
