@@ -143,6 +143,7 @@ def _subquery_call(stack: list, at: int) -> int | None:
                        or isinstance(stack[at], promql_parser.AggregateExpr) and str(stack[at].op) == "max"
                        or isinstance(stack[at], promql_parser.BinaryExpr) and str(stack[at].op) == "or"
                        or _is_step_reading(stack[at])
+                       or _is_scaling(stack[at])
                        or isinstance(stack[at], promql_parser.Call)
                        and stack[at].func.name in ("label_join", "label_replace")):
         at -= 1
@@ -150,6 +151,22 @@ def _subquery_call(stack: list, at: int) -> int | None:
             and isinstance(stack[at - 1], promql_parser.Call):
         return at - 1
     return None
+
+
+def _is_scaling(node) -> bool:
+    """`x * 2^961` or `x / 2^961` (promql.blank_infinite: a reading made +Inf where it is a blank, else as it is)."""
+    import promql_parser
+
+    return (isinstance(node, promql_parser.BinaryExpr) and str(node.op) in ("*", "/")
+            and _is_constant(_unwrapped(node.rhs)))
+
+
+def _is_constant(node) -> bool:
+    import promql_parser
+
+    if isinstance(node, promql_parser.BinaryExpr):
+        return _is_constant(_unwrapped(node.lhs)) and _is_constant(_unwrapped(node.rhs))
+    return isinstance(node, promql_parser.NumberLiteral)
 
 
 def _is_step_reading(node) -> bool:
