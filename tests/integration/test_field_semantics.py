@@ -10,7 +10,10 @@ those lines added, as the exporter writes them.
 One node, an hour of 30 s scrapes (15 s past each half minute): GPU 0's memory health reads 20 (fail) from minute 10 on
 while its PCIe health reads 0; GPU 1's PCIe health reads 10 (warn) from minute 30 to 40, 0 otherwise; GPU 1's P2P
 status reads 2 all hour; GPU 0 had XID 79 at minute 20, which the exporter counts in its 5-minute window (1 from minute
-20 to 25, then 0); GPU 1 has 2 pages pending retirement from minute 5 to minute 50 (they retire at a reset).
+20 to 25, then 0); GPU 1 has 2 pages pending retirement from minute 5 to minute 50 (they retire at a reset). An
+alarm on a failing health check fires for GPU 0 on both sides (promtool on the generated rule; the evaluator on the
+generated alarm over what the agent model publishes). Last, fields a CSV may add whose unit DCGM's field list or
+the help text gives (reason bitmasks, P-state, framebuffer ratio, fan percent, KB and byte counters).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from generator.artifacts import build, grafana_dashboards
 from generator.output import encode
@@ -26,6 +30,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.lint.runner import lint_project
 from generator.resources import default_counters
+from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
@@ -315,3 +320,57 @@ def test_cloudwatch_units_of_fields_a_csv_may_add(tmp_path, title, label, value)
     shown = cloudwatch_eval.widget(properties, points, 0, 60 * 60)
     assert list(shown) == [GPU0]
     assert all(abs(v - value) <= 1e-9 * value for t, v in shown[GPU0].items() if t >= properties["period"]), shown
+
+
+ALARM = f'''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("gpu-health-fail", "GPU health check failed",
+                Condition(Query("{HEALTH}", "max", ("node", "gpu")), ">=", 20), severity="critical",
+                missing_data="notBreaching", description="DCGM's health check of a GPU reads FAIL.",
+                runbook="Read the health_watch and health_error_code labels; drain the node.")
+'''
+
+
+@pytest.fixture(scope="module")
+def alarmed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("health-alarm")
+    (folder / "alarms").mkdir()
+    (folder / "alarms" / "health.py").write_text(ALARM)
+    (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    files = encode(build(load_project(folder / "gpudash.yaml", _csv(folder))))
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    return files, folder
+
+
+def test_the_prometheus_rule_fires_for_the_failing_gpu(alarmed):
+    """GPU 0's memory health reads 20 from minute 10: the rule names it (and not GPU 1, warned at 10) at minute 30."""
+    _, folder = alarmed
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    (alert,) = [r["alert"] for g in groups for r in g["rules"] if r["labels"].get("gpudash_rule") == "gpu-health-fail"]
+    series = []
+    for gpu, own in ((0, 'health_watch="memory"'), (0, 'health_watch="pcie"'), (1, 'health_watch="memory"'),
+                     (1, 'health_watch="pcie"')):
+        values = [next(v for f, g, o, v in readings(_time(k) / 60) if f == HEALTH and g == gpu and o.startswith(own))
+                  for k in range(SCRAPES)]
+        series.append({"series": f'{HEALTH}{{{_labels(gpu, own)},node="{NODE}",job="dcgm-exporter"}}',
+                       "values": " ".join(str(v) for v in values)})
+    _promtool_test(folder, "health.yaml", [{"interval": f"{STEP}s", "input_series": series, "alert_rule_test": [
+        {"eval_time": "30m", "alertname": alert, "exp_alerts": [_expected(folder, alert, node=NODE, gpu="0")]},
+        {"eval_time": "8m", "alertname": alert, "exp_alerts": []}]}], evaluation_interval=f"{STEP}s")
+
+
+def test_the_cloudwatch_alarm_fires_for_the_failing_gpu(alarmed):
+    """The same readings through the agent's OTel pipeline: GPU 0's contributor is in ALARM at minute 30, GPU 1's
+    (10: warn) OK; both OK at minute 8, before GPU 0 failed."""
+    files, _ = alarmed
+    config, job = agent_config(files[AGENT_FILE])
+    target = target_labels(job, NODE)
+    points = Agent(config, job).run([Scrape(float(_time(k)), _payload(k), target) for k in range(SCRAPES)])
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if {"Key": "gpudash:rule", "Value": "gpu-health-fail"} in a["Request"]["Tags"]]
+    gpu = {str(g): (("node", NODE), ("gpu", str(g))) for g in (0, 1)}
+    assert cloudwatch_eval.alarm(request, points, 8 * 60) == {gpu["0"]: "OK", gpu["1"]: "OK"}
+    assert cloudwatch_eval.alarm(request, points, 30 * 60) == {gpu["0"]: "ALARM", gpu["1"]: "OK"}
