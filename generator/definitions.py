@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import signal
@@ -167,16 +169,22 @@ def _deadline(seconds: float) -> Iterator[None]:
 
 
 def _where_in(path: Path, exc: BaseException) -> str:
-    """file:line of the deepest traceback frame inside the definition file."""
+    """file:line of the deepest traceback frame inside the definition file or a `_*.py` helper beside it."""
     import traceback
 
-    line = None
+    def own(file_name: str) -> Path | None:
+        file = Path(file_name).resolve()
+        if file == path.resolve():
+            return path
+        return path.parent / file.name if file.parent == path.parent.resolve() and file.name.startswith("_") else None
+
+    file, line = path, None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if Path(frame.filename).resolve() == path.resolve():
-            line = frame.lineno
-    if isinstance(exc, SyntaxError) and exc.lineno and Path(exc.filename or "").resolve() == path.resolve():
-        line = exc.lineno
-    return f"{path}:{line}" if line else str(path)
+        if own(frame.filename):
+            file, line = own(frame.filename), frame.lineno
+    if isinstance(exc, SyntaxError) and exc.lineno and own(exc.filename or ""):
+        file, line = own(exc.filename or ""), exc.lineno
+    return f"{file}:{line}" if line else str(path)
 
 
 def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> InputError:
@@ -198,14 +206,68 @@ def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> Inpu
                       hint="fix the definition, or run with --debug for the full traceback")
 
 
+class _HelperLoader(importlib.machinery.SourceFileLoader):
+    """Runs a `_*.py` helper compiled from its source: a __pycache__ left in the folder (by Python's own import
+    in an earlier version, or a hand-made sys.path entry) is never read, and none is written."""
+
+    def get_code(self, fullname):
+        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
+
+
+class _Helpers(importlib.abc.MetaPathFinder):
+    """Finds the `_*.py` helpers beside the definitions of one folder by their module name (`from _shared
+    import X`), ahead of sys.path, while that folder's definitions run."""
+
+    def __init__(self, folder: Path, names: set[str]):
+        self.folder, self.names = folder, names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.names:
+            return None
+        file = str(self.folder / f"{fullname}.py")
+        return importlib.util.spec_from_file_location(fullname, file, loader=_HelperLoader(fullname, file))
+
+
+_IMPORTING = threading.RLock()
+
+
+@contextlib.contextmanager
+def _helpers(folder: Path, names: list[str]) -> Iterator[None]:
+    """While the definitions of `folder` run, `import _x` reads `folder/_x.py`, compiled from its source once per
+    run; afterwards Python forgets it, and whatever that name meant before is back. Two folders' helpers of one
+    name stay each their own folder's, and a helper edited between two runs of one process is read as edited."""
+    own = {name[:-3] for name in names if name.startswith("_") and name.endswith(".py") and name[:-3].isidentifier()
+           and name[:-3] not in sys.stdlib_module_names}  # a `_io.py` must not stand in for Python's own
+    if not own:
+        yield
+        return
+
+    def ours(module_name: str) -> bool:
+        return module_name.partition(".")[0] in own
+
+    with _IMPORTING:
+        before = {name: module for name, module in sys.modules.items() if ours(name)}
+        for name in before:
+            del sys.modules[name]
+        finder = _Helpers(folder, own)
+        sys.meta_path.insert(0, finder)
+        try:
+            yield
+        finally:
+            sys.meta_path.remove(finder)
+            for name in [name for name in sys.modules if ours(name)]:
+                del sys.modules[name]
+            sys.modules.update(before)
+
+
 def _execute(path: Path, namespace: str):
     """Run a definition file as a module, compiled from its source every time. Python's import would reuse
     the bytecode it cached in __pycache__ when the file's size and modification second are unchanged: a
     threshold edited from 5 to 7 and built within the same second ran as 5. No bytecode is written while it
-    runs either: a helper module it imports itself (a `_*.py` beside it, its folder put on sys.path) would
-    otherwise be cached in a __pycache__ in the user's definitions folder, and the next run would read that
-    cache for a helper edited within the same second at the same size. Compiling the bundled definitions takes
-    about 3 ms."""
+    runs either: a module it imports that Python's own import finds (a definition may still put a folder on
+    sys.path) would otherwise be cached in a __pycache__ in the user's folder, and the next run would read that
+    cache for a file edited within the same second at the same size (the `_*.py` helpers beside it are read by
+    _helpers, from source). Compiling the bundled definitions takes about 3 ms."""
     name = f"gpudash_definitions.{namespace}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -338,28 +400,37 @@ def load(kind: str, folders: tuple[Path, ...], ctx: Context) -> list[Loaded]:
             raise InputError(f"the {kind} folder holds no definition (no *.py file but _*.py helpers)",
                              where=str(folder), hint=f"a git submodule not checked out? Fill it, or remove it from "
                                                      f"definitions.{kind} in the settings")
-        for file_name in names:
-            path = folder / file_name
-            if not file_name.endswith(".py") or file_name.startswith("_"):
-                continue
-            if path.is_symlink() and not path.exists():
-                raise InputError("a link to a definition that does not exist", where=str(path),
-                                 hint="fix or remove the link; its dashboards would silently be missing")
-            if not path.is_file():
-                continue
-            stage = "the definition"
-            try:
-                with _deadline(seconds):
-                    module = _execute(path, kind)
-                    if folder.resolve() in shared and _defines(module, other) and not _defines(module, kind):
-                        continue
-                    stage = f"{kind}(ctx)" if callable(getattr(module, kind, None)) else stage
-                    found = _contributions(module, kind, ctx, path)
-            except InputError:
-                raise
-            except (Exception, SystemExit, TimeLimit) as exc:  # a user's definition may raise anything
-                raise _failure(path, exc, stage, seconds) from exc
-            loaded.extend(Loaded(value, path, line) for value, line in found)
+        with _helpers(folder, names):
+            loaded.extend(_load_folder(kind, other, folder, names, folder.resolve() in shared, ctx, seconds))
+    return loaded
+
+
+def _load_folder(kind: str, other: str, folder: Path, names: list[str], shared: bool, ctx: Context,
+                 seconds: float) -> list[Loaded]:
+    """What the definitions in one folder define for `kind`."""
+    loaded: list[Loaded] = []
+    for file_name in names:
+        path = folder / file_name
+        if not file_name.endswith(".py") or file_name.startswith("_"):
+            continue
+        if path.is_symlink() and not path.exists():
+            raise InputError("a link to a definition that does not exist", where=str(path),
+                             hint="fix or remove the link; its dashboards would silently be missing")
+        if not path.is_file():
+            continue
+        stage = "the definition"
+        try:
+            with _deadline(seconds):
+                module = _execute(path, kind)
+                if shared and _defines(module, other) and not _defines(module, kind):
+                    continue
+                stage = f"{kind}(ctx)" if callable(getattr(module, kind, None)) else stage
+                found = _contributions(module, kind, ctx, path)
+        except InputError:
+            raise
+        except (Exception, SystemExit, TimeLimit) as exc:  # a user's definition may raise anything
+            raise _failure(path, exc, stage, seconds) from exc
+        loaded.extend(Loaded(value, path, line) for value, line in found)
     return loaded
 
 

@@ -613,6 +613,62 @@ def test_a_helper_a_definition_imports_is_read_as_edited_and_cached_nowhere_besi
     assert sorted(p.name for p in folder.iterdir()) == ["_shared.py", "team.py"]  # no __pycache__
 
 
+def _helped_project(root: Path, dashboards_title: str, alarms_title: str) -> Path:
+    """A project whose dashboard and alarm definitions each import the title they use from a `_shared.py` helper
+    beside them, the way the README says (no sys.path of their own); returns its settings file."""
+    for kind, source, text, title in (("dashboards", "gpu_overview.py", '"GPU fleet overview"', dashboards_title),
+                                      ("alarms", "gpu_alarms.py", '"XID error reported"', alarms_title)):
+        folder = root / kind
+        folder.mkdir(parents=True, exist_ok=True)
+        original = (REPO / kind / source).read_text()
+        assert text in original
+        (folder / "team.py").write_text("from _shared import TITLE\n" + original.replace(text, "TITLE"))
+        (folder / "_shared.py").write_text(f"TITLE = {title!r}\n")
+    (root / "gpudash.yaml").write_text("definitions:\n  dashboards: [dashboards]\n  alarms: [alarms]\n")
+    return root / "gpudash.yaml"
+
+
+def _built_titles(out: Path) -> tuple[list[str], list[str]]:
+    dashboards = [json.loads(p.read_text())["title"] for p in (out / "grafana").glob("*.json")]
+    alarms = [a.get("title") or a.get("AlarmName") or json.dumps(a)
+              for a in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]]
+    return dashboards, alarms
+
+
+def test_a_definition_imports_the_helper_beside_it_by_name_each_folder_its_own(tmp_path, cli, monkeypatch):
+    """`from _shared import TITLE` in a definition reads the `_shared.py` of that definition's folder: the
+    dashboards' and the alarms' helpers of one name are each their own, two projects built in one process each
+    get theirs, and a helper edited within the same second at the same size is read as edited. Nothing is
+    written beside the definitions (bytecode on, as in CI)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    builds = []
+    for project, (board, alarm) in (("one", ("Team AAAA", "Page AAAA")), ("two", ("Team BBBB", "Page BBBB"))):
+        config = _helped_project(tmp_path / project, board, alarm)
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(tmp_path / project / "b"))
+        assert code == 0, stderr
+        builds.append(_built_titles(tmp_path / project / "b"))
+    for (boards, alarms), (board, alarm) in zip(builds, (("Team AAAA", "Page AAAA"), ("Team BBBB", "Page BBBB"))):
+        assert boards == [board]
+        assert any(alarm in text for text in alarms) and not any("XID error reported" in t for t in alarms)
+        assert not any(other in text for text in alarms for other in ("Team AAAA", "Team BBBB"))
+    helper = tmp_path / "one" / "dashboards" / "_shared.py"
+    stamp = helper.stat().st_mtime_ns
+    helper.write_text("TITLE = 'Team CCCC'\n")  # the same size and modification time
+    os.utime(helper, ns=(stamp, stamp))
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "one" / "gpudash.yaml"), "--out",
+                          str(tmp_path / "one" / "b"))
+    assert code == 0, stderr
+    assert _built_titles(tmp_path / "one" / "b")[0] == ["Team CCCC"]
+    for project in ("one", "two"):
+        for kind in ("dashboards", "alarms"):
+            assert sorted(p.name for p in (tmp_path / project / kind).iterdir()) == ["_shared.py", "team.py"]
+    assert "_shared" not in sys.modules
+    helper.write_text("TITLE = 1 / 0\n")  # a mistake in a helper is reported at its own line
+    code, _, stderr = cli("generate", "--config", str(tmp_path / "one" / "gpudash.yaml"), "--out",
+                          str(tmp_path / "one" / "b"))
+    assert code == 2 and f"{helper}:1: the definition raised ZeroDivisionError" in stderr, stderr
+
+
 def test_one_folder_listed_for_dashboards_and_alarms_holds_files_of_either_kind(tmp_path, cli):
     """A folder listed under both definitions.dashboards and definitions.alarms: a file defining alarms is not a
     dashboards file that defines nothing (nor the other way round); a file defining neither still is an error."""
