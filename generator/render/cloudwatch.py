@@ -168,10 +168,9 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["annotations"] = {"horizontal": [
             {"label": "warning", "value": warning, "color": WARNING_COLOUR},
             {"label": "critical", "value": critical, "color": CRITICAL_COLOUR}]}
-    if panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
-        properties["setPeriodToTimeRange"] = True
-    elif _now_value(panel, query, catalog, plan_):
-        # A total or count now: the latest whole minute the console draws. The widget's period is the shortest
+    if _now_value(panel, query, catalog, plan_):
+        # A gauge's value now (a total, count, mean or extreme over GPUs), as Grafana's instant query of the same
+        # title: the latest whole minute the console draws. The widget's period is the shortest
         # CloudWatch keeps for these metrics (a minute, or whole scrape intervals), its own range a few of them;
         # with live data off (no generated widget turns it on) the console draws a period a minute after it
         # ended, so the period still filling (at its start + 10 s it holds the GPUs scraped in those 10 s) is
@@ -185,6 +184,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # table has one column. Read as one period (the last 5 minutes), it listed a pod that left in them.
         properties["period"] = true_at = now_period(settings)
         properties["start"] = _relative(2 * now_period(settings))
+    elif panel.kind in SINGLE_VALUE_KINDS and _whole_range(query, catalog, plan_):
+        properties["setPeriodToTimeRange"] = True  # an increase over the selected range, as Grafana's $__range
     elif query.as_increase and _whole_range(query, catalog, plan_):
         # An increase per line over the selected range (as Grafana's increase over $__range): one bar per
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
@@ -204,9 +205,10 @@ def now_period(settings: Settings) -> int:
 
 
 def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> bool:
-    """A single value that is a total or count of a gauge now ("GPUs reporting", "Total power draw")."""
-    return (panel.kind in NOW_VALUE_KINDS and not catalog.get(query.metric).is_counter
-            and not _whole_range(query, catalog, plan_))
+    """A single value of a gauge now ("GPUs reporting", "Total power draw", "Average GPU utilization", "Hottest
+    GPU"): Grafana's panel of the same title is an instant query. Over the whole range a mean weighed a GPU there
+    for 10 minutes of 6 hours like one there all along, and a maximum showed a spike long gone."""
+    return panel.kind in NOW_VALUE_KINDS and not catalog.get(query.metric).is_counter
 
 
 def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
@@ -228,16 +230,12 @@ def _relative(seconds: int) -> str:
 
 
 def _whole_range(query: Query, catalog: Catalog, plan_: Plan) -> bool:
-    """Single values over the whole time range: increases, and averages / extremes of gauges.
+    """Values over the whole time range: a counter's increases (as Grafana's increase over $__range).
 
-    Totals and counts of gauges (power drawn now, GPUs reporting now) show the last period ending
-    now instead, rates the latest period; their normalisation assumes the widget's period.
+    Gauges' single values mean now (_now_value), rates the latest period; their normalisation assumes the
+    widget's period.
     """
-    if plan_.needs_period:
-        return False
-    if catalog.get(query.metric).is_counter:
-        return query.as_increase
-    return query.aggregation in ("avg", "min", "max")
+    return not plan_.needs_period and catalog.get(query.metric).is_counter and query.as_increase
 
 
 def cloudwatch_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> Dashboard:

@@ -189,18 +189,20 @@ def test_a_period_picked_in_the_console_draws_no_now_value_rather_than_a_false_o
     (tmp_path / "gpudash.yaml").write_text(settings)
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     overview, by_pod = _widgets(files, "overview"), _widgets(files, "by-pod")
-    now_titles = ("GPUs reporting", "Total power draw")
+    now_titles = ("GPUs reporting", "Average GPU utilization", "Average GPU temperature", "Total power draw",
+                  "Hottest GPU")
     for title in now_titles:
         assert "PERIOD(p1) == 60" in overview[title]["metrics"][-1][-1]["expression"], title
     header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])[
         "DashboardBody"])["widgets"][0]["properties"]["markdown"]
-    assert ('"GPUs reporting" and "Total power draw" are drawn only at their own period of 60 s' in header
-            and "Period override" in header and "each widget loads with its own period" in header)
+    listed = header.split(" are drawn only at their own period of 60 s")[0].rsplit("; ", 1)[-1]
+    assert all(f'"{title}"' in listed for title in now_titles), listed
+    assert "Period override" in header and "each widget loads with its own period" in header
     if pipeline == "container-insights":
         return  # the add-on's own metrics: the story below is the exporter's
     end, points = REPLACED_END, _replaced_node_points(files)
     for now in (end, end + 25):
-        for title in now_titles:
+        for title in ("GPUs reporting", "Average GPU temperature", "Total power draw", "Hottest GPU"):  # the story's
             drawn = cloudwatch_eval.widget(overview[title], points, now - 6 * 3600, now, period=60, now=now)
             assert any(series for series in drawn.values()), (title, now)
             for period in (120, 300, 3600):
