@@ -429,10 +429,9 @@ def copies_note(scrape_seconds: int, per_pod: bool = False) -> str:
 
 
 # What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).
-COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x range or more: on Prometheus 2.42 "
-             "2 to 6 s for one day of 64 GPUs, and an increase over 7 days of 32 GPUs 17 s, so a few hundred GPUs "
-             "over 7 days pass Grafana's default 30 s query timeout; narrow the node, gpu or pod variable, or "
-             "shorten the range.")
+COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x range: on Prometheus 2.42 about 2 s "
+             "for one day of 64 GPUs and 10 to 12 s for one day of 256 GPUs, so 256 GPUs over 7 days (about 80 s) "
+             "pass Grafana's default 30 s query timeout; narrow the node, gpu or pod variable, or shorten the range.")
 
 
 @dataclass(frozen=True)
