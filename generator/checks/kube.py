@@ -71,6 +71,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                         style)
         yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
                         settings.exporter.virtual_gpus)
+        yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, kube)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
@@ -163,17 +164,8 @@ def _addon_sharing(kube: Kube) -> Check:
     """The data-missing alarm on the add-on expects one DCGM observation per nvidia.com/gpu and collection: a node
     that advertises each GPU several times (time-slicing or MPS without renameByDefault) keeps it below 1 for good
     whenever a replica is free, so the alarm would fire with every GPU reporting."""
-    shared = []
     nodes = kube.listing("/api/v1/nodes", "Nodes")
-    for node in nodes:
-        advertised = _gpu_count(node)
-        labels = node.get("metadata", dict).get("labels")
-        labels = labels if isinstance(labels, dict) else {}
-        count, strategy = str(labels.get(GPU_COUNT_LABEL, "")), str(labels.get(SHARING_LABEL, ""))
-        if not advertised or not (strategy in SHARED or (count.isdigit() and advertised > int(count))):
-            continue
-        why = f"{SHARING_LABEL} {strategy}" if strategy in SHARED else f"{GPU_COUNT_LABEL} {count}"
-        shared.append(f"{node.get('metadata.name', str)} advertises {advertised} {GPU_RESOURCE} ({why})")
+    shared = _sharing_nodes(nodes)
     if shared:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
@@ -188,6 +180,21 @@ def _addon_sharing(kube: Kube) -> Check:
                      "alarms.expected_gpus: none (README: GPU data missing)")
     return Check(GROUP, ADDON_SHARING, OK, f"no GPU node shares its GPUs as {GPU_RESOURCE} (as far as "
                  f"{SHARING_LABEL} and {GPU_COUNT_LABEL} tell)")
+
+
+def _sharing_nodes(nodes) -> list[str]:
+    """The nodes that share their GPUs by time-slicing or MPS as several nvidia.com/gpu, each with why it is known."""
+    shared = []
+    for node in nodes:
+        advertised = _gpu_count(node)
+        labels = node.get("metadata", dict).get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        count, strategy = str(labels.get(GPU_COUNT_LABEL, "")), str(labels.get(SHARING_LABEL, ""))
+        if not advertised or not (strategy in SHARED or (count.isdigit() and advertised > int(count))):
+            continue
+        why = f"{SHARING_LABEL} {strategy}" if strategy in SHARED else f"{GPU_COUNT_LABEL} {count}"
+        shared.append(f"{node.get('metadata.name', str)} advertises {advertised} {GPU_RESOURCE} ({why})")
+    return shared
 
 
 def _uncounted_exporter_nodes(kube: Kube, nodes) -> list[str]:
@@ -412,11 +419,7 @@ def _virtual_gpus(daemonset: Answer, style, read_apart: bool) -> list[Check]:
     """KUBERNETES_VIRTUAL_GPUS (or --kubernetes-virtual-gpus) on the exporter against exporter.virtual_gpus: with it
     on, dcgm-exporter 4.5.3+ writes GPU utilization and framebuffer used as the device's series and each pod's share,
     which the queries read apart only with exporter.virtual_gpus (nothing is said when both are off)."""
-    container = _container(daemonset, style)
-    flags = [a for a in container.strings("args") + container.strings("command")
-             if a.lstrip("-").split("=", 1)[0] == "kubernetes-virtual-gpus"]
-    on = _env(container).get("KUBERNETES_VIRTUAL_GPUS", "").lower() in _GO_TRUE or any(
-        "=" not in flag or flag.split("=", 1)[1].lower() in _GO_TRUE for flag in flags)
+    on = _virtual_on(_container(daemonset, style))
     if on and not read_apart:
         return [Check(GROUP, VIRTUAL_CHECK, FAIL,
                       f"the exporter runs with KUBERNETES_VIRTUAL_GPUS=true but exporter.virtual_gpus is not set: "
@@ -426,6 +429,36 @@ def _virtual_gpus(daemonset: Answer, style, read_apart: bool) -> list[Check]:
         state = "on" if on else "off on this DaemonSet (the queries read exporters either way)"
         return [Check(GROUP, VIRTUAL_CHECK, OK, f"KUBERNETES_VIRTUAL_GPUS {state}; exporter.virtual_gpus is set")]
     return []
+
+
+def _virtual_on(container: Answer) -> bool:
+    """Whether the exporter runs with KUBERNETES_VIRTUAL_GPUS (or --kubernetes-virtual-gpus) on."""
+    flags = [a for a in container.strings("args") + container.strings("command")
+             if a.lstrip("-").split("=", 1)[0] == "kubernetes-virtual-gpus"]
+    return _env(container).get("KUBERNETES_VIRTUAL_GPUS", "").lower() in _GO_TRUE or any(
+        "=" not in flag or flag.split("=", 1)[1].lower() in _GO_TRUE for flag in flags)
+
+
+SLICED_CHECK = "GPUs shared by pods"
+
+
+def _sliced_gpus(daemonset: Answer, style, kube: Kube) -> list[Check]:
+    """Without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter labels a GPU that device-plugin replicas share (time-slicing,
+    MPS) with ONE of the pods holding it, the last that kubelet lists (its order is not fixed): per-pod views and
+    alarms show one of the sharing pods at a time, never each. With the setting each pod gets a copy. Nothing is
+    said when the setting is on or no node shares its GPUs (as far as GPU feature discovery's labels and the
+    node's nvidia.com/gpu capacity tell)."""
+    if _virtual_on(_container(daemonset, style)):
+        return []
+    shared = _sharing_nodes(kube.listing("/api/v1/nodes", "Nodes"))
+    if not shared:
+        return []
+    return [Check(GROUP, SLICED_CHECK, WARN,
+                  "; ".join(shared) + ": the exporter runs without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods "
+                  "share with one of them at a time (the last kubelet lists): per-pod panels, tables and alarms "
+                  "show one of the sharing pods, not each",
+                  "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
+                  "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]
 
 
 def _collectors_path(container: Answer, env: dict[str, str]) -> str:

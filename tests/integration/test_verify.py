@@ -216,6 +216,36 @@ def test_the_exporters_virtual_gpus_setting_must_be_read_apart(stack, tmp_path):
     assert checks[("kube", "virtual GPUs setting")]["status"] == "ok"
 
 
+def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_that_per_pod_views_show_one_pod(stack, tmp_path):
+    """Without KUBERNETES_VIRTUAL_GPUS the exporter labels a time-sliced GPU with one of the pods sharing it (the last
+    kubelet lists), not each: a node that GPU feature discovery labels time-slicing, or whose nvidia.com/gpu capacity
+    exceeds nvidia.com/gpu.count, is a warning naming it and the setting; with the setting on, nothing to say."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "GPUs shared by pods")
+    _, checks = verify(*only_kube)
+    assert name not in checks  # whole GPUs: nothing to say
+    # gpu-node-a: MIG single strategy, not shared; gpu-node-b: time-sliced into 4
+    sliced = cluster.share_gpus()
+    code, checks = verify(*only_kube)
+    assert code == 0 and checks[name]["status"] == "warn"
+    assert checks[name]["detail"] == (
+        "gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy time-slicing): the exporter runs "
+        "without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods share with one of them at a time (the last kubelet "
+        "lists): per-pod panels, tables and alarms show one of the sharing pods, not each")
+    assert "KUBERNETES_VIRTUAL_GPUS=true" in checks[name]["fix"]
+    assert "exporter.virtual_gpus: true" in checks[name]["fix"]
+    sliced["metadata"]["labels"].pop("nvidia.com/gpu.sharing-strategy")  # an older feature discovery: the count
+    _, checks = verify(*only_kube)
+    assert checks[name]["status"] == "warn"
+    assert checks[name]["detail"].startswith("gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.count 1): ")
+    cluster.daemonset["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append(
+        {"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"})
+    (tmp_path / "gpudash.yaml").write_text("exporter:\n  virtual_gpus: true\n")
+    _, checks = verify(*only_kube, "--config", str(tmp_path / "gpudash.yaml"))
+    assert checks[("kube", "virtual GPUs setting")]["status"] == "ok" and name not in checks  # a copy per pod
+
+
 def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
     """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
     what it really is (kube-state-metrics does not), so verify compares them."""

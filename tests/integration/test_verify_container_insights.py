@@ -148,13 +148,7 @@ def test_gpus_shared_as_several_nvidia_com_gpu_fail_the_data_missing_alarm_s_che
     cluster, verify = addon_stack
     code, checks = verify()
     assert checks[("kube", "add-on data-missing GPU count")]["status"] == "ok"
-    mig = cluster.node("gpu-node-a", gpus=7)
-    mig["metadata"]["labels"].update({"nvidia.com/gpu.count": "7", "nvidia.com/mig.strategy": "single",
-                                      "nvidia.com/gpu.sharing-strategy": "none"})
-    sliced = cluster.node("gpu-node-b", gpus=4)
-    sliced["metadata"]["labels"].update({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",
-                                         "nvidia.com/gpu.sharing-strategy": "time-slicing"})
-    cluster.nodes = [mig, sliced, *cluster.nodes[2:]]
+    sliced = cluster.share_gpus()
     code, checks = verify()
     assert code == 1
     assert _failures(checks) == {("kube", "add-on data-missing GPU count"): (

@@ -76,6 +76,19 @@ class KubeCluster:
                 "status": {"capacity": capacity, "allocatable": capacity,
                            "conditions": [{"type": "Ready", "status": "True"}]}}
 
+    def share_gpus(self) -> dict[str, Any]:
+        """GPU feature discovery's labels on the two GPU nodes: gpu-node-a splits its GPU by MIG's single strategy
+        (7 nvidia.com/gpu, as many as its count: nothing shared), gpu-node-b time-slices its one GPU into 4 (its
+        count 1). Returns gpu-node-b."""
+        mig = self.node("gpu-node-a", gpus=7)
+        mig["metadata"]["labels"].update({"nvidia.com/gpu.count": "7", "nvidia.com/mig.strategy": "single",
+                                          "nvidia.com/gpu.sharing-strategy": "none"})
+        sliced = self.node("gpu-node-b", gpus=4)
+        sliced["metadata"]["labels"].update({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4",
+                                             "nvidia.com/gpu.sharing-strategy": "time-slicing"})
+        self.nodes = [mig, sliced, *self.nodes[2:]]
+        return sliced
+
     def exporter_pod(self, node: str, ready: bool = True) -> dict[str, Any]:
         template = self.daemonset["spec"]["template"]
         return {"apiVersion": "v1", "kind": "Pod",

@@ -57,7 +57,10 @@ class Instance:
     id: str | None = None
     profile: str | None = None
     mig_util: str | None = None  # what a MIG series carries as GPU_UTIL: None (absent), "0", the sentinel
-    also: tuple[tuple[str, str], ...] = ()  # more pods sharing it by time-slicing: one series per pod
+    # more pods sharing it by time-slicing: one series per pod, each the device's value, as an exporter with
+    # KUBERNETES_VIRTUAL_GPUS before 4.5.3 writes it (without its `vgpu` label). Without the setting the exporter
+    # writes ONE series, under one of the pods (the last kubelet lists): this model does not write that case.
+    also: tuple[tuple[str, str], ...] = ()
 
     def pods(self) -> tuple[tuple[str, str], ...]:
         return ((self.pod,) if self.pod else ()) + self.also
@@ -123,7 +126,8 @@ FLEET = (
         Gpu(0, temp=60, power=150, sm_clock=1200, xid=0, energy_mw=150_000, replays_per_s=None, memory_temp=None,
             util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
     ), node_name_set=False),
-    # time-slicing: one GPU shared by two pods, the exporter writing its series once per pod
+    # time-slicing: one GPU shared by two pods, the exporter writing its series once per pod (KUBERNETES_VIRTUAL_GPUS
+    # before 4.5.3; see Instance.also)
     Node("gpu-node-ts", "hostname", "nvidia-dcgm-exporter-t7u8v", (
         Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
             util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
