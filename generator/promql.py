@@ -256,8 +256,10 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
         selectors = [selector(metric, [*b, *extra]) for b in branches]
         if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
-            return summed_deltas(fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR), window,
-                                 resolution, shift)
+            reading = fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
+            if window == DASHBOARD_RANGE and shift is None:
+                return range_increase(reading, copies, resolution, selectors)
+            return summed_deltas(reading, window, resolution, shift)
         change = f"rate({blank_infinite(fresh_reading(copies, resolution, selectors))}[{window}:{resolution}]" \
                  f"{_offset(shift)})"
         if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
@@ -313,6 +315,12 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     step), two cases differ in having a value, not in a value: a window holding no reading, after one within
     PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's first, at
     its last step, gives no value (was 0)."""
+    return f"(sum_over_time({_step_delta(reading, resolution)}[{_left_open(window)}:{resolution}]{_offset(shift)}) " \
+           f"< {INCREASE_BLANK_FLOOR})"
+
+
+def _step_delta(reading: str, resolution: str) -> str:
+    """A subquery step's delta of summed_deltas: the step's clean reading less the latest before it (irate)."""
     seconds = _seconds(resolution)
     lookback = max(PREVIOUS_WITHIN, 2 * seconds)
     gap = _exact_gap(seconds)
@@ -320,8 +328,51 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     # at a step t it holds the steps (t - lookback, t]; `gap` before t, the steps [t - lookback, t - step]: where the
     # reading before t's is looked for (no step of the reading sits on the range's edge, on Prometheus 2 or 3)
     latest = f"last_over_time({clean}[{lookback * 1000 - gap * 500}ms:{resolution}])"
-    delta = f"(irate({latest}[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
-    return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
+    return f"(irate({latest}[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
+
+
+DASHBOARD_RANGE = "$__range"  # a panel's increase window: the dashboard's time range (range_increase)
+RANGE_MS = "${__range_ms}"  # Grafana's exact length of the time range, in milliseconds (`$__range` is rounded to 1 s)
+RANGE_PART = "gpudash_part"  # the label range_increase tells its two parts apart by, summed away
+
+
+def range_increase(reading: str, copies: str, resolution: str, selectors: list[str]) -> str:
+    """A counter's increase during the dashboard's time range [from, to] (Grafana's instant query at `to`, the range
+    `${__range_ms}` long): the sum of the deltas (summed_deltas) of exactly the scrapes taken in it, to the
+    millisecond, on Prometheus 2's closed ranges and 3's left-open ones alike, as CloudWatch sums the agent's deltas of
+    the scrapes in [start, end). A window of whole steps is not the range: a step reads the scrape taken within
+    (step - interval, step], so the first step at or after `from` may read a scrape taken before it, and the scrapes
+    after the last step before `to` belong to a step after it. Grafana's "Previous hour" starts on a step and ends at
+    .999 (`[$__range:30s]` read the scrape 1 ms before the hour and none of its last 30 s); "Last 1 hour" starts and
+    ends anywhere in a step. Two parts, added up (`sum without` the label telling them apart):
+
+    * the deltas of the steps of [from - 1 ms, to - 1 ms] (`[${__range_ms}ms:step] offset 1ms`; Prometheus 3 reads
+      (from - 1 ms, to - 1 ms], without a step at from - 1 ms, whose scrape is before `from` and left out below),
+      unless the step reads the scrape just before `from`: each copy's latest sample before `from` (`timestamp()` of
+      it, pinned with `@ end() offset ${__range_ms}ms`, read once) taken within the step (`> time() - step`), which
+      can only be the window's first step. A step that reads that scrape and a later one (scrapes more often than
+      the step) counts neither; none does at the usual one scrape per step;
+    * the scrapes after the window's last step, up to `to`: each copy's latest sample when it was taken after the
+      last step at or before to - 1 ms (`timestamp()` of it, read once, in whole milliseconds), its delta from the
+      latest reading of the steps before it (within PREVIOUS_WITHIN).
+
+    No reading in the range gives no value. The two `timestamp()` are instant reads, not one per step."""
+    seconds = _seconds(resolution)
+    lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * seconds))
+
+    def merged(per_copy) -> str:
+        parts = [per_copy(s) for s in selectors]
+        return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
+    before = merged(lambda s: f"last_over_time(timestamp({s} offset 1ms)[1ms:1ms] @ end() offset {RANGE_MS}ms)")
+    steps = (f"sum_over_time(({_step_delta(reading, resolution)} unless ({before} > time() - {seconds}))"
+             f"[{RANGE_MS}ms:{resolution}] offset 1ms)")
+    last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
+    tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
+    previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
+    after = f"((({tail} - ({previous} or {tail})) >= 0) or {tail})"
+    parts = (f'label_replace({steps}, "{RANGE_PART}", "steps", "", "") or '
+             f'label_replace({after}, "{RANGE_PART}", "tail", "", "")')
+    return f"(sum without ({RANGE_PART}) ({parts}) < {INCREASE_BLANK_FLOOR})"
 
 
 def _exact_gap(seconds: int) -> int:
@@ -333,7 +384,8 @@ def _exact_gap(seconds: int) -> int:
 def _left_open(window: str) -> str:
     """A window of fixed length less a millisecond: the readings of (instant - window, instant] on Prometheus 2's
     closed ranges as on 3's left-open ones, as CloudWatch's period holds the deltas of [start, end) (a reading on
-    the window's first step belongs to the window before). A dashboard macro ($__range) is left as it is."""
+    the window's first step belongs to the window before). A dashboard macro is left as it is (the dashboard's
+    range itself: range_increase)."""
     return window if window.startswith("$") else f"{_seconds(window) * 1000 - 1}ms"
 
 
@@ -414,9 +466,13 @@ def reads_copies_per_step(query: Query, catalog: Catalog) -> bool:
     return not query.raw_promql and query.metric in catalog and catalog.get(query.metric).is_counter
 
 
-def copies_note(scrape_seconds: int, per_pod: bool = False) -> str:
+def copies_note(scrape_seconds: int, per_pod: bool = False, whole_range: bool = False) -> str:
     """What a panel of reads_copies_per_step says of its readings' timing (the only way it differs from a rate over
-    one series per GPU, or per pod and GPU); per pod, also that a GPU's counter is the device's."""
+    one series per GPU, or per pod and GPU); per pod, also that a GPU's counter is the device's. `whole_range`: an
+    increase over the dashboard's range (range_increase), which counts the scrapes of the range itself."""
+    if whole_range:
+        return (f"Per {'pod and ' if per_pod else ''}GPU, read from its copies once per {scrape_seconds} s step, "
+                f"counting the scrapes taken within the selected time range, to the millisecond.")
     if not per_pod:
         return (f"Per GPU, read from its copies (one per pod sharing it) once per {scrape_seconds} s step: a reading "
                 f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
@@ -538,7 +594,7 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
-               rate_window: str = "$__rate_interval", increase_window: str = "$__range",
+               rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None) -> str:
     """The PromQL for one neutral query.

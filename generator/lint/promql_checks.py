@@ -9,7 +9,7 @@ from functools import lru_cache
 # Grafana macros promql-parser rejects; each is replaced by a value of the same kind.
 _MACROS = (
     (re.compile(r"\$__rate_interval|\$\{__rate_interval\}"), "5m"),
-    (re.compile(r"\$__interval_ms|\$__range_ms"), "300000"),
+    (re.compile(r"\$__interval_ms|\$__range_ms|\$\{__range_ms\}"), "300000"),
     (re.compile(r"\$__range_s"), "300"),
     (re.compile(r"\$__interval|\$__range|\$\{__interval\}|\$\{__range\}"), "5m"),
 )
@@ -46,7 +46,7 @@ def selectors(ast) -> list[Selector]:
         if isinstance(node, promql_parser.VectorSelector):
             function = None
             ranged = _ranged(stack)
-            if any(_sums_deltas(above) for above in stack):
+            if any(_sums_deltas(above) or _range_parts(above) for above in stack):
                 function = "increase"  # promql.summed_deltas: the counter's increase, read per step
             elif ranged is not None and stack[ranged].func.name == "present_over_time":
                 function = "compare"  # promql.taken_within: whether a sample was taken in the step, not a chart of x
@@ -120,10 +120,23 @@ def _sums_deltas(node) -> bool:
             and isinstance(node.args[0], promql_parser.SubqueryExpr)):
         return False
     inner = _unwrapped(node.args[0].expr)
+    if isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "unless":  # promql.range_increase's first step
+        inner = _unwrapped(inner.lhs)
     if isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "*":
         inner = _unwrapped(inner.lhs)
     return (isinstance(inner, promql_parser.Call) and inner.func.name == "irate" and bool(inner.args)
             and isinstance(inner.args[0], promql_parser.SubqueryExpr))
+
+
+def _range_parts(node) -> bool:
+    """`sum without (gpudash_part) (...)`: promql.range_increase adding up the steps' deltas and the scrapes after the
+    last step (each reading less the one before it), a counter's increase during the dashboard's range."""
+    import promql_parser
+
+    from ..promql import RANGE_PART
+
+    return (isinstance(node, promql_parser.AggregateExpr) and str(node.op) == "sum" and node.modifier is not None
+            and "Without" in str(node.modifier.type) and list(node.modifier.labels) == [RANGE_PART])
 
 
 def _unwrapped(node):

@@ -187,12 +187,12 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> st
             metric = catalog.get(query.metric)
             rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
             texts.append(f"{metric.help} ({metric.name}){rate}")
-    per_step = dict.fromkeys("pod" in group_keys(query.by) for query in panel.queries
+    per_step = dict.fromkeys(("pod" in group_keys(query.by), query.as_increase) for query in panel.queries
                              if reads_copies_per_step(query, catalog))
     if per_step:  # what the exact reading costs, then how it is timed (the description ends with that)
         texts.append(COST_NOTE)
-    for per_pod in per_step:
-        texts.append(copies_note(scrape_seconds, per_pod))
+    for per_pod, whole_range in per_step:
+        texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

@@ -19,7 +19,7 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
+from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus, range_macros
 
 BLANK = "9223372036854775792"  # DCGM's int64 blank, 0x7ffffffffffffff0
 STEP = 300  # one sample every 5 minutes
@@ -59,7 +59,7 @@ def _panel(project, uid: str, title: str) -> dict:
 
 
 def _shown(prometheus: Prometheus, target: dict, window: str, at: float) -> dict[str, float]:
-    expr = interpolate(target["expr"], {"__rate_interval": window, "__range": window, **variables({}, VARIABLES)})
+    expr = interpolate(target["expr"], {"__rate_interval": window, **range_macros(window), **variables({}, VARIABLES)})
     return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
             for s in prometheus.query(expr, at=at)}
 

@@ -125,7 +125,8 @@ def shown(prometheus, panel: dict, start: int, first: int, last: int) -> dict[st
     """{bar: value} as Grafana shows the panel over [first, last) minutes: an instant query at the range's end."""
     (target,) = panel["targets"]
     assert target["instant"] is True
-    expr = interpolate(target["expr"], {"__range": f"{(last - first) * 60}s", **variables({}, VARIABLES)})
+    expr = interpolate(target["expr"], {"__range": f"{(last - first) * 60}s", "__range_ms": str((last - first) * 60_000),
+                                        **variables({}, VARIABLES)})
     result = prometheus.query(expr, at=start + last * 60)
     bars = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
     assert len(bars) == len(result)

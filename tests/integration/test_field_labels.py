@@ -16,7 +16,7 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.support import field_labels
-from tests.support.prometheus_server import Prometheus
+from tests.support.prometheus_server import Prometheus, range_macros
 from tests.support.replay_exporter import ReplayExporter
 
 
@@ -41,7 +41,7 @@ def test_every_panel_adds_up_the_codes_or_names_them(stack, project):
     (dashboard,) = [d for d in grafana_dashboards(project) if d.uid.endswith("-xid")]
     panels = [p for p in dashboard.model["panels"] if p["type"] != "row"]
     assert len(panels) == 5
-    values = {"__rate_interval": "1m", "__range": "1m", **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))}
+    values = {"__rate_interval": "1m", **range_macros("1m"), **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))}
     for panel in panels:
         (target,) = panel["targets"]
         result = stack.query(interpolate(target["expr"], values))

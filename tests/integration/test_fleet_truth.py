@@ -44,7 +44,7 @@ from tests.support import kube_state, mixed_fleet
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
+from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every, range_macros
 from tests.support.replay_exporter import ReplayExporter
 
 FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)
@@ -223,7 +223,7 @@ def _node_names(path: Path_, exporters: dict[str, ReplayExporter]) -> dict[str, 
 def _substitute(expr: str, window: str = RATE_WINDOW, **selected: str) -> str:
     """Grafana's interpolation, as the preview does it: macros, and each variable as its regex (All:
     `.*`; a picked value escaped as Grafana escapes it for Prometheus)."""
-    values = {"__rate_interval": window, "__range": window, **variables(selected, VARIABLES)}
+    values = {"__rate_interval": window, **range_macros(window), **variables(selected, VARIABLES)}
     return interpolate(expr, values)
 
 

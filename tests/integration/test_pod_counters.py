@@ -41,7 +41,7 @@ from generator.promql import copies_note
 from generator.render.alarms import prometheus_expression
 from generator.render.grafana import render
 from tests.support.counter_truth import prometheus_change, summed_deltas
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import backfilled as backfilled_prometheus, range_macros
 
 STEP, SCRAPES = 30, 40
 ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
@@ -187,7 +187,7 @@ def _wrong(shown: dict[str, float], expected: dict[str, float]) -> dict:
 
 
 def _substitute(expr: str, window: int, **selected: str) -> str:
-    return interpolate(expr, {"__rate_interval": f"{window}s", "__range": f"{window}s",
+    return interpolate(expr, {"__rate_interval": f"{window}s", **range_macros(f"{window}s"),
                               **variables(selected, VARIABLES)})
 
 

@@ -115,7 +115,7 @@ def test_the_panel_is_one_value_per_gpu_over_the_range(project):
     assert panel["options"]["reduceOptions"]["calcs"] == ["lastNotNull"]
     (target,) = panel["targets"]
     assert target["instant"] is True and target["range"] is False
-    assert "[$__range:" in target["expr"]
+    assert "[${__range_ms}ms:" in target["expr"]
 
 
 def test_no_panel_charts_increases_over_ranges_ending_earlier(project):
@@ -123,7 +123,7 @@ def test_no_panel_charts_increases_over_ranges_ending_earlier(project):
     for dashboard in grafana_dashboards(project):
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
-                if "$__range" in target.get("expr", ""):
+                if "__range" in target.get("expr", ""):
                     assert target["instant"] is True and target["range"] is False, (dashboard.uid, panel["title"])
 
 
@@ -134,7 +134,8 @@ def shown_by_grafana(prometheus, panel: dict, start: int, first: int, last: int)
     """{bar or legend line: {calc: value}} as Grafana shows the panel over [first, last] minutes: an instant query at
     the range's end, or a range query (a point a minute) reduced by the legend's calcs."""
     (target,) = panel["targets"]
-    expr = interpolate(target["expr"], {"__range": f"{(last - first) * 60}s", **variables({}, VARIABLES)})
+    expr = interpolate(target["expr"], {"__range": f"{(last - first) * 60}s", "__range_ms": str((last - first) * 60_000),
+                                        **variables({}, VARIABLES)})
     if target["instant"]:
         result = [{"metric": s["metric"], "values": [s["value"]]} for s in prometheus.query(expr, at=start + last * 60)]
         calcs = panel["options"]["reduceOptions"]["calcs"]

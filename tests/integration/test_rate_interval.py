@@ -16,7 +16,7 @@ import pytest
 from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import backfilled as backfilled_prometheus, range_macros
 
 SCRAPES = (10, 30, 60)  # seconds between scrapes
 HOURS = 8
@@ -60,7 +60,7 @@ def _asked(panel: dict, target: dict) -> tuple[int, int]:
 
 def _filled(prometheus, start: int, panel: dict, target: dict) -> tuple[int, int, list[float]]:
     step, window = _asked(panel, target)
-    expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{CHART}s",
+    expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", **range_macros(f"{CHART}s"),
                                         **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
     first = (start + 3600) // step * step  # Grafana aligns a range query's start to its step
     count = CHART // step

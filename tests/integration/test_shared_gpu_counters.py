@@ -135,11 +135,12 @@ def _blank_within(samples, first: float, last: float) -> bool:
 def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: bool) -> float | None:
     """A rate as Prometheus computes it; an increase as CloudWatch sums the agent's deltas."""
     samples = one_series(gpu, phase, start)
+    if not rate:  # the scrapes of the range [at - window, at] itself (promql.range_increase)
+        return summed_deltas(samples, at - window - 0.001, at)
     last = at - _lag(phase)
-    if rate and _blank_within(samples, last - window, last):  # a rate's window holding a blank gives no value
+    if _blank_within(samples, last - window, last):  # a rate's window holding a blank gives no value
         return None
-    return prometheus_change(samples, last - window, last, rate) if rate else \
-        summed_deltas(samples, last - window, last)
+    return prometheus_change(samples, last - window, last, rate)
 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
@@ -159,12 +160,16 @@ def _panel(title: str) -> dict:
     return next(p for p in dashboard.model["panels"] if p.get("title") == title)
 
 
-def _shown(prometheus: Prometheus, expr: str, legend: str, start: int, runs) -> dict[int, dict[str, float]]:
+def _shown(prometheus: Prometheus, expr: str, legend: str, start: int, runs,
+           instant: bool = False) -> dict[int, dict[str, float]]:
     """{instant: {legend: value}}: what `expr` shows at each instant of the runs (seconds after `start`), each run
-    read in one range query."""
+    read in one range query, or (`instant`: a query pinned to its own instant with `@ end()`, as Grafana's instant
+    query of an increase over its range) one instant query per instant."""
     shown = {}
     for first, step, count in runs:
-        for at, result in prometheus.query_at(expr, start + first, count, step).items():
+        answers = {start + first + i * step: prometheus.query(expr, start + first + i * step) for i in range(count)} \
+            if instant else prometheus.query_at(expr, start + first, count, step)
+        for at, result in answers.items():
             lines = {render_legend(legend, s["metric"]): float(s["value"][1]) for s in result}
             assert len(lines) == len(result), result
             shown[int(at) - start] = lines
@@ -200,13 +205,14 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
     panel = _panel(title)
     (target,) = panel["targets"]
     assert target["legendFormat"] == "{{node}} GPU {{gpu}}"
-    # what the truth below allows for (its window ends at the GPU's latest step, up to 30 s before the instant)
-    assert panel["description"].endswith(copies_note(STEP))
+    # what the truth below allows for (a rate's window ends at the GPU's latest step, up to 30 s before the instant;
+    # an increase counts the scrapes of the range itself)
+    assert panel["description"].endswith(copies_note(STEP, whole_range=not rate))
     assert copies_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's time.")
     expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{window}s",
-                                        **variables({}, VARIABLES)})
+                                        "__range_ms": str(window * 1000), **variables({}, VARIABLES)})
     blank_inside = set()
-    shown = _shown(prometheus, expr, target["legendFormat"], start, RUNS)
+    shown = _shown(prometheus, expr, target["legendFormat"], start, RUNS, instant=not rate)
     assert sorted(shown) == INSTANTS
     for instant in INSTANTS:
         at = start + instant

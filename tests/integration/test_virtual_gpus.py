@@ -34,7 +34,7 @@ from tests.integration.test_fleet_truth import EXPORTED, _operator_monitor
 from tests.support import virtual_gpus
 from tests.support.alert_periods import latest_period
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every
+from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every, range_macros
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.virtual_gpus import FIELDS, FLEET, TEMP, UTIL, truth
 
@@ -97,7 +97,7 @@ def _project(tmp_path, settings: str):
 
 
 def _all(expr: str) -> str:
-    return interpolate(expr, {"__rate_interval": "3s", "__range": "3s",
+    return interpolate(expr, {"__rate_interval": "3s", **range_macros("3s"),
                               **variables({}, ("namespace", "pod", "node", "gpu", "cluster"))})
 
 

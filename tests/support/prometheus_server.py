@@ -156,10 +156,12 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
         return f"[{max(PREVIOUS_WITHIN, 2 * step) * 1000 - gap * 500}ms:{step}s])[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        # promql.summed_deltas' two points, promql.taken_within's three ranges, and the subquery steps
+        # promql.summed_deltas' two points, promql.taken_within's three ranges, the subquery steps, and
+        # promql.range_increase's step of the scrape before the range and its last step
         for was, now in ((points(old), points(new)), (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
-                         (f":{old}s]", f":{new}s]")):
+                         (f":{old}s]", f":{new}s]"), (f"> time() - {old}))", f"> time() - {new}))"),
+                         (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
             expr = expr.replace(was, now)
     return expr
 
@@ -177,3 +179,10 @@ def backfilled(workdir: Path, openmetrics: Callable[[int], str], span: int, step
     assert result.returncode == 0, result.stdout + result.stderr
     with Prometheus(workdir, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
         yield prometheus, start
+
+
+def range_macros(window: str) -> dict[str, str]:
+    """Grafana's macros of a dashboard range `window` long (a duration such as 90s, 5m, 26h): `$__range` and the
+    exact `${__range_ms}` an increase over the range reads (promql.range_increase)."""
+    seconds = int(window[:-1]) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[window[-1]]
+    return {"__range": window, "__range_ms": str(seconds * 1000)}
