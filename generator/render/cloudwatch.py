@@ -283,7 +283,8 @@ class _Body:
                        "metric math documents no way to drop one point of an array of lines). A counter stuck on "
                        "the blank reads 0. Alarms cannot drop it. The default agent.pipeline: otel drops blanks in "
                        "the agent before they are published.")
-        header += "\n\n" + periods_note(self.period_follows, *self.now)
+        whole = any(isinstance(w, _MetricWidget) and w.properties.get("setPeriodToTimeRange") for w in self.widgets)
+        header += "\n\n" + periods_note(self.period_follows, *self.now, whole_range=whole)
         if self.notes:
             titles: dict[str, list[str]] = {}  # each note once, with the panels it holds for
             for title, note in self.notes:
@@ -327,15 +328,19 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
                  (now, now_period(settings)))
 
 
-def periods_note(period_follows: bool, now: list[str], period: int) -> str:
-    """What a widget's period means, and what a period picked in the console does to it, for the header."""
+def periods_note(period_follows: bool, now: list[str], period: int, whole_range: bool = True) -> str:
+    """What a widget's period means, and what a period picked in the console does to it, for the header;
+    `whole_range`: the dashboard has values over the whole time range (a counter's increase)."""
     text = ("Periods: each widget loads with its own period (the dashboard's period override is \"Do not override\"): "
-            "a graph's point is the statistic over its period, a single value over the time range covers it whole")
+            "a graph's point is the statistic over its period")
+    if whole_range:
+        text += ", an increase over the time range covers it whole"
     if now:
         text += f", and {_listed(now)} the latest whole minute (below)"
     text += (". A period picked under Actions > Period override (Auto included) replaces every widget's: a graph's "
-             "points become that period's statistic and a single value over the time range may show its latest "
-             "period instead")
+             "points become that period's statistic")
+    if whole_range:
+        text += " and an increase over the time range may show its latest period's instead"
     if period_follows:
         text += ("; rates, and values per scrape, stay true: they divide by the period each widget's query used "
                  "(PERIOD() of a hidden metric of the widget)")

@@ -211,3 +211,20 @@ def test_a_period_picked_in_the_console_draws_no_now_value_rather_than_a_false_o
         assert _latest(overview["GPUs reporting"], points, now) == 9
     table = by_pod["Pods on GPUs"]
     assert "PERIOD(p1) == 60" in table["metrics"][-1][-1]["expression"]
+
+
+def _header(files, dashboard: str) -> str:
+    body = json.loads(json.loads(files[f"cloudwatch/dashboards/gpudash-gpu-cluster-{dashboard}.json"])["DashboardBody"])
+    return body["widgets"][0]["properties"]["markdown"]
+
+
+def test_the_header_speaks_of_values_over_the_time_range_only_where_a_widget_takes_the_range(built):
+    """The overview's single values all mean now: its header must not say a single value covers the time range;
+    the health dashboard's "Rows remapped" is the increase over the range, and its header says so."""
+    files, _ = built
+    for dashboard, whole in (("overview", False), ("by-pod", False), ("health", True)):
+        widgets = _widgets(files, dashboard)
+        assert any(w.get("setPeriodToTimeRange") for w in widgets.values()) == whole, dashboard
+        header = _header(files, dashboard)
+        assert ("over the time range" in header) == whole, (dashboard, header)
+        assert ("an increase over the time range covers it whole" in header) == whole, dashboard
