@@ -20,10 +20,12 @@ period) is judged on the same fleet: the split burst breaches two periods at 915
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import yaml
 
+from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval, mixed_fleet
@@ -70,6 +72,7 @@ def truth(at: int) -> set[str]:
 
 
 ENDS = range(600, STEPS * STEP, 60)
+LATER = -(ENDS[0] + 15) % ENDS.step  # a multiple of the rules' 5 s step: each reading keeps its place on their grid
 
 # M of N: a pod's GPU over 20% at some reading of 2 of the 3 periods that end at the evaluation.
 BURSTS = '''
@@ -152,10 +155,13 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
     _, folder = built
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     (rule,) = [r for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule_id]
-    checks = [{"eval_time": f"{end + 15}s", "alertname": rule["alert"],
+    # the story moved 45 s later, so that its judged times (15 s after a scrape, a minute apart) fall on promtool's
+    # evaluations once a minute instead of one in four every 15 s (test_gauge_twins._later)
+    checks = [{"eval_time": f"{end + 15 + LATER}s", "alertname": rule["alert"],
                "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod)
                               for pod in sorted(said(end + 15))]} for end in ENDS]
-    series = _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")
-    _promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    series = [_later(s, STEP, LATER)
+              for s in _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")]
+    _promtool_test(folder, f"{rule_id}_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                       "alert_rule_test": checks}], evaluation_interval="15s")
     assert "for" not in rule  # the periods are judged at once: a rule that held its condition would miss 915 s

@@ -18,11 +18,13 @@ else.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
 import yaml
 
+from tests.integration.test_gauge_twins import _later
 from tests.integration.test_mig_twins import built_with
 from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval, mixed_fleet
@@ -75,6 +77,7 @@ def truth(end: int) -> dict[str, set[str]]:
 
 
 ENDS = range(600, STEPS * STEP, 60)
+LATER = -(ENDS[0] + 15) % ENDS.step  # a multiple of the rules' 5 s step: each reading keeps its place on their grid
 
 
 @pytest.fixture(scope="module")
@@ -137,14 +140,15 @@ def test_prometheus_rules_judge_the_ten_minutes(built):
     checks = []
     for end in ENDS:
         want = truth(end)
-        checks += [{"eval_time": f"{end + 15}s", "alertname": alerts["gpu-temp-high"],
+        checks += [{"eval_time": f"{end + 15 + LATER}s", "alertname": alerts["gpu-temp-high"],
                     "exp_alerts": [_expected(folder, alerts["gpu-temp-high"], node=n, gpu="0")
                                    for n in sorted(want["gpu-temp-high"])]},
-                   {"eval_time": f"{end + 15}s", "alertname": alerts["framebuffer-full"],
+                   {"eval_time": f"{end + 15 + LATER}s", "alertname": alerts["framebuffer-full"],
                     "exp_alerts": [_expected(folder, alerts["framebuffer-full"], namespace="team-a", pod=p)
                                    for p in sorted(want["framebuffer-full"])]}]
-    series = _stored("DCGM_FI_DEV_GPU_TEMP") + _stored("DCGM_FI_DEV_FB_FREE")
-    _promtool_test(folder, "window_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
+    # the story moved 45 s later: its judged times fall on promtool's evaluations once a minute (test_period_twins)
+    series = [_later(s, STEP, LATER) for s in _stored("DCGM_FI_DEV_GPU_TEMP") + _stored("DCGM_FI_DEV_FB_FREE")]
+    _promtool_test(folder, "window_twins.yaml", [{"interval": f"{math.gcd(STEP, LATER)}s", "input_series": series,
                                                   "alert_rule_test": checks}], evaluation_interval="15s")
 
 
@@ -209,9 +213,10 @@ def test_a_burst_across_a_clock_boundary_fires_both_forms(built):
         for series, value in [line.rsplit(" ", 1) for line in _burst_payload(k).splitlines()
                               if line.startswith(REPLAYS + "{")]:
             values.setdefault(f'{series[:-1]},node="{BURST_NODE}"}}', []).append(value)
-    checks = [{"eval_time": f"{end + 15}s", "alertname": alert,
+    later = -(BURST_ENDS[0] + 15) % BURST_ENDS.step  # judged times on every evaluation, 30 s apart
+    checks = [{"eval_time": f"{end + 15 + later}s", "alertname": alert,
                "exp_alerts": [_expected(folder, alert, node=BURST_NODE, gpu="0")] if _burst_truth(end) else []}
               for end in BURST_ENDS]
-    _promtool_test(folder, "burst_twins.yaml", [{"interval": f"{STEP}s", "input_series": [
-        {"series": s, "values": " ".join(v)} for s, v in values.items()], "alert_rule_test": checks}],
-        evaluation_interval="15s")
+    _promtool_test(folder, "burst_twins.yaml", [{"interval": f"{math.gcd(STEP, later)}s", "input_series": [
+        _later({"series": s, "values": " ".join(v)}, STEP, later) for s, v in values.items()],
+        "alert_rule_test": checks}], evaluation_interval="15s")
