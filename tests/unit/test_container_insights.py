@@ -47,10 +47,10 @@ def _device_label(label: str) -> str:
     return re.sub(r" GPU (\d+)$", r" nvidia\1", label)
 
 
-def _ratio_truth(by, aggregation, period, gpus=FLEET):
+def _ratio_truth(by, aggregation, period, gpus=FLEET, start=START):
     """used / (used + free) per GPU, averaged over the GPU's readings, then across the line's GPUs."""
     lines: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
-    for bucket in range(START, END, period):
+    for bucket in range(start, END, period):
         for gpu in gpus:
             if "pod" in by and not gpu.held:
                 continue
@@ -71,7 +71,7 @@ def test_every_widget_shows_the_truth(addon):
         start, period = cloudwatch_eval.widget_range(properties, START, END)
         if query.over:
             assert set(query.over) == set(RATIO_FIELDS)
-            expected = _ratio_truth(query.by, query.aggregation, period)
+            expected = _ratio_truth(query.by, query.aggregation, period, start=start)
         else:
             expected = truth(query, project.catalog.get(query.metric), start, END, period, every=EVERY)
         expected = {_device_label(label) or properties["title"]: series for label, series in expected.items()}
@@ -103,9 +103,11 @@ def test_framebuffer_is_shown_in_mib_and_as_a_ratio(addon):
     expected = sum(reading("DCGM_FI_DEV_FB_USED", gpu, t // 30) for t in range(0, 300, EVERY)) / 5
     assert _close(used["ip-10-0-1-1 nvidia0"][0], expected)
     assert 1000 <= used["ip-10-0-1-1 nvidia0"][0] < 1100  # MiB, not bytes
-    share = cloudwatch_eval.widget(widgets["Framebuffer in use"], points, START, END)
-    assert _close(share["Framebuffer in use"][0], _ratio_truth((), "avg", END - START)[""][0])  # a ratio, not percent
-    assert share["Framebuffer in use"][0] < 2
+    share = cloudwatch_eval.widget(widgets["Framebuffer in use"], points, START, END)["Framebuffer in use"]
+    start, period = cloudwatch_eval.widget_range(widgets["Framebuffer in use"], START, END)  # a value now
+    truth = _ratio_truth((), "avg", period, start=start)[""]
+    assert share and set(share) == set(truth)
+    assert all(_close(value, truth[bucket]) and value < 2 for bucket, value in share.items())  # a ratio, not percent
     for title in ("Framebuffer in use", "Framebuffer used share by pod"):  # the axis names the ratio, not MiB
         assert widgets[title]["yAxis"]["left"]["label"] == "ratio 0-1"
     assert widgets["Framebuffer memory used"]["yAxis"]["left"]["label"] == "MiB"
