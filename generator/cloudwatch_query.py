@@ -128,6 +128,13 @@ def gpu_dimensions(settings: Settings) -> list[str]:
     return list(settings.cloudwatch.gpu_dimensions)
 
 
+def pod_gpu_dimensions(settings: Settings) -> list[str]:
+    """Per GPU a pod holds: the per-pod set and the GPU's index (a pod's GPUs are on its node). Published only for
+    the fields queried with it (the idle alarm judges each GPU of a pod on its own)."""
+    pods = pod_dimensions(settings)
+    return pods if GPU_DIMENSION in pods else [*pods, GPU_DIMENSION]
+
+
 def instance_dimensions(settings: Settings) -> list[str]:
     """Per GPU instance: a MIG instance, or a whole GPU (GPU_I_ID "none", set by the agent's scrape job)."""
     return with_instance(gpu_dimensions(settings))
@@ -263,7 +270,8 @@ def _dimension_set(query: Query, settings: Settings) -> tuple[str, ...]:
     if "mig_instance" in keys:  # MIG instances alone, with their profile (which names them on the lines)
         candidates = [] if pod_keyed else [mig_instance_dimensions(settings)]
     else:
-        candidates = [pod_dimensions(settings)] if pod_keyed else [gpu_dimensions(settings)]
+        candidates = [pod_dimensions(settings), pod_gpu_dimensions(settings)] if pod_keyed \
+            else [gpu_dimensions(settings)]
     wanted = {dimension_for(k, settings) for k in keys}
     if query.per_pod:
         wanted.add(dimension_for("namespace", settings))  # a pod is named within its namespace

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, instance_contributors,
-                                Unsupported, dimension_for, gpu_dimensions, pod_dimensions, scrape_seconds)
+                                Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
+                                scrape_seconds)
 from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
@@ -140,6 +141,21 @@ def alarm_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
     return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
 
 
+STATIC_POD_MEAN = ("A static per-pod alarm names the pod, not its GPUs: it judges the pod's readings over all its "
+                   "GPUs, so a pod that uses one of several GPUs does not alarm for the others (alarms.per_pod: "
+                   "group_by judges each GPU).")
+
+
+def static_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> Plan:
+    """The query of a static per-pod alarm (alarms.per_pod: static): one pod's series, named ahead. The GPUs a pod
+    will hold cannot be named ahead: a rule judged per GPU of a pod is judged over the pod's GPUs there
+    (STATIC_POD_MEAN says so in the alarm's description)."""
+    query = cloudwatch_condition(alarm, settings).query
+    if query.per_pod and "gpu" in query.by:
+        query = replace(query, by=tuple(k for k in query.by if k not in ("node", "gpu")))
+    return source_plan(query, catalog, settings, alarm.period_seconds, alarm=True)
+
+
 def second_plan(alarm: Alarm, settings: Settings) -> Plan:
     """The data-missing rule's second alarm, a GROUP BY alarm: on the OTel pipeline each node's exporter scrapes that
     brought no GPU data, counted over the rule's window (the SUM of each scrape's flag, 1 for such a scrape, 0 else), the most first (data_missing.per_node_description); on the
@@ -177,7 +193,7 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
         return None
     stand_in, factor = substitute
     result = source_plan(replace(query, metric=stand_in), catalog, settings, alarm.period_seconds, alarm=True)
-    if list(result.dims) not in (pod_dimensions(settings), gpu_dimensions(settings)):
+    if list(result.dims) not in (pod_dimensions(settings), pod_gpu_dimensions(settings), gpu_dimensions(settings)):
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
                           f"alarm on with this grouping")
     return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
@@ -242,7 +258,7 @@ def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str
     if alarm.absent:
         return Form("math", plan_), Form("second", second_plan(alarm, settings))
     if static_per_pod(alarm, per_pod or settings.alarms.per_pod):
-        return (Form("static", plan_),)
+        return (Form("static", static_plan(alarm, catalog, settings)),)
     try:
         mig = mig_plan(alarm, catalog, settings)
     except Unsupported:
@@ -385,7 +401,7 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                     entry: str) -> dict[str, Any]:
     """One classic alarm on one pod's series (the `static` per-pod mode)."""
     condition = cloudwatch_condition(alarm, settings)
-    plan_ = alarm_plan(alarm, catalog, settings)
+    plan_ = static_plan(alarm, catalog, settings)
     namespace, pod = static_pod(entry)
     # CloudWatch dimension names (the agent's own scrape job), not the labels a Prometheus path uses.
     values = {CLUSTER_DIMENSION: cluster.name, dimension_for("namespace", settings): namespace,
@@ -398,8 +414,9 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                          f"{', '.join(unknown)} for pod {entry}", where=alarm.defined_at,
                          hint=f"keep cloudwatch.dimensions to {CLUSTER_DIMENSION}, namespace, pod, or use "
                               "alarms.per_pod: group_by")
+    pooled = f" {STATIC_POD_MEAN}" if plan_ != alarm_plan(alarm, catalog, settings) else ""
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)),
-                      _description(alarm, stale_note(alarm)))
+                      _description(alarm, stale_note(alarm) + pooled))
     request.update({
         "Threshold": _threshold(alarm, plan_, settings),
         "Namespace": settings.cloudwatch.namespace,

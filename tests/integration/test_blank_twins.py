@@ -76,7 +76,8 @@ def test_cloudwatch_alarms_fire_for_the_hot_gpu_and_the_idle_pod_only(built):
     assert firing("gpudash-gpu-cluster-gpu-temp-high-warning") == {gpu0}
     assert firing("gpudash-gpu-cluster-gpu-temp-critical-critical") == set()
     assert firing("gpudash-gpu-cluster-xid-error-critical") == {gpu0}
-    assert firing("gpudash-gpu-cluster-gpu-idle-warning") == {(("namespace", "ml"), ("pod", "idle-0"))}
+    assert {frozenset(key) for key in firing("gpudash-gpu-cluster-gpu-idle-warning")} == \
+        {frozenset({("namespace", "ml"), ("pod", "idle-0"), ("gpu", "2")})}  # each GPU a pod holds is judged
 
 
 def test_prometheus_twins_fire_on_the_same_situations(built):
@@ -92,5 +93,5 @@ def test_prometheus_twins_fire_on_the_same_situations(built):
         {"eval_time": at, "alertname": "GpudashGpuTempCritical", "exp_alerts": []},
         {"eval_time": at, "alertname": "GpudashXidError", "exp_alerts": [_expected(folder, "GpudashXidError", **gpu0)]},
         {"eval_time": at, "alertname": "GpudashGpuIdle",
-         "exp_alerts": [_expected(folder, "GpudashGpuIdle", namespace="ml", pod="idle-0")]},
+         "exp_alerts": [_expected(folder, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="2")]},
     ]}], evaluation_interval=f"{STEP}s")

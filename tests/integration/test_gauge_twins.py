@@ -71,6 +71,14 @@ class Story:
     evaluations: list[int]
     every: int = 15  # rules evaluated every ... seconds
     second: Callable[[int], float | None] | None = None  # the readings of a second GPU (GPU 1) the pod holds
+    second_truth: Callable[[float], bool] | None = None  # does the rule fire for the second GPU (its own alert)
+
+    def alerts(self, t: float) -> list[dict[str, str]]:
+        """The alerts at an evaluation at t: the first GPU's, and the second GPU's (per GPU rules)."""
+        found = [self.alert] if self.truth(t) else []
+        if self.second_truth is not None and self.second_truth(t):
+            found.append({**self.alert, "gpu": "1"})
+        return found
 
     def readings(self, k: int) -> list[tuple[Source, float]]:
         """The readings of scrape k, and who carries each."""
@@ -82,21 +90,27 @@ class Story:
 
 def _idle_truth(readings: Callable[[int], list[float]], scrapes: int, scale: float = 1) -> Callable[[float], bool]:
     """Idle at t: 25 minutes after the first reading, and every 5-minute window of the last 30 minutes (the
-    windows ending at each evaluation) has a mean of its readings (times `scale`, in %) under 5 %."""
+    windows ending at each evaluation) holds readings whose mean (times `scale`, in %) is under 5 %."""
     def truth(t: float) -> bool:
         if t < 1515:
             return False
         for end in range(int(t) - 1500, int(t) + 1, 15):
             values = [v for k in range(scrapes) if end - 300 < k * STEP <= end for v in readings(k) if v != BLANK]
-            if values and sum(values) / len(values) * scale >= 5:
+            if not values or sum(values) / len(values) * scale >= 5:  # a window without readings: no verdict
                 return False
         return True
     return truth
 
 
+# The idle rule judges each GPU a pod holds: its alert names the pod and the GPU.
+IDLE = {"namespace": "ml", "pod": "a", "gpu": "0"}
+
+
 def _restart_idle(move: bool) -> Story:
     """Pod ml/a reads 0 % except 40 % at t=2100 s; then its exporter is replaced (one scrape missed), or (move)
-    the pod is rescheduled to a GPU of another node. Every window's mean stays under 5 % (40 / 9 at most)."""
+    the pod is rescheduled to a GPU of another node. Every window's mean stays under 5 % (40 / 9 at most). The rule
+    judges each GPU: after a move the pod holds another GPU, idle 30 minutes after it arrives, so the move is judged
+    up to it (its first GPU idle through the exporter's scrapes until it leaves)."""
     def reading(k): return None if k == 71 else 40.0 if k == 70 else 0.0
 
     def source(k):
@@ -104,25 +118,36 @@ def _restart_idle(move: bool) -> Story:
             return Source()
         return Source(NEW, node="ip-10-0-1-2", uuid="GPU-2") if move else Source(NEW)
     return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, source, _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140),
-                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+                 IDLE, [k * STEP + 15 for k in range(50, 71 if move else 140)])
 
 
 def _blank_idle() -> Story:
     """Pod ml/a reads 1 % with three blank readings at t=1800..1860 s: idle throughout."""
     def reading(k): return BLANK if 60 <= k <= 62 else 1.0
     return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(), _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140),
-                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+                 IDLE, [k * STEP + 15 for k in range(50, 140)])
 
 
 def _two_gpus_idle() -> Story:
     """Pod ml/a holds GPU 0 at 0 % and GPU 1, whose utilization is blank until t=2100 s, then blank except 40 % at
-    every fifth scrape. Idle from 25 minutes on (GPU 0's readings alone, 0 %); from the windows holding GPU 1's 40 %
-    the pod is not idle: 80 / 12 readings = 6.7 %. A mean of the GPUs' window means (0 and 40), or of the steps'
-    means (2 x 20 / 10 steps = 4 %), would misjudge it; a blank reading ends no window."""
+    every fifth scrape. GPU 0 is idle from 25 minutes on, whatever GPU 1 reads; GPU 1 never (no reading until
+    2100 s, a blank reading is none, then 40 %). A mean over the pod's GPUs (80 / 12 readings = 6.7 % in the windows
+    holding GPU 1's 40 %) would call GPU 0 busy from then on."""
     def second(k): return 40.0 if k >= 70 and k % 5 == 0 else BLANK
     return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, lambda k: 0.0, lambda k: Source(),
-                 _idle_truth(lambda k: [0.0, second(k)], 140), {"namespace": "ml", "pod": "a"},
-                 [k * STEP + 15 for k in range(50, 140)], second=second)
+                 _idle_truth(lambda k: [0.0], 140), IDLE, [k * STEP + 15 for k in range(50, 140)], second=second,
+                 second_truth=_idle_truth(lambda k: [v for v in [second(k)] if v != BLANK], 140))
+
+
+def _one_gpu_of_two_used(busy: float, idle: float, mig: bool = False) -> Story:
+    """Pod ml/a holds two GPUs (MIG instances on two GPUs, `mig`), GPU 0 at `busy` %, GPU 1 at `idle` % all along
+    (a job using its first GPU only). GPU 1 is idle from 25 minutes on, GPU 0 when `busy` is under 5 % too: each
+    GPU the pod holds is judged, not their mean (100 and 0 mean 50 %: never idle; 0 and 9 mean 4.5 %: idle)."""
+    scale = 100 if mig else 1
+    metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE" if mig else "DCGM_FI_DEV_GPU_UTIL"
+    return Story("gpu-idle", metric, 140, lambda k: busy / scale, lambda k: Source(mig=mig),
+                 _idle_truth(lambda k: [busy], 140), IDLE, [k * STEP + 15 for k in range(50, 140)],
+                 second=lambda k: idle / scale, second_truth=_idle_truth(lambda k: [idle], 140))
 
 
 def _mig_idle() -> Story:
@@ -131,7 +156,7 @@ def _mig_idle() -> Story:
     def reading(k): return None if k == 71 else BLANK if 60 <= k <= 62 else 0.4 if k == 70 else 0.01
     return Story("gpu-idle", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 140, reading,
                  lambda k: Source(OLD if k < 71 else NEW, mig=True), _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140, 100),
-                 {"namespace": "ml", "pod": "a"}, [k * STEP + 15 for k in range(50, 140)])
+                 IDLE, [k * STEP + 15 for k in range(50, 140)])
 
 
 def _blank_xid() -> Story:
@@ -193,6 +218,10 @@ STORIES = {
     "idle-pod-moves-gpu": (_restart_idle(True), ""),
     "idle-blank-readings": (_blank_idle(), ""),
     "idle-pod-of-two-gpus-one-mostly-blank": (_two_gpus_idle(), ""),
+    "idle-pod-using-one-of-two-gpus": (_one_gpu_of_two_used(100, 0), ""),
+    "idle-pod-using-one-of-two-gpus-classic": (_one_gpu_of_two_used(100, 0), CLASSIC),
+    "idle-pod-of-two-gpus-at-0-and-9": (_one_gpu_of_two_used(9, 0), ""),
+    "mig-idle-pod-using-one-of-two-instances": (_one_gpu_of_two_used(100, 0, mig=True), ""),
     "temp-critical-blank-reading": (_blank_temp_critical(), ""),
     "xid-blank-reading": (_blank_xid(), ""),
     "mig-idle-blank-readings-and-exporter-restart": (_mig_idle(), ""),
@@ -245,8 +274,8 @@ def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int,
     shift = -times[0] % spacing
     assert shift % RULE_STEP_SECONDS == 0 and shift % every == 0, (shift, every)
     cases = [{"eval_time": f"{t + shift}s", "alertname": alert,
-              "exp_alerts": [_expected(folder, alert, **expected[t]) for a, _, expected in stories
-                             if a == alert and expected[t]]}
+              "exp_alerts": [_expected(folder, alert, **labels) for a, _, expected in stories
+                             if a == alert for labels in _listed(expected[t])]}
              for t in times for alert in dict.fromkeys(a for a, _, _ in stories)]
     try:
         _promtool_test(folder, "story.yaml", [{"interval": f"{math.gcd(interval, shift)}s",
@@ -257,6 +286,11 @@ def _prometheus_wrong(folder, stories: list[tuple[str, list, dict]], every: int,
         return [_go_duration(_seconds(line.split("time: ")[1].strip(" ,")) - shift)
                 for line in str(failure).splitlines() if "time:" in line] or [str(failure)[:2000]]
     return []
+
+
+def _listed(expected: dict | list | None) -> list[dict]:
+    """The alerts expected at one evaluation: none (None), one (its labels) or a list of them."""
+    return [] if not expected else [expected] if isinstance(expected, dict) else expected
 
 
 def _later(series: dict, interval: int, shift: int) -> dict:
@@ -296,8 +330,8 @@ def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
             values.setdefault(source, ["_"] * story.scrapes)[k] = _text(value)
     series = [{"series": marked(f'{story.metric}{{{source.labels()},node="{source.node}",instance="{source.exporter[1]}"}}'),
                "values": " ".join(v)} for source, v in values.items()]
-    alert = {k: v + mark if k in ("namespace", "node") else v for k, v in story.alert.items()}
-    return series, {t: alert if story.truth(t) else None for t in story.evaluations}
+    def alert(labels): return {k: v + mark if k in ("namespace", "node") else v for k, v in labels.items()}
+    return series, {t: [alert(labels) for labels in story.alerts(t)] for t in story.evaluations}
 
 
 _VERDICTS: dict[str, list[str]] = {}  # story name -> the evaluations where the rule differs from the truth
@@ -375,7 +409,7 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
 def test_both_forms_fire_on_the_truth_at_every_evaluation(name, tmp_path, tmp_path_factory):
     story, settings = STORIES[name]
     files, folder = _build(tmp_path, settings)
-    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    expected = {t: story.alerts(t) for t in story.evaluations}
     assert any(expected.values())  # the story has a situation to find
 
     wrong = _prometheus_verdict(tmp_path_factory, name)
@@ -399,8 +433,17 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
         return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{lines}", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)
-    return [t for t, labels in expected.items()
-            if ("ALARM" in cloudwatch_eval.alarm(request, points, t).values()) != bool(labels)]
+
+    def fired(t: float) -> object:
+        """In ALARM at t; for a story of two GPUs, which GPUs' contributors (the alarm judges each)."""
+        states = cloudwatch_eval.alarm(request, points, t)
+        if story.second_truth is None:
+            return "ALARM" in states.values()
+        return {dict(key).get("gpu") for key, state in states.items() if state == "ALARM"}
+
+    def said(labels) -> object:
+        return bool(labels) if story.second_truth is None else {a["gpu"] for a in _listed(labels)}
+    return [t for t, labels in expected.items() if fired(t) != said(labels)]
 
 
 def test_a_gpu_gone_while_critical_stays_in_alarm_on_cloudwatch_while_its_last_datapoint_is_in_the_range(tmp_path):
@@ -414,7 +457,7 @@ def test_a_gpu_gone_while_critical_stays_in_alarm_on_cloudwatch_while_its_last_d
                   lambda t: any(reading(k) for k in range(80) if t - 300 < k * STEP <= t),
                   {"node": "ip-10-0-1-1", "gpu": "0"}, [1200 + 7 * 60 + 15])
     files, folder = _build(tmp_path, "")
-    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    expected = {t: story.alerts(t) for t in story.evaluations}
     assert _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every) == []
     assert not any(expected.values())
     assert _cloudwatch_wrong(story, files, expected) == story.evaluations  # ALARM at every length
@@ -430,7 +473,7 @@ def test_an_exporter_crash_loop_keeps_temp_high_in_alarm_on_cloudwatch_where_the
     (t - 10 min, t - 5 min] holds none, and it does not fire there (once every ten minutes)."""
     story = _crash_loop_temp_high()
     files, folder = _build(tmp_path, "")
-    expected = {t: story.alert if story.truth(t) else None for t in story.evaluations}
+    expected = {t: story.alerts(t) for t in story.evaluations}
     assert all(expected.values())
     assert _cloudwatch_wrong(story, files, expected) == []
     wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every)

@@ -108,6 +108,9 @@ def _truth() -> dict[str, set[str]]:
 
 
 TRUTH = _truth()
+# The GPU of each idle pod that is idle (the idle rule judges each GPU a pod holds): spread's GPU 0 (its GPU 1's
+# instance reads 9.5 %), both's MIG instance on GPU 1, whole-idle's whole GPU 2, infer-1's GPU 0.
+IDLE_GPUS = {"team-a/infer-1": "0", "team-i/spread": "0", "team-i/both": "1", "team-i/whole-idle": "2"}
 
 
 def test_the_truth_is_where_the_old_meanings_differ():
@@ -175,7 +178,8 @@ def test_prometheus_rules_name_the_pods_the_truth_names(built):
     alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in groups for r in g["rules"]}
     at = f"{STEPS * STEP // 60 - 1}m"
     checks = [{"eval_time": at, "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], namespace=pod.split("/")[0], pod=pod.split("/")[1])
+               "exp_alerts": [_expected(folder, alerts[rule], namespace=pod.split("/")[0], pod=pod.split("/")[1],
+                                        **({"gpu": IDLE_GPUS[pod]} if rule == "gpu-idle" else {}))
                               for pod in sorted(pods)]}
               for rule, pods in TRUTH.items()]
     series = [s for node in FLEET_HERE for s in _series(node)]

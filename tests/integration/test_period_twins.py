@@ -158,7 +158,8 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
     # the story moved 45 s later, so that its judged times (15 s after a scrape, a minute apart) fall on promtool's
     # evaluations once a minute instead of one in four every 15 s (test_gauge_twins._later)
     checks = [{"eval_time": f"{end + 15 + LATER}s", "alertname": rule["alert"],
-               "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod)
+               "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod,
+                                        **({"gpu": "0"} if rule_id == "gpu-idle" else {}))  # per GPU of the pod
                               for pod in sorted(said(end + 15))]} for end in ENDS]
     series = [_later(s, STEP, LATER)
               for s in _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")]

@@ -168,7 +168,7 @@ def test_promtool_unit_tests_show_which_alerts_fire(rules):
             "alert_rule_test": [
                 {"eval_time": "10m", "alertname": "GpudashGpuIdle", "exp_alerts": []},
                 {"eval_time": "40m", "alertname": "GpudashGpuIdle",
-                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]},
+                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]},
             ],
         },
         {   # a pod fills its framebuffer: 23000 of 23500 MiB
@@ -341,7 +341,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
     temp = [81.0 if k % 2 == 0 else 79.0 for k in range(80)]
     util = [2.0 if k % 2 == 0 else 6.0 for k in range(80)]
     gpu = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("node", "node-1"))
-    pod = (("ClusterName", "gpu-cluster"), ("namespace", "ml"), ("pod", "idle-0"))
+    pod = (("ClusterName", "gpu-cluster"), ("gpu", "0"), ("namespace", "ml"), ("pod", "idle-0"))
     points = [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", gpu, 30.0 * k, v)
               for k, v in enumerate(temp)]
     points += [Datapoint("ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_UTIL", pod, 30.0 * k, v)
@@ -360,7 +360,7 @@ def test_gauge_alerts_take_the_period_as_their_cloudwatch_twins_do(rules):
             "alert_rule_test": [
                 {"eval_time": "20m", "alertname": "GpudashGpuTempHigh", "exp_alerts": []},
                 {"eval_time": "35m", "alertname": "GpudashGpuIdle",
-                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0")]}]}
+                 "exp_alerts": [_expected(rules, "GpudashGpuIdle", namespace="ml", pod="idle-0", gpu="0")]}]}
     _promtool_test(rules, "windows_test.yaml", [test], evaluation_interval="30s")
 
 

@@ -107,6 +107,8 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         values = " ".join(_text(case.reading(k)) for k in range(STOP // STEP))
         series.append({"series": f'{case.metric}{{{text},node="n{i}",instance="{OLD[1]}"}}', "values": values})
         labels[name] = {"namespace": f"ml{i}", "pod": f"p{i}"} if case.per_pod else {"node": f"n{i}", "gpu": "0"}
+        if case.rule == "gpu-idle":  # judged per GPU of the pod
+            labels[name]["gpu"] = "0"
     assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
     clears = dict.fromkeys(CASES, STOP // 60 + 5)  # the latest 5 minutes hold no reading
     cases = [{"eval_time": f"{minute}m", "alertname": alert,

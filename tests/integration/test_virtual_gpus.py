@@ -176,7 +176,7 @@ def test_alert_rules_judge_each_pod_on_its_share_and_each_gpu_on_the_device(serv
         assert firing == expected, (rule["alert"], rule["expr"])
         fired[rule["alert"]] = firing
     # a pod whose processes do nothing on a GPU others keep busy is idle; the GPU itself is not
-    assert fired["GpudashGpuIdle"] == {"Pod team-b/ts-0"}
+    assert fired["GpudashGpuIdle"] == {"Pod team-b/ts-0 GPU 0"}
     # memory is the GPU's: both pods sharing the nearly full GPU are told, whatever their own share
     assert fired["GpudashFramebufferFull"] == {"Pod team-e/a", "Pod team-e/b"}
 

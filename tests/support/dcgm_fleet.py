@@ -156,7 +156,7 @@ def _series_label(query, gpu: Gpu) -> str | None:
     if "pod" in keys:
         if not gpu.held:
             return None  # per-pod views show pods, and a GPU no pod holds is no pod
-        return f"Pod {gpu.namespace}/{gpu.pod}"
+        return f"Pod {gpu.namespace}/{gpu.pod}" + (f" GPU {gpu.index}" if "gpu" in keys else "")
     if keys == ["node", "gpu"]:
         return f"{gpu.node} GPU {gpu.index}"
     if keys == ["node"]:

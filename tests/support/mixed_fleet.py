@@ -304,7 +304,7 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                         totals = [_per_gpu(m, gpu, instances, collected) for m in query.over]
                         value = value / sum(totals)
                 if "pod" in keys:
-                    legend = f"Pod {holder[0]}/{holder[1]}"
+                    legend = f"Pod {holder[0]}/{holder[1]}" + (f" GPU {gpu.index}" if "gpu" in keys else "")
                 elif keys == {"node", "gpu", "mig_instance"}:
                     legend = f"{node_names[node.name]} GPU {gpu.index} MIG {holder.id} ({holder.profile})"
                 elif keys == {"node", "gpu"}:

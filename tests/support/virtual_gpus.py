@@ -169,7 +169,8 @@ def truth(query) -> dict[str, float]:
                 continue
             if "pod" in query.by:
                 for holder in gpu.holders:
-                    groups.setdefault(f"Pod {holder.namespace}/{holder.pod}", []).append(value(node, gpu, holder))
+                    pod = f"Pod {holder.namespace}/{holder.pod}" + (f" GPU {gpu.index}" if "gpu" in query.by else "")
+                    groups.setdefault(pod, []).append(value(node, gpu, holder))
             elif query.by:
                 groups.setdefault(f"{node.name} GPU {gpu.index}", []).append(value(node, gpu, None))
             else:
