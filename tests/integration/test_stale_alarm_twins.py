@@ -132,6 +132,8 @@ def test_a_stopped_gpus_alarm_stays_in_alarm_while_its_last_datapoints_are_in_th
     case = CASES[name]
     request = _request(files, case)
     contributor = {"namespace": "ml", "pod": "a"} if case.per_pod else {"node": NODE, "gpu": "0"}
+    if case.rule == "gpu-idle":  # judged per GPU of the pod
+        contributor["gpu"] = "0"
     states = _states(request, _points(files, case), contributor)
     period = request["Metrics"][0]["Period"]
     assert states[STOP // 60 - 1] == {"ALARM"}, states  # firing before the stop
