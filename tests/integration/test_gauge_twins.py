@@ -392,10 +392,11 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
     for j in range(len(times) // 2):
         first, second = times[2 * j], times[2 * j + 1]
         for alert in dict.fromkeys(a for a, _, _ in stories):
-            expected = [_expected(folder, alert, **e[first]) for a, _, e in stories if a == alert and e[first]] + \
+            expected = [_expected(folder, alert, **labels) for a, _, e in stories if a == alert
+                        for labels in _listed(e[first])] + \
                 [_expected(folder, alert, **{k: v + "-b" if k in ("namespace", "node") else v
-                                             for k, v in e[second].items()})
-                 for a, _, e in stories if a == alert and e[second]]
+                                             for k, v in labels.items()})
+                 for a, _, e in stories if a == alert for labels in _listed(e[second])]
             cases.append({"eval_time": f"{first + late}s", "alertname": alert, "exp_alerts": expected})
     try:
         _promtool_test(folder, "stories.yaml", [{"interval": f"{interval}s", "input_series": series,
