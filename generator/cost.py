@@ -365,9 +365,13 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # profile a GPU: its instances alike), counted when the fleet is split into MIG instances.
     mig_sets = {dims: len(m) for dims, m in sets.items() if MIG_PROFILE_LABEL in dims}
     mig_only = sum(mig_sets.values())
+    # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
+    pod_set = tuple(pod_dimensions(settings))
+    per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
+                      and MIG_PROFILE_LABEL not in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
                 if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET)
-                and MIG_PROFILE_LABEL not in dims}
+                and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims)}
     per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
     per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
     mig_months = 0.0
@@ -379,7 +383,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
-        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_cluster * fleet.clusters + mig_months
+        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * fleet.copies + \
+        per_cluster * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
@@ -398,6 +403,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
               f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
+             + (f" + {per_pod_gpu} x {fleet.copies:,} GPUs held by pods (the idle alarms' per GPU)" if per_pod_gpu else "")
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")

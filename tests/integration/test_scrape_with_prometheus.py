@@ -150,7 +150,7 @@ def _project_for_payload(reference) -> Project:
 
 def _substitute(expr: str) -> str:
     expr = scraped_every(expr, 30, 1)  # made for the default 30 s scrape interval; this Prometheus scrapes every 1 s
-    expr = expr.replace("$__rate_interval", SETTLED).replace("$__range", "1m")
+    expr = expr.replace("$__rate_interval", SETTLED).replace("${__range_ms}", "60000").replace("$__range", "1m")
     return re.sub(r"\$(namespace|pod|node|gpu|cluster)\b", ".*", expr)
 
 

@@ -128,7 +128,8 @@ def test_pcie_replays_alarm_means_what_its_prometheus_twin_means(fleet):
 def test_pod_alarms_order_toward_the_threshold_and_see_each_pod(fleet):
     _, files, datapoints = fleet
     alarms = _alarms(files)
-    assert _firing(alarms["gpu-idle-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"))}
+    # the idle alarm judges each GPU a pod holds: infer-1's GPU 1 (dcgm_fleet.FLEET)
+    assert _firing(alarms["gpu-idle-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"), ("gpu", "1"))}
     assert _firing(alarms["framebuffer-full-warning"], datapoints) == {(("namespace", "ml"), ("pod", "infer-1"))}
     assert "ORDER BY AVG() ASC" in alarms["gpu-idle-warning"]["Metrics"][0]["Expression"]
     assert "ORDER BY MIN() ASC" in alarms["framebuffer-full-warning"]["Metrics"][0]["Expression"]

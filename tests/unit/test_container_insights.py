@@ -145,7 +145,8 @@ def test_alarms_fire_on_the_truth_with_thresholds_in_published_units(addon):
                            "gpu-data-missing-per-gpu-critical",
                            "gpu-temp-critical-critical", "gpu-temp-high-warning"}
     infer = (("Namespace", "ml"), ("FullPodName", "infer-1"))
-    assert _firing(alarms["gpu-idle-warning"], points) == {infer}
+    # the idle alarm judges each GPU a pod holds: infer-1's GPU 1
+    assert _firing(alarms["gpu-idle-warning"], points) == {(*infer, ("GpuDevice", "nvidia1"))}
     # The ratio condition (used over used + free), which the add-on publishes as percent: 0.95 -> 95
     # (its free-MiB `cloudwatch=` form is not published).
     framebuffer = alarms["framebuffer-full-warning"]

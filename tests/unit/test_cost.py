@@ -52,8 +52,8 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # the data-missing alarm's four metrics of the cluster (its GPU observations, the exporter DaemonSet's
     # desired, available and updated pods), per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
-    # (counted per GPU)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 4 + 5 * 80 + 1 * 100
+    # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds)
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 4 + 5 * 80 + 1 * 100 + 1 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, and its
     # scraper drops the scrape's own series
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
@@ -70,10 +70,10 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     assert tiered(1_250_000, tiers) == pytest.approx(3_000 + 24_000 + 37_500 + 5_000)
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
-    # DCGM samples (per GPU)
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 4 * 10 + 5 * 5_000 + 1 * 5_000
-    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 85,509
-    assert large["monthly"] == pytest.approx(27_000 + 35_040 * 0.05 - 10 * 0.30)
+    # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 4 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,009
+    assert large["monthly"] == pytest.approx(27_000 + 40_040 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -185,7 +185,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 4 + 5 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 4 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 

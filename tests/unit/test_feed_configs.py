@@ -23,7 +23,9 @@ AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", "gpu"]
 CLASSIC = "agent:\n  pipeline: classic\n"  # the agent's JSON path, which these tests read (test_agent_otel.py: the OTel one)
 # per GPU instance (whole GPUs GPU_I_ID "none"), and per pod on MIG instances only: what MIG needs
-INSTANCE_SET, MIG_POD_SET = (*GPU_SET, "GPU_I_ID"), (*POD_SET, "GPU_I_PROFILE")
+# the idle alarms' utilization per pod and GPU it holds (on MIG instances with their profile)
+INSTANCE_SET, POD_GPU_SET = (*GPU_SET, "GPU_I_ID"), (*POD_SET, "gpu")
+MIG_POD_SET = (*POD_GPU_SET, "GPU_I_PROFILE")
 MIG_INSTANCE_SET = (*INSTANCE_SET, "GPU_I_PROFILE")  # MIG instances alone, with their profile
 
 
@@ -62,8 +64,8 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
     assert prometheus["cluster_name"] == "gpu-cluster"
     assert prometheus["log_group_name"] == "/aws/containerinsights/gpu-cluster/prometheus"
     declarations = _declarations(config)
-    assert sorted(declarations) == sorted([CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET), INSTANCE_SET, MIG_POD_SET,
-                                           MIG_INSTANCE_SET])
+    assert sorted(declarations) == sorted([CLUSTER_SET, tuple(POD_SET), tuple(GPU_SET), INSTANCE_SET, POD_GPU_SET,
+                                           MIG_POD_SET, MIG_INSTANCE_SET])
     for declaration in declarations.values():
         assert declaration["source_labels"] == ["job"]
     assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP"}
@@ -73,6 +75,7 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
                                                   "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
                                                   "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
                                                   "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"}
+    assert _names(declarations[POD_GPU_SET]) == {"DCGM_FI_DEV_GPU_UTIL"}
     assert _names(declarations[MIG_POD_SET]) == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
     # the overview's panels per MIG instance
     assert _names(declarations[MIG_INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"}
@@ -97,8 +100,8 @@ def test_every_cluster_gets_its_own_agent_config(project_dir):
 def test_selectors_cover_every_series_field_and_skip_labels(project_dir):
     project = load_project(project_dir(CLASSIC))
     for dims, declaration in _declarations(_agent(encode(build(project)))[1]).items():
-        if dims in (CLUSTER_SET, INSTANCE_SET, MIG_POD_SET, MIG_INSTANCE_SET):
-            continue  # the data-missing alarm's one field; MIG's sets carry only what is queried with them
+        if dims in (CLUSTER_SET, INSTANCE_SET, POD_GPU_SET, MIG_POD_SET, MIG_INSTANCE_SET):
+            continue  # the data-missing alarm's one field; the idle alarms' and MIG's sets carry only what they query
         assert declaration["metric_selectors"] == [f"^{m.name}$" for m in project.catalog.series()]
 
 
@@ -125,8 +128,8 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     prometheus = _agent(encode(build(project)))[1]["logs"]["metrics_collected"]["prometheus"]
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
-        CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"),
-        ("ClusterName", "namespace", "pod", "container", "GPU_I_PROFILE"), ("ClusterName", "node", "gpu", "modelName"),
+        CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "namespace", "pod", "container", "gpu"),
+        ("ClusterName", "namespace", "pod", "container", "gpu", "GPU_I_PROFILE"), ("ClusterName", "node", "gpu", "modelName"),
         ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID"),
         ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID", "GPU_I_PROFILE")]
     assert run(RULES, _feed(project)) == []
