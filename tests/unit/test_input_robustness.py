@@ -523,6 +523,10 @@ def test_ctrl_c_while_writing_leaves_the_previous_build_and_no_debris(tmp_path, 
     goes, the previous build stays whole, and the interruption is then raised."""
     import signal
 
+    # a suite started as a background job inherits SIGINT ignored (which gpudash leaves so): Ctrl-C's own handler here
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     out = tmp_path / "build"
     files = {f"k8s/c{i}.yaml": b"c: 1\n" for i in range(10)}
     write_files(out, files)
@@ -540,6 +544,8 @@ def test_ctrl_c_while_writing_leaves_the_previous_build_and_no_debris(tmp_path, 
         assert after == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if ignored:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def test_sigterm_during_generate_leaves_a_whole_build_and_ends_the_process(tmp_path, cli):
