@@ -283,6 +283,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     gauges = [m.name for m in catalog if m.kind in ("gauge", "summary") and m.name not in dropped]
     counters = [m.name for m in catalog if m.kind == "counter" and m.name not in dropped]
     pod_set = tuple(pod_dimensions(settings))
+    pod_gpus = fleet.copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
     per_pod = set(what.fields.get(pod_set, []))
     per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
                for m in metrics}
@@ -367,6 +368,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     mig_only = sum(mig_sets.values())
     # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
     pod_set = tuple(pod_dimensions(settings))
+    pod_gpus = fleet.copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
     per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                       and MIG_PROFILE_LABEL not in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
@@ -383,7 +385,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_node = len(sets.get(data_missing.SAMPLES_SET, []))
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
-        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * fleet.copies + \
+        per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * pod_gpus + \
         per_cluster * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
@@ -403,7 +405,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              (f"{per_gpu + per_instance} fields x {fleet.gpu_count:,} GPUs" if not fleet.mig else
               f"{per_gpu} fields x {fleet.gpu_count:,} GPUs + {per_instance} x {fleet.instances:,} MIG instances")
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
-             + (f" + {per_pod_gpu} x {fleet.copies:,} GPUs held by pods (the idle alarms' per GPU)" if per_pod_gpu else "")
+             + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU)"
+                if per_pod_gpu and pod_gpus else "")
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")

@@ -159,6 +159,11 @@ class ExporterSettings(Section):
     # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
     max_unavailable: int | str = 1
 
+    def __post_init__(self) -> None:
+        # JSON Schema's integer admits 1.0: a number of pods is read as the int it is (written `<= 1`, compared as 1)
+        if isinstance(self.max_unavailable, float):
+            object.__setattr__(self, "max_unavailable", int(self.max_unavailable))
+
 
 def interval_seconds(interval: str) -> int:
     """Seconds of an interval as settings write it (`30s`, `1m`: the schema's pattern)."""

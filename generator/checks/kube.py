@@ -252,7 +252,7 @@ def _max_unavailable(value: Any, source: str, path: str) -> int | str:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if isinstance(value, str) and re.fullmatch(r"(100|[1-9]?[0-9])%", value):
-        return value
+        return 0 if value == "0%" else value  # no pods at any node count
     raise OddAnswer(source, path, value, "a number of pods or a percentage")
 
 
@@ -274,10 +274,16 @@ def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
     # The API server writes maxUnavailable 1 where the manifest left it out (the DaemonSet default).
     deployed = _max_unavailable(rolling.get("maxUnavailable", object, 1), daemonset.source,
                                 f"{daemonset.path}.spec.updateStrategy.rollingUpdate.maxUnavailable")
-    if str(deployed) == str(written):
+    if str(deployed) == str(0 if written == "0%" else written):
         return Check(GROUP, ROLLOUT_STRATEGY, OK, f"RollingUpdate, maxUnavailable {deployed} as exporter.max_unavailable "
                      "says (the data-missing alarm's rollout allowance)")
     nodes = daemonset.get("status.desiredNumberScheduled", int, 0)
+    if not nodes:  # a percentage and a number cannot be compared on no node; they are again once nodes come
+        return Check(GROUP, ROLLOUT_STRATEGY, WARN,
+                     f"the exporter DaemonSet rolls out with maxUnavailable {deployed}, gpudash.yaml says "
+                     f"exporter.max_unavailable: {written}; no node runs the exporter now to tell whether they agree",
+                     f"write exporter.max_unavailable: {_yaml_value(deployed)} in gpudash.yaml, generate and apply "
+                     "again (or change the DaemonSet's updateStrategy)")
     deployed_pods, written_pods = _pods(deployed, nodes), _pods(written, nodes)
     fix = (f"write exporter.max_unavailable: {_yaml_value(deployed)} in gpudash.yaml, generate and apply again "
            "(or change the DaemonSet's updateStrategy)")

@@ -276,6 +276,19 @@ def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(s
     assert checks[name]["status"] == "warn" and 'exporter.max_unavailable: "50%"' in checks[name]["fix"]
     config.write_text('exporter:\n  max_unavailable: "50%"\n')
     assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    # a setting written 1.0 is the number 1 (it stopped verify with a TypeError)
+    config.write_text("exporter:\n  max_unavailable: 1.0\n")
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = 1
+    assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    # 0% is no pod at any node count, as 0 is
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "0%"
+    config.write_text("exporter:\n  max_unavailable: 0\n")
+    assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    # no node runs the exporter: a percentage and a number cannot be told apart yet (not a failure)
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "50%"
+    cluster.daemonset["status"]["desiredNumberScheduled"] = 0
+    _, checks = verify(*only_kube)
+    assert checks[name]["status"] == "warn" and "no node runs the exporter now" in checks[name]["detail"]
     # an answer not shaped as the API's is a failed check, not a guess
     cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "half"
     assert _failures(verify(*only_kube)[1])[name][0].startswith("odd answer from")

@@ -58,6 +58,9 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # scraper drops the scrape's own series
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
     assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100
+    # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published
+    idle = _lines(estimates(project, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 4 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
