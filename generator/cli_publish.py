@@ -49,10 +49,27 @@ removed_cluster_option = click.option(
          "CloudWatch objects recorded as published with it and clusters of these settings are these settings' to "
          "prune. Without it, --prune leaves them: after a settings file is split, the other file may define it. "
          "Refused (exit 2) when objects record it with none of these settings' clusters (another file's).")
+former_region_option = click.option(
+    "--former-region", metavar="REGION", multiple=True, callback=lambda ctx, param, value: _regions(value),
+    help="A Region these settings no longer use (repeatable), where a cluster removed or renamed with its Region "
+         "left alarms: read as well, so that they are pruned (with --prune, --removed-cluster or --renamed-from) on "
+         "the same evidence as anywhere and count as evidence for those flags. A Region that cannot be read fails "
+         "the run (exit 3, nothing published).")
 allow_mass_prune_option = click.option(
     "--allow-mass-prune", is_flag=True,
     help="Let --prune delete more than --max-prune-share, all of a kind, or everything when the build is empty "
          "(--force alone does not: it is about overwriting, and a CI job that forces past drift keeps this guard).")
+
+
+def _regions(values: tuple[str, ...]) -> tuple[str, ...]:
+    """--former-region values: AWS Region names (a typo would read an endpoint that is not there)."""
+    import re
+
+    for value in values:
+        if not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-[0-9]", value):
+            raise click.BadParameter(f"{value!r} is not an AWS Region name (such as us-west-2)",
+                                     param_hint="--former-region")
+    return tuple(dict.fromkeys(values))
 
 
 def deadline_options(command):
@@ -256,10 +273,11 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
 @move_from_option
 @renamed_from_option
 @removed_cluster_option
+@former_region_option
 @deadline_options
 @output_option
 def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_url, insecure, token_file, move_from,
-         renamed_from, removed_cluster, deadline, retry_after_max, output):
+         renamed_from, removed_cluster, former_region, deadline, retry_after_max, output):
     """Compare the generated artifacts with what is live; exit 1 when publishing would change something."""
     from .changes import pending
     from .targets import cloudwatch_sync, grafana_sync
@@ -289,7 +307,7 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                      "it out")
         else:
             changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from,
-                                            removed=removed_cluster)
+                                            removed=removed_cluster, former_regions=former_region)
             _notes(cloudwatch)
             compared += 1
     if not compared:
@@ -366,9 +384,10 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
 @endpoint_option
 @renamed_from_option
 @removed_cluster_option
+@former_region_option
 @output_option
 def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_mass_prune, skip_verify, deadline,
-          retry_after_max, profile, endpoint_url, renamed_from, removed_cluster, output):
+          retry_after_max, profile, endpoint_url, renamed_from, removed_cluster, former_region, output):
     """Publish CloudWatch dashboards and alarms (standard AWS credentials), paced and idempotent."""
     from .targets import cloudwatch_sync
     from .clients.deadline import Deadline
@@ -390,7 +409,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     with _StopOnSignal(limit):
         try:
             changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from,
-                                           removed=removed_cluster)
+                                           removed=removed_cluster, former_regions=former_region)
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise

@@ -256,10 +256,12 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
 
 def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]], prefix: str,
                      progress: Tick, project: str = "", clusters: tuple[str, ...] = (),
-                     former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
+                     former: tuple[str, ...] = (), records: list[Record] | None = None,
+                     read_regions: set[str] | None = None) -> list[Change]:
     """One GetDashboard per dashboard, a few in flight at once (the pacer keeps them within the quota);
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
-    wrote it (without a project, none is read: nothing could show it is this project's)."""
+    wrote it (without a project, none is read: nothing could show it is this project's). `read_regions` gets
+    the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read."""
     def read(name: str) -> Change:
         change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name), project,
                                  frozenset(clusters + former))
@@ -290,6 +292,12 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded,
                                    frozenset(clusters + former), partly)
            for name, body in zip(retired, bodies)]
+    if read_regions is not None:
+        theirs = {c.name for c in old if c is not None} | set(partly)
+        read_regions.update(widget["properties"]["region"] for name, body in zip(retired, bodies)
+                            if name in theirs and body is not None for widget in body.get("widgets") or ()
+                            if isinstance(widget, dict) and isinstance(widget.get("properties"), dict)
+                            and isinstance(widget["properties"].get("region"), str))
     if partly:
         recorded = {c for name, body in zip(retired, bodies) if name in partly and body is not None
                     for c in dashboard_publication(body) or ()}
@@ -469,22 +477,31 @@ def _side_by_side(first: Callable[[], list], second: Callable[[], list]) -> list
 def plan_region(cloudwatch: CloudWatch, region: str, dashboards: dict[str, dict[str, Any]],
                 requests: dict[str, dict[str, Any]], prefix: str, progress: Tick,
                 dashboard_prefix: str = "", project: str = "", clusters: tuple[str, ...] = (),
-                former: tuple[str, ...] = (), records: list[Record] | None = None) -> list[Change]:
+                former: tuple[str, ...] = (), records: list[Record] | None = None,
+                read_regions: set[str] | None = None) -> list[Change]:
     return _side_by_side(
         lambda: _plan_dashboards(cloudwatch, region, dashboards, dashboard_prefix, progress, project, clusters,
-                                 former, records),
+                                 former, records, read_regions),
         lambda: _plan_alarms(cloudwatch, region, requests, prefix, progress, project, clusters, former, records))
 
 
 def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
-         renamed_from: tuple[str, ...] = (), removed: tuple[str, ...] = ()) -> list[Change]:
+         renamed_from: tuple[str, ...] = (), removed: tuple[str, ...] = (),
+         former_regions: tuple[str, ...] = ()) -> list[Change]:
     """Every Region of a desired.Desired at once: dashboards, then alarms, then alarms to prune. `renamed_from`:
     clusters these settings had before renaming them (--renamed-from); what was published with them is theirs,
     on the evidence `renamed_evidence` asks of what the account records (else a GpudashError, before any write).
-    `removed`: clusters these settings no longer define, which no other settings file defines (--removed-cluster)."""
-    regions = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
+    `removed`: clusters these settings no longer define, which no other settings file defines (--removed-cluster).
+    `former_regions` (--former-region): Regions the settings no longer use, read as well: a cluster removed or
+    renamed together with its Region left its alarms there. Nothing is defined there, so every alarm of the project
+    found there is judged as one no longer defined, on the same evidence as anywhere; a Region that cannot be read
+    fails the plan (never "nothing there"). Without it, the Regions the project's dashboards no longer defined read
+    and these settings do not use are named in a note."""
+    used = sorted(set(desired.dashboard_regions.values()) | {item["Region"] for item in desired.alarms})
+    regions = used + sorted(set(former_regions) - set(used))
     total = len(desired.cloudwatch_dashboards) + len(desired.alarms)
     notes = list(cloudwatch.notes)
+    unread: set[str] = set()  # Regions that retired dashboards of the project read and no plan reads
 
     def read(former: tuple[str, ...], label: str) -> tuple[list[Change], list[Record]]:
         records: list[Record] = []
@@ -500,7 +517,7 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
                             if item["Region"] == region}
                 return plan_region(cloudwatch, region, dashboards, requests, desired.alarm_prefix, safe,
                                    desired.dashboard_prefix if account_wide else "", desired.project,
-                                   desired.clusters, former, records)
+                                   desired.clusters, former, records, unread if account_wide else None)
 
             return _parallel(regions, work), records
 
@@ -517,6 +534,13 @@ def plan(cloudwatch: CloudWatch, desired, progress: Progress | None = None,
             cloudwatch.note(f"--renamed-from {name}: no object {whose} records the cluster "
                             f"{name!r}, so nothing shows these settings published with it; the flag takes nothing "
                             "(objects that record no clusters are judged as without it)")
+    unread -= set(regions)
+    if unread:
+        flags = " ".join(f"--former-region {region}" for region in sorted(unread))
+        cloudwatch.note(f"dashboards of project {desired.project!r} no longer defined read Region(s) "
+                        f"{', '.join(sorted(unread))}, which these settings no longer use: alarms there are not read, "
+                        f"so none is pruned or counted as evidence; `{flags}` reads them too (each alarm judged on "
+                        "the same evidence as in any Region)")
     if not desired.project:
         cloudwatch.note("the settings name no project: alarms and dashboards no longer defined are not looked for, "
                         "and --prune is refused; set `project:` in the settings to prune")

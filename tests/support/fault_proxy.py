@@ -18,7 +18,8 @@ for the server or spoils its answer, a given number of times:
 
 A rule matches on method, a regex searched in the path, and optionally bytes the request body
 contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
-X-Amz-Target header, such as DescribeAlarms); `skip` lets that many matching requests through
+X-Amz-Target header, such as DescribeAlarms), or the AWS Region the request is signed for (`region`,
+read from its Authorization header's credential scope); `skip` lets that many matching requests through
 first. `operations` lists the AWS operations that reached the proxy, in order.
 """
 
@@ -57,15 +58,16 @@ class Rule:
     rate: float = 5.0
     callback: Callable[[], None] | None = None
     operation: str | None = None
+    region: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise ValueError(f"unknown fault action {self.action!r}")
 
-    def matches(self, method: str, path: str, body: bytes, operation: str = "") -> bool:
+    def matches(self, method: str, path: str, body: bytes, operation: str = "", region: str = "") -> bool:
         return (self.times > 0 and self.method in (None, method) and re.search(self.path, path) is not None
                 and (self.contains is None or self.contains in body)
-                and self.operation in (None, operation))
+                and self.operation in (None, operation) and self.region in (None, region))
 
 
 @dataclass
@@ -96,7 +98,8 @@ class FaultProxy(LoopbackServer):
                 if operation:
                     with proxy.lock:
                         proxy.operations.append(operation)
-                rule = proxy._take(self.command, path, body, operation)
+                scope = re.search(r"Credential=[^/]*/[^/]*/([^/]+)/", self.headers.get("Authorization") or "")
+                rule = proxy._take(self.command, path, body, operation, scope.group(1) if scope else "")
                 action = rule.action if rule else "forward"
                 with proxy.lock:
                     proxy.log.append((self.command, path, action))
@@ -185,10 +188,10 @@ class FaultProxy(LoopbackServer):
         """What the proxy did other than forwarding."""
         return [entry for entry in self.log if entry[2] != "forward"]
 
-    def _take(self, method: str, path: str, body: bytes, operation: str = "") -> Rule | None:
+    def _take(self, method: str, path: str, body: bytes, operation: str = "", region: str = "") -> Rule | None:
         with self.lock:
             for rule in self.rules:
-                if rule.matches(method, path, body, operation):
+                if rule.matches(method, path, body, operation, region):
                     if rule.skip > 0:
                         rule.skip -= 1
                         return None
