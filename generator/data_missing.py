@@ -581,19 +581,33 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     paths attach `exporter_pod` to a target; the GPU operator's or the chart's own ServiceMonitor gives it, as it
     gives every ServiceMonitor target, the exporter pod's `container` and `namespace` instead, and scrapes at its own
     interval (the operator's and the chart's default 15 s, not scrape.interval): on those targets the branch counts
-    more than NO_DATA_SHARE of the target's own scrapes in the window, for a target scraped since a window ago (a new
-    one is judged once it has a whole window; its first failed scrapes do not fire, as on gpudash's own job)."""
+    more than NO_DATA_SHARE of the scrapes in the window. Where the ServiceMonitor's relabelling gives its targets the
+    node (`node`, from `__meta_kubernetes_pod_node_name`), it counts each node's scrapes whatever exporter pod answered
+    them, as the CloudWatch twin counts each node's (a pod replaced by one answering empty fires once more than half
+    the node's window is empty; pods replaced every few minutes are judged too), for a node scraped since a window
+    ago (a new node's first failed scrapes do not fire, as on gpudash's own job). A target without `node` (the
+    operator's ServiceMonitor as shipped: prometheus-operator writes `node` only for Node endpoints) is judged alone,
+    once it is a window old: its pod and address change when the pod is replaced."""
     style = style_for(settings)
     operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
-    own, theirs = f'{SAMPLES}{{exporter_pod!=""}}', f'{SAMPLES}{{exporter_pod="", {operator}}}'
+    own = f'{SAMPLES}{{exporter_pod!=""}}'
+    per_node, per_target = (f'{SAMPLES}{{exporter_pod="", node!="", {operator}}}',
+                            f'{SAMPLES}{{exporter_pod="", node="", {operator}}}')
 
     def scrapes(selector: str, kept: str | None = None) -> str:
         return f"count_over_time({step_reading(selector, f'{step}s', kept=kept)}[{window * 1000 - 1}ms:{step}s])"
+
+    def share(selector: str, each: str = "") -> str:
+        """More than NO_DATA_SHARE of the scrapes of each group (`each`: an aggregation, none: each target) in the
+        window were empty, while the group is scraped and was a window ago."""
+        def of(expression: str) -> str:
+            return f"{each}({expression})" if each else expression
+        return (f"{of(scrapes(selector, f'{selector} == 0'))} > {NO_DATA_SHARE:g} * {of(scrapes(selector))} "
+                f"and {of(selector)} and {of(f'{selector} offset {window}s')}")
+    # the operator's or the chart's ServiceMonitor scrapes at its own interval (15 s by default), which the settings
+    # do not know: the share of the scrapes, of each node where the targets name it (a node outlives its pods)
     branches = [f"{scrapes(own, f'{own} == 0')} > {threshold:g} and {own}",
-                # the operator's or the chart's ServiceMonitor scrapes at its own interval (15 s by default), which
-                # the settings do not know: the same share of the target's own scrapes, once it is a window old
-                f"{scrapes(theirs, f'{theirs} == 0')} > {NO_DATA_SHARE:g} * {scrapes(theirs)} "
-                f"and {theirs} and {theirs} offset {window}s"]
+                share(per_node, "sum without (pod, instance) "), share(per_target)]
     expression = " or ".join(f"({b})" for b in branches)
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 

@@ -315,6 +315,58 @@ def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_setti
     _promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
+NODE_OPERATOR_SAMPLES = (SAMPLES + '{{job="nvidia-dcgm-exporter",instance="10.0.{node}.{n}:9400",namespace="gpu-operator",'
+                         'service="nvidia-dcgm-exporter",endpoint="gpu-metrics",container="nvidia-dcgm-exporter",'
+                         'pod="nvidia-dcgm-exporter-{n}",node="node-{node}"}}')
+
+
+def _operator_rules(folder) -> None:
+    config = folder / "gpudash.yaml"
+    config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                      "  container: exported_container\n")
+    (folder / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
+
+
+def _replaced(pods: list[tuple[int, int, str]], length: int) -> list[dict]:
+    """Series of exporter pods on node 1 scraped every 15 s: (first scrape, scrapes, value) each, its own pod and
+    instance, as the DaemonSet replaces them."""
+    return [{"series": NODE_OPERATOR_SAMPLES.format(node=1, n=k), "values": f"_x{first} {value}x{count - 1}" if first
+             else f"{value}x{count - 1}"} for k, (first, count, value) in enumerate(pods, start=1)
+            if first < length]
+
+
+def test_an_exporter_pod_replaced_on_the_operators_servicemonitor_is_judged_per_node(tmp_path):
+    """With the ServiceMonitor's relabelling giving each target its `node` (the operator's
+    dcgmExporter.serviceMonitor.relabelings), the rule counts a node's scrapes whatever pod answered them, as the
+    CloudWatch twin counts each node's: an exporter pod replaced at minute 20 by one that answers 200 without a DCGM
+    sample fires once more than half of the node's 40 scrapes in the window are empty (the 21st empty scrape at 15 s
+    is at 25m), not a window after the new pod appeared (30m, judged per target); pods replaced every 4 minutes, each
+    answering empty, fire as soon (each target alone never has a window of scrapes). A node added at minute 10 whose
+    exporter's first 20 scrapes are empty is judged once the node is a window old, when 12 of its 40 are: no alert."""
+    _operator_rules(tmp_path)
+    gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x200"}
+    ksm = [{**k, "values": "1x200"} for k in KSM]
+    node = {"node": "node-1", "job": "nvidia-dcgm-exporter", "namespace": "gpu-operator",
+            "service": "nvidia-dcgm-exporter", "endpoint": "gpu-metrics", "container": "nvidia-dcgm-exporter"}
+    fired = [_expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node)]
+    churn = [(0, 80, "400"), *((80 + 16 * k, 16, "0") for k in range(8))]  # from 20m a new pod every 4 minutes
+    tests = [
+        {"interval": "15s",
+         "input_series": [*_replaced([(0, 80, "400"), (80, 120, "0")], 200), gpu, *ksm,
+                          {"series": NODE_OPERATOR_SAMPLES.format(node=2, n=9), "values": "_x40 0x20 400x140"}],
+         "alert_rule_test": [{"eval_time": "15m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "20m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "24m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired}]},
+        {"interval": "15s",
+         "input_series": [*_replaced(churn, 200), gpu, *ksm],
+         "alert_rule_test": [{"eval_time": "24m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired},
+                             {"eval_time": "40m", "alertname": "GpudashGpuDataMissing", "exp_alerts": fired}]},
+    ]
+    _promtool_test(tmp_path, "rules_test.yaml", tests)
+
+
 def test_healthy_fleet_fires_nothing(rules):
     series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
