@@ -222,7 +222,7 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
         return [], []
     extra, edited = [], []
     built = {str(folder) for path in listed for folder in PurePosixPath(path).parents}  # the build's folders
-    for root, folders, names in os.walk(out):
+    for root, folders, names in walk(out):
         folders.sort()
         # a link to a folder is walked as a folder but not followed: the replaced build would drop the link (one
         # standing for a folder of the build loses nothing, as a link standing for a listed file)
@@ -238,6 +238,20 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
             elif not os.path.islink(path) and _digest(path) != listed[relative]:
                 edited.append(relative)
     return sorted(extra), sorted(edited)
+
+
+def walk(top: Path):
+    """os.walk that stops at a folder it cannot list (permissions, a path too long to name, an I/O error):
+    os.walk's default skips such a folder without a word, and what it holds would be read as not there."""
+    def fail(exc: OSError) -> None:
+        raise exc
+    return os.walk(top, onerror=fail)
+
+
+def unreadable(exc: OSError, top: Path) -> str:
+    """`exc` (from `walk(top)`) said of the folder that could not be read, named inside `top`."""
+    name = os.path.relpath(exc.filename, top) if isinstance(exc.filename, str) else str(top)
+    return f"{exc.strerror or exc}: {name if len(name) <= 120 else '...' + name[-117:]}"
 
 
 def _digest(path: str) -> str | None:
@@ -421,9 +435,10 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
 def _refuse_losing(out: Path) -> None:
     try:
         extra, edited = not_as_written(out)
-    except OSError as exc:
-        raise OutputError(f"cannot read the previous build ({exc.strerror})", where=str(out),
-                          hint="check its permissions") from None
+    except OSError as exc:  # a folder that cannot be read may hold what would be lost: never read as empty
+        raise OutputError(f"cannot read the previous build, so nothing shows what replacing it would lose "
+                          f"({unreadable(exc, out)})", where=str(out),
+                          hint="check its permissions, or move that folder out of the build folder") from None
     if extra or edited:
         from .names import shown
 
@@ -683,7 +698,15 @@ def _read_build(directory: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
                              where=str(directory), hint="run `gpudash generate` again and review the result")
         files[relative] = data
     # what ships is the whole folder (`kubectl apply -f build/k8s`): a file generate did not write would
-    # ship unchecked (generate replaces the folder, so only a hand or another tool puts one there)
+    # ship unchecked (generate replaces the folder, so only a hand or another tool puts one there); a folder
+    # that cannot be read may hold one
+    try:
+        for _ in walk(directory):
+            pass
+    except OSError as exc:
+        raise InputError(f"a folder of the build cannot be read ({unreadable(exc, directory)}): what it holds "
+                         "would ship unchecked", where=str(directory),
+                         hint="check its permissions, or run `gpudash generate` again") from None
     extra = next((str(p.relative_to(directory)) for p in sorted(directory.rglob("*"))
                   if p.is_file() and p != manifest_path and str(p.relative_to(directory)) not in listed), None)
     if extra is not None:

@@ -491,6 +491,62 @@ def test_a_link_to_a_folder_in_the_build_folder_is_not_dropped_without_a_word(tm
     assert not (out / "k8s" / "mine").exists() and (tmp_path / "mine" / "extra.yaml").is_file()
 
 
+def _too_deep(folder: Path, keep: str) -> list[str]:
+    """Folders nested in `folder` until their path is longer than a call may name (PATH_MAX, 4096 bytes on
+    Linux), made and filled through folder descriptors: listing the deepest ones by path fails
+    (ENAMETOOLONG) for root too, whom permissions do not stop. The deepest holds the file `keep`; returns the
+    folder names, outermost first."""
+    names = [f"{index:02d}" + "d" * 248 for index in range(20)]
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open(keep, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as stream:
+            stream.write("kind: ConfigMap\n")
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        os.listdir(os.path.join(folder, *names))
+    return names
+
+
+def _still_there(folder: Path, names: list[str], keep: str) -> bool:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return keep in os.listdir(fd)
+    finally:
+        os.close(fd)
+
+
+def test_a_folder_in_the_build_that_cannot_be_read_stops_generate_and_lint_from(tmp_path, cli):
+    """A folder inside build/ that cannot be listed (here: nested past the longest path a call may name, which
+    stops root too) may hold a user's files: `generate` refuses to replace the build (exit 2, naming the error)
+    instead of reading the folder as empty and dropping what it holds, and `--from` refuses to read the build
+    (what it holds would ship unchecked)."""
+    import shutil
+
+    out = tmp_path / "build"
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 0, stderr
+    names = _too_deep(out / "k8s", "mine.yaml")
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 2, stderr
+    assert "cannot read the previous build" in stderr and "File name too long" in stderr, stderr
+    assert "Traceback" not in stderr and _still_there(out / "k8s", names, "mine.yaml")
+    code, _, stderr = cli("lint", "--from", str(out))
+    assert code == 2 and "a folder of the build cannot be read (File name too long" in stderr, stderr
+    shutil.rmtree(out / "k8s" / names[0])
+    code, _, stderr = cli("generate", "--out", str(out))
+    assert code == 0, stderr
+
+
 def test_a_file_gone_or_linked_away_loses_nothing_and_is_written_again(tmp_path):
     out = tmp_path / "build"
     write_files(out, FILES)
