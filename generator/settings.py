@@ -26,7 +26,7 @@ from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
 from .reading import decode_utf8, read_bytes
 from .resources import bundled, default_config, default_counters, schema
-from .series_labels import dimension_problem
+from .series_labels import OLD_WORKLOAD, WORKLOAD, dimension_problem
 
 ENVIRONMENT_VARIABLE = "GPUDASH_CONFIG"
 LOCAL_FILE = "gpudash.yaml"
@@ -329,6 +329,13 @@ class Settings:
 @cache
 def _schema() -> dict[str, Any]:
     return json.loads(schema("config.schema.json").read_text())
+
+
+def rollout_percentage(value: Any) -> bool:
+    """`value` is a DaemonSet rollout allowance written as a percentage ("25%"), by the pattern settings'
+    exporter.max_unavailable is validated with (the schema holds it once)."""
+    pattern = _schema()["properties"]["exporter"]["properties"]["max_unavailable"]["pattern"]
+    return isinstance(value, str) and re.search(pattern, value) is not None
 
 
 def _with_defaults(document: Any, node: dict[str, Any], root: dict[str, Any]) -> Any:
@@ -686,6 +693,35 @@ def dimensions_lacking(sets: Any) -> list[tuple[str, list[str]]]:
             if (missing := [d for d in required if d not in sets[name]])]
 
 
+def _workload_names_checked(labels: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """labels.pod, labels.namespace and labels.container name the workload labels by one exporter's spelling: the
+    exporter run with --use-old-namespace writes all three as pod_name, pod_namespace, container_name, without it as
+    pod, namespace, container (either with `exported_` when the operator's ServiceMonitor renames them). A file mixing
+    the two (`pod: pod_name` beside the default `namespace: namespace`) reads a label no exporter writes beside one it
+    does: refused, naming the keys to write."""
+    spelled = {key: str(labels[key]).removeprefix("exported_") for key in ("pod", "namespace", "container")}
+    old = {name.removesuffix("_name").removeprefix("pod_") if name != "pod_name" else "pod": name
+           for name in OLD_WORKLOAD}  # pod: pod_name, namespace: pod_namespace, container: container_name
+    olds = [key for key, name in spelled.items() if name == old[key]]
+    news = [key for key, name in spelled.items() if name == key and key in WORKLOAD]
+    if not olds or not news:
+        return
+    line = _line_of(node, ["labels", olds[0]])
+    written = ", ".join(f"labels.{key}: {labels[key]}" for key in olds)
+    wanted = ", ".join(f"labels.{key}: {str(labels[key]).removesuffix(spelled[key])}{old[key]}" for key in news)
+    newer = ", ".join(f"labels.{key}: {str(labels[key]).removesuffix(spelled[key])}{key}" for key in olds)
+
+    def names(keys: list[str]) -> str:
+        return "is the name" if len(keys) == 1 else "are the names"
+    raise InputError(f"{written} {names(olds)} an exporter run with --use-old-namespace writes, but "
+                     f"{', '.join(f'labels.{key}: {labels[key]}' for key in news)} {names(news)} an exporter run "
+                     f"without it writes: one exporter writes all three workload labels one way (pod_name, pod_namespace, "
+                     f"container_name with the flag; pod, namespace, container without), so the queries and the "
+                     f"agent's renames would read a label no series carries",
+                     where=f"{source}:{line}" if line else source,
+                     hint=f"with --use-old-namespace write {wanted}; without it, {newer}")
+
+
 def _dimension_sets_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """The per-pod and per-GPU sets the agent publishes name what tells pods and GPUs apart (`document` has its
     defaults filled in; the Container Insights add-on publishes sets of its own)."""
@@ -723,6 +759,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
     document = _with_defaults(document, _schema(), _schema())
     _check_period(document, period_written, source, node)
     _dimension_sets_checked(document, source, node)
+    _workload_names_checked(document["labels"], source, node)
     clusters = tuple(Cluster(**c) for c in document["clusters"])
     seen: dict[str, int] = {}
     folded: dict[str, int] = {}

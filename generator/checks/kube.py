@@ -19,7 +19,7 @@ from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..exporter_styles import EXPORTER_PORT, style_for
 from ..project import Project
-from ..settings import Settings
+from ..settings import Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
@@ -248,10 +248,10 @@ ROLLOUT_STRATEGY = "exporter rollout strategy"
 
 
 def _max_unavailable(value: Any, source: str, path: str) -> int | str:
-    """A DaemonSet's maxUnavailable as settings write it: pods (an int) or a percentage ("25%")."""
+    """A DaemonSet's maxUnavailable (or maxSurge) as settings write it: pods (an int) or a percentage ("25%")."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and re.fullmatch(r"(100|[1-9]?[0-9])%", value):
+    if rollout_percentage(value):
         return 0 if value == "0%" else value  # no pods at any node count
     raise OddAnswer(source, path, value, "a number of pods or a percentage")
 
@@ -271,12 +271,18 @@ def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
         raise OddAnswer(daemonset.source, f"{daemonset.path}.spec.updateStrategy.type", kind,
                         "RollingUpdate or OnDelete")
     rolling = strategy.at("rollingUpdate", required=False)
-    # The API server writes maxUnavailable 1 where the manifest left it out (the DaemonSet default).
-    deployed = _max_unavailable(rolling.get("maxUnavailable", object, 1), daemonset.source,
-                                f"{daemonset.path}.spec.updateStrategy.rollingUpdate.maxUnavailable")
+    # The API server writes maxUnavailable 1 and maxSurge 0 where the manifest left them out (the DaemonSet defaults).
+    where = f"{daemonset.path}.spec.updateStrategy.rollingUpdate"
+    deployed = _max_unavailable(rolling.get("maxUnavailable", object, 1), daemonset.source, f"{where}.maxUnavailable")
+    surge = _max_unavailable(rolling.get("maxSurge", object, 0), daemonset.source, f"{where}.maxSurge")
+    both_zero = ""
+    if deployed == 0 and surge == 0:
+        # the DaemonSet controller reads maxUnavailable 1 where both are 0 (the API refuses the pair on writes; an
+        # object stored otherwise still rolls out), one pod at a time
+        deployed, both_zero = 1, " (maxUnavailable and maxSurge both 0: the DaemonSet controller rolls out with 1)"
     if str(deployed) == str(0 if written == "0%" else written):
-        return Check(GROUP, ROLLOUT_STRATEGY, OK, f"RollingUpdate, maxUnavailable {deployed} as exporter.max_unavailable "
-                     "says (the data-missing alarm's rollout allowance)")
+        return Check(GROUP, ROLLOUT_STRATEGY, OK, f"RollingUpdate, maxUnavailable {deployed}{both_zero} as "
+                     "exporter.max_unavailable says (the data-missing alarm's rollout allowance)")
     nodes = daemonset.get("status.desiredNumberScheduled", int, 0)
     if not nodes:  # a percentage and a number cannot be compared on no node; they are again once nodes come
         return Check(GROUP, ROLLOUT_STRATEGY, WARN,
@@ -296,7 +302,7 @@ def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
               "a pod lost during a rollout as the rollout's own (not data missing)")
     return Check(GROUP, ROLLOUT_STRATEGY, FAIL,
                  f"the exporter DaemonSet rolls out with maxUnavailable {deployed} ({deployed_pods} of {nodes} "
-                 f"nodes), gpudash.yaml says exporter.max_unavailable: {written} ({written_pods}): the data-missing "
+                 f"nodes){both_zero}, gpudash.yaml says exporter.max_unavailable: {written} ({written_pods}): the data-missing "
                  f"alarm and rule read {effect}", fix)
 
 

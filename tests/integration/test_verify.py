@@ -280,10 +280,26 @@ def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(s
     config.write_text("exporter:\n  max_unavailable: 1.0\n")
     cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = 1
     assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
-    # 0% is no pod at any node count, as 0 is
-    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "0%"
+    # 0% is no pod at any node count, as 0 is, where a surge replaces the pods (maxSurge 1: each new pod starts
+    # before the old one stops)
+    rolling = cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]
+    rolling.update(maxUnavailable="0%", maxSurge=1)
     config.write_text("exporter:\n  max_unavailable: 0\n")
     assert verify(*only_kube, "--config", str(config))[1][name]["status"] == "ok"
+    # maxUnavailable and maxSurge both 0 (or 0%) roll out one pod at a time: the DaemonSet controller reads
+    # maxUnavailable 1 (the API's documentation: maxUnavailable "cannot be 0 if MaxSurge is 0")
+    for surge in (0, "0%"):
+        rolling["maxSurge"] = surge
+        failure = _failures(verify(*only_kube, "--config", str(config))[1])[name][0]
+        assert failure.startswith("the exporter DaemonSet rolls out with maxUnavailable 1 (1 of 2 nodes) "
+                                  "(maxUnavailable and maxSurge both 0: the DaemonSet controller rolls out with 1), "
+                                  "gpudash.yaml says exporter.max_unavailable: 0 (0)"), failure
+    del rolling["maxSurge"]
+    checks = verify(*only_kube)[1]  # the settings' default, 1
+    assert checks[name]["status"] == "ok" and "both 0" in checks[name]["detail"]
+    rolling["maxSurge"] = "many"  # an answer not shaped as the API's
+    assert _failures(verify(*only_kube)[1])[name][0].startswith("odd answer from")
+    del rolling["maxSurge"]
     # no node runs the exporter: a percentage and a number cannot be told apart yet (not a failure)
     cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] = "50%"
     cluster.daemonset["status"]["desiredNumberScheduled"] = 0

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import generator
+from generator.errors import InputError
 from generator.settings import parse_settings
 
 SECTIONS = ("grafana", "cloudwatch", "exporter", "scrape", "prometheus_stack", "agent", "kube_state_metrics", "alarms",
@@ -84,3 +85,20 @@ def test_the_namespace_pattern_for_editors_says_what_the_message_says(value):
     by_schema = node["minLength"] <= len(value) <= node["maxLength"] and \
         re.search(_anchored(node["pattern"]), value) is not None
     assert by_schema is (namespace_problem(value) is None)
+
+
+def test_workload_labels_mixing_the_old_and_new_exporter_names_are_refused():
+    """An exporter run with --use-old-namespace writes pod_name, pod_namespace and container_name, one without it
+    pod, namespace and container: `labels.pod: pod_name` beside the default namespace and container labels reads a
+    label no series carries (the agent's job would rename pod_name alone). Refused, naming the keys; the three old
+    names, the three new and the operator's exported_* stay accepted."""
+    with pytest.raises(InputError) as refused:
+        parse_settings("labels:\n  pod: pod_name\n", "<test>", Path("."))
+    assert str(refused.value).startswith(
+        "<test>:2: labels.pod: pod_name is the name an exporter run with --use-old-namespace writes, but "
+        "labels.namespace: namespace, labels.container: container are the names an exporter run without it writes")
+    assert refused.value.hint == ("with --use-old-namespace write labels.namespace: pod_namespace, labels.container: "
+                                  "container_name; without it, labels.pod: pod")
+    for text in ("labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n",
+                 "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n", ""):
+        assert parse_settings(text, "<test>", Path(".")).labels.pod in ("pod_name", "exported_pod", "pod")
