@@ -45,14 +45,16 @@ def alarms(ctx):
               description="Rows were remapped after uncorrectable memory errors within the last 5 minutes.",
               runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
         Alarm("gpu-temp-high", "GPU temperature high",
-              # Every reading of two 5-minute periods (10 minutes) above the level: the lowest per period
-              # (CloudWatch), the lowest over 5 minutes held for 5 minutes (Prometheus) - one situation.
+              # Every reading of two 5-minute periods (10 minutes) above the level: the lowest per period, both
+              # forms judging the two latest periods with readings of the three latest (render.alarms._of_range).
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "min", GPU), ">", temp[0]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
-              description=f"A GPU has read above {temp[0]:g} °C at every reading of the last 10 minutes, with "
-                          f"readings in both 5-minute halves; a brief peak does not count. A GPU that joins hot alarms "
-                          f"once each half holds a reading (5 to 10 minutes); across a gap in a GPU's data, readings "
-                          f"from before it may count.",
+              description=f"A GPU has read above {temp[0]:g} °C at every reading of its two latest 5-minute "
+                          f"periods with readings; a brief peak does not count. A period without a reading (an "
+                          f"exporter restarting) is passed over for the one before it, as CloudWatch's evaluation "
+                          f"range passes over it, so a crash-looping exporter does not pause the alert. A GPU that "
+                          f"joins hot alarms once two periods hold a reading (5 to 10 minutes); across a gap in a "
+                          f"GPU's data, readings from before it may count.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
         Alarm("gpu-temp-critical", "GPU temperature critical",
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", GPU), ">", temp[1]),

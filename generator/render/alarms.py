@@ -80,11 +80,32 @@ def stale_note(alarm: Alarm) -> str:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
     is missing"; TreatMissingData is not used while the range holds enough of them), of a length AWS does not publish,
-    and no math can fill a GROUP BY query's contributors (tests/integration/test_stale_alarm_twins.py)."""
+    and no math can fill a GROUP BY query's contributors (tests/integration/test_stale_alarm_twins.py). The rule
+    judges the shortest range (_of_range): it agrees while the range's length cannot decide, and clears first."""
     who = "a pod" if alarm.per_pod else "a GPU"
     return (f" On CloudWatch: {who} whose data stops in ALARM (exporter, node or pod gone) stays so while its last "
-            f"datapoints are in the alarm's evaluation range (a few periods, its length unpublished); the rule clears "
-            f"once its window is empty.")
+            f"datapoints are in the alarm's evaluation range (a few periods, its length unpublished); the rule, which "
+            f"reaches one period back as the range does, clears {_spoken(rule_clears(alarm))} after the last "
+            f"reading.")
+
+
+def _spoken(seconds: int) -> str:
+    return f"{seconds // 60} minutes" if seconds % 60 == 0 else f"{seconds} s"
+
+
+def rule_clears(alarm: Alarm) -> int:
+    """Seconds after a contributor's last reading at which its rule no longer fires: once its latest N - M + 2
+    periods hold no reading, fewer than M breaching ones are left in the N + 1 it judges (_of_range); N - M + 1 of
+    the N that _of_periods judges."""
+    periods = alarm.evaluation_periods
+    return (periods - (alarm.datapoints_to_alarm or periods) + 1 + range_judged(alarm)) * alarm.period_seconds
+
+
+def range_judged(alarm: Alarm) -> bool:
+    """Whether the rule judges CloudWatch's evaluation range (_of_range). Not a counter's increase: its period
+    without a reading reads an increase of 0 from the reading before it (promql's previous-reading lookback) where
+    CloudWatch has no datapoint, so the period before would never be reached; judged per period as before."""
+    return alarm.missing_data in RANGE_JUDGED and not (alarm.cloudwatch or alarm.condition).query.as_increase
 
 
 def _stale_clause(alarm: Alarm) -> str:
@@ -641,13 +662,17 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
     kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
 
-    def breaching(kind: str | None, period: int) -> str:
-        """The statistic of the period `period` periods back from the evaluation against the threshold."""
-        value = expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                           gauge_window=window, per_instance=True, kind=kind, resolution=rule_step(settings),
-                           offset=_duration(alarm.period_seconds * period) if period else None)
-        return f"{value} {condition.comparison} {condition.threshold:g}"
-    return " or ".join(_of_periods(alarm, lambda period, kind=kind: breaching(kind, period)) for kind in kinds)
+    def value(kind: str | None, period: int) -> str:
+        """The statistic of the period `period` periods back from the evaluation (none if it has no reading)."""
+        return expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
+                          gauge_window=window, per_instance=True, kind=kind, resolution=rule_step(settings),
+                          offset=_duration(alarm.period_seconds * period) if period else None)
+    if range_judged(alarm):
+        return " or ".join(_of_range(alarm, lambda period, kind=kind: value(kind, period), condition)
+                           for kind in kinds)
+    return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{value(kind, period)} {condition.comparison} "
+                                                                    f"{condition.threshold:g}")
+                       for kind in kinds)
 
 
 RULE_STEP_SECONDS = 5  # the finest step a rule reads its readings at
@@ -684,6 +709,69 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
     marked = " or ".join(f'label_replace({breaching(k)}, "{PERIOD_LABEL}", "{k}", "", "")'
                          for k in range(periods))
     return f"(count without ({PERIOD_LABEL}) ({marked}) >= {needed})"
+
+
+RANGE_JUDGED = ("missing", "notBreaching")  # missing data CloudWatch judges over its evaluation range (_of_range)
+NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
+
+
+def _marked(expr: str, period: int) -> str:
+    return f'label_replace({expr}, "{PERIOD_LABEL}", "{period}", "", "")'
+
+
+def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:
+    """CloudWatch's judgement of an alarm whose missing data is `missing` or `notBreaching`, over the shortest
+    evaluation range it may use: the N periods ending at the evaluation and the one before (user guide, "How
+    alarm state is evaluated when data is missing": it retrieves "a higher number of data points than" N; the
+    length is not published, and a longer one decides alike unless older data would be judged). `value(k)`: the
+    statistic of the period k periods back, none if that period has no reading.
+    - At least N periods with a reading: the N most recent of them are judged (TreatMissingData unused), M must
+      breach. A period without a reading among the latest N lets the one before them be judged: a GPU whose
+      exporter answers five minutes of every ten stays judged on its readings, not paused at each gap.
+    - Fewer: the missing periods count as not breaching, M of the real ones must breach; with `missing`, fewer
+      real periods than M alarm early when the oldest breaching one of the latest N is at least M periods old and
+      every later one breaches or has no reading ("Avoiding premature transitions to alarm state").
+    One evaluation of each period's statistic where M equals N (every default alarm): its breaching flag
+    (`> bool`) weighted so that one sum over the range decides."""
+    periods = alarm.evaluation_periods
+    needed = alarm.datapoints_to_alarm or periods
+    compare, threshold = condition.comparison, f"{condition.threshold:g}"
+
+    def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
+        return f"({value(k)} {compare} bool {threshold})"
+
+    def summed(terms: list[str]) -> str:
+        return f"sum without ({PERIOD_LABEL}) ({' or '.join(_marked(term, k) for k, term in enumerate(terms))})"
+
+    def counted(terms: list[str]) -> str:
+        return f"count without ({PERIOD_LABEL}) ({' or '.join(_marked(term, k) for k, term in enumerate(terms))})"
+
+    def breaching(k: int) -> str:
+        return f"{value(k)} {compare} {threshold}"
+
+    def not_breaching(k: int) -> str:
+        return f"{value(k)} {NEGATED[compare]} {threshold}"
+    if needed == periods:
+        # Each of the latest N adds 1 breaching and -(N + 2) not (then no sum reaches N); the period before adds 1
+        # breaching, 0 not: N breaching among the N most recent real periods, none of the latest N not breaching.
+        main = f"{summed([f'{flag(k)} * {periods + 3} - {periods + 2}' for k in range(periods)] + [flag(periods)])} >= {periods}"
+    else:
+        main = (f"{counted([breaching(k) for k in range(periods)])} >= {needed} or "
+                f"({counted([breaching(k) for k in range(periods + 1)])} >= {needed} "
+                f"unless {counted([value(k) for k in range(periods + 1)])} > {periods})")
+    if alarm.missing_data != "missing" or needed < 2:
+        return f"({main})"
+    if needed == periods:
+        # Early: period N-1 breaching (N + 1), each later one breaching (1) or without a reading (0), any not
+        # breaching -(N + 1); the period before them 1 with a reading: fewer than N real periods in all.
+        big = periods + 1
+        early = [f"{flag(k)} * {big + 1} - {big}" for k in range(periods - 1)]
+        early += [f"{flag(periods - 1)} * {2 * big} - {big}", f"{flag(periods)} * 0 + 1"]
+        return f"({main} or ({summed(early)} >= {big}) <= {big + periods - 2})"
+    oldest = " or ".join(f"({breaching(k)}" + (f" unless ({' or '.join(not_breaching(j) for j in range(k))}))"
+                                               if k else ")")
+                         for k in range(needed - 1, periods))
+    return f"({main} or (({oldest}) unless {counted([value(k) for k in range(periods + 1)])} >= {needed}))"
 
 
 def no_data_rule(alarm: Alarm, settings: Settings) -> str:

@@ -189,6 +189,15 @@ def _restart_framebuffer(last: bool) -> Story:
                  evaluations, every=60 if last else 15)
 
 
+def _crash_loop_temp_critical() -> Story:
+    """A GPU at 90 °C at every reading; its exporter crash-loops as in _crash_loop_temp_high. Critical at every
+    evaluation: at the one evaluation of ten minutes whose latest 5 minutes hold no reading (t = 585 s, 1185 s, ...),
+    CloudWatch (1 of 1 period) judges the period before, the readings' latest, as the rule now does."""
+    def reading(k): return 90.0 if (k * STEP // 300) % 2 == 0 else None
+    return Story("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 120, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
+                 lambda t: True, {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(0, 120)])
+
+
 def _handover_temp_high() -> Story:
     """A GPU at 85 °C except 75 °C at t=540 s; pod ml/a holds it until 570 s, ml/b from 600 s. High once ten
     minutes hold no reading at or under 80 °C: from t=1155 s."""
@@ -204,7 +213,9 @@ def _crash_loop_temp_high() -> Story:
     """A GPU at 85 °C at every reading; its exporter crash-loops at Kubernetes' 5-minute back-off: it answers for five
     minutes, then is down for five. High once ten minutes hold readings and none at or under 80 °C: from t=600 s, at
     every evaluation (every 10 minutes hold a run of readings). CloudWatch's evaluation range judges the two most
-    recent real datapoints when a period is empty (user guide, "How alarm state is evaluated when data is missing")."""
+    recent real datapoints when a period is empty (user guide, "How alarm state is evaluated when data is missing"):
+    at the last evaluation before each run of readings resumes, the period before the latest holds none, and the
+    one before it is judged; a rule judging only its two latest periods paused there once every ten minutes."""
     def reading(k): return 85.0 if (k * STEP // 300) % 2 == 0 else None
 
     def truth(t):
@@ -231,6 +242,8 @@ STORIES = {
     "framebuffer-last-reading-of-old-exporter": (_restart_framebuffer(True), ""),
     "temp-high-holder-change": (_handover_temp_high(), ""),
     "temp-high-holder-change-classic": (_handover_temp_high(), CLASSIC),
+    "temp-high-exporter-crash-loop": (_crash_loop_temp_high(), ""),
+    "temp-critical-exporter-crash-loop": (_crash_loop_temp_critical(), ""),
 }
 
 
@@ -451,38 +464,23 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
     return [t for t, labels in expected.items() if fired(t) != said(labels)]
 
 
-def test_a_gpu_gone_while_critical_stays_in_alarm_on_cloudwatch_while_its_last_datapoint_is_in_the_range(tmp_path):
-    """The README's limit, pinned: a GPU at 90 °C whose exporter stops for good after the scrape at 1170 s (the node
-    removed). The rule (any reading over 87 °C in the last 5 minutes) resolves once its window holds no reading; the
-    alarm (1 of 1 period, missing data `missing`) judges the last real datapoint of its evaluation range, breaching:
-    ALARM at every length of the range 7 minutes after the stop, and 20 minutes after it ALARM or OK as the range's
-    unpublished length reaches that datapoint or not."""
+def test_a_gpu_gone_while_critical_alerts_on_both_forms_while_its_last_datapoint_is_judged(tmp_path):
+    """A GPU at 90 °C whose exporter stops for good after the scrape at 1170 s (the node removed). The alarm (1 of 1
+    period, missing data `missing`) judges the last real datapoint of its evaluation range, breaching: ALARM at every
+    length of the range 7 minutes after the stop, and the rule, which judges the period before its latest when that
+    one holds no reading, fires too. 20 minutes after it the alarm is ALARM or OK as the range's unpublished length
+    reaches that datapoint or not; the rule, its two periods empty, no longer fires."""
     def reading(k): return 90.0 if k < 40 else None
+    seven, twenty = 1200 + 7 * 60 + 15, 1200 + 20 * 60
     story = Story("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 80, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
-                  lambda t: any(reading(k) for k in range(80) if t - 300 < k * STEP <= t),
-                  {"node": "ip-10-0-1-1", "gpu": "0"}, [1200 + 7 * 60 + 15])
+                  lambda t: t < 1170 + 600, {"node": "ip-10-0-1-1", "gpu": "0"}, [seven, twenty])
     files, folder = _build(tmp_path, "")
     expected = {t: story.alerts(t) for t in story.evaluations}
     assert _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every) == []
-    assert not any(expected.values())
-    assert _cloudwatch_wrong(story, files, expected) == story.evaluations  # ALARM at every length
+    assert expected[seven] and not expected[twenty]
+    assert _cloudwatch_wrong(replace(story, evaluations=[seven]), files, {seven: expected[seven]}) == []
     with pytest.raises(cloudwatch_eval.RangeDependent):
-        _cloudwatch_wrong(replace(story, evaluations=[1200 + 20 * 60]), files, {1200 + 20 * 60: None})
-
-
-def test_an_exporter_crash_loop_keeps_temp_high_in_alarm_on_cloudwatch_where_the_rule_pauses(tmp_path):
-    """The README's limit, pinned: a GPU at 85 °C whose exporter answers five minutes of every ten. CloudWatch's alarm
-    (2 of 2 periods) judges the two most recent real datapoints of its evaluation range when a period is empty, so it
-    is in ALARM at every evaluation from t=600 s, at every length of the range, as the readings say. The rule judges
-    its two periods as they fall: at the last evaluation before each run of readings resumes, the older period
-    (t - 10 min, t - 5 min] holds none, and it does not fire there (once every ten minutes)."""
-    story = _crash_loop_temp_high()
-    files, folder = _build(tmp_path, "")
-    expected = {t: story.alerts(t) for t in story.evaluations}
-    assert all(expected.values())
-    assert _cloudwatch_wrong(story, files, expected) == []
-    wrong = _prometheus_wrong(folder, [(_alert(folder, story.rule), *_prometheus_case(story))], story.every)
-    assert wrong == [f"{minute}m45s" for minute in range(14, 60, 5)]
+        _cloudwatch_wrong(replace(story, evaluations=[twenty]), files, {twenty: None})
 
 
 def test_container_insights_framebuffer_rule_fires_on_a_memory_peak(tmp_path):

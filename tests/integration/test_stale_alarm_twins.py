@@ -1,16 +1,19 @@
 """A GPU (or a pod's GPU) in ALARM whose data stops for good: its exporter, node or pod gone.
 
-The Prometheus rule clears once its window holds no reading. A CloudWatch alarm retrieves more periods than its
-EvaluationPeriods (its evaluation range, of a length AWS does not publish) and judges the most recent real datapoints
-it finds there, whatever TreatMissingData says (user guide, "How alarm state is evaluated when data is missing";
-tests/support/cloudwatch_eval.py): its contributor stays in ALARM after the rule cleared, for as long as its last
-breaching datapoints are in the range. No expression can change that for a GROUP BY alarm (CloudWatch allows no math
-on its query, so no FILL per contributor), and no rule can follow a range whose length is unknown: it is a stated
-limit (each alarm's description, the README's "The evaluation range"), pinned here for each health rule whose
-alarm judges a GPU or a pod's GPU, minute by minute after the stop, at every plausible length of the range: in ALARM at
-every length after the rule cleared, and bounded, no length in ALARM once the range's longest plausible length
-(EvaluationPeriods + cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The data-missing alarm pages for the
-stop (test_data_missing.py).
+A CloudWatch alarm retrieves more periods than its EvaluationPeriods (its evaluation range, of a length AWS does not
+publish) and judges the most recent real datapoints it finds there, whatever TreatMissingData says (user guide, "How
+alarm state is evaluated when data is missing"; tests/support/cloudwatch_eval.py): its contributor stays in ALARM
+after the data stopped, for as long as its last breaching datapoints are in the range. The rule judges the range's
+shortest length (one period more than EvaluationPeriods): while that range holds the last readings, both forms
+fire, at every length of the range; the rule then clears (10 minutes after the last reading, for every default
+alarm), and the alarm stays in ALARM at the longer lengths the range may have. No expression can change that for a
+GROUP BY alarm (CloudWatch allows no math on its query, so no FILL per contributor), and no rule can follow a range
+whose length is unknown: it is a stated limit (each alarm's description, the README's "The evaluation range"),
+pinned here for each health rule whose alarm judges a GPU or a pod's GPU, minute by minute after the stop, at every
+plausible length of the range: in ALARM at every length while the rule fires, at some length after it cleared, and
+bounded, no length in ALARM once the range's longest plausible length (EvaluationPeriods +
+cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The data-missing alarm pages for the stop
+(test_data_missing.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tests.support.dcgm_fleet import target_labels
 STOP = 2400  # the last scrape answers at t = 2370 s (minute 39.5); nothing after
 LAST_MINUTE = 100
 NODE = "ip-10-0-1-1"
+CLEARS = STOP // 60 + 10  # the first minute whose latest two 5-minute periods hold no reading
 
 
 @dataclass(frozen=True)
@@ -110,20 +114,23 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         if case.rule == "gpu-idle":  # judged per GPU of the pod
             labels[name]["gpu"] = "0"
     assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
-    clears = dict.fromkeys(CASES, STOP // 60 + 5)  # the latest 5 minutes hold no reading
+    # the latest two periods hold no reading; a counter's increase reads 0 in a period without a reading, judged
+    # on its latest period (render.alarms.range_judged): clears once that holds none
+    clears = {name: STOP // 60 + 5 if case.kind == "counter" else CLEARS for name, case in CASES.items()}
     cases = [{"eval_time": f"{minute}m", "alertname": alert,
               "exp_alerts": [_expected(tmp_path, alert, **labels[n]) for n, c in CASES.items()
                              if alert in {alerts[r] for r in (c.rule, *c.also)} and minute < clears[n]]}
-             for minute in sorted({STOP // 60 - 1, *clears.values()}) for alert in dict.fromkeys(alerts[c.rule]
-                                                                                              for c in CASES.values())]
+             for minute in sorted({STOP // 60 - 1, STOP // 60 + 5, CLEARS - 1, *clears.values()})
+             for alert in dict.fromkeys(alerts[c.rule] for c in CASES.values())]
     _promtool_test(tmp_path, "stale.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                              "alert_rule_test": cases}], evaluation_interval="1m")
     return clears
 
 
-def test_each_rule_clears_once_its_window_holds_no_reading(files, tmp_path):
-    """The twin's side: each rule fires before the stop and no longer once its latest 5 minutes hold no reading (the
-    temperature-high rule wants readings in both its periods, the idle rule in its latest window)."""
+def test_each_rule_clears_once_its_two_latest_periods_hold_no_reading(files, tmp_path):
+    """The twin's side: each rule fires before the stop, still 5 and 9 minutes after it (the period before its latest
+    is judged, as the shortest evaluation range judges it), and no longer once its latest two 5-minute periods hold
+    no reading (10 minutes after the last reading: rule_clears in the alarms' descriptions)."""
     assert _rule_clears(files, tmp_path)
 
 
@@ -137,10 +144,18 @@ def test_a_stopped_gpus_alarm_stays_in_alarm_while_its_last_datapoints_are_in_th
     states = _states(request, _points(files, case), contributor)
     period = request["Metrics"][0]["Period"]
     assert states[STOP // 60 - 1] == {"ALARM"}, states  # firing before the stop
-    # after the rule cleared (test_each_rule_clears_once_its_window_holds_no_reading), ALARM at every plausible
-    # length of the range for at least a minute: the stated limit
-    stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and s == {"ALARM"}]
-    assert stale, states
+    if case.kind == "counter":  # judged per period (render.alarms.range_judged): clears 5 minutes after the stop
+        # and the alarm judges the last period with deltas, ALARM at every length for a while after that
+        stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and s == {"ALARM"}]
+        assert stale, states
+    else:
+        # while the rule fires (test_each_rule_clears_once_its_two_latest_periods_hold_no_reading), ALARM at every
+        # length; after it cleared, ALARM at some plausible length of the range for at least a minute (the stated
+        # limit), at no minute in ALARM at every length
+        assert all(states[m] == {"ALARM"} for m in range(STOP // 60 - 1, CLEARS)), states
+        stale = [m for m, s in states.items() if m >= CLEARS and "ALARM" in s]
+        assert stale and all(states[m] != {"ALARM"} for m in stale), states
+        assert f"clears {(CLEARS * 60 - STOP + STEP) // 60} minutes after the last reading" in request["AlarmDescription"]
     # and bounded: once the longest plausible range holds no datapoint, no length is in ALARM
     bound = STOP // 60 + (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period // 60 + 1
     assert all("ALARM" not in s for m, s in states.items() if m >= bound), states

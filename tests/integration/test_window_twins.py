@@ -109,7 +109,7 @@ def test_cloudwatch_alarms_judge_the_ten_minutes(built):
                for k in range(STEPS) for name in NODES]
     points = Agent(config, job).run(scrapes)
     requests = _requests(files)
-    assert "at every reading of the last 10 minutes, with readings in both 5-minute halves" in \
+    assert "at every reading of its two latest 5-minute periods with readings" in \
         requests["gpu-temp-high"]["AlarmDescription"]
     assert "under 1024 MiB of memory free at a reading of the last 5 minutes" in \
         requests["framebuffer-full"]["AlarmDescription"]

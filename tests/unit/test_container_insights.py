@@ -198,8 +198,8 @@ def test_the_same_definitions_render_both_ways(addon):
     addon_rules, agent_rules = alerts(files[rules[0]]), alerts(agent_files[rules[0]])
     assert {name for name in agent_rules if addon_rules[name] != agent_rules[name]} == {"GpudashFramebufferFull"}
     assert "DCGM_FI_DEV_FB_FREE" in addon_rules["GpudashFramebufferFull"]["expr"]  # used / (used + free)
-    assert " > 0.95" in addon_rules["GpudashFramebufferFull"]["expr"]
-    assert agent_rules["GpudashFramebufferFull"]["expr"].endswith(" < 1024")
+    assert " > bool 0.95)" in addon_rules["GpudashFramebufferFull"]["expr"]
+    assert " < bool 1024)" in agent_rules["GpudashFramebufferFull"]["expr"]
     assert {p for p in files if p.startswith("cloudwatch/dashboards/")} == \
         {p for p in agent_files if p.startswith("cloudwatch/dashboards/")}
     addon_titles = {p["title"] for _, p in _widgets(files)}
