@@ -68,3 +68,17 @@ def test_a_former_region_that_is_not_a_region_name_is_a_usage_error(aws, region)
     _, apply = aws
     code, stdout, stderr = apply("--former-region", region)
     assert code == 2 and "is not an AWS Region name" in stderr and "Traceback" not in stderr
+
+
+def test_a_former_region_another_settings_file_still_uses_loses_nothing_of_that_file(aws, tmp_path, moto):
+    """--former-region given for a Region another settings file of the project publishes in: its alarms are read
+    and left (they record that file's clusters), with the note that says so; only evidence prunes."""
+    _, apply = aws
+    west_file = _settings(tmp_path, "west", "project: test\nclusters:\n  - {name: west, region: us-west-2}\n")
+    east = _settings(tmp_path, "east", EAST)
+    assert apply("--config", west_file)[0] == 0 and apply("--config", east)[0] == 0
+    west = _west_alarms(moto)
+    code, report, stderr = apply("--prune", "--former-region", "us-west-2", "--config", east)
+    assert code == 0 and report["written"] == [], stderr
+    assert "12 alarm(s) of project 'test' not defined here were published by other settings" in stderr, stderr
+    assert _west_alarms(moto) == west
