@@ -105,8 +105,8 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     after a settings file is split, each file's dashboards then record that file alone) or by a gpudash that did
     not record who saved it (once, so that another project's push refuses it); or to record these settings' claim
     beside other settings of this project that saved it last (the same content: their dashboard stays theirs on
-    record, and their --prune leaves it while this claim stands; another project's is never written). None when nothing is to record (edited, recorded with these
-    clusters, or claimed already)."""
+    record, and their --prune leaves it while this claim stands; another project's is never written). None when
+    nothing is to record (edited, recorded with these clusters, or claimed already)."""
     if publisher is None or not grafana_owned(model):
         return None
     latest = client.latest_version(uid) or {}
@@ -355,7 +355,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"{shown_names(kept['elsewhere'])}): --prune leaves them; settings that share a folder and uid "
                     f"prefix share uids: give each settings file its own grafana.uid_prefix and grafana.folder.uid")
     if kept.get("claimed"):
-        claims = sorted({_publisher_text(*c) for uid, message in kept.get("claimed_by", []) for c in message})
+        claims = sorted({_publisher_text(*c) for _, recorded in kept.get("claimed_by", []) for c in recorded})
         client.note(f"{len(kept['claimed'])} dashboard(s) in folder {folder['uid']} not defined here are recorded as "
                     f"published too by other settings that generate them ({'; '.join(claims)}): --prune leaves them "
                     f"({shown_names(kept['claimed'])}), since those may still define them; if none does any more, "
