@@ -260,7 +260,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         if why is not None:
             if kept is not None:
                 kept.setdefault(why, []).append(uid)
-            return None
+            return _withdrawal(uid, live, saved.get("message"), publisher) if evidence == UNEDITED else None
     change = Change("grafana", "dashboard", uid, DELETE, live=live)
     if evidence == EDITED:
         change.edited = True
@@ -269,6 +269,23 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
     return change
+
+
+def _withdrawal(uid: str, live: dict[str, Any], message: str | None, publisher: Publisher) -> Change | None:
+    """A save, with --prune only, that withdraws the claim these settings recorded on a dashboard other settings of
+    the project saved and these no longer define (content and owner on record unchanged), so that the owner's
+    --prune may delete it once they no longer define it either; None when no claim of these settings is recorded."""
+    claims = grafana_claims(message)
+    recorded = grafana_recorded_publisher(message)
+    if recorded is None or not any(_mine(c, publisher) for c in claims):
+        return None
+    kept = frozenset(c for c in claims if not _mine(c, publisher))
+    return Change("grafana", "dashboard", uid, UPDATE, [
+        f"no longer defined here: withdraw the claim these settings recorded beside the settings that saved it "
+        f"({_publisher_text(*recorded)}), whose it stays; --prune withdraws it"], live={
+        **live, "with_prune": True,
+        "record": {"publisher": (recorded[0], tuple(sorted(recorded[1]))), "claims": kept,
+                   "body": live["dashboard"]}})
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -494,8 +511,9 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                     client.create_folder(folder["uid"], folder["title"])
                 elif change.action == DELETE:
                     _delete(client, change, folder["uid"])
-                else:
-                    _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
+                else:  # a withdrawal saves the dashboard as it is
+                    desired = dashboards.get(change.name) or change.live["record"]["body"]
+                    _save(client, change, desired, folder, note, uid_prefix, publisher)
                 outcomes.append(Outcome(change, done=True, status=DONE))
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))

@@ -833,7 +833,8 @@ def test_a_dashboard_two_settings_files_generate_is_not_pruned_by_the_one_that_s
     """Files A (alpha) and B (beta) of one project both generate the team dashboard and the bundled ones, the same.
     A saves them first; B's push records its claim on each (a save of the same content: A's on record), once; no
     turns after that. A then stops defining the team dashboard: its --prune leaves it, naming B's claim, since B
-    still defines it (before: deleted, and B's next push created it again with a new history)."""
+    still defines it (before: deleted, and B's next push created it again with a new history). Once B stops
+    defining it too, B's --prune withdraws its claim and A's --prune deletes it."""
     def settings(name: str, cluster: str, team: bool) -> str:
         return _settings_file(tmp_path, name, "shop", cluster, team_dashboard=team)
 
@@ -857,6 +858,17 @@ def test_a_dashboard_two_settings_files_generate_is_not_pruned_by_the_one_that_s
     assert {uid: len(entry["versions"]) for uid, entry in grafana.state.dashboards.items()} == versions
     code, stdout, stderr = _push(run, "--config", b)
     assert code == 0 and json.loads(stdout)["written"] == [], stderr  # B's dashboard, untouched
+    # B stops defining it too: its push leaves its claim, its --prune withdraws it (a save of the same content,
+    # A's on record), and then A's --prune deletes it
+    b2, a2 = settings("b2", "beta", False), str(tmp_path / "a2" / "gpudash.yaml")
+    code, stdout, stderr = _push(run, "--config", b2)
+    assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    code, stdout, stderr = _push(run, "--config", b2, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [team], stderr
+    message = grafana.state.dashboards[team]["versions"][-1]["message"]
+    assert "project:shop clusters:alpha" in message and "also:" not in message, message
+    code, stdout, stderr = _push(run, "--config", a2, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [team] and team not in grafana.state.dashboards, stderr
 
 
 def test_dashboards_an_older_gpudash_saved_record_their_settings_at_the_next_push_and_are_then_refused_to_others(
