@@ -255,16 +255,18 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
         selectors = [selector(metric, [*b, *extra]) for b in branches]
+        reading = fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
         if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
-            reading = fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
             if window == DASHBOARD_RANGE and shift is None:
                 return range_increase(reading, copies, resolution, selectors)
             return summed_deltas(reading, window, resolution, shift)
-        change = f"rate({blank_infinite(fresh_reading(copies, resolution, selectors))}[{window}:{resolution}]" \
-                 f"{_offset(shift)})"
+        # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
+        # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
+        # a copy reading a blank at every scrape (an upgraded exporter beside the old one) hides no reading
+        change = f"rate({reading}[{window}:{resolution}]{_offset(shift)})"
         if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
             change = f"({change} * {field.unit.rate_scale:g})"
-        return f"({change} < Inf)"  # a window holding a blank gives no data (blank_infinite)
+        return change
     else:  # no reading per step (no field reaches this: every counter is read per step)
         def run(function: str) -> str:
             return _raw(metric, branches, extra, function)
@@ -276,20 +278,6 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
-
-
-# 2**OVERFLOW times a reading below 2**63 is finite, times 2**63 (DCGM's int64 blanks as float64) overflows to +Inf.
-OVERFLOW = 1024 - 63
-
-
-def blank_infinite(reading: str) -> str:
-    """`reading` with a blank counter reading made +Inf and every other reading as it is, to the bit (multiplied and
-    divided by a power of two): a rate over a window holding an infinite reading is +Inf or NaN, which `< Inf` drops,
-    so a rate reads the readings once and still gives no data over a window holding a blank (a blank inside it would
-    read as a climb of 2**63, a counter stuck on the blank as a rate of 0). A reading from 9e18
-    (COUNTER_BLANK_FLOOR) to just below 2**63 counts as a reading here where the increase's blank floor leaves it
-    out; no counter reaches it (a byte counter at 900 GB/s would take 4 months)."""
-    return f"(({reading} * 2^{OVERFLOW}) / 2^{OVERFLOW})"
 
 
 def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None) -> str:

@@ -167,7 +167,7 @@ def _subquery_call(stack: list, at: int) -> int | None:
 
 
 def _is_scaling(node) -> bool:
-    """`x * 2^961` or `x / 2^961` (promql.blank_infinite: a reading made +Inf where it is a blank, else as it is)."""
+    """`x * k` or `x / k` of a constant k (a reading scaled, e.g. a MIG stand-in's ratio as a percentage)."""
     import promql_parser
 
     return (isinstance(node, promql_parser.BinaryExpr) and str(node.op) in ("*", "/")

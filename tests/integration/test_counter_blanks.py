@@ -1,12 +1,17 @@
-"""A counter that reads DCGM's blank for one scrape gives no rate or increase for a window holding that
-scrape, whatever the window's length, on a real Prometheus.
+"""A counter that reads DCGM's blank for one scrape gives, over a window holding that scrape, the rate or increase
+of its other readings, whatever the window's length, on a real Prometheus; a GPU two exporters scrape, one of them
+reading the blank at every scrape, reads as the other copy says.
 
-Three days of two GPUs' counters are backfilled (`promtool tsdb create-blocks-from openmetrics`) into the
+Three days of three GPUs' counters are backfilled (`promtool tsdb create-blocks-from openmetrics`) into the
 storage of a real Prometheus: GPU 0 reads the integer blank (0x7ffffffffffffff0) for one scrape half way,
-GPU 1 never does. The generated panel queries run with their window (`$__rate_interval`, `$__range`) set
-as long as a dashboard's time range can make it: a window holding the blank shows GPU 1 alone, with its
-true rate or increase; a window without it shows both; a window whose first sample is the blank (a
-counter "reset" from the blank to the real reading) shows GPU 1 alone too.
+GPU 1 never does; GPU 2 is written twice, as an exporter upgrade leaves it (the old exporter pod and the new one,
+each its own `instance`, both scraping the GPU): the new one reads the not-supported blank (0x7ffffffffffffff2, as
+the exporter writes a field its DCGM cannot read) at every scrape, the old one the real readings. The generated panel
+queries run with their window (`$__rate_interval`, `$__range`) set as long as a dashboard's time range can make it:
+every window shows the three GPUs, each with its true rate or increase (CloudWatch's agent drops each blank datapoint
+before its deltas: the rate over a window is its growth over the readings it has); a window whose first sample is
+the blank reads GPU 0's rate from its first real reading (Prometheus extrapolates from it to the window's start by
+half an interval only: one interval's share of the window low).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from generator.project import load_project
 from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus, range_macros
 
 BLANK = "9223372036854775792"  # DCGM's int64 blank, 0x7ffffffffffffff0
+NOT_SUPPORTED = "9223372036854775794"  # 0x7ffffffffffffff2
 STEP = 300  # one sample every 5 minutes
 SAMPLES = 3 * 24 * 12 + 1  # three days
 BLANK_AT = SAMPLES // 2  # the one scrape that reads the blank
@@ -37,6 +43,10 @@ def _readings(step: int) -> dict[str, int]:
             "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": START_ROWS + step // ROWS_EVERY}
 
 
+# GPU 2's two copies: the old exporter's (real readings) and the new one's (the not-supported blank at every scrape)
+COPIES = {'instance="10.0.1.11:9400"': None, 'instance="10.0.1.12:9400"': NOT_SUPPORTED}
+
+
 def _openmetrics(start: int) -> str:
     lines = []
     for metric in _readings(0):
@@ -44,6 +54,10 @@ def _openmetrics(start: int) -> str:
             for step in range(SAMPLES):
                 value = BLANK if gpu == 0 and step == BLANK_AT else str(_readings(step)[metric])
                 lines.append(f"{metric}{{{LABELS.format(gpu=gpu)}}} {value} {start + step * STEP}")
+        for copy, blank in COPIES.items():
+            for step in range(SAMPLES):
+                lines.append(f"{metric}{{{LABELS.format(gpu=2)},{copy}}} {blank or _readings(step)[metric]} "
+                             f"{start + step * STEP}")
     return "\n".join(lines) + "\n# EOF\n"
 
 
@@ -84,24 +98,29 @@ def _true(metric: str, window: str, end: int, rate: bool) -> float:
 
 
 @pytest.mark.parametrize("window, end", BLANK_INSIDE + BLANK_FIRST + BLANK_OUTSIDE)
-def test_a_window_holding_one_blank_reading_gives_no_rate_and_an_increase_without_it(backfilled, window, end,
-                                                                                     tmp_path):
+def test_a_window_holding_one_blank_reading_gives_the_rate_and_increase_of_its_other_readings(backfilled, window,
+                                                                                              end, tmp_path):
     prometheus, start = backfilled
     settings = tmp_path / "gpudash.yaml"
     # the interval these readings were scraped at; the agent's counter cache cannot span it, so CloudWatch reads the
     # add-on's metrics (the Grafana panels are the same)
     settings.write_text(f"scrape:\n  interval: {STEP // 60}m\ncloudwatch:\n  source: container-insights\n")
     project = load_project(settings)
-    holds_blank = (window, end) not in BLANK_OUTSIDE
     for uid, title, metric, rate in (("health", "PCIe replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", True),
                                      ("health", "Rows remapped (uncorrectable)",
                                       "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", False)):
         # half a step after the sample `end`: no sample sits on the window's edges (Prometheus 2 includes a
         # sample at the start edge, Prometheus 3 does not), both are half a step from one
         shown = _shown(prometheus, _panel(project, uid, title), window, start + end * STEP + STEP / 2)
-        # GPU 0 reads as GPU 1 but for one blank: an increase leaves the blank out (the agent's filter drops it),
-        # a rate over a window holding it gives no value
-        expected = {"gpu-node-a GPU 1"} if holds_blank and rate else {"gpu-node-a GPU 0", "gpu-node-a GPU 1"}
-        assert set(shown) == expected, (title, window, shown)
+        # every GPU, one line each, GPU 2's copies one line (the blank copy's readings left out)
+        assert set(shown) == {"gpu-node-a GPU 0", "gpu-node-a GPU 1", "gpu-node-a GPU 2"}, (title, window, shown)
         truth = _true(metric, window, end, rate)
-        assert all(math.isclose(value, truth, rel_tol=1e-6) for value in shown.values()), (title, window, shown, truth)
+        for line, value in shown.items():
+            # GPU 0's rate from its first real reading, 1.5 intervals after the window's start: Prometheus
+            # extrapolates by half an interval there (over 1.1 intervals away), so the readings cover all the
+            # window but one interval, and the rate reads that much low
+            if rate and line.endswith("GPU 0") and (window, end) in BLANK_FIRST:
+                truth_shown = truth * (1 - STEP / (int(window[:-1]) * 3600))
+            else:
+                truth_shown = truth
+            assert math.isclose(value, truth_shown, rel_tol=1e-6), (title, window, line, value, truth_shown)

@@ -23,7 +23,7 @@ that one series, with a window that ends at the latest step of the scrape interv
 before (see README: a reading is timed at the step of the scrape interval it is read at); an increase (panel
 or rule) is the sum of the agent's deltas over the window's readings, as CloudWatch sums them: the GPU's growth
 since its last reading before the window, a reset's reading counted as it is. A window holding the blank gives
-no value.
+the rate or increase of its other readings.
 """
 
 from __future__ import annotations
@@ -138,9 +138,9 @@ def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: 
     if not rate:  # the scrapes of the range [at - window, at] itself (promql.range_increase)
         return summed_deltas(samples, at - window - 0.001, at)
     last = at - _lag(phase)
-    if _blank_within(samples, last - window, last):  # a rate's window holding a blank gives no value
-        return None
-    return prometheus_change(samples, last - window, last, rate)
+    # a rate's window holding a blank gives the rate of its other readings (the blank left out, as the agent's
+    # filter drops it before its deltas)
+    return prometheus_change([(t, v) for t, v in samples if v < 9e18], last - window, last, rate)
 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
@@ -219,9 +219,10 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
         expected = _expected(lambda gpu, phase: panel_truth(gpu, phase, start, at, window, rate))
         wrong = _wrong(shown[instant], expected)
         assert not wrong, (title, instant, wrong)
-        blank_inside.add("on-grid GPU 5" not in expected)
-    # windows holding the blank were among them: a rate's gave it no value, an increase left the blank out
-    assert blank_inside == ({True, False} if rate else {False})
+        last = at - (0 if rate else 0.001)  # the window's end: a rate's on the grid phase, as one series reads it
+        blank_inside.add(_blank_within(one_series(BLANK_GPU, PHASES["on-grid"], start), last - window, last))
+    # windows holding the blank were among them: each gave the rate or increase of the other readings
+    assert blank_inside == {True, False}
 
 
 def test_the_truth_is_where_the_earlier_forms_read_wrong(backfilled):
