@@ -73,15 +73,16 @@ def alarms(ctx):
                           f"minutes: the pod's next allocation at such a peak may fail (OOM).",
               runbook="Lower the batch size or model footprint, or move the pod to a GPU with more memory."),
         Alarm("gpu-idle", "Allocated GPU idle",
-              # Per GPU the pod holds: a pod using one of its four GPUs leaves three idle, which the pod's mean
-              # (25 %) would hide.
+              # Per GPU the pod holds (per MIG instance on a MIG GPU): a pod using one of its four GPUs leaves three
+              # idle, which the pod's mean (25 %) would hide; a busy instance beside an idle one of the same GPU alike.
               Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD_GPU), "<",
                         ctx.threshold("idle_gpu_util_percent")),
               # idle_minutes is a multiple of 5 (the settings refuse any other): whole 5-minute periods.
               severity="warning", evaluation_periods=idle_minutes // 5, missing_data="notBreaching",
               description=f"A pod holds a GPU but has used under {ctx.threshold('idle_gpu_util_percent'):g}% of it "
                           f"for {idle_minutes} minutes: money spent on nothing. Each GPU the pod holds is judged "
-                          f"on its own (a pod using one of its GPUs and not the others alarms for the others).",
+                          f"on its own, and each MIG instance (a pod using one of its GPUs or instances and not the "
+                          f"others alarms for the others).",
               runbook="Ask the pod's owner to release the GPU, or scale the workload down."),
         Alarm("pcie-replays", "PCIe replays increasing",
               Condition(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", GPU, as_increase=True), ">",

@@ -378,7 +378,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
     mig_months = 0.0
     if fleet.mig:
-        mig_months = sum(n * (fleet.pods if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
+        # per pod and MIG instance (the idle alarm's): one metric per instance a pod holds, at most every copy
+        mig_months = sum(n * (pod_gpus if "pod" in dims and MIG_INSTANCE_LABEL in dims else fleet.pods
+                              if "pod" in dims else fleet.instances if MIG_INSTANCE_LABEL in dims
                               else fleet.gpu_count) for dims, n in mig_sets.items())
     # The exporter targets' flags of no GPU data, one metric per GPU node (the data-missing rule's alarm per node),
     # published at every scrape.

@@ -595,7 +595,9 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     `per_instance` (alerts) judges a pod on the MIG instances it holds, each its own series, as
     CloudWatch does: a pod's mean is over its instances (not over its GPUs' means), its max or min
     that of its busiest or idlest instance, its free memory that of its fullest instance (an
-    instance's memory is its own). Whole GPUs, and pods sharing one, are as without it.
+    instance's memory is its own); per pod and GPU, the MIG branch (`kind` "mig") judges each instance of the
+    pod's GPU on its own (its GPU_I_ID and profile kept: a busy instance does not hide an idle one), as the
+    rule's MIG alarm reads the per-pod-and-instance set. Whole GPUs, and pods sharing one, are as without it.
     `kind` ("whole" or "mig", with `kinds_apart`) takes only whole GPUs' own readings or only MIG
     instances' stand-in for a field MIG does not report.
     `offset` (alerts, with `gauge_window`) ends every window that long before the instant: an earlier period.
@@ -623,6 +625,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # outer grouping keeps and a field's own labels (an XID code) leaves one series per GPU instance, then per
     # GPU (and per GPU and pod). Alerts per pod (`apart`) judge each MIG instance a pod holds on its own.
     apart = per_instance and "pod" in keys
+    if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
+        outer += [name for name in INSTANCE_IDENTITY if name not in outer]
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer))
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)

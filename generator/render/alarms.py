@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..catalog import MIG_INSTANCE_LABEL, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, instance_contributors,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
@@ -13,7 +13,7 @@ from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
-from ..derived_sets import mig_only
+from ..derived_sets import mig_only, with_instance
 from ..exporter_styles import style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
@@ -201,7 +201,9 @@ def second_plan(alarm: Alarm, settings: Settings) -> Plan:
 def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, str] | None:
     """(plan, stand-in field) of the rule's second alarm, for a field MIG does not report (GPU utilization):
     the field that stands in for it on MIG instances (graphics engine activity, a ratio: the threshold is
-    divided by its factor, 100), over a set only MIG instances publish (the rule's set and GPU_I_PROFILE).
+    divided by its factor, 100), over a set only MIG instances publish (the rule's set and GPU_I_PROFILE; per pod
+    and GPU, GPU_I_ID too, grouped by both: each instance of a pod's GPU judged on its own, as the rule's MIG
+    branch judges it).
     The first alarm reads the field itself, which the agent's scrape job drops on MIG instances: together
     they watch every pod or GPU with the meaning of the Prometheus rule, which takes the stand-in on MIG
     instances. None when the field is reported under MIG, the CSV collects no stand-in, or the source is
@@ -217,6 +219,10 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     if list(result.dims) not in (pod_dimensions(settings), pod_gpu_dimensions(settings), gpu_dimensions(settings)):
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
                           f"alarm on with this grouping")
+    if list(result.dims) == pod_gpu_dimensions(settings):  # each MIG instance of a pod's GPU judged on its own
+        instance = (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
+        return replace(result, dims=tuple(mig_only(with_instance(result.dims))), group=(*result.group, *instance),
+                       series=(*result.series, *instance), divisor=result.divisor / factor), stand_in
     return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
 
 
@@ -791,7 +797,7 @@ def _alert_query(alarm: Alarm, settings: Settings):
     return query
 
 
-def _where_label(alarm: Alarm, settings: Settings) -> str:
+def _where_label(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
     """` on pod {{ $labels.namespace }}/{{ $labels.pod }}`, ` on {{ $labels.node }} GPU {{ $labels.gpu }}` ..."""
     keys = group_keys(_alert_query(alarm, settings).by)
     if alarm.absent:  # the cluster, when there are several, and the `reason` each branch of the rule attaches
@@ -807,6 +813,10 @@ def _where_label(alarm: Alarm, settings: Settings) -> str:
         if key == "pod":
             value = f"pod {{{{ $labels.{label_name('namespace', settings.labels)} }}}}/{value}"
         parts.append(words.get(key, "") + value)
+    if {"pod", "gpu"} <= set(keys) and kinds_apart(_alert_query(alarm, settings), catalog):
+        # the rule's MIG branch judges each instance of a pod's GPU: its alert names the instance
+        instance, profile = (f"$labels.{name}" for name in (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL))
+        parts[-1] += f"{{{{ if {instance} }}}} MIG {{{{ {instance} }}}} ({{{{ {profile} }}}}){{{{ end }}}}"
     return " on " + " ".join(parts) if parts else ""
 
 
@@ -822,7 +832,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             "expr": prometheus_expression(alarm, catalog, settings),
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
-                "summary": alarm.title + _where_label(alarm, settings),
+                "summary": alarm.title + _where_label(alarm, catalog, settings),
                 "description": alarm.description,
                 "runbook": alarm.runbook,
             },

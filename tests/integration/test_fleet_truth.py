@@ -41,6 +41,7 @@ from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
 from generator.settings import parse_settings
 from tests.support import kube_state, mixed_fleet
+from tests.integration.test_prometheus_rules import rendered as annotation
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
@@ -353,8 +354,7 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
                                  "daemonsets=[app,app.kubernetes.io/name])"}] if path.clusters != ("",) else []
             assert [s["metric"] for s in result] == silent, rule["expr"]
             if silent:
-                summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: result[0]["metric"][m.group(1)],
-                                 rule["annotations"]["summary"])
+                summary = annotation(rule["annotations"]["summary"], result[0]["metric"])
                 assert summary == f"No GPU metrics arriving on cluster north ({silent[0]['reason']})", summary
             continue
         query = with_cluster(condition.query) if path.clusters != ("",) else condition.query
@@ -369,8 +369,7 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
         fired[rule["alert"]] = firing
         # the summary names the object with the labels the alert carries
         for series in result:
-            summary = re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: series["metric"].get(m.group(1), ""),
-                             rule["annotations"]["summary"])
+            summary = annotation(rule["annotations"]["summary"], series["metric"])
             assert "{{" not in summary and " /" not in summary and "  " not in summary, summary
     return fired
 

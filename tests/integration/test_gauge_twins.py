@@ -17,7 +17,7 @@ import functools
 import json
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pytest
@@ -46,11 +46,12 @@ class Source:
     node: str = "ip-10-0-1-1"
     pod: str = "a"
     uuid: str = "GPU-1"
-    mig: bool = False  # the pod holds MIG instance 1 of the GPU
+    mig: bool = False  # the pod holds MIG instance `instance` of the GPU
     gpu: int = 0
+    instance: str = "1"
 
     def labels(self) -> str:
-        instance = ',GPU_I_ID="1",GPU_I_PROFILE="1g.10gb"' if self.mig else ""
+        instance = f',GPU_I_ID="{self.instance}",GPU_I_PROFILE="1g.10gb"' if self.mig else ""
         return (f'gpu="{self.gpu}",UUID="{self.uuid}",device="nvidia{self.gpu}",modelName="NVIDIA A100-SXM4-80GB",'
                 f'Hostname="{self.exporter[0]}",DCGM_FI_DRIVER_VERSION="535.104.05"{instance},container="main",'
                 f'namespace="ml",pod="{self.pod}"')
@@ -73,19 +74,23 @@ class Story:
     every: int = 15  # rules evaluated every ... seconds
     second: Callable[[int], float | None] | None = None  # the readings of a second GPU (GPU 1) the pod holds
     second_truth: Callable[[float], bool] | None = None  # does the rule fire for the second GPU (its own alert)
+    second_is: dict = field(default_factory=lambda: {"gpu": 1, "uuid": "GPU-2"})  # the second GPU's Source fields
 
     def alerts(self, t: float) -> list[dict[str, str]]:
-        """The alerts at an evaluation at t: the first GPU's, and the second GPU's (per GPU rules)."""
+        """The alerts at an evaluation at t: the first GPU's, and the second GPU's (per GPU rules; per MIG instance,
+        its instance's)."""
         found = [self.alert] if self.truth(t) else []
         if self.second_truth is not None and self.second_truth(t):
-            found.append({**self.alert, "gpu": "1"})
+            second = {"gpu": str(self.second_is.get("gpu", self.alert["gpu"])),
+                      **({"GPU_I_ID": self.second_is["instance"]} if "instance" in self.second_is else {})}
+            found.append({**self.alert, **second})
         return found
 
     def readings(self, k: int) -> list[tuple[Source, float]]:
         """The readings of scrape k, and who carries each."""
         found = [(self.source(k), self.reading(k))]
         if self.second is not None:
-            found.append((replace(self.source(k), gpu=1, uuid="GPU-2"), self.second(k)))
+            found.append((replace(self.source(k), **self.second_is), self.second(k)))
         return [(source, value) for source, value in found if value is not None]
 
 
@@ -104,8 +109,9 @@ def _idle_truth(readings: Callable[[int], list[float]], scrapes: int, scale: flo
     return truth
 
 
-# The idle rule judges each GPU a pod holds: its alert names the pod and the GPU.
+# The idle rule judges each GPU a pod holds: its alert names the pod and the GPU, and on MIG the instance.
 IDLE = {"namespace": "ml", "pod": "a", "gpu": "0"}
+IDLE_MIG = {**IDLE, "GPU_I_ID": "1", "GPU_I_PROFILE": "1g.10gb"}
 
 
 def _restart_idle(move: bool) -> Story:
@@ -141,15 +147,17 @@ def _two_gpus_idle() -> Story:
                  second_truth=_idle_truth(lambda k: [v for v in [second(k)] if v != BLANK], 140))
 
 
-def _one_gpu_of_two_used(busy: float, idle: float, mig: bool = False) -> Story:
-    """Pod ml/a holds two GPUs (MIG instances on two GPUs, `mig`), GPU 0 at `busy` %, GPU 1 at `idle` % all along
-    (a job using its first GPU only). GPU 1 is idle from 25 minutes on, GPU 0 when `busy` is under 5 % too: each
-    GPU the pod holds is judged, not their mean (100 and 0 mean 50 %: never idle; 0 and 9 mean 4.5 %: idle)."""
+def _one_gpu_of_two_used(busy: float, idle: float, mig: bool = False, one_gpu: bool = False) -> Story:
+    """Pod ml/a holds two GPUs (MIG instances on two GPUs, `mig`; instances 1 and 2 of GPU 0, `one_gpu`), GPU 0 at
+    `busy` %, GPU 1 at `idle` % all along (a job using its first GPU only). GPU 1 is idle from 25 minutes on, GPU 0
+    when `busy` is under 5 % too: each GPU (each instance) the pod holds is judged, not their mean (100 and 0 mean
+    50 %: never idle; 0 and 9 mean 4.5 %: idle)."""
     scale = 100 if mig else 1
     metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE" if mig else "DCGM_FI_DEV_GPU_UTIL"
     return Story("gpu-idle", metric, 140, lambda k: busy / scale, lambda k: Source(mig=mig),
-                 _idle_truth(lambda k: [busy], 140), IDLE, [k * STEP + 15 for k in range(50, 140)],
-                 second=lambda k: idle / scale, second_truth=_idle_truth(lambda k: [idle], 140))
+                 _idle_truth(lambda k: [busy], 140), IDLE_MIG if mig else IDLE, [k * STEP + 15 for k in range(50, 140)],
+                 second=lambda k: idle / scale, second_truth=_idle_truth(lambda k: [idle], 140),
+                 **({"second_is": {"instance": "2"}} if one_gpu else {}))
 
 
 def _mig_idle() -> Story:
@@ -158,7 +166,7 @@ def _mig_idle() -> Story:
     def reading(k): return None if k == 71 else BLANK if 60 <= k <= 62 else 0.4 if k == 70 else 0.01
     return Story("gpu-idle", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 140, reading,
                  lambda k: Source(OLD if k < 71 else NEW, mig=True), _idle_truth(lambda k: [v for v in [reading(k)] if v is not None], 140, 100),
-                 IDLE, [k * STEP + 15 for k in range(50, 140)])
+                 IDLE_MIG, [k * STEP + 15 for k in range(50, 140)])
 
 
 def _blank_xid() -> Story:
@@ -235,6 +243,7 @@ STORIES = {
     "idle-pod-using-one-of-two-gpus-classic": (_one_gpu_of_two_used(100, 0), CLASSIC),
     "idle-pod-of-two-gpus-at-0-and-9": (_one_gpu_of_two_used(9, 0), ""),
     "mig-idle-pod-using-one-of-two-instances": (_one_gpu_of_two_used(100, 0, mig=True), ""),
+    "mig-idle-pod-using-one-of-two-instances-of-one-gpu": (_one_gpu_of_two_used(100, 0, mig=True, one_gpu=True), ""),
     "temp-critical-blank-reading": (_blank_temp_critical(), ""),
     "xid-blank-reading": (_blank_xid(), ""),
     "mig-idle-blank-readings-and-exporter-restart": (_mig_idle(), ""),
@@ -453,14 +462,14 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
     request = _cloudwatch_request(files, story.rule, story.metric)
 
     def fired(t: float) -> object:
-        """In ALARM at t; for a story of two GPUs, which GPUs' contributors (the alarm judges each)."""
+        """In ALARM at t; for a story of two GPUs, which GPUs' (MIG instances') contributors (the alarm judges each)."""
         states = cloudwatch_eval.alarm(request, points, t)
         if story.second_truth is None:
             return "ALARM" in states.values()
-        return {dict(key).get("gpu") for key, state in states.items() if state == "ALARM"}
+        return {(dict(key).get("gpu"), dict(key).get("GPU_I_ID")) for key, state in states.items() if state == "ALARM"}
 
     def said(labels) -> object:
-        return bool(labels) if story.second_truth is None else {a["gpu"] for a in _listed(labels)}
+        return bool(labels) if story.second_truth is None else {(a["gpu"], a.get("GPU_I_ID")) for a in _listed(labels)}
     return [t for t, labels in expected.items() if fired(t) != said(labels)]
 
 

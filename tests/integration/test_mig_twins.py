@@ -1,10 +1,10 @@
 """Per-pod alarms and their Prometheus twins judge a pod on the MIG instances it holds, each its own.
 
 A pod's GPU is, on MIG, the instances it holds: each has its own memory and its own engine. So the idle
-rule takes the pod's mean over every instance it holds (three instances on two GPUs at 1 %, 1 % and
-9.5 %: 3.8 %, idle; the GPUs' means would give 5.25 %), the framebuffer rule its fullest instance (400
+rule judges each instance a pod holds on its own (two instances of one GPU at 80 % and 1 %: the idle one alarms,
+their mean, 40.5 %, would not), the framebuffer rule its fullest instance (400
 MiB free in one instance and 15,000 in the other: full; their sum would not be), and a per-pod max or min
-its busiest or idlest instance (80 % and 5 % on one GPU: busy and starved; their mean, 42.5 %, neither).
+its busiest or idlest instance (80 % and 1 % on one GPU: busy and starved; their mean, 40.5 %, neither).
 Whole GPUs, a GPU two pods share by time-slicing and one pod name in two namespaces keep their meaning.
 A pod holding both whole GPUs and MIG instances is judged on each kind apart: idle when its whole GPUs are,
 or when its MIG instances are (a whole GPU at 40 % beside an instance at 1 %: idle, not their mean 20.5 %;
@@ -65,7 +65,7 @@ def _whole(pod: str, util: float) -> Instance:
 
 MIG = Node("gpu-node-mig", "Hostname", "nvidia-dcgm-exporter-m5n6p", (
     _a100(0, _instance("1", "spread", 0.01), _instance("2", "spread", 0.01),
-          _instance("3", "skew", 0.8), _instance("4", "skew", 0.05)),
+          _instance("3", "skew", 0.8), _instance("4", "skew", 0.01)),
     _a100(1, _instance("1", "spread", 0.095),
           _instance("2", "pair", 0.5, free=400, used=19600, profile="3g.20gb"),
           _instance("3", "pair", 0.5, free=15000, used=5000, profile="3g.20gb")),
@@ -97,25 +97,34 @@ def _readings() -> tuple[dict[str, dict[bool, list[float]]], dict[str, list[floa
     return util, free
 
 
+def _idle() -> set[tuple[str, str, str | None]]:
+    """The idle rule's alerts: (pod, GPU, MIG instance or None) of each whole GPU and each MIG instance a pod holds
+    under 5 %, each judged on its own."""
+    return {(f"{namespace}/{pod}", str(gpu.index), instance.id if gpu.mig else None)
+            for node in FLEET_HERE for gpu in node.gpus for instance in gpu.instances
+            for namespace, pod in instance.pods() if (instance.engine * 100 if gpu.mig else gpu.util) < 5}
+
+
 def _truth() -> dict[str, set[str]]:
-    """Per rule, the pods it names; the idle rule judges a pod's whole GPUs and its MIG instances apart."""
+    """Per rule, the pods it names; the idle rule judges each whole GPU and each MIG instance a pod holds apart."""
     by_kind, free = _readings()
     util = {pod: [v for values in kinds.values() for v in values] for pod, kinds in by_kind.items()}
-    return {"gpu-idle": {p for p, kinds in by_kind.items() if any(mean(v) < 5 for v in kinds.values())},
+    return {"gpu-idle": {pod for pod, _, _ in IDLE},
             "framebuffer-full": {p for p, v in free.items() if min(v) < 1024},
             "pod-busy": {p for p, v in util.items() if max(v) > 60},
             "pod-starved": {p for p, v in util.items() if min(v) < 10}}
 
 
+IDLE = _idle()
 TRUTH = _truth()
-# The GPU of each idle pod that is idle (the idle rule judges each GPU a pod holds): spread's GPU 0 (its GPU 1's
-# instance reads 9.5 %), both's MIG instance on GPU 1, whole-idle's whole GPU 2, infer-1's GPU 0.
-IDLE_GPUS = {"team-a/infer-1": "0", "team-i/spread": "0", "team-i/both": "1", "team-i/whole-idle": "2"}
 
 
 def test_the_truth_is_where_the_old_meanings_differ():
     """Each MIG situation is one where the GPUs' means, or the sum of one GPU's instances, tell otherwise."""
-    assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread", "team-i/both", "team-i/whole-idle"},
+    assert IDLE == {("team-a/infer-1", "0", None), ("team-i/spread", "0", "1"), ("team-i/spread", "0", "2"),
+                    ("team-i/skew", "0", "4"), ("team-i/both", "1", "1"), ("team-i/whole-idle", "2", None)}
+    assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
+                                  "team-i/whole-idle"},
                      "framebuffer-full": {"team-i/pair"},
                      "pod-busy": {"team-a/worker-0", "team-i/skew"},
                      "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
@@ -123,6 +132,7 @@ def test_the_truth_is_where_the_old_meanings_differ():
     by_kind, _ = _readings()  # a mean over both kinds would call neither pod idle
     assert {p for p in ("team-i/both", "team-i/whole-idle")
             if mean([v for values in by_kind[p].values() for v in values]) < 5} == set()
+    assert mean(by_kind["team-i/skew"][True]) >= 5  # skew's two instances of GPU 0: the mean hides the idle one
 
 
 @pytest.fixture(scope="module")
@@ -156,9 +166,12 @@ def test_cloudwatch_alarms_name_the_pods_the_truth_names(built):
     for rule, pods in TRUTH.items():
         mine = [r for r in requests if {"Key": "gpudash:rule", "Value": rule} in r["Tags"]]
         assert mine, rule
-        fired = {f"{dict(key)['namespace']}/{dict(key)['pod']}" for request in mine
-                 for key, state in cloudwatch_eval.alarm(request, points, STEPS * STEP).items() if state == "ALARM"}
-        assert fired == pods, (rule, [r["Metrics"][0]["Expression"] for r in mine])
+        fired = [dict(key) for request in mine
+                 for key, state in cloudwatch_eval.alarm(request, points, STEPS * STEP).items() if state == "ALARM"]
+        assert {f"{c['namespace']}/{c['pod']}" for c in fired} == pods, (rule, [r["Metrics"][0]["Expression"]
+                                                                             for r in mine])
+        if rule == "gpu-idle":  # each whole GPU and each MIG instance a pod holds, its contributor
+            assert {(f"{c['namespace']}/{c['pod']}", c["gpu"], c.get("GPU_I_ID")) for c in fired} == IDLE
 
 
 def _series(node: Node) -> list[dict[str, str]]:
@@ -177,10 +190,16 @@ def test_prometheus_rules_name_the_pods_the_truth_names(built):
     groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
     alerts = {r["labels"]["gpudash_rule"]: r["alert"] for g in groups for r in g["rules"]}
     at = f"{STEPS * STEP // 60 - 1}m"
+    def named(pod: str) -> dict[str, str]:
+        return dict(zip(("namespace", "pod"), pod.split("/")))
+    profiles = {(f"{ns}/{pod}", str(gpu.index), instance.id): instance.profile for node in FLEET_HERE
+                for gpu in node.gpus for instance in gpu.instances for ns, pod in instance.pods()}
+    idle = [_expected(folder, alerts["gpu-idle"], **named(pod), gpu=gpu,
+                      **({"GPU_I_ID": instance, "GPU_I_PROFILE": profiles[pod, gpu, instance]} if instance else {}))
+            for pod, gpu, instance in sorted(IDLE, key=str)]
     checks = [{"eval_time": at, "alertname": alerts[rule],
-               "exp_alerts": [_expected(folder, alerts[rule], namespace=pod.split("/")[0], pod=pod.split("/")[1],
-                                        **({"gpu": IDLE_GPUS[pod]} if rule == "gpu-idle" else {}))
-                              for pod in sorted(pods)]}
+               "exp_alerts": idle if rule == "gpu-idle" else [_expected(folder, alerts[rule], **named(pod))
+                                                              for pod in sorted(pods)]}
               for rule, pods in TRUTH.items()]
     series = [s for node in FLEET_HERE for s in _series(node)]
     _promtool_test(folder, "mig_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,

@@ -150,6 +150,11 @@ def _stored(metric: str) -> list[dict[str, str]]:
     return [{"series": series, "values": " ".join(v)} for series, v in values.items()]
 
 
+def _idle_labels(pod: str) -> dict[str, str]:
+    """The idle alert's labels beside the pod's: its GPU, and on a MIG instance the instance (each judged apart)."""
+    return {"gpu": "0", **({"GPU_I_ID": "1", "GPU_I_PROFILE": "1g.10gb"} if pod.endswith("-mig") else {})}
+
+
 @pytest.mark.parametrize("rule_id, said", [("gpu-idle", truth), ("pod-bursts", burst_truth)])
 def test_prometheus_rule_judges_each_period(built, rule_id, said):
     _, folder = built
@@ -159,7 +164,7 @@ def test_prometheus_rule_judges_each_period(built, rule_id, said):
     # evaluations once a minute instead of one in four every 15 s (test_gauge_twins._later)
     checks = [{"eval_time": f"{end + 15 + LATER}s", "alertname": rule["alert"],
                "exp_alerts": [_expected(folder, rule["alert"], namespace="team-a", pod=pod,
-                                        **({"gpu": "0"} if rule_id == "gpu-idle" else {}))  # per GPU of the pod
+                                        **(_idle_labels(pod) if rule_id == "gpu-idle" else {}))  # per GPU of the pod
                               for pod in sorted(said(end + 15))]} for end in ENDS]
     series = [_later(s, STEP, LATER)
               for s in _stored("DCGM_FI_DEV_GPU_UTIL") + _stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE")]

@@ -46,10 +46,17 @@ def _rule(folder, alert: str) -> dict:
                               if r["alert"] == alert))
 
 
+def rendered(text: str, labels: dict[str, str]) -> str:
+    """An annotation as Prometheus renders it for an alert with `labels`: `{{ if $labels.X }}...{{ end }}` kept where
+    the alert has X, then each `{{ $labels.X }}` (a label it lacks reads empty)."""
+    text = re.sub(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}",
+                  lambda m: m.group(2) if labels.get(m.group(1)) else "", text)
+    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), text)
+
+
 def _expected(folder, alert: str, **labels: str) -> dict:
     rule = _rule(folder, alert)
-    annotations = {k: re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v)
-                   for k, v in rule["annotations"].items()}
+    annotations = {k: rendered(v, labels) for k, v in rule["annotations"].items()}
     return {"exp_labels": {**rule["labels"], **labels}, "exp_annotations": annotations}
 
 

@@ -23,9 +23,9 @@ AGENT = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 POD_SET, GPU_SET = ["ClusterName", "namespace", "pod"], ["ClusterName", "node", "gpu"]
 CLASSIC = "agent:\n  pipeline: classic\n"  # the agent's JSON path, which these tests read (test_agent_otel.py: the OTel one)
 # per GPU instance (whole GPUs GPU_I_ID "none"), and per pod on MIG instances only: what MIG needs
-# the idle alarms' utilization per pod and GPU it holds (on MIG instances with their profile)
+# the idle alarms' utilization per pod and GPU it holds (on MIG per instance, with its id and profile)
 INSTANCE_SET, POD_GPU_SET = (*GPU_SET, "GPU_I_ID"), (*POD_SET, "gpu")
-MIG_POD_SET = (*POD_GPU_SET, "GPU_I_PROFILE")
+MIG_POD_SET = (*POD_GPU_SET, "GPU_I_ID", "GPU_I_PROFILE")  # each MIG instance of a pod's GPU (the idle alarm)
 MIG_INSTANCE_SET = (*INSTANCE_SET, "GPU_I_PROFILE")  # MIG instances alone, with their profile
 
 
@@ -129,7 +129,8 @@ def test_declared_namespace_and_dimensions_are_used(project_dir):
     assert prometheus["emf_processor"]["metric_namespace"] == "GPU/Custom"
     assert sorted(_declarations({"logs": {"metrics_collected": {"prometheus": prometheus}}})) == [
         CLUSTER_SET, ("ClusterName", "namespace", "pod", "container"), ("ClusterName", "namespace", "pod", "container", "gpu"),
-        ("ClusterName", "namespace", "pod", "container", "gpu", "GPU_I_PROFILE"), ("ClusterName", "node", "gpu", "modelName"),
+        ("ClusterName", "namespace", "pod", "container", "gpu", "GPU_I_ID", "GPU_I_PROFILE"),
+        ("ClusterName", "node", "gpu", "modelName"),
         ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID"),
         ("ClusterName", "node", "gpu", "modelName", "GPU_I_ID", "GPU_I_PROFILE")]
     assert run(RULES, _feed(project)) == []
