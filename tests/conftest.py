@@ -201,6 +201,72 @@ def definitions_compiled_once_per_text():
     definitions._syntax_tree = parse
 
 
+@pytest.fixture(autouse=True, scope="session")
+def builds_made_once_per_project():
+    """Every in-process command that builds (generate, lint, cost, plan, push, apply) renders the whole artifact set
+    from its project: the same few projects, again and again in a worker (a second push, a plan after a push, the
+    same settings file in many tests). `build` reads nothing but the project (its settings, catalog and the values
+    its definitions returned) and the package's own data, so here a build is kept by its project's value: a project
+    equal in every field to one built before (dataclass equality: settings, catalog, every dashboard and alarm and
+    where each was defined) gets that build's artifacts; anything that differs is built anew. A build that raises
+    keeps nothing. Like a build read back with `--from` (below), the artifacts are only read by the commands."""
+    from generator import artifacts
+
+    build = artifacts.build
+    made: list = []
+
+    def build_once(project):
+        for known, built in made:
+            if known == project:
+                return built
+        built = build(project)
+        if len(made) >= 64:  # oldest first out: a worker's tests build far fewer distinct projects than that
+            del made[0]
+        made.append((project, built))
+        return built
+
+    artifacts.build = build_once
+    yield
+    artifacts.build = build
+
+
+@pytest.fixture(autouse=True, scope="session")
+def builds_read_once_per_content():
+    """`push --from` and `lint --from` read a build folder back: every file checked against the manifest, then
+    parsed (YAML, JSON) into the artifact set, at every command. Here what is parsed is kept by the folder's exact
+    content: the path, every file's bytes under it (the manifest's sha256 checks and the search for files the
+    manifest does not list still run at each call, in `read` itself on a miss and in `_read_build` on a hit), and
+    the arguments (origin, settings compared by value, consequence). A folder changed in any byte is read anew."""
+    from generator import output
+
+    read = output.read
+    kept: list = []
+
+    def content(directory):
+        root = Path(directory)
+        if not root.is_dir():
+            return None
+        return tuple(sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*") if p.is_file()))
+
+    def read_once(directory, origin=None, settings=None, consequence=output.LINTED):
+        key = (str(directory), content(directory), origin, consequence)
+        if key[1] is not None:
+            for known, known_settings, artifacts in kept:
+                if known == key and known_settings == settings:
+                    output._read_build(Path(directory))  # its checks (and errors) at every read
+                    return artifacts
+        artifacts = read(directory, origin=origin, settings=settings, consequence=consequence)
+        if key[1] is not None:
+            if len(kept) >= 16:
+                del kept[0]
+            kept.append((key, settings, artifacts))
+        return artifacts
+
+    output.read = read_once
+    yield
+    output.read = read
+
+
 _DEFAULT_DESIRED: list = []
 
 
