@@ -293,7 +293,7 @@ class OtelAgent(Pipeline):
         self.processing_delay = 0.0
         self.transforms = metric_transforms(config)
         self.processors = _processor_kinds(config)
-        self._last_series: dict[tuple, set] = {}  # each target's series at its last scrape (staleness markers)
+        self._last_series: dict[tuple, frozenset] = {}  # each target's series at its last scrape (staleness markers)
         self._kinds: dict[str, str] = {}
 
     def _swept(self, stored: float, now: float) -> bool:
@@ -351,7 +351,31 @@ class OtelAgent(Pipeline):
         return series
 
     def scrape(self, scrape: Scrape) -> list[Datapoint]:
-        """One scrape of one target through the pipeline; a payload of "" is a failed scrape."""
+        """One scrape of one target through the pipeline; a payload of "" is a failed scrape. What the receiver and
+        the processors make of it depends on its payload, its target's labels, the series of the target's previous
+        scrape (staleness markers) and the kinds last seen of those series' names, never on its time: a fleet
+        serving the same page again (a one-GPU page, an empty one, kube-state-metrics' counts) is worked out once
+        for each of those, and only awsemf's step (counter deltas, the datapoints' time) runs at every scrape."""
+        target = (scrape.target_labels.get("job"), scrape.target_labels.get("instance"),
+                  tuple(sorted(scrape.target_labels.items())))
+        last = self._last_series.get(target, frozenset())
+        known = self.__dict__.setdefault("_known_scrapes", {})
+        key = (scrape.payload, tuple(scrape.target_labels.items()), last)
+        found = known.get(key)
+        if found is None or any(self._kinds.get(name, "gauge") != kind for name, kind in found[3]):
+            if len(known) > 20_000:
+                known.clear()
+            found = known[key] = self._processed(scrape, last)
+        kept, seen, kinds, _, dropped = found
+        self._last_series[target] = seen
+        self._kinds.update(kinds)
+        self.dropped += dropped
+        self.exported.update(metric.name for metric in kept)
+        return [point for metric in kept for point in self._published(metric, scrape)]
+
+    def _processed(self, scrape: Scrape, last: frozenset) -> tuple:
+        """(the metrics awsemf receives of the scrape, the target's series now, the kinds of its metrics by name, the
+        kinds the staleness markers read, what the filter dropped): the receiver and the processors."""
         job = scrape.target_labels["job"]
         samples = list(exposition(scrape.payload))
         target_items = tuple(scrape.target_labels.items())
@@ -372,15 +396,17 @@ class OtelAgent(Pipeline):
             if series is not None:
                 name, labels = series
                 metrics.setdefault(name, _Metric(name, kind)).points.append((labels, value))
-        self._mark_stale(scrape, metrics)
-        kept = list(metrics.values())
+        seen, read = self._mark_stale(last, metrics)
+        kinds = {m.name: m.kind for m in metrics.values()}
+        kept, before = list(metrics.values()), len(self.dropped)
         for kind, transforms in self.processors:  # in the pipeline's order
             if kind == "filter":
                 kept = self._filtered(kept)
             for transform in transforms:
                 kept = transform(kept)
-        self.exported.update(metric.name for metric in kept)
-        return [point for metric in kept for point in self._published(metric, scrape)]
+        dropped = self.dropped[before:]
+        del self.dropped[before:]  # the caller adds them, at every scrape
+        return kept, seen, kinds, read, dropped
 
     def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
         """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
@@ -402,18 +428,17 @@ class OtelAgent(Pipeline):
                 kept.append(_Metric(metric.name, metric.kind, points))
         return kept
 
-    def _mark_stale(self, scrape: Scrape, metrics: dict[str, "_Metric"]) -> None:
+    def _mark_stale(self, last: frozenset, metrics: dict[str, "_Metric"]) -> tuple[frozenset, tuple]:
         """Prometheus's scrape loop appends a staleness marker (the receiver: a point flagged NoRecordedValue,
-        no value) for each series of the target's previous scrape that this one lacks, after its samples; a
-        failed scrape lacks them all."""
-        target = (scrape.target_labels.get("job"), scrape.target_labels.get("instance"),
-                  tuple(sorted(scrape.target_labels.items())))
-        seen = {(m.name, tuple(sorted(labels.items()))) for m in metrics.values() for labels, _ in m.points}
-        for name, labels in sorted(self._last_series.get(target, set()) - seen):
-            metrics.setdefault(name, _Metric(name, self._kinds.get(name, "gauge"))).points.append((dict(labels), None))
-        for m in metrics.values():
-            self._kinds[m.name] = m.kind
-        self._last_series[target] = seen
+        no value) for each series of the target's previous scrape (`last`) that this one lacks, after its samples; a
+        failed scrape lacks them all. (the target's series now, the kinds the markers took by name)."""
+        seen = frozenset((m.name, tuple(sorted(labels.items()))) for m in metrics.values() for labels, _ in m.points)
+        read = {}
+        for name, labels in sorted(last - seen):
+            if name not in metrics:
+                read[name] = self._kinds.get(name, "gauge")
+            metrics.setdefault(name, _Metric(name, read.get(name, "gauge"))).points.append((dict(labels), None))
+        return seen, tuple(read.items())
 
     def _published(self, metric: "_Metric", scrape: Scrape) -> list[Datapoint]:
         """awsemf: a point flagged NoRecordedValue, NaN or infinite is dropped (a counter's previous value kept);
