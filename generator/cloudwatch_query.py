@@ -510,17 +510,21 @@ FAILED_SCRAPE_LOSS = ("a failed scrape loses the counter's increase across it (t
 # What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "
-                         "pod sharing it, and an increase is not counted across a failed scrape (the agent then "
-                         "forgets the previous reading) nor between two scrapes no one series of the GPU spans (its "
-                         "pods all change: one pod's series ends as the next one's begins, a GPU no pod held is "
-                         "taken, or its last pod leaves)")
+                         "pod sharing it, and an increase is not counted across a failed scrape nor between two "
+                         "scrapes no one series of the GPU spans (its pods all change: one pod's series ends as the "
+                         "next one's begins, a GPU no pod held is taken, or its last pod leaves)")
+# awsemf (agent.pipeline: otel) keeps a counter's reading until the first sweep of its cache (every 5 minutes) that
+# finds it 5 minutes old: an increase across a longer gap in a GPU's data is in no delta (the rule counts up to
+# promql.WINDOW_PREVIOUS_WITHIN, 10 minutes, so it fires wherever the alarm can). Classic: CLASSIC_COUNTER_ALARM.
+OTEL_GAP = ("an increase across a gap in a GPU's data counts only while the agent still holds the reading before it "
+            "(5 to 10 minutes, by when its cache is swept)")
 
 
 def instance_contributors(settings: Settings) -> str:
     """What a counter alarm per GPU instance lists, said in its description."""
     if settings.agent.pipeline == "classic":
         return f"{INSTANCE_CONTRIBUTORS}; {CLASSIC_COUNTER_ALARM}"
-    return INSTANCE_CONTRIBUTORS
+    return f"{INSTANCE_CONTRIBUTORS}; {OTEL_GAP}"
 
 
 def _instance_increase(query: Query, field, settings: Settings, series: tuple[str, ...], alarm: bool,

@@ -281,36 +281,37 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
 
 
 def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None) -> str:
-    """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's
-    readings (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the
-    one before it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends
-    the raw value). The reading before a window's first one (within PREVIOUS_WITHIN, a blank left out) counts, so
-    the sum is the growth since the reading before the window, a reset inside it or not: 1000, then 1, 17, 33, 50
-    after a reset is 50, where increase() scales the readings up to the window's length (55.6 over 270 s of a
-    5-minute window). A reading with none before it within PREVIOUS_WITHIN (the GPU's first) adds nothing, as the
+    """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's readings
+    (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the one before
+    it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends the raw
+    value). The reading before a window's first one (within WINDOW_PREVIOUS_WITHIN, a blank left out) counts, so the
+    sum is the growth since the reading before the window, a reset inside it or not: 1000, then 1, 17, 33, 50 after
+    a reset is 50, where increase() scales the readings up to the window's length (55.6 over 270 s of a 5-minute
+    window). A reading with none before it within WINDOW_PREVIOUS_WITHIN (the GPU's first) adds nothing, as the
     agent sends nothing for a series' first scrape (it is its own previous: a delta of 0). A window without a
-    reading gives no value. The window is left-open (_left_open). A blank reading is left out, as the agent's
-    filter drops it before its deltas: it adds nothing, and the reading after it counts from the reading before
-    it (a window of blanks alone gives no value, as CloudWatch has no datapoint then).
-    The GPU's readings are read once (each reading is the costly part: a subquery step per scrape interval, four
-    selectors per node spelling): `latest`, the latest clean reading within PREVIOUS_WITHIN (the step's own, else the
-    one before it), read at the step and just before it, gives each step's delta as irate() takes it from two points:
-    the later less the earlier, or the later itself where it is lower (a reset). A step without a reading repeats the
-    one before (a delta of 0); the reading after a blank or a missed scrape counts from the latest before it; the
-    first reading of a chain (none within PREVIOUS_WITHIN before it) has no earlier point and adds nothing. irate()
-    divides by the points' distance: it is a power of two seconds (_exact_gap), so the quotient times the distance
-    is the difference itself, to the bit. Against the form that read the previous reading apart (four readings per
-    step), two cases differ in having a value, not in a value: a window holding no reading, after one within
-    PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's first, at
-    its last step, gives no value (was 0)."""
-    return f"(sum_over_time({_step_delta(reading, resolution)}[{_left_open(window)}:{resolution}]{_offset(shift)}) " \
-           f"< {INCREASE_BLANK_FLOOR})"
+    reading gives no value. The window is left-open (_left_open). A blank reading is left out, as the agent's filter
+    drops it before its deltas: it adds nothing, and the reading after it counts from the reading before it (a
+    window of blanks alone gives no value, as CloudWatch has no datapoint then). The GPU's readings are read once
+    (each reading is the costly part: a subquery step per scrape interval, four selectors per node spelling):
+    `latest`, the latest clean reading within WINDOW_PREVIOUS_WITHIN (the step's own, else the one before it), read
+    at the step and just before it, gives each step's delta as irate() takes it from two points: the later less the
+    earlier, or the later itself where it is lower (a reset). A step without a reading repeats the one before (a
+    delta of 0); the reading after a blank or a missed scrape counts from the latest before it; the first reading of
+    a chain (none within WINDOW_PREVIOUS_WITHIN before it) has no earlier point and adds nothing. irate() divides by
+    the points' distance: it is a power of two seconds (_exact_gap), so the quotient times the distance is the
+    difference itself, to the bit. Against the form that read the previous reading apart (four readings per step),
+    two cases differ in having a value, not in a value: a window holding no reading, after one within
+    WINDOW_PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's
+    first, at its last step, gives no value (was 0)."""
+    delta = _step_delta(reading, resolution, WINDOW_PREVIOUS_WITHIN)
+    return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
 
 
-def _step_delta(reading: str, resolution: str) -> str:
-    """A subquery step's delta of summed_deltas: the step's clean reading less the latest before it (irate)."""
+def _step_delta(reading: str, resolution: str, within: int) -> str:
+    """A subquery step's delta of summed_deltas: the step's clean reading less the latest before it (irate), looked
+    for `within` seconds back."""
     seconds = _seconds(resolution)
-    lookback = max(PREVIOUS_WITHIN, 2 * seconds)
+    lookback = max(within, 2 * seconds)
     gap = _exact_gap(seconds)
     clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
     # at a step t it holds the steps (t - lookback, t]; `gap` before t, the steps [t - lookback, t - step]: where the
@@ -352,8 +353,8 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
         parts = [per_copy(s) for s in selectors]
         return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
     before = merged(lambda s: f"last_over_time(timestamp({s} offset 1ms)[1ms:1ms] @ end() offset {RANGE_MS}ms)")
-    steps = (f"sum_over_time(({_step_delta(reading, resolution)} unless ({before} > time() - {seconds}))"
-             f"[{RANGE_MS}ms:{resolution}] offset 1ms)")
+    delta = _step_delta(reading, resolution, PREVIOUS_WITHIN)
+    steps = f"sum_over_time(({delta} unless ({before} > time() - {seconds}))[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
     tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
     previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
@@ -377,7 +378,16 @@ def _left_open(window: str) -> str:
     return window if window.startswith("$") else f"{_seconds(window) * 1000 - 1}ms"
 
 
-PREVIOUS_WITHIN = 300  # seconds: how far back a reading's previous one is looked for (the agent's counter cache)
+# Seconds back a reading's previous one is looked for: a counter's increase across a gap in a GPU's data (its exporter
+# away, a node rebooting) up to this long counts at the first reading after the gap, a longer gap's nowhere. An
+# increase over the dashboard's range (range_increase) looks an hour back: the lookback costs one reading per step of
+# the scrape interval beside the range's own. An increase over a fixed window (summed_deltas: alert rules, at their 5 s
+# step) looks 10 minutes back, the longest the CloudWatch agent's awsemf cache keeps a counter's reading (5 to 10
+# minutes, by the phase of its sweep), so a rule fires wherever its alarm twin can: an hour would read 720 more steps
+# per GPU at each evaluation, several times the rule's cost and the samples it holds at once (15 minutes already
+# passes `promtool test rules`' sample limit on a test fleet of a dozen GPUs); README, "A counter across a gap".
+PREVIOUS_WITHIN = 3600
+WINDOW_PREVIOUS_WITHIN = 600
 
 
 def _seconds(duration: str) -> int:

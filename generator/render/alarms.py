@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, Catalog
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, Plan, instance_contributors,
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, MI_FUNCTIONS, STATISTICS, OTEL_GAP, Plan, instance_contributors,
                                 Unsupported, dimension_for, gpu_dimensions, pod_dimensions, pod_gpu_dimensions,
                                 scrape_seconds)
 from .. import data_missing
@@ -76,17 +76,17 @@ def _description(alarm: Alarm, note: str = "") -> str:
     return _fitted(f"{alarm.title}. {alarm.description} Runbook: {alarm.runbook}", alarm, note)
 
 
-def stale_note(alarm: Alarm) -> str:
+def stale_note(alarm: Alarm, first: str = "") -> str:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
     is missing"; TreatMissingData is not used while the range holds enough of them), of a length AWS does not publish,
     and no math can fill a GROUP BY query's contributors (tests/integration/test_stale_alarm_twins.py). The rule
     judges the shortest range (_of_range): it agrees while the range's length cannot decide, and clears first."""
     who = "a pod" if alarm.per_pod else "a GPU"
-    return (f" On CloudWatch: {who} whose data stops in ALARM (exporter, node or pod gone) stays so while its last "
-            f"datapoints are in the alarm's evaluation range (a few periods, its length unpublished); the rule, which "
-            f"reaches one period back as the range does, clears {_spoken(rule_clears(alarm))} after the last "
-            f"reading.")
+    return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops in ALARM (exporter, node or pod "
+            f"gone) stays so while its last datapoints are in the alarm's evaluation range (a few periods, its "
+            f"length unpublished); the rule, which reaches one period back as the range does, clears "
+            f"{_spoken(rule_clears(alarm))} after the last reading.")
 
 
 def _spoken(seconds: int) -> str:
@@ -396,7 +396,8 @@ def _insights_requests(alarm: Alarm, catalog: Catalog, settings: Settings,
     condition = cloudwatch_condition(alarm, settings)
     plan_, mig = form.plan, form.kind == "mig"
     threshold = _threshold(alarm, plan_, settings)
-    stale = stale_note(alarm)
+    gap = OTEL_GAP if condition.query.as_increase and settings.agent.pipeline != "classic" else ""
+    stale = stale_note(alarm, gap)
     description = _description(alarm, stale)
     label = alarm.title
     if mig:

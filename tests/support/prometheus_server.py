@@ -148,17 +148,19 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
     a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter)."""
-    from generator.promql import PREVIOUS_WITHIN
+    from generator.promql import PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN
     from generator.render.alarms import RULE_STEP_SECONDS
 
-    def points(step: int) -> str:  # promql.summed_deltas: its latest reading's range, read at two points `gap` apart
+    def points(step: int, within: int) -> str:  # promql._step_delta: its latest reading's range, read at two points
         gap = step & -step
-        return f"[{max(PREVIOUS_WITHIN, 2 * step) * 1000 - gap * 500}ms:{step}s])[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
+        return f"[{max(within, 2 * step) * 1000 - gap * 500}ms:{step}s])[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        # promql.summed_deltas' two points, promql.taken_within's three ranges, the subquery steps, and
-        # promql.range_increase's step of the scrape before the range and its last step
-        for was, now in ((points(old), points(new)), (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
+        # promql._step_delta's two points (over the range, over a window), promql.taken_within's three ranges, the
+        # subquery steps, and promql.range_increase's step of the scrape before the range and its last step
+        for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
+                         (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
+                         (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
                          (f":{old}s]", f":{new}s]"), (f"> time() - {old}))", f"> time() - {new}))"),
                          (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
