@@ -14,16 +14,18 @@ import pytest
 from generator import cli_publish
 from generator.clients.cloudwatch import WRITES as WRITE_APIS
 from tests.support.fault_proxy import FaultProxy, Rule
-from tests.support.moto_server import MotoServer
+from tests.support.moto_server import shared_server
 
 NAMES = ["gpudash-gpu-cluster-by-pod", "gpudash-gpu-cluster-health", "gpudash-gpu-cluster-overview"]
 
 
 @pytest.fixture(scope="module")
 def moto():
-    with MotoServer() as server:
-        yield server
-        server.reset()  # moto's state is per process: leave none to the next test module
+    """The worker's moto server (its applications and clients made once), empty for each module."""
+    server = shared_server()
+    server.reset()
+    yield server
+    server.reset()  # moto's state is per process: leave none to the next test module
 
 
 _BUILT: dict = {}

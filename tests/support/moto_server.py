@@ -8,12 +8,14 @@ thread at both ends (about 40 % of a small request's CPU); what each request is 
 
 from __future__ import annotations
 
+import email.utils
 import functools
 import io
 import os
 import sys
 import traceback
-from urllib.parse import unquote
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import unquote, urlsplit
 
 from tests.support.loopback import KeepAliveHandler, LoopbackServer
 
@@ -85,6 +87,23 @@ def _attribute_names_worked_out_once() -> None:
     serializer.get_value = get_value
 
 
+_SERVER = BaseHTTPRequestHandler.server_version + " " + BaseHTTPRequestHandler.sys_version  # its Server header
+
+
+class _Raw:
+    """An answer's body, as botocore reads an urllib3 response's."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def stream(self, *args, **kwargs):
+        yield self.data
+
+    def read(self, *args, **kwargs) -> bytes:
+        data, self.data = self.data, b""
+        return data
+
+
 class _Listed:
     def __init__(self, names: tuple[str, ...]):
         self.names = names
@@ -114,6 +133,47 @@ def _dashboards_global() -> None:
     CloudWatchBackend.__init__ = __init__
 
 
+def _answer(app, method: str, target: str, headers, body: bytes, server: tuple, client: str,
+            protocol: str = "HTTP/1.1") -> tuple[int, str, list[tuple[str, str]], bytes]:
+    """What the WSGI application `app` answers a request (status, reason, headers, body), as moto's server
+    answers it: an exception in moto is a 500 with the traceback. `headers` are (name, value) pairs."""
+    path, _, query = target.partition("?")
+    host, port = server[:2]
+    length = len(body)
+    environ = {"REQUEST_METHOD": method, "SCRIPT_NAME": "", "PATH_INFO": unquote(path, "latin-1"),
+               "QUERY_STRING": query, "SERVER_NAME": str(host), "SERVER_PORT": str(port),
+               "SERVER_PROTOCOL": protocol, "REMOTE_ADDR": client, "CONTENT_LENGTH": str(length),
+               "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
+               "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
+               "wsgi.run_once": False}
+    for name, value in headers:
+        key = "HTTP_" + name.upper().replace("-", "_")
+        if key == "HTTP_CONTENT_TYPE":
+            environ.setdefault("CONTENT_TYPE", value)
+        elif key != "HTTP_CONTENT_LENGTH":
+            environ[key] = f"{environ[key]},{value}" if key in environ else value
+    environ.setdefault("CONTENT_TYPE", "")
+    started: list = []
+
+    def start_response(status, headers, exc_info=None):
+        started[:] = [status, headers]
+
+    try:
+        chunks = app(environ, start_response)
+        try:
+            data = b"".join(chunks)
+        finally:
+            getattr(chunks, "close", lambda: None)()
+        status, answer_headers = started
+    except Exception:  # what moto's server answers for an exception in moto: a 500 with the traceback
+        status, answer_headers, data = "500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")], \
+            traceback.format_exc().encode()
+    code, _, reason = status.partition(" ")
+    kept = [(name, value) for name, value in answer_headers
+            if name.lower() not in ("content-length", "connection", "transfer-encoding")]
+    return int(code), reason, kept, data
+
+
 def _wsgi_handler(app) -> type[KeepAliveHandler]:
     """A request handler that passes each request to the WSGI application `app` and answers with a length."""
 
@@ -123,39 +183,12 @@ def _wsgi_handler(app) -> type[KeepAliveHandler]:
         def _handle(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            path, _, query = self.path.partition("?")
-            host, port = self.server.server_address[:2]
-            environ = {"REQUEST_METHOD": self.command, "SCRIPT_NAME": "", "PATH_INFO": unquote(path, "latin-1"),
-                       "QUERY_STRING": query, "SERVER_NAME": str(host), "SERVER_PORT": str(port),
-                       "SERVER_PROTOCOL": self.request_version, "REMOTE_ADDR": self.client_address[0],
-                       "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(length),
-                       "wsgi.version": (1, 0), "wsgi.url_scheme": "http", "wsgi.input": io.BytesIO(body),
-                       "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": False,
-                       "wsgi.run_once": False}
-            for name, value in self.headers.items():
-                key = "HTTP_" + name.upper().replace("-", "_")
-                if key not in ("HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"):
-                    environ[key] = f"{environ[key]},{value}" if key in environ else value
-            started: list = []
-
-            def start_response(status, headers, exc_info=None):
-                started[:] = [status, headers]
-
-            try:
-                chunks = app(environ, start_response)
-                try:
-                    data = b"".join(chunks)
-                finally:
-                    getattr(chunks, "close", lambda: None)()
-                status, headers = started
-            except Exception:  # what moto's server answers for an exception in moto: a 500 with the traceback
-                status, headers, data = "500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")], \
-                    traceback.format_exc().encode()
-            code, _, reason = status.partition(" ")
-            self.send_response(int(code), reason)
+            code, reason, headers, data = _answer(app, self.command, self.path, self.headers.items(), body,
+                                                  self.server.server_address, self.client_address[0],
+                                                  self.request_version)
+            self.send_response(code, reason)
             for name, value in headers:
-                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                    self.send_header(name, value)
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             if self.command != "HEAD":
@@ -164,6 +197,34 @@ def _wsgi_handler(app) -> type[KeepAliveHandler]:
         do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle  # noqa: N815
 
     return Handler
+
+
+_IN_PROCESS: dict[str, "MotoServer"] = {}  # "127.0.0.1:port" -> a running server whose callers here it answers
+
+
+def _sent_in_process() -> None:
+    """A boto3 client in this process (a test's, or the CLI's run in-process) that calls a running moto server's
+    own address is answered by that server's application in the caller's thread: the request botocore built,
+    signed and would have sent (the Host and Accept-Encoding headers that http.client adds included), and the
+    answer as the server's HTTP handler writes it (its Server and Date headers, moto's, the length), read by
+    botocore as any HTTP answer. Only the socket and its two threads are skipped: half of a small request's CPU.
+    A request to any other address (a fault proxy in front of moto, a closed server, a subprocess's calls) goes
+    over HTTP, as does every request when GPUDASH_TEST_MOTO_HTTP=1."""
+    from botocore import httpsession
+
+    if getattr(httpsession.URLLib3Session.send, "in_process", False):
+        return
+    over_http = httpsession.URLLib3Session.send
+
+    def send(self, request):
+        parts = urlsplit(request.url)
+        server = _IN_PROCESS.get(parts.netloc) if parts.scheme == "http" else None
+        if server is None:
+            return over_http(self, request)
+        return server.answer(request, parts)
+
+    send.in_process = True
+    httpsession.URLLib3Session.send = send
 
 
 def _backend_app(service: str):
@@ -183,7 +244,8 @@ class MotoServer(LoopbackServer):
     def __init__(self):
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
-        self._serve(_wsgi_handler(DomainDispatcherApplication(_backend_app)))
+        self.app = DomainDispatcherApplication(_backend_app)
+        self._serve(_wsgi_handler(self.app))
         self.url = f"http://{self.address}"
         self.clients: dict[tuple[str, str], object] = {}
         self.product_clients: dict[tuple, object] = {}  # see cloudwatch_world._clients_kept
@@ -195,12 +257,58 @@ class MotoServer(LoopbackServer):
         _dashboards_global()
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        return super().__enter__()
+        super().__enter__()
+        if os.environ.get("GPUDASH_TEST_MOTO_HTTP") != "1":
+            _sent_in_process()
+            _IN_PROCESS[self.address] = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _IN_PROCESS.pop(self.address, None)
+        super().__exit__(*exc)
+
+    def answer(self, request, parts):
+        """botocore's request answered by moto's application in this thread, as an HTTP answer (see above)."""
+        from botocore.awsrequest import AWSResponse
+        from urllib3 import HTTPHeaderDict
+
+        body = request.body
+        if body is None:
+            body = b""
+        elif isinstance(body, str):
+            body = body.encode("utf-8")
+        elif not isinstance(body, (bytes, bytearray)):
+            body = body.read()
+        headers = [(name, value.decode("latin-1") if isinstance(value, bytes) else str(value))
+                   for name, value in request.headers.items()]
+        names = {name.lower() for name, _ in headers}
+        added = [("Host", parts.netloc)] if "host" not in names else []
+        if "accept-encoding" not in names:
+            added.append(("Accept-Encoding", "identity"))
+        if body and "content-length" not in names:
+            added.append(("Content-Length", str(len(body))))
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        code, _, answered, data = _answer(self.app, request.method, target, [*added, *headers], bytes(body),
+                                          self.server.server_address, "127.0.0.1")
+        received = HTTPHeaderDict()
+        for name, value in (("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)), *answered,
+                            ("Content-Length", str(len(data)))):
+            received.add(name, value)
+        response = AWSResponse(request.url, code, received, _Raw(b"" if request.method == "HEAD" else data))
+        response.content  # read at once, as botocore reads an answer it does not stream
+        return response
 
     def reset(self) -> None:
-        import requests
+        if self.address in _IN_PROCESS:  # moto's own reset endpoint, asked as any in-process request
+            code, _, _, data = _answer(self.app, "POST", "/moto-api/reset", [("Host", self.address)], b"",
+                                       self.server.server_address, "127.0.0.1")
+            assert code == 200, data
+        else:
+            import requests
 
-        requests.post(f"{self.url}/moto-api/reset", timeout=10)
+            requests.post(f"{self.url}/moto-api/reset", timeout=10).raise_for_status()
         for dashboards in _DASHBOARDS.values():
             dashboards.clear()
 
@@ -229,3 +337,15 @@ class MotoServer(LoopbackServer):
             for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED",
                            "DCGM_FI_DEV_POWER_USAGE")
             for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})])
+
+
+_SHARED: list[MotoServer] = []
+
+
+def shared_server() -> MotoServer:
+    """The process's one moto server for test modules that leave moto as they found it (reset): its Flask
+    applications and the clients made for it are kept from one module to the next. It runs until the process
+    ends (its thread is a daemon)."""
+    if not _SHARED:
+        _SHARED.append(MotoServer().__enter__())
+    return _SHARED[0]
