@@ -94,7 +94,21 @@ _REFERENCE = re.compile(r"\$\{?(\w+)\}?")  # $1 / ${1} in a relabel replacement
 
 
 def exposition(text: str):
-    """(name, type, labels, value) of each sample in Prometheus text format; the type from `# TYPE`."""
+    """(name, type, labels, value) of each sample in Prometheus text format; the type from `# TYPE`. The same
+    payload is read by each agent model a test runs over one fleet's scrapes: each text is read once (the
+    samples, and their labels dicts, are shared: callers copy a dict before they change it)."""
+    samples = _EXPOSED.get(text)
+    if samples is None:
+        if len(_EXPOSED) > 2_000:  # (a few hundred kB each at most)
+            _EXPOSED.clear()
+        samples = _EXPOSED[text] = tuple(_exposition(text))
+    return iter(samples)
+
+
+_EXPOSED: dict[str, tuple] = {}
+
+
+def _exposition(text: str):
     kinds: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()

@@ -216,8 +216,21 @@ def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: int) -> str | Non
 def payload(node: Node, elapsed: int | None = None) -> str:
     """/metrics of the node's exporter now (or `elapsed` seconds after the counters started): counters
     stamped with the current whole second and grown linearly with it (two scrapes in one second write
-    the same sample)."""
+    the same sample). A function of the node and the second alone: each is written once."""
     elapsed = int(time.time()) - STARTED if elapsed is None else elapsed
+    key = (node, elapsed)
+    text = _PAYLOADS.get(key)
+    if text is None:
+        if len(_PAYLOADS) > 2_000:
+            _PAYLOADS.clear()
+        text = _PAYLOADS[key] = _payload(node, elapsed)
+    return text
+
+
+_PAYLOADS: dict[tuple, str] = {}
+
+
+def _payload(node: Node, elapsed: int) -> str:
     lines = []
     for metric in FIELDS:
         lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} {'counter' if metric in COUNTERS else 'gauge'}"]
