@@ -500,6 +500,19 @@ COPY_CHANGE = ("the increase between two scrapes that no one series of a GPU spa
                "series' deltas, so it is not counted")
 TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase once per pod sharing it (each pod's "
                         f"series carries the GPU's deltas; agent.pipeline: classic), and {COPY_CHANGE}")
+# Without KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus unset; verify fails an exporter run with it then) the exporter
+# writes a GPU pods share once, under one of them, which need not stay the same from one scrape to the next
+# (dcgm-exporter #340): no copies to count twice, but a series that changes with the pod named.
+ONE_SERIES_CHANGE = ("the increase between two scrapes that no one series of a GPU spans (the exporter names a GPU "
+                     "pods share by time-slicing or MPS under one of them, not always the same one from scrape to "
+                     "scrape, or a GPU no pod held is taken, or its last pod leaves) is in no series' deltas, so it "
+                     "is not counted")
+
+
+def time_sliced_increase(settings: Settings) -> str:
+    """What agent.pipeline: classic reads of a counter per GPU where pods share a GPU: the exporter's copies per pod
+    with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus), one series under one of the pods without it."""
+    return TIME_SLICED_INCREASE if settings.exporter.virtual_gpus else ONE_SERIES_CHANGE
 
 
 # The agent's JSON path drops a series' previous reading when the scrape loop marks it stale (a failed scrape, or a
@@ -518,12 +531,17 @@ CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicin
 # promql.WINDOW_PREVIOUS_WITHIN, 10 minutes, so it fires wherever the alarm can). Classic: CLASSIC_COUNTER_ALARM.
 OTEL_GAP = ("an increase across a gap in a GPU's data counts only while the agent still holds the reading before it "
             "(5 to 10 minutes, by when its cache is swept)")
+CLASSIC_COUNTER_ALARM_ONE_SERIES = (
+    "on agent.pipeline: classic an increase is not counted across a failed scrape nor between two scrapes no one "
+    "series of the GPU spans (the pod the exporter names a shared GPU under changes, a GPU no pod held is taken, or "
+    "its last pod leaves)")
 
 
 def instance_contributors(settings: Settings) -> str:
     """What a counter alarm per GPU instance lists, said in its description."""
     if settings.agent.pipeline == "classic":
-        return f"{INSTANCE_CONTRIBUTORS}; {CLASSIC_COUNTER_ALARM}"
+        classic = CLASSIC_COUNTER_ALARM if settings.exporter.virtual_gpus else CLASSIC_COUNTER_ALARM_ONE_SERIES
+        return f"{INSTANCE_CONTRIBUTORS}; {classic}"
     return f"{INSTANCE_CONTRIBUTORS}; {OTEL_GAP}"
 
 
@@ -535,15 +553,16 @@ def _instance_increase(query: Query, field, settings: Settings, series: tuple[st
     delta after a missed scrape covers the gap, so the SUM is the increase over the period, whatever the period
     and however many scrapes it missed; on classic a device counter repeats on each MIG instance of its GPU
     with the GPU's full deltas, so each instance's line is the GPU's increase (a GPU not split into MIG
-    instances has one line, MIG none). A GPU that k pods share by time-slicing or MPS has k copies of its
-    counter, one per pod: agent.pipeline: classic publishes each, which CloudWatch stores as k observations of one metric: its SUM
+    instances has one line, MIG none). A GPU that k pods share by time-slicing or MPS has, with
+    KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus), k copies of its counter, one per pod: agent.pipeline: classic
+    publishes each, which CloudWatch stores as k observations of one metric: its SUM
     is k times the increase, and no statistic of one query undoes that when scrapes may be missing (the
     mean delta times the scrapes per period would, only while every scrape arrives): a note says so. A counter MIG reports per instance (a DCGM_FI_PROF_* field typed counter) makes its GPU's
     increase the sum of its instances': its lines are the instances' own, and an alarm per GPU is refused."""
     if field.per_instance and alarm:
         raise Unsupported(f"a MIG GPU's increase of {query.metric} is the sum of its instances', which CloudWatch "
                           f"holds as separate series: it can chart each instance, not alarm per GPU")
-    shared = (TIME_SLICED_INCREASE,) if settings.agent.pipeline == "classic" else ()
+    shared = (time_sliced_increase(settings),) if settings.agent.pipeline == "classic" else ()
     if MIG_INSTANCE_LABEL in series:  # per MIG instance, named with its profile: the MIG-only set holds it
         return Plan(metric=query.metric, function="SUM", dims=tuple(mig_instance_dimensions(settings)),
                     group=series, series=series, gpu_series=layout.per_gpu, notes=shared)
@@ -573,7 +592,7 @@ def _instance_split(query: Query, field, settings: Settings, layout: Layout) -> 
     elif not field.per_instance and agg in ("sum", "avg"):
         notes.append(MIG_DEVICE_REPEATS)
     if settings.agent.pipeline == "classic":  # the OTel pipeline merges a shared GPU's copies first
-        notes.append(TIME_SLICED_INCREASE)
+        notes.append(time_sliced_increase(settings))
     return Plan(metric=query.metric, function="SUM", dims=tuple(instance_dimensions(settings)),
                 group=(*layout.per_gpu, MIG_INSTANCE_LABEL), series=(), math=across(MI_FUNCTIONS[agg]),
                 gpu_series=layout.per_gpu, notes=tuple(notes))

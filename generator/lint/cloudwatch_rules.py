@@ -13,8 +13,8 @@ from typing import Any, Iterable, Iterator
 
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
-from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, SERIES_PER_QUERY, dimension_sets,
-                                pod_dimensions)
+from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
+                                dimension_sets, pod_dimensions)
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -545,12 +545,20 @@ SHARED_COUNTER = ("a GPU that k pods share by time-slicing or MPS reads k times 
                   "pods included, before the declarations choose the dimensions); " + FAILED_SCRAPE)
 
 
+SERIES_CHANGE = ("on agent.pipeline: classic the increase of {} is read per series: " + ONE_SERIES_CHANGE + " (the "
+                 "agent computes each delta per series, pods included, before the declarations choose the "
+                 "dimensions); agent.pipeline: otel (agent 1.300066.0 or later) merges a GPU's series into one "
+                 "before the deltas are taken; " + FAILED_SCRAPE)
+
+
 def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, a widget that sums a counter's deltas per GPU, node or cluster counts a shared
-    GPU's increase once per pod sharing it (a note per widget; the OTel pipeline merges the copies)."""
+    GPU's increase once per pod sharing it where the exporter writes a copy per pod (exporter.virtual_gpus), and
+    misses the increase where a GPU's series change (a note per widget; the OTel pipeline merges the copies)."""
     if not _classic(subject):
         return
-    yield from _per_widget(subject, "CW016", "note", _summed_shared_counters, SHARED_COUNTER)
+    message = SHARED_COUNTER if subject.settings.exporter.virtual_gpus else SERIES_CHANGE
+    yield from _per_widget(subject, "CW016", "note", _summed_shared_counters, message)
 
 
 def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message: str) -> Iterable[Finding]:
@@ -565,8 +573,10 @@ def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message
 def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU instance reads a shared GPU's
     increase once per pod sharing it: k times the increase against a threshold other than 0 fires at 1/k of it
-    (an error). Against 0 it is true for any k (k x increase compares to 0 as the increase does): no finding."""
-    if not _classic(subject):
+    (an error). Against 0 it is true for any k (k x increase compares to 0 as the increase does): no finding. The
+    exporter writes a copy per pod only with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus; verify fails an exporter
+    run with it otherwise): without it a GPU pods share is one series, its increase read once."""
+    if not _classic(subject) or not subject.settings.exporter.virtual_gpus:
         return
     for item in subject.alarms:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
@@ -597,8 +607,9 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
                                                    for m in item.request.get("Metrics", [])))
         if fields:
-            yield Finding("AL015", "warning", _alarm_where(item),
-                          COPY_CHANGE_ALARM.format(", ".join(fields)))
+            message = COPY_CHANGE_ALARM if subject.settings.exporter.virtual_gpus else \
+                COPY_CHANGE_ALARM.replace(COPY_CHANGE, ONE_SERIES_CHANGE).replace("a GPU's copies", "a GPU's series")
+            yield Finding("AL015", "warning", _alarm_where(item), message.format(", ".join(fields)))
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:

@@ -4,11 +4,12 @@ The PCIe replays rule compares a GPU's replays per 5 minutes with 50: on CloudWa
 deltas per GPU instance over a 5-minute period, in Prometheus `increase(...[5m])`. One fleet is served to
 both: a whole GPU at 60 and one at 40 per 5 minutes, a GPU whose counter restarts from 0 at 60, a GPU cut in
 seven MIG instances (the device counter repeats on each) at 60, a GPU no pod holds at 60, and a GPU two pods
-of two namespaces share by time-slicing at 30, with one scrape in ten missing on every node. CloudWatch's
+of two namespaces share by time-slicing at 30 (its exporter, without KUBERNETES_VIRTUAL_GPUS, writes it once,
+under one of the two), with one scrape in ten missing on every node. CloudWatch's
 side goes through the model of the agent driven by the generated config into the generated alarm; the
 Prometheus side is the same payloads, as the generated scrape job stores them, through `promtool test
-rules` on the generated rule. Both fire for the GPUs the truth names and no other: the agent's pipeline
-merges the two pods' copies of the time-sliced GPU's counter into one series (30, not 60).
+rules` on the generated rule. Both fire for the GPUs the truth names and no other (the time-sliced GPU's 30 is
+below the threshold on both; copies per pod, which the agent's pipeline merges, are test_device_counters').
 One more GPU at 60 has its exporter replaced mid-run (a restart or an upgrade: a new exporter pod and
 address, a scrape lost between them, and the new version adds the pod's UID to the pod's copy); the
 device's counter goes on counting, so the 5 minutes across the replacement still hold 60 replays.

@@ -199,16 +199,27 @@ def rows_firing(end: int) -> set[tuple[int, str]]:
 
 
 def test_classic_cannot_merge_so_a_threshold_other_than_0_is_a_lint_error(tmp_path):
-    """agent.pipeline: classic publishes each pod's copy per GPU: the GPU four pods share at 30 replays per 5
-    minutes reads 120, over the threshold, so lint fails on that alarm (AL013, an error naming the fix); the widgets
-    summing a counter per GPU are noted (CW016) and the header and descriptions say it. An alarm on any increase
-    (the remapped rows, threshold 0) is true however many pods share the GPU: it fires exactly for the GPU whose
-    row was remapped, in the periods that hold it, and lint says nothing of it. The default pipeline notes
-    nothing."""
+    """agent.pipeline: classic publishes each pod's copy per GPU, which the exporter writes with
+    KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus: true): the GPU four pods share at 30 replays per 5 minutes reads
+    120, over the threshold, so lint fails on that alarm (AL013, an error naming the fix); the widgets summing a
+    counter per GPU are noted (CW016) and the header and descriptions say it. An alarm on any increase (the
+    remapped rows, threshold 0) is true however many pods share the GPU: it fires exactly for the GPU whose row was
+    remapped, in the periods that hold it, and lint says nothing of it. Without the setting the exporter writes a
+    shared GPU once (verify fails an exporter run with it): no copies, no AL013, and the header says what a series
+    change loses instead. The default pipeline notes nothing."""
     from generator.lint.runner import lint_project
     from generator.project import load_project
 
-    files, folder = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\n")
+    (tmp_path / "one").mkdir()
+    files, folder = built_with(tmp_path / "one", {}, FIELDS, "agent:\n  pipeline: classic\n")
+    header = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-health.json"])["DashboardBody"])
+    said = header["widgets"][0]["properties"]["markdown"]
+    assert "once per pod" not in said and "once per pod" not in _request(files, "pcie-replays")["AlarmDescription"]
+    assert "the exporter names a GPU pods share by time-slicing or MPS under one of them" in said
+    found = [f for f in lint_project(load_project(folder / "gpudash.yaml", folder / "counters.csv"))
+             if f.rule in ("AL013", "CW016")]
+    assert {f.rule for f in found} == {"CW016"} and all("k times" not in f.message for f in found)
+    files, folder = built_with(tmp_path, {}, FIELDS, "agent:\n  pipeline: classic\nexporter:\n  virtual_gpus: true\n")
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(k * STEP), _payload(k), target_labels(job, NODE))
                                      for k in range(-1, STEPS)])

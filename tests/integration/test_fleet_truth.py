@@ -2,7 +2,9 @@
 
 The fleet (tests/support/mixed_fleet.py) mixes `Hostname` and `hostname` exporters, an old
 exporter that writes its own pod name as Hostname, one pod name in two namespaces, GPUs no pod
-holds, a MIG node and "not supported" values, and a node whose exporter adds each pod's UID and labels
+holds, a MIG node and "not supported" values, a GPU two pods time-slice that its exporter (without
+KUBERNETES_VIRTUAL_GPUS) names under one of them (the other pod is in no per-pod view: mixed_fleet.unnamed), and a
+node whose exporter adds each pod's UID and labels
 (`POD_IDENTITY`: a GPU's copies differ by more than the workload's labels). Replay exporters serve it; one real Prometheus per
 scrape path scrapes it:
 
@@ -183,8 +185,10 @@ def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
 
 
 def _series(path: Path_) -> int:
-    """Series of one field the path's Prometheus holds: one per GPU, MIG instance and pod sharing it."""
-    return len(path.clusters) * sum(len(i.pods()) or 1 for node in FLEET for gpu in node.gpus for i in gpu.instances)
+    """Series of one field the path's Prometheus holds: one per GPU and MIG instance, and per pod sharing it where its
+    exporter writes a copy per pod."""
+    return len(path.clusters) * sum(len(node.labelled(i)) or 1 for node in FLEET for gpu in node.gpus
+                                    for i in gpu.instances)
 
 
 def _counters(folder: Path, fields: set[str]) -> Path:
@@ -408,8 +412,11 @@ def test_the_truth_is_the_fleet_facts():
     # a pod holding two GPUs: its utilization averages them, its memory and power add up
     assert truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), names)["Pod team-f/trainer.v2-0"] == 60
     assert memory["Pod team-f/trainer.v2-0"] == 40000 and by_pod["Pod team-f/trainer.v2-0"] == 500
-    assert per_gpu["gpu-node-ts GPU 0"] == 12000  # not once per pod sharing it
-    assert memory["Pod team-d/ts-0"] == memory["Pod team-d/ts-1"] == 12000
+    assert per_gpu["gpu-node-ts GPU 0"] == 12000  # the time-sliced GPU once
+    # its exporter (no KUBERNETES_VIRTUAL_GPUS) names one of the two pods sharing it: ts-1 shows the GPU, ts-0 is
+    # named by no series, so no per-pod view shows it (the limit README states and verify warns of)
+    assert memory["Pod team-d/ts-1"] == 12000 and by_pod["Pod team-d/ts-1"] == 200
+    assert "Pod team-d/ts-0" not in memory and mixed_fleet.unnamed(FLEET) == {("team-d", "ts-0")}
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)
     instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
     assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,

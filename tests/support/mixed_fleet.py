@@ -6,7 +6,13 @@ serve: labels in the exporter's order, `Hostname` or `hostname` depending on the
 exporter version, the exporter pod's name in `Hostname` where NODE_NAME is not
 set, one series per MIG instance with `GPU_I_PROFILE`/`GPU_I_ID` and the device
 fields repeated on every instance (dcgm-exporter issues #50, #216, #272, #561),
-no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel. An exporter of 4.4 or later run
+no pod labels on GPUs that no pod holds, and DCGM's "not supported" sentinel. A GPU pods share by time-slicing
+or MPS is written once, under one of its pods, by an exporter without KUBERNETES_VIRTUAL_GPUS (`Node.labelled`):
+the exporter maps each device to the pods kubelet's pod-resources API lists for it, and a later pod of one device
+overwrites an earlier one (dcgm-exporter issues #307: "Device to pod mapping: map[nvidia0:{Name:...vkkcb}
+nvidia0/vgpu0:... nvidia0/vgpu1:...]", metrics for one pod only; #340; PR #432: the pod "not guaranteed to be
+consistently associated" across scrapes, as kubelet's order is not fixed). The model writes the last pod it lists
+(a fixed one); the other sharing pods are named by no series (`unnamed`). An exporter of 4.4 or later run
 with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels adds to each pod's copy the pod's UID
 (`pod_uid`) and the pod's own Kubernetes labels, their names sanitized (dcgm-exporter
 internal/pkg/transformation/kubernetes.go: `metric.Attributes[uidAttribute] = podInfo.UID`, and the pod's
@@ -57,9 +63,8 @@ class Instance:
     id: str | None = None
     profile: str | None = None
     mig_util: str | None = None  # what a MIG series carries as GPU_UTIL: None (absent), "0", the sentinel
-    # more pods sharing it by time-slicing: one series per pod, each the device's value, as an exporter with
-    # KUBERNETES_VIRTUAL_GPUS before 4.5.3 writes it (without its `vgpu` label). Without the setting the exporter
-    # writes ONE series, under one of the pods (the last kubelet lists): this model does not write that case.
+    # more pods sharing it by time-slicing or MPS (the facts). What the exporter writes for them depends on its
+    # setting: Node.labelled.
     also: tuple[tuple[str, str], ...] = ()
 
     def pods(self) -> tuple[tuple[str, str], ...]:
@@ -97,6 +102,15 @@ class Node:
     gpus: tuple[Gpu, ...]
     node_name_set: bool = True  # False: the exporter writes its own pod name as Hostname
     pod_identity: bool = False  # True: --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels (4.4+)
+    # True: the exporter runs with KUBERNETES_VIRTUAL_GPUS, before 4.5.3 (one copy per sharing pod, each the
+    # device's value, no `vgpu` label; tests/support/virtual_gpus.py models 4.5.3's per-process copies)
+    virtual_gpus: bool = False
+
+    def labelled(self, instance: Instance) -> tuple[tuple[str, str], ...]:
+        """The pods the exporter writes the instance's series under: each pod holding it with
+        KUBERNETES_VIRTUAL_GPUS, else the last pod kubelet lists for the device (one series; none: no pod holds
+        it)."""
+        return instance.pods() if self.virtual_gpus else instance.pods()[-1:]
 
     @property
     def written_hostname(self) -> str:
@@ -126,8 +140,8 @@ FLEET = (
         Gpu(0, temp=60, power=150, sm_clock=1200, xid=0, energy_mw=150_000, replays_per_s=None, memory_temp=None,
             util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
     ), node_name_set=False),
-    # time-slicing: one GPU shared by two pods, the exporter writing its series once per pod (KUBERNETES_VIRTUAL_GPUS
-    # before 4.5.3; see Instance.also)
+    # time-slicing: one GPU shared by two pods, the exporter (without KUBERNETES_VIRTUAL_GPUS, the GPU operator's
+    # default) writing its series once, under ts-1 (Node.labelled): ts-0 is named by no series
     Node("gpu-node-ts", "hostname", "nvidia-dcgm-exporter-t7u8v", (
         Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
             util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
@@ -237,7 +251,7 @@ def _payload(node: Node, elapsed: int) -> str:
         for gpu in node.gpus:
             for instance in gpu.instances:
                 value = _value(metric, gpu, instance, elapsed)
-                for pod in instance.pods() or (None,):
+                for pod in node.labelled(instance) or (None,):
                     if value is not None:
                         lines.append(f"{metric}{{{_labels(node, gpu, instance, pod)}}} {value}")
     return "\n".join(lines) + "\n"
@@ -300,8 +314,9 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                  groups: dict[str, list[float]], collected: frozenset[str], fleet: tuple[Node, ...]) -> None:
     for node in fleet:
         for gpu in node.gpus:
-            if "pod" in keys:
-                parts = [(holder, [i for i in gpu.instances if holder in i.pods()]) for holder in gpu.holders()]
+            if "pod" in keys:  # per pod: the pods the exporter names (a pod it names on no series has no view)
+                named = _named(node, gpu)
+                parts = [(holder, [i for i in gpu.instances if holder in node.labelled(i)]) for holder in named]
             elif "mig_instance" in keys:
                 parts = [(i, [i]) for i in gpu.instances if i.id is not None]
             else:
@@ -329,9 +344,22 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                 groups.setdefault(prefix + legend if legend else legend, []).append(value)
 
 
+def _named(node: Node, gpu: Gpu) -> set[tuple[str, str]]:
+    """The pods the exporter names on the GPU's series."""
+    return {pod for i in gpu.instances for pod in node.labelled(i)}
+
+
+def unnamed(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
+    """Pods that hold a GPU no series names them on: a time-sliced GPU's other pods without KUBERNETES_VIRTUAL_GPUS.
+    No per-pod view, variable or alarm can show them (README: "A GPU's counters when pods share it"; `gpudash
+    verify` warns, `GPUs shared by pods`)."""
+    return {pod for node in fleet for gpu in node.gpus for pod in gpu.holders() - _named(node, gpu)}
+
+
 def nodes(fleet: tuple[Node, ...] = FLEET) -> set[str]:
     return {node.name for node in fleet}
 
 
 def namespaces_and_pods(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
-    return {holder for node in fleet for gpu in node.gpus for holder in gpu.holders()}
+    """The pods the exporters name, with their namespaces (`unnamed`: the pods that hold a GPU and are not)."""
+    return {holder for node in fleet for gpu in node.gpus for holder in _named(node, gpu)}

@@ -91,12 +91,13 @@ DEVICE_COUNTERS = {metric: DEVICE[metric] for metric in COUNTERS}  # per second,
 
 def _per_instance(metric: str, fleet=VARIANT, copies: bool = False) -> dict[str, float]:
     """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once). A device
-    counter's rate repeats on each instance of its GPU; with `copies` (agent.pipeline: classic, which the header
-    says) a GPU pods share by time-slicing reads it once per pod; a GPU whose counter reads "not supported" has
-    no line."""
+    counter's rate repeats on each instance of its GPU; with `copies` (agent.pipeline: classic) it reads once per
+    series the exporter writes of the instance: once per pod sharing it by time-slicing where the exporter runs
+    with KUBERNETES_VIRTUAL_GPUS, once (under one of the pods) without it; a GPU whose counter reads "not
+    supported" has no line."""
     if metric in DEVICE_COUNTERS:
         return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}":
-                getattr(gpu, DEVICE_COUNTERS[metric]) * (max(1, len(instance.pods())) if copies else 1)
+                getattr(gpu, DEVICE_COUNTERS[metric]) * (max(1, len(node.labelled(instance))) if copies else 1)
                 for node in fleet for gpu in node.gpus for instance in gpu.instances
                 if getattr(gpu, DEVICE_COUNTERS[metric]) is not None}
     return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}": getattr(instance, FACTS[metric])
@@ -110,8 +111,12 @@ def _expected(query, lines: set[str], header: str, title: str) -> dict[str, floa
         return truth(query, NAMES, fleet=VARIANT)
     if any(" MIG " in line for line in lines):
         assert _said(header, title, "one line per GPU instance")
-        copies = _said(header, title, "a GPU shared by time-slicing or MPS reads its increase once per pod")
-        assert copies == (query.metric in DEVICE_COUNTERS and "agent.pipeline: classic" in header)
+        # classic reads each series of a device counter: the time-sliced GPU's exporter (no KUBERNETES_VIRTUAL_GPUS,
+        # as exporter.virtual_gpus says) writes it once, so the header says no copies, and what a series change loses
+        copies = query.metric in DEVICE_COUNTERS and "agent.pipeline: classic" in header
+        assert not _said(header, title, "a GPU shared by time-slicing or MPS reads its increase once per pod")
+        assert _said(header, title, "the increase between two scrapes that no one series of a GPU spans (the "
+                     "exporter names a GPU pods share by time-slicing or MPS under one of them") == copies
         return _per_instance(query.metric, copies=copies)
     collected = frozenset(FIELDS)
     if query.metric == "DCGM_FI_DEV_GPU_UTIL":
@@ -435,9 +440,10 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     is counted from 0, as Prometheus counts it; a range of 5 minutes, 10 minutes or the whole test reads its
     increase. The OTel pipeline merges a device counter's copies over a GPU's MIG instances and pods into one
     series per physical GPU, each read once. agent.pipeline: classic lists it per GPU instance (each of the
-    MIG GPU's seven carries its GPU's whole deltas) and a time-sliced GPU once per pod, said in the header and
-    the alarm. The alarm fires where the Prometheus rule does (replays per 5 minutes > 50), on classic also on
-    the time-sliced GPU."""
+    MIG GPU's seven carries its GPU's whole deltas); the time-sliced GPU's exporter (without
+    KUBERNETES_VIRTUAL_GPUS) writes it once, under one of its two pods, so both pipelines read its increase once,
+    and neither the header nor the alarm says otherwise. The alarm fires where the Prometheus rule does (replays
+    per 5 minutes > 50): on classic once per MIG instance of the MIG GPU."""
     classic = "classic" in pipeline
     project = _project(tmp_path, pipeline, {"replays.py": INCREASE_PER_GPU})
     files = encode(build(project))
@@ -451,15 +457,16 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-replays.json"
     (properties,) = [p for where, p in widgets(files) if where == path]
     assert _said(_header(files, path), "PCIe replays in the range", "one line per GPU instance") == classic
-    assert _said(_header(files, path), "PCIe replays in the range",
-                 "a GPU shared by time-slicing or MPS reads its increase once per pod") == classic
+    assert not _said(_header(files, path), "PCIe replays in the range",
+                     "a GPU shared by time-slicing or MPS reads its increase once per pod")
     # The true increase per scrape of each physical GPU, from the fleet's facts; classic lists a MIG GPU once per
-    # instance (each carrying the GPU's whole increase) and a time-sliced GPU once per pod; OTel one line per GPU.
+    # instance (each carrying the GPU's whole increase) and a GPU once per series its exporter writes of it (one
+    # here); OTel one line per GPU.
     truth_per_scrape = {}
     for node in fleet:
         (gpu,) = node.gpus
         for instance in gpu.instances:
-            copies = max(1, len(instance.pods())) if classic else 1
+            copies = max(1, len(node.labelled(instance))) if classic else 1
             label = f"{node.name} GPU {gpu.index}" + (f" MIG {instance.id or 'none'}" if classic else "")
             truth_per_scrape[label] = gpu.replays_per_s * STEP * copies
     assert len(truth_per_scrape) == (10 if classic else 4)
@@ -477,8 +484,7 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
         states = cloudwatch_eval.alarm(request, datapoints, end)
         fired = {tuple(sorted(dict(k).items())) for k, state in states.items() if state == "ALARM"}
         if classic:
-            assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)} | \
-                {(("GPU_I_ID", "none"), ("gpu", "0"), ("node", "gpu-node-ts"))}  # 60 read, 30 true
+            assert fired == {(("GPU_I_ID", str(i)), ("gpu", "0"), ("node", "gpu-node-mig7")) for i in range(1, 8)}
         else:
             assert fired == {(("gpu", "0"), ("node", "gpu-node-mig7"))}
     # The Prometheus rule, from the facts: replays per 5 minutes over 50 on the MIG GPU alone (whole: exactly 50).
