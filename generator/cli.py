@@ -305,7 +305,8 @@ def metrics(config: str | None, csv: str | None, output: str) -> None:
               help="GPU nodes across the fleet (default: one per GPU, an upper bound of what is counted per node).")
 @click.option("--mig-instances", type=click.IntRange(1, 7),
               help="MIG instances each GPU is split into (1: whole GPUs). Pods beyond the GPU instances share them "
-                   "(time-slicing, MPS): the exporter writes an instance's series once per pod holding it.")
+                   "(time-slicing, MPS): the exporter writes an instance's series once per pod holding it with "
+                   "exporter.virtual_gpus, else once, under one of them.")
 @click.option("--prices", "prices_file", metavar="FILE",
               help="JSON with rates that replace the bundled ones (same keys as the bundled price file).")
 @output_option
@@ -325,7 +326,8 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
                                  param_hint="'--nodes'")
     project = load_project_for(config, csv)
     fleet = Fleet(clusters=clusters or len(project.settings.clusters), pods=pods, churn=churn,
-                  dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances)
+                  dashboard_view_hours=view_hours, gpus=gpus, nodes=nodes, mig_instances=mig_instances,
+                  virtual_gpus=project.settings.exporter.virtual_gpus)
     for warning in fleet.warnings():
         click.echo(f"warning: {warning}", err=True)
     prices = load_prices(overrides=Path(prices_file) if prices_file else None)

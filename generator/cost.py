@@ -55,6 +55,9 @@ class Fleet:
     gpus: int | None = None  # GPUs across the fleet; default: one per pod
     nodes: int | None = None  # GPU nodes across the fleet; default: one per GPU (an upper bound)
     mig_instances: int | None = None  # GPU instances each GPU is split into (MIG); None: not said (whole GPUs)
+    # the exporter runs with KUBERNETES_VIRTUAL_GPUS (settings exporter.virtual_gpus): a copy of a shared GPU
+    # instance's series per pod holding it; without it one series, under one of the pods
+    virtual_gpus: bool = False
 
     @property
     def gpu_count(self) -> int:
@@ -71,16 +74,34 @@ class Fleet:
 
     @property
     def copies(self) -> int:
-        """The exporter's copies of the GPUs' series: one per GPU instance, and where more pods run than there are
-        instances (time-slicing, MPS), one per pod holding an instance (each pod holds one: the copies carry the
-        pod's labels, so each is a label set of its own)."""
+        """The exporter's copies of the GPUs' series at one scrape: one per GPU instance, and where more pods run
+        than there are instances (time-slicing, MPS) and the exporter runs with KUBERNETES_VIRTUAL_GPUS, one per pod
+        holding an instance (each pod holds one: the copies carry the pod's labels, so each is a label set of its
+        own). Without the setting the exporter writes a shared instance once, labelled with one of its pods
+        (dcgm-exporter #307, #340)."""
+        return max(self.instances, self.pods) if self.virtual_gpus else self.instances
+
+    @property
+    def named_pods(self) -> int:
+        """The pods the exporter names at one scrape: each with KUBERNETES_VIRTUAL_GPUS, else one per GPU instance
+        at most."""
+        return self.pods if self.virtual_gpus else min(self.pods, self.instances)
+
+    @property
+    def held_copies(self) -> int:
+        """The label sets of a pod and a GPU instance it holds that a month publishes: one per pod holding an
+        instance. Without KUBERNETES_VIRTUAL_GPUS a scrape names one pod of a shared instance, but not always the
+        same one (kubelet's order is not fixed: dcgm-exporter #340), so every pod sharing it is counted (an upper
+        bound)."""
         return max(self.instances, self.pods)
 
     def warnings(self) -> list[str]:
         """What the fleet's figures leave open, and how it is counted."""
         if self.mig_instances is None and self.pods > self.gpu_count:
+            writes = ("once per pod holding it (exporter.virtual_gpus)" if self.virtual_gpus else
+                      "once, under one of the pods holding it (exporter.virtual_gpus is not set)")
             return [f"{self.pods:,} pods on {self.gpu_count:,} GPUs: counted as pods sharing GPUs (time-slicing or "
-                    f"MPS), the exporter writing each GPU's series once per pod holding it; if the GPUs are split "
+                    f"MPS), the exporter writing each GPU's series {writes}; if the GPUs are split "
                     f"into MIG instances, give --mig-instances N (the instances per GPU; 1: whole GPUs, which also "
                     f"says the pods time-slice them)"]
         return []
@@ -264,11 +285,12 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     metrics; on agent.pipeline: classic the scraper merges a scrape's samples by their labels first,
     prom_metric_type among them (plugins/inputs/prometheus mergeMetrics). The exporter writes a GPU's series
     once per GPU instance (a whole GPU is one; a MIG GPU's device fields repeat on every instance) and a shared
-    instance once per pod holding it (time-slicing, MPS), each copy with its own labels (Fleet.copies). So per
+    instance once per pod holding it (time-slicing, MPS) with KUBERNETES_VIRTUAL_GPUS, each copy with its own labels,
+    once under one of its pods without it (Fleet.copies). So per
     copy its gauges are one event, its counters another (classic), or on the OTel pipeline two: each pod's copy
     and the merged one, per GPU for device counters and per instance for the others
     (render/agent_otel.merged_counters); per pod on the OTel
-    pipeline one event per kind of total per scrape (pod_total, pod_gpus), and as many per node with a GPU no pod
+    pipeline one event per kind of total per scrape of each pod named (pod_total, pod_gpus), and as many per node with a GPU no pod
     holds (its totals, without a pod, which no set publishes); per cluster kube-state-metrics' series. The filter
     drops `up` and `scrape_*` but, where the per-node alarm reads it, every scrape's
     scrape_samples_post_metric_relabeling (made a flag of no GPU data): one event per scrape of each exporter target
@@ -283,7 +305,6 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     gauges = [m.name for m in catalog if m.kind in ("gauge", "summary") and m.name not in dropped]
     counters = [m.name for m in catalog if m.kind == "counter" and m.name not in dropped]
     pod_set = tuple(pod_dimensions(settings))
-    pod_gpus = fleet.copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
     per_pod = set(what.fields.get(pod_set, []))
     per_gpu = {m for dims, metrics in what.fields.items() if dims != pod_set and not pod_total_kind(dims)
                for m in metrics}
@@ -324,7 +345,7 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
         Events("a GPU instance's counters, merged", instances, len(instance), shown(instance, per_gpu), False),
         Events("a GPU's fields split per process, per pod", copies, len(split), shown(split, per_pod), False),
         Events("a GPU's fields split per process, merged", instances, len(split), shown(split, per_gpu), False),
-        *(Events(f"a pod's totals ({mark})", pods, count, count, False) for mark, count in marks.items()),
+        *(Events(f"a pod's totals ({mark})", fleet.named_pods, count, count, False) for mark, count in marks.items()),
         *(Events(f"the totals of a node's GPUs no pod holds ({mark})", idle_nodes, count, 0, False)
           for mark, count in marks.items()),
         Events("kube-state-metrics' series", clusters * ksm, ksm_metrics, ksm_metrics * what.ksm, False),
@@ -368,7 +389,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     mig_only = sum(mig_sets.values())
     # A pod's fields per GPU it holds (the idle alarms' utilization): one metric per copy of a GPU, a pod holding it.
     pod_set = tuple(pod_dimensions(settings))
-    pod_gpus = fleet.copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
+    pod_gpus = fleet.held_copies if fleet.pods else 0  # an upper bound: every GPU instance held (none without pods)
     per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                       and MIG_PROFILE_LABEL not in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
@@ -416,8 +437,12 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
                 f"; a GPU split into MIG instances publishes the per-instance set once per instance, and "
                 f"{mig_only} more per MIG pod or GPU (--mig-instances counts them)" if mig_only else "")
              + (f"; the free tier's first {free_metrics:,.0f} free" if free_metrics else "")
-             + (f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
-                f"logged" if fleet.pods > fleet.instances else "") + "; tiered"),
+             + ((f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: each pod's copy of its GPU's series "
+                 f"logged" if fleet.virtual_gpus else
+                 f"; {fleet.pods:,} pods on {fleet.instances:,} GPU instances: the exporter (without "
+                 f"KUBERNETES_VIRTUAL_GPUS) writes each instance once, under one of its pods, so each is logged once; "
+                 f"every pod is counted per pod, as the pod it names may change between scrapes (an upper bound)")
+                if fleet.pods > fleet.instances else "") + "; tiered"),
         Line("EMF log ingestion (GB)", ingested_gb, _price(prices, "log_ingestion_gb"),
              (ingested_gb - free_ingested) * _price(prices, "log_ingestion_gb"),
              f"{per_scrape:,.0f} events every {_scrape_seconds(project)} s (one per label set and metric type): "

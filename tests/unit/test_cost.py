@@ -198,7 +198,8 @@ def test_cost_command_json_and_table(cli, tmp_path):
     result = json.loads(stdout)
     assert code == 0
     assert result["fleet"] == {"clusters": 3, "pods": 500, "churn": 3000, "dashboard_view_hours": 40.0,
-                               "refresh_minutes": 5, "gpus": 500, "nodes": 500, "mig_instances": 1}
+                               "refresh_minutes": 5, "gpus": 500, "nodes": 500, "mig_instances": 1,
+                               "virtual_gpus": False}  # exporter.virtual_gpus: no copy per pod sharing a GPU
     assert result["group_by"]["alarms"] < result["static"]["alarms"]
     code, stdout, _ = cli("cost", "--pods", "500", "--gpus", "800")
     assert code == 0 and "GROUP BY" in stdout and "prices as of 2025-05" in stdout and "800 GPUs" in stdout
