@@ -738,8 +738,8 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
     - Fewer: the missing periods count as not breaching, M of the real ones must breach; with `missing`, fewer
       real periods than M alarm early when the oldest breaching one of the latest N is at least M periods old and
       every later one breaches or has no reading ("Avoiding premature transitions to alarm state").
-    One evaluation of each period's statistic where M equals N (every default alarm): its breaching flag
-    (`> bool`) weighted so that one sum over the range decides."""
+    One evaluation of each period's statistic where M equals N (every default alarm; with `missing` data, 2 of 2):
+    its breaching flag (`> bool`) weighted so that one sum over the range decides."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     compare, threshold = condition.comparison, f"{condition.threshold:g}"
@@ -768,6 +768,14 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
                 f"unless {counted([value(k) for k in range(periods + 1)])} > {periods})")
     if alarm.missing_data != "missing" or needed < 2:
         return f"({main})"
+    if needed == periods == 2:
+        # One sum for both (the default temperature-high alarm: each period read once, a third of the two sums'
+        # cost): weights per period, breaching / not breaching / no reading, latest first: 3 / -100 / 0,
+        # 10 / -100 / 0, 7 / -5 / 0. The sums of the patterns that alarm (both latest breaching: 13, 8, 20; the
+        # latest and the one two back breaching, the middle without a reading: 10; the middle and the one before:
+        # 17; the middle alone, early: 10) are 8 or more, every other pattern's under it.
+        weights = [(3, -100), (10, -100), (7, -5)]
+        return f"({summed([f'{flag(k)} * {b - n} - {-n}' for k, (b, n) in enumerate(weights)])} >= 8)"
     if needed == periods:
         # Early: period N-1 breaching (N + 1), each later one breaching (1) or without a reading (0), any not
         # breaching -(N + 1); the period before them 1 with a reading: fewer than N real periods in all.
