@@ -244,9 +244,12 @@ def builds_read_once_per_content():
 
     def content(directory):
         root = Path(directory)
-        if not root.is_dir():
+        try:
+            if not root.is_dir():
+                return None
+            return tuple(sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*") if p.is_file()))
+        except OSError:  # a folder or file that cannot be read: nothing kept, `read` itself says what is wrong
             return None
-        return tuple(sorted((str(p.relative_to(root)), p.read_bytes()) for p in root.rglob("*") if p.is_file()))
 
     def read_once(directory, origin=None, settings=None, consequence=output.LINTED):
         key = (str(directory), content(directory), origin, consequence)
