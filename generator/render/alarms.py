@@ -13,7 +13,7 @@ from .. import data_missing
 from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NAMESPACE, by_field, metric_name
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
-from ..derived_sets import mig_only, with_instance
+from ..derived_sets import mig_only
 from ..exporter_styles import style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
@@ -220,9 +220,10 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
         raise Unsupported(f"on MIG instances {stand_in} stands in for {query.metric}, which CloudWatch cannot "
                           f"alarm on with this grouping")
     if list(result.dims) == pod_gpu_dimensions(settings):  # each MIG instance of a pod's GPU judged on its own
-        instance = (MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
-        return replace(result, dims=tuple(mig_only(with_instance(result.dims))), group=(*result.group, *instance),
-                       series=(*result.series, *instance), divisor=result.divisor / factor), stand_in
+        def instance(names: tuple[str, ...]) -> tuple[str, ...]:  # GPU_I_ID once, where the per-pod set names it
+            return tuple(dict.fromkeys((*names, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)))
+        return replace(result, dims=instance(result.dims), group=instance(result.group),
+                       series=instance(result.series), divisor=result.divisor / factor), stand_in
     return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
 
 

@@ -118,6 +118,20 @@ def test_a_set_past_ten_dimensions_is_dropped_by_the_agent(pipeline):
         assert _gpus(datapoints, names) == EVERY_GPU
 
 
+@PIPELINES
+def test_the_idle_alarms_set_per_pod_and_mig_instance_stays_within_ten(pipeline):
+    """Eight per-pod names: the set of each MIG instance a pod holds (the idle alarm's; it adds gpu, GPU_I_ID and
+    GPU_I_PROFILE) has eleven, which the agent drops, and the idle alarm on MIG instances would never see a pod;
+    seven are the most that keep it."""
+    eight = (*POD_SET, "container", "UUID", "device", "modelName", "Service")
+    error = _refusal(f"cloudwatch:\n  dimensions: [{', '.join(eight)}]\n")
+    assert error.where == "gpudash.yaml:2" and "11 dimensions" in error.what, error
+    assert "name at most 7 dimensions in cloudwatch.dimensions" in error.hint
+    for names, kept in ((eight, False), (eight[:-1], True)):
+        (datapoints,) = _published(pipeline, dimensions=names).values()
+        assert bool(_under(datapoints, (*names, "gpu", "GPU_I_ID", "GPU_I_PROFILE"))) is kept
+
+
 def test_the_agent_model_reads_dimension_sets_as_awsemf_does():
     """metric_declaration.go: a set of more than 10 names as written is dropped (repeats count), a repeated
     name is kept once, the same set in another order once."""
@@ -145,7 +159,8 @@ def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, say
 
 
 @pytest.mark.parametrize("text", [
-    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, node, UUID, device, modelName, GPU_I_ID]\n",
+    # eight names with GPU_I_ID: the idle alarm's set per pod and MIG instance adds gpu and GPU_I_PROFILE (ten)
+    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, UUID, device, modelName, GPU_I_ID]\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, namespace, pod]\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, "
     "Namespace, job]\n",
