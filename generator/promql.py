@@ -333,33 +333,46 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     (step - interval, step], so the first step at or after `from` may read a scrape taken before it, and the scrapes
     after the last step before `to` belong to a step after it. Grafana's "Previous hour" starts on a step and ends at
     .999 (`[$__range:30s]` read the scrape 1 ms before the hour and none of its last 30 s); "Last 1 hour" starts and
-    ends anywhere in a step. Two parts, added up (`sum without` the label telling them apart):
+    ends anywhere in a step. The parts, added up (`sum without` the label telling them apart):
 
     * the deltas of the steps of [from - 1 ms, to - 1 ms] (`[${__range_ms}ms:step] offset 1ms`; Prometheus 3 reads
-      (from - 1 ms, to - 1 ms], without a step at from - 1 ms, whose scrape is before `from` and left out below),
-      unless the step reads the scrape just before `from`: each copy's latest sample before `from` (`timestamp()` of
-      it, pinned with `@ end() offset ${__range_ms}ms`, read once) taken within the step (`> time() - step`), which
-      can only be the window's first step. A step that reads that scrape and a later one (scrapes more often than
-      the step) counts neither; none does at the usual one scrape per step;
+      (from - 1 ms, to - 1 ms]), less the growth they count from before `from`: the first step's delta counts from
+      the latest reading of the steps before it (r0: `latest` just before `from`, read once, pinned with `@ end()
+      offset ${__range_ms}ms`), while the range's increase counts from the latest scrape before `from` (p: each
+      copy's latest clean sample before `from`, read once, the copies merged); their delta (p less r0, or p where it
+      is lower: a reset) is taken off. It is 0 where the step before the window read that scrape, the whole first
+      delta where the first step read it alone (one scrape per step: the scrape before `from` is left out), and where
+      the first step read it and a later one too (a Prometheus scraping more often than the step, or two copies of a
+      GPU scraped at different times) the later one's delta from p is kept. It is a part of its own, negative (r0
+      is within PREVIOUS_WITHIN of the first step, so the steps have a value wherever it has one). Without a scrape
+      within 5 minutes (the lookback of p's instant selector) before `from`, nothing is taken off: the first
+      reading after a gap counts from the reading before it. A step exactly at from - 1 ms (`from` 1 ms past a
+      multiple of the step) is the window's first on Prometheus 2 and in neither part on 3, whose answer then
+      counts the growth from r0 to p;
     * the scrapes after the window's last step, up to `to`: each copy's latest sample when it was taken after the
       last step at or before to - 1 ms (`timestamp()` of it, read once, in whole milliseconds), its delta from the
       latest reading of the steps before it (within PREVIOUS_WITHIN).
 
-    No reading in the range gives no value. The two `timestamp()` are instant reads, not one per step."""
+    No reading in the range gives no value. p, r0 and the tail's `timestamp()` are instant reads, not one per step
+    (r0's subquery reads PREVIOUS_WITHIN at the step, beside the range's own steps)."""
     seconds = _seconds(resolution)
     lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * seconds))
 
     def merged(per_copy) -> str:
         parts = [per_copy(s) for s in selectors]
         return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
-    before = merged(lambda s: f"last_over_time(timestamp({s} offset 1ms)[1ms:1ms] @ end() offset {RANGE_MS}ms)")
-    delta = _step_delta(reading, resolution, PREVIOUS_WITHIN)
-    steps = f"sum_over_time(({delta} unless ({before} > time() - {seconds}))[{RANGE_MS}ms:{resolution}] offset 1ms)"
+    clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
+    pinned = f"[1ms:1ms] @ end() offset {RANGE_MS}ms)"  # read at `from` (the later of two 1 ms steps)
+    p = merged(lambda s: f"last_over_time(({s} offset 1ms < {COUNTER_BLANK_FLOOR}){pinned}")
+    r0 = f"last_over_time(last_over_time({clean}[{lookback}:{resolution}] offset 2ms){pinned}"
+    before = f"((({p} - {r0}) >= 0) or ({p} < {r0}))"  # the growth from r0 to p (p itself after a reset)
+    steps = f"sum_over_time({_step_delta(reading, resolution, PREVIOUS_WITHIN)}[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
     tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
     previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
     after = f"((({tail} - ({previous} or {tail})) >= 0) or {tail})"
     parts = (f'label_replace({steps}, "{RANGE_PART}", "steps", "", "") or '
+             f'label_replace(-{before}, "{RANGE_PART}", "before", "", "") or '
              f'label_replace({after}, "{RANGE_PART}", "tail", "", "")')
     return f"(sum without ({RANGE_PART}) ({parts}) < {INCREASE_BLANK_FLOOR})"
 

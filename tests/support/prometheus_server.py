@@ -157,12 +157,12 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
         # promql._step_delta's two points (over the range, over a window), promql.taken_within's three ranges, the
-        # subquery steps, and promql.range_increase's step of the scrape before the range and its last step
+        # subquery steps, and promql.range_increase's last step
         for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
                          (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
                          (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
-                         (f":{old}s]", f":{new}s]"), (f"> time() - {old}))", f"> time() - {new}))"),
+                         (f":{old}s]", f":{new}s]"),
                          (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
             expr = expr.replace(was, now)
     return expr
