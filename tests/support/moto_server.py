@@ -159,12 +159,16 @@ def _answer(app, method: str, target: str, headers, body: bytes, server: tuple, 
         started[:] = [status, headers]
 
     try:
-        chunks = app(environ, start_response)
-        try:
-            data = b"".join(chunks)
-        finally:
-            getattr(chunks, "close", lambda: None)()
-        status, answer_headers = started
+        direct = _direct(app, environ)
+        if direct is not None:
+            status, answer_headers, data = direct
+        else:
+            chunks = app(environ, start_response)
+            try:
+                data = b"".join(chunks)
+            finally:
+                getattr(chunks, "close", lambda: None)()
+            status, answer_headers = started
     except Exception:  # what moto's server answers for an exception in moto: a 500 with the traceback
         status, answer_headers, data = "500 INTERNAL SERVER ERROR", [("Content-Type", "text/plain")], \
             traceback.format_exc().encode()
@@ -172,6 +176,63 @@ def _answer(app, method: str, target: str, headers, body: bytes, server: tuple, 
     kept = [(name, value) for name, value in answer_headers
             if name.lower() not in ("content-length", "connection", "transfer-encoding")]
     return int(code), reason, kept, data
+
+
+_VIEWS: dict[tuple, object] = {}  # (Flask application, method, path) -> moto's view, or None: Flask answers
+
+
+def _direct(app, environ) -> tuple[str, list, bytes] | None:
+    """An AWS call (a POST to /, as boto3 makes to CloudWatch and the tagging API) answered by moto's view as moto's
+    Flask application calls it and answers (moto_server/werkzeug_app.py, core/utils.convert_to_flask_response):
+    the same request class, the view's (status, headers, body) made a Flask Response, a ClientError a 400, and
+    the one header flask_cors adds to an answer without an Origin. Without Flask's per-request contexts, hooks
+    and debug checks: about 40 % of moto's CPU for a small request. Anything else (another method or path, a
+    request with an Origin, an application with other hooks) is None: Flask answers it."""
+    if environ["REQUEST_METHOD"] != "POST" or environ["PATH_INFO"] != "/" or "HTTP_ORIGIN" in environ:
+        return None
+    flask_app = app.get_application(environ)
+    key = (flask_app, "POST", "/")
+    if key not in _VIEWS:
+        _VIEWS[key] = _view(flask_app)
+    view = _VIEWS[key]
+    if view is None:
+        return None
+    from botocore.exceptions import ClientError
+    from moto.moto_api import recorder
+    from moto.moto_server.werkzeug_app import BackendRequest
+    from werkzeug.exceptions import HTTPException
+
+    request = BackendRequest(environ)
+    try:
+        try:
+            recorder._record_request(request)
+            result = view.callback(request, request.raw_url, dict(request.headers))
+        except ClientError as exc:
+            result = 400, {}, exc.response["Error"]["Message"]
+        status, headers, content = result if len(result) == 3 else (200, {}, result)
+        response = flask_app.response_class(response=content, status=status, headers=headers)
+    except HTTPException as exc:  # as Flask answers one (and flask_cors marks it)
+        response = exc.get_response(environ)
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    return response.status, list(response.headers.items()), response.get_data()
+
+
+def _view(flask_app):
+    """The view moto's application routes a POST to / to, when Flask would run nothing else around it: no
+    before-request hook, flask_cors's after-request hook alone."""
+    from moto.core.utils import convert_to_flask_response
+    from werkzeug.exceptions import HTTPException
+
+    if flask_app.before_request_funcs or [f.__name__ for f in flask_app.after_request_funcs.get(None, [])] != [
+            "cors_after_request"] or any(flask_app.after_request_funcs.get(k) for k in flask_app.after_request_funcs
+                                         if k is not None):
+        return None
+    try:
+        endpoint, arguments = flask_app.url_map.bind("localhost").match("/", method="POST")
+    except HTTPException:
+        return None
+    view = flask_app.view_functions.get(endpoint)
+    return view if isinstance(view, convert_to_flask_response) and not arguments else None
 
 
 def _wsgi_handler(app) -> type[KeepAliveHandler]:
