@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -241,8 +242,6 @@ def _series(situation: Situation) -> list[dict[str, str]]:
 
 
 def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
-    from tests.integration.test_prometheus_rules import _promtool_test
-
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
@@ -258,7 +257,61 @@ def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
                            else []}
                           for m in range(1, FINAL // 60 + 1) if not CHANGE // 60 < m < FIRED_BY
                           and not RECOVER // 60 <= m < CLEARED_BY]})
-    _promtool_test(tmp_path, "data_missing_test.yaml", tests, evaluation_interval="30s")
+    _rules_apart(files, tmp_path, "data_missing_test.yaml", tests)
+
+
+def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interval: str = "30s") -> None:
+    """Pass promtool `tests` of the data-missing alert with its two rules apart: the cluster's rule over each group as
+    it is (its branches read kube-state-metrics' series and any GPU's, which each group has its own), and the
+    per-target rule over one group holding the exporter targets of every group judged at the same times, each group's
+    under its own node, address and pod (the rule judges each target by its own series: a group's targets cannot
+    change another's alerts), so promtool evaluates it once per step for them all instead of once per group. The
+    alerts are shared out by their reason: the per-target rule has its own. Should either run fail, the groups run as
+    they are, both rules together, for promtool's own message, and the test fails."""
+    from tests.integration.test_prometheus_rules import _promtool_test
+
+    groups = _groups(files["prometheus/rules.yaml"].decode())
+    assert {case["alertname"] for test in tests for case in test["alert_rule_test"]} == {"GpudashGpuDataMissing"}
+
+    def alone(keep) -> list[dict]:  # the rule groups with only the data-missing rule `keep` picks
+        return [{**g, "rules": [r for r in g["rules"] if r["alert"] != "GpudashGpuDataMissing" or keep(r)]}
+                for g in groups]
+
+    def per_target(rule: dict) -> bool:
+        return rule["labels"].get("reason") == REASON
+
+    def moved(text: str, i: int) -> str:  # group i's exporter target: its node, address and pod
+        return re.sub(r'\b(node|instance|exporter_pod)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-{i}"', text)
+
+    def moved_labels(labels: dict[str, str], i: int) -> dict[str, str]:
+        return {k: f"{v}-{i}" if k in ("node", "instance", "exporter_pod") else v for k, v in labels.items()}
+
+    def mine(alert: dict) -> bool:
+        return alert["exp_labels"].get("reason") == REASON
+    cluster = [{**test, "alert_rule_test": [{**case, "exp_alerts": [a for a in case["exp_alerts"] if not mine(a)]}
+                                            for case in test["alert_rule_test"]]} for test in tests]
+    judged_alike: dict[tuple, list[int]] = {}  # the groups of one input interval judged at the same times
+    for i, test in enumerate(tests):
+        judged_alike.setdefault((test["interval"], tuple(c["eval_time"] for c in test["alert_rule_test"])), []).append(i)
+    targets = [{"name": f"the targets of {len(alike)} groups", "interval": interval,
+                "input_series": [{**series, "series": moved(series["series"], i)} for i in alike
+                                 for series in tests[i]["input_series"] if 'job="dcgm-exporter"' in series["series"]],
+                "alert_rule_test": [{**case, "exp_alerts": [{**a, "exp_labels": moved_labels(a["exp_labels"], i)}
+                                                            for i in alike
+                                                            for a in tests[i]["alert_rule_test"][j]["exp_alerts"]
+                                                            if mine(a)]}
+                                    for j, case in enumerate(tests[alike[0]]["alert_rule_test"])]}
+               for (interval, _), alike in judged_alike.items()]
+    assert all(t["input_series"] for t in targets) and sorted(
+        per_target(r) for g in groups for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing") == [False, True]
+    try:
+        for part, keep, parts in (("cluster", lambda r: not per_target(r), cluster), ("target", per_target, targets)):
+            (folder / part).mkdir()
+            (folder / part / "rules.yaml").write_text(json.dumps({"groups": alone(keep)}))
+            _promtool_test(folder / part, name, parts, evaluation_interval=evaluation_interval)
+    except AssertionError:
+        _promtool_test(folder, name, tests, evaluation_interval=evaluation_interval)
+        raise
 
 
 def _fired(rule: dict, situation: Situation) -> list[dict]:
@@ -646,8 +699,6 @@ def _no_data_alert(rule: dict, node: str) -> dict:
 
 def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
     """The Prometheus twin over the same stories: the crash-looping node's target fires; the rest fire nothing."""
-    from tests.integration.test_prometheus_rules import _promtool_test
-
     _, files = generated
     rule = _data_missing_rule(files, tmp_path)
     tests = []
@@ -668,7 +719,7 @@ def test_the_rule_fires_on_the_stories_truth(generated, tmp_path):
                   for m in range(1, FINAL // 60 + 1)
                   if not story.missing or not (CHANGE // 60 < m < FIRED_BY or RECOVER // 60 <= m < CLEARED_BY)]
         tests.append({"name": story.name, "interval": "30s", "input_series": series, "alert_rule_test": checks})
-    _promtool_test(tmp_path, "stories_test.yaml", tests, evaluation_interval="30s")
+    _rules_apart(files, tmp_path, "stories_test.yaml", tests)
 
 
 def test_on_the_classic_pipeline_the_per_gpu_alarm_counts_each_series_as_its_description_says(tmp_path):
@@ -942,7 +993,6 @@ def _rule_fired_minutes(files, folder, answering: dict[str, str], desired: tuple
                         updated: tuple) -> set[int]:
     """The minutes at which promtool finds the data-missing rule firing over the same story as _rollout_points
     (a target whose exporter answers again after a gap is a new pod's: a new target)."""
-    import re
     import subprocess
 
     from tests.support.prometheus_server import binary
