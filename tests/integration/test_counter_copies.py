@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import pytest
 
-import json
 
 from generator.artifacts import build, grafana_dashboards
 from generator.output import encode
@@ -27,9 +26,10 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import widgets
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import NOT_SUPPORTED
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 360, 15
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
@@ -108,11 +108,7 @@ def test_the_truth_is_what_the_story_says():
     assert [_truth("node-replaced", *r) for r in RANGES] == [0.0, 2.0, 1.0]
 
 
-@pytest.fixture(scope="module")
-def backfilled(tmp_path_factory):
-    with backfilled_prometheus(tmp_path_factory.mktemp("counter-copies"), _openmetrics, SCRAPES * STEP,
-                               STEP) as started:
-        yield started
+backfilled = backfilled_fixture("counter-copies", _openmetrics, SCRAPES * STEP, STEP)
 
 
 @pytest.fixture(scope="module")
@@ -161,18 +157,14 @@ AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 def published():
     """The CloudWatch twin: node-replaced's exporter payloads through the agent model, and the health widget."""
     files = encode(build(load_project()))
-    config, job = agent_config(files[AGENT_FILE].decode() if isinstance(files[AGENT_FILE], bytes)
-                               else files[AGENT_FILE])
+    config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, "node-replaced")
     scrapes = []
     for k in range(SCRAPES):
         if (read := replaced_rows(_time(k) / 60)) is not None:
             labels = f'gpu="0",UUID="{read[0]}",device="nvidia0",modelName="NVIDIA H100",Hostname="node-replaced"'
             scrapes.append(Scrape(float(_time(k)), f"# TYPE {ROWS} counter\n{ROWS}{{{labels}}} {read[1]}\n", target))
-    (properties,) = [w["properties"] for path, data in files.items() if path.endswith("-health.json")
-                     and path.startswith("cloudwatch/dashboards/")
-                     for w in json.loads(json.loads(data)["DashboardBody"])["widgets"]
-                     if w["type"] == "metric" and w["properties"]["title"] == TITLE]
+    (properties,) = [p for path, p in widgets(files) if path.endswith("-health.json") and p["title"] == TITLE]
     return properties, Agent(config, job).run(scrapes)
 
 

@@ -13,8 +13,6 @@ the range reads one value per series (an instant query), never a chart of increa
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from generator.artifacts import build, grafana_dashboards
@@ -24,8 +22,9 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.cloudwatch_widgets import widgets
 from tests.support.dcgm_fleet import target_labels
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 360, 15  # three hours, scraped 15 s past each half minute
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
@@ -91,11 +90,7 @@ def test_the_truth_is_what_the_story_says():
     assert {r: {int(k.rsplit(" ", 1)[1]): v for k, v in _truth(*r).items()} for r in RANGES} == RANGES
 
 
-@pytest.fixture(scope="module")
-def backfilled(tmp_path_factory):
-    with backfilled_prometheus(tmp_path_factory.mktemp("range-increases"), _openmetrics, SCRAPES * STEP,
-                               STEP) as started:
-        yield started
+backfilled = backfilled_fixture("range-increases", _openmetrics, SCRAPES * STEP, STEP)
 
 
 @pytest.fixture(scope="module")
@@ -161,16 +156,12 @@ def test_grafana_shows_the_rows_remapped_in_the_range(backfilled, project, first
 @pytest.fixture(scope="module")
 def published(project):
     files = encode(build(project))
-    config, job = agent_config(files[AGENT_FILE].decode() if isinstance(files[AGENT_FILE], bytes)
-                               else files[AGENT_FILE])
+    config, job = agent_config(files[AGENT_FILE])
     target = target_labels(job, NODE)
     scrapes = [Scrape(float(_time(k)), f"# TYPE {ROWS} counter\n" + "".join(
         f"{ROWS}{{{_labels(gpu)}}} {rows(gpu, _time(k) / 60)}\n" for gpu in range(3)), target)
         for k in range(SCRAPES)]
-    (properties,) = [w["properties"] for path, data in files.items() if path.endswith("-health.json")
-                     and path.startswith("cloudwatch/dashboards/")
-                     for w in json.loads(json.loads(data)["DashboardBody"])["widgets"]
-                     if w["type"] == "metric" and w["properties"]["title"] == TITLE]
+    (properties,) = [p for path, p in widgets(files) if path.endswith("-health.json") and p["title"] == TITLE]
     return properties, Agent(config, job).run(scrapes)
 
 

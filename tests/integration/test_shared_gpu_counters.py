@@ -40,7 +40,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import copies_note
 from tests.support.counter_truth import prometheus_change, summed_deltas
-from tests.support.prometheus_server import Prometheus, backfilled as backfilled_prometheus
+from tests.support.prometheus_server import Prometheus, backfilled_fixture
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
 PHASES = {"on-grid": 0, "off-grid": 11}  # node name: seconds after the 30 s grid its exporter is scraped
@@ -113,11 +113,7 @@ def _openmetrics(start: int) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
-@pytest.fixture(scope="module")
-def backfilled(tmp_path_factory):
-    with backfilled_prometheus(tmp_path_factory.mktemp("shared-gpu-counters"), _openmetrics, SCRAPES * STEP,
-                               STEP) as started:
-        yield started
+backfilled = backfilled_fixture("shared-gpu-counters", _openmetrics, SCRAPES * STEP, STEP)
 
 
 # --- the truth, from the readings ------------------------------------------------------------------------

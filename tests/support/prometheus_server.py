@@ -183,6 +183,16 @@ def backfilled(workdir: Path, openmetrics: Callable[[int], str], span: int, step
         yield prometheus, start
 
 
+def backfilled_fixture(name: str, openmetrics: Callable[[int], str], span: int, step: int):
+    """A module fixture (assign it to a module-level name): a real Prometheus backfilled with `openmetrics(start)`
+    (`backfilled`), started once for the module in a folder named after `name`; its value (prometheus, start)."""
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory) -> Iterator[tuple[Prometheus, int]]:
+        with backfilled(tmp_path_factory.mktemp(name), openmetrics, span, step) as started:
+            yield started
+    return fixture
+
+
 def range_macros(window: str) -> dict[str, str]:
     """Grafana's macros of a dashboard range `window` long (a duration such as 90s, 5m, 26h): `$__range` and the
     exact `${__range_ms}` an increase over the range reads (promql.range_increase)."""
