@@ -59,8 +59,6 @@ def disposition(change: Change, *, force: bool, prune: bool) -> str:
     """What publishing does with a planned change: WRITE, or why not (SKIPPED, REFUSED)."""
     if change.action == UNCHANGED or (change.action == DELETE and not prune):
         return SKIPPED
-    if not prune and isinstance(change.live, dict) and change.live.get("with_prune"):
-        return SKIPPED  # a step of pruning that is no delete (a Grafana claim withdrawn)
     if change.blocked and not force:
         return REFUSED
     return WRITE

@@ -33,10 +33,6 @@ UID_PREFIX_NOTE = "uid-prefix:"
 # as many whole names as PUBLISHER_LENGTH holds): two projects, or two settings files of one project, that share a
 # Grafana folder and uid prefix never overwrite or prune each other's dashboards.
 PROJECT_NOTE, CLUSTERS_NOTE, NO_PROJECT = "project:", "clusters:", "-"
-# Then, for each other settings that generate the same dashboard (same folder, uid and content) and found it saved
-# by the settings recorded above, a claim: `also:<project>/<clusters>`. A --prune by any settings leaves a dashboard
-# that records a claim of settings other than theirs: those still define it (or did at their last push).
-CLAIM_NOTE = "also:"
 PUBLISHER_LENGTH = 1000
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).

@@ -23,7 +23,7 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLAIM_NOTE, CLUSTERS_NOTE,
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLUSTERS_NOTE,
                       GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE, PUBLISHER_LENGTH,
                       TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
@@ -34,8 +34,6 @@ _RECORDED_PREFIX = re.compile("^" + re.escape(HASH_NOTE) + r"[0-9a-f]{16} " + re
 _RECORDED_PUBLISHER = re.compile("^" + re.escape(HASH_NOTE) + r"[0-9a-f]{16} " + re.escape(UID_PREFIX_NOTE) + r"\S+ "
                                  + re.escape(PROJECT_NOTE) + r"(\S+) " + re.escape(CLUSTERS_NOTE)
                                  + r"([A-Za-z0-9_,-]+)(?:\s|$)")
-_RECORDED_CLAIMS = re.compile(_RECORDED_PUBLISHER.pattern.removesuffix(r"(?:\s|$)") + r"((?: "
-                              + re.escape(CLAIM_NOTE) + r"[^\s/]+/[A-Za-z0-9_,-]+)*)(?:\s|$)")
 GRAFANA_SERVER_FIELDS = ("id", "version")
 
 
@@ -56,34 +54,15 @@ def grafana_owned(dashboard: dict[str, Any]) -> bool:
     return isinstance(tags, list) and GRAFANA_OWNER_TAG in tags
 
 
-Claim = tuple[str, frozenset[str]]  # other settings that generate the same dashboard: project ("" for none), clusters
-
-
 def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None = None,
-                    publisher: tuple[str, tuple[str, ...]] | None = None, claims=()) -> str:
+                    publisher: tuple[str, tuple[str, ...]] | None = None) -> str:
     """The message of a version gpudash saves: the hash note, then the uid prefix it was saved with (which project
     wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then
-    the settings that saved it (`publisher`: their project, "" for none, and clusters), then the `claims` of other
-    settings that generate it too (grafana_claims), then `note`."""
+    the settings that saved it (`publisher`: their project, "" for none, and clusters), then `note`."""
     recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
     if uid_prefix and publisher is not None:
         recorded += f" {PROJECT_NOTE}{publisher[0] or NO_PROJECT} {CLUSTERS_NOTE}{_publisher_clusters(publisher[1])}"
-        recorded += "".join(f" {CLAIM_NOTE}{project or NO_PROJECT}/{_publisher_clusters(tuple(clusters))}"
-                            for project, clusters in sorted((p, tuple(sorted(c))) for p, c in set(claims)) if clusters)
     return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded} {note}".strip()
-
-
-def grafana_claims(message: str | None) -> frozenset[Claim]:
-    """The claims a gpudash version message records after its publisher (grafana_message): other settings that
-    generate the same dashboard and found it saved by the recorded ones."""
-    match = _RECORDED_CLAIMS.match(message) if isinstance(message, str) else None
-    if not match:
-        return frozenset()
-    claims = set()
-    for item in match.group(3).split():
-        project, _, clusters = item.removeprefix(CLAIM_NOTE).partition("/")
-        claims.add(("" if project == NO_PROJECT else project, frozenset(c for c in clusters.split(",") if c)))
-    return frozenset(claims)
 
 
 def _publisher_clusters(clusters: tuple[str, ...]) -> str:

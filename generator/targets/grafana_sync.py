@@ -19,9 +19,8 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
 from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (Record, content_hash, grafana_claims, grafana_content, grafana_message, grafana_owned,
-                         grafana_publisher, grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher,
-                         renamed_evidence)
+from ..ownership import (Record, content_hash, grafana_content, grafana_message, grafana_owned, grafana_publisher,
+                         grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
@@ -64,20 +63,6 @@ def _other_settings(message: str | None, publisher: Publisher | None) -> str | N
     return None
 
 
-def _mine(recorded: tuple[str, frozenset[str]], publisher: Publisher) -> bool:
-    """Whether settings recorded as (project, clusters) are these (or an earlier version of them): their project,
-    or none, and a cluster they share."""
-    project, clusters = recorded
-    return not ((project and project != publisher[0]) or not clusters & set(publisher[1]))
-
-
-def _claims_kept(message: str | None, publisher: Publisher | None) -> frozenset:
-    """The claims the gpudash version `message` records of settings other than these: what a save by these settings
-    carries on, so that a dashboard other settings generate too keeps saying so."""
-    claims = grafana_claims(message)
-    return frozenset(c for c in claims if publisher is None or not _mine(c, publisher))
-
-
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
               publisher: Publisher | None) -> None:
     """Adds to `records` the clusters the gpudash version `message` records as saving the dashboard, when it
@@ -97,48 +82,36 @@ def _renamed_hint(message: str | None) -> str:
 
 def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
                   publisher: Publisher | None, claim: Publisher | None = None,
-                  records: list[Record] | None = None, shared: dict[tuple[str, bool], list[str]] | None = None
-                  ) -> tuple[str, dict[str, Any]] | None:
-    """Why a dashboard as generated, in this folder, must be saved again, and what its save records (`record`:
-    the publisher and claims, see _save): to record these settings as its publisher, when gpudash saved it last,
-    unedited, for an earlier version of these settings (another cluster list that shares a cluster with theirs:
-    after a settings file is split, each file's dashboards then record that file alone) or by a gpudash that did
-    not record who saved it (once, so that another project's push refuses it); or to record these settings' claim
-    beside other settings of this project that saved it last (the same content: their dashboard stays theirs on
-    record, and their --prune leaves it while this claim stands; another project's is never written). None when
-    nothing is to record (edited, recorded with these clusters, or claimed already)."""
+                  records: list[Record] | None = None, shared: dict[str, list[str]] | None = None) -> str | None:
+    """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
+    gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
+    cluster with theirs: after a settings file is split, each file's dashboards then record that file alone) or by
+    a gpudash that did not record who saved it (once, so that another project's push refuses it); None when
+    nothing is to record (another's, edited, or recorded with these clusters)."""
     if publisher is None or not grafana_owned(model):
         return None
-    latest = client.latest_version(uid) or {}
-    message = latest.get("message")
+    message = (client.latest_version(uid) or {}).get("message")
     if grafana_pushed_hash(message) != content_hash(grafana_content(model)):
         return None  # a person's save, or none: not gpudash's to re-record
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
         return None
     _recorded(records, uid, True, message, publisher)
     other = _other_settings(message, claim or publisher)
-    recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if other is not None:  # generated the same by other settings, which saved it last: theirs (no turns)
-        same_project = recorded is not None and recorded[0] == publisher[0]
-        if shared is not None:  # another project's is never written, not even to record a claim
-            shared.setdefault((other, same_project), []).append(uid)
-        if not same_project or any(_mine(c, claim or publisher) for c in grafana_claims(message)):
-            return None
-        claims = grafana_claims(message) | {mine}
-        return (f"record that these settings publish it too ({_publisher_text(*mine)}), beside the settings that "
-                f"saved it last ({other}), whose it stays: their --prune then leaves it"), {
-            "publisher": (recorded[0], tuple(sorted(recorded[1]))), "claims": claims}
+        if shared is not None:
+            shared.setdefault(other, []).append(uid)
+        return None
+    recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if recorded is not None and recorded[1] == mine[1]:
         return None  # these clusters (a project named since is recorded with the next change of its content)
     was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
-    return (f"record the settings that publish it: {_publisher_text(*mine)} (its last save records {was})",
-            {"claims": _claims_kept(message, claim or publisher)})
+    return f"record the settings that publish it: {_publisher_text(*mine)} (its last save records {was})"
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
                     uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
                     claim: Publisher | None = None, records: list[Record] | None = None,
-                    shared: dict[tuple[str, bool], list[str]] | None = None) -> Change:
+                    shared: dict[str, list[str]] | None = None) -> Change:
     """`publisher`: these settings (recorded in what is saved); `claim`: they and the clusters they had
     (--renamed-from), whose saves are theirs."""
     claim = claim or publisher
@@ -152,8 +125,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         # version) saved records them again, so that another settings file's prune leaves it
         stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records, shared)
         if stale:
-            change.action, change.details = UPDATE, [stale[0]]
-            change.live = {**live, "record": stale[1]}
+            change.action, change.details = UPDATE, [stale]
         return change
     if not grafana_owned(model):
         change.action = FOREIGN
@@ -161,7 +133,6 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
                           f"--force takes it over"]
         return change
     evidence, latest, saved = _evidence(client, uid, model)
-    change.live = {**live, "record": {"claims": _claims_kept(saved.get("message"), claim)}}
     recorded = grafana_recorded_prefix(saved.get("message"))
     if recorded in (None, uid_prefix):
         _recorded(records, uid, True, saved.get("message"), publisher)
@@ -253,14 +224,10 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if publisher is not None and publication is not None:
         why = ("elsewhere" if _other_settings(saved.get("message"), publisher) is not None
                else "partly" if not publication[1] <= set(publisher[1]) else None)
-        if why is None and _claims_kept(saved.get("message"), publisher):
-            why = "claimed"  # other settings generate it too (they recorded so): theirs to keep
-            if kept is not None:
-                kept.setdefault("claimed_by", []).append((uid, _claims_kept(saved.get("message"), publisher)))
         if why is not None:
             if kept is not None:
                 kept.setdefault(why, []).append(uid)
-            return _withdrawal(uid, live, saved.get("message"), publisher) if evidence == UNEDITED else None
+            return None
     change = Change("grafana", "dashboard", uid, DELETE, live=live)
     if evidence == EDITED:
         change.edited = True
@@ -269,23 +236,6 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
     return change
-
-
-def _withdrawal(uid: str, live: dict[str, Any], message: str | None, publisher: Publisher) -> Change | None:
-    """A save, with --prune only, that withdraws the claim these settings recorded on a dashboard other settings of
-    the project saved and these no longer define (content and owner on record unchanged), so that the owner's
-    --prune may delete it once they no longer define it either; None when no claim of these settings is recorded."""
-    claims = grafana_claims(message)
-    recorded = grafana_recorded_publisher(message)
-    if recorded is None or not any(_mine(c, publisher) for c in claims):
-        return None
-    kept = frozenset(c for c in claims if not _mine(c, publisher))
-    return Change("grafana", "dashboard", uid, UPDATE, [
-        f"no longer defined here: withdraw the claim these settings recorded beside the settings that saved it "
-        f"({_publisher_text(*recorded)}), whose it stays; --prune withdraws it"], live={
-        **live, "with_prune": True,
-        "record": {"publisher": (recorded[0], tuple(sorted(recorded[1]))), "claims": kept,
-                   "body": live["dashboard"]}})
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -320,7 +270,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
           records: list[Record] | None, label: str = "reading Grafana") -> list[Change]:
     claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
-    shared: dict[tuple[str, bool], list[str]] = {}
+    shared: dict[str, list[str]] = {}
     with progress.phase(label, len(dashboards) + 2) as tick:
         live_folder = client.folder(folder["uid"])
         tick()
@@ -357,26 +307,17 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"only dashboards saved before that are left so); if one is this project's, delete it by hand: "
                     f"in Grafana (Dashboard settings, Delete) or curl -X DELETE -H \"Authorization: Bearer "
                     f"$GRAFANA_TOKEN\" \"$GRAFANA_URL/api/dashboards/uid/UID\"")
-    for (other, same_project), uids in sorted(shared.items()):
-        what = ("theirs on record; these settings are recorded beside them as publishing them too (once, a save of "
-                "the same content), so that a --prune of those settings leaves them" if same_project else
-                "and that project's to prune: if it stops defining one, its push --prune deletes it and this "
-                "file's next push creates it again (a new version history)")
+    for other, uids in sorted(shared.items()):
         client.note(f"{len(uids)} dashboard(s) these settings define are generated the same by other settings "
-                    f"({other}), which saved them last ({shown_names(sorted(uids))}): left as they are, {what}; "
-                    f"give each settings file its own grafana.uid_prefix and grafana.folder.uid so that each has its "
-                    f"own copy")
+                    f"({other}), which saved them last ({shown_names(sorted(uids))}): left as they are, and that "
+                    f"file's to prune: if it stops defining one, its push --prune deletes it and this file's next "
+                    f"push creates it again (a new version history); give each settings file its own "
+                    f"grafana.uid_prefix and grafana.folder.uid so that each has its own copy")
     if kept.get("elsewhere"):
         client.note(f"{len(kept['elsewhere'])} dashboard(s) in folder {folder['uid']} not defined here were last saved "
                     f"by other settings (another project, or settings with none of these clusters: "
                     f"{shown_names(kept['elsewhere'])}): --prune leaves them; settings that share a folder and uid "
                     f"prefix share uids: give each settings file its own grafana.uid_prefix and grafana.folder.uid")
-    if kept.get("claimed"):
-        claims = sorted({_publisher_text(*c) for _, recorded in kept.get("claimed_by", []) for c in recorded})
-        client.note(f"{len(kept['claimed'])} dashboard(s) in folder {folder['uid']} not defined here are recorded as "
-                    f"published too by other settings that generate them ({'; '.join(claims)}): --prune leaves them "
-                    f"({shown_names(kept['claimed'])}), since those may still define them; if none does any more, "
-                    f"delete them by hand in Grafana (Dashboard settings, Delete)")
     if kept.get("partly"):
         client.note(f"{len(kept['partly'])} dashboard(s) in folder {folder['uid']} not defined here were saved by "
                     f"settings with clusters these settings no longer all define ({shown_names(kept['partly'])}): "
@@ -419,13 +360,9 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
-    # what the save records: these settings, with the claims of other settings carried on; or, for a claim, the
-    # settings that saved it last, with the claims
-    record = live.get("record") or {}
     posts = client.sent.get("POST", 0)
     try:
-        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix, record.get("publisher", publisher),
-                                                         record.get("claims", ())))
+        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix, publisher))
     except RemoteError as exc:
         mismatch = isinstance(exc, PreconditionFailed) and exc.kind == "version-mismatch"
         if not (lost(exc) or mismatch or isinstance(exc, (InvalidAnswer, Unreachable))):
@@ -511,9 +448,8 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                     client.create_folder(folder["uid"], folder["title"])
                 elif change.action == DELETE:
                     _delete(client, change, folder["uid"])
-                else:  # a withdrawal saves the dashboard as it is
-                    desired = dashboards.get(change.name) or change.live["record"]["body"]
-                    _save(client, change, desired, folder, note, uid_prefix, publisher)
+                else:
+                    _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
                 outcomes.append(Outcome(change, done=True, status=DONE))
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
