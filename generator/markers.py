@@ -33,7 +33,10 @@ UID_PREFIX_NOTE = "uid-prefix:"
 # as many whole names as PUBLISHER_LENGTH holds): two projects, or two settings files of one project, that share a
 # Grafana folder and uid prefix never overwrite or prune each other's dashboards.
 PROJECT_NOTE, CLUSTERS_NOTE, NO_PROJECT = "project:", "clusters:", "-"
-PUBLISHER_LENGTH = 1000
+# Grafana refuses a save whose version message is longer than GRAFANA_MESSAGE_LENGTH bytes (400 "message too long,
+# max 500 characters"); the notes above take at most 143 bytes besides the clusters, so PUBLISHER_LENGTH leaves
+# room for them and the rest of the message (the commit note) is cut to fit.
+GRAFANA_MESSAGE_LENGTH, PUBLISHER_LENGTH = 500, 300
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}

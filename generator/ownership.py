@@ -24,8 +24,8 @@ import re
 from typing import Any
 
 from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLUSTERS_NOTE,
-                      GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE, PUBLISHER_LENGTH,
-                      TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
+                      GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE,
+                      PUBLISHER_LENGTH, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
 
 _STAMP = re.compile(r"\n*`?" + re.escape(HASH_NOTE) + r"([0-9a-f]{16})`?\s*$")
@@ -58,11 +58,18 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
                     publisher: tuple[str, tuple[str, ...]] | None = None) -> str:
     """The message of a version gpudash saves: the hash note, then the uid prefix it was saved with (which project
     wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then
-    the settings that saved it (`publisher`: their project, "" for none, and clusters), then `note`."""
+    the settings that saved it (`publisher`: their project, "" for none, and clusters), then `note`, cut so that the
+    message fits the GRAFANA_MESSAGE_LENGTH bytes Grafana takes (the notes before it always fit: project and uid
+    prefix are bounded by the settings schema, the clusters by PUBLISHER_LENGTH)."""
     recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
     if uid_prefix and publisher is not None:
         recorded += f" {PROJECT_NOTE}{publisher[0] or NO_PROJECT} {CLUSTERS_NOTE}{_publisher_clusters(publisher[1])}"
-    return f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded} {note}".strip()
+    head = f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded}"
+    room = GRAFANA_MESSAGE_LENGTH - len(head.encode()) - 1
+    if room < 0:
+        raise ValueError(f"a Grafana version message would be {len(head.encode())} bytes, over Grafana's "
+                         f"{GRAFANA_MESSAGE_LENGTH}: {head[:80]}...")
+    return f"{head} {note.encode()[:room].decode(errors='ignore')}".strip()
 
 
 def _publisher_clusters(clusters: tuple[str, ...]) -> str:

@@ -880,3 +880,26 @@ def test_push_renamed_from_a_cluster_another_settings_file_saved_last_is_refused
             "published by settings with clusters team-a team-b, not by an earlier version of these (clusters "
             "team-z)") in stderr, stderr
     assert _models(grafana) == before and set(_latest_clusters(grafana).values()) == {"team-a,team-b"}
+
+
+def test_a_settings_file_with_many_clusters_and_a_long_commit_subject_saves_messages_grafana_takes(
+        grafana, run, tmp_path, monkeypatch):
+    """Grafana refuses a save whose version message is over 500 bytes (400 "message too long, max 500 characters");
+    the test server refuses it too. Thirty long cluster names (an 870-character list) and a 200-character commit
+    subject with non-ASCII letters: every save is taken, records these settings, and the next push writes nothing."""
+    clusters = [f"prod-eks-us-east-1-gpu-{i:02d}" for i in range(30)]
+    text = "project: ml-platform\nclusters:\n" + "".join(
+        f"  - {{name: {c}, region: us-east-1, prometheus_label: {c}}}\n" for c in clusters)
+    (tmp_path / "gpudash.yaml").write_text(text)
+    monkeypatch.setattr("generator.cli_publish.git_note", lambda cwd=None: "a9bcb45 " + "Schwellwerte für H100 " * 9)
+    code, stdout, stderr = _push(run, "--config", str(tmp_path / "gpudash.yaml"))
+    assert code == 0, stderr
+    messages = [entry["versions"][-1]["message"] for entry in grafana.state.dashboards.values()]
+    assert sorted(grafana.state.dashboards) == UIDS
+    assert max(len(m.encode()) for m in messages) <= 500
+    assert all(" project:ml-platform clusters:prod-eks-us-east-1-gpu-00," in m and "a9bcb45 Schwellwerte" in m
+               for m in messages)
+    writes = len(grafana.writes())
+    code, stdout, stderr = _push(run, "--config", str(tmp_path / "gpudash.yaml"))
+    assert code == 0, stderr
+    assert json.loads(stdout)["written"] == [] and len(grafana.writes()) == writes

@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # imported where a server validates its first request: not at
     import jsonschema
 
 ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
+# Grafana refuses a dashboard save whose version message is longer than this, in bytes (dashboards service: `len(dto.Message) > 500` -> 400 "message too long, max 500 characters").
+SAVE_MESSAGE_LENGTH = 500
 
 
 class Spec:
@@ -278,6 +280,9 @@ class GrafanaTestServer(LoopbackServer):
         title = dashboard.get("title", "")
         if not title:
             return 400, {"message": "Dashboard title cannot be empty"}, path
+        message = body.get("message", "")
+        if isinstance(message, str) and len(message.encode()) > SAVE_MESSAGE_LENGTH:
+            return 400, {"message": "message too long, max 500 characters"}, path
         if len(uid) > 40:
             return 400, {"message": "uid too long, max 40 characters"}, path
         if folder_uid and folder_uid not in self.state.folders:
