@@ -23,16 +23,17 @@ REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "r
 # `make test` runs one file per worker at a time (pytest-xdist, in this order with --no-loadscope-reorder),
 # so no worker is left with one of them alone at the end while the others idle.
 # A file missing from this list keeps its place after them; the order does not change what any test asserts.
-START_FIRST = ("test_cloudwatch_projects.py", "test_verify.py", "test_cloudwatch_ownership.py",
-               "test_scrape_with_prometheus.py", "test_data_missing.py", "test_ci_workflow.py", "test_grafana_faults.py",
-               "test_cloudwatch_mig.py", "test_grafana_push.py", "test_fleet_truth.py", "test_cloudwatch_truth.py",
-               "test_cloudwatch_apply.py", "test_container_insights_fleet_churn.py", "test_agent_otel.py",
-               "test_bad_input.py", "test_prometheus_rules.py", "test_verify_answers.py", "test_golden_builds.py",
-               "test_cloudwatch_write_answers.py", "test_preview.py", "test_input_robustness.py", "test_imports.py",
-               "test_cloudwatch_validator.py", "test_first_steps.py", "test_cost.py", "test_cloudwatch_faults.py",
-               "test_cloudwatch_virtual_gpus.py", "test_verify_container_insights.py", "test_grafana_render.py",
-               "test_cloudwatch_rate_paths.py", "test_mig_twins.py", "test_counter_twins.py", "test_secret_echo.py",
-               "test_cloudwatch_exact_rates.py", "test_cloudformation.py", "test_packaging.py", "test_field_labels.py")
+START_FIRST = ("test_data_missing.py", "test_cloudwatch_projects.py", "test_cloudwatch_ownership.py", "test_verify.py",
+               "test_grafana_push.py", "test_grafana_faults.py", "test_gauge_twins.py",
+               "test_cloudwatch_write_proof.py", "test_shared_gpu_counters.py", "test_prometheus_rules.py",
+               "test_ci_workflow.py", "test_container_insights_fleet_churn.py", "test_cloudwatch_mig.py",
+               "test_scrape_with_prometheus.py", "test_cloudwatch_truth.py", "test_cloudwatch_evidence.py",
+               "test_cloudwatch_exact_rates.py", "test_input_robustness.py", "test_container_insights_data_missing.py",
+               "test_fleet_truth.py", "test_verify_answers.py", "test_bad_input.py", "test_golden_builds.py",
+               "test_period_twins.py", "test_cloudwatch_write_answers.py", "test_packaging.py",
+               "test_cloudformation.py", "test_preview.py", "test_cloudwatch_blanks.py",
+               "test_cloudwatch_pod_totals.py", "test_agent_otel.py", "test_counter_blanks.py", "test_cost.py",
+               "test_imports.py", "test_lint.py", "test_counter_twins.py", "test_secret_echo.py")
 
 
 def pytest_collection_modifyitems(items):
