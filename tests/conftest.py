@@ -203,35 +203,6 @@ def definitions_compiled_once_per_text():
 
 
 @pytest.fixture(autouse=True, scope="session")
-def builds_made_once_per_project():
-    """Every in-process command that builds (generate, lint, cost, plan, push, apply) renders the whole artifact set
-    from its project: the same few projects, again and again in a worker (a second push, a plan after a push, the
-    same settings file in many tests). `build` reads nothing but the project (its settings, catalog and the values
-    its definitions returned) and the package's own data, so here a build is kept by its project's value: a project
-    equal in every field to one built before (dataclass equality: settings, catalog, every dashboard and alarm and
-    where each was defined) gets that build's artifacts; anything that differs is built anew. A build that raises
-    keeps nothing. Like a build read back with `--from` (below), the artifacts are only read by the commands."""
-    from generator import artifacts
-
-    build = artifacts.build
-    made: list = []
-
-    def build_once(project):
-        for known, built in made:
-            if known == project:
-                return built
-        built = build(project)
-        if len(made) >= 64:  # oldest first out: a worker's tests build far fewer distinct projects than that
-            del made[0]
-        made.append((project, built))
-        return built
-
-    artifacts.build = build_once
-    yield
-    artifacts.build = build
-
-
-@pytest.fixture(autouse=True, scope="session")
 def builds_read_once_per_content():
     """`push --from` and `lint --from` read a build folder back: every file checked against the manifest, then
     parsed (YAML, JSON) into the artifact set, at every command. Here what is parsed is kept by the folder's exact
