@@ -105,7 +105,8 @@ def together_figures(scratch: Path) -> None:
             changes = grafana_sync.plan(client, desired.grafana, desired.folder,
                                         uid_prefix=project.settings.grafana.uid_prefix)
             grafana_sync.push(client, changes, desired.grafana, desired.folder, "", force=False, prune=False,
-                              dry_run=False)
+                              dry_run=False, uid_prefix=desired.grafana_uid_prefix,
+                              publisher=(desired.project, desired.clusters))
             cloudwatch = CloudWatch(endpoint_url=moto.url)
             changes = cloudwatch_sync.plan(cloudwatch, desired)
             cloudwatch_sync.apply(cloudwatch, changes, desired.cloudwatch_dashboards, desired.alarms,
