@@ -374,7 +374,8 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     parts = (f'label_replace({steps}, "{RANGE_PART}", "steps", "", "") or '
              f'label_replace(-{before}, "{RANGE_PART}", "before", "", "") or '
              f'label_replace({after}, "{RANGE_PART}", "tail", "", "")')
-    return f"(sum without ({RANGE_PART}) ({parts}) < {INCREASE_BLANK_FLOOR})"
+    # never below 0: a reset at the window's first scrape leaves the `before` part nothing to take off
+    return f"(clamp_min(sum without ({RANGE_PART}) ({parts}), 0) < {INCREASE_BLANK_FLOOR})"
 
 
 def _exact_gap(seconds: int) -> int:
