@@ -73,29 +73,43 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
 
 
 def _publisher_clusters(clusters: tuple[str, ...]) -> str:
-    """The clusters as a version message records them: as many whole names, sorted, as PUBLISHER_LENGTH holds (a
-    shorter list still names only clusters of the settings that saved it)."""
+    """The clusters as a version message records them: all of them, sorted, when PUBLISHER_LENGTH holds them, else as
+    many whole names as it holds followed by a comma, which marks the list as cut (a cut list proves nothing about
+    the names it leaves out: --prune keeps what such a record saved, see `CLUSTERS_CUT`)."""
+    listed = sorted(clusters)
+    if len(",".join(listed)) <= PUBLISHER_LENGTH:
+        return ",".join(listed)
     names: list[str] = []
-    for name in sorted(clusters):
-        if len(",".join([*names, name])) > PUBLISHER_LENGTH:
+    for name in listed:
+        if len(",".join([*names, name])) + 1 > PUBLISHER_LENGTH:
             break
         names.append(name)
-    return ",".join(names)
+    return ",".join(names) + ","
+
+
+# In a recorded cluster set, the mark of a list cut to fit the message (never a cluster name): such a set is never
+# all of some settings' clusters, so it is neither these settings' whole record nor a subset of them.
+CLUSTERS_CUT = "..."
+
+
+def _recorded_clusters(text: str) -> frozenset[str]:
+    names = {name for name in text.split(",") if name}
+    return frozenset(names | {CLUSTERS_CUT} if text.endswith(",") else names)
 
 
 def grafana_publisher(project: str, clusters: tuple[str, ...]) -> tuple[str, frozenset[str]]:
     """(project, clusters) of these settings as a version message records them (grafana_recorded_publisher)."""
-    return project, frozenset(name for name in _publisher_clusters(clusters).split(",") if name)
+    return project, _recorded_clusters(_publisher_clusters(clusters))
 
 
 def grafana_recorded_publisher(message: str | None) -> tuple[str, frozenset[str]] | None:
-    """(project, "" for none; clusters) of the settings a gpudash version message records as saving it; None for
-    one saved before gpudash recorded them."""
+    """(project, "" for none; clusters, with CLUSTERS_CUT where the list was cut) of the settings a gpudash version
+    message records as saving it; None for one saved before gpudash recorded them."""
     match = _RECORDED_PUBLISHER.match(message) if isinstance(message, str) else None
     if not match:
         return None
     project = "" if match.group(1) == NO_PROJECT else match.group(1)
-    return project, frozenset(name for name in match.group(2).split(",") if name)
+    return project, _recorded_clusters(match.group(2))
 
 
 def grafana_recorded_prefix(message: str | None) -> str | None:

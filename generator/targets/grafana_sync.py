@@ -19,8 +19,9 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
 from ..errors import RemoteError, may_have_happened
 from ..markers import GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (Record, content_hash, grafana_content, grafana_message, grafana_owned, grafana_publisher,
-                         grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher, renamed_evidence)
+from ..ownership import (CLUSTERS_CUT, Record, content_hash, grafana_content, grafana_message, grafana_owned,
+                         grafana_publisher, grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher,
+                         renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
@@ -74,7 +75,7 @@ def _recorded(records: list[Record] | None, uid: str, defined: bool, message: st
 
 def _renamed_hint(message: str | None) -> str:
     recorded = grafana_recorded_publisher(message)
-    names = sorted(recorded[1])[:3] if recorded else []
+    names = sorted(recorded[1] - {CLUSTERS_CUT})[:3] if recorded else []
     flags = " ".join(f"--renamed-from {name}" for name in names)
     return (f"; if these settings saved it with those clusters and renamed them since, `gpudash push {flags}` takes "
             "it back") if names else ""

@@ -12,7 +12,7 @@ from generator.resources import bundled
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
-from generator.ownership import grafana_message
+from generator.ownership import CLUSTERS_CUT, grafana_message, grafana_recorded_publisher
 from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
@@ -903,3 +903,27 @@ def test_a_settings_file_with_many_clusters_and_a_long_commit_subject_saves_mess
     code, stdout, stderr = _push(run, "--config", str(tmp_path / "gpudash.yaml"))
     assert code == 0, stderr
     assert json.loads(stdout)["written"] == [] and len(grafana.writes()) == writes
+
+
+def test_a_cluster_list_cut_to_fit_the_message_proves_no_split_file_owns_the_dashboard(grafana, run, tmp_path):
+    """A settings file of 14 clusters of 25 characters records 11 of them (Grafana's 500-byte message), marked as cut.
+    Split: A keeps the 11 recorded clusters, the other 3 and the team dashboard go elsewhere. A's --prune leaves the
+    team dashboard: a cut list does not show that A defines every cluster that saved it (it deleted it)."""
+    names = [f"prod-eks-us-east-1-gpu-{i:02d}" for i in range(14)]
+    whole = tmp_path / "whole"
+    (whole / "dash").mkdir(parents=True)
+    (whole / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
+    text = "project: shop\nclusters:\n" + "".join(f"  - {{name: {c}, region: us-east-1}}\n" for c in names)
+    (whole / "gpudash.yaml").write_text(text + f"definitions:\n  dashboards: [{DASHBOARDS_DIR}, dash]\n")
+    code, _, stderr = _push(run, "--config", str(whole / "gpudash.yaml"))
+    assert code == 0, stderr
+    team = "gpudash-team-a-training"
+    recorded = grafana_recorded_publisher(grafana.state.dashboards[team]["versions"][-1]["message"])
+    assert recorded == ("shop", frozenset([*names[:11], CLUSTERS_CUT]))  # 11 names fit, then the mark of a cut list
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "gpudash.yaml").write_text("project: shop\nclusters:\n" + "".join(
+        f"  - {{name: {c}, region: us-east-1}}\n" for c in names[:11]))
+    code, _, stderr = _push(run, "--config", str(a / "gpudash.yaml"), "--prune")
+    assert code == 0, stderr
+    assert team in grafana.state.dashboards, "A's --prune deleted the dashboard published with clusters 11-13"
