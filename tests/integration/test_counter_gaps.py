@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import pytest
 
-from generator.artifacts import build, grafana_dashboards
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
+from generator.artifacts import build
 from generator.project import load_project
 from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.range_panels import health_panel, shown_over
 
 STEP, SPAN = 30, 3 * 3600
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 TITLE = "Rows remapped (uncorrectable)"
-VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 AWAY_FROM = 1800  # seconds after the start: each GPU's last reading before its gap is the last scrape before it
 # each GPU's seconds without a sample; the bar it shows (2 h: past the bar's horizon), and whether the rule fires
 GAPS = {"gap-4m": 240, "gap-6.5m": 390, "gap-9m": 540, "gap-12m": 720, "gap-50m": 3000, "gap-2h": 7200}
@@ -70,14 +68,8 @@ def test_the_rows_bar_counts_a_row_remapped_while_the_exporter_was_away(backfill
     """Before: the reading before each first one back was looked for 5 minutes back only: 0 for the 6.5-minute,
     12-minute and 50-minute gaps (where increase() over the range says 1)."""
     prometheus, start = backfilled
-    dashboard = next(d for d in grafana_dashboards(project) if d.uid == "gpudash-health")
-    (target,) = next(p for p in dashboard.model["panels"] if p.get("title") == TITLE)["targets"]
-    assert target["instant"] is True
-    last = start + SPAN - 60  # the range: the whole story but its first and last minute
-    length = last - (start + 60)
-    macros = {"__range": f"{length}s", "__range_s": str(length), "__range_ms": str(length * 1000)}
-    result = prometheus.query(interpolate(target["expr"], {**macros, **variables({}, VARIABLES)}), at=str(last))
-    bars = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+    # the range: the whole story but its first and last minute
+    bars = shown_over(prometheus, health_panel(TITLE, project), (start + 60) * 1000, (start + SPAN - 60) * 1000)
     assert bars == {f"{name} GPU {gpu}": SHOWN[name] for gpu, name in enumerate(GAPS)}
 
 

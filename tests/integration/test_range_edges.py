@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
-from generator.project import load_project
 from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.range_panels import health_panel, shown_over
 
 STEP_MS, SPAN = 30_000, 3 * 3600
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 TITLE = "Rows remapped (uncorrectable)"
-VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 EDGES = ("from - 1 ms", "from", "from + 1 ms", "to - 1 ms", "to", "to + 1 ms")
 
 
@@ -59,22 +55,7 @@ def backfilled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def panel():
-    dashboard = next(d for d in grafana_dashboards(load_project()) if d.uid == "gpudash-health")
-    return next(p for p in dashboard.model["panels"] if p.get("title") == TITLE)
-
-
-def shown_over(prometheus, panel: dict, first: int, last: int) -> dict[str, float]:
-    """{bar: value} as Grafana shows the panel over [first, last] (ms): its macros from the range, an instant query at
-    `to`."""
-    (target,) = panel["targets"]
-    assert target["instant"] is True
-    length = last - first
-    macros = {"__range": f"{round(length / 1000)}s", "__range_s": str(round(length / 1000)), "__range_ms": str(length)}
-    expr = interpolate(target["expr"], {**macros, **variables({}, VARIABLES)})
-    result = prometheus.query(expr, at=f"{last // 1000}.{last % 1000:03d}")
-    bars = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-    assert len(bars) == len(result)
-    return bars
+    return health_panel(TITLE)
 
 
 @pytest.mark.parametrize("name", ["previous-hour", "last-hour"])

@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
-from generator.preview.interpolate import interpolate, variables
-from generator.preview.legend import render as render_legend
-from generator.project import load_project
 from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.range_panels import health_panel, shown_over
 
 SPAN, FROM, LENGTH = 3 * 3600, 3610.5, 1800  # the range: [start + FROM, start + FROM + LENGTH] seconds
 ROWS = "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
 TITLE = "Rows remapped (uncorrectable)"
-VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 # each GPU's copies: (instance, first scrape's offset in seconds from the start, seconds between scrapes)
 FLEET = {
     "every-15s": (("10.0.0.1:9400", 2, 15),),  # scrapes at 3602 (before from) and 3617 (the change), one step
@@ -53,15 +49,9 @@ def backfilled(tmp_path_factory):
 
 
 def _bars(prometheus, start: int) -> dict[str, float]:
-    """The health dashboard's rows-remapped bars over [start + FROM, start + FROM + LENGTH], as Grafana asks."""
-    dashboard = next(d for d in grafana_dashboards(load_project()) if d.uid == "gpudash-health")
-    (target,) = next(p for p in dashboard.model["panels"] if p.get("title") == TITLE)["targets"]
+    """The rows-remapped bars over [start + FROM, start + FROM + LENGTH], as Grafana asks."""
     first, last = round((start + FROM) * 1000), round((start + FROM + LENGTH) * 1000)
-    length = last - first
-    macros = {"__range": f"{round(length / 1000)}s", "__range_s": str(round(length / 1000)), "__range_ms": str(length)}
-    result = prometheus.query(interpolate(target["expr"], {**macros, **variables({}, VARIABLES)}),
-                              at=f"{last // 1000}.{last % 1000:03d}")
-    return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+    return shown_over(prometheus, health_panel(TITLE), first, last)
 
 
 def test_a_change_at_the_ranges_first_scrape_counts_when_its_step_also_reads_one_before(backfilled):

@@ -1,0 +1,32 @@
+"""A counter panel of the health dashboard as Grafana shows it over a dashboard range: an instant query at the
+range's end `to`, its range macros filled from [from, to] in milliseconds, the variables at "All"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import Project, load_project
+
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+
+
+def health_panel(title: str, project: Project | None = None) -> dict[str, Any]:
+    dashboard = next(d for d in grafana_dashboards(project or load_project()) if d.uid == "gpudash-health")
+    return next(p for p in dashboard.model["panels"] if p.get("title") == title)
+
+
+def shown_over(prometheus, panel: dict[str, Any], first: int, last: int) -> dict[str, float]:
+    """{bar legend: value} of `panel` over [first, last] (ms), as Grafana asks: `${__range_ms}` exact, `$__range`
+    and `$__range_s` rounded to whole seconds, one instant query at `to`."""
+    (target,) = panel["targets"]
+    assert target["instant"] is True
+    length = last - first
+    macros = {"__range": f"{round(length / 1000)}s", "__range_s": str(round(length / 1000)), "__range_ms": str(length)}
+    result = prometheus.query(interpolate(target["expr"], {**macros, **variables({}, VARIABLES)}),
+                              at=f"{last // 1000}.{last % 1000:03d}")
+    bars = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+    assert len(bars) == len(result)
+    return bars
