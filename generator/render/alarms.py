@@ -714,17 +714,18 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
         return breaching(0)
     if needed == periods:
         return "(" + " and ".join(f"({breaching(k)})" for k in range(periods)) + ")"
-    marked = " or ".join(f'label_replace({breaching(k)}, "{PERIOD_LABEL}", "{k}", "", "")'
-                         for k in range(periods))
-    return f"(count without ({PERIOD_LABEL}) ({marked}) >= {needed})"
+    return f"({_over_periods('count', [breaching(k) for k in range(periods)])} >= {needed})"
 
 
 RANGE_JUDGED = ("missing", "notBreaching")  # missing data CloudWatch judges over its evaluation range (_of_range)
 NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
 
-def _marked(expr: str, period: int) -> str:
-    return f'label_replace({expr}, "{PERIOD_LABEL}", "{period}", "", "")'
+def _over_periods(aggregation: str, terms: list[str]) -> str:
+    """`aggregation` (count, sum) over the periods' terms, latest first, each marked with its own PERIOD_LABEL so
+    that `or` keeps them all."""
+    marked = " or ".join(f'label_replace({term}, "{PERIOD_LABEL}", "{k}", "", "")' for k, term in enumerate(terms))
+    return f"{aggregation} without ({PERIOD_LABEL}) ({marked})"
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:
@@ -749,10 +750,10 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
         return f"({value(k)} {compare} bool {threshold})"
 
     def summed(terms: list[str]) -> str:
-        return f"sum without ({PERIOD_LABEL}) ({' or '.join(_marked(term, k) for k, term in enumerate(terms))})"
+        return _over_periods("sum", terms)
 
     def counted(terms: list[str]) -> str:
-        return f"count without ({PERIOD_LABEL}) ({' or '.join(_marked(term, k) for k, term in enumerate(terms))})"
+        return _over_periods("count", terms)
 
     def breaching(k: int) -> str:
         return f"{value(k)} {compare} {threshold}"
