@@ -29,7 +29,7 @@ from typing import Any
 
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL
 from .derived_sets import SET_NAMES, added_to
-from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, REQUIRED_DIMENSIONS
+from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
 
 # Labels the scrape job adds to every series, beside the exporter's own.
 TARGET_LABELS = ("job", "instance", "Namespace", "Service", "node", "exporter_pod")
@@ -141,9 +141,6 @@ def dimension_problem(document: dict[str, Any], defaults: dict[str, list[str]]) 
                       "knows no one value of it per pod" if static and name in usable + WORKLOAD else \
                     _missing_from_some(name, pipeline)
                 return ["cloudwatch", key, index], f"{what} names {name!r}: {why}", fix
-        if key == "dimensions":  # the idle alarm's set of each MIG instance a pod holds adds the GPU and instance too
-            added = max(added, tuple(name for name in (GPU_DIMENSION, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
-                                     if name not in names), key=len)
         largest = len(names) + len(added)
         if largest > MAX_DIMENSIONS:
             derived = ", ".join(added)

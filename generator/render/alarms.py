@@ -21,6 +21,7 @@ from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
 from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
+from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings
 
 if TYPE_CHECKING:
@@ -222,9 +223,29 @@ def mig_plan(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[Plan, 
     if list(result.dims) == pod_gpu_dimensions(settings):  # each MIG instance of a pod's GPU judged on its own
         def instance(names: tuple[str, ...]) -> tuple[str, ...]:  # GPU_I_ID once, where the per-pod set names it
             return tuple(dict.fromkeys((*names, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)))
+        _within_agent_limit(alarm, instance(result.dims), settings)
         return replace(result, dims=instance(result.dims), group=instance(result.group),
                        series=instance(result.series), divisor=result.divisor / factor), stand_in
     return replace(result, dims=tuple(mig_only(result.dims)), divisor=result.divisor / factor), stand_in
+
+
+def _within_agent_limit(alarm: Alarm, dims: tuple[str, ...], settings: Settings) -> None:
+    """Refuses a MIG set per pod and instance that the agent would drop (more than MAX_DIMENSIONS names: awsemf's
+    metric_declaration.go drops it with a line in the agent's log only, and the alarm would never see a MIG pod).
+    Judged here, where the set is derived, so only a build holding such an alarm is refused."""
+    if len(dims) <= MAX_DIMENSIONS:
+        return
+    from ..settings import setting_place
+
+    pods = pod_dimensions(settings)
+    added = [name for name in dims if name not in pods]
+    raise InputError(
+        f"alarm {alarm.id!r} ({alarm.defined_at}) judges each MIG instance a pod holds under cloudwatch.dimensions "
+        f"and {', '.join(added)}: {len(dims)} dimensions, and the CloudWatch agent drops a set of more than "
+        f"{MAX_DIMENSIONS} (its log says so, nothing else does): the alarm would never see a pod on a MIG instance",
+        where=setting_place(settings, ["cloudwatch", "dimensions"]),
+        hint=f"name at most {MAX_DIMENSIONS - len(added)} dimensions in cloudwatch.dimensions, or group alarm "
+             f"{alarm.id!r} by pod alone (a pod's mean over its GPUs)")
 
 
 def mig_left_out(project) -> list[tuple[str, str]]:

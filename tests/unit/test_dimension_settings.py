@@ -118,18 +118,39 @@ def test_a_set_past_ten_dimensions_is_dropped_by_the_agent(pipeline):
         assert _gpus(datapoints, names) == EVERY_GPU
 
 
+EIGHT = (*POD_SET, "container", "UUID", "device", "modelName", "Service")
+ONE_ALARM = """
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    return [Alarm("gpu-temp-critical", "GPU temperature critical",
+                  Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 90))]
+"""
+
+
+def test_eight_per_pod_names_are_refused_only_by_a_build_with_an_alarm_per_mig_instance(project_dir, cli):
+    """Eight per-pod names: the idle alarm's set of each MIG instance a pod holds adds gpu, GPU_I_ID and
+    GPU_I_PROFILE (eleven names, which the agent drops): such a build is refused at the setting's line, naming the
+    alarm. A build without such an alarm publishes no set past ten: built and lint-clean."""
+    config = project_dir(f"cloudwatch:\n  dimensions: [{', '.join(EIGHT)}]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "refused"))
+    assert code == 2 and f"error: {config}:2: alarm 'gpu-idle' (" in stderr and "11 dimensions" in stderr, stderr
+    assert "fix: name at most 7 dimensions in cloudwatch.dimensions" in stderr
+    (config.parent / "alarms").mkdir()
+    (config.parent / "alarms" / "heat.py").write_text(ONE_ALARM)
+    config.write_text(config.read_text() + "definitions:\n  alarms: [alarms]\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "built"))
+    assert code == 0, stderr
+    code, stdout, stderr = cli("lint", "--config", str(config), "--from", str(config.parent / "built"))
+    assert code == 0 and "0 errors" in stdout, stdout + stderr
+
+
 @PIPELINES
-def test_the_idle_alarms_set_per_pod_and_mig_instance_stays_within_ten(pipeline):
-    """Eight per-pod names: the set of each MIG instance a pod holds (the idle alarm's; it adds gpu, GPU_I_ID and
-    GPU_I_PROFILE) has eleven, which the agent drops, and the idle alarm on MIG instances would never see a pod;
-    seven are the most that keep it."""
-    eight = (*POD_SET, "container", "UUID", "device", "modelName", "Service")
-    error = _refusal(f"cloudwatch:\n  dimensions: [{', '.join(eight)}]\n")
-    assert error.where == "gpudash.yaml:2" and "11 dimensions" in error.what, error
-    assert "name at most 7 dimensions in cloudwatch.dimensions" in error.hint
-    for names, kept in ((eight, False), (eight[:-1], True)):
-        (datapoints,) = _published(pipeline, dimensions=names).values()
-        assert bool(_under(datapoints, (*names, "gpu", "GPU_I_ID", "GPU_I_PROFILE"))) is kept
+def test_seven_per_pod_names_keep_the_idle_alarms_set_per_mig_instance(pipeline):
+    """Seven per-pod names and the idle alarm: the agent publishes the set per pod, GPU and MIG instance (ten)."""
+    (datapoints,) = _published(pipeline, dimensions=EIGHT[:-1]).values()
+    assert _under(datapoints, (*EIGHT[:-1], "gpu", "GPU_I_ID", "GPU_I_PROFILE"))
 
 
 def test_the_agent_model_reads_dimension_sets_as_awsemf_does():
@@ -161,6 +182,9 @@ def test_other_sets_the_agent_cannot_publish_as_read_are_refused(text, line, say
 @pytest.mark.parametrize("text", [
     # eight names with GPU_I_ID: the idle alarm's set per pod and MIG instance adds gpu and GPU_I_PROFILE (ten)
     "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, UUID, device, modelName, GPU_I_ID]\n",
+    # nine, the most the MIG per-pod set (GPU_I_PROFILE added) allows, where no alarm judges each MIG instance
+    "cloudwatch:\n  dimensions: [ClusterName, namespace, pod, container, UUID, device, modelName, Service, node]\n"
+    "definitions:\n  alarms: []\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  dimensions: [ClusterName, Namespace, Service, job, namespace, pod]\n",
     "agent: {pipeline: classic}\ncloudwatch:\n  gpu_dimensions: [ClusterName, node, gpu, UUID, device, modelName, "
     "Namespace, job]\n",
