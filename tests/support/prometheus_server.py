@@ -14,6 +14,8 @@ import yaml
 
 from generator.preview.sample import free_port, start  # free_port: moto_server and tests import it from here
 
+QUERY_TIMEOUT_S = 60  # a query answered slower than this is a hang, not load
+
 if TYPE_CHECKING:
     import requests
 
@@ -83,10 +85,11 @@ class Prometheus:
 
             self.session = requests.Session()  # one connection for the server's many queries
             self.session.trust_env = False  # no proxy settings to read from the environment at each query: loopback
+        # a generous read timeout: on a loaded 2-core machine one exact query at a whole fleet took over 10 s
         if path.startswith("query"):
-            response = self.session.post(f"{self.url}/api/v1/{path}", data=params, timeout=10)
+            response = self.session.post(f"{self.url}/api/v1/{path}", data=params, timeout=QUERY_TIMEOUT_S)
         else:
-            response = self.session.get(f"{self.url}/api/v1/{path}", params=params, timeout=10)
+            response = self.session.get(f"{self.url}/api/v1/{path}", params=params, timeout=QUERY_TIMEOUT_S)
         body = response.json()
         if body.get("status") != "success":
             raise AssertionError(f"{path} {params}: {body}")
