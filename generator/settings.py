@@ -722,6 +722,40 @@ def _workload_names_checked(labels: dict[str, Any], source: str, node: yaml.Node
                      hint=f"with --use-old-namespace write {wanted}; without it, {newer}")
 
 
+# What reading one workload label unrenamed shows where the scrape target carries a label of that name (the GPU
+# operator's ServiceMonitor, as prometheus-operator writes every endpoint target: the exporter pod's own pod,
+# namespace and container).
+_UNRENAMED = {"pod": "every GPU a pod holds would be shown under the exporter's pod",
+              "namespace": "every pod would be shown in the exporter's namespace (gpu-operator), and two pods of one "
+                           "name in two namespaces would read as one",
+              "container": "every pod's container would read as the exporter's container"}
+
+
+def workload_rename_mix(settings: Settings) -> tuple[str, str, str] | None:
+    """(where, what, fix) when labels: reads some workload labels under the `exported_` names Prometheus gives them
+    when the scrape target carries a label of the same name (honorLabels false) and others under the exporter's own
+    names; None when all three are read one way. Such a scrape renames every workload label the target carries: on
+    the GPU operator's ServiceMonitor, which attaches all three, a label read unrenamed is the exporter pod's own.
+    A scrape job of the user's own may attach only some (then the mix is right), so this is a warning, not a
+    refusal; gpudash's own scrape job and ServiceMonitor deliver the names as declared."""
+    labels = settings.labels
+    declared = {"pod": labels.pod, "namespace": labels.namespace, "container": labels.container}
+    renamed = [key for key, name in declared.items() if name.startswith("exported_")]
+    plain = [key for key in declared if key not in renamed]
+    if not renamed or not plain:
+        return None
+    written = ", ".join(f"labels.{key}: {declared[key]}" for key in renamed)
+    unrenamed = ", ".join(f"labels.{key}: {declared[key]}" for key in plain)
+    what = (f"{written} read{'s' if len(renamed) == 1 else ''} the workload's labels as Prometheus renames them when "
+            f"the scrape target carries labels of those names, but {unrenamed} read{'s' if len(plain) == 1 else ''} "
+            f"the name unrenamed: through the GPU operator's ServiceMonitor (its targets carry the exporter pod's "
+            f"pod, namespace and container) {'; '.join(_UNRENAMED[key] for key in plain)}")
+    fix = (", ".join(f"write labels.{key}: exported_{declared[key]}" for key in plain) +
+           " (a ServiceMonitor without honorLabels renames all three); keep it only if Prometheus scrapes the exporter "
+           f"through gpudash's own scrape job or ServiceMonitor, or a job that attaches no {', '.join(plain)} label")
+    return setting_place(settings, ["labels", plain[0]]), what, fix
+
+
 def _dimension_sets_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """The per-pod and per-GPU sets the agent publishes name what tells pods and GPUs apart (`document` has its
     defaults filled in; the Container Insights add-on publishes sets of its own)."""

@@ -19,7 +19,7 @@ from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import written_labels
 from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
-from ..settings import Cluster, dimensions_lacking
+from ..settings import Cluster, dimensions_lacking, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, is_query, parse as parse_query
@@ -367,6 +367,14 @@ def label_mode(subject: LintInput) -> Iterable[Finding]:
                               f"{name!r}: every per-pod query and alert would match nothing")
 
 
+def label_mix(subject: LintInput) -> Iterable[Finding]:
+    """labels: reads the workload's pod, namespace and container all under the names a scrape without honorLabels
+    gives them, or all unrenamed (settings.workload_rename_mix)."""
+    mix = workload_rename_mix(subject.settings)
+    if mix:
+        yield Finding("PR003", "warning", mix[0], f"{mix[1]}; fix: {mix[2]}")
+
+
 _DURATION = re.compile(r"(\d+)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -447,4 +455,6 @@ RULES = (
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
     Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
                   "declares", label_mode),
+    Rule("PR003", "`labels:` reads the workload's pod, namespace and container all as a ServiceMonitor without "
+                  "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
 )

@@ -61,6 +61,8 @@ RATE_WINDOW = "3s"
 VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
 OPERATOR = STYLES["gpu-operator"]
 EXPORTED = "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n"
+# what generate and lint warn about (PR003): the pod renamed, the namespace read unrenamed
+MIXED = "labels:\n  pod: exported_pod\n  namespace: namespace\n  container: exported_container\n"
 
 
 SHARED = """
@@ -454,3 +456,26 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
         assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
         pods = _variable_values(stack, variables["pod"], namespace=namespace)
         assert pods == {pod for ns, pod in mixed_fleet.namespaces_and_pods(FLEET) if ns == namespace}, namespace
+
+
+def test_the_warned_label_mix_shows_the_exporters_namespace_through_the_operators_servicemonitor(
+        stacks, projects, exporters, tmp_path):
+    """`labels:` reading exported_pod beside an unrenamed namespace (warned, PR003), through the GPU operator's
+    ServiceMonitor: every pod is shown in the exporter's namespace, and worker-0 of team-a and of team-b is one
+    line; all three read as exported_* (the fix the warning names), each pod is in its own namespace."""
+    path = next(p for p in PATHS if p.name == "operator-servicemonitor")
+    stack = stacks[path.name]
+    config = tmp_path / "mixed.yaml"
+    config.write_text(MIXED)
+    shown = {}
+    for name, project in (("mixed", load_project(config, _counters(tmp_path, set(FIELDS)))),
+                          ("exported", projects[path.name])):
+        target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
+        result = stack.prometheus.query(_substitute(target["expr"]), at=stack.at)
+        shown[name] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+    true = truth(query, _node_names(path, exporters))
+    assert set(shown["exported"]) == set(true) and all(_close(shown["exported"][k], v) for k, v in true.items())
+    assert {"Pod team-a/worker-0", "Pod team-b/worker-0"} <= set(true)
+    assert shown["mixed"] and {k.split("/")[0] for k in shown["mixed"]} == {"Pod gpu-operator"}, shown["mixed"]
+    assert {k.split("/", 1)[1] for k in shown["mixed"]} == {k.split("/", 1)[1] for k in true}
+    assert len(shown["mixed"]) == len(true) - 1  # the two worker-0 pods read as one

@@ -389,3 +389,28 @@ def test_a_scrape_path_that_does_not_rename_to_exported_pod_fails(project_dir):
     (finding,) = _rule(_feed(project, keep_pod), "PR002")
     assert (finding.severity, finding.where) == ("error", "k8s/servicemonitor.yaml")
     assert "'pod' label arrives as 'pod', but labels: queries 'exported_pod'" in finding.message
+
+
+@pytest.mark.parametrize("labels, warned, line", [
+    ("  pod: exported_pod\n  namespace: namespace\n  container: exported_container\n", "labels.namespace", 3),
+    ("  pod: exported_pod\n", "labels.namespace", 2),  # namespace and container left at their defaults
+    ("  namespace: exported_namespace\n", "labels.pod", 2),
+    ("  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n", None, 0),
+])
+def test_settings_reading_some_workload_labels_renamed_and_others_not_are_warned(labels, warned, line, project_dir,
+                                                                                 cli):
+    """The GPU operator's ServiceMonitor renames all three workload labels (its targets carry the exporter pod's
+    own): a label read unrenamed beside renamed ones is the exporter's there. generate and lint warn (PR003) at
+    the key, with the fix; they still build and pass (a scrape job of one's own may rename only some)."""
+    config = project_dir(f"labels:\n{labels}")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 0, stderr
+    code, stdout, _ = cli("lint", "--config", str(config), "--from", str(config.parent / "build"))
+    assert code == 0
+    if warned is None:
+        assert "PR003" not in stdout + stderr
+        return
+    assert f"warning: {config}:{line}: " in stderr and f"but {warned}: " in stderr, stderr
+    assert f"fix: write {warned}: exported_" in stderr
+    (found,) = [text for text in stdout.splitlines() if text.startswith("PR003")]
+    assert f"PR003 warning: {config}:{line}: " in found and f"fix: write {warned}: exported_" in found
