@@ -19,7 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-RUNS = 5
+# GPUDASH_BENCH_SMOKE=1: every script runs once at its smallest size, to show that it still runs
+# (tests/integration/test_benchmarks.py); its figures then mean nothing.
+SMOKE = os.environ.get("GPUDASH_BENCH_SMOKE") == "1"
+RUNS = 1 if SMOKE else 5
 
 
 @dataclass(frozen=True)

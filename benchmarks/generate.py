@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import RUNS, measure, measure_pair  # noqa: E402
+from _timing import RUNS, SMOKE, measure, measure_pair  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -29,6 +29,8 @@ GPUDASH = [str(BIN / "gpudash")]
 METRICS = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
            "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE",
            "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEMORY_TEMP"]
+DASHBOARDS, PANELS = (2, 2) if SMOKE else (200, 20)  # the many-dashboards row
+FEW, MANY = (1, 2) if SMOKE else (100, 1000)  # clusters of the two fleet rows
 
 ONE_DASHBOARD = '''
 from generator.model import Dashboard, Row
@@ -88,10 +90,10 @@ def scenarios(root: Path) -> dict[str, Path | None]:
     return {
         "defaults": None,
         "one dashboard": definitions_config(root, "one", ONE_DASHBOARD.format(metrics=METRICS[:8])),
-        "200 dashboards": definitions_config(root, "many", MANY_DASHBOARDS.format(
-            metrics=METRICS, dashboards=200, panels=20)),
-        "100 clusters": clusters_config(root, 100),
-        "1,000 clusters": clusters_config(root, 1000),
+        "many dashboards": definitions_config(root, "many", MANY_DASHBOARDS.format(
+            metrics=METRICS, dashboards=DASHBOARDS, panels=PANELS)),
+        "few clusters": clusters_config(root, FEW),
+        "many clusters": clusters_config(root, MANY),
     }
 
 
@@ -112,7 +114,7 @@ def first_builds(config: Path):
     Into a new folder is a first build as a user meets it: each run writes a folder of its own (named
     by the shell's process id), removed only after the last run, on a disk synced just before. Right
     after `rm -rf` (timed too): the inodes just freed are passed over for each file created."""
-    scratch = Path(tempfile.mkdtemp(prefix=".bench-first-", dir=HERE.parent))
+    scratch = Path(tempfile.mkdtemp(prefix=".bench-first-", dir=None if SMOKE else HERE.parent))
     try:
         os.sync()
         first = measure(["sh", "-c", 'exec "$@" --out "$0/new-$$"', str(scratch), *generate(config, None)])
@@ -132,15 +134,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         configs = scenarios(root)
-        first, after_rm = first_builds(configs["1,000 clusters"])
+        first, after_rm = first_builds(configs["many clusters"])
         print("| figure | gpudash | anchor (same run) |")
         print("|---|---|---|")
         row("`gpudash --help`", str(measure([*GPUDASH, "--help"])))
-        row("`generate`, defaults (4 dashboards, 10 alarms, 1 cluster)", str(measure(generate(None, root / "b0"))))
+        row("`generate`, defaults (4 dashboards, 12 alarms, 1 cluster)", str(measure(generate(None, root / "b0"))))
 
-        many, sdk = measure_pair(generate(configs["200 dashboards"], root / "b1"),
-                                 [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), "200", "20"])
-        row("`generate`, 200 dashboards × 20 panels (Grafana and CloudWatch)", str(many),
+        many, sdk = measure_pair(generate(configs["many dashboards"], root / "b1"),
+                                 [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), str(DASHBOARDS),
+                                  str(PANELS)])
+        row(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} panels (Grafana and CloudWatch)", str(many),
             f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f})")
 
         (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
@@ -150,13 +153,13 @@ def main() -> None:
         row("`generate`, one 8-panel dashboard", str(one),
             f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f})")
 
-        hundred, thousand = measure_pair(generate(configs["100 clusters"], root / "b3"),
-                                         generate(configs["1,000 clusters"], root / "b4"))
-        row("`generate`, 100 clusters", f"{hundred}, {hundred.peak_mib:.0f} MiB")
-        row("`generate`, 1,000 clusters", f"{thousand}, {thousand.peak_mib:.0f} MiB",
-            f"×{thousand.seconds / hundred.seconds:.1f} the time of 100 clusters (linear: ≤ ×10)")
-        row("`generate`, 1,000 clusters into a new folder", f"{first}, {first.peak_mib:.0f} MiB")
-        row("`generate`, 1,000 clusters right after `rm -rf` of the previous build",
+        small, large = measure_pair(generate(configs["few clusters"], root / "b3"),
+                                    generate(configs["many clusters"], root / "b4"))
+        row(f"`generate`, {FEW:,} clusters", f"{small}, {small.peak_mib:.0f} MiB")
+        row(f"`generate`, {MANY:,} clusters", f"{large}, {large.peak_mib:.0f} MiB",
+            f"×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (linear: ≤ ×{MANY // FEW})")
+        row(f"`generate`, {MANY:,} clusters into a new folder", f"{first}, {first.peak_mib:.0f} MiB")
+        row(f"`generate`, {MANY:,} clusters right after `rm -rf` of the previous build",
             f"{after_rm}, {after_rm.peak_mib:.0f} MiB",
             f"×{after_rm.seconds / first.seconds:.1f} the time into a new folder")
         print(f"\n(median of {RUNS} fresh processes each; load average at the end: {os.getloadavg()[0]:.1f} "

@@ -25,19 +25,35 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._reference import REFERENCE  # noqa: E402
+from benchmarks._timing import RUNS, SMOKE  # noqa: E402
 from generator.clients.cloudwatch import WRITES as WRITE_APIS  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
 GPUDASH = Path(sys.executable).parent / "gpudash"
 SPEC = REFERENCE / "grafana" / "grafana-http-api.openapi.json"
-RUNS = 5
+FLEETS = (1,) if SMOKE else (3, 10)  # clusters of the no-op applies; the first apply is timed for the last
+SPREAD = 2 if SMOKE else 3  # clusters of the 1 Region / one Region each comparison
+# At the smallest size (GPUDASH_BENCH_SMOKE=1) one alarm rule instead of the bundled set: PutMetricAlarm's real
+# pacing (3 a second) would hold each first apply for seconds.
+ONE_ALARM = """
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    return [Alarm("temp-high", "GPU hot", Condition(Query("DCGM_FI_DEV_GPU_TEMP", "max", ("node", "gpu")), ">", 90))]
+"""
 
 
 def _settings(folder: Path, name: str, regions: list[str]) -> Path:
     path = folder / f"{name}.yaml"
-    path.write_text("clusters:\n" + "".join(f"  - {{name: c{i}, region: {region}, prometheus_label: c{i}}}\n"
-                                            for i, region in enumerate(regions)))
+    definitions = ""
+    if SMOKE:
+        (folder / "alarms").mkdir(exist_ok=True)
+        (folder / "alarms" / "one.py").write_text(ONE_ALARM)
+        definitions = "definitions:\n  alarms: [alarms]\n"
+    path.write_text(definitions + "clusters:\n" + "".join(
+        f"  - {{name: c{i}, region: {region}, prometheus_label: c{i}}}\n" for i, region in enumerate(regions)))
     return path
 
 
@@ -59,22 +75,23 @@ def cloudwatch_figures(scratch: Path) -> None:
     print("CloudWatch, whole `gpudash apply` processes against moto (real pacing):")
     print(f"{'run':52} {'objects':>8} {'writes':>7} {'time':>8}")
     with MotoServer() as moto, FaultProxy(moto.url) as proxy:
-        for clusters in (3, 10):
+        for clusters in FLEETS:
             moto.reset()
             settings = _settings(scratch, f"fleet{clusters}", ["us-east-1"] * clusters)
             first, writes, report = _apply(settings, proxy)
             objects = len(report["changes"])
-            if clusters == 10:
-                print(f"{'first apply, 10 clusters (1 Region)':52} {objects:8d} {writes:7d} {first:7.2f}s")
+            if clusters == FLEETS[-1]:
+                print(f"{f'first apply, {clusters} clusters (1 Region)':52} {objects:8d} {writes:7d} {first:7.2f}s")
             runs = [_apply(settings, proxy) for _ in range(RUNS)]
             median = statistics.median(seconds for seconds, _, _ in runs)
             most = max(w for _, w, _ in runs)
             print(f"{f'no-op apply, {clusters} clusters (median of {RUNS})':52} {objects:8d} {most:7d} {median:7.2f}s")
-        for label, regions in (("1 Region", ["us-east-1"] * 3),
-                               ("3 Regions at once", ["us-east-1", "eu-west-1", "ap-southeast-2"])):
+        for label, regions in (("1 Region", ["us-east-1"] * SPREAD),
+                               (f"{SPREAD} Regions at once", ["us-east-1", "eu-west-1", "ap-southeast-2"][:SPREAD])):
             moto.reset()
             seconds, writes, report = _apply(_settings(scratch, label.split()[0], regions), proxy)
-            print(f"{f'first apply, 3 clusters in {label}':52} {len(report['changes']):8d} {writes:7d} {seconds:7.2f}s")
+            print(f"{f'first apply, {SPREAD} clusters in {label}':52} {len(report['changes']):8d} {writes:7d} "
+                  f"{seconds:7.2f}s")
 
 
 def together_figures(scratch: Path) -> None:
@@ -90,11 +107,11 @@ def together_figures(scratch: Path) -> None:
     from generator.clients.grafana import GrafanaClient
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
-    project = load_project(_settings(scratch, "together", ["us-east-1"] * 3))
+    project = load_project(_settings(scratch, "together", ["us-east-1"] * FLEETS[0]))
     desired = desired_from(build(project))
     naive = 1 + len(desired.grafana) + len(desired.cloudwatch_dashboards) + len(desired.alarms)
-    print(f"\nGrafana + CloudWatch in-process, 3 clusters: {len(desired.grafana)} Grafana dashboards + folder, "
-          f"{len(desired.cloudwatch_dashboards)} CloudWatch dashboards, {len(desired.alarms)} alarms")
+    print(f"\nGrafana + CloudWatch in-process, {FLEETS[0]} clusters: {len(desired.grafana)} Grafana dashboards + "
+          f"folder, {len(desired.cloudwatch_dashboards)} CloudWatch dashboards, {len(desired.alarms)} alarms")
     print(f"naive apply-everything loop: {naive} writes on every run")
     with GrafanaTestServer(SPEC) as grafana, MotoServer() as moto:
         moto.reset()  # moto keeps its state per process: start from an empty account

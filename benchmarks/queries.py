@@ -148,13 +148,13 @@ def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int
     return row
 
 
-def run(gpus: int, days: int, runs: int, project, also: tuple[str, ...] = ()) -> Iterator[str]:
+def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = ()) -> Iterator[str]:
     """The table's lines, each as soon as it is measured."""
     panels, rules = _queries(project)
     exprs = [p[2] for p in panels] + [r[1] for r in rules]
     metrics = _metrics(exprs)
     counters = {m for m in metrics if m in project.catalog and project.catalog.get(m).is_counter}
-    span = days * 86400
+    span = int(days * 86400)
     samples = span // SCRAPE
     with tempfile.TemporaryDirectory(prefix="gpudash-query-bench-") as work:
         work = Path(work)
@@ -166,7 +166,7 @@ def run(gpus: int, days: int, runs: int, project, also: tuple[str, ...] = ()) ->
                         str(work / "data")], check=True, capture_output=True)
         (work / "fleet.om").unlink()
         loaded = time.perf_counter() - began
-        yield from [f"### {gpus} GPUs, {days} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
+        yield from [f"### {gpus} GPUs, {days:g} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
                     f"{gpus * len(metrics)} series; written and backfilled in {loaded:.0f} s)", "",
                     "| query | median | answer |" + "".join(f" {v} form |" for v in also),
                     "|---|---|---|" + "---|" * len(also)]
@@ -195,7 +195,7 @@ def run(gpus: int, days: int, runs: int, project, also: tuple[str, ...] = ()) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gpus", type=int, nargs="+", default=[64])
-    parser.add_argument("--days", type=int, nargs="+", default=[1])
+    parser.add_argument("--days", type=float, nargs="+", default=[1])  # (a fraction of a day: a smoke run)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settings", type=Path, default=None)
     parser.add_argument("--also", choices=sorted(VARIANTS), nargs="*", default=[])

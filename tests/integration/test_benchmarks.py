@@ -1,0 +1,55 @@
+"""Every benchmark script still runs: each is run once as `make bench` (or `make bench-queries`) runs it, at its
+smallest size (GPUDASH_BENCH_SMOKE=1, benchmarks/_timing.py), and must finish and print its figures. Nothing here
+reads the figures: they mean nothing at these sizes. (`make bench` had stopped with a TypeError for a day when a
+command's signature changed under benchmarks/publish.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
+
+# Arguments of a script that takes its size on the command line; what each run must print.
+ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.25", "--runs", "1"]}
+PRINTS = {
+    "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
+    "generate.py": ["| `gpudash --help` |", "| `generate`, 2 dashboards × 2 panels (Grafana and CloudWatch) |",
+                    "| `generate`, one 8-panel dashboard |", "| `generate`, 2 clusters |",
+                    "right after `rm -rf` of the previous build |", "(median of 1 fresh processes each;"],
+    "publish.py": ["no-op apply, 1 clusters (median of 1)", "first apply, 2 clusters in 2 Regions at once",
+                   "second run (no changes)"],
+    "queries.py": ["### 1 GPUs, 0.25 day(s) of 30 s scrapes", "6h at a 72 s step", "| rule GpudashXidError |"],
+    "sdk_dashboards.py": [],
+    "suite.py": ["make test on a fresh clone: skipped"],
+    "verify.py": ["gpudash verify, 4 groups", "cloudwatch group alone:"],
+}
+NEEDS = {"queries.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
+
+
+def test_every_script_is_run_here():
+    assert SCRIPTS == sorted(PRINTS)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_script_runs_at_its_smallest_size(script, reference, tmp_path):
+    missing = [name for name in NEEDS.get(script, ()) if shutil.which(name) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (`make services`)")
+    arguments = [str(tmp_path / "out"), "2", "2"] if script == "sdk_dashboards.py" else ARGUMENTS.get(script, [])
+    env = {**os.environ, "GPUDASH_BENCH_SMOKE": "1", "GPUDASH_REFERENCE": str(reference)}
+    env.pop("BENCH_SUITE", None)
+    result = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True,
+                            env=env, cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "skipped benchmarks" not in result.stdout, result.stdout
+    for text in PRINTS[script]:
+        assert text in result.stdout, result.stdout
+    if script == "sdk_dashboards.py":
+        assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["sdk-0.json", "sdk-1.json"]
