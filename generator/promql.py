@@ -336,25 +336,31 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     ends anywhere in a step. The parts, added up (`sum without` the label telling them apart):
 
     * the deltas of the steps of [from - 1 ms, to - 1 ms] (`[${__range_ms}ms:step] offset 1ms`; Prometheus 3 reads
-      (from - 1 ms, to - 1 ms]), less the growth they count from before `from`: the first step's delta counts from
-      the latest reading of the steps before it (r0: `latest` just before `from`, read once, pinned with `@ end()
-      offset ${__range_ms}ms`), while the range's increase counts from the latest scrape before `from` (p: each
-      copy's latest clean sample before `from`, read once, the copies merged); their delta (p less r0, or p where it
-      is lower: a reset) is taken off. It is 0 where the step before the window read that scrape, the whole first
-      delta where the first step read it alone (one scrape per step: the scrape before `from` is left out), and where
-      the first step read it and a later one too (a Prometheus scraping more often than the step, or two copies of a
-      GPU scraped at different times) the later one's delta from p is kept. It is a part of its own, negative (r0
-      is within PREVIOUS_WITHIN of the first step, so the steps have a value wherever it has one). Without a scrape
-      within 5 minutes (the lookback of p's instant selector) before `from`, nothing is taken off: the first
-      reading after a gap counts from the reading before it. A step exactly at from - 1 ms (`from` 1 ms past a
-      multiple of the step) is the window's first on Prometheus 2 and in neither part on 3, whose answer then
-      counts the growth from r0 to p;
+      (from - 1 ms, to - 1 ms]), the first step's made the range's: that step may read a scrape taken before
+      `from` beside the range's own (a Prometheus scraping more often than the step, or two copies of a GPU scraped
+      at different times), and its delta counts from r0, the latest reading of the steps before it, while the
+      range counts from p, the latest scrape before `from` (each copy's latest clean sample taken within the step
+      before `from`, where the first step can have read it, the copies merged). Part `before` takes the first
+      step's delta as the steps count it (read again at that step: none where no reading within PREVIOUS_WITHIN
+      precedes it, a GPU's first) off and adds q's delta from p (q: the first step's reading; q less p, or q where
+      it is lower: a reset), read once each, pinned with `@ end() offset ${__range_ms}ms` and a negative offset of
+      a step. It is 0 where the step before the window read p (r0 is p), the first step's whole delta where that
+      step read p alone (the scrape before `from` is left out), and else the difference between counting q from r0
+      and from p: 7, 8 before `from`, then 0 and 9 count 0 from r0 = 7 as from p = 8, so nothing is taken off (p
+      less r0 was, and the bar read 8 for 9). Without a scrape within the step before `from` (p), nothing changes:
+      the first step counts from r0, the latest reading up to PREVIOUS_WITHIN before it (a first reading after a
+      gap counts from the reading before the gap). A step exactly at from - 1 ms (`from` 1 ms past a multiple of
+      the step) is the window's first on Prometheus 2, its reading all before `from` (taken off here); on 3 it is
+      in no part, and the window's first step counts from it (reasoned: Prometheus 3 is not run here);
     * the scrapes after the window's last step, up to `to`: each copy's latest sample when it was taken after the
       last step at or before to - 1 ms (`timestamp()` of it, read once, in whole milliseconds), its delta from the
       latest reading of the steps before it (within PREVIOUS_WITHIN).
 
-    No reading in the range gives no value. p, r0 and the tail's `timestamp()` are instant reads, not one per step
-    (r0's subquery reads PREVIOUS_WITHIN at the step, beside the range's own steps)."""
+    A GPU without a clean sample taken in the range has no value (Prometheus 2: [from, to]; 3: (from, to], so a GPU
+    whose only sample in the range is at `from` to the millisecond has none there), as CloudWatch has no
+    datapoint: the steps alone read 0 after a reading within PREVIOUS_WITHIN before the range. p, q, the first
+    step's delta, the samples' presence and the tail's `timestamp()` are instant reads, not one per step (the
+    first step's delta reads PREVIOUS_WITHIN at that step, beside the range's own steps)."""
     seconds = _seconds(resolution)
     lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * seconds))
 
@@ -363,19 +369,30 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
         return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
     clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
     pinned = f"[1ms:1ms] @ end() offset {RANGE_MS}ms)"  # read at `from` (the later of two 1 ms steps)
-    p = merged(lambda s: f"last_over_time(({s} offset 1ms < {COUNTER_BLANK_FLOOR}){pinned}")
-    r0 = f"last_over_time(last_over_time({clean}[{lookback}:{resolution}] offset 2ms){pinned}"
-    before = f"((({p} - {r0}) >= 0) or ({p} < {r0}))"  # the growth from r0 to p (p itself after a reset)
-    steps = f"sum_over_time({_step_delta(reading, resolution, PREVIOUS_WITHIN)}[{RANGE_MS}ms:{resolution}] offset 1ms)"
+    delta = _step_delta(reading, resolution, PREVIOUS_WITHIN)
+    # the window's first step: the one step of [from - 1 ms, from + step - 2 ms] (Prometheus 3: (from - 1 ms, ...])
+    first = f"[{seconds * 1000 - 1}ms:{resolution}] offset -{seconds * 1000 - 2}ms)"
+    # each copy's latest sample, taken within the step before `from` (where the first step can have read it), clean
+    p = merged(lambda s: f"last_over_time((({s} offset 1ms < {COUNTER_BLANK_FLOOR}) and "
+                         f"present_over_time({s}[{seconds * 1000 - 1}ms] offset 1ms)){pinned}")
+    q = f"last_over_time(last_over_time({clean}{first}{pinned}"
+    counted = f"last_over_time(last_over_time({delta}{first}{pinned}"
+    # the first step's delta as the steps count it (from r0; none where r0 is not within PREVIOUS_WITHIN) less its
+    # delta from p (q less p, or q where it is lower: a reset)
+    before = f"((({counted}) or ({q} * 0)) - {q} + {p} * ({q} >= bool {p}))"
+    steps = f"sum_over_time({delta}[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
     tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
     previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
     after = f"((({tail} - ({previous} or {tail})) >= 0) or {tail})"
+    # a clean sample taken in the range
+    taken = merged(lambda s: f"(min_over_time({s}[{RANGE_MS}ms]) < {COUNTER_BLANK_FLOOR})")
     parts = (f'label_replace({steps}, "{RANGE_PART}", "steps", "", "") or '
              f'label_replace(-{before}, "{RANGE_PART}", "before", "", "") or '
              f'label_replace({after}, "{RANGE_PART}", "tail", "", "")')
-    # never below 0: a reset at the window's first scrape leaves the `before` part nothing to take off
-    return f"(clamp_min(sum without ({RANGE_PART}) ({parts}), 0) < {INCREASE_BLANK_FLOOR})"
+    # never below 0 (a guard: the parts add up to each scrape's delta, none below 0)
+    return (f"(clamp_min(sum without ({RANGE_PART}) (({parts}) and ignoring ({RANGE_PART}) {taken}), 0) "
+            f"< {INCREASE_BLANK_FLOOR})")
 
 
 def _exact_gap(seconds: int) -> int:

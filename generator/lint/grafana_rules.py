@@ -83,7 +83,7 @@ def counters_rated(subject: LintInput) -> Iterable[Finding]:
 def rate_interval(subject: LintInput) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         for window in range_windows(target["expr"]):
-            if window not in ("$__rate_interval", "$__range", "$__interval") and ":" not in window:
+            if window not in ("$__rate_interval", "$__range", "${__range_ms}ms", "$__interval") and ":" not in window:
                 yield Finding("GF007", "warning", _where(dashboard, panel),
                               f"range [{window}] is fixed: use [$__rate_interval] so it follows the scrape interval")
 

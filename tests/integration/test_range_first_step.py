@@ -56,38 +56,3 @@ def _bars(prometheus, start: int) -> dict[str, float]:
 
 def test_a_change_at_the_ranges_first_scrape_counts_when_its_step_also_reads_one_before(backfilled):
     assert _bars(*backfilled) == {f"{name} GPU {gpu}": 1.0 for gpu, name in enumerate(FLEET)}
-
-
-# Scraped every 15 s from start + 2 s: (reading until 3602, at 3602 (the last scrape before `from`), from 3617 on)
-RESETS = {
-    "reset-after-change": (7, 8, 0),  # a reset to 0 at the range's first scrape: truth 0 (the bar read -1)
-    "reset-then-one": (7, 8, 1),  # a reset, then one remap: truth 1, read 0 (the limit the README states)
-    "anchor": (7, 7, 8),  # truth 1
-    "new-gpu": (None, 8, 9),  # first scrape ever at 3602: truth 1 (the agent's first delta), read 0 (the same limit)
-}
-
-
-def _resets(start: int) -> str:
-    lines = [f"# TYPE {ROWS} gauge"]
-    for gpu, (name, (early, before, after)) in enumerate(RESETS.items()):
-        labels = (f'gpu="{gpu}",UUID="GPU-{gpu}",modelName="NVIDIA H100",node="{name}",job="dcgm-exporter",'
-                  f'instance="10.0.0.{gpu + 1}:9400"')
-        for t in range(start + 2, start + SPAN, 15):
-            value = early if t - start < 3602 else before if t - start < 3617 else after
-            if value is not None:
-                lines.append(f"{ROWS}{{{labels}}} {value} {t}")
-    return "\n".join(lines) + "\n# EOF\n"
-
-
-@pytest.fixture(scope="module")
-def backfilled_resets(tmp_path_factory):
-    with backfilled_prometheus(tmp_path_factory.mktemp("range-first-step-resets"), _resets, SPAN, 30) as started:
-        yield started
-
-
-def test_a_reset_at_the_ranges_first_scrape_never_gives_a_negative_bar(backfilled_resets):
-    """The growth before `from` (7 -> 8) is taken off the first step; where that step counted from a reset, nothing
-    of it was counted: the bar read -1 for a reset to 0, and is clamped at 0 now. A reset to 1, or a GPU whose first
-    scrape ever is the one before `from`, still reads 0 for 1 (stated in the README)."""
-    assert _bars(*backfilled_resets) == {"reset-after-change GPU 0": 0.0, "anchor GPU 2": 1.0,
-                                         "reset-then-one GPU 1": 0.0, "new-gpu GPU 3": 0.0}
