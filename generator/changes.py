@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 CREATE, UPDATE, UNCHANGED, DELETE = "create", "update", "unchanged", "delete"
+# A step of pruning that writes instead of deleting (a Grafana claim withdrawn): done with --prune only, and counted
+# as a delete by the prune guard, never as an object the build holds.
+WITHDRAW = "withdraw"
 DRIFT, FOREIGN = "drift", "foreign"  # blocked without --force
 
 
@@ -57,7 +60,7 @@ class Outcome:
 
 def disposition(change: Change, *, force: bool, prune: bool) -> str:
     """What publishing does with a planned change: WRITE, or why not (SKIPPED, REFUSED)."""
-    if change.action == UNCHANGED or (change.action == DELETE and not prune):
+    if change.action == UNCHANGED or (change.action in (DELETE, WITHDRAW) and not prune):
         return SKIPPED
     if change.blocked and not force:
         return REFUSED

@@ -160,7 +160,7 @@ def _print_changes(changes, output: str, outcomes=None) -> None:
     if output == "json":  # each text masked before it is escaped (a secret holding `"` or `\` stays whole)
         click.echo(json.dumps(_masked(report(changes, outcomes)), indent=2))
         return
-    colours = {"create": "green", "update": "yellow", "delete": "red", "drift": "magenta", "foreign": "magenta"}
+    colours = {"create": "green", "update": "yellow", "delete": "red", "withdraw": "red", "drift": "magenta", "foreign": "magenta"}
     done = {id(o.change): o for o in outcomes or []}
     for change in changes:
         outcome = done.get(id(change))

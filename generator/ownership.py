@@ -19,12 +19,13 @@ The evidence lives with each object (the marks themselves are spelled in `marker
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from typing import Any
 
-from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLUSTERS_NOTE,
-                      GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE,
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLAIM_DIGEST_LENGTH,
+                      CLAIM_NOTE, CLAIMS_CUT, CLUSTERS_NOTE, GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE,
                       PUBLISHER_LENGTH, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
 
@@ -55,16 +56,29 @@ def grafana_owned(dashboard: dict[str, Any]) -> bool:
 
 
 def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None = None,
-                    publisher: tuple[str, tuple[str, ...]] | None = None) -> str:
+                    publisher: tuple[str, tuple[str, ...]] | str | None = None, claims=()) -> str:
     """The message of a version gpudash saves: the hash note, then the uid prefix it was saved with (which project
     wrote it: `gpudash-eu-inference` may be `gpudash`'s id `eu-inference` or `gpudash-eu`'s `inference`), then
-    the settings that saved it (`publisher`: their project, "" for none, and clusters), then `note`, cut so that the
-    message fits the GRAFANA_MESSAGE_LENGTH bytes Grafana takes (the notes before it always fit: project and uid
-    prefix are bounded by the settings schema, the clusters by PUBLISHER_LENGTH)."""
+    the settings that saved it (`publisher`: their project, "" for none, and clusters; or the record of an earlier
+    save as it reads, `grafana_recorded_publisher_text`, kept word for word), then the `claims` of other settings
+    files of the project that generate it too (`grafana_claim`; CLAIMS_CUT alone when they do not all fit), then
+    `note`, cut so that the message fits the GRAFANA_MESSAGE_LENGTH bytes Grafana takes (the notes before it always
+    fit: project and uid prefix are bounded by the settings schema, the clusters by PUBLISHER_LENGTH, the claims by
+    the room left)."""
     recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
-    if uid_prefix and publisher is not None:
+    if uid_prefix and isinstance(publisher, str):
+        recorded += f" {publisher}"
+    elif uid_prefix and publisher is not None:
         recorded += f" {PROJECT_NOTE}{publisher[0] or NO_PROJECT} {CLUSTERS_NOTE}{_publisher_clusters(publisher[1])}"
     head = f"{HASH_NOTE}{content_hash(grafana_content(dashboard))}{recorded}"
+    if claims and not (uid_prefix and publisher is not None):  # a save that dropped them would let a prune delete
+        raise ValueError("claims are recorded after the uid prefix and the settings that saved the dashboard")
+    if claims:
+        listed = "".join(f" {CLAIM_NOTE}{','.join(sorted(claim))}" for claim in sorted(set(claims), key=sorted))
+        cut = any(CLAIMS_CUT in claim for claim in claims)
+        head += f" {CLAIM_NOTE}{CLAIMS_CUT}" if cut or len((head + listed).encode()) > GRAFANA_MESSAGE_LENGTH else listed
+    if note.startswith(CLAIM_NOTE):
+        note = f"- {note}"  # a note is never read as a claim
     room = GRAFANA_MESSAGE_LENGTH - len(head.encode()) - 1
     if room < 0:
         raise ValueError(f"a Grafana version message would be {len(head.encode())} bytes, over Grafana's "
@@ -110,6 +124,65 @@ def grafana_recorded_publisher(message: str | None) -> tuple[str, frozenset[str]
         return None
     project = "" if match.group(1) == NO_PROJECT else match.group(1)
     return project, _recorded_clusters(match.group(2))
+
+
+def grafana_recorded_publisher_text(message: str | None) -> str | None:
+    """The record of the settings that saved it (`project:... clusters:...`) as a gpudash version message reads,
+    word for word (a save that keeps them as they were, such as a claim, writes it back unchanged); None when it
+    records none."""
+    match = _RECORDED_PUBLISHER.match(message) if isinstance(message, str) else None
+    return match.group(0)[match.group(0).index(PROJECT_NOTE):].rstrip() if match else None
+
+
+# --- claims: other settings files of the project that generate a dashboard another file saved -----------------
+# A claim names each cluster of the settings that made it by a short digest of the project and the cluster, so that
+# one settings file's claim fits Grafana's message whatever its clusters' names. Settings take a claim for theirs
+# when each of its clusters is one of theirs (their claim, or an earlier version's with fewer clusters); any other
+# claim is another file's, and a dashboard carrying one is never pruned. CLAIMS_CUT alone stands for claims that
+# did not all fit: nobody's to withdraw, never pruned.
+
+Claim = frozenset  # of cluster digests (grafana_claim), or {CLAIMS_CUT}
+
+_CLAIM = re.compile(re.escape(CLAIM_NOTE) + r"(?:" + re.escape(CLAIMS_CUT) + r"|[a-z2-7]{" + str(CLAIM_DIGEST_LENGTH)
+                    + r"}(?:,[a-z2-7]{" + str(CLAIM_DIGEST_LENGTH) + r"})*)")
+
+# Claims as a gpudash of 2026-12-01 (4f220e5..83732e7) wrote them, names in full: `also:<project>/<a,b>`.
+_LEGACY_CLAIM = re.compile(re.escape(CLAIM_NOTE) + r"([A-Za-z0-9][A-Za-z0-9_.-]*|" + re.escape(NO_PROJECT)
+                           + r")/([A-Za-z0-9][A-Za-z0-9_-]*(?:,[A-Za-z0-9][A-Za-z0-9_-]*)*)")
+
+
+class GarbledClaims(ValueError):
+    """A version message whose claims do not read as gpudash writes them: not evidence of "no claims"."""
+
+
+def claim_digest(project: str, cluster: str) -> str:
+    digest = hashlib.sha256(f"{project}\x00{cluster}".encode()).digest()
+    return base64.b32encode(digest).decode().lower()[:CLAIM_DIGEST_LENGTH]
+
+
+def grafana_claim(project: str, clusters) -> Claim:
+    """The claim settings of `project` with `clusters` record on a dashboard another settings file saved."""
+    return frozenset(claim_digest(project, cluster) for cluster in clusters)
+
+
+def grafana_recorded_claims(message: str | None) -> frozenset:
+    """The claims a gpudash version message records after the settings that saved it (empty when it records no
+    settings, or none); GarbledClaims when a word there starts as a claim and does not read as one."""
+    match = _RECORDED_PUBLISHER.match(message) if isinstance(message, str) else None
+    if not match:
+        return frozenset()
+    claims = set()
+    rest = message[match.end():]
+    while rest.startswith(CLAIM_NOTE):
+        word, _, rest = rest.partition(" ")
+        if legacy := _LEGACY_CLAIM.fullmatch(word):
+            project = "" if legacy.group(1) == NO_PROJECT else legacy.group(1)
+            claims.add(grafana_claim(project, legacy.group(2).split(",")))
+        elif _CLAIM.fullmatch(word):
+            claims.add(frozenset(word[len(CLAIM_NOTE):].split(",")))
+        else:
+            raise GarbledClaims(f"the version message's claim {word[:60]!r} does not read as gpudash writes claims")
+    return frozenset(claims)
 
 
 def grafana_recorded_prefix(message: str | None) -> str | None:

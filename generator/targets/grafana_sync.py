@@ -14,13 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from .. import diff
-from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WOULD_WRITE, WRITE, Change,
-                       Outcome, disposition)
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WITHDRAW, WOULD_WRITE, WRITE,
+                       Change, Outcome, disposition)
 from ..errors import RemoteError, may_have_happened
-from ..markers import GRAFANA_OWNER_TAG
+from ..markers import CLAIMS_CUT, GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (CLUSTERS_CUT, Record, content_hash, grafana_content, grafana_message, grafana_owned,
-                         grafana_publisher, grafana_pushed_hash, grafana_recorded_prefix, grafana_recorded_publisher,
+from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, content_hash, grafana_claim, grafana_content,
+                         grafana_message, grafana_owned, grafana_publisher, grafana_pushed_hash, grafana_recorded_claims,
+                         grafana_recorded_prefix, grafana_recorded_publisher, grafana_recorded_publisher_text,
                          renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
@@ -64,6 +65,43 @@ def _other_settings(message: str | None, publisher: Publisher | None) -> str | N
     return None
 
 
+def _claims(message: str | None, uid: str) -> frozenset[Claim]:
+    """The claims a gpudash version message records (ownership.grafana_recorded_claims); a message whose claims do
+    not read is not a valid answer (InvalidAnswer), never "no claims"."""
+    try:
+        return grafana_recorded_claims(message)
+    except GarbledClaims as exc:
+        raise InvalidAnswer(f"Grafana's answer is not a valid API answer: {exc}", where=f"dashboard {uid} versions",
+                            hint="look at the dashboard's versions in Grafana (Dashboard settings, Versions); "
+                                 "nothing was published") from None
+
+
+UNLISTED = "unlisted"  # a shared dashboard whose claims do not all fit its message
+_CUT_NOTE = ("; the claims do not all fit Grafana's 500-byte version message beside that record, so it records them as "
+             "claims of settings not listed (also:*): no --prune deletes it after that, delete it by hand when no "
+             "settings file defines it")
+
+
+def _cut(model: dict[str, Any], uid_prefix: str, record: dict[str, Any]) -> bool:
+    """Whether a save recording `record` (publisher and claims, see _save) writes its claims as claims not listed."""
+    if not record.get("claims"):
+        return False
+    message = grafana_message(model, "", uid_prefix, record["publisher"], record["claims"])
+    return any(CLAIMS_CUT in claim for claim in _claims(message, str(model.get("uid"))))
+
+
+def _mine(publisher: Publisher | None) -> Claim:
+    """The digests of these settings' clusters (with those --renamed-from names): a claim all of whose clusters are
+    among them is theirs, or an earlier version's with fewer clusters."""
+    return grafana_claim(publisher[0], publisher[1]) if publisher is not None else frozenset()
+
+
+def _theirs(claims: frozenset[Claim], mine: Claim) -> frozenset[Claim]:
+    """The claims of settings other than these: any claim with a cluster not among these settings' (or the mark of
+    claims not listed)."""
+    return frozenset(claim for claim in claims if CLAIMS_CUT in claim or not claim <= mine)
+
+
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
               publisher: Publisher | None) -> None:
     """Adds to `records` the clusters the gpudash version `message` records as saving the dashboard, when it
@@ -83,12 +121,16 @@ def _renamed_hint(message: str | None) -> str:
 
 def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
                   publisher: Publisher | None, claim: Publisher | None = None,
-                  records: list[Record] | None = None, shared: dict[str, list[str]] | None = None) -> str | None:
-    """Why a dashboard as generated, in this folder, must be saved again to record these settings as its publisher:
-    gpudash saved it last, unedited, for an earlier version of these settings (another cluster list that shares a
-    cluster with theirs: after a settings file is split, each file's dashboards then record that file alone) or by
-    a gpudash that did not record who saved it (once, so that another project's push refuses it); None when
-    nothing is to record (another's, edited, or recorded with these clusters)."""
+                  records: list[Record] | None = None, shared: dict[tuple[str, Any], list[str]] | None = None
+                  ) -> tuple[str, dict[str, Any]] | None:
+    """Why a dashboard as generated, in this folder, must be saved again (content unchanged), and what the save
+    records (see _save): these settings as its publisher, when gpudash saved it last, unedited, for an earlier
+    version of these settings (another cluster list that shares a cluster with theirs: after a settings file is
+    split, each file's dashboards then record that file alone) or by a gpudash that did not record who saved it
+    (once, so that another project's push refuses it); or these settings' claim beside other settings of this
+    project that saved it last (their record kept word for word, with the claims of others: their --prune leaves it
+    while the claim stands). None when nothing is to record (edited, another project's, recorded with these
+    clusters, or claimed already)."""
     if publisher is None or not grafana_owned(model):
         return None
     message = (client.latest_version(uid) or {}).get("message")
@@ -97,22 +139,33 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
         return None
     _recorded(records, uid, True, message, publisher)
+    claims, mine = _claims(message, uid), _mine(claim or publisher)
     other = _other_settings(message, claim or publisher)
+    recorded, ours = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if other is not None:  # generated the same by other settings, which saved it last: theirs (no turns)
+        same_project = recorded is not None and recorded[0] == publisher[0]
+        own = grafana_claim(*publisher)
+        record = {"publisher": grafana_recorded_publisher_text(message), "claims": _theirs(claims, mine) | {own}}
+        unlisted = any(CLAIMS_CUT in c for c in claims) or _cut(model, uid_prefix, record)
         if shared is not None:
-            shared.setdefault(other, []).append(uid)
-        return None
-    recorded, mine = grafana_recorded_publisher(message), grafana_publisher(*publisher)
-    if recorded is not None and recorded[1] == mine[1]:
+            shared.setdefault((other, UNLISTED if same_project and unlisted else same_project), []).append(uid)
+        if not same_project or own in claims or any(CLAIMS_CUT in c for c in claims):
+            return None  # another project's is never written; claimed already (or by claims not listed)
+        return (f"record that these settings generate it too ({_publisher_text(*publisher)}), beside the "
+                f"settings that saved it ({other}), whose it stays: a --prune of theirs leaves it while this claim "
+                f"stands{_CUT_NOTE if unlisted else ''}"), record
+    if recorded is not None and recorded[1] == ours[1]:
         return None  # these clusters (a project named since is recorded with the next change of its content)
     was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
-    return f"record the settings that publish it: {_publisher_text(*mine)} (its last save records {was})"
+    record = {"publisher": publisher, "claims": _theirs(claims, mine)}
+    return (f"record the settings that publish it: {_publisher_text(*ours)} (its last save records {was})"
+            f"{_CUT_NOTE if _cut(model, uid_prefix, record) else ''}", record)
 
 
 def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], folder: dict[str, str],
                     uid_prefix: str, move_from: str | None = None, publisher: Publisher | None = None,
                     claim: Publisher | None = None, records: list[Record] | None = None,
-                    shared: dict[str, list[str]] | None = None) -> Change:
+                    shared: dict[tuple[str, Any], list[str]] | None = None) -> Change:
     """`publisher`: these settings (recorded in what is saved); `claim`: they and the clusters they had
     (--renamed-from), whose saves are theirs."""
     claim = claim or publisher
@@ -126,7 +179,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         # version) saved records them again, so that another settings file's prune leaves it
         stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records, shared)
         if stale:
-            change.action, change.details = UPDATE, [stale]
+            change.action, change.details = UPDATE, [stale[0]]
+            change.live = {**live, "record": stale[1]}
         return change
     if not grafana_owned(model):
         change.action = FOREIGN
@@ -134,6 +188,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
                           f"--force takes it over"]
         return change
     evidence, latest, saved = _evidence(client, uid, model)
+    # a save records these settings and carries on the claims of other settings files that generate it too
+    record = {"publisher": publisher, "claims": _theirs(_claims(saved.get("message"), uid), _mine(claim))}
+    change.live = {**live, "record": record}
     recorded = grafana_recorded_prefix(saved.get("message"))
     if recorded in (None, uid_prefix):
         _recorded(records, uid, True, saved.get("message"), publisher)
@@ -182,6 +239,8 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     else:
         change.action = UPDATE
         change.details = diff.grafana(model, desired)
+    if publisher is not None and _cut(desired, uid_prefix, record):  # a save carries claims that no longer fit
+        change.details.append(f"records the claims of other settings files as claims of settings not listed{_CUT_NOTE}")
     return change
 
 
@@ -201,7 +260,10 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     `eu-inference` to `gpudash-eu`, so it is kept and listed in `unproven`. Nor is one whose
     latest gpudash version records other settings (another project, or none of these clusters: listed in
     `kept["elsewhere"]`), or clusters of which these settings define only some (another settings file may define
-    the rest now, as after a split: listed in `kept["partly"]`)."""
+    the rest now, as after a split: listed in `kept["partly"]`), or a claim of other settings files that generate it
+    too (listed in `kept["claimed"]`, with --force too). Where such a dashboard records a claim of these settings,
+    unedited since, the change is a WITHDRAW of it (a save with --prune only, which the prune guard counts as a
+    delete)."""
     if not is_grafana_uid(uid, uid_prefix):
         return None  # a "Save as" copy or someone else's dashboard that carries the tag
     live = client.dashboard(uid)
@@ -222,13 +284,28 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         return None  # another project's, saved with its own prefix
     publication = grafana_recorded_publisher(saved.get("message"))
     _recorded(records, uid, False, saved.get("message"), publisher)
+    claims = _claims(saved.get("message"), uid)
+    theirs = _theirs(claims, _mine(publisher))
+    why = None
     if publisher is not None and publication is not None:
         why = ("elsewhere" if _other_settings(saved.get("message"), publisher) is not None
                else "partly" if not publication[1] <= set(publisher[1]) else None)
-        if why is not None:
-            if kept is not None:
-                kept.setdefault(why, []).append(uid)
+    if why is None and theirs:
+        why = "claimed"  # other settings files record that they generate it too: theirs to keep, whatever --force
+    if why is not None:
+        if kept is not None:
+            kept.setdefault(why, []).append(uid)
+        if claims == theirs:
             return None
+        if evidence != UNEDITED:  # re-saving it would pass a person's edit off as gpudash's
+            if kept is not None:
+                kept.setdefault("claim_edited", []).append(uid)
+            return None
+        return Change("grafana", "dashboard", uid, WITHDRAW, [
+            f"{model.get('title')!r} is no longer defined here: withdraw these settings' claim that they generate it "
+            f"too (a save of the same content, recording the settings that saved it as before); --prune withdraws "
+            f"it"], live={**live, "record": {"publisher": grafana_recorded_publisher_text(saved.get("message")),
+                                             "claims": theirs}})
     change = Change("grafana", "dashboard", uid, DELETE, live=live)
     if evidence == EDITED:
         change.edited = True
@@ -271,7 +348,7 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
           records: list[Record] | None, label: str = "reading Grafana") -> list[Change]:
     claim = (publisher[0], tuple(publisher[1]) + tuple(renamed_from)) if publisher is not None else None
     changes: list[Change] = []
-    shared: dict[str, list[str]] = {}
+    shared: dict[tuple[str, Any], list[str]] = {}
     with progress.phase(label, len(dashboards) + 2) as tick:
         live_folder = client.folder(folder["uid"])
         tick()
@@ -308,17 +385,34 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"only dashboards saved before that are left so); if one is this project's, delete it by hand: "
                     f"in Grafana (Dashboard settings, Delete) or curl -X DELETE -H \"Authorization: Bearer "
                     f"$GRAFANA_TOKEN\" \"$GRAFANA_URL/api/dashboards/uid/UID\"")
-    for other, uids in sorted(shared.items()):
+    for (other, same_project), uids in sorted(shared.items(), key=lambda item: (item[0][0], str(item[0][1]))):
+        what = ("theirs on record, with these settings recorded beside them as generating them too (once, a save of "
+                "the same content), so that a --prune of those settings leaves them" if same_project is True else
+                "theirs on record, with claims of settings not listed (also:*: they do not all fit Grafana's 500-byte "
+                "version message), so that no --prune deletes them (delete one by hand when no settings file "
+                "defines it)" if same_project == UNLISTED else
+                "and that project's to prune: if it stops defining one, its push --prune deletes it and this file's "
+                "next push creates it again (a new version history)")
         client.note(f"{len(uids)} dashboard(s) these settings define are generated the same by other settings "
-                    f"({other}), which saved them last ({shown_names(sorted(uids))}): left as they are, and that "
-                    f"file's to prune: if it stops defining one, its push --prune deletes it and this file's next "
-                    f"push creates it again (a new version history); give each settings file its own "
-                    f"grafana.uid_prefix and grafana.folder.uid so that each has its own copy")
+                    f"({other}), which saved them last ({shown_names(sorted(uids))}): left as they are, {what}; "
+                    f"give each settings file its own grafana.uid_prefix and grafana.folder.uid so that each has its "
+                    f"own copy")
     if kept.get("elsewhere"):
         client.note(f"{len(kept['elsewhere'])} dashboard(s) in folder {folder['uid']} not defined here were last saved "
                     f"by other settings (another project, or settings with none of these clusters: "
                     f"{shown_names(kept['elsewhere'])}): --prune leaves them; settings that share a folder and uid "
                     f"prefix share uids: give each settings file its own grafana.uid_prefix and grafana.folder.uid")
+    if kept.get("claimed"):
+        client.note(f"{len(kept['claimed'])} dashboard(s) in folder {folder['uid']} not defined here are recorded as "
+                    f"generated too by other settings files of this project ({shown_names(kept['claimed'])}): --prune "
+                    f"leaves them while those claims stand (a file withdraws its claim with its own push --prune once "
+                    f"it no longer defines one); if no settings file defines one any more, delete it by hand in "
+                    f"Grafana (Dashboard settings, Delete)")
+    if kept.get("claim_edited"):
+        client.note(f"{len(kept['claim_edited'])} dashboard(s) in folder {folder['uid']} not defined here record that "
+                    f"these settings generate them too, but a person changed them since gpudash saved them "
+                    f"({shown_names(kept['claim_edited'])}): the claim stays (withdrawing it would save the edit as "
+                    f"gpudash's), so no --prune deletes them; delete one by hand in Grafana if no file defines it")
     if kept.get("partly"):
         client.note(f"{len(kept['partly'])} dashboard(s) in folder {folder['uid']} not defined here were saved by "
                     f"settings with clusters these settings no longer all define ({shown_names(kept['partly'])}): "
@@ -337,7 +431,7 @@ def _readings(uid: str, uid_prefix: str) -> str:
 
 
 def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid: str,
-            planned_version: Any = None) -> bool:
+            planned_version: Any = None, message: str | None = None) -> bool:
     """Whether Grafana holds exactly this dashboard, saved by gpudash since the plan read it (a save whose answer
     was lost): its content and hash, in the folder the save named, at a version newer than the plan's (a move or
     a save of unchanged content shows only in those). A read that fails is raised, never read as "not there": a
@@ -352,6 +446,10 @@ def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid
                                             and meta["version"] > planned_version):
         return False
     latest = client.latest_version(uid) or {}
+    if message is not None and (grafana_recorded_publisher_text(latest.get("message"))
+                                != grafana_recorded_publisher_text(message)
+                                or _claims(latest.get("message"), uid) != _claims(message, uid)):
+        return False  # another save of the same content, recording other settings or claims than this one
     return grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(desired))
 
 
@@ -361,9 +459,13 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
+    # what the save records: these settings, with the claims of other settings carried on; or, for a claim or its
+    # withdrawal, the settings that saved it last (word for word) with the claims
+    record = live.get("record") or {}
+    message = grafana_message(desired, note, uid_prefix, record.get("publisher", publisher), record.get("claims", ()))
     posts = client.sent.get("POST", 0)
     try:
-        client.save(body, folder["uid"], grafana_message(desired, note, uid_prefix, publisher))
+        client.save(body, folder["uid"], message)
     except RemoteError as exc:
         mismatch = isinstance(exc, PreconditionFailed) and exc.kind == "version-mismatch"
         if not (lost(exc) or mismatch or isinstance(exc, (InvalidAnswer, Unreachable))):
@@ -372,7 +474,8 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
         # because it had landed), or another gpudash run saved the same content: then the save is done.
         # Otherwise someone else saved, or the save did not reach Grafana: the error stands.
         try:
-            landed = _landed(client, change.name, desired, folder["uid"], (live.get("meta") or {}).get("version"))
+            landed = _landed(client, change.name, desired, folder["uid"], (live.get("meta") or {}).get("version"),
+                             message)
         except DeadlineExceeded as stop:  # stopped while looking: a save sent and not refused may have landed
             if isinstance(exc, PreconditionFailed) and client.sent.get("POST", 0) - posts <= 1:
                 raise exc from None  # its one request was refused: it did not happen
@@ -449,6 +552,8 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                     client.create_folder(folder["uid"], folder["title"])
                 elif change.action == DELETE:
                     _delete(client, change, folder["uid"])
+                elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it
+                    _save(client, change, change.live["dashboard"], folder, note, uid_prefix, publisher)
                 else:
                     _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
                 outcomes.append(Outcome(change, done=True, status=DONE))

@@ -9,11 +9,14 @@ objects for the target at all. The rule reads only a plan's changes, so every ta
 
 from __future__ import annotations
 
-from ..changes import DELETE, DRIFT, UNCHANGED, UPDATE, Change
+from ..changes import DELETE, DRIFT, UNCHANGED, UPDATE, WITHDRAW, Change
 from ..errors import GpudashError
 
 DEFAULT_MAX_SHARE = 50.0  # percent of a kind's owned objects one prune may delete
-_OWNED = (UNCHANGED, UPDATE, DRIFT, DELETE)  # actions on live objects gpudash owns
+# A withdrawal (a Grafana claim given up on a dashboard these settings no longer define) is a step of pruning: it
+# counts as a delete, never as an object the build holds.
+_PRUNED = (DELETE, WITHDRAW)
+_OWNED = (UNCHANGED, UPDATE, DRIFT, *_PRUNED)  # actions on live objects gpudash owns
 _SHOWN = 5
 
 
@@ -28,7 +31,7 @@ def check(changes: list[Change], *, prune: bool, allowed: bool, max_share: float
     objects = [c for c in changes if c.kind != "folder"]
     targets = sorted({c.target for c in changes})
     for target in targets:
-        if not any(c.target == target and c.action != DELETE for c in objects):
+        if not any(c.target == target and c.action not in _PRUNED for c in objects):
             raise PruneRefused(f"--prune refused: the build holds no {target} objects, so every object gpudash "
                                f"owns there would be deleted", where=target,
                                hint="check that the definitions were read (`gpudash generate` says how many "
@@ -36,7 +39,7 @@ def check(changes: list[Change], *, prune: bool, allowed: bool, max_share: float
     for target, kind in sorted({(c.target, c.kind) for c in objects}):
         group = [c for c in objects if (c.target, c.kind) == (target, kind)]
         owned = [c for c in group if c.action in _OWNED]
-        deleted = [c for c in group if c.action == DELETE]
+        deleted = [c for c in group if c.action in _PRUNED]
         if not deleted:
             continue
         if len(deleted) == len(owned):
@@ -46,7 +49,8 @@ def check(changes: list[Change], *, prune: bool, allowed: bool, max_share: float
         else:
             continue
         names = ", ".join(c.name for c in deleted[:_SHOWN]) + (" ..." if len(deleted) > _SHOWN else "")
-        raise PruneRefused(f"--prune refused: it would delete {len(deleted)} of the {len(owned)} {target} {kind}s "
+        what = "delete" if all(c.action == DELETE for c in deleted) else "delete or withdraw its claim on"
+        raise PruneRefused(f"--prune refused: it would {what} {len(deleted)} of the {len(owned)} {target} {kind}s "
                            f"gpudash owns ({reason}): {names}", where=target,
                            hint="check that the definitions were read (`gpudash plan` lists the deletes); if they "
                                 "are intended, add --allow-mass-prune or raise --max-prune-share")

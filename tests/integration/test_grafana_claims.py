@@ -1,0 +1,269 @@
+"""Two settings files of one project that generate the same Grafana dashboard (same folder, uid and content), against
+the Grafana API test server over HTTP: the file that did not save it records a claim beside the one that did, and no
+--prune deletes a dashboard another file still claims; a file withdraws its claim only with --prune, under the same
+guard as a delete; claims fit Grafana's 500-byte version message; a claim that does not read is a failure."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.clients.grafana import GrafanaClient
+from generator.ownership import grafana_claim, grafana_message, grafana_recorded_claims
+from generator.targets import grafana_sync
+from generator.targets.prune_guard import PruneRefused
+from tests.integration.test_grafana_push import (DASHBOARDS_DIR, TEAM_DASHBOARD, _contents, _push,  # noqa: F401
+                                                 grafana, run)
+from tests.support.grafana_server import ADMIN
+
+TEAM = "gpudash-team-a-training"
+BUNDLED = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
+FOLDER = {"uid": "gpudash", "title": "GPU monitoring"}
+
+
+def _file(tmp_path, name: str, clusters, team: bool = True, bundled: bool = True, project: str = "shop",
+          more: str = "") -> str:
+    """A settings file of `project` in a folder of its own, grafana: at its defaults (folder and uid prefix gpudash):
+    the bundled dashboards (unless not `bundled`) and, with `team`, the team's own, the same in every file."""
+    folder = tmp_path / name
+    (folder / "dash").mkdir(parents=True)
+    if team:
+        (folder / "dash" / "team_a.py").write_text(TEAM_DASHBOARD)
+    text = f"project: {project}\nclusters:\n" + "".join(
+        f"  - {{name: {c}, region: us-east-1, prometheus_label: {c}}}\n" for c in clusters)
+    dirs = ([str(DASHBOARDS_DIR)] if bundled else []) + (["dash"] if team or not bundled else [])
+    (folder / "gpudash.yaml").write_text(text + f"definitions:\n  dashboards: [{', '.join(dirs)}]\n" + more)
+    return str(folder / "gpudash.yaml")
+
+
+def _message(grafana, uid: str = TEAM) -> str:
+    return grafana.state.dashboards[uid]["versions"][-1]["message"]
+
+
+def _written(run, config: str, *flags: str) -> list[str]:
+    code, stdout, stderr = _push(run, "--config", config, *flags)
+    assert code == 0, stderr
+    return sorted(json.loads(stdout)["written"])
+
+
+def test_a_dashboard_another_file_claims_survives_the_prune_of_the_file_that_saved_it_until_every_claim_is_withdrawn(
+        grafana, run, tmp_path):
+    """A (alpha), B (beta) and C (gamma) of project shop generate the same dashboards; A saves them first, B and C
+    each record a claim beside A's record (a save of the same content), once: no push writes anything after that.
+    A stops defining the team dashboard: its --prune leaves it (it deleted it before, and B's next push created it
+    again with a new history). B stops too: its push without --prune keeps its claim, with --prune withdraws it
+    (A's record and C's claim kept, content unchanged); A's --prune still leaves it for C; once C withdraws, A's
+    --prune deletes it."""
+    a, b, c = (_file(tmp_path, n, [cluster]) for n, cluster in (("a", "alpha"), ("b", "beta"), ("c", "gamma")))
+    shared = sorted([TEAM, *BUNDLED])
+    assert _written(run, a) == ["gpudash", *shared]  # the folder, then the dashboards
+    content = _contents(grafana)
+    assert _written(run, b) == shared and _written(run, c) == shared  # each file's claim, once
+    assert _contents(grafana) == content
+    claims = grafana_recorded_claims(_message(grafana))
+    assert claims == {grafana_claim("shop", ["beta"]), grafana_claim("shop", ["gamma"])}
+    assert " project:shop clusters:alpha also:" in _message(grafana)
+    writes = len(grafana.writes())
+    for config in (a, b, c, a):
+        assert _written(run, config) == []
+    assert len(grafana.writes()) == writes  # the second push of each file writes nothing
+
+    a2 = _file(tmp_path, "a2", ["alpha"], team=False)
+    code, stdout, stderr = _push(run, "--config", a2, "--prune", "--force")  # --force agrees to no claimed delete
+    assert code == 0 and json.loads(stdout)["written"] == [] and TEAM in grafana.state.dashboards, stderr
+    assert ("1 dashboard(s) in folder gpudash not defined here are recorded as generated too by other settings "
+            "files of this project (gpudash-team-a-training): --prune leaves them") in stderr, stderr
+    assert len(grafana.writes()) == writes
+
+    b2 = _file(tmp_path, "b2", ["beta"], team=False)
+    assert _written(run, b2) == [] and len(grafana.writes()) == writes  # without --prune the claim stays
+    code, stdout, stderr = _push(run, "--config", b2, "--prune", "--dry-run")
+    assert code == 0 and json.loads(stdout)["would_write"] == [TEAM] and len(grafana.writes()) == writes, stderr
+    code, stdout, stderr = _push(run, "--config", b2, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM], stderr
+    change = next(ch for ch in json.loads(stdout)["changes"] if ch["name"] == TEAM)
+    assert change["action"] == "withdraw", change
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["gamma"])}
+    assert " project:shop clusters:alpha also:" in _message(grafana) and _contents(grafana) == content
+    assert _written(run, b2, "--prune") == []  # withdrawn once
+
+    assert _written(run, a2, "--prune") == [] and TEAM in grafana.state.dashboards  # C still claims it
+    assert _written(run, _file(tmp_path, "c2", ["gamma"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == set()
+    assert _written(run, a2, "--prune") == [TEAM] and TEAM not in grafana.state.dashboards
+    assert sorted(grafana.state.dashboards) == BUNDLED
+
+
+def test_withdrawals_are_prune_steps_an_empty_or_shrunken_build_is_refused_for(grafana, run, tmp_path):
+    """A withdrawal counts as a delete for the prune guard, never as an object the build holds: B (which claims the
+    five dashboards A saved and saves its own) with an empty build and --prune is refused, exit 2, nothing written
+    (it withdrew every claim and deleted B's own before); B dropping the four bundled dashboards withdraws 4 claims
+    of 6, refused as more than half; --allow-mass-prune lets it; without --prune nothing is withdrawn."""
+    own = tmp_path / "own.py"
+    own.write_text(TEAM_DASHBOARD.replace("team-a-training", "beta-only").replace("Team A training", "Beta only"))
+    a = _file(tmp_path, "a", ["alpha"])
+    b = _file(tmp_path, "b", ["beta"])
+    (tmp_path / "b" / "dash" / "beta_only.py").write_text(own.read_text())
+    _written(run, a)
+    assert "gpudash-beta-only" in _written(run, b)
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    changes = grafana_sync.plan(client, {}, FOLDER, uid_prefix="gpudash", publisher=("shop", ("beta",)))
+    assert sorted((ch.name, ch.action) for ch in changes if ch.kind == "dashboard") == sorted(
+        [(uid, "withdraw") for uid in [TEAM, *BUNDLED]] + [("gpudash-beta-only", "delete")])
+    writes, before = len(grafana.writes()), json.dumps(grafana.state.dashboards, sort_keys=True)
+    for force in (False, True):
+        with pytest.raises(PruneRefused, match="the build holds no grafana objects"):
+            grafana_sync.push(client, changes, {}, FOLDER, "", uid_prefix="gpudash", force=force, prune=True,
+                              dry_run=False, publisher=("shop", ("beta",)))
+    assert len(grafana.writes()) == writes and json.dumps(grafana.state.dashboards, sort_keys=True) == before
+
+    shrunk = _file(tmp_path, "b2", ["beta"], bundled=False)
+    (tmp_path / "b2" / "dash" / "beta_only.py").write_text(own.read_text())
+    for flags in ((), ("--dry-run",), ("--force",)):
+        code, stdout, stderr = _push(run, "--config", shrunk, "--prune", *flags)
+        assert code == 2 and stdout == "", stderr
+        assert ("--prune refused: it would delete or withdraw its claim on 4 of the 6 grafana dashboards gpudash "
+                "owns (more than 50%)") in stderr, stderr
+    assert _written(run, shrunk) == [] and len(grafana.writes()) == writes
+    assert _written(run, shrunk, "--prune", "--allow-mass-prune") == BUNDLED
+    assert all(grafana_recorded_claims(_message(grafana, uid)) == set() for uid in BUNDLED)
+
+
+@pytest.mark.parametrize("mine, theirs, name, fits", [
+    (12, 12, "prod-eks-{region}-{i:02d}", True),  # the review's case: 624 bytes with the claim's names written out
+    (11, 30, "prod-eks-{region}-gpu-{i:02d}", False),  # 142 bytes left beside A's record; B's claim takes 275
+], ids=["12 clusters a file", "11 and 30 clusters"])
+def test_a_claim_of_many_clusters_fits_grafanas_message_or_marks_the_dashboard_claimed_by_settings_not_listed(
+        grafana, run, tmp_path, mine, theirs, name, fits):
+    """Claims name each cluster by 8 characters of a digest, so that they fit beside the record of the settings that
+    saved the dashboard in Grafana's 500 bytes (the test server refuses more, as Grafana does). Where even that does
+    not fit, the message records that settings not listed claim it: no --prune deletes it, and no push takes turns."""
+    def clusters(region, count):
+        return [name.format(region=region, i=i) for i in range(count)]
+
+    a, b = _file(tmp_path, "a", clusters("us-east-1", mine)), _file(tmp_path, "b", clusters("eu-west-1", theirs))
+    _written(run, a)
+    code, stdout, stderr = _push(run, "--config", b)
+    assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted([TEAM, *BUNDLED]), stderr
+    assert ("with claims of settings not listed (also:*" in stderr) is not fits, stderr
+    message = _message(grafana)
+    assert len(message.encode()) <= 500 and " project:shop clusters:prod-eks-us-east-1-" in message
+    assert not message.split(" also:")[0].endswith(",")  # A's own record is whole: only the claim keeps it
+    expected = {grafana_claim("shop", clusters("eu-west-1", theirs))} if fits else {frozenset("*")}
+    assert grafana_recorded_claims(message) == expected, message
+    writes = len(grafana.writes())
+    assert _written(run, b) == [] and _written(run, a) == [] and len(grafana.writes()) == writes
+    a2 = _file(tmp_path, "a2", clusters("us-east-1", mine), team=False)
+    assert _written(run, a2, "--prune") == [] and TEAM in grafana.state.dashboards  # it deleted it before
+    b2 = _file(tmp_path, "b2", clusters("eu-west-1", theirs), team=False)
+    assert _written(run, b2, "--prune") == ([TEAM] if fits else [])  # a claim not listed is nobody's to withdraw
+    assert TEAM in grafana.state.dashboards
+    assert _written(run, a2, "--prune") == ([TEAM] if fits else [])
+    assert (TEAM in grafana.state.dashboards) is not fits
+
+
+@pytest.mark.parametrize("claim", ["also:beta", "also:ABCDEFGH", "also:abcdefgh,", "also:", "also:abcdefg1"])
+def test_a_claim_that_does_not_read_is_not_a_valid_answer(grafana, run, tmp_path, claim):
+    """A version message whose claim does not read as gpudash writes it is a failure (exit 3, nothing published),
+    never read as "no claims", for the file that saved it, with --prune --force too."""
+    a = _file(tmp_path, "a", ["alpha"])
+    _written(run, a)
+    entry = grafana.state.dashboards[TEAM]
+    good = grafana_message(entry["dashboard"], "abc123 a commit", "gpudash", ("shop", ("alpha",)))
+    grafana._store(TEAM, entry["dashboard"], "gpudash", good.replace(" abc123", f" {claim} abc123"), "gpudash-sa")
+    before = json.dumps(grafana.state.dashboards, sort_keys=True)
+    for config, flags in ((a, ()), (_file(tmp_path, "a2", ["alpha"], team=False), ("--prune", "--force"))):
+        code, _, stderr = _push(run, "--config", config, *flags)
+        assert code == 3 and "does not read as gpudash writes claims" in stderr and "nothing was published" in stderr, \
+            stderr
+    assert json.dumps(grafana.state.dashboards, sort_keys=True) == before
+
+
+def test_a_claim_no_settings_file_can_tell_for_its_own_after_a_cluster_moved_keeps_the_dashboard(
+        grafana, run, tmp_path):
+    """B (beta, gamma) claims what A (alpha) saved; beta moves to A. A (alpha, beta) no longer defining the team
+    dashboard leaves it: B's claim names gamma, which A does not define (B, now gamma alone, may still define it)."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta", "gamma"]))
+    assert _written(run, _file(tmp_path, "a2", ["alpha", "beta"], team=False), "--prune") == BUNDLED
+    # A's record is saved again with beta (B's claim carried on); nothing deleted
+    assert TEAM in grafana.state.dashboards
+
+
+def test_a_claim_on_a_dashboard_a_person_changed_is_not_withdrawn_and_keeps_it(grafana, run, tmp_path):
+    """B no longer defines a dashboard it claimed, but a person changed it since: withdrawing would save the edit as
+    gpudash's, so the claim stays and B says so; A's --prune --force leaves it."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
+    writes = len(grafana.writes())
+    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "b2", ["beta"], team=False), "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    assert "record that these settings generate them too, but a person changed them since" in stderr, stderr
+    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [] and TEAM in grafana.state.dashboards, stderr
+    assert len(grafana.writes()) == writes
+
+
+def test_a_claim_recorded_after_the_plan_stops_the_delete_the_plan_made(grafana, run, tmp_path):
+    """A's prune is planned before B records its claim: the claim is a new version, so the delete's last look finds
+    the dashboard changed since the plan and does not delete it."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    changes = grafana_sync.plan(client, {}, FOLDER, uid_prefix="gpudash", publisher=("shop", ("alpha",)))
+    changes = [ch for ch in changes if ch.kind == "folder" or ch.name == TEAM]
+    assert [ch.action for ch in changes if ch.kind == "dashboard"] == ["delete"]
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    outcomes = grafana_sync.push(client, changes, {}, FOLDER, "", uid_prefix="gpudash", force=True, prune=True,
+                                 dry_run=False, allow_mass_prune=True, publisher=("shop", ("alpha",)))
+    failed = [o for o in outcomes if o.change.name == TEAM]
+    assert not failed[0].done and "changed in Grafana by gpudash-sa since the plan" in failed[0].error
+    assert TEAM in grafana.state.dashboards
+
+
+def test_a_save_of_the_file_that_owns_it_carries_the_claims_on(grafana, run, tmp_path):
+    """A changes a threshold: the dashboards it saves again keep B's claim, so A's prune still leaves them."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    changed = _file(tmp_path, "a2", ["alpha"], more="thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 90}\n")
+    written = _written(run, changed)
+    assert written and TEAM not in written
+    assert all(grafana_recorded_claims(_message(grafana, uid)) == {grafana_claim("shop", ["beta"])}
+               for uid in written)
+
+
+def test_a_claim_the_reverted_design_wrote_with_names_in_full_is_read_as_the_same_claim(grafana, run, tmp_path):
+    """Versions saved by the first claims design (`also:shop/beta`, names in full) read as B's claim: A's --prune
+    leaves the dashboard, B's push writes nothing (its claim is recorded), B's --prune withdraws it."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    entry = grafana.state.dashboards[TEAM]
+    message = grafana_message(entry["dashboard"], "abc123 a commit", "gpudash", ("shop", ("alpha",)))
+    grafana._store(TEAM, entry["dashboard"], "gpudash", message.replace(" abc123", " also:shop/beta abc123"),
+                   "gpudash-sa")
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}
+    a2 = _file(tmp_path, "a2", ["alpha"], team=False)
+    assert _written(run, a2, "--prune") == [] and TEAM in grafana.state.dashboards
+    assert TEAM not in _written(run, _file(tmp_path, "b", ["beta"]))
+    assert _written(run, _file(tmp_path, "b2", ["beta"], team=False), "--prune") == [TEAM]
+    assert _written(run, a2, "--prune") == [TEAM] and TEAM not in grafana.state.dashboards
+
+
+def test_a_file_that_adds_a_cluster_replaces_its_claim_and_one_that_drops_one_leaves_a_claim_nobody_withdraws(
+        grafana, run, tmp_path):
+    """B (beta) claims; B adds delta: its claim is replaced by one of beta and delta (each of its clusters is B's),
+    once. B drops delta again: the claim of beta and delta names a cluster B no longer defines, so B records a claim
+    of beta beside it and never withdraws the other; the dashboard then stays until a person deletes it (noted)."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    wider = _file(tmp_path, "b2", ["beta", "delta"])
+    assert TEAM in _written(run, wider) and _written(run, wider) == []
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta", "delta"])}
+    assert TEAM in _written(run, _file(tmp_path, "b3", ["beta"]))
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta", "delta"]),
+                                                          grafana_claim("shop", ["beta"])}
+    assert _written(run, _file(tmp_path, "b4", ["beta"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta", "delta"])}
+    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [] and TEAM in grafana.state.dashboards, stderr
+    assert "if no settings file defines one any more, delete it by hand in Grafana" in stderr, stderr
