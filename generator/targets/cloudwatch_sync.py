@@ -43,7 +43,7 @@ from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
                      is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
-                         alarm_publication, alarm_tags, as_reported, creation_tags, dashboard_publication, keeping_marks,
+                         alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
                          unconfirmed)
@@ -697,8 +697,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
                     before=lambda alarm: alarm is None if now is None else
                     alarm is not None and alarm_fields(alarm) == alarm_fields(now))
 
-    if change.action == CREATE:  # created owned, but its content hash waits for the read-back to confirm it
-        tags = creation_tags(request)
+    if change.action == CREATE:  # created owned, with the evidence of what is sent, which the read-back confirms
+        tags = alarm_tags(request)
         put(**{**request, "Tags": tags})
     else:
         tags = live.get("tags", [])
@@ -740,9 +740,9 @@ def _untagged(exc: RemoteError, *, created: bool) -> RemoteError:
     """What a failed tag write after a confirmed alarm write means: the alarm stands as written, without the
     evidence of this write, and what that does to the next plan."""
     if created:
-        stands = (f"the alarm was created and read back as sent, carrying the ownership tags it was created with "
-                  f"({ALARM_OWNER_TEXT} and the project's), but its {ALARM_HASH_TAG} tag was not written: nothing "
-                  "vouches for its content yet")
+        stands = (f"the alarm was created and read back as sent, carrying the tags it was created with "
+                  f"({ALARM_OWNER_TEXT}, the project's and the {ALARM_HASH_TAG} of what was sent), but the "
+                  f"{ALARM_HASH_TAG} naming the form CloudWatch reports it in was not written")
     else:
         stands = (f"the alarm was updated and read back as sent, but its tags were not written: {ALARM_HASH_TAG} "
                   f"still holds the evidence of gpudash's earlier write of it (and {ALARM_CLUSTERS_TAG} the "
@@ -760,13 +760,17 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     proof the write took effect (an answer of `{}` proves nothing): it must be the request in every field
     that decides what the alarm evaluates and does, up to CloudWatch's documented defaults and forms
     (ownership.unconfirmed). An alarm missing, reported otherwise, or not read at all (a failed or
-    interrupted read) is a failure, and no content evidence is tagged: an alarm just created then carries
-    its ownership tags without the hash, which the next plan compares field by field. The same call reads the
-    alarm `following` into `just_read` (see _put_alarm)."""
+    interrupted read) is a failure. An alarm just created carries the evidence of what was sent from its
+    creation on (the hash of the request is known before the write): reported otherwise, that evidence is
+    taken back (UntagResource), so that it carries its ownership tags alone and the next plan compares it
+    field by field; not read at all, it keeps it, and the next plan's read of the alarm is the proof: as
+    generated only where CloudWatch holds what was sent. The same call reads the alarm `following` into
+    `just_read` (see _put_alarm)."""
     what = f"CloudWatch alarm {name}"
     hint = UNPROVEN
-    left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (its content unconfirmed: "
-            "the next plan compares it field by field)") if created else "; no evidence tagged"
+    left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} and with the {ALARM_HASH_TAG} of what was sent "
+            "(unconfirmed: the next plan finds it as generated only where CloudWatch holds what was sent, and "
+            "otherwise as changed since gpudash wrote it)") if created else "; no evidence tagged"
     try:
         read = cloudwatch.metric_alarms(region, names=[name] + ([following] if following else []))
     except RemoteError as exc:
@@ -786,9 +790,24 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
     if differences:
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
-                          f"{', '.join(differences)} than were sent: the write did not take effect as sent{left}",
+                          f"{', '.join(differences)} than were sent: the write did not take effect as sent"
+                          f"{_evidence_taken_back(cloudwatch, region, name, alarm) if created else left}",
                           where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)
+
+
+def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: dict[str, Any]) -> str:
+    """Untag the content evidence an alarm was just created with, now that CloudWatch reports it otherwise than
+    sent; what the alarm carries then, for the failure's message."""
+    try:
+        cloudwatch.call(region, "UntagResource", f"CloudWatch alarm {name}", ResourceARN=alarm["AlarmArn"],
+                        TagKeys=[ALARM_HASH_TAG])
+    except RemoteError as exc:
+        return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
+                f"not be taken back ({exc.what}): the next plan shows it as changed since gpudash wrote it (drift, "
+                "--force)")
+    return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (taken back: its content "
+            "unconfirmed, the next plan compares it field by field)")
 
 
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],

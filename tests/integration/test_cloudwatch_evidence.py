@@ -1,6 +1,7 @@
 """The ownership evidence every publishing path stamps on an alarm, and when it is stamped (moto over HTTP):
-the build's alarms.json and CloudFormation template carry the same ownership tags as apply's create; the
-content hash is tagged only once a read-back confirmed the write; a read-back differing from the request only
+the build's alarms.json and CloudFormation template carry the same ownership tags as apply's create; apply's
+create carries the hash of what it sends too, which its read-back confirms or takes back (and a read-back that
+failed leaves to the next plan's read); a read-back differing from the request only
 where CloudWatch documents a default or a form of its own confirms it; a DeleteAlarms batch answered
 ResourceNotFound for one alarm deleted by someone else still deletes the rest."""
 
@@ -66,7 +67,25 @@ def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_pat
                for tags in (_tags_of(client, alarm) for alarm in before.values()))
 
 
-def test_a_create_whose_read_back_fails_carries_no_content_evidence(proxied, cli):
+def test_a_first_apply_writes_each_alarm_once_with_its_evidence(proxied):
+    """The hash of what is written is known before the write: each alarm is created with its ownership tags and
+    that evidence in one PutMetricAlarm, and the read-back that confirms it needs no second write. The next
+    apply finds every alarm as generated and writes nothing."""
+    proxy, client, apply = proxied
+    code, report, _ = apply()
+    live = alarms(client)
+    assert code == 0 and len(live) == 12 and sorted(n for n in report["written"] if n in live) == sorted(live)
+    assert proxy.operations.count("PutMetricAlarm") == 12 and "TagResource" not in proxy.operations
+    assert all("gpudash:sha256" in _tags_of(client, alarm) for alarm in live.values())
+    fresh(proxy)
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == [] and "TagResource" not in proxy.operations
+
+
+def test_a_create_whose_read_back_fails_is_proven_by_the_next_plan_s_read(proxied, cli):
+    """Created with the evidence of what was sent, an alarm whose read-back failed is reported failed (not
+    written) and keeps that evidence: the next plan reads the alarm, finds it as sent and writes nothing; one
+    changed in the console since reads as changed since gpudash wrote it (drift)."""
     proxy, client, apply = proxied
     broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
     proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: proxy.inject(broken)))
@@ -74,33 +93,41 @@ def test_a_create_whose_read_back_fails_carries_no_content_evidence(proxied, cli
     assert code == 3 and "Traceback" not in stderr
     assert NAME not in report["written"]
     error = next(item["error"] for item in report["failed"] if item["name"] == NAME)
-    assert "may exist, tagged ManagedBy=gpudash without gpudash:sha256" in error, error
-    tags = _tags(client, NAME)  # created, owned, but nothing vouches for its content
-    assert tags["ManagedBy"] == "gpudash" and tags["gpudash:project"] == "test" and "gpudash:sha256" not in tags
+    assert "may exist, tagged ManagedBy=gpudash and with the gpudash:sha256 of what was sent" in error, error
+    tags = _tags(client, NAME)  # created, owned, with the evidence of what was sent
+    assert tags["ManagedBy"] == "gpudash" and tags["gpudash:project"] == "test" and "gpudash:sha256" in tags
     fresh(proxy)
-    code, stdout, _ = cli("plan", "--no-grafana")
-    assert f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "tag gpudash:sha256=" in stdout
-    code, report, _ = apply()
-    assert code == 0 and NAME in report["written"] and "gpudash:sha256" in _tags(client, NAME)
-    code, report, _ = apply()
-    assert code == 0 and report["written"] == []
+    code, stdout, _ = cli("plan", "--no-grafana", "--output", "json")
+    actions = {c["name"]: c["action"] for c in json.loads(stdout)["changes"] if c["kind"] == "alarm"}
+    assert actions[NAME] == "unchanged"
+    alarm = alarms(client)[NAME]
+    fields = {key: alarm[key] for key in ("AlarmName", "ComparisonOperator", "EvaluationPeriods", "Metrics",
+                                          "TreatMissingData", "DatapointsToAlarm", "AlarmDescription")}
+    client.put_metric_alarm(**fields, Threshold=alarm["Threshold"] - 5)  # a console edit
+    code, stdout, _ = cli("plan", "--no-grafana", "--output", "json")
+    actions = {c["name"]: c["action"] for c in json.loads(stdout)["changes"] if c["kind"] == "alarm"}
+    assert actions[NAME] == "drift"
 
 
 def test_an_unconfirmed_create_in_cloudwatch_s_own_form_is_confirmed_by_the_next_apply_without_force(proxied, cli):
-    """CloudWatch reports a query without its Period: an alarm created whose read-back failed is, on the next
-    plan, as generated in that form (its evidence tagged), not drift needing --force."""
+    """CloudWatch reports a query without its Period: an alarm created whose read-back failed carries the evidence
+    of what was sent only, and is, on the next plan, as generated in that form (the form's evidence tagged), not
+    drift needing --force."""
     proxy, client, apply = proxied
     own_form = fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods)
     broken = fault("DescribeAlarms", "status", times=ALWAYS, status=500, body={"__type": "InternalFailure"})
     proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: (proxy.clear(), proxy.inject(broken))),
                  own_form)
-    assert apply()[0] == 3 and "gpudash:sha256" not in _tags(client, NAME)
+    assert apply()[0] == 3
+    sent = _tags(client, NAME)["gpudash:sha256"]
+    assert "." not in sent.partition("/")[0]  # the hash of the request alone: no form reported yet
     fresh(proxy)
     proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods))
     code, stdout, _ = cli("plan", "--no-grafana")
     assert f"update    cloudwatch alarm {NAME} [us-east-1]" in stdout and "drift" not in stdout
     code, report, _ = apply()
-    assert code == 0 and NAME in report["written"] and "gpudash:sha256" in _tags(client, NAME)
+    assert code == 0 and NAME in report["written"]
+    assert "." in _tags(client, NAME)["gpudash:sha256"].partition("/")[0]  # the form reported, kept
     code, report, _ = apply()
     assert code == 0 and report["written"] == []
 
@@ -143,7 +170,8 @@ def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure
     proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=lower))
     code, report, _ = apply()
     assert code == 3 and not [n for n in report["written"] if n in alarms(client)]
-    assert all("Threshold" in item["error"] for item in report["failed"])
+    assert all("Threshold" in item["error"] and "without gpudash:sha256 (taken back" in item["error"]
+               for item in report["failed"])
     assert not any("gpudash:sha256" in _tags_of(client, alarm) for alarm in alarms(client).values())
 
 

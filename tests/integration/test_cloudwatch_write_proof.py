@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled
+from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled,
+                                            without_query_periods)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 DASHBOARD = "gpudash-gpu-cluster-health"
@@ -280,18 +281,23 @@ def test_an_alarm_update_whose_tag_write_is_denied_is_written_and_its_tags_faile
 
 
 def test_alarms_created_whose_tag_writes_are_denied_are_written_and_listed_failed(proxied, cli):
-    """A first apply: every alarm is created (with its ownership tags, sent with PutMetricAlarm) and read back;
-    each is reported written, and its evidence tag as failed; the text report says both."""
+    """A first apply where CloudWatch reports the queries' alarms in its own form (without a query's Period): every
+    alarm is created (with its ownership tags and the evidence of what was sent, with PutMetricAlarm) and read
+    back; each is reported written, and the evidence naming the form reported, a tag write, as failed for each
+    alarm reported in that form; the text report says both."""
     proxy, client, apply = proxied
-    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=400, body=TAGGING_DENIED))
+    own_form = fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods)
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, status=400, body=TAGGING_DENIED), own_form)
     code, report, stderr = apply()
     live = alarms(client)
     assert code == 3 and live and "Traceback" not in stderr
     assert sorted(n for n in report["written"] if n in live) == sorted(live)
     failed = {item["name"]: item for item in report["failed"]}
-    assert sorted(failed) == sorted(live) and all(item["written"] for item in failed.values())
+    queried = sorted(name for name, alarm in live.items() if any("Period" in q for q in alarm.get("Metrics", [])))
+    assert NAME in queried and sorted(failed) == queried and all(item["written"] for item in failed.values())
     assert all("created and read back as sent" in item["error"] for item in failed.values())
     fresh(proxy)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=without_query_periods))
     code, stdout, _ = cli("apply", "--skip-verify")
     assert code == 0 and f"{NAME} [us-east-1] (done)" in stdout
     assert [op for op in proxy.operations if op == "PutMetricAlarm"] == []
