@@ -39,9 +39,10 @@ PROJECT_NOTE, CLUSTERS_NOTE, NO_PROJECT = "project:", "clusters:", "-"
 GRAFANA_MESSAGE_LENGTH, PUBLISHER_LENGTH = 500, 300
 # Then the claims of other settings files of the project that generate the same dashboard (same folder, uid and
 # content) and found it saved by the settings recorded above: one `also:` word per settings file, naming each of its
-# clusters by CLAIM_DIGEST_LENGTH characters of a digest (compact: claims share the message's 500 bytes). When the
-# claims do not all fit, the message records CLAIMS_CUT alone: claimed by settings not listed, never pruned.
-CLAIM_NOTE, CLAIM_DIGEST_LENGTH, CLAIMS_CUT = "also:", 8, "*"
+# clusters by the first characters of a digest: CLAIM_DIGEST_LENGTHS[0] of them when every claim fits so, else
+# CLAIM_DIGEST_LENGTHS[1] (compact: claims share the message's 500 bytes). When the claims do not fit even so, the
+# message records CLAIMS_CUT alone: claimed by settings not listed, never pruned.
+CLAIM_NOTE, CLAIM_DIGEST_LENGTHS, CLAIMS_CUT = "also:", (16, 8), "*"
 
 # Kubernetes objects (ConfigMaps, ServiceMonitor, PrometheusRule).
 KUBERNETES_MANAGED_BY = {"app.kubernetes.io/managed-by": OWNER}

@@ -24,7 +24,7 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLAIM_DIGEST_LENGTH,
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLAIM_DIGEST_LENGTHS,
                       CLAIM_NOTE, CLAIMS_CUT, CLUSTERS_NOTE, GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG, HASH_NOTE, NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE,
                       PUBLISHER_LENGTH, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
@@ -74,9 +74,7 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
     if claims and not (uid_prefix and publisher is not None):  # a save that dropped them would let a prune delete
         raise ValueError("claims are recorded after the uid prefix and the settings that saved the dashboard")
     if claims:
-        listed = "".join(f" {CLAIM_NOTE}{','.join(sorted(claim))}" for claim in sorted(set(claims), key=sorted))
-        cut = any(CLAIMS_CUT in claim for claim in claims)
-        head += f" {CLAIM_NOTE}{CLAIMS_CUT}" if cut or len((head + listed).encode()) > GRAFANA_MESSAGE_LENGTH else listed
+        head += _claims_text(head, claims)
     if note.startswith(CLAIM_NOTE):
         note = f"- {note}"  # a note is never read as a claim
     room = GRAFANA_MESSAGE_LENGTH - len(head.encode()) - 1
@@ -84,6 +82,19 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
         raise ValueError(f"a Grafana version message would be {len(head.encode())} bytes, over Grafana's "
                          f"{GRAFANA_MESSAGE_LENGTH}: {head[:80]}...")
     return f"{head} {note.encode()[:room].decode(errors='ignore')}".strip()
+
+
+def _claims_text(head: str, claims) -> str:
+    """The claims as the message records them after `head`: each cluster by as many characters of its digest as
+    let every claim fit (CLAIM_DIGEST_LENGTHS, the longest first; a claim read with fewer keeps them), else the
+    mark of claims not listed."""
+    if not any(CLAIMS_CUT in claim for claim in claims):
+        for length in CLAIM_DIGEST_LENGTHS:
+            shown = sorted({",".join(sorted({digest[:length] for digest in claim})) for claim in claims})
+            text = "".join(f" {CLAIM_NOTE}{claim}" for claim in shown)
+            if len((head + text).encode()) <= GRAFANA_MESSAGE_LENGTH:
+                return text
+    return f" {CLAIM_NOTE}{CLAIMS_CUT}"
 
 
 def _publisher_clusters(clusters: tuple[str, ...]) -> str:
@@ -143,8 +154,8 @@ def grafana_recorded_publisher_text(message: str | None) -> str | None:
 
 Claim = frozenset  # of cluster digests (grafana_claim), or {CLAIMS_CUT}
 
-_CLAIM = re.compile(re.escape(CLAIM_NOTE) + r"(?:" + re.escape(CLAIMS_CUT) + r"|[a-z2-7]{" + str(CLAIM_DIGEST_LENGTH)
-                    + r"}(?:,[a-z2-7]{" + str(CLAIM_DIGEST_LENGTH) + r"})*)")
+_CLAIM = re.compile(re.escape(CLAIM_NOTE) + r"(?:" + re.escape(CLAIMS_CUT) + "".join(
+    rf"|[a-z2-7]{{{n}}}(?:,[a-z2-7]{{{n}}})*" for n in CLAIM_DIGEST_LENGTHS) + ")")
 
 # Claims as a gpudash of 2026-12-01 (4f220e5..83732e7) wrote them, names in full: `also:<project>/<a,b>`.
 _LEGACY_CLAIM = re.compile(re.escape(CLAIM_NOTE) + r"([A-Za-z0-9][A-Za-z0-9_.-]*|" + re.escape(NO_PROJECT)
@@ -157,12 +168,26 @@ class GarbledClaims(ValueError):
 
 def claim_digest(project: str, cluster: str) -> str:
     digest = hashlib.sha256(f"{project}\x00{cluster}".encode()).digest()
-    return base64.b32encode(digest).decode().lower()[:CLAIM_DIGEST_LENGTH]
+    return base64.b32encode(digest).decode().lower()[:CLAIM_DIGEST_LENGTHS[0]]
 
 
 def grafana_claim(project: str, clusters) -> Claim:
     """The claim settings of `project` with `clusters` record on a dashboard another settings file saved."""
     return frozenset(claim_digest(project, cluster) for cluster in clusters)
+
+
+def claim_within(claim: Claim, digests: Claim) -> bool:
+    """Whether each cluster `claim` names (by as many characters of its digest as it records) is one of those whose
+    full digests are `digests`; never for the mark of claims not listed."""
+    return CLAIMS_CUT not in claim and all(any(full.startswith(digest) for full in digests) for digest in claim)
+
+
+def claim_is(claim: Claim, own: Claim) -> bool:
+    """Whether `claim` names exactly the clusters whose full digests are `own`, at the length it records them."""
+    if CLAIMS_CUT in claim or not claim:
+        return False
+    length = len(next(iter(claim)))
+    return claim == frozenset(digest[:length] for digest in own)
 
 
 def grafana_recorded_claims(message: str | None) -> frozenset:

@@ -19,10 +19,10 @@ from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, 
 from ..errors import RemoteError, may_have_happened
 from ..markers import CLAIMS_CUT, GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
-from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, content_hash, grafana_claim, grafana_content,
-                         grafana_message, grafana_owned, grafana_publisher, grafana_pushed_hash, grafana_recorded_claims,
-                         grafana_recorded_prefix, grafana_recorded_publisher, grafana_recorded_publisher_text,
-                         renamed_evidence)
+from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, claim_within, content_hash,
+                         grafana_claim, grafana_content, grafana_message, grafana_owned, grafana_publisher,
+                         grafana_pushed_hash, grafana_recorded_claims, grafana_recorded_prefix,
+                         grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
@@ -99,7 +99,7 @@ def _mine(publisher: Publisher | None) -> Claim:
 def _theirs(claims: frozenset[Claim], mine: Claim) -> frozenset[Claim]:
     """The claims of settings other than these: any claim with a cluster not among these settings' (or the mark of
     claims not listed)."""
-    return frozenset(claim for claim in claims if CLAIMS_CUT in claim or not claim <= mine)
+    return frozenset(claim for claim in claims if not claim_within(claim, mine))
 
 
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
@@ -149,7 +149,7 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
         unlisted = any(CLAIMS_CUT in c for c in claims) or _cut(model, uid_prefix, record)
         if shared is not None:
             shared.setdefault((other, UNLISTED if same_project and unlisted else same_project), []).append(uid)
-        if not same_project or own in claims or any(CLAIMS_CUT in c for c in claims):
+        if not same_project or any(claim_is(c, own) or CLAIMS_CUT in c for c in claims):
             return None  # another project's is never written; claimed already (or by claims not listed)
         return (f"record that these settings generate it too ({_publisher_text(*publisher)}), beside the "
                 f"settings that saved it ({other}), whose it stays: a --prune of theirs leaves it while this claim "

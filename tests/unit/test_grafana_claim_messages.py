@@ -12,18 +12,23 @@ DASHBOARD = {"uid": "x", "title": "t", "tags": ["gpudash-managed"], "panels": []
 
 
 def test_the_longest_record_the_settings_allow_still_leaves_room_for_claims_or_their_mark():
-    """Project of 64 characters, uid prefix of 16, clusters of 100 (the record cut at 300 characters) and a long
-    commit subject: one short claim is recorded in full; ten claims of 20 clusters each are recorded as `also:*`."""
+    """Project of 64 characters, uid prefix of 16, three clusters of 99 (a record of 299 characters) and a long
+    commit subject: one claim of one cluster is recorded with 16 characters a cluster, two of two clusters with 8, ten
+    of 20 clusters as `also:*`."""
     project, prefix = "p" * 64, "u" * 16
-    clusters = tuple(f"{i:02d}" + "c" * 98 for i in range(10))
+    clusters = tuple(f"{i:02d}" + "c" * 97 for i in range(3))
     note = "abc1234 " + "ü" * 300
     one = {grafana_claim(project, ["beta"])}
+    two = {grafana_claim(project, [f"team-{i}-a", f"team-{i}-b"]) for i in range(2)}
     many = {grafana_claim(project, [f"team-{i}-{j}" for j in range(20)]) for i in range(10)}
-    for claims, expected in ((one, one), (many, {frozenset("*")})):
+    for claims, expected in ((one, one), (two, {frozenset(d[:8] for d in c) for c in two}),
+                             (many, {frozenset("*")})):
         message = grafana_message(DASHBOARD, note, prefix, (project, clusters), claims)
         assert len(message.encode()) <= 500
         assert grafana_recorded_claims(message) == expected
-        assert grafana_recorded_publisher(message)[0] == project
+        assert {len(digest) for claim in grafana_recorded_claims(message) for digest in claim} == {
+            16 if claims is one else 8 if claims is two else 1}
+        assert grafana_recorded_publisher(message) == (project, frozenset(clusters))
 
 
 def test_a_record_kept_word_for_word_and_its_claims_read_back():
