@@ -180,7 +180,7 @@ advertises each instance as nvidia.com/gpu and is counted like whole GPUs.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
@@ -271,6 +271,8 @@ PER_GPU_SUFFIX = "-per-gpu"
 # it, a transform makes it a flag (1: no DCGM sample, 0: some); published with [ClusterName, node].
 SAMPLES = "scrape_samples_post_metric_relabeling"
 NODE_LABEL = "node"
+POD_INFO = "kube_pod_info"  # kube-state-metrics: one series per pod, with its namespace, name and node
+LOOKBACK_SECONDS = 300  # Prometheus' lookback delta (its default): an instant selector reads a sample this old
 SAMPLES_SET = (CLUSTER_DIMENSION, NODE_LABEL)
 PER_NODE_SUFFIX = "-per-node"
 
@@ -586,28 +588,54 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     them, as the CloudWatch twin counts each node's (a pod replaced by one answering empty fires once more than half
     the node's window is empty; pods replaced every few minutes are judged too), for a node scraped since a window
     ago (a new node's first failed scrapes do not fire, as on gpudash's own job). A target without `node` (the
-    operator's ServiceMonitor as shipped: prometheus-operator writes `node` only for Node endpoints) is judged alone,
-    once it is a window old: its pod and address change when the pod is replaced."""
+    operator's ServiceMonitor as shipped: prometheus-operator writes `node` only for Node endpoints) takes its node
+    from kube-state-metrics' `kube_pod_info` of its exporter pod (joined on the target's `namespace` and `pod`, the
+    exporter pod's own on a ServiceMonitor target; the node the pod had at any time in the window, so a replaced
+    pod's scrapes keep the node they were taken on) and is counted with its node's scrapes the same way. Where kube_pod_info does not name the pod's node
+    (kube-state-metrics not scraped, or scraped without honorLabels so its `pod` is renamed), the target is judged
+    alone, once it is a window old: its pod and address change when the pod is replaced."""
     style = style_for(settings)
     operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
     own = f'{SAMPLES}{{exporter_pod!=""}}'
     per_node, per_target = (f'{SAMPLES}{{exporter_pod="", node!="", {operator}}}',
                             f'{SAMPLES}{{exporter_pod="", node="", {operator}}}')
 
+    # a target without `node`: its exporter pod's node as kube-state-metrics reports it. A pod never changes node, so
+    # each target's counts take the node its pod had at any time in the window (and the lookback before it: a pod
+    # replaced within the window, gone from kube-state-metrics since, keeps the node its scrapes were taken on),
+    # joined once, after the counting. One series per pod (topk by pod): two (kube-state-metrics replicas, or another
+    # pod of that name recreated on another node within the range, a StatefulSet's) would make the join an error,
+    # and the whole rule with it.
+    keys = ", ".join((*((settings.labels.cluster,) if settings.shared_prometheus else ()), "namespace", "pod"))
+    pods = f'{POD_INFO}{{namespace="{settings.exporter.namespace}", {NODE_LABEL}!=""}}'
+    known = {"window": f"last_over_time({pods}[{window + LOOKBACK_SECONDS}s])", "now": pods,
+             "then": f"{pods} offset {window}s"}
+
+    def as_is(expression: str, when: str) -> str:
+        return expression
+
+    def on_its_node(expression: str, when: str) -> str:
+        return f"({expression} * on({keys}) group_left({NODE_LABEL}) topk by ({keys}) (1, {known[when]}))"
+
     def scrapes(selector: str, kept: str | None = None) -> str:
         return f"count_over_time({step_reading(selector, f'{step}s', kept=kept)}[{window * 1000 - 1}ms:{step}s])"
 
-    def share(selector: str, each: str = "") -> str:
+    def share(selector: str, each: str = "", place: Callable[[str, str], str] = as_is) -> str:
         """More than NO_DATA_SHARE of the scrapes of each group (`each`: an aggregation, none: each target) in the
-        window were empty, while the group is scraped and was a window ago."""
-        def of(expression: str) -> str:
-            return f"{each}({expression})" if each else expression
-        return (f"{of(scrapes(selector, f'{selector} == 0'))} > {NO_DATA_SHARE:g} * {of(scrapes(selector))} "
-                f"and {of(selector)} and {of(f'{selector} offset {window}s')}")
+        window were empty, while the group is scraped and was a window ago; `place` gives a series its node."""
+        def of(expression: str, when: str) -> str:
+            placed = place(expression, when)
+            return f"{each}({placed})" if each else placed
+        return (f"{of(scrapes(selector, f'{selector} == 0'), 'window')} > {NO_DATA_SHARE:g} * "
+                f"{of(scrapes(selector), 'window')} and {of(selector, 'now')} "
+                f"and {of(f'{selector} offset {window}s', 'then')}")
     # the operator's or the chart's ServiceMonitor scrapes at its own interval (15 s by default), which the settings
-    # do not know: the share of the scrapes, of each node where the targets name it (a node outlives its pods)
+    # do not know: the share of the scrapes, of each node (a node outlives its pods) where the targets name it or
+    # kube-state-metrics names their pods' nodes, else of each target alone
+    each_node = "sum without (pod, instance) "
     branches = [f"{scrapes(own, f'{own} == 0')} > {threshold:g} and {own}",
-                share(per_node, "sum without (pod, instance) "), share(per_target)]
+                share(per_node, each_node), share(per_target, each_node, on_its_node),
+                f"({share(per_target)}) unless on({keys}) {pods}"]
     expression = " or ".join(f"({b})" for b in branches)
     return f'label_replace({expression}, "reason", "{NO_DATA_REASON}", "", "")'
 

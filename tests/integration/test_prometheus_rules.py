@@ -374,6 +374,102 @@ def test_an_exporter_pod_replaced_on_the_operators_servicemonitor_is_judged_per_
     _promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
+def _stock_labels(folder, reference) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels a real Prometheus gives an exporter pod's scrapes through the GPU operator's ServiceMonitor as
+    shipped (no relabelings: no `node`), and that pod's kube_pod_info as kube-prometheus-stack scrapes
+    kube-state-metrics (honorLabels: the described pod's namespace and name stay): one scrape of each."""
+    from tests.support.operator_scrape import endpoint_target, scrape_config
+    from tests.support.prometheus_server import Prometheus
+    from tests.support.replay_exporter import ReplayExporter
+
+    monitor = yaml.safe_load((reference / "k8s" / "gpu-operator" /
+                              "assets_state-dcgm-exporter_0500_service_monitor.yaml").read_text())
+    monitor["metadata"]["namespace"] = monitor["spec"]["namespaceSelector"]["matchNames"] = "gpu-operator"
+    pod = "nvidia-dcgm-exporter-7xk2p"
+    info = ('# TYPE kube_pod_info gauge\nkube_pod_info{namespace="gpu-operator",pod="%s",uid="u-1",host_ip="10.0.1.1",'
+            'pod_ip="10.0.1.17",node="node-1",created_by_kind="DaemonSet",created_by_name="nvidia-dcgm-exporter",'
+            'priority_class="system-node-critical",host_network="false"} 1\n' % pod)
+    with ReplayExporter('DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-0",Hostname="node-1"} 60\n') as exporter, \
+            ReplayExporter(info) as ksm:
+        (folder / "sd.json").write_text(json.dumps([endpoint_target(
+            exporter.address, namespace="gpu-operator", service="nvidia-dcgm-exporter",
+            service_labels={"app": "nvidia-dcgm-exporter"}, port="gpu-metrics", pod=pod,
+            container="nvidia-dcgm-exporter", node="node-1")]))
+        config = {"global": {"scrape_interval": "1s"},
+                  "scrape_configs": [scrape_config(monitor, str(folder / "sd.json")),
+                                     {"job_name": "kube-state-metrics", "honor_labels": True,
+                                      "static_configs": [{"targets": [ksm.address]}]}]}
+        with Prometheus(folder, config) as prometheus:
+            (target,) = prometheus.wait_for(SAMPLES + '{job!="kube-state-metrics"}')
+            (pod_info,) = prometheus.wait_for("kube_pod_info")
+    return ({k: v for k, v in target["metric"].items() if k != "__name__"},
+            {k: v for k, v in pod_info["metric"].items() if k not in ("__name__", "job", "instance")})
+
+
+def _series_of(name: str, labels: dict[str, str]) -> str:
+    return name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def test_on_the_operators_servicemonitor_as_shipped_kube_state_metrics_gives_each_target_its_node(tmp_path, reference):
+    """The GPU operator's ServiceMonitor as shipped gives its targets no `node` (a real Prometheus scraping through
+    it shows the labels: the exporter pod's pod, namespace, container, service, endpoint). The rule takes each
+    target's node from kube-state-metrics' kube_pod_info of its pod, so the node's scrapes are counted whatever pod
+    answered them: an exporter pod replaced at minute 20 by one answering 200 without a DCGM sample fires at 25m
+    (more than half the node's 40 scrapes empty), pods replaced every 4 minutes fire as soon, and a healthy node
+    beside them does not; a second kube-state-metrics replica, or another pod recreated under one name on another
+    node, leaves one node per pod (a join error would silence the whole rule). Without kube_pod_info (kube-state-metrics not scraped) each target is judged alone, as
+    before: the replaced pod fires a window after it appeared (30m), the churning pods never."""
+    target, pod_info = _stock_labels(tmp_path, reference)
+    assert "node" not in target and target["pod"] == pod_info["pod"] and target["namespace"] == pod_info["namespace"]
+    _operator_rules(tmp_path)
+
+    def pods(node: int, lives: list[tuple[int, int, str]], with_info: bool = True) -> list[dict]:
+        """Exporter pods on node-<node> scraped every 15 s: (first scrape, scrapes, value) each, with its own pod
+        name and address, and its kube_pod_info while it lives."""
+        result = []
+        for k, (first, count, value) in enumerate(lives, start=1):
+            name, gap = f"nvidia-dcgm-exporter-{node}{k:03d}", f"_x{first} " if first else ""
+            result.append({"series": _series_of(SAMPLES, {**target, "pod": name,
+                                                          "instance": f"10.0.{node}.{k}:9400"}),
+                           "values": f"{gap}{value}x{count - 1}"})
+            if with_info:
+                result.append({"series": _series_of("kube_pod_info", {**pod_info, "pod": name,
+                                                                       "node": f"node-{node}"}),
+                               "values": f"{gap}1x{count - 1}"})
+        return result
+    gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x200"}
+    ksm = [{**k, "values": "1x200"} for k in KSM]
+    node = {k: v for k, v in target.items() if k not in ("pod", "instance")}
+    fired = [_expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN, **node, node="node-1")]
+    replaced = [(0, 80, "400"), (80, 120, "0")]  # at 20m a new pod answering empty
+    churn = [(0, 80, "400"), *((80 + 16 * k, 16, "0") for k in range(8))]  # from 20m a new pod every 4 minutes
+    healthy = pods(2, [(0, 200, "400")])
+    alone = _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                      **{**target, "pod": "nvidia-dcgm-exporter-1002", "instance": "10.0.1.2:9400"})
+
+    # a second kube-state-metrics replica's copy of each pod's series, and a pod of the exporter's namespace recreated
+    # under its own name on another node (a StatefulSet's): still one node per pod, the rule evaluates
+    copies = [{**i, "series": i["series"].replace("{", '{instance="ksm-2",', 1)}
+              for i in pods(1, replaced) + healthy if i["series"].startswith("kube_pod_info")]
+    moved = [{"series": _series_of("kube_pod_info", {**pod_info, "pod": "validator-0", "node": f"node-{n}"}),
+              "values": values} for n, values in ((5, "1x60"), (6, "_x64 1x130"))]
+
+    def at(*minutes: tuple[int, list]) -> list[dict]:
+        return [{"eval_time": f"{m}m", "alertname": "GpudashGpuDataMissing", "exp_alerts": alerts}
+                for m, alerts in minutes]
+    tests = [
+        {"interval": "15s", "input_series": [*pods(1, replaced), *healthy, *copies, *moved, gpu, *ksm],
+         "alert_rule_test": at((20, []), (24, []), (25, fired), (40, fired))},
+        {"interval": "15s", "input_series": [*pods(1, churn), *healthy, gpu, *ksm],
+         "alert_rule_test": at((24, []), (25, fired), (40, fired))},
+        {"interval": "15s", "input_series": [*pods(1, replaced, False), *pods(2, [(0, 200, "400")], False), gpu, *ksm],
+         "alert_rule_test": at((25, []), (29, []), (30, [alone]))},
+        {"interval": "15s", "input_series": [*pods(1, churn, False), gpu, *ksm],
+         "alert_rule_test": at((25, []), (40, []))},
+    ]
+    _promtool_test(tmp_path, "rules_test.yaml", tests)
+
+
 def test_healthy_fleet_fires_nothing(rules):
     series = [_series("DCGM_FI_DEV_GPU_UTIL", "80x60"), _series("DCGM_FI_DEV_GPU_TEMP", "60x60"),
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
