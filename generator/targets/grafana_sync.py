@@ -72,8 +72,10 @@ def _claims(message: str | None, uid: str) -> frozenset[Claim]:
         return grafana_recorded_claims(message)
     except GarbledClaims as exc:
         raise InvalidAnswer(f"Grafana's answer is not a valid API answer: {exc}", where=f"dashboard {uid} versions",
-                            hint="look at the dashboard's versions in Grafana (Dashboard settings, Versions); "
-                                 "nothing was published") from None
+                            hint="look at the dashboard's versions in Grafana (Dashboard settings, Versions): runs "
+                                 "stop here while that version is its latest one gpudash saved; if a person wrote "
+                                 "that message, delete the dashboard (the next push of its settings creates it "
+                                 "again)") from None
 
 
 UNLISTED = "unlisted"  # a shared dashboard whose claims do not all fit its message
