@@ -232,13 +232,23 @@ def to_yaml_alike(documents: list[Any]) -> list[bytes]:
     first_text = to_yaml(documents[0]).decode()
     counts = _value_counts(documents[0], {})
     texts = [first_text.encode()]
+    splits: dict[tuple[str, ...], tuple[list[str], dict[str, int]]] = {}
+    plain: dict[str, bool] = {}
     for document in documents[1:]:
-        text = _substituted(documents[0], first_text, counts, document)
+        text = _substituted(documents[0], first_text, counts, document, splits, plain)
         texts.append(text.encode() if text is not None else to_yaml(document))
     return texts
 
 
-def _substituted(first: Any, first_text: str, counts: dict[str, int], document: Any) -> str | None:
+def _substituted(first: Any, first_text: str, counts: dict[str, int], document: Any,
+                 splits: dict[tuple[str, ...], tuple[list[str], dict[str, int]]] | None = None,
+                 plain: dict[str, bool] | None = None) -> str | None:
+    """`document`'s text made from the first's, or None. The first text split at the places of one set of
+    replaced values (and how often each matched) is the same for every document replacing that set: it is
+    worked out once, in `splits` (kept for one first document only); whether a value is a plain token, once,
+    in `plain`."""
+    splits = {} if splits is None else splits
+    plain = {} if plain is None else plain
     found: list[tuple[str, str]] = []
     if not _differences(first, document, found):
         return None
@@ -250,18 +260,25 @@ def _substituted(first: Any, first_text: str, counts: dict[str, int], document: 
         if replacing.setdefault(old, new) != new:
             return None  # one value replaced by two
         places[old] = places.get(old, 0) + 1
-    if any(places[old] != counts[old] or not _plain(old) or not _plain(new) for old, new in replacing.items()):
+    for value in (*replacing, *replacing.values()):
+        if value not in plain:
+            plain[value] = _plain(value)
+    if any(places[old] != counts[old] or not plain[old] or not plain[new] for old, new in replacing.items()):
         return None
-    pattern = re.compile("(?<=: |- )(" + "|".join(map(re.escape, sorted(replacing, key=len, reverse=True)))
-                         + ")(?=\n)")
-    matched: dict[str, int] = {}
-
-    def replace(match: re.Match[str]) -> str:
-        matched[match[1]] = matched.get(match[1], 0) + 1
-        return replacing[match[1]]
-
-    text = pattern.sub(replace, first_text)
-    return text if matched == places else None
+    olds = tuple(sorted(replacing, key=lambda value: (-len(value), value)))
+    if olds not in splits:
+        pattern = re.compile("(?<=: |- )(" + "|".join(map(re.escape, olds)) + ")(?=\n)")
+        pieces = pattern.split(first_text)  # the text between matches, and each value matched (odd places)
+        matched: dict[str, int] = {}
+        for value in pieces[1::2]:
+            matched[value] = matched.get(value, 0) + 1
+        splits[olds] = pieces, matched
+    pieces, matched = splits[olds]
+    if matched != places:
+        return None
+    text = pieces[:]
+    text[1::2] = [replacing[value] for value in pieces[1::2]]
+    return "".join(text)
 
 
 def to_yaml(*documents: Any) -> bytes:

@@ -197,6 +197,13 @@ def test_documents_alike_replace_plain_values_and_write_the_rest_in_full():
     (held,) = documents("c1")  # the replaced value sits elsewhere too (other: c1), unchanged there
     held_text = serialize.to_yaml(held).decode()
     assert serialize._substituted(held, held_text, serialize._value_counts(held, {}), second) is None
+    splits, plain = {}, {}  # what one first document's substitutions share, as to_yaml_alike keeps it
+    for name in ("c2", "true", "c1", "c3", "a b", "c2"):
+        (document,) = documents(name)
+        alike = serialize._substituted(first, text, counts, document, splits, plain)
+        assert alike == (None if name in ("true", "a b") else serialize.to_yaml(document).decode()), name
+    assert serialize.to_yaml_alike(documents("c0", "c2", "true", "c1", "c2")) == [
+        serialize.to_yaml(document) for document in documents("c0", "c2", "true", "c1", "c2")]
 
 
 def test_the_agent_pipelines_of_many_clusters_share_their_cluster_independent_parts(tmp_path):
