@@ -270,3 +270,29 @@ def test_a_file_that_adds_a_cluster_replaces_its_claim_and_one_that_drops_one_le
     code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [] and TEAM in grafana.state.dashboards, stderr
     assert "if no settings file defines one any more, delete it by hand in Grafana" in stderr, stderr
+
+
+@pytest.mark.parametrize("action", ["reset-after", "truncate", "body"])
+def test_a_claim_or_withdrawal_whose_answer_is_lost_is_read_back_done_once(grafana, cli, tmp_path, action):
+    """The claim save and the withdrawal land, and their answers are lost (the connection reset, the answer cut
+    short, a page that is not Grafana's): the version they left is read back with the claims they meant, so each is
+    reported done, once (one version each), and nothing is written twice."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(lambda *args: cli(*args, env={"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN}),
+             _file(tmp_path, "a", ["alpha"]))
+    with FaultProxy(grafana.url) as proxy:
+        def through(*args):
+            return cli(*args, env={"GRAFANA_URL": proxy.url, "GRAFANA_TOKEN": ADMIN})
+
+        body = f'"uid": "{TEAM}"'.encode()
+        for config, flags, claims in ((_file(tmp_path, "b", ["beta"]), (), {grafana_claim("shop", ["beta"])}),
+                                      (_file(tmp_path, "b2", ["beta"], team=False), ("--prune",), set())):
+            versions = len(grafana.state.dashboards[TEAM]["versions"])
+            proxy.inject(Rule(r"^/api/dashboards/db$", action=action, contains=body))
+            code, stdout, stderr = _push(through, "--config", config, *flags)
+            assert proxy.faults(), "the fault was never injected"
+            assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+            assert len(grafana.state.dashboards[TEAM]["versions"]) == versions + 1
+            assert grafana_recorded_claims(_message(grafana)) == claims
+            proxy.clear()
