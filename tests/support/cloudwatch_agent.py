@@ -156,9 +156,16 @@ def _otel(configmaps_yaml: bytes | str) -> dict | None:
     """The collector configuration the file carries beside cwagentconfig.json (agent.pipeline: otel), or None."""
     from tests.support.cloudwatch_otel import OTEL_KEY, otel_config
 
-    documents = safe_load_all(configmaps_yaml)
-    agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
-    return otel_config(configmaps_yaml) if OTEL_KEY in agent["data"] else None
+    if configmaps_yaml not in _HAS_OTEL:  # (the file's documents read once per exact text)
+        documents = safe_load_all(configmaps_yaml)
+        agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
+        if len(_HAS_OTEL) > 256:
+            _HAS_OTEL.clear()
+        _HAS_OTEL[configmaps_yaml] = OTEL_KEY in agent["data"]
+    return otel_config(configmaps_yaml) if _HAS_OTEL[configmaps_yaml] else None
+
+
+_HAS_OTEL: dict[bytes | str, bool] = {}
 
 
 def agent_config(configmaps_yaml: bytes | str) -> tuple[dict, dict]:

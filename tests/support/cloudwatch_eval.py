@@ -200,19 +200,51 @@ def _group_key(query: Query, namespace: str, dimensions: tuple) -> tuple | None:
     return tuple((g, dims[g]) for g in query.group)
 
 
+def _read_by(query: Query, datapoints: list[Datapoint]) -> tuple[list[float], list[tuple], bool]:
+    """The points of the list the query reads (its metric, namespace, dimension set and WHERE), as (timestamp,
+    position in the list, group key, value) in time order (the list's order among equal times), with their
+    timestamps, and whether that is the list's order too: worked out once per list and query (an alarm judged at
+    every minute reads the same list again and again; a list that grew since is indexed again)."""
+    _, _, index, orders = _indexed(datapoints)
+    tag = ("insights", query.metric, query.namespace, tuple(query.schema), tuple(query.where), tuple(query.group))
+    found = orders.get(tag)
+    if found is None:
+        keys: dict[tuple, tuple | None] = {}  # (namespace, dimensions) -> _group_key: a fleet repeats them
+        read = []
+        for position, point in enumerate(index.get(query.metric, [])):
+            seen = (point.namespace, point.dimensions)
+            key = keys[seen] if seen in keys else keys.setdefault(seen, _group_key(query, *seen))
+            if key is not None:
+                read.append((point.timestamp, position, key, point.value))
+        in_order = all(read[i][0] <= read[i + 1][0] for i in range(len(read) - 1))
+        if not in_order:
+            read.sort(key=lambda r: (r[0], r[1]))
+        found = orders[tag] = ([r[0] for r in read], read, in_order)
+    return found
+
+
 def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, end: float, period: int) -> Result:
     query = parse(text)
     buckets: dict[tuple, dict[int, list[float]]] = {}
-    keys: dict[tuple, tuple | None] = {}  # (namespace, dimensions) -> _group_key: a fleet repeats them every period
-    for point in _of_metric(datapoints, query.metric, start, end):
-        if point.metric != query.metric or not start <= point.timestamp < end:
-            continue
-        seen = (point.namespace, point.dimensions)
-        key = keys[seen] if seen in keys else keys.setdefault(seen, _group_key(query, *seen))
-        if key is None:
-            continue
-        bucket = int(start + (point.timestamp - start) // period * period)
-        buckets.setdefault(key, {}).setdefault(bucket, []).append(point.value)
+    if isinstance(datapoints, list):  # the points in [start, end) it reads, in the list's order
+        times, read, in_order = _read_by(query, datapoints)
+        window = read[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]
+        if not in_order:
+            window.sort(key=lambda r: r[1])
+        for timestamp, _, key, value in window:
+            bucket = int(start + (timestamp - start) // period * period)
+            buckets.setdefault(key, {}).setdefault(bucket, []).append(value)
+    else:
+        keys: dict[tuple, tuple | None] = {}  # (namespace, dimensions) -> _group_key
+        for point in datapoints:
+            if point.metric != query.metric or not start <= point.timestamp < end:
+                continue
+            seen = (point.namespace, point.dimensions)
+            key = keys[seen] if seen in keys else keys.setdefault(seen, _group_key(query, *seen))
+            if key is None:
+                continue
+            bucket = int(start + (point.timestamp - start) // period * period)
+            buckets.setdefault(key, {}).setdefault(bucket, []).append(point.value)
     result = {key: {b: FUNCTIONS[query.function](values) for b, values in series.items()}
               for key, series in buckets.items()}
     if query.order:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import pickle
 import re
 from dataclasses import dataclass, field
 
@@ -100,10 +101,19 @@ def _unescape(value):
 
 
 def otel_config(configmaps_yaml: bytes | str) -> dict:
-    """The collector configuration of a generated agent ConfigMap file, as the collector reads it."""
-    documents = safe_load_all(configmaps_yaml)
-    agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
-    return _unescape(safe_load(agent["data"][OTEL_KEY]))
+    """The collector configuration of a generated agent ConfigMap file, as the collector reads it. A test reads
+    the same file for each agent it runs: each exact text is read once, and every call gets a copy of its own."""
+    kept = _CONFIGS.get(configmaps_yaml)
+    if kept is None:
+        documents = safe_load_all(configmaps_yaml)
+        agent = next(d for d in documents if "cwagentconfig.json" in d["data"])
+        if len(_CONFIGS) > 256:
+            _CONFIGS.clear()
+        kept = _CONFIGS[configmaps_yaml] = pickle.dumps(_unescape(safe_load(agent["data"][OTEL_KEY])))
+    return pickle.loads(kept)
+
+
+_CONFIGS: dict[bytes | str, bytes] = {}  # a ConfigMap file's text -> its collector configuration, pickled
 
 
 def _component(config: dict, section: str, kind: str) -> dict:
@@ -366,12 +376,15 @@ class OtelAgent(Pipeline):
             if len(known) > 20_000:
                 known.clear()
             found = known[key] = self._processed(scrape, last)
-        kept, seen, kinds, _, dropped = found
+        kept, seen, kinds, _, dropped, published = found
         self._last_series[target] = seen
         self._kinds.update(kinds)
         self.dropped += dropped
         self.exported.update(metric.name for metric in kept)
-        return [point for metric in kept for point in self._published(metric, scrape)]
+        result: list[Datapoint] = []
+        for metric, points in published:
+            result += self._published(metric, points, scrape)
+        return result
 
     def _processed(self, scrape: Scrape, last: frozenset) -> tuple:
         """(the metrics awsemf receives of the scrape, the target's series now, the kinds of its metrics by name, the
@@ -406,7 +419,12 @@ class OtelAgent(Pipeline):
                 kept = transform(kept)
         dropped = self.dropped[before:]
         del self.dropped[before:]  # the caller adds them, at every scrape
-        return kept, seen, kinds, read, dropped
+        # what awsemf reads of each point whatever the scrape's time: a point flagged NoRecordedValue, NaN or
+        # infinite is dropped (a counter's previous value kept); the others with their cache key and dimension sets
+        published = [(metric, [(labels, value, *self._emitted(metric.name, labels)) for labels, value in metric.points
+                               if not (value is None or math.isnan(value) or math.isinf(value))])
+                     for metric in kept]
+        return kept, seen, kinds, read, dropped, published
 
     def _filtered(self, metrics: list["_Metric"]) -> list["_Metric"]:
         """The filter processor: a datapoint for which a condition holds is dropped, a metric left without
@@ -440,14 +458,12 @@ class OtelAgent(Pipeline):
             metrics.setdefault(name, _Metric(name, read.get(name, "gauge"))).points.append((dict(labels), None))
         return seen, tuple(read.items())
 
-    def _published(self, metric: "_Metric", scrape: Scrape) -> list[Datapoint]:
-        """awsemf: a point flagged NoRecordedValue, NaN or infinite is dropped (a counter's previous value kept);
-        a counter's point becomes its delta; each dimension set the declarations give it."""
+    def _published(self, metric: "_Metric", points: list[tuple], scrape: Scrape) -> list[Datapoint]:
+        """awsemf, on the metric's points it keeps (labels, value, the counter's cache key, the dimension sets with
+        their values; see _processed): a counter's point becomes its delta; each dimension set the declarations give
+        it."""
         result, timestamp = [], scrape.timestamp
-        for labels, value in metric.points:
-            if value is None or math.isnan(value) or math.isinf(value):
-                continue
-            key, dimensions = self._emitted(metric.name, labels)
+        for labels, value, key, dimensions in points:
             if metric.kind == "counter":
                 previous = self._previous.get(key)
                 self._previous[key] = (value, timestamp)
