@@ -47,7 +47,7 @@ def alarms(ctx):
               runbook="Workloads on the GPU saw an uncorrectable error: check their logs, and plan a GPU reset."),
         Alarm("gpu-temp-high", "GPU temperature high",
               # Every reading of two 5-minute periods (10 minutes) above the level: the lowest per period, both
-              # forms judging the two latest periods with readings of the three latest (render.alarms._of_range).
+              # forms judging the two latest periods with readings of the four latest (render.alarms._of_range).
               Condition(Query("DCGM_FI_DEV_GPU_TEMP", "min", GPU), ">", temp[0]),
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description=f"A GPU has read above {temp[0]:g} °C at every reading of its two latest 5-minute "

@@ -80,14 +80,16 @@ def _description(alarm: Alarm, note: str = "") -> str:
 def stale_note(alarm: Alarm, first: str = "") -> str:
     """What a rule's CloudWatch alarm does where its twin cannot follow: a contributor whose data stops while in ALARM
     is judged on its last real datapoints of the evaluation range (user guide, "How alarm state is evaluated when data
-    is missing"; TreatMissingData is not used while the range holds enough of them), of a length AWS does not publish,
-    and no math can fill a GROUP BY query's contributors (tests/integration/test_stale_alarm_twins.py). The rule
-    judges the shortest range (_of_range): it agrees while the range's length cannot decide, and clears first."""
+    is missing"; TreatMissingData is not used while the range holds enough of them), and no math can fill a GROUP BY
+    query's contributors (tests/integration/test_stale_alarm_twins.py). The range's length is published only by the
+    page's example (RANGE_EXTRA_PERIODS): the rule judges that length (_of_range) and clears with the alarm there; a
+    longer range keeps the alarm in ALARM longer."""
     who = "a pod" if alarm.per_pod else "a GPU"
     return (f" On CloudWatch: {first + '; ' if first else ''}{who} whose data stops in ALARM (exporter, node or pod "
-            f"gone) stays so while its last datapoints are in the alarm's evaluation range (a few periods, its "
-            f"length unpublished); the rule, which reaches one period back as the range does, clears "
-            f"{_spoken(rule_clears(alarm))} after the last reading.")
+            f"gone) stays so while its last datapoints are in the alarm's evaluation range; the rule judges the "
+            f"range of AWS's example ({RANGE_EXTRA_PERIODS} periods more than the alarm's) and clears "
+            f"{_spoken(rule_clears(alarm))} after the last reading, as the alarm does there (a longer range, its "
+            f"length unpublished, holds it longer).")
 
 
 def _spoken(seconds: int) -> str:
@@ -95,11 +97,19 @@ def _spoken(seconds: int) -> str:
 
 
 def rule_clears(alarm: Alarm) -> int:
-    """Seconds after a contributor's last reading at which its rule no longer fires: once its latest N - M + 2
-    periods hold no reading, fewer than M breaching ones are left in the N + 1 it judges (_of_range); N - M + 1 of
-    the N that _of_periods judges."""
+    """Seconds after a contributor's last reading (all breaching) at which its rule no longer fires. Judged over the
+    range (_of_range): once its latest N - M + 1 + RANGE_EXTRA_PERIODS periods hold no reading, fewer than M
+    readings are left in the N + RANGE_EXTRA_PERIODS it judges; with `missing` and M > 1, not before its latest N
+    hold none (premature alarm state: a breaching period at least M periods old, none newer). Judged per period
+    (_of_periods): once its latest N - M + 1 periods hold no reading."""
     periods = alarm.evaluation_periods
-    return (periods - (alarm.datapoints_to_alarm or periods) + 1 + range_judged(alarm)) * alarm.period_seconds
+    needed = alarm.datapoints_to_alarm or periods
+    if not range_judged(alarm):
+        return (periods - needed + 1) * alarm.period_seconds
+    empty = periods - needed + 1 + RANGE_EXTRA_PERIODS
+    if alarm.missing_data == "missing" and needed > 1:
+        empty = max(empty, periods)
+    return empty * alarm.period_seconds
 
 
 def range_judged(alarm: Alarm) -> bool:
@@ -739,6 +749,11 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
 
 
 RANGE_JUDGED = ("missing", "notBreaching")  # missing data CloudWatch judges over its evaluation range (_of_range)
+# Periods CloudWatch's evaluation range holds beyond EvaluationPeriods, as the rule models it. AWS publishes no rule
+# for the length ("depends on the length of the alarm period and whether it is based on a metric with standard
+# resolution or high resolution"); its one example, two tables of 3 evaluation periods of 5 minutes, judges 5
+# periods, and 5 of their rows read otherwise at 4 (tests/unit/test_cloudwatch_evaluation_range.py).
+RANGE_EXTRA_PERIODS = 2
 NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
 
@@ -750,28 +765,32 @@ def _over_periods(aggregation: str, terms: list[str]) -> str:
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:
-    """CloudWatch's judgement of an alarm whose missing data is `missing` or `notBreaching`, over the shortest
-    evaluation range it may use: the N periods ending at the evaluation and the one before (user guide, "How
-    alarm state is evaluated when data is missing": it retrieves "a higher number of data points than" N; the
-    length is not published, and a longer one decides alike unless older data would be judged). `value(k)`: the
+    """CloudWatch's judgement of an alarm whose missing data is `missing` or `notBreaching`, over an evaluation range
+    of N + RANGE_EXTRA_PERIODS periods (user guide, "How alarm state is evaluated when data is missing": it
+    retrieves "a higher number of data points than" N; the page's example retrieves 5 for 3). `value(k)`: the
     statistic of the period k periods back, none if that period has no reading.
     - At least N periods with a reading: the N most recent of them are judged (TreatMissingData unused), M must
-      breach. A period without a reading among the latest N lets the one before them be judged: a GPU whose
-      exporter answers five minutes of every ten stays judged on its readings, not paused at each gap.
+      breach. A period without a reading among the latest N lets an older one be judged: a GPU whose exporter
+      answers five minutes of every ten or fifteen stays judged on its readings, not paused at each gap.
     - Fewer: the missing periods count as not breaching, M of the real ones must breach; with `missing`, fewer
       real periods than M alarm early when the oldest breaching one of the latest N is at least M periods old and
       every later one breaches or has no reading ("Avoiding premature transitions to alarm state").
-    One evaluation of each period's statistic where M equals N (every default alarm; with `missing` data, 2 of 2):
-    its breaching flag (`> bool`) weighted so that one sum over the range decides."""
+    Where M equals N (every default alarm; with `missing` data, 2 of 2) one evaluation of each period's statistic:
+    its breaching flag (`> bool`) weighted so that one sum over the range decides (two with `missing`, N > 2).
+    Checked against the evaluator for every pattern of the range (tests/integration/test_evaluation_range_rules.py)."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
+    extra = RANGE_EXTRA_PERIODS
     compare, threshold = condition.comparison, f"{condition.threshold:g}"
 
     def flag(k: int) -> str:  # 1 breaching, 0 not, none without a reading
         return f"({value(k)} {compare} bool {threshold})"
 
-    def summed(terms: list[str]) -> str:
-        return _over_periods("sum", terms)
+    def weighted(weights: list[tuple[int, int]]) -> str:
+        """The sum over the periods, latest first, of each one's weight: (breaching, not breaching); 0 without a
+        reading."""
+        return _over_periods("sum", [f"{flag(k)} * {b - n} - {-n}" if b != n else f"{flag(k)} * 0 + {b}"
+                                     for k, (b, n) in enumerate(weights)])
 
     def counted(terms: list[str]) -> str:
         return _over_periods("count", terms)
@@ -781,35 +800,45 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
 
     def not_breaching(k: int) -> str:
         return f"{value(k)} {NEGATED[compare]} {threshold}"
+    assert extra == 2, "the weights below are worked out for a range of N + 2 periods"
+    if needed == periods == 2 and alarm.missing_data == "missing":
+        # One sum (the default temperature-high alarm: each period read once): weights per period, breaching /
+        # not breaching / no reading, latest first: 7 / -100 / 0, 10 / -100 / 0, 7 / -5 / 0, 4 / -1 / 0. The
+        # patterns that alarm sum to 10 or more (the two most recent real periods breaching: 17, 14, 11, 16, 13,
+        # ...; the middle alone, early: 10), every other pattern's is under it (the latest or the one before not
+        # breaching: under 0; one real period elsewhere: 7 or 4; a not breaching one among the two most recent
+        # real: 9 or less).
+        return f"({weighted([(7, -100), (10, -100), (7, -5), (4, -1)])} >= 10)"
     if needed == periods:
-        # Each of the latest N adds 1 breaching and -(N + 2) not (then no sum reaches N); the period before adds 1
-        # breaching, 0 not: N breaching among the N most recent real periods, none of the latest N not breaching.
-        main = f"{summed([f'{flag(k)} * {periods + 3} - {periods + 2}' for k in range(periods)] + [flag(periods)])} >= {periods}"
+        # Each of the latest N adds 2 breaching and -3 not (then no sum reaches 2N - 1); period N adds 2 / -1,
+        # period N + 1 adds 1 / 0: 2N - 1 or more where the N most recent real periods breach (the latest N; with
+        # one of them empty, period N breaching, or N + 1 where N is empty too; with two empty, both).
+        main = f"{weighted([(2, -3)] * periods + [(2, -1), (1, 0)])} >= {2 * periods - 1}"
     else:
-        main = (f"{counted([breaching(k) for k in range(periods)])} >= {needed} or "
-                f"({counted([breaching(k) for k in range(periods + 1)])} >= {needed} "
-                f"unless {counted([value(k) for k in range(periods + 1)])} > {periods})")
+        # The N most recent real periods lie in the latest N + j for the least j at which N + j periods hold N
+        # readings (all of the range where it holds fewer): M of them breach in the latest N + j, unless the latest
+        # N + j - 1 already hold N readings.
+        main = " or ".join(
+            f"({counted([breaching(k) for k in range(periods + j)])} >= {needed}"
+            + (f" unless {counted([value(k) for k in range(periods + j - 1)])} >= {periods})" if j else ")")
+            for j in range(extra + 1))
     if alarm.missing_data != "missing" or needed < 2:
         return f"({main})"
-    if needed == periods == 2:
-        # One sum for both (the default temperature-high alarm: each period read once, a third of the two sums'
-        # cost): weights per period, breaching / not breaching / no reading, latest first: 3 / -100 / 0,
-        # 10 / -100 / 0, 7 / -5 / 0. The sums of the patterns that alarm (both latest breaching: 13, 8, 20; the
-        # latest and the one two back breaching, the middle without a reading: 10; the middle and the one before:
-        # 17; the middle alone, early: 10) are 8 or more, every other pattern's under it.
-        weights = [(3, -100), (10, -100), (7, -5)]
-        return f"({summed([f'{flag(k)} * {b - n} - {-n}' for k, (b, n) in enumerate(weights)])} >= 8)"
     if needed == periods:
-        # Early: period N-1 breaching (N + 1), each later one breaching (1) or without a reading (0), any not
-        # breaching -(N + 1); the period before them 1 with a reading: fewer than N real periods in all.
-        big = periods + 1
-        early = [f"{flag(k)} * {big + 1} - {big}" for k in range(periods - 1)]
-        early += [f"{flag(periods - 1)} * {2 * big} - {big}", f"{flag(periods)} * 0 + 1"]
-        return f"({main} or ({summed(early)} >= {big}) <= {big + periods - 2})"
-    oldest = " or ".join(f"({breaching(k)}" + (f" unless ({' or '.join(not_breaching(j) for j in range(k))}))"
-                                               if k else ")")
-                         for k in range(needed - 1, periods))
-    return f"({main} or (({oldest}) unless {counted([value(k) for k in range(periods + 1)])} >= {needed}))"
+        # Early: period N-1 breaching (N + 2), each later one breaching (1) or without a reading (0), any not
+        # breaching -(N + 2); the periods before them 1 each with a reading: fewer than N real periods in all.
+        big = periods + 2
+        early = [(1, -big)] * (periods - 1) + [(big, -big)] + [(1, 1)] * extra
+        return f"({main} or ({weighted(early)} >= {big}) <= {big + periods - 2})"
+    # Early: the oldest breaching period of the latest N at least M periods old, none after it not breaching, and
+    # fewer than M real periods in the range.
+    oldest = " or ".join(
+        f"({breaching(k)}"
+        + "".join(f" unless {other}" for other in ([not_breaching(j) for j in range(k)] +
+                                                    [breaching(j) for j in range(k + 1, periods)]))
+        + ")"
+        for k in range(needed - 1, periods))
+    return f"({main} or (({oldest}) unless {counted([value(k) for k in range(periods + extra)])} >= {needed}))"
 
 
 def no_data_rule(alarm: Alarm, settings: Settings) -> str:

@@ -75,6 +75,9 @@ class Story:
     second: Callable[[int], float | None] | None = None  # the readings of a second GPU (GPU 1) the pod holds
     second_truth: Callable[[float], bool] | None = None  # does the rule fire for the second GPU (its own alert)
     second_is: dict = field(default_factory=lambda: {"gpu": 1, "uuid": "GPU-2"})  # the second GPU's Source fields
+    # the alarm judged over the user guide's example range (cloudwatch_eval.example_range), where the story's state
+    # depends on the range's unpublished length; None: at every plausible length, which must agree
+    example_range: bool = False
 
     def alerts(self, t: float) -> list[dict[str, str]]:
         """The alerts at an evaluation at t: the first GPU's, and the second GPU's (per GPU rules; per MIG instance,
@@ -233,6 +236,50 @@ def _crash_loop_temp_high() -> Story:
                  truth, {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 120)])
 
 
+def _range_truth(reading: Callable[[int], float | None], scrapes: int, statistic: Callable[[list], float],
+                 breaches: Callable[[float], bool], periods: int, needed: int, missing: str) -> Callable[[float], bool]:
+    """In ALARM at t as CloudWatch judges the story's own readings (no agent, no query) over the user guide's example
+    evaluation range (periods + 2 periods of 5 minutes ending at t, each its readings' statistic, none without a
+    reading): the truth of a story whose state the range's length decides."""
+    length = periods + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS
+
+    def truth(t: float) -> bool:
+        values = []
+        for k in reversed(range(length)):  # oldest first; period k is [t - (k + 1) * 300, t - k * 300)
+            found = [v for j in range(scrapes) if t - (k + 1) * 300 <= j * STEP < t - k * 300
+                     for v in [reading(j)] if v is not None and v != BLANK]
+            values.append(statistic(found) if found else None)
+        return cloudwatch_eval.judge(values, needed, periods, missing, breaches) == "ALARM"
+    return truth
+
+
+def _crash_loop(rule: str, metric: str, value: float, up: int, down: int, phase: int = 0) -> Story:
+    """A GPU at `value` at every reading; its exporter crash-loops: it answers for `up` seconds, then is down for
+    `down`, from `phase` seconds into its cycle at t = 0. An hour, judged at every scrape (15 s after it). The truth
+    is CloudWatch's over the user guide's example range (_range_truth): with a gap as long as two periods or more,
+    the state depends on the range's length (temperature-high, 5 minutes up and 10 down: H - - H at the evaluation
+    before the readings resume, ALARM at 4 periods and more, OK at 3; the rules judged 3 before)."""
+    def reading(k): return value if (k * STEP + phase) % (up + down) < up else None
+    hot = {"gpu-temp-high": (min, lambda v: v > 80, 2, 2, "missing"),
+           "gpu-temp-critical": (max, lambda v: v > 87, 1, 1, "missing"),
+           "xid-error": (max, lambda v: v > 0, 1, 1, "notBreaching")}[rule]
+    return Story(rule, metric, 120, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
+                 _range_truth(reading, 120, *hot), {"node": "ip-10-0-1-1", "gpu": "0"},
+                 [k * STEP + 15 for k in range(20, 120)], example_range=True)
+
+
+def _idle_gap(gap: int) -> Story:
+    """Pod ml/a reads 0 % (idle) all along except for one gap of `gap` scrapes from t=1800 s (its exporter down). The
+    idle alarm (6 of 6 periods, `notBreaching`) judges the 6 most recent real periods of its range: through a gap of
+    one or two periods the pod stays idle on both forms, the evaluations whose latest 8 periods hold fewer than 6
+    with readings excepted (_range_truth; the former story truth, every window holding readings, had no verdict
+    there)."""
+    def reading(k): return None if 60 <= k < 60 + gap else 0.0
+    return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(),
+                 _range_truth(reading, 140, lambda v: sum(v) / len(v), lambda v: v < 5, 6, 6, "notBreaching"),
+                 IDLE, [k * STEP + 15 for k in range(50, 140)], example_range=True)
+
+
 STORIES = {
     "idle-exporter-restart": (_restart_idle(False), ""),
     "idle-exporter-restart-classic": (_restart_idle(False), CLASSIC),
@@ -253,6 +300,17 @@ STORIES = {
     "temp-high-holder-change-classic": (_handover_temp_high(), CLASSIC),
     "temp-high-exporter-crash-loop": (_crash_loop_temp_high(), ""),
     "temp-critical-exporter-crash-loop": (_crash_loop_temp_critical(), ""),
+    "temp-high-crash-loop-5m-up-10m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 300, 600), ""),
+    "temp-high-crash-loop-5m-up-10m-down-shifted": (
+        _crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 300, 600, phase=150), ""),
+    "temp-high-crash-loop-5m-up-15m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 300, 900), ""),
+    "temp-high-crash-loop-10m-up-5m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 600, 300), ""),
+    "temp-high-crash-loop-2m-up-8m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 120, 480), ""),
+    "temp-critical-crash-loop-5m-up-15m-down": (
+        _crash_loop("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 90.0, 300, 900), ""),
+    "xid-crash-loop-5m-up-12m-down": (_crash_loop("xid-error", "DCGM_FI_DEV_XID_ERRORS", 43.0, 300, 720), ""),
+    "idle-single-gap-of-12-minutes": (_idle_gap(24), ""),
+    "idle-single-gap-of-17-minutes": (_idle_gap(34), ""),
 }
 
 
@@ -463,7 +521,8 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
 
     def fired(t: float) -> object:
         """In ALARM at t; for a story of two GPUs, which GPUs' (MIG instances') contributors (the alarm judges each)."""
-        states = cloudwatch_eval.alarm(request, points, t)
+        states = cloudwatch_eval.alarm(request, points, t, evaluation_range=cloudwatch_eval.example_range(request)
+                                       if story.example_range else None)
         if story.second_truth is None:
             return "ALARM" in states.values()
         return {(dict(key).get("gpu"), dict(key).get("GPU_I_ID")) for key, state in states.items() if state == "ALARM"}

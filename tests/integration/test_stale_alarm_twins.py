@@ -1,19 +1,18 @@
 """A GPU (or a pod's GPU) in ALARM whose data stops for good: its exporter, node or pod gone.
 
-A CloudWatch alarm retrieves more periods than its EvaluationPeriods (its evaluation range, of a length AWS does not
-publish) and judges the most recent real datapoints it finds there, whatever TreatMissingData says (user guide, "How
-alarm state is evaluated when data is missing"; tests/support/cloudwatch_eval.py): its contributor stays in ALARM
-after the data stopped, for as long as its last breaching datapoints are in the range. The rule judges the range's
-shortest length (one period more than EvaluationPeriods): while that range holds the last readings, both forms
-fire, at every length of the range; the rule then clears (10 minutes after the last reading, for every default
-alarm), and the alarm stays in ALARM at the longer lengths the range may have. No expression can change that for a
-GROUP BY alarm (CloudWatch allows no math on its query, so no FILL per contributor), and no rule can follow a range
-whose length is unknown: it is a stated limit (each alarm's description, the README's "The evaluation range"),
-pinned here for each health rule whose alarm judges a GPU or a pod's GPU, minute by minute after the stop, at every
-plausible length of the range: in ALARM at every length while the rule fires, at some length after it cleared, and
-bounded, no length in ALARM once the range's longest plausible length (EvaluationPeriods +
-cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The data-missing alarm pages for the stop
-(test_data_missing.py).
+A CloudWatch alarm retrieves more periods than its EvaluationPeriods (its evaluation range) and judges the most recent
+real datapoints it finds there, whatever TreatMissingData says (user guide, "How alarm state is evaluated when data is
+missing"; tests/support/cloudwatch_eval.py): its contributor stays in ALARM after the data stopped, for as long as its
+last breaching datapoints are in the range. AWS publishes one length of the range, its example's (two periods more
+than EvaluationPeriods): the rule judges that length, so both forms fire until the range holds too few readings and
+both clear then (15 minutes after the last reading, for every default gauge alarm); at a longer range the alarm
+stays in ALARM longer. No expression can change that for a GROUP BY alarm (CloudWatch allows no math on its query, so
+no FILL per contributor), and no rule can follow a range whose length is unpublished: it is a stated limit (each
+alarm's description, the README's "The evaluation range"), pinned here for each health rule whose alarm judges a GPU
+or a pod's GPU, minute by minute after the stop: at the example's length in ALARM exactly while the rule fires, at
+some longer plausible length still in ALARM after it cleared, and bounded, no length in ALARM once the range's
+longest plausible length (EvaluationPeriods + cloudwatch_eval.EXTRA_PERIODS periods) holds no datapoint. The
+data-missing alarm pages for the stop (test_data_missing.py).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from tests.support.dcgm_fleet import target_labels
 STOP = 2400  # the last scrape answers at t = 2370 s (minute 39.5); nothing after
 LAST_MINUTE = 100
 NODE = "ip-10-0-1-1"
-CLEARS = STOP // 60 + 10  # the first minute whose latest two 5-minute periods hold no reading
+CLEARS = STOP // 60 + 15  # the first minute whose latest three 5-minute periods hold no reading
 
 
 @dataclass(frozen=True)
@@ -85,14 +84,14 @@ def _points(files, case: Case) -> list:
     return Agent(config, job).run(scrapes)
 
 
-def _states(request: dict, points: list, contributor: dict) -> dict[int, set[str]]:
-    """{minute: the contributor's states over the plausible lengths of the evaluation range} ({"none"}: the alarm
-    returns no such contributor)."""
+def _states(request: dict, points: list, contributor: dict) -> dict[int, dict[int, str]]:
+    """{minute: {each plausible length of the evaluation range: the contributor's state}} ("none" at every length:
+    the alarm returns no such contributor)."""
     result = {}
     for minute in range(STOP // 60 - 1, LAST_MINUTE + 1):
         ranges = cloudwatch_eval.alarm_ranges(request, points, minute * 60 + 1)
         found = [judged for key, judged in ranges.items() if dict(key) == contributor]
-        result[minute] = set(found[0].values()) if found else {"none"}
+        result[minute] = found[0] if found else dict.fromkeys(next(iter(ranges.values())), "none")
     return result
 
 
@@ -114,7 +113,7 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         if case.rule == "gpu-idle":  # judged per GPU of the pod
             labels[name]["gpu"] = "0"
     assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
-    # the latest two periods hold no reading; a counter's increase reads 0 in a period without a reading, judged
+    # the latest three periods hold no reading; a counter's increase reads 0 in a period without a reading, judged
     # on its latest period (render.alarms.range_judged): clears once that holds none
     clears = {name: STOP // 60 + 5 if case.kind == "counter" else CLEARS for name, case in CASES.items()}
     cases = [{"eval_time": f"{minute}m", "alertname": alert,
@@ -127,10 +126,10 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
     return clears
 
 
-def test_each_rule_clears_once_its_two_latest_periods_hold_no_reading(files, tmp_path):
-    """The twin's side: each rule fires before the stop, still 5 and 9 minutes after it (the period before its latest
-    is judged, as the shortest evaluation range judges it), and no longer once its latest two 5-minute periods hold
-    no reading (10 minutes after the last reading: rule_clears in the alarms' descriptions)."""
+def test_each_rule_clears_once_its_three_latest_periods_hold_no_reading(files, tmp_path):
+    """The twin's side: each rule fires before the stop, still 5 and 14 minutes after it (older periods are judged,
+    as the example's evaluation range of N + 2 periods judges them), and no longer once its latest three 5-minute
+    periods hold no reading (15 minutes after the last reading: rule_clears in the alarms' descriptions)."""
     assert _rule_clears(files, tmp_path)
 
 
@@ -143,21 +142,22 @@ def test_a_stopped_gpus_alarm_stays_in_alarm_while_its_last_datapoints_are_in_th
         contributor["gpu"] = "0"
     states = _states(request, _points(files, case), contributor)
     period = request["Metrics"][0]["Period"]
-    assert states[STOP // 60 - 1] == {"ALARM"}, states  # firing before the stop
+    example = cloudwatch_eval.example_range(request)
+    assert set(states[STOP // 60 - 1].values()) == {"ALARM"}, states  # firing before the stop
     if case.kind == "counter":  # judged per period (render.alarms.range_judged): clears 5 minutes after the stop
         # and the alarm judges the last period with deltas, ALARM at every length for a while after that
-        stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and s == {"ALARM"}]
+        stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and set(s.values()) == {"ALARM"}]
         assert stale, states
     else:
-        # while the rule fires (test_each_rule_clears_once_its_two_latest_periods_hold_no_reading), ALARM at every
-        # length; after it cleared, ALARM at some plausible length of the range for at least a minute (the stated
-        # limit), at no minute in ALARM at every length
-        assert all(states[m] == {"ALARM"} for m in range(STOP // 60 - 1, CLEARS)), states
-        stale = [m for m, s in states.items() if m >= CLEARS and "ALARM" in s]
-        assert stale and all(states[m] != {"ALARM"} for m in stale), states
+        # at the example's length, ALARM exactly while the rule fires
+        # (test_each_rule_clears_once_its_three_latest_periods_hold_no_reading); after that, ALARM at some longer
+        # plausible length for at least a minute (the stated limit)
+        assert [m for m, s in states.items() if s[example] == "ALARM"] == list(range(STOP // 60 - 1, CLEARS)), states
+        stale = [m for m, s in states.items() if m >= CLEARS and "ALARM" in s.values()]
+        assert stale, states
         assert f"clears {(CLEARS * 60 - STOP + STEP) // 60} minutes after the last reading" in request["AlarmDescription"]
     # and bounded: once the longest plausible range holds no datapoint, no length is in ALARM
     bound = STOP // 60 + (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period // 60 + 1
-    assert all("ALARM" not in s for m, s in states.items() if m >= bound), states
+    assert all("ALARM" not in s.values() for m, s in states.items() if m >= bound), states
     # the description says so
     assert "evaluation range" in request["AlarmDescription"], request["AlarmDescription"]

@@ -713,6 +713,15 @@ COMPARE = {"GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThre
 
 
 EXTRA_PERIODS = 5  # the evaluation range is judged at every length from one period more than EvaluationPeriods to this many more
+# The user guide's example range: 5 periods for 3 evaluation periods of 5 minutes (both tables of "How alarm state is
+# evaluated when data is missing" hold at 5; 5 of their rows read otherwise at 4). Its only published length.
+EXAMPLE_EXTRA_PERIODS = 2
+
+
+def example_range(request: dict) -> int:
+    """The evaluation range's length, in periods, as the user guide's example has it for `request`'s
+    EvaluationPeriods (N + EXAMPLE_EXTRA_PERIODS): for tests that judge a state the range's length decides."""
+    return request["EvaluationPeriods"] + EXAMPLE_EXTRA_PERIODS
 
 
 class RangeDependent(AssertionError):

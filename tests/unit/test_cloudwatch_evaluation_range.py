@@ -66,3 +66,19 @@ def test_a_state_that_depends_on_the_ranges_length_is_refused():
     assert cloudwatch_eval.alarm(request, points, END, evaluation_range=2) == {(): "OK"}
     with pytest.raises(cloudwatch_eval.RangeDependent):
         cloudwatch_eval.alarm(request, points, END)
+
+
+def test_the_tables_hold_at_their_range_of_5_and_not_at_4():
+    """The page's range for 3 periods of 5 minutes is 5 (two more than EvaluationPeriods), not 4: judged over 4,
+    five of the tables' cells read otherwise (3 of 3 `0 - X - X`: ALARM with `missing` and `breaching`, the page
+    OK). The user guide's example length is the one the rules model (cloudwatch_eval.EXAMPLE_EXTRA_PERIODS)."""
+    differ = []
+    for needed, rows in ((3, THREE_OF_THREE), (2, TWO_OF_THREE)):
+        for row, expected in rows:
+            for missing, state in expected.items():
+                request = _request(needed, missing)
+                assert cloudwatch_eval.example_range(request) == 5
+                if cloudwatch_eval.alarm(request, _points(row), END, evaluation_range=4) != {(): state}:
+                    differ.append((needed, row, missing))
+    assert differ == [(3, "0 - X - X", "missing"), (3, "0 - X - X", "breaching"), (3, "0 - - - -", "missing"),
+                      (3, "0 - - - -", "breaching"), (2, "0 - X - -", "missing")]
