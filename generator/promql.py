@@ -354,7 +354,9 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
       in no part, and the window's first step counts from it (reasoned: Prometheus 3 is not run here);
     * the scrapes after the window's last step, up to `to`: each copy's latest sample when it was taken after the
       last step at or before to - 1 ms (`timestamp()` of it, read once, in whole milliseconds), its delta from the
-      latest reading of the steps before it (within PREVIOUS_WITHIN).
+      latest reading of the steps before it (within PREVIOUS_WITHIN). A range shorter than a step may hold no step:
+      then the first step `before` would read is one after `to`, so that part is left out and the tail, the
+      range's only reading, counts from p where there is one (as the first step does).
 
     A GPU without a clean sample taken in the range has no value (Prometheus 2: [from, to]; 3: (from, to], so a GPU
     whose only sample in the range is at `from` to the millisecond has none there), as CloudWatch has no
@@ -385,10 +387,14 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
     previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
     after = f"((({tail} - ({previous} or {tail})) >= 0) or {tail})"
+    # a range shorter than a step may hold none (its steps end before `from`): the first step `before` reads is one
+    # after `to`, and the tail (counted from the step before `from`) is the range's first reading, counted from p
+    holds_step = f"on () (vector({last_step}) >= round(vector(time() * 1000)) - {RANGE_MS} - 1)"
+    after = f"((({tail} - {p} * ({tail} >= bool {p})) unless {holds_step}) or {after})"
     # a clean sample taken in the range
     taken = merged(lambda s: f"(min_over_time({s}[{RANGE_MS}ms]) < {COUNTER_BLANK_FLOOR})")
     parts = (f'label_replace({steps}, "{RANGE_PART}", "steps", "", "") or '
-             f'label_replace(-{before}, "{RANGE_PART}", "before", "", "") or '
+             f'label_replace(-({before} and {holds_step}), "{RANGE_PART}", "before", "", "") or '
              f'label_replace({after}, "{RANGE_PART}", "tail", "", "")')
     # never below 0 (a guard: the parts add up to each scrape's delta, none below 0)
     return (f"(clamp_min(sum without ({RANGE_PART}) (({parts}) and ignoring ({RANGE_PART}) {taken}), 0) "

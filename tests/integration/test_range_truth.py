@@ -28,10 +28,12 @@ BLANK = 9223372036854775794  # DCGM's "not supported" sentinel
 
 # Copies of one GPU: (node label spelling, first scrape's offset in seconds, seconds between scrapes, the offsets it
 # answers within). "15" is the single copy most cases use; "Hh" two exporters' copies (an upgrade renamed Hostname
-# to hostname), 7 s apart; "replaced" the old exporter's copy gone at 3550, the new one's from 3595.
+# to hostname), 7 s apart; "replaced" the old exporter's copy gone at 3550, the new one's from 3595; "10" scraped
+# every 10 s (SHORT).
 COPIES = {"15": (("node", 2, 15, 0, SPAN),), "30": (("node", 20, 30, 0, SPAN),),
           "Hh": (("Hostname", 2, 15, 0, SPAN), ("hostname", 9, 15, 0, SPAN)),
-          "replaced": (("Hostname", 2, 15, 0, 3550), ("hostname", 9, 15, 3595, SPAN))}
+          "replaced": (("Hostname", 2, 15, 0, 3550), ("hostname", 9, 15, 3595, SPAN)),
+          "10": (("node", 3, 10, 0, SPAN),)}
 
 
 def steps(*changes):
@@ -84,11 +86,22 @@ LIMITS = {
     "grow-then-reset-in-a-step": ("15", steps((0, 3), (3632, 4), (3647, 2)), 3, 2),  # 3 -> 2 reads as a reset to 2
     "reset-and-back-in-a-step": ("15", steps((0, 5), (3632, 0), (3647, 5)), 5, 0),  # 5 -> 5 reads as no change
 }
+# A range shorter than a step holds no step of its own: [start + 3605.2, start + 3615.2], 10 s scrapes at offsets
+# 3 + 10k (3593 and 3603 before `from`, 3613 in the range, 3623 after `to`). The step after `to` (3630) read a reset
+# at 3623 as the range's: 8 for 0 where 8 turns to 7 there. name: (copies, readings, truth over this range)
+SHORT_FROM, SHORT_LENGTH = 3605.2, 10
+SHORT = {
+    "short-plain": ("10", steps((0, 7), (3613, 8)), 1),
+    "short-reset-in-range": ("10", steps((0, 7), (3603, 8), (3613, 1)), 1),
+    "short-reset-after-to": ("10", steps((0, 7), (3603, 8), (3623, 0)), 0),  # read 1
+    "short-reset-to-7-after-to": ("10", steps((0, 7), (3603, 8), (3623, 7)), 0),  # read 8
+}
+EVERY = {**CASES, **LIMITS, **SHORT}
 
 
 def _readings(start: int, name: str) -> dict[tuple[str, int], list[tuple[int, float]]]:
     """{(spelling, offset): [(time, reading)]} of a case's copies: a scrape at each of its offsets while it answers."""
-    copies, value, _ = {**CASES, **LIMITS}[name][:3]
+    copies, value, _ = EVERY[name][:3]
     readings = {}
     for spelling, offset, every, answers_from, answers_until in COPIES[copies]:
         scrapes = ((start + rel, value(rel)) for rel in range(offset, SPAN, every)
@@ -97,16 +110,21 @@ def _readings(start: int, name: str) -> dict[tuple[str, int], list[tuple[int, fl
     return readings
 
 
-def truth(start: int, name: str) -> float | None:
+def _range(start: int, at: float = FROM, length: float = LENGTH) -> tuple[int, int]:
+    """[from, to] in ms of a range starting `at` seconds after the start."""
+    return round((start + at) * 1000), round((start + at + length) * 1000)
+
+
+def truth(start: int, name: str, at: float = FROM, length: float = LENGTH) -> float | None:
     """What the counter grew by in [from, to] as its readings show it (module docstring)."""
     merged = sorted(r for copy in _readings(start, name).values() for r in copy)
-    first, last = round((start + FROM) * 1000) / 1000, round((start + FROM + LENGTH) * 1000) / 1000
+    first, last = (edge / 1000 for edge in _range(start, at, length))
     return summed_deltas(merged, first - 0.0005, last, PREVIOUS_WITHIN)  # (first - 0.5 ms, last]: [from, to]
 
 
 def _openmetrics(start: int) -> str:
     lines = [f"# TYPE {ROWS} gauge"]
-    for gpu, name in enumerate({**CASES, **LIMITS}):
+    for gpu, name in enumerate(EVERY):
         for (spelling, offset), readings in _readings(start, name).items():
             labels = (f'gpu="0",UUID="GPU-{gpu}",modelName="NVIDIA H100",{spelling}="{name}",job="dcgm-exporter",'
                       f'instance="10.0.{gpu}.{offset}:9400"')
@@ -132,18 +150,26 @@ def test_each_bar_is_the_counters_growth_in_the_range(backfilled):
     0, reset-before-from-then-past 1, gap-then-reset 6, copies-reset-at-from 8), and a GPU without a reading in the
     range read 0 where it has no bar."""
     prometheus, start = backfilled
-    first, last = round((start + FROM) * 1000), round((start + FROM + LENGTH) * 1000)
     want = {f"{name} GPU 0": truth(start, name) for name in CASES}
-    bars = shown_over(prometheus, health_panel(TITLE), first, last)
-    assert {line: value for line, value in bars.items() if line.split()[0] not in LIMITS} == \
+    bars = shown_over(prometheus, health_panel(TITLE), *_range(start))
+    assert {line: value for line, value in bars.items() if line.split()[0] not in {**LIMITS, **SHORT}} == \
         {line: value for line, value in want.items() if value is not None}
 
 
 def test_a_reset_inside_a_step_of_several_scrapes_is_seen_only_against_the_step_before(backfilled):
     """Pinned, not the truth (README: the limit of scrapes more often than the step)."""
     prometheus, start = backfilled
-    first, last = round((start + FROM) * 1000), round((start + FROM + LENGTH) * 1000)
     assert {name: truth(start, name) for name in LIMITS} == {name: case[2] for name, case in LIMITS.items()}
-    bars = shown_over(prometheus, health_panel(TITLE), first, last)
+    bars = shown_over(prometheus, health_panel(TITLE), *_range(start))
     assert {line: value for line, value in bars.items() if line.split()[0] in LIMITS} == \
         {f"{name} GPU 0": float(case[3]) for name, case in LIMITS.items()}
+
+
+
+def test_a_range_shorter_than_a_step_reads_nothing_after_its_end(backfilled):
+    prometheus, start = backfilled
+    truths = {name: truth(start, name, SHORT_FROM, SHORT_LENGTH) for name in SHORT}
+    assert truths == {name: case[2] for name, case in SHORT.items()}
+    bars = shown_over(prometheus, health_panel(TITLE), *_range(start, SHORT_FROM, SHORT_LENGTH))
+    assert {line: value for line, value in bars.items() if line.split()[0] in SHORT} == \
+        {f"{name} GPU 0": value for name, value in truths.items()}
