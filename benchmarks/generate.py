@@ -144,20 +144,23 @@ def main() -> None:
                                  [sys.executable, str(HERE / "sdk_dashboards.py"), str(root / "sdk"), str(DASHBOARDS),
                                   str(PANELS)])
         row(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} panels (Grafana and CloudWatch)", str(many),
-            f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f})")
+            f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f}; "
+            f"CPU {many.cpu_seconds / sdk.cpu_seconds:.1f})")
 
         (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
         one, grafanalib = measure_pair(generate(configs["one dashboard"], root / "b2"),
                                        [str(BIN / "generate-dashboard"), "-o", str(root / "g.json"),
                                         str(root / "bench.dashboard.py")])
         row("`generate`, one 8-panel dashboard", str(one),
-            f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f})")
+            f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f}; "
+            f"CPU {one.cpu_seconds / grafanalib.cpu_seconds:.2f})")
 
         small, large = measure_pair(generate(configs["few clusters"], root / "b3"),
                                     generate(configs["many clusters"], root / "b4"))
         row(f"`generate`, {FEW:,} clusters", f"{small}, {small.peak_mib:.0f} MiB")
         row(f"`generate`, {MANY:,} clusters", f"{large}, {large.peak_mib:.0f} MiB",
-            f"×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (linear: ≤ ×{MANY // FEW})")
+            f"×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (CPU ×"
+            f"{large.cpu_seconds / small.cpu_seconds:.1f}; linear: ≤ ×{MANY // FEW})")
         row(f"`generate`, {MANY:,} clusters into a new folder", f"{first}, {first.peak_mib:.0f} MiB")
         row(f"`generate`, {MANY:,} clusters right after `rm -rf` of the previous build",
             f"{after_rm}, {after_rm.peak_mib:.0f} MiB",
