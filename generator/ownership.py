@@ -62,9 +62,9 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
     the settings that saved it (`publisher`: their project, "" for none, and clusters; or the record of an earlier
     save as it reads, `grafana_recorded_publisher_text`, kept word for word), then the `claims` of other settings
     files of the project that generate it too (`grafana_claim`; CLAIMS_CUT alone when they do not all fit), then
-    `note`, cut so that the message fits the GRAFANA_MESSAGE_LENGTH bytes Grafana takes (the notes before it always
-    fit: project and uid prefix are bounded by the settings schema, the clusters by PUBLISHER_LENGTH, the claims by
-    the room left)."""
+    `note`, cut so that the message fits the GRAFANA_MESSAGE_LENGTH bytes Grafana takes (left out when the notes
+    before it take them all; those always fit: project and uid prefix are bounded by the settings schema, the
+    clusters by PUBLISHER_LENGTH, the claims by the room left)."""
     recorded = f" {UID_PREFIX_NOTE}{uid_prefix}" if uid_prefix else ""
     if uid_prefix and isinstance(publisher, str):
         recorded += f" {publisher}"
@@ -77,10 +77,10 @@ def grafana_message(dashboard: dict[str, Any], note: str, uid_prefix: str | None
         head += _claims_text(head, claims)
     if note.startswith(CLAIM_NOTE):
         note = f"- {note}"  # a note is never read as a claim
-    room = GRAFANA_MESSAGE_LENGTH - len(head.encode()) - 1
-    if room < 0:
+    if len(head.encode()) > GRAFANA_MESSAGE_LENGTH:
         raise ValueError(f"a Grafana version message would be {len(head.encode())} bytes, over Grafana's "
                          f"{GRAFANA_MESSAGE_LENGTH}: {head[:80]}...")
+    room = max(0, GRAFANA_MESSAGE_LENGTH - len(head.encode()) - 1)  # a head of all 500 bytes leaves no note
     return f"{head} {note.encode()[:room].decode(errors='ignore')}".strip()
 
 

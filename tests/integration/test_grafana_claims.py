@@ -296,3 +296,21 @@ def test_a_claim_or_withdrawal_whose_answer_is_lost_is_read_back_done_once(grafa
             assert len(grafana.state.dashboards[TEAM]["versions"]) == versions + 1
             assert grafana_recorded_claims(_message(grafana)) == claims
             proxy.clear()
+
+
+def test_claims_that_fill_the_message_to_its_last_byte_are_recorded_and_read(grafana, run, tmp_path):
+    """A (5 clusters) saves, B (20 clusters) claims: A's record and B's claim at 16 characters a cluster take exactly
+    Grafana's 500 bytes. The save records them so, with no room for the note (it stopped plan and push of both files
+    with an internal error, exit 4, when the note's separator was counted as a 501st byte), and later pushes read
+    it."""
+    alpha = [f"c{i:02d}" + "x" * 12 for i in range(5)]
+    alpha[0] += "yyy"
+    a, b = _file(tmp_path, "a", alpha), _file(tmp_path, "b", [f"beta-{i}" for i in range(20)])
+    _written(run, a)
+    code, stdout, stderr = _push(run, "--config", b)
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    message = _message(grafana)
+    assert len(message.encode()) == 500 and message.startswith(message.split(" also:")[0])
+    assert grafana_recorded_claims(message) == {grafana_claim("shop", [f"beta-{i}" for i in range(20)])}
+    writes = len(grafana.writes())
+    assert _written(run, b) == [] and _written(run, a) == [] and len(grafana.writes()) == writes
