@@ -60,8 +60,11 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
     plans = []
     for dashboard in dashboards:
-        for panel in cloudwatch_panels(dashboard, catalog, settings).panels():
-            plans.append(panel_plan(panel, catalog, settings))
+        for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
+            try:
+                plans.append(panel_plan(panel, catalog, settings))
+            except Unsupported:
+                continue
     for alarm in alarms:
         try:
             plans += [form.plan for form in alarm_forms(alarm, catalog, settings)]  # the alarms that are made
