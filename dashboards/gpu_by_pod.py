@@ -25,9 +25,12 @@ def dashboards(ctx):
     power = ctx.available([
         # DCGM reads a GPU's power, not a pod's: the title says what each pod's line is.
         per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw of each pod's GPUs", aggregation="sum",
-                description="Power drawn by the GPUs the pod holds, each GPU counted once and whole: a GPU that "
-                            "several pods share (time-slicing, MPS, virtual GPUs or MIG instances) shows its whole "
-                            "draw under each of them, so the pods' lines add up to more than the GPUs draw."),
+                description="Power drawn by the GPUs the pod holds, each GPU counted once and whole: a GPU split "
+                            "into MIG instances shows its whole draw under each pod holding one, and so does a GPU "
+                            "pods share by time-slicing or MPS where the exporter runs with KUBERNETES_VIRTUAL_GPUS, "
+                            "so the pods' lines add up to more than the GPUs draw. Without that setting the exporter "
+                            "names a shared GPU under one of them at a time (not always the same one), and only "
+                            "that pod's line shows it then."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
         # DCGM counts a GPU's energy, not a pod's: the title says what each pod's line is.
         per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs", aggregation="sum",

@@ -394,7 +394,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line("COUNT", "{q} * 0 + 1", n)
         if split_ok:
             return split("COUNT", "SUM({q} * 0 + 1)")
-        return replace(line("COUNT", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
+        return replace(line("COUNT", per_scrape(interval), n, True), notes=per_scrape_notes(settings, pod_keyed))
     if not field.is_counter:
         if agg == "avg" and split_ok and layout.instances:  # each GPU once, however many series it writes
             return split("AVG", across("AVG"))
@@ -404,7 +404,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
             return line("AVG")
         if split_ok:
             return split("AVG", "SUM({q})")
-        return replace(line("SUM", per_scrape(interval), n, True), notes=(PER_SCRAPE,))
+        return replace(line("SUM", per_scrape(interval), n, True), notes=per_scrape_notes(settings, pod_keyed))
 
     # Counters: the agent sends each scrape's delta, and the delta after a missed scrape covers the gap, so
     # the SUM of a series' deltas in a period is its increase over the period, however many scrapes arrived
@@ -475,6 +475,17 @@ def per_second(math: str | None, scale: float = 1.0) -> str:
 PER_SCRAPE = ("the period's observations divided by the scrapes scrape.interval gives it: a period missing m of its "
               "n scrapes reads (n - m) / n of it (the period still filling is not drawn, unless live data is on, "
               "which draws it low until it ends)")
+
+
+# Without KUBERNETES_VIRTUAL_GPUS the exporter names a GPU pods share under one of them, not always the same one
+# (dcgm-exporter #340): a pod's observations in a period are then those of the scrapes it was named at.
+NAMED_SHARE = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them "
+               "at a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
+
+
+def per_scrape_notes(settings: Settings, pod_keyed: bool) -> tuple[str, ...]:
+    """The notes of a per-scrape mean: a pod's line also reads low where a shared GPU is named under another pod."""
+    return (PER_SCRAPE,) + ((NAMED_SHARE,) if pod_keyed and not settings.exporter.virtual_gpus else ())
 
 
 def per_scrape(interval: float) -> str:

@@ -1,11 +1,14 @@
 """A pod's power on CloudWatch is the draw of the GPUs it holds, each whole, and its title says so.
 
-DCGM reads power per GPU; the exporter writes a GPU that pods share by time-slicing once per pod, each copy with
-the GPU's reading, and no per-pod share of power in any mode (with KUBERNETES_VIRTUAL_GPUS it splits only
-utilization and framebuffer per process: tests/support/virtual_gpus.py). So the per-pod power widget cannot be
-a pod's own draw: each pod's line is its GPUs' whole draw, and the lines of pods sharing a GPU add up to more
-than the GPU draws. The payloads go through the model of the agent fed with the generated config, and the widget
-is evaluated with Metrics Insights' documented semantics, on both agent pipelines.
+DCGM reads power per GPU, and the exporter writes no per-pod share of power in any mode (with
+KUBERNETES_VIRTUAL_GPUS it splits only utilization and framebuffer per process: tests/support/virtual_gpus.py). So
+the per-pod power widget cannot be a pod's own draw: each pod's line is its GPUs' whole draw. With
+KUBERNETES_VIRTUAL_GPUS (settings `exporter.virtual_gpus: true`) the exporter writes a GPU that pods share by
+time-slicing once per pod, each copy with the GPU's reading, and the lines of pods sharing a GPU add up to more
+than the GPU draws. Without it (the default) it writes the GPU once, under one of its pods, and which one can change
+from scrape to scrape (kubelet's order is not fixed: dcgm-exporter #340, PR #432): each pod named shows the GPU's
+whole draw over the scrapes it is named at. The payloads go through the model of the agent fed with the generated
+config, and the widget is evaluated with Metrics Insights' documented semantics, on both agent pipelines.
 """
 
 from __future__ import annotations
@@ -27,19 +30,27 @@ TITLE = "Power draw of each pod's GPUs"
 GPUS = ((0, 250.0, (("ml", "a"), ("ml", "b"))), (1, 100.0, (("ml", "c"),)))
 
 
-def _payload() -> str:
+def _payload(k: int | None = None) -> str:
+    """The exporter's page: with KUBERNETES_VIRTUAL_GPUS (k None) a copy per pod holding a GPU; without it (scrape k)
+    one series per GPU, under the pod the exporter names at that scrape (_named)."""
     lines = ["# TYPE DCGM_FI_DEV_POWER_USAGE gauge", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
     for gpu, watts, pods in GPUS:
         device = f'gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="{NODE}"'
-        for namespace, pod in pods:
+        for namespace, pod in (pods if k is None else (_named(pods, k),)):
             labels = f'{device},namespace="{namespace}",pod="{pod}",container="main"'
             lines += [f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {watts}", f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 55"]
     return "\n".join(lines) + "\n"
 
 
+def _named(pods: tuple[tuple[str, str], ...], k: int) -> tuple[str, str]:
+    """The pod the exporter names a GPU under at scrape k: a shared GPU's second pod at odd scrapes, its first at
+    even ones (#340: the order kubelet lists them in changes)."""
+    return pods[k % 2] if len(pods) > 1 else pods[0]
+
+
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
 def test_each_pods_line_is_the_whole_draw_of_its_gpus_and_the_title_says_so(tmp_path, pipeline):
-    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n")
+    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\nexporter:\n  virtual_gpus: true\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(t), _payload(), F.target_labels(job, NODE))
@@ -55,7 +66,36 @@ def test_each_pods_line_is_the_whole_draw_of_its_gpus_and_the_title_says_so(tmp_
     assert sum(series[0] for series in shown.values()) == 600.0 > drawn == 350.0
     description = next(p.description for d in load_project(tmp_path / "gpudash.yaml").dashboards
                        for p in d.panels() if p.title == TITLE)
-    assert "whole draw under each of them" in description and "time-slicing" in description
+    assert "whole draw under each pod holding" in description and "KUBERNETES_VIRTUAL_GPUS" in description
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_without_virtual_gpus_each_pod_named_reads_the_whole_draw_while_named(tmp_path, pipeline):
+    """The default exporter names GPU 0 under pod a at even scrapes and under b at odd ones. Each pod's line is its
+    GPUs' whole draw at the scrapes it is named at: a and b each 250 W, c 100 W, in every 5-minute period. The OTel
+    pipeline publishes each pod's total per scrape, whose AVG is that; classic divides the period's SUM by the
+    scrapes a period holds, so a pod named at half of them reads half of it (125 W): its header says so, and the
+    panel's description says the GPU shows under one pod at a time."""
+    (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(t), _payload(t // F.STEP), F.target_labels(job, NODE))
+                                     for t in range(0, END, F.STEP)])
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    shown = {label: set(series.values()) for label, series in
+             cloudwatch_eval.widget(widgets[TITLE], points, 0, END).items()}
+    truth = {"Pod ml/a": {250.0}, "Pod ml/b": {250.0}, "Pod ml/c": {100.0}}
+    if pipeline == "otel":
+        assert shown == truth
+    else:
+        assert {label: {round(v, 1) for v in values} for label, values in shown.items()} == \
+            {"Pod ml/a": {125.0}, "Pod ml/b": {125.0}, "Pod ml/c": {100.0}}
+    header = body["widgets"][0]["properties"]["markdown"]
+    assert ("reads the share of the period" in header) == (pipeline == "classic")
+    description = next(p.description for d in load_project(tmp_path / "gpudash.yaml").dashboards
+                       for p in d.panels() if p.title == TITLE)
+    assert "one of them at a time" in description
 
 
 def test_on_the_container_insights_add_on_the_header_says_a_shared_gpu_is_under_one_pod(tmp_path):
