@@ -329,9 +329,11 @@ class GrafanaClient:
             return []
         if isinstance(found, dict) and "versions" in found:  # newer Grafana wraps the list
             found = found["versions"]
+        # each entry has its message (a text, "" when the person saving gave none) and version number: an entry
+        # without them is not read as a save that records nothing
         ok = isinstance(found, list) and all(
-            isinstance(v, dict) and isinstance(v.get("message", ""), (str, type(None)))
-            and isinstance(v.get("version", 0), int) and not isinstance(v.get("version", 0), bool) for v in found)
+            isinstance(v, dict) and isinstance(v.get("message"), str)
+            and isinstance(v.get("version"), int) and not isinstance(v.get("version"), bool) for v in found)
         return self._shape(found, ok, what, "a list of versions, each with a text message and a version number")
 
     def latest_version(self, uid: str) -> dict[str, Any] | None:

@@ -32,14 +32,34 @@ HISTORY = 50  # versions searched for a gpudash save when the latest one is a pe
 UNEDITED, EDITED, NOT_GPUDASH = "unedited", "edited", "not saved by gpudash"
 
 
-def _evidence(client: GrafanaClient, uid: str, model: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """Whether gpudash saved this dashboard, and whether a person changed it since; with the latest version and
-    the latest one gpudash saved (empty when none)."""
-    versions = client.versions(uid, 1)
-    latest = versions[0] if versions else {}
+def _versions(client: GrafanaClient, uid: str, live: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` versions of the dashboard `live` read, newest first, the newest being the version it read
+    at (meta.version). Anything else is not a valid answer (InvalidAnswer), never evidence: no versions (an empty
+    list, a 404) for a dashboard that reads, or a list whose newest is another version (one that lags it: a cache,
+    a read replica or a proxy; or a save since the read). A claim or its withdrawal built from an older message and
+    posted with the current version would drop the claims saved in between; one read as "no gpudash version" would
+    record no claim, and a later --prune of the file that saved it would delete it."""
+    at = (live.get("meta") or {}).get("version")
+    versions = client.versions(uid, limit)
+    newest = versions[0].get("version") if versions else None
+    if isinstance(at, int) and not isinstance(at, bool) and newest == at:
+        return versions
+    got = f"its newest listed is version {newest}" if versions else "Grafana lists no version of it"
+    raise InvalidAnswer(f"Grafana's answer is not a valid API answer: the dashboard reads at version {at}, but {got}",
+                        where=f"dashboard {uid} versions",
+                        hint="a cache, read replica or proxy in front of Grafana answered with older data, or someone "
+                             "saved the dashboard meanwhile: run again; if it repeats, point GRAFANA_URL at Grafana "
+                             "itself")
+
+
+def _evidence(client: GrafanaClient, uid: str, live: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Whether gpudash saved this dashboard (`live`, as read), and whether a person changed it since; with the
+    latest version and the latest one gpudash saved (empty when none)."""
+    model = live["dashboard"]
+    latest = _versions(client, uid, live, 1)[0]
     if grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(model)):
         return UNEDITED, latest, latest
-    saved = next((v for v in client.versions(uid, HISTORY) if grafana_pushed_hash(v.get("message"))), None)
+    saved = next((v for v in _versions(client, uid, live, HISTORY) if grafana_pushed_hash(v.get("message"))), None)
     if saved is not None:
         return EDITED, latest, saved
     return NOT_GPUDASH, latest, {}
@@ -121,7 +141,7 @@ def _renamed_hint(message: str | None) -> str:
             "it back") if names else ""
 
 
-def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_prefix: str,
+def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_prefix: str,
                   publisher: Publisher | None, claim: Publisher | None = None,
                   records: list[Record] | None = None, shared: dict[tuple[str, Any], list[str]] | None = None
                   ) -> tuple[str, dict[str, Any]] | None:
@@ -133,9 +153,10 @@ def _stale_record(client: GrafanaClient, uid: str, model: dict[str, Any], uid_pr
     project that saved it last (their record kept word for word, with the claims of others: their --prune leaves it
     while the claim stands). None when nothing is to record (edited, another project's, recorded with these
     clusters, or claimed already)."""
+    model = live["dashboard"]
     if publisher is None or not grafana_owned(model):
         return None
-    message = (client.latest_version(uid) or {}).get("message")
+    message = _versions(client, uid, live, 1)[0].get("message")
     if grafana_pushed_hash(message) != content_hash(grafana_content(model)):
         return None  # a person's save, or none: not gpudash's to re-record
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
@@ -179,7 +200,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     if grafana_content(model) == grafana_content(desired) and meta.get("folderUid") == folder["uid"]:
         # nothing to write, so whoever saved it last does not matter; but one these settings (or their earlier
         # version) saved records them again, so that another settings file's prune leaves it
-        stale = _stale_record(client, uid, model, uid_prefix, publisher, claim, records, shared)
+        stale = _stale_record(client, uid, live, uid_prefix, publisher, claim, records, shared)
         if stale:
             change.action, change.details = UPDATE, [stale[0]]
             change.live = {**live, "record": stale[1]}
@@ -189,7 +210,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         change.details = [f"{model.get('title')!r} exists and is not managed by gpudash (no {GRAFANA_OWNER_TAG} tag); "
                           f"--force takes it over"]
         return change
-    evidence, latest, saved = _evidence(client, uid, model)
+    evidence, latest, saved = _evidence(client, uid, live)
     # a save records these settings and carries on the claims of other settings files that generate it too
     record = {"publisher": publisher, "claims": _theirs(_claims(saved.get("message"), uid), _mine(claim))}
     change.live = {**live, "record": record}
@@ -272,7 +293,7 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
     if live is None or not grafana_owned(live["dashboard"]) or (live.get("meta") or {}).get("folderUid") != folder_uid:
         return None
     model = live["dashboard"]
-    evidence, latest, saved = _evidence(client, uid, model)
+    evidence, latest, saved = _evidence(client, uid, live)
     if evidence == NOT_GPUDASH:
         return None
     recorded = grafana_recorded_prefix(saved.get("message"))
