@@ -6,10 +6,13 @@ split into MIG instances (no DCGM_FI_DEV_GPU_UTIL) is recognised as reporting.""
 from __future__ import annotations
 
 import math
+import re
+import time
 from typing import Iterator
 
 from .. import data_missing
 from ..clients.answer import OddAnswer
+from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..output import ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE, built
@@ -61,11 +64,78 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     yield from step(GROUP, "DCGM targets", _targets, prometheus, project, targets)
     reporting: list = []
     yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting)
+    yield from step(GROUP, PINNED, pinned_queries, prometheus)
     if reporting:
         yield from step(GROUP, "workload pod label", _pod_label, prometheus, project)
         yield from step(GROUP, "node label", _node_label, prometheus, project)
         if data_missing.expected(project.settings):
             yield from step(GROUP, EXPECTED_SIGNAL, _expected_signal, prometheus, project)
+
+
+PINNED = "PromQL @ and negative offset"
+# The range bars' constructs at their smallest: a subquery pinned with `@ end()` and read one second later (a negative
+# offset). At an instant T (a whole second) Prometheus evaluates its one step at T + 1 s, whose timestamp() is T + 1:
+# the answer shows the server applied both, not only that it parsed them. It selects no series.
+PINNED_PROBE = "last_over_time(timestamp(vector(0))[1ms:1ms] @ end() offset -1s)"
+STABLE_FROM = (2, 33)  # Prometheus made both stable in 2.33 (before: --enable-feature flags, 2.25 and 2.26 on)
+PINNED_USERS = ("the range bars (a counter's increase over the dashboard's time range, such as Rows remapped on "
+                "gpudash-health) query with both")
+PINNED_FIX = ("upgrade Prometheus to 2.33 or later (2.26 to 2.32: run it with "
+              "--enable-feature=promql-at-modifier,promql-negative-offset); behind another PromQL back-end, enable "
+              "both there")
+
+
+def server_version(prometheus: Prometheus) -> str:
+    """What /api/v1/status/buildinfo says the server is, in words; an unknown or odd version is said to be unknown,
+    and a version that is not Prometheus' (Mimir names its own application) is not compared to Prometheus'."""
+    try:
+        info = prometheus.build_info()
+        if info is None:
+            return "version unknown: it has no /api/v1/status/buildinfo (HTTP 404)"
+        version, application = info.get("version", str, ""), info.get("application", str, "")
+    except SlowAnswer:
+        raise
+    except RemoteError as exc:
+        return f"version unknown: {exc.what}"
+    except OddAnswer as odd:
+        return f"version unknown: its build information is not the API's ({odd.path or 'the answer'} is odd)"
+    if not version:
+        return "version unknown: its build information names none"
+    if application:
+        return f"{application} {version}, whose version is not Prometheus'"
+    match = re.match(r"v?(\d+)\.(\d+)\.", version)
+    if match is None:
+        return f"version {version!r}, not one of Prometheus'"
+    if (int(match.group(1)), int(match.group(2))) >= STABLE_FROM:
+        return f"Prometheus {version}"
+    return f"it reports version {version}, before Prometheus 2.33"
+
+
+def pinned_queries(prometheus: Prometheus, now: float | None = None) -> Check:
+    """Whether the server answers a query pinned with `@ end()` and shifted by a negative offset as Prometheus does:
+    the feature proven, whatever the version string says (VictoriaMetrics reports 2.24.0, Mimir and Thanos their
+    own); the version read beside it for the message."""
+    at = float(int(time.time() if now is None else now))
+    version = server_version(prometheus)
+    try:
+        samples, refusal = prometheus.parses(PINNED_PROBE, at)
+    except SlowAnswer:
+        raise
+    except RemoteError as exc:
+        return Check(GROUP, PINNED, FAIL, f"cannot tell whether the server takes `@ end()` and a negative offset "
+                     f"({version}): {exc.what}", "run `gpudash verify` again once Prometheus answers queries (see "
+                     "its log for the failure)", cause=UNREACHABLE)
+    if samples is None:
+        return Check(GROUP, PINNED, FAIL, f"{prometheus.source} ({version}) refuses a query with `@ end()` and a "
+                     f"negative offset ({refusal}): {PINNED_USERS}, so those panels show an error", PINNED_FIX)
+    values = [value for _, value in samples]
+    if len(values) != 1 or not math.isclose(values[0], at + 1, abs_tol=1e-3):
+        read = ", ".join(f"{value:.3f}" for value in values) or "nothing"
+        return Check(GROUP, PINNED, WARN, f"{prometheus.source} ({version}) answers a query with `@ end()` and a "
+                     f"negative offset otherwise than Prometheus: {read} where Prometheus reads {at + 1:.3f}; "
+                     f"{PINNED_USERS}, which may then count other scrapes than the range's", PINNED_FIX)
+    return Check(GROUP, PINNED, OK, f"a query with `@ end()` and a negative offset is answered as Prometheus answers "
+                 f"it ({version})")
 
 
 EXPECTED_SIGNAL = "exporter DaemonSet in kube-state-metrics"

@@ -23,23 +23,60 @@ class Prometheus:
         self.url, self.options = url.rstrip("/"), options
         self.source = f"Prometheus at {redact.url(self.url)}"
 
-    def _api(self, path: str, params: dict[str, str], what: str) -> Answer:
-        """A successful answer of Prometheus' API; RemoteError or OddAnswer when not one."""
-        status, text = get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query")
+    def _get(self, path: str, params: dict[str, str] | None = None) -> tuple[int, str]:
+        return get(f"{self.url}{path}", self.options, self.source, HINT, params=params, verb="query")
+
+    def _decoded(self, status: int, text: str) -> Answer:
+        """An answer of Prometheus' API, successful or not; RemoteError or OddAnswer when not one."""
         try:
-            answer = Answer(json.loads(text), self.source)
+            return Answer(json.loads(text), self.source)
         except ValueError:
             if status != 200:
                 raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
             raise OddAnswer(self.source, "", text[:40], "JSON") from None
+
+    @staticmethod
+    def _refused(answer: Answer, what: str) -> RemoteError:
+        return RemoteError(f"{answer.source} refused {what}: {answer.get('error', str, '?')}",
+                           hint="check that the URL is Prometheus' own API")
+
+    def _api(self, path: str, params: dict[str, str] | None, what: str) -> Answer:
+        """A successful answer of Prometheus' API; RemoteError or OddAnswer when not one."""
+        return self._successful(*self._get(path, params), what)
+
+    def _successful(self, status: int, text: str, what: str) -> Answer:
+        answer = self._decoded(status, text)
         if answer.get("status", str) != "success":
-            raise RemoteError(f"{self.source} refused {what}: {answer.get('error', str, '?')}",
-                              hint="check that the URL is Prometheus' own API")
+            raise self._refused(answer, what)
         return answer
 
     def query(self, expr: str) -> list[tuple[dict[str, str], float]]:
         """An instant query's samples as (labels, value); RemoteError or OddAnswer when not an answer."""
-        answer = self._api("/api/v1/query", {"query": expr}, f"the query {expr!r}")
+        return self._samples(self._api("/api/v1/query", {"query": expr}, f"the query {expr!r}"))
+
+    def parses(self, expr: str, at: float) -> tuple[list[tuple[dict[str, str], float]] | None, str]:
+        """An instant query at `at` (unix seconds): (samples, "") when answered, (None, the reason) when the server
+        refuses the query (Prometheus: HTTP 400 with errorType bad_data, which it answers for an expression it cannot
+        parse; VictoriaMetrics answers every error HTTP 422, so only a query that selects no series reads that as the
+        expression refused); any other failure (an evaluation error, a timeout, a server error) is RemoteError."""
+        status, text = self._get("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
+        answer = self._decoded(status, text)
+        if answer.get("status", str) == "success":
+            return self._samples(answer), ""
+        if answer.get("errorType", str, "") == "bad_data" or status in (400, 422):
+            return None, answer.get("error", str, "no reason given")
+        raise self._refused(answer, f"the query {expr!r}")
+
+    def build_info(self) -> Answer | None:
+        """The `data` of /api/v1/status/buildinfo (`version`, `revision`, ...; Mimir adds `application`), as the
+        server answers it; None when the server has no such endpoint (HTTP 404). RemoteError or OddAnswer when the
+        answer is not the API's."""
+        status, text = self._get("/api/v1/status/buildinfo")
+        if status == 404:
+            return None
+        return self._successful(status, text, "the build information").at("data")
+
+    def _samples(self, answer: Answer) -> list[tuple[dict[str, str], float]]:
         if answer.get("data.resultType", str) != "vector":
             raise OddAnswer(self.source, "data.resultType", answer.get("data.resultType", str), "'vector'")
         samples = []

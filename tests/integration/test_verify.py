@@ -158,6 +158,9 @@ def test_all_healthy(stack):
     assert _failures(checks) == {}
     assert code == 0
     assert {g for g, _ in checks} == {"kube", "exporter", "prometheus", "cloudwatch"}
+    pinned = checks[("prometheus", "PromQL @ and negative offset")]["detail"]  # the range bars' modifiers
+    assert re.fullmatch(r"a query with `@ end\(\)` and a negative offset is answered as Prometheus answers it "
+                        r"\(Prometheus 2\.\d+\.\d+.*\)", pinned), pinned
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
 

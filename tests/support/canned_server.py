@@ -1,20 +1,27 @@
 """A loopback HTTP server that answers every request the same way: a canned answer (any status, type
 and body, valid or not), silence (it reads the request and never answers), or a drip (it sends the
-headers, then one byte of body at a time, forever). For odd answers and deadlines."""
+headers, then one byte of body at a time, forever). For odd answers and deadlines. `routes` answer the
+requests whose path (query string included, as sent) holds a given text otherwise: (status, body), the body
+text or made from the request's path (an answer that depends on what was asked)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
+from typing import Callable, Union
 
 from tests.support.loopback import LoopbackServer
+
+
+Route = tuple[int, Union[str, Callable[[str], str]]]
 
 
 class CannedServer(LoopbackServer):
     def __init__(self, body: bytes | str = b"", status: int = 200, content_type: str = "application/json",
                  mode: str = "answer", drip_every: float = 0.2):
         self.body = body.encode() if isinstance(body, str) else body
+        self.routes: dict[str, Route] = {}
         self.status, self.content_type, self.mode, self.drip_every = status, content_type, mode, drip_every
         self.released = threading.Event()
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -34,7 +41,8 @@ class CannedServer(LoopbackServer):
                 if server.mode == "silent":
                     server.released.wait()
                     return
-                self.send_response(server.status)
+                status, body = server.answer(self.path)
+                self.send_response(status)
                 self.send_header("Content-Type", server.content_type)
                 if server.mode == "drip":
                     self.send_header("Content-Length", str(10**9))
@@ -47,14 +55,20 @@ class CannedServer(LoopbackServer):
                     except OSError:  # the client gave up: what a drip is for
                         pass
                     return
-                self.send_header("Content-Length", str(len(server.body)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(server.body)
+                self.wfile.write(body)
 
             do_GET = do_POST = _handle  # noqa: N815
 
         self._serve(Handler)
         self.url = f"http://{self.address}"
+
+    def answer(self, path: str) -> tuple[int, bytes]:
+        for text, (status, body) in self.routes.items():
+            if text in path:
+                return status, (body if isinstance(body, str) else body(path)).encode()
+        return self.status, self.body
 
     def __exit__(self, *exc) -> None:
         self.released.set()
