@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
@@ -62,29 +64,36 @@ def test_a_mean_over_gpus_counts_only_the_gpus_reporting(project_dir):
     assert checked == 6
 
 
-def _time_sliced_framebuffer(k: int) -> str:
-    """GPU 0 shared by time-slicing: the exporter repeats its series once per pod (5,000 MiB used on the GPU);
-    GPU 1 whole and idle (2,000 MiB)."""
+SHARING = ("share-a", "share-b", "share-c")
+
+
+def _time_sliced_framebuffer(k: int, copies: bool) -> str:
+    """GPU 0 shared by time-slicing (5,000 MiB used on the GPU), GPU 1 whole and idle (2,000 MiB). `copies`: the
+    exporter runs with KUBERNETES_VIRTUAL_GPUS before 4.5.3, repeating GPU 0's series once per pod, each with the
+    device's value; else (the default) it writes GPU 0 once, under the pod it names at scrape k, which changes from
+    scrape to scrape (dcgm-exporter #340)."""
     lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
     base = 'modelName="NVIDIA A10G",Hostname="h",DCGM_FI_DRIVER_VERSION="535.104.05"'
-    for pod in ("share-a", "share-b", "share-c"):
+    for pod in SHARING if copies else (SHARING[k % len(SHARING)],):
         lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="GPU-0",device="nvidia0",{base},pod="{pod}",'
                      f'namespace="ml",container="main"}} 5000')
     lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="1",UUID="GPU-1",device="nvidia1",{base}}} 2000')
     return "\n".join(lines) + "\n"
 
 
-def test_a_time_sliced_gpus_framebuffer_counts_once():
-    """Each repeat of a time-sliced GPU's series reaches CloudWatch as its own observation under the GPU
-    instance's dimensions: the framebuffer line is their mean, never their sum (which would count the GPU
-    once per pod). A MIG GPU's instances are told apart from such repeats by GPU_I_ID (test_cloudwatch_mig)."""
+@pytest.mark.parametrize("settings", ["", "exporter:\n  virtual_gpus: true\n"], ids=["one-moving-series", "copies"])
+def test_a_time_sliced_gpus_framebuffer_counts_once(tmp_path, settings):
+    """Each series of a time-sliced GPU reaches CloudWatch as its own observation under the GPU instance's
+    dimensions: the framebuffer line is the GPU's value, never a sum (which would count the GPU once per pod), both
+    where the exporter repeats it per pod (exporter.virtual_gpus) and where it writes it under a pod that changes at
+    every scrape. A MIG GPU's instances are told apart from such repeats by GPU_I_ID (test_cloudwatch_mig)."""
     from tests.support.cloudwatch_agent import Scrape
     from tests.support.dcgm_fleet import target_labels
 
-    project = load_project()
-    files = encode(build(project))
+    (tmp_path / "gpudash.yaml").write_text(settings or "{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
-    points = Agent(config, job).run([Scrape(float(STEP * k), _time_sliced_framebuffer(k),
+    points = Agent(config, job).run([Scrape(float(STEP * k), _time_sliced_framebuffer(k, bool(settings)),
                                             target_labels(job, "ip-10-0-1-3")) for k in range(-1, END // STEP)])
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"])["DashboardBody"])
     (properties,) = [w["properties"] for w in body["widgets"]
