@@ -315,7 +315,8 @@ def plan(query: Query, catalog: Catalog, settings: Settings, period: int, *, ala
     if layout.instances:
         result = _with_notes(result, query, catalog, settings)
     if layout.blanks and settings.agent.pipeline == "classic" and catalog.get(query.metric).is_counter:
-        result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS,))
+        named = (NAMED_LOSS,) if query.per_pod and not settings.exporter.virtual_gpus else ()
+        result = replace(result, notes=result.notes + (FAILED_SCRAPE_LOSS, *named))
     if alarm or not layout.blanks or settings.agent.pipeline != "classic" or query.aggregation == "count":
         return result  # alarms take no math; no blank arrives (add-on, OTel pipeline); a count counts series
     shown = result.math or "{q}"
@@ -531,6 +532,11 @@ def time_sliced_increase(settings: Settings) -> str:
 # readings is in no delta. awsemf (agent.pipeline: otel) drops the stale point and keeps the previous reading.
 FAILED_SCRAPE_LOSS = ("a failed scrape loses the counter's increase across it (the agent forgets the previous "
                       "reading then on agent.pipeline: classic, and keeps it on agent.pipeline: otel)")
+# The same per pod: without KUBERNETES_VIRTUAL_GPUS a pod's series of a GPU pods share is left out of the scrapes
+# that name another pod (dcgm-exporter #340), and each such scrape marks it stale.
+NAMED_LOSS = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them "
+              "at a time (without KUBERNETES_VIRTUAL_GPUS), reads no increase across the scrapes it was not named at "
+              "on agent.pipeline: classic (none where the name changes at every scrape)")
 # What a counter alarm per GPU instance misses on agent.pipeline: classic, within the 1,024 characters of a
 # description (the longer TIME_SLICED_INCREASE and FAILED_SCRAPE_LOSS say it in dashboard headers).
 CLASSIC_COUNTER_ALARM = ("on agent.pipeline: classic a GPU shared by time-slicing or MPS reads its increase once per "

@@ -26,6 +26,7 @@ from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 NODE, END = "ip-10-0-1-1", 1800
 TITLE = "Power draw of each pod's GPUs"
+ENERGY, ENERGY_TITLE = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs"
 # (gpu, watts, pods holding it): GPU 0 time-sliced between two pods, GPU 1 held by one pod alone
 GPUS = ((0, 250.0, (("ml", "a"), ("ml", "b"))), (1, 100.0, (("ml", "c"),)))
 
@@ -34,11 +35,15 @@ def _payload(k: int | None = None) -> str:
     """The exporter's page: with KUBERNETES_VIRTUAL_GPUS (k None) a copy per pod holding a GPU; without it (scrape k)
     one series per GPU, under the pod the exporter names at that scrape (_named)."""
     lines = ["# TYPE DCGM_FI_DEV_POWER_USAGE gauge", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+    if k is not None:
+        lines.append(f"# TYPE {ENERGY} counter")
     for gpu, watts, pods in GPUS:
         device = f'gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="{NODE}"'
         for namespace, pod in (pods if k is None else (_named(pods, k),)):
             labels = f'{device},namespace="{namespace}",pod="{pod}",container="main"'
             lines += [f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {watts}", f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 55"]
+            if k is not None:  # energy in mJ: the GPU's draw over each 30 s scrape interval
+                lines.append(f"{ENERGY}{{{labels}}} {10**9 + watts * 1000 * F.STEP * k:.0f}")
     return "\n".join(lines) + "\n"
 
 
@@ -93,6 +98,21 @@ def test_without_virtual_gpus_each_pod_named_reads_the_whole_draw_while_named(tm
             {"Pod ml/a": {125.0}, "Pod ml/b": {125.0}, "Pod ml/c": {100.0}}
     header = body["widgets"][0]["properties"]["markdown"]
     assert ("reads the share of the period" in header) == (pipeline == "classic")
+    # energy (a counter, mJ): each pod's GPUs use 250,000 mW (a, b) and 100,000 mW (c). The OTel pipeline's awsemf
+    # keeps a pod's reading across the scrapes it is not named at, so each pod's deltas add up to its GPU's
+    # increase (every period after the first, which starts from no earlier reading). Classic's JSON path forgets a
+    # series' reading whenever a scrape leaves it out: a pod named at alternate scrapes publishes no delta at all.
+    energy = {label: {t: round(v) for t, v in series.items() if t >= 300} for label, series in
+              cloudwatch_eval.widget(widgets[ENERGY_TITLE], points, 0, END).items()}
+    periods = range(300, END, 300)
+    truth = {"Pod ml/a": 250_000, "Pod ml/b": 250_000, "Pod ml/c": 100_000}
+    shown_energy = {label: set(series.values()) for label, series in energy.items() if series}
+    if pipeline == "otel":
+        assert shown_energy == {label: {mw} for label, mw in truth.items()}
+        assert all(set(series) == set(periods) for series in energy.values())
+    else:
+        assert shown_energy == {"Pod ml/c": {100_000}}
+    assert ("reads no increase across the scrapes it was not named at" in header) == (pipeline == "classic")
     description = next(p.description for d in load_project(tmp_path / "gpudash.yaml").dashboards
                        for p in d.panels() if p.title == TITLE)
     assert "one of them at a time" in description
