@@ -3,7 +3,7 @@
 The evidence lives with each object (the marks themselves are spelled in `markers`):
   * Grafana dashboards carry the owner tag; every push is saved with a version message
     that starts with the hash note and the hash of what was pushed. When the live content
-    no longer hashes to the message of its latest version, someone edited it.
+    no longer hashes to the message of its latest gpudash version, someone edited it.
   * CloudWatch dashboards carry the hash note and hash in their header text: the hash of the
     dashboard's name, the project's name and the body without that line; an edit in the console, a
     copy saved under another name and another project's dashboard all break the match.

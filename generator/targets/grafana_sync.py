@@ -4,7 +4,8 @@ Ownership needs all the evidence: the owner tag, a uid gpudash generates (`names
 version saved by gpudash (its message starts with the hash note; both marks are in `markers`). A "Save as" copy keeps the tag but
 has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
 pruned. A dashboard whose content
-no longer hashes to its latest gpudash message was edited by a person: refused without --force.
+no longer hashes to its latest gpudash message was edited by a person: refused without --force (a person's
+save of the same content edits nothing).
 Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
 preceded by a fresh read of the owner tag, the folder and the version, forced or not.
 """
@@ -54,14 +55,16 @@ def _versions(client: GrafanaClient, uid: str, live: dict[str, Any], limit: int)
 
 def _evidence(client: GrafanaClient, uid: str, live: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Whether gpudash saved this dashboard (`live`, as read), and whether a person changed it since; with the
-    latest version and the latest one gpudash saved (empty when none)."""
+    latest version and the latest one gpudash saved (empty when none). Unedited is judged by content: a person's
+    save of what gpudash saved last (a restore of the current version, a change undone) changed nothing of it."""
     model = live["dashboard"]
     latest = _versions(client, uid, live, 1)[0]
-    if grafana_pushed_hash(latest.get("message")) == content_hash(grafana_content(model)):
+    now = content_hash(grafana_content(model))
+    if grafana_pushed_hash(latest.get("message")) == now:
         return UNEDITED, latest, latest
     saved = next((v for v in _versions(client, uid, live, HISTORY) if grafana_pushed_hash(v.get("message"))), None)
     if saved is not None:
-        return EDITED, latest, saved
+        return UNEDITED if grafana_pushed_hash(saved.get("message")) == now else EDITED, latest, saved
     return NOT_GPUDASH, latest, {}
 
 
@@ -146,7 +149,8 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
                   records: list[Record] | None = None, shared: dict[tuple[str, Any], list[str]] | None = None
                   ) -> tuple[str, dict[str, Any]] | None:
     """Why a dashboard as generated, in this folder, must be saved again (content unchanged), and what the save
-    records (see _save): these settings as its publisher, when gpudash saved it last, unedited, for an earlier
+    records (see _save): these settings as its publisher, when gpudash saved what it holds last (unedited, see
+    _evidence), for an earlier
     version of these settings (another cluster list that shares a cluster with theirs: after a settings file is
     split, each file's dashboards then record that file alone) or by a gpudash that did not record who saved it
     (once, so that another project's push refuses it); or these settings' claim beside other settings of this
@@ -156,9 +160,10 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     model = live["dashboard"]
     if publisher is None or not grafana_owned(model):
         return None
-    message = _versions(client, uid, live, 1)[0].get("message")
-    if grafana_pushed_hash(message) != content_hash(grafana_content(model)):
-        return None  # a person's save, or none: not gpudash's to re-record
+    evidence, _, saved = _evidence(client, uid, live)
+    if evidence != UNEDITED:
+        return None  # a person's edit, or no gpudash save: not gpudash's to re-record
+    message = saved.get("message")
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
         return None
     _recorded(records, uid, True, message, publisher)

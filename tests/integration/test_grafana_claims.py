@@ -314,3 +314,19 @@ def test_claims_that_fill_the_message_to_its_last_byte_are_recorded_and_read(gra
     assert grafana_recorded_claims(message) == {grafana_claim("shop", [f"beta-{i}" for i in range(20)])}
     writes = len(grafana.writes())
     assert _written(run, b) == [] and _written(run, a) == [] and len(grafana.writes()) == writes
+
+
+def test_a_persons_save_of_the_same_content_does_not_stop_a_claim_and_the_claim_keeps_the_dashboard(
+        grafana, run, tmp_path):
+    """A saves; a person saves the team dashboard again unchanged (a restore of the current version, a change
+    undone). B's push recorded no claim (the latest version was not gpudash's), exit 0, no note, and A's
+    --prune --force, agreeing only to override a person's edit, deleted what B defines. Nothing of the content
+    changed: B records its claim beside A's record, and A's --prune --force leaves the dashboard."""
+    a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
+    _written(run, a)
+    grafana.edit_in_ui(TEAM, lambda dashboard: None, user="alice")
+    assert TEAM in _written(run, b)
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}
+    assert " project:shop clusters:alpha also:" in _message(grafana)
+    assert _written(run, _file(tmp_path, "a2", ["alpha"], team=False), "--prune", "--force") == []
+    assert TEAM in grafana.state.dashboards
