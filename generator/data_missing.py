@@ -570,6 +570,25 @@ def addon_metrics(reported_metric: str, cluster: Cluster, period: int, label: st
 NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
 
 
+def operator_targets(settings: Settings, *, node: bool) -> str:
+    """The exporter targets of the operator's or the chart's ServiceMonitor (their own `container` and `namespace`),
+    with `node` (relabelled by the user) or without it (as shipped: its node is then kube_pod_info's)."""
+    style = style_for(settings)
+    operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
+    return f'{SAMPLES}{{exporter_pod="", node{"!=" if node else "="}"", {operator}}}'
+
+
+def pod_join_keys(settings: Settings) -> str:
+    """The labels a target without `node` is joined to kube_pod_info on: its exporter pod's (cluster), namespace
+    and pod."""
+    return ", ".join((*((settings.labels.cluster,) if settings.shared_prometheus else ()), "namespace", "pod"))
+
+
+def exporter_pods(settings: Settings) -> str:
+    """kube-state-metrics' kube_pod_info of the pods in the exporter's namespace that name their node."""
+    return f'{POD_INFO}{{namespace="{settings.exporter.namespace}", {NODE_LABEL}!=""}}'
+
+
 def no_data_expression(settings: Settings, window: int, threshold: float, step: int) -> str:
     """The rule's branch 4, a rule of its own (no `for`): each exporter target whose scrapes taken in the last
     `window` seconds ((t - window, t], as the per-node alarm counts them) failed or answered without a DCGM sample
@@ -594,11 +613,8 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     pod's scrapes keep the node they were taken on) and is counted with its node's scrapes the same way. Where kube_pod_info does not name the pod's node
     (kube-state-metrics not scraped, or scraped without honorLabels so its `pod` is renamed), the target is judged
     alone, once it is a window old: its pod and address change when the pod is replaced."""
-    style = style_for(settings)
-    operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
     own = f'{SAMPLES}{{exporter_pod!=""}}'
-    per_node, per_target = (f'{SAMPLES}{{exporter_pod="", node!="", {operator}}}',
-                            f'{SAMPLES}{{exporter_pod="", node="", {operator}}}')
+    per_node, per_target = operator_targets(settings, node=True), operator_targets(settings, node=False)
 
     # a target without `node`: its exporter pod's node as kube-state-metrics reports it. A pod never changes node, so
     # each target's counts take the node its pod had at any time in the window (and the lookback before it: a pod
@@ -606,8 +622,7 @@ def no_data_expression(settings: Settings, window: int, threshold: float, step: 
     # joined once, after the counting. One series per pod (topk by pod): two (kube-state-metrics replicas, or another
     # pod of that name recreated on another node within the range, a StatefulSet's) would make the join an error,
     # and the whole rule with it.
-    keys = ", ".join((*((settings.labels.cluster,) if settings.shared_prometheus else ()), "namespace", "pod"))
-    pods = f'{POD_INFO}{{namespace="{settings.exporter.namespace}", {NODE_LABEL}!=""}}'
+    keys, pods = pod_join_keys(settings), exporter_pods(settings)
     known = {"window": f"last_over_time({pods}[{window + LOOKBACK_SECONDS}s])", "now": pods,
              "then": f"{pods} offset {window}s"}
 

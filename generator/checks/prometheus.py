@@ -70,6 +70,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "node label", _node_label, prometheus, project)
         if data_missing.expected(project.settings):
             yield from step(GROUP, EXPECTED_SIGNAL, _expected_signal, prometheus, project)
+    windows = [data_missing.window_seconds(a.period_seconds, a.evaluation_periods) for a in project.alarms if a.absent]
+    if targets and windows and data_missing.expected(project.settings):
+        yield from step(GROUP, POD_NODES, _pod_nodes, prometheus, project, min(windows))
 
 
 PINNED = "PromQL @ and negative offset"
@@ -136,6 +139,64 @@ def pinned_queries(prometheus: Prometheus, now: float | None = None) -> Check:
                      f"{PINNED_USERS}, which may then count other scrapes than the range's", PINNED_FIX)
     return Check(GROUP, PINNED, OK, f"a query with `@ end()` and a negative offset is answered as Prometheus answers "
                  f"it ({version})")
+
+
+POD_NODES = "exporter pods in kube_pod_info"
+JOINED = "gpudash_join"  # the label the one query tells its parts apart by
+
+
+def _pod_nodes(prometheus: Prometheus, project: Project, window: int) -> Check:
+    """Which judgement the data-missing rule gives the exporter targets without `node` (the GPU operator's
+    ServiceMonitor as shipped): per node where kube-state-metrics' kube_pod_info names each target's pod (joined on
+    namespace and pod, as the rule does), else per target alone. One query: the targets found and not found in
+    kube_pod_info, and how many kube_pod_info series there are, and how many renamed (exported_pod)."""
+    settings = project.settings
+    targets = data_missing.operator_targets(settings, node=False)
+    keys, pods = data_missing.pod_join_keys(settings), data_missing.exporter_pods(settings)
+
+    def tagged(expression: str, part: str) -> str:
+        return f'label_replace({expression}, "{JOINED}", "{part}", "", "")'
+    every, renamed = f"count({data_missing.POD_INFO})", f'count({data_missing.POD_INFO}{{exported_pod!=""}})'
+    rows = prometheus.query(f"{tagged(targets, 'found')} and on({keys}) {pods} "
+                            f"or {tagged(targets, 'missing')} unless on({keys}) {pods} "
+                            f"or {tagged(every, 'all')} or {tagged(renamed, 'renamed')}")
+    parts: dict[str, list[dict[str, str]]] = {}
+    counts: dict[str, float] = {}
+    for labels, value in rows:
+        part = labels.get(JOINED, "")
+        if part in ("all", "renamed"):
+            counts[part] = value
+        elif part in ("found", "missing"):
+            parts.setdefault(part, []).append(labels)
+        else:
+            raise OddAnswer(prometheus.source, f"data.result[].metric.{JOINED}", part, "found, missing, all or renamed")
+    found, missing = parts.get("found", []), parts.get("missing", [])
+    total = len(found) + len(missing)
+    if not total:
+        return Check(GROUP, POD_NODES, OK, "no exporter target without `node` (the GPU operator's ServiceMonitor as "
+                     "shipped): the data-missing rule takes no node from kube_pod_info")
+    if not missing:
+        return Check(GROUP, POD_NODES, OK, f"the pod of each of the {total} exporter targets without `node` is in "
+                     "kube_pod_info: the data-missing rule judges each node")
+    names = sorted(f"{labels.get('namespace', '?')}/{labels.get('pod', '?')}" for labels in missing)
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    ksm_monitor = ("honorLabels: true on kube-state-metrics' ServiceMonitor (Helm values: "
+                   "kube-state-metrics.prometheus.monitor.honorLabels: true)")
+    if not counts.get("all"):
+        why = "this Prometheus holds no kube_pod_info (kube-state-metrics is not scraped)"
+        fix = (f"install kube-state-metrics and scrape it with this Prometheus (kube-prometheus-stack does), with "
+               f"{ksm_monitor}")
+    elif counts.get("renamed"):
+        why = ("kube_pod_info carries exported_pod: kube-state-metrics is scraped without honorLabels, so the pod it "
+               "describes is renamed")
+        fix = f"set {ksm_monitor}"
+    else:
+        why = f"kube_pod_info names no such pod in {settings.exporter.namespace}"
+        fix = (f"check that kube-state-metrics lists the pods of namespace {settings.exporter.namespace} (its "
+               "--namespaces and --resources) and is ready")
+    return Check(GROUP, POD_NODES, WARN, f"{len(missing)} of {total} exporter targets without `node` have no "
+                 f"kube_pod_info of their pod ({shown}): {why}; the data-missing rule judges each of them alone, so "
+                 f"an exporter pod replaced more often than every {window // 60} minutes is never judged", fix)
 
 
 EXPECTED_SIGNAL = "exporter DaemonSet in kube-state-metrics"

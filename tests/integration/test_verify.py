@@ -161,6 +161,9 @@ def test_all_healthy(stack):
     pinned = checks[("prometheus", "PromQL @ and negative offset")]["detail"]  # the range bars' modifiers
     assert re.fullmatch(r"a query with `@ end\(\)` and a negative offset is answered as Prometheus answers it "
                         r"\(Prometheus 2\.\d+\.\d+.*\)", pinned), pinned
+    assert checks[("prometheus", "exporter pods in kube_pod_info")]["detail"] == (  # gpudash's job names the node
+        "no exporter target without `node` (the GPU operator's ServiceMonitor as shipped): the data-missing rule takes "
+        "no node from kube_pod_info")
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
 

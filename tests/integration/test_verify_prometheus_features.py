@@ -4,17 +4,26 @@ The range bars query with `@ end()` and a negative offset: verify reads the serv
 (/api/v1/status/buildinfo) and proves the feature with a query that uses both. Prometheus here is
 2.42 (test_verify.py::test_all_healthy); the servers that refuse it or answer otherwise (older
 Prometheus, back-ends reporting other versions) are loopback servers answering as those do, per
-request path."""
+request path.
+
+The data-missing rule judges each node of the GPU operator's stock ServiceMonitor through
+kube-state-metrics' kube_pod_info: verify says whether the join finds the exporter pods, on a real
+Prometheus scraping through that ServiceMonitor's configuration."""
 
 from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import yaml
 
-from generator.checks.prometheus import PINNED
+from generator.checks.prometheus import PINNED, POD_NODES
 from tests.support.canned_server import CannedServer
+from tests.support.operator_scrape import endpoint_target, scrape_config
+from tests.support.prometheus_server import Prometheus
+from tests.support.replay_exporter import ReplayExporter
 
 ONLY_PROMETHEUS = ("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch")
 EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}})
@@ -104,3 +113,85 @@ def test_the_range_bars_modifiers_are_proven_by_a_query_and_the_version_is_read_
     if status != "ok" and not cause:
         assert "upgrade Prometheus to 2.33 or later" in check["fix"], check
     assert code == 1  # the canned server has no DCGM targets: that check fails in every case
+
+
+EXPORTER_POD = "nvidia-dcgm-exporter-7xk2p"
+KSM_POD = {"namespace": "monitoring", "pod": "kube-prometheus-stack-kube-state-metrics-6d9f"}
+
+
+def _pod_info(*pods):
+    lines = ["# TYPE kube_pod_info gauge"]
+    lines += [f'kube_pod_info{{namespace="gpu-operator",pod="{pod}",uid="u-{k}",node="node-1",'
+              f'created_by_kind="DaemonSet",created_by_name="nvidia-dcgm-exporter"}} 1' for k, pod in enumerate(pods)]
+    return "\n".join(lines + ["# TYPE kube_node_info gauge", 'kube_node_info{node="node-1"} 1']) + "\n"
+
+
+@pytest.fixture(scope="module")
+def stock(reference, tmp_path_factory):
+    """Two Prometheus servers scraping an exporter pod through the GPU operator's ServiceMonitor as shipped, and
+    kube-state-metrics: with honorLabels (`honored`) and without (`renamed`: its target carries its own pod and
+    namespace, so kube_pod_info's are renamed exported_*). Each kube-state-metrics payload can be replaced."""
+    monitor = yaml.safe_load((reference / "k8s" / "gpu-operator" /
+                              "assets_state-dcgm-exporter_0500_service_monitor.yaml").read_text())
+    monitor["metadata"]["namespace"] = monitor["spec"]["namespaceSelector"]["matchNames"] = "gpu-operator"
+    with ReplayExporter('DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-0",Hostname="node-1"} 60\n') as exporter, \
+            ReplayExporter(_pod_info(EXPORTER_POD)) as honored_ksm, \
+            ReplayExporter(_pod_info(EXPORTER_POD)) as renamed_ksm:
+        servers = {}
+        for name, ksm, honor in (("honored", honored_ksm, True), ("renamed", renamed_ksm, False)):
+            folder = tmp_path_factory.mktemp(f"prom-{name}")
+            (folder / "sd.json").write_text(json.dumps([endpoint_target(
+                exporter.address, namespace="gpu-operator", service="nvidia-dcgm-exporter",
+                service_labels={"app": "nvidia-dcgm-exporter"}, port="gpu-metrics", pod=EXPORTER_POD,
+                container="nvidia-dcgm-exporter", node="node-1")]))
+            servers[name] = Prometheus(folder, {"global": {"scrape_interval": "1s"}, "scrape_configs": [
+                scrape_config(monitor, str(folder / "sd.json")),
+                {"job_name": "kube-state-metrics", "honor_labels": honor,
+                 "static_configs": [{"targets": [ksm.address], "labels": KSM_POD}]}]})
+            servers[name].ksm = ksm
+        try:
+            with ThreadPoolExecutor(len(servers)) as pool:
+                list(pool.map(Prometheus.start, servers.values()))
+            for server in servers.values():
+                server.wait_for('DCGM_FI_DEV_GPU_TEMP{container="nvidia-dcgm-exporter"}')
+            yield servers
+        finally:
+            for server in servers.values():
+                server.stop()
+
+
+def test_the_data_missing_rules_node_join_is_reported_as_the_cluster_gets_it(stock, cli):
+    """Found: each node judged. Not found, for each reason the join misses: the exporter pod absent from
+    kube_pod_info, kube-state-metrics scraped without honorLabels, no kube-state-metrics at all; each a warning
+    naming the pods, the weaker judgement they get, and the fix."""
+    honored, renamed = stock["honored"], stock["renamed"]
+    honored.wait_for(f'kube_pod_info{{pod="{EXPORTER_POD}", namespace="gpu-operator"}}')
+    _, checks = _verify(cli, honored.url)
+    assert (checks[POD_NODES]["status"], checks[POD_NODES]["detail"]) == (
+        "ok", "the pod of each of the 1 exporter targets without `node` is in kube_pod_info: the data-missing rule "
+              "judges each node")
+
+    not_judged = ("the data-missing rule judges each of them alone, so an exporter pod replaced more often than every "
+                  "10 minutes is never judged")
+    honored.ksm.payload = _pod_info("validator-0")  # kube-state-metrics lists other pods of the namespace
+    honored.wait_for(f'absent(kube_pod_info{{pod="{EXPORTER_POD}"}}) and on() kube_pod_info{{pod="validator-0"}}')
+    _, checks = _verify(cli, honored.url)
+    assert (checks[POD_NODES]["status"], checks[POD_NODES]["detail"]) == (
+        "warn", "1 of 1 exporter targets without `node` have no kube_pod_info of their pod "
+                f"(gpu-operator/{EXPORTER_POD}): kube_pod_info names no such pod in gpu-operator; {not_judged}")
+    assert "lists the pods of namespace gpu-operator" in checks[POD_NODES]["fix"]
+
+    renamed.wait_for(f'kube_pod_info{{exported_pod="{EXPORTER_POD}"}}')
+    _, checks = _verify(cli, renamed.url)
+    assert checks[POD_NODES]["status"] == "warn" and checks[POD_NODES]["detail"].endswith(
+        "kube_pod_info carries exported_pod: kube-state-metrics is scraped without honorLabels, so the pod it "
+        f"describes is renamed; {not_judged}"), checks[POD_NODES]
+    assert checks[POD_NODES]["fix"] == ("set honorLabels: true on kube-state-metrics' ServiceMonitor (Helm values: "
+                                        "kube-state-metrics.prometheus.monitor.honorLabels: true)")
+
+    renamed.ksm.payload = _pod_info()  # no kube_pod_info served at all
+    renamed.wait_for("absent(kube_pod_info) and on() kube_node_info")
+    _, checks = _verify(cli, renamed.url)
+    assert checks[POD_NODES]["status"] == "warn" and checks[POD_NODES]["detail"].endswith(
+        f"this Prometheus holds no kube_pod_info (kube-state-metrics is not scraped); {not_judged}"), checks[POD_NODES]
+    assert checks[POD_NODES]["fix"].startswith("install kube-state-metrics and scrape it with this Prometheus")
