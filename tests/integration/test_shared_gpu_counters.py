@@ -1,8 +1,14 @@
 """A GPU's counter panels and rules read, on a real Prometheus, what one series of the GPU's readings would read,
 however many pods share the GPU, whichever come and go, with scrapes missed, a counter reset and a blank.
 
-The exporter writes a GPU's counter once per pod holding it (time-slicing, MPS) and once without pod labels on
-a GPU no pod holds: copies of one reading. An hour of 30 s scrapes of one node is backfilled into a real
+An exporter run with KUBERNETES_VIRTUAL_GPUS (settings `exporter.virtual_gpus: true`) writes a GPU's counter once
+per pod holding it (time-slicing, MPS): copies of one reading. The default exporter writes it once, under one of
+the pods, and which one can change from scrape to scrape (dcgm-exporter #340): one series whose pod label moves.
+Either writes it once without pod labels on a GPU no pod holds. The fleet holds both: GPUs 1, 2, 4 and 5 have
+copies written together (the virtual-GPU exporter), GPU 6 is the default exporter's series moving to the other pod
+at every scrape, GPU 3 a GPU taken from idle as both write it. The counter panels and rule are the same with and
+without exporter.virtual_gpus (checked below), so every GPU is read with the one build. An hour of 30 s scrapes
+of one node is backfilled into a real
 Prometheus (`promtool tsdb create-blocks-from openmetrics`), twice: scraped on the 30 s grid, and 11 s after
 it. The node's scrape fails one time in eleven (no series that scrape). The counters grow unevenly (2 to 8 a
 scrape), so a value read over the wrong samples, or extrapolated from the wrong edges, shows. The GPUs:
@@ -13,7 +19,7 @@ scrape), so a value read over the wrong samples, or extrapolated from the wrong 
 3. idle (its copy without pod labels), then, one scrape later, a pod; the next pod arriving as it leaves;
 4. two pods, the counter restarting from 0;
 5. two pods, one scrape reading DCGM's blank;
-6. two pods whose copies are written at alternate scrapes, each a scrape behind the other.
+6. two pods named at alternate scrapes, each a scrape behind the other (the default exporter, #340).
 
 The truth is computed here from the readings, one per scrape per GPU, independently of the queries:
 Prometheus's documented rate (the growth between the first and last sample of the window, a reset
@@ -151,9 +157,29 @@ def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> floa
 
 # --- the generated queries -------------------------------------------------------------------------------
 
-def _panel(title: str) -> dict:
-    dashboard = next(d for d in grafana_dashboards(load_project()) if d.uid == "gpudash-health")
-    return next(p for p in dashboard.model["panels"] if p.get("title") == title)
+VIRTUAL_GPUS = "exporter:\n  virtual_gpus: true\n"
+
+
+@functools.cache
+def _project(settings: str = ""):
+    """The project with `settings` (gpudash.yaml text beside the bundled definitions; "" the bundled defaults)."""
+    if not settings:
+        return load_project()
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "gpudash.yaml").write_text(settings)
+        return load_project(Path(folder) / "gpudash.yaml")
+
+
+@functools.cache
+def _health(settings: str = "") -> list[dict]:
+    return next(d for d in grafana_dashboards(_project(settings)) if d.uid == "gpudash-health").model["panels"]
+
+
+def _panel(title: str, settings: str = "") -> dict:
+    return next(p for p in _health(settings) if p.get("title") == title)
 
 
 def _shown(prometheus: Prometheus, expr: str, legend: str, start: int, runs,
@@ -200,6 +226,8 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
     prometheus, start = backfilled
     panel = _panel(title)
     (target,) = panel["targets"]
+    # the copies (KUBERNETES_VIRTUAL_GPUS) and the moving series (default) are read by the same query
+    assert _panel(title, VIRTUAL_GPUS)["targets"] == panel["targets"]
     assert target["legendFormat"] == "{{node}} GPU {{gpu}}"
     # what the truth below allows for (a rate's window ends at the GPU's latest step, up to 30 s before the instant;
     # an increase counts the scrapes of the range itself)
@@ -249,9 +277,10 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     from generator.render.alarms import prometheus_rules
 
     prometheus, start = backfilled
-    project = load_project()
-    (rule,) = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
-               for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
+    (rule,), (twin,) = ([r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
+                         for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
+                        for project in (_project(), _project(VIRTUAL_GPUS)))
+    assert twin == rule  # the copies and the moving series are read by the same rule
     expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
     assert threshold == "50" and "[299999ms:5s]" in expr
     edges = set()
