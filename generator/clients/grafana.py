@@ -146,21 +146,24 @@ class GrafanaClient:
                 raise
             raise exc.after_sending(sent, unshown) from None
 
-    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), **kwargs) -> Any:
+    def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), before_retry=None,
+                 **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
         refused because the first one landed), which only a read-back can settle. A 502, 503 or 504 is such
-        an attempt: a gateway's answer, given when Grafana's was lost or late, says nothing of the write."""
+        an attempt: a gateway's answer, given when Grafana's was lost or late, says nothing of the write.
+        `before_retry`, called after each wait and before the attempt it precedes, looks again: it raises to stop
+        the call, or returns False when nothing is left to do (the call then answers None)."""
         reached: list[bool] = []
         try:
-            return self._attempts(method, path, what, allow, kwargs, reached)
+            return self._attempts(method, path, what, allow, kwargs, reached, before_retry)
         except RemoteError as exc:
             if any(reached):
                 exc.answer_lost = True
             raise
 
     def _attempts(self, method: str, path: str, what: str, allow: tuple[int, ...], kwargs: dict[str, Any],
-                  reached: list[bool]) -> Any:
+                  reached: list[bool], before_retry=None) -> Any:
         import requests
 
         attempt = 0
@@ -199,6 +202,8 @@ class GrafanaClient:
                 raise failure
             wait = wait if wait is not None else self.backoff * 2 ** (attempt - 1)
             self.deadline.pause(wait, what, failure=failure)
+            if before_retry is not None and not before_retry():
+                return None
 
     def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...]) -> Any:
         if response.status_code in allow:
@@ -353,14 +358,17 @@ class GrafanaClient:
             and not isinstance(saved.get("version"), bool)
         return self._shape(saved, ok, what, 'status "success" with the dashboard\'s uid and version')
 
-    def delete(self, uid: str) -> None:
+    def delete(self, uid: str, look=None) -> None:
         """Delete, then read the dashboard again: only Grafana's "not found" shows it is gone (an answer
         that says deleted while the dashboard is still there is a failure). A dashboard already gone
-        (our lost answer, or someone else) is fine."""
+        (our lost answer, or someone else) is fine. Grafana's delete takes no version: `look` is called before
+        each retry of it (a 5xx or 429 answer, a failed connection), after the wait, and raises to refuse the
+        delete (a person saved it meanwhile) or returns False when it is gone."""
         what = f"dashboard {uid}"
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
-                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,))
+                answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
+                                       before_retry=look)
             except RemoteError as exc:
                 if not lost(exc):
                     raise

@@ -543,14 +543,17 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) ->
 
 def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
     """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
-    save or takeover since. Grafana's delete takes no version: this read is the last look before it."""
-    moved = _moved_since_plan(client, change, folder_uid)
-    if moved == "":
-        return  # already gone
-    if moved:
-        raise RemoteError(f"{moved}; not deleted", where=f"dashboard {change.name}",
-                          hint="run `gpudash plan` and review it before pruning")
-    client.delete(change.name)
+    save or takeover since. Grafana's delete takes no version: a fresh read is the last look before each
+    attempt of it (the first, and every retry after a 5xx, a 429 or a failed connection)."""
+    def look() -> bool:
+        moved = _moved_since_plan(client, change, folder_uid)
+        if moved:
+            raise RemoteError(f"{moved}; not deleted", where=f"dashboard {change.name}",
+                              hint="run `gpudash plan` and review it before pruning")
+        return moved is None  # "" when already gone
+
+    if look():
+        client.delete(change.name, look)
 
 
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
