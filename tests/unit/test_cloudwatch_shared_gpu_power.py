@@ -36,14 +36,15 @@ def _payload(k: int | None = None) -> str:
     one series per GPU, under the pod the exporter names at that scrape (_named)."""
     lines = ["# TYPE DCGM_FI_DEV_POWER_USAGE gauge", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
     if k is not None:
-        lines.append(f"# TYPE {ENERGY} counter")
+        lines += [f"# TYPE {ENERGY} counter", "# TYPE DCGM_FI_DEV_FB_USED gauge"]
     for gpu, watts, pods in GPUS:
         device = f'gpu="{gpu}",UUID="GPU-{NODE}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="{NODE}"'
         for namespace, pod in (pods if k is None else (_named(pods, k),)):
             labels = f'{device},namespace="{namespace}",pod="{pod}",container="main"'
             lines += [f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} {watts}", f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 55"]
-            if k is not None:  # energy in mJ: the GPU's draw over each 30 s scrape interval
-                lines.append(f"{ENERGY}{{{labels}}} {10**9 + watts * 1000 * F.STEP * k:.0f}")
+            if k is not None:  # energy in mJ: the GPU's draw over each 30 s scrape interval; framebuffer 20 MiB a W
+                lines += [f"{ENERGY}{{{labels}}} {10**9 + watts * 1000 * F.STEP * k:.0f}",
+                          f"DCGM_FI_DEV_FB_USED{{{labels}}} {watts * 20:.0f}"]
     return "\n".join(lines) + "\n"
 
 
@@ -96,6 +97,11 @@ def test_without_virtual_gpus_each_pod_named_reads_the_whole_draw_while_named(tm
     else:
         assert {label: {round(v, 1) for v in values} for label, values in shown.items()} == \
             {"Pod ml/a": {125.0}, "Pod ml/b": {125.0}, "Pod ml/c": {100.0}}
+    # framebuffer used by pod, the same way: 5,000 MiB on GPU 0 (a, b), 2,000 on GPU 1 (c)
+    memory = {label: set(series.values()) for label, series in
+              cloudwatch_eval.widget(widgets["Framebuffer used by pod"], points, 0, END).items()}
+    assert memory == ({"Pod ml/a": {5000.0}, "Pod ml/b": {5000.0}, "Pod ml/c": {2000.0}} if pipeline == "otel" else
+                      {"Pod ml/a": {2500.0}, "Pod ml/b": {2500.0}, "Pod ml/c": {2000.0}})
     header = body["widgets"][0]["properties"]["markdown"]
     assert ("reads the share of the period" in header) == (pipeline == "classic")
     # energy (a counter, mJ): each pod's GPUs use 250,000 mW (a, b) and 100,000 mW (c). The OTel pipeline's awsemf
