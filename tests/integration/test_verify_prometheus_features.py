@@ -115,6 +115,21 @@ def test_the_range_bars_modifiers_are_proven_by_a_query_and_the_version_is_read_
     assert code == 1  # the canned server has no DCGM targets: that check fails in every case
 
 
+
+def test_push_is_refused_by_a_prometheus_that_refuses_the_range_bars_modifiers(canned):
+    """Even on a new cluster (no data yet, which alone publishes with a wait): its range bar panels would show an
+    error."""
+    from generator import verify
+    from generator.clients.options import Options
+    from generator.errors import RemoteError
+    from generator.project import load_project
+
+    canned.routes = {"status/buildinfo": (200, PROMETHEUS_2_30), "timestamp": _refused("@ modifier is disabled")}
+    with pytest.raises(RemoteError) as refused:
+        verify.preflight(load_project(), ("prometheus",), Options(prometheus_url=canned.url, timeout=10))
+    assert ("prometheus/PromQL @ and negative offset: Prometheus at " in str(refused.value)
+            and "refuses a query with `@ end()` and a negative offset" in str(refused.value)), refused.value
+
 EXPORTER_POD = "nvidia-dcgm-exporter-7xk2p"
 KSM_POD = {"namespace": "monitoring", "pod": "kube-prometheus-stack-kube-state-metrics-6d9f"}
 
