@@ -107,7 +107,7 @@ def server_version(prometheus: Prometheus) -> str:
     if application:
         return f"{application} {version}, whose version is not Prometheus'"
     match = re.match(r"v?(\d+)\.(\d+)\.", version)
-    if match is None:
+    if match is None or int(match.group(1)) < 2:  # Prometheus has answered buildinfo since 2.x: 0.x is another's
         return f"version {version!r}, not one of Prometheus'"
     if (int(match.group(1)), int(match.group(2))) >= STABLE_FROM:
         return f"Prometheus {version}"

@@ -82,6 +82,8 @@ PINNED_CASES = [  # (case, buildinfo (status, body), probe (status, body), statu
      ["answered as Prometheus answers it (it reports version 2.24.0, before Prometheus 2.33)"]),
     ("Mimir reports its own version", (200, MIMIR), _read(1), "ok", "",
      ["(Grafana Mimir 2.0.0, whose version is not Prometheus')"]),
+    ("a back-end reporting a version of its own", (200, _build("0.34.1")), _read(1), "ok", "",
+     ["(version '0.34.1', not one of Prometheus')"]),
     ("a build naming no version", (200, UNNAMED), _read(1), "ok", "",
      ["(version unknown: its build information names none)"]),
     ("a back-end that reads the negative offset as a positive one", (200, VICTORIA_METRICS), _read(-1), "warn", "",
