@@ -259,7 +259,9 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
             if window == DASHBOARD_RANGE and shift is None:
                 return range_increase(reading, copies, resolution, selectors)
-            return summed_deltas(reading, window, resolution, shift)
+            # an alert's period (over_time) has a value only where it holds a reading, as CloudWatch's period has a
+            # datapoint only where the agent sent a delta in it
+            return summed_deltas(reading, window, resolution, shift, held=over_time is not None)
         # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
         # a copy reading a blank at every scrape (an upgraded exporter beside the old one) hides no reading
@@ -280,7 +282,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
 
 
-def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None) -> str:
+def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None, held: bool = False) -> str:
     """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's readings
     (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the one before
     it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends the raw
@@ -302,8 +304,13 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     difference itself, to the bit. Against the form that read the previous reading apart (four readings per step),
     two cases differ in having a value, not in a value: a window holding no reading, after one within
     WINDOW_PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's
-    first, at its last step, gives no value (was 0)."""
+    first, at its last step, gives no value (was 0). `held` (an alarm's period): only the steps with a clean reading
+    of their own count, so a window holding none, or only a chain's first, gives no value, as CloudWatch's period
+    holds no delta then (the agent sends none for a missed scrape, a blank or a series' first reading) and its
+    alarm judges an older period of its evaluation range (render.alarms._of_range)."""
     delta = _step_delta(reading, resolution, WINDOW_PREVIOUS_WITHIN)
+    if held:
+        delta = f"({delta} and ({reading} < {COUNTER_BLANK_FLOOR}))"
     return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
 
 

@@ -113,10 +113,10 @@ def rule_clears(alarm: Alarm) -> int:
 
 
 def range_judged(alarm: Alarm) -> bool:
-    """Whether the rule judges CloudWatch's evaluation range (_of_range). Not a counter's increase: its period
-    without a reading reads an increase of 0 from the reading before it (promql's previous-reading lookback) where
-    CloudWatch has no datapoint, so the period before would never be reached; judged per period as before."""
-    return alarm.missing_data in RANGE_JUDGED and not (alarm.cloudwatch or alarm.condition).query.as_increase
+    """Whether the rule judges CloudWatch's evaluation range (_of_range): every alarm whose missing data is `missing`
+    or `notBreaching`, a counter's increase too (its period has a value only where it holds a reading of its own,
+    promql.summed_deltas' `held`, as CloudWatch's period has a datapoint only where the agent sent a delta)."""
+    return alarm.missing_data in RANGE_JUDGED
 
 
 def _stale_clause(alarm: Alarm) -> str:
@@ -702,16 +702,22 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
 
     def value(kind: str | None, period: int) -> str:
-        """The statistic of the period `period` periods back from the evaluation (none if it has no reading)."""
-        return expression(query, settings.labels, catalog, rate_window=window, increase_window=window,
-                          gauge_window=window, per_instance=True, kind=kind, resolution=rule_step(settings),
-                          offset=_duration(alarm.period_seconds * period) if period else None)
+        return period_value(alarm, catalog, settings, period, kind)
     if range_judged(alarm):
         return " or ".join(_of_range(alarm, lambda period, kind=kind: value(kind, period), condition)
                            for kind in kinds)
     return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{value(kind, period)} {condition.comparison} "
                                                                     f"{condition.threshold:g}")
                        for kind in kinds)
+
+
+def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int = 0, kind: str | None = None) -> str:
+    """A rule's statistic of the period `period` periods back from the evaluation (none if it has no reading; a
+    counter's increase, none if no reading of its own has a delta): what its CloudWatch twin compares per period."""
+    window = _duration(alarm.period_seconds)
+    return expression(_alert_query(alarm, settings), settings.labels, catalog, rate_window=window,
+                      increase_window=window, gauge_window=window, per_instance=True, kind=kind,
+                      resolution=rule_step(settings), offset=_duration(alarm.period_seconds * period) if period else None)
 
 
 RULE_STEP_SECONDS = 5  # the finest step a rule reads its readings at

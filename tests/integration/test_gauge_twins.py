@@ -78,6 +78,7 @@ class Story:
     # the alarm judged over the user guide's example range (cloudwatch_eval.example_range), where the story's state
     # depends on the range's unpublished length; None: at every plausible length, which must agree
     example_range: bool = False
+    kind: str = "gauge"  # the field's type in the exporter's payload (a counter: the agent sends its deltas)
 
     def alerts(self, t: float) -> list[dict[str, str]]:
         """The alerts at an evaluation at t: the first GPU's, and the second GPU's (per GPU rules; per MIG instance,
@@ -236,36 +237,68 @@ def _crash_loop_temp_high() -> Story:
                  truth, {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 120)])
 
 
-def _range_truth(reading: Callable[[int], float | None], scrapes: int, statistic: Callable[[list], float],
-                 breaches: Callable[[float], bool], periods: int, needed: int, missing: str) -> Callable[[float], bool]:
+def _range_truth(period_value: Callable[[float, float], float | None], breaches: Callable[[float], bool],
+                 periods: int, needed: int, missing: str) -> Callable[[float], bool]:
     """In ALARM at t as CloudWatch judges the story's own readings (no agent, no query) over the user guide's example
-    evaluation range (periods + 2 periods of 5 minutes ending at t, each its readings' statistic, none without a
-    reading): the truth of a story whose state the range's length decides."""
+    evaluation range (periods + 2 periods of 5 minutes ending at t, each `period_value(start, end)`, none without a
+    datapoint): the truth of a story whose state the range's length decides."""
     length = periods + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS
 
     def truth(t: float) -> bool:
-        values = []
-        for k in reversed(range(length)):  # oldest first; period k is [t - (k + 1) * 300, t - k * 300)
-            found = [v for j in range(scrapes) if t - (k + 1) * 300 <= j * STEP < t - k * 300
-                     for v in [reading(j)] if v is not None and v != BLANK]
-            values.append(statistic(found) if found else None)
+        values = [period_value(t - (k + 1) * 300, t - k * 300) for k in reversed(range(length))]  # oldest first
         return cloudwatch_eval.judge(values, needed, periods, missing, breaches) == "ALARM"
     return truth
 
 
+def _gauge_periods(reading: Callable[[int], float | None], scrapes: int,
+                   statistic: Callable[[list], float]) -> Callable[[float, float], float | None]:
+    """A gauge's period value: the statistic of its readings in [start, end), none without one."""
+    def value(start: float, end: float) -> float | None:
+        found = [v for j in range(scrapes) if start <= j * STEP < end for v in [reading(j)]
+                 if v is not None and v != BLANK]
+        return statistic(found) if found else None
+    return value
+
+
+def _counter_periods(reading: Callable[[int], float | None], scrapes: int) -> Callable[[float, float], float | None]:
+    """A counter's period value: the sum of the deltas of its readings in [start, end), each less the reading
+    before it (the reading itself after a fall), none for a reading with none before it within 10 minutes (the
+    agent's cache and the rule's lookback both hold one 10 minutes at most); none where no reading has a delta."""
+    def value(start: float, end: float) -> float | None:
+        deltas = []
+        for j in range(scrapes):
+            if start <= j * STEP < end and reading(j) is not None:
+                before = [reading(i) for i in range(j - 1, max(j - 21, -1), -1) if reading(i) is not None]
+                if before:
+                    deltas.append(reading(j) - before[0] if reading(j) >= before[0] else reading(j))
+        return sum(deltas) if deltas else None
+    return value
+
+
 def _crash_loop(rule: str, metric: str, value: float, up: int, down: int, phase: int = 0) -> Story:
-    """A GPU at `value` at every reading; its exporter crash-loops: it answers for `up` seconds, then is down for
-    `down`, from `phase` seconds into its cycle at t = 0. An hour, judged at every scrape (15 s after it). The truth
-    is CloudWatch's over the user guide's example range (_range_truth): with a gap as long as two periods or more,
-    the state depends on the range's length (temperature-high, 5 minutes up and 10 down: H - - H at the evaluation
-    before the readings resume, ALARM at 4 periods and more, OK at 3; the rules judged 3 before)."""
-    def reading(k): return value if (k * STEP + phase) % (up + down) < up else None
-    hot = {"gpu-temp-high": (min, lambda v: v > 80, 2, 2, "missing"),
-           "gpu-temp-critical": (max, lambda v: v > 87, 1, 1, "missing"),
-           "xid-error": (max, lambda v: v > 0, 1, 1, "notBreaching")}[rule]
+    """A GPU at `value` at every reading (a counter: growing by `value` a scrape, counting on while its exporter is
+    down); its exporter crash-loops: it answers for `up` seconds, then is down for `down`, from `phase` seconds into
+    its cycle at t = 0. An hour, judged at every scrape (15 s after it). The truth is CloudWatch's over the user
+    guide's example range (_range_truth): with a gap as long as two periods or more, the state depends on the range's
+    length (temperature-high, 5 minutes up and 10 down: H - - H at the evaluation before the readings resume, ALARM
+    at 4 periods and more, OK at 3; the rules judged 3 before). A counter's period without a delta has no datapoint,
+    and its alarm judges an older period (its rule read an increase of 0 there, the period's latest reading's, and
+    cleared)."""
+    counter = rule in ("pcie-replays", "uncorrectable-rows")
+
+    def reading(k):
+        return (value * k if counter else value) if (k * STEP + phase) % (up + down) < up else None
+    of_period = _counter_periods(reading, 120) if counter else None
+    judged = {"gpu-temp-high": (min, lambda v: v > 80, 2, 2, "missing"),
+              "gpu-temp-critical": (max, lambda v: v > 87, 1, 1, "missing"),
+              "xid-error": (max, lambda v: v > 0, 1, 1, "notBreaching"),
+              "pcie-replays": (None, lambda v: v > 50, 1, 1, "notBreaching"),
+              "uncorrectable-rows": (None, lambda v: v > 0, 1, 1, "notBreaching")}[rule]
+    statistic, rest = judged[0], judged[1:]
     return Story(rule, metric, 120, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
-                 _range_truth(reading, 120, *hot), {"node": "ip-10-0-1-1", "gpu": "0"},
-                 [k * STEP + 15 for k in range(20, 120)], example_range=True)
+                 _range_truth(of_period or _gauge_periods(reading, 120, statistic), *rest),
+                 {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 120)], example_range=True,
+                 kind="counter" if counter else "gauge")
 
 
 def _idle_gap(gap: int) -> Story:
@@ -276,7 +309,8 @@ def _idle_gap(gap: int) -> Story:
     there)."""
     def reading(k): return None if 60 <= k < 60 + gap else 0.0
     return Story("gpu-idle", "DCGM_FI_DEV_GPU_UTIL", 140, reading, lambda k: Source(),
-                 _range_truth(reading, 140, lambda v: sum(v) / len(v), lambda v: v < 5, 6, 6, "notBreaching"),
+                 _range_truth(_gauge_periods(reading, 140, lambda v: sum(v) / len(v)), lambda v: v < 5, 6, 6,
+                              "notBreaching"),
                  IDLE, [k * STEP + 15 for k in range(50, 140)], example_range=True)
 
 
@@ -309,6 +343,12 @@ STORIES = {
     "temp-critical-crash-loop-5m-up-15m-down": (
         _crash_loop("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 90.0, 300, 900), ""),
     "xid-crash-loop-5m-up-12m-down": (_crash_loop("xid-error", "DCGM_FI_DEV_XID_ERRORS", 43.0, 300, 720), ""),
+    "pcie-replays-crash-loop-5m-up-15m-down": (
+        _crash_loop("pcie-replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 20.0, 300, 900), ""),
+    "pcie-replays-crash-loop-10m-up-12m-down": (
+        _crash_loop("pcie-replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 20.0, 600, 720, phase=150), ""),
+    "uncorrectable-rows-crash-loop-5m-up-15m-down": (
+        _crash_loop("uncorrectable-rows", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 1.0, 300, 900), ""),
     "idle-single-gap-of-12-minutes": (_idle_gap(24), ""),
     "idle-single-gap-of-17-minutes": (_idle_gap(34), ""),
 }
@@ -515,7 +555,7 @@ def _cloudwatch_wrong(story: Story, files: dict, expected: dict) -> list[int]:
         target.update({key: value for key, value in (("exporter_pod", source.exporter[0]),
                                                       ("instance", source.exporter[1])) if key in target})
         lines = "".join(f"{story.metric}{{{s.labels()}}} {_text(value)}\n" for s, value in story.readings(k))
-        return Scrape(float(k * STEP), f"# TYPE {story.metric} gauge\n{lines}", target)
+        return Scrape(float(k * STEP), f"# TYPE {story.metric} {story.kind}\n{lines}", target)
     points = Agent(config, job).run([scrape(k) for k in read])
     request = _cloudwatch_request(files, story.rule, story.metric)
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 
 import pytest
 
@@ -274,15 +273,17 @@ def test_the_counter_rule_reads_the_gpus_growth_since_its_reading_before_the_win
     """The PCIe replays rule's increase (the exact growth, its reset check and its blank guard over one reading per
     step of the rule's 5 s step): copies that hand over with a scrape between them, or overlap, missed scrapes
     on either edge of the window, a reset, a blank."""
-    from generator.render.alarms import prometheus_rules
+    from generator.render.alarms import period_value, prometheus_rules
 
     prometheus, start = backfilled
+    projects = (_project(), _project(VIRTUAL_GPUS))
     (rule,), (twin,) = ([r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
                          for r in g["rules"] if r["labels"].get("gpudash_rule") == "pcie-replays"]
-                        for project in (_project(), _project(VIRTUAL_GPUS)))
+                        for project in projects)
     assert twin == rule  # the copies and the moving series are read by the same rule
-    expr, threshold = re.fullmatch(r"(.*) > (\d+)", rule["expr"], re.S).groups()
-    assert threshold == "50" and "[299999ms:5s]" in expr
+    (alarm,) = [a for a in projects[0].alarms if a.id == "pcie-replays"]
+    expr = period_value(alarm, projects[0].catalog, projects[0].settings)  # the latest period's, as the rule reads it
+    assert expr in rule["expr"] and " > bool 50)" in rule["expr"] and "[299999ms:5s]" in expr
     edges = set()
     shown = _shown(prometheus, expr, "{{node}} GPU {{gpu}}", start, EVERY_SCRAPE)
     assert len(shown) == EVERY_SCRAPE[0][2]

@@ -95,9 +95,31 @@ def _states(request: dict, points: list, contributor: dict) -> dict[int, dict[in
     return result
 
 
+_STATES: dict[str, dict[int, dict[int, str]]] = {}
+
+
+def _case_states(files, name: str) -> dict[int, dict[int, str]]:
+    """_states of a case's alarm, its GPU's (or pod's GPU's) contributor, worked out once."""
+    if name not in _STATES:
+        case = CASES[name]
+        contributor = {"namespace": "ml", "pod": "a"} if case.per_pod else {"node": NODE, "gpu": "0"}
+        if case.rule == "gpu-idle":  # judged per GPU of the pod
+            contributor["gpu"] = "0"
+        _STATES[name] = _states(_request(files, case), _points(files, case), contributor)
+    return _STATES[name]
+
+
+def _alarm_minutes(files, name: str) -> list[int]:
+    """The minutes at which a case's alarm is in ALARM over the user guide's example range."""
+    example = cloudwatch_eval.example_range(_request(files, CASES[name]))
+    return [m for m, s in _case_states(files, name).items() if s[example] == "ALARM"]
+
+
 def _rule_clears(files, tmp_path) -> dict[str, int]:
     """{case: the first minute after the stop at which its rule no longer fires}: every case's GPU under its own node
-    (and pod) in one promtool run, the alert expected while the case's window holds a reading."""
+    (and pod) in one promtool run, judged at every minute from the stop to two after CLEARS: a gauge's alert expected
+    while the example's range holds its last readings, a counter's where its alarm is in ALARM over that range (a
+    period holding a few of the last scrapes' deltas may not breach: judged as CloudWatch judges it)."""
     from tests.integration.test_prometheus_rules import _rule
 
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
@@ -113,14 +135,16 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
         if case.rule == "gpu-idle":  # judged per GPU of the pod
             labels[name]["gpu"] = "0"
     assert _rule(tmp_path, alerts["gpu-idle"])  # the rules are there
-    # the latest three periods hold no reading; a counter's increase reads 0 in a period without a reading, judged
-    # on its latest period (render.alarms.range_judged): clears once that holds none
-    clears = {name: STOP // 60 + 5 if case.kind == "counter" else CLEARS for name, case in CASES.items()}
+    # the latest three periods hold no reading (a counter's increase too: its period without a reading of its own
+    # has no value, as CloudWatch's has no delta, render.alarms.range_judged)
+    firing = {n: _alarm_minutes(files, n) if c.kind == "counter" else list(range(STOP // 60 - 1, CLEARS))
+              for n, c in CASES.items()}
     cases = [{"eval_time": f"{minute}m", "alertname": alert,
               "exp_alerts": [_expected(tmp_path, alert, **labels[n]) for n, c in CASES.items()
-                             if alert in {alerts[r] for r in (c.rule, *c.also)} and minute < clears[n]]}
-             for minute in sorted({STOP // 60 - 1, STOP // 60 + 5, CLEARS - 1, *clears.values()})
+                             if alert in {alerts[r] for r in (c.rule, *c.also)} and minute in firing[n]]}
+             for minute in range(STOP // 60 - 1, CLEARS + 2)
              for alert in dict.fromkeys(alerts[c.rule] for c in CASES.values())]
+    clears = {n: max(firing[n]) + 1 for n in CASES}
     _promtool_test(tmp_path, "stale.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                              "alert_rule_test": cases}], evaluation_interval="1m")
     return clears
@@ -137,25 +161,19 @@ def test_each_rule_clears_once_its_three_latest_periods_hold_no_reading(files, t
 def test_a_stopped_gpus_alarm_stays_in_alarm_while_its_last_datapoints_are_in_the_evaluation_range(files, name):
     case = CASES[name]
     request = _request(files, case)
-    contributor = {"namespace": "ml", "pod": "a"} if case.per_pod else {"node": NODE, "gpu": "0"}
-    if case.rule == "gpu-idle":  # judged per GPU of the pod
-        contributor["gpu"] = "0"
-    states = _states(request, _points(files, case), contributor)
+    states = _case_states(files, name)
     period = request["Metrics"][0]["Period"]
-    example = cloudwatch_eval.example_range(request)
     assert set(states[STOP // 60 - 1].values()) == {"ALARM"}, states  # firing before the stop
-    if case.kind == "counter":  # judged per period (render.alarms.range_judged): clears 5 minutes after the stop
-        # and the alarm judges the last period with deltas, ALARM at every length for a while after that
-        stale = [m for m, s in states.items() if m >= STOP // 60 + 5 and set(s.values()) == {"ALARM"}]
-        assert stale, states
-    else:
-        # at the example's length, ALARM exactly while the rule fires
-        # (test_each_rule_clears_once_its_three_latest_periods_hold_no_reading); after that, ALARM at some longer
-        # plausible length for at least a minute (the stated limit)
-        assert [m for m, s in states.items() if s[example] == "ALARM"] == list(range(STOP // 60 - 1, CLEARS)), states
-        stale = [m for m, s in states.items() if m >= CLEARS and "ALARM" in s.values()]
-        assert stale, states
-        assert f"clears {(CLEARS * 60 - STOP + STEP) // 60} minutes after the last reading" in request["AlarmDescription"]
+    # at the example's length, ALARM while the rule fires (test_each_rule_clears_once_its_three_latest_periods_hold_
+    # no_reading: a gauge's to CLEARS, a counter's as this alarm is, by minute) and not after CLEARS; after that, ALARM
+    # at some longer plausible length for at least a minute (the stated limit)
+    minutes = _alarm_minutes(files, name)
+    assert minutes[:5] == list(range(STOP // 60 - 1, STOP // 60 + 4)) and max(minutes) < CLEARS, states
+    if case.kind != "counter":
+        assert minutes == list(range(STOP // 60 - 1, CLEARS)), states
+    stale = [m for m, s in states.items() if m >= CLEARS and "ALARM" in s.values()]
+    assert stale, states
+    assert f"clears {(CLEARS * 60 - STOP + STEP) // 60} minutes after the last reading" in request["AlarmDescription"]
     # and bounded: once the longest plausible range holds no datapoint, no length is in ALARM
     bound = STOP // 60 + (request["EvaluationPeriods"] + cloudwatch_eval.EXTRA_PERIODS) * period // 60 + 1
     assert all("ALARM" not in s.values() for m, s in states.items() if m >= bound), states

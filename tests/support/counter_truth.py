@@ -28,15 +28,17 @@ PREVIOUS_WITHIN = 300  # how far back a reading's previous one counts (the agent
 
 
 def summed_deltas(samples: Sequence[tuple[float, float]], first: float, last: float,
-                  previous_within: float = PREVIOUS_WITHIN) -> float | None:
+                  previous_within: float = PREVIOUS_WITHIN, held: bool = False) -> float | None:
     """The sum of the agent's deltas over the readings in (first, last], as CloudWatch sums them: each reading less
     the reading before it (the latest one that is not a blank, at most `previous_within` earlier), or the reading
     itself where it is lower (a reset: the agent sends the raw value); a reading with none before it sends nothing.
-    A blank is no reading: the agent's filter drops it before the deltas. None when the window holds no reading."""
+    A blank is no reading: the agent's filter drops it before the deltas. None when the window holds no reading;
+    `held` (an alarm's period, as CloudWatch has a datapoint only where the agent sent a delta): none when it holds
+    no reading with a delta."""
     inside = [(t, v) for t, v in samples if first < t <= last and v < BLANK_FLOOR]
     deltas = []
     for t, v in inside:
         before = [p for s, p in samples if t - previous_within <= s < t and p < BLANK_FLOOR]
         if before:
             deltas.append(v - before[-1] if v >= before[-1] else v)
-    return float(sum(deltas)) if inside else None
+    return float(sum(deltas)) if (deltas if held else inside) else None
