@@ -28,11 +28,28 @@ def _first_difference(path: str, expected: bytes, actual: bytes) -> str:
     return "\n".join(list(lines)[:20])
 
 
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """`generated(name)`: the folder `gpudash generate` wrote for that build in this module, and its files. Each
+    build is generated once here (the tests below only read the folder) instead of once in every test."""
+    builds: dict = {}
+
+    def get(name: str) -> tuple[Path, dict[str, bytes]]:
+        if name not in builds:
+            out = tmp_path_factory.mktemp(name) / "build"
+            builds[name] = (out, golden.generate(name, out))
+        out, files = builds[name]
+        return out, dict(files)
+
+    return get
+
+
 @pytest.mark.parametrize("name", golden.names())
-def test_a_fresh_build_is_byte_identical_to_the_golden_build(name, tmp_path):
+def test_a_fresh_build_is_byte_identical_to_the_golden_build(name, generated):
     expected = golden.stored(name)
     assert "manifest.json" in expected, f"no golden build {name}: run {SCRIPT}"
-    actual = golden.generate(name, tmp_path / "build")
+    folder, actual = generated(name)
+    assert actual == {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
     missing, extra = sorted(set(expected) - set(actual)), sorted(set(actual) - set(expected))
     changed = sorted(p for p in set(expected) & set(actual) if expected[p] != actual[p])
     report = [f"missing {p}" for p in missing] + [f"extra {p}" for p in extra] + \
@@ -43,16 +60,16 @@ def test_a_fresh_build_is_byte_identical_to_the_golden_build(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, tmp_path):
+def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, generated):
     """output.read is encode's inverse: the set read from a build encodes to the same bytes, and each
     CloudWatch dashboard keeps its cluster's Region (the multi-region build has two)."""
     from generator.artifacts import build
     from generator.output import MANIFEST, encode, read
     from generator.project import load_project
 
-    files = golden.generate(name, tmp_path / "build")
+    folder, files = generated(name)
     project = load_project(None if name == golden.DEFAULTS else golden.HERE / f"{name}.yaml")
-    artifacts = read(tmp_path / "build")
+    artifacts = read(folder)
     assert encode(artifacts) == {path: data for path, data in files.items() if path != MANIFEST}
     built = build(project)
     assert {d.name: d.region for d in artifacts.cloudwatch_dashboards} == \
@@ -63,12 +80,12 @@ def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, tmp_pa
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_lint_finds_the_same_in_a_build_as_in_the_set_built_in_memory(name, tmp_path, cli):
+def test_lint_finds_the_same_in_a_build_as_in_the_set_built_in_memory(name, generated, cli):
     """lint --from reads the build into the same artifact set, so every rule family judges the same data."""
-    golden.generate(name, tmp_path / "build")
+    folder, _ = generated(name)
     config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
     built = cli("lint", *config, "--output", "json")
-    read = cli("lint", *config, "--from", str(tmp_path / "build"), "--output", "json")
+    read = cli("lint", *config, "--from", str(folder), "--output", "json")
     assert built[0] == read[0] == 0, (built[2], read[2])
     findings = json.loads(built[1])["findings"]
     assert findings and findings == json.loads(read[1])["findings"]
@@ -113,11 +130,11 @@ BUILD_FOLDERS = ("grafana/", "cloudwatch/", "k8s/", "prometheus/", "cloudformati
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_every_build_file_a_lint_finding_names_is_in_the_build(name, tmp_path, cli):
+def test_every_build_file_a_lint_finding_names_is_in_the_build(name, generated, cli):
     """A finding points at the file that ships: lint spells build paths as output.py writes them."""
-    files = golden.generate(name, tmp_path / "build")
+    folder, files = generated(name)
     config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
-    code, out, err = cli("lint", *config, "--from", str(tmp_path / "build"), "--output", "json")
+    code, out, err = cli("lint", *config, "--from", str(folder), "--output", "json")
     assert code == 0, err
     named = {f["where"].split(" ")[0] for f in json.loads(out)["findings"]}
     in_build = {path for path in named if path.startswith(BUILD_FOLDERS)}
