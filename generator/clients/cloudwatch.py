@@ -15,7 +15,7 @@ import json
 import random
 import re
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from .. import redact
 from ..errors import GpudashError, RemoteError, may_have_happened
@@ -46,6 +46,11 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
+
+
+class NotResent(RemoteError):
+    """A write's retry withheld by the look before it (`CloudWatch.call`'s `before_retry`): the object is neither as
+    the write sends it nor as it was before (someone else changed it meanwhile). Raised as it is."""
 
 
 def _mask_credentials(session) -> None:
@@ -115,14 +120,21 @@ class CloudWatch:
                 self.clients[key] = client
             return self.clients[key]
 
-    def call(self, region: str, api: str, what: str, service: str | None = None, **kwargs) -> Any:
+    def call(self, region: str, api: str, what: str, service: str | None = None, *,
+             before_retry: Callable[[], bool] | None = None, **kwargs) -> Any:
         """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is (with
         `after_lost`: whether an earlier attempt of the call reached CloudWatch and lost its answer). A write
-        stopped (a signal, the deadline) once a request of it was sent may have happened, and says so."""
+        stopped (a signal, the deadline) once a request of it was sent may have happened, and says so.
+        CloudWatch's writes are not conditional: `before_retry`, called after each wait and before the attempt it
+        precedes, reads the object again; it returns True to send the write once more, False when the object is
+        already as the write sends it (an earlier attempt landed: the call answers {}, and the caller's read-back
+        is the proof), or raises NotResent (changed by someone else meanwhile)."""
         sent: list[bool] = []
         lost: list[bool] = []  # an attempt reached CloudWatch and its answer was lost
         try:
-            return self._call(region, api, what, service, sent, lost, **kwargs)
+            return self._call(region, api, what, service, sent, lost, before_retry, **kwargs)
+        except NotResent:
+            raise
         except DeadlineExceeded as exc:
             if api not in WRITES or not sent:
                 raise  # nothing was sent: not attempted, as it says
@@ -135,7 +147,7 @@ class CloudWatch:
             raise failure from None
 
     def _call(self, region: str, api: str, what: str, service: str | None, sent: list[bool], lost: list[bool],
-              **kwargs) -> Any:
+              before_retry: Callable[[], bool] | None = None, **kwargs) -> Any:
         from botocore.exceptions import (BotoCoreError, ClientError, ConnectionError as BotoConnectionError,
                                          ConnectTimeoutError, EndpointConnectionError, HTTPClientError,
                                          NoCredentialsError, NoRegionError, ProxyConnectionError)
@@ -193,6 +205,8 @@ class CloudWatch:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             self.deadline.pause(max(delay, retry_after or 0.0), what)
+            if before_retry is not None and not before_retry():
+                return {}
         raise RemoteError(f"{failure[0]} (after {self.max_attempts} attempts)", where=what, hint=failure[1])
 
     # --- reads gpudash makes, every page -------------------------------------------------------

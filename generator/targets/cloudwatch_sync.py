@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..clients.cloudwatch import BATCH, CloudWatch, answer_lost
+from ..clients.cloudwatch import BATCH, CloudWatch, NotResent, answer_lost
 from ..clients.deadline import DeadlineExceeded
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
@@ -598,6 +598,24 @@ def _settle(exc: RemoteError, api: str, thing: str, read: Callable[[], Any], don
     raise exc
 
 
+def _look(api: str, thing: str, what: str, read: Callable[[], Any], done: Callable[[Any], bool],
+          before: Callable[[Any], bool], undone: str = "not overwritten") -> Callable[[], bool]:
+    """The look before each retry of a write `api` (CloudWatch.call's `before_retry`; CloudWatch has no conditional
+    write): `thing` read again. False when it is as the write makes it (an earlier attempt landed and lost its
+    answer, or another publisher wrote it), True when it is as before (send again); NotResent when neither: a
+    person changed it between two attempts, and a resend would overwrite that."""
+    def look() -> bool:
+        now = read()
+        if done(now):
+            return False
+        if before(now):
+            return True
+        raise NotResent(f"CloudWatch {api} failed and was to be sent again, but read again first, {thing} is neither "
+                        f"as sent nor as before: changed by someone else meanwhile (an earlier attempt may have "
+                        f"landed before that); {undone}", where=what, hint="run `gpudash plan` and apply again")
+    return look
+
+
 def _not_overwritten(change: Change, why: str) -> RemoteError:
     done = "not deleted" if change.action == DELETE else "not overwritten"
     return RemoteError(f"{why}; {done}", where=f"CloudWatch {change.kind} {change.name}",
@@ -617,8 +635,12 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     if change.action == DELETE:
         from botocore.exceptions import ClientError
 
+        read = lambda: cloudwatch.dashboard_body(region, change.name)  # noqa: E731
+        gone, as_before = (lambda now: now is None), (lambda now: now == change.live.get("body"))
         try:
-            cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name])
+            cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
+                            before_retry=_look("DeleteDashboards", "the dashboard", what, read, gone, as_before,
+                                               "not deleted"))
         except ClientError as exc:  # ResourceNotFound: deleted by someone else since it was read, if it is gone,
             if cloudwatch.dashboard_body(region, change.name) is None:  # or by this call's attempt whose answer
                 return bool(getattr(exc, "after_lost", False))  # was lost: then gpudash deleted it (done)
@@ -627,8 +649,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         except RemoteError as exc:
             if not answer_lost(exc):
                 raise
-            _settle(exc, "DeleteDashboards", "the dashboard", lambda: cloudwatch.dashboard_body(region, change.name),
-                    done=lambda now: now is None, before=lambda now: now == change.live.get("body"))
+            _settle(exc, "DeleteDashboards", "the dashboard", read, done=gone, before=as_before)
             return True
         try:
             still = cloudwatch.dashboard_body(region, change.name)
@@ -638,14 +659,16 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
                               where=what, hint=UNPROVEN)
         return True
+    read = lambda: cloudwatch.dashboard_body(region, change.name)  # noqa: E731
+    sent, as_before = (lambda now: now == body), (lambda now: now == (change.live or {}).get("body"))
     try:
         response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
-                                   DashboardBody=compact_json(body))
+                                   DashboardBody=compact_json(body),
+                                   before_retry=_look("PutDashboard", "the dashboard", what, read, sent, as_before))
     except RemoteError as exc:
         if not answer_lost(exc):
             raise
-        _settle(exc, "PutDashboard", "the dashboard", lambda: cloudwatch.dashboard_body(region, change.name),
-                done=lambda now: now == body, before=lambda now: now == (change.live or {}).get("body"))
+        _settle(exc, "PutDashboard", "the dashboard", read, done=sent, before=as_before)
         return True  # read back with the body sent: the check below is made
     messages = response.get("DashboardValidationMessages") or []
     if messages:
@@ -685,17 +708,23 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         raise _not_overwritten(change, moved)
     if moved == "":
         return False
+    def read() -> dict[str, Any] | None:
+        return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+
+    def sent(alarm) -> bool:
+        return alarm is not None and not unconfirmed(alarm_fields(request), alarm_fields(alarm))
+
+    def as_before(alarm) -> bool:
+        return alarm is None if now is None else alarm is not None and alarm_fields(alarm) == alarm_fields(now)
+
     def put(**fields) -> None:
         try:
-            cloudwatch.call(region, "PutMetricAlarm", what, **fields)
+            cloudwatch.call(region, "PutMetricAlarm", what, **fields,
+                            before_retry=_look("PutMetricAlarm", "the alarm", what, read, sent, as_before))
         except RemoteError as exc:
             if not answer_lost(exc):
                 raise
-            _settle(exc, "PutMetricAlarm", "the alarm",
-                    lambda: cloudwatch.metric_alarms(region, names=[change.name]).get(change.name),
-                    done=lambda alarm: alarm is not None and not unconfirmed(alarm_fields(request), alarm_fields(alarm)),
-                    before=lambda alarm: alarm is None if now is None else
-                    alarm is not None and alarm_fields(alarm) == alarm_fields(now))
+            _settle(exc, "PutMetricAlarm", "the alarm", read, done=sent, before=as_before)
 
     if change.action == CREATE:  # created owned, with the evidence of what is sent, which the read-back confirms
         tags = alarm_tags(request)

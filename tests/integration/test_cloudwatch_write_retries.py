@@ -1,0 +1,61 @@
+"""A CloudWatch write retried after an attempt that failed (moto behind the fault proxy, boto3). CloudWatch's writes
+are not conditional, so the object is read again before each retry: a person's change made between two attempts is
+never overwritten by the resend (reported, exit 3), and a write an earlier attempt made is not sent again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.cloudwatch_world import alarms, edit_in_console, fault
+from tests.support.cloudwatch_world import aws, moto, proxied  # noqa: F401 (fixtures)
+
+NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+DASHBOARD = "gpudash-gpu-cluster-health"
+
+
+def _edit_dashboard(client):
+    body = json.loads(client.get_dashboard(DashboardName=DASHBOARD)["DashboardBody"])
+    body["widgets"] = body["widgets"][:1]  # a person keeps one widget
+    client.put_dashboard(DashboardName=DASHBOARD, DashboardBody=json.dumps(body))
+    return body
+
+
+@pytest.mark.parametrize("kind", ["alarm", "dashboard"])
+def test_a_persons_change_between_two_attempts_of_a_write_is_not_overwritten(proxied, kind):
+    """The first attempt reaches CloudWatch and is made; a gateway answers 504; a person changes the object (straight
+    to CloudWatch) before the retry. The resend overwrote the person's threshold 42 with gpudash's, reported written,
+    exit 0; now the object is read again first: the person's change stays, and the write is reported failed (exit 3)
+    saying why."""
+    proxy, client, apply = proxied
+    edited = {}
+    if kind == "alarm":
+        rule = fault("PutMetricAlarm", "gateway", naming=NAME, status=504, body=b"Gateway Timeout",
+                     callback=lambda: edit_in_console(client, name=NAME, threshold=42.0))
+    else:
+        rule = fault("PutDashboard", "gateway", naming=DASHBOARD, status=504, body=b"Gateway Timeout",
+                     callback=lambda: edited.update(body=_edit_dashboard(client)))
+    proxy.inject(rule)
+    code, report, stderr = apply()
+    name = NAME if kind == "alarm" else DASHBOARD
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and name not in report["written"] and list(errors) == [name], stderr
+    assert "was to be sent again, but read again first" in errors[name] and \
+        "changed by someone else meanwhile" in errors[name], errors
+    if kind == "alarm":
+        assert alarms(client)[NAME]["Threshold"] == 42.0
+    else:
+        assert json.loads(client.get_dashboard(DashboardName=DASHBOARD)["DashboardBody"]) == edited["body"]
+
+
+def test_a_write_an_earlier_attempt_made_is_not_sent_again(proxied):
+    """The first attempt is made and a gateway answers 504; nothing changes before the retry: read again, the alarm
+    is as sent, so the write is done without a second PutMetricAlarm and reported written."""
+    proxy, client, apply = proxied
+    puts = []
+    proxy.inject(fault("PutMetricAlarm", "gateway", naming=NAME, status=504, body=b"Gateway Timeout"),
+                 fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: puts.append(NAME)))
+    code, report, stderr = apply()
+    assert code == 0 and NAME in report["written"] and report["failed"] == [], stderr
+    assert puts == []  # the second rule would have seen a resend
