@@ -516,14 +516,17 @@ def copies_note(scrape_seconds: int, per_pod: bool = False, whole_range: bool = 
         return (f"Per {'pod and ' if per_pod else ''}GPU, read from its copies once per {scrape_seconds} s step, "
                 f"counting the scrapes taken within the selected time range, to the millisecond.")
     if not per_pod:
-        return (f"Per GPU, read from its copies (one per pod sharing it) once per {scrape_seconds} s step: a reading "
+        return (f"Per GPU, read from its copies (one per pod sharing it with KUBERNETES_VIRTUAL_GPUS, else one whose "
+                f"pod can change from scrape to scrape) once per {scrape_seconds} s step: a reading "
                 f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
                 f"{scrape_seconds} s before the panel's time.")
     return (f"Per pod and GPU, read from the pod's copies of the GPU's counter (an exporter restarted or upgraded "
             f"writes them again) once per {scrape_seconds} s step: a reading counts at the step after its scrape, "
             f"so the window ends at the pod's latest step on the GPU, up to {scrape_seconds} s before the panel's "
             f"time. The counter is the whole GPU's (DCGM counts per device, not per pod): a GPU pods share "
-            f"(time-slicing, MIG instances) counts in full under each of them.")
+            f"(time-slicing, MIG instances) counts in full under each of them the exporter names it under (without "
+            f"KUBERNETES_VIRTUAL_GPUS a time-sliced GPU is named under one of them at a time, not always the same "
+            f"one: a pod reads the GPU's growth between the scrapes that name it).")
 
 
 # What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).

@@ -11,7 +11,9 @@ scrapes. The pods:
 
 * ml/train-0: one whole GPU on n-old throughout, and one on n-mig that it leaves at scrape 24 (its total adds
   the GPUs it holds);
-* ml/infer-0 and ml/infer-1: one GPU shared by time-slicing (each pod's copy carries the device's counter);
+* ml/infer-0 and ml/infer-1: one GPU shared by time-slicing, which the exporter (without KUBERNETES_VIRTUAL_GPUS,
+  the default settings here) writes once, under infer-0 at even scrapes and infer-1 at odd ones: the pod it names
+  changes from scrape to scrape (dcgm-exporter #340), so each pod's series has a gap at every other scrape;
 * team-a/worker-0 and team-b/worker-0: one pod name in two namespaces, on two GPUs (two pods, never merged);
 * mig/a holding two MIG instances of one GPU (the device's counter repeats on each: the GPU counts once), mig/b a
   third instance of it;
@@ -81,12 +83,13 @@ class Copy:
     first: int = 0  # the first scrape the exporter writes the pod's copy at
     end: int = SCRAPES  # the scrape it no longer does
     mig: tuple[str, str] | None = None  # (GPU_I_ID, GPU_I_PROFILE)
+    parity: int | None = None  # named only at the scrapes of this parity (a shared GPU's pod label moving, #340)
 
 
 COPIES = (
     Copy("n-old", 0, "ml", "train-0"),
     Copy("n-mig", 1, "ml", "train-0", end=24),
-    Copy("n-old", 1, "ml", "infer-0"), Copy("n-old", 1, "ml", "infer-1"),
+    Copy("n-old", 1, "ml", "infer-0", parity=0), Copy("n-old", 1, "ml", "infer-1", parity=1),
     Copy("n-old", 2, "team-a", "worker-0"), Copy("n-old", 3, "team-b", "worker-0"),
     Copy("n-mig", 0, "mig", "a", mig=("1", "3g.20gb")), Copy("n-mig", 0, "mig", "a", mig=("2", "3g.20gb")),
     Copy("n-mig", 0, "mig", "b", mig=("3", "1g.5gb")),
@@ -102,7 +105,7 @@ def reading(node: str, gpu: int, k: int) -> int:
 
 
 def _writers(copy: Copy, k: int) -> list[Exporter]:
-    if (copy.node, k) in MISSED or not copy.first <= k < copy.end:
+    if (copy.node, k) in MISSED or not copy.first <= k < copy.end or copy.parity not in (None, k % 2):
         return []
     return [exporter for exporter in EXPORTERS[copy.node] if k in exporter.scrapes]
 
@@ -211,6 +214,7 @@ def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporte
     assert target["legendFormat"] == LEGEND
     assert panel["description"].endswith(copies_note(STEP, per_pod=True))
     assert "counts in full under each of them" in panel["description"]
+    assert "a pod reads the GPU's growth between the scrapes that name it" in panel["description"]
     window = 300
     seen = set()
     for instant in INSTANTS:
@@ -222,10 +226,15 @@ def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporte
             assert not wrong, (instant, node, wrong)
             seen |= set(expected)
     assert {"Pod team-a/worker-0", "Pod team-b/worker-0", "Pod ml/late-0", "Pod mig/a"} <= seen
-    # the time-sliced pods each read the whole GPU; the pod of two MIG instances its GPU once, as its neighbour does
+    # the pod of two MIG instances reads its GPU once, as its neighbour does; the time-sliced pods, named at
+    # alternate scrapes, each read the whole GPU's growth between the scrapes that name it (checked above against
+    # their own readings: the two differ where the GPU's growth is uneven)
     at = start + INSTANTS[-1]
     shown = _shown(prometheus, _substitute(target["expr"], window), at)
-    assert shown["Pod ml/infer-0"] == shown["Pod ml/infer-1"] and shown["Pod mig/a"] == shown["Pod mig/b"]
+    assert shown["Pod mig/a"] == shown["Pod mig/b"]
+    readings = {pod: pod_series(("ml", pod), ("n-old", 1), ENERGY, start) for pod in ("infer-0", "infer-1")}
+    assert {pod: len(samples) for pod, samples in readings.items()} == {"infer-0": 19, "infer-1": 19}
+    assert not set(readings["infer-0"]) & set(readings["infer-1"])  # never named together
 
 
 def test_a_pods_counter_increase_panel_reads_the_pods_true_increase(backfilled):
