@@ -737,6 +737,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     if change.action == CREATE or not live.get("as_generated"):
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
                                    following=following, just_read=just_read)
+    if change.action == CREATE:
+        _created_with(cloudwatch, region, change.name, arn, tags)
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
@@ -755,6 +757,26 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
                     raise
                 raise TagsNotWritten(_untagged(failed, created=change.action == CREATE)) from None
     return True
+
+
+def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
+    """After a create read back as sent: the alarm carries exactly the tags the create sent. An alarm of this name
+    made in between the last read and the write (a person's, in the pacing window) turns the create into an update,
+    and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags (moto applies
+    them: its tags are then more than were sent). Neither is reported written (one ListTagsForResource a create)."""
+    what = f"CloudWatch alarm {name}"
+    try:
+        now = cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": arn})
+    except RemoteError as exc:
+        raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
+    if sorted(map(_tag_pair, now)) != sorted(map(_tag_pair, tags)):
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
+        raise RemoteError(f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and right after it "
+                          f"carries other tags than the create sent ({shown}): an alarm of this name was there before "
+                          "it (made since the plan's last read), and the write updated it with gpudash's definition "
+                          "(AWS ignores Tags on an update); not reported written", where=what,
+                          hint="look at the alarm in the CloudWatch console: it holds gpudash's definition now; if "
+                               "it was a person's, restore theirs")
 
 
 class TagsNotWritten(Exception):

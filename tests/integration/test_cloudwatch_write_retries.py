@@ -1,6 +1,7 @@
 """A CloudWatch write retried after an attempt that failed (moto behind the fault proxy, boto3). CloudWatch's writes
 are not conditional, so the object is read again before each retry: a person's change made between two attempts is
-never overwritten by the resend (reported, exit 3), and a write an earlier attempt made is not sent again."""
+never overwritten by the resend (reported, exit 3), and a write an earlier attempt made is not sent again. Nor is
+a create that turned out to update an alarm a person made just before it reported written."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.cloudwatch_world import alarms, edit_in_console, fault
+from tests.support.cloudwatch_world import alarms, edit_in_console, fault, foreign_alarm
 from tests.support.cloudwatch_world import aws, moto, proxied  # noqa: F401 (fixtures)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -59,3 +60,23 @@ def test_a_write_an_earlier_attempt_made_is_not_sent_again(proxied):
     code, report, stderr = apply()
     assert code == 0 and NAME in report["written"] and report["failed"] == [], stderr
     assert puts == []  # the second rule would have seen a resend
+
+
+def test_an_alarm_a_person_creates_just_before_gpudashs_create_is_not_reported_written(proxied):
+    """The plan found no alarm NAME; right before gpudash's PutMetricAlarm reaches CloudWatch (after the last read,
+    in the pacing window) a person creates NAME with their own definition and tags. PutMetricAlarm on an existing
+    name is an update, and AWS ignores its Tags then: the person's alarm gets gpudash's definition and keeps the
+    person's tags alone. It was reported written (the read-back checked fields only), exit 0, and the next plan
+    called it foreign. Now the alarm's tags are read after each create: not the tags the create sent, so it is
+    reported failed (exit 3), saying what happened. (Moto applies Tags on an update too: the person's tag shows.)"""
+    proxy, client, apply = proxied
+
+    def person():
+        foreign_alarm(client, name=NAME, threshold=7.0)
+        client.tag_resource(ResourceARN=alarms(client)[NAME]["AlarmArn"], Tags=[{"Key": "team", "Value": "ops"}])
+
+    proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=person))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and NAME not in report["written"] and list(errors) == [NAME], stderr
+    assert "an alarm of this name was there before it" in errors[NAME], errors
