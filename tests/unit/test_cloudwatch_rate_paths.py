@@ -344,5 +344,5 @@ def test_a_value_per_scrape_still_filling_is_not_drawn_and_the_header_says_when_
     assert all(close(v, expected[line][t]) for line, series in shown.items() for t, v in series.items())
     live = cloudwatch_eval.widget({**properties, "liveData": True}, datapoints, START, now, now=now)
     assert all(series[1800] < 0.4 * expected[line][1500] for line, series in live.items())
-    (note,) = [n for n in notes(header(files, path))["Power draw of each pod's GPUs"] if "per" in n and "scrape" in n]
+    (note,) = [n for n in notes(header(files, path))["Power draw of each pod's GPUs"] if "still filling" in n]
     assert "the period still filling is not drawn, unless live data is on, which draws it low" in note
