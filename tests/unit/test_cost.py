@@ -7,9 +7,27 @@ import re
 
 import pytest
 
-from generator.cost import Fleet, estimates, load_prices, tiered
+from generator import cost
+from generator.cost import Fleet, load_prices, tiered
 from generator.project import load_project
 from tests.conftest import REPO
+
+
+_BUILT: dict = {}  # id(project) -> (the project, its artifact set)
+
+
+def estimates(project, fleet, prices=None, artifacts=None):
+    """cost.estimates, given the project's artifact set built once per project object: without one, estimates
+    builds it, the same set at every call for the same (frozen) project, and only reads it. Calling
+    cost.estimates itself without a set is test_the_dashboards_priced_are_those_of_the_artifact_set's, and the
+    command's (test_cost_command_json_and_table)."""
+    if artifacts is None:
+        from generator.artifacts import build
+
+        if id(project) not in _BUILT:
+            _BUILT[id(project)] = (project, build(project))  # the project kept: its id is not given to another
+        artifacts = _BUILT[id(project)][1]
+    return cost.estimates(project, fleet, prices, artifacts)
 
 
 def _lines(result, mode="group_by"):
@@ -148,7 +166,7 @@ def test_the_dashboards_priced_are_those_of_the_artifact_set(project):
 
     fleet = Fleet(clusters=1, pods=500, churn=0)
     built = build(project)
-    assert estimates(project, fleet, artifacts=built) == estimates(project, fleet)
+    assert estimates(project, fleet, artifacts=built) == cost.estimates(project, fleet)  # it builds the same set
     by_pod = [d for d in built.cloudwatch_dashboards if d.name.endswith("-by-pod")]
     assert len(by_pod) == 1
     fewer = replace(built, cloudwatch_dashboards=tuple(d for d in built.cloudwatch_dashboards if d not in by_pod))
