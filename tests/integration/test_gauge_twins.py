@@ -275,10 +275,13 @@ def _counter_periods(reading: Callable[[int], float | None], scrapes: int) -> Ca
     return value
 
 
-def _crash_loop(rule: str, metric: str, value: float, up: int, down: int, phase: int = 0) -> Story:
+CRASH_SCRAPES = 80  # two cycles of the longest crash loop judged after its first 10 minutes
+
+
+def _crash_loop(rule: str, metric: str, value: float, up: int, down: int, phase: int = 0, first: int = 20) -> Story:
     """A GPU at `value` at every reading (a counter: growing by `value` a scrape, counting on while its exporter is
     down); its exporter crash-loops: it answers for `up` seconds, then is down for `down`, from `phase` seconds into
-    its cycle at t = 0. An hour, judged at every scrape (15 s after it). The truth is CloudWatch's over the user
+    its cycle at t = 0. 40 minutes, judged at every scrape from minute 10 (15 s after it). The truth is CloudWatch's over the user
     guide's example range (_range_truth): with a gap as long as two periods or more, the state depends on the range's
     length (temperature-high, 5 minutes up and 10 down: H - - H at the evaluation before the readings resume, ALARM
     at 4 periods and more, OK at 3; the rules judged 3 before). A counter's period without a delta has no datapoint,
@@ -288,16 +291,17 @@ def _crash_loop(rule: str, metric: str, value: float, up: int, down: int, phase:
 
     def reading(k):
         return (value * k if counter else value) if (k * STEP + phase) % (up + down) < up else None
-    of_period = _counter_periods(reading, 120) if counter else None
+    of_period = _counter_periods(reading, CRASH_SCRAPES) if counter else None
     judged = {"gpu-temp-high": (min, lambda v: v > 80, 2, 2, "missing"),
               "gpu-temp-critical": (max, lambda v: v > 87, 1, 1, "missing"),
               "xid-error": (max, lambda v: v > 0, 1, 1, "notBreaching"),
               "pcie-replays": (None, lambda v: v > 50, 1, 1, "notBreaching"),
               "uncorrectable-rows": (None, lambda v: v > 0, 1, 1, "notBreaching")}[rule]
     statistic, rest = judged[0], judged[1:]
-    return Story(rule, metric, 120, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
-                 _range_truth(of_period or _gauge_periods(reading, 120, statistic), *rest),
-                 {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(20, 120)], example_range=True,
+    return Story(rule, metric, CRASH_SCRAPES, reading, lambda k: Source(("ip-10-0-1-1", OLD[1])),
+                 _range_truth(of_period or _gauge_periods(reading, CRASH_SCRAPES, statistic), *rest),
+                 {"node": "ip-10-0-1-1", "gpu": "0"}, [k * STEP + 15 for k in range(first, CRASH_SCRAPES)],
+                 example_range=True,
                  kind="counter" if counter else "gauge")
 
 
@@ -340,8 +344,9 @@ STORIES = {
     "temp-high-crash-loop-5m-up-15m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 300, 900), ""),
     "temp-high-crash-loop-10m-up-5m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 600, 300), ""),
     "temp-high-crash-loop-2m-up-8m-down": (_crash_loop("gpu-temp-high", "DCGM_FI_DEV_GPU_TEMP", 85.0, 120, 480), ""),
+    # judged from another scrape: not in one promtool group with the temperature-high stories (90 °C is high too)
     "temp-critical-crash-loop-5m-up-15m-down": (
-        _crash_loop("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 90.0, 300, 900), ""),
+        _crash_loop("gpu-temp-critical", "DCGM_FI_DEV_GPU_TEMP", 90.0, 300, 900, first=22), ""),
     "xid-crash-loop-5m-up-12m-down": (_crash_loop("xid-error", "DCGM_FI_DEV_XID_ERRORS", 43.0, 300, 720), ""),
     "pcie-replays-crash-loop-5m-up-15m-down": (
         _crash_loop("pcie-replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 20.0, 300, 900), ""),
