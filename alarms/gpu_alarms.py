@@ -52,8 +52,8 @@ def alarms(ctx):
               severity="warning", evaluation_periods=2, datapoints_to_alarm=2,
               description=f"A GPU has read above {temp[0]:g} °C at every reading of its two latest 5-minute "
                           f"periods with readings; a brief peak does not count. A period without a reading (an "
-                          f"exporter restarting) is passed over for the one before it, as CloudWatch's evaluation "
-                          f"range passes over it, so a crash-looping exporter does not pause the alert. A GPU that "
+                          f"exporter restarting) is passed over for an earlier one of the latest four, as "
+                          f"CloudWatch's evaluation range passes over it, so a crash-looping exporter does not pause the alert. A GPU that "
                           f"joins hot alarms once two periods hold a reading (5 to 10 minutes); across a gap in a "
                           f"GPU's data, readings from before it may count.",
               runbook="Check the node's cooling and fan state; sustained heat throttles clocks."),
