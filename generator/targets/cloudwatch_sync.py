@@ -1008,8 +1008,15 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     what = f"CloudWatch alarms in {region}"
     not_found = own = False
     lost: RemoteError | None = None
+
+    def read() -> dict[str, dict[str, Any] | None]:
+        alarms = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+        return {c.name: alarm_fields(alarms[c.name]) if c.name in alarms else None for c in batch}
+
+    look = _look("DeleteAlarms", "one of the alarms", what, read, lambda now: not any(now.values()),
+                 lambda now: all(now[c.name] == (c.live or {}).get("fields") for c in batch), "none deleted")
     try:
-        cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch])
+        cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch], before_retry=look)
     except RemoteError as exc:
         if not answer_lost(exc):
             return [(change, False, exc) for change in batch], []

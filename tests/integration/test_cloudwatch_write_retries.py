@@ -9,11 +9,12 @@ import json
 
 import pytest
 
-from tests.support.cloudwatch_world import alarms, edit_in_console, fault, foreign_alarm
-from tests.support.cloudwatch_world import aws, moto, proxied  # noqa: F401 (fixtures)
+from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms, edit_in_console, fault, foreign_alarm
+from tests.support.cloudwatch_world import aws, moto, proxied, published  # noqa: F401 (fixtures)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 DASHBOARD = "gpudash-gpu-cluster-health"
+RETIRED = "gpudash-other-gpu-temp-high-warning"
 
 
 def _edit_dashboard(client):
@@ -80,3 +81,20 @@ def test_an_alarm_a_person_creates_just_before_gpudashs_create_is_not_reported_w
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert code == 3 and NAME not in report["written"] and list(errors) == [NAME], stderr
     assert "an alarm of this name was there before it" in errors[NAME], errors
+
+
+def test_a_persons_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published, project_dir):
+    """--prune deletes the alarms of a removed cluster; the first DeleteAlarms is answered 503 (not made) and a
+    person changes one of them (threshold 42) before the retry. The resend deleted it; now the alarms are read again
+    first: none of the batch is deleted, each reported failed (exit 3), the person's alarm as they left it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired = sorted(name for name in alarms(client) if name.startswith("gpudash-other-"))
+    config = str(project_dir(""))
+    proxy.inject(fault("DeleteAlarms", "status", status=503, body={"__type": "ServiceUnavailable"},
+                       callback=lambda: edit_in_console(client, name=RETIRED, threshold=42.0)))
+    code, report, stderr = apply("--config", config, "--prune", "--removed-cluster", "other")
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and RETIRED in retired and sorted(errors) == retired, stderr
+    assert "changed by someone else meanwhile" in errors[RETIRED] and "none deleted" in errors[RETIRED], errors
+    assert alarms(client)[RETIRED]["Threshold"] == 42.0 and set(retired) <= set(alarms(client))
