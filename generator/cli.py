@@ -125,16 +125,16 @@ def _no_cycle_collection():
 @output_option
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
-    from .artifacts import build
-    from .limits import check_dashboards
+    from .limits import checked_build
     from .output import artifacts_record, differences as build_differences, encode, settings_record, write_files
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
     with _no_cycle_collection():
-        artifacts = build(project)
-        check_dashboards(project, artifacts)  # a dashboard CloudWatch would cut short is refused, not written
+        # a dashboard CloudWatch would cut short, or a widget or alarm the classic agent would feed a wrong
+        # number, is refused, not written
+        artifacts = checked_build(project)
         requests = list(artifacts.alarms)
         notes = artifacts.notes
         files = encode(artifacts)

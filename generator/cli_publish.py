@@ -91,7 +91,6 @@ def publish_options(command):
 
 
 def _desired(config: str | None, csv: str | None, from_dir: str | None):
-    from .artifacts import build
     from .output import PUBLISHED, read
     from .desired import desired_from
 
@@ -99,10 +98,11 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
     if from_dir:  # the build as it was reviewed, with the settings it was made with (else a clear error)
         artifacts = read(Path(from_dir), origin=from_dir, settings=project.settings, consequence=PUBLISHED)
     else:
-        from .limits import check_dashboards
+        from .limits import checked_build
 
-        artifacts = build(project)
-        check_dashboards(project, artifacts)  # as generate: never publish a dashboard CloudWatch cuts short
+        # as generate: never publish a dashboard CloudWatch cuts short, nor a widget or alarm the classic agent
+        # would feed a wrong number
+        artifacts = checked_build(project)
     return project, desired_from(artifacts)
 
 

@@ -12,6 +12,18 @@ from .settings import setting_place
 LIMITS = ("top_pods", "top_gpus")  # the settings that decide how many lines a chart asks for
 
 
+def checked_build(project):
+    """The artifact set generate writes and publish sends: built, then refused (an InputError) when CloudWatch
+    would cut a dashboard short or the classic agent would feed a widget or alarm a wrong number."""
+    from .agent_truth import check_agent_truth
+    from .artifacts import build
+
+    artifacts = build(project)
+    check_dashboards(project, artifacts)
+    check_agent_truth(project, artifacts)
+    return artifacts
+
+
 def check_dashboards(project, artifacts) -> None:
     """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
     draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up."""

@@ -249,6 +249,10 @@ CASES = [
              "gpudash.yaml:3", "clusters 'ml-east' (clusters[0]) and 'ML-East' differ only in upper and lower case",
              "two settings files"),
     settings("top pods zero", "cloudwatch:\n  top_pods: 0\n", "gpudash.yaml:2", "cloudwatch.top_pods"),
+    # the agent's JSON path cannot keep the pods' shares out of the per-GPU series: generate writes no widget lint fails
+    settings("classic agent with virtual GPUs", "exporter:\n  virtual_gpus: true\nagent:\n  pipeline: classic\n",
+             "gpudash.yaml:4", "agent.pipeline: classic with exporter.virtual_gpus: true", "would show a wrong number",
+             "(Average GPU utilization)", "pcie-replays-warning", "set agent.pipeline: otel"),
     settings("empty namespace", "cloudwatch:\n  namespace: ''\n", "gpudash.yaml:2", "cloudwatch.namespace"),
     # CloudWatch's own namespaces, control characters, its length limit, a leading colon: PutMetricData refuses them
     settings("AWS namespace", "cloudwatch:\n  namespace: AWS/GPU\n", "gpudash.yaml:2",

@@ -1,0 +1,51 @@
+"""CloudWatch widgets and alarms that the agent's JSON path (agent.pipeline: classic) would feed a wrong number:
+refused by generate and publish before anything is written or published, naming the setting that makes them
+wrong. These are lint's errors CW017, CW018, AL013, AL014 and AL016: a build generate wrote would fail its own
+lint, and the dashboards and alarms in it would read what no GPU did (a 90 % GPU that three pods share at 30 %
+read as 45 %, a shared GPU's PCIe replays read k times)."""
+
+from __future__ import annotations
+
+from .errors import InputError
+from .settings import setting_place
+
+# The lint rules whose error means the agent's JSON path publishes series the item cannot read truly.
+RULES = ("CW017", "CW018", "AL013", "AL014", "AL016")
+
+
+def check_agent_truth(project, artifacts) -> None:
+    """Raise an input error when a CloudWatch widget or alarm of the set reads, on agent.pipeline: classic, series
+    that make its number wrong (the lint errors of RULES). Nothing is found on the OTel pipeline."""
+    from .lint import run
+    from .lint.cloudwatch_rules import RULES as CLOUDWATCH_RULES
+    from .lint.subject import LintInput
+
+    rules = [rule for rule in CLOUDWATCH_RULES if rule.id in RULES]
+    subject = LintInput(artifacts, project.settings, project.catalog)
+    errors = [f for f in run(rules, subject) if f.severity == "error"]
+    if not errors:
+        return
+    shares = any(f.rule in ("CW017", "AL013", "AL014") for f in errors)
+    setting = "agent.pipeline: classic" + (" with exporter.virtual_gpus: true" if shares else "")
+    why = "; ".join(WHY[rule] for rule in RULES if any(f.rule == rule for f in errors) and rule in WHY)
+    named = ", ".join(f.where for f in errors[:SHOWN]) + (f" and {len(errors) - SHOWN} more" if len(errors) > SHOWN else "")
+    what = f"{setting}: {len(errors)} CloudWatch widgets and alarms of this build would show a wrong number ({named}): {why}"
+    hint = ("set agent.pipeline: otel (CloudWatch agent 1.300066.0 or later), which publishes these fields truly, or "
+            "remove those widgets and alarms from the definitions; `gpudash lint` explains each ("
+            + ", ".join(sorted({f.rule for f in errors})) + ")")
+    if any(f.rule == "AL013" for f in errors):
+        hint += "; an alarm on a counter's increase is true against threshold 0 (e.g. thresholds.pcie_replays_per_minute: 0)"
+    raise InputError(what, where=setting_place(project.settings, ["agent", "pipeline"]), hint=hint)
+
+
+SHOWN = 6  # items named in the message; lint lists every one
+WHY = {
+    "CW017": "the agent's JSON path publishes each pod's share of GPU utilization and framebuffer used under the per-GPU "
+             "dimensions beside the device's value, and no statistic tells them apart (a GPU at 90 % that three pods "
+             "share at 30 % reads 45 %)",
+    "AL013": "it publishes each pod's copy of a GPU's counter, so a GPU k pods share reads k times its increase and "
+             "the alarm fires at 1/k of its threshold",
+    "CW018": "it publishes a state the exporter serves as a counter as its differences",
+}
+WHY["AL014"] = WHY["CW017"]
+WHY["AL016"] = WHY["CW018"]
