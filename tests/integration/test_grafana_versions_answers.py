@@ -30,16 +30,18 @@ def _answering(grafana, how: str):
         if how == "behind":
             older = list(reversed(grafana.state.dashboards[uid]["versions"][:-1]))
             return 200, older[:int(query.get("limit", ["0"])[0]) or len(older)], path
+        if how == "no message":
+            return 200, [{k: v for k, v in entry.items() if k != "message"} for entry in body], path
         return (200, [], path) if how == "empty" else (404, {"message": "Dashboard not found"}, path)
 
     grafana._versions = versions
     return real
 
 
-def _refused(grafana, run, config, *flags):
+def _refused(grafana, run, config, *flags, invalid=INVALID):
     before = json.dumps(grafana.state.dashboards, sort_keys=True)
     code, _, stderr = _push(run, "--config", config, *flags)
-    assert code == 3 and INVALID in stderr and "nothing was published" in stderr, stderr
+    assert code == 3 and invalid in stderr and "nothing was published" in stderr, stderr
     assert json.dumps(grafana.state.dashboards, sort_keys=True) == before  # nothing written
     return stderr
 
@@ -78,19 +80,20 @@ def test_a_claim_on_a_versions_answer_behind_the_dashboard_is_refused_and_keeps_
     assert grafana_recorded_claims(_message(grafana)) == {BETA, GAMMA}
 
 
-@pytest.mark.parametrize("how", ["empty", "404"])
+@pytest.mark.parametrize("how", ["empty", "404", "no message"])
 def test_no_versions_for_a_dashboard_that_reads_is_not_read_as_no_gpudash_version(grafana, run, tmp_path, how):
     """A saves; B pushes while Grafana (or a proxy) answers the team dashboard's versions with [] or 404 though the
-    dashboard reads (200): B read that as "not saved by gpudash", recorded no claim and exited 0, and A's --prune
-    deleted what B defines. Now B's push and A's --prune are refused (exit 3, nothing written); with the answers right
-    again B claims it and A's --prune leaves it."""
+    dashboard reads (200), or with entries without their message: B read that as "not saved by gpudash", recorded
+    no claim and exited 0, and A's --prune deleted what B defines. Now B's push and A's --prune are refused (exit 3,
+    nothing written); with the answers right again B claims it and A's --prune leaves it."""
     a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
     a2 = _file(tmp_path, "a2", ["alpha"], team=False)
     _written(run, a)
     real = _answering(grafana, how)
-    stderr = _refused(grafana, run, b)
-    assert "Grafana lists no version of it" in stderr, stderr
-    _refused(grafana, run, a2, "--prune", "--force")
+    invalid = "each with a text message and a version number" if how == "no message" else INVALID
+    stderr = _refused(grafana, run, b, invalid=invalid)
+    assert how == "no message" or "Grafana lists no version of it" in stderr, stderr
+    _refused(grafana, run, a2, "--prune", "--force", invalid=invalid)
     grafana._versions = real
     assert TEAM in _written(run, b)
     assert grafana_recorded_claims(_message(grafana)) == {BETA}
