@@ -70,6 +70,8 @@ def main() -> None:
             env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig(work / "kubeconfig")),
                    "AWS_ENDPOINT_URL": moto.url, "PROMETHEUS_URL": prometheus.url}
             command = [str(Path(sys.executable).parent / "gpudash"), "verify", "--output", "json"]
+            if SMOKE:  # the suite runs this beside other work: a loaded machine must not read as an unhealthy stack
+                command += ["--timeout", "120"]
             checks = json.loads(subprocess.run(command, env=env, capture_output=True, text=True,
                                                check=True).stdout)["checks"]
             failing = [f"{c['group']}/{c['name']}" for c in checks if c["status"] == "fail"]
