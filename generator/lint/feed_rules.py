@@ -17,7 +17,7 @@ from ..reading import read_json_schema
 from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
-from ..render.scrape import written_labels
+from ..render.scrape import gpu_id_label, written_labels
 from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, workload_rename_mix
 from . import Finding, Rule, schema_message
@@ -316,9 +316,11 @@ def _grouping_labels(expr: str) -> set[str]:
 
 def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # The workload labels arrive under the names the settings declare on the scrape path in use
-    # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours).
+    # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours), and the GPU's UUID
+    # under the name the exporter writes it (`uuid` with --use-old-namespace: only the agent's job renames it).
     declared = subject.settings.labels
-    available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container}
+    available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
+                                              gpu_id_label(subject.settings)}
     for dashboard in subject.grafana:
         for panel in dashboard.model.get("panels", []):
             for target in panel.get("targets", []):

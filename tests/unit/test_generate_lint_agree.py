@@ -26,8 +26,9 @@ AXES = {
 }
 # Settings crossed with the first combination of AXES only (each its own kind of build; the product would cost
 # many seconds more): the Container Insights add-on, the agent publishing only what is queried, more per-GPU
-# dimensions.
-SINGLES = ({"source": "container-insights"}, {"selection": "used"}, {"gpu_dimensions": True},
+# dimensions, the workload labels of an exporter run with --use-old-namespace (pod_name, ...; the GPU's `uuid`).
+SINGLES = ({"source": "container-insights"}, {"selection": "used"}, {"gpu_dimensions": True}, {"labels": "old"},
+           {"labels": "old", "pipeline": "classic", "per_pod": "static"},
            {"source": "container-insights", "pipeline": "classic", "virtual_gpus": True},
            {"selection": "used", "pipeline": "classic", "virtual_gpus": True, "gpu_dimensions": True})
 
@@ -46,6 +47,8 @@ def _settings(pipeline="otel", virtual_gpus=False, gpu_dimensions=False, per_pod
         text += "exporter:\n  virtual_gpus: true\n"
     if labels == "exported":
         text += "labels:\n  pod: exported_pod\n  namespace: exported_namespace\n  container: exported_container\n"
+    if labels == "old":
+        text += "labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n"
     return text
 
 
