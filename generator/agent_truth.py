@@ -27,7 +27,9 @@ def check_agent_truth(project, artifacts) -> None:
         return
     shares = any(f.rule in ("CW017", "AL013", "AL014") for f in errors)
     setting = "agent.pipeline: classic" + (" with exporter.virtual_gpus: true" if shares else "")
-    why = "; ".join(WHY[rule] for rule in RULES if any(f.rule == rule for f in errors) and rule in WHY)
+    reasons = list(dict.fromkeys(WHY[rule] for rule in RULES if any(f.rule == rule for f in errors)))
+    why = "; ".join(reasons).replace("it publishes", "the agent's JSON path publishes", 1) \
+        if not reasons[0].startswith("the agent's") else "; ".join(reasons)
     named = ", ".join(f.where for f in errors[:SHOWN]) + (f" and {len(errors) - SHOWN} more" if len(errors) > SHOWN else "")
     what = f"{setting}: {len(errors)} CloudWatch widgets and alarms of this build would show a wrong number ({named}): {why}"
     hint = ("set agent.pipeline: otel (CloudWatch agent 1.300066.0 or later), which publishes these fields truly, or "
@@ -43,9 +45,10 @@ WHY = {
     "CW017": "the agent's JSON path publishes each pod's share of GPU utilization and framebuffer used under the per-GPU "
              "dimensions beside the device's value, and no statistic tells them apart (a GPU at 90 % that three pods "
              "share at 30 % reads 45 %)",
-    "AL013": "it publishes each pod's copy of a GPU's counter, so a GPU k pods share reads k times its increase and "
-             "the alarm fires at 1/k of its threshold",
-    "CW018": "it publishes a state the exporter serves as a counter as its differences",
+    "AL013": "it publishes each pod's copy of a GPU's counter under the per-GPU dimensions, so a GPU k pods share "
+             "reads k times its increase and the alarm fires at 1/k of its threshold",
+    "CW018": "it publishes a state the exporter serves as a counter (health, windowed counts) as its differences "
+             "(a GPU whose health stays failing reads 0)",
 }
 WHY["AL014"] = WHY["CW017"]
 WHY["AL016"] = WHY["CW018"]

@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from generator.artifacts import build, grafana_dashboards
+from generator.errors import InputError
+from generator.limits import checked_build
 from generator.output import encode
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
@@ -225,6 +227,9 @@ def test_the_classic_path_does_not_publish_differences_of_a_state(tmp_path):
     assert not [p for p in points if p.metric in (HEALTH, XIDS, PENDING)]
     flagged = {f.where.split(" (", 1)[1].rstrip(")") for f in lint_project(project) if f.rule == "CW018"}
     assert flagged == set(widgets) and {f.severity for f in lint_project(project) if f.rule == "CW018"} == {"error"}
+    with pytest.raises(InputError) as refused:  # and generate does not write them (it exited 0 before)
+        checked_build(project)
+    assert "agent.pipeline: classic: " in str(refused.value) and "(GPU health)" in str(refused.value)
 
 
 # Fields a user's CSV may add whose unit the help text or DCGM's field list gives (help texts as NVIDIA writes them)
