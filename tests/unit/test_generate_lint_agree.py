@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,20 @@ def test_the_classic_agent_with_virtual_gpus_is_refused_where_the_setting_is_wri
     shutil.copy(project_folder / "dashboards" / "gpu_by_pod.py", project_folder / "by_pod")
     settings = _settings(pipeline="classic", virtual_gpus=True).replace("[dashboards]", "[by_pod]")
     assert _verdict(project_folder, settings + "thresholds:\n  pcie_replays_per_minute: 0\n") == ("written", [])
+
+
+def test_the_example_settings_build_what_lint_passes_with_and_without_virtual_gpus(project_folder):
+    """The settings of the golden builds (tests/golden/builds/*.yaml: the agent's JSON path, the Container Insights
+    add-on, three clusters with renamed workload labels), as given and with exporter.virtual_gpus: true."""
+    examples = sorted((Path(__file__).parent.parent / "golden" / "builds").glob("*.yaml"))
+    assert examples
+    for example in examples:
+        text = "definitions:\n  dashboards: [dashboards]\n  alarms: [alarms]\n" + example.read_text()
+        virtual = text.replace("\nexporter:\n", "\nexporter:\n  virtual_gpus: true\n") if "\nexporter:\n" in text \
+            else text + "exporter:\n  virtual_gpus: true\n"
+        for settings in (text, virtual):
+            verdict, details = _verdict(project_folder, settings)
+            assert verdict == "refused" or details == [], (example.name, settings, details)
+            # refused only where the classic agent meets per-process copies (its per-GPU utilization widgets)
+            classic = "pipeline: classic" in settings and settings is virtual
+            assert verdict == ("refused" if classic else "written"), (example.name, settings, details)
