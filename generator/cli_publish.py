@@ -243,8 +243,9 @@ def _finish(outcomes, output: str, changes, deadline=None) -> None:
         sys.exit(EXIT_FINDINGS)
 
 
-def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -> None:
-    """The verify groups the publish needs, within 10 s and within the command's own deadline."""
+def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=None, **options) -> None:
+    """The verify groups the publish needs, within 10 s and within the command's own deadline; `dashboards`, the
+    Grafana dashboards to publish, decide whether a Prometheus without `@` and negative offsets refuses it."""
     if skip:
         return
     if "prometheus" in groups and not options.get("prometheus_url"):  # nothing remote failed: a setting is missing
@@ -254,7 +255,8 @@ def _preflight(project, groups: tuple[str, ...], skip: bool, limit, **options) -
                                 "--skip-verify to publish without the check")
     from .verify import Options, preflight
 
-    for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options)):
+    for warning in preflight(project, groups, Options(timeout=max(1.0, min(10.0, limit.remaining())), **options),
+                             dashboards):
         click.echo(f"warning: {warning}", err=True)
 
 
@@ -358,7 +360,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     project, desired = _desired(config, csv, from_dir)
     _check_renamed(renamed_from, desired, project)
     client = _grafana_client(insecure, token_file, limit)
-    _preflight(project, ("prometheus",), skip_verify, limit, prometheus_url=prometheus_url)
+    _preflight(project, ("prometheus",), skip_verify, limit, desired.grafana, prometheus_url=prometheus_url)
     progress = Progress()
     with _StopOnSignal(limit):
         try:

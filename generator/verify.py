@@ -218,8 +218,32 @@ def _wait_hint(project: Project, group: str) -> str:
             f"up to {LISTING_DELAY_MINUTES} minutes after its first data point")
 
 
-def preflight(project: Project, groups: tuple[str, ...], options: Options) -> list[str]:
+def _pinned_queries(problems: list[Check], dashboards: dict[str, dict] | None) -> tuple[list[Check], list[str]]:
+    """The preflight's failures with the `PromQL @ and negative offset` one judged by the dashboards to publish: kept,
+    naming the panels that use either, when there are such panels (or the dashboards are unknown); else left out and
+    returned as a warning."""
+    from .checks.prometheus import GROUP, PINNED, pinned_panels
+
+    pinned = next((c for c in problems if c.group == GROUP and c.name == PINNED), None)
+    if pinned is None or dashboards is None:
+        return problems, []
+    rest = [c for c in problems if c is not pinned]
+    panels = pinned_panels(dashboards)
+    if not panels:
+        return rest, [f"{pinned.detail}; no query of the {len(dashboards)} dashboard(s) published uses `@` or a "
+                      f"negative offset, so they are published anyway; before adding one: {pinned.fix}"]
+    named = ", ".join(panels[:3]) + (f" and {len(panels) - 3} more" if len(panels) > 3 else "")
+    kept = Check(pinned.group, pinned.name, pinned.status, f"{pinned.detail}; {len(panels)} panel(s) of the "
+                 f"dashboards to publish use them: {named}", pinned.fix, pinned.cause)
+    return [kept if c is pinned else c for c in problems], []
+
+
+def preflight(project: Project, groups: tuple[str, ...], options: Options,
+              dashboards: dict[str, dict] | None = None) -> list[str]:
     """Refuse to publish when the systems feeding the dashboards are not healthy (all within options.timeout).
+
+    `PromQL @ and negative offset` failed refuses the publish only when `dashboards` (uid -> the JSON to publish)
+    hold a query using either, naming its panels (unknown dashboards: refused); otherwise it is a warning.
 
     When the only failures are "no data yet", the kube group decides: with the exporter and the path its
     data takes deployed and ready, publishing goes ahead and the warnings returned say how long to wait;
@@ -229,8 +253,9 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
     from .checks.kube import SCRAPE_READY
 
     problems = failed(run(project, options, groups))
+    problems, warnings = _pinned_queries(problems, dashboards)
     if not problems:
-        return []
+        return warnings
     reasons = "; ".join(f"{c.group}/{c.name}: {c.detail}" for c in problems)
     if any(c.cause != NO_DATA for c in problems):
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}",
@@ -253,6 +278,6 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options) -> li
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "
                           f"({evidence})",
                           hint="deploy what is missing and run `gpudash verify`; --skip-verify publishes anyway")
-    return [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but the exporter "
+    return warnings + [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but the exporter "
             f"and its data path are deployed and ready, so this is published anyway; {_wait_hint(project, group)}; "
             f"then run `gpudash verify`" for group in dict.fromkeys(c.group for c in problems)]

@@ -82,7 +82,7 @@ PINNED = "PromQL @ and negative offset"
 PINNED_PROBE = "last_over_time(timestamp(vector(0))[1ms:1ms] @ end() offset -1s)"
 STABLE_FROM = (2, 33)  # Prometheus made both stable in 2.33 (before: --enable-feature flags, 2.25 and 2.26 on)
 PINNED_USERS = ("the range bars (a counter's increase over the dashboard's time range, such as Rows remapped on "
-                "gpudash-health) query with both")
+                "gpudash-health) use both")
 PINNED_FIX = ("upgrade Prometheus to 2.33 or later (2.26 to 2.32: run it with "
               "--enable-feature=promql-at-modifier,promql-negative-offset); behind another PromQL back-end, enable "
               "both there")
@@ -130,13 +130,15 @@ def pinned_queries(prometheus: Prometheus, now: float | None = None) -> Check:
                      "its log for the failure)", cause=UNREACHABLE)
     if samples is None:
         return Check(GROUP, PINNED, FAIL, f"{prometheus.source} ({version}) refuses a query with `@ end()` and a "
-                     f"negative offset ({refusal}): {PINNED_USERS}, so those panels show an error", PINNED_FIX)
+                     f"negative offset ({refusal}): a panel whose query uses either shows an error; {PINNED_USERS}",
+                     PINNED_FIX)
     values = [value for _, value in samples]
     if len(values) != 1 or not math.isclose(values[0], at + 1, abs_tol=1e-3):
         read = ", ".join(f"{value:.3f}" for value in values) or "nothing"
         return Check(GROUP, PINNED, WARN, f"{prometheus.source} ({version}) answers a query with `@ end()` and a "
                      f"negative offset otherwise than Prometheus: {read} where Prometheus reads {at + 1:.3f}; "
-                     f"{PINNED_USERS}, which may then count other scrapes than the range's", PINNED_FIX)
+                     f"a panel whose query uses them may count other scrapes than its range's; {PINNED_USERS}",
+                     PINNED_FIX)
     return Check(GROUP, PINNED, OK, f"a query with `@ end()` and a negative offset is answered as Prometheus answers "
                  f"it ({version})")
 
@@ -197,6 +199,21 @@ def _pod_nodes(prometheus: Prometheus, project: Project, window: int) -> Check:
     return Check(GROUP, POD_NODES, WARN, f"{len(missing)} of {total} exporter targets without `node` have no "
                  f"kube_pod_info of their pod ({shown}): {why}; the data-missing rule judges each of them alone, so "
                  f"an exporter pod replaced more often than every {window // 60} minutes is never judged", fix)
+
+
+def pinned_panels(dashboards: dict[str, dict]) -> list[str]:
+    """The panels of these dashboards (uid -> dashboard JSON, as published) whose query uses the `@` modifier or a
+    negative offset, as `'<dashboard title>' panel '<panel title>'`; the dashboards' own JSON is read, nothing is
+    rendered."""
+    from ..lint.promql_checks import pins_time
+
+    found = []
+    for uid, model in dashboards.items():
+        for panel in model.get("panels", []):
+            for shown in [panel, *panel.get("panels", [])]:  # a collapsed row holds its panels
+                if any(pins_time(target.get("expr") or "") for target in shown.get("targets", [])):
+                    found.append(f"{model.get('title', uid)!r} panel {shown.get('title', '?')!r}")
+    return found
 
 
 EXPECTED_SIGNAL = "exporter DaemonSet in kube-state-metrics"

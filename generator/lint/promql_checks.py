@@ -236,3 +236,27 @@ def _is_number(node) -> bool:
     import promql_parser
 
     return isinstance(node, promql_parser.NumberLiteral)
+
+
+# A negative offset written in a query's text (`offset -1s`, `offset - 5m`), for the cheap first look of pins_time.
+_NEGATIVE_OFFSET = re.compile(r"\boffset\s*-")
+
+
+def pins_time(expr: str) -> bool:
+    """Whether a query uses the `@` modifier or a negative offset (Prometheus 2.33 or later, or its feature flags).
+    Only a query whose text holds `@` or `offset -` is parsed; one that does not parse is judged by that text."""
+    if "@" not in expr and not _NEGATIVE_OFFSET.search(expr):
+        return False
+    try:
+        ast = parse(expr)
+    except ValueError:
+        return True
+    found: list[bool] = []
+
+    def pre(node) -> None:
+        offset = getattr(node, "offset", None)
+        if getattr(node, "at", None) is not None or (offset is not None and offset.total_seconds() < 0):
+            found.append(True)
+
+    walk(ast, pre, lambda node: None)
+    return bool(found)

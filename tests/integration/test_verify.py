@@ -1035,6 +1035,64 @@ def test_push_says_it_cannot_tell_whether_the_scrape_job_is_deployed_when_the_ta
     assert f"prometheus/Prometheus scrape job: cannot tell whether it is deployed: {says}" in stderr
 
 
+# A Prometheus 2.30 without --enable-feature refuses any query using `@` or a negative offset with HTTP 400.
+PINNED_REFUSED = json.dumps({"status": "error", "errorType": "bad_data",
+                             "error": 'invalid parameter "query": 1:52: parse error: @ modifier is disabled'}).encode()
+
+
+def _refusing_pinned_queries(prometheus_url):
+    """A proxy in front of the healthy Prometheus that refuses verify's `@ end()` / negative offset query as Prometheus
+    2.30 does and forwards every other request."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    proxy = FaultProxy(prometheus_url)
+    proxy.inject(Rule(path="^/api/v1/query$", query=r"timestamp\(vector\(0\)\)", status=400, times=10**6,
+                      headers={"Content-Type": "application/json"}, body=PINNED_REFUSED))
+    return proxy
+
+
+def test_push_is_refused_on_a_prometheus_without_at_and_negative_offsets_when_the_build_uses_them(
+        stack, prometheus, cli, reference):
+    """The bundled dashboards hold the range bars, which query with both: nothing is published, and the refusal
+    names the panels."""
+    _, verify = stack
+    with _refusing_pinned_queries(prometheus.url) as proxy:
+        _, checks = verify("--skip", "cloudwatch", prometheus_url=proxy.url)
+        code, stderr, published = _push(proxy.url, cli, reference)
+    pinned = checks[("prometheus", "PromQL @ and negative offset")]
+    assert list(_failures(checks)) == [("prometheus", "PromQL @ and negative offset")], _failures(checks)
+    assert "@ modifier is disabled): a panel whose query uses either shows an error" in pinned["detail"], pinned
+    assert (code, published) == (3, 0), stderr
+    assert "preflight checks failed, nothing was published: prometheus/PromQL @ and negative offset: " in stderr
+    assert ("2 panel(s) of the dashboards to publish use them: 'GPU health' panel 'Rows remapped (uncorrectable)', "
+            "'GPU health' panel 'Rows remapped (correctable)'") in stderr, stderr
+
+
+def test_push_publishes_with_a_warning_on_a_prometheus_without_at_and_negative_offsets_when_no_query_uses_them(
+        stack, prometheus, cli, reference, tmp_path):
+    """A project whose only dashboard is a team's per-pod utilization panel: no query uses `@` or a negative offset,
+    so nothing it publishes shows an error on that Prometheus."""
+    from tests.integration.test_grafana_push import TEAM_DASHBOARD
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    (tmp_path / "dash").mkdir()
+    (tmp_path / "dash" / "team.py").write_text(TEAM_DASHBOARD)
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  dashboards: [dash]\n")
+    with _refusing_pinned_queries(prometheus.url) as proxy, \
+            GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        code, _, stderr = cli("push", "--config", str(tmp_path / "gpudash.yaml"),
+                              env={"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": proxy.url})
+        refused = [entry for entry in proxy.log if entry[2] == "status"]
+        titles = sorted(d["dashboard"]["title"] for d in grafana.state.dashboards.values())
+    assert code == 0, stderr
+    assert refused, "the proxy never refused verify's query"
+    assert titles == ["Team A training GPUs"], titles
+    assert ("refuses a query with `@ end()` and a negative offset (invalid parameter \"query\": 1:52: parse error: @ "
+            "modifier is disabled): a panel whose query uses either shows an error") in stderr, stderr
+    assert ("; no query of the 1 dashboard(s) published uses `@` or a negative offset, so they are published anyway; "
+            "before adding one: upgrade Prometheus to 2.33 or later") in stderr, stderr
+
+
 def test_a_node_running_a_new_exporter_pod_beside_its_ready_one_is_served(stack):
     """A rolling update that surges starts the new pod beside the ready old one: the node is served whichever
     pod is listed first; a node whose every exporter pod is not ready is not."""

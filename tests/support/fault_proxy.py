@@ -16,8 +16,8 @@ for the server or spoils its answer, a given number of times:
   gateway       forward (the server processes the request), then answer `status` (a 502, 503 or 504: a gateway
                 whose wait for the server's answer failed) with `body` instead of the server's answer
 
-A rule matches on method, a regex searched in the path, and optionally bytes the request body
-contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
+A rule matches on method, a regex searched in the path, and optionally a regex searched in the decoded query
+string and form body (`query`: one PromQL query among a server's), bytes the request body contains, or the AWS operation (`operation`: the name after the dot in an AWS JSON call's
 X-Amz-Target header, such as DescribeAlarms), or the AWS Region the request is signed for (`region`,
 read from its Authorization header's credential scope); `skip` lets that many matching requests through
 first. `operations` lists the AWS operations that reached the proxy, in order.
@@ -33,7 +33,7 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from tests.support.loopback import KeepAliveHandler, LoopbackServer
 
@@ -59,14 +59,17 @@ class Rule:
     callback: Callable[[], None] | None = None
     operation: str | None = None
     region: str | None = None
+    query: str | None = None
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise ValueError(f"unknown fault action {self.action!r}")
 
-    def matches(self, method: str, path: str, body: bytes, operation: str = "", region: str = "") -> bool:
+    def matches(self, method: str, path: str, body: bytes, operation: str = "", region: str = "",
+                query: str = "") -> bool:
         return (self.times > 0 and self.method in (None, method) and re.search(self.path, path) is not None
                 and (self.contains is None or self.contains in body)
+                and (self.query is None or re.search(self.query, query) is not None)
                 and self.operation in (None, operation) and self.region in (None, region))
 
 
@@ -94,12 +97,13 @@ class FaultProxy(LoopbackServer):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 path = urlsplit(self.path).path
+                query = unquote_plus(urlsplit(self.path).query + "&" + body.decode("utf-8", "replace"))
                 operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
                 if operation:
                     with proxy.lock:
                         proxy.operations.append(operation)
                 scope = re.search(r"Credential=[^/]*/[^/]*/([^/]+)/", self.headers.get("Authorization") or "")
-                rule = proxy._take(self.command, path, body, operation, scope.group(1) if scope else "")
+                rule = proxy._take(self.command, path, body, operation, scope.group(1) if scope else "", query)
                 action = rule.action if rule else "forward"
                 with proxy.lock:
                     proxy.log.append((self.command, path, action))
@@ -188,10 +192,11 @@ class FaultProxy(LoopbackServer):
         """What the proxy did other than forwarding."""
         return [entry for entry in self.log if entry[2] != "forward"]
 
-    def _take(self, method: str, path: str, body: bytes, operation: str = "", region: str = "") -> Rule | None:
+    def _take(self, method: str, path: str, body: bytes, operation: str = "", region: str = "",
+              query: str = "") -> Rule | None:
         with self.lock:
             for rule in self.rules:
-                if rule.matches(method, path, body, operation, region):
+                if rule.matches(method, path, body, operation, region, query):
                     if rule.skip > 0:
                         rule.skip -= 1
                         return None

@@ -132,3 +132,19 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
 
     for expr in sorted(queries):
         assert visits(walk, expr) == visits(promql_parser.walk, expr), expr
+
+
+@pytest.mark.parametrize("expr, pinned", [
+    ("last_over_time(x[1ms:1ms] @ end() offset -1s)", True),
+    ("sum(x @ start())", True),
+    ("rate(x[5m] offset -30s)", True),
+    ("max_over_time((x)[5m:30s] offset - 1m)", True),
+    ('x{user="ops@example.com"}', False),  # an `@` inside a label value is no modifier
+    ("rate(x[5m] offset 1m)", False),
+    ('label_replace(x, "offset", "-$1", "a", "(.*)")', False),
+    ("sum(rate(DCGM_FI_PROF_PCIE_TX_BYTES[$__rate_interval]))", False),
+])
+def test_a_query_pins_time_with_the_at_modifier_or_a_negative_offset(expr, pinned):
+    from generator.lint.promql_checks import pins_time
+
+    assert pins_time(expr) is pinned
