@@ -127,6 +127,25 @@ def _theirs(claims: frozenset[Claim], mine: Claim) -> frozenset[Claim]:
     return frozenset(claim for claim in claims if not claim_within(claim, mine))
 
 
+def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
+    """What a save recording these settings as the dashboard's publisher keeps of the settings the gpudash version
+    `message` records as saving it (of this project, or none): their clusters that are not these settings' own
+    (`claim`: with those --renamed-from names), as a claim of theirs, since only settings whose clusters cover it may
+    withdraw it (a file split in two, or one forced past another file's record); claims not listed when the record's
+    cluster list was cut (its other names are unknown). Empty when it records these settings' clusters, nothing, or
+    another project."""
+    recorded = grafana_recorded_publisher(message)
+    if recorded is None or claim is None or (recorded[0] and recorded[0] != claim[0]):
+        return frozenset()
+    clusters = recorded[1]
+    if clusters == grafana_publisher(*claim)[1]:
+        return frozenset()  # these settings' own record
+    if CLUSTERS_CUT in clusters:
+        return frozenset({frozenset({CLAIMS_CUT})})
+    dropped = clusters - set(claim[1])  # a claim of this project, as the save records it (one named since, too)
+    return frozenset({grafana_claim(claim[0], dropped)}) if dropped else frozenset()
+
+
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
               publisher: Publisher | None) -> None:
     """Adds to `records` the clusters the gpudash version `message` records as saving the dashboard, when it
@@ -152,7 +171,8 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     records (see _save): these settings as its publisher, when gpudash saved what it holds last (unedited, see
     _evidence), for an earlier
     version of these settings (another cluster list that shares a cluster with theirs: after a settings file is
-    split, each file's dashboards then record that file alone) or by a gpudash that did not record who saved it
+    split, each file's dashboards then record that file, the other clusters on record carried as their claim,
+    _carried) or by a gpudash that did not record who saved it
     (once, so that another project's push refuses it); or these settings' claim beside other settings of this
     project that saved it last (their record kept word for word, with the claims of others: their --prune leaves it
     while the claim stands). None when nothing is to record (edited, another project's, recorded with these
@@ -185,7 +205,7 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     if recorded is not None and recorded[1] == ours[1]:
         return None  # these clusters (a project named since is recorded with the next change of its content)
     was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
-    record = {"publisher": publisher, "claims": _theirs(claims, mine)}
+    record = {"publisher": publisher, "claims": _theirs(claims, mine) | _carried(message, claim or publisher)}
     return (f"record the settings that publish it: {_publisher_text(*ours)} (its last save records {was})"
             f"{_CUT_NOTE if _cut(model, uid_prefix, record) else ''}", record)
 
@@ -217,9 +237,11 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
         return change
     evidence, latest, saved = _evidence(client, uid, live)
     # a save records these settings and carries on the claims of other settings files that generate it too
-    record = {"publisher": publisher, "claims": _theirs(_claims(saved.get("message"), uid), _mine(claim))}
-    change.live = {**live, "record": record}
+    # (and the clusters of the settings that saved it last that are not these settings', as their claim)
     recorded = grafana_recorded_prefix(saved.get("message"))
+    record = {"publisher": publisher, "claims": _theirs(_claims(saved.get("message"), uid), _mine(claim))
+              | (_carried(saved.get("message"), claim) if recorded in (None, uid_prefix) else frozenset())}
+    change.live = {**live, "record": record}
     if recorded in (None, uid_prefix):
         _recorded(records, uid, True, saved.get("message"), publisher)
     if evidence == NOT_GPUDASH:

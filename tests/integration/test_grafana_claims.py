@@ -330,3 +330,43 @@ def test_a_persons_save_of_the_same_content_does_not_stop_a_claim_and_the_claim_
     assert " project:shop clusters:alpha also:" in _message(grafana)
     assert _written(run, _file(tmp_path, "a2", ["alpha"], team=False), "--prune", "--force") == []
     assert TEAM in grafana.state.dashboards
+
+
+def test_a_split_files_first_push_carries_the_other_halfs_clusters_as_a_claim_so_its_prune_leaves_the_dashboard(
+        grafana, run, tmp_path):
+    """F (alpha, beta) saved the team dashboard; F is split into A (alpha) and B (beta), both defining it. A's first
+    push records A as its publisher and beta's record as a claim (not A's to drop). A stops defining it: its
+    --prune leaves it (it deleted it); B's push writes nothing; B stops defining it and withdraws beta's claim with
+    --prune; then A's --prune deletes it."""
+    _written(run, _file(tmp_path, "f", ["alpha", "beta"]))
+    assert " clusters:alpha,beta" in _message(grafana)
+    assert TEAM in _written(run, _file(tmp_path, "a", ["alpha"]))
+    assert " project:shop clusters:alpha also:" in _message(grafana)
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}
+    a2, b = _file(tmp_path, "a2", ["alpha"], team=False), _file(tmp_path, "b", ["beta"])
+    code, stdout, stderr = _push(run, "--config", a2, "--prune")
+    assert code == 0 and TEAM in grafana.state.dashboards and TEAM not in json.loads(stdout)["written"], stderr
+    assert "recorded as generated too by other settings files of this project (gpudash-team-a-training)" in stderr
+    assert TEAM not in _written(run, b)
+    assert _written(run, _file(tmp_path, "b2", ["beta"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == frozenset()
+    assert TEAM in _written(run, a2, "--prune") and TEAM not in grafana.state.dashboards
+
+
+def test_a_forced_save_over_another_files_record_carries_that_record_as_a_claim_so_no_prune_deletes_it(
+        grafana, run, tmp_path):
+    """A (alpha) saved the team dashboard, B (beta) claimed it, a person edited it; B's push --force overwrites the
+    edit and records B as publisher with A's record carried as A's claim. B stops defining it: its --prune and
+    --prune --force leave it (they deleted it); A's next push writes nothing."""
+    a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
+    _written(run, a)
+    _written(run, b)
+    grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
+    assert TEAM in _written(run, b, "--force")
+    assert " project:shop clusters:beta also:" in _message(grafana)
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["alpha"])}
+    b2 = _file(tmp_path, "b2", ["beta"], team=False)
+    for flags in (("--prune",), ("--prune", "--force")):
+        code, stdout, stderr = _push(run, "--config", b2, *flags)
+        assert code == 0 and TEAM in grafana.state.dashboards and TEAM not in json.loads(stdout)["written"], stderr
+    assert TEAM not in _written(run, a)

@@ -12,7 +12,8 @@ from generator.resources import bundled
 from generator.desired import desired_from
 from generator.targets import grafana_sync
 from generator.markers import GRAFANA_OWNER_TAG
-from generator.ownership import CLUSTERS_CUT, grafana_message, grafana_recorded_publisher
+from generator.ownership import (CLUSTERS_CUT, grafana_claim, grafana_message, grafana_recorded_claims,
+                                 grafana_recorded_publisher)
 from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
@@ -785,9 +786,11 @@ def test_settings_sharing_the_default_grafana_folder_and_uid_prefix_never_overwr
 def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_the_other_file_leaves_it(
         grafana, run, tmp_path):
     """One settings file of clusters alpha and beta publishes; it is split into A (alpha, the bundled
-    dashboards) and B (beta, with the team dashboard too). B's push saves the team dashboard again though its
-    content is as generated, to record B; then A's --prune leaves it (and leaves nothing of B's). Before B
-    pushes, A's --prune leaves it too: it was published with beta, which another file may define now."""
+    dashboards) and B (beta, with the team dashboard too). Before B pushes, A's --prune leaves the team dashboard:
+    it was published with beta, which another file may define now; A's push records A on the bundled ones, with
+    beta carried as a claim. B's push saves the team dashboard again though its content is as generated, to record
+    B, with alpha carried as a claim; then A's --prune leaves it, withdrawing alpha's claim (and leaves nothing of
+    B's)."""
     whole = tmp_path / "whole"
     whole.mkdir()
     (whole / "dash").mkdir()
@@ -811,11 +814,13 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
     assert code == 0 and team in grafana.state.dashboards, stderr
     assert "were saved by settings with clusters these settings no longer all define" in stderr, stderr
     code, stdout, stderr = _push(run, "--config", b)
-    # the team dashboard records B; A's, as generated for B too (no cluster variable), stay A's on record with B's
-    # claim beside (a save of the same content each)
+    # the team dashboard records B, with alpha's claim; A's, as generated for B too (no cluster variable), stay A's
+    # on record with beta's claim beside, carried by A's push: B writes nothing to them
     shared = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
-    assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted([team, *shared]), stderr
-    assert "project:shop clusters:beta" in grafana.state.dashboards[team]["versions"][-1]["message"]
+    assert code == 0 and json.loads(stdout)["written"] == [team], stderr
+    assert (grafana_recorded_claims(grafana.state.dashboards[team]["versions"][-1]["message"])
+            == {grafana_claim("shop", ["alpha"])})
+    assert "project:shop clusters:beta also:" in grafana.state.dashboards[team]["versions"][-1]["message"]
     assert all(" project:shop clusters:alpha also:" in grafana.state.dashboards[uid]["versions"][-1]["message"]
                for uid in shared)
     # B is told which dashboards it shares with A, that they stay A's with its claim recorded, and what to do
@@ -825,7 +830,8 @@ def test_a_dashboard_as_generated_records_its_settings_again_after_a_split_so_th
         in stderr, stderr
     assert "give each settings file its own grafana.uid_prefix and grafana.folder.uid" in stderr
     code, stdout, stderr = _push(run, "--config", a, "--prune")
-    assert code == 0 and json.loads(stdout)["written"] == [] and team in grafana.state.dashboards, stderr
+    assert code == 0 and json.loads(stdout)["written"] == [team] and team in grafana.state.dashboards, stderr
+    assert grafana_recorded_claims(grafana.state.dashboards[team]["versions"][-1]["message"]) == frozenset()
     assert "1 dashboard(s) in folder gpudash not defined here were last saved by other settings" in stderr, stderr
 
 
@@ -942,3 +948,8 @@ def test_a_cluster_list_cut_to_fit_the_message_proves_no_split_file_owns_the_das
     code, _, stderr = _push(run, "--config", str(a / "gpudash.yaml"), "--prune")
     assert code == 0, stderr
     assert team in grafana.state.dashboards, "A's --prune deleted the dashboard published with clusters 11-13"
+    # A records itself on the dashboards it defines; the clusters the cut list left out are unknown, so they are
+    # carried as claims of settings not listed, which no --prune withdraws
+    message = grafana.state.dashboards["gpudash-overview"]["versions"][-1]["message"]
+    assert grafana_recorded_publisher(message) == ("shop", frozenset(names[:11]))
+    assert grafana_recorded_claims(message) == {frozenset({"*"})} and len(message.encode()) <= 500
