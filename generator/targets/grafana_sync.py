@@ -146,6 +146,15 @@ def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
     return frozenset({grafana_claim(claim[0], dropped)}) if dropped else frozenset()
 
 
+def _carried_note(message: str | None, claim: Publisher) -> str:
+    recorded = grafana_recorded_publisher(message)
+    names = " ".join(sorted(recorded[1] - set(claim[1]) - {CLUSTERS_CUT})) if recorded else ""
+    return (f"; the clusters on record that these settings do not define ({names or 'not listed'}"
+            f"{', and others not listed' if recorded and names and CLUSTERS_CUT in recorded[1] else ''}) stay on "
+            f"record as a claim, which only the settings that define them withdraw (push --prune), so --prune of "
+            f"these settings leaves it")
+
+
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
               publisher: Publisher | None) -> None:
     """Adds to `records` the clusters the gpudash version `message` records as saving the dashboard, when it
@@ -205,8 +214,10 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     if recorded is not None and recorded[1] == ours[1]:
         return None  # these clusters (a project named since is recorded with the next change of its content)
     was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
-    record = {"publisher": publisher, "claims": _theirs(claims, mine) | _carried(message, claim or publisher)}
+    carried = _carried(message, claim or publisher)
+    record = {"publisher": publisher, "claims": _theirs(claims, mine) | carried}
     return (f"record the settings that publish it: {_publisher_text(*ours)} (its last save records {was})"
+            f"{_carried_note(message, claim or publisher) if carried else ''}"
             f"{_CUT_NOTE if _cut(model, uid_prefix, record) else ''}", record)
 
 
@@ -289,6 +300,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     else:
         change.action = UPDATE
         change.details = diff.grafana(model, desired)
+    if record["claims"] - _theirs(_claims(saved.get("message"), uid), _mine(claim)):
+        change.details.append(f"records {_publisher_text(*publisher)}"
+                              f"{_carried_note(saved.get('message'), claim)}")
     if publisher is not None and _cut(desired, uid_prefix, record):  # a save carries claims that no longer fit
         change.details.append(f"records the claims of other settings files as claims of settings not listed{_CUT_NOTE}")
     return change

@@ -340,7 +340,9 @@ def test_a_split_files_first_push_carries_the_other_halfs_clusters_as_a_claim_so
     --prune; then A's --prune deletes it."""
     _written(run, _file(tmp_path, "f", ["alpha", "beta"]))
     assert " clusters:alpha,beta" in _message(grafana)
-    assert TEAM in _written(run, _file(tmp_path, "a", ["alpha"]))
+    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a", ["alpha"]))
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    assert "the clusters on record that these settings do not define (beta) stay on record as a claim" in stdout
     assert " project:shop clusters:alpha also:" in _message(grafana)
     assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}
     a2, b = _file(tmp_path, "a2", ["alpha"], team=False), _file(tmp_path, "b", ["beta"])
@@ -362,7 +364,9 @@ def test_a_forced_save_over_another_files_record_carries_that_record_as_a_claim_
     _written(run, a)
     _written(run, b)
     grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
-    assert TEAM in _written(run, b, "--force")
+    code, stdout, stderr = _push(run, "--config", b, "--force")
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    assert "the clusters on record that these settings do not define (alpha) stay on record as a claim" in stdout
     assert " project:shop clusters:beta also:" in _message(grafana)
     assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["alpha"])}
     b2 = _file(tmp_path, "b2", ["beta"], team=False)
