@@ -238,19 +238,21 @@ def _is_number(node) -> bool:
     return isinstance(node, promql_parser.NumberLiteral)
 
 
-# A negative offset written in a query's text (`offset -1s`, `offset - 5m`), for the cheap first look of pins_time.
-_NEGATIVE_OFFSET = re.compile(r"\boffset\s*-")
+# A negative offset written in a query's text (`offset -1s`, `OFFSET - 5m`: PromQL's keywords take any case), for a
+# query that does not parse.
+_NEGATIVE_OFFSET = re.compile(r"\boffset\s*-", re.IGNORECASE)
 
 
 def pins_time(expr: str) -> bool:
     """Whether a query uses the `@` modifier or a negative offset (Prometheus 2.33 or later, or its feature flags).
-    Only a query whose text holds `@` or `offset -` is parsed; one that does not parse is judged by that text."""
-    if "@" not in expr and not _NEGATIVE_OFFSET.search(expr):
+    Only a query whose text holds `@` or the word offset in any case is parsed (a comment may sit between `offset`
+    and its `-`); one that does not parse is judged by its text: `@`, or `offset` followed by `-`."""
+    if "@" not in expr and "offset" not in expr.lower():
         return False
     try:
         ast = parse(expr)
     except ValueError:
-        return True
+        return "@" in expr or bool(_NEGATIVE_OFFSET.search(expr))
     found: list[bool] = []
 
     def pre(node) -> None:

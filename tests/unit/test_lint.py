@@ -139,6 +139,9 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
     ("sum(x @ start())", True),
     ("rate(x[5m] offset -30s)", True),
     ("max_over_time((x)[5m:30s] offset - 1m)", True),
+    ("avg(DCGM_FI_DEV_GPU_UTIL OFFSET -5m)", True),  # PromQL's keywords take any case
+    ("avg(x Offset -5m)", True),
+    ("avg(x offset # a comment\n -5m)", True),
     ('x{user="ops@example.com"}', False),  # an `@` inside a label value is no modifier
     ("rate(x[5m] offset 1m)", False),
     ('label_replace(x, "offset", "-$1", "a", "(.*)")', False),
