@@ -127,29 +127,40 @@ def _theirs(claims: frozenset[Claim], mine: Claim) -> frozenset[Claim]:
     return frozenset(claim for claim in claims if not claim_within(claim, mine))
 
 
+def _dropped(recorded: tuple[str, frozenset[str]], claim: Publisher) -> tuple[str, frozenset[str]]:
+    """(project, clusters) of the record `recorded` that a save recording these settings (`claim`, with the
+    --renamed-from names) would drop: of this project (or none), its clusters that are not these settings'; of another
+    project, all of its clusters, hashed under that project (forced over its record: none of them are these
+    settings')."""
+    if recorded[0] and recorded[0] != claim[0]:
+        return recorded[0], recorded[1]
+    return claim[0], recorded[1] - set(claim[1])
+
+
 def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
     """What a save recording these settings as the dashboard's publisher keeps of the settings the gpudash version
-    `message` records as saving it (of this project, or none): their clusters that are not these settings' own
-    (`claim`: with those --renamed-from names), as a claim of theirs, since only settings whose clusters cover it may
-    withdraw it (a file split in two, or one forced past another file's record); claims not listed when the record's
-    cluster list was cut (its other names are unknown). Empty when it records these settings' clusters, nothing, or
-    another project."""
+    `message` records as saving it: their clusters that are not these settings' own (`claim`: with those
+    --renamed-from names; all of them when it records another project, a save with --force), as a claim of theirs,
+    since only settings whose clusters cover it may withdraw it (a file split in two, or one forced past another
+    file's or project's record); claims not listed when the record's cluster list was cut (its other names are
+    unknown). Empty when it records these settings' clusters or nothing."""
     recorded = grafana_recorded_publisher(message)
-    if recorded is None or claim is None or (recorded[0] and recorded[0] != claim[0]):
+    if recorded is None or claim is None:
         return frozenset()
-    clusters = recorded[1]
-    if clusters == grafana_publisher(*claim)[1]:
+    if recorded == grafana_publisher(*claim):
         return frozenset()  # these settings' own record
-    if CLUSTERS_CUT in clusters:
+    if CLUSTERS_CUT in recorded[1]:
         return frozenset({frozenset({CLAIMS_CUT})})
-    dropped = clusters - set(claim[1])  # a claim of this project, as the save records it (one named since, too)
-    return frozenset({grafana_claim(claim[0], dropped)}) if dropped else frozenset()
+    project, dropped = _dropped(recorded, claim)
+    return frozenset({grafana_claim(project, dropped)}) if dropped else frozenset()
 
 
 def _carried_note(message: str | None, claim: Publisher) -> str:
     recorded = grafana_recorded_publisher(message)
-    names = " ".join(sorted(recorded[1] - set(claim[1]) - {CLUSTERS_CUT})) if recorded else ""
-    return (f"; the clusters on record that these settings do not define ({names or 'not listed'}"
+    project, dropped = _dropped(recorded, claim) if recorded else (claim[0], frozenset())
+    names = " ".join(sorted(dropped - {CLUSTERS_CUT}))
+    of = f"of project {project} " if project != claim[0] else ""
+    return (f"; the clusters on record {of}that these settings do not define ({names or 'not listed'}"
             f"{', and others not listed' if recorded and names and CLUSTERS_CUT in recorded[1] else ''}) stay on "
             f"record as a claim, which only the settings that define them withdraw (push --prune), so --prune of "
             f"these settings leaves it")

@@ -355,6 +355,23 @@ def test_a_split_files_first_push_carries_the_other_halfs_clusters_as_a_claim_so
     assert TEAM in _written(run, a2, "--prune") and TEAM not in grafana.state.dashboards
 
 
+def _forced_over_an_edit(grafana, run, config: str, note: str, record: str) -> None:
+    """A person edits the team dashboard shop's alpha saved; `config` pushes --force past the edit, recording
+    `record` with alpha carried as shop's claim, and says so (`note`)."""
+    grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
+    code, stdout, stderr = _push(run, "--config", config, "--force")
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    assert f"{note} these settings do not define (alpha) stay on record as a claim" in stdout
+    assert record in _message(grafana)
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["alpha"])}
+
+
+def _no_prune_deletes_it(grafana, run, config: str) -> None:
+    for flags in (("--prune",), ("--prune", "--force")):
+        code, stdout, stderr = _push(run, "--config", config, *flags)
+        assert code == 0 and TEAM in grafana.state.dashboards and TEAM not in json.loads(stdout)["written"], stderr
+
+
 def test_a_forced_save_over_another_files_record_carries_that_record_as_a_claim_so_no_prune_deletes_it(
         grafana, run, tmp_path):
     """A (alpha) saved the team dashboard, B (beta) claimed it, a person edited it; B's push --force overwrites the
@@ -363,14 +380,24 @@ def test_a_forced_save_over_another_files_record_carries_that_record_as_a_claim_
     a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
     _written(run, a)
     _written(run, b)
-    grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
-    code, stdout, stderr = _push(run, "--config", b, "--force")
-    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
-    assert "the clusters on record that these settings do not define (alpha) stay on record as a claim" in stdout
-    assert " project:shop clusters:beta also:" in _message(grafana)
-    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["alpha"])}
+    _forced_over_an_edit(grafana, run, b, "the clusters on record that", " project:shop clusters:beta also:")
     b2 = _file(tmp_path, "b2", ["beta"], team=False)
-    for flags in (("--prune",), ("--prune", "--force")):
-        code, stdout, stderr = _push(run, "--config", b2, *flags)
-        assert code == 0 and TEAM in grafana.state.dashboards and TEAM not in json.loads(stdout)["written"], stderr
+    _no_prune_deletes_it(grafana, run, b2)
     assert TEAM not in _written(run, a)
+
+
+def test_a_forced_save_over_another_projects_record_carries_it_as_that_projects_claim_so_no_prune_deletes_it(
+        grafana, run, tmp_path):
+    """shop (alpha) saved the team dashboard and a person edited it; ml (beta), same folder and uid prefix, takes it
+    over with push --force while shop still defines it. The save carries shop's record as shop's claim: ml's
+    --prune (and --prune --force) then leaves it (it deleted it, exit 0); once shop stops defining it and withdraws
+    the claim with its --prune, ml's --prune deletes it."""
+    shop, ml = _file(tmp_path, "shop", ["alpha"]), _file(tmp_path, "ml", ["beta"], project="ml")
+    _written(run, shop)
+    _forced_over_an_edit(grafana, run, ml, "the clusters on record of project shop that",
+                         " project:ml clusters:beta also:")
+    ml2 = _file(tmp_path, "ml2", ["beta"], project="ml", team=False)
+    _no_prune_deletes_it(grafana, run, ml2)
+    assert _written(run, _file(tmp_path, "shop2", ["alpha"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == frozenset()
+    assert TEAM in _written(run, ml2, "--prune") and TEAM not in grafana.state.dashboards
