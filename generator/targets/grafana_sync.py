@@ -140,9 +140,10 @@ def _dropped(recorded: tuple[str, frozenset[str]], claim: Publisher) -> tuple[st
 def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
     """What a save recording these settings as the dashboard's publisher keeps of the settings the gpudash version
     `message` records as saving it: their clusters that are not these settings' own (`claim`: with those
-    --renamed-from names; all of them when it records another project, a save with --force), as a claim of theirs,
-    since only settings whose clusters cover it may withdraw it (a file split in two, or one forced past another
-    file's or project's record); claims not listed when the record's cluster list was cut (its other names are
+    --renamed-from names; all of them when it records another project, a save with --force), each as a claim of
+    its own (a file split in two or more, or one forced past another file's or project's record): only settings
+    whose clusters cover a claim withdraw it, and one claim of several clusters would outlive files that each define
+    one of them; claims not listed when the record's cluster list was cut (its other names are
     unknown). Empty when it records these settings' clusters or nothing."""
     recorded = grafana_recorded_publisher(message)
     if recorded is None or claim is None:
@@ -152,7 +153,7 @@ def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
     if CLUSTERS_CUT in recorded[1]:
         return frozenset({frozenset({CLAIMS_CUT})})
     project, dropped = _dropped(recorded, claim)
-    return frozenset({grafana_claim(project, dropped)}) if dropped else frozenset()
+    return frozenset(grafana_claim(project, {cluster}) for cluster in dropped)
 
 
 def _carried_note(message: str | None, claim: Publisher) -> str:
@@ -162,8 +163,8 @@ def _carried_note(message: str | None, claim: Publisher) -> str:
     of = f"of project {project} " if project != claim[0] else ""
     return (f"; the clusters on record {of}that these settings do not define ({names or 'not listed'}"
             f"{', and others not listed' if recorded and names and CLUSTERS_CUT in recorded[1] else ''}) stay on "
-            f"record as a claim, which only the settings that define them withdraw (push --prune), so --prune of "
-            f"these settings leaves it")
+            f"record, each as a claim that only settings defining that cluster withdraw (push --prune), so --prune "
+            f"of these settings leaves it")
 
 
 def _recorded(records: list[Record] | None, uid: str, defined: bool, message: str | None,
@@ -191,7 +192,7 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     records (see _save): these settings as its publisher, when gpudash saved what it holds last (unedited, see
     _evidence), for an earlier
     version of these settings (another cluster list that shares a cluster with theirs: after a settings file is
-    split, each file's dashboards then record that file, the other clusters on record carried as their claim,
+    split, each file's dashboards then record that file, each other cluster on record carried as its own claim,
     _carried) or by a gpudash that did not record who saved it
     (once, so that another project's push refuses it); or these settings' claim beside other settings of this
     project that saved it last (their record kept word for word, with the claims of others: their --prune leaves it

@@ -342,7 +342,7 @@ def test_a_split_files_first_push_carries_the_other_halfs_clusters_as_a_claim_so
     assert " clusters:alpha,beta" in _message(grafana)
     code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a", ["alpha"]))
     assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
-    assert "the clusters on record that these settings do not define (beta) stay on record as a claim" in stdout
+    assert "the clusters on record that these settings do not define (beta) stay on record, each as a claim" in stdout
     assert " project:shop clusters:alpha also:" in _message(grafana)
     assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}
     a2, b = _file(tmp_path, "a2", ["alpha"], team=False), _file(tmp_path, "b", ["beta"])
@@ -361,7 +361,7 @@ def _forced_over_an_edit(grafana, run, config: str, note: str, record: str) -> N
     grafana.edit_in_ui(TEAM, lambda d: d.update(refresh="10s"))
     code, stdout, stderr = _push(run, "--config", config, "--force")
     assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
-    assert f"{note} these settings do not define (alpha) stay on record as a claim" in stdout
+    assert f"{note} these settings do not define (alpha) stay on record, each as a claim" in stdout
     assert record in _message(grafana)
     assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["alpha"])}
 
@@ -401,3 +401,22 @@ def test_a_forced_save_over_another_projects_record_carries_it_as_that_projects_
     assert _written(run, _file(tmp_path, "shop2", ["alpha"], team=False), "--prune") == [TEAM]
     assert grafana_recorded_claims(_message(grafana)) == frozenset()
     assert TEAM in _written(run, ml2, "--prune") and TEAM not in grafana.state.dashboards
+
+
+def test_a_three_way_splits_first_push_carries_a_claim_per_cluster_so_each_file_withdraws_its_own(
+        grafana, run, tmp_path):
+    """F (a, b, c) saved the team dashboard; F is split into A (a), B (b), C (c). A's first push carries b and c as
+    a claim each (one claim of b,c was withdrawn by neither B nor C and kept the dashboard for good). B and C stop
+    defining it and withdraw their own with --prune; then A's --prune deletes it."""
+    _written(run, _file(tmp_path, "f", ["a", "b", "c"]))
+    code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a", ["a"]))
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    assert "(b c) stay on record, each as a claim that only settings defining that cluster withdraw" in stdout
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["b"]), grafana_claim("shop", ["c"])}
+    assert TEAM not in _written(run, _file(tmp_path, "b", ["b"])) + _written(run, _file(tmp_path, "c", ["c"]))
+    assert _written(run, _file(tmp_path, "b2", ["b"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["c"])}
+    assert _written(run, _file(tmp_path, "c2", ["c"], team=False), "--prune") == [TEAM]
+    assert grafana_recorded_claims(_message(grafana)) == frozenset()
+    assert TEAM in _written(run, _file(tmp_path, "a2", ["a"], team=False), "--prune")
+    assert TEAM not in grafana.state.dashboards
