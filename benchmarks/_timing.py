@@ -35,14 +35,20 @@ class Timing:
         return f"{self.seconds:.2f} s (CPU {self.cpu_seconds:.2f} s)"
 
 
-def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | None) -> tuple[float, float, float]:
+def _run_once(command: list[str], env: dict[str, str] | None, cwd: str | Path | None,
+              sink: list[bytes] | None = None) -> tuple[float, float, float]:
+    """One fresh process: (wall seconds, peak MiB, CPU seconds). `sink`, if given, receives its standard output
+    alone (standard error then goes to ours), for a caller that reads what the measured run printed."""
     # Byte-code caches as an installed package has them: a checkout run with PYTHONDONTWRITEBYTECODE
     # would compile gpudash's modules on every run, which no user pays.
     env = {key: value for key, value in (os.environ if env is None else env).items()
            if key != "PYTHONDONTWRITEBYTECODE"}
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=None if sink is not None else subprocess.STDOUT,
+                               env=env, cwd=cwd)
     output = process.stdout.read() if process.stdout else b""
+    if sink is not None:
+        sink.append(output)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -56,6 +62,14 @@ def measure(command: list[str], runs: int = RUNS, *, env: dict[str, str] | None 
             cwd: str | Path | None = None) -> Timing:
     """Median wall time over `runs` fresh processes, and their peak memory; exits on failure."""
     return _timing([_run_once(command, env, cwd) for _ in range(runs)])
+
+
+def run_printing(command: list[str], *, env: dict[str, str] | None = None,
+                 cwd: str | Path | None = None) -> tuple[Timing, bytes]:
+    """One fresh process, measured as `measure` measures a run, and its standard output: a run that is both read
+    and measured."""
+    outputs: list[bytes] = []
+    return _timing([_run_once(command, env, cwd, outputs)]), outputs[0]
 
 
 def _timing(samples: list[tuple[float, float, float]]) -> Timing:
