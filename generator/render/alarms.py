@@ -115,7 +115,8 @@ def rule_clears(alarm: Alarm) -> int:
 def range_judged(alarm: Alarm) -> bool:
     """Whether the rule judges CloudWatch's evaluation range (_of_range): every alarm whose missing data is `missing`
     or `notBreaching`, a counter's increase too (its period has a value only where it holds a reading of its own,
-    promql.summed_deltas' `held`, as CloudWatch's period has a datapoint only where the agent sent a delta)."""
+    promql.summed_deltas' `held`, as CloudWatch's period has a datapoint only where the agent sent a delta), at any
+    M of N (every pattern checked for 1 of 1, 2 of 2, 2 of 3 and 3 of 3: test_evaluation_range_rules.py)."""
     return alarm.missing_data in RANGE_JUDGED
 
 

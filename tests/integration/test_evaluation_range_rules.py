@@ -9,7 +9,8 @@ exactly where the alarm is in ALARM over that range. The alarm is judged by the 
 the generated one, of the default alarms (1 of 1 period, 2 of 2 with `missing`, 1 of 1 `notBreaching`) and of
 variants of the temperature rule (2 of 3 and 3 of 3, each missing data treatment the rules judge so; 4 of 6 with
 `missing`, a sample of its patterns). How many patterns a range of N + 1 periods (the rules' former length) judges
-otherwise is counted.
+otherwise is counted. The counter rules (a period's value its increase, none without a reading of its own) are
+checked the same way, as shipped and as a user's M of N.
 """
 
 from __future__ import annotations
@@ -64,6 +65,16 @@ def _cloudwatch(alarm, condition, pattern: tuple, length: int) -> str:
                                  lambda v: compare(v, condition.threshold))
 
 
+def _passes(tests: list[dict], tmp_path) -> None:
+    """promtool runs the test groups; every one passes (a query over its sample limit fails, never passes empty)."""
+    (tmp_path / "rules.yaml").write_text("groups: []\n")
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+                                                    "tests": tests}))
+    result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
 # patterns a range of N + 1 periods judges otherwise than N + 2 (the rules' former length), per variant
 FORMER_DIFFERS = {"gpu-temp-critical": 2, "gpu-temp-high": 5, "xid-error": 1, "2-of-3-missing": 18,
                   "2-of-3-notBreaching": 16, "3-of-3-missing": 10, "3-of-3-notBreaching": 6, "4-of-6-missing": 2}
@@ -105,9 +116,50 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
                       "promql_expr_test": [{"expr": f"({expr}) * 0 + 1", "eval_time": f"{at}s",
                                             "exp_samples": [{"labels": f'{{gpu="{f["gpu"]}", node="n"}}', "value": 1}
                                                             for f in firing if f["gpu"] in gpus]}]})
-    (tmp_path / "rules.yaml").write_text("groups: []\n")
-    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
-                                                    "tests": tests}))
-    result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
-                            cwd=tmp_path)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    _passes(tests, tmp_path)
+
+
+# Counter rules (7d9ed75): a period's value is the counter's increase from the readings of its own, none where it
+# holds none, as CloudWatch's period has a datapoint only where the agent sent a delta. Each period holds no
+# reading, or two 2.5 minutes apart, the counter flat or grown past the threshold between them; it never changes
+# across a gap, so the increase read across one is 0. The shipped alarms are 1 of 1; a user's alarms may read more.
+COUNTER_VARIANTS = [("pcie-replays", n, m, missing) for n, m in ((1, 1), (2, 2), (3, 2), (3, 3))
+                    for missing in ("notBreaching", "missing")] + [("uncorrectable-rows", 2, 2, "notBreaching"),
+                                                                    ("uncorrectable-rows", 3, 2, "missing")]
+COUNTER_CHUNK = 27  # GPUs per test group: 81 in one exceed the 10,000 samples promtool allows a query at 4-5 periods
+
+
+@pytest.mark.parametrize("rule, periods, needed, missing", COUNTER_VARIANTS,
+                         ids=[f"{r}-{m}-of-{n}-{x}" for r, n, m, x in COUNTER_VARIANTS])
+def test_a_counter_rule_fires_where_its_alarm_is_in_alarm_over_the_example_range(project, rule, periods, needed,
+                                                                                   missing, tmp_path):
+    alarm = replace({a.id: a for a in project.alarms}[rule], evaluation_periods=periods,
+                    datapoints_to_alarm=needed, missing_data=missing)
+    condition = cloudwatch_condition(alarm, project.settings)
+    grown = condition.threshold * 3 + 3
+    length = periods + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS
+    patterns = list(itertools.product((None, 0.0, grown), repeat=length))  # each period's increase, latest first
+    at = PERIOD * (length + 3)
+    series, firing = [], []
+    for gpu, pattern in enumerate(patterns):
+        values, counter = ["_"] * (at // 30 + 1), 100.0
+        values[(at - length * PERIOD - PERIOD // 2) // 30] = f"{counter:g}"  # no reading in the range is a first
+        for k in reversed(range(length)):  # oldest first
+            if pattern[k] is None:
+                continue
+            start = at - (k + 1) * PERIOD
+            values[(start + 60) // 30] = f"{counter:g}"
+            counter += pattern[k]
+            values[(start + 210) // 30] = f"{counter:g}"
+        series.append({"series": f'{condition.query.metric}{{gpu="{gpu}",UUID="GPU-{gpu}",node="n",Hostname="n"}}',
+                       "values": " ".join(values)})
+        if _cloudwatch(alarm, condition, pattern, length) == "ALARM":
+            firing.append(str(gpu))
+    assert firing
+    expr = prometheus_expression(alarm, project.catalog, project.settings)
+    tests = [{"interval": "30s", "input_series": series[first:first + COUNTER_CHUNK],
+              "promql_expr_test": [{"expr": f"({expr}) * 0 + 1", "eval_time": f"{at}s",
+                                    "exp_samples": [{"labels": f'{{gpu="{gpu}", node="n"}}', "value": 1}
+                                                    for gpu in firing if first <= int(gpu) < first + COUNTER_CHUNK]}]}
+             for first in range(0, len(patterns), COUNTER_CHUNK)]
+    _passes(tests, tmp_path)
