@@ -79,6 +79,9 @@ CASES = {
     # the exporter replaced just before `from`, the counter reset meanwhile: the old copy's 7 (3542) is no reading
     # of the first step's, the new copy's 1 (3609) is the one before `from`
     "replaced-reset-before-from": ("replaced", steps((0, 7), (3560, 1), (4000, 2)), 1),
+    # the scrape after the last step (5400) and before `to` (5410.5): 5402 is counted from 5387's reading
+    "grew-in-tail": ("15", steps((0, 7), (4000, 8), (5402, 9)), 2),
+    "reset-in-tail": ("15", steps((0, 7), (4000, 8), (5402, 2)), 3),  # 7 -> 8, then a reset to 2
 }
 # The limit the README states: a step (here (3630, 3660]) reads the latest of the scrapes it holds, so a reset inside
 # it is seen only as that reading against the step before's. name: (copies, readings, truth, what the bar reads)
