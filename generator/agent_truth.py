@@ -25,29 +25,28 @@ def check_agent_truth(project, artifacts) -> None:
     errors = [f for f in run(rules, subject) if f.severity == "error"]
     if not errors:
         return
-    shares = any(f.rule in ("CW017", "AL013", "AL014") for f in errors)
+    found = {f.rule for f in errors}
+    shares = bool(found & {"CW017", "AL013", "AL014"})
     setting = "agent.pipeline: classic" + (" with exporter.virtual_gpus: true" if shares else "")
-    reasons = list(dict.fromkeys(WHY[rule] for rule in RULES if any(f.rule == rule for f in errors)))
-    why = "; ".join(reasons).replace("it publishes", "the agent's JSON path publishes", 1) \
-        if not reasons[0].startswith("the agent's") else "; ".join(reasons)
+    why = "the agent's JSON path " + "; it ".join(dict.fromkeys(WHY[rule] for rule in RULES if rule in found))
     named = ", ".join(f.where for f in errors[:SHOWN]) + (f" and {len(errors) - SHOWN} more" if len(errors) > SHOWN else "")
     what = f"{setting}: {len(errors)} CloudWatch widgets and alarms of this build would show a wrong number ({named}): {why}"
     hint = ("set agent.pipeline: otel (CloudWatch agent 1.300066.0 or later), which publishes these fields truly, or "
             "remove those widgets and alarms from the definitions; `gpudash lint` explains each ("
-            + ", ".join(sorted({f.rule for f in errors})) + ")")
-    if any(f.rule == "AL013" for f in errors):
+            + ", ".join(sorted(found)) + ")")
+    if "AL013" in found:
         hint += "; an alarm on a counter's increase is true against threshold 0 (e.g. thresholds.pcie_replays_per_minute: 0)"
     raise InputError(what, where=setting_place(project.settings, ["agent", "pipeline"]), hint=hint)
 
 
 SHOWN = 6  # items named in the message; lint lists every one
-WHY = {
-    "CW017": "the agent's JSON path publishes each pod's share of GPU utilization and framebuffer used under the per-GPU "
+WHY = {  # each says what the JSON path does: the message names it once, then "it"
+    "CW017": "publishes each pod's share of GPU utilization and framebuffer used under the per-GPU "
              "dimensions beside the device's value, and no statistic tells them apart (a GPU at 90 % that three pods "
              "share at 30 % reads 45 %)",
-    "AL013": "it publishes each pod's copy of a GPU's counter under the per-GPU dimensions, so a GPU k pods share "
+    "AL013": "publishes each pod's copy of a GPU's counter under the per-GPU dimensions, so a GPU k pods share "
              "reads k times its increase and the alarm fires at 1/k of its threshold",
-    "CW018": "it publishes a state the exporter serves as a counter (health, windowed counts) as its differences "
+    "CW018": "publishes a state the exporter serves as a counter (health, windowed counts) as its differences "
              "(a GPU whose health stays failing reads 0)",
 }
 WHY["AL014"] = WHY["CW017"]
