@@ -22,7 +22,7 @@ from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_nam
 from ..ownership import publication_tags
 from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
 from ..series_labels import MAX_DIMENSIONS
-from ..settings import Cluster, Settings
+from ..settings import Cluster, Settings, setting_place
 
 if TYPE_CHECKING:
     from ..artifacts import AlarmRequest
@@ -246,8 +246,6 @@ def _within_agent_limit(alarm: Alarm, dims: tuple[str, ...], settings: Settings)
     Judged here, where the set is derived, so only a build holding such an alarm is refused."""
     if len(dims) <= MAX_DIMENSIONS:
         return
-    from ..settings import setting_place
-
     pods = pod_dimensions(settings)
     added = [name for name in dims if name not in pods]
     raise InputError(
@@ -500,8 +498,6 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                          f"metrics; the agent publishes standard resolution (60 s)", where=alarm.defined_at,
                          hint="give the alarm period_seconds=60 or more")
     if alarm.period_seconds % scrape:  # the scrape interval is the setting at fault (the add-on's 60 s is fixed)
-        from ..settings import setting_place
-
         raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not a "
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
@@ -516,8 +512,6 @@ def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
     for key in ("addon_metrics_interval", "addon_gpu_interval")[0 if alarm.absent else 1:]:
         interval = getattr(settings.cloudwatch, key)
         if alarm.period_seconds % interval:
-            from ..settings import setting_place
-
             raise InputError(f"alarm {alarm.id!r} ({alarm.defined_at}): its period of {alarm.period_seconds} s is not "
                              f"a whole number of the add-on's collections (cloudwatch.{key} {interval} s): each GPU "
                              f"would report {alarm.period_seconds / interval:g} times per period, and the data-missing "
@@ -589,8 +583,6 @@ def _static_pods_apart(settings: Settings) -> None:
     """Refuse two alarms.static_pods entries whose alarms would share a name: a static alarm's name ends in
     `<namespace>-<pod>`, so `ml/a-b` and `ml-a/b` (or one entry written twice) name one alarm, and one
     pod's alarm would overwrite the other's."""
-    from ..settings import setting_place
-
     seen: dict[str, str] = {}
     for index, entry in enumerate(settings.alarms.static_pods):
         suffix = "-".join(static_pod(entry))
@@ -628,8 +620,6 @@ ALARM_NAME_LENGTH = 255
 
 def _within_limits(item: dict[str, Any], settings: Settings) -> None:
     """A request PutMetricAlarm would refuse is refused here, naming the setting that made it."""
-    from ..settings import setting_place
-
     request, region = item["Request"], item["Region"]
     actions = request["AlarmActions"]
     if len(actions) > ACTIONS_PER_ALARM:
