@@ -632,14 +632,16 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         if moved:
             raise _not_overwritten(change, moved)
         return False
+    # what a retry's look and a lost answer's read-back compare the dashboard with: as the write makes it (gone, for a
+    # delete) or as the plan read it
+    read = lambda: cloudwatch.dashboard_body(region, change.name)  # noqa: E731
+    done, as_before = (lambda now: now == desired), (lambda now: now == (change.live or {}).get("body"))
     if change.action == DELETE:
         from botocore.exceptions import ClientError
 
-        read = lambda: cloudwatch.dashboard_body(region, change.name)  # noqa: E731
-        gone, as_before = (lambda now: now is None), (lambda now: now == change.live.get("body"))
         try:
             cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
-                            before_retry=_look("DeleteDashboards", "the dashboard", what, read, gone, as_before,
+                            before_retry=_look("DeleteDashboards", "the dashboard", what, read, done, as_before,
                                                "not deleted"))
         except ClientError as exc:  # ResourceNotFound: deleted by someone else since it was read, if it is gone,
             if cloudwatch.dashboard_body(region, change.name) is None:  # or by this call's attempt whose answer
@@ -649,7 +651,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         except RemoteError as exc:
             if not answer_lost(exc):
                 raise
-            _settle(exc, "DeleteDashboards", "the dashboard", read, done=gone, before=as_before)
+            _settle(exc, "DeleteDashboards", "the dashboard", read, done=done, before=as_before)
             return True
         try:
             still = cloudwatch.dashboard_body(region, change.name)
@@ -659,16 +661,14 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
                               where=what, hint=UNPROVEN)
         return True
-    read = lambda: cloudwatch.dashboard_body(region, change.name)  # noqa: E731
-    sent, as_before = (lambda now: now == body), (lambda now: now == (change.live or {}).get("body"))
     try:
         response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
                                    DashboardBody=compact_json(body),
-                                   before_retry=_look("PutDashboard", "the dashboard", what, read, sent, as_before))
+                                   before_retry=_look("PutDashboard", "the dashboard", what, read, done, as_before))
     except RemoteError as exc:
         if not answer_lost(exc):
             raise
-        _settle(exc, "PutDashboard", "the dashboard", read, done=sent, before=as_before)
+        _settle(exc, "PutDashboard", "the dashboard", read, done=done, before=as_before)
         return True  # read back with the body sent: the check below is made
     messages = response.get("DashboardValidationMessages") or []
     if messages:
