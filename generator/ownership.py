@@ -573,7 +573,7 @@ def keeping_marks(request: dict[str, Any], tags: list[dict[str, str]]) -> dict[s
 
 
 def creation_tags(request: dict[str, Any]) -> list[dict[str, str]]:
-    """The request's own tags (owner, rule, project): what an alarm carries from its creation on."""
+    """The request's own tags (owner, rule, project), without the content evidence (ALARM_HASH_TAG)."""
     return [t for t in request.get("Tags", []) if t.get("Key") != ALARM_HASH_TAG]
 
 

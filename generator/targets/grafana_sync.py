@@ -262,8 +262,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     # a save records these settings and carries on the claims of other settings files that generate it too
     # (and the clusters of the settings that saved it last that are not these settings', as their claim)
     recorded = grafana_recorded_prefix(saved.get("message"))
-    record = {"publisher": publisher, "claims": _theirs(_claims(saved.get("message"), uid), _mine(claim))
-              | (_carried(saved.get("message"), claim) if recorded in (None, uid_prefix) else frozenset())}
+    theirs = _theirs(_claims(saved.get("message"), uid), _mine(claim))
+    carried = _carried(saved.get("message"), claim) if recorded in (None, uid_prefix) else frozenset()
+    record = {"publisher": publisher, "claims": theirs | carried}
     change.live = {**live, "record": record}
     if recorded in (None, uid_prefix):
         _recorded(records, uid, True, saved.get("message"), publisher)
@@ -312,7 +313,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
     else:
         change.action = UPDATE
         change.details = diff.grafana(model, desired)
-    if record["claims"] - _theirs(_claims(saved.get("message"), uid), _mine(claim)):
+    if carried - theirs:
         change.details.append(f"records {_publisher_text(*publisher)}"
                               f"{_carried_note(saved.get('message'), claim)}")
     if publisher is not None and _cut(desired, uid_prefix, record):  # a save carries claims that no longer fit
