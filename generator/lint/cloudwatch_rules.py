@@ -589,12 +589,15 @@ def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
                           "not change")
 
 
-COPY_CHANGE_ALARM = ("on agent.pipeline: classic this alarm does not see every increase of {}: " + COPY_CHANGE + " (the agent computes "
-                     "each delta per series, pods included, before the declarations choose the dimensions, so no "
-                     "dimension set without a pod holds it either), so an increase made when a job lands on a GPU, "
-                     "leaves it, or hands it to the next is missed at any threshold; agent.pipeline: otel (agent "
-                     "1.300066.0 or later) merges a GPU's copies into one series before the deltas are taken; "
-                     "and " + FAILED_SCRAPE + ", so an increase first seen after a failed scrape is missed too")
+def copy_change_alarm(fields: str, virtual_gpus: bool) -> str:
+    """AL015's message: a GPU's copies per pod (exporter.virtual_gpus) or its one series under a changing pod."""
+    change, merged = (COPY_CHANGE, "copies") if virtual_gpus else (ONE_SERIES_CHANGE, "series")
+    return (f"on agent.pipeline: classic this alarm does not see every increase of {fields}: {change} (the agent "
+            "computes each delta per series, pods included, before the declarations choose the dimensions, so no "
+            "dimension set without a pod holds it either), so an increase made when a job lands on a GPU, leaves it, "
+            "or hands it to the next is missed at any threshold; agent.pipeline: otel (agent 1.300066.0 or later) "
+            f"merges a GPU's {merged} into one series before the deltas are taken; and {FAILED_SCRAPE}, so an "
+            "increase first seen after a failed scrape is missed too")
 
 
 def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
@@ -607,9 +610,8 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
                                                    for m in item.request.get("Metrics", [])))
         if fields:
-            message = COPY_CHANGE_ALARM if subject.settings.exporter.virtual_gpus else \
-                COPY_CHANGE_ALARM.replace(COPY_CHANGE, ONE_SERIES_CHANGE).replace("a GPU's copies", "a GPU's series")
-            yield Finding("AL015", "warning", _alarm_where(item), message.format(", ".join(fields)))
+            yield Finding("AL015", "warning", _alarm_where(item),
+                          copy_change_alarm(", ".join(fields), subject.settings.exporter.virtual_gpus))
 
 
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
