@@ -797,7 +797,8 @@ def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -
 
     def not_breaching(k: int) -> str:
         return f"{value(k)} {NEGATED[compare]} {threshold}"
-    assert extra == 2, "the weights below are worked out for a range of N + 2 periods"
+    if extra != 2:  # not an assert: `python -O` would drop it and write wrong rules
+        raise ValueError(f"the weights below are worked out for a range of N + 2 periods, not N + {extra}")
     if needed == periods == 2 and alarm.missing_data == "missing":
         # One sum (the default temperature-high alarm: each period read once): weights per period, breaching /
         # not breaching / no reading, latest first: 7 / -100 / 0, 10 / -100 / 0, 7 / -5 / 0, 4 / -1 / 0. The
