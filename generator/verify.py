@@ -278,6 +278,7 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "
                           f"({evidence})",
                           hint="deploy what is missing and run `gpudash verify`; --skip-verify publishes anyway")
-    return warnings + [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but the exporter "
-            f"and its data path are deployed and ready, so this is published anyway; {_wait_hint(project, group)}; "
-            f"then run `gpudash verify`" for group in dict.fromkeys(c.group for c in problems)]
+    return warnings + [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but "
+                       f"the exporter and its data path are deployed and ready, so this is published anyway; "
+                       f"{_wait_hint(project, group)}; then run `gpudash verify`"
+                       for group in dict.fromkeys(c.group for c in problems)]

@@ -118,7 +118,6 @@ def test_the_range_bars_modifiers_are_proven_by_a_query_and_the_version_is_read_
     assert code == 1  # the canned server has no DCGM targets: that check fails in every case
 
 
-
 def test_push_is_refused_by_a_prometheus_that_refuses_the_range_bars_modifiers(canned):
     """Even on a new cluster (no data yet, which alone publishes with a wait): its range bar panels would show an
     error."""
@@ -132,6 +131,7 @@ def test_push_is_refused_by_a_prometheus_that_refuses_the_range_bars_modifiers(c
         verify.preflight(load_project(), ("prometheus",), Options(prometheus_url=canned.url, timeout=10))
     assert ("prometheus/PromQL @ and negative offset: Prometheus at " in str(refused.value)
             and "refuses a query with `@ end()` and a negative offset" in str(refused.value)), refused.value
+
 
 EXPORTER_POD = "nvidia-dcgm-exporter-7xk2p"
 KSM_POD = {"namespace": "monitoring", "pod": "kube-prometheus-stack-kube-state-metrics-6d9f"}
