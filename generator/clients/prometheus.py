@@ -58,12 +58,14 @@ class Prometheus:
         """An instant query at `at` (unix seconds): (samples, "") when answered, (None, the reason) when the server
         refuses the query (Prometheus: HTTP 400 with errorType bad_data, which it answers for an expression it cannot
         parse; VictoriaMetrics answers every error HTTP 422, so only a query that selects no series reads that as the
-        expression refused); any other failure (an evaluation error, a timeout, a server error) is RemoteError."""
+        expression refused); any other failure (an evaluation error, which Prometheus answers HTTP 422 with errorType
+        execution, a timeout, a server error) is RemoteError."""
         status, text = self._get("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
         answer = self._decoded(status, text)
         if answer.get("status", str) == "success":
             return self._samples(answer), ""
-        if answer.get("errorType", str, "") == "bad_data" or status in (400, 422):
+        kind = answer.get("errorType", str, "")
+        if kind == "bad_data" or (status in (400, 422) and kind != "execution"):
             return None, answer.get("error", str, "no reason given")
         raise self._refused(answer, f"the query {expr!r}")
 

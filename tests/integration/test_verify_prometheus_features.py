@@ -91,6 +91,10 @@ PINNED_CASES = [  # (case, buildinfo (status, body), probe (status, body), statu
     ("the probe failing for another reason", (200, PROMETHEUS_2_30),
      (503, json.dumps({"status": "error", "errorType": "unavailable", "error": "too many queries"})), "fail",
      "unreachable", ["cannot tell whether", "too many queries"]),
+    ("the probe failing in evaluation, as Prometheus answers it (HTTP 422, errorType execution)", (200, PROMETHEUS_2_30),
+     (422, json.dumps({"status": "error", "errorType": "execution", "error": "query processing would load too many "
+                       "samples into memory in query execution"})), "fail", "unreachable",
+     ["cannot tell whether", "too many samples"]),
     ("the probe answered with no result list", (200, PROMETHEUS_2_30),
      (200, json.dumps({"status": "success", "data": {"resultType": "vector", "result": None}})), "fail", "odd-answer",
      ["data.result is null"]),
