@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._timing import SMOKE, measure, reference_dir, run_printing  # noqa: E402
+from benchmarks._timing import RUNS, SMOKE, measure, reference_dir, run_printing  # noqa: E402
 from generator.artifacts import build  # noqa: E402
 from generator.output import SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
@@ -81,7 +81,7 @@ def main() -> None:
             alone = {group: measure(command + [arg for other in GROUPS if other != group for arg in ("--skip", other)],
                                     env=env) for group in ALONE}
     verdict = "within" if whole.seconds <= TARGET_SECONDS else "over"
-    print(f"gpudash verify, 4 groups, {len(checks)} checks, whole process: {whole} median of 5 "
+    print(f"gpudash verify, 4 groups, {len(checks)} checks, whole process: {whole} median of {RUNS} "
           f"({verdict} the {TARGET_SECONDS} s target)")
     for group, timing in alone.items():
         print(f"  {group} group alone: {timing}")
