@@ -158,11 +158,15 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms
 
+    from .render.alarms import unwatched_static_alarms
     from .settings import workload_rename_mix
 
     mix = workload_rename_mix(project.settings)
     if mix:
         click.echo(f"warning: {mix[0]}: {mix[1]} (lint PR003)\n  fix: {mix[2]}", err=True)
+    unwatched = unwatched_static_alarms(project)
+    if unwatched:
+        click.echo(f"warning: {unwatched[0]}: {unwatched[1]}\n  fix: {unwatched[2]}", err=True)
     silent = silent_alarms(requests)
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "

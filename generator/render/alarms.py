@@ -301,6 +301,21 @@ def static_per_pod(alarm: Alarm, per_pod: str) -> bool:
     return alarm.per_pod and per_pod == "static" and alarm.scope != "fleet"
 
 
+def unwatched_static_alarms(project) -> tuple[str, str, str] | None:
+    """(where, what, fix) when alarms.per_pod: static lists no pod: the per-pod rules then make no CloudWatch alarm
+    at all while their Prometheus twins watch every pod; None otherwise."""
+    settings = project.settings
+    if settings.alarms.static_pods:
+        return None
+    rules = sorted(alarm.id for alarm in project.alarms if static_per_pod(alarm, settings.alarms.per_pod))
+    if not rules:
+        return None
+    return (setting_place(settings, ["alarms", "per_pod"]),
+            f"alarms.per_pod: static with no alarms.static_pods: the per-pod rules ({', '.join(rules)}) make no "
+            f"CloudWatch alarm, while their Prometheus rules watch every pod",
+            "list the pods to watch in alarms.static_pods as namespace/pod, or write alarms.per_pod: group_by")
+
+
 def alarm_forms(alarm: Alarm, catalog: Catalog, settings: Settings, per_pod: str | None = None) -> tuple[Form, ...]:
     """The CloudWatch alarms a rule makes, with the plan each reads: the one answer to which alarms exist, so the
     alarms made (cloudwatch_alarms), the sets the agent publishes (render/cloudwatch.queried_sets) and the

@@ -414,3 +414,21 @@ def test_settings_reading_some_workload_labels_renamed_and_others_not_are_warned
     assert f"fix: write {warned}: exported_" in stderr
     (found,) = [text for text in stdout.splitlines() if text.startswith("PR003")]
     assert f"PR003 warning: {config}:{line}: " in found and f"fix: write {warned}: exported_" in found
+
+
+def test_static_per_pod_alarms_with_no_pod_listed_are_warned(project_dir, cli):
+    """alarms.per_pod: static with no static_pods makes no CloudWatch alarm of the per-pod rules (their Prometheus
+    rules still watch every pod): generate says so at the setting, with the fix, and names the rules left out."""
+    import json
+
+    config = project_dir("alarms:\n  per_pod: static\n")
+    out = config.parent / "build"
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(out))
+    assert code == 0, stderr
+    names = {a["Request"]["AlarmName"] for a in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]}
+    assert not any("idle" in name or "framebuffer" in name for name in names), names
+    assert f"warning: {config}:2: alarms.per_pod: static with no alarms.static_pods" in stderr, stderr
+    assert "framebuffer-full" in stderr and "gpu-idle" in stderr
+    listed = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/train-0]\n")
+    code, _, stderr = cli("generate", "--config", str(listed), "--out", str(listed.parent / "build"))
+    assert code == 0 and "static_pods" not in stderr, stderr
