@@ -87,6 +87,15 @@ def test_exported_pod_mapping_reaches_every_query_legend_and_variable(project_di
     assert 'exported_namespace=~"$namespace"' in variables["pod"]["query"]
 
 
+def test_any_one_node_label_in_a_list_is_used_as_it_is(project_dir):
+    """README: a list of one label (any name) is used as it is; written without a list only node, hostname or
+    Hostname is taken (test_bad_input: `node: instance` is refused)."""
+    _, models = _dashboards(project_dir("labels:\n  node: [instance]\n"))
+    variables = {v["name"]: v for v in models["gpudash-overview"]["templating"]["list"]}
+    assert variables["node"]["query"].endswith(", instance)")
+    assert "label_join" not in json.dumps(models) and "{{instance}} GPU {{gpu}}" in json.dumps(models)
+
+
 def test_old_namespace_pod_labels_are_a_setting(project_dir):
     """An exporter run with --use-old-namespace writes pod_name, pod_namespace, container_name."""
     config = project_dir("labels:\n  pod: pod_name\n  namespace: pod_namespace\n  container: container_name\n")
