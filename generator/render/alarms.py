@@ -608,7 +608,9 @@ def _static_pods_apart(settings: Settings) -> None:
                              "one would overwrite the other"),
                              where=setting_place(settings, ["alarms", "static_pods", index]),
                              hint=f"remove the second {entry!r}" if same else
-                                  "use alarms.per_pod: group_by (one alarm watches every pod)")
+                                  "rename one of the two namespaces or pods in Kubernetes so that "
+                                  "<namespace>-<pod> differs (the alarm name joins them with '-') and list the new "
+                                  "name here, or use alarms.per_pod: group_by (one alarm watches every pod)")
         seen[suffix] = entry
 
 

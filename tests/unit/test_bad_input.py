@@ -285,7 +285,8 @@ CASES = [
              "alarms.static_pods.0"),
     # A static alarm's name ends in <namespace>-<pod>: two entries that name one alarm would overwrite each other.
     settings("static pods that name one alarm", "alarms:\n  per_pod: static\n  static_pods:\n    - ml/a-b\n"
-             "    - ml-a/b\n", "gpudash.yaml:5", "'ml-a/b' and 'ml/a-b'", "group_by"),
+             "    - ml-a/b\n", "gpudash.yaml:5", "'ml-a/b' and 'ml/a-b'", "group_by",
+             "rename one of the two namespaces or pods"),
     # labels.node as one string: node, hostname or Hostname only (README: any label as a list of one)
     settings("node label string not of the three", "labels:\n  node: instance\n", "gpudash.yaml:2",
              "'instance' does not match"),
