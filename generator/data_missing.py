@@ -187,7 +187,7 @@ from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import STYLES, style_for
+from .exporter_styles import EXPORTER_LABELS, exporter_daemonset, style_for
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
@@ -366,7 +366,7 @@ def cluster_limits(settings: Settings) -> str:
     second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
-            f"{style_for(settings).daemonset} (exporter.deployment; others are not seen); a crash loop (a moment of "
+            f"{exporter_daemonset(settings)} (exporter.daemonset; others are not seen); a crash loop (a moment of "
             f"full availability each period) and an exporter silent with its pod available are not seen here: the "
             f"rule's {second}.")
 
@@ -501,20 +501,19 @@ def on_addon(project) -> bool:
 def daemonset_selector(settings: Settings) -> str:
     """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series, by its name (the CloudWatch
     agent's kube-state-metrics job keeps these)."""
-    return f'namespace="{settings.exporter.namespace}", daemonset="{style_for(settings).daemonset}"'
+    return f'namespace="{settings.exporter.namespace}", daemonset="{exporter_daemonset(settings)}"'
 
 
 def exporter_label_matchers() -> list[str]:
     """kube_daemonset_labels matchers of the labels that identify a DCGM exporter DaemonSet, whatever its name and
     namespace: the GPU operator's `app=nvidia-dcgm-exporter` and the Helm chart's (and static manifest's)
     `app.kubernetes.io/name=dcgm-exporter` (a chart installed per node pool under fullnameOverride keeps it)."""
-    labels = dict.fromkeys(style.pod_label for style in STYLES.values())
-    return [f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in labels]
+    return [f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in EXPORTER_LABELS]
 
 
 def exporter_labels_text() -> str:
     """The identifying labels, as a person writes them."""
-    return " or ".join(f"{k}={v}" for k, v in dict.fromkeys(style.pod_label for style in STYLES.values()))
+    return " or ".join(f"{k}={v}" for k, v in EXPORTER_LABELS)
 
 
 def exporter_daemonsets(extra: str = "", offset: str = "") -> str:

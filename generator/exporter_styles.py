@@ -33,6 +33,13 @@ def style_for(settings) -> ExporterStyle:
     return STYLES[settings.exporter.deployment]
 
 
+def exporter_daemonset(settings) -> str:
+    """The exporter DaemonSet's name: `exporter.daemonset`, else the fixed one of its deployment style (the chart's
+    is `<release>-dcgm-exporter` unless the release name holds `dcgm-exporter` or fullnameOverride is set, so a
+    Helm install names it in the settings)."""
+    return settings.exporter.daemonset or style_for(settings).daemonset
+
+
 STYLES = {style.key: style for style in (
     ExporterStyle("gpu-operator", daemonset="nvidia-dcgm-exporter", container="nvidia-dcgm-exporter",
                   pod_label=("app", "nvidia-dcgm-exporter"), service="nvidia-dcgm-exporter",
@@ -44,3 +51,12 @@ STYLES = {style.key: style for style in (
                   pod_label=("app.kubernetes.io/name", "dcgm-exporter"), service="dcgm-exporter",
                   service_port="metrics"),
 )}
+
+# The labels that identify a DCGM exporter's DaemonSet (and its pods), whatever its name: the GPU operator's `app`,
+# the Helm chart's and the static manifest's `app.kubernetes.io/name` (fullnameOverride keeps it).
+EXPORTER_LABELS = tuple(dict.fromkeys(style.pod_label for style in STYLES.values()))
+
+
+def is_exporter(labels: dict[str, str]) -> bool:
+    """Whether an object's labels identify it as a DCGM exporter's (EXPORTER_LABELS)."""
+    return any(labels.get(key) == value for key, value in EXPORTER_LABELS)

@@ -158,6 +158,9 @@ class ExporterSettings(Section):
     # The DaemonSet's RollingUpdate maxUnavailable: pods (an int) or a percentage of its nodes ("25%"); kube-state-metrics
     # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
     max_unavailable: int | str = 1
+    # The exporter DaemonSet's name where it is not the deployment style's (exporter_styles.exporter_daemonset): the
+    # CloudWatch agent keeps kube-state-metrics' series of that one DaemonSet. No schema default, as virtual_gpus.
+    daemonset: str | None = None
 
     def __post_init__(self) -> None:
         # JSON Schema's integer admits 1.0: a number of pods is read as the int it is (written `<= 1`, compared as 1)

@@ -18,7 +18,7 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
-from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, style_for
+from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, exporter_daemonset, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
@@ -88,7 +88,9 @@ def ksm_pod_label(settings: Settings) -> tuple[str, str]:
 
 def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
     """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's three series, nothing else
-    (every other sample would be a custom metric, or merge into the cluster's)."""
+    (every other sample would be a custom metric, or merge into the cluster's). The DaemonSet is the one the settings
+    name (exporter_daemonset): the series carry no label of the DaemonSet's own (kube_daemonset_labels is a series
+    apart, which relabelling cannot join), and two DaemonSets' counts published in one dimension set would mix."""
     ksm = settings.kube_state_metrics
     name, value = ksm_pod_label(settings)
     discovery: dict[str, Any] = {"role": "pod"}
@@ -96,7 +98,7 @@ def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
         discovery["namespaces"] = {"names": [ksm.namespace]}
     meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
     kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
-           f"{re.escape(style_for(settings).daemonset)}"
+           f"{re.escape(exporter_daemonset(settings))}"
     return {
         "job_name": KUBE_STATE_METRICS_JOB,
         "scrape_interval": settings.scrape.interval,

@@ -88,19 +88,20 @@ def generated():
 _HEALTHY: dict = {}  # (project, agent file, idle) -> (project, the agent after the healthy 20 minutes, their datapoints)
 
 
-def _datapoints(project, files, situation: Situation, until: int = FINAL):
+def _datapoints(project, files, situation: Situation, until: int = FINAL, exporter: dict[str, str] = EXPORTER):
     """What the agent publishes of the situation's story up to `until` (an alarm judged at a time reads no later
     datapoint, and the agent's state there depends on no later scrape). Every story of a fleet is the same until the
     change: the agent that ran it (its state, its datapoints) is kept once per project and fleet, and each situation
-    goes on from a copy of it (the scrapes before the change all come first in time: the same run)."""
+    goes on from a copy of it (the scrapes before the change all come first in time: the same run). `exporter`: the
+    namespace and name of the exporter DaemonSet kube-state-metrics reports."""
     config, job = agent_config(files[AGENT_FILE])
     jobs = scrape_jobs(files[AGENT_FILE])
     ksm_job = jobs["gpudash-kube-state-metrics"]
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
-    key = (id(project), files[AGENT_FILE], situation.idle)
+    key = (id(project), files[AGENT_FILE], situation.idle, tuple(exporter.items()))
     if key not in _HEALTHY:
         before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
-        healthy = [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-STEP, CHANGE, STEP)]
+        healthy = [kube_state.scrape(ksm_job, t, exporter, 2, 2) for t in range(-STEP, CHANGE, STEP)]
         agent = Agent(config, job, others=[ksm_job])
         _HEALTHY[key] = (project, agent, agent.run(before + healthy))  # (the project kept: its id stays its own)
     _, agent, points = _HEALTHY[key]
@@ -113,9 +114,9 @@ def _datapoints(project, files, situation: Situation, until: int = FINAL):
     recovered = scrapes(job, project.catalog, RECOVER // STEP, FINAL // STEP - 1, gpus)  # healthy again
     ksm = []
     if situation.agent and situation.ksm:
-        ksm = [kube_state.scrape(ksm_job, t, EXPORTER if situation.desired is not None else None,
+        ksm = [kube_state.scrape(ksm_job, t, exporter if situation.desired is not None else None,
                                  situation.desired or 0, situation.available) for t in range(CHANGE, RECOVER, STEP)]
-    ksm += [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(RECOVER, FINAL, STEP)]
+    ksm += [kube_state.scrape(ksm_job, t, exporter, 2, 2) for t in range(RECOVER, FINAL, STEP)]
     return points + agent.run([s for s in after + recovered + ksm if s.timestamp <= until])
 
 
@@ -208,7 +209,10 @@ def _timeline(before: str, after: str | None) -> str:
                     for k, v in enumerate(values))
 
 
-def _series(situation: Situation) -> list[dict[str, str]]:
+def _series(situation: Situation, exporter: dict[str, str] = EXPORTER,
+            marks: dict[str, str] = kube_state.OPERATOR_LABELS) -> list[dict[str, str]]:
+    """The situation's series; `exporter`: the exporter DaemonSet's namespace and name, `marks` its labels as
+    kube_daemonset_labels carries them."""
     series = []
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
     for node in NODES:
@@ -223,7 +227,7 @@ def _series(situation: Situation) -> list[dict[str, str]]:
             series.append({"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="{gpu.index}"{pod}}}',
                            "values": _timeline("60", "60" if node in situation.reporting else None)})
     ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
-    for labels, desired, available in ((EXPORTER, situation.desired, situation.available),
+    for labels, desired, available in ((exporter, situation.desired, situation.available),
                                        (kube_state.OTHER, 5, 3)):
         present = situation.ksm and (desired is not None or labels is kube_state.OTHER)
         selector = f'{ksm},namespace="{labels["namespace"]}",daemonset="{labels["daemonset"]}"'
@@ -233,9 +237,8 @@ def _series(situation: Situation) -> list[dict[str, str]]:
         series.append({"series": f"{kube_state.AVAILABLE}{{{selector}}}",
                        "values": _timeline("3" if labels is kube_state.OTHER else "2",
                                           str(available) if present else None)})
-        marks = {k: v for k, v in labels.items() if k.startswith("label_")} if labels is kube_state.OTHER \
-            else kube_state.OPERATOR_LABELS
-        names = ",".join(f'{k}="{v}"' for k, v in marks.items())
+        names = ",".join(f'{k}="{v}"' for k, v in (
+            {k: v for k, v in labels.items() if k.startswith("label_")} if labels is kube_state.OTHER else marks).items())
         series.append({"series": f"{kube_state.LABELS}{{{selector},{names}}}",
                        "values": _timeline("1", "1" if present else None)})
     return series
@@ -314,7 +317,7 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
         raise
 
 
-def _fired(rule: dict, situation: Situation) -> list[dict]:
+def _fired(rule: dict, situation: Situation, exporter: dict[str, str] = EXPORTER) -> list[dict]:
     """The alerts the rule raises in a situation: one per exporter target down, one per reason."""
     labels = {**rule["labels"]}
     alerts = []
@@ -328,7 +331,7 @@ def _fired(rule: dict, situation: Situation) -> list[dict]:
         n = node[-1]
         alerts.append(alert("an exporter target brought no GPU data most of the time", job="dcgm-exporter",
                             instance=f"10.0.1.{n}:9400", node=node, exporter_pod=f"nvidia-dcgm-exporter-{n}"))
-    ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **EXPORTER}
+    ksm = {"job": "kube-state-metrics", "instance": "10.0.2.9:8080", **exporter}
     if situation.desired is None or not situation.ksm:
         alerts.append(alert("kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not "
                             "scraped, or its --metric-labels-allowlist lacks daemonsets=[app,app.kubernetes.io/name])"))
@@ -533,6 +536,48 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
         {"name": name, "interval": "30s", "input_series": series + cpu_node,
          "alert_rule_test": [{"eval_time": "35m", "alertname": rule["alert"], "exp_alerts": alerts}]}
         for name, (series, alerts) in stories.items()], evaluation_interval="30s")
+
+
+# `helm install gpu-metrics gpu-helm-charts/dcgm-exporter -n monitoring`: the chart names the DaemonSet
+# <release>-<chart> (the release name alone when it holds the chart's name; fullnameOverride when set)
+HELM_RELEASE = {"namespace": "monitoring", "daemonset": "gpu-metrics-dcgm-exporter"}
+RELEASE_SITUATIONS = ("healthy", "exporter pod stopped on one node", "exporter DaemonSet deleted")
+
+
+@pytest.fixture(scope="module")
+def helm_release(tmp_path_factory):
+    """The project of a cluster whose exporter is that Helm release, its DaemonSet named in exporter.daemonset."""
+    folder = tmp_path_factory.mktemp("helm-release")
+    (folder / "gpudash.yaml").write_text("exporter:\n  deployment: helm\n  namespace: monitoring\n"
+                                         "  daemonset: gpu-metrics-dcgm-exporter\n")
+    project = load_project(folder / "gpudash.yaml")
+    return project, encode(build(project))
+
+
+def test_a_helm_release_named_in_the_settings_is_read_by_the_alarm_as_by_the_rule(helm_release, tmp_path):
+    """The cluster's alarm reads the DaemonSet exporter.daemonset names, as the rule finds it by its labels: OK while
+    the release's exporters report, ALARM when one stops (its pod not available) or the DaemonSet is deleted, and the
+    rule fires on the same situations (before the setting, the agent kept only monitoring/dcgm-exporter's series: the
+    desired count never arrived and the alarm was in ALARM while every GPU reported)."""
+    project, files = helm_release
+    requests = _rule_alarms(files)
+    situations = [s for s in SITUATIONS if s.name in RELEASE_SITUATIONS]
+    for situation in situations:
+        points = _datapoints(project, files, situation, FINAL, exporter=HELM_RELEASE)
+        for minute in (CHANGE // 60, END // 60, FINAL // 60):
+            fired = _in_alarm(requests, points, minute * 60)
+            expected = situation.cloudwatch and minute == END // 60
+            assert (ALARM in fired) == expected, (situation.name, minute, fired)
+    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    tests = [{"name": situation.name, "interval": "30s",
+              "input_series": _series(situation, HELM_RELEASE, kube_state.HELM_LABELS),
+              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
+                                   "exp_alerts": _fired(rule, situation, HELM_RELEASE) if m == END // 60 else []}
+                                  for m in (CHANGE // 60, END // 60, FINAL // 60)]}
+             for situation in situations]
+    assert [bool(t["alert_rule_test"][1]["exp_alerts"]) for t in tests] == [s.cloudwatch for s in situations]
+    _rules_apart(files, tmp_path, "helm_release_test.yaml", tests)
 
 
 # --- stories of exporters that answer now and then, and of nodes that come and go -------------------------
