@@ -14,10 +14,11 @@ from typing import Any, Callable, Iterator
 import yaml
 
 from .. import container_insights_table as ci, data_missing
+from ..data_missing import exporter_labels_text
 from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
-from ..exporter_styles import EXPORTER_PORT, style_for
+from ..exporter_styles import EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
 from ..project import Project
 from ..settings import Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
@@ -55,14 +56,15 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
     namespace = settings.exporter.namespace
-    what = f"DaemonSet {namespace}/{style.daemonset}"
-    daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{style.daemonset}", what)
-    if daemonset is None:
-        yield Check(GROUP, "exporter DaemonSet", FAIL, f"no {what}",
-                    f"install the DCGM exporter ({style.key}), or set exporter.deployment and exporter.namespace "
-                    "in gpudash.yaml", cause=NOT_DEPLOYED)
-    else:
-        yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, style.daemonset)
+    name = exporter_daemonset(settings)
+    what = f"DaemonSet {namespace}/{name}"
+    daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+    found: list[Answer] = []
+    yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found)
+    if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are still worth reading
+        daemonset, name = found[0], found[0].get("metadata.name", str)
+    if daemonset is not None:
+        yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         yield from step(GROUP, "GPU node coverage", _coverage, kube, namespace, style)
@@ -80,6 +82,51 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from _agent_checks(kube, project)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
         yield from step(GROUP, KSM_CHECK, _kube_state_metrics, kube, settings)
+
+
+DAEMONSET_CHECK = "exporter DaemonSet"
+
+
+def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer]) -> list[Check]:
+    """The DaemonSet exporter.daemonset (or the deployment) names is an exporter DaemonSet, labelled as the data-missing
+    rule finds one (exporter_styles.EXPORTER_LABELS), and the only one in its namespace; else the exporter DaemonSets
+    there are named with the setting to write (the CloudWatch agent reads kube-state-metrics' counts of the named one
+    only). `found` receives the exporter DaemonSets in the namespace other than the named one."""
+    namespace, name = settings.exporter.namespace, exporter_daemonset(settings)
+    listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
+    found += [d for d in listed if is_exporter(d.string_map("metadata.labels")) and d.get("metadata.name", str) != name]
+    names = sorted(d.get("metadata.name", str) for d in found)
+    others = ", ".join(names)
+    setting = "exporter.daemonset" if settings.exporter.daemonset else \
+        f"exporter.daemonset unset: {settings.exporter.deployment}'s name"
+    labels = exporter_labels_text()
+    alarm = data_missing.expected(settings) and not addon_source(settings)
+    write = (f"write exporter.daemonset: {names[0]}{' (or another of them)' if len(names) > 1 else ''} in "
+             "gpudash.yaml, generate and apply again" + (
+                 " (the CloudWatch agent reads kube-state-metrics' counts of that DaemonSet for the data-missing "
+                 "alarm, which stays in ALARM without them)" if alarm else "")) if names else ""
+    if daemonset is None and names:
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}); the exporter "
+                      f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}", write)]
+    if daemonset is None:
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
+                      f"{namespace} labelled {labels}",
+                      f"install the DCGM exporter ({settings.exporter.deployment}), or set exporter.deployment, "
+                      "exporter.namespace and exporter.daemonset in gpudash.yaml", cause=NOT_DEPLOYED)]
+    if not is_exporter(daemonset.string_map("metadata.labels")):
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL if alarm or names else WARN,
+                      f"DaemonSet {namespace}/{name} ({setting}) is not labelled as a DCGM exporter ({labels})"
+                      + (f"; the exporter DaemonSets in {namespace}: {others}" if names else ""),
+                      write or f"label the exporter DaemonSet {labels} (the data-missing rule finds exporter "
+                               "DaemonSets by these labels, and reads none without them), or point exporter.daemonset "
+                               "at the exporter's")]
+    if names and alarm:
+        return [Check(GROUP, DAEMONSET_CHECK, WARN,
+                      f"exporter DaemonSets in {namespace}: {name} ({setting}) and {others}: the CloudWatch "
+                      f"data-missing alarm reads kube-state-metrics' counts of {name} only, so an exporter pod gone "
+                      f"from a node of {others} is not seen there (the Prometheus rule reads each)",
+                      "watch the other node pools' exporters on Prometheus, or deploy one exporter DaemonSet")]
+    return [Check(GROUP, DAEMONSET_CHECK, OK, f"{namespace}/{name} labelled as a DCGM exporter")]
 
 
 KSM_CHECK = "kube-state-metrics"

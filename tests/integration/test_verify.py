@@ -256,6 +256,53 @@ def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_that_per_pod_view
     assert checks[("kube", "virtual GPUs setting")]["status"] == "ok" and name not in checks  # a copy per pod
 
 
+def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_write(stack, tmp_path):
+    """A Helm release names its DaemonSet <release>-dcgm-exporter: with exporter.daemonset unset, verify fails naming
+    the DaemonSet it finds by the exporter's labels and the setting to write (the CloudWatch agent reads the named one's
+    counts: the data-missing alarm stayed in ALARM, verify said only "no DaemonSet"); written, it passes. A named
+    DaemonSet not labelled as an exporter fails naming the exporter's; a second exporter DaemonSet warns that the
+    CloudWatch alarm reads one."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "exporter DaemonSet")
+    fix = ("write exporter.daemonset: gpu-metrics-dcgm-exporter in gpudash.yaml, generate and apply again (the "
+           "CloudWatch agent reads kube-state-metrics' counts of that DaemonSet for the data-missing alarm, which "
+           "stays in ALARM without them)")
+    cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter", labels={
+        "app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": "gpu-metrics"})
+    code, checks = verify(*only_kube)
+    assert code == 1 and _failures(checks)[name] == (
+        "no DaemonSet gpu-operator/nvidia-dcgm-exporter (exporter.daemonset unset: gpu-operator's name); the exporter "
+        "DaemonSet in gpu-operator (labelled app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter): "
+        "gpu-metrics-dcgm-exporter",
+        fix)
+    assert checks[("kube", "exporter rollout")]["status"] == "ok"  # the DaemonSet found is read on
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n")
+    checks = verify(*only_kube, "--config", str(config))[1]
+    assert checks[name] == {**checks[name], "status": "ok",
+                            "detail": "gpu-operator/gpu-metrics-dcgm-exporter labelled as a DCGM exporter"}
+    discovery = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {
+        "name": "gpu-feature-discovery", "namespace": "gpu-operator", "labels": {"app": "gpu-feature-discovery"}}}
+    cluster.daemonsets[("gpu-operator", "gpu-feature-discovery")] = discovery
+    config.write_text("exporter:\n  daemonset: gpu-feature-discovery\n")
+    assert _failures(verify(*only_kube, "--config", str(config))[1])[name] == (
+        "DaemonSet gpu-operator/gpu-feature-discovery (exporter.daemonset) is not labelled as a DCGM exporter "
+        "(app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter); the exporter DaemonSets in gpu-operator: "
+        "gpu-metrics-dcgm-exporter",
+        fix)
+    pool_b = copy.deepcopy(cluster.daemonset)
+    pool_b["metadata"].update(name="gpu-metrics-pool-b-dcgm-exporter")
+    cluster.daemonsets[("gpu-operator", "gpu-metrics-pool-b-dcgm-exporter")] = pool_b
+    config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n")
+    checks = verify(*only_kube, "--config", str(config))[1]
+    assert (checks[name]["status"], checks[name]["detail"]) == ("warn", (
+        "exporter DaemonSets in gpu-operator: gpu-metrics-dcgm-exporter (exporter.daemonset) and "
+        "gpu-metrics-pool-b-dcgm-exporter: the CloudWatch data-missing alarm reads kube-state-metrics' counts of "
+        "gpu-metrics-dcgm-exporter only, so an exporter pod gone from a node of gpu-metrics-pool-b-dcgm-exporter is "
+        "not seen there (the Prometheus rule reads each)"))
+
+
 def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
     """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
     what it really is (kube-state-metrics does not), so verify compares them."""
