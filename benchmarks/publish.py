@@ -2,7 +2,8 @@
 
 CloudWatch (moto's server behind a counting proxy, real pacing, whole `gpudash apply` processes):
 a no-op apply for 3 and 10 clusters (median of 5, with the write calls each made), a first apply
-for 10 clusters, and a first apply of 3 clusters in one Region against the same 3 clusters spread
+for 10 clusters, a prune of 9 of those 10 clusters (`--prune --removed-cluster`: its alarms' last look
+before DeleteAlarms), and a first apply of 3 clusters in one Region against the same 3 clusters spread
 over three Regions (Regions are published at once, each under its own pacing).
 
 Grafana and CloudWatch together (in-process, needs the reference data for the Grafana test
@@ -52,23 +53,34 @@ def _settings(folder: Path, name: str, regions: list[str]) -> Path:
         (folder / "alarms").mkdir(exist_ok=True)
         (folder / "alarms" / "one.py").write_text(ONE_ALARM)
         definitions = "definitions:\n  alarms: [alarms]\n"
-    path.write_text(definitions + "clusters:\n" + "".join(
+    path.write_text(definitions + "project: bench\nclusters:\n" + "".join(
         f"  - {{name: c{i}, region: {region}, prometheus_label: c{i}}}\n" for i, region in enumerate(regions)))
     return path
 
 
-def _apply(settings: Path, proxy: FaultProxy) -> tuple[float, int, dict]:
+def _apply(settings: Path, proxy: FaultProxy, *flags: str) -> tuple[float, int, dict]:
     """One whole `gpudash apply` process: (seconds, write calls, its JSON report)."""
     env = {**os.environ, **FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": proxy.url, "AWS_DEFAULT_REGION": "us-east-1"}
     with proxy.lock:
         proxy.operations.clear()
     start = time.perf_counter()
-    result = subprocess.run([str(GPUDASH), "apply", "--skip-verify", "--config", str(settings), "--output", "json"],
+    result = subprocess.run([str(GPUDASH), "apply", "--skip-verify", "--config", str(settings), "--output", "json",
+                             *flags],
                             capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         raise SystemExit(f"gpudash apply failed ({result.returncode}): {result.stderr.strip()}")
     return seconds, sum(op in WRITE_APIS for op in proxy.operations), json.loads(result.stdout)
+
+
+def _prune(scratch: Path, proxy: FaultProxy, clusters: int) -> None:
+    """`clusters` clusters published in one Region: a prune of all but the first (every one of their alarms read
+    again just before its DeleteAlarms call), as a whole process; the objects deleted, the calls made, the time."""
+    flags = [flag for i in range(1, clusters) for flag in ("--removed-cluster", f"c{i}")]
+    seconds, writes, report = _apply(_settings(scratch, "pruned", ["us-east-1"]), proxy, "--prune",
+                                     "--allow-mass-prune", *flags)
+    deleted = sum(change["action"] == "delete" for change in report["changes"])
+    print(f"{f'prune of {clusters - 1} of {clusters} clusters (1 Region)':52} {deleted:8d} {writes:7d} {seconds:7.2f}s")
 
 
 def cloudwatch_figures(scratch: Path) -> None:
@@ -86,12 +98,16 @@ def cloudwatch_figures(scratch: Path) -> None:
             median = statistics.median(seconds for seconds, _, _ in runs)
             most = max(w for _, w, _ in runs)
             print(f"{f'no-op apply, {clusters} clusters (median of {RUNS})':52} {objects:8d} {most:7d} {median:7.2f}s")
+            if clusters == FLEETS[-1] > 1:
+                _prune(scratch, proxy, clusters)
         for label, regions in (("1 Region", ["us-east-1"] * SPREAD),
                                (f"{SPREAD} Regions at once", ["us-east-1", "eu-west-1", "ap-southeast-2"][:SPREAD])):
             moto.reset()
             seconds, writes, report = _apply(_settings(scratch, label.split()[0], regions), proxy)
             print(f"{f'first apply, {SPREAD} clusters in {label}':52} {len(report['changes']):8d} {writes:7d} "
                   f"{seconds:7.2f}s")
+            if FLEETS[-1] == 1 and label == "1 Region":  # the smallest size: the prune from here
+                _prune(scratch, proxy, SPREAD)
 
 
 def together_figures(scratch: Path) -> None:

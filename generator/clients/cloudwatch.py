@@ -262,12 +262,25 @@ class CloudWatch:
     def owned_alarm_tags(self, region: str) -> dict[str, list[dict[str, str]]] | None:
         """ARN -> tags of every alarm carrying the ownership tag in `region`; None when GetResources is denied."""
         filters = [{"Key": ALARM_OWNER_TAG["Key"], "Values": [ALARM_OWNER_TAG["Value"]]}]
+        return self._tagged(region, {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters,
+                                     "ResourcesPerPage": BATCH})
+
+    def tags_of(self, region: str, arns: list[str]) -> dict[str, list[dict[str, str]]] | None:
+        """ARN -> tags of these alarms (at most BATCH) in one GetResources call (ResourceARNList); None when
+        GetResources is denied. An alarm it does not list (one it does not know, or whose tags were all removed)
+        is not in the answer: the caller asks such an alarm alone."""
+        asked = set(arns)
+        found = self._tagged(region, {"ResourceARNList": list(arns)})
+        return None if found is None else {arn: tags for arn, tags in found.items() if arn in asked}
+
+    def _tagged(self, region: str, selector: dict[str, Any]) -> dict[str, list[dict[str, str]]] | None:
+        """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied. A next
+        page is asked with its token alone (GetResources takes no ResourceARNList beside a token)."""
         found: dict[str, list[dict[str, str]]] = {}
         token, seen, what = "", set(), f"tags of CloudWatch alarms in {region}"
         while True:
-            kwargs = {"ResourceTypeFilters": ["cloudwatch:alarm"], "TagFilters": filters, "ResourcesPerPage": BATCH}
-            if token:
-                kwargs["PaginationToken"] = token
+            kwargs = {"PaginationToken": token} if token and "ResourceARNList" in selector else {
+                **selector, **({"PaginationToken": token} if token else {})}
             try:
                 page = self.call(region, "GetResources", what, **kwargs)
             except RemoteError as exc:

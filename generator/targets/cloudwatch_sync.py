@@ -14,7 +14,8 @@ it does not vouch for are read one by one); deletes go 100 names per DeleteAlarm
 
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
-and hash, read alarm by alarm: the bulk answer may lag a tag just removed) and then its fields, read again right before its batch's writes (the fields
+and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
+show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields
 once more right before its own write) or its DeleteAlarms call, still as the plan read them. That last read of
 an alarm's fields is a read made anyway, just before its write: the batch's read for its first alarm, the
 read-back of the alarm written before it (which reads both) for the next. Each
@@ -392,14 +393,13 @@ def _older_note(kind: str, names: list[str], project: str, adopt: str) -> str:
 
 
 def _read_tags(cloudwatch: CloudWatch, region: str, alarms: dict[str, dict[str, Any]],
-               ask: Callable[[str], bool], in_bulk: bool = True) -> dict[str, list[dict[str, str]]]:
+               ask: Callable[[str], bool]) -> dict[str, list[dict[str, str]]]:
     """Name -> tags of these alarms: the bulk read of every alarm that carries the ownership tag, then,
     one by one, each alarm it does not vouch for (no ownership tag, or tagged too recently for it to
-    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied
-    or not wanted (`in_bulk` False)."""
+    show) for which `ask(name)` holds, before calling it foreign; every alarm when the bulk read is denied."""
     if not alarms:
         return {}
-    bulk = cloudwatch.owned_alarm_tags(region) if in_bulk else None
+    bulk = cloudwatch.owned_alarm_tags(region)
     tags: dict[str, list[dict[str, str]]] = {}
     for name, alarm in alarms.items():
         if bulk is not None and alarm["AlarmArn"] in bulk:
@@ -751,7 +751,7 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
                 _settle(exc, "TagResource", "the alarm's tags",
                         lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn}),
                         done=lambda now: all(t in now for t in missing),
-                        before=lambda now: sorted(map(_tag_pair, now)) == sorted(map(_tag_pair, tags)))
+                        before=lambda now: _same_tags(now, tags))
             except RemoteError as failed:
                 if live.get("as_generated"):  # the tags were the whole write
                     raise
@@ -769,7 +769,7 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
         now = cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": arn})
     except RemoteError as exc:
         raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
-    if sorted(map(_tag_pair, now)) != sorted(map(_tag_pair, tags)):
+    if not _same_tags(now, tags):
         shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and right after it "
                           f"carries other tags than the create sent ({shown}): an alarm of this name was there before "
@@ -890,7 +890,7 @@ def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, An
     its tags alone is already done (another publisher); None when they are as the plan read them."""
     live = change.live or {}
     before = live.get("tags") or []
-    if sorted(map(_tag_pair, before)) == sorted(map(_tag_pair, tags)):
+    if _same_tags(before, tags):
         return None
     if request is not None and live.get("as_generated") and alarm_owned(tags) and not _evidence_to_restore(
             request, tags, live.get("hash"), live.get("renamed")):
@@ -906,20 +906,43 @@ def _tag_pair(tag: dict[str, str]) -> tuple[str, str]:
     return str(tag.get("Key")), str(tag.get("Value"))
 
 
+def _same_tags(these: list[dict[str, str]], those: list[dict[str, str]]) -> bool:
+    return sorted(map(_tag_pair, these)) == sorted(map(_tag_pair, those))
+
+
+def _tags_now(cloudwatch: CloudWatch, region: str, batch: list[Change]) -> dict[str, list[dict[str, str]]]:
+    """Name -> tags of the alarms of the batch the plan found, read now: one GetResources call for the batch
+    (ResourceARNList, up to 100), then ListTagsForResource for each alarm that answer leaves out (an alarm it does
+    not know yet, or whose tags were all removed) or shows with other tags than the plan read (the alarm's own
+    answer decides: the bulk answer may lag a tag change, in either direction); every alarm alone where
+    GetResources is denied."""
+    planned = {c.name: c for c in batch if (c.live or {}).get("arn")}
+    if not planned:
+        return {}
+    bulk = cloudwatch.tags_of(region, [c.live["arn"] for c in planned.values()]) or {}
+    tags = {}
+    for name, change in planned.items():
+        listed = bulk.get(change.live["arn"])
+        if listed is not None and _same_tags(listed, change.live.get("tags") or []):
+            tags[name] = listed
+        else:
+            tags[name] = cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": change.live["arn"]})
+    return tags
+
+
 def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests: dict[str, dict[str, Any]]
               ) -> tuple[list[tuple[Change, str | None]], RemoteError | None, dict[str, dict[str, Any] | None]]:
     """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
     and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read; and
     the alarms as that last read found them (None: not there).
 
-    This last look reads each alarm's own tags (ListTagsForResource), not the Tagging API's bulk answer,
-    which the plan used: the bulk answer comes from the Tagging API's own index of tags and may lag a tag
-    change made a moment ago (as the plan allows for alarms tagged just before it), so an ownership tag
-    removed since the plan could still show there. It costs one read per alarm updated or deleted (none
-    for an alarm created: the plan found nothing to read)."""
-    planned = {c.name: {"AlarmName": c.name, "AlarmArn": c.live["arn"]} for c in batch if (c.live or {}).get("arn")}
+    The tags are read for the batch at once (`_tags_now`: one GetResources call per 100 alarms, and an alarm's own
+    ListTagsForResource where that answer does not show it as the plan read it), so a prune of thousands of alarms
+    costs a few calls per 100, not one per alarm at 3 a second. The Tagging API answers from its own index of tags,
+    whose freshness AWS does not document: a tag change the index has not taken in yet when this read is made is
+    not seen (with one read per alarm, the first alarm's read was up to half a minute old at its batch's write)."""
     try:
-        tags = _read_tags(cloudwatch, region, planned, ask=lambda name: True, in_bulk=False)
+        tags = _tags_now(cloudwatch, region, batch)
         now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
     except RemoteError as exc:
         return [], exc, {}
