@@ -100,9 +100,15 @@ def test_a_schema_that_is_not_json_fails_before_anything_is_built(flag, files, w
     assert not ran.exists()
 
 
+WHOLE = 25_000
+
+
 def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
     """promql_checks.walk (lint's own, in Python) against promql_parser.walk: the same nodes, in the same order,
-    entered and left, on every query the default build writes and on forms it does not write."""
+    entered and left, on every query the default build writes and on forms it does not write. Both walks visit a
+    node's children by the node's kind alone, so queries over WHOLE characters (the rows-remapped range bar's two,
+    33k characters: promql_parser's walk copies each node's subtree, 2 s each) are compared by their kinds: each
+    kind they hold (its type, and whether it has a parameter) is walked the same in the queries compared whole."""
     import promql_parser
 
     from generator.artifacts import build
@@ -130,8 +136,17 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
         walker(parse(expr), lambda node: seen.append(("enter", str(node))), lambda node: seen.append(("leave", str(node))))
         return seen
 
-    for expr in sorted(queries):
+    def kinds(expr):
+        seen: set = set()
+        walk(parse(expr), lambda node: seen.add((type(node).__name__, getattr(node, "param", 0) is None)), lambda _: 0)
+        return seen
+
+    compared: set = set()
+    for expr in sorted(q for q in queries if len(q) <= WHOLE):
         assert visits(walk, expr) == visits(promql_parser.walk, expr), expr
+        compared |= kinds(expr)
+    larger = [q for q in queries if len(q) > WHOLE]
+    assert len(larger) <= 2 and all(kinds(expr) <= compared for expr in larger), [kinds(q) - compared for q in larger]
 
 
 @pytest.mark.parametrize("expr, pinned", [
