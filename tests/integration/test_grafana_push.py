@@ -29,8 +29,40 @@ def grafana(reference):
         assert server.state.spec_errors == []  # every request and response followed Grafana's spec
 
 
+_BUILDS: list = []  # (project, its Grafana models as built, artifacts): this worker's latest builds for push and plan
+
+
+def _as_built(artifacts) -> str:
+    return json.dumps([d.model for d in artifacts.grafana], default=repr)
+
+
+def _builds_kept(monkeypatch) -> None:
+    """push and plan build the settings they are given at every run (checked_build), here many times over for the
+    same few settings files in a test: a project equal to one built before (settings, counters and definitions
+    compared by value, every path included) gets that build back, as building it again gives (a build depends on
+    the project alone). Anything else is built as the command does; a build that is refused raises every time
+    (nothing is kept). The Grafana models a command was handed must come back unchanged."""
+    from generator import limits
+
+    check = limits.checked_build
+
+    def checked_build(project):
+        for known, models, artifacts in _BUILDS:
+            if known == project:
+                assert _as_built(artifacts) == models, "a command changed the build it was handed"
+                return artifacts
+        artifacts = check(project)
+        _BUILDS.append((project, _as_built(artifacts), artifacts))
+        del _BUILDS[:-8]
+        return artifacts
+
+    monkeypatch.setattr(limits, "checked_build", checked_build)
+
+
 @pytest.fixture
-def run(cli, grafana, defaults_built_once):
+def run(cli, grafana, defaults_built_once, monkeypatch):
+    _builds_kept(monkeypatch)
+
     def invoke(*args, token=ADMIN, url=None):
         env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}
         return cli(*args, env=env)
