@@ -742,16 +742,16 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
+        read_tags = lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn})  # noqa: E731
+        tagged, untouched = (lambda now: all(t in now for t in missing)), (lambda now: _same_tags(now, tags))
         try:
-            cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing)
+            cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
+                            before_retry=_look("TagResource", "the alarm's tags", what, read_tags, tagged, untouched))
         except RemoteError as exc:
             try:
                 if not answer_lost(exc):
                     raise
-                _settle(exc, "TagResource", "the alarm's tags",
-                        lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn}),
-                        done=lambda now: all(t in now for t in missing),
-                        before=lambda now: _same_tags(now, tags))
+                _settle(exc, "TagResource", "the alarm's tags", read_tags, done=tagged, before=untouched)
             except RemoteError as failed:
                 if live.get("as_generated"):  # the tags were the whole write
                     raise
@@ -840,19 +840,25 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
                           where=what, hint=hint)
     differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
     if differences:
+        after = _evidence_taken_back(cloudwatch, region, name, alarm, alarm_tags(request)) if created else left
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
-                          f"{', '.join(differences)} than were sent: the write did not take effect as sent"
-                          f"{_evidence_taken_back(cloudwatch, region, name, alarm) if created else left}",
+                          f"{', '.join(differences)} than were sent: the write did not take effect as sent{after}",
                           where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)
 
 
-def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: dict[str, Any]) -> str:
-    """Untag the content evidence an alarm was just created with, now that CloudWatch reports it otherwise than
-    sent; what the alarm carries then, for the failure's message."""
+def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: dict[str, Any],
+                         sent: list[dict[str, str]]) -> str:
+    """Untag the content evidence an alarm was just created with (the create sent the tags `sent`), now that
+    CloudWatch reports it otherwise than sent; what the alarm carries then, for the failure's message. A retry
+    looks at the alarm's tags first: a person's tag change made between two attempts is not undone."""
+    what = f"CloudWatch alarm {name}"
+    look = _look("UntagResource", "the alarm's tags", what, lambda: cloudwatch.alarm_tags(region, alarm),
+                 lambda now: all(t.get("Key") != ALARM_HASH_TAG for t in now), lambda now: _same_tags(now, sent),
+                 "not taken back")
     try:
-        cloudwatch.call(region, "UntagResource", f"CloudWatch alarm {name}", ResourceARN=alarm["AlarmArn"],
-                        TagKeys=[ALARM_HASH_TAG])
+        cloudwatch.call(region, "UntagResource", what, ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_HASH_TAG],
+                        before_retry=look)
     except RemoteError as exc:
         return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
                 f"not be taken back ({exc.what}): the next plan shows it as changed since gpudash wrote it (drift, "
@@ -1032,12 +1038,18 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     not_found = own = False
     lost: RemoteError | None = None
 
-    def read() -> dict[str, dict[str, Any] | None]:
+    def read() -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any] | None]]:
+        tags = _tags_now(cloudwatch, region, batch)  # the tags, then the fields, as the last look reads them
         alarms = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
-        return {c.name: alarm_fields(alarms[c.name]) if c.name in alarms else None for c in batch}
+        return tags, {c.name: alarm_fields(alarms[c.name]) if c.name in alarms else None for c in batch}
 
-    look = _look("DeleteAlarms", "one of the alarms", what, read, lambda now: not any(now.values()),
-                 lambda now: all(now[c.name] == (c.live or {}).get("fields") for c in batch), "none deleted")
+    def as_planned(now) -> bool:
+        tags, fields = now
+        return all(fields[c.name] == (c.live or {}).get("fields")
+                   and _tag_moved(c, tags.get(c.name, []), None) is None for c in batch)
+
+    look = _look("DeleteAlarms", "one of the alarms", what, read, lambda now: not any(now[1].values()), as_planned,
+                 "none deleted")
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch], before_retry=look)
     except RemoteError as exc:

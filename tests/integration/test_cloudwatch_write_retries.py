@@ -98,3 +98,80 @@ def test_a_persons_change_between_two_attempts_of_an_alarm_delete_is_not_deleted
     assert code == 3 and RETIRED in retired and sorted(errors) == retired, stderr
     assert "changed by someone else meanwhile" in errors[RETIRED] and "none deleted" in errors[RETIRED], errors
     assert alarms(client)[RETIRED]["Threshold"] == 42.0 and set(retired) <= set(alarms(client))
+
+
+def _tags(client, name):
+    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=alarms(client)[name]["AlarmArn"])[
+        "Tags"]}
+
+
+def test_a_persons_tag_change_between_two_attempts_of_a_tag_write_is_not_overwritten(proxied, published, project_dir):
+    """An update: PutMetricAlarm, read back, then TagResource with the evidence of this write. The first TagResource is
+    answered 503 (not made) and before the retry a person gives the alarm to their team (ManagedBy=team-ml). The
+    retry was sent blind: it tagged gpudash's evidence onto the person's alarm, reported written, exit 0. Now the
+    alarm's tags are read first: neither as sent nor as before, so they are not written; the write is reported done
+    and its tags failed (exit 3), and the alarm carries the person's tags and gpudash's earlier evidence."""
+    proxy, client, apply = proxied
+    published()
+    before = _tags(client, NAME)
+
+    def person():
+        client.tag_resource(ResourceARN=alarms(client)[NAME]["AlarmArn"], Tags=[{"Key": "ManagedBy",
+                                                                                  "Value": "team-ml"}])
+
+    proxy.inject(fault("TagResource", "status", status=503, body={"__type": "ServiceUnavailable"}, callback=person))
+    warning = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
+    code, report, stderr = apply("--config", str(warning))
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and NAME in report["written"] and list(errors) == [NAME], stderr
+    assert "was to be sent again, but read again first" in errors[NAME] and \
+        "changed by someone else meanwhile" in errors[NAME], errors
+    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
+
+
+def test_a_persons_tag_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published,
+                                                                                     project_dir):
+    """--prune deletes the alarms of a removed cluster; the first DeleteAlarms is answered 503 (not made) and a
+    person takes one of them over (strips ManagedBy) before the retry. The look before the retry compared fields
+    only, and the resend deleted the person's alarm; now it reads the batch's tags too: none of the batch is
+    deleted, each reported failed (exit 3)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired = sorted(name for name in alarms(client) if name.startswith("gpudash-other-"))
+    proxy.inject(fault("DeleteAlarms", "status", status=503, body={"__type": "ServiceUnavailable"},
+                       callback=lambda: client.untag_resource(ResourceARN=alarms(client)[RETIRED]["AlarmArn"],
+                                                              TagKeys=["ManagedBy"])))
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and sorted(errors) == retired, stderr
+    assert "changed by someone else meanwhile" in errors[RETIRED] and "none deleted" in errors[RETIRED], errors
+    assert set(retired) <= set(alarms(client)) and "ManagedBy" not in _tags(client, RETIRED)
+
+
+def test_a_persons_tag_change_between_two_attempts_of_taking_back_evidence_is_not_undone(proxied):
+    """A create read back with another threshold than sent: its gpudash:sha256 (the hash of what was sent) is taken
+    back with UntagResource. The first UntagResource is answered 503 (not made) and before the retry a person takes
+    the alarm over (ManagedBy=team-ml). The retry was sent blind and untagged the person's alarm; now its tags are
+    read first: neither as sent nor as before, so it is not sent again, and the failure says the evidence was not
+    taken back (the next plan sees the alarm as the person's)."""
+    def lower(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for alarm in answer.get("MetricAlarms", []):
+            if alarm["AlarmName"] == NAME:
+                alarm["Threshold"] = alarm["Threshold"] - 1
+        return json.dumps(answer).encode()
+
+    proxy, client, apply = proxied
+
+    def person():
+        client.tag_resource(ResourceARN=alarms(client)[NAME]["AlarmArn"], Tags=[{"Key": "ManagedBy",
+                                                                                  "Value": "team-ml"}])
+
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=10**6, callback=lower),
+                 fault("UntagResource", "status", status=503, body={"__type": "ServiceUnavailable"}, callback=person))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and list(errors) == [NAME], stderr
+    assert "could not be taken back" in errors[NAME] and "changed by someone else meanwhile" in errors[NAME], errors
+    tags = _tags(client, NAME)
+    assert tags["ManagedBy"] == "team-ml" and "gpudash:sha256" in tags
