@@ -48,9 +48,13 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         text = fetch(options)
         source = options.exporter_url
     else:
-        settings = project.settings
-        text, source = fetch_through_proxy(settings.exporter.namespace, style_for(settings).service, EXPORTER_PORT,
-                                           options)
+        from ..clients.kube import Kube
+        from .kube import exporter_service
+
+        settings, style = project.settings, style_for(project.settings)
+        namespace = settings.exporter.namespace
+        service = exporter_service(Kube(options), namespace, style) or style.service
+        text, source = fetch_through_proxy(namespace, service, EXPORTER_PORT, options)
     yield from analyse(project, text, source)
 
 

@@ -263,21 +263,43 @@ def _uncounted_exporter_nodes(kube: Kube, nodes) -> list[str]:
 
 
 def _addon_service(kube: Kube, namespace: str) -> Check:
-    label, value = ci.EXPORTER_SERVICE_LABEL
+    return _labelled_service(kube, namespace, ci.EXPORTER_SERVICE_LABEL, "add-on exporter Service",
+                             "the agent finds the DCGM exporter through it", "reinstall or update the add-on",
+                             "restore the add-on's DCGM exporter Service")
+
+
+def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str]) -> dict[str, list[int]]:
+    """{name: ports} of the Services in `namespace` labelled `label`."""
+    key, value = label
     services = kube.listing(f"/api/v1/namespaces/{namespace}/services", f"Services in {namespace}",
-                            {"labelSelector": f"{label}={value}"})
-    if not services:
-        return Check(GROUP, "add-on exporter Service", FAIL, f"no Service labelled {label}={value} in {namespace}: "
-                     "the agent finds the DCGM exporter through it", "reinstall or update the add-on",
+                            {"labelSelector": f"{key}={value}"})
+    return {service.get("metadata.name", str): [p.get("port", int) for p in service.items("spec.ports")]
+            for service in services}
+
+
+def _labelled_service(kube: Kube, namespace: str, label: tuple[str, str], check: str, why: str, create: str,
+                      expose: str) -> Check:
+    """A Service labelled `label` in `namespace` exposes the exporter's port (found by its label, whatever its
+    name: `why` it matters, `create` and `expose` the fixes)."""
+    ports = _labelled_services(kube, namespace, label)
+    key, value = label
+    if not ports:
+        return Check(GROUP, check, FAIL, f"no Service labelled {key}={value} in {namespace}: {why}", create,
                      cause=NOT_DEPLOYED)
-    ports = {service.get("metadata.name", str): [p.get("port", int) for p in service.items("spec.ports")]
-             for service in services}
     serving = [name for name, exposed in ports.items() if EXPORTER_PORT in exposed]
     if not serving:
         listed = "; ".join(f"Service {name} exposes {exposed}" for name, exposed in ports.items())
-        return Check(GROUP, "add-on exporter Service", FAIL, f"{listed}, not {EXPORTER_PORT}",
-                     "restore the add-on's DCGM exporter Service")
-    return Check(GROUP, "add-on exporter Service", OK, f"{', '.join(serving)} exposes {EXPORTER_PORT}")
+        return Check(GROUP, check, FAIL, f"{listed}, not {EXPORTER_PORT}", expose)
+    return Check(GROUP, check, OK, f"{', '.join(serving)} exposes {EXPORTER_PORT}")
+
+
+def exporter_service(kube: Kube, namespace: str, style) -> str | None:
+    """The Service to read an exporter through: labelled as the exporter's pods are (style.pod_label, which the
+    generated ServiceMonitor selects) and exposing its port, the deployment's own name first (a Helm release's is
+    <release>-dcgm-exporter); None when there is none."""
+    serving = [name for name, ports in _labelled_services(kube, namespace, style.pod_label).items()
+               if EXPORTER_PORT in ports]
+    return min(serving, key=lambda name: (name != style.service, name), default=None)
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
@@ -411,17 +433,12 @@ def _ready(pod: Answer) -> bool:
 
 
 def _service(kube: Kube, namespace: str, style) -> Check:
-    what = f"Service {namespace}/{style.service}"
-    service = kube.read(f"/api/v1/namespaces/{namespace}/services/{style.service}", what)
-    if service is None:
-        return Check(GROUP, "exporter Service", FAIL, f"no {what}",
-                     "create the exporter's Service (port 9400), which ServiceMonitors and the proxy need",
-                     cause=NOT_DEPLOYED)
-    ports = [p.get("port", int) for p in service.items("spec.ports")]
-    if EXPORTER_PORT not in ports:
-        return Check(GROUP, "exporter Service", FAIL, f"Service {style.service} exposes {ports}, not {EXPORTER_PORT}",
-                     f"expose port {EXPORTER_PORT} on the Service")
-    return Check(GROUP, "exporter Service", OK, f"{style.service} exposes {EXPORTER_PORT}")
+    """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name."""
+    key, value = style.pod_label
+    return _labelled_service(kube, namespace, style.pod_label, "exporter Service",
+                             "ServiceMonitors select the exporter through it, and verify reads /metrics through it",
+                             f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
+                             f"expose port {EXPORTER_PORT} on the Service")
 
 
 class NoExporterContainer(Exception):

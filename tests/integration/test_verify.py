@@ -257,7 +257,8 @@ def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_that_per_pod_view
 
 
 def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_write(stack, tmp_path):
-    """A Helm release names its DaemonSet <release>-dcgm-exporter: with exporter.daemonset unset, verify fails naming
+    """A Helm release names its DaemonSet and Service <release>-dcgm-exporter: the Service is found by its label; with
+    exporter.daemonset unset, verify fails naming
     the DaemonSet it finds by the exporter's labels and the setting to write (the CloudWatch agent reads the named one's
     counts: the data-missing alarm stayed in ALARM, verify said only "no DaemonSet"); written, it passes. A named
     DaemonSet not labelled as an exporter fails naming the exporter's; a second exporter DaemonSet warns that the
@@ -270,7 +271,15 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
            "stays in ALARM without them)")
     cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter", labels={
         "app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": "gpu-metrics"})
-    code, checks = verify(*only_kube)
+    # its Service too, found by the label the ServiceMonitor selects (read by the style's name, it was "no Service",
+    # and the exporter group unreachable)
+    (service,) = cluster.services.values()
+    service["metadata"]["name"] = "gpu-metrics-dcgm-exporter"
+    cluster.services = {"gpu-metrics-dcgm-exporter": service}
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch")
+    assert checks[("kube", "exporter Service")]["detail"] == "gpu-metrics-dcgm-exporter exposes 9400"
+    assert checks[("exporter", "metrics endpoint")]["detail"].startswith(
+        "service proxy gpu-operator/gpu-metrics-dcgm-exporter: ")
     assert code == 1 and _failures(checks)[name] == (
         "no DaemonSet gpu-operator/nvidia-dcgm-exporter (exporter.daemonset unset: gpu-operator's name); the exporter "
         "DaemonSet in gpu-operator (labelled app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter): "
