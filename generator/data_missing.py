@@ -498,6 +498,29 @@ def on_addon(project) -> bool:
     return enabled(project.settings) and expected(project.settings) and any(a.absent for a in project.alarms)
 
 
+def guessed_daemonset(project) -> tuple[str, str, str] | None:
+    """(where, what, fix) when the CloudWatch data-missing alarm reads a Helm release's DaemonSet by the chart's bare
+    name (exporter.deployment: helm, no exporter.daemonset): the chart names it <release>-dcgm-exporter, so only a
+    release named dcgm-exporter (or holding it: then the release name alone) matches, and the alarm stays in ALARM
+    for any other; None when the name is written, or no such alarm is generated."""
+    from .container_insights import enabled
+    from .settings import setting_place
+
+    settings = project.settings
+    if settings.exporter.deployment != "helm" or settings.exporter.daemonset or not expected(settings) \
+            or enabled(settings) or not any(alarm.absent for alarm in project.alarms):
+        return None
+    name = exporter_daemonset(settings)
+    return (setting_place(settings, ["exporter", "deployment"]),
+            f"exporter.deployment: helm without exporter.daemonset: the CloudWatch data-missing alarm reads "
+            f"kube-state-metrics' counts of the DaemonSet {settings.exporter.namespace}/{name}, which the chart names "
+            f"so only for a release named {name} (else <release>-{name}, or the release name when it holds {name}); "
+            f"for any other release the alarm stays in ALARM",
+            f"write exporter.daemonset: <the release's DaemonSet> (`kubectl -n {settings.exporter.namespace} get ds "
+            f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or exporter.daemonset: {name} "
+            f"when that is its name")
+
+
 def daemonset_selector(settings: Settings) -> str:
     """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series, by its name (the CloudWatch
     agent's kube-state-metrics job keeps these)."""

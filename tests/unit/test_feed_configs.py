@@ -432,3 +432,18 @@ def test_static_per_pod_alarms_with_no_pod_listed_are_warned(project_dir, cli):
     listed = project_dir("alarms:\n  per_pod: static\n  static_pods: [ml/train-0]\n")
     code, _, stderr = cli("generate", "--config", str(listed), "--out", str(listed.parent / "build"))
     assert code == 0 and "static_pods" not in stderr, stderr
+
+
+def test_a_helm_exporter_without_its_daemonset_name_is_noted(project_dir, cli):
+    """exporter.deployment: helm reads the DaemonSet dcgm-exporter unless exporter.daemonset names another, and the
+    chart names it <release>-dcgm-exporter: generate says so at the setting, with the command that shows the name;
+    written, nothing is said."""
+    config = project_dir("exporter:\n  deployment: helm\n  namespace: monitoring\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 0, stderr
+    assert (f"note: {config}:2: exporter.deployment: helm without exporter.daemonset: the CloudWatch data-missing alarm "
+            f"reads kube-state-metrics' counts of the DaemonSet monitoring/dcgm-exporter") in stderr, stderr
+    assert "kubectl -n monitoring get ds -l app.kubernetes.io/name=dcgm-exporter" in stderr
+    named = project_dir("exporter:\n  deployment: helm\n  daemonset: gpu-metrics-dcgm-exporter\n")
+    code, _, stderr = cli("generate", "--config", str(named), "--out", str(named.parent / "build"))
+    assert code == 0 and "exporter.daemonset" not in stderr, stderr
