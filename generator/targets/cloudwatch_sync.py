@@ -759,28 +759,59 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     return True
 
 
+LAGGED_READ_PAUSE = 1.0  # seconds before a create's tags, read back as fewer than were sent, are read once more
+
+
 def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
     """After a create read back as sent: the alarm carries exactly the tags the create sent. An alarm of this name
     made in between the last read and the write (a person's, in the pacing window) turns the create into an update,
     and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags (moto applies
-    them: its tags are then more than were sent). Neither is reported written (one ListTagsForResource a create)."""
+    them: its tags are then more than were sent). Neither is reported written (one ListTagsForResource a create).
+    Tags read as none or only some of those sent may also be a ListTagsForResource answer that has not caught up with
+    the create (AWS documents no freshness for it): they are read once more a second later, and if they still are,
+    the alarm is reported written with its tags unconfirmed (TagsNotWritten), neither as failed nor as confirmed."""
     what = f"CloudWatch alarm {name}"
-    try:
-        now = cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": arn})
-    except RemoteError as exc:
-        raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
-    if not _same_tags(now, tags):
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
-        raise RemoteError(f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and right after it "
-                          f"carries other tags than the create sent ({shown}): an alarm of this name was there before "
-                          "it (made since the plan's last read), and the write updated it with gpudash's definition "
-                          "(AWS ignores Tags on an update); not reported written", where=what,
-                          hint="look at the alarm in the CloudWatch console: it holds gpudash's definition now; if "
-                               "it was a person's, restore theirs")
+
+    def read() -> list[dict[str, str]]:
+        try:
+            return cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": arn})
+        except RemoteError as exc:
+            raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
+
+    now = read()
+    if _fewer_tags(now, tags) and cloudwatch.deadline.remaining() > LAGGED_READ_PAUSE:
+        cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
+        now = read()
+    if _same_tags(now, tags):
+        return
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
+    if _fewer_tags(now, tags):
+        raise TagsNotWritten(RemoteError(
+            f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and it reads back as sent, but "
+            f"its tags could not be confirmed: read twice, {LAGGED_READ_PAUSE:g} s apart, it carries {shown}, "
+            "fewer than the create sent. Either the tag read has not caught up with the create yet (AWS documents "
+            "no freshness for ListTagsForResource), or an alarm of this name without those tags was there before "
+            "it (made since the plan's last read) and the write updated it with gpudash's definition (AWS ignores "
+            f"Tags on an update). The next plan reads its tags again: carrying {ALARM_OWNER_TEXT}, it is gpudash's "
+            "alarm as created; without it, it is left alone as not gpudash's", where=what,
+            hint="if a person may have made an alarm of this name just now, look at it in the CloudWatch console "
+                 "(it holds gpudash's definition); otherwise run `gpudash plan` again"))
+    raise RemoteError(f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and right after it "
+                      f"carries other tags than the create sent ({shown}): an alarm of this name was there before "
+                      "it (made since the plan's last read), and the write updated it with gpudash's definition "
+                      "(AWS ignores Tags on an update); not reported written", where=what,
+                      hint="look at the alarm in the CloudWatch console: it holds gpudash's definition now; if "
+                           "it was a person's, restore theirs")
+
+
+def _fewer_tags(these: list[dict[str, str]], sent: list[dict[str, str]]) -> bool:
+    """Whether `these` are none or only some of the tags `sent`, each with the value sent."""
+    return set(map(_tag_pair, these)) < set(map(_tag_pair, sent))
 
 
 class TagsNotWritten(Exception):
-    """An alarm written and read back as sent whose tag write then failed: the write is done, the tags are not."""
+    """An alarm written and read back as sent whose tag write then failed, or whose tags could not be confirmed
+    (see `_created_with`): the write is done, its tags are not (known to be) written."""
 
     def __init__(self, error: RemoteError):
         super().__init__(str(error))

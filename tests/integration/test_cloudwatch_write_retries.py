@@ -175,3 +175,27 @@ def test_a_persons_tag_change_between_two_attempts_of_taking_back_evidence_is_no
     assert "could not be taken back" in errors[NAME] and "changed by someone else meanwhile" in errors[NAME], errors
     tags = _tags(client, NAME)
     assert tags["ManagedBy"] == "team-ml" and "gpudash:sha256" in tags
+
+
+@pytest.mark.parametrize("lagging_reads", [1, 2])
+def test_a_create_whose_tag_read_lags_is_not_reported_as_a_persons_alarm(proxied, lagging_reads):
+    """Right after a create, ListTagsForResource answers no tags (its freshness is not documented: a read that has
+    not caught up with the create). That was reported failed, saying an alarm of this name was there before the
+    create, exit 3. Now fewer tags than sent are read once more a second later (on the deadline's clock): caught up,
+    the create is written (exit 0); still none, it is reported written with its tags unconfirmed, saying both
+    possible causes (exit 3), and nothing more is tagged onto it."""
+    from tests.support.fault_proxy import Rule
+
+    proxy, client, apply = proxied
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="body", times=lagging_reads,
+                      contains=NAME.encode(), body=json.dumps({"Tags": []}).encode()))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert NAME in report["written"] and "was there before it (made" not in stderr, stderr
+    if lagging_reads == 1:
+        assert code == 0 and errors == {}, stderr
+    else:
+        assert code == 3 and list(errors) == [NAME] and [f["written"] for f in report["failed"]] == [True], errors
+        assert "its tags could not be confirmed" in errors[NAME] and "has not caught up" in errors[NAME]
+        assert "an alarm of this name without those tags was there before it" in errors[NAME]
+    assert _tags(client, NAME)["ManagedBy"] == "gpudash"
