@@ -526,10 +526,6 @@ def _summed_shared_counters(subject: LintInput, expressions: Iterable[str]) -> l
     return sorted(fields)
 
 
-def _classic(subject: LintInput) -> bool:
-    return any(agent is not None and agent.otel is None for agent in map(subject.agent, subject.clusters()))
-
-
 FAILED_SCRAPE = ("a failed scrape, or a scrape that leaves a series out, loses the counter's increase across it: "
                  "the scrape loop marks each series of the scrape before stale and the agent's JSON path then "
                  "forgets the previous reading, so the next reading is only a new baseline (awsemf on "
@@ -555,7 +551,7 @@ def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, a widget that sums a counter's deltas per GPU, node or cluster counts a shared
     GPU's increase once per pod sharing it where the exporter writes a copy per pod (exporter.virtual_gpus), and
     misses the increase where a GPU's series change (a note per widget; the OTel pipeline merges the copies)."""
-    if not _classic(subject):
+    if not subject.classic_agents:
         return
     message = SHARED_COUNTER if subject.settings.exporter.virtual_gpus else SERIES_CHANGE
     yield from _per_widget(subject, "CW016", "note", _summed_shared_counters, message)
@@ -576,7 +572,7 @@ def alarm_shared_counters(subject: LintInput) -> Iterable[Finding]:
     (an error). Against 0 it is true for any k (k x increase compares to 0 as the increase does): no finding. The
     exporter writes a copy per pod only with KUBERNETES_VIRTUAL_GPUS (exporter.virtual_gpus; verify fails an exporter
     run with it otherwise): without it a GPU pods share is one series, its increase read once."""
-    if not _classic(subject) or not subject.settings.exporter.virtual_gpus:
+    if not subject.classic_agents or not subject.settings.exporter.virtual_gpus:
         return
     for item in subject.alarms:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
@@ -604,7 +600,7 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, an alarm that sums a counter's deltas per GPU misses the increase between two
     scrapes where a GPU's series all change, and across a failed scrape (a warning per alarm, whatever its
     threshold: it may stay OK where its Prometheus twin fires)."""
-    if not _classic(subject):
+    if not subject.classic_agents:
         return
     for item in subject.alarms:
         fields = _summed_shared_counters(subject, (str(m.get("Expression", ""))
@@ -617,7 +613,7 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
     exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
-    if not subject.settings.exporter.virtual_gpus or not _classic(subject):
+    if not subject.settings.exporter.virtual_gpus or not subject.classic_agents:
         return []
     namespace = subject.settings.cloudwatch.namespace
     pod = set(pod_dimensions(subject.settings))
@@ -658,7 +654,7 @@ def alarm_mixed_shares(subject: LintInput) -> Iterable[Finding]:
 def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields `expressions` read whose readings are states or windowed counts that the exporter serves as
     counters (catalog.FIELD_SEMANTICS), when the agent's JSON path publishes: it turns every counter into deltas."""
-    if not _classic(subject):
+    if not subject.classic_agents:
         return []
     fields = set()
     for expression in expressions:

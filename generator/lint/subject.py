@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,12 @@ class LintInput:
 
     def clusters(self) -> tuple[Cluster, ...]:
         return self.settings.clusters
+
+    @cached_property
+    def classic_agents(self) -> bool:
+        """Some cluster's agent publishes by its JSON path (agent.pipeline: classic). Worked out once: rules ask it
+        for every widget and alarm, and a fleet has an agent per cluster."""
+        return any(agent is not None and agent.otel is None for agent in map(self.agent, self.clusters()))
 
     def agent(self, cluster: Cluster | None = None) -> AgentConfig | None:
         """The agent ConfigMaps of `cluster` (the first cluster's when None); None with the add-on."""
