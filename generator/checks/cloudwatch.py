@@ -29,13 +29,17 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
     cloudwatch = for_verify(options)
-    from ..data_missing import on_addon
+    from ..data_missing import expected, on_addon
 
     signals = on_addon(project)
+    counts = not signals and expected(settings) and any(alarm.absent for alarm in project.alarms)
     for cluster in settings.clusters:
         named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, options))]
         if signals:
             named.append((f"{cluster.name} data-missing signals", _addon_signals, (cloudwatch, cluster, options)))
+        if counts:
+            named.append((f"{cluster.name} data-missing signals", _daemonset_counts,
+                          (cloudwatch, settings, cluster, options)))
         for name, check, args in named:
             try:
                 yield from step(GROUP, name, check, *args)
@@ -105,6 +109,27 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
         return Check(GROUP, name, FAIL, f"published with dimensions the add-on's table does not list: {'; '.join(odd)}",
                      "compare the add-on's version with generator/container_insights_table.py")
     return Check(GROUP, name, OK, f"{len(ADDON_SAMPLE)} sampled GPU metrics arriving in {NAMESPACE}")
+
+
+def _daemonset_counts(cloudwatch, settings, cluster, options: Options) -> Check:
+    """The data-missing alarm's expected signal arrives: kube-state-metrics' desired count of the exporter DaemonSet
+    the settings name, which the agent publishes with [ClusterName]; without it the alarm is in ALARM for good."""
+    from ..data_missing import DESIRED
+    from ..exporter_styles import exporter_daemonset
+
+    namespace = settings.cloudwatch.namespace
+    sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED).get(DESIRED, [])
+    name = f"{cluster.name} data-missing signals"
+    daemonset = f"{settings.exporter.namespace}/{exporter_daemonset(settings)}"
+    if [CLUSTER_DIMENSION] in sets:
+        return Check(GROUP, name, OK, f"{DESIRED} [{CLUSTER_DIMENSION}] arriving (the exporter DaemonSet {daemonset})")
+    return Check(GROUP, name, WARN,
+                 f"no {DESIRED} [{CLUSTER_DIMENSION}] in {namespace} for {cluster.name} in the last 3 h: the "
+                 f"data-missing alarm reads it as the desired count of the exporter DaemonSet {daemonset} and is in "
+                 f"ALARM without it (ListMetrics lists a new metric up to {LISTING_DELAY_MINUTES} minutes late)",
+                 "check that exporter.daemonset names the exporter DaemonSet (the kube group names it) and that the "
+                 "agent scrapes kube-state-metrics (kube_state_metrics.namespace, .pod_label, .port), or write "
+                 "alarms.expected_gpus: none")
 
 
 def _addon_signals(cloudwatch, cluster, options: Options) -> Check:

@@ -312,6 +312,30 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
         "not seen there (the Prometheus rule reads each)"))
 
 
+def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_missing_alarm_fires(stack, moto):
+    """The data-missing alarm reads the exporter DaemonSet's desired count the agent publishes with [ClusterName]:
+    verify's cloudwatch group says whether it arrives, naming the DaemonSet the settings name (without it the alarm
+    is in ALARM for good while GPU metrics arrive, and verify said nothing)."""
+    _, verify = stack
+    only_cloudwatch = ("--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
+    name = ("cloudwatch", "gpu-cluster data-missing signals")
+    checks = verify(*only_cloudwatch)[1]
+    assert (checks[name]["status"], checks[name]["detail"]) == ("ok", (
+        "kube_daemonset_status_desired_number_scheduled [ClusterName] arriving (the exporter DaemonSet "
+        "gpu-operator/nvidia-dcgm-exporter)"))
+    moto.reset()
+    moto.put_dcgm_metrics(WORKLOAD_POD, daemonset_counts=False)
+    code, checks = verify(*only_cloudwatch)
+    assert code == 0 and checks[name]["status"] == "warn"
+    assert checks[("cloudwatch", "gpu-cluster metrics")]["status"] == "ok"
+    assert checks[name]["detail"] == (
+        "no kube_daemonset_status_desired_number_scheduled [ClusterName] in ContainerInsights/Prometheus for "
+        "gpu-cluster in the last 3 h: the data-missing alarm reads it as the desired count of the exporter DaemonSet "
+        "gpu-operator/nvidia-dcgm-exporter and is in ALARM without it (ListMetrics lists a new metric up to 15 minutes "
+        "late)")
+    assert checks[name]["fix"].startswith("check that exporter.daemonset names the exporter DaemonSet")
+
+
 def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
     """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
     what it really is (kube-state-metrics does not), so verify compares them."""

@@ -388,16 +388,20 @@ class MotoServer(LoopbackServer):
         return self.clients[key]
 
     def put_dcgm_metrics(self, pod: str, cluster: str = "gpu-cluster", region: str = "us-east-1",
-                         namespace: str = "ml", node: str = "ip-10-0-1-1", gpu: str = "0") -> None:
+                         namespace: str = "ml", node: str = "ip-10-0-1-1", gpu: str = "0",
+                         daemonset_counts: bool = True) -> None:
         """Datapoints as the CloudWatch agent publishes them for one GPU a workload pod holds (the per-pod
-        and the per-GPU dimension sets): what verify samples."""
-        # one PutMetricData call for all eight (the API takes up to 1,000 datapoints a call): the same stored data
+        and the per-GPU dimension sets), and (`daemonset_counts`) the exporter DaemonSet's desired count that its
+        kube-state-metrics job publishes with [ClusterName]: what verify samples."""
+        # one PutMetricData call for all nine (the API takes up to 1,000 datapoints a call): the same stored data
         self.client("cloudwatch", region).put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
             "MetricName": metric, "Value": 50, "Dimensions": [
                 {"Name": "ClusterName", "Value": cluster}, *({"Name": k, "Value": v} for k, v in dimensions.items())]}
             for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED",
                            "DCGM_FI_DEV_POWER_USAGE")
-            for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})])
+            for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})] + [{
+                "MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
+                "Dimensions": [{"Name": "ClusterName", "Value": cluster}]}] * daemonset_counts)
 
 
 _SHARED: list[MotoServer] = []
