@@ -59,5 +59,5 @@ def target_labels(job: dict) -> dict[str, str]:
 
 
 def scrape(job: dict, timestamp: float, exporter: dict[str, str] | None, desired: int, available: int,
-           updated: int | None = None) -> Scrape:
-    return Scrape(timestamp, payload(exporter, desired, available, updated=updated), target_labels(job))
+           updated: int | None = None, more: tuple[tuple[dict[str, str], int, int], ...] = ()) -> Scrape:
+    return Scrape(timestamp, payload(exporter, desired, available, more, updated=updated), target_labels(job))
