@@ -687,8 +687,11 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
 
 def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any],
                just_read: dict[str, dict[str, Any] | None] | None = None, following: str | None = None) -> bool:
-    """Write one alarm unless its fields moved since the plan (read again right before: its batch's writes
-    take up to half a minute at 3 a second); False when it is already as generated. Its fields, read back
+    """Write one alarm unless its fields or tags moved since the plan (read again right before: its batch's writes
+    take up to half a minute at 3 a second); False when it is already as generated. The tags of an alarm the plan
+    found are read alone (ListTagsForResource) right before its write, not taken from the batch's bulk read, whose
+    index may lag a tag just removed: paced on its own, beside PutMetricAlarm's 3 a second, it costs the batch no
+    time. Its fields, read back
     at once, then the tags it lacks: the read-back learns the form CloudWatch reports the alarm in, which
     its evidence keeps so that the form is not taken for a console edit next time; read right after the
     write (not after the batch), a person's edit made since cannot pass for that form.
@@ -704,10 +707,14 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     else:
         now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
+    if moved is None and live.get("arn"):
+        moved = _tag_moved(change, cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": live["arn"]}),
+                           request)
     if moved:
         raise _not_overwritten(change, moved)
     if moved == "":
         return False
+
     def read() -> dict[str, Any] | None:
         return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
 
@@ -977,7 +984,8 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     ListTagsForResource where that answer does not show it as the plan read it), so a prune of thousands of alarms
     costs a few calls per 100, not one per alarm at 3 a second. The Tagging API answers from its own index of tags,
     whose freshness AWS does not document: a tag change the index has not taken in yet when this read is made is
-    not seen (with one read per alarm, the first alarm's read was up to half a minute old at its batch's write)."""
+    not seen here (with one read per alarm, the first alarm's read was up to half a minute old at its batch's
+    write). An alarm updated has its own tags read again right before its write (`_put_alarm`); a delete has not."""
     try:
         tags = _tags_now(cloudwatch, region, batch)
         now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])

@@ -487,7 +487,7 @@ def test_the_last_look_asks_an_alarm_alone_where_the_batchs_tag_read_does_not_sh
     (GetResources by ARN) leaves out that alarm and one other (an index that does not know them yet, or an alarm whose
     tags were all removed), or shows another alarm without its ownership tag (an index behind a tag write): each of
     those is asked alone (ListTagsForResource), whose answer decides. The person's alarm is not deleted, the others
-    are: two alarms asked alone, not twelve."""
+    are: two retired alarms asked alone, not twelve."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     settled(apply)
@@ -515,4 +515,28 @@ def test_the_last_look_asks_an_alarm_alone_where_the_batchs_tag_read_does_not_sh
     assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not deleted" in failed[taken]
     assert taken in alarms(client) and "ManagedBy" not in _tags(client, taken)
     assert sorted(n for n in alarms(client) if other_cluster(n)) == [taken]  # the other retired alarms went
-    assert proxy.operations.count("ListTagsForResource") == 2 and "Traceback" not in stderr
+    # two of the retired alarms asked alone, and the alarm updated (its own tags right before its write)
+    assert proxy.operations.count("ListTagsForResource") == 3 and "Traceback" not in stderr
+
+
+def test_an_update_reads_its_alarms_own_tags_right_before_its_write(proxied, published, project_dir):
+    """A person strips the ownership tag of the alarm an apply updates while the batch's tag read is made, and that
+    read (GetResources, from the Tagging API's index) still shows the tag. The update overwrote the person's alarm
+    with gpudash's threshold, exit 0; now the alarm's own tags are read right before its write: not overwritten
+    (exit 3), saying why."""
+    proxy, client, apply = proxied
+    published()
+
+    def person_then_index(body: bytes) -> bytes:  # the index answers as before the person's strip
+        client.untag_resource(ResourceARN=alarms(client)[EDITED]["AlarmArn"], TagKeys=["ManagedBy"])
+        return body
+
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="GetResources", action="rewrite", contains=b"ResourceARNList",
+                      callback=person_then_index))
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)))
+    failed = {f["name"]: f["error"] for f in report["failed"]}
+    assert code == 3 and list(failed) == [EDITED], stderr
+    assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not overwritten" in \
+        failed[EDITED]
+    assert alarms(client)[EDITED]["Threshold"] == 87.0 and "ManagedBy" not in _tags(client, EDITED)
