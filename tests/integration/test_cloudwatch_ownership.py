@@ -540,3 +540,18 @@ def test_an_update_reads_its_alarms_own_tags_right_before_its_write(proxied, pub
     assert "ManagedBy=gpudash tag was removed or changed by someone else since the plan; not overwritten" in \
         failed[EDITED]
     assert alarms(client)[EDITED]["Threshold"] == 87.0 and "ManagedBy" not in _tags(client, EDITED)
+
+
+def test_a_batchs_tag_read_that_is_not_an_api_answer_deletes_nothing(proxied, published, project_dir):
+    """The last look's GetResources by ARN answered `{}` (every time): not "no tags" (which would send each alarm to
+    be asked alone, or worse, be read as none owned), but a failure: none of the batch is deleted (exit 3)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    settled(apply)
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="GetResources", action="body", times=ALWAYS, contains=b"ResourceARNList",
+                      body=b"{}"))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert code == 3 and len(report["failed"]) == 12, stderr
+    assert all("not an API answer" in f["error"] for f in report["failed"]) and "Traceback" not in stderr
+    assert len([n for n in alarms(client) if other_cluster(n)]) == 12 and "DeleteAlarms" not in proxy.operations
