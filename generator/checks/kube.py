@@ -78,6 +78,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                         project, namespace)
         if options.prometheus_in_use:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
+        if options.prometheus_in_use and data_missing.expected(settings):
+            yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
+                            style)
     if not addon_source(settings):
         yield from _agent_checks(kube, project)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
@@ -472,6 +475,26 @@ def _exporter_settings(check: str, read: Callable[..., Check]) -> Callable[..., 
                          f"set exporter.deployment to how the exporter is deployed (its container is named "
                          f"{style.container} there), or name the exporter's container so")
     return run
+
+
+CONTAINER_CHECK = "exporter container name"
+
+
+def _container_name(daemonset: Answer, style) -> list[Check]:
+    """The exporter's container carries the name its deployment gives it: the data-missing rule tells the exporter
+    targets of the GPU operator's or the chart's own ServiceMonitor (which give each target its pod's `container`) by
+    it (data_missing.operator_targets). Nothing is said when it does."""
+    name = _container(daemonset, style).get("name", str, "?")
+    if name == style.container:
+        return []
+    return [Check(GROUP, CONTAINER_CHECK, WARN,
+                  f"the exporter's container is named {name}, not {style.container} (exporter.deployment: "
+                  f"{style.key}): the data-missing rule tells the targets of the GPU operator's or the chart's own "
+                  f"ServiceMonitor by container=\"{style.container}\", so their scrapes without GPU data are not "
+                  f"counted for this exporter",
+                  f"scrape the exporter with {built(SERVICE_MONITOR_FILE)} or gpudash's scrape job (their targets "
+                  f"are told by exporter_pod, whatever the container's name), or name its container "
+                  f"{style.container}")]
 
 
 def _env(container: Answer) -> dict[str, str]:

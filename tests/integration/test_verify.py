@@ -336,6 +336,23 @@ def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_mi
     assert checks[name]["fix"].startswith("check that exporter.daemonset names the exporter DaemonSet")
 
 
+def test_an_exporter_container_of_another_name_warns_that_the_rule_misses_its_stock_targets(stack):
+    """The data-missing rule tells the targets of the operator's or the chart's own ServiceMonitor by the container
+    name the deployment gives the exporter: a container of another name (found by its port 9400) is a warning naming
+    both names and the fix; the deployment's name says nothing."""
+    cluster, verify = stack
+    in_use = ("--skip", "exporter", "--skip", "cloudwatch")  # Prometheus in use: the rule matters
+    name = ("kube", "exporter container name")
+    assert name not in verify(*in_use)[1]
+    cluster.daemonset["spec"]["template"]["spec"]["containers"][0]["name"] = "dcgm"
+    checks = verify(*in_use)[1]
+    assert (checks[name]["status"], checks[name]["detail"]) == ("warn", (
+        "the exporter's container is named dcgm, not nvidia-dcgm-exporter (exporter.deployment: gpu-operator): the "
+        "data-missing rule tells the targets of the GPU operator's or the chart's own ServiceMonitor by "
+        "container=\"nvidia-dcgm-exporter\", so their scrapes without GPU data are not counted for this exporter"))
+    assert checks[("kube", "pod labels setting")]["status"] == "ok"  # found by its port, read on
+
+
 def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
     """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
     what it really is (kube-state-metrics does not), so verify compares them."""
