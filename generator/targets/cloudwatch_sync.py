@@ -15,10 +15,10 @@ it does not vouch for are read one by one); deletes go 100 names per DeleteAlarm
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
 and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
-show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields
-once more right before its own write) or its DeleteAlarms call, still as the plan read them. That last read of
-an alarm's fields is a read made anyway, just before its write: the batch's read for its first alarm, the
-read-back of the alarm written before it (which reads both) for the next. Each
+show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields,
+then the alarm's own tags, once more right before its own write) or its DeleteAlarms call, still as the plan read
+them. That last read of an alarm's fields is a read made anyway, just before its write: the batch's read for its
+first alarm, the read-back of the alarm written before it (which reads both) for the next. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
 in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
 not read back done (an answer of `{}` proves nothing) is a failure, and no evidence is tagged for it.
