@@ -518,7 +518,7 @@ TIME_SLICED_INCREASE = ("a GPU shared by time-slicing or MPS reads its increase 
 ONE_SERIES_CHANGE = ("the increase between two scrapes that no one series of a GPU spans (the exporter names a GPU "
                      "pods share by time-slicing or MPS under one of them, not always the same one from scrape to "
                      "scrape, or a GPU no pod held is taken, or its last pod leaves) is in no series' deltas, so it "
-                     "is not counted")
+                     "is not counted (none of the GPU's increase where the pod named changes at every scrape)")
 
 
 def time_sliced_increase(settings: Settings) -> str:

@@ -3,7 +3,8 @@
 The fleet (tests/support/mixed_fleet.py) mixes `Hostname` and `hostname` exporters, an old
 exporter that writes its own pod name as Hostname, one pod name in two namespaces, GPUs no pod
 holds, a MIG node and "not supported" values, a GPU two pods time-slice that its exporter (without
-KUBERNETES_VIRTUAL_GPUS) names under one of them (the other pod is in no per-pod view: mixed_fleet.unnamed), and a
+KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes (an instant's per-pod gauge shows the GPU under
+the pod its latest scrape named, the other pod not at all; a per-pod rule, over many scrapes, reads both), and a
 node whose exporter adds each pod's UID and labels
 (`POD_IDENTITY`: a GPU's copies differ by more than the workload's labels). Replay exporters serve it; one real Prometheus per
 scrape path scrapes it:
@@ -53,8 +54,8 @@ from tests.support.replay_exporter import ReplayExporter
 FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)
 
 
-def truth(query, node_names, clusters=("",), collected=frozenset(FIELDS)):
-    return mixed_fleet.truth(query, node_names, clusters, collected, FLEET)
+def truth(query, node_names, clusters=("",), collected=frozenset(FIELDS), scrape=None):
+    return mixed_fleet.truth(query, node_names, clusters, collected, FLEET, scrape)
 
 
 RATE_WINDOW = "3s"
@@ -159,6 +160,8 @@ class Stack:
     prometheus: Prometheus
     at: int  # the instant every query reads (mixed_fleet.settled_time): each counter series sampled at it and
     # every second of the rate window before it
+    scrape: dict[str, int]  # per cluster, the scrape whose gauges are read at `at` (the pod it names a moving GPU under)
+    counted: dict[str, int]  # per cluster, the latest scrape whose counters are read at `at` (they carry its second)
 
 
 @pytest.fixture(scope="module")
@@ -176,20 +179,43 @@ def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
             list(pool.map(Prometheus.start, servers.values()))
         for path in PATHS:
             servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=_series(path))
-        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), _series(path))
+        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]),
+                                                       _series(path) - len(path.clusters) * len(mixed_fleet.moving(FLEET)),
+                                                       fleet=FLEET)
                    for path in PATHS}
         for server in servers.values():
             server.stop_scraping()
-        yield {name: Stack(server, settled[name]) for name, server in servers.items()}
+        yield {path.name: Stack(servers[path.name], settled[path.name],
+                                *_scrapes(servers[path.name], settled[path.name], path)) for path in PATHS}
     finally:
         for server in servers.values():
             server.stop()
 
 
+def _scrapes(prometheus: Prometheus, at: int, path: Path_) -> tuple[dict[str, int], dict[str, int]]:
+    """Per cluster, the scrape whose gauges an instant query at `at` reads, and the latest whose counters it reads,
+    each told by the pod it names the moving GPU under (scrape k names the GPU's pod k mod n:
+    mixed_fleet.Node.moves); which scrapes they are depends on when they ran. Gauges: a scrape leaving a series
+    out marks it stale, so one pod's shows; counters carry their own timestamps (no staleness): the latest."""
+    pod = parse_settings(path.settings, "<test>", Path(".")).labels.pod
+    (uuid,) = mixed_fleet.moving(FLEET)
+    (node,) = [n for n in FLEET if n.moves]
+    holders = [p for _, p in node.gpus[0].instances[0].pods()]
+    gauges = prometheus.query(f'DCGM_FI_DEV_GPU_TEMP{{UUID="{uuid}"}}', at=at)
+    named = {s["metric"].get("cluster", ""): holders.index(s["metric"][pod]) for s in gauges}
+    assert len(named) == len(gauges) == len(path.clusters), gauges  # one pod at a time per cluster
+    counted: dict[str, tuple[float, int]] = {}
+    for s in prometheus.query(f'timestamp({mixed_fleet.COUNTERS[0]}{{UUID="{uuid}"}})', at=at):
+        cluster, stamp = s["metric"].get("cluster", ""), float(s["value"][1])
+        if stamp > counted.get(cluster, (-1.0, 0))[0]:
+            counted[cluster] = (stamp, holders.index(s["metric"][pod]))
+    return named, {cluster: k for cluster, (_, k) in counted.items()}
+
+
 def _series(path: Path_) -> int:
-    """Series of one field the path's Prometheus holds: one per GPU and MIG instance, and per pod sharing it where its
-    exporter writes a copy per pod."""
-    return len(path.clusters) * sum(len(node.labelled(i)) or 1 for node in FLEET for gpu in node.gpus
+    """Series of one field the path's Prometheus holds at an instant: one per GPU and MIG instance, and per pod sharing
+    it where its exporter writes a copy per pod."""
+    return len(path.clusters) * sum(len(node.labelled(i, 0)) or 1 for node in FLEET for gpu in node.gpus
                                     for i in gpu.instances)
 
 
@@ -277,12 +303,25 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
                 if path.clusters != ("",) and query.by:
                     query = with_cluster(query)
-                expected = truth(query, _node_names(path, exporters), path.clusters, collected)
+                expected = truth(query, _node_names(path, exporters), path.clusters, collected, _read(query, stack))
+                if query.by and query.metric in mixed_fleet.COUNTERS:
+                    # a counter per pod: the pod of its latest reading, and the other pod, whose latest reading is a
+                    # step (here a scrape, 1 s) older, where the step reading still counts it at this instant (whole
+                    # seconds on a step's edge; tests/integration/test_pod_counters.py pins the step)
+                    everyone = truth(query, _node_names(path, exporters), path.clusters, collected)
+                    expected.update({k: v for k, v in everyone.items() if k in shown})
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k])}
                 assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
                 checked += 1
     return checked
+
+
+def _read(query, stack: Stack) -> dict[str, int]:
+    """The scrape whose pod an instant query shows the moving GPU under (the others absent): a gauge's latest scrape
+    (Prometheus marks a series a scrape leaves out stale), a counter's latest reading (a per-pod rate reads the
+    pod's copies per 1 s step, here a scrape: the other pod's reading is a step older)."""
+    return stack.counted if query.metric in mixed_fleet.COUNTERS else stack.scrape
 
 
 def _variable_values(stack: Stack, variable: dict, **selected: str) -> set[str]:
@@ -415,10 +454,12 @@ def test_the_truth_is_the_fleet_facts():
     assert truth(Query("DCGM_FI_DEV_GPU_UTIL", "avg", ("pod",)), names)["Pod team-f/trainer.v2-0"] == 60
     assert memory["Pod team-f/trainer.v2-0"] == 40000 and by_pod["Pod team-f/trainer.v2-0"] == 500
     assert per_gpu["gpu-node-ts GPU 0"] == 12000  # the time-sliced GPU once
-    # its exporter (no KUBERNETES_VIRTUAL_GPUS) names one of the two pods sharing it: ts-1 shows the GPU, ts-0 is
-    # named by no series, so no per-pod view shows it (the limit README states and verify warns of)
-    assert memory["Pod team-d/ts-1"] == 12000 and by_pod["Pod team-d/ts-1"] == 200
-    assert "Pod team-d/ts-0" not in memory and mixed_fleet.unnamed(FLEET) == {("team-d", "ts-0")}
+    # its exporter (no KUBERNETES_VIRTUAL_GPUS) names one of the two pods sharing it at each scrape, ts-0 and ts-1 in
+    # turn: over scrapes each shows the GPU's value; at one scrape the one it names, the other not at all
+    assert memory["Pod team-d/ts-0"] == memory["Pod team-d/ts-1"] == 12000 and by_pod["Pod team-d/ts-1"] == 200
+    assert mixed_fleet.unnamed(FLEET) == set()
+    now = truth(Query("DCGM_FI_DEV_FB_USED", "sum", ("pod",)), names, scrape=1)
+    assert now["Pod team-d/ts-1"] == 12000 and "Pod team-d/ts-0" not in now
     assert "gpu-node-c GPU 0" not in truth(Query("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "max", ("node", "gpu")), names)
     instances = truth(Query("DCGM_FI_DEV_FB_USED", "avg", ("node", "gpu", "mig_instance")), names)
     assert instances == {"gpu-node-mig GPU 0 MIG 1 (3g.20gb)": 19600, "gpu-node-mig GPU 0 MIG 2 (3g.20gb)": 5000,
@@ -449,7 +490,7 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
         gpus = _variable_values(stack, variables["gpu"], node=names[node.name])
         assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
     target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
-    everything = truth(query, names, path.clusters)
+    everything = truth(query, names, path.clusters, scrape=stack.scrape)  # the moving GPU under the pod named now
     for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods(FLEET)}):
         result = stack.prometheus.query(_substitute(target["expr"], namespace=namespace), at=stack.at)
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
@@ -473,7 +514,7 @@ def test_the_warned_label_mix_shows_the_exporters_namespace_through_the_operator
         target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
         result = stack.prometheus.query(_substitute(target["expr"]), at=stack.at)
         shown[name] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-    true = truth(query, _node_names(path, exporters))
+    true = truth(query, _node_names(path, exporters), scrape=stack.scrape)
     assert set(shown["exported"]) == set(true) and all(_close(shown["exported"][k], v) for k, v in true.items())
     assert {"Pod team-a/worker-0", "Pod team-b/worker-0"} <= set(true)
     assert shown["mixed"] and {k.split("/")[0] for k in shown["mixed"]} == {"Pod gpu-operator"}, shown["mixed"]

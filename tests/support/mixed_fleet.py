@@ -12,7 +12,9 @@ the exporter maps each device to the pods kubelet's pod-resources API lists for 
 overwrites an earlier one (dcgm-exporter issues #307: "Device to pod mapping: map[nvidia0:{Name:...vkkcb}
 nvidia0/vgpu0:... nvidia0/vgpu1:...]", metrics for one pod only; #340; PR #432: the pod "not guaranteed to be
 consistently associated" across scrapes, as kubelet's order is not fixed). The model writes the last pod it lists
-(a fixed one); the other sharing pods are named by no series (`unnamed`). An exporter of 4.4 or later run
+(a fixed one; the other sharing pods are named by no series: `unnamed`) or, on a node that `moves`, the sharing
+pods in turn, each for `moves` scrapes (scrape k names pod k // moves mod n: every pod is named, one at a time). An
+exporter of 4.4 or later run
 with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels adds to each pod's copy the pod's UID
 (`pod_uid`) and the pod's own Kubernetes labels, their names sanitized (dcgm-exporter
 internal/pkg/transformation/kubernetes.go: `metric.Attributes[uidAttribute] = podInfo.UID`, and the pod's
@@ -105,12 +107,18 @@ class Node:
     # True: the exporter runs with KUBERNETES_VIRTUAL_GPUS, before 4.5.3 (one copy per sharing pod, each the
     # device's value, no `vgpu` label; tests/support/virtual_gpus.py models 4.5.3's per-process copies)
     virtual_gpus: bool = False
+    # m > 0 (without KUBERNETES_VIRTUAL_GPUS): the pod a shared GPU is named under changes every m scrapes (1: at
+    # every scrape), the sharing pods in turn (kubelet's order is not fixed: #340, PR #432); 0: it never changes
+    moves: int = 0
 
-    def labelled(self, instance: Instance) -> tuple[tuple[str, str], ...]:
-        """The pods the exporter writes the instance's series under: each pod holding it with
-        KUBERNETES_VIRTUAL_GPUS, else the last pod kubelet lists for the device (one series; none: no pod holds
-        it)."""
-        return instance.pods() if self.virtual_gpus else instance.pods()[-1:]
+    def labelled(self, instance: Instance, scrape: int | None = None) -> tuple[tuple[str, str], ...]:
+        """The pods the exporter writes the instance's series under at scrape `scrape`: each pod holding it with
+        KUBERNETES_VIRTUAL_GPUS, else one (none: no pod holds it): the last pod kubelet lists for the device, or
+        on a node that `moves` pod `scrape // moves` mod n; `scrape` None: every pod some scrape names."""
+        pods = instance.pods()
+        if self.virtual_gpus or (self.moves and scrape is None):
+            return pods
+        return pods[scrape // self.moves % len(pods):][:1] if self.moves and pods else pods[-1:]
 
     @property
     def written_hostname(self) -> str:
@@ -141,12 +149,12 @@ FLEET = (
             util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
     ), node_name_set=False),
     # time-slicing: one GPU shared by two pods, the exporter (without KUBERNETES_VIRTUAL_GPUS, the GPU operator's
-    # default) writing its series once, under ts-1 (Node.labelled): ts-0 is named by no series
+    # default) writing its series once, under ts-0 at even scrapes and ts-1 at odd ones (Node.labelled)
     Node("gpu-node-ts", "hostname", "nvidia-dcgm-exporter-t7u8v", (
         Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
             util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
                                       also=(("team-d", "ts-1"),))),
-    )),
+    ), moves=1),
     # two exporters run with --no-hostname: without a node label their GPUs 0 must stay apart
     Node("gpu-node-e", None, "nvidia-dcgm-exporter-e9f0g", (
         Gpu(0, temp=55, power=180, sm_clock=1500, xid=0, energy_mw=180_000, replays_per_s=0, memory_temp=50,
@@ -227,45 +235,54 @@ def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: int) -> str | Non
     return f"{value:g}"
 
 
-def payload(node: Node, elapsed: int | None = None) -> str:
+def payload(node: Node, elapsed: int | None = None, interval: int = 1) -> str:
     """/metrics of the node's exporter now (or `elapsed` seconds after the counters started): counters
     stamped with the current whole second and grown linearly with it (two scrapes in one second write
-    the same sample). A function of the node and the second alone: each is written once."""
+    the same sample). Scraped every `interval` seconds: `elapsed // interval` is the scrape's number, which
+    names a moving GPU's pod (Node.moves). A function of the node and the second alone: each is written once."""
     elapsed = int(time.time()) - STARTED if elapsed is None else elapsed
-    key = (node, elapsed)
+    key = (node, elapsed, interval)
     text = _PAYLOADS.get(key)
     if text is None:
         if len(_PAYLOADS) > 2_000:
             _PAYLOADS.clear()
-        text = _PAYLOADS[key] = _payload(node, elapsed)
+        text = _PAYLOADS[key] = _payload(node, elapsed, elapsed // interval)
     return text
 
 
 _PAYLOADS: dict[tuple, str] = {}
 
 
-def _payload(node: Node, elapsed: int) -> str:
+def _payload(node: Node, elapsed: int, scrape: int) -> str:
     lines = []
     for metric in FIELDS:
         lines += [f"# HELP {metric} {metric}.", f"# TYPE {metric} {'counter' if metric in COUNTERS else 'gauge'}"]
         for gpu in node.gpus:
             for instance in gpu.instances:
                 value = _value(metric, gpu, instance, elapsed)
-                for pod in node.labelled(instance) or (None,):
+                for pod in node.labelled(instance, scrape) or (None,):
                     if value is not None:
                         lines.append(f"{metric}{{{_labels(node, gpu, instance, pod)}}} {value}")
     return "\n".join(lines) + "\n"
 
 
-def settled_time(prometheus, window: int, series: int, timeout: float = 120) -> int:
-    """The latest whole second T at which each of the `series` counter series has a sample at T and
-    samples back to the start of a `window`-second range ending at T: a rate over that range
-    extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
+def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
+    """The UUIDs of the GPUs whose series move from pod to pod (Node.moves): no series of theirs is sampled at every
+    scrape."""
+    return tuple(f"GPU-{node.name}-{gpu.index}" for node in fleet if node.moves for gpu in node.gpus
+                 if any(len(i.pods()) > 1 for i in gpu.instances))
+
+
+def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET) -> int:
+    """The latest whole second T at which each of the `series` counter series of GPUs whose series do not move
+    (`moving`) has a sample at T and samples back to the start of a `window`-second range ending at T: a rate over
+    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
     deadline = time.monotonic() + timeout
+    selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
     while True:
         latest = int(time.time())
         for at in range(latest, latest - 10, -1):
-            counts = prometheus.query(f"count_over_time({COUNTERS[0]}[{window}s]) and timestamp({COUNTERS[0]}) == {at}",
+            counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
             if len(counts) == series and all(int(s["value"][1]) >= window for s in counts):
                 return at
@@ -295,28 +312,33 @@ def _aggregate(how: str, values: list[float]) -> float:
 
 
 def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",),
-          collected: frozenset[str] = frozenset(FIELDS), fleet: tuple[Node, ...] = FLEET) -> dict[str, float]:
+          collected: frozenset[str] = frozenset(FIELDS), fleet: tuple[Node, ...] = FLEET,
+          scrape: int | dict[str, int] | None = None) -> dict[str, float]:
     """Expected {legend: value} of a neutral query over the whole fleet.
 
     `node_names` maps a Kubernetes node to the name the scrape path can know it by; `clusters`
     names the clusters that each run this same fleet (one Prometheus holding them all); `fleet`, a
-    variant of FLEET.
+    variant of FLEET; `scrape`, the scrape whose readings an instant shows (per pod: a moving GPU under the one
+    pod that scrape names; per cluster: {cluster: scrape}), None: over scrapes that name each pod (a moving GPU
+    under each of its pods).
     """
     keys = set(query.by) - {"cluster"}
     groups: dict[str, list[float]] = {}
     for cluster in clusters:
         prefix = f"{cluster} " if "cluster" in query.by else ""
-        _add_cluster(query, keys, node_names, prefix, groups, collected, fleet)
+        _add_cluster(query, keys, node_names, prefix, groups, collected, fleet,
+                     scrape.get(cluster) if isinstance(scrape, dict) else scrape)
     return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
 
 
 def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
-                 groups: dict[str, list[float]], collected: frozenset[str], fleet: tuple[Node, ...]) -> None:
+                 groups: dict[str, list[float]], collected: frozenset[str], fleet: tuple[Node, ...],
+                 scrape: int | None) -> None:
     for node in fleet:
         for gpu in node.gpus:
             if "pod" in keys:  # per pod: the pods the exporter names (a pod it names on no series has no view)
-                named = _named(node, gpu)
-                parts = [(holder, [i for i in gpu.instances if holder in node.labelled(i)]) for holder in named]
+                named = _named(node, gpu, scrape)
+                parts = [(holder, [i for i in gpu.instances if holder in node.labelled(i, scrape)]) for holder in named]
             elif "mig_instance" in keys:
                 parts = [(i, [i]) for i in gpu.instances if i.id is not None]
             else:
@@ -344,13 +366,14 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                 groups.setdefault(prefix + legend if legend else legend, []).append(value)
 
 
-def _named(node: Node, gpu: Gpu) -> set[tuple[str, str]]:
-    """The pods the exporter names on the GPU's series."""
-    return {pod for i in gpu.instances for pod in node.labelled(i)}
+def _named(node: Node, gpu: Gpu, scrape: int | None = None) -> set[tuple[str, str]]:
+    """The pods the exporter names on the GPU's series (at `scrape`; None: at some scrape)."""
+    return {pod for i in gpu.instances for pod in node.labelled(i, scrape)}
 
 
 def unnamed(fleet: tuple[Node, ...] = FLEET) -> set[tuple[str, str]]:
-    """Pods that hold a GPU no series names them on: a time-sliced GPU's other pods without KUBERNETES_VIRTUAL_GPUS.
+    """Pods that hold a GPU no series names them on: a time-sliced GPU's other pods where an exporter without
+    KUBERNETES_VIRTUAL_GPUS names the same pod at every scrape (on a node that `moves`, none).
     No per-pod view, variable or alarm can show them (README: "A GPU's counters when pods share it"; `gpudash
     verify` warns, `GPUs shared by pods`)."""
     return {pod for node in fleet for gpu in node.gpus for pod in gpu.holders() - _named(node, gpu)}

@@ -29,7 +29,8 @@ from tests.support.cloudwatch_widgets import close, header as _header, panel, sa
 from tests.support.dcgm_fleet import target_labels
 from tests.support.mixed_fleet import COUNTERS, DEVICE, FIELDS, FLEET, INSTANCE_AVG, INSTANCE_SUM, Instance, truth
 
-STEP, START, END = 30, 0, 2100  # seven 5-minute periods; the agent saw one scrape before START
+STEP, START, END = 30, 0, 2100  # seven 5-minute periods; the agent saw two scrapes before START (one per pod the
+# moving time-sliced GPU names in turn: each pod's counter has its first reading before START)
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 NAMES = {node.name: node.name for node in FLEET}
 STAND_IN = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # what MIG instances report instead of GPU utilization
@@ -73,8 +74,8 @@ def _project(folder: Path, settings: str = "", dashboards: dict[str, str] | None
 
 def _datapoints(files, fleet=VARIANT):
     config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
-               for k in range(-1, END // STEP) for node in fleet]
+    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
+               for k in range(-2, END // STEP) for node in fleet]
     return Agent(config, job).run(scrapes)
 
 
@@ -93,13 +94,14 @@ def _per_instance(metric: str, fleet=VARIANT, copies: bool = False) -> dict[str,
     """A field of MIG instances, per GPU instance (a whole GPU is one; pods sharing it count it once). A device
     counter's rate repeats on each instance of its GPU; with `copies` (agent.pipeline: classic) it reads once per
     series the exporter writes of the instance: once per pod sharing it by time-slicing where the exporter runs
-    with KUBERNETES_VIRTUAL_GPUS, once (under one of the pods) without it; a GPU whose counter reads "not
-    supported" has no line."""
+    with KUBERNETES_VIRTUAL_GPUS, once (under one of the pods) without it, and not at all where that pod changes at
+    every scrape (no series spans two scrapes: `Node.moves`); a GPU whose counter reads "not supported" has no line."""
     if metric in DEVICE_COUNTERS:
         return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}":
-                getattr(gpu, DEVICE_COUNTERS[metric]) * (max(1, len(node.labelled(instance))) if copies else 1)
+                getattr(gpu, DEVICE_COUNTERS[metric]) * (max(1, len(node.labelled(instance, 0))) if copies else 1)
                 for node in fleet for gpu in node.gpus for instance in gpu.instances
-                if getattr(gpu, DEVICE_COUNTERS[metric]) is not None}
+                if getattr(gpu, DEVICE_COUNTERS[metric]) is not None
+                and not (copies and node.moves == 1 and len(instance.pods()) > 1)}
     return {f"{node.name} GPU {gpu.index} MIG {instance.id or 'none'}": getattr(instance, FACTS[metric])
             for node in fleet for gpu in node.gpus for instance in gpu.instances}
 
@@ -117,12 +119,38 @@ def _expected(query, lines: set[str], header: str, title: str) -> dict[str, floa
         assert not _said(header, title, "a GPU shared by time-slicing or MPS reads its increase once per pod")
         assert _said(header, title, "the increase between two scrapes that no one series of a GPU spans (the "
                      "exporter names a GPU pods share by time-slicing or MPS under one of them") == copies
+        assert ("(none of the GPU's increase where the pod named changes at every scrape)" in header) == copies
         return _per_instance(query.metric, copies=copies)
     collected = frozenset(FIELDS)
     if query.metric == "DCGM_FI_DEV_GPU_UTIL":
         assert _said(header, title, "GPUs split into MIG instances do not report it and are left out")
         collected -= {STAND_IN}  # the truth without the stand-in: MIG GPUs give no utilization
-    return truth(query, NAMES, collected=collected, fleet=VARIANT)
+    return _as_said(truth(query, NAMES, collected=collected, fleet=VARIANT), query, header, title)
+
+
+SHARE_SAID = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them at "
+              "a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
+LOSS_SAID = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them at "
+             "a time (without KUBERNETES_VIRTUAL_GPUS), reads no increase across the scrapes it was not named at on "
+             "agent.pipeline: classic (none where the name changes at every scrape)")
+
+
+def _as_said(expected: dict[str, float], query, header: str, title: str) -> dict[str, float]:
+    """Per pod, the pods of the time-sliced GPU whose exporter names another of them at every scrape
+    (gpu-node-ts: ts-0 and ts-1 in turn). The truth is the GPU's value under each of them (the OTel pipeline
+    reads it: the mean of each pod's totals at the scrapes that name it). agent.pipeline: classic, as the header
+    says, reads a pod's sum or count as the share of the period's scrapes that named it (half of the GPU), and a
+    pod's counter as no increase at all (the name changes at every scrape)."""
+    if "pod" not in query.by:
+        return expected
+    shared = {f"Pod {ns}/{pod}": len(gpu.holders()) for node in VARIANT if node.moves for gpu in node.gpus
+              for ns, pod in gpu.holders()}
+    assert shared == {"Pod team-d/ts-0": 2, "Pod team-d/ts-1": 2}  # each holds this GPU alone
+    if _said(header, title, LOSS_SAID):
+        return {k: v for k, v in expected.items() if k not in shared}
+    if _said(header, title, SHARE_SAID):
+        return {k: v / shared[k] if k in shared else v for k, v in expected.items()}
+    return expected
 
 
 def test_every_widget_shows_the_truth_on_mig_and_time_sliced_gpus(mixed):
@@ -351,7 +379,7 @@ def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):
     project, files, _ = mixed
     config, job = agent_config(files[AGENT_FILE])
     missed = 3  # the scrape at 90 s on gpu-node-a, in the first period
-    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
+    scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
                for k in range(-1, END // STEP) for node in VARIANT if not (k == missed and node.name == "gpu-node-a")]
     datapoints = Agent(config, job).run(scrapes)
     (properties,) = [p for _, p in widgets(files) if p["title"] == "PCIe replays"]
@@ -426,7 +454,7 @@ def _counting_fleet():
 
 def _served(node, elapsed: int) -> str:
     """The node's payload; the reset node's PCIe counter counts from 0 again after RESET_AT."""
-    text = mixed_fleet.payload(node, elapsed)
+    text = mixed_fleet.payload(node, elapsed, STEP)
     if node.name != "gpu-node-reset" or elapsed <= RESET_AT:
         return text
     grown = int(node.gpus[0].replays_per_s * (elapsed - RESET_AT))
@@ -466,7 +494,7 @@ def test_a_gpus_counter_increase_is_exact_with_missed_scrapes_mig_resets_and_any
     for node in fleet:
         (gpu,) = node.gpus
         for instance in gpu.instances:
-            copies = max(1, len(node.labelled(instance))) if classic else 1
+            copies = max(1, len(node.labelled(instance, 0))) if classic else 1
             label = f"{node.name} GPU {gpu.index}" + (f" MIG {instance.id or 'none'}" if classic else "")
             truth_per_scrape[label] = gpu.replays_per_s * STEP * copies
     assert len(truth_per_scrape) == (10 if classic else 4)
