@@ -19,7 +19,9 @@ pods the truth names, and for no other.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+from dataclasses import replace
 from statistics import mean
 
 import pytest
@@ -76,10 +78,17 @@ MIXED = Node("gpu-node-mixed", "Hostname", "nvidia-dcgm-exporter-x7y8z", (
     _a100(1, _instance("1", "both", 0.01), _instance("2", "whole-idle", 0.5)),
     _a100(2, _whole("whole-idle", 2), util=2),
 ))
+# A GPU share-0 and share-1 time-slice, idle (2 %) with 800 MiB free, which its exporter (without
+# KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes (#340): each pod holds an idle, full GPU.
+SHARED = Node("gpu-node-shared", "Hostname", "nvidia-dcgm-exporter-s3t4u", (
+    Gpu(0, temp=50, power=80, sm_clock=1400, xid=0, energy_mw=80_000, replays_per_s=0, memory_temp=50, util=2,
+        instances=(Instance(pod=("team-s", "share-0"), also=(("team-s", "share-1"),), fb_used=23200, fb_free=800,
+                            engine=0.02),)),
+), moves=1)
 # Whole GPUs (worker-0 in two namespaces, the idle infer-1) and the GPU ts-0 and ts-1 share, which its exporter
-# (without KUBERNETES_VIRTUAL_GPUS) names under ts-1 alone: at 60 % no rule names either pod.
+# (without KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes: at 60 % no rule names either pod.
 FLEET_HERE = (*(node for node in FLEET if node.name in ("gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-ts")),
-              MIG, MIXED)
+              MIG, MIXED, SHARED)
 
 
 def _readings() -> tuple[dict[str, dict[bool, list[float]]], dict[str, list[float]]]:
@@ -90,7 +99,7 @@ def _readings() -> tuple[dict[str, dict[bool, list[float]]], dict[str, list[floa
     for node in FLEET_HERE:
         for gpu in node.gpus:
             for instance in gpu.instances:
-                for namespace, pod in node.labelled(instance):  # ts-0, named by no series, has no view
+                for namespace, pod in node.labelled(instance):  # every pod some scrape names
                     name = f"{namespace}/{pod}"
                     util.setdefault(name, {}).setdefault(gpu.mig, []).append(
                         instance.engine * 100 if gpu.mig else gpu.util)
@@ -122,14 +131,16 @@ TRUTH = _truth()
 
 def test_the_truth_is_where_the_old_meanings_differ():
     """Each MIG situation is one where the GPUs' means, or the sum of one GPU's instances, tell otherwise."""
+    shared = {"team-s/share-0", "team-s/share-1"}  # each holds the idle, full GPU the label moves over
     assert IDLE == {("team-a/infer-1", "0", None), ("team-i/spread", "0", "1"), ("team-i/spread", "0", "2"),
-                    ("team-i/skew", "0", "4"), ("team-i/both", "1", "1"), ("team-i/whole-idle", "2", None)}
+                    ("team-i/skew", "0", "4"), ("team-i/both", "1", "1"), ("team-i/whole-idle", "2", None),
+                    ("team-s/share-0", "0", None), ("team-s/share-1", "0", None)}
     assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
-                                  "team-i/whole-idle"},
-                     "framebuffer-full": {"team-i/pair"},
+                                  "team-i/whole-idle", *shared},
+                     "framebuffer-full": {"team-i/pair", *shared},
                      "pod-busy": {"team-a/worker-0", "team-i/skew"},
                      "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
-                                     "team-i/whole-idle"}}
+                                     "team-i/whole-idle", *shared}}
     by_kind, _ = _readings()  # a mean over both kinds would call neither pod idle
     assert {p for p in ("team-i/both", "team-i/whole-idle")
             if mean([v for values in by_kind[p].values() for v in values]) < 5} == set()
@@ -160,7 +171,7 @@ def built_with(folder, alarms: dict[str, str], fields=FIELDS, settings: str = ""
 def test_cloudwatch_alarms_name_the_pods_the_truth_names(built):
     files, _ = built
     config, job = agent_config(files[AGENT_FILE])
-    scrapes = [Scrape(float(k * STEP), mixed_fleet.payload(node, k * STEP), target_labels(job, node.name))
+    scrapes = [Scrape(float(k * STEP), mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
                for k in range(STEPS) for node in FLEET_HERE]
     points = Agent(config, job).run(scrapes)
     requests = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
@@ -175,15 +186,31 @@ def test_cloudwatch_alarms_name_the_pods_the_truth_names(built):
             assert {(f"{c['namespace']}/{c['pod']}", c["gpu"], c.get("GPU_I_ID")) for c in fired} == IDLE
 
 
-def _series(node: Node) -> list[dict[str, str]]:
-    """The node's gauges as Prometheus stores them after the scrape (the node attached), constant over time."""
-    result = []
-    for line in mixed_fleet.payload(node, 0).splitlines():
-        if line.startswith("#") or not line.startswith(("DCGM_FI_DEV_FB", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF")):
-            continue
-        series, value = line.rsplit(" ", 1)
-        result.append({"series": f'{series[:-1]},node="{node.name}"}}', "values": f"{value}x{STEPS}"})
-    return result
+def _served(node: Node, k: int) -> str:
+    """The node's payload at scrape k."""
+    return mixed_fleet.payload(node, k * STEP, STEP)
+
+
+def _series(node: Node, served=_served, late: int = 0) -> list[dict[str, str]]:
+    """The node's gauges as Prometheus stores them from its scrapes (`served(node, k)`, at k * STEP + `late` s; the
+    node attached), values LATE_STEP apart when `late`: a series a scrape leaves out (a moving pod label's) gets a
+    staleness marker there, as Prometheus writes one."""
+    values: dict[str, list[str]] = {}
+    for k in range(STEPS):
+        for line in served(node, k).splitlines():
+            if line.startswith("#") or not line.startswith(("DCGM_FI_DEV_FB", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF")):
+                continue
+            series, value = line.rsplit(" ", 1)
+            values.setdefault(f'{series[:-1]},node="{node.name}"}}', ["_"] * STEPS)[k] = value
+    for readings in values.values():
+        for k in range(1, STEPS):
+            if readings[k] == "_" and readings[k - 1] not in ("_", "stale"):
+                readings[k] = "stale"
+    if late:  # restated LATE_STEP apart: none before `late`, none between the scrapes
+        gap = STEP // LATE_STEP
+        values = {series: ["_"] * (late // LATE_STEP) + [v for reading in readings for v in [reading] + ["_"] * (gap - 1)]
+                  for series, readings in values.items()}
+    return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
 
 
 def test_prometheus_rules_name_the_pods_the_truth_names(built):
@@ -205,3 +232,82 @@ def test_prometheus_rules_name_the_pods_the_truth_names(built):
     series = [s for node in FLEET_HERE for s in _series(node)]
     _promtool_test(folder, "mig_twins.yaml", [{"interval": f"{STEP}s", "input_series": series,
                                                "alert_rule_test": checks}], evaluation_interval=f"{STEP}s")
+
+
+
+# Scrapes LATE s after the minute's half: each minute, when both forms are judged, is 15 s after a scrape (no reading on
+# a period's edge), and promtool evaluates once a minute (its input LATE_STEP apart).
+LATE, LATE_STEP = 45, 15
+
+
+def _fired(files, node: Node, minutes: range, rule: str = "gpu-idle", served=_served) -> dict[int, set[str]]:
+    """Per minute, the pods the rule's CloudWatch alarms are in ALARM for at it, `node`'s payloads (`served(node, k)`,
+    at k * STEP + LATE s) through the agent."""
+    config, job = agent_config(files[AGENT_FILE])
+    points = Agent(config, job).run([Scrape(float(k * STEP + LATE), served(node, k), target_labels(job, node.name))
+                                     for k in range(STEPS)])
+    idle = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+            if {"Key": "gpudash:rule", "Value": rule} in a["Request"]["Tags"]]
+    return {minute: {dict(key)["pod"] for request in idle
+                     for key, state in cloudwatch_eval.alarm(request, points, minute * 60).items()
+                     if state == "ALARM"}
+            for minute in minutes}
+
+
+
+def test_a_pod_the_label_leaves_for_long_is_not_called_idle_by_either_form(built):
+    """kubelet's order may also stay put for a while (#340): on `stuck` the exporter names stuck-0 for 20 minutes,
+    then stuck-1, on a GPU both hold, idle (2 %) throughout, as SHARED's is, whose exporter names share-0 and
+    share-1 at alternate scrapes. All four pods are idle. A per-pod rule reads only the readings the exporter names a
+    pod on, and a period holding none of a pod's counts as not idle (the alarm's TreatMissingData notBreaching: it
+    takes the latest periods with data within N + 2; the rule's weights do the same): share-0 is called idle from
+    minute 26, share-1 from minute 27 (its first reading came a scrape later), but neither stuck pod at any minute of
+    the 40 (each has readings in at most 4 of the last 8 periods, and the idle rule needs 6), as README says. The
+    CloudWatch alarm and the Prometheus rule agree at every minute (15 s after a scrape: no reading on a period's
+    edge)."""
+    files, folder = built
+    stuck = replace(SHARED, name="gpu-node-stuck", exporter_pod="nvidia-dcgm-exporter-k9l8m", moves=40, gpus=(
+        replace(SHARED.gpus[0], instances=(replace(SHARED.gpus[0].instances[0], pod=("team-s", "stuck-0"),
+                                                   also=(("team-s", "stuck-1"),)),)),))
+    minutes = range(10, STEPS * STEP // 60)
+    alternate, stuck_fired = _fired(files, SHARED, minutes), _fired(files, stuck, minutes)
+    assert {m: pods for m, pods in alternate.items() if pods} == {26: {"share-0"}, **{
+        m: {"share-0", "share-1"} for m in range(27, 40)}}
+    assert not any(stuck_fired.values())
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    alert = next(r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "gpu-idle")
+    checks = [{"eval_time": f"{minute}m", "alertname": alert,
+               "exp_alerts": [_expected(folder, alert, namespace="team-s", pod=pod, gpu="0") for pod in sorted(pods)]}
+              for minute, pods in alternate.items()]
+    _promtool_test(folder, "stuck.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
+                                           "input_series": _series(SHARED, late=LATE) + _series(stuck, late=LATE)}],
+                   evaluation_interval="1m")
+
+
+PEAK = 41  # the scrape at 21:15 (LATE), which names peak-1
+
+
+def _peak(node: Node, k: int) -> str:
+    """`peaked`'s payload: 12,000 MiB free but 800 at scrape PEAK."""
+    text = _served(node, k)
+    return re.sub(r"^(DCGM_FI_DEV_FB_FREE\{.*\}) 12000$", r"\g<1> 800", text, flags=re.M) if k == PEAK else text
+
+
+def test_a_shared_gpu_full_at_one_reading_alarms_for_the_pod_named_at_it_in_both_forms(built):
+    """A GPU peak-0 and peak-1 time-slice, named at alternate scrapes, had 800 MiB free at one reading (21:15), under
+    peak-1's name. Both pods hold the full GPU then; the framebuffer rule (a reading of the last 5 minutes under
+    1,024 MiB) reads a pod's readings, so both forms alarm for peak-1 alone, at minutes 22 to 26, as README says."""
+    files, folder = built
+    peaked = replace(SHARED, name="gpu-node-peak", exporter_pod="nvidia-dcgm-exporter-p4q5r", gpus=(
+        replace(SHARED.gpus[0], instances=(replace(SHARED.gpus[0].instances[0], pod=("team-s", "peak-0"),
+                                                   also=(("team-s", "peak-1"),), fb_free=12000),)),))
+    assert peaked.labelled(peaked.gpus[0].instances[0], PEAK) == (("team-s", "peak-1"),)
+    fired = _fired(files, peaked, range(15, STEPS * STEP // 60), "framebuffer-full", _peak)
+    assert {m: pods for m, pods in fired.items() if pods} == {m: {"peak-1"} for m in range(22, 27)}
+    groups = yaml.safe_load((folder / "rules.yaml").read_text())["groups"]
+    alert = next(r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == "framebuffer-full")
+    checks = [{"eval_time": f"{minute}m", "alertname": alert,
+               "exp_alerts": [_expected(folder, alert, namespace="team-s", pod=pod) for pod in sorted(pods)]}
+              for minute, pods in fired.items()]
+    _promtool_test(folder, "peak.yaml", [{"interval": f"{LATE_STEP}s", "alert_rule_test": checks,
+                                          "input_series": _series(peaked, _peak, LATE)}], evaluation_interval="1m")
