@@ -60,26 +60,37 @@ def project_dir(project_dir):
 
 def _clients_kept(moto, monkeypatch) -> None:
     """Each CLI run's CloudWatch makes its boto3 clients as the command does, but one it makes for moto's own
-    address (not a proxy's: a proxy lives for one test) is kept for the module's later runs: creating a client
-    (its handlers, its endpoint rules) was a fifth of a publishing test's CPU, and a client holds nothing of a
-    run but its connections. Reused only under the same credentials; masked for each run as the command does."""
+    address is kept for the module's later runs, and one for a fault proxy in front of it (tests/support/
+    fault_proxy.py) for the test's later runs (a proxy lives for one test): creating a client (its handlers, its
+    endpoint rules) was a fifth of a publishing test's CPU, and a client holds nothing of a run but its
+    connections. Reused only under the same credentials; masked for each run as the command does."""
     from generator.clients import cloudwatch
+    from tests.support.fault_proxy import FaultProxy
+    from tests.support.moto_server import answered_here
 
     make = cloudwatch.CloudWatch.client
+    this_test: dict = {}  # a proxy's clients
 
     def client(self, region: str, service: str = "cloudwatch"):
-        if self.endpoint_url != moto.url or (region, service) in self.clients:
+        if self.endpoint_url == moto.url:
+            kept = moto.product_clients
+        elif isinstance(answered_here(self.endpoint_url), FaultProxy):
+            kept = this_test
+        else:
+            return make(self, region, service)
+        if (region, service) in self.clients:
             return make(self, region, service)
         found = self.session.get_credentials()
         if found is None:
             return make(self, region, service)
         frozen = found.get_frozen_credentials()
-        key = (region, service, self.session.profile_name, frozen.access_key, frozen.secret_key, frozen.token)
-        if key not in moto.product_clients:
-            moto.product_clients[key] = make(self, region, service)
+        key = (self.endpoint_url, region, service, self.session.profile_name, frozen.access_key, frozen.secret_key,
+               frozen.token)
+        if key not in kept:
+            kept[key] = make(self, region, service)
         with self.lock:
             cloudwatch._mask_credentials(self.session)
-            self.clients[(region, service)] = moto.product_clients[key]
+            self.clients[(region, service)] = kept[key]
         return self.clients[(region, service)]
 
     monkeypatch.setattr(cloudwatch.CloudWatch, "client", client)

@@ -21,10 +21,17 @@ string and form body (`query`: one PromQL query among a server's), bytes the req
 X-Amz-Target header, such as DescribeAlarms), or the AWS Region the request is signed for (`region`,
 read from its Authorization header's credential scope); `skip` lets that many matching requests through
 first. `operations` lists the AWS operations that reached the proxy, in order.
+
+In front of a moto server running in this process (tests/support/moto_server.py), botocore's requests from this
+process are answered in the caller's thread, as the proxy answers them over HTTP (the same rules, log and
+headers), except those a rule breaks the connection of (reset-before, reset-after, truncate, drip): those, and
+every request from another process, reach the proxy over a socket. Its forwards are answered by that server in
+the proxy's thread.
 """
 
 from __future__ import annotations
 
+import email.utils
 import http.client
 import json
 import re
@@ -41,6 +48,9 @@ from tests.support.loopback import KeepAliveHandler, LoopbackServer
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
               "content-length"}
 ACTIONS = ("status", "reset-before", "reset-after", "truncate", "body", "drip", "before", "rewrite", "gateway")
+CONNECTION_FAULTS = ("reset-before", "reset-after", "truncate", "drip")  # what a request must reach over a socket for
+_OVER_HTTP = object()
+_SERVER = KeepAliveHandler.server_version + " " + KeepAliveHandler.sys_version  # the Server header it answers with
 HTML = b"<!doctype html><html><head><title>Sign in</title></head><body>Please sign in</body></html>"
 
 
@@ -96,17 +106,7 @@ class FaultProxy(LoopbackServer):
             def _handle(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                path = urlsplit(self.path).path
-                query = unquote_plus(urlsplit(self.path).query + "&" + body.decode("utf-8", "replace"))
-                operation = (self.headers.get("X-Amz-Target") or "").rpartition(".")[2]
-                if operation:
-                    with proxy.lock:
-                        proxy.operations.append(operation)
-                scope = re.search(r"Credential=[^/]*/[^/]*/([^/]+)/", self.headers.get("Authorization") or "")
-                rule = proxy._take(self.command, path, body, operation, scope.group(1) if scope else "", query)
-                action = rule.action if rule else "forward"
-                with proxy.lock:
-                    proxy.log.append((self.command, path, action))
+                rule, action = proxy._request(self.command, self.path, self.headers, body)
                 if action == "gateway":
                     proxy._forward(self, self.command, self.path, self.headers, body)
                 if action in ("status", "gateway"):
@@ -192,21 +192,81 @@ class FaultProxy(LoopbackServer):
         """What the proxy did other than forwarding."""
         return [entry for entry in self.log if entry[2] != "forward"]
 
-    def _take(self, method: str, path: str, body: bytes, operation: str = "", region: str = "",
-              query: str = "") -> Rule | None:
+    def _request(self, method: str, target: str, headers, body: bytes,
+                 in_process: bool = False) -> tuple[Rule | None, str] | None:
+        """Record a request (its AWS operation, and in the log what the proxy does with it) and take the rule
+        that applies to it: (the rule or None, the action). With `in_process`, None when that rule breaks the
+        connection: nothing is recorded or taken, the request is to be sent over HTTP."""
+        path = urlsplit(target).path
+        query = unquote_plus(urlsplit(target).query + "&" + body.decode("utf-8", "replace"))
+        operation = (headers.get("X-Amz-Target") or "").rpartition(".")[2]
+        scope = re.search(r"Credential=[^/]*/[^/]*/([^/]+)/", headers.get("Authorization") or "")
         with self.lock:
-            for rule in self.rules:
-                if rule.matches(method, path, body, operation, region, query):
-                    if rule.skip > 0:
-                        rule.skip -= 1
-                        return None
-                    rule.times -= 1
-                    return rule
+            rule = self._take(method, path, body, operation, scope.group(1) if scope else "", query,
+                              keep=CONNECTION_FAULTS if in_process else ())
+            if rule is _OVER_HTTP:
+                return None
+            if operation:
+                self.operations.append(operation)
+            action = rule.action if rule else "forward"
+            self.log.append((method, path, action))
+        return rule, action
+
+    def _take(self, method: str, path: str, body: bytes, operation: str = "", region: str = "",
+              query: str = "", keep: tuple[str, ...] = ()) -> Rule | None | object:
+        """The rule that applies to a request, taken (called with the lock held); _OVER_HTTP, not taken, when
+        its action is one of `keep`."""
+        for rule in self.rules:
+            if rule.matches(method, path, body, operation, region, query):
+                if rule.skip > 0:
+                    rule.skip -= 1
+                    return None
+                if rule.action in keep:
+                    return _OVER_HTTP
+                rule.times -= 1
+                return rule
         return None
+
+    def answer(self, request, parts):
+        """botocore's request answered in the caller's thread, as the proxy answers it over HTTP (see
+        tests/support/moto_server.py), when the upstream moto server runs in this process; None (it is sent over
+        HTTP) when the rule that applies breaks the connection (reset, truncate, drip): that needs a socket."""
+        from tests.support.moto_server import as_sent, received
+
+        method, target, headers, body = as_sent(request, parts)
+        found = self._request(method, target, _Headers(headers), body, in_process=True)
+        if found is None:
+            return None
+        rule, action = found
+        if action == "gateway":
+            self._forward(None, method, target, headers, body)
+        if action in ("status", "gateway"):
+            if rule.callback is not None:
+                rule.callback()
+            data = rule.body if rule.body is not None else json.dumps({"message": "injected fault"}).encode()
+            answer = Answer(rule.status, "", list({"Content-Type": "application/json", **rule.headers}.items()), data)
+        elif action == "body":
+            content = rule.headers.get("Content-Type", "text/html; charset=utf-8")
+            answer = Answer(200, "OK", [("Content-Type", content)], rule.body or HTML)
+        else:
+            if action == "before":
+                rule.callback()
+            answer = self._forward(None, method, target, headers, body)
+            if action == "rewrite":
+                answer.body = rule.callback(answer.body)
+        sent = [("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)),
+                *((name, value) for name, value in answer.headers if name.lower() not in HOP_BY_HOP),
+                ("Content-Length", str(len(answer.body)))]
+        return received(request, answer.status, sent, answer.body)
 
     def _forward(self, handler, method: str, target: str, headers, body: bytes) -> Answer:
         """Send the request upstream on the connection this client connection keeps to the server (opened at
         its first request, closed when either end closes or fails)."""
+        answered = self._answered_in_process(method, target, headers, body)
+        if answered is not None:
+            return answered
+        if handler is None:  # (only asked in this process when the upstream answers in it)
+            raise RuntimeError("no in-process upstream to forward to")
         connection = getattr(handler, "upstream", None)
         if connection is None:
             connection = handler.upstream = http.client.HTTPConnection(*self.upstream, timeout=30)
@@ -224,7 +284,46 @@ class FaultProxy(LoopbackServer):
             handler.upstream = None
         return answer
 
+    def _answered_in_process(self, method: str, target: str, headers, body: bytes) -> Answer | None:
+        """The answer of an upstream moto server running in this process (tests/support/moto_server.py), asked in
+        this thread: what its HTTP handler answers the same request, without a second connection and its
+        threads. None for any other upstream: the request goes over HTTP."""
+        from tests.support.moto_server import in_process_server
+
+        server = in_process_server(f"{self.upstream[0]}:{self.upstream[1]}")
+        if server is None:
+            return None
+        pairs = headers.items() if hasattr(headers, "items") else headers
+        forwarded = [(k, v) for k, v in pairs if k.lower() not in HOP_BY_HOP]
+        status, reason, answered, data = server.answer_as_http(method, target, forwarded, body)
+        return Answer(status, reason, answered, data)
+
+    def __enter__(self) -> "FaultProxy":
+        from tests.support.moto_server import in_process_server, serve_in_process
+
+        super().__enter__()
+        if in_process_server(f"{self.upstream[0]}:{self.upstream[1]}") is not None:
+            serve_in_process(self.address, self)  # botocore's requests to it: see answer()
+        return self
+
     def __exit__(self, *exc) -> None:
+        from tests.support.moto_server import stop_serving_in_process
+
+        stop_serving_in_process(self.address)
         self.stopping.set()
         super().__exit__(*exc)
+
+
+class _Headers:
+    """A request's headers as (name, value) pairs, read by name in any case as the HTTP handler reads them."""
+
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self.pairs = pairs
+        self.named = {name.lower(): value for name, value in pairs}
+
+    def get(self, name: str, default=None):
+        return self.named.get(name.lower(), default)
+
+    def items(self):
+        return self.pairs
 

@@ -260,7 +260,7 @@ def _wsgi_handler(app) -> type[KeepAliveHandler]:
     return Handler
 
 
-_IN_PROCESS: dict[str, "MotoServer"] = {}  # "127.0.0.1:port" -> a running server whose callers here it answers
+_IN_PROCESS: dict[str, object] = {}  # "127.0.0.1:port" -> a running server (moto, a proxy) answering callers here
 
 
 def _sent_in_process() -> None:
@@ -280,9 +280,8 @@ def _sent_in_process() -> None:
     def send(self, request):
         parts = urlsplit(request.url)
         server = _IN_PROCESS.get(parts.netloc) if parts.scheme == "http" else None
-        if server is None:
-            return over_http(self, request)
-        return server.answer(request, parts)
+        answered = None if server is None else server.answer(request, parts)
+        return over_http(self, request) if answered is None else answered
 
     send.in_process = True
     httpsession.URLLib3Session.send = send
@@ -328,38 +327,22 @@ class MotoServer(LoopbackServer):
         _IN_PROCESS.pop(self.address, None)
         super().__exit__(*exc)
 
+    def answer_as_http(self, method: str, target: str, headers: list[tuple[str, str]],
+                       body: bytes) -> tuple[int, str, list[tuple[str, str]], bytes]:
+        """What this server's HTTP handler answers a request that http.client sends with these headers (it adds
+        Accept-Encoding and the length; a Host given is kept): status, reason, headers (its Server and Date
+        first, the length last) and body, answered by moto's application in the caller's thread."""
+        sent = _as_http_client_sends(headers, self.address, body)
+        code, reason, answered, data = _answer(self.app, method, target, sent, body, self.server.server_address,
+                                               "127.0.0.1")
+        return code, reason, [("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)), *answered,
+                              ("Content-Length", str(len(data)))], b"" if method == "HEAD" else data
+
     def answer(self, request, parts):
         """botocore's request answered by moto's application in this thread, as an HTTP answer (see above)."""
-        from botocore.awsrequest import AWSResponse
-        from urllib3 import HTTPHeaderDict
-
-        body = request.body
-        if body is None:
-            body = b""
-        elif isinstance(body, str):
-            body = body.encode("utf-8")
-        elif not isinstance(body, (bytes, bytearray)):
-            body = body.read()
-        headers = [(name, value.decode("latin-1") if isinstance(value, bytes) else str(value))
-                   for name, value in request.headers.items()]
-        names = {name.lower() for name, _ in headers}
-        added = [("Host", parts.netloc)] if "host" not in names else []
-        if "accept-encoding" not in names:
-            added.append(("Accept-Encoding", "identity"))
-        if body and "content-length" not in names:
-            added.append(("Content-Length", str(len(body))))
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        code, _, answered, data = _answer(self.app, request.method, target, [*added, *headers], bytes(body),
-                                          self.server.server_address, "127.0.0.1")
-        received = HTTPHeaderDict()
-        for name, value in (("Server", _SERVER), ("Date", email.utils.formatdate(usegmt=True)), *answered,
-                            ("Content-Length", str(len(data)))):
-            received.add(name, value)
-        response = AWSResponse(request.url, code, received, _Raw(b"" if request.method == "HEAD" else data))
-        response.content  # read at once, as botocore reads an answer it does not stream
-        return response
+        method, target, headers, body = as_sent(request, parts)
+        code, _, answered, data = self.answer_as_http(method, target, headers, body)
+        return received(request, code, answered, data)
 
     def reset(self) -> None:
         if self.address in _IN_PROCESS:  # moto's own reset endpoint, asked as any in-process request
@@ -402,6 +385,74 @@ class MotoServer(LoopbackServer):
             for dimensions in ({"namespace": namespace, "pod": pod}, {"node": node, "gpu": gpu})] + [{
                 "MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
                 "Dimensions": [{"Name": "ClusterName", "Value": cluster}]}] * daemonset_counts)
+
+
+def as_sent(request, parts) -> tuple[str, str, list[tuple[str, str]], bytes]:
+    """botocore's request as http.client sends it: method, target, headers (the Host, Accept-Encoding and length
+    that it adds when the request has none), body."""
+    body = request.body
+    if body is None:
+        body = b""
+    elif isinstance(body, str):
+        body = body.encode("utf-8")
+    elif not isinstance(body, (bytes, bytearray)):
+        body = body.read()
+    headers = [(name, value.decode("latin-1") if isinstance(value, bytes) else str(value))
+               for name, value in request.headers.items()]
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    return request.method, target, _as_http_client_sends(headers, parts.netloc, body), bytes(body)
+
+
+def _as_http_client_sends(headers: list[tuple[str, str]], host: str, body: bytes) -> list[tuple[str, str]]:
+    """`headers` with those http.client adds to a request that has none of them: Host, Accept-Encoding, the length."""
+    names = {name.lower() for name, _ in headers}
+    added = [("Host", host)] if "host" not in names else []
+    if "accept-encoding" not in names:
+        added.append(("Accept-Encoding", "identity"))
+    if body and "content-length" not in names:
+        added.append(("Content-Length", str(len(body))))
+    return [*added, *headers]
+
+
+def received(request, code: int, headers: list[tuple[str, str]], data: bytes):
+    """An HTTP answer (its headers as sent) as botocore receives it for `request`."""
+    from botocore.awsrequest import AWSResponse
+    from urllib3 import HTTPHeaderDict
+
+    found = HTTPHeaderDict()
+    for name, value in headers:
+        found.add(name, value)
+    response = AWSResponse(request.url, code, found, _Raw(b"" if request.method == "HEAD" else data))
+    response.content  # read at once, as botocore reads an answer it does not stream
+    return response
+
+
+def serve_in_process(address: str, server) -> None:
+    """botocore's requests in this process to "127.0.0.1:port" are answered by `server.answer(request, parts)` in
+    the caller's thread (when it answers None, the request goes over HTTP)."""
+    _sent_in_process()
+    _IN_PROCESS[address] = server
+
+
+def stop_serving_in_process(address: str) -> None:
+    _IN_PROCESS.pop(address, None)
+
+
+def answered_here(url: str | None):
+    """What answers botocore's requests to `url` in this process (a moto server, a proxy), or None."""
+    if not url:
+        return None
+    parts = urlsplit(url)
+    return _IN_PROCESS.get(parts.netloc) if parts.scheme == "http" else None
+
+
+def in_process_server(address: str) -> MotoServer | None:
+    """The running moto server at "127.0.0.1:port" whose callers in this process it answers in their own thread
+    (None over HTTP: another address, or GPUDASH_TEST_MOTO_HTTP=1)."""
+    server = _IN_PROCESS.get(address)
+    return server if isinstance(server, MotoServer) else None
 
 
 _SHARED: list[MotoServer] = []
