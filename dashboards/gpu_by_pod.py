@@ -44,7 +44,9 @@ def dashboards(ctx):
         Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), kind="table",
               width=24, unit="count",
               description="Workload pods holding GPUs now, with how many GPUs each holds (a pod's MIG instances on "
-                          "one GPU count as that GPU)."),
+                          "one GPU count as that GPU). A GPU pods share by time-slicing or MPS is listed under the one "
+                          "pod its exporter's latest scrape names where the exporter runs without "
+                          "KUBERNETES_VIRTUAL_GPUS (not always the same one), the others not at all."),
     ])
     yield Dashboard(
         id="by-pod",

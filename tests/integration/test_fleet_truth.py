@@ -520,3 +520,20 @@ def test_the_warned_label_mix_shows_the_exporters_namespace_through_the_operator
     assert shown["mixed"] and {k.split("/")[0] for k in shown["mixed"]} == {"Pod gpu-operator"}, shown["mixed"]
     assert {k.split("/", 1)[1] for k in shown["mixed"]} == {k.split("/", 1)[1] for k in true}
     assert len(shown["mixed"]) == len(true) - 1  # the two worker-0 pods read as one
+
+
+def test_pods_on_gpus_lists_a_time_sliced_gpu_under_the_pod_named_now(stacks, projects, exporters):
+    """The table of pods holding GPUs now, on the GPU ts-0 and ts-1 share, which the exporter names under each at
+    alternate scrapes: one of them, the one the latest scrape named, holding 1 GPU; the other, which holds it too,
+    not at all. No instant query can list a pod the latest scrape leaves out: the description says so."""
+    path = PATHS[0]
+    stack, project = stacks[path.name], projects[path.name]
+    target, query = _target(project, "gpudash-by-pod", "Pods on GPUs")
+    shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+             for s in stack.prometheus.query(_substitute(target["expr"]), at=stack.at)}
+    named = ("ts-0", "ts-1")[stack.scrape[""]]
+    assert {k: v for k, v in shown.items() if "team-d/" in k} == {f"Pod team-d/{named}": 1.0}
+    assert truth(query, _node_names(path, exporters))["Pod team-d/ts-0"] == 1  # over scrapes: both hold it
+    panel = next(p for d in _dashboards(project) for p in d.model["panels"] if p["title"] == "Pods on GPUs")
+    assert "is listed under the one pod its exporter's latest scrape names where the exporter runs without " \
+           "KUBERNETES_VIRTUAL_GPUS (not always the same one), the others not at all" in panel["description"]
