@@ -1243,3 +1243,27 @@ def test_the_exporter_s_settings_are_read_from_its_own_container_never_a_sidecar
         assert checks[("kube", name)]["detail"] == (
             "no container named nvidia-dcgm-exporter or alone declaring port 9400 among kube-rbac-proxy, dcgm: "
             "the exporter's settings cannot be read")
+
+
+def test_a_helm_release_named_in_exporter_daemonset_passes_the_exporter_service_and_endpoint_checks(stack, tmp_path):
+    """`helm install gpu-metrics gpu-helm-charts/dcgm-exporter` names both its DaemonSet and its Service
+    `gpu-metrics-dcgm-exporter` (the chart's templates/service.yaml: name: dcgm-exporter.fullname). With that name in
+    exporter.daemonset, as README and verify's own fix ask, nothing is wrong with the release: verify must not fail
+    looking for a Service `dcgm-exporter` (the style's fixed name), nor read /metrics through that Service."""
+    cluster, verify = stack
+    release = "gpu-metrics-dcgm-exporter"
+    chart_labels = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": "gpu-metrics"}
+    cluster.daemonset["metadata"].update(name=release, labels=chart_labels)
+    (service,) = cluster.services.values()
+    service["metadata"].update(name=release, labels=chart_labels)
+    cluster.services = {release: service}
+    for pod in cluster.pods:
+        pod["metadata"]["labels"] = {**chart_labels, "controller-revision-hash": "1"}
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(f"exporter:\n  deployment: helm\n  namespace: gpu-operator\n  daemonset: {release}\n")
+    _, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))
+    assert checks[("kube", "exporter DaemonSet")]["status"] == "ok", checks[("kube", "exporter DaemonSet")]
+    failed = _failures(checks)
+    assert ("kube", "exporter Service") not in failed, failed[("kube", "exporter Service")]
+    assert ("exporter", "reachable") not in failed, failed[("exporter", "reachable")]
+    assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
