@@ -955,19 +955,20 @@ def _same_tags(these: list[dict[str, str]], those: list[dict[str, str]]) -> bool
 
 
 def _tags_now(cloudwatch: CloudWatch, region: str, batch: list[Change]) -> dict[str, list[dict[str, str]]]:
-    """Name -> tags of the alarms of the batch the plan found, read now: one GetResources call for the batch
-    (ResourceARNList, up to 100), then ListTagsForResource for each alarm that answer leaves out (an alarm it does
-    not know yet, or whose tags were all removed) or shows with other tags than the plan read (the alarm's own
-    answer decides: the bulk answer may lag a tag change, in either direction); every alarm alone where
-    GetResources is denied."""
+    """Name -> tags of the alarms of the batch the plan found, read now. An alarm to delete is asked alone
+    (ListTagsForResource answers from the alarm itself): a delete cannot be undone, and the Tagging API's index,
+    whose freshness AWS does not document, may still show an ownership tag a person removed, or the tags of an alarm
+    a person deleted and made again under its name. The alarms to update are read with one GetResources call
+    (ResourceARNList, up to 100), and alone where that answer leaves one out or shows it otherwise than the plan
+    read (each update reads its own tags again right before its write, `_put_alarm`); alone where GetResources is
+    denied."""
     planned = {c.name: c for c in batch if (c.live or {}).get("arn")}
-    if not planned:
-        return {}
-    bulk = cloudwatch.tags_of(region, [c.live["arn"] for c in planned.values()]) or {}
+    updated = [c for c in planned.values() if c.action != DELETE]
+    bulk = (cloudwatch.tags_of(region, [c.live["arn"] for c in updated]) or {}) if updated else {}
     tags = {}
     for name, change in planned.items():
         listed = bulk.get(change.live["arn"])
-        if listed is not None and _same_tags(listed, change.live.get("tags") or []):
+        if change.action != DELETE and listed is not None and _same_tags(listed, change.live.get("tags") or []):
             tags[name] = listed
         else:
             tags[name] = cloudwatch.alarm_tags(region, {"AlarmName": name, "AlarmArn": change.live["arn"]})
@@ -980,12 +981,10 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read; and
     the alarms as that last read found them (None: not there).
 
-    The tags are read for the batch at once (`_tags_now`: one GetResources call per 100 alarms, and an alarm's own
-    ListTagsForResource where that answer does not show it as the plan read it), so a prune of thousands of alarms
-    costs a few calls per 100, not one per alarm at 3 a second. The Tagging API answers from its own index of tags,
-    whose freshness AWS does not document: a tag change the index has not taken in yet when this read is made is
-    not seen here (with one read per alarm, the first alarm's read was up to half a minute old at its batch's
-    write). An alarm updated has its own tags read again right before its write (`_put_alarm`); a delete has not."""
+    The tags are read as `_tags_now` says: each alarm to delete alone (ListTagsForResource, paced at 3 a second, so
+    a prune of thousands of alarms in one Region may outlast the deadline and finish on the next run: a slow prune
+    over a wrong delete), the alarms to update with one GetResources call per 100 (each reads its own tags again
+    right before its write, `_put_alarm`)."""
     try:
         tags = _tags_now(cloudwatch, region, batch)
         now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
