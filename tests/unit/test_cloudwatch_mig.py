@@ -648,3 +648,25 @@ def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pip
         assert values == {len(both.instances) * rate} and said
     else:
         assert values == {rate} and not said
+
+
+def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baseline(tmp_path):
+    """On the OTel pipeline a pod's counter deltas span the scrapes that name another pod while awsemf keeps the pod's
+    last reading (5 to 10 minutes: at alternate scrapes every period reads the GPU's energy rate, 200 J/s, under each
+    pod). Named 20 minutes under each pod in turn, a pod comes back after awsemf forgot it: its first reading is a
+    baseline again, as a new pod's is, so the period it comes back in reads the growth after that scrape, 9/10 of the
+    rate at 30 s scrapes (180), and nothing of the 20 minutes it was not named; README says so."""
+    project = _project(tmp_path)
+    files = encode(build(project))
+    (properties,) = [p for _, p in widgets(files) if p["title"] == ENERGY]
+    rates = {}
+    for moves in (1, 40):
+        fleet = tuple(replace(node, moves=moves) if node.moves else node for node in VARIANT)
+        shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet), START, END)
+        rates[moves] = {label: {start // 60: round(v) for start, v in series.items()}
+                        for label, series in shown.items() if "team-d/" in label}
+    rate = next(g.energy_mw for n in VARIANT if n.moves for g in n.gpus)
+    assert rates[1] == {f"Pod team-d/ts-{i}": {minute: rate for minute in range(0, 35, 5)} for i in (0, 1)}
+    # the scrapes before START named ts-1: ts-0 starts at 0, ts-1 comes back at minute 20
+    assert rates[40] == {"Pod team-d/ts-0": {0: rate * 9 / 10, 5: rate, 10: rate, 15: rate},
+                         "Pod team-d/ts-1": {20: rate * 9 / 10, 25: rate, 30: rate}}
