@@ -558,7 +558,10 @@ def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
 
 
 def _per_widget(subject: LintInput, rule: str, severity: str, fields_of, message: str) -> Iterable[Finding]:
-    """A finding per metric widget whose expressions `fields_of` names fields of (`message` names them)."""
+    """A finding per metric widget whose expressions `fields_of` names fields of (`message` names them). Every such
+    rule is about the agent's JSON path: without a classic agent no widget is read."""
+    if not subject.classic_agents:
+        return
     for name, index, properties in _metric_widgets(subject):
         fields = fields_of(subject, (e for _, e, _ in _widget_entries(properties) if e is not None))
         if fields:
@@ -639,7 +642,10 @@ def widget_mixed_shares(subject: LintInput) -> Iterable[Finding]:
 
 
 def _per_alarm(subject: LintInput, rule: str, severity: str, fields_of, message: str) -> Iterable[Finding]:
-    """A finding per alarm whose expressions `fields_of` names fields of (`message` names them)."""
+    """A finding per alarm whose expressions `fields_of` names fields of (`message` names them); none without a
+    classic agent (as `_per_widget`)."""
+    if not subject.classic_agents:
+        return
     for item in subject.alarms:
         fields = fields_of(subject, (str(m.get("Expression", "")) for m in item.request.get("Metrics", [])))
         if fields:
