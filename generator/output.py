@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import read_bytes
-from .serialize import to_json, to_yaml, to_yaml_alike
+from .serialize import to_json, to_yaml, to_yaml_alike, to_yaml_many
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -99,12 +99,16 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     scrape_texts: dict[int, str] = {}  # clusters share one scrape config: encoded once
     # The clusters' agent pipelines differ in a few values (name, Region, log group): written alike.
     pipelines = iter(to_yaml_alike([agent.otel for agent in artifacts.agents if agent.otel is not None]))
+    agent_maps = []
     for agent in artifacts.agents:
         if id(agent.scrape) not in scrape_texts:
             scrape_texts[id(agent.scrape)] = to_yaml(agent.scrape).decode()
         otel = None if agent.otel is None else (OTEL_KEY, next(pipelines).decode())
-        files[agent_file(agent.cluster)] = to_yaml(*configmaps(
-            agent.namespace, to_json(agent.config, ascii=True).decode(), scrape_texts[id(agent.scrape)], otel))
+        agent_maps.append(configmaps(agent.namespace, to_json(agent.config, ascii=True).decode(),
+                                     scrape_texts[id(agent.scrape)], otel))
+    # the clusters' ConfigMaps differ in the texts they carry: the rest is written once
+    for agent, text in zip(artifacts.agents, to_yaml_many(agent_maps)):
+        files[agent_file(agent.cluster)] = text
     if artifacts.addon is not None:
         files[ADDON_FILE] = to_json(artifacts.addon)
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)

@@ -282,7 +282,118 @@ def _substituted(first: Any, first_text: str, counts: dict[str, int], document: 
 
 
 def to_yaml(*documents: Any) -> bytes:
-    """YAML documents, keys sorted, block style, multi-line strings as literal blocks."""
+    """YAML documents, keys sorted, block style, multi-line strings as literal blocks.
+
+    A literal block holds its text as it is, each line indented: the emitters would copy the long texts
+    ConfigMaps carry (agent configs, dashboards) character by character. Each text PyYAML writes as a plain `|`
+    block (`_literal_as_is`) is replaced by a one-line stand-in, the rest is written, and each stand-in's block
+    is then given its text, indented as the emitter indented the stand-in."""
+    return to_yaml_many([documents])[0]
+
+
+def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
+    """`to_yaml(*documents)` of each file's documents. Files whose documents differ only in the texts written as
+    literal blocks (a ConfigMap per cluster) share the rest's text, written once."""
+    written: dict[str, str] = {}  # the stand-ins' documents (repr, where it says them exactly) -> their text
+    out = []
+    for documents in files:
+        texts: list[str] = []
+        exact = [True]
+        skeleton = [_stand_ins(document, texts, {}, exact) for document in documents]
+        if texts:
+            key = repr(skeleton) if exact[0] else None
+            shape = written.get(key) if key is not None else None
+            if shape is None:
+                shape = _dump(skeleton)
+                if key is not None:
+                    written[key] = shape
+            text = _with_texts(shape, texts)
+            if text is not None:
+                out.append(text.encode())
+                continue
+        out.append(_dump(list(documents)).encode())
+    return out
+
+
+def _dump(documents: list[Any]) -> str:
     fast = FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d) for d in documents)
     return yaml.dump_all(documents, Dumper=FastDumper if fast else PureDumper, sort_keys=True,
-                         default_flow_style=False, allow_unicode=True, width=100).encode()
+                         default_flow_style=False, allow_unicode=True, width=100)
+
+
+# What PyYAML writes in a block as it is: line breaks, printable ASCII, and the characters it writes as
+# themselves with allow_unicode (not NEL, the line and paragraph separators, the BOM, U+FFFE, U+FFFF, U+10FFFF).
+_BLOCK_ASCII = bytes([0x0a, *range(0x20, 0x7f)])
+_NOT_IN_BLOCK = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
+                           "\U00010000-\U0010fffe]")
+
+
+def _literal_as_is(value: str) -> bool:
+    """PyYAML writes `value` as `|` and then its lines, each indented, empty ones bare: it ends with one line
+    break (no chomping indicator), starts with neither a space nor a break (no indentation indicator), has no
+    space before a break (which only a quoted scalar holds), and no character the block cannot hold."""
+    if not value.endswith("\n") or value.endswith("\n\n") or value[0] in " \n" or " \n" in value:
+        return False
+    if value.isascii():
+        return not value.encode("ascii").translate(None, _BLOCK_ASCII)
+    return _NOT_IN_BLOCK.search(value) is None
+
+
+_STAND_IN = "gpudash-literal-block-"
+_STAND_INS = re.compile(r"\|\n( *)" + _STAND_IN + r"([0-9]+)\n")
+
+
+def _indented(text: str, indent: str) -> str:
+    """Each non-empty line of `text` (which ends with a line break) after `indent`: a literal block's body."""
+    if "\n\n" not in text:
+        return indent + text[:-1].replace("\n", "\n" + indent) + "\n"
+    return "\n".join(indent + line if line else line for line in text[:-1].split("\n")) + "\n"
+
+
+_EXACT_REPR = (str, int, float, bool, type(None))  # types whose repr names the type and value YAML writes
+
+
+def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list[bool]) -> Any:
+    """`value` with each string value written as it is in a literal block replaced by a stand-in (the string
+    appended to `texts`). A dict or list holding none is itself; one object found twice gives one copy (PyYAML
+    writes an object seen twice in a document as an anchor and an alias: so it still does). `exact[0]` is made
+    False unless the result's repr tells everything its YAML depends on: dicts, lists and the types of
+    _EXACT_REPR only (no subclass), no object found twice."""
+    kind = type(value)
+    if kind is str:
+        if "\n" in value and _literal_as_is(value):
+            texts.append(value)
+            return f"{_STAND_IN}{len(texts) - 1}\n"
+        return value
+    if kind is not dict and kind is not list:
+        if kind not in _EXACT_REPR:
+            exact[0] = False
+        return value
+    if id(value) in copies:
+        exact[0] = False
+        return copies[id(value)]
+    if kind is dict:
+        items = {key: _stand_ins(item, texts, copies, exact) for key, item in value.items()}
+        if exact[0] and not all(type(key) in _EXACT_REPR for key in value):
+            exact[0] = False
+        copy = value if all(items[key] is item for key, item in value.items()) else items
+    else:
+        elements = [_stand_ins(item, texts, copies, exact) for item in value]
+        copy = value if all(a is b for a, b in zip(elements, value)) else elements
+    copies[id(value)] = copy
+    return copy
+
+
+def _with_texts(skeleton: str, texts: list[str]) -> str | None:
+    """The skeleton's text with each stand-in's block holding its text; None unless every stand-in was written
+    once, as a `|` block, and nothing else in the documents reads like one."""
+    if skeleton.count(_STAND_IN) != len(texts):
+        return None
+    seen: list[int] = []
+
+    def block(match: re.Match) -> str:
+        seen.append(int(match[2]))
+        return "|\n" + _indented(texts[int(match[2])], match[1])
+
+    text = _STAND_INS.sub(block, skeleton)
+    return text if sorted(seen) == list(range(len(texts))) else None

@@ -256,3 +256,35 @@ def test_the_ascii_check_of_emitter_agreement_is_the_patterns():
     for code in range(0x80):
         for text in (chr(code), f"ab{chr(code)}x\n", "x" * 100 + chr(code)):
             assert serialize._agreeing_characters(text) == (serialize._EMITTERS_DISAGREE.search(text) is None), code
+
+
+# Texts a literal block holds: lines of characters both emitters write and others (tabs, trailing spaces, NEL,
+# line separators, astral characters), empty lines, leading spaces, and any ending (none, one or two breaks).
+_line = st.text(st.one_of(_common, _common, _rare, st.sampled_from(list(" -|#:{}é€\u2028\ufeff\U0010ffff"))),
+                max_size=12)
+_block = st.builds(lambda lines, end: "\n".join(lines) + end, st.lists(_line, min_size=1, max_size=6),
+                   st.sampled_from(["\n", "\n", "\n", "", "\n\n", " \n"]))
+_block_values = st.recursive(_block | _text | st.integers(), lambda inner: st.lists(inner, max_size=3)
+                             | st.dictionaries(_keys, inner, max_size=3), max_leaves=8)
+
+
+@_fast
+@given(st.lists(st.dictionaries(_keys, _block_values, max_size=4) | st.lists(_block_values, max_size=3),
+                min_size=1, max_size=3))
+def test_literal_blocks_written_as_they_are_are_pyyamls_bytes(documents):
+    """The texts to_yaml writes into literal blocks itself (indenting each line) give PyYAML's own bytes, and so
+    do the texts it leaves to the emitter (chomping or indentation indicators, quoted scalars)."""
+    assert serialize.to_yaml(*documents) == _pure_yaml(documents)
+
+
+@_fast
+@given(st.lists(_block, min_size=1, max_size=4), st.sampled_from(["ns", "other", "a b", "true"]))
+def test_files_alike_but_for_their_blocks_are_each_written_alone(texts, namespace):
+    """ConfigMaps that differ in the texts they carry share the rest's text; each file is still its own
+    to_yaml, shared objects (anchors) and values of other types included."""
+    shared = {"app": "gpudash"}
+    files = [({"data": {"a.json": text, "b.yaml": texts[0]}, "metadata": {"labels": shared, "namespace": namespace}},
+              {"data": {"c": text}, "metadata": {"labels": shared, "n": 1}}) for text in texts]
+    files += [({"data": {"a": text}, "metadata": {"n": value}},) for text in texts for value in (1, 1.0, True, "1")]
+    files += [({"first": shared, "second": shared, "text": text},) for text in texts]  # an anchor and its alias
+    assert serialize.to_yaml_many(files) == [_pure_yaml(list(documents)) for documents in files]
