@@ -44,6 +44,25 @@ def generated(tmp_path_factory):
     return get
 
 
+@pytest.fixture(scope="module")
+def linted_from(generated):
+    """`linted_from(name, cli)`: the (exit code, stdout, stderr) of `gpudash lint --from` that build's folder (with its
+    settings) as JSON, run once here: the tests below each read what the same command answers for the same files."""
+    answers: dict = {}
+
+    def get(name: str, cli) -> tuple[int, str, str]:
+        if name not in answers:
+            folder, _ = generated(name)
+            answers[name] = cli("lint", *_config(name), "--from", str(folder), "--output", "json")
+        return answers[name]
+
+    return get
+
+
+def _config(name: str) -> list[str]:
+    return [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
+
+
 @pytest.mark.parametrize("name", golden.names())
 def test_a_fresh_build_is_byte_identical_to_the_golden_build(name, generated):
     expected = golden.stored(name)
@@ -80,12 +99,10 @@ def test_a_build_reads_back_as_the_artifact_set_it_was_written_from(name, genera
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_lint_finds_the_same_in_a_build_as_in_the_set_built_in_memory(name, generated, cli):
+def test_lint_finds_the_same_in_a_build_as_in_the_set_built_in_memory(name, linted_from, cli):
     """lint --from reads the build into the same artifact set, so every rule family judges the same data."""
-    folder, _ = generated(name)
-    config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
-    built = cli("lint", *config, "--output", "json")
-    read = cli("lint", *config, "--from", str(folder), "--output", "json")
+    built = cli("lint", *_config(name), "--output", "json")
+    read = linted_from(name, cli)
     assert built[0] == read[0] == 0, (built[2], read[2])
     findings = json.loads(built[1])["findings"]
     assert findings and findings == json.loads(read[1])["findings"]
@@ -130,11 +147,10 @@ BUILD_FOLDERS = ("grafana/", "cloudwatch/", "k8s/", "prometheus/", "cloudformati
 
 
 @pytest.mark.parametrize("name", golden.names())
-def test_every_build_file_a_lint_finding_names_is_in_the_build(name, generated, cli):
+def test_every_build_file_a_lint_finding_names_is_in_the_build(name, generated, linted_from, cli):
     """A finding points at the file that ships: lint spells build paths as output.py writes them."""
-    folder, files = generated(name)
-    config = [] if name == golden.DEFAULTS else ["--config", str(golden.HERE / f"{name}.yaml")]
-    code, out, err = cli("lint", *config, "--from", str(folder), "--output", "json")
+    _, files = generated(name)
+    code, out, err = linted_from(name, cli)
     assert code == 0, err
     named = {f["where"].split(" ")[0] for f in json.loads(out)["findings"]}
     in_build = {path for path in named if path.startswith(BUILD_FOLDERS)}
@@ -164,3 +180,12 @@ def test_grafana_and_cloudwatch_findings_name_files_the_build_holds():
     named = {f.where.split(" ")[0] for f in findings if f.rule in ("GF004", "CW009")}
     assert any(n.startswith("grafana/") for n in named) and any(n.startswith("cloudwatch/") for n in named)
     assert named <= set(encode(built)), sorted(named - set(encode(built)))
+
+
+@pytest.mark.parametrize("name", golden.names())
+def test_every_golden_build_uses_documented_math_only(name, linted_from, cli):
+    """lint over each golden build's files (read back with --from; the files are the stored golden build's, byte
+    for byte, test_a_fresh_build_is_byte_identical_to_the_golden_build): no CW014 finding."""
+    code, out, err = linted_from(name, cli)
+    findings = json.loads(out)["findings"]
+    assert code == 0 and findings and not [f for f in findings if f["rule"] == "CW014"], err
