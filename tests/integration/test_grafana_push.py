@@ -371,6 +371,25 @@ def test_credentials_and_ca_settings_that_cannot_work_are_usage_errors(cli, env,
     assert "secretpart" not in stdout + stderr
 
 
+def test_every_call_goes_through_the_proxy_the_environment_names_for_grafanas_host(grafana, monkeypatch):
+    """HTTP_PROXY and NO_PROXY are read for Grafana's host once per client (requests read them at every call: a
+    fifth of a call's CPU) and every call follows them: through the proxy, or straight to a host NO_PROXY names."""
+    from tests.support.canned_server import CannedServer
+
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with CannedServer('{"uid": "gpudash", "title": "GPU monitoring"}') as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://{proxy.address}")
+        client = GrafanaClient("http://grafana.example:3000", token=ADMIN)
+        assert client.folder("gpudash")["title"] == client.folder("gpudash")["title"] == "GPU monitoring"
+        assert [(method, path) for method, path, _ in proxy.requests] == [
+            ("GET", "http://grafana.example:3000/api/folders/gpudash")] * 2
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        direct = GrafanaClient(grafana.url, token=ADMIN)
+        assert direct.folder("gpudash") is None and direct.folder("gpudash") is None
+        assert len(proxy.requests) == 2 and grafana.state.log == [("GET", "/api/folders/gpudash")] * 2
+
+
 def test_push_from_a_reviewed_build_checks_its_manifest(grafana, run, tmp_path, cli):
     out = tmp_path / "build"
     cli("generate", "--out", str(out))
