@@ -8,7 +8,7 @@ import pytest
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
     ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
-    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, settled, snapshot,
+    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot,
     without_query_periods, writes)
 
 
@@ -124,8 +124,7 @@ def test_retired_dashboards_are_listed_and_pruned_only_with_evidence(aws, publis
     import json
 
     client, apply = aws
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     edited, kept = "gpudash-other-health", ["gpudash-other-by-pod", "gpudash-other-overview"]
     body = json.loads(client.get_dashboard(DashboardName=edited)["DashboardBody"])
     body["widgets"][1]["properties"]["title"] = "renamed in the console"
@@ -335,8 +334,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     from generator.targets import cloudwatch_sync
 
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     desired = desired_from(build(load_project(project_dir(THRESHOLD_CHANGE))))  # one cluster: "other" retires
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired, renamed_from=("other",))
@@ -372,8 +370,7 @@ def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, publishe
     """The person acts while apply is already writing (just before its first PutMetricAlarm): the tags and
     fields are read again right before DeleteAlarms, so the alarms they took over or edited stay."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     taken, edited = RETIRED_EDITED, "gpudash-other-xid-error-critical"
 
     def person():
@@ -399,8 +396,7 @@ def test_an_alarm_deleted_by_someone_else_before_the_prune_is_no_failure(proxied
     from generator.targets import cloudwatch_sync
 
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     desired = default_desired()
     cloudwatch = CloudWatch(endpoint_url=proxy.url)
     changes = cloudwatch_sync.plan(cloudwatch, desired, renamed_from=("other",))
@@ -457,8 +453,7 @@ def test_the_last_look_before_a_prune_reads_each_alarms_own_tags(proxied, publis
     (ListTagsForResource), not the Tagging API's index (GetResources by ARN), whose freshness AWS does not document:
     a delete cannot be undone. Every retired alarm is deleted."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     fresh(proxy)
     proxy.inject(Rule(path="/", operation="GetResources", action="before", times=ALWAYS, contains=b"ResourceARNList",
                       callback=lambda: looks.append(1)))
@@ -489,8 +484,7 @@ def test_the_last_look_asks_an_alarm_alone_where_the_batchs_tag_read_does_not_sh
     it yet) or shows it without its ownership tag (an index behind a tag write): it is asked alone, whose answer
     decides, and is updated (then read once more right before its write)."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     taken, other = RETIRED_EDITED, EDITED
 
     def person():
@@ -547,8 +541,7 @@ def test_a_batchs_tag_read_that_is_not_an_api_answer_writes_nothing(proxied, pub
     """The last look's GetResources by ARN answered `{}` (every time): not "no tags" (which would send each alarm to
     be asked alone, or worse, be read as none owned), but a failure: the batch's update is not written (exit 3)."""
     proxy, client, apply = proxied
-    published()
-    settled(apply)
+    published(settle=True)
     fresh(proxy)
     proxy.inject(Rule(path="/", operation="GetResources", action="body", times=ALWAYS, contains=b"ResourceARNList",
                       body=b"{}"))
@@ -579,8 +572,7 @@ def test_an_alarm_a_person_took_since_the_plan_is_not_deleted_while_the_tagging_
     itself): the person's alarm stays. Before 3be845c this held; since, the stale bulk answer shows the tags the plan
     read, so the alarm is deleted."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     taken = RETIRED_EDITED
     stale = _tagging_answer(moto.url)  # as before the person's change
     assert taken in {item["ResourceARN"].rsplit(":", 1)[1] for item in stale}
@@ -622,8 +614,7 @@ def test_an_alarm_whose_ownership_tag_is_stripped_just_before_the_last_look_is_n
     must not overwrite the person's alarm (ListTagsForResource shows the strip, and did so before 3be845c); on main it
     is overwritten (threshold 87 -> 90, gpudash:sha256 rewritten), exit 0, nothing reported."""
     proxy, client, apply = proxied
-    published()
-    settled(apply)
+    published(settle=True)
     taken, done = "gpudash-gpu-cluster-gpu-temp-critical-critical", []
     before = alarms(client)[taken]["Threshold"]
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
 
@@ -34,8 +34,8 @@ def test_writes_answered_200_with_an_error_body_are_failures(proxied):
 
 def test_deletes_answered_200_with_an_error_body_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
+    # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body=THROTTLED),
@@ -97,8 +97,8 @@ NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_gone_not_a_crash(
         proxied, published, project_dir):
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
+    # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     retired_alarms = sorted(n for n in alarms(client) if other_cluster(n))
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
 
@@ -130,8 +130,8 @@ def test_a_retired_object_deleted_by_someone_just_before_gpudash_deletes_it_is_g
 
 def test_a_not_found_answer_to_a_delete_of_an_object_still_there_is_a_failure(proxied, published, project_dir):
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
+    # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     config = str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS),
@@ -161,8 +161,8 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
     the retries are answered ResourceNotFound (gone: by that first attempt). The retired objects are reported
     deleted (done), never skipped as deleted by someone else."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)  # (the one cluster's objects record it alone: the prune below writes only its deletes)
+    # (settled: the one cluster's objects record it alone, so the prune below writes only its deletes)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     retired = sorted(n for n in [*alarms(client), *_dashboards(client)] if other_cluster(n))
     config = str(project_dir(""))
     fresh(proxy)

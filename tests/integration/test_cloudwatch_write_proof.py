@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, settled,
+from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster,
                                             without_query_periods)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -78,8 +78,7 @@ def test_a_dashboard_write_answered_but_not_made_is_a_failure(proxied, published
 
 def test_deletes_answered_but_not_made_are_failures(proxied, published, project_dir):
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     before = (sorted(alarms(client)), _dashboards(client))
     fresh(proxy)
     proxy.inject(fault("DeleteAlarms", "status", times=ALWAYS, body={}),
@@ -115,8 +114,7 @@ def test_a_delete_stopped_between_its_call_and_its_read_back_says_it_may_have_ha
     start, and the report says the delete may have happened (it did), never "not attempted"; nothing reported
     deleted is still there, and a rerun converges."""
     proxy, client, apply = proxied
-    published("--config", str(project_dir(TWO_CLUSTERS)))
-    settled(apply)
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     fresh(proxy)
     first = "gpudash-other-by-pod" if operation == "DeleteDashboards" else None
     proxy.inject(fault(operation, "before", naming=first, callback=_stopped))

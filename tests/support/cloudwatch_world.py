@@ -134,7 +134,12 @@ def published(aws, moto):
     text runs that apply (it must exit 0) and keeps a copy of moto's CloudWatch state; every later test
     gets a fresh copy of that state instead of the apply's 50-odd requests. The apply is the same each
     time (the same build into the same empty state), and moto keeps each request's outcome in these
-    objects alone, so the copy is the world the apply would leave."""
+    objects alone, so the copy is the world the apply would leave.
+
+    `published(*args, settle=True)`: that, then what `settled(apply)` leaves after it (an apply of the test's
+    own settings, GPUDASH_CONFIG, without --prune), kept the same way by both settings texts: the same apply into
+    the same state. Both applies go to moto directly, as a test's own first apply does before it injects a fault
+    (a test's proxy, which has seen neither, counts what comes after)."""
     import copy
     import os
 
@@ -142,16 +147,19 @@ def published(aws, moto):
 
     _, apply = aws
 
-    def publish(*args):
+    def publish(*args, settle: bool = False):
         assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values()), \
             "published() starts a test: moto must still be empty"
         config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
-        key = (Path(config).read_text(), tuple(a for a in args if a != config))
+        key = (Path(config).read_text(), tuple(a for a in args if a != config),
+               Path(os.environ["GPUDASH_CONFIG"]).read_text() if settle else None)
         if key not in _PUBLISHED:
             with pytest.MonkeyPatch.context() as patch:  # straight to moto: a test's proxy starts with this state
                 patch.setenv("AWS_ENDPOINT_URL", moto.url)
                 code, report, stderr = apply(*args)
-            assert code == 0, stderr
+                assert code == 0, stderr
+                if settle:
+                    settled(apply)
             _PUBLISHED[key] = copy.deepcopy(_cloudwatch_state())
             return
         for (account, region), state in copy.deepcopy(_PUBLISHED[key]).items():
