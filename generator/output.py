@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import read_bytes
-from .serialize import to_json, to_yaml, to_yaml_alike, to_yaml_many
+from .serialize import json_string, string_slot, to_json, to_json_filled, to_yaml, to_yaml_alike, to_yaml_many
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -114,20 +114,31 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor)
 
-    # (name, id(body)) -> DashboardBody text: the same body in its file and the template
-    bodies: dict[tuple[str, int], str] = {}
+    # (name, id(body)) -> DashboardBody text and its JSON string: the same body in its file and the template
+    bodies: dict[tuple[str, int], tuple[str, bytes]] = {}
 
-    def body_text(name: str, body: dict[str, Any]) -> str:
+    def body_text(name: str, body: dict[str, Any]) -> tuple[str, bytes]:
         if (name, id(body)) not in bodies:
-            bodies[name, id(body)] = stamped_cloudwatch_text(body, name, artifacts.project)
+            text = stamped_cloudwatch_text(body, name, artifacts.project)
+            bodies[name, id(body)] = text, json_string(text)
         return bodies[name, id(body)]
 
     for item in artifacts.cloudwatch_dashboards:
-        files[cloudwatch_dashboard_file(item.name)] = to_json({"DashboardName": item.name,
-                                                               "DashboardBody": body_text(item.name, item.body)})
+        text, string = body_text(item.name, item.body)
+        files[cloudwatch_dashboard_file(item.name)] = to_json_filled(
+            {"DashboardName": item.name, "DashboardBody": string_slot(0)}, [string],
+            lambda: {"DashboardName": item.name, "DashboardBody": text})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for region, template in artifacts.cloudformation.items():
-        files[template_file(region, artifacts.primary_region)] = to_json(_with_body_texts(template, body_text))
+        strings: list[bytes] = []
+
+        def slot(name: str, body: dict[str, Any]) -> str:
+            strings.append(body_text(name, body)[1])
+            return string_slot(len(strings) - 1)
+
+        files[template_file(region, artifacts.primary_region)] = to_json_filled(
+            _with_body_texts(template, slot), strings,
+            lambda: _with_body_texts(template, lambda *key: body_text(*key)[0]))
 
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
@@ -135,7 +146,8 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
 
 
 def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:
-    """The template as CloudFormation takes it: each dashboard's DashboardBody as its text."""
+    """The template as CloudFormation takes it: each dashboard's DashboardBody as its text (`body_text(name, body)`,
+    or what stands for it)."""
     resources = {}
     for logical_id, resource in template.get("Resources", {}).items():
         if resource.get("Type") == DASHBOARD_TYPE:

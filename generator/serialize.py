@@ -15,7 +15,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -38,6 +38,38 @@ def to_json(data: Any, *, ascii: bool = False) -> bytes:
         return ascii_json(fast.decode()).encode() if ascii else fast
     text = _PRETTY.encode(data) + "\n"
     return (ascii_json(text) if ascii else text).encode()
+
+
+def json_string(text: str) -> bytes:
+    """The JSON string `text` is in a file `to_json` writes (UTF-8, escapes as json writes them)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(text)
+        except TypeError:  # a lone surrogate
+            pass
+    return _PRETTY.encode(text).encode()
+
+
+_SLOT = "gpudash-json-string-slot-"
+_SLOTS = re.compile(('"' + _SLOT + '([0-9]+)"').encode())
+
+
+def string_slot(index: int) -> str:
+    """What stands for the `index`th string of `to_json_filled` in its data."""
+    return f"{_SLOT}{index}"
+
+
+def to_json_filled(data: Any, strings: list[bytes], whole: Callable[[], Any]) -> bytes:
+    """`to_json(whole())`, where `data` is `whole` with `string_slot(i)` in place of a long string whose
+    `json_string` is strings[i]: each long string is escaped once, however many files hold it (a CloudWatch
+    dashboard's body, in its file and its template), and the checks of the fast path (`_orjson`) read the rest
+    only. `whole()` is written instead where the slots are not each found once."""
+    text = to_json(data)
+    pieces = _SLOTS.split(text)  # the text between slots, and each slot's number (odd places)
+    if text.count(_SLOT.encode()) != len(strings) or sorted(map(int, pieces[1::2])) != list(range(len(strings))):
+        return to_json(whole())
+    pieces[1::2] = [strings[int(number)] for number in pieces[1::2]]
+    return b"".join(pieces)
 
 
 def _pretty_fast(data: Any) -> bytes | None:

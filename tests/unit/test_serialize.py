@@ -288,3 +288,17 @@ def test_files_alike_but_for_their_blocks_are_each_written_alone(texts, namespac
     files += [({"data": {"a": text}, "metadata": {"n": value}},) for text in texts for value in (1, 1.0, True, "1")]
     files += [({"first": shared, "second": shared, "text": text},) for text in texts]  # an anchor and its alias
     assert serialize.to_yaml_many(files) == [_pure_yaml(list(documents)) for documents in files]
+
+
+@_fast
+@given(st.lists(_text | _block, min_size=1, max_size=4), _values)
+def test_json_with_its_long_strings_set_in_is_to_json_of_the_whole(strings, other):
+    """A CloudWatch body's JSON string is escaped once and set into its file and its template: each file is
+    to_json of the whole, also where a slot's name sits in the data as a value of its own (then written whole)."""
+    whole = {"Resources": {f"D{i}": {"DashboardBody": text, "Other": other} for i, text in enumerate(strings)}}
+    data = {"Resources": {f"D{i}": {"DashboardBody": serialize.string_slot(i), "Other": other}
+                          for i in range(len(strings))}}
+    quoted = [serialize.json_string(text) for text in strings]
+    assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
+    data["Resources"]["D0"]["Other"] = whole["Resources"]["D0"]["Other"] = serialize.string_slot(0)
+    assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
