@@ -18,7 +18,7 @@ from ..data_missing import exporter_labels_text
 from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
-from ..exporter_styles import EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
+from ..exporter_styles import EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
 from ..project import Project
 from ..settings import Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
@@ -112,8 +112,19 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}); the exporter "
                       f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}", write)]
     if daemonset is None:
-        return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
-                      f"{namespace} labelled {labels}",
+        elsewhere = sorted({f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}"
+                            for key, value in EXPORTER_LABELS
+                            for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
+                                                  {"labelSelector": f"{key}={value}"})})
+        if elsewhere:
+            where, _, other = elsewhere[0].partition("/")
+            return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
+                          f"{namespace} labelled {labels}; exporter DaemonSets elsewhere: {', '.join(elsewhere)}",
+                          f"write exporter.namespace: {where} and exporter.daemonset: {other}"
+                          f"{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, generate and "
+                          "apply again")]
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
+                      f"namespace labelled {labels}",
                       f"install the DCGM exporter ({settings.exporter.deployment}), or set exporter.deployment, "
                       "exporter.namespace and exporter.daemonset in gpudash.yaml", cause=NOT_DEPLOYED)]
     if not is_exporter(daemonset.string_map("metadata.labels")):

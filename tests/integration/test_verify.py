@@ -310,6 +310,14 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
         "gpu-metrics-pool-b-dcgm-exporter: the CloudWatch data-missing alarm reads kube-state-metrics' counts of "
         "gpu-metrics-dcgm-exporter only, so an exporter pod gone from a node of gpu-metrics-pool-b-dcgm-exporter is "
         "not seen there (the Prometheus rule reads each)"))
+    # another namespace named: the exporter DaemonSets of every namespace are named, with both settings to write
+    config.write_text("exporter:\n  namespace: dcgm\n")
+    assert _failures(verify(*only_kube, "--config", str(config))[1])[name] == (
+        "no DaemonSet dcgm/nvidia-dcgm-exporter (exporter.daemonset unset: gpu-operator's name), and none in dcgm "
+        "labelled app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter; exporter DaemonSets elsewhere: "
+        "gpu-operator/gpu-metrics-dcgm-exporter, gpu-operator/gpu-metrics-pool-b-dcgm-exporter",
+        "write exporter.namespace: gpu-operator and exporter.daemonset: gpu-metrics-dcgm-exporter (or another of them) "
+        "in gpudash.yaml, generate and apply again")
 
 
 def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_missing_alarm_fires(stack, moto):

@@ -257,10 +257,10 @@ class KubeTestServer(LoopbackServer):
             return 200, self.documents[path]
         if path == "/api/v1/nodes":
             return 200, _list("Node", c.nodes)
-        if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets", path):
+        if m := re.fullmatch(r"/apis/apps/v1(?:/namespaces/([^/]+))?/daemonsets", path):  # one namespace, or all
             selector = query.get("labelSelector", [""])[0]
             return 200, _list("DaemonSet", [d for d in [c.daemonset, *c.daemonsets.values()]
-                                            if d["metadata"]["namespace"] == m.group(1)
+                                            if m.group(1) in (None, d["metadata"]["namespace"])
                                             and _matches(d["metadata"].get("labels", {}), selector)])
         if m := re.fullmatch(r"/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+)", path):
             meta = c.daemonset["metadata"]
