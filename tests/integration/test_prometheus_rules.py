@@ -130,19 +130,20 @@ def judged_rules(folder, name: str, named: set[str]) -> str:
 
 
 def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1m") -> None:
-    """Write `tests` as a promtool unit-test file for folder/rules.yaml and pass it: each step evaluates only the
-    rules the tests judge (judged_rules), each as generated, and each test group is evaluated at the steps of
-    `_evaluated_at`, one promtool run per distinct interval. The files are written as JSON (YAML that is quicker to
-    write)."""
+    """Write `tests` as promtool unit-test files for folder/rules.yaml and pass them: each test group is evaluated at
+    the steps of `_evaluated_at` with only the rules whose alerts it judges (judged_rules: each as generated), one
+    promtool run per distinct interval and set of judged alerts (promtool evaluates every rule of its files at every
+    step of every group: a group judging the framebuffer alert would pay for the idle rule's evaluations, most of
+    such a file's cost, judged by no case of it). The files are written as JSON (YAML that is quicker to write)."""
     tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
         i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
-    rule_file = judged_rules(folder, name, {case["alertname"] for test in tests
-                                            for case in test.get("alert_rule_test", [])})
-    by_interval: dict[str, list] = {}  # each test group at its own steps: one file (one promtool run) per interval
+    runs: dict[tuple, list] = {}  # (interval, judged alerts) -> the test groups of one file, one promtool run
     for test in tests:
-        by_interval.setdefault(_evaluated_at([test], evaluation_interval), []).append(test)
-    for k, (interval, group) in enumerate(by_interval.items()):
+        judged = tuple(sorted({case["alertname"] for case in test.get("alert_rule_test", [])}))
+        runs.setdefault((_evaluated_at([test], evaluation_interval), judged), []).append(test)
+    for k, ((interval, judged), group) in enumerate(runs.items()):
         test_file = folder / (name if k == 0 else f"{k}.{name}")
+        rule_file = judged_rules(folder, test_file.name, set(judged))
         test_file.write_text(json.dumps({"rule_files": [rule_file], "evaluation_interval": interval, "tests": group},
                                         ensure_ascii=False))
         result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True,
