@@ -282,13 +282,13 @@ def _addon_service(kube: Kube, namespace: str) -> Check:
                              "restore the add-on's DCGM exporter Service")
 
 
-def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str]) -> dict[str, list[int]]:
-    """{name: ports} of the Services in `namespace` labelled `label`."""
+def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str],
+                       port: Callable[[Answer], Any] = lambda p: p.get("port", int)) -> dict[str, list[Any]]:
+    """{name: ports} of the Services in `namespace` labelled `label`, each port as `port` reads it (its number)."""
     key, value = label
     services = kube.listing(f"/api/v1/namespaces/{namespace}/services", f"Services in {namespace}",
                             {"labelSelector": f"{key}={value}"})
-    return {service.get("metadata.name", str): [p.get("port", int) for p in service.items("spec.ports")]
-            for service in services}
+    return {service.get("metadata.name", str): [port(p) for p in service.items("spec.ports")] for service in services}
 
 
 def _labelled_service(kube: Kube, namespace: str, label: tuple[str, str], check: str, why: str, create: str,
@@ -638,6 +638,25 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
     honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
     names = ", ".join(m.get("metadata.name", str) for m in monitors)
+    # an endpoint selects a Service port by its name: one no Service of the exporter names scrapes nothing
+    ports = _labelled_services(kube, namespace, style.pod_label, lambda p: (p.get("name", str, ""), p.get("port", int)))
+    named = {port for exposed in ports.values() for port, _ in exposed} - {""}
+
+    def unmatched(monitor: Answer) -> str:
+        """The port names a ServiceMonitor's endpoints select when every one is named and none is a Service's."""
+        wanted = [e.get("port", str, "") for e in monitor.items("spec.endpoints")]
+        return ", ".join(wanted) if wanted and all(w and w not in named for w in wanted) else ""
+    blind = {m.get("metadata.name", str): unmatched(m) for m in monitors if unmatched(m)}
+    if blind and ports:
+        exposed = "; ".join(service + ": " + ", ".join(f"{port or '(unnamed)'} {number}" for port, number in listed)
+                            for service, listed in sorted(ports.items()))
+        blind_text = ", ".join(f"{monitor} (port {port})" for monitor, port in sorted(blind.items()))
+        return Check(GROUP, "Prometheus scrape config", FAIL if len(blind) == len(monitors) else WARN,
+                     f"ServiceMonitor {blind_text} selects a Service port that no Service labelled "
+                     f"{name}={value} names ({exposed}): Prometheus scrapes nothing through it",
+                     f"name the Service's {EXPORTER_PORT} port {style.service_port} (the port "
+                     f"{built(SERVICE_MONITOR_FILE)} selects for exporter.deployment: {style.key}), or point the "
+                     "ServiceMonitor's endpoint at the Service's port name")
     if not honoring and project.settings.labels.pod == "pod":
         return Check(GROUP, "Prometheus scrape config", FAIL,
                      f"ServiceMonitor {names} does not honor labels: the workload pod arrives as exported_pod",

@@ -361,6 +361,23 @@ def test_an_exporter_container_of_another_name_warns_that_the_rule_misses_its_st
     assert checks[("kube", "pod labels setting")]["status"] == "ok"  # found by its port, read on
 
 
+def test_a_service_monitor_selecting_a_port_the_service_does_not_name_fails(stack):
+    """A ServiceMonitor endpoint selects the Service's port by name: the exporter's Service naming its 9400 port
+    otherwise than the style's (which gpudash's ServiceMonitor selects) leaves Prometheus scraping nothing through it,
+    and verify said "ServiceMonitor ... ok"."""
+    cluster, verify = stack
+    in_use = ("--skip", "exporter", "--skip", "cloudwatch")
+    name = ("kube", "Prometheus scrape config")
+    (service,) = cluster.services.values()
+    service["spec"]["ports"][0]["name"] = "http"
+    (monitor,) = [m["metadata"]["name"] for m in cluster.service_monitors]
+    assert _failures(verify(*in_use)[1])[name] == (
+        f"ServiceMonitor {monitor} (port gpu-metrics) selects a Service port that no Service labelled "
+        "app=nvidia-dcgm-exporter names (nvidia-dcgm-exporter: http 9400): Prometheus scrapes nothing through it",
+        "name the Service's 9400 port gpu-metrics (the port build/k8s/servicemonitor.yaml selects for "
+        "exporter.deployment: gpu-operator), or point the ServiceMonitor's endpoint at the Service's port name")
+
+
 def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(stack, tmp_path):
     """exporter.max_unavailable is the rollout allowance the data-missing alarm and rule read; only the DaemonSet tells
     what it really is (kube-state-metrics does not), so verify compares them."""
