@@ -225,13 +225,15 @@ def _gpudash_manifest(path: Path) -> dict | None:
     return None
 
 
-def not_as_written(out: Path) -> tuple[list[str], list[str]]:
+def not_as_written(out: Path, files: dict[str, bytes] | None = None,
+                   known: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """What replacing the build in `out` would lose: (files its manifest does not list: a user's
     kustomization.yaml, a .git folder; files whose content is not what gpudash wrote: edited by hand).
     A file the manifest lists that is gone, or turned into a symlink, loses nothing (the link's target is
     never written), nor does a folder of the build turned into a link; any other link to a folder, which the build
     would drop, is a file it does not list. Only a folder holding gpudash's manifest is asked (`_owned` refuses the
-    others)."""
+    others). With the new build's `files`, each file that holds exactly the new bytes of its path has their sha256
+    put into `known` (the new manifest lists it: each file's bytes are hashed once)."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
@@ -251,7 +253,7 @@ def not_as_written(out: Path) -> tuple[list[str], list[str]]:
                 continue
             if relative not in listed:
                 extra.append(relative)
-            elif not os.path.islink(path) and _digest(path) != listed[relative]:
+            elif not os.path.islink(path) and _digest(path, relative, files, known) != listed[relative]:
                 edited.append(relative)
     return sorted(extra), sorted(edited)
 
@@ -270,15 +272,26 @@ def unreadable(exc: OSError, top: Path) -> str:
     return f"{exc.strerror or exc}: {name if len(name) <= 120 else '...' + name[-117:]}"
 
 
-def _digest(path: str) -> str | None:
-    """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait)."""
+def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None,
+            known: dict[str, str] | None = None) -> str | None:
+    """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait). A file of the size
+    of files[relative] is read whole and compared: when it holds those bytes, their sha256 also goes into `known`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
+        data = files.get(relative) if files is not None and known is not None else None
+        if data is not None and info.st_size == len(data):
+            with open(fd, "rb", closefd=False) as stream:
+                held = stream.read()
+            if held == data:
+                known[relative] = hashlib.sha256(data).hexdigest()
+                return known[relative]
+            return hashlib.sha256(held).hexdigest()
         with open(fd, "rb", closefd=False) as stream:
             return hashlib.file_digest(stream, "sha256").hexdigest()
     finally:
@@ -286,7 +299,7 @@ def _digest(path: str) -> str | None:
 
 
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-          previous: Path | None = None, stop: list[int] | None = None) -> None:
+          previous: Path | None = None, stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
     """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
     build holds with exactly these bytes (and nothing else holds) is hard-linked from it instead: the
     previous build is left as it was, and linking a file costs a fraction of creating one.
@@ -294,8 +307,10 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     The files are written in two lanes, this thread and one other, each holding whole folders (the
     kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
     runs without the interpreter's lock, and so is hashing it. A failure in either lane stops both
-    and is raised here once both have stopped; so is a signal held meanwhile (`stop`), as _Stopped."""
+    and is raised here once both have stopped; so is a signal held meanwhile (`stop`), as _Stopped. `known`: the
+    sha256 of some files' bytes, already worked out (`not_as_written`)."""
     stop = [] if stop is None else stop
+    known = {} if known is None else known
     by_folder: dict[str, list[str]] = {}
     for relative in files:
         by_folder.setdefault(os.path.dirname(relative), []).append(relative)
@@ -316,7 +331,7 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                     return
                 data = files[relative]
                 _put(folder, relative, data, previous, own_folders, mode)
-                digests[relative] = hashlib.sha256(data).hexdigest()
+                digests[relative] = known.get(relative) or hashlib.sha256(data).hexdigest()
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
             failures.append(exc)
 
@@ -435,22 +450,24 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
                           where=str(out), hint="choose another --out, or empty the directory")
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
+    known: dict[str, str] = {}  # sha256 of the new files' bytes, worked out while reading the previous build
     if not force:
-        _refuse_losing(out)
+        _refuse_losing(out, files, known)
 
     def manifest(digests: dict[str, str]) -> bytes:
         return manifest_bytes(digests, made_with, record)
 
     with _held_signals() as stop:
         if out.is_dir() and os.path.ismount(out):
-            _write_inside(out, files, manifest, stop)
+            _write_inside(out, files, manifest, stop, known)
         else:
-            _swap_in(out, files, manifest, stop)
+            _swap_in(out, files, manifest, stop, known)
 
 
-def _refuse_losing(out: Path) -> None:
+def _refuse_losing(out: Path, files: dict[str, bytes] | None = None,
+                   known: dict[str, str] | None = None) -> None:
     try:
-        extra, edited = not_as_written(out)
+        extra, edited = not_as_written(out, files, known)
     except OSError as exc:  # a folder that cannot be read may hold what would be lost: never read as empty
         raise OutputError(f"cannot read the previous build, so nothing shows what replacing it would lose "
                           f"({unreadable(exc, out)})", where=str(out),
@@ -505,7 +522,7 @@ def _failed(exc: OSError, out: Path) -> OutputError:
 
 
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-             stop: list[int] | None = None) -> None:
+             stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -515,7 +532,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                           hint="check the path and its permissions") from None
     retired = None
     try:
-        _fill(staging, files, manifest, out if out.is_dir() else None, stop)
+        _fill(staging, files, manifest, out if out.is_dir() else None, stop, known)
         os.chmod(staging, 0o755)
         if not out.exists():
             os.replace(staging, out)
@@ -528,7 +545,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 shutil.rmtree(staging, ignore_errors=True)
                 os.rmdir(retired)
                 retired = None
-                _write_inside(out, files, manifest, stop)
+                _write_inside(out, files, manifest, stop, known)
                 return
             raise
         try:
@@ -548,14 +565,14 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-                  stop: list[int] | None = None) -> None:
+                  stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries."""
     staging = retired = None
     moved_out: list[str] = []
     moved_in: list[str] = []
     try:
         staging = Path(tempfile.mkdtemp(prefix=".gpudash.new-", dir=out))
-        _fill(staging, files, manifest, out, stop)
+        _fill(staging, files, manifest, out, stop, known)
         retired = Path(tempfile.mkdtemp(prefix=".gpudash.old-", dir=out))
         keep = {staging.name, retired.name}
         for name in sorted(os.listdir(out)):

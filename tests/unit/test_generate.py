@@ -33,6 +33,21 @@ def test_layout_and_manifest(tmp_path, cli):
         assert hashlib.sha256(files[path]).hexdigest() == digest
 
 
+def test_a_rebuild_lists_the_sums_of_the_bytes_it_holds(tmp_path, cli):
+    """Rebuilt over the previous build, whose files' sums are worked out while it is read: the manifest still
+    lists each file's own sum, and a file edited to another content of the same size is still found edited."""
+    out = tmp_path / "build"
+    cli("generate", "--out", str(out))
+    assert cli("generate", "--out", str(out))[0] == 0
+    files = _tree(out)
+    listed = json.loads(files["manifest.json"])["files"]
+    assert listed == {path: hashlib.sha256(data).hexdigest() for path, data in files.items() if path != "manifest.json"}
+    edited = out / "grafana" / "gpudash-health.json"
+    edited.write_bytes(edited.read_bytes().replace(b'"uid"', b'"uiD"', 1))
+    code, _, error = cli("generate", "--out", str(out))
+    assert code != 0 and "changed since gpudash wrote them (grafana/gpudash-health.json)" in error
+
+
 def test_sidecar_configmaps_hold_the_same_dashboards(tmp_path, cli):
     out = tmp_path / "build"
     cli("generate", "--out", str(out))
