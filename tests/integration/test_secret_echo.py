@@ -22,7 +22,7 @@ def _echo(*secrets: str) -> str:
 @pytest.mark.parametrize("args", [("push", "--skip-verify"), ("--debug", "push", "--skip-verify"),
                                   ("push", "--skip-verify", "--output", "json"), ("plan", "--no-cloudwatch"),
                                   ("plan", "--no-cloudwatch", "--output", "json")])
-def test_grafana_echoing_the_token_or_password_does_not_print_them(cli, status, args):
+def test_grafana_echoing_the_token_or_password_does_not_print_them(cli, status, args, defaults_built_once):
     basic = base64.b64encode(f"admin:{PASSWORD}".encode()).decode()
     with CannedServer(_echo(TOKEN, PASSWORD, basic), status=status) as server:
         for env, secrets in (({"GRAFANA_URL": server.url, "GRAFANA_TOKEN": TOKEN}, (TOKEN,)),
@@ -36,7 +36,7 @@ def test_grafana_echoing_the_token_or_password_does_not_print_them(cli, status, 
 
 @pytest.mark.parametrize("args", [("apply", "--skip-verify"), ("--debug", "apply", "--skip-verify"),
                                   ("plan", "--no-grafana", "--output", "json")])
-def test_an_aws_endpoint_echoing_the_secret_key_does_not_print_it(cli, args):
+def test_an_aws_endpoint_echoing_the_secret_key_does_not_print_it(cli, args, defaults_built_once):
     with CannedServer(_echo(AWS_SECRET), status=400, content_type="application/x-amz-json-1.0") as aws:
         env = {"AWS_ENDPOINT_URL": aws.url, "AWS_ACCESS_KEY_ID": "AKIAMARKER", "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
                "AWS_REGION": "us-east-1"}
@@ -45,7 +45,7 @@ def test_an_aws_endpoint_echoing_the_secret_key_does_not_print_it(cli, args):
         assert AWS_SECRET not in stdout + stderr, stdout + stderr
 
 
-def test_the_aws_access_key_id_an_endpoint_echoes_is_not_printed(cli):
+def test_the_aws_access_key_id_an_endpoint_echoes_is_not_printed(cli, defaults_built_once):
     """The access key id is half of a credential: an endpoint echoing it (a signature error quotes it) does
     not get it printed."""
     key_id = "AKIAMARKER7731EXAMPLE"
@@ -60,7 +60,7 @@ def test_the_aws_access_key_id_an_endpoint_echoes_is_not_printed(cli):
 
 
 @pytest.mark.parametrize("args", [("push", "--skip-verify"), ("plan", "--no-cloudwatch", "--output", "json")])
-def test_a_short_password_is_masked_where_it_stands_alone(cli, args):
+def test_a_short_password_is_masked_where_it_stands_alone(cli, args, defaults_built_once):
     """A 5-character password echoed by Grafana is masked; the words around it are not garbled."""
     with CannedServer(json.dumps({"message": "user admin password hu7!x lacks permission"}), status=403) as server:
         env = {"GRAFANA_URL": server.url, "GRAFANA_TOKEN": "", "GRAFANA_USER": "admin", "GRAFANA_PASSWORD": "hu7!x"}
