@@ -367,7 +367,8 @@ def test_alerts_fire_for_exactly_the_right_objects(stacks, projects, path, expor
         "GpudashGpuTempHigh": {"gpu-node-a GPU 0", "gpu-node-mig GPU 1"},
         "GpudashGpuTempCritical": {"gpu-node-mig GPU 1"},
         "GpudashFramebufferFull": {"Pod team-a/mig-a"},  # one MIG instance full; its GPU is not
-        "GpudashGpuIdle": {"Pod team-a/infer-1 GPU 0"},  # not the MIG pods whose GPU_UTIL reads 0
+        # not the MIG pods whose GPU_UTIL reads 0; both pods of the idle time-sliced GPU, named at alternate scrapes
+        "GpudashGpuIdle": {"Pod team-a/infer-1 GPU 0", "Pod team-d/ts-0 GPU 0", "Pod team-d/ts-1 GPU 0"},
         "GpudashPcieReplays": {"gpu-node-a GPU 0"},  # not the "not supported" counter of node c
     }.items()}
 
@@ -429,7 +430,7 @@ def test_without_the_mig_stand_in_mig_gpus_show_no_utilization(stacks, tmp_path,
     project = load_project(tmp_path / "gpudash.yaml", _counters(tmp_path, set(collected)))
     assert _check_panels(stacks[path.name], project, path, exporters, collected) >= 20
     assert _check_alerts(stacks[path.name], project, path, exporters, collected)["GpudashGpuIdle"] == \
-        {"Pod team-a/infer-1 GPU 0"}
+        {"Pod team-a/infer-1 GPU 0", "Pod team-d/ts-0 GPU 0", "Pod team-d/ts-1 GPU 0"}
 
 
 def test_the_truth_is_the_fleet_facts():

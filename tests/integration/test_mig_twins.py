@@ -86,7 +86,7 @@ SHARED = Node("gpu-node-shared", "Hostname", "nvidia-dcgm-exporter-s3t4u", (
                             engine=0.02),)),
 ), moves=1)
 # Whole GPUs (worker-0 in two namespaces, the idle infer-1) and the GPU ts-0 and ts-1 share, which its exporter
-# (without KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes: at 60 % no rule names either pod.
+# (without KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes: idle at 3 %, both pods are.
 FLEET_HERE = (*(node for node in FLEET if node.name in ("gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-ts")),
               MIG, MIXED, SHARED)
 
@@ -132,15 +132,17 @@ TRUTH = _truth()
 def test_the_truth_is_where_the_old_meanings_differ():
     """Each MIG situation is one where the GPUs' means, or the sum of one GPU's instances, tell otherwise."""
     shared = {"team-s/share-0", "team-s/share-1"}  # each holds the idle, full GPU the label moves over
+    sliced = {"team-d/ts-0", "team-d/ts-1"}  # each holds the idle GPU the label moves over
     assert IDLE == {("team-a/infer-1", "0", None), ("team-i/spread", "0", "1"), ("team-i/spread", "0", "2"),
                     ("team-i/skew", "0", "4"), ("team-i/both", "1", "1"), ("team-i/whole-idle", "2", None),
-                    ("team-s/share-0", "0", None), ("team-s/share-1", "0", None)}
+                    ("team-s/share-0", "0", None), ("team-s/share-1", "0", None), ("team-d/ts-0", "0", None),
+                    ("team-d/ts-1", "0", None)}
     assert TRUTH == {"gpu-idle": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
-                                  "team-i/whole-idle", *shared},
+                                  "team-i/whole-idle", *shared, *sliced},
                      "framebuffer-full": {"team-i/pair", *shared},
                      "pod-busy": {"team-a/worker-0", "team-i/skew"},
                      "pod-starved": {"team-a/infer-1", "team-i/spread", "team-i/skew", "team-i/both",
-                                     "team-i/whole-idle", *shared}}
+                                     "team-i/whole-idle", *shared, *sliced}}
     by_kind, _ = _readings()  # a mean over both kinds would call neither pod idle
     assert {p for p in ("team-i/both", "team-i/whole-idle")
             if mean([v for values in by_kind[p].values() for v in values]) < 5} == set()

@@ -149,10 +149,11 @@ FLEET = (
             util=2, instances=_whole(("team-a", "infer-1"), fb_used=2000, fb_free=20000, engine=0.02)),
     ), node_name_set=False),
     # time-slicing: one GPU shared by two pods, the exporter (without KUBERNETES_VIRTUAL_GPUS, the GPU operator's
-    # default) writing its series once, under ts-0 at even scrapes and ts-1 at odd ones (Node.labelled)
+    # default) writing its series once, under ts-0 at even scrapes and ts-1 at odd ones (Node.labelled); idle (3 %):
+    # both pods hold an idle GPU
     Node("gpu-node-ts", "hostname", "nvidia-dcgm-exporter-t7u8v", (
         Gpu(0, temp=50, power=200, sm_clock=1500, xid=0, energy_mw=200_000, replays_per_s=0, memory_temp=50,
-            util=60, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.5,
+            util=3, instances=_whole(("team-d", "ts-0"), fb_used=12000, fb_free=12000, engine=0.03,
                                       also=(("team-d", "ts-1"),))),
     ), moves=1),
     # two exporters run with --no-hostname: without a node label their GPUs 0 must stay apart

@@ -221,9 +221,10 @@ FIRING = {
     # free framebuffer < 1,024 MiB in a pod's fullest instance: mig-a's 400 MiB (mig-b's instances hold 15,000
     # and 12,000; the time-sliced GPU's 12,000 is one GPU)
     "framebuffer-full": {"Pod team-a/mig-a"},
-    # a pod's mean utilization < 5 %: infer-1's whole GPU at 2 %; mig-idle's instance at 1 % engine activity
-    # (mig-b's two instances at 40 % and 60 %, mig-a's at 80 %: not idle; the GPU no pod holds: no pod)
-    "gpu-idle": {"Pod team-a/infer-1", "Pod team-c/mig-idle"},
+    # a pod's mean utilization < 5 %: infer-1's whole GPU at 2 %; mig-idle's instance at 1 % engine activity; the
+    # time-sliced GPU at 3 %, under ts-0 and ts-1 in turn: each pod's readings are the idle GPU's (mig-b's two
+    # instances at 40 % and 60 %, mig-a's at 80 %: not idle; the GPU no pod holds: no pod)
+    "gpu-idle": {"Pod team-a/infer-1", "Pod team-c/mig-idle", "Pod team-d/ts-0", "Pod team-d/ts-1"},
     # PCIe replays per 5 minutes > 50: node a's GPU 0 at 50 per second; the MIG GPU's 0.1 per second is 30 per
     # 5 minutes (a sum over its two instances' repeated deltas would read 60); node c's counter is not supported
     "pcie-replays": {"gpu-node-a GPU 0"},
