@@ -7,6 +7,7 @@ runs, so ./gpudash.yaml is found the way a user's is), a command line and an env
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -78,12 +79,19 @@ def manifest_for(files: dict[str, bytes]) -> bytes:
               "grafana": uids, "cloudformation": [],
               "grafana_folder": {"uid": "gpudash", "title": "GPU monitoring"}, "grafana_uid_prefix": "gpudash",
               "alarm_prefix": "gpudash", "dashboard_prefix": "gpudash", "notes": [],
-              "counters_sha256": load_counters(default_counters()).sha256}  # made from the bundled CSV
+              "counters_sha256": _bundled()[1]}  # made from the bundled CSV
+    return json.dumps({"settings": _bundled()[0], "artifacts": record,  # the bundled settings
+                       "files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
+
+
+@functools.cache
+def _bundled() -> tuple[dict, str]:
+    """The bundled settings' record and counters' sum, read once: every test process works out the cases above
+    (some 40 manifests) when it collects this file, and the bundled files do not change."""
     from generator.output import settings_record
     from generator.settings import load_settings
 
-    return json.dumps({"settings": settings_record(load_settings(None)), "artifacts": record,  # the bundled ones
-                       "files": {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}}).encode()
+    return settings_record(load_settings(None)), load_counters(default_counters()).sha256
 
 
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
