@@ -75,6 +75,11 @@ from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE
 from .model import Query
 from .settings import Cluster, Settings
 
+
+def is_query(expression: str) -> bool:
+    """A Metrics Insights query (SELECT ...), not metric math."""
+    return expression.lstrip().upper().startswith("SELECT")
+
 MI_FUNCTIONS = {"avg": "AVG", "max": "MAX", "min": "MIN", "sum": "SUM", "count": "COUNT"}
 STATISTICS = {"avg": "Average", "max": "Maximum", "min": "Minimum", "sum": "Sum", "count": "SampleCount"}
 DASHBOARD_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")

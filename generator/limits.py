@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown, metrics_shown_at_most
 from .errors import InputError
 from .settings import setting_place
 
@@ -27,8 +28,6 @@ def checked_build(project):
 def check_dashboards(project, artifacts) -> None:
     """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
     draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up."""
-    from .lint.cloudwatch_rules import METRICS_PER_DASHBOARD, metrics_shown, metrics_shown_at_most
-
     totals = [(metrics_shown(d.body), d.name) for d in artifacts.cloudwatch_dashboards
               if metrics_shown_at_most(d.body) > METRICS_PER_DASHBOARD]  # the exact count only where it may matter
     over = [(total, name) for total, name in totals if total > METRICS_PER_DASHBOARD]
@@ -62,8 +61,6 @@ def check_dashboards(project, artifacts) -> None:
 def _total_with(project, name: str, **limits: int) -> int:
     """The metrics dashboard `name` shows with other top_pods / top_gpus (rendered again)."""
     from .artifacts import cloudwatch_dashboards
-    from .lint.cloudwatch_rules import metrics_shown
-
     settings = project.settings
     changed = replace(project, settings=replace(settings, cloudwatch=replace(settings.cloudwatch, **limits)))
     return next(metrics_shown(d.body) for d in cloudwatch_dashboards(changed) if d.name == name)

@@ -15,6 +15,7 @@ from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
                                 dimension_sets, pod_dimensions)
+from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown, metrics_shown_at_most  # noqa: F401
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
@@ -27,7 +28,6 @@ from .metric_math import ARRAY, SERIES, Kind, MathError, kind_of
 SEARCH_MAX_CHARS = 1024
 SEARCHES_PER_GRAPH = 100
 METRICS_PER_WIDGET = 500
-METRICS_PER_DASHBOARD = 2500
 CONTRIBUTORS_REPORTED = 100
 ID = re.compile(r"^[a-z][a-zA-Z0-9_]*$")
 _SEARCH = re.compile(r"SEARCH\(\s*'((?:[^']|'')*)'", re.I)
@@ -235,53 +235,6 @@ def one_query_per_widget(subject: LintInput) -> Iterable[Finding]:
         if count > 1:
             yield Finding("CW010", "error", _where(name, index),
                           f"{count} Metrics Insights queries: a widget may hold one")
-
-
-def _series_of(expression: str) -> int:
-    query = _parsed(expression)
-    if query is None or not query.group:
-        return 1
-    return min(query.limit or SERIES_PER_QUERY, SERIES_PER_QUERY)
-
-
-# A LIMIT clause is the last of a query: `LIMIT` (any case) and a whole number, ending the text.
-_TRAILING_LIMIT = re.compile(r"(?<![A-Za-z0-9_])LIMIT\s+([0-9]+)$", re.IGNORECASE)
-_LIMIT_TAIL = 64  # characters of a query's end that hold its LIMIT clause (lookbehind still sees before)
-_GROUP_BY = re.compile(r"(?<![A-Za-z0-9_])GROUP\s+BY(?![A-Za-z0-9_])", re.IGNORECASE)
-
-
-def _series_at_most(expression: str) -> int:
-    """At least `_series_of(expression)`, read without parsing it. A query whose text has no GROUP BY
-    counts one. A query that parses and has a LIMIT clause ends with it (the parser takes nothing after
-    it), so a text ending otherwise has none and counts at most 500; one that does not parse counts one."""
-    start = expression.upper().find("GROUP")  # the searches start near what they look for: same answers
-    if start < 0 or not _GROUP_BY.search(expression, start):
-        return 1
-    text = expression.rstrip()
-    match = _TRAILING_LIMIT.search(text, max(0, len(text) - _LIMIT_TAIL))  # a longer clause counts 500: still a bound
-    return min(int(match.group(1)) or SERIES_PER_QUERY, SERIES_PER_QUERY) if match else SERIES_PER_QUERY
-
-
-def metrics_shown_at_most(body: Any) -> int:
-    """At least `metrics_shown(body)`, counted without parsing a query: a dashboard this bound keeps
-    within a limit is within it (parsing the 33,000 queries of 1,000 clusters' dashboards costs seconds)."""
-    return metrics_shown(body, _series_at_most)
-
-
-def metrics_shown(body: Any, series=_series_of) -> int:
-    """How many metrics a dashboard body may show: a metric line counts one, a GROUP BY query its LIMIT
-    (500 without one); math over them adds none. (`series`: what one query counts.)"""
-    total = 0
-    for widget in body.get("widgets", []) if isinstance(body, dict) else ():
-        properties = widget.get("properties") if isinstance(widget, dict) and widget.get("type") == "metric" else None
-        for line in properties.get("metrics", []) if isinstance(properties, dict) else ():
-            options = line[-1] if isinstance(line, list) and line and isinstance(line[-1], dict) else {}
-            if "expression" in options:
-                if is_query(str(options["expression"])):
-                    total += series(str(options["expression"]))
-            else:
-                total += 1
-    return total
 
 
 def dashboard_metrics(subject: LintInput) -> Iterable[Finding]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..cloudwatch_query import is_query  # noqa: F401 - where the rules and cost read it
+
 FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
 # Reserved words from AWS's list ("Reserved keywords" in the Metrics Insights guide, which holds
 # hundreds of SQL words) that a metric or dimension name could plausibly be. Any of them must be
@@ -181,5 +183,3 @@ def needs_quotes(name: str) -> bool:
     return name.upper() in RESERVED or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
 
 
-def is_query(expression: str) -> bool:
-    return expression.lstrip().upper().startswith("SELECT")

@@ -154,3 +154,17 @@ def test_python_m_generator_runs_the_command():
                             cwd=PACKAGE.parent)
     assert result.returncode == 0, result.stderr
     assert "gpudash" in result.stdout and generator.__version__ in result.stdout
+
+
+def test_generate_on_the_otel_pipeline_imports_no_lint_module(tmp_path):
+    """generate checks every CloudWatch dashboard's size and, on agent.pipeline: classic, what the agent would feed
+    its widgets and alarms: on the default OTel pipeline neither needs lint's rules or its query parser, whose
+    import is a tenth of a one-dashboard run."""
+    code = ("import sys\nfrom generator.cli import main\n"
+            f"try:\n    main(['generate', '--out', {str(tmp_path / 'build')!r}])\nexcept SystemExit as exit:\n"
+            "    assert not exit.code, exit.code\n"
+            "print(sorted(name for name in sys.modules if name.startswith('generator.lint')))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"
+    assert (tmp_path / "build" / "manifest.json").is_file()
