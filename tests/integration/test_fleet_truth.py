@@ -161,7 +161,8 @@ class Stack:
     prometheus: Prometheus
     at: int  # the instant every query reads (mixed_fleet.settled_time): each counter series sampled at it and
     # every second of the rate window before it
-    scrape: dict[str, int]  # per cluster, the scrape whose gauges are read at `at` (the pod it names a moving GPU under)
+    scrape: dict[str, int]  # per cluster, the scrape whose gauges are read at `at` (the pod it names the moving GPU
+    # under)
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +180,8 @@ def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
             list(pool.map(Prometheus.start, servers.values()))
         for path in PATHS:
             servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=_series(path))
-        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]),
-                                                       _series(path) - len(path.clusters) * len(mixed_fleet.moving(FLEET)),
+        still = {path.name: _series(path) - len(path.clusters) * len(mixed_fleet.moving(FLEET)) for path in PATHS}
+        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), still[path.name],
                                                        fleet=FLEET)
                    for path in PATHS}
         for server in servers.values():

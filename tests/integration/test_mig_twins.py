@@ -210,7 +210,8 @@ def _series(node: Node, served=_served, late: int = 0) -> list[dict[str, str]]:
                 readings[k] = "stale"
     if late:  # restated LATE_STEP apart: none before `late`, none between the scrapes
         gap = STEP // LATE_STEP
-        values = {series: ["_"] * (late // LATE_STEP) + [v for reading in readings for v in [reading] + ["_"] * (gap - 1)]
+        values = {series: ["_"] * (late // LATE_STEP) + [v for reading in readings
+                                                          for v in [reading] + ["_"] * (gap - 1)]
                   for series, readings in values.items()}
     return [{"series": series, "values": " ".join(readings)} for series, readings in values.items()]
 
@@ -264,7 +265,7 @@ def test_a_pod_the_label_leaves_for_long_is_not_called_idle_by_either_form(built
     pod on, and a period holding none of a pod's counts as not idle (the alarm's TreatMissingData notBreaching: it
     takes the latest periods with data within N + 2; the rule's weights do the same): share-0 is called idle from
     minute 26, share-1 from minute 27 (its first reading came a scrape later), but neither stuck pod at any minute of
-    the 40 (each has readings in at most 4 of the last 8 periods, and the idle rule needs 6), as README says. The
+    the 40 (each has readings in fewer than 6 of the last 8 periods, which the idle rule needs), as README says. The
     CloudWatch alarm and the Prometheus rule agree at every minute (15 s after a scrape: no reading on a period's
     edge)."""
     files, folder = built

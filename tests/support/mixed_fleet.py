@@ -14,9 +14,8 @@ nvidia0/vgpu0:... nvidia0/vgpu1:...]", metrics for one pod only; #340; PR #432: 
 consistently associated" across scrapes, as kubelet's order is not fixed). The model writes the last pod it lists
 (a fixed one; the other sharing pods are named by no series: `unnamed`) or, on a node that `moves`, the sharing
 pods in turn, each for `moves` scrapes (scrape k names pod k // moves mod n: every pod is named, one at a time). An
-exporter of 4.4 or later run
-with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels adds to each pod's copy the pod's UID
-(`pod_uid`) and the pod's own Kubernetes labels, their names sanitized (dcgm-exporter
+exporter of 4.4 or later run with --kubernetes-enable-pod-uid and --kubernetes-enable-pod-labels adds to each
+pod's copy the pod's UID (`pod_uid`) and the pod's own Kubernetes labels, their names sanitized (dcgm-exporter
 internal/pkg/transformation/kubernetes.go: `metric.Attributes[uidAttribute] = podInfo.UID`, and the pod's
 labels through `utils.SanitizeLabelName`), so two pods' copies of one GPU differ by more than the workload's
 labels.
@@ -240,7 +239,8 @@ def payload(node: Node, elapsed: int | None = None, interval: int = 1) -> str:
     """/metrics of the node's exporter now (or `elapsed` seconds after the counters started): counters
     stamped with the current whole second and grown linearly with it (two scrapes in one second write
     the same sample). Scraped every `interval` seconds: `elapsed // interval` is the scrape's number, which
-    names a moving GPU's pod (Node.moves). A function of the node and the second alone: each is written once."""
+    names a moving GPU's pod (Node.moves). A function of the node, the second and the interval: each is written
+    once."""
     elapsed = int(time.time()) - STARTED if elapsed is None else elapsed
     key = (node, elapsed, interval)
     text = _PAYLOADS.get(key)

@@ -128,11 +128,11 @@ def _expected(query, lines: set[str], header: str, title: str) -> dict[str, floa
     return _as_said(truth(query, NAMES, collected=collected, fleet=VARIANT), query, header, title)
 
 
-SHARE_SAID = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them at "
-              "a time (without KUBERNETES_VIRTUAL_GPUS), reads the share of the period's scrapes it was named at")
-LOSS_SAID = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of them at "
-             "a time (without KUBERNETES_VIRTUAL_GPUS), reads no increase across the scrapes it was not named at on "
-             "agent.pipeline: classic (none where the name changes at every scrape)")
+NAMED_IN_TURN = ("a pod holding a GPU that pods share by time-slicing or MPS, which the exporter names under one of "
+                 "them at a time (without KUBERNETES_VIRTUAL_GPUS), ")
+SHARE_SAID = NAMED_IN_TURN + "reads the share of the period's scrapes it was named at"
+LOSS_SAID = NAMED_IN_TURN + ("reads no increase across the scrapes it was not named at on agent.pipeline: classic "
+                             "(none where the name changes at every scrape)")
 
 
 def _as_said(expected: dict[str, float], query, header: str, title: str) -> dict[str, float]:
