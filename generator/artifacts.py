@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InputError
+from .exporter_styles import exporter_daemonset
 from .markers import GRAFANA_OWNER_TAG
 from .names import grafanalib_uid
 from .plain import plain_data
@@ -165,17 +166,28 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     settings = project.settings
     if container_insights.enabled(settings):
         return ()
-    scrape_config = scrape.prometheus_config(settings)
+    # The scrape config differs between clusters only by the exporter DaemonSet their kube-state-metrics job keeps
+    # (clusters[].exporter.daemonset): one object per name, which the clusters naming it share.
+    scrapes: dict[str, dict] = {}
+
+    def scrape_config(cluster) -> dict:
+        name = exporter_daemonset(settings, cluster)
+        if name not in scrapes:
+            scrapes[name] = scrape.prometheus_config(settings, cluster)
+        return scrapes[name]
+
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster
     if settings.agent.pipeline == "classic":
         return tuple(AgentConfig(cluster.name, settings.agent.namespace,
-                                 agent.agent_config(project.catalog, settings, cluster, queried, emf), scrape_config)
+                                 agent.agent_config(project.catalog, settings, cluster, queried, emf),
+                                 scrape_config(cluster))
                      for cluster in settings.clusters)
     shipped = agent.selected_metrics(project.catalog, settings, queried.keys())
-    pipeline = agent_otel.Pipeline(project.catalog, settings, emf, scrape_config, shipped)  # shared by every cluster
-    return tuple(AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster), scrape_config,
-                             pipeline.config(cluster, agent.log_group(cluster)))
+    pipeline = agent_otel.Pipeline(project.catalog, settings, emf, shipped)  # shared by every cluster
+    return tuple(AgentConfig(cluster.name, settings.agent.namespace, agent_otel.json_config(cluster),
+                             scrape_config(cluster), pipeline.config(cluster, agent.log_group(cluster),
+                                                                     scrape_config(cluster)))
                  for cluster in settings.clusters)
 
 

@@ -13,7 +13,8 @@ The Prometheus rule reads every DaemonSet kube-state-metrics labels as an export
 with the operator's `app` or the Helm chart's `app.kubernetes.io/name`; see exporter_label_matchers), so a
 chart installed per node pool under other names is read too; kube-state-metrics exposes those labels only
 with `--metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]`. The CloudWatch agent's scrape job
-cannot join on labels and keeps the one DaemonSet the settings name (daemonset_selector).
+cannot join on labels and keeps the one DaemonSet the settings name for its cluster (exporter.daemonset, or the
+cluster's own clusters[].exporter.daemonset: render/scrape.ksm_scrape_job).
 
 Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
@@ -361,12 +362,12 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
             f"available; the agent's JSON path drops up and scrape_*.")
 
 
-def cluster_limits(settings: Settings) -> str:
+def cluster_limits(settings: Settings, cluster: Cluster | None = None) -> str:
     """What the cluster's alarm cannot see on the DCGM source (appended to its description)."""
     second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
     return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
-            f"{exporter_daemonset(settings)} (exporter.daemonset; others are not seen); a crash loop (a moment of "
+            f"{exporter_daemonset(settings, cluster)} (exporter.daemonset; others are not seen); a crash loop (a moment of "
             f"full availability each period) and an exporter silent with its pod available are not seen here: the "
             f"rule's {second}.")
 
@@ -508,7 +509,8 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
 
     settings = project.settings
     if settings.exporter.deployment != "helm" or settings.exporter.daemonset or not expected(settings) \
-            or enabled(settings) or not any(alarm.absent for alarm in project.alarms):
+            or enabled(settings) or not any(alarm.absent for alarm in project.alarms) \
+            or all(cluster.exporter_daemonset for cluster in settings.clusters):
         return None
     name = exporter_daemonset(settings)
     return (setting_place(settings, ["exporter", "deployment"]),
@@ -519,12 +521,6 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
             f"write exporter.daemonset: <the release's DaemonSet> (`kubectl -n {settings.exporter.namespace} get ds "
             f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or exporter.daemonset: {name} "
             f"when that is its name")
-
-
-def daemonset_selector(settings: Settings) -> str:
-    """PromQL label matchers of the exporter DaemonSet's kube-state-metrics series, by its name (the CloudWatch
-    agent's kube-state-metrics job keeps these)."""
-    return f'namespace="{settings.exporter.namespace}", daemonset="{exporter_daemonset(settings)}"'
 
 
 def exporter_label_matchers() -> list[str]:

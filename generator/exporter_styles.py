@@ -33,11 +33,12 @@ def style_for(settings) -> ExporterStyle:
     return STYLES[settings.exporter.deployment]
 
 
-def exporter_daemonset(settings) -> str:
-    """The exporter DaemonSet's name: `exporter.daemonset`, else the fixed one of its deployment style (the chart's
-    is `<release>-dcgm-exporter` unless the release name holds `dcgm-exporter` or fullnameOverride is set, so a
-    Helm install names it in the settings)."""
-    return settings.exporter.daemonset or style_for(settings).daemonset
+def exporter_daemonset(settings, cluster=None) -> str:
+    """The exporter DaemonSet's name in `cluster`: its `clusters[].exporter.daemonset`, else `exporter.daemonset`, else
+    the fixed one of its deployment style (the chart's is `<release>-dcgm-exporter` unless the release name holds
+    `dcgm-exporter` or fullnameOverride is set, so a Helm install names it in the settings). Without a cluster: the
+    fleet's (the global setting's)."""
+    return (cluster and cluster.exporter_daemonset) or settings.exporter.daemonset or style_for(settings).daemonset
 
 
 STYLES = {style.key: style for style in (

@@ -40,6 +40,15 @@ class Cluster:
     name: str
     region: str
     prometheus_label: str | None = None
+    # clusters[].exporter.daemonset: this cluster's exporter DaemonSet name where it differs from exporter.daemonset
+    # (exporter_styles.exporter_daemonset reads both); None: the global one.
+    exporter_daemonset: str | None = None
+
+    @classmethod
+    def from_settings(cls, document: dict[str, Any]) -> "Cluster":
+        exporter = document.get("exporter") or {}
+        return cls(name=document["name"], region=document["region"],
+                   prometheus_label=document.get("prometheus_label"), exporter_daemonset=exporter.get("daemonset"))
 
 
 @dataclass(frozen=True)
@@ -797,7 +806,7 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
     _check_period(document, period_written, source, node)
     _dimension_sets_checked(document, source, node)
     _workload_names_checked(document["labels"], source, node)
-    clusters = tuple(Cluster(**c) for c in document["clusters"])
+    clusters = tuple(Cluster.from_settings(c) for c in document["clusters"])
     seen: dict[str, int] = {}
     folded: dict[str, int] = {}
     for index, cluster in enumerate(clusters):

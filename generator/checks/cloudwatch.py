@@ -120,14 +120,15 @@ def _daemonset_counts(cloudwatch, settings, cluster, options: Options) -> Check:
     namespace = settings.cloudwatch.namespace
     sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED).get(DESIRED, [])
     name = f"{cluster.name} data-missing signals"
-    daemonset = f"{settings.exporter.namespace}/{exporter_daemonset(settings)}"
+    daemonset = f"{settings.exporter.namespace}/{exporter_daemonset(settings, cluster)}"
     if [CLUSTER_DIMENSION] in sets:
         return Check(GROUP, name, OK, f"{DESIRED} [{CLUSTER_DIMENSION}] arriving (the exporter DaemonSet {daemonset})")
     return Check(GROUP, name, WARN,
                  f"no {DESIRED} [{CLUSTER_DIMENSION}] in {namespace} for {cluster.name} in the last 3 h: the "
                  f"data-missing alarm reads it as the desired count of the exporter DaemonSet {daemonset} and is in "
                  f"ALARM without it (ListMetrics lists a new metric up to {LISTING_DELAY_MINUTES} minutes late)",
-                 "check that exporter.daemonset names the exporter DaemonSet (the kube group names it) and that the "
+                 "check that exporter.daemonset names the exporter DaemonSet (or the cluster's own "
+                 "clusters[].exporter.daemonset; the kube group names it) and that the "
                  "agent scrapes kube-state-metrics (kube_state_metrics.namespace, .pod_label, .port), or write "
                  "alarms.expected_gpus: none")
 

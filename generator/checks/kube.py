@@ -20,7 +20,7 @@ from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..exporter_styles import EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
 from ..project import Project
-from ..settings import Settings, rollout_percentage
+from ..settings import Cluster, Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
@@ -56,11 +56,14 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
     namespace = settings.exporter.namespace
-    name = exporter_daemonset(settings)
+    configmap = _configmaps(kube, settings.agent.namespace)
+    # The cluster this context is: read from its agent's config only when the clusters name different DaemonSets
+    cluster = _agent_cluster(configmap, project) if _daemonsets_differ(settings) else None
+    name = exporter_daemonset(settings, cluster)
     what = f"DaemonSet {namespace}/{name}"
     daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
     found: list[Answer] = []
-    yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found)
+    yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, cluster)
     if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are still worth reading
         daemonset, name = found[0], found[0].get("metadata.name", str)
     if daemonset is not None:
@@ -82,7 +85,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
                             style)
     if not addon_source(settings):
-        yield from _agent_checks(kube, project)
+        yield from _agent_checks(kube, project, configmap)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
         yield from step(GROUP, KSM_CHECK, _kube_state_metrics, kube, settings)
 
@@ -90,21 +93,33 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 DAEMONSET_CHECK = "exporter DaemonSet"
 
 
-def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer]) -> list[Check]:
-    """The DaemonSet exporter.daemonset (or the deployment) names is an exporter DaemonSet, labelled as the data-missing
-    rule finds one (exporter_styles.EXPORTER_LABELS), and the only one in its namespace; else the exporter DaemonSets
-    there are named with the setting to write (the CloudWatch agent reads kube-state-metrics' counts of the named one
-    only). `found` receives the exporter DaemonSets in the namespace other than the named one."""
-    namespace, name = settings.exporter.namespace, exporter_daemonset(settings)
+def _daemonsets_differ(settings: Settings) -> bool:
+    """Whether the clusters name different exporter DaemonSets (clusters[].exporter.daemonset)."""
+    return len({exporter_daemonset(settings, cluster) for cluster in settings.clusters}) > 1
+
+
+def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer],
+                     cluster: Cluster | None = None) -> list[Check]:
+    """The DaemonSet exporter.daemonset (or `cluster`'s clusters[].exporter.daemonset, or the deployment) names is an
+    exporter DaemonSet, labelled as the data-missing rule finds one (exporter_styles.EXPORTER_LABELS), and the only one
+    in its namespace; else the exporter DaemonSets there are named with the setting to write (the CloudWatch agent
+    reads kube-state-metrics' counts of the named one only). `found` receives the exporter DaemonSets in the namespace
+    other than the named one."""
+    namespace, name = settings.exporter.namespace, exporter_daemonset(settings, cluster)
     listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
     found += [d for d in listed if is_exporter(d.string_map("metadata.labels")) and d.get("metadata.name", str) != name]
     names = sorted(d.get("metadata.name", str) for d in found)
     others = ", ".join(names)
-    setting = "exporter.daemonset" if settings.exporter.daemonset else \
-        f"exporter.daemonset unset: {settings.exporter.deployment}'s name"
+    if cluster and cluster.exporter_daemonset:
+        setting = f"cluster {cluster.name}'s exporter.daemonset"
+    elif settings.exporter.daemonset:
+        setting = "exporter.daemonset" + (f", cluster {cluster.name}" if cluster else "")
+    else:
+        setting = f"exporter.daemonset unset: {settings.exporter.deployment}'s name"
     labels = exporter_labels_text()
     alarm = data_missing.expected(settings) and not addon_source(settings)
-    write = (f"write exporter.daemonset: {names[0]}{' (or another of them)' if len(names) > 1 else ''} in "
+    place = f" (in cluster {cluster.name}'s entry of clusters)" if cluster else ""
+    write = (f"write exporter.daemonset: {names[0]}{place}{' (or another of them)' if len(names) > 1 else ''} in "
              "gpudash.yaml, generate and apply again" + (
                  " (the CloudWatch agent reads kube-state-metrics' counts of that DaemonSet for the data-missing "
                  "alarm, which stays in ALARM without them)" if alarm else "")) if names else ""
@@ -665,20 +680,25 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
     return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
 
 
-def _agent_checks(kube: Kube, project: Project) -> Iterator[Check]:
-    from ..artifacts import agents
-
-    namespace = project.settings.agent.namespace
-    yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace, project.settings.agent.pipeline == "otel")
+def _configmaps(kube: Kube, namespace: str) -> Callable[[str], Answer | None]:
+    """A reader of the agent's ConfigMaps in `namespace` that reads each once (the cluster probe, the exporter
+    DaemonSet's and the ConfigMaps' checks share the answer)."""
     answers: dict[str, Answer | None] = {}
 
     def configmap(name: str) -> Answer | None:
-        """The agent's ConfigMap `name`, read once (the cluster probe and its check share the answer)."""
         if name not in answers:
             answers[name] = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}",
                                       f"ConfigMap {namespace}/{name}")
         return answers[name]
 
+    return configmap
+
+
+def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answer | None]) -> Iterator[Check]:
+    from ..artifacts import agents
+
+    namespace = project.settings.agent.namespace
+    yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace, project.settings.agent.pipeline == "otel")
     cluster = _agent_cluster(configmap, project).name
     agent = next(a for a in agents(project) if a.cluster == cluster)
     keys = [(AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)]

@@ -481,9 +481,8 @@ class Pipeline:
     """The parts of the collector configuration every cluster shares, made once and held by every
     cluster's configuration (serialize.to_yaml_alike compares the rest, a few values, and writes them)."""
 
-    def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any],
-                 scrape_config: dict[str, Any], shipped: Iterable[str]):
-        self.jobs = escaped(scrape_config)
+    def __init__(self, catalog: Catalog, settings: Settings, emf: dict[str, Any], shipped: Iterable[str]):
+        self.jobs: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}  # id(scrape config) -> (it, escaped)
         self.publishes = _publishes(emf)
         shipped = list(shipped)
         declarations = self.publishes["metric_declarations"]
@@ -507,10 +506,13 @@ class Pipeline:
         self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),
                                                  "exporters": [EXPORTER]}}}
 
-    def config(self, cluster: Cluster, log_group: str) -> dict[str, Any]:
-        """One cluster's collector configuration: scrape, drop blanks, batch, publish."""
+    def config(self, cluster: Cluster, log_group: str, scrape_config: dict[str, Any]) -> dict[str, Any]:
+        """One cluster's collector configuration: scrape (its prometheus.yaml, escaped once per object the clusters
+        share), drop blanks, batch, publish."""
+        if id(scrape_config) not in self.jobs:
+            self.jobs[id(scrape_config)] = (scrape_config, escaped(scrape_config))
         return {
-            "receivers": {RECEIVER: cluster_receiver(self.jobs, cluster)},
+            "receivers": {RECEIVER: cluster_receiver(self.jobs[id(scrape_config)][1], cluster)},
             "processors": self.processors,
             "exporters": {EXPORTER: cluster_exporter(self.publishes, cluster, log_group)},
             "service": self.service,

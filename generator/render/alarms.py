@@ -355,7 +355,7 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) ->
         description = _fitted(f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook}", alarm)
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
-        description = _description(alarm, data_missing.cluster_limits(settings))
+        description = _description(alarm, data_missing.cluster_limits(settings, cluster))
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title)
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)

@@ -23,7 +23,7 @@ from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
 from ..series_labels import OLD_WORKLOAD
-from ..settings import Settings, interval_seconds
+from ..settings import Cluster, Settings, interval_seconds
 
 GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name with --use-old-namespace
 
@@ -86,11 +86,12 @@ def ksm_pod_label(settings: Settings) -> tuple[str, str]:
     return name, value
 
 
-def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
+def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
     """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's three series, nothing else
     (every other sample would be a custom metric, or merge into the cluster's). The DaemonSet is the one the settings
     name (exporter_daemonset): the series carry no label of the DaemonSet's own (kube_daemonset_labels is a series
-    apart, which relabelling cannot join), and two DaemonSets' counts published in one dimension set would mix."""
+    apart, which relabelling cannot join), and two DaemonSets' counts published in one dimension set would mix. Each
+    cluster's agent keeps its own cluster's DaemonSet (clusters[].exporter.daemonset)."""
     ksm = settings.kube_state_metrics
     name, value = ksm_pod_label(settings)
     discovery: dict[str, Any] = {"role": "pod"}
@@ -98,7 +99,7 @@ def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
         discovery["namespaces"] = {"names": [ksm.namespace]}
     meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
     kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
-           f"{re.escape(exporter_daemonset(settings))}"
+           f"{re.escape(exporter_daemonset(settings, cluster))}"
     return {
         "job_name": KUBE_STATE_METRICS_JOB,
         "scrape_interval": settings.scrape.interval,
@@ -117,11 +118,12 @@ def ksm_scrape_job(settings: Settings) -> dict[str, Any]:
     }
 
 
-def prometheus_config(settings: Settings) -> dict[str, Any]:
-    """prometheus.yaml for the CloudWatch agent: the exporter's job, and kube-state-metrics' for the
-    data-missing alarm's expected signal (when alarms.expected_gpus names it)."""
+def prometheus_config(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
+    """prometheus.yaml for the CloudWatch agent of `cluster`: the exporter's job, and kube-state-metrics' for the
+    data-missing alarm's expected signal (when alarms.expected_gpus names it), which keeps the cluster's exporter
+    DaemonSet."""
     interval = settings.scrape.interval
-    jobs = [agent_scrape_job(settings)] + ([ksm_scrape_job(settings)] if expected(settings) else [])
+    jobs = [agent_scrape_job(settings)] + ([ksm_scrape_job(settings, cluster)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
             "scrape_configs": jobs}
 

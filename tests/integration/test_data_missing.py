@@ -89,18 +89,18 @@ _HEALTHY: dict = {}  # (project, agent file, idle) -> (project, the agent after 
 
 
 def _datapoints(project, files, situation: Situation, until: int = FINAL, exporter: dict[str, str] = EXPORTER,
-                more: tuple[tuple[dict[str, str], int, int], ...] = ()):
+                more: tuple[tuple[dict[str, str], int, int], ...] = (), agent_file: str = AGENT_FILE):
     """What the agent publishes of the situation's story up to `until` (an alarm judged at a time reads no later
     datapoint, and the agent's state there depends on no later scrape). Every story of a fleet is the same until the
     change: the agent that ran it (its state, its datapoints) is kept once per project and fleet, and each situation
     goes on from a copy of it (the scrapes before the change all come first in time: the same run). `exporter`: the
     namespace and name of the exporter DaemonSet kube-state-metrics reports; `more`: other DaemonSets it reports after
-    the change (labels, desired, available)."""
-    config, job = agent_config(files[AGENT_FILE])
-    jobs = scrape_jobs(files[AGENT_FILE])
+    the change (labels, desired, available); `agent_file`: the cluster's agent ConfigMaps."""
+    config, job = agent_config(files[agent_file])
+    jobs = scrape_jobs(files[agent_file])
     ksm_job = jobs["gpudash-kube-state-metrics"]
     gpus = tuple(Gpu(g.node, g.index) for g in FLEET) if situation.idle else FLEET
-    key = (id(project), files[AGENT_FILE], situation.idle, tuple(exporter.items()))
+    key = (id(project), files[agent_file], situation.idle, tuple(exporter.items()))
     if key not in _HEALTHY:
         before = scrapes(job, project.catalog, -1, CHANGE // STEP - 1, gpus)
         healthy = [kube_state.scrape(ksm_job, t, exporter, 2, 2) for t in range(-STEP, CHANGE, STEP)]
@@ -123,12 +123,13 @@ def _datapoints(project, files, situation: Situation, until: int = FINAL, export
     return points + agent.run([s for s in after + recovered + ksm if s.timestamp <= until])
 
 
-def _rule_alarms(files, second: str = PER_NODE_ALARM) -> list[dict]:
+def _rule_alarms(files, second: str = PER_NODE_ALARM, cluster: str = "gpu-cluster") -> list[dict]:
     """The rule's CloudWatch alarms of the cluster: the cluster's metric-math alarm and its GROUP BY alarm per node
     (or, on agent.pipeline: classic, per GPU)."""
+    names = [name.replace("-gpu-cluster-", f"-{cluster}-", 1) for name in (ALARM, second, AGENT_ALARM)]
     requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                if i["Request"]["AlarmName"].startswith(ALARM.removesuffix("-critical"))]
-    assert sorted(r["AlarmName"] for r in requests) == sorted((ALARM, second, AGENT_ALARM))
+                if i["Request"]["AlarmName"].startswith(names[0].removesuffix("-critical"))]
+    assert sorted(r["AlarmName"] for r in requests) == sorted(names)
     return requests
 
 
@@ -544,42 +545,53 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
 # `helm install gpu-metrics gpu-helm-charts/dcgm-exporter -n monitoring`: the chart names the DaemonSet
 # <release>-<chart> (the release name alone when it holds the chart's name; fullnameOverride when set)
 HELM_RELEASE = {"namespace": "monitoring", "daemonset": "gpu-metrics-dcgm-exporter"}
+# A second cluster whose release is named otherwise (`helm install ml-b ...`), in clusters[].exporter.daemonset
+RELEASE_B = {"namespace": "monitoring", "daemonset": "ml-b-dcgm-exporter"}
+RELEASES = (("gpu-cluster", HELM_RELEASE), ("gpu-cluster-b", RELEASE_B))
 RELEASE_SITUATIONS = ("healthy", "exporter pod stopped on one node", "exporter DaemonSet deleted")
 
 
 @pytest.fixture(scope="module")
 def helm_release(tmp_path_factory):
-    """The project of a cluster whose exporter is that Helm release, its DaemonSet named in exporter.daemonset."""
+    """The project of two clusters whose exporters are Helm releases: gpu-cluster's DaemonSet named in
+    exporter.daemonset, gpu-cluster-b's (another release name) in its clusters[].exporter.daemonset."""
     folder = tmp_path_factory.mktemp("helm-release")
-    (folder / "gpudash.yaml").write_text("exporter:\n  deployment: helm\n  namespace: monitoring\n"
-                                         "  daemonset: gpu-metrics-dcgm-exporter\n")
+    (folder / "gpudash.yaml").write_text(
+        "clusters:\n  - {name: gpu-cluster, region: us-east-1}\n"
+        f"  - {{name: gpu-cluster-b, region: us-east-1, exporter: {{daemonset: {RELEASE_B['daemonset']}}}}}\n"
+        "exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: gpu-metrics-dcgm-exporter\n")
     project = load_project(folder / "gpudash.yaml")
     return project, encode(build(project))
 
 
 def test_a_helm_release_named_in_the_settings_is_read_by_the_alarm_as_by_the_rule(helm_release, tmp_path):
-    """The cluster's alarm reads the DaemonSet exporter.daemonset names, as the rule finds it by its labels: OK while
-    the release's exporters report, ALARM when one stops (its pod not available) or the DaemonSet is deleted, and the
-    rule fires on the same situations (before the setting, the agent kept only monitoring/dcgm-exporter's series: the
-    desired count never arrived and the alarm was in ALARM while every GPU reported)."""
+    """Each cluster's alarm reads the DaemonSet its settings name (exporter.daemonset, or the cluster's own
+    clusters[].exporter.daemonset), as the rule finds it by its labels: OK while the release's exporters report, ALARM
+    when one stops (its pod not available) or the DaemonSet is deleted, and the rule fires on the same situations
+    (before exporter.daemonset, the agent kept only monitoring/dcgm-exporter's series, and before the cluster's own,
+    both clusters' agents kept gpu-metrics-dcgm-exporter's: the desired count never arrived and the alarm was in ALARM
+    while every GPU reported)."""
     project, files = helm_release
-    requests = _rule_alarms(files)
     situations = [s for s in SITUATIONS if s.name in RELEASE_SITUATIONS]
-    for situation in situations:
-        points = _datapoints(project, files, situation, FINAL, exporter=HELM_RELEASE)
-        for minute in (CHANGE // 60, END // 60, FINAL // 60):
-            fired = _in_alarm(requests, points, minute * 60)
-            expected = situation.cloudwatch and minute == END // 60
-            assert (ALARM in fired) == expected, (situation.name, minute, fired)
+    for cluster, release in RELEASES:
+        requests = _rule_alarms(files, cluster=cluster)
+        alarm = ALARM.replace("-gpu-cluster-", f"-{cluster}-")
+        for situation in situations:
+            points = _datapoints(project, files, situation, FINAL, exporter=release,
+                                 agent_file=AGENT_FILE.replace("gpu-cluster", cluster))
+            for minute in (CHANGE // 60, END // 60, FINAL // 60):
+                fired = _in_alarm(requests, points, minute * 60)
+                expected = situation.cloudwatch and minute == END // 60
+                assert (alarm in fired) == expected, (cluster, situation.name, minute, fired)
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
-    tests = [{"name": situation.name, "interval": "30s",
-              "input_series": _series(situation, HELM_RELEASE, kube_state.HELM_LABELS),
+    tests = [{"name": f"{release['daemonset']}: {situation.name}", "interval": "30s",
+              "input_series": _series(situation, release, kube_state.HELM_LABELS),
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
-                                   "exp_alerts": _fired(rule, situation, HELM_RELEASE) if m == END // 60 else []}
+                                   "exp_alerts": _fired(rule, situation, release) if m == END // 60 else []}
                                   for m in (CHANGE // 60, END // 60, FINAL // 60)]}
-             for situation in situations]
-    assert [bool(t["alert_rule_test"][1]["exp_alerts"]) for t in tests] == [s.cloudwatch for s in situations]
+             for _, release in RELEASES for situation in situations]
+    assert [bool(t["alert_rule_test"][1]["exp_alerts"]) for t in tests] == [s.cloudwatch for s in situations] * 2
     _rules_apart(files, tmp_path, "helm_release_test.yaml", tests)
 
 
