@@ -333,10 +333,13 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
         exact = [True]
         skeleton = [_stand_ins(document, texts, {}, exact) for document in documents]
         if texts:
-            key = repr(skeleton) if exact[0] else None
+            # the emitter is chosen by the documents, texts included, as when they are dumped whole: where the
+            # emitters disagree on a text, PyYAML writes the rest too (libyaml folds some quoted strings otherwise)
+            fast = _fast(documents)
+            key = repr((fast, skeleton)) if exact[0] else None
             shape = written.get(key) if key is not None else None
             if shape is None:
-                shape = _dump(skeleton)
+                shape = _dump(skeleton, fast)
                 if key is not None:
                     written[key] = shape
             text = _with_texts(shape, texts)
@@ -347,8 +350,12 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
     return out
 
 
-def _dump(documents: list[Any]) -> str:
-    fast = FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d) for d in documents)
+def _fast(documents) -> bool:
+    return FastDumper is not None and all(isinstance(d, (dict, list)) and emitters_agree(d) for d in documents)
+
+
+def _dump(documents: list[Any], fast: bool | None = None) -> str:
+    fast = _fast(documents) if fast is None else fast
     return yaml.dump_all(documents, Dumper=FastDumper if fast else PureDumper, sort_keys=True,
                          default_flow_style=False, allow_unicode=True, width=100)
 

@@ -302,3 +302,18 @@ def test_json_with_its_long_strings_set_in_is_to_json_of_the_whole(strings, othe
     assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
     data["Resources"]["D0"]["Other"] = whole["Resources"]["D0"]["Other"] = serialize.string_slot(0)
     assert serialize.to_json_filled(data, quoted, lambda: whole) == serialize.to_json(whole)
+
+
+def test_a_sidecar_file_with_an_astral_character_keeps_pyyamls_bytes_for_its_other_strings():
+    """A dashboard whose JSON holds a character beyond the BMP (an emoji in a title) sends its whole sidecar file to
+    PyYAML's emitter; the folder title in each ConfigMap's annotation, double-quoted (a tab) and folded at width 100,
+    is then written as PyYAML writes it (`go\\` then `\\ to`), as before texts were indented by gpudash. libyaml folds
+    it otherwise (`go` then `to`): same data, other bytes, and `generate --check` fails against an earlier build."""
+    from generator.render.grafana_files import configmap
+
+    folder = "GPU monitoring\tproduction training fleet owned by the ML platform team, alerts go to the on-call"
+    documents = [configmap("gpudash-fire", '{\n  "title": "GPU \U0001F525 temperatures"\n}\n', folder)]
+    written = serialize.to_yaml(*documents)
+    assert yaml.safe_load(written) == documents[0]
+    assert written == _pure_yaml(documents)
+    assert b'alerts go\\\n      \\ to the on-call"' in written
