@@ -684,15 +684,29 @@ def _statements(config: dict):
         assert match, f"OTTL statement the model does not read: {text!r}"
         parsed.append((float(match["value"]), _Condition(match["where"])))
 
+    def statements(name: str, value: float) -> float | None:
+        """The value the statements set (None: they set none), run in their order: a function of the metric's name
+        and the point's value alone."""
+        written = None
+        for new, condition in parsed:
+            if condition(name, value):
+                value = written = new
+        return written
+
+    known: dict[tuple[str, float], float | None] = {}  # (name, value) -> what the statements set: a fleet repeats them
+
     def apply(metrics: list[_Metric]) -> list[_Metric]:
         result = []
         for metric in metrics:
             points = []
             for labels, value in metric.points:
                 if value is not None:
-                    for new, condition in parsed:
-                        if condition(metric.name, value):
-                            value = new
+                    key = (metric.name, value)
+                    if key not in known and len(known) > 50_000:
+                        known.clear()  # a counter's values never repeat: bounded
+                    written = known[key] if key in known else known.setdefault(key, statements(*key))
+                    if written is not None:
+                        value = written
                 points.append((labels, value))
             result.append(_Metric(metric.name, metric.kind, points))
         return result
