@@ -64,11 +64,13 @@ class Spec:
         if text is None:
             return self._response_errors(method, path, status, body)
         key = (method, path, status, text)
-        if key not in self.answered:
+        found = self.answered.get(key)  # one read: another handler thread may clear the dict at any moment
+        if found is None:
+            found = self._response_errors(method, path, status, body)
             if len(self.answered) >= 1024:
                 self.answered.clear()
-            self.answered[key] = self._response_errors(method, path, status, body)
-        return list(self.answered[key])
+            self.answered[key] = found
+        return list(found)
 
     def _response_errors(self, method: str, path: str, status: int, body: Any) -> list[str]:
         response = self.operation(method, path)["responses"].get(str(status))
