@@ -223,9 +223,75 @@ def _read_by(query: Query, datapoints: list[Datapoint]) -> tuple[list[float], li
     return found
 
 
+def _whole_periods(start: float, end: float, period: int) -> float | None:
+    """The phase of the period grid (start modulo period) when [start, end) is a whole number of periods on whole
+    seconds: then every period of the range holds exactly the points of the list in it, whatever else the range
+    holds; else None."""
+    if not (float(start).is_integer() and float(end).is_integer()) or (end - start) % period:
+        return None
+    return start % period
+
+
+def _period_buckets(cache: dict, tag: tuple, period: int, phase: float, points, function) -> dict:
+    """{series key: (its period starts in time order, their values each in the list's order, `function` of each
+    period's values, each period's first position in the list, whether those positions rise with time)} of
+    `points()` ((timestamp, position, key, value) in the list's order) cut into the periods of the grid of `phase`,
+    worked out once per list, query, period and phase: the periods of a range whose start is on that grid hold the
+    same values, in the same order, as cutting the range's points does (int(start + (t - start) // period * period)
+    names the same period start for every start on the grid: whole seconds, exact)."""
+    found = cache.get((tag, period, phase))
+    if found is None:
+        series: dict[tuple, dict[int, tuple[int, list[float]]]] = {}
+        for timestamp, position, key, value in points():
+            bucket = int(phase + (timestamp - phase) // period * period)
+            periods = series.setdefault(key, {})
+            if bucket in periods:
+                periods[bucket][1].append(value)
+            else:
+                periods[bucket] = (position, [value])
+        found = cache[(tag, period, phase)] = {}
+        for key, periods in series.items():
+            starts = sorted(periods)
+            values = [periods[b][1] for b in starts]
+            firsts = [periods[b][0] for b in starts]
+            found[key] = (starts, values, [function(v) for v in values], firsts,
+                          all(a < b for a, b in zip(firsts, firsts[1:])))  # a list in time order: no sort needed
+    return found
+
+
+def _window_of(buckets: dict, start: float, end: float) -> list[tuple[tuple, range | list[int], tuple]]:
+    """[(key, its periods in [start, end) as indexes, (starts, values, aggregates, first positions))] of the keys
+    with any, keys and periods in the order their first points come in the list (the order cutting the range's
+    points in the list's order gives)."""
+    window = []
+    for key, found in buckets.items():
+        starts = found[0]
+        i, j = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+        if i < j:
+            window.append((_in_list_order(found, i, j), key, found))
+    window.sort(key=lambda w: w[2][3][w[0][0]])
+    return [(key, kept, found) for kept, key, found in window]
+
+
+def _in_list_order(found: tuple, i: int, j: int) -> range | list[int]:
+    """The periods i..j-1 of a _period_buckets entry in the order their first points come in the list."""
+    return range(i, j) if found[4] else sorted(range(i, j), key=found[3].__getitem__)
+
+
 def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, end: float, period: int) -> Result:
     query = parse(text)
     buckets: dict[tuple, dict[int, list[float]]] = {}
+    phase = _whole_periods(start, end, period) if isinstance(datapoints, list) else None
+    if phase is not None:  # the range's periods, cut once per list, query and grid (an alarm judged at every minute)
+        _, read, in_order = _read_by(query, datapoints)
+        tag = ("insights periods", query.function, query.metric, query.namespace, tuple(query.schema),
+               tuple(query.where), tuple(query.group))
+        window = _window_of(_period_buckets(_indexed(datapoints)[3], tag, period, phase, lambda: read if in_order else
+                                            sorted(read, key=lambda r: r[1]), FUNCTIONS[query.function]), start, end)
+        result = {key: {found[0][k]: found[2][k] for k in kept} for key, kept, found in window}
+        buckets = {key: {found[0][k]: found[1][k] for k in kept} for key, kept, found in window} \
+            if query.order else {}
+        return _ordered(query, result, buckets)
     if isinstance(datapoints, list):  # the points in [start, end) it reads, in the list's order
         times, read, in_order = _read_by(query, datapoints)
         window = read[bisect.bisect_left(times, start):bisect.bisect_left(times, end)]
@@ -247,6 +313,11 @@ def metrics_insights(text: str, datapoints: Iterable[Datapoint], start: float, e
             buckets.setdefault(key, {}).setdefault(bucket, []).append(point.value)
     result = {key: {b: FUNCTIONS[query.function](values) for b, values in series.items()}
               for key, series in buckets.items()}
+    return _ordered(query, result, buckets)
+
+
+def _ordered(query: Query, result: Result, buckets: dict[tuple, dict[int, list[float]]]) -> Result:
+    """The query's series ordered by ORDER BY (its function over each series' values, `buckets`), at most LIMIT."""
     if query.order:
         whole = {key: FUNCTIONS[query.order[0]]([v for vs in buckets[key].values() for v in vs]) for key in result}
         keys = sorted(result, key=lambda k: whole[k], reverse=query.order[1] == "DESC")
@@ -617,6 +688,16 @@ def _metric_stat(stat: dict, datapoints: list[Datapoint], start: float, end: flo
     name, namespace = metric["MetricName"], metric["Namespace"]
     exact: dict[tuple, bool] = {}  # a point's dimensions -> whether they are exactly these (once per set)
     values: dict[int, list[float]] = {}
+    phase = _whole_periods(start, end, period) if isinstance(datapoints, list) else None
+    if phase is not None:  # the range's periods, cut once per list, metric and grid (an alarm judged at every minute)
+        tag = ("stat periods", name, namespace, frozenset(wanted), stat["Stat"])
+        found = _period_buckets(_indexed(datapoints)[3], tag, period, phase, lambda: (
+            (point.timestamp, position, (), point.value) for position, point in enumerate(_of_dimensions(
+                datapoints, name, namespace, frozenset(wanted), -math_module.inf, math_module.inf))),
+            FUNCTIONS[statistic[stat["Stat"]]]).get((), ([], [], [], [], True))
+        starts, aggregated = found[0], found[2]
+        return {starts[k]: aggregated[k] for k in _in_list_order(
+            found, bisect.bisect_left(starts, start), bisect.bisect_left(starts, end))}
     if isinstance(datapoints, list):
         for point in _of_dimensions(datapoints, name, namespace, frozenset(wanted), start, end):
             values.setdefault(int(start + (point.timestamp - start) // period * period), []).append(point.value)
