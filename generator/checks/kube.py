@@ -127,10 +127,7 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}); the exporter "
                       f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}", write)]
     if daemonset is None:
-        elsewhere = sorted({f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}"
-                            for key, value in EXPORTER_LABELS
-                            for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
-                                                  {"labelSelector": f"{key}={value}"})})
+        elsewhere = _exporters_everywhere(kube)
         if elsewhere:
             where, _, other = elsewhere[0].partition("/")
             return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
@@ -149,13 +146,37 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       write or f"label the exporter DaemonSet {labels} (the data-missing rule finds exporter "
                                "DaemonSets by these labels, and reads none without them), or point exporter.daemonset "
                                "at the exporter's")]
+    abroad = [d for d in _exporters_everywhere(kube) if not d.startswith(f"{namespace}/")]
+    warnings, fixes = [], []
     if names and alarm:
-        return [Check(GROUP, DAEMONSET_CHECK, WARN,
-                      f"exporter DaemonSets in {namespace}: {name} ({setting}) and {others}: the CloudWatch "
-                      f"data-missing alarm reads kube-state-metrics' counts of {name} only, so an exporter pod gone "
-                      f"from a node of {others} is not seen there (the Prometheus rule reads each)",
-                      "watch the other node pools' exporters on Prometheus, or deploy one exporter DaemonSet")]
+        warnings.append(f"exporter DaemonSets in {namespace}: {name} ({setting}) and {others}: the CloudWatch "
+                        f"data-missing alarm reads kube-state-metrics' counts of {name} only, so an exporter pod gone "
+                        f"from a node of {others} is not seen there (the Prometheus rule reads each)")
+        fixes.append("watch the other node pools' exporters on Prometheus, or deploy one exporter DaemonSet")
+    if abroad:
+        listed = ", ".join(abroad)
+        warnings.append(
+            f"exporter DaemonSets outside exporter.namespace ({namespace}): {listed}: the CloudWatch agent scrapes "
+            f"exporter pods in {namespace} only" + (
+                f", the CloudWatch data-missing alarm reads kube-state-metrics' counts of {namespace}/{name} only, "
+                f"and the Prometheus data-missing rule reads every DaemonSet labelled {labels} in any namespace, "
+                f"{namespace}/{name} and {listed} alike: the two forms judge different DaemonSets (an exporter pod "
+                f"gone from a node of {abroad[0]} fires the rule, not the alarm)" if alarm else
+                f": the GPUs of nodes only {listed} covers publish nothing to CloudWatch"))
+        fixes.append(f"run one DCGM exporter per GPU node: uninstall {listed}, or point exporter.namespace and "
+                     "exporter.daemonset at the one to keep and uninstall the others")
+    if warnings:
+        return [Check(GROUP, DAEMONSET_CHECK, WARN, "; ".join(warnings), "; ".join(fixes))]
     return [Check(GROUP, DAEMONSET_CHECK, OK, f"{namespace}/{name} labelled as a DCGM exporter")]
+
+
+def _exporters_everywhere(kube: Kube) -> list[str]:
+    """`namespace/name` of every DaemonSet labelled as a DCGM exporter (EXPORTER_LABELS), in any namespace, as the
+    data-missing rule finds them: one label-selector read per label."""
+    return sorted({f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}"
+                   for key, value in EXPORTER_LABELS
+                   for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
+                                         {"labelSelector": f"{key}={value}"})})
 
 
 KSM_CHECK = "kube-state-metrics"

@@ -1309,3 +1309,18 @@ def test_a_helm_release_named_in_exporter_daemonset_passes_the_exporter_service_
     assert ("kube", "exporter Service") not in failed, failed[("kube", "exporter Service")]
     assert ("exporter", "reachable") not in failed, failed[("exporter", "reachable")]
     assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
+
+
+def test_an_exporter_daemonset_in_another_namespace_is_warned_of_as_one_in_exporter_namespace(stack, tmp_path):
+    """The data-missing rule reads every DaemonSet labelled as an exporter, in any namespace; the CloudWatch alarm
+    reads the one exporter.daemonset names, and the agent scrapes exporter pods of exporter.namespace only. A second
+    exporter (the chart installed in `monitoring` beside the GPU operator's) makes the two forms judge different
+    DaemonSets: verify warns of a second one in exporter.namespace, and must warn of this one too."""
+    cluster, verify = stack
+    second = copy.deepcopy(cluster.daemonset)
+    second["metadata"].update(name="dcgm-exporter", namespace="monitoring",
+                              labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    cluster.daemonsets[("monitoring", "dcgm-exporter")] = second
+    _, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    check = checks[("kube", "exporter DaemonSet")]
+    assert check["status"] == "warn" and "monitoring/dcgm-exporter" in check["detail"], check
