@@ -20,6 +20,7 @@ from generator.artifacts import build  # noqa: E402
 from generator.output import SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from generator.render.scrape import scrape_job  # noqa: E402
+from tests.support import kube_state  # noqa: E402
 from tests.support.kube_server import KubeCluster, KubeTestServer  # noqa: E402
 from tests.support.moto_server import MotoServer  # noqa: E402
 from tests.support.prometheus_server import Prometheus, for_file_sd  # noqa: E402
@@ -33,7 +34,7 @@ GROUPS = ("kube", "exporter", "prometheus", "cloudwatch")
 ALONE = GROUPS[-1:] if SMOKE else GROUPS
 
 
-def _stack(work: Path, project, payload: str, exporter, moto) -> tuple[KubeCluster, dict]:
+def _stack(work: Path, project, payload: str, exporter, ksm, moto) -> tuple[KubeCluster, dict]:
     cluster = KubeCluster(REFERENCE)
     cluster.metrics_payload = payload
     files = encode(build(project))
@@ -41,19 +42,18 @@ def _stack(work: Path, project, payload: str, exporter, moto) -> tuple[KubeClust
         cluster.configmap(document["metadata"]["namespace"], document["metadata"]["name"], document["data"])
     cluster.service_monitors = [{**m, "metadata": {"name": m["metadata"]["name"], "namespace": "gpu-operator"}}
                                 for m in yaml.safe_load_all(files[SERVICE_MONITOR_FILE])]
-    cloudwatch = moto.client("cloudwatch", "us-east-1")
-    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"):
-        cloudwatch.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[{
-            "MetricName": metric, "Value": 50, "Dimensions": [
-                {"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": "ml"},
-                {"Name": "pod", "Value": "train-a-0"}]}])
+    # what the agent publishes of one busy GPU, and the exporter DaemonSet's desired count (the data-missing alarm's)
+    moto.put_dcgm_metrics("train-a-0")
     targets = work / "targets.json"
     targets.write_text(json.dumps([{"targets": [exporter.address], "labels": {
         "__meta_kubernetes_namespace": "gpu-operator", "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
         "__meta_kubernetes_pod_container_port_number": "9400", "__meta_kubernetes_pod_name": "nvidia-dcgm-exporter-ax",
         "__meta_kubernetes_pod_node_name": "gpu-node-a"}}]))
     job = {**for_file_sd(scrape_job(project.settings), [str(targets)]), "scrape_interval": "1s", "scrape_timeout": "1s"}
-    return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}
+    # kube-state-metrics of the exporter DaemonSet, as the data-missing rule reads it
+    ksm_job = {"job_name": "kube-state-metrics", "honor_labels": True, "scrape_interval": "1s",
+               "static_configs": [{"targets": [ksm.address]}]}
+    return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job]}
 
 
 def main() -> None:
@@ -61,11 +61,15 @@ def main() -> None:
         return
     project = load_project()
     payload = relabel_payload((REFERENCE / "exporter" / "blog-a10g-k8s.prom").read_text(), pod="train-a-0")
-    with tempfile.TemporaryDirectory() as scratch, ReplayExporter(payload) as exporter, MotoServer() as moto:
+    counts = kube_state.payload({"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter",
+                                 **kube_state.OPERATOR_LABELS}, 2, 2)
+    with tempfile.TemporaryDirectory() as scratch, ReplayExporter(payload) as exporter, \
+            ReplayExporter(counts) as ksm, MotoServer() as moto:
         work = Path(scratch)
-        cluster, config = _stack(work, project, payload, exporter, moto)
+        cluster, config = _stack(work, project, payload, exporter, ksm, moto)
         with Prometheus(work, config) as prometheus, KubeTestServer(cluster) as kube:
             prometheus.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="train-a-0"}')
+            prometheus.wait_for("kube_daemonset_status_desired_number_scheduled")
             env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig(work / "kubeconfig")),
                    "AWS_ENDPOINT_URL": moto.url, "PROMETHEUS_URL": prometheus.url}
             command = [str(Path(sys.executable).parent / "gpudash"), "verify", "--output", "json"]
@@ -77,6 +81,9 @@ def main() -> None:
             failing = [f"{c['group']}/{c['name']}" for c in checks if c["status"] == "fail"]
             if failing:
                 raise SystemExit(f"the stack is not healthy: {', '.join(failing)}")
+            # the one warning a healthy stack keeps: the A10G of the recorded payload reports no HBM temperature
+            # and that exporter no reserved framebuffer (a fact of the payload, not of the stack)
+            warned = [f"{c['group']}/{c['name']}: {c['detail']}" for c in checks if c["status"] == "warn"]
             whole = first if SMOKE else measure(command, env=env)
             alone = {group: measure(command + [arg for other in GROUPS if other != group for arg in ("--skip", other)],
                                     env=env) for group in ALONE}
@@ -85,6 +92,8 @@ def main() -> None:
           f"({verdict} the {TARGET_SECONDS} s target)")
     for group, timing in alone.items():
         print(f"  {group} group alone: {timing}")
+    for warning in warned:
+        print(f"  warning: {warning}")
 
 
 if __name__ == "__main__":
