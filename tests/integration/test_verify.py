@@ -323,7 +323,8 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
 def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_name_different_ones(stack, tmp_path):
     """Two clusters whose Helm releases are named differently: the kube group reads the DaemonSet of the cluster its
     context is (the one the live agent config names), not exporter.daemonset's for every cluster (it failed with "no
-    DaemonSet gpu-operator/ml-a-dcgm-exporter" in gpu-cluster, whose release is gpu-metrics)."""
+    DaemonSet gpu-operator/ml-a-dcgm-exporter" in gpu-cluster, whose release is gpu-metrics); the cloudwatch group's
+    data-missing signals name each cluster's own (gpu-cluster's read as exporter.daemonset's before)."""
     cluster, verify = stack
     cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter",
                                          labels={"app.kubernetes.io/name": "dcgm-exporter"})
@@ -331,10 +332,16 @@ def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_
     config.write_text("clusters:\n  - {name: ml-a, region: us-east-1}\n"
                       "  - {name: gpu-cluster, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
                       "exporter:\n  daemonset: ml-a-dcgm-exporter\n")
-    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--config", str(config))[1]
     check = checks[("kube", "exporter DaemonSet")]
     assert (check["status"], check["detail"]) == ("ok", "gpu-operator/gpu-metrics-dcgm-exporter labelled as a DCGM "
                                                          "exporter"), check
+    # the cloudwatch group names each cluster's own DaemonSet with its desired count (only gpu-cluster's arrives)
+    signals = {name: checks[("cloudwatch", f"{name} data-missing signals")] for name in ("gpu-cluster", "ml-a")}
+    assert signals["gpu-cluster"]["status"] == "ok", signals
+    assert signals["gpu-cluster"]["detail"].endswith("(the exporter DaemonSet gpu-operator/gpu-metrics-dcgm-exporter)")
+    assert signals["ml-a"]["status"] == "warn" and "DaemonSet gpu-operator/ml-a-dcgm-exporter" in \
+        signals["ml-a"]["detail"], signals
 
 
 def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_missing_alarm_fires(stack, moto):
