@@ -114,31 +114,32 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor)
 
-    # (name, id(body)) -> DashboardBody text and its JSON string: the same body in its file and the template
-    bodies: dict[tuple[str, int], tuple[str, bytes]] = {}
+    # (name, id(body)) -> the JSON string of its DashboardBody text: the same body in its file and the template
+    # (only the string is kept: the texts of 1,000 clusters' bodies are tens of MB)
+    bodies: dict[tuple[str, int], bytes] = {}
 
-    def body_text(name: str, body: dict[str, Any]) -> tuple[str, bytes]:
+    def body_string(name: str, body: dict[str, Any]) -> bytes:
         if (name, id(body)) not in bodies:
-            text = stamped_cloudwatch_text(body, name, artifacts.project)
-            bodies[name, id(body)] = text, json_string(text)
+            bodies[name, id(body)] = json_string(stamped_cloudwatch_text(body, name, artifacts.project))
         return bodies[name, id(body)]
 
+    def body_text(name: str, body: dict[str, Any]) -> str:  # where a file is written whole
+        return json.loads(body_string(name, body))
+
     for item in artifacts.cloudwatch_dashboards:
-        text, string = body_text(item.name, item.body)
         files[cloudwatch_dashboard_file(item.name)] = to_json_filled(
-            {"DashboardName": item.name, "DashboardBody": string_slot(0)}, [string],
-            lambda: {"DashboardName": item.name, "DashboardBody": text})
+            {"DashboardName": item.name, "DashboardBody": string_slot(0)}, [body_string(item.name, item.body)],
+            lambda: {"DashboardName": item.name, "DashboardBody": body_text(item.name, item.body)})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for region, template in artifacts.cloudformation.items():
         strings: list[bytes] = []
 
         def slot(name: str, body: dict[str, Any]) -> str:
-            strings.append(body_text(name, body)[1])
+            strings.append(body_string(name, body))
             return string_slot(len(strings) - 1)
 
         files[template_file(region, artifacts.primary_region)] = to_json_filled(
-            _with_body_texts(template, slot), strings,
-            lambda: _with_body_texts(template, lambda *key: body_text(*key)[0]))
+            _with_body_texts(template, slot), strings, lambda: _with_body_texts(template, body_text))
 
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
