@@ -11,6 +11,7 @@ clock, so tests inject a clock and never sleep.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -395,25 +396,45 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
 
 def _not_a_list(shape: Any, value: Any, path: str) -> str | None:
     """Where the answer has something else than a list where the API's model has one: botocore reads a
-    mapping there as its keys (`{}` as an empty list) and a string as its characters."""
+    mapping there as its keys (`{}` as an empty list) and a string as its characters. Only the members
+    under which the model has a list are visited."""
     if value is None:
         return None
     kind = shape.type_name
     if kind == "list":
         if not isinstance(value, list):
             return f"{path or 'the answer'} is not a list"
-        for index, item in enumerate(value):
-            problem = _not_a_list(shape.member, item, f"{path}[{index}]")
-            if problem:
-                return problem
+        if _holds_a_list(shape.member):
+            for index, item in enumerate(value):
+                problem = _not_a_list(shape.member, item, f"{path}[{index}]")
+                if problem:
+                    return problem
     elif kind == "structure" and isinstance(value, dict):
-        for name, member in shape.members.items():
-            key = member.serialization.get("name", name)
+        for key, member in _members_holding_a_list(shape):
             if key in value:
                 problem = _not_a_list(member, value[key], f"{path}.{key}" if path else key)
                 if problem:
                     return problem
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _members_holding_a_list(shape: Any) -> tuple[tuple[str, Any], ...]:
+    """A structure's members (their key in an answer, their shape) under which the model has a list: the
+    only ones `_not_a_list` must read (a DescribeAlarms answer's scalars are most of its members)."""
+    return tuple((member.serialization.get("name", name), member) for name, member in shape.members.items()
+                 if _holds_a_list(member))
+
+
+@functools.lru_cache(maxsize=None)
+def _holds_a_list(shape: Any, _through: frozenset = frozenset()) -> bool:
+    """Whether the shape is a list or a structure with a list somewhere among its members (maps are not
+    read by `_not_a_list`). A structure met again on its own path adds nothing its first visit does not."""
+    if shape.type_name == "list":
+        return True
+    if shape.type_name != "structure" or id(shape) in _through:
+        return False
+    return any(_holds_a_list(member, _through | {id(shape)}) for member in shape.members.values())
 
 
 def _not_a_write_answer(shape: Any, response: Any) -> str | None:
