@@ -175,18 +175,19 @@ if getattr(yaml, "__with_libyaml__", False):
 else:  # pragma: no cover - PyYAML built without libyaml
     FastDumper = None
 
-# Characters on which libyaml and PyYAML disagree: control characters but tab and newline, DEL
+# Characters on which libyaml and PyYAML disagree: control characters but newline (a tab makes a string
+# double-quoted, and the two fold a long double-quoted string at other places), DEL
 # and the C1 controls (NEL among them), the line/paragraph separators, surrogates, the BOM, the
 # two non-characters ending the Basic Multilingual Plane, and everything beyond it (libyaml
 # escapes those; PyYAML writes them as they are). Written as the set that disagrees: the
 # complement of this small set, as a character class, takes milliseconds to compile.
-_EMITTERS_DISAGREE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+_EMITTERS_DISAGREE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
                                 "\U00010000-\U0010ffff]")
 
 
-# Of ASCII, the emitters agree on tab, newline and the printable characters: deleting those (in C)
+# Of ASCII, the emitters agree on newline and the printable characters: deleting those (in C)
 # leaves nothing. Far faster than the pattern on the long texts ConfigMaps carry.
-_ASCII_AGREEING = bytes([0x09, 0x0a, *range(0x20, 0x7f)])
+_ASCII_AGREEING = bytes([0x0a, *range(0x20, 0x7f)])
 
 
 def _agreeing_characters(text: str) -> bool:
@@ -200,7 +201,8 @@ def emitters_agree(value: Any) -> bool:
     if isinstance(value, str):
         # A string ending in two line breaks is a "keep" literal block (|+); libyaml then
         # ends the document with `...` when more keys follow it.
-        return _agreeing_characters(value) and not (value.endswith("\n\n") or value == "\n")
+        # A space before a line break makes a multi-line string quoted, folded otherwise by the two.
+        return _agreeing_characters(value) and not (value.endswith("\n\n") or value == "\n" or " \n" in value)
     if isinstance(value, dict):
         return all(isinstance(k, str) and k and emitters_agree(k) and emitters_agree(v) for k, v in value.items())
     if isinstance(value, (list, tuple)):

@@ -317,3 +317,20 @@ def test_a_sidecar_file_with_an_astral_character_keeps_pyyamls_bytes_for_its_oth
     assert yaml.safe_load(written) == documents[0]
     assert written == _pure_yaml(documents)
     assert b'alerts go\\\n      \\ to the on-call"' in written
+
+
+_word = st.sampled_from(["alerts", "go", "to", "the", "on-call", "a:", "#x", "-", "'q'", '"d"', "é", "x", ""])
+_gap = st.sampled_from([" ", " ", " ", "  ", "\t", "\n", " \n", "\n ", "\n\n"])
+_long_text = st.lists(st.tuples(_word, _gap).map("".join), min_size=10, max_size=40).map("".join)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(_long_text, st.integers(0, 4))
+def test_long_strings_a_line_cannot_hold_are_pyyamls_bytes(text, depth):
+    """Strings long enough to be folded (a folder title, a description), at any depth: a tab, or a space before a
+    line break, makes one double-quoted, and libyaml folds that at other places than PyYAML ('go\\n  to' for
+    'go\\\\\\n  \\\\ to'): such a string is written by PyYAML."""
+    document: object = text
+    for level in range(depth):
+        document = {f"k{level}": document}
+    assert serialize.to_yaml({"top": document}) == _pure_yaml([{"top": document}])
