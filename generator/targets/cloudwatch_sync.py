@@ -87,14 +87,14 @@ def _parallel(regions: list[str], work: Callable[[str], list]) -> list:
 # --- planning -------------------------------------------------------------------------------
 
 def _plan_dashboard(name: str, region: str, desired_body: dict[str, Any], live_body: dict[str, Any] | None,
-                    project: str, own: frozenset[str] = frozenset()) -> Change:
+                    project: str, own: frozenset[str] = frozenset(), stamp=read_cloudwatch_stamp) -> Change:
     """Compare the stamped body of the set with the live one (both data: the live one parsed once from
     GetDashboard's answer). `own`: these settings' clusters and those they had (--renamed-from, --removed-cluster):
     a dashboard as generated whose header records another list sharing one of them is written again to record
     these settings' (so that after a split, each file's objects record that file alone)."""
     if live_body is None:
         return Change("cloudwatch", "dashboard", name, CREATE, region=region, live={"body": None})
-    proof = read_cloudwatch_stamp(live_body, name, project)
+    proof = stamp(live_body, name, project)
     change = Change("cloudwatch", "dashboard", name, UNCHANGED, region=region, live={"body": live_body})
     if live_body == desired_body:
         pass
@@ -227,7 +227,8 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
 def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None, project: str,
                             older: list[str], clusters: frozenset[str] = frozenset(),
                             elsewhere: list[str] | None = None, unrecorded: Callable[[str], bool] | None = None,
-                            own: frozenset[str] | None = None, partly: list[str] | None = None) -> Change | None:
+                            own: frozenset[str] | None = None, partly: list[str] | None = None,
+                            stamp=read_cloudwatch_stamp) -> Change | None:
     """A dashboard no longer defined: pruned only when its stamp proves it is this project's, written
     under this name and unchanged since, by these settings (published with a cluster of their lineage,
     `clusters`); None otherwise: never touched. One an older gpudash wrote, whose stamp names no project,
@@ -235,7 +236,7 @@ def _plan_retired_dashboard(name: str, region: str, body: dict[str, Any] | None,
     published, to `elsewhere`. One whose header names no clusters (written before they were recorded) is
     pruned only when `unrecorded(name)` is False (see `_unrecorded`). One recording clusters of which these settings
     (`own`, with those they had) define only some, to `partly` (see `_partly`)."""
-    proof = read_cloudwatch_stamp(body, name, project) if body is not None and project else None
+    proof = stamp(body, name, project) if body is not None and project else None
     if proof == OLDER:
         older.append(name)
     if proof != OURS:
@@ -263,9 +264,19 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
     then every dashboard named in gpudash's form but no longer defined, read to see whether this project
     wrote it (without a project, none is read: nothing could show it is this project's). `read_regions` gets
     the Regions the widgets of those of them these settings' own (pruned, or left as partly theirs) read."""
+    proofs: dict[tuple[str, int], str | None] = {}
+
+    def stamp(body: dict[str, Any], name: str, project: str) -> str | None:
+        """What the stamp of a body read here proves, worked out once for each: the hash covers the whole body,
+        and the plan asks for it up to three times a dashboard (its change, the lineage, the records)."""
+        key = (name, id(body))  # each body read here stays referenced until the plan is made
+        if key not in proofs:
+            proofs[key] = read_cloudwatch_stamp(body, name, project)
+        return proofs[key]
+
     def read(name: str) -> Change:
         change = _plan_dashboard(name, region, dashboards[name], cloudwatch.dashboard_body(region, name), project,
-                                 frozenset(clusters + former))
+                                 frozenset(clusters + former), stamp)
         progress()
         return change
 
@@ -278,12 +289,12 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
         bodies = list(pool.map(lambda name: cloudwatch.dashboard_body(region, name), retired))
     mine = lineage(clusters + former, [dashboard_publication(c.live["body"]) for c in changes
                               if c.live.get("body") is not None
-                              and read_cloudwatch_stamp(c.live["body"], c.name, project) == OURS])
+                              and stamp(c.live["body"], c.name, project) == OURS])
     if records is not None and project:
         records.extend(("dashboard", name, name in dashboards, dashboard_publication(body))
                        for name, body in [*((c.name, c.live.get("body")) for c in changes), *zip(retired, bodies)]
-                       if body is not None and read_cloudwatch_stamp(body, name, project) == OURS)
-    others = any(read_cloudwatch_stamp(body, name, project) == OURS
+                       if body is not None and stamp(body, name, project) == OURS)
+    others = any(stamp(body, name, project) == OURS
                  and published_elsewhere(dashboard_publication(body), mine)
                  for name, body in zip(retired, bodies) if body is not None)
     kept: list[str] = []
@@ -291,7 +302,7 @@ def _plan_dashboards(cloudwatch: CloudWatch, region: str, dashboards: dict[str, 
                              _dashboard_tail_exact)
     partly: list[str] = []
     old = [_plan_retired_dashboard(name, region, body, project, older, mine, elsewhere, unrecorded,
-                                   frozenset(clusters + former), partly)
+                                   frozenset(clusters + former), partly, stamp)
            for name, body in zip(retired, bodies)]
     if read_regions is not None:
         theirs = {c.name for c in old if c is not None} | set(partly)
