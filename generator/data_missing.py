@@ -366,8 +366,9 @@ def cluster_limits(settings: Settings, cluster: Cluster | None = None) -> str:
     """What the cluster's alarm cannot see on the DCGM source (appended to its description)."""
     second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
+    setting = "clusters[].exporter.daemonset" if cluster and cluster.exporter_daemonset else "exporter.daemonset"
     return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
-            f"{exporter_daemonset(settings, cluster)} (exporter.daemonset; others are not seen); a crash loop (a moment of "
+            f"{exporter_daemonset(settings, cluster)} ({setting}; others are not seen); a crash loop (a moment of "
             f"full availability each period) and an exporter silent with its pod available are not seen here: the "
             f"rule's {second}.")
 

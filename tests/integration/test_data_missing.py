@@ -564,6 +564,17 @@ def helm_release(tmp_path_factory):
     return project, encode(build(project))
 
 
+def test_each_clusters_data_missing_alarm_names_the_setting_its_daemonset_comes_from(helm_release):
+    """The alarm's description names the DaemonSet the agent reads and the setting to change: the cluster's own
+    clusters[].exporter.daemonset where it has one (it said exporter.daemonset, the global one it overrides)."""
+    _, files = helm_release
+    said = {cluster: next(r["AlarmDescription"] for r in _rule_alarms(files, cluster=cluster)
+                          if r["AlarmName"] == ALARM.replace("-gpu-cluster-", f"-{cluster}-"))
+            for cluster, _ in RELEASES}
+    assert "monitoring/gpu-metrics-dcgm-exporter (exporter.daemonset; " in said["gpu-cluster"]
+    assert "monitoring/ml-b-dcgm-exporter (clusters[].exporter.daemonset; " in said["gpu-cluster-b"]
+
+
 def test_a_helm_release_named_in_the_settings_is_read_by_the_alarm_as_by_the_rule(helm_release, tmp_path):
     """Each cluster's alarm reads the DaemonSet its settings name (exporter.daemonset, or the cluster's own
     clusters[].exporter.daemonset), as the rule finds it by its labels: OK while the release's exporters report, ALARM
