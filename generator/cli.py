@@ -158,7 +158,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         sys.exit(EXIT_FINDINGS if differences else 0)
     from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms
 
-    from .data_missing import guessed_daemonset
+    from .data_missing import guessed_daemonset, unread_daemonset
     from .render.alarms import unwatched_static_alarms
     from .settings import workload_rename_mix
 
@@ -168,9 +168,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     unwatched = unwatched_static_alarms(project)
     if unwatched:
         click.echo(f"warning: {unwatched[0]}: {unwatched[1]}\n  fix: {unwatched[2]}", err=True)
-    guessed = guessed_daemonset(project)
-    if guessed:
-        click.echo(f"note: {guessed[0]}: {guessed[1]}\n  fix: {guessed[2]}", err=True)
+    for noted in (guessed_daemonset(project), unread_daemonset(project)):
+        if noted:
+            click.echo(f"note: {noted[0]}: {noted[1]}\n  fix: {noted[2]}", err=True)
     silent = silent_alarms(requests)
     if silent:
         click.echo(f"warning: {len(silent)} of {len(requests)} CloudWatch alarms have no actions and notify no one "

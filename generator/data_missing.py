@@ -514,14 +514,49 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
             or all(cluster.exporter_daemonset for cluster in settings.clusters):
         return None
     name = exporter_daemonset(settings)
+    unnamed = [cluster.name for cluster in settings.clusters if not cluster.exporter_daemonset]
+    which = "" if len(unnamed) == len(settings.clusters) else \
+        f" (clusters without clusters[].exporter.daemonset: {', '.join(unnamed)})"
     return (setting_place(settings, ["exporter", "deployment"]),
-            f"exporter.deployment: helm without exporter.daemonset: the CloudWatch data-missing alarm reads "
+            f"exporter.deployment: helm without exporter.daemonset{which}: the CloudWatch data-missing alarm reads "
             f"kube-state-metrics' counts of the DaemonSet {settings.exporter.namespace}/{name}, which the chart names "
             f"so only for a release named {name} (else <release>-{name}, or the release name when it holds {name}); "
             f"for any other release the alarm stays in ALARM",
             f"write exporter.daemonset: <the release's DaemonSet> (`kubectl -n {settings.exporter.namespace} get ds "
             f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or exporter.daemonset: {name} "
             f"when that is its name")
+
+
+def unread_daemonset(project) -> tuple[str, str, str] | None:
+    """(where, what, fix) when exporter.daemonset or a cluster's clusters[].exporter.daemonset is written but nothing
+    generated reads it: only the CloudWatch agent's data-missing alarm does (not on the Container Insights source,
+    not with alarms.expected_gpus: none or without a data-missing rule); None otherwise."""
+    from .container_insights import enabled
+    from .settings import setting_place
+
+    settings = project.settings
+    written = [["exporter", "daemonset"]] if settings.exporter.daemonset else []
+    written += [["clusters", i, "exporter", "daemonset"] for i, cluster in enumerate(settings.clusters)
+                if cluster.exporter_daemonset]
+    if not written:
+        return None
+    if enabled(settings):
+        why = "the data-missing alarm reads the Container Insights add-on's own exporter (cloudwatch.source)"
+    elif not expected(settings):
+        why = "no data-missing alarm reads a DaemonSet's counts (alarms.expected_gpus: none)"
+    elif not any(alarm.absent for alarm in project.alarms):
+        why = "the definitions hold no data-missing rule"
+    else:
+        return None
+    names = ", ".join(_setting_name(path) for path in written)
+    return (setting_place(settings, written[0]), f"{names} is written but nothing generated reads it: {why}",
+            f"remove {names}, or see why it is unread")
+
+
+def _setting_name(path: list) -> str:
+    """clusters[1].exporter.daemonset, exporter.daemonset: a setting's name as a person writes it."""
+    return "".join(f"[{part}]" if isinstance(part, int) else (f".{part}" if i else part)
+                   for i, part in enumerate(path))
 
 
 def exporter_label_matchers() -> list[str]:

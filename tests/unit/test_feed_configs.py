@@ -447,3 +447,24 @@ def test_a_helm_exporter_without_its_daemonset_name_is_noted(project_dir, cli):
     named = project_dir("exporter:\n  deployment: helm\n  daemonset: gpu-metrics-dcgm-exporter\n")
     code, _, stderr = cli("generate", "--config", str(named), "--out", str(named.parent / "build"))
     assert code == 0 and "exporter.daemonset" not in stderr, stderr
+
+
+def test_a_daemonset_name_nothing_reads_is_noted_and_a_helm_note_names_the_clusters_without_one(project_dir, cli):
+    """exporter.daemonset and clusters[].exporter.daemonset feed only the CloudWatch agent's data-missing alarm: on
+    the Container Insights source, or with alarms.expected_gpus: none, generate accepted them and wrote them nowhere,
+    without a word. And with helm, one cluster naming its DaemonSet and another not, the helm note now names the
+    cluster it is about."""
+    clusters = ("clusters:\n  - {name: ml-a, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
+                "  - {name: ml-b, region: us-east-1}\n")
+    for extra, why in (("cloudwatch:\n  source: container-insights\n", "Container Insights add-on's own exporter"),
+                       ("alarms:\n  expected_gpus: none\n", "alarms.expected_gpus: none")):
+        config = project_dir(clusters + "exporter:\n  deployment: helm\n" + extra)
+        code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+        assert code == 0, stderr
+        assert (f"note: {config}:2: clusters[0].exporter.daemonset is written but nothing generated reads it: "
+                in stderr and why in stderr), stderr
+    config = project_dir(clusters + "exporter:\n  deployment: helm\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 0 and "nothing generated reads it" not in stderr, stderr
+    assert ("exporter.deployment: helm without exporter.daemonset (clusters without clusters[].exporter.daemonset: "
+            "ml-b)") in stderr, stderr
