@@ -429,6 +429,9 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
 @click.option("--skip", type=click.Choice(["kube", "exporter", "prometheus", "cloudwatch"]), multiple=True,
               help="Skip a group of checks (repeatable) when that system is not in use.")
 @click.option("--context", help="kubeconfig context (default: the current one; KUBECONFIG is honoured).")
+@click.option("--cluster", metavar="NAME",
+              help="The entry of clusters the kube context is (default: the one the live agent config names; with "
+                   "several clusters and none named, the per-cluster kube checks warn instead of judging).")
 @click.option("--exporter-url", metavar="URL", callback=checked_url("http://gpu-node:9400/metrics"),
               help="The exporter's /metrics URL (default: through the Kubernetes API server's service proxy).")
 @click.option("--prometheus-url", envvar="PROMETHEUS_URL", metavar="URL",
@@ -438,7 +441,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
 @click.option("--timeout", type=Between(1, 300), default=10, show_default=True,
               help="Seconds the whole run may take; what has not answered by then is a failed check.")
 @output_option
-def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, endpoint_url, timeout, output):
+def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, profile, endpoint_url, timeout,
+           output):
     """Check that the exporter and agents are deployed and feeding data; each failure says what to fix."""
     from . import verify as verifying
     from .console import style, table
@@ -449,9 +453,14 @@ def verify(config, csv, skip, context, exporter_url, prometheus_url, profile, en
                            hint=f"leave out one of the --skip options ({', '.join(verifying.GROUPS)})")
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
                                 profile=profile, endpoint_url=endpoint_url, timeout=timeout,
-                                prometheus_in_use="prometheus" not in skip)
+                                prometheus_in_use="prometheus" not in skip, cluster=cluster)
     options.start()  # the deadline counts from here: reading the project is part of the run
     project = load_project_for(config, csv)
+    names = [c.name for c in project.settings.clusters]
+    if cluster is not None and cluster not in names:
+        raise GpudashError(f"--cluster {cluster}: no such entry in clusters ({', '.join(names[:10])}"
+                           f"{f' and {len(names) - 10} more' if len(names) > 10 else ''})",
+                           hint="name the entry of clusters in gpudash.yaml that the kube context is")
     checks = verifying.run(project, options, groups, processes=True)
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),

@@ -57,15 +57,21 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     style = style_for(settings)
     namespace = settings.exporter.namespace
     configmap = _configmaps(kube, settings.agent.namespace)
-    # The cluster this context is: read from its agent's config only when the clusters name different DaemonSets
-    cluster = _agent_cluster(configmap, project) if _daemonsets_differ(settings) else None
-    name = exporter_daemonset(settings, cluster)
-    what = f"DaemonSet {namespace}/{name}"
-    daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+    # The cluster this context is (--cluster, else the one its agent's config names): its DaemonSet matters only
+    # when the clusters name different ones
+    this, unknown = _this_cluster(configmap, project, options.cluster) if _daemonsets_differ(settings) else (None, "")
     found: list[Answer] = []
-    yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, cluster)
-    if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are still worth reading
-        daemonset, name = found[0], found[0].get("metadata.name", str)
+    if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
+        yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
+        daemonset = found[0] if len(found) == 1 else None
+        name = daemonset.get("metadata.name", str) if daemonset is not None else ""
+    else:
+        name = exporter_daemonset(settings, this)
+        what = f"DaemonSet {namespace}/{name}"
+        daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+        yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
+        if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
+            daemonset, name = found[0], found[0].get("metadata.name", str)
     if daemonset is not None:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
@@ -85,7 +91,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
                             style)
     if not addon_source(settings):
-        yield from _agent_checks(kube, project, configmap)
+        yield from _agent_checks(kube, project, configmap, options.cluster)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
         yield from step(GROUP, KSM_CHECK, _kube_state_metrics, kube, settings)
 
@@ -96,6 +102,28 @@ DAEMONSET_CHECK = "exporter DaemonSet"
 def _daemonsets_differ(settings: Settings) -> bool:
     """Whether the clusters name different exporter DaemonSets (clusters[].exporter.daemonset)."""
     return len({exporter_daemonset(settings, cluster) for cluster in settings.clusters}) > 1
+
+
+def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list[Answer]) -> Check:
+    """The clusters name different exporter DaemonSets and which cluster this context is cannot be told: a warning
+    naming them, never a judgement by one of them. `found` receives the exporter DaemonSets in the namespace."""
+    namespace = settings.exporter.namespace
+    listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
+    found += [d for d in listed if is_exporter(d.string_map("metadata.labels"))]
+    named = _few([f"{c.name}: {exporter_daemonset(settings, c)}" for c in settings.clusters])
+    here = ", ".join(sorted(d.get("metadata.name", str) for d in found)) or "none"
+    return Check(GROUP, DAEMONSET_CHECK, WARN,
+                 f"{unknown}; the clusters name different exporter DaemonSets ({named}), so which is this "
+                 f"cluster's is not judged; the exporter DaemonSets in {namespace} (labelled {exporter_labels_text()})"
+                 f": {here}", CLUSTER_FIX)
+
+
+CLUSTER_FIX = "pass --cluster NAME (the entry of clusters this kube context is)"
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    """Names joined, the first `shown` of them and how many more."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer],
@@ -661,13 +689,18 @@ def _counters(daemonset: Answer, style, kube: Kube, project: Project, namespace:
 
 
 def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Check:
-    """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels."""
-    what = f"ServiceMonitors in {namespace}"
-    listing = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{namespace}/servicemonitors", what)
+    """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels: read in the exporter's
+    namespace and in prometheus_stack.namespace (where gpudash writes its own)."""
     name, value = style.pod_label
-    # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
-    monitors = [m for m in (listing.items("items", required=True) if listing is not None else [])
-                if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value]
+    stack = project.settings.prometheus_stack.namespace
+    monitors = []
+    for place in dict.fromkeys([namespace, stack or namespace]):
+        listing = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{place}/servicemonitors",
+                            f"ServiceMonitors in {place}")
+        # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
+        monitors += [m for m in (listing.items("items", required=True) if listing is not None else [])
+                     if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value
+                     and _watches(m, place, namespace)]
     if not monitors:
         return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
                      f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
@@ -701,6 +734,18 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
     return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
 
 
+def _watches(monitor: Answer, place: str, namespace: str) -> bool:
+    """Whether a ServiceMonitor in `place` selects Services in `namespace`: one of that namespace is taken to (as
+    before); one elsewhere by its namespaceSelector (none: its own namespace only)."""
+    if place == namespace:
+        return True
+    selector = monitor.at("spec").get("namespaceSelector", dict, {})
+    if selector.get("any") is True:
+        return True
+    names = selector.get("matchNames")
+    return namespace in names if isinstance(names, list) and names else place == namespace
+
+
 def _configmaps(kube: Kube, namespace: str) -> Callable[[str], Answer | None]:
     """A reader of the agent's ConfigMaps in `namespace` that reads each once (the cluster probe, the exporter
     DaemonSet's and the ConfigMaps' checks share the answer)."""
@@ -715,23 +760,44 @@ def _configmaps(kube: Kube, namespace: str) -> Callable[[str], Answer | None]:
     return configmap
 
 
-def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answer | None]) -> Iterator[Check]:
+def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answer | None],
+                  chosen: str | None) -> Iterator[Check]:
     from ..artifacts import agents
 
     namespace = project.settings.agent.namespace
     yield from step(GROUP, "CloudWatch agent", _agent, kube, namespace, project.settings.agent.pipeline == "otel")
-    cluster = _agent_cluster(configmap, project).name
-    agent = next(a for a in agents(project) if a.cluster == cluster)
+    this, unknown = _this_cluster(configmap, project, chosen)
+    built_agents = agents(project)
+    agent = next((a for a in built_agents if this is not None and a.cluster == this.name), built_agents[0])
+    path = agent_file(this.name if this is not None else "<cluster>")
     keys = [(AGENT_CONFIGMAP, AGENT_KEY, agent.config), (SCRAPE_CONFIGMAP, SCRAPE_KEY, agent.scrape)]
     if agent.otel is not None:
         keys.insert(1, (AGENT_CONFIGMAP, OTEL_KEY, agent.otel))
     for name, key, generated in keys:
-        yield from step(GROUP, f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else ""), _agent_configmap,
-                        configmap, namespace, name, key, generated, agent_file(cluster))
+        check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
+        if unknown:
+            yield from step(GROUP, check, _unknown_configmap, configmap, namespace, name, key, unknown, project)
+        else:
+            yield from step(GROUP, check, _agent_configmap, configmap, namespace, name, key, generated, path)
     if agent.otel is None:
         yield from step(GROUP, f"ConfigMap {AGENT_CONFIGMAP} key {OTEL_KEY}", _no_pipeline_left, configmap,
-                        namespace, agent_file(cluster))
+                        namespace, path)
 
+
+def _unknown_configmap(configmap: Callable[[str], Answer | None], namespace: str, name: str, key: str, unknown: str,
+                       project: Project) -> Check:
+    """An agent ConfigMap of a cluster that cannot be told: missing is still missing; present, it is compared with
+    no cluster's generated config (another cluster's file applied here would break this one)."""
+    check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
+    clusters = _few([c.name for c in project.settings.clusters])
+    live = configmap(name)
+    if key not in (live.string_map("data") if live is not None else {}):
+        return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing",
+                     f"kubectl apply -f {built(agent_file('<cluster>'))} with <cluster> the entry of clusters this "
+                     f"kube context is (one of {clusters}; then restart {AGENT_DEPLOYMENT}), and verify --cluster "
+                     "<cluster>", cause=NOT_DEPLOYED)
+    return Check(GROUP, check, WARN, f"{unknown}: not compared with any cluster's generated config",
+                 f"{CLUSTER_FIX}: one of {clusters}")
 
 
 def _safe_load(text: str) -> Any:
@@ -739,9 +805,26 @@ def _safe_load(text: str) -> Any:
     configuration (about 240 lines) three times, which libyaml does about seven times faster."""
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
-def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
-    """The configured cluster this agent serves: the one its live config names (cluster_name), else the first."""
+def _this_cluster(configmap: Callable[[str], Answer | None], project: Project,
+                  chosen: str | None) -> tuple[Cluster | None, str]:
+    """The entry of clusters this kube context is: --cluster's, else the one the live agent config names
+    (cluster_name), else the only one; with several and none of them named, None and why it cannot be told."""
     clusters = project.settings.clusters
+    if chosen is not None:
+        picked = next((c for c in clusters if c.name == chosen), None)
+        return picked, "" if picked else f"--cluster {chosen} is none of clusters ({_few([c.name for c in clusters])})"
+    name = _live_cluster_name(configmap)
+    named = next((c for c in clusters if c.name == name), None)
+    if named is not None or len(clusters) == 1:
+        return named or clusters[0], ""
+    where = f"the live agent config ({project.settings.agent.namespace}/{AGENT_CONFIGMAP})"
+    seen = (f"{where} names cluster {name}, none of clusters ({_few([c.name for c in clusters])})" if name else
+            f"{where} names no cluster (missing or unread), and there are {len(clusters)} clusters")
+    return None, f"cannot tell which cluster this kube context is: {seen}"
+
+
+def _live_cluster_name(configmap: Callable[[str], Answer | None]) -> str | None:
+    """The cluster_name the live agent config publishes under, when it can be read."""
     try:
         live = configmap(AGENT_CONFIGMAP)
         data = live.string_map("data") if live is not None else {}
@@ -750,8 +833,8 @@ def _agent_cluster(configmap: Callable[[str], Answer | None], project: Project):
         else:
             name = json.loads(data.get(AGENT_KEY, "{}"))["logs"]["metrics_collected"]["prometheus"].get("cluster_name")
     except Exception:  # noqa: BLE001 - only a probe: the ConfigMap check reports what is wrong
-        name = None
-    return next((c for c in clusters if c.name == name), clusters[0])
+        return None
+    return name if isinstance(name, str) and name else None
 
 
 def _no_pipeline_left(configmap: Callable[[str], Answer | None], namespace: str, path: str) -> Check:

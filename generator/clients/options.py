@@ -18,6 +18,7 @@ class Options:
     endpoint_url: str | None = None
     timeout: float = 10.0  # seconds for the whole run, every group included
     prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
+    cluster: str | None = None  # the entry of clusters the kube context is (verify --cluster); None: the agent's
     deadline: float = field(default=0.0, repr=False)  # time.monotonic() by which every answer is in
 
     def start(self) -> None:

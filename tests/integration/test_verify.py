@@ -344,6 +344,102 @@ def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_
         signals["ml-a"]["detail"], signals
 
 
+def _advice(checks):
+    return " ".join(c["fix"] for (group, _), c in checks.items() if group == "kube")
+
+
+def test_verify_does_not_judge_a_cluster_by_the_first_entry_before_its_agent_config_is_applied(stack, tmp_path, cli):
+    """Two clusters naming different exporter DaemonSets, the context ml-b's, no agent ConfigMap yet (first install):
+    verify judged by clusters[0] (ml-a), failing "no DaemonSet gpu-operator/gpu-metrics-dcgm-exporter" with the fix
+    "write exporter.daemonset: ml-b-dcgm-exporter (in cluster ml-a's entry)" and "kubectl apply -f
+    build/k8s/cwagent-prometheus-config-ml-a.yaml", which break both clusters. It cannot tell: it says so, and
+    --cluster names the entry."""
+    cluster, verify = stack
+    cluster.daemonset["metadata"]["name"] = "ml-b-dcgm-exporter"
+    for key in [k for k in cluster.configmaps if k[0] == "amazon-cloudwatch"]:
+        del cluster.configmaps[key]
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n"
+                      "  - {name: ml-a, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
+                      "  - {name: ml-b, region: us-east-1, exporter: {daemonset: ml-b-dcgm-exporter}}\n")
+    skip = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))
+    checks = verify(*skip)[1]
+    daemonset = checks[("kube", "exporter DaemonSet")]
+    assert (daemonset["status"], daemonset["fix"]) == (
+        "warn", "pass --cluster NAME (the entry of clusters this kube context is)"), daemonset
+    assert daemonset["detail"] == (
+        "cannot tell which cluster this kube context is: the live agent config (amazon-cloudwatch/"
+        "prometheus-cwagentconfig) names no cluster (missing or unread), and there are 2 clusters; the clusters name "
+        "different exporter DaemonSets (ml-a: gpu-metrics-dcgm-exporter, ml-b: ml-b-dcgm-exporter), so which is this "
+        "cluster's is not judged; the exporter DaemonSets in gpu-operator (labelled app=nvidia-dcgm-exporter or "
+        "app.kubernetes.io/name=dcgm-exporter): ml-b-dcgm-exporter")
+    assert checks[("kube", "exporter rollout")]["status"] == "ok"  # the one exporter DaemonSet there is read on
+    missing = checks[("kube", "ConfigMap prometheus-config")]
+    assert (missing["status"], missing["detail"], missing["fix"]) == (
+        "fail", "amazon-cloudwatch/prometheus-config (key prometheus.yaml) is missing",
+        "kubectl apply -f build/k8s/cwagent-prometheus-config-<cluster>.yaml with <cluster> the entry of clusters this "
+        "kube context is (one of ml-a, ml-b; then restart cwagent-prometheus), and verify --cluster <cluster>")
+    assert "ml-a.yaml" not in _advice(checks) and "exporter.daemonset" not in _advice(checks)
+    # --cluster ml-b: ml-b's DaemonSet and ml-b's file
+    checks = verify(*skip, "--cluster", "ml-b")[1]
+    assert checks[("kube", "exporter DaemonSet")]["detail"] == (
+        "gpu-operator/ml-b-dcgm-exporter labelled as a DCGM exporter")
+    assert checks[("kube", "ConfigMap prometheus-config")]["fix"] == (
+        "kubectl apply -f build/k8s/cwagent-prometheus-config-ml-b.yaml (then restart cwagent-prometheus)")
+    assert "ml-a" not in _advice(checks)
+    code, _, stderr = cli("verify", *skip, "--cluster", "ml-c")
+    assert code == 2 and "--cluster ml-c: no such entry in clusters (ml-a, ml-b)" in stderr, stderr
+
+
+def test_verify_does_not_judge_a_renamed_cluster_by_the_first_entry(stack, tmp_path):
+    """The live agent config names gpu-cluster; the settings renamed it gpu-cluster-2 and list ml-a first: verify
+    compared the ConfigMaps (and the DaemonSet, where the clusters name different ones) with ml-a's, advising to
+    apply ml-a's file here. It warns that it cannot tell, and --cluster names the entry."""
+    _, verify = stack
+    config = tmp_path / "gpudash.yaml"
+    skip = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))
+    unknown = ("cannot tell which cluster this kube context is: the live agent config (amazon-cloudwatch/"
+               "prometheus-cwagentconfig) names cluster gpu-cluster, none of clusters (ml-a, gpu-cluster-2)")
+    configmaps = ("ConfigMap prometheus-cwagentconfig", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml",
+                  "ConfigMap prometheus-config")
+    for per_cluster in (", exporter: {daemonset: ml-a-dcgm-exporter}", ""):
+        config.write_text(f"clusters:\n  - {{name: ml-a, region: us-east-1{per_cluster}}}\n"
+                          "  - {name: gpu-cluster-2, region: us-east-1}\n")
+        checks = verify(*skip)[1]
+        daemonset = checks[("kube", "exporter DaemonSet")]
+        if per_cluster:
+            assert daemonset["status"] == "warn" and daemonset["detail"].startswith(unknown + "; the clusters name "
+                                                                                    "different exporter DaemonSets")
+        else:
+            assert daemonset["status"] == "ok", daemonset
+        for name in configmaps:
+            assert (checks[("kube", name)]["status"], checks[("kube", name)]["detail"]) == (
+                "warn", f"{unknown}: not compared with any cluster's generated config"), name
+        assert "ml-a" not in _advice(checks).replace("one of ml-a, gpu-cluster-2", "")
+        checks = verify(*skip, "--cluster", "gpu-cluster-2")[1]
+        assert checks[("kube", "exporter DaemonSet")]["status"] == "ok"
+        assert checks[("kube", "ConfigMap prometheus-cwagentconfig key gpudash-otel.yaml")]["fix"] == (
+            "kubectl apply -f build/k8s/cwagent-prometheus-config-gpu-cluster-2.yaml (then restart cwagent-prometheus)")
+
+
+def test_a_service_monitor_in_the_prometheus_stack_namespace_selects_the_exporter(stack, tmp_path):
+    """gpudash writes its ServiceMonitor into prometheus_stack.namespace; verify read exporter.namespace only and
+    warned "no ServiceMonitor selects the exporter", advising to apply the file already applied. One there without a
+    namespaceSelector naming exporter.namespace selects Services of its own namespace only."""
+    cluster, verify = stack
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("prometheus_stack:\n  release: kube-prometheus-stack\n  namespace: monitoring\n")
+    cluster.service_monitors = [{**m, "metadata": {**m["metadata"], "namespace": "monitoring"}}
+                                for m in cluster.service_monitors]
+    (monitor,) = [m["metadata"]["name"] for m in cluster.service_monitors]
+    name = ("kube", "Prometheus scrape config")
+    check = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))[1][name]
+    assert (check["status"], check["detail"]) == ("ok", f"ServiceMonitor {monitor}"), check
+    del cluster.service_monitors[0]["spec"]["namespaceSelector"]
+    check = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))[1][name]
+    assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
+
+
 def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_missing_alarm_fires(stack, moto):
     """The data-missing alarm reads the exporter DaemonSet's desired count the agent publishes with [ClusterName]:
     verify's cloudwatch group says whether it arrives, naming the DaemonSet the settings name (without it the alarm
