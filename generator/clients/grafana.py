@@ -5,7 +5,7 @@ exponential backoff; Retry-After is honoured up to the deadline's cap. Waits go 
 deadline's clock, and every call ends when the deadline does. 401/403/404/412/422 become one
 precise message with what to do. An answer that is not what the API returns (not JSON, an HTML
 page, the wrong shape) is a remote failure, never read as "nothing there". The token is sent as
-a bearer header and never appears in a message.
+a bearer header and never appears in a message; ~/.netrc is never read (it would replace the token).
 """
 
 from __future__ import annotations
@@ -106,6 +106,37 @@ def _environment_read_once(session):
     return merged
 
 
+def _credentials(token: str | None, basic: tuple[str, str] | None):
+    """The requests auth for the credentials the user gave: a bearer token, or basic auth, or none. A session with an
+    auth never reads ~/.netrc (or $NETRC): without one, requests replaces the Authorization header with the netrc
+    entry for Grafana's host, and a push would run as that identity instead of the token's."""
+    import requests
+    from requests.auth import HTTPBasicAuth
+
+    class Credentials(requests.auth.AuthBase):
+        def __call__(self, request):
+            if token:
+                request.headers["Authorization"] = f"Bearer {token}"
+            elif basic:
+                HTTPBasicAuth(*basic)(request)
+            return request
+
+    return Credentials()
+
+
+def _no_netrc_on_redirect(session):
+    """`session.rebuild_auth` without netrc: a redirect keeps the Authorization header only to the same scheme, host
+    and port (requests' rule) and never takes one from ~/.netrc, which requests reads at every redirect whatever
+    the session's auth."""
+
+    def rebuild_auth(prepared_request, response):
+        if "Authorization" in prepared_request.headers and session.should_strip_auth(response.request.url,
+                                                                                     prepared_request.url):
+            del prepared_request.headers["Authorization"]
+
+    return rebuild_auth
+
+
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
                  verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
@@ -128,10 +159,8 @@ class GrafanaClient:
                                    "another control character, or a character outside Latin-1",
                                    where="GRAFANA_TOKEN / --token-file / GRAFANA_USER / GRAFANA_PASSWORD",
                                    hint="copy the token again: a service-account token is one line of ASCII")
-        if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
-        elif basic:
-            self.session.auth = basic
+        self.session.auth = _credentials(token, basic)
+        self.session.rebuild_auth = _no_netrc_on_redirect(self.session)
         adapter = HTTPAdapter(max_retries=0)  # retries are ours: paced by the deadline's clock
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)

@@ -17,7 +17,7 @@ from generator.ownership import (CLUSTERS_CUT, grafana_claim, grafana_message, g
 from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
-from tests.support.grafana_server import ADMIN, VIEWER, Fault, GrafanaTestServer
+from tests.support.grafana_server import ADMIN, BASIC_ADMIN, VIEWER, Fault, GrafanaTestServer
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
 
@@ -343,6 +343,38 @@ def test_bad_credentials_and_missing_permissions(grafana, run):
     code, stdout, stderr = _push(run, token=VIEWER)
     assert code == 3 and "(403)" in stdout and "Editor role" in stdout
     assert VIEWER not in stdout + stderr
+
+
+def _netrc(tmp_path, monkeypatch, login: str, password: str) -> None:
+    """A netrc file ($NETRC) with an entry for the test server's host."""
+    path = tmp_path / "netrc"
+    path.write_text(f"machine 127.0.0.1 login {login} password {password}\n")
+    path.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(path))
+
+
+def test_the_token_given_is_sent_whatever_netrc_holds_for_grafanas_host(grafana, run, tmp_path, monkeypatch):
+    """A netrc entry for Grafana's host never replaces GRAFANA_TOKEN: the viewer token is refused a write (403)
+    though the netrc login is an admin, and the admin token publishes though the netrc login is unknown."""
+    _netrc(tmp_path, monkeypatch, *BASIC_ADMIN)
+    code, stdout, stderr = _push(run, token=VIEWER)
+    assert code == 3 and "(403)" in stdout, stdout + stderr
+    assert grafana.state.folders == {} and grafana.state.dashboards == {}
+    _netrc(tmp_path, monkeypatch, "someone-else", "netrc-secretpart")
+    code, stdout, stderr = _push(run)
+    assert code == 0, stdout + stderr
+    assert sorted(json.loads(stdout)["written"]) == sorted(["gpudash", *UIDS])
+    assert not any(secret in stdout + stderr for secret in (ADMIN, VIEWER, "netrc-secretpart", BASIC_ADMIN[1]))
+
+
+def test_a_redirect_keeps_the_token_given_and_never_takes_netrcs(grafana, run, tmp_path, monkeypatch):
+    """requests reads netrc again at every redirect: a folder create redirected to the same address is still
+    the viewer token's (403), not the netrc admin's."""
+    _netrc(tmp_path, monkeypatch, *BASIC_ADMIN)
+    grafana.state.faults.append(Fault("^/api/folders$", status=307, method="POST", location="/api/folders"))
+    code, stdout, stderr = _push(run, token=VIEWER)
+    assert code == 3 and "(403)" in stdout, stdout + stderr
+    assert grafana.state.log.count(("POST", "/api/folders")) == 2 and grafana.state.folders == {}
 
 
 def test_unreachable_grafana_is_a_clear_error(run):

@@ -9,6 +9,7 @@ for the next N calls of a path, or a connection dropped before any answer.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import socket
@@ -25,6 +26,8 @@ if TYPE_CHECKING:  # imported where a server validates its first request: not at
     import jsonschema
 
 ADMIN, VIEWER = "glsa_admin_token", "glsa_viewer_token"
+# A Grafana user who signs in with basic auth (a login and password, as ~/.netrc holds them): an admin.
+BASIC_ADMIN = ("ops-admin", "ops-admin-password")
 # Grafana refuses a dashboard save whose version message is longer than this, in bytes (dashboards service: `len(dto.Message) > 500` -> 400 "message too long, max 500 characters").
 SAVE_MESSAGE_LENGTH = 500
 
@@ -89,6 +92,7 @@ class Fault:
     drop: bool = False  # ... or close the connection without an answer
     times: int = 1
     method: str | None = None
+    location: str | None = None  # with a 3xx status: where the answer redirects to (a path on this server)
 
 
 @dataclass
@@ -133,13 +137,13 @@ class GrafanaTestServer(LoopbackServer):
                     self.close_connection = True
                     return
                 if fault:
-                    self._send(fault.status, {"message": "injected fault"}, None)
+                    self._send(fault.status, {"message": "injected fault"}, None, fault.location)
                     return
                 status, body, spec_path = server.route(method, split.path, parse_qs(split.query), raw,
                                                        self.headers.get("Authorization", ""))
                 self._send(status, body, (method, spec_path))
 
-            def _send(self, status: int, body: Any, operation):
+            def _send(self, status: int, body: Any, operation, location: str | None = None):
                 data = json.dumps(body).encode()
                 if operation and operation[1]:
                     errors = server.spec.check_response(operation[0], operation[1], status, body, data)
@@ -147,6 +151,8 @@ class GrafanaTestServer(LoopbackServer):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if location:
+                    self.send_header("Location", location)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -210,6 +216,12 @@ class GrafanaTestServer(LoopbackServer):
 
     def route(self, method: str, path: str, query: dict[str, list[str]], raw: bytes, auth: str):
         token = auth.removeprefix("Bearer ").strip()
+        if auth.startswith("Basic "):
+            try:
+                user = base64.b64decode(auth.removeprefix("Basic ")).decode()
+            except ValueError:
+                user = ""
+            token = ADMIN if user == ":".join(BASIC_ADMIN) else ""
         if token not in (ADMIN, VIEWER):
             return 401, {"message": "Unauthorized"}, None
         body: Any = None
