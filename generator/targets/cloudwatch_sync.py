@@ -701,8 +701,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     """Write one alarm unless its fields or tags moved since the plan (read again right before: its batch's writes
     take up to half a minute at 3 a second); False when it is already as generated. The tags of an alarm the plan
     found are read alone (ListTagsForResource) right before its write, not taken from the batch's bulk read, whose
-    index may lag a tag just removed: paced on its own, beside PutMetricAlarm's 3 a second, it costs the batch no
-    time. Its fields, read back
+    index may lag a tag just removed (with the read-back of the tag write after it, two ListTagsForResource an
+    update: at 3 a second those, not PutMetricAlarm's 3, set the pace of a large update). Its fields, read back
     at once, then the tags it lacks: the read-back learns the form CloudWatch reports the alarm in, which
     its evidence keeps so that the form is not taken for a console edit next time; read right after the
     write (not after the batch), a person's edit made since cannot pass for that form.
@@ -718,22 +718,33 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     else:
         now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
-    if moved is None and live.get("arn"):
-        moved = _tag_moved(change, cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": live["arn"]}),
-                           request)
+    owned = {"AlarmName": change.name, "AlarmArn": live["arn"]} if live.get("arn") else None
+    tags_before = cloudwatch.alarm_tags(region, owned) if moved is None and owned else None
+    if tags_before is not None:
+        moved = _tag_moved(change, tags_before, request)
     if moved:
         raise _not_overwritten(change, moved)
     if moved == "":
         return False
 
-    def read() -> dict[str, Any] | None:
-        return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+    def read() -> tuple[dict[str, Any] | None, list[dict[str, str]] | None]:
+        """The alarm's tags (an alarm the plan found; PutMetricAlarm leaves them as they are on an update), then its
+        fields: a retry's look, like a lost answer's read-back, sees a person's takeover between two attempts."""
+        tags = cloudwatch.alarm_tags(region, owned) if tags_before is not None else None
+        return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name), tags
 
-    def sent(alarm) -> bool:
-        return alarm is not None and not unconfirmed(alarm_fields(request), alarm_fields(alarm))
+    def untagged(tags) -> bool:
+        return tags_before is None or tags is not None and _same_tags(tags, tags_before)
 
-    def as_before(alarm) -> bool:
-        return alarm is None if now is None else alarm is not None and alarm_fields(alarm) == alarm_fields(now)
+    def sent(state) -> bool:
+        alarm, tags = state
+        return alarm is not None and not unconfirmed(alarm_fields(request), alarm_fields(alarm)) and untagged(tags)
+
+    def as_before(state) -> bool:
+        alarm, tags = state
+        if now is None:
+            return alarm is None
+        return alarm is not None and alarm_fields(alarm) == alarm_fields(now) and untagged(tags)
 
     def put(**fields) -> None:
         try:
@@ -763,21 +774,45 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         read_tags = lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn})  # noqa: E731
         tagged, untouched = (lambda now: all(t in now for t in missing)), (lambda now: _same_tags(now, tags))
         try:
-            cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
-                            before_retry=_look("TagResource", "the alarm's tags", what, read_tags, tagged, untouched))
-        except RemoteError as exc:
             try:
+                cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
+                                before_retry=_look("TagResource", "the alarm's tags", what, read_tags, tagged,
+                                                   untouched))
+            except RemoteError as exc:
                 if not answer_lost(exc):
                     raise
                 _settle(exc, "TagResource", "the alarm's tags", read_tags, done=tagged, before=untouched)
-            except RemoteError as failed:
-                if live.get("as_generated"):  # the tags were the whole write
-                    raise
-                raise TagsNotWritten(_untagged(failed, created=change.action == CREATE)) from None
+            else:  # an answer alone proves no write
+                _tags_read_back(cloudwatch, "TagResource", what, read_tags, tagged, "does not carry the tags sent")
+        except RemoteError as failed:
+            if live.get("as_generated"):  # the tags were the whole write
+                raise
+            raise TagsNotWritten(_untagged(failed, created=change.action == CREATE)) from None
     return True
 
 
-LAGGED_READ_PAUSE = 1.0  # seconds before a create's tags, read back as fewer than were sent, are read once more
+def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[[], list[dict[str, str]]],
+                    done: Callable[[list[dict[str, str]]], bool], otherwise: str) -> None:
+    """Returns when an alarm's tags, read right after a tag write `api` CloudWatch answered, show it made; raises
+    when they do not. ListTagsForResource's freshness is not documented: tags read as not yet written are read
+    once more a second later (as a create's are, `_created_with`) before the write is called not made."""
+    def now() -> list[dict[str, str]]:
+        try:
+            return read()
+        except RemoteError as exc:
+            raise _unshown(exc, api, "the alarm's tags") from None
+
+    if done(now()):
+        return
+    if cloudwatch.deadline.remaining() > LAGGED_READ_PAUSE:
+        cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
+        if done(now()):
+            return
+    raise RemoteError(f"CloudWatch answered {api}, but read back twice, {LAGGED_READ_PAUSE:g} s apart, the alarm "
+                      f"{otherwise}: the write did not take effect", where=what, hint=UNPROVEN)
+
+
+LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a create, a tag write) are read again
 
 
 def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
@@ -908,6 +943,8 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
     try:
         cloudwatch.call(region, "UntagResource", what, ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_HASH_TAG],
                         before_retry=look)
+        _tags_read_back(cloudwatch, "UntagResource", what, lambda: cloudwatch.alarm_tags(region, alarm),
+                        lambda now: all(t.get("Key") != ALARM_HASH_TAG for t in now), f"still carries {ALARM_HASH_TAG}")
     except RemoteError as exc:
         return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
                 f"not be taken back ({exc.what}): the next plan shows it as changed since gpudash wrote it (drift, "

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster,
-                                            without_query_periods)
+                                            threshold_lowered, without_query_periods)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 DASHBOARD = "gpudash-gpu-cluster-health"
@@ -276,6 +276,65 @@ def test_an_alarm_update_whose_tag_write_is_denied_is_written_and_its_tags_faile
     code, report, _ = apply("--config", config)
     assert code == 0 and report["written"] == [NAME] and report["failed"] == []
     assert [op for op in proxy.operations if op in ("PutMetricAlarm", "TagResource")] == ["TagResource"]
+
+
+def test_an_alarm_update_whose_tag_write_is_answered_but_not_made_is_written_and_its_tags_failed(
+        proxied, published, project_dir):
+    """PutMetricAlarm lands and is read back as sent, then TagResource is answered `{}` without tagging: it was
+    reported done (exit 0) with gpudash:sha256 still naming the earlier write. The tag write is read back now: the
+    alarm is written (70 live) and its tag write failed, as when TagResource is denied (exit 3)."""
+    proxy, client, apply = proxied
+    published()
+    tags = _tags(client, NAME)
+    config = str(project_dir(WARMER))
+    fresh(proxy)
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply("--config", config)
+    assert code == 3 and "Traceback" not in stderr
+    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME) == tags
+    failed = next(item for item in report["failed"] if item["name"] == NAME)
+    assert NAME in report["written"] and failed["written"] is True
+    assert "its tags were not written" in failed["error"] and "does not carry the tags sent" in failed["error"], failed
+    fresh(proxy)
+    code, report, _ = apply("--config", config)
+    assert code == 0 and report["written"] == [NAME] and report["failed"] == []
+    assert [op for op in proxy.operations if op in ("PutMetricAlarm", "TagResource")] == ["TagResource"]
+
+
+def test_an_evidence_only_update_answered_but_not_made_is_a_failure(proxied, published):
+    """An alarm as generated whose gpudash:sha256 lacks the form CloudWatch reports it in: the update is its
+    TagResource alone. Answered `{}` without tagging, it was reported written (exit 0), nothing written. Read back
+    now: not written, failed (exit 3); the next apply writes it."""
+    proxy, client, apply = proxied
+    published()
+    arn = alarms(client)[NAME]["AlarmArn"]
+    sent = next(t["Value"] for t in _tags(client, NAME) if t["Key"] == "gpudash:sha256").partition("/")[0]
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": "gpudash:sha256", "Value": sent}])
+    tags = _tags(client, NAME)
+    fresh(proxy)
+    proxy.inject(fault("TagResource", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply()
+    assert code == 3 and "Traceback" not in stderr
+    assert NAME not in report["written"] and _tags(client, NAME) == tags
+    failed = next(item for item in report["failed"] if item["name"] == NAME)
+    assert failed["written"] is False and "does not carry the tags sent" in failed["error"], failed
+    fresh(proxy)
+    code, report, _ = apply()
+    assert code == 0 and NAME in report["written"] and _tags(client, NAME) != tags
+
+
+def test_taking_back_a_creates_evidence_answered_but_not_made_says_it_was_not_taken_back(proxied):
+    """A create read back with another threshold than sent: its gpudash:sha256 (of what was sent) is taken back with
+    UntagResource. Answered `{}` without untagging, the failure said it was taken back; read back now, it says the
+    alarm still carries it (the next plan shows it as changed since gpudash wrote it)."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=threshold_lowered(NAME)),
+                 fault("UntagResource", "status", times=ALWAYS, body={}))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and list(errors) == [NAME] and NAME not in report["written"], stderr
+    assert "could not be taken back" in errors[NAME] and "still carries gpudash:sha256" in errors[NAME], errors
+    assert "gpudash:sha256" in [t["Key"] for t in _tags(client, NAME)]
 
 
 def test_alarms_created_whose_tag_writes_are_denied_are_written_and_listed_failed(proxied, cli):

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from tests.support.cloudwatch_world import TWO_CLUSTERS, alarms, edit_in_console, fault, foreign_alarm
+from tests.support.cloudwatch_world import (TWO_CLUSTERS, alarms, edit_in_console, fault, foreign_alarm, taken_over,
+                                            threshold_lowered)
 from tests.support.cloudwatch_world import aws, moto, proxied, published  # noqa: F401 (fixtures)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -115,11 +116,8 @@ def test_a_persons_tag_change_between_two_attempts_of_a_tag_write_is_not_overwri
     published()
     before = _tags(client, NAME)
 
-    def person():
-        client.tag_resource(ResourceARN=alarms(client)[NAME]["AlarmArn"], Tags=[{"Key": "ManagedBy",
-                                                                                  "Value": "team-ml"}])
-
-    proxy.inject(fault("TagResource", "status", status=503, body={"__type": "ServiceUnavailable"}, callback=person))
+    proxy.inject(fault("TagResource", "status", status=503, body={"__type": "ServiceUnavailable"},
+                       callback=lambda: taken_over(client, NAME)))
     warning = project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n")
     code, report, stderr = apply("--config", str(warning))
     errors = {item["name"]: item["error"] for item in report["failed"]}
@@ -127,6 +125,27 @@ def test_a_persons_tag_change_between_two_attempts_of_a_tag_write_is_not_overwri
     assert "was to be sent again, but read again first" in errors[NAME] and \
         "changed by someone else meanwhile" in errors[NAME], errors
     assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
+
+
+def test_a_persons_takeover_between_two_attempts_of_an_alarm_update_is_not_overwritten(proxied, published,
+                                                                                       project_dir):
+    """An update (threshold 80 -> 70): the first PutMetricAlarm is answered 503 (not made) and before the retry a
+    person gives the alarm to their team (ManagedBy=team-ml), its fields untouched. The look before the retry read
+    the fields only: the resend wrote 70 onto the person's alarm, gpudash's evidence was tagged onto it, reported
+    written, exit 0. Now the look reads the alarm's tags too: neither as before nor as sent, so it is not sent
+    again; reported not overwritten (exit 3); the alarm keeps 80, the person's owner and gpudash's old evidence."""
+    proxy, client, apply = proxied
+    published()
+    before = _tags(client, NAME)
+    proxy.inject(fault("PutMetricAlarm", "status", status=503, body={"__type": "ServiceUnavailable"}, naming=NAME,
+                       callback=lambda: taken_over(client, NAME)))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
+                                                             "critical: 87}\n")))
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and NAME not in report["written"] and list(errors) == [NAME], stderr
+    assert "was to be sent again, but read again first" in errors[NAME] and \
+        "changed by someone else meanwhile" in errors[NAME] and "not overwritten" in errors[NAME], errors
+    assert alarms(client)[NAME]["Threshold"] == 80.0 and _tags(client, NAME) == {**before, "ManagedBy": "team-ml"}
 
 
 def test_a_persons_tag_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published,
@@ -154,21 +173,11 @@ def test_a_persons_tag_change_between_two_attempts_of_taking_back_evidence_is_no
     the alarm over (ManagedBy=team-ml). The retry was sent blind and untagged the person's alarm; now its tags are
     read first: neither as sent nor as before, so it is not sent again, and the failure says the evidence was not
     taken back (the next plan sees the alarm as the person's)."""
-    def lower(body: bytes) -> bytes:
-        answer = json.loads(body)
-        for alarm in answer.get("MetricAlarms", []):
-            if alarm["AlarmName"] == NAME:
-                alarm["Threshold"] = alarm["Threshold"] - 1
-        return json.dumps(answer).encode()
-
     proxy, client, apply = proxied
 
-    def person():
-        client.tag_resource(ResourceARN=alarms(client)[NAME]["AlarmArn"], Tags=[{"Key": "ManagedBy",
-                                                                                  "Value": "team-ml"}])
-
-    proxy.inject(fault("DescribeAlarms", "rewrite", times=10**6, callback=lower),
-                 fault("UntagResource", "status", status=503, body={"__type": "ServiceUnavailable"}, callback=person))
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=10**6, callback=threshold_lowered(NAME)),
+                 fault("UntagResource", "status", status=503, body={"__type": "ServiceUnavailable"},
+                       callback=lambda: taken_over(client, NAME)))
     code, report, stderr = apply()
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert code == 3 and list(errors) == [NAME], stderr

@@ -256,6 +256,23 @@ def edit_in_console(client, name=EDITED, threshold=95.0):
     client.put_metric_alarm(**request, Threshold=threshold)
 
 
+def taken_over(client, name, team="team-ml"):
+    """What a person does to take an alarm over: its ManagedBy tag set to their team's (TagResource); fields stay."""
+    client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"], Tags=[{"Key": "ManagedBy", "Value": team}])
+
+
+def threshold_lowered(name):
+    """A DescribeAlarms rewrite reporting alarm `name` with a threshold one below the one it holds (a CloudWatch
+    reporting it otherwise than sent)."""
+    def lower(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for alarm in answer.get("MetricAlarms", []):
+            if alarm["AlarmName"] == name:
+                alarm["Threshold"] = alarm["Threshold"] - 1
+        return json.dumps(answer).encode()
+    return lower
+
+
 def snapshot(client):
     """Every alarm's fields and tags, and every dashboard body: what a test compares before and after."""
     live = {name: ({k: v for k, v in a.items() if not k.startswith(("StateUpdated", "StateTransitioned"))},
