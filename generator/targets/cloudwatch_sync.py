@@ -804,12 +804,14 @@ def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[
 
     if done(now()):
         return
+    read_back = "read back"
     if cloudwatch.deadline.remaining() > LAGGED_READ_PAUSE:
         cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
         if done(now()):
             return
-    raise RemoteError(f"CloudWatch answered {api}, but read back twice, {LAGGED_READ_PAUSE:g} s apart, the alarm "
-                      f"{otherwise}: the write did not take effect", where=what, hint=UNPROVEN)
+        read_back = f"read back twice, {LAGGED_READ_PAUSE:g} s apart,"
+    raise RemoteError(f"CloudWatch answered {api}, but {read_back} the alarm {otherwise}: the write did not take "
+                      "effect", where=what, hint=UNPROVEN)
 
 
 LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a create, a tag write) are read again
