@@ -146,6 +146,18 @@ def test_dashboard_validation_messages_are_reported_as_errors(proxied):
     assert all("/widgets/0: Should be an object" in failure["error"] for failure in report["failed"])
 
 
+def test_a_body_rule_forwards_the_request_then_replaces_the_answer(proxied):
+    """The test proxy's `body` rule (tests/support/fault_proxy.py): the request reaches the server, and the client
+    gets the rule's answer instead of the server's. Over HTTP it was so; with moto in this process the rule answered
+    without forwarding (0 dashboards written where HTTP wrote 3), so a test ran another story in each mode."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body={
+        "DashboardValidationMessages": [{"DataPath": "/widgets/0", "Message": "Should be an object"}]}))
+    code, report, _ = apply()
+    assert code == 3 and len(report["failed"]) == 3
+    assert len(client.list_dashboards()["DashboardEntries"]) == 3
+
+
 def test_pacing_keeps_put_metric_alarm_within_three_a_second():
     clock = FakeClock()
     pacer = Pacer(clock=clock)

@@ -245,7 +245,8 @@ class FaultProxy(LoopbackServer):
                 rule.callback()
             data = rule.body if rule.body is not None else json.dumps({"message": "injected fault"}).encode()
             answer = Answer(rule.status, "", list({"Content-Type": "application/json", **rule.headers}.items()), data)
-        elif action == "body":
+        elif action == "body":  # forwarded first, as over HTTP: the server acts, its answer is replaced
+            self._forward(None, method, target, headers, body)
             content = rule.headers.get("Content-Type", "text/html; charset=utf-8")
             answer = Answer(200, "OK", [("Content-Type", content)], rule.body or HTML)
         else:
