@@ -10,14 +10,16 @@ prune only when their header carries the hash stamp of their own name, this proj
 alarms only when they carry this project's tag. Without a project named in the settings, nothing is
 pruned: nothing tells two gpudash projects in one account apart. The plan's reads are bulk: DescribeAlarms
 pages of 100 and one Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms
-it does not vouch for are read one by one); deletes go 100 names per DeleteAlarms call.
+it does not vouch for are read one by one); deletes go a few names per DeleteAlarms call (`DELETE_GROUP`), each group
+read just before its own call.
 
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
 and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
 show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields,
-then the alarm's own tags, once more right before its own write) or its DeleteAlarms call, still as the plan read
-them. That last read of an alarm's fields is a read made anyway, just before its write: the batch's read for its
+then the alarm's own tags, once more right before its own write), or its fields and then its own tags (the ownership
+read last) right before its group's DeleteAlarms call, still as the plan read them.
+That last read of an alarm's fields is a read made anyway, just before its write: the batch's read for its
 first alarm, the read-back of the alarm written before it (which reads both) for the next. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
 in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
@@ -34,6 +36,7 @@ from typing import Any, Callable
 from .. import diff
 from ..clients.cloudwatch import BATCH, CloudWatch, NotResent, answer_lost
 from ..clients.deadline import DeadlineExceeded
+from ..clients.pacing import RATES
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -53,6 +56,10 @@ from . import prune_guard
 from .progress import Progress, Silent
 
 READERS = 4  # dashboards read at once per Region
+# Alarms deleted per DeleteAlarms call: as many as ListTagsForResource's pace reads in one go. Each group's own tags are
+# read last, right before its own DeleteAlarms: the ownership read is a moment old when the delete goes (it was up to
+# (n-1)/3 s for a batch of n: 33 s for 100), and the prune takes the time of its tag reads, as before.
+DELETE_GROUP = int(RATES["ListTagsForResource"])
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
 MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG} or {ALARM_PROJECT_TAG} tag was changed since gpudash wrote it (they "
                 f"say which settings published it; the hash in {ALARM_HASH_TAG} covers them), so nothing shows "
@@ -1025,19 +1032,31 @@ def _tags_now(cloudwatch: CloudWatch, region: str, batch: list[Change]) -> dict[
     return tags
 
 
+def _evidence_now(cloudwatch: CloudWatch, region: str, batch: list[Change]
+                  ) -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any]]]:
+    """The batch's alarms' tags (`_tags_now`) and the alarms (DescribeAlarms by name), read now. A batch of updates
+    reads its tags, then its fields (the fields read is the first alarm's read right before its write). A group to
+    delete reads its fields, then its tags: the ownership evidence is the last read before DeleteAlarms."""
+    names = [c.name for c in batch]
+    if any(c.action == DELETE for c in batch):
+        now = cloudwatch.metric_alarms(region, names=names)
+        return _tags_now(cloudwatch, region, batch), now
+    tags = _tags_now(cloudwatch, region, batch)
+    return tags, cloudwatch.metric_alarms(region, names=names)
+
+
 def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests: dict[str, dict[str, Any]]
               ) -> tuple[list[tuple[Change, str | None]], RemoteError | None, dict[str, dict[str, Any] | None]]:
     """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
-    and fields read again, the fields last: the tags of the alarms the plan found, by the ARNs it read; and
-    the alarms as that last read found them (None: not there).
+    and fields read again (`_evidence_now`): the tags of the alarms the plan found, by the ARNs it read; and
+    the alarms as that read found them (None: not there).
 
     The tags are read as `_tags_now` says: each alarm to delete alone (ListTagsForResource, paced at 3 a second, so
     a prune of thousands of alarms in one Region may outlast the deadline and finish on the next run: a slow prune
     over a wrong delete), the alarms to update with one GetResources call per 100 (each reads its own tags again
     right before its write, `_put_alarm`)."""
     try:
-        tags = _tags_now(cloudwatch, region, batch)
-        now = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+        tags, now = _evidence_now(cloudwatch, region, batch)
     except RemoteError as exc:
         return [], exc, {}
     checked = []
@@ -1054,9 +1073,9 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
 
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
                   progress: Tick) -> list[Outcome]:
-    """Writes, then deletes, 100 alarms at a time. Just before each batch is written (and just before each
-    DeleteAlarms call) its alarms' tags and fields are read again: one that another hand changed, took
-    over (the ownership tag gone) or created since the plan is not written or deleted, and is reported."""
+    """Writes 100 alarms at a time, then deletes `DELETE_GROUP` at a time. Just before each batch is written (and
+    just before each group's DeleteAlarms call) its alarms' tags and fields are read again: one that another hand
+    changed, took over (the ownership tag gone) or created since the plan is not written or deleted, and is reported."""
     outcomes: list[Outcome] = []
 
     def record(change: Change, done: bool = False, error: RemoteError | None = None,
@@ -1100,8 +1119,8 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                 record(change, done=True, unfinished=untagged.error)
             except RemoteError as exc:
                 record(change, error=exc)
-    for start in range(0, len(deletes), BATCH):
-        batch = still_as_planned(deletes[start:start + BATCH])
+    for start in range(0, len(deletes), DELETE_GROUP):
+        batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:
             continue
         results, left = _delete_alarms(cloudwatch, region, batch)
@@ -1116,7 +1135,8 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
 
 def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
                    ) -> tuple[list[tuple[Change, bool, RemoteError | None]], list[Change]]:
-    """(change, already gone, error) for each alarm of one DeleteAlarms call, and the alarms to try once more.
+    """(change, already gone, error) for each alarm of one DeleteAlarms call (a group of `DELETE_GROUP`), and the
+    alarms to try once more.
     CloudWatch answers ResourceNotFound for a batch naming an alarm deleted by someone else since it was read,
     and then deletes none of them: the batch is read again; the alarms gone are gone, and those still there
     are returned to be deleted once more (after a fresh look at their evidence)."""
@@ -1127,8 +1147,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     lost: RemoteError | None = None
 
     def read() -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any] | None]]:
-        tags = _tags_now(cloudwatch, region, batch)  # the tags, then the fields, as the last look reads them
-        alarms = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+        tags, alarms = _evidence_now(cloudwatch, region, batch)  # the fields, then the tags, as the last look
         return tags, {c.name: alarm_fields(alarms[c.name]) if c.name in alarms else None for c in batch}
 
     def as_planned(now) -> bool:

@@ -166,13 +166,14 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
 
 
-def test_deletes_are_batched(proxied, published, project_dir):
+def test_deletes_go_in_groups_of_three(proxied, published, project_dir):
+    """12 retired alarms: 4 DeleteAlarms calls of 3 (each group's tags read just before its own call)."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
-    assert proxy.operations.count("DeleteAlarms") == 1
+    assert proxy.operations.count("DeleteAlarms") == 4
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
@@ -363,7 +364,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     assert _tags(client, given_away)["ManagedBy"] == "team-ml"
     assert [o.change.name for o in outcomes if o.done and o.change.kind == "alarm"] == [
         n for n in retired if n not in failed]
-    assert proxy.operations.count("DeleteAlarms") == 1
+    assert proxy.operations.count("DeleteAlarms") == 3  # the first group of 3 was all taken: 9 left, 3 calls
 
 
 def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, published, project_dir):
@@ -636,3 +637,63 @@ def test_an_alarm_whose_ownership_tag_is_stripped_just_before_the_last_look_is_n
     assert done and "ManagedBy" not in _tags(client, taken)
     assert alarms(client)[taken]["Threshold"] == before, (code, report["written"], report["failed"])
     assert code == 3 and [f["name"] for f in report["failed"]] == [taken], report
+
+
+def test_an_ownership_tag_stripped_just_before_the_last_looks_fields_read_keeps_the_alarm(
+        proxied, published, project_dir):
+    """The last look before DeleteAlarms read each alarm's tags, then the fields: a person who strips ManagedBy
+    after the tag read (here: just before the fields read) had the alarm deleted, exit 0 for it. The fields are read
+    first now, the tags last: the strip is seen and the alarm stays, reported."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    victim = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    arn = alarms(client)[victim]["AlarmArn"]
+    fresh(proxy)  # the first DescribeAlarms naming the victim is the last look's (the plan lists by prefix)
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="before", times=1, contains=victim.encode(),
+                      callback=lambda: client.untag_resource(ResourceARN=arn, TagKeys=["ManagedBy"])))
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    assert victim in alarms(client) and "ManagedBy" not in _tags(client, victim), report
+    assert code == 3 and [f["name"] for f in report["failed"]] == [victim], report
+    assert "tag was removed or changed by someone else since the plan; not deleted" in report["failed"][0]["error"]
+    assert sorted(n for n in alarms(client) if other_cluster(n)) == [victim] and "Traceback" not in stderr
+
+
+def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_not_deleted(
+        proxied, published, project_dir, deadline_clock):
+    """A prune of 12 alarms. The last look read the tags of all 12 (ListTagsForResource, 3 a second) and then sent
+    one DeleteAlarms: the first alarm's ownership read was 3.7 s old (33 s in a batch of 100), and a person who took
+    that alarm meanwhile (stripped ManagedBy, at the twelfth tag read) had it deleted. Now each group of 3 is read
+    and deleted before the next is read: every DeleteAlarms follows its alarms' tag reads within the same second
+    (pacing clock), and the person finds the first alarm already deleted."""
+    import json
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    doomed = sorted(n for n in alarms(client) if other_cluster(n))
+    arns = {n: alarms(client)[n]["AlarmArn"] for n in doomed}
+    read: list[tuple[str, float]] = []
+    deletes: list[float] = []
+    taken: list[str] = []
+
+    def tag_read(name):
+        def seen():
+            read.append((name, deadline_clock.now()))
+            first = read[0][0]
+            if len(read) == len(doomed) and first in alarms(client):  # a person takes the alarm read first
+                client.untag_resource(ResourceARN=arns[first], TagKeys=["ManagedBy"])
+                taken.append(first)
+        return seen
+
+    fresh(proxy)
+    proxy.inject(*(Rule(path="/", operation="ListTagsForResource", action="before", times=ALWAYS,
+                        contains=json.dumps(arns[n]).encode(), callback=tag_read(n)) for n in doomed),
+                 Rule(path="/", operation="DeleteAlarms", action="before", times=ALWAYS,
+                      callback=lambda: deletes.append(deadline_clock.now())))
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    assert sorted(n for n, _ in read) == doomed and "Traceback" not in stderr
+    assert [n for n in taken if n not in alarms(client)] == [], f"{taken} deleted after a person took it"
+    # each DeleteAlarms goes within a second (pacing clock) of the first tag read of its group
+    groups = [read[i:i + 3] for i in range(0, len(read), 3)]
+    assert len(deletes) == len(groups) == 4
+    assert max(sent - group[0][1] for sent, group in zip(deletes, groups)) <= 1.0
+    assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
