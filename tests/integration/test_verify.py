@@ -22,6 +22,7 @@ from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
 from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
+from tests.support.verify_deadline import HANG_DETECTOR, deadline
 
 WORKLOAD_POD = "train-a-0"
 
@@ -140,11 +141,8 @@ def stack(reference, payload, moto, tmp_path, monkeypatch, cli, prometheus, defa
         monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
 
         def verify(*args, prometheus_url=prometheus.url):
-            # the run's deadline (10 s by default) is raised unless a test sets it: at load 11 whole groups read
-            # "no answer within 10 s"; the deadline itself is proven by the tests that set it
-            deadline = () if "--timeout" in args else ("--timeout", "120")
-            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", prometheus_url, *deadline,
-                                       *args)
+            code, stdout, stderr = cli("verify", "--output", "json", "--prometheus-url", prometheus_url,
+                                       *deadline(args), *args)
             assert stdout.startswith("{"), stderr
             checks = json.loads(stdout)["checks"]
             return code, {(c["group"], c["name"]): c for c in checks}
@@ -825,7 +823,8 @@ def test_verify_as_its_own_process_makes_the_checks_the_in_process_run_makes(sta
     code, threaded = verify()
     # the run's deadline is raised far past the default 10 s: at load 16 the child process's imports alone took
     # that long and the groups read "no answer within 10 s"; what this test compares is the checks, not the time
-    result = _gpudash("verify", "--output", "json", "--prometheus-url", prometheus.url, "--timeout", "120", timeout=180)
+    result = _gpudash("verify", "--output", "json", "--prometheus-url", prometheus.url, *deadline(()),
+                      timeout=HANG_DETECTOR + 60)
     assert result.returncode == code == 1, result.stderr
     forked = {(c["group"], c["name"]): c for c in json.loads(result.stdout)["checks"]}
     assert {k: c["status"] for k, c in forked.items()} == {k: c["status"] for k, c in threaded.items()}
@@ -898,9 +897,9 @@ def test_credentials_in_urls_are_never_printed(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     dead = f"http://gpudash:{MARKER}@127.0.0.1:9"
     shown = {
-        "verify table": ("verify", "--exporter-url", dead + "/metrics"),
-        "verify json": ("verify", "--output", "json", "--exporter-url", dead + "/metrics"),
-        "verify debug": ("--debug", "verify", "--exporter-url", dead + "/metrics"),
+        "verify table": ("verify", "--exporter-url", dead + "/metrics", *deadline(())),
+        "verify json": ("verify", "--output", "json", "--exporter-url", dead + "/metrics", *deadline(())),
+        "verify debug": ("--debug", "verify", "--exporter-url", dead + "/metrics", *deadline(())),
         "push preflight": ("push",),
         "push preflight debug": ("--debug", "push"),
     }
@@ -939,7 +938,7 @@ def test_credentials_in_a_url_still_authenticate(cli):
     with CannedServer('{"status": "success", "data": {"resultType": "vector", "result": "odd"}}') as prometheus:
         url = prometheus.url.replace("http://", f"http://gpudash:{MARKER}@")
         code, stdout, stderr = cli("verify", "--output", "json", "--skip", "kube", "--skip", "exporter",
-                                   "--skip", "cloudwatch", "--prometheus-url", url)
+                                   "--skip", "cloudwatch", "--prometheus-url", url, *deadline(()))
     assert prometheus.requests[0][2]["Authorization"] == \
         "Basic " + base64.b64encode(f"gpudash:{MARKER}".encode()).decode()
     detail = json.loads(stdout)["checks"][0]["detail"]
@@ -984,7 +983,7 @@ def test_the_table_is_aligned_with_colour_on_a_terminal_and_plain_with_no_color(
     import click
 
     args = ("verify", "--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url",
-            "http://127.0.0.1:9")
+            "http://127.0.0.1:9", *deadline(()))
     code, coloured = _on_a_terminal(*args, no_color=False)
     assert code == 1 and "\x1b[" in coloured  # colour on a terminal
     header, rule, row = click.unstyle(coloured).split("\n")[:3]

@@ -15,6 +15,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support.canned_server import CannedServer
 from tests.support.kube_server import KubeCluster, KubeTestServer
+from tests.support.verify_deadline import deadline
 
 ONLY = {group: [arg for other in ("kube", "exporter", "prometheus", "cloudwatch") if other != group
                 for arg in ("--skip", other)] for group in ("kube", "exporter", "prometheus", "cloudwatch")}
@@ -122,7 +123,7 @@ def generated():
 
 
 def _verify(cli, *args):
-    code, stdout, stderr = cli("verify", "--output", "json", *args)
+    code, stdout, stderr = cli("verify", "--output", "json", *deadline(args), *args)
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     assert stdout.startswith("{"), stderr
     return code, {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
@@ -141,6 +142,7 @@ def test_odd_kubernetes_answers(case, breaks, check, named, reference, generated
     # the ServiceMonitor is checked when Prometheus is in use; this one cannot be reached
     code, checks = _verify(cli, "--skip", "exporter", "--skip", "cloudwatch", "--prometheus-url", "http://127.0.0.1:9")
     assert code == 1
+    assert ("kube", check) in checks, {key: c["detail"] for key, c in checks.items()}
     assert checks[("kube", check)]["status"] == "fail"
     assert named in checks[("kube", check)]["detail"], checks[("kube", check)]["detail"]
     assert checks[("kube", check)]["cause"] == "odd-answer"

@@ -11,6 +11,7 @@ import pytest
 from tests.support.container_insights_addon import addon_pod, install_addon, put_addon_metrics, refresh_addon
 from tests.support.kube_server import KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
+from tests.support.verify_deadline import deadline
 
 GPU_NODES = ("gpu-node-a", "gpu-node-b")
 
@@ -35,7 +36,7 @@ def addon_stack(reference, moto, tmp_path, monkeypatch, cli):
 
         def verify(*args):
             code, stdout, stderr = cli("verify", "--output", "json", "--skip", "exporter", "--skip", "prometheus",
-                                       *args)
+                                       *deadline(args), *args)
             assert stdout.startswith("{"), stderr
             return code, {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
 

@@ -24,13 +24,14 @@ from tests.support.canned_server import CannedServer
 from tests.support.operator_scrape import endpoint_target, scrape_config
 from tests.support.prometheus_server import Prometheus
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.verify_deadline import HANG_DETECTOR, deadline
 
 ONLY_PROMETHEUS = ("--skip", "kube", "--skip", "exporter", "--skip", "cloudwatch")
 EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}})
 
 
 def _verify(cli, url):
-    code, stdout, stderr = cli("verify", "--output", "json", *ONLY_PROMETHEUS, "--prometheus-url", url)
+    code, stdout, stderr = cli("verify", "--output", "json", *ONLY_PROMETHEUS, "--prometheus-url", url, *deadline(()))
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     return code, {c["name"]: c for c in json.loads(stdout)["checks"]}
 
@@ -132,7 +133,7 @@ def test_push_is_refused_by_a_prometheus_that_refuses_the_range_bars_modifiers(c
 
     canned.routes = {"status/buildinfo": (200, PROMETHEUS_2_30), "timestamp": _refused("@ modifier is disabled")}
     with pytest.raises(RemoteError) as refused:
-        verify.preflight(load_project(), ("prometheus",), Options(prometheus_url=canned.url, timeout=10))
+        verify.preflight(load_project(), ("prometheus",), Options(prometheus_url=canned.url, timeout=HANG_DETECTOR))
     assert ("prometheus/PromQL @ and negative offset: Prometheus at " in str(refused.value)
             and "refuses a query with `@ end()` and a negative offset" in str(refused.value)), refused.value
 
