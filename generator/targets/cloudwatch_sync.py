@@ -716,7 +716,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
 
     `just_read` holds alarms (None: not there) read by the call made just before this one: this alarm's fields
     are read again only when it does not hold them. The read-back also reads `following` (the next alarm to
-    write) into it: that is the read right before the next write."""
+    write) into it: that is the read right before the next write, unless this alarm's tag write follows its
+    read-back (then the next alarm reads its fields anew: a console edit made during the tag write is seen)."""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
     just_read = {} if just_read is None else just_read
@@ -778,6 +779,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
+        if following:  # the next alarm's fields, read back with this one's, would be old by its write: read anew
+            just_read.pop(following, None)
         read_tags = lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn})  # noqa: E731
         tagged, untouched = (lambda now: all(t in now for t in missing)), (lambda now: _same_tags(now, tags))
         try:

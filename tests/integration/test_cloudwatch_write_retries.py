@@ -211,3 +211,25 @@ def test_a_create_whose_tag_read_lags_is_not_reported_as_a_persons_alarm(proxied
         assert "its tags could not be confirmed" in errors[NAME] and "has not caught up" in errors[NAME]
         assert "an alarm of this name without those tags was there before it" in errors[NAME]
     assert _tags(client, NAME)["ManagedBy"] == "gpudash"
+
+
+def test_a_console_edit_made_during_the_previous_alarms_tag_write_is_not_overwritten(proxied, published, project_dir):
+    """An update's fields were taken from the previous alarm's read-back; that alarm's tag write (and its read-back)
+    came after, so a console edit made meanwhile was overwritten, exit 0. The next alarm's fields are read anew after
+    a tag write: the edit survives and is reported (exit 3)."""
+    proxy, client, apply = proxied
+    published()
+    old = {n: a["Threshold"] for n, a in alarms(client).items() if "gpu-temp-high" in n}
+    edited: dict[str, float] = {}
+
+    def person():
+        for n, a in alarms(client).items():
+            if not edited and n in old and a["Threshold"] == old[n]:  # not yet written by gpudash
+                edit_in_console(client, n, threshold=old[n] - 3)
+                edited[n] = old[n] - 3
+
+    proxy.inject(fault("TagResource", "before", times=1, callback=person))
+    code, report, _ = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
+                                                          "critical: 85}\n")))
+    assert edited and {n: alarms(client)[n]["Threshold"] for n in edited} == edited
+    assert code == 3 and [f["name"] for f in report["failed"]] == list(edited), report["failed"]
