@@ -1127,10 +1127,11 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         if not batch:
             continue
         results, left = _delete_alarms(cloudwatch, region, batch)
-        if left:  # answered ResourceNotFound for one gone since: once more with those still there, checked again
-            again = still_as_planned(left)
-            results = [r for r in results if r[0] not in left] + (_delete_alarms(cloudwatch, region, again)[0]
-                                                                  if again else [])
+        while left:  # answered ResourceNotFound for one gone since: once more with those still there, checked again
+            again = still_as_planned(left)  # (each round names fewer alarms: it ends)
+            more, retry = _delete_alarms(cloudwatch, region, again) if again else ([], [])
+            results = [r for r in results if r[0] not in left] + more
+            left = retry
         for change, gone, error in results:
             record(change, done=not gone and error is None, error=error)
     return outcomes
