@@ -1039,11 +1039,15 @@ def _evidence_now(cloudwatch: CloudWatch, region: str, batch: list[Change]
                   ) -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any]]]:
     """The batch's alarms' tags (`_tags_now`) and the alarms (DescribeAlarms by name), read now. A batch of updates
     reads its tags, then its fields (the fields read is the first alarm's read right before its write). A group to
-    delete reads its fields, then its tags: the ownership evidence is the last read before DeleteAlarms."""
+    delete reads its fields, then its tags: the ownership evidence is the last read before DeleteAlarms (and its
+    fields once more where an alarm shows no tags: one deleted since is already gone, not taken over)."""
     names = [c.name for c in batch]
     if any(c.action == DELETE for c in batch):
         now = cloudwatch.metric_alarms(region, names=names)
-        return _tags_now(cloudwatch, region, batch), now
+        tags = _tags_now(cloudwatch, region, batch)
+        if any(not tags.get(c.name) for c in batch if c.name in now):  # none: stripped, or deleted since (its tags
+            now = cloudwatch.metric_alarms(region, names=names)        # go with it): the fields again tell which
+        return tags, now
     tags = _tags_now(cloudwatch, region, batch)
     return tags, cloudwatch.metric_alarms(region, names=names)
 

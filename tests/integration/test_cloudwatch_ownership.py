@@ -697,3 +697,34 @@ def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_
     assert len(deletes) == len(groups) == 4
     assert max(sent - group[0][1] for sent, group in zip(deletes, groups)) <= 1.0
     assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
+
+
+def test_an_alarm_deleted_between_its_groups_fields_and_tag_read_is_already_gone_not_taken_over(proxied, published,
+                                                                                                 project_dir):
+    """A person deletes a retired alarm after its delete group's fields are read and before its tags are (CloudWatch
+    deletes the tags with it: ListTagsForResource answers not found, read as no tags). It was reported "its ManagedBy
+    tag was removed ... not deleted", exit 3; the fields are read again where an alarm shows no tags: already gone."""
+    import json
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    victim = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    arn = alarms(client)[victim]["AlarmArn"]
+    looked: list[int] = []
+    fired: list[int] = []
+
+    def person():
+        if looked and not fired:
+            fired.append(1)
+            keys = [t["Key"] for t in client.list_tags_for_resource(ResourceARN=arn)["Tags"]]
+            client.untag_resource(ResourceARN=arn, TagKeys=keys)  # moto keeps a deleted alarm's tags; AWS does not
+            client.delete_alarms(AlarmNames=[victim])
+
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="before", times=1, contains=victim.encode(),
+                      callback=lambda: looked.append(1)),
+                 Rule(path="/", operation="ListTagsForResource", action="before", times=ALWAYS,
+                      contains=json.dumps(arn).encode(), callback=person))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other")
+    assert fired and code == 0 and report["failed"] == [], stderr
+    assert sorted(n for n in alarms(client) if other_cluster(n)) == []
