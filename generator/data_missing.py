@@ -505,12 +505,10 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
     name (exporter.deployment: helm, no exporter.daemonset): the chart names it <release>-dcgm-exporter, so only a
     release named dcgm-exporter (or holding it: then the release name alone) matches, and the alarm stays in ALARM
     for any other; None when the name is written, or no such alarm is generated."""
-    from .container_insights import enabled
     from .settings import setting_place
 
     settings = project.settings
-    if settings.exporter.deployment != "helm" or settings.exporter.daemonset or not expected(settings) \
-            or enabled(settings) or not any(alarm.absent for alarm in project.alarms) \
+    if settings.exporter.deployment != "helm" or settings.exporter.daemonset or _daemonset_unread(project) \
             or all(cluster.exporter_daemonset for cluster in settings.clusters):
         return None
     name = exporter_daemonset(settings)
@@ -531,26 +529,32 @@ def unread_daemonset(project) -> tuple[str, str, str] | None:
     """(where, what, fix) when exporter.daemonset or a cluster's clusters[].exporter.daemonset is written but nothing
     generated reads it: only the CloudWatch agent's data-missing alarm does (not on the Container Insights source,
     not with alarms.expected_gpus: none or without a data-missing rule); None otherwise."""
-    from .container_insights import enabled
     from .settings import setting_place
 
     settings = project.settings
     written = [["exporter", "daemonset"]] if settings.exporter.daemonset else []
     written += [["clusters", i, "exporter", "daemonset"] for i, cluster in enumerate(settings.clusters)
                 if cluster.exporter_daemonset]
-    if not written:
-        return None
-    if enabled(settings):
-        why = "the data-missing alarm reads the Container Insights add-on's own exporter (cloudwatch.source)"
-    elif not expected(settings):
-        why = "no data-missing alarm reads a DaemonSet's counts (alarms.expected_gpus: none)"
-    elif not any(alarm.absent for alarm in project.alarms):
-        why = "the definitions hold no data-missing rule"
-    else:
+    why = _daemonset_unread(project) if written else None
+    if not why:
         return None
     names = ", ".join(_setting_name(path) for path in written)
     return (setting_place(settings, written[0]), f"{names} is written but nothing generated reads it: {why}",
             f"remove {names}, or see why it is unread")
+
+
+def _daemonset_unread(project) -> str | None:
+    """Why no generated alarm reads an exporter DaemonSet's counts by name (None: the CloudWatch agent's data-missing
+    alarm does)."""
+    from .container_insights import enabled
+
+    if enabled(project.settings):
+        return "the data-missing alarm reads the Container Insights add-on's own exporter (cloudwatch.source)"
+    if not expected(project.settings):
+        return "no data-missing alarm reads a DaemonSet's counts (alarms.expected_gpus: none)"
+    if not any(alarm.absent for alarm in project.alarms):
+        return "the definitions hold no data-missing rule"
+    return None
 
 
 def _setting_name(path: list) -> str:
