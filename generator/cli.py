@@ -156,10 +156,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         else:
             click.echo(f"{target} is up to date ({len(files) + 1} files)")
         sys.exit(EXIT_FINDINGS if differences else 0)
-    from .render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms
-
     from .data_missing import guessed_daemonset, unread_daemonset
-    from .render.alarms import unwatched_static_alarms
+    from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
+                                unwatched_static_alarms)
     from .settings import workload_rename_mix
 
     mix = workload_rename_mix(project.settings)

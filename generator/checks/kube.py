@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..exporter_styles import EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
 from ..project import Project
 from ..settings import Cluster, Settings, rollout_percentage
-from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP
+from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
@@ -59,7 +59,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     configmap = _configmaps(kube, settings.agent.namespace)
     # The cluster this context is (--cluster, else the one its agent's config names): its DaemonSet matters only
     # when the clusters name different ones
-    this, unknown = _this_cluster(configmap, project, options.cluster) if _daemonsets_differ(settings) else (None, "")
+    # (the same name in every cluster: the first cluster's, which may be its clusters[].exporter.daemonset)
+    this, unknown = _this_cluster(configmap, project, options.cluster) if _daemonsets_differ(settings) else (
+        next((c for c in settings.clusters if c.exporter_daemonset), None), "")
     found: list[Answer] = []
     if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
         yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
@@ -110,7 +112,7 @@ def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list
     namespace = settings.exporter.namespace
     listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
     found += [d for d in listed if is_exporter(d.string_map("metadata.labels"))]
-    named = _few([f"{c.name}: {exporter_daemonset(settings, c)}" for c in settings.clusters])
+    named = shown([f"{c.name}: {exporter_daemonset(settings, c)}" for c in settings.clusters])
     here = ", ".join(sorted(d.get("metadata.name", str) for d in found)) or "none"
     return Check(GROUP, DAEMONSET_CHECK, WARN,
                  f"{unknown}; the clusters name different exporter DaemonSets ({named}), so which is this "
@@ -119,11 +121,6 @@ def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list
 
 
 CLUSTER_FIX = "pass --cluster NAME (the entry of clusters this kube context is)"
-
-
-def _few(names: list[str], shown: int = 5) -> str:
-    """Names joined, the first `shown` of them and how many more."""
-    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer],
@@ -715,7 +712,7 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
         """The port names a ServiceMonitor's endpoints select when every one is named and none is a Service's."""
         wanted = [e.get("port", str, "") for e in monitor.items("spec.endpoints")]
         return ", ".join(wanted) if wanted and all(w and w not in named for w in wanted) else ""
-    blind = {m.get("metadata.name", str): unmatched(m) for m in monitors if unmatched(m)}
+    blind = {m.get("metadata.name", str): why for m in monitors if (why := unmatched(m))}
     if blind and ports:
         exposed = "; ".join(service + ": " + ", ".join(f"{port or '(unnamed)'} {number}" for port, number in listed)
                             for service, listed in sorted(ports.items()))
@@ -789,7 +786,7 @@ def _unknown_configmap(configmap: Callable[[str], Answer | None], namespace: str
     """An agent ConfigMap of a cluster that cannot be told: missing is still missing; present, it is compared with
     no cluster's generated config (another cluster's file applied here would break this one)."""
     check = f"ConfigMap {name}" + (f" key {key}" if key == OTEL_KEY else "")
-    clusters = _few([c.name for c in project.settings.clusters])
+    clusters = shown([c.name for c in project.settings.clusters])
     live = configmap(name)
     if key not in (live.string_map("data") if live is not None else {}):
         return Check(GROUP, check, FAIL, f"{namespace}/{name} (key {key}) is missing",
@@ -812,13 +809,13 @@ def _this_cluster(configmap: Callable[[str], Answer | None], project: Project,
     clusters = project.settings.clusters
     if chosen is not None:
         picked = next((c for c in clusters if c.name == chosen), None)
-        return picked, "" if picked else f"--cluster {chosen} is none of clusters ({_few([c.name for c in clusters])})"
+        return picked, "" if picked else f"--cluster {chosen} is none of clusters ({shown([c.name for c in clusters])})"
     name = _live_cluster_name(configmap)
     named = next((c for c in clusters if c.name == name), None)
     if named is not None or len(clusters) == 1:
         return named or clusters[0], ""
     where = f"the live agent config ({project.settings.agent.namespace}/{AGENT_CONFIGMAP})"
-    seen = (f"{where} names cluster {name}, none of clusters ({_few([c.name for c in clusters])})" if name else
+    seen = (f"{where} names cluster {name}, none of clusters ({shown([c.name for c in clusters])})" if name else
             f"{where} names no cluster (missing or unread), and there are {len(clusters)} clusters")
     return None, f"cannot tell which cluster this kube context is: {seen}"
 

@@ -342,6 +342,23 @@ def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_
         signals["ml-a"]["detail"], signals
 
 
+def test_every_cluster_naming_the_same_daemonset_in_its_own_entry_is_read_by_verify(stack, tmp_path):
+    """Every cluster names the same DaemonSet in clusters[].exporter.daemonset, the global one unset: the agents keep
+    that DaemonSet's counts, and verify reads it (it read the deployment's default dcgm-exporter name, failed it as
+    missing and judged the rollout by another DaemonSet)."""
+    cluster, verify = stack
+    cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter",
+                                         labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n"
+                      "  - {name: ml-a, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
+                      "  - {name: gpu-cluster, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n")
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    check = checks[("kube", "exporter DaemonSet")]
+    assert (check["status"], check["detail"]) == ("ok", "gpu-operator/gpu-metrics-dcgm-exporter labelled as a DCGM "
+                                                         "exporter"), check
+
+
 def _advice(checks):
     return " ".join(c["fix"] for (group, _), c in checks.items() if group == "kube")
 
