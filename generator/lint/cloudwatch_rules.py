@@ -504,8 +504,6 @@ def widget_shared_counters(subject: LintInput) -> Iterable[Finding]:
     """On agent.pipeline: classic, a widget that sums a counter's deltas per GPU, node or cluster counts a shared
     GPU's increase once per pod sharing it where the exporter writes a copy per pod (exporter.virtual_gpus), and
     misses the increase where a GPU's series change (a note per widget; the OTel pipeline merges the copies)."""
-    if not subject.classic_agents:
-        return
     message = SHARED_COUNTER if subject.settings.exporter.virtual_gpus else SERIES_CHANGE
     yield from _per_widget(subject, "CW016", "note", _summed_shared_counters, message)
 
@@ -569,7 +567,7 @@ def alarm_copy_changes(subject: LintInput) -> Iterable[Finding]:
 def _mixed_shares(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields the exporter splits per process that `expressions` read outside the per-pod dimension set, when
     exporter.virtual_gpus is set and the agent's JSON path publishes (it cannot keep the pods' shares out)."""
-    if not subject.settings.exporter.virtual_gpus or not subject.classic_agents:
+    if not subject.settings.exporter.virtual_gpus:  # (a classic agent: _per_widget and _per_alarm ask)
         return []
     namespace = subject.settings.cloudwatch.namespace
     pod = set(pod_dimensions(subject.settings))
@@ -612,9 +610,8 @@ def alarm_mixed_shares(subject: LintInput) -> Iterable[Finding]:
 
 def _retyped(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The fields `expressions` read whose readings are states or windowed counts that the exporter serves as
-    counters (catalog.FIELD_SEMANTICS), when the agent's JSON path publishes: it turns every counter into deltas."""
-    if not subject.classic_agents:
-        return []
+    counters (catalog.FIELD_SEMANTICS), when the agent's JSON path publishes: it turns every counter into deltas
+    (_per_widget and _per_alarm ask only then)."""
     fields = set()
     for expression in expressions:
         query = _parsed(expression) if is_query(expression) else None

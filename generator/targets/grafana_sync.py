@@ -157,12 +157,12 @@ def _carried(message: str | None, claim: Publisher | None) -> frozenset[Claim]:
 
 
 def _carried_note(message: str | None, claim: Publisher) -> str:
-    recorded = grafana_recorded_publisher(message)
-    project, dropped = _dropped(recorded, claim) if recorded else (claim[0], frozenset())
+    recorded = grafana_recorded_publisher(message)  # (called only where `_carried` found a record)
+    project, dropped = _dropped(recorded, claim)
     names = " ".join(sorted(dropped - {CLUSTERS_CUT}))
     of = f"of project {project} " if project != claim[0] else ""
     return (f"; the clusters on record {of}that these settings do not define ({names or 'not listed'}"
-            f"{', and others not listed' if recorded and names and CLUSTERS_CUT in recorded[1] else ''}) stay on "
+            f"{', and others not listed' if names and CLUSTERS_CUT in recorded[1] else ''}) stay on "
             f"record, each as a claim that only settings defining that cluster withdraw (push --prune), so --prune "
             f"of these settings leaves it")
 
@@ -208,8 +208,9 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     if grafana_recorded_prefix(message) not in (None, uid_prefix):
         return None
     _recorded(records, uid, True, message, publisher)
-    claims, mine = _claims(message, uid), _mine(claim or publisher)
-    other = _other_settings(message, claim or publisher)
+    claim = claim or publisher
+    claims, mine = _claims(message, uid), _mine(claim)
+    other = _other_settings(message, claim)
     recorded, ours = grafana_recorded_publisher(message), grafana_publisher(*publisher)
     if other is not None:  # generated the same by other settings, which saved it last: theirs (no turns)
         same_project = recorded is not None and recorded[0] == publisher[0]
@@ -226,10 +227,10 @@ def _stale_record(client: GrafanaClient, uid: str, live: dict[str, Any], uid_pre
     if recorded is not None and recorded[1] == ours[1]:
         return None  # these clusters (a project named since is recorded with the next change of its content)
     was = _publisher_text(*recorded) if recorded else "none: saved by a gpudash that did not record them"
-    carried = _carried(message, claim or publisher)
+    carried = _carried(message, claim)
     record = {"publisher": publisher, "claims": _theirs(claims, mine) | carried}
     return (f"record the settings that publish it: {_publisher_text(*ours)} (its last save records {was})"
-            f"{_carried_note(message, claim or publisher) if carried else ''}"
+            f"{_carried_note(message, claim) if carried else ''}"
             f"{_CUT_NOTE if _cut(model, uid_prefix, record) else ''}", record)
 
 

@@ -571,8 +571,8 @@ def test_an_alarm_a_person_took_since_the_plan_is_not_deleted_while_the_tagging_
     takes an alarm the plan retires: strips its ManagedBy tag, or deletes it and creates their own alarm of that
     name (same ARN, same fields, no tags). GetResources still answers as before (the index has not caught up). The
     last look before DeleteAlarms must read fresh evidence of ownership (ListTagsForResource answers from the alarm
-    itself): the person's alarm stays. Before 3be845c this held; since, the stale bulk answer shows the tags the plan
-    read, so the alarm is deleted."""
+    itself): the person's alarm stays, reported (exit 3). With the bulk answer as the last look (3be845c), the stale
+    index showed the tags the plan read, and the alarm was deleted."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
     taken = RETIRED_EDITED
@@ -613,8 +613,8 @@ def test_an_alarm_whose_ownership_tag_is_stripped_just_before_the_last_look_is_n
     """The Tagging API's index a moment behind: the person strips ManagedBy from an alarm the plan updates while the
     batch's GetResources is answered, and the answer is the one computed just before the strip (moto's own answer,
     passed on unchanged; with one ListTagsForResource per alarm, the strip comes just before the first). The update
-    must not overwrite the person's alarm (ListTagsForResource shows the strip, and did so before 3be845c); on main it
-    is overwritten (threshold 87 -> 90, gpudash:sha256 rewritten), exit 0, nothing reported."""
+    must not overwrite the person's alarm: ListTagsForResource shows the strip; the alarm keeps its threshold and is
+    reported (exit 3). With the bulk answer as the last look (3be845c) it was overwritten (87 -> 90), exit 0."""
     proxy, client, apply = proxied
     published(settle=True)
     taken, done = "gpudash-gpu-cluster-gpu-temp-critical-critical", []
