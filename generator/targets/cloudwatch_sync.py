@@ -812,19 +812,26 @@ def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[
         except RemoteError as exc:
             raise _unshown(exc, api, "the alarm's tags") from None
 
-    if done(now()):
+    tags, twice = _read_settled(cloudwatch, now, done)
+    if done(tags):
         return
-    read_back = "read back"
-    if cloudwatch.deadline.remaining() > LAGGED_READ_PAUSE:
-        cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
-        if done(now()):
-            return
-        read_back = f"read back twice, {LAGGED_READ_PAUSE:g} s apart,"
+    read_back = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "read back"
     raise RemoteError(f"CloudWatch answered {api}, but {read_back} the alarm {otherwise}: the write did not take "
                       "effect", where=what, hint=UNPROVEN)
 
 
 LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a create, a tag write) are read again
+
+
+def _read_settled(cloudwatch: CloudWatch, read: Callable[[], list[dict[str, str]]],
+                  settled: Callable[[list[dict[str, str]]], bool]) -> tuple[list[dict[str, str]], bool]:
+    """Tags read right after a write, and whether they were read twice: once more LAGGED_READ_PAUSE later (on the
+    deadline's clock, when it leaves the time) where the first read does not show the write settled."""
+    tags = read()
+    if settled(tags) or cloudwatch.deadline.remaining() <= LAGGED_READ_PAUSE:
+        return tags, False
+    cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
+    return read(), True
 
 
 def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
@@ -843,10 +850,7 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
         except RemoteError as exc:
             raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
 
-    now = read()
-    if _fewer_tags(now, tags) and cloudwatch.deadline.remaining() > LAGGED_READ_PAUSE:
-        cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
-        now = read()
+    now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags))
     if _same_tags(now, tags):
         return
     shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
