@@ -708,11 +708,12 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     """Write one alarm unless its fields or tags moved since the plan (read again right before: its batch's writes
     take up to half a minute at 3 a second); False when it is already as generated. The tags of an alarm the plan
     found are read alone (ListTagsForResource) right before its write, not taken from the batch's bulk read, whose
-    index may lag a tag just removed (with the read-back of the tag write after it, two ListTagsForResource an
-    update: at 3 a second those, not PutMetricAlarm's 3, set the pace of a large update). Its fields, read back
-    at once, then the tags it lacks: the read-back learns the form CloudWatch reports the alarm in, which
-    its evidence keeps so that the form is not taken for a console edit next time; read right after the
-    write (not after the batch), a person's edit made since cannot pass for that form.
+    index may lag a tag just removed (with the read right before its tag write and that write's read-back, three
+    ListTagsForResource an update: at 3 a second those, not PutMetricAlarm's 3, set the pace of a large update).
+    Its fields, read back at once, then the tags it lacks (its tags read again first: one a person took over
+    meanwhile gets none): the read-back learns the form CloudWatch reports the alarm in, which its evidence keeps
+    so that the form is not taken for a console edit next time; read right after the write (not after the batch),
+    a person's edit made since cannot pass for that form.
 
     `just_read` holds alarms (None: not there) read by the call made just before this one: this alarm's fields
     are read again only when it does not hold them. The read-back also reads `following` (the next alarm to
@@ -785,6 +786,9 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         tagged, untouched = (lambda now: all(t in now for t in missing)), (lambda now: _same_tags(now, tags))
         try:
             try:
+                if change.action != CREATE and not live.get("as_generated") and _tagged_since(
+                        change, read_tags(), tagged):  # its own tags, read after the fields' write and read-back
+                    return True
                 cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
                                 before_retry=_look("TagResource", "the alarm's tags", what, read_tags, tagged,
                                                    untouched))
@@ -797,8 +801,27 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         except RemoteError as failed:
             if live.get("as_generated"):  # the tags were the whole write
                 raise
-            raise TagsNotWritten(_untagged(failed, created=change.action == CREATE)) from None
+            raise TagsNotWritten(_untagged(failed, created=change.action == CREATE,
+                                           moved=isinstance(failed, (NotResent, TagsMoved)))) from None
     return True
+
+
+class TagsMoved(RemoteError):
+    """An alarm's tags, read right before a tag write, are not as they were before its fields were written."""
+
+
+def _tagged_since(change: Change, now: list[dict[str, str]], tagged: Callable[[list[dict[str, str]]], bool]) -> bool:
+    """Before the first TagResource of an update whose fields were just written: the alarm's own tags read `now`
+    (its tags were read before PutMetricAlarm; the write and its read-back came since). True when they carry the
+    tags to write already (another publisher wrote them); raises TagsMoved when someone else changed them meanwhile
+    (a person taking the alarm over gets no evidence of gpudash's tagged onto it); False: write them. CloudWatch has
+    no conditional TagResource: a change after this read and before the TagResource lands is not seen."""
+    if tagged(now) and alarm_owned(now):
+        return True
+    moved = _tag_moved(change, now, None, since="after its fields were written and read back")
+    if moved:
+        raise TagsMoved(moved, where=f"CloudWatch alarm {change.name}", hint="run `gpudash plan` and apply again")
+    return False
 
 
 def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[[], list[dict[str, str]]],
@@ -887,9 +910,16 @@ class TagsNotWritten(Exception):
         self.error = error
 
 
-def _untagged(exc: RemoteError, *, created: bool) -> RemoteError:
+def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> RemoteError:
     """What a failed tag write after a confirmed alarm write means: the alarm stands as written, without the
-    evidence of this write, and what that does to the next plan."""
+    evidence of this write, and what that does to the next plan. `moved`: not sent (or not sent again) because
+    someone else changed the alarm's tags since they were read before the write."""
+    if moved:
+        return RemoteError(
+            f"the alarm was {'created' if created else 'updated'} and read back as sent, but {exc.what}: gpudash's "
+            f"evidence was not tagged onto it; the next plan judges the alarm by the tags it carries now (without "
+            f"{ALARM_OWNER_TEXT}, it is left alone as not gpudash's)", where=exc.where,
+            hint="if the alarm was taken over on purpose, nothing is to do; otherwise run `gpudash plan`")
     if created:
         stands = (f"the alarm was created and read back as sent, carrying the tags it was created with "
                   f"({ALARM_OWNER_TEXT}, the project's and the {ALARM_HASH_TAG} of what was sent), but the "
@@ -993,7 +1023,8 @@ def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], re
     return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)]
 
 
-def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None) -> str | None:
+def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None,
+               since: str = "since the plan") -> str | None:
     """Why the alarm must not be written or deleted now that its tags read `tags`; "" when an update of
     its tags alone is already done (another publisher); None when they are as the plan read them."""
     live = change.live or {}
@@ -1004,10 +1035,10 @@ def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, An
             request, tags, live.get("hash"), live.get("renamed")):
         return ""
     if alarm_owned(before) and not alarm_owned(tags):
-        return f"its {ALARM_OWNER_TEXT} tag was removed or changed by someone else since the plan"
+        return f"its {ALARM_OWNER_TEXT} tag was removed or changed by someone else {since}"
     if read_alarm_evidence(before) != read_alarm_evidence(tags):
-        return f"its {ALARM_HASH_TAG} tag was changed by someone else since the plan"
-    return "its tags were changed by someone else since the plan"
+        return f"its {ALARM_HASH_TAG} tag was changed by someone else {since}"
+    return f"its tags were changed by someone else {since}"
 
 
 def _tag_pair(tag: dict[str, str]) -> tuple[str, str]:

@@ -233,3 +233,29 @@ def test_a_console_edit_made_during_the_previous_alarms_tag_write_is_not_overwri
                                                           "critical: 85}\n")))
     assert edited and {n: alarms(client)[n]["Threshold"] for n in edited} == edited
     assert code == 3 and [f["name"] for f in report["failed"]] == list(edited), report["failed"]
+
+
+def test_a_takeover_after_an_updates_fields_are_written_gets_no_evidence_tagged(proxied, published, project_dir):
+    """An update (threshold 80 -> 70): PutMetricAlarm lands, and right after it a person gives the alarm to their team
+    (ManagedBy=team-ml), before gpudash's TagResource with the evidence of this write. That TagResource was sent on
+    the tags read before PutMetricAlarm: gpudash's new gpudash:sha256 went onto the person's alarm, reported written,
+    exit 0. Now the alarm's own tags are read right before the TagResource: changed, so nothing is tagged; the
+    fields write is reported done and its tags failed, saying why (exit 3)."""
+    proxy, client, apply = proxied
+    published()
+    before = _tags(client, NAME)
+
+    def person(body: bytes) -> bytes:  # after CloudWatch made the write, before its answer reaches gpudash
+        taken_over(client, NAME)
+        return body
+
+    proxy.inject(fault("PutMetricAlarm", "rewrite", naming=NAME, callback=person))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
+                                                             "critical: 87}\n")))
+    failed = {item["name"]: item for item in report["failed"]}
+    assert code == 3 and NAME in report["written"] and list(failed) == [NAME], stderr
+    assert failed[NAME]["written"] is True
+    assert "ManagedBy=gpudash tag was removed or changed by someone else" in failed[NAME]["error"], failed
+    assert "gpudash's evidence was not tagged onto it" in failed[NAME]["error"], failed
+    assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
+    assert [op for op in proxy.operations if op == "TagResource"] == []
