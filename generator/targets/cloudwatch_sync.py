@@ -980,23 +980,57 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
 def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: dict[str, Any],
                          sent: list[dict[str, str]]) -> str:
     """Untag the content evidence an alarm was just created with (the create sent the tags `sent`), now that
-    CloudWatch reports it otherwise than sent; what the alarm carries then, for the failure's message. A retry
-    looks at the alarm's tags first: a person's tag change made between two attempts is not undone."""
+    CloudWatch reports it otherwise than sent; what the alarm carries then, for the failure's message. Its tags are
+    read right before UntagResource and it is sent only when they are those the create sent (a person who took the
+    alarm over since gets nothing untagged); a retry looks at them first too. However the UntagResource ends (its
+    answer lost, or answered), the tags are read after it, and the message says what they show: taken back, not
+    taken back, or not known (they could not be read)."""
     what = f"CloudWatch alarm {name}"
-    look = _look("UntagResource", "the alarm's tags", what, lambda: cloudwatch.alarm_tags(region, alarm),
-                 lambda now: all(t.get("Key") != ALARM_HASH_TAG for t in now), lambda now: _same_tags(now, sent),
+    read = lambda: cloudwatch.alarm_tags(region, alarm)  # noqa: E731
+    gone = lambda now: all(t.get("Key") != ALARM_HASH_TAG for t in now)  # noqa: E731
+
+    def kept(why: str, moved: bool = False) -> str:
+        if moved:  # someone else's tags now: nothing of gpudash's is said of them
+            return (f"; the alarm exists and its {ALARM_HASH_TAG} of what was sent could not be taken back ({why}): "
+                    f"the next plan judges the alarm by the tags it carries (without {ALARM_OWNER_TEXT}, it is left "
+                    "alone as not gpudash's)")
+        return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
+                f"not be taken back ({why}): the next plan shows it as changed since gpudash wrote it (drift, --force)")
+
+    def shown_after(how: str) -> str:
+        """What the tags read now show of the UntagResource, which ended as `how` says."""
+        try:
+            now, twice = _read_settled(cloudwatch, read, gone)
+        except RemoteError as exc:
+            return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and whether its {ALARM_HASH_TAG} of what was "
+                    f"sent was taken back is not known ({how}, and its tags could not be read back to show it: "
+                    f"{exc.what}): the next plan reads them again (without {ALARM_HASH_TAG}, it compares the alarm "
+                    "field by field; with it, it shows it as changed since gpudash wrote it: drift, --force)")
+        if gone(now):
+            return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (taken back: its "
+                    "content unconfirmed, the next plan compares it field by field)")
+        read_back = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "read back"
+        return kept(f"{how}; {read_back} the alarm still carries {ALARM_HASH_TAG}")
+
+    try:
+        before, _ = _read_settled(cloudwatch, read, lambda now: not _fewer_tags(now, sent))
+    except RemoteError as exc:
+        return kept(f"its tags could not be read right before UntagResource, which was not sent: {exc.what}")
+    if not _same_tags(before, sent):
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, before))) or "none"
+        return kept(f"its tags, read right before UntagResource, are not those it was created with ({shown}): "
+                    "changed by someone else since, or a read that has not caught up with the create; not sent",
+                    moved=True)
+    look = _look("UntagResource", "the alarm's tags", what, read, gone, lambda now: _same_tags(now, sent),
                  "not taken back")
     try:
         cloudwatch.call(region, "UntagResource", what, ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_HASH_TAG],
                         before_retry=look)
-        _tags_read_back(cloudwatch, "UntagResource", what, lambda: cloudwatch.alarm_tags(region, alarm),
-                        lambda now: all(t.get("Key") != ALARM_HASH_TAG for t in now), f"still carries {ALARM_HASH_TAG}")
     except RemoteError as exc:
-        return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
-                f"not be taken back ({exc.what}): the next plan shows it as changed since gpudash wrote it (drift, "
-                "--force)")
-    return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (taken back: its content "
-            "unconfirmed, the next plan compares it field by field)")
+        if not answer_lost(exc):  # refused, or a retry withheld by its look: not made
+            return kept(exc.what, moved=isinstance(exc, NotResent))
+        return shown_after("CloudWatch UntagResource was sent and its answer was lost")
+    return shown_after("CloudWatch answered UntagResource")
 
 
 def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change],

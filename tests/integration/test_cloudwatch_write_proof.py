@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster,
+from tests.support.cloudwatch_world import (ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster, taken_over,
                                             threshold_lowered, without_query_periods)
+from tests.support.fault_proxy import Rule
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 DASHBOARD = "gpudash-gpu-cluster-health"
@@ -338,6 +339,63 @@ def test_taking_back_a_creates_evidence_answered_but_not_made_says_it_was_not_ta
     assert code == 3 and list(errors) == [NAME] and NAME not in report["written"], stderr
     assert "could not be taken back" in errors[NAME] and "still carries gpudash:sha256" in errors[NAME], errors
     assert "gpudash:sha256" in [t["Key"] for t in _tags(client, NAME)]
+
+
+GATEWAY = {"__type": "ServiceUnavailable"}
+
+
+@pytest.mark.parametrize("untag", ["made, last answer lost", "never made, answers lost", "made, unreadable after"])
+def test_taking_back_a_creates_evidence_whose_answers_are_lost_says_what_the_tags_show(proxied, untag):
+    """A create read back with another threshold than sent: its gpudash:sha256 is taken back with UntagResource, and
+    every attempt's answer is lost (a gateway's 504: five never reach CloudWatch; the sixth does, or not). It said
+    "could not be taken back" without reading. Now the alarm's tags are read: without the hash (taken back), still
+    with it (not taken back), or, when they cannot be read, that it is not known; the alarm is never reported
+    written."""
+    proxy, client, apply = proxied
+    unreadable = Rule(path="/", operation="ListTagsForResource", times=ALWAYS, status=500, contains=f'{NAME}"'.encode(),
+                      body=b'{"__type": "InternalFailure"}')  # this alarm's tags alone
+    last = fault("UntagResource", "gateway" if untag.startswith("made") else "status", times=ALWAYS, status=504,
+                 body=GATEWAY, callback=(lambda: proxy.inject(unreadable)) if untag.endswith("after") else None)
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=threshold_lowered(NAME)),
+                 fault("UntagResource", "status", times=5, status=504, body=GATEWAY), last)
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and list(errors) == [NAME] and NAME not in report["written"], stderr
+    assert proxy.operations.count("UntagResource") == 6
+    carries = "gpudash:sha256" in [t["Key"] for t in _tags(client, NAME)]
+    if untag == "made, last answer lost":
+        assert not carries and "without gpudash:sha256 (taken back" in errors[NAME], errors
+    elif untag == "never made, answers lost":
+        assert carries and "could not be taken back" in errors[NAME] and "still carries gpudash:sha256" in errors[NAME]
+        assert "may have happened" not in errors[NAME], errors
+    else:
+        assert not carries and "whether its gpudash:sha256 of what was sent was taken back is not known" in errors[
+            NAME], errors
+    assert "could not be taken back" not in errors[NAME] or untag == "never made, answers lost", errors
+
+
+def test_a_takeover_just_after_a_create_gets_its_evidence_left_alone(proxied):
+    """A create read back with another threshold than sent, and a person gives the alarm to their team
+    (ManagedBy=team-ml) as that read-back is answered: UntagResource took gpudash:sha256 off the person's alarm on
+    the tags of the create, unread. The tags are read right before it now: not those the create sent, so nothing is
+    untagged, and the failure says so."""
+    proxy, client, apply = proxied
+    lowered, taken = threshold_lowered(NAME), []
+
+    def read_back(body: bytes) -> bytes:  # the first DescribeAlarms answer that reports the alarm: its read-back
+        if not taken and NAME.encode() in body:
+            taken_over(client, NAME)
+            taken.append(True)
+        return lowered(body)
+
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=read_back))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert taken and code == 3 and list(errors) == [NAME] and NAME not in report["written"], stderr
+    assert proxy.operations.count("UntagResource") == 0
+    assert "not those it was created with" in errors[NAME] and "ManagedBy=team-ml" in errors[NAME], errors
+    tags = {t["Key"]: t["Value"] for t in _tags(client, NAME)}
+    assert tags["ManagedBy"] == "team-ml" and "gpudash:sha256" in tags
 
 
 def test_alarms_created_whose_tag_writes_are_denied_are_written_and_listed_failed(proxied, cli):
