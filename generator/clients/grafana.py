@@ -17,6 +17,7 @@ from .. import urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
+from .http import credentials, no_netrc_on_redirect
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy in front answered: the request may have reached Grafana and landed
@@ -106,37 +107,6 @@ def _environment_read_once(session):
     return merged
 
 
-def _credentials(token: str | None, basic: tuple[str, str] | None):
-    """The requests auth for the credentials the user gave: a bearer token, or basic auth, or none. A session with an
-    auth never reads ~/.netrc (or $NETRC): without one, requests replaces the Authorization header with the netrc
-    entry for Grafana's host, and a push would run as that identity instead of the token's."""
-    import requests
-    from requests.auth import HTTPBasicAuth
-
-    class Credentials(requests.auth.AuthBase):
-        def __call__(self, request):
-            if token:
-                request.headers["Authorization"] = f"Bearer {token}"
-            elif basic:
-                HTTPBasicAuth(*basic)(request)
-            return request
-
-    return Credentials()
-
-
-def _no_netrc_on_redirect(session):
-    """`session.rebuild_auth` without netrc: a redirect keeps the Authorization header only to the same scheme, host
-    and port (requests' rule) and never takes one from ~/.netrc, which requests reads at every redirect whatever
-    the session's auth."""
-
-    def rebuild_auth(prepared_request, response):
-        if "Authorization" in prepared_request.headers and session.should_strip_auth(response.request.url,
-                                                                                     prepared_request.url):
-            del prepared_request.headers["Authorization"]
-
-    return rebuild_auth
-
-
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
                  verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
@@ -159,8 +129,8 @@ class GrafanaClient:
                                    "another control character, or a character outside Latin-1",
                                    where="GRAFANA_TOKEN / --token-file / GRAFANA_USER / GRAFANA_PASSWORD",
                                    hint="copy the token again: a service-account token is one line of ASCII")
-        self.session.auth = _credentials(token, basic)
-        self.session.rebuild_auth = _no_netrc_on_redirect(self.session)
+        self.session.auth = credentials(token, basic)
+        self.session.rebuild_auth = no_netrc_on_redirect(self.session)
         adapter = HTTPAdapter(max_retries=0)  # retries are ours: paced by the deadline's clock
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)

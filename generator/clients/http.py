@@ -46,17 +46,52 @@ def decode(body: bytes, charset: str | None) -> str:
     return body.decode(charset or "utf-8", errors="replace")
 
 
+def credentials(token: str | None, basic: tuple[str, str] | None):
+    """The requests auth for the credentials the user gave: a bearer token, or basic auth, or none. A session with an
+    auth never reads ~/.netrc (or $NETRC): without one, requests puts the netrc entry for the host in the
+    Authorization header (over a bearer header), and the server gets a login the user never gave gpudash for it."""
+    import requests
+    from requests.auth import HTTPBasicAuth
+
+    class Credentials(requests.auth.AuthBase):
+        def __call__(self, request):
+            if token:
+                request.headers["Authorization"] = f"Bearer {token}"
+            elif basic:
+                HTTPBasicAuth(*basic)(request)
+            return request
+
+    return Credentials()
+
+
+def no_netrc_on_redirect(session):
+    """`session.rebuild_auth` without netrc: a redirect keeps the Authorization header only to the same scheme, host
+    and port (requests' rule) and never takes one from ~/.netrc, which requests reads at every redirect whatever
+    the session's auth."""
+
+    def rebuild_auth(prepared_request, response):
+        if "Authorization" in prepared_request.headers and session.should_strip_auth(response.request.url,
+                                                                                     prepared_request.url):
+            del prepared_request.headers["Authorization"]
+
+    return rebuild_auth
+
+
 def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
         verb: str = "read") -> tuple[int, str]:
-    """GET `url` (user-info becomes basic auth, never part of a message); the status and the text."""
+    """GET `url` (user-info becomes basic auth, never part of a message, sent to that host alone; ~/.netrc is never
+    read); the status and the text."""
     import requests
     from urllib3.exceptions import HTTPError
 
     clean, auth = redact.strip(url)
     timeout = options.socket_timeout()
     answering = False
+    session = requests.Session()
+    session.auth = credentials(None, auth)
+    session.rebuild_auth = no_netrc_on_redirect(session)
     try:
-        with requests.get(clean, params=params, auth=auth, timeout=(timeout, timeout), stream=True) as response:
+        with session, session.get(clean, params=params, timeout=(timeout, timeout), stream=True) as response:
             answering = True
             body = read_body(response.raw, options, what)
             return response.status_code, decode(body, response.encoding)

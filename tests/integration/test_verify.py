@@ -964,6 +964,37 @@ def test_credentials_in_a_url_still_authenticate(cli):
     assert MARKER not in stdout + stderr
 
 
+@pytest.mark.parametrize("in_url", [False, True], ids=["no credentials given", "credentials in the URLs"])
+def test_a_netrc_entry_for_prometheus_or_the_exporter_is_never_sent(cli, tmp_path, monkeypatch, in_url):
+    """requests adds the ~/.netrc ($NETRC) login for a host to a request that has no auth of its own, and again at
+    every redirect, over credentials the URL gave: Prometheus and the exporter got the netrc login (a credential the
+    user never gave gpudash for them). Only the URL's user-info is sent now, to its own host: not after a redirect
+    to another host, and never netrc's, on the first request or after a redirect on the same host."""
+    import base64
+
+    from tests.support.canned_server import CannedServer
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login netrc-user password netrc-secretpart\n"
+                     "machine localhost login netrc-user password netrc-secretpart\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    given = "Basic " + base64.b64encode(f"gpudash:{MARKER}".encode()).decode()
+    with CannedServer('{"status": "success", "data": {"resultType": "vector", "result": []}}') as prometheus, \
+            CannedServer("# no samples\n", content_type="text/plain") as exporter:
+        exporter.redirects["/metrics"] = "/metrics-moved"  # the same host
+        exporter.redirects["/metrics-moved"] = exporter.url.replace("127.0.0.1", "localhost") + "/metrics-there"
+        urls = [server.url.replace("http://", f"http://gpudash:{MARKER}@") if in_url else server.url
+                for server in (prometheus, exporter)]
+        cli("verify", "--output", "json", "--skip", "kube", "--skip", "cloudwatch", "--prometheus-url", urls[0],
+            "--exporter-url", urls[1] + "/metrics", *deadline(()))
+    sent = {(server, path): headers.get("Authorization") for server in ("prometheus", "exporter")
+            for _, path, headers in (prometheus if server == "prometheus" else exporter).requests}
+    assert [path for server, path in sent if server == "exporter"] == ["/metrics", "/metrics-moved", "/metrics-there"]
+    assert len(sent) > 3 and not any("netrc" in base64.b64decode(v.split()[-1]).decode() for v in sent.values() if v)
+    assert sent == {key: given if in_url and key[1] != "/metrics-there" else None for key in sent}, sent
+
+
 # --- colour and alignment ----------------------------------------------------------------------
 
 def _on_a_terminal(*args, no_color: bool):

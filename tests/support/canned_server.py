@@ -2,7 +2,8 @@
 and body, valid or not), silence (it reads the request and never answers), or a drip (it sends the
 headers, then one byte of body at a time, forever). For odd answers and deadlines. `routes` answer the
 requests whose path (query string included, as sent) holds a given text otherwise: (status, body), the body
-text or made from the request's path (an answer that depends on what was asked)."""
+text or made from the request's path (an answer that depends on what was asked). `redirects` answer a request for
+exactly that path with a 307 to the URL given."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class CannedServer(LoopbackServer):
                  mode: str = "answer", drip_every: float = 0.2):
         self.body = body.encode() if isinstance(body, str) else body
         self.routes: dict[str, Route] = {}
+        self.redirects: dict[str, str] = {}
         self.status, self.content_type, self.mode, self.drip_every = status, content_type, mode, drip_every
         self.released = threading.Event()
         self.requests: list[tuple[str, str, dict[str, str]]] = []
@@ -40,6 +42,12 @@ class CannedServer(LoopbackServer):
                 server.requests.append((self.command, self.path, dict(self.headers)))
                 if server.mode == "silent":
                     server.released.wait()
+                    return
+                if self.path in server.redirects:
+                    self.send_response(307)
+                    self.send_header("Location", server.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 status, body = server.answer(self.path)
                 self.send_response(status)
