@@ -108,6 +108,7 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
 
 def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     from .clients.grafana import GrafanaClient, check_url
+    from .urls import safe_url
 
     url = os.environ.get("GRAFANA_URL")
     if not url:
@@ -130,6 +131,9 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
     redact.secret(token)
     if basic:
         redact.basic_auth(*basic)
+    if insecure and url.lower().startswith("https:"):
+        click.echo(f"warning: --insecure: Grafana's TLS certificate is not verified ({safe_url(url)}); "
+                   "REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE are not read for it", err=True)
     return GrafanaClient(url, token=token, basic=basic, verify=not insecure, deadline=deadline)
 
 

@@ -96,9 +96,9 @@ def _environment_read_once(session):
     merge, kept = session.merge_environment_settings, {}
 
     def merged(url, proxies, stream, verify, cert):
-        if proxies or stream is not None or verify is not None or cert is not None:
+        if proxies or stream is not None or verify not in (None, False) or cert is not None:
             return merge(url, proxies, stream, verify, cert)
-        where = urlsplit(url)[:2]
+        where = (*urlsplit(url)[:2], verify)
         if where not in kept:
             kept[where] = merge(url, proxies, stream, verify, cert)
         settings = kept[where]
@@ -122,6 +122,13 @@ class GrafanaClient:
         self.session = requests.Session()
         self.session.merge_environment_settings = _environment_read_once(self.session)
         self.session.verify = verify
+        # requests takes REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE over a session's verify=False: given with each request,
+        # False is kept (the variables are read only where a request's verify is True or unset)
+        self.unverified = {} if verify else {"verify": False}
+        if not verify:
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # said once, by the command
         self.session.headers.update({"Accept": "application/json", "User-Agent": "gpudash"})
         for credential in (token, *(basic or ())):
             if credential and (not credential.isprintable() or not _latin1(credential)):
@@ -151,7 +158,7 @@ class GrafanaClient:
 
     def _send(self, method: str, path: str, kwargs: dict[str, Any]):
         response = self.session.request(method, self.base + path, timeout=self.deadline.timeout(self.timeout),
-                                        **kwargs)
+                                        **self.unverified, **kwargs)
         response.content  # noqa: B018 - read the whole body here, under the deadline
         return response
 

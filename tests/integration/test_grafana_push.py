@@ -377,6 +377,41 @@ def test_a_redirect_keeps_the_token_given_and_never_takes_netrcs(grafana, run, t
     assert grafana.state.log.count(("POST", "/api/folders")) == 2 and grafana.state.folders == {}
 
 
+@pytest.fixture(scope="module")
+def tls_grafana(reference):
+    """The Grafana API test server over HTTPS, with a self-signed certificate (its file: `.ca`)."""
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json", tls=True) as server:
+        yield server
+
+
+@pytest.mark.parametrize("insecure, variable, bundle, verified", [
+    (True, "REQUESTS_CA_BUNDLE", "other", False), (True, "CURL_CA_BUNDLE", "other", False), (True, None, None, False),
+    (False, "REQUESTS_CA_BUNDLE", "grafana's", True), (False, "CURL_CA_BUNDLE", "grafana's", True),
+    (False, "REQUESTS_CA_BUNDLE", "other", None), (False, None, None, None)],
+    ids=["insecure over REQUESTS_CA_BUNDLE", "insecure over CURL_CA_BUNDLE", "insecure", "REQUESTS_CA_BUNDLE",
+         "CURL_CA_BUNDLE", "a bundle without grafana's CA", "no bundle"])
+def test_insecure_turns_verification_off_whatever_bundle_the_environment_names(
+        tls_grafana, cli, defaults_built_once, tmp_path, insecure, variable, bundle, verified):
+    """requests takes REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE over a session's verify=False: with either set to a bundle
+    without Grafana's CA, `push --insecure` failed TLS verification (exit 3) and its hint said "or --insecure". Now
+    --insecure turns verification off for Grafana's calls, and says so once. Without it, verification stays on and
+    the bundle a variable names is used: Grafana's CA in it, the push goes; otherwise it fails, nothing written."""
+    import certifi
+
+    tls_grafana.state.folders.clear()
+    tls_grafana.state.dashboards.clear()
+    env = {"GRAFANA_URL": tls_grafana.url, "GRAFANA_TOKEN": ADMIN, "REQUESTS_CA_BUNDLE": None, "CURL_CA_BUNDLE": None}
+    if variable:
+        env[variable] = str(tls_grafana.ca) if bundle == "grafana's" else certifi.where()
+    code, stdout, stderr = cli("push", "--skip-verify", "--output", "json", *(["--insecure"] * insecure), env=env)
+    if verified is None:
+        assert code == 3 and "TLS verification failed" in stderr and tls_grafana.state.dashboards == {}, stderr
+        return
+    assert code == 0 and sorted(json.loads(stdout)["written"]) == sorted(["gpudash", *UIDS]), stdout + stderr
+    assert stderr.count("TLS certificate is not verified") == (0 if verified else 1), stderr
+    assert "InsecureRequestWarning" not in stderr and "Unverified HTTPS request" not in stderr, stderr
+
+
 def test_unreachable_grafana_is_a_clear_error(run):
     code, _, stderr = _push(run, url="http://127.0.0.1:9")
     assert code == 3 and "cannot reach Grafana at http://127.0.0.1:9" in stderr and "Traceback" not in stderr

@@ -116,7 +116,8 @@ def _spec(path: Path) -> Spec:
 
 
 class GrafanaTestServer(LoopbackServer):
-    def __init__(self, spec_path: Path):
+    def __init__(self, spec_path: Path, tls: bool = False):
+        """`tls=True` serves HTTPS with a fresh self-signed certificate for 127.0.0.1, in the file `self.ca`."""
         self.spec = _spec(spec_path)
         self.state = State()
         self.lock = threading.Lock()
@@ -167,6 +168,9 @@ class GrafanaTestServer(LoopbackServer):
 
         self._serve(Handler)
         self.url = f"http://{self.address}"
+        if tls:
+            self.ca = self._serve_tls()[0]
+            self.url = f"https://{self.address}"
 
     # --- test helpers ----------------------------------------------------------------------
 

@@ -196,17 +196,9 @@ class KubeTestServer(LoopbackServer):
         self._serve(Handler)
         self.url = f"http://{self.address}"
         if tls:
-            import ssl
-
             from tests.support import kube_discovery
 
-            issued = kube_discovery.certificate()
-            if issued is None:
-                raise RuntimeError("openssl is needed to serve TLS")
-            cert, key, self.ca_data = issued
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(str(cert), str(key))
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.ca_data = self._serve_tls()[2]
             self.url = f"https://{self.address}"
             self.documents = kube_discovery.documents(reference)
 

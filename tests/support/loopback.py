@@ -32,6 +32,21 @@ class LoopbackServer:
         self.server = _QuietServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
 
+    def _serve_tls(self):
+        """HTTPS from now on (call after `_serve`, before the server starts), with a fresh certificate for
+        127.0.0.1: (certificate file, key file, base64 certificate). Needs openssl."""
+        import ssl
+
+        from tests.support import kube_discovery
+
+        issued = kube_discovery.certificate()
+        if issued is None:
+            raise RuntimeError("openssl is needed to serve TLS")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(issued[0]), str(issued[1]))
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        return issued
+
     @property
     def address(self) -> str:
         host, port = self.server.server_address[:2]
