@@ -382,7 +382,8 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
-        problem = f"not JSON: {body[:40]!r}" if name in CHECKED else None  # others: botocore's `message` shows it
+        # the excerpt is cut from the body with its secrets masked: a secret cut in two is masked nowhere
+        problem = f"not JSON: {redact.text(body.decode('utf-8', 'replace'))[:40]!r}" if name in CHECKED else None
     else:
         problem = _invalid(name, parsed) if name in CHECKED else None
         output = getattr(operation_model, "output_shape", None)

@@ -100,3 +100,17 @@ def test_a_secret_with_quotes_and_backslashes_is_masked_in_plans_json(cli, refer
         assert code == 1 and secret not in stdout and json.dumps(secret)[1:-1] not in stdout
         assert set(report) == {"changes", "summary"} and all("name" in c for c in report["changes"])
         assert any("changed in Grafana by proxy ***" in d for c in report["changes"] for d in c["details"])
+
+
+def test_a_secret_key_echoed_in_a_2xx_answer_that_is_not_json_is_not_printed_in_part(cli, defaults_built_once):
+    """A 2xx answer that is not JSON is quoted by its first 40 bytes, and a secret cut there was masked nowhere: an
+    endpoint echoing the 40-character secret key had 37 of its characters printed. The body is masked, then cut."""
+    from tests.support.canned_server import CannedServer
+
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # 40 characters, as AWS secret keys are
+    with CannedServer(f"<p>{secret}</p>", status=200, content_type="text/html") as aws:
+        env = {"AWS_ENDPOINT_URL": aws.url, "AWS_ACCESS_KEY_ID": "AKIAMARKER", "AWS_SECRET_ACCESS_KEY": secret,
+               "AWS_REGION": "us-east-1"}
+        code, stdout, stderr = cli("plan", "--no-grafana", env=env)
+    assert code == 3 and "not JSON: '<p>***</p>'" in stderr, stderr
+    assert secret[:20] not in stdout + stderr, stderr
