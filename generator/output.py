@@ -16,13 +16,15 @@ from collections import Counter
 import hashlib
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import stat
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import __version__
@@ -50,6 +52,11 @@ def template_file(region: str, primary_region: str) -> str:
 
     return f"cloudformation/{cloudformation_template(region, primary_region)}"
 
+
+# Files of the previous build found holding the new bytes of their path, by path: the sha256 of those bytes, and the
+# file's status as it was read (None for a file changed in the SETTLED_NS before: read again before it is shared)
+Known = dict[str, tuple[str, "os.stat_result | None"]]
+SETTLED_NS = 2_000_000_000
 
 BUILD = "build"  # the folder `gpudash generate` writes by default, where hints point
 AGENT_FILE_PREFIX = "k8s/cwagent-prometheus-config-"
@@ -227,34 +234,46 @@ def _gpudash_manifest(path: Path) -> dict | None:
 
 
 def not_as_written(out: Path, files: dict[str, bytes] | None = None,
-                   known: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+                   known: Known | None = None) -> tuple[list[str], list[str]]:
     """What replacing the build in `out` would lose: (files its manifest does not list: a user's
     kustomization.yaml, a .git folder; files whose content is not what gpudash wrote: edited by hand).
     A file the manifest lists that is gone, or turned into a symlink, loses nothing (the link's target is
     never written), nor does a folder of the build turned into a link; any other link to a folder, which the build
     would drop, is a file it does not list. Only a folder holding gpudash's manifest is asked (`_owned` refuses the
     others). With the new build's `files`, each file that holds exactly the new bytes of its path has their sha256
-    put into `known` (the new manifest lists it: each file's bytes are hashed once)."""
+    put into `known` (the new manifest lists it: each file's bytes are hashed once), with its status as it was read
+    unless it changed in the seconds before (see `_unchanged`)."""
     manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
     listed = manifest.get("files") if manifest else None
     if not isinstance(listed, dict):
         return [], []
     extra, edited = [], []
-    built = {str(folder) for path in listed for folder in PurePosixPath(path).parents}  # the build's folders
+    built = set()  # the build's folders ("" for the build folder itself)
+    for path in listed:
+        folder = posixpath.dirname(path)
+        while folder not in built:
+            built.add(folder)
+            if not folder:
+                break
+            folder = posixpath.dirname(folder)
+    settled = time.time_ns() - SETTLED_NS  # a file changed before this is read once (see `_unchanged`)
+    top = str(out)
+    prefix = os.path.join(top, "")
     for root, folders, names in walk(out):
         folders.sort()
+        inside = root[len(prefix):] if root != top else ""  # os.walk joins each folder to `top`
         # a link to a folder is walked as a folder but not followed: the replaced build would drop the link (one
         # standing for a folder of the build loses nothing, as a link standing for a listed file)
         links = [name for name in folders if os.path.islink(os.path.join(root, name))
-                 and os.path.relpath(os.path.join(root, name), out) not in built]
+                 and posixpath.join(inside, name) not in built]
         for name in sorted(names + links):
             path = os.path.join(root, name)
-            relative = os.path.relpath(path, out)
+            relative = posixpath.join(inside, name)
             if relative == MANIFEST:
                 continue
             if relative not in listed:
                 extra.append(relative)
-            elif not os.path.islink(path) and _digest(path, relative, files, known) != listed[relative]:
+            elif not os.path.islink(path) and _digest(path, relative, files, known, settled) != listed[relative]:
                 edited.append(relative)
     return sorted(extra), sorted(edited)
 
@@ -274,9 +293,10 @@ def unreadable(exc: OSError, top: Path) -> str:
 
 
 def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None,
-            known: dict[str, str] | None = None) -> str | None:
+            known: Known | None = None, settled: int = 0) -> str | None:
     """sha256 of a regular file (None for anything else: a FIFO is never opened, it would wait). A file of the size
-    of files[relative] is read whole and compared: when it holds those bytes, their sha256 also goes into `known`."""
+    of files[relative] is read whole and compared: when it holds those bytes, their sha256 goes into `known`, with
+    the file's status as it was read if its last change (ctime) came before `settled` (nanoseconds)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -290,8 +310,9 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
             with open(fd, "rb", closefd=False) as stream:
                 held = stream.read()
             if held == data:
-                known[relative] = hashlib.sha256(data).hexdigest()
-                return known[relative]
+                digest = hashlib.sha256(data).hexdigest()
+                known[relative] = digest, info if info.st_ctime_ns < settled else None
+                return digest
             return hashlib.sha256(held).hexdigest()
         with open(fd, "rb", closefd=False) as stream:
             return hashlib.file_digest(stream, "sha256").hexdigest()
@@ -300,7 +321,7 @@ def _digest(path: str, relative: str = "", files: dict[str, bytes] | None = None
 
 
 def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-          previous: Path | None = None, stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
+          previous: Path | None = None, stop: list[int] | None = None, known: Known | None = None) -> None:
     """Write `files` into `folder`, then the manifest made from their sha256 sums. A file the previous
     build holds with exactly these bytes (and nothing else holds) is hard-linked from it instead: the
     previous build is left as it was, and linking a file costs a fraction of creating one.
@@ -309,7 +330,7 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
     kernel creates one file at a time in a folder): creating a file is almost all kernel time, which
     runs without the interpreter's lock, and so is hashing it. A failure in either lane stops both
     and is raised here once both have stopped; so is a signal held meanwhile (`stop`), as _Stopped. `known`: the
-    sha256 of some files' bytes, already worked out (`not_as_written`)."""
+    sha256 of some files' bytes, already worked out while the previous build was read (`not_as_written`)."""
     stop = [] if stop is None else stop
     known = {} if known is None else known
     by_folder: dict[str, list[str]] = {}
@@ -331,8 +352,9 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 if failures or stop:  # the other lane failed, or a signal came: the build is abandoned
                     return
                 data = files[relative]
-                _put(folder, relative, data, previous, own_folders, mode)
-                digests[relative] = known.get(relative) or hashlib.sha256(data).hexdigest()
+                digest, held = known.get(relative, (None, None))
+                _put(folder, relative, data, previous, own_folders, mode, held)
+                digests[relative] = digest or hashlib.sha256(data).hexdigest()
         except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits for this lane
             failures.append(exc)
 
@@ -350,11 +372,12 @@ def _fill(folder: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
 
 def _put(folder: Path, relative: str, data: bytes, previous: Path | None, own_folders: dict[str, bool],
-         mode: int) -> None:
-    """One file of the build: linked from the previous build when it holds it unchanged, else created."""
+         mode: int, held: os.stat_result | None = None) -> None:
+    """One file of the build: linked from the previous build when it holds it unchanged, else created. `held`: the
+    status the previous build's file had when it was read and found holding `data` (`not_as_written`)."""
     target = os.path.join(folder, relative)
     if previous is not None and _own_folder(previous, os.path.dirname(relative), own_folders) \
-            and _unchanged(os.path.join(previous, relative), data, mode):
+            and _unchanged(os.path.join(previous, relative), data, mode, held):
         try:
             os.link(os.path.join(previous, relative), target, follow_symlinks=False)
             return
@@ -398,17 +421,29 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def _unchanged(path: str, data: bytes, mode: int) -> bool:
+def _unchanged(path: str, data: bytes, mode: int, held: os.stat_result | None = None) -> bool:
     """A regular file (not a link) of the current user, with the mode a new file gets, that only this
-    path names, holding exactly `data`: what the new build may share with the previous one."""
+    path names, holding exactly `data`: what the new build may share with the previous one.
+
+    With `held` (its status when it was read and found holding `data`), a file whose status is still that one is
+    not read again: every change of its bytes since would have given it another change time (ctime, which no
+    call can set back), and a file changed in the seconds before it was read is given no `held` (a change
+    within one tick of the clock that stamps ctimes could leave it equal)."""
+    if held is not None:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return False
+        if (info.st_ino, info.st_dev, info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_mode) == \
+                (held.st_ino, held.st_dev, held.st_ctime_ns, held.st_mtime_ns, held.st_size, held.st_mode):
+            return _shareable(info, data, mode)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return False
     try:
         info = os.fstat(fd)
-        if not (stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()
-                and stat.S_IMODE(info.st_mode) == mode and info.st_size == len(data)):
+        if not _shareable(info, data, mode):
             return False
         with open(fd, "rb", closefd=False) as stream:
             return stream.read(len(data) + 1) == data
@@ -416,6 +451,13 @@ def _unchanged(path: str, data: bytes, mode: int) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def _shareable(info: os.stat_result, data: bytes, mode: int) -> bool:
+    """A regular file of the current user that only one path names, with the mode a new file gets and the size of
+    `data`."""
+    return (stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and info.st_uid == os.geteuid()
+            and stat.S_IMODE(info.st_mode) == mode and info.st_size == len(data))
 
 
 def write(out: Path, artifacts: Artifacts, made_with: dict[str, str] | None = None) -> dict[str, bytes]:
@@ -451,7 +493,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
                           where=str(out), hint="choose another --out, or empty the directory")
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
-    known: dict[str, str] = {}  # sha256 of the new files' bytes, worked out while reading the previous build
+    known: Known = {}  # sha256 of the new files' bytes, worked out while reading the previous build
     if not force:
         _refuse_losing(out, files, known)
 
@@ -466,7 +508,7 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
 
 
 def _refuse_losing(out: Path, files: dict[str, bytes] | None = None,
-                   known: dict[str, str] | None = None) -> None:
+                   known: Known | None = None) -> None:
     try:
         extra, edited = not_as_written(out, files, known)
     except OSError as exc:  # a folder that cannot be read may hold what would be lost: never read as empty
@@ -523,7 +565,7 @@ def _failed(exc: OSError, out: Path) -> OutputError:
 
 
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-             stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
+             stop: list[int] | None = None, known: Known | None = None) -> None:
     """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -566,7 +608,7 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-                  stop: list[int] | None = None, known: dict[str, str] | None = None) -> None:
+                  stop: list[int] | None = None, known: Known | None = None) -> None:
     """For a folder that cannot be renamed (a mount point): stage inside it, then move entries."""
     staging = retired = None
     moved_out: list[str] = []
