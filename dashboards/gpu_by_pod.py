@@ -27,10 +27,9 @@ def dashboards(ctx):
         per_pod("DCGM_FI_DEV_POWER_USAGE", "Power draw of each pod's GPUs", aggregation="sum",
                 description="Power drawn by the GPUs the pod holds, each GPU counted once and whole: a GPU split "
                             "into MIG instances shows its whole draw under each pod holding one, and so does a GPU "
-                            "pods share by time-slicing or MPS where the exporter runs with KUBERNETES_VIRTUAL_GPUS, "
-                            "so the pods' lines add up to more than the GPUs draw. Without that setting the exporter "
-                            "names a shared GPU under one of them at a time (not always the same one), and only "
-                            "that pod's line shows it then."),
+                            "pods share by time-slicing or MPS (an exporter without KUBERNETES_VIRTUAL_GPUS names "
+                            "such a GPU under one of them per scrape, not always the same one: a pod's line shows it "
+                            "where a scrape names the pod), so the pods' lines add up to more than the GPUs draw."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
         # DCGM counts a GPU's energy, not a pod's: the title says what each pod's line is.
         per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs", aggregation="sum",
@@ -44,9 +43,7 @@ def dashboards(ctx):
         Panel("Pods on GPUs", Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), kind="table",
               width=24, unit="count",
               description="Workload pods holding GPUs now, with how many GPUs each holds (a pod's MIG instances on "
-                          "one GPU count as that GPU). A GPU pods share by time-slicing or MPS is listed under the one "
-                          "pod its exporter's latest scrape names where the exporter runs without "
-                          "KUBERNETES_VIRTUAL_GPUS (not always the same one), the others not at all."),
+                          "one GPU count as that GPU; a GPU pods share counts for each of them)."),
     ])
     yield Dashboard(
         id="by-pod",

@@ -183,7 +183,15 @@ class _Device:
     of one GPU instance as its exporter writes them, gpu_identity with the MIG instance). A per-GPU query
     keeps the GPUs that have a series in scope (`and on (identity)`); a per-pod query of the whole GPU
     (`whole`) gives each pod's copy in scope the device's value (`* 0 + on (identity) group_left`);
-    a per-pod query of the pod's own share reads the copies as they are."""
+    a per-pod query of the pod's own share reads the copies as they are.
+
+    `lookback` (per-pod panels, label_lookback): the pods a GPU is named under are those a scrape within that
+    window named, not only the latest scrape's (an exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods
+    share by time-slicing or MPS under one of them per scrape, which one changing from scrape to scrape:
+    dcgm-exporter #340; the others' series are marked stale at that scrape). Each such pod's copy reads the
+    GPU's latest reading (the device's value, as above), so a GPU counts once per pod whatever copy is older,
+    and a GPU without a reading now (its exporter gone) shows under no pod; a pod's own share (`shares`, not
+    `whole`) is the latest reading of its own copy within the window."""
 
     scoped: list[list[str]]  # the query's scope
     unscoped: list[list[str]]  # the scope without the workload variables (pod, namespace)
@@ -191,19 +199,28 @@ class _Device:
     pod: str
     per_pod: bool
     whole: bool
+    shares: bool = True  # exporter.virtual_gpus: the fields of PER_PROCESS_FIELDS hold each pod's own share
+    lookback: str | None = None
 
     def reading(self, metric: str, extra: list[str], gauge: str) -> str | None:
         """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
         or one over a window, blanks removed), or None: as they are."""
-        if metric not in PER_PROCESS_FIELDS or (self.per_pod and not self.whole):
+        own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
+        if self.lookback is not None and own_share:
+            return _parenthesised(_raw(metric, self.scoped, extra,
+                                       f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}"))
+        if self.lookback is None and (not self.shares or metric not in PER_PROCESS_FIELDS or own_share):
             return None
-        scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
+        scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge if self.lookback is None
+                                     else f"present_over_time({{}}[{self.lookback}])"))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
-        strip = f"max by ({_listed(self.identity)}) "
+        # a field split by labels of its own (an XID code's count) has a reading per code
+        identity = (*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0])
+        strip = f"max by ({_listed(identity)}) "
         own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
         any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
         device = f"({strip}{own} or {strip}{any_copy})"
-        matching = f"on ({_listed(self.identity)})"
+        matching = f"on ({_listed(identity)})"
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
@@ -605,7 +622,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     """
     own_labels = _own_labels(metric, catalog)
     if count:  # how many GPUs report the field, whatever its value
-        return merge("max", _raw(metric, branches, extra, "{}"), own_labels)
+        named = device.reading(metric, extra, "{}") if device is not None and device.lookback else None
+        return merge("max", named or _raw(metric, branches, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
@@ -622,7 +640,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return merge(how, own, own_labels)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
-                        over_time, resolution=resolution)
+                        over_time, resolution=resolution, device=device)
     on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
@@ -641,7 +659,7 @@ GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mea
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
-               resolution: str | None = None, offset: str | None = None) -> str:
+               resolution: str | None = None, offset: str | None = None, named_within: str | None = None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require
@@ -663,6 +681,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     With `labels.copies` (exporter.virtual_gpus), a field the exporter splits per process is read as
     `_Device` says: the device's value per GPU, each pod's share per pod (the device's value where
     `query.whole_gpu` asks, and in the total a per-pod `over` divides by).
+    `named_within` (panels, label_lookback()): a per-pod gauge (or count) shows each pod a scrape within that window
+    named on a GPU, with the GPU's latest reading (_Device.lookback), not only the pod the latest scrape named.
     """
     if query.raw_promql:
         return query.raw_promql
@@ -687,13 +707,16 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer))
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
+    # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
+    lookback = named_within if ("pod" in keys and gauge_window is None and not query.as_increase
+                                and reads_gauges(query, catalog)) else None
 
     def per_gpu(metric: str, whole: bool) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
-                         whole) \
-            if labels.copies else None
+                         whole, labels.copies, lookback) \
+            if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
                         resolution, device)
 
@@ -708,6 +731,31 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     if gauge_window is not None and resolution and not count and reads_gauges(query, catalog):
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset)
     return aggregated(query.aggregation)
+
+
+# Scrapes a per-pod panel looks back over for the pods a GPU is named under (label_lookback).
+LABEL_LOOKBACK_SCRAPES = 4
+
+
+def label_lookback(scrape_seconds: int) -> str:
+    """The window within which a scrape naming a pod on a GPU shows the pod on it in per-pod panels: four scrape
+    intervals, the least window Grafana's $__rate_interval gives the per-pod counter panels beside them (with the
+    scrape interval as their min step), so a pod a gauge panel shows is one whose counter panel has a reading in its
+    window. An exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods share under one of them per scrape, the one
+    kubelet lists last, in no fixed order (dcgm-exporter #340, PR #432): every pod so named within the window shows."""
+    return f"{LABEL_LOOKBACK_SCRAPES * scrape_seconds}s"
+
+
+def named_within_note(scrape_seconds: int, own_share: bool = False) -> str:
+    """What a per-pod gauge panel (label_lookback) says of the pods it shows; `own_share`: a field the exporter splits
+    per process, read as each pod's own share (exporter.virtual_gpus)."""
+    window = LABEL_LOOKBACK_SCRAPES * scrape_seconds
+    reading = "the latest reading of the pod's own share in them" if own_share else "the GPU's latest reading"
+    return (f"Per pod, the GPUs a scrape within the last {LABEL_LOOKBACK_SCRAPES} scrape intervals ({window} s) named "
+            f"the pod on, each with {reading}: a GPU pods share by time-slicing or MPS, which an exporter without "
+            f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape (not always the same one), shows under each "
+            f"pod so named, and a pod that left a GPU shows on it for up to {window} s after the last scrape that "
+            f"named it.")
 
 
 def reads_gauges(query: Query, catalog: Catalog) -> bool:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..catalog import PRESENCE, Catalog
-from ..model import Dashboard, Panel, Row, layout
+from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
+from ..model import Dashboard, Panel, Query, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
-from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_name, legend,
-                      presence, reads_copies_per_step, with_cluster)
+from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_lookback, label_name,
+                      legend, named_within_note, presence, reads_copies_per_step, reads_gauges, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
 
@@ -178,7 +178,7 @@ def legend_calcs(panel: Panel, catalog: Catalog) -> list[str]:
     return ["mean", "max", "lastNotNull"]
 
 
-def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> str:
+def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, shares: bool = False) -> str:
     """The panel's own description, or what its fields are; either way, how a counter read from a GPU's copies is
     timed."""
     texts = [panel.description] if panel.description else []
@@ -193,7 +193,15 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int) -> st
         texts.append(COST_NOTE)
     for per_pod, whole_range in per_step:
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
+    texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
+              for query in panel.queries if named_within(query, catalog)]
     return " ".join(dict.fromkeys(texts)) or panel.title
+
+
+def named_within(query: Query, catalog: Catalog) -> bool:
+    """A per-pod panel query of gauges (or a count), which shows the pods a scrape within label_lookback named."""
+    return "pod" in group_keys(query.by) and not query.raw_promql and not query.as_increase and reads_gauges(query,
+                                                                                                              catalog)
 
 
 def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
@@ -206,7 +214,8 @@ def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
             query = with_cluster(query)  # a node or pod name may repeat in another cluster
         target = pm.Dataquery(datasource=_datasource(), ref_id=ref_id,
                               expr=expression(query, settings.labels, catalog, scope,
-                                              resolution=f"{settings.scrape.seconds}s"),
+                                              resolution=f"{settings.scrape.seconds}s",
+                                              named_within=label_lookback(settings.scrape.seconds)),
                               legend_format=legend(query, settings.labels))
         if panel.kind == "table":
             target.format_val = pm.PromQueryFormat.TABLE
@@ -265,7 +274,8 @@ def _panel(panel: Panel, catalog: Catalog, settings: Settings):
     defaults = field_config.defaults
     if panel.kind in _CUSTOM_FIELD_CONFIG:
         defaults.custom = kind.FieldConfig()
-    model = dm.Panel(type_val=panel.kind, title=panel.title, description=panel_description(panel, catalog, settings.scrape.seconds),
+    description = panel_description(panel, catalog, settings.scrape.seconds, settings.labels.copies)
+    model = dm.Panel(type_val=panel.kind, title=panel.title, description=description,
                      datasource=_datasource(), targets=_targets(panel, catalog, settings), options=kind.Options(),
                      field_config=field_config)
     if any("$__rate_interval" in (target.expr or "") for target in model.targets):

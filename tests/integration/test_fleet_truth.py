@@ -3,8 +3,9 @@
 The fleet (tests/support/mixed_fleet.py) mixes `Hostname` and `hostname` exporters, an old
 exporter that writes its own pod name as Hostname, one pod name in two namespaces, GPUs no pod
 holds, a MIG node and "not supported" values, a GPU two pods time-slice that its exporter (without
-KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes (an instant's per-pod gauge shows the GPU under
-the pod its latest scrape named, the other pod not at all; a per-pod rule, over many scrapes, reads both), and a
+KUBERNETES_VIRTUAL_GPUS) names under each of them at alternate scrapes (the latest scrape's series of it name one pod,
+the other's is marked stale; a per-pod panel shows it under both, each pod a scrape of its lookback named, and a
+per-pod rule, over many scrapes, reads both), and a
 node whose exporter adds each pod's UID and labels
 (`POD_IDENTITY`: a GPU's copies differ by more than the workload's labels). Replay exporters serve it; one real Prometheus per
 scrape path scrapes it:
@@ -26,6 +27,7 @@ import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +40,7 @@ from generator.model import Panel, Row
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.promql import legend, with_cluster
+from generator.promql import label_lookback, legend, with_cluster
 from generator.render.alarms import alert_name, cloudwatch_condition, prometheus_rules
 from generator.render.scrape import prometheus_scrape_job, service_monitor
 from generator.resources import default_counters
@@ -87,6 +89,10 @@ PATHS = (Path_("gpudash-job", ""), Path_("gpudash-servicemonitor", ""),
          Path_("gpudash-job-exported", EXPORTED), Path_("gpudash-servicemonitor-exported", EXPORTED),
          Path_("operator-servicemonitor", EXPORTED), Path_("operator-servicemonitor-plain", EXPORTED, False),
          Path_("shared-prometheus", SHARED, clusters=("east", "west")))
+# Paths whose per-pod panels are also drawn over a range (test_per_pod_panels_show_both_pods_...): scraped for
+# RANGED_SPAN seconds at least, the others only until their instant settles
+RANGED = (PATHS[0], PATHS[4])
+RANGED_SPAN = 12
 
 
 def _operator_monitor(reference: Path, node_relabeling: bool) -> dict:
@@ -180,12 +186,15 @@ def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
             list(pool.map(Prometheus.start, servers.values()))
         for path in PATHS:
             servers[path.name].wait_for("DCGM_FI_DEV_GPU_TEMP", count=_series(path))
+        began = time.monotonic()
         still = {path.name: _series(path) - len(path.clusters) * len(mixed_fleet.moving(FLEET)) for path in PATHS}
-        settled = {path.name: mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), still[path.name],
-                                                       fleet=FLEET)
-                   for path in PATHS}
-        for server in servers.values():
-            server.stop_scraping()
+        settled = {}
+        for path in sorted(PATHS, key=lambda p: p in RANGED):  # the ranged ones last, once they hold their span
+            if path in RANGED:
+                time.sleep(max(0.0, began + RANGED_SPAN - time.monotonic()))
+            settled[path.name] = mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), still[path.name],
+                                                          fleet=FLEET)
+            servers[path.name].stop_scraping()
         yield {path.name: Stack(servers[path.name], settled[path.name],
                                 _scrape(servers[path.name], settled[path.name], path)) for path in PATHS}
     finally:
@@ -308,8 +317,8 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
                     sliced = {k for k in expected if any(f"Pod {ns}/{pod}" in k for ns, pod in MOVING_PODS)}
                     assert len(sliced & set(shown)) >= len(path.clusters) or not sliced, where
                     expected = {k: v for k, v in expected.items() if k not in sliced or k in shown}
-                else:  # a gauge: the moving GPU under the pod its latest scrape named, the other pod not at all
-                    expected = truth(query, _node_names(path, exporters), path.clusters, collected, stack.scrape)
+                else:  # a gauge: the moving GPU under both pods, each named by a scrape of the panel's lookback
+                    expected = truth(query, _node_names(path, exporters), path.clusters, collected)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k])}
                 assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"
@@ -484,9 +493,10 @@ def test_a_selected_node_or_namespace_shows_only_itself(stacks, projects, path, 
         gpus = _variable_values(stack, variables["gpu"], node=names[node.name])
         assert gpus == {str(gpu.index) for gpu in node.gpus}, node.name
     target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
-    everything = truth(query, names, path.clusters, scrape=stack.scrape)  # the moving GPU under the pod named now
+    everything = truth(query, names, path.clusters)  # the moving GPU under both pods
     for namespace in sorted({ns for ns, _ in mixed_fleet.namespaces_and_pods(FLEET)}):
-        result = stack.prometheus.query(_substitute(target["expr"], namespace=namespace), at=stack.at)
+        result = stack.prometheus.query(_substitute(scraped_every(target["expr"], 30, 1), namespace=namespace),
+                                        at=stack.at)
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         assert shown == {k: v for k, v in everything.items() if f"Pod {namespace}/" in k}, namespace
         pods = _variable_values(stack, variables["pod"], namespace=namespace)
@@ -506,9 +516,9 @@ def test_the_warned_label_mix_shows_the_exporters_namespace_through_the_operator
     for name, project in (("mixed", load_project(config, _counters(tmp_path, set(FIELDS)))),
                           ("exported", projects[path.name])):
         target, query = _target(project, "gpudash-by-pod", "Framebuffer used by pod")
-        result = stack.prometheus.query(_substitute(target["expr"]), at=stack.at)
+        result = stack.prometheus.query(_substitute(scraped_every(target["expr"], 30, 1)), at=stack.at)
         shown[name] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
-    true = truth(query, _node_names(path, exporters), scrape=stack.scrape)
+    true = truth(query, _node_names(path, exporters))
     assert set(shown["exported"]) == set(true) and all(_close(shown["exported"][k], v) for k, v in true.items())
     assert {"Pod team-a/worker-0", "Pod team-b/worker-0"} <= set(true)
     assert shown["mixed"] and {k.split("/")[0] for k in shown["mixed"]} == {"Pod gpu-operator"}, shown["mixed"]
@@ -516,18 +526,54 @@ def test_the_warned_label_mix_shows_the_exporters_namespace_through_the_operator
     assert len(shown["mixed"]) == len(true) - 1  # the two worker-0 pods read as one
 
 
-def test_pods_on_gpus_lists_a_time_sliced_gpu_under_the_pod_named_now(stacks, projects, exporters):
+def test_pods_on_gpus_lists_both_pods_of_a_time_sliced_gpu(stacks, projects, exporters):
     """The table of pods holding GPUs now, on the GPU ts-0 and ts-1 share, which the exporter names under each at
-    alternate scrapes: one of them, the one the latest scrape named, holding 1 GPU; the other, which holds it too,
-    not at all. No instant query can list a pod the latest scrape leaves out: the description says so."""
+    alternate scrapes: the latest scrape's series of the GPU name one of them (the other pod's series is marked stale
+    by that scrape, so an instant selector reads one pod), and the table lists both, each holding 1 GPU, as every
+    other pod with the GPUs it holds: the truth."""
     path = PATHS[0]
     stack, project = stacks[path.name], projects[path.name]
+    (uuid,) = mixed_fleet.moving(FLEET)
+    assert len(stack.prometheus.query(f'DCGM_FI_DEV_GPU_TEMP{{UUID="{uuid}"}}', at=stack.at)) == 1  # one pod now
     target, query = _target(project, "gpudash-by-pod", "Pods on GPUs")
     shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-             for s in stack.prometheus.query(_substitute(target["expr"]), at=stack.at)}
-    named = ("ts-0", "ts-1")[stack.scrape[""]]
-    assert {k: v for k, v in shown.items() if "team-d/" in k} == {f"Pod team-d/{named}": 1.0}
-    assert truth(query, _node_names(path, exporters))["Pod team-d/ts-0"] == 1  # over scrapes: both hold it
+             for s in stack.prometheus.query(_substitute(scraped_every(target["expr"], 30, 1)), at=stack.at)}
+    assert shown == truth(query, _node_names(path, exporters))
+    assert shown["Pod team-d/ts-0"] == shown["Pod team-d/ts-1"] == 1 and shown["Pod team-f/trainer.v2-0"] == 2
     panel = next(p for d in _dashboards(project) for p in d.model["panels"] if p["title"] == "Pods on GPUs")
-    assert "is listed under the one pod its exporter's latest scrape names where the exporter runs without " \
-           "KUBERNETES_VIRTUAL_GPUS (not always the same one), the others not at all" in panel["description"]
+    assert "a GPU pods share by time-slicing or MPS, which an exporter without KUBERNETES_VIRTUAL_GPUS names under one "\
+           "of them per scrape (not always the same one), shows under each pod so named" in panel["description"]
+
+
+# Per-pod gauge panels (and the table), as Grafana draws a range: an instant query at each step
+PER_POD_GAUGES = ("GPU utilization by pod", "Framebuffer used by pod", "Framebuffer used share by pod",
+                  "Power draw of each pod's GPUs", "SM clock by pod", "Pods on GPUs")
+
+
+@pytest.mark.parametrize("path", RANGED, ids=lambda p: p.name)
+def test_per_pod_panels_show_both_pods_of_a_time_sliced_gpu_at_every_step(stacks, projects, exporters, path):
+    """Per-pod panels drawn over a range, at steps of 1, 2 and 4 scrapes: at every step each pod shows with its GPUs'
+    value, the time-sliced GPU under both ts-0 and ts-1 with its whole value (power 200 W, not shared out, and not
+    counted twice in a pod's line). Before, each step showed the pod the latest scrape named: at a step of an even
+    number of scrapes, the same pod at every step, the other never."""
+    stack, project = stacks[path.name], projects[path.name]
+    names = _node_names(path, exporters)
+    lookback = int(label_lookback(1)[:-1])
+    # from the first instant at which every series' first sample is a lookback old
+    firsts = stack.prometheus.query("min_over_time(timestamp(DCGM_FI_DEV_GPU_TEMP)[5m:1s])", at=stack.at)
+    first = math.ceil(max(float(s["value"][1]) for s in firsts)) + lookback
+    checked = 0
+    for title in PER_POD_GAUGES:
+        target, query = _target(project, "gpudash-by-pod", title)
+        true = truth(query, names, path.clusters)
+        assert {"Pod team-d/ts-0", "Pod team-d/ts-1"} <= set(true), title
+        expr = _substitute(scraped_every(target["expr"], project.settings.scrape.seconds, 1))
+        for step in (1, 2, 4):
+            count = (stack.at - first) // step + 1
+            assert count >= 2, (first, stack.at)
+            for at, result in stack.prometheus.query_at(expr, stack.at - (count - 1) * step, count, step).items():
+                shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+                assert set(shown) == set(true), (title, step, at)
+                assert all(_close(shown[k], v) for k, v in true.items()), (title, step, at, shown, true)
+                checked += 1
+    assert checked >= 3 * len(PER_POD_GAUGES)

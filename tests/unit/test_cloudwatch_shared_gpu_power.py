@@ -81,7 +81,7 @@ def test_without_virtual_gpus_each_pod_named_reads_the_whole_draw_while_named(tm
     GPUs' whole draw at the scrapes it is named at: a and b each 250 W, c 100 W, in every 5-minute period. The OTel
     pipeline publishes each pod's total per scrape, whose AVG is that; classic divides the period's SUM by the
     scrapes a period holds, so a pod named at half of them reads half of it (125 W): its header says so, and the
-    panel's description says the GPU shows under one pod at a time."""
+    panel's description says the GPU is named under one pod per scrape."""
     (tmp_path / "gpudash.yaml").write_text(f"agent:\n  pipeline: {pipeline}\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
@@ -121,7 +121,7 @@ def test_without_virtual_gpus_each_pod_named_reads_the_whole_draw_while_named(tm
     assert ("reads no increase across the scrapes it was not named at" in header) == (pipeline == "classic")
     description = next(p.description for d in load_project(tmp_path / "gpudash.yaml").dashboards
                        for p in d.panels() if p.title == TITLE)
-    assert "one of them at a time" in description
+    assert "under one of them per scrape" in description
 
 
 def test_on_the_container_insights_add_on_the_header_says_a_shared_gpu_is_under_one_pod(tmp_path):

@@ -175,9 +175,12 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
     assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod, UUID) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
-    # every gauge selector drops the blank
-    floors = re.findall(r"DCGM_\w+\{[^}]*\}( < 1e14)?", util)
+    # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
+    # whether a scrape of it named the pod: promql.label_lookback)
+    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14)?", util)
     assert floors and all(floors), util
+    ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
+    assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\)", util))
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():
