@@ -84,6 +84,7 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
     process cannot fork safely (no fork, or other threads running whose locks the copy would inherit) or at all."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
+    import requests  # noqa: F401 - both processes read HTTP with it (or urllib3 under it): imported once, here
     reader, writer = os.pipe()
     try:
         pid = os.fork()

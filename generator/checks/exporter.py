@@ -34,6 +34,9 @@ def is_blank(value: float) -> bool:
 
 def parse(text: str) -> dict[str, list[Any]]:
     """Samples by metric name; ValueError when the text is not Prometheus exposition."""
+    from ..clients.deferred import defer
+
+    defer("prometheus_client")  # its __init__ imports the HTTP server and default collectors: the parser alone
     from prometheus_client.parser import text_string_to_metric_families
 
     samples: dict[str, list[Any]] = {}

@@ -1,0 +1,53 @@
+"""What `gpudash verify` imports of the Kubernetes client and prometheus_client: the modules it reads with, not the
+package `__init__`s that import every API class and model (most of a run's time) or an HTTP server; a caller that
+wants the whole package in the same process still gets it. Run in a fresh process, as the command is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import REPO
+
+_SCRIPT = textwrap.dedent('''
+    import json, os, sys
+    from pathlib import Path
+    import yaml
+    from generator.checks.exporter import parse
+    from generator.clients.kube import Kube
+    from generator.clients.options import Options
+
+    config = Path(sys.argv[1])
+    config.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t0ken-for-the-test"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    os.environ["KUBECONFIG"] = str(config)
+    kube = Kube(Options())
+    samples = parse('# TYPE DCGM_FI_DEV_GPU_TEMP gauge\\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 41\\n')
+    loaded = sorted(name for name in ("kubernetes.client.models.v1_pod", "kubernetes.client.api.core_v1_api",
+                                      "kubernetes.watch", "google.oauth2.service_account", "prometheus_client.exposition")
+                    if name in sys.modules)
+    made = kube.api.configuration.host, kube.api.configuration.api_key
+    from kubernetes.client import CoreV1Api, V1Pod          # the whole package, when a caller wants it
+    import kubernetes
+    import google.auth.transport.requests as transport
+    from prometheus_client import Counter
+    whole = [CoreV1Api.__name__, V1Pod.__name__, kubernetes.watch.Watch.__name__, kubernetes.__version__ != "",
+             transport.Request.__name__, Counter.__name__]
+    print(json.dumps({"loaded": loaded, "host": made[0], "key": made[1], "whole": whole,
+                      "value": samples["DCGM_FI_DEV_GPU_TEMP"][0].value}))
+''')
+
+
+def test_verify_reads_with_the_clients_modules_not_their_packages_and_the_packages_stay_whole(tmp_path):
+    result = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path / "kubeconfig")], capture_output=True,
+                            text=True, cwd=REPO, timeout=120, check=True)
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert answer["loaded"] == []
+    assert answer["host"] == "http://127.0.0.1:9" and answer["key"] == {"authorization": "Bearer t0ken-for-the-test"}
+    assert answer["value"] == 41.0
+    assert answer["whole"] == ["CoreV1Api", "V1Pod", "Watch", True, "Request", "Counter"]
