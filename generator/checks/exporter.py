@@ -51,13 +51,13 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         text = fetch(options)
         source = options.exporter_url
     else:
-        from ..clients.kube import Kube
+        from ..clients.kube import for_run
         from .kube import exporter_service
 
         settings, style = project.settings, style_for(project.settings)
-        namespace = settings.exporter.namespace
-        service = exporter_service(Kube(options), namespace, style) or style.service
-        text, source = fetch_through_proxy(namespace, service, EXPORTER_PORT, options)
+        namespace, kube = settings.exporter.namespace, for_run(options)
+        service = exporter_service(kube, namespace, style) or style.service
+        text, source = fetch_through_proxy(kube, namespace, service, EXPORTER_PORT)
     yield from analyse(project, text, source)
 
 

@@ -27,7 +27,7 @@ from ..render.agent import AGENT_KEY, SCRAPE_KEY
 from ..render.agent_otel import EXPORTER, FILTER, MIN_AGENT_VERSION, OTEL_KEY, READS_YAML_VERSION, RECEIVER, publishing
 from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
-from ..clients.kube import Kube
+from ..clients.kube import Kube, for_run
 from ..clients.options import Options
 from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, step
 
@@ -46,17 +46,19 @@ ADDON_READY = (ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE)
 
 
 def checks(project: Project, options: Options) -> Iterator[Check]:
-    kube = Kube(options)
+    kube = for_run(options)
     settings = project.settings
+    nodes = _read_once(lambda: kube.listing("/api/v1/nodes", "Nodes"))
     if addon_source(settings):
-        yield from addon_checks(kube)
+        yield from addon_checks(kube, nodes)
         if data_missing.on_addon(project):
-            yield from step(GROUP, ADDON_SHARING, _addon_sharing, kube)
+            yield from step(GROUP, ADDON_SHARING, _addon_sharing, kube, nodes)
         if not options.prometheus_in_use:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
     style = style_for(settings)
     namespace = settings.exporter.namespace
     configmap = _configmaps(kube, settings.agent.namespace)
+    services = _read_once(lambda: _labelled_services(kube, namespace, style.pod_label))
     # The cluster this context is (--cluster, else the one its agent's config names): its DaemonSet matters only
     # when the clusters name different ones
     # (the same name in every cluster: the first cluster's, which may be its clusters[].exporter.daemonset)
@@ -78,17 +80,18 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, namespace, style)
-        yield from step(GROUP, "exporter Service", _service, kube, namespace, style)
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespace, style)
+        yield from step(GROUP, "exporter Service", _service, services, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
         yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
                         settings.exporter.virtual_gpus)
-        yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, kube)
+        yield from step(GROUP, SLICED_CHECK, _exporter_settings(SLICED_CHECK, _sliced_gpus), daemonset, style, nodes)
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
-            yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, project, style, namespace)
+            yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, services, project, style,
+                            namespace)
         if options.prometheus_in_use and data_missing.expected(settings):
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
                             style)
@@ -110,8 +113,7 @@ def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list
     """The clusters name different exporter DaemonSets and which cluster this context is cannot be told: a warning
     naming them, never a judgement by one of them. `found` receives the exporter DaemonSets in the namespace."""
     namespace = settings.exporter.namespace
-    listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
-    found += [d for d in listed if is_exporter(d.string_map("metadata.labels"))]
+    found += _exporter_daemonsets(kube, namespace)
     named = shown([f"{c.name}: {exporter_daemonset(settings, c)}" for c in settings.clusters])
     here = ", ".join(sorted(d.get("metadata.name", str) for d in found)) or "none"
     return Check(GROUP, DAEMONSET_CHECK, WARN,
@@ -131,8 +133,7 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
     reads kube-state-metrics' counts of the named one only). `found` receives the exporter DaemonSets in the namespace
     other than the named one."""
     namespace, name = settings.exporter.namespace, exporter_daemonset(settings, cluster)
-    listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
-    found += [d for d in listed if is_exporter(d.string_map("metadata.labels")) and d.get("metadata.name", str) != name]
+    found += [d for d in _exporter_daemonsets(kube, namespace) if d.get("metadata.name", str) != name]
     names = sorted(d.get("metadata.name", str) for d in found)
     others = ", ".join(names)
     if cluster and cluster.exporter_daemonset:
@@ -195,6 +196,12 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
     return [Check(GROUP, DAEMONSET_CHECK, OK, f"{namespace}/{name} labelled as a DCGM exporter")]
 
 
+def _exporter_daemonsets(kube: Kube, namespace: str) -> list[Answer]:
+    """The DaemonSets in `namespace` labelled as a DCGM exporter (exporter_styles.EXPORTER_LABELS)."""
+    listed = kube.listing(f"/apis/apps/v1/namespaces/{namespace}/daemonsets", f"DaemonSets in {namespace}")
+    return [d for d in listed if is_exporter(d.string_map("metadata.labels"))]
+
+
 def _exporters_everywhere(kube: Kube) -> list[str]:
     """`namespace/name` of every DaemonSet labelled as a DCGM exporter (EXPORTER_LABELS), in any namespace, as the
     data-missing rule finds them: one label-selector read per label."""
@@ -234,7 +241,7 @@ def _kube_state_metrics(kube: Kube, settings: Settings) -> Check:
 
 # --- cloudwatch.source: container-insights: the add-on's agent and DCGM exporter -------------
 
-def addon_checks(kube: Kube) -> Iterator[Check]:
+def addon_checks(kube: Kube, nodes: Callable[[], list[Answer]]) -> Iterator[Check]:
     """The add-on's agent and DCGM exporter DaemonSets rolled out and ready on every GPU node, and the
     exporter's Service the agent discovers by its label."""
     namespace = ci.ADDON_NAMESPACE
@@ -247,7 +254,7 @@ def addon_checks(kube: Kube) -> Iterator[Check]:
                         "(README: CloudWatch Container Insights as the source)", cause=NOT_DEPLOYED)
             continue
         yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
-    yield from step(GROUP, ADDON_COVERAGE, _addon_coverage, kube, namespace)
+    yield from step(GROUP, ADDON_COVERAGE, _addon_coverage, kube, nodes, namespace)
     yield from step(GROUP, "add-on exporter Service", _addon_service, kube, namespace)
 
 
@@ -255,9 +262,8 @@ def _named_rollout(check: str, daemonset: Answer, namespace: str, name: str) -> 
     return replace(_rollout(daemonset, namespace, name), name=check)
 
 
-def _addon_coverage(kube: Kube, namespace: str) -> Check:
-    nodes = kube.listing("/api/v1/nodes", "Nodes")
-    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes if _gpu_count(n) > 0)
+def _addon_coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespace: str) -> Check:
+    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
     if not gpu_nodes:
         return Check(GROUP, ADDON_COVERAGE, WARN, f"no node has {GPU_RESOURCE} capacity",
                      "install the NVIDIA device plugin on GPU nodes")
@@ -282,18 +288,17 @@ ADDON_SHARING = "add-on data-missing GPU count"
 GPU_COUNT_LABEL, SHARING_LABEL, SHARED = "nvidia.com/gpu.count", "nvidia.com/gpu.sharing-strategy", ("time-slicing", "mps")
 
 
-def _addon_sharing(kube: Kube) -> Check:
+def _addon_sharing(kube: Kube, nodes: Callable[[], list[Answer]]) -> Check:
     """The data-missing alarm on the add-on expects one DCGM observation per nvidia.com/gpu and collection: a node
     that advertises each GPU several times (time-slicing or MPS without renameByDefault) keeps it below 1 for good
     whenever a replica is free, so the alarm would fire with every GPU reporting."""
-    nodes = kube.listing("/api/v1/nodes", "Nodes")
-    shared = _sharing_nodes(nodes)
+    shared = _sharing_nodes(nodes())
     if shared:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(shared) + ": the data-missing alarm expects one GPU per nvidia.com/gpu and would "
                      "stay in ALARM while any share is free",
                      "write alarms.expected_gpus: none (README: GPU data missing)")
-    uncounted = _uncounted_exporter_nodes(kube, nodes)
+    uncounted = _uncounted_exporter_nodes(kube, nodes())
     if uncounted:
         return Check(GROUP, ADDON_SHARING, FAIL,
                      "; ".join(uncounted) + ": the data-missing alarm counts such a node among the GPU nodes the "
@@ -338,25 +343,29 @@ def _uncounted_exporter_nodes(kube: Kube, nodes) -> list[str]:
 
 
 def _addon_service(kube: Kube, namespace: str) -> Check:
-    return _labelled_service(kube, namespace, ci.EXPORTER_SERVICE_LABEL, "add-on exporter Service",
+    return _labelled_service(_labelled_services(kube, namespace, ci.EXPORTER_SERVICE_LABEL), namespace,
+                             ci.EXPORTER_SERVICE_LABEL, "add-on exporter Service",
                              "the agent finds the DCGM exporter through it", "reinstall or update the add-on",
                              "restore the add-on's DCGM exporter Service")
 
 
-def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str],
-                       port: Callable[[Answer], Any] = lambda p: p.get("port", int)) -> dict[str, list[Any]]:
-    """{name: ports} of the Services in `namespace` labelled `label`, each port as `port` reads it (its number)."""
+def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str]) -> dict[str, list[Answer]]:
+    """{name: its ports} of the Services in `namespace` labelled `label`."""
     key, value = label
     services = kube.listing(f"/api/v1/namespaces/{namespace}/services", f"Services in {namespace}",
                             {"labelSelector": f"{key}={value}"})
-    return {service.get("metadata.name", str): [port(p) for p in service.items("spec.ports")] for service in services}
+    return {service.get("metadata.name", str): list(service.items("spec.ports")) for service in services}
 
 
-def _labelled_service(kube: Kube, namespace: str, label: tuple[str, str], check: str, why: str, create: str,
-                      expose: str) -> Check:
-    """A Service labelled `label` in `namespace` exposes the exporter's port (found by its label, whatever its
-    name: `why` it matters, `create` and `expose` the fixes)."""
-    ports = _labelled_services(kube, namespace, label)
+def _port_numbers(services: dict[str, list[Answer]]) -> dict[str, list[int]]:
+    return {name: [p.get("port", int) for p in ports] for name, ports in services.items()}
+
+
+def _labelled_service(services: dict[str, list[Answer]], namespace: str, label: tuple[str, str], check: str,
+                      why: str, create: str, expose: str) -> Check:
+    """A Service labelled `label` in `namespace` (`services`, as _labelled_services reads them) exposes the exporter's
+    port (found by its label, whatever its name: `why` it matters, `create` and `expose` the fixes)."""
+    ports = _port_numbers(services)
     key, value = label
     if not ports:
         return Check(GROUP, check, FAIL, f"no Service labelled {key}={value} in {namespace}: {why}", create,
@@ -372,7 +381,7 @@ def exporter_service(kube: Kube, namespace: str, style) -> str | None:
     """The Service to read an exporter through: labelled as the exporter's pods are (style.pod_label, which the
     generated ServiceMonitor selects) and exposing its port, the deployment's own name first (a Helm release's is
     <release>-dcgm-exporter); None when there is none."""
-    serving = [name for name, ports in _labelled_services(kube, namespace, style.pod_label).items()
+    serving = [name for name, ports in _port_numbers(_labelled_services(kube, namespace, style.pod_label)).items()
                if EXPORTER_PORT in ports]
     return min(serving, key=lambda name: (name != style.service, name), default=None)
 
@@ -468,12 +477,11 @@ def _gpu_count(node: Answer) -> int:
     return whole_count(value, node.source, f"{node.path}.status.capacity[{GPU_RESOURCE}]")
 
 
-def _coverage(kube: Kube, namespace: str, style) -> list[Check]:
+def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespace: str, style) -> list[Check]:
     selector = ",".join(f"{k}={v}" for k, v in [style.pod_label])
     pods = kube.listing(f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
                         {"labelSelector": selector})
-    nodes = kube.listing("/api/v1/nodes", "Nodes")
-    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes if _gpu_count(n) > 0)
+    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
     by_node: dict[str, list[Answer]] = {}
     for pod in pods:  # a node may run two exporter pods for a while (a rolling update that surges)
         if node := pod.get("spec.nodeName", str, ""):
@@ -507,10 +515,10 @@ def _ready(pod: Answer) -> bool:
     return bool(statuses) and all(s.get("ready", bool) for s in statuses) and status.get("phase", str, "") == "Running"
 
 
-def _service(kube: Kube, namespace: str, style) -> Check:
+def _service(services: Callable[[], dict[str, list[Answer]]], namespace: str, style) -> Check:
     """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name."""
     key, value = style.pod_label
-    return _labelled_service(kube, namespace, style.pod_label, "exporter Service",
+    return _labelled_service(services(), namespace, style.pod_label, "exporter Service",
                              "ServiceMonitors select the exporter through it, and verify reads /metrics through it",
                              f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
                              f"expose port {EXPORTER_PORT} on the Service")
@@ -613,7 +621,7 @@ def _virtual_on(container: Answer) -> bool:
 SLICED_CHECK = "GPUs shared by pods"
 
 
-def _sliced_gpus(daemonset: Answer, style, kube: Kube) -> list[Check]:
+def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) -> list[Check]:
     """Without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter labels a GPU that device-plugin replicas share (time-slicing,
     MPS) with ONE of the pods holding it, the last that kubelet lists (its order is not fixed): per-pod views and
     alarms show one of the sharing pods at a time, never each. With the setting each pod gets a copy. Nothing is
@@ -621,7 +629,7 @@ def _sliced_gpus(daemonset: Answer, style, kube: Kube) -> list[Check]:
     node's nvidia.com/gpu capacity tell)."""
     if _virtual_on(_container(daemonset, style)):
         return []
-    shared = _sharing_nodes(kube.listing("/api/v1/nodes", "Nodes"))
+    shared = _sharing_nodes(nodes())
     if not shared:
         return []
     return [Check(GROUP, SLICED_CHECK, WARN,
@@ -685,7 +693,8 @@ def _counters(daemonset: Answer, style, kube: Kube, project: Project, namespace:
     return Check(GROUP, "counters CSV", OK, f"{source} has every field the definitions use")
 
 
-def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Check:
+def _service_monitor(kube: Kube, services: Callable[[], dict[str, list[Answer]]], project: Project, style,
+                     namespace: str) -> Check:
     """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels: read in the exporter's
     namespace and in prometheus_stack.namespace (where gpudash writes its own)."""
     name, value = style.pod_label
@@ -705,7 +714,8 @@ def _service_monitor(kube: Kube, project: Project, style, namespace: str) -> Che
     honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
     names = ", ".join(m.get("metadata.name", str) for m in monitors)
     # an endpoint selects a Service port by its name: one no Service of the exporter names scrapes nothing
-    ports = _labelled_services(kube, namespace, style.pod_label, lambda p: (p.get("name", str, ""), p.get("port", int)))
+    ports = {service: [(p.get("name", str, ""), p.get("port", int)) for p in listed]
+             for service, listed in services().items()}
     named = {port for exposed in ports.values() for port, _ in exposed} - {""}
 
     def unmatched(monitor: Answer) -> str:
@@ -741,6 +751,19 @@ def _watches(monitor: Answer, place: str, namespace: str) -> bool:
         return True
     names = selector.get("matchNames")
     return namespace in names if isinstance(names, list) and names else place == namespace
+
+
+def _read_once(read: Callable[[], Any]) -> Callable[[], Any]:
+    """`read` made by the first check that asks, its answer shared by the checks after it; a read that fails is made
+    again by the next check (each check reports its own failure)."""
+    answers: list[Any] = []
+
+    def once() -> Any:
+        if not answers:
+            answers.append(read())
+        return answers[0]
+
+    return once
 
 
 def _configmaps(kube: Kube, namespace: str) -> Callable[[str], Answer | None]:

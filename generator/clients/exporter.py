@@ -17,10 +17,10 @@ def fetch(options: Options) -> str:
     return text
 
 
-def fetch_through_proxy(namespace: str, service: str, port: int, options: Options) -> tuple[str, str]:
+def fetch_through_proxy(kube: Kube, namespace: str, service: str, port: int) -> tuple[str, str]:
     """One exporter's /metrics through the API server's service proxy, and where it came from."""
     source = f"service proxy {namespace}/{service}"
-    text = Kube(options).text(f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/metrics", source)
+    text = kube.text(f"/api/v1/namespaces/{namespace}/services/{service}:{port}/proxy/metrics", source)
     if not text:
         raise RemoteError(f"no answer from Service {namespace}/{service} through the API server proxy",
                           hint="pass --exporter-url, or check the exporter Service")

@@ -5,6 +5,7 @@ through the client's models, so an object shaped unlike its API is a clear failu
 from __future__ import annotations
 
 import json
+import threading
 
 from .. import redact
 from .options import Options
@@ -26,6 +27,18 @@ def _client_modules():
     from kubernetes.client import api_client, configuration
 
     return config, api_client.ApiClient, configuration.Configuration
+
+
+_MAKING = threading.Lock()
+
+
+def for_run(options: Options) -> "Kube":
+    """The run's client, made by the first group that reads the cluster and shared by the others: one kubeconfig
+    load per run, and one run of its exec plugin (a process of its own, such as `aws eks get-token`)."""
+    with _MAKING:
+        if "kube" not in options.clients:
+            options.clients["kube"] = Kube(options)
+        return options.clients["kube"]
 
 
 class Kube:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -20,6 +21,8 @@ class Options:
     prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
     cluster: str | None = None  # the entry of clusters the kube context is (verify --cluster); None: the agent's
     deadline: float = field(default=0.0, repr=False)  # time.monotonic() by which every answer is in
+    # clients made during the run, shared by its groups (clients.kube.for_run: one kubeconfig load per run)
+    clients: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.timeout

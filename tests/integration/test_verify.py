@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,7 +19,7 @@ from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import scrape_job
 from tests.support import kube_state
-from tests.support.kube_server import KubeCluster, KubeTestServer
+from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
 from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
@@ -168,6 +169,30 @@ def test_all_healthy(stack):
         "no node from kube_pod_info")
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
+
+
+def test_a_run_loads_the_kubeconfig_once_and_reads_the_nodes_once(stack, tmp_path, monkeypatch):
+    """The kube and exporter groups share one client: the kubeconfig's exec plugin (on EKS `aws eks get-token`, a
+    process of its own) runs once a run, not once per group and again for the exporter's proxy read; the kube group's
+    checks that look at the nodes and at the exporter's Services share one read of each."""
+    cluster, verify = stack
+    runs = tmp_path / "plugin-runs"
+    plugin = tmp_path / "get-token.py"
+    plugin.write_text(f"import json\nwith open({str(runs)!r}, 'a') as f:\n    f.write('run\\n')\n"
+                      f"print(json.dumps({{'apiVersion': 'client.authentication.k8s.io/v1beta1', "
+                      f"'kind': 'ExecCredential', 'status': {{'token': {TOKEN!r}}}}}))\n")
+    with KubeTestServer(cluster) as kube:
+        config = yaml.safe_load(kube.kubeconfig(tmp_path / "kubeconfig-exec").read_text())
+        config["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                               "command": sys.executable, "args": [str(plugin)]}}
+        (tmp_path / "kubeconfig-exec").write_text(yaml.safe_dump(config))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig-exec"))
+        code, checks = verify()
+    assert _failures(checks) == {} and code == 0
+    assert runs.read_text() == "run\n"
+    assert kube.reads.count("/api/v1/nodes") == 1
+    services = "/api/v1/namespaces/gpu-operator/services?labelSelector=app=nvidia-dcgm-exporter"
+    assert kube.reads.count(services) == 2  # the kube group's checks, and the exporter group's choice of Service
 
 
 def test_exporter_not_ready_on_one_gpu_node(stack):

@@ -162,6 +162,7 @@ class KubeTestServer(LoopbackServer):
         self.cluster = cluster
         self.ca_data = None
         self.documents: dict[str, Any] = {}
+        self.reads: list[str] = []  # the path and query of every GET answered, in order
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -173,6 +174,7 @@ class KubeTestServer(LoopbackServer):
                     return self._send(401, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                             "reason": "Unauthorized", "code": 401})
                 split = urlsplit(self.path)
+                server.reads.append(unquote(self.path))
                 status, body = server.route(unquote(split.path), parse_qs(split.query))
                 self._send(status, body)
 
