@@ -543,6 +543,12 @@ def unread_daemonset(project) -> tuple[str, str, str] | None:
             f"remove {names}, or see why it is unread")
 
 
+def reads_daemonset(project) -> bool:
+    """Whether the CloudWatch agent's data-missing alarm reads an exporter DaemonSet's counts (kube-state-metrics'
+    desired count of the DaemonSet exporter.daemonset names)."""
+    return _daemonset_unread(project) is None
+
+
 def _daemonset_unread(project) -> str | None:
     """Why no generated alarm reads an exporter DaemonSet's counts by name (None: the CloudWatch agent's data-missing
     alarm does)."""

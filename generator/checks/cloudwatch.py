@@ -29,10 +29,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
     cloudwatch = for_verify(options)
-    from ..data_missing import expected, on_addon
+    from ..data_missing import on_addon, reads_daemonset
 
-    signals = on_addon(project)
-    counts = not signals and expected(settings) and any(alarm.absent for alarm in project.alarms)
+    signals, counts = on_addon(project), reads_daemonset(project)
     for cluster in settings.clusters:
         named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, options))]
         if signals:
