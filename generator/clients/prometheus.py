@@ -33,7 +33,7 @@ class Prometheus:
         except ValueError:
             if status != 200:
                 raise RemoteError(f"{self.source} answered HTTP {status}", hint=HINT) from None
-            raise OddAnswer(self.source, "", text[:40], "JSON") from None
+            raise OddAnswer(self.source, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
 
     @staticmethod
     def _refused(answer: Answer, what: str) -> RemoteError:

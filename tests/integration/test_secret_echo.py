@@ -114,3 +114,17 @@ def test_a_secret_key_echoed_in_a_2xx_answer_that_is_not_json_is_not_printed_in_
         code, stdout, stderr = cli("plan", "--no-grafana", env=env)
     assert code == 3 and "not JSON: '<p>***</p>'" in stderr, stderr
     assert secret[:20] not in stdout + stderr, stderr
+
+
+def test_a_prometheus_password_echoed_in_an_answer_that_is_not_json_is_not_printed_in_part(cli):
+    """verify quoted the first 40 characters of a Prometheus answer that is not JSON, cut before masking: a login
+    page echoing the URL's password had its first 16 characters printed ('Pr0m-basic-auth-...'). Masked, then cut."""
+    from tests.integration.test_verify_answers import ONLY, _verify
+
+    password = "Pr0m-basic-auth-passw0rd-7731"
+    with CannedServer(f"<p>login failed for {password}</p>", status=200, content_type="text/html") as server:
+        url = server.url.replace("http://", f"http://admin:{password}@")
+        code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", url)
+    detail = checks[("prometheus", "DCGM targets")]["detail"]
+    assert code == 1 and "login failed for ***" in detail, detail
+    assert password[:8] not in json.dumps(list(checks.values())), detail
