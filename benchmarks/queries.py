@@ -59,7 +59,7 @@ def _queries(project) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
                 expr = target.get("expr", "")
-                if "present_over_time(" in expr:  # a counter read per step (promql.step_reading)
+                if "[1ms] offset " in expr:  # a counter read per step (promql.step_reading, taken_within)
                     panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
     rules = []
     for group in build(project).prometheus_rules["groups"]:
