@@ -10,7 +10,7 @@ prune only when their header carries the hash stamp of their own name, this proj
 alarms only when they carry this project's tag. Without a project named in the settings, nothing is
 pruned: nothing tells two gpudash projects in one account apart. The plan's reads are bulk: DescribeAlarms
 pages of 100 and one Resource Groups Tagging API GetResources page per 100 owned alarms (only alarms
-it does not vouch for are read one by one); deletes go a few names per DeleteAlarms call (`DELETE_GROUP`), each group
+it does not vouch for are read one by one); alarms are deleted one per DeleteAlarms call (`DELETE_GROUP`), each
 read just before its own call.
 
 Just before writing, what is written is read again: an object that appeared or changed since the
@@ -18,7 +18,7 @@ plan is not overwritten. An alarm is written or deleted only on fresh evidence: 
 and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
 show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields,
 then the alarm's own tags, once more right before its own write), or its fields and then its own tags (the ownership
-read last) right before its group's DeleteAlarms call, still as the plan read them.
+read last) right before its own DeleteAlarms call, still as the plan read them.
 That last read of an alarm's fields is a read made anyway, just before its write: the batch's read for its
 first alarm, the read-back of the alarm written before it (which reads both) for the next. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
@@ -36,7 +36,6 @@ from typing import Any, Callable
 from .. import diff
 from ..clients.cloudwatch import BATCH, CloudWatch, NotResent, answer_lost
 from ..clients.deadline import DeadlineExceeded
-from ..clients.pacing import RATES
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -56,10 +55,11 @@ from . import prune_guard
 from .progress import Progress, Silent
 
 READERS = 4  # dashboards read at once per Region
-# Alarms deleted per DeleteAlarms call: as many as ListTagsForResource's pace reads in one go. Each group's own tags are
-# read last, right before its own DeleteAlarms: the ownership read is a moment old when the delete goes (it was up to
-# (n-1)/3 s for a batch of n: 33 s for 100), and the prune takes the time of its tag reads, as before.
-DELETE_GROUP = int(RATES["ListTagsForResource"])
+# Alarms deleted per DeleteAlarms call: one. Its own tags are the last read before its DeleteAlarms, one round trip
+# old when the delete goes (in a group of 3 the first alarm's were two tag reads old, up to a second of pacing; in a
+# batch of 100, 33 s). DeleteAlarms' quota (3 a second) is ListTagsForResource's pace: the prune takes the time of its
+# tag reads, as before.
+DELETE_GROUP = 1
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
 MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG} or {ALARM_PROJECT_TAG} tag was changed since gpudash wrote it (they "
                 f"say which settings published it; the hash in {ALARM_HASH_TAG} covers them), so nothing shows "
@@ -1232,8 +1232,9 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         return all(fields[c.name] == (c.live or {}).get("fields")
                    and _tag_moved(c, tags.get(c.name, []), None) is None for c in batch)
 
-    look = _look("DeleteAlarms", "one of the alarms", what, read, lambda now: not any(now[1].values()), as_planned,
-                 "none deleted")
+    one = len(batch) == 1
+    look = _look("DeleteAlarms", "the alarm" if one else "one of the alarms", what, read,
+                 lambda now: not any(now[1].values()), as_planned, "not deleted" if one else "none deleted")
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch], before_retry=look)
     except RemoteError as exc:

@@ -166,14 +166,18 @@ def test_retired_dashboards_are_found_on_every_page_of_the_listing(proxied, publ
     assert [n for n in _dashboards(client) if other_cluster(n)] == []
 
 
-def test_deletes_go_in_groups_of_three(proxied, published, project_dir):
-    """12 retired alarms: 4 DeleteAlarms calls of 3 (each group's tags read just before its own call)."""
+def test_each_retired_alarm_is_deleted_alone_right_after_its_own_tag_read(proxied, published, project_dir):
+    """12 retired alarms: 12 DeleteAlarms calls (they went 4 calls of 3, and 2 of up to 100 before that), each the
+    next alarm call after that alarm's own tag read (its fields read before it)."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     fresh(proxy)
     code, report, _ = apply("--prune", "--removed-cluster", "other")
     assert code == 0 and len([c for c in report["changes"] if c["action"] == "delete" and c["kind"] == "alarm"]) == 12
-    assert proxy.operations.count("DeleteAlarms") == 4
+    calls = [op for op in proxy.operations if op in ("DescribeAlarms", "ListTagsForResource", "DeleteAlarms")]
+    assert calls.count("DeleteAlarms") == 12
+    assert all(calls[i - 2:i] == ["DescribeAlarms", "ListTagsForResource"] for i, op in enumerate(calls)
+               if op == "DeleteAlarms"), calls
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
@@ -364,7 +368,7 @@ def test_alarms_taken_over_or_retagged_between_plan_and_apply_are_neither_delete
     assert _tags(client, given_away)["ManagedBy"] == "team-ml"
     assert [o.change.name for o in outcomes if o.done and o.change.kind == "alarm"] == [
         n for n in retired if n not in failed]
-    assert proxy.operations.count("DeleteAlarms") == 3  # the first group of 3 was all taken: 9 left, 3 calls
+    assert proxy.operations.count("DeleteAlarms") == 9  # one call for each alarm not taken
 
 
 def test_an_alarm_taken_over_while_apply_writes_is_not_deleted(proxied, published, project_dir):
@@ -662,9 +666,9 @@ def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_
         proxied, published, project_dir, deadline_clock):
     """A prune of 12 alarms. The last look read the tags of all 12 (ListTagsForResource, 3 a second) and then sent
     one DeleteAlarms: the first alarm's ownership read was 3.7 s old (33 s in a batch of 100), and a person who took
-    that alarm meanwhile (stripped ManagedBy, at the twelfth tag read) had it deleted. Now each group of 3 is read
-    and deleted before the next is read: every DeleteAlarms follows its alarms' tag reads within the same second
-    (pacing clock), and the person finds the first alarm already deleted."""
+    that alarm meanwhile (stripped ManagedBy, at the twelfth tag read) had it deleted. Now each alarm is read and
+    deleted before the next is read: every DeleteAlarms follows its alarm's tag read within the same second (pacing
+    clock), and the person finds the first alarm already deleted."""
     import json
 
     proxy, client, apply = proxied
@@ -692,10 +696,9 @@ def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     assert sorted(n for n, _ in read) == doomed and "Traceback" not in stderr
     assert [n for n in taken if n not in alarms(client)] == [], f"{taken} deleted after a person took it"
-    # each DeleteAlarms goes within a second (pacing clock) of the first tag read of its group
-    groups = [read[i:i + 3] for i in range(0, len(read), 3)]
-    assert len(deletes) == len(groups) == 4
-    assert max(sent - group[0][1] for sent, group in zip(deletes, groups)) <= 1.0
+    # each DeleteAlarms goes within a second (pacing clock) of its alarm's tag read
+    assert len(deletes) == len(read) == 12
+    assert max(sent - at for sent, (_, at) in zip(deletes, read)) <= 1.0
     assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
 
 
@@ -728,3 +731,36 @@ def test_an_alarm_deleted_between_its_groups_fields_and_tag_read_is_already_gone
     code, report, stderr = apply("--prune", "--removed-cluster", "other")
     assert fired and code == 0 and report["failed"] == [], stderr
     assert sorted(n for n in alarms(client) if other_cluster(n)) == []
+
+
+def test_no_retired_alarm_is_deleted_after_a_person_took_it_while_the_prune_read_another(
+        proxied, published, project_dir):
+    """A prune of 12 alarms; as the prune reads each retired alarm's tags, a person takes the alarm whose tags were
+    read just before it, if it is still there (strips ManagedBy). In a group of 3 read one after the other and then
+    deleted with one DeleteAlarms, the group's first two alarms were deleted after the person took them (their
+    ownership read was one or two tag reads old), exit 0. Each alarm's own tags are now the last read before its
+    DeleteAlarms: no alarm a person took before its delete is deleted."""
+    import json
+
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    doomed = sorted(n for n in alarms(client) if other_cluster(n))
+    arns = {n: alarms(client)[n]["AlarmArn"] for n in doomed}
+    read: list[str] = []
+    taken: list[str] = []
+
+    def tag_read(name):
+        def seen():
+            if read and read[-1] != name and read[-1] in alarms(client):  # the alarm read before this one
+                client.untag_resource(ResourceARN=arns[read[-1]], TagKeys=["ManagedBy"])
+                taken.append(read[-1])
+            read.append(name)
+        return seen
+
+    fresh(proxy)
+    proxy.inject(*(Rule(path="/", operation="ListTagsForResource", action="before", times=ALWAYS,
+                        contains=json.dumps(arns[n]).encode(), callback=tag_read(n)) for n in doomed))
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    assert sorted(set(read)) == doomed and "Traceback" not in stderr, stderr
+    assert [n for n in taken if n not in alarms(client)] == [], f"{taken} deleted after a person took it"
+    assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report

@@ -167,7 +167,7 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
     config = str(project_dir(""))
     fresh(proxy)
     dashboards = [n for n in retired if n in _dashboards(client)]  # one DeleteDashboards each; the DeleteAlarms
-    first = [n for n in retired if n not in dashboards][0]            # of the first group of 3 alarms
+    first = [n for n in retired if n not in dashboards][0]            # of the first alarm
     proxy.inject(fault("DeleteAlarms", "reset-after", naming=first),
                  *(fault("DeleteDashboards", "reset-after", naming=name) for name in dashboards),
                  fault("DeleteAlarms", "status", status=404, body=NOT_FOUND, times=ALWAYS, naming=first),

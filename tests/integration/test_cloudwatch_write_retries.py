@@ -85,10 +85,10 @@ def test_an_alarm_a_person_creates_just_before_gpudashs_create_is_not_reported_w
 
 
 def test_a_persons_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published, project_dir):
-    """--prune deletes the alarms of a removed cluster (3 per DeleteAlarms); the DeleteAlarms naming one of them is
+    """--prune deletes the alarms of a removed cluster (one per DeleteAlarms); the DeleteAlarms naming one of them is
     answered 503 (not made) and a person changes that alarm (threshold 42) before the retry. The resend deleted it;
-    now the alarms are read again first: none of that group is deleted, each reported failed (exit 3), the person's
-    alarm as they left it; the other groups are deleted."""
+    now the alarm is read again first: not deleted, reported failed (exit 3), the person's alarm as they left it;
+    the others are deleted."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     retired = sorted(name for name in alarms(client) if name.startswith("gpudash-other-"))
@@ -97,8 +97,8 @@ def test_a_persons_change_between_two_attempts_of_an_alarm_delete_is_not_deleted
                        callback=lambda: edit_in_console(client, name=RETIRED, threshold=42.0)))
     code, report, stderr = apply("--config", config, "--prune", "--removed-cluster", "other")
     errors = {item["name"]: item["error"] for item in report["failed"]}
-    assert code == 3 and RETIRED in retired and len(errors) == 3 and RETIRED in errors, stderr
-    assert "changed by someone else meanwhile" in errors[RETIRED] and "none deleted" in errors[RETIRED], errors
+    assert code == 3 and RETIRED in retired and list(errors) == [RETIRED], stderr
+    assert "changed by someone else meanwhile" in errors[RETIRED] and "not deleted" in errors[RETIRED], errors
     assert alarms(client)[RETIRED]["Threshold"] == 42.0
     assert sorted(n for n in alarms(client) if n in retired) == sorted(errors)  # the other groups went
 
@@ -152,10 +152,10 @@ def test_a_persons_takeover_between_two_attempts_of_an_alarm_update_is_not_overw
 
 def test_a_persons_tag_change_between_two_attempts_of_an_alarm_delete_is_not_deleted(proxied, published,
                                                                                      project_dir):
-    """--prune deletes the alarms of a removed cluster (3 per DeleteAlarms); the DeleteAlarms naming one of them is
+    """--prune deletes the alarms of a removed cluster (one per DeleteAlarms); the DeleteAlarms naming one of them is
     answered 503 (not made) and a person takes that alarm over (strips ManagedBy) before the retry. The look before
-    the retry compared fields only, and the resend deleted the person's alarm; now it reads the group's tags too:
-    none of that group is deleted, each reported failed (exit 3); the other groups are deleted."""
+    the retry compared fields only, and the resend deleted the person's alarm; now it reads the alarm's tags too:
+    not deleted, reported failed (exit 3); the others are deleted."""
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     retired = sorted(name for name in alarms(client) if name.startswith("gpudash-other-"))
@@ -164,10 +164,10 @@ def test_a_persons_tag_change_between_two_attempts_of_an_alarm_delete_is_not_del
                                                               TagKeys=["ManagedBy"])))
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     errors = {item["name"]: item["error"] for item in report["failed"]}
-    assert code == 3 and len(errors) == 3 and RETIRED in errors, stderr
-    assert "changed by someone else meanwhile" in errors[RETIRED] and "none deleted" in errors[RETIRED], errors
+    assert code == 3 and list(errors) == [RETIRED], stderr
+    assert "changed by someone else meanwhile" in errors[RETIRED] and "not deleted" in errors[RETIRED], errors
     assert "ManagedBy" not in _tags(client, RETIRED)
-    assert sorted(n for n in alarms(client) if n in retired) == sorted(errors)  # the other groups went
+    assert sorted(n for n in alarms(client) if n in retired) == sorted(errors)  # the others went
 
 
 def test_a_persons_tag_change_between_two_attempts_of_taking_back_evidence_is_not_undone(proxied):
