@@ -316,7 +316,8 @@ def log_events(project: Project, fleet: Fleet) -> list[Events]:
     copies, instances = fleet.copies, fleet.instances
     # each pod holds a GPU instance at least: those no pod holds are at most the rest, on as many nodes at most
     idle_nodes = min(nodes, max(instances - pods, 0))
-    ksm = int(data_missing.expected(settings))  # the agent scrapes kube-state-metrics (render/scrape.py)
+    # the agent scrapes kube-state-metrics (render/scrape.py): one event per exporter DaemonSet
+    ksm = int(data_missing.expected(settings)) * data_missing.daemonsets_per_cluster(settings)
     ksm_metrics = len(data_missing.KSM_METRICS)
     if settings.agent.pipeline == "classic":
         events = [Events("a GPU's gauges", copies, len(gauges), shown(gauges, per_gpu | per_pod), True),
@@ -380,6 +381,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' three series.
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
+    # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
+    daemonsets = data_missing.daemonsets_per_cluster(settings)
+    per_daemonset = len(sets.get(data_missing.DAEMONSET_SET, []))
     # The per-instance set (GPU_I_ID) publishes once per GPU instance: a whole GPU is one, a MIG GPU as many as
     # --mig-instances says. On the OTel pipeline it holds the fields MIG reports per instance only (device
     # counters are merged to one series per physical GPU); on classic device counters too. The MIG sets
@@ -393,7 +397,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_pod_gpu = sum(len(m) for dims, m in sets.items() if dims not in pod_sets and set(pod_set) <= set(dims)
                       and MIG_PROFILE_LABEL not in dims)
     gpu_sets = {dims: len(m) for dims, m in sets.items()
-                if dims not in pod_sets and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET)
+                if dims not in pod_sets
+                and dims not in (data_missing.CLUSTER_SET, data_missing.SAMPLES_SET, data_missing.DAEMONSET_SET)
                 and MIG_PROFILE_LABEL not in dims and not set(pod_set) <= set(dims)}
     per_gpu = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL not in dims)
     per_instance = sum(n for dims, n in gpu_sets.items() if MIG_INSTANCE_LABEL in dims)
@@ -409,7 +414,7 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     nodes = "" if fleet.nodes is not None else " (counted per GPU without --nodes: an upper bound)"
     metric_months = per_gpu * fleet.gpu_count + per_instance * fleet.instances + per_node * fleet.node_count + \
         per_pod * (fleet.pods + fleet.churn / HOURS_PER_MONTH) + per_pod_gpu * pod_gpus + \
-        per_cluster * fleet.clusters + mig_months
+        per_cluster * fleet.clusters + per_daemonset * daemonsets * fleet.clusters + mig_months
     rate = _rate(prices, "custom_metric_month")
     free_metrics = min(_free(prices, "custom_metrics"), metric_months)
     monthly = tiered(metric_months, rate["tiers"]) - tiered(free_metrics, rate["tiers"])  # the first ones free
@@ -431,6 +436,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU)"
                 if per_pod_gpu and pod_gpus else "")
              + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
+             + (f" + {per_daemonset} x {daemonsets} exporter DaemonSets per cluster (data-missing alarms; "
+                f"exporter.more_daemonsets, the most a cluster names)" if per_daemonset else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"
                 if per_node else "")
              + (f" + the MIG sets' {mig_only} per MIG pod, instance or GPU" if fleet.mig and mig_only else
@@ -527,7 +534,9 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         made = regions if alarm.scope == "fleet" else fleet.clusters  # alarms per form
         for form in forms:
             if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
-                math_alarms += fleet.clusters
+                # one per exporter DaemonSet of a cluster (exporter.more_daemonsets) on the DCGM source
+                math_alarms += fleet.clusters * (1 if enabled(settings) else
+                                                 data_missing.daemonsets_per_cluster(settings))
             elif form.kind == "mig":
                 mig_alarms += made
             elif form.kind == "static":
@@ -555,9 +564,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                                                            "DaemonSet count, the cluster's GPU observations; its "
                                                            "query of the GPU nodes reporting is not counted")
         else:
+            several = data_missing.daemonsets_per_cluster(settings) > 1
             each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
-                                                         "pods (most and least), the cluster's GPU observations")
-            agent_alarms = math_alarms  # and one standard alarm of one metric per cluster: the agent's reads
+                                                         "pods (most and least), the cluster's GPU observations"
+                                                         + ("; one alarm per exporter DaemonSet" if several else ""))
+            # and one standard alarm of one metric per cluster (not per DaemonSet): the agent's reads
+            agent_alarms = math_alarms // data_missing.daemonsets_per_cluster(settings)
         metrics = math_alarms * each + agent_alarms
         free = min(free_alarm_metrics, metrics)
         free_alarm_metrics -= free

@@ -13,8 +13,13 @@ The Prometheus rule reads every DaemonSet kube-state-metrics labels as an export
 with the operator's `app` or the Helm chart's `app.kubernetes.io/name`; see exporter_label_matchers), so a
 chart installed per node pool under other names is read too; kube-state-metrics exposes those labels only
 with `--metric-labels-allowlist=daemonsets=[app,app.kubernetes.io/name]`. The CloudWatch agent's scrape job
-cannot join on labels and keeps the one DaemonSet the settings name for its cluster (exporter.daemonset, or the
-cluster's own clusters[].exporter.daemonset: render/scrape.ksm_scrape_job).
+cannot join on labels and keeps the DaemonSets the settings name for its cluster (exporter.daemonset, or the
+cluster's own clusters[].exporter.daemonset, and exporter.more_daemonsets: render/scrape.ksm_scrape_job); with several,
+each has its own alarm over its own counts (ksm_set), as the rule judges each DaemonSet apart. One alarm cannot judge
+them all: each DaemonSet's condition joins its desired, available and updated counts, and a Metrics Insights query
+GROUP BY daemonset gives each count as an array of its own, which metric math does not combine with another array
+(the user guide lists arithmetic of an array with a series or a number only, and IF on single series); a metric-math
+alarm reads at most 10 metrics (5 per DaemonSet).
 
 Over each period the alarm fires when
   1. the desired count is missing (DaemonSet deleted, kube-state-metrics or the agent stopped), or
@@ -68,11 +73,12 @@ On the JSON path (agent.pipeline: classic), whose scraper drops `up` and `scrape
 each GPU's observations below SCRAPE_SHARE of its scrapes in each of two periods (a crash loop; a GPU that k
 series repeat only below 1/(2k); a GPU silent altogether, or an exporter answering empty, is not seen). A GROUP
 BY alarm judges each series apart, so a node removed early in one period and another added late in the next do
-not fire, as `MIN(query) < n/2` in the metric math would. No CloudWatch alarm reads DaemonSets other than the
-one the settings name.
+not fire, as `MIN(query) < n/2` in the metric math would. No CloudWatch alarm reads DaemonSets other than those
+the settings name.
 
 CloudWatch form: a metric-math alarm over four static metrics of the cluster (dimension set
-[ClusterName]; the agent scrapes the three kube-state-metrics series with its own job), the updated pods read
+[ClusterName]; the agent scrapes the three kube-state-metrics series with its own job; with several DaemonSets, of
+each DaemonSet, [ClusterName, namespace, daemonset], and the cluster's GPU observations g), the updated pods read
 twice (their Maximum u and Minimum v): `FILL(IF(d > 0, g * (a >= d OR (u > v AND d - a <= 1)), 1), 0) < 1`,
 TreatMissingData breaching. FILL gives a period without a datapoint 0 (breaching, as TreatMissingData says): an alarm
 retrieves more periods than EvaluationPeriods (its "evaluation range", of unpublished length) and judges the most
@@ -188,7 +194,7 @@ from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import EXPORTER_LABELS, exporter_daemonset, style_for
+from .exporter_styles import EXPORTER_LABELS, exporter_daemonset, named_daemonsets, several_daemonsets, style_for
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
@@ -202,6 +208,10 @@ AVAILABLE = "kube_daemonset_status_number_available"
 UPDATED = "kube_daemonset_status_updated_number_scheduled"
 KSM_METRICS = (DESIRED, AVAILABLE, UPDATED)
 CLUSTER_SET = (CLUSTER_DIMENSION,)
+# kube-state-metrics' labels of a DaemonSet's series, and the set its counts are published with when a cluster has
+# several exporter DaemonSets (ksm_set)
+DAEMONSET_NAMESPACE, DAEMONSET_LABEL = "namespace", "daemonset"
+DAEMONSET_SET = (CLUSTER_DIMENSION, DAEMONSET_NAMESPACE, DAEMONSET_LABEL)
 SOURCE = "kube-state-metrics"
 # (id, metric, statistic over the period): the least desired against the most available, so a pod
 # restarting inside a period, or a node joining, is not an exporter down; and the updated pods' most and least, so
@@ -362,15 +372,25 @@ def per_gpu_description(settings: Settings, field: str, period: int, periods: in
             f"available; the agent's JSON path drops up and scrape_*.")
 
 
-def cluster_limits(settings: Settings, cluster: Cluster | None = None) -> str:
-    """What the cluster's alarm cannot see on the DCGM source (appended to its description)."""
+def cluster_limits(settings: Settings, cluster: Cluster | None = None,
+                   daemonset: tuple[str, str] | None = None) -> str:
+    """What the alarm of `daemonset` (the cluster's first exporter DaemonSet unless given) cannot see on the DCGM source
+    (appended to its description)."""
     second = ("per-node alarm sees them through each exporter target's scrapes" if per_node(settings) else
               "per-GPU alarm sees a GPU reporting under half its scrapes, not one silent altogether")
-    setting = "clusters[].exporter.daemonset" if cluster and cluster.exporter_daemonset else "exporter.daemonset"
-    return (f" On CloudWatch: the agent reads one exporter DaemonSet, {settings.exporter.namespace}/"
-            f"{exporter_daemonset(settings, cluster)} ({setting}; others are not seen); a crash loop (a moment of "
-            f"full availability each period) and an exporter silent with its pod available are not seen here: the "
-            f"rule's {second}.")
+    named = named_daemonsets(settings, cluster)
+    daemonset = daemonset or named[0]
+    if daemonset != named[0]:
+        setting = ("clusters[].exporter.more_daemonsets" if cluster and cluster.exporter_more_daemonsets is not None
+                   else "exporter.more_daemonsets")
+    else:
+        setting = "clusters[].exporter.daemonset" if cluster and cluster.exporter_daemonset else "exporter.daemonset"
+    read = (f"the agent reads one exporter DaemonSet, {daemonset[0]}/{daemonset[1]} ({setting}; others are not seen)"
+            if len(named) == 1 else
+            f"this alarm reads the exporter DaemonSet {daemonset[0]}/{daemonset[1]} ({setting}), one of the cluster's "
+            f"{len(named)} each with its alarm (others are not seen)")
+    return (f" On CloudWatch: {read}; a crash loop (a moment of full availability each period) and an exporter silent "
+            f"with its pod available are not seen here: the rule's {second}.")
 
 
 def addon_expression() -> str:
@@ -532,9 +552,17 @@ def unread_daemonset(project) -> tuple[str, str, str] | None:
     from .settings import setting_place
 
     settings = project.settings
+
+    def unread(more) -> bool:  # names in exporter.namespace only (another namespace's the scrape jobs read)
+        return bool(more) and all("/" not in entry or entry.split("/")[0] == settings.exporter.namespace
+                                  for entry in more)
+
     written = [["exporter", "daemonset"]] if settings.exporter.daemonset else []
+    written += [["exporter", "more_daemonsets"]] if unread(settings.exporter.more_daemonsets) else []
     written += [["clusters", i, "exporter", "daemonset"] for i, cluster in enumerate(settings.clusters)
                 if cluster.exporter_daemonset]
+    written += [["clusters", i, "exporter", "more_daemonsets"] for i, cluster in enumerate(settings.clusters)
+                if unread(cluster.exporter_more_daemonsets)]
     why = _daemonset_unread(project) if written else None
     if not why:
         return None
@@ -588,24 +616,47 @@ def exporter_daemonsets(extra: str = "", offset: str = "") -> str:
     return "(" + " or ".join(f"{LABELS}{{{extra}{m}}}{offset}" for m in exporter_label_matchers()) + ")"
 
 
-def ksm_declaration() -> dict[str, Any]:
-    """The agent's metric declaration for the kube-state-metrics job: the cluster's three series."""
-    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$", "dimensions": [list(CLUSTER_SET)],
-            "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
+def ksm_set(settings: Settings) -> tuple[str, ...]:
+    """The dimension set the agent publishes kube-state-metrics' counts with: the cluster's ([ClusterName]) while each
+    cluster names one exporter DaemonSet, each DaemonSet's ([ClusterName, namespace, daemonset], the labels
+    kube-state-metrics gives its series) when a cluster names several (exporter.more_daemonsets): in one [ClusterName]
+    set their counts would mix (one DaemonSet's least desired against another's most available)."""
+    return DAEMONSET_SET if several_daemonsets(settings) else CLUSTER_SET
 
 
-def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period: int, label: str) -> list[dict]:
-    """The `Metrics` of the CloudWatch alarm: four static metrics of the cluster (one read twice) and the
-    expression."""
+def daemonsets_per_cluster(settings: Settings) -> int:
+    """The exporter DaemonSets a cluster's agent publishes counts of and alarms on, the most any cluster names (cost
+    takes the fleet's clusters alike)."""
+    return max(len(named_daemonsets(settings, cluster)) for cluster in settings.clusters)
+
+
+def ksm_declaration(settings: Settings) -> dict[str, Any]:
+    """The agent's metric declaration for the kube-state-metrics job: the three series, per cluster or per
+    DaemonSet (ksm_set)."""
+    return {"source_labels": ["job"], "label_matcher": f"^{re.escape(KSM_JOB)}$",
+            "dimensions": [list(ksm_set(settings))], "metric_selectors": [f"^{re.escape(m)}$" for m in KSM_METRICS]}
+
+
+def ksm_dimensions(settings: Settings, cluster: Cluster, daemonset: tuple[str, str]) -> list[dict[str, str]]:
+    """The dimensions of one exporter DaemonSet's counts as the agent publishes them (ksm_set)."""
+    values = {CLUSTER_DIMENSION: cluster.name, DAEMONSET_NAMESPACE: daemonset[0], DAEMONSET_LABEL: daemonset[1]}
+    return [{"Name": name, "Value": values[name]} for name in ksm_set(settings)]
+
+
+def cloudwatch_metrics(field: str, settings: Settings, cluster: Cluster, period: int, label: str,
+                       daemonset: tuple[str, str]) -> list[dict]:
+    """The `Metrics` of the CloudWatch alarm of one exporter DaemonSet (namespace, name) of the cluster: four static
+    metrics of its counts (one read twice), the cluster's GPU observations and the expression."""
     namespace = settings.cloudwatch.namespace
-    dimensions = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+    cluster_only = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+    counted = ksm_dimensions(settings, cluster, daemonset)
 
-    def stat(identifier: str, metric: str, statistic: str) -> dict[str, Any]:
+    def stat(identifier: str, metric: str, statistic: str, dimensions: list[dict[str, str]]) -> dict[str, Any]:
         return {"Id": identifier, "ReturnData": False,
                 "MetricStat": {"Metric": {"Namespace": namespace, "MetricName": metric, "Dimensions": dimensions},
                                "Period": period, "Stat": statistic}}
 
-    return [*(stat(i, m, s) for i, m, s in KSM_STATS), stat("g", field, "SampleCount"),
+    return [*(stat(i, m, s, counted) for i, m, s in KSM_STATS), stat("g", field, "SampleCount", cluster_only),
             {"Id": "e", "Expression": expression(settings), "Label": label, "ReturnData": True}]
 
 

@@ -41,6 +41,24 @@ def exporter_daemonset(settings, cluster=None) -> str:
     return (cluster and cluster.exporter_daemonset) or settings.exporter.daemonset or style_for(settings).daemonset
 
 
+def named_daemonsets(settings, cluster=None) -> tuple[tuple[str, str], ...]:
+    """(namespace, name) of every exporter DaemonSet of `cluster`: exporter_daemonset in exporter.namespace first, then
+    its clusters[].exporter.more_daemonsets, else exporter.more_daemonsets (`name` in exporter.namespace, or
+    `namespace/name`), each once."""
+    more = cluster.exporter_more_daemonsets if cluster and cluster.exporter_more_daemonsets is not None else \
+        settings.exporter.more_daemonsets
+    namespace = settings.exporter.namespace
+    found = [(namespace, exporter_daemonset(settings, cluster))]
+    found += [tuple(entry.split("/", 1)) if "/" in entry else (namespace, entry) for entry in more]
+    return tuple(dict.fromkeys(found))
+
+
+def several_daemonsets(settings) -> bool:
+    """Whether a cluster names more than one exporter DaemonSet: the CloudWatch agent then publishes kube-state-metrics'
+    counts per DaemonSet (data_missing.DAEMONSET_SET) in every cluster, and each DaemonSet has a data-missing alarm."""
+    return any(len(named_daemonsets(settings, cluster)) > 1 for cluster in settings.clusters)
+
+
 STYLES = {style.key: style for style in (
     ExporterStyle("gpu-operator", daemonset="nvidia-dcgm-exporter", container="nvidia-dcgm-exporter",
                   pod_label=("app", "nvidia-dcgm-exporter"), service="nvidia-dcgm-exporter",

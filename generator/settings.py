@@ -43,12 +43,17 @@ class Cluster:
     # clusters[].exporter.daemonset: this cluster's exporter DaemonSet name where it differs from exporter.daemonset
     # (exporter_styles.exporter_daemonset reads both); None: the global one.
     exporter_daemonset: str | None = None
+    # clusters[].exporter.more_daemonsets: this cluster's other exporter DaemonSets (`name` in exporter.namespace, or
+    # `namespace/name`) where they differ from exporter.more_daemonsets; None: the global list.
+    exporter_more_daemonsets: tuple[str, ...] | None = None
 
     @classmethod
     def from_settings(cls, document: dict[str, Any]) -> "Cluster":
         exporter = document.get("exporter") or {}
         return cls(name=document["name"], region=document["region"],
-                   prometheus_label=document.get("prometheus_label"), exporter_daemonset=exporter.get("daemonset"))
+                   prometheus_label=document.get("prometheus_label"), exporter_daemonset=exporter.get("daemonset"),
+                   exporter_more_daemonsets=tuple(exporter["more_daemonsets"]) if "more_daemonsets" in exporter
+                   else None)
 
 
 @dataclass(frozen=True)
@@ -170,8 +175,12 @@ class ExporterSettings(Section):
     # The exporter DaemonSet's name where it is not the deployment style's (exporter_styles.exporter_daemonset): the
     # CloudWatch agent keeps kube-state-metrics' series of that one DaemonSet. No schema default, as virtual_gpus.
     daemonset: str | None = None
+    # More exporter DaemonSets in each cluster (a chart installed per node pool, or in another namespace): `name` in
+    # exporter.namespace, or `namespace/name` (exporter_styles.named_daemonsets). No schema default, as virtual_gpus.
+    more_daemonsets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "more_daemonsets", tuple(self.more_daemonsets))
         # JSON Schema's integer admits 1.0: a number of pods is read as the int it is (written `<= 1`, compared as 1)
         if isinstance(self.max_unavailable, float):
             object.__setattr__(self, "max_unavailable", int(self.max_unavailable))

@@ -47,12 +47,15 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 
 def _listed(cloudwatch, namespace: str, cluster, declared: list[str], wanted: set[str],
-            options: Options, metric_name: str | None = None) -> dict[str, list[list[str]]]:
+            options: Options, metric_name: str | None = None,
+            values: tuple[tuple[str, str], ...] = ()) -> dict[str, list[list[str]]]:
     """Dimension names of each wanted metric listed for the cluster (recently active), pages read until all
-    are found (or the deadline passes); `metric_name` lists that metric only."""
+    are found (or the deadline passes); `metric_name` lists that metric only, `values` (dimension, value) those with
+    these dimension values too."""
     kwargs = {"Namespace": namespace, "RecentlyActive": "PT3H", **({"MetricName": metric_name} if metric_name else {})}
     if CLUSTER_DIMENSION in declared:
-        kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}]
+        kwargs["Dimensions"] = [{"Name": CLUSTER_DIMENSION, "Value": cluster.name},
+                                *({"Name": name, "Value": value} for name, value in values)]
     found: dict[str, list[list[str]]] = {}
     source = f"CloudWatch ListMetrics in {cluster.region}"
     pages = 0
@@ -112,16 +115,35 @@ def _addon_cluster(cloudwatch, cluster, options: Options) -> Check:
 
 def _daemonset_counts(cloudwatch, settings, cluster, options: Options) -> Check:
     """The data-missing alarm's expected signal arrives: kube-state-metrics' desired count of the exporter DaemonSet
-    the settings name, which the agent publishes with [ClusterName]; without it the alarm is in ALARM for good."""
-    from ..data_missing import DESIRED
-    from ..exporter_styles import exporter_daemonset
+    the settings name, which the agent publishes with [ClusterName] (with [ClusterName, namespace, daemonset] for each
+    of several: exporter.more_daemonsets); without it the alarm is in ALARM for good."""
+    from ..data_missing import DESIRED, ksm_dimensions, ksm_set
+    from ..exporter_styles import named_daemonsets
 
     namespace = settings.cloudwatch.namespace
-    sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED).get(DESIRED, [])
     name = f"{cluster.name} data-missing signals"
-    daemonset = f"{settings.exporter.namespace}/{exporter_daemonset(settings, cluster)}"
-    if [CLUSTER_DIMENSION] in sets:
-        return Check(GROUP, name, OK, f"{DESIRED} [{CLUSTER_DIMENSION}] arriving (the exporter DaemonSet {daemonset})")
+    dims = sorted(ksm_set(settings))
+    missing = []
+    for each in named_daemonsets(settings, cluster):
+        values = tuple((d["Name"], d["Value"]) for d in ksm_dimensions(settings, cluster, each)
+                       if d["Name"] != CLUSTER_DIMENSION)
+        sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED,
+                       values).get(DESIRED, [])
+        if dims not in sets:
+            missing.append(f"{each[0]}/{each[1]}")
+    daemonset = ", ".join(missing) or ", ".join(f"{ns}/{n}" for ns, n in named_daemonsets(settings, cluster))
+    if not missing:
+        return Check(GROUP, name, OK, f"{DESIRED} [{', '.join(ksm_set(settings))}] arriving (the exporter "
+                     f"DaemonSet{'s' if ', ' in daemonset else ''} {daemonset})")
+    if dims != [CLUSTER_DIMENSION]:
+        return Check(GROUP, name, WARN,
+                     f"no {DESIRED} [{', '.join(ksm_set(settings))}] in {namespace} for {cluster.name} in the last 3 h "
+                     f"of the exporter DaemonSet{'s' if len(missing) > 1 else ''} {daemonset}: the data-missing "
+                     f"alarm of each reads it as its desired count and is in ALARM without it (ListMetrics lists a new "
+                     f"metric up to {LISTING_DELAY_MINUTES} minutes late)",
+                     "check that exporter.more_daemonsets (or the cluster's own) names the exporter DaemonSets as "
+                     "namespace/name (the kube group names them) and that the agent scrapes kube-state-metrics "
+                     "(kube_state_metrics.namespace, .pod_label, .port)")
     return Check(GROUP, name, WARN,
                  f"no {DESIRED} [{CLUSTER_DIMENSION}] in {namespace} for {cluster.name} in the last 3 h: the "
                  f"data-missing alarm reads it as the desired count of the exporter DaemonSet {daemonset} and is in "

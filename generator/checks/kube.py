@@ -18,7 +18,8 @@ from ..data_missing import exporter_labels_text
 from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
-from ..exporter_styles import EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, style_for
+from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, named_daemonsets,
+                               style_for)
 from ..project import Project
 from ..settings import Cluster, Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
@@ -63,7 +64,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     # when the clusters name different ones
     # (the same name in every cluster: the first cluster's, which may be its clusters[].exporter.daemonset)
     this, unknown = _this_cluster(configmap, project, options.cluster) if _daemonsets_differ(settings) else (
-        next((c for c in settings.clusters if c.exporter_daemonset), None), "")
+        next((c for c in settings.clusters if c.exporter_daemonset or c.exporter_more_daemonsets is not None), None),
+        "")
     found: list[Answer] = []
     if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
         yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
@@ -80,7 +82,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespace, style)
+        namespaces = list(dict.fromkeys(ns for ns, _ in named_daemonsets(settings, this)))  # more_daemonsets' too
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style)
         yield from step(GROUP, "exporter Service", _service, services, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
@@ -105,8 +108,8 @@ DAEMONSET_CHECK = "exporter DaemonSet"
 
 
 def _daemonsets_differ(settings: Settings) -> bool:
-    """Whether the clusters name different exporter DaemonSets (clusters[].exporter.daemonset)."""
-    return len({exporter_daemonset(settings, cluster) for cluster in settings.clusters}) > 1
+    """Whether the clusters name different exporter DaemonSets (clusters[].exporter.daemonset, .more_daemonsets)."""
+    return len({named_daemonsets(settings, cluster) for cluster in settings.clusters}) > 1
 
 
 def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list[Answer]) -> Check:
@@ -133,7 +136,8 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
     reads kube-state-metrics' counts of the named one only). `found` receives the exporter DaemonSets in the namespace
     other than the named one."""
     namespace, name = settings.exporter.namespace, exporter_daemonset(settings, cluster)
-    found += [d for d in _exporter_daemonsets(kube, namespace) if d.get("metadata.name", str) != name]
+    named = named_daemonsets(settings, cluster)  # and exporter.more_daemonsets: each read by its own alarm
+    found += [d for d in _exporter_daemonsets(kube, namespace) if (namespace, d.get("metadata.name", str)) not in named]
     names = sorted(d.get("metadata.name", str) for d in found)
     others = ", ".join(names)
     if cluster and cluster.exporter_daemonset:
@@ -172,28 +176,47 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       write or f"label the exporter DaemonSet {labels} (the data-missing rule finds exporter "
                                "DaemonSets by these labels, and reads none without them), or point exporter.daemonset "
                                "at the exporter's")]
-    abroad = [d for d in _exporters_everywhere(kube) if not d.startswith(f"{namespace}/")]
+    everywhere = _exporters_everywhere(kube)
+    abroad = [d for d in everywhere if not d.startswith(f"{namespace}/") and tuple(d.split("/", 1)) not in named]
+    more = [f"{ns}/{n}" for ns, n in named[1:]]
+    absent = [d for d in more if d not in everywhere]
+    if absent:
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL if alarm else WARN,
+                      f"no exporter DaemonSet (labelled {labels}) {', '.join(absent)}, which exporter.more_daemonsets"
+                      + (f" (cluster {cluster.name})" if cluster else "") + " names"
+                      + (": the data-missing alarm of each reads no counts and stays in ALARM" if alarm else "")
+                      + (f"; exporter DaemonSets there are: {', '.join(everywhere)}" if everywhere else ""),
+                      "write exporter.more_daemonsets (or the cluster's clusters[].exporter.more_daemonsets) as "
+                      "namespace/name of the exporter DaemonSets beside exporter.daemonset, generate and apply again")]
     warnings, fixes = [], []
     if names and alarm:
         warnings.append(f"exporter DaemonSets in {namespace}: {name} ({setting}) and {others}: the CloudWatch "
-                        f"data-missing alarm reads kube-state-metrics' counts of {name} only, so an exporter pod gone "
-                        f"from a node of {others} is not seen there (the Prometheus rule reads each)")
-        fixes.append("watch the other node pools' exporters on Prometheus, or deploy one exporter DaemonSet")
+                        f"data-missing alarms read kube-state-metrics' counts of {_shown_named(named)} only, so an "
+                        f"exporter pod gone from a node of {others} is not seen there (the Prometheus rule reads each)")
+        fixes.append(f"name them in exporter.more_daemonsets ({others}), generate and apply again: each gets its "
+                     "data-missing alarm")
     if abroad:
         listed = ", ".join(abroad)
         warnings.append(
             f"exporter DaemonSets outside exporter.namespace ({namespace}): {listed}: the CloudWatch agent scrapes "
-            f"exporter pods in {namespace} only" + (
-                f", the CloudWatch data-missing alarm reads kube-state-metrics' counts of {namespace}/{name} only, "
+            f"exporter pods in {', '.join(dict.fromkeys(ns for ns, _ in named))} only" + (
+                f", the CloudWatch data-missing alarms read kube-state-metrics' counts of {_shown_named(named)} only, "
                 f"and the Prometheus data-missing rule reads every DaemonSet labelled {labels} in any namespace, "
                 f"{namespace}/{name} and {listed} alike: the two forms judge different DaemonSets (an exporter pod "
                 f"gone from a node of {abroad[0]} fires the rule, not the alarm)" if alarm else
                 f": the GPUs of nodes only {listed} covers publish nothing to CloudWatch"))
-        fixes.append(f"run one DCGM exporter per GPU node: uninstall {listed}, or point exporter.namespace and "
-                     "exporter.daemonset at the one to keep and uninstall the others")
+        fixes.append(f"name {listed} in exporter.more_daemonsets (as namespace/name) when it runs on other GPU nodes "
+                     "than the rest, generate and apply again; else run one DCGM exporter per GPU node: uninstall "
+                     f"{listed}, or point exporter.namespace and exporter.daemonset at the one to keep and uninstall "
+                     "the others")
     if warnings:
         return [Check(GROUP, DAEMONSET_CHECK, WARN, "; ".join(warnings), "; ".join(fixes))]
-    return [Check(GROUP, DAEMONSET_CHECK, OK, f"{namespace}/{name} labelled as a DCGM exporter")]
+    return [Check(GROUP, DAEMONSET_CHECK, OK, f"{_shown_named(named)} labelled as a DCGM exporter")]
+
+
+def _shown_named(named: tuple[tuple[str, str], ...]) -> str:
+    """namespace/name of the exporter DaemonSets the settings name, joined."""
+    return ", ".join(f"{ns}/{n}" for ns, n in named)
 
 
 def _exporter_daemonsets(kube: Kube, namespace: str) -> list[Answer]:
@@ -477,10 +500,12 @@ def _gpu_count(node: Answer) -> int:
     return whole_count(value, node.source, f"{node.path}.status.capacity[{GPU_RESOURCE}]")
 
 
-def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespace: str, style) -> list[Check]:
+def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style) -> list[Check]:
+    """Every GPU node runs a ready exporter pod of the deployment's label, in the namespaces of the exporter DaemonSets
+    the settings name."""
     selector = ",".join(f"{k}={v}" for k, v in [style.pod_label])
-    pods = kube.listing(f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
-                        {"labelSelector": selector})
+    pods = [pod for namespace in namespaces for pod in kube.listing(
+        f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}", {"labelSelector": selector})]
     gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
     by_node: dict[str, list[Answer]] = {}
     for pod in pods:  # a node may run two exporter pods for a while (a rolling update that surges)

@@ -10,7 +10,10 @@ from typing import Any, Iterable
 from ..agent_timing import timing_problem
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
-from ..data_missing import KSM_METRICS
+from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
+                            KSM_METRICS)
+
+KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, gpu_identity
 from ..reading import read_json_schema
@@ -227,6 +230,7 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                 yield Finding("AG001", "error", where,
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
+    yield from _daemonsets_kept(subject)
 
 
 def _published_labels(subject: LintInput) -> set[str]:
@@ -265,6 +269,8 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
         prometheus = _prometheus(subject, cluster)
         labels = scraped | _labels_added(subject, cluster)
         for declaration in _declarations(subject, cluster):
+            # the kube-state-metrics job's series carry their DaemonSet's labels (data_missing.ksm_set)
+            of = labels | set(KSM_SERIES_LABELS) if _selects_ksm(declaration) else labels
             for dims in declaration.get("dimensions") or []:
                 if len(dims) > MAX_DIMENSIONS:
                     yield Finding("AG002", "error", where,
@@ -284,7 +290,7 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
                                 if _every_job(subject, cluster) else (
                                 f"{CLUSTER_DIMENSION} would come from the node's EC2 tag: set cluster_name "
                                 f"to {cluster.name!r}"))
-                    elif dimension not in labels:
+                    elif dimension not in of:
                         yield Finding("AG002", "error", where,
                                       f"dimension {dimension!r} is not a label on the scraped DCGM series: the "
                                       f"agent emits no metric with this set")
@@ -300,6 +306,61 @@ def dimensions_published(subject: LintInput) -> Iterable[Finding]:
     for name, missing in dimensions_lacking(sets):  # settings refuse this when read; a build's settings say it here
         yield Finding("AG002", "error", f"settings cloudwatch.{name}",
                       f"the set lacks {', '.join(map(repr, missing))}: it must tell pods and GPUs apart in a cluster")
+
+
+def _selects_ksm(declaration: dict[str, Any]) -> bool:
+    """Whether a declaration's metric selectors select kube-state-metrics' DaemonSet counts."""
+    try:
+        return any(re.search(selector, metric) for selector in declaration.get("metric_selectors") or []
+                   for metric in KSM_METRICS)
+    except (re.error, TypeError):
+        return False
+
+
+def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
+    """Every exporter DaemonSet a data-missing alarm reads the counts of (its namespace and daemonset dimensions) is
+    one the cluster's kube-state-metrics job keeps (its metric_relabel_configs, applied as Prometheus applies them):
+    else its desired count never arrives and the alarm is in ALARM for good."""
+    by_name = {c.name: c for c in subject.clusters()}
+    for item in subject.artifacts.alarms:
+        stats = [m["MetricStat"] for m in item.request.get("Metrics", []) if "MetricStat" in m]
+        if "MetricName" in item.request:
+            stats.append({"Metric": item.request})
+        for stat in stats:
+            metric = stat["Metric"]
+            values = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+            if metric.get("MetricName") not in KSM_METRICS or KSM_DAEMONSET_LABEL not in values:
+                continue
+            cluster = by_name.get(values.get(CLUSTER_DIMENSION, ""))
+            agent = subject.agent(cluster) if cluster else None
+            if agent is None:
+                continue
+            job = next((j for j in agent.scrape.get("scrape_configs") or [] if j.get("job_name") == KSM_JOB), None)
+            sample = {"__name__": metric["MetricName"], **{k: v for k, v in values.items() if k in KSM_SERIES_LABELS}}
+            if job is not None and not _relabel_keeps(sample, job.get("metric_relabel_configs") or []):
+                daemonset = f"{values.get(KSM_NAMESPACE_LABEL, '')}/{values[KSM_DAEMONSET_LABEL]}"
+                yield Finding("AG001", "error", f"{ALARMS_FILE} {item.request['AlarmName']}",
+                              f"reads {metric['MetricName']} of the DaemonSet {daemonset}, which the "
+                              f"kube-state-metrics job of {agent_file(cluster.name)} does not keep: the alarm never "
+                              f"gets its counts")
+                break
+
+
+def _relabel_keeps(labels: dict[str, str], rules: list[dict[str, Any]]) -> bool:
+    """Whether a sample of `labels` survives the keep and drop rules of `rules` (Prometheus: source label values joined
+    by the separator, a missing label read as "", the regex fully anchored)."""
+    for rule in rules:
+        action = rule.get("action", "replace")
+        if action not in ("keep", "drop"):
+            continue
+        value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels") or [])
+        try:
+            matched = re.fullmatch(rule.get("regex", "(.*)"), value) is not None
+        except re.error:
+            return True  # AG-rules on the scrape config report a bad regex
+        if matched != (action == "keep"):
+            return False
+    return True
 
 
 def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:

@@ -79,15 +79,16 @@ class Published:
     and through its declarations the OTel pipeline's filter), `cost` and `lint` read."""
 
     fields: dict[tuple[str, ...], list[str]]  # the DCGM fields: {dimension set: fields} (published_sets)
-    ksm: bool  # the cluster's two kube-state-metrics series, with data_missing.CLUSTER_SET
+    ksm: bool  # the exporter DaemonSets' three kube-state-metrics series, with ksm_set
     no_data: bool  # each exporter target's scrapes as a flag of no GPU data, with data_missing.SAMPLES_SET (one metric
     # per GPU node, published at every scrape)
+    ksm_set: tuple[str, ...] = data_missing.CLUSTER_SET  # per cluster, or per DaemonSet (data_missing.ksm_set)
 
     def sets(self) -> dict[tuple[str, ...], list[str]]:
         """{dimension set: metrics} of every source together."""
         result = {dims: list(metrics) for dims, metrics in self.fields.items()}
         if self.ksm:
-            result.setdefault(data_missing.CLUSTER_SET, []).extend(data_missing.KSM_METRICS)
+            result.setdefault(self.ksm_set, []).extend(data_missing.KSM_METRICS)
         if self.no_data:
             result.setdefault(data_missing.SAMPLES_SET, []).append(data_missing.SAMPLES)
         return result
@@ -100,7 +101,8 @@ def published(catalog: Catalog, settings: Settings, queried: DimensionSets) -> P
     return Published(
         fields=published_sets(catalog, settings, queried),
         ksm=data_missing.expected(settings) and any(data_missing.CLUSTER_SET in sets for sets in queried.values()),
-        no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()))
+        no_data=data_missing.SAMPLES_SET in queried.get(data_missing.SAMPLES, set()),
+        ksm_set=data_missing.ksm_set(settings))
 
 
 def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) -> dict[str, Any]:
@@ -114,7 +116,7 @@ def emf_processor(catalog: Catalog, settings: Settings, queried: DimensionSets) 
                      "metric_selectors": metric_selectors(metrics)}
                     for dims, metrics in what.fields.items() if metrics]
     if what.ksm:
-        declarations.append(data_missing.ksm_declaration())  # the data-missing alarm's expected signal
+        declarations.append(data_missing.ksm_declaration(settings))  # the data-missing alarm's expected signal
     if what.no_data:  # its second alarm: each target's scrapes without DCGM samples, per node
         declarations.append(data_missing.no_data_declaration(settings))
     return {"metric_namespace": settings.cloudwatch.namespace, "metric_unit": units,

@@ -14,7 +14,7 @@ from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NA
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..derived_sets import mig_only
-from ..exporter_styles import style_for
+from ..exporter_styles import named_daemonsets, style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
@@ -348,17 +348,31 @@ def _addon_reported() -> str:
     return metric_name("node", by_field()[data_missing.ADDON_REPORTED])
 
 
-def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[str, Any]:
+def _data_missing_requests(alarm: Alarm, settings: Settings, cluster: Cluster) -> list[dict[str, Any]]:
+    """The metric-math alarms of `data_missing` in `cluster`: one on the Container Insights add-on, else one per
+    exporter DaemonSet the settings name (named_daemonsets; a cluster with several names each in its alarm's)."""
+    if addon_source(settings):
+        return [_data_missing_request(alarm, settings, cluster)]
+    daemonsets = named_daemonsets(settings, cluster)
+    return [_data_missing_request(alarm, settings, cluster, daemonset, len(daemonsets) > 1)
+            for daemonset in daemonsets]
+
+
+def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, daemonset: tuple[str, str] | None = None,
+                          named: bool = False) -> dict[str, Any]:
     """The metric-math alarm of `data_missing`: below 1 when GPU data is missing where expected; no
-    datapoint (breaching) when the expected signal itself is missing."""
+    datapoint (breaching) when the expected signal itself is missing. On the DCGM source, of one exporter DaemonSet
+    (namespace, name), whose name ends the alarm's when `named`."""
     if addon_source(settings):
         description = _fitted(f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook}", alarm)
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
     else:
-        description = _description(alarm, data_missing.cluster_limits(settings, cluster))
+        assert daemonset is not None
+        description = _description(alarm, data_missing.cluster_limits(settings, cluster, daemonset))
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
-                                                  settings, cluster, alarm.period_seconds, alarm.title)
-    request = _common(alarm, settings, alarm_name(settings, cluster, alarm), description)
+                                                  settings, cluster, alarm.period_seconds, alarm.title, daemonset)
+    name = _name(settings.alarms.name_prefix, cluster.name, alarm.id, alarm.severity, daemonset if named else None)
+    request = _common(alarm, settings, name, description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"], "Threshold": 1.0,
                     "TreatMissingData": "breaching", "Metrics": metrics})
     return request
@@ -412,7 +426,9 @@ def _agent_request(alarm: Alarm, settings: Settings, cluster: Cluster) -> dict[s
                     "TreatMissingData": "notBreaching",
                     "Namespace": settings.cloudwatch.namespace,
                     "MetricName": data_missing.DESIRED,
-                    "Dimensions": [{"Name": CLUSTER_DIMENSION, "Value": cluster.name}],
+                    # one scrape of kube-state-metrics publishes each DaemonSet's count once: the first's are read
+                    "Dimensions": data_missing.ksm_dimensions(settings, cluster,
+                                                              named_daemonsets(settings, cluster)[0]),
                     "Statistic": "SampleCount",
                     "Period": alarm.period_seconds})
     return request
@@ -556,8 +572,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
         if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing), and a GROUP BY alarm per GPU
-            requests += [{"Region": cluster.region, "Request": _data_missing_request(alarm, settings, cluster)}
-                         for cluster in settings.clusters]
+            requests += [{"Region": cluster.region, "Request": request} for cluster in settings.clusters
+                         for request in _data_missing_requests(alarm, settings, cluster)]
             requests += [{"Region": cluster.region, "Request": _second_request(alarm, catalog, settings, form.plan,
                                                                                  cluster)}
                          for form in forms[1:] for cluster in settings.clusters]

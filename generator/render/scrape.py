@@ -18,7 +18,7 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
-from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, exporter_daemonset, style_for
+from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, named_daemonsets, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
@@ -32,7 +32,15 @@ METRIC_NAME_FILTER = "DCGM_.*"
 AGENT_WORKLOAD = (POD_DIMENSION, NAMESPACE_DIMENSION, "container")
 
 
-def scrape_job(settings: Settings) -> dict[str, Any]:
+def exporter_namespaces(settings: Settings, cluster: Cluster | None = None) -> list[str]:
+    """The namespaces the exporter pods are scraped in: exporter.namespace, and those of the cluster's other exporter
+    DaemonSets (exporter.more_daemonsets; without a cluster, of every cluster's)."""
+    clusters = [cluster] if cluster else settings.clusters
+    return list(dict.fromkeys([settings.exporter.namespace, *(namespace for c in clusters
+                                                              for namespace, _ in named_daemonsets(settings, c))]))
+
+
+def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
     exporter = style_for(settings)
     scrape = settings.scrape
     return {
@@ -42,7 +50,7 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
         "metrics_path": METRICS_PATH,
         "scheme": "http",
         "sample_limit": 50000,
-        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [settings.exporter.namespace]}}],
+        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": exporter_namespaces(settings, cluster)}}],
         "relabel_configs": [
             {"source_labels": [exporter.pod_label_meta], "regex": exporter.pod_label[1], "action": "keep"},
             {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(EXPORTER_PORT),
@@ -63,12 +71,12 @@ def scrape_job(settings: Settings) -> dict[str, Any]:
     }
 
 
-def agent_scrape_job(settings: Settings) -> dict[str, Any]:
+def agent_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
     """The CloudWatch agent's exporter job: the scrape job, and a GPU instance on every series. A GPU not
     split into MIG instances gets GPU_I_ID="none", so the agent's per-instance dimension set (which it
     emits only for samples that carry every dimension) covers whole GPUs and MIG instances alike. Only the
     agent's job does this: PromQL tells MIG series by GPU_I_ID being set at all."""
-    job = scrape_job(settings)
+    job = scrape_job(settings, cluster)
     job["metric_relabel_configs"].append(
         {"source_labels": [MIG_INSTANCE_LABEL], "regex": "", "target_label": MIG_INSTANCE_LABEL,
          "replacement": WHOLE_GPU_INSTANCE, "action": "replace"})
@@ -87,19 +95,20 @@ def ksm_pod_label(settings: Settings) -> tuple[str, str]:
 
 
 def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
-    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSet's three series, nothing else
-    (every other sample would be a custom metric, or merge into the cluster's). The DaemonSet is the one the settings
-    name (exporter_daemonset): the series carry no label of the DaemonSet's own (kube_daemonset_labels is a series
-    apart, which relabelling cannot join), and two DaemonSets' counts published in one dimension set would mix. Each
-    cluster's agent keeps its own cluster's DaemonSet (clusters[].exporter.daemonset)."""
+    """The CloudWatch agent's job for kube-state-metrics: the exporter DaemonSets' three series, nothing else
+    (every other sample would be a custom metric, or merge into the cluster's). The DaemonSets are those the settings
+    name (named_daemonsets): the series carry no label of the DaemonSet's own (kube_daemonset_labels is a series
+    apart, which relabelling cannot join), so they are kept by namespace and name. Each cluster's agent keeps its own
+    cluster's DaemonSets (clusters[].exporter.daemonset, .more_daemonsets); several are published apart
+    (data_missing.ksm_set)."""
     ksm = settings.kube_state_metrics
     name, value = ksm_pod_label(settings)
     discovery: dict[str, Any] = {"role": "pod"}
     if ksm.namespace:
         discovery["namespaces"] = {"names": [ksm.namespace]}
     meta = "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", name)
-    kept = f"({'|'.join(KSM_METRICS)});{re.escape(settings.exporter.namespace)};" \
-           f"{re.escape(exporter_daemonset(settings, cluster))}"
+    daemonsets = [f"{re.escape(ns)};{re.escape(ds)}" for ns, ds in named_daemonsets(settings, cluster)]
+    kept = f"({'|'.join(KSM_METRICS)});" + (daemonsets[0] if len(daemonsets) == 1 else f"({'|'.join(daemonsets)})")
     return {
         "job_name": KUBE_STATE_METRICS_JOB,
         "scrape_interval": settings.scrape.interval,
@@ -123,7 +132,7 @@ def prometheus_config(settings: Settings, cluster: Cluster | None = None) -> dic
     data-missing alarm's expected signal (when alarms.expected_gpus names it), which keeps the cluster's exporter
     DaemonSet."""
     interval = settings.scrape.interval
-    jobs = [agent_scrape_job(settings)] + ([ksm_scrape_job(settings, cluster)] if expected(settings) else [])
+    jobs = [agent_scrape_job(settings, cluster)] + ([ksm_scrape_job(settings, cluster)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
             "scrape_configs": jobs}
 
@@ -224,7 +233,7 @@ def service_monitor(settings: Settings) -> dict[str, Any]:
         "metadata": object_metadata(SERVICE_MONITOR, settings),
         "spec": {
             "selector": {"matchLabels": {label_name: label_value}},
-            "namespaceSelector": {"matchNames": [settings.exporter.namespace]},
+            "namespaceSelector": {"matchNames": exporter_namespaces(settings)},
             "endpoints": [{
                 "port": exporter.service_port,
                 "path": METRICS_PATH,

@@ -330,9 +330,25 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
     checks = verify(*only_kube, "--config", str(config))[1]
     assert (checks[name]["status"], checks[name]["detail"]) == ("warn", (
         "exporter DaemonSets in gpu-operator: gpu-metrics-dcgm-exporter (exporter.daemonset) and "
-        "gpu-metrics-pool-b-dcgm-exporter: the CloudWatch data-missing alarm reads kube-state-metrics' counts of "
-        "gpu-metrics-dcgm-exporter only, so an exporter pod gone from a node of gpu-metrics-pool-b-dcgm-exporter is "
-        "not seen there (the Prometheus rule reads each)"))
+        "gpu-metrics-pool-b-dcgm-exporter: the CloudWatch data-missing alarms read kube-state-metrics' counts of "
+        "gpu-operator/gpu-metrics-dcgm-exporter only, so an exporter pod gone from a node of "
+        "gpu-metrics-pool-b-dcgm-exporter is not seen there (the Prometheus rule reads each)"))
+    assert checks[name]["fix"] == ("name them in exporter.more_daemonsets (gpu-metrics-pool-b-dcgm-exporter), generate "
+                                   "and apply again: each gets its data-missing alarm")
+    # named in exporter.more_daemonsets: each has its alarm, nothing to warn of; one named that is not there fails
+    config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n"
+                      "  more_daemonsets: [gpu-metrics-pool-b-dcgm-exporter]\n")
+    checks = verify(*only_kube, "--config", str(config))[1]
+    assert (checks[name]["status"], checks[name]["detail"]) == ("ok", (
+        "gpu-operator/gpu-metrics-dcgm-exporter, gpu-operator/gpu-metrics-pool-b-dcgm-exporter labelled as a DCGM "
+        "exporter"))
+    config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n"
+                      "  more_daemonsets: [gpu-metrics-pool-b-dcgm-exporter, gpu-operator/pool-c]\n")
+    assert _failures(verify(*only_kube, "--config", str(config))[1])[name][0] == (
+        "no exporter DaemonSet (labelled app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter) "
+        "gpu-operator/pool-c, which exporter.more_daemonsets names: the data-missing alarm of each reads no counts and "
+        "stays in ALARM; exporter DaemonSets there are: gpu-operator/gpu-metrics-dcgm-exporter, "
+        "gpu-operator/gpu-metrics-pool-b-dcgm-exporter")
     # another namespace named: the exporter DaemonSets of every namespace are named, with both settings to write
     config.write_text("exporter:\n  namespace: dcgm\n")
     assert _failures(verify(*only_kube, "--config", str(config))[1])[name] == (
@@ -502,6 +518,39 @@ def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_mi
         "gpu-operator/nvidia-dcgm-exporter and is in ALARM without it (ListMetrics lists a new metric up to 15 minutes "
         "late)")
     assert checks[name]["fix"].startswith("check that exporter.daemonset names the exporter DaemonSet")
+
+
+def test_cloudwatch_names_each_exporter_daemonset_whose_count_is_missing(stack, moto, tmp_path):
+    """exporter.more_daemonsets: the agent publishes each DaemonSet's desired count with [ClusterName, namespace,
+    daemonset] and each DaemonSet has its alarm; verify's cloudwatch group looks for each, and names the ones whose
+    count does not arrive (pool b's: its alarm is in ALARM for good), not the cluster's [ClusterName] count, which the
+    agent no longer publishes."""
+    _, verify = stack
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [pool-b, gpu-pools/pool-c]\n")
+    only_cloudwatch = ("--skip", "kube", "--skip", "exporter", "--skip", "prometheus", "--config", str(config))
+    name = ("cloudwatch", "gpu-cluster data-missing signals")
+    moto.reset()
+    moto.put_dcgm_metrics(WORKLOAD_POD, daemonset_counts=False)
+    moto.client("cloudwatch", "us-east-1").put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[
+        {"MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 2,
+         "Dimensions": [{"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": namespace},
+                        {"Name": "daemonset", "Value": daemonset}]}
+        for namespace, daemonset in (("gpu-operator", "nvidia-dcgm-exporter"), ("gpu-pools", "pool-c"))])
+    code, checks = verify(*only_cloudwatch)
+    assert code == 0 and (checks[name]["status"], checks[name]["detail"]) == ("warn", (
+        "no kube_daemonset_status_desired_number_scheduled [ClusterName, namespace, daemonset] in "
+        "ContainerInsights/Prometheus for gpu-cluster in the last 3 h of the exporter DaemonSet gpu-operator/pool-b: "
+        "the data-missing alarm of each reads it as its desired count and is in ALARM without it (ListMetrics lists a "
+        "new metric up to 15 minutes late)"))
+    moto.client("cloudwatch", "us-east-1").put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=[
+        {"MetricName": "kube_daemonset_status_desired_number_scheduled", "Value": 1,
+         "Dimensions": [{"Name": "ClusterName", "Value": "gpu-cluster"}, {"Name": "namespace", "Value": "gpu-operator"},
+                        {"Name": "daemonset", "Value": "pool-b"}]}])
+    checks = verify(*only_cloudwatch)[1]
+    assert (checks[name]["status"], checks[name]["detail"]) == ("ok", (
+        "kube_daemonset_status_desired_number_scheduled [ClusterName, namespace, daemonset] arriving (the exporter "
+        "DaemonSets gpu-operator/nvidia-dcgm-exporter, gpu-operator/pool-b, gpu-pools/pool-c)"))
 
 
 def test_an_exporter_container_of_another_name_warns_that_the_rule_misses_its_stock_targets(stack):
@@ -1499,3 +1548,26 @@ def test_an_exporter_daemonset_in_another_namespace_is_warned_of_as_one_in_expor
     _, checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
     check = checks[("kube", "exporter DaemonSet")]
     assert check["status"] == "warn" and "monitoring/dcgm-exporter" in check["detail"], check
+    assert "name monitoring/dcgm-exporter in exporter.more_daemonsets (as namespace/name)" in check["fix"], check
+
+
+def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_its_nodes(stack, tmp_path):
+    """A third GPU node whose exporter pod belongs to a DaemonSet in another namespace (a node pool's), named in
+    exporter.more_daemonsets: its node is covered and the DaemonSet read (verify failed the node as one without an
+    exporter pod: it looked for exporter pods in exporter.namespace only)."""
+    cluster, verify = stack
+    cluster.nodes.append(cluster.node("gpu-node-c", gpus=1))
+    pod = cluster.exporter_pod("gpu-node-c")
+    pod["metadata"].update(name="pool-c-exporter-1", namespace="gpu-pools")
+    cluster.pods.append(pod)
+    pool_c = copy.deepcopy(cluster.daemonset)
+    pool_c["metadata"].update(name="pool-c", namespace="gpu-pools")
+    cluster.daemonsets[("gpu-pools", "pool-c")] = pool_c
+    cluster.refresh_status()
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    assert [(checks[("kube", n)]["status"], checks[("kube", n)]["detail"]) for n in (
+        "exporter DaemonSet", "GPU node coverage")] == [
+        ("ok", "gpu-operator/nvidia-dcgm-exporter, gpu-pools/pool-c labelled as a DCGM exporter"),
+        ("ok", "all 3 GPU nodes run the exporter")]

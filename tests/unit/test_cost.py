@@ -345,3 +345,17 @@ def test_more_gpu_nodes_than_gpus_is_a_usage_error(cli, args):
     assert "Traceback" not in stderr
     code, _, _ = cli("cost", "--pods", "4", "--gpus", "3", "--nodes", "3")
     assert code == 0
+
+
+def test_each_exporter_daemonset_of_a_cluster_is_priced(project, project_dir):
+    """exporter.more_daemonsets: kube-state-metrics' three series and a data-missing alarm (five metrics) per exporter
+    DaemonSet of each cluster, the agent alarm still one per cluster; the cluster's set keeps its GPU field alone."""
+    fleet = Fleet(clusters=3, pods=10, churn=0)
+    pools = load_project(project_dir("exporter:\n  more_daemonsets: [pool-b, gpu-pools/pool-c]\n"))
+    one, three = _lines(estimates(project, fleet)), _lines(estimates(pools, fleet))
+    line = three["data-missing alarms (metric math)"]
+    assert (line["quantity"], line["unit_price"]) == (3 * 3 * 5 + 3, 0.10)
+    assert "9 alarms x 5 metrics" in line["basis"] and "one alarm per exporter DaemonSet" in line["basis"]
+    assert three["custom metrics"]["quantity"] == one["custom metrics"]["quantity"] - 3 * 3 + 3 * 3 * 3
+    assert "3 x 3 exporter DaemonSets per cluster" in three["custom metrics"]["basis"]
+    assert estimates(pools, fleet)["group_by"]["alarms"] == estimates(project, fleet)["group_by"]["alarms"] + 3 * 2

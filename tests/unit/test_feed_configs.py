@@ -468,3 +468,63 @@ def test_a_daemonset_name_nothing_reads_is_noted_and_a_helm_note_names_the_clust
     assert code == 0 and "nothing generated reads it" not in stderr, stderr
     assert ("exporter.deployment: helm without exporter.daemonset (clusters without clusters[].exporter.daemonset: "
             "ml-b)") in stderr, stderr
+
+
+POOLS = ("exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: gpu-metrics-pool-a\n"
+         "  more_daemonsets: [gpu-metrics-pool-b, gpu-pools/pool-c-dcgm-exporter]\n")
+DAEMONSET_SET = ["ClusterName", "namespace", "daemonset"]
+
+
+def _kept(job: dict, labels: dict[str, str]) -> bool:
+    """Whether the job's metric_relabel_configs keep a sample of `labels` (keep rules, fully anchored)."""
+    return all(re.fullmatch(rule["regex"], ";".join(labels.get(n, "") for n in rule["source_labels"]))
+               for rule in job["metric_relabel_configs"] if rule["action"] == "keep")
+
+
+@pytest.mark.parametrize("pipeline", ["classic", "otel"])
+def test_several_exporter_daemonsets_are_kept_and_published_apart(project_dir, pipeline):
+    """exporter.more_daemonsets (a release per node pool, one in another namespace): the kube-state-metrics job keeps
+    the counts of each named DaemonSet and no other's, the agent publishes them per DaemonSet ([ClusterName,
+    namespace, daemonset]: in [ClusterName] they would mix), the exporter job scrapes the other namespace too, and
+    lint finds each DaemonSet's alarm reading what the agent publishes."""
+    from generator.render.agent_otel import OTEL_KEY, publishing
+
+    project = load_project(project_dir(f"agent:\n  pipeline: {pipeline}\n" + POOLS))
+    files = encode(build(project))
+    agent_map, scrape_map = yaml.safe_load_all(files[AGENT])
+    if pipeline == "otel":
+        emf = publishing(yaml.safe_load(agent_map["data"][OTEL_KEY]))["emf_processor"]
+    else:
+        emf = json.loads(agent_map["data"]["cwagentconfig.json"])["logs"]["metrics_collected"]["prometheus"][
+            "emf_processor"]
+    (ksm,) = [d for d in emf["metric_declaration"] if "kube_daemonset" in "".join(d["metric_selectors"])]
+    assert ksm["dimensions"] == [DAEMONSET_SET]
+    jobs = {j["job_name"]: j for j in yaml.safe_load(scrape_map["data"]["prometheus.yaml"])["scrape_configs"]}
+    named = [("monitoring", "gpu-metrics-pool-a"), ("monitoring", "gpu-metrics-pool-b"),
+             ("gpu-pools", "pool-c-dcgm-exporter")]
+    others = [("kube-system", "aws-node"), ("monitoring", "gpu-metrics-pool-bb"), ("gpu-pools", "gpu-metrics-pool-a")]
+    for metric in ("kube_daemonset_status_desired_number_scheduled", "kube_daemonset_status_number_available"):
+        assert [_kept(jobs["gpudash-kube-state-metrics"], {"__name__": metric, "namespace": ns, "daemonset": ds})
+                for ns, ds in named + others] == [True] * 3 + [False] * 3
+    assert jobs["dcgm-exporter"]["kubernetes_sd_configs"][0]["namespaces"]["names"] == ["monitoring", "gpu-pools"]
+    alarms = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]]
+    assert sorted(r["AlarmName"] for r in alarms if "-gpu-data-missing-critical" in r["AlarmName"]) == [
+        f"gpudash-gpu-cluster-gpu-data-missing-critical-{ns}-{ds}" for ns, ds in sorted(named)]
+    assert run(RULES, _feed(project)) == []
+
+
+def test_an_alarm_on_a_daemonset_the_agent_does_not_keep_fails(project_dir):
+    """The kube-state-metrics job edited so it no longer keeps pool b's counts: its alarm would read nothing and stay
+    in ALARM. AG001 names the alarm and the DaemonSet."""
+    def without_pool_b(scrape):
+        (job,) = [j for j in scrape["scrape_configs"] if j["job_name"] == "gpudash-kube-state-metrics"]
+        for rule in job["metric_relabel_configs"]:
+            rule["regex"] = rule["regex"].replace("|monitoring;gpu\\-metrics\\-pool\\-b", "")
+
+    findings = _rule(_feed(load_project(project_dir(CLASSIC + POOLS)), lambda f: _edit_agent(f, None, without_pool_b)),
+                     "AG001")
+    assert [f.message for f in findings] == [
+        "reads kube_daemonset_status_desired_number_scheduled of the DaemonSet monitoring/gpu-metrics-pool-b, which "
+        "the kube-state-metrics job of k8s/cwagent-prometheus-config-gpu-cluster.yaml does not keep: the alarm never "
+        "gets its counts"]
+    assert findings[0].where.endswith("gpudash-gpu-cluster-gpu-data-missing-critical-monitoring-gpu-metrics-pool-b")

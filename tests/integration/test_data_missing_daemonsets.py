@@ -1,0 +1,243 @@
+"""Several exporter DaemonSets in one cluster (exporter.more_daemonsets): a Helm release per node pool, and one in
+another namespace. The Prometheus rule judges every exporter DaemonSet kube-state-metrics labels, each apart
+(data_missing.prometheus_expression); the CloudWatch agent keeps the counts of each DaemonSet the settings name with
+[ClusterName, namespace, daemonset], and each has its own data-missing alarm of the same metric math.
+
+Each story is an hour of three pools, a per 30 s step, healthy until minute 20, the change until minute 40, healthy
+again after. The CloudWatch alarms are judged over what the agent model publishes of it (cloudwatch_eval, at every
+length of the evaluation range), the rule by promtool; each minute both forms must say what the story's truth says
+(quiet until minute 20 and from minute 46, the missing pool's alarm from minute 30 until 40), and name the same
+DaemonSet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.integration.test_data_missing import (CHANGE, CLEARED_BY, FIRED_BY, RECOVER, _in_alarm, _labels,
+                                                 _one_gpu_page, _promtool_values, _target, _up_values)
+from tests.integration.test_prometheus_rules import SAMPLES, _evaluated_at, _groups, judged_rules
+from tests.support import kube_state
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
+from tests.support.dcgm_fleet import STEP, discovered
+
+STEPS = 120  # an hour of 30 s steps
+CLUSTER = "gpu-cluster"
+AGENT_FILE = f"k8s/cwagent-prometheus-config-{CLUSTER}.yaml"
+# (namespace, DaemonSet) -> its GPU nodes: two releases per node pool in `monitoring`, a third in another namespace
+POOLS = {("monitoring", "gpu-metrics-pool-a"): tuple(f"ip-10-0-1-{i}" for i in range(1, 13)),
+         ("monitoring", "gpu-metrics-pool-b"): ("ip-10-0-2-1",),
+         ("gpu-pools", "pool-c-dcgm-exporter"): ("ip-10-0-3-1",)}
+NODE_INDEX = {node: i for i, node in enumerate(n for nodes in POOLS.values() for n in nodes)}
+SETTINGS = (f"clusters:\n  - {{name: {CLUSTER}, region: us-east-1}}\n"
+            "exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: gpu-metrics-pool-a\n"
+            "  more_daemonsets: [gpu-metrics-pool-b, gpu-pools/pool-c-dcgm-exporter]\n")
+ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-critical"
+
+
+def _alarm_of(daemonset: tuple[str, str]) -> str:
+    return f"{ALARM}-{daemonset[0]}-{daemonset[1]}"
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pools")
+    (folder / "gpudash.yaml").write_text(SETTINGS)
+    project = load_project(folder / "gpudash.yaml")
+    return project, encode(build(project))
+
+
+def _story(gone: tuple[str, ...] = (), zero: bool = False, agent: bool = True, rollout: str | None = None,
+           deleted: str | None = None) -> dict:
+    """Per pool, per step: its nodes' exporters ("1" answering, "." no exporter pod) and its desired, available and
+    updated counts; `gone`: the pools whose exporter pods are gone from minute 20 to 40; `zero`: every GPU node group
+    at zero then (no node, no exporter, desired 0); `agent`: the CloudWatch agent runs then; `rollout`: the pool whose
+    exporters a RollingUpdate (maxUnavailable 1) replaces from minute 20, one node a minute (its pod gone a minute,
+    the next one's deleted as soon as the new one is available: one unavailable all along, the updated count rising);
+    `deleted`: the pool removed, its DaemonSet with it (no counts: None)."""
+    during = range(CHANGE // STEP, RECOVER // STEP)
+    story = {}
+    for (namespace, name), nodes in POOLS.items():
+        off = zero or name in gone or name == deleted
+        answering = {node: "".join("." if off and k in during else "1" for k in range(STEPS)) for node in nodes}
+        desired = tuple(0 if zero and k in during else len(nodes) for k in range(STEPS))
+        available = [0 if off and k in during else len(nodes) for k in range(STEPS)]
+        updated = list(desired)
+        if name == rollout:
+            start = CHANGE // STEP
+            for i, node in enumerate(nodes):  # node i replaced in steps start + 2i and start + 2i + 1
+                steps = list(answering[node])
+                steps[start + 2 * i:start + 2 * i + 2] = ".."
+                answering[node] = "".join(steps)
+            for k in range(start, start + 2 * len(nodes)):
+                available[k] -= 1
+                updated[k] = (k - start) // 2
+        if name == deleted:
+            desired, available, updated = ([None if k in during else v for k, v in enumerate(counts)]
+                                           for counts in (desired, available, updated))
+        story[(namespace, name)] = (answering, tuple(desired), tuple(available), tuple(updated))
+    return {"pools": story, "agent": agent}
+
+
+STORIES = {
+    "healthy": _story(),
+    "pool b's exporter pod gone from its node": _story(gone=("gpu-metrics-pool-b",)),
+    "the exporter pod of the pool in another namespace gone": _story(gone=("pool-c-dcgm-exporter",)),
+    "every GPU node group scaled to zero": _story(zero=True),
+    "CloudWatch agent stopped": _story(agent=False),
+    # each DaemonSet judged with its own rollout: pool a's (one pod unavailable all along, its updated pods moving)
+    # is its own, pool b's pod gone meanwhile is not
+    "pool b's exporter pod gone while pool a rolls out": _story(gone=("gpu-metrics-pool-b",),
+                                                                rollout="gpu-metrics-pool-a"),
+    "pool a rolls out": _story(rollout="gpu-metrics-pool-a"),
+    "pool b removed with its DaemonSet": _story(deleted="gpu-metrics-pool-b"),
+}
+# The truth: the exporter DaemonSets whose GPU data is missing from minute 20 to 40 (the agent stopped: every one,
+# on CloudWatch; Prometheus does not watch the agent)
+TRUTH = {"healthy": (), "pool b's exporter pod gone from its node": (("monitoring", "gpu-metrics-pool-b"),),
+         "the exporter pod of the pool in another namespace gone": (("gpu-pools", "pool-c-dcgm-exporter"),),
+         "every GPU node group scaled to zero": (), "CloudWatch agent stopped": tuple(POOLS),
+         "pool b's exporter pod gone while pool a rolls out": (("monitoring", "gpu-metrics-pool-b"),),
+         "pool a rolls out": (),
+         # the forms differ: the alarm reads pool b's desired count missing; the rule cannot tell a pool removed from
+         # its DaemonSet deleted while another exporter DaemonSet is labelled (README)
+         "pool b removed with its DaemonSet": (("monitoring", "gpu-metrics-pool-b"),)}
+RULE_TRUTH = {**TRUTH, "pool b removed with its DaemonSet": ()}
+
+
+def _expected(missing: tuple, minute: int) -> set | None:
+    """What must be in ALARM at `minute` (None: a minute of firing or clearing, not judged)."""
+    if minute <= CHANGE // 60 or minute >= CLEARED_BY:
+        return set()
+    if FIRED_BY <= minute < RECOVER // 60:
+        return set(missing)
+    return None
+
+
+def _pod(name: str, node: str) -> str:
+    return f"{name}-{NODE_INDEX[node]}"
+
+
+def _pod_meta(namespace: str, name: str, node: str) -> dict[str, str]:
+    """The exporter pod of a pool's release on `node`, as Kubernetes SD meets it."""
+    return {"__address__": f"10.0.9.{NODE_INDEX[node]}:9400", "__meta_kubernetes_namespace": namespace,
+            "__meta_kubernetes_pod_name": _pod(name, node), "__meta_kubernetes_pod_node_name": node,
+            "__meta_kubernetes_pod_container_port_number": "9400",
+            "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"}
+
+
+def _published(files, story: dict) -> list:
+    """What the agent publishes of the story: each pool's exporters and kube-state-metrics' counts of every exporter
+    DaemonSet (beside aws-node's, which the agent must not keep)."""
+    config, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    running = [k for k in range(STEPS) if story["agent"] or not CHANGE // STEP <= k < RECOVER // STEP]
+    scrapes = [Scrape(k * STEP, _one_gpu_page(node), discovered(job, _pod_meta(namespace, name, node)))
+               for (namespace, name), (answering, *_) in story["pools"].items()
+               for node, steps in answering.items() for k in running if steps[k] == "1"]
+    counts = [({"namespace": ns, "daemonset": ds, **kube_state.HELM_LABELS}, desired, available, updated)
+              for (ns, ds), (_, desired, available, updated) in story["pools"].items()]
+    (first, d, a, u), *more = counts
+    assert all(o == od for _, od, _, o in more)  # kube_state serves the others' updated count as their desired
+    scrapes += [kube_state.scrape(ksm_job, k * STEP, first, d[k], a[k], u[k],
+                                  more=tuple((labels, od[k], oa[k]) for labels, od, oa, _ in more if od[k] is not None))
+                for k in running]
+    return Agent(config, job, others=[ksm_job]).run(scrapes)
+
+
+@pytest.mark.parametrize("name", STORIES)
+def test_each_exporter_daemonset_has_its_alarm(pools, name):
+    """Pool b's exporter pod gone from its only node (or the pool's in another namespace): its DaemonSet's alarm is in
+    ALARM from minute 30 to 40, the others' stay OK (before exporter.more_daemonsets the one cluster alarm read pool a
+    alone and stayed OK); every node group at zero: nothing; the agent stopped: every DaemonSet's alarm. No other
+    alarm of the rule fires: the per-node alarm does not see a target that is gone."""
+    project, files = pools
+    requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if i["Request"]["AlarmName"].startswith(ALARM.removesuffix("-critical"))]
+    assert {_alarm_of(d) for d in POOLS} <= {r["AlarmName"] for r in requests}
+    points = _published(files, STORIES[name])
+    wrong = {}
+    for minute in range(1, STEPS // 2 + 1):
+        expected = _expected(TRUTH[name], minute)
+        fired = set(_in_alarm(requests, points, minute * 60))
+        if expected is not None and fired != {_alarm_of(d) for d in expected}:
+            wrong[minute] = sorted(fired)
+    assert wrong == {}
+
+
+def _values(counts: tuple) -> str:
+    """promtool values of a count per step (None: no sample, a staleness marker where it stops)."""
+    return " ".join("_" if v is None and (not k or counts[k - 1] is None) else "stale" if v is None else str(v)
+                    for k, v in enumerate(counts))
+
+
+def _rule_series(story: dict) -> list[dict]:
+    """The story as the Prometheus that scrapes the exporters (gpudash's job) and kube-state-metrics holds it."""
+    series = []
+    ksm = 'job="kube-state-metrics",instance="10.0.2.9:8080"'
+    for (namespace, name), (answering, desired, available, updated) in story["pools"].items():
+        selector = f'{ksm},namespace="{namespace}",daemonset="{name}"'
+        series += [{"series": f"{kube_state.DESIRED}{{{selector}}}", "values": _values(desired)},
+                   {"series": f"{kube_state.AVAILABLE}{{{selector}}}", "values": _values(available)},
+                   {"series": f"{kube_state.UPDATED}{{{selector}}}", "values": _values(updated)},
+                   {"series": f"{kube_state.LABELS}{{{selector},{_labels(kube_state.HELM_LABELS)}}}",
+                    "values": _values(tuple(None if v is None else 1 for v in desired))}]
+        for node, steps in answering.items():
+            # a pod replaced is a new target (another pod name) from its first answer after the gap
+            cut = steps.find(".")
+            parts = [(_pod(name, node), steps[:cut] + "." * (len(steps) - cut) if cut >= 0 else steps)]
+            if cut >= 0 and "1" in steps[cut:]:
+                start = steps.index("1", cut)
+                parts.append((_pod(name, node) + "-new", "." * start + steps[start:]))
+            for pod, part in parts:
+                target = _labels(_target(node, pod))
+                series += [{"series": f"up{{{target}}}", "values": _up_values(part)},
+                           {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
+                           {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}',
+                            "values": _promtool_values(part, "60")}]
+    return series
+
+
+def test_the_rule_names_the_same_daemonset_minute_by_minute(pools, tmp_path):
+    """The rule over the same stories (but the agent's, which Prometheus does not see), by promtool: at each minute it
+    fires for the DaemonSets the CloudWatch alarms name (test_each_exporter_daemonset_has_its_alarm), and no other."""
+    import subprocess
+
+    from tests.support.prometheus_server import binary
+
+    _, files = pools
+    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+                if r["alert"] == "GpudashGpuDataMissing")
+    judged = [name for name in STORIES if name != "CloudWatch agent stopped"]
+    tests = [{"name": name, "interval": "30s", "input_series": _rule_series(STORIES[name]),
+              "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
+                                  for m in range(1, STEPS // 2 + 1)]} for name in judged]
+    (tmp_path / "pools_test.yaml").write_text(json.dumps({
+        "rule_files": [judged_rules(tmp_path, "pools_test.yaml", {rule["alert"]})],
+        "evaluation_interval": _evaluated_at(tests, "30s"), "tests": tests}))
+    result = subprocess.run([binary("promtool"), "test", "rules", "pools_test.yaml"], capture_output=True, text=True,
+                            cwd=tmp_path)
+    output = result.stdout + result.stderr
+    # promtool reports each failed case (every case expects no alert) with its test's name, the time and the alerts
+    fired: dict[str, dict[int, set]] = {name: {} for name in judged}
+    for name, time, got in re.findall(r"name: (.*?),\s*alertname: \S+, time: (\S+?),\s*exp:\[\],\s*got:\[(.*?)\n\s*\]",
+                                      output, re.S):
+        hours, mins = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:0s)?", time).groups()
+        fired[name][int(hours or 0) * 60 + int(mins or 0)] = {
+            (re.search(r'namespace="([^"]*)"', labels)[1], re.search(r'daemonset="([^"]*)"', labels)[1])
+            for labels in re.findall(r"Labels:\{(.*?)\}", got)}
+    assert (result.returncode != 0) == any(fired.values()), output
+    wrong = {}
+    for name in judged:
+        for minute in range(1, STEPS // 2 + 1):
+            expected = _expected(RULE_TRUTH[name], minute)
+            if expected is not None and fired[name].get(minute, set()) != expected:
+                wrong[(name, minute)] = fired[name].get(minute)
+    assert wrong == {}, output[-3000:]
