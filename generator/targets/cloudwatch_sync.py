@@ -16,11 +16,11 @@ read just before its own call.
 Just before writing, what is written is read again: an object that appeared or changed since the
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
 and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
-show an alarm as the plan read it) and then its fields, read again right before its batch's writes (the fields,
-then the alarm's own tags, once more right before its own write), or its fields and then its own tags (the ownership
-read last) right before its own DeleteAlarms call, still as the plan read them.
-That last read of an alarm's fields is a read made anyway, just before its write: the batch's read for its
-first alarm, the read-back of the alarm written before it (which reads both) for the next. Each
+show an alarm as the plan read it) and then its fields, read again right before its batch's writes (and once more
+right before its own write: an alarm the plan found, its own tags, then its fields; one to create, its fields, a read
+made anyway: the batch's read for its first alarm, the read-back of the alarm written before it for the next), or
+its fields and then its own tags (the ownership read last) right before its own DeleteAlarms call, still as the plan
+read them. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
 in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
 not read back done (an answer of `{}` proves nothing) is a failure, and no evidence is tagged for it.
@@ -715,21 +715,25 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     so that the form is not taken for a console edit next time; read right after the write (not after the batch),
     a person's edit made since cannot pass for that form.
 
-    `just_read` holds alarms (None: not there) read by the call made just before this one: this alarm's fields
-    are read again only when it does not hold them. The read-back also reads `following` (the next alarm to
+    `just_read` holds alarms (None: not there) read by the call made just before this one: the fields of an alarm to
+    create are read again only when it does not hold them (an alarm the plan found reads its own tags, whose read may
+    wait for its pace, and then its fields, always). The read-back also reads `following` (the next alarm to
     write) into it: that is the read right before the next write, unless this alarm's tag write follows its
     read-back (then the next alarm reads its fields anew: a console edit made during the tag write is seen)."""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
     just_read = {} if just_read is None else just_read
-    if change.name in just_read:
+    owned = {"AlarmName": change.name, "AlarmArn": live["arn"]} if live.get("arn") else None
+    # An alarm the plan found: its own tags first (ListTagsForResource, whose pace may hold the read up to a second),
+    # then its fields (DescribeAlarms): both a round trip old when the write goes, not the fields a paced wait older.
+    tags_before = cloudwatch.alarm_tags(region, owned) if owned else None
+    if change.name in just_read and owned is None:
         now = just_read.pop(change.name)
     else:
+        just_read.pop(change.name, None)
         now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
-    owned = {"AlarmName": change.name, "AlarmArn": live["arn"]} if live.get("arn") else None
-    tags_before = cloudwatch.alarm_tags(region, owned) if moved is None and owned else None
-    if tags_before is not None:
+    if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
     if moved:
         raise _not_overwritten(change, moved)

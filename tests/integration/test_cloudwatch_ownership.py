@@ -543,6 +543,26 @@ def test_an_update_reads_its_alarms_own_tags_right_before_its_write(proxied, pub
     assert alarms(client)[EDITED]["Threshold"] == 87.0 and "ManagedBy" not in _tags(client, EDITED)
 
 
+def test_a_console_edit_made_while_an_updates_own_tags_are_read_is_not_overwritten(proxied, published, project_dir):
+    """An update read its alarm's fields, then its own tags (ListTagsForResource, paced at 3 a second: that read may
+    wait its turn, up to a second), then wrote: a console edit made meanwhile (here: as the tag read goes) was
+    overwritten with gpudash's threshold, exit 0. The tags are read first now and the fields last, right before the
+    write: the edit is seen and kept, reported (exit 3)."""
+    import json
+
+    proxy, client, apply = proxied
+    published()
+    arn = alarms(client)[EDITED]["AlarmArn"]
+    fresh(proxy)
+    proxy.inject(Rule(path="/", operation="ListTagsForResource", action="before", contains=json.dumps(arn).encode(),
+                      callback=lambda: edit_in_console(client, EDITED, threshold=95.0)))
+    code, report, stderr = apply("--config", str(project_dir(THRESHOLD_CHANGE)))
+    failed = {f["name"]: f["error"] for f in report["failed"]}
+    assert alarms(client)[EDITED]["Threshold"] == 95.0, (code, report["written"], failed)
+    assert code == 3 and list(failed) == [EDITED], stderr
+    assert "changed by someone else since the plan; not overwritten" in failed[EDITED], failed
+
+
 def test_a_batchs_tag_read_that_is_not_an_api_answer_writes_nothing(proxied, published, project_dir):
     """The last look's GetResources by ARN answered `{}` (every time): not "no tags" (which would send each alarm to
     be asked alone, or worse, be read as none owned), but a failure: the batch's update is not written (exit 3)."""
