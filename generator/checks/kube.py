@@ -648,8 +648,9 @@ SLICED_CHECK = "GPUs shared by pods"
 
 def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) -> list[Check]:
     """Without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter labels a GPU that device-plugin replicas share (time-slicing,
-    MPS) with ONE of the pods holding it, the last that kubelet lists (its order is not fixed): per-pod views and
-    alarms show one of the sharing pods at a time, never each. With the setting each pod gets a copy. Nothing is
+    MPS) with ONE of the pods holding it per scrape, the last that kubelet lists (its order is not fixed): Grafana's
+    per-pod gauge panels look back over 4 scrape intervals for the pods named (promql.label_lookback), alarms and
+    CloudWatch read a pod at the scrapes naming it alone. With the setting each pod gets a copy. Nothing is
     said when the setting is on or no node shares its GPUs (as far as GPU feature discovery's labels and the
     node's nvidia.com/gpu capacity tell)."""
     if _virtual_on(_container(daemonset, style)):
@@ -659,8 +660,10 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
         return []
     return [Check(GROUP, SLICED_CHECK, WARN,
                   "; ".join(shared) + ": the exporter runs without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods "
-                  "share with one of them at a time (the last kubelet lists): per-pod panels, tables and alarms "
-                  "show one of the sharing pods, not each",
+                  "share with one of them per scrape (the last kubelet lists): Grafana's per-pod gauge panels and "
+                  "table show each pod a scrape of the last 4 scrape intervals named, but per-pod alarms (both "
+                  "forms), CloudWatch's per-pod widgets and per-pod counter panels read a pod only at the scrapes "
+                  "that name it",
                   "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
                   "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]
 

@@ -249,7 +249,7 @@ def test_the_exporters_virtual_gpus_setting_must_be_read_apart(stack, tmp_path):
     assert checks[("kube", "virtual GPUs setting")]["status"] == "ok"
 
 
-def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_that_per_pod_views_show_one_pod(stack, tmp_path):
+def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_what_per_pod_views_read(stack, tmp_path):
     """Without KUBERNETES_VIRTUAL_GPUS the exporter labels a time-sliced GPU with one of the pods sharing it (the last
     kubelet lists), not each: a node that GPU feature discovery labels time-slicing, or whose nvidia.com/gpu capacity
     exceeds nvidia.com/gpu.count, is a warning naming it and the setting; with the setting on, nothing to say."""
@@ -264,8 +264,10 @@ def test_gpus_shared_by_time_slicing_without_virtual_gpus_warn_that_per_pod_view
     assert code == 0 and checks[name]["status"] == "warn"
     assert checks[name]["detail"] == (
         "gpu-node-b advertises 4 nvidia.com/gpu (nvidia.com/gpu.sharing-strategy time-slicing): the exporter runs "
-        "without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods share with one of them at a time (the last kubelet "
-        "lists): per-pod panels, tables and alarms show one of the sharing pods, not each")
+        "without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods share with one of them per scrape (the last kubelet "
+        "lists): Grafana's per-pod gauge panels and table show each pod a scrape of the last 4 scrape intervals named, "
+        "but per-pod alarms (both forms), CloudWatch's per-pod widgets and per-pod counter panels read a pod only at "
+        "the scrapes that name it")
     assert "KUBERNETES_VIRTUAL_GPUS=true" in checks[name]["fix"]
     assert "exporter.virtual_gpus: true" in checks[name]["fix"]
     sliced["metadata"]["labels"].pop("nvidia.com/gpu.sharing-strategy")  # an older feature discovery: the count
