@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import gc
 import io
 import json
 import os
@@ -14,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from .cli_base import Between, config_option, csv_option, load_project_for, main, optional_path, output_option
+from .cli_base import (Between, config_option, csv_option, load_project_for, main, no_cycle_collection, optional_path,
+                       output_option)
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
 
@@ -100,20 +100,6 @@ def _exit(code) -> None:
     sys.exit(code)
 
 
-@contextlib.contextmanager
-def _no_cycle_collection():
-    """A build makes millions of short-lived objects and next to no garbage cycles (reference counting
-    frees the rest): the cycle collector would walk every live object again and again, about a
-    tenth of a 1,000-cluster build, to find a few dozen objects at most."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 @main.command()
 @config_option
 @csv_option
@@ -131,7 +117,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
     target = Path(out)
-    with _no_cycle_collection():
+    with no_cycle_collection():
         # a dashboard CloudWatch would cut short, or a widget or alarm the classic agent would feed a wrong
         # number, is refused, not written
         artifacts = checked_build(project)

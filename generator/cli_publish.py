@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from . import redact
-from .cli_base import Between, checked_url, config_option, csv_option, load_project_for, main, output_option
+from .cli_base import (Between, checked_url, config_option, csv_option, load_project_for, main, no_cycle_collection,
+                       output_option)
 from .errors import EXIT_FINDINGS, GpudashError, RemoteError
 
 
@@ -459,13 +460,14 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
                                 profile=profile, endpoint_url=endpoint_url, timeout=timeout,
                                 prometheus_in_use="prometheus" not in skip, cluster=cluster)
     options.start()  # the deadline counts from here: reading the project is part of the run
-    project = load_project_for(config, csv)
-    names = [c.name for c in project.settings.clusters]
-    if cluster is not None and cluster not in names:
-        raise GpudashError(f"--cluster {cluster}: no such entry in clusters ({', '.join(names[:10])}"
-                           f"{f' and {len(names) - 10} more' if len(names) > 10 else ''})",
-                           hint="name the entry of clusters in gpudash.yaml that the kube context is")
-    checks = verifying.run(project, options, groups, processes=True)
+    with no_cycle_collection():  # reading the project and the clients' imports are most of the run
+        project = load_project_for(config, csv)
+        names = [c.name for c in project.settings.clusters]
+        if cluster is not None and cluster not in names:
+            raise GpudashError(f"--cluster {cluster}: no such entry in clusters ({', '.join(names[:10])}"
+                               f"{f' and {len(names) - 10} more' if len(names) > 10 else ''})",
+                               hint="name the entry of clusters in gpudash.yaml that the kube context is")
+        checks = verifying.run(project, options, groups, processes=True)  # the child inherits the setting
     if all(c.status == verifying.SKIP for c in checks):
         raise GpudashError("nothing to verify: " + ("; ".join(c.detail for c in checks) or "no check applies"),
                            hint="check the settings (clusters, exporter) and the --skip options")
