@@ -9,6 +9,8 @@ so they never hold the process).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import pickle
 import queue
@@ -71,20 +73,26 @@ def _threads(groups: Iterable[str], runners, project: Project, options: Options,
                          name=f"gpudash-verify-{group}").start()
 
 
-def _kube_side(groups: tuple[str, ...], options: Options) -> tuple[str, ...]:
-    """The groups that use the Kubernetes client: kube, and exporter when it reads /metrics through the API
-    server's proxy (no --exporter-url)."""
-    return tuple(g for g in groups if g == "kube" or (g == "exporter" and not options.exporter_url))
+def _child_side(groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The groups a child process runs when the cloudwatch group runs beside others: all but cloudwatch. Importing
+    boto3 and making its client is about half of a run's work; the Kubernetes client's import and reads, and the
+    Prometheus and exporter reads (requests), are the other half."""
+    return tuple(g for g in groups if g != "cloudwatch") if "cloudwatch" in groups else ()
 
 
 def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, out: "queue.Queue") -> int | None:
-    """Run `groups` in a child process: importing the Kubernetes client and running its checks there takes
-    the other CPU while this process imports and runs the rest. Their checks (and the secrets the child
-    learnt, to be masked here) come back through a pipe onto `out`. The child's pid, or None when this
-    process cannot fork safely (no fork, or other threads running whose locks the copy would inherit) or at all."""
+    """Run `groups` in a child process, on the other CPU while this process imports boto3 and runs the rest.
+    Their checks (and the secrets the child learnt, to be masked here) come back through a pipe onto `out`. The
+    child's pid, or None when this process cannot fork safely (no fork, or other threads running whose locks the
+    copy would inherit) or at all."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    import requests  # noqa: F401 - both processes read HTTP with it (or urllib3 under it): imported once, here
+    # Imported once, before the copy: what both processes' clients import (urllib3, under requests, botocore and the
+    # Kubernetes client; dateutil and multiprocessing.pool, under botocore and the Kubernetes client), and requests,
+    # which two of the child's groups import (two threads importing one module at once can see it half made)
+    for shared in ("requests", "dateutil.parser", "dateutil.tz", "multiprocessing.pool"):
+        with contextlib.suppress(ImportError):  # only a saving
+            importlib.import_module(shared)
     reader, writer = os.pipe()
     try:
         pid = os.fork()
@@ -147,15 +155,16 @@ def _reap(pid: int) -> None:
 
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
         processes: bool = False) -> list[Check]:
-    """Every check of `groups`, each group concurrently. With `processes`, the groups that use the Kubernetes
-    client run in a child process, on another CPU (the client's import alone is most of a run)."""
+    """Every check of `groups`, each group concurrently. With `processes`, the groups other than cloudwatch run in a
+    child process, on another CPU (each side imports a client that is most of its work: boto3 here, the Kubernetes
+    client and requests there)."""
     runners = _runners()
     if not options.deadline:
         options.start()
     out: queue.Queue = queue.Queue()
     results: dict[str, list[Check]] = {group: [] for group in groups}
-    forked = _kube_side(groups, options) if processes else ()
-    child = _fork(forked, runners, project, options, out) if forked and len(forked) < len(groups) else None
+    forked = _child_side(groups) if processes else ()
+    child = _fork(forked, runners, project, options, out) if forked else None
     _threads([g for g in groups if child is None or g not in forked], runners, project, options, out)
     pending = set(groups)
     try:
