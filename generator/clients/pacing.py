@@ -50,5 +50,16 @@ class Pacer:
         if slot > now:
             self.clock.sleep(slot - now)
 
+    def ready(self, region: str, api: str) -> None:
+        """Block until a call of `api` in `region` would start at once; nothing is counted. Waiting here, before the
+        reads that go with the call, leaves those reads as fresh when it starts as they were when they were made."""
+        with self.lock:
+            rate = int(self.rates.get(api) or 0)
+            starts = self.recent.get((region, api))
+            now = self.clock.now()
+            slot = max(now, starts[0] + WINDOW_SECONDS) if rate > 0 and starts and len(starts) >= rate else now
+        if slot > now:
+            self.clock.sleep(slot - now)
+
     def writes(self, apis: tuple[str, ...]) -> int:
         return sum(self.calls.get(api, 0) for api in apis)

@@ -814,6 +814,14 @@ class TagsMoved(RemoteError):
     """An alarm's tags, read right before a tag write, are not as they were before its fields were written."""
 
 
+def _turns(cloudwatch: CloudWatch, region: str, *apis: str) -> None:
+    """Wait, before the reads a write or delete is judged on, for the turn of each call they and it make (their
+    pacing): the wait falls before the reads, never between them and the write (CloudWatch has no conditional
+    write: what changes after the last read is not seen)."""
+    for api in apis:
+        cloudwatch.pacer.ready(region, api)
+
+
 def _tagged_since(change: Change, now: list[dict[str, str]], tagged: Callable[[list[dict[str, str]]], bool]) -> bool:
     """Before the first TagResource of an update whose fields were just written: the alarm's own tags read `now`
     (its tags were read before PutMetricAlarm; the write and its read-back came since). True when they carry the
@@ -1116,6 +1124,7 @@ def _evidence_now(cloudwatch: CloudWatch, region: str, batch: list[Change]
     fields once more where an alarm shows no tags: one deleted since is already gone, not taken over)."""
     names = [c.name for c in batch]
     if any(c.action == DELETE for c in batch):
+        _turns(cloudwatch, region, "ListTagsForResource", "DeleteAlarms")
         now = cloudwatch.metric_alarms(region, names=names)
         tags = _tags_now(cloudwatch, region, batch)
         if any(not tags.get(c.name) for c in batch if c.name in now):  # none: stripped, or deleted since (its tags
