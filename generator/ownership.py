@@ -258,10 +258,18 @@ def stamped_cloudwatch_text(body: dict[str, Any], name: str, project: str) -> st
     text less the encoded stamp is the canonical text of the unstamped body, which the hash covers."""
     pending = canonical_json(_stamp(_PENDING))[1:-1]  # the stamp as it appears inside the encoded header
     text = canonical_json(_with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(_PENDING)))
-    if text.count(pending) != 1:  # the placeholder occurs in the body itself: take the long way
+    at = text.find(pending)
+    end = at + len(pending)
+    if at < 0 or text.find(pending, end) >= 0:  # the placeholder occurs in the body itself: take the long way
         return compact_json(stamp_cloudwatch_body(body, name, project))
-    digest = hashlib.sha256(_bound_to(name, project) + text.replace(pending, b"", 1)).hexdigest()[:16]
-    return ascii_json(text.replace(pending, canonical_json(_stamp(digest))[1:-1], 1).decode())
+    whole = memoryview(text)  # the text around the placeholder, hashed and joined without copies of its own
+    digest = hashlib.sha256(_bound_to(name, project))
+    digest.update(whole[:at])
+    digest.update(whole[end:])
+    stamp = canonical_json(_stamp(digest.hexdigest()[:16]))[1:-1]
+    # escaped piece by piece (a character at a time, so as a whole): what follows the header is most of the text,
+    # and without the header's non-ASCII characters it is read as one byte a character
+    return "".join([ascii_json(str(piece, "utf-8")) for piece in (whole[:at], stamp, whole[end:])])
 
 
 def unstamped_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:

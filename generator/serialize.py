@@ -51,7 +51,7 @@ def json_string(text: str) -> bytes:
 
 
 _SLOT = "gpudash-json-string-slot-"
-_SLOTS = re.compile(('"' + _SLOT + '([0-9]+)"').encode())
+_SLOT_OPENING = ('"' + _SLOT).encode()  # how a slot's JSON string starts; its number and closing quote follow
 
 
 def string_slot(index: int) -> str:
@@ -65,11 +65,19 @@ def to_json_filled(data: Any, strings: list[bytes], whole: Callable[[], Any]) ->
     dashboard's body, in its file and its template), and the checks of the fast path (`_orjson`) read the rest
     only. `whole()` is written instead where the slots are not each found once."""
     text = to_json(data)
-    pieces = _SLOTS.split(text)  # the text between slots, and each slot's number (odd places)
-    if text.count(_SLOT.encode()) != len(strings) or sorted(map(int, pieces[1::2])) != list(range(len(strings))):
+    if text.count(_SLOT.encode()) != len(strings):  # a slot's text elsewhere in the data
         return to_json(whole())
-    pieces[1::2] = [strings[int(number)] for number in pieces[1::2]]
-    return b"".join(pieces)
+    pieces = text.split(_SLOT_OPENING)  # the text before the first slot, then each slot's number, quote and the rest
+    quotes = [piece.find(b'"') for piece in pieces[1:]]
+    if not all(quote > 0 and piece[:quote].isdigit() for quote, piece in zip(quotes, pieces[1:])):
+        return to_json(whole())
+    numbers = [int(piece[:quote]) for quote, piece in zip(quotes, pieces[1:])]
+    if sorted(numbers) != list(range(len(strings))):
+        return to_json(whole())
+    filled = [pieces[0]]
+    for number, quote, piece in zip(numbers, quotes, pieces[1:]):
+        filled += (strings[number], memoryview(piece)[quote + 1:])
+    return b"".join(filled)
 
 
 def _pretty_fast(data: Any) -> bytes | None:
