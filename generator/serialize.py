@@ -373,8 +373,10 @@ def _dump(documents: list[Any], fast: bool | None = None) -> str:
 # What PyYAML writes in a block as it is: line breaks, printable ASCII, and the characters it writes as
 # themselves with allow_unicode (not NEL, the line and paragraph separators, the BOM, U+FFFE, U+FFFF, U+10FFFF).
 _BLOCK_ASCII = bytes([0x0a, *range(0x20, 0x7f)])
-_NOT_IN_BLOCK = re.compile("[^\n\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd"
-                           "\U00010000-\U0010fffe]")
+# Written as the characters a block cannot hold (the complement of \n, \x20-\x7e, \xa0-\u2027, \u202a-\ud7ff,
+# \ue000-\ufefe, \uff00-\ufffd and \U00010000-\U0010fffe): the complement, as a character class, took ~10 ms to compile
+# at every start.
+_NOT_IN_BLOCK = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff\U0010ffff]")
 
 
 def _literal_as_is(value: str) -> bool:

@@ -144,8 +144,18 @@ NO_DATA_FLAG = [f"set(value_double, -1.0) where {_SAMPLES_POINT} and value_doubl
                 f"set(value_double, 1.0) where {_SAMPLES_POINT} and value_double == -1.0"]
 
 
+_ONE_NAME = re.compile(r"\^[A-Za-z0-9_]+\$")  # a selector that names one metric: read without compiling it
+
+
+def selects(selector: str, name: str) -> bool:
+    """A metric_name_selectors regex selects the metric `name` (re.search, as the agent's filter matches)."""
+    if _ONE_NAME.fullmatch(selector):
+        return name in (selector[1:-1], selector[1:-1] + "\n")  # `$` also matches before a final line break
+    return re.search(selector, name) is not None
+
+
 def samples_published(declarations: list[dict[str, Any]]) -> bool:
-    return any(re.search(selector, SAMPLES_NAME) for d in declarations for selector in d["metric_name_selectors"])
+    return any(selects(selector, SAMPLES_NAME) for d in declarations for selector in d["metric_name_selectors"])
 
 
 def scrape_series(declarations: list[dict[str, Any]]) -> str:
@@ -200,7 +210,7 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
     that publish them)."""
     pod_set = set(settings.cloudwatch.dimensions)
     sets = [tuple(d) for declaration in declarations for d in declaration["dimensions"]
-            if any(re.search(selector, name) for selector in declaration["metric_name_selectors"]
+            if any(selects(selector, name) for selector in declaration["metric_name_selectors"]
                    for name in names)]
     own = {label for name in names for label in catalog.get(name).own_labels}
     per_pod = {*GPU_IDENTITY, *own, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
@@ -361,7 +371,7 @@ def _total_fields(catalog: Catalog, declarations: list[dict[str, Any]]) -> list[
             mark = POD_TOTALS[kind][0]
             pod = sorted(d for d in dims if d != mark)
             result += [(kind, mark, pod, name) for selector in declaration.get("metric_name_selectors") or []
-                       for name in [next((m.name for m in catalog if re.search(selector, m.name)), None)] if name]
+                       for name in [next((m.name for m in catalog if selects(selector, m.name)), None)] if name]
     return result
 
 

@@ -16,7 +16,7 @@ from generator.lint import run
 from generator.lint.feed_rules import RULES
 from generator.output import encode
 from generator.project import load_project
-from generator.render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, receiver
+from generator.render.agent_otel import MIN_AGENT_VERSION, OTEL_KEY, receiver, selects
 from generator.settings import Cluster
 from tests.support import kube_state
 from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
@@ -484,3 +484,16 @@ def test_the_models_merge_keeps_aggregateutils_order_and_flags():
     assert merged(None, 7.0) == [None]
     assert [str(v) for v in merged(7.0, float("nan"))] == ["nan"]
     assert merged(3.0) == [3.0] and merged(2.0, 9.0) == [9.0]
+
+
+def test_a_selector_naming_one_metric_selects_as_its_regex_does():
+    """Selectors of one name are read without compiling them: each answers as re.search."""
+    import re
+
+    names = ["DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL\n", "DCGM_FI_DEV_GPU_UTILX", "XDCGM_FI_DEV_GPU_UTIL", "",
+             "scrape_samples_post_metric_relabeling", "a"]
+    selectors = ["^DCGM_FI_DEV_GPU_UTIL$", "^DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL$", "^DCGM_.*$", "^a$", "^$",
+                 "^scrape_samples_post_metric_relabeling$", "^DCGM_FI_DEV_GPU_UTIL$|^a$", "^a\\$"]
+    for selector in selectors:
+        for name in names:
+            assert selects(selector, name) == (re.search(selector, name) is not None), (selector, name)
