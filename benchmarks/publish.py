@@ -1,6 +1,7 @@
 """Benchmark: publishing, as whole processes and in-process.
 
-CloudWatch (moto's server behind a counting proxy, real pacing, whole `gpudash apply` processes):
+CloudWatch (moto's server behind a counting proxy, real pacing, whole `gpudash apply` processes; at the smallest
+size, GPUDASH_BENCH_SMOKE=1, the pacing runs on a clock that does not sleep):
 a no-op apply for 3 and 10 clusters (median of 5, with the write calls each made), a first apply
 for 10 clusters, a prune of 9 of those 10 clusters (`--prune --removed-cluster`: its alarms' last look
 before DeleteAlarms), and a first apply of 3 clusters in one Region against the same 3 clusters spread
@@ -31,7 +32,14 @@ from generator.clients.cloudwatch import WRITES as WRITE_APIS  # noqa: E402
 from tests.support.fault_proxy import FaultProxy  # noqa: E402
 from tests.support.moto_server import FAKE_CREDENTIALS, MotoServer  # noqa: E402
 
-GPUDASH = Path(sys.executable).parent / "gpudash"
+GPUDASH = [str(Path(sys.executable).parent / "gpudash")]
+if SMOKE:  # the suite's smoke run (tests/integration/test_benchmarks.py) waits on no real pacing: gpudash's pacing and
+    # deadline on a clock that advances without sleeping (tests/support/standins.py), in-process runs on one too
+    from generator.clients import deadline  # noqa: E402
+    from tests.support.clock import FakeClock  # noqa: E402
+
+    GPUDASH = [sys.executable, "-m", "tests.support.standins", "gpudash"]
+    deadline.CLOCK = FakeClock()
 SPEC = REFERENCE / "grafana" / "grafana-http-api.openapi.json"
 FLEETS = (1,) if SMOKE else (3, 10)  # clusters of the no-op applies; the first apply is timed for the last
 SPREAD = 2 if SMOKE else 3  # clusters of the 1 Region / one Region each comparison
@@ -61,10 +69,12 @@ def _settings(folder: Path, name: str, regions: list[str]) -> Path:
 def _apply(settings: Path, proxy: FaultProxy, *flags: str) -> tuple[float, int, dict]:
     """One whole `gpudash apply` process: (seconds, write calls, its JSON report)."""
     env = {**os.environ, **FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": proxy.url, "AWS_DEFAULT_REGION": "us-east-1"}
+    if SMOKE:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
     with proxy.lock:
         proxy.operations.clear()
     start = time.perf_counter()
-    result = subprocess.run([str(GPUDASH), "apply", "--skip-verify", "--config", str(settings), "--output", "json",
+    result = subprocess.run([*GPUDASH, "apply", "--skip-verify", "--config", str(settings), "--output", "json",
                              *flags],
                             capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
@@ -84,7 +94,8 @@ def _prune(scratch: Path, proxy: FaultProxy, clusters: int) -> None:
 
 
 def cloudwatch_figures(scratch: Path) -> None:
-    print("CloudWatch, whole `gpudash apply` processes against moto (real pacing):")
+    pacing = "pacing on a clock that does not sleep" if SMOKE else "real pacing"
+    print(f"CloudWatch, whole `gpudash apply` processes against moto ({pacing}):")
     print(f"{'run':52} {'objects':>8} {'writes':>7} {'time':>8}")
     with MotoServer() as moto, FaultProxy(moto.url) as proxy:
         for clusters in FLEETS:

@@ -34,6 +34,24 @@ PRINTS = {
 NEEDS = {"queries.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
 
 
+def _real_pacing_recorded(folder: Path) -> dict[str, str]:
+    """Environment in which every Python process the script starts (itself included: PYTHONPATH's sitecustomize)
+    appends to `folder`/real-sleeps each real sleep the publishing deadline's real clock makes (pacing, backoff,
+    Retry-After: generator/clients/deadline.Clock.sleep)."""
+    site = folder / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(f"""import os, sys, time
+_sleep = time.sleep
+def sleep(seconds):
+    if sys._getframe(1).f_code.co_filename.endswith(os.path.join("generator", "clients", "deadline.py")):
+        with open({str(folder / "real-sleeps")!r}, "a") as record:
+            record.write(f"{{seconds}}\\n")
+    _sleep(seconds)
+time.sleep = sleep
+""")
+    return {"PYTHONPATH": os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))}
+
+
 def test_every_script_is_run_here():
     assert SCRIPTS == sorted(PRINTS)
 
@@ -44,7 +62,8 @@ def test_the_script_runs_at_its_smallest_size(script, reference, tmp_path):
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (`make services`)")
     arguments = [str(tmp_path / "out"), "2", "2"] if script == "sdk_dashboards.py" else ARGUMENTS.get(script, [])
-    env = {**os.environ, "GPUDASH_BENCH_SMOKE": "1", "GPUDASH_REFERENCE": str(reference)}
+    env = {**os.environ, "GPUDASH_BENCH_SMOKE": "1", "GPUDASH_REFERENCE": str(reference),
+           **_real_pacing_recorded(tmp_path)}
     env.pop("BENCH_SUITE", None)
     result = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True,
                             env=env, cwd=tmp_path, timeout=300)
@@ -52,5 +71,9 @@ def test_the_script_runs_at_its_smallest_size(script, reference, tmp_path):
     assert "skipped benchmarks" not in result.stdout, result.stdout
     for text in PRINTS[script]:
         assert text in result.stdout, result.stdout
+    # issue 13: only tests/integration/test_cloudwatch_apply.py's one test waits on the real pacer
+    slept = (tmp_path / "real-sleeps").read_text().split() if (tmp_path / "real-sleeps").exists() else []
+    assert slept == [], f"the script and the processes it ran slept {sum(map(float, slept)):.2f} s on the real " \
+                        f"pacing and deadline clock"
     if script == "sdk_dashboards.py":
         assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["sdk-0.json", "sdk-1.json"]
