@@ -194,7 +194,8 @@ from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import EXPORTER_LABELS, exporter_daemonset, named_daemonsets, several_daemonsets, style_for
+from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, named_daemonsets, namespace_matcher,
+                              several_daemonsets, style_for)
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
@@ -686,10 +687,11 @@ NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
 
 
 def operator_targets(settings: Settings, *, node: bool) -> str:
-    """The exporter targets of the operator's or the chart's ServiceMonitor (their own `container` and `namespace`),
-    with `node` (relabelled by the user) or without it (as shipped: its node is then kube_pod_info's)."""
+    """The exporter targets of the operator's or the chart's ServiceMonitor (their own `container` and `namespace`: the
+    namespace of an exporter DaemonSet the settings name, exporter.more_daemonsets' too), with `node` (relabelled by the
+    user) or without it (as shipped: its node is then kube_pod_info's)."""
     style = style_for(settings)
-    operator = f'container="{style.container}", namespace="{settings.exporter.namespace}"'
+    operator = f'container="{style.container}", {namespace_matcher(settings)}'
     return f'{SAMPLES}{{exporter_pod="", node{"!=" if node else "="}"", {operator}}}'
 
 
@@ -700,8 +702,8 @@ def pod_join_keys(settings: Settings) -> str:
 
 
 def exporter_pods(settings: Settings) -> str:
-    """kube-state-metrics' kube_pod_info of the pods in the exporter's namespace that name their node."""
-    return f'{POD_INFO}{{namespace="{settings.exporter.namespace}", {NODE_LABEL}!=""}}'
+    """kube-state-metrics' kube_pod_info of the pods in the exporters' namespaces that name their node."""
+    return f'{POD_INFO}{{{namespace_matcher(settings)}, {NODE_LABEL}!=""}}'
 
 
 def no_data_expression(settings: Settings, window: int, threshold: float, step: int) -> str:

@@ -53,6 +53,21 @@ def named_daemonsets(settings, cluster=None) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys(found))
 
 
+def exporter_namespaces(settings, cluster=None) -> list[str]:
+    """The namespaces the exporter pods are scraped in: exporter.namespace, and those of the cluster's other exporter
+    DaemonSets (exporter.more_daemonsets; without a cluster, of every cluster's)."""
+    clusters = [cluster] if cluster else settings.clusters
+    return list(dict.fromkeys([settings.exporter.namespace, *(namespace for c in clusters
+                                                              for namespace, _ in named_daemonsets(settings, c))]))
+
+
+def namespace_matcher(settings) -> str:
+    """PromQL matcher of the exporter pods' namespaces (exporter_namespaces, every cluster's): `namespace="ns"`, or a
+    regex of several."""
+    namespaces = exporter_namespaces(settings)
+    return f'namespace="{namespaces[0]}"' if len(namespaces) == 1 else f'namespace=~"{"|".join(namespaces)}"'
+
+
 def several_daemonsets(settings) -> bool:
     """Whether a cluster names more than one exporter DaemonSet: the CloudWatch agent then publishes kube-state-metrics'
     counts per DaemonSet (data_missing.DAEMONSET_SET) in every cluster, and each DaemonSet has a data-missing alarm."""

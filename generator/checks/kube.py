@@ -98,6 +98,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         if options.prometheus_in_use and data_missing.expected(settings):
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
                             style)
+    if not unknown:  # the other exporter DaemonSets the settings name (exporter.more_daemonsets), each with its alarm
+        yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
     if not addon_source(settings):
         yield from _agent_checks(kube, project, configmap, options.cluster)
     if data_missing.expected(settings) and (options.prometheus_in_use or not addon_source(settings)):
@@ -132,9 +134,9 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                      cluster: Cluster | None = None) -> list[Check]:
     """The DaemonSet exporter.daemonset (or `cluster`'s clusters[].exporter.daemonset, or the deployment) names is an
     exporter DaemonSet, labelled as the data-missing rule finds one (exporter_styles.EXPORTER_LABELS), and the only one
-    in its namespace; else the exporter DaemonSets there are named with the setting to write (the CloudWatch agent
-    reads kube-state-metrics' counts of the named one only). `found` receives the exporter DaemonSets in the namespace
-    other than the named one."""
+    in its namespace but those exporter.more_daemonsets lists, each of which is there; else the exporter DaemonSets
+    are named with the setting to write (the CloudWatch agent reads kube-state-metrics' counts of the named ones only).
+    `found` receives the exporter DaemonSets in the namespace that no setting names."""
     namespace, name = settings.exporter.namespace, exporter_daemonset(settings, cluster)
     named = named_daemonsets(settings, cluster)  # and exporter.more_daemonsets: each read by its own alarm
     found += [d for d in _exporter_daemonsets(kube, namespace) if (namespace, d.get("metadata.name", str)) not in named]
@@ -421,6 +423,26 @@ def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
 
 
 ROLLOUT_STRATEGY = "exporter rollout strategy"
+
+
+def _more_rollouts(kube: Kube, settings: Settings, more: tuple[tuple[str, str], ...]) -> Iterator[Check]:
+    """Each other exporter DaemonSet (exporter.more_daemonsets) rolled out, and its maxUnavailable the one
+    exporter.max_unavailable says (its data-missing alarm reads it so), as the first one's; one that is not there is
+    the exporter DaemonSet check's failure."""
+    for namespace, name in more:
+        daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+                              f"DaemonSet {namespace}/{name}")
+        if daemonset is None:
+            continue
+        check = f"exporter rollout {namespace}/{name}"
+        yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
+        if data_missing.expected(settings):
+            check = f"{ROLLOUT_STRATEGY} {namespace}/{name}"
+            yield from step(GROUP, check, _named_strategy, check, daemonset, settings)
+
+
+def _named_strategy(check: str, daemonset: Answer, settings: Settings) -> Check:
+    return replace(_rollout_strategy(daemonset, settings), name=check)
 
 
 def _max_unavailable(value: Any, source: str, path: str) -> int | str:

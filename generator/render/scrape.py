@@ -18,7 +18,7 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
-from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, named_daemonsets, style_for
+from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, exporter_namespaces, named_daemonsets, style_for
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
@@ -30,14 +30,6 @@ GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name w
 METRIC_NAME_FILTER = "DCGM_.*"
 # The names the agent's dimension sets give the workload's pod, namespace and container (series_labels.WORKLOAD).
 AGENT_WORKLOAD = (POD_DIMENSION, NAMESPACE_DIMENSION, "container")
-
-
-def exporter_namespaces(settings: Settings, cluster: Cluster | None = None) -> list[str]:
-    """The namespaces the exporter pods are scraped in: exporter.namespace, and those of the cluster's other exporter
-    DaemonSets (exporter.more_daemonsets; without a cluster, of every cluster's)."""
-    clusters = [cluster] if cluster else settings.clusters
-    return list(dict.fromkeys([settings.exporter.namespace, *(namespace for c in clusters
-                                                              for namespace, _ in named_daemonsets(settings, c))]))
 
 
 def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:

@@ -323,6 +323,28 @@ def test_the_operators_servicemonitor_is_judged_by_its_own_scrapes_not_the_setti
     _promtool_test(tmp_path, "rules_test.yaml", tests)
 
 
+def test_a_stock_servicemonitor_target_of_a_daemonset_in_another_namespace_is_judged(tmp_path):
+    """exporter.more_daemonsets names a node pool's exporter DaemonSet in another namespace, scraped by its own stock
+    ServiceMonitor (its targets carry their exporter pod's `container` and `namespace`): a target there answering
+    without a DCGM sample fires as one in exporter.namespace does (the rule read stock targets of exporter.namespace
+    only); a target of that container in a namespace no setting names is not an exporter of these settings."""
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("labels:\n  pod: exported_pod\n  namespace: exported_namespace\n"
+                      "  container: exported_container\nexporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
+    (tmp_path / "rules.yaml").write_text(encode(build(load_project(config)))["prometheus/rules.yaml"].decode())
+    samples = [SAMPLES + OPERATOR_UP.format(n=n)[len("up"):].replace('namespace="gpu-operator"', f'namespace="{ns}"')
+               for n, ns in ((1, "gpu-pools"), (2, "elsewhere"))]
+    gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x60"}
+    ksm = [{**k, "values": "1x60"} for k in KSM]
+    fired = _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
+                      **dict(re.findall(r'(\w+)="([^"]*)"', samples[0])))
+    _promtool_test(tmp_path, "rules_test.yaml", [
+        {"interval": "1m",  # up, answering 200 without a DCGM sample, every minute from minute 20
+         "input_series": [{"series": s, "values": "400x20 0x40"} for s in samples] + [gpu, *ksm],
+         "alert_rule_test": [{"eval_time": "25m", "alertname": "GpudashGpuDataMissing", "exp_alerts": []},
+                             {"eval_time": "32m", "alertname": "GpudashGpuDataMissing", "exp_alerts": [fired]}]}])
+
+
 NODE_OPERATOR_SAMPLES = (SAMPLES + '{{job="nvidia-dcgm-exporter",instance="10.0.{node}.{n}:9400",namespace="gpu-operator",'
                          'service="nvidia-dcgm-exporter",endpoint="gpu-metrics",container="nvidia-dcgm-exporter",'
                          'pod="nvidia-dcgm-exporter-{n}",node="node-{node}"}}')

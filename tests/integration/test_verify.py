@@ -1556,7 +1556,8 @@ def test_an_exporter_daemonset_in_another_namespace_is_warned_of_as_one_in_expor
 def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_its_nodes(stack, tmp_path):
     """A third GPU node whose exporter pod belongs to a DaemonSet in another namespace (a node pool's), named in
     exporter.more_daemonsets: its node is covered and the DaemonSet read (verify failed the node as one without an
-    exporter pod: it looked for exporter pods in exporter.namespace only)."""
+    exporter pod: it looked for exporter pods in exporter.namespace only), its rollout and strategy judged as the
+    first one's (they were not read)."""
     cluster, verify = stack
     cluster.nodes.append(cluster.node("gpu-node-c", gpus=1))
     pod = cluster.exporter_pod("gpu-node-c")
@@ -1564,12 +1565,23 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
     cluster.pods.append(pod)
     pool_c = copy.deepcopy(cluster.daemonset)
     pool_c["metadata"].update(name="pool-c", namespace="gpu-pools")
+    pool_c["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1, numberAvailable=1,
+                            updatedNumberScheduled=1)
     cluster.daemonsets[("gpu-pools", "pool-c")] = pool_c
     cluster.refresh_status()
     config = tmp_path / "gpudash.yaml"
     config.write_text("exporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
     checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
     assert [(checks[("kube", n)]["status"], checks[("kube", n)]["detail"]) for n in (
-        "exporter DaemonSet", "GPU node coverage")] == [
+        "exporter DaemonSet", "GPU node coverage", "exporter rollout gpu-pools/pool-c")] == [
         ("ok", "gpu-operator/nvidia-dcgm-exporter, gpu-pools/pool-c labelled as a DCGM exporter"),
-        ("ok", "all 3 GPU nodes run the exporter")]
+        ("ok", "all 3 GPU nodes run the exporter"), ("ok", "1/1 pods ready")]
+    assert checks[("kube", "exporter rollout strategy gpu-pools/pool-c")]["status"] == "ok"
+    # its rollout stuck, or its maxUnavailable other than exporter.max_unavailable (its alarm reads rollouts so)
+    pool_c["status"].update(numberReady=0, numberAvailable=0, updatedNumberScheduled=0)
+    pool_c["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 3}}
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    assert (checks[("kube", "exporter rollout gpu-pools/pool-c")]["status"],
+            checks[("kube", "exporter rollout gpu-pools/pool-c")]["detail"]) == ("fail", "0/1 pods ready, 0 updated")
+    assert checks[("kube", "exporter rollout strategy gpu-pools/pool-c")]["status"] != "ok"
+    assert checks[("kube", "exporter rollout")]["status"] == "ok"
