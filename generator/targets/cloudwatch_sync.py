@@ -777,6 +777,9 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             put(**{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if change.action == CREATE or not live.get("as_generated"):
+        # the read-back also looks for the next alarm, which is written after this one's tag read (and tag write):
+        # their turns come first, so that no wait falls between that look and the next write
+        _turns(cloudwatch, region, "ListTagsForResource", "TagResource", "PutMetricAlarm")
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
                                    following=following, just_read=just_read)
     if change.action == CREATE:

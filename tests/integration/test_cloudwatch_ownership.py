@@ -7,8 +7,8 @@ import pytest
 
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
-    ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, alarms, default_desired, edit_in_console,
-    fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot,
+    ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, DescribedNames, alarms, at_every_wait, default_desired,
+    edit_in_console, fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot,
     without_query_periods, writes)
 
 
@@ -793,35 +793,22 @@ def test_no_retired_alarm_is_deleted_after_a_console_edit_made_while_its_tag_rea
     whenever the prune waits on the pacing clock, the alarm its last DescribeAlarms named, if still there) had the
     edited alarm deleted, exit 0, though an edited retired alarm needs --force. The wait for the tag read's turn now
     comes before the fields read: no alarm edited before its DeleteAlarms is deleted."""
-    import re
-
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
     doomed = sorted(n for n in alarms(client) if other_cluster(n))
     threshold = {n: a["Threshold"] for n, a in alarms(client).items()}
-    named: list[str] = []  # the alarms the last DescribeAlarms by name named
+    named: list[str] = []
     edited: list[str] = []
-    waits: list[float] = []
 
-    class Described(Rule):  # takes no request: notes what each DescribeAlarms by name asks for
-        def matches(self, method, path, body, operation="", region="", query=""):
-            if operation == "DescribeAlarms" and b"AlarmNames" in body:
-                named[:] = re.findall(r'"(gpudash-[^"]+)"', body.decode())
-            return False
-
-    sleep = deadline_clock.sleep
-
-    def waiting(seconds: float) -> None:
+    def person() -> None:
         name = named[0] if len(named) == 1 else None
-        if seconds > 0 and name in doomed and name not in edited and name in alarms(client):
+        if name in doomed and name not in edited and name in alarms(client):
             edit_in_console(client, name, threshold=threshold[name] - 1)
             edited.append(name)
-        waits.append(seconds)
-        sleep(seconds)
 
     fresh(proxy)
-    proxy.inject(Described(path="/"))
-    monkeypatch.setattr(deadline_clock, "sleep", waiting)
+    proxy.inject(DescribedNames(named))
+    waits = at_every_wait(monkeypatch, deadline_clock, person)
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     assert "Traceback" not in stderr and sum(waits) >= 3.0, (stderr, waits)  # 12 tag reads at 3 a second
     assert [n for n in edited if n not in alarms(client)] == [], f"{edited} deleted after a person edited it"

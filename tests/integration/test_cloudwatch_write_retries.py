@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tests.support.cloudwatch_world import (TWO_CLUSTERS, alarms, edit_in_console, fault, foreign_alarm, taken_over,
-                                            threshold_lowered)
+from tests.support.cloudwatch_world import (TWO_CLUSTERS, DescribedNames, alarms, at_every_wait, edit_in_console, fault,
+                                            foreign_alarm, taken_over, threshold_lowered)
 from tests.support.cloudwatch_world import aws, moto, proxied, published  # noqa: F401 (fixtures)
 
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
@@ -259,3 +259,29 @@ def test_a_takeover_after_an_updates_fields_are_written_gets_no_evidence_tagged(
     assert "gpudash's evidence was not tagged onto it" in failed[NAME]["error"], failed
     assert _tags(client, NAME) == {**before, "ManagedBy": "team-ml"} and alarms(client)[NAME]["Threshold"] == 70.0
     assert [op for op in proxy.operations if op == "TagResource"] == []
+
+
+def test_an_alarm_a_person_creates_while_the_previous_create_waits_its_turn_is_not_overwritten(
+        proxied, deadline_clock, monkeypatch):
+    """A first apply creates 12 alarms, each looked for by the previous alarm's read-back (which reads the next one
+    too); then that previous alarm's tags were read (ListTagsForResource, 3 a second: it waits its turn) and the next
+    alarm created. A person who creates that next alarm in the wait (here: whenever the apply waits on the pacing
+    clock after a read-back that found the next alarm absent) had gpudash's definition written over theirs (reported
+    after the fact, exit 3). The waits now come before the read-back: the person's alarm is seen and kept."""
+    proxy, client, apply = proxied
+    named: list[str] = []
+    made: list[str] = []
+
+    def person() -> None:
+        following = named[1] if len(named) == 2 else None  # a read-back reads the alarm written and the next
+        if following and not made and following not in alarms(client):
+            foreign_alarm(client, name=following, threshold=7.0)
+            made.append(following)
+
+    proxy.inject(DescribedNames(named))
+    waits = at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply()
+    assert "Traceback" not in stderr and sum(waits) >= 3.0, (stderr, waits)  # 12 creates at 3 a second
+    assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert list(errors) == made and all(n not in report["written"] for n in made), errors

@@ -7,6 +7,7 @@ tests/integration/conftest.py makes the fixtures (`moto`, `aws`, `proxied`) avai
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,35 @@ def fault(operation, action, *, times=1, status=200, body=None, callback=None, n
     data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
     return Rule(path="/", operation=operation, action=action, times=times, status=status, body=data,
                 callback=callback, contains=json.dumps(naming).encode() if naming else None)
+
+
+class DescribedNames(Rule):
+    """A proxy rule that takes no request: `names` holds the alarm names the last DescribeAlarms by name asked for (a
+    read-back asks for the alarm written and the next one)."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(path="/")
+        self.names = names
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if operation == "DescribeAlarms" and b"AlarmNames" in body:
+            self.names[:] = re.findall(r'"(gpudash-[^"]+)"', body.decode())
+        return False
+
+
+def at_every_wait(monkeypatch, clock, act) -> list[float]:
+    """`act()` runs whenever publishing waits on the pacing clock `clock` (a person acting while gpudash waits for a
+    call's turn); the list returned gets each wait's length."""
+    sleep, waits = clock.sleep, []
+
+    def waiting(seconds: float) -> None:
+        if seconds > 0:
+            act()
+        waits.append(seconds)
+        sleep(seconds)
+
+    monkeypatch.setattr(clock, "sleep", waiting)
+    return waits
 
 
 def writes(proxy):
