@@ -73,6 +73,17 @@ def _threads(groups: Iterable[str], runners, project: Project, options: Options,
                          name=f"gpudash-verify-{group}").start()
 
 
+def _import_shared() -> None:
+    """What several groups' clients import, imported before the groups' threads start and before the fork: a thread
+    importing a module that another is importing can see it half made (requests.utils, which the Kubernetes client's
+    REST layer imports, while the prometheus group imports requests: "cannot import name ... from partially
+    initialized module"), and the two processes would each import it. That is requests (urllib3 under it, botocore
+    and the Kubernetes client), and dateutil and multiprocessing.pool (under botocore and the Kubernetes client)."""
+    for shared in ("requests", "dateutil.parser", "dateutil.tz", "multiprocessing.pool"):
+        with contextlib.suppress(ImportError):  # the group that needs it imports it, and says so
+            importlib.import_module(shared)
+
+
 def _child_side(groups: tuple[str, ...]) -> tuple[str, ...]:
     """The groups a child process runs when the cloudwatch group runs beside others: all but cloudwatch. Importing
     boto3 and making its client is about half of a run's work; the Kubernetes client's import and reads, and the
@@ -87,12 +98,6 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
     copy would inherit) or at all."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         return None
-    # Imported once, before the copy: what both processes' clients import (urllib3, under requests, botocore and the
-    # Kubernetes client; dateutil and multiprocessing.pool, under botocore and the Kubernetes client), and requests,
-    # which two of the child's groups import (two threads importing one module at once can see it half made)
-    for shared in ("requests", "dateutil.parser", "dateutil.tz", "multiprocessing.pool"):
-        with contextlib.suppress(ImportError):  # only a saving
-            importlib.import_module(shared)
     reader, writer = os.pipe()
     try:
         pid = os.fork()
@@ -163,6 +168,8 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
         options.start()
     out: queue.Queue = queue.Queue()
     results: dict[str, list[Check]] = {group: [] for group in groups}
+    if len(groups) > 1:
+        _import_shared()
     forked = _child_side(groups) if processes else ()
     child = _fork(forked, runners, project, options, out) if forked else None
     _threads([g for g in groups if child is None or g not in forked], runners, project, options, out)
