@@ -537,13 +537,14 @@ def copies_note(scrape_seconds: int, per_pod: bool = False, whole_range: bool = 
                 f"pod can change from scrape to scrape) once per {scrape_seconds} s step: a reading "
                 f"counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
                 f"{scrape_seconds} s before the panel's time.")
-    return (f"Per pod and GPU, read from the pod's copies of the GPU's counter (an exporter restarted or upgraded "
-            f"writes them again) once per {scrape_seconds} s step: a reading counts at the step after its scrape, "
-            f"so the window ends at the pod's latest step on the GPU, up to {scrape_seconds} s before the panel's "
-            f"time. The counter is the whole GPU's (DCGM counts per device, not per pod): a GPU pods share "
-            f"(time-slicing, MIG instances) counts in full under each of them the exporter names it under (without "
-            f"KUBERNETES_VIRTUAL_GPUS a time-sliced GPU is named under one of them at a time, not always the same "
-            f"one: a pod reads the GPU's growth between the scrapes that name it).")
+    return (f"Per pod, the GPUs a scrape within the rate window named the pod on, each with the GPU's rate read "
+            f"from all its copies once per {scrape_seconds} s step, as the per-GPU panels read it: a reading counts at "
+            f"the step after its scrape, so the window ends at the GPU's latest step, up to {scrape_seconds} s before "
+            f"the panel's time. The counter is the whole GPU's (DCGM counts per device, not per pod): a GPU pods share "
+            f"(time-slicing, MIG instances) counts in full under each of them (a time-sliced GPU an exporter without "
+            f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape, not always the same one: under each pod a "
+            f"scrape of the window named), and a pod that left a GPU shows its rate while the window holds a scrape "
+            f"that named it.")
 
 
 # What reading every step exactly costs (benchmarks/queries.py; README, the cost of exact counter queries).
@@ -687,6 +688,10 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     if query.raw_promql:
         return query.raw_promql
     keys = group_keys(query.by)
+    if (named_within and resolution and gauge_window is None and "pod" in keys and set(keys) <= POD_KEYS
+            and not query.as_increase and not query.over and query.aggregation != "count"
+            and not reads_gauges(query, catalog)):
+        return _named_rates(query, labels, catalog, scope, rate_window, resolution, keys)
     extra = [f'{labels.pod}!=""'] if "pod" in keys else []
     if "mig_instance" in keys:
         extra.append(f'{MIG_INSTANCE_LABEL}!=""')
@@ -733,6 +738,30 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     return aggregated(query.aggregation)
 
 
+POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too
+
+
+def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, window: str, resolution: str,
+                 keys: tuple[str, ...]) -> str:
+    """A per-pod panel's counter rate: each GPU a scrape within the rate window named the pod on (any of its copies,
+    `present_over_time(X{pod!=""}[window])`), with that GPU's rate as the per-GPU panels read it, from all its copies
+    whatever pod they name (`expression` grouped by the GPU, the pod and namespace variables left out), joined on the
+    GPU (`* 0 + on (<cluster>, node, gpu) group_left ()`), then the query's aggregation per pod. A time-sliced GPU an
+    exporter without KUBERNETES_VIRTUAL_GPUS names under one pod per scrape shows its whole rate under each pod a
+    scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several
+    MIG instances of a GPU counts the GPU once."""
+    slot = (*(("cluster",) if "cluster" in keys else ()), "node", "gpu")
+    unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace")))
+    rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, unscoped, rate_window=window,
+                       resolution=resolution)
+    on = _listed(label_name(k, labels) for k in slot)
+    named = coalesce_node(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
+                               f"present_over_time({{}}[{window}])"), labels)
+    pods = f"max by ({_listed(label_name(k, labels) for k in (*slot, *keys))}) ({named})"
+    return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "
+            f"({pods} * 0 + on ({on}) group_left () {rates})")
+
+
 # Scrapes a per-pod panel looks back over for the pods a GPU is named under (label_lookback).
 LABEL_LOOKBACK_SCRAPES = 4
 
@@ -740,8 +769,8 @@ LABEL_LOOKBACK_SCRAPES = 4
 def label_lookback(scrape_seconds: int) -> str:
     """The window within which a scrape naming a pod on a GPU shows the pod on it in per-pod panels: four scrape
     intervals, the least window Grafana's $__rate_interval gives the per-pod counter panels beside them (with the
-    scrape interval as their min step), so a pod a gauge panel shows is one whose counter panel has a reading in its
-    window. An exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods share under one of them per scrape, the one
+    scrape interval as their min step), which show each pod a scrape within that window named (_named_rates): so a
+    pod a gauge panel shows, the counter panels beside it show too. An exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods share under one of them per scrape, the one
     kubelet lists last, in no fixed order (dcgm-exporter #340, PR #432): every pod so named within the window shows."""
     return f"{LABEL_LOOKBACK_SCRAPES * scrape_seconds}s"
 

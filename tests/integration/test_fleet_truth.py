@@ -54,7 +54,6 @@ from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_eve
 from tests.support.replay_exporter import ReplayExporter
 
 FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)
-MOVING_PODS = {pod for node in FLEET if node.moves for gpu in node.gpus for pod in gpu.holders()}
 
 
 def truth(query, node_names, clusters=("",), collected=frozenset(FIELDS), scrape=None):
@@ -307,18 +306,9 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
                 assert len(shown) == len(result), f"{where}: two series share a legend: {result}"
                 if path.clusters != ("",) and query.by:
                     query = with_cluster(query)
-                if query.metric in mixed_fleet.COUNTERS:
-                    # a counter's rate per pod reads the pod's copies once per step (here 1 s, a scrape): the moving
-                    # GPU under the pod of its latest reading, and under the other pod where its reading a step older
-                    # still counts at this instant (whole-second readings on a step's edge; which of the two shows
-                    # depends on when the scrapes ran: tests/integration/test_pod_counters.py pins the step), each
-                    # with the GPU's rate
-                    expected = truth(query, _node_names(path, exporters), path.clusters, collected)
-                    sliced = {k for k in expected if any(f"Pod {ns}/{pod}" in k for ns, pod in MOVING_PODS)}
-                    assert len(sliced & set(shown)) >= len(path.clusters) or not sliced, where
-                    expected = {k: v for k, v in expected.items() if k not in sliced or k in shown}
-                else:  # a gauge: the moving GPU under both pods, each named by a scrape of the panel's lookback
-                    expected = truth(query, _node_names(path, exporters), path.clusters, collected)
+                # the moving GPU under both pods, each named by a scrape of the panel's lookback (a gauge) or rate
+                # window (a counter's rate per pod: the GPU's, read from all its copies)
+                expected = truth(query, _node_names(path, exporters), path.clusters, collected)
                 assert set(shown) == set(expected), f"{where}\n{target['expr']}"
                 wrong = {k: (shown[k], expected[k]) for k in expected if not _close(shown[k], expected[k])}
                 assert not wrong, f"{where}: shown vs true {wrong}\n{target['expr']}"

@@ -20,10 +20,12 @@ scrapes. The pods:
 * ml/late-0 arriving on n-mig's GPU 1 at scrape 25, once train-0 left it.
 
 What a per-pod counter panel claims: the counter of each GPU the pod holds, whole (DCGM counts per device, not per
-pod), read from the pod's copies of it as one series. The truth is computed here from the readings: per pod and GPU,
-one series of the GPU's readings at the scrapes where any copy of the pod's was written, with Prometheus's
-documented rate/increase (tests/support/counter_truth.py), added over the pod's GPUs (the Energy panel's sum); the
-rule's increase is the GPU's growth since the pod's reading before the window, the pod's largest over its GPUs.
+pod). The truth is computed here from the readings. A rate (the Energy panel): each GPU a scrape within the window
+named the pod on, with the rate of the GPU's readings at every scrape where any copy of it was written (whatever pod
+it names), with Prometheus's documented rate (tests/support/counter_truth.py), added over the pod's GPUs. An increase
+over the range: per pod and GPU, one series of the GPU's readings at the scrapes where any copy of the pod's was
+written, added over the pod's GPUs; the rule's increase is the GPU's growth since the pod's reading before the
+window, the pod's largest over its GPUs.
 """
 
 from __future__ import annotations
@@ -156,17 +158,27 @@ def pod_series(pod: tuple[str, str], gpu: tuple[str, int], metric: str, start: i
             if any(_writers(c, k) for c in copies)]
 
 
+def gpu_series(gpu: tuple[str, int], metric: str, start: int) -> list[tuple[float, float]]:
+    """The GPU's readings, one per scrape at which any copy of it was written (whatever pod it names)."""
+    return [(start + k * STEP, float(reading(*gpu, k) * SCALE[metric])) for k in range(SCRAPES)
+            if any(_writers(c, k) for c in COPIES if (c.node, c.gpu) == gpu)]
+
+
 def truth(metric: str, start: int, at: float, window: int, how: str, node: str | None = None,
           held: bool = False) -> dict[str, float]:
-    """Per pod: "rate" or "increase" (the agent's deltas summed) of each GPU it holds, added up; "exact": the rule's
-    growth (the same sum), its largest; `held` (an alarm's period): a GPU without a delta in the window has none."""
+    """Per pod: "rate", the rate of each GPU a scrape within the window named the pod on (the GPU's, from all its
+    readings), added up; "increase" (the agent's deltas summed) of each GPU it holds, from the pod's readings, added
+    up; "exact": the rule's growth (the same sum), its largest; `held` (an alarm's period): a GPU without a delta in
+    the window has none."""
     shown = {}
     for pod, gpus in _pod_gpus(node).items():
         values = []
         for gpu in gpus:
             samples = pod_series(pod, gpu, metric, start)
-            value = prometheus_change(samples, at - window, at, rate=True) if how == "rate" else \
-                summed_deltas(samples, at - window, at, held=held)
+            if how == "rate" and not any(at - window <= when <= at for when, _ in samples):
+                continue  # no scrape of the window named the pod on the GPU
+            value = prometheus_change(gpu_series(gpu, metric, start), at - window, at, rate=True) if how == "rate" \
+                else summed_deltas(samples, at - window, at, held=held)
             if value is not None:
                 values.append(value)
         if values:
@@ -214,7 +226,7 @@ def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporte
     assert target["legendFormat"] == LEGEND
     assert panel["description"].endswith(copies_note(STEP, per_pod=True))
     assert "counts in full under each of them" in panel["description"]
-    assert "a pod reads the GPU's growth between the scrapes that name it" in panel["description"]
+    assert "under each pod a scrape of the window named" in panel["description"]
     window = 300
     seen = set()
     for instant in INSTANTS:
@@ -227,11 +239,11 @@ def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporte
             seen |= set(expected)
     assert {"Pod team-a/worker-0", "Pod team-b/worker-0", "Pod ml/late-0", "Pod mig/a"} <= seen
     # the pod of two MIG instances reads its GPU once, as its neighbour does; the time-sliced pods, named at
-    # alternate scrapes, each read the whole GPU's growth between the scrapes that name it (checked above against
-    # their own readings: the two differ where the GPU's growth is uneven)
+    # alternate scrapes, each read the whole GPU's rate, from all its readings (checked above)
     at = start + INSTANTS[-1]
     shown = _shown(prometheus, _substitute(target["expr"], window), at)
     assert shown["Pod mig/a"] == shown["Pod mig/b"]
+    assert shown["Pod ml/infer-0"] == shown["Pod ml/infer-1"]
     readings = {pod: pod_series(("ml", pod), ("n-old", 1), ENERGY, start) for pod in ("infer-0", "infer-1")}
     assert {pod: len(samples) for pod, samples in readings.items()} == {"infer-0": 19, "infer-1": 19}
     assert not set(readings["infer-0"]) & set(readings["infer-1"])  # never named together

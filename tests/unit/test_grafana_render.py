@@ -169,11 +169,15 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert '[1ms] offset 30s))))), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
            '";*([^;]*).*"))[$__rate_interval:30s]))' in replay and "< Inf" not in replay
     assert replay.count("rate(" + merged) == 1
-    # a per-pod panel reads one reading of the pod's copies of a GPU per step too: merged by the GPU's identity
-    # and the pod (its namespace and name), whatever else (the exporter's instance, pod UID) tells them apart
+    # a per-pod panel reads each GPU a scrape of the window named the pod on with the GPU's rate, read as the per-GPU
+    # panels read it (one reading of all its copies per step, whatever pod they name), joined on the GPU
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
     assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
-    assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, namespace, pod, UUID) (" in e for e in by_pod)
+    assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, UUID) (" in e and "namespace, pod, UUID"
+               not in e for e in by_pod)
+    assert all(e.startswith("sum by (namespace, pod) (max by (node, gpu, namespace, pod) (label_replace(label_join(("
+                            "present_over_time(") and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e
+               for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
     # whether a scrape of it named the pod: promql.label_lookback)
