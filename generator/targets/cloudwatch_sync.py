@@ -783,7 +783,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
                                    following=following, just_read=just_read)
     if change.action == CREATE:
-        _created_with(cloudwatch, region, change.name, arn, tags)
+        # a second tag read a pause later leaves the next alarm's look (this read-back's) as old: it looks anew
+        _created_with(cloudwatch, region, change.name, arn, tags, paused=lambda: just_read.pop(following, None))
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
@@ -862,17 +863,21 @@ LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a
 
 
 def _read_settled(cloudwatch: CloudWatch, read: Callable[[], list[dict[str, str]]],
-                  settled: Callable[[list[dict[str, str]]], bool]) -> tuple[list[dict[str, str]], bool]:
+                  settled: Callable[[list[dict[str, str]]], bool],
+                  paused: Callable[[], None] = lambda: None) -> tuple[list[dict[str, str]], bool]:
     """Tags read right after a write, and whether they were read twice: once more LAGGED_READ_PAUSE later (on the
-    deadline's clock, when it leaves the time) where the first read does not show the write settled."""
+    deadline's clock, when it leaves the time) where the first read does not show the write settled (`paused` is
+    called then: what was read before the pause is that much older)."""
     tags = read()
     if settled(tags) or cloudwatch.deadline.remaining() <= LAGGED_READ_PAUSE:
         return tags, False
+    paused()
     cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
     return read(), True
 
 
-def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
+def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]],
+                  paused: Callable[[], None] = lambda: None) -> None:
     """After a create read back as sent: the alarm carries exactly the tags the create sent. An alarm of this name
     made in between the last read and the write (a person's, in the pacing window) turns the create into an update,
     and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags (moto applies
@@ -888,7 +893,7 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
         except RemoteError as exc:
             raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
 
-    now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags))
+    now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags), paused)
     if _same_tags(now, tags):
         return
     shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"

@@ -285,3 +285,31 @@ def test_an_alarm_a_person_creates_while_the_previous_create_waits_its_turn_is_n
     assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert list(errors) == made and all(n not in report["written"] for n in made), errors
+
+
+def test_an_alarm_a_person_creates_while_a_lagging_tag_read_is_read_again_is_not_overwritten(
+        proxied, deadline_clock, monkeypatch):
+    """A create's tag check reads the alarm's tags once more a second later when the first read shows none (a read
+    that has not caught up). The next alarm to create had been looked for by this alarm's read-back, before that
+    second: a person who creates it meanwhile had gpudash's definition written over theirs. It is looked for anew
+    after the pause now: the person's alarm is kept, reported (exit 3)."""
+    from tests.support.fault_proxy import Rule
+
+    proxy, client, apply = proxied
+    named: list[str] = []
+    made: list[str] = []
+
+    def person() -> None:
+        following = named[1] if len(named) == 2 and named[0] == NAME else None
+        if following and not made and following not in alarms(client):
+            foreign_alarm(client, name=following, threshold=7.0)
+            made.append(following)
+
+    proxy.inject(DescribedNames(named), Rule(path="/", operation="ListTagsForResource", action="body", times=1,
+                                             contains=NAME.encode(), body=json.dumps({"Tags": []}).encode()))
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply()
+    assert made and "Traceback" not in stderr, stderr
+    assert alarms(client)[made[0]]["Threshold"] == 7.0, f"{made} overwritten"
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert list(errors) == made and made[0] not in report["written"], errors
