@@ -712,7 +712,10 @@ def _duration(seconds: int) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
-def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
+def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
+                          value: Callable[[str | None, int], str] | None = None) -> str:
+    """The rule's whole condition in one expression. `value(kind, period)` writes a period's statistic
+    (period_value by default; recorded_value reads it from the rule's recording rule instead)."""
     condition = cloudwatch_condition(alarm, settings)  # one situation for both forms of the rule
     window = _duration(alarm.period_seconds)
     query = _alert_query(alarm, settings)
@@ -723,16 +726,68 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings) ->
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
-    kinds = ("whole", "mig") if kinds_apart(query, catalog) else (None,)
-
-    def value(kind: str | None, period: int) -> str:
-        return period_value(alarm, catalog, settings, period, kind)
+    kinds = _kinds(alarm, catalog, settings)
+    read = value or (lambda kind, period: period_value(alarm, catalog, settings, period, kind))
     if range_judged(alarm):
-        return " or ".join(_of_range(alarm, lambda period, kind=kind: value(kind, period), condition)
+        return " or ".join(_of_range(alarm, lambda period, kind=kind: read(kind, period), condition)
                            for kind in kinds)
-    return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{value(kind, period)} {condition.comparison} "
+    return " or ".join(_of_periods(alarm, lambda period, kind=kind: f"{read(kind, period)} {condition.comparison} "
                                                                     f"{condition.threshold:g}")
                        for kind in kinds)
+
+
+def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | None, ...]:
+    return ("whole", "mig") if kinds_apart(_alert_query(alarm, settings), catalog) else (None,)
+
+
+# A rule whose condition reads one period's statistic more than once (an alarm of M out of N periods with M < N,
+# or `missing` data over more than 2 periods: each period is counted in several sums) gets a recording rule that
+# computes each period's statistic once, at each evaluation; its alert reads them back. A group evaluates its rules
+# in order at one instant and commits each rule's samples, stamped with that instant (the instant its queries are
+# evaluated at: less the group's query offset, where one is set), before the next rule runs; Prometheus 3's
+# concurrent rule evaluation runs a rule that reads another's metric after it. So the alert reads exactly the
+# samples written at its own instant: `last_over_time(x[1ms])` holds a sample taken at the instant alone
+# (Prometheus 2's [t - 1 ms, t] and 3's (t - 1 ms, t] alike, a group's evaluations being seconds apart), never an
+# older one, with or without a staleness marker (none is written after a restart or for a missed evaluation). The
+# values are the same floats (stored as they are), so the alert is the one expression's at every evaluation
+# (tests/integration/test_recorded_periods.py; the cost: README, "What the rules cost Prometheus").
+RECORDED_KIND_LABEL = "gpudash_kind"  # whole GPUs or MIG instances, where the rule judges them apart
+
+
+def recorded_name(alarm_id: str) -> str:
+    """The metric of an alarm's recording rule: gpudash:<alarm id>:period_value."""
+    return f"gpudash:{alarm_id.replace('-', '_')}:period_value"
+
+
+def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list[tuple[str | None, int]]:
+    """The (kind, period) statistics the rule's condition reads, when it reads one of them more than once (then a
+    recording rule computes each once); [] otherwise."""
+    if alarm.absent:
+        return []
+    reads: dict[tuple[str | None, int], int] = {}
+
+    def counted(kind: str | None, period: int) -> str:
+        reads[kind, period] = reads.get((kind, period), 0) + 1
+        return "x"
+    prometheus_expression(alarm, catalog, settings, counted)
+    return sorted(reads, key=lambda read: (str(read[0]), read[1])) if max(reads.values(), default=0) > 1 else []
+
+
+def recording_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
+                         periods: list[tuple[str | None, int]]) -> str:
+    """Each of `periods`' statistic (period_value), marked with its period (PERIOD_LABEL) and kind."""
+    def marked(kind: str | None, period: int) -> str:
+        term = f'label_replace({period_value(alarm, catalog, settings, period, kind)}, "{PERIOD_LABEL}", ' \
+               f'"{period}", "", "")'
+        return term if kind is None else f'label_replace({term}, "{RECORDED_KIND_LABEL}", "{kind}", "", "")'
+    return " or ".join(marked(kind, period) for kind, period in periods)
+
+
+def recorded_value(alarm: Alarm, kind: str | None, period: int) -> str:
+    """A period's statistic as the recording rule wrote it at this evaluation, with the labels period_value gives."""
+    matchers = [f'{PERIOD_LABEL}="{period}"'] + ([] if kind is None else [f'{RECORDED_KIND_LABEL}="{kind}"'])
+    return (f"max without ({PERIOD_LABEL}, {RECORDED_KIND_LABEL}, {PROMETHEUS_RULE_LABEL}) "
+            f"(last_over_time({recorded_name(alarm.id)}{{{', '.join(matchers)}}}[1ms]))")
 
 
 def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int = 0, kind: str | None = None) -> str:
@@ -919,9 +974,16 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             continue  # left out, with a note (data_missing.left_out_reason)
         # Every rule judges each of CloudWatch's periods at once (_of_periods), as CloudWatch does at each
         # evaluation: no `for`, which a condition that is not monotone (a rollout's `unless`) would reset.
+        periods = recorded_periods(alarm, catalog, settings)
+        if periods:  # each period's statistic computed once, before the alert that reads it (recorded_periods)
+            rules.append({"record": recorded_name(alarm.id),
+                          "expr": recording_expression(alarm, catalog, settings, periods),
+                          "labels": {PROMETHEUS_RULE_LABEL: alarm.id}})
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
-            "expr": prometheus_expression(alarm, catalog, settings),
+            "expr": prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
+                                                                     recorded_value(alarm, kind, period))
+                                          if periods else None),
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
                 "summary": alarm.title + _where_label(alarm, catalog, settings),

@@ -10,7 +10,8 @@ the generated one, of the default alarms (1 of 1 period, 2 of 2 with `missing`, 
 variants of the temperature rule (2 of 3 and 3 of 3, each missing data treatment the rules judge so; 4 of 6 with
 `missing`, a sample of its patterns). How many patterns a range of N + 1 periods (the rules' former length) judges
 otherwise is counted. The counter rules (a period's value its increase, none without a reading of its own) are
-checked the same way, as shipped and as a user's M of N.
+checked the same way, as shipped and as a user's M of N. Each rule is run as generated: where it reads a period more
+than once, its recording rule (each period's statistic once) and the alert reading it back.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import replace
 import pytest
 
 from generator.project import load_project
-from generator.render.alarms import cloudwatch_condition, prometheus_expression
+from generator.render.alarms import cloudwatch_condition, period_value, prometheus_expression, prometheus_rules
 from tests.support import cloudwatch_eval
 from tests.support.prometheus_server import binary
 
@@ -65,10 +66,19 @@ def _cloudwatch(alarm, condition, pattern: tuple, length: int) -> str:
                                  lambda v: compare(v, condition.threshold))
 
 
-def _passes(tests: list[dict], tmp_path) -> None:
-    """promtool runs the test groups; every one passes (a query over its sample limit fails, never passes empty)."""
-    (tmp_path / "rules.yaml").write_text("groups: []\n")
-    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+def _as_generated(alarm, project) -> tuple[list[dict], str]:
+    """The alarm's rules as generated: the recording rules its alert reads (an M of N with M < N, or `missing` over
+    more than 2 periods: each period's statistic computed once) and the alert's expression."""
+    rules = [r for g in prometheus_rules((alarm,), project.catalog, project.settings)["groups"] for r in g["rules"]]
+    return rules[:-1], rules[-1]["expr"]
+
+
+def _passes(tests: list[dict], tmp_path, recorded: list[dict], at: int) -> None:
+    """promtool runs the test groups, the recording rules `recorded` evaluated at 0 and at `at` (the test's one
+    instant); every one passes (a query over its sample limit fails, never passes empty)."""
+    (tmp_path / "rules.json").write_text(json.dumps({"groups": [{"name": "recorded", "rules": recorded}]
+                                                     if recorded else []}))
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{at}s",
                                                     "tests": tests}))
     result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
                             cwd=tmp_path)
@@ -108,7 +118,7 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
     assert firing
     assert sum(_cloudwatch(alarm, condition, p, length - 1) != _cloudwatch(alarm, condition, p, length)
                for p in patterns) == FORMER_DIFFERS[name]
-    expr = prometheus_expression(alarm, project.catalog, project.settings)
+    recorded, expr = _as_generated(alarm, project)
     tests = []
     for first in range(0, len(patterns), CHUNK):  # promtool's sample limit: a test group per CHUNK patterns
         gpus = {str(gpu) for gpu in range(first, min(first + CHUNK, len(patterns)))}
@@ -116,7 +126,7 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
                       "promql_expr_test": [{"expr": f"({expr}) * 0 + 1", "eval_time": f"{at}s",
                                             "exp_samples": [{"labels": f'{{gpu="{f["gpu"]}", node="n"}}', "value": 1}
                                                             for f in firing if f["gpu"] in gpus]}]})
-    _passes(tests, tmp_path)
+    _passes(tests, tmp_path, recorded, at)
 
 
 # Counter rules (7d9ed75): a period's value is the counter's increase from the readings of its own, none where it
@@ -156,10 +166,27 @@ def test_a_counter_rule_fires_where_its_alarm_is_in_alarm_over_the_example_range
         if _cloudwatch(alarm, condition, pattern, length) == "ALARM":
             firing.append(str(gpu))
     assert firing
-    expr = prometheus_expression(alarm, project.catalog, project.settings)
+    recorded, expr = _as_generated(alarm, project)
     tests = [{"interval": "30s", "input_series": series[first:first + COUNTER_CHUNK],
               "promql_expr_test": [{"expr": f"({expr}) * 0 + 1", "eval_time": f"{at}s",
                                     "exp_samples": [{"labels": f'{{gpu="{gpu}", node="n"}}', "value": 1}
                                                     for gpu in firing if first <= int(gpu) < first + COUNTER_CHUNK]}]}
              for first in range(0, len(patterns), COUNTER_CHUNK)]
-    _passes(tests, tmp_path)
+    _passes(tests, tmp_path, recorded, at)
+
+
+def test_a_rule_reading_its_periods_more_than_once_computes_each_once(project):
+    """A user's PCIe replays alarm at 2 of 3 with `missing` data judges its 5 periods in 30 places (the early-alarm
+    patterns, the counts over 3, 4 and 5 periods): the group computes each period's increase once, in a recording
+    rule, and the alert reads those back, no exporter series itself (one expression was 37 KB, each increase read
+    6 times on average)."""
+    alarm = replace({a.id: a for a in project.alarms}["pcie-replays"], evaluation_periods=3, datapoints_to_alarm=2,
+                    missing_data="missing")
+    recorded, expr = _as_generated(alarm, project)
+    (record,) = recorded
+    assert record["record"] == "gpudash:pcie_replays:period_value"
+    for period in range(3 + cloudwatch_eval.EXAMPLE_EXTRA_PERIODS):
+        value = period_value(alarm, project.catalog, project.settings, period)
+        assert record["expr"].count(value) == 1 and value not in expr
+    assert "DCGM_" not in expr
+    assert len(record["expr"]) + len(expr) < len(prometheus_expression(alarm, project.catalog, project.settings)) / 3

@@ -13,8 +13,10 @@ import pytest
 import yaml
 
 from generator.artifacts import build
+from generator.markers import PROMETHEUS_RULE_LABEL
 from generator.output import encode
 from generator.project import load_project
+from generator.render.alarms import recorded_name
 from tests.support.prometheus_server import binary
 
 LABELS = 'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",Hostname="node-1",' \
@@ -43,7 +45,7 @@ def _rule(folder, alert: str) -> dict:
     """The rule of `alert` in folder/rules.yaml (a copy: the caller may change it). A story's expected alerts
     read the same file at each evaluation: each text is parsed once."""
     return copy.deepcopy(next(r for g in _groups((folder / "rules.yaml").read_text()) for r in g["rules"]
-                              if r["alert"] == alert))
+                              if r.get("alert") == alert))
 
 
 def rendered(text: str, labels: dict[str, str]) -> str:
@@ -116,13 +118,18 @@ def _evaluated_at(tests: list, interval: str) -> str:
 
 
 def judged_rules(folder, name: str, named: set[str]) -> str:
-    """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml; its name. promtool
-    evaluates every rule of a file at every step: the others are left out, which changes no judged alert (no rule
-    reads another's result: the file has no recording rules and no rule reads ALERTS; checked), and each judged
-    alert depends on its own evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
+    """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml, with the recording
+    rules of their alarms; its name. promtool evaluates every rule of a file at every step: the others are left out,
+    which changes no judged alert (no alert reads another alarm's rules: a recording rule is read by its alarm's
+    alert alone, at the instant it writes; no rule reads ALERTS; checked), and each judged alert depends on its own
+    evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
     groups = _groups((folder / "rules.yaml").read_text())
-    assert "record" not in [key for g in groups for r in g["rules"] for key in r] and "ALERTS" not in json.dumps(groups)
-    judged = [{**group, "rules": [r for r in group["rules"] if r["alert"] in named]} for group in groups]
+    recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
+    assert all(name == recorded_name(owner) for name, owner in recorded.items())
+    assert "ALERTS" not in json.dumps(groups)
+    owners = {r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if r.get("alert") in named}
+    judged = [{**group, "rules": [r for r in group["rules"] if r.get("alert") in named
+                                  or recorded.get(r.get("record")) in owners]} for group in groups]
     assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
     rule_file = f"{name}.rules.yaml"
     (folder / rule_file).write_text(json.dumps({"groups": [g for g in judged if g["rules"]]}, ensure_ascii=False))
