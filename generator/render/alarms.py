@@ -740,8 +740,9 @@ def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | No
     return ("whole", "mig") if kinds_apart(_alert_query(alarm, settings), catalog) else (None,)
 
 
-# A rule whose condition reads one period's statistic more than once (an alarm of M out of N periods with M < N,
-# or `missing` data over more than 2 periods: each period is counted in several sums) gets a recording rule that
+# A rule whose condition reads one period's statistic more than once (missing data `missing` or `notBreaching`, judged
+# over the evaluation range, at M out of N periods with M < N, or `missing` at N of N over more than 2: each period
+# is counted in several sums, _of_range) gets a recording rule that
 # computes each period's statistic once, at each evaluation; its alert reads them back. A group evaluates its rules
 # in order at one instant and commits each rule's samples, stamped with that instant (the instant its queries are
 # evaluated at: less the group's query offset, where one is set), before the next rule runs; Prometheus 3's

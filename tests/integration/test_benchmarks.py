@@ -17,7 +17,8 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 
 # Arguments of a script that takes its size on the command line; what each run must print.
-ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.25", "--runs", "1"]}
+ARGUMENTS = {"queries.py": ["--gpus", "1", "--days", "0.25", "--runs", "1"],
+             "rules.py": ["--gpus", "1", "--evaluations", "1", "--runs", "1", "--variants"]}
 PRINTS = {
     "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
     "generate.py": ["| `gpudash --help` |", "| `generate`, 2 dashboards × 2 panels (Grafana and CloudWatch) |",
@@ -27,11 +28,12 @@ PRINTS = {
                    "first apply, 2 clusters in 2 Regions at once",
                    "second run (no changes)"],
     "queries.py": ["### 1 GPUs, 0.25 day(s) of 30 s scrapes", "6h at a 72 s step", "| rule GpudashXidError |"],
+    "rules.py": ["### 11 GPUs", "| xid-error | ", "| gpu-temp-critical 2 of 3 missing | ", " recording + "],
     "sdk_dashboards.py": [],
     "suite.py": ["make test on a fresh clone: skipped"],
     "verify.py": ["gpudash verify, 4 groups", "median of 1 (", "cloudwatch group alone:"],
 }
-NEEDS = {"queries.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
+NEEDS = {"queries.py": ("prometheus", "promtool"), "rules.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
 
 
 def _real_pacing_recorded(folder: Path) -> dict[str, str]:
