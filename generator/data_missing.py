@@ -824,5 +824,28 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
         # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
         reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
                KSM_READ_REASON),
+        # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
+        # node pool removed), as each one's CloudWatch alarm reads its desired count missing
+        *(reason(f"absent_over_time({DESIRED}{{{selector}}}{span})", NAMED_ABSENT_REASON)
+          for selector in _named_selectors(settings)),
     ]
     return " or ".join(branches)
+
+
+NAMED_ABSENT_REASON = ("kube-state-metrics reports no counts of an exporter DaemonSet the settings name (deleted, or its "
+                       "node pool removed: remove it from exporter.more_daemonsets)")
+
+
+def _named_selectors(settings: Settings) -> list[str]:
+    """Matchers of each exporter DaemonSet the settings name, when a cluster names several (exporter.more_daemonsets):
+    on a shared Prometheus each cluster's with its labels.cluster value (a cluster without one: none), else those every
+    cluster names (one rules file for every cluster's Prometheus)."""
+    if not several_daemonsets(settings):
+        return []
+    if settings.shared_prometheus:
+        return [f'{settings.labels.cluster}="{cluster.prometheus_label}", namespace="{ns}", daemonset="{ds}"'
+                for cluster in settings.clusters if cluster.prometheus_label
+                for ns, ds in named_daemonsets(settings, cluster)]
+    common = [set(named_daemonsets(settings, cluster)) for cluster in settings.clusters]
+    return [f'namespace="{ns}", daemonset="{ds}"' for ns, ds in named_daemonsets(settings, settings.clusters[0])
+            if all((ns, ds) in each for each in common)]

@@ -528,3 +528,22 @@ def test_an_alarm_on_a_daemonset_the_agent_does_not_keep_fails(project_dir):
         "the kube-state-metrics job of k8s/cwagent-prometheus-config-gpu-cluster.yaml does not keep: the alarm never "
         "gets its counts"]
     assert findings[0].where.endswith("gpudash-gpu-cluster-gpu-data-missing-critical-monitoring-gpu-metrics-pool-b")
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["a Prometheus per cluster", "one Prometheus for both"])
+def test_the_rule_reads_the_named_daemonsets_each_prometheus_holds(project_dir, shared):
+    """With several exporter DaemonSets named, the rule fires for a named one whose counts are gone, as its alarm: on a
+    shared Prometheus each cluster's with its label; with one rules file for each cluster's Prometheus only those every
+    cluster names (a DaemonSet one cluster lists would fire in the other's Prometheus for good)."""
+    labels = (", prometheus_label: a", ", prometheus_label: b") if shared else ("", "")
+    project = load_project(project_dir(
+        f"clusters:\n  - {{name: one, region: us-east-1{labels[0]}}}\n"
+        f"  - {{name: two, region: us-east-1{labels[1]}, exporter: {{more_daemonsets: []}}}}\n" + POOLS))
+    rules = " ".join(r["expr"] for g in yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])["groups"]
+                     for r in g["rules"])
+    read = sorted(set(re.findall(r"absent_over_time\(kube_daemonset_status_desired_number_scheduled\{([^}]*)\}", rules)))
+    pool_a, pool_b, pool_c = ('namespace="monitoring", daemonset="gpu-metrics-pool-a"',
+                              'namespace="monitoring", daemonset="gpu-metrics-pool-b"',
+                              'namespace="gpu-pools", daemonset="pool-c-dcgm-exporter"')
+    assert read == (sorted([f'cluster="a", {pool_a}', f'cluster="a", {pool_b}', f'cluster="a", {pool_c}',
+                            f'cluster="b", {pool_a}']) if shared else [pool_a])
