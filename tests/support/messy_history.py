@@ -28,7 +28,8 @@ Series = dict[tuple[str, str], list[tuple[int, str]]]  # (metric, labels) -> [(s
 
 
 def fleet(replicas: int) -> list[tuple[int, int, mixed_fleet.Node]]:
-    """(replica, node index, node): mixed_fleet's nodes `replicas` times, each replica's names its own."""
+    """(replica, node index, node): mixed_fleet's nodes `replicas` times, each replica's nodes, exporter pods and GPU
+    UUIDs its own; the workload pods keep their names (one pod name on as many nodes as there are replicas)."""
     return [(r, n, replace(node, name=f"{node.name}-{r}", exporter_pod=f"{node.exporter_pod}-{r}"))
             for r in range(replicas) for n, node in enumerate(mixed_fleet.FLEET)]
 
