@@ -342,7 +342,10 @@ def test_a_stock_servicemonitor_target_of_a_daemonset_in_another_namespace_is_ju
     samples = [SAMPLES + OPERATOR_UP.format(n=n)[len("up"):].replace('namespace="gpu-operator"', f'namespace="{ns}"')
                for n, ns in ((1, "gpu-pools"), (2, "elsewhere"))]
     gpu = {"series": 'DCGM_FI_DEV_GPU_TEMP{gpu="0",Hostname="node-9"}', "values": "60x60"}
-    ksm = [{**k, "values": "1x60"} for k in KSM]
+    # kube-state-metrics counts both named DaemonSets (a named one without counts is missing data of its own)
+    ksm = [{**k, "values": "1x60"} for k in KSM] + [
+        {**k, "series": k["series"].replace('namespace="gpu-operator"', 'namespace="gpu-pools"')
+         .replace('daemonset="nvidia-dcgm-exporter"', 'daemonset="pool-c"'), "values": "1x60"} for k in KSM]
     fired = _expected(tmp_path, "GpudashGpuDataMissing", reason=TARGET_DOWN,
                       **dict(re.findall(r'(\w+)="([^"]*)"', samples[0])))
     _promtool_test(tmp_path, "rules_test.yaml", [
