@@ -73,15 +73,20 @@ def _threads(groups: Iterable[str], runners, project: Project, options: Options,
                          name=f"gpudash-verify-{group}").start()
 
 
-def _import_shared() -> None:
-    """What several groups' clients import, imported before the groups' threads start and before the fork: a thread
-    importing a module that another is importing can see it half made (requests.utils, which the Kubernetes client's
-    REST layer imports, while the prometheus group imports requests: "cannot import name ... from partially
-    initialized module"), and the two processes would each import it. That is requests (urllib3 under it, botocore
-    and the Kubernetes client), and dateutil and multiprocessing.pool (under botocore and the Kubernetes client)."""
-    for shared in ("requests", "dateutil.parser", "dateutil.tz", "multiprocessing.pool"):
+# What several groups' clients import, imported before their threads start: a thread importing a module that another
+# is importing can see it half made (requests.utils, which the Kubernetes client's REST layer imports, while the
+# prometheus group imports requests: "cannot import name ... from partially initialized module"). Those that boto3's
+# side imports too (urllib3, dateutil and multiprocessing.pool, under botocore and the Kubernetes client) are
+# imported before the fork, once instead of in each process; requests, which only the child's groups read with,
+# in the child, while this process imports boto3.
+_BOTH_SIDES = ("urllib3", "dateutil.parser", "dateutil.tz", "multiprocessing.pool")
+_THREADS = ("requests",)
+
+
+def _import(names: tuple[str, ...]) -> None:
+    for name in names:
         with contextlib.suppress(ImportError):  # the group that needs it imports it, and says so
-            importlib.import_module(shared)
+            importlib.import_module(name)
 
 
 def _child_side(groups: tuple[str, ...]) -> tuple[str, ...]:
@@ -110,6 +115,7 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
         try:
             with os.fdopen(writer, "wb") as pipe:
                 local: queue.Queue = queue.Queue()
+                _import(_THREADS)
                 _threads(groups, runners, project, options, local)
                 pending = set(groups)
                 while pending:
@@ -169,9 +175,11 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
     out: queue.Queue = queue.Queue()
     results: dict[str, list[Check]] = {group: [] for group in groups}
     if len(groups) > 1:
-        _import_shared()
+        _import(_BOTH_SIDES)
     forked = _child_side(groups) if processes else ()
     child = _fork(forked, runners, project, options, out) if forked else None
+    if child is None and len(groups) > 1:
+        _import(_THREADS)
     _threads([g for g in groups if child is None or g not in forked], runners, project, options, out)
     pending = set(groups)
     try:
