@@ -990,6 +990,8 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
                           where=what, hint=hint)
     differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
     if differences:
+        if created and following and just_read is not None:  # taking the evidence back reads, untags and may pause:
+            just_read.pop(following, None)                     # the next alarm's look, made here, would be old by then
         after = _evidence_taken_back(cloudwatch, region, name, alarm, alarm_tags(request)) if created else left
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
                           f"{', '.join(differences)} than were sent: the write did not take effect as sent{after}",

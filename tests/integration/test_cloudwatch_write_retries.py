@@ -313,3 +313,41 @@ def test_an_alarm_a_person_creates_while_a_lagging_tag_read_is_read_again_is_not
     assert alarms(client)[made[0]]["Threshold"] == 7.0, f"{made} overwritten"
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert list(errors) == made and made[0] not in report["written"], errors
+
+
+def test_an_alarm_a_person_creates_while_the_previous_creates_evidence_is_taken_back_is_not_overwritten(
+        proxied, deadline_clock, monkeypatch):
+    """A create read back otherwise than sent has its evidence taken back: its tags read, UntagResource, its tags read
+    again (once more a second later when the read still shows gpudash:sha256). The next alarm to create had been looked
+    for by this alarm's read-back, before all that: a person who creates it meanwhile (here: at a wait after a lagging
+    tag read) had gpudash's definition written over theirs (threshold 7 -> 80, reported after the fact). It is looked
+    for anew now: the person's alarm is kept, reported (exit 3)."""
+    from tests.support.fault_proxy import Rule
+
+    proxy, client, apply = proxied
+    named: list[str] = []
+    made: list[str] = []
+    lagged: list[bool] = []
+
+    def lagging(body: bytes) -> bytes:  # the first tag read after the UntagResource has not caught up with it
+        lagged.append(True)
+        answer = json.loads(body)
+        answer["Tags"].append({"Key": "gpudash:sha256", "Value": "not-yet-taken-back"})
+        return json.dumps(answer).encode()
+
+    def person() -> None:
+        following = named[1] if len(named) == 2 and named[0] == NAME else None
+        if lagged and following and not made and following not in alarms(client):
+            foreign_alarm(client, name=following, threshold=7.0)
+            made.append(following)
+
+    proxy.inject(DescribedNames(named),
+                 fault("DescribeAlarms", "rewrite", times=10**6, callback=threshold_lowered(NAME)),
+                 Rule(path="/", operation="ListTagsForResource", action="rewrite", times=1, skip=1,
+                      contains=f'{NAME}"'.encode(), callback=lagging))
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply()
+    assert made and "Traceback" not in stderr, stderr
+    assert alarms(client)[made[0]]["Threshold"] == 7.0, f"{made} overwritten"
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and made[0] in errors and made[0] not in report["written"], errors
