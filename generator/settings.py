@@ -13,7 +13,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, fields, replace
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -330,6 +330,12 @@ class Settings:
 
     def threshold(self, name: str) -> float:
         return self.thresholds[name]
+
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """What is worked out from these settings alone and asked for per cluster or per alarm, kept once worked out
+        (the settings never change)."""
+        return {}
 
     @property
     def shared_prometheus(self) -> bool:
