@@ -494,22 +494,26 @@ def write_files(out: Path, files: dict[str, bytes], made_with: dict[str, str] | 
     if MANIFEST in files:
         raise ValueError(f"{MANIFEST} is made from the files, not given with them")
     known: Known = {}  # sha256 of the new files' bytes, worked out while reading the previous build
+    taken = None
     if not force:
-        _refuse_losing(out, files, known)
+        taken = _refuse_losing(out, files, known)
 
     def manifest(digests: dict[str, str]) -> bytes:
         return manifest_bytes(digests, made_with, record)
 
     with _held_signals() as stop:
         if out.is_dir() and os.path.ismount(out):
-            _write_inside(out, files, manifest, stop, known)
+            _write_inside(out, files, manifest, stop, known, taken)
         else:
-            _swap_in(out, files, manifest, stop, known)
+            _swap_in(out, files, manifest, stop, known, taken)
 
 
 def _refuse_losing(out: Path, files: dict[str, bytes] | None = None,
-                   known: Known | None = None) -> None:
+                   known: Known | None = None) -> dict[str, tuple[int, int, int, int]] | None:
+    """Raises when replacing the build in `out` would lose files (`not_as_written`); else its entries (`_entries`),
+    taken before it is read (a change since shows in one or the other), or None when there is no build folder."""
     try:
+        taken = _entries(out) if out.is_dir() else None
         extra, edited = not_as_written(out, files, known)
     except OSError as exc:  # a folder that cannot be read may hold what would be lost: never read as empty
         raise OutputError(f"cannot read the previous build, so nothing shows what replacing it would lose "
@@ -524,10 +528,64 @@ def _refuse_losing(out: Path, files: dict[str, bytes] | None = None,
         raise OutputError(f"the build folder holds {said}: writing the build would lose them", where=str(out),
                           hint="move them out of the folder (gpudash replaces it whole), or pass --force to "
                                "discard them")
+    return taken
 
 
 class _Stopped(Exception):
     """A signal came while the new build was staged: it is abandoned, the previous build stays."""
+
+
+class _Changed(Exception):
+    """The previous build, moved aside to be replaced, holds files added or changed since it was read: it goes
+    back, and `error` says what would have been lost."""
+
+    def __init__(self, error: OutputError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _entries(top: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every entry below `top` by its path inside it: inode, type and mode, and for all but folders size and
+    modification time (lstat). Moving `top` changes none of them, nor does hard-linking a file (its ctime and link
+    count change); writing or replacing a file changes its own, and adding one adds an entry. A folder that cannot
+    be listed raises (OSError), never reads as empty."""
+    found: dict[str, tuple[int, int, int, int]] = {}
+
+    def visit(folder: str, inside: str) -> None:
+        with os.scandir(folder) as listed:
+            for entry in listed:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    found[inside + entry.name] = (info.st_ino, info.st_mode, 0, 0)
+                    visit(entry.path, f"{inside}{entry.name}/")
+                else:
+                    found[inside + entry.name] = (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns)
+
+    visit(str(top), "")
+    return found
+
+
+def _refuse_changed(taken: dict[str, tuple[int, int, int, int]] | None, aside: Path, out: Path) -> None:
+    """The previous build, moved aside to `aside` (nothing writes into it there), compared with its entries as they
+    were before it was read (`taken`): a file added or changed since (a person saving a kustomization.yaml while the
+    new build was written) raises _Changed, which would be lost with the previous build. Removed ones lose nothing."""
+    if taken is None:
+        return
+    try:
+        now = _entries(aside)
+    except OSError as exc:
+        raise _Changed(OutputError(f"cannot read the previous build again, so nothing shows what replacing it would "
+                                   f"lose ({unreadable(exc, aside)}); it is left as it is", where=str(out),
+                                   hint="check its permissions, and run again")) from None
+    changed = sorted(path for path, entry in now.items() if taken.get(path) != entry)
+    if changed:
+        from .names import shown
+
+        raise _Changed(OutputError(
+            f"while the build was written, {len(changed)} file(s) in the build folder were added or changed "
+            f"({shown(changed)}): writing the build would lose them; the previous build is left as it is",
+            where=str(out), hint="move them out of the folder (gpudash replaces it whole) and run again, or pass "
+                                 "--force to discard them"))
 
 
 @contextlib.contextmanager
@@ -565,8 +623,10 @@ def _failed(exc: OSError, out: Path) -> OutputError:
 
 
 def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-             stop: list[int] | None = None, known: Known | None = None) -> None:
-    """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure)."""
+             stop: list[int] | None = None, known: Known | None = None,
+             taken: dict[str, tuple[int, int, int, int]] | None = None) -> None:
+    """Write a sibling folder, then swap it for `out` with two renames (rolled back on failure, and when the
+    previous build moved aside shows files added or changed since `taken`, see `_refuse_changed`)."""
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
@@ -588,28 +648,33 @@ def _swap_in(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, s
                 shutil.rmtree(staging, ignore_errors=True)
                 os.rmdir(retired)
                 retired = None
-                _write_inside(out, files, manifest, stop, known)
+                _write_inside(out, files, manifest, stop, known, taken)
                 return
             raise
         try:
+            _refuse_changed(taken, retired / "build", out)
             os.replace(staging, out)
-        except OSError:
+        except (OSError, _Changed):
             os.replace(retired / "build", out)  # put the previous build back
             raise
-    except (OSError, _Stopped) as exc:
+    except (OSError, _Stopped, _Changed) as exc:
         shutil.rmtree(staging, ignore_errors=True)
         if retired is not None and not (retired / "build").exists():
             shutil.rmtree(retired, ignore_errors=True)
         if isinstance(exc, _Stopped):
             raise
+        if isinstance(exc, _Changed):
+            raise exc.error from None
         raise _failed(exc, out) from None
     if retired is not None:
         shutil.rmtree(retired, ignore_errors=True)
 
 
 def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[str, str]], bytes],
-                  stop: list[int] | None = None, known: Known | None = None) -> None:
-    """For a folder that cannot be renamed (a mount point): stage inside it, then move entries."""
+                  stop: list[int] | None = None, known: Known | None = None,
+                  taken: dict[str, tuple[int, int, int, int]] | None = None) -> None:
+    """For a folder that cannot be renamed (a mount point): stage inside it, then move entries (the previous ones
+    moved back when they show files added or changed since `taken`, see `_refuse_changed`)."""
     staging = retired = None
     moved_out: list[str] = []
     moved_in: list[str] = []
@@ -622,10 +687,11 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
             if name not in keep:
                 os.replace(out / name, retired / name)
                 moved_out.append(name)
+        _refuse_changed(taken, retired, out)
         for name in sorted(os.listdir(staging)):
             os.replace(staging / name, out / name)
             moved_in.append(name)
-    except (OSError, _Stopped) as exc:
+    except (OSError, _Stopped, _Changed) as exc:
         for name in moved_in:  # undo: the previous build goes back as it was
             if (out / name).is_dir() and not (out / name).is_symlink():
                 shutil.rmtree(out / name, ignore_errors=True)
@@ -638,6 +704,8 @@ def _write_inside(out: Path, files: dict[str, bytes], manifest: Callable[[dict[s
                 shutil.rmtree(folder, ignore_errors=True)
         if isinstance(exc, _Stopped):
             raise
+        if isinstance(exc, _Changed):
+            raise exc.error from None
         raise _failed(exc, out) from None
     shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(retired, ignore_errors=True)

@@ -253,10 +253,12 @@ def test_a_rebuild_reads_the_previous_build_once(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("settled", [True, False])
-def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path, monkeypatch, settled):
-    """A file edited between the read that found it unchanged and the new build's writing (same size, other bytes)
-    is written afresh, not linked into the new build: read again (a file changed in the seconds before it was
-    read) or told by its change time."""
+@pytest.mark.parametrize("force", [False, True])
+def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path, monkeypatch, settled, force):
+    """A file edited between the read that found it unchanged and the new build's writing (same size, other bytes):
+    without --force the edit is kept and the build not written (it was written afresh, the edit lost); with --force
+    the edit is discarded, and the file is written afresh, not linked into the new build (read again, a file changed
+    in the seconds before it was read, or told by its change time)."""
     import generator.output as output
 
     out = tmp_path / "build"
@@ -273,9 +275,44 @@ def test_a_file_edited_after_the_previous_build_was_read_is_not_shared(tmp_path,
 
     monkeypatch.setattr(output, "_fill", edit_then_fill)
     carried = (out / "k8s/a.yaml").stat().st_ino
-    write_files(out, files)
-    assert (out / "k8s/b.yaml").read_bytes() == b"b: 1\n"
+    if not force:
+        with pytest.raises(OutputError, match=r"were added or changed \(k8s/b.yaml\)"):
+            write_files(out, files)
+        assert (out / "k8s/b.yaml").read_bytes() == b"b: 2\n" and (out / "k8s/a.yaml").stat().st_ino == carried
+        return
+    edited = (out / "k8s/b.yaml").stat().st_ino
+    write_files(out, files, force=True)
+    assert (out / "k8s/b.yaml").read_bytes() == b"b: 1\n" and (out / "k8s/b.yaml").stat().st_ino != edited
     assert (out / "k8s/a.yaml").stat().st_ino == carried
+
+
+@pytest.mark.parametrize("mount", [False, True], ids=["build folder", "mount point"])
+def test_a_file_a_person_adds_while_the_build_is_written_is_not_lost(tmp_path, monkeypatch, mount):
+    """A person saves a kustomization.yaml into the build folder while the new build is staged (after the check
+    that the previous build holds nothing gpudash did not write): the previous build was replaced with it inside,
+    deleted, exit 0. The previous build is read again once moved aside: the file is there, so the previous build
+    goes back as it is, and the write fails saying what it would have lost. (A mount point's entries are moved
+    aside one by one: the same.)"""
+    import generator.output as output
+
+    out = tmp_path / "build"
+    files = {"k8s/a.yaml": b"a: 1\n", "dashboards/x.json": b"{}\n"}
+    write_files(out, files)
+    real_fill = output._fill
+
+    def fill_then_person(*args, **kwargs):
+        real_fill(*args, **kwargs)
+        (out / "kustomization.yaml").write_text("resources: []\n")
+
+    monkeypatch.setattr(output, "_fill", fill_then_person)
+    if mount:
+        monkeypatch.setattr(output.os.path, "ismount", lambda path: Path(path) == out)
+    with pytest.raises(OutputError, match=r"were added or changed \(kustomization.yaml\)"):
+        write_files(out, {**files, "k8s/a.yaml": b"a: 2\n"})
+    assert (out / "kustomization.yaml").read_text() == "resources: []\n"
+    assert (out / "k8s/a.yaml").read_bytes() == b"a: 1\n"
+    assert sorted(p.name for p in out.iterdir()) == ["dashboards", "k8s", "kustomization.yaml", "manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["build"]
 
 
 def test_a_rebuild_links_nothing_a_symlinked_folder_leads_to(tmp_path):
