@@ -98,7 +98,7 @@ class Kube:
         try:
             return Answer(json.loads(text), what)
         except ValueError:
-            raise OddAnswer(what, "", text[:40], "JSON") from None
+            raise OddAnswer(what, "", redact.text(text)[:40], "JSON") from None  # masked, then cut
 
     def listing(self, path: str, what: str, query: dict[str, str] | None = None) -> list[Answer]:
         """The items of a list; a 404 on a list is odd (an empty list is the API's answer for none)."""

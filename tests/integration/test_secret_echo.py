@@ -128,3 +128,24 @@ def test_a_prometheus_password_echoed_in_an_answer_that_is_not_json_is_not_print
     detail = checks[("prometheus", "DCGM targets")]["detail"]
     assert code == 1 and "login failed for ***" in detail, detail
     assert password[:8] not in json.dumps(list(checks.values())), detail
+
+
+def test_a_kubeconfig_token_echoed_in_an_answer_that_is_not_json_is_not_printed_in_part(cli, tmp_path, monkeypatch):
+    """verify quoted the first 40 characters of a Kubernetes API answer that is not JSON, cut before masking: an API
+    server echoing the kubeconfig's token had its first 26 characters printed. Masked, then cut."""
+    import yaml
+
+    from tests.integration.test_verify_answers import ONLY, _verify
+
+    token = "kube-Bearer-token-7731-abcdefghijklmnop"
+    with CannedServer(f"<p>denied {token}</p>", status=200, content_type="text/html") as server:
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "t",
+                  "clusters": [{"name": "c", "cluster": {"server": server.url}}],
+                  "contexts": [{"name": "t", "context": {"cluster": "c", "user": "u"}}],
+                  "users": [{"name": "u", "user": {"token": token}}]}
+        (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kubeconfig"))
+        code, checks = _verify(cli, *ONLY["kube"])
+    details = json.dumps([c["detail"] for c in checks.values()])
+    assert "<p>denied ***</p>" in details, details
+    assert token[:10] not in details, details
