@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from .. import redact
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..container_insights import enabled as addon_source
 from ..exporter_styles import EXPORTER_PORT, style_for
@@ -65,7 +66,8 @@ def analyse(project: Project, text: str, source: str) -> list[Check]:
     try:
         samples = _workload_named(parse(text), project.settings)
     except ValueError as exc:
-        return [Check(GROUP, "metrics endpoint", FAIL, f"{source} is not Prometheus exposition: {exc}"[:300],
+        said = redact.text(f"{source} is not Prometheus exposition: {exc}")  # masked, then cut: no secret in part
+        return [Check(GROUP, "metrics endpoint", FAIL, said[:300],
                       "check that the URL is the DCGM exporter's /metrics")]
     if not any(name.startswith("DCGM_") for name in samples):
         return [Check(GROUP, "metrics endpoint", FAIL, f"{source} has no DCGM_* metric ({len(samples)} families)",

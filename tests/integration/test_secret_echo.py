@@ -149,3 +149,19 @@ def test_a_kubeconfig_token_echoed_in_an_answer_that_is_not_json_is_not_printed_
     details = json.dumps([c["detail"] for c in checks.values()])
     assert "<p>denied ***</p>" in details, details
     assert token[:10] not in details, details
+
+
+def test_an_exporter_password_echoed_in_an_answer_that_is_not_exposition_is_not_printed_in_part(cli):
+    """verify quoted the exposition parser's error (which quotes the line) cut at 300 characters before masking: an
+    exporter page echoing the password of --exporter-url's user-info, where the cut fell inside it, had part of it
+    printed. Masked, then cut."""
+    from tests.integration.test_verify_answers import ONLY, _verify
+
+    password = "Exp0rter-basic-auth-passw0rd-7731"
+    with CannedServer(" ".join(f"p{i}={password}" for i in range(12)) + "\n", status=200,
+                      content_type="text/plain") as server:
+        url = server.url.replace("http://", f"http://admin:{password}@") + "/metrics"
+        code, checks = _verify(cli, *ONLY["exporter"], "--exporter-url", url)
+    detail = checks[("exporter", "metrics endpoint")]["detail"]
+    assert "is not Prometheus exposition" in detail, detail
+    assert password[:6] not in detail, detail
