@@ -126,8 +126,9 @@ class CloudWatch:
         """One API call, paced and retried; the answer checked. ResourceNotFound is re-raised as is (with
         `after_lost`: whether an earlier attempt of the call reached CloudWatch and lost its answer). A write
         stopped (a signal, the deadline) once a request of it was sent may have happened, and says so.
-        CloudWatch's writes are not conditional: `before_retry`, called after each wait and before the attempt it
-        precedes, reads the object again; it returns True to send the write once more, False when the object is
+        CloudWatch's writes are not conditional: `before_retry`, called after each wait (the backoff, then the
+        attempt's pacing turn: no wait falls between the look and the resend) and before the attempt it precedes,
+        reads the object again; it returns True to send the write once more, False when the object is
         already as the write sends it (an earlier attempt landed: the call answers {}, and the caller's read-back
         is the proof), or raises NotResent (changed by someone else meanwhile)."""
         sent: list[bool] = []
@@ -206,8 +207,10 @@ class CloudWatch:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             self.deadline.pause(max(delay, retry_after or 0.0), what)
-            if before_retry is not None and not before_retry():
-                return {}
+            if before_retry is not None:
+                self.pacer.ready(region, api)  # the resend's turn first: no wait between the look and the resend
+                if not before_retry():
+                    return {}
         raise RemoteError(f"{failure[0]} (after {self.max_attempts} attempts)", where=what, hint=failure[1])
 
     # --- reads gpudash makes, every page -------------------------------------------------------

@@ -351,3 +351,43 @@ def test_an_alarm_a_person_creates_while_the_previous_creates_evidence_is_taken_
     assert alarms(client)[made[0]]["Threshold"] == 7.0, f"{made} overwritten"
     errors = {item["name"]: item["error"] for item in report["failed"]}
     assert code == 3 and made[0] in errors and made[0] not in report["written"], errors
+
+
+def test_an_alarm_a_person_creates_between_a_retrys_look_and_its_resend_is_not_overwritten(
+        proxied, deadline_clock, monkeypatch):
+    """Each create's first PutMetricAlarm is answered 503 (not made); the retry reads the alarm first (its look), then
+    waited for PutMetricAlarm's turn (3 a second: the window was full of the creates just before) and resent. A person
+    who creates the alarm in that wait (here: at the first wait on the pacing clock after a look found it absent) had
+    gpudash's definition written over theirs, reported after the fact. The turn is waited for before the look now: the
+    person's alarm is seen at the look, nothing is resent, and it keeps its threshold."""
+    import json as json_
+
+    from tests.support.fault_proxy import Rule
+
+    proxy, client, apply = proxied
+    named: list[str] = []
+    failed: list[str] = []
+    made: list[str] = []
+
+    class FirstAttempt(Rule):  # answers 503 to the first PutMetricAlarm of each alarm
+        def matches(self, method, path, body, operation="", region="", query=""):
+            if operation != "PutMetricAlarm":
+                return False
+            name = json_.loads(body).get("AlarmName")
+            if name in failed:
+                return False
+            failed.append(name)
+            return True
+
+    def person() -> None:
+        looked = named[0] if len(named) == 1 else None  # a retry's look reads the alarm alone
+        if looked in failed and looked not in made and looked not in alarms(client):
+            foreign_alarm(client, name=looked, threshold=7.0)
+            made.append(looked)
+
+    proxy.inject(DescribedNames(named), FirstAttempt(path="/", times=10**6, status=503,
+                                                     body=b'{"__type": "ServiceUnavailable"}'))
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply()
+    assert len(failed) >= 12 and "Traceback" not in stderr, stderr
+    assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"
