@@ -19,7 +19,7 @@ from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
 from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, named_daemonsets,
-                               style_for)
+                               several_daemonsets, style_for)
 from ..project import Project
 from ..settings import Cluster, Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
@@ -119,7 +119,11 @@ def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list
     naming them, never a judgement by one of them. `found` receives the exporter DaemonSets in the namespace."""
     namespace = settings.exporter.namespace
     found += _exporter_daemonsets(kube, namespace)
-    named = shown([f"{c.name}: {exporter_daemonset(settings, c)}" for c in settings.clusters])
+    def of(cluster: Cluster) -> str:  # with exporter.more_daemonsets, every DaemonSet it names, namespace/name
+        if not several_daemonsets(settings):
+            return exporter_daemonset(settings, cluster)
+        return " + ".join(f"{ns}/{n}" for ns, n in named_daemonsets(settings, cluster))
+    named = shown([f"{c.name}: {of(c)}" for c in settings.clusters])
     here = ", ".join(sorted(d.get("metadata.name", str) for d in found)) or "none"
     return Check(GROUP, DAEMONSET_CHECK, WARN,
                  f"{unknown}; the clusters name different exporter DaemonSets ({named}), so which is this "

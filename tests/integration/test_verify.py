@@ -447,6 +447,13 @@ def test_verify_does_not_judge_a_cluster_by_the_first_entry_before_its_agent_con
     assert "ml-a" not in _advice(checks)
     code, _, stderr = cli("verify", *skip, "--cluster", "ml-c")
     assert code == 2 and "--cluster ml-c: no such entry in clusters (ml-a, ml-b)" in stderr, stderr
+    # the clusters differ by exporter.more_daemonsets alone: each one's DaemonSets are named (read as one name before)
+    config.write_text("clusters:\n  - {name: ml-a, region: us-east-1}\n"
+                      "  - {name: ml-b, region: us-east-1, exporter: {more_daemonsets: [pool-b]}}\n"
+                      "exporter:\n  daemonset: ml-b-dcgm-exporter\n")
+    assert "the clusters name different exporter DaemonSets (ml-a: gpu-operator/ml-b-dcgm-exporter, ml-b: " \
+           "gpu-operator/ml-b-dcgm-exporter + gpu-operator/pool-b)" in verify(*skip)[1][("kube", "exporter DaemonSet")][
+               "detail"]
 
 
 def test_verify_does_not_judge_a_renamed_cluster_by_the_first_entry(stack, tmp_path):
