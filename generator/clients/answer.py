@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any, Iterator
 
+from .. import redact
+
 REQUIRED = object()
 _KINDS = {dict: "an object", list: "a list", str: "a string", int: "a whole number", float: "a number",
           bool: "true or false"}
@@ -38,7 +40,7 @@ def describe(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return f"a list of {len(value)}"
-    text = repr(value)
+    text = repr(redact.text(value) if isinstance(value, str) else value)  # masked, then cut: no secret in part
     return text if len(text) <= 40 else text[:37] + "..."
 
 

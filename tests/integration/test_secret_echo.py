@@ -165,3 +165,18 @@ def test_an_exporter_password_echoed_in_an_answer_that_is_not_exposition_is_not_
     detail = checks[("exporter", "metrics endpoint")]["detail"]
     assert "is not Prometheus exposition" in detail, detail
     assert password[:6] not in detail, detail
+
+
+def test_a_password_echoed_in_a_json_string_where_an_object_is_due_is_not_printed_in_part(cli):
+    """An odd JSON answer's value is quoted by its first 37 characters, cut before masking: Prometheus answering
+    `data` with a text that echoes PROMETHEUS_URL's password had 17 of its characters printed. Masked, then cut."""
+    from tests.integration.test_verify_answers import ONLY, _verify
+
+    password = "Pr0m-basic-auth-passw0rd-7731"
+    body = json.dumps({"status": "success", "data": f"login failed for {password}"})
+    with CannedServer(body, status=200) as server:
+        url = server.url.replace("http://", f"http://admin:{password}@")
+        code, checks = _verify(cli, *ONLY["prometheus"], "--prometheus-url", url)
+    details = json.dumps([c["detail"] for c in checks.values()])
+    assert "data is 'login failed for ***', expected an object" in details, details
+    assert password[:8] not in details, details
