@@ -834,7 +834,7 @@ def _tagged_since(change: Change, now: list[dict[str, str]], tagged: Callable[[l
     no conditional TagResource: a change after this read and before the TagResource lands is not seen."""
     if tagged(now) and alarm_owned(now):
         return True
-    moved = _tag_moved(change, now, None, since="after its fields were written and read back")
+    moved = _tag_moved(change, now, None, since="since they were read right before its fields were written")
     if moved:
         raise TagsMoved(moved, where=f"CloudWatch alarm {change.name}", hint="run `gpudash plan` and apply again")
     return False
@@ -939,7 +939,9 @@ def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> Remote
             f"the alarm was {'created' if created else 'updated'} and read back as sent, but {exc.what}: gpudash's "
             f"evidence was not tagged onto it; the next plan judges the alarm by the tags it carries now (without "
             f"{ALARM_OWNER_TEXT}, it is left alone as not gpudash's)", where=exc.where,
-            hint="if the alarm was taken over on purpose, nothing is to do; otherwise run `gpudash plan`")
+            hint="look at the alarm in the CloudWatch console: it holds gpudash's definition (a change of its tags "
+                 "made just before that write landed was not seen before it); if it was taken over, restore its "
+                 "definition as its owner wants it")
     if created:
         stands = (f"the alarm was created and read back as sent, carrying the tags it was created with "
                   f"({ALARM_OWNER_TEXT}, the project's and the {ALARM_HASH_TAG} of what was sent), but the "

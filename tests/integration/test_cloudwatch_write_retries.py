@@ -391,3 +391,21 @@ def test_an_alarm_a_person_creates_between_a_retrys_look_and_its_resend_is_not_o
     code, report, stderr = apply()
     assert len(failed) >= 12 and "Traceback" not in stderr, stderr
     assert [n for n in made if alarms(client)[n]["Threshold"] != 7.0] == [], f"{made} overwritten"
+
+
+def test_a_takeover_just_before_an_updates_write_lands_is_reported_as_what_it_may_be(proxied, published, project_dir):
+    """A person takes the alarm over (ManagedBy=team-ml) after the update's last tag read and before its
+    PutMetricAlarm lands (CloudWatch has no conditional write: this is not seen in time). The tag read before the
+    TagResource shows it: no evidence is tagged, and the report said the tags changed "after its fields were
+    written", which is not what happened; it says now that they changed since the read before the write, and that
+    the alarm holds gpudash's definition."""
+    proxy, client, apply = proxied
+    published()
+    proxy.inject(fault("PutMetricAlarm", "before", naming=NAME, callback=lambda: taken_over(client, NAME)))
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
+                                                             "critical: 87}\n")))
+    failed = {item["name"]: item for item in report["failed"]}
+    assert code == 3 and list(failed) == [NAME] and failed[NAME]["written"] is True, stderr
+    assert "since they were read right before its fields were written" in failed[NAME]["error"], failed
+    assert "holds gpudash's definition" in failed[NAME]["error"], failed
+    assert _tags(client, NAME)["ManagedBy"] == "team-ml"
