@@ -398,11 +398,19 @@ def _compose(text: str, source: str) -> yaml.Node | None:
         problem = getattr(exc, "problem", None) or str(exc)
         if "nesting depth" in problem:  # libyaml's limit
             raise InputError("the YAML is nested too deeply to be settings", where=where, hint=SCHEMA_HINT) from None
+        if mark and _character_at(text, mark.line, mark.column) == "\t":  # PyYAML and libyaml word it apart
+            raise InputError(f"not valid YAML: a tab at column {mark.column + 1}; YAML indents with spaces only",
+                             where=where, hint="replace the tab with spaces") from None
         raise InputError(f"not valid YAML: {problem}", where=where,
                          hint="fix the YAML syntax (indentation, quotes, colons)") from None
     except RecursionError:
         raise InputError("the YAML is nested too deeply to be settings", where=source,
                          hint=SCHEMA_HINT) from None
+
+
+def _character_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n")
+    return lines[line][column:column + 1] if line < len(lines) else ""
 
 
 MAX_VALUES = 100_000  # after YAML aliases are expanded; real settings hold a few hundred

@@ -164,7 +164,9 @@ CASES = [
 
     # --- settings --------------------------------------------------------------------------------
     settings("YAML syntax", "clusters: [\n  - name: a\n", "gpudash.yaml:", "not valid YAML"),
-    settings("tab indentation", "grafana:\n\tfolder: x\n", "gpudash.yaml:2", "not valid YAML"),
+    settings("tab indentation", "grafana:\n\tfolder: x\n", "gpudash.yaml:2", "not valid YAML: a tab at column 1",
+             "replace the tab with spaces"),
+    settings("tab after spaces", "clusters:\n  - name: a\n  \t- name: b\n", "gpudash.yaml:3", "a tab at column 3"),
     settings("a list", "- just\n- a list\n", "gpudash.yaml:1", "mapping"),
     settings("a scalar", "just some text\n", "gpudash.yaml:1", "mapping"),
     settings("unknown top-level key", "# mine\nlabels:\n  pod: pod\nclusterz: []\n", "gpudash.yaml:4",
