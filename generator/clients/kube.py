@@ -41,6 +41,25 @@ def for_run(options: Options) -> "Kube":
         return options.clients["kube"]
 
 
+def _no_kubeconfig(kube_error: Exception) -> RemoteError:
+    """Why no kubeconfig was read: a KUBECONFIG naming no file is said as such (the client says only that it found
+    no configuration), with what to do about it."""
+    import os
+
+    named = os.environ.get("KUBECONFIG")
+    files = [path for path in (named or "").split(os.pathsep) if path]
+    missing = [path for path in files if not os.path.exists(path)]
+    update = "for EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
+    if files and len(missing) == len(files):
+        return RemoteError(f"no usable kubeconfig: KUBECONFIG names {', '.join(missing)}, which "
+                           f"{'does' if len(missing) == 1 else 'do'} not exist",
+                           hint=f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; {update}")
+    if named is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
+        return RemoteError("no usable kubeconfig: KUBECONFIG is not set and ~/.kube/config does not exist",
+                           hint=f"set KUBECONFIG to your kubeconfig file; {update}")
+    return RemoteError(f"no usable kubeconfig ({kube_error})", hint=f"set KUBECONFIG or --context; {update}")
+
+
 class Kube:
     def __init__(self, options: Options):
         import os
@@ -53,8 +72,7 @@ class Kube:
             try:
                 config.load_incluster_config()
             except config.ConfigException:
-                raise RemoteError(f"no usable kubeconfig ({kube_error})",
-                                  hint="set KUBECONFIG or --context; for EKS: aws eks update-kubeconfig") from None
+                raise _no_kubeconfig(kube_error) from None
         configuration = configuration_class.get_default_copy()
         configuration.retries = 0
         for value in (configuration.api_key or {}).values():  # a kubeconfig token, as sent and bare

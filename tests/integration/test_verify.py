@@ -1592,3 +1592,17 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
             checks[("kube", "exporter rollout gpu-pools/pool-c")]["detail"]) == ("fail", "0/1 pods ready, 0 updated")
     assert checks[("kube", "exporter rollout strategy gpu-pools/pool-c")]["status"] != "ok"
     assert checks[("kube", "exporter rollout")]["status"] == "ok"
+
+
+def test_a_kubeconfig_variable_naming_no_file_is_said_so_with_what_to_do(cli, tmp_path, monkeypatch):
+    """KUBECONFIG pointing nowhere (a typo, a file of another machine): the check names the path and that it does not
+    exist, and its fix does not tell the user to set the variable they have set."""
+    missing = tmp_path / "no-such-dir" / "config"
+    monkeypatch.setenv("KUBECONFIG", str(missing))
+    code, stdout, stderr = cli("verify", "--skip", "prometheus", "--skip", "cloudwatch", "--skip", "exporter",
+                               "--output", "json")
+    (check,) = json.loads(stdout)["checks"]
+    assert code == 1 and (check["group"], check["status"]) == ("kube", "fail")
+    assert check["detail"] == f"no usable kubeconfig: KUBECONFIG names {missing}, which does not exist"
+    assert check["fix"].startswith("point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config")
+    assert "Traceback" not in stderr
