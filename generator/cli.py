@@ -145,8 +145,10 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     from .data_missing import guessed_daemonset, unread_daemonset
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
-    from .settings import workload_rename_mix
+    from .settings import unknown_regions, workload_rename_mix
 
+    for where, what, fix in unknown_regions(project.settings):
+        click.echo(f"warning: {where}: {what}\n  fix: {fix}", err=True)
     mix = workload_rename_mix(project.settings)
     if mix:
         click.echo(f"warning: {mix[0]}: {mix[1]} (lint PR003)\n  fix: {mix[2]}", err=True)

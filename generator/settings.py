@@ -791,6 +791,42 @@ def workload_rename_mix(settings: Settings) -> tuple[str, str, str] | None:
     return setting_place(settings, ["labels", plain[0]]), what, fix
 
 
+def unknown_regions(settings: Settings) -> list[tuple[str, str, str]]:
+    """(where, what, fix) for each cluster whose Region the installed botocore does not list (`us-wst-2`): publishing
+    would fail to reach it. A warning, not a refusal: a Region newer than botocore is real and reachable."""
+    known = _known_regions()
+    if not known:
+        return []
+    unknown = []
+    for index, cluster in enumerate(settings.clusters):
+        if cluster.region in known:
+            continue
+        import difflib
+
+        close = difflib.get_close_matches(cluster.region, sorted(known), n=1)
+        fix = ((f"did you mean {close[0]}? " if close else "write the Region's code, such as us-east-1; ") +
+               "a Region newer than the installed boto3 is warned of until boto3 is upgraded")
+        unknown.append((setting_place(settings, ["clusters", index, "region"]),
+                        f"clusters.{index}.region: {cluster.region!r} is no AWS Region the installed boto3 knows: "
+                        f"publishing cannot reach it", fix))
+    return unknown
+
+
+@cache
+def _known_regions() -> frozenset[str]:
+    """The Regions of every partition in botocore's partitions.json (read without importing botocore); empty when
+    it cannot be read."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("botocore")
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        partitions = json.loads((folder / "data" / "partitions.json").read_text())["partitions"]
+        return frozenset(region for partition in partitions for region in partition["regions"])
+    except (AttributeError, OSError, ValueError, KeyError, TypeError, StopIteration):
+        return frozenset()
+
+
 def _dimension_sets_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """The per-pod and per-GPU sets the agent publishes name what tells pods and GPUs apart (`document` has its
     defaults filled in; the Container Insights add-on publishes sets of its own)."""

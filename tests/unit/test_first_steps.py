@@ -129,6 +129,18 @@ def test_schema_errors_say_what_to_write_instead(in_folder, cli, text, fix):
     assert code == 2 and f"\n  fix: {fix}" in stderr, stderr
 
 
+def test_a_region_typo_is_warned_of_with_its_line_and_the_region_meant(in_folder, cli):
+    """`us-wst-2` has the shape of a Region, so the schema takes it: generate warns (publishing could not reach it)
+    and names the Region meant; a Region boto3 knows is not warned of."""
+    (in_folder / "gpudash.yaml").write_text("clusters:\n  - name: a\n    region: us-east-1\n"
+                                            "  - name: b\n    region: us-wst-2\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+    assert ("warning: gpudash.yaml:5: clusters.1.region: 'us-wst-2' is no AWS Region the installed boto3 knows: "
+            "publishing cannot reach it\n  fix: did you mean us-west-2?") in stderr, stderr
+    assert "clusters.0.region" not in stderr
+
+
 TYPO_PANEL = """from generator.model import Dashboard, Row
 from generator.panels import per_pod
 
