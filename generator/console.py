@@ -10,7 +10,8 @@ import click
 
 def colour_enabled(stream=None) -> bool:
     stream = stream or sys.stdout
-    return "NO_COLOR" not in os.environ and hasattr(stream, "isatty") and stream.isatty()
+    # no-color.org: NO_COLOR set and not empty turns colour off; an empty NO_COLOR changes nothing
+    return not os.environ.get("NO_COLOR") and hasattr(stream, "isatty") and stream.isatty()
 
 
 def style(text: str, **kwargs) -> str:
