@@ -43,6 +43,11 @@ MIG_SUBSTITUTES = {
     "DCGM_FI_DEV_GPU_UTIL": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 100.0),
     "DCGM_FI_DEV_MEM_COPY_UTIL": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
 }
+# A share of an instance's memory (DCGM: Used / (Total - Reserved), i.e. used / (used + free)), and the fields whose
+# sums over a GPU's MIG instances make the GPU's share of the memory its instances hold: a plain mean of the
+# instances' shares weighs a 1g.10gb as a 3g.40gb (a full 3g.40gb beside an empty 1g.10gb is 80 % of that memory,
+# not 50 %).
+MIG_MEMORY_SHARES = {"DCGM_FI_DEV_FB_USED_PERCENT": ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")}
 # Fields DCGM does not report for MIG instances: what an instance's series carries for them
 # (0, or nothing, or the blank sentinel, by exporter version) is no reading.
 MIG_UNSUPPORTED = (*MIG_SUBSTITUTES, "DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL")

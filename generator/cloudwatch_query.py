@@ -69,7 +69,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from .blanks import INCREASE_FLOOR, READING_FLOOR
-from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
+from .catalog import MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, Catalog
 from .derived_sets import derived, mig_only, with_instance
 from .markers import CLUSTER_DIMENSION, GPU_DIMENSION, NAMESPACE_DIMENSION, NODE_DIMENSION, POD_DIMENSION
 from .model import Query
@@ -379,7 +379,7 @@ def _plan(query: Query, catalog: Catalog, settings: Settings, period: int, alarm
     pod_keyed = tuple(dims) == tuple(pod_dimensions(settings))
     if layout.instances and field.per_instance and not field.is_counter and not field.across_own_labels \
             and agg != "count" and not pod_keyed and "mig_instance" not in query.by \
-            and (instances_added(field) or agg in ("max", "min")):
+            and (instances_added(field) or agg in ("max", "min") or query.metric in MIG_MEMORY_SHARES):
         return _instances_added(query, instances_added(field), settings, series, one_gpu, alarm, layout)
 
     def line(function: str, math: str | None = None, divisor: float = 1.0, needs_period: bool = False) -> Plan:
@@ -643,16 +643,20 @@ def _instances_added(query: Query, adds_up: bool, settings: Settings, series: tu
                     gpu_series=layout.per_gpu)
     if one_gpu and not alarm:
         lines = (*series, MIG_INSTANCE_LABEL)
+        share = query.metric in MIG_MEMORY_SHARES
         return Plan(metric=query.metric, function="AVG" if agg == "sum" else MI_FUNCTIONS[agg], dims=dims,
                     group=lines, series=lines, gpu_series=layout.per_gpu,
-                    notes=(INSTANCE_LINES.format('add' if adds_up else 'average'),))
+                    notes=(INSTANCE_LINES.format('add' if adds_up else 'combine' if share else 'average'),))
     where = "per GPU" if one_gpu else f"per {', '.join(series)}" if series else "over the cluster"
-    value = "the sum of its instances" if adds_up else "the mean of its instances"
+    value = "the sum of its instances" if adds_up else MEMORY_SHARE if query.metric in MIG_MEMORY_SHARES else \
+        "the mean of its instances"
     raise Unsupported(f"a MIG GPU's {query.metric} is {value}, which CloudWatch holds as separate series: it can "
                       f"chart each instance{', or their total over the cluster' if adds_up else ''}, "
                       f"not the {agg} {where}")
 
 
+MEMORY_SHARE = ("the share of the memory its instances hold (their used over their used + free, not the mean of "
+                "their shares)")
 MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
 WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"

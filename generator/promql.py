@@ -40,7 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
-from .catalog import FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED, PER_PROCESS_FIELDS, Catalog
+from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
+                      PER_PROCESS_FIELDS, Catalog)
 from .model import Query
 from .series_labels import uuid_label
 from .settings import Labels
@@ -646,6 +647,19 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
 
+def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
+    """A share of memory (MIG_MEMORY_SHARES) per GPU: a whole GPU's own reading; a MIG GPU's, the sum of its instances'
+    used memory over the sum of the memory they hold (used + free), not the mean of their shares. Without both
+    fields in the CSV, MIG GPUs are left out (the README says so)."""
+    whole = per_gpu(metric, True, (f'{MIG_INSTANCE_LABEL}=""',))
+    used, free = MIG_MEMORY_SHARES[metric]
+    if used not in catalog or free not in catalog:
+        return whole
+    mig = (f'{MIG_INSTANCE_LABEL}!=""',)
+    held = per_gpu(used, True, mig)
+    return f"({held} / ({held} + {per_gpu(free, True, mig)}) or {whole})"
+
+
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
     """One value per GPU from the series a field's own labels split it into (the counts of all XID
     codes add up), unless the query groups by those labels."""
@@ -716,16 +730,18 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     lookback = named_within if ("pod" in keys and gauge_window is None and not query.as_increase
                                 and reads_gauges(query, catalog)) else None
 
-    def per_gpu(metric: str, whole: bool) -> str:
+    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = ()) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole, labels.copies, lookback) \
             if labels.copies or lookback else None
-        return _per_gpu(metric, catalog, branches, extra, merge, window, query.as_increase, count, over_time, kind,
-                        resolution, device)
+        return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
+                        over_time, kind, resolution, device)
 
     value = per_gpu(query.metric, query.whole_gpu)
+    if query.metric in MIG_MEMORY_SHARES and not count and not all(name in outer for name in merge.instance):
+        value = _memory_share(query.metric, catalog, per_gpu)
     if query.over:
         total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"

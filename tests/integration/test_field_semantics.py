@@ -253,13 +253,33 @@ def extra_reading(name: str, minute: float) -> float:
             NVLINK_L0: 5e9 * seconds}[name]
 
 
+# GPU 1, an A100 80GB split into MIG instances as the exporter writes them (GPU_I_ID, GPU_I_PROFILE; framebuffer per
+# instance): a full 3g.40gb beside an empty 1g.10gb. Of the memory the instances hold, 40,192 of 50,048 MiB is used
+MIG_FB = {("1", "3g.40gb"): {FB_PERCENT: 1.0, "DCGM_FI_DEV_FB_USED": 40192, "DCGM_FI_DEV_FB_FREE": 0},
+          ("2", "1g.10gb"): {FB_PERCENT: 0.0, "DCGM_FI_DEV_FB_USED": 0, "DCGM_FI_DEV_FB_FREE": 9856}}
+MIG_FB_SHARE = 40192 / (40192 + 9856)  # 0.803; the mean of the instances' shares reads 0.5
+
+
 def _extra_openmetrics(start: int) -> str:
     lines = []
     for name in (REASONS, EVENT_REASONS, FB_PERCENT, FAN, PSTATE, PCIE_KB, NVLINK_L0):
         lines.append(f"# TYPE {name} gauge")
         lines += [f'{name}{{{_labels(0, "")},node="{NODE}",job="dcgm-exporter"}} {extra_reading(name, _time(k) / 60)!r}'
                   f' {start + _time(k)}' for k in range(SCRAPES)]
+        if name == FB_PERCENT:
+            lines += _mig_framebuffer(start, (FB_PERCENT,))
+    lines += _mig_framebuffer(start, ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"), typed=True)
     return "\n".join(lines) + "\n# EOF\n"
+
+
+def _mig_framebuffer(start: int, names: tuple[str, ...], typed: bool = False) -> list[str]:
+    lines = []
+    for name in names:
+        lines += [f"# TYPE {name} gauge"] if typed else []
+        lines += [f'{name}{{{_labels(1, f"GPU_I_ID={chr(34)}{i}{chr(34)},GPU_I_PROFILE={chr(34)}{profile}{chr(34)}")},'
+                  f'node="{NODE}",job="dcgm-exporter"}} {values[name]} {start + _time(k)}'
+                  for k in range(SCRAPES) for (i, profile), values in MIG_FB.items()]
+    return lines
 
 
 @pytest.fixture(scope="module")
@@ -292,6 +312,9 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
     unit, legend = EXTRA_SHOWN[title]
     assert panel["fieldConfig"]["defaults"]["unit"] == unit
     shown = _shown(prometheus, panel, start, 5, 60)
+    if title == "DEV_FB_USED_PERCENT":  # the MIG GPU: the share of the memory its instances hold
+        mig = shown.pop(f"{NODE} GPU 1")
+        assert all(abs(value - MIG_FB_SHARE) <= 1e-9 for value in mig.values()), mig
     assert list(shown) == [GPU0] and shown[GPU0].keys() == legend.keys()
     assert all(abs(shown[GPU0][calc] - value) <= 1e-6 * abs(value) for calc, value in legend.items()), shown
 
@@ -310,21 +333,32 @@ def dashboards(ctx):
 
 
 def _extra_payload(k: int) -> str:
+    mig = [f'{FB_PERCENT}{{{_labels(1, f"GPU_I_ID={chr(34)}{i}{chr(34)},GPU_I_PROFILE={chr(34)}{profile}{chr(34)}")}}} '
+           f'{values[FB_PERCENT]}\n' for (i, profile), values in MIG_FB.items()]
     return "".join(f"# TYPE {name} {kind}\n{name}{{{_labels(0, '')}}} {extra_reading(name, _time(k) / 60)!r}\n"
+                   + ("".join(mig) if name == FB_PERCENT else "")
                    for name, kind in ((FB_PERCENT, "gauge"), (PCIE_KB, "counter")))
 
 
-@pytest.mark.parametrize("title, label, value", [("Framebuffer used", "ratio 0-1", 0.85),
-                                                 ("PCIe transmitted", "KB/s", 2000.0)])
-def test_cloudwatch_units_of_fields_a_csv_may_add(tmp_path, title, label, value):
+# widget -> (axis label, {line: value}): the framebuffer's share per GPU instance, the MIG GPU's instances apart (no
+# one query weighs them by the memory each holds: the widget says so), never their mean (0.5)
+EXTRA_WIDGETS = {"Framebuffer used": ("ratio 0-1", {f"{GPU0} MIG none": 0.85, f"{NODE} GPU 1 MIG 1": 1.0,
+                                                    f"{NODE} GPU 1 MIG 2": 0.0}),
+                 "PCIe transmitted": ("KB/s", {GPU0: 2000.0})}
+
+
+@pytest.mark.parametrize("title", list(EXTRA_WIDGETS))
+def test_cloudwatch_units_of_fields_a_csv_may_add(tmp_path, title):
     """The exporter serves the framebuffer's share 0-1 and the agent publishes it as it is (the Container Insights
     add-on's gpu_memory_utilization is the one scaled to percent); NVML's PCIe counter counts KB."""
-    _, widgets, points = _cloudwatch(tmp_path, dashboard=EXTRA_DASHBOARD, added=EXTRA, payload=_extra_payload)
+    project, widgets, points = _cloudwatch(tmp_path, dashboard=EXTRA_DASHBOARD, added=EXTRA, payload=_extra_payload)
     properties = widgets[title]
+    label, lines = EXTRA_WIDGETS[title]
     assert properties["yAxis"]["left"]["label"] == label
     shown = cloudwatch_eval.widget(properties, points, 0, 60 * 60)
-    assert list(shown) == [GPU0]
-    assert all(abs(v - value) <= 1e-9 * value for t, v in shown[GPU0].items() if t >= properties["period"]), shown
+    assert shown.keys() == lines.keys(), shown
+    assert all(abs(v - lines[line]) <= 1e-9 * lines[line] for line, values in shown.items()
+               for t, v in values.items() if t >= properties["period"]), shown
 
 
 ALARM = f'''
@@ -379,3 +413,28 @@ def test_the_cloudwatch_alarm_fires_for_the_failing_gpu(alarmed):
     gpu = {str(g): (("node", NODE), ("gpu", str(g))) for g in (0, 1)}
     assert cloudwatch_eval.alarm(request, points, 8 * 60) == {gpu["0"]: "OK", gpu["1"]: "OK"}
     assert cloudwatch_eval.alarm(request, points, 30 * 60) == {gpu["0"]: "ALARM", gpu["1"]: "OK"}
+
+
+
+SHARE_ALARM = f'''
+from generator.model import Alarm, Condition, Query
+
+
+def alarms(ctx):
+    yield Alarm("fb-share", "GPU framebuffer share high", Condition(Query("{FB_PERCENT}", "{{}}", ({{}})), ">", 0.7))
+'''
+
+
+@pytest.mark.parametrize("aggregation, by", [("avg", ""), ("avg", '"node", "gpu"'), ("min", '"node"')])
+def test_cloudwatch_refuses_an_alarm_on_a_mig_gpus_memory_share(tmp_path, aggregation, by):
+    """CloudWatch holds a MIG GPU's instances as separate series and no one query weighs their shares by the memory
+    each holds: an alarm per GPU or over the fleet is refused with its file and line, not made on the mean of the
+    instances' shares (the MIG GPU here read 0.5 where 0.803 of its instances' memory is used)."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "share.py").write_text(SHARE_ALARM.format(aggregation, by + "," if by else ""))
+    (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
+    (tmp_path / "counters.csv").write_text(default_counters().read_text() + EXTRA)
+    with pytest.raises(InputError) as refused:
+        build(load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv"))
+    assert "share.py:6: alarm 'fb-share': a MIG GPU's DCGM_FI_DEV_FB_USED_PERCENT is the share of the memory its " \
+           "instances hold" in str(refused.value)
