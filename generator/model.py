@@ -48,6 +48,21 @@ def source_file(defined_at: str) -> str:
     return "/".join(Path(defined_at.rsplit(":", 1)[0]).parts[-2:])
 
 
+# Words a definition may write for a choice of another spelling (no guess by likeness: `median` is not `min`)
+_SAID_AS = {"average": "avg", "mean": "avg", "total": "sum", "maximum": "max", "minimum": "min"}
+
+
+def _choice(what: str, value: object, allowed: tuple[str, ...]) -> tuple[str, str]:
+    """(problem, fix) for a value that is not one of `allowed`: the fix names the choice meant when the value is
+    one in other case, a beginning of one (`warn`), or another word for one (`average`)."""
+    said = str(value).lower()
+    meant = [choice for choice in allowed
+             if choice.lower() == said or (len(said) >= 3 and choice.lower().startswith(said))]
+    meant = meant or [choice for choice in allowed if _SAID_AS.get(said) == choice]
+    guess = f"did you mean {meant[0]!r}? " if len(meant) == 1 else ""
+    return f"{what} {value!r} is not one of {', '.join(allowed)}", f"{guess}write {what} as one of {', '.join(allowed)}"
+
+
 class DefinitionError(ValueError):
     """A definition built an invalid model object; carries where it was built."""
 
@@ -88,8 +103,8 @@ class Query:
         object.__setattr__(self, "by", tuple(self.by))
         object.__setattr__(self, "over", tuple(self.over))
         if self.aggregation not in AGGREGATIONS:
-            raise DefinitionError(f"aggregation {self.aggregation!r} is not one of {', '.join(AGGREGATIONS)}",
-                                  self.defined_at)
+            problem, fix = _choice("aggregation", self.aggregation, AGGREGATIONS)
+            raise DefinitionError(problem, self.defined_at, fix)
         own = FIELD_LABELS.get(self.metric, ((), ""))[0]  # a field's own labels (`xid`) name its series
         unknown = [key for key in self.by if key not in GROUP_KEYS and key not in own]
         if unknown:
@@ -126,8 +141,8 @@ class Panel:
         queries = (self.queries,) if isinstance(self.queries, Query) else tuple(self.queries)
         object.__setattr__(self, "queries", queries)
         if self.kind not in PANEL_KINDS:
-            raise DefinitionError(f"panel kind {self.kind!r} is not one of {', '.join(PANEL_KINDS)}",
-                                  self.defined_at)
+            problem, fix = _choice("panel kind", self.kind, PANEL_KINDS)
+            raise DefinitionError(problem, self.defined_at, fix)
         if not queries:
             raise DefinitionError(f"panel {self.title!r} has no queries", self.defined_at)
         increases = {query.as_increase for query in queries}
@@ -267,24 +282,23 @@ class Alarm:
     def __post_init__(self) -> None:
         if not self.defined_at:
             object.__setattr__(self, "defined_at", _caller())
-        problems = []
+        problems, fixes = [], []
         if not _ID.match(self.id):
             problems.append(f"alarm id {self.id!r} must be 1-31 lower-case letters, digits and '-'")
-        for condition in filter(None, (self.condition, self.cloudwatch)):
-            if condition.comparison not in COMPARISONS:
-                problems.append(f"comparison {condition.comparison!r} is not one of {', '.join(COMPARISONS)}")
-        if self.severity not in SEVERITIES:
-            problems.append(f"severity {self.severity!r} is not one of {', '.join(SEVERITIES)}")
-        if self.missing_data not in MISSING_DATA:
-            problems.append(f"missing_data {self.missing_data!r} is not one of {', '.join(MISSING_DATA)}")
-        if self.scope not in ALARM_SCOPES:
-            problems.append(f"scope {self.scope!r} is not one of {', '.join(ALARM_SCOPES)}")
+        choices = [("comparison", c.comparison, COMPARISONS) for c in filter(None, (self.condition, self.cloudwatch))]
+        choices += [("severity", self.severity, SEVERITIES), ("missing_data", self.missing_data, MISSING_DATA),
+                    ("scope", self.scope, ALARM_SCOPES)]
+        for what, value, allowed in choices:
+            if value not in allowed:
+                problem, fix = _choice(what, value, allowed)
+                problems.append(problem)
+                fixes.append(fix)
         if self.period_seconds not in (10, 20, 30) and (self.period_seconds < 60 or self.period_seconds % 60):
             problems.append("period_seconds must be 10, 20, 30 or a multiple of 60")
         if self.evaluation_periods < 1 or (self.datapoints_to_alarm or 1) > self.evaluation_periods:
             problems.append("need 1 <= datapoints_to_alarm <= evaluation_periods")
         if problems:
-            raise DefinitionError("; ".join(problems), self.defined_at)
+            raise DefinitionError("; ".join(problems), self.defined_at, "; ".join(fixes) or "fix the definition")
 
     @property
     def per_pod(self) -> bool:

@@ -51,7 +51,7 @@ class Project:
         return {name for query in queries for name in query.metrics}
 
 
-def _check_queries(queries, catalog: Catalog) -> None:
+def _check_queries(queries, catalog: Catalog, kind: str = "panel") -> None:
     for query in queries:
         if query.raw_promql:
             continue
@@ -63,7 +63,7 @@ def _check_queries(queries, catalog: Catalog) -> None:
                     f"unknown metric {name}: no DCGM field has this name, and it is not in the counters CSV "
                     f"({catalog.source})",
                     where=query.defined_at,
-                    hint=f"add {name} to the counters CSV, or wrap the panel in ctx.available([...])" if known else
+                    hint=f"add {name} to the counters CSV, or wrap the {kind} in ctx.available([...])" if known else
                     definitions.unknown_metric_hint(name, catalog),
                 )
             if not catalog.get(name).is_series:
@@ -112,6 +112,6 @@ def _load_alarms(settings: Settings, ctx: definitions.Context) -> tuple[Alarm, .
             raise InputError(f"alarm {alarm.id!r} ({alarm.severity}) is defined twice (also at {seen[key]})",
                              where=alarm.defined_at, hint="give each alarm a unique id")
         seen[key] = alarm.defined_at
-        _check_queries(alarm.queries, ctx.catalog)
+        _check_queries(alarm.queries, ctx.catalog, "alarm")
         alarms.append(alarm)
     return tuple(alarms)

@@ -53,7 +53,8 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     if files and len(missing) == len(files):
         return RemoteError(f"no usable kubeconfig: KUBECONFIG names {', '.join(missing)}, which "
                            f"{'does' if len(missing) == 1 else 'do'} not exist",
-                           hint=f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; {update}")
+                           hint=f"point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config; "
+                                f"{update}")
     if named is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
         return RemoteError("no usable kubeconfig: KUBECONFIG is not set and ~/.kube/config does not exist",
                            hint=f"set KUBECONFIG to your kubeconfig file; {update}")

@@ -350,7 +350,11 @@ CASES = [
                                          "q = Query('DCGM_FI_DEV_GPU_UTIL', by=('rack',))\n"}, "g.py:2",
                "cannot group by rack"),
     definition("bad aggregation", {"a.py": "from generator.model import Query\n\n"
-                                           "q = Query('DCGM_FI_DEV_GPU_UTIL', 'median')\n"}, "a.py:3", "aggregation"),
+                                           "q = Query('DCGM_FI_DEV_GPU_UTIL', 'median')\n"}, "a.py:3", "aggregation",
+               "fix: write aggregation as one of avg, sum, max, min, count"),
+    definition("aggregation spelled out", {"a.py": "from generator.model import Query\n\n"
+                                                   "q = Query('DCGM_FI_DEV_GPU_UTIL', 'average')\n"}, "a.py:3",
+               "fix: did you mean 'avg'?"),
     definition("bad panel kind", {"k.py": "from generator.model import Panel, Query\n"
                                           "p = Panel('x', Query('DCGM_FI_DEV_GPU_UTIL'), kind='pie')\n"}, "k.py:2",
                "panel kind 'pie'"),
@@ -393,6 +397,10 @@ CASES = [
                kind="alarms"),
     definition("alarm defined twice", {"a.py": GOOD_ALARM, "b.py": GOOD_ALARM}, "b.py:4", "defined twice",
                kind="alarms"),
+    definition("alarm severity misspelled", {"a.py": GOOD_ALARM.replace('"warning"', '"warn"')}, "a.py:4",
+               "severity 'warn' is not one of critical, warning", "fix: did you mean 'warning'?", kind="alarms"),
+    definition("alarm of a field not collected", {"a.py": GOOD_ALARM.replace("GPU_UTIL", "GPU_TEMP")}, "a.py:4",
+               "DCGM_FI_DEV_GPU_TEMP is not collected", "wrap the alarm in ctx.available", kind="alarms"),
 
     # --- flags -----------------------------------------------------------------------------------
     flags("unknown option", ("generate", "--no-such-option"), "No such option"),
