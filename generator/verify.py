@@ -9,6 +9,7 @@ so they never hold the process).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
@@ -112,6 +113,7 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
         return None
     if pid == 0:  # the child: run the groups, send each check, exit without running the parent's cleanup
         os.close(reader)
+        atexit._clear()  # the parent's exit functions are the parent's; the child's own run before it ends
         try:
             with os.fdopen(writer, "wb") as pipe:
                 local: queue.Queue = queue.Queue()
@@ -122,6 +124,8 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
                     group, item = local.get()
                     if item is _DONE:
                         pending.discard(group)
+                        if not pending:  # before the last message: once the parent has it, it stops this process
+                            atexit._run_exitfuncs()
                     try:
                         message = pickle.dumps((group, None if item is _DONE else item, sorted(redact.secrets())))
                     except Exception as exc:  # a bug that cannot be pickled: its text is enough
@@ -129,7 +133,10 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
                     pipe.write(len(message).to_bytes(8, "big") + message)
                     pipe.flush()
         finally:
-            os._exit(0)
+            try:  # what the child's clients registered, which os._exit skips (the Kubernetes client removes the
+                atexit._run_exitfuncs()  # kubeconfig's certificate and key files it wrote); once, whichever runs them
+            finally:
+                os._exit(0)
     os.close(writer)
     threading.Thread(target=_relay, args=(reader, groups, out), daemon=True, name="gpudash-verify-relay").start()
     return pid

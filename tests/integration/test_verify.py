@@ -931,6 +931,34 @@ def test_verify_as_its_own_process_makes_the_checks_the_in_process_run_makes(sta
     assert forked[("kube", "exporter pods ready")]["status"] == "fail"
 
 
+def test_verify_leaves_no_kubeconfig_key_or_certificate_files_behind(reference, tmp_path):
+    """The official client writes a kubeconfig's certificate-authority-data, client-certificate-data and
+    client-key-data to temporary files and removes them when the process exits; verify's child process ends without
+    the usual exit steps: each run left them (the client's private key among them) in the temporary folder."""
+    import base64
+
+    from tests.support import kube_discovery
+
+    issued = kube_discovery.certificate()
+    if issued is None:
+        pytest.skip("openssl is needed for TLS")
+    with KubeTestServer(KubeCluster(reference), tls=True, reference=reference) as kube:
+        config = yaml.safe_load(kube.kubeconfig(tmp_path / "kubeconfig").read_text())
+        config["users"][0]["user"].update({"client-certificate-data": issued[2],
+                                           "client-key-data": base64.b64encode(issued[1].read_bytes()).decode()})
+        (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+        scratch = tmp_path / "tmp"
+        scratch.mkdir()
+        result = _gpudash("verify", "--output", "json", "--prometheus-url", "http://127.0.0.1:9", "--timeout", "60",
+                          env={"KUBECONFIG": str(tmp_path / "kubeconfig"), "TMPDIR": str(scratch),
+                               "AWS_ENDPOINT_URL": "http://127.0.0.1:9", "AWS_DEFAULT_REGION": "us-east-1",
+                               "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"},
+                          timeout=HANG_DETECTOR + 60)
+    checks = {(c["group"], c["name"]): c["status"] for c in json.loads(result.stdout)["checks"]}
+    assert checks[("kube", "exporter DaemonSet")] == "ok"  # the kube group read the cluster over TLS, with the key
+    assert sorted(p.name for p in scratch.iterdir()) == []
+
+
 def test_the_timeout_is_a_deadline_for_the_whole_run_silent_and_dripping_servers():
     """A CloudWatch endpoint that never answers, an exporter and a Prometheus that drip one byte at a time:
     the process ends with each group failed, not when the servers give up (they never do)."""
