@@ -660,6 +660,8 @@ MEMORY_SHARE = ("the share of the memory its instances hold (their used over the
 MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
 WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
+POD_MEMORY_SHARES = ("a pod holding several MIG instances of one GPU reads the mean of their shares, not its used "
+                     "over the memory they hold (Grafana's value)")
 
 
 def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:
@@ -688,7 +690,7 @@ def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings
         instances_added(field) and result.function == "SUM"
     exact = exact or (field.is_counter and not field.per_instance and settings.agent.pipeline == "otel")
     if per_pod and grouped and not exact:
-        notes.append(POD_INSTANCES)
+        notes.append(POD_MEMORY_SHARES if query.metric in MIG_MEMORY_SHARES else POD_INSTANCES)
     return replace(result, notes=tuple(notes))
 
 

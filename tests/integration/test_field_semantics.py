@@ -31,6 +31,9 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.lint.runner import lint_project
+from generator.model import Dashboard, Row
+from generator.panels import fleet_stat, per_pod
+from generator.render import grafana as grafana_render
 from generator.resources import default_counters
 from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval
@@ -277,7 +280,7 @@ def _mig_framebuffer(start: int, names: tuple[str, ...], typed: bool = False) ->
     for name in names:
         lines += [f"# TYPE {name} gauge"] if typed else []
         lines += [f'{name}{{{_labels(1, f"GPU_I_ID={chr(34)}{i}{chr(34)},GPU_I_PROFILE={chr(34)}{profile}{chr(34)}")},'
-                  f'node="{NODE}",job="dcgm-exporter"}} {values[name]} {start + _time(k)}'
+                  f'node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="mig-pod"}} {values[name]} {start + _time(k)}'
                   for k in range(SCRAPES) for (i, profile), values in MIG_FB.items()]
     return lines
 
@@ -317,6 +320,23 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
         assert all(abs(value - MIG_FB_SHARE) <= 1e-9 for value in mig.values()), mig
     assert list(shown) == [GPU0] and shown[GPU0].keys() == legend.keys()
     assert all(abs(shown[GPU0][calc] - value) <= 1e-6 * abs(value) for calc, value in legend.items()), shown
+
+
+def test_grafana_reads_a_mig_pods_and_the_fleets_memory_share(extra):
+    """A pod holding both instances of the MIG GPU: its share is 0.803 of the memory they hold (their mean read 0.5);
+    the fleet's mean share over GPUs is that of GPU 0 (0.85) and the MIG GPU (0.803): 0.827 (it read 0.675)."""
+    project, prometheus, start = extra
+    model = grafana_render.render(Dashboard(id="share", title="Share", description="Framebuffer shares.", rows=[
+        Row("Share", [per_pod(FB_PERCENT, "Share by pod"), fleet_stat(FB_PERCENT, "Fleet share")])]),
+        project.catalog, project.settings)
+    panels = {p["title"]: p for row in model["panels"] for p in [row, *row.get("panels", [])]}
+    by_pod = _shown(prometheus, panels["Share by pod"], start, 5, 60)
+    assert list(by_pod) == ["Pod team-m/mig-pod"] and \
+        all(abs(v - MIG_FB_SHARE) <= 1e-9 for v in by_pod["Pod team-m/mig-pod"].values()), by_pod
+    (target,) = panels["Fleet share"]["targets"]
+    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    (fleet,) = prometheus.api("query", query=expr, time=start + 30 * 60)["result"]
+    assert abs(float(fleet["value"][1]) - (0.85 + MIG_FB_SHARE) / 2) <= 1e-9, fleet
 
 
 EXTRA_DASHBOARD = f'''

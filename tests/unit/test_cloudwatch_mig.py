@@ -673,3 +673,15 @@ def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baselin
     # the scrapes before START named ts-1: ts-0 starts at 0, ts-1 comes back at minute 20
     assert rates[40] == {"Pod team-d/ts-0": {0: rate * 9 / 10, 5: rate, 10: rate, 15: rate},
                          "Pod team-d/ts-1": {20: rate * 9 / 10, 25: rate, 30: rate}}
+
+
+def test_a_pods_framebuffer_share_says_what_it_averages():
+    """A per-pod line of DCGM_FI_DEV_FB_USED_PERCENT is the mean of the shares of the pod's MIG instances (CloudWatch
+    holds them as observations of one metric): the widget says so, not only that the GPU weighs once per instance."""
+    from generator.catalog import parse_counters
+    from generator.cloudwatch_query import plan
+    from generator.settings import load_settings
+
+    catalog = parse_counters("DCGM_FI_DEV_FB_USED_PERCENT, gauge, Percentage used of Frame Buffer.\n")
+    result = plan(Query("DCGM_FI_DEV_FB_USED_PERCENT", "avg", ("pod",)), catalog, load_settings(None), 300)
+    assert any("reads the mean of their shares, not its used over the memory they hold" in n for n in result.notes)
