@@ -119,9 +119,8 @@ def load_project_for(config: str | None, csv: str | None):
     """The project a command works on, and one line on stderr saying which settings were read."""
     from .project import load_project
 
-    project = load_project(optional_path(config), optional_path(csv))
-    click.echo(f"settings: {project.settings.origin}", err=True)
-    return project
+    return load_project(optional_path(config), optional_path(csv),
+                        read=lambda settings: click.echo(f"settings: {settings.origin}", err=True))
 
 
 def checked_url(example: str):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import definitions
 from .catalog import Catalog, load_counters
@@ -72,8 +72,13 @@ def _check_queries(queries, catalog: Catalog, kind: str = "panel") -> None:
                                  hint="chart a gauge or counter; label fields appear as labels on every series")
 
 
-def load_project(config: Path | None = None, counters: Path | None = None) -> Project:
+def load_project(config: Path | None = None, counters: Path | None = None,
+                 read: Callable[[Settings], None] | None = None) -> Project:
+    """The project; `read` is told the settings as soon as they are read (before the CSV and the definitions, whose
+    mistakes it then precedes)."""
     settings = load_settings(config)
+    if read:
+        read(settings)
     catalog = load_counters(counters or settings.counters_path)
     ctx = definitions.Context(catalog=catalog, settings=settings)
     neutral: list[Dashboard] = []

@@ -129,6 +129,18 @@ def test_schema_errors_say_what_to_write_instead(in_folder, cli, text, fix):
     assert code == 2 and f"\n  fix: {fix}" in stderr, stderr
 
 
+def test_the_settings_read_are_said_before_a_definition_or_csv_mistake(in_folder, cli):
+    """Which settings were read (and so which definitions folder and CSV) is said also when what they name fails."""
+    (in_folder / "dashboards").mkdir()
+    (in_folder / "dashboards" / "mine.py").write_text("def dashboards(ctx):\n    return {}['x']\n")
+    (in_folder / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 2 and stderr.startswith("settings: gpudash.yaml (found in the current folder)\nerror: "), stderr
+    (in_folder / "gpudash.yaml").write_text("counters: nowhere.csv\n")
+    code, _, stderr = cli("lint")
+    assert code == 2 and stderr.startswith("settings: gpudash.yaml (found in the current folder)\nerror: "), stderr
+
+
 def test_a_region_typo_is_warned_of_with_its_line_and_the_region_meant(in_folder, cli):
     """`us-wst-2` has the shape of a Region, so the schema takes it: generate warns (publishing could not reach it)
     and names the Region meant; a Region boto3 knows is not warned of."""
