@@ -47,6 +47,7 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
+_REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
 
 
 class NotResent(RemoteError):
@@ -165,6 +166,8 @@ class CloudWatch:
                 problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
                 if problem is None:
                     return response
+                if api in WRITES and not response.get(_REFUSED):  # a 2xx that is neither the write's answer nor
+                    lost.append(True)  # an error document: the request reached CloudWatch and may have been made
                 failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
                            f"({problem})", "check AWS_ENDPOINT_URL and any proxy in between; run again")
             except NoCredentialsError:  # nothing remote failed: a setting is missing
@@ -382,6 +385,7 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
     name = getattr(operation_model, "name", "")
     if not 200 <= status < 300 or not (body or name in REQUIRED):
         return
+    parsed: Any = None
     try:
         parsed = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -395,6 +399,7 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         problem = problem or (_not_a_list(output, parsed, "") if output is not None else None)
     if problem:
         customized_response_dict[_NOT_AN_ANSWER] = problem
+        customized_response_dict[_REFUSED] = _error_code(parsed) is not None
         response_dict["body"] = b"{}"
 
 
@@ -451,11 +456,19 @@ def _not_a_write_answer(shape: Any, response: Any) -> str | None:
     unknown = sorted(key for key in response if key not in members)
     if not unknown:
         return None
-    error = response.get("__type") or response.get("code") or response.get("Code")
-    if isinstance(error, str):
+    error = _error_code(response)
+    if error is not None:
         message = response.get("message") or response.get("Message") or ""
         return f"an error, {error.rpartition('#')[2]}: {message}".rstrip(": ")
     return f"{', '.join(unknown[:3])}, which it does not answer"
+
+
+def _error_code(response: Any) -> str | None:
+    """The error an answer is a document of (`{"__type": "ThrottlingException", ...}`), or None."""
+    if not isinstance(response, dict):
+        return None
+    error = response.get("__type") or response.get("code") or response.get("Code")
+    return error if isinstance(error, str) else None
 
 
 def _invalid(api: str, response: Any) -> str | None:

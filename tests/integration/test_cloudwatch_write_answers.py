@@ -177,3 +177,47 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
     assert code == 0 and report["failed"] == [], report["failed"]
     assert sorted(report["written"]) == retired, report
     assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
+
+
+GARBLED = b"<html>busy</html>"
+NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
+
+
+def _tags(client, name):
+    return {t["Key"]: t["Value"] for t in client.list_tags_for_resource(
+        ResourceARN=alarms(client)[name]["AlarmArn"])["Tags"]}
+
+
+@pytest.mark.parametrize("api", ["PutMetricAlarm", "TagResource"])
+def test_a_write_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_read_back(proxied, published, project_dir,
+                                                                                      api):
+    """An update; five attempts of `api` are throttled (not made), the sixth reaches CloudWatch (made) and comes back
+    200 with a page that is not an API answer. Nothing read it back: PutMetricAlarm was reported not written while
+    the alarm held 70; TagResource said "its tags were not written: gpudash:sha256 still holds the evidence of
+    gpudash's earlier write" while it held the new one. A 2xx that is neither the write's answer nor an error document
+    may have been made: it is read back, and shows the write made."""
+    proxy, client, apply = proxied
+    published()
+    before = _tags(client, NAME)["gpudash:sha256"]
+    naming = NAME if api == "PutMetricAlarm" else None
+    proxy.inject(fault(api, "status", times=5, status=400, body=THROTTLED, naming=naming),
+                 fault(api, "body", times=1, body=GARBLED, naming=naming))
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
+    assert code == 0 and NAME in report["written"] and report["failed"] == [], report["failed"]
+    assert alarms(client)[NAME]["Threshold"] == 70.0 and _tags(client, NAME)["gpudash:sha256"] != before
+
+
+def test_a_delete_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_read_back(proxied, published,
+                                                                                       project_dir):
+    """--prune: five DeleteAlarms attempts are throttled, the sixth reaches CloudWatch (deleted) and comes back 200
+    with a page that is not an API answer. It was listed failed, unread, while the alarm was gone; read back, it is
+    deleted."""
+    proxy, client, apply = proxied
+    retired = "gpudash-other-gpu-temp-high-warning"
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    proxy.inject(fault("DeleteAlarms", "status", times=5, status=400, body=THROTTLED, naming=retired),
+                 fault("DeleteAlarms", "body", times=1, body=GARBLED, naming=retired))
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    assert retired not in alarms(client)
+    assert retired not in [item["name"] for item in report["failed"]], report["failed"]
