@@ -647,6 +647,19 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
 
+def memory_share_note(query: Query, catalog: Catalog) -> str | None:
+    """What a panel of a share of memory (MIG_MEMORY_SHARES) reads on a MIG GPU (_memory_share), or None."""
+    if query.metric not in MIG_MEMORY_SHARES or query.raw_promql or query.aggregation == "count" \
+            or "mig_instance" in group_keys(query.by):
+        return None
+    used, free = MIG_MEMORY_SHARES[query.metric]
+    if used in catalog and free in catalog:
+        return (f"On a GPU split into MIG instances: the sum of its instances' {used} over the sum of their {used} + "
+                f"{free}, the share of the memory they hold (not the mean of their shares).")
+    return (f"GPUs split into MIG instances are left out: their share is the sum of their instances' {used} over "
+            f"their {used} + {free}, which the counters CSV does not collect.")
+
+
 def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
     """A share of memory (MIG_MEMORY_SHARES) per GPU: a whole GPU's own reading; a MIG GPU's, the sum of its instances'
     used memory over the sum of the memory they hold (used + free), not the mean of their shares. Without both

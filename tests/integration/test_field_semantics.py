@@ -280,7 +280,8 @@ def _mig_framebuffer(start: int, names: tuple[str, ...], typed: bool = False) ->
     for name in names:
         lines += [f"# TYPE {name} gauge"] if typed else []
         lines += [f'{name}{{{_labels(1, f"GPU_I_ID={chr(34)}{i}{chr(34)},GPU_I_PROFILE={chr(34)}{profile}{chr(34)}")},'
-                  f'node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="mig-pod"}} {values[name]} {start + _time(k)}'
+                  f'node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="mig-pod"}} {values[name]} '
+                  f'{start + _time(k)}'
                   for k in range(SCRAPES) for (i, profile), values in MIG_FB.items()]
     return lines
 
@@ -315,9 +316,11 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
     unit, legend = EXTRA_SHOWN[title]
     assert panel["fieldConfig"]["defaults"]["unit"] == unit
     shown = _shown(prometheus, panel, start, 5, 60)
-    if title == "DEV_FB_USED_PERCENT":  # the MIG GPU: the share of the memory its instances hold
+    if title == "DEV_FB_USED_PERCENT":  # the MIG GPU: the share of the memory its instances hold, and it says so
         mig = shown.pop(f"{NODE} GPU 1")
         assert all(abs(value - MIG_FB_SHARE) <= 1e-9 for value in mig.values()), mig
+        assert "On a GPU split into MIG instances: the sum of its instances' DCGM_FI_DEV_FB_USED over the sum of " \
+               "their DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in panel["description"]
     assert list(shown) == [GPU0] and shown[GPU0].keys() == legend.keys()
     assert all(abs(shown[GPU0][calc] - value) <= 1e-6 * abs(value) for calc, value in legend.items()), shown
 
@@ -337,6 +340,17 @@ def test_grafana_reads_a_mig_pods_and_the_fleets_memory_share(extra):
     expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     (fleet,) = prometheus.api("query", query=expr, time=start + 30 * 60)["result"]
     assert abs(float(fleet["value"][1]) - (0.85 + MIG_FB_SHARE) / 2) <= 1e-9, fleet
+
+
+def test_grafana_says_mig_gpus_are_left_out_of_a_share_it_cannot_weigh(tmp_path):
+    """Without DCGM_FI_DEV_FB_FREE in the CSV a MIG GPU's share cannot be weighed: the panel reads whole GPUs only and
+    its description says MIG GPUs are left out."""
+    csv = tmp_path / "counters.csv"
+    csv.write_text("".join(line for line in default_counters().read_text().splitlines(keepends=True)
+                           if not line.startswith("DCGM_FI_DEV_FB_FREE")) + EXTRA)
+    panel = _panel(load_project(None, csv), "DEV_FB_USED_PERCENT")
+    assert 'GPU_I_ID=""' in panel["targets"][0]["expr"] and 'GPU_I_ID!=""' not in panel["targets"][0]["expr"]
+    assert "GPUs split into MIG instances are left out" in panel["description"]
 
 
 EXTRA_DASHBOARD = f'''
