@@ -368,3 +368,22 @@ def test_every_alarm_expression_the_readme_quotes_is_one_gpudash_generates():
         generated |= set(re.findall(r'"Expression": "([^"]+)"', alarms.read_text()))
     assert all(any(text in expression for expression in generated) for text in quoted), \
         sorted(text for text in quoted if not any(text in expression for expression in generated))
+
+
+def test_the_readme_command_table_names_every_option_of_each_command():
+    """A newcomer reads the options in README's Commands table: each command's row names every option its --help
+    has (--config and --csv apply to all and are said once above the table; generate's --check has its own row)."""
+    import click
+
+    from generator.cli import main
+
+    readme = (REPO / "README.md").read_text()
+    context = click.Context(main)
+    for name in main.list_commands(context):
+        command = main.get_command(context, name)
+        row = next(line for line in readme.splitlines() if line.startswith(f"| `gpudash {name}"))
+        options = [param.opts[0] for param in command.params if isinstance(param, click.Option)
+                   and param.opts[0].startswith("--") and param.opts[0] not in ("--config", "--csv", "--help")]
+        missing = [option for option in options if option not in row and (name, option) != ("generate", "--check")]
+        assert not missing, (name, missing)
+
