@@ -387,3 +387,20 @@ def test_the_readme_command_table_names_every_option_of_each_command():
         missing = [option for option in options if option not in row and (name, option) != ("generate", "--check")]
         assert not missing, (name, missing)
 
+
+
+def test_the_readme_examples_of_a_dashboard_and_an_alarm_generate(in_folder, cli):
+    """The two examples under "Writing dashboards", copied as they are into dashboards/ and alarms/, generate."""
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Writing dashboards"):readme.index("## Lint rules")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    kinds = {"dashboards" if "def dashboards(ctx)" in block else "alarms": block for block in blocks}
+    assert sorted(kinds) == ["alarms", "dashboards"]
+    for kind, block in kinds.items():
+        (in_folder / kind).mkdir()
+        (in_folder / kind / "example.py").write_text(block)
+    (in_folder / "gpudash.yaml").write_text("definitions:\n  dashboards: dashboards\n  alarms: alarms\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+    assert (in_folder / "build" / "grafana" / "gpudash-training.json").is_file()
+    assert "power-high" in (in_folder / "build" / "prometheus" / "rules.yaml").read_text()
