@@ -1224,24 +1224,16 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
         batch = still_as_planned(deletes[start:start + DELETE_GROUP])
         if not batch:
             continue
-        results, left = _delete_alarms(cloudwatch, region, batch)
-        while left:  # answered ResourceNotFound for one gone since: once more with those still there, checked again
-            again = still_as_planned(left)  # (each round names fewer alarms: it ends)
-            more, retry = _delete_alarms(cloudwatch, region, again) if again else ([], [])
-            results = [r for r in results if r[0] not in left] + more
-            left = retry
-        for change, gone, error in results:
+        for change, gone, error in _delete_alarms(cloudwatch, region, batch):
             record(change, done=not gone and error is None, error=error)
     return outcomes
 
 
 def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
-                   ) -> tuple[list[tuple[Change, bool, RemoteError | None]], list[Change]]:
-    """(change, already gone, error) for each alarm of one DeleteAlarms call (a group of `DELETE_GROUP`), and the
-    alarms to try once more.
-    CloudWatch answers ResourceNotFound for a batch naming an alarm deleted by someone else since it was read,
-    and then deletes none of them: the batch is read again; the alarms gone are gone, and those still there
-    are returned to be deleted once more (after a fresh look at their evidence)."""
+                   ) -> list[tuple[Change, bool, RemoteError | None]]:
+    """(change, already gone, error) for each alarm of one DeleteAlarms call (a group of `DELETE_GROUP`).
+    CloudWatch answers ResourceNotFound for an alarm deleted by someone else since it was read: it is read again,
+    and one gone is already gone."""
     from botocore.exceptions import ClientError
 
     what = f"CloudWatch alarms in {region}"
@@ -1257,14 +1249,13 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         return all(fields[c.name] == (c.live or {}).get("fields")
                    and _tag_moved(c, tags.get(c.name, []), None) is None for c in batch)
 
-    one = len(batch) == 1
-    look = _look("DeleteAlarms", "the alarm" if one else "one of the alarms", what, read,
-                 lambda now: not any(now[1].values()), as_planned, "not deleted" if one else "none deleted")
+    look = _look("DeleteAlarms", "the alarm", what, read, lambda now: not any(now[1].values()), as_planned,
+                 "not deleted")
     try:
         cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch], before_retry=look)
     except RemoteError as exc:
         if not answer_lost(exc):
-            return [(change, False, exc) for change in batch], []
+            return [(change, False, exc) for change in batch]
         lost = exc  # it may have happened: the read below tells
     except ClientError as exc:
         not_found = True
@@ -1274,9 +1265,9 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     except RemoteError as exc:
         if lost is not None and not isinstance(exc, DeadlineExceeded):
             lost.what += f"; the alarms could not be read back to show it ({exc.what})"
-            return [(change, False, lost) for change in batch], []
+            return [(change, False, lost) for change in batch]
         unshown = _unshown(exc, "DeleteAlarms", "the alarms")  # once: it rewrites the error it is given
-        return [(change, False, unshown) for change in batch], []
+        return [(change, False, unshown) for change in batch]
     answer = "with ResourceNotFound" if not_found else "as done"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
                         where=what, hint=UNPROVEN)
@@ -1284,10 +1275,8 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
                             "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
                             "converges")
-    results = [(change, not_found and not own and change.name not in left, None if change.name not in left else still)
-               for change in batch]
-    retry = [change for change in batch if change.name in left] if not_found and len(left) < len(batch) else []
-    return results, retry
+    return [(change, not_found and not own and change.name not in left, None if change.name not in left else still)
+            for change in batch]
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

@@ -2,8 +2,8 @@
 the build's alarms.json and CloudFormation template carry the same ownership tags as apply's create; apply's
 create carries the hash of what it sends too, which its read-back confirms or takes back (and a read-back that
 failed leaves to the next plan's read); a read-back differing from the request only
-where CloudWatch documents a default or a form of its own confirms it; a DeleteAlarms batch answered
-ResourceNotFound for one alarm deleted by someone else still deletes the rest."""
+where CloudWatch documents a default or a form of its own confirms it; a prune whose DeleteAlarms is answered
+ResourceNotFound for an alarm deleted by someone else still deletes the rest."""
 
 from __future__ import annotations
 
