@@ -740,8 +740,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
-    lookback = named_within if ("pod" in keys and gauge_window is None and not query.as_increase
-                                and reads_gauges(query, catalog)) else None
+    lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = ()) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
@@ -814,6 +813,13 @@ def named_within_note(scrape_seconds: int, own_share: bool = False) -> str:
             f"KUBERNETES_VIRTUAL_GPUS names under one of them per scrape (not always the same one), shows under each "
             f"pod so named, and a pod that left a GPU shows on it for up to {window} s after the last scrape that "
             f"named it.")
+
+
+def named_pods_looked_back(query: Query, catalog: Catalog) -> bool:
+    """A per-pod query of gauges (or a count), which a panel reads over label_lookback for the pods named
+    (`expression`'s `named_within`)."""
+    return "pod" in group_keys(query.by) and not query.raw_promql and not query.as_increase and reads_gauges(query,
+                                                                                                              catalog)
 
 
 def reads_gauges(query: Query, catalog: Catalog) -> bool:

@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, named_daemonsets,
                                several_daemonsets, style_for)
 from ..project import Project
+from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..settings import Cluster, Settings, rollout_percentage
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
@@ -675,10 +676,10 @@ SLICED_CHECK = "GPUs shared by pods"
 def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) -> list[Check]:
     """Without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter labels a GPU that device-plugin replicas share (time-slicing,
     MPS) with ONE of the pods holding it per scrape, the last that kubelet lists (its order is not fixed): Grafana's
-    per-pod panels look back over 4 scrape intervals (a rate: over its window) for the pods named
-    (promql.label_lookback), alarms and CloudWatch read a pod at the scrapes naming it alone. With the setting each pod gets a copy. Nothing is
-    said when the setting is on or no node shares its GPUs (as far as GPU feature discovery's labels and the
-    node's nvidia.com/gpu capacity tell)."""
+    per-pod panels look back over LABEL_LOOKBACK_SCRAPES scrape intervals (a rate: over its window) for the pods
+    named (promql.label_lookback), alarms and CloudWatch read a pod at the scrapes naming it alone. With the setting
+    each pod gets a copy. Nothing is said when the setting is on or no node shares its GPUs (as far as GPU feature
+    discovery's labels and the node's nvidia.com/gpu capacity tell)."""
     if _virtual_on(_container(daemonset, style)):
         return []
     shared = _sharing_nodes(nodes())
@@ -687,7 +688,8 @@ def _sliced_gpus(daemonset: Answer, style, nodes: Callable[[], list[Answer]]) ->
     return [Check(GROUP, SLICED_CHECK, WARN,
                   "; ".join(shared) + ": the exporter runs without KUBERNETES_VIRTUAL_GPUS, so it labels a GPU pods "
                   "share with one of them per scrape (the last kubelet lists): Grafana's per-pod panels show each "
-                  "pod a scrape of the last 4 scrape intervals (a rate: of its window) named, but per-pod alarms "
+                  f"pod a scrape of the last {LABEL_LOOKBACK_SCRAPES} scrape intervals (a rate: of its window) named, "
+                  "but per-pod alarms "
                   "(both forms) and CloudWatch's per-pod widgets read a pod only at the scrapes that name it",
                   "for a copy per pod, run dcgm-exporter 4.5.3 or later with KUBERNETES_VIRTUAL_GPUS=true and set "
                   "exporter.virtual_gpus: true in gpudash.yaml (README: per-process copies)")]

@@ -11,12 +11,12 @@ import warnings
 from typing import Any
 
 from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
-from ..model import Dashboard, Panel, Query, Row, layout
+from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
 from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_lookback, label_name,
-                      legend, memory_share_note, named_within_note, presence, reads_copies_per_step, reads_gauges,
-                      with_cluster)
+                      legend, memory_share_note, named_pods_looked_back, named_within_note, presence,
+                      reads_copies_per_step, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
 
@@ -195,15 +195,9 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
     for per_pod, whole_range in per_step:
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
-              for query in panel.queries if named_within(query, catalog)]
+              for query in panel.queries if named_pods_looked_back(query, catalog)]
     texts += filter(None, (memory_share_note(query, catalog) for query in panel.queries))
     return " ".join(dict.fromkeys(texts)) or panel.title
-
-
-def named_within(query: Query, catalog: Catalog) -> bool:
-    """A per-pod panel query of gauges (or a count), which shows the pods a scrape within label_lookback named."""
-    return "pod" in group_keys(query.by) and not query.raw_promql and not query.as_increase and reads_gauges(query,
-                                                                                                              catalog)
 
 
 def _targets(panel: Panel, catalog: Catalog, settings: Settings) -> list[Any]:
