@@ -573,8 +573,8 @@ def unread_daemonset(project) -> tuple[str, str, str] | None:
 
 
 def reads_daemonset(project) -> bool:
-    """Whether the CloudWatch agent's data-missing alarm reads an exporter DaemonSet's counts (kube-state-metrics'
-    desired count of the DaemonSet exporter.daemonset names)."""
+    """Whether the CloudWatch agent's data-missing alarm reads exporter DaemonSets' counts (kube-state-metrics'
+    desired count of each DaemonSet exporter.daemonset and exporter.more_daemonsets name)."""
     return _daemonset_unread(project) is None
 
 

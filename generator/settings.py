@@ -173,7 +173,8 @@ class ExporterSettings(Section):
     # does not expose it. No schema default, as virtual_gpus: 1 is the GPU operator's and the chart's.
     max_unavailable: int | str = 1
     # The exporter DaemonSet's name where it is not the deployment style's (exporter_styles.exporter_daemonset): the
-    # CloudWatch agent keeps kube-state-metrics' series of that one DaemonSet. No schema default, as virtual_gpus.
+    # CloudWatch agent keeps kube-state-metrics' series of that DaemonSet (and of more_daemonsets'). No schema default,
+    # as virtual_gpus.
     daemonset: str | None = None
     # More exporter DaemonSets in each cluster (a chart installed per node pool, or in another namespace): `name` in
     # exporter.namespace, or `namespace/name` (exporter_styles.named_daemonsets). No schema default, as virtual_gpus.

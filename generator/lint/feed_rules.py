@@ -12,8 +12,6 @@ from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
                             KSM_METRICS)
-
-KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, gpu_identity
 from ..reading import read_json_schema
@@ -28,6 +26,7 @@ from .subject import LintInput
 from .metrics_insights import QueryError, is_query, parse as parse_query
 from .promql_checks import query_selectors
 
+KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 
 
 def _scrape_jobs(subject: LintInput, cluster: Cluster) -> set[str]:

@@ -571,7 +571,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              f"span {window / 3600:g} hours; CloudWatch evaluates a Metrics Insights alarm over "
                              f"the latest 3 hours of data only", where=alarm.defined_at,
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
-        if forms[0].kind == "math":  # a metric-math alarm per cluster (data_missing), and a GROUP BY alarm per GPU
+        if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
+            # DCGM source), and a GROUP BY alarm per GPU
             requests += [{"Region": cluster.region, "Request": request} for cluster in settings.clusters
                          for request in _data_missing_requests(alarm, settings, cluster)]
             requests += [{"Region": cluster.region, "Request": _second_request(alarm, catalog, settings, form.plan,

@@ -122,7 +122,7 @@ def ksm_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[s
 def prometheus_config(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
     """prometheus.yaml for the CloudWatch agent of `cluster`: the exporter's job, and kube-state-metrics' for the
     data-missing alarm's expected signal (when alarms.expected_gpus names it), which keeps the cluster's exporter
-    DaemonSet."""
+    DaemonSets (named_daemonsets)."""
     interval = settings.scrape.interval
     jobs = [agent_scrape_job(settings, cluster)] + ([ksm_scrape_job(settings, cluster)] if expected(settings) else [])
     return {"global": {"scrape_interval": interval, "scrape_timeout": scrape_timeout(interval)},
