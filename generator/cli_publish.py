@@ -318,8 +318,13 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
             _notes(cloudwatch)
             compared += 1
     if not compared:
-        raise GpudashError("nothing to compare: no publishing target is configured",
-                           hint="set GRAFANA_URL and GRAFANA_TOKEN, or configure AWS credentials")
+        # only what the flags left in: a --no-cloudwatch run is not told to configure AWS
+        wanted = [fix for fix, left_out in (("set GRAFANA_URL and GRAFANA_TOKEN", use_grafana is False),
+                                            ("configure AWS credentials", use_cloudwatch is False)) if not left_out]
+        if not wanted:
+            raise GpudashError("nothing to compare: --no-grafana and --no-cloudwatch leave no publishing target",
+                               hint="drop one of them")
+        raise GpudashError("nothing to compare: no publishing target is configured", hint=", or ".join(wanted))
     _print_changes(changes, output)
     sys.exit(EXIT_FINDINGS if pending(changes) else 0)
 

@@ -213,3 +213,10 @@ def test_plan_without_aws_credentials_still_shows_the_grafana_plan(cli, referenc
     code, _, stderr = cli("plan")
     assert code == 2 and "Grafana skipped: GRAFANA_URL is not set" in stderr
     assert "nothing to compare" in stderr and "Traceback" not in stderr
+    assert "fix: set GRAFANA_URL and GRAFANA_TOKEN, or configure AWS credentials" in stderr
+    # the fix names only what the flags leave in
+    code, _, stderr = cli("plan", "--no-cloudwatch", env={"GRAFANA_URL": "", "GRAFANA_TOKEN": "glsa_x"})
+    assert code == 2 and stderr.endswith("error: nothing to compare: no publishing target is configured\n"
+                                         "  fix: set GRAFANA_URL and GRAFANA_TOKEN\n"), stderr
+    code, _, stderr = cli("plan", "--no-grafana", "--no-cloudwatch")
+    assert code == 2 and "--no-grafana and --no-cloudwatch leave no publishing target\n  fix: drop one" in stderr
