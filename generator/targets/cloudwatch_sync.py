@@ -934,6 +934,11 @@ def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> Remote
     """What a failed tag write after a confirmed alarm write means: the alarm stands as written, without the
     evidence of this write, and what that does to the next plan. `moved`: not sent (or not sent again) because
     someone else changed the alarm's tags since they were read before the write."""
+    if isinstance(exc, DeadlineExceeded) and exc.stopped is not None:  # the tag write was sent, then the run stopped
+        return RemoteError(
+            f"the alarm was {'created' if created else 'updated'} and read back as sent, but {exc.what}: whether "
+            "gpudash's evidence of this write was tagged onto it is not known; the next plan reads its tags again",
+            where=exc.where, hint=exc.hint)
     if moved:
         return RemoteError(
             f"the alarm was {'created' if created else 'updated'} and read back as sent, but {exc.what}: gpudash's "
@@ -1021,15 +1026,18 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
         return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and its {ALARM_HASH_TAG} of what was sent could "
                 f"not be taken back ({why}): the next plan shows it as changed since gpudash wrote it (drift, --force)")
 
+    def not_known(why: str) -> str:
+        return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and whether its {ALARM_HASH_TAG} of what was sent "
+                f"was taken back is not known ({why}): the next plan reads its tags again (without {ALARM_HASH_TAG}, "
+                "it compares the alarm field by field; with it, it shows it as changed since gpudash wrote it: drift, "
+                "--force)")
+
     def shown_after(how: str) -> str:
         """What the tags read now show of the UntagResource, which ended as `how` says."""
         try:
             now, twice = _read_settled(cloudwatch, read, gone)
         except RemoteError as exc:
-            return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT}, and whether its {ALARM_HASH_TAG} of what was "
-                    f"sent was taken back is not known ({how}, and its tags could not be read back to show it: "
-                    f"{exc.what}): the next plan reads them again (without {ALARM_HASH_TAG}, it compares the alarm "
-                    "field by field; with it, it shows it as changed since gpudash wrote it: drift, --force)")
+            return not_known(f"{how}, and its tags could not be read back to show it: {exc.what}")
         if gone(now):
             return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (taken back: its "
                     "content unconfirmed, the next plan compares it field by field)")
@@ -1051,6 +1059,8 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
         cloudwatch.call(region, "UntagResource", what, ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_HASH_TAG],
                         before_retry=look)
     except RemoteError as exc:
+        if isinstance(exc, DeadlineExceeded) and exc.stopped is not None:  # sent, then the run stopped: unread
+            return not_known(exc.what)
         if not answer_lost(exc):  # refused, or a retry withheld by its look: not made
             return kept(exc.what, moved=isinstance(exc, NotResent))
         return shown_after("CloudWatch UntagResource was sent and its answer was lost")

@@ -418,3 +418,34 @@ def test_alarms_created_whose_tag_writes_are_denied_are_written_and_listed_faile
     code, stdout, _ = cli("apply", "--skip-verify")
     assert code == 0 and f"{NAME} [us-east-1] (done)" in stdout
     assert [op for op in proxy.operations if op == "PutMetricAlarm"] == []
+
+
+def test_taking_back_evidence_sent_just_before_a_sigterm_says_it_is_not_known(proxied):
+    """A create read back otherwise than sent; its UntagResource reaches CloudWatch (made), a gateway answers 504, and
+    SIGTERM comes then: nothing can be read after it. The failure said "its gpudash:sha256 ... could not be taken
+    back ... the next plan shows it as changed since gpudash wrote it" while it was taken back; now: not known."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=threshold_lowered(NAME)),
+                 fault("UntagResource", "gateway", status=504, body=GATEWAY,
+                       callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 143 and "gpudash:sha256" not in [t["Key"] for t in _tags(client, NAME)]
+    assert "could not be taken back" not in errors[NAME], errors[NAME]
+    assert "was taken back is not known (CloudWatch UntagResource was sent and may have happened" in errors[NAME]
+
+
+def test_a_tag_write_sent_just_before_a_sigterm_says_it_is_not_known(proxied, published, project_dir):
+    """An update's TagResource reaches CloudWatch (made), a gateway answers 504, and SIGTERM comes then. The failure
+    said "its tags were not written: gpudash:sha256 still holds the evidence of gpudash's earlier write" while it
+    held the new one; now: whether the evidence was tagged is not known."""
+    proxy, client, apply = proxied
+    published()
+    before = {t["Key"]: t["Value"] for t in _tags(client, NAME)}["gpudash:sha256"]
+    proxy.inject(fault("TagResource", "gateway", status=504, body=GATEWAY,
+                       callback=lambda: os.kill(os.getpid(), signal.SIGTERM)))
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
+    failed = {item["name"]: item for item in report["failed"]}
+    assert code == 143 and {t["Key"]: t["Value"] for t in _tags(client, NAME)}["gpudash:sha256"] != before
+    assert failed[NAME]["written"] is True and "its tags were not written" not in failed[NAME]["error"], failed
+    assert "whether gpudash's evidence of this write was tagged onto it is not known" in failed[NAME]["error"]
