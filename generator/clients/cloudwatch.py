@@ -46,6 +46,8 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
+# The Region of every call is its cluster's clusters[].region (AWS_REGION chooses none), so that is what to check
+REACH_HINT = "check the network, the Region (clusters[].region in the settings) and AWS_ENDPOINT_URL; run again"
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
 
@@ -202,10 +204,10 @@ class CloudWatch:
                 elif sent:
                     sent.pop()
                 failure = (f"CloudWatch {api} failed in {region}: {exc}",
-                           "check the network, AWS_REGION and AWS_ENDPOINT_URL; run again")
+                           REACH_HINT)
             except BotoCoreError as exc:
                 raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
-                                  hint="check the network, AWS_REGION and AWS_ENDPOINT_URL; run again") from None
+                                  hint=REACH_HINT) from None
             if attempt == self.max_attempts:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)

@@ -220,3 +220,14 @@ def test_plan_without_aws_credentials_still_shows_the_grafana_plan(cli, referenc
                                          "  fix: set GRAFANA_URL and GRAFANA_TOKEN\n"), stderr
     code, _, stderr = cli("plan", "--no-grafana", "--no-cloudwatch")
     assert code == 2 and "--no-grafana and --no-cloudwatch leave no publishing target\n  fix: drop one" in stderr
+
+
+def test_an_unreachable_cloudwatch_points_at_the_clusters_region_not_aws_region(cli, monkeypatch):
+    """The Region of every call is the cluster's (clusters[].region): AWS_REGION chooses none, so the fix for a
+    CloudWatch that cannot be reached names the setting, not the variable."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    code, _, stderr = cli("plan", "--no-grafana", env={"AWS_ENDPOINT_URL": "http://127.0.0.1:9"})
+    assert code == 3 and "in us-east-1" in stderr and "Traceback" not in stderr, stderr
+    assert "fix: check the network, the Region (clusters[].region in the settings) and AWS_ENDPOINT_URL" in stderr
