@@ -1038,6 +1038,10 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
             now, twice = _read_settled(cloudwatch, read, gone)
         except RemoteError as exc:
             return not_known(f"{how}, and its tags could not be read back to show it: {exc.what}")
+        if gone(now) and not alarm_owned(now):  # taken over meanwhile: what its tags show, not what gpudash sent
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
+            return (f"; the alarm exists without {ALARM_HASH_TAG} (taken back), and its tags read then are not "
+                    f"gpudash's ({shown}): the next plan leaves it alone as not gpudash's")
         if gone(now):
             return (f"; the alarm exists, tagged {ALARM_OWNER_TEXT} without {ALARM_HASH_TAG} (taken back: its "
                     "content unconfirmed, the next plan compares it field by field)")

@@ -449,3 +449,22 @@ def test_a_tag_write_sent_just_before_a_sigterm_says_it_is_not_known(proxied, pu
     assert code == 143 and {t["Key"]: t["Value"] for t in _tags(client, NAME)}["gpudash:sha256"] != before
     assert failed[NAME]["written"] is True and "its tags were not written" not in failed[NAME]["error"], failed
     assert "whether gpudash's evidence of this write was tagged onto it is not known" in failed[NAME]["error"]
+
+
+def test_taking_back_evidence_does_not_name_an_owner_the_alarm_no_longer_has(proxied):
+    """A create read back otherwise than sent; UntagResource is answered, and a person takes the alarm over
+    (ManagedBy=team-ml) before the read that shows the untag. The failure said "the alarm exists, tagged
+    ManagedBy=gpudash without gpudash:sha256 (taken back ...)"; it now says the tags read, not gpudash's."""
+    proxy, client, apply = proxied
+
+    def person(body: bytes) -> bytes:  # after CloudWatch untagged, before its answer reaches gpudash
+        taken_over(client, NAME)
+        return body
+
+    proxy.inject(fault("DescribeAlarms", "rewrite", times=ALWAYS, callback=threshold_lowered(NAME)),
+                 fault("UntagResource", "rewrite", callback=person))
+    code, report, stderr = apply()
+    errors = {item["name"]: item["error"] for item in report["failed"]}
+    assert code == 3 and {t["Key"]: t["Value"] for t in _tags(client, NAME)}["ManagedBy"] == "team-ml"
+    assert "tagged ManagedBy=gpudash" not in errors[NAME], errors[NAME]
+    assert "not gpudash's (ManagedBy=team-ml," in errors[NAME], errors[NAME]
