@@ -128,7 +128,9 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
                             atexit._run_exitfuncs()
                     try:
                         message = pickle.dumps((group, None if item is _DONE else item, sorted(redact.secrets())))
-                    except Exception as exc:  # a bug that cannot be pickled: its text is enough
+                        if isinstance(item, BaseException):  # a bug: one the parent could not rebuild killed its relay
+                            pickle.loads(message)
+                    except Exception as exc:  # a bug that cannot be pickled or rebuilt: its text is enough
                         message = pickle.dumps((group, RuntimeError(f"{type(item).__name__}: {item} ({exc})"), []))
                     pipe.write(len(message).to_bytes(8, "big") + message)
                     pipe.flush()

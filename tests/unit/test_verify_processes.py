@@ -17,13 +17,19 @@ _SCRIPT = textwrap.dedent('''
     from generator.checks.result import OK, Check
     from generator.clients.options import Options
 
-    def group(name, secret=None, hang=False, bug=False):
+    class Unbuildable(Exception):  # pickles, but unpickling calls it with its message alone
+        def __init__(self, what, where):
+            super().__init__(f"{what} in {where}")
+
+    def group(name, secret=None, hang=False, bug=False, unbuildable=False):
         def checks(project, options):
             if secret:
                 redact.secret(secret)
             yield Check(name, "first", OK, f"pid {os.getpid()} {secret or ''}".strip())
             if bug:
                 raise KeyError("a bug in the child")
+            if unbuildable:
+                raise Unbuildable("a bug", "the child")
             if hang:
                 time.sleep(60)
             yield Check(name, "second", OK, "done")
@@ -34,13 +40,14 @@ _SCRIPT = textwrap.dedent('''
         def refuse():
             raise BlockingIOError(11, "Resource temporarily unavailable")
         os.fork = refuse
-    runners = {"kube": group("kube", secret="kube-token-123456", hang=mode == "hang", bug=mode == "bug"),
+    runners = {"kube": group("kube", secret="kube-token-123456", hang=mode == "hang", bug=mode == "bug",
+                             unbuildable=mode == "unbuildable"),
                "exporter": group("exporter"), "prometheus": group("prometheus"), "cloudwatch": group("cloudwatch")}
     verify._runners = lambda: runners
     options = Options(timeout=2 if mode == "hang" else 30)
     try:
         checks = verify.run(None, options, verify.GROUPS, processes=True)
-    except KeyError as exc:
+    except (KeyError, RuntimeError) as exc:
         print(json.dumps({"bug": str(exc)}))
         sys.exit(0)
     child = int(next(c.detail for c in checks if c.group == "kube").split()[1])
@@ -82,6 +89,12 @@ def test_a_child_past_the_deadline_is_stopped_and_its_group_reported():
 
 def test_a_bug_in_the_child_is_raised_in_the_command():
     assert "a bug in the child" in _run("bug")["bug"]
+
+
+def test_a_bug_in_the_child_that_cannot_be_rebuilt_here_is_raised_as_its_text_not_waited_out():
+    """A bug whose exception pickles but cannot be unpickled (an __init__ taking more than its message) killed the
+    relay: the command waited out its whole --timeout and called the child's groups unanswered (exit 1)."""
+    assert _run("unbuildable")["bug"].startswith("Unbuildable: a bug in the child (")
 
 
 def test_a_child_stopped_mid_message_leaves_its_groups_unanswered_not_a_traceback():
