@@ -55,6 +55,12 @@ class DeadlineExceeded(RemoteError):
         return self
 
 
+def sent_then_stopped(exc: BaseException) -> bool:
+    """Whether `exc` is a stop (the deadline, a signal) that came once a write or delete was on its way
+    (`DeadlineExceeded.after_sending`): it may have happened, and nothing read it back."""
+    return isinstance(exc, DeadlineExceeded) and exc.stopped is not None
+
+
 class Interrupted(DeadlineExceeded):
     """The command was asked to stop (SIGINT, SIGTERM): the call under way finishes, no other starts, and
     what was not done is reported as not done. Its exit code is the shell's for the signal (128 + n)."""

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from .. import diff
 from ..clients.cloudwatch import BATCH, CloudWatch, NotResent, answer_lost
-from ..clients.deadline import DeadlineExceeded
+from ..clients.deadline import DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
 from ..errors import RemoteError
@@ -934,7 +934,7 @@ def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> Remote
     """What a failed tag write after a confirmed alarm write means: the alarm stands as written, without the
     evidence of this write, and what that does to the next plan. `moved`: not sent (or not sent again) because
     someone else changed the alarm's tags since they were read before the write."""
-    if isinstance(exc, DeadlineExceeded) and exc.stopped is not None:  # the tag write was sent, then the run stopped
+    if sent_then_stopped(exc):  # the tag write was sent, then the run stopped
         return RemoteError(
             f"the alarm was {'created' if created else 'updated'} and read back as sent, but {exc.what}: whether "
             "gpudash's evidence of this write was tagged onto it is not known; the next plan reads its tags again",
@@ -1063,7 +1063,7 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
         cloudwatch.call(region, "UntagResource", what, ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_HASH_TAG],
                         before_retry=look)
     except RemoteError as exc:
-        if isinstance(exc, DeadlineExceeded) and exc.stopped is not None:  # sent, then the run stopped: unread
+        if sent_then_stopped(exc):  # sent, then the run stopped: unread
             return not_known(exc.what)
         if not answer_lost(exc):  # refused, or a retry withheld by its look: not made
             return kept(exc.what, moved=isinstance(exc, NotResent))
