@@ -175,7 +175,7 @@ def test_a_read_back_that_differs_in_what_the_alarm_evaluates_is_still_a_failure
     assert not any("gpudash:sha256" in _tags_of(client, alarm) for alarm in alarms(client).values())
 
 
-def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_deletes_the_rest(
+def test_a_delete_answered_not_found_for_an_alarm_deleted_by_someone_else_deletes_the_rest(
         proxied, published, project_dir):
     proxy, client, apply = proxied
     published("--config", str(project_dir(TWO_CLUSTERS)))
@@ -191,8 +191,7 @@ def test_a_batch_answered_not_found_for_one_alarm_deleted_by_someone_else_delete
     assert proxy.operations.count("DeleteAlarms") == 12  # one each: the one gone is not sent again
 
 
-def test_two_alarms_of_one_delete_group_deleted_by_someone_else_in_turn_leave_none_behind(proxied, published,
-                                                                                          project_dir):
+def test_two_alarms_deleted_by_someone_else_in_turn_leave_none_behind(proxied, published, project_dir):
     """DeleteAlarms answered ResourceNotFound twice (a person deleted one alarm, then another, before each call; when
     alarms went 3 a call, both in one group: it stopped after one retry and reported the third alarm "answered ...
     but still there" with an endpoint hint, exit 3): each is already gone, the others are deleted, none is left."""

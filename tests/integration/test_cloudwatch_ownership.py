@@ -722,9 +722,9 @@ def test_an_alarm_a_person_takes_while_the_prune_reads_the_other_alarms_tags_is_
     assert taken == [] and code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
 
 
-def test_an_alarm_deleted_between_its_groups_fields_and_tag_read_is_already_gone_not_taken_over(proxied, published,
-                                                                                                 project_dir):
-    """A person deletes a retired alarm after its delete group's fields are read and before its tags are (CloudWatch
+def test_an_alarm_deleted_between_its_fields_and_tag_read_is_already_gone_not_taken_over(proxied, published,
+                                                                                         project_dir):
+    """A person deletes a retired alarm after its fields are read and before its tags are (CloudWatch
     deletes the tags with it: ListTagsForResource answers not found, read as no tags). It was reported "its ManagedBy
     tag was removed ... not deleted", exit 3; the fields are read again where an alarm shows no tags: already gone."""
     import json
