@@ -896,7 +896,7 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
     now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags), paused)
     if _same_tags(now, tags):
         return
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
+    shown = _shown_tags(now)
     if _fewer_tags(now, tags):
         raise TagsNotWritten(RemoteError(
             f"CloudWatch answered PutMetricAlarm, which was to create the alarm, and it reads back as sent, but "
@@ -1039,7 +1039,7 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
         except RemoteError as exc:
             return not_known(f"{how}, and its tags could not be read back to show it: {exc.what}")
         if gone(now) and not alarm_owned(now):  # taken over meanwhile: what its tags show, not what gpudash sent
-            shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, now))) or "none"
+            shown = _shown_tags(now)
             return (f"; the alarm exists without {ALARM_HASH_TAG} (taken back), and its tags read then are not "
                     f"gpudash's ({shown}): the next plan leaves it alone as not gpudash's")
         if gone(now):
@@ -1053,7 +1053,7 @@ def _evidence_taken_back(cloudwatch: CloudWatch, region: str, name: str, alarm: 
     except RemoteError as exc:
         return kept(f"its tags could not be read right before UntagResource, which was not sent: {exc.what}")
     if not _same_tags(before, sent):
-        shown = ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, before))) or "none"
+        shown = _shown_tags(before)
         return kept(f"its tags, read right before UntagResource, are not those it was created with ({shown}): "
                     "changed by someone else since, or a read that has not caught up with the create; not sent",
                     moved=True)
@@ -1111,6 +1111,11 @@ def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, An
     if read_alarm_evidence(before) != read_alarm_evidence(tags):
         return f"its {ALARM_HASH_TAG} tag was changed by someone else {since}"
     return f"its tags were changed by someone else {since}"
+
+
+def _shown_tags(tags: list[dict[str, str]]) -> str:
+    """An alarm's tags as a report shows them: key=value, sorted, or "none"."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(map(_tag_pair, tags))) or "none"
 
 
 def _tag_pair(tag: dict[str, str]) -> tuple[str, str]:
