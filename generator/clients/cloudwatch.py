@@ -25,7 +25,7 @@ from .deadline import Deadline, DeadlineExceeded
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
-BATCH = 100  # DescribeAlarms page, AlarmNames per call, DeleteAlarms names per call, GetResources page
+BATCH = 100  # DescribeAlarms page, AlarmNames per call, GetResources page (DeleteAlarms names one: DELETE_GROUP)
 # What each read publishing makes must answer: key -> type. Its writes answer their output's members only
 # (`{}`, or an empty body; PutDashboard its validation messages): anything else is not the write's answer.
 # Other calls (verify's ListMetrics) are read by their callers, who name what is odd themselves; for
