@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InputError
-from .exporter_styles import exporter_daemonset
+from .exporter_styles import named_daemonsets
 from .markers import GRAFANA_OWNER_TAG
 from .names import grafanalib_uid
 from .plain import plain_data
@@ -166,15 +166,16 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     settings = project.settings
     if container_insights.enabled(settings):
         return ()
-    # The scrape config differs between clusters only by the exporter DaemonSet their kube-state-metrics job keeps
-    # (clusters[].exporter.daemonset): one object per name, which the clusters naming it share.
-    scrapes: dict[str, dict] = {}
+    # The scrape config differs between clusters only by their exporter DaemonSets (clusters[].exporter.daemonset,
+    # .more_daemonsets: the namespaces the exporter job looks in, the DaemonSets the kube-state-metrics job keeps):
+    # one object per list, which the clusters naming the same list share.
+    scrapes: dict[tuple, dict] = {}
 
     def scrape_config(cluster) -> dict:
-        name = exporter_daemonset(settings, cluster)
-        if name not in scrapes:
-            scrapes[name] = scrape.prometheus_config(settings, cluster)
-        return scrapes[name]
+        daemonsets = named_daemonsets(settings, cluster)
+        if daemonsets not in scrapes:
+            scrapes[daemonsets] = scrape.prometheus_config(settings, cluster)
+        return scrapes[daemonsets]
 
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster

@@ -241,3 +241,47 @@ def test_the_rule_names_the_same_daemonset_minute_by_minute(pools, tmp_path):
             if expected is not None and fired[name].get(minute, set()) != expected:
                 wrong[(name, minute)] = fired[name].get(minute)
     assert wrong == {}, output[-3000:]
+
+
+OWN_LISTS = ("clusters:\n  - {name: a, region: us-east-1}\n  - name: b\n    region: us-east-1\n"
+             "    exporter: {more_daemonsets: [pool-b, gpu-pools/pool-c]}\n"
+             "exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: pool-a\n")
+
+
+def test_a_cluster_listing_its_own_daemonsets_gets_an_agent_that_keeps_and_scrapes_them(tmp_path):
+    """Cluster b lists pool-b and gpu-pools/pool-c in clusters[].exporter.more_daemonsets; cluster a, listed first,
+    names pool-a alone, the same first DaemonSet as b: b's agent keeps b's DaemonSets' counts and looks in gpu-pools
+    (it got a's scrape config: pool-b's and pool-c's alarms read no desired count, pool c's GPUs never published)."""
+    (tmp_path / "gpudash.yaml").write_text(OWN_LISTS)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    jobs = scrape_jobs(files["k8s/cwagent-prometheus-config-b.yaml"])
+    kept = jobs["gpudash-kube-state-metrics"]["metric_relabel_configs"][0]["regex"]
+    namespaces = jobs["dcgm-exporter"]["kubernetes_sd_configs"][0]["namespaces"]["names"]
+    assert ("pool\\-b" in kept, "pool\\-c" in kept, "gpu-pools" in namespaces) == (True, True, True)
+    a_jobs = scrape_jobs(files["k8s/cwagent-prometheus-config-a.yaml"])
+    assert "pool\\-b" not in a_jobs["gpudash-kube-state-metrics"]["metric_relabel_configs"][0]["regex"]
+    assert "gpu-pools" not in a_jobs["dcgm-exporter"]["kubernetes_sd_configs"][0]["namespaces"]["names"]
+
+
+def test_a_healthy_cluster_listing_its_own_daemonsets_has_its_alarms_ok(tmp_path):
+    """The same settings, cluster b healthy (pool-a, pool-b, gpu-pools/pool-c: every pod available), its agent run on
+    its generated config: none of b's data-missing alarms is in ALARM at minute 30."""
+    (tmp_path / "gpudash.yaml").write_text(OWN_LISTS)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    agent_file = "k8s/cwagent-prometheus-config-b.yaml"
+    config, job = agent_config(files[agent_file])
+    ksm_job = scrape_jobs(files[agent_file])["gpudash-kube-state-metrics"]
+    pods = {("monitoring", "pool-a"): "ip-10-0-1-1", ("monitoring", "pool-b"): "ip-10-0-2-1",
+            ("gpu-pools", "pool-c"): "ip-10-0-3-1"}
+    scrapes = [Scrape(k * STEP, _one_gpu_page(node), discovered(job, _pod_meta(ns, name, node)))
+               for (ns, name), node in pods.items() for k in range(STEPS)]
+    more = tuple(({"namespace": ns, "daemonset": name, **kube_state.HELM_LABELS}, 1, 1) for ns, name in list(pods)[1:])
+    scrapes += [kube_state.scrape(ksm_job, k * STEP, {"namespace": "monitoring", "daemonset": "pool-a",
+                                                      **kube_state.HELM_LABELS}, 1, 1, 1, more=more)
+                for k in range(STEPS)]
+    points = Agent(config, job, others=[ksm_job]).run(scrapes)
+    requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if i["Request"]["AlarmName"].startswith("gpudash-b-gpu-data-missing")]
+    names = [r["AlarmName"] for r in requests]
+    assert [n for n in names if n.endswith(("-monitoring-pool-b", "-gpu-pools-pool-c"))], names
+    assert sorted(_in_alarm(requests, points, 30 * 60)) == []
