@@ -826,26 +826,38 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                KSM_READ_REASON),
         # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
         # node pool removed), as each one's CloudWatch alarm reads its desired count missing
-        *(reason(f"absent_over_time({DESIRED}{{{selector}}}{span})", NAMED_ABSENT_REASON)
-          for selector in _named_selectors(settings)),
+        *(reason(f'absent_over_time({DESIRED}{{{where}namespace="{ns}", exported_namespace="", daemonset="{ds}"}}{span})'
+                 f' and on() absent_over_time({DESIRED}{{{where}exported_namespace="{ns}", daemonset="{ds}"}}{span})',
+                 NAMED_ABSENT_REASON.format(setting=setting))
+          for where, ns, ds, setting in _named_selectors(settings)),
     ]
     return " or ".join(branches)
 
 
+# {setting}: the setting that names the DaemonSet (its first, exporter.daemonset, or one exporter.more_daemonsets lists)
 NAMED_ABSENT_REASON = ("kube-state-metrics reports no counts of an exporter DaemonSet the settings name (deleted, or its "
-                       "node pool removed: remove it from exporter.more_daemonsets)")
+                       "node pool removed: {setting})")
+FIRST_ABSENT_FIX = "correct exporter.daemonset, or clusters[].exporter.daemonset where the cluster sets it"
+MORE_ABSENT_FIX = "remove it from exporter.more_daemonsets"
 
 
-def _named_selectors(settings: Settings) -> list[str]:
-    """Matchers of each exporter DaemonSet the settings name, when a cluster names several (exporter.more_daemonsets):
-    on a shared Prometheus each cluster's with its labels.cluster value (a cluster without one: none), else those every
-    cluster names (one rules file for every cluster's Prometheus)."""
+def _named_selectors(settings: Settings) -> list[tuple[str, str, str, str]]:
+    """(cluster matcher, namespace, name, fix) of each exporter DaemonSet the settings name, when a cluster names several
+    (exporter.more_daemonsets): on a shared Prometheus each cluster's with its labels.cluster value (a cluster without
+    one: none), else those every cluster names (one rules file for every cluster's Prometheus). Its namespace is read
+    in `namespace` (kube-state-metrics scraped with honorLabels) or `exported_namespace` (without: `namespace` is then
+    kube-state-metrics' own pod's)."""
     if not several_daemonsets(settings):
         return []
     if settings.shared_prometheus:
-        return [f'{settings.labels.cluster}="{cluster.prometheus_label}", namespace="{ns}", daemonset="{ds}"'
+        return [(f'{settings.labels.cluster}="{cluster.prometheus_label}", ', ns, ds,
+                 MORE_ABSENT_FIX if k else FIRST_ABSENT_FIX)
                 for cluster in settings.clusters if cluster.prometheus_label
-                for ns, ds in named_daemonsets(settings, cluster)]
-    common = [set(named_daemonsets(settings, cluster)) for cluster in settings.clusters]
-    return [f'namespace="{ns}", daemonset="{ds}"' for ns, ds in named_daemonsets(settings, settings.clusters[0])
-            if all((ns, ds) in each for each in common)]
+                for k, (ns, ds) in enumerate(named_daemonsets(settings, cluster))]
+    named = [named_daemonsets(settings, cluster) for cluster in settings.clusters]
+
+    def fix(daemonset: tuple[str, str]) -> str:  # first of every cluster, of none, or of some
+        first = {each[0] == daemonset for each in named}
+        return " or ".join([FIRST_ABSENT_FIX] * (True in first) + [MORE_ABSENT_FIX] * (False in first))
+    return [("", ns, ds, fix((ns, ds)))
+            for ns, ds in named[0] if all((ns, ds) in each for each in named)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -204,36 +205,41 @@ def _rule_series(story: dict) -> list[dict]:
     return series
 
 
-def test_the_rule_names_the_same_daemonset_minute_by_minute(pools, tmp_path):
-    """The rule over the same stories (but the agent's, which Prometheus does not see), by promtool: at each minute it
-    fires for the DaemonSets the CloudWatch alarms name (test_each_exporter_daemonset_has_its_alarm), and no other."""
-    import subprocess
-
+def _rule_minutes(files, folder, stories: dict[str, list[dict]]) -> tuple[dict[str, dict[int, set]], str, int]:
+    """{story: {minute: the (namespace, daemonset) the rule fires for}} by promtool over each story's series, with
+    promtool's output and exit code."""
     from tests.support.prometheus_server import binary
 
-    _, files = pools
-    (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
+    (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                 if r["alert"] == "GpudashGpuDataMissing")
-    judged = [name for name in STORIES if name != "CloudWatch agent stopped"]
-    tests = [{"name": name, "interval": "30s", "input_series": _rule_series(STORIES[name]),
+    tests = [{"name": name, "interval": "30s", "input_series": series,
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
-                                  for m in range(1, STEPS // 2 + 1)]} for name in judged]
-    (tmp_path / "pools_test.yaml").write_text(json.dumps({
-        "rule_files": [judged_rules(tmp_path, "pools_test.yaml", {rule["alert"]})],
+                                  for m in range(1, STEPS // 2 + 1)]} for name, series in stories.items()]
+    (folder / "pools_test.yaml").write_text(json.dumps({
+        "rule_files": [judged_rules(folder, "pools_test.yaml", {rule["alert"]})],
         "evaluation_interval": _evaluated_at(tests, "30s"), "tests": tests}))
-    result = subprocess.run([binary("promtool"), "test", "rules", "pools_test.yaml"], capture_output=True, text=True,
-                            cwd=tmp_path)
-    output = result.stdout + result.stderr
+    out = subprocess.run([binary("promtool"), "test", "rules", "pools_test.yaml"], capture_output=True, text=True,
+                         cwd=folder)
+    output = out.stdout + out.stderr
     # promtool reports each failed case (every case expects no alert) with its test's name, the time and the alerts
-    fired: dict[str, dict[int, set]] = {name: {} for name in judged}
+    fired: dict[str, dict[int, set]] = {name: {} for name in stories}
     for name, time, got in re.findall(r"name: (.*?),\s*alertname: \S+, time: (\S+?),\s*exp:\[\],\s*got:\[(.*?)\n\s*\]",
                                       output, re.S):
         hours, mins = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:0s)?", time).groups()
         fired[name][int(hours or 0) * 60 + int(mins or 0)] = {
-            (re.search(r'namespace="([^"]*)"', labels)[1], re.search(r'daemonset="([^"]*)"', labels)[1])
-            for labels in re.findall(r"Labels:\{(.*?)\}", got)}
-    assert (result.returncode != 0) == any(fired.values()), output
+            (re.search(r'(?<![a-z_])namespace="([^"]*)"', labels)[1], re.search(r'daemonset="([^"]*)"', labels)[1])
+            if "daemonset=" in labels else ("", "") for labels in re.findall(r"Labels:\{(.*?)\}", got)}
+    return fired, output, out.returncode
+
+
+def test_the_rule_names_the_same_daemonset_minute_by_minute(pools, tmp_path):
+    """The rule over the same stories (but the agent's, which Prometheus does not see), by promtool: at each minute it
+    fires for the DaemonSets the CloudWatch alarms name (test_each_exporter_daemonset_has_its_alarm), and no other."""
+    _, files = pools
+    judged = [name for name in STORIES if name != "CloudWatch agent stopped"]
+    fired, output, code = _rule_minutes(files, tmp_path, {name: _rule_series(STORIES[name]) for name in judged})
+    assert (code != 0) == any(fired.values()), output
     wrong = {}
     for name in judged:
         for minute in range(1, STEPS // 2 + 1):
@@ -285,3 +291,37 @@ def test_a_healthy_cluster_listing_its_own_daemonsets_has_its_alarms_ok(tmp_path
     names = [r["AlarmName"] for r in requests]
     assert [n for n in names if n.endswith(("-monitoring-pool-b", "-gpu-pools-pool-c"))], names
     assert sorted(_in_alarm(requests, points, 30 * 60)) == []
+
+
+B = ("monitoring", "gpu-metrics-pool-b")
+
+
+def _without_honor_labels(series: list[dict]) -> list[dict]:
+    """kube-state-metrics scraped without honorLabels (a ServiceMonitor or pod job that sets the target's
+    `namespace`): its series' own namespace is exported_namespace, `namespace` is kube-state-metrics' pod's."""
+    def moved(entry: dict) -> dict:
+        if not entry["series"].startswith("kube_"):
+            return entry
+        return {**entry, "series": re.sub(r'(?<![a-z_])namespace="([^"]*)"',
+                                          r'namespace="kube-system",exported_namespace="\1"', entry["series"])}
+    return [moved(e) for e in series]
+
+
+def test_kube_state_metrics_without_honor_labels_does_not_fire_a_healthy_fleet(pools, tmp_path):
+    """README (data-missing rule): kube-state-metrics scraped without honorLabels leaves the branch on exporter targets
+    judged alone, as before; the rule's branches 1-3 join its series on their own (namespace, daemonset), whatever
+    `namespace` holds, and each named DaemonSet's counts are looked for under `exported_namespace` too (read by
+    namespace="..." alone, every named DaemonSet's counts were missing and the rule fired for good from minute 10)."""
+    _, files = pools
+    rule = _rule_minutes(files, tmp_path, {"healthy": _without_honor_labels(_rule_series(_story()))})[0]["healthy"]
+    assert {m: s for m, s in rule.items() if m >= 10} == {}
+
+
+def test_the_reason_for_the_first_daemonset_names_its_own_setting(pools):
+    """The rule's branch for exporter.daemonset's DaemonSet (pool a) whose counts are gone names exporter.daemonset,
+    not exporter.more_daemonsets, which does not list it."""
+    _, files = pools
+    text = " ".join(r["expr"] for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
+                    if r.get("alert") == "GpudashGpuDataMissing")
+    branch = re.search(r'daemonset="gpu-metrics-pool-a"\}\[5m\]\), "reason", "([^"]*)"', text)[1]
+    assert "exporter.more_daemonsets" not in branch or "exporter.daemonset" in branch

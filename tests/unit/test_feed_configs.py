@@ -541,7 +541,9 @@ def test_the_rule_reads_the_named_daemonsets_each_prometheus_holds(project_dir, 
         f"  - {{name: two, region: us-east-1{labels[1]}, exporter: {{more_daemonsets: []}}}}\n" + POOLS))
     rules = " ".join(r["expr"] for g in yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])["groups"]
                      for r in g["rules"])
-    read = sorted(set(re.findall(r"absent_over_time\(kube_daemonset_status_desired_number_scheduled\{([^}]*)\}", rules)))
+    # each read in `namespace` (kube-state-metrics scraped with honorLabels) and in `exported_namespace` (without)
+    read = sorted({m.replace(', exported_namespace=""', "") for m in re.findall(
+        r"absent_over_time\(kube_daemonset_status_desired_number_scheduled\{([^}]*exported_namespace=\"\"[^}]*)\}", rules)})
     pool_a, pool_b, pool_c = ('namespace="monitoring", daemonset="gpu-metrics-pool-a"',
                               'namespace="monitoring", daemonset="gpu-metrics-pool-b"',
                               'namespace="gpu-pools", daemonset="pool-c-dcgm-exporter"')
