@@ -28,8 +28,8 @@ def dashboards(ctx):
                 description="Power drawn by the GPUs the pod holds, each GPU counted once and whole: a GPU split "
                             "into MIG instances shows its whole draw under each pod holding one, and so does a GPU "
                             "pods share by time-slicing or MPS (an exporter without KUBERNETES_VIRTUAL_GPUS names "
-                            "such a GPU under one of them per scrape, not always the same one: a pod's line shows it "
-                            "where a scrape names the pod), so the pods' lines add up to more than the GPUs draw."),
+                            "such a GPU under one of them per scrape, not always the same one: each pod a recent scrape "
+                            "named shows it, as said below), so the pods' lines add up to more than the GPUs draw."),
         per_pod("DCGM_FI_DEV_SM_CLOCK", "SM clock by pod"),
         # DCGM counts a GPU's energy, not a pod's: the title says what each pod's line is.
         per_pod("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Energy use rate of each pod's GPUs", aggregation="sum",
