@@ -36,10 +36,8 @@ Over each period the alarm fires when
      (and for the period holding its last move).
    Both forms judge each of these per period, CloudWatch's metric math over each of its periods and the rule's
    branches over the periods that end at each evaluation (the condition of each period, `offset` one period
-   for the one before, joined with `and`, with several DaemonSets named a DaemonSet's branches on its namespace and
-   name whatever their reason: render/alarms.prometheus_expression; no `for`, which a condition that is not monotone
-   would reset, a rollout's move and a brief recovery in different windows of one `for` firing minutes after
-   CloudWatch).
+   for the one before, joined with `and`: no `for`, which a condition that is not monotone would reset, a
+   rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
    A known gap (tests/integration/test_data_missing.py pins it): GPU nodes added every few minutes hide an exporter
    lost on another node (each period reads as a node joining: the least desired against the most available, the
    updated count rising), the rule never firing and the alarm only at single minutes. The CloudWatch agent in a
@@ -779,19 +777,18 @@ def _seconds(duration: str) -> int:
     return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
-def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None,
-                          part: str | None = None) -> str:
+def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None) -> str:
     """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
     evaluation (none: at it), as CloudWatch computes the metric math over each period. Each branch carries a
     `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
     with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
-    GPU data) is a rule of its own (no_data_expression). `part`: PER_DAEMONSET (the branches that judge one DaemonSet:
-    2, 3 and each named DaemonSet's counts gone), OTHER_BRANCHES (the rest) or none (all)."""
+    GPU data) is a rule of its own (no_data_expression)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = f"on({cluster})" if settings.shared_prometheus else "on()"
     each = f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
     shift = f" offset {offset}" if offset else ""
+    found = exporter_daemonsets(offset=shift)
     span = f"[{window}]{shift}"  # the period
 
     def reason(expression: str, text: str) -> str:
@@ -809,18 +806,13 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
 
     exact = f"[{_seconds(window) * 1000 - 1}ms]{shift}"  # the period's scrapes, (t - period, t] on Prometheus 2 and 3
     target = f"on({cluster}, job, instance)" if settings.shared_prometheus else "on(job, instance)"
-    # an exporter DaemonSet over the period (labelled at any time in it, as its counts are read over it: one deleted
-    # in the period's last scrape interval is stale at its end, and its period's shortfall would not be judged)
     serving = " or ".join(f"max_over_time({LABELS}{{{m}}}{span})" for m in exporter_label_matchers())
-    found = f"({serving})"
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
     absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
-    none_found = [
+    branches = [
         *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
                     f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent),
-    ]
-    per_daemonset = [
         reason(f"(min_over_time({DESIRED}{span}) > 0 and {each} {found}) "
                f"unless {on} count{by} (count_over_time({field}{span}))",
                "exporters are expected but no GPU reported"),
@@ -829,8 +821,9 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                f"and {each} (min_over_time({DESIRED}{span}) - max_over_time({AVAILABLE}{span}) "
                f"<= {rollout_unavailable(settings, f'min_over_time({DESIRED}{span})', 'ceil')}))",
                "fewer exporter pods available than desired"),
-    ]
-    named = [
+        # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
+        reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
+               KSM_READ_REASON),
         # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
         # node pool removed), as each one's CloudWatch alarm reads its desired count missing
         *(reason(f'absent_over_time({DESIRED}{{{where}namespace="{ns}", exported_namespace="", daemonset="{ds}"}}{span})'
@@ -838,22 +831,7 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                  NAMED_ABSENT_REASON.format(setting=setting))
           for where, ns, ds, setting in _named_selectors(settings)),
     ]
-    # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
-    ksm = reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
-                 KSM_READ_REASON)
-    parts = {PER_DAEMONSET: [*per_daemonset, *named], OTHER_BRANCHES: [*none_found, ksm]}
-    return " or ".join(parts.get(part, [*none_found, *per_daemonset, ksm, *named]))
-
-
-PER_DAEMONSET, OTHER_BRANCHES = "per daemonset", "other branches"
-
-
-def period_join(settings: Settings) -> str:
-    """How the rule joins a period's per-DaemonSet branches to the period before's, when a cluster names several
-    DaemonSets: per DaemonSet whatever the reason (its CloudWatch alarm breaches in both periods whatever made each
-    breach: pod gone, then the DaemonSet deleted)."""
-    return f"on({settings.labels.cluster}, namespace, daemonset)" if settings.shared_prometheus \
-        else "on(namespace, daemonset)"
+    return " or ".join(branches)
 
 
 # {setting}: the setting that names the DaemonSet (its first, exporter.daemonset, or one exporter.more_daemonsets lists)

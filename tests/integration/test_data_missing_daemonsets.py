@@ -296,41 +296,6 @@ def test_a_healthy_cluster_listing_its_own_daemonsets_has_its_alarms_ok(tmp_path
 B = ("monitoring", "gpu-metrics-pool-b")
 
 
-def _gone_then_deleted() -> dict:
-    """Pool b's exporter pod gone at minute 20 (its desired 1, available 0), then, at minute 25, its Helm release
-    uninstalled to reinstall it (the DaemonSet and its counts gone) until minute 40, when it is back and healthy."""
-    story = _story(gone=("gpu-metrics-pool-b",))
-    answering, desired, available, updated = story["pools"][B]
-    deleted = range((CHANGE + 300) // STEP, RECOVER // STEP)
-    desired, available, updated = (tuple(None if k in deleted else v for k, v in enumerate(counts))
-                                   for counts in (desired, available, updated))
-    story["pools"][B] = (answering, desired, available, updated)
-    return story
-
-
-def _cloudwatch_minutes(files, story: dict) -> dict[int, set]:
-    requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
-                if i["Request"]["AlarmName"].startswith(ALARM.removesuffix("-critical"))]
-    points = _published(files, story)
-    return {m: set(_in_alarm(requests, points, m * 60)) for m in range(1, STEPS // 2 + 1)}
-
-
-def test_a_pool_whose_pod_is_gone_then_whose_daemonset_is_deleted_fires_the_rule_when_its_alarm_fires(pools,
-                                                                                                         tmp_path):
-    """CloudWatch: period 20-25 breaches (available 0 of 1), period 25-30 breaches (desired count missing): pool b's
-    alarm is in ALARM from minute 30, and so is the rule: it joins a DaemonSet's periods on (namespace, daemonset),
-    whatever each period's reason ("fewer exporter pods available", then "reports no counts"; joined on every label,
-    `reason` included, it fired only from 35), and reads the DaemonSet as an exporter over the period (at the period's
-    end its labels were already stale: deleted at 25)."""
-    _, files = pools
-    story = _gone_then_deleted()
-    cloudwatch = _cloudwatch_minutes(files, story)
-    rule = _rule_minutes(files, tmp_path, {"gone then deleted": _rule_series(story)})[0]["gone then deleted"]
-    want = {m: {B} for m in range(30, 40)}
-    assert {m: cloudwatch[m] for m in want} == {m: {_alarm_of(B)} for m in want}
-    assert {m: rule.get(m, set()) for m in want} == want
-
-
 def _without_honor_labels(series: list[dict]) -> list[dict]:
     """kube-state-metrics scraped without honorLabels (a ServiceMonitor or pod job that sets the target's
     `namespace`): its series' own namespace is exported_namespace, `namespace` is kube-state-metrics' pod's."""
