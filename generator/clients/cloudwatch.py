@@ -484,6 +484,13 @@ def _invalid(api: str, response: Any) -> str | None:
             for item in response[key]:
                 if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
                     return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
+    if api == "DescribeAlarms":  # the fields gpudash compares an alarm by (ownership.alarm_fields) read as the model has them
+        for alarm in response["MetricAlarms"]:
+            for key, fields in (("Dimensions", ("Name", "Value")), ("Metrics", ("Id",))):
+                items = alarm.get(key, [])
+                if not isinstance(items, list) or any(not isinstance(i, dict) or any(
+                        not isinstance(i.get(k), str) for k in fields) for i in items):
+                    return f"an alarm whose {key} are not a list of {'/'.join(fields)}"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
             tags = item.get("Tags")  # asked for by tag: a resource listed without its tags is not an answer

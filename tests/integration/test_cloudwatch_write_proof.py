@@ -5,6 +5,7 @@ sent, is still there, or cannot be read at all, is a failure (exit 3), and no ev
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -468,3 +469,29 @@ def test_taking_back_evidence_does_not_name_an_owner_the_alarm_no_longer_has(pro
     assert code == 3 and {t["Key"]: t["Value"] for t in _tags(client, NAME)}["ManagedBy"] == "team-ml"
     assert "tagged ManagedBy=gpudash" not in errors[NAME], errors[NAME]
     assert "not gpudash's (ManagedBy=team-ml," in errors[NAME], errors[NAME]
+
+
+def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made_are_reported(proxied, published,
+                                                                                            project_dir):
+    """Review s14-review1: an alarm's read-back (DescribeAlarms) answers it with a dimension without its Name (the
+    API's model requires it); only AlarmName/AlarmArn were checked and ownership.alarm_fields read d["Name"]: seen
+    "internal error: KeyError: 'Name'", exit 4, no report, after two dashboards and the alarm (70) were written.
+    Expected: a remote failure (exit 3) for that alarm, and a report listing the dashboards as written. (The update's
+    own read of its fields right before its write gets the garbled answer too: nothing is written to the alarm.)"""
+    proxy, client, apply = proxied
+    published()
+
+    def garbled(body: bytes) -> bytes:
+        answer = json.loads(body)
+        for alarm in answer.get("MetricAlarms", []):
+            if alarm["AlarmName"] == NAME:
+                alarm["Dimensions"] = [{"Value": "x"}]
+        return json.dumps(answer).encode()
+
+    proxy.inject(Rule(path="/", operation="DescribeAlarms", action="rewrite", times=ALWAYS, skip=1,
+                      contains=b'"AlarmNames"', callback=garbled))  # the batch's read passes; the read-back not
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
+    assert code == 3 and "internal error" not in stderr, stderr
+    assert DASHBOARD in report["written"], report
+    assert NAME in {item["name"] for item in report["failed"]}, report
+    assert alarms(client)[NAME]["Threshold"] == 80.0  # not an answer before its write: not written
