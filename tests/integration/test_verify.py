@@ -361,14 +361,19 @@ def test_an_exporter_daemonset_of_another_name_is_named_with_the_setting_to_writ
         "in gpudash.yaml, generate and apply again")
 
 
+def _helm_release(cluster) -> None:
+    """The stack's exporter DaemonSet as the Helm chart's release gpu-metrics names and labels it."""
+    cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter",
+                                         labels={"app.kubernetes.io/name": "dcgm-exporter"})
+
+
 def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_name_different_ones(stack, tmp_path):
     """Two clusters whose Helm releases are named differently: the kube group reads the DaemonSet of the cluster its
     context is (the one the live agent config names), not exporter.daemonset's for every cluster (it failed with "no
     DaemonSet gpu-operator/ml-a-dcgm-exporter" in gpu-cluster, whose release is gpu-metrics); the cloudwatch group's
     data-missing signals name each cluster's own (gpu-cluster's read as exporter.daemonset's before)."""
     cluster, verify = stack
-    cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter",
-                                         labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    _helm_release(cluster)
     config = tmp_path / "gpudash.yaml"
     config.write_text("clusters:\n  - {name: ml-a, region: us-east-1}\n"
                       "  - {name: gpu-cluster, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
@@ -390,8 +395,7 @@ def test_every_cluster_naming_the_same_daemonset_in_its_own_entry_is_read_by_ver
     that DaemonSet's counts, and verify reads it (it read the deployment's default dcgm-exporter name, failed it as
     missing and judged the rollout by another DaemonSet)."""
     cluster, verify = stack
-    cluster.daemonset["metadata"].update(name="gpu-metrics-dcgm-exporter",
-                                         labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    _helm_release(cluster)
     config = tmp_path / "gpudash.yaml"
     config.write_text("clusters:\n"
                       "  - {name: ml-a, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
