@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import data_missing
 from .catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
-from .cloudwatch_query import pod_dimensions, pod_total_kind
+from .cloudwatch_query import is_query, pod_dimensions, pod_total_kind
 from .errors import InputError
 from .project import Project
 from .reading import read_json
@@ -469,7 +469,7 @@ def _dashboard_lines(project: Project, fleet: Fleet, prices: dict[str, Any],
                      dashboards: Sequence[CloudWatchDashboard]) -> list[Line]:
     """The CloudWatch dashboards of the artifact set, priced: the first cluster's, as many times as the fleet
     has clusters (the fleet's clusters are alike)."""
-    from .lint.metrics_insights import QueryError, is_query, parse
+    from .lint.metrics_insights import QueryError, parse
     from .names import cloudwatch_dashboard_name
 
     settings = project.settings

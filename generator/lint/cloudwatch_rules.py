@@ -14,15 +14,15 @@ from typing import Any, Iterable, Iterator
 from ..artifacts import AlarmRequest, CloudWatchDashboard
 from ..catalog import PER_PROCESS_FIELDS
 from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAME, ONE_SERIES_CHANGE, SERIES_PER_QUERY,
-                                dimension_sets, pod_dimensions)
-from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown, metrics_shown_at_most  # noqa: F401
+                                dimension_sets, is_query, pod_dimensions)
+from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
 from ..output import ALARMS_FILE, cloudwatch_dashboard_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
-from .metrics_insights import Parsed, QueryError, is_query, needs_quotes, parse
+from .metrics_insights import Parsed, QueryError, needs_quotes, parse
 from .metric_math import ARRAY, SERIES, Kind, MathError, kind_of
 
 SEARCH_MAX_CHARS = 1024

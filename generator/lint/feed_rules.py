@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..agent_timing import timing_problem
+from ..cloudwatch_query import is_query
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
@@ -23,7 +24,7 @@ from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
-from .metrics_insights import QueryError, is_query, parse as parse_query
+from .metrics_insights import QueryError, parse as parse_query
 from .promql_checks import query_selectors
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series

@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..cloudwatch_query import is_query  # noqa: F401 - where the rules and cost read it
-
 FUNCTIONS = ("AVG", "COUNT", "MAX", "MIN", "SUM")
 # Reserved words from AWS's list ("Reserved keywords" in the Metrics Insights guide, which holds
 # hundreds of SQL words) that a metric or dimension name could plausibly be. Any of them must be

@@ -113,7 +113,7 @@ def test_the_bound_that_spares_parsing_is_never_below_the_metrics_counted(expres
     """generate counts a dashboard's metrics exactly only where a bound read without parsing a query exceeds
     the limit: the bound is never lower than the count, whatever the query's text (else a dashboard over the
     limit would be written)."""
-    from generator.lint.cloudwatch_rules import metrics_shown, metrics_shown_at_most
+    from generator.dashboard_limit import metrics_shown, metrics_shown_at_most
 
     body = {"widgets": [{"type": "metric", "properties": {"metrics": [[{"expression": expression}], ["N", "M"]]}}]}
     try:
@@ -128,7 +128,7 @@ def test_the_bound_is_the_count_on_the_dashboards_gpudash_renders():
     from pathlib import Path
 
     from generator.artifacts import build
-    from generator.lint.cloudwatch_rules import metrics_shown, metrics_shown_at_most
+    from generator.dashboard_limit import metrics_shown, metrics_shown_at_most
     from generator.project import load_project
     from generator.resources import default_config
 

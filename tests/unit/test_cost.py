@@ -250,7 +250,7 @@ def test_a_dashboards_metrics_count_its_hidden_period_metrics_as_lint_does(proje
     now's, drawn only at its own period), shows the most; its sums and counts per pod are the agent's totals per
     scrape, which need no PERIOD())."""
     from generator.artifacts import build
-    from generator.lint.cloudwatch_rules import metrics_shown
+    from generator.dashboard_limit import metrics_shown
 
     project = load_project(project_dir("cloudwatch:\n  top_pods: 220\n"))
     bodies = [d.body for d in build(project).cloudwatch_dashboards]
