@@ -805,7 +805,7 @@ def _watches(monitor: Answer, place: str, namespace: str) -> bool:
     if selector.get("any") is True:
         return True
     names = selector.get("matchNames")
-    return namespace in names if isinstance(names, list) and names else place == namespace
+    return isinstance(names, list) and namespace in names
 
 
 def _read_once(read: Callable[[], Any]) -> Callable[[], Any]:
