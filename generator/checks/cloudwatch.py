@@ -123,18 +123,18 @@ def _daemonset_counts(cloudwatch, settings, cluster, options: Options) -> Check:
     namespace = settings.cloudwatch.namespace
     name = f"{cluster.name} data-missing signals"
     dims = sorted(ksm_set(settings))
-    missing = []
-    for each in named_daemonsets(settings, cluster):
+    missing, named = [], named_daemonsets(settings, cluster)
+    for each in named:
         values = tuple((d["Name"], d["Value"]) for d in ksm_dimensions(settings, cluster, each)
                        if d["Name"] != CLUSTER_DIMENSION)
         sets = _listed(cloudwatch, namespace, cluster, [CLUSTER_DIMENSION], {DESIRED}, options, DESIRED,
                        values).get(DESIRED, [])
         if dims not in sets:
             missing.append(f"{each[0]}/{each[1]}")
-    daemonset = ", ".join(missing) or ", ".join(f"{ns}/{n}" for ns, n in named_daemonsets(settings, cluster))
+    daemonset = ", ".join(missing) or ", ".join(f"{ns}/{n}" for ns, n in named)
     if not missing:
         return Check(GROUP, name, OK, f"{DESIRED} [{', '.join(ksm_set(settings))}] arriving (the exporter "
-                     f"DaemonSet{'s' if ', ' in daemonset else ''} {daemonset})")
+                     f"DaemonSet{'s' if len(named) > 1 else ''} {daemonset})")
     if dims != [CLUSTER_DIMENSION]:
         return Check(GROUP, name, WARN,
                      f"no {DESIRED} [{', '.join(ksm_set(settings))}] in {namespace} for {cluster.name} in the last 3 h "
