@@ -526,6 +526,8 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
     # A rule on a field MIG does not report has a second GROUP BY alarm on its stand-in (its "mig" form); it
     # analyzes MIG pods and GPUs only, which the fleet does not describe: counted, not priced.
     mig_alarms, per_node = 0, False
+    # the data-missing rule's metric-math alarms per cluster: one per exporter DaemonSet on the DCGM source
+    daemonsets = 1 if enabled(settings) else data_missing.daemonsets_per_cluster(settings)
     for alarm in project.alarms:
         try:
             forms = alarm_forms(alarm, project.catalog, settings, mode)  # the alarms the build makes in this mode
@@ -535,8 +537,7 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
         for form in forms:
             if form.kind == "math":  # a metric-math alarm over static metrics, billed per metric it reads
                 # one per exporter DaemonSet of a cluster (exporter.more_daemonsets) on the DCGM source
-                math_alarms += fleet.clusters * (1 if enabled(settings) else
-                                                 data_missing.daemonsets_per_cluster(settings))
+                math_alarms += fleet.clusters * daemonsets
             elif form.kind == "mig":
                 mig_alarms += made
             elif form.kind == "static":
@@ -564,12 +565,12 @@ def _alarm_lines(project: Project, fleet: Fleet, prices: dict[str, Any], mode: s
                                                            "DaemonSet count, the cluster's GPU observations; its "
                                                            "query of the GPU nodes reporting is not counted")
         else:
-            several = data_missing.daemonsets_per_cluster(settings) > 1
             each, read = len(data_missing.KSM_STATS) + 1, ("the exporter DaemonSet's desired, available and updated "
                                                          "pods (most and least), the cluster's GPU observations"
-                                                         + ("; one alarm per exporter DaemonSet" if several else ""))
+                                                         + ("; one alarm per exporter DaemonSet" if daemonsets > 1
+                                                            else ""))
             # and one standard alarm of one metric per cluster (not per DaemonSet): the agent's reads
-            agent_alarms = math_alarms // data_missing.daemonsets_per_cluster(settings)
+            agent_alarms = math_alarms // daemonsets
         metrics = math_alarms * each + agent_alarms
         free = min(free_alarm_metrics, metrics)
         free_alarm_metrics -= free
