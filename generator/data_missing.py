@@ -828,15 +828,16 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
         # node pool removed), as each one's CloudWatch alarm reads its desired count missing
         *(reason(f'absent_over_time({DESIRED}{{{where}namespace="{ns}", exported_namespace="", daemonset="{ds}"}}{span})'
                  f' and on() absent_over_time({DESIRED}{{{where}exported_namespace="{ns}", daemonset="{ds}"}}{span})',
-                 NAMED_ABSENT_REASON.format(setting=setting))
-          for where, ns, ds, setting in _named_selectors(settings)),
+                 NAMED_ABSENT_REASON.format(fix=fix))
+          for where, ns, ds, fix in _named_selectors(settings)),
     ]
     return " or ".join(branches)
 
 
-# {setting}: the setting that names the DaemonSet (its first, exporter.daemonset, or one exporter.more_daemonsets lists)
+# {fix}: what to change, by the setting that names the DaemonSet (FIRST_ABSENT_FIX: exporter.daemonset, the first of
+# a cluster's; MORE_ABSENT_FIX: exporter.more_daemonsets; both where clusters differ)
 NAMED_ABSENT_REASON = ("kube-state-metrics reports no counts of an exporter DaemonSet the settings name (deleted, or its "
-                       "node pool removed: {setting})")
+                       "node pool removed: {fix})")
 FIRST_ABSENT_FIX = "correct exporter.daemonset, or clusters[].exporter.daemonset where the cluster sets it"
 MORE_ABSENT_FIX = "remove it from exporter.more_daemonsets"
 
