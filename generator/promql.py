@@ -798,8 +798,9 @@ def label_lookback(scrape_seconds: int) -> str:
     """The window within which a scrape naming a pod on a GPU shows the pod on it in per-pod panels: four scrape
     intervals, the least window Grafana's $__rate_interval gives the per-pod counter panels beside them (with the
     scrape interval as their min step), which show each pod a scrape within that window named (_named_rates): so a
-    pod a gauge panel shows, the counter panels beside it show too. An exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods share under one of them per scrape, the one
-    kubelet lists last, in no fixed order (dcgm-exporter #340, PR #432): every pod so named within the window shows."""
+    pod a gauge panel shows, the counter panels beside it show too. An exporter without KUBERNETES_VIRTUAL_GPUS names
+    a GPU pods share under one of them per scrape, the one kubelet lists last, in no fixed order (dcgm-exporter #340,
+    PR #432): every pod so named within the window shows."""
     return f"{LABEL_LOOKBACK_SCRAPES * scrape_seconds}s"
 
 
