@@ -26,6 +26,11 @@ def default_clock():
     return deadline.CLOCK
 
 
+def _slot(starts, rate: int, now: float) -> float:
+    """When the next call may start, given the `starts` of the last `rate` calls (oldest first)."""
+    return max(now, starts[0] + WINDOW_SECONDS) if len(starts) >= rate else now
+
+
 class Pacer:
     def __init__(self, rates: dict[str, float] | None = None, clock=None):
         self.rates = rates or RATES
@@ -43,7 +48,7 @@ class Pacer:
                 return
             now = self.clock.now()
             starts = self.recent.setdefault((region, api), deque())
-            slot = max(now, starts[0] + WINDOW_SECONDS) if len(starts) >= rate else now
+            slot = _slot(starts, rate, now)
             starts.append(slot)
             while len(starts) > rate:
                 starts.popleft()
@@ -55,9 +60,8 @@ class Pacer:
         reads that go with the call, leaves those reads as fresh when it starts as they were when they were made."""
         with self.lock:
             rate = int(self.rates.get(api) or 0)
-            starts = self.recent.get((region, api))
             now = self.clock.now()
-            slot = max(now, starts[0] + WINDOW_SECONDS) if rate > 0 and starts and len(starts) >= rate else now
+            slot = _slot(self.recent.get((region, api)) or (), rate, now) if rate > 0 else now
         if slot > now:
             self.clock.sleep(slot - now)
 
