@@ -491,6 +491,13 @@ def _invalid(api: str, response: Any) -> str | None:
                 if not isinstance(items, list) or any(not isinstance(i, dict) or any(
                         not isinstance(i.get(k), str) for k in fields) for i in items):
                     return f"an alarm whose {key} are not a list of {'/'.join(fields)}"
+            for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):  # sorted: strings alone
+                items = alarm.get(key, [])
+                if not isinstance(items, list) or any(not isinstance(i, str) for i in items):
+                    return f"an alarm whose {key} are not a list of ARNs"
+            threshold = alarm.get("Threshold")  # read as float(): a number (a double in the model)
+            if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
+                return "an alarm whose Threshold is not a number"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
             tags = item.get("Tags")  # asked for by tag: a resource listed without its tags is not an answer

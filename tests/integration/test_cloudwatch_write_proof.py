@@ -471,13 +471,19 @@ def test_taking_back_evidence_does_not_name_an_owner_the_alarm_no_longer_has(pro
     assert "not gpudash's (ManagedBy=team-ml," in errors[NAME], errors[NAME]
 
 
+@pytest.mark.parametrize("field, garble", [("Dimensions", [{"Value": "x"}]), ("Threshold", "high"),
+                                           ("AlarmActions", [7, "arn:aws:sns:x"])],
+                         ids=["a dimension without its Name", "a threshold that is not a number",
+                              "an action that is not a string"])
 def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made_are_reported(proxied, published,
-                                                                                            project_dir):
+                                                                                            project_dir, field, garble):
     """Review s14-review1: an alarm's read-back (DescribeAlarms) answers it with a dimension without its Name (the
     API's model requires it); only AlarmName/AlarmArn were checked and ownership.alarm_fields read d["Name"]: seen
     "internal error: KeyError: 'Name'", exit 4, no report, after two dashboards and the alarm (70) were written.
     Expected: a remote failure (exit 3) for that alarm, and a report listing the dashboards as written. (The update's
-    own read of its fields right before its write gets the garbled answer too: nothing is written to the alarm.)"""
+    own read of its fields right before its write gets the garbled answer too: nothing is written to the alarm.) So
+    too an alarm's Threshold a string, or an action not a string (the model: a double, a list of strings), which
+    alarm_fields reads with float() and sorted(): seen "internal error: ValueError" / "TypeError", exit 4."""
     proxy, client, apply = proxied
     published()
 
@@ -485,7 +491,7 @@ def test_a_read_back_that_is_not_a_valid_answer_is_a_failure_and_the_writes_made
         answer = json.loads(body)
         for alarm in answer.get("MetricAlarms", []):
             if alarm["AlarmName"] == NAME:
-                alarm["Dimensions"] = [{"Value": "x"}]
+                alarm[field] = garble
         return json.dumps(answer).encode()
 
     proxy.inject(Rule(path="/", operation="DescribeAlarms", action="rewrite", times=ALWAYS, skip=1,
