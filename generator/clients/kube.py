@@ -46,7 +46,7 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     no configuration), with what to do about it."""
     import os
 
-    named = os.environ.get("KUBECONFIG")
+    named = os.environ.get("KUBECONFIG") or None  # empty is unset, as to kubectl
     files = [path for path in (named or "").split(os.pathsep) if path]
     missing = [path for path in files if not os.path.exists(path)]
     update = "for EKS: aws eks update-kubeconfig --name <cluster> --region <region>"
@@ -67,8 +67,10 @@ class Kube:
 
         config, api_client_class, configuration_class = _client_modules()
         try:
-            # KUBECONFIG is read now: the client reads it once, when it is first imported.
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG"), context=options.context)
+            # KUBECONFIG is read now: the client reads it once, when it is first imported. Empty is unset, as to
+            # kubectl (the client would read no file at all).
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"),
+                                    context=options.context)
         except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
             try:
                 config.load_incluster_config()

@@ -1638,3 +1638,17 @@ def test_a_kubeconfig_variable_naming_no_file_is_said_so_with_what_to_do(cli, tm
     assert check["detail"] == f"no usable kubeconfig: KUBECONFIG names {missing}, which does not exist"
     assert check["fix"].startswith("point KUBECONFIG at your kubeconfig file, or unset it to read ~/.kube/config")
     assert "Traceback" not in stderr
+
+
+def test_an_empty_kubeconfig_variable_reads_the_home_kubeconfig_as_kubectl_does(stack, tmp_path, monkeypatch):
+    """KUBECONFIG set but empty (`export KUBECONFIG=` in a profile) is unset to kubectl, which then reads
+    ~/.kube/config: verify read no file at all and failed the kube group with "no usable kubeconfig"."""
+    cluster, verify = stack
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text((tmp_path / "kubeconfig").read_text())  # the stack's
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KUBECONFIG", "")
+    code, checks = verify()
+    assert _failures(checks) == {} and code == 0
+    assert checks[("kube", "exporter rollout")]["status"] == "ok"
