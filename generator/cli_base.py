@@ -17,6 +17,8 @@ from . import __version__, redact
 from .errors import EXIT_INPUT, GpudashError
 
 EXIT_INTERNAL = 4
+EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
+INTERRUPTED = "interrupted (Ctrl-C); nothing after this point was done"
 
 
 class Between(click.FloatRange):
@@ -85,30 +87,78 @@ class GpudashGroup(click.Group):
             raise
 
     def invoke(self, ctx: click.Context):
+        # the command and its arguments, before click consumes them (click 8.1 names the first protected_args)
+        args = [*(ctx._protected_args if hasattr(ctx, "_protected_args") else ctx.protected_args), *ctx.args]
         try:
             return super().invoke(ctx)
         except GpudashError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
             click.echo(f"error: {exc}", err=True)
+            self._json_error(ctx, args, exc.what, exc.where, exc.hint, exc.exit_code, getattr(exc, "document", None))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:  # Ctrl-C outside a publish's own handling: not exit 1, which means "differences"
-            click.echo("\nerror: interrupted (Ctrl-C); nothing after this point was done", err=True)
-            ctx.exit(130)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            click.echo(f"\nerror: {INTERRUPTED}", err=True)
+            self._json_error(ctx, args, INTERRUPTED, None, None, EXIT_INTERRUPTED)
+            ctx.exit(EXIT_INTERRUPTED)
+        except click.ClickException as exc:  # a usage error: click prints it on stderr with the usage line
+            self._json_error(ctx, args, exc.format_message(), _option_of(exc),
+                             f"see `gpudash {ctx.invoked_subcommand} --help`" if ctx.invoked_subcommand else None,
+                             exc.exit_code)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except RecursionError:  # input nested deeper than Python can follow (YAML, JSON, definitions)
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
-            click.echo("error: the input is nested too deeply to be read (RecursionError)\n"
-                       "  fix: look for a runaway nesting or recursion in the file you changed last", err=True)
+            what, fix = ("the input is nested too deeply to be read (RecursionError)",
+                         "look for a runaway nesting or recursion in the file you changed last")
+            click.echo(f"error: {what}\n  fix: {fix}", err=True)
+            self._json_error(ctx, args, what, None, fix, EXIT_INPUT)
             ctx.exit(EXIT_INPUT)
         except Exception as exc:  # a bug in gpudash: say so, keep the traceback behind --debug
             if ctx.obj and ctx.obj.get("debug"):
                 _print_traceback()
-            click.echo(redact.text(f"internal error: {type(exc).__name__}: {exc}\n  run again with --debug and report "
-                                   "it"), err=True)
+            what, fix = f"internal error: {type(exc).__name__}: {exc}", "run again with --debug and report it"
+            click.echo(redact.text(f"{what}\n  {fix}"), err=True)
+            self._json_error(ctx, args, what, None, fix, EXIT_INTERNAL)
             ctx.exit(EXIT_INTERNAL)
+
+    def _json_error(self, ctx: click.Context, args: list[str], what: str, where: str | None, fix: str | None,
+                    exit_code: int, document: dict | None = None) -> None:
+        """With `--output json`, an error exit prints one JSON object on stdout as well: the command's own
+        document when it has one to give (a publish's report of what it wrote), with the error under "error"."""
+        name = ctx.invoked_subcommand
+        command = self.commands.get(name) if name else None
+        if command is None or not any(p.name == "output" for p in command.params) or _output(args[1:]) != "json":
+            return
+        error = {"what": redact.text(what), "where": redact.text(where) if where else None,
+                 "fix": redact.text(fix) if fix else None, "exit_code": exit_code}
+        import json
+
+        click.echo(json.dumps({**(document or {}), "error": error}, indent=2))
+
+
+def _option_of(exc: click.ClickException) -> str | None:
+    """The option a usage error is about (`--nodes`), when it is about one."""
+    param = getattr(exc, "param", None)
+    if param is not None and getattr(param, "opts", None):
+        return param.opts[0]
+    hint = getattr(exc, "param_hint", None)
+    return hint.strip("'\"") if isinstance(hint, str) else None
+
+
+def _output(args: list[str]) -> str | None:
+    """The value of the last --output among a command's arguments (click lets the last one win)."""
+    value = None
+    for index, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--output="):
+            value = arg.partition("=")[2]
+        elif arg == "--output" and index + 1 < len(args):
+            value = args[index + 1]
+    return value
 
 
 def optional_path(value: str | None) -> Path | None:

@@ -218,34 +218,49 @@ class _StopOnSignal:
 
 
 def _finish(outcomes, output: str, changes, deadline=None) -> None:
-    from .changes import FAILED, REFUSED, WOULD_WRITE
+    from .changes import REFUSED, WOULD_WRITE, report
 
-    _print_changes(changes, output, outcomes)
+    failure = _failure(outcomes, deadline)
+    if failure is not None and output == "json":  # one document: the report, with the error in it
+        failure.document = _masked(report(changes, outcomes))
+    else:
+        _print_changes(changes, output, outcomes)
+    if deadline is not None and deadline.interrupted:
+        raise failure
+    would = [o for o in outcomes if o.state == WOULD_WRITE]
+    if would:
+        click.echo(f"dry run: {len(would)} object(s) would be written; nothing was written", err=True)
+    if failure is not None:
+        raise failure
+    refused = [o for o in outcomes if o.state == REFUSED]
+    if refused:
+        click.echo(f"refused {len(refused)} object(s) edited outside gpudash or not owned by it; "
+                   f"review them and use --force to overwrite", err=True)
+        sys.exit(EXIT_FINDINGS)
+
+
+def _failure(outcomes, deadline) -> GpudashError | None:
+    """The error a publish ends with: stopped by a signal, or writes that failed."""
+    from .changes import FAILED
+
     if deadline is not None and deadline.interrupted:
         written = sum(1 for o in outcomes if o.done)
         left = sum(1 for o in outcomes if o.state == FAILED)
         from .clients.deadline import Interrupted
 
-        raise Interrupted(
+        return Interrupted(
             f"stopped by {deadline.interrupted[0]}: {written} written (listed above as done), {left} not written "
             f"(listed as FAILED)", signal_number=deadline.interrupted[1],
             hint="run the command again when you are ready: publishing converges")
     failed = [o for o in outcomes if o.state == FAILED]
-    refused = [o for o in outcomes if o.state == REFUSED]
-    would = [o for o in outcomes if o.state == WOULD_WRITE]
-    if would:
-        click.echo(f"dry run: {len(would)} object(s) would be written; nothing was written", err=True)
     unfinished = [o for o in outcomes if o.done and o.unfinished]
     if failed or unfinished:
         written = sum(1 for o in outcomes if o.done)
         after = (f"; {len(unfinished)} of those were written but a step after the write failed (listed above as "
                  f"done, then FAILED)") if unfinished else ""
-        raise RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
-                          f"(listed above as done){after}", hint="fix the cause and run again: publishing converges")
-    if refused:
-        click.echo(f"refused {len(refused)} object(s) edited outside gpudash or not owned by it; "
-                   f"review them and use --force to overwrite", err=True)
-        sys.exit(EXIT_FINDINGS)
+        return RemoteError(f"{len(failed)} of {len(failed) + written} writes failed; {written} were published "
+                           f"(listed above as done){after}", hint="fix the cause and run again: publishing converges")
+    return None
 
 
 def _preflight(project, groups: tuple[str, ...], skip: bool, limit, dashboards=None, **options) -> None:

@@ -213,6 +213,8 @@ def test_a_folder_create_answered_with_something_else_stops_the_push(grafana, pr
     code, report, stderr = run()
     assert code == 3 and "Traceback" not in stderr
     assert report["written"] == [] and [f["name"] for f in report["failed"]][0] == "gpudash"
+    # one JSON document: the report, with the error a person reads on stderr under "error"
+    assert report["error"]["exit_code"] == 3 and "writes failed; 0 were published" in report["error"]["what"]
     assert "not a valid API answer" in report["failed"][0]["error"]
     assert len(grafana.writes()) == writes and "gpudash" not in grafana.state.folders
 
@@ -229,7 +231,7 @@ def test_a_push_stopped_by_a_signal_lists_what_it_wrote_and_a_rerun_converges(gr
     handler = signal.getsignal(signal_number)
     proxy.inject(Rule(SAVE, action="before", callback=lambda: os.kill(os.getpid(), signal_number)))
     code, report, stderr = run()
-    assert code == 128 + signal_number, stderr
+    assert code == 128 + signal_number and report["error"]["exit_code"] == code, stderr
     assert f"stopped by {signal.Signals(signal_number).name}: 1 written (listed above as done), 3 not written" \
         in stderr and "Traceback" not in stderr
     (written,) = report["written"]
