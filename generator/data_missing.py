@@ -36,8 +36,9 @@ Over each period the alarm fires when
      (and for the period holding its last move).
    Both forms judge each of these per period, CloudWatch's metric math over each of its periods and the rule's
    branches over the periods that end at each evaluation (the condition of each period, `offset` one period
-   for the one before, joined with `and`: no `for`, which a condition that is not monotone would reset, a
-   rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
+   for the one before, joined with `and`, with several DaemonSets named a DaemonSet's branches on the DaemonSet
+   whatever their reason: render/alarms.prometheus_expression; no `for`, which a condition that is not monotone would
+   reset, a rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
    A known gap (tests/integration/test_data_missing.py pins it): GPU nodes added every few minutes hide an exporter
    lost on another node (each period reads as a node joining: the least desired against the most available, the
    updated count rising), the rule never firing and the alarm only at single minutes. The CloudWatch agent in a
@@ -777,19 +778,29 @@ def _seconds(duration: str) -> int:
     return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
-def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None) -> str:
+def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None,
+                          part: str | None = None) -> str:
     """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
     evaluation (none: at it), as CloudWatch computes the metric math over each period. Each branch carries a
     `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
     with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
-    GPU data) is a rule of its own (no_data_expression)."""
+    GPU data) is a rule of its own (no_data_expression). `part`: EACH_DAEMONSET (the branches that judge one
+    DaemonSet: 2, 3 and each named DaemonSet's counts gone), CLUSTER_WIDE (the others) or none (all)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = f"on({cluster})" if settings.shared_prometheus else "on()"
-    each = f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
+    each = daemonset_join(settings)
     shift = f" offset {offset}" if offset else ""
-    found = exporter_daemonsets(offset=shift)
     span = f"[{window}]{shift}"  # the period
+    named = _named_selectors(settings)
+    found = exporter_daemonsets(offset=shift)  # an exporter DaemonSet: labelled so at the period's end
+    if named:
+        # or one the settings name, over the period by its own counts, as its alarm reads it by name (labelled at the
+        # period's end only, one deleted in the period's last scrape interval, or whose kube-state-metrics was being
+        # replaced then, went unjudged for that period; an unnamed DaemonSet living minutes, a rename rolled back,
+        # stays judged at the end alone: its counts over a period it barely lived in are no period of missing data)
+        found = "(" + " or ".join([found, *(f"max_over_time({DESIRED}{{{m}}}{span})"
+                                           for where, ns, ds, _ in named for m in _named_matchers(where, ns, ds))]) + ")"
 
     def reason(expression: str, text: str) -> str:
         return f'label_replace({expression}, "reason", "{text}", "", "")'
@@ -810,9 +821,10 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
     absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
-    branches = [
-        *(reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
-                    f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent),
+    none_found = [
+        reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
+                  f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent]
+    judged = [
         reason(f"(min_over_time({DESIRED}{span}) > 0 and {each} {found}) "
                f"unless {on} count{by} (count_over_time({field}{span}))",
                "exporters are expected but no GPU reported"),
@@ -821,17 +833,33 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
                f"and {each} (min_over_time({DESIRED}{span}) - max_over_time({AVAILABLE}{span}) "
                f"<= {rollout_unavailable(settings, f'min_over_time({DESIRED}{span})', 'ceil')}))",
                "fewer exporter pods available than desired"),
-        # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
-        reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
-               KSM_READ_REASON),
-        # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
-        # node pool removed), as each one's CloudWatch alarm reads its desired count missing
-        *(reason(f'absent_over_time({DESIRED}{{{where}namespace="{ns}", exported_namespace="", daemonset="{ds}"}}{span})'
-                 f' and on() absent_over_time({DESIRED}{{{where}exported_namespace="{ns}", daemonset="{ds}"}}{span})',
-                 NAMED_ABSENT_REASON.format(fix=fix))
-          for where, ns, ds, fix in _named_selectors(settings)),
     ]
-    return " or ".join(branches)
+    # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
+    ksm = reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
+                 KSM_READ_REASON)
+    # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
+    # node pool removed), as each one's CloudWatch alarm reads its desired count missing
+    gone = [reason(" and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(where, ns, ds)),
+                   NAMED_ABSENT_REASON.format(fix=fix))
+            for where, ns, ds, fix in named]
+    parts = {EACH_DAEMONSET: [*judged, *gone], CLUSTER_WIDE: [*none_found, ksm]}
+    return " or ".join(parts[part] if part else [*none_found, *judged, ksm, *gone])
+
+
+EACH_DAEMONSET, CLUSTER_WIDE = "each daemonset", "cluster-wide"  # prometheus_expression's parts
+
+
+def daemonset_join(settings: Settings) -> str:
+    """The labels that tell one exporter DaemonSet from another in the rule: (cluster,) namespace and name."""
+    cluster = settings.labels.cluster
+    return f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
+
+
+def _named_matchers(where: str, namespace: str, name: str) -> tuple[str, str]:
+    """kube-state-metrics' series of a named DaemonSet: its namespace in `namespace` (scraped with honorLabels) or in
+    `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
+    return (f'{where}namespace="{namespace}", exported_namespace="", daemonset="{name}"',
+            f'{where}exported_namespace="{namespace}", daemonset="{name}"')
 
 
 # {fix}: what to change, by the setting that names the DaemonSet (FIRST_ABSENT_FIX: exporter.daemonset, the first of

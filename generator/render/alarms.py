@@ -14,7 +14,7 @@ from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NA
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..derived_sets import mig_only
-from ..exporter_styles import named_daemonsets, style_for
+from ..exporter_styles import named_daemonsets, several_daemonsets, style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
@@ -722,8 +722,16 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     query = _alert_query(alarm, settings)
     if alarm.absent:  # the same situations as the CloudWatch form, judged per period as it judges them (an exporter
         # target's scrapes: no_data_rule, over one window)
-        return _of_periods(alarm, lambda period: data_missing.prometheus_expression(
-            query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None))
+        def branches(part: str | None = None) -> Callable[[int], str]:
+            return lambda period: data_missing.prometheus_expression(
+                query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None, part)
+        if several_daemonsets(settings) and alarm.evaluation_periods > 1 \
+                and (alarm.datapoints_to_alarm or alarm.evaluation_periods) == alarm.evaluation_periods:
+            # each DaemonSet's periods joined on the DaemonSet whatever made each one breach (its pod gone, then the
+            # DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its own CloudWatch alarm judges them
+            return (f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or "
+                    f"{_of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_join(settings))}")
+        return _of_periods(alarm, branches())
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).
     # A pod's whole GPUs and its MIG instances are judged apart, as CloudWatch's two alarms judge them.
@@ -817,7 +825,7 @@ def rule_step(settings: Settings) -> str:
 PERIOD_LABEL = "gpudash_period"  # which of the alarm's periods a condition judged (counted, then dropped)
 
 
-def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
+def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: str = "") -> str:
     """The periods CloudWatch judges at an evaluation, judged at each of the rule's: the N whole periods that end
     at the evaluation (its sliding evaluation window), of which M must breach. `breaching(k)` is the
     condition on the period k periods back. One period: its condition; M of M: every period's condition (`and`;
@@ -825,13 +833,15 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str]) -> str:
     PERIOD_LABEL, so that `or` keeps them all) against M. A period without data breaches in none of them, as
     TreatMissingData notBreaching (and missing, as tests/support/cloudwatch_eval reads it) has it; the one rule
     that treats missing data as breaching, data-missing, says in its branch 1 that a period had none. Its
-    branches carry their own `reason`, so each is judged over the periods apart (the `and` matches label sets)."""
+    branches carry their own `reason`, so each is judged over the periods apart (the `and` matches label sets), but
+    where `join` names the labels the periods match on (`on(...)`: with several exporter DaemonSets, each one's)."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     if periods == 1:
         return breaching(0)
     if needed == periods:
-        return "(" + " and ".join(f"({breaching(k)})" for k in range(periods)) + ")"
+        glue = f" and {join} " if join else " and "
+        return "(" + glue.join(f"({breaching(k)})" for k in range(periods)) + ")"
     return f"({_over_periods('count', [breaching(k) for k in range(periods)])} >= {needed})"
 
 

@@ -40,6 +40,7 @@ SETTINGS = (f"clusters:\n  - {{name: {CLUSTER}, region: us-east-1}}\n"
             "exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: gpu-metrics-pool-a\n"
             "  more_daemonsets: [gpu-metrics-pool-b, gpu-pools/pool-c-dcgm-exporter]\n")
 ALARM = f"gpudash-{CLUSTER}-gpu-data-missing-critical"
+B = ("monitoring", "gpu-metrics-pool-b")
 
 
 def _alarm_of(daemonset: tuple[str, str]) -> str:
@@ -86,6 +87,27 @@ def _story(gone: tuple[str, ...] = (), zero: bool = False, agent: bool = True, r
     return {"pools": story, "agent": agent}
 
 
+def _gone_then_deleted() -> dict:
+    """Pool b's exporter pod gone at minute 20 (its desired 1, available 0), then, at minute 25, its Helm release
+    uninstalled to reinstall it (the DaemonSet and its counts gone) until minute 40, when it is back and healthy."""
+    story = _story(gone=("gpu-metrics-pool-b",))
+    answering, desired, available, updated = story["pools"][B]
+    deleted = range((CHANGE + 300) // STEP, RECOVER // STEP)
+    desired, available, updated = (tuple(None if k in deleted else v for k, v in enumerate(counts))
+                                   for counts in (desired, available, updated))
+    story["pools"][B] = (answering, desired, available, updated)
+    return story
+
+
+KSM_MOVED = 62  # the step (minute 31) at which kube-state-metrics' pod is replaced in the story that says so
+
+
+def _ksm_replaced() -> dict:
+    """Pool b's exporter pod gone from minute 20 to 40; kube-state-metrics' pod replaced at minute 31 (not scraped
+    for one step, then at another address: its series carry another `instance`)."""
+    return {**_story(gone=("gpu-metrics-pool-b",)), "ksm_moved": KSM_MOVED}
+
+
 STORIES = {
     "healthy": _story(),
     "pool b's exporter pod gone from its node": _story(gone=("gpu-metrics-pool-b",)),
@@ -98,6 +120,9 @@ STORIES = {
                                                                 rollout="gpu-metrics-pool-a"),
     "pool a rolls out": _story(rollout="gpu-metrics-pool-a"),
     "pool b removed with its DaemonSet": _story(deleted="gpu-metrics-pool-b"),
+    # a breach that changes cause between periods: its alarm breaches in both whatever made each breach
+    "pool b's exporter pod gone, then its DaemonSet deleted": _gone_then_deleted(),
+    "pool b's exporter pod gone while kube-state-metrics is replaced": _ksm_replaced(),
 }
 # The truth: the exporter DaemonSets whose GPU data is missing from minute 20 to 40 (the agent stopped: every one,
 # on CloudWatch; Prometheus does not watch the agent)
@@ -109,7 +134,9 @@ TRUTH = {"healthy": (), "pool b's exporter pod gone from its node": (("monitorin
          # a DaemonSet the settings name gone (deleted, or its node pool removed): its counts are missing, its alarm
          # fires until it leaves exporter.more_daemonsets, and so does the rule (it read only that no exporter
          # DaemonSet at all was labelled)
-         "pool b removed with its DaemonSet": (("monitoring", "gpu-metrics-pool-b"),)}
+         "pool b removed with its DaemonSet": (("monitoring", "gpu-metrics-pool-b"),),
+         "pool b's exporter pod gone, then its DaemonSet deleted": (B,),
+         "pool b's exporter pod gone while kube-state-metrics is replaced": (B,)}
 
 
 def _expected(missing: tuple, minute: int) -> set | None:
@@ -148,7 +175,7 @@ def _published(files, story: dict) -> list:
     assert all(o == od for _, od, _, o in more)  # kube_state serves the others' updated count as their desired
     scrapes += [kube_state.scrape(ksm_job, k * STEP, first, d[k], a[k], u[k],
                                   more=tuple((labels, od[k], oa[k]) for labels, od, oa, _ in more if od[k] is not None))
-                for k in running]
+                for k in running if k != story.get("ksm_moved")]
     return Agent(config, job, others=[ksm_job]).run(scrapes)
 
 
@@ -202,7 +229,22 @@ def _rule_series(story: dict) -> list[dict]:
                            {"series": f"{SAMPLES}{{{target}}}", "values": _promtool_values(part, "1")},
                            {"series": f'DCGM_FI_DEV_GPU_TEMP{{{target},gpu="0"}}',
                             "values": _promtool_values(part, "60")}]
-    return series
+    return _ksm_moved(series, story["ksm_moved"]) if "ksm_moved" in story else series
+
+
+def _ksm_moved(series: list[dict], at: int) -> list[dict]:
+    """kube-state-metrics' series as a pod replaced at step `at` leaves them: the old pod's stop there (a staleness
+    marker), the new one's (another `instance`) start a step later."""
+    out = []
+    for entry in series:
+        if not entry["series"].startswith("kube_"):
+            out.append(entry)
+            continue
+        values = entry["values"].split(" ")
+        out += [{**entry, "values": " ".join(values[:at] + ["stale"] + ["_"] * (len(values) - at - 1))},
+                {"series": entry["series"].replace('instance="10.0.2.9:8080"', 'instance="10.0.2.77:8080"'),
+                 "values": " ".join(["_"] * (at + 1) + values[at + 1:])}]
+    return out
 
 
 def _rule_minutes(files, folder, stories: dict[str, list[dict]]) -> tuple[dict[str, dict[int, set]], str, int]:
@@ -291,9 +333,6 @@ def test_a_healthy_cluster_listing_its_own_daemonsets_has_its_alarms_ok(tmp_path
     names = [r["AlarmName"] for r in requests]
     assert [n for n in names if n.endswith(("-monitoring-pool-b", "-gpu-pools-pool-c"))], names
     assert sorted(_in_alarm(requests, points, 30 * 60)) == []
-
-
-B = ("monitoring", "gpu-metrics-pool-b")
 
 
 def _without_honor_labels(series: list[dict]) -> list[dict]:
