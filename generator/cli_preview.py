@@ -65,7 +65,7 @@ def preview(config: str | None, csv: str | None, prometheus_url: str | None, sam
     dashboards = dashboards_of(project, from_dir)
     base = dashboards_of(project, base_dir) if base_dir else None
     end = time.time()
-    scrape_s = site.parse_range(project.settings.scrape.interval) if not sample else 15.0
+    scrape_s = float(project.settings.scrape.seconds) if not sample else 15.0
     plans = [site.plan(uid, model, range_text, scrape_s, end) for uid, model in dashboards]
 
     def render(url: str, source: str) -> tuple[dict[str, bytes], list]:

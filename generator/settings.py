@@ -187,9 +187,28 @@ class ExporterSettings(Section):
             object.__setattr__(self, "max_unavailable", int(self.max_unavailable))
 
 
+# Prometheus' duration syntax (prometheus/common model.ParseDuration): units from years down to milliseconds, each
+# at most once and in that order (`1m30s`, `90s`, `2m`); a year is 365 days. Also how the agent's scrape
+# configuration, the OTel receiver and the Prometheus Operator's ServiceMonitor read scrape.interval.
+PROMETHEUS_DURATION = re.compile(r"(?:([0-9]+)y)?(?:([0-9]+)w)?(?:([0-9]+)d)?(?:([0-9]+)h)?(?:([0-9]+)m)?"
+                                 r"(?:([0-9]+)s)?(?:([0-9]+)ms)?")
+_DURATION_UNITS = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
+
+
+def duration_seconds(text: str) -> float | None:
+    """Seconds of a Prometheus duration (`1m30s` is 90), or None when `text` is not one (`0` is 0, as Prometheus has it)."""
+    if text == "0":
+        return 0.0
+    match = PROMETHEUS_DURATION.fullmatch(text) if text else None
+    if match is None:
+        return None
+    return sum(int(n) * unit for n, unit in zip(match.groups(), _DURATION_UNITS) if n)
+
+
 def interval_seconds(interval: str) -> int:
-    """Seconds of an interval as settings write it (`30s`, `1m`: the schema's pattern)."""
-    return int(interval[:-1]) * (60 if interval.endswith("m") else 1)
+    """Seconds of an interval as settings write it (`30s`, `1m`, `1m30s`: a Prometheus duration the schema let
+    through, of whole seconds)."""
+    return int(duration_seconds(interval))
 
 
 @dataclass(frozen=True)
@@ -639,6 +658,7 @@ def validate(document: dict[str, Any], source: str, node: yaml.Node | None) -> N
         path, message, hint = dimensions
         line = _line_of(node, path)
         raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
+    _interval_checked(document, source, node)
     _agent_timing_checked(document, source, node)
     _job_name_checked(document, source, node)
     errors = [] if _plainly_valid(document) else \
@@ -699,6 +719,26 @@ def _job_name_checked(document: dict[str, Any], source: str, node: yaml.Node | N
                          hint="give scrape.job_name another name, such as dcgm-exporter (the default)")
 
 
+def _whole_seconds(value: Any) -> int | None:
+    """A positive whole number of seconds written as a Prometheus duration (`1m30s`), else None."""
+    seconds = duration_seconds(value) if isinstance(value, str) else None
+    return int(seconds) if seconds and seconds == int(seconds) else None
+
+
+def _interval_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
+    """scrape.interval a whole number of seconds: the schema takes Prometheus' syntax (`1500ms` too), and every
+    period, rate window and agent bound gpudash works out counts whole scrapes of whole seconds."""
+    scrape = document.get("scrape")
+    value = scrape.get("interval") if isinstance(scrape, dict) else None
+    seconds = duration_seconds(value) if isinstance(value, str) else None
+    if seconds and seconds != int(seconds):  # zero: the schema's pattern refuses it
+        line = _line_of(node, ["scrape", "interval"])
+        raise InputError(f"scrape.interval {value!r} is {seconds:g} s, not a whole number of seconds: "
+                         f"CloudWatch periods and alarm periods must be whole numbers of scrapes",
+                         where=f"{source}:{line}" if line else source,
+                         hint="write a whole number of seconds, such as 30s, 1m or 1m30s")
+
+
 def _agent_timing_checked(document: dict[str, Any], source: str, node: yaml.Node | None) -> None:
     """The scrape interval and flush interval keep each counter's previous reading in the agent's cache until its
     next one, and each reading in time for the now values (agent_timing). Read before the schema's bounds (it says
@@ -712,8 +752,7 @@ def _agent_timing_checked(document: dict[str, Any], source: str, node: yaml.Node
 
     if written("cloudwatch", "source", lambda v: isinstance(v, str)) == "container-insights":
         return  # no agent config of gpudash's: the add-on collects every 60 s
-    interval = interval_seconds(written("scrape", "interval",
-                                        lambda v: isinstance(v, str) and re.fullmatch(r"0*[1-9][0-9]*[sm]", v)))
+    interval = interval_seconds(written("scrape", "interval", lambda v: _whole_seconds(v) is not None))
     flush = written("agent", "force_flush_interval", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
     pipeline = written("agent", "pipeline", lambda v: v in ("otel", "classic"))
     problem = timing_problem(pipeline, interval, scrape_timeout(interval), flush)

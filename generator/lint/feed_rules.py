@@ -21,7 +21,7 @@ from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
 from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
-from ..settings import Cluster, dimensions_lacking, workload_rename_mix
+from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
@@ -443,13 +443,18 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
 def _seconds(duration: Any) -> float | None:
-    """Seconds of a Prometheus or collector duration (`30s`, `5m`, `1m30s`; a number is seconds); None if unread."""
+    """Seconds of a collector duration (Go's: `200ms`, `5s`, `1m30s`; a number is seconds); None if unread."""
     if isinstance(duration, (int, float)):
         return float(duration)
     parts = _DURATION.findall(str(duration))
     if not parts or "".join(n + u for n, u in parts) != str(duration):
         return None
     return sum(int(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def _prometheus_seconds(duration: Any) -> float | None:
+    """Seconds of a scrape job's duration, which Prometheus' configuration loader reads (`1m30s`, `1d`)."""
+    return duration_seconds(duration) if isinstance(duration, str) else None
 
 
 def counters_kept(subject: LintInput) -> Iterable[Finding]:
@@ -471,8 +476,8 @@ def counters_kept(subject: LintInput) -> Iterable[Finding]:
             jobs = (receiver.get("config") or {}).get("scrape_configs") or []
         defaults = (agent.scrape.get("global") or {})
         for job in jobs:
-            interval = _seconds(job.get("scrape_interval", defaults.get("scrape_interval", "1m")))
-            timeout = _seconds(job.get("scrape_timeout", defaults.get("scrape_timeout", "10s")))
+            interval = _prometheus_seconds(job.get("scrape_interval", defaults.get("scrape_interval", "1m")))
+            timeout = _prometheus_seconds(job.get("scrape_timeout", defaults.get("scrape_timeout", "10s")))
             if None in (interval, timeout, flush):
                 continue
             problem = timing_problem(pipeline, int(interval), int(timeout), int(flush))
