@@ -17,10 +17,9 @@ Just before writing, what is written is read again: an object that appeared or c
 plan is not overwritten. An alarm is written or deleted only on fresh evidence: its tags (ownership
 and hash, read for the batch with one GetResources call by ARN, and alarm by alarm where that answer does not
 show an alarm as the plan read it) and then its fields, read again right before its batch's writes (and once more
-right before its own write: an alarm the plan found, its own tags, then its fields; one to create, its fields, a read
-made anyway: the batch's read for its first alarm, the read-back of the alarm written before it for the next), or
-its fields and then its own tags (the ownership read last) right before its own DeleteAlarms call, still as the plan
-read them. Each
+by itself as the last call before its own write, with no pacing wait between: an alarm the plan found, its own tags,
+then its fields; one to create, its fields), or its fields and then its own tags (the ownership read last) right
+before its own DeleteAlarms call, still as the plan read them. Each
 alarm written is read back at once, before the next write, to learn the form CloudWatch reports it
 in; each dashboard written, and what each delete removed, is read again too. A write or delete that is
 not read back done (an answer of `{}` proves nothing) is a failure, and no evidence is tagged for it.
@@ -703,35 +702,28 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     return True
 
 
-def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any],
-               just_read: dict[str, dict[str, Any] | None] | None = None, following: str | None = None) -> bool:
-    """Write one alarm unless its fields or tags moved since the plan (read again right before: its batch's writes
-    take up to half a minute at 3 a second); False when it is already as generated. The tags of an alarm the plan
-    found are read alone (ListTagsForResource) right before its write, not taken from the batch's bulk read, whose
-    index may lag a tag just removed (with the read right before its tag write and that write's read-back, three
-    ListTagsForResource an update: at 3 a second those, not PutMetricAlarm's 3, set the pace of a large update).
+def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
+    """Write one alarm unless its fields or tags moved since the plan; False when it is already as generated. The
+    look is the last read before the write, made by this alarm alone and only once the pacing turns of its reads and
+    of the write have come (no wait falls between the look and the write; CloudWatch has no conditional write): an
+    alarm the plan found, its own tags (ListTagsForResource, not the batch's bulk read, whose index may lag a tag just
+    removed) and then its fields (DescribeAlarms); one to create, its fields, so that an alarm a person made under its
+    name since any earlier read (the batch's, the previous alarm's tag check) is seen and not overwritten. What is
+    left is one round trip: the look's answer on its way back and the write on its way there.
     Its fields, read back at once, then the tags it lacks (its tags read again first: one a person took over
     meanwhile gets none): the read-back learns the form CloudWatch reports the alarm in, which its evidence keeps
     so that the form is not taken for a console edit next time; read right after the write (not after the batch),
-    a person's edit made since cannot pass for that form.
-
-    `just_read` holds alarms (None: not there) read by the call made just before this one: the fields of an alarm to
-    create are read again only when it does not hold them (an alarm the plan found reads its own tags, whose read may
-    wait for its pace, and then its fields, always). The read-back also reads `following` (the next alarm to
-    write) into it: that is the read right before the next write, unless this alarm's tag write follows its
-    read-back (then the next alarm reads its fields anew: a console edit made during the tag write is seen)."""
+    a person's edit made since cannot pass for that form. (With the read right before its tag write and that write's
+    read-back, three ListTagsForResource an update: at 3 a second those, not PutMetricAlarm's 3, set the pace of a
+    large update.)"""
     what = f"CloudWatch alarm {change.name}"
     live = change.live or {}
-    just_read = {} if just_read is None else just_read
     owned = {"AlarmName": change.name, "AlarmArn": live["arn"]} if live.get("arn") else None
-    # An alarm the plan found: its own tags first (ListTagsForResource, whose pace may hold the read up to a second),
-    # then its fields (DescribeAlarms): both a round trip old when the write goes, not the fields a paced wait older.
+    fields_written = change.action == CREATE or not live.get("as_generated")
+    _turns(cloudwatch, region, *(("ListTagsForResource",) if owned else ()), "DescribeAlarms",
+           *(("PutMetricAlarm",) if fields_written else ()))
     tags_before = cloudwatch.alarm_tags(region, owned) if owned else None
-    if change.name in just_read and owned is None:
-        now = just_read.pop(change.name)
-    else:
-        just_read.pop(change.name, None)
-        now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+    now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
@@ -776,20 +768,13 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
         if not live.get("as_generated"):  # PutMetricAlarm ignores Tags on update (AWS does; send none)
             put(**{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
-    if change.action == CREATE or not live.get("as_generated"):
-        # the read-back also looks for the next alarm, which is written after this one's tag read (and tag write):
-        # their turns come first, so that no wait falls between that look and the next write
-        _turns(cloudwatch, region, "ListTagsForResource", "TagResource", "PutMetricAlarm")
-        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
-                                   following=following, just_read=just_read)
+    if fields_written:
+        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE)
     if change.action == CREATE:
-        # a second tag read a pause later leaves the next alarm's look (this read-back's) as old: it looks anew
-        _created_with(cloudwatch, region, change.name, arn, tags, paused=lambda: just_read.pop(following, None))
+        _created_with(cloudwatch, region, change.name, arn, tags)
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
         t for t in alarm_tags(request, reported) if t not in tags]
     if missing:  # after the fields: a lost tag write leaves an alarm as generated with old evidence, not drift
-        if following:  # the next alarm's fields, read back with this one's, would be old by its write: read anew
-            just_read.pop(following, None)
         read_tags = lambda: cloudwatch.alarm_tags(region, {"AlarmName": change.name, "AlarmArn": arn})  # noqa: E731
         tagged, untouched = (lambda now: all(t in now for t in missing)), (lambda now: _same_tags(now, tags))
         try:
@@ -863,21 +848,17 @@ LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a
 
 
 def _read_settled(cloudwatch: CloudWatch, read: Callable[[], list[dict[str, str]]],
-                  settled: Callable[[list[dict[str, str]]], bool],
-                  paused: Callable[[], None] = lambda: None) -> tuple[list[dict[str, str]], bool]:
+                  settled: Callable[[list[dict[str, str]]], bool]) -> tuple[list[dict[str, str]], bool]:
     """Tags read right after a write, and whether they were read twice: once more LAGGED_READ_PAUSE later (on the
-    deadline's clock, when it leaves the time) where the first read does not show the write settled (`paused` is
-    called then: what was read before the pause is that much older)."""
+    deadline's clock, when it leaves the time) where the first read does not show the write settled."""
     tags = read()
     if settled(tags) or cloudwatch.deadline.remaining() <= LAGGED_READ_PAUSE:
         return tags, False
-    paused()
     cloudwatch.deadline.clock.sleep(LAGGED_READ_PAUSE)
     return read(), True
 
 
-def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]],
-                  paused: Callable[[], None] = lambda: None) -> None:
+def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
     """After a create read back as sent: the alarm carries exactly the tags the create sent. An alarm of this name
     made in between the last read and the write (a person's, in the pacing window) turns the create into an update,
     and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags (moto applies
@@ -893,7 +874,7 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
         except RemoteError as exc:
             raise _unshown(exc, "PutMetricAlarm", "the alarm's tags") from None
 
-    now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags), paused)
+    now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags))
     if _same_tags(now, tags):
         return
     shown = _shown_tags(now)
@@ -962,8 +943,7 @@ def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> Remote
 
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str, Any], *,
-               created: bool, following: str | None = None,
-               just_read: dict[str, dict[str, Any] | None] | None = None) -> tuple[str, str]:
+               created: bool) -> tuple[str, str]:
     """(ARN, hash of the alarm as CloudWatch reports it) right after its write. The read-back is the only
     proof the write took effect (an answer of `{}` proves nothing): it must be the request in every field
     that decides what the alarm evaluates and does, up to CloudWatch's documented defaults and forms
@@ -972,15 +952,14 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     creation on (the hash of the request is known before the write): reported otherwise, that evidence is
     taken back (UntagResource), so that it carries its ownership tags alone and the next plan compares it
     field by field; not read at all, it keeps it, and the next plan's read of the alarm is the proof: as
-    generated only where CloudWatch holds what was sent. The same call reads the alarm `following` into
-    `just_read` (see _put_alarm)."""
+    generated only where CloudWatch holds what was sent."""
     what = f"CloudWatch alarm {name}"
     hint = UNPROVEN
     left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} and with the {ALARM_HASH_TAG} of what was sent "
             "(unconfirmed: the next plan finds it as generated only where CloudWatch holds what was sent, and "
             "otherwise as changed since gpudash wrote it)") if created else "; no evidence tagged"
     try:
-        read = cloudwatch.metric_alarms(region, names=[name] + ([following] if following else []))
+        alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
     except RemoteError as exc:
         if isinstance(exc, DeadlineExceeded) and exc.stopped is None:
             exc.stopped = exc.what  # the write was answered: it may have happened, never "not attempted"
@@ -989,16 +968,11 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
                     f"written{left}")
         exc.where, exc.hint = what, exc.hint or hint
         raise
-    alarm = read.get(name)
-    if following and just_read is not None:
-        just_read[following] = read.get(following)
     if alarm is None:
         raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
                           where=what, hint=hint)
     differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
     if differences:
-        if created and following and just_read is not None:  # taking the evidence back reads, untags and may pause:
-            just_read.pop(following, None)                     # the next alarm's look, made here, would be old by then
         after = _evidence_taken_back(cloudwatch, region, name, alarm, alarm_tags(request)) if created else left
         raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
                           f"{', '.join(differences)} than were sent: the write did not take effect as sent{after}",
@@ -1166,10 +1140,9 @@ def _evidence_now(cloudwatch: CloudWatch, region: str, batch: list[Change]
 
 
 def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests: dict[str, dict[str, Any]]
-              ) -> tuple[list[tuple[Change, str | None]], RemoteError | None, dict[str, dict[str, Any] | None]]:
+              ) -> tuple[list[tuple[Change, str | None]], RemoteError | None]:
     """Each change of the batch with why it must not be written now (see `_moved`), from the alarms' tags
-    and fields read again (`_evidence_now`): the tags of the alarms the plan found, by the ARNs it read; and
-    the alarms as that read found them (None: not there).
+    and fields read again (`_evidence_now`): the tags of the alarms the plan found, by the ARNs it read.
 
     The tags are read as `_tags_now` says: each alarm to delete alone (ListTagsForResource, paced at 3 a second, so
     a prune of thousands of alarms in one Region may outlast the deadline and finish on the next run: a slow prune
@@ -1178,7 +1151,7 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
     try:
         tags, now = _evidence_now(cloudwatch, region, batch)
     except RemoteError as exc:
-        return [], exc, {}
+        return [], exc
     checked = []
     for change in batch:
         request = None if change.action == DELETE else requests.get(change.name)
@@ -1188,7 +1161,7 @@ def _read_now(cloudwatch: CloudWatch, region: str, batch: list[Change], requests
         if moved is None and alarm is not None:  # an alarm the plan did not find has moved already
             moved = _tag_moved(change, tags.get(change.name, []), request)
         checked.append((change, moved))
-    return checked, None, {c.name: now.get(c.name) for c in batch}
+    return checked, None
 
 
 def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], requests: dict[str, dict[str, Any]],
@@ -1205,11 +1178,9 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
                                 unfinished=str(unfinished) if unfinished else None))
         progress()
 
-    def still_as_planned(batch: list[Change], just_read: dict | None = None) -> list[Change]:
-        """The changes of the batch to make; `just_read` gets the alarms as the check's last read found them."""
-        checked, failure, read = _read_now(cloudwatch, region, batch, requests)
-        if just_read is not None:
-            just_read.update(read)
+    def still_as_planned(batch: list[Change]) -> list[Change]:
+        """The changes of the batch to make."""
+        checked, failure = _read_now(cloudwatch, region, batch, requests)
         if failure is not None:
             for change in batch:
                 record(change, error=failure)
@@ -1226,15 +1197,9 @@ def _apply_alarms(cloudwatch: CloudWatch, region: str, changes: list[Change], re
     writes = [c for c in changes if c.action != DELETE]
     deletes = [c for c in changes if c.action == DELETE]
     for start in range(0, len(writes), BATCH):
-        just_read: dict[str, dict[str, Any] | None] = {}
-        batch = still_as_planned(writes[start:start + BATCH], just_read)
-        for index, change in enumerate(batch):
-            # what the last call read of this alarm is its read right before the write; no other alarm's
-            just_read = {change.name: just_read[change.name]} if change.name in just_read else {}
-            following = batch[index + 1].name if index + 1 < len(batch) else None
-            try:
-                record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name], just_read,
-                                               following))
+        for change in still_as_planned(writes[start:start + BATCH]):
+            try:  # each alarm looked at alone right before its own write (_put_alarm)
+                record(change, done=_put_alarm(cloudwatch, region, change, requests[change.name]))
             except TagsNotWritten as untagged:
                 record(change, done=True, unfinished=untagged.error)
             except RemoteError as exc:

@@ -207,6 +207,33 @@ class DescribedNames(Rule):
         return False
 
 
+class CreateOrder(Rule):
+    """A proxy rule that takes no request: it learns the alarms an apply is to write, in order (the longest
+    DescribeAlarms by name: the batch's read before its writes), and those it sent PutMetricAlarm for. `next()` is
+    the first alarm of the batch after the last one sent that does not exist yet in `client`: the alarm the apply
+    writes next, for a person to create under its name."""
+
+    def __init__(self, client):
+        super().__init__(path="/")
+        self.client = client
+        self.batch: list[str] = []
+        self.put: list[str] = []
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if operation == "DescribeAlarms" and b"AlarmNames" in body:
+            names = re.findall(r'"(gpudash-[^"]+)"', body.decode())
+            if len(names) > len(self.batch):
+                self.batch = names
+        elif operation == "PutMetricAlarm":
+            self.put.extend(re.findall(r'"AlarmName":\s*"([^"]+)"', body.decode())[:1])
+        return False
+
+    def next(self) -> str | None:
+        start = self.batch.index(self.put[-1]) + 1 if self.put and self.put[-1] in self.batch else 0
+        present = alarms(self.client)
+        return next((name for name in self.batch[start:] if name not in present), None)
+
+
 def at_every_wait(monkeypatch, clock, act) -> list[float]:
     """`act()` runs whenever publishing waits on the pacing clock `clock` (a person acting while gpudash waits for a
     call's turn); the list returned gets each wait's length."""
