@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
@@ -343,6 +345,9 @@ def _threshold(alarm: Alarm, plan_: Plan, settings: Settings) -> float:
     return float(cloudwatch_condition(alarm, settings).threshold) * plan_.divisor
 
 
+DIGEST_LENGTH = 8  # hexadecimal digits of the digest that parts two DaemonSets' alarm names
+
+
 def _addon_reported() -> str:
     """The add-on's node metric of the field its exporter reports for every GPU (node metrics cover idle GPUs)."""
     return metric_name("node", by_field()[data_missing.ADDON_REPORTED])
@@ -354,15 +359,17 @@ def _data_missing_requests(alarm: Alarm, settings: Settings, cluster: Cluster) -
     if addon_source(settings):
         return [_data_missing_request(alarm, settings, cluster)]
     daemonsets = named_daemonsets(settings, cluster)
-    return [_data_missing_request(alarm, settings, cluster, daemonset, len(daemonsets) > 1)
-            for daemonset in daemonsets]
+    joined = Counter(f"{ns}-{ds}" for ns, ds in daemonsets)
+    return [_data_missing_request(alarm, settings, cluster, (ns, ds), len(daemonsets) > 1, joined[f"{ns}-{ds}"] > 1)
+            for ns, ds in daemonsets]
 
 
 def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, daemonset: tuple[str, str] | None = None,
-                          named: bool = False) -> dict[str, Any]:
+                          named: bool = False, apart: bool = False) -> dict[str, Any]:
     """The metric-math alarm of `data_missing`: below 1 when GPU data is missing where expected; no
     datapoint (breaching) when the expected signal itself is missing. On the DCGM source, of one exporter DaemonSet
-    (namespace, name), whose name ends the alarm's when `named`."""
+    (namespace, name), whose name ends the alarm's when `named`, and then a digest of namespace/name when `apart`
+    (another of the cluster's DaemonSets joins its namespace and name with "-" alike: `a-b/c`, `a/b-c`)."""
     if addon_source(settings):
         description = _fitted(f"{alarm.title}. {data_missing.ADDON_DESCRIPTION} Runbook: {alarm.runbook}", alarm)
         metrics = data_missing.addon_metrics(_addon_reported(), cluster, alarm.period_seconds, alarm.title)
@@ -372,6 +379,8 @@ def _data_missing_request(alarm: Alarm, settings: Settings, cluster: Cluster, da
         metrics = data_missing.cloudwatch_metrics(cloudwatch_condition(alarm, settings).query.metric,
                                                   settings, cluster, alarm.period_seconds, alarm.title, daemonset)
     name = _name(settings.alarms.name_prefix, cluster.name, alarm.id, alarm.severity, daemonset if named else None)
+    if apart and daemonset:
+        name += "-" + hashlib.sha256("/".join(daemonset).encode()).hexdigest()[:DIGEST_LENGTH]
     request = _common(alarm, settings, name, description)
     request.update({"ComparisonOperator": COMPARISON_OPERATORS["<"], "Threshold": 1.0,
                     "TreatMissingData": "breaching", "Metrics": metrics})

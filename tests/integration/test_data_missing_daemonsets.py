@@ -364,3 +364,27 @@ def test_the_reason_for_the_first_daemonset_names_its_own_setting(pools):
                     if r.get("alert") == "GpudashGpuDataMissing")
     branch = re.search(r'daemonset="gpu-metrics-pool-a"\}\[5m\]\), "reason", "([^"]*)"', text)[1]
     assert "exporter.more_daemonsets" not in branch or "exporter.daemonset" in branch
+
+
+def test_two_daemonsets_whose_namespace_and_name_join_alike_get_alarms_of_their_own(tmp_path):
+    """monitoring-gpu/pool-b and monitoring/gpu-pool-b are two DaemonSets whose alarm names both ended
+    -monitoring-gpu-pool-b: generate refused the settings ("is made twice", fix: rename an alarm, the cluster or
+    alarms.name_prefix, none of which parts them). Each now has its alarm, over its own counts, its name ending in a
+    digest of its namespace/name; a DaemonSet whose name no other meets keeps its name."""
+    (tmp_path / "gpudash.yaml").write_text(
+        f"clusters:\n  - {{name: {CLUSTER}, region: us-east-1}}\nexporter:\n  deployment: helm\n"
+        "  namespace: monitoring\n  daemonset: dcgm-exporter\n  more_daemonsets: [monitoring-gpu/pool-b, monitoring/gpu-pool-b]\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    read = {}
+    for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
+        request = item["Request"]
+        if request["AlarmName"].startswith(ALARM + "-"):
+            (dimensions,) = {tuple((d["Name"], d["Value"]) for d in m["MetricStat"]["Metric"]["Dimensions"])
+                             for m in request["Metrics"] if "MetricStat" in m
+                             and m["MetricStat"]["Metric"]["MetricName"] == kube_state.DESIRED}
+            read[request["AlarmName"]] = "/".join(v for k, v in dimensions if k in ("namespace", "daemonset"))
+    assert sorted(read.values()) == ["monitoring-gpu/pool-b", "monitoring/dcgm-exporter", "monitoring/gpu-pool-b"]
+    tails = {daemonset: name.removeprefix(ALARM + "-") for name, daemonset in read.items()}
+    assert tails["monitoring/dcgm-exporter"] == "monitoring-dcgm-exporter"
+    assert {re.sub("-[0-9a-f]{8}$", "", tails[d]) for d in ("monitoring-gpu/pool-b", "monitoring/gpu-pool-b")} \
+        == {"monitoring-gpu-pool-b"}
