@@ -688,18 +688,47 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         _settle(exc, "PutDashboard", "the dashboard", read, done=done, before=as_before)
         return True  # read back with the body sent: the check below is made
     messages = response.get("DashboardValidationMessages") or []
-    if messages:
-        text = "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages)
-        raise RemoteError(f"CloudWatch accepted the dashboard with validation messages: {text}",
-                          where=what, hint="fix the definition; `gpudash lint` checks most of these")
+    api = "PutDashboard with validation messages" if messages else "PutDashboard"
     try:
         written = cloudwatch.dashboard_body(region, change.name)
     except RemoteError as exc:
-        raise _unshown(exc, "PutDashboard", "the dashboard") from None
-    if written != body:  # read back as the plan compares: the body as data
+        raise _unshown(exc, api, "the dashboard") from None
+    if not messages and written != body:  # read back as the plan compares: the body as data
         raise RemoteError("CloudWatch answered PutDashboard, but right after the dashboard is not there with the "
                           "body sent: the write did not take effect", where=what, hint=UNPROVEN)
+    if messages:  # warnings alone: saved; an error among them: not (AWS; a message does not say which it is)
+        _saved_with_messages(what, written, body, as_before(written),
+                             "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages))
     return True
+
+
+class WrittenThenFailed(Exception):
+    """An object written and read back as sent, with something left failed or unconfirmed (an alarm's tag write,
+    its tags; a dashboard's validation messages): the write is done and listed as written, and this as a failure."""
+
+    def __init__(self, error: RemoteError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _saved_with_messages(what: str, written: Any, body: dict[str, Any], unchanged: bool, text: str) -> None:
+    """After PutDashboard answered with DashboardValidationMessages, from the dashboard read right after (`written`;
+    `unchanged`: as the plan read it). AWS documents that warnings alone mean the dashboard was created or modified
+    (some elements may not render) and an error means it was not; a message does not say which it is. Read back as
+    sent: written, with the messages as a failure after the write (WrittenThenFailed). As before: not written.
+    Neither: someone else changed it meanwhile; whether this write landed before that is not known."""
+    hint = "fix the definition; `gpudash lint` checks most of these"
+    if written == body:
+        raise WrittenThenFailed(RemoteError(
+            f"CloudWatch answered PutDashboard with validation messages, and read back the dashboard is saved as "
+            f"sent: they were warnings (AWS: some elements of the dashboard might not render): {text}", where=what,
+            hint=f"open the dashboard in the CloudWatch console and look at the widgets named; {hint}"))
+    if unchanged:
+        raise RemoteError(f"CloudWatch answered PutDashboard with validation messages, and read back the dashboard "
+                          f"is as before: not written (the messages were errors): {text}", where=what, hint=hint)
+    raise RemoteError(f"CloudWatch answered PutDashboard with validation messages ({text}), and read back the "
+                      "dashboard is neither as sent nor as before: changed by someone else meanwhile; whether this "
+                      "write landed before that is not known", where=what, hint="run `gpudash plan` and apply again")
 
 
 def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dict[str, Any]) -> bool:
@@ -902,13 +931,9 @@ def _fewer_tags(these: list[dict[str, str]], sent: list[dict[str, str]]) -> bool
     return set(map(_tag_pair, these)) < set(map(_tag_pair, sent))
 
 
-class TagsNotWritten(Exception):
+class TagsNotWritten(WrittenThenFailed):
     """An alarm written and read back as sent whose tag write then failed, or whose tags could not be confirmed
     (see `_created_with`): the write is done, its tags are not (known to be) written."""
-
-    def __init__(self, error: RemoteError):
-        super().__init__(str(error))
-        self.error = error
 
 
 def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> RemoteError:
@@ -1052,6 +1077,8 @@ def _apply_dashboards(cloudwatch: CloudWatch, region: str, changes: list[Change]
         try:
             written = _put_dashboard(cloudwatch, region, change, dashboards.get(change.name))
             outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
+        except WrittenThenFailed as warned:
+            outcomes.append(Outcome(change, done=True, unfinished=str(warned.error)))
         except RemoteError as exc:
             outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
         progress()

@@ -137,13 +137,38 @@ def test_an_aws_config_file_that_cannot_be_read_is_a_usage_error(cli, tmp_path):
     assert code == 2 and "cannot be read" in stderr and str(garbled) in stderr and "Traceback" not in stderr
 
 
-def test_dashboard_validation_messages_are_reported_as_errors(proxied):
+MESSAGES = {"DashboardValidationMessages": [{"DataPath": "/widgets/0", "Message": "Should be an object"}]}
+
+
+def test_dashboards_saved_with_validation_messages_are_written_and_their_messages_failed(proxied, cli):
+    """PutDashboard answered with DashboardValidationMessages: AWS documents that warnings alone mean the dashboard
+    was created or modified (some elements may not render), an error that it was not, and a message does not say
+    which it is. They were reported failed with "written": false, unread, while the three dashboards were saved (the
+    next plan: unchanged). Read back as sent now: each is written, and its messages are a failure after the write
+    ("written": true, exit 3)."""
     proxy, client, apply = proxied
-    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body={
-        "DashboardValidationMessages": [{"DataPath": "/widgets/0", "Message": "Should be an object"}]}))
+    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body=MESSAGES))
     code, report, _ = apply()
-    assert code == 3 and len(report["failed"]) == 3
-    assert all("/widgets/0: Should be an object" in failure["error"] for failure in report["failed"])
+    failed = {item["name"]: item for item in report["failed"]}
+    assert code == 3 and sorted(failed) == NAMES and all(name in report["written"] for name in NAMES), failed
+    assert all(item["written"] is True and "/widgets/0: Should be an object" in item["error"]
+               and "saved as sent: they were warnings" in item["error"] for item in failed.values()), failed
+    proxy.clear()
+    _, stdout, _ = cli("plan", "--no-grafana")
+    assert all(f"unchanged cloudwatch dashboard {name}" in stdout for name in NAMES), stdout
+
+
+def test_dashboards_refused_with_validation_messages_are_not_written(proxied):
+    """PutDashboard answered with DashboardValidationMessages and not made (the answer comes back without the request
+    reaching CloudWatch: the messages were errors). Read back, no dashboard is there: failed, "written": false."""
+    proxy, client, apply = proxied
+    proxy.inject(fault("PutDashboard", "status", times=ALWAYS, status=200, body=MESSAGES))
+    code, report, _ = apply()
+    failed = {item["name"]: item for item in report["failed"]}
+    assert code == 3 and sorted(failed) == NAMES and not set(NAMES) & set(report["written"]), failed
+    assert all(item["written"] is False and "is as before: not written (the messages were errors)" in item["error"]
+               for item in failed.values()), failed
+    assert client.list_dashboards()["DashboardEntries"] == []
 
 
 def test_a_body_rule_forwards_the_request_then_replaces_the_answer(proxied):
@@ -151,8 +176,7 @@ def test_a_body_rule_forwards_the_request_then_replaces_the_answer(proxied):
     gets the rule's answer instead of the server's. Over HTTP it was so; with moto in this process the rule answered
     without forwarding (0 dashboards written where HTTP wrote 3), so a test ran another story in each mode."""
     proxy, client, apply = proxied
-    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body={
-        "DashboardValidationMessages": [{"DataPath": "/widgets/0", "Message": "Should be an object"}]}))
+    proxy.inject(fault("PutDashboard", "body", times=ALWAYS, body=MESSAGES))
     code, report, _ = apply()
     assert code == 3 and len(report["failed"]) == 3
     assert len(client.list_dashboards()["DashboardEntries"]) == 3
