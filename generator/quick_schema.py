@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples"})
+# patternErrorMessage: what a pattern asks for, in words (VS Code's and the YAML language server's keyword)
+_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default", "examples",
+                          "patternErrorMessage"})
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),

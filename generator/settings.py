@@ -516,9 +516,15 @@ def _validator():
 
     def pattern(validator, value, instance, node):
         if validator.is_type(instance, "string") and not re.search(_anchored(value), instance):
-            yield jsonschema.ValidationError(f"{instance!r} does not match {value!r}")
+            yield jsonschema.ValidationError(f"{instance!r} is not {expected(node)}")
 
     return jsonschema.validators.extend(base, {"pattern": pattern})(_schema())
+
+
+def expected(node: dict[str, Any]) -> str:
+    """What a pattern-checked setting takes, in words: the schema's patternErrorMessage beside the pattern (which
+    editors show as well), e.g. "a Prometheus duration of whole seconds above 0, such as 30s, 1m or 1m30s"."""
+    return node.get("patternErrorMessage") or f"text matching {node.get('pattern')}"
 
 
 def _non_finite(document: Any, path: list[Any]) -> list[Any] | None:
@@ -564,7 +570,7 @@ def _fix_for(error, root: dict[str, Any]) -> str:
         missing = [name for name in value if name not in error.instance]
         return "add " + ", ".join(f"`{name}:`" for name in missing)
     if kind == "pattern":
-        return (f"write a value like {example!r} " if example else "write a value ") + f"that matches {value}"
+        return f"write {expected(node)}"
     if kind == "type":
         wanted = value if isinstance(value, list) else [value]
         words = {"array": "a list ([a, b])", "object": "a mapping (key: value lines)", "null": "null",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +44,56 @@ def test_the_last_output_option_decides(tmp_path, monkeypatch, cli):
     monkeypatch.chdir(tmp_path)
     code, stdout, stderr = cli("metrics", "--config", "missing.yaml", "--output", "json", "--output", "table")
     assert code == 2 and stdout == "" and "missing.yaml" in stderr
+
+
+# --- pattern-checked settings say what they take in words ------------------------------------------------------
+
+def _patterns(node, path=()):
+    """(setting path, schema node) of every pattern-checked value in the settings schema."""
+    if isinstance(node, dict):
+        if "pattern" in node:
+            yield ".".join(path), node
+        for key, child in node.items():
+            yield from _patterns(child, path if key == "properties" else (*path, key))
+
+
+SCHEMA = json.loads((Path(__file__).parents[2] / "schemas/config.schema.json").read_text())
+PATTERNS = dict(_patterns(SCHEMA))
+BAD = "Bad Value!"
+
+
+def _document(path: str) -> dict:
+    """A settings document whose value at `path` is BAD (lists and the $defs reached through their settings)."""
+    special = {"clusters.items.name": {"clusters": [{"name": BAD, "region": "us-east-1"}]},
+               "clusters.items.region": {"clusters": [{"name": "a", "region": BAD}]},
+               "$defs.daemonset": {"exporter": {"daemonset": BAD}},
+               "$defs.more_daemonsets.items": {"exporter": {"more_daemonsets": [BAD]}}}
+    if path in special:
+        return special[path]
+    value = BAD
+    for part in reversed(path.split(".")):
+        value = [value] if part == "items" else {part: value}
+    return value
+
+
+def test_there_are_27_pattern_checked_settings_each_with_words_its_examples_fit():
+    assert len(PATTERNS) == 27
+    for path, node in PATTERNS.items():
+        words = node.get("patternErrorMessage")
+        assert words and node["pattern"] not in words, path
+        for example in [e for e in (*node.get("examples", ()), node.get("default")) if isinstance(e, str)][:1]:
+            assert re.search(node["pattern"], example) and example in words, (path, example, words)
+
+
+@pytest.mark.parametrize("path", sorted(set(PATTERNS) - {"cloudwatch.namespace"}))  # that one has its own words
+def test_a_value_a_pattern_refuses_is_told_in_words_not_as_the_regex(tmp_path, path):
+    import yaml
+
+    from generator.errors import InputError
+    from generator.settings import parse_settings
+
+    with pytest.raises(InputError) as refused:
+        parse_settings(yaml.safe_dump(_document(path)), "s.yaml", tmp_path)
+    words, pattern = PATTERNS[path]["patternErrorMessage"], PATTERNS[path]["pattern"]
+    assert f"{BAD!r} is not {words}" in refused.value.what and refused.value.hint == f"write {words}"
+    assert pattern not in str(refused.value)

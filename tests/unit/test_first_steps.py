@@ -117,7 +117,7 @@ def test_a_single_definitions_folder_is_accepted(in_folder, cli):
     ("definitions: {dashboards: 5}\n", "write a list ([a, b]) or text or null, e.g. dashboards"),
     ("clusters:\n  - {name: a}\n", "add `region:`"),
     ("labels: {pod: p}\n", "write one of: pod, exported_pod"),
-    ("grafana: {refresh: soon}\n", "write a value like '1m' that matches"),
+    ("grafana: {refresh: soon}\n", "write a whole number above 0 and one unit (s, m, h or d), such as 30s, 1m or 1h"),
     ("thresholds: {idle_minutes: 1}\n", "write a number at least 5 and at most 180, a multiple of 5, e.g. 30"),
     ("thresholds: {idle_minutes: 7}\n", "write a multiple of 5, e.g. 30"),
     ("scrape: {interval: 30}\n", "write text, e.g. 30s"),
