@@ -234,8 +234,11 @@ def _parenthesised(text: str) -> str:
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
                   window: str, as_increase: bool, over_time: tuple[str, str, str | None] | None = None,
                   copies: str | None = None, resolution: str | None = None,
-                  device: _Device | None = None) -> str:
+                  device: _Device | None = None, unfiltered: bool = False) -> str:
     """The samples of one field, blank sentinels removed; counters as rate/increase.
+
+    `unfiltered` (a gauge): the same reading with its blanks kept, so that where it has a series and the filtered
+    reading has none, the field read DCGM's blank.
 
     `over_time` (function, window, offset) takes a gauge over a window (ending `offset` before the instant: an
     earlier period; a counter's growth too) instead of its latest sample, as CloudWatch takes a statistic over
@@ -261,12 +264,13 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     counter = field is not None and field.is_counter
     shift = over_time[2] if over_time is not None else None  # the window ends that long before the instant
     if not counter:
-        gauge = "{} < " + BLANK_FLOOR
+        below = "" if unfiltered else f" < {BLANK_FLOOR}"
+        gauge = "{}" + below
         if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
-            gauge = f"({step_reading('{0}', resolution)} < {BLANK_FLOOR})"  # one term: a MIG stand-in scales it
+            gauge = f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
         elif over_time is not None:  # a window holding a blank sentinel gives no value
             function, span, shift = over_time
-            gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}) < " + BLANK_FLOOR
+            gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}){below}"
         shared = device.reading(metric, extra, gauge) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
@@ -569,6 +573,10 @@ class _Merge:
         identity = (self.labels.cluster, self.labels.node, "gpu")
         return _listed((*identity, *(INSTANCE_IDENTITY if instances else ()), *self.kept, *own))
 
+    def grouping(self) -> str:
+        """The labels of one GPU's (and outer group's) value, MIG instances combined."""
+        return self._keep((), False)
+
     def copies(self, series: str, own: tuple[str, ...] = ()) -> str:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
@@ -615,8 +623,10 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
-             kind: str | None = None, resolution: str | None = None, device: _Device | None = None) -> str:
-    """One value per GPU (and per outer group): the MIG instances of one GPU combined.
+             kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
+             unfiltered: bool = False) -> str:
+    """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`; one value per GPU
+    instance where it keeps them apart). `unfiltered` (a gauge): blank readings kept (_field_series).
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -632,19 +642,32 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
             else None
         series = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies, resolution,
-                               device)
+                               device, unfiltered)
         return _across_own_labels(metric, catalog, merge, merge(
             how, merge.gpus(series, own_labels) if counter else series, own_labels))
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
-                        over_time, resolution=resolution, device=device)
+                        over_time, resolution=resolution, device=device, unfiltered=unfiltered)
     substitute = catalog.mig_substitute(metric)
     if substitute is None or kind == "whole":
         return merge(how, own, own_labels)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
-                        over_time, resolution=resolution, device=device)
+                        over_time, resolution=resolution, device=device, unfiltered=unfiltered)
     on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
+
+
+# What a value combined of several fields over a MIG GPU's instances (_unknown) reads where one of them is blank.
+BLANK_INSTANCE_NOTE = ("A GPU one of whose instances reads DCGM's blank for any of the fields (or one field and not "
+                       "another) has no value: the rest of its instances are not the GPU.")
+
+
+def over_note(query: Query) -> str | None:
+    """What a panel of a field over a total of fields (`over`) reads on a MIG GPU (_unknown), or None."""
+    if not query.over or query.raw_promql or query.aggregation == "count" or "mig_instance" in group_keys(query.by):
+        return None
+    return (f"On a GPU split into MIG instances, {', '.join(dict.fromkeys((query.metric, *query.over)))} are each "
+            f"combined over its instances (memory added up). {BLANK_INSTANCE_NOTE}")
 
 
 def memory_share_note(query: Query, catalog: Catalog) -> str | None:
@@ -655,22 +678,43 @@ def memory_share_note(query: Query, catalog: Catalog) -> str | None:
     used, free = MIG_MEMORY_SHARES[query.metric]
     if used in catalog and free in catalog:
         return (f"On a GPU split into MIG instances: the sum of its instances' {used} over the sum of their {used} + "
-                f"{free}, the share of the memory they hold (not the mean of their shares).")
+                f"{free}, the share of the memory they hold (not the mean of their shares). {BLANK_INSTANCE_NOTE}")
     return (f"GPUs split into MIG instances are left out: their share is the sum of their instances' {used} over "
             f"their {used} + {free}, which the counters CSV does not collect.")
 
 
-def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
+def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
     """A share of memory (MIG_MEMORY_SHARES) per GPU: a whole GPU's own reading; a MIG GPU's, the sum of its instances'
-    used memory over the sum of the memory they hold (used + free), not the mean of their shares. Without both
-    fields in the CSV, MIG GPUs are left out (the README says so)."""
+    used memory over the sum of the memory they hold (used + free), not the mean of their shares; a GPU with an
+    instance reading a blank of either (_unknown), none. Without both fields in the CSV, MIG GPUs are left out (the
+    README says so)."""
     whole = per_gpu(metric, True, (f'{MIG_INSTANCE_LABEL}=""',))
     used, free = MIG_MEMORY_SHARES[metric]
     if used not in catalog or free not in catalog:
         return whole
     mig = (f'{MIG_INSTANCE_LABEL}!=""',)
     held = per_gpu(used, True, mig)
-    return f"({held} / ({held} + {per_gpu(free, True, mig)}) or {whole})"
+    unknown = _unknown(((used, True), (free, True)), catalog,
+                       lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, mig, True, unfiltered))
+    return f"(({held} / ({held} + {per_gpu(free, True, mig)}) unless on ({grouping}) {unknown}) or {whole})"
+
+
+def _unknown(fields, catalog: Catalog, per_instance) -> str:
+    """The GPU instances (and outer groups) that read one of `fields` (field, whole) and not all of them, or a blank of
+    one: a value per GPU combined of these fields over its instances (a share of one in their total) is unknown
+    where it has one (`unless on (<per-GPU labels>)`), so that the rest add up over the same instances.
+
+    A blank reading drops out of one field and not the others (each is filtered on its own): a 3g.40gb reading 20,000
+    MiB used and a blank free beside an empty 1g.10gb (10,000 MiB free) read 20,000 / (20,000 + 10,000) = 0.667,
+    where 20,000 of the 50,000 MiB the instances hold is used (0.4); leaving the blank instance out of both fields
+    (0 / 10,000) is not the GPU's share either. `per_instance(field, whole, unfiltered)` reads a field per GPU
+    instance; `unfiltered`, with its blanks kept (a counter has no blank reading of its own: its window has none)."""
+    keys = list(dict.fromkeys(fields))
+    read = {key: f"({per_instance(*key, False)})" for key in keys}
+    every = " and ".join(read.values())
+    some = " or ".join(read[key] if key[0] in catalog and catalog.get(key[0]).is_counter
+                       else f"({per_instance(*key, True)})" for key in keys)
+    return f"(({some}) unless ({every}))"
 
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
@@ -742,21 +786,28 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
     lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
-    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = ()) -> str:
+    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), instances: bool = False,
+                unfiltered: bool = False) -> str:
+        """The field per GPU (`instances`: per GPU instance, the instances kept apart)."""
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole, labels.copies, lookback) \
             if labels.copies or lookback else None
-        return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
-                        over_time, kind, resolution, device)
+        return _per_gpu(metric, catalog, branches, [*extra, *only], _Merge(labels, (), merge.kept) if instances
+                        else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered)
 
     value = per_gpu(query.metric, query.whole_gpu)
-    if query.metric in MIG_MEMORY_SHARES and not count and not all(name in outer for name in merge.instance):
-        value = _memory_share(query.metric, catalog, per_gpu)
+    combined = not count and not all(name in outer for name in merge.instance)  # a GPU's instances make its value
+    if query.metric in MIG_MEMORY_SHARES and combined:
+        value = _memory_share(query.metric, catalog, per_gpu, merge.grouping())
     if query.over:
         total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
+        if combined:  # the field and the total over the same instances
+            unknown = _unknown(((query.metric, query.whole_gpu), *((m, True) for m in query.over)), catalog,
+                               lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
+            value = f"({value} unless on ({merge.grouping()}) {unknown})"
     grouping = ", ".join(outer)
 
     def aggregated(how: str) -> str:

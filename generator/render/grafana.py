@@ -15,7 +15,7 @@ from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
 from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_lookback, label_name,
-                      legend, memory_share_note, named_pods_looked_back, named_within_note, presence,
+                      legend, memory_share_note, named_pods_looked_back, named_within_note, over_note, presence,
                       reads_copies_per_step, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
@@ -196,7 +196,7 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
               for query in panel.queries if named_pods_looked_back(query, catalog)]
-    texts += filter(None, (memory_share_note(query, catalog) for query in panel.queries))
+    texts += filter(None, (memory_share_note(query, catalog) or over_note(query) for query in panel.queries))
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

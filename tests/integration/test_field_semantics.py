@@ -31,8 +31,8 @@ from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.lint.runner import lint_project
-from generator.model import Dashboard, Row
-from generator.panels import fleet_stat, per_pod
+from generator.model import Dashboard, Panel, Query, Row
+from generator.panels import fleet_stat, per_gpu, per_pod
 from generator.render import grafana as grafana_render
 from generator.resources import default_counters
 from tests.integration.test_prometheus_rules import _expected, _promtool_test
@@ -261,6 +261,21 @@ def extra_reading(name: str, minute: float) -> float:
 MIG_FB = {("1", "3g.40gb"): {FB_PERCENT: 1.0, "DCGM_FI_DEV_FB_USED": 40192, "DCGM_FI_DEV_FB_FREE": 0},
           ("2", "1g.10gb"): {FB_PERCENT: 0.0, "DCGM_FI_DEV_FB_USED": 0, "DCGM_FI_DEV_FB_FREE": 9856}}
 MIG_FB_SHARE = 40192 / (40192 + 9856)  # 0.803; the mean of the instances' shares reads 0.5
+USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+BLANK = 9223372036854775792  # DCGM's int64 blank (0x7ffffffffffffff0), as the exporter writes it
+# GPUs 2-4, A100 80GB split alike, one instance reading DCGM's blank for its free memory, its used memory, or both.
+# GPU 2's 3g.40gb uses 20,000 MiB of its 40,000 (its free memory read blank), its 1g.10gb none of 10,000: 0.4 of the
+# memory the instances hold is used. No reading says so: the instances that read both fields are not the GPU (GPU 2
+# read 20,000 / (20,000 + 10,000) = 0.667 with the blank left out of the total only; 0 with the instance left out of
+# both), so such a GPU has no share. Each GPU's instances are one pod's.
+MIG_BLANKS = {2: ("blank-free", {("1", "3g.40gb"): {FB_PERCENT: 0.5, USED: 20000, FREE: BLANK},
+                                 ("2", "1g.10gb"): {FB_PERCENT: 0.0, USED: 0, FREE: 10000}}),
+              3: ("blank-used", {("1", "3g.40gb"): {FB_PERCENT: 0.5, USED: BLANK, FREE: 20000},
+                                 ("2", "1g.10gb"): {FB_PERCENT: 0.5, USED: 5000, FREE: 5000}}),
+              4: ("blank-both", {("1", "3g.40gb"): {FB_PERCENT: 0.5, USED: BLANK, FREE: BLANK},
+                                 ("2", "1g.10gb"): {FB_PERCENT: 0.25, USED: 2500, FREE: 7500}})}
+MIG_GPUS = {1: ("mig-pod", MIG_FB), **MIG_BLANKS}
+WHOLE_FB = {USED: 8500, FREE: 1500}  # GPU 0, a whole GPU: 0.85 used, as its own FB_USED_PERCENT reads
 
 
 def _extra_openmetrics(start: int) -> str:
@@ -271,19 +286,19 @@ def _extra_openmetrics(start: int) -> str:
                   f' {start + _time(k)}' for k in range(SCRAPES)]
         if name == FB_PERCENT:
             lines += _mig_framebuffer(start, (FB_PERCENT,))
-    lines += _mig_framebuffer(start, ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"), typed=True)
+    for name in (USED, FREE):
+        lines += [f"# TYPE {name} gauge"]
+        lines += [f'{name}{{{_labels(0, "")},node="{NODE}",job="dcgm-exporter"}} {WHOLE_FB[name]} {start + _time(k)}'
+                  for k in range(SCRAPES)]
+        lines += _mig_framebuffer(start, (name,))
     return "\n".join(lines) + "\n# EOF\n"
 
 
-def _mig_framebuffer(start: int, names: tuple[str, ...], typed: bool = False) -> list[str]:
-    lines = []
-    for name in names:
-        lines += [f"# TYPE {name} gauge"] if typed else []
-        lines += [f'{name}{{{_labels(1, f"GPU_I_ID={chr(34)}{i}{chr(34)},GPU_I_PROFILE={chr(34)}{profile}{chr(34)}")},'
-                  f'node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="mig-pod"}} {values[name]} '
-                  f'{start + _time(k)}'
-                  for k in range(SCRAPES) for (i, profile), values in MIG_FB.items()]
-    return lines
+def _mig_framebuffer(start: int, names: tuple[str, ...]) -> list[str]:
+    return [f'{name}{{{_labels(gpu, f"GPU_I_PROFILE={chr(34)}{profile}{chr(34)},GPU_I_ID={chr(34)}{i}{chr(34)}")},'
+            f'node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="{pod}"}} {values[name]} {start + _time(k)}'
+            for name in names for k in range(SCRAPES) for gpu, (pod, instances) in MIG_GPUS.items()
+            for (i, profile), values in instances.items()]
 
 
 @pytest.fixture(scope="module")
@@ -340,6 +355,44 @@ def test_grafana_reads_a_mig_pods_and_the_fleets_memory_share(extra):
     expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     (fleet,) = prometheus.api("query", query=expr, time=start + 30 * 60)["result"]
     assert abs(float(fleet["value"][1]) - (0.85 + MIG_FB_SHARE) / 2) <= 1e-9, fleet
+
+
+# panel -> {legend: value} at minute 30: GPUs 0 (whole, 0.85) and 1 (MIG, 0.803); GPUs 2-4 (a blank instance) none,
+# alone or in a mean (per node, over the fleet), under their pods neither
+FRAMEBUFFER_SHARES = {
+    ("gpudash-overview", "Framebuffer in use"): {USED: (0.85 + MIG_FB_SHARE) / 2},  # a stat: its field names it
+    ("gpudash-by-pod", "Framebuffer used share by pod"): {"Pod team-m/mig-pod": MIG_FB_SHARE},
+    ("share", "Used over total per GPU"): {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE},
+    ("share", "Used over total per node"): {NODE: (0.85 + MIG_FB_SHARE) / 2},
+    ("share", "Share per node"): {NODE: (0.85 + MIG_FB_SHARE) / 2},
+    ("share", "Share per GPU"): {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE},
+}
+
+
+def test_grafana_gives_a_mig_gpu_whose_instance_reads_a_blank_no_framebuffer_share(extra):
+    """A MIG GPU one of whose instances reads DCGM's blank for its used or free memory (or both) has no framebuffer
+    share, in the default panels (used over used + free) and in DCGM_FI_DEV_FB_USED_PERCENT's, per GPU, per pod, per
+    node and over the fleet: GPU 2 read 0.667 (truth 0.4), GPU 3 0.167, GPU 4 0.25, and the means with them."""
+    project, prometheus, start = extra
+    share = grafana_render.render(Dashboard(id="share", title="Share", description="Framebuffer shares.", rows=[
+        Row("Share", [per_gpu(USED, "Used over total per GPU", over=(USED, FREE)),
+                      Panel("Used over total per node", (Query(USED, "avg", ("node",), over=(USED, FREE)),)),
+                      Panel("Share per node", (Query(FB_PERCENT, "avg", ("node",)),)),
+                      per_gpu(FB_PERCENT, "Share per GPU")])]), project.catalog, project.settings)
+    models = {d.uid: d.model for d in grafana_dashboards(project)} | {"share": share}
+    shown = {}
+    for (uid, title) in FRAMEBUFFER_SHARES:
+        panel = next(p for row in models[uid]["panels"] for p in [row, *row.get("panels", [])] if p["title"] == title)
+        assert "A GPU one of whose instances reads DCGM's blank for any of the fields (or one field and not " \
+               "another) has no value" in panel["description"], (title, panel["description"])
+        (target,) = panel["targets"]
+        expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+        shown[uid, title] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+                             for s in prometheus.api("query", query=expr, time=start + 30 * 60)["result"]}
+    assert {key: lines.keys() for key, lines in shown.items()} == \
+        {key: lines.keys() for key, lines in FRAMEBUFFER_SHARES.items()}, shown
+    assert all(abs(value - FRAMEBUFFER_SHARES[key][line]) <= 1e-9 for key, lines in shown.items()
+               for line, value in lines.items()), shown
 
 
 def test_grafana_says_mig_gpus_are_left_out_of_a_share_it_cannot_weigh(tmp_path):
