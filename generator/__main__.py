@@ -1,5 +1,5 @@
 """`python -m generator` runs the `gpudash` command."""
 
-from .cli import run
+from .entry import run
 
 run()

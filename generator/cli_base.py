@@ -14,11 +14,9 @@ from pathlib import Path
 import click
 
 from . import __version__, redact
-from .errors import EXIT_INPUT, GpudashError
+from .errors import EXIT_INPUT, EXIT_INTERRUPTED, INTERRUPTED, GpudashError, interrupted
 
 EXIT_INTERNAL = 4
-EXIT_INTERRUPTED = 130  # the shell's code for a process stopped by SIGINT
-INTERRUPTED = "interrupted (Ctrl-C); nothing after this point was done"
 
 
 class Between(click.FloatRange):
@@ -74,6 +72,12 @@ class GpudashGroup(click.Group):
 
             importlib.import_module(f".{LAZY_COMMANDS[cmd_name]}", __package__)  # registers it on `main`
         return super().get_command(ctx, cmd_name)
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:  # while the command line is read: not click's "Aborted!" and exit 1
+            interrupted()
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:

@@ -8,6 +8,21 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1  # lint findings, --check differences, failed verify checks
 EXIT_INPUT = 2  # usage and input errors: bad CSV, YAML, definitions, paths
 EXIT_REMOTE = 3  # a remote system refused or could not be reached
+EXIT_INTERRUPTED = 130  # Ctrl-C: the shell's code for a process stopped by SIGINT
+INTERRUPTED = "interrupted (Ctrl-C); nothing after this point was done"
+
+
+def interrupted() -> None:
+    """End the process as a command stopped by Ctrl-C outside the command's own handling (while its modules are
+    imported, while click reads the command line): one line, exit 130."""
+    import sys
+
+    try:
+        sys.stderr.write(f"\nerror: {INTERRUPTED}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass  # a closed stderr, or a second Ctrl-C: the exit code says it
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 class GpudashError(Exception):
