@@ -109,6 +109,45 @@ def fields(live: dict[str, Any], desired: dict[str, Any]) -> list[str]:
             before, after = live.get(key), desired.get(key)
             if isinstance(before, (list, dict)) or isinstance(after, (list, dict)):
                 lines.append(f"{key} changed")
+            elif isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > LONG_TEXT:
+                lines += text_changes(key, before, after)
             else:
                 lines.append(f"{key} {_fmt(before)} → {_fmt(after)}")
     return lines
+
+
+LONG_TEXT = 80  # a text longer than this (an AlarmDescription of up to 1,024 characters) shows its changed words only
+_CONTEXT_WORDS = 4  # words shown on each side of a change
+_PASSAGES = 5  # changed passages listed; the rest are counted
+_SHOWN = 60  # characters of one side of a change shown
+
+
+def text_changes(key: str, before: str, after: str) -> list[str]:
+    """The words that changed between two long texts, each with a few words around it (`AlarmDescription: "85" →
+    "90" in "… stays above 85 °C for …"`), instead of both texts whole."""
+    import difflib
+
+    old, new = before.split(), after.split()
+    passages = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes() if op[0] != "equal"]
+    if not passages:
+        return [f"{key}: spacing changed"]
+    lines = []
+    for tag, i1, i2, j1, j2 in passages[:_PASSAGES]:
+        words, start, end = (new, j1, j2) if tag == "insert" else (old, i1, i2)
+        around = (("… " if start > _CONTEXT_WORDS else "") + " ".join(words[max(0, start - _CONTEXT_WORDS):
+                                                                              end + _CONTEXT_WORDS])
+                  + (" …" if end + _CONTEXT_WORDS < len(words) else ""))
+        gone, came = _cut(" ".join(old[i1:i2])), _cut(" ".join(new[j1:j2]))
+        if tag == "insert":
+            lines.append(f'{key}: "{came}" added in "{_cut(around, 3 * _SHOWN)}"')
+        elif tag == "delete":
+            lines.append(f'{key}: "{gone}" removed from "{_cut(around, 3 * _SHOWN)}"')
+        else:
+            lines.append(f'{key}: "{gone}" → "{came}" in "{_cut(around, 3 * _SHOWN)}"')
+    if len(passages) > _PASSAGES:
+        lines.append(f"{key}: {len(passages) - _PASSAGES} more changed passages")
+    return lines
+
+
+def _cut(text: str, limit: int = _SHOWN) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"

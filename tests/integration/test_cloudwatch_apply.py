@@ -34,6 +34,9 @@ def test_a_threshold_change_updates_one_alarm_and_plan_says_how(aws, published, 
     assert code == 1
     assert "update    cloudwatch alarm gpudash-gpu-cluster-gpu-temp-critical-critical [us-east-1]" in stdout
     assert "Threshold 87 → 90" in stdout
+    # the description (~500 characters) differs by one word: that word, in a few words of context, once
+    (described,) = [line.strip() for line in stdout.splitlines() if "AlarmDescription" in line]
+    assert described == 'AlarmDescription: "87" → "90" in "… A GPU is above 87 °C. Runbook: Move work …"'
     code, report, _ = apply("--config", str(config))
     assert code == 0
     assert sorted(report["written"]) == ["gpudash-gpu-cluster-gpu-temp-critical-critical",
