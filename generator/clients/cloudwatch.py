@@ -22,6 +22,7 @@ from .. import redact
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..markers import ALARM_OWNER_TAG
 from .deadline import Deadline, DeadlineExceeded
+from .http import RETRIES_AFTER, connect_failure
 from .pacing import Pacer
 
 TAGGING = "resourcegroupstaggingapi"
@@ -159,7 +160,9 @@ class CloudWatch:
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
-        for attempt in range(1, self.max_attempts + 1):
+        attempt, attempts = 0, self.max_attempts
+        while attempt < attempts:
+            attempt += 1
             self.deadline.check(what)
             self.pacer.wait(region, api)
             retry_after = None
@@ -203,12 +206,14 @@ class CloudWatch:
                     lost.append(True)
                 elif sent:
                     sent.pop()
-                failure = (f"CloudWatch {api} failed in {region}: {exc}",
+                why = connect_failure(exc)
+                failure = (f"CloudWatch {api} failed in {region}: {exc}" + (f" ({why})" if why else ""),
                            REACH_HINT)
+                attempts = min(attempts, 1 + RETRIES_AFTER[why]) if why else attempts
             except BotoCoreError as exc:
                 raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
                                   hint=REACH_HINT) from None
-            if attempt == self.max_attempts:
+            if attempt >= attempts:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             self.deadline.pause(max(delay, retry_after or 0.0), what)
@@ -216,7 +221,8 @@ class CloudWatch:
                 self.pacer.ready(region, api)  # the resend's turn first: no wait between the look and the resend
                 if not before_retry():
                     return {}
-        raise RemoteError(f"{failure[0]} (after {self.max_attempts} attempts)", where=what, hint=failure[1])
+        raise RemoteError(f"{failure[0]} (after {attempt} attempt{'s' if attempt > 1 else ''})", where=what,
+                          hint=failure[1])
 
     # --- reads gpudash makes, every page -------------------------------------------------------
 

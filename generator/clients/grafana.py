@@ -1,7 +1,7 @@
 """A small Grafana HTTP API client (requests), under the command's deadline.
 
-5xx, 429 and connection failures (refused, reset, a truncated answer) are retried with
-exponential backoff; Retry-After is honoured up to the deadline's cap. Waits go through the
+5xx, 429 and connection failures (reset, timed out, a truncated answer) are retried with
+exponential backoff (a refused connection once, a host name that does not resolve not at all: http.RETRIES_AFTER); Retry-After is honoured up to the deadline's cap. Waits go through the
 deadline's clock, and every call ends when the deadline does. 401/403/404/412/422 become one
 precise message with what to do. An answer that is not what the API returns (not JSON, an HTML
 page, the wrong shape) is a remote failure, never read as "nothing there". The token is sent as
@@ -17,7 +17,7 @@ from .. import urls
 from ..errors import GpudashError, RemoteError, may_have_happened
 from ..urls import safe_url
 from .deadline import Deadline, DeadlineExceeded
-from .http import credentials, no_netrc_on_redirect
+from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_netrc_on_redirect
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy in front answered: the request may have reached Grafana and landed
@@ -194,7 +194,7 @@ class GrafanaClient:
                   reached: list[bool], before_retry=None) -> Any:
         import requests
 
-        attempt = 0
+        attempt, retries = 0, self.retries
         while True:
             self.calls[method] = self.calls.get(method, 0) + 1
             try:
@@ -212,9 +212,13 @@ class GrafanaClient:
                 reached.append(_reached(exc))
                 if not reached[-1]:  # it failed to connect: nothing was sent after all
                     self.sent[method] -= 1
+                why = connect_failure(exc)
+                retries = min(retries, RETRIES_AFTER[why]) if why else retries
                 failure: RemoteError = Unreachable(
-                    f"cannot reach Grafana at {self.display} ({type(exc).__name__}, after {attempt + 1} attempts)",
-                    where=what, hint="check GRAFANA_URL and that Grafana is up; run again, publishing converges")
+                    f"cannot reach Grafana at {self.display} ({why or type(exc).__name__}, after {attempt + 1} "
+                    f"attempt{'s' if attempt else ''})", where=what,
+                    hint="check the host name in GRAFANA_URL" if why == NO_SUCH_HOST else
+                    "check GRAFANA_URL and that Grafana is up; run again, publishing converges")
                 wait = None
             except OSError as exc:  # not a request failure: requests could not use its CA bundle path
                 raise GpudashError(f"the TLS CA bundle cannot be used ({exc})", where="REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE",
@@ -226,7 +230,7 @@ class GrafanaClient:
                 failure = self._error(response, what)
                 wait = self.deadline.retry_after(response.headers.get("Retry-After"), what)
             attempt += 1
-            if attempt > self.retries:
+            if attempt > retries:
                 raise failure
             wait = wait if wait is not None else self.backoff * 2 ** (attempt - 1)
             self.deadline.pause(wait, what, failure=failure)

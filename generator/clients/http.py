@@ -35,6 +35,39 @@ def read_body(response: Any, options: Options, what: str) -> bytes:
         chunks.append(chunk)
 
 
+# A connection that could not be made, by why, and how many more attempts each deserves. A name the resolver says
+# does not exist (EAI_NONAME) will not exist a few seconds later: not retried. A temporary resolver failure
+# (EAI_AGAIN: the DNS server did not answer) and a refused connection (the host answered at once that nothing
+# listens: a server restarting, or the wrong port) get one more attempt after the first backoff, no more: 7 to 15 s
+# of backoff rarely outlasts a restart, and a publish run again converges. Timeouts, resets and 5xx answers keep
+# the clients' full retries.
+NO_SUCH_HOST = "the host name does not resolve"
+NAME_LOOKUP_FAILED = "the DNS lookup of the host name failed"
+REFUSED = "connection refused"
+RETRIES_AFTER = {NO_SUCH_HOST: 0, NAME_LOOKUP_FAILED: 1, REFUSED: 1}
+
+
+def connect_failure(exc: BaseException) -> str | None:
+    """NO_SUCH_HOST, NAME_LOOKUP_FAILED or REFUSED when `exc` (requests', urllib3's or botocore's, which wrap the
+    socket's error in their own) failed for that reason, else None."""
+    import socket
+
+    seen, todo = set(), [exc]
+    while todo:
+        error = todo.pop()
+        if not isinstance(error, BaseException) or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, socket.gaierror):
+            return NAME_LOOKUP_FAILED if error.errno == socket.EAI_AGAIN else NO_SUCH_HOST
+        if isinstance(error, ConnectionRefusedError):
+            return REFUSED
+        wrapped = getattr(error, "kwargs", None)  # botocore: EndpointConnectionError(error=<urllib3's>)
+        todo += [error.__cause__, error.__context__, getattr(error, "reason", None), *error.args,
+                 wrapped.get("error") if isinstance(wrapped, dict) else None]
+    return None
+
+
 def decode(body: bytes, charset: str | None) -> str:
     """Text in the charset the answer names; UTF-8 when it names none, or one that does not exist."""
     import codecs
