@@ -660,8 +660,8 @@ MEMORY_SHARE = ("the share of the memory its instances hold (their used over the
 MIG_LEFT_OUT = "GPUs split into MIG instances do not report it and are left out"
 WEIGHS_PER_SERIES = "a GPU split into MIG instances, or shared by time-slicing, weighs once per instance or pod"
 POD_INSTANCES = "a pod holding several MIG instances of one GPU weighs that GPU once per instance"
-POD_MEMORY_SHARES = ("a pod holding several MIG instances of one GPU reads the mean of their shares, not its used "
-                     "over the memory they hold (Grafana's value)")
+POD_MEMORY_SHARES = ("a pod holding several GPUs or MIG instances reads the mean of their shares, not its used over "
+                     "the memory they hold (Grafana's value)")
 
 
 def _with_notes(result: Plan, query: Query, catalog: Catalog, settings: Settings) -> Plan:

@@ -77,7 +77,8 @@ class Query:
     """One series set: `aggregation` of `metric` grouped `by` neutral keys.
 
     `over`: divide the metric by the sum of these fields, series by series, before
-    aggregating (framebuffer used / (used + free) is a ratio of this kind).
+    aggregating (framebuffer used / (used + free) is a ratio of this kind); a mean per pod of fields a GPU's
+    MIG instances add up (memory) divides the pod's sums instead (promql.pooled).
     Counters are turned into per-second rates by the renderers; `as_increase` asks
     for the increase over the selected time range instead (an alert's: its period), one value per
     series (a panel of increases drawn as a chart over time is drawn as bars, see Panel). In a per-pod query, a field the exporter may

@@ -662,10 +662,21 @@ BLANK_INSTANCE_NOTE = ("A GPU one of whose instances reads DCGM's blank for any 
                        "another) has no value: the rest of its instances are not the GPU.")
 
 
-def over_note(query: Query) -> str | None:
-    """What a panel of a field over a total of fields (`over`) reads on a MIG GPU (_unknown), or None."""
+def pooled_note(part: str, whole: tuple[str, ...]) -> str:
+    """What a pod's share of memory (pooled) reads."""
+    return (f"Per pod: the sum of {part} of the GPUs and MIG instances it holds over the sum of their "
+            f"{' + '.join(whole)}, the share of the memory it holds (not the mean of its GPUs' shares). A pod one of "
+            f"whose GPUs or instances reads DCGM's blank for any of the fields (or one field and not another) has no "
+            f"value.")
+
+
+def over_note(query: Query, catalog: Catalog) -> str | None:
+    """What a panel of a field over a total of fields (`over`) reads on a MIG GPU (_unknown) or per pod (pooled), or
+    None."""
     if not query.over or query.raw_promql or query.aggregation == "count" or "mig_instance" in group_keys(query.by):
         return None
+    if pooled(query, catalog):
+        return pooled_note(query.metric, query.over)
     return (f"On a GPU split into MIG instances, {', '.join(dict.fromkeys((query.metric, *query.over)))} are each "
             f"combined over its instances (memory added up). {BLANK_INSTANCE_NOTE}")
 
@@ -676,6 +687,8 @@ def memory_share_note(query: Query, catalog: Catalog) -> str | None:
             or "mig_instance" in group_keys(query.by):
         return None
     used, free = MIG_MEMORY_SHARES[query.metric]
+    if pooled(query, catalog):
+        return pooled_note(used, (used, free))
     if used in catalog and free in catalog:
         return (f"On a GPU split into MIG instances: the sum of its instances' {used} over the sum of their {used} + "
                 f"{free}, the share of the memory they hold (not the mean of their shares). {BLANK_INSTANCE_NOTE}")
@@ -697,6 +710,36 @@ def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
     unknown = _unknown(((used, True), (free, True)), catalog,
                        lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, mig, True, unfiltered))
     return f"(({held} / ({held} + {per_gpu(free, True, mig)}) unless on ({grouping}) {unknown}) or {whole})"
+
+
+def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
+    """A per-pod mean (not per GPU) of a share of memory: a field of MIG_MEMORY_SHARES, or a field over a total of fields
+    that a GPU's instances add up (`over`, framebuffer used over used + free). Its (field, whole) and those of its
+    total, to pool over the pod's GPUs and instances (_pooled), or None."""
+    keys = group_keys(query.by)
+    if query.aggregation != "avg" or query.raw_promql or "pod" not in keys or "gpu" in keys or "mig_instance" in keys:
+        return None
+    if query.metric in MIG_MEMORY_SHARES and not query.over:
+        used, free = MIG_MEMORY_SHARES[query.metric]
+        return ((used, True), ((used, True), (free, True))) if used in catalog and free in catalog else None
+    fields = (query.metric, *query.over)
+    if query.over and all(name in catalog and catalog.get(name).per_gpu_aggregation == "sum" for name in fields):
+        return (query.metric, query.whole_gpu), tuple((name, True) for name in query.over)
+    return None
+
+
+def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog: Catalog, per_gpu,
+            grouping: str) -> str:
+    """A pod's share of memory (pooled): the used memory of every GPU and MIG instance it holds over the memory they
+    hold, so its instances weigh by their memory wherever they are (a full 3g.40gb on one GPU and an empty 1g.10gb on
+    another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A pod one of whose
+    GPUs or instances reads a blank of a field (_unknown) has no value, as its total would hold the blank (the
+    CloudWatch agent publishes no such pod total either)."""
+    total = " + ".join(per_gpu(*key) for key in whole)
+    unknown = _unknown((part, *whole), catalog,
+                       lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
+    return (f"(sum by ({grouping}) ({per_gpu(*part)}) / sum by ({grouping}) ({total}) "
+            f"unless on ({grouping}) {unknown})")
 
 
 def _unknown(fields, catalog: Catalog, per_instance) -> str:
@@ -797,8 +840,11 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         return _per_gpu(metric, catalog, branches, [*extra, *only], _Merge(labels, (), merge.kept) if instances
                         else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered)
 
-    value = per_gpu(query.metric, query.whole_gpu)
     combined = not count and not all(name in outer for name in merge.instance)  # a GPU's instances make its value
+    pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
+    if pool:
+        return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
+    value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
         value = _memory_share(query.metric, catalog, per_gpu, merge.grouping())
     if query.over:

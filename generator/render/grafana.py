@@ -196,7 +196,7 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
               for query in panel.queries if named_pods_looked_back(query, catalog)]
-    texts += filter(None, (memory_share_note(query, catalog) or over_note(query) for query in panel.queries))
+    texts += filter(None, (memory_share_note(query, catalog) or over_note(query, catalog) for query in panel.queries))
     return " ".join(dict.fromkeys(texts)) or panel.title
 
 

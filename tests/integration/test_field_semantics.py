@@ -274,8 +274,13 @@ MIG_BLANKS = {2: ("blank-free", {("1", "3g.40gb"): {FB_PERCENT: 0.5, USED: 20000
                                  ("2", "1g.10gb"): {FB_PERCENT: 0.5, USED: 5000, FREE: 5000}}),
               4: ("blank-both", {("1", "3g.40gb"): {FB_PERCENT: 0.5, USED: BLANK, FREE: BLANK},
                                  ("2", "1g.10gb"): {FB_PERCENT: 0.25, USED: 2500, FREE: 7500}})}
-MIG_GPUS = {1: ("mig-pod", MIG_FB), **MIG_BLANKS}
+# GPUs 5 and 6: one pod holds a full 3g.40gb on GPU 5 and an empty 1g.10gb on GPU 6 (GPU 1's instances, on two GPUs)
+MIG_SPREAD = {5: ("spread-pod", {("1", "3g.40gb"): MIG_FB[("1", "3g.40gb")]}),
+              6: ("spread-pod", {("2", "1g.10gb"): MIG_FB[("2", "1g.10gb")]})}
+MIG_GPUS = {1: ("mig-pod", MIG_FB), **MIG_BLANKS, **MIG_SPREAD}
 WHOLE_FB = {USED: 8500, FREE: 1500}  # GPU 0, a whole GPU: 0.85 used, as its own FB_USED_PERCENT reads
+# GPUs 7 and 8, whole, one pod's: a full 80 GB GPU and an empty 24 GB one (the pod uses 80,000 of 104,000 MiB)
+WHOLE_PAIR = {7: {FB_PERCENT: 1.0, USED: 80000, FREE: 0}, 8: {FB_PERCENT: 0.0, USED: 0, FREE: 24000}}
 
 
 def _extra_openmetrics(start: int) -> str:
@@ -285,13 +290,18 @@ def _extra_openmetrics(start: int) -> str:
         lines += [f'{name}{{{_labels(0, "")},node="{NODE}",job="dcgm-exporter"}} {extra_reading(name, _time(k) / 60)!r}'
                   f' {start + _time(k)}' for k in range(SCRAPES)]
         if name == FB_PERCENT:
-            lines += _mig_framebuffer(start, (FB_PERCENT,))
+            lines += _mig_framebuffer(start, (FB_PERCENT,)) + _whole_pair(start, FB_PERCENT)
     for name in (USED, FREE):
         lines += [f"# TYPE {name} gauge"]
         lines += [f'{name}{{{_labels(0, "")},node="{NODE}",job="dcgm-exporter"}} {WHOLE_FB[name]} {start + _time(k)}'
                   for k in range(SCRAPES)]
-        lines += _mig_framebuffer(start, (name,))
+        lines += _mig_framebuffer(start, (name,)) + _whole_pair(start, name)
     return "\n".join(lines) + "\n# EOF\n"
+
+
+def _whole_pair(start: int, name: str) -> list[str]:
+    return [f'{name}{{{_labels(gpu, "")},node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="whole-pod"}} '
+            f'{values[name]} {start + _time(k)}' for k in range(SCRAPES) for gpu, values in WHOLE_PAIR.items()]
 
 
 def _mig_framebuffer(start: int, names: tuple[str, ...]) -> list[str]:
@@ -311,6 +321,13 @@ def extra(tmp_path_factory):
 
 
 GPU0 = f"{NODE} GPU 0"
+# Each GPU's share (GPUs 2-4: none), and their mean, each GPU weighing once
+GPU_SHARES = {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE, f"{NODE} GPU 5": 1.0, f"{NODE} GPU 6": 0.0,
+              f"{NODE} GPU 7": 1.0, f"{NODE} GPU 8": 0.0}
+FLEET_SHARE = sum(GPU_SHARES.values()) / len(GPU_SHARES)
+# Each pod's: the share of the memory it holds (the spread pod's and the whole pod's GPUs' means read 0.5)
+POD_SHARES = {"Pod team-m/mig-pod": MIG_FB_SHARE, "Pod team-m/spread-pod": MIG_FB_SHARE,
+              "Pod team-m/whole-pod": 80000 / 104000}
 # panel -> (unit, legend over the hour): a bitmask and a P-state are states (their mean, 34 = 0x22 or P1, never
 # happened); the framebuffer ratio 0-1 in percent units; byte and KB counters as rates of bytes and KB
 EXTRA_SHOWN = {
@@ -331,9 +348,11 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
     unit, legend = EXTRA_SHOWN[title]
     assert panel["fieldConfig"]["defaults"]["unit"] == unit
     shown = _shown(prometheus, panel, start, 5, 60)
-    if title == "DEV_FB_USED_PERCENT":  # the MIG GPU: the share of the memory its instances hold, and it says so
-        mig = shown.pop(f"{NODE} GPU 1")
-        assert all(abs(value - MIG_FB_SHARE) <= 1e-9 for value in mig.values()), mig
+    if title == "DEV_FB_USED_PERCENT":  # the MIG GPUs: the share of the memory their instances hold, and it says so
+        for line, share in GPU_SHARES.items():
+            if line != GPU0:
+                mig = shown.pop(line)
+                assert all(abs(value - share) <= 1e-9 for value in mig.values()), (line, mig)
         assert "On a GPU split into MIG instances: the sum of its instances' DCGM_FI_DEV_FB_USED over the sum of " \
                "their DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in panel["description"]
     assert list(shown) == [GPU0] and shown[GPU0].keys() == legend.keys()
@@ -341,31 +360,34 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
 
 
 def test_grafana_reads_a_mig_pods_and_the_fleets_memory_share(extra):
-    """A pod holding both instances of the MIG GPU: its share is 0.803 of the memory they hold (their mean read 0.5);
-    the fleet's mean share over GPUs is that of GPU 0 (0.85) and the MIG GPU (0.803): 0.827 (it read 0.675)."""
+    """A pod holding both instances of the MIG GPU: its share is 0.803 of the memory they hold (their mean read 0.5),
+    and so is that of a pod holding the same instances on two GPUs (the mean of the GPUs' shares read 0.5); the
+    fleet's mean share over GPUs is that of GPU 0 (0.85), the MIG GPU (0.803) and GPUs 5 and 6 (1 and 0)."""
     project, prometheus, start = extra
     model = grafana_render.render(Dashboard(id="share", title="Share", description="Framebuffer shares.", rows=[
         Row("Share", [per_pod(FB_PERCENT, "Share by pod"), fleet_stat(FB_PERCENT, "Fleet share")])]),
         project.catalog, project.settings)
     panels = {p["title"]: p for row in model["panels"] for p in [row, *row.get("panels", [])]}
     by_pod = _shown(prometheus, panels["Share by pod"], start, 5, 60)
-    assert list(by_pod) == ["Pod team-m/mig-pod"] and \
-        all(abs(v - MIG_FB_SHARE) <= 1e-9 for v in by_pod["Pod team-m/mig-pod"].values()), by_pod
+    assert by_pod.keys() == POD_SHARES.keys() and all(abs(v - POD_SHARES[pod]) <= 1e-9 for pod, values in
+                                                      by_pod.items() for v in values.values()), by_pod
+    assert "Per pod: the sum of DCGM_FI_DEV_FB_USED of the GPUs and MIG instances it holds over the sum of their " \
+           "DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in panels["Share by pod"]["description"]
     (target,) = panels["Fleet share"]["targets"]
     expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     (fleet,) = prometheus.api("query", query=expr, time=start + 30 * 60)["result"]
-    assert abs(float(fleet["value"][1]) - (0.85 + MIG_FB_SHARE) / 2) <= 1e-9, fleet
+    assert abs(float(fleet["value"][1]) - FLEET_SHARE) <= 1e-9, fleet
 
 
 # panel -> {legend: value} at minute 30: GPUs 0 (whole, 0.85) and 1 (MIG, 0.803); GPUs 2-4 (a blank instance) none,
 # alone or in a mean (per node, over the fleet), under their pods neither
 FRAMEBUFFER_SHARES = {
-    ("gpudash-overview", "Framebuffer in use"): {USED: (0.85 + MIG_FB_SHARE) / 2},  # a stat: its field names it
-    ("gpudash-by-pod", "Framebuffer used share by pod"): {"Pod team-m/mig-pod": MIG_FB_SHARE},
-    ("share", "Used over total per GPU"): {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE},
-    ("share", "Used over total per node"): {NODE: (0.85 + MIG_FB_SHARE) / 2},
-    ("share", "Share per node"): {NODE: (0.85 + MIG_FB_SHARE) / 2},
-    ("share", "Share per GPU"): {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE},
+    ("gpudash-overview", "Framebuffer in use"): {USED: FLEET_SHARE},  # a stat: its field names it
+    ("gpudash-by-pod", "Framebuffer used share by pod"): POD_SHARES,
+    ("share", "Used over total per GPU"): GPU_SHARES,
+    ("share", "Used over total per node"): {NODE: FLEET_SHARE},
+    ("share", "Share per node"): {NODE: FLEET_SHARE},
+    ("share", "Share per GPU"): GPU_SHARES,
 }
 
 
@@ -383,8 +405,8 @@ def test_grafana_gives_a_mig_gpu_whose_instance_reads_a_blank_no_framebuffer_sha
     shown = {}
     for (uid, title) in FRAMEBUFFER_SHARES:
         panel = next(p for row in models[uid]["panels"] for p in [row, *row.get("panels", [])] if p["title"] == title)
-        assert "A GPU one of whose instances reads DCGM's blank for any of the fields (or one field and not " \
-               "another) has no value" in panel["description"], (title, panel["description"])
+        assert "instances reads DCGM's blank for any of the fields (or one field and not another) has no value" \
+            in panel["description"], (title, panel["description"])
         (target,) = panel["targets"]
         expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
         shown[uid, title] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])

@@ -324,16 +324,21 @@ def truth(query, node_names: dict[str, str], clusters: tuple[str, ...] = ("",),
     under each of its pods).
     """
     keys = set(query.by) - {"cluster"}
-    groups: dict[str, list[float]] = {}
+    groups: dict[str, list[tuple[float, float]]] = {}  # legend -> (value, its share's total) per GPU
     for cluster in clusters:
         prefix = f"{cluster} " if "cluster" in query.by else ""
         _add_cluster(query, keys, node_names, prefix, groups, collected, fleet,
                      scrape.get(cluster) if isinstance(scrape, dict) else scrape)
-    return {legend: _aggregate(query.aggregation, values) for legend, values in groups.items()}
+    if query.over and query.aggregation == "avg" and "pod" in keys and "gpu" not in keys \
+            and all(name in INSTANCE_SUM for name in (query.metric, *query.over)):
+        # a pod's share of the memory it holds: its GPUs' used over their total (memory adds up), not their mean
+        return {legend: sum(n for n, _ in values) / sum(d for _, d in values) for legend, values in groups.items()}
+    return {legend: _aggregate(query.aggregation, [v / d if query.over else v for v, d in values])
+            for legend, values in groups.items()}
 
 
 def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
-                 groups: dict[str, list[float]], collected: frozenset[str], fleet: tuple[Node, ...],
+                 groups: dict[str, list[tuple[float, float]]], collected: frozenset[str], fleet: tuple[Node, ...],
                  scrape: int | None) -> None:
     for node in fleet:
         for gpu in node.gpus:
@@ -345,6 +350,7 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
             else:
                 parts = [(None, list(gpu.instances))]
             for holder, instances in parts:
+                total = 1.0  # a share's total (query.over), else 1
                 if query.aggregation == "count":
                     value = 1.0
                 else:
@@ -352,8 +358,7 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                     if value is None:
                         continue  # not supported: no data
                     if query.over:
-                        totals = [_per_gpu(m, gpu, instances, collected) for m in query.over]
-                        value = value / sum(totals)
+                        total = sum(_per_gpu(m, gpu, instances, collected) for m in query.over)
                 if "pod" in keys:
                     legend = f"Pod {holder[0]}/{holder[1]}" + (f" GPU {gpu.index}" if "gpu" in keys else "")
                 elif keys == {"node", "gpu", "mig_instance"}:
@@ -364,7 +369,7 @@ def _add_cluster(query, keys: set[str], node_names: dict[str, str], prefix: str,
                     legend = ""
                 else:
                     raise NotImplementedError(query.by)
-                groups.setdefault(prefix + legend if legend else legend, []).append(value)
+                groups.setdefault(prefix + legend if legend else legend, []).append((value, total))
 
 
 def _named(node: Node, gpu: Gpu, scrape: int | None = None) -> set[tuple[str, str]]:
