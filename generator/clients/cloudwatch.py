@@ -2,8 +2,9 @@
 throttling, 5xx and dropped connections within the command's deadline, and every answer checked
 to be a real API answer.
 
-An answer that is not one (not JSON, `{}` where a list is due, items without their keys) is a
-remote failure, never an empty result: reading `{}` as "no alarms" would plan every alarm as a
+An answer that is not one (not JSON, `{}` where a list is due, items without their keys, for the calls
+publishing makes any member not as the API's model has it; a listing that goes round or lists what was
+not asked for) is a remote failure, never an empty result: reading `{}` as "no alarms" would plan every alarm as a
 create over whatever exists. Each call runs under the deadline (a server dripping its answer is
 abandoned when the time is up); backoff, a capped Retry-After and pacing wait on the deadline's
 clock, so tests inject a clock and never sleep.
@@ -246,16 +247,15 @@ class CloudWatch:
 
     def dashboard_names(self, region: str, prefix: str) -> list[str]:
         """Names of the dashboards whose name starts with `prefix`, every page."""
-        names: list[str] = []
         what = f"CloudWatch dashboards {prefix}* in {region}"
-        token, seen = None, set()
+        listing, token = _Listing("ListDashboards", region, what), None
         while True:
             kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
-            names.extend(entry["DashboardName"] for entry in page["DashboardEntries"])
-            token = _next_page(page.get("NextToken"), seen, "ListDashboards", region, what)
+            token = listing.next(page.get("NextToken"), [entry["DashboardName"] for entry in page["DashboardEntries"]],
+                                 lambda name: name.startswith(prefix), f"a name that does not start with {prefix!r}")
             if not token:
-                return names
+                return listing.items
 
     def metric_alarms(self, region: str, *, prefix: str | None = None,
                       names: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -263,14 +263,16 @@ class CloudWatch:
         alarms: dict[str, dict[str, Any]] = {}
         selector = {"AlarmNamePrefix": prefix} if prefix is not None else {"AlarmNames": names}
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
-        token, seen = None, set()
+        asked = (lambda name: name.startswith(prefix)) if prefix is not None else set(names or ()).__contains__
+        unasked = f"a name that does not start with {prefix!r}" if prefix is not None else "a name it was not asked for"
+        listing, token = _Listing("DescribeAlarms", region, what), None
         while True:
             kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
             if token:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
+            token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in page["MetricAlarms"]], asked, unasked)
             alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
-            token = _next_page(page.get("NextToken"), seen, "DescribeAlarms", region, what)
             if not token:
                 return alarms
 
@@ -292,7 +294,13 @@ class CloudWatch:
         """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied. A next
         page is asked with its token alone (GetResources takes no ResourceARNList beside a token)."""
         found: dict[str, list[dict[str, str]]] = {}
-        token, seen, what = "", set(), f"tags of CloudWatch alarms in {region}"
+        token, what = "", f"tags of CloudWatch alarms in {region}"
+        listing = _Listing("GetResources", region, what)
+        if "ResourceARNList" in selector:
+            asked, unasked = set(selector["ResourceARNList"]).__contains__, "a resource it was not asked for"
+        else:  # listed by the ownership tag: each resource listed carries it
+            asked = lambda arn: ALARM_OWNER_TAG in page_tags[arn]  # noqa: E731
+            unasked = f"a resource without the {ALARM_OWNER_TAG['Key']}={ALARM_OWNER_TAG['Value']} tag it was asked by"
         while True:
             kwargs = {"PaginationToken": token} if token and "ResourceARNList" in selector else {
                 **selector, **({"PaginationToken": token} if token else {})}
@@ -304,8 +312,10 @@ class CloudWatch:
                 self.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
                           "time (slow); grant tag:GetResources to read them in bulk")
                 return None
-            found.update({item["ResourceARN"]: item["Tags"] for item in page["ResourceTagMappingList"]})
-            token = _next_page(page.get("PaginationToken"), seen, "GetResources", region, what) or ""
+            page_tags = {item["ResourceARN"]: item["Tags"] for item in page["ResourceTagMappingList"]}
+            token = listing.next(page.get("PaginationToken"),
+                                 [item["ResourceARN"] for item in page["ResourceTagMappingList"]], asked, unasked) or ""
+            found.update(page_tags)
             if not token:
                 return found
 
@@ -357,17 +367,49 @@ def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, sourc
     return page
 
 
-def _next_page(token: Any, seen: set, api: str, region: str, what: str) -> Any:
-    """The next page's token; a token the listing gave before is a failure (the listing would go round
-    forever, until the deadline), as is one that is not a string."""
-    if not token:
-        return None
-    if not isinstance(token, str) or token in seen:
-        said = "a next-page token that is not a string" if not isinstance(token, str) else "a next-page token it gave before"
-        raise RemoteError(f"CloudWatch answered {api} in {region} with {said}: the listing would never end",
-                          where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
-    seen.add(token)
-    return token
+EMPTY_PAGES = 20  # pages in a row a listing may answer with no item and a next-page token before it is not believed
+
+
+class _Listing:
+    """One paginated listing: the tokens and items its pages gave so far. A listing is not an answer (a failure,
+    never a short or endless list) when a page gives a token it gave before or one that is not a string (it would
+    go round until the deadline), lists an item an earlier page listed (a server that ignores the token and answers
+    the first page again with a new one), lists one the call did not ask for (outside the prefix, names or tag
+    asked by: a server that ignores the filter), or gives EMPTY_PAGES empty pages in a row, each with a new token.
+    A listing that keeps giving new items with new tokens ends only at the deadline (nothing tells it from a large
+    account)."""
+
+    def __init__(self, api: str, region: str, what: str):
+        self.api, self.region, self.what = api, region, what
+        self.tokens: set[str] = set()
+        self.items: list[str] = []
+        self.listed: set[str] = set()
+        self.empty = 0
+
+    def next(self, token: Any, keys: list[str], asked: Callable[[str], bool], unasked: str) -> str | None:
+        """The next page's token (None: the last page), after the page listing `keys`."""
+        self.empty = 0 if keys else self.empty + 1
+        said = None
+        if token and not isinstance(token, str):
+            said = "a next-page token that is not a string"
+        elif token and token in self.tokens:
+            said = "a next-page token it gave before"
+        elif token and self.empty >= EMPTY_PAGES:
+            said = f"{EMPTY_PAGES} pages in a row without an item, each with a new next-page token"
+        said = said or next((f"{unasked} ({key})" for key in keys if not asked(key)), None)
+        said = said or next((f"an item an earlier page listed ({key})" for key in keys if key in self.listed), None)
+        if said is None and len(set(keys)) < len(keys):
+            said = "an item twice on one page"
+        if said is not None:
+            raise RemoteError(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
+                              "answer", where=self.what, hint="check AWS_ENDPOINT_URL and any proxy in between; run "
+                                                              "again")
+        self.items.extend(keys)
+        self.listed.update(keys)
+        if not token:
+            return None
+        self.tokens.add(token)
+        return token
 
 
 def _snake(api: str) -> str:
@@ -404,7 +446,8 @@ def _check_body(response_dict: dict[str, Any], customized_response_dict: dict[st
         output = getattr(operation_model, "output_shape", None)
         if name in WRITES and not problem:
             problem = _not_a_write_answer(output, parsed)
-        problem = problem or (_not_a_list(output, parsed, "") if output is not None else None)
+        if not problem and output is not None:  # the calls publishing makes: every member as the model has it
+            problem = _not_as_modelled(output, parsed, "") if name in CHECKED else _not_a_list(output, parsed, "")
     if problem:
         customized_response_dict[_NOT_AN_ANSWER] = problem
         customized_response_dict[_REFUSED] = _error_code(parsed) is not None
@@ -454,6 +497,64 @@ def _holds_a_list(shape: Any, _through: frozenset = frozenset()) -> bool:
     return any(_holds_a_list(member, _through | {id(shape)}) for member in shape.members.values())
 
 
+_SCALARS: dict[str, tuple[type, ...]] = {"string": (str,), "boolean": (bool,), "integer": (int,), "long": (int,),
+                                        "double": (int, float), "float": (int, float), "timestamp": (int, float, str)}
+
+
+def _not_as_modelled(shape: Any, value: Any, path: str) -> str | None:
+    """Where an answer is not as the API's model has it: a member of another type (a string where the model has an
+    integer, a boolean, a list: botocore's JSON parser passes any value through), or a structure without a member
+    the model requires (a dimension without its Name, a tag without its Value). Members the model does not know are
+    left alone (a newer API may add them); a null is an absent member, as botocore reads it."""
+    kind, where = shape.type_name, path or "the answer"
+    if kind == "structure":
+        if not isinstance(value, dict):
+            return f"{where} is not an object"
+        members, required = _modelled_members(shape)
+        for key in required:
+            if value.get(key) is None:
+                return f"{where} has no {key}"
+        for key, item in value.items():
+            member = members.get(key)
+            if member is not None and item is not None and not _scalar_as_modelled(member.type_name, item):
+                problem = _not_as_modelled(member, item, f"{path}.{key}" if path else key)
+                if problem:
+                    return problem
+    elif kind == "list":
+        if not isinstance(value, list):
+            return f"{where} is not a list"
+        for index, item in enumerate(value):
+            if item is not None and not _scalar_as_modelled(shape.member.type_name, item):
+                problem = _not_as_modelled(shape.member, item, f"{path}[{index}]")
+                if problem:
+                    return problem
+    elif kind == "map":
+        if not isinstance(value, dict):
+            return f"{where} is not an object"
+        for key, item in value.items():
+            if item is not None and not _scalar_as_modelled(shape.value.type_name, item):
+                problem = _not_as_modelled(shape.value, item, f"{path}.{key}")
+                if problem:
+                    return problem
+    elif kind in _SCALARS:
+        return f"{where} is not a{'n' if kind[0] in 'aeiou' else ''} {kind}"
+    return None
+
+
+def _scalar_as_modelled(kind: str, value: Any) -> bool:
+    """Whether `value` is a scalar of the model's type `kind` (False for a container: it is read member by member)."""
+    types = _SCALARS.get(kind)
+    return types is not None and isinstance(value, types) and (kind == "boolean" or not isinstance(value, bool))
+
+
+@functools.lru_cache(maxsize=None)
+def _modelled_members(shape: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A structure's members by their key in an answer, and the keys of those the model requires."""
+    members = {member.serialization.get("name", name): (name, member) for name, member in shape.members.items()}
+    return ({key: member for key, (_, member) in members.items()},
+            tuple(key for key, (name, _) in members.items() if name in shape.required_members))
+
+
 def _not_a_write_answer(shape: Any, response: Any) -> str | None:
     """Why a 2xx answer to a write is not the write's answer: a write answers its output's members
     (PutDashboard its validation messages, the others nothing). An error document sent with a 2xx status
@@ -490,23 +591,8 @@ def _invalid(api: str, response: Any) -> str | None:
             for item in response[key]:
                 if not isinstance(item, dict) or any(not isinstance(item.get(k), str) for k in ITEM_KEYS.get(key, ())):
                     return f"an item of {key} without {', '.join(ITEM_KEYS.get(key, ())) or 'its fields'}"
-    if api == "DescribeAlarms":  # the fields gpudash compares an alarm by (ownership.alarm_fields) read as the model has them
-        for alarm in response["MetricAlarms"]:
-            for key, fields in (("Dimensions", ("Name", "Value")), ("Metrics", ("Id",))):
-                items = alarm.get(key, [])
-                if not isinstance(items, list) or any(not isinstance(i, dict) or any(
-                        not isinstance(i.get(k), str) for k in fields) for i in items):
-                    return f"an alarm whose {key} are not a list of {'/'.join(fields)}"
-            for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):  # sorted: strings alone
-                items = alarm.get(key, [])
-                if not isinstance(items, list) or any(not isinstance(i, str) for i in items):
-                    return f"an alarm whose {key} are not a list of ARNs"
-            threshold = alarm.get("Threshold")  # read as float(): a number (a double in the model)
-            if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
-                return "an alarm whose Threshold is not a number"
     if api == "GetResources":
         for item in response["ResourceTagMappingList"]:
-            tags = item.get("Tags")  # asked for by tag: a resource listed without its tags is not an answer
-            if not isinstance(tags, list) or any(not isinstance(t, dict) or "Key" not in t for t in tags):
-                return "a resource whose Tags are not a list of Key/Value"
+            if not isinstance(item.get("Tags"), list):  # asked for by tag: a resource listed without its tags is not
+                return "a resource without its Tags"      # an answer (each tag's Key and Value: the model's check)
     return None

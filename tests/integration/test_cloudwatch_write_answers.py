@@ -10,6 +10,7 @@ import threading
 import pytest
 
 from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+from tests.support.fault_proxy import Rule
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
 
@@ -89,6 +90,103 @@ def test_a_listing_whose_next_page_token_repeats_fails_at_once(proxied, publishe
     assert code == 3 and stdout == "" and "Traceback" not in stderr
     assert f"CloudWatch answered {operation} in us-east-1 with a next-page token it gave before" in stderr
     assert proxy.operations.count(operation) == 2
+
+
+NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
+
+
+def _garbled(operation: str, change):
+    """A proxy rule rewriting every answer to `operation` with `change(answer)` (a JSON object, changed in place)."""
+    def rewrite(body: bytes) -> bytes:
+        answer = json.loads(body)
+        change(answer)
+        return json.dumps(answer).encode()
+    return fault(operation, "rewrite", times=ALWAYS, callback=rewrite)
+
+
+def _alarm(field, value):
+    def change(answer):
+        for alarm in answer.get("MetricAlarms", []):
+            if alarm["AlarmName"] == NAME:
+                alarm[field] = value
+    return change
+
+
+def _first_item(key, field, value):
+    def change(answer):
+        for item in answer.get(key, [])[:1]:
+            if callable(value):
+                value(item)
+            else:
+                item[field] = value
+    return change
+
+
+@pytest.mark.parametrize("operation, change, said", [
+    ("DescribeAlarms", _alarm("Period", "60"), "MetricAlarms[{i}].Period is not an integer"),
+    ("DescribeAlarms", _alarm("EvaluationPeriods", True), "MetricAlarms[{i}].EvaluationPeriods is not an integer"),
+    ("DescribeAlarms", _alarm("ActionsEnabled", "true"), "MetricAlarms[{i}].ActionsEnabled is not a boolean"),
+    ("DescribeAlarms", _alarm("DatapointsToAlarm", 1.5), "MetricAlarms[{i}].DatapointsToAlarm is not an integer"),
+    ("DescribeAlarms", _alarm("TreatMissingData", 5), "MetricAlarms[{i}].TreatMissingData is not a string"),
+    ("GetResources", _first_item("ResourceTagMappingList", "Tags", lambda item: item["Tags"][0].pop("Value")),
+     "ResourceTagMappingList[0].Tags[0] has no Value"),
+    ("ListDashboards", _first_item("DashboardEntries", "Size", "big"), "DashboardEntries[0].Size is not a long"),
+], ids=["Period a string", "EvaluationPeriods a boolean", "ActionsEnabled a string", "DatapointsToAlarm a fraction",
+        "TreatMissingData a number", "a tag without its Value", "a dashboard's Size a string"])
+def test_a_listing_with_a_member_not_as_the_model_has_it_is_not_an_answer(proxied, published, cli, operation, change,
+                                                                          said):
+    """botocore's JSON parser passes any value through: an alarm whose Period is "60" was read as an alarm edited
+    in the console (plan: drift, with a diff of 60 against "60"), a tag without its Value as the tag "None". Every
+    member of the answers publishing reads is checked against the API's model now: such an answer is a failure
+    (exit 3), never a plan made on it."""
+    proxy, client, apply = proxied
+    published()
+    index = sorted(alarms(client)).index(NAME)
+    fresh(proxy)
+    proxy.inject(_garbled(operation, change))
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 3 and stdout == "" and "Traceback" not in stderr, (code, stdout, stderr)
+    assert f"CloudWatch answered {operation} in us-east-1 with something that is not an API answer " \
+           f"({said.format(i=index)})" in stderr, stderr
+
+
+class _Pages(Rule):
+    """Answers every call to `operation` itself (not forwarded) with `page()`, and a new next-page token each time."""
+
+    def __init__(self, operation: str, key: str, page):
+        super().__init__(path="/", operation=operation, times=ALWAYS, status=200)
+        self.key, self.page, self.count = key, page, 0
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if not super().matches(method, path, body, operation, region, query):
+            return False
+        self.count += 1
+        self.body = json.dumps({**self.page(), self.key: f"token-{self.count}"}).encode()
+        return True
+
+
+@pytest.mark.parametrize("operation, key, page, said, calls", [
+    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": []},
+     "20 pages in a row without an item, each with a new next-page token", 20),
+    ("ListDashboards", "NextToken", lambda: {"DashboardEntries": []},
+     "20 pages in a row without an item, each with a new next-page token", 20),
+    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [{"AlarmName": "gpudash-a", "AlarmArn": "arn:a"}]},
+     "an item an earlier page listed (gpudash-a)", 2),
+    ("ListDashboards", "NextToken", lambda: {"DashboardEntries": [{"DashboardName": "team-gpu"}]},
+     "a name that does not start with 'gpudash-' (team-gpu)", 1),
+], ids=["alarms: empty pages", "dashboards: empty pages", "alarms: the first page again", "dashboards: unasked"])
+def test_a_listing_that_would_not_end_or_is_not_what_was_asked_fails_at_once(proxied, cli, operation, key, page,
+                                                                             said, calls):
+    """A listing whose every page gives a new next-page token (a server that ignores the token and answers the
+    first page again, or empty pages) went on until the deadline (--deadline, 900 s by default); one listing what
+    was not asked for was used as far as it fitted. Each is not an answer now, as soon as it shows."""
+    proxy, client, apply = proxied
+    pages = _Pages(operation, key, page)
+    proxy.inject(pages)
+    code, stdout, stderr = cli("plan", "--no-grafana", "--deadline", "60")
+    assert code == 3 and stdout == "" and "Traceback" not in stderr, (code, stdout, stderr)
+    assert f"CloudWatch answered {operation} in us-east-1 with {said}" in stderr, stderr
+    assert pages.count == calls
 
 
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
