@@ -4,6 +4,7 @@ through the client's models, so an object shaped unlike its API is a clear failu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 
@@ -61,21 +62,90 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     return RemoteError(f"no usable kubeconfig ({kube_error})", hint=f"set KUBECONFIG or --context; {update}")
 
 
+EXEC_MARGIN = 0.5  # seconds of the run an exec plugin leaves for its check to be reported before the deadline
+
+
+class ExecPluginHung(RemoteError):
+    """The kubeconfig's exec plugin did not finish in the time the run had left; it was stopped."""
+
+
+def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
+    """The official client runs the kubeconfig's exec plugin (`aws eks get-token`) and waits for it without a
+    timeout: a plugin that hangs (an SSO login waiting for a browser, a prompt, a network call) would outlive the
+    run. Its processes are given the time the run has left and stopped then, and the check says so, naming the
+    command as the kubeconfig gives it (never its arguments or environment, which may hold secrets). The client logs
+    and swallows a plugin's failure (and sends its requests without credentials): the hang is kept in the list
+    returned, for the caller to raise."""
+    import os
+    import subprocess
+    import types
+
+    from kubernetes.config import exec_provider
+
+    class TimedPopen(subprocess.Popen):
+        def communicate(self, input=None, timeout=None):
+            limit = max(0.1, options.remaining() - EXEC_MARGIN)
+            try:
+                return super().communicate(input, timeout=limit)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.wait(timeout=1)  # its pipes may stay open in processes of its own: not read
+                command = self.args[0] if isinstance(self.args, (list, tuple)) else str(self.args).split()[0]
+                hung.append(ExecPluginHung(
+                    f"the kubeconfig's exec plugin {os.path.basename(str(command))!r} did not finish within "
+                    f"{limit:.1f} s and was stopped", hint=f"run {str(command)!r} with the kubeconfig's arguments "
+                    "yourself to see why it waits (an expired SSO login, a prompt, no network to its service); "
+                    "then run verify again, or raise --timeout"))
+                raise hung[-1] from None
+
+    hung: list[ExecPluginHung] = []
+    timed = types.ModuleType("subprocess")
+    timed.__dict__.update(subprocess.__dict__)
+    timed.Popen = TimedPopen
+    exec_provider.subprocess = timed
+    return hung
+
+
+@contextlib.contextmanager
+def _unlogged(hung: list[ExecPluginHung]):
+    """The client logs a plugin's failure on the root logger (`ERROR:root:...` on stderr) before carrying on: a
+    hang, which the kube check reports, is not said twice."""
+    import logging
+
+    class Reported(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not any(record.getMessage() == str(error) for error in hung)
+
+    root, quiet = logging.getLogger(), Reported()
+    root.addFilter(quiet)
+    try:
+        yield
+    finally:
+        root.removeFilter(quiet)
+
+
 class Kube:
     def __init__(self, options: Options):
         import os
 
         config, api_client_class, configuration_class = _client_modules()
+        hung = _exec_plugins_timed(options)
         try:
             # KUBECONFIG is read now: the client reads it once, when it is first imported. Empty is unset, as to
             # kubectl (the client would read no file at all).
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"),
-                                    context=options.context)
+            with _unlogged(hung):
+                config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config"),
+                                        context=options.context)
         except Exception as kube_error:  # the client raises several types for a missing or bad kubeconfig
+            if hung:
+                raise hung[0] from None
             try:
                 config.load_incluster_config()
             except config.ConfigException:
                 raise _no_kubeconfig(kube_error) from None
+        if hung:
+            raise hung[0]
         configuration = configuration_class.get_default_copy()
         configuration.retries = 0
         for value in (configuration.api_key or {}).values():  # a kubeconfig token, as sent and bare
