@@ -36,9 +36,9 @@ Over each period the alarm fires when
      (and for the period holding its last move).
    Both forms judge each of these per period, CloudWatch's metric math over each of its periods and the rule's
    branches over the periods that end at each evaluation (the condition of each period, `offset` one period
-   for the one before, joined with `and`, with several DaemonSets named a DaemonSet's branches on the DaemonSet
-   whatever their reason: render/alarms.prometheus_expression; no `for`, which a condition that is not monotone would
-   reset, a rollout's move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
+   for the one before, joined with `and`, a DaemonSet's branches on the DaemonSet whatever their reason:
+   render/alarms.prometheus_expression; no `for`, which a condition that is not monotone would reset, a rollout's
+   move and a brief recovery in different windows of one `for` firing minutes after CloudWatch).
    A known gap (tests/integration/test_data_missing.py pins it): GPU nodes added every few minutes hide an exporter
    lost on another node (each period reads as a node joining: the least desired against the most available, the
    updated count rising), the rule never firing and the alarm only at single minutes. The CloudWatch agent in a
@@ -785,14 +785,18 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
     with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
     GPU data) is a rule of its own (no_data_expression). `part`: EACH_DAEMONSET (the branches that judge one
-    DaemonSet: 2, 3 and each named DaemonSet's counts gone), CLUSTER_WIDE (the others) or none (all)."""
+    DaemonSet: 2, 3 and each named DaemonSet's counts gone), CLUSTER_WIDE (the others), NONE_FOUND (branch 1 alone)
+    or none (all)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
-    on = f"on({cluster})" if settings.shared_prometheus else "on()"
+    on = cluster_join(settings)
     each = daemonset_join(settings)
     shift = f" offset {offset}" if offset else ""
     span = f"[{window}]{shift}"  # the period
-    named = _named_selectors(settings)
+    several = several_daemonsets(settings)
+    # the DaemonSets the settings name: judged by name where a cluster names several, and where each names one in
+    # joining a period's breaches to the other's (EACH_DAEMONSET)
+    named = _named_selectors(settings) if several or part == EACH_DAEMONSET else []
     found = exporter_daemonsets(offset=shift)  # an exporter DaemonSet: labelled so at the period's end
     if named:
         # or one the settings name, over the period by its own counts, as its alarm reads it by name (labelled at the
@@ -838,15 +842,23 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     ksm = reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
                  KSM_READ_REASON)
     # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
-    # node pool removed), as each one's CloudWatch alarm reads its desired count missing
-    gone = [reason(" and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(where, ns, ds)),
-                   NAMED_ABSENT_REASON.format(fix=fix))
+    # node pool removed), as each one's CloudWatch alarm reads its desired count missing. Where a cluster names one,
+    # only where no exporter DaemonSet is labelled all period either (branch 1, the cluster's own alert), for the join
+    # of a period to the other (its pod gone, then it deleted: both periods breach its alarm)
+    alone = "" if several else f" and {on} ({' or '.join(absent)})"
+    gone = [reason(" and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(where, ns, ds))
+                   + alone, NAMED_ABSENT_REASON.format(fix=fix))
             for where, ns, ds, fix in named]
-    parts = {EACH_DAEMONSET: [*judged, *gone], CLUSTER_WIDE: [*none_found, ksm]}
+    parts = {EACH_DAEMONSET: [*judged, *gone], CLUSTER_WIDE: [*none_found, ksm], NONE_FOUND: none_found}
     return " or ".join(parts[part] if part else [*none_found, *judged, ksm, *gone])
 
 
-EACH_DAEMONSET, CLUSTER_WIDE = "each daemonset", "cluster-wide"  # prometheus_expression's parts
+EACH_DAEMONSET, CLUSTER_WIDE, NONE_FOUND = "each daemonset", "cluster-wide", "none found"  # prometheus_expression's
+
+
+def cluster_join(settings: Settings) -> str:
+    """The labels that tell one cluster's rule results from another's: the cluster's on a shared Prometheus."""
+    return f"on({settings.labels.cluster})" if settings.shared_prometheus else "on()"
 
 
 def daemonset_join(settings: Settings) -> str:
@@ -871,13 +883,10 @@ MORE_ABSENT_FIX = "remove it from exporter.more_daemonsets"
 
 
 def _named_selectors(settings: Settings) -> list[tuple[str, str, str, str]]:
-    """(cluster matcher, namespace, name, fix) of each exporter DaemonSet the settings name, when a cluster names several
-    (exporter.more_daemonsets): on a shared Prometheus each cluster's with its labels.cluster value (a cluster without
-    one: none), else those every cluster names (one rules file for every cluster's Prometheus). Its namespace is read
-    in `namespace` (kube-state-metrics scraped with honorLabels) or `exported_namespace` (without: `namespace` is then
-    kube-state-metrics' own pod's)."""
-    if not several_daemonsets(settings):
-        return []
+    """(cluster matcher, namespace, name, fix) of each exporter DaemonSet the settings name: on a shared Prometheus each
+    cluster's with its labels.cluster value (a cluster without one: none), else those every cluster names (one rules
+    file for every cluster's Prometheus). Its namespace is read in `namespace` (kube-state-metrics scraped with
+    honorLabels) or `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
     if settings.shared_prometheus:
         return [(f'{settings.labels.cluster}="{cluster.prometheus_label}", ', ns, ds,
                  MORE_ABSENT_FIX if k else FIRST_ABSENT_FIX)

@@ -734,12 +734,15 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
         def branches(part: str | None = None) -> Callable[[int], str]:
             return lambda period: data_missing.prometheus_expression(
                 query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None, part)
-        if several_daemonsets(settings) and alarm.evaluation_periods > 1 \
+        if alarm.evaluation_periods > 1 \
                 and (alarm.datapoints_to_alarm or alarm.evaluation_periods) == alarm.evaluation_periods:
             # each DaemonSet's periods joined on the DaemonSet whatever made each one breach (its pod gone, then the
-            # DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its own CloudWatch alarm judges them
-            return (f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or "
-                    f"{_of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_join(settings))}")
+            # DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its CloudWatch alarm judges them
+            joined = _of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_join(settings))
+            if not several_daemonsets(settings):  # no exporter DaemonSet labelled all along: branch 1's alert alone
+                joined = (f"({joined} unless {data_missing.cluster_join(settings)} "
+                          f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
+            return f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or {joined}"
         return _of_periods(alarm, branches())
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;
     # a pod is judged on each MIG instance it holds, as CloudWatch sees them (one series per instance).

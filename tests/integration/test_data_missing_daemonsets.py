@@ -56,7 +56,7 @@ def pools(tmp_path_factory):
 
 
 def _story(gone: tuple[str, ...] = (), zero: bool = False, agent: bool = True, rollout: str | None = None,
-           deleted: str | None = None) -> dict:
+           deleted: str | None = None, pools: dict = POOLS) -> dict:
     """Per pool, per step: its nodes' exporters ("1" answering, "." no exporter pod) and its desired, available and
     updated counts; `gone`: the pools whose exporter pods are gone from minute 20 to 40; `zero`: every GPU node group
     at zero then (no node, no exporter, desired 0); `agent`: the CloudWatch agent runs then; `rollout`: the pool whose
@@ -65,7 +65,7 @@ def _story(gone: tuple[str, ...] = (), zero: bool = False, agent: bool = True, r
     `deleted`: the pool removed, its DaemonSet with it (no counts: None)."""
     during = range(CHANGE // STEP, RECOVER // STEP)
     story = {}
-    for (namespace, name), nodes in POOLS.items():
+    for (namespace, name), nodes in pools.items():
         off = zero or name in gone or name == deleted
         answering = {node: "".join("." if off and k in during else "1" for k in range(STEPS)) for node in nodes}
         desired = tuple(0 if zero and k in during else len(nodes) for k in range(STEPS))
@@ -87,10 +87,10 @@ def _story(gone: tuple[str, ...] = (), zero: bool = False, agent: bool = True, r
     return {"pools": story, "agent": agent}
 
 
-def _gone_then_deleted() -> dict:
+def _gone_then_deleted(pools: dict = POOLS) -> dict:
     """Pool b's exporter pod gone at minute 20 (its desired 1, available 0), then, at minute 25, its Helm release
     uninstalled to reinstall it (the DaemonSet and its counts gone) until minute 40, when it is back and healthy."""
-    story = _story(gone=("gpu-metrics-pool-b",))
+    story = _story(gone=("gpu-metrics-pool-b",), pools=pools)
     answering, desired, available, updated = story["pools"][B]
     deleted = range((CHANGE + 300) // STEP, RECOVER // STEP)
     desired, available, updated = (tuple(None if k in deleted else v for k, v in enumerate(counts))
@@ -102,10 +102,10 @@ def _gone_then_deleted() -> dict:
 KSM_MOVED = 62  # the step (minute 31) at which kube-state-metrics' pod is replaced in the story that says so
 
 
-def _ksm_replaced() -> dict:
+def _ksm_replaced(pools: dict = POOLS) -> dict:
     """Pool b's exporter pod gone from minute 20 to 40; kube-state-metrics' pod replaced at minute 31 (not scraped
     for one step, then at another address: its series carry another `instance`)."""
-    return {**_story(gone=("gpu-metrics-pool-b",)), "ksm_moved": KSM_MOVED}
+    return {**_story(gone=("gpu-metrics-pool-b",), pools=pools), "ksm_moved": KSM_MOVED}
 
 
 STORIES = {
@@ -160,11 +160,11 @@ def _pod_meta(namespace: str, name: str, node: str) -> dict[str, str]:
             "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"}
 
 
-def _published(files, story: dict) -> list:
+def _published(files, story: dict, agent_file: str = AGENT_FILE) -> list:
     """What the agent publishes of the story: each pool's exporters and kube-state-metrics' counts of every exporter
     DaemonSet (beside aws-node's, which the agent must not keep)."""
-    config, job = agent_config(files[AGENT_FILE])
-    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    config, job = agent_config(files[agent_file])
+    ksm_job = scrape_jobs(files[agent_file])["gpudash-kube-state-metrics"]
     running = [k for k in range(STEPS) if story["agent"] or not CHANGE // STEP <= k < RECOVER // STEP]
     scrapes = [Scrape(k * STEP, _one_gpu_page(node), discovered(job, _pod_meta(namespace, name, node)))
                for (namespace, name), (answering, *_) in story["pools"].items()
@@ -173,7 +173,7 @@ def _published(files, story: dict) -> list:
               for (ns, ds), (_, desired, available, updated) in story["pools"].items()]
     (first, d, a, u), *more = counts
     assert all(o == od for _, od, _, o in more)  # kube_state serves the others' updated count as their desired
-    scrapes += [kube_state.scrape(ksm_job, k * STEP, first, d[k], a[k], u[k],
+    scrapes += [kube_state.scrape(ksm_job, k * STEP, None if d[k] is None else first, d[k], a[k], u[k],
                                   more=tuple((labels, od[k], oa[k]) for labels, od, oa, _ in more if od[k] is not None))
                 for k in running if k != story.get("ksm_moved")]
     return Agent(config, job, others=[ksm_job]).run(scrapes)
@@ -388,3 +388,35 @@ def test_two_daemonsets_whose_namespace_and_name_join_alike_get_alarms_of_their_
     assert tails["monitoring/dcgm-exporter"] == "monitoring-dcgm-exporter"
     assert {re.sub("-[0-9a-f]{8}$", "", tails[d]) for d in ("monitoring-gpu/pool-b", "monitoring/gpu-pool-b")} \
         == {"monitoring-gpu-pool-b"}
+
+
+ONE_POOL = {B: POOLS[B]}  # a cluster naming one exporter DaemonSet (exporter.daemonset): the default form of the rule
+ONE_STORIES = {"pool b's exporter pod gone, then its DaemonSet deleted": _gone_then_deleted(ONE_POOL),
+               "pool b's exporter pod gone while kube-state-metrics is replaced": _ksm_replaced(ONE_POOL)}
+
+
+def test_with_one_daemonset_named_the_rule_fires_when_the_alarm_fires(tmp_path):
+    """A cluster whose only exporter DaemonSet (exporter.daemonset) breaks in two ways across periods: its pod gone at
+    minute 20 and the DaemonSet deleted at 25 (the alarm reads its counts missing), or its pod gone while
+    kube-state-metrics' pod is replaced at 31. The cluster's alarm is in ALARM 30-39 in both; the rule fired from 35
+    in the first (`fewer exporter pods available` then `no exporter DaemonSet` never matched, and the deleted
+    DaemonSet's labels were stale at its period's end) and paused at 31 and 36 in the second (another `instance`,
+    and no labels at the period's end in kube-state-metrics' gap)."""
+    (tmp_path / "gpudash.yaml").write_text(f"clusters:\n  - {{name: {CLUSTER}, region: us-east-1}}\nexporter:\n"
+                                           f"  deployment: helm\n  namespace: {B[0]}\n  daemonset: {B[1]}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                if i["Request"]["AlarmName"] == ALARM]
+    fired = _rule_minutes(files, tmp_path, {name: _rule_series(story) for name, story in ONE_STORIES.items()})[0]
+    wrong = {}
+    for name, story in ONE_STORIES.items():
+        points = _published(files, story)
+        for minute in range(1, STEPS // 2 + 1):
+            expected = _expected((B,), minute)
+            if expected is None:
+                continue
+            alarm = set(_in_alarm(requests, points, minute * 60))
+            # the rule fires for the DaemonSet, or for the cluster (no exporter DaemonSet at all: no daemonset label)
+            if alarm != ({ALARM} if expected else set()) or bool(fired[name].get(minute)) != bool(expected):
+                wrong[(name, minute)] = (sorted(alarm), sorted(fired[name].get(minute, set())))
+    assert wrong == {}

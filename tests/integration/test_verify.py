@@ -1389,8 +1389,12 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     (alarm,) = [a for a in project.alarms if a.absent]
     rules = yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])
     rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
-    expr = data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric, project.settings, "5m")
-    assert rule.startswith(f"(({expr}) and (")  # the rule: this period's condition and the one before's
+    cluster_wide, each = (data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric,
+                                                             project.settings, "5m", part=part)
+                          for part in (data_missing.CLUSTER_WIDE, data_missing.EACH_DAEMONSET))
+    # the rule: this period's condition and the one before's, the cluster's branches and each DaemonSet's apart
+    assert rule.startswith(f"(({cluster_wide}) and (") and f" or ((({each}) and on(namespace, daemonset) (" in rule
+    expr = f"{cluster_wide} or {each}"
     assert {(s["metric"]["reason"], s["metric"].get("daemonset")) for s in prometheus.query(expr)
             if s["metric"]["reason"] != "an exporter target brought no GPU data most of the time"} == {
         ("fewer exporter pods available than desired", "gpu-metrics-pool-b")}
