@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from .errors import InputError
-from .exporter_styles import named_daemonsets
+from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
 from .names import grafanalib_uid
 from .plain import plain_data
@@ -166,16 +166,17 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
     settings = project.settings
     if container_insights.enabled(settings):
         return ()
-    # The scrape config differs between clusters only by their exporter DaemonSets (clusters[].exporter.daemonset,
-    # .more_daemonsets: the namespaces the exporter job looks in, the DaemonSets the kube-state-metrics job keeps):
-    # one object per list, which the clusters naming the same list share.
+    # The scrape config differs between clusters only by their exporter's deployment style (clusters[].exporter.
+    # deployment: the pod label the exporter job keeps, its Service) and DaemonSets (clusters[].exporter.namespace,
+    # .daemonset, .more_daemonsets: the namespaces the exporter job looks in, the DaemonSets the kube-state-metrics job
+    # keeps): one object per style and list, which the clusters naming the same share.
     scrapes: dict[tuple, dict] = {}
 
     def scrape_config(cluster) -> dict:
-        daemonsets = named_daemonsets(settings, cluster)
-        if daemonsets not in scrapes:
-            scrapes[daemonsets] = scrape.prometheus_config(settings, cluster)
-        return scrapes[daemonsets]
+        key = (style_for(settings, cluster).key, named_daemonsets(settings, cluster))
+        if key not in scrapes:
+            scrapes[key] = scrape.prometheus_config(settings, cluster)
+        return scrapes[key]
 
     queried = cloudwatch.queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
     emf = agent.emf_processor(project.catalog, settings, queried)  # the same for every cluster

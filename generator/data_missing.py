@@ -195,8 +195,8 @@ from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, named_daemonsets, namespace_matcher,
-                              several_daemonsets, style_for)
+from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, fleet_styles, named_daemonsets, namespace_matcher,
+                              several_daemonsets)
 from .settings import Cluster, Settings
 
 DESIRED = "kube_daemonset_status_desired_number_scheduled"
@@ -524,47 +524,52 @@ def on_addon(project) -> bool:
 
 def guessed_daemonset(project) -> tuple[str, str, str] | None:
     """(where, what, fix) when the CloudWatch data-missing alarm reads a Helm release's DaemonSet by the chart's bare
-    name (exporter.deployment: helm, no exporter.daemonset): the chart names it <release>-dcgm-exporter, so only a
-    release named dcgm-exporter (or holding it: then the release name alone) matches, and the alarm stays in ALARM
-    for any other; None when the name is written, or no such alarm is generated."""
+    name (a cluster of deployment helm, exporter.deployment or its clusters[].exporter.deployment, whose DaemonSet no
+    setting names): the chart names it <release>-dcgm-exporter, so only a release named dcgm-exporter (or holding it:
+    then the release name alone) matches, and the alarm stays in ALARM for any other; None when the name is written, or
+    no such alarm is generated."""
+    from .exporter_styles import exporter_namespace, style_for
     from .settings import setting_place
 
     settings = project.settings
-    if settings.exporter.deployment != "helm" or settings.exporter.daemonset or _daemonset_unread(project) \
-            or all(cluster.exporter_daemonset for cluster in settings.clusters):
+    fleet_helm = settings.exporter.deployment == "helm"
+    unnamed = [c for c in settings.clusters if style_for(settings, c).key == "helm" and not c.exporter_daemonset
+               and not (settings.exporter.daemonset and style_for(settings, c).key == settings.exporter.deployment)]
+    if not unnamed or _daemonset_unread(project):
         return None
-    name = exporter_daemonset(settings)
-    unnamed = [cluster.name for cluster in settings.clusters if not cluster.exporter_daemonset]
-    which = "" if len(unnamed) == len(settings.clusters) else \
-        f" (clusters without clusters[].exporter.daemonset: {', '.join(unnamed)})"
-    return (setting_place(settings, ["exporter", "deployment"]),
-            f"exporter.deployment: helm without exporter.daemonset{which}: the CloudWatch data-missing alarm reads "
-            f"kube-state-metrics' counts of the DaemonSet {settings.exporter.namespace}/{name}, which the chart names "
-            f"so only for a release named {name} (else <release>-{name}, or the release name when it holds {name}); "
-            f"for any other release the alarm stays in ALARM",
-            f"write exporter.daemonset: <the release's DaemonSet> (`kubectl -n {settings.exporter.namespace} get ds "
-            f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or exporter.daemonset: {name} "
-            f"when that is its name")
+    name = exporter_daemonset(settings, unnamed[0])
+    namespace = exporter_namespace(settings, unnamed[0])
+    if fleet_helm and all(c.exporter_deployment in (None, "helm") for c in unnamed):
+        which = "" if len(unnamed) == len(settings.clusters) else \
+            f" (clusters without clusters[].exporter.daemonset: {', '.join(c.name for c in unnamed)})"
+        what, place = f"exporter.deployment: helm without exporter.daemonset{which}", ["exporter", "deployment"]
+    else:
+        what = (f"clusters[].exporter.deployment: helm without clusters[].exporter.daemonset (clusters "
+                f"{', '.join(c.name for c in unnamed)})")
+        index = settings.clusters.index(next(c for c in unnamed if c.exporter_deployment == "helm"))
+        place = ["clusters", index, "exporter", "deployment"]
+    setting = "exporter.daemonset" if place[0] == "exporter" else "clusters[].exporter.daemonset"
+    return (setting_place(settings, place),
+            f"{what}: the CloudWatch data-missing alarm reads kube-state-metrics' counts of the DaemonSet "
+            f"{namespace}/{name}, which the chart names so only for a release named {name} (else "
+            f"<release>-{name}, or the release name when it holds {name}); for any other release the alarm stays in "
+            f"ALARM",
+            f"write {setting}: <the release's DaemonSet> (`kubectl -n {namespace} get ds "
+            f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or {setting}: {name} when that is "
+            f"its name")
 
 
 def unread_daemonset(project) -> tuple[str, str, str] | None:
     """(where, what, fix) when exporter.daemonset or a cluster's clusters[].exporter.daemonset is written but nothing
     generated reads it: only the CloudWatch agent's data-missing alarm does (not on the Container Insights source,
-    not with alarms.expected_gpus: none or without a data-missing rule); None otherwise."""
+    not with alarms.expected_gpus: none or without a data-missing rule); None otherwise. exporter.more_daemonsets is
+    always read: the scrape jobs keep the pods each listed DaemonSet owns (render/scrape.exporter_pods_rule)."""
     from .settings import setting_place
 
     settings = project.settings
-
-    def unread(more) -> bool:  # names in exporter.namespace only (another namespace's the scrape jobs read)
-        return bool(more) and all("/" not in entry or entry.split("/")[0] == settings.exporter.namespace
-                                  for entry in more)
-
     written = [["exporter", "daemonset"]] if settings.exporter.daemonset else []
-    written += [["exporter", "more_daemonsets"]] if unread(settings.exporter.more_daemonsets) else []
     written += [["clusters", i, "exporter", "daemonset"] for i, cluster in enumerate(settings.clusters)
                 if cluster.exporter_daemonset]
-    written += [["clusters", i, "exporter", "more_daemonsets"] for i, cluster in enumerate(settings.clusters)
-                if unread(cluster.exporter_more_daemonsets)]
     why = _daemonset_unread(project) if written else None
     if not why:
         return None
@@ -690,9 +695,11 @@ NO_DATA_REASON = "an exporter target brought no GPU data most of the time"
 def operator_targets(settings: Settings, *, node: bool) -> str:
     """The exporter targets of the operator's or the chart's ServiceMonitor (their own `container` and `namespace`: the
     namespace of an exporter DaemonSet the settings name, exporter.more_daemonsets' too), with `node` (relabelled by the
-    user) or without it (as shipped: its node is then kube_pod_info's)."""
-    style = style_for(settings)
-    operator = f'container="{style.container}", {namespace_matcher(settings)}'
+    user) or without it (as shipped: its node is then kube_pod_info's). Their `container` is the exporter's of each
+    deployment style the fleet's clusters use (clusters[].exporter.deployment)."""
+    containers = list(dict.fromkeys(style.container for style in fleet_styles(settings)))
+    container = f'container="{containers[0]}"' if len(containers) == 1 else f'container=~"{"|".join(containers)}"'
+    operator = f'{container}, {namespace_matcher(settings)}'
     return f'{SAMPLES}{{exporter_pod="", node{"!=" if node else "="}"", {operator}}}'
 
 

@@ -28,37 +28,49 @@ class ExporterStyle:
         return "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", self.pod_label[0])
 
 
-def style_for(settings) -> ExporterStyle:
-    """The style `exporter.deployment` names in the settings."""
-    return STYLES[settings.exporter.deployment]
+def style_for(settings, cluster=None) -> ExporterStyle:
+    """The style `cluster`'s exporter is deployed in: its clusters[].exporter.deployment, else exporter.deployment.
+    Without a cluster: the fleet's (the global setting's)."""
+    return STYLES[(cluster and cluster.exporter_deployment) or settings.exporter.deployment]
+
+
+def exporter_namespace(settings, cluster=None) -> str:
+    """The namespace of `cluster`'s exporter DaemonSet (and of the names its more_daemonsets write without one): its
+    clusters[].exporter.namespace, else exporter.namespace."""
+    return (cluster and cluster.exporter_namespace) or settings.exporter.namespace
 
 
 def exporter_daemonset(settings, cluster=None) -> str:
-    """The exporter DaemonSet's name in `cluster`: its `clusters[].exporter.daemonset`, else `exporter.daemonset`, else
-    the fixed one of its deployment style (the chart's is `<release>-dcgm-exporter` unless the release name holds
-    `dcgm-exporter` or fullnameOverride is set, so a Helm install names it in the settings). Without a cluster: the
-    fleet's (the global setting's)."""
-    return (cluster and cluster.exporter_daemonset) or settings.exporter.daemonset or style_for(settings).daemonset
+    """The exporter DaemonSet's name in `cluster`: its `clusters[].exporter.daemonset`, else `exporter.daemonset` where
+    the cluster's deployment is the fleet's (it names a DaemonSet of exporter.deployment's style), else the fixed one of
+    its deployment style (the chart's is `<release>-dcgm-exporter` unless the release name holds `dcgm-exporter` or
+    fullnameOverride is set, so a Helm install names it in the settings). Without a cluster: the fleet's (the global
+    setting's)."""
+    if cluster and cluster.exporter_daemonset:
+        return cluster.exporter_daemonset
+    style = style_for(settings, cluster)
+    own = style.key == settings.exporter.deployment
+    return (own and settings.exporter.daemonset) or style.daemonset
 
 
 def named_daemonsets(settings, cluster=None) -> tuple[tuple[str, str], ...]:
-    """(namespace, name) of every exporter DaemonSet of `cluster`: exporter_daemonset in exporter.namespace first, then
-    its clusters[].exporter.more_daemonsets, else exporter.more_daemonsets (`name` in exporter.namespace, or
+    """(namespace, name) of every exporter DaemonSet of `cluster`: exporter_daemonset in its exporter_namespace first,
+    then its clusters[].exporter.more_daemonsets, else exporter.more_daemonsets (`name` in that namespace, or
     `namespace/name`), each once."""
     more = cluster.exporter_more_daemonsets if cluster and cluster.exporter_more_daemonsets is not None else \
         settings.exporter.more_daemonsets
-    namespace = settings.exporter.namespace
+    namespace = exporter_namespace(settings, cluster)
     found = [(namespace, exporter_daemonset(settings, cluster))]
     found += [tuple(entry.split("/", 1)) if "/" in entry else (namespace, entry) for entry in more]
     return tuple(dict.fromkeys(found))
 
 
 def exporter_namespaces(settings, cluster=None) -> list[str]:
-    """The namespaces the exporter pods are scraped in: exporter.namespace, and those of the cluster's other exporter
-    DaemonSets (exporter.more_daemonsets; without a cluster, of every cluster's)."""
+    """The namespaces the exporter pods are scraped in: the cluster's exporter namespace, and those of its other
+    exporter DaemonSets (exporter.more_daemonsets); without a cluster, exporter.namespace and every cluster's."""
     clusters = [cluster] if cluster else settings.clusters
-    return list(dict.fromkeys([settings.exporter.namespace, *(namespace for c in clusters
-                                                              for namespace, _ in named_daemonsets(settings, c))]))
+    first = [exporter_namespace(settings, cluster)] if cluster else [settings.exporter.namespace]
+    return list(dict.fromkeys([*first, *(namespace for c in clusters for namespace, _ in named_daemonsets(settings, c))]))
 
 
 def namespace_matcher(settings) -> str:
@@ -66,6 +78,17 @@ def namespace_matcher(settings) -> str:
     regex of several."""
     namespaces = exporter_namespaces(settings)
     return f'namespace="{namespaces[0]}"' if len(namespaces) == 1 else f'namespace=~"{"|".join(namespaces)}"'
+
+
+def fleet_styles(settings) -> tuple[ExporterStyle, ...]:
+    """The deployment styles of the fleet's exporters: exporter.deployment's first, then each other a cluster's
+    clusters[].exporter.deployment names (read once per settings: Settings.memo)."""
+    memo = settings.memo
+    if "fleet_styles" not in memo:
+        keys = dict.fromkeys([settings.exporter.deployment, *(c.exporter_deployment for c in settings.clusters
+                                                              if c.exporter_deployment)])
+        memo["fleet_styles"] = tuple(STYLES[key] for key in keys)
+    return memo["fleet_styles"]
 
 
 def several_daemonsets(settings) -> bool:

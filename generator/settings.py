@@ -46,6 +46,10 @@ class Cluster:
     # clusters[].exporter.more_daemonsets: this cluster's other exporter DaemonSets (`name` in exporter.namespace, or
     # `namespace/name`) where they differ from exporter.more_daemonsets; None: the global list.
     exporter_more_daemonsets: tuple[str, ...] | None = None
+    # clusters[].exporter.deployment / .namespace: how and where this cluster's exporter is deployed where it differs
+    # from exporter.deployment / exporter.namespace (exporter_styles.style_for, exporter_namespace); None: the global.
+    exporter_deployment: str | None = None
+    exporter_namespace: str | None = None
 
     @classmethod
     def from_settings(cls, document: dict[str, Any]) -> "Cluster":
@@ -53,7 +57,8 @@ class Cluster:
         return cls(name=document["name"], region=document["region"],
                    prometheus_label=document.get("prometheus_label"), exporter_daemonset=exporter.get("daemonset"),
                    exporter_more_daemonsets=tuple(exporter["more_daemonsets"]) if "more_daemonsets" in exporter
-                   else None)
+                   else None, exporter_deployment=exporter.get("deployment"),
+                   exporter_namespace=exporter.get("namespace"))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 from .. import redact
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_SUBSTITUTES, MIG_UNSUPPORTED, PER_PROCESS_FIELDS
 from ..container_insights import enabled as addon_source
-from ..exporter_styles import EXPORTER_PORT, style_for
+from ..exporter_styles import EXPORTER_PORT
 from ..project import Project
 from ..render.scrape import agent_renames
 from ..clients.exporter import fetch, fetch_through_proxy
@@ -53,10 +53,10 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         source = options.exporter_url
     else:
         from ..clients.kube import for_run
-        from .kube import exporter_service
+        from .kube import cluster_exporter, exporter_service
 
-        settings, style = project.settings, style_for(project.settings)
-        namespace, kube = settings.exporter.namespace, for_run(options)
+        kube = for_run(options)
+        style, namespace = cluster_exporter(kube, project, options.cluster)
         service = exporter_service(kube, namespace, style) or style.service
         text, source = fetch_through_proxy(kube, namespace, service, EXPORTER_PORT)
     yield from analyse(project, text, source)

@@ -18,8 +18,8 @@ from ..data_missing import exporter_labels_text
 from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
-from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, is_exporter, named_daemonsets,
-                               several_daemonsets, style_for)
+from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, exporter_namespace, fleet_styles,
+                               is_exporter, named_daemonsets, several_daemonsets, style_for)
 from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..settings import Cluster, Settings, rollout_percentage
@@ -57,21 +57,22 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, ADDON_SHARING, _addon_sharing, kube, nodes)
         if not options.prometheus_in_use:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
-    style = style_for(settings)
-    namespace = settings.exporter.namespace
     configmap = _configmaps(kube, settings.agent.namespace)
+    # The cluster this context is (--cluster, else the one its agent's config names): it matters only when the
+    # clusters' exporters differ (deployment, namespace, DaemonSets)
+    # (the same in every cluster: the first cluster's, which may be its clusters[].exporter settings)
+    this, unknown = this_cluster(configmap, project, options.cluster)
+    style, namespace = style_for(settings, this), exporter_namespace(settings, this)
     services = _read_once(lambda: _labelled_services(kube, namespace, style.pod_label))
-    # The cluster this context is (--cluster, else the one its agent's config names): its DaemonSet matters only
-    # when the clusters name different ones
-    # (the same name in every cluster: the first cluster's, which may be its clusters[].exporter.daemonset)
-    this, unknown = _this_cluster(configmap, project, options.cluster) if _daemonsets_differ(settings) else (
-        next((c for c in settings.clusters if c.exporter_daemonset or c.exporter_more_daemonsets is not None), None),
-        "")
     found: list[Answer] = []
     if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
         yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
         daemonset = found[0] if len(found) == 1 else None
         name = daemonset.get("metadata.name", str) if daemonset is not None else ""
+        if daemonset is not None:  # read as what it is: its namespace, the fleet's style its labels say
+            namespace = daemonset.get("metadata.namespace", str) or namespace
+            labels = daemonset.string_map("metadata.labels")
+            style = next((s for s in fleet_styles(settings) if labels.get(s.pod_label[0]) == s.pod_label[1]), style)
     else:
         name = exporter_daemonset(settings, this)
         what = f"DaemonSet {namespace}/{name}"
@@ -110,18 +111,32 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 DAEMONSET_CHECK = "exporter DaemonSet"
 
 
-def _daemonsets_differ(settings: Settings) -> bool:
-    """Whether the clusters name different exporter DaemonSets (clusters[].exporter.daemonset, .more_daemonsets)."""
-    return len({named_daemonsets(settings, cluster) for cluster in settings.clusters}) > 1
+def exporters_differ(settings: Settings) -> bool:
+    """Whether the clusters' exporters differ: their deployment style (clusters[].exporter.deployment) or the exporter
+    DaemonSets they name (clusters[].exporter.namespace, .daemonset, .more_daemonsets)."""
+    return len({(style_for(settings, c).key, named_daemonsets(settings, c)) for c in settings.clusters}) > 1
+
+
+def this_cluster(configmap: Callable[[str], Answer | None], project: Project,
+                 chosen: str | None) -> tuple[Cluster | None, str]:
+    """The entry of clusters whose exporter this kube context is judged by, with why it cannot be told (_this_cluster)
+    where the clusters' exporters differ; else the first cluster that writes its own exporter settings (None: none
+    does, the global settings hold)."""
+    if exporters_differ(project.settings):
+        return _this_cluster(configmap, project, chosen)
+    return next((c for c in project.settings.clusters if c.exporter_daemonset or c.exporter_deployment
+                 or c.exporter_namespace or c.exporter_more_daemonsets is not None), None), ""
 
 
 def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list[Answer]) -> Check:
     """The clusters name different exporter DaemonSets and which cluster this context is cannot be told: a warning
     naming them, never a judgement by one of them. `found` receives the exporter DaemonSets in the namespace."""
-    namespace = settings.exporter.namespace
-    found += _exporter_daemonsets(kube, namespace)
-    def of(cluster: Cluster) -> str:  # with exporter.more_daemonsets, every DaemonSet it names, namespace/name
-        if not several_daemonsets(settings):
+    namespaces = list(dict.fromkeys(exporter_namespace(settings, c) for c in settings.clusters))
+    namespace = ", ".join(namespaces)
+    for each in namespaces:
+        found += _exporter_daemonsets(kube, each)
+    def of(cluster: Cluster) -> str:  # with exporter.more_daemonsets or namespaces apart, namespace/name of each
+        if not several_daemonsets(settings) and len(namespaces) == 1:
             return exporter_daemonset(settings, cluster)
         return " + ".join(f"{ns}/{n}" for ns, n in named_daemonsets(settings, cluster))
     named = shown([f"{c.name}: {of(c)}" for c in settings.clusters])
@@ -142,17 +157,18 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
     in its namespace but those exporter.more_daemonsets lists, each of which is there; else the exporter DaemonSets
     are named with the setting to write (the CloudWatch agent reads kube-state-metrics' counts of the named ones only).
     `found` receives the exporter DaemonSets in the namespace that no setting names."""
-    namespace, name = settings.exporter.namespace, exporter_daemonset(settings, cluster)
+    namespace, name = exporter_namespace(settings, cluster), exporter_daemonset(settings, cluster)
+    deployment = style_for(settings, cluster).key
     named = named_daemonsets(settings, cluster)  # and exporter.more_daemonsets: each read by its own alarm
     found += [d for d in _exporter_daemonsets(kube, namespace) if (namespace, d.get("metadata.name", str)) not in named]
     names = sorted(d.get("metadata.name", str) for d in found)
     others = ", ".join(names)
     if cluster and cluster.exporter_daemonset:
         setting = f"cluster {cluster.name}'s exporter.daemonset"
-    elif settings.exporter.daemonset:
+    elif settings.exporter.daemonset and deployment == settings.exporter.deployment:
         setting = "exporter.daemonset" + (f", cluster {cluster.name}" if cluster else "")
     else:
-        setting = f"exporter.daemonset unset: {settings.exporter.deployment}'s name"
+        setting = f"exporter.daemonset unset: {deployment}'s name"
     labels = exporter_labels_text()
     alarm = data_missing.expected(settings) and not addon_source(settings)
     place = f" (in cluster {cluster.name}'s entry of clusters)" if cluster else ""
@@ -174,7 +190,7 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                           "apply again")]
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
                       f"namespace labelled {labels}",
-                      f"install the DCGM exporter ({settings.exporter.deployment}), or set exporter.deployment, "
+                      f"install the DCGM exporter ({deployment}), or set exporter.deployment, "
                       "exporter.namespace and exporter.daemonset in gpudash.yaml", cause=NOT_DEPLOYED)]
     if not is_exporter(daemonset.string_map("metadata.labels")):
         return [Check(GROUP, DAEMONSET_CHECK, FAIL if alarm or names else WARN,
@@ -879,6 +895,14 @@ def _safe_load(text: str) -> Any:
     """yaml.safe_load through libyaml's safe loader where PyYAML has it: verify reads the live collector
     configuration (about 240 lines) three times, which libyaml does about seven times faster."""
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+def cluster_exporter(kube: Kube, project: Project, chosen: str | None):
+    """(deployment style, namespace) of the exporter of the cluster this kube context is (this_cluster; the fleet's
+    when it cannot be told)."""
+    settings = project.settings
+    this, _ = this_cluster(_configmaps(kube, settings.agent.namespace), project, chosen)
+    return style_for(settings, this), exporter_namespace(settings, this)
+
 
 def _this_cluster(configmap: Callable[[str], Answer | None], project: Project,
                   chosen: str | None) -> tuple[Cluster | None, str]:

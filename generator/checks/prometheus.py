@@ -15,6 +15,7 @@ from ..clients.answer import OddAnswer
 from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
+from ..exporter_styles import exporter_namespaces
 from ..output import ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE, built
 from ..project import Project
 from ..clients.options import Options
@@ -193,8 +194,9 @@ def _pod_nodes(prometheus: Prometheus, project: Project, window: int) -> Check:
                "describes is renamed")
         fix = f"set {ksm_monitor}"
     else:
-        why = f"kube_pod_info names no such pod in {settings.exporter.namespace}"
-        fix = (f"check that kube-state-metrics lists the pods of namespace {settings.exporter.namespace} (its "
+        where = ", ".join(exporter_namespaces(settings))
+        why = f"kube_pod_info names no such pod in {where}"
+        fix = (f"check that kube-state-metrics lists the pods of namespace {where} (its "
                "--namespaces and --resources) and is ready")
     return Check(GROUP, POD_NODES, WARN, f"{len(missing)} of {total} exporter targets without `node` have no "
                  f"kube_pod_info of their pod ({shown}): {why}; the data-missing rule judges each of them alone, so "
@@ -298,9 +300,11 @@ def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
                      cause=NO_DATA)
     if down:
         instances = ", ".join(labels.get("instance", "?") for labels in down)
+        # the job's Namespace label: the exporter pod's (a mixed fleet's clusters keep them in different ones)
+        namespace = next((labels["Namespace"] for labels in down if labels.get("Namespace")),
+                         settings.exporter.namespace)
         return Check(GROUP, "DCGM targets", FAIL, f"{len(down)} of {len(targets)} targets down: {instances}",
-                     f"check the exporter pods on those nodes (kubectl -n {settings.exporter.namespace} get pods "
-                     "-o wide)")
+                     f"check the exporter pods on those nodes (kubectl -n {namespace} get pods -o wide)")
     return Check(GROUP, "DCGM targets", OK, f"{len(targets)} targets up")
 
 

@@ -11,6 +11,7 @@ from ..agent_timing import timing_problem
 from ..cloudwatch_query import is_query
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
+from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
 from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
                             KSM_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
@@ -346,6 +347,43 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
                 break
 
 
+def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
+    """Each cluster's agent exporter job looks in the namespace of every exporter DaemonSet the cluster's settings name
+    and keeps their pods (relabel_configs' keep and drop rules, as Prometheus applies them, on a pod as Kubernetes SD
+    meets it: its namespace, owning DaemonSet, port 9400): the first's labelled as its deployment style's pods are
+    (clusters[].exporter.deployment, else exporter.deployment), each other's whichever style labels it. A build made
+    for another deployment or namespace than the settings say scrapes none of that cluster's GPUs."""
+    for cluster in subject.clusters():
+        agent = subject.agent(cluster)
+        if agent is None:
+            continue
+        job = next((j for j in agent.scrape.get("scrape_configs") or []
+                    if j.get("job_name") == subject.settings.scrape.job_name), None)
+        if job is None:
+            continue  # AG001 reports the metrics it would have published
+        looked = [n for sd in job.get("kubernetes_sd_configs") or [] if isinstance(sd, dict)
+                  for n in ((sd.get("namespaces") or {}).get("names") or [])]
+        style = style_for(subject.settings, cluster)
+        for k, (namespace, name) in enumerate(named_daemonsets(subject.settings, cluster)):
+            labels = [style.pod_label] if k == 0 else list(EXPORTER_LABELS)
+            pods = [{"__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+                     "__meta_kubernetes_pod_controller_name": name,
+                     "__meta_kubernetes_pod_container_port_number": "9400",
+                     "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key): value}
+                    for key, value in labels]
+            dropped = [f"{key}={value}" for (key, value), pod in zip(labels, pods)
+                       if not _relabel_keeps(pod, job.get("relabel_configs") or [])]
+            if (looked and namespace not in looked) or dropped:
+                how = (f"does not look in namespace {namespace}" if looked and namespace not in looked else
+                       f"drops its pods labelled {' or '.join(dropped)}")
+                setting = ("clusters[].exporter.deployment / .namespace" if cluster.exporter_deployment
+                           or cluster.exporter_namespace else "exporter.deployment / exporter.namespace")
+                yield Finding("AG007", "error", agent_file(cluster.name),
+                              f"the exporter job of cluster {cluster.name} {how}, where its exporter DaemonSet "
+                              f"{namespace}/{name} runs ({style.key}, {setting}): its GPUs are never published "
+                              f"(generate again from these settings)")
+
+
 def _relabel_keeps(labels: dict[str, str], rules: list[dict[str, Any]]) -> bool:
     """Whether a sample of `labels` survives the keep and drop rules of `rules` (Prometheus: source label values joined
     by the separator, a missing label read as "", the regex fully anchored)."""
@@ -520,6 +558,8 @@ RULES = (
                   "field's floor (agent.pipeline: otel)", blanks_filtered),
     Rule("AG006", "each counter's next reading reaches the agent's delta cache before it forgets the previous one "
                   "(5 minutes), and readings are sent within the minute the now values read", counters_kept),
+    Rule("AG007", "each cluster's agent scrapes the exporter pods of every exporter DaemonSet its settings name (the "
+                  "namespace, and the pod label of the cluster's deployment style)", exporters_scraped),
     Rule("PR001", "every label a query uses is delivered by the scrape job", labels_delivered),
     Rule("PR002", "the generated Prometheus scrape paths deliver the workload labels under the names `labels:` "
                   "declares", label_mode),

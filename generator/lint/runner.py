@@ -33,7 +33,7 @@ NOTE_RULES = [
                   "does (a field MIG does not report, whose stand-in alarm cannot be made)", _notes("AL012")),
 ]
 # The rules that read the agent ConfigMaps: with the Container Insights add-on there are none.
-AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005"})
+AGENT_RULES = frozenset({"AG001", "AG002", "AG003", "AG004", "AG005", "AG007"})
 
 
 # Every rule family, in the order lint lists and runs them.

@@ -16,7 +16,7 @@ from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NA
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..derived_sets import mig_only
-from ..exporter_styles import named_daemonsets, several_daemonsets, style_for
+from ..exporter_styles import exporter_namespace, named_daemonsets, several_daemonsets, style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
@@ -505,7 +505,7 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
     # CloudWatch dimension names (the agent's own scrape job), not the labels a Prometheus path uses.
     values = {CLUSTER_DIMENSION: cluster.name, dimension_for("namespace", settings): namespace,
               dimension_for("pod", settings): pod,
-              "Namespace": settings.exporter.namespace, "Service": style_for(settings).service,
+              "Namespace": exporter_namespace(settings, cluster), "Service": style_for(settings, cluster).service,
               "job": settings.scrape.job_name}
     unknown = [d for d in plan_.dims if not values.get(d)]
     if unknown:

@@ -18,7 +18,8 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
-from ..exporter_styles import EXPORTER_PORT, METRICS_PATH, exporter_namespaces, named_daemonsets, style_for
+from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespaces, fleet_styles,
+                               named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
@@ -32,8 +33,36 @@ METRIC_NAME_FILTER = "DCGM_.*"
 AGENT_WORKLOAD = (POD_DIMENSION, NAMESPACE_DIMENSION, "container")
 
 
+# Kubernetes SD's meta labels of a pod's namespace and of the controller that owns it (a DaemonSet's pods: its name)
+POD_NAMESPACE_META, POD_CONTROLLER_META = "__meta_kubernetes_namespace", "__meta_kubernetes_pod_controller_name"
+
+
+def exporter_pods_rule(styles: tuple[ExporterStyle, ...], daemonsets: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The relabel rule keeping the exporter's pods: those labelled as `styles`' pods are (one style: its pod label
+    alone), and, where `daemonsets` holds more than the first (exporter.more_daemonsets), the pods of each of those
+    DaemonSets by their namespace and owning controller's name, whatever their deployment style (a chart's release
+    listed beside the GPU operator's exporter carries app.kubernetes.io/name, not app)."""
+    if len(styles) == 1 and len(daemonsets) < 2:
+        return {"source_labels": [styles[0].pod_label_meta], "regex": styles[0].pod_label[1], "action": "keep"}
+    metas = list(dict.fromkeys(style.pod_label_meta for style in styles))
+    labelled = [";".join(re.escape(style.pod_label[1]) if meta == style.pod_label_meta else ".*"
+                         for meta in metas) + ";.*;.*" for style in styles]
+    # label values, namespaces and names hold no `;` (the separator)
+    owned = [";".join([".*"] * len(metas)) + f";{re.escape(ns)};{re.escape(ds)}" for ns, ds in daemonsets[1:]]
+    return {"source_labels": [*metas, POD_NAMESPACE_META, POD_CONTROLLER_META],
+            "regex": "|".join(dict.fromkeys(labelled + owned)), "action": "keep"}
+
+
 def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, Any]:
-    exporter = style_for(settings)
+    """The exporter's scrape job of `cluster`'s CloudWatch agent (its deployment style's pods, in its exporter
+    DaemonSets' namespaces), or without a cluster of the fleet's Prometheus (every cluster's)."""
+    exporter = style_for(settings, cluster)
+    if cluster:
+        styles, daemonsets = (exporter,), named_daemonsets(settings, cluster)
+    else:
+        styles = fleet_styles(settings)
+        daemonsets = named_daemonsets(settings)[:1] + tuple(dict.fromkeys(
+            d for c in settings.clusters for d in named_daemonsets(settings, c)[1:]))
     scrape = settings.scrape
     return {
         "job_name": scrape.job_name,
@@ -44,7 +73,7 @@ def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, 
         "sample_limit": 50000,
         "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": exporter_namespaces(settings, cluster)}}],
         "relabel_configs": [
-            {"source_labels": [exporter.pod_label_meta], "regex": exporter.pod_label[1], "action": "keep"},
+            exporter_pods_rule(styles, daemonsets),
             {"source_labels": ["__meta_kubernetes_pod_container_port_number"], "regex": str(EXPORTER_PORT),
              "action": "keep"},
             {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "Namespace", "action": "replace"},

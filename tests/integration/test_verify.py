@@ -390,6 +390,64 @@ def test_each_cluster_s_exporter_daemonset_is_read_by_verify_where_the_clusters_
         signals["ml-a"]["detail"], signals
 
 
+MIXED_FLEET = ("clusters:\n  - {name: gpu-cluster, region: us-east-1}\n"
+               "  - {name: b, region: us-east-1, exporter: {deployment: helm, namespace: dcgm-exporter}}\n")
+
+
+def _helm_chart_install(cluster, namespace: str = "dcgm-exporter") -> None:
+    """The stack's exporter as the dcgm-exporter chart installs it (release dcgm-exporter) in `namespace`: DaemonSet,
+    pods and Service named dcgm-exporter and labelled app.kubernetes.io/name=dcgm-exporter, container `exporter`,
+    Service port `metrics`."""
+    labels = {"app.kubernetes.io/name": "dcgm-exporter"}
+    cluster.namespace = namespace
+    daemonset = cluster.daemonset
+    daemonset["metadata"].update(name="dcgm-exporter", namespace=namespace, labels=dict(labels))
+    daemonset["spec"]["selector"] = {"matchLabels": dict(labels)}
+    daemonset["spec"]["template"]["metadata"]["labels"] = dict(labels)
+    daemonset["spec"]["template"]["spec"]["containers"][0]["name"] = "exporter"
+    service = cluster.services.pop("nvidia-dcgm-exporter")
+    service["metadata"].update(name="dcgm-exporter", namespace=namespace, labels=dict(labels))
+    service["spec"]["selector"] = dict(labels)
+    service["spec"]["ports"][0]["name"] = "metrics"
+    cluster.services["dcgm-exporter"] = service
+    for pod in cluster.pods:
+        pod["metadata"].update(namespace=namespace, labels=dict(labels),
+                               name=pod["metadata"]["name"].replace("nvidia-dcgm-exporter", "dcgm-exporter"))
+        pod["spec"]["containers"][0]["name"] = "exporter"
+        pod["status"]["containerStatuses"][0]["name"] = "exporter"
+
+
+MIXED_CHECKS = (("kube", "exporter DaemonSet"), ("kube", "exporter rollout"), ("kube", "GPU node coverage"),
+                ("kube", "exporter Service"), ("exporter", "metrics endpoint"))
+
+
+def _mixed_checks(checks: dict) -> dict:
+    """(status, the detail's start) of each of MIXED_CHECKS (absent: not run)."""
+    return {key: (checks[key]["status"], checks[key]["detail"][:60]) if key in checks else ("absent", "")
+            for key in MIXED_CHECKS}
+
+
+def test_verify_reads_each_clusters_exporter_of_its_own_deployment_style(stack, tmp_path):
+    """A fleet of the GPU operator's exporter in gpu-cluster and the Helm chart's in b (clusters[].exporter.deployment,
+    .namespace): in gpu-cluster (the live agent config names it) verify reads gpu-operator/nvidia-dcgm-exporter; in b
+    (--cluster b) dcgm-exporter/dcgm-exporter, its pods, its Service and its /metrics through that Service, each
+    check passing (b's exporter was looked for as gpu-operator/nvidia-dcgm-exporter)."""
+    cluster, verify = stack
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(MIXED_FLEET)
+    results = {}
+    checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    results["gpu-cluster"] = _mixed_checks(checks)
+    _helm_chart_install(cluster)
+    checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config), "--cluster", "b")[1]
+    results["b"] = _mixed_checks(checks)
+    assert {name: {key: status for key, (status, _) in each.items()} for name, each in results.items()} == {
+        name: {key: "ok" for key in MIXED_CHECKS} for name in results}, results
+    assert results["gpu-cluster"][("kube", "exporter DaemonSet")][1].startswith("gpu-operator/nvidia-dcgm-exporter ")
+    assert results["b"][("kube", "exporter DaemonSet")][1].startswith("dcgm-exporter/dcgm-exporter ")
+    assert results["b"][("exporter", "metrics endpoint")][1].startswith("service proxy dcgm-exporter/dcgm-exporter")
+
+
 def test_every_cluster_naming_the_same_daemonset_in_its_own_entry_is_read_by_verify(stack, tmp_path):
     """Every cluster names the same DaemonSet in clusters[].exporter.daemonset, the global one unset: the agents keep
     that DaemonSet's counts, and verify reads it (it read the deployment's default dcgm-exporter name, failed it as

@@ -549,3 +549,53 @@ def test_the_rule_reads_the_named_daemonsets_each_prometheus_holds(project_dir, 
                               'namespace="gpu-pools", daemonset="pool-c-dcgm-exporter"')
     assert read == (sorted([f'cluster="a", {pool_a}', f'cluster="a", {pool_b}', f'cluster="a", {pool_c}',
                             f'cluster="b", {pool_a}']) if shared else [pool_a])
+
+
+# The GPU operator's exporter in cluster a, with a Helm release beside it in monitoring (more_daemonsets); the Helm
+# chart's exporter alone in cluster b, in its own namespace
+MIXED_STYLES = ("clusters:\n  - name: a\n    region: us-east-1\n"
+                "    exporter: {more_daemonsets: [monitoring/gpu-metrics-dcgm-exporter]}\n"
+                "  - name: b\n    region: us-east-1\n    exporter: {deployment: helm, namespace: dcgm-exporter}\n")
+
+
+def _exporter_pod(namespace: str, daemonset: str, label: tuple[str, str]) -> dict[str, str]:
+    """An exporter pod as Kubernetes SD meets it."""
+    return {"__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+            "__meta_kubernetes_pod_controller_name": daemonset, "__meta_kubernetes_pod_container_port_number": "9400",
+            f"__meta_kubernetes_pod_label_{label[0]}": label[1]}
+
+
+def _keeps(job: dict, pod: dict[str, str]) -> bool:
+    from tests.support.dcgm_fleet import _relabel
+
+    namespaces = job["kubernetes_sd_configs"][0]["namespaces"]["names"]
+    return pod["__meta_kubernetes_namespace"] in namespaces and _relabel(job["relabel_configs"], pod) is not None
+
+
+def test_each_clusters_agent_keeps_the_pods_of_its_own_style_and_of_each_daemonset_it_lists(project_dir):
+    """Cluster b (clusters[].exporter.deployment: helm, .namespace: dcgm-exporter) keeps the chart's pods in its
+    namespace, not the operator's; cluster a keeps the operator's, and the pods of the Helm release its
+    more_daemonsets lists (kept by the operator's pod label alone, they were never scraped). AG007 agrees; with a's job
+    keeping by the operator's label alone, AG007 names the release's pods it drops."""
+    project = load_project(project_dir(MIXED_STYLES))
+    jobs = {agent.cluster: next(j for j in agent.scrape["scrape_configs"] if j["job_name"] == "dcgm-exporter")
+            for agent in build(project).agents}
+    operator, chart = ("app", "nvidia-dcgm-exporter"), ("app_kubernetes_io_name", "dcgm-exporter")
+    pods = {"a's operator exporter": _exporter_pod("gpu-operator", "nvidia-dcgm-exporter", operator),
+            "a's Helm release": _exporter_pod("monitoring", "gpu-metrics-dcgm-exporter", chart),
+            "b's chart exporter": _exporter_pod("dcgm-exporter", "dcgm-exporter", chart),
+            "an operator exporter in b's namespace": _exporter_pod("dcgm-exporter", "nvidia-dcgm-exporter", operator),
+            "an unlisted chart release in monitoring": _exporter_pod("monitoring", "other-dcgm-exporter", chart)}
+    kept = {cluster: sorted(name for name, pod in pods.items() if _keeps(job, pod)) for cluster, job in jobs.items()}
+    assert kept == {"a": ["a's Helm release", "a's operator exporter"], "b": ["b's chart exporter"]}
+    assert _rule(_feed(project), "AG007") == []
+
+    def by_label_alone(scrape):
+        job = next(j for j in scrape["scrape_configs"] if j["job_name"] == "dcgm-exporter")
+        job["relabel_configs"][0] = {"source_labels": ["__meta_kubernetes_pod_label_app"],
+                                     "regex": "nvidia-dcgm-exporter", "action": "keep"}
+
+    findings = _rule(_feed(project, lambda f: _edit_agent(f, edit_scrape=by_label_alone)), "AG007")
+    assert [(f.where, f.message.split(",")[0]) for f in findings] == [
+        ("k8s/cwagent-prometheus-config-a.yaml", "the exporter job of cluster a drops its pods labelled "
+                                                 "app.kubernetes.io/name=dcgm-exporter")]
