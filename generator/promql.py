@@ -577,6 +577,10 @@ class _Merge:
         """The labels of one GPU's (and outer group's) value, MIG instances combined."""
         return self._keep((), False)
 
+    def combines(self) -> bool:
+        """Whether a GPU's MIG instances make one value (the outer grouping does not keep them apart)."""
+        return not all(name in self.kept for name in self.instance)
+
     def copies(self, series: str, own: tuple[str, ...] = ()) -> str:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
@@ -624,9 +628,13 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
-             unfiltered: bool = False) -> str:
+             unfiltered: bool = False, known: bool = True) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`; one value per GPU
     instance where it keeps them apart). `unfiltered` (a gauge): blank readings kept (_field_series).
+
+    A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank: the rest
+    of its instances are not the GPU (a 3g.40gb's free memory blank beside a 1g.10gb's 10,000 MiB read 10,000 MiB
+    free). `known` False leaves that to the caller (_unknown, over several fields).
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -643,8 +651,14 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             else None
         series = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies, resolution,
                                device, unfiltered)
-        return _across_own_labels(metric, catalog, merge, merge(
+        value = _across_own_labels(metric, catalog, merge, merge(
             how, merge.gpus(series, own_labels) if counter else series, own_labels))
+        if how == "sum" and known and not unfiltered and not own_labels and merge.combines() \
+                and not catalog.get(metric).is_counter:
+            raw = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, None, resolution,
+                                device, unfiltered=True)
+            value = f"({value} unless on ({merge.grouping()}) ({merge.copies(raw)} unless {merge.copies(series)}))"
+        return value
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, resolution=resolution, device=device, unfiltered=unfiltered)
     substitute = catalog.mig_substitute(metric)
@@ -706,10 +720,11 @@ def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
     if used not in catalog or free not in catalog:
         return whole
     mig = (f'{MIG_INSTANCE_LABEL}!=""',)
-    held = per_gpu(used, True, mig)
+    held = per_gpu(used, True, mig, known=False)
     unknown = _unknown(((used, True), (free, True)), catalog,
                        lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, mig, True, unfiltered))
-    return f"(({held} / ({held} + {per_gpu(free, True, mig)}) unless on ({grouping}) {unknown}) or {whole})"
+    return (f"(({held} / ({held} + {per_gpu(free, True, mig, known=False)}) unless on ({grouping}) {unknown}) "
+            f"or {whole})")
 
 
 def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
@@ -735,10 +750,10 @@ def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog
     another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A pod one of whose
     GPUs or instances reads a blank of a field (_unknown) has no value, as its total would hold the blank (the
     CloudWatch agent publishes no such pod total either)."""
-    total = " + ".join(per_gpu(*key) for key in whole)
+    total = " + ".join(per_gpu(*key, known=False) for key in whole)
     unknown = _unknown((part, *whole), catalog,
                        lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
-    return (f"(sum by ({grouping}) ({per_gpu(*part)}) / sum by ({grouping}) ({total}) "
+    return (f"(sum by ({grouping}) ({per_gpu(*part, known=False)}) / sum by ({grouping}) ({total}) "
             f"unless on ({grouping}) {unknown})")
 
 
@@ -830,25 +845,27 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
     def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), instances: bool = False,
-                unfiltered: bool = False) -> str:
-        """The field per GPU (`instances`: per GPU instance, the instances kept apart)."""
+                unfiltered: bool = False, known: bool = True) -> str:
+        """The field per GPU (`instances`: per GPU instance, the instances kept apart; `known`: _per_gpu)."""
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole, labels.copies, lookback) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], _Merge(labels, (), merge.kept) if instances
-                        else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered)
+                        else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered,
+                        known)
 
-    combined = not count and not all(name in outer for name in merge.instance)  # a GPU's instances make its value
+    combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
     if pool:
         return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
-    value = per_gpu(query.metric, query.whole_gpu)
+    # a value of several fields combined over a GPU's instances: _unknown checks them together
+    value = per_gpu(query.metric, query.whole_gpu, known=not (combined and query.over))
     if query.metric in MIG_MEMORY_SHARES and combined:
         value = _memory_share(query.metric, catalog, per_gpu, merge.grouping())
     if query.over:
-        total = " + ".join(per_gpu(m, True) for m in query.over)
+        total = " + ".join(per_gpu(m, True, known=not combined) for m in query.over)
         value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
         if combined:  # the field and the total over the same instances
             unknown = _unknown(((query.metric, query.whole_gpu), *((m, True) for m in query.over)), catalog,

@@ -401,20 +401,53 @@ def test_grafana_gives_a_mig_gpu_whose_instance_reads_a_blank_no_framebuffer_sha
                       Panel("Used over total per node", (Query(USED, "avg", ("node",), over=(USED, FREE)),)),
                       Panel("Share per node", (Query(FB_PERCENT, "avg", ("node",)),)),
                       per_gpu(FB_PERCENT, "Share per GPU")])]), project.catalog, project.settings)
-    models = {d.uid: d.model for d in grafana_dashboards(project)} | {"share": share}
-    shown = {}
-    for (uid, title) in FRAMEBUFFER_SHARES:
-        panel = next(p for row in models[uid]["panels"] for p in [row, *row.get("panels", [])] if p["title"] == title)
-        assert "instances reads DCGM's blank for any of the fields (or one field and not another) has no value" \
-            in panel["description"], (title, panel["description"])
-        (target,) = panel["targets"]
-        expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
-        shown[uid, title] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
-                             for s in prometheus.api("query", query=expr, time=start + 30 * 60)["result"]}
+    panels, shown = _at_minute_30(prometheus, start, project, FRAMEBUFFER_SHARES, {"share": share})
+    assert all("instances reads DCGM's blank for any of the fields (or one field and not another) has no value"
+               in panel["description"] for panel in panels.values()), panels
     assert {key: lines.keys() for key, lines in shown.items()} == \
         {key: lines.keys() for key, lines in FRAMEBUFFER_SHARES.items()}, shown
     assert all(abs(value - FRAMEBUFFER_SHARES[key][line]) <= 1e-9 for key, lines in shown.items()
                for line, value in lines.items()), shown
+
+
+def _line(gpu: int) -> str:
+    return f"{NODE} GPU {gpu}"
+
+
+# panel -> {legend: MiB} at minute 30: a MIG GPU's memory is its instances' sum, and none where one of them reads the
+# blank for the field (GPU 2's free memory read 10,000 MiB, its 1g.10gb's alone; GPU 3's used 5,000), per GPU and per
+# pod (the blank-used and blank-both pods read 5,000 and 2,500)
+MEMORY = {
+    ("gpudash-overview", "Framebuffer memory used"): {
+        _line(0): 8500, _line(1): 40192, _line(2): 20000, _line(5): 40192, _line(6): 0, _line(7): 80000, _line(8): 0},
+    ("gpudash-all-metrics", "DEV_FB_FREE"): {
+        _line(0): 1500, _line(1): 9856, _line(3): 25000, _line(5): 0, _line(6): 9856, _line(7): 0, _line(8): 24000},
+    ("gpudash-by-pod", "Framebuffer used by pod"): {
+        "Pod team-m/mig-pod": 40192, "Pod team-m/blank-free": 20000, "Pod team-m/spread-pod": 40192,
+        "Pod team-m/whole-pod": 80000},
+}
+
+
+def test_grafana_gives_a_mig_gpu_whose_instance_reads_a_blank_no_memory_total(extra):
+    """A MIG GPU's used or free memory is the sum of its instances': one of them reading DCGM's blank for the field
+    leaves the GPU (and a pod's total holding it) without a value, not the sum of the others."""
+    project, prometheus, start = extra
+    assert _at_minute_30(prometheus, start, project, MEMORY)[1] == MEMORY
+
+
+def _at_minute_30(prometheus, start: int, project, wanted, more=None) -> tuple[dict, dict]:
+    """({(dashboard uid, title): panel}, {(uid, title): {legend: value}}) of the `wanted` panels at minute 30, of the
+    project's dashboards and `more` ({uid: model})."""
+    models = {d.uid: d.model for d in grafana_dashboards(project)} | (more or {})
+    panels = {(uid, title): next(p for row in models[uid]["panels"] for p in [row, *row.get("panels", [])]
+                                 if p["title"] == title) for uid, title in wanted}
+    shown = {}
+    for key, panel in panels.items():
+        (target,) = panel["targets"]
+        expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+        shown[key] = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+                      for s in prometheus.api("query", query=expr, time=start + 30 * 60)["result"]}
+    return panels, shown
 
 
 def test_grafana_says_mig_gpus_are_left_out_of_a_share_it_cannot_weigh(tmp_path):
