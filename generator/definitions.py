@@ -24,7 +24,7 @@ from typing import Any, Iterator
 
 from .catalog import Catalog
 from .errors import EXIT_INPUT, InputError
-from .model import Alarm, DefinitionError, _caller
+from .model import Alarm, DefinitionError, _caller, shown_path
 from .reading import list_folder
 from .resources import known_fields
 from .settings import Levels, Settings
@@ -144,7 +144,7 @@ def _deadline(seconds: float) -> Iterator[None]:
     def expired(signum, frame):
         fired.append(frame)
         if len(fired) > STUBBORN_FIRINGS:  # a bare `except:` in a loop keeps swallowing TimeLimit
-            where = f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "a definition"
+            where = f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "a definition"
             os.write(2, f"error: {where}: the definition did not finish within {seconds:g} s and would not "
                         f"stop (it catches every exception)\n  fix: fix the loop; if it really needs longer, "
                         f"set {TIME_LIMIT_VARIABLE}=<seconds>\n".encode())
@@ -183,7 +183,7 @@ def _where_in(path: Path, exc: BaseException) -> str:
             file, line = own(frame.filename), frame.lineno
     if isinstance(exc, SyntaxError) and exc.lineno and own(exc.filename or ""):
         file, line = own(exc.filename or ""), exc.lineno
-    return f"{file}:{line}" if line else str(path)
+    return f"{shown_path(file)}:{line}" if line else shown_path(path)
 
 
 def _failure(path: Path, exc: BaseException, doing: str, seconds: float) -> InputError:
@@ -271,7 +271,7 @@ def _execute(path: Path, namespace: str):
     name = f"gpudash_definitions.{namespace}.{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise InputError("cannot load this file as Python", where=str(path))
+        raise InputError("cannot load this file as Python", where=shown_path(path))
     module = importlib.util.module_from_spec(spec)
     code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
     sys.modules[name] = module
@@ -351,7 +351,7 @@ def _called(function, ctx: Context, path: Path) -> list[tuple[Any, int | None]]:
     line = _return_line(function, path)
     if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__iter__"):
         raise InputError(f"{function.__name__}(ctx) returned {type(result).__name__}, not a list of objects",
-                         where=f"{path}:{line}", hint=f"return a list (or yield each object) from {function.__name__}(ctx)")
+                         where=f"{shown_path(path)}:{line}", hint=f"return a list (or yield each object) from {function.__name__}(ctx)")
     return [(value, line) for value in result]
 
 
@@ -373,7 +373,7 @@ def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[An
     if hasattr(module, kind.upper()):
         value = getattr(module, kind.upper())
         if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
-            raise InputError(f"{kind.upper()} is a {type(value).__name__}, not a list", where=f"{path}:"
+            raise InputError(f"{kind.upper()} is a {type(value).__name__}, not a list", where=f"{shown_path(path)}:"
                              f"{lines.get(kind.upper(), 1)}", hint=f"write {kind.upper()} = [ ... ]")
         return [(item, lines.get(kind.upper())) for item in value]
     if kind == "dashboards":
@@ -382,7 +382,7 @@ def _contributions(module, kind: str, ctx: Context, path: Path) -> list[tuple[An
             return found
     also = " or a grafanalib Dashboard" if kind == "dashboards" else ""
     raise InputError(f"the file defines no {kind} (no `{singular}`, `{kind}(ctx)` or `{kind.upper()}`{also})",
-                     where=str(path), hint=f"define them, or give the file a name starting with _ if it is a "
+                     where=shown_path(path), hint=f"define them, or give the file a name starting with _ if it is a "
                                           f"helper module (gpudash reads no _*.py file as a definition)")
 
 
@@ -414,7 +414,7 @@ def _load_folder(kind: str, other: str, folder: Path, names: list[str], shared: 
         if not file_name.endswith(".py") or file_name.startswith("_"):
             continue
         if path.is_symlink() and not path.exists():
-            raise InputError("a link to a definition that does not exist", where=str(path),
+            raise InputError("a link to a definition that does not exist", where=shown_path(path),
                              hint="fix or remove the link; its dashboards would silently be missing")
         if not path.is_file():
             continue

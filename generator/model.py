@@ -39,13 +39,19 @@ def _caller() -> str:
     while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIR)
                                  or frame.f_code.co_filename == "<string>"):
         frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else "<unknown>"
+    return f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}" if frame else "<unknown>"
+
+
+def shown_path(path: str | Path) -> str:
+    """`folder/file.py`: how every message, lint finding and generated note names a definition file (where the
+    project is checked out never shows, so a build records the same text anywhere; the settings name the folder)."""
+    return "/".join(Path(path).parts[-2:])
 
 
 @cache
 def source_file(defined_at: str) -> str:
     """`folder/file.py` of a `path:line` location, for messages and generated notes."""
-    return "/".join(Path(defined_at.rsplit(":", 1)[0]).parts[-2:])
+    return shown_path(defined_at.rsplit(":", 1)[0])
 
 
 # Words a definition may write for a choice of another spelling (no guess by likeness: `median` is not `min`)

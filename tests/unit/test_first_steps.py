@@ -168,7 +168,7 @@ def dashboards(ctx):
 
 def _typo_project(in_folder, folder: str = "dashboards") -> None:
     """TYPO_PANEL's dashboard in `folder`, with a counters CSV that collects GPU_UTIL only."""
-    (in_folder / folder).mkdir()
+    (in_folder / folder).mkdir(parents=True)
     (in_folder / folder / "training.py").write_text(TYPO_PANEL)
     (in_folder / "counters.csv").write_text("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n")
     (in_folder / "gpudash.yaml").write_text(f"counters: counters.csv\ndefinitions: {{dashboards: '{folder}'}}\n")
@@ -191,6 +191,19 @@ def test_a_field_the_csv_does_not_collect_is_left_out_with_a_note_counted_by_lin
     assert report["notes"] == 1 + len(alarms) + len(blanks) and len(notes) == 1 and \
         notes[0]["where"].endswith("training.py:8")
     assert "DCGM_FI_DEV_GPU_TEMP" in notes[0]["message"]
+
+
+def test_a_definition_error_names_its_file_as_lint_s_df001_does(in_folder, cli):
+    """One form for a definition file in every message: `folder/file.py:line`, whether a panel left out (DF001)
+    or a definition that fails (it was the absolute path there), wherever gpudash is run from."""
+    _typo_project(in_folder, "config/boards")
+    code, stdout, _ = cli("lint", "--output", "json")
+    (note,) = [f for f in json.loads(stdout)["findings"] if f["rule"] == "DF001" and f["message"].startswith("panel ")]
+    (in_folder / "config/boards/training.py").write_text(TYPO_PANEL + "raise ValueError('broken')\n")
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 2 and note["where"] == "boards/training.py:8", note
+    assert f"error: boards/training.py:{len(TYPO_PANEL.splitlines()) + 1}: the definition raised ValueError" in stderr
+    assert str(in_folder) not in stderr, stderr
 
 
 def test_lint_from_judges_the_build_not_the_definitions_or_csv_changed_since(in_folder, cli):
