@@ -80,6 +80,12 @@ class GpudashGroup(click.Group):
             interrupted()
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and not ctx.resilient_parsing:
+            # `gpudash` alone ran no command: the help on stderr and exit 2, as click 8.2 and later do for every
+            # click tool (8.1 printed it on stdout, exit 0), so that `gpudash $COMMAND` with COMMAND empty fails a
+            # script; `gpudash --help` asks for the help and exits 0
+            click.echo(ctx.get_help(), err=True)
+            ctx.exit(EXIT_INPUT)
         try:
             return super().parse_args(ctx, args)
         except click.NoSuchOption as exc:  # `gpudash --config F generate`: say where the option goes

@@ -153,3 +153,11 @@ def test_ctrl_c_while_click_reads_the_command_line_exits_130_not_aborted_1(monke
         main.main(["metrics"], prog_name="gpudash")
     assert stopped.value.code == 130 and "Aborted!" not in capsys.readouterr().err
 
+
+def test_gpudash_alone_prints_the_help_on_stderr_and_exits_2_as_the_readme_says(cli):
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    assert "`gpudash` with no command, which prints the help on stderr" in readme
+    code, stdout, stderr = cli()
+    assert code == 2 and stdout == "" and "Usage:" in stderr and "Commands:" in stderr
+    code, stdout, stderr = cli("--help")
+    assert code == 0 and "Commands:" in stdout
