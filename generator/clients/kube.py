@@ -59,7 +59,23 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
     if named is None and not os.path.exists(os.path.expanduser("~/.kube/config")):
         return RemoteError("no usable kubeconfig: KUBECONFIG is not set and ~/.kube/config does not exist",
                            hint=f"set KUBECONFIG to your kubeconfig file; {update}")
-    return RemoteError(f"no usable kubeconfig ({kube_error})", hint=f"set KUBECONFIG or --context; {update}")
+    import yaml
+
+    if isinstance(kube_error, yaml.MarkedYAMLError) and kube_error.problem_mark is not None:
+        mark, begun = kube_error.problem_mark, kube_error.context_mark
+        within = f" ({kube_error.context} at line {begun.line + 1})" if kube_error.context and begun else ""
+        return RemoteError(f"the kubeconfig {mark.name} is not valid YAML: {kube_error.problem} at line "
+                           f"{mark.line + 1}, column {mark.column + 1}{within}",
+                           hint=f"fix the file there (`kubectl config view` reads it as the client does), or point "
+                                f"KUBECONFIG at another kubeconfig; {update}")
+    said = " ".join(str(kube_error).split())  # one line: the table's cell, and a parser's message runs over several
+    if "context" in said.lower():
+        return RemoteError(f"no usable kubeconfig ({said})",
+                           hint="give --context one of the contexts `kubectl config get-contexts` lists, or set the "
+                                f"kubeconfig's current-context; {update}")
+    return RemoteError(f"no usable kubeconfig ({said})",
+                       hint=f"check the kubeconfig (`kubectl config view` reads it as the client does), or point "
+                            f"KUBECONFIG at another; {update}")
 
 
 EXEC_MARGIN = 0.5  # seconds of the run an exec plugin leaves for its check to be reported before the deadline
