@@ -670,12 +670,13 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
                 raise
             _settle(exc, "DeleteDashboards", "the dashboard", read, done=done, before=as_before)
             return True
-        try:
-            still = cloudwatch.dashboard_body(region, change.name)
+        try:  # still there: perhaps a read that has not caught up with the delete
+            still, twice = _read_settled(cloudwatch, read, lambda now: now is None)
         except RemoteError as exc:
             raise _unshown(exc, "DeleteDashboards", "the dashboard") from None
         if still is not None:  # an answer alone proves no delete
-            raise RemoteError("CloudWatch answered DeleteDashboards, but the dashboard is still there right after",
+            right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
+            raise RemoteError(f"CloudWatch answered DeleteDashboards, but {right_after} the dashboard is still there",
                               where=what, hint=UNPROVEN)
         return True
     try:
@@ -689,12 +690,18 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         return True  # read back with the body sent: the check below is made
     messages = response.get("DashboardValidationMessages") or []
     api = "PutDashboard with validation messages" if messages else "PutDashboard"
-    try:
-        written = cloudwatch.dashboard_body(region, change.name)
-    except RemoteError as exc:
-        raise _unshown(exc, api, "the dashboard") from None
+
+    def read_back() -> dict[str, Any] | None:
+        try:
+            return cloudwatch.dashboard_body(region, change.name)
+        except RemoteError as exc:
+            raise _unshown(exc, api, "the dashboard") from None
+
+    # as before: perhaps a read that has not caught up with the write (AWS documents no freshness for GetDashboard)
+    written, twice = _read_settled(cloudwatch, read_back, lambda now: not as_before(now))
     if not messages and written != body:  # read back as the plan compares: the body as data
-        raise RemoteError("CloudWatch answered PutDashboard, but right after the dashboard is not there with the "
+        right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
+        raise RemoteError(f"CloudWatch answered PutDashboard, but {right_after} the dashboard is not there with the "
                           "body sent: the write did not take effect", where=what, hint=UNPROVEN)
     if messages:  # warnings alone: saved; an error among them: not (AWS; a message does not say which it is)
         _saved_with_messages(what, written, body, as_before(written),
@@ -798,7 +805,8 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             put(**{k: v for k, v in request.items() if k != "Tags"})
     arn, reported = live.get("arn"), live.get("hash")
     if fields_written:
-        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE)
+        arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,
+                                   before=alarm_fields(now) if now is not None else None)
     if change.action == CREATE:
         _created_with(cloudwatch, region, change.name, arn, tags)
     missing = _evidence_to_restore(request, tags, reported, live.get("renamed")) if live.get("as_generated") else [
@@ -873,13 +881,13 @@ def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[
                       "effect", where=what, hint=UNPROVEN)
 
 
-LAGGED_READ_PAUSE = 1.0  # seconds before tags read back as not (all) written (a create, a tag write) are read again
+LAGGED_READ_PAUSE = 1.0  # seconds before a read-back that shows a write not (all) made is read again
 
 
-def _read_settled(cloudwatch: CloudWatch, read: Callable[[], list[dict[str, str]]],
-                  settled: Callable[[list[dict[str, str]]], bool]) -> tuple[list[dict[str, str]], bool]:
-    """Tags read right after a write, and whether they were read twice: once more LAGGED_READ_PAUSE later (on the
-    deadline's clock, when it leaves the time) where the first read does not show the write settled."""
+def _read_settled(cloudwatch: CloudWatch, read: Callable[[], Any], settled: Callable[[Any], bool]) -> tuple[Any, bool]:
+    """What `read` reads right after a write (an alarm's tags, its fields, a dashboard), and whether it was read
+    twice: once more LAGGED_READ_PAUSE later (on the deadline's clock, when it leaves the time) where the first read
+    does not show the write settled."""
     tags = read()
     if settled(tags) or cloudwatch.deadline.remaining() <= LAGGED_READ_PAUSE:
         return tags, False
@@ -968,7 +976,7 @@ def _untagged(exc: RemoteError, *, created: bool, moved: bool = False) -> Remote
 
 
 def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str, Any], *,
-               created: bool) -> tuple[str, str]:
+               created: bool, before: dict[str, Any] | None = None) -> tuple[str, str]:
     """(ARN, hash of the alarm as CloudWatch reports it) right after its write. The read-back is the only
     proof the write took effect (an answer of `{}` proves nothing): it must be the request in every field
     that decides what the alarm evaluates and does, up to CloudWatch's documented defaults and forms
@@ -977,29 +985,39 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     creation on (the hash of the request is known before the write): reported otherwise, that evidence is
     taken back (UntagResource), so that it carries its ownership tags alone and the next plan compares it
     field by field; not read at all, it keeps it, and the next plan's read of the alarm is the proof: as
-    generated only where CloudWatch holds what was sent."""
+    generated only where CloudWatch holds what was sent. A read that shows the alarm as it was before the write
+    (`before`: its fields read right before it; None: not there) may be a read that has not caught up with the write
+    (AWS documents no freshness for DescribeAlarms): it is read once more LAGGED_READ_PAUSE later before the write
+    is called not made, as tag read-backs are."""
     what = f"CloudWatch alarm {name}"
     hint = UNPROVEN
     left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} and with the {ALARM_HASH_TAG} of what was sent "
             "(unconfirmed: the next plan finds it as generated only where CloudWatch holds what was sent, and "
             "otherwise as changed since gpudash wrote it)") if created else "; no evidence tagged"
-    try:
-        alarm = cloudwatch.metric_alarms(region, names=[name]).get(name)
-    except RemoteError as exc:
-        if isinstance(exc, DeadlineExceeded) and exc.stopped is None:
-            exc.stopped = exc.what  # the write was answered: it may have happened, never "not attempted"
-        exc.what = (f"CloudWatch answered PutMetricAlarm, but the alarm could not be read back to show the write "
-                    f"took effect, which it may have ({exc.what.removesuffix('; not attempted')}); not reported "
-                    f"written{left}")
-        exc.where, exc.hint = what, exc.hint or hint
-        raise
+    def read() -> dict[str, Any] | None:
+        try:
+            return cloudwatch.metric_alarms(region, names=[name]).get(name)
+        except RemoteError as exc:
+            if isinstance(exc, DeadlineExceeded) and exc.stopped is None:
+                exc.stopped = exc.what  # the write was answered: it may have happened, never "not attempted"
+            exc.what = (f"CloudWatch answered PutMetricAlarm, but the alarm could not be read back to show the "
+                        f"write took effect, which it may have ({exc.what.removesuffix('; not attempted')}); not "
+                        f"reported written{left}")
+            exc.where, exc.hint = what, exc.hint or hint
+            raise
+
+    def as_before(alarm: dict[str, Any] | None) -> bool:
+        return alarm is None if before is None else alarm is not None and alarm_fields(alarm) == before
+
+    alarm, twice = _read_settled(cloudwatch, read, lambda now: not as_before(now))
+    right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
     if alarm is None:
-        raise RemoteError("CloudWatch answered PutMetricAlarm, but the alarm is not there right after",
+        raise RemoteError(f"CloudWatch answered PutMetricAlarm, but {right_after} the alarm is not there",
                           where=what, hint=hint)
     differences = unconfirmed(alarm_fields(request), alarm_fields(alarm))
     if differences:
         after = _evidence_taken_back(cloudwatch, region, name, alarm, alarm_tags(request)) if created else left
-        raise RemoteError(f"CloudWatch answered PutMetricAlarm, but right after reports the alarm with other "
+        raise RemoteError(f"CloudWatch answered PutMetricAlarm, but {right_after} it reports the alarm with other "
                           f"{', '.join(differences)} than were sent: the write did not take effect as sent{after}",
                           where=what, hint=hint)
     return alarm["AlarmArn"], alarm_hash(alarm)
@@ -1271,8 +1289,9 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     except ClientError as exc:
         not_found = True
         own = bool(getattr(exc, "after_lost", False))  # an attempt of this call landed and lost its answer
-    try:  # one read of the batch: an answer alone proves no delete
-        left = cloudwatch.metric_alarms(region, names=[c.name for c in batch])
+    try:  # an answer alone proves no delete; still there: perhaps a read that has not caught up with it
+        left, twice = _read_settled(cloudwatch, lambda: cloudwatch.metric_alarms(region, names=[c.name for c in batch]),
+                                    lambda now: not any(c.name in now for c in batch))
     except RemoteError as exc:
         if lost is not None and not isinstance(exc, DeadlineExceeded):
             lost.what += f"; the alarms could not be read back to show it ({exc.what})"
@@ -1280,7 +1299,8 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         unshown = _unshown(exc, "DeleteAlarms", "the alarms")  # once: it rewrites the error it is given
         return [(change, False, unshown) for change in batch]
     answer = "with ResourceNotFound" if not_found else "as done"
-    still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but the alarm is still there right after",
+    right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
+    still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but {right_after} the alarm is still there",
                         where=what, hint=UNPROVEN)
     if lost is not None:
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
