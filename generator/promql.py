@@ -189,10 +189,12 @@ class _Device:
     `lookback` (per-pod panels, label_lookback): the pods a GPU is named under are those a scrape within that
     window named, not only the latest scrape's (an exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods
     share by time-slicing or MPS under one of them per scrape, which one changing from scrape to scrape:
-    dcgm-exporter #340; the others' series are marked stale at that scrape). Each such pod's copy reads the
-    GPU's latest reading (the device's value, as above), so a GPU counts once per pod whatever copy is older,
-    and a GPU without a reading now (its exporter gone) shows under no pod; a pod's own share (`shares`, not
-    `whole`) is the latest reading of its own copy within the window."""
+    dcgm-exporter #340; the others' series are marked stale at that scrape), whichever exporter copy named them.
+    Each such pod shows with the GPU's latest reading (`_newest`: its copies' fresh reading, else their latest within
+    the window; the device's own series first where the exporter writes one), so a GPU counts once per pod, a
+    replaced exporter's copy or one from before a Prometheus restart (not marked stale) does not outread a newer
+    one, one failed scrape hides nothing, and a GPU without a reading within the window (its exporter gone) shows
+    under no pod; a pod's own share (`shares`, not `whole`) is read the same way from the pod's copies."""
 
     scoped: list[list[str]]  # the query's scope
     unscoped: list[list[str]]  # the scope without the workload variables (pod, namespace)
@@ -202,21 +204,34 @@ class _Device:
     whole: bool
     shares: bool = True  # exporter.virtual_gpus: the fields of PER_PROCESS_FIELDS hold each pod's own share
     lookback: str | None = None
+    labels: Labels | None = None  # with `lookback`: the node spellings the copies are coalesced over
+    resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
 
     def reading(self, metric: str, extra: list[str], gauge: str) -> str | None:
         """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
         or one over a window, blanks removed), or None: as they are."""
         own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
-        if self.lookback is not None and own_share:
-            return _parenthesised(_raw(metric, self.scoped, extra,
-                                       f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}"))
-        if self.lookback is None and (not self.shares or metric not in PER_PROCESS_FIELDS or own_share):
-            return None
-        scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge if self.lookback is None
-                                     else f"present_over_time({{}}[{self.lookback}])"))
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         # a field split by labels of its own (an XID code's count) has a reading per code
-        identity = (*self.identity, *FIELD_LABELS.get(metric, ((), ""))[0])
+        field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
+        if self.lookback is not None:
+            labels = self.labels
+            slot = (labels.cluster, labels.node, "gpu", *INSTANCE_IDENTITY, *field_labels)
+            if own_share:
+                return "({} or {})".format(*self._newest(metric, self.scoped, extra, gauge,
+                                                         (*slot, labels.namespace, labels.pod)))
+            tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
+            if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first, in each tier
+                own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
+                tiers = (own[0], tiers[0], own[1], tiers[1])
+            device = f"({' or '.join(tiers)})"
+            named = coalesce_node(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
+                                  labels)
+            return f"({named} * 0 + on ({_listed(slot)}) group_left () {device})"
+        if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
+            return None
+        scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
+        identity = (*self.identity, *field_labels)
         strip = f"max by ({_listed(identity)}) "
         own = _parenthesised(_raw(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge))
         any_copy = _parenthesised(_raw(metric, self.unscoped, any_pod, gauge))
@@ -225,6 +240,26 @@ class _Device:
         if self.per_pod:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
+
+    def _newest(self, metric: str, branches: list[list[str]], extra: list[str], gauge: str,
+                keep: tuple[str, ...]) -> tuple[str, str]:
+        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading): the highest of
+        its copies' readings taken within the last scrape interval (step_reading at `resolution`: the instant
+        selector's sample, kept where the copy has one taken within (t - interval, t]; a copy marked stale is not
+        read), and the highest of its copies' latest readings within the lookback, for where no copy has a fresh one
+        (each marked stale since: a failed scrape, the exporter replaced or gone; or a Prometheus restart a moment
+        ago). A copy from before a Prometheus restart (no staleness marker ends it: the instant selector reads it for
+        5 minutes) or of a replaced exporter (its last reading stays within the lookback) is not fresh, so it does not
+        outread a newer copy. Ranges and the instant selector only: `timestamp()` would say which copy is newest, at
+        ten times the CPU of the selector on Prometheus 2.42 (it seeks every series again at every step)."""
+        by = _listed(keep)
+        selectors = [selector(metric, [*branch, *extra]) for branch in branches]
+        fresh = [step_reading(each, self.resolution, gauge.format(each)) for each in selectors]
+        late = _raw(metric, branches, extra, f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}")
+
+        def highest(copies: str) -> str:
+            return f"max by ({by}) ({coalesce_node(copies, self.labels)})"
+        return highest(fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"), highest(_parenthesised(late))
 
 
 def _parenthesised(text: str) -> str:
@@ -850,7 +885,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
-                         whole, labels.copies, lookback) \
+                         whole, bool(labels.copies), lookback, labels, resolution) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], _Merge(labels, (), merge.kept) if instances
                         else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered,

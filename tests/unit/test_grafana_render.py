@@ -148,8 +148,8 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                 metric = project.catalog.get(selector.metric)
                 if metric.is_counter:  # rated, or compared with the blank floor
                     assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
-                else:
-                    assert selector.range_function in (None, "compare")
+                else:  # the latest sample, or the latest within a per-pod panel's lookback (promql._Device._newest)
+                    assert selector.range_function in (None, "compare", "last_over_time")
             if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes irate per step)
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
@@ -182,11 +182,14 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
-    # whether a scrape of it named the pod: promql.label_lookback)
+    # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
+    # scrape interval: promql.taken_within); a copy's latest reading within the lookback drops it too
     floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14)?", util)
     assert floors and all(floors), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
-    assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\)", util))
+    assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|29999ms|30s|1ms\] "
+                                                    r"offset 30s)", util)) + len(
+        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\) < 1e14", util))
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():

@@ -1,0 +1,261 @@
+"""Per-pod panels over the pod label's lookback on a real Prometheus scraping every second (the panels' 4-interval
+lookback is 4 s there: tests.support.prometheus_server.scraped_every), where a GPU's copies come from two exporters or
+from both sides of a Prometheus restart: each pod named within the lookback shows with the GPU's latest stored reading
+(promql._Device._newest), whichever copy carried it.
+
+- exporter.virtual_gpus: the exporter (4.5.3+, KUBERNETES_VIRTUAL_GPUS=true) writes a held GPU's framebuffer used as
+  the device's series plus the pod's own share (tests/support/virtual_gpus.py). Node n1's exporter pod is replaced
+  (a DaemonSet rollout: a new exporter pod, a new `instance`); ml/p holds GPU 0 throughout, its processes using
+  12000 MiB before the replacement and 2000 MiB after it: the truth at each instant is the pod's latest stored
+  reading, whichever exporter wrote it;
+- a time-sliced pod only the replaced exporter named stays for the lookback;
+- one failed scrape hides no pod named within the lookback;
+- after a Prometheus restart (no staleness markers across it) while the pod label moved or an idle GPU was taken, the
+  pod shows the GPU's reading after the restart, not the copy from before it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from tests.support.prometheus_server import Prometheus, scraped_every
+from tests.support.replay_exporter import ReplayExporter
+
+BEFORE, AFTER = 12000.0, 2000.0
+TITLE = "Framebuffer used by pod"
+
+
+def _panel(tmp_path, settings: str, title: str) -> tuple[dict, str]:
+    """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every second."""
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    project = load_project(tmp_path / "gpudash.yaml")
+    target = next(p for d in grafana_dashboards(project) for p in d.model["panels"]
+                  if p.get("title") == title)["targets"][0]
+    return target, interpolate(scraped_every(target["expr"], 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
+
+def _every_second(targets: list[str]) -> dict:
+    """A Prometheus configuration scraping `targets` every second (a scrape failing after 1 s)."""
+    return {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"}, "scrape_configs": [{
+        "job_name": "dcgm", "static_configs": [{"targets": targets}]}]}
+
+
+@contextmanager
+def _scraping(tmp_path_factory, name: str, targets: list[str], until, then: float = 0, settle: float = 1.5):
+    """A Prometheus scraping `targets` every second until `until()` holds and `then` seconds more; no more scrapes
+    after, and `settle` seconds for the last to be stored."""
+    with Prometheus(tmp_path_factory.mktemp(name), _every_second(targets)) as prometheus:
+        deadline = time.monotonic() + 120
+        while not until():
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(then)
+        prometheus.stop_scraping()
+        time.sleep(settle)
+        yield prometheus
+
+
+def _payload(share: float) -> str:
+    device = ('gpu="0",UUID="GPU-n1-0",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA A10G",'
+              'Hostname="n1",DCGM_FI_DRIVER_VERSION="570.133.20"')
+    pod = ',container="main",namespace="ml",pod="p",pod_uid="uid-ml-p"'
+    lines = []
+    for metric, device_value, pod_value in (("DCGM_FI_DEV_FB_USED", 30000.0, share),
+                                            ("DCGM_FI_DEV_FB_FREE", 10000.0, None),
+                                            ("DCGM_FI_DEV_GPU_TEMP", 60.0, None)):
+        lines.append(f"# TYPE {metric} gauge")
+        if pod_value is not None:
+            lines.append(f"{metric}{{{device}}} {device_value:g}")
+            lines.append(f"{metric}{{{device}{pod}}} {pod_value:g}")
+        else:
+            lines.append(f"{metric}{{{device}{pod}}} {device_value:g}")
+    return "\n".join(lines) + "\n"
+
+class _Counted:
+    """An exporter's answers by number: `answer(n)` is the nth (from 1); `served`, how many it has given."""
+
+    def __init__(self, answer):
+        self.answer, self.served = answer, 0
+
+    def __call__(self) -> str:
+        self.served += 1
+        return self.answer(self.served)
+
+
+@pytest.fixture(scope="module")
+def scraped(tmp_path_factory):
+    before = _Counted(lambda scrape: _payload(BEFORE) if scrape <= 8 else "")
+    old = ReplayExporter(before)
+    new = ReplayExporter(lambda: "" if before.served <= 8 else _payload(AFTER))
+    with old, new:
+        with _scraping(tmp_path_factory, "pod-lookback-restart", [old.address, new.address],
+                       lambda: before.served >= 16) as prometheus:
+            samples = sorted((float(at), float(value)) for series in prometheus.query(
+                'DCGM_FI_DEV_FB_USED{pod="p"}[10m]') for at, value in series["values"])
+            yield prometheus, samples
+
+
+def test_a_pods_own_share_after_its_exporter_is_replaced_is_its_latest_reading(scraped, tmp_path):
+    prometheus, samples = scraped
+    target, expr = _panel(tmp_path, "exporter:\n  virtual_gpus: true\n", TITLE)
+    first_after = min(at for at, value in samples if value == AFTER)
+    start = math.floor(samples[0][0]) + 4.5
+    end = samples[-1][0]
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        latest = [value for when, value in samples if when <= at]
+        truth = {"Pod ml/p": latest[-1]} if latest else {}
+        if shown != truth:
+            wrong[round(at - first_after, 1)] = (shown, truth)
+    assert not wrong, f"seconds after the new exporter's first scrape: (shown, true) {wrong}"
+
+
+# --- without exporter.virtual_gpus: a time-sliced GPU across the exporter's replacement --------------------------
+
+def _sliced(pod: str) -> str:
+    device = ('gpu="1",UUID="GPU-n1-1",pci_bus_id="00000000:11:00.0",device="nvidia1",modelName="NVIDIA A10G",'
+              'Hostname="n1",DCGM_FI_DRIVER_VERSION="570.133.20"')
+    return (f"# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+            f'DCGM_FI_DEV_GPU_TEMP{{{device},container="main",namespace="ml",pod="{pod}"}} 61\n')
+
+
+class _Alternating:
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self) -> str:
+        self.count += 1
+        return _sliced("cd"[self.count % 2])
+
+
+@pytest.fixture(scope="module")
+def sliced(tmp_path_factory):
+    """ml/c and ml/d time-slice GPU 1; the old exporter names them at alternate scrapes, the new one (kubelet listing
+    them in another order) names c at every scrape."""
+    alternating = _Alternating()
+    old = ReplayExporter(lambda: alternating() if alternating.count < 8 else "")
+    new = ReplayExporter(lambda: "" if alternating.count < 8 else _sliced("c"))
+    with old, new:
+        with _scraping(tmp_path_factory, "pod-lookback-sliced", [old.address, new.address],
+                       lambda: alternating.count >= 8, then=8) as prometheus:
+            samples = sorted((float(at), series["metric"]["pod"], series["metric"]["instance"])
+                             for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{pod!=""}[10m]')
+                             for at, _ in series["values"])
+            yield prometheus, samples
+
+
+def test_a_time_sliced_pod_named_by_the_replaced_exporter_shows_for_the_lookback(sliced, tmp_path):
+    prometheus, samples = sliced
+    target, expr = _panel(tmp_path, "", "Pods on GPUs")
+    start = math.floor(samples[0][0]) + 4.5
+    end = samples[-1][0]
+    handover = min(when for when, pod, instance in samples if instance != samples[0][2])
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]) for s in result}
+        truth = {f"Pod ml/{pod}" for when, pod, _ in samples if at - 4 <= when <= at}
+        if shown != truth:
+            wrong[round(at - handover, 1)] = (sorted(shown), sorted(truth))
+    assert not wrong, f"(shown, named within the lookback) {wrong}"
+
+
+# --- one failed scrape (the exporter answered after the scrape timeout) -------------------------------------------
+
+def _held(pod: str, watts: float) -> str:
+    device = ('gpu="0",UUID="GPU-n2-0",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA A10G",'
+              'Hostname="n2",DCGM_FI_DRIVER_VERSION="570.133.20"')
+    return "".join(f"# TYPE {m} gauge\n{m}{{{device},container=\"main\",namespace=\"ml\",pod=\"{pod}\"}} {v:g}\n"
+                   for m, v in (("DCGM_FI_DEV_GPU_TEMP", 61.0), ("DCGM_FI_DEV_POWER_USAGE", watts)))
+
+
+@pytest.fixture(scope="module")
+def gap(tmp_path_factory):
+    """ml/e holds n2's GPU 0 throughout; the exporter's 8th answer comes after the scrape timeout (a failed scrape)."""
+    def late(scrape: int) -> str:
+        if scrape == 8:
+            time.sleep(1.6)
+        return _held("e", 200.0)
+    answer = _Counted(late)
+    with ReplayExporter(answer) as exporter:
+        with _scraping(tmp_path_factory, "pod-lookback-gap", [exporter.address], lambda: answer.served >= 14,
+                       settle=2.5) as prometheus:
+            samples = sorted(float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP{pod!=""}[10m]')
+                             for at, _ in series["values"])
+            ups = sorted((float(at), float(v)) for series in prometheus.query('up[10m]') for at, v in series["values"])
+            yield prometheus, samples, ups
+
+
+@pytest.mark.parametrize("title", ["Pods on GPUs", "Power draw of each pod's GPUs"])
+def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, tmp_path, title):
+    prometheus, samples, ups = gap
+    failed = [at for at, v in ups if v == 0]
+    assert failed, ups
+    target, expr = _panel(tmp_path, "", title)
+    start = math.floor(samples[0][0] if isinstance(samples[0], tuple) else samples[0]) + 4.5
+    end = samples[-1]
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]) for s in result}
+        truth = {"Pod ml/e"} if any(at - 4 <= when <= at for when in samples) else set()
+        if shown != truth:
+            wrong[round(at - failed[0], 1)] = (sorted(shown), sorted(truth))
+    assert not wrong, f"seconds after the failed scrape: (shown, named within the lookback) {wrong}"
+
+
+# --- Prometheus restarted while the pod label moved (no staleness markers are written across a restart) -------
+
+def _held_or_idle(pod: str, watts: float) -> str:
+    text = _held(pod or "x", watts).replace('"n2"', '"n3"')
+    return text if pod else text.replace(',container="main",namespace="ml",pod="x"', "")
+
+
+@pytest.fixture(scope="module", params=["label moved", "idle GPU taken"])
+def restarted(request, tmp_path_factory):
+    """n3's GPU 0 is named under ml/d drawing 300 W (or idle, no pod, drawing 60 W) until Prometheus stops; when it
+    is up again the exporter names ml/c, the GPU drawing 100 W."""
+    state = {"pod": "d", "watts": 300.0} if request.param == "label moved" else {"pod": "", "watts": 60.0}
+    with ReplayExporter(lambda: _held_or_idle(state["pod"], state["watts"])) as exporter:
+        workdir = tmp_path_factory.mktemp("pod-lookback-prom-restart")
+        config = _every_second([exporter.address])
+        prometheus = Prometheus(workdir, config)
+        prometheus.start()
+        try:
+            prometheus.wait_for('DCGM_FI_DEV_POWER_USAGE')
+            time.sleep(6)
+            prometheus.stop()
+            prometheus.session = None
+            state.update(pod="c", watts=100.0)
+            prometheus.start()
+            prometheus.wait_for('DCGM_FI_DEV_POWER_USAGE{pod="c"}')
+            time.sleep(8)
+            prometheus.stop_scraping()
+            time.sleep(1.5)
+            samples = sorted((float(at), series["metric"]["pod"], float(v)) for series in prometheus.query(
+                'DCGM_FI_DEV_POWER_USAGE{pod!=""}[10m]') for at, v in series["values"])
+            yield prometheus, samples
+        finally:
+            prometheus.stop()
+
+
+def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted, tmp_path):
+    prometheus, samples = restarted
+    target, expr = _panel(tmp_path, "", "Power draw of each pod's GPUs")
+    first_c = min(at for at, pod, _ in samples if pod == "c")
+    start = math.floor(first_c) + 4.5
+    end = samples[-1][0]
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        latest = [(when, pod, v) for when, pod, v in samples if when <= at]
+        truth = {f"Pod ml/{pod}": latest[-1][2] for when, pod, _ in latest if at - 4 <= when}
+        if shown != truth:
+            wrong[round(at - first_c, 1)] = (shown, truth)
+    assert not wrong, f"seconds after the first scrape after the restart: (shown, true) {wrong}"
