@@ -141,7 +141,15 @@ def _grafana_client(insecure: bool, token_file: str | None, deadline=None):
 def _cloudwatch(profile: str | None, endpoint_url: str | None, deadline=None):
     from .clients.cloudwatch import CloudWatch
 
-    return CloudWatch(profile=profile, endpoint_url=endpoint_url, deadline=deadline)
+    return CloudWatch(profile=profile, endpoint_url=endpoint_url, deadline=deadline, endpoint_name=_endpoint_name())
+
+
+def _endpoint_name() -> str:
+    """How the command's CloudWatch endpoint was given, as its fixes name it: --endpoint-url, or AWS_ENDPOINT_URL."""
+    from click.core import ParameterSource
+
+    given = click.get_current_context().get_parameter_source("endpoint_url")
+    return "--endpoint-url" if given == ParameterSource.COMMANDLINE else "AWS_ENDPOINT_URL"
 
 
 def _masked(value):
@@ -431,7 +439,8 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
                            hint="add `project: <a name for this project>` to the settings and apply once (it marks "
                                 "what it writes), then prune; or leave out --prune")
     cloudwatch = _cloudwatch(profile, endpoint_url, limit)
-    _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url)
+    _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url,
+               endpoint_name=_endpoint_name())
     progress = Progress()
     with _StopOnSignal(limit):
         try:
@@ -477,7 +486,8 @@ def verify(config, csv, skip, context, cluster, exporter_url, prometheus_url, pr
         raise GpudashError("every group of checks is skipped: nothing to verify",
                            hint=f"leave out one of the --skip options ({', '.join(verifying.GROUPS)})")
     options = verifying.Options(context=context, exporter_url=exporter_url, prometheus_url=prometheus_url,
-                                profile=profile, endpoint_url=endpoint_url, timeout=timeout,
+                                profile=profile, endpoint_url=endpoint_url, endpoint_name=_endpoint_name(),
+                                timeout=timeout,
                                 prometheus_in_use="prometheus" not in skip, cluster=cluster)
     options.start()  # the deadline counts from here: reading the project is part of the run
     with no_cycle_collection():  # reading the project and the clients' imports are most of the run

@@ -49,7 +49,18 @@ RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "R
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 # The Region of every call is its cluster's clusters[].region (AWS_REGION chooses none), so that is what to check
-REACH_HINT = "check the network, the Region (clusters[].region in the settings) and AWS_ENDPOINT_URL; run again"
+ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
+
+
+def reach_hint(endpoint: str = ENDPOINT_VARIABLE) -> str:
+    """What to check when CloudWatch cannot be reached; `endpoint` is how the user gave the endpoint (--endpoint-url,
+    or the variable)."""
+    return f"check the network, the Region (clusters[].region in the settings) and {endpoint}; run again"
+
+
+def answer_hint(endpoint: str = ENDPOINT_VARIABLE) -> str:
+    """What to check when something that is not CloudWatch's API answered."""
+    return f"check {endpoint} and any proxy in between; run again"
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
 
@@ -75,7 +86,7 @@ class CloudWatch:
     """boto3 clients per Region and service, one pacer, errors turned into RemoteError."""
 
     def __init__(self, profile: str | None = None, endpoint_url: str | None = None, pacer: Pacer | None = None,
-                 max_attempts: int = 6, deadline: Deadline | None = None):
+                 max_attempts: int = 6, deadline: Deadline | None = None, endpoint_name: str = ENDPOINT_VARIABLE):
         import boto3
         from botocore.config import Config
 
@@ -94,6 +105,7 @@ class CloudWatch:
                                hint="fix the file, or point AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at the "
                                     "right one") from None
         self.endpoint_url = endpoint_url
+        self.endpoint_name = endpoint_name  # how the user gave it, for the fixes: --endpoint-url or AWS_ENDPOINT_URL
         # gpudash retries itself (on the deadline's clock, within the deadline): botocore makes one attempt.
         self.config = Config(retries={"total_max_attempts": 1}, user_agent_extra="gpudash",
                              connect_timeout=5, read_timeout=20)
@@ -175,7 +187,7 @@ class CloudWatch:
                 if api in WRITES and not response.get(_REFUSED):  # a 2xx that is neither the write's answer nor
                     lost.append(True)  # an error document: the request reached CloudWatch and may have been made
                 failure = (f"CloudWatch answered {api} in {region} with something that is not an API answer "
-                           f"({problem})", "check AWS_ENDPOINT_URL and any proxy in between; run again")
+                           f"({problem})", answer_hint(self.endpoint_name))
             except NoCredentialsError:  # nothing remote failed: a setting is missing
                 raise GpudashError("no AWS credentials found", where=what,
                                    hint="set AWS_PROFILE, or the standard AWS environment variables, or an "
@@ -209,11 +221,11 @@ class CloudWatch:
                     sent.pop()
                 why = connect_failure(exc)
                 failure = (f"CloudWatch {api} failed in {region}: {exc}" + (f" ({why})" if why else ""),
-                           REACH_HINT)
+                           reach_hint(self.endpoint_name))
                 attempts = min(attempts, 1 + RETRIES_AFTER[why]) if why else attempts
             except BotoCoreError as exc:
                 raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
-                                  hint=REACH_HINT) from None
+                                  hint=reach_hint(self.endpoint_name)) from None
             if attempt >= attempts:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -242,13 +254,13 @@ class CloudWatch:
             body = None
         if not isinstance(body, dict):
             raise RemoteError(f"CloudWatch answered GetDashboard in {region} with a body that is not a JSON object",
-                              where=what, hint="check AWS_ENDPOINT_URL and any proxy in between; run again")
+                              where=what, hint=answer_hint(self.endpoint_name))
         return body
 
     def dashboard_names(self, region: str, prefix: str) -> list[str]:
         """Names of the dashboards whose name starts with `prefix`, every page."""
         what = f"CloudWatch dashboards {prefix}* in {region}"
-        listing, token = _Listing("ListDashboards", region, what), None
+        listing, token = _Listing("ListDashboards", region, what, self.endpoint_name), None
         while True:
             kwargs = {"DashboardNamePrefix": prefix, **({"NextToken": token} if token else {})}
             page = self.call(region, "ListDashboards", what, **kwargs)  # entries checked to have a name
@@ -265,7 +277,7 @@ class CloudWatch:
         what = f"CloudWatch alarms {prefix}* in {region}" if prefix is not None else f"CloudWatch alarms in {region}"
         asked = (lambda name: name.startswith(prefix)) if prefix is not None else set(names or ()).__contains__
         unasked = f"a name that does not start with {prefix!r}" if prefix is not None else "a name it was not asked for"
-        listing, token = _Listing("DescribeAlarms", region, what), None
+        listing, token = _Listing("DescribeAlarms", region, what, self.endpoint_name), None
         while True:
             kwargs = {**selector, "AlarmTypes": ["MetricAlarm"], "MaxRecords": BATCH}
             if token:
@@ -295,7 +307,7 @@ class CloudWatch:
         page is asked with its token alone (GetResources takes no ResourceARNList beside a token)."""
         found: dict[str, list[dict[str, str]]] = {}
         token, what = "", f"tags of CloudWatch alarms in {region}"
-        listing = _Listing("GetResources", region, what)
+        listing = _Listing("GetResources", region, what, self.endpoint_name)
         if "ResourceARNList" in selector:
             asked, unasked = set(selector["ResourceARNList"]).__contains__, "a resource it was not asked for"
         else:  # listed by the ownership tag: each resource listed carries it
@@ -345,7 +357,8 @@ def for_verify(options) -> CloudWatch:
     """The client `verify` reads with: one attempt per call, sockets bounded by the run's deadline."""
     from botocore.config import Config
 
-    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=1)
+    cloudwatch = CloudWatch(profile=options.profile, endpoint_url=options.endpoint_url, max_attempts=1,
+                            endpoint_name=options.endpoint_name)
     timeout = options.socket_timeout()
     cloudwatch.config = cloudwatch.config.merge(Config(connect_timeout=timeout, read_timeout=timeout))
     return cloudwatch
@@ -379,8 +392,8 @@ class _Listing:
     A listing that keeps giving new items with new tokens ends only at the deadline (nothing tells it from a large
     account)."""
 
-    def __init__(self, api: str, region: str, what: str):
-        self.api, self.region, self.what = api, region, what
+    def __init__(self, api: str, region: str, what: str, endpoint: str = ENDPOINT_VARIABLE):
+        self.api, self.region, self.what, self.endpoint = api, region, what, endpoint
         self.tokens: set[str] = set()
         self.items: list[str] = []
         self.listed: set[str] = set()
@@ -402,8 +415,7 @@ class _Listing:
             said = "an item twice on one page"
         if said is not None:
             raise RemoteError(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
-                              "answer", where=self.what, hint="check AWS_ENDPOINT_URL and any proxy in between; run "
-                                                              "again")
+                              "answer", where=self.what, hint=answer_hint(self.endpoint))
         self.items.extend(keys)
         self.listed.update(keys)
         if not token:

@@ -17,6 +17,7 @@ class Options:
     prometheus_url: str | None = None
     profile: str | None = None
     endpoint_url: str | None = None
+    endpoint_name: str = "AWS_ENDPOINT_URL"  # how the endpoint was given, for the fixes: --endpoint-url or the variable
     timeout: float = 10.0  # seconds for the whole run, every group included
     prometheus_in_use: bool = True  # the kube group then looks for the scrape config as well
     cluster: str | None = None  # the entry of clusters the kube context is (verify --cluster); None: the agent's

@@ -108,3 +108,19 @@ def test_cloudwatch_unreachable_fails_within_a_second(resolver, monkeypatch, cas
     assert len(clock.slept) == attempts - 1 and all(wait <= 0.5 for wait in clock.slept), clock.slept
     assert f"after {attempts} attempt" in failed.value.what
     assert ("the host name does not resolve" if case == "no such host" else "connection refused") in failed.value.what
+
+
+@pytest.mark.parametrize("given", ["--endpoint-url", "AWS_ENDPOINT_URL"])
+def test_verify_s_fix_names_the_endpoint_as_it_was_given(cli, monkeypatch, given):
+    import json
+
+    for variable, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(variable, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    endpoint = f"http://127.0.0.1:{_closed_port()}"
+    flag = ("--endpoint-url", endpoint) if given == "--endpoint-url" else ()
+    code, stdout, stderr = cli("verify", "--skip", "kube", "--skip", "exporter", "--skip", "prometheus", *flag,
+                               "--output", "json", env={} if flag else {"AWS_ENDPOINT_URL": endpoint})
+    fixes = {check["fix"] for check in json.loads(stdout)["checks"]}
+    assert code == 1 and fixes == {f"check the network, the Region (clusters[].region in the settings) and {given}; "
+                                   f"run again"}, stderr
