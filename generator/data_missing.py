@@ -856,7 +856,12 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     gone = [reason(" and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(where, ns, ds))
                    + alone, NAMED_ABSENT_REASON.format(fix=fix))
             for where, ns, ds, fix in named]
-    parts = {EACH_DAEMONSET: [*judged, *gone], CLUSTER_WIDE: [*none_found, ksm], NONE_FOUND: none_found}
+    if part == EACH_DAEMONSET:
+        # each DaemonSet in its own namespace, to be joined to the other period's on it: kube-state-metrics scraped
+        # without honorLabels gives its counts its own pod's `namespace` (the DaemonSet's in `exported_namespace`),
+        # while a named DaemonSet's gone counts carry the namespace the settings write
+        return f'label_replace({" or ".join([*judged, *gone])}, "namespace", "$1", "exported_namespace", "(.+)")'
+    parts = {CLUSTER_WIDE: [*none_found, ksm], NONE_FOUND: none_found}
     return " or ".join(parts[part] if part else [*none_found, *judged, ksm, *gone])
 
 
