@@ -62,6 +62,9 @@ def answer_hint(endpoint: str = ENDPOINT_VARIABLE) -> str:
     """What to check when something that is not CloudWatch's API answered."""
     return f"check {endpoint} and any proxy in between; run again"
 _NOT_AN_ANSWER = "GpudashNotAnAnswer"
+# What a write's call answers when the look before a retry found the object already as the write makes it: whether an
+# attempt before it may have reached CloudWatch (True: it may have made it; False: none did, someone else made it so)
+LOOKED = "GpudashLookedDone"
 _REFUSED = "GpudashRefused"  # the answer that is not one is an error document: the write was refused
 
 
@@ -146,8 +149,9 @@ class CloudWatch:
         CloudWatch's writes are not conditional: `before_retry`, called after each wait (the backoff, then the
         attempt's pacing turn: no wait falls between the look and the resend) and before the attempt it precedes,
         reads the object again; it returns True to send the write once more, False when the object is
-        already as the write sends it (an earlier attempt landed: the call answers {}, and the caller's read-back
-        is the proof), or raises NotResent (changed by someone else meanwhile)."""
+        already as the write sends it (the call answers {LOOKED: whether an earlier attempt may have landed: if
+        not, someone else made it so; the caller's read-back is the proof), or raises NotResent (changed by someone
+        else meanwhile)."""
         sent: list[bool] = []
         lost: list[bool] = []  # an attempt reached CloudWatch and its answer was lost
         try:
@@ -233,7 +237,7 @@ class CloudWatch:
             if before_retry is not None:
                 self.pacer.ready(region, api)  # the resend's turn first: no wait between the look and the resend
                 if not before_retry():
-                    return {}
+                    return {LOOKED: bool(lost)}
         raise RemoteError(f"{failure[0]} (after {attempt} attempt{'s' if attempt > 1 else ''})", where=what,
                           hint=failure[1])
 

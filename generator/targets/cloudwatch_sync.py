@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from .. import diff
-from ..clients.cloudwatch import BATCH, CloudWatch, NotResent, answer_lost
+from ..clients.cloudwatch import BATCH, LOOKED, CloudWatch, NotResent, answer_lost
 from ..clients.deadline import DeadlineExceeded, sent_then_stopped
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WOULD_WRITE, WRITE,
                        Change, Outcome, disposition)
@@ -639,6 +639,14 @@ def _not_overwritten(change: Change, why: str) -> RemoteError:
                        hint="run `gpudash plan` and apply again")
 
 
+def _gone_after_lost(what: str, api: str) -> str:
+    """The note for an object listed as deleted on a retry answered ResourceNotFound after an attempt whose answer was
+    lost (a gateway's 5xx, a dropped connection): that attempt may have deleted it, or someone else may have."""
+    return (f"{what}: an attempt of {api} was sent and its answer lost, and the retry was answered ResourceNotFound: "
+            "it is gone, deleted by that attempt or by someone else meanwhile (nothing tells which); listed as "
+            "deleted")
+
+
 def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: dict[str, Any] | None) -> bool:
     """Write one dashboard unless it moved since the plan; False when it is already as generated.
     `body` is the stamped body as data, encoded here, where PutDashboard takes it as text."""
@@ -657,12 +665,15 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         from botocore.exceptions import ClientError
 
         try:
-            cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
-                            before_retry=_look("DeleteDashboards", "the dashboard", what, read, done, as_before,
-                                               "not deleted"))
+            looked = cloudwatch.call(region, "DeleteDashboards", what, DashboardNames=[change.name],
+                                     before_retry=_look("DeleteDashboards", "the dashboard", what, read, done,
+                                                        as_before, "not deleted")).get(LOOKED)
         except ClientError as exc:  # ResourceNotFound: deleted by someone else since it was read, if it is gone,
             if cloudwatch.dashboard_body(region, change.name) is None:  # or by this call's attempt whose answer
-                return bool(getattr(exc, "after_lost", False))  # was lost: then gpudash deleted it (done)
+                if getattr(exc, "after_lost", False):                   # was lost: listed as deleted (done)
+                    cloudwatch.note(_gone_after_lost(what, "DeleteDashboards"))
+                    return True
+                return False
             raise RemoteError("CloudWatch answered DeleteDashboards with ResourceNotFound, but the dashboard is "
                               "still there", where=what, hint="run `gpudash plan` and apply again") from None
         except RemoteError as exc:
@@ -678,6 +689,10 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
             raise RemoteError(f"CloudWatch answered DeleteDashboards, but {right_after} the dashboard is still there",
                               where=what, hint=UNPROVEN)
+        if looked is not None:  # found gone by the look before a retry
+            if not looked:  # no attempt reached CloudWatch: someone else deleted it (already gone)
+                return False
+            cloudwatch.note(_gone_after_lost(what, "DeleteDashboards"))
         return True
     try:
         response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
@@ -1266,7 +1281,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     from botocore.exceptions import ClientError
 
     what = f"CloudWatch alarms in {region}"
-    not_found = own = False
+    not_found = own = gone_at_look = False
     lost: RemoteError | None = None
 
     def read() -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any] | None]]:
@@ -1281,7 +1296,10 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     look = _look("DeleteAlarms", "the alarm", what, read, lambda now: not any(now[1].values()), as_planned,
                  "not deleted")
     try:
-        cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch], before_retry=look)
+        looked = cloudwatch.call(region, "DeleteAlarms", what, AlarmNames=[c.name for c in batch],
+                                 before_retry=look).get(LOOKED)
+        if looked is not None:  # found gone by the look before a retry: by an attempt that may have landed, or else
+            gone_at_look, own = True, looked  # (no attempt reached CloudWatch) by someone else
     except RemoteError as exc:
         if not answer_lost(exc):
             return [(change, False, exc) for change in batch]
@@ -1306,8 +1324,12 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
                             "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
                             "converges")
-    return [(change, not_found and not own and change.name not in left, None if change.name not in left else still)
-            for change in batch]
+    if own:
+        for change in batch:
+            if change.name not in left:
+                cloudwatch.note(_gone_after_lost(f"CloudWatch alarm {change.name}", "DeleteAlarms"))
+    return [(change, (not_found or gone_at_look) and not own and change.name not in left,
+             None if change.name not in left else still) for change in batch]
 
 
 def _apply_region(cloudwatch: CloudWatch, region: str, changes: list[Change], dashboards: dict[str, dict[str, Any]],

@@ -277,6 +277,36 @@ def test_gpudash_s_own_lost_delete_answered_not_found_on_its_retry_is_done_not_s
     assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
 
 
+@pytest.mark.parametrize("answer", ["503", "throttled"])
+def test_a_retired_object_a_person_deletes_between_two_attempts_is_not_claimed_without_saying_so(proxied, published,
+                                                                                               project_dir, answer):
+    """Review (s14-review1, noticed): the first DeleteAlarms / DeleteDashboards fails and a person deletes the object
+    before the retry, whose look finds it gone. Answered 503 (a gateway's answer too: the request may have reached
+    CloudWatch and deleted it), nothing tells gpudash's delete from the person's: it was listed as deleted by gpudash
+    with nothing said; it still is (gone, as the prune asked), with a note that says either may have deleted it.
+    Answered Throttling (no attempt made), it was listed as deleted by gpudash too, though only the person can have
+    deleted it: it is "already gone" now, not in `written`."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    dashboard = next(n for n in _dashboards(client) if other_cluster(n))
+    alarm = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    fresh(proxy)
+    status, body = (503, {"__type": "ServiceUnavailable"}) if answer == "503" else (400, THROTTLED)
+    proxy.inject(fault("DeleteAlarms", "status", status=status, body=body, naming=alarm,
+                       callback=lambda: client.delete_alarms(AlarmNames=[alarm])),
+                 fault("DeleteDashboards", "status", status=status, body=body, naming=dashboard,
+                       callback=lambda: client.delete_dashboards(DashboardNames=[dashboard])))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", str(project_dir("")))
+    assert code == 0 and report["failed"] == [] and "Traceback" not in stderr, (report["failed"], stderr)
+    note = "deleted by that attempt or by someone else meanwhile (nothing tells which); listed as deleted"
+    for name in (alarm, dashboard):
+        if answer == "503":
+            assert name in report["written"] and f"{name}: an attempt of Delete" in stderr and note in stderr, stderr
+        else:
+            assert name not in report["written"] and name not in stderr, stderr
+    assert not any(other_cluster(n) for n in [*alarms(client), *_dashboards(client)])
+
+
 GARBLED = b"<html>busy</html>"
 NAME = "gpudash-gpu-cluster-gpu-temp-high-warning"
 WARMER = "thresholds:\n  gpu_temp_celsius: {warning: 70, critical: 87}\n"
