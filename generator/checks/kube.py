@@ -85,7 +85,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         namespaces = list(dict.fromkeys(ns for ns, _ in named_daemonsets(settings, this)))  # more_daemonsets' too
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style)
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style,
+                        named_daemonsets(settings, this))
         yield from step(GROUP, "exporter Service", _service, services, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
@@ -543,24 +544,55 @@ def _gpu_count(node: Answer) -> int:
     return whole_count(value, node.source, f"{node.path}.status.capacity[{GPU_RESOURCE}]")
 
 
-def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style) -> list[Check]:
-    """Every GPU node runs a ready exporter pod of the deployment's label, in the namespaces of the exporter DaemonSets
-    the settings name."""
-    selector = ",".join(f"{k}={v}" for k, v in [style.pod_label])
-    pods = [pod for namespace in namespaces for pod in kube.listing(
-        f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}", {"labelSelector": selector})]
+def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style,
+              named: tuple[tuple[str, str], ...] = ()) -> list[Check]:
+    """Every GPU node runs a ready exporter pod the scrape jobs keep, in the namespaces of the exporter DaemonSets the
+    settings name (`named`): one of the deployment's pod label, or one of a DaemonSet exporter.more_daemonsets lists,
+    whatever its label (render/scrape.exporter_pods_rule keeps those by their owner). Pods of another label are listed
+    only where a GPU node has none of the first kind."""
+    def listed(label: tuple[str, str]) -> list[Answer]:
+        return [pod for namespace in namespaces for pod in kube.listing(
+            f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
+            {"labelSelector": f"{label[0]}={label[1]}"})]
     gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
     by_node: dict[str, list[Answer]] = {}
-    for pod in pods:  # a node may run two exporter pods for a while (a rolling update that surges)
-        if node := pod.get("spec.nodeName", str, ""):
-            by_node.setdefault(node, []).append(pod)
+
+    def place(pods: list[Answer]) -> None:
+        for pod in pods:  # a node may run two exporter pods for a while (a rolling update that surges)
+            if node := pod.get("spec.nodeName", str, ""):
+                by_node.setdefault(node, []).append(pod)
+    place(listed(style.pod_label))
+    unkept: dict[str, Answer] = {}  # a GPU node's exporter pod of another label, of a DaemonSet no setting names
+    if any(n not in by_node for n in gpu_nodes):
+        for label in (label for label in EXPORTER_LABELS if label != style.pod_label):
+            others = listed(label)
+            place([pod for pod in others if _owner(pod) in named[1:]])
+            unkept.update((pod.get("spec.nodeName", str, ""), pod) for pod in others if _owner(pod) not in named[1:])
     uncovered = [n for n in gpu_nodes if n not in by_node]
+    unscraped = [n for n in uncovered if n in unkept]
+    uncovered = [n for n in uncovered if n not in unkept]
     serving = {node for node, on_node in by_node.items() if any(_ready(pod) for pod in on_node)}
     not_ready = sorted(node for node in by_node if node in gpu_nodes and node not in serving)
     result = []
     if not gpu_nodes:
         result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity",
                             "install the NVIDIA device plugin (the GPU operator does) on GPU nodes"))
+    elif unscraped:
+        def said(node: str) -> str:
+            pod = unkept[node]
+            labels = pod.string_map("metadata.labels")
+            label = next(f"{k}={v}" for k, v in EXPORTER_LABELS if labels.get(k) == v)
+            owner = _owner(pod)
+            return (f"{node} ({pod.get('metadata.namespace', str)}/{pod.get('metadata.name', str)} of "
+                    f"{'DaemonSet ' + '/'.join(owner) if owner else 'no DaemonSet'}, labelled {label}, not "
+                    f"{'='.join(style.pod_label)}, and not a DaemonSet the settings name)")
+        owners = list(dict.fromkeys("/".join(_owner(unkept[n])) for n in unscraped if _owner(unkept[n])))
+        result.append(Check(GROUP, "GPU node coverage", FAIL,
+                            "GPU nodes whose exporter pod the scrape jobs do not keep: "
+                            + ", ".join(said(n) for n in unscraped)
+                            + (f"; GPU nodes without an exporter pod: {', '.join(uncovered)}" if uncovered else ""),
+                            f"name {', '.join(owners) or 'its DaemonSet'} in exporter.more_daemonsets (or the "
+                            "cluster's clusters[].exporter.more_daemonsets), then generate and apply again"))
     elif uncovered:
         result.append(Check(GROUP, "GPU node coverage", FAIL,
                             f"GPU nodes without an exporter pod: {', '.join(uncovered)}",
@@ -575,6 +607,14 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
         result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))
     return result
+
+
+def _owner(pod: Answer) -> tuple[str, str] | None:
+    """(namespace, name) of the DaemonSet that controls `pod`, from its ownerReferences; None for another owner."""
+    for owner in pod.items("metadata.ownerReferences"):
+        if owner.get("controller", bool, False) and owner.get("kind", str, "") == "DaemonSet":
+            return pod.get("metadata.namespace", str, ""), owner.get("name", str, "")
+    return None
 
 
 def _ready(pod: Answer) -> bool:

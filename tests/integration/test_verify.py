@@ -1688,6 +1688,43 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
     assert checks[("kube", "exporter rollout")]["status"] == "ok"
 
 
+def test_the_chart_beside_the_operator_named_in_more_daemonsets_covers_its_node(stack, tmp_path):
+    """README's example: the operator's exporter (exporter.deployment gpu-operator) and the Helm chart in `monitoring`
+    named in exporter.more_daemonsets, the chart's pod the only exporter on a third GPU node. The scrape jobs keep that
+    DaemonSet's pods by their owner (render/scrape.exporter_pods_rule), so the node is covered; verify failed it as
+    "without an exporter pod" with a fix about the DaemonSet's nodeSelector (it listed pods by the operator's label
+    only). The same pod under a DaemonSet no setting names is not scraped: the failure says so and what to write."""
+    cluster, verify = stack
+    cluster.nodes.append(cluster.node("gpu-node-c", gpus=1))
+    pod = cluster.exporter_pod("gpu-node-c")
+    pod["metadata"].update(name="dcgm-exporter-x7", namespace="monitoring",
+                           labels={"app.kubernetes.io/name": "dcgm-exporter"},
+                           ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
+                                             "uid": "1", "controller": True}])
+    cluster.pods.append(pod)
+    chart = copy.deepcopy(cluster.daemonset)
+    chart["metadata"].update(name="dcgm-exporter", namespace="monitoring",
+                             labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    chart["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1, numberAvailable=1,
+                           updatedNumberScheduled=1)
+    cluster.daemonsets[("monitoring", "dcgm-exporter")] = chart
+    cluster.refresh_status()
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [monitoring/dcgm-exporter]\n")
+    check = verify(*only_kube, str(config))[1][("kube", "GPU node coverage")]
+    assert (check["status"], check["detail"]) == ("ok", "all 3 GPU nodes run the exporter")
+    (tmp_path / "other.yaml").write_text("exporter:\n  more_daemonsets: [monitoring/pool-b]\n")
+    cluster.daemonsets[("monitoring", "pool-b")] = copy.deepcopy(chart)
+    check = verify(*only_kube, str(tmp_path / "other.yaml"))[1][("kube", "GPU node coverage")]
+    assert (check["status"], check["detail"], check["fix"]) == (
+        "fail", "GPU nodes whose exporter pod the scrape jobs do not keep: gpu-node-c (monitoring/dcgm-exporter-x7 of "
+        "DaemonSet monitoring/dcgm-exporter, labelled app.kubernetes.io/name=dcgm-exporter, not "
+        "app=nvidia-dcgm-exporter, and not a DaemonSet the settings name)",
+        "name monitoring/dcgm-exporter in exporter.more_daemonsets (or the cluster's clusters[].exporter."
+        "more_daemonsets), then generate and apply again")
+
+
 def test_a_kubeconfig_variable_naming_no_file_is_said_so_with_what_to_do(cli, tmp_path, monkeypatch):
     """KUBECONFIG pointing nowhere (a typo, a file of another machine): the check names the path and that it does not
     exist, and its fix does not tell the user to set the variable they have set."""
