@@ -17,6 +17,7 @@ from generator.clients import deadline
 from generator.clients.cloudwatch import CloudWatch
 from generator.clients.deadline import Deadline, DeadlineExceeded
 from generator.clients.grafana import GrafanaClient
+from generator.errors import RemoteError
 from tests.support.clock import FakeClock
 from tests.support.grafana_server import ADMIN, GrafanaTestServer
 
@@ -142,23 +143,24 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_grafana_save_refused_until_the_deadline_was_never_sent():
-    """Nothing listens: every attempt failed to connect and sent nothing, so the stop says so, never that the save
-    may have happened."""
+def test_a_grafana_save_refused_was_never_sent():
+    """Nothing listens: every attempt failed to connect and sent nothing (refused: retried once, 14c9e2d), so the
+    failure says so, never that the save may have happened."""
     client = GrafanaClient(f"http://127.0.0.1:{_closed_port()}", token=ADMIN,
                            deadline=Deadline(5, clock=FakeClock(), command="push"))
-    with pytest.raises(DeadlineExceeded) as stopped:
+    with pytest.raises(RemoteError) as stopped:
         client.save(dict(DASHBOARD), "gpudash", "a save")
     assert "cannot reach Grafana" in str(stopped.value) and "may have happened" not in str(stopped.value)
     assert client.sent.get("POST", 0) == 0
 
 
-def test_a_cloudwatch_write_refused_until_the_deadline_was_never_sent(aws):
+def test_a_cloudwatch_write_refused_was_never_sent(aws):
     """The same for CloudWatch: a connection refused sent nothing (nor does a TLS handshake that fails)."""
     cloudwatch = CloudWatch(endpoint_url=f"http://127.0.0.1:{_closed_port()}",
                             deadline=Deadline(5, clock=FakeClock(), command="apply"))
-    with pytest.raises(DeadlineExceeded) as stopped:
+    with pytest.raises(RemoteError) as stopped:
         cloudwatch.call("us-east-1", "PutMetricAlarm", f"alarm {ALARM}", AlarmName=ALARM, Namespace="ContainerInsights",
                         MetricName="gpu_temp", Statistic="Maximum", Period=60, EvaluationPeriods=1, Threshold=80.0,
                         ComparisonOperator="GreaterThanThreshold")
     assert "may have happened" not in str(stopped.value), stopped.value
+    assert not getattr(stopped.value, "write_lost", False)  # nothing to read back: it was not sent
