@@ -758,8 +758,8 @@ def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
     held = per_gpu(used, True, mig, known=False)
     unknown = _unknown(((used, True), (free, True)), catalog,
                        lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, mig, True, unfiltered))
-    return (f"(({held} / ({held} + {per_gpu(free, True, mig, known=False)}) unless on ({grouping}) {unknown}) "
-            f"or {whole})")
+    return (f"(({held} / (({held} + {per_gpu(free, True, mig, known=False)}) > 0) unless on ({grouping}) "
+            f"{unknown}) or {whole})")
 
 
 def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
@@ -788,7 +788,7 @@ def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog
     total = " + ".join(per_gpu(*key, known=False) for key in whole)
     unknown = _unknown((part, *whole), catalog,
                        lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
-    return (f"(sum by ({grouping}) ({per_gpu(*part, known=False)}) / sum by ({grouping}) ({total}) "
+    return (f"(sum by ({grouping}) ({per_gpu(*part, known=False)}) / (sum by ({grouping}) ({total}) > 0) "
             f"unless on ({grouping}) {unknown})")
 
 
@@ -901,7 +901,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         value = _memory_share(query.metric, catalog, per_gpu, merge.grouping())
     if query.over:
         total = " + ".join(per_gpu(m, True, known=not combined) for m in query.over)
-        value = f"{value} / ({total})" if len(query.over) > 1 else f"{value} / {total}"
+        value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
         if combined:  # the field and the total over the same instances
             unknown = _unknown(((query.metric, query.whole_gpu), *((m, True) for m in query.over)), catalog,
                                lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))

@@ -1,0 +1,99 @@
+"""A share of memory (framebuffer used over used + free) rolled up over MIG GPUs, on a real Prometheus.
+
+One node, half an hour of 30 s scrapes, A100 80GB GPUs as the exporter writes them (framebuffer per MIG instance,
+`GPU_I_ID`, `GPU_I_PROFILE`):
+
+* GPU 0, whole, 0.85 used (pod `solo/w`);
+* GPUs 1 and 2: namespace `spread`'s pod holds a full 3g.40gb on GPU 1 and an empty 1g.10gb on GPU 2, beside which
+  an empty 2g.20gb no pod holds;
+* GPU 3: namespace `together`'s pod holds the same two instances on one GPU;
+* GPU 4: two instances no pod holds, each reading 0 MiB used and 0 MiB free (no memory to share out).
+
+Of the memory the `spread` and `together` pods hold, 40,192 of 50,048 MiB is used wherever the instances sit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from generator.model import Dashboard, Panel, Query, Row
+from generator.panels import fleet_stat
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.render import grafana as grafana_render
+from generator.resources import default_counters
+from tests.support.prometheus_server import backfilled_fixture
+
+STEP, SCRAPES, OFFSET = 30, 60, 15
+NODE = "gpu-node-1"
+USED, FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+VARIABLES = ("namespace", "pod", "node", "gpu", "cluster")
+FULL_3G = ("1", "3g.40gb", 40192, 0)
+EMPTY_1G = ("2", "1g.10gb", 0, 9856)
+# gpu -> [(GPU_I_ID, profile, used, free, namespace, pod)]; a whole GPU has no instance id
+FLEET = {
+    0: [("", "", 8500, 1500, "solo", "w")],
+    1: [(*FULL_3G, "spread", "s")],
+    2: [(*EMPTY_1G, "spread", "s"), ("3", "2g.20gb", 0, 19968, "", "")],
+    3: [(*FULL_3G, "together", "t"), (*EMPTY_1G, "together", "t")],
+    4: [("1", "3g.40gb", 0, 0, "", ""), ("2", "4g.40gb", 0, 0, "", "")],
+}
+HELD = 40192 / (40192 + 9856)  # 0.803: the spread and together pods' share of the memory they hold
+# Each GPU's share: GPU 4 has none (no memory to share out), and the fleet's mean is over the GPUs that have one
+GPU_SHARES = {0: 0.85, 1: 1.0, 2: 0.0, 3: HELD}
+FLEET_SHARE = sum(GPU_SHARES.values()) / len(GPU_SHARES)
+
+
+def _openmetrics(start: int) -> str:
+    lines = []
+    for index, name in enumerate((USED, FREE)):
+        lines.append(f"# TYPE {name} gauge")
+        for k in range(SCRAPES):
+            for gpu, instances in FLEET.items():
+                for instance, profile, *values, namespace, pod in instances:
+                    labels = [f'gpu="{gpu}"', f'UUID="GPU-{gpu}"', f'modelName="NVIDIA A100-SXM4-80GB"',
+                              f'Hostname="{NODE}"', f'node="{NODE}"', 'job="dcgm-exporter"']
+                    if instance:
+                        labels += [f'GPU_I_ID="{instance}"', f'GPU_I_PROFILE="{profile}"']
+                    if pod:
+                        labels += [f'namespace="{namespace}"', f'pod="{pod}"']
+                    lines.append(f"{name}{{{','.join(labels)}}} {values[index]} {start + OFFSET + k * STEP}")
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+prometheus = backfilled_fixture("mig-share-rollups", _openmetrics, SCRAPES * STEP, STEP)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    csv = tmp_path_factory.mktemp("mig-share-rollups-csv") / "counters.csv"
+    csv.write_text(default_counters().read_text())
+    return load_project(None, csv)
+
+
+def _shown(prometheus, project, query: Query) -> dict[str, float]:
+    """{legend: value} of one panel of `query` at minute 20, the dashboard variables at All."""
+    model = grafana_render.render(Dashboard(id="rollups", title="Roll-ups", description="Shares.", rows=[
+        Row("Shares", [Panel("Share", (query,))])]), project.catalog, project.settings)
+    (panel,) = [p for row in model["panels"] for p in [row, *row.get("panels", [])] if p.get("type") != "row"]
+    (target,) = panel["targets"]
+    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    server, start = prometheus
+    return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
+            for s in server.api("query", query=expr, time=start + 20 * 60)["result"]}
+
+
+def test_a_mig_gpu_without_memory_leaves_the_fleets_and_nodes_share_as_the_other_gpus_give_it(prometheus, project):
+    """A MIG GPU whose instances read 0 used and 0 free has no share (0 / 0); the fleet's mean share (the default
+    "Framebuffer in use") and the node's are the other GPUs' mean, not NaN; no GPU's line reads NaN."""
+    fleet = _shown(prometheus, project, fleet_stat(USED, "In use", over=(USED, FREE)).queries[0])
+    assert list(fleet.values()) and all(math.isclose(v, FLEET_SHARE) for v in fleet.values()), fleet
+    node = _shown(prometheus, project, Query(USED, "avg", ("node",), over=(USED, FREE)))
+    assert node.keys() == {NODE} and math.isclose(node[NODE], FLEET_SHARE), node
+    gpus = _shown(prometheus, project, Query(USED, "avg", ("node", "gpu"), over=(USED, FREE)))
+    assert gpus.keys() == {f"{NODE} GPU {gpu}" for gpu in GPU_SHARES} and all(
+        math.isclose(gpus[f"{NODE} GPU {gpu}"], share, abs_tol=1e-12) for gpu, share in GPU_SHARES.items()), gpus
+
