@@ -115,6 +115,9 @@ class Artifacts:
     # build, they come from the settings it is read with, as `project` does).
     clusters: tuple[str, ...] = field(default=(), compare=False)
     origin: str = field(default="<generated>", compare=False)  # the build folder it was read from
+    # the ServiceMonitors of the fleet's other deployment styles (clusters[].exporter.deployment), beside
+    # service_monitor's, in its file
+    more_service_monitors: tuple[dict[str, Any], ...] = ()
 
     def agent(self, cluster: str) -> AgentConfig | None:
         return self._agents_by_cluster.get(cluster)
@@ -228,6 +231,7 @@ def build(project: Project) -> Artifacts:
     log_groups = [] if addon else \
         [(c.region, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
+    monitors = scrape.service_monitors(settings)
     return Artifacts(
         grafana=tuple(grafana_dashboards(project)),
         grafana_folder=asdict(settings.grafana.folder),
@@ -239,7 +243,8 @@ def build(project: Project) -> Artifacts:
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),
-        service_monitor=scrape.service_monitor(settings),
+        service_monitor=monitors[0],
+        more_service_monitors=tuple(monitors[1:]),
         prometheus_rules=rules,
         prometheus_rule=alarm_render.prometheus_rule_resource(rules, settings),
         grafana_uid_prefix=settings.grafana.uid_prefix,

@@ -119,7 +119,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     if artifacts.addon is not None:
         files[ADDON_FILE] = to_json(artifacts.addon)
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
-    files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor)
+    files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor, *artifacts.more_service_monitors)
 
     # (name, id(body)) -> the JSON string of its DashboardBody text: the same body in its file and the template
     # (only the string is kept: the texts of 1,000 clusters' bodies are tens of MB)
@@ -1098,6 +1098,9 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
 
     if settings is not None:
         _check_made_with(manifest, directory, settings, consequence)
+    # one ServiceMonitor per deployment style's Service (an older build: one)
+    monitors = _yaml(files.get(SERVICE_MONITOR_FILE, b"{}"), where(SERVICE_MONITOR_FILE), "the ServiceMonitors", None) \
+        or [{}]
     return Artifacts(
         grafana=grafana,
         grafana_folder={"uid": record["grafana_folder"]["uid"], "title": record["grafana_folder"]["title"]},
@@ -1110,7 +1113,8 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         addon=_object(files[ADDON_FILE], where(ADDON_FILE), "the add-on configuration", ()) if ADDON_FILE in files
         else None,
         additional_scrape_configs=document(ADDITIONAL_SCRAPE_FILE, "the scrape configs"),
-        service_monitor=document(SERVICE_MONITOR_FILE, "the ServiceMonitor"),
+        service_monitor=monitors[0],
+        more_service_monitors=tuple(monitors[1:]),
         prometheus_rules=document(RULES_FILE, "the rules file"),
         prometheus_rule=document(PROMETHEUS_RULE_FILE, "the PrometheusRule"),
         grafana_uid_prefix=record["grafana_uid_prefix"],

@@ -18,8 +18,8 @@ from typing import Any
 from .. import agent_timing
 from ..catalog import MIG_UNSUPPORTED, WHOLE_GPU_INSTANCE
 from ..data_missing import KSM_METRICS, expected
-from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespaces, fleet_styles,
-                               named_daemonsets, style_for)
+from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, exporter_namespace, exporter_namespaces,
+                               fleet_styles, named_daemonsets, style_for)
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
@@ -225,13 +225,14 @@ def additional_scrape_configs(settings: Settings) -> dict[str, Any]:
 TARGET_WORKLOAD_LABELS = ("pod", "namespace", "container")
 
 
-def object_metadata(name: str, settings: Settings) -> dict[str, Any]:
-    """Metadata of a prometheus-operator object: namespace and the kube-prometheus-stack release label."""
+def object_metadata(name: str, settings: Settings, namespace: str | None = None) -> dict[str, Any]:
+    """Metadata of a prometheus-operator object: namespace (prometheus_stack.namespace, else `namespace`, else
+    exporter.namespace) and the kube-prometheus-stack release label."""
     stack = settings.prometheus_stack
     labels = dict(KUBERNETES_MANAGED_BY)
     if stack.release:
         labels["release"] = stack.release
-    return {"name": name, "namespace": stack.namespace or settings.exporter.namespace, "labels": labels}
+    return {"name": name, "namespace": stack.namespace or namespace or settings.exporter.namespace, "labels": labels}
 
 
 _CAMEL_CASE = {"source_labels": "sourceLabels", "target_label": "targetLabel"}
@@ -242,16 +243,31 @@ def _camel_case(rule: dict[str, Any]) -> dict[str, Any]:
     return {_CAMEL_CASE.get(key, key): value for key, value in rule.items()}
 
 
-def service_monitor(settings: Settings) -> dict[str, Any]:
+def service_monitors(settings: Settings) -> list[dict[str, Any]]:
+    """The ServiceMonitors: one per way of labelling and naming the exporter's Service the fleet's deployment styles
+    use (exporter.deployment's first, named SERVICE_MONITOR; a cluster's clusters[].exporter.deployment of another
+    label or port adds one named SERVICE_MONITOR-<style>): a ServiceMonitor selects Services by one label set and
+    endpoints by port name, so one cannot select the GPU operator's Service and the chart's."""
+    styles = {(style.pod_label, style.service_port): style for style in reversed(fleet_styles(settings))}
+    first = style_for(settings)
+    return [service_monitor(settings, style if style.key != first.key else None)
+            for style in sorted(styles.values(), key=lambda s: s.key != first.key)]
+
+
+def service_monitor(settings: Settings, style: ExporterStyle | None = None) -> dict[str, Any]:
     """The ServiceMonitor alternative: honorLabels keeps the workload's labels (as `pod`, `namespace`,
     `container`, or under the `exported_*` names the settings declare); relabelings attach the node and
-    the exporter pod as the scrape job does."""
-    exporter = style_for(settings)
+    the exporter pod as the scrape job does. Of exporter.deployment's Service, or of `style`'s."""
+    exporter = style or style_for(settings)
     label_name, label_value = exporter.pod_label
+    name = f"{SERVICE_MONITOR}-{exporter.key}" if style else SERVICE_MONITOR
+    # another style's: in the exporter namespace of the first cluster of that style (where verify reads it there)
+    home = next((exporter_namespace(settings, c) for c in settings.clusters
+                 if style_for(settings, c).pod_label == exporter.pod_label), None) if style else None
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": object_metadata(SERVICE_MONITOR, settings),
+        "metadata": object_metadata(name, settings, home),
         "spec": {
             "selector": {"matchLabels": {label_name: label_value}},
             "namespaceSelector": {"matchNames": exporter_namespaces(settings)},

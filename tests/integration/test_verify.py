@@ -439,8 +439,13 @@ def test_verify_reads_each_clusters_exporter_of_its_own_deployment_style(stack, 
     checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
     results["gpu-cluster"] = _mixed_checks(checks)
     _helm_chart_install(cluster)
-    checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config), "--cluster", "b")[1]
+    # the ServiceMonitors the fleet's build holds, in the namespaces they name (b's own in b's exporter namespace)
+    monitors = list(yaml.safe_load_all(encode(build(load_project(config)))["k8s/servicemonitor.yaml"]))
+    cluster.service_monitors = monitors
+    checks = verify("--skip", "cloudwatch", "--config", str(config), "--cluster", "b")[1]
     results["b"] = _mixed_checks(checks)
+    scrape = checks[("kube", "Prometheus scrape config")]
+    assert (scrape["status"], scrape["detail"]) == ("ok", "ServiceMonitor gpudash-dcgm-exporter-helm"), scrape
     assert {name: {key: status for key, (status, _) in each.items()} for name, each in results.items()} == {
         name: {key: "ok" for key in MIXED_CHECKS} for name in results}, results
     assert results["gpu-cluster"][("kube", "exporter DaemonSet")][1].startswith("gpu-operator/nvidia-dcgm-exporter ")

@@ -599,3 +599,27 @@ def test_each_clusters_agent_keeps_the_pods_of_its_own_style_and_of_each_daemons
     assert [(f.where, f.message.split(",")[0]) for f in findings] == [
         ("k8s/cwagent-prometheus-config-a.yaml", "the exporter job of cluster a drops its pods labelled "
                                                  "app.kubernetes.io/name=dcgm-exporter")]
+
+
+def test_a_fleet_of_two_exporter_styles_gets_a_servicemonitor_for_each_service(reference, project_dir, tmp_path):
+    """The GPU operator's exporter in cluster a, the Helm chart's in b: servicemonitor.yaml holds a ServiceMonitor of
+    the operator's Service (app=nvidia-dcgm-exporter, port gpu-metrics) and one of the chart's
+    (app.kubernetes.io/name=dcgm-exporter, port metrics), in b's exporter namespace (one selecting the operator's
+    alone scraped nothing of b through a ServiceMonitor); each validates against the CRD, and a build read back keeps
+    both. The chart and the static manifest label and name their Service alike: one ServiceMonitor."""
+    from generator.output import read, write
+
+    project = load_project(project_dir(MIXED_STYLES))
+    artifacts = build(project)
+    documents = list(yaml.safe_load_all(encode(artifacts)["k8s/servicemonitor.yaml"]))
+    assert [(d["metadata"]["name"], d["metadata"]["namespace"], d["spec"]["selector"]["matchLabels"],
+             d["spec"]["endpoints"][0]["port"]) for d in documents] == [
+        ("gpudash-dcgm-exporter", "gpu-operator", {"app": "nvidia-dcgm-exporter"}, "gpu-metrics"),
+        ("gpudash-dcgm-exporter-helm", "dcgm-exporter", {"app.kubernetes.io/name": "dcgm-exporter"}, "metrics")]
+    assert [list(_crd_validator(reference, "servicemonitors").iter_errors(d)) for d in documents] == [[], []]
+    write(tmp_path / "build", artifacts)
+    again = read(tmp_path / "build")
+    assert (again.service_monitor, again.more_service_monitors) == (documents[0], (documents[1],))
+    alike = load_project(project_dir("exporter:\n  deployment: helm\nclusters:\n  - {name: a, region: us-east-1}\n"
+                                     "  - {name: b, region: us-east-1, exporter: {deployment: static}}\n"))
+    assert len(list(yaml.safe_load_all(encode(build(alike))["k8s/servicemonitor.yaml"]))) == 1
