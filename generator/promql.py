@@ -711,12 +711,13 @@ BLANK_INSTANCE_NOTE = ("A GPU one of whose instances reads DCGM's blank for any 
                        "another) has no value: the rest of its instances are not the GPU.")
 
 
-def pooled_note(part: str, whole: tuple[str, ...]) -> str:
-    """What a pod's share of memory (pooled) reads."""
-    return (f"Per pod: the sum of {part} of the GPUs and MIG instances it holds over the sum of their "
-            f"{' + '.join(whole)}, the share of the memory it holds (not the mean of its GPUs' shares). A pod one of "
-            f"whose GPUs or instances reads DCGM's blank for any of the fields (or one field and not another) has no "
-            f"value.")
+def pooled_note(part: str, whole: tuple[str, ...], query: Query) -> str:
+    """What a pod's (or a namespace's) share of memory (pooled) reads."""
+    group, holds = ("pod", "it holds") if "pod" in group_keys(query.by) else ("namespace", "its pods hold")
+    return (f"Per {group}: the sum of {part} of the GPUs and MIG instances {holds} over the sum of their "
+            f"{' + '.join(whole)}, the share of the memory {holds} (not the mean of its GPUs' shares). A {group} one "
+            f"of whose GPUs or instances reads DCGM's blank for any of the fields (or one field and not another) has "
+            f"no value.")
 
 
 def over_note(query: Query, catalog: Catalog) -> str | None:
@@ -725,7 +726,7 @@ def over_note(query: Query, catalog: Catalog) -> str | None:
     if not query.over or query.raw_promql or query.aggregation == "count" or "mig_instance" in group_keys(query.by):
         return None
     if pooled(query, catalog):
-        return pooled_note(query.metric, query.over)
+        return pooled_note(query.metric, query.over, query)
     return (f"On a GPU split into MIG instances, {', '.join(dict.fromkeys((query.metric, *query.over)))} are each "
             f"combined over its instances (memory added up). {BLANK_INSTANCE_NOTE}")
 
@@ -737,7 +738,7 @@ def memory_share_note(query: Query, catalog: Catalog) -> str | None:
         return None
     used, free = MIG_MEMORY_SHARES[query.metric]
     if pooled(query, catalog):
-        return pooled_note(used, (used, free))
+        return pooled_note(used, (used, free), query)
     if used in catalog and free in catalog:
         return (f"On a GPU split into MIG instances: the sum of its instances' {used} over the sum of their {used} + "
                 f"{free}, the share of the memory they hold (not the mean of their shares). {BLANK_INSTANCE_NOTE}")
@@ -763,11 +764,14 @@ def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
 
 
 def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
-    """A per-pod mean (not per GPU) of a share of memory: a field of MIG_MEMORY_SHARES, or a field over a total of fields
-    that a GPU's instances add up (`over`, framebuffer used over used + free). Its (field, whole) and those of its
-    total, to pool over the pod's GPUs and instances (_pooled), or None."""
+    """A per-pod (or per-namespace) mean, not per GPU, of a share of memory: a field of MIG_MEMORY_SHARES, or a field
+    over a total of fields that a GPU's instances add up (`over`, framebuffer used over used + free). Its (field,
+    whole) and those of its total, to pool over the GPUs and instances the pod (the namespace's pods) holds
+    (_pooled), or None. A namespace's mean of its GPUs' shares read 0.5 for a full 3g.40gb on one GPU and an empty
+    1g.10gb on another, 0.803 for both on one GPU, as a pod's did."""
     keys = group_keys(query.by)
-    if query.aggregation != "avg" or query.raw_promql or "pod" not in keys or "gpu" in keys or "mig_instance" in keys:
+    if query.aggregation != "avg" or query.raw_promql or not {"pod", "namespace"} & set(keys) or "gpu" in keys \
+            or "mig_instance" in keys:
         return None
     if query.metric in MIG_MEMORY_SHARES and not query.over:
         used, free = MIG_MEMORY_SHARES[query.metric]
@@ -856,7 +860,8 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
             and not query.as_increase and not query.over and query.aggregation != "count"
             and not reads_gauges(query, catalog)):
         return _named_rates(query, labels, catalog, scope, rate_window, resolution, keys)
-    extra = [f'{labels.pod}!=""'] if "pod" in keys else []
+    # a line per pod or namespace: the GPUs a pod holds (GPUs no pod holds made a line "Namespace " of their own)
+    extra = [f'{labels.pod}!=""'] if "pod" in keys or "namespace" in keys else []
     if "mig_instance" in keys:
         extra.append(f'{MIG_INSTANCE_LABEL}!=""')
     extra += [f'{key}!=""' for key in keys if key in FIELD_LABEL_KEYS]  # lines name a code: series with one

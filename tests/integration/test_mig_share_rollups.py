@@ -74,12 +74,16 @@ def project(tmp_path_factory):
     return load_project(None, csv)
 
 
-def _shown(prometheus, project, query: Query) -> dict[str, float]:
-    """{legend: value} of one panel of `query` at minute 20, the dashboard variables at All."""
+def _panel(project, query: Query) -> dict:
     model = grafana_render.render(Dashboard(id="rollups", title="Roll-ups", description="Shares.", rows=[
         Row("Shares", [Panel("Share", (query,))])]), project.catalog, project.settings)
     (panel,) = [p for row in model["panels"] for p in [row, *row.get("panels", [])] if p.get("type") != "row"]
-    (target,) = panel["targets"]
+    return panel
+
+
+def _shown(prometheus, project, query: Query) -> dict[str, float]:
+    """{legend: value} of one panel of `query` at minute 20, the dashboard variables at All."""
+    (target,) = _panel(project, query)["targets"]
     expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     server, start = prometheus
     return {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1])
@@ -97,3 +101,17 @@ def test_a_mig_gpu_without_memory_leaves_the_fleets_and_nodes_share_as_the_other
     assert gpus.keys() == {f"{NODE} GPU {gpu}" for gpu in GPU_SHARES} and all(
         math.isclose(gpus[f"{NODE} GPU {gpu}"], share, abs_tol=1e-12) for gpu, share in GPU_SHARES.items()), gpus
 
+
+def test_a_namespaces_mean_share_is_the_share_of_the_memory_its_pods_hold(prometheus, project):
+    """Per pod the mean share is pooled: the spread pod and the together pod both read 0.803. A namespace's is the
+    same memory: `spread` read 0.5 (the mean of its two GPUs' shares, 1 and 0) where `together` read 0.803; and
+    GPUs no pod holds make no namespace line (they made "Namespace " with an empty name)."""
+    pods = _shown(prometheus, project, Query(USED, "avg", ("pod",), over=(USED, FREE)))
+    assert {line: round(value, 9) for line, value in pods.items() if line != "Pod solo/w"} == \
+        {"Pod spread/s": round(HELD, 9), "Pod together/t": round(HELD, 9)}, pods
+    namespaces = _shown(prometheus, project, Query(USED, "avg", ("namespace",), over=(USED, FREE)))
+    assert namespaces.keys() == {"Namespace solo", "Namespace spread", "Namespace together"}, namespaces
+    assert math.isclose(namespaces["Namespace spread"], HELD) and math.isclose(namespaces["Namespace together"], HELD)
+    assert "Per namespace: the sum of DCGM_FI_DEV_FB_USED of the GPUs and MIG instances its pods hold over the sum " \
+           "of their DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in \
+           _panel(project, Query(USED, "avg", ("namespace",), over=(USED, FREE)))["description"]
