@@ -703,6 +703,8 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             raise
         _settle(exc, "PutDashboard", "the dashboard", read, done=done, before=as_before)
         return True  # read back with the body sent: the check below is made
+    if response.get(LOOKED) is False:  # found as sent by the look before a retry, no attempt having reached
+        return False                   # CloudWatch: another publisher wrote it
     messages = response.get("DashboardValidationMessages") or []
     api = "PutDashboard with validation messages" if messages else "PutDashboard"
 
@@ -802,22 +804,26 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
             return alarm is None
         return alarm is not None and alarm_fields(alarm) == alarm_fields(now) and untagged(tags)
 
-    def put(**fields) -> None:
+    def put(**fields) -> bool:
+        """Whether the alarm is as gpudash's write makes it by another hand: found so by the look before a retry
+        when no attempt reached CloudWatch (another publisher wrote it; its read-back and tags are theirs)."""
         try:
-            cloudwatch.call(region, "PutMetricAlarm", what, **fields,
-                            before_retry=_look("PutMetricAlarm", "the alarm", what, read, sent, as_before))
+            return cloudwatch.call(region, "PutMetricAlarm", what, **fields, before_retry=_look(
+                "PutMetricAlarm", "the alarm", what, read, sent, as_before)).get(LOOKED) is False
         except RemoteError as exc:
             if not answer_lost(exc):
                 raise
             _settle(exc, "PutMetricAlarm", "the alarm", read, done=sent, before=as_before)
+            return False
 
     if change.action == CREATE:  # created owned, with the evidence of what is sent, which the read-back confirms
         tags = alarm_tags(request)
-        put(**{**request, "Tags": tags})
+        if put(**{**request, "Tags": tags}):
+            return False
     else:
         tags = live.get("tags", [])
-        if not live.get("as_generated"):  # PutMetricAlarm ignores Tags on update (AWS does; send none)
-            put(**{k: v for k, v in request.items() if k != "Tags"})
+        if not live.get("as_generated") and put(**{k: v for k, v in request.items() if k != "Tags"}):
+            return False  # (PutMetricAlarm ignores Tags on update, AWS does: none sent)
     arn, reported = live.get("arn"), live.get("hash")
     if fields_written:
         arn, reported = _read_back(cloudwatch, region, change.name, request, created=change.action == CREATE,

@@ -458,3 +458,41 @@ def test_a_takeover_just_before_an_updates_write_lands_is_reported_as_what_it_ma
     assert "since they were read right before its fields were written" in failed[NAME]["error"], failed
     assert "holds gpudash's definition" in failed[NAME]["error"], failed
     assert _tags(client, NAME)["ManagedBy"] == "team-ml"
+
+
+class _PublishedMeanwhile(Rule):
+    """Throttles the first `operation` naming `name` (not forwarded: not made), and meanwhile another publisher sends
+    CloudWatch that very request (`replay(request)`): the object is as gpudash's write makes it, by another hand."""
+
+    def __init__(self, operation: str, name: str, replay):
+        super().__init__(path="/", operation=operation, status=400, times=1, contains=json.dumps(name).encode(),
+                         body=json.dumps({"__type": "Throttling", "message": "Rate exceeded"}).encode(),
+                         callback=lambda: replay(json.loads(self.request)))
+        self.request = b""
+
+    def matches(self, method, path, body, operation="", region="", query="") -> bool:
+        if super().matches(method, path, body, operation, region, query):
+            self.request = body
+            return True
+        return False
+
+
+@pytest.mark.parametrize("kind", ["alarm", "dashboard"])
+def test_an_object_another_publisher_writes_between_two_attempts_is_not_listed_as_gpudashs_write(proxied, kind):
+    """gpudash's first attempt is throttled (not made) and another publisher writes the object exactly as gpudash
+    sends it before the retry, whose look finds it so. It was listed in `written` as gpudash's write; it is left as
+    the other publisher wrote it now (not written, exit 0), as when the check before the batch finds it so."""
+    proxy, client, apply = proxied
+    if kind == "alarm":
+        rule = _PublishedMeanwhile("PutMetricAlarm", NAME, lambda request: client.put_metric_alarm(**request))
+    else:
+        rule = _PublishedMeanwhile("PutDashboard", DASHBOARD, lambda request: client.put_dashboard(**request))
+    proxy.inject(rule)
+    code, report, stderr = apply()
+    name = NAME if kind == "alarm" else DASHBOARD
+    assert rule.times == 0 and code == 0 and report["failed"] == [], (report["failed"], stderr)
+    assert name not in report["written"] and len(report["written"]) == 14, report["written"]
+    if kind == "alarm":
+        assert alarms(client)[NAME]["Threshold"] == 80.0
+    else:
+        assert DASHBOARD in [d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]]
