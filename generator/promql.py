@@ -662,14 +662,13 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
-             kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
-             unfiltered: bool = False, known: bool = True) -> str:
-    """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`; one value per GPU
-    instance where it keeps them apart). `unfiltered` (a gauge): blank readings kept (_field_series).
+             kind: str | None = None, resolution: str | None = None, device: _Device | None = None) -> str:
+    """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
     A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank: the rest
     of its instances are not the GPU (a 3g.40gb's free memory blank beside a 1g.10gb's 10,000 MiB read 10,000 MiB
-    free). `known` False leaves that to the caller (_unknown, over several fields).
+    free; its share of memory 20,000 / 30,000 = 0.667 where 0.4 is used). Only MIG instances are looked at for it
+    (a whole GPU's blank leaves no series already), so a fleet of whole GPUs pays next to nothing for it.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -685,43 +684,44 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
             else None
         series = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies, resolution,
-                               device, unfiltered)
+                               device)
         value = _across_own_labels(metric, catalog, merge, merge(
             how, merge.gpus(series, own_labels) if counter else series, own_labels))
-        if how == "sum" and known and not unfiltered and not own_labels and merge.combines() \
-                and not catalog.get(metric).is_counter:
-            raw = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, None, resolution,
-                                device, unfiltered=True)
-            value = f"({value} unless on ({merge.grouping()}) ({merge.copies(raw)} unless {merge.copies(series)}))"
+        if how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
+            def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
+                return merge.copies(_field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'],
+                                                  window, as_increase, over_time, None, resolution, device, unfiltered))
+            value = (f"({value} unless on ({merge.grouping()}) ({on_instances(True)} unless "
+                     f"{on_instances(False)}))")
         return value
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
-                        over_time, resolution=resolution, device=device, unfiltered=unfiltered)
+                        over_time, resolution=resolution, device=device)
     substitute = catalog.mig_substitute(metric)
     if substitute is None or kind == "whole":
         return merge(how, own, own_labels)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
-                        over_time, resolution=resolution, device=device, unfiltered=unfiltered)
+                        over_time, resolution=resolution, device=device)
     on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
     return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
 
 
-# What a value combined of several fields over a MIG GPU's instances (_unknown) reads where one of them is blank.
-BLANK_INSTANCE_NOTE = ("A GPU one of whose instances reads DCGM's blank for any of the fields (or one field and not "
-                       "another) has no value: the rest of its instances are not the GPU.")
+# What a value of fields a MIG GPU's instances add up (_per_gpu) reads where one of them is blank.
+BLANK_INSTANCE_NOTE = ("A GPU one of whose instances reads DCGM's blank for any of the fields has no value: the rest "
+                       "of its instances are not the GPU.")
 
 
 def pooled_note(part: str, whole: tuple[str, ...], query: Query) -> str:
     """What a pod's (or a namespace's) share of memory (pooled) reads."""
     group, holds = ("pod", "it holds") if "pod" in group_keys(query.by) else ("namespace", "its pods hold")
     return (f"Per {group}: the sum of {part} of the GPUs and MIG instances {holds} over the sum of their "
-            f"{' + '.join(whole)}, the share of the memory {holds} (not the mean of its GPUs' shares). A {group} one "
-            f"of whose GPUs or instances reads DCGM's blank for any of the fields (or one field and not another) has "
-            f"no value.")
+            f"{' + '.join(whole)}, the share of the memory {holds} (not the mean of its GPUs' shares). A GPU that reads "
+            f"DCGM's blank for any of the fields (on a GPU split into MIG instances: one of its instances) is left out "
+            f"of both sums.")
 
 
 def over_note(query: Query, catalog: Catalog) -> str | None:
-    """What a panel of a field over a total of fields (`over`) reads on a MIG GPU (_unknown) or per pod (pooled), or
+    """What a panel of a field over a total of fields (`over`) reads on a MIG GPU (_per_gpu) or per pod (pooled), or
     None."""
     if not query.over or query.raw_promql or query.aggregation == "count" or "mig_instance" in group_keys(query.by):
         return None
@@ -746,21 +746,17 @@ def memory_share_note(query: Query, catalog: Catalog) -> str | None:
             f"their {used} + {free}, which the counters CSV does not collect.")
 
 
-def _memory_share(metric: str, catalog: Catalog, per_gpu, grouping: str) -> str:
+def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
     """A share of memory (MIG_MEMORY_SHARES) per GPU: a whole GPU's own reading; a MIG GPU's, the sum of its instances'
-    used memory over the sum of the memory they hold (used + free), not the mean of their shares; a GPU with an
-    instance reading a blank of either (_unknown), none. Without both fields in the CSV, MIG GPUs are left out (the
-    README says so)."""
+    used memory over the sum of the memory they hold (used + free), not the mean of their shares (none while one of
+    them reads a blank: _per_gpu). Without both fields in the CSV, MIG GPUs are left out (the README says so)."""
     whole = per_gpu(metric, True, (f'{MIG_INSTANCE_LABEL}=""',))
     used, free = MIG_MEMORY_SHARES[metric]
     if used not in catalog or free not in catalog:
         return whole
     mig = (f'{MIG_INSTANCE_LABEL}!=""',)
-    held = per_gpu(used, True, mig, known=False)
-    unknown = _unknown(((used, True), (free, True)), catalog,
-                       lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, mig, True, unfiltered))
-    return (f"(({held} / (({held} + {per_gpu(free, True, mig, known=False)}) > 0) unless on ({grouping}) "
-            f"{unknown}) or {whole})")
+    held = per_gpu(used, True, mig)
+    return f"({held} / (({held} + {per_gpu(free, True, mig)}) > 0) or {whole})"  # 0 / 0: none
 
 
 def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
@@ -782,36 +778,14 @@ def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tupl
     return None
 
 
-def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog: Catalog, per_gpu,
-            grouping: str) -> str:
+def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], per_gpu, grouping: str) -> str:
     """A pod's share of memory (pooled): the used memory of every GPU and MIG instance it holds over the memory they
     hold, so its instances weigh by their memory wherever they are (a full 3g.40gb on one GPU and an empty 1g.10gb on
-    another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A pod one of whose
-    GPUs or instances reads a blank of a field (_unknown) has no value, as its total would hold the blank (the
-    CloudWatch agent publishes no such pod total either)."""
-    total = " + ".join(per_gpu(*key, known=False) for key in whole)
-    unknown = _unknown((part, *whole), catalog,
-                       lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
-    return (f"(sum by ({grouping}) ({per_gpu(*part, known=False)}) / (sum by ({grouping}) ({total}) > 0) "
-            f"unless on ({grouping}) {unknown})")
-
-
-def _unknown(fields, catalog: Catalog, per_instance) -> str:
-    """The GPU instances (and outer groups) that read one of `fields` (field, whole) and not all of them, or a blank of
-    one: a value per GPU combined of these fields over its instances (a share of one in their total) is unknown
-    where it has one (`unless on (<per-GPU labels>)`), so that the rest add up over the same instances.
-
-    A blank reading drops out of one field and not the others (each is filtered on its own): a 3g.40gb reading 20,000
-    MiB used and a blank free beside an empty 1g.10gb (10,000 MiB free) read 20,000 / (20,000 + 10,000) = 0.667,
-    where 20,000 of the 50,000 MiB the instances hold is used (0.4); leaving the blank instance out of both fields
-    (0 / 10,000) is not the GPU's share either. `per_instance(field, whole, unfiltered)` reads a field per GPU
-    instance; `unfiltered`, with its blanks kept (a counter has no blank reading of its own: its window has none)."""
-    keys = list(dict.fromkeys(fields))
-    read = {key: f"({per_instance(*key, False)})" for key in keys}
-    every = " and ".join(read.values())
-    some = " or ".join(read[key] if key[0] in catalog and catalog.get(key[0]).is_counter
-                       else f"({per_instance(*key, True)})" for key in keys)
-    return f"(({some}) unless ({every}))"
+    another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A GPU without a
+    reading of every field (a blank; on MIG, one of its instances': _per_gpu) is left out of both sums, as it is left
+    out of a pod's mean."""
+    total = " + ".join(per_gpu(*key) for key in whole)
+    return f"(sum by ({grouping}) ({per_gpu(*part)} and ({total})) / (sum by ({grouping}) ({total}) > 0))"
 
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
@@ -884,33 +858,25 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
     lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
-    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), instances: bool = False,
-                unfiltered: bool = False, known: bool = True) -> str:
-        """The field per GPU (`instances`: per GPU instance, the instances kept apart; `known`: _per_gpu)."""
+    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = ()) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole, bool(labels.copies), lookback, labels, resolution) \
             if labels.copies or lookback else None
-        return _per_gpu(metric, catalog, branches, [*extra, *only], _Merge(labels, (), merge.kept) if instances
-                        else merge, window, query.as_increase, count, over_time, kind, resolution, device, unfiltered,
-                        known)
+        return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
+                        over_time, kind, resolution, device)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
     if pool:
-        return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
-    # a value of several fields combined over a GPU's instances: _unknown checks them together
-    value = per_gpu(query.metric, query.whole_gpu, known=not (combined and query.over))
+        return _pooled(*pool, per_gpu, ", ".join(outer))
+    value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
-        value = _memory_share(query.metric, catalog, per_gpu, merge.grouping())
+        value = _memory_share(query.metric, catalog, per_gpu)
     if query.over:
-        total = " + ".join(per_gpu(m, True, known=not combined) for m in query.over)
+        total = " + ".join(per_gpu(m, True) for m in query.over)
         value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
-        if combined:  # the field and the total over the same instances
-            unknown = _unknown(((query.metric, query.whole_gpu), *((m, True) for m in query.over)), catalog,
-                               lambda name, whole_gpu, unfiltered: per_gpu(name, whole_gpu, (), True, unfiltered))
-            value = f"({value} unless on ({merge.grouping()}) {unknown})"
     grouping = ", ".join(outer)
 
     def aggregated(how: str) -> str:
