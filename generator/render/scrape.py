@@ -78,6 +78,11 @@ def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, 
              "action": "keep"},
             {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "Namespace", "action": "replace"},
             {"target_label": "Service", "replacement": exporter.service, "action": "replace"},
+            # the fleet's Prometheus job: a pod of another style the fleet uses gets that style's Service
+            *({"source_labels": [meta], "regex": re.escape(value), "target_label": "Service", "replacement": service,
+               "action": "replace"}
+              for meta, value, service in dict.fromkeys((style.pod_label_meta, style.pod_label[1], style.service)
+                                                        for style in styles if style.service != exporter.service)),
             {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node", "action": "replace"},
             {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "exporter_pod", "action": "replace"},
         ],

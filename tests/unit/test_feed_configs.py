@@ -623,3 +623,15 @@ def test_a_fleet_of_two_exporter_styles_gets_a_servicemonitor_for_each_service(r
     alike = load_project(project_dir("exporter:\n  deployment: helm\nclusters:\n  - {name: a, region: us-east-1}\n"
                                      "  - {name: b, region: us-east-1, exporter: {deployment: static}}\n"))
     assert len(list(yaml.safe_load_all(encode(build(alike))["k8s/servicemonitor.yaml"]))) == 1
+
+
+def test_the_fleet_prometheus_job_names_each_exporter_pods_own_service(project_dir):
+    """The fleet's Prometheus scrape job (additional-scrape-configs.yaml) of a two-style fleet keeps the operator's
+    pods and the chart's, each with its own Service (the chart's pods were labelled Service=nvidia-dcgm-exporter)."""
+    from tests.support.dcgm_fleet import _relabel
+
+    job = scrape_job(load_project(project_dir(MIXED_STYLES)).settings)
+    services = {name: (_relabel(job["relabel_configs"], pod) or {}).get("Service") for name, pod in (
+        ("operator", _exporter_pod("gpu-operator", "nvidia-dcgm-exporter", ("app", "nvidia-dcgm-exporter"))),
+        ("chart", _exporter_pod("dcgm-exporter", "dcgm-exporter", ("app_kubernetes_io_name", "dcgm-exporter"))))}
+    assert services == {"operator": "nvidia-dcgm-exporter", "chart": "dcgm-exporter"}
