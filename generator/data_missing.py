@@ -873,10 +873,13 @@ def cluster_join(settings: Settings) -> str:
     return f"on({settings.labels.cluster})" if settings.shared_prometheus else "on()"
 
 
-def daemonset_join(settings: Settings) -> str:
+def daemonset_labels(settings: Settings) -> tuple[str, ...]:
     """The labels that tell one exporter DaemonSet from another in the rule: (cluster,) namespace and name."""
-    cluster = settings.labels.cluster
-    return f"on({cluster}, namespace, daemonset)" if settings.shared_prometheus else "on(namespace, daemonset)"
+    return (settings.labels.cluster,) * settings.shared_prometheus + ("namespace", "daemonset")
+
+
+def daemonset_join(settings: Settings) -> str:
+    return f"on({', '.join(daemonset_labels(settings))})"
 
 
 def _named_matchers(where: str, namespace: str, name: str) -> tuple[str, str]:

@@ -734,11 +734,11 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
         def branches(part: str | None = None) -> Callable[[int], str]:
             return lambda period: data_missing.prometheus_expression(
                 query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None, part)
-        if alarm.evaluation_periods > 1 \
-                and (alarm.datapoints_to_alarm or alarm.evaluation_periods) == alarm.evaluation_periods:
-            # each DaemonSet's periods joined on the DaemonSet whatever made each one breach (its pod gone, then the
-            # DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its CloudWatch alarm judges them
-            joined = _of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_join(settings))
+        if alarm.evaluation_periods > 1:
+            # each DaemonSet's periods joined (or counted, M of N) on the DaemonSet whatever made each one breach (its
+            # pod gone, then the DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its CloudWatch
+            # alarm judges them
+            joined = _of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_labels(settings))
             if not several_daemonsets(settings):  # no exporter DaemonSet labelled all along: branch 1's alert alone
                 joined = (f"({joined} unless {data_missing.cluster_join(settings)} "
                           f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
@@ -837,7 +837,7 @@ def rule_step(settings: Settings) -> str:
 PERIOD_LABEL = "gpudash_period"  # which of the alarm's periods a condition judged (counted, then dropped)
 
 
-def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: str = "") -> str:
+def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: tuple[str, ...] = ()) -> str:
     """The periods CloudWatch judges at an evaluation, judged at each of the rule's: the N whole periods that end
     at the evaluation (its sliding evaluation window), of which M must breach. `breaching(k)` is the
     condition on the period k periods back. One period: its condition; M of M: every period's condition (`and`;
@@ -846,15 +846,22 @@ def _of_periods(alarm: Alarm, breaching: Callable[[int], str], join: str = "") -
     TreatMissingData notBreaching (and missing, as tests/support/cloudwatch_eval reads it) has it; the one rule
     that treats missing data as breaching, data-missing, says in its branch 1 that a period had none. Its
     branches carry their own `reason`, so each is judged over the periods apart (the `and` matches label sets), but
-    where `join` names the labels the periods match on (`on(...)`: with several exporter DaemonSets, each one's)."""
+    where `join` names the labels the periods are matched on (each exporter DaemonSet's): M of M `and on(join)`; M of N
+    the periods in which each `join` breached counted, the latest breaching period's series kept."""
     periods = alarm.evaluation_periods
     needed = alarm.datapoints_to_alarm or periods
     if periods == 1:
         return breaching(0)
+    on = f"on({', '.join(join)})"
     if needed == periods:
-        glue = f" and {join} " if join else " and "
-        return "(" + glue.join(f"({breaching(k)})" for k in range(periods)) + ")"
-    return f"({_over_periods('count', [breaching(k) for k in range(periods)])} >= {needed})"
+        return "(" + (f" and {on} " if join else " and ").join(f"({breaching(k)})" for k in range(periods)) + ")"
+    terms = [breaching(k) for k in range(periods)]
+    if join:
+        latest = f" or {on} ".join(f"({term})" for term in terms)
+        labels = ", ".join(join)
+        counted = f"count by ({labels}) (group by ({labels}, {PERIOD_LABEL}) ({_marked(terms)}))"
+        return f"(({latest}) and {on} ({counted} >= {needed}))"
+    return f"({_over_periods('count', terms)} >= {needed})"
 
 
 RANGE_JUDGED = ("missing", "notBreaching")  # missing data CloudWatch judges over its evaluation range (_of_range)
@@ -869,8 +876,12 @@ NEGATED = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 def _over_periods(aggregation: str, terms: list[str]) -> str:
     """`aggregation` (count, sum) over the periods' terms, latest first, each marked with its own PERIOD_LABEL so
     that `or` keeps them all."""
-    marked = " or ".join(f'label_replace({term}, "{PERIOD_LABEL}", "{k}", "", "")' for k, term in enumerate(terms))
-    return f"{aggregation} without ({PERIOD_LABEL}) ({marked})"
+    return f"{aggregation} without ({PERIOD_LABEL}) ({_marked(terms)})"
+
+
+def _marked(terms: list[str]) -> str:
+    """The periods' terms, latest first, each marked with its own PERIOD_LABEL, so that `or` keeps them all."""
+    return " or ".join(f'label_replace({term}, "{PERIOD_LABEL}", "{k}", "", "")' for k, term in enumerate(terms))
 
 
 def _of_range(alarm: Alarm, value: Callable[[int], str], condition: Condition) -> str:

@@ -425,3 +425,38 @@ def test_with_one_daemonset_named_the_rule_fires_when_the_alarm_fires(tmp_path):
             if alarm != ({ALARM} if expected else set()) or bool(fired[name].get(minute)) != bool(expected):
                 wrong[(name, minute)] = (sorted(alarm), sorted(fired[name].get(minute, set())))
     assert wrong == {}
+
+
+def test_at_2_of_3_periods_the_rule_counts_a_daemonsets_breaching_periods_whatever_their_cause(pools, tmp_path):
+    """The data-missing alarm defined at 2 of 3 periods: the rule counted each branch's periods apart (by reason and
+    kube-state-metrics' `instance`), so pool b's pod gone then its DaemonSet deleted fired from minute 35 where the
+    alarm fires from 30, and the kube-state-metrics replacement paused it at 41; with one DaemonSet named the same, and
+    paused at 31, 36 and 41. Each DaemonSet's breaching periods are counted now: at every minute from 6 to 44 and from 47
+    the rule fires when the alarm does (both fire at 1-4 on a start without data; the alarm stays one minute longer,
+    at 5 and at 45, which no story here judges)."""
+    from dataclasses import replace
+
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "gpudash.yaml").write_text(f"clusters:\n  - {{name: {CLUSTER}, region: us-east-1}}\nexporter:\n"
+                                      f"  deployment: helm\n  namespace: {B[0]}\n  daemonset: {B[1]}\n")
+    wrong = {}
+    for index, (project, stories) in enumerate(((pools[0], {"gone then deleted": _gone_then_deleted(),
+                                         "kube-state-metrics replaced": _ksm_replaced()}),
+                             (load_project(one / "gpudash.yaml"), {"one named, gone then deleted": ONE_STORIES[
+                                 "pool b's exporter pod gone, then its DaemonSet deleted"]}))):
+        project = replace(project, alarms=tuple(replace(a, evaluation_periods=3, datapoints_to_alarm=2) if a.absent
+                                                else a for a in project.alarms))
+        files = encode(build(project))
+        requests = [i["Request"] for i in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                    if i["Request"]["AlarmName"].startswith(ALARM)]
+        folder = tmp_path / f"rules-{index}"
+        folder.mkdir()
+        fired = _rule_minutes(files, folder, {name: _rule_series(story) for name, story in stories.items()})[0]
+        for name, story in stories.items():
+            points = _published(files, story)
+            alarm = {m for m in range(1, STEPS // 2 + 1) if _in_alarm(requests, points, m * 60)}
+            assert set(range(30, 45)) <= alarm, (name, sorted(alarm))
+            wrong.update({(name, m): (m in alarm, bool(fired[name].get(m))) for m in (*range(6, 45), *range(47, 61))
+                          if (m in alarm) != bool(fired[name].get(m))})
+    assert wrong == {}
