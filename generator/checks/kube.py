@@ -18,8 +18,9 @@ from ..data_missing import exporter_labels_text
 from ..catalog import load_counters, parse_counters
 from ..container_insights import enabled as addon_source
 from ..errors import InputError
-from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, exporter_daemonset, exporter_namespace, fleet_styles,
-                               is_exporter, named_daemonsets, several_daemonsets, style_for)
+from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, STYLES, ExporterStyle, exporter_daemonset,
+                               exporter_namespace, fleet_styles, is_exporter, named_daemonsets, several_daemonsets,
+                               style_for)
 from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..settings import Cluster, Settings, rollout_percentage
@@ -121,9 +122,9 @@ def exporters_differ(settings: Settings) -> bool:
 def this_cluster(configmap: Callable[[str], Answer | None], project: Project,
                  chosen: str | None) -> tuple[Cluster | None, str]:
     """The entry of clusters whose exporter this kube context is judged by, with why it cannot be told (_this_cluster)
-    where the clusters' exporters differ; else the first cluster that writes its own exporter settings (None: none
-    does, the global settings hold)."""
-    if exporters_differ(project.settings):
+    where --cluster names it or the clusters' exporters differ; else the first cluster that writes its own exporter
+    settings (None: none does, the global settings hold)."""
+    if chosen is not None or exporters_differ(project.settings):
         return _this_cluster(configmap, project, chosen)
     return next((c for c in project.settings.clusters if c.exporter_daemonset or c.exporter_deployment
                  or c.exporter_namespace or c.exporter_more_daemonsets is not None), None), ""
@@ -181,14 +182,25 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}); the exporter "
                       f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}", write)]
     if daemonset is None:
-        elsewhere = _exporters_everywhere(kube)
+        styled = _exporters_by_style(kube)
+        elsewhere = sorted(styled)
         if elsewhere:
             where, _, other = elsewhere[0].partition("/")
+            found_style = styled[elsewhere[0]]
+            if found_style.key != deployment and len(settings.clusters) > 1:
+                # another deployment style than the settings say: the cluster's own exporter settings to write
+                written = {"deployment": found_style.key, "namespace": where,
+                           **({"daemonset": other} if other != found_style.daemonset else {})}
+                entry = f"cluster {cluster.name}'s entry of clusters" if cluster else "this cluster's entry of clusters"
+                write_fix = (f"write exporter: {{{', '.join(f'{k}: {v}' for k, v in written.items())}}} in {entry} "
+                             f"(clusters[].exporter: its exporter is the {found_style.key} style's, labelled "
+                             f"{found_style.pod_label[0]}={found_style.pod_label[1]}, not {deployment}'s)")
+            else:
+                write_fix = f"write exporter.namespace: {where} and exporter.daemonset: {other}"
             return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
                           f"{namespace} labelled {labels}; exporter DaemonSets elsewhere: {', '.join(elsewhere)}",
-                          f"write exporter.namespace: {where} and exporter.daemonset: {other}"
-                          f"{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, generate and "
-                          "apply again")]
+                          f"{write_fix}{' (or another of them)' if len(elsewhere) > 1 else ''} in gpudash.yaml, "
+                          "generate and apply again")]
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in any "
                       f"namespace labelled {labels}",
                       f"install the DCGM exporter ({deployment}), or set exporter.deployment, "
@@ -252,10 +264,21 @@ def _exporter_daemonsets(kube: Kube, namespace: str) -> list[Answer]:
 def _exporters_everywhere(kube: Kube) -> list[str]:
     """`namespace/name` of every DaemonSet labelled as a DCGM exporter (EXPORTER_LABELS), in any namespace, as the
     data-missing rule finds them: one label-selector read per label."""
-    return sorted({f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}"
-                   for key, value in EXPORTER_LABELS
-                   for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
-                                         {"labelSelector": f"{key}={value}"})})
+    return sorted(_exporters_by_style(kube))
+
+
+def _exporters_by_style(kube: Kube) -> dict[str, ExporterStyle]:
+    """{`namespace/name`: its deployment style} of every DaemonSet labelled as a DCGM exporter: the style of its label
+    whose container it runs (the chart's `exporter`, the static manifest's `dcgm-exporter`), else the first of it."""
+    found = {}
+    for key, value in EXPORTER_LABELS:
+        styles = [style for style in STYLES.values() if style.pod_label == (key, value)]
+        for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
+                              {"labelSelector": f"{key}={value}"}):
+            containers = {c.get("name", str, "") for c in d.items("spec.template.spec.containers")}
+            found.setdefault(f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}",
+                             next((s for s in styles if s.container in containers), styles[0]))
+    return found
 
 
 KSM_CHECK = "kube-state-metrics"

@@ -453,6 +453,21 @@ def test_verify_reads_each_clusters_exporter_of_its_own_deployment_style(stack, 
     assert results["b"][("exporter", "metrics endpoint")][1].startswith("service proxy dcgm-exporter/dcgm-exporter")
 
 
+def test_a_cluster_whose_exporter_is_of_another_style_than_the_settings_say_is_told_what_to_write(stack, tmp_path):
+    """Two clusters, no clusters[].exporter settings, and cluster b runs the Helm chart's exporter in dcgm-exporter:
+    verify in b fails its exporter DaemonSet and names b's own exporter settings to write, deployment helm and the
+    namespace (it named exporter.namespace and exporter.daemonset, for every cluster, keeping the operator's style)."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: b, region: us-east-1}\n")
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config),
+                    "--cluster", "b")[1]
+    check = checks[("kube", "exporter DaemonSet")]
+    assert check["status"] == "fail" and check["fix"].startswith(
+        "write exporter: {deployment: helm, namespace: dcgm-exporter} in cluster b's entry of clusters"), check
+
+
 def test_every_cluster_naming_the_same_daemonset_in_its_own_entry_is_read_by_verify(stack, tmp_path):
     """Every cluster names the same DaemonSet in clusters[].exporter.daemonset, the global one unset: the agents keep
     that DaemonSet's counts, and verify reads it (it read the deployment's default dcgm-exporter name, failed it as
