@@ -66,7 +66,9 @@ MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG} or {ALARM_PROJECT_TAG} tag was change
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
-UNPROVEN = "run `gpudash plan` and apply again; if it persists, check what answers at AWS_ENDPOINT_URL"
+def _unproven(cloudwatch: CloudWatch) -> str:
+    """The fix for a write a read-back did not confirm, naming the endpoint as the user gave it."""
+    return f"run `gpudash plan` and apply again; if it persists, check what answers at {cloudwatch.endpoint_name}"
 
 
 def _locked(tick: Tick) -> Tick:
@@ -688,7 +690,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         if still is not None:  # an answer alone proves no delete
             right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
             raise RemoteError(f"CloudWatch answered DeleteDashboards, but {right_after} the dashboard is still there",
-                              where=what, hint=UNPROVEN)
+                              where=what, hint=_unproven(cloudwatch))
         if looked is not None:  # found gone by the look before a retry
             if not looked:  # no attempt reached CloudWatch: someone else deleted it (already gone)
                 return False
@@ -719,7 +721,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
     if not messages and written != body:  # read back as the plan compares: the body as data
         right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
         raise RemoteError(f"CloudWatch answered PutDashboard, but {right_after} the dashboard is not there with the "
-                          "body sent: the write did not take effect", where=what, hint=UNPROVEN)
+                          "body sent: the write did not take effect", where=what, hint=_unproven(cloudwatch))
     if messages:  # warnings alone: saved; an error among them: not (AWS; a message does not say which it is)
         _saved_with_messages(what, written, body, as_before(written),
                              "; ".join(f"{m.get('DataPath', '')}: {m.get('Message', '')}" for m in messages))
@@ -899,7 +901,7 @@ def _tags_read_back(cloudwatch: CloudWatch, api: str, what: str, read: Callable[
         return
     read_back = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "read back"
     raise RemoteError(f"CloudWatch answered {api}, but {read_back} the alarm {otherwise}: the write did not take "
-                      "effect", where=what, hint=UNPROVEN)
+                      "effect", where=what, hint=_unproven(cloudwatch))
 
 
 LAGGED_READ_PAUSE = 1.0  # seconds before a read-back that shows a write not (all) made is read again
@@ -1011,7 +1013,7 @@ def _read_back(cloudwatch: CloudWatch, region: str, name: str, request: dict[str
     (AWS documents no freshness for DescribeAlarms): it is read once more LAGGED_READ_PAUSE later before the write
     is called not made, as tag read-backs are."""
     what = f"CloudWatch alarm {name}"
-    hint = UNPROVEN
+    hint = _unproven(cloudwatch)
     left = (f"; the alarm may exist, tagged {ALARM_OWNER_TEXT} and with the {ALARM_HASH_TAG} of what was sent "
             "(unconfirmed: the next plan finds it as generated only where CloudWatch holds what was sent, and "
             "otherwise as changed since gpudash wrote it)") if created else "; no evidence tagged"
@@ -1325,7 +1327,7 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     answer = "with ResourceNotFound" if not_found else "as done"
     right_after = f"read back twice, {LAGGED_READ_PAUSE:g} s apart," if twice else "right after"
     still = RemoteError(f"CloudWatch answered DeleteAlarms {answer}, but {right_after} the alarm is still there",
-                        where=what, hint=UNPROVEN)
+                        where=what, hint=_unproven(cloudwatch))
     if lost is not None:
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
                             "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
