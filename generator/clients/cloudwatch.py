@@ -288,6 +288,7 @@ class CloudWatch:
                 kwargs["NextToken"] = token
             page = self.call(region, "DescribeAlarms", what, **kwargs)
             token = listing.next(page.get("NextToken"), [a["AlarmName"] for a in page["MetricAlarms"]], asked, unasked)
+            _arns_name_their_alarms(page["MetricAlarms"], region, what, self.endpoint_name)
             alarms.update({a["AlarmName"]: a for a in page["MetricAlarms"]})
             if not token:
                 return alarms
@@ -382,6 +383,19 @@ def list_metrics_page(cloudwatch: CloudWatch, region: str, namespace: str, sourc
         raise OddAnswer(source, "", None, "a ListMetrics answer",
                         said=f"not a ListMetrics answer ({page[_NOT_AN_ANSWER]})")
     return page
+
+
+def _arns_name_their_alarms(listed: list[dict[str, Any]], region: str, what: str, endpoint: str) -> None:
+    """Each alarm's AlarmArn names it and the Region asked (arn:<partition>:cloudwatch:<region>:<account>:alarm:<name>):
+    its tags are read, written and judged by that ARN, so an alarm listed with another alarm's ARN would be judged
+    (and pruned) on that alarm's tags. One that does not is not an answer."""
+    for alarm in listed:
+        arn, name = alarm["AlarmArn"], alarm["AlarmName"]
+        parts = arn.split(":", 6)
+        if len(parts) != 7 or parts[0] != "arn" or parts[2:4] != ["cloudwatch", region] or parts[5:] != ["alarm", name]:
+            raise RemoteError(f"CloudWatch answered DescribeAlarms in {region} with something that is not an API "
+                              f"answer (the alarm {name} listed with an AlarmArn that does not name it in {region}: "
+                              f"{arn})", where=what, hint=answer_hint(endpoint))
 
 
 EMPTY_PAGES = 20  # pages in a row a listing may answer with no item and a next-page token before it is not believed

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, fresh, other_cluster
+from tests.support.cloudwatch_world import ALWAYS, TWO_CLUSTERS, alarms, fault, foreign_alarm, fresh, other_cluster
 from tests.support.fault_proxy import Rule
 
 THROTTLED = {"__type": "com.amazon.coral.availability#ThrottlingException", "message": "Rate exceeded"}
@@ -170,7 +170,8 @@ class _Pages(Rule):
      "20 pages in a row without an item, each with a new next-page token", 20),
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": []},
      "20 pages in a row without an item, each with a new next-page token", 20),
-    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [{"AlarmName": "gpudash-a", "AlarmArn": "arn:a"}]},
+    ("DescribeAlarms", "NextToken", lambda: {"MetricAlarms": [
+        {"AlarmName": "gpudash-a", "AlarmArn": "arn:aws:cloudwatch:us-east-1:1:alarm:gpudash-a"}]},
      "an item an earlier page listed (gpudash-a)", 2),
     ("ListDashboards", "NextToken", lambda: {"DashboardEntries": [{"DashboardName": "team-gpu"}]},
      "a name that does not start with 'gpudash-' (team-gpu)", 1),
@@ -349,3 +350,26 @@ def test_a_delete_whose_last_attempt_lands_with_an_answer_that_is_not_one_is_rea
     code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
     assert retired not in alarms(client)
     assert retired not in [item["name"] for item in report["failed"]], report["failed"]
+
+
+def test_an_alarm_listed_with_the_arn_of_another_alarm_is_not_an_answer(proxied, published, cli):
+    """DescribeAlarms lists a person's alarm (no tags, named in gpudash's form, not defined) with the AlarmArn of one
+    of gpudash's alarms: every type as the model has it, but not the alarm asked for. gpudash read the other alarm's
+    tags as this one's (owned, hash of other fields: "edited") and `apply --prune --force` deleted the person's alarm.
+    An alarm whose ARN does not name it (its name, its Region) is not an API answer: exit 3, nothing deleted."""
+    proxy, client, apply = proxied
+    published()
+    person = "gpudash-gpu-cluster-legacy-rule-warning"
+    foreign_alarm(client, name=person)
+    owned_arn = alarms(client)[NAME]["AlarmArn"]
+    fresh(proxy)
+
+    def swap(answer):
+        for alarm in answer.get("MetricAlarms", []):
+            if alarm["AlarmName"] == person:
+                alarm["AlarmArn"] = owned_arn
+    proxy.inject(_garbled("DescribeAlarms", swap))
+    code, report, stderr = apply("--prune", "--force")
+    assert person in alarms(client), "a person's alarm was deleted on the tags of another alarm"
+    assert code == 3 and "Traceback" not in stderr, (code, stderr)
+    assert "not an API answer" in stderr and person in stderr, stderr
