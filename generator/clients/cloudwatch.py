@@ -43,7 +43,6 @@ WRITES = ("PutDashboard", "PutMetricAlarm", "DeleteAlarms", "TagResource", "Unta
 CHECKED = (*REQUIRED, *WRITES)
 ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "ResourceTagMappingList": ("ResourceARN",),
              "Tags": ("Key", "Value"), "DashboardEntries": ("DashboardName",)}
-GATEWAY_STATUSES = (502, 503, 504)  # answered in front of CloudWatch: the request may have reached it and landed
 RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
@@ -210,8 +209,8 @@ class CloudWatch:
                 failure = (f"CloudWatch {api} failed in {region}: {code}: {message}".rstrip(": "), _hint(api, code))
                 if not (code in RETRYABLE_CODES or status >= 500 or status == 429):
                     raise RemoteError(failure[0], where=what, hint=failure[1]) from None
-                if status in GATEWAY_STATUSES:  # a gateway's answer: CloudWatch's own was lost or late
-                    lost.append(True)
+                if status >= 500:  # a gateway's answer (CloudWatch's own was lost or late), or CloudWatch's own
+                    lost.append(True)  # failure (InternalFailure): the request reached it, which may have made it
                 headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
                 retry_after = self.deadline.retry_after(headers.get("retry-after"), what)
             except (BotoConnectionError, HTTPClientError) as exc:

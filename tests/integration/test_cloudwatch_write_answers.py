@@ -373,3 +373,42 @@ def test_an_alarm_listed_with_the_arn_of_another_alarm_is_not_an_answer(proxied,
     assert person in alarms(client), "a person's alarm was deleted on the tags of another alarm"
     assert code == 3 and "Traceback" not in stderr, (code, stderr)
     assert "not an API answer" in stderr and person in stderr, stderr
+
+
+INTERNAL = {"__type": "InternalFailure", "message": "An internal error occurred"}
+
+
+def test_a_delete_cloudwatch_makes_then_answers_internal_failure_is_not_called_someone_elses(proxied, published,
+                                                                                             project_dir):
+    """CloudWatch itself answers 500 InternalFailure to the first DeleteAlarms / DeleteDashboards, which it made (an
+    internal error after the delete: the request reached CloudWatch). The retry's look finds the object gone. It was
+    reported "already gone" (not in `written`, nothing said), as if no attempt had reached CloudWatch and someone else
+    had deleted it: the report omitted a delete gpudash made. A 500 may have landed as a 503 may: listed as deleted,
+    with the note that either may have done it."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    dashboard = next(n for n in _dashboards(client) if other_cluster(n))
+    alarm = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    fresh(proxy)
+    proxy.inject(fault("DeleteAlarms", "gateway", status=500, body=INTERNAL, naming=alarm),
+                 fault("DeleteDashboards", "gateway", status=500, body=INTERNAL, naming=dashboard))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", str(project_dir("")))
+    assert code == 0 and report["failed"] == [] and "Traceback" not in stderr, (report["failed"], stderr)
+    assert alarm not in alarms(client) and dashboard not in _dashboards(client)
+    note = "deleted by that attempt or by someone else meanwhile (nothing tells which); listed as deleted"
+    for name in (alarm, dashboard):
+        assert name in report["written"] and f"{name}: an attempt of Delete" in stderr and note in stderr, \
+            (name, report["written"], stderr)
+
+
+def test_a_write_cloudwatch_makes_then_answers_internal_failure_is_listed_written(proxied, published, project_dir):
+    """The same for an update: PutMetricAlarm made, answered 500 InternalFailure; the retry's look finds the alarm as
+    sent. It was "already as generated" (another publisher's, not in `written`, exit 0, its evidence not tagged) though
+    gpudash's own attempt made it."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    proxy.inject(fault("PutMetricAlarm", "gateway", status=500, body=INTERNAL, naming=NAME))
+    code, report, stderr = apply("--config", str(project_dir(WARMER)))
+    assert alarms(client)[NAME]["Threshold"] == 70.0
+    assert NAME in report["written"], (code, report, stderr)
