@@ -117,11 +117,17 @@ class CloudWatch:
         self.clients: dict[tuple[str, str], Any] = {}
         self.notes: list[str] = []  # things the user should know that are not failures
         self.lock = threading.Lock()
+        self.local = threading.local()  # `backoffs` of the calls this thread made: see `backoffs`
 
     def note(self, text: str) -> None:
         with self.lock:
             if text not in self.notes:
                 self.notes.append(text)
+
+    def backoffs(self) -> int:
+        """How many times this thread's calls have waited to retry (a throttle, a 5xx, a dropped connection): a look
+        made of several reads is stale when one of its reads waited after an earlier one was made."""
+        return getattr(self.local, "backoffs", 0)
 
     def has_credentials(self) -> bool:
         try:
@@ -232,6 +238,7 @@ class CloudWatch:
             if attempt >= attempts:
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+            self.local.backoffs = self.backoffs() + 1
             self.deadline.pause(max(delay, retry_after or 0.0), what)
             if before_retry is not None:
                 self.pacer.ready(region, api)  # the resend's turn first: no wait between the look and the resend

@@ -775,10 +775,13 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     live = change.live or {}
     owned = {"AlarmName": change.name, "AlarmArn": live["arn"]} if live.get("arn") else None
     fields_written = change.action == CREATE or not live.get("as_generated")
-    _turns(cloudwatch, region, *(("ListTagsForResource",) if owned else ()), "DescribeAlarms",
-           *(("PutMetricAlarm",) if fields_written else ()))
-    tags_before = cloudwatch.alarm_tags(region, owned) if owned else None
-    now = cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+    def first_look() -> tuple[list[dict[str, str]] | None, dict[str, Any] | None]:
+        _turns(cloudwatch, region, *(("ListTagsForResource",) if owned else ()), "DescribeAlarms",
+               *(("PutMetricAlarm",) if fields_written else ()))
+        tags = cloudwatch.alarm_tags(region, owned) if owned else None
+        return tags, cloudwatch.metric_alarms(region, names=[change.name]).get(change.name)
+
+    tags_before, now = _unwaited(cloudwatch, first_look, what)
     moved = _moved(change, alarm_fields(now) if now is not None else None, alarm_fields(request))
     if moved is None and tags_before is not None:
         moved = _tag_moved(change, tags_before, request)
@@ -790,8 +793,10 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
     def read() -> tuple[dict[str, Any] | None, list[dict[str, str]] | None]:
         """The alarm's tags (an alarm the plan found; PutMetricAlarm leaves them as they are on an update), then its
         fields: a retry's look, like a lost answer's read-back, sees a person's takeover between two attempts."""
-        tags = cloudwatch.alarm_tags(region, owned) if tags_before is not None else None
-        return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name), tags
+        def both() -> tuple[dict[str, Any] | None, list[dict[str, str]] | None]:
+            tags = cloudwatch.alarm_tags(region, owned) if tags_before is not None else None
+            return cloudwatch.metric_alarms(region, names=[change.name]).get(change.name), tags
+        return _unwaited(cloudwatch, both, what) if tags_before is not None else both()
 
     def untagged(tags) -> bool:
         return tags_before is None or tags is not None and _same_tags(tags, tags_before)
@@ -869,6 +874,24 @@ def _turns(cloudwatch: CloudWatch, region: str, *apis: str) -> None:
     write: what changes after the last read is not seen)."""
     for api in apis:
         cloudwatch.pacer.ready(region, api)
+
+
+LOOKS = 3  # times a look of several reads is made again when one of its reads waited to retry, before giving up
+
+
+def _unwaited(cloudwatch: CloudWatch, look: Callable[[], Any], what: str) -> Any:
+    """`look()`, a look of several reads (an alarm's tags and its fields), made again when one of its calls waited to
+    retry (a throttle, a 5xx): a person's change during that wait would not be seen by the reads made before it (a
+    console edit while the tag read of a prune backed off had the edited alarm deleted). After LOOKS looks that each
+    waited, nothing is written or deleted: a failure."""
+    for _ in range(LOOKS):
+        before = cloudwatch.backoffs()
+        seen = look()
+        if cloudwatch.backoffs() == before:
+            return seen
+    raise RemoteError(f"CloudWatch throttled or failed a read of the last look before the write {LOOKS} times in a "
+                      "row: what was read before that wait may have changed during it; not written or deleted",
+                      where=what, hint="run again when CloudWatch answers: publishing converges")
 
 
 def _tagged_since(change: Change, now: list[dict[str, str]], tagged: Callable[[list[dict[str, str]]], bool]) -> bool:
@@ -1197,12 +1220,14 @@ def _evidence_now(cloudwatch: CloudWatch, region: str, batch: list[Change]
     fields once more where an alarm shows no tags: one deleted since is already gone, not taken over)."""
     names = [c.name for c in batch]
     if any(c.action == DELETE for c in batch):
-        _turns(cloudwatch, region, "ListTagsForResource", "DeleteAlarms")
-        now = cloudwatch.metric_alarms(region, names=names)
-        tags = _tags_now(cloudwatch, region, batch)
-        if any(not tags.get(c.name) for c in batch if c.name in now):  # none: stripped, or deleted since (its tags
-            now = cloudwatch.metric_alarms(region, names=names)        # go with it): the fields again tell which
-        return tags, now
+        def look() -> tuple[dict[str, list[dict[str, str]]], dict[str, dict[str, Any]]]:
+            _turns(cloudwatch, region, "ListTagsForResource", "DeleteAlarms")
+            now = cloudwatch.metric_alarms(region, names=names)
+            tags = _tags_now(cloudwatch, region, batch)
+            if any(not tags.get(c.name) for c in batch if c.name in now):  # none: stripped, or deleted since (its
+                now = cloudwatch.metric_alarms(region, names=names)        # tags go with it): the fields tell which
+            return tags, now
+        return _unwaited(cloudwatch, look, f"CloudWatch alarms in {region}")
     tags = _tags_now(cloudwatch, region, batch)
     return tags, cloudwatch.metric_alarms(region, names=names)
 

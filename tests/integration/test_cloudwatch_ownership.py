@@ -10,7 +10,7 @@ import pytest
 from tests.support.fault_proxy import Rule
 from tests.support.cloudwatch_world import (
     ALWAYS, EDITED, FOREIGN, RETIRED_EDITED, TWO_CLUSTERS, DescribedNames, alarms, at_every_wait, default_desired,
-    edit_in_console, fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot,
+    edit_in_console, fault, foreign_alarm, fresh, other_cluster, reported_in_a_form_of_its_own, snapshot, taken_over,
     without_query_periods, writes)
 
 
@@ -819,3 +819,65 @@ def test_no_retired_alarm_is_deleted_after_a_console_edit_made_while_its_tag_rea
     assert "Traceback" not in stderr and sum(waits) >= 3.0, (stderr, waits)  # 12 tag reads at 3 a second
     assert [n for n in edited if n not in alarms(client)] == [], f"{edited} deleted after a person edited it"
     assert code == 0 and sorted(n for n in alarms(client) if other_cluster(n)) == [], report
+
+
+@pytest.mark.parametrize("throttled", ["ListTagsForResource", "DescribeAlarms"])
+def test_no_retired_alarm_is_deleted_after_a_console_edit_made_while_its_last_look_was_throttled(
+        proxied, published, project_dir, deadline_clock, monkeypatch, throttled):
+    """The last look before a retired alarm's DeleteAlarms reads its fields, then its own tags. CloudWatch throttles
+    one of those reads and gpudash backs off before asking again: a person who edits the alarm in the console (fields
+    changed, tags kept) during that backoff must not have the edited alarm deleted (an edited retired alarm needs
+    --force), as none is after an edit during a pacing wait."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    doomed = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    arn = alarms(client)[doomed]["AlarmArn"]
+    threshold = alarms(client)[doomed]["Threshold"]
+    state = {"throttled": 0, "edited": False}
+
+    def person() -> None:
+        if state["throttled"] and not state["edited"]:
+            edit_in_console(client, doomed, threshold=threshold - 1)
+            state["edited"] = True
+
+    fresh(proxy)
+    # the plan reads tags in bulk (GetResources) and fields by prefix: only the apply's look asks by ARN / by name
+    proxy.inject(fault(throttled, "status", status=400, naming=arn if throttled == "ListTagsForResource" else [doomed],
+                       body={"__type": "ThrottlingException", "message": "Rate exceeded"},
+                       callback=lambda: state.update(throttled=state["throttled"] + 1)))
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply("--config", str(project_dir("")), "--prune", "--removed-cluster", "other")
+    assert "Traceback" not in stderr and state["edited"], (stderr, state)
+    assert doomed in alarms(client), f"{doomed} deleted after a person edited it while its look was throttled"
+    assert alarms(client)[doomed]["Threshold"] == threshold - 1
+
+
+def test_an_alarm_a_person_takes_over_while_the_look_before_its_update_was_throttled_is_not_overwritten(
+        proxied, published, project_dir, deadline_clock, monkeypatch):
+    """The look right before an alarm's update reads its own tags, then its fields. CloudWatch throttles the fields
+    read and gpudash backs off: a person who takes the alarm over in that wait (ManagedBy set to their team's, fields
+    untouched) had gpudash's definition written over theirs (threshold 80 -> 70), the tags read before the wait
+    still showing it owned."""
+    proxy, client, apply = proxied
+    published()
+    name = "gpudash-gpu-cluster-gpu-temp-high-warning"
+    threshold = alarms(client)[name]["Threshold"]
+    state = {"throttled": 0, "taken": False}
+
+    def person() -> None:
+        if state["throttled"] and not state["taken"]:
+            taken_over(client, name)
+            state["taken"] = True
+
+    fresh(proxy)
+    throttle = fault("DescribeAlarms", "status", status=400, naming=[name],
+                     body={"__type": "ThrottlingException", "message": "Rate exceeded"},
+                     callback=lambda: state.update(throttled=state["throttled"] + 1))
+    throttle.skip = 1  # the batch's read of its one alarm passes; the look right before its write is throttled
+    proxy.inject(throttle)
+    at_every_wait(monkeypatch, deadline_clock, person)
+    code, report, stderr = apply("--config", str(project_dir("thresholds:\n  gpu_temp_celsius: {warning: 70, "
+                                                             "critical: 87}\n")))
+    assert "Traceback" not in stderr and state["taken"], (stderr, state)
+    assert alarms(client)[name]["Threshold"] == threshold, "a person's alarm overwritten after they took it over"
+    assert code == 3 and name in [item["name"] for item in report["failed"]], report
