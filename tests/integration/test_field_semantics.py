@@ -279,8 +279,13 @@ MIG_SPREAD = {5: ("spread-pod", {("1", "3g.40gb"): MIG_FB[("1", "3g.40gb")]}),
               6: ("spread-pod", {("2", "1g.10gb"): MIG_FB[("2", "1g.10gb")]})}
 MIG_GPUS = {1: ("mig-pod", MIG_FB), **MIG_BLANKS, **MIG_SPREAD}
 WHOLE_FB = {USED: 8500, FREE: 1500}  # GPU 0, a whole GPU: 0.85 used, as its own FB_USED_PERCENT reads
-# GPUs 7 and 8, whole, one pod's: a full 80 GB GPU and an empty 24 GB one (the pod uses 80,000 of 104,000 MiB)
-WHOLE_PAIR = {7: {FB_PERCENT: 1.0, USED: 80000, FREE: 0}, 8: {FB_PERCENT: 0.0, USED: 0, FREE: 24000}}
+# GPUs 7 and 8, whole, one pod's: a full 80 GB GPU and an empty 24 GB one (the pod uses 80,000 of 104,000 MiB);
+# GPUs 9 and 10, whole, another's: 1,000 of 10,000 MiB used, and 5,000 used with its free memory (and share) blank
+FLOAT_BLANK = 140737488355328.0  # DCGM's float blank (2**47), as the exporter writes FB_USED_PERCENT's
+WHOLE_PAIR = {7: ("whole-pod", {FB_PERCENT: 1.0, USED: 80000, FREE: 0}),
+              8: ("whole-pod", {FB_PERCENT: 0.0, USED: 0, FREE: 24000}),
+              9: ("mixed-pod", {FB_PERCENT: 0.1, USED: 1000, FREE: 9000}),
+              10: ("mixed-pod", {FB_PERCENT: FLOAT_BLANK, USED: 5000, FREE: BLANK})}
 
 
 def _extra_openmetrics(start: int) -> str:
@@ -300,8 +305,8 @@ def _extra_openmetrics(start: int) -> str:
 
 
 def _whole_pair(start: int, name: str) -> list[str]:
-    return [f'{name}{{{_labels(gpu, "")},node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="whole-pod"}} '
-            f'{values[name]} {start + _time(k)}' for k in range(SCRAPES) for gpu, values in WHOLE_PAIR.items()]
+    return [f'{name}{{{_labels(gpu, "")},node="{NODE}",job="dcgm-exporter",namespace="team-m",pod="{pod}"}} '
+            f'{values[name]} {start + _time(k)}' for k in range(SCRAPES) for gpu, (pod, values) in WHOLE_PAIR.items()]
 
 
 def _mig_framebuffer(start: int, names: tuple[str, ...]) -> list[str]:
@@ -323,11 +328,12 @@ def extra(tmp_path_factory):
 GPU0 = f"{NODE} GPU 0"
 # Each GPU's share (GPUs 2-4: none), and their mean, each GPU weighing once
 GPU_SHARES = {GPU0: 0.85, f"{NODE} GPU 1": MIG_FB_SHARE, f"{NODE} GPU 5": 1.0, f"{NODE} GPU 6": 0.0,
-              f"{NODE} GPU 7": 1.0, f"{NODE} GPU 8": 0.0}
+              f"{NODE} GPU 7": 1.0, f"{NODE} GPU 8": 0.0, f"{NODE} GPU 9": 0.1}
 FLEET_SHARE = sum(GPU_SHARES.values()) / len(GPU_SHARES)
-# Each pod's: the share of the memory it holds (the spread pod's and the whole pod's GPUs' means read 0.5)
+# Each pod's: the share of the memory it holds (the spread pod's and the whole pod's GPUs' means read 0.5); the mixed
+# pod's GPU 10 left out (its free memory blank: 6,000 / 10,000 = 0.6 with its used memory counted)
 POD_SHARES = {"Pod team-m/mig-pod": MIG_FB_SHARE, "Pod team-m/spread-pod": MIG_FB_SHARE,
-              "Pod team-m/whole-pod": 80000 / 104000}
+              "Pod team-m/whole-pod": 80000 / 104000, "Pod team-m/mixed-pod": 0.1}
 # panel -> (unit, legend over the hour): a bitmask and a P-state are states (their mean, 34 = 0x22 or P1, never
 # happened); the framebuffer ratio 0-1 in percent units; byte and KB counters as rates of bytes and KB
 EXTRA_SHOWN = {
@@ -418,12 +424,14 @@ def _line(gpu: int) -> str:
 # pod (the blank-used and blank-both pods read 5,000 and 2,500)
 MEMORY = {
     ("gpudash-overview", "Framebuffer memory used"): {
-        _line(0): 8500, _line(1): 40192, _line(2): 20000, _line(5): 40192, _line(6): 0, _line(7): 80000, _line(8): 0},
+        _line(0): 8500, _line(1): 40192, _line(2): 20000, _line(5): 40192, _line(6): 0, _line(7): 80000, _line(8): 0,
+        _line(9): 1000, _line(10): 5000},
     ("gpudash-all-metrics", "DEV_FB_FREE"): {
-        _line(0): 1500, _line(1): 9856, _line(3): 25000, _line(5): 0, _line(6): 9856, _line(7): 0, _line(8): 24000},
+        _line(0): 1500, _line(1): 9856, _line(3): 25000, _line(5): 0, _line(6): 9856, _line(7): 0, _line(8): 24000,
+        _line(9): 9000},
     ("gpudash-by-pod", "Framebuffer used by pod"): {
         "Pod team-m/mig-pod": 40192, "Pod team-m/blank-free": 20000, "Pod team-m/spread-pod": 40192,
-        "Pod team-m/whole-pod": 80000},
+        "Pod team-m/whole-pod": 80000, "Pod team-m/mixed-pod": 6000},
 }
 
 
