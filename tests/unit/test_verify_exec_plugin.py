@@ -51,7 +51,7 @@ def test_a_hung_exec_plugin_is_stopped_at_the_deadline_and_named(tmp_path, group
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_closed_port()}", "GPUDASH_CONFIG": ""}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "generator", "verify", "--skip", "prometheus", "--skip", "exporter",
-                           *groups, "--timeout", "3", "--output", "json"], capture_output=True, text=True, env=env,
+                           *groups, "--timeout", "6", "--output", "json"], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=60)
     took = time.monotonic() - started
     checks = {(c["group"], c["name"]): c for c in json.loads(done.stdout)["checks"]}
