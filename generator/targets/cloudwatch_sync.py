@@ -944,8 +944,9 @@ def _read_settled(cloudwatch: CloudWatch, read: Callable[[], Any], settled: Call
 def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags: list[dict[str, str]]) -> None:
     """After a create read back as sent: the alarm carries exactly the tags the create sent. An alarm of this name
     made in between the last read and the write (a person's, in the pacing window) turns the create into an update,
-    and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags (moto applies
-    them: its tags are then more than were sent). Neither is reported written (one ListTagsForResource a create).
+    and AWS ignores Tags on an update: the alarm then has gpudash's definition and someone else's tags, and is not
+    reported written (one ListTagsForResource a create). An alarm carrying every tag sent and more was created by this
+    write (Tags are applied on a create only) and tagged by someone else since: written, with a note.
     Tags read as none or only some of those sent may also be a ListTagsForResource answer that has not caught up with
     the create (AWS documents no freshness for it): they are read once more a second later, and if they still are,
     the alarm is reported written with its tags unconfirmed (TagsNotWritten), neither as failed nor as confirmed."""
@@ -959,6 +960,11 @@ def _created_with(cloudwatch: CloudWatch, region: str, name: str, arn: str, tags
 
     now, _ = _read_settled(cloudwatch, read, lambda read_tags: not _fewer_tags(read_tags, tags))
     if _same_tags(now, tags):
+        return
+    if set(map(_tag_pair, now)) > set(map(_tag_pair, tags)):  # every tag sent, and more: AWS applies Tags only when
+        added = _shown_tags([t for t in now if t not in tags])  # PutMetricAlarm creates, so this write created it
+        cloudwatch.note(f"{what}: created by gpudash and read back as sent; it carries tags the create did not send "
+                        f"({added}), added since by someone else: kept")
         return
     shown = _shown_tags(now)
     if _fewer_tags(now, tags):

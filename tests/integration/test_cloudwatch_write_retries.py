@@ -496,3 +496,23 @@ def test_an_object_another_publisher_writes_between_two_attempts_is_not_listed_a
         assert alarms(client)[NAME]["Threshold"] == 80.0
     else:
         assert DASHBOARD in [d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]]
+
+
+def test_an_alarm_a_person_tags_right_after_gpudash_creates_it_is_listed_as_created(proxied):
+    """gpudash creates an alarm (PutMetricAlarm with its ownership and evidence tags) and a person tags it
+    (team=ops) before the create's tag read-back. The alarm carries every tag the create sent and one more: AWS applies
+    Tags only when PutMetricAlarm creates the alarm and ignores them on an update (PutMetricAlarm API reference), so
+    carrying them all, it was created by this write. It was reported failed and not written ("an alarm of this name was
+    there before it ... if it was a person's, restore theirs"), exit 3. (moto applies Tags on an update too: the
+    test world's person-made-it-first cases see such a superset, which AWS never shows.)"""
+    proxy, client, apply = proxied
+
+    def tagged_by_a_person(body: bytes) -> bytes:
+        arn = alarms(client)[NAME]["AlarmArn"]
+        client.tag_resource(ResourceARN=arn, Tags=[{"Key": "team", "Value": "ops"}])
+        return body
+
+    proxy.inject(fault("PutMetricAlarm", "rewrite", naming=NAME, callback=tagged_by_a_person))
+    code, report, stderr = apply()
+    assert NAME in report["written"], (code, report["failed"], stderr)
+    assert code == 0, stderr

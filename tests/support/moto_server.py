@@ -115,6 +115,25 @@ class _Listed:
 _DASHBOARDS: dict[str, dict] = {}  # account -> dashboards by name, whichever Region's endpoint is called
 
 
+def _tags_on_create_only() -> None:
+    """AWS applies PutMetricAlarm's Tags only when the call creates the alarm and ignores them when it updates one
+    (PutMetricAlarm API reference); moto tags on both, which showed an alarm a person made just before gpudash's
+    create carrying gpudash's tags as well as theirs, as AWS never does. Here an update's Tags are ignored."""
+    from moto.cloudwatch.models import CloudWatchBackend
+
+    if getattr(CloudWatchBackend.put_metric_alarm, "tags_on_create_only", False):
+        return
+    put = CloudWatchBackend.put_metric_alarm
+
+    def put_metric_alarm(self, name: str, *args, **kwargs):
+        if name in self.alarms:
+            kwargs["tags"] = None
+        return put(self, name, *args, **kwargs)
+
+    put_metric_alarm.tags_on_create_only = True
+    CloudWatchBackend.put_metric_alarm = put_metric_alarm
+
+
 def _dashboards_global() -> None:
     """CloudWatch dashboards are global in AWS: every Region's endpoint lists, reads, writes and deletes
     the account's one set. moto keeps a set per Region, which hid that a fleet over two Regions saw each
@@ -315,6 +334,7 @@ class MotoServer(LoopbackServer):
         _action_names_listed_once()
         _attribute_names_worked_out_once()
         _dashboards_global()
+        _tags_on_create_only()
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
         super().__enter__()
