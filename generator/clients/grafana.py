@@ -20,7 +20,6 @@ from .deadline import Deadline, DeadlineExceeded
 from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_netrc_on_redirect
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
-GATEWAY_STATUSES = (502, 503, 504)  # a proxy in front answered: the request may have reached Grafana and landed
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
@@ -178,8 +177,9 @@ class GrafanaClient:
                  **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
-        refused because the first one landed), which only a read-back can settle. A 502, 503 or 504 is such
-        an attempt: a gateway's answer, given when Grafana's was lost or late, says nothing of the write.
+        refused because the first one landed), which only a read-back can settle. Any 5xx is such an attempt: a
+        502, 503 or 504 is a gateway's answer, given when Grafana's was lost or late, and a 500 is Grafana's own
+        failure of a request it received, which may have made the write first; neither says whether it did.
         `before_retry`, called after each wait and before the attempt it precedes, looks again: it raises to stop
         the call, or returns False when nothing is left to do (the call then answers None)."""
         reached: list[bool] = []
@@ -226,7 +226,7 @@ class GrafanaClient:
             else:
                 if response.status_code not in RETRY_STATUSES:
                     return self._answer(response, method, path, what, allow)
-                reached.append(response.status_code in GATEWAY_STATUSES)
+                reached.append(response.status_code >= 500)  # reached Grafana (not a 429): it may have landed
                 failure = self._error(response, what)
                 wait = self.deadline.retry_after(response.headers.get("Retry-After"), what)
             attempt += 1

@@ -423,13 +423,17 @@ def test_a_save_whose_answers_are_all_lost_and_cannot_be_read_back_says_it_may_h
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
+INTERNAL_ERROR = {"action": "gateway", "status": 500, "body": json.dumps({"message": "Internal Server Error"}).encode()}
+
+
+@pytest.mark.parametrize("fault", [{"action": "reset-after"}, INTERNAL_ERROR], ids=["reset", "500"])
 def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_have_happened(grafana, proxy, run,
-                                                                                             desired):
-    """The update's first attempt lands and its answer is lost; the retry is refused (412: the version moved,
-    by that very save) and the read that would show it fails: may have happened, never "someone saved the
-    dashboard meanwhile"."""
+                                                                                             desired, fault):
+    """The update's first attempt lands and its answer is lost (the connection reset; or Grafana made the save,
+    then failed and answered 500); the retry is refused (412: the version moved, by that very save) and the read
+    that would show it fails: may have happened, never "someone saved the dashboard meanwhile"."""
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
-    proxy.inject(Rule(SAVE, action="reset-after", skip=2),  # the third save: the update (after the two creates)
+    proxy.inject(Rule(SAVE, skip=2, **fault),  # the third save: the update (after the two creates)
                  Rule(f"/uid/{UPDATED}$", method="GET", status=503, skip=1, times=99))
     code, report, stderr = run()
     assert code == 3 and "Traceback" not in stderr, stderr
@@ -440,17 +444,20 @@ def test_a_save_refused_because_gpudash_s_own_lost_attempt_landed_says_it_may_ha
     _assert_converges(grafana, proxy, run, desired, before, {EDITED: "10s"})
 
 
-@pytest.mark.parametrize("read_back", [True, False])
-def test_a_delete_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, desired, read_back):
-    """Grafana deletes the retired dashboard and every answer to the DELETE is lost: the read-back shows it
-    gone (done), or, when that read fails too, the delete is reported as may have happened."""
-    rules = [Rule(RETIRED + "$", method="DELETE", action="reset-after", times=99)]
-    if not read_back:  # the plan's read and the last look before the delete pass; the read-back fails
-        rules.append(Rule(RETIRED + "$", method="GET", status=503, skip=2, times=99))
+@pytest.mark.parametrize("fault", [{"action": "reset-after"}, INTERNAL_ERROR], ids=["reset", "500"])
+@pytest.mark.parametrize("read_fails", [None, 503, 429])
+def test_a_delete_whose_answers_are_all_lost_is_read_back(grafana, proxy, run, desired, read_fails, fault):
+    """Grafana deletes the retired dashboard and every answer to the DELETE is lost (the connection reset; or
+    Grafana answered 500 after it deleted): the read-back shows it gone (done), or, when that read fails too (a
+    gateway's 503, Grafana throttling), the delete is reported as may have happened. After a 500 and throttled
+    reads it was reported failed with the throttled read's error, as a delete that never reached Grafana."""
+    rules = [Rule(RETIRED + "$", method="DELETE", times=99, **fault)]
+    if read_fails:  # the plan's read and the last look before the delete pass; the read-back fails
+        rules.append(Rule(RETIRED + "$", method="GET", status=read_fails, skip=2, times=99))
     proxy.inject(*rules)
     code, report, stderr = run()
     assert RETIRED not in grafana.state.dashboards and "Traceback" not in stderr
-    if read_back:
+    if not read_fails:
         assert code == 1 and RETIRED in report["written"] and report["failed"] == [], stderr
     else:
         error = _failed(report)[RETIRED]
@@ -491,13 +498,14 @@ def test_a_folder_create_whose_answers_are_all_lost_is_read_back(grafana, proxy,
         assert code == 3 and "the folder's create was sent to Grafana and may have happened" in error, error
 
 
-@pytest.mark.parametrize("status", [502, 503, 504])
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
 @pytest.mark.parametrize("landed", [True, False])
 def test_a_save_answered_by_a_gateway_on_every_attempt_is_read_back(grafana, proxy, run, desired, landed, status):
     """A gateway in front of Grafana answers every attempt of every save with a 5xx it gives when Grafana's answer
-    was lost or late. When Grafana got the saves and made them, each is read back and is done (not a failure),
-    and a rerun writes nothing; when it did not, each save failed, with the gateway's answer, and nothing is
-    reported written."""
+    was lost or late, or Grafana itself answers 500 after making the save (it was reported failed, "Grafana
+    answered 500", though made). When Grafana got the saves and made them, each is read back and is done (not a
+    failure), and a rerun writes nothing; when it did not, each save failed, with the gateway's answer, and
+    nothing is reported written."""
     before = {uid: _snapshot(grafana, uid) for uid in (FOREIGN, COPY)}
     proxy.inject(Rule(SAVE, method="POST", action="gateway" if landed else "status", status=status, times=99))
     code, report, stderr = run()
