@@ -641,12 +641,15 @@ def _not_overwritten(change: Change, why: str) -> RemoteError:
                        hint="run `gpudash plan` and apply again")
 
 
-def _gone_after_lost(what: str, api: str) -> str:
-    """The note for an object listed as deleted on a retry answered ResourceNotFound after an attempt whose answer was
-    lost (a gateway's 5xx, a dropped connection): that attempt may have deleted it, or someone else may have."""
-    return (f"{what}: an attempt of {api} was sent and its answer lost, and the retry was answered ResourceNotFound: "
-            "it is gone, deleted by that attempt or by someone else meanwhile (nothing tells which); listed as "
-            "deleted")
+def _gone_after_lost(what: str, api: str, shown: str = "the retry was answered ResourceNotFound") -> str:
+    """The note for an object listed as deleted after an attempt whose answer was lost (any 5xx, a dropped
+    connection), `shown` gone (a retry answered ResourceNotFound, or the read-back after every answer was lost): that
+    attempt may have deleted it, or someone else may have."""
+    return (f"{what}: an attempt of {api} was sent and its answer lost, and {shown}: it is gone, deleted by that "
+            "attempt or by someone else meanwhile (nothing tells which); listed as deleted")
+
+
+ALL_LOST = "no other answer came; read back"  # `shown` for a delete whose every answer was lost
 
 
 def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: dict[str, Any] | None) -> bool:
@@ -682,6 +685,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
             if not answer_lost(exc):
                 raise
             _settle(exc, "DeleteDashboards", "the dashboard", read, done=done, before=as_before)
+            cloudwatch.note(_gone_after_lost(what, "DeleteDashboards", ALL_LOST))
             return True
         try:  # still there: perhaps a read that has not caught up with the delete
             still, twice = _read_settled(cloudwatch, read, lambda now: now is None)
@@ -1363,10 +1367,11 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
         still = RemoteError("CloudWatch DeleteAlarms was sent and its answer was lost; read back, the alarm is still "
                             "there: not deleted", where=what, hint="run again when CloudWatch answers: publishing "
                             "converges")
-    if own:
+    if own or lost is not None:
         for change in batch:
             if change.name not in left:
-                cloudwatch.note(_gone_after_lost(f"CloudWatch alarm {change.name}", "DeleteAlarms"))
+                cloudwatch.note(_gone_after_lost(f"CloudWatch alarm {change.name}", "DeleteAlarms",
+                                                 *([ALL_LOST] if lost is not None else [])))
     return [(change, (not_found or gone_at_look) and not own and change.name not in left,
              None if change.name not in left else still) for change in batch]
 

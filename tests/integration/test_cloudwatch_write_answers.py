@@ -412,3 +412,27 @@ def test_a_write_cloudwatch_makes_then_answers_internal_failure_is_listed_writte
     code, report, stderr = apply("--config", str(project_dir(WARMER)))
     assert alarms(client)[NAME]["Threshold"] == 70.0
     assert NAME in report["written"], (code, report, stderr)
+
+
+def test_a_delete_whose_every_answer_is_lost_and_read_back_gone_says_someone_else_may_have_deleted_it(
+        proxied, published, project_dir):
+    """Every attempt of DeleteAlarms / DeleteDashboards loses its answer: five are answered 503 with the object still
+    there at each look, the sixth reaches CloudWatch, which deletes, and the connection drops. The read-back shows the
+    object gone: listed as deleted, as a retry's look or ResourceNotFound would list it, and with the same note that
+    gpudash's attempt or someone else may have deleted it (it was listed deleted with no note)."""
+    proxy, client, apply = proxied
+    published("--config", str(project_dir(TWO_CLUSTERS)), settle=True)
+    dashboard = next(n for n in _dashboards(client) if other_cluster(n))
+    alarm = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    fresh(proxy)
+    for api, name in (("DeleteAlarms", alarm), ("DeleteDashboards", dashboard)):
+        proxy.inject(fault(api, "status", status=503, times=5, naming=name), fault(api, "reset-after", naming=name))
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--config", str(project_dir("")))
+    assert code == 0 and report["failed"] == [] and "Traceback" not in stderr, (report["failed"], stderr)
+    assert alarm not in alarms(client) and dashboard not in _dashboards(client)
+    assert all(rule.times == 0 for rule in proxy.rules), "not every attempt was made"
+    note = "deleted by that attempt or by someone else meanwhile (nothing tells which); listed as deleted"
+    for name, api in ((alarm, "DeleteAlarms"), (dashboard, "DeleteDashboards")):
+        assert name in report["written"] and f"{name}: an attempt of {api}" in stderr and note in stderr, \
+            (name, report["written"], stderr)
+
