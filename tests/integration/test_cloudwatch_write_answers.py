@@ -436,3 +436,22 @@ def test_a_delete_whose_every_answer_is_lost_and_read_back_gone_says_someone_els
         assert name in report["written"] and f"{name}: an attempt of {api}" in stderr and note in stderr, \
             (name, report["written"], stderr)
 
+
+def test_a_dashboard_answer_naming_another_dashboard_is_not_an_answer(proxied, published):
+    """GetDashboard for one of gpudash's dashboards is answered with another dashboard's name (a cache or proxy
+    mixing answers): its body was read as the dashboard asked for (exit 0, "unchanged"). An answer naming another
+    dashboard says nothing of the one asked: not an API answer, exit 3, nothing written."""
+    proxy, client, apply = proxied
+    published()
+    asked, other = _dashboards(client)[:2]
+    bodies = {name: client.get_dashboard(DashboardName=name)["DashboardBody"] for name in (asked, other)}
+    fresh(proxy)
+
+    def swap(answer):
+        if answer.get("DashboardName") == asked:
+            answer["DashboardName"] = other
+    proxy.inject(_garbled("GetDashboard", swap))
+    code, report, stderr = apply()
+    assert code == 3 and "Traceback" not in stderr, (code, stderr)
+    assert "not an API answer" in stderr and asked in stderr and report.get("written", []) == [], stderr
+    assert {name: client.get_dashboard(DashboardName=name)["DashboardBody"] for name in (asked, other)} == bodies
