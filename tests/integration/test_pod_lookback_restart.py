@@ -210,52 +210,75 @@ def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, tm
     assert not wrong, f"seconds after the failed scrape: (shown, named within the lookback) {wrong}"
 
 
-# --- Prometheus restarted while the pod label moved (no staleness markers are written across a restart) -------
+# --- Prometheus restarted while the GPU changed hands (no staleness markers are written across a restart) ------
 
 def _held_or_idle(pod: str, watts: float) -> str:
     text = _held(pod or "x", watts).replace('"n2"', '"n3"')
     return text if pod else text.replace(',container="main",namespace="ml",pod="x"', "")
 
 
-@pytest.fixture(scope="module", params=["label moved", "idle GPU taken"])
+RESTARTS = {"label moved": (("d", 300.0), ("c", 100.0)), "idle GPU taken": (("", 60.0), ("c", 100.0)),
+            "pod left": (("d", 300.0), ("", 60.0))}
+
+
+@pytest.fixture(scope="module", params=sorted(RESTARTS))
 def restarted(request, tmp_path_factory):
-    """n3's GPU 0 is named under ml/d drawing 300 W (or idle, no pod, drawing 60 W) until Prometheus stops; when it
-    is up again the exporter names ml/c, the GPU drawing 100 W."""
-    state = {"pod": "d", "watts": 300.0} if request.param == "label moved" else {"pod": "", "watts": 60.0}
+    """n3's GPU 0 is named under one pod (or none: idle) until Prometheus stops; when it is up again the exporter
+    names another (or none), the GPU drawing another power. Every stored sample (time, pod, watts), and the time of
+    the first after the restart."""
+    (pod, watts), after = RESTARTS[request.param]
+    state = {"pod": pod, "watts": watts}
     with ReplayExporter(lambda: _held_or_idle(state["pod"], state["watts"])) as exporter:
-        workdir = tmp_path_factory.mktemp("pod-lookback-prom-restart")
-        config = _every_second([exporter.address])
-        prometheus = Prometheus(workdir, config)
+        prometheus = Prometheus(tmp_path_factory.mktemp("pod-lookback-prom-restart"), _every_second([exporter.address]))
         prometheus.start()
         try:
             prometheus.wait_for('DCGM_FI_DEV_POWER_USAGE')
             time.sleep(6)
             prometheus.stop()
             prometheus.session = None
-            state.update(pod="c", watts=100.0)
+            state.update(pod=after[0], watts=after[1])
             prometheus.start()
-            prometheus.wait_for('DCGM_FI_DEV_POWER_USAGE{pod="c"}')
+            prometheus.wait_for(f'DCGM_FI_DEV_POWER_USAGE == {after[1]:g}')
             time.sleep(8)
             prometheus.stop_scraping()
             time.sleep(1.5)
-            samples = sorted((float(at), series["metric"]["pod"], float(v)) for series in prometheus.query(
-                'DCGM_FI_DEV_POWER_USAGE{pod!=""}[10m]') for at, v in series["values"])
-            yield prometheus, samples
+            samples = sorted((float(at), series["metric"].get("pod", ""), float(v)) for series in prometheus.query(
+                'DCGM_FI_DEV_POWER_USAGE[10m]') for at, v in series["values"])
+            yield prometheus, samples, min(at for at, _, v in samples if v == after[1])
         finally:
             prometheus.stop()
 
 
 def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted, tmp_path):
-    prometheus, samples = restarted
+    prometheus, samples, first_after = restarted
     target, expr = _panel(tmp_path, "", "Power draw of each pod's GPUs")
-    first_c = min(at for at, pod, _ in samples if pod == "c")
-    start = math.floor(first_c) + 4.5
-    end = samples[-1][0]
+    start = first_after + 0.5
     wrong = {}
-    for at, result in prometheus.query_at(expr, start, int((end - start) // 1) + 1, 1).items():
+    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
         shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
         latest = [(when, pod, v) for when, pod, v in samples if when <= at]
-        truth = {f"Pod ml/{pod}": latest[-1][2] for when, pod, _ in latest if at - 4 <= when}
+        truth = {f"Pod ml/{pod}": latest[-1][2] for when, pod, _ in latest if pod and at - 4 <= when}
         if shown != truth:
-            wrong[round(at - first_c, 1)] = (shown, truth)
+            wrong[round(at - first_after, 1)] = (shown, truth)
+    assert not wrong, f"seconds after the first scrape after the restart: (shown, true) {wrong}"
+
+
+@pytest.mark.parametrize("title", ["Power draw", "Total power draw"])
+def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(restarted, tmp_path, title, request):
+    """Per-GPU panels read each GPU's copies: the copy from before the restart (another pod, or none) is read by the
+    instant selector for 5 minutes beside the new one, and the GPU's value is the highest. Known wrong, not fixed
+    (README): the fresh-copy reading of the per-pod panels, tried here, cost each per-GPU panel 2 to 3 times the
+    Prometheus CPU, and the preview's sample queries then ran past its 5 s read at load 20."""
+    if "idle" not in request.node.callspec.id:  # the new reading is higher: the highest is right by chance
+        request.applymarker(pytest.mark.xfail(strict=True, reason="the pre-restart copy's higher reading wins"))
+    prometheus, samples, first_after = restarted
+    target, expr = _panel(tmp_path, "", title)
+    gpu = render_legend(target["legendFormat"], {"node": "n3", "gpu": "0"})
+    start = first_after + 0.5
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        truth = {gpu: [v for when, _, v in samples if when <= at][-1]}
+        if shown != truth:
+            wrong[round(at - first_after, 1)] = (shown, truth)
     assert not wrong, f"seconds after the first scrape after the restart: (shown, true) {wrong}"

@@ -151,7 +151,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     """A generated query made for a `made_for`-second scrape interval, for a Prometheus that scrapes every `seconds`:
     a counter's copies are read once per step of the scrape interval (promql.fresh_reading), each copy's sample
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
-    per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)."""
+    per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
+    and reads the copies with a sample within the last interval (promql.fresh_copies)."""
     from generator.promql import PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, label_lookback
     from generator.render.alarms import RULE_STEP_SECONDS
 
@@ -169,6 +170,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
                          (f":{old}s]", f":{new}s]"),
                          (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
             expr = expr.replace(was, now)
+    # promql.fresh_copies: a copy with a sample within the last scrape interval
+    expr = expr.replace(f"[{made_for * 1000}ms]))", f"[{seconds * 1000}ms]))")
     return expr.replace(f"[{label_lookback(made_for)}])", f"[{label_lookback(seconds)}])")
 
 
