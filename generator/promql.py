@@ -674,13 +674,20 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
-             kind: str | None = None, resolution: str | None = None, device: _Device | None = None) -> str:
+             kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
+             also: tuple[str, ...] = ()) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
     A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank: the rest
     of its instances are not the GPU (a 3g.40gb's free memory blank beside a 1g.10gb's 10,000 MiB read 10,000 MiB
     free; its share of memory 20,000 / 30,000 = 0.667 where 0.4 is used). Only MIG instances are looked at for it
     (a whole GPU's blank leaves no series already), so a fleet of whole GPUs pays next to nothing for it.
+
+    `also` (gauges a GPU's instances add up, as `metric`; _total): their readings added to `metric`'s series by series
+    before the copies of a reading are merged, so that a total (used + free) is one copy's: two exporters serving a GPU
+    (one writing Hostname, the other hostname, mid-upgrade) read 40,000 + 40,000 and 60,000 + 20,000 MiB; their
+    fields merged apart read 60,000 + 40,000 of an 80,000 MiB GPU. Where a field's copies carry other labels than
+    another's (a field the exporter splits per process, read as the device's value per GPU), they are merged apart.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -691,18 +698,26 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         named = device.reading(metric, extra, "{}") if device is not None and device.lookback else None
         return merge("max", named or _raw(metric, branches, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
+    if also and device is not None and device.lookback is None:  # copies labelled apart from field to field
+        return " + ".join(_per_gpu(name, catalog, branches, extra, merge, window, as_increase, count, over_time, kind,
+                                   resolution, device) for name in (metric, *also))
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
         copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
             else None
-        series = _field_series(metric, catalog, branches, extra, window, as_increase, over_time, copies, resolution,
-                               device)
+
+        def fields(more: list[str], copies: str | None, unfiltered: bool = False) -> str:
+            """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
+            has a series, so that an instance writing one field and no series of another leaves the GPU out)."""
+            read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
+                                  resolution, device, unfiltered) for name in (metric, *also)]
+            return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
+        series = fields([], copies)
         value = _across_own_labels(metric, catalog, merge, merge(
             how, merge.gpus(series, own_labels) if counter else series, own_labels))
         if how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
             def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
-                return merge.copies(_field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'],
-                                                  window, as_increase, over_time, None, resolution, device, unfiltered))
+                return merge.copies(fields([f'{MIG_INSTANCE_LABEL}!=""'], None, unfiltered))
             value = (f"({value} unless on ({merge.grouping()}) ({on_instances(True)} unless "
                      f"{on_instances(False)}))")
         return value
@@ -768,7 +783,8 @@ def _memory_share(metric: str, catalog: Catalog, per_gpu) -> str:
         return whole
     mig = (f'{MIG_INSTANCE_LABEL}!=""',)
     held = per_gpu(used, True, mig)
-    return f"({held} / (({held} + {per_gpu(free, True, mig)}) > 0) or {whole})"  # 0 / 0: none
+    total = _total((used, free), catalog, lambda name, also: per_gpu(name, True, mig, also))
+    return f"({held} / (({total}) > 0) or {whole})"  # 0 / 0: none
 
 
 def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tuple[str, bool], ...]] | None:
@@ -790,14 +806,27 @@ def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tupl
     return None
 
 
-def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], per_gpu, grouping: str) -> str:
+def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog: Catalog, per_gpu,
+            grouping: str) -> str:
     """A pod's share of memory (pooled): the used memory of every GPU and MIG instance it holds over the memory they
     hold, so its instances weigh by their memory wherever they are (a full 3g.40gb on one GPU and an empty 1g.10gb on
     another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A GPU without a
     reading of every field (a blank; on MIG, one of its instances': _per_gpu) is left out of both sums, as it is left
     out of a pod's mean."""
-    total = " + ".join(per_gpu(*key) for key in whole)
+    total = " + ".join(per_gpu(*key) for key in whole) if not all(whole_gpu for _, whole_gpu in whole) else \
+        _total(tuple(name for name, _ in whole), catalog, lambda name, also: per_gpu(name, True, also=also))
     return f"(sum by ({grouping}) ({per_gpu(*part)} and ({total})) / (sum by ({grouping}) ({total}) > 0))"
+
+
+def _total(fields: tuple[str, ...], catalog: Catalog, per_gpu) -> str:
+    """The total of `fields` per GPU (`per_gpu(field, also)`): gauges a GPU's instances add up (memory) added series by
+    series before the copies of a reading are merged (_per_gpu's `also`: each copy's total is the memory it holds, so
+    the total is one exporter's), else each merged on its own and added."""
+    if len(fields) > 1 and all(name in catalog and not catalog.get(name).is_counter and name not in MIG_UNSUPPORTED
+                               and catalog.get(name).per_gpu_aggregation == "sum" and not catalog.get(name).own_labels
+                               for name in fields):
+        return per_gpu(fields[0], fields[1:])
+    return " + ".join(per_gpu(name, ()) for name in fields)
 
 
 def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str) -> str:
@@ -870,24 +899,24 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
     lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
-    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = ()) -> str:
+    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
                          whole, bool(labels.copies), lookback, labels, resolution) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
-                        over_time, kind, resolution, device)
+                        over_time, kind, resolution, device, also)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
     if pool:
-        return _pooled(*pool, per_gpu, ", ".join(outer))
+        return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
     value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
         value = _memory_share(query.metric, catalog, per_gpu)
     if query.over:
-        total = " + ".join(per_gpu(m, True) for m in query.over)
+        total = _total(query.over, catalog, lambda name, also: per_gpu(name, True, also=also))
         value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
     grouping = ", ".join(outer)
 

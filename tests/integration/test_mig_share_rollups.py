@@ -47,21 +47,30 @@ GPU_SHARES = {0: 0.85, 1: 1.0, 2: 0.0, 3: HELD}
 FLEET_SHARE = sum(GPU_SHARES.values()) / len(GPU_SHARES)
 
 
-def _openmetrics(start: int) -> str:
+def _scrapes(start: int, lines_at) -> str:
+    """OpenMetrics of both fields at each scrape: `lines_at(index of the field, field, timestamp)` gives its lines."""
     lines = []
     for index, name in enumerate((USED, FREE)):
         lines.append(f"# TYPE {name} gauge")
         for k in range(SCRAPES):
-            for gpu, instances in FLEET.items():
-                for instance, profile, *values, namespace, pod in instances:
-                    labels = [f'gpu="{gpu}"', f'UUID="GPU-{gpu}"', f'modelName="NVIDIA A100-SXM4-80GB"',
-                              f'Hostname="{NODE}"', f'node="{NODE}"', 'job="dcgm-exporter"']
-                    if instance:
-                        labels += [f'GPU_I_ID="{instance}"', f'GPU_I_PROFILE="{profile}"']
-                    if pod:
-                        labels += [f'namespace="{namespace}"', f'pod="{pod}"']
-                    lines.append(f"{name}{{{','.join(labels)}}} {values[index]} {start + OFFSET + k * STEP}")
+            lines += lines_at(index, name, start + OFFSET + k * STEP)
     return "\n".join(lines) + "\n# EOF\n"
+
+
+def _openmetrics(start: int) -> str:
+    def lines_at(index: int, name: str, at: int) -> list[str]:
+        lines = []
+        for gpu, instances in FLEET.items():
+            for instance, profile, *values, namespace, pod in instances:
+                labels = [f'gpu="{gpu}"', f'UUID="GPU-{gpu}"', 'modelName="NVIDIA A100-SXM4-80GB"',
+                          f'Hostname="{NODE}"', f'node="{NODE}"', 'job="dcgm-exporter"']
+                if instance:
+                    labels += [f'GPU_I_ID="{instance}"', f'GPU_I_PROFILE="{profile}"']
+                if pod:
+                    labels += [f'namespace="{namespace}"', f'pod="{pod}"']
+                lines.append(f"{name}{{{','.join(labels)}}} {values[index]} {at}")
+        return lines
+    return _scrapes(start, lines_at)
 
 
 prometheus = backfilled_fixture("mig-share-rollups", _openmetrics, SCRAPES * STEP, STEP)
@@ -115,3 +124,50 @@ def test_a_namespaces_mean_share_is_the_share_of_the_memory_its_pods_hold(promet
     assert "Per namespace: the sum of DCGM_FI_DEV_FB_USED of the GPUs and MIG instances its pods hold over the sum " \
            "of their DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE" in \
            _panel(project, Query(USED, "avg", ("namespace",), over=(USED, FREE)))["description"]
+
+
+# Node gpu-node-2 mid-upgrade: the old exporter (Hostname) and the new one (hostname) both serve it, each with its
+# own reading of the memory, taken at another moment: GPU 0 is MIG (pod x/m's 3g.40gb and 1g.10gb), GPU 1 whole
+# (pod x/w). Each exporter's reading is a true share (GPU 0: 0.62 or 0.72; GPU 1: 0.5 or 0.75); the used memory of
+# one beside the free memory of the other is no reading (GPU 1: 60,000 used + 40,000 free of its 80,000 MiB).
+COPIES = {'Hostname="gpu-node-2",instance="10.0.0.1:9400"': {("0", "1", "3g.40gb"): (30000, 10000),
+                                                            ("0", "2", "1g.10gb"): (1000, 9000),
+                                                            ("1", "", ""): (40000, 40000)},
+          'hostname="gpu-node-2",instance="10.0.0.2:9400"': {("0", "1", "3g.40gb"): (35000, 5000),
+                                                            ("0", "2", "1g.10gb"): (1000, 9000),
+                                                            ("1", "", ""): (60000, 20000)}}
+COPY_SHARES = {"gpu-node-2 GPU 0": {31000 / 50000, 36000 / 50000}, "gpu-node-2 GPU 1": {0.5, 0.75}}
+# gpu-node-3's MIG GPU 0: its 1g.10gb writes its used memory (1,000 MiB) and no series of its free memory: the GPU
+# has no share (it read 31,000 / 41,000 = 0.756: the 1g's used over the 3g's memory and its own used)
+ONE_FIELD = {USED: {("1", "3g.40gb"): 30000, ("2", "1g.10gb"): 1000}, FREE: {("1", "3g.40gb"): 10000}}
+
+
+def _copies_openmetrics(start: int) -> str:
+    def lines_at(index: int, name: str, at: int) -> list[str]:
+        lines = []
+        for copy, readings in COPIES.items():
+            for (gpu, instance, profile), values in readings.items():
+                labels = [copy, f'gpu="{gpu}"', 'job="dcgm-exporter"', 'namespace="x"',
+                          f'pod="{"m" if instance else "w"}"']
+                if instance:
+                    labels += [f'GPU_I_ID="{instance}"', f'GPU_I_PROFILE="{profile}"']
+                lines.append(f"{name}{{{','.join(labels)}}} {values[index]} {at}")
+        return lines + [f'{name}{{node="gpu-node-3",gpu="0",GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}",'
+                        f'job="dcgm-exporter",namespace="x",pod="o"}} {value} {at}'
+                        for (instance, profile), value in ONE_FIELD[name].items()]
+    return _scrapes(start, lines_at)
+
+
+copies = backfilled_fixture("mig-share-copies", _copies_openmetrics, SCRAPES * STEP, STEP)
+
+
+def test_a_gpu_two_exporters_read_has_the_share_one_of_them_read(copies, project):
+    """Used and free memory are taken from one exporter's reading: the share of a GPU (MIG or whole) that two
+    exporters serve is one of their shares. It read the larger used of one over that plus the larger free of the
+    other: GPU 0 0.655 (36,000 / 55,000 of 50,000 MiB), GPU 1 0.6 (60,000 / 100,000 of 80,000 MiB). A MIG GPU an
+    instance of which writes one field and no series of the other has no share (gpu-node-3 read 0.756), nor does
+    the pod holding it."""
+    shown = _shown(copies, project, Query(USED, "avg", ("node", "gpu"), over=(USED, FREE)))
+    assert shown.keys() == COPY_SHARES.keys(), shown
+    assert all(any(math.isclose(value, share) for share in COPY_SHARES[line]) for line, value in shown.items()), shown
+    assert "Pod x/o" not in _shown(copies, project, Query(USED, "avg", ("pod",), over=(USED, FREE)))
