@@ -206,6 +206,7 @@ class _Device:
     lookback: str | None = None
     labels: Labels | None = None  # with `lookback`: the node spellings the copies are coalesced over
     resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
+    outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
 
     def reading(self, metric: str, extra: list[str], gauge: str) -> str | None:
         """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
@@ -217,9 +218,11 @@ class _Device:
         if self.lookback is not None:
             labels = self.labels
             slot = (labels.cluster, labels.node, "gpu", *INSTANCE_IDENTITY, *field_labels)
+            # one series per GPU instance and outer group (a pod), labelled alike whatever the field: fields added up
+            # series by series (used + free, _per_gpu's `also`) meet whether a pod's own share or the GPU's is read
+            keep = (*slot, *self.outer)
             if own_share:
-                return "({} or {})".format(*self._newest(metric, self.scoped, extra, gauge,
-                                                         (*slot, labels.namespace, labels.pod)))
+                return "({} or {})".format(*self._newest(metric, self.scoped, extra, gauge, keep))
             tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
             if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first, in each tier
                 own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
@@ -227,7 +230,7 @@ class _Device:
             device = f"({' or '.join(tiers)})"
             named = coalesce_node(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
                                   labels)
-            return f"({named} * 0 + on ({_listed(slot)}) group_left () {device})"
+            return f"max by ({_listed(keep)}) ({named} * 0 + on ({_listed(slot)}) group_left () {device})"
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
             return None
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
@@ -903,7 +906,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
-                         whole, bool(labels.copies), lookback, labels, resolution) \
+                         whole, bool(labels.copies), lookback, labels, resolution, tuple(outer)) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
                         over_time, kind, resolution, device, also)
