@@ -106,6 +106,9 @@ def test_a_value_a_pattern_refuses_is_told_in_words_not_as_the_regex(tmp_path, p
 INTERRUPT_WHEN_IMPORTED = """
 import importlib.abc, os, signal, sys
 
+# Ctrl-C as a terminal delivers it: a suite started as a background job hands its children SIGINT ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class Interrupt(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name == {module!r}:
