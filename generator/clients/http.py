@@ -111,20 +111,22 @@ def no_netrc_on_redirect(session):
 
 
 def get(url: str, options: Options, what: str, hint: str, params: dict[str, str] | None = None,
-        verb: str = "read") -> tuple[int, str]:
+        verb: str = "read", evaluated: bool = False) -> tuple[int, str]:
     """GET `url` (user-info becomes basic auth, never part of a message, sent to that host alone; ~/.netrc is never
-    read); the status and the text."""
+    read); the status and the text. An `evaluated` answer (a Prometheus query: nothing is sent before the query has
+    run) may keep its first byte until the deadline; other reads wait at most a socket timeout."""
     import requests
     from urllib3.exceptions import HTTPError
 
     clean, auth = redact.strip(url)
     timeout = options.socket_timeout()
+    first_byte = options.socket_timeout(cap=options.remaining()) if evaluated else timeout
     answering = False
     session = requests.Session()
     session.auth = credentials(None, auth)
     session.rebuild_auth = no_netrc_on_redirect(session)
     try:
-        with session, session.get(clean, params=params, timeout=(timeout, timeout), stream=True) as response:
+        with session, session.get(clean, params=params, timeout=(timeout, first_byte), stream=True) as response:
             answering = True
             body = read_body(response.raw, options, what)
             return response.status_code, decode(body, response.encoding)

@@ -121,7 +121,8 @@ class PrometheusClient:
     def _get(self, path: str, params: dict[str, str]) -> Any:
         options = Options(timeout=self.timeout)
         options.start()
-        status, text = get(f"{self.url}/api/v1/{path}", options, self.source, RANGE_HINT, params=params, verb="query")
+        status, text = get(f"{self.url}/api/v1/{path}", options, self.source, RANGE_HINT, params=params, verb="query",
+                           evaluated=True)
         try:
             body = json.loads(text)
         except ValueError:

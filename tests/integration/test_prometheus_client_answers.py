@@ -41,3 +41,26 @@ def test_a_valid_answer_is_read_to_its_values():
     assert vector.error is None and vector.series == []
     scalar = _run({"status": "success", "data": {"resultType": "scalar", "result": [60, "4"]}}, instant=True)
     assert scalar.series[0].points == ((60.0, 4.0),)
+
+
+def test_a_query_prometheus_evaluates_longer_than_a_socket_read_may_wait_is_waited_for_until_the_deadline(monkeypatch):
+    """Prometheus sends nothing before the query has run: a query taking longer than one socket read may wait (5 s;
+    0.2 s here) is still read within the client's timeout, as Grafana reads it within its own (was: ReadTimeout,
+    "cannot query", a preview panel failed where Grafana draws it)."""
+    import time
+
+    from generator.clients.options import Options
+
+    capped = Options.socket_timeout
+    monkeypatch.setattr(Options, "socket_timeout", lambda self, cap=0.2: capped(self, cap))
+    answer = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"pod": "train-0"}, "value": [60, "7"]}]}})
+
+    def slow(path: str) -> str:
+        time.sleep(0.6)
+        return answer
+
+    with CannedServer() as server:
+        server.routes["/api/v1/query"] = (200, slow)
+        result = PrometheusClient(server.url, timeout=5).run("up", True, 0.0, 60.0, 15.0)
+    assert result.error is None and result.series[0].points == ((60.0, 7.0),)
