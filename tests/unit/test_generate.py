@@ -214,3 +214,23 @@ def test_the_artifact_set_grows_linearly_with_the_clusters(project_dir, odd):
 
     small, large = cpu(30), cpu(360)
     assert large < 11 * small, (small, large)
+
+
+
+def test_the_rules_grow_linearly_with_the_clusters_of_a_shared_prometheus(project_dir):
+    """On a shared Prometheus (clusters[].prometheus_label) the data-missing rule joins each cluster's named exporter
+    DaemonSet to that cluster's "no exporter DaemonSet" branch alone: joined to every cluster's, the rule grew with
+    the square of the clusters (7 MB at 100 clusters; 44 s and 3.5 GiB to generate 1,000). Sizes, not times: twelve
+    times the clusters, under thirteen times the rules' text."""
+    import json
+
+    from generator.project import load_project
+    from generator.render.alarms import prometheus_rules
+
+    def size(count: int) -> int:
+        clusters = "".join(f"  - {{name: c{i:04}, region: us-east-1, prometheus_label: c{i:04}}}\n" for i in range(count))
+        project = load_project(project_dir(f"clusters:\n{clusters}"))
+        return len(json.dumps(prometheus_rules(project.alarms, project.catalog, project.settings), default=str))
+
+    small, large = size(10), size(120)
+    assert large < 13 * small, (small, large)
