@@ -83,11 +83,24 @@ _RUNNING: set = set()  # exec plugin processes under way (Popen), stopped by sto
 
 
 def stop_exec_plugins() -> None:
-    """Kill the exec plugin processes still running: verify's end, or its child process told to stop, leaves none
-    behind, even one the run's deadline came before its own limit did (a loaded machine)."""
+    """Kill the exec plugin processes still running, with the processes they started: verify's end, or its child
+    process told to stop, leaves none behind, even one the run's deadline came before its own limit did (a loaded
+    machine)."""
     for process in list(_RUNNING):
-        with contextlib.suppress(OSError):
-            process.kill()
+        _kill_plugin(process)
+
+
+def _kill_plugin(process) -> None:
+    """Kill an exec plugin and what it started (a wrapper script that does not exec its command, gcloud under
+    gke-gcloud-auth-plugin): each plugin runs in a session of its own, so its process group holds it and its
+    children and nothing else; the plugin itself is killed too should the group be gone."""
+    import os
+    import signal
+
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        process.kill()
 
 
 class ExecPluginHung(RemoteError):
@@ -109,6 +122,7 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
 
     class TimedPopen(subprocess.Popen):
         def __init__(self, *args, **kwargs):
+            kwargs["start_new_session"] = True  # its own process group: stopped with the processes it starts
             super().__init__(*args, **kwargs)
             _RUNNING.add(self)
 
@@ -117,7 +131,7 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
             try:
                 return super().communicate(input, timeout=limit)
             except subprocess.TimeoutExpired:
-                self.kill()
+                _kill_plugin(self)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.wait(timeout=1)  # its pipes may stay open in processes of its own: not read
                 command = self.args[0] if isinstance(self.args, (list, tuple)) else str(self.args).split()[0]
