@@ -650,6 +650,7 @@ def _gone_after_lost(what: str, api: str, shown: str = "the retry was answered R
 
 
 ALL_LOST = "no other answer came; read back"  # `shown` for a delete whose every answer was lost
+LOOKED_GONE = "read before a retry"  # `shown` for one the look before a retry found gone (no retry was sent)
 
 
 def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: dict[str, Any] | None) -> bool:
@@ -698,7 +699,7 @@ def _put_dashboard(cloudwatch: CloudWatch, region: str, change: Change, body: di
         if looked is not None:  # found gone by the look before a retry
             if not looked:  # no attempt reached CloudWatch: someone else deleted it (already gone)
                 return False
-            cloudwatch.note(_gone_after_lost(what, "DeleteDashboards"))
+            cloudwatch.note(_gone_after_lost(what, "DeleteDashboards", LOOKED_GONE))
         return True
     try:
         response = cloudwatch.call(region, "PutDashboard", what, DashboardName=change.name,
@@ -1370,8 +1371,9 @@ def _delete_alarms(cloudwatch: CloudWatch, region: str, batch: list[Change]
     if own or lost is not None:
         for change in batch:
             if change.name not in left:
+                shown = ALL_LOST if lost is not None else LOOKED_GONE if gone_at_look else None
                 cloudwatch.note(_gone_after_lost(f"CloudWatch alarm {change.name}", "DeleteAlarms",
-                                                 *([ALL_LOST] if lost is not None else [])))
+                                                 *([shown] if shown else [])))
     return [(change, (not_found or gone_at_look) and not own and change.name not in left,
              None if change.name not in left else still) for change in batch]
 

@@ -399,6 +399,8 @@ def test_a_delete_cloudwatch_makes_then_answers_internal_failure_is_not_called_s
     for name in (alarm, dashboard):
         assert name in report["written"] and f"{name}: an attempt of Delete" in stderr and note in stderr, \
             (name, report["written"], stderr)
+    # no retry was sent (the look before it found the object gone): the note must not say one was answered
+    assert "answer lost, and read before a retry: it is gone" in stderr and "retry was answered" not in stderr, stderr
 
 
 def test_a_write_cloudwatch_makes_then_answers_internal_failure_is_listed_written(proxied, published, project_dir):
