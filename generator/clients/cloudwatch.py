@@ -182,12 +182,13 @@ class CloudWatch:
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
-        attempt, attempts = 0, self.max_attempts
+        attempt, attempts, refused = 0, self.max_attempts, 0  # refused: connect failures in a row; an answer (a 503
+        # of an endpoint starting up) gives the call its full attempts back
         while attempt < attempts:
             attempt += 1
             self.deadline.check(what)
             self.pacer.wait(region, api)
-            retry_after = None
+            retry_after, why = None, None
             try:
                 response = self.deadline.run(lambda: method(**kwargs), what, on_start=lambda: sent.append(True))
                 problem = response.get(_NOT_AN_ANSWER) if api in CHECKED else None  # checked raw, once
@@ -231,11 +232,11 @@ class CloudWatch:
                 why = connect_failure(exc)
                 failure = (f"CloudWatch {api} failed in {region}: {exc}" + (f" ({why})" if why else ""),
                            reach_hint(self.endpoint_name))
-                attempts = min(attempts, 1 + RETRIES_AFTER[why]) if why else attempts
             except BotoCoreError as exc:
                 raise RemoteError(f"CloudWatch {api} failed in {region}: {exc}", where=what,
                                   hint=reach_hint(self.endpoint_name)) from None
-            if attempt >= attempts:
+            refused = refused + 1 if why else 0
+            if attempt >= attempts or (why and refused > RETRIES_AFTER[why]):
                 break
             delay = min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
             self.local.backoffs = self.backoffs() + 1

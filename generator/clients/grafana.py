@@ -194,8 +194,10 @@ class GrafanaClient:
                   reached: list[bool], before_retry=None) -> Any:
         import requests
 
-        attempt, retries = 0, self.retries
+        attempt, refused = 0, 0  # refused: connect failures in a row (a later answer, a 503 of a Grafana starting up,
+        # gives the call its full retries back)
         while True:
+            stop_now = False
             self.calls[method] = self.calls.get(method, 0) + 1
             try:
                 response = self.deadline.run(lambda: self._send(method, path, kwargs), what,
@@ -213,7 +215,8 @@ class GrafanaClient:
                 if not reached[-1]:  # it failed to connect: nothing was sent after all
                     self.sent[method] -= 1
                 why = connect_failure(exc)
-                retries = min(retries, RETRIES_AFTER[why]) if why else retries
+                refused = refused + 1 if why else 0
+                stop_now = bool(why) and refused > RETRIES_AFTER[why]
                 failure: RemoteError = Unreachable(
                     f"cannot reach Grafana at {self.display} ({why or type(exc).__name__}, after {attempt + 1} "
                     f"attempt{'s' if attempt else ''})", where=what,
@@ -227,10 +230,11 @@ class GrafanaClient:
                 if response.status_code not in RETRY_STATUSES:
                     return self._answer(response, method, path, what, allow)
                 reached.append(response.status_code >= 500)  # reached Grafana (not a 429): it may have landed
+                refused = 0
                 failure = self._error(response, what)
                 wait = self.deadline.retry_after(response.headers.get("Retry-After"), what)
             attempt += 1
-            if attempt > retries:
+            if attempt > self.retries or stop_now:
                 raise failure
             wait = wait if wait is not None else self.backoff * 2 ** (attempt - 1)
             self.deadline.pause(wait, what, failure=failure)

@@ -40,7 +40,7 @@ def read_body(response: Any, options: Options, what: str) -> bytes:
 # (EAI_AGAIN: the DNS server did not answer) and a refused connection (the host answered at once that nothing
 # listens: a server restarting, or the wrong port) get one more attempt after the first backoff, no more: 7 to 15 s
 # of backoff rarely outlasts a restart, and a publish run again converges. Timeouts, resets and 5xx answers keep
-# the clients' full retries.
+# the clients' full retries, also after a refusal: the budget counts refusals in a row.
 NO_SUCH_HOST = "the host name does not resolve"
 NAME_LOOKUP_FAILED = "the DNS lookup of the host name failed"
 REFUSED = "connection refused"
