@@ -852,15 +852,19 @@ def _put_alarm(cloudwatch: CloudWatch, region: str, change: Change, request: dic
                 if change.action != CREATE and not live.get("as_generated") and _tagged_since(
                         change, read_tags(), tagged):  # its own tags, read after the fields' write and read-back
                     return True
-                cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
-                                before_retry=_look("TagResource", "the alarm's tags", what, read_tags, tagged,
-                                                   untouched))
+                answer = cloudwatch.call(region, "TagResource", what, ResourceARN=arn, Tags=missing,
+                                         before_retry=_look("TagResource", "the alarm's tags", what, read_tags,
+                                                            tagged, untouched))
             except RemoteError as exc:
                 if not answer_lost(exc):
                     raise
                 _settle(exc, "TagResource", "the alarm's tags", read_tags, done=tagged, before=untouched)
-            else:  # an answer alone proves no write
-                _tags_read_back(cloudwatch, "TagResource", what, read_tags, tagged, "does not carry the tags sent")
+            else:
+                if answer.get(LOOKED) is False and live.get("as_generated"):
+                    return False  # the look before a retry found it tagged by another hand, no attempt of ours
+                    # having reached CloudWatch: the tags were the whole write, and it is not gpudash's
+                _tags_read_back(cloudwatch, "TagResource", what, read_tags, tagged,  # an answer alone proves no write
+                                "does not carry the tags sent")
         except RemoteError as failed:
             if live.get("as_generated"):  # the tags were the whole write
                 raise

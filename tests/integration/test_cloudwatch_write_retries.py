@@ -464,8 +464,9 @@ class _PublishedMeanwhile(Rule):
     """Throttles the first `operation` naming `name` (not forwarded: not made), and meanwhile another publisher sends
     CloudWatch that very request (`replay(request)`): the object is as gpudash's write makes it, by another hand."""
 
-    def __init__(self, operation: str, name: str, replay):
-        super().__init__(path="/", operation=operation, status=400, times=1, contains=json.dumps(name).encode(),
+    def __init__(self, operation: str, name: str, replay, naming: bytes | None = None):
+        super().__init__(path="/", operation=operation, status=400, times=1,
+                         contains=naming or json.dumps(name).encode(),
                          body=json.dumps({"__type": "Throttling", "message": "Rate exceeded"}).encode(),
                          callback=lambda: replay(json.loads(self.request)))
         self.request = b""
@@ -496,6 +497,24 @@ def test_an_object_another_publisher_writes_between_two_attempts_is_not_listed_a
         assert alarms(client)[NAME]["Threshold"] == 80.0
     else:
         assert DASHBOARD in [d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"]]
+
+
+def test_evidence_another_publisher_tags_between_two_attempts_is_not_listed_as_gpudashs_write(proxied, published):
+    """An alarm as generated whose evidence tag was stripped: the apply's only write is a TagResource. Its first
+    attempt is throttled (not made) and another publisher tags the alarm exactly so before the retry, whose look finds
+    it tagged. It was listed in `written` (the look's finding ignored, a read-back confirming the other's tags as
+    gpudash's); it is left as the other publisher tagged it now, not written, exit 0."""
+    proxy, client, apply = proxied
+    published()
+    arn = alarms(client)[NAME]["AlarmArn"]
+    client.untag_resource(ResourceARN=arn, TagKeys=["gpudash:sha256"])
+    rule = _PublishedMeanwhile("TagResource", NAME, lambda request: client.tag_resource(**request),
+                               naming=arn.encode())  # the request names the alarm by its ARN
+    proxy.inject(rule)
+    code, report, stderr = apply()
+    assert rule.times == 0 and code == 0 and report["failed"] == [], (report["failed"], stderr)
+    assert report["written"] == [], report["written"]
+    assert "gpudash:sha256" in _tags(client, NAME)
 
 
 def test_an_alarm_a_person_tags_right_after_gpudash_creates_it_is_listed_as_created(proxied):
