@@ -876,15 +876,16 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, list[Answer]]]
 
 
 def _watches(monitor: Answer, place: str, namespace: str) -> bool:
-    """Whether a ServiceMonitor in `place` selects Services in `namespace`: one of that namespace is taken to (as
-    before); one elsewhere by its namespaceSelector (none: its own namespace only)."""
-    if place == namespace:
-        return True
+    """Whether a ServiceMonitor in `place` selects Services in `namespace`, as prometheus-operator reads its
+    namespaceSelector (getNamespacesFromNamespaceSelector): `any: true` every namespace; else matchNames, when it
+    lists any, those namespaces only (its own among them only if listed); else its own namespace."""
     selector = monitor.at("spec").get("namespaceSelector", dict, {})
     if selector.get("any") is True:
         return True
     names = selector.get("matchNames")
-    return isinstance(names, list) and namespace in names
+    if isinstance(names, list) and names:
+        return namespace in names
+    return place == namespace
 
 
 def _read_once(read: Callable[[], Any]) -> Callable[[], Any]:

@@ -587,6 +587,21 @@ def test_a_service_monitor_in_the_prometheus_stack_namespace_selects_the_exporte
     assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
 
 
+def test_a_service_monitor_whose_match_names_leave_out_the_exporter_namespace_does_not_select_it(stack):
+    """A ServiceMonitor in the exporter's namespace whose namespaceSelector.matchNames lists other namespaces only
+    selects Services there, not in its own (prometheus-operator reads matchNames before the default of its own
+    namespace): verify counted it as selecting the exporter ("ok"), and Prometheus scraped nothing through it."""
+    cluster, verify = stack
+    (monitor,) = cluster.service_monitors
+    assert monitor["metadata"]["namespace"] == "gpu-operator"
+    monitor["spec"]["namespaceSelector"] = {"matchNames": ["monitoring"]}
+    check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][("kube", "Prometheus scrape config")]
+    assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
+    monitor["spec"]["namespaceSelector"] = {"matchNames": ["monitoring", "gpu-operator"]}
+    check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][("kube", "Prometheus scrape config")]
+    assert check["status"] == "ok", check
+
+
 def test_cloudwatch_without_the_exporter_daemonsets_count_warns_that_the_data_missing_alarm_fires(stack, moto):
     """The data-missing alarm reads the exporter DaemonSet's desired count the agent publishes with [ClusterName]:
     verify's cloudwatch group says whether it arrives, naming the DaemonSet the settings name (without it the alarm

@@ -59,6 +59,7 @@ class KubeCluster:
         self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
         monitor = _load(k8s / "gpu-operator/assets_state-dcgm-exporter_0500_service_monitor.yaml", "ServiceMonitor")
         monitor["metadata"]["namespace"] = namespace
+        monitor["spec"]["namespaceSelector"]["matchNames"] = [namespace]  # as the operator fills it in
         self.service_monitors = [monitor]
         self.prometheus_rules: list[dict[str, Any]] = []
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
