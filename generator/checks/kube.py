@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import yaml
 
@@ -68,12 +68,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     found: list[Answer] = []
     if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
         yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
-        daemonset = found[0] if len(found) == 1 else None
+        daemonset, style, namespace = _the_one_found(found, settings, style, namespace)
         name = daemonset.get("metadata.name", str) if daemonset is not None else ""
-        if daemonset is not None:  # read as what it is: its namespace, the fleet's style its labels say
-            namespace = daemonset.get("metadata.namespace", str) or namespace
-            labels = daemonset.string_map("metadata.labels")
-            style = next((s for s in fleet_styles(settings) if labels.get(s.pod_label[0]) == s.pod_label[1]), style)
     else:
         name = exporter_daemonset(settings, this)
         what = f"DaemonSet {namespace}/{name}"
@@ -87,7 +83,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         namespaces = list(dict.fromkeys(ns for ns, _ in named_daemonsets(settings, this)))  # more_daemonsets' too
         yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style,
-                        named_daemonsets(settings, this))
+                        named_daemonsets(settings, this), settings, this)
         yield from step(GROUP, "exporter Service", _service, services, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
@@ -186,15 +182,17 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
         elsewhere = sorted(styled)
         if elsewhere:
             where, _, other = elsewhere[0].partition("/")
-            found_style = styled[elsewhere[0]]
-            if found_style.key != deployment and len(settings.clusters) > 1:
+            found_styles = styled[elsewhere[0]]
+            if deployment not in {s.key for s in found_styles.styles} and len(settings.clusters) > 1:
                 # another deployment style than the settings say: the cluster's own exporter settings to write
-                written = {"deployment": found_style.key, "namespace": where,
-                           **({"daemonset": other} if other != found_style.daemonset else {})}
+                written = {"deployment": found_styles.keys, "namespace": where,
+                           **({"daemonset": other} if any(other != s.daemonset for s in found_styles.styles) else {})}
                 entry = f"cluster {cluster.name}'s entry of clusters" if cluster else "this cluster's entry of clusters"
+                known = found_styles.known
+                why = (f"its exporter is the {known.key} style's, labelled {'='.join(known.pod_label)}" if known else
+                       f"its exporter is {found_styles.unknown()}")
                 write_fix = (f"write exporter: {{{', '.join(f'{k}: {v}' for k, v in written.items())}}} in {entry} "
-                             f"(clusters[].exporter: its exporter is the {found_style.key} style's, labelled "
-                             f"{found_style.pod_label[0]}={found_style.pod_label[1]}, not {deployment}'s)")
+                             f"(clusters[].exporter: {why}, not {deployment}'s)")
             else:
                 write_fix = f"write exporter.namespace: {where} and exporter.daemonset: {other}"
             return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
@@ -267,18 +265,72 @@ def _exporters_everywhere(kube: Kube) -> list[str]:
     return sorted(_exporters_by_style(kube))
 
 
-def _exporters_by_style(kube: Kube) -> dict[str, ExporterStyle]:
-    """{`namespace/name`: its deployment style} of every DaemonSet labelled as a DCGM exporter: the style of its label
-    whose container it runs (the chart's `exporter`, the static manifest's `dcgm-exporter`), else the first of it."""
+def _exporters_by_style(kube: Kube) -> dict[str, Styled]:
+    """{`namespace/name`: the deployment styles it may be of (_styled)} of every DaemonSet labelled as a DCGM
+    exporter."""
     found = {}
     for key, value in EXPORTER_LABELS:
-        styles = [style for style in STYLES.values() if style.pod_label == (key, value)]
         for d in kube.listing("/apis/apps/v1/daemonsets", "DaemonSets in every namespace",
                               {"labelSelector": f"{key}={value}"}):
-            containers = {c.get("name", str, "") for c in d.items("spec.template.spec.containers")}
-            found.setdefault(f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}",
-                             next((s for s in styles if s.container in containers), styles[0]))
+            found.setdefault(f"{d.get('metadata.namespace', str)}/{d.get('metadata.name', str)}", _daemonset_styled(d))
     return found
+
+
+class Styled(NamedTuple):
+    """The deployment styles an exporter object may be of, and the names of the containers it runs."""
+    styles: tuple[ExporterStyle, ...]  # one: known; several: its labels and containers do not tell which
+    containers: tuple[str, ...]
+
+    @property
+    def known(self) -> ExporterStyle | None:
+        return self.styles[0] if len(self.styles) == 1 else None
+
+    @property
+    def keys(self) -> str:
+        """exporter.deployment's value: the one known, else `<helm or static>`."""
+        return self.styles[0].key if len(self.styles) == 1 else f"<{' or '.join(s.key for s in self.styles)}>"
+
+    def unknown(self) -> str:
+        """What is not known, and why: '' when the style is known."""
+        if len(self.styles) < 2:
+            return ""
+        label = "=".join(self.styles[0].pod_label)
+        return (f"labelled {label}, which both the {' and the '.join(s.key for s in self.styles)} styles write, and "
+                f"running {', '.join(self.containers) or 'no container'}, none of their exporter containers "
+                f"({', '.join(f'{s.key}: {s.container}' for s in self.styles)}): which of them it is cannot be told "
+                "(helm where the dcgm-exporter chart installed it)")
+
+
+def _styled(labels: dict[str, str], containers: list[str]) -> Styled:
+    """The deployment styles of an exporter object of `labels` running `containers`: those whose pod label it carries,
+    narrowed to the one whose exporter container it runs when one does (the Helm chart and the static manifest share
+    app.kubernetes.io/name=dcgm-exporter and differ by the container's name: exporter, dcgm-exporter). Never a guess:
+    where neither container runs, both styles."""
+    labelled = tuple(s for s in STYLES.values() if labels.get(s.pod_label[0]) == s.pod_label[1])
+    running = tuple(s for s in labelled if s.container in containers)
+    return Styled(running if len(running) == 1 else labelled, tuple(containers))
+
+
+def _daemonset_styled(daemonset: Answer) -> Styled:
+    return _styled(daemonset.string_map("metadata.labels"),
+                   [c.get("name", str, "") for c in daemonset.items("spec.template.spec.containers")])
+
+
+def _pod_styled(pod: Answer) -> Styled:
+    return _styled(pod.string_map("metadata.labels"), [c.get("name", str, "") for c in pod.items("spec.containers")])
+
+
+def _the_one_found(found: list[Answer], settings: Settings, style: ExporterStyle,
+                   namespace: str) -> tuple[Answer | None, ExporterStyle, str]:
+    """(DaemonSet, style, namespace) to read where the cluster this context is cannot be told: the one exporter
+    DaemonSet `found` in the clusters' exporter namespaces, read as what it is (its namespace; the style its labels
+    and containers say, _styled, else the first of those the fleet uses), else none and `style`, `namespace`."""
+    if len(found) != 1:
+        return None, style, namespace
+    styled = _daemonset_styled(found[0])
+    fleet = [s for s in fleet_styles(settings) if s in styled.styles]
+    return (found[0], styled.known or (fleet or list(styled.styles) or [style])[0],
+            found[0].get("metadata.namespace", str) or namespace)
 
 
 KSM_CHECK = "kube-state-metrics"
@@ -568,11 +620,13 @@ def _gpu_count(node: Answer) -> int:
 
 
 def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style,
-              named: tuple[tuple[str, str], ...] = ()) -> list[Check]:
+              named: tuple[tuple[str, str], ...], settings: Settings, cluster: Cluster | None) -> list[Check]:
     """Every GPU node runs a ready exporter pod the scrape jobs keep, in the namespaces of the exporter DaemonSets the
     settings name (`named`): one of the deployment's pod label, or one of a DaemonSet exporter.more_daemonsets lists,
     whatever its label (render/scrape.exporter_pods_rule keeps those by their owner). Pods of another label are listed
-    only where a GPU node has none of the first kind."""
+    only where a GPU node has none of the first kind: those of the first DaemonSet named (`named[0]`) are of another
+    deployment style than the settings say (exporter.deployment is the setting to write), the others' of a DaemonSet
+    no setting names (exporter.more_daemonsets is)."""
     def listed(label: tuple[str, str]) -> list[Answer]:
         return [pod for namespace in namespaces for pod in kube.listing(
             f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
@@ -601,21 +655,29 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity",
                             "install the NVIDIA device plugin (the GPU operator does) on GPU nodes"))
     elif unscraped:
+        restyled = [n for n in unscraped if _owner(unkept[n]) == named[0]]  # the named DaemonSet's, of another style
+
         def said(node: str) -> str:
             pod = unkept[node]
             labels = pod.string_map("metadata.labels")
             label = next(f"{k}={v}" for k, v in EXPORTER_LABELS if labels.get(k) == v)
             owner = _owner(pod)
+            named_as = (f"the exporter DaemonSet the settings name, labelled {label}, not {'='.join(style.pod_label)} "
+                        f"as exporter.deployment {style.key}'s pods are" if node in restyled else
+                        f"labelled {label}, not {'='.join(style.pod_label)}, and not a DaemonSet the settings name")
             return (f"{node} ({pod.get('metadata.namespace', str)}/{pod.get('metadata.name', str)} of "
-                    f"{'DaemonSet ' + '/'.join(owner) if owner else 'no DaemonSet'}, labelled {label}, not "
-                    f"{'='.join(style.pod_label)}, and not a DaemonSet the settings name)")
-        owners = list(dict.fromkeys("/".join(_owner(unkept[n])) for n in unscraped if _owner(unkept[n])))
+                    f"{'DaemonSet ' + '/'.join(owner) if owner else 'no DaemonSet'}, {named_as})")
+        owners = list(dict.fromkeys("/".join(_owner(unkept[n])) for n in unscraped
+                                    if _owner(unkept[n]) and n not in restyled))
+        fixes = [_deployment_fix(settings, cluster, _pod_styled(unkept[restyled[0]]), named[0][1])] if restyled else []
+        if len(restyled) < len(unscraped):
+            fixes.append(f"name {', '.join(owners) or 'its DaemonSet'} in exporter.more_daemonsets (or the cluster's "
+                         "clusters[].exporter.more_daemonsets), then generate and apply again")
         result.append(Check(GROUP, "GPU node coverage", FAIL,
                             "GPU nodes whose exporter pod the scrape jobs do not keep: "
                             + ", ".join(said(n) for n in unscraped)
                             + (f"; GPU nodes without an exporter pod: {', '.join(uncovered)}" if uncovered else ""),
-                            f"name {', '.join(owners) or 'its DaemonSet'} in exporter.more_daemonsets (or the "
-                            "cluster's clusters[].exporter.more_daemonsets), then generate and apply again"))
+                            "; ".join(fixes)))
     elif uncovered:
         result.append(Check(GROUP, "GPU node coverage", FAIL,
                             f"GPU nodes without an exporter pod: {', '.join(uncovered)}",
@@ -630,6 +692,23 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
         result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))
     return result
+
+
+def _deployment_fix(settings: Settings, cluster: Cluster | None, styled: Styled, name: str) -> str:
+    """The exporter settings to write where the exporter DaemonSet the settings name (`name`) runs pods of another
+    deployment style than they say: exporter.deployment, in the cluster's entry of clusters where the fleet has more
+    than one or the entry writes its own (with the DaemonSet's name where the new style's would differ)."""
+    if cluster is not None and (len(settings.clusters) > 1 or cluster.exporter_deployment or cluster.exporter_daemonset):
+        kept = cluster.exporter_daemonset == name or all(s.daemonset == name for s in styled.styles)
+        written = {"deployment": styled.keys, **({} if kept else {"daemonset": name})}
+        place = f"in cluster {cluster.name}'s entry of clusters"
+        setting = f"exporter: {{{', '.join(f'{k}: {v}' for k, v in written.items())}}}"
+    else:
+        kept = settings.exporter.daemonset == name or all(s.daemonset == name for s in styled.styles)
+        place = "in gpudash.yaml"
+        setting = f"exporter.deployment: {styled.keys}" + ("" if kept else f" and exporter.daemonset: {name}")
+    why = f" (its pods are {styled.unknown()})" if styled.unknown() else ""
+    return f"write {setting} {place}{why}, then generate and apply again"
 
 
 def _owner(pod: Answer) -> tuple[str, str] | None:
@@ -959,6 +1038,7 @@ def _safe_load(text: str) -> Any:
     """yaml.safe_load through libyaml's safe loader where PyYAML has it: verify reads the live collector
     configuration (about 240 lines) three times, which libyaml does about seven times faster."""
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
 
 def cluster_exporter(kube: Kube, project: Project, chosen: str | None):
     """(deployment style, namespace) of the exporter of the cluster this kube context is (this_cluster; the fleet's

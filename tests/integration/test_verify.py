@@ -484,6 +484,89 @@ def test_every_cluster_naming_the_same_daemonset_in_its_own_entry_is_read_by_ver
                                                          "exporter"), check
 
 
+def _owned_by(cluster, name: str) -> None:
+    """The stack's exporter pods as the DaemonSet controller writes them: owned by DaemonSet `name`."""
+    for pod in cluster.pods:
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name,
+                                               "uid": "1", "controller": True}]
+
+
+COVERAGE = ("kube", "GPU node coverage")
+ONLY_KUBE = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+
+
+def test_the_named_daemonset_of_another_style_than_exporter_deployment_is_told_to_write_the_deployment(stack, tmp_path):
+    """exporter.daemonset names the Helm chart's release, exporter.deployment stays gpu-operator: the agent's job keeps
+    pods labelled app=nvidia-dcgm-exporter, so the release's pods are not scraped. Verify said they belong to "a
+    DaemonSet the settings do not name" and to add it to exporter.more_daemonsets (it is named); the setting to write
+    is exporter.deployment (in the cluster's own entry where the cluster names its DaemonSet there). Written, the
+    coverage passes."""
+    cluster, verify = stack
+    _helm_chart_install(cluster, "gpu-operator")
+    cluster.daemonset["metadata"]["name"] = "gpu-metrics-dcgm-exporter"
+    _owned_by(cluster, "gpu-metrics-dcgm-exporter")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    pods = ("{node} (gpu-operator/dcgm-exporter-{x}x of DaemonSet gpu-operator/gpu-metrics-dcgm-exporter, the "
+            "exporter DaemonSet the settings name, labelled app.kubernetes.io/name=dcgm-exporter, not "
+            "app=nvidia-dcgm-exporter as exporter.deployment gpu-operator's pods are)")
+    assert code == 1 and _failures(checks)[COVERAGE] == (
+        "GPU nodes whose exporter pod the scrape jobs do not keep: " + pods.format(node="gpu-node-a", x="a") + ", "
+        + pods.format(node="gpu-node-b", x="b"),
+        "write exporter.deployment: helm in gpudash.yaml, then generate and apply again")
+    config.write_text("exporter:\n  deployment: helm\n  daemonset: gpu-metrics-dcgm-exporter\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    assert (checks[COVERAGE]["status"], checks[COVERAGE]["detail"]) == ("ok", "all 2 GPU nodes run the exporter")
+    # the cluster names the release in its own entry: that entry is the place to write
+    config.write_text("clusters:\n"
+                      "  - {name: gpu-cluster, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
+                      "  - {name: ml-a, region: us-east-1}\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    assert code == 1 and checks[COVERAGE]["fix"] == (
+        "write exporter: {deployment: helm} in cluster gpu-cluster's entry of clusters, then generate and apply "
+        "again"), checks[COVERAGE]
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1, exporter: {deployment: helm, "
+                      "daemonset: gpu-metrics-dcgm-exporter}}\n  - {name: ml-a, region: us-east-1}\n")
+    assert verify(*ONLY_KUBE, "--config", str(config))[1][COVERAGE]["status"] == "ok"
+
+
+def test_pods_of_the_named_daemonset_whose_style_cannot_be_told_are_told_what_is_known(stack):
+    """The operator's DaemonSet (the default name) runs pods labelled app.kubernetes.io/name=dcgm-exporter, whose
+    container is neither the chart's `exporter` nor the static manifest's `dcgm-exporter`: the label is both
+    styles', so the fix names both and says why, with the DaemonSet's name (the chart's default would differ)."""
+    cluster, verify = stack
+    _owned_by(cluster, "nvidia-dcgm-exporter")
+    for pod in cluster.pods:
+        pod["metadata"]["labels"] = {"app.kubernetes.io/name": "dcgm-exporter"}
+        pod["spec"]["containers"][0]["name"] = "main"
+    code, checks = verify(*ONLY_KUBE)
+    assert code == 1 and _failures(checks)[COVERAGE][1] == (
+        "write exporter.deployment: <helm or static> and exporter.daemonset: nvidia-dcgm-exporter in gpudash.yaml "
+        "(its pods are labelled app.kubernetes.io/name=dcgm-exporter, which both the helm and the static styles "
+        "write, and running main, none of their exporter containers (helm: exporter, static: dcgm-exporter): which "
+        "of them it is cannot be told (helm where the dcgm-exporter chart installed it)), then generate and apply "
+        "again")
+
+
+def test_an_exporter_daemonset_whose_style_cannot_be_told_is_not_given_a_guessed_deployment(stack, tmp_path):
+    """Cluster b runs an exporter labelled app.kubernetes.io/name=dcgm-exporter whose container is `main`: the chart
+    and the static manifest share the label, so which style it is cannot be told. Verify wrote "deployment: helm"
+    (the first style of the label) as a definite fix; it names both, and says why."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    cluster.daemonset["spec"]["template"]["spec"]["containers"][0]["name"] = "main"
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1}\n  - {name: b, region: us-east-1}\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config), "--cluster", "b")
+    assert code == 1 and _failures(checks)[("kube", "exporter DaemonSet")][1] == (
+        "write exporter: {deployment: <helm or static>, namespace: dcgm-exporter} in cluster b's entry of clusters "
+        "(clusters[].exporter: its exporter is labelled app.kubernetes.io/name=dcgm-exporter, which both the helm and "
+        "the static styles write, and running main, none of their exporter containers (helm: exporter, static: "
+        "dcgm-exporter): which of them it is cannot be told (helm where the dcgm-exporter chart installed it), not "
+        "gpu-operator's) in gpudash.yaml, generate and apply again")
+
+
 def _advice(checks):
     return " ".join(c["fix"] for (group, _), c in checks.items() if group == "kube")
 
