@@ -53,13 +53,19 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         source = options.exporter_url
     else:
         from ..clients.kube import for_run
-        from .kube import cluster_exporter, exporter_service
+        from .kube import CLUSTER_FIX, exporter_service, exporter_to_read
 
         kube = for_run(options)
-        style, namespace = cluster_exporter(kube, project, options.cluster)
-        service = exporter_service(kube, namespace, style) or style.service
-        text, source = fetch_through_proxy(kube, namespace, service, EXPORTER_PORT)
+        read = exporter_to_read(kube, project, options)
+        service = exporter_service(kube, read.namespace, read.style) or read.style.service
+        if read.unknown:  # said before the read, which may fail: the Service read is a choice, not a judgement
+            yield Check(GROUP, WHICH_CLUSTER, WARN, f"{read.unknown}; /metrics is read through the Service "
+                        f"{read.namespace}/{service} of {read.basis}", CLUSTER_FIX)
+        text, source = fetch_through_proxy(kube, read.namespace, service, EXPORTER_PORT)
     yield from analyse(project, text, source)
+
+
+WHICH_CLUSTER = "which cluster"
 
 
 def analyse(project: Project, text: str, source: str) -> list[Check]:

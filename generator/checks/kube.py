@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import replace
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -58,7 +59,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, ADDON_SHARING, _addon_sharing, kube, nodes)
         if not options.prometheus_in_use:
             return  # the add-on's own exporter feeds CloudWatch; the GPU operator's matters to Prometheus only
-    configmap = _configmaps(kube, settings.agent.namespace)
+    configmap = agent_configmaps(kube, options, settings.agent.namespace)
     # The cluster this context is (--cluster, else the one its agent's config names): it matters only when the
     # clusters' exporters differ (deployment, namespace, DaemonSets)
     # (the same in every cluster: the first cluster's, which may be its clusters[].exporter settings)
@@ -81,9 +82,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
-        namespaces = list(dict.fromkeys(ns for ns, _ in named_daemonsets(settings, this)))  # more_daemonsets' too
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style,
-                        named_daemonsets(settings, this), settings, this)
+        # the exporter DaemonSets the settings name (more_daemonsets' too); of a cluster that cannot be told, the one
+        # read (another cluster's settings would look for its pods elsewhere)
+        named = ((namespace, name),) if unknown else named_daemonsets(settings, this)
+        namespaces = list(dict.fromkeys(ns for ns, _ in named))
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings, this)
         yield from step(GROUP, "exporter Service", _service, services, namespace, style)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
@@ -129,7 +132,7 @@ def this_cluster(configmap: Callable[[str], Answer | None], project: Project,
 def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list[Answer]) -> Check:
     """The clusters name different exporter DaemonSets and which cluster this context is cannot be told: a warning
     naming them, never a judgement by one of them. `found` receives the exporter DaemonSets in the namespace."""
-    namespaces = list(dict.fromkeys(exporter_namespace(settings, c) for c in settings.clusters))
+    namespaces = _clusters_namespaces(settings)
     namespace = ", ".join(namespaces)
     for each in namespaces:
         found += _exporter_daemonsets(kube, each)
@@ -146,6 +149,11 @@ def _unknown_daemonset(kube: Kube, settings: Settings, unknown: str, found: list
 
 
 CLUSTER_FIX = "pass --cluster NAME (the entry of clusters this kube context is)"
+
+
+def _clusters_namespaces(settings: Settings) -> list[str]:
+    """The clusters' exporter namespaces: where a cluster that cannot be told has its exporter DaemonSet."""
+    return list(dict.fromkeys(exporter_namespace(settings, c) for c in settings.clusters))
 
 
 def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, found: list[Answer],
@@ -980,18 +988,28 @@ def _read_once(read: Callable[[], Any]) -> Callable[[], Any]:
     return once
 
 
-def _configmaps(kube: Kube, namespace: str) -> Callable[[str], Answer | None]:
-    """A reader of the agent's ConfigMaps in `namespace` that reads each once (the cluster probe, the exporter
-    DaemonSet's and the ConfigMaps' checks share the answer)."""
-    answers: dict[str, Answer | None] = {}
+_SHARING = threading.Lock()
 
-    def configmap(name: str) -> Answer | None:
-        if name not in answers:
-            answers[name] = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}",
-                                      f"ConfigMap {namespace}/{name}")
-        return answers[name]
 
-    return configmap
+def agent_configmaps(kube: Kube, options: Options, namespace: str) -> Callable[[str], Answer | None]:
+    """The run's reader of the agent's ConfigMaps in `namespace`, shared by the groups that read them (the kube
+    group's cluster probe and ConfigMap checks, the exporter group's cluster probe): each is read once a run, and
+    every group judges the cluster from the same answer. A read that fails is made again by the next asker."""
+    key = f"agent configmaps in {namespace}"
+    with _SHARING:
+        if key not in options.clients:
+            answers: dict[str, Answer | None] = {}
+            lock = threading.Lock()
+
+            def configmap(name: str) -> Answer | None:
+                with lock:  # one read, whichever group asks first; the other waits for its answer
+                    if name not in answers:
+                        answers[name] = kube.read(f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+                                                  f"ConfigMap {namespace}/{name}")
+                    return answers[name]
+
+            options.clients[key] = configmap
+        return options.clients[key]
 
 
 def _agent_checks(kube: Kube, project: Project, configmap: Callable[[str], Answer | None],
@@ -1040,12 +1058,31 @@ def _safe_load(text: str) -> Any:
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def cluster_exporter(kube: Kube, project: Project, chosen: str | None):
-    """(deployment style, namespace) of the exporter of the cluster this kube context is (this_cluster; the fleet's
-    when it cannot be told)."""
+class ExporterRead(NamedTuple):
+    """Where the exporter group reads /metrics: the exporter of the cluster this kube context is."""
+    style: ExporterStyle
+    namespace: str
+    unknown: str  # why the cluster cannot be told ('' when it can)
+    basis: str  # what the exporter read was taken from, where the cluster cannot be told
+
+
+def exporter_to_read(kube: Kube, project: Project, options: Options) -> ExporterRead:
+    """The exporter of the cluster this kube context is (this_cluster, from the agent ConfigMap the kube group reads
+    too); where that cannot be told, the one exporter DaemonSet in the clusters' exporter namespaces read as what it
+    is, as the kube group reads it, else the fleet's exporter settings, with why and from what."""
     settings = project.settings
-    this, _ = this_cluster(_configmaps(kube, settings.agent.namespace), project, chosen)
-    return style_for(settings, this), exporter_namespace(settings, this)
+    this, unknown = this_cluster(agent_configmaps(kube, options, settings.agent.namespace), project, options.cluster)
+    style, namespace = style_for(settings, this), exporter_namespace(settings, this)
+    if not unknown:
+        return ExporterRead(style, namespace, "", "")
+    namespaces = _clusters_namespaces(settings)
+    found = [d for each in namespaces for d in _exporter_daemonsets(kube, each)]
+    daemonset, style, namespace = _the_one_found(found, settings, style, namespace)
+    basis = (f"the one exporter DaemonSet in {', '.join(namespaces)}, {namespace}/"
+             f"{daemonset.get('metadata.name', str)}, read as the {style.key} style's" if daemonset is not None else
+             f"{len(found) or 'no'} exporter DaemonSets in {', '.join(namespaces)}: the fleet's exporter settings "
+             f"(exporter.deployment {style.key}, exporter.namespace {namespace})")
+    return ExporterRead(style, namespace, unknown, basis)
 
 
 def _this_cluster(configmap: Callable[[str], Answer | None], project: Project,

@@ -621,6 +621,47 @@ def test_verify_does_not_judge_a_cluster_by_the_first_entry_before_its_agent_con
                "detail"]
 
 
+def test_the_exporter_group_says_it_cannot_tell_the_cluster_and_reads_the_one_exporter_there(stack, tmp_path):
+    """A fleet of the operator's exporter (gpu-cluster) and the chart's in dcgm-exporter (b), the context b's before
+    its agent config is applied: the kube group says it cannot tell the cluster; the exporter group read /metrics
+    through the fleet's exporter settings, gpu-operator's Service nvidia-dcgm-exporter (none there: "reachable"
+    failed), saying nothing of why. It reads the one exporter DaemonSet there as what it is, and says why and what
+    it read; the kube group's node coverage looks for that DaemonSet's pods."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    for key in [k for k in cluster.configmaps if k[0] == "amazon-cloudwatch"]:
+        del cluster.configmaps[key]
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(MIXED_FLEET)
+    code, checks = verify("--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))
+    assert ("exporter", "reachable") not in checks, checks[("exporter", "reachable")]
+    endpoint = checks[("exporter", "metrics endpoint")]
+    assert endpoint["status"] == "ok" and endpoint["detail"].startswith("service proxy dcgm-exporter/dcgm-exporter: ")
+    # the kube group reads the same DaemonSet's pods (it looked in gpu-operator: "GPU nodes without an exporter pod")
+    assert (checks[COVERAGE]["status"], checks[COVERAGE]["detail"]) == ("ok", "all 2 GPU nodes run the exporter")
+    which = checks[("exporter", "which cluster")]
+    assert (which["status"], which["detail"], which["fix"]) == (
+        "warn", "cannot tell which cluster this kube context is: the live agent config (amazon-cloudwatch/"
+        "prometheus-cwagentconfig) names no cluster (missing or unread), and there are 2 clusters; /metrics is read "
+        "through the Service dcgm-exporter/dcgm-exporter of the one exporter DaemonSet in gpu-operator, "
+        "dcgm-exporter, dcgm-exporter/dcgm-exporter, read as the helm style's",
+        "pass --cluster NAME (the entry of clusters this kube context is)")
+
+
+def test_the_agent_config_that_tells_the_cluster_is_read_once_a_run(stack, tmp_path, monkeypatch):
+    """The kube and exporter groups both tell the cluster from the live agent config: one read of it serves both
+    (the exporter group read it again with a reader of its own)."""
+    cluster, verify = stack
+    config = tmp_path / "gpudash.yaml"
+    config.write_text(MIXED_FLEET)
+    with KubeTestServer(cluster) as kube:
+        monkeypatch.setenv("KUBECONFIG", str(kube.kubeconfig(tmp_path / "kubeconfig-count")))
+        code, checks = verify("--skip", "cloudwatch", "--config", str(config))
+    assert _failures(checks) == {} and code == 0
+    assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/")
+    assert kube.reads.count("/api/v1/namespaces/amazon-cloudwatch/configmaps/prometheus-cwagentconfig") == 1
+
+
 def test_verify_does_not_judge_a_renamed_cluster_by_the_first_entry(stack, tmp_path):
     """The live agent config names gpu-cluster; the settings renamed it gpu-cluster-2 and list ml-a first: verify
     compared the ConfigMaps (and the DaemonSet, where the clusters name different ones) with ml-a's, advising to
