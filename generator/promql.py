@@ -843,10 +843,33 @@ def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
 
 
+# expression()'s answers for one catalog (held, so that its id names it while it is here): a project's dashboards ask
+# for the same few queries again and again (a field per pod on every cluster's or team's dashboard), each answer tens
+# of KB of text worked out from hundreds of smaller ones.
+_ANSWERS: dict[tuple, str] = {}
+_ANSWERS_OF: list[Catalog] = []
+
+
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
                rate_window: str = "$__rate_interval", increase_window: str = DASHBOARD_RANGE,
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None, named_within: str | None = None) -> str:
+    """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
+    if not _ANSWERS_OF or _ANSWERS_OF[0] is not catalog:
+        _ANSWERS.clear()
+        _ANSWERS_OF[:] = [catalog]
+    key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
+           named_within)
+    answer = _ANSWERS.get(key)
+    if answer is None:
+        answer = _ANSWERS[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
+                                             per_instance, kind, resolution, offset, named_within)
+    return answer
+
+
+def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, rate_window: str, increase_window: str,
+                gauge_window: str | None, per_instance: bool, kind: str | None, resolution: str | None,
+                offset: str | None, named_within: str | None) -> str:
     """The PromQL for one neutral query.
 
     `scope` restricts the series (dashboard variables). Per-pod queries also require

@@ -36,12 +36,32 @@ PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
+# panel_plan's answers (a Plan, or why there is none) by query, for one catalog and settings (held, so that their ids
+# name them while they are here): a project's panels repeat the same queries, and each panel is planned twice (what
+# the agent publishes, then the widget).
+_PLANS: dict[Query, Plan | str] = {}
+_PLANS_OF: list[tuple[Catalog, Settings]] = []
+
+
 def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
     """The one query a CloudWatch widget runs; Unsupported when CloudWatch cannot show the panel truthfully."""
     if len(panel.queries) != 1:
         raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
                           f"{len(panel.queries)}")
-    return source_plan(panel.queries[0], catalog, settings, settings.cloudwatch.period)
+    if not _PLANS_OF or _PLANS_OF[0][0] is not catalog or _PLANS_OF[0][1] is not settings:
+        _PLANS.clear()
+        _PLANS_OF[:] = [(catalog, settings)]
+    query = panel.queries[0]
+    answer = _PLANS.get(query)
+    if answer is None:
+        try:
+            answer = source_plan(query, catalog, settings, settings.cloudwatch.period)
+        except Unsupported as exc:
+            answer = str(exc)
+        _PLANS[query] = answer
+    if isinstance(answer, str):
+        raise Unsupported(answer)
+    return answer
 
 
 def unsupported_panels(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> list[tuple[Panel, str]]:
