@@ -194,6 +194,7 @@ from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
+from .promql_text import matcher, one_of, regex_literal
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, fleet_styles, named_daemonsets, namespace_matcher,
                               several_daemonsets)
@@ -697,8 +698,7 @@ def operator_targets(settings: Settings, *, node: bool) -> str:
     namespace of an exporter DaemonSet the settings name, exporter.more_daemonsets' too), with `node` (relabelled by the
     user) or without it (as shipped: its node is then kube_pod_info's). Their `container` is the exporter's of each
     deployment style the fleet's clusters use (clusters[].exporter.deployment)."""
-    containers = list(dict.fromkeys(style.container for style in fleet_styles(settings)))
-    container = f'container="{containers[0]}"' if len(containers) == 1 else f'container=~"{"|".join(containers)}"'
+    container = one_of("container", (style.container for style in fleet_styles(settings)))
     operator = f'{container}, {namespace_matcher(settings)}'
     return f'{SAMPLES}{{exporter_pod="", node{"!=" if node else "="}"", {operator}}}'
 
@@ -833,7 +833,7 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     serving = " or ".join(f"max_over_time({LABELS}{{{m}}}{span})" for m in exporter_label_matchers())
     labelled = [c.prometheus_label for c in settings.clusters if c.prometheus_label] if settings.shared_prometheus \
         else []
-    absent = [none_labelled(f'{cluster}="{value}"') for value in labelled] or [none_labelled("")]
+    absent = [none_labelled(matcher(cluster, value)) for value in labelled] or [none_labelled("")]
     none_found = [
         reason(a, "kube-state-metrics reports no exporter DaemonSet (deleted, kube-state-metrics not scraped, or "
                   f"its --metric-labels-allowlist lacks {KSM_ALLOWLIST})") for a in absent]
@@ -891,8 +891,8 @@ def daemonset_join(settings: Settings) -> str:
 def _named_matchers(where: str, namespace: str, name: str) -> tuple[str, str]:
     """kube-state-metrics' series of a named DaemonSet: its namespace in `namespace` (scraped with honorLabels) or in
     `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
-    return (f'{where}namespace="{namespace}", exported_namespace="", daemonset="{name}"',
-            f'{where}exported_namespace="{namespace}", daemonset="{name}"')
+    return (f'{where}{matcher("namespace", namespace)}, exported_namespace="", {matcher("daemonset", name)}',
+            f'{where}{matcher("exported_namespace", namespace)}, {matcher("daemonset", name)}')
 
 
 # {fix}: what to change, by the setting that names the DaemonSet (FIRST_ABSENT_FIX: exporter.daemonset, the first of
@@ -917,7 +917,7 @@ def _counted_selectors(settings: Settings, named: list[tuple[str, str, str, str]
     names: dict[str, list[str]] = {}
     for ns, ds in dict.fromkeys(d for cluster in settings.clusters for d in named_daemonsets(settings, cluster)):
         names.setdefault(ns, []).append(ds)
-    return [("", ns, each[0] if len(each) == 1 else "~" + "|".join(name.replace(".", "\\\\.") for name in each))
+    return [("", ns, each[0] if len(each) == 1 else "~" + "|".join(map(regex_literal, each)))
             for ns, each in names.items()]
 
 
@@ -927,7 +927,7 @@ def _named_selectors(settings: Settings) -> list[tuple[str, str, str, str]]:
     file for every cluster's Prometheus). Its namespace is read in `namespace` (kube-state-metrics scraped with
     honorLabels) or `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
     if settings.shared_prometheus:
-        return [(f'{settings.labels.cluster}="{cluster.prometheus_label}", ', ns, ds,
+        return [(f'{matcher(settings.labels.cluster, cluster.prometheus_label)}, ', ns, ds,
                  MORE_ABSENT_FIX if k else FIRST_ABSENT_FIX)
                 for cluster in settings.clusters if cluster.prometheus_label
                 for k, (ns, ds) in enumerate(named_daemonsets(settings, cluster))]

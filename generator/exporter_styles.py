@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .promql_text import one_of
+
 EXPORTER_PORT = 9400
 METRICS_PATH = "/metrics"
 
@@ -76,8 +78,7 @@ def exporter_namespaces(settings, cluster=None) -> list[str]:
 def namespace_matcher(settings) -> str:
     """PromQL matcher of the exporter pods' namespaces (exporter_namespaces, every cluster's): `namespace="ns"`, or a
     regex of several."""
-    namespaces = exporter_namespaces(settings)
-    return f'namespace="{namespaces[0]}"' if len(namespaces) == 1 else f'namespace=~"{"|".join(namespaces)}"'
+    return one_of("namespace", exporter_namespaces(settings))
 
 
 def fleet_styles(settings) -> tuple[ExporterStyle, ...]:

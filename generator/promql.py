@@ -43,6 +43,7 @@ from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog)
 from .model import Query
+from .promql_text import quoted
 from .series_labels import uuid_label
 from .settings import Labels
 
@@ -89,10 +90,6 @@ def with_cluster(query: Query) -> Query:
     return query if "cluster" in query.by else replace(query, by=("cluster", *query.by))
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def legend(query: Query, labels: Labels) -> str:
     """Grafana legend for a query: `Pod {{namespace}}/{{pod}}` for per-pod series, and so on."""
     if query.legend is not None:
@@ -122,7 +119,7 @@ class Scope:
 
     def matchers(self, labels: Labels) -> list[list[str]]:
         """Alternative matcher lists; a series is in scope when one of them matches it."""
-        base = [f"{label_name(key, labels)}=~{_quote(regex)}" for key, regex in self.regexes if key != "node"]
+        base = [f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes if key != "node"]
         node = next((regex for key, regex in self.regexes if key == "node"), None)
         if node is None:
             return [base]
@@ -134,7 +131,7 @@ def node_matchers(regex: str, labels: Labels) -> list[list[str]]:
     branches = []
     for index, source in enumerate(labels.node_sources):
         earlier = [f'{name}=""' for name in labels.node_sources[:index]]
-        branches.append([*earlier, f"{source}=~{_quote(regex)}"])
+        branches.append([*earlier, f"{source}=~{quoted(regex)}"])
     return branches
 
 
@@ -147,8 +144,8 @@ def coalesce_node(expr: str, labels: Labels) -> str:
     sources = labels.node_sources
     if sources == (labels.node,):
         return expr
-    target = _quote(labels.node)
-    joined = f"label_join({expr}, {target}, \";\", {', '.join(_quote(s) for s in sources)})"
+    target = quoted(labels.node)
+    joined = f"label_join({expr}, {target}, \";\", {', '.join(quoted(s) for s in sources)})"
     return f'label_replace({joined}, {target}, "$1", {target}, ";*([^;]*).*")'
 
 
@@ -1038,6 +1035,6 @@ def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, s
 
 def presence(metrics: tuple[str, ...], labels: Labels, scope: Scope = Scope(), extra: tuple[str, ...] = ()) -> str:
     """Series of any of `metrics` in scope: the source of variable values and GPU counts."""
-    name = f'__name__=~{_quote("|".join(metrics))}'
+    name = f'__name__=~{quoted("|".join(metrics))}'
     parts = ["{" + ", ".join([name, *branch, *extra]) + "}" for branch in scope.matchers(labels)]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"

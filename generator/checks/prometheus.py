@@ -18,6 +18,7 @@ from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
 from ..output import ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE, built
 from ..project import Project
+from ..promql_text import matcher
 from ..clients.options import Options
 from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
 
@@ -290,7 +291,7 @@ def _expected_signal(prometheus: Prometheus, project: Project) -> Check:
 def _targets(prometheus: Prometheus, project: Project, found: list) -> Check:
     settings = project.settings
     job = settings.scrape.job_name
-    targets = prometheus.query(f'up{{job="{job}"}}') or \
+    targets = prometheus.query(f"up{{{matcher('job', job)}}}") or \
         prometheus.query(f"up and on (job) group by (job) ({_dcgm()})")
     found.extend(targets)
     down = [labels for labels, value in targets if value == 0]

@@ -1,0 +1,41 @@
+"""The one place a value becomes PromQL text: string literals and label matchers.
+
+Prometheus reads a double-quoted string with Go's escapes: a backslash and a double quote inside are written
+escaped (`"a\\\\b"` is the value a\\b; `"a\\b"` would be a backspace), and a line break cannot stand in it raw.
+A regex matcher's literal parts are escaped twice: for RE2 (its metacharacters), then as a string. Every label
+value gpudash writes into a query or a rule (cluster labels, namespaces, DaemonSet and container names, job
+names, scope regexes) goes through here. No imports: every module that writes PromQL may use it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
+_NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")
+
+
+def quoted(value: str) -> str:
+    """`value` as a PromQL double-quoted string literal."""
+    if not _NEEDS_ESCAPE.search(value):
+        return f'"{value}"'
+    return '"' + _NEEDS_ESCAPE.sub(lambda m: _NAMED.get(m.group()) or f"\\x{ord(m.group()):02x}", value) + '"'
+
+
+def regex_literal(value: str) -> str:
+    """An RE2 pattern that matches exactly `value` (its metacharacters escaped)."""
+    return _RE2_META.sub(lambda m: "\\" + m.group(), value)
+
+
+def matcher(label: str, value: str) -> str:
+    """`label="value"`: the series whose `label` is `value`."""
+    return f"{label}={quoted(value)}"
+
+
+def one_of(label: str, values) -> str:
+    """The series whose `label` is one of `values`: an equality matcher for one, a regex of the literals for more."""
+    values = list(dict.fromkeys(values))
+    if len(values) == 1:
+        return matcher(label, values[0])
+    return f"{label}=~{quoted('|'.join(map(regex_literal, values)))}"
