@@ -935,9 +935,45 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                              where=f"{source}:{line}" if line else source,
                              hint="generate those clusters from two settings files, each with its own --out folder")
         seen[cluster.name] = folded[cluster.name.casefold()] = index
+    _cluster_labels_checked(clusters, document["labels"]["cluster"], source, node)
     return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
                     labels=Labels.from_settings(document["labels"], document["exporter"].get("virtual_gpus", False)),
                     origin=origin, **_sections(document))
+
+
+def _cluster_labels_checked(clusters: tuple[Cluster, ...], label: str, source: str, node: yaml.Node | None) -> None:
+    """clusters[].prometheus_label tells each cluster's series apart on one Prometheus: every cluster has one, each
+    its own. Two clusters of one value would be one cluster to every query and rule (each GPU counted for both, the
+    data-missing alert twice); a cluster without one beside clusters with one would be read with no cluster filter,
+    counting every cluster's series as its own."""
+    labelled = [index for index, cluster in enumerate(clusters) if cluster.prometheus_label]
+    if not labelled:
+        return
+    carried = f"the value its series carry in the {label!r} label"
+
+    def refuse(path: list[Any], message: str, hint: str) -> None:
+        line = _line_of(node, path)
+        raise InputError(message, where=f"{source}:{line}" if line else source, hint=hint)
+
+    first: dict[str, int] = {}
+    for index in labelled:
+        value, other = clusters[index].prometheus_label, first.get(clusters[index].prometheus_label)
+        if other is not None:
+            refuse(["clusters", index, "prometheus_label"],
+                   f"clusters {clusters[other].name!r} (clusters[{other}]) and {clusters[index].name!r} "
+                   f"(clusters[{index}]) have the same prometheus_label {value!r}: on one Prometheus their series "
+                   f"would be one cluster's, each GPU counted for both and the data-missing alert written twice",
+                   f"give each cluster {carried} (the Prometheus external label or relabelling that tells them apart)")
+        first[value] = index
+    unlabelled = next((index for index, cluster in enumerate(clusters) if not cluster.prometheus_label), None)
+    if unlabelled is not None:
+        refuse(["clusters", unlabelled],
+               f"cluster {clusters[unlabelled].name!r} (clusters[{unlabelled}]) has no prometheus_label while "
+               f"{clusters[labelled[0]].name!r} has one: with prometheus_label set, gpudash reads one Prometheus "
+               f"holding every cluster, and a cluster without one would be read with no cluster filter, counting "
+               f"every cluster's series as its own",
+               f"set clusters[{unlabelled}].prometheus_label to {carried}; or, with a Prometheus per cluster, set "
+               f"prometheus_label on no cluster")
 
 
 def setting_place(settings: Settings, path: list[Any]) -> str:

@@ -51,8 +51,9 @@ def builds(tmp_path_factory):
     bundled = load_project().settings.definition_dirs("dashboards")[0]
     (root / "gpudash.yaml").write_text(
         f"definitions: {{dashboards: [legacy, {json.dumps(str(bundled))}]}}\n"
-        "clusters:\n  - {name: a, region: us-east-1}\n  - {name: b, region: eu-west-1, prometheus_label: b}\n"
-        "  - {name: c, region: ap-south-1}\n"
+        "clusters:\n  - {name: a, region: us-east-1, prometheus_label: a}\n"
+        "  - {name: b, region: eu-west-1, prometheus_label: b}\n"
+        "  - {name: c, region: ap-south-1, prometheus_label: c}\n"
         "labels: {pod: exported_pod, namespace: exported_namespace, node: hostname}\n"
         "agent: {metric_selection: used}\n")
     return {"defaults": encode(build(load_project())),
