@@ -16,8 +16,10 @@ from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NA
                             KSM_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, gpu_identity
+from ..promql_text import quoted
 from ..reading import read_json_schema
-from ..output import ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file
+from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
+                      SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file)
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
@@ -26,7 +28,7 @@ from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_r
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
-from .promql_checks import query_selectors
+from .promql_checks import check_parses, query_selectors
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 
@@ -545,6 +547,79 @@ def agent_schema(subject: LintInput) -> Iterable[Finding]:
                           f"schema: {path}: {schema_message(error)}")
 
 
+def _rules_of(document: dict[str, Any]) -> Iterable[tuple[str, str, Any]]:
+    """(group, rule name, expr) of each rule of a rules document (rules.yaml's, or a PrometheusRule's spec)."""
+    for group in document.get("groups") or []:
+        for rule in group.get("rules") or []:
+            yield group.get("name", "?"), rule.get("alert") or rule.get("record") or "?", rule.get("expr")
+
+
+def rules_parse(subject: LintInput) -> Iterable[Finding]:
+    """Every rule's expression parses: Prometheus refuses to load a rules file with one that does not (every rule
+    of it lost), where promtool and Prometheus itself are not at hand to say so before it ships."""
+    checked: dict[str, str | None] = {}  # an expression -> the parser's message (None: it parses), parsed once
+    rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
+                  (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
+    for where, document in rule_files:
+        for group, name, expr in _rules_of(document):
+            if not isinstance(expr, str):
+                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", "no expr (a string)")
+                continue
+            if expr not in checked:
+                try:
+                    check_parses(expr)
+                    checked[expr] = None
+                except ValueError as exc:
+                    checked[expr] = str(exc)
+            if checked[expr] is not None:
+                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}",
+                              f"expr does not parse: {checked[expr]}")
+
+
+_RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))
+
+
+def _regexes(subject: LintInput) -> Iterable[tuple[str, str]]:
+    """(where, regex) of every relabel rule of the generated scrape paths (the Prometheus jobs, the ServiceMonitors,
+    each agent's prometheus.yaml) and every regex of the agent's metric declarations."""
+    jobs = subject.artifacts.additional_scrape_configs.get("prometheus", {}).get("prometheusSpec", {}).get(
+        "additionalScrapeConfigs") or []
+    places = [(f"{ADDITIONAL_SCRAPE_FILE} job {job.get('job_name', '?')!r}", job, _RELABEL_KEYS[0]) for job in jobs]
+    for monitor in (subject.artifacts.service_monitor, *subject.artifacts.more_service_monitors):
+        name = (monitor.get("metadata") or {}).get("name", "?")
+        places += [(f"{SERVICE_MONITOR_FILE} {name} endpoint {k}", endpoint, _RELABEL_KEYS[1])
+                   for k, endpoint in enumerate((monitor.get("spec") or {}).get("endpoints") or [])]
+    for agent in subject.artifacts.agents:
+        places += [(f"{agent_file(agent.cluster)} prometheus.yaml job {job.get('job_name', '?')!r}", job,
+                    _RELABEL_KEYS[0]) for job in agent.scrape.get("scrape_configs") or []]
+        for k, declaration in enumerate(agent.publishing().get("emf_processor", {}).get("metric_declaration") or []):
+            where = f"{agent_file(agent.cluster)} metric_declaration[{k}]"
+            for regex in [declaration.get("label_matcher"), *(declaration.get("metric_selectors") or [])]:
+                if isinstance(regex, str):
+                    yield where, regex
+    for where, holder, keys in places:
+        for key in keys:
+            for k, rule in enumerate(holder.get(key) or []):
+                if isinstance(rule, dict) and isinstance(rule.get("regex"), str):
+                    yield f"{where} {key}[{k}]", rule["regex"]
+
+
+def regexes_compile(subject: LintInput) -> Iterable[Finding]:
+    """Every relabel and declaration regex compiles as RE2 (Prometheus' and the agent's Go regexp): Prometheus
+    refuses a scrape config with one that does not, and the agent stops. Checked by the PromQL parser's regex
+    compiler, as the regex of a matcher."""
+    checked: dict[str, str | None] = {}
+    for where, regex in _regexes(subject):
+        if regex not in checked:
+            try:
+                check_parses(f"up{{regex=~{quoted(regex)}}}")
+                checked[regex] = None
+            except ValueError as exc:
+                checked[regex] = str(exc)
+        if checked[regex] is not None:
+            yield Finding("PR005", "error", where, f"regex {regex!r} does not compile: {checked[regex]}")
+
+
 RULES = (
     Rule("AG001", "every metric and dimension set a CloudWatch widget or alarm queries is published by that "
                   "cluster's agent", used_metrics_selected),
@@ -565,4 +640,7 @@ RULES = (
                   "declares", label_mode),
     Rule("PR003", "`labels:` reads the workload's pod, namespace and container all as a ServiceMonitor without "
                   "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
+    Rule("PR004", "every Prometheus rule's expression parses (rules.yaml and the PrometheusRule)", rules_parse),
+    Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
+         regexes_compile),
 )

@@ -12,7 +12,7 @@ from ..output import grafana_dashboard_bytes, grafana_dashboard_file
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
-from .promql_checks import COUNTER_FUNCTIONS, Selector, query_selectors, range_windows
+from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, query_selectors, range_windows
 
 UID_MAX = 40
 CONFIGMAP_APPLY_LIMIT = 262_144  # kubectl apply's last-applied annotation limit, bytes
@@ -49,6 +49,36 @@ def promql_parses(subject: LintInput) -> Iterable[Finding]:
         except ValueError as exc:
             yield Finding("GF001", "error", _where(dashboard, panel),
                           f"query {target.get('refId', '?')} does not parse: {exc}")
+    for dashboard in subject.grafana:
+        for variable in (dashboard.model.get("templating") or {}).get("list") or []:
+            expr = _variable_expression(variable)
+            if expr is None:
+                continue
+            try:
+                check_parses(expr)
+            except ValueError as exc:
+                yield Finding("GF001", "error", f"{_where(dashboard)} variable {variable.get('name', '?')!r}",
+                              f"query does not parse: {exc}")
+
+
+_VARIABLE_FUNCTIONS = re.compile(r"^\s*(label_values|query_result)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+def _variable_expression(variable: dict[str, Any]) -> str | None:
+    """The PromQL inside a Prometheus query variable: label_values(<selector>, label)'s selector, query_result(<expr>)'s
+    expression; None for other variables (and label_values(label), which holds none)."""
+    if variable.get("type") != "query":
+        return None
+    query = variable.get("query")
+    query = query.get("query") if isinstance(query, dict) else query
+    found = _VARIABLE_FUNCTIONS.match(query) if isinstance(query, str) else None
+    if found is None:
+        return None
+    inside = found.group(2)
+    if found.group(1) == "query_result":
+        return inside
+    selector, comma, _ = inside.rpartition(",")
+    return selector if comma and selector.strip() else None
 
 
 def parsed_selectors(dashboards: list[GrafanaDashboard]) -> Iterator[tuple[GrafanaDashboard, dict, Selector]]:

@@ -342,6 +342,11 @@ CASES = [
     # --- definitions -----------------------------------------------------------------------------
     definition("unknown metric", {"mine.py": GOOD_DASHBOARD.replace("GPU_UTIL", "GPU_UTILISATION")}, "mine.py:5",
                "unknown metric DCGM_FI_DEV_GPU_UTILISATION", "did you mean DCGM_FI_DEV_GPU_UTIL?", "gpudash metrics"),
+    definition("raw_promql that does not parse", {"raw.py": (
+        "from generator.model import Dashboard, Panel, Query, Row\n\n"
+        "dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Racks', Query('DCGM_FI_DEV_GPU_UTIL',\n"
+        "    raw_promql='avg by (rack (DCGM_FI_DEV_GPU_UTIL{node=~\"$node\"})'), unit='percent')])])\n")},
+               "raw.py:3", "raw_promql does not parse", "fix: correct the query"),
     definition("known field not collected", {"mine.py": GOOD_DASHBOARD.replace("GPU_UTIL", "GPU_TEMP")}, "mine.py:5",
                "DCGM_FI_DEV_GPU_TEMP is not collected"),
     definition("typo inside ctx.available", {
