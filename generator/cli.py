@@ -319,6 +319,10 @@ def cost(config: str | None, csv: str | None, clusters: int | None, pods: int, c
     from .cost import Fleet, estimates, load_prices
 
     gpu_count = pods if gpus is None else gpus
+    if gpu_count == 0 and pods:
+        raise click.BadParameter(f"0 GPUs for {pods:,} GPU pods: a GPU pod holds a GPU or a share of one; give --gpus "
+                                 "at least 1 (pods beyond the GPUs share them), or leave it out for one per pod",
+                                 param_hint="'--gpus'")
     if nodes is not None and nodes > gpu_count:
         raise click.BadParameter(f"{nodes:,} GPU nodes for {gpu_count:,} GPUs"
                                  f"{' (one per pod without --gpus)' if gpus is None else ''}: a GPU node has at "

@@ -705,11 +705,24 @@ def _check_period(document: dict[str, Any], period_written: bool, source: str, n
     period = document["cloudwatch"]["period"]
     if interval and period % interval:
         line = _line_of(node, ["cloudwatch", "period"] if period_written else ["scrape", "interval"])
+        bundled_alarms = (document.get("definitions") or {}).get("alarms") is None
+        hint = f"pick a scrape.interval that divides cloudwatch.period: {intervals_dividing(period)}"
+        if bundled_alarms and not period_written and period == BUNDLED_ALARM_PERIOD:
+            hint = (f"pick a scrape.interval that divides {period} s, cloudwatch.period's default and the period of "
+                    f"every bundled alarm: {intervals_dividing(period)} (a longer cloudwatch.period alone does not "
+                    f"do: the bundled alarms judge 5-minute periods)")
         raise InputError(f"cloudwatch.period {period} s is not a whole number of scrape intervals "
                          f"(scrape.interval {interval} s): each GPU would report {period / interval:g} times "
                          f"per period, and per-pod sums and counts would be off",
-                         where=f"{source}:{line}" if line else source,
-                         hint="pick a scrape.interval that divides cloudwatch.period (e.g. 15s, 30s, 60s for 300)")
+                         where=f"{source}:{line}" if line else source, hint=hint)
+
+
+BUNDLED_ALARM_PERIOD = 300  # the period of every bundled alarm (model.Alarm.period_seconds' default)
+
+
+def intervals_dividing(seconds: int) -> str:
+    """The scrape intervals of 10 s to 150 s that divide `seconds`, written as settings take them."""
+    return ", ".join(f"{n}s" for n in range(10, 151) if seconds % n == 0) or f"{seconds}s"
 
 
 # Job names gpudash gives its own scrape jobs beside scrape.job_name (the agent's prometheus.yaml and OTel receiver).

@@ -24,7 +24,7 @@ from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_nam
 from ..ownership import publication_tags
 from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
 from ..series_labels import MAX_DIMENSIONS
-from ..settings import Cluster, Settings, setting_place
+from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
 if TYPE_CHECKING:
     from ..artifacts import AlarmRequest
@@ -542,8 +542,11 @@ def _check_period(alarm: Alarm, settings: Settings) -> None:
                          f"whole number of scrape intervals (scrape.interval {scrape} s): each GPU would report "
                          f"{alarm.period_seconds / scrape:g} times per period, and the alarm's sums and counts "
                          f"would be off", where=setting_place(settings, ["scrape", "interval"]),
-                         hint=f"pick a scrape.interval that divides {alarm.period_seconds} s (e.g. 15s, 30s, 60s), "
-                              f"or give the alarm a period_seconds that it divides")
+                         hint=f"pick a scrape.interval that divides {alarm.period_seconds} s "
+                              f"({intervals_dividing(alarm.period_seconds)}), or give the alarm a period_seconds that "
+                              f"it divides" + (" (a bundled alarm: copy the bundled alarms into a folder of your own, "
+                                               "named in definitions.alarms, to change their periods)"
+                                               if settings.definitions.alarms is None else ""))
 
 
 def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
