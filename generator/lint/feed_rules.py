@@ -23,7 +23,7 @@ from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE,
 from ..render.agent import AGENT_KEY
 from ..render.agent_otel import OTEL_KEY
 from ..render.scrape import gpu_id_label, written_labels
-from ..series_labels import MAX_DIMENSIONS, TARGET_LABELS, exporter_labels
+from ..series_labels import MAX_DIMENSIONS, STATIC_VALUES, TARGET_LABELS, exporter_labels
 from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_rename_mix
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -234,6 +234,59 @@ def used_metrics_selected(subject: LintInput) -> Iterable[Finding]:
                               f"{metric} with dimensions [{', '.join(sorted(dims))}] is queried but the agent of "
                               f"{cluster.name} ({agent_file(cluster.name)}) does not publish it{why}")
     yield from _daemonsets_kept(subject)
+    yield from _static_values_published(subject)
+
+
+def _static_values_published(subject: LintInput) -> Iterable[Finding]:
+    """A classic alarm on one pod's series (alarms.per_pod: static) names the value of each dimension; those the
+    exporter job sets on every target (STATIC_VALUES: Namespace, Service, job) must be the values the cluster's agent
+    gives the pods of every exporter DaemonSet the cluster names (its relabel_configs, as Prometheus applies them, on
+    each pod as Kubernetes SD meets it): a pod on a GPU of a DaemonSet published under another value is read by no
+    alarm (AG001 compares dimension names only)."""
+    by_name = {c.name: c for c in subject.clusters()}
+    for item in subject.artifacts.alarms:
+        request = item.request
+        if "MetricName" not in request:
+            continue
+        values = {d["Name"]: d["Value"] for d in request.get("Dimensions", [])}
+        named = {name: value for name, value in values.items() if name in STATIC_VALUES}
+        cluster = by_name.get(values.get(CLUSTER_DIMENSION, ""))
+        job = _exporter_job(subject, cluster) if named and cluster and subject.agent(cluster) else None
+        if job is None or request.get("MetricName") in KSM_METRICS:
+            continue
+        for namespace, name, label, pod in _daemonset_pods(subject.settings, cluster):
+            target = _relabeled_target(pod, job.get("relabel_configs") or [])
+            if target is None:
+                continue  # AG007 says its pods are dropped
+            target.setdefault("job", job.get("job_name", ""))
+            wrong = {k: target.get(k, "") for k, v in named.items() if target.get(k, "") != v}
+            if wrong:
+                shown = ", ".join(f"{k}={v or '(none)'}" for k, v in wrong.items())
+                yield Finding("AG001", "error", f"{ALARMS_FILE} {request['AlarmName']}",
+                              f"reads {', '.join(f'{k}={named[k]}' for k in wrong)}; the agent of {cluster.name} "
+                              f"({agent_file(cluster.name)}) publishes the pods of the exporter DaemonSet "
+                              f"{namespace}/{name} ({label}) with {shown}: the alarm reads nothing for a pod on their "
+                              f"GPUs")
+                break
+
+
+def _exporter_job(subject: LintInput, cluster: Cluster) -> dict[str, Any] | None:
+    """The exporter job of the cluster's agent."""
+    return next((j for j in subject.agent(cluster).scrape.get("scrape_configs") or []
+                 if j.get("job_name") == subject.settings.scrape.job_name), None)
+
+
+def _daemonset_pods(settings: Any, cluster: Cluster) -> Iterable[tuple[str, str, str, dict[str, str]]]:
+    """(namespace, name, label, pod) of an exporter pod of each DaemonSet the cluster names, as Kubernetes SD meets it
+    (its namespace, owning DaemonSet, port 9400, one label): the first's labelled as its deployment style's pods are
+    (clusters[].exporter.deployment, else exporter.deployment), each other's with each label a style writes."""
+    style = style_for(settings, cluster)
+    for k, (namespace, name) in enumerate(named_daemonsets(settings, cluster)):
+        for key, value in [style.pod_label] if k == 0 else list(EXPORTER_LABELS):
+            yield namespace, name, f"{key}={value}", {
+                "__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+                "__meta_kubernetes_pod_controller_name": name, "__meta_kubernetes_pod_container_port_number": "9400",
+                "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key): value}
 
 
 def _published_labels(subject: LintInput) -> set[str]:
@@ -352,29 +405,21 @@ def _daemonsets_kept(subject: LintInput) -> Iterable[Finding]:
 def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
     """Each cluster's agent exporter job looks in the namespace of every exporter DaemonSet the cluster's settings name
     and keeps their pods (relabel_configs' keep and drop rules, as Prometheus applies them, on a pod as Kubernetes SD
-    meets it: its namespace, owning DaemonSet, port 9400): the first's labelled as its deployment style's pods are
-    (clusters[].exporter.deployment, else exporter.deployment), each other's whichever style labels it. A build made
-    for another deployment or namespace than the settings say scrapes none of that cluster's GPUs."""
+    meets it: _daemonset_pods). A build made for another deployment or namespace than the settings say scrapes none
+    of that cluster's GPUs."""
     for cluster in subject.clusters():
         agent = subject.agent(cluster)
-        if agent is None:
-            continue
-        job = next((j for j in agent.scrape.get("scrape_configs") or []
-                    if j.get("job_name") == subject.settings.scrape.job_name), None)
+        job = _exporter_job(subject, cluster) if agent is not None else None
         if job is None:
             continue  # AG001 reports the metrics it would have published
         looked = [n for sd in job.get("kubernetes_sd_configs") or [] if isinstance(sd, dict)
                   for n in ((sd.get("namespaces") or {}).get("names") or [])]
         style = style_for(subject.settings, cluster)
-        for k, (namespace, name) in enumerate(named_daemonsets(subject.settings, cluster)):
-            labels = [style.pod_label] if k == 0 else list(EXPORTER_LABELS)
-            pods = [{"__meta_kubernetes_namespace": namespace, "__meta_kubernetes_pod_controller_kind": "DaemonSet",
-                     "__meta_kubernetes_pod_controller_name": name,
-                     "__meta_kubernetes_pod_container_port_number": "9400",
-                     "__meta_kubernetes_pod_label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key): value}
-                    for key, value in labels]
-            dropped = [f"{key}={value}" for (key, value), pod in zip(labels, pods)
-                       if not _relabel_keeps(pod, job.get("relabel_configs") or [])]
+        pods: dict[tuple[str, str], list[tuple[str, dict[str, str]]]] = {}
+        for namespace, name, label, pod in _daemonset_pods(subject.settings, cluster):
+            pods.setdefault((namespace, name), []).append((label, pod))
+        for (namespace, name), labelled in pods.items():
+            dropped = [label for label, pod in labelled if not _relabel_keeps(pod, job.get("relabel_configs") or [])]
             if (looked and namespace not in looked) or dropped:
                 how = (f"does not look in namespace {namespace}" if looked and namespace not in looked else
                        f"drops its pods labelled {' or '.join(dropped)}")
@@ -387,20 +432,39 @@ def exporters_scraped(subject: LintInput) -> Iterable[Finding]:
 
 
 def _relabel_keeps(labels: dict[str, str], rules: list[dict[str, Any]]) -> bool:
-    """Whether a sample of `labels` survives the keep and drop rules of `rules` (Prometheus: source label values joined
-    by the separator, a missing label read as "", the regex fully anchored)."""
+    """Whether a sample of `labels` survives the keep and drop rules of `rules` (the others not applied)."""
+    return _relabeled_target(labels, [r for r in rules if r.get("action", "replace") in ("keep", "drop")]) is not None
+
+
+def _relabeled_target(labels: dict[str, str], rules: list[dict[str, Any]]) -> dict[str, str] | None:
+    """`labels` after `rules` as Prometheus relabels (keep, drop, replace; others left out): source label values joined
+    by the separator, a missing label read as "", the regex fully anchored, `$1` / `${1}` in a replacement its group,
+    an empty result deleting the target label; None when a rule drops it (a bad regex drops nothing and sets nothing:
+    AG-rules on the scrape config report it)."""
+    labels = dict(labels)
     for rule in rules:
         action = rule.get("action", "replace")
-        if action not in ("keep", "drop"):
+        if action not in ("keep", "drop", "replace"):
             continue
         value = rule.get("separator", ";").join(labels.get(name, "") for name in rule.get("source_labels") or [])
         try:
-            matched = re.fullmatch(rule.get("regex", "(.*)"), value) is not None
+            matched = re.fullmatch(rule.get("regex", "(.*)"), value)
         except re.error:
-            return True  # AG-rules on the scrape config report a bad regex
-        if matched != (action == "keep"):
-            return False
-    return True
+            continue
+        if action != "replace":
+            if (matched is not None) != (action == "keep"):
+                return None
+        elif matched is not None and rule.get("target_label"):
+            template = re.sub(r"\$\{?(\w+)\}?", r"\\g<\1>", str(rule.get("replacement", "$1")))
+            try:
+                result = matched.expand(template)
+            except (IndexError, re.error):
+                continue
+            if result:
+                labels[rule["target_label"]] = result
+            else:
+                labels.pop(rule["target_label"], None)
+    return labels
 
 
 def _whole_gpus_get_an_instance(job: dict[str, Any]) -> bool:

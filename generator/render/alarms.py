@@ -513,6 +513,17 @@ def _static_request(alarm: Alarm, catalog: Catalog, settings: Settings, cluster:
                          f"{', '.join(unknown)} for pod {entry}", where=alarm.defined_at,
                          hint=f"keep cloudwatch.dimensions to {CLUSTER_DIMENSION}, namespace, pod, or use "
                               "alarms.per_pod: group_by")
+    spaces = list(dict.fromkeys(ns for ns, _ in named_daemonsets(settings, cluster)))
+    if "Namespace" in plan_.dims and len(spaces) > 1:
+        # the agent's job gives each exporter pod its own namespace as Namespace: a pod on a GPU of another one's
+        # exporter would publish under a value this alarm does not name, and it would read nothing
+        raise InputError(f"alarm {alarm.id!r}: a static per-pod alarm names one value of Namespace (the exporter pod's "
+                         f"namespace, which cloudwatch.dimensions publishes), and cluster {cluster.name}'s exporter "
+                         f"DaemonSets run in {', '.join(spaces)} (exporter.more_daemonsets): pod {entry}'s alarm "
+                         f"would read nothing while the pod runs on a GPU {', '.join(spaces[1:])}'s exporter serves",
+                         where=setting_place(settings, ["cloudwatch", "dimensions"]),
+                         hint="leave Namespace out of cloudwatch.dimensions, or use alarms.per_pod: group_by (its "
+                              "query reads every Namespace)")
     pooled = f" {STATIC_POD_MEAN}" if plan_ != alarm_plan(alarm, catalog, settings) else ""
     request = _common(alarm, settings, alarm_name(settings, cluster, alarm, (namespace, pod)),
                       _description(alarm, stale_note(alarm) + pooled))
