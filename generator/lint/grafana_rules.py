@@ -42,10 +42,26 @@ def _targets(subject: LintInput) -> Iterator[tuple[GrafanaDashboard, dict, dict]
                     yield dashboard, panel, target
 
 
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*|\[\[\w+\]\]")
+
+
+def _as_sent(expr: str, dashboard: GrafanaDashboard) -> str:
+    """A query as Grafana sends it at the dashboard's defaults where a variable stands outside a string (`[$window]`):
+    one inside a label matcher's quotes (`node=~"$node"`) leaves the query's syntax as it is, so the query is
+    parsed as written (and once: the other rules read the same parse)."""
+    from ..preview.interpolate import defaults, interpolate
+
+    outside = _STRINGS.sub('""', expr)
+    if not any(not m.group().startswith("$__") for m in _VARIABLE.finditer(outside)):
+        return expr
+    return interpolate(expr, defaults(dashboard.model))
+
+
 def promql_parses(subject: LintInput) -> Iterable[Finding]:
     for dashboard, panel, target in _targets(subject):
         try:
-            query_selectors(target["expr"])
+            query_selectors(_as_sent(target["expr"], dashboard))
         except ValueError as exc:
             yield Finding("GF001", "error", _where(dashboard, panel),
                           f"query {target.get('refId', '?')} does not parse: {exc}")
@@ -55,7 +71,7 @@ def promql_parses(subject: LintInput) -> Iterable[Finding]:
             if expr is None:
                 continue
             try:
-                check_parses(expr)
+                check_parses(_as_sent(expr, dashboard))
             except ValueError as exc:
                 yield Finding("GF001", "error", f"{_where(dashboard)} variable {variable.get('name', '?')!r}",
                               f"query does not parse: {exc}")

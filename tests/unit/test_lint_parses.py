@@ -93,3 +93,20 @@ def test_a_variable_query_that_does_not_parse_is_named(built):
     variable["query"] = variable["query"].replace("}", "", 1)
     findings = _findings(subject, "GF001")
     assert [f.where for f in findings] == [f"grafana/{dashboards[0].uid}.json variable 'pod'"]
+
+
+def test_a_query_is_parsed_as_grafana_sends_it_with_its_variables_at_their_defaults(built):
+    """A variable outside a string (a range `[$window]`, as grafanalib dashboards write) is replaced by its default
+    before the parse, as Grafana replaces it before sending: such a query parses; one naming no variable the
+    dashboard has is sent as written, and does not."""
+    project, artifacts = built
+    dashboards = copy.deepcopy(artifacts.grafana)
+    subject = lint_input(project, artifacts, grafana=dashboards)
+    model = dashboards[0].model
+    model["templating"]["list"].append({"type": "interval", "name": "window", "query": "5m,1h",
+                                        "current": {"text": "5m", "value": "5m"}})
+    target = next(p for p in model["panels"] if p.get("targets"))["targets"][0]
+    target["expr"] = 'sum(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{node=~"$node"}[$window]))'
+    assert _findings(subject, "GF001") == []
+    target["expr"] = 'sum(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{node=~"$node"}[$nowhere]))'
+    assert len(_findings(subject, "GF001")) == 1
