@@ -336,7 +336,8 @@ def to_yaml(*documents: Any) -> bytes:
 def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
     """`to_yaml(*documents)` of each file's documents. Files whose documents differ only in the texts written as
     literal blocks (a ConfigMap per cluster) share the rest's text, written once."""
-    written: dict[str, str] = {}  # the stand-ins' documents (repr, where it says them exactly) -> their text
+    written: dict[tuple[bool, str], str] = {}  # (emitter, the stand-ins' documents' repr where it says them exactly)
+    agreeing: dict[str, bool] = {}  # the stand-ins' documents' repr -> whether the emitters agree on them
     out = []
     for documents in files:
         texts: list[str] = []
@@ -344,9 +345,17 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
         skeleton = [_stand_ins(document, texts, {}, exact) for document in documents]
         if texts:
             # the emitter is chosen by the documents, texts included, as when they are dumped whole: where the
-            # emitters disagree on a text, PyYAML writes the rest too (libyaml folds some quoted strings otherwise)
-            fast = _fast(documents)
-            key = repr((fast, skeleton)) if exact[0] else None
+            # emitters disagree on a text, PyYAML writes the rest too (libyaml folds some quoted strings otherwise).
+            # A stand-in is a string the emitters agree on, in a value's place: they agree on the documents where
+            # they agree on the stand-ins' documents (worked out once for files that share them) and on each text.
+            shared = repr(skeleton) if exact[0] else None
+            agree = agreeing.get(shared) if shared is not None else None
+            if agree is None:
+                agree = _fast(skeleton)
+                if shared is not None:
+                    agreeing[shared] = agree
+            fast = agree and all(emitters_agree(text) for text in texts)
+            key = (fast, shared) if shared is not None else None
             shape = written.get(key) if key is not None else None
             if shape is None:
                 shape = _dump(skeleton, fast)
