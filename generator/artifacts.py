@@ -219,7 +219,9 @@ def _portable(defined_at: str) -> str:
     return f"{source_file(defined_at)}:{line}" if path and line.isdigit() else source_file(defined_at)
 
 
-def build(project: Project) -> Artifacts:
+def build(project: Project, grafana: bool = True) -> Artifacts:
+    """The artifact set of `project`; without `grafana`, no Grafana dashboard is rendered (`grafana` is empty): a
+    publishing command that sends none (apply, plan --no-grafana) does not pay for them. Never written as a build."""
     from . import container_insights
 
     settings = project.settings
@@ -233,7 +235,7 @@ def build(project: Project) -> Artifacts:
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
     monitors = scrape.service_monitors(settings)
     return Artifacts(
-        grafana=tuple(grafana_dashboards(project)),
+        grafana=tuple(grafana_dashboards(project)) if grafana else (),
         grafana_folder=asdict(settings.grafana.folder),
         grafana_provisioning=provisioning(settings),
         cloudwatch_dashboards=dashboards,

@@ -91,7 +91,9 @@ def publish_options(command):
     return command
 
 
-def _desired(config: str | None, csv: str | None, from_dir: str | None):
+def _desired(config: str | None, csv: str | None, from_dir: str | None, grafana: bool = True):
+    """The project and what publishing writes; without `grafana` (the command sends no Grafana dashboard), a
+    build made here renders none."""
     from .output import PUBLISHED, read
     from .desired import desired_from
 
@@ -103,7 +105,7 @@ def _desired(config: str | None, csv: str | None, from_dir: str | None):
 
         # as generate: never publish a dashboard CloudWatch cuts short, nor a widget or alarm the classic agent
         # would feed a wrong number
-        artifacts = checked_build(project)
+        artifacts = checked_build(project, grafana=grafana)
     return project, desired_from(artifacts)
 
 
@@ -315,11 +317,12 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="plan")
-    project, desired = _desired(config, csv, from_dir)
+    compare_grafana = bool(use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")))
+    project, desired = _desired(config, csv, from_dir, grafana=compare_grafana)
     _check_renamed(renamed_from, desired, project)
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")
     changes, compared = [], 0
-    if use_grafana or (use_grafana is None and os.environ.get("GRAFANA_URL")):
+    if compare_grafana:
         client = _grafana_client(insecure, token_file, limit)
         changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                      publisher=(desired.project, desired.clusters),
@@ -429,7 +432,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     from .targets.progress import Progress
 
     limit = Deadline(deadline, retry_after_max=retry_after_max, command="apply")
-    project, desired = _desired(config, csv, from_dir)
+    project, desired = _desired(config, csv, from_dir, grafana=False)
     _check_renamed(renamed_from, desired, project)
     _check_renamed(removed_cluster, desired, project, "--removed-cluster")
     if prune and not desired.project:

@@ -13,13 +13,14 @@ from .settings import setting_place
 LIMITS = ("top_pods", "top_gpus")  # the settings that decide how many lines a chart asks for
 
 
-def checked_build(project):
+def checked_build(project, grafana: bool = True):
     """The artifact set generate writes and publish sends: built, then refused (an InputError) when CloudWatch
-    would cut a dashboard short or the classic agent would feed a widget or alarm a wrong number."""
+    would cut a dashboard short or the classic agent would feed a widget or alarm a wrong number. Without
+    `grafana`, its Grafana dashboards are not rendered (artifacts.build)."""
     from .agent_truth import check_agent_truth
     from .artifacts import build
 
-    artifacts = build(project)
+    artifacts = build(project, grafana=grafana)
     check_dashboards(project, artifacts)
     check_agent_truth(project, artifacts)
     return artifacts

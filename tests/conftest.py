@@ -253,7 +253,7 @@ def builds_read_once_per_content():
     output.read = read
 
 
-_DEFAULT_DESIRED: list = []
+_DEFAULT_DESIRED: dict = {}  # with Grafana's dashboards or without -> (project, desired)
 
 
 @pytest.fixture
@@ -268,13 +268,13 @@ def defaults_built_once(monkeypatch):
 
     build = cli_publish._desired
 
-    def desired(config, csv, from_dir):
+    def desired(config, csv, from_dir, grafana=True):
         if config or csv or from_dir or discover(None).path is not None:
-            return build(config, csv, from_dir)
-        if not _DEFAULT_DESIRED:
-            _DEFAULT_DESIRED.append(build(config, csv, from_dir))
+            return build(config, csv, from_dir, grafana=grafana)
+        if grafana not in _DEFAULT_DESIRED:
+            _DEFAULT_DESIRED[grafana] = build(config, csv, from_dir, grafana=grafana)
         else:
-            click.echo(f"settings: {_DEFAULT_DESIRED[0][0].settings.origin}", err=True)  # as the build says
-        return _DEFAULT_DESIRED[0]
+            click.echo(f"settings: {_DEFAULT_DESIRED[grafana][0].settings.origin}", err=True)  # as the build says
+        return _DEFAULT_DESIRED[grafana]
 
     monkeypatch.setattr(cli_publish, "_desired", desired)

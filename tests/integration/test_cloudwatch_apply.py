@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -115,6 +116,29 @@ def test_dry_run_writes_nothing(aws):
     code, report, _ = apply("--dry-run")
     assert code == 0 and report["written"] == []
     assert client.list_dashboards()["DashboardEntries"] == [] and alarms(client) == {}
+
+
+def test_apply_renders_no_grafana_dashboard_it_does_not_publish(moto, tmp_path):
+    """apply publishes CloudWatch's dashboards and alarms alone: it renders no Grafana dashboard (their models
+    were half of a first build's CPU, with the Grafana SDK's import), and it still plans every CloudWatch object."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+    from tests.support.moto_server import FAKE_CREDENTIALS
+
+    moto.reset()
+    code = ("import sys\nfrom generator.cli import main\n"
+            "try:\n    main(['apply', '--skip-verify', '--dry-run', '--output', 'json'])\nexcept SystemExit as exit:\n"
+            "    assert not exit.code, exit.code\n"
+            "print(sorted(name for name in sys.modules if name.startswith('grafana_foundation_sdk')))\n")
+    env = {**os.environ, **FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": moto.url, "AWS_DEFAULT_REGION": "us-east-1",
+           "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    *report, modules = result.stdout.splitlines()
+    assert json.loads("\n".join(report))["summary"] == {"create": 15}
+    assert modules == "[]"
 
 
 def test_preflight_refuses_to_publish_when_no_metrics_arrive(aws, cli):

@@ -97,12 +97,12 @@ def run(cli, proxy, build_dir, monkeypatch):
 
     make = cli_publish._desired
 
-    def desired(config, csv, from_dir):
+    def desired(config, csv, from_dir, grafana=True):
         """Every push here publishes the module's build with the bundled settings: the settings are loaded and
         the build read and checked once for its exact files (a folder changed in any byte is read anew); any
         other input is read at every call, as the command does."""
-        if config or csv or from_dir != str(build_dir) or discover(None).path is not None:
-            return make(config, csv, from_dir)
+        if config or csv or from_dir != str(build_dir) or discover(None).path is not None or not grafana:
+            return make(config, csv, from_dir, grafana=grafana)
         files = tuple(sorted((str(p.relative_to(build_dir)), p.read_bytes()) for p in build_dir.rglob("*")
                              if p.is_file()))
         if _KEPT.get("files") != files:

@@ -46,13 +46,13 @@ def _builds_kept(monkeypatch) -> None:
 
     check = limits.checked_build
 
-    def checked_build(project):
+    def checked_build(project, grafana=True):
         for known, models, artifacts in _BUILDS:
-            if known == project:
+            if known == (project, grafana):
                 assert _as_built(artifacts) == models, "a command changed the build it was handed"
                 return artifacts
-        artifacts = check(project)
-        _BUILDS.append((project, _as_built(artifacts), artifacts))
+        artifacts = check(project, grafana=grafana)
+        _BUILDS.append(((project, grafana), _as_built(artifacts), artifacts))
         del _BUILDS[:-8]
         return artifacts
 

@@ -37,10 +37,10 @@ def built_once(monkeypatch):
     """Each settings text is generated once per session: these tests are about publishing."""
     generate = cli_publish._desired
 
-    def desired(config, csv, from_dir):
-        key = (Path(config).read_text() if config else None, csv, from_dir)
+    def desired(config, csv, from_dir, grafana=True):
+        key = (Path(config).read_text() if config else None, csv, from_dir, grafana)
         if key not in _BUILT:
-            _BUILT[key] = generate(config, csv, from_dir)
+            _BUILT[key] = generate(config, csv, from_dir, grafana=grafana)
         return _BUILT[key]
 
     monkeypatch.setattr(cli_publish, "_desired", desired)
