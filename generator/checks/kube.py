@@ -87,7 +87,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         named = ((namespace, name),) if unknown else named_daemonsets(settings, this)
         namespaces = list(dict.fromkeys(ns for ns, _ in named))
         yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings, this)
-        yield from step(GROUP, "exporter Service", _service, services, namespace, style)
+        # the named DaemonSet's pods of another style than the settings say: the setting to write, not its Service's
+        restyle = "" if unknown else _restyled(settings, this, daemonset, name)[1]
+        yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
         yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
@@ -100,7 +102,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                             namespace)
         if options.prometheus_in_use and data_missing.expected(settings):
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
-                            style)
+                            style, restyle)
     if not unknown:  # the other exporter DaemonSets the settings name (exporter.more_daemonsets), each with its alarm
         yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
     if not addon_source(settings):
@@ -251,6 +253,10 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                      "than the rest, generate and apply again; else run one DCGM exporter per GPU node: uninstall "
                      f"{listed}, or point exporter.namespace and exporter.daemonset at the one to keep and uninstall "
                      "the others")
+    restyled, restyle = _restyled(settings, cluster, daemonset, name)
+    if restyled:
+        return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"DaemonSet {namespace}/{name} ({setting}): {restyled}"
+                      + (f"; {'; '.join(warnings)}" if warnings else ""), "; ".join([restyle, *fixes]))]
     if warnings:
         return [Check(GROUP, DAEMONSET_CHECK, WARN, "; ".join(warnings), "; ".join(fixes))]
     return [Check(GROUP, DAEMONSET_CHECK, OK, f"{_shown_named(named)} labelled as a DCGM exporter")]
@@ -719,6 +725,22 @@ def _deployment_fix(settings: Settings, cluster: Cluster | None, styled: Styled,
     return f"write {setting} {place}{why}, then generate and apply again"
 
 
+def _restyled(settings: Settings, cluster: Cluster | None, daemonset: Answer, name: str) -> tuple[str, str]:
+    """(what, fix) where the exporter DaemonSet the settings name (`name`) runs pods without the pod label of the
+    deployment style the settings say (its pod template's labels) and with another style's: the agent's exporter job
+    and the generated ServiceMonitor select by that label, so its pods and Service are not found; ('', '') else."""
+    own = style_for(settings, cluster)
+    labels = daemonset.string_map("spec.template.metadata.labels")
+    styled = _styled(labels, [c.get("name", str, "") for c in daemonset.items("spec.template.spec.containers")])
+    if not styled.styles or labels.get(own.pod_label[0]) == own.pod_label[1]:
+        return "", ""
+    style = styled.known.key + " style's" if styled.known else f"{' or '.join(s.key for s in styled.styles)} styles'"
+    what = (f"it runs pods labelled {'='.join(styled.styles[0].pod_label)}, the {style}, not "
+            f"{'='.join(own.pod_label)} as exporter.deployment {own.key}'s are: the agent's exporter job keeps pods, "
+            "and the generated ServiceMonitor selects Services, by that label")
+    return what, _deployment_fix(settings, cluster, styled, name)
+
+
 def _owner(pod: Answer) -> tuple[str, str] | None:
     """(namespace, name) of the DaemonSet that controls `pod`, from its ownerReferences; None for another owner."""
     for owner in pod.items("metadata.ownerReferences"):
@@ -733,12 +755,13 @@ def _ready(pod: Answer) -> bool:
     return bool(statuses) and all(s.get("ready", bool) for s in statuses) and status.get("phase", str, "") == "Running"
 
 
-def _service(services: Callable[[], dict[str, list[Answer]]], namespace: str, style) -> Check:
-    """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name."""
+def _service(services: Callable[[], dict[str, list[Answer]]], namespace: str, style, restyle: str = "") -> Check:
+    """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name
+    (`restyle`: the settings to write instead of a Service to create, _restyled)."""
     key, value = style.pod_label
     return _labelled_service(services(), namespace, style.pod_label, "exporter Service",
                              "ServiceMonitors select the exporter through it, and verify reads /metrics through it",
-                             f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
+                             restyle or f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
                              f"expose port {EXPORTER_PORT} on the Service")
 
 
@@ -778,10 +801,11 @@ def _exporter_settings(check: str, read: Callable[..., Check]) -> Callable[..., 
 CONTAINER_CHECK = "exporter container name"
 
 
-def _container_name(daemonset: Answer, style) -> list[Check]:
+def _container_name(daemonset: Answer, style, restyle: str = "") -> list[Check]:
     """The exporter's container carries the name its deployment gives it: the data-missing rule tells the exporter
     targets of the GPU operator's or the chart's own ServiceMonitor (which give each target its pod's `container`) by
-    it (data_missing.operator_targets). Nothing is said when it does."""
+    it (data_missing.operator_targets). Nothing is said when it does. `restyle`: the settings to write where the
+    exporter is of another deployment style than the settings say (_restyled), instead of a container to rename."""
     name = _container(daemonset, style).get("name", str, "?")
     if name == style.container:
         return []
@@ -790,8 +814,8 @@ def _container_name(daemonset: Answer, style) -> list[Check]:
                   f"{style.key}): the data-missing rule tells the targets of the GPU operator's or the chart's own "
                   f"ServiceMonitor by container=\"{style.container}\", so their scrapes without GPU data are not "
                   f"counted for this exporter",
-                  f"scrape the exporter with {built(SERVICE_MONITOR_FILE)} or gpudash's scrape job (their targets "
-                  f"are told by exporter_pod, whatever the container's name), or name its container "
+                  restyle or f"scrape the exporter with {built(SERVICE_MONITOR_FILE)} or gpudash's scrape job (their "
+                  f"targets are told by exporter_pod, whatever the container's name), or name its container "
                   f"{style.container}")]
 
 

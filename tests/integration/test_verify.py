@@ -507,17 +507,29 @@ def test_the_named_daemonset_of_another_style_than_exporter_deployment_is_told_t
     _owned_by(cluster, "gpu-metrics-dcgm-exporter")
     config = tmp_path / "gpudash.yaml"
     config.write_text("exporter:\n  daemonset: gpu-metrics-dcgm-exporter\n")
-    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    code, checks = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))
+    fix = "write exporter.deployment: helm in gpudash.yaml, then generate and apply again"
+    # the cause, said once where the DaemonSet is read; the Service and container checks give its fix (they asked for
+    # a Service labelled app=nvidia-dcgm-exporter to be created, and the container to be renamed)
+    assert _failures(checks)[("kube", "exporter DaemonSet")] == (
+        "DaemonSet gpu-operator/gpu-metrics-dcgm-exporter (exporter.daemonset): it runs pods labelled "
+        "app.kubernetes.io/name=dcgm-exporter, the helm style's, not app=nvidia-dcgm-exporter as exporter.deployment "
+        "gpu-operator's are: the agent's exporter job keeps pods, and the generated ServiceMonitor selects Services, "
+        "by that label", fix)
+    assert checks[("kube", "exporter Service")]["fix"] == fix and checks[("kube", "exporter Service")]["status"] == "fail"
+    assert checks[("kube", "exporter container name")]["fix"] == fix
     pods = ("{node} (gpu-operator/dcgm-exporter-{x}x of DaemonSet gpu-operator/gpu-metrics-dcgm-exporter, the "
             "exporter DaemonSet the settings name, labelled app.kubernetes.io/name=dcgm-exporter, not "
             "app=nvidia-dcgm-exporter as exporter.deployment gpu-operator's pods are)")
     assert code == 1 and _failures(checks)[COVERAGE] == (
         "GPU nodes whose exporter pod the scrape jobs do not keep: " + pods.format(node="gpu-node-a", x="a") + ", "
-        + pods.format(node="gpu-node-b", x="b"),
-        "write exporter.deployment: helm in gpudash.yaml, then generate and apply again")
+        + pods.format(node="gpu-node-b", x="b"), fix)
     config.write_text("exporter:\n  deployment: helm\n  daemonset: gpu-metrics-dcgm-exporter\n")
-    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    code, checks = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))
     assert (checks[COVERAGE]["status"], checks[COVERAGE]["detail"]) == ("ok", "all 2 GPU nodes run the exporter")
+    assert {name: checks[("kube", name)]["status"] for name in ("exporter DaemonSet", "exporter Service")} == {
+        "exporter DaemonSet": "ok", "exporter Service": "ok"}
+    assert ("kube", "exporter container name") not in checks
     # the cluster names the release in its own entry: that entry is the place to write
     config.write_text("clusters:\n"
                       "  - {name: gpu-cluster, region: us-east-1, exporter: {daemonset: gpu-metrics-dcgm-exporter}}\n"
@@ -1782,6 +1794,7 @@ def test_a_helm_release_named_in_exporter_daemonset_passes_the_exporter_service_
     release = "gpu-metrics-dcgm-exporter"
     chart_labels = {"app.kubernetes.io/name": "dcgm-exporter", "app.kubernetes.io/instance": "gpu-metrics"}
     cluster.daemonset["metadata"].update(name=release, labels=chart_labels)
+    cluster.daemonset["spec"]["template"]["metadata"]["labels"] = dict(chart_labels)  # its pods', as the chart writes
     (service,) = cluster.services.values()
     service["metadata"].update(name=release, labels=chart_labels)
     cluster.services = {release: service}
