@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import ExitStack, contextmanager
 
 import pytest
 
@@ -89,8 +90,8 @@ class _Counted:
         return self.answer(self.served)
 
 
-@pytest.fixture(scope="module")
-def scraped(tmp_path_factory):
+@contextmanager
+def _replaced(tmp_path_factory):
     before = _Counted(lambda scrape: _payload(BEFORE) if scrape <= 8 else "")
     old = ReplayExporter(before)
     new = ReplayExporter(lambda: "" if before.served <= 8 else _payload(AFTER))
@@ -136,8 +137,8 @@ class _Alternating:
         return _sliced("cd"[self.count % 2])
 
 
-@pytest.fixture(scope="module")
-def sliced(tmp_path_factory):
+@contextmanager
+def _sliced_scene(tmp_path_factory):
     """ml/c and ml/d time-slice GPU 1; the old exporter names them at alternate scrapes, the new one (kubelet listing
     them in another order) names c at every scrape."""
     alternating = _Alternating()
@@ -176,8 +177,8 @@ def _held(pod: str, watts: float) -> str:
                    for m, v in (("DCGM_FI_DEV_GPU_TEMP", 61.0), ("DCGM_FI_DEV_POWER_USAGE", watts)))
 
 
-@pytest.fixture(scope="module")
-def gap(tmp_path_factory):
+@contextmanager
+def _gap_scene(tmp_path_factory):
     """ml/e holds n2's GPU 0 throughout; the exporter's 8th answer comes after the scrape timeout (a failed scrape)."""
     def late(scrape: int) -> str:
         if scrape == 8:
@@ -221,12 +222,12 @@ RESTARTS = {"label moved": (("d", 300.0), ("c", 100.0)), "idle GPU taken": (("",
             "pod left": (("d", 300.0), ("", 60.0))}
 
 
-@pytest.fixture(scope="module", params=sorted(RESTARTS))
-def restarted(request, tmp_path_factory):
+@contextmanager
+def _restarted_scene(tmp_path_factory, name: str):
     """n3's GPU 0 is named under one pod (or none: idle) until Prometheus stops; when it is up again the exporter
     names another (or none), the GPU drawing another power. Every stored sample (time, pod, watts), and the time of
     the first after the restart."""
-    (pod, watts), after = RESTARTS[request.param]
+    (pod, watts), after = RESTARTS[name]
     state = {"pod": pod, "watts": watts}
     with ReplayExporter(lambda: _held_or_idle(state["pod"], state["watts"])) as exporter:
         prometheus = Prometheus(tmp_path_factory.mktemp("pod-lookback-prom-restart"), _every_second([exporter.address]))
@@ -247,6 +248,58 @@ def restarted(request, tmp_path_factory):
             yield prometheus, samples, min(at for at, _, v in samples if v == after[1])
         finally:
             prometheus.stop()
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory):
+    """Every scene of this file, set up side by side: each waits in real time on its Prometheus's 1 s scrapes (16 to 20
+    s; one after another they took 90 s), each with its own exporters and Prometheus. {name: what it yields, or the
+    exception its setup raised}; all stay up until the module ends."""
+    makers = {"scraped": lambda: _replaced(tmp_path_factory), "sliced": lambda: _sliced_scene(tmp_path_factory),
+              "gap": lambda: _gap_scene(tmp_path_factory),
+              **{("restarted", name): (lambda name=name: _restarted_scene(tmp_path_factory, name)) for name in RESTARTS}}
+    entered: dict = {}
+
+    def enter(key):
+        scene = makers[key]()
+        value = scene.__enter__()
+        entered[key] = scene
+        return value
+
+    with ExitStack() as stack, ThreadPoolExecutor(len(makers)) as pool:
+        futures = {key: pool.submit(enter, key) for key in makers}
+        wait(futures.values())
+        for key in makers:  # exited in the reverse of this order, from this thread
+            if key in entered:
+                stack.push(entered[key].__exit__)
+        yield {key: future.exception() or future.result() for key, future in futures.items()}
+
+
+def _scene(scenes, key):
+    value = scenes[key]
+    if isinstance(value, BaseException):
+        raise value
+    return value
+
+
+@pytest.fixture(scope="module")
+def scraped(scenes):
+    return _scene(scenes, "scraped")
+
+
+@pytest.fixture(scope="module")
+def sliced(scenes):
+    return _scene(scenes, "sliced")
+
+
+@pytest.fixture(scope="module")
+def gap(scenes):
+    return _scene(scenes, "gap")
+
+
+@pytest.fixture(scope="module", params=sorted(RESTARTS))
+def restarted(request, scenes):
+    return _scene(scenes, ("restarted", request.param))
 
 
 def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted, tmp_path):
