@@ -666,6 +666,25 @@ def _regexes(subject: LintInput) -> Iterable[tuple[str, str]]:
             for k, rule in enumerate(holder.get(key) or []):
                 if isinstance(rule, dict) and isinstance(rule.get("regex"), str):
                     yield f"{where} {key}[{k}]", rule["regex"]
+    for agent in subject.artifacts.agents:
+        if agent.otel is not None:
+            yield from _otel_regexes(agent.otel, f"{agent_file(agent.cluster)} {OTEL_KEY} ")
+
+
+def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
+    """The regexes of the agent's OTel configuration (its receiver's relabel rules, its exporter's label matchers,
+    its processors' `include` of match_type regexp), as the collector reads them (`$$` is a `$`)."""
+    from ..render.agent_otel import unescaped
+
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(value, str) and (key == "regex" or key == "include" and node.get("match_type") == "regexp"):
+                yield f"{path}{key}", unescaped(value)
+            else:
+                yield from _otel_regexes(value, f"{path}{key}/")
+    elif isinstance(node, list):
+        for k, value in enumerate(node):
+            yield from _otel_regexes(value, f"{path.rstrip('/')}[{k}]/")
 
 
 def regexes_compile(subject: LintInput) -> Iterable[Finding]:

@@ -110,3 +110,20 @@ def test_a_query_is_parsed_as_grafana_sends_it_with_its_variables_at_their_defau
     assert _findings(subject, "GF001") == []
     target["expr"] = 'sum(increase(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{node=~"$node"}[$nowhere]))'
     assert len(_findings(subject, "GF001")) == 1
+
+
+def test_a_regex_of_the_agents_otel_configuration_that_does_not_compile_is_named(built):
+    """The default pipeline (agent.pipeline: otel) runs the scrape jobs and matches labels from gpudash-otel.yaml,
+    whose `$` is written `$$`: read as the collector reads it, each regex compiles."""
+    from dataclasses import replace
+
+    project, artifacts = built
+    agents = tuple(replace(a, otel=copy.deepcopy(a.otel)) for a in artifacts.agents)
+    subject = lint_input(project, artifacts, agents=agents)
+    assert _findings(subject, "PR005") == []
+    receiver = agents[0].otel["receivers"]["prometheus/gpudash"]["config"]["scrape_configs"][0]
+    receiver["relabel_configs"][0]["regex"] = "nvidia-(dcgm-exporter"
+    findings = _findings(subject, "PR005")
+    assert [f.where for f in findings] == [
+        "k8s/cwagent-prometheus-config-gpu-cluster.yaml gpudash-otel.yaml "
+        "receivers/prometheus/gpudash/config/scrape_configs[0]/relabel_configs[0]/regex"]
