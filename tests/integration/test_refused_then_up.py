@@ -100,4 +100,5 @@ def test_cloudwatch_refused_then_503_while_it_starts_gets_its_full_attempts(monk
             answer = cloudwatch.call("us-east-1", "DescribeAlarms", "reading CloudWatch alarms")
         finally:
             front.close()
-    assert answer["MetricAlarms"] == [] and len(clock.slept) == 4, clock.slept
+    assert isinstance(answer["MetricAlarms"], list) and len(clock.slept) == 4, clock.slept  # (moto's state is the
+    # process's: alarms other tests of this worker made may be listed)
