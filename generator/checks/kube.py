@@ -704,7 +704,13 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
                             "kubectl describe the exporter pod on that node; look at its events and logs"))
     elif gpu_nodes:
         ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
-        result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))
+        if ready:
+            result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))
+        else:  # none the scrape jobs keep: nothing will be published (it read "ok: 0 exporter pods ready")
+            result.append(Check(GROUP, "exporter pods ready", FAIL, f"no exporter pod the scrape jobs keep runs on the "
+                                f"{len(gpu_nodes)} GPU node{'s' if len(gpu_nodes) > 1 else ''}: none will publish GPU "
+                                "metrics (GPU node coverage says why)", result[0].fix,
+                                cause="" if unscraped else NOT_DEPLOYED))
     return result
 
 

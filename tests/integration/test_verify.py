@@ -1428,6 +1428,25 @@ def test_apply_on_a_new_cluster_is_refused_when_the_agent_is_not_deployed(stack,
     assert "not deployed and ready (kube/CloudWatch agent: no Deployment amazon-cloudwatch/cwagent-prometheus)" in stderr
 
 
+def test_apply_on_a_new_cluster_is_refused_when_the_scrape_jobs_keep_no_exporter_pod(stack, moto, cli):
+    """The operator's DaemonSet runs pods labelled as the chart's (exporter.deployment gpu-operator): the agent's job
+    keeps none of them, so no GPU metric will ever arrive. apply on a new cluster published "with a wait" (its kube
+    evidence read "exporter pods ready: ok, 0 exporter pods ready"); it is refused, saying so."""
+    cluster, verify = stack
+    _owned_by(cluster, "nvidia-dcgm-exporter")
+    for pod in cluster.pods:
+        pod["metadata"]["labels"] = {"app.kubernetes.io/name": "dcgm-exporter"}
+    ready = verify(*ONLY_KUBE)[1][("kube", "exporter pods ready")]
+    assert (ready["status"], ready["detail"], ready["cause"]) == (
+        "fail", "no exporter pod the scrape jobs keep runs on the 2 GPU nodes: none will publish GPU metrics (GPU node "
+        "coverage says why)", "")
+    moto.reset()
+    code, _, stderr = cli("apply", "--dry-run")
+    assert code == 3, stderr
+    assert "and not deployed and ready (kube/exporter pods ready: no exporter pod the scrape jobs keep runs on the 2 " \
+           "GPU nodes" in stderr
+
+
 def test_push_on_a_new_cluster_publishes_with_a_wait_when_the_scrape_config_is_ready(stack, prometheus_new, cli,
                                                                                      reference):
     from tests.support.grafana_server import ADMIN, GrafanaTestServer
