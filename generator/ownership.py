@@ -250,13 +250,14 @@ def stamp_cloudwatch_body(body: dict[str, Any], name: str, project: str) -> dict
 
 
 _PENDING = "\x00gpudash-digest\x00"  # stands for the digest while the stamped body is encoded
+_PENDING_TEXT = canonical_json(_stamp(_PENDING))[1:-1]  # that stamp as it appears inside the encoded header
 
 
 def stamped_cloudwatch_text(body: dict[str, Any], name: str, project: str) -> str:
     """The DashboardBody text of `body` stamped with its hash: compact_json(stamp_cloudwatch_body(...)),
     from one encoding instead of two. A JSON string encodes character by character, so the stamped
     text less the encoded stamp is the canonical text of the unstamped body, which the hash covers."""
-    pending = canonical_json(_stamp(_PENDING))[1:-1]  # the stamp as it appears inside the encoded header
+    pending = _PENDING_TEXT
     text = canonical_json(_with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(_PENDING)))
     at = text.find(pending)
     end = at + len(pending)
