@@ -1,0 +1,54 @@
+"""A per-pod panel over the pod label's lookback when the GPU's fresh reading is DCGM's blank, on a real Prometheus
+scraping every second: a blank is no reading (the per-GPU panels show none), so the pod shows no value, not an
+older copy's reading from within the lookback.
+
+n5's GPU 0 is idle (no pod, 0 % utilization) for a few scrapes; then ml/b takes it and the exporter reads
+utilization as the blank (a profiling pause, as in test_blank_twins). The idle copy is marked stale at the take,
+but its last reading stays within the lookback for 4 intervals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from generator.preview.legend import render as render_legend
+from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
+from tests.support.replay_exporter import ReplayExporter
+
+NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
+TAKEN_AT = 6  # the scrape from which ml/b holds the GPU
+
+
+def _payload(scrape: int) -> str:
+    device = ('gpu="0",UUID="GPU-n5-0",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA A10G",'
+              'Hostname="n5",DCGM_FI_DRIVER_VERSION="570.133.20"')
+    if scrape < TAKEN_AT:
+        return f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\nDCGM_FI_DEV_GPU_UTIL{{{device}}} 0\n"
+    return (f"# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n"
+            f'DCGM_FI_DEV_GPU_UTIL{{{device},container="main",namespace="ml",pod="b"}} {NOT_SUPPORTED}\n')
+
+
+@pytest.fixture(scope="module")
+def taken_blank(tmp_path_factory):
+    answer = _Counted(_payload)
+    with ReplayExporter(answer) as exporter:
+        with _scraping(tmp_path_factory, "pod-lookback-blank", [exporter.address],
+                       lambda: answer.served >= TAKEN_AT + 8) as prometheus:
+            samples = sorted((float(at), series["metric"].get("pod", ""), float(v)) for series in prometheus.query(
+                'DCGM_FI_DEV_GPU_UTIL[10m]') for at, v in series["values"])
+            yield prometheus, samples
+
+
+def test_a_pod_whose_gpu_reads_blank_shows_no_older_copys_reading(taken_blank, tmp_path):
+    prometheus, samples = taken_blank
+    target, expr = _panel(tmp_path, "", "GPU utilization by pod")
+    first_b = min(at for at, pod, _ in samples if pod == "b")
+    end = samples[-1][0]
+    wrong = {}
+    for at, result in prometheus.query_at(expr, math.floor(first_b) + 0.5, int(end - first_b), 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        if shown:  # the GPU's latest reading is the blank from ml/b's first scrape on: no value under any pod
+            wrong[round(at - first_b, 1)] = shown
+    assert not wrong, f"seconds after ml/b took the GPU (its utilization blank): shown {wrong}"
