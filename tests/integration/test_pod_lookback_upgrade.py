@@ -52,3 +52,16 @@ def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gp
         if shown != truth:
             wrong[round(at - first_new, 1)] = (shown, truth)
     assert not wrong, f"seconds after the new exporter's first scrape: (shown, true) {wrong}"
+
+
+def test_pods_on_gpus_across_an_exporter_upgrade_renaming_the_node_counts_the_gpu_once(upgraded, tmp_path):
+    prometheus, samples = upgraded
+    target, expr = _panel(tmp_path, "", "Pods on GPUs")
+    first_new = min(at for at, watts in samples if watts == 100.0)
+    start = math.floor(samples[0][0]) + 4.5
+    wrong = {}
+    for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
+        shown = {render_legend(target["legendFormat"], s["metric"]): float(s["value"][1]) for s in result}
+        if shown != {"Pod ml/p": 1.0}:
+            wrong[round(at - first_new, 1)] = shown
+    assert not wrong, f"seconds after the new exporter's first scrape: shown (true: Pod ml/p on 1 GPU) {wrong}"
