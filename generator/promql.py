@@ -188,7 +188,8 @@ class _Device:
     share by time-slicing or MPS under one of them per scrape, which one changing from scrape to scrape:
     dcgm-exporter #340; the others' series are marked stale at that scrape), whichever exporter copy named them.
     Each such pod shows with the GPU's latest reading (`_newest`: its copies' fresh reading, else their latest within
-    the window; the device's own series first where the exporter writes one), so a GPU counts once per pod, a
+    the window; the device's own series first where the exporter writes one; the blank dropped once a copy is chosen),
+    the GPU named by its UUID (GPU_LABEL) whatever node spelling its copies carry, so a GPU counts once per pod, a
     replaced exporter's copy or one from before a Prometheus restart (not marked stale) does not outread a newer
     one, one failed scrape hides nothing, and a GPU without a reading within the window (its exporter gone) shows
     under no pod; a pod's own share (`shares`, not `whole`) is read the same way from the pod's copies."""
@@ -214,20 +215,26 @@ class _Device:
         field_labels = FIELD_LABELS.get(metric, ((), ""))[0]
         if self.lookback is not None:
             labels = self.labels
-            slot = (labels.cluster, labels.node, "gpu", *INSTANCE_IDENTITY, *field_labels)
-            # one series per GPU instance and outer group (a pod), labelled alike whatever the field: fields added up
-            # series by series (used + free, _per_gpu's `also`) meet whether a pod's own share or the GPU's is read
-            keep = (*slot, *self.outer)
+            # a GPU instance is its GPU's UUID and MIG instance (GPU_LABEL), not its node and index: an exporter upgrade
+            # can rename the node (the old one wrote its own pod's name into Hostname, the new one the node into
+            # hostname), which made the GPU two for the lookback
+            slot = (labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *field_labels)
+            spellings = _listed(labels.node_sources)
+            # one series per GPU instance and outer group (a pod), labelled alike whatever the field and whichever
+            # copy was read, the node's spellings and the index those of the copy read (the node coalesced after)
+            shown = (*slot, *labels.node_sources)
+            keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
             if own_share:
-                return "({} or {})".format(*self._newest(metric, self.scoped, extra, gauge, keep))
+                tiers = self._newest(metric, self.scoped, extra, gauge, keep)
+                return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
             tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
             if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first, in each tier
                 own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
-            device = f"({' or '.join(tiers)})"
-            named = coalesce_node(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"),
-                                  labels)
-            return f"max by ({_listed(keep)}) ({named} * 0 + on ({_listed(slot)}) group_left () {device})"
+            device = _unblanked(_either(tiers, slot), gauge)
+            named = self.identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"))
+            # each pod named on a GPU instance once, then the node's spellings and the index of the copy read
+            return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
             return None
         scoped = _parenthesised(_raw(metric, self.scoped, extra, gauge))
@@ -243,7 +250,8 @@ class _Device:
 
     def _newest(self, metric: str, branches: list[list[str]], extra: list[str], gauge: str,
                 keep: tuple[str, ...]) -> tuple[str, str]:
-        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading): the highest of
+        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading), each one copy whole
+        (topk: its labels name the copy's node spellings and index; GPU_LABEL names the GPU): the highest of
         its copies' readings taken within the last scrape interval (fresh_copies at `resolution`: a copy marked
         stale is not read), and the highest of its copies' latest readings within the lookback, for where no copy has
         a fresh one (each marked stale since: a failed scrape, the exporter replaced or gone; or a Prometheus restart a
@@ -252,12 +260,42 @@ class _Device:
         outread a newer copy. Ranges and the instant selector only: `timestamp()` would say which copy is newest, at
         ten times the CPU of the selector on Prometheus 2.42 (it seeks every series again at every step)."""
         by = _listed(keep)
+        # the blank is dropped once a copy is chosen (_unblanked), not before: a blank fresh reading is the GPU's, which
+        # an older copy's reading does not stand in for (an idle GPU read 0 % then taken by a pod whose copy reads the
+        # blank showed 0 % for the lookback)
+        gauge = "{}" if gauge == "{} < " + BLANK_FLOOR else gauge
         late = _raw(metric, branches, extra, f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}")
 
-        def highest(copies: str) -> str:
-            return f"max by ({by}) ({coalesce_node(copies, self.labels)})"
+        def highest(copies: str) -> str:  # one copy, whole: its labels say which node spelling and index it has
+            return f"topk by ({by}) (1, {self.identified(copies)})"
         return (highest(fresh_copies(metric, branches, extra, gauge, self.resolution)),
                 highest(_parenthesised(late)))
+
+    def identified(self, expr: str) -> str:
+        """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
+        exporter writes it: uuid_label), or where a series has none, its first non-empty node spelling."""
+        labels = self.labels
+        uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
+        target = quoted(GPU_LABEL)
+        if len(labels.node_sources) == 1:  # one node spelling: no joining
+            node = quoted(labels.node_sources[0])
+            named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
+            return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
+        joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
+        return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
+
+
+GPU_LABEL = "gpudash_gpu"  # the label a per-pod panel's lookback names a GPU by (_Device.identified)
+
+
+def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:
+    """The first of `tiers` that has a series of each `keep`."""
+    return "(" + f" or on ({_listed(keep)}) ".join(tiers) + ")"
+
+
+def _unblanked(tiers: str, gauge: str) -> str:
+    """`tiers` (_Device._newest's, or'ed: the copy chosen) without DCGM's blank, where `gauge` drops it."""
+    return f"({tiers} < {BLANK_FLOOR})" if gauge == "{} < " + BLANK_FLOOR else tiers
 
 
 def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge: str, resolution: str) -> str:

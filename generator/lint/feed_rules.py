@@ -15,7 +15,7 @@ from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
 from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
                             KSM_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
-from ..promql import FIELD_LABEL_KEYS, gpu_identity
+from ..promql import FIELD_LABEL_KEYS, GPU_LABEL, gpu_identity
 from ..promql_text import quoted
 from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
@@ -484,8 +484,9 @@ def labels_delivered(subject: LintInput) -> Iterable[Finding]:
     # (exported_* through a ServiceMonitor without honorLabels; PR002 says when that is not ours), and the GPU's UUID
     # under the name the exporter writes it (`uuid` with --use-old-namespace: only the agent's job renames it).
     declared = subject.settings.labels
+    # and the label a per-pod panel's lookback names a GPU by, which the query writes itself (promql.GPU_LABEL)
     available = _published_labels(subject) | {declared.pod, declared.namespace, declared.container,
-                                              gpu_id_label(subject.settings)}
+                                              gpu_id_label(subject.settings), GPU_LABEL}
     for dashboard in subject.grafana:
         for panel in dashboard.model.get("panels", []):
             for target in panel.get("targets", []):

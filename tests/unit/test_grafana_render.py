@@ -183,13 +183,16 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
     # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
-    # scrape interval: promql.fresh_copies); a copy's latest reading within the lookback drops it too
-    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14)?", util)
+    # scrape interval: promql.fresh_copies); a per-pod lookback's copies (fresh, or each one's latest within the
+    # lookback) drop it once one copy of a GPU is chosen (promql._unblanked), so a fresh blank is the GPU's reading
+    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| and present_over_time\()?", util)
     assert floors and all(floors), util
+    chosen = re.findall(r"group_left \([^)]*\) \(\(topk by .*?\)\) < 1e14\)", util)
+    assert chosen and len(chosen) == util.count("group_left ("), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
     assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30000ms)\]",
                                                     util)) + len(
-        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\) < 1e14", util))
+        re.findall(r"last_over_time\(DCGM_\w+\{[^}]*\}\[120s\]\)", util))
 
 
 def test_units_come_from_the_catalog_and_every_panel_is_described():
