@@ -12,6 +12,8 @@ from ..exporter_styles import EXPORTER_PORT
 from ..project import Project
 from ..render.scrape import agent_renames
 from ..clients.exporter import fetch, fetch_through_proxy
+from ..clients.http import SlowAnswer
+from ..errors import RemoteError
 from ..clients.options import Options
 from .result import FAIL, OK, WARN, Check
 
@@ -57,11 +59,23 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
         kube = for_run(options)
         read = exporter_to_read(kube, project, options)
-        service = exporter_service(kube, read.namespace, read.style) or read.style.service
+        labelled = exporter_service(kube, read.namespace, read.style)
+        service = labelled or read.style.service
         if read.unknown:  # said before the read, which may fail: the Service read is a choice, not a judgement
             yield Check(GROUP, WHICH_CLUSTER, WARN, f"{read.unknown}; /metrics is read through the Service "
                         f"{read.namespace}/{service} of {read.basis}", CLUSTER_FIX)
-        text, source = fetch_through_proxy(kube, read.namespace, service, EXPORTER_PORT)
+        try:
+            text, source = fetch_through_proxy(kube, read.namespace, service, EXPORTER_PORT)
+        except RemoteError as exc:
+            if labelled is not None or isinstance(exc, SlowAnswer):
+                raise
+            # no Service is labelled as the settings' deployment style's: the name tried was a guess, say so (the API
+            # server's answer alone sent the user to the API server)
+            key, value = read.style.pod_label
+            raise RemoteError(f"{exc.what}: no Service in {read.namespace} labelled {key}={value} exposes "
+                              f"{EXPORTER_PORT}, so /metrics was read through {service}, exporter.deployment "
+                              f"{read.style.key}'s name", hint="the kube group's exporter DaemonSet and exporter "
+                              "Service checks say what to write or create; or pass --exporter-url") from None
     yield from analyse(project, text, source)
 
 

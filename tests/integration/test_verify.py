@@ -518,6 +518,15 @@ def test_the_named_daemonset_of_another_style_than_exporter_deployment_is_told_t
         "by that label", fix)
     assert checks[("kube", "exporter Service")]["fix"] == fix and checks[("kube", "exporter Service")]["status"] == "fail"
     assert checks[("kube", "exporter container name")]["fix"] == fix
+    # the exporter group's read through the operator's Service name, which no Service has: said so, not "check the
+    # cluster's API server"
+    reachable = verify("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1][
+        ("exporter", "reachable")]
+    assert reachable["detail"].endswith(": no Service in gpu-operator labelled app=nvidia-dcgm-exporter exposes 9400, "
+                                        "so /metrics was read through nvidia-dcgm-exporter, exporter.deployment "
+                                        "gpu-operator's name"), reachable
+    assert reachable["fix"] == ("the kube group's exporter DaemonSet and exporter Service checks say what to write or "
+                                "create; or pass --exporter-url")
     pods = ("{node} (gpu-operator/dcgm-exporter-{x}x of DaemonSet gpu-operator/gpu-metrics-dcgm-exporter, the "
             "exporter DaemonSet the settings name, labelled app.kubernetes.io/name=dcgm-exporter, not "
             "app=nvidia-dcgm-exporter as exporter.deployment gpu-operator's pods are)")
