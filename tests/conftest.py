@@ -52,6 +52,16 @@ def pytest_configure(config):
     gc.set_threshold(100_000, 50, 100)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """As a test process ends, pytest collects garbage twice (its check for unraisable exceptions, at unconfigure and
+    at cleanup), each walking every object the last test module left: 1.4 and 1.1 s CPU after test_data_missing.py.
+    Collected once here and the rest frozen, neither walks them again. An unraisable exception raised by what this
+    frees is still reported: pytest's hook stays installed until its cleanup."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(autouse=True, scope="module")
 def collector_skips_what_earlier_modules_left():
     """Python's cyclic garbage collector walks every object it tracks at each full collection: in a worker
