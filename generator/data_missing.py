@@ -188,13 +188,14 @@ advertises each instance as nvidia.com/gpu and is counted like whole GPUs.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 from . import container_insights_table as addon
 from .cloudwatch_query import quote_identifier, quote_string
 from .markers import CLUSTER_DIMENSION
 from .promql import step_reading
-from .promql_text import matcher, one_of, regex_literal
+from .promql_text import matcher, one_of
 from .names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from .exporter_styles import (EXPORTER_LABELS, exporter_daemonset, fleet_styles, named_daemonsets, namespace_matcher,
                               several_daemonsets)
@@ -786,34 +787,31 @@ def _seconds(duration: str) -> int:
 
 
 def prometheus_expression(field: str, settings: Settings, window: str, offset: str | None = None,
-                          part: str | None = None) -> str:
+                          part: str | None = None, evaluated: str | None = None) -> str:
     """The rule's branches 1 to 3 over one period: the period `window` long that ends `offset` before the
     evaluation (none: at it), as CloudWatch computes the metric math over each period. Each branch carries a
     `reason` label that the alert's summary shows. It reads every exporter DaemonSet kube-state-metrics reports
     with an identifying label (exporter_label_matchers), one or many. Branch 4 (an exporter target that brought no
     GPU data) is a rule of its own (no_data_expression). `part`: EACH_DAEMONSET (the branches that judge one
     DaemonSet: 2, 3 and each named DaemonSet's counts gone), CLUSTER_WIDE (the others), NONE_FOUND (branch 1 alone)
-    or none (all)."""
+    or none (all). `evaluated`: the span of the periods an evaluation judges (their number times `window`; none: one
+    period)."""
     cluster = settings.labels.cluster
     by = f" by ({cluster})" if settings.shared_prometheus else ""
     on = cluster_join(settings)
     each = daemonset_join(settings)
     shift = f" offset {offset}" if offset else ""
     span = f"[{window}]{shift}"  # the period
-    several = several_daemonsets(settings)
     # the DaemonSets the settings name: judged by name where a cluster names several, and where each names one in
     # joining a period's breaches to the other's (EACH_DAEMONSET)
-    named = _named_selectors(settings) if several or part == EACH_DAEMONSET else []
-    counted = _counted_selectors(settings, named) if several or part == EACH_DAEMONSET else []
+    by_name = several_daemonsets(settings) or part == EACH_DAEMONSET
     found = exporter_daemonsets(offset=shift)  # an exporter DaemonSet: labelled so at the period's end
-    if counted:
+    if by_name:
         # or one the settings name, over the period by its own counts, as its alarm reads it by name (labelled at the
         # period's end only, one deleted in the period's last scrape interval, or whose kube-state-metrics was being
         # replaced then, went unjudged for that period; an unnamed DaemonSet living minutes, a rename rolled back,
         # stays judged at the end alone: its counts over a period it barely lived in are no period of missing data)
-        found = "(" + " or ".join([found, *(f"max_over_time({DESIRED}{{{m}}}{span})"
-                                           for where, ns, ds in counted for m in _named_matchers(where, ns, ds))]) + ")"
-        found = found.replace('daemonset="~', 'daemonset=~"')
+        found = f"({found} or {_counts(_counted_selectors(settings), cluster, span)})"
 
     def reason(expression: str, text: str) -> str:
         return f'label_replace({expression}, "reason", "{text}", "", "")'
@@ -850,18 +848,27 @@ def prometheus_expression(field: str, settings: Settings, window: str, offset: s
     # kube-state-metrics' target (the one serving an exporter DaemonSet's labels) answering under half its scrapes
     ksm = reason(f"(sum_over_time(up{exact}) < {SCRAPE_SHARE:g} * count_over_time(up{exact})) and {target} ({serving})",
                  KSM_READ_REASON)
-    # each exporter DaemonSet the settings name when they name several: its counts gone all period (deleted, or its
-    # node pool removed), as each one's CloudWatch alarm reads its desired count missing. Where a cluster names one,
-    # only where no exporter DaemonSet is labelled all period either (branch 1, the cluster's own alert), for the join
-    # of a period to the other (its pod gone, then it deleted: both periods breach its alarm)
-    # (the DaemonSet's own cluster's branch 1 alone: each cluster's with every cluster's grew with the square of the
-    # clusters on a shared Prometheus, 7 MB of rule at 100 clusters)
-    def alone(where: str) -> str:
-        return "" if several else f" and {on} ({none_labelled(where.rstrip(', '))})"
+    # each exporter DaemonSet the settings name: its counts gone all period (deleted, or its node pool removed), as its
+    # CloudWatch alarm reads its desired count missing, where the rule's Prometheus is one of a cluster naming it
+    # (_gone_branches): judged alone where its cluster names several, and where it names one only while no exporter
+    # DaemonSet is labelled all period either (branch 1, the cluster's own alert), for the join of a period to the
+    # other (its pod gone, then it deleted: both periods breach its alarm)
+    def gate(branch: Gone) -> str:
+        evidence = [_counts(branch.markers, cluster, span)] if branch.markers else []
+        evidence += [none_labelled(branch.alone)] if branch.alone is not None else []
+        return f" and {on} ({' or '.join(evidence)})" if evidence else ""
 
-    gone = [reason(" and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(where, ns, ds))
-                   + alone(where), NAMED_ABSENT_REASON.format(fix=fix))
-            for where, ns, ds, fix in named]
+    def absent(branch: Gone) -> str:
+        if branch.seen:  # counted within the periods judged, none in this one
+            keys = f"{cluster}, namespace, exported_namespace, daemonset" if settings.shared_prometheus else \
+                "namespace, exported_namespace, daemonset"
+            return (f"(max by ({keys}) ({_counts(branch.daemonsets, cluster, f'[{evaluated or window}]')}) "
+                    f"unless on({keys}) ({_counts(branch.daemonsets, cluster, span)}))")
+        each = [_absent(one, cluster, span) for one in branch.daemonsets]
+        return each[0] if len(each) == 1 else f"({' or '.join(each)})"
+
+    gone = [reason(f"{absent(branch)}{gate(branch)}", NAMED_ABSENT_REASON.format(fix=branch.fix))
+            for branch in (_gone_branches(settings) if by_name else [])]
     if part == EACH_DAEMONSET:
         # each DaemonSet in its own namespace, to be joined to the other period's on it: kube-state-metrics scraped
         # without honorLabels gives its counts its own pod's `namespace` (the DaemonSet's in `exported_namespace`),
@@ -888,11 +895,34 @@ def daemonset_join(settings: Settings) -> str:
     return f"on({', '.join(daemonset_labels(settings))})"
 
 
-def _named_matchers(where: str, namespace: str, name: str) -> tuple[str, str]:
-    """kube-state-metrics' series of a named DaemonSet: its namespace in `namespace` (scraped with honorLabels) or in
-    `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
-    return (f'{where}{matcher("namespace", namespace)}, exported_namespace="", {matcher("daemonset", name)}',
-            f'{where}{matcher("exported_namespace", namespace)}, {matcher("daemonset", name)}')
+@dataclass(frozen=True)
+class Named:
+    """kube-state-metrics' series of exporter DaemonSets the settings name, as the rule selects them: one namespace
+    and one name or several (`names`: a regex of their literals); on a shared Prometheus, one cluster's (`cluster`: its
+    labels.cluster value)."""
+    namespace: str
+    names: tuple[str, ...]
+    cluster: str | None = None
+
+
+def _named_matchers(named: Named, cluster_label: str) -> tuple[str, str]:
+    """Matchers of a named DaemonSet's series: its namespace in `namespace` (kube-state-metrics scraped with
+    honorLabels) or in `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
+    where = f"{matcher(cluster_label, named.cluster)}, " if named.cluster is not None else ""
+    name = one_of("daemonset", named.names)
+    return (f'{where}{matcher("namespace", named.namespace)}, exported_namespace="", {name}',
+            f'{where}{matcher("exported_namespace", named.namespace)}, {name}')
+
+
+def _counts(selectors: Iterable[Named], cluster_label: str, span: str) -> str:
+    """The desired counts over the period of the DaemonSets `selectors` select (each in both namespace labels)."""
+    return " or ".join(f"max_over_time({DESIRED}{{{m}}}{span})"
+                       for each in selectors for m in _named_matchers(each, cluster_label))
+
+
+def _absent(named: Named, cluster_label: str, span: str) -> str:
+    """No count of one named DaemonSet all period, with its namespace and name (and cluster) as labels."""
+    return " and on() ".join(f"absent_over_time({DESIRED}{{{m}}}{span})" for m in _named_matchers(named, cluster_label))
 
 
 # {fix}: what to change, by the setting that names the DaemonSet (FIRST_ABSENT_FIX: exporter.daemonset, the first of
@@ -903,38 +933,95 @@ FIRST_ABSENT_FIX = "correct exporter.daemonset, or clusters[].exporter.daemonset
 MORE_ABSENT_FIX = "remove it from exporter.more_daemonsets"
 
 
-def _counted_selectors(settings: Settings, named: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str]]:
-    """(cluster matcher, namespace, name) of each exporter DaemonSet judged over the period by its own counts: on a
-    shared Prometheus each cluster's (`named`), else each one any cluster names (one rules file for every cluster's
-    Prometheus: a DaemonSet of that namespace and name is one a cluster's settings call its exporter, so its counts
-    are judged as its alarm reads them wherever they are; in a fleet whose clusters name different DaemonSets, the
-    ones every cluster names are none)."""
-    if settings.shared_prometheus:
-        return [(where, ns, ds) for where, ns, ds, _ in named]
-    # one selector per namespace, its names in one regex (`~` leads the name of a regex matcher: prometheus_expression
-    # writes it `=~`), so that the rule grows with the namespaces, not with the clusters (1,000 clusters naming 500
-    # releases: 55 KB of rules, 680 KB with a selector per DaemonSet)
+def _by_namespace(daemonsets: Iterable[tuple[str, str]]) -> list[Named]:
+    """One selector per namespace, its names in one regex, so that a rule listing DaemonSets any cluster names grows
+    with the namespaces, not with the clusters (1,000 clusters naming 500 releases: 55 KB of rules, 680 KB with a
+    selector per DaemonSet)."""
     names: dict[str, list[str]] = {}
-    for ns, ds in dict.fromkeys(d for cluster in settings.clusters for d in named_daemonsets(settings, cluster)):
+    for ns, ds in dict.fromkeys(daemonsets):
         names.setdefault(ns, []).append(ds)
-    return [("", ns, each[0] if len(each) == 1 else "~" + "|".join(map(regex_literal, each)))
-            for ns, each in names.items()]
+    return [Named(ns, tuple(each)) for ns, each in names.items()]
 
 
-def _named_selectors(settings: Settings) -> list[tuple[str, str, str, str]]:
-    """(cluster matcher, namespace, name, fix) of each exporter DaemonSet the settings name: on a shared Prometheus each
-    cluster's with its labels.cluster value (a cluster without one: none), else those every cluster names (one rules
-    file for every cluster's Prometheus). Its namespace is read in `namespace` (kube-state-metrics scraped with
-    honorLabels) or `exported_namespace` (without: `namespace` is then kube-state-metrics' own pod's)."""
+def _counted_selectors(settings: Settings) -> list[Named]:
+    """Each exporter DaemonSet judged over the period by its own counts: on a shared Prometheus each cluster's (with
+    its labels.cluster value; a cluster without one: none), else each one any cluster names (one rules file for every
+    cluster's Prometheus: a DaemonSet of that namespace and name is one a cluster's settings call its exporter, so its
+    counts are judged as its alarm reads them wherever they are)."""
     if settings.shared_prometheus:
-        return [(f'{matcher(settings.labels.cluster, cluster.prometheus_label)}, ', ns, ds,
-                 MORE_ABSENT_FIX if k else FIRST_ABSENT_FIX)
+        return [Named(ns, (ds,), cluster=cluster.prometheus_label) for cluster in settings.clusters
+                if cluster.prometheus_label for ns, ds in named_daemonsets(settings, cluster)]
+    return _by_namespace(d for cluster in settings.clusters for d in named_daemonsets(settings, cluster))
+
+
+@dataclass(frozen=True)
+class Gone:
+    """Named DaemonSets judged by their counts gone all period (each its own alert, `fix` in its reason), where the
+    rule's Prometheus shows it is one of a cluster that names them: the counts of one of `markers` in the period
+    (DaemonSets only clusters naming these name), or, where `alone` is not None, no exporter DaemonSet labelled all
+    period (`alone`: the matcher of the cluster's label value, "" without one); neither: judged wherever they are
+    gone (a cluster's own on a shared Prometheus). `seen`: `daemonsets` select several, each judged gone in a period
+    where it has no count but had one within the periods an evaluation judges (see _gone_branches)."""
+    daemonsets: tuple[Named, ...]
+    fix: str
+    markers: tuple[Named, ...] = ()
+    alone: str | None = None
+    seen: bool = False
+
+
+def _gone_branches(settings: Settings) -> list[Gone]:
+    """The named DaemonSets whose counts gone all period breach their period (see Gone), as their CloudWatch alarms
+    read them: a cluster naming several judges each one alone (its alarm reads it by name), a cluster naming one only
+    while no exporter DaemonSet is labelled either (case 1, the cluster's alert, where it holds in every period).
+
+    On a shared Prometheus each cluster's DaemonSets, with its labels.cluster value (each alone where any cluster of
+    the fleet names several). Else one rules file runs on every cluster's Prometheus, none of which tells which cluster
+    it is: a DaemonSet every cluster names is judged as on a shared Prometheus; another where the Prometheus holds
+    counts of a marker, a DaemonSet that only clusters naming it name (a sibling in exporter.more_daemonsets), or no
+    exporter DaemonSet labelled all period. On a cluster that does not name
+    it neither holds over the periods its alert joins unless no exporter DaemonSet is labelled in each of them, where
+    the cluster's case-1 alert alone fires (render/alarms.prometheus_expression). A DaemonSet judged wrongly on another
+    cluster's Prometheus would need a DaemonSet of a marker's namespace and name there that its settings do not name.
+    Where every DaemonSet beside it is also named by a cluster that does not name it, it has no marker: deleted while
+    another exporter DaemonSet is labelled it is not seen (its alarm is; `prometheus_label` tells clusters apart)."""
+    if settings.shared_prometheus:  # (each alone where a cluster of the fleet names several)
+        several = several_daemonsets(settings)
+        return [Gone((Named(ns, (ds,), cluster=cluster.prometheus_label),), MORE_ABSENT_FIX if k else FIRST_ABSENT_FIX,
+                     alone=None if several else matcher(settings.labels.cluster, cluster.prometheus_label))
                 for cluster in settings.clusters if cluster.prometheus_label
                 for k, (ns, ds) in enumerate(named_daemonsets(settings, cluster))]
-    named = [named_daemonsets(settings, cluster) for cluster in settings.clusters]
+    # the clusters by what they name (clusters naming alike are one to the rule), and which of them name each DaemonSet
+    kinds = list(dict.fromkeys(named_daemonsets(settings, cluster) for cluster in settings.clusters))
+    naming: dict[tuple[str, str], set[int]] = {}
+    for k, kind in enumerate(kinds):
+        for daemonset in kind:
+            naming.setdefault(daemonset, set()).add(k)
 
-    def fix(daemonset: tuple[str, str]) -> str:  # first of every cluster, of none, or of some
-        first = {each[0] == daemonset for each in named}
+    def fix(daemonset: tuple[str, str]) -> str:  # first of every cluster naming it, of none, or of some
+        first = {kinds[k][0] == daemonset for k in naming[daemonset]}
         return " or ".join([FIRST_ABSENT_FIX] * (True in first) + [MORE_ABSENT_FIX] * (False in first))
-    return [("", ns, ds, fix((ns, ds)))
-            for ns, ds in named[0] if all((ns, ds) in each for each in named)]
+
+    def markers(daemonset: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+        """The other DaemonSets only clusters naming `daemonset` name (each a DaemonSet of those clusters' kinds)."""
+        clusters = naming[daemonset]
+        return tuple(dict.fromkeys(other for k in clusters for other in kinds[k]
+                                   if other != daemonset and naming[other] <= clusters))
+
+    # A DaemonSet without a marker is judged gone only while no exporter DaemonSet is labelled (case 1), so its alert
+    # survives case 1's (render/alarms.prometheus_expression) only where one of the periods it joins breached with
+    # its counts there (case 2 or 3): that it had counts within the periods judged is all the rule needs of it, read
+    # for all of them by one selector per namespace (1,000 clusters naming a release each: a selector per DaemonSet
+    # made the rule 3.4 times larger).
+    # One every cluster names needs no evidence: each alone where a cluster names several, else while none is labelled
+    # (as when every cluster names the same).
+    several = several_daemonsets(settings)
+    branches: dict[tuple[str, tuple[tuple[str, str], ...], bool], list[tuple[str, str]]] = {}
+    for daemonset in naming:
+        everywhere = len(naming[daemonset]) == len(kinds)
+        evidence = () if everywhere else markers(daemonset)
+        branches.setdefault((fix(daemonset), evidence, everywhere), []).append(daemonset)
+    return [Gone(tuple(Named(ns, (ds,)) for ns, ds in daemonsets), text, alone=None if several else "")
+            if everywhere else
+            Gone(tuple(Named(ns, (ds,)) for ns, ds in daemonsets), text, tuple(_by_namespace(evidence)), alone="")
+            if evidence else Gone(tuple(_by_namespace(daemonsets)), text, seen=True, alone="")
+            for (text, evidence, everywhere), daemonsets in branches.items()]

@@ -16,7 +16,7 @@ from ..container_insights_table import COLLECTION_SECONDS, NAMESPACE as ADDON_NA
 from ..container_insights import NotPublished, condition as source_condition, enabled as addon_source, source_plan
 from ..errors import InputError
 from ..derived_sets import mig_only
-from ..exporter_styles import exporter_namespace, named_daemonsets, several_daemonsets, style_for
+from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
@@ -747,15 +747,17 @@ def prometheus_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
         # target's scrapes: no_data_rule, over one window)
         def branches(part: str | None = None) -> Callable[[int], str]:
             return lambda period: data_missing.prometheus_expression(
-                query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None, part)
+                query.metric, settings, window, _duration(alarm.period_seconds * period) if period else None, part,
+                _duration(alarm.period_seconds * alarm.evaluation_periods))
         if alarm.evaluation_periods > 1:
             # each DaemonSet's periods joined (or counted, M of N) on the DaemonSet whatever made each one breach (its
             # pod gone, then the DaemonSet deleted) and whichever kube-state-metrics pod counted it, as its CloudWatch
             # alarm judges them
+            # no exporter DaemonSet labelled in the periods that alarm: branch 1's alert alone (a named DaemonSet's
+            # counts gone then are judged where its cluster may not name it: data_missing.Gone)
             joined = _of_periods(alarm, branches(data_missing.EACH_DAEMONSET), data_missing.daemonset_labels(settings))
-            if not several_daemonsets(settings):  # no exporter DaemonSet labelled all along: branch 1's alert alone
-                joined = (f"({joined} unless {data_missing.cluster_join(settings)} "
-                          f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
+            joined = (f"({joined} unless {data_missing.cluster_join(settings)} "
+                      f"{_of_periods(alarm, branches(data_missing.NONE_FOUND))})")
             return f"{_of_periods(alarm, branches(data_missing.CLUSTER_WIDE))} or {joined}"
         return _of_periods(alarm, branches())
     # A gauge over the period (its max, min or mean), as CloudWatch takes it from the period's observations;

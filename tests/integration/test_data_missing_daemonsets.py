@@ -368,7 +368,9 @@ def test_the_reason_for_the_first_daemonset_names_its_own_setting(pools):
     _, files = pools
     text = " ".join(r["expr"] for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
                     if r.get("alert") == "GpudashGpuDataMissing")
-    branch = re.search(r'daemonset="gpu-metrics-pool-a"\}\[5m\]\), "reason", "([^"]*)"', text)[1]
+    # its counts gone, then the evidence that the Prometheus is of a cluster naming it (data_missing.Gone), its reason
+    branch = re.search(r'absent_over_time\([^()]*daemonset="gpu-metrics-pool-a"\}\[5m\]\).*?, "reason", "([^"]*)"',
+                       text)[1]
     assert "exporter.more_daemonsets" not in branch or "exporter.daemonset" in branch
 
 

@@ -533,8 +533,10 @@ def test_an_alarm_on_a_daemonset_the_agent_does_not_keep_fails(project_dir):
 @pytest.mark.parametrize("shared", [False, True], ids=["a Prometheus per cluster", "one Prometheus for both"])
 def test_the_rule_reads_the_named_daemonsets_each_prometheus_holds(project_dir, shared):
     """With several exporter DaemonSets named, the rule fires for a named one whose counts are gone, as its alarm: on a
-    shared Prometheus each cluster's with its label; with one rules file for each cluster's Prometheus only those every
-    cluster names (a DaemonSet one cluster lists would fire in the other's Prometheus for good)."""
+    shared Prometheus each cluster's with its label; with one rules file for each cluster's Prometheus each one any
+    cluster names, where that Prometheus holds a DaemonSet only clusters naming it name, or no exporter DaemonSet at
+    all (pool b and pool c, which cluster one alone lists, each the other's evidence; pool a, which both name, needs
+    none; judged ungated, a DaemonSet one cluster lists would fire in the other's Prometheus for good)."""
     labels = (", prometheus_label: a", ", prometheus_label: b") if shared else ("", "")
     project = load_project(project_dir(
         f"clusters:\n  - {{name: one, region: us-east-1{labels[0]}}}\n"
@@ -548,7 +550,13 @@ def test_the_rule_reads_the_named_daemonsets_each_prometheus_holds(project_dir, 
                               'namespace="monitoring", daemonset="gpu-metrics-pool-b"',
                               'namespace="gpu-pools", daemonset="pool-c-dcgm-exporter"')
     assert read == (sorted([f'cluster="a", {pool_a}', f'cluster="a", {pool_b}', f'cluster="a", {pool_c}',
-                            f'cluster="b", {pool_a}']) if shared else [pool_a])
+                            f'cluster="b", {pool_a}']) if shared else [pool_c, pool_a, pool_b])
+    if not shared:
+        evidence = {m[0]: m[1] for m in re.findall(r'daemonset="([^"]*)"\}\[5m\]\) and on\(\) '
+                                                  r'\(max_over_time\(kube_daemonset_status_desired_number_scheduled'
+                                                  r'\{namespace="[^"]*", exported_namespace="", daemonset=~?"([^"]*)"',
+                                                  rules)}
+        assert evidence == {"gpu-metrics-pool-b": "pool-c-dcgm-exporter", "pool-c-dcgm-exporter": "gpu-metrics-pool-b"}
 
 
 # The GPU operator's exporter in cluster a, with a Helm release beside it in monitoring (more_daemonsets); the Helm
