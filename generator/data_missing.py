@@ -539,8 +539,19 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
                and not (settings.exporter.daemonset and style_for(settings, c).key == settings.exporter.deployment)]
     if not unnamed or _daemonset_unread(project):
         return None
-    name = exporter_daemonset(settings, unnamed[0])
-    namespace = exporter_namespace(settings, unnamed[0])
+    # the DaemonSet each such cluster's alarm reads, in the cluster's own exporter namespace: one (namespace, name)
+    # for the fleet, or each with its clusters
+    reads: dict[tuple[str, str], list[str]] = {}
+    for cluster in unnamed:
+        reads.setdefault((exporter_namespace(settings, cluster), exporter_daemonset(settings, cluster)), []).append(
+            cluster.name)
+
+    def of(clusters: list[str]) -> str:
+        return "" if len(reads) == 1 else f" (cluster{'s' * (len(clusters) > 1)} {', '.join(clusters)})"
+    read = " and ".join(f"{namespace}/{name}{of(clusters)}" for (namespace, name), clusters in reads.items())
+    look = "; ".join(f"`kubectl -n {namespace} get ds -l app.kubernetes.io/name=dcgm-exporter`{of(clusters)}"
+                     for (namespace, _), clusters in reads.items())
+    name = next(iter(reads))[1]  # the chart's bare name, the same in each (no setting names one)
     if fleet_helm and all(c.exporter_deployment in (None, "helm") for c in unnamed):
         which = "" if len(unnamed) == len(settings.clusters) else \
             f" (clusters without clusters[].exporter.daemonset: {', '.join(c.name for c in unnamed)})"
@@ -552,13 +563,12 @@ def guessed_daemonset(project) -> tuple[str, str, str] | None:
         place = ["clusters", index, "exporter", "deployment"]
     setting = "exporter.daemonset" if place[0] == "exporter" else "clusters[].exporter.daemonset"
     return (setting_place(settings, place),
-            f"{what}: the CloudWatch data-missing alarm reads kube-state-metrics' counts of the DaemonSet "
-            f"{namespace}/{name}, which the chart names so only for a release named {name} (else "
+            f"{what}: the CloudWatch data-missing alarm reads kube-state-metrics' counts of the "
+            f"DaemonSet{'s' * (len(reads) > 1)} {read}, which the chart names so only for a release named {name} (else "
             f"<release>-{name}, or the release name when it holds {name}); for any other release the alarm stays in "
             f"ALARM",
-            f"write {setting}: <the release's DaemonSet> (`kubectl -n {namespace} get ds "
-            f"-l app.kubernetes.io/name=dcgm-exporter`; `gpudash verify` names it), or {setting}: {name} when that is "
-            f"its name")
+            f"write {setting}: <the release's DaemonSet> ({look}; `gpudash verify` names it), or {setting}: {name} "
+            f"when that is its name")
 
 
 def unread_daemonset(project) -> tuple[str, str, str] | None:

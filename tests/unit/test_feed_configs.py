@@ -470,6 +470,21 @@ def test_a_daemonset_name_nothing_reads_is_noted_and_a_helm_note_names_the_clust
             "ml-b)") in stderr, stderr
 
 
+def test_the_helm_note_names_each_clusters_namespace(project_dir, cli):
+    """Two clusters run the chart's exporter in namespaces of their own without naming its DaemonSet: each one's alarm
+    reads dcgm-exporter in its own namespace. The note said both read monitoring/dcgm-exporter and showed the kubectl
+    command for monitoring alone (the first cluster's), so the second cluster's person looked in a namespace it lacks."""
+    config = project_dir("clusters:\n  - {name: x, region: us-east-1, exporter: {deployment: helm, namespace: monitoring}}\n"
+                         "  - {name: y, region: us-east-1, exporter: {deployment: helm, namespace: dcgm}}\n")
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(config.parent / "build"))
+    assert code == 0, stderr
+    assert ("reads kube-state-metrics' counts of the DaemonSets monitoring/dcgm-exporter (cluster x) and "
+            "dcgm/dcgm-exporter (cluster y), which the chart names so only for a release named dcgm-exporter") in stderr
+    assert ("(`kubectl -n monitoring get ds -l app.kubernetes.io/name=dcgm-exporter` (cluster x); "
+            "`kubectl -n dcgm get ds -l app.kubernetes.io/name=dcgm-exporter` (cluster y); `gpudash verify` names it)"
+            ) in stderr, stderr
+
+
 POOLS = ("exporter:\n  deployment: helm\n  namespace: monitoring\n  daemonset: gpu-metrics-pool-a\n"
          "  more_daemonsets: [gpu-metrics-pool-b, gpu-pools/pool-c-dcgm-exporter]\n")
 DAEMONSET_SET = ["ClusterName", "namespace", "daemonset"]
