@@ -354,7 +354,8 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
                 agree = _fast(skeleton)
                 if shared is not None:
                     agreeing[shared] = agree
-            fast = agree and all(emitters_agree(text) for text in texts)
+            # (an ASCII text _literal_as_is let through holds only characters both emitters write alike: not read again)
+            fast = agree and all(text.isascii() or emitters_agree(text) for text in texts)
             key = (fast, shared) if shared is not None else None
             shape = written.get(key) if key is not None else None
             if shape is None:

@@ -350,3 +350,12 @@ def test_long_strings_a_line_cannot_hold_are_pyyamls_bytes(text, depth):
     for level in range(depth):
         document = {f"k{level}": document}
     assert serialize.to_yaml({"top": document}) == _pure_yaml([{"top": document}])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7f), max_size=30))
+def test_an_ascii_text_written_as_a_block_as_it_is_is_one_the_emitters_agree_on(text):
+    """to_yaml_many does not read an ASCII text again for the emitters' agreement once it is found writable as a
+    literal block as it is: every such text is one libyaml writes as PyYAML does."""
+    if serialize._literal_as_is(text):
+        assert serialize.emitters_agree(text)
