@@ -60,10 +60,12 @@ def _patterns(node, path=()):
 SCHEMA = json.loads((Path(__file__).parents[2] / "schemas/config.schema.json").read_text())
 PATTERNS = dict(_patterns(SCHEMA))
 BAD = "Bad Value!"
+BAD_FOR = {"clusters.items.prometheus_label": 'Bad "Value"'}  # settings whose pattern takes BAD: a value it refuses
 
 
-def _document(path: str) -> dict:
-    """A settings document whose value at `path` is BAD (lists and the $defs reached through their settings)."""
+def _document(path: str, full: str = "") -> dict:
+    """A settings document whose value at `path` is BAD, or BAD_FOR's value (lists and the $defs reached through
+    their settings)."""
     special = {"clusters.items.name": {"clusters": [{"name": BAD, "region": "us-east-1"}]},
                "clusters.items.region": {"clusters": [{"name": "a", "region": BAD}]},
                "$defs.daemonset": {"exporter": {"daemonset": BAD}},
@@ -71,8 +73,8 @@ def _document(path: str) -> dict:
     if path in special:
         return special[path]
     if path.startswith("clusters.items."):  # a cluster's own setting: in a cluster that has a name and Region
-        return {"clusters": [{"name": "a", "region": "us-east-1", **_document(path.removeprefix("clusters.items."))}]}
-    value = BAD
+        return {"clusters": [{"name": "a", "region": "us-east-1", **_document(path.removeprefix("clusters.items."), path)}]}
+    value = BAD_FOR.get(full or path, BAD)
     for part in reversed(path.split(".")):
         value = [value] if part == "items" else {part: value}
     return value
@@ -97,7 +99,8 @@ def test_a_value_a_pattern_refuses_is_told_in_words_not_as_the_regex(tmp_path, p
     with pytest.raises(InputError) as refused:
         parse_settings(yaml.safe_dump(_document(path)), "s.yaml", tmp_path)
     words, pattern = PATTERNS[path]["patternErrorMessage"], PATTERNS[path]["pattern"]
-    assert f"{BAD!r} is not {words}" in refused.value.what and refused.value.hint == f"write {words}"
+    bad = BAD_FOR.get(path, BAD)
+    assert f"{bad!r} is not {words}" in refused.value.what and refused.value.hint == f"write {words}"
     assert pattern not in str(refused.value)
 
 
