@@ -205,10 +205,18 @@ class _Device:
     labels: Labels | None = None  # with `lookback`: the node spellings the copies are coalesced over
     resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
     outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
+    total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), whose sum chooses a GPU's copy
 
-    def reading(self, metric: str, extra: list[str], gauge: str) -> str | None:
+    def chooses(self, metric: str, gauge: str) -> bool:
+        """Whether `metric`'s reading is that of the copy the sum of `total` chooses (a share's fields, blanks dropped;
+        not with the per-process fields of exporter.virtual_gpus, whose copies do not hold the same fields)."""
+        return (self.lookback is not None and len(self.total) > 1 and metric in self.total
+                and gauge == "{} < " + BLANK_FLOOR and not (self.shares and set(self.total) & set(PER_PROCESS_FIELDS)))
+
+    def reading(self, metric: str, extra: list[str], gauge: str, summed: bool = False) -> str | None:
         """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
-        or one over a window, blanks removed), or None: as they are."""
+        or one over a window, blanks removed), or None: as they are. `summed` (with `chooses`): the sum of the fields of
+        `total` of the copy chosen, in place of `metric`'s reading."""
         own_share = self.shares and metric in PER_PROCESS_FIELDS and self.per_pod and not self.whole
         any_pod = [m for m in extra if m != f'{self.pod}!=""']
         # a field split by labels of its own (an XID code's count) has a reading per code
@@ -227,8 +235,11 @@ class _Device:
             if own_share:
                 tiers = self._newest(metric, self.scoped, extra, gauge, keep)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
-            tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
-            if self.shares and metric in PER_PROCESS_FIELDS:  # the device's own series first, in each tier
+            if self.chooses(metric, gauge):
+                tiers = self._chosen(metric, summed, self.unscoped, any_pod, slot)
+            else:
+                tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
+            if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
                 own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             device = _unblanked(_either(tiers, slot), gauge)
@@ -270,6 +281,30 @@ class _Device:
             return f"topk by ({by}) (1, {self.identified(copies)})"
         return (highest(fresh_copies(metric, branches, extra, gauge, self.resolution)),
                 highest(_parenthesised(late)))
+
+    def _chosen(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str],
+                keep: tuple[str, ...]) -> tuple[str, str]:
+        """_newest's tiers for a field of a share (`total`): in each tier the copy whose sum of the share's fields is the
+        highest (topk of the copy's used + free, added series by series: one exporter's reading), and `metric`'s reading
+        of that copy (`summed`: the sum itself), so a share's used and total are one copy's. A GPU's copies read the
+        same total as a rule (an instance's memory), so of two exporters serving a GPU mid-upgrade the copy chosen is
+        the first in Prometheus' order, the same one for each of its MIG instances: the used memory of one beside the
+        free memory of the other (0.6 of a GPU they read at 0.5 and 0.75), or one exporter's instance beside the
+        other's (0.88 of a MIG GPU they read at 0.72 and 0.78), is no reading. Blanks are dropped after (_unblanked)."""
+        by = _listed(keep)
+        labels = self.labels
+        # a copy: one exporter's (instance, job) series of a GPU instance under one pod, whatever labels the fields of it
+        # carry apart (an exporter in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the
+        # others); each field's series of it made one first, so the fields add up one to one
+        copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
+                        *INSTANCE_IDENTITY, "instance", "job", *labels.node_sources, labels.pod, labels.namespace))
+
+        def tier(read) -> str:
+            total = "(" + " + ".join(f"max by ({copy}) ({read(name)})" for name in self.total) + ")"
+            chosen = f"topk by ({by}) (1, {self.identified(total)})"
+            return chosen if summed else f"({self.identified(f'max by ({copy}) ({read(metric)})')} and {chosen})"
+        return (tier(lambda name: fresh_copies(name, branches, extra, "{}", self.resolution)),
+                tier(lambda name: _raw(name, branches, extra, f"last_over_time({{}}[{self.lookback}])")))
 
     def identified(self, expr: str) -> str:
         """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
@@ -319,8 +354,8 @@ def _parenthesised(text: str) -> str:
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
                   window: str, as_increase: bool, over_time: tuple[str, str, str | None] | None = None,
                   copies: str | None = None, resolution: str | None = None,
-                  device: _Device | None = None, unfiltered: bool = False) -> str:
-    """The samples of one field, blank sentinels removed; counters as rate/increase.
+                  device: _Device | None = None, unfiltered: bool = False, summed: bool = False) -> str:
+    """The samples of one field, blank sentinels removed; counters as rate/increase. `summed`: _Device.reading's.
 
     `unfiltered` (a gauge): the same reading with its blanks kept, so that where it has a series and the filtered
     reading has none, the field read DCGM's blank.
@@ -356,7 +391,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         elif over_time is not None:  # a window holding a blank sentinel gives no value
             function, span, shift = over_time
             gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}){below}"
-        shared = device.reading(metric, extra, gauge) if device is not None else None
+        shared = device.reading(metric, extra, gauge, summed) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
@@ -713,10 +748,11 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
-             also: tuple[str, ...] = ()) -> str:
+             also: tuple[str, ...] = (), checked: bool = True) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
-    A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank: the rest
+    A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank (unless
+    `checked` is False: the caller keeps only GPUs a total of this field and others has, which is checked): the rest
     of its instances are not the GPU (a 3g.40gb's free memory blank beside a 1g.10gb's 10,000 MiB read 10,000 MiB
     free; its share of memory 20,000 / 30,000 = 0.667 where 0.4 is used). Only MIG instances are looked at for it
     (a whole GPU's blank leaves no series already), so a fleet of whole GPUs pays next to nothing for it.
@@ -747,13 +783,17 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         def fields(more: list[str], copies: str | None, unfiltered: bool = False) -> str:
             """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
             has a series, so that an instance writing one field and no series of another leaves the GPU out)."""
+            if also and not unfiltered and device is not None and set(device.total) == {metric, *also} \
+                    and device.chooses(metric, "{} < " + BLANK_FLOOR):  # the sum of the copy chosen (_Device._chosen)
+                return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
+                                     resolution, device, summed=True)
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
         series = fields([], copies)
         value = _across_own_labels(metric, catalog, merge, merge(
             how, merge.gpus(series, own_labels) if counter else series, own_labels))
-        if how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
+        if checked and how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
             def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
                 return merge.copies(fields([f'{MIG_INSTANCE_LABEL}!=""'], None, unfiltered))
             value = (f"({value} unless on ({merge.grouping()}) ({on_instances(True)} unless "
@@ -853,16 +893,22 @@ def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog
     out of a pod's mean."""
     total = " + ".join(per_gpu(*key) for key in whole) if not all(whole_gpu for _, whole_gpu in whole) else \
         _total(tuple(name for name, _ in whole), catalog, lambda name, also: per_gpu(name, True, also=also))
-    return f"(sum by ({grouping}) ({per_gpu(*part)} and ({total})) / (sum by ({grouping}) ({total}) > 0))"
+    # the field's own check of blank MIG instances is left out where the total holds the field: the total's covers it
+    part_gpu = per_gpu(*part, checked=part[0] not in {name for name, _ in whole})
+    return f"(sum by ({grouping}) ({part_gpu} and ({total})) / (sum by ({grouping}) ({total}) > 0))"
+
+
+def _summable(name: str, catalog: Catalog) -> bool:
+    """A gauge a GPU's MIG instances add up, of one series per instance (memory): _total adds such fields per copy."""
+    return (name in catalog and not catalog.get(name).is_counter and name not in MIG_UNSUPPORTED
+            and catalog.get(name).per_gpu_aggregation == "sum" and not catalog.get(name).own_labels)
 
 
 def _total(fields: tuple[str, ...], catalog: Catalog, per_gpu) -> str:
     """The total of `fields` per GPU (`per_gpu(field, also)`): gauges a GPU's instances add up (memory) added series by
     series before the copies of a reading are merged (_per_gpu's `also`: each copy's total is the memory it holds, so
     the total is one exporter's), else each merged on its own and added."""
-    if len(fields) > 1 and all(name in catalog and not catalog.get(name).is_counter and name not in MIG_UNSUPPORTED
-                               and catalog.get(name).per_gpu_aggregation == "sum" and not catalog.get(name).own_labels
-                               for name in fields):
+    if len(fields) > 1 and all(_summable(name, catalog) for name in fields):
         return per_gpu(fields[0], fields[1:])
     return " + ".join(per_gpu(name, ()) for name in fields)
 
@@ -960,17 +1006,21 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
     lookback = named_within if gauge_window is None and named_pods_looked_back(query, catalog) else None
 
-    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> str:
+    def per_gpu(metric: str, whole: bool, only: tuple[str, ...] = (), also: tuple[str, ...] = (),
+                checked: bool = True) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
         device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
-                         whole, bool(labels.copies), lookback, labels, resolution, tuple(outer)) \
+                         whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
-                        over_time, kind, resolution, device, also)
+                        over_time, kind, resolution, device, also, checked)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
+    # a share's fields, whose sum per copy chooses the copy each of them is read from (_Device._chosen)
+    share = tuple(name for name, _ in pool[1]) if pool else MIG_MEMORY_SHARES.get(query.metric, query.over)
+    share = share if len(share) > 1 and all(_summable(name, catalog) for name in share) else ()
     if pool:
         return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
     value = per_gpu(query.metric, query.whole_gpu)

@@ -171,3 +171,38 @@ def test_a_gpu_two_exporters_read_has_the_share_one_of_them_read(copies, project
     assert shown.keys() == COPY_SHARES.keys(), shown
     assert all(any(math.isclose(value, share) for share in COPY_SHARES[line]) for line, value in shown.items()), shown
     assert "Pod x/o" not in _shown(copies, project, Query(USED, "avg", ("pod",), over=(USED, FREE)))
+
+
+# Node gpu-node-5 mid-upgrade, exporter 2 not the higher on every instance: MIG GPU 0's 3g.40gb reads 35,000 used by
+# exporter 1 and 30,000 by exporter 2, its 1g.10gb 1,000 and 9,000 (exporter 1's share 36,000 / 50,000 = 0.72,
+# exporter 2's 39,000 / 50,000 = 0.78); whole GPU 1 0.5 and 0.75. Pod x/m holds both instances, x/w the whole GPU.
+# The GPUs carry their UUID (the upgraded exporter names the node otherwise than the old one).
+MIXED = {'Hostname="gpu-node-5",instance="10.0.0.5:9400"': {("0", "1", "3g.40gb"): (35000, 5000),
+                                                           ("0", "2", "1g.10gb"): (1000, 9000),
+                                                           ("1", "", ""): (40000, 40000)},
+         'hostname="gpu-node-5",instance="10.0.0.6:9400"': {("0", "1", "3g.40gb"): (30000, 10000),
+                                                           ("0", "2", "1g.10gb"): (9000, 1000),
+                                                           ("1", "", ""): (60000, 20000)}}
+MIXED_SHARES = {"Pod x/m": {36000 / 50000, 39000 / 50000}, "Pod x/w": {0.5, 0.75}}
+
+
+def _mixed_openmetrics(start: int) -> str:
+    def lines_at(index: int, name: str, at: int) -> list[str]:
+        return [f'{name}{{{copy},gpu="{gpu}",UUID="GPU-5-{gpu}",job="dcgm-exporter",namespace="x",'
+                f'pod="{"m" if instance else "w"}"'
+                + (f',GPU_I_ID="{instance}",GPU_I_PROFILE="{profile}"' if instance else "") + f"}} {values[index]} {at}"
+                for copy, readings in MIXED.items() for (gpu, instance, profile), values in readings.items()]
+    return _scrapes(start, lines_at)
+
+
+mixed = backfilled_fixture("mig-share-mixed", _mixed_openmetrics, SCRAPES * STEP, STEP)
+
+
+def test_a_pods_share_of_a_gpu_two_exporters_read_is_one_exporters(mixed, project):
+    """Per pod (the panel's lookback: each GPU's copy chosen once), used and free memory come from one exporter's
+    copy, the same one for each MIG instance: x/w read 0.6 (60,000 used of one beside 40,000 free of the other, of an
+    80,000 MiB GPU), x/m 0.698 (each field's larger copy: 44,000 / 63,000) where the exporters read 0.72 and 0.78;
+    with each field's copy chosen apart (d468274), neither pod showed (the copies' node spellings differ)."""
+    shown = _shown(mixed, project, Query(USED, "avg", ("pod",), over=(USED, FREE)))
+    assert shown.keys() == MIXED_SHARES.keys(), shown
+    assert all(any(math.isclose(value, share) for share in MIXED_SHARES[pod]) for pod, value in shown.items()), shown
