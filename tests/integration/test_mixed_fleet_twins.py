@@ -58,26 +58,22 @@ def _operator(series: list[dict]) -> list[dict]:
 
 
 def _other(pools: dict, operator: tuple = ()) -> dict[str, list[dict]]:
-    """The other cluster's Prometheus over an hour: healthy, and each of its DaemonSets reinstalled (pod gone at 20,
-    deleted at 25, back at 40); `operator`: its DaemonSets labelled as the GPU operator's."""
-    def series(story: dict) -> list[dict]:
-        out = _rule_series(story)
-        return _operator(out) if operator else out
-    return {f"{OTHER}healthy": series(_story(pools=pools)),
-            **{f"{OTHER}{ns}/{ds} reinstalled": series(_gone_then_deleted_of((ns, ds), pools)) for ns, ds in pools}}
+    """The other cluster's Prometheus over an hour: healthy until minute 20 and from 40, its last DaemonSet reinstalled
+    (pod gone at 20, deleted at 25, back at 40); `operator`: its DaemonSets labelled as the GPU operator's."""
+    reinstalled = _rule_series(_gone_then_deleted_of(list(pools)[-1], pools))
+    return {f"{OTHER}{'/'.join(list(pools)[-1])} reinstalled": _operator(reinstalled) if operator else reinstalled}
 
 
 def _other_truth(pools: dict) -> dict[str, Callable[[int], set | None]]:
-    """What the rule says on the other cluster's Prometheus: nothing while healthy; a reinstalled DaemonSet from minute
-    30 (the cluster naming more than it: until 40) or the cluster's case-1 alert where none of its DaemonSets is left
-    in either period; never a DaemonSet of gpu-cluster."""
-    def reinstalled(daemonset: tuple[str, str]) -> Callable[[int], set | None]:
-        def truth(minute: int) -> set | None:
-            expected = _expected((daemonset,), minute)
-            return {("", "")} if expected and len(pools) == 1 and minute in NONE_LEFT else expected
-        return truth
-    return {f"{OTHER}healthy": lambda minute: _expected((), minute),
-            **{f"{OTHER}{ns}/{ds} reinstalled": reinstalled((ns, ds)) for ns, ds in pools}}
+    """What the rule says on the other cluster's Prometheus: nothing while healthy (minutes 1-20, 46-60); the
+    reinstalled DaemonSet from minute 30 (the cluster naming more than it: until 40) or the cluster's case-1 alert
+    where none of its DaemonSets is left in either period; never a DaemonSet of gpu-cluster."""
+    daemonset = list(pools)[-1]
+
+    def truth(minute: int) -> set | None:
+        expected = _expected((daemonset,), minute)
+        return {("", "")} if expected and len(pools) == 1 and minute in NONE_LEFT else expected
+    return {f"{OTHER}{'/'.join(daemonset)} reinstalled": truth}
 
 
 @dataclass
@@ -151,7 +147,8 @@ def test_in_a_mixed_fleet_the_rule_fires_for_a_deleted_daemonset_its_cluster_nam
     read a named DaemonSet's missing counts only for the DaemonSets every cluster names (_named_selectors), and no
     two clusters of a mixed fleet name the same one: it stayed silent (removed: 30-39; gone then deleted: from 30).
     On cluster a's Prometheus, which holds none of gpu-cluster's DaemonSets, the same rules file never judges them:
-    healthy, it is quiet; its own DaemonSet reinstalled, it fires for that one (30-34, then the case-1 alert)."""
+    quiet while healthy (to 20, from 46); its own DaemonSet reinstalled, it fires for that one (30-34, then the
+    case-1 alert)."""
     stories = ("healthy", "pool b removed with its DaemonSet", "pool b's exporter pod gone, then its DaemonSet deleted")
     assert (_twins(mixed, stories), _others(mixed, A_POOLS)) == ({}, {})
 
