@@ -748,7 +748,7 @@ def kinds_apart(query: Query, catalog: Catalog) -> bool:
 def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str], merge: _Merge,
              window: str, as_increase: bool, count: bool, over_time: tuple[str, str, str | None] | None = None,
              kind: str | None = None, resolution: str | None = None, device: _Device | None = None,
-             also: tuple[str, ...] = (), checked: bool = True) -> str:
+             also: tuple[str, ...] = (), checked: bool = True, share: tuple[str, ...] = ()) -> str:
     """One value per GPU (and per outer group): the MIG instances of one GPU combined (`merge`).
 
     A gauge a GPU's instances add up (memory) has no value for a GPU one of whose instances reads the blank (unless
@@ -762,6 +762,12 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     (one writing Hostname, the other hostname, mid-upgrade) read 40,000 + 40,000 and 60,000 + 20,000 MiB; their
     fields merged apart read 60,000 + 40,000 of an 80,000 MiB GPU. Where a field's copies carry other labels than
     another's (a field the exporter splits per process, read as the device's value per GPU), they are merged apart.
+
+    `share` (a share's fields, used and free; panels): a copy of each GPU instance is chosen by its sum of them (series
+    by series: one exporter's), and `metric` (or with `also`, that sum) is read from it, so that a share's used and
+    total are one copy's, the same exporter's for each MIG instance as the instances' totals are alike (the first copy
+    in Prometheus' order): two exporters serving a MIG GPU read 0.88 (an instance's larger used from each) where
+    they read 0.72 and 0.78. The per-pod lookback chooses the same way (_Device._chosen).
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -787,6 +793,14 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     and device.chooses(metric, "{} < " + BLANK_FLOOR):  # the sum of the copy chosen (_Device._chosen)
                 return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                      resolution, device, summed=True)
+            if not unfiltered and over_time is None and metric in share and set(also) <= set(share) \
+                    and (device is None or device.lookback is None) and not (also and set(also) != set(share) - {metric}) \
+                    and not (device is not None and device.shares and set(share) & set(PER_PROCESS_FIELDS)):
+                each = {name: _field_series(name, catalog, branches, [*extra, *more], window, as_increase, None, copies,
+                                            resolution, device) for name in share}
+                summed = coalesce_node("(" + " + ".join(each[name] for name in share) + ")", merge.labels)
+                chosen = f"topk by ({merge._keep(own_labels, True)}) (1, {summed})"
+                return chosen if also else f"({coalesce_node(each[metric], merge.labels)} and {chosen})"
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
@@ -1014,7 +1028,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,
-                        over_time, kind, resolution, device, also, checked)
+                        over_time, kind, resolution, device, also, checked, share)
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
