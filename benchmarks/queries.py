@@ -13,7 +13,9 @@ variables at All:
 - each alert rule as its group evaluates it (an instant query at the data's end).
 
 Each time is the median of `--runs` answers (wall time of the HTTP request, Prometheus' own evaluation inside).
-Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also ...]`.
+Usage: `python benchmarks/queries.py [--gpus 64 256] [--days 1 7] [--runs 3] [--settings FILE] [--also ...]`;
+`--dashboard gpudash-by-pod --ranges 6h --steps 72 30 --cpu` times every panel of the per-pod dashboard (its
+gauges too) over 6 h at 72 s and 30 s steps, as Prometheus' own CPU seconds per answer.
 `--also timestamp range` times each query again in the same run with the step reading written in the forms gpudash
 used before: `(X and timestamp(X) > time() - step)` (the same readings), and `last_over_time(X[<step less 1 ms>])`
 (not the same reading on Prometheus 3), as anchors.
@@ -52,15 +54,21 @@ TIMEOUT = 300.0  # seconds a query may take before it is reported as timed out
 GRAFANA_TIMEOUT = 30.0  # Grafana's data proxy gives up after this by default
 
 
-def _queries(project) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
-    """(dashboard, panel title, expr) of every panel query that reads a counter per step, and (rule, expr)."""
+def _queries(project, dashboards: tuple[str, ...] = ()) -> tuple[list[tuple[str, str, str, bool]],
+                                                                  list[tuple[str, str]]]:
+    """(dashboard, panel title, expr, instant) of every panel query that reads a counter per step, and (rule, expr);
+    with `dashboards` (uids), every panel query of those dashboards instead (gauges too), and no rules."""
     panels = []
     for dashboard in grafana_dashboards(project):
+        if dashboards and dashboard.uid not in dashboards:
+            continue
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
                 expr = target.get("expr", "")
-                if "[1ms] offset " in expr:  # a counter read per step (promql.step_reading, taken_within)
+                if dashboards or "[1ms] offset " in expr:  # a counter read per step (promql.step_reading, ...)
                     panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
+    if dashboards:
+        return panels, []
     rules = []
     for group in build(project).prometheus_rules["groups"]:
         for rule in group["rules"]:
@@ -117,17 +125,26 @@ def timestamp_form(expr: str) -> str:
 VARIANTS = {"range": range_form, "timestamp": timestamp_form}
 
 
+def _cpu(prometheus: Prometheus) -> float:
+    """CPU seconds (user + system) the Prometheus process has used so far."""
+    fields = Path(f"/proc/{prometheus.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _time(prometheus: Prometheus, path: str, params: dict, runs: int) -> tuple[float, int | None]:
-    """Median seconds of `runs` answers and the series count of the last; None series if it failed or timed out."""
+    """Median seconds of `runs` answers and the series count of the last; None series if it failed or timed out.
+    With CPU: Prometheus' own CPU seconds per answer instead of the answer's wall time (other work on the machine
+    does not count)."""
     seconds, series = [], None
     for _ in range(runs):
-        began = time.perf_counter()
+        began = _cpu(prometheus) if CPU else time.perf_counter()
         try:
-            answer = requests.post(f"{prometheus.url}/api/v1/{path}", data=params, timeout=TIMEOUT)
+            # measuring CPU, a loaded machine may take long to answer: the wall time is not the figure then
+            answer = requests.post(f"{prometheus.url}/api/v1/{path}", data=params, timeout=TIMEOUT * (4 if CPU else 1))
             body = answer.json()
         except (requests.Timeout, ValueError):
             return TIMEOUT, None
-        seconds.append(time.perf_counter() - began)
+        seconds.append((_cpu(prometheus) if CPU else time.perf_counter()) - began)
         if body.get("status") != "success":
             raise SystemExit(f"query failed: {body.get('error')}\n{params['query'][:300]}")
         series = len(body["data"]["result"])
@@ -141,16 +158,18 @@ def _cell(seconds: float) -> str:
 def _timed(prometheus: Prometheus, what: str, path: str, params: dict, runs: int, also: tuple[str, ...]) -> str:
     """One table row: the query as generated, then each variant of it (same params) in the same run."""
     seconds, series = _time(prometheus, path, params, runs)
-    row = f"| {what} | {_cell(seconds)} | {'timed out' if series is None else f'{series} series'} |"
+    answer = "timed out" if series is None else f"{series} series"
+    row = f"| {what} | {_cell(seconds)} | {answer}, {len(params['query']):,} bytes |"
     for variant in also:
         other = _time(prometheus, path, {**params, "query": VARIANTS[variant](params["query"])}, runs)[0]
         row += f" {_cell(other)} |"
     return row
 
 
-def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = ()) -> Iterator[str]:
+def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), dashboards: tuple[str, ...] = (),
+        ranges: tuple[str, ...] = tuple(RANGES), steps: tuple[int, ...] = ()) -> Iterator[str]:
     """The table's lines, each as soon as it is measured."""
-    panels, rules = _queries(project)
+    panels, rules = _queries(project, dashboards)
     exprs = [p[2] for p in panels] + [r[1] for r in rules]
     metrics = _metrics(exprs)
     counters = {m for m in metrics if m in project.catalog and project.catalog.get(m).is_counter}
@@ -168,28 +187,36 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = ()) 
         loaded = time.perf_counter() - began
         yield from [f"### {gpus} GPUs, {days:g} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
                     f"{gpus * len(metrics)} series; written and backfilled in {loaded:.0f} s)", "",
-                    "| query | median | answer |" + "".join(f" {v} form |" for v in also),
+                    f"| query | median {'Prometheus CPU' if CPU else 'answer time'} | answer, query text |" + "".join(f" {v} form |" for v in also),
                     "|---|---|---|" + "---|" * len(also)]
         at_all = variables({}, ("namespace", "pod", "node", "gpu", "cluster"))
         with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
             for uid, title, expr, instant in panels:
-                for name, seconds in RANGES.items():
+                for name in ranges:
+                    seconds = RANGES[name]
                     if seconds > span:
                         continue
-                    step = step_for(seconds, SCRAPE)
-                    query = interpolate(expr, {**at_all, **Window(seconds, step, SCRAPE).macros()})
-                    if instant:
-                        path, params = "query", {"query": query, "time": end}
-                        what = f"{uid} · {title} · increase over {name} (instant)"
-                    else:
-                        path, params = "query_range", {"query": query, "start": end - seconds, "end": end, "step": step}
-                        what = f"{uid} · {title} · {name} at a {step:.0f} s step"
-                    yield _timed(prometheus, what, path, params, runs, also)
+                    for step in steps or (step_for(seconds, SCRAPE),):
+                        query = interpolate(expr, {**at_all, **Window(seconds, step, SCRAPE).macros()})
+                        if instant:
+                            path, params = "query", {"query": query, "time": end}
+                            increase = "increase over " if "[1ms] offset " in expr else ""
+                            what = f"{uid} · {title} · {increase}{name} (instant)"
+                        else:
+                            path, params = "query_range", {"query": query, "start": end - seconds, "end": end,
+                                                           "step": step}
+                            what = f"{uid} · {title} · {name} at a {step:.0f} s step"
+                        yield _timed(prometheus, what, path, params, runs, also)
+                        if instant:
+                            break
             for name, expr in rules:
                 yield _timed(prometheus, f"rule {name}", "query", {"query": expr, "time": end}, runs, also)
     yield ""
     yield (f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
-           f"median of {runs} answers each)")
+           f"median of {runs} answers each{'; Prometheus CPU seconds per answer' if CPU else ''})")
+
+
+CPU = False  # --cpu: Prometheus' CPU seconds per answer, not the answer's wall time
 
 
 def main() -> None:
@@ -199,14 +226,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--settings", type=Path, default=None)
     parser.add_argument("--also", choices=sorted(VARIANTS), nargs="*", default=[])
+    parser.add_argument("--dashboard", nargs="+", default=[],
+                        help="every panel query of these dashboards (uids, e.g. gpudash-by-pod), gauges too; no rules")
+    parser.add_argument("--ranges", choices=sorted(RANGES), nargs="+", default=list(RANGES))
+    parser.add_argument("--steps", type=int, nargs="+", default=[],
+                        help="steps (seconds) to draw each range at, instead of Grafana's ~300 points")
+    parser.add_argument("--cpu", action="store_true", help="time Prometheus' CPU per answer, not the answer's wall")
     args = parser.parse_args()
+    global CPU
+    CPU = args.cpu
     missing = [name for name in ("prometheus", "promtool") if shutil.which(name) is None]
     if missing:
         raise SystemExit(f"benchmarks/queries.py needs {' and '.join(missing)} on PATH (apt-get install prometheus)")
     project = load_project(args.settings)
     for gpus in args.gpus:
         for days in args.days:
-            for line in run(gpus, days, args.runs, project, tuple(args.also)):
+            for line in run(gpus, days, args.runs, project, tuple(args.also), tuple(args.dashboard),
+                            tuple(args.ranges), tuple(args.steps)):
                 print(line, flush=True)
 
 
