@@ -527,8 +527,9 @@ def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
     desired = status.get("desiredNumberScheduled", int)
     ready = status.get("numberReady", int)
     updated = status.get("updatedNumberScheduled", int, 0)
-    if desired and ready == desired and updated == desired:
-        return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready")
+    if ready == desired and updated == desired:  # as `kubectl rollout status` judges it: 0 of 0 is rolled out
+        return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready" + (
+            "" if desired else " (no node the DaemonSet schedules on now: GPU node coverage says whether one lacks it)"))
     return Check(GROUP, "exporter rollout", FAIL, f"{ready}/{desired} pods ready, {updated} updated",
                  f"kubectl -n {namespace} rollout status daemonset/{name}", cause=NOT_DEPLOYED if not ready else "")
 
@@ -702,7 +703,9 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     if not_ready:
         result.append(Check(GROUP, "exporter pods ready", FAIL, f"exporter not ready on {', '.join(not_ready)}",
                             "kubectl describe the exporter pod on that node; look at its events and logs"))
-    elif gpu_nodes:
+    elif not gpu_nodes:  # a GPU node group scaled to zero: its exporter pods come with its nodes, none is missing
+        result.append(Check(GROUP, "exporter pods ready", OK, "no GPU node now: none needs an exporter pod"))
+    else:
         ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
         if ready:
             result.append(Check(GROUP, "exporter pods ready", OK, f"{ready} exporter pods ready"))

@@ -1951,3 +1951,24 @@ def test_an_empty_kubeconfig_variable_reads_the_home_kubeconfig_as_kubectl_does(
     code, checks = verify()
     assert _failures(checks) == {} and code == 0
     assert checks[("kube", "exporter rollout")]["status"] == "ok"
+
+
+def test_a_cluster_scaled_to_zero_gpu_nodes_is_not_a_failed_rollout_and_apply_publishes_with_a_wait(stack, moto, cli):
+    """Every GPU node scaled away (an autoscaled pool at zero): the exporter DaemonSet schedules 0 pods, which
+    `kubectl rollout status` reports as rolled out. Verify failed "exporter rollout: 0/0 pods ready, 0 updated" with
+    the fix "kubectl -n gpu-operator rollout status daemonset/nvidia-dcgm-exporter" (which says it is done), exit 1;
+    apply on a new cluster was refused "not deployed and ready (kube/exporter rollout: 0/0 pods ready, 0 updated;
+    kube/exporter pods ready: not checked)" with "deploy what is missing", where nothing is missing: the metrics come
+    when GPU nodes do, and the alarms should be there then."""
+    cluster, verify = stack
+    cluster.nodes = [n for n in cluster.nodes if n["metadata"]["name"] == "cpu-node-1"]
+    cluster.pods = []
+    cluster.refresh_status()
+    code, checks = verify(*ONLY_KUBE)
+    rollout = checks[("kube", "exporter rollout")]
+    assert rollout["status"] != "fail", rollout
+    assert checks[COVERAGE]["status"] == "warn" and code == 0, _failures(checks)
+    moto.reset()
+    code, stdout, stderr = cli("apply", "--dry-run")
+    assert "not checked" not in stderr and "deploy what is missing" not in stderr, stderr
+    assert code == 0, stderr
