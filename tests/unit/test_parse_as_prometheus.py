@@ -1,0 +1,102 @@
+"""The parse that generate (raw_promql) and lint (PR004, PR005, GF001) run says what Prometheus says.
+
+Prometheus compiles a label matcher's regex, and every relabel regex, with Go's regexp (RE2 syntax); a rules file it
+refuses loses every rule of it, and a panel whose query it refuses shows an error. The truth here is promtool's
+verdict (Prometheus' own parser), not another parser's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support.prometheus_server import binary
+
+GOOD_CSV = "DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).\n"
+
+# (expression, does Prometheus parse it)
+EXPRESSIONS = [
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"(?x) gpu-node"})', False),  # RE2 has no x flag
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"(?R)gpu-node"})', False),  # nor an R flag
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g{1001}"})', False),  # RE2 repeats at most 1,000 times
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"\\\\Qgpu.node\\\\E"})', True),  # RE2 quotes a literal with \\Q...\\E
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~`gpu\\.node`})', True),  # a raw string keeps its backslash
+]
+
+
+def _promtool_parses(tmp_path, expr: str) -> bool:
+    rules = tmp_path / "one.yaml"
+    rules.write_text(json.dumps({"groups": [{"name": "g", "rules": [{"record": "r", "expr": expr}]}]}))
+    return subprocess.run([binary("promtool"), "check", "rules", str(rules)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("expr,parses", EXPRESSIONS, ids=[e for e, _ in EXPRESSIONS])
+def test_raw_promql_is_refused_exactly_when_prometheus_refuses_it(expr, parses, tmp_path, cli, monkeypatch):
+    """A definition's raw_promql that Prometheus cannot parse is refused by generate (exit 2); one it parses is
+    written. Seen: the first three are written (exit 0, Grafana's panel shows Prometheus' parse error), the last two
+    refused (exit 2) though Prometheus runs them."""
+    assert _promtool_parses(tmp_path, expr) is parses  # the truth, from Prometheus' parser
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "raw.py").write_text(textwrap.dedent(f"""\
+        from generator.model import Dashboard, Panel, Query, Row
+
+        dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Raw', Query('DCGM_FI_DEV_GPU_UTIL',
+            raw_promql={expr!r}), unit='percent')])])
+        """))
+    (tmp_path / "counters.csv").write_text(GOOD_CSV)
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  dashboards: dashboards\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == (0 if parses else 2), stderr
+
+
+@pytest.mark.parametrize("regex,compiles", [("(?x) a b", False), ("a{1001}", False), ("\\Qa.b\\E", True)])
+def test_lint_compiles_a_relabel_regex_as_prometheus_does(regex, compiles, tmp_path):
+    """PR005 says a relabel regex does not compile exactly when Prometheus refuses the scrape config for it.
+    Seen: (?x) and a{1001} pass lint (Prometheus refuses them), \\Qa.b\\E is an error (Prometheus takes it)."""
+    from generator.lint import run
+    from generator.lint.feed_rules import RULES
+    from tests.support.lint_input import lint_input
+
+    config = tmp_path / "prometheus.yml"
+    config.write_text(json.dumps({"scrape_configs": [{"job_name": "j", "static_configs": [{"targets": ["x:1"]}],
+                                                      "relabel_configs": [{"regex": regex, "action": "keep",
+                                                                           "source_labels": ["a"]}]}]}))
+    result = subprocess.run([binary("promtool"), "check", "config", "--syntax-only", str(config)],
+                            capture_output=True, text=True)
+    assert (result.returncode == 0) is compiles, result.stdout + result.stderr  # the truth
+    project = load_project()
+    artifacts = build(project)
+    scrape = json.loads(json.dumps(artifacts.additional_scrape_configs))
+    job = scrape["prometheus"]["prometheusSpec"]["additionalScrapeConfigs"][0]
+    job["relabel_configs"][0]["regex"] = regex
+    subject = lint_input(project, artifacts, additional_scrape_configs=scrape)
+    findings = [f for f in run([r for r in RULES if r.id == "PR005"], subject) if f.rule == "PR005"]
+    assert (findings == []) is compiles, [f.message for f in findings]
+
+
+def test_an_alarm_text_with_braces_gives_a_rules_file_prometheus_loads(tmp_path):
+    """An alarm definition's title and description are written into rules.yaml's annotations, which Prometheus reads
+    as Go templates: `GPU {{ hot` made promtool refuse the file ("function \\"hot\\" not defined": every rule lost)
+    while generate exited 0 and lint found 0 errors. Expected: a file Prometheus loads (the text escaped, or the
+    definition refused)."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "hot.py").write_text(textwrap.dedent("""\
+        from generator.model import Alarm, Condition, Query
+
+        alarm = Alarm("hot", "GPU {{ hot", Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max"), ">", 90),
+                      description="over {{ $value")
+        """))
+    (tmp_path / "counters.csv").write_text(GOOD_CSV)
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  alarms: alarms\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    (tmp_path / "rules.yaml").write_bytes(files["prometheus/rules.yaml"])
+    result = subprocess.run([binary("promtool"), "check", "rules", str(tmp_path / "rules.yaml")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
