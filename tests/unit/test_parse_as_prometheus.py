@@ -56,6 +56,34 @@ def test_raw_promql_is_refused_exactly_when_prometheus_refuses_it(expr, parses, 
     assert code == (0 if parses else 2), stderr
 
 
+# (raw_promql, the query Grafana sends for it over the last 5 minutes ending at 1700000000 s)
+BRACED = [
+    ("sum_over_time(DCGM_FI_DEV_GPU_UTIL[${__range_s}s])", "sum_over_time(DCGM_FI_DEV_GPU_UTIL[300s])"),
+    ("DCGM_FI_DEV_GPU_UTIL @ ${__to:date:seconds}", "DCGM_FI_DEV_GPU_UTIL @ 1700000000"),
+    ("topk(${__range_s}, DCGM_FI_DEV_GPU_UTIL)", "topk(300, DCGM_FI_DEV_GPU_UTIL)"),
+]
+
+
+@pytest.mark.parametrize("raw,sent", BRACED, ids=[r for r, _ in BRACED])
+def test_raw_promql_with_grafanas_braced_global_variables_is_written(raw, sent, tmp_path, cli, monkeypatch):
+    """Grafana's global variables in their braced form (${__range_s}, ${__to:date:seconds}, as Grafana's docs write
+    them) are replaced before the query is sent, as $__range_s is. Seen: generate exits 2 ("raw_promql does not
+    parse: unexpected character ... '$'"), only the unbraced $__range_s and $__rate_interval being substituted."""
+    assert _promtool_parses(tmp_path, sent)  # what Grafana sends parses
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "raw.py").write_text(textwrap.dedent(f"""\
+        from generator.model import Dashboard, Panel, Query, Row
+
+        dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Raw', Query('DCGM_FI_DEV_GPU_UTIL',
+            raw_promql={raw!r}), unit='percent')])])
+        """))
+    (tmp_path / "counters.csv").write_text(GOOD_CSV)
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  dashboards: dashboards\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = cli("generate", "--out", "build")
+    assert code == 0, stderr
+
+
 @pytest.mark.parametrize("regex,compiles", [("(?x) a b", False), ("a{1001}", False), ("\\Qa.b\\E", True)])
 def test_lint_compiles_a_relabel_regex_as_prometheus_does(regex, compiles, tmp_path):
     """PR005 says a relabel regex does not compile exactly when Prometheus refuses the scrape config for it.
