@@ -27,6 +27,11 @@ EXPRESSIONS = [
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g{1001}"})', False),  # RE2 repeats at most 1,000 times
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"\\\\Qgpu.node\\\\E"})', True),  # RE2 quotes a literal with \\Q...\\E
     ('avg(DCGM_FI_DEV_GPU_UTIL{node=~`gpu\\.node`})', True),  # a raw string keeps its backslash
+    # experimental functions: refused unless Prometheus runs with --enable-feature=promql-experimental-functions
+    ('sort_by_label(DCGM_FI_DEV_GPU_UTIL, "node")', False),
+    ('limitk(2, DCGM_FI_DEV_GPU_UTIL)', False),
+    ('mad_over_time(DCGM_FI_DEV_GPU_UTIL[5m])', False),
+    ('holt_winters(DCGM_FI_DEV_GPU_UTIL[5m], 0.5, 0.5)', True),  # Prometheus 2's (the tests' Prometheus)
 ]
 
 
