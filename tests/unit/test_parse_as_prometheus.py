@@ -133,3 +133,15 @@ def test_an_alarm_text_with_braces_gives_a_rules_file_prometheus_loads(tmp_path)
     result = subprocess.run([binary("promtool"), "check", "rules", str(tmp_path / "rules.yaml")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_long_or_chain_that_begins_with_a_modifier_is_refused(tmp_path):
+    """A chain of more than 64 operands is parsed in pieces, and each piece after the first begins after an `or`
+    whose on()/ignoring() it drops; the first piece of the whole chain has no such `or`. Seen: `on(cluster) up or up
+    or ...` (70 operands) passes check_parses (its leading on(cluster) dropped); promtool refuses it."""
+    from generator.lint.promql_checks import check_parses
+
+    expr = "max(on(cluster) up" + " or up" * 69 + ")"
+    assert not _promtool_parses(tmp_path, expr)
+    with pytest.raises(ValueError):
+        check_parses(expr)
