@@ -41,23 +41,29 @@ def _promtool_parses(tmp_path, expr: str) -> bool:
     return subprocess.run([binary("promtool"), "check", "rules", str(rules)], capture_output=True).returncode == 0
 
 
+def _generate_raw(tmp_path, raw: str, cli, monkeypatch) -> tuple[int, str]:
+    """`gpudash generate` of a project whose one dashboard's panel is `raw` (raw_promql): (exit code, stderr)."""
+    (tmp_path / "dashboards").mkdir()
+    (tmp_path / "dashboards" / "raw.py").write_text(textwrap.dedent(f"""\
+        from generator.model import Dashboard, Panel, Query, Row
+
+        dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Raw', Query('DCGM_FI_DEV_GPU_UTIL',
+            raw_promql={raw!r}), unit='percent')])])
+        """))
+    (tmp_path / "counters.csv").write_text(GOOD_CSV)
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  dashboards: dashboards\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, stderr = cli("generate", "--out", "build")
+    return code, stderr
+
+
 @pytest.mark.parametrize("expr,parses", EXPRESSIONS, ids=[e for e, _ in EXPRESSIONS])
 def test_raw_promql_is_refused_exactly_when_prometheus_refuses_it(expr, parses, tmp_path, cli, monkeypatch):
     """A definition's raw_promql that Prometheus cannot parse is refused by generate (exit 2); one it parses is
     written. Seen: the first three are written (exit 0, Grafana's panel shows Prometheus' parse error), the last two
     refused (exit 2) though Prometheus runs them."""
     assert _promtool_parses(tmp_path, expr) is parses  # the truth, from Prometheus' parser
-    (tmp_path / "dashboards").mkdir()
-    (tmp_path / "dashboards" / "raw.py").write_text(textwrap.dedent(f"""\
-        from generator.model import Dashboard, Panel, Query, Row
-
-        dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Raw', Query('DCGM_FI_DEV_GPU_UTIL',
-            raw_promql={expr!r}), unit='percent')])])
-        """))
-    (tmp_path / "counters.csv").write_text(GOOD_CSV)
-    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  dashboards: dashboards\n")
-    monkeypatch.chdir(tmp_path)
-    code, _, stderr = cli("generate", "--out", "build")
+    code, stderr = _generate_raw(tmp_path, expr, cli, monkeypatch)
     assert code == (0 if parses else 2), stderr
 
 
@@ -75,17 +81,7 @@ def test_raw_promql_with_grafanas_braced_global_variables_is_written(raw, sent, 
     them) are replaced before the query is sent, as $__range_s is. Seen: generate exits 2 ("raw_promql does not
     parse: unexpected character ... '$'"), only the unbraced $__range_s and $__rate_interval being substituted."""
     assert _promtool_parses(tmp_path, sent)  # what Grafana sends parses
-    (tmp_path / "dashboards").mkdir()
-    (tmp_path / "dashboards" / "raw.py").write_text(textwrap.dedent(f"""\
-        from generator.model import Dashboard, Panel, Query, Row
-
-        dashboard = Dashboard('raw', 'Raw', [Row('r', [Panel('Raw', Query('DCGM_FI_DEV_GPU_UTIL',
-            raw_promql={raw!r}), unit='percent')])])
-        """))
-    (tmp_path / "counters.csv").write_text(GOOD_CSV)
-    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  dashboards: dashboards\n")
-    monkeypatch.chdir(tmp_path)
-    code, _, stderr = cli("generate", "--out", "build")
+    code, stderr = _generate_raw(tmp_path, raw, cli, monkeypatch)
     assert code == 0, stderr
 
 
