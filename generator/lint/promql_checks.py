@@ -6,20 +6,45 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-# Grafana macros promql-parser rejects; each is replaced by a value of the same kind.
-_MACROS = (
-    (re.compile(r"\$__rate_interval|\$\{__rate_interval\}"), "5m"),
-    (re.compile(r"\$__interval_ms|\$__range_ms|\$\{__range_ms\}"), "300000"),
-    (re.compile(r"\$__range_s"), "300"),
-    (re.compile(r"\$__interval|\$__range|\$\{__interval\}|\$\{__range\}"), "5m"),
-)
+# Every form of a Grafana variable that Grafana replaces before it sends a query: $name, ${name}, ${name:format},
+# ${name.field:format}, [[name]], [[name:format]] (Grafana's own pattern). Grafana's global variables are replaced by
+# a value of their kind (a duration, a number); another variable, whose value is the dashboard's, by a word inside a
+# string and, outside one, by whichever of a name, a number or a duration lets the query parse (its value decides).
+_REFERENCE = re.compile(r"\$(\w+)|\[\[(\w+?)(?::\w+)?\]\]|\$\{(\w+)(?:\.[^:^}]+)?(?::[^}]+)?\}")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_GLOBALS = {"__interval": "5m", "__rate_interval": "5m", "__range": "5m",
+            "__interval_ms": "300000", "__range_ms": "300000", "__range_s": "300",
+            "__from": "1700000000", "__to": "1700000000"}  # any format of __from/__to a query can hold is a number
+_UNKNOWN = ("gpudash_variable", "1", "5m")  # what another variable outside a string may stand for
 COUNTER_FUNCTIONS = {"rate", "irate", "increase", "resets", "compare"}
 
 
-def substitute_macros(expr: str) -> str:
-    for pattern, value in _MACROS:
-        expr = pattern.sub(value, expr)
-    return expr
+def _substituted(expr: str, unknown: str | None) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2) or match.group(3)
+        return _GLOBALS.get(name, match.group() if unknown is None else unknown)
+
+    def outside(text: str) -> str:
+        return _REFERENCE.sub(replace, text)
+
+    pieces, at = [], 0
+    for string in _STRING.finditer(expr):
+        pieces += [outside(expr[at:string.start()]), _REFERENCE.sub(lambda m: _GLOBALS.get(
+            m.group(1) or m.group(2) or m.group(3), "gpudash_variable"), string.group())]
+        at = string.end()
+    pieces.append(outside(expr[at:]))
+    return "".join(pieces)
+
+
+def _candidates(expr: str, any_variable: bool) -> list[str]:
+    """The texts `expr` may be sent as, Grafana's global variables replaced: another variable outside a string is
+    left as it is (lint: the dashboard's own are already replaced by their defaults, so such a one is undefined and
+    sent as written), or, with `any_variable` (a definition's raw_promql, whose variables' values are not known),
+    replaced by each kind of value it may have."""
+    if "$" not in expr and "[[" not in expr:
+        return [expr]
+    texts = [_substituted(expr, unknown) for unknown in (_UNKNOWN if any_variable else (None,))]
+    return [text for k, text in enumerate(texts) if text not in texts[:k]]
 
 
 @dataclass(frozen=True)
@@ -29,11 +54,22 @@ class Selector:
     range_function: str | None  # the function applied to its range, if any
 
 
-def parse(expr: str):
+def parse(expr: str, any_variable: bool = False):
     """The parsed AST, or raises ValueError with the parser's message."""
     import promql_parser
 
-    return promql_parser.parse(substitute_macros(expr))
+    return _first_that_parses(_candidates(expr, any_variable), promql_parser.parse)
+
+
+def _first_that_parses(texts: list[str], parse_one):
+    """parse_one's result for the first of `texts` it parses; or the first text's ValueError."""
+    error: ValueError | None = None
+    for text in texts:
+        try:
+            return parse_one(text)
+        except ValueError as exc:
+            error = error or exc
+    raise error  # type: ignore[misc]
 
 
 def selectors(ast) -> list[Selector]:
@@ -277,12 +313,15 @@ _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`|[()\[\]{},
 _MODIFIER = re.compile(r"\s*(?:on|ignoring)\s*\([^()]*\)")
 
 
-def check_parses(expr: str) -> None:
-    """Raise ValueError with the parser's message unless `expr` (Grafana macros substituted) parses."""
-    text = substitute_macros(expr)
-    if text.count(" or ") > CHAIN:
-        text = _chains_checked(text)
-    parse(text)
+def check_parses(expr: str, any_variable: bool = False) -> None:
+    """Raise ValueError with the parser's message unless `expr` (Grafana's variables replaced, as `_candidates`
+    says) parses."""
+    import promql_parser
+
+    def parse_one(text: str) -> None:
+        promql_parser.parse(_chains_checked(text) if text.count(" or ") > CHAIN else text)
+
+    _first_that_parses(_candidates(expr, any_variable), parse_one)
 
 
 def _chains_checked(text: str) -> str:
