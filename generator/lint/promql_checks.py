@@ -357,7 +357,8 @@ def _chains_checked(text: str) -> str:
     operands = ["".join(pieces[bounds[k] + (k > 0):bounds[k + 1]]) for k in range(len(bounds) - 1)]
     for first in range(0, len(operands) - 1, CHAIN):
         chunk = operands[first:first + CHAIN + 1]
-        chunk[0] = _MODIFIER.sub("", chunk[0], count=1) if _MODIFIER.match(chunk[0]) else chunk[0]
+        if first:  # the piece begins after an `or`, whose on()/ignoring() it drops; the chain's first has none
+            chunk[0] = _MODIFIER.sub("", chunk[0], count=1) if _MODIFIER.match(chunk[0]) else chunk[0]
         parse(" or ".join(chunk))
     return PLACEHOLDER
 

@@ -137,7 +137,6 @@ def test_an_alarm_text_with_braces_gives_a_rules_file_prometheus_loads(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@PENDING
 def test_a_long_or_chain_that_begins_with_a_modifier_is_refused(tmp_path):
     """A chain of more than 64 operands is parsed in pieces, and each piece after the first begins after an `or`
     whose on()/ignoring() it drops; the first piece of the whole chain has no such `or`. Seen: `on(cluster) up or up
