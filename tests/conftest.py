@@ -23,8 +23,10 @@ REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "r
 # `make test` runs one file per worker at a time (pytest-xdist, in this order with --no-loadscope-reorder),
 # so no worker is left with one of them alone at the end while the others idle.
 # A file missing from this list keeps its place after them; the order does not change what any test asserts.
-START_FIRST = ("test_data_missing.py", "test_cloudwatch_projects.py", "test_cloudwatch_ownership.py", "test_verify.py",
-               "test_grafana_push.py", "test_grafana_faults.py", "test_gauge_twins.py",
+START_FIRST = ("test_pod_lookback_restart.py", "test_data_missing.py", "test_data_missing_daemonsets.py",
+               "test_cloudwatch_projects.py", "test_cloudwatch_ownership.py", "test_verify.py",
+               "test_grafana_push.py", "test_grafana_faults.py", "test_gauge_twins.py", "test_grafana_claims.py",
+               "test_mixed_fleet_twins.py", "test_cloudwatch_write_retries.py", "test_evaluation_range_rules.py",
                "test_cloudwatch_write_proof.py", "test_shared_gpu_counters.py", "test_prometheus_rules.py",
                "test_ci_workflow.py", "test_container_insights_fleet_churn.py", "test_cloudwatch_mig.py",
                "test_scrape_with_prometheus.py", "test_cloudwatch_truth.py", "test_benchmarks.py",
