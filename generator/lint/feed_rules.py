@@ -12,6 +12,7 @@ from ..cloudwatch_query import is_query
 from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, WHOLE_GPU_INSTANCE
 from ..markers import CLUSTER_DIMENSION
 from ..exporter_styles import EXPORTER_LABELS, named_daemonsets, style_for
+from ..go_template import problem as template_problem
 from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NAMESPACE as KSM_NAMESPACE_LABEL,
                             KSM_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
@@ -612,11 +613,24 @@ def agent_schema(subject: LintInput) -> Iterable[Finding]:
                           f"schema: {path}: {schema_message(error)}")
 
 
-def _rules_of(document: dict[str, Any]) -> Iterable[tuple[str, str, Any]]:
-    """(group, rule name, expr) of each rule of a rules document (rules.yaml's, or a PrometheusRule's spec)."""
+def _rules_of(document: dict[str, Any]) -> Iterable[tuple[str, str, Any, dict[str, Any]]]:
+    """(group, rule name, expr, rule) of each rule of a rules document (rules.yaml's, or a PrometheusRule's spec)."""
     for group in document.get("groups") or []:
         for rule in group.get("rules") or []:
-            yield group.get("name", "?"), rule.get("alert") or rule.get("record") or "?", rule.get("expr")
+            yield group.get("name", "?"), rule.get("alert") or rule.get("record") or "?", rule.get("expr"), rule
+
+
+def _template_findings(where: str, rule: dict[str, Any]) -> Iterable[Finding]:
+    """An alerting rule's annotations and labels are Go templates: Prometheus refuses the file if one does not parse
+    (a function it lacks: a warning, as a newer Prometheus may have it)."""
+    if "alert" not in rule:
+        return
+    for key in ("annotations", "labels"):
+        for name, text in (rule.get(key) or {}).items():
+            found = template_problem(text) if isinstance(text, str) else None
+            if found is not None:
+                yield Finding("PR004", "warning" if found.startswith("function ") else "error", where,
+                              f"{key[:-1]} {name!r} is not a template Prometheus loads: {found}")
 
 
 def rules_parse(subject: LintInput) -> Iterable[Finding]:
@@ -626,7 +640,8 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
     rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
                   (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
     for where, document in rule_files:
-        for group, name, expr in _rules_of(document):
+        for group, name, expr, rule in _rules_of(document):
+            yield from _template_findings(f"{where} group {group!r} rule {name!r}", rule)
             if not isinstance(expr, str):
                 yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", "no expr (a string)")
                 continue
@@ -724,7 +739,8 @@ RULES = (
                   "declares", label_mode),
     Rule("PR003", "`labels:` reads the workload's pod, namespace and container all as a ServiceMonitor without "
                   "honorLabels renames them (exported_*) or all unrenamed (a warning)", label_mix),
-    Rule("PR004", "every Prometheus rule's expression parses (rules.yaml and the PrometheusRule)", rules_parse),
+    Rule("PR004", "every Prometheus rule's expression parses, and its annotations and labels are templates "
+                  "Prometheus loads (rules.yaml and the PrometheusRule)", rules_parse),
     Rule("PR005", "every relabel regex of the scrape paths and every agent declaration regex compiles (RE2)",
          regexes_compile),
 )

@@ -17,6 +17,7 @@ from ..container_insights import NotPublished, condition as source_condition, en
 from ..errors import InputError
 from ..derived_sets import mig_only
 from ..exporter_styles import exporter_namespace, named_daemonsets, style_for
+from ..go_template import as_alert_text
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
@@ -1037,9 +1038,9 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
                                           if periods else None),
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
-                "summary": alarm.title + _where_label(alarm, catalog, settings),
-                "description": alarm.description,
-                "runbook": alarm.runbook,
+                "summary": as_alert_text(alarm.title) + _where_label(alarm, catalog, settings),
+                "description": as_alert_text(alarm.description),
+                "runbook": as_alert_text(alarm.runbook),
             },
         }
         rules.append(rule)

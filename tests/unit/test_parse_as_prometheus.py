@@ -115,7 +115,6 @@ def test_lint_compiles_a_relabel_regex_as_prometheus_does(regex, compiles, tmp_p
     assert (findings == []) is compiles, [f.message for f in findings]
 
 
-@PENDING
 def test_an_alarm_text_with_braces_gives_a_rules_file_prometheus_loads(tmp_path):
     """An alarm definition's title and description are written into rules.yaml's annotations, which Prometheus reads
     as Go templates: `GPU {{ hot` made promtool refuse the file ("function \\"hot\\" not defined": every rule lost)
@@ -135,6 +134,59 @@ def test_an_alarm_text_with_braces_gives_a_rules_file_prometheus_loads(tmp_path)
     result = subprocess.run([binary("promtool"), "check", "rules", str(tmp_path / "rules.yaml")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _rules_file_of_alarm(tmp_path, title: str, description: str) -> tuple[str, subprocess.CompletedProcess]:
+    """rules.yaml of a project whose one alarm has `title` and `description`, and promtool's check of it."""
+    (tmp_path / "alarms").mkdir()
+    (tmp_path / "alarms" / "hot.py").write_text(textwrap.dedent(f"""\
+        from generator.model import Alarm, Condition, Query
+
+        alarm = Alarm("hot", {title!r}, Condition(Query("DCGM_FI_DEV_GPU_UTIL", "max"), ">", 90),
+                      description={description!r})
+        """))
+    (tmp_path / "counters.csv").write_text(GOOD_CSV)
+    (tmp_path / "gpudash.yaml").write_text("counters: counters.csv\ndefinitions:\n  alarms: alarms\n")
+    text = encode(build(load_project(tmp_path / "gpudash.yaml")))["prometheus/rules.yaml"]
+    (tmp_path / "rules.yaml").write_bytes(text)
+    return text.decode(), subprocess.run([binary("promtool"), "check", "rules", str(tmp_path / "rules.yaml")],
+                                         capture_output=True, text=True)
+
+
+def test_an_alarm_text_that_is_a_template_is_kept_and_one_that_is_not_reads_as_written(tmp_path):
+    """`{{ $value | humanizePercentage }}` and `{{ $labels.pod }}` written on purpose stay templates Prometheus runs;
+    `{{ hot` is written so that the alert shows `{{ hot` (its `{{` printed by an action)."""
+    import yaml
+
+    text, checked = _rules_file_of_alarm(tmp_path, "GPU {{ hot",
+                                         "at {{ $value | humanizePercentage }} on {{ $labels.pod }}")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    rule = next(r for g in yaml.safe_load(text)["groups"] for r in g["rules"] if "alert" in r)
+    assert rule["annotations"]["description"] == "at {{ $value | humanizePercentage }} on {{ $labels.pod }}"
+    assert rule["annotations"]["summary"].startswith('GPU {{ "{{" }} hot')
+
+
+def test_lint_names_an_alert_annotation_prometheus_refuses(tmp_path):
+    """PR004 also reads each alert's annotations and labels as Go templates: a rules.yaml edited to `{{ hot` (what
+    promtool refuses) is an error, a function Prometheus lacks a warning."""
+    from generator.lint import run
+    from generator.lint.feed_rules import RULES
+    from tests.support.lint_input import lint_input
+
+    project = load_project()
+    artifacts = build(project)
+    rules = json.loads(json.dumps(artifacts.prometheus_rules))
+    alert = next(r for g in rules["groups"] for r in g["rules"] if "alert" in r)
+    subject = lint_input(project, artifacts, prometheus_rules=rules)
+    pr004 = [r for r in RULES if r.id == "PR004"]
+    assert [f for f in run(pr004, subject) if f.rule == "PR004"] == []
+    alert["annotations"]["summary"] = "GPU {{ hot"
+    alert["annotations"]["description"] = "{{ hot }}"
+    found = sorted((f.severity, f.message) for f in run(pr004, subject) if f.rule == "PR004")
+    assert found == [("error", "annotation 'summary' is not a template Prometheus loads: an action {{ not closed "
+                               "with }}"),
+                     ("warning", "annotation 'description' is not a template Prometheus loads: function 'hot' not "
+                                 "defined")]
 
 
 def test_a_long_or_chain_that_begins_with_a_modifier_is_refused(tmp_path):
