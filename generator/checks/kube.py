@@ -67,6 +67,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     style, namespace = style_for(settings, this), exporter_namespace(settings, this)
     services = _read_once(lambda: _labelled_services(kube, namespace, style.pod_label))
     found: list[Answer] = []
+    absent = ""  # the DaemonSet the settings name, where it is absent and the one exporter DaemonSet there is read
     if unknown:  # never judged by another cluster's DaemonSet: the one exporter DaemonSet there is read on
         yield from step(GROUP, DAEMONSET_CHECK, _unknown_daemonset, kube, settings, unknown, found)
         daemonset, style, namespace = _the_one_found(found, settings, style, namespace)
@@ -77,16 +78,19 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
         yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
         if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
-            daemonset, name = found[0], found[0].get("metadata.name", str)
+            daemonset, name, absent = found[0], found[0].get("metadata.name", str), name
     if daemonset is not None:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         # the exporter DaemonSets the settings name (more_daemonsets' too); of a cluster that cannot be told, the one
         # read (another cluster's settings would look for its pods elsewhere)
-        named = ((namespace, name),) if unknown else named_daemonsets(settings, this)
+        # (the one found in place of an absent DaemonSet the settings name stands for it: what its pods are is told
+        # against the settings' style, not as a DaemonSet no setting names)
+        named = ((namespace, name),) + (() if unknown else named_daemonsets(settings, this)[1:])
         namespaces = list(dict.fromkeys(ns for ns, _ in named))
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings, this)
+        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings, this,
+                        absent, daemonset)
         # the named DaemonSet's pods of another style than the settings say: the setting to write, not its Service's
         restyle = "" if unknown else _restyled(settings, this, daemonset, name)[1]
         yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle)
@@ -185,8 +189,11 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                  " (the CloudWatch agent reads kube-state-metrics' counts of that DaemonSet for the data-missing "
                  "alarm, which stays in ALARM without them)" if alarm else "")) if names else ""
     if daemonset is None and names:
+        # the one there, of another deployment style than the settings say: the style to write, not only its name
+        restyled, restyle = _restyled(settings, cluster, found[0], names[0]) if len(found) == 1 else ("", "")
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}); the exporter "
-                      f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}", write)]
+                      f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}"
+                      + (f"; {restyled}" if restyled else ""), restyle or write)]
     if daemonset is None:
         styled = _exporters_by_style(kube)
         elsewhere = sorted(styled)
@@ -254,6 +261,13 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                      f"{listed}, or point exporter.namespace and exporter.daemonset at the one to keep and uninstall "
                      "the others")
     restyled, restyle = _restyled(settings, cluster, daemonset, name)
+    own = style_for(settings, cluster).pod_label
+    template = daemonset.string_map("spec.template.metadata.labels")
+    if not restyled and template.get(own[0]) != own[1]:  # pods of no exporter label: none is kept or selected
+        restyled = (f"it runs pods labelled {', '.join(f'{k}={v}' for k, v in sorted(template.items())) or 'nothing'}"
+                    f", not {'='.join(own)} as exporter.deployment {deployment}'s are: the agent's exporter job keeps "
+                    "pods, and the generated ServiceMonitor selects Services, by that label")
+        restyle = _relabel_fix((namespace, name), style_for(settings, cluster))
     if restyled:
         return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"DaemonSet {namespace}/{name} ({setting}): {restyled}"
                       + (f"; {'; '.join(warnings)}" if warnings else ""), "; ".join([restyle, *fixes]))]
@@ -635,13 +649,16 @@ def _gpu_count(node: Answer) -> int:
 
 
 def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[str], style,
-              named: tuple[tuple[str, str], ...], settings: Settings, cluster: Cluster | None) -> list[Check]:
+              named: tuple[tuple[str, str], ...], settings: Settings, cluster: Cluster | None,
+              absent: str = "", first: Answer | None = None) -> list[Check]:
     """Every GPU node runs a ready exporter pod the scrape jobs keep, in the namespaces of the exporter DaemonSets the
     settings name (`named`): one of the deployment's pod label, or one of a DaemonSet exporter.more_daemonsets lists,
     whatever its label (render/scrape.exporter_pods_rule keeps those by their owner). Pods of another label are listed
     only where a GPU node has none of the first kind: those of the first DaemonSet named (`named[0]`) are of another
     deployment style than the settings say (exporter.deployment is the setting to write), the others' of a DaemonSet
-    no setting names (exporter.more_daemonsets is)."""
+    no setting names (exporter.more_daemonsets is). `absent`: the name the settings give, where that DaemonSet is
+    absent and `named[0]` is the one exporter DaemonSet found in its place; `first`: that DaemonSet, whose pods are
+    listed by its pod template's labels where those are of no exporter (read by none of EXPORTER_LABELS)."""
     def listed(label: tuple[str, str]) -> list[Answer]:
         return [pod for namespace in namespaces for pod in kube.listing(
             f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
@@ -660,6 +677,12 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
             others = listed(label)
             place([pod for pod in others if _owner(pod) in named[1:]])
             unkept.update((pod.get("spec.nodeName", str, ""), pod) for pod in others if _owner(pod) not in named[1:])
+        selector = first.string_map("spec.template.metadata.labels") if first is not None else {}
+        if selector and not _styled(selector, []).styles:
+            unkept.update((pod.get("spec.nodeName", str, ""), pod) for pod in kube.listing(
+                f"/api/v1/namespaces/{named[0][0]}/pods", f"pods of DaemonSet {'/'.join(named[0])}",
+                {"labelSelector": ",".join(f"{k}={v}" for k, v in sorted(selector.items()))})
+                if _owner(pod) == named[0] and pod.get("spec.nodeName", str, "") not in by_node)
     uncovered = [n for n in gpu_nodes if n not in by_node]
     unscraped = [n for n in uncovered if n in unkept]
     uncovered = [n for n in uncovered if n not in unkept]
@@ -675,16 +698,21 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         def said(node: str) -> str:
             pod = unkept[node]
             labels = pod.string_map("metadata.labels")
-            label = next(f"{k}={v}" for k, v in EXPORTER_LABELS if labels.get(k) == v)
+            label = next((f"{k}={v}" for k, v in EXPORTER_LABELS if labels.get(k) == v), None) or \
+                ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "nothing"
             owner = _owner(pod)
-            named_as = (f"the exporter DaemonSet the settings name, labelled {label}, not {'='.join(style.pod_label)} "
+            which = (f"the one exporter DaemonSet in {named[0][0]}, there in place of {absent}, which the settings "
+                     "name" if absent else "the exporter DaemonSet the settings name")
+            named_as = (f"{which}, labelled {label}, not {'='.join(style.pod_label)} "
                         f"as exporter.deployment {style.key}'s pods are" if node in restyled else
                         f"labelled {label}, not {'='.join(style.pod_label)}, and not a DaemonSet the settings name")
             return (f"{node} ({pod.get('metadata.namespace', str)}/{pod.get('metadata.name', str)} of "
                     f"{'DaemonSet ' + '/'.join(owner) if owner else 'no DaemonSet'}, {named_as})")
         owners = list(dict.fromkeys("/".join(_owner(unkept[n])) for n in unscraped
                                     if _owner(unkept[n]) and n not in restyled))
-        fixes = [_deployment_fix(settings, cluster, _pod_styled(unkept[restyled[0]]), named[0][1])] if restyled else []
+        styled = _pod_styled(unkept[restyled[0]]) if restyled else None
+        fixes = ([_deployment_fix(settings, cluster, styled, named[0][1]) if styled.styles else
+                  _relabel_fix(named[0], style)] if styled else [])
         if len(restyled) < len(unscraped):
             fixes.append(f"name {', '.join(owners) or 'its DaemonSet'} in exporter.more_daemonsets (or the cluster's "
                          "clusters[].exporter.more_daemonsets), then generate and apply again")
@@ -715,6 +743,13 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
                                 "metrics (GPU node coverage says why)", result[0].fix,
                                 cause="" if unscraped else NOT_DEPLOYED))
     return result
+
+
+def _relabel_fix(daemonset: tuple[str, str], style) -> str:
+    """The fix where the exporter DaemonSet the settings name runs pods of no exporter label: its pod template's."""
+    return (f"add {'='.join(style.pod_label)} to the pod template labels of DaemonSet {'/'.join(daemonset)} "
+            "(spec.template.metadata.labels: the agent's exporter job keeps pods, and the generated ServiceMonitor "
+            "selects Services, by it), then let it roll out")
 
 
 def _deployment_fix(settings: Settings, cluster: Cluster | None, styled: Styled, name: str) -> str:

@@ -1972,3 +1972,68 @@ def test_a_cluster_scaled_to_zero_gpu_nodes_is_not_a_failed_rollout_and_apply_pu
     code, stdout, stderr = cli("apply", "--dry-run")
     assert "not checked" not in stderr and "deploy what is missing" not in stderr, stderr
     assert code == 0, stderr
+
+
+def test_a_helm_install_with_exporter_deployment_left_at_gpu_operator_is_told_to_write_the_deployment(stack, tmp_path):
+    """The chart installed in dcgm-exporter (DaemonSet dcgm-exporter, the helm style's default name), gpudash.yaml
+    writing exporter.namespace: dcgm-exporter and leaving exporter.deployment at gpu-operator. The DaemonSet the
+    settings name for that style (nvidia-dcgm-exporter) is absent, the one there is read in its place, and the GPU
+    node coverage says its pods are "not a DaemonSet the settings name" with the fix "name dcgm-exporter/dcgm-exporter
+    in exporter.more_daemonsets" (the advice a34d0c3 removed for a DaemonSet named in exporter.daemonset); the
+    DaemonSet check's fix is "write exporter.daemonset: dcgm-exporter", which leaves the agent's job keeping
+    app=nvidia-dcgm-exporter pods only. Meanwhile the exporter Service check says "write exporter.deployment: helm":
+    one run, three different fixes. The one that fixes it is exporter.deployment: helm."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    _owned_by(cluster, "dcgm-exporter")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  namespace: dcgm-exporter\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    fix = "write exporter.deployment: helm in gpudash.yaml, then generate and apply again"
+    failures = _failures(checks)
+    assert checks[("kube", "exporter Service")]["fix"] == fix  # what the product itself says elsewhere
+    assert "more_daemonsets" not in failures[COVERAGE][1] and "not a DaemonSet the settings name" not in \
+        failures[COVERAGE][0], failures[COVERAGE]
+    assert failures[COVERAGE][1] == fix, failures[COVERAGE]
+    assert "exporter.deployment: helm" in failures[("kube", "exporter DaemonSet")][1], \
+        failures[("kube", "exporter DaemonSet")]
+
+
+def test_the_operator_exporter_under_a_cluster_entry_saying_helm_is_told_to_write_the_deployment(stack, tmp_path):
+    """Cluster gpu-cluster's entry says exporter: {deployment: helm}; the GPU operator's exporter runs there. The
+    coverage said its pods are "not a DaemonSet the settings name" (fix: more_daemonsets), the DaemonSet check
+    "write exporter.daemonset: nvidia-dcgm-exporter" (still the helm style: its label keeps no pod), the Service
+    check "write exporter: {deployment: gpu-operator} in cluster gpu-cluster's entry of clusters", which is the fix."""
+    cluster, verify = stack
+    _owned_by(cluster, "nvidia-dcgm-exporter")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("clusters:\n  - {name: gpu-cluster, region: us-east-1, exporter: {deployment: helm}}\n"
+                      "  - {name: b, region: us-east-1}\n")
+    code, checks = verify(*ONLY_KUBE, "--config", str(config))
+    fix = "write exporter: {deployment: gpu-operator} in cluster gpu-cluster's entry of clusters, then generate and " \
+          "apply again"
+    failures = _failures(checks)
+    assert checks[("kube", "exporter Service")]["fix"] == fix
+    assert failures[COVERAGE][1] == fix, failures[COVERAGE]
+    assert "deployment: gpu-operator" in failures[("kube", "exporter DaemonSet")][1], \
+        failures[("kube", "exporter DaemonSet")]
+
+
+def test_pods_of_the_named_daemonset_without_an_exporter_label_are_not_told_to_fix_a_node_selector(stack):
+    """The DaemonSet the settings name (labelled app=nvidia-dcgm-exporter itself, 2/2 ready) runs pods labelled
+    app=my-dcgm only: the agent's job keeps none. Verify said "exporter DaemonSet: ok", and the coverage "GPU nodes
+    without an exporter pod: gpu-node-a, gpu-node-b" with "check the DaemonSet's nodeSelector and tolerations"
+    (cause not-deployed): the pods run on both nodes; what is wrong is their label (the pod template's)."""
+    cluster, verify = stack
+    _owned_by(cluster, "nvidia-dcgm-exporter")
+    cluster.daemonset["spec"]["template"]["metadata"]["labels"] = {"app": "my-dcgm"}
+    for pod in cluster.pods:
+        pod["metadata"]["labels"] = {"app": "my-dcgm"}
+    code, checks = verify(*ONLY_KUBE)
+    failures = _failures(checks)
+    assert code == 1
+    assert "nodeSelector" not in failures[COVERAGE][1] and "without an exporter pod" not in failures[COVERAGE][0], \
+        failures[COVERAGE]
+    assert "app=nvidia-dcgm-exporter" in failures[COVERAGE][1], failures[COVERAGE]
+    assert checks[("kube", "exporter pods ready")]["cause"] != "not-deployed"
+    assert checks[("kube", "exporter DaemonSet")]["status"] == "fail", checks[("kube", "exporter DaemonSet")]
