@@ -17,7 +17,6 @@ from ..data_missing import (DAEMONSET_LABEL as KSM_DAEMONSET_LABEL, DAEMONSET_NA
                             KSM_METRICS)
 from ..names import KUBE_STATE_METRICS_JOB as KSM_JOB
 from ..promql import FIELD_LABEL_KEYS, GPU_LABEL, gpu_identity
-from ..promql_text import quoted
 from ..reading import read_json_schema
 from ..output import (ADDITIONAL_SCRAPE_FILE, ALARMS_FILE, PROMETHEUS_RULE_FILE, RULES_FILE,
                       SERVICE_MONITOR_FILE, agent_file, cloudwatch_dashboard_file, grafana_dashboard_file)
@@ -29,7 +28,7 @@ from ..settings import Cluster, dimensions_lacking, duration_seconds, workload_r
 from . import Finding, Rule, schema_message
 from .subject import LintInput
 from .metrics_insights import QueryError, parse as parse_query
-from .promql_checks import check_parses, query_selectors
+from .promql_checks import check_parses, query_selectors, regex_problem
 
 KSM_SERIES_LABELS = (KSM_NAMESPACE_LABEL, KSM_DAEMONSET_LABEL)  # kube-state-metrics' labels of a DaemonSet's series
 
@@ -705,16 +704,11 @@ def _otel_regexes(node: Any, path: str) -> Iterable[tuple[str, str]]:
 
 def regexes_compile(subject: LintInput) -> Iterable[Finding]:
     """Every relabel and declaration regex compiles as RE2 (Prometheus' and the agent's Go regexp): Prometheus
-    refuses a scrape config with one that does not, and the agent stops. Checked by the PromQL parser's regex
-    compiler, as the regex of a matcher."""
+    refuses a scrape config with one that does not, and the agent stops (promql_checks.regex_problem)."""
     checked: dict[str, str | None] = {}
     for where, regex in _regexes(subject):
         if regex not in checked:
-            try:
-                check_parses(f"up{{regex=~{quoted(regex)}}}")
-                checked[regex] = None
-            except ValueError as exc:
-                checked[regex] = str(exc)
+            checked[regex] = regex_problem(regex)
         if checked[regex] is not None:
             yield Finding("PR005", "error", where, f"regex {regex!r} does not compile: {checked[regex]}")
 

@@ -58,7 +58,8 @@ def parse(expr: str, any_variable: bool = False):
     """The parsed AST, or raises ValueError with the parser's message."""
     import promql_parser
 
-    return _first_that_parses(_candidates(expr, any_variable), promql_parser.parse)
+    return _first_that_parses(_candidates(expr, any_variable),
+                              lambda text: promql_parser.parse(_as_promql_parser_reads(text)))
 
 
 def _first_that_parses(texts: list[str], parse_one):
@@ -319,6 +320,7 @@ def check_parses(expr: str, any_variable: bool = False) -> None:
     import promql_parser
 
     def parse_one(text: str) -> None:
+        text = _as_promql_parser_reads(text)
         promql_parser.parse(_chains_checked(text) if text.count(" or ") > CHAIN else text)
 
     _first_that_parses(_candidates(expr, any_variable), parse_one)
@@ -379,3 +381,95 @@ def _arguments_checked(inside: str) -> str:
             at = token.end()
     arguments.append(inside[at:])
     return ",".join(_chains_checked(a) if a.count(" or ") > CHAIN else a for a in arguments)
+
+
+# Where promql_parser (Rust) reads PromQL otherwise than Prometheus (Go). It takes escapes inside a backtick string,
+# which Prometheus keeps raw; it compiles a matcher's regex with Rust's regex crate, where Prometheus uses Go's RE2
+# syntax: RE2 refuses flags other than i, m, s, U ((?x), (?R)) and repeats over 1,000, and quotes with \Q...\E, which
+# Rust lacks. Each is settled here, before promql_parser reads the text: a backtick string is rewritten as the double-
+# quoted string it is; a matcher's regex is judged as RE2 (below) and stands as Rust reads the same regex in what promql_parser reads. And
+# Prometheus 2's holt_winters, which promql_parser lacks, is read as Prometheus 3's name for it.
+_RAW_STRING = re.compile(r"`([^`]*)`")
+_REGEX_MATCHER = re.compile(r'(=~|!~)(\s*)("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')')
+_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+_HOLT_WINTERS = re.compile(r"\bholt_winters(\s*\()")
+
+
+def _as_promql_parser_reads(text: str) -> str:
+    """`text` rewritten so that promql_parser's verdict is Prometheus' (see above); ValueError for a matcher regex
+    Prometheus refuses."""
+    outside = _STRING.sub('""', text)
+    if "`" in text:
+        text = _STRING.sub(lambda m: _double_quoted(m.group()[1:-1]) if m.group()[0] == "`" else m.group(), text)
+    if "=~" in outside or "!~" in outside:
+        def judged(match: re.Match[str]) -> str:
+            regex = _ESCAPE.sub(lambda e: _ESCAPED.get(e.group(1), e.group(1)), match.group(3)[1:-1])
+            found, rust = _re2_judged(regex)
+            if found is not None:
+                raise ValueError(found if found.startswith("illegal regex") else f"illegal regex for {regex}: {found}")
+            return match.group(1) + match.group(2) + _double_quoted(rust)
+        text = _REGEX_MATCHER.sub(judged, text)
+    if "holt_winters" in outside:
+        text = _HOLT_WINTERS.sub(r"double_exponential_smoothing\1", text)
+    return text
+
+
+def _double_quoted(raw: str) -> str:
+    return '"' + raw.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+_RE2_FLAGS = set("imsU-")
+_REPEAT = re.compile(r"\{(\d+)(,(\d*))?\}")
+_RUST_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$#&\-~])")
+
+
+def regex_problem(regex: str) -> str | None:
+    """Why Go's regexp (RE2 syntax, as Prometheus compiles a matcher or relabel regex) refuses `regex`, or None. The
+    differences from Rust's regex are judged here (flags, repeat counts, \\Q...\\E); the rest by Rust's compiler."""
+    return _re2_judged(regex)[0]
+
+
+@lru_cache(maxsize=4096)
+def _re2_judged(regex: str) -> tuple[str | None, str]:
+    """(regex_problem's answer, the same regex as Rust's regex crate reads it: \\Q...\\E written as escapes)."""
+    import promql_parser
+
+    rust, at, in_class = [], 0, False
+    while at < len(regex):
+        char = regex[at]
+        if char == "\\" and regex[at + 1:at + 2] == "Q" and not in_class:
+            end = regex.find("\\E", at + 2)
+            literal = regex[at + 2:] if end < 0 else regex[at + 2:end]
+            rust.append(_RUST_SPECIAL.sub(r"\\\1", literal))
+            at = len(regex) if end < 0 else end + 2
+            continue
+        if char == "\\":
+            rust.append(regex[at:at + 2])
+            at += 2
+            continue
+        if in_class:
+            in_class = char != "]" or regex[at - 1] in "[^" and _class_start(regex, at)
+        elif char == "[":
+            in_class = True
+        elif regex.startswith("(?", at):
+            flags = re.match(r"\(\?([^:)]*)[:)]", regex[at:])
+            if flags and not set(flags.group(1)) <= _RE2_FLAGS and not flags.group(1).startswith(("P<", "<")):
+                return f"invalid or unsupported Perl syntax: `{regex[at:at + 2 + len(flags.group(1))]}`", regex
+        elif char == "{":
+            repeat = _REPEAT.match(regex, at)
+            if repeat and max(int(n) for n in (repeat.group(1), repeat.group(3)) if n) > 1000:
+                return f"invalid repeat count: `{repeat.group()}`", regex
+        rust.append(char)
+        at += 1
+    try:
+        promql_parser.parse("up{a=~" + _double_quoted("".join(rust)) + "}")
+    except ValueError as exc:
+        return str(exc), regex
+    return None, "".join(rust)
+
+
+def _class_start(regex: str, at: int) -> bool:
+    """Whether the `]` at `at` is a class's first character (`[]a]`, `[^]a]`), a literal there."""
+    return regex[at - 1] == "[" and (at < 2 or regex[at - 2] != "\\") or \
+        regex[at - 2:at] == "[^" and (at < 3 or regex[at - 3] != "\\")
