@@ -146,9 +146,12 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
     from .settings import unknown_regions, workload_rename_mix
+    from .project import version_dependent_queries
 
     for where, what, fix in unknown_regions(project.settings):
         click.echo(f"warning: {where}: {what}\n  fix: {fix}", err=True)
+    for where, what in version_dependent_queries(project):
+        click.echo(f"warning: {where}: {what}", err=True)
     mix = workload_rename_mix(project.settings)
     if mix:
         click.echo(f"warning: {mix[0]}: {mix[1]} (lint PR003)\n  fix: {mix[2]}", err=True)

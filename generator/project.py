@@ -7,6 +7,7 @@ file and line of the definition that used it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -86,6 +87,33 @@ def _check_queries(queries, catalog: Catalog, kind: str = "panel") -> None:
                 raise InputError(f"{name} is a label field, not a series: it cannot be charted",
                                  where=query.defined_at,
                                  hint="chart a gauge or counter; label fields appear as labels on every series")
+
+
+# Functions of raw_promql that not every Prometheus runs: Prometheus 3's experimental ones (refused unless it runs with
+# --enable-feature=promql-experimental-functions; Prometheus 2 lacks them), and Prometheus 2's holt_winters (Prometheus
+# 3 renamed it double_exponential_smoothing). generate writes such a query, with a warning: a refusal would stop a user
+# whose Prometheus runs it.
+EXPERIMENTAL_FUNCTIONS = ("sort_by_label", "sort_by_label_desc", "limitk", "limit_ratio", "mad_over_time",
+                          "double_exponential_smoothing", "info")
+_VERSIONED_CALL = re.compile(r"\b(" + "|".join((*EXPERIMENTAL_FUNCTIONS, "holt_winters")) + r")\s*\(")
+_PROMQL_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+
+
+def version_dependent_queries(project: Project) -> list[tuple[str, str]]:
+    """(where, why) of each definition's raw_promql naming a function not every Prometheus runs."""
+    found = []
+    queries = [q for d in project.dashboards for q in d.queries()] + [q for a in project.alarms for q in a.queries]
+    for query in queries:
+        if not query.raw_promql:
+            continue
+        names = dict.fromkeys(_VERSIONED_CALL.findall(_PROMQL_STRING.sub('""', query.raw_promql)))
+        for name in names:
+            found.append((query.defined_at, f"raw_promql uses {name}, which Prometheus 3 renamed "
+                                            "double_exponential_smoothing (an experimental function)"
+                          if name == "holt_winters" else
+                          f"raw_promql uses {name}, which Prometheus runs only from version 3 with "
+                          "--enable-feature=promql-experimental-functions"))
+    return found
 
 
 def load_project(config: Path | None = None, counters: Path | None = None,

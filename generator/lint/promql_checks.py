@@ -386,8 +386,8 @@ def _arguments_checked(inside: str) -> str:
 # Where promql_parser (Rust) reads PromQL otherwise than Prometheus (Go). It takes escapes inside a backtick string,
 # which Prometheus keeps raw; it compiles a matcher's regex with Rust's regex crate, where Prometheus uses Go's RE2
 # syntax: RE2 refuses flags other than i, m, s, U ((?x), (?R)) and repeats over 1,000, and quotes with \Q...\E, which
-# Rust lacks. Each is settled here, before promql_parser reads the text: a backtick string is rewritten as the double-
-# quoted string it is; a matcher's regex is judged as RE2 (below) and stands as Rust reads the same regex in what promql_parser reads. And
+# Rust lacks. Each is settled before promql_parser reads the text: a backtick string is rewritten as the double-quoted
+# string it is; a matcher's regex is judged as RE2 (regex_problem) and written as Rust reads the same regex. And
 # Prometheus 2's holt_winters, which promql_parser lacks, is read as Prometheus 3's name for it.
 _RAW_STRING = re.compile(r"`([^`]*)`")
 _REGEX_MATCHER = re.compile(r'(=~|!~)(\s*)("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')')

@@ -15,8 +15,8 @@ import pytest
 
 # Not done, on purpose: Prometheus 3 runs these with --enable-feature=promql-experimental-functions, and generate does
 # not refuse a query a Prometheus it may be sent to runs (the tests' Prometheus 2.42 lacks them).
-PENDING = pytest.mark.xfail(strict=True, reason="experimental functions: refused by Prometheus 2.42, run by Prometheus 3 "
-                                                "with promql-experimental-functions; generate does not refuse them")
+PENDING = pytest.mark.xfail(strict=True, reason="experimental functions: refused by Prometheus 2.42, run by "
+                                                "Prometheus 3 with promql-experimental-functions; generate warns")
 
 from generator.artifacts import build
 from generator.output import encode
@@ -70,6 +70,17 @@ def test_raw_promql_is_refused_exactly_when_prometheus_refuses_it(expr, parses, 
     assert _promtool_parses(tmp_path, expr) is parses  # the truth, from Prometheus' parser
     code, stderr = _generate_raw(tmp_path, expr, cli, monkeypatch)
     assert code == (0 if parses else 2), stderr
+
+
+@pytest.mark.parametrize("raw,name", [("limitk(2, DCGM_FI_DEV_GPU_UTIL)", "limitk"),
+                                      ("holt_winters(DCGM_FI_DEV_GPU_UTIL[5m], 0.5, 0.5)", "holt_winters")])
+def test_raw_promql_naming_a_function_not_every_prometheus_runs_is_written_with_a_warning(raw, name, tmp_path, cli,
+                                                                                       monkeypatch):
+    """Prometheus 3 runs limitk with promql-experimental-functions (2.42 lacks it) and renamed holt_winters: the
+    query is written (a refusal would stop a user whose Prometheus runs it) and the warning names the function."""
+    code, stderr = _generate_raw(tmp_path, raw, cli, monkeypatch)
+    assert code == 0, stderr
+    assert f"raw.py:3: raw_promql uses {name}, which Prometheus" in stderr
 
 
 # (raw_promql, the query Grafana sends for it over the last 5 minutes ending at 1700000000 s)
