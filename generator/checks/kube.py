@@ -103,7 +103,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                         project, namespace)
         if options.prometheus_in_use:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, services, project, style,
-                            namespace)
+                            namespace, restyle)
         if options.prometheus_in_use and data_missing.expected(settings):
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
                             style, restyle)
@@ -499,19 +499,19 @@ def _addon_service(kube: Kube, namespace: str) -> Check:
                              "restore the add-on's DCGM exporter Service")
 
 
-def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str]) -> dict[str, list[Answer]]:
-    """{name: its ports} of the Services in `namespace` labelled `label`."""
+def _labelled_services(kube: Kube, namespace: str, label: tuple[str, str]) -> dict[str, Answer]:
+    """{name: the Service} of the Services in `namespace` labelled `label`."""
     key, value = label
     services = kube.listing(f"/api/v1/namespaces/{namespace}/services", f"Services in {namespace}",
                             {"labelSelector": f"{key}={value}"})
-    return {service.get("metadata.name", str): list(service.items("spec.ports")) for service in services}
+    return {service.get("metadata.name", str): service for service in services}
 
 
-def _port_numbers(services: dict[str, list[Answer]]) -> dict[str, list[int]]:
-    return {name: [p.get("port", int) for p in ports] for name, ports in services.items()}
+def _port_numbers(services: dict[str, Answer]) -> dict[str, list[int]]:
+    return {name: [p.get("port", int) for p in service.items("spec.ports")] for name, service in services.items()}
 
 
-def _labelled_service(services: dict[str, list[Answer]], namespace: str, label: tuple[str, str], check: str,
+def _labelled_service(services: dict[str, Answer], namespace: str, label: tuple[str, str], check: str,
                       why: str, create: str, expose: str) -> Check:
     """A Service labelled `label` in `namespace` (`services`, as _labelled_services reads them) exposes the exporter's
     port (found by its label, whatever its name: `why` it matters, `create` and `expose` the fixes)."""
@@ -799,7 +799,7 @@ def _ready(pod: Answer) -> bool:
     return bool(statuses) and all(s.get("ready", bool) for s in statuses) and status.get("phase", str, "") == "Running"
 
 
-def _service(services: Callable[[], dict[str, list[Answer]]], namespace: str, style, restyle: str = "") -> Check:
+def _service(services: Callable[[], dict[str, Answer]], namespace: str, style, restyle: str = "") -> Check:
     """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name
     (`restyle`: the settings to write instead of a Service to create, _restyled)."""
     key, value = style.pod_label
@@ -982,29 +982,43 @@ def _counters(daemonset: Answer, style, kube: Kube, project: Project, namespace:
     return Check(GROUP, "counters CSV", OK, f"{source} has every field the definitions use")
 
 
-def _service_monitor(kube: Kube, services: Callable[[], dict[str, list[Answer]]], project: Project, style,
-                     namespace: str) -> Check:
-    """A ServiceMonitor that selects the exporter, and whether it keeps the workload's labels: read in the exporter's
-    namespace and in prometheus_stack.namespace (where gpudash writes its own)."""
+def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], project: Project, style, namespace: str,
+                     restyle: str = "") -> Check:
+    """A ServiceMonitor that selects the exporter's Service, and whether it keeps the workload's labels: read in every
+    namespace (kube-prometheus-stack's users keep theirs in its own, watching the exporter's by namespaceSelector).
+    One selects the exporter when it watches the exporter's namespace and its selector matches the labels of a Service
+    labelled as the exporter's pods are, as prometheus-operator selects Services. One asking for that label and matching
+    no such Service is named, failed: Prometheus scrapes nothing through it (`restyle`: the settings to write where the
+    exporter is of another deployment style than they say, _restyled)."""
     name, value = style.pod_label
-    stack = project.settings.prometheus_stack.namespace
-    monitors = []
-    for place in dict.fromkeys([namespace, stack or namespace]):
-        listing = kube.read(f"/apis/monitoring.coreos.com/v1/namespaces/{place}/servicemonitors",
-                            f"ServiceMonitors in {place}")
-        # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
-        monitors += [m for m in (listing.items("items", required=True) if listing is not None else [])
-                     if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value
-                     and _watches(m, place, namespace)]
+    listing = kube.read("/apis/monitoring.coreos.com/v1/servicemonitors", "ServiceMonitors in every namespace")
+    # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
+    watching = [m for m in (listing.items("items", required=True) if listing is not None else [])
+                if _watches(m, m.get("metadata.namespace", str, ""), namespace)]
+    exporter_services = services()
+    labelled = {service: found.string_map("metadata.labels") for service, found in exporter_services.items()}
+    monitors = [m for m in watching if any(_selects(m, labels) for labels in labelled.values())]
     if not monitors:
+        asking = [m for m in watching if m.at("spec").get("selector.matchLabels", dict, {}).get(name) == value]
+        if asking:
+            shown_services = "; ".join(f"{service}: {', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}"
+                                       for service, labels in sorted(labelled.items()))
+            return Check(GROUP, "Prometheus scrape config", FAIL,
+                         f"ServiceMonitor {', '.join(m.get('metadata.name', str) for m in asking)} selects "
+                         f"{' / '.join(_selector_text(m) for m in asking)}, which no Service in {namespace} carries "
+                         + (f"(the Services labelled {name}={value}: {shown_services})" if labelled else
+                            f"(none there is labelled {name}={value})") + ": Prometheus scrapes nothing through it",
+                         restyle or (f"create the exporter's Service (port {EXPORTER_PORT}, labelled {name}={value})"
+                                     if not labelled else "label the exporter's Service as the ServiceMonitor's "
+                                     f"selector asks, or apply {built(SERVICE_MONITOR_FILE)} in its place"))
         return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
                      f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
     honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
     names = ", ".join(m.get("metadata.name", str) for m in monitors)
     # an endpoint selects a Service port by its name: one no Service of the exporter names scrapes nothing
-    ports = {service: [(p.get("name", str, ""), p.get("port", int)) for p in listed]
-             for service, listed in services().items()}
+    ports = {service: [(p.get("name", str, ""), p.get("port", int)) for p in found.items("spec.ports")]
+             for service, found in exporter_services.items()}
     named = {port for exposed in ports.values() for port, _ in exposed} - {""}
 
     def unmatched(monitor: Answer) -> str:
@@ -1028,6 +1042,36 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, list[Answer]]]
                      f"apply {built(SERVICE_MONITOR_FILE)} (honorLabels: true) in its place, or set labels.pod: "
                      "exported_pod in gpudash.yaml")
     return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
+
+
+def _selector_text(monitor: Answer) -> str:
+    """A ServiceMonitor's Service selector as labels: its matchLabels, then its matchExpressions."""
+    selector = monitor.at("spec").get("selector", dict, {})
+    match = selector.get("matchLabels")
+    terms = [f"{k}={v}" for k, v in sorted(match.items())] if isinstance(match, dict) else []
+    terms += [f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".strip()
+              for e in selector.get("matchExpressions") or [] if isinstance(e, dict)]
+    return ", ".join(terms) or "every Service"
+
+
+def _selects(monitor: Answer, labels: dict[str, str]) -> bool:
+    """Whether a ServiceMonitor's selector matches a Service of `labels`, as a Kubernetes label selector does: every
+    matchLabels pair, and every matchExpressions term (In, NotIn, Exists, DoesNotExist; NotIn matches a Service
+    without the key); an empty selector matches every Service. A term of another operator matches none (the API
+    refuses such a selector)."""
+    selector = monitor.at("spec").get("selector", dict, {})
+    match = selector.get("matchLabels") or {}
+    if not isinstance(match, dict) or any(labels.get(k) != v for k, v in match.items()):
+        return False
+    for term in selector.get("matchExpressions") or []:
+        if not isinstance(term, dict):
+            return False
+        key, operator, values = term.get("key"), term.get("operator"), term.get("values") or []
+        if operator == "In" and labels.get(key) not in values or operator == "NotIn" and labels.get(key) in values \
+                or operator == "Exists" and key not in labels or operator == "DoesNotExist" and key in labels \
+                or operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False
+    return True
 
 
 def _watches(monitor: Answer, place: str, namespace: str) -> bool:

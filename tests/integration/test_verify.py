@@ -518,6 +518,10 @@ def test_the_named_daemonset_of_another_style_than_exporter_deployment_is_told_t
         "by that label", fix)
     assert checks[("kube", "exporter Service")]["fix"] == fix and checks[("kube", "exporter Service")]["status"] == "fail"
     assert checks[("kube", "exporter container name")]["fix"] == fix
+    # gpudash's ServiceMonitor selects Services labelled app=nvidia-dcgm-exporter, which none carries (the chart's
+    # carries app.kubernetes.io/name=dcgm-exporter): Prometheus scrapes nothing through it (it said "ok")
+    scrape = checks[("kube", "Prometheus scrape config")]
+    assert (scrape["status"], scrape["fix"]) == ("fail", fix), scrape
     # the exporter group's read through the operator's Service name, which no Service has: said so, not "check the
     # cluster's API server"
     reachable = verify("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1][
@@ -2037,3 +2041,47 @@ def test_pods_of_the_named_daemonset_without_an_exporter_label_are_not_told_to_f
     assert "app=nvidia-dcgm-exporter" in failures[COVERAGE][1], failures[COVERAGE]
     assert checks[("kube", "exporter pods ready")]["cause"] != "not-deployed"
     assert checks[("kube", "exporter DaemonSet")]["status"] == "fail", checks[("kube", "exporter DaemonSet")]
+
+
+def test_a_service_monitor_selecting_the_exporter_from_another_namespace_is_found(stack):
+    """kube-prometheus-stack users keep ServiceMonitors in `monitoring`: one there with namespaceSelector any: true (or
+    matchNames: [gpu-operator]) selects the exporter's Service, and Prometheus scrapes it. With prometheus_stack.namespace
+    unset, verify read ServiceMonitors in gpu-operator only and said "no ServiceMonitor selects the exporter", fix "apply
+    build/k8s/servicemonitor.yaml": a second ServiceMonitor over the same targets."""
+    cluster, verify = stack
+    (monitor,) = cluster.service_monitors
+    monitor["metadata"]["namespace"] = "monitoring"
+    for selector in ({"any": True}, {"matchNames": ["gpu-operator"]}):
+        monitor["spec"]["namespaceSelector"] = selector
+        check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][("kube", "Prometheus scrape config")]
+        assert check["detail"] != "no ServiceMonitor selects the exporter", (selector, check)
+
+
+def test_a_service_monitor_whose_selector_the_service_does_not_match_does_not_select_it(stack):
+    """A ServiceMonitor selects Services carrying every label of its matchLabels (and meeting its matchExpressions):
+    one asking for app=nvidia-dcgm-exporter and release=kube-prometheus-stack selects no exporter Service here (it
+    carries no `release`), and Prometheus scrapes nothing through it. Verify looked at the one label and said "ok"."""
+    cluster, verify = stack
+    (monitor,) = cluster.service_monitors
+    monitor["spec"]["selector"]["matchLabels"] = {**monitor["spec"]["selector"]["matchLabels"],
+                                                  "release": "kube-prometheus-stack"}
+    check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][("kube", "Prometheus scrape config")]
+    assert check["status"] != "ok", check
+
+
+def test_a_service_monitor_selecting_the_exporter_by_match_expressions_is_found(stack):
+    """A ServiceMonitor selects Services by a Kubernetes label selector, matchExpressions as well as matchLabels: one
+    with app In [nvidia-dcgm-exporter] and release NotIn [other] (the Service carries no release) and no matchLabels
+    selects the exporter's Service, and Prometheus scrapes it; verify read matchLabels only and said "no ServiceMonitor
+    selects the exporter". Adding app DoesNotExist makes it select none."""
+    cluster, verify = stack
+    (monitor,) = cluster.service_monitors
+    monitor["spec"]["selector"] = {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": ["nvidia-dcgm-exporter"]},
+        {"key": "release", "operator": "NotIn", "values": ["other"]}]}
+    name = ("kube", "Prometheus scrape config")
+    check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][name]
+    assert check["status"] == "ok", check
+    monitor["spec"]["selector"]["matchExpressions"].append({"key": "app", "operator": "DoesNotExist"})
+    check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][name]
+    assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check

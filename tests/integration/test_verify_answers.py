@@ -150,7 +150,7 @@ def test_odd_kubernetes_answers(case, breaks, check, named, reference, generated
 
 def test_a_service_monitor_listing_without_its_items_is_odd_not_none(reference, cli, kube_server, monkeypatch):
     kube_server.cluster = KubeCluster(reference)
-    path = "/apis/monitoring.coreos.com/v1/namespaces/gpu-operator/servicemonitors"
+    path = "/apis/monitoring.coreos.com/v1/servicemonitors"
     kube_server.documents[path] = {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitorList",
                                    "metadata": {}}
     monkeypatch.setenv("KUBECONFIG", str(kube_server.kubeconfig_path))
