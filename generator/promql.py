@@ -938,11 +938,12 @@ def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
 
 
-# expression()'s answers for one catalog (held, so that its id names it while it is here): a project's dashboards ask
-# for the same few queries again and again (a field per pod on every cluster's or team's dashboard), each answer tens
-# of KB of text worked out from hundreds of smaller ones.
-_ANSWERS: dict[tuple, str] = {}
-_ANSWERS_OF: list[Catalog] = []
+# expression()'s answers for one catalog, as (catalog, answers) (held, so that its id names it while it is here): a
+# project's dashboards ask for the same few queries again and again (a field per pod on every cluster's or team's
+# dashboard), each answer tens of KB of text worked out from hundreds of smaller ones. Another catalog replaces the
+# pair whole; a call keeps the pair it started with, so two projects built at once in threads never read or write each
+# other's answers (they only work some out again).
+_ANSWERS: list[tuple[Catalog, dict[tuple, str]]] = []
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
@@ -950,14 +951,16 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None, named_within: str | None = None) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
-    if not _ANSWERS_OF or _ANSWERS_OF[0] is not catalog:
-        _ANSWERS.clear()
-        _ANSWERS_OF[:] = [catalog]
+    held = _ANSWERS[0] if _ANSWERS else None
+    if held is None or held[0] is not catalog:
+        held = (catalog, {})
+        _ANSWERS[:] = [held]
+    answers = held[1]
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
            named_within)
-    answer = _ANSWERS.get(key)
+    answer = answers.get(key)
     if answer is None:
-        answer = _ANSWERS[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
+        answer = answers[key] = _expression(query, labels, catalog, scope, rate_window, increase_window, gauge_window,
                                              per_instance, kind, resolution, offset, named_within)
     return answer
 

@@ -37,11 +37,11 @@ PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
-# panel_plan's answers (a Plan, or why there is none) by query, for one catalog and settings (held, so that their ids
-# name them while they are here): a project's panels repeat the same queries, and each panel is planned twice (what
-# the agent publishes, then the widget).
-_PLANS: dict[Query, Plan | str] = {}
-_PLANS_OF: list[tuple[Catalog, Settings]] = []
+# panel_plan's answers (a Plan, or why there is none) by query, for one catalog and settings, as (catalog, settings,
+# answers) (held, so that their ids name them while they are here): a project's panels repeat the same queries, and
+# each panel is planned twice (what the agent publishes, then the widget). Others replace the triple whole; a call
+# keeps the one it started with, so projects built at once in threads never read or write each other's plans.
+_PLANS: list[tuple[Catalog, Settings, dict[Query, Plan | str]]] = []
 
 
 def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
@@ -49,17 +49,19 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
     if len(panel.queries) != 1:
         raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
                           f"{len(panel.queries)}")
-    if not _PLANS_OF or _PLANS_OF[0][0] is not catalog or _PLANS_OF[0][1] is not settings:
-        _PLANS.clear()
-        _PLANS_OF[:] = [(catalog, settings)]
+    held = _PLANS[0] if _PLANS else None
+    if held is None or held[0] is not catalog or held[1] is not settings:
+        held = (catalog, settings, {})
+        _PLANS[:] = [held]
+    plans = held[2]
     query = panel.queries[0]
-    answer = _PLANS.get(query)
+    answer = plans.get(query)
     if answer is None:
         try:
             answer = source_plan(query, catalog, settings, settings.cloudwatch.period)
         except Unsupported as exc:
             answer = str(exc)
-        _PLANS[query] = answer
+        plans[query] = answer
     if isinstance(answer, str):
         raise Unsupported(answer)
     return answer
