@@ -389,11 +389,23 @@ def _arguments_checked(inside: str) -> str:
 # Rust lacks. Each is settled before promql_parser reads the text: a backtick string is rewritten as the double-quoted
 # string it is; a matcher's regex is judged as RE2 (regex_problem) and written as Rust reads the same regex. And
 # Prometheus 2's holt_winters, which promql_parser lacks, is read as Prometheus 3's name for it.
-_RAW_STRING = re.compile(r"`([^`]*)`")
 _REGEX_MATCHER = re.compile(r'(=~|!~)(\s*)("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\')')
-_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
-_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 _HOLT_WINTERS = re.compile(r"\bholt_winters(\s*\()")
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[0-7]{3}|.)", re.DOTALL)
+_ESCAPED = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"',
+            "'": "'"}
+
+
+def _unescaped(escape: re.Match[str]) -> str:
+    """One escape of a PromQL string as Prometheus (Go's strconv) reads it; ValueError for one it does not know
+    (`\\.` in a regex written with one backslash: Prometheus refuses the whole expression)."""
+    body = escape.group(1)
+    if body in _ESCAPED:
+        return _ESCAPED[body]
+    if len(body) > 1:
+        return chr(int(body, 8) if body[0] in "01234567" else int(body[1:], 16))
+    raise ValueError(f"unknown escape sequence `\\{body}` in a string (a regex escape needs two backslashes "
+                     "in a double-quoted PromQL string, or a backtick string)")
 
 
 def _as_promql_parser_reads(text: str) -> str:
@@ -404,7 +416,7 @@ def _as_promql_parser_reads(text: str) -> str:
         text = _STRING.sub(lambda m: _double_quoted(m.group()[1:-1]) if m.group()[0] == "`" else m.group(), text)
     if "=~" in outside or "!~" in outside:
         def judged(match: re.Match[str]) -> str:
-            regex = _ESCAPE.sub(lambda e: _ESCAPED.get(e.group(1), e.group(1)), match.group(3)[1:-1])
+            regex = _ESCAPE.sub(_unescaped, match.group(3)[1:-1])
             found, rust = _re2_judged(regex)
             if found is not None:
                 raise ValueError(found if found.startswith("illegal regex") else f"illegal regex for {regex}: {found}")
@@ -436,8 +448,27 @@ def _re2_judged(regex: str) -> tuple[str | None, str]:
     import promql_parser
 
     rust, at, in_class = [], 0, False
+    repeated = 0  # 1 right after a repetition operator, 2 after its lazy `?`: RE2 refuses one more (`a**`, `a{2}{3}`)
     while at < len(regex):
         char = regex[at]
+        if not in_class and (char in "*+?" or char == "{" and _REPEAT.match(regex, at)):
+            if repeated == 1 and char == "?":
+                repeated = 2
+            elif repeated:
+                return f"invalid nested repetition operator at `{regex[max(0, at - 2):at + 1]}`", regex
+            else:
+                repeated = 1
+            if char == "{":
+                repeat = _REPEAT.match(regex, at)
+                if max(int(n) for n in (repeat.group(1), repeat.group(3)) if n) > 1000:
+                    return f"invalid repeat count: `{repeat.group()}`", regex
+                rust.append(repeat.group())
+                at = repeat.end()
+                continue
+            rust.append(char)
+            at += 1
+            continue
+        repeated = 0
         if char == "\\" and regex[at + 1:at + 2] == "Q" and not in_class:
             end = regex.find("\\E", at + 2)
             literal = regex[at + 2:] if end < 0 else regex[at + 2:end]
@@ -456,10 +487,6 @@ def _re2_judged(regex: str) -> tuple[str | None, str]:
             flags = re.match(r"\(\?([^:)]*)[:)]", regex[at:])
             if flags and not set(flags.group(1)) <= _RE2_FLAGS and not flags.group(1).startswith(("P<", "<")):
                 return f"invalid or unsupported Perl syntax: `{regex[at:at + 2 + len(flags.group(1))]}`", regex
-        elif char == "{":
-            repeat = _REPEAT.match(regex, at)
-            if repeat and max(int(n) for n in (repeat.group(1), repeat.group(3)) if n) > 1000:
-                return f"invalid repeat count: `{repeat.group()}`", regex
         rust.append(char)
         at += 1
     try:

@@ -37,6 +37,13 @@ EXPRESSIONS = [
     pytest.param('limitk(2, DCGM_FI_DEV_GPU_UTIL)', False, marks=PENDING),
     pytest.param('mad_over_time(DCGM_FI_DEV_GPU_UTIL[5m])', False, marks=PENDING),
     ('holt_winters(DCGM_FI_DEV_GPU_UTIL[5m], 0.5, 0.5)', True),  # Prometheus 2's (the tests' Prometheus)
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"gpu\\.node"})', False),  # one backslash: an unknown string escape
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"gpu\\\\.node"})', True),  # two: the regex's escape
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"\\x67pu.*"})', True),  # a hex escape is the character it names
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g++"})', False),  # RE2 refuses a repetition of a repetition
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g{2}{3}"})', False),
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*??"})', False),
+    ('avg(DCGM_FI_DEV_GPU_UTIL{node=~"g*?-[*+]+"})', True),  # a lazy repetition; a class's * and +
 ]
 
 
