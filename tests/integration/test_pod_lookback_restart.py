@@ -259,6 +259,7 @@ def scenes(tmp_path_factory):
               "gap": lambda: _gap_scene(tmp_path_factory),
               **{("restarted", name): (lambda name=name: _restarted_scene(tmp_path_factory, name)) for name in RESTARTS}}
     entered: dict = {}
+    tmp_path_factory.getbasetemp()  # made here, once: pytest makes it on first use, and two threads would both try
 
     def enter(key):
         scene = makers[key]()
