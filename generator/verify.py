@@ -343,7 +343,12 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "
                           f"({evidence})",
                           hint="deploy what is missing and run `gpudash verify`; --skip-verify publishes anyway")
+    from .checks.kube import NO_GPU_NODE
+
+    idle = "exporter pods ready" in kube and kube["exporter pods ready"].detail == NO_GPU_NODE
     return warnings + [f"no data yet in {group} ({'; '.join(c.detail for c in problems if c.group == group)}), but "
                        f"the exporter and its data path are deployed and ready, so this is published anyway; "
-                       f"{_wait_hint(project, group)}; then run `gpudash verify`"
+                       + ("no GPU node runs now (a node group scaled to zero): metrics come once GPU nodes join and "
+                          "their exporter pods start" if idle else _wait_hint(project, group))
+                       + "; then run `gpudash verify`"
                        for group in dict.fromkeys(c.group for c in problems)]

@@ -38,6 +38,7 @@ from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, step
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
 GPU_RESOURCE = "nvidia.com/gpu"
+NO_GPU_NODE = "no GPU node now: none needs an exporter pod"  # "exporter pods ready" of a node group at zero
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # MIG's mixed strategy: one resource per instance profile
 # Counters files that ship inside the exporter image and hold the operator's default set.
 IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-exporter/default-counters.csv")
@@ -691,7 +692,8 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
     result = []
     if not gpu_nodes:
         result.append(Check(GROUP, "GPU node coverage", WARN, f"no node has {GPU_RESOURCE} capacity",
-                            "install the NVIDIA device plugin (the GPU operator does) on GPU nodes"))
+                            "none while the GPU node group is scaled to zero; otherwise install the NVIDIA device "
+                            "plugin (the GPU operator does) on GPU nodes"))
     elif unscraped:
         restyled = [n for n in unscraped if _owner(unkept[n]) == named[0]]  # the named DaemonSet's, of another style
 
@@ -732,7 +734,7 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         result.append(Check(GROUP, "exporter pods ready", FAIL, f"exporter not ready on {', '.join(not_ready)}",
                             "kubectl describe the exporter pod on that node; look at its events and logs"))
     elif not gpu_nodes:  # a GPU node group scaled to zero: its exporter pods come with its nodes, none is missing
-        result.append(Check(GROUP, "exporter pods ready", OK, "no GPU node now: none needs an exporter pod"))
+        result.append(Check(GROUP, "exporter pods ready", OK, NO_GPU_NODE))
     else:
         ready = sum(1 for node in gpu_nodes for pod in by_node.get(node, []) if _ready(pod))
         if ready:

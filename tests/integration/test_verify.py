@@ -1976,6 +1976,8 @@ def test_a_cluster_scaled_to_zero_gpu_nodes_is_not_a_failed_rollout_and_apply_pu
     code, stdout, stderr = cli("apply", "--dry-run")
     assert "not checked" not in stderr and "deploy what is missing" not in stderr, stderr
     assert code == 0, stderr
+    assert "metrics come once GPU nodes join" in stderr and "within about" not in stderr, stderr  # no wait helps
+    assert checks[COVERAGE]["fix"].startswith("none while the GPU node group is scaled to zero"), checks[COVERAGE]
 
 
 def test_a_helm_install_with_exporter_deployment_left_at_gpu_operator_is_told_to_write_the_deployment(stack, tmp_path):
