@@ -182,8 +182,8 @@ class CloudWatch:
 
         service = service or (TAGGING if api == "GetResources" else "cloudwatch")
         method = getattr(self.client(region, service), _snake(api))
-        attempt, attempts, refused = 0, self.max_attempts, 0  # refused: connect failures in a row; an answer (a 503
-        # of an endpoint starting up) gives the call its full attempts back
+        attempt, attempts, refused = 0, self.max_attempts, 0  # refused: connect failures in a row; after an answer (a
+        # 503 of an endpoint starting up) the call goes on up to its usual attempts, counted from its first
         while attempt < attempts:
             attempt += 1
             self.deadline.check(what)

@@ -194,8 +194,8 @@ class GrafanaClient:
                   reached: list[bool], before_retry=None) -> Any:
         import requests
 
-        attempt, refused = 0, 0  # refused: connect failures in a row (a later answer, a 503 of a Grafana starting up,
-        # gives the call its full retries back)
+        attempt, refused = 0, 0  # refused: connect failures in a row (after a later answer, a 503 of a Grafana starting
+        # up, the call retries up to its usual limit, counted from its first attempt)
         while True:
             stop_now = False
             self.calls[method] = self.calls.get(method, 0) + 1
