@@ -1013,8 +1013,9 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
                          restyle or (f"create the exporter's Service (port {EXPORTER_PORT}, labelled {name}={value})"
                                      if not labelled else "label the exporter's Service as the ServiceMonitor's "
                                      f"selector asks, or apply {built(SERVICE_MONITOR_FILE)} in its place"))
-        return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter",
-                     f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
+        return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter"
+                     + (f" as the settings' style labels it ({name}={value})" if restyle else ""),
+                     restyle or f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
     honoring = [m for m in monitors if all(e.get("honorLabels", bool, False) for e in m.items("spec.endpoints"))]
     names = ", ".join(m.get("metadata.name", str) for m in monitors)

@@ -2005,6 +2005,28 @@ def test_a_helm_install_with_exporter_deployment_left_at_gpu_operator_is_told_to
         failures[("kube", "exporter DaemonSet")]
 
 
+def test_the_charts_own_service_monitor_under_settings_of_the_operator_style_is_told_to_write_the_deployment(
+        stack, tmp_path):
+    """The chart installed in dcgm-exporter with its own ServiceMonitor (selecting app.kubernetes.io/name=
+    dcgm-exporter), gpudash.yaml leaving exporter.deployment at gpu-operator. The scrape-config check said "no
+    ServiceMonitor selects the exporter" with the fix "apply build/k8s/servicemonitor.yaml", whose selector
+    (app=nvidia-dcgm-exporter) selects nothing there; every other check says to write exporter.deployment: helm."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    _owned_by(cluster, "dcgm-exporter")
+    monitor = cluster.service_monitors[0]
+    monitor["metadata"].update(name="dcgm-exporter", namespace="dcgm-exporter")
+    monitor["spec"]["selector"] = {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}}
+    monitor["spec"]["namespaceSelector"] = {"matchNames": ["dcgm-exporter"]}
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  namespace: dcgm-exporter\n")
+    code, checks = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))
+    fix = "write exporter.deployment: helm in gpudash.yaml, then generate and apply again"
+    assert checks[("kube", "exporter Service")]["fix"] == fix
+    scrape = checks[("kube", "Prometheus scrape config")]
+    assert scrape["status"] != "ok" and scrape["fix"] == fix, scrape
+
+
 def test_the_operator_exporter_under_a_cluster_entry_saying_helm_is_told_to_write_the_deployment(stack, tmp_path):
     """Cluster gpu-cluster's entry says exporter: {deployment: helm}; the GPU operator's exporter runs there. The
     coverage said its pods are "not a DaemonSet the settings name" (fix: more_daemonsets), the DaemonSet check
