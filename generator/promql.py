@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog)
@@ -938,12 +939,7 @@ def _across_own_labels(metric: str, catalog: Catalog, merge: _Merge, series: str
 GAUGE_OVER_TIME = {"max": "max", "min": "min"}  # any other aggregation: the mean over the window
 
 
-# expression()'s answers for one catalog, as (catalog, answers) (held, so that its id names it while it is here): a
-# project's dashboards ask for the same few queries again and again (a field per pod on every cluster's or team's
-# dashboard), each answer tens of KB of text worked out from hundreds of smaller ones. Another catalog replaces the
-# pair whole; a call keeps the pair it started with, so two projects built at once in threads never read or write each
-# other's answers (they only work some out again).
-_ANSWERS: list[tuple[Catalog, dict[tuple, str]]] = []
+_ANSWERS = BuildMemo()  # expression()'s answers, per catalog (build_memo.py)
 
 
 def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Scope(),
@@ -951,11 +947,7 @@ def expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope = Sc
                gauge_window: str | None = None, per_instance: bool = False, kind: str | None = None,
                resolution: str | None = None, offset: str | None = None, named_within: str | None = None) -> str:
     """The PromQL for one neutral query (`_expression`), worked out once per query, labels, catalog and arguments."""
-    held = _ANSWERS[0] if _ANSWERS else None
-    if held is None or held[0] is not catalog:
-        held = (catalog, {})
-        _ANSWERS[:] = [held]
-    answers = held[1]
+    answers = _ANSWERS.table(catalog)
     key = (query, labels, scope, rate_window, increase_window, gauge_window, per_instance, kind, resolution, offset,
            named_within)
     answer = answers.get(key)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterable
 
+from ..build_memo import BuildMemo
 from ..catalog import Catalog
 from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
@@ -37,11 +38,9 @@ PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
-# panel_plan's answers (a Plan, or why there is none) by query, for one catalog and settings, as (catalog, settings,
-# answers) (held, so that their ids name them while they are here): a project's panels repeat the same queries, and
-# each panel is planned twice (what the agent publishes, then the widget). Others replace the triple whole; a call
-# keeps the one it started with, so projects built at once in threads never read or write each other's plans.
-_PLANS: list[tuple[Catalog, Settings, dict[Query, Plan | str]]] = []
+# panel_plan's answers (a Plan, or why there is none) by query, per catalog and settings: a project's panels repeat
+# the same queries, and each panel is planned twice (what the agent publishes, then the widget)
+_PLANS = BuildMemo()
 
 
 def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
@@ -49,11 +48,7 @@ def panel_plan(panel: Panel, catalog: Catalog, settings: Settings) -> Plan:
     if len(panel.queries) != 1:
         raise Unsupported("a CloudWatch widget runs one Metrics Insights query; this panel has "
                           f"{len(panel.queries)}")
-    held = _PLANS[0] if _PLANS else None
-    if held is None or held[0] is not catalog or held[1] is not settings:
-        held = (catalog, settings, {})
-        _PLANS[:] = [held]
-    plans = held[2]
+    plans = _PLANS.table(catalog, settings)
     query = panel.queries[0]
     answer = plans.get(query)
     if answer is None:

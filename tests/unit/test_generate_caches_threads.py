@@ -25,19 +25,23 @@ def _catalogs():
     return full, kept
 
 
-def test_a_query_worked_out_for_one_csv_while_another_project_is_generated_keeps_each_csvs_promql():
-    full, kept = _catalogs()
-    started, go = threading.Event(), threading.Event()
-
+def _paused(full, started: threading.Event, go: threading.Event, **fields):
+    """A catalog of `full`'s type whose first look-up waits until `go`, after setting `started`: the second project's,
+    held in the middle of its work while the first project asks its query."""
     class Paused(type(full)):
-        """The second project's catalog: its first look-up waits until the first project has asked its query."""
         def get(self, name):
             if not started.is_set():
                 started.set()
                 go.wait(10)
             return super().get(name)
 
-    other = Paused(source="other.csv", metrics=kept)
+    return Paused(**fields)
+
+
+def test_a_query_worked_out_for_one_csv_while_another_project_is_generated_keeps_each_csvs_promql():
+    full, kept = _catalogs()
+    started, go = threading.Event(), threading.Event()
+    other = _paused(full, started, go, source="other.csv", metrics=kept)
     alone_full = promql.expression(QUERY, LABELS, full)
     alone_other = promql.expression(QUERY, LABELS, type(full)(source="other.csv", metrics=kept))
     assert alone_full != alone_other  # the two CSVs' answers differ: the test can tell them apart
@@ -70,15 +74,7 @@ def test_a_cloudwatch_panel_planned_for_one_settings_while_another_project_is_ge
     full = load_counters(default_counters())
     panel = Panel("GPU utilization", [Query("DCGM_FI_DEV_GPU_UTIL", "avg", by=("node", "gpu"))])
     started, go = threading.Event(), threading.Event()
-
-    class Paused(type(full)):
-        def get(self, name):
-            if not started.is_set():
-                started.set()
-                go.wait(10)
-            return super().get(name)
-
-    paused = Paused(source=full.source, metrics=full.metrics)
+    paused = _paused(full, started, go, source=full.source, metrics=full.metrics)
     alone_agent, alone_addon = panel_plan(panel, full, agent), panel_plan(panel, full, addon)
     assert alone_agent != alone_addon
 
