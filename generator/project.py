@@ -16,6 +16,7 @@ from . import definitions
 from .catalog import Catalog, load_counters
 from .errors import InputError
 from .model import Alarm, Dashboard
+from .promql_text import STRING_LITERAL
 from .resources import known_fields
 from .settings import Settings, load_settings
 
@@ -96,7 +97,6 @@ def _check_queries(queries, catalog: Catalog, kind: str = "panel") -> None:
 EXPERIMENTAL_FUNCTIONS = ("sort_by_label", "sort_by_label_desc", "limitk", "limit_ratio", "mad_over_time",
                           "double_exponential_smoothing", "info")
 _VERSIONED_CALL = re.compile(r"\b(" + "|".join((*EXPERIMENTAL_FUNCTIONS, "holt_winters")) + r")\s*\(")
-_PROMQL_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 
 
 def version_dependent_queries(project: Project) -> list[tuple[str, str]]:
@@ -106,13 +106,13 @@ def version_dependent_queries(project: Project) -> list[tuple[str, str]]:
     for query in queries:
         if not query.raw_promql:
             continue
-        names = dict.fromkeys(_VERSIONED_CALL.findall(_PROMQL_STRING.sub('""', query.raw_promql)))
+        names = dict.fromkeys(_VERSIONED_CALL.findall(STRING_LITERAL.sub('""', query.raw_promql)))
         for name in names:
             found.append((query.defined_at, f"raw_promql uses {name}, which Prometheus 3 renamed "
                                             "double_exponential_smoothing (an experimental function)"
                           if name == "holt_winters" else
-                          f"raw_promql uses {name}, which Prometheus runs only from version 3 with "
-                          "--enable-feature=promql-experimental-functions"))
+                          f"raw_promql uses {name}, which Prometheus runs only with "
+                          "--enable-feature=promql-experimental-functions, from the version that added it"))
     return found
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+# A PromQL string literal (double- or single-quoted with escapes, or a raw backtick string): what code reading PromQL
+# text skips over or reads apart.
+STRING_LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _NEEDS_ESCAPE = re.compile(r'[\\"\x00-\x1f\x7f]')
 _NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _RE2_META = re.compile(r"[\\.+*?()|\[\]{}^$]")

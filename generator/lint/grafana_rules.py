@@ -12,6 +12,7 @@ from ..output import grafana_dashboard_bytes, grafana_dashboard_file
 from ..reading import read_json_schema
 from . import Finding, Rule, schema_message
 from .subject import LintInput
+from ..promql_text import STRING_LITERAL
 from .promql_checks import COUNTER_FUNCTIONS, Selector, check_parses, query_selectors, range_windows
 
 UID_MAX = 40
@@ -42,7 +43,6 @@ def _targets(subject: LintInput) -> Iterator[tuple[GrafanaDashboard, dict, dict]
                     yield dashboard, panel, target
 
 
-_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*|\[\[\w+\]\]")
 
 
@@ -52,7 +52,7 @@ def _as_sent(expr: str, dashboard: GrafanaDashboard) -> str:
     parsed as written (and once: the other rules read the same parse)."""
     from ..preview.interpolate import defaults, interpolate
 
-    outside = _STRINGS.sub('""', expr)
+    outside = STRING_LITERAL.sub('""', expr)
     if not any(not m.group().startswith("$__") for m in _VARIABLE.finditer(outside)):
         return expr
     return interpolate(expr, defaults(dashboard.model))

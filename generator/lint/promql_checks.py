@@ -6,12 +6,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..promql_text import STRING_LITERAL
+
 # Every form of a Grafana variable that Grafana replaces before it sends a query: $name, ${name}, ${name:format},
 # ${name.field:format}, [[name]], [[name:format]] (Grafana's own pattern). Grafana's global variables are replaced by
 # a value of their kind (a duration, a number); another variable, whose value is the dashboard's, by a word inside a
 # string and, outside one, by whichever of a name, a number or a duration lets the query parse (its value decides).
 _REFERENCE = re.compile(r"\$(\w+)|\[\[(\w+?)(?::\w+)?\]\]|\$\{(\w+)(?:\.[^:^}]+)?(?::[^}]+)?\}")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
 _GLOBALS = {"__interval": "5m", "__rate_interval": "5m", "__range": "5m",
             "__interval_ms": "300000", "__range_ms": "300000", "__range_s": "300",
             "__from": "1700000000", "__to": "1700000000"}  # any format of __from/__to a query can hold is a number
@@ -28,7 +29,7 @@ def _substituted(expr: str, unknown: str | None) -> str:
         return _REFERENCE.sub(replace, text)
 
     pieces, at = [], 0
-    for string in _STRING.finditer(expr):
+    for string in STRING_LITERAL.finditer(expr):
         pieces += [outside(expr[at:string.start()]), _REFERENCE.sub(lambda m: _GLOBALS.get(
             m.group(1) or m.group(2) or m.group(3), "gpudash_variable"), string.group())]
         at = string.end()
@@ -411,9 +412,10 @@ def _unescaped(escape: re.Match[str]) -> str:
 def _as_promql_parser_reads(text: str) -> str:
     """`text` rewritten so that promql_parser's verdict is Prometheus' (see above); ValueError for a matcher regex
     Prometheus refuses."""
-    outside = _STRING.sub('""', text)
+    outside = STRING_LITERAL.sub('""', text)
     if "`" in text:
-        text = _STRING.sub(lambda m: _double_quoted(m.group()[1:-1]) if m.group()[0] == "`" else m.group(), text)
+        text = STRING_LITERAL.sub(lambda m: _double_quoted(m.group()[1:-1]) if m.group()[0] == "`" else m.group(),
+                                  text)
     if "=~" in outside or "!~" in outside:
         def judged(match: re.Match[str]) -> str:
             regex = _ESCAPE.sub(_unescaped, match.group(3)[1:-1])
