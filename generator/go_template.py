@@ -26,6 +26,8 @@ _TOKEN = re.compile(r'\s+|"(?:[^"\\\n]|\\.)*"|`[^`]*`|\'(?:[^\'\\]|\\.)+\'|[-+]?
                     r'|\$\w*(?:\.\w+)*|(?:\.\w+)+|\.|\w+(?:\.\w+)*')
 _COMMENT = re.compile(r"^-?\s*/\*.*\*/\s*-?$", re.DOTALL)
 LITERAL_OPEN = '{{ "{{" }}'
+# `$x :=`, `$x =` and range's two variables, `range $i, $e :=`
+_DECLARED = re.compile(r"(\$\w+(?:\s*,\s*\$\w+)?)\s*:?=")
 
 
 def problem(text: str) -> str | None:
@@ -33,7 +35,7 @@ def problem(text: str) -> str | None:
     variable names go: a template naming none that Prometheus lacks and leaving no action or block open)."""
     if "{{" not in text:
         return None
-    declared = {m.group(1) for m in re.finditer(r"(\$\w+)\s*:?=", text)}
+    declared = {name for m in _DECLARED.finditer(text) for name in re.findall(r"\$\w+", m.group(1))}
     blocks: list[str] = []
     for action in _ACTION.finditer(text):
         inside = action.group(1)

@@ -184,6 +184,18 @@ def test_an_alarm_text_that_is_a_template_is_kept_and_one_that_is_not_reads_as_w
     assert rule["annotations"]["summary"].startswith('GPU {{ "{{" }} hot')
 
 
+def test_an_alarm_text_ranging_with_two_variables_is_kept_as_the_template_it_is(tmp_path):
+    """`{{ range $k, $v := $labels }}` declares both variables: it was read as an undefined `$k`, and the whole text
+    written as literal text, silently (promtool loads the template as written)."""
+    import yaml
+
+    description = "labels: {{ range $k, $v := $labels }}{{ $k }}={{ $v }} {{ end }}"
+    text, checked = _rules_file_of_alarm(tmp_path, "GPU hot", description)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    rule = next(r for g in yaml.safe_load(text)["groups"] for r in g["rules"] if "alert" in r)
+    assert rule["annotations"]["description"] == description
+
+
 def test_lint_names_an_alert_annotation_prometheus_refuses(tmp_path):
     """PR004 also reads each alert's annotations and labels as Go templates: a rules.yaml edited to `{{ hot` (what
     promtool refuses) is an error, a function Prometheus lacks a warning."""
