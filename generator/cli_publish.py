@@ -368,10 +368,12 @@ def _skipped(target: str, why: str, how: str) -> None:
     click.echo(f"{target} skipped: {why}; {how}", err=True)
 
 
-def _notes(client) -> None:
-    """What a target's client noted while planning (things the user should know that are not failures)."""
-    for note in client.notes:
+def _notes(client, shown: int = 0) -> int:
+    """What a target's client noted (things the user should know that are not failures), from its `shown`th note
+    on (those before were printed already); answers how many it has noted."""
+    for note in client.notes[shown:]:
         click.echo(f"note: {note}", err=True)
+    return len(client.notes)
 
 
 @main.command()
@@ -406,12 +408,13 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise
-        _notes(client)
+        shown = _notes(client)
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
                                      uid_prefix=desired.grafana_uid_prefix, force=force,
                                      publisher=(desired.project, desired.clusters),
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
+    _notes(client, shown)
     _finish(outcomes, output, changes, limit)
 
 

@@ -38,6 +38,11 @@ _PRECONDITION_HINTS = {
 _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://grafana.example.com"
 
 
+# Who deleted a dashboard `GrafanaClient.delete` found gone: gpudash (Grafana answered its delete), someone else (no
+# request of gpudash's reached Grafana), or either (one reached Grafana and its answer was lost)
+DELETED, GONE, MAYBE_DELETED = "deleted", "gone", "maybe deleted"
+
+
 class PreconditionFailed(RemoteError):
     """Grafana answered 412; `kind` is version-mismatch, name-exists or plugin-dashboard."""
 
@@ -174,15 +179,16 @@ class GrafanaClient:
             raise exc.after_sending(sent, unshown) from None
 
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), before_retry=None,
-                 **kwargs) -> Any:
+                 reached: list[bool] | None = None, **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
         refused because the first one landed), which only a read-back can settle. Any 5xx is such an attempt: a
         502, 503 or 504 is a gateway's answer, given when Grafana's was lost or late, and a 500 is Grafana's own
         failure of a request it received, which may have made the write first; neither says whether it did.
         `before_retry`, called after each wait and before the attempt it precedes, looks again: it raises to stop
-        the call, or returns False when nothing is left to do (the call then answers None)."""
-        reached: list[bool] = []
+        the call, or returns False when nothing is left to do (the call then answers None). `reached`, when
+        given, is filled with one entry per failed attempt: whether it may have reached Grafana."""
+        reached = [] if reached is None else reached
         try:
             return self._attempts(method, path, what, allow, kwargs, reached, before_retry)
         except RemoteError as exc:
@@ -394,22 +400,26 @@ class GrafanaClient:
             and not isinstance(saved.get("version"), bool)
         return self._shape(saved, ok, what, 'status "success" with the dashboard\'s uid and version')
 
-    def delete(self, uid: str, look=None) -> None:
+    def delete(self, uid: str, look=None) -> str:
         """Delete, then read the dashboard again: only Grafana's "not found" shows it is gone (an answer
-        that says deleted while the dashboard is still there is a failure). A dashboard already gone
-        (our lost answer, or someone else) is fine. Grafana's delete takes no version: `look` is called before
-        each retry of it (a 5xx or 429 answer, a failed connection), after the wait, and raises to refuse the
-        delete (a person saved it meanwhile) or returns False when it is gone."""
+        that says deleted while the dashboard is still there is a failure). Grafana's delete takes no version:
+        `look` is called before each retry of it (a 5xx or 429 answer, a failed connection), after the wait, and
+        raises to refuse the delete (a person saved it meanwhile) or returns False when it is gone.
+        Answers who deleted it: DELETED (Grafana answered a delete of ours), GONE (no request of ours reached
+        Grafana, or the first one was answered "not found": someone else deleted it), or MAYBE_DELETED (an attempt
+        of ours reached Grafana and its answer was lost, and then the dashboard was found gone: that attempt or
+        someone else deleted it, and nothing tells which)."""
         what = f"dashboard {uid}"
+        reached: list[bool] = []
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
                 answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
-                                       before_retry=look)
+                                       before_retry=look, reached=reached)
             except RemoteError as exc:
                 if not lost(exc):
                     raise
                 self._read_back(exc, "the delete was sent to Grafana", lambda: self.dashboard(uid) is None)
-                return
+                return MAYBE_DELETED
             if answer is not None:
                 self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                             "the deleted dashboard's title and message")
@@ -417,3 +427,6 @@ class GrafanaClient:
         if still is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")
+        if answer is not None:
+            return DELETED
+        return MAYBE_DELETED if any(reached) else GONE

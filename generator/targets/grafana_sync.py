@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import diff
-from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, UNCHANGED, UPDATE, WITHDRAW, WOULD_WRITE, WRITE,
-                       Change, Outcome, disposition)
+from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WITHDRAW,
+                       WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError, may_have_happened
 from ..markers import CLAIMS_CUT, GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
@@ -26,7 +26,8 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable, lost
+from ..clients.grafana import (GONE, MAYBE_DELETED, GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable,
+                               lost)
 from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
@@ -591,10 +592,11 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) ->
     return None
 
 
-def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
+def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
     """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
     save or takeover since. Grafana's delete takes no version: a fresh read is the last look before each
-    attempt of it (the first, and every retry after a 5xx, a 429 or a failed connection)."""
+    attempt of it (the first, and every retry after a 5xx, a 429 or a failed connection). False when it was
+    found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
     def look() -> bool:
         moved = _moved_since_plan(client, change, folder_uid)
         if moved:
@@ -602,8 +604,21 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> None:
                               hint="run `gpudash plan` and review it before pruning")
         return moved is None  # "" when already gone
 
-    if look():
-        client.delete(change.name, look)
+    if not look():  # gone before any delete of ours was sent: someone else deleted it
+        client.note(_gone(change.name, "before gpudash sent its delete"))
+        return False
+    deleted = client.delete(change.name, look)
+    if deleted == GONE:
+        client.note(_gone(change.name, "before any delete of gpudash's reached Grafana"))
+    elif deleted == MAYBE_DELETED:
+        client.note(f"dashboard {change.name}: a delete of gpudash's was sent and its answer lost, then the dashboard "
+                    "was found gone: deleted by that delete or by someone else meanwhile (nothing tells which); "
+                    "listed as deleted")
+    return deleted != GONE
+
+
+def _gone(uid: str, when: str) -> str:
+    return f"dashboard {uid}: already gone ({when}): someone else deleted it; not listed as deleted"
 
 
 def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dict[str, Any]],
@@ -629,15 +644,16 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 outcomes.append(Outcome(change, done=False, error=stopped, status=FAILED))
                 continue
             try:
+                written = True
                 if change.kind == "folder":
                     client.create_folder(folder["uid"], folder["title"])
                 elif change.action == DELETE:
-                    _delete(client, change, folder["uid"])
+                    written = _delete(client, change, folder["uid"])  # False: already gone, someone else's doing
                 elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it
                     _save(client, change, change.live["dashboard"], folder, note, uid_prefix, publisher)
                 else:
                     _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
-                outcomes.append(Outcome(change, done=True, status=DONE))
+                outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
             except RemoteError as exc:
                 outcomes.append(Outcome(change, done=False, error=str(exc), status=FAILED))
                 if isinstance(exc, DeadlineExceeded):

@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.test_grafana_claims import TEAM, _file, _written
 from tests.integration.test_grafana_push import _push, grafana, run  # noqa: F401 (fixtures)
+from tests.support.grafana_server import ADMIN
 
 
 @pytest.mark.parametrize("person_saves", [True, False], ids=["a person saves between", "nothing between"])
@@ -39,3 +40,54 @@ def test_a_delete_answered_503_looks_again_before_its_retry(grafana, run, tmp_pa
     else:
         assert code == 0 and json.loads(stdout)["written"] == [TEAM] and deletes == [TEAM, TEAM], stderr
         assert TEAM not in grafana.state.dashboards
+
+
+@pytest.mark.parametrize("status, ours", [(429, False), (503, True)], ids=["429: not processed", "503: may have been"])
+def test_a_dashboard_someone_else_deletes_between_two_attempts_is_listed_deleted_only_when_ours_may_have_reached(
+        grafana, run, tmp_path, status, ours):
+    """The first DELETE of the retired team dashboard is answered `status` by a proxy in front of Grafana, and a person
+    deletes the dashboard meanwhile; the look before the retry finds it gone. A 429 says the request was not
+    processed: only the person can have deleted it, so it is not listed as deleted (it was, exit 0, nothing said). A
+    503 may be a gateway's answer to a request Grafana received: listed as deleted, with a note that nothing tells
+    gpudash's delete from the person's."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=status,
+                          callback=lambda: grafana.state.dashboards.pop(TEAM)))
+        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+                                     url=proxy.url)
+    assert code == 0, stderr
+    assert TEAM not in grafana.state.dashboards and ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
+    assert json.loads(stdout)["written"] == ([TEAM] if ours else []), stdout
+    if ours:
+        assert f"note: dashboard {TEAM}: a delete of gpudash's was sent and its answer lost, then the dashboard was " \
+               "found gone: deleted by that delete or by someone else meanwhile (nothing tells which)" in stderr
+    else:
+        assert f"note: dashboard {TEAM}: already gone (before any delete of gpudash's reached Grafana): someone else " \
+               "deleted it; not listed as deleted" in stderr
+
+
+def test_a_dashboard_found_gone_after_a_refused_connection_was_not_deleted_by_gpudash(grafana):
+    """A refused connection sends nothing: a delete whose only attempt was refused (Grafana restarting; it is up again
+    during the wait), and whose retry's look found the dashboard gone (a person deleted it meanwhile), answers GONE,
+    not deleted (was: answered as a delete that happened)."""
+    from generator.clients.deadline import Deadline
+    from generator.clients.grafana import GONE, GrafanaClient
+    from tests.integration.test_refused_then_up import ComesUp, Front
+
+    grafana._store(TEAM, {"title": "Team A training", "tags": []}, "", "", "alice")
+    front = Front()
+    client = GrafanaClient(f"http://127.0.0.1:{front.port}", token=ADMIN,
+                           deadline=Deadline(60, clock=ComesUp(front, grafana.url)))
+
+    def look() -> bool:
+        grafana.state.dashboards.pop(TEAM)  # the person's delete, seen by the look
+        return False
+
+    try:
+        assert client.delete(TEAM, look) == GONE
+    finally:
+        front.close()
+    assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log

@@ -321,11 +321,13 @@ def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, refer
     (failed,) = [o for o in outcomes if o.error]
     assert "Grafana gave no version to show it is unchanged since the plan; not deleted" in failed.error
     assert "gpudash-health" in grafana.state.dashboards
-    # One deleted by someone else since the plan is done.
+    # One deleted by someone else since the plan is already gone: not listed as deleted (gpudash sent no delete), noted.
     del delete.live["meta"]
     grafana.state.dashboards.pop("gpudash-health")
     outcomes = grafana_sync.push(client, changes, kept, desired.folder, "", uid_prefix="gpudash", force=False, prune=True, dry_run=False)
-    assert [o.change.name for o in outcomes if o.done] == ["gpudash-health"]
+    assert [o.change.name for o in outcomes if o.done] == [] and not any(o.error for o in outcomes)
+    assert client.notes[-1] == ("dashboard gpudash-health: already gone (before gpudash sent its delete): someone else "
+                                "deleted it; not listed as deleted")
 
 
 def test_a_title_clash_is_name_exists(grafana, run):
