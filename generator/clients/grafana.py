@@ -111,6 +111,18 @@ def _environment_read_once(session):
     return merged
 
 
+def _unasked_hit(hits: list[dict[str, Any]], tag: str) -> str | None:
+    """What a page of a search by `tag` for dashboards lists that was not asked for, or None."""
+    for hit in hits:
+        kind, tags = hit.get("type"), hit.get("tags")
+        if kind is not None and kind != "dash-db":
+            return f"a hit of type {kind!r}, not a dashboard ({hit['uid']})"
+        if tags is not None and not (isinstance(tags, list) and any(
+                isinstance(t, str) and t.casefold() == tag.casefold() for t in tags)):
+            return f"a dashboard without the tag {tag} it was asked by ({hit['uid']})"
+    return None
+
+
 class GrafanaClient:
     def __init__(self, url: str, token: str | None = None, basic: tuple[str, str] | None = None,
                  verify: bool = True, timeout: float = 10.0, retries: int = 4, backoff: float = 0.5,
@@ -338,7 +350,9 @@ class GrafanaClient:
     def search_tag(self, tag: str) -> list[dict[str, Any]]:
         """Every dashboard with the tag. Grafana answers a page at a time (at most SEARCH_PAGE hits, fewer
         when a proxy or release caps it), so pages are read until one is empty; a page that repeats
-        one already read (a server that ignores `page`) is not a valid answer."""
+        one already read (a server that ignores `page`), lists a dashboard twice, or lists what was not asked for
+        (a hit of another type than dash-db, or whose tags lack the tag: a server or proxy that drops a filter) is
+        not a valid answer. (The tag is compared without case: a database whose collation ignores case matches so.)"""
         what = f"search tag {tag}"
         found: dict[str, dict[str, Any]] = {}
         page = 1
@@ -349,12 +363,16 @@ class GrafanaClient:
             self._shape(hits, ok, what, "a list of dashboards")
             if not hits:
                 return list(found.values())
+            said = _unasked_hit(hits, tag)
             repeated = [h["uid"] for h in hits if h["uid"] in found]
             if repeated:
-                raise InvalidAnswer(f"Grafana's search answered page {page} with dashboards of an earlier page "
-                                    f"({repeated[0]}): the search cannot be read to its end", where=what,
-                                    hint="GRAFANA_URL must reach Grafana's API itself; a proxy may drop the `page` "
-                                         "parameter")
+                said = f"dashboards of an earlier page ({repeated[0]}): the search cannot be read to its end"
+            elif said is None and len({h["uid"] for h in hits}) < len(hits):
+                said = "a dashboard twice"
+            if said is not None:
+                raise InvalidAnswer(f"Grafana's search answered page {page} with {said}", where=what,
+                                    hint="GRAFANA_URL must reach Grafana's API itself; a proxy may drop the `page`, "
+                                         "`type` or `tag` parameter")
             found.update((h["uid"], h) for h in hits)
             page += 1
 

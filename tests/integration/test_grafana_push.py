@@ -630,6 +630,33 @@ def test_a_search_that_repeats_its_pages_is_not_a_valid_answer(grafana):
         client.search_tag(GRAFANA_OWNER_TAG)
 
 
+@pytest.mark.parametrize("spoil, said", [
+    (lambda hits: hits + [{**hits[0], "uid": "team-gpu", "tags": ["team"]}],
+     "a dashboard without the tag gpudash-managed it was asked by (team-gpu)"),
+    (lambda hits: hits + [{**hits[0], "uid": "team-folder", "type": "dash-folder"}],
+     "a hit of type 'dash-folder', not a dashboard (team-folder)"),
+    (lambda hits: hits + hits[:1], "a dashboard twice"),
+], ids=["the tag dropped", "the type dropped", "a hit twice"])
+def test_a_search_listing_what_was_not_asked_for_is_not_a_valid_answer_and_nothing_is_pruned(grafana, run, spoil,
+                                                                                              said):
+    """A search page (through a proxy that drops the `tag` or `type` filter, or repeats a hit) listing a dashboard
+    without the tag asked by, a folder, or one dashboard twice was read as the owned dashboards (exit 0, the prune
+    planned on it). It is not a valid answer: the push fails before writing anything (exit 3)."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _push(run)
+    retired = {"uid": "gpudash-old-0", "title": "old 0", "tags": [GRAFANA_OWNER_TAG]}
+    grafana._store(retired["uid"], retired, "gpudash", grafana_message(retired, "", "gpudash"), "gpudash-sa")
+    writes = len(grafana.writes())
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/search$", action="rewrite", times=1,
+                          callback=lambda body: json.dumps(spoil(json.loads(body))).encode()))
+        code, stdout, stderr = _push(run, "--prune", url=proxy.url)
+    assert code == 3 and f"Grafana's search answered page 1 with {said}" in stderr, (code, stderr)
+    assert "nothing was published" in stderr and len(grafana.writes()) == writes
+    assert "gpudash-old-0" in grafana.state.dashboards
+
+
 def _oddly(grafana, uid: str, **fields) -> None:
     entry = grafana.state.dashboards[uid]
     for key, value in fields.items():
