@@ -244,7 +244,7 @@ class _Device:
                 own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             device = _unblanked(_either(tiers, slot), gauge)
-            named = self.identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"))
+            named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
             # each pod named on a GPU instance once, then the node's spellings and the index of the copy read
             return f"(max by ({_listed(keep)}) ({named}) * 0 + on ({_listed(slot)}) group_left ({spellings}) {device})"
         if not self.shares or metric not in PER_PROCESS_FIELDS or own_share:
@@ -279,7 +279,7 @@ class _Device:
         late = _raw(metric, branches, extra, f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}")
 
         def highest(copies: str) -> str:  # one copy, whole: its labels say which node spelling and index it has
-            return f"topk by ({by}) (1, {self.identified(copies)})"
+            return f"topk by ({by}) (1, {identified(copies, self.labels)})"
         return (highest(fresh_copies(metric, branches, extra, gauge, self.resolution)),
                 highest(_parenthesised(late)))
 
@@ -302,26 +302,26 @@ class _Device:
 
         def tier(read) -> str:
             total = "(" + " + ".join(f"max by ({copy}) ({read(name)})" for name in self.total) + ")"
-            chosen = f"topk by ({by}) (1, {self.identified(total)})"
-            return chosen if summed else f"({self.identified(f'max by ({copy}) ({read(metric)})')} and {chosen})"
+            chosen = f"topk by ({by}) (1, {identified(total, self.labels)})"
+            return chosen if summed else f"({identified(f'max by ({copy}) ({read(metric)})', labels)} and {chosen})"
         return (tier(lambda name: fresh_copies(name, branches, extra, "{}", self.resolution)),
                 tier(lambda name: _raw(name, branches, extra, f"last_over_time({{}}[{self.lookback}])")))
 
-    def identified(self, expr: str) -> str:
-        """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
-        exporter writes it: uuid_label), or where a series has none, its first non-empty node spelling."""
-        labels = self.labels
-        uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
-        target = quoted(GPU_LABEL)
-        if len(labels.node_sources) == 1:  # one node spelling: no joining
-            node = quoted(labels.node_sources[0])
-            named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
-            return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
-        joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
-        return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
+
+GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its node spelling (identified)
 
 
-GPU_LABEL = "gpudash_gpu"  # the label a per-pod panel's lookback names a GPU by (_Device.identified)
+def identified(expr: str, labels: Labels) -> str:
+    """`expr` with the label GPU_LABEL naming each series' GPU with its index (`gpu`): its UUID (under the label the
+    exporter writes it: uuid_label), or where a series has none, its first non-empty node spelling."""
+    uuid = quoted(uuid_label((labels.pod, labels.namespace, labels.container)))
+    target = quoted(GPU_LABEL)
+    if len(labels.node_sources) == 1:  # one node spelling: no joining
+        node = quoted(labels.node_sources[0])
+        named = f'label_replace({expr}, {target}, "$1", {node}, "(.*)")'
+        return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
+    joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
+    return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
 
 
 def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:
