@@ -324,28 +324,31 @@ class GrafanaClient:
         return found if found is None else self._shape(found, isinstance(found, dict) and "uid" in found, what,
                                                        "a folder")
 
-    def create_folder(self, uid: str, title: str) -> None:
-        """Create the folder; a folder already there with this uid (our lost answer) is fine. Stopped (a
+    def create_folder(self, uid: str, title: str) -> bool:
+        """Create the folder; a folder already there with this uid (our lost answer, or someone else's) is fine: False
+        when no create of ours can have made it (Grafana answered 409 and no earlier attempt reached it). Stopped (a
         signal, the deadline) once the create was sent, it may have made the folder, and says so: the next
         run finds the folder by its uid and puts the dashboards in it, as it would have."""
         what = f"folder {uid}"
+        reached: list[bool] = []
         with self._reported_if_sent("POST", "the folder's create was sent to Grafana"):
             try:
                 created = self._request("POST", "/api/folders", what=what, allow=(409,),
-                                        json={"uid": uid, "title": title})
+                                        json={"uid": uid, "title": title}, reached=reached)
             except RemoteError as exc:
                 if not lost(exc):
                     raise
                 self._read_back(exc, "the folder's create was sent to Grafana",
                                 lambda: self.folder(uid) is not None)
-                return
+                return True
             if created is None:
                 if self.folder(uid) is None:
                     raise RemoteError("Grafana refused the folder (409) but has no folder with this uid", where=what,
                                       hint="a folder with the same title may exist elsewhere: rename one of them")
-                return
+                return any(reached)
         self._shape(created, isinstance(created, dict) and created.get("uid") == uid, what,
                     f"the created folder, with uid {uid}")
+        return True
 
     def search_tag(self, tag: str) -> list[dict[str, Any]]:
         """Every dashboard with the tag. Grafana answers a page at a time (at most SEARCH_PAGE hits, fewer

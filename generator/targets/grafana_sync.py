@@ -646,7 +646,10 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
             try:
                 written = True
                 if change.kind == "folder":
-                    client.create_folder(folder["uid"], folder["title"])
+                    written = client.create_folder(folder["uid"], folder["title"])
+                    if not written:
+                        client.note(f"folder {folder['uid']}: already there when gpudash came to create it (made by "
+                                    "someone else since the plan): not listed as created; the dashboards go into it")
                 elif change.action == DELETE:
                     written = _delete(client, change, folder["uid"])  # False: already gone, someone else's doing
                 elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it

@@ -90,6 +90,25 @@ def test_first_push_creates_folder_and_dashboards_and_the_second_writes_nothing(
     assert code == 0 and json.loads(stdout)["summary"] == {"unchanged": 5}
 
 
+def test_a_folder_someone_else_creates_between_plan_and_push_is_not_listed_as_created(grafana, run):
+    """The plan finds no folder; right before gpudash's create reaches Grafana someone else creates it (same uid).
+    Grafana answers 409 and the folder reads: it was listed as written by gpudash. Now it is not listed as created,
+    and a note says so; the dashboards go into it."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    def someone():
+        grafana.state.folders["gpudash"] = {"id": 98, "uid": "gpudash", "title": "GPU monitoring"}
+
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/folders$", method="POST", action="before", callback=someone))
+        code, stdout, stderr = _push(run, url=proxy.url)
+    assert code == 0, stderr
+    assert sorted(json.loads(stdout)["written"]) == UIDS
+    assert "note: folder gpudash: already there when gpudash came to create it (made by someone else since the " \
+           "plan): not listed as created" in stderr
+    assert grafana.state.folders["gpudash"]["id"] == 98 and sorted(grafana.state.dashboards) == UIDS
+
+
 def test_a_changed_threshold_updates_only_that_dashboard_with_a_readable_diff(grafana, run, project_dir):
     _push(run)
     writes = len(grafana.writes())
