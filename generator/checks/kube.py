@@ -538,15 +538,41 @@ def exporter_service(kube: Kube, namespace: str, style) -> str | None:
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
+    """Rolled out as `kubectl rollout status daemonset` judges it: the controller has observed the DaemonSet's
+    generation (else its counts are an earlier spec's), every scheduled pod runs the current template
+    (updatedNumberScheduled), and every one is available (numberAvailable: ready for minReadySeconds). 0 of 0 is rolled
+    out (a node group at zero). Under OnDelete, pods of an older template stay until deleted: a warning, not a
+    rollout. The API leaves out observedGeneration, numberAvailable and updatedNumberScheduled when 0."""
     status = daemonset.at("status")
     desired = status.get("desiredNumberScheduled", int)
     ready = status.get("numberReady", int)
+    available = status.get("numberAvailable", int, 0)
     updated = status.get("updatedNumberScheduled", int, 0)
-    if ready == desired and updated == desired:  # as `kubectl rollout status` judges it: 0 of 0 is rolled out
-        return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready" + (
-            "" if desired else " (no node the DaemonSet schedules on now: GPU node coverage says whether one lacks it)"))
-    return Check(GROUP, "exporter rollout", FAIL, f"{ready}/{desired} pods ready, {updated} updated",
-                 f"kubectl -n {namespace} rollout status daemonset/{name}", cause=NOT_DEPLOYED if not ready else "")
+    generation = daemonset.get("metadata.generation", int, 0)
+    observed = status.get("observedGeneration", int, 0)
+    on_delete = daemonset.at("spec.updateStrategy", required=False).get("type", str, "RollingUpdate") == "OnDelete"
+    wait = f"kubectl -n {namespace} rollout status daemonset/{name}"
+    cause = NOT_DEPLOYED if not available else ""
+    if generation > observed:
+        return Check(GROUP, "exporter rollout", FAIL,
+                     f"rolling out: the DaemonSet controller has not yet observed generation {generation} (observed "
+                     f"{observed or 'none'}), so its counts ({ready}/{desired} pods ready) are an earlier spec's",
+                     f"wait for it: {wait}", cause=cause)
+    if updated < desired and not on_delete:
+        return Check(GROUP, "exporter rollout", FAIL,
+                     f"rolling out: {updated} of {desired} pods run the current pod template, {available}/{desired} "
+                     "available", f"wait for it: {wait}", cause=cause)
+    if available < desired:
+        return Check(GROUP, "exporter rollout", FAIL, f"{available}/{desired} pods available ({ready} ready), "
+                     f"{updated} of {desired} on the current pod template",
+                     f"{wait}; kubectl describe the exporter pods that are not ready", cause=cause)
+    if updated < desired:  # OnDelete: the rest are replaced as they are deleted
+        return Check(GROUP, "exporter rollout", WARN, f"{available}/{desired} pods available; {updated} of {desired} "
+                     "run the current pod template (updateStrategy OnDelete: the others keep the older one until "
+                     "they are deleted)", f"delete the exporter pods of the older template (kubectl -n {namespace} "
+                     "delete pod ...) to replace them")
+    return Check(GROUP, "exporter rollout", OK, f"{ready}/{desired} pods ready" + (
+        "" if desired else " (no node the DaemonSet schedules on now: GPU node coverage says whether one lacks it)"))
 
 
 ROLLOUT_STRATEGY = "exporter rollout strategy"

@@ -203,7 +203,8 @@ def test_exporter_not_ready_on_one_gpu_node(stack):
     assert code == 1
     assert _failures(checks)[("kube", "exporter pods ready")] == (
         "exporter not ready on gpu-node-b", "kubectl describe the exporter pod on that node; look at its events and logs")
-    assert _failures(checks)[("kube", "exporter rollout")][0] == "1/2 pods ready, 2 updated"
+    assert _failures(checks)[("kube", "exporter rollout")][0] == (
+        "1/2 pods available (1 ready), 2 of 2 on the current pod template")
 
 
 def test_gpu_node_without_an_exporter_pod(stack):
@@ -1887,7 +1888,8 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
     pool_c["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 3}}
     checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
     assert (checks[("kube", "exporter rollout gpu-pools/pool-c")]["status"],
-            checks[("kube", "exporter rollout gpu-pools/pool-c")]["detail"]) == ("fail", "0/1 pods ready, 0 updated")
+            checks[("kube", "exporter rollout gpu-pools/pool-c")]["detail"]) == (
+        "fail", "rolling out: 0 of 1 pods run the current pod template, 0/1 available")
     assert checks[("kube", "exporter rollout strategy gpu-pools/pool-c")]["status"] != "ok"
     assert checks[("kube", "exporter rollout")]["status"] == "ok"
 
@@ -2109,3 +2111,51 @@ def test_a_service_monitor_selecting_the_exporter_by_match_expressions_is_found(
     monitor["spec"]["selector"]["matchExpressions"].append({"key": "app", "operator": "DoesNotExist"})
     check = verify("--skip", "exporter", "--skip", "cloudwatch")[1][name]
     assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
+
+
+ROLLOUT = ("kube", "exporter rollout")
+
+
+def test_the_exporter_rollout_is_judged_as_kubectl_rollout_status_judges_it(stack):
+    """`kubectl rollout status daemonset` waits until the controller has observed the DaemonSet's generation, every
+    scheduled pod runs the current template and every one is available (ready for minReadySeconds). Verify compared
+    numberReady and updatedNumberScheduled with the desired count only: a spec just changed (generation 2, the
+    controller's status still of generation 1, 2/2 ready) read "ok: 2/2 pods ready", as did a DaemonSet just created
+    (no status yet: 0/0) and one whose pods are ready but not yet available."""
+    cluster, verify = stack
+    wait = "wait for it: kubectl -n gpu-operator rollout status daemonset/nvidia-dcgm-exporter"
+    cluster.daemonset["metadata"]["generation"] = 2  # a new spec applied; the controller has not caught up
+    rollout = verify(*ONLY_KUBE)[1][ROLLOUT]
+    assert (rollout["status"], rollout["detail"], rollout["fix"]) == ("fail", (
+        "rolling out: the DaemonSet controller has not yet observed generation 2 (observed 1), so its counts (2/2 "
+        "pods ready) are an earlier spec's"), wait), rollout
+    cluster.daemonset["metadata"]["generation"] = 1  # just created: the controller has written no status yet
+    cluster.daemonset["status"] = {"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0,
+                                   "numberReady": 0}
+    code, checks = verify(*ONLY_KUBE)
+    assert (checks[ROLLOUT]["status"], checks[ROLLOUT]["detail"], checks[ROLLOUT]["cause"]) == ("fail", (
+        "rolling out: the DaemonSet controller has not yet observed generation 1 (observed none), so its counts (0/0 "
+        "pods ready) are an earlier spec's"), "not-deployed"), checks[ROLLOUT]
+    assert code == 1
+    cluster.refresh_status()  # observed; one node's pod still of the old template
+    cluster.daemonset["status"]["updatedNumberScheduled"] = 1
+    rollout = verify(*ONLY_KUBE)[1][ROLLOUT]
+    assert (rollout["status"], rollout["detail"]) == (
+        "fail", "rolling out: 1 of 2 pods run the current pod template, 2/2 available"), rollout
+    cluster.refresh_status()  # every pod updated and ready, one not yet available (minReadySeconds)
+    cluster.daemonset["status"]["numberAvailable"] = 1
+    rollout = verify(*ONLY_KUBE)[1][ROLLOUT]
+    assert (rollout["status"], rollout["detail"]) == (
+        "fail", "1/2 pods available (2 ready), 2 of 2 on the current pod template"), rollout
+    # OnDelete: an older template's pod stays until deleted, serving: said, not a rollout that never ends
+    cluster.refresh_status()
+    cluster.daemonset["status"]["updatedNumberScheduled"] = 1
+    cluster.daemonset["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    rollout = verify(*ONLY_KUBE)[1][ROLLOUT]
+    assert (rollout["status"], rollout["detail"]) == ("warn", (
+        "2/2 pods available; 1 of 2 run the current pod template (updateStrategy OnDelete: the others keep the older "
+        "one until they are deleted)")), rollout
+    cluster.daemonset["spec"].pop("updateStrategy")
+    cluster.refresh_status()
+    code, checks = verify(*ONLY_KUBE)
+    assert (checks[ROLLOUT]["status"], checks[ROLLOUT]["detail"]) == ("ok", "2/2 pods ready") and code == 0

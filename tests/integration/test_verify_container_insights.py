@@ -71,7 +71,8 @@ def test_an_exporter_not_ready_on_a_gpu_node_fails(addon_stack):
     assert code == 1
     failures = _failures(checks)
     assert failures[("kube", "add-on GPU node coverage")] == "no ready DCGM exporter pod on gpu-node-b"
-    assert failures[("kube", "add-on DCGM exporter")] == "1/2 pods ready, 2 updated"
+    assert failures[("kube", "add-on DCGM exporter")] == (
+        "1/2 pods available (1 ready), 2 of 2 on the current pod template")
 
 
 def test_a_gpu_node_without_the_agent_fails(addon_stack):

@@ -113,11 +113,15 @@ class KubeCluster:
                                                   "image": "kube-state-metrics", "imageID": "", "state": {}}]}}
 
     def refresh_status(self) -> None:
+        """The DaemonSet's status as its controller writes it once it has observed the spec (the API server sets
+        metadata.generation; a test rolling out a new spec raises it past status.observedGeneration)."""
+        self.daemonset["metadata"].setdefault("generation", 1)
         desired = len(self.pods)
         ready = sum(1 for p in self.pods if p["status"]["containerStatuses"][0]["ready"])
         self.daemonset["status"] = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
                                     "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready,
-                                    "updatedNumberScheduled": desired, "observedGeneration": 1}
+                                    "updatedNumberScheduled": desired,
+                                    "observedGeneration": self.daemonset["metadata"]["generation"]}
 
     def set_env(self, name: str, value: str) -> None:
         for container in self.daemonset["spec"]["template"]["spec"]["containers"]:
