@@ -106,8 +106,9 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, services, project, style,
                             namespace, restyle)
         if options.prometheus_in_use and data_missing.expected(settings):
+            alike = ("", "") if unknown or restyle else _styled_alike(settings, this, daemonset, name)
             yield from step(GROUP, CONTAINER_CHECK, _exporter_settings(CONTAINER_CHECK, _container_name), daemonset,
-                            style, restyle)
+                            style, restyle, alike)
     if not unknown:  # the other exporter DaemonSets the settings name (exporter.more_daemonsets), each with its alarm
         yield from _more_rollouts(kube, settings, named_daemonsets(settings, this)[1:])
     if not addon_source(settings):
@@ -330,19 +331,26 @@ class Styled(NamedTuple):
                 "(helm where the dcgm-exporter chart installed it)")
 
 
-def _styled(labels: dict[str, str], containers: list[str]) -> Styled:
+CHART_LABEL, CHART = "helm.sh/chart", "dcgm-exporter-"  # the dcgm-exporter chart labels its objects dcgm-exporter-<version>
+
+
+def _styled(labels: dict[str, str], containers: list[str], chart: str = "") -> Styled:
     """The deployment styles of an exporter object of `labels` running `containers`: those whose pod label it carries,
     narrowed to the one whose exporter container it runs when one does (the Helm chart and the static manifest share
-    app.kubernetes.io/name=dcgm-exporter and differ by the container's name: exporter, dcgm-exporter). Never a guess:
-    where neither container runs, both styles."""
+    app.kubernetes.io/name=dcgm-exporter and differ by the container's name: exporter, dcgm-exporter), else to the
+    chart's where `chart` (the object's helm.sh/chart label) says the dcgm-exporter chart installed it. Never a guess:
+    where neither tells, both styles."""
     labelled = tuple(s for s in STYLES.values() if labels.get(s.pod_label[0]) == s.pod_label[1])
     running = tuple(s for s in labelled if s.container in containers)
+    if len(running) != 1 and chart.startswith(CHART):
+        running = tuple(s for s in labelled if s.key == "helm")
     return Styled(running if len(running) == 1 else labelled, tuple(containers))
 
 
 def _daemonset_styled(daemonset: Answer) -> Styled:
-    return _styled(daemonset.string_map("metadata.labels"),
-                   [c.get("name", str, "") for c in daemonset.items("spec.template.spec.containers")])
+    labels = daemonset.string_map("metadata.labels")
+    return _styled(labels, [c.get("name", str, "") for c in daemonset.items("spec.template.spec.containers")],
+                   labels.get(CHART_LABEL, ""))
 
 
 def _pod_styled(pod: Answer) -> Styled:
@@ -813,6 +821,27 @@ def _restyled(settings: Settings, cluster: Cluster | None, daemonset: Answer, na
     return what, _deployment_fix(settings, cluster, styled, name)
 
 
+def _styled_alike(settings: Settings, cluster: Cluster | None, daemonset: Answer, name: str) -> tuple[str, str]:
+    """(why, fix) where the exporter DaemonSet the settings name carries the pod label of the deployment style they say,
+    which another style shares (the chart's and the static manifest's app.kubernetes.io/name=dcgm-exporter), and its
+    exporter container, or the chart's helm.sh/chart label, tells it is of that other style: its pods are kept and
+    selected alike, only the container name the data-missing rule reads differs, and the setting to write is
+    exporter.deployment, not a container to rename. ('', '') else (_restyled tells a DaemonSet of another label)."""
+    own = style_for(settings, cluster)
+    template = daemonset.string_map("spec.template.metadata.labels")
+    if template.get(own.pod_label[0]) != own.pod_label[1]:
+        return "", ""
+    containers = [c.get("name", str, "") for c in daemonset.items("spec.template.spec.containers")]
+    chart = daemonset.string_map("metadata.labels").get(CHART_LABEL, "")
+    styled = _styled(template, containers, chart)
+    if styled.known is None or styled.known == own:
+        return "", ""
+    told = [f"container {styled.known.container}"] if styled.known.container in containers else []
+    told += [f"{CHART_LABEL}={chart}"] if chart.startswith(CHART) else []
+    return (f"DaemonSet {daemonset.get('metadata.namespace', str, '')}/{name} is the {styled.known.key} style's "
+            f"({', '.join(told)}), not {own.key}'s", _deployment_fix(settings, cluster, styled, name))
+
+
 def _owner(pod: Answer) -> tuple[str, str] | None:
     """(namespace, name) of the DaemonSet that controls `pod`, from its ownerReferences; None for another owner."""
     for owner in pod.items("metadata.ownerReferences"):
@@ -873,20 +902,22 @@ def _exporter_settings(check: str, read: Callable[..., Check]) -> Callable[..., 
 CONTAINER_CHECK = "exporter container name"
 
 
-def _container_name(daemonset: Answer, style, restyle: str = "") -> list[Check]:
+def _container_name(daemonset: Answer, style, restyle: str = "", alike: tuple[str, str] = ("", "")) -> list[Check]:
     """The exporter's container carries the name its deployment gives it: the data-missing rule tells the exporter
     targets of the GPU operator's or the chart's own ServiceMonitor (which give each target its pod's `container`) by
     it (data_missing.operator_targets). Nothing is said when it does. `restyle`: the settings to write where the
-    exporter is of another deployment style than the settings say (_restyled), instead of a container to rename."""
+    exporter is of another deployment style than the settings say (_restyled), instead of a container to rename;
+    `alike`: (why, fix) where it is of another style sharing the settings' pod label (_styled_alike)."""
     name = _container(daemonset, style).get("name", str, "?")
     if name == style.container:
         return []
+    why, fix = alike
     return [Check(GROUP, CONTAINER_CHECK, WARN,
                   f"the exporter's container is named {name}, not {style.container} (exporter.deployment: "
                   f"{style.key}): the data-missing rule tells the targets of the GPU operator's or the chart's own "
                   f"ServiceMonitor by container=\"{style.container}\", so their scrapes without GPU data are not "
-                  f"counted for this exporter",
-                  restyle or f"scrape the exporter with {built(SERVICE_MONITOR_FILE)} or gpudash's scrape job (their "
+                  f"counted for this exporter" + (f"; {why}" if why else ""),
+                  restyle or fix or f"scrape the exporter with {built(SERVICE_MONITOR_FILE)} or gpudash's scrape job (their "
                   f"targets are told by exporter_pod, whatever the container's name), or name its container "
                   f"{style.container}")]
 

@@ -2159,3 +2159,40 @@ def test_the_exporter_rollout_is_judged_as_kubectl_rollout_status_judges_it(stac
     cluster.refresh_status()
     code, checks = verify(*ONLY_KUBE)
     assert (checks[ROLLOUT]["status"], checks[ROLLOUT]["detail"]) == ("ok", "2/2 pods ready") and code == 0
+
+
+def _chart_labels(cluster, release: str = "dcgm-exporter") -> None:
+    """The labels the dcgm-exporter chart writes on its DaemonSet (its `dcgm-exporter.labels` template)."""
+    cluster.daemonset["metadata"]["labels"].update({
+        "helm.sh/chart": "dcgm-exporter-4.8.2", "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/version": "4.8.2", "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/component": "dcgm-exporter"})
+
+
+def test_settings_of_the_static_style_over_the_charts_exporter_are_told_to_write_the_deployment(stack, tmp_path):
+    """gpudash.yaml says exporter.deployment: static; the cluster runs the dcgm-exporter chart (helm.sh/chart labels
+    on its DaemonSet, container `exporter`). The two share the pod label and the Service, so the agent keeps its pods;
+    only the container the data-missing rule reads differs. Verify said "name its container dcgm-exporter" (the chart
+    names it `exporter`, no value renames it); the one fix is exporter.deployment: helm. The reverse (helm settings
+    over the static manifest's exporter) is told exporter.deployment: static."""
+    cluster, verify = stack
+    _helm_chart_install(cluster)
+    _owned_by(cluster, "dcgm-exporter")
+    _chart_labels(cluster)
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  deployment: static\n  namespace: dcgm-exporter\n")
+    in_use = ("--skip", "exporter", "--skip", "cloudwatch")  # Prometheus in use: the rule's container matters
+    checks = verify(*in_use, "--config", str(config))[1]
+    name = ("kube", "exporter container name")
+    assert (checks[name]["status"], checks[name]["fix"]) == (
+        "warn", "write exporter.deployment: helm in gpudash.yaml, then generate and apply again"), checks[name]
+    assert checks[name]["detail"].endswith("; DaemonSet dcgm-exporter/dcgm-exporter is the helm style's (container "
+                                           "exporter, helm.sh/chart=dcgm-exporter-4.8.2), not static's")
+    assert "name its container" not in _advice(checks), _advice(checks)
+    config.write_text("exporter:\n  deployment: helm\n  namespace: dcgm-exporter\n")
+    assert name not in verify(*in_use, "--config", str(config))[1]
+    # the static manifest's exporter (container dcgm-exporter, no chart labels) under settings of the helm style
+    cluster.daemonset["metadata"]["labels"] = {"app.kubernetes.io/name": "dcgm-exporter"}
+    cluster.daemonset["spec"]["template"]["spec"]["containers"][0]["name"] = "dcgm-exporter"
+    checks = verify(*in_use, "--config", str(config))[1]
+    assert checks[name]["fix"] == "write exporter.deployment: static in gpudash.yaml, then generate and apply again"
