@@ -1,0 +1,43 @@
+"""The agent's EMF log group keeps its events for `agent.log_retention_days`, however it comes to exist.
+
+`gpudash cost` prices the log group's storage at `agent.log_retention_days` and the CloudFormation template creates
+the group with that retention. With `gpudash apply` (no stack) the group is created by the agent's awsemf exporter at
+its first PutLogEvents: awsemf creates a missing log group and sets a retention policy on it only when its own
+`log_retention` is not 0, otherwise the group never expires (internal/aws/cwlogs/cwlog_client.go, CreateStream: "For
+newly created log groups, set the log retention policy if specified or non-zero. Otherwise, set to Never Expire").
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support.cloudwatch_otel import otel_config
+
+
+def _created_by_awsemf(emf: dict) -> int | None:
+    """The retention, in days, of the log group awsemf creates (None: never expires), as cwlog_client.go sets it."""
+    return emf.get("log_retention") or None
+
+
+@pytest.mark.parametrize("days", [None, 30])
+def test_the_log_group_the_agent_creates_keeps_events_as_long_as_cost_prices_them(project_dir, days):
+    settings = "" if days is None else f"agent:\n  log_retention_days: {days}\n"
+    project = load_project(project_dir(settings + "clusters:\n  - {name: a, region: us-east-1}\n"
+                                                  "  - {name: b, region: eu-west-1}\n"))
+    wanted = project.settings.agent.log_retention_days
+    files = encode(build(project))
+    template = json.loads(files["cloudformation/gpudash.json"])
+    stack = {r["Properties"]["LogGroupName"]: r["Properties"]["RetentionInDays"]
+             for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"}
+    created = {}
+    for cluster in ("a", "b"):
+        emf = otel_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])["exporters"]["awsemf/gpudash"]
+        created[emf["log_group_name"]] = _created_by_awsemf(emf)
+    # seen on main 8c246c5: {'/aws/containerinsights/a/prometheus': None, ...}: never expires, priced at 7 days
+    assert created == {f"/aws/containerinsights/{c}/prometheus": wanted for c in ("a", "b")}
+    assert set(stack.values()) <= {wanted}  # the template, where it creates the group, says the same
