@@ -472,13 +472,17 @@ def _publishes(emf: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str) -> dict[str, Any]:
-    """awsemf of one cluster; the strings settings give (namespace, Region, log group) escaped as the receiver's."""
+def cluster_exporter(publishes: dict[str, Any], cluster: Cluster, log_group: str, retention_days: int) -> dict[str, Any]:
+    """awsemf of one cluster; the strings settings give (namespace, Region, log group) escaped as the receiver's.
+    `log_retention`: awsemf creates a missing log group and sets a retention on it only from this (0 or none: the
+    group never expires; internal/aws/cwlogs/cwlog_client.go CreateStream), so a group first written by the agent
+    (gpudash apply, no CloudFormation stack) keeps its events as long as agent.log_retention_days says."""
     return {
         "namespace": escaped(publishes["namespace"]),
         "region": escaped(cluster.region),
         "log_group_name": escaped(log_group),
         "log_stream_name": LOG_STREAM,
+        "log_retention": retention_days,
         "dimension_rollup_option": "NoDimensionRollup",
         "version": "0",
         "retain_initial_value_of_delta_metric": False,
@@ -513,6 +517,7 @@ class Pipeline:
         if samples_published(declarations):
             self.processors[TRANSFORM] = no_data_flag()
         self.processors[BATCH] = {"timeout": f"{settings.agent.force_flush_interval}s"}
+        self.retention_days = settings.agent.log_retention_days
         self.service = {"pipelines": {PIPELINE: {"receivers": [RECEIVER], "processors": list(self.processors),
                                                  "exporters": [EXPORTER]}}}
 
@@ -524,7 +529,8 @@ class Pipeline:
         return {
             "receivers": {RECEIVER: cluster_receiver(self.jobs[id(scrape_config)][1], cluster)},
             "processors": self.processors,
-            "exporters": {EXPORTER: cluster_exporter(self.publishes, cluster, log_group)},
+            "exporters": {EXPORTER: cluster_exporter(self.publishes, cluster, log_group,
+                                                          self.retention_days)},
             "service": self.service,
         }
 
