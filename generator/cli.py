@@ -125,6 +125,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         notes = artifacts.notes
         files = encode(artifacts)
         record = artifacts_record(artifacts)
+        refused_templates = _over_template_quota(artifacts, files)
         # Only the files are left to write: letting the set go first keeps the process small while they
         # are written (with 1,000 clusters, the kernel's write time grew with the memory the process held).
         del artifacts
@@ -145,6 +146,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     from .data_missing import guessed_daemonset, unread_daemonset
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
+    from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
     from .settings import unknown_regions, workload_rename_mix
     from .project import version_dependent_queries
 
@@ -169,6 +171,9 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         click.echo(f"warning: {severity} alarms in {region} notify no one: alarms.actions.{severity} lists only "
                    f"SNS topics of other Regions ({', '.join(topics)}), and CloudWatch notifies only topics of "
                    f"the alarm's own Region; add a topic of {region}", err=True)
+    for path, over in refused_templates:
+        click.echo(f"warning: {target / path}: {over}: CloudFormation refuses the template\n  fix: {TEMPLATE_QUOTA_FIX}",
+                   err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "
@@ -191,6 +196,17 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
                 click.echo(f"note: {note.message} (lint {note.rule})", err=True)
         click.echo(f"wrote {len(files) + 1} files to {target} "
                    f"({len(project.grafana_definitions()) + len(project.grafanalib_dashboards)} Grafana dashboards)")
+
+
+def _over_template_quota(artifacts, files: dict[str, bytes]) -> list[tuple[str, str]]:
+    """(file, what is over) of each CloudFormation template of the build over CloudFormation's quotas."""
+    from .output import template_file
+    from .render.cloudformation import over_quota
+
+    paths = {region: template_file(region, artifacts.primary_region) for region in artifacts.cloudformation}
+    found = ((paths[region], over_quota(template, len(files[paths[region]])))
+             for region, template in sorted(artifacts.cloudformation.items()))
+    return [(path, over) for path, over in found if over]
 
 
 def _generate_command(config: str | None, csv: str | None, out: str) -> str:

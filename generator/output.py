@@ -139,18 +139,24 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
             lambda: {"DashboardName": item.name, "DashboardBody": body_text(item.name, item.body)})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for region, template in artifacts.cloudformation.items():
-        strings: list[bytes] = []
-
-        def slot(name: str, body: dict[str, Any]) -> str:
-            strings.append(body_string(name, body))
-            return string_slot(len(strings) - 1)
-
-        files[template_file(region, artifacts.primary_region)] = to_json_filled(
-            _with_body_texts(template, slot), strings, lambda: _with_body_texts(template, body_text))
+        files[template_file(region, artifacts.primary_region)] = template_bytes(template, body_string)
 
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
     return files
+
+
+def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes]) -> bytes:
+    """A CloudFormation template's file: each dashboard's DashboardBody written as the JSON string
+    `body_string(name, body)` gives (a stamped body's text, escaped once for its file and the template)."""
+    strings: list[bytes] = []
+
+    def slot(name: str, body: Any) -> str:
+        strings.append(body_string(name, body))
+        return string_slot(len(strings) - 1)
+
+    return to_json_filled(_with_body_texts(template, slot), strings,
+                          lambda: _with_body_texts(template, lambda name, body: json.loads(body_string(name, body))))
 
 
 def _with_body_texts(template: dict[str, Any], body_text) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
-from ..output import ALARMS_FILE, cloudwatch_dashboard_file
+from ..output import ALARMS_FILE, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -384,6 +384,22 @@ def alarm_quota(subject: LintInput) -> Iterable[Finding]:
             yield Finding("AL006", "warning", ALARMS_FILE,
                           f"{count} Metrics Insights alarms in {region}: the default quota is "
                           f"{METRICS_INSIGHTS_ALARM_QUOTA} per Region")
+
+
+def template_quota(subject: LintInput) -> Iterable[Finding]:
+    """Each CloudFormation template within CloudFormation's quotas (resources, bytes as the build writes it)."""
+    from ..ownership import stamped_cloudwatch_text
+    from ..render.cloudformation import QUOTA_FIX, over_quota
+    from ..serialize import json_string
+
+    def body_string(name: str, body: Any) -> bytes:  # a build read back holds each body as its stamped text
+        return json_string(body if isinstance(body, str) else stamped_cloudwatch_text(body, name, subject.artifacts.project))
+
+    for region, template in sorted(subject.artifacts.cloudformation.items()):
+        over = over_quota(template, len(template_bytes(template, body_string)))
+        if over:
+            yield Finding("CF001", "warning", template_file(region, subject.artifacts.primary_region),
+                          f"{over}: CloudFormation refuses the template; {QUOTA_FIX}")
 
 
 def alarm_tags(subject: LintInput) -> Iterable[Finding]:
@@ -771,4 +787,6 @@ RULES = (
          alarm_retyped),
     Rule("AL012", "metric-math alarms read at most 10 metrics, name only their own, and use no function unfit "
                   "for alarms", math_alarms),
+    Rule("CF001", "each CloudFormation template within CloudFormation's quotas (500 resources, 1,000,000 bytes)",
+         template_quota),
 )

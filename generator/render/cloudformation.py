@@ -13,6 +13,24 @@ _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions"
                "ComparisonOperator", "Threshold", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData",
                "Namespace", "MetricName", "Dimensions", "Statistic", "Period", "Tags")
 
+# CloudFormation's quotas for one template (the user guide's "Understand CloudFormation quotas"; cfn-lint checks the
+# same): it refuses a template over either, and the whole stack is never made.
+TEMPLATE_RESOURCES = 500  # resources declared in one template
+TEMPLATE_BYTES = 1_000_000  # a template body read from S3 (one passed in the request itself: 51,200 bytes)
+
+
+def over_quota(template: dict[str, Any], size: int) -> str | None:
+    """What of a template (`size` bytes as written) is over CloudFormation's quotas, or None."""
+    count = len(template.get("Resources", {}))
+    over = ([f"{count:,} resources (CloudFormation takes at most {TEMPLATE_RESOURCES:,})"]
+            if count > TEMPLATE_RESOURCES else []) + \
+        ([f"{size:,} bytes (CloudFormation reads at most {TEMPLATE_BYTES:,} from S3)"] if size > TEMPLATE_BYTES else [])
+    return " and ".join(over) or None
+
+
+QUOTA_FIX = ("publish with `gpudash apply` (it writes each dashboard and alarm itself), or split the clusters over "
+             "settings files generated apart (a template each)")
+
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     properties = {key: request[key] for key in _ALARM_KEYS if key in request}
