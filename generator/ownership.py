@@ -462,9 +462,11 @@ _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions"
                "MetricName", "Statistic", "ExtendedStatistic", "Period", "Unit")
 
 
-def alarm_fields(alarm: dict[str, Any]) -> dict[str, Any]:
+def alarm_fields(alarm: dict[str, Any], legacy: bool = False) -> dict[str, Any]:
     """The fields PutMetricAlarm sets, normalised so that a request and DescribeAlarms' report of
-    the alarm it made compare equal."""
+    the alarm it made compare equal. A query's Label and AccountId, when it has them, are among them (a person may
+    rename the line the alarm's graph shows, or point the query at another account); `legacy`: without them, as the
+    evidence of gpudash releases before them hashed the fields (see `legacy_alarm_hash`)."""
     result = {key: alarm[key] for key in _ALARM_KEYS if alarm.get(key) not in (None, [], "")}
     result.setdefault("DatapointsToAlarm", alarm.get("EvaluationPeriods"))
     for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):
@@ -473,9 +475,20 @@ def alarm_fields(alarm: dict[str, Any]) -> dict[str, Any]:
     if alarm.get("Dimensions"):
         result["Dimensions"] = sorted([d["Name"], d["Value"]] for d in alarm["Dimensions"])
     if alarm.get("Metrics"):
-        result["Metrics"] = [[m.get("Id"), m.get("Expression"), m.get("MetricStat"), m.get("Period"),
-                              m.get("ReturnData", True)] for m in alarm["Metrics"]]
+        result["Metrics"] = [_query_fields(m, legacy) for m in alarm["Metrics"]]
     return result
+
+
+def _query_fields(query: dict[str, Any], legacy: bool) -> list[Any]:
+    """One query of an alarm: [Id, Expression, MetricStat, Period, ReturnData], then {Label, AccountId} when it has
+    either (left out of `legacy` fields; a query with neither hashes as it did before)."""
+    fields = [query.get("Id"), query.get("Expression"), query.get("MetricStat"), query.get("Period"),
+              query.get("ReturnData", True)]
+    named = {} if legacy else {key: query[key] for key in _QUERY_NAMES if query.get(key) not in (None, "")}
+    return fields + [named] if named else fields
+
+
+_QUERY_NAMES = ("Label", "AccountId")
 
 
 def as_reported(request: dict[str, Any], reported: dict[str, Any]) -> dict[str, Any]:
@@ -507,8 +520,18 @@ def _significant(fields: dict[str, Any]) -> dict[str, Any]:
     for key, default in _DEFAULTS.items():
         result.setdefault(key, default)
     if isinstance(result.get("Metrics"), list):
-        result["Metrics"] = [[*query[:2], _stat_sorted(query[2]), *query[3:]] for query in result["Metrics"]]
+        result["Metrics"] = [_confirmed_query([*query[:2], _stat_sorted(query[2]), *query[3:]])
+                             for query in result["Metrics"]]
     return result
+
+
+def _confirmed_query(query: list[Any]) -> list[Any]:
+    """A query's fields a read-back must show as sent: its Label is text for people, like AlarmDescription, left
+    out (its AccountId, which decides what the query reads, stays)."""
+    if len(query) < 6 or not isinstance(query[5], dict):
+        return query
+    named = {key: value for key, value in query[5].items() if key != "Label"}
+    return query[:5] + ([named] if named else [])
 
 
 def _stat_sorted(stat: Any) -> Any:
@@ -531,6 +554,18 @@ def unconfirmed(request: dict[str, Any], reported: dict[str, Any]) -> list[str]:
 
 def alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm))
+
+
+def legacy_alarm_hash(alarm: dict[str, Any]) -> str:
+    """The hash gpudash releases before queries' Label and AccountId were hashed wrote as evidence: an alarm whose
+    evidence is this is as those wrote it in every field they hashed (its labels are not known to be as written); the
+    same as `alarm_hash` for an alarm whose queries have neither."""
+    return content_hash(alarm_fields(alarm, legacy=True))
+
+
+def hashes_of(alarm: dict[str, Any]) -> tuple[str, str]:
+    """The hashes evidence of `alarm` as it is may read: this release's, and that of releases before (see above)."""
+    return alarm_hash(alarm), legacy_alarm_hash(alarm)
 
 
 def alarm_evidence(request_hash: str, reported_hash: str | None = None, marks: str | None = None) -> str:

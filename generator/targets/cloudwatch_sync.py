@@ -45,7 +45,7 @@ from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
                      is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
-                         alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
+                         alarm_publication, alarm_tags, as_reported, dashboard_publication, hashes_of, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
                          unconfirmed)
@@ -138,7 +138,8 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
                     live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields, "hash": reported})
     differences = diff.fields(live_fields, as_reported(wanted, live_fields))  # (CloudWatch's own form is no edit)
     written, then = read_alarm_evidence(tags)
-    as_written = then == reported  # nobody changed it since gpudash wrote it
+    as_written = then in hashes_of(alarm)  # nobody changed it since gpudash wrote it (what it hashed, for evidence of
+    # a release that hashed no query labels)
     named = alarm_project(tags)
     if not alarm_owned(tags):
         change.action, change.details = FOREIGN, [f"exists without the {ALARM_OWNER_TEXT} tag; --force takes it over"]
@@ -224,7 +225,7 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
             f"{ALARM_OWNER_TAG['Key']} tag alone may have been added by hand); --prune --force deletes it"])
-    if then != alarm_hash(alarm):
+    if then not in hashes_of(alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
             "--prune --force deletes it"])

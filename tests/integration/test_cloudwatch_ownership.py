@@ -90,6 +90,60 @@ def test_an_alarm_edited_in_the_console_is_drift_and_needs_force(aws, published,
     assert apply()[1]["written"] == []
 
 
+def _relabelled(client, name: str, label: str = "Hot GPUs (on-call view)") -> None:
+    """What a person does in the console to rename the line an alarm's graph shows: PutMetricAlarm with the alarm's
+    own fields, its query's Label changed; tags stay."""
+    alarm = dict(alarms(client)[name])
+    keys = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions", "ComparisonOperator",
+            "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData", "Threshold")
+    queries = [{k: m[k] for k in ("Id", "Expression", "Period", "ReturnData", "Label") if k in m}
+               for m in alarm["Metrics"]]
+    queries[0]["Label"] = label
+    client.put_metric_alarm(**{k: alarm[k] for k in keys if k in alarm}, Metrics=queries)
+
+
+@pytest.mark.parametrize("retired", [False, True], ids=["defined", "retired"])
+def test_an_alarm_whose_query_label_a_person_changed_is_edited(aws, published, project_dir, retired):
+    """A query's Label (the line an alarm's graph shows) changed in the console was not seen as an edit: an alarm
+    still defined read as unchanged, and one retired was deleted by --prune without --force (its evidence hashed no
+    label). Now the label is part of what an edit is judged on: drift, refused without --force; the label kept."""
+    client, apply = aws
+    if retired:
+        published("--config", str(project_dir(TWO_CLUSTERS)))
+        _relabelled(client, RETIRED_EDITED)
+        code, report, _ = apply("--prune", "--removed-cluster", "other")
+        assert code == 1 and report["refused"] == [RETIRED_EDITED], report
+        assert [n for n in alarms(client) if other_cluster(n)] == [RETIRED_EDITED]
+        return
+    published()
+    _relabelled(client, EDITED)
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [EDITED], report
+    assert alarms(client)[EDITED]["Metrics"][0]["Label"] == "Hot GPUs (on-call view)"
+
+
+def test_evidence_written_before_query_labels_were_hashed_is_not_taken_for_an_edit(aws, published):
+    """An alarm whose evidence an earlier release wrote (hashing no query label) is as that release wrote it: not drift
+    after the upgrade; its evidence is written anew once (a tag write), and then nothing is written."""
+    from generator.markers import ALARM_HASH_TAG
+    from generator.ownership import legacy_alarm_hash
+
+    client, apply = aws
+    published()
+    alarm = alarms(client)[EDITED]
+    assert alarm["Metrics"][0].get("Label")  # (a query with a label: its hash is not the earlier release's)
+    arn = alarm["AlarmArn"]
+    tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=arn)["Tags"]}
+    marks = tags[ALARM_HASH_TAG].partition("/")[2]
+    client.tag_resource(ResourceARN=arn, Tags=[{"Key": ALARM_HASH_TAG, "Value": f"{legacy_alarm_hash(alarm)}/{marks}"}])
+    code, report, _ = apply()
+    assert code == 0 and report["written"] == [EDITED] and report["refused"] == [], report
+    assert apply()[1]["written"] == []
+    _relabelled(client, EDITED)  # with the evidence written anew, a label edit shows
+    code, report, _ = apply()
+    assert code == 1 and report["refused"] == [EDITED], report
+
+
 def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied, published):
     proxy, client, apply = proxied
     published()
