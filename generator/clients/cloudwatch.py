@@ -320,8 +320,11 @@ class CloudWatch:
         return None if found is None else {arn: tags for arn, tags in found.items() if arn in asked}
 
     def _tagged(self, region: str, selector: dict[str, Any]) -> dict[str, list[dict[str, str]]] | None:
-        """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied. A next
-        page is asked with its token alone (GetResources takes no ResourceARNList beside a token)."""
+        """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied, or when it
+        gives EMPTY_PAGES empty pages in a row, each with a new token (its documentation has said a page may hold fewer
+        results than allowed, and only a null token ends it, so such a listing may be a slow index as well as a broken one: it is not read on, nor
+        believed, and the caller reads each alarm's own tags). A next page is asked with its token alone
+        (GetResources takes no ResourceARNList beside a token)."""
         found: dict[str, list[dict[str, str]]] = {}
         token, what = "", f"tags of CloudWatch alarms in {region}"
         listing = _Listing("GetResources", region, what, self.endpoint_name)
@@ -342,8 +345,14 @@ class CloudWatch:
                           "time (slow); grant tag:GetResources to read them in bulk")
                 return None
             page_tags = {item["ResourceARN"]: item["Tags"] for item in page["ResourceTagMappingList"]}
-            token = listing.next(page.get("PaginationToken"),
-                                 [item["ResourceARN"] for item in page["ResourceTagMappingList"]], asked, unasked) or ""
+            try:
+                token = listing.next(page.get("PaginationToken"),
+                                     [item["ResourceARN"] for item in page["ResourceTagMappingList"]], asked,
+                                     unasked) or ""
+            except EmptyPages:
+                self.note(f"tag:GetResources answered {EMPTY_PAGES} pages in a row without a resource in {region}, "
+                          "each with a new token: not read on; reading alarm tags one alarm at a time (slow)")
+                return None
             found.update(page_tags)
             if not token:
                 return found
@@ -413,6 +422,10 @@ def _arns_name_their_alarms(listed: list[dict[str, Any]], region: str, what: str
 EMPTY_PAGES = 20  # pages in a row a listing may answer with no item and a next-page token before it is not believed
 
 
+class EmptyPages(RemoteError):
+    """A listing that gave EMPTY_PAGES empty pages in a row, each with a new next-page token."""
+
+
 class _Listing:
     """One paginated listing: the tokens and items its pages gave so far. A listing is not an answer (a failure,
     never a short or endless list) when a page gives a token it gave before or one that is not a string (it would
@@ -444,8 +457,9 @@ class _Listing:
         if said is None and len(set(keys)) < len(keys):
             said = "an item twice on one page"
         if said is not None:
-            raise RemoteError(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
-                              "answer", where=self.what, hint=answer_hint(self.endpoint))
+            kind = EmptyPages if said.startswith(f"{EMPTY_PAGES} pages") else RemoteError
+            raise kind(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
+                       "answer", where=self.what, hint=answer_hint(self.endpoint))
         self.items.extend(keys)
         self.listed.update(keys)
         if not token:

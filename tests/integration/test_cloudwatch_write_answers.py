@@ -190,6 +190,22 @@ def test_a_listing_that_would_not_end_or_is_not_what_was_asked_fails_at_once(pro
     assert pages.count == calls
 
 
+def test_a_tag_listing_of_empty_pages_is_not_believed_and_each_alarm_is_asked_alone(proxied, published, cli):
+    """GetResources answers page after page without a resource, each with a new token. Its documentation has said a page
+    may hold fewer results than allowed (an index that is slow, not only a broken one), and each alarm's own tags can
+    be read instead: the plan failed (exit 3, nothing planned); now the listing is not read on nor believed, a note
+    says so, and every alarm's tags are read alone (ListTagsForResource): the plan is the same as with the bulk read."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    pages = _Pages("GetResources", "PaginationToken", lambda: {"ResourceTagMappingList": []})
+    proxy.inject(pages)
+    code, stdout, stderr = cli("plan", "--no-grafana")
+    assert code == 0 and "Traceback" not in stderr, (code, stdout, stderr)
+    assert "tag:GetResources answered 20 pages in a row without a resource in us-east-1" in stderr, stderr
+    assert pages.count == 20 and proxy.operations.count("ListTagsForResource") == len(alarms(client))
+
+
 NOT_FOUND = {"__type": "ResourceNotFound", "message": "not found"}
 
 
