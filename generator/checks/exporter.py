@@ -55,7 +55,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         source = options.exporter_url
     else:
         from ..clients.kube import for_run
-        from .kube import CLUSTER_FIX, exporter_service, exporter_to_read
+        from .kube import CLUSTER_FIX, exporter_service, exporter_to_read, unready_service
 
         kube = for_run(options)
         read = exporter_to_read(kube, project, options)
@@ -67,6 +67,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         try:
             text, source = fetch_through_proxy(kube, read.namespace, service, EXPORTER_PORT)
         except RemoteError as exc:
+            # 503 from the service proxy: the Service has no ready endpoint, or the API server is unavailable
+            unready = unready_service(kube, read.namespace, service) if getattr(exc, "status", 0) == 503 else None
+            if unready is not None:
+                yield Check(GROUP, "metrics endpoint", FAIL, *unready)
+                return
             if labelled is not None or isinstance(exc, SlowAnswer):
                 raise
             # no Service is labelled as the settings' deployment style's: the name tried was a guess, say so (the API

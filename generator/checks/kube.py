@@ -33,7 +33,7 @@ from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube, for_run
 from ..clients.options import Options
-from .result import FAIL, NOT_DEPLOYED, OK, WARN, Check, step
+from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, step
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
@@ -103,7 +103,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "counters CSV", _exporter_settings("counters CSV", _counters), daemonset, style, kube,
                         project, namespace)
         if options.prometheus_in_use:
-            yield from step(GROUP, "Prometheus scrape config", _service_monitor, kube, services, project, style,
+            yield from step(GROUP, SCRAPE_CHECK, _service_monitor, kube, services, project, style,
                             namespace, restyle)
         if options.prometheus_in_use and data_missing.expected(settings):
             alike = ("", "") if unknown or restyle else _styled_alike(settings, this, daemonset, name)
@@ -543,6 +543,32 @@ def exporter_service(kube: Kube, namespace: str, style) -> str | None:
     serving = [name for name, ports in _port_numbers(_labelled_services(kube, namespace, style.pod_label)).items()
                if EXPORTER_PORT in ports]
     return min(serving, key=lambda name: (name != style.service, name), default=None)
+
+
+def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str] | None:
+    """(what, fix) where the Service has no ready endpoint, as its EndpointSlices say (the API server's service proxy
+    then answers 503 "no endpoints available"); None where one is ready (a 503 is then the API server's own)."""
+    slices = kube.listing(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                          f"EndpointSlices of Service {namespace}/{service}",
+                          {"labelSelector": f"kubernetes.io/service-name={service}"})
+    endpoints = [e for s in slices for e in s.items("endpoints")]
+    # conditions.ready: a null (unknown) readiness is read as ready, as the API documents
+    if any(e.get("conditions.ready", bool, True) for e in endpoints):
+        return None
+    where = f"Service {namespace}/{service}"
+    look = f"kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}"
+    if not endpoints:
+        return (f"{where} has no endpoints: no running pod matches its selector, so the API server has no exporter "
+                "to read /metrics from (and Prometheus none to scrape through it)",
+                "the kube group's GPU node coverage and exporter pods ready say whether exporter pods run (none while "
+                "a GPU node group is scaled to zero); where they do, make the Service's spec.selector match their "
+                f"labels ({look})")
+    pods = sorted(f"{e.get('targetRef.name', str, '?')} on {e.get('nodeName', str, '?')}" for e in endpoints)
+    return (f"{where} has no ready endpoints: its {len(pods)} exporter pod{'s' if len(pods) > 1 else ''} "
+            f"({', '.join(pods)}) {'are' if len(pods) > 1 else 'is'} not ready, so the API server has no exporter "
+            "to read /metrics from (and Prometheus none to scrape through it)",
+            f"kubectl -n {namespace} describe pod {endpoints[0].get('targetRef.name', str, '<pod>')}; look at its "
+            f"events and logs ({look})")
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
@@ -1041,19 +1067,93 @@ def _counters(daemonset: Answer, style, kube: Kube, project: Project, namespace:
     return Check(GROUP, "counters CSV", OK, f"{source} has every field the definitions use")
 
 
+MONITORING = "/apis/monitoring.coreos.com/v1"
+
+
+class Listed(NamedTuple):
+    """prometheus-operator objects of one kind as far as RBAC lets them be read."""
+    items: list[Answer]
+    refused: list[str]  # where listing them was refused, each with the API's status (empty: read everywhere)
+    read_in: tuple[str, ...]  # where they were read, when every namespace was refused (empty: every namespace)
+
+
+def _listed_everywhere(kube: Kube, resource: str, what: str, namespaces: Callable[[], list[str]]) -> Listed:
+    """The `resource` objects in every namespace; where RBAC refuses that list (403: a user with namespace-only rights),
+    those in each of `namespaces()` it lets be read, with what was refused. 404: the resource is not installed, none."""
+    from ..clients.kube import KubeAnswered
+
+    try:
+        answer = kube.read(f"{MONITORING}/{resource}", f"{what} in every namespace")
+        return Listed(list(answer.items("items", required=True)) if answer is not None else [], [], ())
+    except KubeAnswered as exc:
+        if exc.status != 403:
+            raise
+        refused = [f"every namespace ({exc.status})"]
+    items, read_in = [], []
+    for namespace in dict.fromkeys(namespaces()):
+        try:
+            answer = kube.read(f"{MONITORING}/namespaces/{namespace}/{resource}", f"{what} in {namespace}")
+        except KubeAnswered as exc:
+            if exc.status != 403:
+                raise
+            refused.append(f"{namespace} ({exc.status})")
+            continue
+        read_in.append(namespace)
+        items += answer.items("items", required=True) if answer is not None else []
+    return Listed(items, refused, tuple(read_in))
+
+
+def _named_namespaces(selector: Any) -> list[str]:
+    """The namespaces a namespace label selector names by kubernetes.io/metadata.name (which the API server writes on
+    every namespace), in matchLabels or an In expression."""
+    if not isinstance(selector, dict):
+        return []
+    match = selector.get("matchLabels")
+    names = [match[NAMESPACE_NAME]] if isinstance(match, dict) and isinstance(match.get(NAMESPACE_NAME), str) else []
+    return names + [v for e in selector.get("matchExpressions") or [] if isinstance(e, dict)
+                    and e.get("key") == NAMESPACE_NAME and e.get("operator") == "In" for v in e.get("values") or []
+                    if isinstance(v, str)]
+
+
+NAMESPACE_NAME = "kubernetes.io/metadata.name"
+SCRAPE_CHECK = "Prometheus scrape config"
+NO_PROMETHEUS_OBJECT = ("no Prometheus object of prometheus-operator in the cluster: which Prometheus reads it is not "
+                        "checked")
+
+
 def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], project: Project, style, namespace: str,
                      restyle: str = "") -> Check:
-    """A ServiceMonitor that selects the exporter's Service, and whether it keeps the workload's labels: read in every
-    namespace (kube-prometheus-stack's users keep theirs in its own, watching the exporter's by namespaceSelector).
-    One selects the exporter when it watches the exporter's namespace and its selector matches the labels of a Service
-    labelled as the exporter's pods are, as prometheus-operator selects Services. One asking for that label and matching
-    no such Service is named, failed: Prometheus scrapes nothing through it (`restyle`: the settings to write where the
-    exporter is of another deployment style than they say, _restyled)."""
+    """A ServiceMonitor that selects the exporter's Service, a Prometheus that selects that ServiceMonitor, and whether
+    it keeps the workload's labels: read in every namespace (kube-prometheus-stack's users keep theirs in its own,
+    watching the exporter's by namespaceSelector); where RBAC refuses that, in the namespaces that matter (the
+    exporter's, prometheus_stack.namespace, the Prometheus objects' own and those their serviceMonitorNamespaceSelector
+    names), saying what could not be read: a refusal is never "no ServiceMonitor". One selects the exporter when it
+    watches the exporter's namespace and its selector matches the labels of a Service labelled as the exporter's pods
+    are, as prometheus-operator selects Services. One asking for that label and matching no such Service is named,
+    failed: Prometheus scrapes nothing through it (`restyle`: the settings to write where the exporter is of another
+    deployment style than they say, _restyled)."""
     name, value = style.pod_label
-    listing = kube.read("/apis/monitoring.coreos.com/v1/servicemonitors", "ServiceMonitors in every namespace")
-    # 404: the ServiceMonitor resource is not installed (none can exist); a listing without its items is odd
-    watching = [m for m in (listing.items("items", required=True) if listing is not None else [])
-                if _watches(m, m.get("metadata.namespace", str, ""), namespace)]
+    stack = project.settings.prometheus_stack.namespace
+    prometheuses: list[Listed] = []  # read once, by the first that needs them
+
+    def prometheus_objects() -> Listed:
+        if not prometheuses:
+            prometheuses.append(_listed_everywhere(kube, "prometheuses", "Prometheus objects",
+                                                   lambda: [namespace, *([stack] if stack else [])]))
+        return prometheuses[0]
+
+    def wanted() -> list[str]:  # namespace-only rights: the namespaces that matter
+        objects = prometheus_objects().items
+        return [namespace, *([stack] if stack else []), *(p.get("metadata.namespace", str, "") for p in objects),
+                *(n for p in objects for n in _named_namespaces(
+                    p.at("spec", required=False).get("serviceMonitorNamespaceSelector", dict, None)))]
+
+    listing = _listed_everywhere(kube, "servicemonitors", "ServiceMonitors", wanted)
+    unread = (f"; ServiceMonitors were read in {', '.join(listing.read_in) or 'no namespace'} only: the Kubernetes API "
+              f"refused listing them in {', '.join(listing.refused)}") if listing.refused else ""
+    rights = ("grant the kubeconfig user list on servicemonitors.monitoring.coreos.com in every namespace (a "
+              "ClusterRole), or in the namespace of the ServiceMonitor meant to select the exporter")
+    watching = [m for m in listing.items if _watches(m, m.get("metadata.namespace", str, ""), namespace)]
     exporter_services = services()
     labelled = {service: found.string_map("metadata.labels") for service, found in exporter_services.items()}
     monitors = [m for m in watching if any(_selects(m, labels) for labels in labelled.values())]
@@ -1062,15 +1162,20 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
         if asking:
             shown_services = "; ".join(f"{service}: {', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}"
                                        for service, labels in sorted(labelled.items()))
-            return Check(GROUP, "Prometheus scrape config", FAIL,
+            return Check(GROUP, SCRAPE_CHECK, FAIL,
                          f"ServiceMonitor {', '.join(m.get('metadata.name', str) for m in asking)} selects "
                          f"{' / '.join(_selector_text(m) for m in asking)}, which no Service in {namespace} carries "
                          + (f"(the Services labelled {name}={value}: {shown_services})" if labelled else
-                            f"(none there is labelled {name}={value})") + ": Prometheus scrapes nothing through it",
+                            f"(none there is labelled {name}={value})") + ": Prometheus scrapes nothing through it"
+                         + unread,
                          restyle or (f"create the exporter's Service (port {EXPORTER_PORT}, labelled {name}={value})"
                                      if not labelled else "label the exporter's Service as the ServiceMonitor's "
                                      f"selector asks, or apply {built(SERVICE_MONITOR_FILE)} in its place"))
-        return Check(GROUP, "Prometheus scrape config", WARN, "no ServiceMonitor selects the exporter"
+        if listing.refused:  # not "no ServiceMonitor": one where it could not be read may select the exporter
+            return Check(GROUP, SCRAPE_CHECK, WARN, "cannot tell whether a ServiceMonitor selects the exporter: none "
+                         f"in {', '.join(listing.read_in) or 'any namespace read'} does" + unread,
+                         f"{rights}; or, where none does, apply {built(SERVICE_MONITOR_FILE)}", cause=UNREACHABLE)
+        return Check(GROUP, SCRAPE_CHECK, WARN, "no ServiceMonitor selects the exporter"
                      + (f" as the settings' style labels it ({name}={value})" if restyle else ""),
                      restyle or f"apply {built(SERVICE_MONITOR_FILE)}, unless Prometheus scrapes the exporter through "
                      "additionalScrapeConfigs (the prometheus group checks its targets)")
@@ -1090,36 +1195,138 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
         exposed = "; ".join(service + ": " + ", ".join(f"{port or '(unnamed)'} {number}" for port, number in listed)
                             for service, listed in sorted(ports.items()))
         blind_text = ", ".join(f"{monitor} (port {port})" for monitor, port in sorted(blind.items()))
-        return Check(GROUP, "Prometheus scrape config", FAIL if len(blind) == len(monitors) else WARN,
+        return Check(GROUP, SCRAPE_CHECK, FAIL if len(blind) == len(monitors) else WARN,
                      f"ServiceMonitor {blind_text} selects a Service port that no Service labelled "
                      f"{name}={value} names ({exposed}): Prometheus scrapes nothing through it",
                      f"name the Service's {EXPORTER_PORT} port {style.service_port} (the port "
                      f"{built(SERVICE_MONITOR_FILE)} selects for exporter.deployment: {style.key}), or point the "
                      "ServiceMonitor's endpoint at the Service's port name")
     if not honoring and project.settings.labels.pod == "pod":
-        return Check(GROUP, "Prometheus scrape config", FAIL,
+        return Check(GROUP, SCRAPE_CHECK, FAIL,
                      f"ServiceMonitor {names} does not honor labels: the workload pod arrives as exported_pod",
                      f"apply {built(SERVICE_MONITOR_FILE)} (honorLabels: true) in its place, or set labels.pod: "
                      "exported_pod in gpudash.yaml")
-    return Check(GROUP, "Prometheus scrape config", OK, f"ServiceMonitor {names}")
+    return _read_by_prometheus(kube, monitors, prometheus_objects(), project, namespace, names, unread)
 
 
-def _selector_text(monitor: Answer) -> str:
-    """A ServiceMonitor's Service selector as labels: its matchLabels, then its matchExpressions."""
-    selector = monitor.at("spec").get("selector", dict, {})
+def _read_by_prometheus(kube: Kube, monitors: list[Answer], prometheuses: Listed, project: Project, namespace: str,
+                        names: str, unread: str) -> Check:
+    """Whether a Prometheus object (prometheus-operator's) selects one of `monitors`: its serviceMonitorSelector
+    matches the ServiceMonitor's labels (null: none) and its serviceMonitorNamespaceSelector takes in the
+    ServiceMonitor's namespace (null: its own only; {}: every one; else by the namespace's labels), and with
+    ignoreNamespaceSelectors a ServiceMonitor watches its own namespace only. Found none where Prometheus objects
+    exist: failed, with each one's reason; none in the cluster: said, not judged."""
+    found = prometheuses.items
+    if not found:
+        if prometheuses.refused:
+            return Check(GROUP, SCRAPE_CHECK, WARN,
+                         f"ServiceMonitor {names} selects the exporter; cannot tell whether a Prometheus selects it: "
+                         f"the Kubernetes API refused listing Prometheus objects in {', '.join(prometheuses.refused)}"
+                         + unread, "grant the kubeconfig user list on prometheuses.monitoring.coreos.com in the "
+                         "Prometheus' namespace (or every namespace)", cause=UNREACHABLE)
+        return Check(GROUP, SCRAPE_CHECK, OK, f"ServiceMonitor {names} ({NO_PROMETHEUS_OBJECT})" + unread)
+    labels_of: dict[str, dict[str, str] | None] = {}
+
+    def namespace_labels(place: str) -> dict[str, str] | None:
+        """A namespace's labels (None: RBAC refuses reading it)."""
+        from ..clients.kube import KubeAnswered
+
+        if place not in labels_of:
+            try:
+                read = kube.read(f"/api/v1/namespaces/{place}", f"Namespace {place}")
+                labels_of[place] = read.string_map("metadata.labels") if read is not None else {}
+            except KubeAnswered as exc:
+                if exc.status != 403:
+                    raise
+                labels_of[place] = None
+        return labels_of[place]
+
+    def reads(prometheus: Answer, monitor: Answer) -> tuple[bool | None, str]:
+        """(whether `prometheus` selects `monitor`, None where a namespace's labels could not be read; why not)."""
+        spec = prometheus.at("spec", required=False)
+        home = prometheus.get("metadata.namespace", str, "")
+        place = monitor.get("metadata.namespace", str, "")
+        selector = spec.get("serviceMonitorSelector", dict, None)
+        if selector is None:
+            return False, "selects no ServiceMonitor (serviceMonitorSelector unset)"
+        if not _matches(selector, monitor.string_map("metadata.labels")):
+            return False, f"selects ServiceMonitors labelled {_selector_words(selector)}"
+        if spec.get("ignoreNamespaceSelectors", bool, False) and place != namespace:
+            return False, (f"ignores ServiceMonitors' namespaceSelector (ignoreNamespaceSelectors), so one in {place} "
+                           f"watches {place} only, not {namespace}")
+        among = spec.get("serviceMonitorNamespaceSelector", dict, None)
+        if among is None:
+            return place == home, f"reads ServiceMonitors in its own namespace {home} only"
+        if not among:
+            return True, ""
+        labels = namespace_labels(place)
+        if labels is None:
+            return None, f"reads ServiceMonitors in namespaces labelled {_selector_words(among)}"
+        return _matches(among, labels), f"reads ServiceMonitors in namespaces labelled {_selector_words(among)}"
+
+    judged = [(m, p, *reads(p, m)) for m in monitors for p in found]
+    selected = [f"{m.get('metadata.namespace', str, '')}/{m.get('metadata.name', str)} by Prometheus "
+                f"{p.get('metadata.namespace', str, '')}/{p.get('metadata.name', str)}"
+                for m, p, yes, _ in judged if yes]
+    if selected:
+        return Check(GROUP, SCRAPE_CHECK, OK, f"ServiceMonitor {names} (selected: {', '.join(selected)})" + unread)
+    whys = "; ".join(dict.fromkeys(f"Prometheus {p.get('metadata.namespace', str, '')}/{p.get('metadata.name', str)} "
+                                   f"{why}" for _, p, _, why in judged))
+    if any(yes is None for *_, yes, _ in judged):
+        return Check(GROUP, SCRAPE_CHECK, WARN, f"ServiceMonitor {names} selects the exporter; cannot tell whether a "
+                     f"Prometheus selects it: {whys}, and the Kubernetes API refused reading the namespace's labels"
+                     + unread, "grant the kubeconfig user get on namespaces", cause=UNREACHABLE)
+    return Check(GROUP, SCRAPE_CHECK, FAIL, f"ServiceMonitor {names} selects the exporter, but no Prometheus selects "
+                 f"it: {whys}: Prometheus scrapes nothing through it" + unread,
+                 _selected_fix(monitors[0], [p for _, p, *_ in judged], project))
+
+
+def _selected_fix(monitor: Answer, prometheuses: list[Answer], project: Project) -> str:
+    """The fix where no Prometheus selects the ServiceMonitor: for gpudash's own, under kube-prometheus-stack's
+    selector (release=<release>, in every namespace), prometheus_stack.release; else label it as one asks."""
+    first = prometheuses[0]
+    spec = first.at("spec", required=False)
+    selector = spec.get("serviceMonitorSelector", dict, None) or {}
+    release = (selector.get("matchLabels") or {}).get("release") if isinstance(selector.get("matchLabels"), dict) \
+        else None
+    own = monitor.string_map("metadata.labels").get("app.kubernetes.io/managed-by") == "gpudash"
+    where = f"{monitor.get('metadata.namespace', str, '')}/{monitor.get('metadata.name', str)}"
+    among = spec.get("serviceMonitorNamespaceSelector", dict, None)
+    home = first.get("metadata.namespace", str, "")
+    place = (f" and prometheus_stack.namespace: {home} (it reads ServiceMonitors in its own namespace only)"
+             if among is None and monitor.get("metadata.namespace", str, "") != home else "")
+    if own and isinstance(release, str) and set(selector) == {"matchLabels"} and len(selector["matchLabels"]) == 1:
+        return (f"write prometheus_stack.release: {release}{place} in gpudash.yaml (gpudash labels its ServiceMonitor "
+                f"release=<prometheus_stack.release>), generate and apply {built(SERVICE_MONITOR_FILE)} again")
+    asked = _selector_words(selector) if selector else "(it selects none: set its serviceMonitorSelector)"
+    return (f"label ServiceMonitor {where} {asked} as Prometheus {home}/{first.get('metadata.name', str)}'s "
+            "serviceMonitorSelector asks" + (f", in a namespace it reads ({home})" if place else ""))
+
+
+def _selector_words(selector: dict) -> str:
+    """A label selector as text: its matchLabels, then its matchExpressions; `{}` selects everything."""
     match = selector.get("matchLabels")
     terms = [f"{k}={v}" for k, v in sorted(match.items())] if isinstance(match, dict) else []
     terms += [f"{e.get('key')} {e.get('operator')} {e.get('values') or ''}".strip()
               for e in selector.get("matchExpressions") or [] if isinstance(e, dict)]
-    return ", ".join(terms) or "every Service"
+    return ", ".join(terms) or "anything"
+
+
+def _selector_text(monitor: Answer) -> str:
+    """A ServiceMonitor's Service selector as labels: its matchLabels, then its matchExpressions."""
+    words = _selector_words(monitor.at("spec").get("selector", dict, {}))
+    return "every Service" if words == "anything" else words
 
 
 def _selects(monitor: Answer, labels: dict[str, str]) -> bool:
-    """Whether a ServiceMonitor's selector matches a Service of `labels`, as a Kubernetes label selector does: every
-    matchLabels pair, and every matchExpressions term (In, NotIn, Exists, DoesNotExist; NotIn matches a Service
-    without the key); an empty selector matches every Service. A term of another operator matches none (the API
-    refuses such a selector)."""
-    selector = monitor.at("spec").get("selector", dict, {})
+    """Whether a ServiceMonitor's selector matches a Service of `labels` (_matches)."""
+    return _matches(monitor.at("spec").get("selector", dict, {}), labels)
+
+
+def _matches(selector: dict, labels: dict[str, str]) -> bool:
+    """Whether a Kubernetes label selector matches `labels`: every matchLabels pair, and every matchExpressions term
+    (In, NotIn, Exists, DoesNotExist; NotIn matches an object without the key); an empty selector matches everything.
+    A term of another operator matches nothing (the API refuses such a selector)."""
     match = selector.get("matchLabels") or {}
     if not isinstance(match, dict) or any(labels.get(k) != v for k, v in match.items()):
         return False

@@ -170,6 +170,15 @@ def _unlogged(hung: list[ExecPluginHung]):
         root.removeFilter(quiet)
 
 
+class KubeAnswered(RemoteError):
+    """The Kubernetes API answered an HTTP error other than 404; `status` is its code (403: RBAC refused the read,
+    503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable)."""
+
+    def __init__(self, what: str, status: int, *, hint: str | None = None):
+        super().__init__(what, hint=hint)
+        self.status = status
+
+
 class Kube:
     def __init__(self, options: Options):
         import os
@@ -215,11 +224,11 @@ class Kube:
             if exc.status == 404:
                 return None
             if exc.status in (401, 403):
-                raise RemoteError(f"the Kubernetes API refused access to {what} ({exc.status})",
-                                  hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
-                                       "deployments, services, configmaps, servicemonitors)") from None
-            raise RemoteError(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}",
-                              hint="check the cluster's API server") from None
+                raise KubeAnswered(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
+                                   hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
+                                        "deployments, services, configmaps, servicemonitors)") from None
+            raise KubeAnswered(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}", exc.status,
+                               hint="check the cluster's API server") from None
         except RemoteError:
             raise
         except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from generator.artifacts import build
+from generator.checks.kube import NO_PROMETHEUS_OBJECT
 from generator.output import encode
 from generator.project import load_project
 from generator.render.scrape import scrape_job
@@ -446,7 +447,8 @@ def test_verify_reads_each_clusters_exporter_of_its_own_deployment_style(stack, 
     checks = verify("--skip", "cloudwatch", "--config", str(config), "--cluster", "b")[1]
     results["b"] = _mixed_checks(checks)
     scrape = checks[("kube", "Prometheus scrape config")]
-    assert (scrape["status"], scrape["detail"]) == ("ok", "ServiceMonitor gpudash-dcgm-exporter-helm"), scrape
+    assert (scrape["status"], scrape["detail"]) == (
+        "ok", f"ServiceMonitor gpudash-dcgm-exporter-helm ({NO_PROMETHEUS_OBJECT})"), scrape
     assert {name: {key: status for key, (status, _) in each.items()} for name, each in results.items()} == {
         name: {key: "ok" for key in MIXED_CHECKS} for name in results}, results
     assert results["gpu-cluster"][("kube", "exporter DaemonSet")][1].startswith("gpu-operator/nvidia-dcgm-exporter ")
@@ -731,7 +733,7 @@ def test_a_service_monitor_in_the_prometheus_stack_namespace_selects_the_exporte
     (monitor,) = [m["metadata"]["name"] for m in cluster.service_monitors]
     name = ("kube", "Prometheus scrape config")
     check = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))[1][name]
-    assert (check["status"], check["detail"]) == ("ok", f"ServiceMonitor {monitor}"), check
+    assert (check["status"], check["detail"]) == ("ok", f"ServiceMonitor {monitor} ({NO_PROMETHEUS_OBJECT})"), check
     del cluster.service_monitors[0]["spec"]["namespaceSelector"]
     check = verify("--skip", "exporter", "--skip", "cloudwatch", "--config", str(config))[1][name]
     assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
@@ -1830,6 +1832,7 @@ def test_a_helm_release_named_in_exporter_daemonset_passes_the_exporter_service_
     cluster.daemonset["spec"]["template"]["metadata"]["labels"] = dict(chart_labels)  # its pods', as the chart writes
     (service,) = cluster.services.values()
     service["metadata"].update(name=release, labels=chart_labels)
+    service["spec"]["selector"] = dict(chart_labels)  # the chart's Service selects its pods by these
     cluster.services = {release: service}
     for pod in cluster.pods:
         pod["metadata"]["labels"] = {**chart_labels, "controller-revision-hash": "1"}
@@ -2196,3 +2199,168 @@ def test_settings_of_the_static_style_over_the_charts_exporter_are_told_to_write
     cluster.daemonset["spec"]["template"]["spec"]["containers"][0]["name"] = "dcgm-exporter"
     checks = verify(*in_use, "--config", str(config))[1]
     assert checks[name]["fix"] == "write exporter.deployment: static in gpudash.yaml, then generate and apply again"
+
+
+ONLY_EXPORTER = ("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch")
+
+
+def test_an_exporter_service_without_ready_endpoints_is_said_so_not_blamed_on_the_api_server(stack):
+    """The API server's service proxy answers 503 "no endpoints available for service" where no pod behind the
+    Service is ready: every exporter pod not ready, every GPU node scaled away, or a Service whose selector matches
+    none of the exporter's pods. Verify said "the Kubernetes API answered 503 for service proxy ...: Service
+    Unavailable", fix "check the cluster's API server". It says what the Service's EndpointSlices say."""
+    cluster, verify = stack
+    name = ("exporter", "metrics endpoint")
+    look = "kubectl -n gpu-operator get endpointslices -l kubernetes.io/service-name=nvidia-dcgm-exporter"
+    cluster.pods = [cluster.exporter_pod(node, ready=False) for node in ("gpu-node-a", "gpu-node-b")]
+    cluster.refresh_status()
+    code, checks = verify(*ONLY_EXPORTER)
+    assert ("exporter", "reachable") not in checks and code == 1, checks
+    assert (checks[name]["status"], checks[name]["detail"], checks[name]["fix"]) == ("fail", (
+        "Service gpu-operator/nvidia-dcgm-exporter has no ready endpoints: its 2 exporter pods (nvidia-dcgm-exporter-ax "
+        "on gpu-node-a, nvidia-dcgm-exporter-bx on gpu-node-b) are not ready, so the API server has no exporter to "
+        "read /metrics from (and Prometheus none to scrape through it)"),
+        f"kubectl -n gpu-operator describe pod nvidia-dcgm-exporter-ax; look at its events and logs ({look})")
+    no_endpoints = (
+        "Service gpu-operator/nvidia-dcgm-exporter has no endpoints: no running pod matches its selector, so the API "
+        "server has no exporter to read /metrics from (and Prometheus none to scrape through it)")
+    cluster.pods = []  # the GPU node group scaled to zero
+    cluster.refresh_status()
+    check = verify(*ONLY_EXPORTER)[1][name]
+    assert (check["status"], check["detail"]) == ("fail", no_endpoints), check
+    cluster.pods = [cluster.exporter_pod(node) for node in ("gpu-node-a", "gpu-node-b")]
+    cluster.refresh_status()
+    assert verify(*ONLY_EXPORTER)[1][name]["status"] == "ok"
+    (service,) = cluster.services.values()
+    service["spec"]["selector"] = {"app": "dcgm-exporter"}  # selects none of the exporter's pods
+    check = verify(*ONLY_EXPORTER)[1][name]
+    assert (check["status"], check["detail"]) == ("fail", no_endpoints), check
+    assert check["fix"].endswith(f"make the Service's spec.selector match their labels ({look})"), check
+
+
+SCRAPE = ("kube", "Prometheus scrape config")
+ONLY_KUBE_PROMETHEUS = ("--skip", "exporter", "--skip", "cloudwatch")  # Prometheus in use, its group not needed
+
+
+def test_a_user_with_namespace_only_rights_gets_the_service_monitors_of_the_namespaces_that_matter(stack, tmp_path):
+    """A kubeconfig user allowed to list ServiceMonitors in some namespaces only (a Role, not a ClusterRole): listing
+    them in every namespace (7ede69b) is refused 403, and the whole kube group ended there ("reachable: the Kubernetes
+    API refused access to ServiceMonitors in every namespace (403)"), where the namespaced read worked before. Verify
+    reads them in the namespaces that matter (the exporter's, prometheus_stack.namespace, the Prometheus objects' own
+    and those their serviceMonitorNamespaceSelector names) and says what it could not read; finding none there is
+    "cannot tell", never "no ServiceMonitor selects the exporter"."""
+    cluster, verify = stack
+    cluster.readable_only = {"servicemonitors": ("gpu-operator",)}
+    code, checks = verify(*ONLY_KUBE_PROMETHEUS)
+    refused = "the Kubernetes API refused listing them in every namespace (403)"
+    assert (checks[SCRAPE]["status"], checks[SCRAPE]["detail"]) == ("ok", (
+        f"ServiceMonitor gpudash-dcgm-exporter ({NO_PROMETHEUS_OBJECT}); ServiceMonitors were read in gpu-operator "
+        f"only: {refused}")), checks[SCRAPE]
+    assert ("kube", "reachable") not in checks and _failures(checks) == {} and code == 0, _failures(checks)
+    # Prometheus objects unreadable too: whether one selects it cannot be told
+    cluster.readable_only["prometheuses"] = ("gpu-operator",)
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert (check["status"], check["detail"], check["cause"]) == ("warn", (
+        "ServiceMonitor gpudash-dcgm-exporter selects the exporter; cannot tell whether a Prometheus selects it: the "
+        "Kubernetes API refused listing Prometheus objects in every namespace (403); ServiceMonitors were read in "
+        f"gpu-operator only: {refused}"), "unreachable"), check
+    del cluster.readable_only["prometheuses"]
+    # gpudash's ServiceMonitor in prometheus_stack.namespace, which the user may read too
+    (monitor,) = cluster.service_monitors
+    monitor["metadata"]["namespace"] = "monitoring"
+    cluster.readable_only["servicemonitors"] = ("gpu-operator", "monitoring")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("prometheus_stack:\n  namespace: monitoring\n")
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("ok", (
+        f"ServiceMonitor gpudash-dcgm-exporter ({NO_PROMETHEUS_OBJECT}); ServiceMonitors were read in gpu-operator, "
+        f"monitoring only: {refused}")), check
+    # one the user may not read: not "no ServiceMonitor selects the exporter", and the publish preflight says it
+    # cannot tell rather than that it is missing
+    cluster.readable_only["servicemonitors"] = ("gpu-operator",)
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["detail"], check["cause"]) == ("warn", (
+        "cannot tell whether a ServiceMonitor selects the exporter: none in gpu-operator does; ServiceMonitors were "
+        "read in gpu-operator only: the Kubernetes API refused listing them in every namespace (403), monitoring "
+        "(403)"), "unreachable"), check
+    assert check["fix"].startswith("grant the kubeconfig user list on servicemonitors.monitoring.coreos.com"), check
+    # the namespace a Prometheus object reads ServiceMonitors in (serviceMonitorNamespaceSelector by name) is read
+    monitor["metadata"]["namespace"] = "team-mon"
+    cluster.readable_only = {"servicemonitors": ("gpu-operator", "team-mon")}
+    prometheus = cluster.kube_prometheus_stack()
+    prometheus["spec"].update(serviceMonitorSelector={}, serviceMonitorNamespaceSelector={
+        "matchLabels": {"kubernetes.io/metadata.name": "team-mon"}})
+    cluster.prometheuses = [prometheus]
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("ok", (
+        "ServiceMonitor gpudash-dcgm-exporter (selected: team-mon/gpudash-dcgm-exporter by Prometheus "
+        "monitoring/kube-prometheus-stack-prometheus); ServiceMonitors were read in gpu-operator, team-mon only: "
+        f"{refused}, monitoring (403)")), check  # the Prometheus' own namespace, tried
+
+
+def test_a_service_monitor_no_prometheus_selects_is_not_a_deployed_scrape_path(stack, tmp_path):
+    """kube-prometheus-stack's Prometheus selects ServiceMonitors labelled release=<its release> (its default
+    serviceMonitorSelectorNilUsesHelmValues), in every namespace. gpudash's ServiceMonitor written without
+    prometheus_stack.release carries no release label: Prometheus never scrapes through it, and verify said "ok"
+    (and push on a new cluster published, saying series would come). It fails naming what the Prometheus selects and
+    the setting to write; each way a Prometheus leaves it out (its labels, its own namespace only, the namespace's
+    labels) is told."""
+    cluster, verify = stack
+    cluster.prometheuses = [cluster.kube_prometheus_stack()]
+    (monitor,) = cluster.service_monitors
+    monitor["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "gpudash"}  # as generated without a release
+    code, checks = verify(*ONLY_KUBE_PROMETHEUS)
+    assert (checks[SCRAPE]["status"], checks[SCRAPE]["detail"], checks[SCRAPE]["fix"]) == ("fail", (
+        "ServiceMonitor gpudash-dcgm-exporter selects the exporter, but no Prometheus selects it: Prometheus "
+        "monitoring/kube-prometheus-stack-prometheus selects ServiceMonitors labelled release=kube-prometheus-stack: "
+        "Prometheus scrapes nothing through it"),
+        "write prometheus_stack.release: kube-prometheus-stack in gpudash.yaml (gpudash labels its ServiceMonitor "
+        "release=<prometheus_stack.release>), generate and apply build/k8s/servicemonitor.yaml again"), checks[SCRAPE]
+    assert code == 1
+    # written as the fix says: the build labels it so, and the Prometheus selects it
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("prometheus_stack:\n  release: kube-prometheus-stack\n")
+    (built,) = yaml.safe_load_all(encode(build(load_project(config)))["k8s/servicemonitor.yaml"])
+    monitor["metadata"]["labels"] = built["metadata"]["labels"]
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("ok", (
+        "ServiceMonitor gpudash-dcgm-exporter (selected: gpu-operator/gpudash-dcgm-exporter by Prometheus "
+        "monitoring/kube-prometheus-stack-prometheus)")), check
+    # a Prometheus reading ServiceMonitors of its own namespace only (serviceMonitorNamespaceSelector unset)
+    del cluster.prometheuses[0]["spec"]["serviceMonitorNamespaceSelector"]
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("fail", (
+        "ServiceMonitor gpudash-dcgm-exporter selects the exporter, but no Prometheus selects it: Prometheus "
+        "monitoring/kube-prometheus-stack-prometheus reads ServiceMonitors in its own namespace monitoring only: "
+        "Prometheus scrapes nothing through it")), check
+    assert check["fix"].startswith("write prometheus_stack.release: kube-prometheus-stack and "
+                                   "prometheus_stack.namespace: monitoring"), check
+    # namespaces chosen by their labels: the exporter's namespace labelled so, or not
+    cluster.prometheuses[0]["spec"]["serviceMonitorNamespaceSelector"] = {"matchLabels": {"monitoring": "on"}}
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert check["status"] == "fail" and "reads ServiceMonitors in namespaces labelled monitoring=on" in \
+        check["detail"], check
+    cluster.namespace_labels["gpu-operator"] = {"monitoring": "on"}
+    assert verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]["status"] == "ok"
+    # a user who may not read the namespace's labels: cannot tell, not a failure
+    cluster.readable_only = {"namespaces": ()}
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["cause"]) == ("warn", "unreachable"), check
+
+
+def test_push_on_a_new_cluster_is_refused_where_no_prometheus_selects_the_service_monitor(
+        stack, prometheus_new, cli, reference):
+    """No data yet, gpudash's ServiceMonitor selecting the exporter, and kube-prometheus-stack's Prometheus selecting
+    ServiceMonitors labelled release=kube-prometheus-stack, which it does not carry: push published, promising series
+    after the next reload. It is refused: the scrape path is not deployed."""
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    cluster, _ = stack
+    cluster.prometheuses = [cluster.kube_prometheus_stack()]
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": prometheus_new.url}
+        code, _, stderr = cli("push", env=env)
+        assert code == 3, stderr
+        assert "kube/Prometheus scrape config: ServiceMonitor gpudash-dcgm-exporter selects the exporter, but no " \
+               "Prometheus selects it" in stderr, stderr
+        assert grafana.state.dashboards == {}

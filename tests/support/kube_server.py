@@ -62,6 +62,13 @@ class KubeCluster:
         monitor["spec"]["namespaceSelector"]["matchNames"] = [namespace]  # as the operator fills it in
         self.service_monitors = [monitor]
         self.prometheus_rules: list[dict[str, Any]] = []
+        # prometheus-operator's Prometheus objects (none: no Prometheus runs in the cluster through the operator)
+        self.prometheuses: list[dict[str, Any]] = []
+        # the Namespace objects' labels beyond kubernetes.io/metadata.name, which the API server writes on each
+        self.namespace_labels: dict[str, dict[str, str]] = {}
+        # RBAC of the kubeconfig's user: {resource: the namespaces it may read it in}; a resource named here is refused
+        # (403, as the API server words it) at the cluster scope and in every other namespace
+        self.readable_only: dict[str, tuple[str, ...]] = {}
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
         # kube-state-metrics as kube-prometheus-stack runs it (not an exporter pod: the DaemonSet counts those)
@@ -123,6 +130,41 @@ class KubeCluster:
                                     "updatedNumberScheduled": desired,
                                     "observedGeneration": self.daemonset["metadata"]["generation"]}
 
+    @staticmethod
+    def kube_prometheus_stack(release: str = "kube-prometheus-stack",
+                              namespace: str = "monitoring") -> dict[str, Any]:
+        """The Prometheus object kube-prometheus-stack creates with its default values
+        (serviceMonitorSelectorNilUsesHelmValues: true): ServiceMonitors labelled release=<release>, in every
+        namespace."""
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+                "metadata": {"name": f"{release}-prometheus", "namespace": namespace,
+                             "labels": {"app": "kube-prometheus-stack-prometheus", "release": release}},
+                "spec": {"serviceMonitorSelector": {"matchLabels": {"release": release}},
+                         "serviceMonitorNamespaceSelector": {}}}
+
+    def endpoint_slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
+        """The EndpointSlices the EndpointSlice controller keeps for a Service with a selector: its pods' addresses,
+        each with its readiness (one slice, `endpoints` null where no pod matches); none for a Service that is not
+        there or selects nothing."""
+        found = self.services.get(service)
+        if not found or found["metadata"]["namespace"] != namespace or not found["spec"].get("selector"):
+            return []
+        selector = found["spec"]["selector"]
+        pods = [p for p in self.pods + self.other_pods if p["metadata"]["namespace"] == namespace
+                and all(p["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())]
+        endpoints = [{"addresses": [f"10.0.1.{index + 10}"],
+                      "conditions": {"ready": _pod_ready(p), "serving": _pod_ready(p), "terminating": False},
+                      "nodeName": p["spec"].get("nodeName"),
+                      "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": namespace}}
+                     for index, p in enumerate(pods)]
+        return [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+                 "metadata": {"name": f"{service}-x7k2p", "namespace": namespace,
+                              "labels": {"kubernetes.io/service-name": service,
+                                         "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+                 "endpoints": endpoints or None,
+                 "ports": [{"name": port.get("name", ""), "port": port.get("targetPort", port["port"]),
+                            "protocol": "TCP"} for port in found["spec"].get("ports", [])]}]
+
     def set_env(self, name: str, value: str) -> None:
         for container in self.daemonset["spec"]["template"]["spec"]["containers"]:
             for env in container.get("env", []):
@@ -132,6 +174,15 @@ class KubeCluster:
     def configmap(self, namespace: str, name: str, data: dict[str, str]) -> None:
         self.configmaps[(namespace, name)] = {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    return pod["status"].get("phase") == "Running" and bool(statuses) and all(c.get("ready") for c in statuses)
+
+
+# /api/v1[/namespaces/<ns>]/<resource>[/<name>] and /apis/<group>/<version>[/namespaces/<ns>]/<resource>[/<name>]
+_RESOURCE_PATH = re.compile(r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?(?:/.*)?")
 
 
 def _list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -249,11 +300,28 @@ class KubeTestServer(LoopbackServer):
             objects[:] = [o for o in objects if o not in same] + [body]
         return (201 if created else 200), body
 
+    def refused(self, path: str) -> dict[str, Any] | None:
+        """The API server's 403 for a read the user's RBAC (cluster.readable_only) does not allow, else None."""
+        m = _RESOURCE_PATH.fullmatch(path)
+        if m is None or m.group(3) not in self.cluster.readable_only:
+            return None
+        group, namespace, resource, name = m.groups()
+        if namespace in self.cluster.readable_only[resource]:
+            return None
+        full = f"{resource}.{group}" if group else resource
+        scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+        verb = "get" if name else "list"
+        target = f'{full} "{name}"' if name else full
+        return _status(403, "Forbidden", f'{target} is forbidden: User "dev" cannot {verb} resource "{resource}" in API '
+                       f'group "{group or ""}" {scope}')
+
     def route(self, path: str, query: dict[str, list[str]]):
         c = self.cluster
         not_found = (404, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404})
         if path in self.documents:
             return 200, self.documents[path]
+        if (refusal := self.refused(path)) is not None:
+            return 403, refusal
         if path == "/api/v1/nodes":
             return 200, _list("Node", c.nodes)
         if m := re.fullmatch(r"/apis/apps/v1(?:/namespaces/([^/]+))?/daemonsets", path):  # one namespace, or all
@@ -277,9 +345,30 @@ class KubeTestServer(LoopbackServer):
                                       if m.group(1) in (None, p["metadata"]["namespace"])
                                       and _matches(p["metadata"]["labels"], selector)])
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/:]+)(?::(\d+))?/proxy/(.*)", path):
-            if m.group(2) in c.services and m.group(4) == "metrics" and c.metrics_payload:
+            # as the API server answers: no such Service 404; a Service without a ready endpoint 503
+            namespace, name = m.group(1), m.group(2)
+            service = c.services.get(name)
+            if not service or service["metadata"]["namespace"] != namespace:
+                return 404, _status(404, "NotFound", f'services "{name}" not found')
+            if service["spec"].get("selector") and not any(
+                    e["conditions"]["ready"] for s in c.endpoint_slices(namespace, name) for e in s["endpoints"] or []):
+                return 503, _status(503, "ServiceUnavailable", f'no endpoints available for service "{name}"')
+            if m.group(4) == "metrics" and c.metrics_payload:
                 return 200, c.metrics_payload
             return 503, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 503}
+        if m := re.fullmatch(r"/apis/discovery.k8s.io/v1/namespaces/([^/]+)/endpointslices", path):
+            selector = query.get("labelSelector", [""])[0]
+            key, _, service = selector.partition("=")
+            slices = c.endpoint_slices(m.group(1), service) if key == "kubernetes.io/service-name" else []
+            return 200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
+                         "metadata": {"resourceVersion": "1"}, "items": slices}
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1(?:/namespaces/([^/]+))?/prometheuses", path):
+            return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusList", "metadata": {},
+                         "items": [p for p in c.prometheuses if m.group(1) in (None, p["metadata"]["namespace"])]}
+        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)", path):
+            name = m.group(1)
+            return 200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {
+                "kubernetes.io/metadata.name": name, **c.namespace_labels.get(name, {})}}, "status": {"phase": "Active"}}
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/]+)", path):
             service = c.services.get(m.group(2))
             return (200, service) if service and service["metadata"]["namespace"] == m.group(1) else not_found
