@@ -547,16 +547,26 @@ def exporter_service(kube: Kube, namespace: str, style) -> str | None:
 
 def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str] | None:
     """(what, fix) where the Service has no ready endpoint, as its EndpointSlices say (the API server's service proxy
-    then answers 503 "no endpoints available"); None where one is ready (a 503 is then the API server's own)."""
-    slices = kube.listing(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
-                          f"EndpointSlices of Service {namespace}/{service}",
-                          {"labelSelector": f"kubernetes.io/service-name={service}"})
+    then answers 503 "no endpoints available"), or where they cannot be read, saying so; None where one is ready (a
+    503 is then the API server's own)."""
+    from ..clients.kube import KubeAnswered
+
+    where = f"Service {namespace}/{service}"
+    look = f"kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}"
+    try:
+        slices = kube.listing(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
+                              f"EndpointSlices of Service {namespace}/{service}",
+                              {"labelSelector": f"kubernetes.io/service-name={service}"})
+    except KubeAnswered as exc:
+        if exc.status != 403:
+            raise
+        return (f"the API server's proxy to {where} answered 503: the Service has no ready endpoint, or the API "
+                f"server is unavailable; its EndpointSlices, which tell which, could not be read ({exc.status})",
+                f"{look}, or grant the kubeconfig user list on endpointslices.discovery.k8s.io in {namespace}")
     endpoints = [e for s in slices for e in s.items("endpoints")]
     # conditions.ready: a null (unknown) readiness is read as ready, as the API documents
     if any(e.get("conditions.ready", bool, True) for e in endpoints):
         return None
-    where = f"Service {namespace}/{service}"
-    look = f"kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}"
     if not endpoints:
         return (f"{where} has no endpoints: no running pod matches its selector, so the API server has no exporter "
                 "to read /metrics from (and Prometheus none to scrape through it)",

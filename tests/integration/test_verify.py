@@ -2221,6 +2221,12 @@ def test_an_exporter_service_without_ready_endpoints_is_said_so_not_blamed_on_th
         "on gpu-node-a, nvidia-dcgm-exporter-bx on gpu-node-b) are not ready, so the API server has no exporter to "
         "read /metrics from (and Prometheus none to scrape through it)"),
         f"kubectl -n gpu-operator describe pod nvidia-dcgm-exporter-ax; look at its events and logs ({look})")
+    cluster.readable_only = {"endpointslices": ()}  # a user who may not read them: the 503's two causes, said
+    check = verify(*ONLY_EXPORTER)[1][name]
+    assert (check["status"], check["detail"]) == ("fail", (
+        "the API server's proxy to Service gpu-operator/nvidia-dcgm-exporter answered 503: the Service has no ready "
+        "endpoint, or the API server is unavailable; its EndpointSlices, which tell which, could not be read (403)"))
+    cluster.readable_only = {}
     no_endpoints = (
         "Service gpu-operator/nvidia-dcgm-exporter has no endpoints: no running pod matches its selector, so the API "
         "server has no exporter to read /metrics from (and Prometheus none to scrape through it)")
