@@ -616,7 +616,8 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
         return False
     deleted = client.delete(change.name, look)
     if deleted == GONE:
-        client.note(_gone(change.name, "before any delete of gpudash's reached Grafana"))
+        client.note(_gone(change.name, "no delete of gpudash's reached Grafana, or the first was answered "
+                                       '"not found"'))
     elif deleted == MAYBE_DELETED:
         client.note(f"dashboard {change.name}: a delete of gpudash's was sent and its answer lost, then the dashboard "
                     "was found gone: deleted by that delete or by someone else meanwhile (nothing tells which); "

@@ -65,8 +65,24 @@ def test_a_dashboard_someone_else_deletes_between_two_attempts_is_listed_deleted
         assert f"note: dashboard {TEAM}: a delete of gpudash's was sent and its answer lost, then the dashboard was " \
                "found gone: deleted by that delete or by someone else meanwhile (nothing tells which)" in stderr
     else:
-        assert f"note: dashboard {TEAM}: already gone (before any delete of gpudash's reached Grafana): someone else " \
-               "deleted it; not listed as deleted" in stderr
+        assert f"note: dashboard {TEAM}: already gone (no delete of gpudash's reached Grafana, or the first was " \
+               "answered \"not found\"): someone else deleted it; not listed as deleted" in stderr
+
+
+def test_a_delete_answered_not_found_is_not_listed_as_deleted(grafana, run, tmp_path):
+    """A person deletes the retired team dashboard right before gpudash's DELETE reaches Grafana (after its last
+    look): Grafana answers 404. It was listed as deleted by gpudash; now it is not, and a note says so."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="before",
+                          callback=lambda: grafana.state.dashboards.pop(TEAM)))
+        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+                                     url=proxy.url)
+    assert code == 0 and json.loads(stdout)["written"] == [], stderr
+    assert f"note: dashboard {TEAM}: already gone (no delete of gpudash's reached Grafana, or the first was " \
+           "answered \"not found\")" in stderr
 
 
 def test_a_dashboard_found_gone_after_a_refused_connection_was_not_deleted_by_gpudash(grafana):
