@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
-from ..catalog import Catalog
+from ..catalog import MIG_INSTANCE_LABEL, Catalog
 from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -237,6 +237,17 @@ def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
     return panel.kind == "table" and not catalog.get(query.metric).is_counter
 
 
+def combined_note(plan_: Plan) -> str:
+    """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past 500 of them, said in
+    its dashboard's header: a Metrics Insights query returns at most 500 series, those its ORDER BY ranks first."""
+    group = set(plan_.group)
+    what = ("pods" if "pod" in group else "GPU instances" if MIG_INSTANCE_LABEL in group
+            else "nodes" if group == {"node"} else "GPUs")
+    n = SERIES_PER_QUERY
+    return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, the first "
+            f"its ORDER BY ranks): past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
+
+
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
     """What a now value shows on CloudWatch, said in its dashboard's header."""
     period = now_period(settings)
@@ -345,6 +356,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
+    notes += [(panel.title, combined_note(plans[id(panel)])) for panel in shown.panels()
+              if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
     notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
