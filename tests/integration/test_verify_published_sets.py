@@ -1,0 +1,50 @@
+"""verify's CloudWatch group on a healthy cluster whose agent publishes exactly what the generated configuration says.
+
+The test worlds of test_verify.py put the sampled metrics with the per-pod and per-GPU sets only. The generated agent
+configuration publishes more sets of those same metrics: GPU temperature per cluster ([ClusterName], the data-missing
+alarm's GPU observations), GPU utilization per pod and GPU ([ClusterName, namespace, pod, gpu], the idle alarm's),
+framebuffer per GPU instance, a pod's totals. Here the datapoints are what the model of the agent's OTel pipeline
+(tests/support/cloudwatch_otel.py, run on the generated configuration) publishes for the crafted fleet, put into moto's
+CloudWatch as they come (every metric with its dimension set), and verify must say "ok" of them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
+from tests.support import kube_state
+from tests.support.dcgm_fleet import scrapes
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+
+
+def test_verify_passes_what_the_generated_agent_publishes(moto, project_dir, cli, monkeypatch):
+    config = project_dir("project: test\n")
+    project = load_project(config)
+    files = encode(build(project))
+    agent, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    exporter = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+    points = Agent(agent, job, others=[ksm_job]).run(
+        scrapes(job, project.catalog, -1, 10) + [kube_state.scrape(ksm_job, t, exporter, 2, 2) for t in range(-30, 330, 30)])
+    published = {(p.metric, p.dimensions) for p in points}
+    assert any(dict(d).keys() == {"ClusterName"} for m, d in published if m == "DCGM_FI_DEV_GPU_TEMP")
+    moto.reset()
+    client = moto.client("cloudwatch", "us-east-1")
+    data = [{"MetricName": metric, "Value": 1.0, "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions]}
+            for metric, dimensions in sorted(published)]
+    for start in range(0, len(data), 500):
+        client.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=data[start:start + 500])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+    code, stdout, stderr = cli("verify", "--output", "json", "--config", str(config),
+                               "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
+    checks = {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
+    metrics = checks[("cloudwatch", "gpu-cluster metrics")]
+    # seen on main: fail, "published with dimensions [ClusterName; ClusterName, gpu, namespace, pod], declared ..."
+    assert (metrics["status"], metrics["detail"]) == ("ok", "4 sampled metrics arriving in ContainerInsights/Prometheus"), \
+        metrics["detail"]
+    assert code == 0, (stdout, stderr)
