@@ -29,11 +29,13 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield Check(GROUP, "clusters", SKIP, "no cluster in the settings: no CloudWatch metrics to look for")
         return
     cloudwatch = for_verify(options)
+    from ..container_insights import enabled
     from ..data_missing import on_addon, reads_daemonset
 
     signals, counts = on_addon(project), reads_daemonset(project)
+    declared_sets = [] if enabled(settings) else published_sets(project, settings, metrics)  # the same for every cluster
     for cluster in settings.clusters:
-        named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, options))]
+        named = [(f"{cluster.name} metrics", _cluster, (cloudwatch, settings, cluster, metrics, declared_sets, options))]
         if signals:
             named.append((f"{cluster.name} data-missing signals", _addon_signals, (cloudwatch, cluster, options)))
         if counts:
@@ -199,13 +201,27 @@ def _exporter_daemonset_counted(cloudwatch, cluster, options: Options) -> bool:
     return False
 
 
-def _cluster(cloudwatch, settings, cluster, metrics: list[str], options: Options) -> Check:
+def published_sets(project: Project, settings, metrics: list[str]) -> list[list[str]]:
+    """The dimension sets the generated agent configuration publishes `metrics` with: the per-pod and per-GPU sets
+    and those derived from them (dimension_sets), and the sets dashboards and alarms read besides (the data-missing
+    alarm's per cluster, the idle alarm's per pod and GPU, ...), as render/agent.published gives them to the agent."""
+    from ..render.agent import published
+    from ..render.cloudwatch import queried_sets
+
+    queried = queried_sets(project.cloudwatch_definitions(), project.alarms, project.catalog, settings)
+    sets = {tuple(sorted(dims)) for dims, names in published(project.catalog, settings, queried).sets().items()
+            if any(m in names for m in metrics)}
+    ordered = [sorted(d) for d in dimension_sets(settings)]  # the usual sets first, in their order
+    return ordered + [list(d) for d in sorted(sets - {tuple(d) for d in ordered})]
+
+
+def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: list[list[str]],
+             options: Options) -> Check:
     from ..container_insights import enabled
 
     if enabled(settings):
         return _addon_cluster(cloudwatch, cluster, options)
     namespace = settings.cloudwatch.namespace
-    declared_sets = [sorted(d) for d in dimension_sets(settings)]
     declared = sorted({d for dims in declared_sets for d in dims})
     found = _listed(cloudwatch, namespace, cluster, declared, set(metrics), options)
     name = f"{cluster.name} metrics"
