@@ -229,7 +229,7 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       write or f"label the exporter DaemonSet {labels} (the data-missing rule finds exporter "
                                "DaemonSets by these labels, and reads none without them), or point exporter.daemonset "
                                "at the exporter's")]
-    everywhere = _exporters_everywhere(kube)
+    everywhere, unlisted = _exporters_readable(kube, named)
     abroad = [d for d in everywhere if not d.startswith(f"{namespace}/") and tuple(d.split("/", 1)) not in named]
     more = [f"{ns}/{n}" for ns, n in named[1:]]
     absent = [d for d in more if d not in everywhere]
@@ -241,7 +241,8 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       + (f"; exporter DaemonSets there are: {', '.join(everywhere)}" if everywhere else ""),
                       "write exporter.more_daemonsets (or the cluster's clusters[].exporter.more_daemonsets) as "
                       "namespace/name of the exporter DaemonSets beside exporter.daemonset, generate and apply again")]
-    warnings, fixes = [], []
+    warnings, fixes = ([unlisted], [f"grant the kubeconfig user list on daemonsets in every namespace (a ClusterRole) "
+                                    "to have them looked for"]) if unlisted else ([], [])
     if names and alarm:
         warnings.append(f"exporter DaemonSets in {namespace}: {name} ({setting}) and {others}: the CloudWatch "
                         f"data-missing alarms read kube-state-metrics' counts of {_shown_named(named)} only, so an "
@@ -293,6 +294,23 @@ def _exporters_everywhere(kube: Kube) -> list[str]:
     """`namespace/name` of every DaemonSet labelled as a DCGM exporter (EXPORTER_LABELS), in any namespace, as the
     data-missing rule finds them: one label-selector read per label."""
     return sorted(_exporters_by_style(kube))
+
+
+def _exporters_readable(kube: Kube, named: tuple[tuple[str, str], ...]) -> tuple[list[str], str]:
+    """(_exporters_everywhere, ''); where RBAC refuses listing DaemonSets in every namespace (403), the exporter
+    DaemonSets in the namespaces of those the settings name, and what could not be looked for."""
+    from ..clients.kube import KubeAnswered
+
+    try:
+        return _exporters_everywhere(kube), ""
+    except KubeAnswered as exc:
+        if exc.status != 403:
+            raise
+        namespaces = list(dict.fromkeys(ns for ns, _ in named))
+        found = sorted(f"{ns}/{d.get('metadata.name', str)}" for ns in namespaces for d in _exporter_daemonsets(kube, ns))
+        return found, (f"exporter DaemonSets outside {', '.join(namespaces)} could not be looked for: the Kubernetes "
+                       f"API refused listing DaemonSets in every namespace ({exc.status}), so one there that no "
+                       "setting names (the agent would not scrape it, the Prometheus rule would judge it) is not told")
 
 
 def _exporters_by_style(kube: Kube) -> dict[str, Styled]:

@@ -38,11 +38,23 @@ ODD_FIX = ("this is not what the API answers: check that the URL reaches the API
            "login page) and that its version is supported")
 
 
+REFUSED = 403  # an API's refusal of one read (RBAC): that check cannot tell, the others still run
+
+
 def step(group: str, name: str, check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
-    """Run one check; an answer not shaped as its API promises becomes this check's failure, naming it."""
+    """Run one check; an answer not shaped as its API promises becomes this check's failure, naming it, and a read the
+    API refuses (403: the user's rights) this check's "cannot tell", naming what was refused (it ended the group, every
+    check after it unread, for a user with namespace-only rights)."""
+    from ..errors import RemoteError
+
     try:
         outcome = check(*args)
     except OddAnswer as odd:
         yield Check(group, name, FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
+        return
+    except RemoteError as refused:
+        if getattr(refused, "status", None) != REFUSED:
+            raise
+        yield Check(group, name, FAIL, f"cannot tell: {refused.what}", refused.hint or "", cause=UNREACHABLE)
         return
     yield from (outcome if isinstance(outcome, list) else [outcome])

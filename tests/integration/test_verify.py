@@ -2370,3 +2370,34 @@ def test_push_on_a_new_cluster_is_refused_where_no_prometheus_selects_the_servic
         assert "kube/Prometheus scrape config: ServiceMonitor gpudash-dcgm-exporter selects the exporter, but no " \
                "Prometheus selects it" in stderr, stderr
         assert grafana.state.dashboards == {}
+
+
+def test_a_user_with_namespace_only_rights_gets_every_check_it_can_read(stack):
+    """A kubeconfig user with a Role in the exporter's and the agent's namespaces, no ClusterRole: listing DaemonSets
+    in every namespace, the Nodes, and kube-state-metrics pods in any namespace are refused 403. The first refusal
+    ended the kube group: one "reachable" failure, and nothing said of the DaemonSet, its rollout, its Service or the
+    agent's ConfigMaps, all readable. Each check that needed a refused read now says it cannot tell and why; the rest
+    are made; the DaemonSet check reads the exporter DaemonSets of the namespaces the settings name and says which it
+    could not look for."""
+    cluster, verify = stack
+    cluster.readable_only = {resource: ("gpu-operator", "amazon-cloudwatch") for resource in (
+        "daemonsets", "pods", "services", "servicemonitors", "configmaps", "deployments", "endpointslices")}
+    cluster.readable_only["nodes"] = ()
+    code, checks = verify("--skip", "cloudwatch")
+    assert ("kube", "reachable") not in checks and code == 1, checks.get(("kube", "reachable"))
+    made = {name: (c["status"], c["cause"]) for (group, name), c in checks.items() if group == "kube"}
+    assert {name: made.get(name) for name in ("exporter rollout", "exporter Service", "pod labels setting",
+                                              "counters CSV", "CloudWatch agent", "ConfigMap prometheus-config")} == {
+        name: ("ok", "") for name in ("exporter rollout", "exporter Service", "pod labels setting", "counters CSV",
+                                      "CloudWatch agent", "ConfigMap prometheus-config")}, made
+    daemonset = checks[("kube", "exporter DaemonSet")]
+    assert (daemonset["status"], daemonset["detail"]) == ("warn", (
+        "exporter DaemonSets outside gpu-operator could not be looked for: the Kubernetes API refused listing "
+        "DaemonSets in every namespace (403), so one there that no setting names (the agent would not scrape it, the "
+        "Prometheus rule would judge it) is not told")), daemonset
+    coverage = checks[COVERAGE]
+    assert (coverage["status"], coverage["detail"], coverage["cause"]) == (
+        "fail", "cannot tell: the Kubernetes API refused access to Nodes (403)", "unreachable"), coverage
+    assert checks[("kube", "kube-state-metrics")]["detail"] == (
+        "cannot tell: the Kubernetes API refused access to kube-state-metrics pods in any namespace (403)")
+    assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
