@@ -15,7 +15,7 @@ import json
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
-from tests.support.cloudwatch_agent import Agent, agent_config, scrape_jobs
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config, scrape_jobs
 from tests.support import kube_state
 from tests.support.dcgm_fleet import scrapes
 
@@ -47,4 +47,41 @@ def test_verify_passes_what_the_generated_agent_publishes(moto, project_dir, cli
     # seen on main: fail, "published with dimensions [ClusterName; ClusterName, gpu, namespace, pod], declared ..."
     assert (metrics["status"], metrics["detail"]) == ("ok", "4 sampled metrics arriving in ContainerInsights/Prometheus"), \
         metrics["detail"]
+    assert code == 0, (stdout, stderr)
+
+
+def test_verify_passes_a_healthy_cluster_whose_gpus_are_all_split_into_mig_instances(moto, project_dir, cli,
+                                                                                     monkeypatch):
+    """A fleet of A100s all split into MIG instances (inference clusters often are): the exporter writes no GPU
+    utilization for a MIG instance and the agent's scrape job drops what it writes, so DCGM_FI_DEV_GPU_UTIL is never
+    published, as README says ("GPU utilization panels leave MIG GPUs out"). That is the healthy state of such a
+    cluster, not a missing metric; verify (and apply's preflight, which runs it) must not fail on it."""
+    from tests.support import mixed_fleet
+    from tests.support.dcgm_fleet import target_labels
+
+    config = project_dir("project: test\n")
+    project = load_project(config)
+    files = encode(build(project))
+    agent, job = agent_config(files[AGENT_FILE])
+    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+    exporter = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+    (mig,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
+    points = Agent(agent, job, others=[ksm_job]).run(
+        [Scrape(30 * k, mixed_fleet.payload(mig, 30 * k, 30), target_labels(job, mig.name)) for k in range(-1, 10)]
+        + [kube_state.scrape(ksm_job, t, exporter, 1, 1) for t in range(-30, 300, 30)])
+    published = {(p.metric, p.dimensions) for p in points}
+    assert "DCGM_FI_DEV_GPU_UTIL" not in {m for m, _ in published}
+    moto.reset()
+    client = moto.client("cloudwatch", "us-east-1")
+    data = [{"MetricName": metric, "Value": 1.0, "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions]}
+            for metric, dimensions in sorted(published)]
+    for start in range(0, len(data), 500):
+        client.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=data[start:start + 500])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+    code, stdout, stderr = cli("verify", "--output", "json", "--config", str(config),
+                               "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
+    checks = {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
+    metrics = checks[("cloudwatch", "gpu-cluster metrics")]
+    # seen on main: fail, "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_GPU_UTIL" (exit 1; apply refused)
+    assert metrics["status"] != "fail", metrics
     assert code == 0, (stdout, stderr)
