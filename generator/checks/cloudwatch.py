@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..catalog import MIG_UNSUPPORTED
 from ..cloudwatch_query import dimension_sets
 from ..markers import CLUSTER_DIMENSION
 from ..output import ADDON_FILE, agent_file, built
@@ -231,6 +232,10 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: l
         return Check(GROUP, name, FAIL, f"no DCGM metrics in {namespace} for {cluster.name} in the last 3 h",
                      f"apply {built(agent_file(cluster.name))} and check the cwagent-prometheus logs",
                      cause=NO_DATA)
+    # DCGM does not report these on MIG instances and the agent's scrape job drops what the exporter writes there: a
+    # cluster whose GPUs are all split into MIG instances publishes none of them, and is healthy
+    not_on_mig = [m for m in missing if m in MIG_UNSUPPORTED]
+    missing = [m for m in missing if m not in MIG_UNSUPPORTED]
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",
                      "check the agent's metric_selectors (gpudash verify's kube group shows the drift)")
@@ -238,4 +243,11 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: l
         return Check(GROUP, name, FAIL, f"published with dimensions [{'; '.join(wrong)}], declared "
                      f"{'; '.join('[' + ', '.join(d) + ']' for d in declared_sets)}",
                      "apply the generated agent ConfigMap, or set cloudwatch.dimensions to what is published")
+    if not_on_mig:
+        return Check(GROUP, name, WARN, f"{len(metrics) - len(not_on_mig)} sampled metrics arriving in {namespace}, "
+                     f"no {', '.join(not_on_mig)} in the last 3 h: DCGM does not report it on MIG instances (the "
+                     "agent's scrape job drops it there), so a cluster whose GPUs are all split into MIG instances "
+                     "publishes none",
+                     "nothing, when every GPU of the cluster is split into MIG instances; else check the agent's "
+                     "metric_selectors (gpudash verify's kube group shows the drift)")
     return Check(GROUP, name, OK, f"{len(metrics)} sampled metrics arriving in {namespace}")
