@@ -1105,13 +1105,16 @@ class Listed(NamedTuple):
     read_in: tuple[str, ...]  # where they were read, when every namespace was refused (empty: every namespace)
 
 
-def _listed_everywhere(kube: Kube, resource: str, what: str, namespaces: Callable[[], list[str]]) -> Listed:
-    """The `resource` objects in every namespace; where RBAC refuses that list (403: a user with namespace-only rights),
-    those in each of `namespaces()` it lets be read, with what was refused. 404: the resource is not installed, none."""
+def _listed_everywhere(kube: Kube, resource: str, what: str, namespaces: Callable[[], list[str]],
+                       version: str = "v1") -> Listed:
+    """The `resource` objects (monitoring.coreos.com/`version`) in every namespace; where RBAC refuses that list (403:
+    a user with namespace-only rights), those in each of `namespaces()` it lets be read, with what was refused. 404:
+    the resource is not installed, none."""
     from ..clients.kube import KubeAnswered
 
+    api = MONITORING.removesuffix("/v1") + f"/{version}"
     try:
-        answer = kube.read(f"{MONITORING}/{resource}", f"{what} in every namespace")
+        answer = kube.read(f"{api}/{resource}", f"{what} in every namespace")
         return Listed(list(answer.items("items", required=True)) if answer is not None else [], [], ())
     except KubeAnswered as exc:
         if exc.status != 403:
@@ -1120,7 +1123,7 @@ def _listed_everywhere(kube: Kube, resource: str, what: str, namespaces: Callabl
     items, read_in = [], []
     for namespace in dict.fromkeys(namespaces()):
         try:
-            answer = kube.read(f"{MONITORING}/namespaces/{namespace}/{resource}", f"{what} in {namespace}")
+            answer = kube.read(f"{api}/namespaces/{namespace}/{resource}", f"{what} in {namespace}")
         except KubeAnswered as exc:
             if exc.status != 403:
                 raise
@@ -1165,9 +1168,14 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
     prometheuses: list[Listed] = []  # read once, by the first that needs them
 
     def prometheus_objects() -> Listed:
+        """The Prometheus and PrometheusAgent objects (an agent selects ServiceMonitors alike, remote-writing what it
+        scrapes), as far as they can be read."""
         if not prometheuses:
-            prometheuses.append(_listed_everywhere(kube, "prometheuses", "Prometheus objects",
-                                                   lambda: [namespace, *([stack] if stack else [])]))
+            homes = lambda: [namespace, *([stack] if stack else [])]  # noqa: E731
+            servers = _listed_everywhere(kube, "prometheuses", "Prometheus objects", homes)
+            agents = _listed_everywhere(kube, "prometheusagents", "PrometheusAgent objects", homes, "v1alpha1")
+            prometheuses.append(Listed(servers.items + agents.items, list(dict.fromkeys(servers.refused + [
+                f"{r} (PrometheusAgent)" for r in agents.refused])), servers.read_in))
         return prometheuses[0]
 
     def wanted() -> list[str]:  # namespace-only rights: the namespaces that matter
@@ -1293,20 +1301,29 @@ def _read_by_prometheus(kube: Kube, monitors: list[Answer], prometheuses: Listed
         return _matches(among, labels), f"reads ServiceMonitors in namespaces labelled {_selector_words(among)}"
 
     judged = [(m, p, *reads(p, m)) for m in monitors for p in found]
-    selected = [f"{m.get('metadata.namespace', str, '')}/{m.get('metadata.name', str)} by Prometheus "
-                f"{p.get('metadata.namespace', str, '')}/{p.get('metadata.name', str)}"
+    selected = [f"{m.get('metadata.namespace', str, '')}/{m.get('metadata.name', str)} by {_named_object(p)}"
                 for m, p, yes, _ in judged if yes]
     if selected:
         return Check(GROUP, SCRAPE_CHECK, OK, f"ServiceMonitor {names} (selected: {', '.join(selected)})" + unread)
-    whys = "; ".join(dict.fromkeys(f"Prometheus {p.get('metadata.namespace', str, '')}/{p.get('metadata.name', str)} "
-                                   f"{why}" for _, p, _, why in judged))
+    whys = "; ".join(dict.fromkeys(f"{_named_object(p)} {why}" for _, p, _, why in judged))
     if any(yes is None for *_, yes, _ in judged):
         return Check(GROUP, SCRAPE_CHECK, WARN, f"ServiceMonitor {names} selects the exporter; cannot tell whether a "
                      f"Prometheus selects it: {whys}, and the Kubernetes API refused reading the namespace's labels"
                      + unread, "grant the kubeconfig user get on namespaces", cause=UNREACHABLE)
+    if prometheuses.refused:  # one that could not be read may select it
+        return Check(GROUP, SCRAPE_CHECK, WARN, f"ServiceMonitor {names} selects the exporter; cannot tell whether a "
+                     f"Prometheus selects it: {whys}, and the Kubernetes API refused listing Prometheus objects in "
+                     f"{', '.join(prometheuses.refused)}" + unread, "grant the kubeconfig user list on "
+                     "prometheuses.monitoring.coreos.com in every namespace", cause=UNREACHABLE)
     return Check(GROUP, SCRAPE_CHECK, FAIL, f"ServiceMonitor {names} selects the exporter, but no Prometheus selects "
                  f"it: {whys}: Prometheus scrapes nothing through it" + unread,
                  _selected_fix(monitors[0], [p for _, p, *_ in judged], project))
+
+
+def _named_object(prometheus: Answer) -> str:
+    """`Prometheus namespace/name` (or `PrometheusAgent ...`), as its list gave it."""
+    return (f"{prometheus.get('kind', str, 'Prometheus')} {prometheus.get('metadata.namespace', str, '')}/"
+            f"{prometheus.get('metadata.name', str)}")
 
 
 def _selected_fix(monitor: Answer, prometheuses: list[Answer], project: Project) -> str:
@@ -1327,7 +1344,7 @@ def _selected_fix(monitor: Answer, prometheuses: list[Answer], project: Project)
         return (f"write prometheus_stack.release: {release}{place} in gpudash.yaml (gpudash labels its ServiceMonitor "
                 f"release=<prometheus_stack.release>), generate and apply {built(SERVICE_MONITOR_FILE)} again")
     asked = _selector_words(selector) if selector else "(it selects none: set its serviceMonitorSelector)"
-    return (f"label ServiceMonitor {where} {asked} as Prometheus {home}/{first.get('metadata.name', str)}'s "
+    return (f"label ServiceMonitor {where} {asked} as {_named_object(first)}'s "
             "serviceMonitorSelector asks" + (f", in a namespace it reads ({home})" if place else ""))
 
 

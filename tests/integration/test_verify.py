@@ -2352,6 +2352,17 @@ def test_a_service_monitor_no_prometheus_selects_is_not_a_deployed_scrape_path(s
     cluster.readable_only = {"namespaces": ()}
     check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
     assert (check["status"], check["cause"]) == ("warn", "unreachable"), check
+    cluster.readable_only = {}
+    cluster.namespace_labels.clear()
+    # a PrometheusAgent (remote-writing, to Amazon Managed Prometheus say) selects ServiceMonitors as a Prometheus does
+    agent = {**cluster.kube_prometheus_stack(), "apiVersion": "monitoring.coreos.com/v1alpha1",
+             "kind": "PrometheusAgent", "metadata": {"name": "amp-agent", "namespace": "monitoring"}}
+    agent["spec"] = {"serviceMonitorSelector": {}, "serviceMonitorNamespaceSelector": {}}
+    cluster.prometheuses.append(agent)
+    check = verify(*ONLY_KUBE_PROMETHEUS, "--config", str(config))[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("ok", (
+        "ServiceMonitor gpudash-dcgm-exporter (selected: gpu-operator/gpudash-dcgm-exporter by PrometheusAgent "
+        "monitoring/amp-agent)")), check
 
 
 def test_push_on_a_new_cluster_is_refused_where_no_prometheus_selects_the_service_monitor(

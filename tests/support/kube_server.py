@@ -62,7 +62,7 @@ class KubeCluster:
         monitor["spec"]["namespaceSelector"]["matchNames"] = [namespace]  # as the operator fills it in
         self.service_monitors = [monitor]
         self.prometheus_rules: list[dict[str, Any]] = []
-        # prometheus-operator's Prometheus objects (none: no Prometheus runs in the cluster through the operator)
+        # prometheus-operator's Prometheus and PrometheusAgent objects (none: no Prometheus runs through the operator)
         self.prometheuses: list[dict[str, Any]] = []
         # the Namespace objects' labels beyond kubernetes.io/metadata.name, which the API server writes on each
         self.namespace_labels: dict[str, dict[str, str]] = {}
@@ -362,9 +362,16 @@ class KubeTestServer(LoopbackServer):
             slices = c.endpoint_slices(m.group(1), service) if key == "kubernetes.io/service-name" else []
             return 200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
                          "metadata": {"resourceVersion": "1"}, "items": slices}
-        if m := re.fullmatch(r"/apis/monitoring.coreos.com/v1(?:/namespaces/([^/]+))?/prometheuses", path):
-            return 200, {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusList", "metadata": {},
-                         "items": [p for p in c.prometheuses if m.group(1) in (None, p["metadata"]["namespace"])]}
+        if m := re.fullmatch(r"/apis/monitoring.coreos.com/(v1|v1alpha1)(?:/namespaces/([^/]+))?/(prometheus\w+)",
+                             path):
+            version, namespace, resource = m.groups()
+            kind = {("v1", "prometheuses"): "Prometheus", ("v1alpha1", "prometheusagents"): "PrometheusAgent"}.get(
+                (version, resource))
+            if kind is None:
+                return not_found
+            return 200, {"apiVersion": f"monitoring.coreos.com/{version}", "kind": f"{kind}List", "metadata": {},
+                         "items": [p for p in c.prometheuses if p["kind"] == kind
+                                   and namespace in (None, p["metadata"]["namespace"])]}
         if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)", path):
             name = m.group(1)
             return 200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {
