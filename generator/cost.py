@@ -423,7 +423,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_scrape = sum(e.count for e in events)
     ingested_gb = sum(e.count * event_bytes(e, prices) for e in events) * scrapes / 1e9
     retention_days = settings.agent.log_retention_days
-    stored_gb = ingested_gb * min(retention_days, 30) / 30 * _rate(prices, "log_compression_ratio")["ratio"]
+    # what the group holds once it has run its retention: that many days of ingestion (a month's is 30 days')
+    stored_gb = ingested_gb * retention_days / 30 * _rate(prices, "log_compression_ratio")["ratio"]
     # the free tier's GB of logs count ingestion and storage together: taken by ingestion first
     free_ingested = min(_free(prices, "log_gb"), ingested_gb)
     free_stored = min(_free(prices, "log_gb") - free_ingested, stored_gb)
@@ -460,7 +461,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f"; the free tier's first {free_ingested:,.1f} GB free" if free_ingested else "")),
         Line("EMF log storage (GB-month)", stored_gb, _price(prices, "log_storage_gb_month"),
              (stored_gb - free_stored) * _price(prices, "log_storage_gb_month"),
-             f"{retention_days} days retained (agent.log_retention_days), compressed"
+             f"{retention_days} days retained (agent.log_retention_days), compressed: what the group holds once it "
+             f"has run that long"
              + (f"; {free_stored:,.1f} GB free (what ingestion leaves of the free tier's)" if free_stored else "")),
     ]
 
