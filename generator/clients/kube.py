@@ -226,7 +226,8 @@ class Kube:
             if exc.status in (401, 403):
                 raise KubeAnswered(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
                                    hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
-                                        "deployments, services, configmaps, servicemonitors)") from None
+                                        "deployments, services, configmaps, endpointslices, servicemonitors, "
+                                        "prometheuses, prometheusagents, namespaces)") from None
             raise KubeAnswered(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}", exc.status,
                                hint="check the cluster's API server") from None
         except RemoteError:

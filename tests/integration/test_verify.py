@@ -2409,6 +2409,9 @@ def test_a_user_with_namespace_only_rights_gets_every_check_it_can_read(stack):
     coverage = checks[COVERAGE]
     assert (coverage["status"], coverage["detail"], coverage["cause"]) == (
         "fail", "cannot tell: the Kubernetes API refused access to Nodes (403)", "unreachable"), coverage
+    assert coverage["fix"] == ("check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, deployments, "
+                               "services, configmaps, endpointslices, servicemonitors, prometheuses, prometheusagents, "
+                               "namespaces)")  # every kind verify reads
     assert checks[("kube", "kube-state-metrics")]["detail"] == (
         "cannot tell: the Kubernetes API refused access to kube-state-metrics pods in any namespace (403)")
     assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
