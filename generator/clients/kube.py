@@ -107,6 +107,16 @@ class ExecPluginHung(RemoteError):
     """The kubeconfig's exec plugin did not finish in the time the run had left; it was stopped."""
 
 
+class ExecPluginFailed(RemoteError):
+    """The kubeconfig's exec plugin exited with an error (expired AWS credentials for `aws eks get-token`): the client
+    logs it and sends its requests without credentials, so what followed (a refusal, a failed connection) hid it.
+    `logged`: the line the client logs for it."""
+
+    def __init__(self, what: str, logged: str, *, hint: str):
+        super().__init__(what, hint=hint)
+        self.logged = logged
+
+
 def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
     """The official client runs the kubeconfig's exec plugin (`aws eks get-token`) and waits for it without a
     timeout: a plugin that hangs (an SSO login waiting for a browser, a prompt, a network call) would outlive the
@@ -129,7 +139,10 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
         def communicate(self, input=None, timeout=None):
             limit = max(0.1, options.remaining() - EXEC_MARGIN)
             try:
-                return super().communicate(input, timeout=limit)
+                out, err = super().communicate(input, timeout=limit)
+                if self.returncode:  # failed: said by the kube check, as the client's own log line is not
+                    hung.append(_failed(self, err))
+                return out, err
             except subprocess.TimeoutExpired:
                 _kill_plugin(self)
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -144,7 +157,7 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
             finally:
                 _RUNNING.discard(self)
 
-    hung: list[ExecPluginHung] = []
+    hung: list[ExecPluginHung | ExecPluginFailed] = []
     timed = types.ModuleType("subprocess")
     timed.__dict__.update(subprocess.__dict__)
     timed.Popen = TimedPopen
@@ -152,15 +165,31 @@ def _exec_plugins_timed(options: Options) -> list[ExecPluginHung]:
     return hung
 
 
+def _failed(process, err: str | None) -> ExecPluginFailed:
+    """A plugin that exited with an error, named by its command (never its arguments or environment) with its exit
+    code and the last line it wrote to stderr (masked, cut), which says why (`ExpiredToken`, `no credentials`)."""
+    import os
+
+    command = process.args[0] if isinstance(process.args, (list, tuple)) else str(process.args).split()[0]
+    said = (err or "").strip()
+    last = redact.text(said.splitlines()[-1])[:200] if said else ""
+    return ExecPluginFailed(
+        f"the kubeconfig's exec plugin {os.path.basename(str(command))!r} failed (exit {process.returncode})"
+        + (f": {last}" if last else ""), f"exec: process returned {process.returncode}" + (f". {said}" if said else ""),
+        hint=f"run {str(command)!r} with the kubeconfig's arguments yourself to see why (`aws eks get-token` fails on "
+             "expired or missing AWS credentials: refresh them, e.g. `aws sso login`, or set AWS_PROFILE); then run "
+             "verify again")
+
+
 @contextlib.contextmanager
 def _unlogged(hung: list[ExecPluginHung]):
     """The client logs a plugin's failure on the root logger (`ERROR:root:...` on stderr) before carrying on: a
-    hang, which the kube check reports, is not said twice."""
+    hang or a failure, which the kube check reports, is not said twice."""
     import logging
 
     class Reported(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
-            return not any(record.getMessage() == str(error) for error in hung)
+            return not any(record.getMessage() in (str(error), getattr(error, "logged", None)) for error in hung)
 
     root, quiet = logging.getLogger(), Reported()
     root.addFilter(quiet)

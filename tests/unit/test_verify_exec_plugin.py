@@ -33,6 +33,15 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
+def _kubeconfig(tmp_path: Path, plugin: dict) -> None:
+    """tmp_path/kubeconfig: a cluster at a closed port, its user's token from the exec `plugin` (command, args...)."""
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{_closed_port()}"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "users": [{"name": "u", "user": {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", **plugin}}}]}))
+
+
 # A wrapper that execs its command, and one that does not (gke-gcloud-auth-plugin running gcloud, kubelogin): the
 # child it starts is stopped with it.
 PLUGINS = {"exec": "echo $$ >> {pids}\nexec sleep 300\n",
@@ -46,13 +55,8 @@ def test_a_hung_exec_plugin_is_stopped_at_the_deadline_and_named(tmp_path, group
     plugin = tmp_path / "get-token"
     plugin.write_text("#!/bin/sh\n" + PLUGINS[plugin_kind].format(pids=pids))
     plugin.chmod(0o755)
-    kubeconfig = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-                  "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{_closed_port()}"}}],
-                  "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                  "users": [{"name": "u", "user": {"exec": {
-                      "apiVersion": "client.authentication.k8s.io/v1beta1", "command": str(plugin),
-                      "args": ["--token", SECRET], "env": [{"name": "PLUGIN_SECRET", "value": SECRET}]}}}]}
-    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+    _kubeconfig(tmp_path, {"command": str(plugin), "args": ["--token", SECRET],
+                           "env": [{"name": "PLUGIN_SECRET", "value": SECRET}]})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(tmp_path / "kubeconfig"),
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_closed_port()}", "GPUDASH_CONFIG": ""}
@@ -73,3 +77,29 @@ def test_a_hung_exec_plugin_is_stopped_at_the_deadline_and_named(tmp_path, group
         os.kill(pid, 9)
     assert left == []
     assert took < 20, took  # a hang detector: verify ended with its deadline, not with the plugin's 300 s
+
+
+EXPIRED = ("An error occurred (ExpiredToken) when calling the GetCallerIdentity operation: The security token included "
+           "in the request is expired")
+
+
+def test_a_failing_exec_plugin_is_named_with_why_it_failed(tmp_path):
+    """`aws eks get-token` with expired credentials exits 255 saying why on stderr. The client logs that as
+    `ERROR:root:exec: process returned 255. ...` on stderr and sends its requests without a token, so verify said
+    "cannot reach the Kubernetes API (MaxRetryError)" (or "refused access (401)"): the one line that told the cause
+    was a stray log line. The kube check says the plugin failed, its command (never its arguments), exit code and
+    last stderr line, with what to do; the log line is not printed besides."""
+    plugin = tmp_path / "get-token"
+    plugin.write_text(f"#!/bin/sh\necho 'retrying' >&2\necho '{EXPIRED}' >&2\nexit 255\n")
+    plugin.chmod(0o755)
+    _kubeconfig(tmp_path, {"command": str(plugin), "args": ["--token", SECRET]})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(tmp_path / "kubeconfig"), "GPUDASH_CONFIG": ""}
+    done = subprocess.run([sys.executable, "-m", "generator", "verify", "--skip", "prometheus", "--skip", "exporter",
+                           "--skip", "cloudwatch", "--timeout", "20", "--output", "json"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=60)
+    kube = {(c["group"], c["name"]): c for c in json.loads(done.stdout)["checks"]}[("kube", "reachable")]
+    assert (kube["status"], kube["detail"]) == (
+        "fail", f"the kubeconfig's exec plugin 'get-token' failed (exit 255): {EXPIRED}"), kube
+    assert kube["fix"].startswith(f"run '{plugin}' with the kubeconfig's arguments yourself to see why"), kube
+    assert "ERROR:root" not in done.stderr and SECRET not in done.stdout + done.stderr, done.stderr
+    assert done.returncode == 1
