@@ -335,9 +335,8 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
         job = _scrape_job_path(project, options)
         not_ready = [c for c in not_ready if c.name not in SCRAPE_READY] if job.status == OK else not_ready + [job]
     if not_ready:
-        evidence = "; ".join(f"{c.group}/{c.name}: " + ("cannot tell whether it is deployed: "
-                                                         if c.cause in (UNREACHABLE, ODD_ANSWER) else "") + c.detail
-                             for c in not_ready)
+        evidence = "; ".join(f"{c.group}/{c.name}: " + ("cannot tell whether it is deployed: " + c.detail.removeprefix(
+            "cannot tell: ") if c.cause in (UNREACHABLE, ODD_ANSWER) else c.detail) for c in not_ready)
         if "reachable" in kube and kube["reachable"].status == FAIL:
             evidence = f"cannot tell whether it is deployed: {kube['reachable'].detail}"
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "

@@ -90,8 +90,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         # against the settings' style, not as a DaemonSet no setting names)
         named = ((namespace, name),) + (() if unknown else named_daemonsets(settings, this)[1:])
         namespaces = list(dict.fromkeys(ns for ns, _ in named))
-        yield from step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings, this,
-                        absent, daemonset)
+        coverage = list(step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings,
+                             this, absent, daemonset))
+        yield from coverage
+        if [c.name for c in coverage] == ["GPU node coverage"] and coverage[0].cause == UNREACHABLE:
+            yield replace(coverage[0], name="exporter pods ready")  # the same refused read: it cannot tell either
         # the named DaemonSet's pods of another style than the settings say: the setting to write, not its Service's
         restyle = "" if unknown else _restyled(settings, this, daemonset, name)[1]
         yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle)

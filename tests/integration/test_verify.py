@@ -2415,3 +2415,17 @@ def test_a_user_with_namespace_only_rights_gets_every_check_it_can_read(stack):
     assert checks[("kube", "kube-state-metrics")]["detail"] == (
         "cannot tell: the Kubernetes API refused access to kube-state-metrics pods in any namespace (403)")
     assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
+
+
+def test_apply_on_a_new_cluster_by_a_user_who_may_not_read_the_nodes_says_it_cannot_tell(stack, moto, cli):
+    """No data yet and a kubeconfig user refused the Nodes: the GPU node coverage cannot be judged, and "exporter pods
+    ready" (which apply needs to publish with a wait) was not made at all: the refusal said "kube/exporter pods ready:
+    not checked". It says it cannot tell whether the exporter is deployed, and why."""
+    cluster, _ = stack
+    moto.reset()
+    cluster.readable_only = {"nodes": ()}
+    code, _, stderr = cli("apply", "--dry-run")
+    assert code == 3, stderr
+    assert "not checked" not in stderr, stderr
+    assert ("kube/exporter pods ready: cannot tell whether it is deployed: the Kubernetes API refused access to Nodes "
+            "(403)") in stderr, stderr
