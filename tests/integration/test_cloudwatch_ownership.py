@@ -320,6 +320,22 @@ def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewrit
     assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 15
 
 
+def _with_query_accounts(body: bytes) -> bytes:
+    """A DescribeAlarms answer reporting each query with the account it reads (AccountId), which gpudash never sends:
+    what DescribeAlarms reports for a query that named none is not documented."""
+    answer = json.loads(body)
+    for alarm in answer.get("MetricAlarms", []):
+        for query in alarm.get("Metrics", []):
+            query.setdefault("AccountId", "123456789012")
+    return json.dumps(answer).encode()
+
+
+def test_a_query_reported_with_the_account_it_reads_is_cloudwatch_s_form_not_a_failed_write(proxied):
+    """Every create is read back; a query reported with an AccountId gpudash did not send is CloudWatch's own form
+    (recorded in the evidence), not a write that did not take effect; a console edit is still seen."""
+    assert len(reported_in_a_form_of_its_own(proxied, _with_query_accounts)["written"]) == 15
+
+
 def test_tags_of_many_alarms_are_read_page_by_page_in_bulk(proxied, published, project_dir):
     proxy, client, apply = proxied
     config = project_dir("clusters:\n" + "".join(f"  - {{name: c{i}, region: us-east-1}}\n" for i in range(12)))
