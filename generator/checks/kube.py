@@ -97,7 +97,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield replace(coverage[0], name="exporter pods ready")  # the same refused read: it cannot tell either
         # the named DaemonSet's pods of another style than the settings say: the setting to write, not its Service's
         restyle = "" if unknown else _restyled(settings, this, daemonset, name)[1]
-        yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle)
+        yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle, daemonset)
         yield from step(GROUP, "pod labels setting", _exporter_settings("pod labels setting", _pod_labels), daemonset,
                         style)
         yield from step(GROUP, VIRTUAL_CHECK, _exporter_settings(VIRTUAL_CHECK, _virtual_gpus), daemonset, style,
@@ -913,14 +913,34 @@ def _ready(pod: Answer) -> bool:
     return bool(statuses) and all(s.get("ready", bool) for s in statuses) and status.get("phase", str, "") == "Running"
 
 
-def _service(services: Callable[[], dict[str, Answer]], namespace: str, style, restyle: str = "") -> Check:
+def _service(services: Callable[[], dict[str, Answer]], namespace: str, style, restyle: str = "",
+             daemonset: Answer | None = None) -> Check:
     """The exporter's Service, found by the label the generated ServiceMonitor selects it by, whatever its name
-    (`restyle`: the settings to write instead of a Service to create, _restyled)."""
+    (`restyle`: the settings to write instead of a Service to create, _restyled), and its spec.selector selecting the
+    pods of the exporter `daemonset` (its pod template's labels): one selecting none has no endpoint, so Prometheus
+    discovers no target through it and the service proxy answers 503, however ready the pods are."""
     key, value = style.pod_label
-    return _labelled_service(services(), namespace, style.pod_label, "exporter Service",
-                             "ServiceMonitors select the exporter through it, and verify reads /metrics through it",
-                             restyle or f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
-                             f"expose port {EXPORTER_PORT} on the Service")
+    found = services()
+    check = _labelled_service(found, namespace, style.pod_label, "exporter Service",
+                              "ServiceMonitors select the exporter through it, and verify reads /metrics through it",
+                              restyle or f"create the exporter's Service (port {EXPORTER_PORT}, labelled {key}={value})",
+                              f"expose port {EXPORTER_PORT} on the Service")
+    if check.status != OK or daemonset is None:
+        return check
+    pods = daemonset.string_map("spec.template.metadata.labels")
+    serving = {name: s.string_map("spec.selector") for name, s in found.items()
+               if EXPORTER_PORT in [p.get("port", int) for p in s.items("spec.ports")]}
+    if not pods or any(not selector or _matches({"matchLabels": selector}, pods) for selector in serving.values()):
+        return check  # one without a selector has endpoints written by hand: not judged here
+    listed = "; ".join(f"{name} selects {', '.join(f'{k}={v}' for k, v in sorted(selector.items()))}"
+                       for name, selector in sorted(serving.items()))
+    shown_pods = ", ".join(f"{k}={v}" for k, v in sorted(pods.items()))
+    return Check(GROUP, "exporter Service", FAIL,
+                 f"{listed}, none of the pods of DaemonSet {namespace}/{daemonset.get('metadata.name', str, '?')} "
+                 f"(labelled {shown_pods}): the Service has no endpoint, so Prometheus discovers no target through it "
+                 "and verify cannot read /metrics",
+                 "make the Service's spec.selector labels its pods carry (the pod template's spec.template.metadata."
+                 "labels)", cause=NOT_DEPLOYED)
 
 
 class NoExporterContainer(Exception):

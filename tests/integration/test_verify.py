@@ -2242,6 +2242,13 @@ def test_an_exporter_service_without_ready_endpoints_is_said_so_not_blamed_on_th
     check = verify(*ONLY_EXPORTER)[1][name]
     assert (check["status"], check["detail"]) == ("fail", no_endpoints), check
     assert check["fix"].endswith(f"make the Service's spec.selector match their labels ({look})"), check
+    # the kube group tells it from the Service and the DaemonSet: the push preflight published "with a wait" for
+    # series that never come (Prometheus discovers no target through a Service with no endpoint)
+    check = verify(*ONLY_KUBE)[1][("kube", "exporter Service")]
+    assert (check["status"], check["detail"], check["cause"]) == ("fail", (
+        "nvidia-dcgm-exporter selects app=dcgm-exporter, none of the pods of DaemonSet "
+        "gpu-operator/nvidia-dcgm-exporter (labelled app=nvidia-dcgm-exporter): the Service has no endpoint, so "
+        "Prometheus discovers no target through it and verify cannot read /metrics"), "not-deployed"), check
 
 
 SCRAPE = ("kube", "Prometheus scrape config")
