@@ -379,7 +379,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
-    # The cluster's own metrics (the data-missing alarm's): its GPU field and kube-state-metrics' three series.
+    # The cluster's own metrics: the data-missing alarm's (its GPU field and kube-state-metrics' three series) and the
+    # GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has one).
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
     daemonsets = data_missing.daemonsets_per_cluster(settings)
@@ -436,7 +437,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + f" + {per_pod} fields x {fleet.pods:,} pods (+ {fleet.churn:,} pod starts, prorated)"
              + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU)"
                 if per_pod_gpu and pod_gpus else "")
-             + (f" + {per_cluster} per cluster (data-missing alarm)" if per_cluster else "")
+             + (f" + {per_cluster} per cluster ("
+                + ("data-missing alarm" if data_missing.expected(settings) else "the widgets' PERIOD() metric") + ")"
+                if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets} exporter DaemonSets per cluster (data-missing alarms; "
                 f"exporter.more_daemonsets, the most a cluster names)" if per_daemonset else "")
              + (f" + each GPU node's flag of its exporter scrapes without GPU data{nodes}"

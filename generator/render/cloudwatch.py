@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
-from ..catalog import MIG_INSTANCE_LABEL, Catalog
+from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
 from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, series_label
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
@@ -77,12 +77,14 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
                  settings: Settings) -> dict[str, set[tuple[str, ...]]]:
     """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
     plans = []
+    periods = False  # a widget reads PERIOD() of the cluster's metric of period_field
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
                 plans.append(panel_plan(panel, catalog, settings))
             except Unsupported:
                 continue
+            periods = periods or (not plans[-1].namespace and _period_line(panel, plans[-1], catalog))
     for alarm in alarms:
         try:
             plans += [form.plan for form in alarm_forms(alarm, catalog, settings)]  # the alarms that are made
@@ -91,6 +93,9 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     result: dict[str, set[tuple[str, ...]]] = {}
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
+    field = period_field(catalog, settings) if periods else None
+    if field:
+        result.setdefault(field, set()).add((CLUSTER_DIMENSION,))
     return result
 
 
@@ -116,6 +121,7 @@ class _MetricWidget:
     position: dict[str, int]
     namespace: str  # the query's namespace: its PERIOD() metric's
     true_at: int | None = None  # a value that means now: the only period it is drawn at
+    period_field: str | None = None  # the field whose [ClusterName] metric the PERIOD() line names (period_field())
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -140,7 +146,25 @@ class _MetricWidget:
         widget's field with the cluster's dimension; the console requests it with the widget's period, the one
         the dashboard's period selector or its automatic period sets, as it requests the query."""
         dimensions = [CLUSTER_DIMENSION, cluster.name] if CLUSTER_DIMENSION in self.plan.dims else []
-        return [self.namespace, self.plan.metric, *dimensions, {"id": PERIOD_ID, "visible": False}]
+        return [self.namespace, self.period_field or self.plan.metric, *dimensions, {"id": PERIOD_ID, "visible": False}]
+
+
+def period_field(catalog: Catalog, settings: Settings) -> str | None:
+    """The field whose metric per cluster ([ClusterName]) every widget's PERIOD() line names on the agent's metrics:
+    the first collected of the fields every GPU reports (catalog.PRESENCE, GPU temperature first: the data-missing
+    alarm's too), which queried_sets makes the agent publish with [ClusterName]. A widget's own field per cluster is
+    published for none of them (its sets are per pod and per GPU), and CloudWatch documents PERIOD() for a metric,
+    not what it gives for one without data. None on the Container Insights add-on (its widgets keep their own)."""
+    if addon_source(settings):
+        return None
+    return next((name for name in PRESENCE if name in catalog), None)
+
+
+def _period_line(panel: Panel, plan_: Plan, catalog: Catalog) -> bool:
+    """Whether the panel's widget has a hidden PERIOD() line (as _MetricWidget.in_cluster writes one)."""
+    query = panel.queries[0]
+    return (plan_.math is not None and PERIOD in plan_.math) or _now_value(panel, query, catalog, plan_) \
+        or _now_table(panel, query, catalog)
 
 
 def _grouped(expression: str) -> str:
@@ -213,7 +237,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
-                         plan_.namespace or settings.cloudwatch.namespace, true_at)
+                         plan_.namespace or settings.cloudwatch.namespace, true_at,
+                         None if plan_.namespace else period_field(catalog, settings))
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both

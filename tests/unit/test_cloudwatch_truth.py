@@ -156,7 +156,8 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     files = encode(build(project))
     (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw of each pod's GPUs"]
     assert properties["period"] == 60
-    assert properties["metrics"][1] == ["ContainerInsights/Prometheus", "DCGM_FI_DEV_POWER_USAGE", "ClusterName",
+    # PERIOD() of a metric the agent publishes for the cluster (test_cloudwatch_period_metrics)
+    assert properties["metrics"][1] == ["ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", "ClusterName",
                                         "gpu-cluster", {"id": "p1", "visible": False}]
     assert properties["metrics"][2][0]["expression"] == "q1 * 15 / PERIOD(p1)"
     (properties,) = [p for _, p in _widgets(encode(build(load_project(project_dir(settings)))))

@@ -108,9 +108,10 @@ def test_the_data_missing_alarm_reads_five_metrics_of_each_cluster(project, proj
     assert (line["quantity"], line["unit_price"]) == (18, 0.10)
     none = estimates(load_project(project_dir("alarms:\n  expected_gpus: none\n")), fleet)
     assert "data-missing alarms (metric math)" not in _lines(none)
-    # its four metrics of each cluster, and the exporters' scrapes its per-node alarm reads (counted per GPU)
+    # its three kube-state-metrics counts of each cluster, and the exporters' scrapes its per-node alarm reads
+    # (counted per GPU); the cluster's GPU temperature stays: the widgets' PERIOD() lines read it
     assert _lines(none)["custom metrics"]["quantity"] == \
-        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 12 - 10
+        _lines(estimates(project, fleet))["custom metrics"]["quantity"] - 9 - 10
     # on the Container Insights add-on: seven of the add-on's metrics (running agent, GPU capacity, GPU
     # observations, the exporter DaemonSet's available and unavailable pods under two names); the GPU nodes
     # reporting come from a Metrics Insights query, not a metric of the alarm
