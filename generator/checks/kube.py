@@ -25,6 +25,7 @@ from ..exporter_styles import (EXPORTER_LABELS, EXPORTER_PORT, STYLES, ExporterS
 from ..project import Project
 from ..promql import LABEL_LOOKBACK_SCRAPES
 from ..settings import Cluster, Settings, rollout_percentage
+from ..markers import KUBERNETES_MANAGED_BY
 from ..names import AGENT_CONFIGMAP, SCRAPE_CONFIGMAP, shown
 from ..output import ADDON_FILE, SERVICE_MONITOR_FILE, agent_file, built
 from ..render.agent import AGENT_KEY, SCRAPE_KEY
@@ -1357,7 +1358,8 @@ def _selected_fix(monitor: Answer, prometheuses: list[Answer], project: Project)
     selector = spec.get("serviceMonitorSelector", dict, None) or {}
     release = (selector.get("matchLabels") or {}).get("release") if isinstance(selector.get("matchLabels"), dict) \
         else None
-    own = monitor.string_map("metadata.labels").get("app.kubernetes.io/managed-by") == "gpudash"
+    labels = monitor.string_map("metadata.labels")
+    own = all(labels.get(key) == value for key, value in KUBERNETES_MANAGED_BY.items())
     where = f"{monitor.get('metadata.namespace', str, '')}/{monitor.get('metadata.name', str)}"
     among = spec.get("serviceMonitorNamespaceSelector", dict, None)
     home = first.get("metadata.namespace", str, "")
