@@ -23,8 +23,13 @@ def _series_at_most(expression: str) -> int:
     """At least `series_of(expression)`, read without parsing it. A query whose text
     has no GROUP BY counts one. A query that parses and has a LIMIT clause ends with it (the parser takes nothing
     after it), so a text ending otherwise has none and counts at most 500; one that does not parse counts one."""
-    start = expression.upper().find("GROUP")  # the searches start near what they look for: same answers
-    if start < 0 or not _GROUP_BY.search(expression, start):
+    upper = expression.upper()
+    start = upper.find("GROUP")  # the searches start near what they look for: same answers
+    if start < 0:
+        return 1
+    if len(upper) != len(expression):  # a character before it grew in upper case (ß: SS): its place there is later
+        start = 0
+    if not _GROUP_BY.search(expression, start):
         return 1
     text = expression.rstrip()
     match = _TRAILING_LIMIT.search(text, max(0, len(text) - _LIMIT_TAIL))  # a longer clause counts 500: still a bound

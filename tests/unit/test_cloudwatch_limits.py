@@ -108,7 +108,10 @@ QUERY = 'SELECT AVG("DCGM_FI_DEV_GPU_UTIL") FROM SCHEMA("ContainerInsights/Prome
     QUERY + 'GROUP BY "pod", XLIMIT 5', QUERY + 'GROUP BY "pod" LIMIT 5.5', QUERY + 'GROUP BY "pod" "LIMIT 5',
     QUERY + "WHERE \"pod\" = 'it''s' GROUP BY \"pod\" LIMIT 4", QUERY + 'LIMIT 3', 'SELECT nothing LIMIT 2',
     QUERY + 'group\tby "pod" LIMIT 8', QUERY + 'GROUP  BY"pod" LIMIT 9', QUERY + "WHERE \"pod\" = 'GROUP BY' LIMIT 6",
-    QUERY + 'GROUP BY_X LIMIT 6', QUERY + '"GROUP" BY "pod" LIMIT 6'])
+    QUERY + 'GROUP BY_X LIMIT 6', QUERY + '"GROUP" BY "pod" LIMIT 6',
+    # characters that grow in upper case (ß is SS) before GROUP BY: the bound read 1 for 500 and 40 metrics
+    QUERY + "WHERE \"namespace\" = 'straße-straße-straße' GROUP BY \"pod\"",
+    QUERY + "WHERE \"namespace\" = 'ßßßßßßßßßßßßßßßß' GROUP BY \"pod\" LIMIT 40"])
 def test_the_bound_that_spares_parsing_is_never_below_the_metrics_counted(expression):
     """generate counts a dashboard's metrics exactly only where a bound read without parsing a query exceeds
     the limit: the bound is never lower than the count, whatever the query's text (else a dashboard over the
