@@ -189,6 +189,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Callable, Iterable
 
 from . import container_insights_table as addon
@@ -620,7 +621,12 @@ def exporter_label_matchers() -> list[str]:
     """kube_daemonset_labels matchers of the labels that identify a DCGM exporter DaemonSet, whatever its name and
     namespace: the GPU operator's `app=nvidia-dcgm-exporter` and the Helm chart's (and static manifest's)
     `app.kubernetes.io/name=dcgm-exporter` (a chart installed per node pool under fullnameOverride keeps it)."""
-    return [f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in EXPORTER_LABELS]
+    return list(_exporter_label_matchers())
+
+
+@cache
+def _exporter_label_matchers() -> tuple[str, ...]:  # the same for every cluster: made once (16,000 asks at 1,000)
+    return tuple(f'{LABEL_PREFIX}{re.sub(r"[^a-zA-Z0-9_]", "_", key)}="{value}"' for key, value in EXPORTER_LABELS)
 
 
 def exporter_labels_text() -> str:

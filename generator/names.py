@@ -174,7 +174,10 @@ def agent_log_group(cluster: str) -> str:
 
 def logical_id(kind: str, name: str) -> str:
     """A template's logical id: the kind (Dashboard, Alarm, LogGroup), then the name's words capitalised."""
-    return kind + "".join(part.capitalize() for part in re.split(r"[^A-Za-z0-9]+", name) if part)[:200]
+    return kind + "".join(part.capitalize() for part in _NOT_WORD.split(name) if part)[:200]
+
+
+_NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 
 
 def cloudformation_template(region: str, primary_region: str) -> str:

@@ -338,11 +338,15 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
     literal blocks (a ConfigMap per cluster) share the rest's text, written once."""
     written: dict[tuple[bool, str], str] = {}  # (emitter, the stand-ins' documents' repr where it says them exactly)
     agreeing: dict[str, bool] = {}  # the stand-ins' documents' repr -> whether the emitters agree on them
+    # what is worked out of one text, once however many files carry it (the clusters' ConfigMaps share their scrape
+    # config and, mostly, their agent JSON: 1,000 clusters' 3,000 texts are 1,003 distinct)
+    as_is: dict[str, bool] = {}  # text -> _literal_as_is(text)
+    indented: dict[tuple[str, str], str | None] = {}  # (text, indent) -> _indented(text, indent), once seen twice
     out = []
     for documents in files:
         texts: list[str] = []
         exact = [True]
-        skeleton = [_stand_ins(document, texts, {}, exact) for document in documents]
+        skeleton = [_stand_ins(document, texts, {}, exact, as_is) for document in documents]
         if texts:
             # the emitter is chosen by the documents, texts included, as when they are dumped whole: where the
             # emitters disagree on a text, PyYAML writes the rest too (libyaml folds some quoted strings otherwise).
@@ -362,7 +366,7 @@ def to_yaml_many(files: list[tuple[Any, ...]] | list[list[Any]]) -> list[bytes]:
                 shape = _dump(skeleton, fast)
                 if key is not None:
                     written[key] = shape
-            text = _with_texts(shape, texts)
+            text = _with_texts(shape, texts, indented)
             if text is not None:
                 out.append(text.encode())
                 continue
@@ -414,15 +418,24 @@ def _indented(text: str, indent: str) -> str:
 _EXACT_REPR = (str, int, float, bool, type(None))  # types whose repr names the type and value YAML writes
 
 
-def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list[bool]) -> Any:
+def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list[bool],
+               as_is: dict[str, bool] | None = None) -> Any:
     """`value` with each string value written as it is in a literal block replaced by a stand-in (the string
     appended to `texts`). A dict or list holding none is itself; one object found twice gives one copy (PyYAML
     writes an object seen twice in a document as an anchor and an alias: so it still does). `exact[0]` is made
     False unless the result's repr tells everything its YAML depends on: dicts, lists and the types of
-    _EXACT_REPR only (no subclass), no object found twice."""
+    _EXACT_REPR only (no subclass), no object found twice. `as_is`, if given, keeps _literal_as_is's verdicts."""
     kind = type(value)
     if kind is str:
-        if "\n" in value and _literal_as_is(value):
+        if "\n" not in value:
+            return value
+        if as_is is None:
+            literal = _literal_as_is(value)
+        else:
+            literal = as_is.get(value)
+            if literal is None:
+                literal = as_is[value] = _literal_as_is(value)
+        if literal:
             texts.append(value)
             return f"{_STAND_IN}{len(texts) - 1}\n"
         return value
@@ -434,27 +447,38 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
         exact[0] = False
         return copies[id(value)]
     if kind is dict:
-        items = {key: _stand_ins(item, texts, copies, exact) for key, item in value.items()}
+        items = {key: _stand_ins(item, texts, copies, exact, as_is) for key, item in value.items()}
         if exact[0] and not all(type(key) in _EXACT_REPR for key in value):
             exact[0] = False
         copy = value if all(items[key] is item for key, item in value.items()) else items
     else:
-        elements = [_stand_ins(item, texts, copies, exact) for item in value]
+        elements = [_stand_ins(item, texts, copies, exact, as_is) for item in value]
         copy = value if all(a is b for a, b in zip(elements, value)) else elements
     copies[id(value)] = copy
     return copy
 
 
-def _with_texts(skeleton: str, texts: list[str]) -> str | None:
+def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str], str | None] | None = None
+                ) -> str | None:
     """The skeleton's text with each stand-in's block holding its text; None unless every stand-in was written
-    once, as a `|` block, and nothing else in the documents reads like one."""
+    once, as a `|` block, and nothing else in the documents reads like one. `indented`, if given, keeps the block
+    body of each (text, indent) met before (None the first time: a text met once keeps no second copy)."""
     if skeleton.count(_STAND_IN) != len(texts):
         return None
     seen: list[int] = []
+    indented = {} if indented is None else indented
 
     def block(match: re.Match) -> str:
         seen.append(int(match[2]))
-        return "|\n" + _indented(texts[int(match[2])], match[1])
+        key = (texts[int(match[2])], match[1])
+        body = indented.get(key)
+        if body is None:
+            body = _indented(*key)
+            if key in indented:  # met a second time: kept for the next ones
+                indented[key] = body
+            else:
+                indented[key] = None
+        return "|\n" + body
 
     text = _STAND_INS.sub(block, skeleton)
     return text if sorted(seen) == list(range(len(texts))) else None

@@ -169,10 +169,13 @@ def _period_line(panel: Panel, plan_: Plan, catalog: Catalog) -> bool:
 
 def _grouped(expression: str) -> str:
     """`expression` as one operand of a division: in parentheses unless it is an id or one call."""
-    if re.fullmatch(r"\w+", expression) or (re.fullmatch(r"\w+\((.*)\)", expression)
-                                           and _balanced(expression[expression.index("(") + 1:-1])):
+    if _WORD.fullmatch(expression) or (_CALL.fullmatch(expression)
+                                       and _balanced(expression[expression.index("(") + 1:-1])):
         return expression
     return f"({expression})"
+
+
+_WORD, _CALL = re.compile(r"\w+"), re.compile(r"\w+\((.*)\)")
 
 
 def _balanced(text: str) -> bool:
