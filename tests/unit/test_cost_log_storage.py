@@ -23,3 +23,18 @@ def test_a_log_group_kept_longer_than_a_month_stores_that_many_days(project_dir,
     ratio = load_prices()["rates"]["log_compression_ratio"]["ratio"]
     # seen on main 8c246c5 at 90 and 365 days: 36.9 GB (one month's, whatever the retention); true 110.8 and 449.5
     assert lines["EMF log storage (GB-month)"]["quantity"] == pytest.approx(ingested * days / 30 * ratio)
+
+
+def test_on_classic_the_storage_line_says_the_retention_holds_only_where_the_stack_made_the_group(project_dir):
+    """agent.pipeline: classic publishes through the agent's JSON path, whose prometheus section has no retention: a
+    log group the agent creates itself (gpudash apply, no CloudFormation stack) never expires, so storage grows past
+    what the line prices. The line must say so (the OTel pipeline sets awsemf's log_retention: it holds there)."""
+    def basis(settings: str) -> str:
+        project = load_project(project_dir(settings))
+        lines = {line["item"]: line for line in cost.estimates(project, Fleet(clusters=1, pods=50, churn=0), None,
+                                                               build(project))["group_by"]["lines"]}
+        return lines["EMF log storage (GB-month)"]["basis"]
+
+    # seen on main: "7 days retained (agent.log_retention_days), compressed" on both pipelines
+    assert "never expires" in basis("agent:\n  pipeline: classic\n")
+    assert "never expires" not in basis("")
