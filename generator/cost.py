@@ -466,6 +466,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              (stored_gb - free_stored) * _price(prices, "log_storage_gb_month"),
              f"{retention_days} days retained (agent.log_retention_days), compressed: what the group holds once it "
              f"has run that long"
+             + ("; on agent.pipeline: classic only where the CloudFormation stack (or aws logs put-retention-policy) "
+                "set it: a group the agent creates itself never expires (its JSON has no retention setting)"
+                if settings.agent.pipeline == "classic" else "")
              + (f"; {free_stored:,.1f} GB free (what ingestion leaves of the free tier's)" if free_stored else "")),
     ]
 
