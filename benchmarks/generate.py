@@ -6,7 +6,8 @@ Figures (median of 5 fresh processes each):
     200 Grafana dashboards (benchmarks/sdk_dashboards.py);
   * one 8-panel dashboard, against grafanalib's `generate-dashboard` CLI;
   * 100 and 1,000 clusters (linear growth; peak memory): rebuilt over the previous build, built into
-    a new folder, and built right after `rm -rf` of the previous build.
+    a new folder, and built right after `rm -rf` of the previous build; 1,000 clusters each with a
+    Prometheus of its own (no prometheus_label) and two exporter DaemonSets, rebuilt.
 
 Run with `make bench` (or `.venv/bin/python benchmarks/generate.py`).
 """
@@ -68,11 +69,16 @@ dashboard = Dashboard(
 '''
 
 
-def clusters_config(root: Path, count: int) -> Path:
-    lines = "".join(f"  - {{name: c{i:04}, region: {('us-east-1', 'eu-west-1')[i % 2]}, prometheus_label: c{i:04}}}\n"
+def clusters_config(root: Path, count: int, shared: bool = True) -> Path:
+    """`count` clusters over two Regions: on one shared Prometheus (each with its prometheus_label), or each with a
+    Prometheus of its own and two exporter DaemonSets (the data-missing rule then names each DaemonSet of the
+    fleet)."""
+    label = ", prometheus_label: c{i:04}" if shared else ""
+    lines = "".join(f"  - {{name: c{i:04}, region: {('us-east-1', 'eu-west-1')[i % 2]}{label.format(i=i)}}}\n"
                     for i in range(count))
-    path = root / f"clusters-{count}.yaml"
-    path.write_text(f"clusters:\n{lines}")
+    path = root / f"clusters-{count}{'' if shared else '-own'}.yaml"
+    more = "" if shared else "exporter:\n  more_daemonsets: [monitoring/pool-b]\n"
+    path.write_text(f"{more}clusters:\n{lines}")
     return path
 
 
@@ -94,6 +100,7 @@ def scenarios(root: Path) -> dict[str, Path | None]:
             metrics=METRICS, dashboards=DASHBOARDS, panels=PANELS)),
         "few clusters": clusters_config(root, FEW),
         "many clusters": clusters_config(root, MANY),
+        "many clusters, own Prometheus": clusters_config(root, MANY, shared=False),
     }
 
 
@@ -161,6 +168,10 @@ def main() -> None:
         row(f"`generate`, {MANY:,} clusters", f"{large}, {large.peak_mib:.0f} MiB",
             f"×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (CPU ×"
             f"{large.cpu_seconds / small.cpu_seconds:.1f}; linear: ≤ ×{MANY // FEW})")
+        own = measure(generate(configs["many clusters, own Prometheus"], root / "b5"))
+        row(f"`generate`, {MANY:,} clusters, each its own Prometheus (no prometheus_label) and two exporter "
+            "DaemonSets", f"{own}, {own.peak_mib:.0f} MiB", f"×{own.cpu_seconds / large.cpu_seconds:.1f} the CPU of "
+            "the shared Prometheus row")
         row(f"`generate`, {MANY:,} clusters into a new folder", f"{first}, {first.peak_mib:.0f} MiB")
         row(f"`generate`, {MANY:,} clusters right after `rm -rf` of the previous build",
             f"{after_rm}, {after_rm.peak_mib:.0f} MiB",

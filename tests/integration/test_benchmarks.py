@@ -23,6 +23,7 @@ PRINTS = {
     "alarms.py": ["GROUP BY pod (one alarm per rule)", "static (one alarm per pod)"],
     "generate.py": ["| `gpudash --help` |", "| `generate`, 2 dashboards × 2 panels (Grafana and CloudWatch) |",
                     "| `generate`, one 8-panel dashboard |", "| `generate`, 2 clusters |",
+                    "| `generate`, 2 clusters, each its own Prometheus (no prometheus_label) and two exporter DaemonSets |",
                     "right after `rm -rf` of the previous build |", "(median of 1 fresh processes each;"],
     "publish.py": ["no-op apply, 1 clusters (median of 1)", "prune of 1 of 2 clusters (1 Region)",
                    "first apply, 2 clusters in 2 Regions at once",
