@@ -635,7 +635,6 @@ def _template_findings(where: str, rule: dict[str, Any]) -> Iterable[Finding]:
 def rules_parse(subject: LintInput) -> Iterable[Finding]:
     """Every rule's expression parses: Prometheus refuses to load a rules file with one that does not (every rule
     of it lost), where promtool and Prometheus itself are not at hand to say so before it ships."""
-    checked: dict[str, str | None] = {}  # an expression -> the parser's message (None: it parses), parsed once
     rule_files = ((RULES_FILE, subject.artifacts.prometheus_rules),
                   (PROMETHEUS_RULE_FILE, (subject.artifacts.prometheus_rule or {}).get("spec") or {}))
     for where, document in rule_files:
@@ -644,15 +643,10 @@ def rules_parse(subject: LintInput) -> Iterable[Finding]:
             if not isinstance(expr, str):
                 yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", "no expr (a string)")
                 continue
-            if expr not in checked:
-                try:
-                    check_parses(expr)
-                    checked[expr] = None
-                except ValueError as exc:
-                    checked[expr] = str(exc)
-            if checked[expr] is not None:
-                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}",
-                              f"expr does not parse: {checked[expr]}")
+            try:
+                check_parses(expr)  # each distinct expression parsed once
+            except ValueError as exc:
+                yield Finding("PR004", "error", f"{where} group {group!r} rule {name!r}", f"expr does not parse: {exc}")
 
 
 _RELABEL_KEYS = (("relabel_configs", "metric_relabel_configs"), ("relabelings", "metricRelabelings"))

@@ -317,7 +317,24 @@ _MODIFIER = re.compile(r"\s*(?:on|ignoring)\s*\([^()]*\)")
 
 def check_parses(expr: str, any_variable: bool = False) -> None:
     """Raise ValueError with the parser's message unless `expr` (Grafana's variables replaced, as `_candidates`
-    says) parses."""
+    says) parses. Each distinct text is parsed once per process (as `query_selectors`): the same rules and variable
+    queries come back in every build of similar settings, and the answer depends on the text alone."""
+    problem = _parse_problem(expr, any_variable)
+    if problem is not None:
+        raise ValueError(problem)
+
+
+@lru_cache(maxsize=4096)
+def _parse_problem(expr: str, any_variable: bool) -> str | None:
+    """check_parses' answer: the parser's message, or None when `expr` parses."""
+    try:
+        _check_parses(expr, any_variable)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _check_parses(expr: str, any_variable: bool) -> None:
     import promql_parser
 
     def parse_one(text: str) -> None:
