@@ -2436,3 +2436,90 @@ def test_apply_on_a_new_cluster_by_a_user_who_may_not_read_the_nodes_says_it_can
     assert "not checked" not in stderr, stderr
     assert ("kube/exporter pods ready: cannot tell whether it is deployed: the Kubernetes API refused access to Nodes "
             "(403)") in stderr, stderr
+
+
+def test_a_user_refused_the_exporter_namespace_gets_the_agent_checks_and_the_refusal_named(stack):
+    """A kubeconfig user whose Role covers the agent's namespace only: reading the exporter DaemonSet is refused 403.
+    The refusal ended the kube group ("reachable"), the agent's checks unread though readable. The DaemonSet check
+    says it cannot tell, naming the refusal; the agent's checks are made."""
+    cluster, verify = stack
+    cluster.readable_only = {"daemonsets": ("amazon-cloudwatch",)}
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus")
+    assert ("kube", "reachable") not in checks, checks.get(("kube", "reachable"))
+    daemonset = checks[("kube", "exporter DaemonSet")]
+    assert (daemonset["status"], daemonset["cause"]) == ("fail", "unreachable"), daemonset
+    assert "403" in daemonset["detail"] and "gpu-operator" in daemonset["detail"], daemonset
+    assert checks[("kube", "CloudWatch agent")]["status"] == "ok", checks[("kube", "CloudWatch agent")]
+
+
+def test_a_more_daemonsets_entry_the_user_may_not_read_is_that_entry_s_cannot_tell(stack, tmp_path):
+    """exporter.more_daemonsets names a DaemonSet in a namespace the user's Role does not cover: its read is refused
+    403. The refusal ended the kube group; it is that DaemonSet's rollout check's "cannot tell", the rest made."""
+    cluster, verify = stack
+    cluster.readable_only = {"daemonsets": ("gpu-operator", "amazon-cloudwatch")}
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [gpu-addon/dcgm-exporter]\n")
+    code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(config))
+    assert ("kube", "reachable") not in checks, checks.get(("kube", "reachable"))
+    assert checks[("kube", "CloudWatch agent")]["status"] == "ok"
+    refused = {name: c for (group, name), c in checks.items() if group == "kube" and "403" in c["detail"]}
+    assert refused and all(c["status"] in ("fail", "warn") for c in refused.values()), refused
+
+
+def test_a_service_monitor_endpoint_naming_a_service_port_other_than_the_exporter_s_scrapes_no_exporter(stack):
+    """The exporter Service exposes two ports: gpu-metrics 9400 (the exporter) and http 8080 (a sidecar's). A
+    ServiceMonitor whose endpoint selects port `http` makes Prometheus scrape 8080, not /metrics of the exporter:
+    no DCGM series. Verify checked only that some Service names the port, and said "ok"."""
+    cluster, verify = stack
+    (service,) = cluster.services.values()
+    service["spec"]["ports"].append({"name": "http", "port": 8080, "targetPort": 8080, "protocol": "TCP"})
+    (monitor,) = cluster.service_monitors
+    monitor["spec"]["endpoints"][0]["port"] = "http"
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert check["status"] == "fail", check
+    assert "http" in check["detail"] and "9400" in check["detail"], check
+
+
+def test_prometheus_selectors_of_match_expressions_and_an_empty_namespace_selector_are_read_as_the_operator_does(
+        stack):
+    """prometheus-operator: serviceMonitorSelector is a label selector (matchExpressions too); a ServiceMonitor's
+    namespaceSelector {} is its own namespace, `any: true` every one; a Prometheus with serviceMonitorNamespaceSelector
+    unset reads ServiceMonitors in its own namespace only."""
+    cluster, verify = stack
+    prometheus = cluster.kube_prometheus_stack()
+    prometheus["spec"]["serviceMonitorSelector"] = {"matchExpressions": [
+        {"key": "release", "operator": "In", "values": ["kube-prometheus-stack", "other"]}]}
+    cluster.prometheuses = [prometheus]
+    (monitor,) = cluster.service_monitors
+    monitor["metadata"]["labels"] = {"release": "kube-prometheus-stack"}
+    assert verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]["status"] == "ok"
+    prometheus["spec"]["serviceMonitorSelector"]["matchExpressions"][0]["operator"] = "NotIn"
+    assert verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]["status"] == "fail"
+    prometheus["spec"]["serviceMonitorSelector"]["matchExpressions"][0]["operator"] = "In"
+    # the ServiceMonitor in monitoring with namespaceSelector {}: it selects Services in monitoring only
+    monitor["metadata"]["namespace"] = "monitoring"
+    monitor["spec"]["namespaceSelector"] = {}
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("warn", "no ServiceMonitor selects the exporter"), check
+    monitor["spec"]["namespaceSelector"] = {"any": True}
+    assert verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]["status"] == "ok"
+    # the Prometheus reading its own namespace only (monitoring), the ServiceMonitor there: selected
+    del prometheus["spec"]["serviceMonitorNamespaceSelector"]
+    assert verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]["status"] == "ok"
+    monitor["metadata"]["namespace"] = "gpu-operator"
+    assert verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]["status"] == "fail"
+
+
+def test_a_named_daemonset_absent_from_a_namespace_the_user_may_read_is_said_absent(stack, tmp_path):
+    """Namespace-only rights (DaemonSets readable in gpu-operator), exporter.daemonset naming one that is not there
+    and no exporter DaemonSet in gpu-operator: that it is absent is known (the namespaced reads answered); only
+    whether one is elsewhere cannot be told. Verify said only "cannot tell" (the refused list in every namespace)."""
+    cluster, verify = stack
+    cluster.readable_only = {"daemonsets": ("gpu-operator", "amazon-cloudwatch")}
+    cluster.daemonset["metadata"]["labels"] = {"app": "something-else"}
+    cluster.daemonset["metadata"]["name"] = "other"
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  daemonset: nvidia-dcgm-exporter\n")
+    check = verify(*ONLY_KUBE, "--config", str(config))[1][("kube", "exporter DaemonSet")]
+    assert check["status"] == "fail", check
+    assert "no DaemonSet gpu-operator/nvidia-dcgm-exporter" in check["detail"] and "403" in check["detail"], check
