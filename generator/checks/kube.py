@@ -77,8 +77,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     else:
         name = exporter_daemonset(settings, this)
         what = f"DaemonSet {namespace}/{name}"
-        daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
-        yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
+        daemonset, refusal = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+        if refusal is None:
+            yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
+        else:  # the checks that read it cannot tell, each naming the refusal; the group goes on
+            yield from (replace(refusal, name=check) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
         if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
             daemonset, name, absent = found[0], found[0].get("metadata.name", str), name
     if daemonset is not None:
@@ -122,6 +125,18 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 
 
 DAEMONSET_CHECK = "exporter DaemonSet"
+
+
+def _read_unless_refused(kube: Kube, path: str, what: str) -> tuple[Answer | None, Check | None]:
+    """(the object, None); where RBAC refuses the read (403), (None, the "cannot tell" of a check that needed it)."""
+    from ..clients.kube import KubeAnswered
+
+    try:
+        return kube.read(path, what), None
+    except KubeAnswered as exc:
+        if exc.status != 403:
+            raise
+        return None, Check(GROUP, DAEMONSET_CHECK, FAIL, f"cannot tell: {exc.what}", exc.hint or "", cause=UNREACHABLE)
 
 
 def exporters_differ(settings: Settings) -> bool:
@@ -201,7 +216,20 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}"
                       + (f"; {restyled}" if restyled else ""), restyle or write)]
     if daemonset is None:
-        styled = _exporters_by_style(kube)
+        from ..clients.kube import KubeAnswered
+
+        try:
+            styled = _exporters_by_style(kube)
+        except KubeAnswered as exc:
+            if exc.status != 403:
+                raise
+            # absent where the settings say is known (the namespace's reads answered); elsewhere cannot be looked for
+            return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
+                          f"{namespace} labelled {labels}; exporter DaemonSets in other namespaces could not be looked "
+                          f"for: the Kubernetes API refused listing DaemonSets in every namespace ({exc.status})",
+                          "point exporter.namespace and exporter.daemonset at the DCGM exporter's DaemonSet, or "
+                          f"install it ({deployment}); or grant the kubeconfig user list on daemonsets in every "
+                          "namespace (a ClusterRole) to have it looked for")]
         elsewhere = sorted(styled)
         if elsewhere:
             where, _, other = elsewhere[0].partition("/")
@@ -649,11 +677,13 @@ def _more_rollouts(kube: Kube, settings: Settings, more: tuple[tuple[str, str], 
     exporter.max_unavailable says (its data-missing alarm reads it so), as the first one's; one that is not there is
     the exporter DaemonSet check's failure."""
     for namespace, name in more:
-        daemonset = kube.read(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
-                              f"DaemonSet {namespace}/{name}")
+        daemonset, refusal = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+                                                  f"DaemonSet {namespace}/{name}")
+        check = f"exporter rollout {namespace}/{name}"
+        if refusal is not None:
+            yield replace(refusal, name=check)
         if daemonset is None:
             continue
-        check = f"exporter rollout {namespace}/{name}"
         yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
         if data_missing.expected(settings):
             check = f"{ROLLOUT_STRATEGY} {namespace}/{name}"

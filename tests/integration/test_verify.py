@@ -2446,9 +2446,10 @@ def test_a_user_refused_the_exporter_namespace_gets_the_agent_checks_and_the_ref
     cluster.readable_only = {"daemonsets": ("amazon-cloudwatch",)}
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus")
     assert ("kube", "reachable") not in checks, checks.get(("kube", "reachable"))
-    daemonset = checks[("kube", "exporter DaemonSet")]
-    assert (daemonset["status"], daemonset["cause"]) == ("fail", "unreachable"), daemonset
-    assert "403" in daemonset["detail"] and "gpu-operator" in daemonset["detail"], daemonset
+    refused = "cannot tell: the Kubernetes API refused access to DaemonSet gpu-operator/nvidia-dcgm-exporter (403)"
+    for name in ("exporter DaemonSet", "exporter rollout", "exporter pods ready"):  # the publish preflight reads two
+        check = checks[("kube", name)]
+        assert (check["status"], check["detail"], check["cause"]) == ("fail", refused, "unreachable"), check
     assert checks[("kube", "CloudWatch agent")]["status"] == "ok", checks[("kube", "CloudWatch agent")]
 
 
@@ -2462,8 +2463,10 @@ def test_a_more_daemonsets_entry_the_user_may_not_read_is_that_entry_s_cannot_te
     code, checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus", "--config", str(config))
     assert ("kube", "reachable") not in checks, checks.get(("kube", "reachable"))
     assert checks[("kube", "CloudWatch agent")]["status"] == "ok"
-    refused = {name: c for (group, name), c in checks.items() if group == "kube" and "403" in c["detail"]}
-    assert refused and all(c["status"] in ("fail", "warn") for c in refused.values()), refused
+    check = checks[("kube", "exporter rollout gpu-addon/dcgm-exporter")]
+    assert (check["status"], check["detail"], check["cause"]) == ("fail", (
+        "cannot tell: the Kubernetes API refused access to DaemonSet gpu-addon/dcgm-exporter (403)"), "unreachable")
+    assert checks[("kube", "exporter rollout")]["status"] == "ok"
 
 
 def test_a_service_monitor_endpoint_naming_a_service_port_other_than_the_exporter_s_scrapes_no_exporter(stack):
@@ -2521,5 +2524,7 @@ def test_a_named_daemonset_absent_from_a_namespace_the_user_may_read_is_said_abs
     config = tmp_path / "gpudash.yaml"
     config.write_text("exporter:\n  daemonset: nvidia-dcgm-exporter\n")
     check = verify(*ONLY_KUBE, "--config", str(config))[1][("kube", "exporter DaemonSet")]
-    assert check["status"] == "fail", check
-    assert "no DaemonSet gpu-operator/nvidia-dcgm-exporter" in check["detail"] and "403" in check["detail"], check
+    assert (check["status"], check["detail"]) == ("fail", (
+        "no DaemonSet gpu-operator/nvidia-dcgm-exporter (exporter.daemonset), and none in gpu-operator labelled "
+        "app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter; exporter DaemonSets in other namespaces "
+        "could not be looked for: the Kubernetes API refused listing DaemonSets in every namespace (403)")), check
