@@ -1275,20 +1275,28 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
     ports = {service: [(p.get("name", str, ""), p.get("port", int)) for p in found.items("spec.ports")]
              for service, found in exporter_services.items()}
     named = {port for exposed in ports.values() for port, _ in exposed} - {""}
+    # prometheus-operator scrapes the Service port of the endpoint's name: the exporter's only where that is 9400
+    exporters = {port for exposed in ports.values() for port, number in exposed if number == EXPORTER_PORT} - {""}
 
     def unmatched(monitor: Answer) -> str:
-        """The port names a ServiceMonitor's endpoints select when every one is named and none is a Service's."""
+        """The port names a ServiceMonitor's endpoints select when every one is named and none names a Service's
+        exporter port."""
         wanted = [e.get("port", str, "") for e in monitor.items("spec.endpoints")]
-        return ", ".join(wanted) if wanted and all(w and w not in named for w in wanted) else ""
+        return ", ".join(wanted) if wanted and all(w and w not in exporters for w in wanted) else ""
     blind = {m.get("metadata.name", str): why for m in monitors if (why := unmatched(m))}
     if blind and ports:
         exposed = "; ".join(service + ": " + ", ".join(f"{port or '(unnamed)'} {number}" for port, number in listed)
                             for service, listed in sorted(ports.items()))
         blind_text = ", ".join(f"{monitor} (port {port})" for monitor, port in sorted(blind.items()))
+        other = any(port in named for ports_of in blind.values() for port in ports_of.split(", "))
         return Check(GROUP, SCRAPE_CHECK, FAIL if len(blind) == len(monitors) else WARN,
-                     f"ServiceMonitor {blind_text} selects a Service port that no Service labelled "
-                     f"{name}={value} names ({exposed}): Prometheus scrapes nothing through it",
-                     f"name the Service's {EXPORTER_PORT} port {style.service_port} (the port "
+                     f"ServiceMonitor {blind_text} selects a Service port that "
+                     + (f"is not the exporter's {EXPORTER_PORT} on any Service" if other else "no Service")
+                     + f" labelled {name}={value}" + ("" if other else " names") + f" ({exposed}): Prometheus "
+                     + ("scrapes another port than the exporter's through it" if other else "scrapes nothing through it"),
+                     f"point the ServiceMonitor's endpoint at port {', '.join(sorted(exporters))} (the Service's "
+                     f"{EXPORTER_PORT}), or apply {built(SERVICE_MONITOR_FILE)} in its place" if other and exporters
+                     else f"name the Service's {EXPORTER_PORT} port {style.service_port} (the port "
                      f"{built(SERVICE_MONITOR_FILE)} selects for exporter.deployment: {style.key}), or point the "
                      "ServiceMonitor's endpoint at the Service's port name")
     if not honoring and project.settings.labels.pod == "pod":

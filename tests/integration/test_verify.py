@@ -2479,8 +2479,11 @@ def test_a_service_monitor_endpoint_naming_a_service_port_other_than_the_exporte
     (monitor,) = cluster.service_monitors
     monitor["spec"]["endpoints"][0]["port"] = "http"
     check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
-    assert check["status"] == "fail", check
-    assert "http" in check["detail"] and "9400" in check["detail"], check
+    assert (check["status"], check["detail"], check["fix"]) == ("fail", (
+        "ServiceMonitor gpudash-dcgm-exporter (port http) selects a Service port that is not the exporter's 9400 on any "
+        "Service labelled app=nvidia-dcgm-exporter (nvidia-dcgm-exporter: gpu-metrics 9400, http 8080): Prometheus "
+        "scrapes another port than the exporter's through it"), "point the ServiceMonitor's endpoint at port "
+        "gpu-metrics (the Service's 9400), or apply build/k8s/servicemonitor.yaml in its place"), check
 
 
 def test_prometheus_selectors_of_match_expressions_and_an_empty_namespace_selector_are_read_as_the_operator_does(
