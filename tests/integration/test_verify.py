@@ -2531,3 +2531,29 @@ def test_a_named_daemonset_absent_from_a_namespace_the_user_may_read_is_said_abs
         "no DaemonSet gpu-operator/nvidia-dcgm-exporter (exporter.daemonset), and none in gpu-operator labelled "
         "app=nvidia-dcgm-exporter or app.kubernetes.io/name=dcgm-exporter; exporter DaemonSets in other namespaces "
         "could not be looked for: the Kubernetes API refused listing DaemonSets in every namespace (403)")), check
+
+
+def test_an_exporter_service_whose_target_port_names_no_port_of_the_pods_reaches_no_exporter(stack):
+    """The exporter Service's 9400 port has targetPort `gpu-metrics`, a name no container port of the exporter's pods
+    carries (the operator's names its 9400 port `metrics`): the EndpointSlice controller finds that port on no pod,
+    so no endpoint serves it, Prometheus discovers no target through it and the API server's proxy answers 503 "no
+    endpoints available", however ready the pods are. The kube group said "exporter Service: ok" (the push preflight
+    published for series that never come), and the exporter group blamed the API server."""
+    cluster, verify = stack
+    (service,) = cluster.services.values()
+    service["spec"]["ports"][0]["targetPort"] = "gpu-metrics"
+    check = verify(*ONLY_KUBE)[1][("kube", "exporter Service")]
+    assert (check["status"], check["detail"], check["cause"]) == ("fail", (
+        "nvidia-dcgm-exporter's port 9400 targets port gpu-metrics, which no container of DaemonSet "
+        "gpu-operator/nvidia-dcgm-exporter's pods names (they name: metrics 9400): the Service has no endpoint for "
+        "it, so Prometheus discovers no target through it and verify cannot read /metrics"), "not-deployed"), check
+    assert check["fix"] == "set the Service port's targetPort to metrics (or 9400)", check
+    check = verify(*ONLY_EXPORTER)[1][("exporter", "metrics endpoint")]
+    assert (check["status"], check["detail"]) == ("fail", (
+        "Service gpu-operator/nvidia-dcgm-exporter has no endpoint for its port 9400 (gpu-metrics): its 2 ready pods "
+        "(nvidia-dcgm-exporter-ax on gpu-node-a, nvidia-dcgm-exporter-bx on gpu-node-b) have no port its targetPort "
+        "names, so the API server has no exporter to read /metrics from (and Prometheus none to scrape through it)")), \
+        check
+    service["spec"]["ports"][0]["targetPort"] = "metrics"  # the pods' name: served
+    assert verify(*ONLY_EXPORTER)[1][("exporter", "metrics endpoint")]["status"] == "ok"
+    assert verify(*ONLY_KUBE)[1][("kube", "exporter Service")]["status"] == "ok"

@@ -152,18 +152,27 @@ class KubeCluster:
         selector = found["spec"]["selector"]
         pods = [p for p in self.pods + self.other_pods if p["metadata"]["namespace"] == namespace
                 and all(p["metadata"].get("labels", {}).get(k) == v for k, v in selector.items())]
-        endpoints = [{"addresses": [f"10.0.1.{index + 10}"],
-                      "conditions": {"ready": _pod_ready(p), "serving": _pod_ready(p), "terminating": False},
-                      "nodeName": p["spec"].get("nodeName"),
-                      "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": namespace}}
-                     for index, p in enumerate(pods)]
+        # as the controller finds each Service port on a pod (FindPort): a number as it is, a name only where one of
+        # the pod's containers names a port so; pods of different port sets go in different slices
+        by_ports: dict[tuple, list[dict[str, Any]]] = {}
+        for index, p in enumerate(pods):
+            ports = tuple((port.get("name", ""), number) for port in found["spec"].get("ports", [])
+                          if (number := _target_port(p, port)) is not None)
+            by_ports.setdefault(ports, []).append(
+                {"addresses": [f"10.0.1.{index + 10}"],
+                 "conditions": {"ready": _pod_ready(p), "serving": _pod_ready(p), "terminating": False},
+                 "nodeName": p["spec"].get("nodeName"),
+                 "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": namespace}})
         return [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
-                 "metadata": {"name": f"{service}-x7k2p", "namespace": namespace,
+                 "metadata": {"name": f"{service}-x7k2{index}", "namespace": namespace,
                               "labels": {"kubernetes.io/service-name": service,
                                          "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
                  "endpoints": endpoints or None,
-                 "ports": [{"name": port.get("name", ""), "port": port.get("targetPort", port["port"]),
-                            "protocol": "TCP"} for port in found["spec"].get("ports", [])]}]
+                 "ports": [{"name": name, "port": number, "protocol": "TCP"} for name, number in ports]}
+                for index, (ports, endpoints) in enumerate(by_ports.items() or [(
+                    tuple((port.get("name", ""), port.get("targetPort", port["port"]))
+                          for port in found["spec"].get("ports", []) if isinstance(port.get("targetPort", 0), int)),
+                    [])])]
 
     def set_env(self, name: str, value: str) -> None:
         for container in self.daemonset["spec"]["template"]["spec"]["containers"]:
@@ -174,6 +183,16 @@ class KubeCluster:
     def configmap(self, namespace: str, name: str, data: dict[str, str]) -> None:
         self.configmaps[(namespace, name)] = {"apiVersion": "v1", "kind": "ConfigMap",
                                               "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def _target_port(pod: dict[str, Any], port: dict[str, Any]) -> int | None:
+    """The pod's port a Service port reaches (targetPort: a number as it is; a name, the container port so named; unset,
+    the Service port's number); None where the pod names no such port."""
+    target = port.get("targetPort", port["port"])
+    if isinstance(target, int):
+        return target
+    return next((p["containerPort"] for c in pod["spec"].get("containers", []) for p in c.get("ports", [])
+                 if p.get("name") == target), None)
 
 
 def _pod_ready(pod: dict[str, Any]) -> bool:
@@ -344,14 +363,23 @@ class KubeTestServer(LoopbackServer):
             return 200, _list("Pod", [p for p in c.pods + c.other_pods
                                       if m.group(1) in (None, p["metadata"]["namespace"])
                                       and _matches(p["metadata"]["labels"], selector)])
-        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/:]+)(?::(\d+))?/proxy/(.*)", path):
+        if m := re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/:]+)(?::([^/]+))?/proxy/(.*)", path):
             # as the API server answers: no such Service 404; a Service without a ready endpoint 503
             namespace, name = m.group(1), m.group(2)
             service = c.services.get(name)
             if not service or service["metadata"]["namespace"] != namespace:
                 return 404, _status(404, "NotFound", f'services "{name}" not found')
+            # a port number is the Service port of that number, by its name; an endpoint serves it where its slice
+            # lists that name (the Endpoints subsets the proxy reads); ready null is ready
+            wanted = m.group(3) or ""
+            if wanted.isdigit():
+                port = next((p for p in service["spec"].get("ports", []) if p["port"] == int(wanted)), None)
+                if port is None:
+                    return 503, _status(503, "ServiceUnavailable", f'no service port {wanted} found for service "{name}"')
+                wanted = port.get("name", "")
             if service["spec"].get("selector") and not any(
-                    e["conditions"]["ready"] for s in c.endpoint_slices(namespace, name) for e in s["endpoints"] or []):
+                    e["conditions"].get("ready") is not False for s in c.endpoint_slices(namespace, name)
+                    if any(p["name"] == wanted for p in s["ports"]) for e in s["endpoints"] or []):
                 return 503, _status(503, "ServiceUnavailable", f'no endpoints available for service "{name}"')
             if m.group(4) == "metrics" and c.metrics_payload:
                 return 200, c.metrics_payload
