@@ -615,8 +615,20 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
                 f"{look}, or grant the kubeconfig user list on endpointslices.discovery.k8s.io in {namespace}")
     endpoints = [e for s in slices for e in s.items("endpoints")]
     # conditions.ready: a null (unknown) readiness is read as ready, as the API documents
-    if any(e.get("conditions.ready", bool, True) for e in endpoints):
-        return None
+    ready = [e for e in endpoints if e.get("conditions.ready", bool, True)]
+    port = _port_name(kube, namespace, service)
+    # the proxy reads the endpoints of the Service port asked (9400), by its name: those of slices that list it
+    if port is None or any(e.get("conditions.ready", bool, True) for s in slices
+                           if port in [p.get("name", str, "") for p in s.items("ports")] for e in s.items("endpoints")):
+        if ready:
+            return None
+    elif ready:
+        pods = sorted(f"{e.get('targetRef.name', str, '?')} on {e.get('nodeName', str, '?')}" for e in ready)
+        return (f"{where} has no endpoint for its port {EXPORTER_PORT}{f' ({port})' if port else ''}: its "
+                f"{len(pods)} ready pod{'s' if len(pods) > 1 else ''} ({', '.join(pods)}) ha{'ve' if len(pods) > 1 else 's'}"
+                " no port its targetPort names, so the API server has no exporter to read /metrics from (and "
+                "Prometheus none to scrape through it)",
+                f"the kube group's exporter Service check names the targetPort to set ({look})")
     if not endpoints:
         return (f"{where} has no endpoints: no running pod matches its selector, so the API server has no exporter "
                 "to read /metrics from (and Prometheus none to scrape through it)",
@@ -629,6 +641,20 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
             "to read /metrics from (and Prometheus none to scrape through it)",
             f"kubectl -n {namespace} describe pod {endpoints[0].get('targetRef.name', str, '<pod>')}; look at its "
             f"events and logs ({look})")
+
+
+def _port_name(kube: Kube, namespace: str, service: str) -> str | None:
+    """The name of the Service's port 9400 ('' unnamed); None where it has none or it cannot be read."""
+    from ..clients.kube import KubeAnswered
+
+    try:
+        found = kube.read(f"/api/v1/namespaces/{namespace}/services/{service}", f"Service {namespace}/{service}")
+    except KubeAnswered as exc:
+        if exc.status != 403:
+            raise
+        return None
+    return next((p.get("name", str, "") for p in found.items("spec.ports") if p.get("port", int) == EXPORTER_PORT),
+                None) if found is not None else None
 
 
 def _rollout(daemonset: Answer, namespace: str, name: str) -> Check:
@@ -961,8 +987,11 @@ def _service(services: Callable[[], dict[str, Answer]], namespace: str, style, r
     pods = daemonset.string_map("spec.template.metadata.labels")
     serving = {name: s.string_map("spec.selector") for name, s in found.items()
                if EXPORTER_PORT in [p.get("port", int) for p in s.items("spec.ports")]}
-    if not pods or any(not selector or _matches({"matchLabels": selector}, pods) for selector in serving.values()):
+    if not pods or any(not selector for selector in serving.values()):
         return check  # one without a selector has endpoints written by hand: not judged here
+    selecting = [name for name, selector in serving.items() if _matches({"matchLabels": selector}, pods)]
+    if selecting:
+        return _target_port(found, selecting, namespace, daemonset) or check
     listed = "; ".join(f"{name} selects {', '.join(f'{k}={v}' for k, v in sorted(selector.items()))}"
                        for name, selector in sorted(serving.items()))
     shown_pods = ", ".join(f"{k}={v}" for k, v in sorted(pods.items()))
@@ -972,6 +1001,34 @@ def _service(services: Callable[[], dict[str, Answer]], namespace: str, style, r
                  "and verify cannot read /metrics",
                  "make the Service's spec.selector labels its pods carry (the pod template's spec.template.metadata."
                  "labels)", cause=NOT_DEPLOYED)
+
+
+def _target_port(services: dict[str, Answer], selecting: list[str], namespace: str, daemonset: Answer) -> Check | None:
+    """The exporter Service's failure where the targetPort of its port 9400 names a port no container of the
+    DaemonSet's pods names (the EndpointSlice controller then finds that port on no pod: no endpoint serves it);
+    None where one of the `selecting` Services reaches the pods (a number is taken as it is, as the controller does)."""
+    named = [(p.get("name", str, ""), p.get("containerPort", int)) for c in daemonset.items("spec.template.spec.containers")
+             for p in c.items("ports")]
+    names = {name for name, _ in named} - {""}
+    unreached = []
+    for service in sorted(selecting):
+        for port in services[service].items("spec.ports"):
+            target = port.get("targetPort", object, port.get("port", int))
+            if port.get("port", int) != EXPORTER_PORT:
+                continue
+            if not isinstance(target, str) or target in names:
+                return None
+            unreached.append(f"{service}'s port {EXPORTER_PORT} targets port {target}")
+    if not unreached:
+        return None
+    ours = next((name for name, number in named if number == EXPORTER_PORT and name), "")
+    return Check(GROUP, "exporter Service", FAIL,
+                 f"{'; '.join(unreached)}, which no container of DaemonSet {namespace}/"
+                 f"{daemonset.get('metadata.name', str, '?')}'s pods names (they name: "
+                 f"{', '.join(f'{n} {number}' for n, number in named if n) or 'none'}): the Service has no endpoint for "
+                 "it, so Prometheus discovers no target through it and verify cannot read /metrics",
+                 f"set the Service port's targetPort to {f'{ours} (or {EXPORTER_PORT})' if ours else EXPORTER_PORT}",
+                 cause=NOT_DEPLOYED)
 
 
 class NoExporterContainer(Exception):
