@@ -1,0 +1,131 @@
+"""Per-pod and per-GPU panels while two exporters serve one node's GPUs (mid-upgrade: the old DaemonSet's exporter
+writes `Hostname`, the new one `hostname`; both scraped every second, both fresh at every step), on a real Prometheus.
+The two read a GPU at different moments, so their readings differ: a GPU's value is ONE exporter's reading, whole
+(used and free of one copy, never used of one and free of the other), and a GPU's fresh reading that one exporter
+writes as DCGM's blank while the other reads a value is the value (the per-GPU panels show it).
+
+- n1 GPU 0 (whole, UUID GPU-n1-0) held by ml/p: old exporter 40,000 used + 40,000 free MiB (share 0.5), utilization
+  30 %, 100 W; new exporter 60,000 + 20,000 (0.75), utilization blank, 200 W.
+- n1 GPU 1 (MIG, UUID GPU-n1-1), instances 1 and 2 held by ml/m: old 35,000/5,000 and 1,000/9,000 MiB used/free
+  (pooled share 36,000 / 50,000 = 0.72), new 30,000/10,000 and 9,000/1,000 (0.78): exporter 2 is not higher on
+  every instance nor in every field.
+
+Review of d468274 (which chose one copy per field with topk): the pods leave "Framebuffer used share by pod" for as
+long as both exporters are read (used is the new exporter's copy, free the old one's: their node spellings differ and
+the division matches nothing; before it, 0.6 and 0.698); the blank of one exporter hides the pod's utilization that
+the per-GPU panel shows (before it, 30 %). Per instance merged apart, before and after: a MIG pod's framebuffer used
+44,000 MiB (neither 36,000 nor 39,000), the fleet's framebuffer in use 0.815 (0.6492 with exporter.virtual_gpus).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from generator.preview.legend import render as render_legend
+from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
+from tests.support.replay_exporter import ReplayExporter
+
+NOT_SUPPORTED = 9223372036854775794  # int64 blank + 2
+SCRAPES = 10
+COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
+WHOLE = {"old": {"DCGM_FI_DEV_FB_USED": 40000, "DCGM_FI_DEV_FB_FREE": 40000, "DCGM_FI_DEV_GPU_UTIL": 30,
+                 "DCGM_FI_DEV_POWER_USAGE": 100, "DCGM_FI_DEV_GPU_TEMP": 60},
+         "new": {"DCGM_FI_DEV_FB_USED": 60000, "DCGM_FI_DEV_FB_FREE": 20000, "DCGM_FI_DEV_GPU_UTIL": NOT_SUPPORTED,
+                 "DCGM_FI_DEV_POWER_USAGE": 200, "DCGM_FI_DEV_GPU_TEMP": 60}}
+MIG = {"old": {1: (35000, 5000), 2: (1000, 9000)}, "new": {1: (30000, 10000), 2: (9000, 1000)}}
+
+
+def _payload(which: str) -> str:
+    node = 'Hostname="n1"' if which == "old" else 'hostname="n1"'
+    pod = 'container="main",namespace="ml"'
+    whole = f'gpu="0",UUID="GPU-n1-0",pci_bus_id="00000000:10:00.0",device="nvidia0",{COMMON},{node},{pod},pod="p"'
+    lines = []
+    for metric in WHOLE[which]:
+        lines.append(f"# TYPE {metric} gauge")
+        lines.append(f"{metric}{{{whole}}} {WHOLE[which][metric]:g}")
+        if metric in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"):
+            for instance, (used, free) in MIG[which].items():
+                profile = {1: "3g.40gb", 2: "1g.10gb"}[instance]
+                mig = (f'gpu="1",UUID="GPU-n1-1",pci_bus_id="00000000:20:00.0",device="nvidia1",{COMMON},'
+                       f'GPU_I_PROFILE="{profile}",GPU_I_ID="{instance}",{node},{pod},pod="m"')
+                lines.append(f"{metric}{{{mig}}} {used if metric.endswith('USED') else free:g}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    old = _Counted(lambda n: _payload("old"))
+    with ReplayExporter(old) as a, ReplayExporter(lambda: _payload("new")) as b:
+        with _scraping(tmp_path_factory, "pod-lookback-two-exporters", [a.address, b.address],
+                       lambda: old.served >= SCRAPES) as prometheus:
+            stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
+                      for at, _ in series["values"]]
+            yield prometheus, min(stored), max(stored)
+
+
+VIRTUAL = "exporter:\n  virtual_gpus: true\n"
+SETTINGS = pytest.mark.parametrize("settings", ["", VIRTUAL], ids=["defaults", "virtual_gpus"])
+
+
+def _shown(both, settings: str, title: str, tmp_path) -> dict[float, dict[str, float]]:
+    """{seconds from the first step: {legend: value}} of the panel at each second the two exporters were both read."""
+    prometheus, start, end = both
+    target, expr = _panel(tmp_path, settings, title)
+    first = math.floor(start) + 4.5
+    return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
+                                   for s in result}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+
+
+def _wrong(shown: dict[float, dict[str, float]], allowed: dict[str, set[float]]) -> dict:
+    """The steps where a legend is missing, extra, or its value is none of the allowed (one exporter's, whole)."""
+    return {at: values for at, values in shown.items()
+            if set(values) != set(allowed) or any(values[k] not in allowed[k] for k in values)}
+
+
+@SETTINGS
+def test_a_pods_framebuffer_share_with_two_exporters_on_its_gpu_is_one_exporters(both, settings, tmp_path):
+    # each exporter alone: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78 (checked: the old exporter alone reads 0.5 and 0.72)
+    shown = _shown(both, settings, "Framebuffer used share by pod", tmp_path)
+    wrong = _wrong(shown, {"Pod ml/p": {0.5, 0.75}, "Pod ml/m": {0.72, 0.78}})
+    assert not wrong, f"seconds: shown (true: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78) {wrong}"
+
+
+@SETTINGS
+def test_a_mig_pods_framebuffer_used_with_two_exporters_is_one_exporters(both, settings, tmp_path):
+    shown = _shown(both, settings, "Framebuffer used by pod", tmp_path)
+    wrong = _wrong(shown, {"Pod ml/p": {40000.0, 60000.0}, "Pod ml/m": {36000.0, 39000.0}})
+    assert not wrong, f"seconds: shown (true: ml/p 40,000 or 60,000, ml/m 36,000 or 39,000 MiB) {wrong}"
+
+
+@SETTINGS
+def test_a_mig_gpus_framebuffer_used_with_two_exporters_is_one_exporters(both, settings, tmp_path):
+    shown = _shown(both, settings, "Framebuffer memory used", tmp_path)
+    wrong = _wrong(shown, {"n1 GPU 0": {40000.0, 60000.0}, "n1 GPU 1": {36000.0, 39000.0}})
+    assert not wrong, f"seconds: shown (true: GPU 0 40,000 or 60,000, GPU 1 36,000 or 39,000 MiB) {wrong}"
+
+
+@SETTINGS
+def test_the_fleets_framebuffer_in_use_with_two_exporters_is_of_one_exporters_readings(both, settings, tmp_path):
+    # the mean of the GPUs' shares (the old exporter alone reads (0.5 + 0.72) / 2 = 0.61), each GPU's share one
+    # exporter's: (0.5 or 0.75 + 0.72 or 0.78) / 2
+    allowed = {round((a + b) / 2, 4) for a in (0.5, 0.75) for b in (0.72, 0.78)}
+    shown = _shown(both, settings, "Framebuffer in use", tmp_path)
+    wrong = _wrong(shown, {"DCGM_FI_DEV_FB_USED": allowed})
+    assert not wrong, f"seconds: shown (true: one of {sorted(allowed)}) {wrong}"
+
+
+def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_gpu(both, tmp_path):
+    # the per-GPU panel reads 30 % (the other exporter's blank is no reading); per pod the GPU has no value
+    per_gpu = _shown(both, "", "GPU utilization", tmp_path)
+    assert not _wrong(per_gpu, {"n1 GPU 0": {30.0}}), per_gpu
+    shown = _shown(both, "", "GPU utilization by pod", tmp_path)
+    wrong = _wrong(shown, {"Pod ml/p": {30.0}})
+    assert not wrong, f"seconds: shown (true: ml/p 30 %, as the per-GPU panel reads) {wrong}"
+
+
+def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both, tmp_path):  # holds on d468274
+    assert not _wrong(_shown(both, "", "Pods on GPUs", tmp_path), {"Pod ml/p": {1.0}})
+    assert not _wrong(_shown(both, "", "Power draw of each pod's GPUs", tmp_path), {"Pod ml/p": {100.0, 200.0}})
