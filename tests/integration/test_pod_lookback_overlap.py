@@ -12,6 +12,8 @@ Review of d468274: per pod, utilization, power and "Pods on GPUs" now hold (befo
 "Framebuffer used share by pod" shows a/p alone: ml/t, b/p and ml/r, whose two copies read the SAME used and free, have
 no value (topk chooses used of one copy and free of the other, their node spellings differ, the division matches
 nothing; before d468274 all four were right). The per-GPU panels count n6's GPU twice (before and after).
+On a88cfb0 (a share's copy chosen by used + free, ties to the first in Prometheus' order): ml/t, b/p, a/p hold; ml/r
+(whose node the upgrade renames) has no share at any step in some runs (2 of 8), 0.125 in the others.
 """
 
 from __future__ import annotations
