@@ -16,7 +16,8 @@ the division matches nothing; before it, 0.6 and 0.698); the blank of one export
 the per-GPU panel shows (before it, 30 %). Per instance merged apart, before and after: a MIG pod's framebuffer used
 44,000 MiB (neither 36,000 nor 39,000), the fleet's framebuffer in use 0.815 (0.6492 with exporter.virtual_gpus).
 On a88cfb0 (one copy chosen by used + free): the share holds with the default settings; with exporter.virtual_gpus the
-pods still have no share; the rest as above.
+pods still have no share; the rest as above. On 5cf19dd the fleet's framebuffer in use holds with the default
+settings (0.6492 with exporter.virtual_gpus).
 """
 
 from __future__ import annotations
