@@ -1055,7 +1055,9 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     """A per-pod panel's counter rate: each GPU a scrape within the rate window named the pod on (any of its copies,
     `present_over_time(X{pod!=""}[window])`), with that GPU's rate as the per-GPU panels read it, from all its copies
     whatever pod they name (`expression` grouped by the GPU, the pod and namespace variables left out), joined on the
-    GPU (`* 0 + on (<cluster>, node, gpu) group_left ()`), then the query's aggregation per pod. A time-sliced GPU an
+    GPU (`* 0 + on (<cluster>, node, gpu) group_left ()`), each GPU once per pod by its UUID (GPU_LABEL: the node
+    spellings of the copies of one GPU, an exporter upgrade renaming the node, made one), then the query's
+    aggregation per pod. A time-sliced GPU an
     exporter without KUBERNETES_VIRTUAL_GPUS names under one pod per scrape shows its whole rate under each pod a
     scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several
     MIG instances of a GPU counts the GPU once."""
@@ -1064,11 +1066,14 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, unscoped, rate_window=window,
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
-    named = coalesce_node(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
-                               f"present_over_time({{}}[{window}])"), labels)
-    pods = f"max by ({_listed(label_name(k, labels) for k in (*slot, *keys))}) ({named})"
+    named = identified(coalesce_node(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
+                                          f"present_over_time({{}}[{window}])"), labels), labels)
+    pods = f"max by ({_listed((*(label_name(k, labels) for k in (*slot, *keys)), GPU_LABEL))}) ({named})"
+    # a GPU once per pod: the node spellings an upgrade renaming the node gives one GPU (its old exporter writing its
+    # own pod's name, the new one the node) are one GPU_LABEL, each spelling with the GPU's whole rate
+    once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "
-            f"({pods} * 0 + on ({on}) group_left () {rates})")
+            f"(max by ({once}) ({pods} * 0 + on ({on}) group_left () {rates}))")
 
 
 # Scrapes a per-pod panel looks back over for the pods a GPU is named under (label_lookback).

@@ -177,7 +177,9 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
     assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, UUID) (" in e and "namespace, pod, UUID"
                not in e for e in by_pod)
-    assert all(e.startswith("sum by (namespace, pod) (max by (node, gpu, namespace, pod) (label_replace(label_join(("
+    # each GPU once per pod by its UUID (gpudash_gpu): an upgrade renaming the node makes no second GPU
+    assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) (max by (node, gpu, "
+                            "namespace, pod, gpudash_gpu) (label_replace(label_join(label_replace(label_join(("
                             "present_over_time(") and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e
                for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
