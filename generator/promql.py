@@ -679,6 +679,9 @@ COST_NOTE = ("Reading each scrape exactly takes time in proportion to GPUs x ran
              "pass Grafana's default 30 s query timeout; narrow the node, gpu or pod variable, or shorten the range.")
 
 
+COPY_LABELS = ("instance", "job")  # one exporter's copy of a GPU's series: the target Prometheus scrapes it from
+
+
 @dataclass(frozen=True)
 class _Merge:
     """How the series of one GPU become one. Kept: the labels naming one GPU (`identity`, the node
@@ -721,6 +724,42 @@ class _Merge:
         group) within a window added up: one series per GPU slot, as the CloudWatch widget sums their deltas under
         the node and GPU dimensions."""
         return f"sum by ({self._keep(own, True)}) ({series})"
+
+    def _copy(self, own: tuple[str, ...], instances: bool) -> str:
+        """The labels of one exporter's copy of a GPU (instance): the GPU named by its UUID (GPU_LABEL) and the copy by
+        its scrape target (COPY_LABELS), with the node spelling it writes and what the outer grouping keeps."""
+        return _listed((self.labels.cluster, GPU_LABEL, "gpu", self.labels.node,
+                        *(INSTANCE_IDENTITY if instances else ()), *self.kept, *own, *COPY_LABELS))
+
+    def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (),
+                 ranked: tuple[str, ...] = ()) -> str:
+        """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
+        `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
+        copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), then the copy
+        with the highest value per GPU (topk), or with `ranked` (a share's fields) the copy whose sum of those is the
+        highest, so that a share's fields are one copy's. A GPU is its UUID (GPU_LABEL; a series without one, its node
+        spelling) and its MIG instance: two exporters reading it (mid-upgrade, the old one writing its own pod's name
+        into Hostname and the new one the node into hostname) are two copies of ONE GPU, not two GPUs (a renamed
+        node's GPU read 300 + 100 W), and their MIG instances are not mixed (35,000 MiB of one beside 9,000 of the
+        other read 44,000 where they read 36,000 and 39,000). The node spelling shown is the copy chosen's. Each field
+        is merged per copy before they are added, so fields whose series carry other labels (exporter.virtual_gpus:
+        pod_uid on the per-process fields) add up."""
+        apart = not self.combines()
+        spellings = (*self.labels.node_sources, self.labels.node)
+        identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
+                            *(name for name in (*self.kept, *own) if name not in spellings)))
+
+        def per_copy(fields: tuple[str, ...], how: str) -> str:
+            each = [f"max by ({self._copy(own, True)}) ({identified(coalesce_node(s, self.labels), self.labels)})"
+                    for s in fields]
+            one = each[0] if len(each) == 1 else "(" + " + ".join(each) + ")"
+            return one if apart else f"{how} by ({self._copy(own, False)}) ({one})"
+        value = per_copy(fields, how)
+        if not ranked or set(ranked) == set(fields):
+            chosen = f"topk by ({identity}) (1, {value})"
+        else:
+            chosen = f"({value} and on ({self._copy(own, apart)}) topk by ({identity}) (1, {per_copy(ranked, 'sum')}))"
+        return f"max by ({self._keep(own, apart)}) ({chosen})"
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
@@ -775,13 +814,31 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     a stand-in the CSV collects, MIG instances give no data for it.
     """
     own_labels = _own_labels(metric, catalog)
-    if count:  # how many GPUs report the field, whatever its value
-        named = device.reading(metric, extra, "{}") if device is not None and device.lookback else None
-        return merge("max", named or _raw(metric, branches, extra, "{}"), own_labels)
+    # a gauge per GPU: one exporter's copy of the GPU (_Merge.one_copy); the per-pod lookback chooses its own (_Device)
+    one_copy = device is None or device.lookback is None
+    if count:  # how many GPUs report the field, whatever its value: a GPU two exporters read counts once
+        if one_copy:
+            return merge.one_copy("max", (_raw(metric, branches, extra, "{}"),), own_labels)
+        return merge("max", device.reading(metric, extra, "{}"), own_labels)
     how = catalog.get(metric).per_gpu_aggregation if metric in catalog else "max"
-    if also and device is not None and device.lookback is None:  # copies labelled apart from field to field
-        return " + ".join(_per_gpu(name, catalog, branches, extra, merge, window, as_increase, count, over_time, kind,
-                                   resolution, device) for name in (metric, *also))
+
+    def is_counter(name: str) -> bool:
+        return name in catalog and catalog.get(name).is_counter
+    if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
+        def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
+            return _field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, None,
+                                 resolution, device, unfiltered)
+        fields = (metric, *also)
+        ranked = share if metric in share and set(also) <= set(share) else ()
+        value = _across_own_labels(metric, catalog, merge, merge.one_copy(
+            how, tuple(map(read, fields)), own_labels, tuple(map(read, ranked))))
+        if checked and how == "sum" and not own_labels and merge.combines():
+            mig = (f'{MIG_INSTANCE_LABEL}!=""',)
+            # an instance reading a blank for any of the fields (or without a series of one): the GPU is left out
+            written = " or ".join(merge.copies(read(name, mig, True)) for name in fields)
+            read_all = " and ".join(merge.copies(read(name, mig)) for name in fields)
+            value = f"({value} unless on ({merge.grouping()}) (({written}) unless ({read_all})))"
+        return value
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
         copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
@@ -794,14 +851,6 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                     and device.chooses(metric, "{} < " + BLANK_FLOOR):  # the sum of the copy chosen (_Device._chosen)
                 return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                      resolution, device, summed=True)
-            if not unfiltered and over_time is None and metric in share and set(also) <= set(share) \
-                    and (device is None or device.lookback is None) and not (also and set(also) != set(share) - {metric}) \
-                    and not (device is not None and device.shares and set(share) & set(PER_PROCESS_FIELDS)):
-                each = {name: _field_series(name, catalog, branches, [*extra, *more], window, as_increase, None, copies,
-                                            resolution, device) for name in share}
-                summed = coalesce_node("(" + " + ".join(each[name] for name in share) + ")", merge.labels)
-                chosen = f"topk by ({merge._keep(own_labels, True)}) (1, {summed})"
-                return chosen if also else f"({coalesce_node(each[metric], merge.labels)} and {chosen})"
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
@@ -817,13 +866,18 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     own = _field_series(metric, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
     substitute = catalog.mig_substitute(metric)
+
+    def merged(name: str, how: str, series: str) -> str:
+        if one_copy and not is_counter(name):
+            return merge.one_copy(how, (series,), _own_labels(name, catalog))
+        return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
-        return merge(how, own, own_labels)
+        return merged(metric, how, own)
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
-    on_mig = merge(catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}', _own_labels(stand_in, catalog))
-    return on_mig if kind == "mig" else f"({on_mig} or {merge(how, own, own_labels)})"
+    on_mig = merged(stand_in, catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')
+    return on_mig if kind == "mig" else f"({on_mig} or {merged(metric, how, own)})"
 
 
 # What a value of fields a MIG GPU's instances add up (_per_gpu) reads where one of them is blank.
@@ -1019,7 +1073,10 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
                 checked: bool = True) -> str:
         over_time = None if gauge_window is None else (GAUGE_OVER_TIME.get(query.aggregation, "avg"), gauge_window,
                                                        offset)
-        device = _Device(branches, unscoped, (*gpu_identity(labels), *INSTANCE_IDENTITY), labels.pod, "pod" in keys,
+        # a GPU instance's copy (_Merge.one_copy): the device's value is one exporter's, named by the GPU's UUID
+        identity = (*gpu_identity(labels), *INSTANCE_IDENTITY, uuid_label((labels.pod, labels.namespace,
+                                                                           labels.container)), *COPY_LABELS)
+        device = _Device(branches, unscoped, identity, labels.pod, "pod" in keys,
                          whole, bool(labels.copies), lookback, labels, resolution, tuple(outer), share) \
             if labels.copies or lookback else None
         return _per_gpu(metric, catalog, branches, [*extra, *only], merge, window, query.as_increase, count,

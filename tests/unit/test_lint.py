@@ -108,8 +108,8 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
     entered and left, on every query the default build writes and on forms it does not write. Both walks visit a
     node's children by the node's kind alone, so queries over WHOLE characters (the rows-remapped range bar's two,
     33k characters, and the per-pod used share, 29k: promql_parser's walk copies each node's subtree, 2 s each for the
-    33k) are compared by their kinds: each kind they hold (its type, and whether it has a parameter) is walked the
-    same in the queries compared whole."""
+    33k; the GPU idle rule, 31k since a GPU is one exporter's copy) are compared by their kinds: each kind they hold
+    (its type, and whether it has a parameter) is walked the same in the queries compared whole."""
     import promql_parser
 
     from generator.artifacts import build
@@ -147,7 +147,7 @@ def test_lints_walk_of_a_query_visits_what_promql_parsers_walk_visits():
         assert visits(walk, expr) == visits(promql_parser.walk, expr), expr
         compared |= kinds(expr)
     larger = [q for q in queries if len(q) > WHOLE]
-    assert len(larger) <= 3 and all(kinds(expr) <= compared for expr in larger), [kinds(q) - compared for q in larger]
+    assert len(larger) <= 4 and all(kinds(expr) <= compared for expr in larger), [kinds(q) - compared for q in larger]
 
 
 @pytest.mark.parametrize("expr, pinned", [
