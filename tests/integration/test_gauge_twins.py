@@ -447,9 +447,10 @@ def _go_duration(seconds: int) -> str:
 def _prometheus_case(story: Story, mark: str = "") -> tuple[list, dict]:
     """The story as promtool input series (each distinct source one series, as stored: the scrape job adds node and
     instance) and its expected alert labels at each evaluation ({time: labels or None}). `mark` is appended to every
-    namespace and node the story names, so that stories judged in one promtool run share no alert."""
+    namespace, node and GPU UUID the story names, so that stories judged in one promtool run share no alert and no
+    GPU (a GPU is its UUID: two stories' GPU-1 would be one GPU's copies)."""
     def marked(text: str) -> str:
-        return re.sub(r'\b(namespace|node)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}{mark}"', text)
+        return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}{mark}"', text)
 
     values: dict[Source, list[str]] = {}
     for k in range(story.scrapes):
@@ -513,8 +514,8 @@ def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> boo
     assert moves[-1] >= 0 and all(m % RULE_STEP_SECONDS == 0 for m in moves) and group % every == 0
     interval = math.gcd(STEP, *moves)
 
-    def copy(text: str, j: int) -> str:  # copy j's namespace and node
-        return re.sub(r'\b(namespace|node)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-c{j}"', text)
+    def copy(text: str, j: int) -> str:  # copy j's namespace, node and GPU UUID (a GPU is its UUID)
+        return re.sub(r'\b(namespace|node|UUID)="([^"]*)"', lambda m: f'{m[1]}="{m[2]}-c{j}"', text)
 
     def marked(labels: dict, j: int) -> dict:
         return {k: f"{v}-c{j}" if k in ("namespace", "node") else v for k, v in labels.items()}
