@@ -1,0 +1,143 @@
+"""Per-pod and per-GPU panels on a real Prometheus while a node's old and new exporters are both read (maxSurge
+overlap, both fresh at every step; the old exporter writes its own pod's name into `Hostname`, the new one
+`hostname="n3"`), with the fleet's awkward cases on the node's GPUs:
+
+- GPU 0 (UUID GPU-n3-0) time-sliced between team-d/ts-0 and team-d/ts-1: each exporter names one of them per scrape
+  (dcgm-exporter issue #340), the two exporters out of step. Old: 40 %, 100 W; new: 44 %, 104 W; both 10,000 MiB used
+  of 80,000 (share 0.125).
+- GPU 1 (GPU-n3-1) idle (no pod): 0 %, 60 W old, 64 W new; 1,000 MiB used of 80,000.
+- GPU 2 (GPU-n3-2) held by ml/z: 70 % in both exporters' first scrapes, then DCGM's blank in both; 200 W old, 204 W new;
+  40,000 MiB used of 80,000 (0.5).
+
+A GPU is one GPU (its UUID) whichever exporter reads it, its value one exporter's reading; time-sliced pods each show;
+the idle GPU is in the per-GPU and fleet views, not in the per-pod ones; a GPU whose fresh copies are all blank shows no
+utilization.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from generator.artifacts import grafana_dashboards
+from generator.preview.interpolate import interpolate, variables
+from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.prometheus_server import scraped_every
+from tests.support.replay_exporter import ReplayExporter
+
+BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
+SCRAPES = 14
+REAL_UTIL_SCRAPES = 6  # ml/z's GPU reads 70 % in this many of the old exporter's scrapes, then the blank in both
+COMMON = 'modelName="NVIDIA A100-SXM4-80GB",DCGM_FI_DRIVER_VERSION="570.133.20"'
+METRICS = ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE",
+           "DCGM_FI_DEV_GPU_TEMP")
+
+
+def _payload(old: bool, scrape: int, blank: bool) -> str:
+    node = 'Hostname="nvidia-dcgm-exporter-q8w2z"' if old else 'hostname="n3"'
+    sliced = f"ts-{(scrape + (0 if old else 1)) % 2}"
+    gpus = [  # (gpu, pod labels, (used, free, util, power, temp))
+        (0, f'container="main",namespace="team-d",pod="{sliced}"', (10000, 70000, 40 if old else 44, 100 if old else 104, 60)),
+        (1, "", (1000, 79000, 0, 60 if old else 64, 50)),
+        (2, 'container="main",namespace="ml",pod="z"', (40000, 40000, BLANK if blank else 70, 200 if old else 204, 70)),
+    ]
+    lines = []
+    for i, metric in enumerate(METRICS):
+        lines.append(f"# TYPE {metric} gauge")
+        for gpu, pod, values in gpus:
+            labels = ",".join(x for x in (f'gpu="{gpu}",UUID="GPU-n3-{gpu}",device="nvidia{gpu}"', COMMON, node, pod) if x)
+            lines.append(f"{metric}{{{labels}}} {values[i]:g}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def overlap(tmp_path_factory):
+    old = _Counted(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
+    new = _Counted(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
+    with ReplayExporter(old) as a, ReplayExporter(new) as b:
+        with _scraping(tmp_path_factory, "pod-copy-review", [a.address, b.address],
+                       lambda: old.served >= SCRAPES) as prometheus:
+            stored = [float(at) for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')
+                      for at, _ in series["values"]]
+            util = {series["metric"]["instance"]: [(float(at), float(v)) for at, v in series["values"]]
+                    for series in prometheus.query('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-n3-2"}[10m]')}
+            yield prometheus, min(stored), max(stored), util
+
+
+def _shown(overlap, title: str, tmp_path, selected: dict | None = None) -> dict[float, dict[str, float]]:
+    prometheus, start, end, _ = overlap
+    (tmp_path / "gpudash.yaml").write_text("")
+    target = next(p for d in grafana_dashboards(load_project(tmp_path / "gpudash.yaml")) for p in d.model["panels"]
+                  if p.get("title") == title)["targets"][0]
+    expr = interpolate(scraped_every(target["expr"], 30, 1), variables(selected or {}, ("namespace", "pod", "node", "gpu")))
+    first = math.floor(start) + 4.5
+    return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
+            for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
+
+
+def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
+    return {at: values for at, values in shown.items()
+            if set(values) != set(allowed) or any(values[k] not in allowed[k] for k in values)}
+
+
+SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
+PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank...
+    "Power draw of each pod's GPUs": {**{p: {100.0, 104.0} for p in SLICED}, "Pod ml/z": {200.0, 204.0}},
+    "Framebuffer used share by pod": {**{p: {0.125} for p in SLICED}, "Pod ml/z": {0.5}},
+    "Framebuffer used by pod": {**{p: {10000.0} for p in SLICED}, "Pod ml/z": {40000.0}},
+    "Pods on GPUs": {**{p: {1.0} for p in SLICED}, "Pod ml/z": {1.0}},
+}
+
+
+@pytest.mark.parametrize("title", sorted(PER_POD))
+def test_time_sliced_pods_each_show_and_the_idle_gpu_does_not_while_two_exporters_read_the_node(overlap, title,
+                                                                                                tmp_path):
+    wrong = _wrong(_shown(overlap, title, tmp_path), PER_POD[title])
+    assert not wrong, f"{title}: steps: shown (true {PER_POD[title]}) {wrong}"
+
+
+def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap, tmp_path):
+    shown = _shown(overlap, "GPU utilization by pod", tmp_path, {"namespace": "team-d"})
+    wrong = _wrong(shown, {p: {40.0, 44.0} for p in SLICED})
+    assert not wrong, f"steps: shown (true: ts-0 and ts-1 each 40 or 44 %) {wrong}"
+
+
+def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_shows_a_real_one(overlap, tmp_path):
+    _, _, _, util = overlap
+    shown = _shown(overlap, "GPU utilization by pod", tmp_path)
+    wrong = {}
+    for at, values in shown.items():
+        latest = [max((s for s in samples if s[0] <= at), default=None) for samples in util.values()]
+        if None in latest or any(at - when > 1 for when, _ in latest):
+            continue  # a copy not fresh at this step: not judged here
+        kinds = {value >= 1e18 for _, value in latest}
+        if kinds == {True} and "Pod ml/z" in values:
+            wrong[at] = ("all fresh copies blank", values.get("Pod ml/z"))
+        if kinds == {False} and values.get("Pod ml/z") != 70.0:
+            wrong[at] = ("all fresh copies 70", values.get("Pod ml/z"))
+        if True in kinds and False in kinds and values.get("Pod ml/z") != 70.0:
+            wrong[at] = ("one fresh copy 70, one blank", values.get("Pod ml/z"))
+        if not all(values.get(k) in (40.0, 44.0) for k in SLICED):
+            wrong[at] = ("time-sliced pods", values)
+    assert len(shown) >= 8
+    assert not wrong, f"steps: (case, ml/z shown) {wrong}"
+
+
+def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
+    shown = _shown(overlap, "Power draw", tmp_path)
+    allowed = {0: {100.0, 104.0}, 1: {60.0, 64.0}, 2: {200.0, 204.0}}
+    wrong = {at: values for at, values in shown.items()
+             if sorted(int(k.rsplit(" ", 1)[1]) for k in values) != [0, 1, 2]
+             or any(v not in allowed[int(k.rsplit(" ", 1)[1])] for k, v in values.items())}
+    assert not wrong, f"steps: shown (true: one line per GPU 0, 1, 2: {allowed}) {wrong}"
+
+
+def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
+    totals = {a + b + c for a in (100, 104) for b in (60, 64) for c in (200, 204)}
+    wrong = _wrong(_shown(overlap, "Total power draw", tmp_path), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
+    assert not wrong, f"Total power draw: steps: shown (true one of {sorted(totals)}) {wrong}"
+    wrong = _wrong(_shown(overlap, "GPUs reporting", tmp_path), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
+    assert not wrong, f"GPUs reporting: steps: shown (true 3) {wrong}"
