@@ -141,3 +141,12 @@ def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
     assert not wrong, f"Total power draw: steps: shown (true one of {sorted(totals)}) {wrong}"
     wrong = _wrong(_shown(overlap, "GPUs reporting", tmp_path), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
     assert not wrong, f"GPUs reporting: steps: shown (true 3) {wrong}"
+
+
+@pytest.mark.parametrize("title", ["Framebuffer used share by pod", "GPU utilization by pod"])
+def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, title, tmp_path):
+    # Grafana sends a range query; Prometheus evaluates one of more than one step through a map (its order changes from
+    # call to call): a choice among copies that tie must not depend on it
+    answers = [_shown(overlap, title, tmp_path) for _ in range(6)]
+    differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
+    assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
