@@ -40,7 +40,8 @@ def _payload(old: bool, scrape: int, blank: bool) -> str:
     node = 'Hostname="nvidia-dcgm-exporter-q8w2z"' if old else 'hostname="n3"'
     sliced = f"ts-{(scrape + (0 if old else 1)) % 2}"
     gpus = [  # (gpu, pod labels, (used, free, util, power, temp))
-        (0, f'container="main",namespace="team-d",pod="{sliced}"', (10000, 70000, 40 if old else 44, 100 if old else 104, 60)),
+        (0, f'container="main",namespace="team-d",pod="{sliced}"',
+         (10000, 70000, 40 if old else 44, 100 if old else 104, 60)),
         (1, "", (1000, 79000, 0, 60 if old else 64, 50)),
         (2, 'container="main",namespace="ml",pod="z"', (40000, 40000, BLANK if blank else 70, 200 if old else 204, 70)),
     ]
@@ -48,7 +49,8 @@ def _payload(old: bool, scrape: int, blank: bool) -> str:
     for i, metric in enumerate(METRICS):
         lines.append(f"# TYPE {metric} gauge")
         for gpu, pod, values in gpus:
-            labels = ",".join(x for x in (f'gpu="{gpu}",UUID="GPU-n3-{gpu}",device="nvidia{gpu}"', COMMON, node, pod) if x)
+            device = f'gpu="{gpu}",UUID="GPU-n3-{gpu}",device="nvidia{gpu}"'
+            labels = ",".join(x for x in (device, COMMON, node, pod) if x)
             lines.append(f"{metric}{{{labels}}} {values[i]:g}")
     return "\n".join(lines) + "\n"
 
@@ -72,7 +74,8 @@ def _shown(overlap, title: str, tmp_path, selected: dict | None = None) -> dict[
     (tmp_path / "gpudash.yaml").write_text("")
     target = next(p for d in grafana_dashboards(load_project(tmp_path / "gpudash.yaml")) for p in d.model["panels"]
                   if p.get("title") == title)["targets"][0]
-    expr = interpolate(scraped_every(target["expr"], 30, 1), variables(selected or {}, ("namespace", "pod", "node", "gpu")))
+    expr = interpolate(scraped_every(target["expr"], 30, 1),
+                       variables(selected or {}, ("namespace", "pod", "node", "gpu")))
     first = math.floor(start) + 4.5
     return {at: {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
             for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items()}
@@ -83,6 +86,14 @@ def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
             if set(values) != set(allowed) or any(values[k] not in allowed[k] for k in values)}
 
 
+# marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
+# the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
+PER_GPU = pytest.mark.xfail(strict=False,
+                             reason="U (s17-gpuidentity): a GPU is two lines while its renaming exporters both run")
+TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies reading alike tie; Prometheus' range "
+                                              "evaluation order decides the used and total apart: no share")
+BLANK_WINS = pytest.mark.xfail(strict=False,
+                                reason="T (s17-copychoice): a fresh blank beats the other exporter's fresh reading")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
 PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank...
     "Power draw of each pod's GPUs": {**{p: {100.0, 104.0} for p in SLICED}, "Pod ml/z": {200.0, 204.0}},
@@ -92,7 +103,8 @@ PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank..
 }
 
 
-@pytest.mark.parametrize("title", sorted(PER_POD))
+@pytest.mark.parametrize("title", [pytest.param(t, marks=TIES) if t == "Framebuffer used share by pod" else t
+                                   for t in sorted(PER_POD)])
 def test_time_sliced_pods_each_show_and_the_idle_gpu_does_not_while_two_exporters_read_the_node(overlap, title,
                                                                                                 tmp_path):
     wrong = _wrong(_shown(overlap, title, tmp_path), PER_POD[title])
@@ -105,6 +117,7 @@ def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap, tmp_path
     assert not wrong, f"steps: shown (true: ts-0 and ts-1 each 40 or 44 %) {wrong}"
 
 
+@BLANK_WINS
 def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_shows_a_real_one(overlap, tmp_path):
     _, _, _, util = overlap
     shown = _shown(overlap, "GPU utilization by pod", tmp_path)
@@ -126,6 +139,7 @@ def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_
     assert not wrong, f"steps: (case, ml/z shown) {wrong}"
 
 
+@PER_GPU
 def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
     shown = _shown(overlap, "Power draw", tmp_path)
     allowed = {0: {100.0, 104.0}, 1: {60.0, 64.0}, 2: {200.0, 204.0}}
@@ -135,6 +149,7 @@ def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
     assert not wrong, f"steps: shown (true: one line per GPU 0, 1, 2: {allowed}) {wrong}"
 
 
+@PER_GPU
 def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
     totals = {a + b + c for a in (100, 104) for b in (60, 64) for c in (200, 204)}
     wrong = _wrong(_shown(overlap, "Total power draw", tmp_path), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
@@ -143,7 +158,7 @@ def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
     assert not wrong, f"GPUs reporting: steps: shown (true 3) {wrong}"
 
 
-@pytest.mark.parametrize("title", ["Framebuffer used share by pod", "GPU utilization by pod"])
+@pytest.mark.parametrize("title", [pytest.param("Framebuffer used share by pod", marks=TIES), "GPU utilization by pod"])
 def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, title, tmp_path):
     # Grafana sends a range query; Prometheus evaluates one of more than one step through a map (its order changes from
     # call to call): a choice among copies that tie must not depend on it
