@@ -1296,8 +1296,9 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
                     p.at("spec", required=False).get("serviceMonitorNamespaceSelector", dict, None)))]
 
     listing = _listed_everywhere(kube, "servicemonitors", "ServiceMonitors", wanted)
-    unread = (f"; ServiceMonitors were read in {', '.join(listing.read_in) or 'no namespace'} only: the Kubernetes API "
-              f"refused listing them in {', '.join(listing.refused)}") if listing.refused else ""
+    refused_in = f"the Kubernetes API refused listing them in {', '.join(listing.refused)}"
+    unread = ("" if not listing.refused else f"; ServiceMonitors were read in {', '.join(listing.read_in)} only: "
+              f"{refused_in}" if listing.read_in else f"; no ServiceMonitor could be read: {refused_in}")
     rights = ("grant the kubeconfig user list on servicemonitors.monitoring.coreos.com in every namespace (a "
               "ClusterRole), or in the namespace of the ServiceMonitor meant to select the exporter")
     watching = [m for m in listing.items if _watches(m, m.get("metadata.namespace", str, ""), namespace)]
@@ -1319,8 +1320,8 @@ def _service_monitor(kube: Kube, services: Callable[[], dict[str, Answer]], proj
                                      if not labelled else "label the exporter's Service as the ServiceMonitor's "
                                      f"selector asks, or apply {built(SERVICE_MONITOR_FILE)} in its place"))
         if listing.refused:  # not "no ServiceMonitor": one where it could not be read may select the exporter
-            return Check(GROUP, SCRAPE_CHECK, WARN, "cannot tell whether a ServiceMonitor selects the exporter: none "
-                         f"in {', '.join(listing.read_in) or 'any namespace read'} does" + unread,
+            return Check(GROUP, SCRAPE_CHECK, WARN, "cannot tell whether a ServiceMonitor selects the exporter"
+                         + (f": none in {', '.join(listing.read_in)} does" if listing.read_in else "") + unread,
                          f"{rights}; or, where none does, apply {built(SERVICE_MONITOR_FILE)}", cause=UNREACHABLE)
         return Check(GROUP, SCRAPE_CHECK, WARN, "no ServiceMonitor selects the exporter"
                      + (f" as the settings' style labels it ({name}={value})" if restyle else ""),

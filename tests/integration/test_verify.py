@@ -2557,3 +2557,14 @@ def test_an_exporter_service_whose_target_port_names_no_port_of_the_pods_reaches
     service["spec"]["ports"][0]["targetPort"] = "metrics"  # the pods' name: served
     assert verify(*ONLY_EXPORTER)[1][("exporter", "metrics endpoint")]["status"] == "ok"
     assert verify(*ONLY_KUBE)[1][("kube", "exporter Service")]["status"] == "ok"
+
+
+def test_a_user_who_may_read_no_service_monitor_is_told_so_in_words(stack):
+    """A user refused ServiceMonitors in every namespace it tried: verify said "none in any namespace read does;
+    ServiceMonitors were read in no namespace only" (no namespace was read). It says none could be read, and where."""
+    cluster, verify = stack
+    cluster.readable_only = {"servicemonitors": ()}
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert (check["status"], check["detail"], check["cause"]) == ("warn", (
+        "cannot tell whether a ServiceMonitor selects the exporter; no ServiceMonitor could be read: the Kubernetes "
+        "API refused listing them in every namespace (403), gpu-operator (403)"), "unreachable"), check
