@@ -1415,7 +1415,10 @@ def _read_by_prometheus(kube: Kube, monitors: list[Answer], prometheuses: Listed
             return place == home, f"reads ServiceMonitors in its own namespace {home} only"
         if not among:
             return True, ""
-        labels = namespace_labels(place)
+        named = {NAMESPACE_NAME: place}  # the label the API server writes on every namespace: known without a read
+        keys = set(among.get("matchLabels") or {}) | {e.get("key") for e in among.get("matchExpressions") or []
+                                                       if isinstance(e, dict)}
+        labels = named if keys == {NAMESPACE_NAME} else namespace_labels(place)
         if labels is None:
             return None, f"reads ServiceMonitors in namespaces labelled {_selector_words(among)}"
         return _matches(among, labels), f"reads ServiceMonitors in namespaces labelled {_selector_words(among)}"

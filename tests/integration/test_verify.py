@@ -2568,3 +2568,24 @@ def test_a_user_who_may_read_no_service_monitor_is_told_so_in_words(stack):
     assert (check["status"], check["detail"], check["cause"]) == ("warn", (
         "cannot tell whether a ServiceMonitor selects the exporter; no ServiceMonitor could be read: the Kubernetes "
         "API refused listing them in every namespace (403), gpu-operator (403)"), "unreachable"), check
+
+
+def test_a_namespace_selector_by_name_is_judged_without_reading_the_namespace(stack):
+    """A Prometheus whose serviceMonitorNamespaceSelector selects namespaces by kubernetes.io/metadata.name (the label
+    the API server writes on every namespace, its name) and a user who may not read Namespaces: whether it reads
+    gpu-operator is known from the name alone. Verify said it cannot tell (it read the namespace's labels)."""
+    cluster, verify = stack
+    prometheus = cluster.kube_prometheus_stack()
+    prometheus["spec"]["serviceMonitorNamespaceSelector"] = {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["gpu-operator", "monitoring"]}]}
+    cluster.prometheuses = [prometheus]
+    (monitor,) = cluster.service_monitors
+    monitor["metadata"]["labels"] = {"release": "kube-prometheus-stack"}
+    cluster.readable_only = {"namespaces": ()}
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert (check["status"], check["detail"]) == ("ok", (
+        "ServiceMonitor gpudash-dcgm-exporter (selected: gpu-operator/gpudash-dcgm-exporter by Prometheus "
+        "monitoring/kube-prometheus-stack-prometheus)")), check
+    prometheus["spec"]["serviceMonitorNamespaceSelector"]["matchExpressions"][0]["values"] = ["monitoring"]
+    check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
+    assert check["status"] == "fail", check
