@@ -92,6 +92,8 @@ PER_GPU = pytest.mark.xfail(strict=False,
                              reason="U (s17-gpuidentity): a GPU is two lines while its renaming exporters both run")
 TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies reading alike tie; Prometheus' range "
                                               "evaluation order decides the used and total apart: no share")
+NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="T and U: of two fresh copies the lower (per pod) or higher (per "
+                                                      "GPU) reading is shown, not the freshest; passes when it is both")
 BLANK_WINS = pytest.mark.xfail(strict=False,
                                 reason="T (s17-copychoice): a fresh blank beats the other exporter's fresh reading")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
@@ -165,3 +167,65 @@ def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, titl
     answers = [_shown(overlap, title, tmp_path) for _ in range(6)]
     differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
+
+
+# --- two exporters reading one held GPU differently: the freshest copy is the answer, per pod and per GPU alike ---
+
+def _apart(old: bool) -> str:
+    node = 'Hostname="nvidia-dcgm-exporter-q8w2z"' if old else 'hostname="n3"'
+    values = (40000, 40000, 30, 100, 60) if old else (60000, 20000, 50, 200, 60)
+    labels = f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},{node},container="main",namespace="ml",pod="p"'
+    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n" for metric, value in zip(METRICS, values))
+
+
+@pytest.fixture(scope="module")
+def apart(tmp_path_factory):
+    old = _Counted(lambda n: _apart(True))
+    with ReplayExporter(old) as a, ReplayExporter(lambda: _apart(False)) as b:
+        with _scraping(tmp_path_factory, "pod-copy-review-apart", [a.address, b.address],
+                       lambda: old.served >= SCRAPES) as prometheus:
+            samples = {series["metric"]["Hostname" if "Hostname" in series["metric"] else "hostname"]:
+                       [float(at) for at, _ in series["values"]]
+                       for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')}
+            stored = [at for times in samples.values() for at in times]
+            yield prometheus, min(stored), max(stored), samples
+
+
+def _freshest(samples: dict[str, list[float]], at: float) -> bool | None:
+    """Whether the old exporter's copy is the freshest at `at` (None: not told apart, or one not fresh)."""
+    latest = {name: max((t for t in times if t <= at), default=-math.inf) for name, times in samples.items()}
+    old, new = latest["nvidia-dcgm-exporter-q8w2z"], latest["n3"]
+    if abs(old - new) < 0.1 or at - min(old, new) > 1:
+        return None
+    return old > new
+
+
+@NOT_FRESHEST
+@pytest.mark.parametrize("title, legend, old, new", [
+    ("GPU utilization by pod", "Pod ml/p", 30.0, 50.0),
+    ("Framebuffer used share by pod", "Pod ml/p", 0.5, 0.75),
+    ("Power draw of each pod's GPUs", "Pod ml/p", 100.0, 200.0),
+    ("Power draw", None, 100.0, 200.0),
+])
+def test_of_two_fresh_copies_the_freshest_is_shown_per_pod_and_per_gpu(apart, title, legend, old, new, tmp_path):
+    samples = apart[3]
+    wrong = {}
+    judged = 0
+    for at, values in _shown(apart, title, tmp_path).items():
+        which = _freshest(samples, at)
+        if which is None:
+            continue
+        judged += 1
+        shown = list(values.values()) if legend is None else [values.get(legend)]
+        if shown != [old if which else new]:
+            wrong[at] = (shown, old if which else new)
+    assert judged >= 4
+    assert not wrong, f"{title}: steps: (shown, the freshest copy's) {wrong}"
+
+
+def test_a_pods_power_is_its_gpus_power_at_every_step(apart, tmp_path):
+    per_pod = _shown(apart, "Power draw of each pod's GPUs", tmp_path)
+    per_gpu = _shown(apart, "Power draw", tmp_path)
+    wrong = {at: (per_pod[at], per_gpu[at]) for at in per_pod
+             if sorted(per_pod[at].values()) != sorted(per_gpu[at].values())}
+    assert not wrong, f"steps: (per pod, per GPU) {wrong}"
