@@ -88,8 +88,6 @@ def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
 
 # marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
 # the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
-PER_GPU = pytest.mark.xfail(strict=False,
-                             reason="U (s17-gpuidentity): a GPU is two lines while its renaming exporters both run")
 TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies reading alike tie; Prometheus' range "
                                               "evaluation order decides the used and total apart: no share")
 NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="T and U: of two fresh copies the lower (per pod) or higher (per "
@@ -141,7 +139,6 @@ def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_
     assert not wrong, f"steps: (case, ml/z shown) {wrong}"
 
 
-@PER_GPU
 def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
     shown = _shown(overlap, "Power draw", tmp_path)
     allowed = {0: {100.0, 104.0}, 1: {60.0, 64.0}, 2: {200.0, 204.0}}
@@ -151,7 +148,6 @@ def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
     assert not wrong, f"steps: shown (true: one line per GPU 0, 1, 2: {allowed}) {wrong}"
 
 
-@PER_GPU
 def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
     totals = {a + b + c for a in (100, 104) for b in (60, 64) for c in (200, 204)}
     wrong = _wrong(_shown(overlap, "Total power draw", tmp_path), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
