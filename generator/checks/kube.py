@@ -80,8 +80,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         daemonset, refusal = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
         if refusal is None:
             yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
-        else:  # the checks that read it cannot tell, each naming the refusal; the group goes on
+        else:  # the checks that read it cannot tell, each naming the refusal; those that do not are made
             yield from (replace(refusal, name=check) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
+            yield from step(GROUP, "exporter Service", _service, services, namespace, style)
+            if options.prometheus_in_use:
+                yield from step(GROUP, SCRAPE_CHECK, _service_monitor, kube, services, project, style, namespace)
         if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
             daemonset, name, absent = found[0], found[0].get("metadata.name", str), name
     if daemonset is not None:

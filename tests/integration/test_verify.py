@@ -2451,6 +2451,12 @@ def test_a_user_refused_the_exporter_namespace_gets_the_agent_checks_and_the_ref
         check = checks[("kube", name)]
         assert (check["status"], check["detail"], check["cause"]) == ("fail", refused, "unreachable"), check
     assert checks[("kube", "CloudWatch agent")]["status"] == "ok", checks[("kube", "CloudWatch agent")]
+    # Services and ServiceMonitors readable: their checks are made (push's preflight said "Prometheus scrape config:
+    # not checked")
+    cluster.readable_only = {"daemonsets": ("amazon-cloudwatch",)}
+    checks = verify(*ONLY_KUBE_PROMETHEUS)[1]
+    assert {name: checks[("kube", name)]["status"] for name in ("exporter Service", "Prometheus scrape config")} == {
+        "exporter Service": "ok", "Prometheus scrape config": "ok"}
 
 
 def test_a_more_daemonsets_entry_the_user_may_not_read_is_that_entry_s_cannot_tell(stack, tmp_path):
