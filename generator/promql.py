@@ -164,8 +164,8 @@ def _listed(names) -> str:
 
 
 def _raw(metric: str, branches: list[list[str]], extra: list[str], function: str) -> str:
-    """One selector per scope branch, with `function` applied ({} = the selector)."""
-    parts = [function.format(selector(metric, [*branch, *extra])) for branch in branches]
+    """One selector per scope branch, with `function` applied ({} = the selector; {1}: the branch's number)."""
+    parts = [function.format(selector(metric, [*branch, *extra]), k) for k, branch in enumerate(branches)]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
@@ -234,14 +234,14 @@ class _Device:
             shown = (*slot, *labels.node_sources)
             keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
             if own_share:
-                tiers = self._newest(metric, self.scoped, extra, gauge, keep)
+                tiers = self._newest(metric, self.scoped, extra, keep, any_pod)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
             if self.chooses(metric, gauge):
                 tiers = self._chosen(metric, summed, self.unscoped, any_pod, slot)
             else:
-                tiers = self._newest(metric, self.unscoped, any_pod, gauge, slot)
+                tiers = self._newest(metric, self.unscoped, any_pod, slot, any_pod)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
-                own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], gauge, slot)
+                own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             device = _unblanked(_either(tiers, slot), gauge)
             named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
@@ -260,54 +260,90 @@ class _Device:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
 
-    def _newest(self, metric: str, branches: list[list[str]], extra: list[str], gauge: str,
-                keep: tuple[str, ...]) -> tuple[str, str]:
-        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading), each one copy whole
-        (topk: its labels name the copy's node spellings and index; GPU_LABEL names the GPU): the highest of
-        its copies' readings taken within the last scrape interval (fresh_copies at `resolution`: a copy marked
-        stale is not read), and the highest of its copies' latest readings within the lookback, for where no copy has
-        a fresh one (each marked stale since: a failed scrape, the exporter replaced or gone; or a Prometheus restart a
-        moment ago). A copy from before a Prometheus restart (no staleness marker ends it: the instant selector reads it for
-        5 minutes) or of a replaced exporter (its last reading stays within the lookback) is not fresh, so it does not
-        outread a newer copy. Ranges and the instant selector only: `timestamp()` would say which copy is newest, at
-        ten times the CPU of the selector on Prometheus 2.42 (it seeks every series again at every step)."""
-        by = _listed(keep)
-        # the blank is dropped once a copy is chosen (_unblanked), not before: a blank fresh reading is the GPU's, which
-        # an older copy's reading does not stand in for (an idle GPU read 0 % then taken by a pod whose copy reads the
-        # blank showed 0 % for the lookback)
-        gauge = "{}" if gauge == "{} < " + BLANK_FLOOR else gauge
-        late = _raw(metric, branches, extra, f"last_over_time({{}}[{self.lookback}]){gauge.removeprefix('{}')}")
-
-        def highest(copies: str) -> str:  # one copy, whole: its labels say which node spelling and index it has
-            return f"topk by ({by}) (1, {identified(copies, self.labels)})"
-        return (highest(fresh_copies(metric, branches, extra, gauge, self.resolution)),
-                highest(_parenthesised(late)))
+    def _newest(self, metric: str, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
+                any_pod: list[str]) -> tuple[str, str]:
+        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading) of `metric`: the
+        reading of the copy `_choice` chooses in each tier, labelled as that copy (the node spellings and index it has;
+        GPU_LABEL names the GPU). The blank is dropped after (_unblanked), not before: a blank fresh reading is the
+        GPU's, which an older copy's reading does not stand in for (an idle GPU read 0 % then taken by a pod whose copy
+        reads the blank showed 0 % for the lookback)."""
+        return (self._choice(metric, False, branches, extra, keep, any_pod, True),
+                self._choice(metric, False, branches, extra, keep, any_pod, False))
 
     def _chosen(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str],
                 keep: tuple[str, ...]) -> tuple[str, str]:
-        """_newest's tiers for a field of a share (`total`): in each tier the copy whose sum of the share's fields is the
-        highest (topk of the copy's used + free, added series by series: one exporter's reading), and `metric`'s reading
-        of that copy (`summed`: the sum itself), so a share's used and total are one copy's. A GPU's copies read the
-        same total as a rule (an instance's memory), so of two exporters serving a GPU mid-upgrade the copy chosen is
-        the first in Prometheus' order, the same one for each of its MIG instances: the used memory of one beside the
-        free memory of the other (0.6 of a GPU they read at 0.5 and 0.75), or one exporter's instance beside the
-        other's (0.88 of a MIG GPU they read at 0.72 and 0.78), is no reading. Blanks are dropped after (_unblanked)."""
-        by = _listed(keep)
+        """_newest's tiers for a field of a share (`total`): `metric`'s reading of the copy chosen (`summed`: the sum of
+        the share's fields), so that a share's used and total are one copy's (the used memory of one exporter beside the
+        free memory of the other read 0.6 of a GPU they read at 0.5 and 0.75). Blanks are dropped after (_unblanked)."""
+        return (self._choice(metric, summed, branches, extra, keep, extra, True),
+                self._choice(metric, summed, branches, extra, keep, extra, False))
+
+    def _choice(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
+                any_pod: list[str], fresh: bool) -> str:
+        """The one copy choice of the per-pod lookback: per `keep`, `metric`'s reading (`summed`: the sum of the fields
+        of the share `total` it is one of) of one copy, in one tier. A copy: one exporter's (instance, job) series of a
+        GPU instance under one pod, whatever labels the fields of it carry apart (an exporter in
+        KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the others); each field's series
+        of it made one first, so the fields add up one to one.
+
+        Fresh (each copy's sample taken within the last scrape interval, fresh_copies: a copy marked stale, by a failed
+        scrape or its exporter replaced or gone, or one from before a Prometheus restart, which no staleness marker
+        ends, is not fresh): ONE exporter per GPU, the one whose fresh copies of the GPU (all its instances, under any
+        pod: `any_pod`, whatever the pod and namespace variables select) sum the highest key, and each GPU instance read
+        from that exporter, as the per-GPU panels choose (_Merge: the higher reading), so that a pod's power is its
+        GPU's. A copy's key: its reading of the share's first field (used) or of `metric` (DCGM's blank counts -1,
+        below any reading: BLANK_SLOT), less a millionth per place of the node spelling it is read by.
+        So a copy reading a blank loses to any exporter's copy reading none (a blank in a share's other field does
+        not: that share has no value); exporters tie only where their readings are equal and their node spellings
+        too, so the answer is the same at every run (topk of equal totals kept whichever series Prometheus listed
+        first, which changes from run to run: 0.5 or 0.75 of one GPU two exporters read); every MIG
+        instance, every field of a share and each pod's own share (exporter.virtual_gpus) are one exporter's (a pod's
+        memory on two instances read 35,000 MiB of one exporter and 9,000 of the other: 44,000, where they read 36,000
+        and 39,000). A GPU whose fresh copies all read the blank has one chosen: its blank is dropped after, leaving no
+        value rather than an older copy's.
+
+        Late (each copy's latest sample within the lookback, where no copy is fresh): the newest copy per `keep`, by
+        the last step of the scrape interval at which the instant selector read it (a subquery of `time()`;
+        `timestamp()` would say it to the millisecond, at four to ten times the CPU of the selector on Prometheus 2.42),
+        plus a tenth of the atan of its reading over 1e5, so that of copies last read at one step the highest reading is
+        chosen (a time-sliced GPU 53 s after its last scrape reads its latest pod's 5,059 MiB, not the 5,057 of the
+        scrape before; copies whose latest samples fall between the same two steps are told apart by their readings)."""
         labels = self.labels
-        # a copy: one exporter's (instance, job) series of a GPU instance under one pod, whatever labels the fields of it
-        # carry apart (an exporter in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the
-        # others); each field's series of it made one first, so the fields add up one to one
-        copy = _listed((labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu",
-                        *INSTANCE_IDENTITY, "instance", "job", *labels.node_sources, labels.pod, labels.namespace))
+        names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
+        field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
+        uuid = uuid_label((labels.pod, labels.namespace, labels.container))
+        exporter = (labels.cluster, uuid, "gpu", "instance", "job", *labels.node_sources)
+        copy = _listed((*exporter, *INSTANCE_IDENTITY, *field_labels, labels.pod, labels.namespace,
+                        *(name for name in keep if name != GPU_LABEL)))
+        shown = names if summed else (metric,)
 
-        def tier(read) -> str:
-            total = "(" + " + ".join(f"max by ({copy}) ({read(name)})" for name in self.total) + ")"
-            chosen = f"topk by ({by}) (1, {identified(total, self.labels)})"
-            return chosen if summed else f"({identified(f'max by ({copy}) ({read(metric)})', labels)} and {chosen})"
-        return (tier(lambda name: fresh_copies(name, branches, extra, "{}", self.resolution)),
-                tier(lambda name: _raw(name, branches, extra, f"last_over_time({{}}[{self.lookback}])")))
+        def read(name: str, scope: list[list[str]], more: list[str], gauge: str, apart: bool = len(names) > 1) -> str:
+            """The copies' readings; `apart` (fields added up copy by copy): each copy's series of each field made one."""
+            series = fresh_copies(name, scope, more, gauge, self.resolution) if fresh else _raw(name, scope, more, gauge)
+            return f"max by ({copy}) ({series})" if apart else _parenthesised(series)
+        if fresh:
+            # the node's spelling a copy is read by (its scope branch: node, then hostname, Hostname, instance) adds a
+            # millionth per place: copies reading alike are chosen by it, not by Prometheus' order, so that every
+            # expression reading the GPU (a share's used, its total) takes the same exporter and node spellings (two
+            # exporters mid-upgrade, one writing its own pod's name into Hostname, read alike; the used of one and the
+            # total of the other would match nothing). One field: a share's key read twice cost 1.2 times more.
+            key = read(names[0], self.unscoped, any_pod,
+                       f"(clamp_max({{0}}, {BLANK_FLOOR}) + 1) % {BLANK_SLOT} - 1 - {{1}} * 0.000001", False)
+            chosen = (f"topk by ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) "
+                      f"(1, {identified(f'sum by ({_listed(exporter)}) ({key})', labels)})")
+            value = " + ".join(read(name, branches, extra, "{}") for name in shown)
+            return (f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on "
+                    f"({_listed((*exporter, GPU_LABEL))}) {chosen})")
+        newest = read(metric, branches, extra,
+                      f"max_over_time((time() + 0.1 * atan({{0}} / 100000))[{self.lookback}:{self.resolution}]) - {{1}} * 0.001",
+                      True)
+        value = " + ".join(read(name, branches, extra, f"last_over_time({{}}[{self.lookback}])", True) for name in shown)
+        return (f"({identified(_parenthesised(value), labels)} and on ({copy}, {GPU_LABEL}) "
+                f"topk by ({_listed(keep)}) (1, {identified(newest, labels)}))")
 
 
+# (clamp_max(x, 1e14) + 1) % BLANK_SLOT - 1: a reading as it is, DCGM's blank -1 (below any reading), one term
+BLANK_SLOT = f"{int(READING_FLOOR) + 1}"
 GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its node spelling (identified)
 
 
@@ -343,8 +379,8 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
     per-pod used share reads some forty copies' selectors (three ranges each: 3.6 s for 1.9 s without, on the
     preview's sample at load 15). Written in milliseconds (`[30000ms]`), a form no other query uses."""
     seconds = int(resolution.removesuffix("s"))
-    fresh = [f"({gauge.format(each)} and present_over_time({each}[{seconds * 1000}ms]))"
-             for each in (selector(metric, [*branch, *extra]) for branch in branches)]
+    fresh = [f"({gauge.format(each, k)} and present_over_time({each}[{seconds * 1000}ms]))"
+             for k, each in enumerate(selector(metric, [*branch, *extra]) for branch in branches)]
     return fresh[0] if len(fresh) == 1 else f"({' or '.join(fresh)})"
 
 

@@ -92,8 +92,6 @@ TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies readin
                                               "evaluation order decides the used and total apart: no share")
 NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="T and U: of two fresh copies the lower (per pod) or higher (per "
                                                       "GPU) reading is shown, not the freshest; passes when it is both")
-BLANK_WINS = pytest.mark.xfail(strict=False,
-                                reason="T (s17-copychoice): a fresh blank beats the other exporter's fresh reading")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
 PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank...
     "Power draw of each pod's GPUs": {**{p: {100.0, 104.0} for p in SLICED}, "Pod ml/z": {200.0, 204.0}},
@@ -117,7 +115,6 @@ def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap, tmp_path
     assert not wrong, f"steps: shown (true: ts-0 and ts-1 each 40 or 44 %) {wrong}"
 
 
-@BLANK_WINS
 def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_shows_a_real_one(overlap, tmp_path):
     _, _, _, util = overlap
     shown = _shown(overlap, "GPU utilization by pod", tmp_path)

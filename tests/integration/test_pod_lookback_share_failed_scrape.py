@@ -46,7 +46,6 @@ def upgraded(tmp_path_factory):
             yield prometheus, samples
 
 
-@pytest.mark.xfail(strict=True, reason="per-pod copy choice: engineer T, branch s17-copychoice (_Device)")
 def test_a_pods_framebuffer_share_through_a_failed_scrape_after_a_renaming_upgrade_is_its_latest(upgraded, tmp_path):
     prometheus, samples = upgraded
     first_new = min(at for at, used in samples if used == 60000.0)

@@ -70,7 +70,6 @@ def both(tmp_path_factory):
 
 VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 SETTINGS = pytest.mark.parametrize("settings", ["", VIRTUAL], ids=["defaults", "virtual_gpus"])
-PER_POD_CHOICE = pytest.mark.xfail(strict=True, reason="per-pod copy choice (_Device): engineer T, s17-copychoice")
 
 
 def _shown(both, settings: str, title: str, tmp_path) -> dict[float, dict[str, float]]:
@@ -89,9 +88,7 @@ def _wrong(shown: dict[float, dict[str, float]], allowed: dict[str, set[float]])
             if set(values) != set(allowed) or any(values[k] not in allowed[k] for k in values)}
 
 
-@pytest.mark.parametrize("settings", [pytest.param("", marks=pytest.mark.xfail(
-    strict=False, reason="the copy choice ties (equal used + free) and flips from run to run: engineer T")),
-    pytest.param(VIRTUAL, marks=PER_POD_CHOICE)], ids=["defaults", "virtual_gpus"])
+@SETTINGS
 def test_a_pods_framebuffer_share_with_two_exporters_on_its_gpu_is_one_exporters(both, settings, tmp_path):
     # each exporter alone: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78 (checked: the old exporter alone reads 0.5 and 0.72)
     shown = _shown(both, settings, "Framebuffer used share by pod", tmp_path)
@@ -99,7 +96,6 @@ def test_a_pods_framebuffer_share_with_two_exporters_on_its_gpu_is_one_exporters
     assert not wrong, f"seconds: shown (true: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78) {wrong}"
 
 
-@PER_POD_CHOICE
 @SETTINGS
 def test_a_mig_pods_framebuffer_used_with_two_exporters_is_one_exporters(both, settings, tmp_path):
     shown = _shown(both, settings, "Framebuffer used by pod", tmp_path)
@@ -124,7 +120,6 @@ def test_the_fleets_framebuffer_in_use_with_two_exporters_is_of_one_exporters_re
     assert not wrong, f"seconds: shown (true: one of {sorted(allowed)}) {wrong}"
 
 
-@PER_POD_CHOICE
 def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_gpu(both, tmp_path):
     # the per-GPU panel reads 30 % (the other exporter's blank is no reading); per pod the GPU has no value
     per_gpu = _shown(both, "", "GPU utilization", tmp_path)

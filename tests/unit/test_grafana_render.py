@@ -186,11 +186,20 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
     # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
     # scrape interval: promql.fresh_copies); a per-pod lookback's copies (fresh, or each one's latest within the
-    # lookback) drop it once one copy of a GPU is chosen (promql._unblanked), so a fresh blank is the GPU's reading
-    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| and present_over_time\()?", util)
+    # lookback) are chosen with the blank counted as 1e14 (clamp_max) or read at each step of a subquery (its time
+    # first), and the reading of the copy chosen drops it after (promql._unblanked), so a fresh blank is the GPU's
+    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?", util)
     assert floors and all(floors), util
-    chosen = re.findall(r"group_left \([^)]*\) \(\(topk by .*?\)\) < 1e14\)", util)
-    assert chosen and len(chosen) == util.count("group_left ("), util
+
+    def device(at: int) -> str:  # the expression a group_left joins, its parentheses balanced
+        depth = 0
+        for end in range(at, len(util)):
+            depth += {"(": 1, ")": -1}.get(util[end], 0)
+            if depth == 0:
+                return util[at:end + 1]
+        raise AssertionError(util)
+    joined = [device(m.end()) for m in re.finditer(r"group_left \([^)]*\) ", util)]
+    assert joined and all(d.endswith(" < 1e14)") and "topk by " in d for d in joined), util
     ranged = re.findall(r"DCGM_\w+\{[^}]*\}\[", util)
     assert ranged and len(ranged) == len(re.findall(r"present_over_time\(DCGM_\w+\{[^}]*\}\[(?:120s|30000ms)\]",
                                                     util)) + len(
