@@ -90,8 +90,8 @@ def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
 # the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
 TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies reading alike tie; Prometheus' range "
                                               "evaluation order decides the used and total apart: no share")
-NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="T and U: of two fresh copies the lower (per pod) or higher (per "
-                                                      "GPU) reading is shown, not the freshest; passes when it is both")
+NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="of two fresh copies the higher reading is shown (per pod and "
+                                                      "per GPU), not the freshest; passes where the freshest is higher")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
 PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank...
     "Power draw of each pod's GPUs": {**{p: {100.0, 104.0} for p in SLICED}, "Pod ml/z": {200.0, 204.0}},
