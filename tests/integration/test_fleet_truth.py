@@ -191,8 +191,9 @@ def stacks(tmp_path_factory, reference, exporters) -> dict[str, Stack]:
         for path in sorted(PATHS, key=lambda p: p in RANGED):  # the ranged ones last, once they hold their span
             if path in RANGED:
                 time.sleep(max(0.0, began + RANGED_SPAN - time.monotonic()))
+            # the time-sliced pods each named within the per-pod panels' lookback, with a second to spare
             settled[path.name] = mixed_fleet.settled_time(servers[path.name], int(RATE_WINDOW[:-1]), still[path.name],
-                                                          fleet=FLEET)
+                                                          fleet=FLEET, named_within=int(label_lookback(1)[:-1]) - 1)
             servers[path.name].stop_scraping()
         yield {path.name: Stack(servers[path.name], settled[path.name],
                                 _scrape(servers[path.name], settled[path.name], path)) for path in PATHS}

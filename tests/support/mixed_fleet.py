@@ -274,22 +274,40 @@ def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
                  if any(len(i.pods()) > 1 for i in gpu.instances))
 
 
-def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET) -> int:
+def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET,
+                 named_within: int | None = None) -> int:
     """The latest whole second T at which each of the `series` counter series of GPUs whose series do not move
     (`moving`) has a sample at T and samples back to the start of a `window`-second range ending at T: a rate over
-    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
+    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike).
+    `named_within` (seconds): also each moving GPU's every copy (one per pod it names in turn, per scrape path) has a
+    sample within that many seconds before T, as within the 15 s before it. Which pod a scrape names follows the
+    exporter's clock second when it answers, and a scrape that starts just before a whole second can read the same
+    parity twice under load, so a pod may go unnamed for longer than a per-pod panel's lookback: the truth (every
+    sharing pod shown) holds only where the stored data names them all."""
     deadline = time.monotonic() + timeout
     selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
+    moved = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
     while True:
         latest = int(time.time())
         for at in range(latest, latest - 10, -1):
             counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
-            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts):
+            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts) \
+                    and (named_within is None or _all_named(prometheus, moved, named_within, at)):
                 return at
         if time.monotonic() > deadline:
-            raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second")
+            raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second"
+                                 + (f" and every moving GPU's pods named within {named_within} s" if named_within else ""))
         time.sleep(0.5)
+
+
+def _all_named(prometheus, moved: str, within: int, at: int, settled: int = 15) -> bool:
+    """Whether each moving GPU has as many series sampled within `within` seconds before `at` as within `settled`."""
+    def copies(seconds: int) -> dict[str, str]:
+        answer = prometheus.query(f"count by (UUID) (present_over_time({moved}[{seconds}s]))", at=at)
+        return {s["metric"].get("UUID", ""): s["value"][1] for s in answer}
+    named = copies(settled)
+    return bool(named) and copies(within) == named  # no moving GPU stored yet: not settled
 
 
 # --- truth ----------------------------------------------------------------------------------
