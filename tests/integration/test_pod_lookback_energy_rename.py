@@ -30,9 +30,13 @@ ORIGIN = time.time() - 1000
 def _payload(uuid: str, node: str, pod: str) -> str:
     labels = (f'gpu="0",UUID="{uuid}",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",{node},'
               f'DCGM_FI_DRIVER_VERSION="570.133.20",container="main",namespace="ml",pod="{pod}"')
-    energy = round((time.time() - ORIGIN) * WATTS[uuid] * 1000)  # mJ, as DCGM counts
+    # the counter stamped with the instant it was read (as DCGM reads it, not when Prometheus began the scrape): a
+    # scrape answered late on a loaded machine would otherwise put a later reading at the scrape's start, and a rate
+    # over a 4 s window would read it as a faster counter (152,000 to 262,000 mW seen for 200,000)
+    now = time.time()
+    energy = round((now - ORIGIN) * WATTS[uuid] * 1000)  # mJ, as DCGM counts
     return (f"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} "
-            f"{energy}\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
+            f"{energy} {int(now * 1000)}\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
 
 
 @pytest.fixture(scope="module")

@@ -55,15 +55,17 @@ def _meta(address: str, namespace: str, labels: dict[str, str], container: str, 
 def stack(tmp_path_factory, reference):
     workdir = tmp_path_factory.mktemp("prometheus")
     blog = (reference / "exporter" / "blog-a10g-k8s.prom").read_text()
-    memory_temp = ('DCGM_FI_DEV_MEMORY_TEMP{gpu="0",UUID="GPU-x",device="nvidia0",modelName="NVIDIA A10G",'
+    memory_temp = ('DCGM_FI_DEV_MEMORY_TEMP{gpu="0",UUID="GPU-x-%s",device="nvidia0",modelName="NVIDIA A10G",'
                    'Hostname="%s",container="main",namespace="kube-system",pod="%s"} %s\n')
     exporters = {}
     for style, (pod, node) in WORKLOADS.items():
         # Node a reads memory temperature; node b reports DCGM's "blank" sentinel instead.
         value = {"gpu-operator": "61", "helm": SENTINEL}.get(style)
-        extra = memory_temp % (node, pod, value) if value else ""
-        exporters[style] = ReplayExporter(relabel_payload(blog, pod=pod, hostname=node, extra=extra)).__enter__()
-    decoy = ReplayExporter(relabel_payload(blog, pod="decoy-pod", hostname="decoy-node")).__enter__()
+        extra = memory_temp % (node, node, pod, value) if value else ""
+        exporters[style] = ReplayExporter(relabel_payload(blog, pod=pod, hostname=node, extra=extra,
+                                                          uuid_suffix=node)).__enter__()
+    decoy = ReplayExporter(relabel_payload(blog, pod="decoy-pod", hostname="decoy-node",
+                                           uuid_suffix="decoy-node")).__enter__()
 
     jobs = []
     for style, exporter in exporters.items():

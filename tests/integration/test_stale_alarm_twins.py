@@ -17,6 +17,8 @@ data-missing alarm pages for the stop (test_data_missing.py).
 
 from __future__ import annotations
 
+import re
+
 import json
 from dataclasses import dataclass
 from typing import Callable
@@ -128,7 +130,8 @@ def _rule_clears(files, tmp_path) -> dict[str, int]:
     series, labels = [], {}
     for i, (name, case) in enumerate(CASES.items()):
         source = Source(("ip-10-0-1-1", OLD[1]), pod=f"p{i}")
-        text = source.labels().replace('namespace="ml"', f'namespace="ml{i}"')
+        # each case's GPU its own (a GPU is one GPU by its UUID, whatever node names it)
+        text = re.sub(r'UUID="([^"]*)"', rf'UUID="\1-n{i}"', source.labels().replace('namespace="ml"', f'namespace="ml{i}"'))
         values = " ".join(_text(case.reading(k)) for k in range(STOP // STEP))
         series.append({"series": f'{case.metric}{{{text},node="n{i}",instance="{OLD[1]}"}}', "values": values})
         labels[name] = {"namespace": f"ml{i}", "pod": f"p{i}"} if case.per_pod else {"node": f"n{i}", "gpu": "0"}

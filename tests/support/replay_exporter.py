@@ -41,12 +41,16 @@ class ReplayExporter(LoopbackServer):
 
 
 def relabel_payload(text: str, *, pod: str | None = None, hostname: str | None = None,
-                    extra: str = "") -> str:
-    """A payload with the workload pod and node renamed (one exporter per node)."""
+                    extra: str = "", uuid_suffix: str | None = None) -> str:
+    """A payload with the workload pod and node renamed (one exporter per node); `uuid_suffix`: each GPU's UUID
+    made that node's own (a recorded payload served from several nodes would otherwise name one GPU on all of them,
+    which a real fleet never does: a GPU is one GPU by its UUID)."""
     import re
 
     if pod is not None:
         text = re.sub(r'pod="[^"]*"', f'pod="{pod}"', text)
     if hostname is not None:
         text = re.sub(r'([Hh]ostname)="[^"]*"', rf'\1="{hostname}"', text)
+    if uuid_suffix is not None:
+        text = re.sub(r'UUID="([^"]*)"', rf'UUID="\1-{uuid_suffix}"', text)
     return text.rstrip("\n") + "\n" + extra

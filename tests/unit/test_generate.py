@@ -236,14 +236,13 @@ def test_the_rules_grow_linearly_with_the_clusters_of_a_shared_prometheus(projec
     assert large < 13 * small, (small, large)
 
 
-def test_a_query_repeated_on_many_panels_is_not_worked_out_again_for_each(project_dir):
+def test_a_query_repeated_on_many_panels_is_not_worked_out_again_for_each(project_dir, monkeypatch):
     """A project's dashboards repeat the same few queries (a field per pod on each team's or cluster's dashboard): 80
-    panels of the bundled per-pod framebuffer share (a 38 KB query) cost under 30 times one such panel. Worked out
-    again for each panel they cost 46 times one (the query's text is built from hundreds of smaller ones), and 200
-    dashboards of 20 panels took 2.7 times a plain grafana-foundation-sdk script writing the same dashboards."""
-    import gc
-    import time
-
+    panels of the bundled per-pod framebuffer share (a 38 KB query) work its PromQL out as often as one such panel
+    does. Worked out again for each panel they cost 46 times one (the query's text is built from hundreds of smaller
+    ones), and 200 dashboards of 20 panels took 2.7 times a plain grafana-foundation-sdk script writing the same
+    dashboards. Counted in PromQL texts built, not timed (a shared machine makes CPU time a poor witness)."""
+    from generator import promql
     from generator.model import Dashboard, Row
     from generator.panels import per_pod
     from generator.project import load_project
@@ -251,20 +250,19 @@ def test_a_query_repeated_on_many_panels_is_not_worked_out_again_for_each(projec
 
     project = load_project(project_dir(""))
     FB_USED, FB_FREE = "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"
+    built = []
+    work = promql._expression
+    monkeypatch.setattr(promql, "_expression", lambda *a, **k: built.append(1) or work(*a, **k))
 
-    def cpu(count: int) -> float:
+    def worked_out(count: int) -> int:
         panels = [per_pod(FB_USED, f"Framebuffer used share by pod {number}", over=(FB_USED, FB_FREE), min=0, max=1)
                   for number in range(count)]
-        dashboard = Dashboard("shares", "Shares", [Row("Pods", panels)])
-        times = []
-        for _ in range(3):
-            gc.collect()
-            start = time.process_time()
-            model = render(dashboard, project.catalog, project.settings)
-            times.append(time.process_time() - start)
+        dashboard = Dashboard(f"shares-{count}", "Shares", [Row("Pods", panels)])
+        built.clear()
+        model = render(dashboard, project.catalog, project.settings)
         assert len({panel["targets"][0]["expr"] for panel in model["panels"][1:]}) == 1
         assert len(model["panels"][1]["targets"][0]["expr"]) > 30_000
-        return min(times)
+        return len(built)
 
-    one, many = cpu(1), cpu(80)
-    assert many < 30 * one, (one, many)
+    one, many = worked_out(1), worked_out(80)
+    assert one >= 1 and many <= one, (one, many)
