@@ -286,14 +286,13 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 120, fle
     sharing pod shown) holds only where the stored data names them all."""
     deadline = time.monotonic() + timeout
     selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
-    moved = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
     while True:
         latest = int(time.time())
         for at in range(latest, latest - 10, -1):
             counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
             if len(counts) == series and all(int(s["value"][1]) >= window for s in counts) \
-                    and (named_within is None or _all_named(prometheus, moved, named_within, at)):
+                    and (named_within is None or all_named(prometheus, named_within, at, fleet)):
                 return at
         if time.monotonic() > deadline:
             raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second"
@@ -301,8 +300,11 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 120, fle
         time.sleep(0.5)
 
 
-def _all_named(prometheus, moved: str, within: int, at: int, settled: int = 15) -> bool:
-    """Whether each moving GPU has as many series sampled within `within` seconds before `at` as within `settled`."""
+def all_named(prometheus, within: int, at: int, fleet: tuple[Node, ...] = FLEET, settled: int = 15) -> bool:
+    """Whether at `at` each moving GPU (`moving`) has as many series sampled within `within` seconds before it as
+    within `settled`: every pod it names in turn was named within `within` (the stored data, not the clock, says so)."""
+    moved = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
+
     def copies(seconds: int) -> dict[str, str]:
         answer = prometheus.query(f"count by (UUID) (present_over_time({moved}[{seconds}s]))", at=at)
         return {s["metric"].get("UUID", ""): s["value"][1] for s in answer}
