@@ -990,17 +990,20 @@ def pooled(query: Query, catalog: Catalog) -> tuple[tuple[str, bool], tuple[tupl
 
 
 def _pooled(part: tuple[str, bool], whole: tuple[tuple[str, bool], ...], catalog: Catalog, per_gpu,
-            grouping: str) -> str:
+            grouping: str, spellings: tuple[str, ...] = ()) -> str:
     """A pod's share of memory (pooled): the used memory of every GPU and MIG instance it holds over the memory they
     hold, so its instances weigh by their memory wherever they are (a full 3g.40gb on one GPU and an empty 1g.10gb on
     another: 0.803; the mean of the two GPUs' shares read 0.5, while both on one GPU read 0.803). A GPU without a
     reading of every field (a blank; on MIG, one of its instances': _per_gpu) is left out of both sums, as it is left
-    out of a pod's mean."""
+    out of a pod's mean. `spellings`: the node labels a GPU's reading carries from the copy chosen, which the used
+    memory and the total may each take from another exporter's copy where two copies tie (Prometheus orders series
+    anew at each range query): the GPU is kept by its other labels, not dropped (a pod left the panel at some calls)."""
     total = " + ".join(per_gpu(*key) for key in whole) if not all(whole_gpu for _, whole_gpu in whole) else \
         _total(tuple(name for name, _ in whole), catalog, lambda name, also: per_gpu(name, True, also=also))
     # the field's own check of blank MIG instances is left out where the total holds the field: the total's covers it
     part_gpu = per_gpu(*part, checked=part[0] not in {name for name, _ in whole})
-    return f"(sum by ({grouping}) ({part_gpu} and ({total})) / (sum by ({grouping}) ({total}) > 0))"
+    kept = f" ignoring ({_listed(spellings)})" if spellings else ""
+    return f"(sum by ({grouping}) ({part_gpu} and{kept} ({total})) / (sum by ({grouping}) ({total}) > 0))"
 
 
 def _summable(name: str, catalog: Catalog) -> bool:
@@ -1124,7 +1127,8 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     share = tuple(name for name, _ in pool[1]) if pool else MIG_MEMORY_SHARES.get(query.metric, query.over)
     share = share if len(share) > 1 and all(_summable(name, catalog) for name in share) else ()
     if pool:
-        return _pooled(*pool, catalog, per_gpu, ", ".join(outer))
+        return _pooled(*pool, catalog, per_gpu, ", ".join(outer),
+                       tuple(name for name in labels.node_sources if name not in outer) if lookback else ())
     value = per_gpu(query.metric, query.whole_gpu)
     if query.metric in MIG_MEMORY_SHARES and combined:
         value = _memory_share(query.metric, catalog, per_gpu)

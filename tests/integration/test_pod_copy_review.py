@@ -88,8 +88,7 @@ def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
 
 # marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
 # the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
-TIES = pytest.mark.xfail(strict=False, reason="T (s17-copychoice): copies reading alike tie; Prometheus' range "
-                                              "evaluation order decides the used and total apart: no share")
+TIES = ()  # copies reading alike tie; the share keeps the GPU whichever copy each of its used and total took
 NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="of two fresh copies the higher reading is shown (per pod and "
                                                       "per GPU), not the freshest; passes where the freshest is higher")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
