@@ -301,15 +301,19 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 120, fle
 
 
 def all_named(prometheus, within: int, at: int, fleet: tuple[Node, ...] = FLEET, settled: int = 15) -> bool:
-    """Whether at `at` each moving GPU (`moving`) has as many series sampled within `within` seconds before it as
-    within `settled`: every pod it names in turn was named within `within` (the stored data, not the clock, says so)."""
+    """Whether at `at` each moving GPU (`moving`) has, within `within` seconds before it, a series for every pod it
+    names in turn (at least one per pod and instance, as the fleet says: a long stretch of scrapes naming one pod
+    does not make one pod enough) and as many as within `settled` (several clusters' copies on one Prometheus)."""
     moved = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
+    least = {f"GPU-{node.name}-{gpu.index}": sum(len(i.pods()) for i in gpu.instances)
+             for node in fleet if node.moves for gpu in node.gpus if any(len(i.pods()) > 1 for i in gpu.instances)}
 
-    def copies(seconds: int) -> dict[str, str]:
+    def copies(seconds: int) -> dict[str, int]:
         answer = prometheus.query(f"count by (UUID) (present_over_time({moved}[{seconds}s]))", at=at)
-        return {s["metric"].get("UUID", ""): s["value"][1] for s in answer}
-    named = copies(settled)
-    return bool(named) and copies(within) == named  # no moving GPU stored yet: not settled
+        return {s["metric"].get("UUID", ""): int(s["value"][1]) for s in answer}
+    named = copies(within)
+    return set(named) == set(least) and all(named[uuid] >= least[uuid] for uuid in least) \
+        and named == copies(settled)
 
 
 # --- truth ----------------------------------------------------------------------------------
