@@ -22,17 +22,20 @@ from tests.support.dcgm_fleet import scrapes
 AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
 
 
-def test_verify_passes_what_the_generated_agent_publishes(moto, project_dir, cli, monkeypatch):
-    config = project_dir("project: test\n")
+EXPORTER = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+
+
+def _generated_agent(config):
+    """The project at `config`, the agent config gpudash generates for it, its exporter and kube-state-metrics jobs."""
     project = load_project(config)
     files = encode(build(project))
     agent, job = agent_config(files[AGENT_FILE])
-    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
-    exporter = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
-    points = Agent(agent, job, others=[ksm_job]).run(
-        scrapes(job, project.catalog, -1, 10) + [kube_state.scrape(ksm_job, t, exporter, 2, 2) for t in range(-30, 330, 30)])
-    published = {(p.metric, p.dimensions) for p in points}
-    assert any(dict(d).keys() == {"ClusterName"} for m, d in published if m == "DCGM_FI_DEV_GPU_TEMP")
+    return project, agent, job, scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
+
+
+def _verify_cloudwatch(moto, cli, monkeypatch, config, published):
+    """`gpudash verify`'s CloudWatch group over a moto holding exactly the `published` (metric, dimensions):
+    (exit code, stdout, stderr, the "gpu-cluster metrics" check)."""
     moto.reset()
     client = moto.client("cloudwatch", "us-east-1")
     data = [{"MetricName": metric, "Value": 1.0, "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions]}
@@ -43,7 +46,17 @@ def test_verify_passes_what_the_generated_agent_publishes(moto, project_dir, cli
     code, stdout, stderr = cli("verify", "--output", "json", "--config", str(config),
                                "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
     checks = {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
-    metrics = checks[("cloudwatch", "gpu-cluster metrics")]
+    return code, stdout, stderr, checks[("cloudwatch", "gpu-cluster metrics")]
+
+
+def test_verify_passes_what_the_generated_agent_publishes(moto, project_dir, cli, monkeypatch):
+    config = project_dir("project: test\n")
+    project, agent, job, ksm_job = _generated_agent(config)
+    points = Agent(agent, job, others=[ksm_job]).run(
+        scrapes(job, project.catalog, -1, 10) + [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-30, 330, 30)])
+    published = {(p.metric, p.dimensions) for p in points}
+    assert any(dict(d).keys() == {"ClusterName"} for m, d in published if m == "DCGM_FI_DEV_GPU_TEMP")
+    code, stdout, stderr, metrics = _verify_cloudwatch(moto, cli, monkeypatch, config, published)
     # seen on main: fail, "published with dimensions [ClusterName; ClusterName, gpu, namespace, pod], declared ..."
     assert (metrics["status"], metrics["detail"]) == ("ok", "4 sampled metrics arriving in ContainerInsights/Prometheus"), \
         metrics["detail"]
@@ -60,28 +73,14 @@ def test_verify_passes_a_healthy_cluster_whose_gpus_are_all_split_into_mig_insta
     from tests.support.dcgm_fleet import target_labels
 
     config = project_dir("project: test\n")
-    project = load_project(config)
-    files = encode(build(project))
-    agent, job = agent_config(files[AGENT_FILE])
-    ksm_job = scrape_jobs(files[AGENT_FILE])["gpudash-kube-state-metrics"]
-    exporter = {"namespace": "gpu-operator", "daemonset": "nvidia-dcgm-exporter"}
+    _, agent, job, ksm_job = _generated_agent(config)
     (mig,) = [node for node in mixed_fleet.FLEET if node.name == "gpu-node-mig"]
     points = Agent(agent, job, others=[ksm_job]).run(
         [Scrape(30 * k, mixed_fleet.payload(mig, 30 * k, 30), target_labels(job, mig.name)) for k in range(-1, 10)]
-        + [kube_state.scrape(ksm_job, t, exporter, 1, 1) for t in range(-30, 300, 30)])
+        + [kube_state.scrape(ksm_job, t, EXPORTER, 1, 1) for t in range(-30, 300, 30)])
     published = {(p.metric, p.dimensions) for p in points}
     assert "DCGM_FI_DEV_GPU_UTIL" not in {m for m, _ in published}
-    moto.reset()
-    client = moto.client("cloudwatch", "us-east-1")
-    data = [{"MetricName": metric, "Value": 1.0, "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions]}
-            for metric, dimensions in sorted(published)]
-    for start in range(0, len(data), 500):
-        client.put_metric_data(Namespace="ContainerInsights/Prometheus", MetricData=data[start:start + 500])
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
-    code, stdout, stderr = cli("verify", "--output", "json", "--config", str(config),
-                               "--skip", "kube", "--skip", "exporter", "--skip", "prometheus")
-    checks = {(c["group"], c["name"]): c for c in json.loads(stdout)["checks"]}
-    metrics = checks[("cloudwatch", "gpu-cluster metrics")]
+    code, stdout, stderr, metrics = _verify_cloudwatch(moto, cli, monkeypatch, config, published)
     # seen on main: fail, "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_GPU_UTIL" (exit 1; apply refused)
     assert metrics["status"] != "fail", metrics
     assert code == 0, (stdout, stderr)
