@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..catalog import MIG_UNSUPPORTED
+from ..catalog import MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL, MIG_UNSUPPORTED
 from ..cloudwatch_query import dimension_sets
 from ..markers import CLUSTER_DIMENSION
 from ..output import ADDON_FILE, agent_file, built
@@ -202,6 +202,20 @@ def _exporter_daemonset_counted(cloudwatch, cluster, options: Options) -> bool:
     return False
 
 
+def _all_mig(cloudwatch, namespace: str, cluster, declared: list[str], found: dict[str, list[list[str]]],
+             options: Options) -> bool:
+    """Whether the cluster's published metrics show MIG instances (a set naming MIG_PROFILE_LABEL) and no whole GPU
+    (no series whose MIG_INSTANCE_LABEL the scrape job wrote "none"); without the per-instance dimension or the
+    cluster's, no whole GPU cannot be told: False."""
+    if not any(MIG_PROFILE_LABEL in names for listed in found.values() for names in listed):
+        return False
+    if MIG_INSTANCE_LABEL not in declared or CLUSTER_DIMENSION not in declared:
+        return False
+    whole = _listed(cloudwatch, namespace, cluster, declared, set(found), options,
+                    values=((MIG_INSTANCE_LABEL, "none"),))
+    return not whole
+
+
 def published_sets(project: Project, settings, metrics: list[str]) -> list[list[str]]:
     """The dimension sets the generated agent configuration publishes `metrics` with: the per-pod and per-GPU sets
     and those derived from them (dimension_sets), and the sets dashboards and alarms read besides (the data-missing
@@ -233,9 +247,12 @@ def _cluster(cloudwatch, settings, cluster, metrics: list[str], declared_sets: l
                      f"apply {built(agent_file(cluster.name))} and check the cwagent-prometheus logs",
                      cause=NO_DATA)
     # DCGM does not report these on MIG instances and the agent's scrape job drops what the exporter writes there: a
-    # cluster whose GPUs are all split into MIG instances publishes none of them, and is healthy
+    # cluster whose GPUs are all split into MIG instances publishes none of them, and is healthy — only where what is
+    # published shows MIG instances and no whole GPU; elsewhere they are missing
     not_on_mig = [m for m in missing if m in MIG_UNSUPPORTED]
-    missing = [m for m in missing if m not in MIG_UNSUPPORTED]
+    if not_on_mig and not _all_mig(cloudwatch, namespace, cluster, declared, found, options):
+        not_on_mig = []
+    missing = [m for m in missing if m not in not_on_mig]
     if missing:
         return Check(GROUP, name, FAIL, f"missing in {namespace}: {', '.join(missing)}",
                      "check the agent's metric_selectors (gpudash verify's kube group shows the drift)")

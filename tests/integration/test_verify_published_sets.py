@@ -84,3 +84,17 @@ def test_verify_passes_a_healthy_cluster_whose_gpus_are_all_split_into_mig_insta
     # seen on main: fail, "missing in ContainerInsights/Prometheus: DCGM_FI_DEV_GPU_UTIL" (exit 1; apply refused)
     assert metrics["status"] != "fail", metrics
     assert code == 0, (stdout, stderr)
+
+
+def test_verify_fails_a_whole_gpu_cluster_that_publishes_no_gpu_utilization(moto, project_dir, cli, monkeypatch):
+    """The MIG allowance is for clusters whose published metrics show MIG instances and no whole GPU: a cluster of
+    whole GPUs whose agent publishes everything but DCGM_FI_DEV_GPU_UTIL (a metric_selectors drift) fails."""
+    config = project_dir("project: test\n")
+    project, agent, job, ksm_job = _generated_agent(config)
+    points = Agent(agent, job, others=[ksm_job]).run(
+        scrapes(job, project.catalog, -1, 10) + [kube_state.scrape(ksm_job, t, EXPORTER, 2, 2) for t in range(-30, 330, 30)])
+    published = {(p.metric, p.dimensions) for p in points if p.metric != "DCGM_FI_DEV_GPU_UTIL"}
+    code, stdout, stderr, metrics = _verify_cloudwatch(moto, cli, monkeypatch, config, published)
+    # seen before: warn, "no DCGM_FI_DEV_GPU_UTIL ...: DCGM does not report it on MIG instances", exit 0
+    assert metrics["status"] == "fail" and "DCGM_FI_DEV_GPU_UTIL" in metrics["detail"], metrics
+    assert code == 1, (stdout, stderr)
