@@ -254,12 +254,15 @@ class Plan:
         before, after = self.around_cluster(settings, order, limit)
         return before + self.cluster_filter(cluster) + after
 
-    def around_cluster(self, settings: Settings, order: str = "DESC", limit: int | None = None) -> tuple[str, str]:
-        """The query before and after its cluster filter, which is all that differs between clusters."""
+    def around_cluster(self, settings: Settings, order: str = "DESC", limit: int | None = None,
+                       rank: str | None = None) -> tuple[str, str]:
+        """The query before and after its cluster filter, which is all that differs between clusters; `rank` is
+        the function ORDER BY ranks the series by (the SELECT function unless given)."""
         schema = schema_clause(list(self.dims), settings, self.namespace)
         after = ""
         if self.group:
-            after = f" GROUP BY {', '.join(quote_identifier(d) for d in self.group)} ORDER BY {self.function}() {order}"
+            after = (f" GROUP BY {', '.join(quote_identifier(d) for d in self.group)} "
+                     f"ORDER BY {rank or self.function}() {order}")
             if limit:
                 after += f" LIMIT {limit}"
         return f"SELECT {self.function}({quote_identifier(self.metric)}) FROM {schema}", after

@@ -34,6 +34,7 @@ VIEWS = {"timeseries": "timeSeries", "stat": "singleValue", "gauge": "gauge", "b
 SINGLE_VALUE_KINDS = ("stat", "gauge", "bargauge", "table")
 NOW_VALUE_KINDS = tuple(kind for kind in SINGLE_VALUE_KINDS if kind != "table")  # one value each, not a row per pod
 HEADER_HEIGHT = 2
+LINES_KEPT = "Lines drawn:"  # the header paragraph saying which lines each chart of one line per pod or GPU draws
 PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
@@ -195,7 +196,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         limit = SERIES_PER_QUERY if plan_.group else None  # per-GPU lines combined by math: all of them
     else:
         limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
-    order = "ASC" if query.aggregation == "min" else "DESC"
+    rank, order = line_rank(query, plan_, catalog)
     true_at = None
     properties: dict[str, Any] = {
         "title": panel.title,
@@ -239,7 +240,8 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
-    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit), label, position,
+    return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
+                         label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
                          None if plan_.namespace else period_field(catalog, settings))
 
@@ -265,12 +267,47 @@ def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
     return panel.kind == "table" and not catalog.get(query.metric).is_counter
 
 
+def line_rank(query: Query, plan_: Plan, catalog: Catalog) -> tuple[str | None, str]:
+    """(ORDER BY's function, its direction) for a widget's GROUP BY query: what a chart of one line per pod or GPU
+    keeps past its LIMIT (a query returns the series its ORDER BY ranks first). A gauge's lines rank by their
+    single highest reading in the time range (lowest for a minimum): a GPU that reached the top of the chart once
+    is kept, where its mean would rank it below GPUs steady at a lower reading and the chart's top would be cut
+    (Grafana's panel draws every line). Sums (a counter's increases, classic's pod totals of its GPUs' readings)
+    and counts rank by themselves. None: the SELECT function."""
+    order = "ASC" if query.aggregation == "min" else "DESC"
+    if plan_.series and plan_.function in ("AVG", "MAX", "MIN") and not catalog.get(query.metric).is_counter:
+        return ("MIN" if order == "ASC" else "MAX"), order
+    return None, order
+
+
+_RANKED = {"MAX": "the highest single reading", "MIN": "the lowest single reading", "AVG": "the highest mean",
+           "COUNT": "the most readings"}
+
+
+def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings) -> str:
+    """Which lines a chart of one line per pod or GPU draws (its query's LIMIT and ORDER BY), for its dashboard's
+    header: Grafana's panel of the same title draws every pod or GPU."""
+    setting = "top_pods" if query.per_pod else "top_gpus"
+    rank = line_rank(query, plan_, catalog)[0] or plan_.function
+    if rank == "SUM":
+        ranked = "the largest increase" if catalog.get(query.metric).is_counter else "the largest sum of readings"
+    else:
+        ranked = _RANKED[rank]
+    return (f"at most {getattr(settings.cloudwatch, setting)} {_lines_of(plan_)} (cloudwatch.{setting}), those of "
+            f"{ranked} in the time range shown")
+
+
+def _lines_of(plan_: Plan) -> str:
+    """What one series of a GROUP BY query is: pods, GPU instances, nodes or GPUs."""
+    group = set(plan_.group)
+    return ("pods" if "pod" in group else "GPUs or MIG instances" if MIG_INSTANCE_LABEL in group
+            else "nodes" if group == {"node"} else "GPUs")
+
+
 def combined_note(plan_: Plan) -> str:
     """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past 500 of them, said in
     its dashboard's header: a Metrics Insights query returns at most 500 series, those its ORDER BY ranks first."""
-    group = set(plan_.group)
-    what = ("pods" if "pod" in group else "GPU instances" if MIG_INSTANCE_LABEL in group
-            else "nodes" if group == {"node"} else "GPUs")
+    what = _lines_of(plan_)
     n = SERIES_PER_QUERY
     return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, the first "
             f"its ORDER BY ranks): past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
@@ -323,6 +360,7 @@ class _Body:
     # widgets' metric math), "" (the Container Insights add-on: not the exporter's own readings)
     blanks: str
     notes: list[tuple[str, str]]  # (panel title, how its lines differ from the title on CloudWatch)
+    kept: list[tuple[str, str]]  # (panel title, which of its lines a chart of one line per pod or GPU draws)
     period_follows: bool  # a widget's math divides by the period its query used (PERIOD of its hidden metric)
     now: tuple[list[str], int]  # (titles of the values that mean now, the one period they are drawn at)
 
@@ -360,6 +398,14 @@ class _Body:
                 titles.setdefault(note, []).append(title)
             header += "\n\nOn CloudWatch: " + "; ".join(f"{', '.join(names)}: {note}"
                                                        for note, names in titles.items()) + "."
+        if self.kept:
+            kept: dict[str, list[str]] = {}
+            for title, note in self.kept:
+                kept.setdefault(note, []).append(title)
+            header += (f"\n\n{LINES_KEPT} a chart of one line per pod or GPU draws the lines its query returns, "
+                       f"those its ORDER BY ranks first, where Grafana's panel of the same title draws every one: "
+                       + "; ".join(f"{_listed(names)}: {note}" for note, names in kept.items())
+                       + ". A cluster of more pods or GPUs shows those only.")
         if self.left_out:
             left_out = "; ".join(f"{panel.title} ({why})" for panel, why in self.left_out)
             header += f"\n\nOn Grafana only: {left_out}."
@@ -390,9 +436,11 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
     notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
               if _now_table(panel, panel.queries[0], catalog)]
+    kept = [(panel.title, lines_note(panel.queries[0], plans[id(panel)], catalog, settings))
+            for panel in shown.panels() if plans[id(panel)].series and plans[id(panel)].group]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]
-    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, period_follows,
+    return _Body(shown.title, shown.description, left_out, widgets, blanks, notes, kept, period_follows,
                  (now, now_period(settings)))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 
 def widgets(files):
@@ -47,3 +48,18 @@ def notes(text: str) -> dict[str, set[str]]:
 def said(text: str, title: str, note: str) -> bool:
     """The header `text` says `note` (its start) of the panel `title`."""
     return any(n.startswith(note) for n in notes(text).get(title, ()))
+
+
+def kept(text: str) -> dict[str, str]:
+    """{chart title: which lines it draws} from a header's "Lines drawn: ...: "<title>", "<title>": <note>; ..."
+    paragraph (the charts of one line per pod or GPU, cut at their query's LIMIT)."""
+    if "\n\nLines drawn: " not in text:
+        return {}
+    paragraph = text.split("\n\nLines drawn: ", 1)[1].split("\n\n", 1)[0]
+    listed = paragraph.split(" draws every one: ", 1)[1].rsplit(". A cluster of more", 1)[0]
+    result = {}
+    for group in listed.split("; "):
+        titles, note = group.rsplit('": ', 1)
+        for title in re.findall(r'"([^"]*)"', titles + '"'):
+            result[title] = note
+    return result
