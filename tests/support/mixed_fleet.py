@@ -235,20 +235,31 @@ def _value(metric: str, gpu: Gpu, instance: Instance, elapsed: int) -> str | Non
     return f"{value:g}"
 
 
-def payload(node: Node, elapsed: int | None = None, interval: int = 1) -> str:
+def payload(node: Node, elapsed: int | None = None, interval: int = 1, scrape: int | None = None) -> str:
     """/metrics of the node's exporter now (or `elapsed` seconds after the counters started): counters
     stamped with the current whole second and grown linearly with it (two scrapes in one second write
-    the same sample). Scraped every `interval` seconds: `elapsed // interval` is the scrape's number, which
-    names a moving GPU's pod (Node.moves). A function of the node, the second and the interval: each is written
+    the same sample). `scrape`, the scrape's number, names a moving GPU's pod (Node.moves); a live exporter gives
+    each scraper's own count (`served`), so the stored data names the sharing pods in turn whatever the load;
+    None: `elapsed // interval` (scraped every `interval` seconds). A function of its arguments: each is written
     once."""
     elapsed = int(time.time()) - STARTED if elapsed is None else elapsed
-    key = (node, elapsed, interval)
+    scrape = elapsed // interval if scrape is None else scrape
+    if not node.moves:
+        scrape = 0  # names the same pods at every scrape
+    key = (node, elapsed, scrape)
     text = _PAYLOADS.get(key)
     if text is None:
         if len(_PAYLOADS) > 2_000:
             _PAYLOADS.clear()
-        text = _PAYLOADS[key] = _payload(node, elapsed, elapsed // interval)
+        text = _PAYLOADS[key] = _payload(node, elapsed, scrape)
     return text
+
+
+def served(node: Node):
+    """The node's exporter as a live server answers (ReplayExporter(served(node), counted=True)): the counters at
+    the current second, a moving GPU under the pod the scraper's own scrape count names. Scrape jobs sharing the
+    exporter each send their own query string (`params`), as each counts its own scrapes."""
+    return lambda number: payload(node, scrape=number)
 
 
 _PAYLOADS: dict[tuple, str] = {}
@@ -274,16 +285,10 @@ def moving(fleet: tuple[Node, ...] = FLEET) -> tuple[str, ...]:
                  if any(len(i.pods()) > 1 for i in gpu.instances))
 
 
-def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET,
-                 named_within: int | None = None) -> int:
+def settled_time(prometheus, window: int, series: int, timeout: float = 120, fleet: tuple[Node, ...] = FLEET) -> int:
     """The latest whole second T at which each of the `series` counter series of GPUs whose series do not move
     (`moving`) has a sample at T and samples back to the start of a `window`-second range ending at T: a rate over
-    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike).
-    `named_within` (seconds): also each moving GPU's every copy (one per pod it names in turn, per scrape path) has a
-    sample within that many seconds before T, as within the 15 s before it. Which pod a scrape names follows the
-    exporter's clock second when it answers, and a scrape that starts just before a whole second can read the same
-    parity twice under load, so a pod may go unnamed for longer than a per-pod panel's lookback: the truth (every
-    sharing pod shown) holds only where the stored data names them all."""
+    that range extrapolates a linear counter exactly (Prometheus 2's closed and 3's left-open ranges alike)."""
     deadline = time.monotonic() + timeout
     selector = f'{COUNTERS[0]}{{UUID!~"{"|".join(moving(fleet))}"}}'
     while True:
@@ -291,29 +296,11 @@ def settled_time(prometheus, window: int, series: int, timeout: float = 120, fle
         for at in range(latest, latest - 10, -1):
             counts = prometheus.query(f"count_over_time({selector}[{window}s]) and timestamp({selector}) == {at}",
                                       at=at)
-            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts) \
-                    and (named_within is None or all_named(prometheus, named_within, at, fleet)):
+            if len(counts) == series and all(int(s["value"][1]) >= window for s in counts):
                 return at
         if time.monotonic() > deadline:
-            raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second"
-                                 + (f" and every moving GPU's pods named within {named_within} s" if named_within else ""))
+            raise AssertionError(f"no instant in the last 10 s with {series} counter series sampled every second")
         time.sleep(0.5)
-
-
-def all_named(prometheus, within: int, at: int, fleet: tuple[Node, ...] = FLEET, settled: int = 15) -> bool:
-    """Whether at `at` each moving GPU (`moving`) has, within `within` seconds before it, a series for every pod it
-    names in turn (at least one per pod and instance, as the fleet says: a long stretch of scrapes naming one pod
-    does not make one pod enough) and as many as within `settled` (several clusters' copies on one Prometheus)."""
-    moved = f'DCGM_FI_DEV_GPU_TEMP{{UUID=~"{"|".join(moving(fleet))}"}}'
-    least = {f"GPU-{node.name}-{gpu.index}": sum(len(i.pods()) for i in gpu.instances)
-             for node in fleet if node.moves for gpu in node.gpus if any(len(i.pods()) > 1 for i in gpu.instances)}
-
-    def copies(seconds: int) -> dict[str, int]:
-        answer = prometheus.query(f"count by (UUID) (present_over_time({moved}[{seconds}s]))", at=at)
-        return {s["metric"].get("UUID", ""): int(s["value"][1]) for s in answer}
-    named = copies(within)
-    return set(named) == set(least) and all(named[uuid] >= least[uuid] for uuid in least) \
-        and named == copies(settled)
 
 
 # --- truth ----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from http.server import BaseHTTPRequestHandler
 
 from tests.support.loopback import LoopbackServer
@@ -9,20 +10,31 @@ from tests.support.loopback import LoopbackServer
 
 class ReplayExporter(LoopbackServer):
     """One HTTP server per payload; `payload` may be replaced while it runs, or be a function
-    called on every scrape (counters that grow)."""
+    called on every scrape (counters that grow). `counted`: the function is given the scrape's own number per
+    scraper (0, 1, 2, ... in the order the requests arrive), a scraper told by the request's query string (a scrape
+    job's `params`): several Prometheus servers scraping one exporter each see their own scrapes in turn."""
 
-    def __init__(self, payload: str):
+    def __init__(self, payload, counted: bool = False):
         self.payload = payload
         self.scrapes = 0
+        self.counted = counted
+        self._scrapers: dict[str, int] = {}
         exporter = self
+        lock = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 (http.server's name)
                 if self.path.split("?")[0] != "/metrics":
                     self.send_error(404)
                     return
-                exporter.scrapes += 1
-                payload = exporter.payload() if callable(exporter.payload) else exporter.payload
+                with lock:
+                    exporter.scrapes += 1
+                    scraper = self.path.partition("?")[2]
+                    number = exporter._scrapers[scraper] = exporter._scrapers.get(scraper, -1) + 1
+                if not callable(exporter.payload):
+                    payload = exporter.payload
+                else:
+                    payload = exporter.payload(number) if exporter.counted else exporter.payload()
                 body = payload.encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
