@@ -561,9 +561,32 @@ def legacy_alarm_hash(alarm: dict[str, Any]) -> str:
     return content_hash(alarm_fields(alarm, legacy=True))
 
 
-def hashes_of(alarm: dict[str, Any]) -> tuple[str, str]:
-    """The hashes evidence of `alarm` as it is may read: this release's, and that of releases before (see above)."""
-    return alarm_hash(alarm), legacy_alarm_hash(alarm)
+def written_as_is(then: str | None, alarm: dict[str, Any], rendered: dict[str, Any] | None = None) -> bool:
+    """Whether evidence `then` (the hash of the alarm as CloudWatch reported it when gpudash wrote it) shows `alarm`
+    is as gpudash wrote it. Evidence of a release before labels were hashed (`legacy_alarm_hash`) reads the same
+    whatever a person did to a query's Label or AccountId: it vouches for the alarm only where its queries carry the
+    labels gpudash renders for it (`rendered`, the request of these settings) and read no other account than the
+    alarm's own. An alarm no longer defined has no rendering: only one whose queries carry neither (both hashes are
+    then one)."""
+    if then is None:
+        return False
+    if then == alarm_hash(alarm):
+        return True
+    return then == legacy_alarm_hash(alarm) and _labels_as_rendered(alarm, rendered)
+
+
+def _labels_as_rendered(alarm: dict[str, Any], rendered: dict[str, Any] | None) -> bool:
+    own = _arn_account(alarm.get("AlarmArn"))
+    queries = alarm.get("Metrics") or []
+    wanted = {q.get("Id"): q.get("Label") or None for q in (rendered or {}).get("Metrics") or []}
+    return all(q.get("AccountId") in (None, "", own) and (q.get("Label") or None) == wanted.get(q.get("Id"))
+               for q in queries)
+
+
+def _arn_account(arn: Any) -> str | None:
+    """The account of an ARN (arn:aws:cloudwatch:<region>:<account>:alarm:<name>), None when it names none."""
+    parts = arn.split(":") if isinstance(arn, str) else []
+    return parts[4] or None if len(parts) > 5 else None
 
 
 def alarm_evidence(request_hash: str, reported_hash: str | None = None, marks: str | None = None) -> str:

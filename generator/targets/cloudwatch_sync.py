@@ -45,10 +45,10 @@ from ..render.alarms import MIG_SUFFIX
 from ..names import (alarm_name_start, cloudwatch_dashboard_name_start, cluster_tail, clusters_named, is_alarm_name,
                      is_cloudwatch_dashboard_name, name_tails, shown as shown_names)
 from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, alarm_owned, alarm_project,
-                         alarm_publication, alarm_tags, as_reported, dashboard_publication, hashes_of, keeping_marks,
+                         alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
-                         unconfirmed)
+                         legacy_alarm_hash, unconfirmed, written_as_is)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -138,8 +138,7 @@ def _plan_alarm(name: str, region: str, request: dict[str, Any], alarm: dict[str
                     live={"arn": alarm["AlarmArn"], "tags": tags, "fields": live_fields, "hash": reported})
     differences = diff.fields(live_fields, as_reported(wanted, live_fields))  # (CloudWatch's own form is no edit)
     written, then = read_alarm_evidence(tags)
-    as_written = then in hashes_of(alarm)  # nobody changed it since gpudash wrote it (what it hashed, for evidence of
-    # a release that hashed no query labels)
+    as_written = written_as_is(then, alarm, request)  # nobody changed it since gpudash wrote it
     named = alarm_project(tags)
     if not alarm_owned(tags):
         change.action, change.details = FOREIGN, [f"exists without the {ALARM_OWNER_TEXT} tag; --force takes it over"]
@@ -225,7 +224,11 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             f"no longer defined, and no {ALARM_HASH_TAG} tag shows gpudash wrote it as it is (the "
             f"{ALARM_OWNER_TAG['Key']} tag alone may have been added by hand); --prune --force deletes it"])
-    if then not in hashes_of(alarm):
+    if then == legacy_alarm_hash(alarm) and not written_as_is(then, alarm):
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            f"no longer defined, and its {ALARM_HASH_TAG} tag, written by a gpudash release that hashed no query "
+            "label, cannot show its queries' labels and accounts are as gpudash wrote them; --prune --force deletes it"])
+    if not written_as_is(then, alarm):
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
             "--prune --force deletes it"])

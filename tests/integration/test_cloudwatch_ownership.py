@@ -122,26 +122,50 @@ def test_an_alarm_whose_query_label_a_person_changed_is_edited(aws, published, p
     assert alarms(client)[EDITED]["Metrics"][0]["Label"] == "Hot GPUs (on-call view)"
 
 
-def test_evidence_written_before_query_labels_were_hashed_is_not_taken_for_an_edit(aws, published):
-    """An alarm whose evidence an earlier release wrote (hashing no query label) is as that release wrote it: not drift
-    after the upgrade; its evidence is written anew once (a tag write), and then nothing is written."""
+def _with_earlier_evidence(client, name: str) -> None:
+    """The evidence a release before query labels were hashed wrote for the alarm as it is now (its marks kept)."""
     from generator.markers import ALARM_HASH_TAG
     from generator.ownership import legacy_alarm_hash
 
-    client, apply = aws
-    published()
-    alarm = alarms(client)[EDITED]
-    assert alarm["Metrics"][0].get("Label")  # (a query with a label: its hash is not the earlier release's)
+    alarm = alarms(client)[name]
     arn = alarm["AlarmArn"]
     tags = {t["Key"]: t["Value"] for t in client.list_tags_for_resource(ResourceARN=arn)["Tags"]}
     marks = tags[ALARM_HASH_TAG].partition("/")[2]
     client.tag_resource(ResourceARN=arn, Tags=[{"Key": ALARM_HASH_TAG, "Value": f"{legacy_alarm_hash(alarm)}/{marks}"}])
+
+
+def test_evidence_written_before_query_labels_were_hashed_is_not_taken_for_an_edit(aws, published):
+    """An alarm whose evidence an earlier release wrote (hashing no query label) is as that release wrote it: not drift
+    after the upgrade; its evidence is written anew once (a tag write), and then nothing is written."""
+    client, apply = aws
+    published()
+    assert alarms(client)[EDITED]["Metrics"][0].get("Label")  # (a labelled query: its hash is not the earlier one's)
+    _with_earlier_evidence(client, EDITED)
     code, report, _ = apply()
     assert code == 0 and report["written"] == [EDITED] and report["refused"] == [], report
     assert apply()[1]["written"] == []
     _relabelled(client, EDITED)  # with the evidence written anew, a label edit shows
     code, report, _ = apply()
     assert code == 1 and report["refused"] == [EDITED], report
+
+
+@pytest.mark.parametrize("retired", [False, True], ids=["defined", "retired"])
+def test_a_label_edited_before_the_upgrade_is_not_vouched_for_by_earlier_evidence(aws, published, project_dir,
+                                                                                    retired):
+    """Evidence an earlier release wrote hashed no query label, so it reads the same after a person renamed the line
+    an alarm's graph shows: such an alarm was overwritten (still defined) or deleted by --prune without --force
+    (retired). Earlier evidence now vouches for the labels only where they are what gpudash renders for the alarm."""
+    client, apply = aws
+    name = RETIRED_EDITED if retired else EDITED
+    published(*(["--config", str(project_dir(TWO_CLUSTERS))] if retired else []))
+    _with_earlier_evidence(client, name)
+    _relabelled(client, name)  # before the upgrade: the earlier evidence still matches every field it hashed
+    code, report, _ = apply(*(["--prune", "--removed-cluster", "other"] if retired else []))
+    assert code == 1 and report["refused"] == [name], report
+    assert alarms(client)[name]["Metrics"][0]["Label"] == "Hot GPUs (on-call view)"
+    if retired:
+        change = next(c for c in report["changes"] if c["name"] == name)
+        assert "cannot show" in " ".join(change["details"]), change
 
 
 def test_a_stripped_ownership_tag_makes_the_alarm_foreign(proxied, published):
