@@ -324,10 +324,11 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
     changes, compared = [], 0
     if compare_grafana:
         client = _grafana_client(insecure, token_file, limit)
-        changes += grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
-                                     publisher=(desired.project, desired.clusters),
-                                     progress=Progress(), move_from=move_from, renamed_from=renamed_from)
-        _notes(client)
+        with _Noted(client):
+            changes += grafana_sync.plan(client, desired.grafana, desired.folder,
+                                         uid_prefix=desired.grafana_uid_prefix,
+                                         publisher=(desired.project, desired.clusters),
+                                         progress=Progress(), move_from=move_from, renamed_from=renamed_from)
         compared += 1
     elif use_grafana is None:
         _skipped("Grafana", "GRAFANA_URL is not set", "set GRAFANA_URL and GRAFANA_TOKEN to include it, "
@@ -339,9 +340,9 @@ def plan(config, csv, from_dir, use_grafana, use_cloudwatch, profile, endpoint_u
                      "standard AWS variables or an instance role) to include it, or pass --no-cloudwatch to leave "
                      "it out")
         else:
-            changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from,
-                                            removed=removed_cluster, former_regions=former_region)
-            _notes(cloudwatch)
+            with _Noted(cloudwatch):
+                changes += cloudwatch_sync.plan(cloudwatch, desired, progress=Progress(), renamed_from=renamed_from,
+                                                removed=removed_cluster, former_regions=former_region)
             compared += 1
     if not compared:
         # only what the flags left in: a --no-cloudwatch run is not told to configure AWS
@@ -368,12 +369,24 @@ def _skipped(target: str, why: str, how: str) -> None:
     click.echo(f"{target} skipped: {why}; {how}", err=True)
 
 
-def _notes(client, shown: int = 0) -> int:
-    """What a target's client noted (things the user should know that are not failures), from its `shown`th note
-    on (those before were printed already); answers how many it has noted."""
-    for note in client.notes[shown:]:
-        click.echo(f"note: {note}", err=True)
-    return len(client.notes)
+class _Noted:
+    """What a target's client notes (things the user should know that are not failures, such as whether a delete was
+    gpudash's), each printed once: those noted so far at `show()`, the rest when the block ends, however it ends (a
+    failure's error is printed after them; its exit code stays)."""
+
+    def __init__(self, client):
+        self.client, self.shown = client, 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.show()
+
+    def show(self) -> None:
+        for note in self.client.notes[self.shown:]:
+            click.echo(f"note: {note}", err=True)
+        self.shown = len(self.client.notes)
 
 
 @main.command()
@@ -400,7 +413,7 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
     client = _grafana_client(insecure, token_file, limit)
     _preflight(project, ("prometheus",), skip_verify, limit, desired.grafana, prometheus_url=prometheus_url)
     progress = Progress()
-    with _StopOnSignal(limit):
+    with _StopOnSignal(limit), _Noted(client) as noted:
         try:
             changes = grafana_sync.plan(client, desired.grafana, desired.folder, uid_prefix=desired.grafana_uid_prefix,
                                         publisher=(desired.project, desired.clusters),
@@ -408,13 +421,12 @@ def push(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_ma
         except RemoteError as exc:
             exc.what += "; nothing was published"
             raise
-        shown = _notes(client)
+        noted.show()
         outcomes = grafana_sync.push(client, changes, desired.grafana, desired.folder, git_note(),
                                      uid_prefix=desired.grafana_uid_prefix, force=force,
                                      publisher=(desired.project, desired.clusters),
                                      prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                      allow_mass_prune=allow_mass_prune, progress=progress)
-    _notes(client, shown)
     _finish(outcomes, output, changes, limit)
 
 
@@ -448,7 +460,7 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
     _preflight(project, ("cloudwatch",), skip_verify, limit, profile=profile, endpoint_url=endpoint_url,
                endpoint_name=_endpoint_name())
     progress = Progress()
-    with _StopOnSignal(limit):
+    with _StopOnSignal(limit), _Noted(cloudwatch):
         try:
             changes = cloudwatch_sync.plan(cloudwatch, desired, progress=progress, renamed_from=renamed_from,
                                            removed=removed_cluster, former_regions=former_region)
@@ -459,7 +471,6 @@ def apply(config, csv, from_dir, force, prune, dry_run, max_prune_share, allow_m
                                          force=force, prune=prune, dry_run=dry_run, max_prune_share=max_prune_share,
                                          allow_mass_prune=allow_mass_prune,
                                          progress=progress)
-    _notes(cloudwatch)
     _finish(outcomes, output, changes, limit)
 
 

@@ -340,6 +340,21 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
     assert proxy.operations.count("ListTagsForResource") == 12
 
 
+def test_what_the_plan_noted_is_printed_when_a_later_read_fails(proxied, published):
+    """tag:GetResources refused (noted: tags are read one alarm at a time), then a dashboard listing that is not an
+    API answer stops the run (exit 3): the note was lost with it; now it is printed before the error."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
+                       body={"__type": "AccessDeniedException", "message": "not authorized to tag:GetResources"}))
+    proxy.inject(fault("ListDashboards", "body", times=ALWAYS, body=b"{}"))
+    code, _, stderr = apply()
+    assert code == 3 and writes(proxy) == [], stderr
+    assert "note: tag:GetResources is not allowed in us-east-1" in stderr, stderr
+    assert stderr.index("note: tag:GetResources") < stderr.index("error:"), stderr
+
+
 def test_an_alarm_cloudwatch_reports_in_its_own_form_is_neither_drift_nor_rewritten(proxied):
     assert len(reported_in_a_form_of_its_own(proxied, without_query_periods)["written"]) == 15
 

@@ -69,6 +69,36 @@ def test_a_dashboard_someone_else_deletes_between_two_attempts_is_listed_deleted
                "answered \"not found\"): someone else deleted it; not listed as deleted" in stderr
 
 
+def test_a_push_stopped_after_a_delete_still_says_whether_that_delete_was_gpudashs(grafana, run, tmp_path,
+                                                                                   monkeypatch):
+    """The first retired dashboard's DELETE is answered 503 while a person deletes it (noted: nothing tells whose
+    delete it was); then a second Ctrl-C stops the push during the next delete. The note was printed only when the
+    push returned, so it was lost; now it is printed, and the exit stays the interruption's."""
+    from generator.errors import EXIT_INTERRUPTED
+    from generator.targets import grafana_sync
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    retired = sorted(uid for uid in grafana.state.dashboards if uid != TEAM)[:2]
+    real, seen = grafana_sync._delete, []
+
+    def delete(client, change, folder_uid):
+        seen.append(change.name)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # the second Ctrl-C, while the second delete is under way
+        return real(client, change, folder_uid)
+
+    monkeypatch.setattr(grafana_sync, "_delete", delete)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{retired[0]}$", method="DELETE", status=503,
+                          callback=lambda: grafana.state.dashboards.pop(retired[0])))
+        code, _, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], bundled=False), "--prune",
+                                "--allow-mass-prune", url=proxy.url)
+    assert code == EXIT_INTERRUPTED and seen == retired, stderr
+    assert f"note: dashboard {retired[0]}: a delete of gpudash's was sent and its answer lost" in stderr, stderr
+    assert retired[1] in grafana.state.dashboards
+
+
 def test_a_delete_answered_not_found_is_not_listed_as_deleted(grafana, run, tmp_path):
     """A person deletes the retired team dashboard right before gpudash's DELETE reaches Grafana (after its last
     look): Grafana answers 404. It was listed as deleted by gpudash; now it is not, and a note says so."""
