@@ -55,7 +55,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         source = options.exporter_url
     else:
         from ..clients.kube import for_run
-        from .kube import CLUSTER_FIX, exporter_service, exporter_to_read, unready_service
+        from .kube import CLUSTER_FIX, exporter_service, exporter_to_read
 
         kube = for_run(options)
         read = exporter_to_read(kube, project, options)
@@ -68,7 +68,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             text, source = fetch_through_proxy(kube, read.namespace, service, EXPORTER_PORT)
         except RemoteError as exc:
             # 503 from the service proxy: the Service has no ready endpoint, or the API server is unavailable
-            unready = unready_service(kube, read.namespace, service) if getattr(exc, "status", 0) == 503 else None
+            unready = _why_unready(kube, read.namespace, service, exc) if getattr(exc, "status", 0) == 503 else None
             if unready is not None:
                 yield Check(GROUP, "metrics endpoint", FAIL, *unready)
                 return
@@ -82,6 +82,18 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
                               f"{read.style.key}'s name", hint="the kube group's exporter DaemonSet and exporter "
                               "Service checks say what to write or create; or pass --exporter-url") from None
     yield from analyse(project, text, source)
+
+
+def _why_unready(kube, namespace: str, service: str, answered: RemoteError) -> tuple[str, str] | None:
+    """unready_service's (what, fix) for the proxy's 503 `answered`; where the EndpointSlices that tell why cannot
+    be read either (other than refused, which unready_service says), the 503 is raised with that failure after it."""
+    from .kube import unready_service
+
+    try:
+        return unready_service(kube, namespace, service)
+    except RemoteError as exc:
+        answered.what += f"; the EndpointSlices that tell why could not be read either: {exc.what}"
+        raise answered from None
 
 
 WHICH_CLUSTER = "which cluster"

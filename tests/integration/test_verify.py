@@ -2204,6 +2204,21 @@ def test_settings_of_the_static_style_over_the_charts_exporter_are_told_to_write
 ONLY_EXPORTER = ("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch")
 
 
+def test_a_503_whose_endpointslices_cannot_be_read_keeps_the_503_and_says_both(stack):
+    """The service proxy answers 503 (no exporter pod ready) and the EndpointSlices that would tell why answer 500:
+    the 500 alone was reported, as if the exporter had never been asked. Both are said, the 503 first."""
+    cluster, verify = stack
+    cluster.pods = [cluster.exporter_pod(node, ready=False) for node in ("gpu-node-a", "gpu-node-b")]
+    cluster.refresh_status()
+    cluster.failing = {"/apis/discovery.k8s.io/v1/namespaces/gpu-operator/endpointslices": 500}
+    code, checks = verify(*ONLY_EXPORTER)
+    failed = [c for c in checks.values() if c["status"] == "fail"]
+    assert code != 0 and len(failed) == 1, checks
+    detail = failed[0]["detail"]
+    assert "answered 503 for service proxy" in detail and "EndpointSlices" in detail and "500" in detail, detail
+    assert detail.index("503") < detail.index("500"), detail
+
+
 def test_an_exporter_service_without_ready_endpoints_is_said_so_not_blamed_on_the_api_server(stack):
     """The API server's service proxy answers 503 "no endpoints available for service" where no pod behind the
     Service is ready: every exporter pod not ready, every GPU node scaled away, or a Service whose selector matches

@@ -69,6 +69,8 @@ class KubeCluster:
         # RBAC of the kubeconfig's user: {resource: the namespaces it may read it in}; a resource named here is refused
         # (403, as the API server words it) at the cluster scope and in every other namespace
         self.readable_only: dict[str, tuple[str, ...]] = {}
+        # reads the API server fails: {path: HTTP status} (an overloaded or broken API server, a webhook timing out)
+        self.failing: dict[str, int] = {}
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
         # kube-state-metrics as kube-prometheus-stack runs it (not an exporter pod: the DaemonSet counts those)
@@ -341,6 +343,9 @@ class KubeTestServer(LoopbackServer):
             return 200, self.documents[path]
         if (refusal := self.refused(path)) is not None:
             return 403, refusal
+        if status := c.failing.get(path):
+            return status, _status(status, "InternalError", "an error on the server has prevented the request from "
+                                   "succeeding")
         if path == "/api/v1/nodes":
             return 200, _list("Node", c.nodes)
         if m := re.fullmatch(r"/apis/apps/v1(?:/namespaces/([^/]+))?/daemonsets", path):  # one namespace, or all
