@@ -445,19 +445,18 @@ class _Listing:
     def next(self, token: Any, keys: list[str], asked: Callable[[str], bool], unasked: str) -> str | None:
         """The next page's token (None: the last page), after the page listing `keys`."""
         self.empty = 0 if keys else self.empty + 1
-        said = None
+        said, kind = None, RemoteError
         if token and not isinstance(token, str):
             said = "a next-page token that is not a string"
         elif token and token in self.tokens:
             said = "a next-page token it gave before"
         elif token and self.empty >= EMPTY_PAGES:
-            said = f"{EMPTY_PAGES} pages in a row without an item, each with a new next-page token"
+            said, kind = f"{EMPTY_PAGES} pages in a row without an item, each with a new next-page token", EmptyPages
         said = said or next((f"{unasked} ({key})" for key in keys if not asked(key)), None)
         said = said or next((f"an item an earlier page listed ({key})" for key in keys if key in self.listed), None)
         if said is None and len(set(keys)) < len(keys):
             said = "an item twice on one page"
         if said is not None:
-            kind = EmptyPages if said.startswith(f"{EMPTY_PAGES} pages") else RemoteError
             raise kind(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
                        "answer", where=self.what, hint=answer_hint(self.endpoint))
         self.items.extend(keys)
