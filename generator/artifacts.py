@@ -14,7 +14,7 @@ from typing import Any
 from .errors import InputError
 from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
-from .names import grafanalib_uid
+from .names import cloudwatch_dashboard_name, grafanalib_uid
 from .plain import plain_data
 from .project import Project
 from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
@@ -95,7 +95,8 @@ class Artifacts:
     cloudwatch_dashboards: tuple[CloudWatchDashboard, ...]
     alarms: tuple[AlarmRequest, ...]  # sorted by Region and name
     primary_region: str  # the first cluster's: CloudFormation puts the (global) dashboards there
-    cloudformation: dict[str, dict[str, Any]]  # Region -> template; a dashboard's DashboardBody is its body
+    # stack name -> template (one per cluster, one per Region of fleet alarms); a dashboard's DashboardBody is its body
+    cloudformation: dict[str, dict[str, Any]]
     agents: tuple[AgentConfig, ...]  # empty with cloudwatch.source: container-insights
     addon: dict[str, Any] | None  # the Container Insights add-on's configuration values, or None
     additional_scrape_configs: dict[str, Any]
@@ -231,7 +232,9 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
     addon = container_insights.enabled(settings)
     # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
     log_groups = [] if addon else \
-        [(c.region, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
+        [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
+    owner = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, definition.id): cluster.name
+             for cluster in settings.clusters for definition in project.cloudwatch_definitions()}
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
     monitors = scrape.service_monitors(settings)
     return Artifacts(
@@ -241,7 +244,9 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
         cloudwatch_dashboards=dashboards,
         alarms=tuple(AlarmRequest(item["Region"], item["Request"]) for item in requests),
         primary_region=primary,
-        cloudformation=cloudformation.templates({d.name: d.body for d in dashboards}, requests, primary, log_groups),
+        cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
+                                                [(d.name, owner[d.name], d.body) for d in dashboards], requests,
+                                                log_groups),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),

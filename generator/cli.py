@@ -203,9 +203,8 @@ def _over_template_quota(artifacts, files: dict[str, bytes]) -> list[tuple[str, 
     from .output import template_file
     from .render.cloudformation import over_quota
 
-    paths = {region: template_file(region, artifacts.primary_region) for region in artifacts.cloudformation}
-    found = ((paths[region], over_quota(template, len(files[paths[region]])))
-             for region, template in sorted(artifacts.cloudformation.items()))
+    found = ((template_file(stack), over_quota(template, len(files[template_file(stack)])))
+             for stack, template in sorted(artifacts.cloudformation.items()))
     return [(path, over) for path, over in found if over]
 
 

@@ -8,6 +8,7 @@ pruning it. The prefixes come from the settings (`alarms.name_prefix`, `cloudwat
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 # The id of a dashboard or alarm definition (model checks it): generated names end in it.
@@ -180,9 +181,34 @@ def logical_id(kind: str, name: str) -> str:
 _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 
 
-def cloudformation_template(region: str, primary_region: str) -> str:
-    """The template file of a Region: gpudash.json for the primary Region (it holds the dashboards)."""
-    return "gpudash.json" if region == primary_region else f"gpudash-{region}.json"
+STACK_NAME_LENGTH = 128  # CloudFormation's stack names: a letter, then letters, digits and hyphens
+
+
+def cluster_stack(cluster: str) -> str:
+    """The CloudFormation stack (and template file, `<stack>.json`) of one cluster's dashboards, alarms and log group:
+    `gpudash-cluster-<cluster>`. It depends on the cluster's name alone, so adding or removing clusters moves no
+    resource between stacks. A stack name takes no `_`: a name holding one has it as `-` and ends in a digest of
+    the exact name (a_b and a-b stay two stacks)."""
+    return _stack("gpudash-cluster-", cluster)
+
+
+def region_stack(region: str) -> str:
+    """The stack of a Region's fleet alarms (Alarm(scope="fleet"): one per Region, of no one cluster)."""
+    return _stack("gpudash-region-", region)
+
+
+def _stack(kind: str, name: str) -> str:
+    spelled = name.replace("_", "-")
+    if spelled != name or len(kind + name) > STACK_NAME_LENGTH:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+        spelled = f"{spelled[:STACK_NAME_LENGTH - len(kind) - len(digest) - 1]}-{digest}"
+    return kind + spelled
+
+
+def is_stack_name(name: str) -> bool:
+    """Whether `name` is a stack name cluster_stack or region_stack gives."""
+    return len(name) <= STACK_NAME_LENGTH and re.fullmatch(r"gpudash-(cluster|region)-[A-Za-z0-9][A-Za-z0-9-]*",
+                                                            name) is not None
 
 
 def shown(names: list[str]) -> str:

@@ -47,10 +47,9 @@ def grafana_dashboard_file(uid: str) -> str:
     return f"grafana/{uid}.json"
 
 
-def template_file(region: str, primary_region: str) -> str:
-    from .names import cloudformation_template
-
-    return f"cloudformation/{cloudformation_template(region, primary_region)}"
+def template_file(stack: str) -> str:
+    """A CloudFormation template's file: its stack's name (names.cluster_stack, region_stack) with `.json`."""
+    return f"cloudformation/{stack}.json"
 
 
 # Files of the previous build found holding the new bytes of their path, by path: the sha256 of those bytes, and the
@@ -138,8 +137,8 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
             {"DashboardName": item.name, "DashboardBody": string_slot(0)}, [body_string(item.name, item.body)],
             lambda: {"DashboardName": item.name, "DashboardBody": body_text(item.name, item.body)})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
-    for region, template in artifacts.cloudformation.items():
-        files[template_file(region, artifacts.primary_region)] = template_bytes(template, body_string)
+    for stack, template in artifacts.cloudformation.items():
+        files[template_file(stack)] = template_bytes(template, body_string)
 
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
@@ -879,6 +878,8 @@ def _build_file_limit(path: Path) -> int:
 
 def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
     """The manifest's record of the artifacts (`artifacts_record`), checked for the form it is written in."""
+    from .names import is_stack_name
+
     record = manifest.get("artifacts")
     texts = ("grafana_uid_prefix", "alarm_prefix", "dashboard_prefix", "counters_sha256")
     folder = record.get("grafana_folder") if isinstance(record, dict) else None
@@ -889,9 +890,11 @@ def _record(manifest: dict[str, Any], where: str) -> dict[str, Any]:
             or not isinstance(folder, dict) or not all(isinstance(folder.get(k), str) for k in ("uid", "title")) \
             or not isinstance(regions, dict) or not all(isinstance(r, str) and r for r in regions.values()) \
             or not all(isinstance(items, list) and all(isinstance(i, str) and i for i in items) for items in lists) \
-            or not _notes_recorded(record.get("notes")):
-        raise InputError("the manifest does not record the build's Regions, Grafana folder, name prefixes and notes "
-                         "(`artifacts`): it was made by an older gpudash, or edited", where=where, hint=REGENERATE)
+            or not _notes_recorded(record.get("notes")) \
+            or not all(is_stack_name(stack) for stack in record["cloudformation"]):
+        raise InputError("the manifest does not record the build's Regions, CloudFormation stacks, Grafana folder, "
+                         "name prefixes and notes (`artifacts`): it was made by an older gpudash, or edited",
+                         where=where, hint=REGENERATE)
     return record
 
 
@@ -1100,10 +1103,10 @@ def read(directory: Path, origin: str | None = None, settings=None, consequence:
         raise InputError(f"the CloudWatch dashboard {twice!r} is listed twice", where=where("cloudwatch/dashboards"),
                          hint=REGENERATE)
     _agree("CloudWatch dashboard", record["cloudwatch_dashboards"], names, where(MANIFEST))
-    template_files = {template_file(region, primary_region): region for region in record["cloudformation"]}
+    template_files = {template_file(stack): stack for stack in record["cloudformation"]}
     _agree("CloudFormation template", template_files, [p for p in files if p.startswith("cloudformation/")],
            where(MANIFEST))
-    templates = {region: _template(files[path], where(path)) for path, region in template_files.items()}
+    templates = {stack: _template(files[path], where(path)) for path, stack in template_files.items()}
     agents = tuple(_agent(path, data, where(path)) for path, data in sorted(files.items())
                    if path.startswith(AGENT_FILE_PREFIX) and path.endswith(".yaml"))
     _agree("agent ConfigMaps of the cluster", record["agents"], [a.cluster for a in agents], where(MANIFEST))

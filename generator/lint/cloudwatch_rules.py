@@ -395,10 +395,10 @@ def template_quota(subject: LintInput) -> Iterable[Finding]:
     def body_string(name: str, body: Any) -> bytes:  # a build read back holds each body as its stamped text
         return json_string(body if isinstance(body, str) else stamped_cloudwatch_text(body, name, subject.artifacts.project))
 
-    for region, template in sorted(subject.artifacts.cloudformation.items()):
+    for stack, template in sorted(subject.artifacts.cloudformation.items()):
         over = over_quota(template, len(template_bytes(template, body_string)))
         if over:
-            yield Finding("CF001", "warning", template_file(region, subject.artifacts.primary_region),
+            yield Finding("CF001", "warning", template_file(stack),
                           f"{over}: CloudFormation refuses the template; {QUOTA_FIX}")
 
 

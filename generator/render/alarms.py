@@ -575,7 +575,8 @@ def _check_addon_period(alarm: Alarm, settings: Settings) -> None:
 
 
 def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Catalog) -> list[dict[str, Any]]:
-    """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to."""
+    """PutMetricAlarm keyword arguments, sorted by name, with the Region they belong to and the cluster they watch
+    ("Cluster": absent for a fleet alarm, one per Region)."""
     requests = []
     if settings.alarms.per_pod == "static":
         _static_pods_apart(settings)
@@ -597,14 +598,14 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                              hint="keep period x evaluation periods within 3 hours (thresholds.idle_minutes <= 180)")
         if forms[0].kind == "math":  # metric-math alarms per cluster (data_missing: one per exporter DaemonSet on the
             # DCGM source), and a GROUP BY alarm per GPU
-            requests += [{"Region": cluster.region, "Request": request} for cluster in settings.clusters
-                         for request in _data_missing_requests(alarm, settings, cluster)]
-            requests += [{"Region": cluster.region, "Request": _second_request(alarm, catalog, settings, form.plan,
-                                                                                 cluster)}
+            requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": request}
+                         for cluster in settings.clusters for request in _data_missing_requests(alarm, settings, cluster)]
+            requests += [{"Region": cluster.region, "Cluster": cluster.name,
+                          "Request": _second_request(alarm, catalog, settings, form.plan, cluster)}
                          for form in forms[1:] for cluster in settings.clusters]
             if not addon_source(settings):  # the agent's own reads of kube-state-metrics (a crash loop)
-                requests += [{"Region": cluster.region, "Request": _agent_request(alarm, settings, cluster)}
-                             for cluster in settings.clusters]
+                requests += [{"Region": cluster.region, "Cluster": cluster.name,
+                              "Request": _agent_request(alarm, settings, cluster)} for cluster in settings.clusters]
             continue
         if forms[0].kind == "static":
             if addon_source(settings):
@@ -612,7 +613,8 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                                  "which the Container Insights add-on publishes with the pod (PodName)",
                                  where=alarm.defined_at, hint="use alarms.per_pod: group_by with "
                                  "cloudwatch.source: container-insights")
-            requests += [{"Region": cluster.region, "Request": _static_request(alarm, catalog, settings, cluster, entry)}
+            requests += [{"Region": cluster.region, "Cluster": cluster.name,
+                          "Request": _static_request(alarm, catalog, settings, cluster, entry)}
                          for cluster in settings.clusters for entry in settings.alarms.static_pods]
             continue
         builders = [_insights_requests(alarm, catalog, settings, form) for form in forms]
@@ -624,7 +626,7 @@ def cloudwatch_alarms(alarms: tuple[Alarm, ...], settings: Settings, catalog: Ca
                     request["AlarmName"] = regional_alarm_name(request["AlarmName"], region, len(regions))
                     requests.append({"Region": region, "Request": request})
             continue
-        requests += [{"Region": cluster.region, "Request": build(cluster)}
+        requests += [{"Region": cluster.region, "Cluster": cluster.name, "Request": build(cluster)}
                      for cluster in settings.clusters for build in builders]
     for item in requests:  # PutMetricAlarm refuses an SNS topic of another Region than the alarm's
         for key in ("AlarmActions", "OKActions"):

@@ -1,4 +1,5 @@
-"""The CloudWatch dashboards and alarms as CloudFormation templates (one per Region). Pure."""
+"""The CloudWatch dashboards and alarms as CloudFormation templates (one per cluster, and one per Region of fleet
+alarms). Pure."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 from collections import Counter
 from typing import Any
 
-from ..names import logical_id
+from ..names import cluster_stack, logical_id, region_stack
 
 # PutMetricAlarm keys that AWS::CloudWatch::Alarm spells the same way.
 _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions", "OKActions",
@@ -28,8 +29,9 @@ def over_quota(template: dict[str, Any], size: int) -> str | None:
     return " and ".join(over) or None
 
 
-QUOTA_FIX = ("publish with `gpudash apply` (it writes each dashboard and alarm itself), or split the clusters over "
-             "settings files generated apart (a template each)")
+QUOTA_FIX = ("each template holds one cluster's dashboards, alarms and log group (or one Region's fleet alarms): "
+             "define fewer or smaller CloudWatch dashboards or alarms for it, or publish with `gpudash apply` (it "
+             "writes each dashboard and alarm itself)")
 
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
@@ -41,42 +43,51 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
     return properties
 
 
-def templates(dashboards: dict[str, dict[str, Any]], alarms: list[dict[str, Any]], primary_region: str,
+def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any]], alarms: list[dict[str, Any]],
               log_groups: list[tuple[str, str, int]] = ()) -> dict[str, dict[str, Any]]:
-    """{region: template}. Dashboards are global and go with the primary Region's template.
+    """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
+    dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
+    holding fleet alarms (names.region_stack). A stack's name and content depend on its cluster alone, so a fleet of
+    any size deploys (one cluster of the bundled definitions: 16 resources, about 61 KB, where CloudFormation takes
+    500 and 1,000,000 bytes) and a cluster added or removed moves no resource between stacks.
 
-    `dashboards` maps each DashboardName to its body, which stays data here: CloudFormation takes
-    it as text, written (with its ownership stamp) when the template is encoded.
-
-    `log_groups` are the agent's EMF log groups (region, name, retention days): created with a
-    retention, and kept when the stack goes (they hold the agent's data).
+    `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body), the body data here: CloudFormation
+    takes it as text, written (with its ownership stamp) when the template is encoded. `alarms` are
+    cloudwatch_alarms' requests, each per-cluster one naming its "Cluster". `log_groups` are the agent's EMF log
+    groups (cluster, name, retention days): created with a retention, and kept when the stack goes (they hold the
+    agent's data).
     """
-    regions = sorted({primary_region, *(a["Region"] for a in alarms), *(g[0] for g in log_groups)})
-    result = {}
-    for region in regions:
-        named: list[tuple[str, str, dict[str, Any]]] = []  # (kind, name, resource), in template order
-        if region == primary_region:
-            for name, body in sorted(dashboards.items()):
-                named.append(("Dashboard", name, {
-                    "Type": "AWS::CloudWatch::Dashboard",
-                    "Properties": {"DashboardName": name, "DashboardBody": body}}))
-        for group_region, name, days in log_groups:
-            if group_region == region:
-                named.append(("LogGroup", name, {
-                    "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
-                    "Properties": {"LogGroupName": name, "RetentionInDays": days}}))
-        for item in alarms:
-            if item["Region"] == region:
-                request = item["Request"]
-                named.append(("Alarm", request["AlarmName"],
-                              {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(request)}))
-        resources = _by_logical_id(named)
-        result[region] = {
-            "AWSTemplateFormatVersion": "2010-09-09",
-            "Description": f"gpudash GPU dashboards and alarms ({region}); generated, do not edit by hand.",
-            "Resources": resources,
-        }
-    return result
+    named: dict[str, list[tuple[str, str, dict[str, Any]]]] = {cluster: [] for cluster, _ in clusters}
+    # (kind, name, resource) of each cluster's template, in template order: its dashboards, log group, alarms
+    for name, owner, body in sorted(dashboards, key=lambda item: item[0]):
+        named[owner].append(("Dashboard", name, {
+            "Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardName": name, "DashboardBody": body}}))
+    for owner, name, days in log_groups:
+        named[owner].append(("LogGroup", name, {
+            "Type": "AWS::Logs::LogGroup", "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+            "Properties": {"LogGroupName": name, "RetentionInDays": days}}))
+    fleet: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}  # a Region's fleet alarms
+    for item in alarms:
+        cluster = item.get("Cluster")
+        (named[cluster] if cluster is not None else fleet.setdefault(item["Region"], [])).append(
+            ("Alarm", item["Request"]["AlarmName"],
+             {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}))
+    result = {cluster_stack(cluster): _template(f"cluster {cluster} ({region})", region, named[cluster], cluster)
+              for cluster, region in clusters}
+    result.update((region_stack(region), _template(f"fleet alarms of {region}", region, items))
+                  for region, items in fleet.items())
+    return dict(sorted(result.items()))
+
+
+def _template(what: str, region: str, named: list[tuple[str, str, dict[str, Any]]],
+              cluster: str | None = None) -> dict[str, Any]:
+    """A template; its Metadata says the Region to deploy it in (and its cluster), which README's loop reads."""
+    return {
+        "AWSTemplateFormatVersion": "2010-09-09",
+        "Description": f"gpudash GPU dashboards and alarms, {what}; generated, do not edit by hand.",
+        "Metadata": {"gpudash": {"Region": region, **({"Cluster": cluster} if cluster is not None else {})}},
+        "Resources": _by_logical_id(named),
+    }
 
 
 def _by_logical_id(named: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:

@@ -31,9 +31,10 @@ def test_the_log_group_the_agent_creates_keeps_events_as_long_as_cost_prices_the
                                                   "  - {name: b, region: eu-west-1}\n"))
     wanted = project.settings.agent.log_retention_days
     files = encode(build(project))
-    template = json.loads(files["cloudformation/gpudash.json"])
     stack = {r["Properties"]["LogGroupName"]: r["Properties"]["RetentionInDays"]
-             for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"}
+             for cluster in ("a", "b")
+             for r in json.loads(files[f"cloudformation/gpudash-cluster-{cluster}.json"])["Resources"].values()
+             if r["Type"] == "AWS::Logs::LogGroup"}
     created = {}
     for cluster in ("a", "b"):
         emf = otel_config(files[f"k8s/cwagent-prometheus-config-{cluster}.yaml"])["exporters"]["awsemf/gpudash"]

@@ -222,11 +222,11 @@ def test_addon_configuration_replaces_the_agent_configmaps(addon):
     # the intervals the data-missing alarm counts are written, so that a configuration they are merged into keeps them
     assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True,
                           "metrics_collection_interval": 60, "accelerated_compute_gpu_metrics_collection_interval": 60}
-    template = json.loads(files["cloudformation/gpudash.json"])
+    template = json.loads(files[f"cloudformation/gpudash-cluster-{CLUSTER}.json"])
     assert not [r for r in template["Resources"].values() if r["Type"] == "AWS::Logs::LogGroup"]  # no agent logs
     default = encode(build(load_project()))
     assert "cloudwatch/container-insights-addon.json" not in default
-    assert [r for r in json.loads(default["cloudformation/gpudash.json"])["Resources"].values()
+    assert [r for r in json.loads(default[f"cloudformation/gpudash-cluster-{CLUSTER}.json"])["Resources"].values()
             if r["Type"] == "AWS::Logs::LogGroup"]
     assert f"k8s/cwagent-prometheus-config-{CLUSTER}.yaml" in default
 

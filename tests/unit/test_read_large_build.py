@@ -17,18 +17,19 @@ def test_a_build_file_over_64_mib_is_read_as_the_build_file_it_is(tmp_path):
     built = build(load_project(None))
     folder = tmp_path / "build"
     write(folder, built)
-    template = folder / "cloudformation" / "gpudash.json"
+    (stack,) = built.cloudformation
+    template = folder / "cloudformation" / f"{stack}.json"
     padded = template.read_bytes() + b" " * (65 * 1024 * 1024)
     template.write_bytes(padded)
     manifest = json.loads((folder / MANIFEST).read_bytes())
-    manifest["files"]["cloudformation/gpudash.json"] = hashlib.sha256(padded).hexdigest()
+    manifest["files"][f"cloudformation/{stack}.json"] = hashlib.sha256(padded).hexdigest()
     (folder / MANIFEST).write_text(json.dumps(manifest))
     del padded
 
     again = read(folder)
 
     assert set(again.cloudformation) == set(built.cloudformation)
-    resources = again.cloudformation[built.primary_region]["Resources"]
-    assert resources.keys() == built.cloudformation[built.primary_region]["Resources"].keys()
+    resources = again.cloudformation[stack]["Resources"]
+    assert resources.keys() == built.cloudformation[stack]["Resources"].keys()
     assert {r["Properties"]["AlarmName"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"} \
         == {a.request["AlarmName"] for a in built.alarms if a.region == built.primary_region}
