@@ -293,7 +293,8 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings) 
         ranked = "the largest increase" if catalog.get(query.metric).is_counter else "the largest sum of readings"
     else:
         ranked = _RANKED[rank]
-    return (f"at most {getattr(settings.cloudwatch, setting)} {_lines_of(plan_)} (cloudwatch.{setting}), those of "
+    what = "pods" if query.per_pod else _lines_of(plan_)  # (the add-on names a pod PodName)
+    return (f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting}), those of "
             f"{ranked} in the time range shown")
 
 

@@ -81,3 +81,13 @@ def test_a_cut_chart_keeps_the_gpu_that_reached_its_top(tmp_path):
         assert max(v for line in lines.values() for v in line.values()) == 400.0, path  # seen: 263.0
         assert kept(header(files, path))["Power draw"] == \
             "at most 50 GPUs (cloudwatch.top_gpus), those of the highest single reading in the time range shown"
+
+
+def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods(tmp_path):
+    """The add-on names a pod `PodName`: its charts by pod said "at most 50 GPUs (cloudwatch.top_pods)"."""
+    (tmp_path / "gpudash.yaml").write_text("cloudwatch:\n  source: container-insights\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    said = kept(header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"))
+    assert said["GPU utilization by pod"] == \
+        "at most 50 pods (cloudwatch.top_pods), those of the highest single reading in the time range shown"
+    assert all(note.startswith("at most 50 pods (cloudwatch.top_pods)") for note in said.values()), said
