@@ -48,7 +48,7 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
     holding fleet alarms (names.region_stack). A stack's name and content depend on its cluster alone, so a fleet of
-    any size deploys (one cluster of the bundled definitions: 16 resources, about 61 KB, where CloudFormation takes
+    any size deploys (one cluster of the bundled definitions: 16 resources, about 64 KB, where CloudFormation takes
     500 and 1,000,000 bytes) and a cluster added or removed moves no resource between stacks.
 
     `clusters` are (name, Region); `dashboards` (DashboardName, cluster, body), the body data here: CloudFormation
