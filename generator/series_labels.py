@@ -15,7 +15,10 @@ The facts, from the exporter's source and its real payloads (shared reference ex
 * gpudash's scrape job adds `Namespace`, `Service`, `node`, `exporter_pod` (and Prometheus `job`,
   `instance`) to every series (`exporter_pod` and `instance` change when the exporter pod is replaced), and the agent's job gives a whole GPU `GPU_I_ID="none"`; the OTel
   pipeline moves `job` and `instance` into the resource, off the datapoints; `ClusterName` is
-  attached by the agent's configuration on either pipeline.
+  attached by the agent's configuration on either pipeline;
+* the OTel pipeline's job also attaches `exporter_revision`, the exporter pod's DaemonSet revision
+  (its `controller-revision-hash` label), which changes at each rollout: the counters keep it so that awsemf
+  keys each revision's deltas apart (render/agent_otel.merged_counters); no dimension set may name it.
 
 The awsemf exporter (amazon-contributing fork, metric_declaration.go) drops a dimension set of more
 than 10 names, counted as written, with a warning in the agent's log only, and removes a name written
@@ -60,9 +63,15 @@ KEPT_BY_POD_COPIES = ("UUID", MIG_INSTANCE_LABEL, MIG_PROFILE_LABEL)
 STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a static per-pod alarm can name it
 
 
+# The label the OTel pipeline's exporter job gives each series: its exporter pod's DaemonSet revision (the pod's
+# controller-revision-hash label; none on a pod no DaemonSet owns).
+REVISION_LABEL = "exporter_revision"
+REVISION_META = "__meta_kubernetes_pod_label_controller_revision_hash"
+
 # Labels every sample carries whose value a GPU's series change when the exporter pod is replaced (a rollout, an
-# upgrade, an eviction): in that period a GPU or pod is two series, counted twice by every count and sum.
-CHANGING = ("exporter_pod", "instance")
+# upgrade, an eviction; the revision at a rollout only): in that period a GPU or pod is two series, counted twice
+# by every count and sum.
+CHANGING = ("exporter_pod", "instance", REVISION_LABEL)
 
 
 def on_every_series(pipeline: str) -> tuple[str, ...]:

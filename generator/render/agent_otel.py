@@ -58,6 +58,7 @@ from ..catalog import MIG_INSTANCE_LABEL, PER_PROCESS_FIELDS, Catalog
 from ..cloudwatch_query import POD_TOTALS, pod_total_kind
 from ..errors import InputError
 from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
+from ..series_labels import REVISION_LABEL
 from ..settings import Cluster, Settings
 
 OTEL_KEY = "gpudash-otel.yaml"  # the key of the agent's ConfigMap: a file /etc/cwagentconfig/gpudash-otel.yaml
@@ -213,8 +214,10 @@ def _copy_labels(catalog: Catalog, settings: Settings, declarations: list[dict[s
             if any(selects(selector, name) for selector in declaration["metric_name_selectors"]
                    for name in names)]
     own = {label for name in names for label in catalog.get(name).own_labels}
-    per_pod = {*GPU_IDENTITY, *own, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
-    per_gpu = {*GPU_IDENTITY, *own, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
+    # every copy keeps its exporter pod's revision: the delta series of a rollout's old and new exporter stay apart
+    kept = {*GPU_IDENTITY, *own, REVISION_LABEL}
+    per_pod = {*kept, *(label for dims in sets if pod_set <= set(dims) for label in dims)}
+    per_gpu = {*kept, *(label for dims in sets if not pod_set <= set(dims) for label in dims)}
     return per_pod, per_gpu, sets
 
 

@@ -122,11 +122,14 @@ def _replaced(regex: str, replacement: str, source: str) -> str | None:
 
 
 def target_labels(job: dict, node: str) -> dict[str, str]:
-    """The labels the generated scrape job gives an exporter pod on `node` (as Kubernetes SD would meet it)."""
+    """The labels the generated scrape job gives an exporter pod on `node` (as Kubernetes SD would meet it): a
+    DaemonSet's pod, with its revision's controller-revision-hash (one revision on every node)."""
     meta = {"__address__": f"10.0.1.{node[-1]}:9400", "__meta_kubernetes_namespace": EXPORTER_NAMESPACE,
             "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{node[-1]}",
             "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_container_port_number": "9400",
             "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+            "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+            "__meta_kubernetes_pod_label_controller_revision_hash": "5d8f7c9b6d",
             "__meta_kubernetes_pod_label_app_kubernetes_io_name": "dcgm-exporter"}
     return discovered(job, meta)
 

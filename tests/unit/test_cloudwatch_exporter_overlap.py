@@ -1,0 +1,174 @@
+"""Two exporter pods serving one GPU at once (a DaemonSet rollout with maxSurge: the old and the new pod side by side
+on a node), an ordinary rollout (maxSurge 0: the new pod starts after the old one stops) and a pod re-created with
+the same revision: what the CloudWatch counters read.
+
+Each exporter reads DCGM on its own clock (its own watch, every collect interval), so a reading scraped later from
+one exporter may have been taken earlier than the other exporter's last one. Here the old exporter's readings are
+taken 1 s before its scrape, the new one's at 12 s past each half minute while it is scraped at 10 s past: the
+readings of the two, in scrape order, go down and up. awsemf keeps one previous value per label set
+(exporter/awsemfexporter datapoint.go: the key is the metric's name and every label of the point; a delta below 0
+is taken as a reset and the reading itself is sent). Merged into one label set, each step down sent the whole
+counter since the driver loaded as the period's increase (1.67e9 mW for a 200 W GPU; the PCIe replays alarm in ALARM
+for a link replaying 30 per 5 minutes, threshold 50). The OTel pipeline's scrape job labels each series with its
+exporter pod's DaemonSet revision (the pod's controller-revision-hash), which the merged counters keep: each
+revision is a delta series of its own. So (README, "Two exporter pods on one node"):
+
+* while both revisions run, both increases are summed: the seconds they run together count twice, never more;
+* a rollout's new revision starts with a baseline: the increase between the old pod's last reading and the new pod's
+  first is lost (with maxSurge the new pod's first reading comes before the old one's last: nothing is lost);
+* a pod re-created with the same revision (evicted, deleted) goes on counting across the gap.
+
+`agent.pipeline: classic` keys the agent's deltas by every label, the exporter pod's name among them: the same
+doubling in an overlap, no spike.
+
+Through the models of the agent (tests/support/cloudwatch_otel.py, the JSON path's in cloudwatch_agent.py) into the
+generated widget and alarm, evaluated as CloudWatch documents (tests/support/cloudwatch_eval.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import encode
+from generator.project import load_project
+from tests.support import cloudwatch_eval
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.support.dcgm_fleet import discovered
+
+AGENT_FILE = "k8s/cwagent-prometheus-config-gpu-cluster.yaml"
+NODE = "ip-10-0-1-1"
+END = 1800
+WATTS = 200.0
+ENERGY_SINCE_BOOT = 5.0e10  # mJ: DCGM's energy counts since the driver loaded
+REPLAYS_SINCE_BOOT = 10_000  # a link that replayed in the past
+TRUE_RATE = {t: WATTS * 1000 for t in range(0, END, 300)}  # mW in every 5-minute period
+
+
+def _energy(t: float) -> float:
+    return ENERGY_SINCE_BOOT + WATTS * 1000 * t
+
+
+def _replays(t: float) -> int:
+    return REPLAYS_SINCE_BOOT + math.floor(0.1 * t)  # 30 per 5 minutes: under the alarm's 50
+
+
+def _target(job: dict, pod: str, address: str, revision: str) -> dict:
+    return discovered(job, {"__address__": f"{address}:9400", "__meta_kubernetes_namespace": "gpu-operator",
+                            "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": NODE,
+                            "__meta_kubernetes_pod_container_port_number": "9400",
+                            "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
+                            "__meta_kubernetes_pod_controller_kind": "DaemonSet",
+                            "__meta_kubernetes_pod_label_controller_revision_hash": revision})
+
+
+def _page(host_label: str, host: str, taken: float) -> str:
+    labels = (f'gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA A10G",{host_label}="{host}",'
+              'pod="train-0",namespace="ml",container="main"')
+    return ("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"
+            f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {_energy(taken):.0f}\n"
+            "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
+            f"DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{{labels}}} {_replays(taken)}\n"
+            "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n"
+            f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
+
+
+@functools.cache
+def _files(pipeline: str):
+    config = None
+    if pipeline == "classic":
+        import tempfile
+        from pathlib import Path
+
+        config = Path(tempfile.mkdtemp()) / "gpudash.yaml"
+        config.write_text("agent:\n  pipeline: classic\n")
+    return encode(build(load_project(config)))
+
+
+def _published(pipeline: str, old_until: int, new_from: int, new_revision: str = "7c9d6f5b48",
+               new_style: bool = True):
+    """The datapoints the agent publishes: the old exporter pod (revision 5d8f7c9b6d, writing Hostname, reading 1 s
+    before its scrape) scraped until `old_until` s, the new one (its own pod name and address, `new_revision`)
+    from `new_from` s (scraped 10 s past each half minute, reading at 12 s past; `new_style`: it writes hostname)."""
+    files = _files(pipeline)
+    config, job = agent_config(files[AGENT_FILE])
+    old = _target(job, "nvidia-dcgm-exporter-old", "10.0.1.10", "5d8f7c9b6d")
+    new = _target(job, "nvidia-dcgm-exporter-new", "10.0.1.11", new_revision)
+    host = ("hostname", NODE) if new_style else ("Hostname", "nvidia-dcgm-exporter-new")
+    scrapes = []
+    for k in range(-2, END // 30):
+        t = 30.0 * k
+        if t < old_until:  # read 1 s before its scrape
+            scrapes.append(Scrape(t, _page("Hostname", "nvidia-dcgm-exporter-old", t - 1), old))
+        if t >= new_from:  # scraped 10 s past, its reading taken at 12 s past each half minute
+            scraped = t + 10
+            scrapes.append(Scrape(scraped, _page(*host, math.floor((scraped - 12) / 30) * 30 + 12), new))
+    scrapes.sort(key=lambda s: s.timestamp)
+    return files, Agent(config, job).run(scrapes)
+
+
+def _energy_rate(files, points) -> dict:
+    body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"])["DashboardBody"])
+    (widget,) = [w["properties"] for w in body["widgets"]
+                 if w["type"] == "metric" and w["properties"]["title"] == "Energy use rate of each pod's GPUs"]
+    return cloudwatch_eval.widget(widget, points, 0, END)
+
+
+def _pcie_states(files, points) -> dict[int, set[str]]:
+    (request,) = [a["Request"] for a in json.loads(files["cloudwatch/alarms.json"])["alarms"]
+                  if a["Request"]["AlarmName"] == "gpudash-gpu-cluster-pcie-replays-warning"]
+    return {end: set(cloudwatch_eval.alarm(request, points, end, evaluation_range=3).values())
+            for end in range(360, END + 1, 60)}
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_a_pods_energy_use_rate_counts_a_long_overlap_twice_and_never_the_whole_counter(pipeline):
+    # the new exporter from 600 s, the old one gone from 900 s: the period 600-900 holds the old revision's 300 s
+    # (569 to 869 s) and the new one's 270 s, from its first reading (582 s, its baseline) to its last in the period
+    # (852 s): (300 + 270) s x 200 W / 300 s. On main the otel pipeline read 1.67e9 mW there (the counter since boot).
+    shown = _energy_rate(*_published(pipeline, old_until=900, new_from=600))
+    assert shown == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+                                        600: pytest.approx(570 * WATTS * 1000 / 300)}}
+
+
+def test_the_pcie_replays_alarm_fires_only_where_a_long_overlap_counts_twice_past_its_threshold():
+    # 30 replays per 5 minutes, threshold 50: in the 5-minute overlap the two revisions count 30 + 27 = 57, so the
+    # alarm is ALARM while a period of its range holds it (the README and `gpudash verify`'s maxSurge warning say
+    # so); OK before and after. On main: ALARM from 660 to 1140 s (the counter since boot sent as one increase).
+    states = _pcie_states(*_published("otel", old_until=900, new_from=600))
+    assert {end for end, s in states.items() if s != {"OK"}} == {840, 900, 960}
+    assert all(s == {"ALARM"} for end, s in states.items() if end in (840, 900, 960))
+
+
+def test_a_short_overlap_reads_its_seconds_twice_and_the_alarm_stays_ok():
+    # a surge pod ready within a minute: the new exporter from 840 s, the old one gone from 900 s. The period
+    # 600-900 holds the old revision's 300 s and the new one's 30 s (822 to 852 s).
+    files, points = _published("otel", old_until=900, new_from=840)
+    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+                                                              600: pytest.approx(330 * WATTS * 1000 / 300)}}
+    assert set().union(*_pcie_states(files, points).values()) == {"OK"}
+
+
+def test_an_ordinary_rollout_loses_the_increase_between_the_old_pods_last_reading_and_the_new_ones_first():
+    # maxSurge 0: the old pod's last scrape at 870 s (its reading at 869 s), the new one's first at 940 s (reading
+    # 912 s, the new revision's baseline): the 43 s between are counted nowhere, all in the period 900-1200,
+    # which reads its 240 s from 912 to 1152 s. On main the merged series counted them (a gap under 5 minutes).
+    files, points = _published("otel", old_until=900, new_from=930)
+    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+                                                              900: pytest.approx(240 * WATTS * 1000 / 300)}}
+    assert set().union(*_pcie_states(files, points).values()) == {"OK"}
+
+
+def test_a_pod_re_created_with_the_same_revision_goes_on_counting_across_the_gap():
+    # evicted and re-created by its DaemonSet: a new pod name and address, the same revision and exporter release;
+    # the awsemf delta of its first reading (912 s) covers the gap from the old pod's last (869 s, under 5 minutes):
+    # the period 900-1200 reads 869 to 1152 s, the 240 s of the rollout above and its 43 s lost there (283 s: the
+    # new pod reads DCGM 28 s before its scrape where the old one read 1 s before; the next periods read 300 s each)
+    files, points = _published("otel", old_until=900, new_from=930, new_revision="5d8f7c9b6d", new_style=False)
+    assert _energy_rate(files, points) == {"Pod ml/train-0": {**{t: pytest.approx(v) for t, v in TRUE_RATE.items()},
+                                                              900: pytest.approx(283 * WATTS * 1000 / 300)}}
+    assert set().union(*_pcie_states(files, points).values()) == {"OK"}
