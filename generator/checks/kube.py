@@ -91,6 +91,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
+        if not addon_source(settings):
+            yield from step(GROUP, ROLLOUT_OVERLAP, _rollout_overlap, ROLLOUT_OVERLAP, daemonset)
         # the exporter DaemonSets the settings name (more_daemonsets' too); of a cluster that cannot be told, the one
         # read (another cluster's settings would look for its pods elsewhere)
         # (the one found in place of an absent DaemonSet the settings name stands for it: what its pods are is told
@@ -717,6 +719,9 @@ def _more_rollouts(kube: Kube, settings: Settings, more: tuple[tuple[str, str], 
         if data_missing.expected(settings):
             check = f"{ROLLOUT_STRATEGY} {namespace}/{name}"
             yield from step(GROUP, check, _named_strategy, check, daemonset, settings)
+        if not addon_source(settings):
+            check = f"{ROLLOUT_OVERLAP} {namespace}/{name}"
+            yield from step(GROUP, check, _rollout_overlap, check, daemonset)
 
 
 def _named_strategy(check: str, daemonset: Answer, settings: Settings) -> Check:
@@ -780,6 +785,38 @@ def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
                  f"the exporter DaemonSet rolls out with maxUnavailable {deployed} ({deployed_pods} of {nodes} "
                  f"nodes){both_zero}, gpudash.yaml says exporter.max_unavailable: {written} ({written_pods}): the data-missing "
                  f"alarm and rule read {effect}", fix)
+
+
+ROLLOUT_OVERLAP = "exporter rollout overlap"
+
+
+def _rollout_overlap(check: str, daemonset: Answer) -> Check:
+    """Whether a rollout runs a node's old and new exporter pods at once (RollingUpdate with maxSurge above 0: the new
+    pod starts first, the old one is deleted once the new one is available). The CloudWatch agent publishes a
+    counter's increase per exporter pod revision (the OTel pipeline; the JSON path per exporter pod): while both run,
+    both pods' increases are published, so counter widgets and alarms read the seconds the two run together twice."""
+    strategy = daemonset.at("spec.updateStrategy", required=False)
+    kind = strategy.get("type", str, "RollingUpdate")
+    if kind == "OnDelete":
+        return Check(GROUP, check, OK, "OnDelete: a node's exporter pod is replaced once deleted, never beside it")
+    if kind != "RollingUpdate":
+        raise OddAnswer(daemonset.source, f"{daemonset.path}.spec.updateStrategy.type", kind,
+                        "RollingUpdate or OnDelete")
+    where = f"{daemonset.path}.spec.updateStrategy.rollingUpdate.maxSurge"
+    surge = _max_unavailable(strategy.at("rollingUpdate", required=False).get("maxSurge", object, 0),
+                             daemonset.source, where)
+    if not surge:
+        return Check(GROUP, check, OK, "RollingUpdate, maxSurge 0: a node's new exporter pod starts after the old one "
+                     "stops, so no rollout's counter increase is published twice")
+    return Check(GROUP, check, WARN,
+                 f"RollingUpdate with maxSurge {surge}: a rollout runs a node's new exporter pod beside the old one "
+                 "until the new one is available, and the CloudWatch agent publishes both pods' counter increases "
+                 "(one delta series per exporter revision): for the seconds the two run together the counter "
+                 "widgets and alarms (energy, PCIe replays, rows remapped, NVLink) read twice the increase, so a "
+                 "counter alarm can fire at half its threshold during a rollout",
+                 "set the exporter DaemonSet's updateStrategy.rollingUpdate.maxSurge to 0 (and maxUnavailable to 1 "
+                 "or more); each node's counters then lose only the increase between the old pod's last reading "
+                 "and the new pod's first (README, \"Two exporter pods on one node\")")
 
 
 def _pods(allowance: int | str, nodes: int) -> int:

@@ -911,6 +911,33 @@ def test_the_exporter_rollout_strategy_is_the_one_the_data_missing_alarm_reads(s
     assert verify(*only_kube)[1][name]["status"] == "ok"
 
 
+def test_a_rollout_running_two_exporter_pods_on_a_node_at_once_is_a_warning_naming_the_doubled_counters(stack):
+    """With maxSurge above 0 a rollout runs a node's new exporter pod beside the old one until the new one is available;
+    the CloudWatch agent publishes a counter's increase per exporter revision (per exporter pod on the JSON path), so
+    both pods' increases are published for the seconds they run together
+    (tests/unit/test_cloudwatch_exporter_overlap.py: twice the energy and replays in an overlap's period)."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "exporter rollout overlap")
+    checks = verify(*only_kube)[1]  # the operator's manifest leaves maxSurge out: the API server's default, 0
+    assert checks[name]["status"] == "ok" and "maxSurge 0" in checks[name]["detail"]
+    for surge in (1, "10%"):
+        cluster.daemonset["spec"]["updateStrategy"] = {"type": "RollingUpdate",
+                                                       "rollingUpdate": {"maxUnavailable": 1, "maxSurge": surge}}
+        code, checks = verify(*only_kube)
+        assert checks[name]["status"] == "warn" and code == 0  # a warning: publishing goes ahead
+        assert checks[name]["detail"].startswith(f"RollingUpdate with maxSurge {surge}: a rollout runs a node's new "
+                                                 "exporter pod beside the old one")
+        assert "read twice the increase" in checks[name]["detail"]
+        assert checks[name]["fix"].startswith("set the exporter DaemonSet's updateStrategy.rollingUpdate.maxSurge to 0")
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"] = "0%"
+    assert verify(*only_kube)[1][name]["status"] == "ok"
+    cluster.daemonset["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"] = "many"  # not shaped as the API's
+    assert _failures(verify(*only_kube)[1])[name][0].startswith("odd answer from")
+    cluster.daemonset["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    assert verify(*only_kube)[1][name]["status"] == "ok"
+
+
 def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
     _, verify = stack
     code, checks = verify(prometheus_url=prometheus_exported.url)
