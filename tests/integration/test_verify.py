@@ -1922,6 +1922,12 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
         "fail", "rolling out: 0 of 1 pods run the current pod template, 0/1 available")
     assert checks[("kube", "exporter rollout strategy gpu-pools/pool-c")]["status"] != "ok"
     assert checks[("kube", "exporter rollout")]["status"] == "ok"
+    # a surge rollout of that pool's exporter doubles its nodes' CloudWatch counters as the first one's would
+    assert checks[("kube", "exporter rollout overlap gpu-pools/pool-c")]["status"] == "ok"
+    pool_c["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+    checks = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config))[1]
+    assert checks[("kube", "exporter rollout overlap gpu-pools/pool-c")]["status"] == "warn"
+    assert checks[("kube", "exporter rollout overlap")]["status"] == "ok"
 
 
 def test_the_chart_beside_the_operator_named_in_more_daemonsets_covers_its_node(stack, tmp_path):
