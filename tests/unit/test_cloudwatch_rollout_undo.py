@@ -1,0 +1,58 @@
+"""A rollout undone within minutes (`kubectl rollout undo` of the exporter DaemonSet, maxSurge 0: never two exporter
+pods on the node at once): what the CloudWatch counters read on the OTel pipeline.
+
+A DaemonSet rolled back reuses its earlier ControllerRevision, so the re-created pods carry the earlier
+`controller-revision-hash` again, and with it the earlier `exporter_revision`. awsemf keeps each label set's last
+reading for 5 minutes (internal/aws/metrics metric_calculator.go, cleanInterval; the key is the metric's name and
+every label of the point, exporter/awsemfexporter datapoint.go): the rolled-back pod's first delta is taken from the
+old pod's last reading, and so covers the seconds the undone revision ran, which that revision's own series has
+published already. Where no two exporter pods ever run at once, no period may read more than the GPU's true increase
+(a rollout may lose the seconds between two pods' readings, as README "Two exporter pods on one node" says; it may
+not count any twice).
+
+Through the agent model (tests/support/cloudwatch_agent.py) into the generated widget, evaluated as CloudWatch
+documents (tests/support/cloudwatch_eval.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
+from tests.unit.test_cloudwatch_exporter_overlap import AGENT_FILE, END, WATTS, _energy_rate, _files, _page, _target
+
+OLD, NEW = "5d8f7c9b6d", "7c9d6f5b48"
+
+
+def _published(pods: list[tuple[str, str, int, int]]):
+    """The datapoints the agent publishes for one node whose exporter pods, (name, revision, from, until) in seconds,
+    run one after another; the first and third are scraped on the half minute (reading DCGM 1 s before), the second
+    10 s past (its reading taken at 12 s past each half minute)."""
+    files = _files("otel")
+    config, job = agent_config(files[AGENT_FILE])
+    scrapes = []
+    for i, (pod, revision, start, until) in enumerate(pods):
+        target = _target(job, pod, f"10.0.1.{10 + i}", revision)
+        for k in range(-2, END // 30):
+            t = 30.0 * k + (10 if i % 2 else 0)
+            if start <= t < until:
+                taken = t - 1 if i % 2 == 0 else math.floor((t - 12) / 30) * 30 + 12
+                scrapes.append(Scrape(t, _page("hostname", "ip-10-0-1-1", taken), target))
+    scrapes.sort(key=lambda s: s.timestamp)
+    return files, Agent(config, job).run(scrapes)
+
+
+@pytest.mark.xfail(strict=True, reason="review s18 (R-cw): a rollback reuses the earlier revision's awsemf delta key; "
+                   "its first delta spans the undone revision's run (260,000 mW for a 200 W GPU)")
+def test_a_rollout_undone_within_minutes_never_reads_more_than_the_gpu_used():
+    # the old revision until 900 s (its last reading 869 s); the new one from 930 s (first reading 942 s, its
+    # baseline) to 1050 s; undone: the old revision's hash again from 1080 s. On main the period 900-1200 reads
+    # 869 -> 1169 s from the old revision's series (300 s) plus 942 -> 1032 s from the new one's (90 s): 390 s of
+    # energy in a 300 s period, 260,000 mW where the GPU drew 200 W throughout.
+    files, points = _published([("nvidia-dcgm-exporter-a", OLD, -100, 900),
+                                ("nvidia-dcgm-exporter-b", NEW, 930, 1050),
+                                ("nvidia-dcgm-exporter-c", OLD, 1080, 10**6)])
+    (line,) = _energy_rate(files, points).values()
+    assert max(line.values()) <= WATTS * 1000 * 1.001, line
