@@ -92,7 +92,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)
         if not addon_source(settings):
-            yield from step(GROUP, ROLLOUT_OVERLAP, _rollout_overlap, ROLLOUT_OVERLAP, daemonset)
+            yield from step(GROUP, ROLLOUT_OVERLAP, _rollout_overlap, ROLLOUT_OVERLAP, daemonset, settings)
         # the exporter DaemonSets the settings name (more_daemonsets' too); of a cluster that cannot be told, the one
         # read (another cluster's settings would look for its pods elsewhere)
         # (the one found in place of an absent DaemonSet the settings name stands for it: what its pods are is told
@@ -721,7 +721,7 @@ def _more_rollouts(kube: Kube, settings: Settings, more: tuple[tuple[str, str], 
             yield from step(GROUP, check, _named_strategy, check, daemonset, settings)
         if not addon_source(settings):
             check = f"{ROLLOUT_OVERLAP} {namespace}/{name}"
-            yield from step(GROUP, check, _rollout_overlap, check, daemonset)
+            yield from step(GROUP, check, _rollout_overlap, check, daemonset, settings)
 
 
 def _named_strategy(check: str, daemonset: Answer, settings: Settings) -> Check:
@@ -788,13 +788,18 @@ def _rollout_strategy(daemonset: Answer, settings: Settings) -> Check:
 
 
 ROLLOUT_OVERLAP = "exporter rollout overlap"
+# agent.pipeline classic: a pod's totals are every GPU reading of the period published per scrape, summed, so both
+# exporter pods' readings count (tests/unit/test_cloudwatch_exporter_overlap.py, the JSON path's pod totals)
+_CLASSIC_TOTALS_TWICE = ("; on agent.pipeline classic each pod's totals (framebuffer used, power draw and PCIe "
+                         "traffic by pod) and the GPUs \"Pods on GPUs\" counts read twice their value too")
 
 
-def _rollout_overlap(check: str, daemonset: Answer) -> Check:
+def _rollout_overlap(check: str, daemonset: Answer, settings: Settings) -> Check:
     """Whether a rollout runs a node's old and new exporter pods at once (RollingUpdate with maxSurge above 0: the new
     pod starts first, the old one is deleted once the new one is available). The CloudWatch agent publishes a
     counter's increase per exporter pod revision (the OTel pipeline; the JSON path per exporter pod): while both run,
-    both pods' increases are published, so counter widgets and alarms read the seconds the two run together twice."""
+    both pods' increases are published, so counter widgets and alarms read the seconds the two run together twice.
+    On the JSON path a pod's totals are sums of every GPU reading published per scrape, so they read twice too."""
     strategy = daemonset.at("spec.updateStrategy", required=False)
     kind = strategy.get("type", str, "RollingUpdate")
     if kind == "OnDelete":
@@ -808,12 +813,14 @@ def _rollout_overlap(check: str, daemonset: Answer) -> Check:
     if not surge:
         return Check(GROUP, check, OK, "RollingUpdate, maxSurge 0: a node's new exporter pod starts after the old one "
                      "stops, so no rollout's counter increase is published twice")
+    classic = settings.agent.pipeline == "classic"
+    series = "pod" if classic else "revision"
     return Check(GROUP, check, WARN,
                  f"RollingUpdate with maxSurge {surge}: a rollout runs a node's new exporter pod beside the old one "
                  "until the new one is available, and the CloudWatch agent publishes both pods' counter increases "
-                 "(one delta series per exporter revision): for the seconds the two run together the counter "
+                 f"(one delta series per exporter {series}): for the seconds the two run together the counter "
                  "widgets and alarms (energy, PCIe replays, rows remapped, NVLink) read twice the increase, so a "
-                 "counter alarm can fire at half its threshold during a rollout",
+                 "counter alarm can fire at half its threshold during a rollout" + _CLASSIC_TOTALS_TWICE * classic,
                  "set the exporter DaemonSet's updateStrategy.rollingUpdate.maxSurge to 0 (and maxUnavailable to 1 "
                  "or more); each node's counters then lose only the increase between the old pod's last reading "
                  "and the new pod's first (README, \"Two exporter pods on one node\")")

@@ -938,6 +938,26 @@ def test_a_rollout_running_two_exporter_pods_on_a_node_at_once_is_a_warning_nami
     assert verify(*only_kube)[1][name]["status"] == "ok"
 
 
+def test_on_the_classic_agent_a_surge_rollout_warning_names_the_pod_totals_it_doubles_too(stack, tmp_path):
+    """On agent.pipeline classic a pod's totals are sums of every GPU reading published per scrape: while a rollout
+    runs two exporter pods on a node, "Framebuffer used by pod", "Power draw of each pod's GPUs" and "Pods on GPUs" read
+    twice their value (tests/unit/test_cloudwatch_overlap_pod_totals.py), not only the counters; the JSON path keys its
+    deltas per exporter pod, not per revision. The OTel pipeline's totals are made per scrape and stay true."""
+    cluster, verify = stack
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch")
+    name = ("kube", "exporter rollout overlap")
+    cluster.daemonset["spec"]["updateStrategy"] = {"type": "RollingUpdate",
+                                                   "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+    classic = tmp_path / "classic.yaml"
+    classic.write_text("agent:\n  pipeline: classic\nthresholds:\n  pcie_replays_per_minute: 0\n")
+    detail = verify(*only_kube, "--config", str(classic))[1][name]["detail"]
+    assert "(one delta series per exporter pod)" in detail
+    assert detail.endswith("; on agent.pipeline classic each pod's totals (framebuffer used, power draw and PCIe "
+                           "traffic by pod) and the GPUs \"Pods on GPUs\" counts read twice their value too")
+    detail = verify(*only_kube)[1][name]["detail"]
+    assert "(one delta series per exporter revision)" in detail and "classic" not in detail
+
+
 def test_exported_pod_renaming_is_detected(stack, prometheus_exported):
     _, verify = stack
     code, checks = verify(prometheus_url=prometheus_exported.url)
