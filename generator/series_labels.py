@@ -17,7 +17,8 @@ The facts, from the exporter's source and its real payloads (shared reference ex
   pipeline moves `job` and `instance` into the resource, off the datapoints; `ClusterName` is
   attached by the agent's configuration on either pipeline;
 * the OTel pipeline's job also attaches `exporter_revision`, the exporter pod's DaemonSet revision
-  (its `controller-revision-hash` label), which changes at each rollout: the counters keep it so that awsemf
+  (its `controller-revision-hash` label, and `-<pod-template-generation>` where the pod has that label), which changes
+  at each rollout, an undo included: the counters keep it so that awsemf
   keys each revision's deltas apart (render/agent_otel.merged_counters); no dimension set may name it.
 
 The awsemf exporter (amazon-contributing fork, metric_declaration.go) drops a dimension set of more
@@ -67,6 +68,11 @@ STATIC_VALUES = ("Namespace", "Service", "job")  # one value per cluster: a stat
 # controller-revision-hash label; none on a pod no DaemonSet owns).
 REVISION_LABEL = "exporter_revision"
 REVISION_META = "__meta_kubernetes_pod_label_controller_revision_hash"
+# ... followed by the pod's template generation where it has one (its pod-template-generation label, which the
+# DaemonSet controller bumps at every template change, an undo included): a rollback reuses the earlier revision
+# and its hash, and awsemf would take the rolled-back pod's first delta from the earlier pod's last reading (kept
+# 5 minutes), counting the undone revision's seconds twice.
+GENERATION_META = "__meta_kubernetes_pod_label_pod_template_generation"
 
 # Labels every sample carries whose value a GPU's series change when the exporter pod is replaced (a rollout, an
 # upgrade, an eviction; the revision at a rollout only): in that period a GPU or pod is two series, counted twice

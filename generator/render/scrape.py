@@ -23,7 +23,7 @@ from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, expor
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
-from ..series_labels import OLD_WORKLOAD, REVISION_LABEL, REVISION_META
+from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META
 from ..settings import Cluster, Settings, interval_seconds
 
 GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name with --use-old-namespace
@@ -104,14 +104,17 @@ def agent_scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict
     agent's job does this: PromQL tells MIG series by GPU_I_ID being set at all.
 
     On the OTel pipeline each target also carries its exporter pod's DaemonSet revision (REVISION_LABEL, from the
-    pod's controller-revision-hash), which the merged counters keep (agent_otel.merged_counters): awsemf keys a
+    pod's controller-revision-hash, and its pod-template-generation where it has one: a rollback reuses the earlier
+    hash, never the generation), which the merged counters keep (agent_otel.merged_counters): awsemf keys a
     counter's previous reading by every label, so the old and the new exporter of a node during a rollout with
     maxSurge, each reading DCGM on its own clock, are two delta series instead of one whose readings go down and up
     (a reading below the previous one is sent whole, as a reset). No dimension set names it: no metric is added."""
     job = scrape_job(settings, cluster)
     if settings.agent.pipeline == "otel":
-        job["relabel_configs"].append({"source_labels": [REVISION_META], "target_label": REVISION_LABEL,
-                                       "action": "replace"})
+        job["relabel_configs"] += [
+            {"source_labels": [REVISION_META], "target_label": REVISION_LABEL, "action": "replace"},
+            {"source_labels": [REVISION_LABEL, GENERATION_META], "regex": "(.+);(.+)", "replacement": "$1-$2",
+             "target_label": REVISION_LABEL, "action": "replace"}]
     job["metric_relabel_configs"].append(
         {"source_labels": [MIG_INSTANCE_LABEL], "regex": "", "target_label": MIG_INSTANCE_LABEL,
          "replacement": WHOLE_GPU_INSTANCE, "action": "replace"})

@@ -57,13 +57,16 @@ def _replays(t: float) -> int:
     return REPLAYS_SINCE_BOOT + math.floor(0.1 * t)  # 30 per 5 minutes: under the alarm's 50
 
 
-def _target(job: dict, pod: str, address: str, revision: str) -> dict:
+def _target(job: dict, pod: str, address: str, revision: str, generation: str | None = None) -> dict:
+    """An exporter pod as Kubernetes SD meets it: its DaemonSet's revision hash, and its template generation if
+    given."""
+    generated = {"__meta_kubernetes_pod_label_pod_template_generation": generation} if generation else {}
     return discovered(job, {"__address__": f"{address}:9400", "__meta_kubernetes_namespace": "gpu-operator",
                             "__meta_kubernetes_pod_name": pod, "__meta_kubernetes_pod_node_name": NODE,
                             "__meta_kubernetes_pod_container_port_number": "9400",
                             "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter",
                             "__meta_kubernetes_pod_controller_kind": "DaemonSet",
-                            "__meta_kubernetes_pod_label_controller_revision_hash": revision})
+                            "__meta_kubernetes_pod_label_controller_revision_hash": revision, **generated})
 
 
 def _page(host_label: str, host: str, taken: float) -> str:
