@@ -88,7 +88,6 @@ def grafana_dashboard_bytes(model: dict[str, Any]) -> bytes:
 
 def encode(artifacts: Artifacts) -> dict[str, bytes]:
     """Every file of the build, by path relative to it (the manifest aside)."""
-    from .ownership import stamped_cloudwatch_text
     from .render.agent import configmaps
     from .render.agent_otel import OTEL_KEY
     from .render.grafana_files import configmap
@@ -120,14 +119,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor, *artifacts.more_service_monitors)
 
-    # (name, id(body)) -> the JSON string of its DashboardBody text: the same body in its file and the template
-    # (only the string is kept: the texts of 1,000 clusters' bodies are tens of MB)
-    bodies: dict[tuple[str, int], bytes] = {}
-
-    def body_string(name: str, body: dict[str, Any]) -> bytes:
-        if (name, id(body)) not in bodies:
-            bodies[name, id(body)] = json_string(stamped_cloudwatch_text(body, name, artifacts.project))
-        return bodies[name, id(body)]
+    body_string = body_strings(artifacts.project)
 
     def body_text(name: str, body: dict[str, Any]) -> str:  # where a file is written whole
         return json.loads(body_string(name, body))
@@ -143,6 +135,22 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[RULES_FILE] = to_yaml(artifacts.prometheus_rules)
     files[PROMETHEUS_RULE_FILE] = to_yaml(artifacts.prometheus_rule)
     return files
+
+
+def body_strings(project: str) -> Callable[[str, Any], bytes]:
+    """body_string(name, body): the JSON string of a CloudWatch dashboard's DashboardBody text, stamped for `project`,
+    made once per body (the same body in its file and the template; only the string is kept: the texts of 1,000
+    clusters' bodies are tens of MB). A body that is text already (a build read back) is its stamped text."""
+    from .ownership import stamped_cloudwatch_text
+
+    bodies: dict[tuple[str, int], bytes] = {}
+
+    def body_string(name: str, body: Any) -> bytes:
+        if (name, id(body)) not in bodies:
+            text = body if isinstance(body, str) else stamped_cloudwatch_text(body, name, project)
+            bodies[name, id(body)] = json_string(text)
+        return bodies[name, id(body)]
+    return body_string
 
 
 def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes]) -> bytes:

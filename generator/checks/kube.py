@@ -34,7 +34,7 @@ from ..resources import default_counters
 from ..clients.answer import Answer, OddAnswer, whole_count
 from ..clients.kube import Kube, for_run
 from ..clients.options import Options
-from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, step
+from .result import FAIL, NOT_DEPLOYED, OK, UNREACHABLE, WARN, Check, cannot_tell, step, steps
 
 GROUP = "kube"
 AGENT_DEPLOYMENT = "cwagent-prometheus"
@@ -44,7 +44,8 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # MIG's mixed strategy: one resource pe
 # Counters files that ship inside the exporter image and hold the operator's default set.
 IMAGE_DEFAULTS = ("/etc/dcgm-exporter/dcp-metrics-included.csv", "/etc/dcgm-exporter/default-counters.csv")
 # The checks that show the exporter, and the agent, deployed and ready (the publish preflight reads them).
-EXPORTER_READY = ("exporter rollout", "exporter pods ready")
+COVERAGE_CHECK, PODS_READY = "GPU node coverage", "exporter pods ready"
+EXPORTER_READY = ("exporter rollout", PODS_READY)
 AGENT_READY = ("CloudWatch agent", f"ConfigMap {AGENT_CONFIGMAP}", f"ConfigMap {SCRAPE_CONFIGMAP}")
 SCRAPE_READY = ("Prometheus scrape config",)
 ADDON_AGENT, ADDON_EXPORTER, ADDON_COVERAGE = "add-on agent", "add-on DCGM exporter", "add-on GPU node coverage"
@@ -77,11 +78,11 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     else:
         name = exporter_daemonset(settings, this)
         what = f"DaemonSet {namespace}/{name}"
-        daemonset, refusal = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
-        if refusal is None:
+        daemonset, refused = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}", what)
+        if refused is None:
             yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
         else:  # the checks that read it cannot tell, each naming the refusal; those that do not are made
-            yield from (replace(refusal, name=check) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
+            yield from (cannot_tell(GROUP, check, refused) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
             yield from step(GROUP, "exporter Service", _service, services, namespace, style)
             if options.prometheus_in_use:
                 yield from step(GROUP, SCRAPE_CHECK, _service_monitor, kube, services, project, style, namespace)
@@ -99,11 +100,8 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         # against the settings' style, not as a DaemonSet no setting names)
         named = ((namespace, name),) + (() if unknown else named_daemonsets(settings, this)[1:])
         namespaces = list(dict.fromkeys(ns for ns, _ in named))
-        coverage = list(step(GROUP, "GPU node coverage", _coverage, kube, nodes, namespaces, style, named, settings,
-                             this, absent, daemonset))
-        yield from coverage
-        if [c.name for c in coverage] == ["GPU node coverage"] and coverage[0].cause == UNREACHABLE:
-            yield replace(coverage[0], name="exporter pods ready")  # the same refused read: it cannot tell either
+        yield from steps(GROUP, (COVERAGE_CHECK, PODS_READY), _coverage, kube, nodes, namespaces, style, named,
+                         settings, this, absent, daemonset)
         # the named DaemonSet's pods of another style than the settings say: the setting to write, not its Service's
         restyle = "" if unknown else _restyled(settings, this, daemonset, name)[1]
         yield from step(GROUP, "exporter Service", _service, services, namespace, style, restyle, daemonset)
@@ -132,16 +130,14 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
 DAEMONSET_CHECK = "exporter DaemonSet"
 
 
-def _read_unless_refused(kube: Kube, path: str, what: str) -> tuple[Answer | None, Check | None]:
-    """(the object, None); where RBAC refuses the read (403), (None, the "cannot tell" of a check that needed it)."""
-    from ..clients.kube import KubeAnswered
+def _read_unless_refused(kube: Kube, path: str, what: str) -> tuple[Answer | None, Any]:
+    """(the object, None); where RBAC refuses the read (403), (None, the refusal: clients.kube.KubeRefused)."""
+    from ..clients.kube import KubeRefused
 
     try:
         return kube.read(path, what), None
-    except KubeAnswered as exc:
-        if exc.status != 403:
-            raise
-        return None, Check(GROUP, DAEMONSET_CHECK, FAIL, f"cannot tell: {exc.what}", exc.hint or "", cause=UNREACHABLE)
+    except KubeRefused as exc:
+        return None, exc
 
 
 def exporters_differ(settings: Settings) -> bool:
@@ -221,13 +217,11 @@ def _named_daemonset(kube: Kube, settings: Settings, daemonset: Answer | None, f
                       f"DaemonSet{'s' if len(names) > 1 else ''} in {namespace} (labelled {labels}): {others}"
                       + (f"; {restyled}" if restyled else ""), restyle or write)]
     if daemonset is None:
-        from ..clients.kube import KubeAnswered
+        from ..clients.kube import KubeRefused
 
         try:
             styled = _exporters_by_style(kube)
-        except KubeAnswered as exc:
-            if exc.status != 403:
-                raise
+        except KubeRefused as exc:
             # absent where the settings say is known (the namespace's reads answered); elsewhere cannot be looked for
             return [Check(GROUP, DAEMONSET_CHECK, FAIL, f"no DaemonSet {namespace}/{name} ({setting}), and none in "
                           f"{namespace} labelled {labels}; exporter DaemonSets in other namespaces could not be looked "
@@ -336,13 +330,11 @@ def _exporters_everywhere(kube: Kube) -> list[str]:
 def _exporters_readable(kube: Kube, named: tuple[tuple[str, str], ...]) -> tuple[list[str], str]:
     """(_exporters_everywhere, ''); where RBAC refuses listing DaemonSets in every namespace (403), the exporter
     DaemonSets in the namespaces of those the settings name, and what could not be looked for."""
-    from ..clients.kube import KubeAnswered
+    from ..clients.kube import KubeRefused
 
     try:
         return _exporters_everywhere(kube), ""
-    except KubeAnswered as exc:
-        if exc.status != 403:
-            raise
+    except KubeRefused as exc:
         namespaces = list(dict.fromkeys(ns for ns, _ in named))
         found = sorted(f"{ns}/{d.get('metadata.name', str)}" for ns in namespaces for d in _exporter_daemonsets(kube, ns))
         return found, (f"exporter DaemonSets outside {', '.join(namespaces)} could not be looked for: the Kubernetes "
@@ -604,7 +596,7 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
     """(what, fix) where the Service has no ready endpoint, as its EndpointSlices say (the API server's service proxy
     then answers 503 "no endpoints available"), or where they cannot be read, saying so; None where one is ready (a
     503 is then the API server's own)."""
-    from ..clients.kube import KubeAnswered
+    from ..clients.kube import KubeRefused
 
     where = f"Service {namespace}/{service}"
     look = f"kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={service}"
@@ -612,9 +604,7 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
         slices = kube.listing(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices",
                               f"EndpointSlices of Service {namespace}/{service}",
                               {"labelSelector": f"kubernetes.io/service-name={service}"})
-    except KubeAnswered as exc:
-        if exc.status != 403:
-            raise
+    except KubeRefused as exc:
         return (f"the API server's proxy to {where} answered 503: the Service has no ready endpoint, or the API "
                 f"server is unavailable; its EndpointSlices, which tell which, could not be read ({exc.status})",
                 f"{look}, or grant the kubeconfig user list on endpointslices.discovery.k8s.io in {namespace}")
@@ -650,13 +640,11 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
 
 def _port_name(kube: Kube, namespace: str, service: str) -> str | None:
     """The name of the Service's port 9400 ('' unnamed); None where it has none or it cannot be read."""
-    from ..clients.kube import KubeAnswered
+    from ..clients.kube import KubeRefused
 
     try:
         found = kube.read(f"/api/v1/namespaces/{namespace}/services/{service}", f"Service {namespace}/{service}")
-    except KubeAnswered as exc:
-        if exc.status != 403:
-            raise
+    except KubeRefused as exc:
         return None
     return next((p.get("name", str, "") for p in found.items("spec.ports") if p.get("port", int) == EXPORTER_PORT),
                 None) if found is not None else None
@@ -708,11 +696,11 @@ def _more_rollouts(kube: Kube, settings: Settings, more: tuple[tuple[str, str], 
     exporter.max_unavailable says (its data-missing alarm reads it so), as the first one's; one that is not there is
     the exporter DaemonSet check's failure."""
     for namespace, name in more:
-        daemonset, refusal = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
+        daemonset, refused = _read_unless_refused(kube, f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}",
                                                   f"DaemonSet {namespace}/{name}")
         check = f"exporter rollout {namespace}/{name}"
-        if refusal is not None:
-            yield replace(refusal, name=check)
+        if refused is not None:
+            yield cannot_tell(GROUP, check, refused)
         if daemonset is None:
             continue
         yield from step(GROUP, check, _named_rollout, check, daemonset, namespace, name)
@@ -1268,23 +1256,19 @@ def _listed_everywhere(kube: Kube, resource: str, what: str, namespaces: Callabl
     """The `resource` objects (monitoring.coreos.com/`version`) in every namespace; where RBAC refuses that list (403:
     a user with namespace-only rights), those in each of `namespaces()` it lets be read, with what was refused. 404:
     the resource is not installed, none."""
-    from ..clients.kube import KubeAnswered
+    from ..clients.kube import KubeRefused
 
     api = MONITORING.removesuffix("/v1") + f"/{version}"
     try:
         answer = kube.read(f"{api}/{resource}", f"{what} in every namespace")
         return Listed(list(answer.items("items", required=True)) if answer is not None else [], [], ())
-    except KubeAnswered as exc:
-        if exc.status != 403:
-            raise
+    except KubeRefused as exc:
         refused = [f"every namespace ({exc.status})"]
     items, read_in = [], []
     for namespace in dict.fromkeys(namespaces()):
         try:
             answer = kube.read(f"{api}/namespaces/{namespace}/{resource}", f"{what} in {namespace}")
-        except KubeAnswered as exc:
-            if exc.status != 403:
-                raise
+        except KubeRefused as exc:
             refused.append(f"{namespace} ({exc.status})")
             continue
         read_in.append(namespace)
@@ -1432,15 +1416,13 @@ def _read_by_prometheus(kube: Kube, monitors: list[Answer], prometheuses: Listed
 
     def namespace_labels(place: str) -> dict[str, str] | None:
         """A namespace's labels (None: RBAC refuses reading it)."""
-        from ..clients.kube import KubeAnswered
+        from ..clients.kube import KubeRefused
 
         if place not in labels_of:
             try:
                 read = kube.read(f"/api/v1/namespaces/{place}", f"Namespace {place}")
                 labels_of[place] = read.string_map("metadata.labels") if read is not None else {}
-            except KubeAnswered as exc:
-                if exc.status != 403:
-                    raise
+            except KubeRefused as exc:
                 labels_of[place] = None
         return labels_of[place]
 

@@ -38,23 +38,30 @@ ODD_FIX = ("this is not what the API answers: check that the URL reaches the API
            "login page) and that its version is supported")
 
 
-REFUSED = 403  # an API's refusal of one read (RBAC): that check cannot tell, the others still run
-
-
 def step(group: str, name: str, check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
     """Run one check; an answer not shaped as its API promises becomes this check's failure, naming it, and a read the
     API refuses (403: the user's rights) this check's "cannot tell", naming what was refused (it ended the group, every
     check after it unread, for a user with namespace-only rights)."""
-    from ..errors import RemoteError
+    return steps(group, (name,), check, *args)
+
+
+def steps(group: str, names: tuple[str, ...], check: Callable[..., Check | list[Check]], *args: Any) -> Iterator[Check]:
+    """`step` for a check that makes several (`names`, the first its own): a refused read it needs is each one's
+    "cannot tell"."""
+    from ..clients.kube import KubeRefused
 
     try:
         outcome = check(*args)
     except OddAnswer as odd:
-        yield Check(group, name, FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
+        yield Check(group, names[0], FAIL, f"odd answer from {odd}", ODD_FIX, cause=ODD_ANSWER)
         return
-    except RemoteError as refused:
-        if getattr(refused, "status", None) != REFUSED:
-            raise
-        yield Check(group, name, FAIL, f"cannot tell: {refused.what}", refused.hint or "", cause=UNREACHABLE)
+    except KubeRefused as refused:
+        yield from (cannot_tell(group, name, refused) for name in names)
         return
     yield from (outcome if isinstance(outcome, list) else [outcome])
+
+
+def cannot_tell(group: str, name: str, refused: Any) -> Check:
+    """The check `name` where the API refused a read it needs (`refused`, clients.kube.KubeRefused: the user's rights):
+    it cannot tell, and says what was refused."""
+    return Check(group, name, FAIL, f"cannot tell: {refused.what}", refused.hint or "", cause=UNREACHABLE)

@@ -208,6 +208,11 @@ class KubeAnswered(RemoteError):
         self.status = status
 
 
+class KubeRefused(KubeAnswered):
+    """403: RBAC refused the read (the kubeconfig user's rights). The check that needed it cannot tell; the others
+    still run (checks.result.step)."""
+
+
 class Kube:
     def __init__(self, options: Options):
         import os
@@ -253,7 +258,7 @@ class Kube:
             if exc.status == 404:
                 return None
             if exc.status in (401, 403):
-                raise KubeAnswered(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
+                raise (KubeRefused if exc.status == 403 else KubeAnswered)(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
                                    hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
                                         "deployments, services, configmaps, endpointslices, servicemonitors, "
                                         "prometheuses, prometheusagents, namespaces)") from None

@@ -18,7 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
-from ..output import ALARMS_FILE, cloudwatch_dashboard_file, template_bytes, template_file
+from ..output import ALARMS_FILE, body_strings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -388,13 +388,9 @@ def alarm_quota(subject: LintInput) -> Iterable[Finding]:
 
 def template_quota(subject: LintInput) -> Iterable[Finding]:
     """Each CloudFormation template within CloudFormation's quotas (resources, bytes as the build writes it)."""
-    from ..ownership import stamped_cloudwatch_text
     from ..render.cloudformation import QUOTA_FIX, over_quota
-    from ..serialize import json_string
 
-    def body_string(name: str, body: Any) -> bytes:  # a build read back holds each body as its stamped text
-        return json_string(body if isinstance(body, str) else stamped_cloudwatch_text(body, name, subject.artifacts.project))
-
+    body_string = body_strings(subject.artifacts.project)
     for stack, template in sorted(subject.artifacts.cloudformation.items()):
         over = over_quota(template, len(template_bytes(template, body_string)))
         if over:
