@@ -847,7 +847,12 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
         return [pod for namespace in namespaces for pod in kube.listing(
             f"/api/v1/namespaces/{namespace}/pods", f"exporter pods in {namespace}",
             {"labelSelector": f"{label[0]}={label[1]}"})]
-    gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
+    from ..clients.kube import KubeRefused
+
+    try:
+        gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
+    except KubeRefused as refused:  # which nodes have GPUs is not known; whether exporter pods are ready is
+        return _ready_without_nodes(listed(style.pod_label), refused)
     by_node: dict[str, list[Answer]] = {}
 
     def place(pods: list[Answer]) -> None:
@@ -928,6 +933,18 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
                                 "metrics (GPU node coverage says why)", result[0].fix,
                                 cause="" if unscraped else NOT_DEPLOYED))
     return result
+
+
+def _ready_without_nodes(pods: list[Answer], refused: Any) -> list[Check]:
+    """Where the Nodes cannot be read (`refused`): the coverage cannot tell; exporter pods ready counts the exporter's
+    pods that are ready (the DaemonSet runs them on GPU nodes only), and cannot tell where none is."""
+    ready = [pod for pod in pods if _ready(pod)]
+    if not ready:
+        return [cannot_tell(GROUP, COVERAGE_CHECK, refused), cannot_tell(GROUP, PODS_READY, refused)]
+    nodes = len({pod.get("spec.nodeName", str, "") for pod in ready})
+    return [cannot_tell(GROUP, COVERAGE_CHECK, refused),
+            Check(GROUP, PODS_READY, OK, f"{len(ready)} exporter pod{'s' if len(ready) > 1 else ''} ready on {nodes} "
+                  f"node{'s' if nodes > 1 else ''} (whether every GPU node runs one: {COVERAGE_CHECK} cannot tell)")]
 
 
 def _relabel_fix(daemonset: tuple[str, str], style) -> str:

@@ -2492,16 +2492,25 @@ def test_a_user_with_namespace_only_rights_gets_every_check_it_can_read(stack):
     assert checks[("exporter", "metrics endpoint")]["status"] == "ok"
 
 
-def test_apply_on_a_new_cluster_by_a_user_who_may_not_read_the_nodes_says_it_cannot_tell(stack, moto, cli):
-    """No data yet and a kubeconfig user refused the Nodes: the GPU node coverage cannot be judged, and "exporter pods
-    ready" (which apply needs to publish with a wait) was not made at all: the refusal said "kube/exporter pods ready:
-    not checked". It says it cannot tell whether the exporter is deployed, and why."""
-    cluster, _ = stack
+def test_apply_on_a_new_cluster_by_a_user_who_may_not_read_the_nodes_counts_the_ready_exporter_pods(stack, moto, cli):
+    """No data yet and a kubeconfig user refused the Nodes: which nodes have GPUs cannot be read, so the GPU node
+    coverage cannot tell, and "exporter pods ready" (which apply needs to publish with a wait) said it could not tell
+    either, refusing apply on every new cluster, though the exporter's pods, readable, were ready. It counts them;
+    with none ready it still cannot tell, and says why."""
+    cluster, verify = stack
     moto.reset()
     cluster.readable_only = {"nodes": ()}
+    checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus")[1]
+    assert (checks[COVERAGE]["status"], checks[COVERAGE]["cause"]) == ("fail", "unreachable"), checks[COVERAGE]
+    ready = checks[("kube", "exporter pods ready")]
+    assert (ready["status"], ready["detail"]) == ("ok", "2 exporter pods ready on 2 nodes (whether every GPU node runs "
+                                                        "one: GPU node coverage cannot tell)"), ready
+    code, _, stderr = cli("apply", "--dry-run")
+    assert code == 0 and "published anyway" in stderr, stderr
+    cluster.pods = [cluster.exporter_pod(node, ready=False) for node in ("gpu-node-a", "gpu-node-b")]
+    cluster.refresh_status()
     code, _, stderr = cli("apply", "--dry-run")
     assert code == 3, stderr
-    assert "not checked" not in stderr, stderr
     assert ("kube/exporter pods ready: cannot tell whether it is deployed: the Kubernetes API refused access to Nodes "
             "(403)") in stderr, stderr
 
