@@ -303,6 +303,15 @@ def _pinned_queries(problems: list[Check], dashboards: dict[str, dict] | None) -
     return [kept if c is pinned else c for c in problems], []
 
 
+def _not_ready(check: Check) -> str:
+    """What a check the publish needs says of the deployment: one that could not read it cannot tell whether it is
+    deployed (said once, where its detail says it cannot tell already)."""
+    if check.cause not in (UNREACHABLE, ODD_ANSWER):
+        return check.detail
+    detail = check.detail.removeprefix("cannot tell: ")
+    return detail if detail.startswith("cannot tell ") else f"cannot tell whether it is deployed: {detail}"
+
+
 def preflight(project: Project, groups: tuple[str, ...], options: Options,
               dashboards: dict[str, dict] | None = None) -> list[str]:
     """Refuse to publish when the systems feeding the dashboards are not healthy (all within options.timeout).
@@ -335,8 +344,7 @@ def preflight(project: Project, groups: tuple[str, ...], options: Options,
         job = _scrape_job_path(project, options)
         not_ready = [c for c in not_ready if c.name not in SCRAPE_READY] if job.status == OK else not_ready + [job]
     if not_ready:
-        evidence = "; ".join(f"{c.group}/{c.name}: " + ("cannot tell whether it is deployed: " + c.detail.removeprefix(
-            "cannot tell: ") if c.cause in (UNREACHABLE, ODD_ANSWER) else c.detail) for c in not_ready)
+        evidence = "; ".join(f"{c.group}/{c.name}: {_not_ready(c)}" for c in not_ready)
         if "reachable" in kube and kube["reachable"].status == FAIL:
             evidence = f"cannot tell whether it is deployed: {kube['reachable'].detail}"
         raise RemoteError(f"preflight checks failed, nothing was published: {reasons}; and not deployed and ready "

@@ -2440,6 +2440,24 @@ def test_a_service_monitor_no_prometheus_selects_is_not_a_deployed_scrape_path(s
         "monitoring/amp-agent)")), check
 
 
+def test_push_on_a_new_cluster_whose_service_monitors_cannot_be_read_says_it_cannot_tell_once(
+        stack, prometheus_new, cli, reference):
+    """No data yet and a user refused ServiceMonitors everywhere: push is refused, and said "kube/Prometheus scrape
+    config: cannot tell whether it is deployed: cannot tell whether a ServiceMonitor selects the exporter; ...". It
+    says it cannot tell once."""
+    from tests.support.grafana_server import ADMIN, GrafanaTestServer
+
+    cluster, _ = stack
+    cluster.readable_only = {"servicemonitors": ()}
+    with GrafanaTestServer(reference / "grafana" / "grafana-http-api.openapi.json") as grafana:
+        env = {"GRAFANA_URL": grafana.url, "GRAFANA_TOKEN": ADMIN, "PROMETHEUS_URL": prometheus_new.url}
+        code, _, stderr = cli("push", env=env)
+        assert code == 3 and grafana.state.dashboards == {}, stderr
+    assert "kube/Prometheus scrape config: cannot tell whether a ServiceMonitor selects the exporter; no " \
+           "ServiceMonitor could be read" in stderr, stderr
+    assert "cannot tell whether it is deployed: cannot tell" not in stderr, stderr
+
+
 def test_push_on_a_new_cluster_is_refused_where_no_prometheus_selects_the_service_monitor(
         stack, prometheus_new, cli, reference):
     """No data yet, gpudash's ServiceMonitor selecting the exporter, and kube-prometheus-stack's Prometheus selecting
