@@ -630,12 +630,24 @@ def unready_service(kube: Kube, namespace: str, service: str) -> tuple[str, str]
                 "the kube group's GPU node coverage and exporter pods ready say whether exporter pods run (none while "
                 "a GPU node group is scaled to zero); where they do, make the Service's spec.selector match their "
                 f"labels ({look})")
+    # conditions.terminating: a pod being deleted (a rollout replacing it, a node drained), whatever its readiness
+    ending = [e for e in endpoints if e.get("conditions.terminating", bool, False)]
+    waiting = [e for e in endpoints if e not in ending]
+    said = "; ".join(f"{_pods_said(group)} {verb}" for group, verb in (
+        (waiting, "not ready"), (ending, "terminating (being deleted: by a rollout that replaces them, or a node drain)"))
+        if group)
+    fix = (f"kubectl -n {namespace} describe pod {waiting[0].get('targetRef.name', str, '<pod>')}; look at its events "
+           f"and logs ({look})" if waiting else
+           f"wait for the pods that replace them (kubectl -n {namespace} get pods -o wide), then verify again ({look})")
+    return (f"{where} has no ready endpoints: its {said}, so the API server has no exporter to read /metrics from (and "
+            "Prometheus none to scrape through it)", fix)
+
+
+def _pods_said(endpoints: list[Answer]) -> str:
+    """"exporter pod a on n1 is" / "2 exporter pods (a on n1, b on n2) are", as EndpointSlice endpoints name them."""
     pods = sorted(f"{e.get('targetRef.name', str, '?')} on {e.get('nodeName', str, '?')}" for e in endpoints)
-    return (f"{where} has no ready endpoints: its {len(pods)} exporter pod{'s' if len(pods) > 1 else ''} "
-            f"({', '.join(pods)}) {'are' if len(pods) > 1 else 'is'} not ready, so the API server has no exporter "
-            "to read /metrics from (and Prometheus none to scrape through it)",
-            f"kubectl -n {namespace} describe pod {endpoints[0].get('targetRef.name', str, '<pod>')}; look at its "
-            f"events and logs ({look})")
+    return (f"{len(pods)} exporter pods ({', '.join(pods)}) are" if len(pods) > 1 else
+            f"1 exporter pod ({pods[0]}) is")
 
 
 def _port_name(kube: Kube, namespace: str, service: str) -> str | None:

@@ -2257,6 +2257,22 @@ def test_settings_of_the_static_style_over_the_charts_exporter_are_told_to_write
 ONLY_EXPORTER = ("--skip", "kube", "--skip", "prometheus", "--skip", "cloudwatch")
 
 
+def test_an_exporter_pod_being_deleted_is_said_terminating_not_not_ready(stack):
+    """A rollout deletes the exporter's pods (their containers still ready, the EndpointSlices marking them
+    terminating, not ready) before their replacements start: the proxy answers 503 and verify said the pods "are not
+    ready" with the fix to describe a pod and read its logs. It says they are terminating, and to wait."""
+    cluster, verify = stack
+    for pod in cluster.pods:
+        pod["metadata"]["deletionTimestamp"] = "2026-12-02T07:00:00Z"
+    check = verify(*ONLY_EXPORTER)[1][("exporter", "metrics endpoint")]
+    assert (check["status"], check["detail"]) == ("fail", (
+        "Service gpu-operator/nvidia-dcgm-exporter has no ready endpoints: its 2 exporter pods (nvidia-dcgm-exporter-ax "
+        "on gpu-node-a, nvidia-dcgm-exporter-bx on gpu-node-b) are terminating (being deleted: by a rollout that "
+        "replaces them, or a node drain), so the API server has no exporter to read /metrics from (and Prometheus none "
+        "to scrape through it)")), check
+    assert check["fix"].startswith("wait for the pods that replace them"), check
+
+
 def test_a_503_whose_endpointslices_cannot_be_read_keeps_the_503_and_says_both(stack):
     """The service proxy answers 503 (no exporter pod ready) and the EndpointSlices that would tell why answer 500:
     the 500 alone was reported, as if the exporter had never been asked. Both are said, the 503 first."""

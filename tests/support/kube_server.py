@@ -162,7 +162,9 @@ class KubeCluster:
                           if (number := _target_port(p, port)) is not None)
             by_ports.setdefault(ports, []).append(
                 {"addresses": [f"10.0.1.{index + 10}"],
-                 "conditions": {"ready": _pod_ready(p), "serving": _pod_ready(p), "terminating": False},
+                 # a pod being deleted (metadata.deletionTimestamp) is not ready, whatever its containers say
+                 "conditions": {"ready": _pod_ready(p) and not p["metadata"].get("deletionTimestamp"),
+                                "serving": _pod_ready(p), "terminating": bool(p["metadata"].get("deletionTimestamp"))},
                  "nodeName": p["spec"].get("nodeName"),
                  "targetRef": {"kind": "Pod", "name": p["metadata"]["name"], "namespace": namespace}})
         return [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
