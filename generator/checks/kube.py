@@ -83,12 +83,13 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             yield from step(GROUP, DAEMONSET_CHECK, _named_daemonset, kube, settings, daemonset, found, this)
         else:  # the checks that read it cannot tell, each naming the refusal; those that do not are made
             yield from (cannot_tell(GROUP, check, refused) for check in (DAEMONSET_CHECK, *EXPORTER_READY))
-            yield from step(GROUP, "exporter Service", _service, services, namespace, style)
-            if options.prometheus_in_use:
-                yield from step(GROUP, SCRAPE_CHECK, _service_monitor, kube, services, project, style, namespace)
         if daemonset is None and len(found) == 1:  # the one exporter DaemonSet there: its checks are worth reading
             daemonset, name, absent = found[0], found[0].get("metadata.name", str), name
-    if daemonset is not None:
+    if daemonset is None:  # refused, or none there: the Service and the ServiceMonitor, which need no DaemonSet
+        yield from step(GROUP, "exporter Service", _service, services, namespace, style)
+        if options.prometheus_in_use:
+            yield from step(GROUP, SCRAPE_CHECK, _service_monitor, kube, services, project, style, namespace)
+    else:
         yield from step(GROUP, "exporter rollout", _rollout, daemonset, namespace, name)
         if data_missing.expected(settings):
             yield from step(GROUP, ROLLOUT_STRATEGY, _rollout_strategy, daemonset, settings)

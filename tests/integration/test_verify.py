@@ -2650,6 +2650,19 @@ def test_a_named_daemonset_absent_from_a_namespace_the_user_may_read_is_said_abs
         "could not be looked for: the Kubernetes API refused listing DaemonSets in every namespace (403)")), check
 
 
+def test_an_exporter_daemonset_that_is_not_there_leaves_the_service_and_service_monitor_checked(stack):
+    """No exporter DaemonSet at all (not yet installed, or deleted): verify said so, but made no exporter Service nor
+    Prometheus scrape config check (push's preflight read "Prometheus scrape config: not checked"), though neither
+    needs the DaemonSet. Both are made, as where the DaemonSet read is refused."""
+    cluster, verify = stack
+    cluster.daemonset["metadata"].update(name="something-else", labels={"app": "something-else"})
+    checks = verify(*ONLY_KUBE_PROMETHEUS)[1]
+    assert checks[("kube", "exporter DaemonSet")]["status"] == "fail", checks[("kube", "exporter DaemonSet")]
+    made = {name: checks[("kube", name)]["status"] for name in ("exporter Service", "Prometheus scrape config")
+            if ("kube", name) in checks}
+    assert made == {"exporter Service": "ok", "Prometheus scrape config": "ok"}, made
+
+
 def test_an_exporter_service_whose_target_port_names_no_port_of_the_pods_reaches_no_exporter(stack):
     """The exporter Service's 9400 port has targetPort `gpu-metrics`, a name no container port of the exporter's pods
     carries (the operator's names its 9400 port `metrics`): the EndpointSlice controller finds that port on no pod,
