@@ -57,9 +57,15 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
         from ..clients.kube import for_run
         from .kube import CLUSTER_FIX, exporter_service, exporter_to_read
 
+        from ..clients.kube import KubeRefused
+
         kube = for_run(options)
         read = exporter_to_read(kube, project, options)
-        labelled = exporter_service(kube, read.namespace, read.style)
+        unlisted = None  # the Services' refused listing: the proxy (services/proxy, a permission of its own) is tried
+        try:
+            labelled = exporter_service(kube, read.namespace, read.style)
+        except KubeRefused as refused:
+            labelled, unlisted = None, refused
         service = labelled or read.style.service
         if read.unknown:  # said before the read, which may fail: the Service read is a choice, not a judgement
             yield Check(GROUP, WHICH_CLUSTER, WARN, f"{read.unknown}; /metrics is read through the Service "
@@ -77,10 +83,13 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
             # no Service is labelled as the settings' deployment style's: the name tried was a guess, say so (the API
             # server's answer alone sent the user to the API server)
             key, value = read.style.pod_label
-            raise RemoteError(f"{exc.what}: no Service in {read.namespace} labelled {key}={value} exposes "
-                              f"{EXPORTER_PORT}, so /metrics was read through {service}, exporter.deployment "
-                              f"{read.style.key}'s name", hint="the kube group's exporter DaemonSet and exporter "
-                              "Service checks say what to write or create; or pass --exporter-url") from None
+            why = (f"the Services in {read.namespace} could not be listed ({unlisted.what})" if unlisted else
+                   f"no Service in {read.namespace} labelled {key}={value} exposes {EXPORTER_PORT}")
+            raise RemoteError(f"{exc.what}: {why}, so /metrics was read through {service}, exporter.deployment "
+                              f"{read.style.key}'s name", hint=(
+                                  f"{unlisted.hint}; or pass --exporter-url" if unlisted else "the kube group's "
+                                  "exporter DaemonSet and exporter Service checks say what to write or create; or "
+                                  "pass --exporter-url")) from None
     yield from analyse(project, text, source)
 
 

@@ -2273,6 +2273,25 @@ def test_an_exporter_pod_being_deleted_is_said_terminating_not_not_ready(stack):
     assert check["fix"].startswith("wait for the pods that replace them"), check
 
 
+def test_a_user_refused_the_services_still_reads_metrics_through_the_service_proxy(stack):
+    """A kubeconfig user refused listing Services (403) may still have services/proxy, a permission of its own: the
+    exporter group ended at the Services refusal ("reachable" failed), the proxy never tried. It reads /metrics
+    through the settings' Service name; refused the proxy too, it fails naming both."""
+    cluster, verify = stack
+    cluster.readable_only = {"services": ()}
+    checks = verify(*ONLY_EXPORTER)[1]
+    assert ("exporter", "reachable") not in checks, checks[("exporter", "reachable")]
+    assert checks[("exporter", "metrics endpoint")]["status"] == "ok", checks[("exporter", "metrics endpoint")]
+    assert checks[("exporter", "metrics endpoint")]["detail"].startswith(
+        "service proxy gpu-operator/nvidia-dcgm-exporter: "), checks[("exporter", "metrics endpoint")]
+    cluster.readable_only = {"services": (), "services/proxy": ()}
+    failed = [c for c in verify(*ONLY_EXPORTER)[1].values() if c["status"] == "fail"]
+    assert len(failed) == 1 and "services/proxy" not in failed[0]["detail"], failed
+    detail = failed[0]["detail"]
+    assert "refused access to service proxy gpu-operator/nvidia-dcgm-exporter (403)" in detail, detail
+    assert "Services in gpu-operator could not be listed" in detail, detail
+
+
 def test_a_503_whose_endpointslices_cannot_be_read_keeps_the_503_and_says_both(stack):
     """The service proxy answers 503 (no exporter pod ready) and the EndpointSlices that would tell why answer 500:
     the 500 alone was reported, as if the exporter had never been asked. Both are said, the 503 first."""

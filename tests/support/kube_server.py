@@ -205,7 +205,9 @@ def _pod_ready(pod: dict[str, Any]) -> bool:
 
 
 # /api/v1[/namespaces/<ns>]/<resource>[/<name>] and /apis/<group>/<version>[/namespaces/<ns>]/<resource>[/<name>]
-_RESOURCE_PATH = re.compile(r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?(?:/.*)?")
+# (group, namespace, resource, name, subresource): RBAC names a subresource apart (services/proxy is not services)
+_RESOURCE_PATH = re.compile(
+    r"/(?:api/v1|apis/([^/]+)/[^/]+)(?:/namespaces/([^/]+))?/([^/]+)(?:/([^/]+))?(?:/([^/]+))?(?:/.*)?")
 
 
 def _list(kind: str, items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -326,12 +328,13 @@ class KubeTestServer(LoopbackServer):
     def refused(self, path: str) -> dict[str, Any] | None:
         """The API server's 403 for a read the user's RBAC (cluster.readable_only) does not allow, else None."""
         m = _RESOURCE_PATH.fullmatch(path)
-        if m is None or m.group(3) not in self.cluster.readable_only:
+        if m is None:
             return None
-        group, namespace, resource, name = m.groups()
-        if namespace in self.cluster.readable_only[resource]:
+        group, namespace, kind, name, subresource = m.groups()
+        resource = f"{kind}/{subresource}" if name and subresource else kind
+        if resource not in self.cluster.readable_only or namespace in self.cluster.readable_only[resource]:
             return None
-        full = f"{resource}.{group}" if group else resource
+        full = f"{kind}.{group}" if group else kind
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
         verb = "get" if name else "list"
         target = f'{full} "{name}"' if name else full
