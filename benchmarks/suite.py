@@ -6,6 +6,7 @@ The clone is made from this checkout's HEAD into a temporary folder, with CI=tru
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -28,14 +29,34 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         clone = Path(scratch) / "gpudash"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        env = {**os.environ, "CI": "true", "GPUDASH_REFERENCE": str(reference)}
+        recorded = Path(scratch) / "suite-cpu.jsonl"  # tests/support/suite_cpu.py: per test file and process
+        env = {**os.environ, "CI": "true", "GPUDASH_REFERENCE": str(reference), "GPUDASH_SUITE_CPU": str(recorded)}
         start, used = time.perf_counter(), _children_cpu()
         result = subprocess.run(["make", "test"], cwd=clone, env=env, capture_output=True, text=True)
         elapsed, cpu = time.perf_counter() - start, _children_cpu() - used
+        records = [json.loads(line) for line in recorded.read_text().splitlines()] if recorded.exists() else []
     summary = next((line for line in reversed(result.stdout.splitlines()) if " in " in line and "passed" in line),
                    "no pytest summary")
     print(f"make test on a fresh clone: {elapsed:.0f} s, {cpu:.0f} s CPU, exit {result.returncode} "
           f"({summary.strip('= ')}; load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    print(where_the_cpu_goes(records))
+
+
+def where_the_cpu_goes(records: list[dict]) -> str:
+    """The suite's CPU by kind (the test processes' own, then the processes they waited for, by program) and the test
+    files that took most (their process's own CPU and their children's)."""
+    files = [r for r in records if "file" in r]
+    kinds: dict[str, list[float]] = {}
+    for r in records:
+        if "command" in r:
+            kind = "python" if r["command"].startswith("python") else r["command"]
+            kinds.setdefault(kind, []).append(r["cpu"])
+    lines = [f"  test processes' own (in-process tests): {sum(f['self'] for f in files):.0f} s"]
+    lines += [f"  {kind}: {sum(cpu):.0f} s in {len(cpu)} runs"
+              for kind, cpu in sorted(kinds.items(), key=lambda item: -sum(item[1]))[:6]]
+    lines += [f"  {f['file']}: {f['self'] + f['children']:.1f} s (own {f['self']:.1f})"
+              for f in sorted(files, key=lambda f: -(f["self"] + f["children"]))[:8]]
+    return "where the suite's CPU goes:\n" + "\n".join(lines)
 
 
 def _children_cpu() -> float:

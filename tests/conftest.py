@@ -59,6 +59,9 @@ def pytest_configure(config):
     does not depend on when it collects."""
     gc.set_threshold(100_000, 50, 100)
     os.environ.setdefault("GOGC", "400")
+    from tests.support import suite_cpu
+
+    suite_cpu.register(config)  # GPUDASH_SUITE_CPU set (benchmarks/suite.py): where the CPU goes, per file and process
 
 
 @pytest.hookimpl(tryfirst=True)
