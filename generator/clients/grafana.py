@@ -429,7 +429,8 @@ class GrafanaClient:
         Answers who deleted it: DELETED (Grafana answered a delete of ours), GONE (no request of ours reached
         Grafana, or the first one was answered "not found": someone else deleted it), or MAYBE_DELETED (an attempt
         of ours reached Grafana and its answer was lost, and then the dashboard was found gone: that attempt or
-        someone else deleted it, and nothing tells which)."""
+        someone else deleted it, and nothing tells which). Found gone and then there again at the read-back, it was
+        created anew by someone else meanwhile: a failure saying so, never "still there"."""
         what = f"dashboard {uid}"
         reached: list[bool] = []
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
@@ -445,6 +446,10 @@ class GrafanaClient:
                 self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                             "the deleted dashboard's title and message")
             still = self.dashboard(uid)
+        if still is not None and answer is None:  # found gone ("not found", or the look before a retry) and there now
+            raise RemoteError("found gone (Grafana answered \"not found\", or the look before a retry of the delete "
+                              "found it so), then there again: someone created it anew meanwhile; not deleted",
+                              where=what, hint="run `gpudash plan` and review it before pruning")
         if still is not None:
             raise RemoteError("Grafana answered the delete, but the dashboard is still there", where=what,
                               hint="check Grafana's logs (a locked database, a proxy answering for it); run again")

@@ -99,6 +99,33 @@ def test_a_push_stopped_after_a_delete_still_says_whether_that_delete_was_gpudas
     assert retired[1] in grafana.state.dashboards
 
 
+def test_a_dashboard_found_gone_before_the_retry_and_created_anew_is_not_said_still_there(grafana, run, tmp_path):
+    """The retired team dashboard's DELETE is answered 503 while a person deletes it; the look before the retry finds
+    it gone, and the person creates it anew before gpudash reads it back. The failure read "Grafana answered the
+    delete, but the dashboard is still there" (Grafana answered no delete, and this is another dashboard). It says it
+    was found gone and is there again, created anew; the new dashboard is kept."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    kept = grafana.state.dashboards[TEAM]
+
+    def person_deletes_then_creates_anew():
+        grafana.state.dashboards.pop(TEAM)
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="before", skip=1, callback=lambda:
+                          grafana._store(TEAM, {**kept["dashboard"], "title": "Made anew by alice"}, kept["folderUid"],
+                                         "", "alice")))
+
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=503,
+                          callback=person_deletes_then_creates_anew))
+        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "a2", ["alpha"], team=False), "--prune",
+                                     url=proxy.url)
+    assert code == 3, stderr
+    assert grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Made anew by alice"
+    assert "still there" not in stdout + stderr, stdout + stderr
+    assert "found gone" in stdout and "someone created it anew meanwhile; not deleted" in stdout, stdout
+
+
 def test_a_delete_answered_not_found_is_not_listed_as_deleted(grafana, run, tmp_path):
     """A person deletes the retired team dashboard right before gpudash's DELETE reaches Grafana (after its last
     look): Grafana answers 404. It was listed as deleted by gpudash; now it is not, and a note says so."""
