@@ -950,7 +950,8 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
 
 def _ready_without_nodes(pods: list[Answer], refused: Any) -> list[Check]:
     """Where the Nodes cannot be read (`refused`): the coverage cannot tell; exporter pods ready counts the exporter's
-    pods that are ready (the DaemonSet runs them on GPU nodes only), and cannot tell where none is."""
+    pods that are ready, wherever they run (whether each GPU node has one is the coverage's), and cannot tell where
+    none is."""
     ready = [pod for pod in pods if _ready(pod)]
     if not ready:
         return [cannot_tell(GROUP, COVERAGE_CHECK, refused), cannot_tell(GROUP, PODS_READY, refused)]
