@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import posixpath
+import re
 import shlex
 import shutil
 import stat
@@ -30,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
-from .serialize import json_string, string_slot, to_json, to_json_filled, to_yaml, to_yaml_alike, to_yaml_many
+from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled, to_yaml, to_yaml_alike,
+                        to_yaml_many)
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -119,7 +121,7 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[ADDITIONAL_SCRAPE_FILE] = to_yaml(artifacts.additional_scrape_configs)
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor, *artifacts.more_service_monitors)
 
-    body_string = body_strings(artifacts.project)
+    body_string = BodyStrings(artifacts)
 
     def body_text(name: str, body: dict[str, Any]) -> str:  # where a file is written whole
         return json.loads(body_string(name, body))
@@ -137,20 +139,103 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     return files
 
 
-def body_strings(project: str) -> Callable[[str, Any], bytes]:
-    """body_string(name, body): the JSON string of a CloudWatch dashboard's DashboardBody text, stamped for `project`,
-    made once per body (the same body in its file and the template; only the string is kept: the texts of 1,000
-    clusters' bodies are tens of MB). A body that is text already (a build read back) is its stamped text."""
-    from .ownership import stamped_cloudwatch_text
+class BodyStrings:
+    """Each CloudWatch dashboard's DashboardBody as the JSON string its file and template hold (`json_string` of
+    `stamped_cloudwatch_text`), by name and body: the same body in its file and the template is escaped once, and
+    only the string is kept (the texts of 1,000 clusters' bodies are tens of MB).
 
-    bodies: dict[tuple[str, int], bytes] = {}
+    The clusters' dashboards of one kind differ in their cluster's name and Region and in their stamp. The first
+    of a kind is escaped in pieces, split at those values and at its stamp; another of the kind whose canonical text
+    is those pieces joined with its own values is escaped by joining the pieces' escapes with its values' and its
+    stamp's. Both escapes (ensure_ascii's, then a JSON string's) go character by character, so the escape of a text
+    is its pieces' escapes, joined. Any other body is escaped whole; a body that is text already (a build read back)
+    is its stamped text."""
 
-    def body_string(name: str, body: Any) -> bytes:
-        if (name, id(body)) not in bodies:
-            text = body if isinstance(body, str) else stamped_cloudwatch_text(body, name, project)
-            bodies[name, id(body)] = json_string(text)
-        return bodies[name, id(body)]
-    return body_string
+    def __init__(self, artifacts: Artifacts):
+        self.project = artifacts.project
+        self.strings: dict[tuple[str, int], bytes] = {}
+        self.regions = {item.name: item.region for item in artifacts.cloudwatch_dashboards}
+        self.kinds = _cluster_kinds(list(self.regions), artifacts.dashboard_prefix, artifacts.clusters)
+        # kind -> (the pieces of the first's text, each gap's value: 0 cluster, 1 Region, 2 stamp; the pieces'
+        # escapes), or None where the first could not be split
+        self.references: dict[str, tuple[list[bytes], list[int], list[bytes]] | None] = {}
+
+    def __call__(self, name: str, body: Any) -> bytes:
+        key = (name, id(body))
+        if key not in self.strings:
+            self.strings[key] = self._string(name, body)
+        return self.strings[key]
+
+    def _string(self, name: str, body: Any) -> bytes:
+        from .ownership import cloudwatch_stamp, pending_cloudwatch_text, stamped_cloudwatch_text, stamped_pending_text
+
+        if isinstance(body, str):  # a build read back holds each body as its stamped text
+            return json_string(body)
+        cluster, kind = self.kinds.get(name, (None, None))
+        region = self.regions.get(name, "")
+        pending = pending_cloudwatch_text(body) if cluster is not None and _PLAIN_VALUE.fullmatch(region) else None
+        if pending is None:
+            return json_string(stamped_cloudwatch_text(body, name, self.project))
+        text, at, end = pending
+        values = [cluster.encode(), region.encode(), text[at:end]]
+        if kind not in self.references:
+            self.references[kind] = _split_at(text, values)
+        reference = self.references[kind]
+        if reference is not None:
+            pieces, gaps, escaped = reference
+            joined = [pieces[0]]
+            for gap, piece in zip(gaps, pieces[1:]):
+                joined += (values[gap], piece)
+            if b"".join(joined) == text:
+                stamp = cloudwatch_stamp(text, at, end, name, self.project)
+                # the values are plain ASCII tokens: their escapes are themselves
+                values[2] = json_string(ascii_json(stamp.decode()))[1:-1]
+                filled = [b'"', escaped[0]]
+                for gap, piece in zip(gaps, escaped[1:]):
+                    filled += (values[gap], piece)
+                filled.append(b'"')
+                return b"".join(filled)
+        return json_string(stamped_pending_text(text, at, end, name, self.project))
+
+
+# A cluster name or Region that a body's canonical text and both escapes hold as itself
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _cluster_kinds(names: list[str], prefix: str, clusters: tuple[str, ...]) -> dict[str, tuple[str, str]]:
+    """name -> (cluster, kind) of each CloudWatch dashboard name that reads as <prefix>-<cluster>-<kind> for exactly
+    one of the clusters, whose name is a plain token."""
+    from .names import cloudwatch_dashboard_name_start
+
+    known = {cluster for cluster in clusters if _PLAIN_VALUE.fullmatch(cluster)}
+    start = cloudwatch_dashboard_name_start(prefix)
+    kinds = {}
+    for name in names:
+        if not name.startswith(start):
+            continue
+        rest = name[len(start):]
+        found = [(rest[:at], rest[at + 1:]) for at, char in enumerate(rest) if char == "-" and rest[:at] in known]
+        if len(found) == 1:
+            kinds[name] = found[0]
+    return kinds
+
+
+def _split_at(text: bytes, values: list[bytes]) -> tuple[list[bytes], list[int], list[bytes]] | None:
+    """`text` split at each whole-word place of values[0] and values[1] and at values[2] (which it holds once): the
+    pieces between, which value each gap held, and each piece's escape (as `json_string(ascii_json(...))` writes it,
+    without quotes); None when values[0] is nowhere, or values[2] is not found once."""
+    word = rb"(?<![A-Za-z0-9_.])(?:%s)(?![A-Za-z0-9_.])"
+    plain = sorted({values[0], values[1]}, key=lambda value: (-len(value), value))
+    pattern = re.compile(re.escape(values[2]) + b"|" + word % b"|".join(map(re.escape, plain)))
+    pieces = pattern.split(text)
+    found = [match.group() for match in pattern.finditer(text)]
+    if len(pieces) != len(found) + 1:
+        return None
+    gaps = [values.index(value) for value in found]
+    if gaps.count(2) != 1 or 0 not in gaps:
+        return None
+    escaped = [json_string(ascii_json(piece.decode()))[1:-1] for piece in pieces]
+    return pieces, gaps, escaped
 
 
 def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes]) -> bytes:

@@ -257,20 +257,41 @@ def stamped_cloudwatch_text(body: dict[str, Any], name: str, project: str) -> st
     """The DashboardBody text of `body` stamped with its hash: compact_json(stamp_cloudwatch_body(...)),
     from one encoding instead of two. A JSON string encodes character by character, so the stamped
     text less the encoded stamp is the canonical text of the unstamped body, which the hash covers."""
+    pending = pending_cloudwatch_text(body)
+    if pending is None:  # the placeholder occurs in the body itself: take the long way
+        return compact_json(stamp_cloudwatch_body(body, name, project))
+    return stamped_pending_text(*pending, name, project)
+
+
+def stamped_pending_text(text: bytes, at: int, end: int, name: str, project: str) -> str:
+    """`stamped_cloudwatch_text` of the body whose `pending_cloudwatch_text` is (text, at, end)."""
+    whole = memoryview(text)
+    # escaped piece by piece (a character at a time, so as a whole): what follows the header is most of the text,
+    # and without the header's non-ASCII characters it is read as one byte a character
+    return "".join([ascii_json(str(piece, "utf-8"))
+                    for piece in (whole[:at], cloudwatch_stamp(text, at, end, name, project), whole[end:])])
+
+
+def pending_cloudwatch_text(body: dict[str, Any]) -> tuple[bytes, int, int] | None:
+    """The canonical text of `body` stamped with a placeholder for its digest, and where the placeholder's stamp
+    starts and ends in it; None when the placeholder occurs in the body itself."""
     pending = _PENDING_TEXT
     text = canonical_json(_with_header(body, body["widgets"][0]["properties"]["markdown"] + _stamp(_PENDING)))
     at = text.find(pending)
     end = at + len(pending)
-    if at < 0 or text.find(pending, end) >= 0:  # the placeholder occurs in the body itself: take the long way
-        return compact_json(stamp_cloudwatch_body(body, name, project))
-    whole = memoryview(text)  # the text around the placeholder, hashed and joined without copies of its own
+    if at < 0 or text.find(pending, end) >= 0:
+        return None
+    return text, at, end
+
+
+def cloudwatch_stamp(text: bytes, at: int, end: int, name: str, project: str) -> bytes:
+    """The canonical text of the stamp that takes the place of text[at:end] (`pending_cloudwatch_text`): the hash
+    of the text around it, bound to the dashboard's name and project."""
+    whole = memoryview(text)  # the text around the placeholder, hashed without copies of its own
     digest = hashlib.sha256(_bound_to(name, project))
     digest.update(whole[:at])
     digest.update(whole[end:])
-    stamp = canonical_json(_stamp(digest.hexdigest()[:16]))[1:-1]
-    # escaped piece by piece (a character at a time, so as a whole): what follows the header is most of the text,
-    # and without the header's non-ASCII characters it is read as one byte a character
-    return "".join([ascii_json(str(piece, "utf-8")) for piece in (whole[:at], stamp, whole[end:])])
+    return canonical_json(_stamp(digest.hexdigest()[:16]))[1:-1]
 
 
 def unstamped_cloudwatch_body(body: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..cloudwatch_query import (ALARM_WINDOW_SECONDS, COPY_CHANGE, DASHBOARD_NAM
 from ..dashboard_limit import METRICS_PER_DASHBOARD, metrics_shown
 from ..markers import ALARM_OWNER_TAG, ALARM_OWNER_TEXT
 from ..render.alarms import METRICS_INSIGHTS_ALARM_QUOTA, insights_alarm_counts
-from ..output import ALARMS_FILE, body_strings, cloudwatch_dashboard_file, template_bytes, template_file
+from ..output import ALARMS_FILE, BodyStrings, cloudwatch_dashboard_file, template_bytes, template_file
 from ..resources import schema as schema_path
 from . import Finding, Rule, schema_message
 from .subject import LintInput
@@ -390,7 +390,7 @@ def template_quota(subject: LintInput) -> Iterable[Finding]:
     """Each CloudFormation template within CloudFormation's quotas (resources, bytes as the build writes it)."""
     from ..render.cloudformation import QUOTA_FIX, over_quota
 
-    body_string = body_strings(subject.artifacts.project)
+    body_string = BodyStrings(subject.artifacts)
     for stack, template in sorted(subject.artifacts.cloudformation.items()):
         over = over_quota(template, len(template_bytes(template, body_string)))
         if over:

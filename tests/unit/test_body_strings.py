@@ -1,0 +1,54 @@
+"""Each CloudWatch dashboard body is written as the JSON string of its stamped compact ASCII text, whether it is
+escaped whole or from the pieces of the first body of its kind (the clusters' dashboards of one kind differ in
+their cluster's name, Region and stamp)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.artifacts import build
+from generator.output import BodyStrings, cloudwatch_dashboard_file, encode
+from generator.ownership import stamp_cloudwatch_body
+from generator.project import load_project
+
+
+def _reference(body, name: str, project: str) -> bytes:
+    """The body's string as the standard library writes it: stamped, compact ASCII JSON, as a JSON string."""
+    text = json.dumps(stamp_cloudwatch_body(body, name, project), sort_keys=True, separators=(",", ":"))
+    return json.dumps(text).encode()
+
+
+def _artifacts(tmp_path, clusters: list[tuple[str, str]], project: str = ""):
+    lines = "".join(f"  - {{name: {json.dumps(name)}, region: {region}}}\n" for name, region in clusters)
+    (tmp_path / "gpudash.yaml").write_text((f"project: {project}\n" if project else "") + f"clusters:\n{lines}")
+    return build(load_project(tmp_path / "gpudash.yaml"))
+
+
+@pytest.mark.parametrize("clusters", [
+    # names that the text holds elsewhere: a word of the header, the n of each \n escape, a Region, a digit
+    [("a", "us-east-1"), ("b", "eu-west-1"), ("n", "us-east-1"), ("m", "eu-west-1")],
+    [("gpu", "us-east-1"), ("us-east-1", "us-east-1"), ("eu-west-1", "us-east-1"), ("1", "eu-west-1")],
+    # one name the start of another's, a name holding the other's kind, names alike but for - and _
+    [("prod", "us-east-1"), ("prod-overview", "us-east-1"), ("prod-by", "eu-west-1"), ("prod_by", "us-east-1")],
+])
+def test_bodies_of_clusters_named_like_their_text_are_the_standard_librarys_strings(tmp_path, clusters):
+    artifacts = _artifacts(tmp_path, clusters)
+    files = encode(artifacts)
+    assert len(artifacts.cloudwatch_dashboards) == 3 * len(clusters)
+    for item in artifacts.cloudwatch_dashboards:
+        expected = _reference(item.body, item.name, "")
+        assert json.loads(files[cloudwatch_dashboard_file(item.name)])["DashboardBody"] == json.loads(expected)
+        assert BodyStrings(artifacts)(item.name, item.body) == expected
+
+
+def test_a_fleet_escapes_each_kind_once_and_every_body_as_the_standard_library_does(tmp_path):
+    clusters = [(f"c{number:02}", ("us-east-1", "eu-west-1")[number % 2]) for number in range(12)]
+    artifacts = _artifacts(tmp_path, clusters, project="team-a")
+    strings = BodyStrings(artifacts)
+    for item in artifacts.cloudwatch_dashboards:
+        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+    # three kinds of dashboard, each split once at its first cluster's values, and every other body filled in
+    assert sorted(strings.references) == ["by-pod", "health", "overview"]
+    assert all(reference is not None for reference in strings.references.values())
