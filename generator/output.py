@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from . import __version__
 from .errors import InputError, OutputError
 from .reading import MAX_INPUT_BYTES, read_bytes
-from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled, to_yaml, to_yaml_alike,
-                        to_yaml_many)
+from .serialize import (ascii_json, json_string, string_slot, to_json, to_json_filled, to_json_strings, to_yaml,
+                        to_yaml_alike, to_yaml_many)
 
 if TYPE_CHECKING:
     from .artifacts import Artifacts
@@ -122,14 +122,9 @@ def encode(artifacts: Artifacts) -> dict[str, bytes]:
     files[SERVICE_MONITOR_FILE] = to_yaml(artifacts.service_monitor, *artifacts.more_service_monitors)
 
     body_string = BodyStrings(artifacts)
-
-    def body_text(name: str, body: dict[str, Any]) -> str:  # where a file is written whole
-        return json.loads(body_string(name, body))
-
     for item in artifacts.cloudwatch_dashboards:
-        files[cloudwatch_dashboard_file(item.name)] = to_json_filled(
-            {"DashboardName": item.name, "DashboardBody": string_slot(0)}, [body_string(item.name, item.body)],
-            lambda: {"DashboardName": item.name, "DashboardBody": body_text(item.name, item.body)})
+        files[cloudwatch_dashboard_file(item.name)] = to_json_strings(
+            {"DashboardName": json_string(item.name), "DashboardBody": body_string(item.name, item.body)})
     files[ALARMS_FILE] = to_json({"alarms": [item.as_dict() for item in artifacts.alarms]})
     for stack, template in artifacts.cloudformation.items():
         files[template_file(stack)] = template_bytes(template, body_string)

@@ -80,6 +80,15 @@ def to_json_filled(data: Any, strings: list[bytes], whole: Callable[[], Any]) ->
     return b"".join(filled)
 
 
+def to_json_strings(strings: dict[str, bytes]) -> bytes:
+    """`to_json` of a dict of strings, each value given as its `json_string` (a CloudWatch dashboard's file: its
+    name and its body, escaped once for the file and the template): a line per key, keys sorted."""
+    if not strings:
+        return b"{}\n"
+    return b"{\n" + b",\n".join([b"  " + json_string(key) + b": " + value
+                                  for key, value in sorted(strings.items())]) + b"\n}\n"
+
+
 def _pretty_fast(data: Any) -> bytes | None:
     if orjson is None:
         return None

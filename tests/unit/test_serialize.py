@@ -237,6 +237,13 @@ def test_to_yaml_known_differences_take_the_reference_path():
 
 
 @_fast
+@given(st.dictionaries(_keys, _text, max_size=4))
+def test_a_dict_of_strings_written_from_their_json_strings_is_the_standard_librarys_file(strings):
+    escaped = {key: serialize.json_string(value) for key, value in strings.items()}
+    assert serialize.to_json_strings(escaped) == _pretty(strings)
+
+
+@_fast
 @given(_values)
 def test_ascii_json_is_what_ensure_ascii_writes(value):
     assert serialize.ascii_json(serialize.canonical_json(value).decode()) == json.dumps(
