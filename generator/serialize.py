@@ -437,6 +437,10 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     kind = type(value)
     if kind is str:
         if "\n" not in value:
+            style = _one_line_style(value) if len(value) >= _LONG_LINE else None
+            if style is not None:
+                texts.append(value)
+                return f"{_LINE_STAND_IN}{style}{len(texts) - 1}"
             return value
         if as_is is None:
             literal = _literal_as_is(value)
@@ -467,12 +471,76 @@ def _stand_ins(value: Any, texts: list[str], copies: dict[int, Any], exact: list
     return copy
 
 
+# A long one-line string (a PromQL expression of a thousand clusters is megabytes) is written in place of its
+# stand-in as the emitters write it, plain or single-quoted, folded at spaces (`_one_line_style`, `_folded`): libyaml
+# folds it a character at a time. Shorter ones are left to the emitter.
+_LONG_LINE = 1000
+_LINE_STAND_IN = "gpudash-one-line-"  # then p (plain) or q (single-quoted), and the text's number
+# the line a one-line stand-in ends, as the value of a plain key in a block mapping (whose indent is the key's column)
+_LINE_KEY = re.compile(r"( *(?:- )*)([A-Za-z0-9_][A-Za-z0-9_.-]*): ")
+_LINE_REST = re.compile(r"([pq])([0-9]+)\n")
+_WIDTH = 100  # the emitters' best width (`_dump`): a one-line scalar breaks at a space past it
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7f))
+
+
+def _one_line_style(value: str) -> str | None:
+    """How the emitters write `value` as a block mapping's value, where its only change is a line break for a space
+    here and there (`_folded`): "p" plain, "q" single-quoted (its quotes doubled); None for any other value. Such a
+    value is printable ASCII with no leading or trailing space and no two spaces together (where the emitters break a
+    line depends on nothing else). It is plain unless an indicator makes it quoted (first, or ': ' or ' #' inside, or
+    ':' last) or it reads back as another type (a number, a date, a boolean...)."""
+    if value[0] == " " or value[-1] == " " or "  " in value or not value.isascii() \
+            or value.encode("ascii").translate(None, _PRINTABLE_ASCII):
+        return None
+    indicated = value[0] in "#,[]{}&*!|>'\"%@`" or (value[0] in "?:-" and value[1:2] in ("", " ")) \
+        or value.startswith(("---", "...")) or value[-1] == ":" or ": " in value or " #" in value
+    if indicated or yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) != _STR_TAG:
+        return "q"
+    return "p"
+
+
+def _folded(text: str, column: int, indent: int) -> str:
+    """A one-line scalar's text as the emitters write it from `column`: at a space past `_WIDTH` columns (counted
+    before the space), the space becomes a line break and `indent` spaces."""
+    lines = []
+    start = 0
+    while True:
+        at = text.find(" ", max(start, start + _WIDTH + 1 - column))
+        if at < 0:
+            lines.append(text[start:])
+            return ("\n" + " " * indent).join(lines)
+        lines.append(text[start:at])
+        start, column = at + 1, indent
+
+
+def _with_lines(text: str, lines: list[str], seen: list[int]) -> str | None:
+    """`text` with each one-line stand-in replaced by its scalar (each number added to `seen`); None where a
+    stand-in is not the value of a plain key in a block mapping."""
+    pieces = text.split(_LINE_STAND_IN)
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        line = out[-1][out[-1].rfind("\n") + 1:]
+        key = _LINE_KEY.fullmatch(line)
+        rest = _LINE_REST.match(piece)
+        if key is None or rest is None or int(rest[2]) >= len(lines):
+            return None
+        seen.append(int(rest[2]))
+        indent, column = len(key[1]) + 2, len(line)
+        if rest[1] == "p":
+            scalar = _folded(lines[int(rest[2])], column, indent)
+        else:  # the opening quote takes a column; each quote inside is written twice
+            scalar = "'" + _folded(lines[int(rest[2])].replace("'", "''"), column + 1, indent) + "'"
+        out += (scalar, piece[len(rest[0]) - 1:])
+    return "".join(out)
+
+
 def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str], str | None] | None = None
                 ) -> str | None:
-    """The skeleton's text with each stand-in's block holding its text; None unless every stand-in was written
-    once, as a `|` block, and nothing else in the documents reads like one. `indented`, if given, keeps the block
-    body of each (text, indent) met before (None the first time: a text met once keeps no second copy)."""
-    if skeleton.count(_STAND_IN) != len(texts):
+    """The skeleton's text with each stand-in's block holding its text, and each plain stand-in replaced by its
+    folded text; None unless every stand-in was written once, as a `|` block or as a block mapping's value, and
+    nothing else in the documents reads like one. `indented`, if given, keeps the block body of each (text, indent)
+    met before (None the first time: a text met once keeps no second copy)."""
+    if skeleton.count(_STAND_IN) + skeleton.count(_LINE_STAND_IN) != len(texts):
         return None
     seen: list[int] = []
     indented = {} if indented is None else indented
@@ -490,4 +558,6 @@ def _with_texts(skeleton: str, texts: list[str], indented: dict[tuple[str, str],
         return "|\n" + body
 
     text = _STAND_INS.sub(block, skeleton)
-    return text if sorted(seen) == list(range(len(texts))) else None
+    if _LINE_STAND_IN in skeleton:
+        text = _with_lines(text, texts, seen)
+    return text if text is not None and sorted(seen) == list(range(len(texts))) else None

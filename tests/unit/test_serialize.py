@@ -300,6 +300,51 @@ def test_literal_blocks_written_as_they_are_are_pyyamls_bytes(documents):
     assert serialize.to_yaml(*documents) == _pure_yaml(documents)
 
 
+# Long one-line strings (a thousand clusters' PromQL): words of any width, indicators first, inside and last, quotes,
+# what reads as another type, one space or two between, and now and then a character that changes the style.
+_word = st.sampled_from(["(sum", "by", "x)", "'q'", "a:b", "c:", ":", "#", "x#y", "-", "?", "true", "1", "1.5", "...",
+                         "---", "{a}", '"s"', "w" * 37, "w" * 99, "w" * 130, "é", "\t"])
+_long_line = st.builds(
+    lambda first, words, separator, last: first + separator.join(words * (1100 // len(" ".join(words)) + 1)) + last,
+    st.sampled_from(["", "", "", " ", "- ", "? ", "#", "1", "'"]), st.lists(_word, min_size=1, max_size=12),
+    st.sampled_from([" ", " ", " ", "  "]), st.sampled_from(["", "", "", " ", ":", " #x", "'"]))
+_line_values = st.recursive(_long_line | _text, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.sampled_from(["expr", "k", "a" * 120, "x-y.z", "q r", "1"]), inner, max_size=3), max_leaves=6)
+
+
+@_fast
+@given(st.lists(st.dictionaries(st.sampled_from(["expr", "k", "a" * 99]), _line_values, max_size=3)
+                | st.lists(_line_values, max_size=3), min_size=1, max_size=2))
+def test_long_one_line_strings_written_as_they_are_folded_are_pyyamls_bytes(documents):
+    """The long one-line strings to_yaml folds itself (plain or single-quoted, at any column and depth) give
+    PyYAML's own bytes, and so do those it leaves to the emitter (double spaces, tabs, non-ASCII, keys it does not
+    read)."""
+    assert serialize.to_yaml(*documents) == _pure_yaml(documents)
+
+
+def test_one_line_strings_break_at_the_same_spaces_as_pyyamls_from_any_column():
+    """Each first word's width puts its space before, at and past the width (counted from the key's column, after
+    the opening quote of a quoted one, with a quote inside counted twice)."""
+    for key in ("expr", "k", "a" * 99):
+        for width in range(84, 100):
+            for start, inside in (("", "x"), ("'", "x"), ("", "it's: "), ("", "'q'")):
+                text = start + "w" * width + " " + " ".join([inside + "y" * (n % 13) for n in range(150)])
+                for document in ({key: text}, {"groups": [{key: text, "z": 1}]}):
+                    assert serialize.to_yaml(document) == _pure_yaml([document]), (key, width, start, inside)
+
+
+def test_a_thousand_clusters_rule_is_folded_as_pyyaml_folds_it():
+    """A data-missing rule's expression of 1,000 clusters (megabytes on one line, single-quoted: it holds ': ') in
+    the rules file and in the PrometheusRule, two columns further right."""
+    expression = " or ".join(f'label_replace(absent_over_time(kube_daemonset_labels{{cluster="c{n:04}"}}[5m]), '
+                             f'"reason", "no DaemonSet (deleted: correct exporter.daemonset)", "", "")'
+                             for n in range(1000))
+    rules = {"groups": [{"name": "gpudash", "rules": [{"alert": "GpudashDataMissing", "expr": expression}]}]}
+    for document in (rules, {"kind": "PrometheusRule", "spec": rules}):
+        assert serialize.to_yaml(document) == _pure_yaml([document])
+        assert serialize._one_line_style(expression) == "q"
+
+
 @_fast
 @given(st.lists(_block, min_size=1, max_size=4), st.sampled_from(["ns", "other", "a b", "true"]))
 def test_files_alike_but_for_their_blocks_are_each_written_alone(texts, namespace):
