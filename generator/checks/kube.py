@@ -929,6 +929,8 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
                             f"GPU nodes without an exporter pod: {', '.join(uncovered)}",
                             "check the DaemonSet's nodeSelector and tolerations (the operator needs the label "
                             "nvidia.com/gpu.deploy.dcgm-exporter=true)"))
+    elif doubled := _served_twice(by_node, gpu_nodes, settings):
+        result.append(doubled)
     else:
         result.append(Check(GROUP, "GPU node coverage", OK, f"all {len(gpu_nodes)} GPU nodes run the exporter"))
     if not_ready:
@@ -959,6 +961,32 @@ def _ready_without_nodes(pods: list[Answer], refused: Any) -> list[Check]:
     return [cannot_tell(GROUP, COVERAGE_CHECK, refused),
             Check(GROUP, PODS_READY, OK, f"{len(ready)} exporter pod{'s' if len(ready) > 1 else ''} ready on {nodes} "
                   f"node{'s' if nodes > 1 else ''} (whether every GPU node runs one: {COVERAGE_CHECK} cannot tell)")]
+
+
+def _served_twice(by_node: dict[str, list[Answer]], gpu_nodes: list[str], settings: Settings) -> Check | None:
+    """A warning where a GPU node runs exporter pods of two DaemonSets at once (exporter.more_daemonsets naming one
+    that also schedules where another runs): the CloudWatch agent keeps both, each its own delta series (its own
+    revision; its own pod on the JSON path), so every counter reads twice its increase there for as long as both run,
+    and on agent.pipeline classic each pod's totals twice (as in a surge rollout, README "Two exporter pods on one
+    node"). Grafana and the Prometheus rules read one copy per GPU. None where no node is so served, or on the
+    Container Insights add-on (gpudash's agent publishes nothing)."""
+    if addon_source(settings):
+        return None
+    def owner(pod: Answer) -> str:
+        found = _owner(pod)
+        return "/".join(found) if found else "none"
+    twice = {node: owners for node in gpu_nodes if len(owners := sorted({owner(p) for p in by_node.get(node, [])})) > 1}
+    if not twice:
+        return None
+    totals = (" and each pod's totals (framebuffer, power, PCIe by pod, Pods on GPUs)"
+              if settings.agent.pipeline == "classic" else "")
+    return Check(GROUP, COVERAGE_CHECK, WARN,
+                 f"all {len(gpu_nodes)} GPU nodes run the exporter, but "
+                 + ", ".join(f"{node} runs pods of DaemonSets {' and '.join(owners)}" for node, owners in twice.items())
+                 + f": on CloudWatch every counter (energy, PCIe replays, rows remapped, NVLink){totals} reads twice "
+                 "its value on such a node while both run (Grafana reads one copy per GPU)",
+                 "keep one exporter DaemonSet per GPU node: exclude those nodes from one of them (its nodeSelector "
+                 "or affinity), or remove it")
 
 
 def _relabel_fix(daemonset: tuple[str, str], style) -> str:

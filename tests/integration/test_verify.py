@@ -1950,6 +1950,49 @@ def test_a_node_pool_exporter_in_another_namespace_named_in_the_settings_covers_
     assert checks[("kube", "exporter rollout overlap")]["status"] == "ok"
 
 
+def _one_pod_daemonset(cluster, namespace: str, name: str, **metadata) -> dict:
+    """Another exporter DaemonSet (a copy of the first one's) in the test cluster, one pod scheduled and available."""
+    daemonset = copy.deepcopy(cluster.daemonset)
+    daemonset["metadata"].update(name=name, namespace=namespace, **metadata)
+    daemonset["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1, numberAvailable=1,
+                               updatedNumberScheduled=1)
+    cluster.daemonsets[(namespace, name)] = daemonset
+    cluster.refresh_status()
+    return daemonset
+
+
+def test_a_gpu_node_served_by_exporter_pods_of_two_daemonsets_is_a_warning_naming_the_doubled_counters(stack, tmp_path):
+    """A node pool's DaemonSet named in exporter.more_daemonsets that also schedules on a node the first DaemonSet
+    serves: the CloudWatch agent keeps both pods, each its own delta series, so every counter reads twice its increase
+    there for as long as both run (a maxSurge overlap that never ends: tests/unit/test_cloudwatch_exporter_overlap.py),
+    and on agent.pipeline classic each pod's totals twice. verify said "all GPU nodes run the exporter"."""
+    cluster, verify = stack
+    first = cluster.pods[0]
+    node = first["spec"]["nodeName"]
+    first["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "uid": "1",
+                                             "name": "nvidia-dcgm-exporter", "controller": True}]
+    pod = cluster.exporter_pod(node)
+    pod["metadata"].update(name="pool-c-exporter-1", namespace="gpu-pools",
+                           ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "pool-c",
+                                             "uid": "2", "controller": True}])
+    cluster.pods.append(pod)
+    _one_pod_daemonset(cluster, "gpu-pools", "pool-c")
+    only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config")
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
+    check = verify(*only_kube, str(config))[1][("kube", "GPU node coverage")]
+    assert check["status"] == "warn"  # a warning: publishing goes ahead
+    assert check["detail"] == (
+        f"all 2 GPU nodes run the exporter, but {node} runs pods of DaemonSets gpu-operator/nvidia-dcgm-exporter and "
+        "gpu-pools/pool-c: on CloudWatch every counter (energy, PCIe replays, rows remapped, NVLink) reads twice its "
+        "value on such a node while both run (Grafana reads one copy per GPU)")
+    assert check["fix"].startswith("keep one exporter DaemonSet per GPU node")
+    config.write_text("agent:\n  pipeline: classic\nthresholds:\n  pcie_replays_per_minute: 0\n"
+                      "exporter:\n  more_daemonsets: [gpu-pools/pool-c]\n")
+    assert "NVLink) and each pod's totals (framebuffer, power, PCIe by pod, Pods on GPUs) reads twice" in verify(
+        *only_kube, str(config))[1][("kube", "GPU node coverage")]["detail"]
+
+
 def test_the_chart_beside_the_operator_named_in_more_daemonsets_covers_its_node(stack, tmp_path):
     """README's example: the operator's exporter (exporter.deployment gpu-operator) and the Helm chart in `monitoring`
     named in exporter.more_daemonsets, the chart's pod the only exporter on a third GPU node. The scrape jobs keep that
@@ -1964,13 +2007,8 @@ def test_the_chart_beside_the_operator_named_in_more_daemonsets_covers_its_node(
                            ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
                                              "uid": "1", "controller": True}])
     cluster.pods.append(pod)
-    chart = copy.deepcopy(cluster.daemonset)
-    chart["metadata"].update(name="dcgm-exporter", namespace="monitoring",
-                             labels={"app.kubernetes.io/name": "dcgm-exporter"})
-    chart["status"].update(desiredNumberScheduled=1, currentNumberScheduled=1, numberReady=1, numberAvailable=1,
-                           updatedNumberScheduled=1)
-    cluster.daemonsets[("monitoring", "dcgm-exporter")] = chart
-    cluster.refresh_status()
+    chart = _one_pod_daemonset(cluster, "monitoring", "dcgm-exporter",
+                               labels={"app.kubernetes.io/name": "dcgm-exporter"})
     only_kube = ("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config")
     config = tmp_path / "gpudash.yaml"
     config.write_text("exporter:\n  more_daemonsets: [monitoring/dcgm-exporter]\n")
