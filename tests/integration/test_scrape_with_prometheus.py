@@ -214,8 +214,16 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     files = encode(build(project))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
-    # the agent's job is Prometheus' job and one rule: a whole GPU gets GPU_I_ID "none" (the per-instance set)
+    # the agent's job is Prometheus' job and, on the OTel pipeline (the default), the exporter pod's revision as a
+    # label (awsemf's delta key: an old and a new exporter during a rollout are two counters), and one metric rule:
+    # a whole GPU gets GPU_I_ID "none" (the per-instance set)
+    assert project.settings.agent.pipeline == "otel"
     job = scrape_job(project.settings)
+    job["relabel_configs"] += [
+        {"source_labels": ["__meta_kubernetes_pod_label_controller_revision_hash"], "target_label": "exporter_revision",
+         "action": "replace"},
+        {"source_labels": ["exporter_revision", "__meta_kubernetes_pod_label_pod_template_generation"],
+         "regex": "(.+);(.+)", "replacement": "$1-$2", "target_label": "exporter_revision", "action": "replace"}]
     job["metric_relabel_configs"].append({"source_labels": ["GPU_I_ID"], "regex": "", "target_label": "GPU_I_ID",
                                           "replacement": "none", "action": "replace"})
     assert agent_scrape["scrape_configs"] == [job, ksm_scrape_job(project.settings)]
