@@ -242,31 +242,44 @@ class Kube:
         redact.basic_auth(configuration.username, configuration.password)
         self.api = api_client_class(configuration)
         self.options = options
+        self.hung = hung  # the exec plugin's failures and hangs: it runs again when its token expires, mid-run
+
+    def _plugin_failed(self, before: int) -> None:
+        """Raise the exec plugin's failure or hang since `before` (how many the run had): the client logged it and
+        sent the request with the expired token, so the refusal or failed connection that followed hid it."""
+        if len(self.hung) > before:
+            raise self.hung[-1] from None
 
     def text(self, path: str, what: str, query: dict[str, str] | None = None) -> str | None:
         """The answer's text; None on 404; RemoteError when the API refuses or cannot be reached."""
         from kubernetes.client.exceptions import ApiException
 
         timeout = self.options.socket_timeout()
+        before = len(self.hung)
         try:
-            response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
-                                         header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
-                                         _return_http_data_only=True, _preload_content=False,
-                                         _request_timeout=(timeout, timeout))
+            with _unlogged(self.hung):  # (the plugin, run again for an expired token, is reported, not logged)
+                response = self.api.call_api(path, "GET", query_params=list((query or {}).items()),
+                                             header_params={"Accept": "application/json"},
+                                             auth_settings=["BearerToken"], _return_http_data_only=True,
+                                             _preload_content=False, _request_timeout=(timeout, timeout))
             return decode(read_body(response, self.options, what), None)
         except ApiException as exc:
             if exc.status == 404:
                 return None
+            self._plugin_failed(before)
             if exc.status in (401, 403):
-                raise (KubeRefused if exc.status == 403 else KubeAnswered)(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
-                                   hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
-                                        "deployments, services, configmaps, endpointslices, servicemonitors, "
-                                        "prometheuses, prometheusagents, namespaces)") from None
+                refused = KubeRefused if exc.status == 403 else KubeAnswered
+                raise refused(f"the Kubernetes API refused access to {what} ({exc.status})", exc.status,
+                              hint="check the kubeconfig user's RBAC (get/list on pods, nodes, daemonsets, "
+                                   "deployments, services, configmaps, endpointslices, servicemonitors, "
+                                   "prometheuses, prometheusagents, namespaces)") from None
             raise KubeAnswered(f"the Kubernetes API answered {exc.status} for {what}: {exc.reason}", exc.status,
                                hint="check the cluster's API server") from None
         except RemoteError:
+            self._plugin_failed(before)
             raise
         except Exception as exc:  # urllib3 connection errors and timeouts, kubeconfig exec failures
+            self._plugin_failed(before)
             raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
                               hint="check KUBECONFIG / --context and the network, or --skip kube") from None
 

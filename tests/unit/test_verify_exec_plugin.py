@@ -83,6 +83,15 @@ EXPIRED = ("An error occurred (ExpiredToken) when calling the GetCallerIdentity 
            "in the request is expired")
 
 
+def _verify_kube_only(tmp_path: Path, plugin: Path) -> subprocess.CompletedProcess:
+    """verify's kube group as a process of its own, the kubeconfig's token from `plugin` (given a secret argument)."""
+    _kubeconfig(tmp_path, {"command": str(plugin), "args": ["--token", SECRET]})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(tmp_path / "kubeconfig"), "GPUDASH_CONFIG": ""}
+    return subprocess.run([sys.executable, "-m", "generator", "verify", "--skip", "prometheus", "--skip", "exporter",
+                           "--skip", "cloudwatch", "--timeout", "20", "--output", "json"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=60)
+
+
 def test_a_failing_exec_plugin_is_named_with_why_it_failed(tmp_path):
     """`aws eks get-token` with expired credentials exits 255 saying why on stderr. The client logs that as
     `ERROR:root:exec: process returned 255. ...` on stderr and sends its requests without a token, so verify said
@@ -92,14 +101,31 @@ def test_a_failing_exec_plugin_is_named_with_why_it_failed(tmp_path):
     plugin = tmp_path / "get-token"
     plugin.write_text(f"#!/bin/sh\necho 'retrying' >&2\necho '{EXPIRED}' >&2\nexit 255\n")
     plugin.chmod(0o755)
-    _kubeconfig(tmp_path, {"command": str(plugin), "args": ["--token", SECRET]})
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(tmp_path / "kubeconfig"), "GPUDASH_CONFIG": ""}
-    done = subprocess.run([sys.executable, "-m", "generator", "verify", "--skip", "prometheus", "--skip", "exporter",
-                           "--skip", "cloudwatch", "--timeout", "20", "--output", "json"], capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=60)
+    done = _verify_kube_only(tmp_path, plugin)
     kube = {(c["group"], c["name"]): c for c in json.loads(done.stdout)["checks"]}[("kube", "reachable")]
     assert (kube["status"], kube["detail"]) == (
         "fail", f"the kubeconfig's exec plugin 'get-token' failed (exit 255): {EXPIRED}"), kube
     assert kube["fix"].startswith(f"run '{plugin}' with the kubeconfig's arguments yourself to see why"), kube
     assert "ERROR:root" not in done.stderr and SECRET not in done.stdout + done.stderr, done.stderr
     assert done.returncode == 1
+
+
+def test_an_exec_plugin_failing_when_its_token_expires_mid_run_is_named_with_why(tmp_path):
+    """The plugin gave a token at load that expires at once (an EKS token lives 15 minutes; a long run outlives it), and
+    fails when the client runs it again for a fresh one (the AWS credentials expired meanwhile). The client logged that
+    as `ERROR:root:exec: process returned 255. ...` and sent the request with the expired token: verify said "cannot
+    reach the Kubernetes API" (or "refused access (401)") beside the stray log line. The kube check says the plugin
+    failed and why, as at load, and the log line is not printed besides."""
+    plugin = tmp_path / "get-token"
+    marker = tmp_path / "ran"
+    token = json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                        "status": {"token": "k8s-aws-v1.expiring", "expirationTimestamp": "2000-01-01T00:00:00Z"}})
+    plugin.write_text(f"#!/bin/sh\nif [ ! -e {marker} ]; then touch {marker}; echo '{token}'; exit 0; fi\n"
+                      f"echo '{EXPIRED}' >&2\nexit 255\n")
+    plugin.chmod(0o755)
+    done = _verify_kube_only(tmp_path, plugin)
+    assert marker.exists(), done.stderr  # (the plugin gave its token at load)
+    kube = {(c["group"], c["name"]): c for c in json.loads(done.stdout)["checks"]}[("kube", "reachable")]
+    assert (kube["status"], kube["detail"]) == (
+        "fail", f"the kubeconfig's exec plugin 'get-token' failed (exit 255): {EXPIRED}"), kube
+    assert "ERROR:root" not in done.stderr and SECRET not in done.stdout + done.stderr, done.stderr
