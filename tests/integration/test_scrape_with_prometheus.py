@@ -214,9 +214,9 @@ def test_agent_configmap_scrape_job_is_the_same_job(tmp_path):
     files = encode(build(project))
     configmaps = list(yaml.safe_load_all(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"]))
     agent_scrape = yaml.safe_load(configmaps[1]["data"]["prometheus.yaml"])
-    # the agent's job is Prometheus' job and, on the OTel pipeline (the default), the exporter pod's revision as a
-    # label (awsemf's delta key: an old and a new exporter during a rollout are two counters), and one metric rule:
-    # a whole GPU gets GPU_I_ID "none" (the per-instance set)
+    # the agent's job is Prometheus' job and, on the OTel pipeline (the default), the exporter pod's revision and
+    # template generation as a label (awsemf's delta key: an old and a new exporter during a rollout, or a rollout
+    # undone, are two counters), and one metric rule: a whole GPU gets GPU_I_ID "none" (the per-instance set)
     assert project.settings.agent.pipeline == "otel"
     job = scrape_job(project.settings)
     job["relabel_configs"] += [
@@ -245,9 +245,13 @@ def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_pa
     prometheus = None
     try:
         sd_file = tmp_path / "targets.json"
+        # a DaemonSet's pods: the revision hash, and the template generation on one of them (the other an older
+        # kind of pod without it): exporter_revision "<hash>-<generation>", or the hash alone
+        pod_labels = {"gpu-node-a": {"controller-revision-hash": "5d8f7c9b6d", "pod-template-generation": "3"},
+                      "gpu-node-mig": {"controller-revision-hash": "5d8f7c9b6d"}}
         sd_file.write_text(json.dumps([_meta(exporters[n.name].address, "gpu-operator",
-                                             {"app": "nvidia-dcgm-exporter"}, "nvidia-dcgm-exporter", 9400,
-                                             n.exporter_pod, n.name) for n in nodes]))
+                                             {"app": "nvidia-dcgm-exporter", **pod_labels[n.name]},
+                                             "nvidia-dcgm-exporter", 9400, n.exporter_pod, n.name) for n in nodes]))
         job = for_file_sd(job, [str(sd_file)])
         job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
         prometheus = Prometheus(tmp_path, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job]}).start()
@@ -256,6 +260,8 @@ def test_the_agents_job_gives_whole_gpus_an_instance_in_a_real_prometheus(tmp_pa
             ("gpu-node-a", "0", "none"), ("gpu-node-a", "1", "none"), ("gpu-node-mig", "0", "1"),
             ("gpu-node-mig", "0", "2"), ("gpu-node-mig", "1", "1"), ("gpu-node-mig", "1", "2")]
         assert all("GPU_I_PROFILE" in s["metric"] for s in framebuffer if s["metric"]["GPU_I_ID"] != "none")
+        assert {(s["metric"]["node"], s["metric"]["exporter_revision"]) for s in framebuffer} == {
+            ("gpu-node-a", "5d8f7c9b6d-3"), ("gpu-node-mig", "5d8f7c9b6d")}
         utilization = prometheus.query("DCGM_FI_DEV_GPU_UTIL")
         assert sorted((s["metric"]["node"], s["metric"]["GPU_I_ID"]) for s in utilization) == [
             ("gpu-node-a", "none"), ("gpu-node-a", "none")]
