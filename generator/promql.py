@@ -188,8 +188,9 @@ class _Device:
     window named, not only the latest scrape's (an exporter without KUBERNETES_VIRTUAL_GPUS names a GPU pods
     share by time-slicing or MPS under one of them per scrape, which one changing from scrape to scrape:
     dcgm-exporter #340; the others' series are marked stale at that scrape), whichever exporter copy named them.
-    Each such pod shows with the GPU's latest reading (`_newest`: its copies' fresh reading, else their latest within
-    the window; the device's own series first where the exporter writes one; the blank dropped once a copy is chosen),
+    Each such pod shows with the GPU's latest reading (`_read`: the copy chosen_copy chooses per GPU, as the per-GPU
+    panels do, its fresh reading, else its latest within the window; the device's own series first where the exporter
+    writes one; the blank dropped once a copy is chosen),
     the GPU named by its UUID (GPU_LABEL) whatever node spelling its copies carry, so a GPU counts once per pod, a
     replaced exporter's copy or one from before a Prometheus restart (not marked stale) does not outread a newer
     one, one failed scrape hides nothing, and a GPU without a reading within the window (its exporter gone) shows
@@ -206,13 +207,13 @@ class _Device:
     labels: Labels | None = None  # with `lookback`: the node spellings the copies are coalesced over
     resolution: str | None = None  # with `lookback`: the scrape interval (`<seconds>s`)
     outer: tuple[str, ...] = ()  # with `lookback`: the labels the query's outer grouping keeps (the pod's, ...)
-    total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), whose sum chooses a GPU's copy
+    total: tuple[str, ...] = ()  # with `lookback`: a share's fields (used, free), read from one copy (chosen_copy)
 
     def chooses(self, metric: str, gauge: str) -> bool:
-        """Whether `metric`'s reading is that of the copy the sum of `total` chooses (a share's fields, blanks dropped;
+        """Whether `metric`'s reading is that of the copy a share's used chooses (`total`, its fields; blanks dropped;
         not with the per-process fields of exporter.virtual_gpus, whose copies do not hold the same fields)."""
         return (self.lookback is not None and len(self.total) > 1 and metric in self.total
-                and gauge == "{} < " + BLANK_FLOOR and not (self.shares and set(self.total) & set(PER_PROCESS_FIELDS)))
+                and gauge == LATEST and not (self.shares and set(self.total) & set(PER_PROCESS_FIELDS)))
 
     def reading(self, metric: str, extra: list[str], gauge: str, summed: bool = False) -> str | None:
         """The field's samples as the query must read them (`gauge` formats a selector: the latest reading
@@ -234,14 +235,11 @@ class _Device:
             shown = (*slot, *labels.node_sources)
             keep = (*slot, *(name for name in self.outer if name not in shown))  # a GPU instance and pod
             if own_share:
-                tiers = self._newest(metric, self.scoped, extra, keep, any_pod)
+                tiers = self._read(metric, False, self.scoped, extra, keep, any_pod)
                 return f"max by ({_listed((*keep, *shown))}) ({_unblanked(_either(tiers, keep), gauge)})"
-            if self.chooses(metric, gauge):
-                tiers = self._chosen(metric, summed, self.unscoped, any_pod, slot)
-            else:
-                tiers = self._newest(metric, self.unscoped, any_pod, slot, any_pod)
+            tiers = self._read(metric, summed and self.chooses(metric, gauge), self.unscoped, any_pod, slot, any_pod)
             if self.shares and metric in PER_PROCESS_FIELDS and not self.chooses(metric, gauge):  # own series first
-                own = self._newest(metric, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
+                own = self._read(metric, False, self.unscoped, [*any_pod, f'{self.pod}=""'], slot, any_pod)
                 tiers = (own[0], tiers[0], own[1], tiers[1])
             device = _unblanked(_either(tiers, slot), gauge)
             named = identified(_raw(metric, self.scoped, extra, f"present_over_time({{}}[{self.lookback}])"), labels)
@@ -260,90 +258,44 @@ class _Device:
             return f"({scoped} * 0 + {matching} group_left () {device})"
         return f"({device} and {matching} {scoped})"
 
-    def _newest(self, metric: str, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
-                any_pod: list[str]) -> tuple[str, str]:
-        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading) of `metric`: the
-        reading of the copy `_choice` chooses in each tier, labelled as that copy (the node spellings and index it has;
-        GPU_LABEL names the GPU). The blank is dropped after (_unblanked), not before: a blank fresh reading is the
-        GPU's, which an older copy's reading does not stand in for (an idle GPU read 0 % then taken by a pod whose copy
-        reads the blank showed 0 % for the lookback)."""
-        return (self._choice(metric, False, branches, extra, keep, any_pod, True),
-                self._choice(metric, False, branches, extra, keep, any_pod, False))
-
-    def _chosen(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str],
-                keep: tuple[str, ...]) -> tuple[str, str]:
-        """_newest's tiers for a field of a share (`total`): `metric`'s reading of the copy chosen (`summed`: the sum of
-        the share's fields), so that a share's used and total are one copy's (the used memory of one exporter beside the
-        free memory of the other read 0.6 of a GPU they read at 0.5 and 0.75). Blanks are dropped after (_unblanked)."""
-        return (self._choice(metric, summed, branches, extra, keep, extra, True),
-                self._choice(metric, summed, branches, extra, keep, extra, False))
-
-    def _choice(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
-                any_pod: list[str], fresh: bool) -> str:
-        """The one copy choice of the per-pod lookback: per `keep`, `metric`'s reading (`summed`: the sum of the fields
-        of the share `total` it is one of) of one copy, in one tier. A copy: one exporter's (instance, job) series of a
-        GPU instance under one pod, whatever labels the fields of it carry apart (an exporter in
-        KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the others); each field's series
-        of it made one first, so the fields add up one to one.
-
-        Fresh (each copy's sample taken within the last scrape interval, fresh_copies: a copy marked stale, by a failed
-        scrape or its exporter replaced or gone, or one from before a Prometheus restart, which no staleness marker
-        ends, is not fresh): ONE exporter per GPU, the one whose fresh copies of the GPU (all its instances, under any
-        pod: `any_pod`, whatever the pod and namespace variables select) sum the highest key, and each GPU instance read
-        from that exporter, as the per-GPU panels choose (_Merge: the higher reading), so that a pod's power is its
-        GPU's. A copy's key: its reading of the share's first field (used) or of `metric` (DCGM's blank counts -1,
-        below any reading: BLANK_SLOT), less a millionth per place of the node spelling it is read by.
-        So a copy reading a blank loses to any exporter's copy reading none (a blank in a share's other field does
-        not: that share has no value); exporters tie only where their readings are equal and their node spellings
-        too, so the answer is the same at every run (topk of equal totals kept whichever series Prometheus listed
-        first, which changes from run to run: 0.5 or 0.75 of one GPU two exporters read); every MIG
-        instance, every field of a share and each pod's own share (exporter.virtual_gpus) are one exporter's (a pod's
-        memory on two instances read 35,000 MiB of one exporter and 9,000 of the other: 44,000, where they read 36,000
-        and 39,000). A GPU whose fresh copies all read the blank has one chosen: its blank is dropped after, leaving no
-        value rather than an older copy's.
-
-        Late (each copy's latest sample within the lookback, where no copy is fresh): the newest copy per `keep`, by
-        the last step of the scrape interval at which the instant selector read it (a subquery of `time()`;
-        `timestamp()` would say it to the millisecond, at four to ten times the CPU of the selector on Prometheus 2.42),
-        plus a tenth of the atan of its reading over 1e5, so that of copies last read at one step the highest reading is
-        chosen (a time-sliced GPU 53 s after its last scrape reads its latest pod's 5,059 MiB, not the 5,057 of the
-        scrape before; copies whose latest samples fall between the same two steps are told apart by their readings)."""
+    def _read(self, metric: str, summed: bool, branches: list[list[str]], extra: list[str], keep: tuple[str, ...],
+              any_pod: list[str]) -> tuple[str, str]:
+        """Per `keep` (a GPU instance, or a pod's share of one), (its fresh reading, its late reading) of `metric`
+        (`summed`: the sum of the fields of the share `total` it is one of), read from the copy chosen_copy chooses per
+        GPU (by its copies under any pod, `any_pod`, whatever the pod and namespace variables select: the choice the
+        per-GPU panels make), labelled as that copy's series (the node spellings and index it has; GPU_LABEL names the
+        GPU). Fresh: the chosen copy's series with a sample within the last scrape interval. Late (no copy with a
+        fresh reading other than the blank, or none in scope): the copy chosen_copy's late tier chooses, per `keep`
+        the highest of its series' latest readings within the lookback (a time-sliced GPU's pods' series, read at
+        different scrapes: not necessarily the newest). Each field's series of a copy are made one first (an exporter
+        in KUBERNETES_VIRTUAL_GPUS mode writes pod_uid on the per-process fields, vgpu on the others), so a share's
+        fields add up one to one. DCGM's blank is dropped after (_unblanked), not before: a copy whose latest reading
+        is the blank reads it (the blank ranks above any reading here), which an older reading does not stand in for
+        (an idle GPU read 0 % then taken by a pod whose copy reads the blank showed 0 %)."""
         labels = self.labels
         names = self.total if metric in self.total and len(self.total) > 1 else (metric,)
         field_labels = tuple(dict.fromkeys(name for field in names for name in FIELD_LABELS.get(field, ((), ""))[0]))
         uuid = uuid_label((labels.pod, labels.namespace, labels.container))
-        exporter = (labels.cluster, uuid, "gpu", "instance", "job", *labels.node_sources)
-        copy = _listed((*exporter, *INSTANCE_IDENTITY, *field_labels, labels.pod, labels.namespace,
-                        *(name for name in keep if name != GPU_LABEL)))
+        copy = _listed((labels.cluster, uuid, "gpu", *COPY_LABELS, *labels.node_sources, *INSTANCE_IDENTITY,
+                        *field_labels, labels.pod, labels.namespace, *(name for name in keep if name != GPU_LABEL)))
         shown = names if summed else (metric,)
+        on = _listed((labels.cluster, GPU_LABEL, "gpu", *COPY_LABELS))
 
-        def read(name: str, scope: list[list[str]], more: list[str], gauge: str, apart: bool = len(names) > 1) -> str:
-            """The copies' readings; `apart` (fields added up copy by copy): each copy's series of each field made one."""
-            series = fresh_copies(name, scope, more, gauge, self.resolution) if fresh else _raw(name, scope, more, gauge)
-            return f"max by ({copy}) ({series})" if apart else _parenthesised(series)
-        if fresh:
-            # the node's spelling a copy is read by (its scope branch: node, then hostname, Hostname, instance) adds a
-            # millionth per place: copies reading alike are chosen by it, not by Prometheus' order, so that every
-            # expression reading the GPU (a share's used, its total) takes the same exporter and node spellings (two
-            # exporters mid-upgrade, one writing its own pod's name into Hostname, read alike; the used of one and the
-            # total of the other would match nothing). One field: a share's key read twice cost 1.2 times more.
-            key = read(names[0], self.unscoped, any_pod,
-                       f"(clamp_max({{0}}, {BLANK_FLOOR}) + 1) % {BLANK_SLOT} - 1 - {{1}} * 0.000001", False)
-            chosen = (f"topk by ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) "
-                      f"(1, {identified(f'sum by ({_listed(exporter)}) ({key})', labels)})")
-            value = " + ".join(read(name, branches, extra, "{}") for name in shown)
-            return (f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on "
-                    f"({_listed((*exporter, GPU_LABEL))}) {chosen})")
-        newest = read(metric, branches, extra,
-                      f"max_over_time((time() + 0.1 * atan({{0}} / 100000))[{self.lookback}:{self.resolution}]) - {{1}} * 0.001",
-                      True)
-        value = " + ".join(read(name, branches, extra, f"last_over_time({{}}[{self.lookback}])", True) for name in shown)
-        return (f"({identified(_parenthesised(value), labels)} and on ({copy}, {GPU_LABEL}) "
-                f"topk by ({_listed(keep)}) (1, {identified(newest, labels)}))")
+        def read(name: str, gauge: str, fresh: bool = False) -> str:
+            """The copies' series of `name`; where several fields add up (or over the lookback, a copy's series under
+            the pods it named), each copy's series of it made one."""
+            series = fresh_copies(name, branches, extra, gauge, self.resolution) if fresh else \
+                _raw(name, branches, extra, gauge)
+            return f"max by ({copy}) ({series})" if len(names) > 1 or not fresh else _parenthesised(series)
+
+        def tier(gauge: str, fresh: bool, lookback: str | None) -> str:
+            value = " + ".join(read(name, gauge, fresh) for name in shown)
+            chosen = chosen_copy(labels, names, self.unscoped, any_pod, fresh=self.resolution, lookback=lookback)
+            return f"topk by ({_listed(keep)}) (1, {identified(_parenthesised(value), labels)} and on ({on}) {chosen})"
+        return tier("{0}", True, None), tier(f"last_over_time({{0}}[{self.lookback}])", False, self.lookback)
 
 
-# (clamp_max(x, 1e14) + 1) % BLANK_SLOT - 1: a reading as it is, DCGM's blank -1 (below any reading), one term
-BLANK_SLOT = f"{int(READING_FLOOR) + 1}"
+LATEST = "{0} < " + BLANK_FLOOR  # a gauge's latest sample, blanks left out (_gauge_form)
 GPU_LABEL = "gpudash_gpu"  # the label a GPU is named by: its UUID, else its node spelling (identified)
 
 
@@ -366,8 +318,8 @@ def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:
 
 
 def _unblanked(tiers: str, gauge: str) -> str:
-    """`tiers` (_Device._newest's, or'ed: the copy chosen) without DCGM's blank, where `gauge` drops it."""
-    return f"({tiers} < {BLANK_FLOOR})" if gauge == "{} < " + BLANK_FLOOR else tiers
+    """`tiers` (_Device._read's, or'ed: the copy chosen) without DCGM's blank, where `gauge` drops it."""
+    return f"({tiers} < {BLANK_FLOOR})" if gauge == LATEST else tiers
 
 
 def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge: str, resolution: str) -> str:
@@ -386,6 +338,81 @@ def fresh_copies(metric: str, branches: list[list[str]], extra: list[str], gauge
 
 def _parenthesised(text: str) -> str:
     return text if text.startswith("(") else f"({text})"
+
+
+def placed(branches: list[list[str]], labels: Labels) -> list[list[str]]:
+    """`branches` (a scope's matcher lists) made one per place of the node spelling a series is named by (its first
+    non-empty one of `labels.node_sources`: node, hostname, Hostname, instance), the k-th branch the k-th place, so that
+    `_raw`'s branch number is that place. A scope's own branch k matches a series without the k-th spelling too where
+    the node variable is All (`node=~".*"` matches node=""): its branch 0 held every series, its number told no copy
+    apart (two exporters mid-upgrade reading alike, one writing its own pod's name into Hostname, tied)."""
+    sources = labels.node_sources
+    if len(sources) == 1:
+        return branches
+    if len(branches) == len(sources):  # a node scope: branch k already names the node by its k-th spelling
+        return [[*branch, f'{source}!=""'] for branch, source in zip(branches, sources)]
+    assert len(branches) == 1, branches
+    return [[*branches[0], *(f'{name}=""' for name in sources[:k]), f'{source}!=""'] for k, source in enumerate(sources)]
+
+
+def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]], extra: list[str],
+                kept: tuple[str, ...] = (), form: str | None = None, fresh: str | None = None,
+                lookback: str | None = None) -> str:
+    """THE choice of the copy a GPU's gauges are read from, in every per-GPU and per-pod panel and gauge rule: per GPU
+    (`cluster`, GPU_LABEL: its UUID, else its node spelling; `gpu`; and `kept`, the outer grouping's labels a choice is
+    made apart for, such as a rule's pod), ONE copy: one scrape target's series of the GPU (`instance`, `job`), all its
+    MIG instances and, per pod, whatever pod it names (`extra` reads them). Its series, labelled (cluster, GPU_LABEL,
+    gpu, *kept, instance, job) with the key as value, are what a field is read from (`and on (...)`), so that every
+    field, every MIG instance and each field of a share are one exporter's, per GPU and per pod alike.
+
+    A copy's key: its reading of `names[0]` (a share's used) summed over its MIG instances, DCGM's blank no reading (a
+    copy reading it is not fresh: another copy's reading within the lookback is taken before it, and a copy whose
+    latest reading is the blank reads it, so the GPU shows none rather than that copy's older reading), 1e14 less for
+    each instance reading the blank for another of `names` (a share's free), less a millionth per place of the node
+    spelling it is named by (`placed`: node, hostname, Hostname, instance), so copies reading alike are told apart by
+    it, not by Prometheus' order of series (which changes at each range query), and the copy naming the node by its
+    node name is taken before one naming it by its old exporter's pod name.
+    `form` (alert rules: a reading of a step or a window, blanks left out, with `{0}` the selector): the highest
+    reading (no place: it would read every selector four times over at each step of a rule's window; one_copy reads a
+    single field's highest reading itself).
+    Panels (`fresh`, the scrape interval) choose in two tiers, the second for a GPU without a copy in the first: fresh,
+    the copies with a sample within the last interval (the instant selector's, kept where a range of the interval holds
+    one: not a copy marked stale by a failed scrape, its exporter replaced or gone, nor one from before a Prometheus
+    restart, which no staleness marker ends), the highest key; late (`lookback`, per-pod panels), the copy read at the
+    latest step of the scrape interval within the lookback (a subquery of `time()`), of those the highest reading (a
+    tenth of its atan over 1e5 added to the time; DCGM's blank no reading, so a copy reading it is as new as its
+    latest other reading; no place: a millionth is below the time's precision). Per-GPU panels read a GPU without a fresh copy by its copies' highest reading (one_copy). The higher
+    reading, not
+    the fresher, is chosen among fresh copies: both are the GPU's readings within one scrape interval, and the
+    freshest would need `timestamp()`, several times the selector's CPU on Prometheus 2.42."""
+    spots = placed(branches, labels)
+    copy = _listed((labels.cluster, GPU_LABEL, "gpu", *kept, *COPY_LABELS))
+    gpu = _listed((labels.cluster, GPU_LABEL, "gpu", *kept))
+    # a copy's series made one per MIG instance (the pods it names merged) before the GPU is named (fewer series)
+    written = (labels.cluster, uuid_label((labels.pod, labels.namespace, labels.container)), "gpu", *kept,
+               *COPY_LABELS, *labels.node_sources)
+    place = " - {1} * 0.000001"
+
+    def per_copy(how: str, series: str, instances: bool = True) -> str:
+        one = f"max by ({_listed((*written, *(INSTANCE_IDENTITY if instances else ())))}) ({series})"
+        return f"{how} by ({copy}) ({identified(one, labels)})"
+
+    def keyed(read: str, within: str | None = None, spots: list[list[str]] = spots) -> str:
+        """The copies' keys of `read` (a form of `{0}`, the selector, and `{1}`, its place); `within` (panels: a
+        condition on `{0}`): each other field's blank instances too."""
+        key = per_copy("sum", _raw(names[0], spots, extra, read))
+        for other in names[1:] if within is not None else ():
+            key += f" - 1e14 * {per_copy('sum', _raw(other, spots, extra, f'(({{0}} >= bool {BLANK_FLOOR}){within})'))}"
+        return key
+    if fresh is None:  # a rule's reading of a step (inside its window's subquery) or window: no place (its cost)
+        return f"topk by ({gpu}) (1, {keyed(form, spots=branches)})"
+    if lookback:
+        # DCGM's blank is no reading here (a copy is as new as its latest other reading): one op at each step of the
+        # subquery, where ranking it below any reading took three (a quarter more CPU for the panel)
+        newest = f"max_over_time((time() + 0.1 * atan(({{0}} < {BLANK_FLOOR}) / 100000))[{lookback}:{fresh}])"
+        return f"topk by ({gpu}) (1, {per_copy('max', _raw(names[0], spots, extra, newest), False)})"
+    within = f" and present_over_time({{0}}[{int(fresh.removesuffix('s')) * 1000}ms])"
+    return f"topk by ({gpu}) (1, {keyed('(({0} < ' + BLANK_FLOOR + ')' + place + within + ')', within)})"
 
 
 def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extra: list[str],
@@ -421,13 +448,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     counter = field is not None and field.is_counter
     shift = over_time[2] if over_time is not None else None  # the window ends that long before the instant
     if not counter:
-        below = "" if unfiltered else f" < {BLANK_FLOOR}"
-        gauge = "{}" + below
-        if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
-            gauge = f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
-        elif over_time is not None:  # a window holding a blank sentinel gives no value
-            function, span, shift = over_time
-            gauge = f"{function}_over_time({{}}[{span}]{_offset(shift)}){below}"
+        gauge = _gauge_form(over_time, resolution, unfiltered)
         shared = device.reading(metric, extra, gauge, summed) if device is not None else None
         return shared or _parenthesised(_raw(metric, branches, extra, gauge))
     if copies and resolution:  # one reading per step of the scrape interval, then over the window
@@ -459,6 +480,18 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
     # (any window length), a counter stuck on the blank as a rate of 0; both give no data instead.
     clean = run("max_over_time(" + span + ") < " + COUNTER_BLANK_FLOOR)
     return f"({change} and {clean if clean.startswith('(') else f'({clean})'})"
+
+
+def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str | None, unfiltered: bool = False) -> str:
+    """How a gauge's selector (`{0}`) is read: its latest sample, a step's reading (`over_time` with `resolution`,
+    gauge_readings) or its statistic over a window (`over_time`), blanks left out unless `unfiltered`."""
+    below = "" if unfiltered else f" < {BLANK_FLOOR}"
+    if over_time is not None and resolution:  # a step's reading (gauge_readings), a blank one left out
+        return f"({step_reading('{0}', resolution)}{below})"  # one term: a MIG stand-in scales it
+    if over_time is not None:  # a window holding a blank sentinel gives no value
+        function, span, shift = over_time
+        return f"{function}_over_time({{0}}[{span}]{_offset(shift)}){below}"
+    return "{0}" + below
 
 
 def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None, held: bool = False) -> str:
@@ -767,35 +800,45 @@ class _Merge:
         return _listed((self.labels.cluster, GPU_LABEL, "gpu", self.labels.node,
                         *(INSTANCE_IDENTITY if instances else ()), *self.kept, *own, *COPY_LABELS))
 
-    def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (),
-                 ranked: tuple[str, ...] = ()) -> str:
+    def chooses_apart(self, own: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """The outer grouping's labels a copy is chosen apart for (chosen_copy's `kept`: a rule's pod), not the node's
+        spellings (a copy's own) nor a MIG instance's (one exporter per GPU)."""
+        spellings = (*self.labels.node_sources, self.labels.node, *INSTANCE_IDENTITY)
+        return tuple(dict.fromkeys(name for name in (*self.kept, *own) if name not in spellings))
+
+    def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (), chosen: str | None = None,
+                 fresh: tuple[str, ...] = ()) -> str:
         """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
         `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
-        copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), then the copy
-        with the highest value per GPU (topk), or with `ranked` (a share's fields) the copy whose sum of those is the
-        highest, so that a share's fields are one copy's. A GPU is its UUID (GPU_LABEL; a series without one, its node
-        spelling) and its MIG instance: two exporters reading it (mid-upgrade, the old one writing its own pod's name
-        into Hostname and the new one the node into hostname) are two copies of ONE GPU, not two GPUs (a renamed
-        node's GPU read 300 + 100 W), and their MIG instances are not mixed (35,000 MiB of one beside 9,000 of the
-        other read 44,000 where they read 36,000 and 39,000). The node spelling shown is the copy chosen's. Each field
-        is merged per copy before they are added, so fields whose series carry other labels (exporter.virtual_gpus:
-        pod_uid on the per-process fields) add up."""
+        copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), read from the
+        copy `chosen` (chosen_copy, made with `chooses_apart`: a share's, by its used; None: the copy with the highest
+        value), in panels (`fresh`, the fields' series with a sample within the last scrape interval) from its fresh
+        series, a GPU without a fresh copy from its copies' highest value. A GPU is its UUID (GPU_LABEL;
+        a series without one, its node spelling) and its MIG instance: two exporters reading it (mid-upgrade, the old
+        one writing its own pod's name into Hostname and the new one the node into hostname) are two copies of ONE
+        GPU, not two GPUs (a renamed node's GPU read 300 + 100 W), and their MIG instances are not mixed (35,000 MiB
+        of one beside 9,000 of the other read 44,000 where they read 36,000 and 39,000). The node spelling shown is
+        the copy chosen's. Each field is merged per copy before they are added, so fields whose series carry other
+        labels (exporter.virtual_gpus: pod_uid on the per-process fields) add up."""
         apart = not self.combines()
-        spellings = (*self.labels.node_sources, self.labels.node)
+        gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
-                            *(name for name in (*self.kept, *own) if name not in spellings)))
+                            *self.chooses_apart(own)))
 
-        def per_copy(fields: tuple[str, ...], how: str) -> str:
+        def per_copy(fields: tuple[str, ...]) -> str:
             each = [f"max by ({self._copy(own, True)}) ({identified(coalesce_node(s, self.labels), self.labels)})"
                     for s in fields]
-            one = each[0] if len(each) == 1 else "(" + " + ".join(each) + ")"
-            return one if apart else f"{how} by ({self._copy(own, False)}) ({one})"
-        value = per_copy(fields, how)
-        if not ranked or set(ranked) == set(fields):
-            chosen = f"topk by ({identity}) (1, {value})"
-        else:
-            chosen = f"({value} and on ({self._copy(own, apart)}) topk by ({identity}) (1, {per_copy(ranked, 'sum')}))"
-        return f"max by ({self._keep(own, apart)}) ({chosen})"
+            value = each[0] if len(each) == 1 else "(" + " + ".join(each) + ")"
+            return value if apart else f"{how} by ({self._copy(own, False)}) ({value})"
+        value = per_copy(fields)
+        on = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own), *COPY_LABELS))
+        if fresh:  # the fresh copy chosen, its fresh series only; a GPU without one: its copies' highest reading
+            first = f"topk by ({identity}) (1, {per_copy(fresh)})" if chosen is None else \
+                f"{per_copy(fresh)} and on ({on}) {chosen}"
+            return f"max by ({self._keep(own, apart)}) ({first} or on ({gpu}) topk by ({identity}) (1, {value}))"
+        if chosen is None:
+            return f"max by ({self._keep(own, apart)}) (topk by ({identity}) (1, {value}))"
+        return f"max by ({self._keep(own, apart)}) ({value} and on ({on}) {chosen})"
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
@@ -839,11 +882,13 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
     fields merged apart read 60,000 + 40,000 of an 80,000 MiB GPU. Where a field's copies carry other labels than
     another's (a field the exporter splits per process, read as the device's value per GPU), they are merged apart.
 
-    `share` (a share's fields, used and free; panels): a copy of each GPU instance is chosen by its sum of them (series
-    by series: one exporter's), and `metric` (or with `also`, that sum) is read from it, so that a share's used and
-    total are one copy's, the same exporter's for each MIG instance as the instances' totals are alike (the first copy
-    in Prometheus' order): two exporters serving a MIG GPU read 0.88 (an instance's larger used from each) where
-    they read 0.72 and 0.78. The per-pod lookback chooses the same way (_Device._chosen).
+    `share` (a share's fields, used and free): a copy of each GPU is chosen by its used (chosen_copy, a blank free
+    counted against it), and `metric` (or with `also`, that sum) is read from it, so that a share's used and total are
+    one copy's, the same exporter's for each MIG instance: two exporters serving a MIG GPU read 0.88 (an instance's
+    larger used from each) where they read 0.72 and 0.78. The per-pod lookback chooses the same way (_Device._read).
+    A gauge in panels is read from the chosen copy's series with a sample within the last scrape interval where the
+    GPU has a fresh copy (a pod's series from before a Prometheus restart, which no staleness marker ends, read 300 W
+    beside the fresh 100 W), else its copies' highest reading.
 
     Where MIG does not report a field (GPU utilization), its stand-in on the instances
     is used, averaged over the GPU's instances, and the field itself on other GPUs; without
@@ -860,14 +905,35 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
 
     def is_counter(name: str) -> bool:
         return name in catalog and catalog.get(name).is_counter
+
+    def choose(names: tuple[str, ...], more: tuple[str, ...] = ()) -> str | None:
+        """The copy of each GPU its gauges are read from (chosen_copy): panels by their latest samples, fresh ones
+        first; rules by the reading or window they judge (None: a field's own highest reading, one_copy's topk, the
+        copy chosen_copy's key chooses where readings differ, at a third of the CPU: no key read beside the value)."""
+        if len(names) == 1:  # one field: its highest reading (one_copy's topk; in panels, of its fresh copies first):
+            return None  # chosen_copy's key alike, save DCGM's blank (no reading) and equal readings' node spellings
+        fresh = resolution if over_time is None else None
+        return chosen_copy(merge.labels, names, branches, [*extra, *more], merge.chooses_apart(own_labels),
+                           _gauge_form(over_time, resolution), fresh)
+
+    def fresh_only(names: tuple[str, ...], more: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """Panels: the fields' series with a sample within the last scrape interval (fresh_copies), blanks left out
+        (a GPU whose fresh copies all read the blank shows its copies' highest other reading: only a series from
+        before a Prometheus restart can be one), or () where they are read otherwise (rules; exporter.virtual_gpus'
+        per-process fields)."""
+        if over_time is not None or not resolution or (device is not None and device.shares
+                                                          and set(names) & set(PER_PROCESS_FIELDS)):
+            return ()
+        return tuple(fresh_copies(name, branches, [*extra, *more], LATEST, resolution) for name in names)
     if metric not in MIG_UNSUPPORTED and one_copy and not is_counter(metric):
         def read(name: str, more: tuple[str, ...] = (), unfiltered: bool = False) -> str:
             return _field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, None,
                                  resolution, device, unfiltered)
         fields = (metric, *also)
-        ranked = share if metric in share and set(also) <= set(share) else ()
+        # a share's fields are read from the copy its used chooses (its other fields' blanks counted against it)
+        names = share if metric in share and set(also) <= set(share) else (metric,)
         value = _across_own_labels(metric, catalog, merge, merge.one_copy(
-            how, tuple(map(read, fields)), own_labels, tuple(map(read, ranked))))
+            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields)))
         if checked and how == "sum" and not own_labels and merge.combines():
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
             # an instance reading a blank for any of the fields (or without a series of one): the GPU is left out
@@ -884,7 +950,7 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
             has a series, so that an instance writing one field and no series of another leaves the GPU out)."""
             if also and not unfiltered and device is not None and set(device.total) == {metric, *also} \
-                    and device.chooses(metric, "{} < " + BLANK_FLOOR):  # the sum of the copy chosen (_Device._chosen)
+                    and device.chooses(metric, LATEST):  # the sum of the copy chosen (_Device._read)
                 return _field_series(metric, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                      resolution, device, summed=True)
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
@@ -903,17 +969,20 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                         over_time, resolution=resolution, device=device)
     substitute = catalog.mig_substitute(metric)
 
-    def merged(name: str, how: str, series: str) -> str:
+    def merged(name: str, how: str, series: str, more: str, scale: str = "") -> str:
         if one_copy and not is_counter(name):
-            return merge.one_copy(how, (series,), _own_labels(name, catalog))
+            return merge.one_copy(how, (series,), _own_labels(name, catalog), choose((name,), (more,)),
+                                  tuple(f"{fresh}{scale}" for fresh in fresh_only((name,), (more,))))
         return merge(how, series, _own_labels(name, catalog))
     if substitute is None or kind == "whole":
-        return merged(metric, how, own)
+        return merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
     stand_in, factor = substitute
     mig = _field_series(stand_in, catalog, branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], window, as_increase,
                         over_time, resolution=resolution, device=device)
-    on_mig = merged(stand_in, catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}')
-    return on_mig if kind == "mig" else f"({on_mig} or {merged(metric, how, own)})"
+    on_mig = merged(stand_in, catalog.get(stand_in).per_gpu_aggregation, f'{mig} * {factor:g}',
+                    f'{MIG_INSTANCE_LABEL}!=""', f" * {factor:g}")
+    whole = merged(metric, how, own, f'{MIG_INSTANCE_LABEL}=""')
+    return on_mig if kind == "mig" else f"({on_mig} or {whole})"
 
 
 # What a value of fields a MIG GPU's instances add up (_per_gpu) reads where one of them is blank.
@@ -1123,7 +1192,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
 
     combined = not count and merge.combines()  # a GPU's instances make its value
     pool = pooled(query, catalog) if combined and gauge_window is None else None  # panels (alerts: each instance)
-    # a share's fields, whose sum per copy chooses the copy each of them is read from (_Device._chosen)
+    # a share's fields, read from the copy its used chooses (chosen_copy)
     share = tuple(name for name, _ in pool[1]) if pool else MIG_MEMORY_SHARES.get(query.metric, query.over)
     share = share if len(share) > 1 and all(_summable(name, catalog) for name in share) else ()
     if pool:

@@ -255,7 +255,7 @@ def range_windows(expr: str) -> list[str]:
     """The text inside every [...] range of an (unsubstituted) expression (not inside strings), but the ranges of
     `present_over_time(x[...])` (promql.taken_within: whether a sample was taken within a step of the scrape
     interval, which the subquery around it steps by; promql.label_lookback: whether a scrape within the per-pod
-    panels' lookback named a pod) and of `last_over_time(x[...])` (promql._Device._newest: a copy's latest reading
+    panels' lookback named a pod) and of `last_over_time(x[...])` (promql._Device._read: a copy's latest reading
     within that lookback)."""
     text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
     return [window for within, window in

@@ -89,8 +89,6 @@ def _wrong(shown, allowed: dict[str, set[float]]) -> dict:
 # marks for what main does not hold yet (engineers T, s17-copychoice, and U, s17-gpuidentity, remove them as they land
 # the fix); not strict: ties decided by Prometheus' range evaluation make some of them pass in some runs
 TIES = ()  # copies reading alike tie; the share keeps the GPU whichever copy each of its used and total took
-NOT_FRESHEST = pytest.mark.xfail(strict=False, reason="of two fresh copies the higher reading is shown (per pod and "
-                                                      "per GPU), not the freshest; passes where the freshest is higher")
 SLICED = {"Pod team-d/ts-0", "Pod team-d/ts-1"}
 PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank...
     "Power draw of each pod's GPUs": {**{p: {100.0, 104.0} for p in SLICED}, "Pod ml/z": {200.0, 204.0}},
@@ -161,7 +159,7 @@ def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, titl
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
 
 
-# --- two exporters reading one held GPU differently: the freshest copy is the answer, per pod and per GPU alike ---
+# --- two exporters reading one held GPU differently: one copy's reading, per pod and per GPU alike ---
 
 def _apart(old: bool) -> str:
     node = 'Hostname="nvidia-dcgm-exporter-q8w2z"' if old else 'hostname="n3"'
@@ -192,27 +190,30 @@ def _freshest(samples: dict[str, list[float]], at: float) -> bool | None:
     return old > new
 
 
-@NOT_FRESHEST
 @pytest.mark.parametrize("title, legend, old, new", [
     ("GPU utilization by pod", "Pod ml/p", 30.0, 50.0),
     ("Framebuffer used share by pod", "Pod ml/p", 0.5, 0.75),
     ("Power draw of each pod's GPUs", "Pod ml/p", 100.0, 200.0),
     ("Power draw", None, 100.0, 200.0),
 ])
-def test_of_two_fresh_copies_the_freshest_is_shown_per_pod_and_per_gpu(apart, title, legend, old, new, tmp_path):
+def test_of_two_fresh_copies_the_higher_reading_is_shown_per_pod_and_per_gpu(apart, title, legend, old, new,
+                                                                              tmp_path):
+    # the rule (README, promql.chosen_copy): of the copies read within the last scrape interval, the one reading the
+    # most (a share's used: the new exporter's 60,000 of 80,000 MiB), whichever was sampled last; the freshest would
+    # need timestamp() at several times the selector's CPU
     samples = apart[3]
     wrong = {}
     judged = 0
     for at, values in _shown(apart, title, tmp_path).items():
-        which = _freshest(samples, at)
-        if which is None:
-            continue
+        latest = [max((t for t in times if t <= at), default=-math.inf) for times in samples.values()]
+        if at - min(latest) > 1:
+            continue  # a copy not fresh at this step: not judged here
         judged += 1
         shown = list(values.values()) if legend is None else [values.get(legend)]
-        if shown != [old if which else new]:
-            wrong[at] = (shown, old if which else new)
+        if shown != [new]:
+            wrong[at] = (shown, new, "old fresher" if _freshest(samples, at) else "new fresher or alike")
     assert judged >= 4
-    assert not wrong, f"{title}: steps: (shown, the freshest copy's) {wrong}"
+    assert not wrong, f"{title}: steps: (shown, the higher copy's) {wrong}"
 
 
 def test_a_pods_power_is_its_gpus_power_at_every_step(apart, tmp_path):
@@ -221,3 +222,13 @@ def test_a_pods_power_is_its_gpus_power_at_every_step(apart, tmp_path):
     wrong = {at: (per_pod[at], per_gpu[at]) for at in per_pod
              if sorted(per_pod[at].values()) != sorted(per_gpu[at].values())}
     assert not wrong, f"steps: (per pod, per GPU) {wrong}"
+
+
+def test_the_fleets_framebuffer_in_use_is_one_copys_share_the_same_as_by_pod_at_every_call(apart, tmp_path):
+    # two exporters' copies of one GPU always read the same used + free (the GPU's memory): a choice by that total
+    # tied, and "Framebuffer in use" read 0.5, 0.75, 0.75, 0.5 over the same data where the pod's share read 0.75
+    answers = [_shown(apart, "Framebuffer in use", tmp_path) for _ in range(4)]
+    by_pod = _shown(apart, "Framebuffer used share by pod", tmp_path)
+    wrong = {at: (values, by_pod.get(at)) for answer in answers for at, values in answer.items()
+             if list(values.values()) != [(by_pod.get(at) or {}).get("Pod ml/p")]}
+    assert not wrong, f"steps: (Framebuffer in use, share by pod) {wrong}"

@@ -132,3 +132,30 @@ def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_
 def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both, tmp_path):  # holds on d468274
     assert not _wrong(_shown(both, "", "Pods on GPUs", tmp_path), {"Pod ml/p": {1.0}})
     assert not _wrong(_shown(both, "", "Power draw of each pod's GPUs", tmp_path), {"Pod ml/p": {100.0, 200.0}})
+
+
+def _after_both_stopped(both, settings: str, title: str, tmp_path) -> dict[float, dict[str, float]]:
+    """{seconds after the last sample: {legend: value}} of the panel at each half second of the lookback after both
+    exporters' last scrapes (no copy fresh: the late tier; both series end at one reload, read last at one step)."""
+    prometheus, _, end = both
+    target, expr = _panel(tmp_path, settings, title)
+    return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
+                                 for s in result}
+            for at, result in prometheus.query_at(expr, end + 0.5, 6, 0.5).items()}
+
+
+@SETTINGS
+def test_after_both_exporters_stop_a_mig_pods_framebuffer_used_is_one_exporters(both, settings, tmp_path):
+    # no copy fresh: each MIG instance was read from its newest copy, of copies last read at one step the higher, so
+    # the pod read the old exporter's 35,000 beside the new one's 9,000: 44,000 MiB where they read 36,000 and 39,000
+    shown = _after_both_stopped(both, settings, "Framebuffer used by pod", tmp_path)
+    wrong = {at: values for at, values in shown.items() if values.get("Pod ml/m") not in (36000.0, 39000.0)}
+    assert not wrong, f"seconds after the last sample: shown (true: ml/m 36,000 or 39,000 MiB) {wrong}"
+
+
+def test_after_both_exporters_stop_a_pods_utilization_is_not_lost_to_the_others_blank(both, tmp_path):
+    # no copy fresh: copies last read at one step were told apart by a tenth of the atan of their reading over 1e5,
+    # which ranks DCGM's blank (9.2e18) highest: the new exporter's blank was chosen and the pod showed nothing
+    shown = _after_both_stopped(both, "", "GPU utilization by pod", tmp_path)
+    wrong = {at: values for at, values in shown.items() if values.get("Pod ml/p") != 30.0}
+    assert not wrong, f"seconds after the last sample: shown (true: ml/p 30 %) {wrong}"

@@ -148,7 +148,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                 metric = project.catalog.get(selector.metric)
                 if metric.is_counter:  # rated, or compared with the blank floor
                     assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
-                else:  # the latest sample, or the latest within a per-pod panel's lookback (promql._Device._newest)
+                else:  # the latest sample, or the latest within a per-pod panel's lookback (promql._Device._read)
                     assert selector.range_function in (None, "compare", "last_over_time")
             if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes irate per step)
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
