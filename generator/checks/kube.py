@@ -957,6 +957,15 @@ def _ready_without_nodes(pods: list[Answer], refused: Any) -> list[Check]:
     ready = [pod for pod in pods if _ready(pod)]
     if not ready:
         return [cannot_tell(GROUP, COVERAGE_CHECK, refused), cannot_tell(GROUP, PODS_READY, refused)]
+    serving = {pod.get("spec.nodeName", str, "") for pod in ready}
+    waiting = sorted({node for pod in pods if (node := pod.get("spec.nodeName", str, "")) and node not in serving})
+    if waiting:  # a node whose exporter pods are none ready: a GPU node's is a failure, and which it is is unread
+        told = cannot_tell(GROUP, PODS_READY, refused)
+        return [cannot_tell(GROUP, COVERAGE_CHECK, refused),
+                Check(GROUP, PODS_READY, FAIL, f"exporter not ready on {', '.join(waiting)} (whether "
+                      f"{'they are GPU nodes' if len(waiting) > 1 else 'it is a GPU node'}: {told.detail})",
+                      "kubectl describe the exporter pod on that node; look at its events and logs",
+                      cause=told.cause)]
     nodes = len({pod.get("spec.nodeName", str, "") for pod in ready})
     return [cannot_tell(GROUP, COVERAGE_CHECK, refused),
             Check(GROUP, PODS_READY, OK, f"{len(ready)} exporter pod{'s' if len(ready) > 1 else ''} ready on {nodes} "

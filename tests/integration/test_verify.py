@@ -2606,6 +2606,21 @@ def test_apply_on_a_new_cluster_by_a_user_who_may_not_read_the_nodes_counts_the_
             "(403)") in stderr, stderr
 
 
+def test_a_user_who_may_not_read_the_nodes_is_not_told_ok_while_a_node_s_exporter_pod_is_not_ready(stack):
+    """Nodes refused, one exporter pod ready on gpu-node-a and the one on gpu-node-b not ready (Pending): the
+    DaemonSet is not all ready (kubectl shows 1/2), and with the Nodes readable verify fails "exporter not ready on
+    gpu-node-b". It read "ok: 1 exporter pod ready on 1 node", the not-ready pod unsaid. Whether gpu-node-b has GPUs
+    cannot be read, so it cannot tell, naming the node: never ok."""
+    cluster, verify = stack
+    cluster.readable_only = {"nodes": ()}
+    cluster.pods = [cluster.exporter_pod("gpu-node-a"), cluster.exporter_pod("gpu-node-b", ready=False)]
+    cluster.refresh_status()
+    checks = verify("--skip", "cloudwatch", "--skip", "exporter", "--skip", "prometheus")[1]
+    ready = checks[("kube", "exporter pods ready")]
+    assert ready["status"] != "ok", ready
+    assert ready["detail"].startswith("exporter not ready on gpu-node-b (whether it is a GPU node: cannot tell: "), ready
+
+
 def test_a_user_refused_the_exporter_namespace_gets_the_agent_checks_and_the_refusal_named(stack):
     """A kubeconfig user whose Role covers the agent's namespace only: reading the exporter DaemonSet is refused 403.
     The refusal ended the kube group ("reachable"), the agent's checks unread though readable. The DaemonSet check
