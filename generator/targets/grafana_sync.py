@@ -579,7 +579,8 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
 def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) -> str | None:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
-    as it was then (owner tag and folder; a move need not add a version) and at the version the plan read."""
+    as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
+    under the uid numbers its versions from 1 again) and at the version the plan read."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     live = client.dashboard(change.name)
@@ -592,6 +593,10 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) ->
         return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan"
     if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
         return f"moved to folder {meta.get('folderUid') or 'General'} since the plan"
+    planned_id = (before.get("dashboard") or {}).get("id")
+    if planned_id is not None and model.get("id") != planned_id:  # a new dashboard under the uid: its versions
+        # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
+        return f"deleted and created anew by {who} since the plan"
     if planned is None or meta.get("version") is None or latest is None:
         return "Grafana gave no version to show it is unchanged since the plan"
     if planned != meta.get("version") or planned != latest.get("version"):

@@ -720,6 +720,15 @@ def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, 
     grafana.state.spec_errors.clear()  # the answer broke Grafana's spec on purpose
 
 
+def _recreated(grafana, uid: str, user: str) -> None:
+    """A person deletes a dashboard gpudash created (version 1) and imports its JSON again under the same uid, in the
+    same folder: a new dashboard (a new id), version 1 again, saved by them."""
+    with grafana.lock:
+        entry = grafana.state.dashboards.pop(uid)
+        model = {k: v for k, v in entry["dashboard"].items() if k not in ("id", "version")}
+        grafana._store(uid, model, entry["folderUid"], message="", user=user)
+
+
 @pytest.mark.parametrize("force", [False, True])
 @pytest.mark.parametrize("meanwhile, says", [
     (lambda g: g.edit_in_ui("gpudash-health", lambda d: d.update(tags=[])),
@@ -727,7 +736,9 @@ def test_a_version_message_that_is_not_text_is_not_a_valid_answer(grafana, run, 
     (lambda g: g.move("gpudash-health", "team-ml"), "moved to folder team-ml since the plan; not deleted"),
     (lambda g: g.edit_in_ui("gpudash-health", lambda d: d.update(refresh="10s"), user="bob"),
      "changed in Grafana by bob since the plan; not deleted"),
-], ids=["tag-stripped", "moved-without-a-version", "edited"])
+    (lambda g: _recreated(g, "gpudash-health", user="carol"),
+     "deleted and created anew by carol since the plan; not deleted"),
+], ids=["tag-stripped", "moved-without-a-version", "edited", "recreated-at-the-same-version"])
 def test_a_dashboard_taken_over_between_plan_and_prune_is_not_deleted_even_with_force(grafana, meanwhile, says,
                                                                                      force):
     """--force agrees to delete what the plan showed: a takeover or save since then keeps the dashboard."""
