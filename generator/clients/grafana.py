@@ -409,11 +409,18 @@ class GrafanaClient:
         return versions[0] if versions else None
 
     def save(self, dashboard: dict[str, Any], folder_uid: str, message: str) -> dict[str, Any]:
-        """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412)."""
+        """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412), and its id
+        where it carries one: Grafana looks such a save up by the id, so one deleted since (and perhaps created anew
+        under its uid, numbering its versions from 1 again) is "not found", never written over."""
         what = f"dashboard {dashboard.get('uid')}"
         body = {"dashboard": dashboard, "folderUid": folder_uid, "message": message, "overwrite": False}
         with self._reported_if_sent("POST", "the save was sent to Grafana"):
-            saved = self._request("POST", "/api/dashboards/db", what=what, json=body)
+            saved = self._request("POST", "/api/dashboards/db", what=what, json=body,
+                                  allow=(404,) if dashboard.get("id") else ())
+        if saved is None:
+            raise RemoteError(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
+                              "since, or deleted and created anew under its uid by someone; not saved", where=what,
+                              hint="run `gpudash plan` and review it, then push again")
         # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.
         # Anything else (an error in a 200, `{}`) means the save cannot be shown to have happened.
         ok = isinstance(saved, dict) and saved.get("status") == "success" and isinstance(saved.get("uid"), str) \

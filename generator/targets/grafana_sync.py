@@ -540,6 +540,9 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     live = change.live or {}
     if live:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
+        planned_id = live["dashboard"].get("id")
+        if isinstance(planned_id, int) and not isinstance(planned_id, bool) and planned_id > 0:
+            body["id"] = planned_id  # the dashboard the plan read, not one created anew under its uid since
     # what the save records: these settings, with the claims of other settings carried on; or, for a claim or its
     # withdrawal, the settings that saved it last (word for word) with the claims
     record = live.get("record") or {}

@@ -321,11 +321,10 @@ def test_a_concurrent_save_is_a_version_mismatch_not_a_clobber(grafana, referenc
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["refresh"] == "10s"
 
 
-@pytest.mark.xfail(strict=True, reason="review s18 F3: the save sends the plan's version only, and Grafana matches a "
-                                       "dashboard without an id by its uid: one created anew at version 1 is overwritten")
 def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_overwritten(grafana, reference):
     """gpudash's dashboard (version 1) is to be updated; a person deletes it and imports their own under the same uid
-    (a new dashboard, version 1 again). The save carries version 1 and no id: it must not overwrite theirs."""
+    (a new dashboard, version 1 again). The save carried version 1 and no id, and overwrote theirs; it carries the id
+    the plan read, which Grafana no longer has."""
     client, desired = _published(grafana)
     changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
     changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
@@ -334,9 +333,12 @@ def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_ove
         model = {k: v for k, v in entry["dashboard"].items() if k not in ("id", "version")}
         grafana._store("gpudash-health", {**model, "title": "carol's GPU health"}, entry["folderUid"], message="",
                        user="carol")
-    grafana_sync.push(client, changes, changed, desired.folder, "", uid_prefix="gpudash", force=False, prune=False,
-                      dry_run=False)
+    outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", uid_prefix="gpudash", force=False,
+                                 prune=False, dry_run=False)
     assert grafana.state.dashboards["gpudash-health"]["dashboard"]["title"] == "carol's GPU health"
+    (failed,) = [o for o in outcomes if o.error]
+    assert failed.change.name == "gpudash-health" and "deleted and created anew under its uid" in failed.error, \
+        failed.error
 
 
 def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, reference):

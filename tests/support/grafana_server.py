@@ -320,6 +320,12 @@ class GrafanaTestServer(LoopbackServer):
         if folder_uid and folder_uid not in self.state.folders:
             return 400, {"message": "folder not found"}, path
         existing = self.state.dashboards.get(uid)
+        by_id = dashboard.get("id")
+        if isinstance(by_id, int) and by_id > 0:  # Grafana looks a save with an id up by it first (a UI save sends it)
+            if not any(entry["id"] == by_id for entry in self.state.dashboards.values()):
+                return 404, {"message": "Dashboard not found", "status": "not-found"}, path
+            if existing is not None and existing["id"] != by_id:
+                return 400, {"message": "A dashboard with the same uid already exists"}, path
         overwrite = bool(body.get("overwrite"))
         if existing and not overwrite and dashboard.get("version") != existing["dashboard"]["version"]:
             return 412, {"status": "version-mismatch",
