@@ -95,7 +95,8 @@ def test_every_dashboard_gets_a_page_with_all_its_panels(sample_site):
     for dashboard, page in zip(dashboards, summary["dashboards"]):
         html = (out / page["file"]).read_text()
         assert len(panels_of(html)) == page["panels"] == len(visual_panels(dashboard.model))
-        assert page["failed"] == 0
+        failed = [p["text"] for p in panels_of(html) if "error" in p["classes"]]
+        assert page["failed"] == 0, f"{page['file']}: {failed}"
     index = (out / "index.html").read_text()
     assert all(f'href="{d.uid}.html"' in index for d in dashboards)
 
