@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from typing import Any
 
 from .. import redact
 from .options import Options
@@ -199,6 +200,20 @@ def _unlogged(hung: list[ExecPluginHung]):
         root.removeFilter(quiet)
 
 
+def _decoded(body: Any) -> str:
+    return body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+
+
+def _not_found(body: Any) -> bool:
+    """Whether a 404's body is the Kubernetes API's: a Status whose reason is NotFound (an object or resource that is
+    not there), not a proxy's or an ingress's page."""
+    try:
+        status = json.loads(_decoded(body))
+    except ValueError:
+        return False
+    return isinstance(status, dict) and status.get("kind") == "Status" and status.get("reason") == "NotFound"
+
+
 class KubeAnswered(RemoteError):
     """The Kubernetes API answered an HTTP error other than 404; `status` is its code (403: RBAC refused the read,
     503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable)."""
@@ -264,8 +279,14 @@ class Kube:
                                              _preload_content=False, _request_timeout=(timeout, timeout))
             return decode(read_body(response, self.options, what), None)
         except ApiException as exc:
-            if exc.status == 404:
-                return None
+            if exc.status == 404 and ("/proxy/" in path or _not_found(exc.body)):
+                return None  # (through the service proxy a 404 is the exporter's own answer, its checks' to judge)
+            if exc.status == 404:  # a proxy or ingress in front of the API server: nothing said of the object
+                raise OddAnswer(what, "", redact.text(_decoded(exc.body))[:40] or "an empty body",
+                                "the Kubernetes API's 404 (a Status, reason NotFound)",
+                                said="answered 404 with something that is not the Kubernetes API's NotFound Status "
+                                     f"({redact.text(_decoded(exc.body))[:40]!r}): the kubeconfig's server may "
+                                     "reach a proxy, not the API server") from None
             self._plugin_failed(before)
             if exc.status in (401, 403):
                 refused = KubeRefused if exc.status == 403 else KubeAnswered

@@ -2722,6 +2722,19 @@ def test_a_named_daemonset_absent_from_a_namespace_the_user_may_read_is_said_abs
         "could not be looked for: the Kubernetes API refused listing DaemonSets in every namespace (403)")), check
 
 
+def test_a_404_that_is_not_the_kubernetes_api_s_is_not_read_as_an_absent_daemonset(stack):
+    """A proxy in front of the API server answers the DaemonSet's read with its own 404 page (text, not the API's
+    Status NotFound). Verify read it as "no DaemonSet ...": not deployed, a false failure. It is not an API answer."""
+    cluster, verify = stack
+    meta = cluster.daemonset["metadata"]
+    cluster.fronted[f"/apis/apps/v1/namespaces/{meta['namespace']}/daemonsets/{meta['name']}"] = (
+        404, "<html><body><h1>404 Not Found</h1>nginx</body></html>")
+    checks = verify(*ONLY_KUBE)[1]
+    assert not any("no DaemonSet" in c["detail"] for c in checks.values()), checks
+    assert [(c["status"], c["detail"].split(":")[0]) for c in checks.values() if "404" in c["detail"]] == [
+        ("fail", "odd answer from DaemonSet gpu-operator/nvidia-dcgm-exporter")], checks
+
+
 def test_an_exporter_daemonset_that_is_not_there_leaves_the_service_and_service_monitor_checked(stack):
     """No exporter DaemonSet at all (not yet installed, or deleted): verify said so, but made no exporter Service nor
     Prometheus scrape config check (push's preflight read "Prometheus scrape config: not checked"), though neither

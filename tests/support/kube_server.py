@@ -71,6 +71,9 @@ class KubeCluster:
         self.readable_only: dict[str, tuple[str, ...]] = {}
         # reads the API server fails: {path: HTTP status} (an overloaded or broken API server, a webhook timing out)
         self.failing: dict[str, int] = {}
+        # reads something in front of the API server answers instead of it (an ingress or auth proxy): {path: (HTTP
+        # status, the text it sends)}
+        self.fronted: dict[str, tuple[int, str]] = {}
         self.daemonsets: dict[tuple[str, str], dict[str, Any]] = {}  # more DaemonSets (an add-on's), by (namespace, name)
         self.metrics_payload = ""
         # kube-state-metrics as kube-prometheus-stack runs it (not an exporter pod: the DaemonSet counts those)
@@ -348,6 +351,8 @@ class KubeTestServer(LoopbackServer):
             return 200, self.documents[path]
         if (refusal := self.refused(path)) is not None:
             return 403, refusal
+        if path in c.fronted:
+            return c.fronted[path]
         if status := c.failing.get(path):
             return status, _status(status, "InternalError", "an error on the server has prevented the request from "
                                    "succeeding")
