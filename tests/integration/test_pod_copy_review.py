@@ -232,3 +232,13 @@ def test_the_fleets_framebuffer_in_use_is_one_copys_share_the_same_as_by_pod_at_
     wrong = {at: (values, by_pod.get(at)) for answer in answers for at, values in answer.items()
              if list(values.values()) != [(by_pod.get(at) or {}).get("Pod ml/p")]}
     assert not wrong, f"steps: (Framebuffer in use, share by pod) {wrong}"
+
+
+def test_the_fleets_framebuffer_in_use_over_copies_reading_alike_is_every_gpus_at_every_call(overlap, tmp_path):
+    # both exporters read each GPU's used and free alike, their node spellings differ (Hostname=<old exporter's pod>,
+    # hostname="n3"): the copy is chosen by its used, ties by the node spelling's place, once for used and total, so
+    # the mean of the three GPUs' shares (0.125, 0.0125, 0.5) is there at every step of every call
+    answers = [_shown(overlap, "Framebuffer in use", tmp_path) for _ in range(6)]
+    wrong = {(call, at): values for call, answer in enumerate(answers) for at, values in answer.items()
+             if values != {"DCGM_FI_DEV_FB_USED": 0.2125}}
+    assert not wrong, f"(call, step): shown (true 0.2125) {wrong}"
