@@ -77,12 +77,12 @@ def _threads(groups: Iterable[str], runners, project: Project, options: Options,
 
 # What several groups' clients import, imported before their threads start: a thread importing a module that another
 # is importing can see it half made (requests.utils, which the Kubernetes client's REST layer imports, while the
-# prometheus group imports requests: "cannot import name ... from partially initialized module"). Those that boto3's
-# side imports too (urllib3, dateutil and multiprocessing.pool, under botocore and the Kubernetes client) are
-# imported before the fork, once instead of in each process; requests, which only the child's groups read with,
-# in the child, while this process imports boto3.
-_BOTH_SIDES = ("urllib3", "dateutil.parser", "dateutil.tz", "multiprocessing.pool")
-_THREADS = ("requests",)
+# prometheus group imports requests: "cannot import name ... from partially initialized module"). Those that botocore's
+# side imports too (urllib3 and dateutil, under botocore and the Kubernetes client) are imported before the fork, once
+# instead of in each process; requests and multiprocessing.pool (the Kubernetes client's thread pool), which only the
+# child's groups use, in the child, while this process imports botocore.
+_BOTH_SIDES = ("urllib3", "dateutil.parser", "dateutil.tz")
+_THREADS = ("requests", "multiprocessing.pool")
 
 
 def _import(names: tuple[str, ...]) -> None:
@@ -93,13 +93,13 @@ def _import(names: tuple[str, ...]) -> None:
 
 def _child_side(groups: tuple[str, ...]) -> tuple[str, ...]:
     """The groups a child process runs when the cloudwatch group runs beside others: all but cloudwatch. Importing
-    boto3 and making its client is about half of a run's work; the Kubernetes client's import and reads, and the
+    botocore and making its client is about half of a run's work; the Kubernetes client's import and reads, and the
     Prometheus and exporter reads (requests), are the other half."""
     return tuple(g for g in groups if g != "cloudwatch") if "cloudwatch" in groups else ()
 
 
 def _fork(groups: tuple[str, ...], runners, project: Project, options: Options, out: "queue.Queue") -> int | None:
-    """Run `groups` in a child process, on the other CPU while this process imports boto3 and runs the rest.
+    """Run `groups` in a child process, on the other CPU while this process imports botocore and runs the rest.
     Their checks (and the secrets the child learnt, to be masked here) come back through a pipe onto `out`. The
     child's pid, or None when this process cannot fork safely (no fork, or other threads running whose locks the
     copy would inherit) or at all."""
@@ -206,7 +206,7 @@ def _stop_exec_plugins() -> None:
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,
         processes: bool = False) -> list[Check]:
     """Every check of `groups`, each group concurrently. With `processes`, the groups other than cloudwatch run in a
-    child process, on another CPU (each side imports a client that is most of its work: boto3 here, the Kubernetes
+    child process, on another CPU (each side imports a client that is most of its work: botocore here, the Kubernetes
     client and requests there)."""
     runners = _runners()
     if not options.deadline:

@@ -1,4 +1,4 @@
-"""Clients of the remote systems gpudash talks to, together: CloudWatch (boto3), Grafana's HTTP API,
+"""Clients of the remote systems gpudash talks to, together: CloudWatch (botocore), Grafana's HTTP API,
 the Kubernetes API (the official client), Prometheus' HTTP API and the DCGM exporter's /metrics.
 
 Each turns transport failures into RemoteError and answers that are not the API's into a clear

@@ -1,4 +1,4 @@
-"""CloudWatch (and the Resource Groups Tagging API) through boto3: paced per Region, retried on
+"""CloudWatch (and the Resource Groups Tagging API) through botocore: paced per Region, retried on
 throttling, 5xx and dropped connections within the command's deadline, and every answer checked
 to be a real API answer.
 
@@ -85,17 +85,21 @@ def _mask_credentials(session) -> None:
 
 
 class CloudWatch:
-    """boto3 clients per Region and service, one pacer, errors turned into RemoteError."""
+    """botocore clients per Region and service, one pacer, errors turned into RemoteError."""
 
     def __init__(self, profile: str | None = None, endpoint_url: str | None = None, pacer: Pacer | None = None,
                  max_attempts: int = 6, deadline: Deadline | None = None, endpoint_name: str = ENDPOINT_VARIABLE):
-        import boto3
+        import botocore.session
         from botocore.config import Config
 
         from botocore.exceptions import ConfigParseError, ProfileNotFound
 
         try:
-            self.session = boto3.Session(profile_name=profile) if profile else boto3.Session()
+            # botocore's session, not boto3's: boto3 adds its resource layer and s3transfer (a fifth of verify's
+            # CloudWatch side, CPU) and no handler for the services gpudash calls. The data loader read here is
+            # where boto3's session reads the profile first: a missing profile or a broken file is said here.
+            self.session = botocore.session.Session(profile=profile or None)
+            self.session.get_component("data_loader")
         except ProfileNotFound:
             raise GpudashError(f"AWS profile {profile!r} not found in the AWS config and credentials files",
                                where="--profile (AWS_PROFILE)",
@@ -139,8 +143,8 @@ class CloudWatch:
         with self.lock:  # creating clients from one session is not thread-safe
             key = (region, service)
             if key not in self.clients:
-                client = self.session.client(service, region_name=region, endpoint_url=self.endpoint_url,
-                                             config=self.config)
+                client = self.session.create_client(service, region_name=region, endpoint_url=self.endpoint_url,
+                                                    config=self.config)
                 client.meta.events.register("before-parse", _check_body)
                 _mask_credentials(self.session)
                 self.clients[key] = client

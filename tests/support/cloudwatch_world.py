@@ -85,7 +85,7 @@ def _clients_kept(moto, monkeypatch) -> None:
         if found is None:
             return make(self, region, service)
         frozen = found.get_frozen_credentials()
-        key = (self.endpoint_url, region, service, self.session.profile_name, frozen.access_key, frozen.secret_key,
+        key = (self.endpoint_url, region, service, self.session.profile, frozen.access_key, frozen.secret_key,
                frozen.token)
         if key not in kept:
             kept[key] = make(self, region, service)

@@ -51,3 +51,22 @@ def test_verify_reads_with_the_clients_modules_not_their_packages_and_the_packag
     assert answer["host"] == "http://127.0.0.1:9" and answer["key"] == {"authorization": "Bearer t0ken-for-the-test"}
     assert answer["value"] == 41.0
     assert answer["whole"] == ["CoreV1Api", "V1Pod", "Watch", True, "Request", "Counter"]
+
+
+_CLOUDWATCH = textwrap.dedent('''
+    import json, os, sys
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+    from generator.clients.cloudwatch import CloudWatch
+    client = CloudWatch(endpoint_url="http://127.0.0.1:9").client("us-east-1")
+    print(json.dumps({"boto3": sorted(name for name in ("boto3", "s3transfer") if name in sys.modules),
+                      "operation": client.meta.method_to_api_mapping["list_metrics"]}))
+''')
+
+
+def test_the_cloudwatch_client_is_botocores_without_boto3(tmp_path):
+    """verify's CloudWatch side (the longer of its two processes) makes its client from botocore's session: boto3's
+    import (its resource layer and s3transfer) is no part of a run."""
+    result = subprocess.run([sys.executable, "-c", _CLOUDWATCH], capture_output=True, text=True, cwd=REPO,
+                            timeout=120, check=True)
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert answer == {"boto3": [], "operation": "ListMetrics"}
