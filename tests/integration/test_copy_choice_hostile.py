@@ -1,0 +1,164 @@
+"""A hostile reader's stories for the one gauge copy choice (promql.chosen_copy), on a real Prometheus: a node's old
+exporter (its own pod's name in `Hostname`) and new one (`hostname="n3"`) both read, fresh at every step (maxSurge
+overlap). GPU 0 (GPU-n3-0) held by ml/p: both read 150 W (a tie); the old reads 60 % utilization, the new 50 %; both
+read 30,000 MiB used of 80,000.
+
+Truth: one line per GPU, named by its node (n3), never by the exporter pod's name; the same answer at every call over
+the same data; per pod and per GPU the same copy (the pod's utilization is its GPU's)."""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+
+import pytest
+
+from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _scraping, _shown,
+                                                    _wrong, overlap)
+from tests.support.replay_exporter import ReplayExporter
+
+OLD_POD = "nvidia-dcgm-exporter-q8w2z"
+
+
+def _tied(old: bool) -> str:
+    node = f'Hostname="{OLD_POD}"' if old else 'hostname="n3"'
+    values = (30000, 50000, 60 if old else 50, 150, 60)
+    labels = f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},{node},container="main",namespace="ml",pod="p"'
+    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n" for metric, value in zip(METRICS, values))
+
+
+@contextmanager
+def _two_exporters(tmp_path_factory, name: str, payload, probe: str):
+    """The old and new exporters' `payload(old)` scraped every second; (prometheus, first and last stored sample,
+    each copy's sample times of `probe`, a selector)."""
+    old = _Counted(lambda n: payload(True))
+    with ReplayExporter(old) as a, ReplayExporter(lambda: payload(False)) as b:
+        with _scraping(tmp_path_factory, name, [a.address, b.address], lambda: old.served >= SCRAPES) as prometheus:
+            samples = {series["metric"].get("Hostname") or series["metric"].get("hostname"):
+                       [float(at) for at, _ in series["values"]] for series in prometheus.query(f"{probe}[10m]")}
+            stored = [at for times in samples.values() for at in times]
+            yield prometheus, min(stored), max(stored), samples
+
+
+@pytest.fixture(scope="module")
+def tied(tmp_path_factory):
+    with _two_exporters(tmp_path_factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP") as scene:
+        yield scene
+
+
+def _fresh_steps(tied, shown):
+    samples = tied[3]
+    for at, values in shown.items():
+        latest = [max((t for t in times if t <= at), default=-math.inf) for times in samples.values()]
+        if at - min(latest) <= 1:
+            yield at, values
+
+
+# open (R-truth findings F1-F3, /work/coord/s18): per-GPU single-field panels keep `topk` of the value, without
+# chosen_copy's place tie-break; a copy named only by its old exporter's pod name is outside the node's view
+TIE_LEGEND = pytest.mark.xfail(reason="copies reading alike: the legend follows Prometheus' order of series",
+                               strict=False)
+OLD_NAME = pytest.mark.xfail(reason="the higher copy is the old exporter's: named by its pod", strict=True)
+NODE_VIEW = pytest.mark.xfail(reason="the old exporter's copy has no node spelling naming n3", strict=True)
+
+
+@TIE_LEGEND
+@pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
+def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title, tmp_path):
+    legends = {}
+    for call in range(8):
+        for at, values in _fresh_steps(tied, _shown(tied, title, tmp_path)):
+            legends.setdefault(tuple(sorted(values)), []).append((call, at))
+    assert set(legends) == {("n3 GPU 0",)}, f"{title}: legends shown (true: n3 GPU 0 only): " + \
+        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
+
+
+@OLD_NAME
+def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied, tmp_path):
+    shown = dict(_fresh_steps(tied, _shown(tied, "GPU utilization", tmp_path)))
+    wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
+    assert len(shown) >= 4
+    assert not wrong, f"steps: shown (true: one line 'n3 GPU 0') {wrong}"
+
+
+def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied, tmp_path):
+    wrong = {}
+    for call in range(4):
+        per_pod = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod", tmp_path)))
+        per_gpu = _shown(tied, "GPU utilization", tmp_path)
+        wrong.update({(call, at): (values, per_gpu.get(at)) for at, values in per_pod.items()
+                      if sorted(values.values()) != sorted((per_gpu.get(at) or {}).values())})
+    assert not wrong, f"(call, step): (per pod, per GPU) {wrong}"
+
+
+@NODE_VIEW
+def test_the_node_view_reads_the_same_copy_as_all_nodes(tied, tmp_path):
+    every = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod", tmp_path)))
+    one = _shown(tied, "GPU utilization by pod", tmp_path, {"node": "n3"})
+    wrong = {at: (values, one.get(at)) for at, values in every.items() if values != one.get(at)}
+    assert not wrong, f"steps: (All nodes, node=n3) {wrong}"
+
+
+# --- a MIG GPU (two instances, one pod each) read by both exporters, each instance reading apart, totals alike ---
+
+def _mig(old: bool) -> str:
+    node = f'Hostname="{OLD_POD}"' if old else 'hostname="n3"'
+    used = {1: 10000 if old else 12000, 2: 20000 if old else 18000}
+    lines = []
+    for metric in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"):
+        lines.append(f"# TYPE {metric} gauge")
+        for instance, pod in ((1, "a"), (2, "b")):
+            value = {"DCGM_FI_DEV_FB_USED": used[instance], "DCGM_FI_DEV_FB_FREE": 40000 - used[instance],
+                     "DCGM_FI_DEV_POWER_USAGE": 150, "DCGM_FI_DEV_GPU_TEMP": 60}[metric]
+            labels = (f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},{node},GPU_I_PROFILE="3g.40gb",'
+                      f'GPU_I_ID="{instance}",container="main",namespace="ml",pod="{pod}"')
+            lines.append(f"{metric}{{{labels}}} {value:g}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def mig(tmp_path_factory):
+    probe = 'DCGM_FI_DEV_GPU_TEMP{GPU_I_ID="1"}'
+    with _two_exporters(tmp_path_factory, "copy-choice-hostile-mig", _mig, probe) as scene:
+        yield scene
+
+
+def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig, tmp_path):
+    wrong = {}
+    for call in range(8):
+        per_pod = dict(_fresh_steps(mig, _shown(mig, "Framebuffer used by pod", tmp_path)))
+        per_gpu = _shown(mig, "Framebuffer memory used", tmp_path)
+        for at, values in per_pod.items():
+            pair = (values.get("Pod ml/a"), values.get("Pod ml/b"))
+            gpu = list((per_gpu.get(at) or {}).values())
+            if pair not in ((10000.0, 20000.0), (12000.0, 18000.0)) or gpu != [30000.0]:
+                wrong[(call, at)] = (values, per_gpu.get(at))
+    assert not wrong, f"(call, step): (per pod, per GPU) true: one exporter's (10000, 20000) or (12000, 18000), " \
+                      f"GPU 30000: {wrong}"
+
+
+def _titles() -> list[str]:
+    import pathlib
+    import tempfile
+
+    from generator.artifacts import grafana_dashboards
+    from generator.project import load_project
+    where = pathlib.Path(tempfile.mkdtemp())
+    (where / "gpudash.yaml").write_text("")
+    panels = [p for d in grafana_dashboards(load_project(where / "gpudash.yaml")) for p in d.model["panels"]]
+    exprs = {p["title"]: p["targets"][0].get("expr", "") for p in panels if p.get("targets")}
+    return sorted(t for t, e in exprs.items() if e and "$__" not in e and "${__" not in e)  # macros: not substituted
+
+
+@pytest.mark.parametrize("title", _titles())
+def test_every_panel_answers_the_same_values_at_every_call(tied, title, tmp_path):
+    answers = [{at: sorted(v.values()) for at, v in _shown(tied, title, tmp_path).items()} for _ in range(4)]
+    differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
+    assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
+
+
+@pytest.mark.parametrize("title", sorted(PER_POD))
+def test_time_sliced_pods_each_show_with_their_node_selected(overlap, title, tmp_path):
+    # test_pod_copy_review's maxSurge scene (old exporter: its pod's name in Hostname, no node label) with node=n3
+    wrong = _wrong(_shown(overlap, title, tmp_path, {"node": "n3"}), PER_POD[title])
+    assert not wrong, f"{title} (node n3): steps: shown (true {PER_POD[title]}) {wrong}"
