@@ -21,9 +21,12 @@ comes from here, so label handling is designed once:
   the field's own per-GPU aggregation: device fields that repeat on every instance count
   once, instance memory adds up, instance activity averages. The node is coalesced
   (below) before the merge, so a GPU is one GPU whichever spelling carries its node.
-  A counter's copies keep the GPU's UUID as well (_Merge.physical): another GPU under the same node and index (a
-  node replaced by one of the same name, a GPU swapped) is another counter, not a reset of the old one's; the GPUs
-  of one slot add up after their rates or increases (_Merge.gpus), as CloudWatch sums their deltas.
+  A counter's copies are merged per GPU UUID, not per node spelling (_Merge.physical: two exporters of one GPU
+  spelling its node apart, mid-upgrade, count once): an increase from all the copies' readings at once, a rate per
+  node the copies name, then the highest (_Merge.fastest); the GPU is named by one node after (_Merge.named,
+  gpu_names); another GPU under the same node and index (a node replaced by one of the same name, a GPU swapped) is
+  another counter, not a reset of the old one's; the GPUs of one slot add up after their rates or increases
+  (_Merge.gpus), as CloudWatch sums their deltas.
   Grouping by `mig_instance` shows the instances themselves, and so do alert rules per pod
   (`per_instance`: a pod is judged on each instance it holds, as on CloudWatch);
 * a field split into several series per GPU by labels of its own (counts per XID code) makes
@@ -117,6 +120,12 @@ class Scope:
     """Which series a query covers: a regex per neutral key (dashboard variables, `$node`)."""
 
     regexes: tuple[tuple[str, str], ...] = ()
+
+    def naming(self, labels: Labels) -> tuple[str, ...]:
+        """The matchers of the GPUs in scope whatever node and workload are selected: those a GPU's name is read from
+        (gpu_names: its copies under any node spelling and pod)."""
+        return tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in self.regexes
+                     if key not in ("node", "pod", "namespace"))
 
     def matchers(self, labels: Labels) -> list[list[str]]:
         """Alternative matcher lists; a series is in scope when one of them matches it."""
@@ -310,6 +319,35 @@ def identified(expr: str, labels: Labels) -> str:
         return f'label_replace({named}, {target}, "$1", {uuid}, "(.+)")'
     joined = f'label_join({expr}, {target}, ";", {_listed((uuid, *map(quoted, labels.node_sources)))})'
     return f'label_replace({joined}, {target}, "$1$2", {target}, "([^;]+);.*|;+([^;]*).*")'
+
+
+def spelled(labels: Labels) -> list[list[str]]:
+    """One matcher list per node spelling (labels.node_sources, most trusted first): the series whose first non-empty
+    spelling it is (the last: every series left, whatever it carries)."""
+    sources = labels.node_sources
+    return [[*(f'{name}=""' for name in sources[:k]), *([f'{source}!=""'] if k < len(sources) - 1 else [])]
+            for k, source in enumerate(sources)]
+
+
+def gpu_names(metric: str, matchers: list[str], span: str, resolution: str, labels: Labels) -> str:
+    """One series per GPU (cluster, GPU_LABEL, index) of `metric` within `span`, labelled with the node the GPU is
+    shown under: the first non-empty node spelling of one of its copies, the copy whose spelling comes first in
+    labels.node_sources (node, then hostname, Hostname, instance), of those equal the copy with a sample within the
+    last scrape interval (`resolution`). Mid-upgrade the old exporter may write its own pod's name into Hostname while
+    the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
+    rollout the new exporter's spelling wins once the old one has no sample left in the interval. Two copies of one
+    spelling and freshness naming the GPU apart (the old exporter's pod name and the node both in Hostname, both
+    scraped) tie: one of them is shown, not always the same one."""
+    seconds = _seconds(resolution)
+    terms = []
+    for k, branch in enumerate(spelled(labels)):
+        each = selector(metric, [*matchers, *branch])
+        terms.append(f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or present_over_time({each}[{span}]) * 0)"
+                     f" - {k}")
+    ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
+    gpu = (labels.cluster, GPU_LABEL, "gpu")
+    named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"
+    return f"topk by ({_listed(gpu)}) (1, {named})"
 
 
 def _either(tiers: tuple[str, ...], keep: tuple[str, ...]) -> str:
@@ -620,6 +658,20 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
             f"< {INCREASE_BLANK_FLOOR})")
 
 
+def _named_span(window: str, as_increase: bool, over_time: tuple[str, str, str | None] | None) -> str:
+    """The span whose copies of a GPU its name is read from (gpu_names): a panel's rate window, or the dashboard's
+    range for an increase over it; a fixed window's increase looks back as far as its readings may (WINDOW_PREVIOUS_
+    WITHIN before it); an alert's periods (`over_time`) all look back PREVIOUS_WITHIN from the instant, so that each
+    period names a GPU alike (the rule adds its periods up per GPU, by its labels)."""
+    if over_time is not None:
+        return _duration_text(PREVIOUS_WITHIN)
+    if as_increase and window == DASHBOARD_RANGE:
+        return f"{RANGE_MS}ms"
+    if as_increase and not window.startswith("$"):
+        return _duration_text(_seconds(window) + WINDOW_PREVIOUS_WITHIN)
+    return window
+
+
 def _exact_gap(seconds: int) -> int:
     """The largest power of two seconds that divides a step of `seconds`: a rate over two points that far apart, times
     that distance, is the points' difference to the bit (a division and a multiplication by a power of two)."""
@@ -761,6 +813,7 @@ class _Merge:
     labels: Labels
     instance: tuple[str, ...]  # the MIG instance labels the GPU's value combines (none: instances stay apart)
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps (per pod: its namespace and name)
+    naming: tuple[str, ...] = ()  # the matchers of the GPUs a counter's names are read from (Scope.naming)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         identity = (self.labels.cluster, self.labels.node, "gpu")
@@ -778,19 +831,49 @@ class _Merge:
         """`series`' copies of one reading of one GPU instance (and outer group) made one series: their max."""
         return f"max by ({self._keep(own, True)}) ({coalesce_node(series, self.labels)})"
 
-    def physical(self, series: str, own: tuple[str, ...] = ()) -> str:
-        """A counter's copies of one physical GPU (instance, and outer group) made one series: its copies merged by
-        `copies` with the GPU's UUID kept as well. A node replaced by one of the same name, or a GPU swapped, puts
-        another GPU under the same node and index within a window: its counter is another counter, whose first
-        reading is no reset of the old one's (merged by node and index alone, a new GPU reading 2 remapped rows
-        after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's previous reading per series,
-        the UUID among its labels: a new GPU's first reading sends nothing."""
+    def physical(self, series: str, own: tuple[str, ...] = (), copy: bool = False) -> str:
+        """A counter's copies of one physical GPU (instance, and outer group) made one series: their max, the GPU named
+        by its UUID (GPU_LABEL) and not by the node spelling a copy carries, which `named` joins back after the rate or
+        increase; with `copy`, one series per node the GPU's copies name (coalesced from its spellings: an exporter
+        replaced by one spelling it `hostname` for `Hostname` is one copy). Two exporters reading one GPU (a maxSurge
+        rollout, the old one writing its own pod's name into Hostname, the new one the node into hostname) are copies
+        of one counter, not two GPUs: the energy panel drew `n6 GPU 0` 199,840 and `nvidia-dcgm-exporter-x7k2p GPU 0`
+        199,407 mW for one GPU drawing 200,000, and a fleet sum read it twice. An increase reads all the copies at once
+        (its sum of deltas does not depend on when within a step a reading was taken), so across a rollout renaming
+        the node the new exporter's readings go on from the old one's. A rate is each copy's (`copy`), then the highest
+        (`fastest`): both exporters' readings in one series, taken at different instants within a step, read a 4 s rate
+        between 134,000 and 266,000 mW for 200,000 (1 s scrapes on a loaded machine). A node replaced by one of the
+        same name, or a GPU swapped, puts another GPU under the same node and index within a window: its counter is
+        another counter, whose first reading is no reset of the old one's (merged by node and index alone, a new GPU
+        reading 2 remapped rows after the old one's 5 counted 2 remaps). The CloudWatch agent keeps a counter's
+        previous reading per series, the UUID among its labels: a new GPU's first reading sends nothing."""
+        series = coalesce_node(series, self.labels) if copy else series
+        return f"max by ({self._physical(own, copy)}) ({identified(series, self.labels)})"
+
+    def _physical(self, own: tuple[str, ...], copy: bool = False) -> str:
+        """The labels of one physical GPU (instance, and outer group), with `copy` the node its copy names."""
         labels = self.labels
-        return self.copies(series, (*own, uuid_label((labels.pod, labels.namespace, labels.container))))
+        spellings = {*labels.node_sources, labels.node}
+        kept = (name for name in (*self.kept, *own) if name not in spellings)
+        return _listed((labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *kept, *((labels.node,) if copy else ())))
+
+    def fastest(self, rates: str, own: tuple[str, ...] = ()) -> str:
+        """The rates of a GPU's copies (`physical` with `copy`) made one: the highest, that of the copy read over the
+        most of the window (copies read throughout read alike; a copy that began or ended inside it reads a part of the
+        GPU's growth: an upgrade renaming the node without overlap reads low while the window holds the switch)."""
+        return f"max by ({self._physical(own)}) ({rates})"
+
+    def named(self, series: str, metric: str, span: str, resolution: str) -> str:
+        """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
+        its GPU."""
+        labels = self.labels
+        on = _listed((labels.cluster, GPU_LABEL, "gpu"))
+        names = gpu_names(metric, list(self.naming), span, resolution, labels)
+        return f"({series} + on ({on}) group_left ({labels.node}) (0 * {names}))"
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
-        """The rates or increases of the physical GPUs (`physical`) that stood under one node and index (and outer
-        group) within a window added up: one series per GPU slot, as the CloudWatch widget sums their deltas under
+        """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
+        outer group) within a window added up: one series per GPU slot, as the CloudWatch widget sums their deltas under
         the node and GPU dimensions."""
         return f"sum by ({self._keep(own, True)}) ({series})"
 
@@ -943,8 +1026,8 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         return value
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
-        copies = merge.physical("{0}", own_labels) if counter else merge.copies("{0}", own_labels) if resolution \
-            else None
+        # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)
+        copies = merge.physical("{0}", own_labels, not as_increase) if counter else None
 
         def fields(more: list[str], copies: str | None, unfiltered: bool = False) -> str:
             """The field's series (`also`: the fields' added up, series by series; `unfiltered`: where any of them
@@ -957,8 +1040,11 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
                                   resolution, device, unfiltered) for name in (metric, *also)]
             return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
         series = fields([], copies)
-        value = _across_own_labels(metric, catalog, merge, merge(
-            how, merge.gpus(series, own_labels) if counter else series, own_labels))
+        if counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
+            series = series if as_increase else merge.fastest(series, own_labels)
+            series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution),
+                                own_labels)
+        value = _across_own_labels(metric, catalog, merge, merge(how, series, own_labels))
         if checked and how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
             def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
                 return merge.copies(fields([f'{MIG_INSTANCE_LABEL}!=""'], None, unfiltered))
@@ -1171,7 +1257,7 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     apart = per_instance and "pod" in keys
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
-    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer))
+    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels))
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
@@ -1220,10 +1306,10 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
                  keys: tuple[str, ...]) -> str:
     """A per-pod panel's counter rate: each GPU a scrape within the rate window named the pod on (any of its copies,
     `present_over_time(X{pod!=""}[window])`), with that GPU's rate as the per-GPU panels read it, from all its copies
-    whatever pod they name (`expression` grouped by the GPU, the pod and namespace variables left out), joined on the
-    GPU (`* 0 + on (<cluster>, node, gpu) group_left ()`), each GPU once per pod by its UUID (GPU_LABEL: the node
-    spellings of the copies of one GPU, an exporter upgrade renaming the node, made one), then the query's
-    aggregation per pod. A time-sliced GPU an
+    whatever pod they name (`expression` grouped by the GPU, the pod and namespace variables left out), each GPU named
+    by its UUID (GPU_LABEL: the node spellings of the copies of one GPU, an exporter upgrade renaming the node, made
+    one) under the node the rates name it by (gpu_names, the same names) and joined on it (`* 0 + on (<cluster>, node,
+    gpu) group_left ()`), once per pod, then the query's aggregation per pod. A time-sliced GPU an
     exporter without KUBERNETES_VIRTUAL_GPUS names under one pod per scrape shows its whole rate under each pod a
     scrape of the window named, not only where the pod's own copies hold two readings in it; a pod holding several
     MIG instances of a GPU counts the GPU once."""
@@ -1232,11 +1318,14 @@ def _named_rates(query: Query, labels: Labels, catalog: Catalog, scope: Scope, w
     rates = expression(replace(query, by=slot, aggregation="max"), labels, catalog, unscoped, rate_window=window,
                        resolution=resolution)
     on = _listed(label_name(k, labels) for k in slot)
-    named = identified(coalesce_node(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
-                                          f"present_over_time({{}}[{window}])"), labels), labels)
-    pods = f"max by ({_listed((*(label_name(k, labels) for k in (*slot, *keys)), GPU_LABEL))}) ({named})"
-    # a GPU once per pod: the node spellings an upgrade renaming the node gives one GPU (its old exporter writing its
-    # own pod's name, the new one the node) are one GPU_LABEL, each spelling with the GPU's whole rate
+    named = identified(_raw(query.metric, scope.matchers(labels), [f'{labels.pod}!=""'],
+                            f"present_over_time({{}}[{window}])"), labels)
+    gpu = (labels.cluster, GPU_LABEL, "gpu")
+    # each GPU a pod was named on (by its UUID, whichever node spelling the copy naming it carries) under the node the
+    # rates name it by (gpu_names: the same names, read from the same copies)
+    pods = f"max by ({_listed((*gpu, *(label_name(k, labels) for k in keys if k != 'node')))}) ({named})"
+    names = gpu_names(query.metric, list(unscoped.naming(labels)), window, resolution, labels)
+    pods = f"({pods} + on ({_listed(gpu)}) group_left ({labels.node}) (0 * {names}))"
     once = _listed((*(label_name(k, labels) for k in (*keys, *slot) if k != "node" or k in keys), GPU_LABEL))
     return (f"{query.aggregation} by ({_listed(label_name(k, labels) for k in keys)}) "
             f"(max by ({once}) ({pods} * 0 + on ({on}) group_left () {rates}))")

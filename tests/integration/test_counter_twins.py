@@ -230,7 +230,8 @@ def test_the_reset_stories_are_told_apart():
 
 def _reset_payload(node: str, k: int, readings: list[int]) -> str:
     field, _ = RESET_STORIES[node]
-    labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
+    # each node's GPU its own (a GPU is its UUID): the two exporters of a node read one GPU
+    labels = f'gpu="0",UUID="GPU-{node}",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
     return f"# TYPE {field} counter\n{field}{{{labels}}} {readings[k]}\n"
 
 
@@ -275,7 +276,8 @@ def test_the_prometheus_rule_judges_a_reset_by_the_sum_of_the_deltas(reset_built
     for i, node in enumerate(n for n, (f, _) in RESET_STORIES.items() if f == field):
         for readings, scraped in _copies(job, i, node):
             target = ",".join(f'{k}="{v}"' for k, v in sorted(scraped.items()))
-            labels = 'gpu="0",UUID="GPU-1",device="nvidia0",modelName="NVIDIA A10G",Hostname="nvidia-dcgm-exporter-x"'
+            labels = f'gpu="0",UUID="GPU-{node}",device="nvidia0",modelName="NVIDIA A10G",' \
+                     'Hostname="nvidia-dcgm-exporter-x"'
             # input at 5 s slots: the scrape at 15 + 30 k is slot 3 + 6 k
             values = ["_"] * (RESET_SCRAPES * 6)
             for k, value in enumerate(readings):

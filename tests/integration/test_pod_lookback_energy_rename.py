@@ -18,12 +18,18 @@ import time
 
 import pytest
 
+from generator.model import Query
+from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
+from generator.project import load_project
+from generator.promql import expression
 from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
+from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
 OLD_SCRAPES = 8
 WATTS = {"GPU-n6-0": 200.0, "GPU-n7-0": 100.0}
+XID = {"GPU-n6-0": 79, "GPU-n7-0": 0}  # the last XID code each GPU reported (a gauge)
 ORIGIN = time.time() - 1000
 
 
@@ -36,7 +42,8 @@ def _payload(uuid: str, node: str, pod: str) -> str:
     now = time.time()
     energy = round((now - ORIGIN) * WATTS[uuid] * 1000)  # mJ, as DCGM counts
     return (f"# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} "
-            f"{energy} {int(now * 1000)}\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
+            f"{energy} {int(now * 1000)}\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n"
+            f"# TYPE DCGM_FI_DEV_XID_ERRORS gauge\nDCGM_FI_DEV_XID_ERRORS{{{labels}}} {XID[uuid]}\n")
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +75,61 @@ def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_
              if abs(values.get("Pod ml/r", 0) - 200000) > 20000}
     assert not wrong, f"seconds: ml/r shown (true 200,000 mW, within 10 %) {wrong}"
     # ml/s's rollout without overlap is not asserted: it reads 100,000 but for 2 steps of 12 (75,000 there)
+
+
+def _shown(prometheus, legend_format: str, expr: str, start: float, end: float) -> dict[float, dict[str, list[float]]]:
+    """{seconds after the first step: {legend: [values]}} at each second of the scrapes (a legend twice: two lines)."""
+    first = math.floor(start) + 6.5
+    shown: dict[float, dict[str, list[float]]] = {}
+    for at, result in prometheus.query_at(expr, first, int((end - first) // 1) + 1, 1).items():
+        lines = shown.setdefault(round(at - first, 1), {})
+        for series in result:
+            lines.setdefault(render_legend(legend_format, series["metric"]), []).append(float(series["value"][1]))
+    return shown
+
+
+def test_the_per_gpu_energy_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed, tmp_path):
+    """Before: `n6 GPU 0` and `nvidia-dcgm-exporter-x7k2p GPU 0` each ~200,000 mW for one GPU drawing 200 W (the
+    counter's copies merged per node spelling)."""
+    prometheus, start, end = renamed
+    target, expr = _panel(tmp_path, "", "DEV_TOTAL_ENERGY_CONSUMPTION")
+    shown = _shown(prometheus, target["legendFormat"], expr.replace("$__rate_interval", "4s"), start, end)
+    n6 = {at: lines for at, lines in shown.items()
+          if set(lines) - {"n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0"} != {"n6 GPU 0"}
+          or len(lines["n6 GPU 0"]) != 1 or abs(lines["n6 GPU 0"][0] - 200000) > 20000}
+    assert not n6, f"seconds: lines shown where n6's GPU draws 200,000 mW: {n6}"
+    # n7's GPU (no overlap): one line at every step, by the old exporter's pod name until the new one reads it
+    n7 = {at: lines for at, lines in shown.items()
+          if sum(len(lines.get(name, ())) for name in ("n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0")) != 1}
+    assert not n7, f"seconds: n7's GPU not one line: {n7}"
+
+
+def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed, tmp_path):
+    """The fleet's energy use rate (a sum over GPUs of a counter's rate): n6's GPU (200 W) and n7's (100 W), 300,000
+    mW. Before: ~500,000 while both of n6's exporters ran."""
+    prometheus, start, end = renamed
+    project = load_project()
+    query = Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum")
+    expr = scraped_every(expression(query, project.settings.labels, project.catalog, rate_window="4s",
+                                    resolution="30s"), 30, 1)
+    shown = _shown(prometheus, "fleet", interpolate(expr, variables({}, ())), start, end)
+    values = {at: lines.get("fleet", [0])[0] for at, lines in shown.items()}
+    # n7's rollout without overlap: a 4 s window holding the switch reads the part of the GPU's growth one exporter
+    # read (75,000 for 100,000 at 2 steps, the fleet 275,000); neither GPU is lost or read twice at any step
+    assert all(abs(value - 300000) <= 60000 for value in values.values()), values
+    wrong = {at: value for at, value in values.items() if abs(value - 300000) > 30000}
+    assert len(wrong) <= 4, f"seconds: the fleet's energy rate (true 300,000 mW): {wrong}"
+
+
+@pytest.mark.xfail(reason="a gauge per GPU (_Merge.one_copy) names the GPU by the copy topk keeps, which two copies "
+                          "reading alike tie on: `nvidia-dcgm-exporter-x7k2p GPU 0` seen at every step (one line, 79)",
+                   strict=False)
+def test_the_last_xid_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed, tmp_path):
+    """The XID panel (a gauge: the last code) across the same upgrade: n6's GPU one line, `n6 GPU 0` 79."""
+    prometheus, start, end = renamed
+    target, expr = _panel(tmp_path, "", "Last XID error code")
+    shown = _shown(prometheus, target["legendFormat"], expr, start, end)
+    wrong = {at: lines for at, lines in shown.items()
+             if set(lines) - {"n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0"} != {"n6 GPU 0"}
+             or lines["n6 GPU 0"] != [79.0]}
+    assert not wrong, f"seconds: lines shown where n6's GPU's last XID is 79: {wrong}"

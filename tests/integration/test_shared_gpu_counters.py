@@ -107,7 +107,7 @@ def _openmetrics(start: int) -> str:
         for node, phase in PHASES.items():
             for gpu in COPIES:
                 for pod in COPIES[gpu]:
-                    labels = f'gpu="{gpu}",UUID="GPU-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",' \
+                    labels = f'gpu="{gpu}",UUID="GPU-{node}-{gpu}",device="nvidia{gpu}",modelName="NVIDIA A10G",' \
                              f'Hostname="{node}",node="{node}"'
                     if pod != IDLE:
                         labels += f',namespace="ml",pod="{pod}",container="main"'

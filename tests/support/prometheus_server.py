@@ -172,6 +172,8 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
             expr = expr.replace(was, now)
     # promql.fresh_copies: a copy with a sample within the last scrape interval
     expr = expr.replace(f"[{made_for * 1000}ms]))", f"[{seconds * 1000}ms]))")
+    # promql.gpu_names: a copy of a GPU with a sample within the last scrape interval names it first
+    expr = expr.replace(f"[{made_for * 1000}ms]) * 0.5", f"[{seconds * 1000}ms]) * 0.5")
     # promql._Device._choice: a copy's latest step within the lookback (a subquery)
     expr = expr.replace(f"[{label_lookback(made_for)}:", f"[{label_lookback(seconds)}:")
     return expr.replace(f"[{label_lookback(made_for)}])", f"[{label_lookback(seconds)}])")

@@ -153,14 +153,16 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes irate per step)
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
-    # one reading of a GPU's copies (one per pod holding it, or per exporter across a restart: every label but the
-    # GPU's identity, the node named from its first spelling) at each step of the scrape interval, each copy's
-    # sample taken within that step, before the rate, the physical GPU (UUID) kept; then the GPUs that stood under one
-    # node and index added up, then the GPU's instances, then the outer grouping
-    merged = ("max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, UUID) (label_replace(label_join((("
-              "(DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    # one reading of a GPU's copies under each node they name (one per pod holding it, or per exporter across a restart:
+    # every label but the GPU's UUID, gpudash_gpu, its MIG instance and the node coalesced from its spellings merged)
+    # at each step of the scrape interval, each copy's sample taken within that step; its rate, the highest of the
+    # nodes' rates per GPU; then each GPU named by one node (gpudash_gpu joined to a name), the GPUs that stood under
+    # one node and index added up, then the GPU's instances, then the outer grouping
+    merged = ("max by (cluster, gpudash_gpu, gpu, GPU_I_ID, GPU_I_PROFILE, node) (label_replace(label_join(label_replace("
+              "label_join((((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
     assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by (cluster, "
-                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) (rate(" + merged)
+                             "node, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, gpudash_gpu, gpu, GPU_I_ID, "
+                             "GPU_I_PROFILE) (rate(" + merged)
     # every spelling of the node inside the one subquery: a GPU whose exporter changed spelling is one series
     for spelling in ('node=~"$node"', 'node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"'):
         assert f'{spelling}}}[1ms] offset 30s)))) or ((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay \
@@ -168,20 +170,20 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # each copy's blank reading left out before the copies are merged: a window holding a blank gives the rate of
     # its other readings, a copy always blank hides nothing (tests/integration/test_counter_blanks.py)
     assert 'hostname=~"$node"} < 9e18) and (present_over_time(' in replay
-    assert '[1ms] offset 30s))))), "node", ";", "node", "hostname", "Hostname", "instance"), "node", "$1", "node", ' \
-           '";*([^;]*).*"))[$__rate_interval:30s]))' in replay and "< Inf" not in replay
+    assert '"([^;]+);.*|;+([^;]*).*"))[$__rate_interval:30s])) + on (cluster, gpudash_gpu, gpu) group_left (node) (0 * ' \
+           'topk by (cluster, gpudash_gpu, gpu) (1, ' in replay and "< Inf" not in replay
     assert replay.count("rate(" + merged) == 1
     # a per-pod panel reads each GPU a scrape of the window named the pod on with the GPU's rate, read as the per-GPU
-    # panels read it (one reading of all its copies per step, whatever pod they name), joined on the GPU
+    # panels read it (one reading of its copies per step, whatever pod they name), joined on the GPU
     by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
     assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
-    assert all("rate(max by (cluster, node, gpu, GPU_I_ID, GPU_I_PROFILE, UUID) (" in e and "namespace, pod, UUID"
-               not in e for e in by_pod)
-    # each GPU once per pod by its UUID (gpudash_gpu): an upgrade renaming the node makes no second GPU
-    assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) (max by (node, gpu, "
-                            "namespace, pod, gpudash_gpu) (label_replace(label_join(label_replace(label_join(("
-                            "present_over_time(") and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e
-               for e in by_pod)
+    assert all("rate(max by (cluster, gpudash_gpu, gpu, GPU_I_ID, GPU_I_PROFILE, node) (" in e
+               and "namespace, pod, UUID" not in e for e in by_pod)
+    # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
+    # node makes no second GPU
+    assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by (cluster, "
+                            "gpudash_gpu, gpu, namespace, pod) (label_replace(label_join((present_over_time(")
+               and " * 0 + on (node, gpu) group_left () max by (node, gpu) (" in e for e in by_pod)
     util = next(t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if p["title"] == "GPU utilization by pod")
     # every gauge selector read for its value drops the blank (a pod's selectors over the panel's lookback only ask
     # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
