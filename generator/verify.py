@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import importlib
 import os
 import pickle
@@ -35,10 +36,17 @@ _DONE = object()
 
 
 def _runners() -> dict[str, Callable[[Project, Options], Iterable[Check]]]:
-    from .checks import cloudwatch, exporter, kube, prometheus
+    """Each group's checks. A group's module is imported by the process that runs the group (`_threads`), not before
+    the fork: the parent, whose cloudwatch side is the longer of the two, never imports the child's groups' modules."""
+    return {group: functools.partial(_run_group, group) for group in GROUPS}
 
-    return {"kube": kube.checks, "exporter": exporter.checks, "prometheus": prometheus.checks,
-            "cloudwatch": cloudwatch.checks}
+
+def _checks_of(group: str) -> Callable[[Project, Options], Iterable[Check]]:
+    return importlib.import_module(f"{__package__}.checks.{group}").checks
+
+
+def _run_group(group: str, project: Project, options: Options) -> Iterable[Check]:
+    return _checks_of(group)(project, options)
 
 
 def _work(group: str, runner, project: Project, options: Options, out: "queue.Queue") -> None:
@@ -70,6 +78,10 @@ def _unanswered(group: str, options: Options, made: int) -> Check:
 
 
 def _threads(groups: Iterable[str], runners, project: Project, options: Options, out: "queue.Queue") -> None:
+    groups = list(groups)
+    for group in groups:  # imported here, one after another, before any thread starts (see _BOTH_SIDES)
+        if group in GROUPS:
+            _checks_of(group)
     for group in groups:
         threading.Thread(target=_work, args=(group, runners[group], project, options, out), daemon=True,
                          name=f"gpudash-verify-{group}").start()

@@ -1,4 +1,4 @@
-"""`gpudash verify` runs every group but cloudwatch in a child process (boto3's import and client are about half of a
+"""`gpudash verify` runs every group but cloudwatch in a child process (botocore's import and client are about half of a
 run, the Kubernetes client's and requests' the other half; the child takes the other CPU). These run verify.run in a
 fresh single-threaded process, as the command does, with stand-in groups that say which process made each check."""
 
@@ -32,7 +32,8 @@ _SCRIPT = textwrap.dedent('''
                 raise Unbuildable("a bug", "the child")
             if hang:
                 time.sleep(60)
-            yield Check(name, "second", OK, "done")
+            loaded = [g for g in verify.GROUPS if f"generator.checks.{g}" in sys.modules]  # this process's
+            yield Check(name, "second", OK, f"done {','.join(loaded)}")
         return checks
 
     mode = sys.argv[1]
@@ -77,6 +78,11 @@ def test_the_groups_but_cloudwatch_run_in_a_child_and_their_checks_and_secrets_c
     assert pids["kube"] == pids["exporter"] == pids["prometheus"] != str(answer["parent"])
     assert by_group["kube"][0][3].endswith("***")  # a secret the child learnt is masked where it is printed
     assert answer["child_gone"]
+    # each process imports the checks of the groups it runs, and only those: the parent (the longer side, botocore's
+    # import and client) never the child's three modules
+    assert {group: checks[1][3] for group, checks in by_group.items()} == {
+        "kube": "done kube,exporter,prometheus", "exporter": "done kube,exporter,prometheus",
+        "prometheus": "done kube,exporter,prometheus", "cloudwatch": "done cloudwatch"}
 
 
 def test_a_child_past_the_deadline_is_stopped_and_its_group_reported():
