@@ -69,9 +69,10 @@ def overlap(tmp_path_factory):
             yield prometheus, min(stored), max(stored), util
 
 
-def _shown(overlap, title: str, tmp_path, selected: dict | None = None) -> dict[float, dict[str, float]]:
+def _shown(overlap, title: str, tmp_path, selected: dict | None = None,
+           settings: str = "") -> dict[float, dict[str, float]]:
     prometheus, start, end, _ = overlap
-    (tmp_path / "gpudash.yaml").write_text("")
+    (tmp_path / "gpudash.yaml").write_text(settings)
     target = next(p for d in grafana_dashboards(load_project(tmp_path / "gpudash.yaml")) for p in d.model["panels"]
                   if p.get("title") == title)["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1),
