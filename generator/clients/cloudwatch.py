@@ -46,6 +46,7 @@ ITEM_KEYS = {"MetricAlarms": ("AlarmName", "AlarmArn"), "ResourceTagMappingList"
 RETRYABLE_CODES = {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded",
                    "TooManyRequestsException", "RequestThrottled", "ServiceUnavailable", "InternalFailure",
                    "InternalServerError", "InternalServiceError", "InvalidAnswer"}
+DENIED_CODES = ("AccessDenied", "AccessDeniedException")  # the credentials may not make the call
 BACKOFF_BASE, BACKOFF_CAP = 0.5, 8.0
 # The Region of every call is its cluster's clusters[].region (AWS_REGION chooses none), so that is what to check
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
@@ -219,7 +220,9 @@ class CloudWatch:
                 status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
                 failure = (f"CloudWatch {api} failed in {region}: {code}: {message}".rstrip(": "), _hint(api, code))
                 if not (code in RETRYABLE_CODES or status >= 500 or status == 429):
-                    raise RemoteError(failure[0], where=what, hint=failure[1]) from None
+                    refused = RemoteError(failure[0], where=what, hint=failure[1])
+                    refused.code = code  # the API's error code: what a caller tells refusals apart by
+                    raise refused from None
                 if status >= 500:  # a gateway's answer (CloudWatch's own was lost or late), or CloudWatch's own
                     lost.append(True)  # failure (InternalFailure): the request reached it, which may have made it
                 headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
@@ -343,7 +346,7 @@ class CloudWatch:
             try:
                 page = self.call(region, "GetResources", what, **kwargs)
             except RemoteError as exc:
-                if "AccessDenied" not in exc.what:
+                if getattr(exc, "code", None) not in DENIED_CODES:
                     raise
                 self.note(f"tag:GetResources is not allowed in {region}: reading alarm tags one alarm at a "
                           "time (slow); grant tag:GetResources to read them in bulk")
@@ -477,8 +480,7 @@ def _snake(api: str) -> str:
 
 def _hint(api: str, code: str) -> str:
     permission = ("tag:" if api == "GetResources" else "cloudwatch:") + api
-    hints = {"AccessDenied": f"grant {permission} to the credentials in use",
-             "AccessDeniedException": f"grant {permission} to the credentials in use",
+    hints = {**dict.fromkeys(DENIED_CODES, f"grant {permission} to the credentials in use"),
              "Throttling": "rate exceeded after retries; run again, publishing converges",
              "LimitExceeded": "a CloudWatch quota is reached; ask for an increase or prune old alarms"}
     return hints.get(code, "run `gpudash plan` and check the request; run again if the fault was passing")

@@ -990,3 +990,16 @@ def test_an_alarm_a_person_takes_over_while_the_look_before_its_update_was_throt
     assert "Traceback" not in stderr and state["taken"], (stderr, state)
     assert alarms(client)[name]["Threshold"] == threshold, "a person's alarm overwritten after they took it over"
     assert code == 3 and name in [item["name"] for item in report["failed"]], report
+
+
+def test_a_get_resources_failure_that_only_mentions_access_denied_is_not_read_as_a_refusal(proxied, published):
+    """Only the API's error code says the credentials were refused: a ValidationError whose message happens to quote
+    "AccessDenied" stops the run (exit 3) instead of being noted as a refusal and read around."""
+    proxy, client, apply = proxied
+    published()
+    fresh(proxy)
+    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
+                       body={"__type": "ValidationException", "message": "tag filter AccessDenied is not valid"}))
+    code, _, stderr = apply()
+    assert code == 3 and writes(proxy) == [], stderr
+    assert "tag:GetResources is not allowed" not in stderr and "ValidationException" in stderr, stderr
