@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
-from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, series_label
+from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, pod_total_kind, series_label
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION
@@ -196,7 +196,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         limit = SERIES_PER_QUERY if plan_.group else None  # per-GPU lines combined by math: all of them
     else:
         limit = settings.cloudwatch.top_pods if query.per_pod else settings.cloudwatch.top_gpus
-    rank, order = line_rank(query, plan_, catalog)
+    rank, order = line_rank(query, plan_, catalog, _now_table(panel, query, catalog))
     true_at = None
     properties: dict[str, Any] = {
         "title": panel.title,
@@ -267,15 +267,24 @@ def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
     return panel.kind == "table" and not catalog.get(query.metric).is_counter
 
 
-def line_rank(query: Query, plan_: Plan, catalog: Catalog) -> tuple[str | None, str]:
+def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = False) -> tuple[str | None, str]:
     """(ORDER BY's function, its direction) for a widget's GROUP BY query: what a chart of one line per pod or GPU
     keeps past its LIMIT (a query returns the series its ORDER BY ranks first). A gauge's lines rank by their
     single highest reading in the time range (lowest for a minimum): a GPU that reached the top of the chart once
     is kept, where its mean would rank it below GPUs steady at a lower reading and the chart's top would be cut
-    (Grafana's panel draws every line). Sums (a counter's increases, classic's pod totals of its GPUs' readings)
-    and counts rank by themselves. None: the SELECT function."""
+    (Grafana's panel draws every line). A line that adds several series per scrape (a pod's GPUs on agent.pipeline:
+    classic and on the add-on: a SUM of the period's observations) ranks so too, by the highest reading of one of
+    them: ranked by the SUM over the time range, a line's rank grew with how long its pod ran (50 pods of 10,000 MiB
+    for two hours cut one of 80,000 MiB started 5 minutes ago). A counter's increases, and counts, rank by
+    themselves. A table of pods now (`now_table`: "Pods on GPUs") reads the minute drawn and the one still filling,
+    which is not drawn: its rows rank by how many observations each has there (on the OTel pipeline one per pod and
+    scrape), so a pod seen all along ranks above one that came in the minute still filling, whose row would be
+    blank (ranked by its most GPUs, a pod of 8 GPUs that came there took a row from one of the minute drawn). None:
+    the SELECT function."""
+    if now_table and plan_.series:
+        return "COUNT", "DESC"
     order = "ASC" if query.aggregation == "min" else "DESC"
-    if plan_.series and plan_.function in ("AVG", "MAX", "MIN") and not catalog.get(query.metric).is_counter:
+    if plan_.series and plan_.function in ("AVG", "MAX", "MIN", "SUM") and not catalog.get(query.metric).is_counter:
         return ("MIN" if order == "ASC" else "MAX"), order
     return None, order
 
@@ -284,18 +293,31 @@ _RANKED = {"MAX": "the highest single reading", "MIN": "the lowest single readin
            "COUNT": "the most readings"}
 
 
-def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings) -> str:
+def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, now_table: bool = False) -> str:
     """Which lines a chart of one line per pod or GPU draws (its query's LIMIT and ORDER BY), for its dashboard's
     header: Grafana's panel of the same title draws every pod or GPU."""
     setting = "top_pods" if query.per_pod else "top_gpus"
-    rank = line_rank(query, plan_, catalog)[0] or plan_.function
+    rank = line_rank(query, plan_, catalog, now_table)[0] or plan_.function
+    what = "pods" if query.per_pod else _lines_of(plan_)  # (the add-on names a pod PodName)
+    cap = f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting})"
+    if now_table and pod_total_kind(plan_.dims):  # one observation per pod and scrape
+        return (f"{cap}, those seen at the most scrapes of the minute drawn and the one still filling (past "
+                f"{getattr(settings.cloudwatch, setting)}, one that left early in the minute drawn may give its row "
+                f"to one that came since, whose row is blank)")
+    if now_table:  # one observation per GPU of the pod and scrape
+        return (f"{cap}, those of the most readings (one per GPU and scrape) in the minute drawn and the one still "
+                f"filling: a pod that took GPUs in the minute still filling counts them too (past "
+                f"{getattr(settings.cloudwatch, setting)}, one of several GPUs may take a row, blank, from one of the "
+                f"minute drawn holding fewer)")
+    after = ""
     if rank == "SUM":
-        ranked = "the largest increase" if catalog.get(query.metric).is_counter else "the largest sum of readings"
+        ranked = "the largest increase"
+    elif plan_.function == "SUM":  # a line adding several series per scrape, ranked by one of them
+        ranked = f"{_RANKED[rank]} of one of {'their GPUs' if what == 'pods' else 'the series each adds up'}"
+        after = " (one reading, not the total the line adds up)"
     else:
         ranked = _RANKED[rank]
-    what = "pods" if query.per_pod else _lines_of(plan_)  # (the add-on names a pod PodName)
-    return (f"at most {getattr(settings.cloudwatch, setting)} {what} (cloudwatch.{setting}), those of "
-            f"{ranked} in the time range shown")
+    return f"{cap}, those of {ranked} in the time range shown{after}"
 
 
 def _lines_of(plan_: Plan) -> str:
@@ -437,7 +459,8 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
     notes += [(panel.title, now_note(settings, "a pod that left or took a GPU")) for panel in shown.panels()
               if _now_table(panel, panel.queries[0], catalog)]
-    kept = [(panel.title, lines_note(panel.queries[0], plans[id(panel)], catalog, settings))
+    kept = [(panel.title, lines_note(panel.queries[0], plans[id(panel)], catalog, settings,
+                                     _now_table(panel, panel.queries[0], catalog)))
             for panel in shown.panels() if plans[id(panel)].series and plans[id(panel)].group]
     period_follows = any(PERIOD in (plans[id(panel)].math or "") for panel in shown.panels())
     now = [w.properties["title"] for w in widgets if isinstance(w, _MetricWidget) and w.true_at is not None]

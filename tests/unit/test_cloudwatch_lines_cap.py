@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
@@ -31,7 +33,11 @@ def _page(node: int) -> str:
 def _published(tmp_path, page, scrapes: int):
     """The default build's files, and what its agent publishes of `page(node, t)` scraped every 30 s on 8 nodes."""
     (tmp_path / "gpudash.yaml").write_text("{}\n")
-    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    return _published_with(encode(build(load_project(tmp_path / "gpudash.yaml"))), page, scrapes)
+
+
+def _published_with(files, page, scrapes: int):
+    """`files`, and what their agent publishes of `page(node, t)` scraped every 30 s on 8 nodes."""
     config, job = agent_config(files["k8s/cwagent-prometheus-config-gpu-cluster.yaml"])
     targets = {n: discovered(job, {"__address__": f"10.2.0.{n}:9400", "__meta_kubernetes_namespace": "gpu-operator",
                                    "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{n}",
@@ -91,3 +97,114 @@ def test_on_the_container_insights_add_on_a_chart_by_pod_says_it_draws_pods(tmp_
     assert said["GPU utilization by pod"] == \
         "at most 50 pods (cloudwatch.top_pods), those of the highest single reading in the time range shown"
     assert all(note.startswith("at most 50 pods (cloudwatch.top_pods)") for note in said.values()), said
+
+
+BY_POD = "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"
+LONG_PODS, HOURS = 50, 2  # 50 pods of one GPU at 10,000 MiB for two hours, one pod of one GPU at 80,000 MiB for 5 min
+
+
+def _fb_holders(t: float) -> dict[tuple[int, int], tuple[str, float]]:
+    """{(node, gpu): (pod, MiB used)} at t: the long-running pods on GPUs 0..49, the new pod on GPU 50 from 5 minutes
+    before the end."""
+    held = {(i // PER_NODE, i % PER_NODE): (f"long-{i}", 10_000.0) for i in range(LONG_PODS)}
+    if t >= HOURS * 3600 - 300:
+        held[(LONG_PODS // PER_NODE, LONG_PODS % PER_NODE)] = ("new-0", 80_000.0)
+    return held
+
+
+def _fb_page(node: int, t: float) -> str:
+    lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
+    for g in range(PER_NODE):
+        pod, used = _fb_holders(t).get((node, g), (None, 0.0))
+        workload = f',namespace="ml",pod="{pod}",container="main"' if pod else ""
+        lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",'
+                     f'modelName="NVIDIA H100 80GB HBM3",Hostname="n{node}"{workload}}} {used}')
+    return "\n".join(lines) + "\n"
+
+
+def _addon_fb(last: int):
+    """What the Container Insights add-on publishes of the same story (pod_gpu_memory_used, bytes, once a minute per
+    GPU a pod holds, under each pod set of its declaration)."""
+    from tests.support import container_insights_addon as addon
+    points = []
+    for t in range(0, last, addon.EVERY):
+        for (node, g), (pod, used) in _fb_holders(t).items():
+            for dims in addon.DECLARATIONS["pod"]:
+                labels = {"ClusterName": "gpu-cluster", "Namespace": "ml", "PodName": pod.rsplit("-", 1)[0],
+                          "FullPodName": pod, "GpuDevice": f"nvidia{g}"}
+                if all(d in labels for d in dims):
+                    points.append(addon.Datapoint(addon.NAMESPACE, "pod_gpu_memory_used",
+                                                  tuple(sorted((d, labels[d]) for d in dims)), float(t),
+                                                  used * 1048576.0))
+    return points
+
+
+@pytest.mark.parametrize("source", ["classic", "container-insights"])
+def test_a_chart_by_pod_keeps_the_new_pod_that_reached_its_top(tmp_path, source):
+    """"Framebuffer used by pod" on agent.pipeline: classic and on the add-on adds each pod's GPUs per scrape (a SUM
+    of the period's observations over the scrapes): its lines ranked by the sum of every reading in the time range,
+    which grows with how long a pod ran, so 50 pods of 10,000 MiB running two hours (240 readings at 30 s: 2,400,000)
+    outranked one of 80,000 MiB started 5 minutes ago (10 readings: 800,000), and the chart's top read 10,000 MiB
+    where Grafana's reads 80,000. Ranked by the highest single reading of one of its GPUs, the new pod is drawn."""
+    settings = "agent:\n  pipeline: classic\n" if source == "classic" else "cloudwatch:\n  source: container-insights\n"
+    (tmp_path / "gpudash.yaml").write_text(settings)
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    end = HOURS * 3600
+    if source == "classic":
+        _, points = _published_with(files, _fb_page, end // 30)
+    else:
+        points = _addon_fb(end)
+    body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
+    (widget,) = [w["properties"] for w in body["widgets"]
+                 if w["type"] == "metric" and w["properties"]["title"] == "Framebuffer used by pod"]
+    lines = cloudwatch_eval.widget(widget, points, 0, end)
+    assert len(lines) == 50
+    assert max(v for line in lines.values() for v in line.values()) == 80_000.0, sorted(lines)[:3]  # seen: 10,000
+    assert "Pod ml/new-0" in lines
+    assert kept(header(files, BY_POD))["Framebuffer used by pod"].startswith(
+        "at most 50 pods (cloudwatch.top_pods), those of the highest single reading of one of their GPUs")
+
+
+STEADY = 50  # pods of one GPU each, GPUs 0..49, all along; a pod of 8 GPUs (node 7) comes in the minute still filling
+
+
+def _temp_page(arrival: float):
+    def page(node: int, t: float) -> str:
+        lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+        for g in range(PER_NODE):
+            i = node * PER_NODE + g
+            pod = f"steady-{i}" if i < STEADY else "big-0" if node == NODES - 1 and t >= arrival else None
+            workload = f',namespace="ml",pod="{pod}",container="main"' if pod else ""
+            lines.append(f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",'
+                         f'modelName="NVIDIA H100 80GB HBM3",Hostname="n{node}"{workload}}} 55')
+        return "\n".join(lines) + "\n"
+    return page
+
+
+@pytest.mark.parametrize("pipeline", ["otel", "classic"])
+def test_pods_on_gpus_past_50_lists_the_pods_of_the_minute_drawn(tmp_path, pipeline):
+    """"Pods on GPUs" lists the pods holding GPUs in the latest whole minute (the minute drawn), read from its own
+    two minutes: that one and the one still filling, which is not drawn. Its rows ranked by each pod's highest
+    count of GPUs (otel): a pod of 8 GPUs that came in the minute still filling took a row, blank, and one of the 50
+    pods holding a GPU in the minute drawn was left out (49 listed for 50). Ranked by how many scrapes saw a pod, the
+    50 are listed; classic counts a pod once per GPU and scrape, so there the 8-GPU pod still ranks first, and the
+    header says so."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n" if pipeline == "classic" else "{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    end = 3600
+    _, points = _published_with(files, _temp_page(end - 60), end // 30)
+    body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
+    (table,) = [w["properties"] for w in body["widgets"]
+                if w["type"] == "metric" and w["properties"]["title"] == "Pods on GPUs"]
+    shown = cloudwatch_eval.widget(table, points, end - 6 * 3600, end, now=end)
+    listed = {label: list(series.values()) for label, series in shown.items() if series}
+    said = kept(header(files, BY_POD))["Pods on GPUs"]
+    if pipeline == "otel":
+        assert listed == {f"Pod ml/steady-{i}": [1.0] for i in range(STEADY)}, len(listed)  # seen: 49, one blank
+        assert said.startswith("at most 50 pods (cloudwatch.top_pods), those seen at the most scrapes of the minute "
+                               "drawn and the one still filling"), said
+    else:
+        assert len(listed) == STEADY - 1 and "Pod ml/big-0" in shown and not shown["Pod ml/big-0"]
+        assert said.startswith("at most 50 pods (cloudwatch.top_pods), those of the most readings (one per GPU and "
+                               "scrape) in the minute drawn and the one still filling: a pod that took GPUs in the "
+                               "minute still filling"), said
