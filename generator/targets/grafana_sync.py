@@ -7,7 +7,8 @@ pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force (a person's
 save of the same content edits nothing).
 Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
-preceded by a fresh read of the owner tag, the folder and the version, forced or not.
+preceded by a fresh read of the owner tag, the folder and the version, forced or not, and then by an unchanged
+save with that version, which makes a person's save from any version opened before refused.
 """
 
 from __future__ import annotations
@@ -579,45 +580,104 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     return True
 
 
-def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str) -> str | None:
+def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None
+                      ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
-    under the uid numbers its versions from 1 again) and at the version the plan read."""
+    under the uid numbers its versions from 1 again) and at the version the plan read (or `guarded`: the version
+    gpudash's own unchanged save before a delete made, see _guard). With the dashboard and latest version read."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
+    expected = planned if guarded is None else guarded
     live = client.dashboard(change.name)
     if live is None:
-        return ""
+        return "", None, None
     model, meta = live["dashboard"], live.get("meta") or {}
     latest = client.latest_version(change.name)
     who = (latest or {}).get("createdBy") or "someone"
     if grafana_owned(before.get("dashboard") or {}) and not grafana_owned(model):
-        return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan"
+        return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan", live, latest
     if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
-        return f"moved to folder {meta.get('folderUid') or 'General'} since the plan"
+        return f"moved to folder {meta.get('folderUid') or 'General'} since the plan", live, latest
     planned_id = (before.get("dashboard") or {}).get("id")
     if planned_id is not None and model.get("id") != planned_id:  # a new dashboard under the uid: its versions
         # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
-        return f"deleted and created anew by {who} since the plan"
-    if planned is None or meta.get("version") is None or latest is None:
-        return "Grafana gave no version to show it is unchanged since the plan"
-    if planned != meta.get("version") or planned != latest.get("version"):
-        return f"changed in Grafana by {who} since the plan"
-    return None
+        return f"deleted and created anew by {who} since the plan", live, latest
+    if expected is None or meta.get("version") is None or latest is None:
+        return "Grafana gave no version to show it is unchanged since the plan", live, latest
+    if expected != meta.get("version") or expected != latest.get("version"):
+        return f"changed in Grafana by {who} since the plan", live, latest
+    return None, live, latest
+
+
+GUARD_NOTE = "gpudash push --prune: saved unchanged right before deleting it"
+
+
+def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any],
+           latest: dict[str, Any]) -> int | None:
+    """Saves the dashboard unchanged, with the version just looked at, right before a delete of it (which takes no
+    version): the save Grafana's UI makes from any version opened before is then refused (412 version-mismatch, the
+    person told and their change kept in the browser) instead of being accepted and deleted a moment later; one that
+    lands between the look and this save makes this one refused, and the delete is not sent. The version message is
+    the latest one when gpudash wrote it (every reading of ownership stays as it was, should the delete not follow),
+    else GUARD_NOTE (no hash: not read as gpudash's save). Answers the version saved; None when found gone meanwhile
+    (someone else deleted it). Any other failure refuses the delete: the content is unchanged, a run again retries."""
+    version = (live.get("meta") or {}).get("version")
+    model = {**live["dashboard"], "version": version}
+    message = latest["message"] if grafana_pushed_hash(latest.get("message")) else GUARD_NOTE
+    where = f"dashboard {change.name}"
+    try:
+        saved = client.save(model, folder_uid, message)
+    except DeadlineExceeded:
+        raise
+    except RemoteError as exc:
+        after = version
+        if lost(exc) or isinstance(exc, (InvalidAnswer, Unreachable)):  # it may have landed: read it back
+            now = client.dashboard(change.name)
+            if now is None:
+                return None
+            last = client.latest_version(change.name) or {}
+            newer = last.get("version")
+            if last.get("message") == message and isinstance(newer, int) and isinstance(version, int) \
+                    and newer > version and grafana_content(now["dashboard"]) == grafana_content(live["dashboard"]):
+                after = newer  # this save's version, if nothing else reads otherwise (below)
+        why = _moved_since_plan(client, change, folder_uid, after)[0]
+        if why == "":
+            return None
+        if why:
+            raise RemoteError(f"{why}; not deleted", where=where,
+                              hint="run `gpudash plan` and review it before pruning") from None
+        if after != version:
+            return after
+        raise RemoteError(f"the unchanged save gpudash makes right before a delete failed ({exc.what}); not deleted",
+                          where=where, hint="run again; nothing of the dashboard was changed") from None
+    if saved["version"] == version:  # the version did not move: a save from it would not be refused
+        client.note(f"dashboard {change.name}: Grafana kept version {version} for gpudash's unchanged save right "
+                    "before the delete, so a person's save in the moment between would not have been refused")
+    return saved["version"]
 
 
 def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
     """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
-    save or takeover since. Grafana's delete takes no version: a fresh read is the last look before each
-    attempt of it (the first, and every retry after a 5xx, a 429 or a failed connection). False when it was
-    found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
+    save or takeover since. Grafana's delete takes no version: before each attempt of it (the first, and every retry
+    after a 5xx, a 429 or a failed connection) a fresh read is the last look, then an unchanged save with the
+    version looked at (_guard) makes any save from an earlier version refused until the delete lands. False when it
+    was found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
+    guarded: list[int] = []
+
     def look() -> bool:
-        moved = _moved_since_plan(client, change, folder_uid)
+        moved, live, latest = _moved_since_plan(client, change, folder_uid, guarded[-1] if guarded else None)
         if moved:
             raise RemoteError(f"{moved}; not deleted", where=f"dashboard {change.name}",
                               hint="run `gpudash plan` and review it before pruning")
-        return moved is None  # "" when already gone
+        if moved == "":
+            return False  # already gone
+        version = _guard(client, change, folder_uid, live, latest)
+        if version is None:
+            return False
+        guarded.append(version)
+        return True
 
     if not look():  # gone before any delete of ours was sent: someone else deleted it
         client.note(_gone(change.name, "before gpudash sent its delete"))

@@ -164,3 +164,84 @@ def test_a_dashboard_found_gone_after_a_refused_connection_was_not_deleted_by_gp
     finally:
         front.close()
     assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
+
+
+def _retired_team_dashboard(grafana, run, tmp_path) -> tuple[str, int]:
+    """The team dashboard saved by settings A, then retired from them: (the settings that prune it, its version)."""
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    return _file(tmp_path, "a2", ["alpha"], team=False), grafana.state.dashboards[TEAM]["dashboard"]["version"]
+
+
+def test_a_persons_save_just_before_the_delete_reaches_grafana_is_refused_and_never_deleted(grafana, run, tmp_path):
+    """Alice opened the retired team dashboard before the prune and saves her change right after gpudash's last look,
+    just before its DELETE reaches Grafana (a delete takes no version). Her save was accepted and then deleted with
+    the dashboard, exit 0, nobody told. Now gpudash saves the dashboard unchanged (with the version it looked at)
+    right before each delete: her save, made from the version she opened, is refused (412 version-mismatch: the UI
+    says "Someone else has updated this dashboard" and keeps her change), so no save Grafana accepted is deleted."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+    saved = []
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="before", callback=lambda:
+                          saved.append(grafana.save_in_ui(TEAM, opened, lambda d: d.update(title="Alice's")))))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert saved == [False], "a save Grafana accepted was deleted" if saved == [True] else saved
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_a_persons_save_between_the_last_look_and_the_guarding_save_keeps_the_dashboard(grafana, run, tmp_path):
+    """Alice's save lands after gpudash's last look and before its unchanged save ahead of the delete: that save is
+    refused (412), the delete is not sent, her change is kept and the push fails saying who changed it."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+    saved = []
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before", callback=lambda:
+                          saved.append(grafana.save_in_ui(TEAM, opened, lambda d: d.update(title="Alice's")))))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert saved == [True] and code == 3, stderr
+    assert grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's"
+    assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
+    assert "changed in Grafana by alice since the plan; not deleted" in stdout, stdout
+
+
+def test_a_grafana_that_keeps_the_version_for_an_unchanged_save_is_told_and_the_delete_goes_on(grafana, run,
+                                                                                            tmp_path):
+    """Should Grafana answer gpudash's unchanged save before a delete with the version it had (a store that numbers
+    only changes), a save from that version would not be refused: the delete goes on as before the guard existed,
+    and a note says the moment before it was not covered."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, opened = _retired_team_dashboard(grafana, run, tmp_path)
+
+    def kept(body: bytes) -> bytes:
+        return json.dumps({**json.loads(body), "version": opened}).encode()
+
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="rewrite", callback=kept))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+    assert f"note: dashboard {TEAM}: Grafana kept version {opened} for gpudash's unchanged save right before the " \
+           "delete, so a person's save in the moment between would not have been refused" in stderr, stderr
+
+
+@pytest.mark.parametrize("person_restores", [False, True], ids=["gpudash saved last", "a person saved it unchanged"])
+def test_a_delete_refused_after_its_unchanged_save_leaves_the_dashboard_prunable_by_the_next_run(
+        grafana, run, tmp_path, person_restores):
+    """The DELETE after gpudash's unchanged save is refused (403: a role without delete). The dashboard keeps its
+    content and its evidence: the next --prune (with the role mended) deletes it as gpudash's own, whether gpudash's
+    version was the latest (its message is saved again) or a person's save of the same content was (a plain note)."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    if person_restores:
+        grafana.edit_in_ui(TEAM, lambda d: None, user="bob")
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=403))
+        code, stdout, _ = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 3 and TEAM in grafana.state.dashboards, stdout
+    assert grafana.state.dashboards[TEAM]["versions"][-1]["createdBy"] == "gpudash-sa"
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr

@@ -189,6 +189,19 @@ class GrafanaTestServer(LoopbackServer):
             mutate(dashboard)
             self._store(uid, dashboard, stored["folderUid"], message="", user=user)
 
+    def save_in_ui(self, uid: str, loaded: int, mutate, user: str = "alice") -> bool:
+        """What the Grafana UI's Save does for a person who opened the dashboard at version `loaded`: a save that
+        carries that version and asks no overwrite. False when Grafana refuses it (412 version-mismatch: the UI then
+        tells them "Someone else has updated this dashboard", their change still in their browser); True when saved."""
+        with self.lock:
+            stored = self.state.dashboards.get(uid)
+            if stored is None or stored["dashboard"]["version"] != loaded:
+                return False
+            dashboard = json.loads(json.dumps(stored["dashboard"]))
+            mutate(dashboard)
+            self._store(uid, dashboard, stored["folderUid"], message="", user=user)
+            return True
+
     def move(self, uid: str, folder_uid: str) -> None:
         """A dashboard moved to another folder with no new version: gpudash must not infer a move from the
         version alone (which storage records a folder change as a version differs)."""
