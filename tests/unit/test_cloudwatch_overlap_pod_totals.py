@@ -24,10 +24,10 @@ FB_USED, WATTS = 1000, 200
 _COUNTERS_PAGE = overlap._page  # the energy, replays and temperature of the overlap's payload
 
 
-def _page(host_label: str, host: str, taken: float) -> str:
+def _page(host_label: str, host: str, taken: float, *more) -> str:
     labels = (f'gpu="0",UUID="GPU-0",device="nvidia0",modelName="NVIDIA A10G",{host_label}="{host}",'
               'pod="train-0",namespace="ml",container="main"')
-    return (_COUNTERS_PAGE(host_label, host, taken)
+    return (_COUNTERS_PAGE(host_label, host, taken, *more)
             + f"# TYPE DCGM_FI_DEV_POWER_USAGE gauge\nDCGM_FI_DEV_POWER_USAGE{{{labels}}} {WATTS}\n"
             + f"# TYPE DCGM_FI_DEV_FB_USED gauge\nDCGM_FI_DEV_FB_USED{{{labels}}} {FB_USED}\n")
 
