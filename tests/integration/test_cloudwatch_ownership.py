@@ -328,12 +328,19 @@ def test_apply_stops_at_its_deadline_and_lists_what_was_and_was_not_written(prox
     assert code == 0 and last["written"] == []
 
 
-def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied, published):
-    proxy, client, apply = proxied
+def _get_resources_fails(proxied, published, error: str, message: str):
+    """The defaults published, then every GetResources of the next run answered 400 with the error `error`, saying
+    `message`: (the proxy, apply)."""
+    proxy, _, apply = proxied
     published()
     fresh(proxy)
-    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
-                       body={"__type": "AccessDeniedException", "message": "not authorized to tag:GetResources"}))
+    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400, body={"__type": error, "message": message}))
+    return proxy, apply
+
+
+def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note(proxied, published):
+    proxy, apply = _get_resources_fails(proxied, published, "AccessDeniedException",
+                                        "not authorized to tag:GetResources")
     code, report, stderr = apply()
     assert code == 0 and report["written"] == [] and writes(proxy) == []
     assert "note: tag:GetResources is not allowed in us-east-1" in stderr and "grant tag:GetResources" in stderr
@@ -343,11 +350,8 @@ def test_without_tag_get_resources_tags_are_read_one_alarm_at_a_time_with_a_note
 def test_what_the_plan_noted_is_printed_when_a_later_read_fails(proxied, published):
     """tag:GetResources refused (noted: tags are read one alarm at a time), then a dashboard listing that is not an
     API answer stops the run (exit 3): the note was lost with it; now it is printed before the error."""
-    proxy, client, apply = proxied
-    published()
-    fresh(proxy)
-    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
-                       body={"__type": "AccessDeniedException", "message": "not authorized to tag:GetResources"}))
+    proxy, apply = _get_resources_fails(proxied, published, "AccessDeniedException",
+                                        "not authorized to tag:GetResources")
     proxy.inject(fault("ListDashboards", "body", times=ALWAYS, body=b"{}"))
     code, _, stderr = apply()
     assert code == 3 and writes(proxy) == [], stderr
@@ -995,11 +999,8 @@ def test_an_alarm_a_person_takes_over_while_the_look_before_its_update_was_throt
 def test_a_get_resources_failure_that_only_mentions_access_denied_is_not_read_as_a_refusal(proxied, published):
     """Only the API's error code says the credentials were refused: a ValidationError whose message happens to quote
     "AccessDenied" stops the run (exit 3) instead of being noted as a refusal and read around."""
-    proxy, client, apply = proxied
-    published()
-    fresh(proxy)
-    proxy.inject(fault("GetResources", "status", times=ALWAYS, status=400,
-                       body={"__type": "ValidationException", "message": "tag filter AccessDenied is not valid"}))
+    proxy, apply = _get_resources_fails(proxied, published, "ValidationException",
+                                        "tag filter AccessDenied is not valid")
     code, _, stderr = apply()
     assert code == 3 and writes(proxy) == [], stderr
     assert "tag:GetResources is not allowed" not in stderr and "ValidationException" in stderr, stderr

@@ -14,8 +14,8 @@ import pytest
 from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from generator.project import load_project
 from tests.support import field_labels
+from tests.support.projects import project_fixture
 from tests.support.prometheus_server import Prometheus, range_macros
 from tests.support.replay_exporter import ReplayExporter
 
@@ -32,9 +32,7 @@ def stack(tmp_path_factory):
             yield prometheus
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    return load_project(field_labels.write_project(tmp_path_factory.mktemp("project")))
+project = project_fixture(write=field_labels.write_project)
 
 
 def test_every_panel_adds_up_the_codes_or_names_them(stack, project):

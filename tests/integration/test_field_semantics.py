@@ -39,6 +39,7 @@ from tests.integration.test_prometheus_rules import _expected, _promtool_test
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
+from tests.support.projects import counters_with, project_fixture
 from tests.support.prometheus_server import backfilled as backfilled_prometheus
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
@@ -94,15 +95,7 @@ def _payload(k: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _csv(folder):
-    csv = folder / "counters.csv"
-    csv.write_text(default_counters().read_text() + ADDED)
-    return csv
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    return load_project(None, _csv(tmp_path_factory.mktemp("semantics")))
+project = project_fixture(added_counters=ADDED)
 
 
 @pytest.fixture(scope="module")
@@ -184,8 +177,7 @@ def _cloudwatch(folder, settings: str = "", dashboard: str = DASHBOARD, added: s
     (folder / "dashboards").mkdir()
     (folder / "dashboards" / "states.py").write_text(dashboard)
     (folder / "gpudash.yaml").write_text(settings + "definitions:\n  dashboards: [dashboards]\n")
-    (folder / "counters.csv").write_text(default_counters().read_text() + added)
-    project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
+    project = load_project(folder / "gpudash.yaml", counters_with(folder, added))
     files = encode(build(project))
     (body,) = [json.loads(json.loads(data)["DashboardBody"]) for path, data in files.items()
                if path.startswith("cloudwatch/dashboards/") and path.endswith("-states.json")]
@@ -319,8 +311,7 @@ def _mig_framebuffer(start: int, names: tuple[str, ...]) -> list[str]:
 @pytest.fixture(scope="module")
 def extra(tmp_path_factory):
     folder = tmp_path_factory.mktemp("extra")
-    (folder / "counters.csv").write_text(default_counters().read_text() + EXTRA)
-    project = load_project(None, folder / "counters.csv")
+    project = load_project(None, counters_with(folder, EXTRA))
     with backfilled_prometheus(folder, _extra_openmetrics, SCRAPES * STEP, STEP) as (prometheus, start):
         yield project, prometheus, start
 
@@ -528,7 +519,7 @@ def alarmed(tmp_path_factory):
     (folder / "alarms").mkdir()
     (folder / "alarms" / "health.py").write_text(ALARM)
     (folder / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
-    files = encode(build(load_project(folder / "gpudash.yaml", _csv(folder))))
+    files = encode(build(load_project(folder / "gpudash.yaml", counters_with(folder, ADDED))))
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     return files, folder
 
@@ -582,8 +573,7 @@ def test_cloudwatch_refuses_an_alarm_on_a_mig_gpus_memory_share(tmp_path, aggreg
     (tmp_path / "alarms").mkdir()
     (tmp_path / "alarms" / "share.py").write_text(SHARE_ALARM.format(aggregation, by + "," if by else ""))
     (tmp_path / "gpudash.yaml").write_text("definitions:\n  alarms: [alarms]\n")
-    (tmp_path / "counters.csv").write_text(default_counters().read_text() + EXTRA)
     with pytest.raises(InputError) as refused:
-        build(load_project(tmp_path / "gpudash.yaml", tmp_path / "counters.csv"))
+        build(load_project(tmp_path / "gpudash.yaml", counters_with(tmp_path, EXTRA)))
     assert "share.py:6: alarm 'fb-share': a MIG GPU's DCGM_FI_DEV_FB_USED_PERCENT is the share of the memory its " \
            "instances hold" in str(refused.value)

@@ -22,9 +22,8 @@ from generator.model import Dashboard, Panel, Query, Row
 from generator.panels import fleet_stat
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from generator.project import load_project
 from generator.render import grafana as grafana_render
-from generator.resources import default_counters
+from tests.support.projects import project_fixture
 from tests.support.prometheus_server import backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 60, 15
@@ -76,11 +75,7 @@ def _openmetrics(start: int) -> str:
 prometheus = backfilled_fixture("mig-share-rollups", _openmetrics, SCRAPES * STEP, STEP)
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    csv = tmp_path_factory.mktemp("mig-share-rollups-csv") / "counters.csv"
-    csv.write_text(default_counters().read_text())
-    return load_project(None, csv)
+project = project_fixture()
 
 
 def _panel(project, query: Query) -> dict:

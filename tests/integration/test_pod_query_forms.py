@@ -23,9 +23,8 @@ import pytest
 from generator import promql
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables
-from generator.project import load_project
 from generator.render.grafana import variable_scope
-from generator.resources import default_counters
+from tests.support.projects import project_fixture
 from tests.support.prometheus_server import backfilled_fixture
 
 STEP, SCRAPES, OFFSET = 30, 60, 7
@@ -80,11 +79,7 @@ def _openmetrics(start: int) -> str:
 prometheus = backfilled_fixture("pod-query-forms", _openmetrics, SCRAPES * STEP, STEP)
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    csv = tmp_path_factory.mktemp("pod-query-forms-csv") / "counters.csv"
-    csv.write_text(default_counters().read_text())
-    return load_project(None, csv)
+project = project_fixture()
 
 
 QUERIES = {
