@@ -289,13 +289,17 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
     return None, order
 
 
+BUSY_FAMILIES = ("utilization", "profiling")  # fields that read how busy a GPU is: an idle one reads the lowest
 _RANKED = {"MAX": "the highest single reading", "MIN": "the lowest single reading", "AVG": "the highest mean",
            "COUNT": "the most readings"}
 
 
 def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, now_table: bool = False) -> str:
     """Which lines a chart of one line per pod or GPU draws (its query's LIMIT and ORDER BY), for its dashboard's
-    header: Grafana's panel of the same title draws every pod or GPU."""
+    header: Grafana's panel of the same title draws every pod or GPU. A line's rank is one reading where its point is
+    a period's mean: no query ranks by the highest period mean, so a GPU that read high for one scrape outranks one
+    steadily higher (63 GPUs at 50 W reading 400 W once, a period mean of 85 W, cut one at 300 W: the chart's top read
+    85 W), and an idle GPU is the first cut; the note says both."""
     setting = "top_pods" if query.per_pod else "top_gpus"
     rank = line_rank(query, plan_, catalog, now_table)[0] or plan_.function
     what = "pods" if query.per_pod else _lines_of(plan_)  # (the add-on names a pod PodName)
@@ -309,14 +313,23 @@ def lines_note(query: Query, plan_: Plan, catalog: Catalog, settings: Settings, 
                 f"filling: a pod that took GPUs in the minute still filling counts them too (past "
                 f"{getattr(settings.cloudwatch, setting)}, one of several GPUs may take a row, blank, from one of the "
                 f"minute drawn holding fewer)")
-    after = ""
+    said = []
     if rank == "SUM":
         ranked = "the largest increase"
     elif plan_.function == "SUM":  # a line adding several series per scrape, ranked by one of them
         ranked = f"{_RANKED[rank]} of one of {'their GPUs' if what == 'pods' else 'the series each adds up'}"
-        after = " (one reading, not the total the line adds up)"
+        said.append("one reading, not the total the line adds up")
     else:
         ranked = _RANKED[rank]
+    if rank in ("MAX", "MIN") and not catalog.get(query.metric).is_counter:
+        one = {"pods": "pod", "nodes": "node"}.get(what, "GPU")
+        if rank == "MAX" and catalog.get(query.metric).family in BUSY_FAMILIES:
+            said.append(f"an idle {one} ranks last")
+        if plan_.function != rank:  # a point is the period's mean (or its mean total), the rank one reading
+            high, higher = ("high", "higher") if rank == "MAX" else ("low", "lower")
+            said.append(f"as a point is its period's mean, a {one} that read {high} for a moment outranks one "
+                        f"steadily {higher}")
+    after = f" ({', and '.join(said)})" if said else ""
     return f"{cap}, those of {ranked} in the time range shown{after}"
 
 
