@@ -24,7 +24,8 @@ import hashlib
 import re
 from typing import Any
 
-from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, CLAIM_DIGEST_LENGTHS,
+from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG,
+                      CLAIM_DIGEST_LENGTHS,
                       CLAIM_NOTE, CLAIMS_CUT, CLUSTERS_NOTE, GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG, HASH_NOTE,
                       NO_PROJECT, PROJECT_NOTE, PUBLICATION_NOTE, PUBLISHER_LENGTH, TAG_VALUE_LENGTH, UID_PREFIX_NOTE)
 from .serialize import ascii_json, canonical_json, compact_json
@@ -668,6 +669,19 @@ def alarm_tags(request: dict[str, Any], reported_hash: str | None = None) -> lis
     which covers its ownership marks too (a person who rewrites them makes the evidence disagree)."""
     own = creation_tags(request)
     return own + [{"Key": ALARM_HASH_TAG, "Value": alarm_evidence(alarm_hash(request), reported_hash, marks_hash(own))}]
+
+
+# The keys of the tags gpudash writes on an alarm (render.alarms.ownership_tags, alarm_tags)
+ALARM_TAG_KEYS = frozenset({ALARM_OWNER_TAG["Key"], ALARM_RULE_TAG, ALARM_HASH_TAG, ALARM_PROJECT_TAG,
+                            ALARM_CLUSTERS_TAG})
+AWS_TAG_PREFIX = "aws:"  # tag keys only AWS writes (CloudFormation's, for one); a user cannot add or change them
+
+
+def tags_of_others(tags: list[dict[str, str]]) -> list[dict[str, str]]:
+    """An alarm's tags that neither gpudash nor AWS writes: a person's or another tool's, added since gpudash wrote
+    it (its evidence covers its fields and its ownership marks, not these)."""
+    return [t for t in tags if t.get("Key") not in ALARM_TAG_KEYS
+            and not str(t.get("Key", "")).startswith(AWS_TAG_PREFIX)]
 
 
 def alarm_owned(tags: list[dict[str, str]]) -> bool:

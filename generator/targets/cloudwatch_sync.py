@@ -48,7 +48,7 @@ from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, a
                          alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
-                         legacy_alarm_hash, unconfirmed, written_as_is)
+                         legacy_alarm_hash, tags_of_others, unconfirmed, written_as_is)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -212,8 +212,8 @@ def renamed_hint(recorded) -> str:
 
 def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict[str, str]]) -> Change:
     """An owned alarm no longer defined: deleted with --prune, and with --force too if a person edited it
-    (its fields, or the marks that say which settings published it) or nothing shows that gpudash wrote it
-    as it is (no hash tag: the owner tag alone may have been added by hand)."""
+    (its fields, the marks that say which settings published it, or a tag of their own added) or nothing shows
+    that gpudash wrote it as it is (no hash tag: the owner tag alone may have been added by hand)."""
     live = {"arn": alarm["AlarmArn"], "tags": tags, "fields": alarm_fields(alarm)}
     then = read_alarm_evidence(tags)[1]
     if marks_intact(tags) is False:
@@ -232,6 +232,10 @@ def _plan_retired(name: str, region: str, alarm: dict[str, Any], tags: list[dict
         return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
             "no longer defined, but edited in the CloudWatch console since gpudash wrote it; "
             "--prune --force deletes it"])
+    if tags_of_others(tags):
+        return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live, edited=True, details=[
+            f"no longer defined, but it carries tags gpudash does not write ({_shown_tags(tags_of_others(tags))}), "
+            "added since gpudash wrote it by a person or another tool; --prune --force deletes it"])
     return Change("cloudwatch", "alarm", name, DELETE, region=region, live=live,
                   details=["managed by gpudash but no longer defined; --prune deletes it"])
 

@@ -193,6 +193,26 @@ def test_a_retired_alarm_edited_in_the_console_is_pruned_only_with_force(aws, pu
     assert [n for n in alarms(client) if other_cluster(n)] == []
 
 
+def test_a_retired_alarm_a_person_tagged_is_pruned_only_with_force(aws, published, project_dir):
+    """A person tags a retired alarm (team=ml-oncall: theirs now, or in use). The evidence covers the alarm's fields and
+    its ownership marks, not a tag of someone else's: --prune deleted it with its tag, exit 0. Now a tag gpudash does
+    not write refuses the delete without --force and names the tag; the other retired alarms are deleted."""
+    client, apply = aws
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired = sorted(n for n in alarms(client) if other_cluster(n))
+    tagged, other = retired[0], retired[1]
+    client.tag_resource(ResourceARN=alarms(client)[tagged]["AlarmArn"], Tags=[{"Key": "team", "Value": "ml-oncall"}])
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--dry-run")
+    assert code == 1 and report["refused"] == [tagged], stderr
+    (refused,) = [c for c in report["changes"] if c["name"] == tagged]
+    assert "team=ml-oncall" in json.dumps(refused), refused
+    code, report, _ = apply("--prune", "--removed-cluster", "other")
+    assert code == 1 and report["refused"] == [tagged] and other in report["written"]
+    assert [n for n in alarms(client) if other_cluster(n)] == [tagged]
+    assert apply("--prune", "--removed-cluster", "other", "--force")[0] == 0
+    assert [n for n in alarms(client) if other_cluster(n)] == []
+
+
 def _dashboards(client):
     return sorted(d["DashboardName"] for d in client.list_dashboards()["DashboardEntries"])
 
