@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from .cli_base import (Between, config_option, csv_option, load_project_for, main, no_cycle_collection, optional_path,
-                       output_option)
+from .cli_base import (Between, config_option, csv_option, ends_with_command, load_project_for, main,
+                       no_cycle_collection, optional_path, output_option)
 from .errors import EXIT_FINDINGS, GpudashError, OutputError
 from .output import BUILD
 
@@ -68,6 +68,7 @@ def _guarded(stream, full_is_error: bool):
 
 def run() -> None:
     """The `gpudash` command: `main` with standard output and error that may be closed or full."""
+    ends_with_command()
     sys.stdout = _guarded(sys.stdout, full_is_error=True)
     sys.stderr = _guarded(sys.stderr, full_is_error=False)
     try:
