@@ -73,6 +73,29 @@ class NotResent(RemoteError):
     the write sends it nor as it was before (someone else changed it meanwhile). Raised as it is."""
 
 
+SERVICES = ("cloudwatch", TAGGING)  # every service gpudash makes a client of
+
+
+def _model_loader(session):
+    """botocore's data loader for `session`, searching where botocore's own does (AWS_DATA_PATH and the config's
+    data_path first), that knows of the services gpudash calls only: to tell whether it knows a service, botocore's
+    lists every service it has a model of (about 400 folders and 2,700 file checks, for each client's model and again
+    for its endpoint rules)."""
+    import os
+
+    from botocore.loaders import Loader, create_loader
+
+    class CalledServices(Loader):
+        def list_available_services(self, type_name: str) -> list[str]:
+            return [service for service in SERVICES if any(
+                self.file_loader.exists(os.path.join(path, service, version, type_name))
+                for path in self.search_paths if os.path.isdir(os.path.join(path, service))
+                for version in os.listdir(os.path.join(path, service)))]
+
+    return CalledServices(extra_search_paths=create_loader(session.get_config_variable("data_path")).search_paths,
+                          include_default_search_paths=False)
+
+
 def _mask_credentials(session) -> None:
     """The keys and session token the chain found (a profile file, SSO) are masked in output."""
     try:
@@ -97,10 +120,10 @@ class CloudWatch:
 
         try:
             # botocore's session, not boto3's: boto3 adds its resource layer and s3transfer (a fifth of verify's
-            # CloudWatch side, CPU) and no handler for the services gpudash calls. The data loader read here is
-            # where boto3's session reads the profile first: a missing profile or a broken file is said here.
+            # CloudWatch side, CPU) and no handler for the services gpudash calls. The data loader's path read here
+            # is where boto3's session reads the profile first: a missing profile or a broken file is said here.
             self.session = botocore.session.Session(profile=profile or None)
-            self.session.get_component("data_loader")
+            self.session.register_component("data_loader", _model_loader(self.session))
         except ProfileNotFound:
             raise GpudashError(f"AWS profile {profile!r} not found in the AWS config and credentials files",
                                where="--profile (AWS_PROFILE)",
