@@ -246,7 +246,7 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
         primary_region=primary,
         cloudformation=cloudformation.templates([(c.name, c.region) for c in settings.clusters],
                                                 [(d.name, owner[d.name], d.body) for d in dashboards], requests,
-                                                log_groups),
+                                                log_groups, settings.project),
         agents=agents(project),
         addon=container_insights.addon_configuration(settings) if addon else None,
         additional_scrape_configs=scrape.additional_scrape_configs(settings),

@@ -184,31 +184,48 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 STACK_NAME_LENGTH = 128  # CloudFormation's stack names: a letter, then letters, digits and hyphens
 
 
-def cluster_stack(cluster: str) -> str:
+def cluster_stack(cluster: str, project: str | None = None) -> str:
     """The CloudFormation stack (and template file, `<stack>.json`) of one cluster's dashboards, alarms and log group:
-    `gpudash-cluster-<cluster>`. It depends on the cluster's name alone, so adding or removing clusters moves no
-    resource between stacks. A stack name takes no `_`: a name holding one has it as `-` and ends in a digest of
-    the exact name (a_b and a-b stay two stacks)."""
-    return _stack("gpudash-cluster-", cluster)
+    `gpudash-cluster-<cluster>`, or `gpudash-<project>-cluster-<cluster>` for settings that name their project. It
+    depends on the project and the cluster's name alone, so adding or removing clusters moves no resource between
+    stacks. A stack name takes only letters, digits and `-`: a name holding anything else has it as `-` and ends in a
+    digest of the exact name (a_b and a-b stay two stacks)."""
+    return _stack(_stack_kind("cluster", project), cluster)
 
 
-def region_stack(region: str) -> str:
-    """The stack of a Region's fleet alarms (Alarm(scope="fleet"): one per Region, of no one cluster)."""
-    return _stack("gpudash-region-", region)
+def region_stack(region: str, project: str | None = None) -> str:
+    """The stack of a Region's fleet alarms (Alarm(scope="fleet"): one per Region, of no one cluster):
+    `gpudash-region-<region>`, or `gpudash-<project>-region-<region>`. Two projects of one account (a project's name
+    is unique in it) in one Region deploy two stacks: deployed under one name, the second project's template would
+    replace the first's and CloudFormation would delete the alarms it no longer declares."""
+    return _stack(_stack_kind("region", project), region)
+
+
+def _stack_kind(kind: str, project: str | None) -> str:
+    return f"gpudash-{kind}-" if project is None else f"gpudash-{_spelled(project, 64)}-{kind}-"
+
+
+def _spelled(name: str, room: int) -> str:
+    """`name` in a stack name's letters (letters, digits, `-`) within `room` characters: where it is not already,
+    its other characters as `-`, cut to fit, and a digest of the exact name."""
+    spelled = _NOT_STACK.sub("-", name)
+    if spelled != name or len(name) > room:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+        spelled = f"{spelled[:room - len(digest) - 1]}-{digest}"
+    return spelled
+
+
+_NOT_STACK = re.compile(r"[^A-Za-z0-9-]")
 
 
 def _stack(kind: str, name: str) -> str:
-    spelled = name.replace("_", "-")
-    if spelled != name or len(kind + name) > STACK_NAME_LENGTH:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-        spelled = f"{spelled[:STACK_NAME_LENGTH - len(kind) - len(digest) - 1]}-{digest}"
-    return kind + spelled
+    return kind + _spelled(name, STACK_NAME_LENGTH - len(kind))
 
 
 def is_stack_name(name: str) -> bool:
     """Whether `name` is a stack name cluster_stack or region_stack gives."""
-    return len(name) <= STACK_NAME_LENGTH and re.fullmatch(r"gpudash-(cluster|region)-[A-Za-z0-9][A-Za-z0-9-]*",
-                                                            name) is not None
+    return len(name) <= STACK_NAME_LENGTH and re.fullmatch(
+        r"gpudash-(?:[A-Za-z0-9][A-Za-z0-9-]*-)?(cluster|region)-[A-Za-z0-9][A-Za-z0-9-]*", name) is not None
 
 
 def shown(names: list[str]) -> str:

@@ -44,10 +44,11 @@ def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, Any]], alarms: list[dict[str, Any]],
-              log_groups: list[tuple[str, str, int]] = ()) -> dict[str, dict[str, Any]]:
+              log_groups: list[tuple[str, str, int]] = (), project: str | None = None) -> dict[str, dict[str, Any]]:
     """{stack name: template}: one stack per cluster (names.cluster_stack), deployed in its Region, with its
     dashboards (global: any Region's stack may hold them), its alarms and its agent's log group; and one per Region
-    holding fleet alarms (names.region_stack). A stack's name and content depend on its cluster alone, so a fleet of
+    holding fleet alarms (names.region_stack), named with the `project` when the settings name one (two projects of
+    one account deploy stacks of their own). A stack's name and content depend on its cluster alone, so a fleet of
     any size deploys (one cluster of the bundled definitions: 16 resources, about 64 KB, where CloudFormation takes
     500 and 1,000,000 bytes) and a cluster added or removed moves no resource between stacks.
 
@@ -72,9 +73,9 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
         (named[cluster] if cluster is not None else fleet.setdefault(item["Region"], [])).append(
             ("Alarm", item["Request"]["AlarmName"],
              {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}))
-    result = {cluster_stack(cluster): _template(f"cluster {cluster} ({region})", region, named[cluster], cluster)
+    result = {cluster_stack(cluster, project): _template(f"cluster {cluster} ({region})", region, named[cluster], cluster)
               for cluster, region in clusters}
-    result.update((region_stack(region), _template(f"fleet alarms of {region}", region, items))
+    result.update((region_stack(region, project), _template(f"fleet alarms of {region}", region, items))
                   for region, items in fleet.items())
     return dict(sorted(result.items()))
 

@@ -15,13 +15,14 @@ from generator.project import load_project
 
 
 def test_templates_match_the_artifacts_one_stack_per_cluster_and_pass_cfn_lint(tmp_path, project_dir):
-    """One template per cluster, named by the cluster alone and deployed in its Region (its Metadata says which):
+    """One template per cluster, named by the project (test) and the cluster alone and deployed in its Region (its
+    Metadata says which):
     its dashboards, alarms and log group; together they hold every dashboard and alarm of the build once."""
     config = project_dir("clusters:\n  - {name: east, region: us-east-1}\n  - {name: eu, region: eu-west-1}\n"
                          "  - {name: east_2, region: us-east-1}\n")
     files = encode(build(load_project(config)))
-    stacks = {"east": "gpudash-cluster-east", "eu": "gpudash-cluster-eu",
-              "east_2": "gpudash-cluster-east-2-" + hashlib.sha256(b"east_2").hexdigest()[:10]}
+    stacks = {"east": "gpudash-test-cluster-east", "eu": "gpudash-test-cluster-eu",
+              "east_2": "gpudash-test-cluster-east-2-" + hashlib.sha256(b"east_2").hexdigest()[:10]}
     assert sorted(p for p in files if p.startswith("cloudformation/")) == \
         sorted(f"cloudformation/{stack}.json" for stack in stacks.values())
     alarms = json.loads(files["cloudwatch/alarms.json"])["alarms"]
@@ -80,16 +81,8 @@ def test_clusters_whose_names_differ_only_in_punctuation_or_case_keep_every_reso
 
 def test_a_fleet_alarm_has_its_regions_stack_and_no_clusters(tmp_path, project_dir):
     """A scope="fleet" rule's alarm watches every cluster of a Region: it goes in that Region's stack
-    (gpudash-region-<region>), so a cluster's stack keeps depending on that cluster alone."""
-    folder = tmp_path / "alarms"
-    folder.mkdir()
-    bundled = (Path(__file__).parents[2] / "alarms" / "gpu_alarms.py").read_text()
-    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
-            '              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", 5),\n'
-            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
-            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
-            '    ]\n    # An alarm on a field')
-    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+    (gpudash-<project>-region-<region>), so a cluster's stack keeps depending on that cluster alone."""
+    folder = _fleet_rule_folder(tmp_path / "alarms", 5)
     config = project_dir(f"definitions: {{alarms: [{folder}]}}\nclusters:\n  - {{name: a, region: us-east-1}}\n"
                          "  - {name: b, region: us-east-1}\n  - {name: c, region: eu-west-1}\n")
     files = encode(build(load_project(config)))
@@ -105,6 +98,49 @@ def test_a_fleet_alarm_has_its_regions_stack_and_no_clusters(tmp_path, project_d
                     held[r["Properties"]["AlarmName"]] = (path, template["Metadata"]["gpudash"]["Region"])
     assert held.keys() == alarms.keys()
     assert {name: held[name] for name in fleet} == {
-        name: (f"cloudformation/gpudash-region-{region}.json", region) for name, region in fleet.items()}
-    assert all(path == f"cloudformation/gpudash-cluster-{name.split('-')[1]}.json" and alarms[name] == region
+        name: (f"cloudformation/gpudash-test-region-{region}.json", region) for name, region in fleet.items()}
+    assert all(path == f"cloudformation/gpudash-test-cluster-{name.split('-')[1]}.json" and alarms[name] == region
                for name, (path, region) in held.items() if name not in fleet)
+
+
+def _fleet_rule_folder(folder: Path, threshold: float) -> Path:
+    """A definitions folder: the bundled alarms and a scope="fleet" rule."""
+    folder.mkdir(exist_ok=True)
+    bundled = (Path(__file__).parents[2] / "alarms" / "gpu_alarms.py").read_text()
+    rule = ('        Alarm("fleet-idle", "GPUs idle across the fleet",\n'
+            f'              Condition(Query("DCGM_FI_DEV_GPU_UTIL", "avg", POD), "<", {threshold}),\n'
+            '              severity="warning", scope="fleet", missing_data="notBreaching",\n'
+            '              description="A pod holds an idle GPU somewhere in the fleet.", runbook="Ask its owner."),\n'
+            '    ]\n    # An alarm on a field')
+    (folder / "gpu_alarms.py").write_text(bundled.replace("    ]\n    # An alarm on a field", rule))
+    return folder
+
+
+def test_two_projects_in_one_account_deploy_stacks_of_their_own(tmp_path):
+    """Two projects of one account and Region (a project's name is unique in the account), each with a fleet alarm
+    (their alarm prefixes differ): both builds wrote gpudash-region-us-east-1, and a stack deployed with another
+    template deletes the resources the new one does not declare (CloudFormation's stack update), so deploying the
+    second project's deleted the first's fleet alarms. Each project's stacks are its own now (named with the project;
+    a build without `project` keeps the names it had), and hold only its own resources."""
+    stacks = {}
+    for project, prefix, cluster in (("research.ml", "lab", "shared"), ("research-ml", "prod", "shared-2")):
+        folder = _fleet_rule_folder(tmp_path / f"alarms-{prefix}", 5)
+        (tmp_path / project).mkdir()
+        config = tmp_path / project / "gpudash.yaml"
+        config.write_text(f"project: {project}\nalarms: {{name_prefix: {prefix}}}\ncloudwatch: {{dashboard_prefix: {prefix}}}\n"
+                          f"definitions: {{alarms: [{folder}]}}\nclusters:\n  - {{name: {cluster}, region: us-east-1}}\n")
+        files = encode(build(load_project(config)))
+        stacks[project] = {path: {r["Properties"].get("AlarmName") or r["Properties"].get("DashboardName")
+                                  or r["Properties"]["LogGroupName"] for r in json.loads(data)["Resources"].values()}
+                           for path, data in files.items() if path.startswith("cloudformation/")}
+        assert all(name.startswith((f"{prefix}-", "/aws/containerinsights/")) for held in stacks[project].values()
+                   for name in held)
+    # seen: both wrote cloudformation/gpudash-region-us-east-1.json
+    assert not set(stacks["research.ml"]) & set(stacks["research-ml"]), (stacks["research.ml"].keys(),
+                                                                          stacks["research-ml"].keys())
+    assert any("-region-us-east-1" in path for path in stacks["research.ml"])
+    digest = hashlib.sha256(b"research.ml").hexdigest()[:10]
+    assert set(stacks["research.ml"]) == {f"cloudformation/gpudash-research-ml-{digest}-cluster-shared.json",
+                                          f"cloudformation/gpudash-research-ml-{digest}-region-us-east-1.json"}
+    assert set(stacks["research-ml"]) == {"cloudformation/gpudash-research-ml-cluster-shared-2.json",
+                                          "cloudformation/gpudash-research-ml-region-us-east-1.json"}

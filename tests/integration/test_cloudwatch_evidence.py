@@ -44,7 +44,7 @@ def test_the_build_and_its_template_stamp_the_project_as_apply_does(aws, tmp_pat
     assert code == 0, stderr
     listed = {item["Request"]["AlarmName"]: item["Request"]["Tags"]
               for item in json.loads((out / "cloudwatch" / "alarms.json").read_text())["alarms"]}
-    template = json.loads((out / "cloudformation" / "gpudash-cluster-shared.json").read_text())
+    template = json.loads((out / "cloudformation" / "gpudash-team-a-cluster-shared.json").read_text())
     stack = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     assert len(listed) == len(stack) == 12
     for properties in stack:
