@@ -600,8 +600,14 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
         return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan", live, latest
     if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
         return f"moved to folder {meta.get('folderUid') or 'General'} since the plan", live, latest
-    planned_id = (before.get("dashboard") or {}).get("id")
-    if planned_id is not None and model.get("id") != planned_id:  # a new dashboard under the uid: its versions
+    planned_id, now_id = (before.get("dashboard") or {}).get("id"), model.get("id")
+    if planned_id is not None and (not isinstance(now_id, int) or isinstance(now_id, bool)):
+        return (f"Grafana's answer gives no dashboard id now ({'none' if now_id is None else repr(now_id)}), where "
+                f"the plan read id {planned_id}: nothing shows it is the dashboard the plan read (one made since under "
+                "its uid has another id); a proxy or cache in front of Grafana may drop the field: point GRAFANA_URL at "
+                "Grafana itself",
+                live, latest)
+    if planned_id is not None and now_id != planned_id:  # a new dashboard under the uid: its versions
         # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
         return f"deleted and created anew by {who} since the plan", live, latest
     if expected is None or meta.get("version") is None or latest is None:

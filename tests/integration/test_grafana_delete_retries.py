@@ -245,3 +245,35 @@ def test_a_delete_refused_after_its_unchanged_save_leaves_the_dashboard_prunable
     assert grafana.state.dashboards[TEAM]["versions"][-1]["createdBy"] == "gpudash-sa"
     code, stdout, stderr = _push(run, "--config", pruning, "--prune")
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+@pytest.mark.parametrize("answer", [{"id": None}, {"id": "7"}, {}], ids=["null", "a string", "left out"])
+def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_delete_saying_so(grafana, answer):
+    """The plan read the retired dashboard's id; the look before the delete reads it without one (a proxy or cache
+    that drops the field, a Grafana answering otherwise). Nothing then shows it is the same dashboard, not one deleted
+    and created anew: the delete is refused, and the refusal says what was read, not that someone deleted and made it
+    anew (it said "deleted and created anew by gpudash-sa since the plan")."""
+    from generator.clients.grafana import GrafanaClient
+    from generator.targets import grafana_sync
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    folder = {"uid": "gpudash", "title": "GPU monitoring"}
+    with FaultProxy(grafana.url) as proxy:
+        client = GrafanaClient(proxy.url, token=ADMIN)
+        model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
+        grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
+                          {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+        changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
+        assert [c.name for c in changes if c.action == "delete"] == [TEAM]
+
+        def without_id(body: bytes) -> bytes:
+            read = json.loads(body)
+            dashboard = {k: v for k, v in read["dashboard"].items() if k != "id"}
+            return json.dumps({**read, "dashboard": {**dashboard, **answer}}).encode()
+
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id))
+        outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
+                                     dry_run=False, allow_mass_prune=True)
+    (failed,) = [o for o in outcomes if o.error]
+    assert TEAM in grafana.state.dashboards and "created anew" not in failed.error, failed.error
+    assert "Grafana's answer gives no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
