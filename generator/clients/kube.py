@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from typing import Any
 
@@ -214,6 +215,11 @@ def _not_found(body: Any) -> bool:
     return isinstance(status, dict) and status.get("kind") == "Status" and status.get("reason") == "NotFound"
 
 
+# /apis/<group>/<version>[/namespaces/<namespace>]/<resource>[/<name>]
+_RESOURCE_PATH = re.compile(r"/apis/([^/]+)/([^/]+)/(?:namespaces/[^/]+/)?([^/]+)(?:/[^/]+)?")
+GO_NOT_FOUND = "404 page not found"  # Go's http.NotFound text: an API server before 1.24 for a path no API serves
+
+
 class KubeAnswered(RemoteError):
     """The Kubernetes API answered an HTTP error other than 404; `status` is its code (403: RBAC refused the read,
     503 from a service proxy: the Service has no ready endpoint, or the API server is unavailable)."""
@@ -258,6 +264,7 @@ class Kube:
         self.api = api_client_class(configuration)
         self.options = options
         self.hung = hung  # the exec plugin's failures and hangs: it runs again when its token expires, mid-run
+        self.discovery: dict[str, list[dict[str, Any]] | None] = {}  # path -> what _discovered read there
 
     def _plugin_failed(self, before: int) -> None:
         """Raise the exec plugin's failure or hang since `before` (how many the run had): the client logged it and
@@ -279,7 +286,7 @@ class Kube:
                                              _preload_content=False, _request_timeout=(timeout, timeout))
             return decode(read_body(response, self.options, what), None)
         except ApiException as exc:
-            if exc.status == 404 and ("/proxy/" in path or _not_found(exc.body)):
+            if exc.status == 404 and ("/proxy/" in path or _not_found(exc.body) or self._unserved(path, exc.body)):
                 return None  # (through the service proxy a 404 is the exporter's own answer, its checks' to judge)
             if exc.status == 404:  # a proxy or ingress in front of the API server: nothing said of the object
                 raise OddAnswer(what, "", redact.text(_decoded(exc.body))[:40] or "an empty body",
@@ -303,6 +310,40 @@ class Kube:
             self._plugin_failed(before)
             raise RemoteError(f"cannot reach the Kubernetes API ({type(exc).__name__})",
                               hint="check KUBECONFIG / --context and the network, or --skip kube") from None
+
+    def _unserved(self, path: str, body: Any) -> bool:
+        """Whether a 404 of `path` whose body is Go's plain GO_NOT_FOUND is the API server's answer for a resource it
+        does not serve (a custom resource whose CRD is not installed: an API server before 1.24 answers so, a newer
+        one a Status NotFound): its discovery (/apis, then /apis/<group>/<version>) reads, and does not list the
+        group version, or lists it without the resource. Anything else (another body, a discovery that does not read
+        as the API's, one that lists the resource) is not: a proxy's page is never read as "not installed"."""
+        match = _RESOURCE_PATH.fullmatch(path)
+        if match is None or _decoded(body).strip() != GO_NOT_FOUND:
+            return False
+        group, version, resource = match.groups()
+        groups = self._discovered("/apis", "APIGroupList", "groups")
+        if groups is None:
+            return False
+        served = {v.get("groupVersion") for g in groups if isinstance(g.get("versions"), list)
+                  for v in g["versions"] if isinstance(v, dict)}
+        if f"{group}/{version}" not in served:
+            return True
+        resources = self._discovered(f"/apis/{group}/{version}", "APIResourceList", "resources")
+        return resources is not None and resource not in {r.get("name") for r in resources}
+
+    def _discovered(self, path: str, kind: str, field: str) -> list[dict[str, Any]] | None:
+        """The `field` list of the API server's discovery document at `path` (of `kind`), read once a run; None when
+        it cannot be read or is not shaped as the API's."""
+        found = self.discovery
+        if path not in found:
+            try:
+                text = self.text(path, f"API discovery {path}")
+                document = json.loads(text) if text is not None else None
+            except (RemoteError, OddAnswer, ValueError):
+                document = None
+            items = document.get(field) if isinstance(document, dict) and document.get("kind") == kind else None
+            found[path] = items if isinstance(items, list) and all(isinstance(i, dict) for i in items) else None
+        return found[path]
 
     def read(self, path: str, what: str, query: dict[str, str] | None = None) -> Answer | None:
         """The decoded object; None on 404."""

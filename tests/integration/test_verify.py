@@ -2832,3 +2832,47 @@ def test_a_namespace_selector_by_name_is_judged_without_reading_the_namespace(st
     prometheus["spec"]["serviceMonitorNamespaceSelector"]["matchExpressions"][0]["values"] = ["monitoring"]
     check = verify(*ONLY_KUBE_PROMETHEUS)[1][SCRAPE]
     assert check["status"] == "fail", check
+
+
+_OPERATOR_PATHS = ("/apis/monitoring.coreos.com/v1/servicemonitors", "/apis/monitoring.coreos.com/v1/prometheuses",
+                   "/apis/monitoring.coreos.com/v1alpha1/prometheusagents")
+_NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": "the server could not find the requested resource", "reason": "NotFound", "details": {},
+              "code": 404}
+
+
+def _api_groups(*group_versions: str) -> dict:
+    """An API server's discovery of its groups (GET /apis), serving `group_versions` (group/version)."""
+    groups: dict[str, list[str]] = {}
+    for group_version in group_versions:
+        group, version = group_version.split("/")
+        groups.setdefault(group, []).append(version)
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+        {"name": name, "versions": [{"groupVersion": f"{name}/{v}", "version": v} for v in versions],
+         "preferredVersion": {"groupVersion": f"{name}/{versions[0]}", "version": versions[0]}}
+        for name, versions in groups.items()]}
+
+
+@pytest.mark.parametrize("discovered, odd", [
+    (("apps/v1", "discovery.k8s.io/v1"), False),
+    (("apps/v1", "discovery.k8s.io/v1", "monitoring.coreos.com/v1", "monitoring.coreos.com/v1alpha1"), True),
+], ids=["not served: not installed", "served: the 404 is odd"])
+def test_an_api_server_before_1_24_answering_an_uninstalled_crd_with_go_s_404_page_is_read_as_not_installed(
+        stack, discovered, odd):
+    """prometheus-operator is not installed. An API server since 1.24 answers a list of its resources with a Status
+    NotFound; one before answers Go's plain "404 page not found", which verify read as an odd answer (a proxy's page)
+    and so failed where the newer server's cluster passed. The API server's own discovery (/apis) shows that group
+    version is not served: the same checks as on the newer server. Where discovery serves it, the page stays odd."""
+    cluster, verify = stack
+    for path in _OPERATOR_PATHS:
+        cluster.fronted[path] = (404, _NOT_FOUND)
+    newer = verify(*ONLY_KUBE_PROMETHEUS)
+    for path in _OPERATOR_PATHS:
+        cluster.fronted[path] = (404, "404 page not found\n")
+    cluster.fronted["/apis"] = (200, _api_groups(*discovered))
+    older = verify(*ONLY_KUBE_PROMETHEUS)
+    said = [c["detail"] for c in older[1].values() if "404" in c["detail"]]
+    if odd:
+        assert said and all("odd answer" in detail for detail in said), older
+    else:
+        assert older == newer and not said, (older, newer)
