@@ -864,8 +864,14 @@ def _coverage(kube: Kube, nodes: Callable[[], list[Answer]], namespaces: list[st
 
     try:
         gpu_nodes = sorted(n.get("metadata.name", str) for n in nodes() if _gpu_count(n) > 0)
-    except KubeRefused as refused:  # which nodes have GPUs is not known; whether exporter pods are ready is
-        return _ready_without_nodes(listed(style.pod_label), refused)
+    except KubeRefused as refused:  # which nodes have GPUs is not known; whether the exporter pods the scrape jobs
+        # keep are ready is: the deployment's label, and the DaemonSets exporter.more_daemonsets names of another one
+        kept = {(pod.get("metadata.namespace", str, ""), pod.get("metadata.name", str, "")): pod
+                for pod in listed(style.pod_label)}
+        for label in (label for label in EXPORTER_LABELS if label != style.pod_label):
+            kept.update(((pod.get("metadata.namespace", str, ""), pod.get("metadata.name", str, "")), pod)
+                        for pod in listed(label) if _owner(pod) in named[1:])
+        return _ready_without_nodes(list(kept.values()), refused)
     by_node: dict[str, list[Answer]] = {}
 
     def place(pods: list[Answer]) -> None:

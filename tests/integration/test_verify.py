@@ -2053,6 +2053,35 @@ def test_the_chart_beside_the_operator_named_in_more_daemonsets_covers_its_node(
         "more_daemonsets), then generate and apply again")
 
 
+@pytest.mark.parametrize("ready", [True, False])
+def test_a_user_who_may_not_read_the_nodes_gets_the_pods_of_a_named_daemonset_of_another_label_counted(
+        stack, tmp_path, ready):
+    """The chart in `monitoring` named in exporter.more_daemonsets (pods labelled app.kubernetes.io/name=dcgm-exporter,
+    kept by the scrape jobs by their owner) beside the operator's exporter, and a kubeconfig user refused the Nodes.
+    "exporter pods ready" counted the operator's label only: the chart's pod went uncounted, and one not ready read
+    "ok: 2 exporter pods ready on 2 nodes". It counts every pod the scrape jobs keep, as with the Nodes readable."""
+    cluster, verify = stack
+    cluster.nodes.append(cluster.node("gpu-node-c", gpus=1))
+    pod = cluster.exporter_pod("gpu-node-c", ready=ready)
+    pod["metadata"].update(name="dcgm-exporter-x7", namespace="monitoring",
+                           labels={"app.kubernetes.io/name": "dcgm-exporter"},
+                           ownerReferences=[{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dcgm-exporter",
+                                             "uid": "1", "controller": True}])
+    cluster.pods.append(pod)
+    _one_pod_daemonset(cluster, "monitoring", "dcgm-exporter", labels={"app.kubernetes.io/name": "dcgm-exporter"})
+    cluster.readable_only = {"nodes": ()}
+    config = tmp_path / "gpudash.yaml"
+    config.write_text("exporter:\n  more_daemonsets: [monitoring/dcgm-exporter]\n")
+    check = verify("--skip", "exporter", "--skip", "prometheus", "--skip", "cloudwatch", "--config", str(config)
+                   )[1][("kube", "exporter pods ready")]
+    if ready:
+        assert (check["status"], check["detail"]) == ("ok", "3 exporter pods ready on 3 nodes (whether every GPU node "
+                                                            "runs one: GPU node coverage cannot tell)"), check
+    else:
+        assert check["status"] != "ok" and check["detail"].startswith(
+            "exporter not ready on gpu-node-c (whether it is a GPU node: cannot tell: "), check
+
+
 def test_a_kubeconfig_variable_naming_no_file_is_said_so_with_what_to_do(cli, tmp_path, monkeypatch):
     """KUBECONFIG pointing nowhere (a typo, a file of another machine): the check names the path and that it does not
     exist, and its fix does not tell the user to set the variable they have set."""
