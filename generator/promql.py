@@ -405,7 +405,8 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
 
     A copy's key: its reading of `names[0]` (a share's used) summed over its MIG instances, DCGM's blank no reading (a
     copy reading it is not fresh: another copy's reading within the lookback is taken before it, and a copy whose
-    latest reading is the blank reads it, so the GPU shows none rather than that copy's older reading), 1e14 less for
+    latest reading is the blank reads it, so the GPU shows none rather than that copy's older reading; in panels a copy
+    reading it on one of its MIG instances has no key, as one_copy reads no such copy), 1e14 less for
     each instance reading the blank for another of `names` (a share's free), less a millionth per place of the node
     spelling it is named by (`placed`: node, hostname, Hostname, instance), so copies reading alike are told apart by
     it, not by Prometheus' order of series (which changes at each range query), and the copy naming the node by its
@@ -441,6 +442,9 @@ def chosen_copy(labels: Labels, names: tuple[str, ...], branches: list[list[str]
         key = per_copy("sum", _raw(names[0], spots, extra, read))
         for other in names[1:] if within is not None else ():
             key += f" - 1e14 * {per_copy('sum', _raw(other, spots, extra, f'(({{0}} >= bool {BLANK_FLOOR}){within})'))}"
+        if within is not None:  # a copy whose latest reading of a MIG instance is the blank: not the GPU's (one_copy)
+            blank = _raw(names[0], branches, [*extra, f'{MIG_INSTANCE_LABEL}!=""'], f"{{0}} >= {BLANK_FLOOR}")
+            key = f"({key} unless {per_copy('max', blank)})"
         return key
     if fresh is None:  # a rule's reading of a step (inside its window's subquery) or window: no place (its cost)
         return f"topk by ({gpu}) (1, {keyed(form, spots=branches)})"
@@ -890,7 +894,7 @@ class _Merge:
         return tuple(dict.fromkeys(name for name in (*self.kept, *own) if name not in spellings))
 
     def one_copy(self, how: str, fields: tuple[str, ...], own: tuple[str, ...] = (), chosen: str | None = None,
-                 fresh: tuple[str, ...] = ()) -> str:
+                 fresh: tuple[str, ...] = (), blanks: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> str:
         """A gauge made one value per GPU (instance, and outer group), that of ONE exporter's copy of the GPU: each of
         `fields` (series of gauges, blanks left out) made one series per copy and GPU instance (their max: the pods a
         copy repeats the device's value for) and added up, the copy's MIG instances combined (`how`), read from the
@@ -902,7 +906,14 @@ class _Merge:
         GPU, not two GPUs (a renamed node's GPU read 300 + 100 W), and their MIG instances are not mixed (35,000 MiB
         of one beside 9,000 of the other read 44,000 where they read 36,000 and 39,000). The node spelling shown is
         the copy chosen's. Each field is merged per copy before they are added, so fields whose series carry other
-        labels (exporter.virtual_gpus: pod_uid on the per-process fields) add up."""
+        labels (exporter.virtual_gpus: pod_uid on the per-process fields) add up.
+        `blanks` (fields a GPU's MIG instances add up: the fields' series on MIG instances, with their blanks and
+        without): a copy one of whose instances reads DCGM's blank for a field (or has no series of one) is no reading
+        of the GPU, so it is not chosen while the GPU has a copy reading every instance, in the fresh tier and in the
+        late one alike; a GPU whose copies in the tier read all lack an instance has no value (BLANK_INSTANCE_NOTE).
+        Its other instances' sum outread the complete copy (an old exporter's 25,000 + blank over the new one's
+        12,000 + 8,000 MiB), and a blank checked per node spelling, not per copy, either hid the GPU (the copy chosen
+        named by the old exporter's pod) or let the incomplete copy's sum show (both copies named n3)."""
         apart = not self.combines()
         gpu = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own)))
         identity = _listed((self.labels.cluster, GPU_LABEL, "gpu", *(INSTANCE_IDENTITY if apart else ()),
@@ -915,13 +926,27 @@ class _Merge:
             return value if apart else f"{how} by ({self._copy(own, False)}) ({value})"
         value = per_copy(fields)
         on = _listed((self.labels.cluster, GPU_LABEL, "gpu", *self.chooses_apart(own), *COPY_LABELS))
-        if fresh:  # the fresh copy chosen, its fresh series only; a GPU without one: its copies' highest reading
-            first = f"topk by ({identity}) (1, {per_copy(fresh)})" if chosen is None else \
-                f"{per_copy(fresh)} and on ({on}) {chosen}"
-            return f"max by ({self._keep(own, apart)}) ({first} or on ({gpu}) topk by ({identity}) (1, {value}))"
-        if chosen is None:
-            return f"max by ({self._keep(own, apart)}) (topk by ({identity}) (1, {value}))"
-        return f"max by ({self._keep(own, apart)}) ({value} and on ({on}) {chosen})"
+        if chosen is not None:  # the copy chosen, its fresh series only where it has; a GPU without: its highest copy
+            first = f"{per_copy(fresh) if fresh else value} and on ({on}) {chosen}"
+            candidates = f"({first} or on ({gpu}) {value})" if fresh else f"({first})"
+        else:  # the highest copy, of the fresh ones where the GPU has one
+            candidates = f"({per_copy(fresh)} or on ({gpu}) {value})" if fresh else value
+        if blanks is not None:  # a copy lacking an instance: no reading of the GPU
+            candidates = f"({candidates} unless on ({on}) {self._incomplete(own, *blanks)})"
+        elif chosen is not None and not fresh:
+            return f"max by ({self._keep(own, apart)}) {candidates}"
+        return f"max by ({self._keep(own, apart)}) (topk by ({identity}) (1, {candidates}))"
+
+    def _incomplete(self, own: tuple[str, ...], written: tuple[str, ...], read: tuple[str, ...]) -> str:
+        """The copies (one_copy's `blanks`) one of whose MIG instances reads DCGM's blank for one of the fields, or has
+        no series of one: each copy's instances with a series of any field (`written`, blanks kept) less those reading
+        every field (`read`, blanks left out)."""
+        instance = _listed((self.labels.cluster, GPU_LABEL, "gpu", *INSTANCE_IDENTITY, *self.chooses_apart(own),
+                            *COPY_LABELS))
+
+        def each(series: str) -> str:
+            return f"max by ({instance}) ({identified(series, self.labels)})"
+        return f"(({' or '.join(map(each, written))}) unless ({' and '.join(map(each, read))}))"
 
     def __call__(self, how: str, series: str, own: tuple[str, ...] = ()) -> str:
         if how == "max":
@@ -1015,15 +1040,14 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
         fields = (metric, *also)
         # a share's fields are read from the copy its used chooses (its other fields' blanks counted against it)
         names = share if metric in share and set(also) <= set(share) else (metric,)
-        value = _across_own_labels(metric, catalog, merge, merge.one_copy(
-            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields)))
+        blanks = None
         if checked and how == "sum" and not own_labels and merge.combines():
+            # a copy with an instance reading a blank for any of the fields (or without a series of one) is not read;
+            # a GPU without another is left out
             mig = (f'{MIG_INSTANCE_LABEL}!=""',)
-            # an instance reading a blank for any of the fields (or without a series of one): the GPU is left out
-            written = " or ".join(merge.copies(read(name, mig, True)) for name in fields)
-            read_all = " and ".join(merge.copies(read(name, mig)) for name in fields)
-            value = f"({value} unless on ({merge.grouping()}) (({written}) unless ({read_all})))"
-        return value
+            blanks = (tuple(read(name, mig, True) for name in fields), tuple(read(name, mig) for name in fields))
+        return _across_own_labels(metric, catalog, merge, merge.one_copy(
+            how, tuple(map(read, fields)), own_labels, choose(names), fresh_only(fields), blanks))
     if metric not in MIG_UNSUPPORTED:
         counter = resolution and metric in catalog and catalog.get(metric).is_counter
         # a counter's increase from the readings of all its copies, its rate per node its copies name (then the highest)

@@ -107,9 +107,12 @@ def test_the_node_view_reads_the_same_copy_as_all_nodes(tied, tmp_path):
 
 # --- a MIG GPU (two instances, one pod each) read by both exporters, each instance reading apart, totals alike ---
 
-def _mig(old: bool, used: dict[int, dict[bool, int]] | None = None, free: int | None = None) -> str:
-    """GPU-n3-0 split into two MIG instances (1: ml/a, 2: ml/b); `used[instance][old]` each exporter's reading."""
-    node = f'Hostname="{OLD_POD}"' if old else 'hostname="n3"'
+def _mig(old: bool, used: dict[int, dict[bool, int]] | None = None, free: int | None = None,
+         renamed: bool = True) -> str:
+    """GPU-n3-0 split into two MIG instances (1: ml/a, 2: ml/b); `used[instance][old]` each exporter's reading;
+    `renamed`: the old exporter writes its own pod's name into Hostname (else both write hostname="n3", as two copies
+    gpudash's scrape job labels with one node)."""
+    node = f'Hostname="{OLD_POD}"' if old and renamed else 'hostname="n3"'
     used = used or {1: {True: 10000, False: 12000}, 2: {True: 20000, False: 18000}}
     lines = []
     for metric in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"):
@@ -192,22 +195,23 @@ def test_with_virtual_gpus_a_pods_reading_is_its_gpus_at_every_step_and_call(tie
 BLANK = 9223372036854775794
 
 
-def _mig_blank(old: bool) -> str:
-    return _mig(old, {1: {True: 25000, False: 12000}, 2: {True: BLANK, False: 8000}}, 30000)
+def _mig_blank(old: bool, renamed: bool = True) -> str:
+    return _mig(old, {1: {True: 25000, False: 12000}, 2: {True: BLANK, False: 8000}}, 30000, renamed)
 
 
-@pytest.fixture(scope="module")
-def mig_blank(tmp_path_factory):
+@pytest.fixture(scope="module", params=["renamed", "one-spelling"])
+def mig_blank(tmp_path_factory, request):
     probe = 'DCGM_FI_DEV_GPU_TEMP{GPU_I_ID="1"}'
-    with _two_exporters(tmp_path_factory, "copy-choice-hostile-mig-blank", _mig_blank, probe) as scene:
+    renamed = request.param == "renamed"
+    with _two_exporters(tmp_path_factory, f"copy-choice-hostile-mig-blank-{request.param}",
+                        lambda old: _mig_blank(old, renamed), probe) as scene:
         yield scene
 
 
-@pytest.mark.xfail(reason="the copy with a blank instance ranks by its other instances; its blank hides the GPU",
-                   strict=True)
 def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_reading(mig_blank, tmp_path):
     # the new exporter reads both instances (12,000 and 8,000 MiB); the old reads more on one (25,000) and DCGM's
-    # blank on the other: a copy reading the blank for a pod's instance is not that pod's reading
+    # blank on the other: a copy reading the blank for a pod's instance is not that pod's reading, nor the GPU's
+    # (renamed: the old exporter names the node by its own pod's name; one-spelling: both name it n3)
     per_pod = dict(_fresh_steps(mig_blank, _shown(mig_blank, "Framebuffer used by pod", tmp_path)))
     per_gpu = _shown(mig_blank, "Framebuffer memory used", tmp_path)
     wrong = {at: (values, per_gpu.get(at)) for at, values in per_pod.items()
@@ -215,6 +219,18 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
              or list((per_gpu.get(at) or {}).values()) != [20000.0]}
     assert len(per_pod) >= 4
     assert not wrong, f"steps: (per pod, per GPU) true ml/a 12,000, ml/b 8,000, GPU 20,000: {wrong}"
+
+
+@pytest.mark.parametrize("title, truth", [
+    ("Framebuffer used share by pod", {"Pod ml/a": round(12000 / 42000, 4), "Pod ml/b": round(8000 / 38000, 4)}),
+    ("Framebuffer in use", {"DCGM_FI_DEV_FB_USED": 0.25})])
+def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(mig_blank, title, truth, tmp_path):
+    # the share's used and total both the new exporter's: 20,000 of 80,000 MiB, ml/a 12,000 of 42,000, ml/b 8,000 of
+    # 38,000
+    shown = dict(_fresh_steps(mig_blank, _shown(mig_blank, title, tmp_path)))
+    wrong = {at: values for at, values in shown.items() if values != truth}
+    assert len(shown) >= 4
+    assert not wrong, f"{title}: steps: shown (true {truth}) {wrong}"
 
 
 # --- a counter across an ordinary renaming upgrade (no overlap): the old exporter stops, the new starts at the

@@ -189,8 +189,10 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
     # whether a scrape of it named the pod: promql.label_lookback, or whether a copy has a sample taken within the last
     # scrape interval: promql.fresh_copies); a per-pod lookback's copies (fresh, or each one's latest within the
     # lookback) are chosen with the blank counted as 1e14 (clamp_max) or read at each step of a subquery (its time
-    # first), and the reading of the copy chosen drops it after (promql._unblanked), so a fresh blank is the GPU's
-    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?", util)
+    # first), and the reading of the copy chosen drops it after (promql._unblanked), so a fresh blank is the GPU's; a
+    # copy whose MIG instance reads the blank is found by it (`>= 1e14`) and not chosen (promql.chosen_copy)
+    floors = re.findall(r"DCGM_\w+\{[^}]*\}(?!\[)( < 1e14| >= 1e14| and present_over_time\(|, 1e14\)| / 100000\)\)\[)?",
+                        util)
     assert floors and all(floors), util
 
     def device(at: int) -> str:  # the expression a group_left joins, its parentheses balanced
