@@ -11,6 +11,7 @@ says where a name the `__init__` would define lives, so reading it imports that 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -18,6 +19,7 @@ import threading
 from types import ModuleType
 
 _LOCK = threading.RLock()
+_STATES: dict[str, dict[str, bool]] = {}  # package deferred here -> whether its __init__ has run
 
 
 def defer(*packages: str, names: dict[str, dict[str, str]] | None = None) -> None:
@@ -29,6 +31,22 @@ def defer(*packages: str, names: dict[str, dict[str, str]] | None = None) -> Non
                 _deferred(package, (names or {}).get(package, {}))
 
 
+@contextlib.contextmanager
+def standing_in(package: str, name: str, stand_in):
+    """While the block runs, `from package import name` gives `stand_in` when `package` is deferred and its
+    `__init__` has not run (an import made in the block binds it for good); after the block, reading the name runs
+    the `__init__` as reading any other name does, and gives the package's own."""
+    module = sys.modules.get(package)
+    pending = module is not None and _STATES.get(package, {}).get("ran") is False and name not in module.__dict__
+    if pending:
+        module.__dict__[name] = stand_in
+    try:
+        yield
+    finally:
+        if pending and module.__dict__.get(name) is stand_in:
+            del module.__dict__[name]
+
+
 def _deferred(name: str, names: dict[str, str]) -> ModuleType:
     parent, _, child = name.rpartition(".")
     if parent and parent not in sys.modules:
@@ -38,6 +56,7 @@ def _deferred(name: str, names: dict[str, str]) -> ModuleType:
         raise ModuleNotFoundError(f"No module named {name!r}", name=name)
     module = importlib.util.module_from_spec(spec)
     lock, state = threading.RLock(), {"ran": False, "running": False}
+    _STATES[name] = state
 
     def __getattr__(attr: str):
         if attr in names:

@@ -30,15 +30,19 @@ _SCRIPT = textwrap.dedent('''
     kube = Kube(Options())
     samples = parse('# TYPE DCGM_FI_DEV_GPU_TEMP gauge\\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 41\\n')
     loaded = sorted(name for name in ("kubernetes.client.models.v1_pod", "kubernetes.client.api.core_v1_api",
-                                      "kubernetes.watch", "google.oauth2.service_account", "prometheus_client.exposition")
+                                      "kubernetes.watch", "google.oauth2.service_account", "prometheus_client.exposition",
+                                      "oauthlib.oauth2.rfc6749", "requests_oauthlib.oauth2_session")
                     if name in sys.modules)
     made = kube.api.configuration.host, kube.api.configuration.api_key
     from kubernetes.client import CoreV1Api, V1Pod          # the whole package, when a caller wants it
     import kubernetes
     import google.auth.transport.requests as transport
     from prometheus_client import Counter
+    from requests_oauthlib import OAuth2Session
+    import oauthlib.oauth2
     whole = [CoreV1Api.__name__, V1Pod.__name__, kubernetes.watch.Watch.__name__, kubernetes.__version__ != "",
-             transport.Request.__name__, Counter.__name__]
+             transport.Request.__name__, Counter.__name__, isinstance(OAuth2Session, type) and OAuth2Session.__name__,
+             oauthlib.oauth2.WebApplicationClient.__name__]
     print(json.dumps({"loaded": loaded, "host": made[0], "key": made[1], "whole": whole,
                       "value": samples["DCGM_FI_DEV_GPU_TEMP"][0].value}))
 ''')
@@ -51,7 +55,8 @@ def test_verify_reads_with_the_clients_modules_not_their_packages_and_the_packag
     assert answer["loaded"] == []
     assert answer["host"] == "http://127.0.0.1:9" and answer["key"] == {"authorization": "Bearer t0ken-for-the-test"}
     assert answer["value"] == 41.0
-    assert answer["whole"] == ["CoreV1Api", "V1Pod", "Watch", True, "Request", "Counter"]
+    assert answer["whole"] == ["CoreV1Api", "V1Pod", "Watch", True, "Request", "Counter", "OAuth2Session",
+                               "WebApplicationClient"]
 
 
 _CLOUDWATCH = textwrap.dedent('''

@@ -39,3 +39,63 @@ def test_a_kubeconfig_shaped_wrong_is_one_line_and_points_at_the_file(cli, tmp_p
 def test_a_context_that_is_not_there_points_at_context(cli, tmp_path):
     check = _kube_check(cli, tmp_path, GOOD, "--context", "nope")
     assert "Expected object with name nope" in check["detail"] and check["fix"].startswith("give --context one of")
+
+
+def test_an_expired_oidc_token_is_refreshed_through_its_issuer_and_the_cluster_read(reference, tmp_path):
+    """A kubeconfig user of the oidc auth-provider whose id-token has expired: the client asks the issuer's token
+    endpoint for a new one (requests-oauthlib's OAuth2Session) and reads the cluster with it. Run as the command
+    runs, in a fresh process: the OAuth packages are imported only on this path."""
+    import base64
+    import os
+    import subprocess
+    import sys
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import yaml
+
+    from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
+
+    asked = []
+
+    class Issuer(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _answer(self, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802
+            self._answer({"issuer": issuer_url, "token_endpoint": f"{issuer_url}/token"})
+
+        def do_POST(self):  # noqa: N802
+            asked.append(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            self._answer({"access_token": "a", "token_type": "Bearer", "expires_in": 3600, "id_token": TOKEN,
+                          "refresh_token": "r2"})
+
+    def part(value: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    expired = ".".join([part({"alg": "none"}), part({"exp": 1_000_000, "sub": "me"}), "sig"])
+    with ThreadingHTTPServer(("127.0.0.1", 0), Issuer) as issuer, KubeTestServer(KubeCluster(reference)) as kube:
+        issuer_url = f"http://127.0.0.1:{issuer.server_address[1]}"
+        threading.Thread(target=issuer.serve_forever, daemon=True).start()
+        config = yaml.safe_load(kube.kubeconfig(tmp_path / "kubeconfig").read_text())
+        config["users"][0]["user"] = {"auth-provider": {"name": "oidc", "config": {
+            "client-id": "gpudash", "client-secret": "s", "id-token": expired, "refresh-token": "r1",
+            "idp-issuer-url": issuer_url}}}
+        (tmp_path / "kubeconfig").write_text(yaml.safe_dump(config))
+        result = subprocess.run([sys.executable, "-c", "from generator.cli import run; run()", *KUBE_ONLY[:-3],
+                                 "30", "--output", "json"],
+                                env={**os.environ, "KUBECONFIG": str(tmp_path / "kubeconfig"),
+                                     "OAUTHLIB_INSECURE_TRANSPORT": "1"},  # the test issuer speaks plain HTTP
+                                capture_output=True, text=True, timeout=120)
+        issuer.shutdown()
+    checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
+    assert "refresh_token=r1" in asked[0] and "grant_type=refresh_token" in asked[0]
+    assert checks["exporter DaemonSet"]["status"] == "ok", checks
