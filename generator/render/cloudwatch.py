@@ -283,6 +283,12 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
     the SELECT function."""
     if now_table and plan_.series:
         return "COUNT", "DESC"
+    if plan_.group and not plan_.series and query.aggregation in ("avg", "count"):  # a mean or count over GPUs
+        # Past 500 GPUs it combines the 500 ranked first: by the highest mean, GPUs that left within the range (a
+        # value now reads 4 minutes) took places and the mean was the busiest remaining (104 that left at 95 % took
+        # 104 of 500 places: 46 % for 40 %); ranked by how many scrapes saw each, GPUs reporting all along, whatever
+        # they read. A total, maximum or minimum keeps ranking by the value: the GPUs it leaves out weigh least.
+        return "COUNT", "DESC"
     order = "ASC" if query.aggregation == "min" else "DESC"
     if plan_.series and plan_.function in ("AVG", "MAX", "MIN", "SUM") and not catalog.get(query.metric).is_counter:
         return ("MIN" if order == "ASC" else "MAX"), order
@@ -340,13 +346,16 @@ def _lines_of(plan_: Plan) -> str:
             else "nodes" if group == {"node"} else "GPUs")
 
 
-def combined_note(plan_: Plan) -> str:
+def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
     """What a line combining a GROUP BY query's series (a fleet total, count or mean) reads past 500 of them, said in
     its dashboard's header: a Metrics Insights query returns at most 500 series, those its ORDER BY ranks first."""
     what = _lines_of(plan_)
     n = SERIES_PER_QUERY
-    return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, the first "
-            f"its ORDER BY ranks): past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
+    rank, order = line_rank(query, plan_, catalog)
+    first = ("those seen at the most scrapes in its time range, whatever they read" if rank == "COUNT" else
+             f"those of the {'lowest' if order == 'ASC' else 'highest'} value in its time range")
+    return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, {first}): "
+            f"past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
@@ -466,7 +475,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
-    notes += [(panel.title, combined_note(plans[id(panel)])) for panel in shown.panels()
+    notes += [(panel.title, combined_note(panel.queries[0], plans[id(panel)], catalog)) for panel in shown.panels()
               if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]

@@ -36,17 +36,22 @@ def _page(node: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _targets(job: dict, nodes: int) -> dict[int, dict[str, str]]:
+    """The labels the agent's scrape job gives each node's exporter pod."""
+    return {n: discovered(job, {"__address__": f"10.1.{n // 200}.{n % 200}:9400",
+                                "__meta_kubernetes_namespace": "gpu-operator",
+                                "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{n}",
+                                "__meta_kubernetes_pod_node_name": f"node-{n}",
+                                "__meta_kubernetes_pod_container_port_number": "9400",
+                                "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
+            for n in range(nodes)}
+
+
 def test_the_fleets_one_line_widgets_are_true_or_say_they_combine_at_most_500_gpus(tmp_path):
     (tmp_path / "gpudash.yaml").write_text("{}\n")
     files = encode(build(load_project(tmp_path / "gpudash.yaml")))
     config, job = agent_config(files[AGENT_FILE])
-    targets = {n: discovered(job, {"__address__": f"10.1.{n // 200}.{n % 200}:9400",
-                                   "__meta_kubernetes_namespace": "gpu-operator",
-                                   "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{n}",
-                                   "__meta_kubernetes_pod_node_name": f"node-{n}",
-                                   "__meta_kubernetes_pod_container_port_number": "9400",
-                                   "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
-               for n in range(NODES)}
+    targets = _targets(job, NODES)
     points = Agent(config, job).run([Scrape(30.0 * k, _page(n), targets[n]) for k in range(-1, 8) for n in range(NODES)])
     body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
@@ -56,3 +61,53 @@ def test_the_fleets_one_line_widgets_are_true_or_say_they_combine_at_most_500_gp
     # seen on main 8c246c5: 500.0 for 504 GPUs, and the header silent about it
     for title in ONE_LINE:
         assert reporting[180] == truth or said(text, title, "combines at most 500 GPUs of the cluster"), (title, reporting)
+
+
+LEFT = 13  # nodes (104 GPUs at 95 %) that stopped reporting two minutes before the end
+PRESENT = 65  # nodes (520 GPUs): half at 20 %, half at 60 %: their mean is 40 %
+
+
+def _utilization(node: int, t: float) -> str | None:
+    if node < LEFT:
+        if t >= END - 120:
+            return None
+        util = 95.0
+    else:
+        util = 20.0 if node % 2 else 60.0
+    lines = ["# TYPE DCGM_FI_DEV_GPU_TEMP gauge"] + [
+        f'DCGM_FI_DEV_GPU_TEMP{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+        f'Hostname="n{node}"}} 50' for g in range(PER_NODE)]
+    lines += ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"] + [
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+        f'Hostname="n{node}"}} {util}' for g in range(PER_NODE)]
+    return "\n".join(lines) + "\n"
+
+
+END = 3600
+
+
+def test_past_500_gpus_a_value_now_combines_gpus_reporting_now_not_the_busiest_that_left(tmp_path):
+    """Past 500 GPUs a value now combines the 500 series its query ranks first over its own four minutes. Ranked by
+    the highest mean (ORDER BY AVG() DESC), 104 GPUs at 95 % that left two minutes ago took 104 of the 500 places:
+    "Average GPU utilization" was the mean of 396 GPUs reporting in the minute drawn, the busiest of them (46 % where
+    the 520 reporting read 40 %: 260 at 20 %, 260 at 60 %). Ranked by how many scrapes saw each GPU, the 500 are
+    GPUs reporting all along, picked whatever they read: 39.2-40.8 % whichever 500 of the 520 they are."""
+    (tmp_path / "gpudash.yaml").write_text("{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    nodes = LEFT + PRESENT
+    targets = _targets(job, nodes)
+    scrapes = [Scrape(float(t), _utilization(n, t), targets[n]) for t in range(END - 600, END, 30)
+               for n in range(nodes) if _utilization(n, t) is not None]
+    points = Agent(config, job).run(scrapes)
+    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    (shown,) = cloudwatch_eval.widget(widgets["Average GPU utilization"], points, END - 6 * 3600, END,
+                                      now=END).values()
+    value = shown[max(shown)]
+    assert 39.2 <= value <= 40.8, value  # seen: 45.9 (the 396 of the 520 reporting ranked first by their mean)
+    (reporting,) = cloudwatch_eval.widget(widgets["GPUs reporting"], points, END - 6 * 3600, END, now=END).values()
+    assert reporting[max(reporting)] == 500  # (ranked by COUNT() before too)
+    assert said(header(files, OVERVIEW), "Average GPU utilization",
+                "combines at most 500 GPUs of the cluster (a Metrics Insights query returns 500 series, those seen at "
+                "the most scrapes in its time range")
