@@ -51,6 +51,11 @@ class PreconditionFailed(RemoteError):
         self.kind = kind
 
 
+class DashboardGone(RemoteError):
+    """Grafana has no dashboard with the id a save carried (404): deleted since it was read (perhaps created anew
+    under its uid)."""
+
+
 class InvalidAnswer(RemoteError):
     """Grafana (or something in front of it) answered, but not with what the API returns."""
 
@@ -418,7 +423,7 @@ class GrafanaClient:
             saved = self._request("POST", "/api/dashboards/db", what=what, json=body,
                                   allow=(404,) if dashboard.get("id") else ())
         if saved is None:
-            raise RemoteError(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
+            raise DashboardGone(f"Grafana has no dashboard with the id {dashboard['id']} read before (404): deleted "
                               "since, or deleted and created anew under its uid by someone; not saved", where=what,
                               hint="run `gpudash plan` and review it, then push again")
         # What Grafana answers a save it made: status "success", the dashboard's uid and its new version.

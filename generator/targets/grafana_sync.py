@@ -27,8 +27,8 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import (GONE, MAYBE_DELETED, GrafanaClient, InvalidAnswer, PreconditionFailed, Unreachable,
-                               lost)
+from ..clients.grafana import (GONE, MAYBE_DELETED, DashboardGone, GrafanaClient, InvalidAnswer, PreconditionFailed,
+                               Unreachable, lost)
 from .progress import Progress, Silent
 
 HISTORY = 50  # versions searched for a gpudash save when the latest one is a person's
@@ -580,6 +580,23 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
     return True
 
 
+def _save_generated(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str],
+                    note: str, uid_prefix: str, publisher: Publisher | None = None) -> bool:
+    """Save the dashboard as generated (_save); one the plan read and that is found deleted since (its id gone,
+    nothing under its uid) is created as generated instead: a create carries no id and no version, so one made under
+    the uid meanwhile is refused (412), never written over. Noted."""
+    try:
+        return _save(client, change, desired, folder, note, uid_prefix, publisher)
+    except DashboardGone:
+        if client.dashboard(change.name) is not None:  # made anew under its uid since: theirs, the error stands
+            raise
+    created = _save(client, Change(change.target, change.kind, change.name, CREATE), desired, folder, note,
+                    uid_prefix, publisher)
+    client.note(f"dashboard {change.name}: deleted in Grafana since the plan (by someone else): created anew as "
+                "generated")
+    return created
+
+
 def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None
                       ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
@@ -737,7 +754,8 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it
                     written = _save(client, change, change.live["dashboard"], folder, note, uid_prefix, publisher)
                 else:
-                    written = _save(client, change, dashboards[change.name], folder, note, uid_prefix, publisher)
+                    written = _save_generated(client, change, dashboards[change.name], folder, note, uid_prefix,
+                                              publisher)
                 # not written: found done by someone else, with nothing of this run's able to have done it (noted)
                 outcomes.append(Outcome(change, done=written, status=DONE if written else SKIPPED))
             except RemoteError as exc:

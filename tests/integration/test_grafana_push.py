@@ -342,6 +342,28 @@ def test_a_dashboard_created_anew_under_its_uid_between_plan_and_push_is_not_ove
         failed.error
 
 
+def test_a_dashboard_deleted_between_plan_and_push_is_created_anew_by_that_push(grafana, reference):
+    """gpudash's dashboard is to be updated; someone deletes it after the plan. The save carries the plan's id, which
+    Grafana no longer has (404): the push failed (exit 3) and only the next run created it. Found gone (nothing under
+    its uid), it is created as generated in the same push (a create: no id, no version, so one made under the uid
+    meanwhile is refused), with a note; written."""
+    client, desired = _published(grafana)
+    changed = {**desired.grafana, "gpudash-health": {**desired.grafana["gpudash-health"], "refresh": "5m"}}
+    changes = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
+    with grafana.lock:
+        grafana.state.dashboards.pop("gpudash-health")
+    outcomes = grafana_sync.push(client, changes, changed, desired.folder, "", uid_prefix="gpudash", force=False,
+                                 prune=False, dry_run=False)
+    assert [o.error for o in outcomes if o.error] == []
+    assert [o.change.name for o in outcomes if o.done] == ["gpudash-health"]
+    live = grafana.state.dashboards["gpudash-health"]
+    assert live["dashboard"]["refresh"] == "5m" and len(live["versions"]) == 1, live["versions"]
+    assert client.notes == ["dashboard gpudash-health: deleted in Grafana since the plan (by someone else): created "
+                            "anew as generated"], client.notes
+    again = grafana_sync.plan(client, changed, desired.folder, uid_prefix="gpudash")
+    assert again and [c.name for c in again if c.action != "unchanged"] == []  # the next run writes nothing
+
+
 def test_a_prune_deletes_only_what_still_reads_as_the_plan_saw_it(grafana, reference):
     client, desired = _published(grafana)
     kept = {uid: d for uid, d in desired.grafana.items() if uid != "gpudash-health"}
