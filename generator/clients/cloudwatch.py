@@ -350,11 +350,12 @@ class CloudWatch:
         return None if found is None else {arn: tags for arn, tags in found.items() if arn in asked}
 
     def _tagged(self, region: str, selector: dict[str, Any]) -> dict[str, list[dict[str, str]]] | None:
-        """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied, or when it
-        gives EMPTY_PAGES empty pages in a row, each with a new token (its documentation has said a page may hold fewer
-        results than allowed, and only a null token ends it, so such a listing may be a slow index as well as a broken one: it is not read on, nor
-        believed, and the caller reads each alarm's own tags). A next page is asked with its token alone
-        (GetResources takes no ResourceARNList beside a token)."""
+        """ARN -> tags of what GetResources lists with `selector`, every page; None when it is denied, when it gives
+        EMPTY_PAGES empty pages in a row, each with a new token (its documentation says a page may hold fewer results
+        than allowed and only the absence of a token ends it, so such a listing may be a slow index as well as a
+        broken one), or when a page gives again what an earlier one gave (reported of AWS: the results again after an
+        empty page, with new tokens, without end): it is not read on, nor believed, and the caller reads each alarm's
+        own tags. A next page is asked with its token alone (GetResources takes no ResourceARNList beside a token)."""
         found: dict[str, list[dict[str, str]]] = {}
         token, what = "", f"tags of CloudWatch alarms in {region}"
         listing = _Listing("GetResources", region, what, self.endpoint_name)
@@ -382,6 +383,11 @@ class CloudWatch:
             except EmptyPages:
                 self.note(f"tag:GetResources answered {EMPTY_PAGES} pages in a row without a resource in {region}, "
                           "each with a new token: not read on; reading alarm tags one alarm at a time (slow)")
+                return None
+            except Repeating as exc:  # reported of AWS: results again after an empty page, with new tokens, no end
+                self.note(f"tag:GetResources gave in {region} on a later page what an earlier page gave ({exc.said}), "
+                          "as AWS has been reported to: not read on nor believed; reading alarm tags one alarm at a "
+                          "time (slow)")
                 return None
             found.update(page_tags)
             if not token:
@@ -456,6 +462,10 @@ class EmptyPages(RemoteError):
     """A listing that gave EMPTY_PAGES empty pages in a row, each with a new next-page token."""
 
 
+class Repeating(RemoteError):
+    """A listing that gave an item or a next-page token an earlier page gave: it cannot be read to its end."""
+
+
 class _Listing:
     """One paginated listing: the tokens and items its pages gave so far. A listing is not an answer (a failure,
     never a short or endless list) when a page gives a token it gave before or one that is not a string (it would
@@ -479,16 +489,19 @@ class _Listing:
         if token and not isinstance(token, str):
             said = "a next-page token that is not a string"
         elif token and token in self.tokens:
-            said = "a next-page token it gave before"
+            said, kind = "a next-page token it gave before", Repeating
         elif token and self.empty >= EMPTY_PAGES:
             said, kind = f"{EMPTY_PAGES} pages in a row without an item, each with a new next-page token", EmptyPages
         said = said or next((f"{unasked} ({key})" for key in keys if not asked(key)), None)
-        said = said or next((f"an item an earlier page listed ({key})" for key in keys if key in self.listed), None)
+        if said is None and (repeated := next((key for key in keys if key in self.listed), None)):
+            said, kind = f"an item an earlier page listed ({repeated})", Repeating
         if said is None and len(set(keys)) < len(keys):
             said = "an item twice on one page"
         if said is not None:
-            raise kind(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
-                       "answer", where=self.what, hint=answer_hint(self.endpoint))
+            error = kind(f"CloudWatch answered {self.api} in {self.region} with {said}: the listing is not an "
+                         "answer", where=self.what, hint=answer_hint(self.endpoint))
+            error.said = said
+            raise error
         self.items.extend(keys)
         self.listed.update(keys)
         if not token:
