@@ -503,6 +503,7 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
                 return range_increase(reading, copies, resolution, selectors)
             # an alert's period (over_time) has a value only where it holds a reading, as CloudWatch's period has a
             # datapoint only where the agent sent a delta in it
+            reading = held_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
             return summed_deltas(reading, window, resolution, shift, held=over_time is not None)
         # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
@@ -738,6 +739,28 @@ def fresh_reading(copies: str, resolution: str, selectors: list[str], below: str
     exporter beside the old one) does not hide the other's reading at that step."""
     fresh = [step_reading(s, resolution, f"({s} < {below})" if below else None) for s in selectors]
     return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
+
+
+def held_reading(copies: str, resolution: str, selectors: list[str], below: str) -> str:
+    """A counter's reading at the steps where a copy of the GPU has a sample taken within the step before (as
+    fresh_reading), the largest of every copy's latest clean sample (the instant selector's), not only of the copies
+    sampled in that step.
+
+    Each exporter reads DCGM on its own clock: while two read one GPU (a rollout with maxSurge, two DaemonSets on a
+    node), a copy scraped later may hold a reading taken before the other copy's latest, so the copies sampled step
+    by step went down and up (10,086, then 10,085 from the other exporter), and summed_deltas read each step down as
+    a reset, the counter since boot as one increase (a link replaying 30 per 5 minutes fired the replays rule through
+    a one-minute overlap). Each copy's own readings climb, so the largest of their latest does not go down while the
+    exporters' readings interleave. A copy leaves at its staleness marker, which Prometheus writes at the time its
+    next scrape would have been (a failed scrape's, or one interval after the last scrape of a target gone): by then
+    the other exporter's readings were taken after it left, when DCGM's collect interval is no longer than the
+    scrape interval (both 30 s by default)."""
+    seconds = _seconds(resolution)
+
+    def merged(parts: list[str]) -> str:
+        return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
+    latest = merged([f"({s} < {below})" for s in selectors])
+    return f"({latest} and {merged([taken_within(s, seconds) for s in selectors])})"
 
 
 def step_reading(selector: str, resolution: str, kept: str | None = None) -> str:

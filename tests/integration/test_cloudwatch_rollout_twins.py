@@ -6,7 +6,8 @@ the generated rules file. Both are judged at every minute from 6 to 30 (the rule
 
 Where they differ is the CloudWatch agent's doing (README, "Two exporter pods on one node"): it keeps one delta series
 per exporter revision, so the seconds two revisions run together count twice there, and the increase between the old
-pod's last reading and the new pod's first counts nowhere; the rules read each GPU once across its exporters' copies.
+pod's last reading and the new pod's first counts nowhere; the rules read each GPU once across its exporters' copies,
+the largest of their latest readings at each step (promql.held_reading).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ REPLAYS, ROWS = "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "DCGM_FI_DEV_UNCORRECTABLE_RE
 ALARMS = {"GpudashPcieReplays": "gpudash-gpu-cluster-pcie-replays-warning",
           "GpudashUncorrectableRows": "gpudash-gpu-cluster-uncorrectable-rows-warning"}
 STEP = 10  # s: the input series' interval (the old pod is scraped on the half minute, the new one 10 s past)
+INTERVAL = 30  # s: the scrape interval
 
 
 def _cloudwatch(alert: str, old_until: int, new_from: int, remapped_at: float = math.inf) -> set[int]:
@@ -40,7 +42,8 @@ def _cloudwatch(alert: str, old_until: int, new_from: int, remapped_at: float = 
 
 def _series(old_until: int, new_from: int, remapped_at: float) -> list[dict]:
     """The two exporter pods' series as gpudash's Prometheus scrape job stores them, one sample per scrape at 10 s
-    steps from 0, a staleness marker after the old pod's last scrape (its target gone)."""
+    steps from 0; the old pod's target gone, a staleness marker where its next scrape would have been (Prometheus'
+    scrape loop, endOfRunStaleness)."""
     files = overlap._files("otel")
     (job,) = [j for j in yaml.safe_load(files["prometheus/additional-scrape-configs.yaml"])["prometheus"][
         "prometheusSpec"]["additionalScrapeConfigs"] if j["job_name"] == "dcgm-exporter"]
@@ -59,7 +62,7 @@ def _series(old_until: int, new_from: int, remapped_at: float) -> list[dict]:
         last[who] = slot
     if old_until < overlap.END:
         for metric in (REPLAYS, ROWS):
-            values["old", metric][last["old"] + 1] = "stale"
+            values["old", metric][last["old"] + INTERVAL // STEP] = "stale"
     series = []
     for (who, metric), samples in values.items():
         labels = {**targets[who], "gpu": "0", "UUID": "GPU-0", "device": "nvidia0", "modelName": "NVIDIA A10G",
@@ -78,14 +81,13 @@ def _prometheus_fires(rules, name: str, alert: str, old_until: int, new_from: in
     _promtool_test(rules, name, tests)
 
 
-@pytest.mark.xfail(strict=True, reason="the rule merges the exporters' copies of a GPU's counter into one series per "
-                   "step; where the new exporter's reading was taken before the old one's latest, the merged series "
-                   "steps down and the step is read as a reset: the counter since boot (10,085 replays) as one "
-                   "increase. The rule fires from minute 11 to 19 (5-minute overlap), 15 to 19 (1-minute overlap)")
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_the_pcie_replays_rule_stays_silent_through_a_surge_rollout(rules, new_from):
-    # 30 replays per 5 minutes, threshold 50, however many exporters read the link (CloudWatch: test_cloudwatch_
-    # exporter_overlap, ALARM at minutes 14 to 16 for the 5-minute overlap where its two revisions count 57)
+    # 30 replays per 5 minutes, threshold 50, however many exporters read the link. The rule read the copies sampled
+    # in each step: where the new exporter's reading was older than the old one's latest (10,085 after 10,086) the
+    # merged readings stepped down, read as a reset, the counter since boot as one increase: it fired from minute 11
+    # to 19 (5-minute overlap), 15 to 19 (1-minute overlap). The CloudWatch alarm is ALARM at minutes 14 to 16 of the
+    # 5-minute overlap, where the agent's two revision series count 57 (test_cloudwatch_exporter_overlap; README).
     _prometheus_fires(rules, "rollout_replays.yaml", "GpudashPcieReplays", 900, new_from, set())
 
 
