@@ -131,3 +131,44 @@ def test_no_process_to_be_had_runs_every_group_here():
     answer = _run("nofork")
     assert [c[1] for c in answer["checks"]] == ["first", "second"] * 4
     assert {c[3].split()[1] for c in answer["checks"] if c[1] == "first"} == {str(answer["parent"])}
+
+
+_SHARED = textwrap.dedent('''
+    import json, os, sys
+    from pathlib import Path
+    from generator import verify
+    from generator.checks.result import OK, Check
+    from generator.clients.options import Options
+    from generator.project import load_project
+
+    SHARED = ("generator.data_missing", "generator.clients.kube", "generator.render.agent",
+              "generator.render.cloudwatch")
+
+    def group(name):
+        def checks(project, options):
+            yield Check(name, "first", OK, ",".join(m for m in SHARED if m in sys.modules))
+        return checks
+
+    verify._runners = lambda: {g: group(g) for g in verify.GROUPS}
+    config = Path(sys.argv[1])
+    config.write_text("clusters: [{name: a, region: us-east-1}]\\n" + (
+        "cloudwatch: {source: container-insights}\\n" if sys.argv[2] == "addon" else ""))
+    checks = verify.run(load_project(config), Options(timeout=30), verify.GROUPS, processes=True)
+    print(json.dumps({c.group: c.detail for c in checks}))
+''')
+
+
+def test_what_both_processes_read_is_imported_once_before_the_fork(tmp_path):
+    """The cloudwatch group (this process) and the kube group (the child) both read the data-missing alarm's settings
+    and the Kubernetes client's module, and with the classic agent the agent configuration's and the CloudWatch
+    queries' renderers: imported before the fork, each process finds them made (about 60 ms of CPU less in all)."""
+    def loaded(source: str) -> dict:
+        result = subprocess.run([sys.executable, "-c", _SHARED, str(tmp_path / "gpudash.yaml"), source],
+                                capture_output=True, text=True, cwd=REPO, timeout=120, check=True)
+        return json.loads(result.stdout.splitlines()[-1])
+
+    everything = "generator.data_missing,generator.clients.kube,generator.render.agent,generator.render.cloudwatch"
+    assert loaded("classic") == dict.fromkeys(("kube", "exporter", "prometheus", "cloudwatch"), everything)
+    # with the add-on, the cloudwatch group renders no agent configuration and reads no published sets: this process
+    # does not import their renderers for the child (whose kube checks import the agent's for their own reasons)
+    assert loaded("addon")["cloudwatch"] == "generator.data_missing,generator.clients.kube"
