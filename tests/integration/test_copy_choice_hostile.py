@@ -17,7 +17,7 @@ import pytest
 from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
-from generator.render.alarms import prometheus_rules
+from generator.render.alarms import prometheus_expression
 from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _scraping, _shown,
                                                     _wrong, overlap)
 from tests.support.prometheus_server import scraped_every
@@ -297,9 +297,10 @@ def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike
     prometheus, start, _, _ = hot
     (tmp_path / "gpudash.yaml").write_text("")
     project = load_project(tmp_path / "gpudash.yaml")
-    rule = next(r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"]
-                for r in g["rules"] if r.get("alert") == "GpudashGpuTempCritical")
-    expr = scraped_every(rule["expr"], 30, 1)
+    # the rule's condition as one expression (the generated alert reads its recording rule's samples, which a series
+    # of instant queries has none of; test_recorded_periods.py: the same alerts)
+    alarm = next(a for a in project.alarms if a.id == "gpu-temp-critical")
+    expr = scraped_every(prometheus_expression(alarm, project.catalog, project.settings), 30, 1)
     seen = {}
     for k in range(12):
         for series in prometheus.query(expr, math.floor(start) + 6.5 + k):

@@ -252,7 +252,7 @@ def test_prometheus_rule_fires_on_the_same_situations(generated, tmp_path):
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
     tests = []
     for situation in SITUATIONS:
         if situation.prometheus is None:
@@ -281,7 +281,7 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
     assert {case["alertname"] for test in tests for case in test["alert_rule_test"]} == {"GpudashGpuDataMissing"}
 
     def alone(keep) -> list[dict]:  # the rule groups with only the data-missing rule `keep` picks
-        return [{**g, "rules": [r for r in g["rules"] if r["alert"] != "GpudashGpuDataMissing" or keep(r)]}
+        return [{**g, "rules": [r for r in g["rules"] if r.get("alert") != "GpudashGpuDataMissing" or keep(r)]}
                 for g in groups]
 
     def per_target(rule: dict) -> bool:
@@ -310,7 +310,7 @@ def _rules_apart(files, folder, name: str, tests: list[dict], evaluation_interva
                                     for j, case in enumerate(tests[alike[0]]["alert_rule_test"])]}
                for (interval, _), alike in judged_alike.items()]
     assert all(t["input_series"] for t in targets) and sorted(
-        per_target(r) for g in groups for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing") == [False, True]
+        per_target(r) for g in groups for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing") == [False, True]
     try:
         for part, keep, parts in (("cluster", lambda r: not per_target(r), cluster), ("target", per_target, targets)):
             (folder / part).mkdir()
@@ -384,7 +384,7 @@ def test_an_exporter_in_a_crash_loop_fires_a_rolling_restart_does_not(generated,
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
     reason = "an exporter target brought no GPU data most of the time"
     crashing = _target(THREE[2], "ex-3")
     crash_loop = _three_node_story(
@@ -501,7 +501,7 @@ def test_the_rule_reads_every_exporter_daemonset_by_its_labels(generated, tmp_pa
     _, files = generated
     (tmp_path / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
     cpu_node = [{"series": 'kube_node_info{job="kube-state-metrics",instance="10.0.2.9:8080",node="ip-10-0-9-9"}',
                  "values": _samples("1", "1")}]
     operator = [*_daemonset_series("gpu-operator", "nvidia-dcgm-exporter", kube_state.OPERATOR_LABELS, ("2", "2"),
@@ -601,7 +601,7 @@ def test_a_helm_release_named_in_the_settings_is_read_by_the_alarm_as_by_the_rul
                 expected = situation.cloudwatch and minute == END // 60
                 assert (alarm in fired) == expected, (cluster, situation.name, minute, fired)
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
     tests = [{"name": f"{release['daemonset']}: {situation.name}", "interval": "30s",
               "input_series": _series(situation, release, kube_state.HELM_LABELS),
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"],
@@ -764,7 +764,7 @@ def _data_missing_rule(files, folder) -> dict:
     """The generated rules written to folder/rules.yaml for promtool; the data-missing rule."""
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     return next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
 
 
 def _ksm_series(desired: str, available: str, length: int, updated: str | None = None) -> list[dict]:
@@ -1036,7 +1036,7 @@ def test_a_longer_window_is_the_same_on_both_forms_and_in_the_descriptions(tmp_p
             assert (node["Metrics"][0]["Period"], node["EvaluationPeriods"], node["Threshold"]) == (900, 1, 15.0)
             assert "more than 15 of its 30 scrapes over the last 15 minutes" in node["AlarmDescription"]
             (first, second) = [r for g in prometheus_rules(alarms, project.catalog, project.settings)["groups"]
-                               for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing"]
+                               for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing"]
             assert "[899999ms:5s]) > 15 and" in second["expr"] and "reason" in second["labels"]
             # the cluster's branches over each of the three periods, as CloudWatch's metric math: no `for`
             assert "for" not in first and "for" not in second

@@ -260,7 +260,7 @@ def _rule_minutes(files, folder, stories: dict[str, list[dict]],
 
     (folder / "rules.yaml").write_text(files["prometheus/rules.yaml"].decode())
     rule = next(r for g in _groups(files["prometheus/rules.yaml"].decode()) for r in g["rules"]
-                if r["alert"] == "GpudashGpuDataMissing")
+                if r.get("alert") == "GpudashGpuDataMissing")
     tests = [{"name": name, "interval": "30s", "input_series": series,
               "alert_rule_test": [{"eval_time": f"{m}m", "alertname": rule["alert"], "exp_alerts": []}
                                   for m in minutes]} for name, series in stories.items()]

@@ -67,18 +67,22 @@ def _cloudwatch(alarm, condition, pattern: tuple, length: int) -> str:
 
 
 def _as_generated(alarm, project) -> tuple[list[dict], str]:
-    """The alarm's rules as generated: the recording rules its alert reads (an M of N with M < N, or `missing` over
-    more than 2 periods: each period's statistic computed once) and the alert's expression."""
+    """The alarm's rules as generated: the recording rules its alert reads (a gauge's latest period, read back at
+    later evaluations; a counter's M of N with M < N, or `missing` over more than 2 periods: each period's statistic
+    computed once) and the alert's expression."""
     rules = [r for g in prometheus_rules((alarm,), project.catalog, project.settings)["groups"] for r in g["rules"]]
     return rules[:-1], rules[-1]["expr"]
 
 
 def _passes(tests: list[dict], tmp_path, recorded: list[dict], at: int) -> None:
-    """promtool runs the test groups, the recording rules `recorded` evaluated at 0 and at `at` (the test's one
-    instant); every one passes (a query over its sample limit fails, never passes empty)."""
+    """promtool runs the test groups, the recording rules `recorded` evaluated at every period's end up to `at` (the
+    test's one instant, a multiple of the period: a gauge rule's alert reads its earlier periods as the evaluations a
+    period, two periods ... before wrote them, render.alarms.recorded_from_earlier); every one passes (a query over
+    its sample limit fails, never passes empty)."""
+    assert at % PERIOD == 0
     (tmp_path / "rules.json").write_text(json.dumps({"groups": [{"name": "recorded", "rules": recorded}]
                                                      if recorded else []}))
-    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{at}s",
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{PERIOD}s",
                                                     "tests": tests}))
     result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
                             cwd=tmp_path)

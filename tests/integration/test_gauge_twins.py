@@ -376,7 +376,7 @@ def _build(tmp_path, settings: str):
 
 def _alert(folder, rule: str) -> str:
     groups = _groups((folder / "rules.yaml").read_text())
-    return next(r["alert"] for g in groups for r in g["rules"] if r["labels"]["gpudash_rule"] == rule)
+    return next(r["alert"] for g in groups for r in g["rules"] if "alert" in r and r["labels"]["gpudash_rule"] == rule)
 
 
 def _cloudwatch_request(files, rule: str, metric: str) -> dict:

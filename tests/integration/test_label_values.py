@@ -31,7 +31,7 @@ def test_a_backslash_in_a_cluster_label_is_matched_as_written(project_dir, tmp_p
     files = encode(build(load_project(project_dir(f"clusters:\n{clusters}"))))
     text = files["prometheus/rules.yaml"].decode()
     (tmp_path / "rules.yaml").write_text(text)
-    rule = next(r for g in _groups(text) for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
+    rule = next(r for g in _groups(text) for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
     healthy = next(s for s in SITUATIONS if s.name == "healthy")
     both = [s for value in CLUSTERS.values() for s in _of_cluster(_series(healthy), value)]
     # kube-state-metrics stops reporting the backslash cluster's DaemonSet at minute 20 (the other cluster's stays)

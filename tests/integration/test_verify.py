@@ -1727,7 +1727,7 @@ def test_every_exporter_daemonset_in_kube_state_metrics_is_counted(stack, kube_s
     project = load_project()
     (alarm,) = [a for a in project.alarms if a.absent]
     rules = yaml.safe_load(encode(build(project))["prometheus/rules.yaml"])
-    rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r["alert"] == "GpudashGpuDataMissing")
+    rule = next(r["expr"] for g in rules["groups"] for r in g["rules"] if r.get("alert") == "GpudashGpuDataMissing")
     cluster_wide, each = (data_missing.prometheus_expression(_alert_query(alarm, project.settings).metric,
                                                              project.settings, "5m", part=part)
                           for part in (data_missing.CLUSTER_WIDE, data_missing.EACH_DAEMONSET))

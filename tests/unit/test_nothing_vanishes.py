@@ -24,7 +24,7 @@ def _csv_without(folder, names):
 def _alarm_ids(build):
     cloudwatch = {entry["Request"]["AlarmName"] for entry in json.loads((build / "cloudwatch/alarms.json").read_text())["alarms"]}
     rules = yaml.safe_load((build / "prometheus/rules.yaml").read_text())
-    prometheus = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
+    prometheus = {rule["alert"] for group in rules["groups"] for rule in group["rules"] if "alert" in rule}
     return cloudwatch, prometheus
 
 
