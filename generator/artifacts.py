@@ -39,6 +39,9 @@ class CloudWatchDashboard:
     name: str
     region: str  # where PutDashboard writes it: its cluster's Region
     body: dict[str, Any]  # the DashboardBody, without the ownership stamp (added when it is encoded)
+    # What rendered the body (render.cloudwatch.ClusterBodies and the cluster): the clusters' bodies of one dashboard
+    # are written from one text (output.BodyStrings). None for a body read from a build.
+    made: tuple[Any, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ def grafana_dashboards(project: Project) -> list[GrafanaDashboard]:
 
 
 def cloudwatch_dashboards(project: Project) -> tuple[CloudWatchDashboard, ...]:
-    return tuple(CloudWatchDashboard(name, region, body) for name, region, body in
+    return tuple(CloudWatchDashboard(name, region, body, made) for name, region, body, made in
                  cloudwatch.dashboards(project.cloudwatch_definitions(), project.catalog, project.settings))
 
 

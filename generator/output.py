@@ -24,7 +24,7 @@ import stat
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -139,21 +139,23 @@ class BodyStrings:
     `stamped_cloudwatch_text`), by name and body: the same body in its file and the template is escaped once, and
     only the string is kept (the texts of 1,000 clusters' bodies are tens of MB).
 
-    The clusters' dashboards of one kind differ in their cluster's name and Region and in their stamp. The first
-    of a kind is escaped in pieces, split at those values and at its stamp; another of the kind whose canonical text
-    is those pieces joined with its own values is escaped by joining the pieces' escapes with its values' and its
-    stamp's. Both escapes (ensure_ascii's, then a JSON string's) go character by character, so the escape of a text
-    is its pieces' escapes, joined. Any other body is escaped whole; a body that is text already (a build read back)
-    is its stamped text."""
+    The clusters' bodies of one dashboard differ in their cluster's name and their stamp (render.cloudwatch renders
+    each from one ClusterBodies; `made`). For the clusters of one Region, the body is rendered once more with a
+    stand-in name, then again with another, and its text split at the stand-in
+    and the stamp: where both texts split into the same pieces, the name is written in no other way, and a cluster's
+    text is those pieces joined with its name (a plain token: its escapes are itself). Its stamp hashes those
+    pieces, and its string joins their escapes (both escapes, ensure_ascii's and a JSON string's, go character by
+    character, so the escape of a text is its pieces' escapes, joined). Any other body is escaped whole; a body that
+    is text already (a build read back) is its stamped text."""
 
     def __init__(self, artifacts: Artifacts):
         self.project = artifacts.project
         self.strings: dict[tuple[str, int], bytes] = {}
-        self.regions = {item.name: item.region for item in artifacts.cloudwatch_dashboards}
-        self.kinds = _cluster_kinds(list(self.regions), artifacts.dashboard_prefix, artifacts.clusters)
-        # kind -> (the pieces of the first's text, each gap's value: 0 cluster, 1 Region, 2 stamp; the pieces'
-        # escapes), or None where the first could not be split
-        self.references: dict[str, tuple[list[bytes], list[int], list[bytes]] | None] = {}
+        # name -> (the body rendered, what rendered it) of each body the renderer made
+        self.made = {item.name: (item.body, item.made) for item in artifacts.cloudwatch_dashboards
+                     if item.made is not None}
+        # (ClusterBodies, Region) -> the split text (`_split_at_name`), or None where it is not one
+        self.references: dict[tuple[Any, str], _SplitText | None] = {}
 
     def __call__(self, name: str, body: Any) -> bytes:
         key = (name, id(body))
@@ -162,75 +164,67 @@ class BodyStrings:
         return self.strings[key]
 
     def _string(self, name: str, body: Any) -> bytes:
-        from .ownership import cloudwatch_stamp, pending_cloudwatch_text, stamped_cloudwatch_text, stamped_pending_text
+        from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
             return json_string(body)
-        cluster, kind = self.kinds.get(name, (None, None))
-        region = self.regions.get(name, "")
-        pending = pending_cloudwatch_text(body) if cluster is not None and _PLAIN_VALUE.fullmatch(region) else None
-        if pending is None:
+        rendered, made = self.made.get(name, (None, None))
+        reference = None
+        if rendered is body and _PLAIN_VALUE.fullmatch(made[1].name):
+            bodies, cluster = made
+            key = (bodies, cluster.region)  # a body shows its cluster's name and Region, nothing else of it
+            if key not in self.references:
+                self.references[key] = _split_at_name(bodies, cluster)
+            reference = self.references[key]
+        if reference is None:
             return json_string(stamped_cloudwatch_text(body, name, self.project))
-        text, at, end = pending
-        values = [cluster.encode(), region.encode(), text[at:end]]
-        if kind not in self.references:
-            self.references[kind] = _split_at(text, values)
-        reference = self.references[kind]
-        if reference is not None:
-            pieces, gaps, escaped = reference
-            joined = [pieces[0]]
-            for gap, piece in zip(gaps, pieces[1:]):
-                joined += (values[gap], piece)
-            if b"".join(joined) == text:
-                stamp = cloudwatch_stamp(text, at, end, name, self.project)
-                # the values are plain ASCII tokens: their escapes are themselves
-                values[2] = json_string(ascii_json(stamp.decode()))[1:-1]
-                filled = [b'"', escaped[0]]
-                for gap, piece in zip(gaps, escaped[1:]):
-                    filled += (values[gap], piece)
-                filled.append(b'"')
-                return b"".join(filled)
-        return json_string(stamped_pending_text(text, at, end, name, self.project))
+        pieces, stamp_at, escaped = reference
+        value = made[1].name.encode()  # a plain token: its escapes are itself
+        around = [pieces[0]]
+        for index, piece in enumerate(pieces[1:], 1):
+            if index != stamp_at:
+                around.append(value)
+            around.append(piece)
+        stamp = json_string(ascii_json(cloudwatch_stamp_of(around, name, self.project).decode()))[1:-1]
+        filled = [b'"', escaped[0]]
+        for index, piece in enumerate(escaped[1:], 1):
+            filled += (stamp if index == stamp_at else value, piece)
+        filled.append(b'"')
+        return b"".join(filled)
 
 
-# A cluster name or Region that a body's canonical text and both escapes hold as itself
+# A cluster name that a body's canonical text and both escapes hold as itself
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9._-]+")
+# Two names that no definition holds, of other lengths, a body is rendered with in place of its cluster's
+_STAND_INS = ("gpudash-stand-in-for-a-cluster-name", "gpudash.other")
+# A body's canonical text split at its cluster's name and its stamp: the pieces between, the index of the piece after
+# the stamp (the pieces before and after it are joined by the name everywhere else), each piece's escape (as
+# `json_string(ascii_json(...))` writes it, without quotes)
+_SplitText = tuple[list[bytes], int, list[bytes]]
 
 
-def _cluster_kinds(names: list[str], prefix: str, clusters: tuple[str, ...]) -> dict[str, tuple[str, str]]:
-    """name -> (cluster, kind) of each CloudWatch dashboard name that reads as <prefix>-<cluster>-<kind> for exactly
-    one of the clusters, whose name is a plain token."""
-    from .names import cloudwatch_dashboard_name_start
+def _split_at_name(bodies: Any, cluster: Any) -> _SplitText | None:
+    """The text of the body `bodies` renders for the clusters of `cluster`'s Region, split at their name
+    and its stamp; None when the texts of the two stand-in names do not split alike (a name is not written as
+    itself), or one of them is found in the stamp or the stamp is not found once."""
+    from .ownership import pending_cloudwatch_text
 
-    known = {cluster for cluster in clusters if _PLAIN_VALUE.fullmatch(cluster)}
-    start = cloudwatch_dashboard_name_start(prefix)
-    kinds = {}
-    for name in names:
-        if not name.startswith(start):
-            continue
-        rest = name[len(start):]
-        found = [(rest[:at], rest[at + 1:]) for at, char in enumerate(rest) if char == "-" and rest[:at] in known]
-        if len(found) == 1:
-            kinds[name] = found[0]
-    return kinds
-
-
-def _split_at(text: bytes, values: list[bytes]) -> tuple[list[bytes], list[int], list[bytes]] | None:
-    """`text` split at each whole-word place of values[0] and values[1] and at values[2] (which it holds once): the
-    pieces between, which value each gap held, and each piece's escape (as `json_string(ascii_json(...))` writes it,
-    without quotes); None when values[0] is nowhere, or values[2] is not found once."""
-    word = rb"(?<![A-Za-z0-9_.])(?:%s)(?![A-Za-z0-9_.])"
-    plain = sorted({values[0], values[1]}, key=lambda value: (-len(value), value))
-    pattern = re.compile(re.escape(values[2]) + b"|" + word % b"|".join(map(re.escape, plain)))
-    pieces = pattern.split(text)
-    found = [match.group() for match in pattern.finditer(text)]
-    if len(pieces) != len(found) + 1:
+    splits = []
+    for stand_in in _STAND_INS:
+        pending = pending_cloudwatch_text(bodies.body(replace(cluster, name=stand_in)))
+        if pending is None:
+            return None
+        text, at, end = pending
+        value = stand_in.encode()
+        if value in text[at:end]:
+            return None
+        before, after = text[:at].split(value), text[end:].split(value)
+        splits.append((before, after))
+    if splits[0] != splits[1]:
         return None
-    gaps = [values.index(value) for value in found]
-    if gaps.count(2) != 1 or 0 not in gaps:
-        return None
-    escaped = [json_string(ascii_json(piece.decode()))[1:-1] for piece in pieces]
-    return pieces, gaps, escaped
+    before, after = splits[0]
+    pieces = before + after
+    return pieces, len(before), [json_string(ascii_json(piece.decode()))[1:-1] for piece in pieces]
 
 
 def template_bytes(template: dict[str, Any], body_string: Callable[[str, Any], bytes]) -> bytes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from typing import Any
+from typing import Any, Iterable
 
 from .markers import (ALARM_CLUSTERS_TAG, ALARM_HASH_TAG, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG,
                       CLAIM_DIGEST_LENGTHS,
@@ -289,9 +289,14 @@ def cloudwatch_stamp(text: bytes, at: int, end: int, name: str, project: str) ->
     """The canonical text of the stamp that takes the place of text[at:end] (`pending_cloudwatch_text`): the hash
     of the text around it, bound to the dashboard's name and project."""
     whole = memoryview(text)  # the text around the placeholder, hashed without copies of its own
+    return cloudwatch_stamp_of((whole[:at], whole[end:]), name, project)
+
+
+def cloudwatch_stamp_of(around: Iterable[bytes], name: str, project: str) -> bytes:
+    """`cloudwatch_stamp` of the text around the placeholder given as the pieces it is made of, in order."""
     digest = hashlib.sha256(_bound_to(name, project))
-    digest.update(whole[:at])
-    digest.update(whole[end:])
+    for piece in around:
+        digest.update(piece)
     return canonical_json(_stamp(digest.hexdigest()[:16]))[1:-1]
 
 

@@ -522,19 +522,34 @@ def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cl
     return _prepared(dashboard, catalog, settings).in_cluster(cluster, source)
 
 
+@dataclass(frozen=True, eq=False)
+class ClusterBodies:
+    """One CloudWatch dashboard as it is in every cluster: `body(cluster)` is its body in one, which shows the
+    cluster's name and Region and nothing else of it (the clusters alike in those have one body)."""
+
+    ready: _Body
+    source: str
+    publication: tuple[str, ...] | None  # the clusters a project's dashboard says published it; None: no project
+
+    def body(self, cluster: Cluster) -> dict[str, Any]:
+        body = self.ready.in_cluster(Cluster(cluster.name, cluster.region), self.source)
+        # A project's dashboard says which settings published it (one project may span several files).
+        return body if self.publication is None else with_publication(body, self.publication)
+
+
 def dashboards(dashboards: tuple[Dashboard, ...], catalog: Catalog,
-               settings: Settings) -> list[tuple[str, str, dict[str, Any]]]:
-    """(DashboardName, Region, body) for every cluster and CloudWatch dashboard, sorted by name."""
-    prepared = [(dashboard, _prepared(dashboard, catalog, settings), source_file(dashboard.defined_at))
+               settings: Settings) -> list[tuple[str, str, dict[str, Any], tuple[ClusterBodies, Cluster]]]:
+    """(DashboardName, Region, body, what made the body: its ClusterBodies and cluster) for every cluster and
+    CloudWatch dashboard, sorted by name."""
+    publication = tuple(cluster.name for cluster in settings.clusters) if settings.project else None
+    prepared = [(dashboard, ClusterBodies(_prepared(dashboard, catalog, settings), source_file(dashboard.defined_at),
+                                          publication))
                 for dashboard in dashboards]
     result = []
-    clusters = [cluster.name for cluster in settings.clusters]
     for cluster in settings.clusters:
-        for dashboard, ready, source in prepared:
+        for dashboard, bodies in prepared:
             name = cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, dashboard.id)
-            body = ready.in_cluster(cluster, source)
-            # A project's dashboard says which settings published it (one project may span several files).
-            result.append((name, cluster.region, with_publication(body, clusters) if settings.project else body))
+            result.append((name, cluster.region, bodies.body(cluster), (bodies, cluster)))
     return sorted(result, key=lambda item: item[0])
 
 

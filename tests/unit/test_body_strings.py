@@ -1,6 +1,6 @@
 """Each CloudWatch dashboard body is written as the JSON string of its stamped compact ASCII text, whether it is
-escaped whole or from the pieces of the first body of its kind (the clusters' dashboards of one kind differ in
-their cluster's name, Region and stamp)."""
+escaped whole or from the pieces of its dashboard's text split at a stand-in cluster name (the clusters' bodies of
+one dashboard differ in their cluster's name, Region and stamp)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,31 @@ def test_a_fleet_escapes_each_kind_once_and_every_body_as_the_standard_library_d
     strings = BodyStrings(artifacts)
     for item in artifacts.cloudwatch_dashboards:
         assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
-    # three kinds of dashboard, each split once at its first cluster's values, and every other body filled in
-    assert sorted(strings.references) == ["by-pod", "health", "overview"]
+    # three dashboards in two Regions, each text split once at its stand-in names, and every body filled in
+    assert len(strings.references) == 6
+    assert sorted({region for _, region in strings.references}) == ["eu-west-1", "us-east-1"]
     assert all(reference is not None for reference in strings.references.values())
+
+
+def test_a_stand_in_name_the_text_holds_elsewhere_escapes_each_body_whole(tmp_path, monkeypatch):
+    # "Generated" is a word of every header: the text rendered with it splits at more places than the other
+    # stand-in's, so no dashboard's text is split and every body is escaped whole, as the standard library does
+    import generator.output as output
+
+    monkeypatch.setattr(output, "_STAND_INS", ("Generated", "zz-stand-in"))
+    artifacts = _artifacts(tmp_path, [("c1", "us-east-1"), ("c2", "us-east-1")], project="team-a")
+    strings = BodyStrings(artifacts)
+    for item in artifacts.cloudwatch_dashboards:
+        assert strings(item.name, item.body) == _reference(item.body, item.name, "team-a")
+    assert len(strings.references) == 3 and all(reference is None for reference in strings.references.values())
+
+
+def test_a_body_that_is_not_the_one_rendered_is_escaped_whole(tmp_path):
+    # a body given for a dashboard's name that is not the object the renderer made for it (a changed copy) is
+    # escaped from itself, never filled in from its dashboard's text
+    artifacts = _artifacts(tmp_path, [("c1", "us-east-1"), ("c2", "us-east-1")])
+    strings = BodyStrings(artifacts)
+    item = artifacts.cloudwatch_dashboards[0]
+    changed = {**item.body, "start": "-PT3H"}
+    assert strings(item.name, changed) == _reference(changed, item.name, "")
+    assert strings(item.name, item.body) == _reference(item.body, item.name, "")
