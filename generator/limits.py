@@ -29,8 +29,9 @@ def checked_build(project, grafana: bool = True):
 def check_dashboards(project, artifacts) -> None:
     """Raise an input error when a CloudWatch dashboard of the set would show more metrics than CloudWatch
     draws (2,500): Metrics Insights' LIMIT of each per-pod or per-GPU chart adds up."""
+    bounds: dict[tuple[object, str], int] = {}
     totals = [(metrics_shown(d.body), d.name) for d in artifacts.cloudwatch_dashboards
-              if metrics_shown_at_most(d.body) > METRICS_PER_DASHBOARD]  # the exact count only where it may matter
+              if _at_most(d, bounds) > METRICS_PER_DASHBOARD]  # the exact count only where it may matter
     over = [(total, name) for total, name in totals if total > METRICS_PER_DASHBOARD]
     if not over:
         return
@@ -57,6 +58,22 @@ def check_dashboards(project, artifacts) -> None:
         "lower cloudwatch.top_pods and top_gpus"
     raise InputError(what, where=setting_place(settings, ["cloudwatch", key]),
                      hint=hint + ", or split the dashboard's charts over two dashboards")
+
+
+def _at_most(dashboard, bounds: dict[tuple[object, str], int]) -> int:
+    """`metrics_shown_at_most` of a dashboard's body, counted once for the bodies one dashboard has in the clusters of
+    a Region (`made`: they differ in their cluster's name only) and kept in `bounds`. A plain name is only the text
+    of a string literal in their queries, with no space or quote: the GROUP BY and LIMIT clauses the bound reads
+    are the same in each."""
+    from .render.cloudwatch import PLAIN_NAME
+
+    made = dashboard.made
+    if made is None or not PLAIN_NAME.fullmatch(made[1].name):
+        return metrics_shown_at_most(dashboard.body)
+    key = (made[0], made[1].region)
+    if key not in bounds:
+        bounds[key] = metrics_shown_at_most(dashboard.body)
+    return bounds[key]
 
 
 def _total_with(project, name: str, **limits: int) -> int:

@@ -165,12 +165,13 @@ class BodyStrings:
 
     def _string(self, name: str, body: Any) -> bytes:
         from .ownership import cloudwatch_stamp_of, stamped_cloudwatch_text
+        from .render.cloudwatch import PLAIN_NAME
 
         if isinstance(body, str):  # a build read back holds each body as its stamped text
             return json_string(body)
         rendered, made = self.made.get(name, (None, None))
         reference = None
-        if rendered is body and _PLAIN_VALUE.fullmatch(made[1].name):
+        if rendered is body and PLAIN_NAME.fullmatch(made[1].name):
             bodies, cluster = made
             key = (bodies, cluster.region)  # a body shows its cluster's name and Region, nothing else of it
             if key not in self.references:
@@ -193,8 +194,6 @@ class BodyStrings:
         return b"".join(filled)
 
 
-# A cluster name that a body's canonical text and both escapes hold as itself
-_PLAIN_VALUE = re.compile(r"[A-Za-z0-9._-]+")
 # Two names that no definition holds, of other lengths, a body is rendered with in place of its cluster's
 _STAND_INS = ("gpudash-stand-in-for-a-cluster-name", "gpudash.other")
 # A body's canonical text split at its cluster's name and its stamp: the pieces between, the index of the piece after

@@ -522,6 +522,11 @@ def body(dashboard: Dashboard, catalog: Catalog, settings: Settings, cluster: Cl
     return _prepared(dashboard, catalog, settings).in_cluster(cluster, source)
 
 
+# A cluster name that a body's canonical text, both its escapes and a Metrics Insights string literal hold as itself
+# (settings allow no other: 1 to 100 letters, digits, '_' or '-')
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
 @dataclass(frozen=True, eq=False)
 class ClusterBodies:
     """One CloudWatch dashboard as it is in every cluster: `body(cluster)` is its body in one, which shows the

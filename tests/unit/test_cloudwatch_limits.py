@@ -139,3 +139,24 @@ def test_the_bound_is_the_count_on_the_dashboards_gpudash_renders():
     assert artifacts.cloudwatch_dashboards
     for dashboard in artifacts.cloudwatch_dashboards:
         assert metrics_shown_at_most(dashboard.body) == metrics_shown(dashboard.body) > 1, dashboard.name
+
+
+def test_clusters_of_a_region_named_like_query_clauses_have_the_bound_of_their_dashboard(tmp_path):
+    """generate counts the bound once per dashboard and Region (the clusters' bodies differ in their cluster's name,
+    which their queries hold as a string literal's text): on clusters named like the clauses the bound reads, each
+    body's own bound and count are that one."""
+    from generator.artifacts import build
+    from generator.dashboard_limit import metrics_shown, metrics_shown_at_most
+    from generator.limits import _at_most
+    from generator.project import load_project
+
+    names = ["c0", "GROUP", "BY", "group-by", "LIMIT", "LIMIT-5", "limit_500", "SELECT", "x-GROUP-BY-LIMIT-9"]
+    (tmp_path / "gpudash.yaml").write_text("clusters:\n" + "".join(
+        f"  - {{name: {name}, region: {('us-east-1', 'eu-west-1')[index % 2]}}}\n" for index, name in enumerate(names)))
+    artifacts = build(load_project(tmp_path / "gpudash.yaml"))
+    assert len(artifacts.cloudwatch_dashboards) == 3 * len(names)
+    bounds: dict = {}
+    for dashboard in artifacts.cloudwatch_dashboards:
+        assert _at_most(dashboard, bounds) == metrics_shown_at_most(dashboard.body) == metrics_shown(dashboard.body), \
+            dashboard.name
+    assert len(bounds) == 6  # three dashboards in two Regions
