@@ -14,12 +14,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
 from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _scraping, _shown,
                                                     _wrong, overlap)
+from tests.support.projects import bundled_panel, bundled_panels
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
@@ -70,37 +70,37 @@ NODE_VIEW = pytest.mark.xfail(reason="the old exporter's copy has no node spelli
 
 @TIE_LEGEND
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
-def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title, tmp_path):
+def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title):
     legends = {}
     for call in range(8):
-        for at, values in _fresh_steps(tied, _shown(tied, title, tmp_path)):
+        for at, values in _fresh_steps(tied, _shown(tied, title)):
             legends.setdefault(tuple(sorted(values)), []).append((call, at))
     assert set(legends) == {("n3 GPU 0",)}, f"{title}: legends shown (true: n3 GPU 0 only): " + \
         str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
 
 
 @OLD_NAME
-def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied, tmp_path):
-    shown = dict(_fresh_steps(tied, _shown(tied, "GPU utilization", tmp_path)))
+def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
+    shown = dict(_fresh_steps(tied, _shown(tied, "GPU utilization")))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
     assert len(shown) >= 4
     assert not wrong, f"steps: shown (true: one line 'n3 GPU 0') {wrong}"
 
 
-def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied, tmp_path):
+def test_a_pods_utilization_is_its_gpus_at_every_step_and_call(tied):
     wrong = {}
     for call in range(4):
-        per_pod = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod", tmp_path)))
-        per_gpu = _shown(tied, "GPU utilization", tmp_path)
+        per_pod = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod")))
+        per_gpu = _shown(tied, "GPU utilization")
         wrong.update({(call, at): (values, per_gpu.get(at)) for at, values in per_pod.items()
                       if sorted(values.values()) != sorted((per_gpu.get(at) or {}).values())})
     assert not wrong, f"(call, step): (per pod, per GPU) {wrong}"
 
 
 @NODE_VIEW
-def test_the_node_view_reads_the_same_copy_as_all_nodes(tied, tmp_path):
-    every = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod", tmp_path)))
-    one = _shown(tied, "GPU utilization by pod", tmp_path, {"node": "n3"})
+def test_the_node_view_reads_the_same_copy_as_all_nodes(tied):
+    every = dict(_fresh_steps(tied, _shown(tied, "GPU utilization by pod")))
+    one = _shown(tied, "GPU utilization by pod", {"node": "n3"})
     wrong = {at: (values, one.get(at)) for at, values in every.items() if values != one.get(at)}
     assert not wrong, f"steps: (All nodes, node=n3) {wrong}"
 
@@ -134,11 +134,11 @@ def mig(tmp_path_factory):
         yield scene
 
 
-def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig, tmp_path):
+def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig):
     wrong = {}
     for call in range(8):
-        per_pod = dict(_fresh_steps(mig, _shown(mig, "Framebuffer used by pod", tmp_path)))
-        per_gpu = _shown(mig, "Framebuffer memory used", tmp_path)
+        per_pod = dict(_fresh_steps(mig, _shown(mig, "Framebuffer used by pod")))
+        per_gpu = _shown(mig, "Framebuffer memory used")
         for at, values in per_pod.items():
             pair = (values.get("Pod ml/a"), values.get("Pod ml/b"))
             gpu = list((per_gpu.get(at) or {}).values())
@@ -149,29 +149,21 @@ def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_ev
 
 
 def _titles() -> list[str]:
-    import pathlib
-    import tempfile
-
-    from generator.artifacts import grafana_dashboards
-    from generator.project import load_project
-    where = pathlib.Path(tempfile.mkdtemp())
-    (where / "gpudash.yaml").write_text("")
-    panels = [p for d in grafana_dashboards(load_project(where / "gpudash.yaml")) for p in d.model["panels"]]
-    exprs = {p["title"]: p["targets"][0].get("expr", "") for p in panels if p.get("targets")}
+    exprs = {title: p["targets"][0].get("expr", "") for title, p in bundled_panels().items() if p.get("targets")}
     return sorted(t for t, e in exprs.items() if e and "$__" not in e and "${__" not in e)  # macros: not substituted
 
 
 @pytest.mark.parametrize("title", _titles())
-def test_every_panel_answers_the_same_values_at_every_call(tied, title, tmp_path):
-    answers = [{at: sorted(v.values()) for at, v in _shown(tied, title, tmp_path).items()} for _ in range(4)]
+def test_every_panel_answers_the_same_values_at_every_call(tied, title):
+    answers = [{at: sorted(v.values()) for at, v in _shown(tied, title).items()} for _ in range(4)]
     differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
 
 
 @pytest.mark.parametrize("title", sorted(PER_POD))
-def test_time_sliced_pods_each_show_with_their_node_selected(overlap, title, tmp_path):
+def test_time_sliced_pods_each_show_with_their_node_selected(overlap, title):
     # test_pod_copy_review's maxSurge scene (old exporter: its pod's name in Hostname, no node label) with node=n3
-    wrong = _wrong(_shown(overlap, title, tmp_path, {"node": "n3"}), PER_POD[title])
+    wrong = _wrong(_shown(overlap, title, {"node": "n3"}), PER_POD[title])
     assert not wrong, f"{title} (node n3): steps: shown (true {PER_POD[title]}) {wrong}"
 
 
@@ -180,11 +172,11 @@ VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 
 @pytest.mark.parametrize("per_pod, per_gpu", [("GPU utilization by pod", "GPU utilization"),
                                               ("Power draw of each pod's GPUs", "Power draw")])
-def test_with_virtual_gpus_a_pods_reading_is_its_gpus_at_every_step_and_call(tied, per_pod, per_gpu, tmp_path):
+def test_with_virtual_gpus_a_pods_reading_is_its_gpus_at_every_step_and_call(tied, per_pod, per_gpu):
     wrong = {}
     for call in range(4):
-        pods = dict(_fresh_steps(tied, _shown(tied, per_pod, tmp_path, settings=VIRTUAL)))
-        gpus = _shown(tied, per_gpu, tmp_path, settings=VIRTUAL)
+        pods = dict(_fresh_steps(tied, _shown(tied, per_pod, settings=VIRTUAL)))
+        gpus = _shown(tied, per_gpu, settings=VIRTUAL)
         wrong.update({(call, at): (values, gpus.get(at)) for at, values in pods.items()
                       if sorted(values.values()) != sorted((gpus.get(at) or {}).values())})
     assert not wrong, f"(call, step): (per pod, per GPU) {wrong}"
@@ -208,12 +200,12 @@ def mig_blank(tmp_path_factory, request):
         yield scene
 
 
-def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_reading(mig_blank, tmp_path):
+def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_reading(mig_blank):
     # the new exporter reads both instances (12,000 and 8,000 MiB); the old reads more on one (25,000) and DCGM's
     # blank on the other: a copy reading the blank for a pod's instance is not that pod's reading, nor the GPU's
     # (renamed: the old exporter names the node by its own pod's name; one-spelling: both name it n3)
-    per_pod = dict(_fresh_steps(mig_blank, _shown(mig_blank, "Framebuffer used by pod", tmp_path)))
-    per_gpu = _shown(mig_blank, "Framebuffer memory used", tmp_path)
+    per_pod = dict(_fresh_steps(mig_blank, _shown(mig_blank, "Framebuffer used by pod")))
+    per_gpu = _shown(mig_blank, "Framebuffer memory used")
     wrong = {at: (values, per_gpu.get(at)) for at, values in per_pod.items()
              if values != {"Pod ml/a": 12000.0, "Pod ml/b": 8000.0}
              or list((per_gpu.get(at) or {}).values()) != [20000.0]}
@@ -224,10 +216,10 @@ def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_read
 @pytest.mark.parametrize("title, truth", [
     ("Framebuffer used share by pod", {"Pod ml/a": round(12000 / 42000, 4), "Pod ml/b": round(8000 / 38000, 4)}),
     ("Framebuffer in use", {"DCGM_FI_DEV_FB_USED": 0.25})])
-def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(mig_blank, title, truth, tmp_path):
+def test_a_mig_gpus_share_whose_instance_one_exporter_reads_blank_is_the_others(mig_blank, title, truth):
     # the share's used and total both the new exporter's: 20,000 of 80,000 MiB, ml/a 12,000 of 42,000, ml/b 8,000 of
     # 38,000
-    shown = dict(_fresh_steps(mig_blank, _shown(mig_blank, title, tmp_path)))
+    shown = dict(_fresh_steps(mig_blank, _shown(mig_blank, title)))
     wrong = {at: values for at, values in shown.items() if values != truth}
     assert len(shown) >= 4
     assert not wrong, f"{title}: steps: shown (true {truth}) {wrong}"
@@ -259,11 +251,9 @@ def upgrade(tmp_path_factory):
 
 @pytest.mark.xfail(reason="each copy's rate covers part of the window: max per GPU halves it for a window",
                    strict=False)
-def test_a_gpus_energy_rate_across_a_renaming_upgrade_is_neither_lost_nor_spiked(upgrade, tmp_path):
+def test_a_gpus_energy_rate_across_a_renaming_upgrade_is_neither_lost_nor_spiked(upgrade):
     prometheus, start, end, _ = upgrade
-    (tmp_path / "gpudash.yaml").write_text("")
-    target = next(p for d in grafana_dashboards(load_project(tmp_path / "gpudash.yaml")) for p in d.model["panels"]
-                  if p.get("title") == "DEV_TOTAL_ENERGY_CONSUMPTION")["targets"][0]
+    target = bundled_panel("DEV_TOTAL_ENERGY_CONSUMPTION")["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1).replace("$__rate_interval", "4s"),
                        variables({}, ("namespace", "pod", "node", "gpu")))
     first = math.floor(start) + 5.5

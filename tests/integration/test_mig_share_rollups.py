@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 from generator.model import Dashboard, Panel, Query, Row
 from generator.panels import fleet_stat
 from generator.preview.interpolate import interpolate, variables

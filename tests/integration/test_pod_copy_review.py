@@ -20,11 +20,10 @@ import math
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from generator.project import load_project
 from tests.integration.test_pod_lookback_restart import _Counted, _scraping
+from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
@@ -69,12 +68,9 @@ def overlap(tmp_path_factory):
             yield prometheus, min(stored), max(stored), util
 
 
-def _shown(overlap, title: str, tmp_path, selected: dict | None = None,
-           settings: str = "") -> dict[float, dict[str, float]]:
+def _shown(overlap, title: str, selected: dict | None = None, settings: str = "") -> dict[float, dict[str, float]]:
     prometheus, start, end, _ = overlap
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    target = next(p for d in grafana_dashboards(load_project(tmp_path / "gpudash.yaml")) for p in d.model["panels"]
-                  if p.get("title") == title)["targets"][0]
+    target = bundled_panel(title, settings)["targets"][0]
     expr = interpolate(scraped_every(target["expr"], 30, 1),
                        variables(selected or {}, ("namespace", "pod", "node", "gpu")))
     first = math.floor(start) + 4.5
@@ -101,21 +97,20 @@ PER_POD = {  # ml/z's utilization: test_a_gpu_whose_fresh_copies_are_all_blank..
 
 @pytest.mark.parametrize("title", [pytest.param(t, marks=TIES) if t == "Framebuffer used share by pod" else t
                                    for t in sorted(PER_POD)])
-def test_time_sliced_pods_each_show_and_the_idle_gpu_does_not_while_two_exporters_read_the_node(overlap, title,
-                                                                                                tmp_path):
-    wrong = _wrong(_shown(overlap, title, tmp_path), PER_POD[title])
+def test_time_sliced_pods_each_show_and_the_idle_gpu_does_not_while_two_exporters_read_the_node(overlap, title):
+    wrong = _wrong(_shown(overlap, title), PER_POD[title])
     assert not wrong, f"{title}: steps: shown (true {PER_POD[title]}) {wrong}"
 
 
-def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap, tmp_path):
-    shown = _shown(overlap, "GPU utilization by pod", tmp_path, {"namespace": "team-d"})
+def test_a_namespace_view_shows_its_time_sliced_pods_once_each(overlap):
+    shown = _shown(overlap, "GPU utilization by pod", {"namespace": "team-d"})
     wrong = _wrong(shown, {p: {40.0, 44.0} for p in SLICED})
     assert not wrong, f"steps: shown (true: ts-0 and ts-1 each 40 or 44 %) {wrong}"
 
 
-def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_shows_a_real_one(overlap, tmp_path):
+def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_shows_a_real_one(overlap):
     _, _, _, util = overlap
-    shown = _shown(overlap, "GPU utilization by pod", tmp_path)
+    shown = _shown(overlap, "GPU utilization by pod")
     wrong = {}
     for at, values in shown.items():
         latest = [max((s for s in samples if s[0] <= at), default=None) for samples in util.values()]
@@ -134,8 +129,8 @@ def test_a_gpu_whose_fresh_copies_are_all_blank_shows_no_utilization_and_before_
     assert not wrong, f"steps: (case, ml/z shown) {wrong}"
 
 
-def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
-    shown = _shown(overlap, "Power draw", tmp_path)
+def test_each_gpu_is_one_line_including_the_idle_one(overlap):
+    shown = _shown(overlap, "Power draw")
     allowed = {0: {100.0, 104.0}, 1: {60.0, 64.0}, 2: {200.0, 204.0}}
     wrong = {at: values for at, values in shown.items()
              if sorted(int(k.rsplit(" ", 1)[1]) for k in values) != [0, 1, 2]
@@ -143,19 +138,19 @@ def test_each_gpu_is_one_line_including_the_idle_one(overlap, tmp_path):
     assert not wrong, f"steps: shown (true: one line per GPU 0, 1, 2: {allowed}) {wrong}"
 
 
-def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap, tmp_path):
+def test_the_fleets_power_and_gpu_count_count_each_gpu_once(overlap):
     totals = {a + b + c for a in (100, 104) for b in (60, 64) for c in (200, 204)}
-    wrong = _wrong(_shown(overlap, "Total power draw", tmp_path), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
+    wrong = _wrong(_shown(overlap, "Total power draw"), {"DCGM_FI_DEV_POWER_USAGE": set(map(float, totals))})
     assert not wrong, f"Total power draw: steps: shown (true one of {sorted(totals)}) {wrong}"
-    wrong = _wrong(_shown(overlap, "GPUs reporting", tmp_path), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
+    wrong = _wrong(_shown(overlap, "GPUs reporting"), {"DCGM_FI_DEV_GPU_TEMP": {3.0}})
     assert not wrong, f"GPUs reporting: steps: shown (true 3) {wrong}"
 
 
 @pytest.mark.parametrize("title", [pytest.param("Framebuffer used share by pod", marks=TIES), "GPU utilization by pod"])
-def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, title, tmp_path):
+def test_a_panel_answers_the_same_at_every_call_over_the_same_data(overlap, title):
     # Grafana sends a range query; Prometheus evaluates one of more than one step through a map (its order changes from
     # call to call): a choice among copies that tie must not depend on it
-    answers = [_shown(overlap, title, tmp_path) for _ in range(6)]
+    answers = [_shown(overlap, title) for _ in range(6)]
     differ = [k for k, answer in enumerate(answers) if answer != answers[0]]
     assert not differ, f"{title}: calls {differ} differ from call 0: {[answers[0], *(answers[k] for k in differ)]}"
 
@@ -197,15 +192,14 @@ def _freshest(samples: dict[str, list[float]], at: float) -> bool | None:
     ("Power draw of each pod's GPUs", "Pod ml/p", 100.0, 200.0),
     ("Power draw", None, 100.0, 200.0),
 ])
-def test_of_two_fresh_copies_the_higher_reading_is_shown_per_pod_and_per_gpu(apart, title, legend, old, new,
-                                                                              tmp_path):
+def test_of_two_fresh_copies_the_higher_reading_is_shown_per_pod_and_per_gpu(apart, title, legend, old, new):
     # the rule (README, promql.chosen_copy): of the copies read within the last scrape interval, the one reading the
     # most (a share's used: the new exporter's 60,000 of 80,000 MiB), whichever was sampled last; the freshest would
     # need timestamp() at several times the selector's CPU
     samples = apart[3]
     wrong = {}
     judged = 0
-    for at, values in _shown(apart, title, tmp_path).items():
+    for at, values in _shown(apart, title).items():
         latest = [max((t for t in times if t <= at), default=-math.inf) for times in samples.values()]
         if at - min(latest) > 1:
             continue  # a copy not fresh at this step: not judged here
@@ -217,29 +211,29 @@ def test_of_two_fresh_copies_the_higher_reading_is_shown_per_pod_and_per_gpu(apa
     assert not wrong, f"{title}: steps: (shown, the higher copy's) {wrong}"
 
 
-def test_a_pods_power_is_its_gpus_power_at_every_step(apart, tmp_path):
-    per_pod = _shown(apart, "Power draw of each pod's GPUs", tmp_path)
-    per_gpu = _shown(apart, "Power draw", tmp_path)
+def test_a_pods_power_is_its_gpus_power_at_every_step(apart):
+    per_pod = _shown(apart, "Power draw of each pod's GPUs")
+    per_gpu = _shown(apart, "Power draw")
     wrong = {at: (per_pod[at], per_gpu[at]) for at in per_pod
              if sorted(per_pod[at].values()) != sorted(per_gpu[at].values())}
     assert not wrong, f"steps: (per pod, per GPU) {wrong}"
 
 
-def test_the_fleets_framebuffer_in_use_is_one_copys_share_the_same_as_by_pod_at_every_call(apart, tmp_path):
+def test_the_fleets_framebuffer_in_use_is_one_copys_share_the_same_as_by_pod_at_every_call(apart):
     # two exporters' copies of one GPU always read the same used + free (the GPU's memory): a choice by that total
     # tied, and "Framebuffer in use" read 0.5, 0.75, 0.75, 0.5 over the same data where the pod's share read 0.75
-    answers = [_shown(apart, "Framebuffer in use", tmp_path) for _ in range(4)]
-    by_pod = _shown(apart, "Framebuffer used share by pod", tmp_path)
+    answers = [_shown(apart, "Framebuffer in use") for _ in range(4)]
+    by_pod = _shown(apart, "Framebuffer used share by pod")
     wrong = {at: (values, by_pod.get(at)) for answer in answers for at, values in answer.items()
              if list(values.values()) != [(by_pod.get(at) or {}).get("Pod ml/p")]}
     assert not wrong, f"steps: (Framebuffer in use, share by pod) {wrong}"
 
 
-def test_the_fleets_framebuffer_in_use_over_copies_reading_alike_is_every_gpus_at_every_call(overlap, tmp_path):
+def test_the_fleets_framebuffer_in_use_over_copies_reading_alike_is_every_gpus_at_every_call(overlap):
     # both exporters read each GPU's used and free alike, their node spellings differ (Hostname=<old exporter's pod>,
     # hostname="n3"): the copy is chosen by its used, ties by the node spelling's place, once for used and total, so
     # the mean of the three GPUs' shares (0.125, 0.0125, 0.5) is there at every step of every call
-    answers = [_shown(overlap, "Framebuffer in use", tmp_path) for _ in range(6)]
+    answers = [_shown(overlap, "Framebuffer in use") for _ in range(6)]
     wrong = {(call, at): values for call, answer in enumerate(answers) for at, values in answer.items()
              if values != {"DCGM_FI_DEV_FB_USED": 0.2125}}
     assert not wrong, f"(call, step): shown (true 0.2125) {wrong}"

@@ -18,8 +18,6 @@ at every 30 s step:
 
 from __future__ import annotations
 
-import pytest
-
 from generator import promql
 from generator.model import Query
 from generator.preview.interpolate import interpolate, variables

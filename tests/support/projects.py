@@ -1,13 +1,16 @@
-"""Projects the test modules load: the bundled one, one whose counters CSV is the bundled CSV with lines added, or one
-a module writes into a folder of its own."""
+"""Projects the test modules load (the bundled one, one whose counters CSV is the bundled CSV with lines added, or one
+a module writes into a folder of its own), and the bundled panels as settings render them."""
 
 from __future__ import annotations
 
+import copy
+import tempfile
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
+from generator.artifacts import grafana_dashboards
 from generator.project import load_project
 from generator.resources import default_counters
 
@@ -31,3 +34,32 @@ def project_fixture(added_counters: str | None = None, write: Callable[[Path], P
             return load_project(None, counters_with(tmp_path_factory.mktemp("counters"), added_counters))
         return load_project()
     return project
+
+
+_PANELS: dict[str, dict[str, dict]] = {}  # settings text -> {panel title: panel} of the bundled dashboards
+
+
+def _rendered(settings: str) -> dict[str, dict]:
+    """The bundled dashboards' panels by title (the first of a title) as settings of the text `settings` (naming no
+    file of their own) render them: rendered once per settings text in a test process. A render of every dashboard
+    was most of the CPU of a test reading one panel's answers call after call; it gives the same panels every time."""
+    if settings not in _PANELS:
+        with tempfile.TemporaryDirectory() as scratch:
+            (Path(scratch) / "gpudash.yaml").write_text(settings)
+            panels: dict[str, dict] = {}
+            for dashboard in grafana_dashboards(load_project(Path(scratch) / "gpudash.yaml")):
+                for panel in dashboard.model["panels"]:
+                    panels.setdefault(panel.get("title"), panel)
+        _PANELS[settings] = panels
+    return _PANELS[settings]
+
+
+def bundled_panels(settings: str = "") -> dict[str, dict]:
+    """Every bundled panel by title as `settings` render them (_rendered); a copy: what a test does to it is not seen
+    by the next."""
+    return copy.deepcopy(_rendered(settings))
+
+
+def bundled_panel(title: str, settings: str = "") -> dict:
+    """The bundled panel `title` as `settings` render it (_rendered); a copy."""
+    return copy.deepcopy(_rendered(settings)[title])
