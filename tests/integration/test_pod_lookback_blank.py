@@ -41,9 +41,9 @@ def taken_blank(tmp_path_factory):
             yield prometheus, samples
 
 
-def test_a_pod_whose_gpu_reads_blank_shows_no_older_copys_reading(taken_blank, tmp_path):
+def test_a_pod_whose_gpu_reads_blank_shows_no_older_copys_reading(taken_blank):
     prometheus, samples = taken_blank
-    target, expr = _panel(tmp_path, "", "GPU utilization by pod")
+    target, expr = _panel("", "GPU utilization by pod")
     first_b = min(at for at, pod, _ in samples if pod == "b")
     end = samples[-1][0]
     wrong = {}

@@ -62,9 +62,9 @@ def renamed(tmp_path_factory):
             yield prometheus, min(stored), max(stored)
 
 
-def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(renamed, tmp_path):
+def test_a_pods_energy_rate_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(renamed):
     prometheus, start, end = renamed
-    target, expr = _panel(tmp_path, "", "Energy use rate of each pod's GPUs")
+    target, expr = _panel("", "Energy use rate of each pod's GPUs")
     expr = expr.replace("$__rate_interval", "4s")
     first = math.floor(start) + 6.5
     shown = {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 1)
@@ -88,11 +88,11 @@ def _shown(prometheus, legend_format: str, expr: str, start: float, end: float) 
     return shown
 
 
-def test_the_per_gpu_energy_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed, tmp_path):
+def test_the_per_gpu_energy_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed):
     """Before: `n6 GPU 0` and `nvidia-dcgm-exporter-x7k2p GPU 0` each ~200,000 mW for one GPU drawing 200 W (the
     counter's copies merged per node spelling)."""
     prometheus, start, end = renamed
-    target, expr = _panel(tmp_path, "", "DEV_TOTAL_ENERGY_CONSUMPTION")
+    target, expr = _panel("", "DEV_TOTAL_ENERGY_CONSUMPTION")
     shown = _shown(prometheus, target["legendFormat"], expr.replace("$__rate_interval", "4s"), start, end)
     n6 = {at: lines for at, lines in shown.items()
           if set(lines) - {"n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0"} != {"n6 GPU 0"}
@@ -104,7 +104,7 @@ def test_the_per_gpu_energy_panel_draws_a_renamed_gpu_once_named_by_its_node(ren
     assert not n7, f"seconds: n7's GPU not one line: {n7}"
 
 
-def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed, tmp_path):
+def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed):
     """The fleet's energy use rate (a sum over GPUs of a counter's rate): n6's GPU (200 W) and n7's (100 W), 300,000
     mW. Before: ~500,000 while both of n6's exporters ran."""
     prometheus, start, end = renamed
@@ -124,10 +124,10 @@ def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed, tmp_path
 @pytest.mark.xfail(reason="a gauge per GPU (_Merge.one_copy) names the GPU by the copy topk keeps, which two copies "
                           "reading alike tie on: `nvidia-dcgm-exporter-x7k2p GPU 0` seen at every step (one line, 79)",
                    strict=False)
-def test_the_last_xid_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed, tmp_path):
+def test_the_last_xid_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed):
     """The XID panel (a gauge: the last code) across the same upgrade: n6's GPU one line, `n6 GPU 0` 79."""
     prometheus, start, end = renamed
-    target, expr = _panel(tmp_path, "", "Last XID error code")
+    target, expr = _panel("", "Last XID error code")
     shown = _shown(prometheus, target["legendFormat"], expr, start, end)
     wrong = {at: lines for at, lines in shown.items()
              if set(lines) - {"n7 GPU 0", "nvidia-dcgm-exporter-a1b2c GPU 0"} != {"n6 GPU 0"}

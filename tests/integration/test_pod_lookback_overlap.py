@@ -61,9 +61,9 @@ def overlap(tmp_path_factory):
             yield prometheus, min(stored), max(stored)
 
 
-def _shown(overlap, title: str, tmp_path, settings: str = "") -> dict[float, dict[str, float]]:
+def _shown(overlap, title: str, settings: str = "") -> dict[float, dict[str, float]]:
     prometheus, start, end = overlap
-    target, expr = _panel(tmp_path, settings, title)
+    target, expr = _panel(settings, title)
     first = math.floor(start) + 4.5
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                    for s in result}
@@ -87,19 +87,19 @@ PER_POD = {
 # ml/r (its node renamed by the upgrade, both copies reading alike) had no share at any step in some runs: the used
 # and the total took their copies apart where the copies tie (Prometheus orders series anew at each range query)
 @pytest.mark.parametrize("title", sorted(PER_POD))
-def test_each_pod_reads_its_gpu_once_while_old_and_new_exporters_both_run(overlap, title, tmp_path):
-    wrong = _wrong(_shown(overlap, title, tmp_path), PER_POD[title])
+def test_each_pod_reads_its_gpu_once_while_old_and_new_exporters_both_run(overlap, title):
+    wrong = _wrong(_shown(overlap, title), PER_POD[title])
     assert not wrong, f"{title}: seconds: shown (true {PER_POD[title]}) {wrong}"
 
 
-def test_the_fleets_power_counts_a_gpu_once_while_its_renaming_exporters_both_run(overlap, tmp_path):
+def test_the_fleets_power_counts_a_gpu_once_while_its_renaming_exporters_both_run(overlap):
     # 150 + 50 + 250 and n6's GPU once: 300 (old exporter's reading) or 100 (new)
-    wrong = _wrong(_shown(overlap, "Total power draw", tmp_path), {"DCGM_FI_DEV_POWER_USAGE": {750.0, 550.0}})
+    wrong = _wrong(_shown(overlap, "Total power draw"), {"DCGM_FI_DEV_POWER_USAGE": {750.0, 550.0}})
     assert not wrong, f"seconds: shown (true 750 or 550 W) {wrong}"
 
 
-def test_each_gpu_is_one_line_while_its_renaming_exporters_both_run(overlap, tmp_path):
-    shown = _shown(overlap, "Power draw", tmp_path)
+def test_each_gpu_is_one_line_while_its_renaming_exporters_both_run(overlap):
+    shown = _shown(overlap, "Power draw")
     n1 = {"n1 GPU 0": 150.0, "n1 GPU 1": 50.0, "n1 GPU 2": 250.0}
     wrong = {at: values for at, values in shown.items()
              if {k: v for k, v in values.items() if k.startswith("n1 ")} != n1

@@ -23,10 +23,9 @@ from contextlib import ExitStack, contextmanager
 
 import pytest
 
-from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from generator.project import load_project
+from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import Prometheus, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
@@ -34,12 +33,9 @@ BEFORE, AFTER = 12000.0, 2000.0
 TITLE = "Framebuffer used by pod"
 
 
-def _panel(tmp_path, settings: str, title: str) -> tuple[dict, str]:
+def _panel(settings: str, title: str) -> tuple[dict, str]:
     """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every second."""
-    (tmp_path / "gpudash.yaml").write_text(settings)
-    project = load_project(tmp_path / "gpudash.yaml")
-    target = next(p for d in grafana_dashboards(project) for p in d.model["panels"]
-                  if p.get("title") == title)["targets"][0]
+    target = bundled_panel(title, settings)["targets"][0]
     return target, interpolate(scraped_every(target["expr"], 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
 
 def _every_second(targets: list[str]) -> dict:
@@ -103,9 +99,9 @@ def _replaced(tmp_path_factory):
             yield prometheus, samples
 
 
-def test_a_pods_own_share_after_its_exporter_is_replaced_is_its_latest_reading(scraped, tmp_path):
+def test_a_pods_own_share_after_its_exporter_is_replaced_is_its_latest_reading(scraped):
     prometheus, samples = scraped
-    target, expr = _panel(tmp_path, "exporter:\n  virtual_gpus: true\n", TITLE)
+    target, expr = _panel("exporter:\n  virtual_gpus: true\n", TITLE)
     first_after = min(at for at, value in samples if value == AFTER)
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
@@ -153,9 +149,9 @@ def _sliced_scene(tmp_path_factory):
             yield prometheus, samples
 
 
-def test_a_time_sliced_pod_named_by_the_replaced_exporter_shows_for_the_lookback(sliced, tmp_path):
+def test_a_time_sliced_pod_named_by_the_replaced_exporter_shows_for_the_lookback(sliced):
     prometheus, samples = sliced
-    target, expr = _panel(tmp_path, "", "Pods on GPUs")
+    target, expr = _panel("", "Pods on GPUs")
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
     handover = min(when for when, pod, instance in samples if instance != samples[0][2])
@@ -195,11 +191,11 @@ def _gap_scene(tmp_path_factory):
 
 
 @pytest.mark.parametrize("title", ["Pods on GPUs", "Power draw of each pod's GPUs"])
-def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, tmp_path, title):
+def test_a_pod_named_within_the_lookback_shows_through_one_failed_scrape(gap, title):
     prometheus, samples, ups = gap
     failed = [at for at, v in ups if v == 0]
     assert failed, ups
-    target, expr = _panel(tmp_path, "", title)
+    target, expr = _panel("", title)
     start = math.floor(samples[0][0] if isinstance(samples[0], tuple) else samples[0]) + 4.5
     end = samples[-1]
     wrong = {}
@@ -303,9 +299,9 @@ def restarted(request, scenes):
     return _scene(scenes, ("restarted", request.param))
 
 
-def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted, tmp_path):
+def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted):
     prometheus, samples, first_after = restarted
-    target, expr = _panel(tmp_path, "", "Power draw of each pod's GPUs")
+    target, expr = _panel("", "Power draw of each pod's GPUs")
     start = first_after + 0.5
     wrong = {}
     for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
@@ -318,12 +314,12 @@ def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(resta
 
 
 @pytest.mark.parametrize("title", ["Power draw", "Total power draw"])
-def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(restarted, tmp_path, title):
+def test_after_a_prometheus_restart_a_gpu_panel_shows_the_gpus_latest_reading(restarted, title):
     """Per-GPU panels read the copy chosen (promql.chosen_copy) by its fresh series only: the series from before the
     restart (another pod, or none), which the instant selector reads for 5 minutes beside the new one, is not read
     while the GPU has a fresh one (it read 300 W where the GPU drew 100)."""
     prometheus, samples, first_after = restarted
-    target, expr = _panel(tmp_path, "", title)
+    target, expr = _panel("", title)
     gpu = render_legend(target["legendFormat"], {"node": "n3", "gpu": "0"})
     start = first_after + 0.5
     wrong = {}

@@ -46,14 +46,14 @@ def upgraded(tmp_path_factory):
             yield prometheus, samples
 
 
-def test_a_pods_framebuffer_share_through_a_failed_scrape_after_a_renaming_upgrade_is_its_latest(upgraded, tmp_path):
+def test_a_pods_framebuffer_share_through_a_failed_scrape_after_a_renaming_upgrade_is_its_latest(upgraded):
     prometheus, samples = upgraded
     first_new = min(at for at, used in samples if used == 60000.0)
     start = math.floor(samples[0][0]) + 4.5
     wrong = {}
     for title, share in (("Framebuffer used share by pod", lambda used: used / 80000), ("Power draw of each pod's GPUs",
                                                                                       lambda used: 100.0)):
-        target, expr = _panel(tmp_path, "", title)
+        target, expr = _panel("", title)
         for at, result in prometheus.query_at(expr, start, int((samples[-1][0] - start) // 1) + 1, 1).items():
             shown = {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4) for s in result}
             latest = [used for when, used in samples if when <= at]

@@ -72,10 +72,10 @@ VIRTUAL = "exporter:\n  virtual_gpus: true\n"
 SETTINGS = pytest.mark.parametrize("settings", ["", VIRTUAL], ids=["defaults", "virtual_gpus"])
 
 
-def _shown(both, settings: str, title: str, tmp_path) -> dict[float, dict[str, float]]:
+def _shown(both, settings: str, title: str) -> dict[float, dict[str, float]]:
     """{seconds from the first step: {legend: value}} of the panel at each second the two exporters were both read."""
     prometheus, start, end = both
-    target, expr = _panel(tmp_path, settings, title)
+    target, expr = _panel(settings, title)
     first = math.floor(start) + 4.5
     return {round(at - first, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                    for s in result}
@@ -89,73 +89,73 @@ def _wrong(shown: dict[float, dict[str, float]], allowed: dict[str, set[float]])
 
 
 @SETTINGS
-def test_a_pods_framebuffer_share_with_two_exporters_on_its_gpu_is_one_exporters(both, settings, tmp_path):
+def test_a_pods_framebuffer_share_with_two_exporters_on_its_gpu_is_one_exporters(both, settings):
     # each exporter alone: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78 (checked: the old exporter alone reads 0.5 and 0.72)
-    shown = _shown(both, settings, "Framebuffer used share by pod", tmp_path)
+    shown = _shown(both, settings, "Framebuffer used share by pod")
     wrong = _wrong(shown, {"Pod ml/p": {0.5, 0.75}, "Pod ml/m": {0.72, 0.78}})
     assert not wrong, f"seconds: shown (true: ml/p 0.5 or 0.75, ml/m 0.72 or 0.78) {wrong}"
 
 
 @SETTINGS
-def test_a_mig_pods_framebuffer_used_with_two_exporters_is_one_exporters(both, settings, tmp_path):
-    shown = _shown(both, settings, "Framebuffer used by pod", tmp_path)
+def test_a_mig_pods_framebuffer_used_with_two_exporters_is_one_exporters(both, settings):
+    shown = _shown(both, settings, "Framebuffer used by pod")
     wrong = _wrong(shown, {"Pod ml/p": {40000.0, 60000.0}, "Pod ml/m": {36000.0, 39000.0}})
     assert not wrong, f"seconds: shown (true: ml/p 40,000 or 60,000, ml/m 36,000 or 39,000 MiB) {wrong}"
 
 
 @SETTINGS
-def test_a_mig_gpus_framebuffer_used_with_two_exporters_is_one_exporters(both, settings, tmp_path):
-    shown = _shown(both, settings, "Framebuffer memory used", tmp_path)
+def test_a_mig_gpus_framebuffer_used_with_two_exporters_is_one_exporters(both, settings):
+    shown = _shown(both, settings, "Framebuffer memory used")
     wrong = _wrong(shown, {"n1 GPU 0": {40000.0, 60000.0}, "n1 GPU 1": {36000.0, 39000.0}})
     assert not wrong, f"seconds: shown (true: GPU 0 40,000 or 60,000, GPU 1 36,000 or 39,000 MiB) {wrong}"
 
 
 @SETTINGS
-def test_the_fleets_framebuffer_in_use_with_two_exporters_is_of_one_exporters_readings(both, settings, tmp_path):
+def test_the_fleets_framebuffer_in_use_with_two_exporters_is_of_one_exporters_readings(both, settings):
     # the mean of the GPUs' shares (the old exporter alone reads (0.5 + 0.72) / 2 = 0.61), each GPU's share one
     # exporter's: (0.5 or 0.75 + 0.72 or 0.78) / 2
     allowed = {round((a + b) / 2, 4) for a in (0.5, 0.75) for b in (0.72, 0.78)}
-    shown = _shown(both, settings, "Framebuffer in use", tmp_path)
+    shown = _shown(both, settings, "Framebuffer in use")
     wrong = _wrong(shown, {"DCGM_FI_DEV_FB_USED": allowed})
     assert not wrong, f"seconds: shown (true: one of {sorted(allowed)}) {wrong}"
 
 
-def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_gpu(both, tmp_path):
+def test_a_pods_utilization_where_one_exporter_reads_blank_is_the_others_as_per_gpu(both):
     # the per-GPU panel reads 30 % (the other exporter's blank is no reading); per pod the GPU has no value
-    per_gpu = _shown(both, "", "GPU utilization", tmp_path)
+    per_gpu = _shown(both, "", "GPU utilization")
     assert not _wrong(per_gpu, {"n1 GPU 0": {30.0}}), per_gpu
-    shown = _shown(both, "", "GPU utilization by pod", tmp_path)
+    shown = _shown(both, "", "GPU utilization by pod")
     wrong = _wrong(shown, {"Pod ml/p": {30.0}})
     assert not wrong, f"seconds: shown (true: ml/p 30 %, as the per-GPU panel reads) {wrong}"
 
 
-def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both, tmp_path):  # holds on d468274
-    assert not _wrong(_shown(both, "", "Pods on GPUs", tmp_path), {"Pod ml/p": {1.0}})
-    assert not _wrong(_shown(both, "", "Power draw of each pod's GPUs", tmp_path), {"Pod ml/p": {100.0, 200.0}})
+def test_each_pod_is_on_one_gpu_and_draws_one_exporters_power(both):  # holds on d468274
+    assert not _wrong(_shown(both, "", "Pods on GPUs"), {"Pod ml/p": {1.0}})
+    assert not _wrong(_shown(both, "", "Power draw of each pod's GPUs"), {"Pod ml/p": {100.0, 200.0}})
 
 
-def _after_both_stopped(both, settings: str, title: str, tmp_path) -> dict[float, dict[str, float]]:
+def _after_both_stopped(both, settings: str, title: str) -> dict[float, dict[str, float]]:
     """{seconds after the last sample: {legend: value}} of the panel at each half second of the lookback after both
     exporters' last scrapes (no copy fresh: the late tier; both series end at one reload, read last at one step)."""
     prometheus, _, end = both
-    target, expr = _panel(tmp_path, settings, title)
+    target, expr = _panel(settings, title)
     return {round(at - end, 1): {render_legend(target["legendFormat"], s["metric"]): round(float(s["value"][1]), 4)
                                  for s in result}
             for at, result in prometheus.query_at(expr, end + 0.5, 6, 0.5).items()}
 
 
 @SETTINGS
-def test_after_both_exporters_stop_a_mig_pods_framebuffer_used_is_one_exporters(both, settings, tmp_path):
+def test_after_both_exporters_stop_a_mig_pods_framebuffer_used_is_one_exporters(both, settings):
     # no copy fresh: each MIG instance was read from its newest copy, of copies last read at one step the higher, so
     # the pod read the old exporter's 35,000 beside the new one's 9,000: 44,000 MiB where they read 36,000 and 39,000
-    shown = _after_both_stopped(both, settings, "Framebuffer used by pod", tmp_path)
+    shown = _after_both_stopped(both, settings, "Framebuffer used by pod")
     wrong = {at: values for at, values in shown.items() if values.get("Pod ml/m") not in (36000.0, 39000.0)}
     assert not wrong, f"seconds after the last sample: shown (true: ml/m 36,000 or 39,000 MiB) {wrong}"
 
 
-def test_after_both_exporters_stop_a_pods_utilization_is_not_lost_to_the_others_blank(both, tmp_path):
+def test_after_both_exporters_stop_a_pods_utilization_is_not_lost_to_the_others_blank(both):
     # no copy fresh: copies last read at one step were told apart by a tenth of the atan of their reading over 1e5,
     # which ranks DCGM's blank (9.2e18) highest: the new exporter's blank was chosen and the pod showed nothing
-    shown = _after_both_stopped(both, "", "GPU utilization by pod", tmp_path)
+    shown = _after_both_stopped(both, "", "GPU utilization by pod")
     wrong = {at: values for at, values in shown.items() if values.get("Pod ml/p") != 30.0}
     assert not wrong, f"seconds after the last sample: shown (true: ml/p 30 %) {wrong}"

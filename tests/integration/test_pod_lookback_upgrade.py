@@ -38,9 +38,9 @@ def upgraded(tmp_path_factory):
             yield prometheus, samples
 
 
-def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(upgraded, tmp_path):
+def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gpu_once(upgraded):
     prometheus, samples = upgraded
-    target, expr = _panel(tmp_path, "", "Power draw of each pod's GPUs")
+    target, expr = _panel("", "Power draw of each pod's GPUs")
     first_new = min(at for at, watts in samples if watts == 100.0)
     start = math.floor(samples[0][0]) + 4.5
     end = samples[-1][0]
@@ -54,9 +54,9 @@ def test_a_pods_power_across_an_exporter_upgrade_renaming_the_node_counts_its_gp
     assert not wrong, f"seconds after the new exporter's first scrape: (shown, true) {wrong}"
 
 
-def test_pods_on_gpus_across_an_exporter_upgrade_renaming_the_node_counts_the_gpu_once(upgraded, tmp_path):
+def test_pods_on_gpus_across_an_exporter_upgrade_renaming_the_node_counts_the_gpu_once(upgraded):
     prometheus, samples = upgraded
-    target, expr = _panel(tmp_path, "", "Pods on GPUs")
+    target, expr = _panel("", "Pods on GPUs")
     first_new = min(at for at, watts in samples if watts == 100.0)
     start = math.floor(samples[0][0]) + 4.5
     wrong = {}
