@@ -41,6 +41,7 @@ _URL_HINT = "set GRAFANA_URL to Grafana's address with its scheme, e.g. https://
 # Who deleted a dashboard `GrafanaClient.delete` found gone: gpudash (Grafana answered its delete), someone else (no
 # request of gpudash's reached Grafana), or either (one reached Grafana and its answer was lost)
 DELETED, GONE, MAYBE_DELETED = "deleted", "gone", "maybe deleted"
+ODDLY_ANSWERED = "maybe deleted, answered oddly"  # found gone after an answer that was not Grafana's
 
 
 class PreconditionFailed(RemoteError):
@@ -449,14 +450,16 @@ class GrafanaClient:
             try:
                 answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
                                        before_retry=look, reached=reached)
+                if answer is not None:
+                    self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
+                                "the deleted dashboard's title and message")
             except RemoteError as exc:
-                if not lost(exc):
+                # a lost answer, or one that is not Grafana's (a proxy's page for a request it may have passed on):
+                # it may have happened, which only a read-back settles; anything else is Grafana's refusal
+                if not (lost(exc) or isinstance(exc, InvalidAnswer)):
                     raise
                 self._read_back(exc, "the delete was sent to Grafana", lambda: self.dashboard(uid) is None)
-                return MAYBE_DELETED
-            if answer is not None:
-                self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
-                            "the deleted dashboard's title and message")
+                return MAYBE_DELETED if lost(exc) else ODDLY_ANSWERED
             still = self.dashboard(uid)
         if still is not None and answer is None:  # found gone ("not found", or the look before a retry) and there now
             raise RemoteError("found gone (Grafana answered \"not found\", or the look before a retry of the delete "

@@ -27,7 +27,7 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import (GONE, MAYBE_DELETED, DashboardGone, GrafanaClient, InvalidAnswer, PreconditionFailed,
+from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient, InvalidAnswer, PreconditionFailed,
                                Unreachable, lost)
 from .progress import Progress, Silent
 
@@ -709,6 +709,10 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
     if deleted == GONE:
         client.note(_gone(change.name, "no delete of gpudash's reached Grafana, or the first was answered "
                                        '"not found"'))
+    elif deleted == ODDLY_ANSWERED:
+        client.note(f"dashboard {change.name}: a delete of gpudash's was sent and its answer was not Grafana's (a "
+                    "proxy's page, or JSON of another shape), then the dashboard was found gone: deleted by that "
+                    "delete or by someone else meanwhile (nothing tells which); listed as deleted")
     elif deleted == MAYBE_DELETED:
         client.note(f"dashboard {change.name}: a delete of gpudash's was sent and its answer lost, then the dashboard "
                     "was found gone: deleted by that delete or by someone else meanwhile (nothing tells which); "

@@ -277,3 +277,35 @@ def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_d
     (failed,) = [o for o in outcomes if o.error]
     assert TEAM in grafana.state.dashboards and "created anew" not in failed.error, failed.error
     assert "Grafana's answer gives no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
+
+
+@pytest.mark.parametrize("answer", [b"<html><body>Signed out</body></html>", b'{"status": "error"}'],
+                         ids=["an HTML page", "JSON of another shape"])
+def test_a_delete_whose_answer_is_not_grafanas_is_read_back(grafana, run, tmp_path, answer):
+    """A proxy forwards the DELETE (Grafana deletes the retired dashboard) and answers 200 with something else than
+    Grafana's answer. The push failed (exit 3, "not a valid API answer") for a dashboard it had deleted. The answer
+    proves nothing either way, so the dashboard is read back: gone, it is listed as deleted with a note that nothing
+    tells gpudash's delete from someone else's; still there, the failure stands (below)."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", action="body", body=answer,
+                          headers={"Content-Type": "text/html" if answer.startswith(b"<") else "application/json"}))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+    assert f"note: dashboard {TEAM}: a delete of gpudash's was sent and its answer was not Grafana's" in stderr, stderr
+
+
+def test_a_delete_answered_with_something_else_that_did_not_happen_stays_a_failure(grafana, run, tmp_path):
+    """The same answer from a proxy that did not forward the DELETE: the dashboard reads back there, so the push fails
+    (exit 3) saying the answer was not Grafana's, and the dashboard is kept."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=200, times=99,
+                          body=b"<html><body>Signed out</body></html>", headers={"Content-Type": "text/html"}))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 3 and TEAM in grafana.state.dashboards, stderr
+    assert "not JSON" in stdout and TEAM in stdout, stdout
