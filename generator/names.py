@@ -202,14 +202,23 @@ def region_stack(region: str, project: str | None = None) -> str:
 
 
 def _stack_kind(kind: str, project: str | None) -> str:
-    return f"gpudash-{kind}-" if project is None else f"gpudash-{_spelled(project, 64)}-{kind}-"
+    """The stack name's start. A project's name holding a word that parts a stack's name (`cluster`, `region`)
+    ends in its digest: ml-cluster-train's cluster a and ml's cluster train-cluster-a, or project cluster's x and
+    the cluster-x of settings without a project, would otherwise name one stack."""
+    if project is None:
+        return f"gpudash-{kind}-"
+    parting = _PARTING.search(f"-{project}-") is not None
+    return f"gpudash-{_spelled(project, 64, parting)}-{kind}-"
 
 
-def _spelled(name: str, room: int) -> str:
-    """`name` in a stack name's letters (letters, digits, `-`) within `room` characters: where it is not already,
-    its other characters as `-`, cut to fit, and a digest of the exact name."""
+_PARTING = re.compile(r"-(?:cluster|region)-", re.IGNORECASE)
+
+
+def _spelled(name: str, room: int, digest_anyway: bool = False) -> str:
+    """`name` in a stack name's letters (letters, digits, `-`) within `room` characters: where it is not already
+    (or `digest_anyway`), its other characters as `-`, cut to fit, and a digest of the exact name."""
     spelled = _NOT_STACK.sub("-", name)
-    if spelled != name or len(name) > room:
+    if digest_anyway or spelled != name or len(name) > room:
         digest = hashlib.sha256(name.encode()).hexdigest()[:10]
         spelled = f"{spelled[:room - len(digest) - 1]}-{digest}"
     return spelled

@@ -106,3 +106,24 @@ def test_a_name_is_read_with_the_longest_cluster_or_uid_prefix_it_is_seen_with()
                                                                                            prefixes)
     assert names.is_grafana_uid("gpudash-eu-old", "gpudash-eu", prefixes)
     assert names.is_grafana_uid("gpudash-old", "gpudash", prefixes)
+
+
+def test_two_projects_or_a_project_and_none_never_name_one_stack():
+    """Each (project, cluster) and (project, Region) of one account names a stack of its own: a project whose name
+    holds one of the words that part a stack's name ("cluster", "region") could otherwise meet another project's
+    cluster stack (ml / train-cluster-a and ml-cluster-train / a), a project's cluster stack its own Region stack
+    (p / x-region-us-east-1 and p-cluster-x's fleet alarms), or settings without a project (cluster-x and project
+    "cluster"'s x). Deployed under one name, the second template updates the first's stack and CloudFormation deletes
+    what it no longer declares."""
+    pairs = [
+        (names.cluster_stack("train-cluster-a", "ml"), names.cluster_stack("a", "ml-cluster-train")),
+        (names.cluster_stack("x-region-us-east-1", "p"), names.region_stack("us-east-1", "p-cluster-x")),
+        (names.cluster_stack("cluster-x"), names.cluster_stack("x", "cluster")),
+        (names.cluster_stack("region-us-east-1"), names.region_stack("us-east-1", "cluster")),
+    ]
+    for one, other in pairs:
+        assert one != other
+        assert names.is_stack_name(one) and names.is_stack_name(other), (one, other)
+    # a project without these words keeps its plain name
+    assert names.cluster_stack("gpu-cluster", "ml-platform-prod") == "gpudash-ml-platform-prod-cluster-gpu-cluster"
+    assert names.region_stack("us-east-1", "team-a") == "gpudash-team-a-region-us-east-1"
