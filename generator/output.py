@@ -194,8 +194,9 @@ class BodyStrings:
         return b"".join(filled)
 
 
-# Two names that no definition holds, of other lengths, a body is rendered with in place of its cluster's
-_STAND_INS = ("gpudash-stand-in-for-a-cluster-name", "gpudash.other")
+# Two names that no definition holds, of other lengths and between them every kind of character a plain name holds
+# (lower and upper case, digits, '-', '_', '.'), a body is rendered with in place of its cluster's
+_STAND_INS = ("gpudash-stand-in-for-a-cluster-name", "Gpudash_Other.9")
 # A body's canonical text split at its cluster's name and its stamp: the pieces between, the index of the piece after
 # the stamp (the pieces before and after it are joined by the name everywhere else), each piece's escape (as
 # `json_string(ascii_json(...))` writes it, without quotes)

@@ -77,3 +77,24 @@ def test_a_body_that_is_not_the_one_rendered_is_escaped_whole(tmp_path):
     changed = {**item.body, "start": "-PT3H"}
     assert strings(item.name, changed) == _reference(changed, item.name, "")
     assert strings(item.name, item.body) == _reference(item.body, item.name, "")
+
+
+def test_a_name_written_otherwise_than_as_itself_is_seen_by_the_stand_ins(tmp_path, monkeypatch):
+    # were the header to escape a character of a name (Markdown's "_"), a cluster's text would not be its dashboard's
+    # text filled with the name: the stand-ins hold every kind of character a name may hold, so their texts split
+    # apart and each body is escaped whole, as the standard library does
+    from generator.render.cloudwatch import ClusterBodies
+
+    rendered = ClusterBodies.body
+
+    def escaping(self, cluster):
+        body = rendered(self, cluster)
+        header = {**body["widgets"][0], "properties": {"markdown": body["widgets"][0]["properties"]["markdown"]
+                                                       .replace("_", "\\_")}}
+        return {**body, "widgets": [header, *body["widgets"][1:]]}
+
+    monkeypatch.setattr(ClusterBodies, "body", escaping)
+    artifacts = _artifacts(tmp_path, [("prod_by", "us-east-1"), ("Prod-2", "us-east-1")])
+    strings = BodyStrings(artifacts)
+    for item in artifacts.cloudwatch_dashboards:
+        assert strings(item.name, item.body) == _reference(item.body, item.name, "")
