@@ -249,3 +249,34 @@ def test_a_cut_chart_says_a_moment_high_outranks_a_steady_line_and_the_lowest_ar
     by_pod = kept(header(files, BY_POD))
     assert by_pod["GPU utilization by pod"].endswith("(an idle pod ranks last, and as a point is its period's mean, "
                                                      "a pod that read high for a moment outranks one steadily higher)")
+
+
+def _wide_pod_page(node: int, t: float) -> str:
+    """50 pods of one GPU at 20,000 MiB on GPUs 0..49 (nodes 0-6); one pod of all 8 GPUs of node 7 at 15,000 MiB
+    each (120,000 MiB: the pod using the most framebuffer)."""
+    lines = ["# TYPE DCGM_FI_DEV_FB_USED gauge"]
+    for g in range(PER_NODE):
+        i = node * PER_NODE + g
+        pod, used = ("wide", 15_000.0) if node == NODES - 1 else (f"one-{i}", 20_000.0) if i < 50 else (None, 0.0)
+        workload = f',namespace="ml",pod="{pod}",container="main"' if pod else ""
+        lines.append(f'DCGM_FI_DEV_FB_USED{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",'
+                     f'modelName="NVIDIA H100 80GB HBM3",Hostname="n{node}"{workload}}} {used}')
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.xfail(strict=True, reason="a chart by pod that adds a pod's GPUs ranks by one GPU's reading: the 8-GPU "
+                                       "pod of 120,000 MiB is cut and the top reads 20,000 MiB")
+def test_a_chart_by_pod_keeps_the_pod_of_many_gpus_that_uses_the_most(tmp_path):
+    """"Framebuffer used by pod" on agent.pipeline: classic draws each pod's GPUs added per scrape, but ranks its
+    lines by ORDER BY MAX(), the highest single observation, which is one GPU's reading. 50 pods of one GPU at
+    20,000 MiB outrank a pod of 8 GPUs at 15,000 MiB each (120,000 MiB, Grafana's top line): the CloudWatch chart
+    cuts it and its top reads 20,000 MiB. The header says the rank is one GPU's reading; the chart's value is still
+    not the title's."""
+    (tmp_path / "gpudash.yaml").write_text("agent:\n  pipeline: classic\n")
+    files, points = _published_with(encode(build(load_project(tmp_path / "gpudash.yaml"))), _wide_pod_page, 10)
+    body = json.loads(json.loads(files[BY_POD])["DashboardBody"])
+    (widget,) = [w["properties"] for w in body["widgets"]
+                 if w["type"] == "metric" and w["properties"]["title"] == "Framebuffer used by pod"]
+    lines = cloudwatch_eval.widget(widget, points, 0, 300)
+    top = max(v for line in lines.values() for v in line.values())
+    assert "Pod ml/wide" in lines and top == 120_000.0, (len(lines), top)  # seen on main b55916d: 50 lines, 20,000
