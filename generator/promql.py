@@ -329,7 +329,8 @@ def spelled(labels: Labels) -> list[list[str]]:
             for k, source in enumerate(sources)]
 
 
-def gpu_names(metric: str, matchers: list[str], span: str, resolution: str, labels: Labels) -> str:
+def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
+              node: str | None = None) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of `metric` within `span`, labelled with the node the GPU is
     shown under: the first non-empty node spelling of one of its copies, the copy whose spelling comes first in
     labels.node_sources (node, then hostname, Hostname, instance), of those equal the copy with a sample within the
@@ -337,12 +338,17 @@ def gpu_names(metric: str, matchers: list[str], span: str, resolution: str, labe
     the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
     rollout the new exporter's spelling wins once the old one has no sample left in the interval. Two copies of one
     spelling and freshness naming the GPU apart (the old exporter's pod name and the node both in Hostname, both
-    scraped) tie: one of them is shown, not always the same one."""
+    scraped) tie: one of them is shown, not always the same one. `node` (a regex): only the copies whose node
+    spelling matches it (node_matchers). Without `span` (a gauge panel): the copies the instant selector reads (a
+    sample within its lookback, not marked stale: those a gauge's value is read from), by spelling alone (one selector
+    per spelling, where the span's two ranges each cost a gauge panel about a third more Prometheus CPU)."""
     seconds = _seconds(resolution)
     terms = []
     for k, branch in enumerate(spelled(labels)):
-        each = selector(metric, [*matchers, *branch])
-        terms.append(f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or present_over_time({each}[{span}]) * 0)"
+        named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
+        each = selector(metric, [*matchers, *branch, *named])
+        terms.append(f"{each} * 0 - {k}" if span is None else
+                     f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or present_over_time({each}[{span}]) * 0)"
                      f" - {k}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     gpu = (labels.cluster, GPU_LABEL, "gpu")
@@ -841,10 +847,12 @@ class _Merge:
     instance: tuple[str, ...]  # the MIG instance labels the GPU's value combines (none: instances stay apart)
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps (per pod: its namespace and name)
     naming: tuple[str, ...] = ()  # the matchers of the GPUs a counter's names are read from (Scope.naming)
+    per_uuid: bool = False  # a gauge per GPU: its value per GPU (GPU_LABEL), its node named after (named_gpus)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
-        identity = (self.labels.cluster, self.labels.node, "gpu")
-        return _listed((*identity, *(INSTANCE_IDENTITY if instances else ()), *self.kept, *own))
+        node = GPU_LABEL if self.per_uuid else self.labels.node
+        kept = (name for name in (*self.kept, *own) if not self.per_uuid or name != self.labels.node)
+        return _listed((self.labels.cluster, node, "gpu", *(INSTANCE_IDENTITY if instances else ()), *kept))
 
     def grouping(self) -> str:
         """The labels of one GPU's (and outer group's) value, MIG instances combined."""
@@ -893,10 +901,7 @@ class _Merge:
     def named(self, series: str, metric: str, span: str, resolution: str) -> str:
         """`series` (a counter's rate or increase per GPU, `physical`) with the node label of the name gpu_names gives
         its GPU."""
-        labels = self.labels
-        on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-        names = gpu_names(metric, list(self.naming), span, resolution, labels)
-        return f"({series} + on ({on}) group_left ({labels.node}) (0 * {names}))"
+        return named_gpus(series, (metric,), list(self.naming), span, resolution, self.labels)
 
     def gpus(self, series: str, own: tuple[str, ...] = ()) -> str:
         """The rates or increases of the physical GPUs (`physical`, `named`) that stood under one node and index (and
@@ -1304,7 +1309,10 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     apart = per_instance and "pod" in keys
     if apart and kind == "mig" and "gpu" in keys:  # each MIG instance of a pod's GPU judged on its own
         outer += [name for name in INSTANCE_IDENTITY if name not in outer]
-    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels))
+    # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)
+    named = (not count and reads_gauges(query, catalog) and {"node", "gpu"} <= set(keys)
+             and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None)
+    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named)
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)
@@ -1338,12 +1346,46 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         total = _total(query.over, catalog, lambda name, also: per_gpu(name, True, also=also))
         value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
     grouping = ", ".join(outer)
+    if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping; an alert at each step
+        node = next((regex for key, regex in scope.regexes if key == "node"), None)  # of its periods' subqueries
+        inner = _listed((labels.cluster, GPU_LABEL, *(name for name in outer if name != labels.node)))
+        fields = _named_fields(query.metric, catalog)
 
-    def aggregated(how: str) -> str:
-        return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
+        def aggregated(how: str) -> str:
+            gpus = named_gpus(f"{how} by ({inner}) ({value})", fields, list(scope.naming(labels)), None, resolution,
+                              labels, node)
+            return f"{how} by ({grouping}) ({gpus})"
+    else:
+        def aggregated(how: str) -> str:
+            return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
     if gauge_window is not None and resolution and not count and reads_gauges(query, catalog):
         return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset)
     return aggregated(query.aggregation)
+
+
+def _named_fields(metric: str, catalog: Catalog) -> tuple[str, ...]:
+    """The fields a gauge's GPUs are named from (named_gpus): the field, and what a MIG GPU's value is read from in
+    its place (its stand-in on MIG instances, a share's used memory), so that every GPU with a value has a name."""
+    substitute = catalog.mig_substitute(metric)
+    instead = (*((substitute[0],) if substitute else ()), *MIG_MEMORY_SHARES.get(metric, ())[:1])
+    return tuple(dict.fromkeys((metric, *(name for name in instead if name in catalog))))
+
+
+def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span: str | None,
+               resolution: str, labels: Labels, node: str | None = None) -> str:
+    """`series` (one or more per GPU: `cluster`, GPU_LABEL, `gpu`) with the node label of its GPU's name (gpu_names,
+    from the copies of `metrics`, the first that has the GPU), whichever copy its value was read from: THE naming step
+    of every per-GPU line and alert, so that a GPU's legend and an alert's labels do not follow the copy a value is read
+    from (two copies reading alike flipped a legend from call to call between "n3 GPU 0" and the old exporter's pod
+    name, and an alert's node label between evaluations; an old exporter reading higher named the line by its pod).
+    `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
+    named from the copies the instant selector reads (`span` None), in a panel at its instant, in an alert at each step
+    of its periods' subqueries (so a period's statistic reads nothing outside its own window: render.alarms records
+    it once per evaluation)."""
+    on = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    names = [gpu_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
+    either = names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
+    return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
 
 
 POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too

@@ -60,15 +60,11 @@ def _fresh_steps(tied, shown):
             yield at, values
 
 
-# open (R-truth findings F1-F3, /work/coord/s18): per-GPU single-field panels keep `topk` of the value, without
-# chosen_copy's place tie-break; a copy named only by its old exporter's pod name is outside the node's view
-TIE_LEGEND = pytest.mark.xfail(reason="copies reading alike: the legend follows Prometheus' order of series",
-                               strict=False)
-OLD_NAME = pytest.mark.xfail(reason="the higher copy is the old exporter's: named by its pod", strict=True)
+# open: a copy named only by its old exporter's pod name is outside the node's view, whose choice reads the node's
+# copies only (R-truth finding F3)
 NODE_VIEW = pytest.mark.xfail(reason="the old exporter's copy has no node spelling naming n3", strict=True)
 
 
-@TIE_LEGEND
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
 def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title):
     legends = {}
@@ -79,7 +75,6 @@ def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(ti
         str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
 
 
-@OLD_NAME
 def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
     shown = dict(_fresh_steps(tied, _shown(tied, "GPU utilization")))
     wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
@@ -103,6 +98,72 @@ def test_the_node_view_reads_the_same_copy_as_all_nodes(tied):
     one = _shown(tied, "GPU utilization by pod", {"node": "n3"})
     wrong = {at: (values, one.get(at)) for at, values in every.items() if values != one.get(at)}
     assert not wrong, f"steps: (All nodes, node=n3) {wrong}"
+
+
+# --- three copies of one GPU (maxSurge with a second scrape path): the old exporter (its pod's name in Hostname, 60 %,
+# 99 C), the new one (hostname="n3", 50 %, 98 C) and the new one again through a job that labels the node (node="n3",
+# 55 %, 98 C); truth: one line and one alert per GPU, named n3, with the highest fresh reading (60 %, 99 C) ---
+
+def _three(spelling: str, util: int, temp: int) -> str:
+    labels = f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},{spelling},container="main",namespace="ml",pod="p"'
+    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n"
+                   for metric, value in zip(METRICS, (30000, 50000, util, 150, temp)))
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    old = _Counted(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
+    with ReplayExporter(old) as a, ReplayExporter(lambda: _three('hostname="n3"', 50, 98)) as b, \
+            ReplayExporter(lambda: _three('node="n3"', 55, 98)) as c:
+        with _scraping(tmp_path_factory, "copy-choice-hostile-three", [a.address, b.address, c.address],
+                       lambda: old.served >= SCRAPES) as prometheus:
+            samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
+                       for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")}
+            stored = [at for times in samples.values() for at in times]
+            yield prometheus, min(stored), max(stored), samples
+
+
+def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[int]]:
+    """GpudashGpuTempCritical's condition (the default project's, as a Prometheus scraping every second evaluates it)
+    at `evaluations` instants a second apart: the evaluations each (node, gpu) fired at. The condition as one
+    expression: the generated alert reads its recording rule's samples, which a series of instant queries has none of
+    (test_recorded_periods.py: the same alerts)."""
+    prometheus, start, _, _ = scene
+    (tmp_path / "gpudash.yaml").write_text("")
+    project = load_project(tmp_path / "gpudash.yaml")
+    alarm = next(a for a in project.alarms if a.id == "gpu-temp-critical")
+    expr = scraped_every(prometheus_expression(alarm, project.catalog, project.settings), 30, 1)
+    seen = {}
+    for k in range(evaluations):
+        for series in prometheus.query(expr, math.floor(start) + 6.5 + k):
+            seen.setdefault((series["metric"].get("node"), series["metric"].get("gpu")), []).append(k)
+    return seen
+
+
+@pytest.mark.parametrize("title, truth", [("GPU utilization", 60.0), ("GPU temperature", 99.0),
+                                          ("Power draw", 150.0)])
+def test_three_copies_of_a_gpu_are_one_line_named_by_its_node_with_the_highest_reading(three, title, truth):
+    wrong = {}
+    for call in range(3):
+        shown = dict(_fresh_steps(three, _shown(three, title)))
+        assert len(shown) >= 4
+        wrong.update({(call, at): values for at, values in shown.items() if values != {"n3 GPU 0": truth}})
+    assert not wrong, f"{title}: (call, step): shown (true n3 GPU 0 {truth:g}) {wrong}"
+
+
+def test_the_node_selected_names_the_gpu_by_its_node(three):
+    # the node's copies (hostname, node) read alike: one line, named n3 (its value: test_the_node_view_reads...)
+    shown = dict(_fresh_steps(three, _shown(three, "GPU temperature", {"node": "n3"})))
+    wrong = {at: values for at, values in shown.items() if list(values) != ["n3 GPU 0"]}
+    assert len(shown) >= 4
+    assert not wrong, f"steps: shown with node n3 (true: one line n3 GPU 0) {wrong}"
+
+
+def test_an_alert_over_three_copies_is_one_alert_named_by_the_node(three, tmp_path):
+    # the old exporter reads hotter (99 C): the alert fires at 99, named n3, at every evaluation
+    seen = _temperature_alerts(three, tmp_path, 8)
+    assert list(seen) == [("n3", "0")] and len(seen[("n3", "0")]) == 8, \
+        f"alerts (node, gpu) at 8 evaluations (true: n3 GPU 0 at each): {seen}"
 
 
 # --- a MIG GPU (two instances, one pod each) read by both exporters, each instance reading apart, totals alike ---
@@ -279,20 +340,8 @@ def hot(tmp_path_factory):
         yield scene
 
 
-@pytest.mark.xfail(reason="a rule's copy choice (topk of the reading) ties; the node label follows the series order",
-                   strict=False)
 def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike(hot, tmp_path):
     # both copies read 99 C; each evaluation is an instant query: an alert whose labels change between evaluations is a
     # new alert (its `for` starts again, the old one resolves)
-    prometheus, start, _, _ = hot
-    (tmp_path / "gpudash.yaml").write_text("")
-    project = load_project(tmp_path / "gpudash.yaml")
-    # the rule's condition as one expression (the generated alert reads its recording rule's samples, which a series
-    # of instant queries has none of; test_recorded_periods.py: the same alerts)
-    alarm = next(a for a in project.alarms if a.id == "gpu-temp-critical")
-    expr = scraped_every(prometheus_expression(alarm, project.catalog, project.settings), 30, 1)
-    seen = {}
-    for k in range(12):
-        for series in prometheus.query(expr, math.floor(start) + 6.5 + k):
-            seen.setdefault(series["metric"].get("node"), []).append(k)
-    assert list(seen) == ["n3"], f"node label of the firing alert at 12 evaluations (true: n3 at each): {seen}"
+    seen = _temperature_alerts(hot, tmp_path, 12)
+    assert list(seen) == [("n3", "0")], f"(node, gpu) of the firing alert at 12 evaluations (true: n3 0 at each): {seen}"

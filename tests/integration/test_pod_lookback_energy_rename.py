@@ -121,9 +121,6 @@ def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed):
     assert len(wrong) <= 4, f"seconds: the fleet's energy rate (true 300,000 mW): {wrong}"
 
 
-@pytest.mark.xfail(reason="a gauge per GPU (_Merge.one_copy) names the GPU by the copy topk keeps, which two copies "
-                          "reading alike tie on: `nvidia-dcgm-exporter-x7k2p GPU 0` seen at every step (one line, 79)",
-                   strict=False)
 def test_the_last_xid_panel_draws_a_renamed_gpu_once_named_by_its_node(renamed):
     """The XID panel (a gauge: the last code) across the same upgrade: n6's GPU one line, `n6 GPU 0` 79."""
     prometheus, start, end = renamed
