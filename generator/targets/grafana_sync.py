@@ -618,13 +618,18 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
         return f"moved to folder {meta.get('folderUid') or 'General'} since the plan", live, latest
     planned_id, now_id = (before.get("dashboard") or {}).get("id"), model.get("id")
-    if planned_id is not None and (not isinstance(now_id, int) or isinstance(now_id, bool)):
+    if not _an_id(planned_id):  # versions alone cannot tell: one made anew under the uid numbers them from 1 again
+        shown = "none" if planned_id is None else repr(planned_id)
+        return (f"Grafana's answer to the plan gave no dashboard id ({shown}): nothing shows the dashboard there now "
+                "is the one the plan read (one deleted and made anew under its uid reads at the same version); a proxy "
+                "or cache in front of Grafana may drop the field: point GRAFANA_URL at Grafana itself", live, latest)
+    if not _an_id(now_id):
         return (f"Grafana's answer gives no dashboard id now ({'none' if now_id is None else repr(now_id)}), where "
                 f"the plan read id {planned_id}: nothing shows it is the dashboard the plan read (one made since under "
                 "its uid has another id); a proxy or cache in front of Grafana may drop the field: point GRAFANA_URL at "
                 "Grafana itself",
                 live, latest)
-    if planned_id is not None and now_id != planned_id:  # a new dashboard under the uid: its versions
+    if now_id != planned_id:  # a new dashboard under the uid: its versions
         # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
         return f"deleted and created anew by {who} since the plan", live, latest
     if expected is None or meta.get("version") is None or latest is None:
@@ -632,6 +637,11 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     if expected != meta.get("version") or expected != latest.get("version"):
         return f"changed in Grafana by {who} since the plan", live, latest
     return None, live, latest
+
+
+def _an_id(value: Any) -> bool:
+    """A dashboard id as Grafana gives one (a positive integer); 0 is Grafana's "no id"."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 GUARD_NOTE = "gpudash push --prune: saved unchanged right before deleting it"

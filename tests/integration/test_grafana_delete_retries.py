@@ -309,3 +309,39 @@ def test_a_delete_answered_with_something_else_that_did_not_happen_stays_a_failu
         code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 3 and TEAM in grafana.state.dashboards, stderr
     assert "not JSON" in stdout and TEAM in stdout, stdout
+
+
+def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives_an_id(grafana):
+    """Every dashboard answer comes without its id (a proxy or cache in front of Grafana that drops the field), the
+    plan's as well as the look's. Between the plan and the push a person deletes the retired dashboard and imports
+    their own under its uid (tagged as it was, in the same folder): Grafana numbers its versions from 1 again, so it
+    reads at the plan's version, and only the id could tell it from the one the plan read. It was deleted (the look
+    compared ids only where the plan read one), with the person's work; now the delete is refused, naming the id."""
+    from generator.clients.grafana import GrafanaClient
+    from generator.targets import grafana_sync
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    folder = {"uid": "gpudash", "title": "GPU monitoring"}
+
+    def without_id(body: bytes) -> bytes:
+        read = json.loads(body)
+        return json.dumps({**read, "dashboard": {k: v for k, v in read["dashboard"].items() if k != "id"}}).encode()
+
+    with FaultProxy(grafana.url) as proxy:
+        client = GrafanaClient(proxy.url, token=ADMIN)
+        model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
+        grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
+                          {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id))
+        changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
+        assert [c.name for c in changes if c.action == "delete"] == [TEAM]
+        planned = grafana.state.dashboards.pop(TEAM)  # the person deletes it, then imports their own under its uid
+        grafana._store(TEAM, {"uid": TEAM, "title": "Alice's own", "tags": ["gpudash-managed"]},
+                       planned["folderUid"], "imported", "alice")
+        assert grafana.state.dashboards[TEAM]["id"] != planned["id"]
+        assert grafana.state.dashboards[TEAM]["dashboard"]["version"] == planned["dashboard"]["version"]
+        outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
+                                     dry_run=False, allow_mass_prune=True)
+    assert TEAM in grafana.state.dashboards and grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's own"
+    (failed,) = [o for o in outcomes if o.error]
+    assert "no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
