@@ -21,6 +21,7 @@ from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
+ANNOTATIONS_READ = 100  # a dashboard's annotations read before a delete: one shows a person's work on it
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
@@ -413,6 +414,19 @@ class GrafanaClient:
     def latest_version(self, uid: str) -> dict[str, Any] | None:
         versions = self.versions(uid, 1)
         return versions[0] if versions else None
+
+    def annotations(self, uid: str, dashboard_id: int) -> list[dict[str, Any]]:
+        """The annotations people made on the dashboard's graphs (type "annotation": not alert state changes), up to
+        ANNOTATIONS_READ: no version records them, and Grafana's delete of the dashboard deletes them with it. Asked
+        by uid and by id (a Grafana before the uid filter reads the id); an item of another dashboard (a filter
+        dropped) is not a valid answer."""
+        what = f"dashboard {uid} annotations"
+        found = self._request("GET", "/api/annotations", what=what, params={
+            "dashboardUID": uid, "dashboardId": dashboard_id, "type": "annotation", "limit": ANNOTATIONS_READ})
+        ok = isinstance(found, list) and all(
+            isinstance(a, dict) and (a.get("dashboardUID") == uid or a.get("dashboardId") == dashboard_id)
+            for a in found)
+        return self._shape(found, ok, what, f"a list of the annotations of dashboard {uid}")
 
     def save(self, dashboard: dict[str, Any], folder_uid: str, message: str) -> dict[str, Any]:
         """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412), and its id

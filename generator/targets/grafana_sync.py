@@ -5,10 +5,10 @@ version saved by gpudash (its message starts with the hash note; both marks are 
 has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
 pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force (a person's
-save of the same content edits nothing).
+save of the same content edits nothing), and so is one carrying people's annotations, which Grafana deletes with it.
 Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
-preceded by a fresh read of the owner tag, the folder and the version, forced or not, and then by an unchanged
-save with that version, which makes a person's save from any version opened before refused.
+preceded by a fresh read of the owner tag, the folder, the id, the version and the annotations, forced or not, and
+then by an unchanged save with that version, which makes a person's save from any version opened before refused.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient, InvalidAnswer, PreconditionFailed,
+from ..clients.grafana import (ANNOTATIONS_READ, GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
+                               InvalidAnswer, PreconditionFailed,
                                Unreachable, lost)
 from .progress import Progress, Silent
 
@@ -386,14 +387,37 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
             f"too (a save of the same content, recording the settings that saved it as before); --prune withdraws "
             f"it"], live={**live, "record": {"publisher": grafana_recorded_publisher_text(saved.get("message")),
                                              "claims": theirs}})
-    change = Change("grafana", "dashboard", uid, DELETE, live=live)
+    try:
+        notes: list[dict[str, Any]] | None = client.annotations(uid, model.get("id"))
+    except DeadlineExceeded:
+        raise
+    except RemoteError as exc:  # not read: nothing shows no one's work would go with it (the look reads them again)
+        notes, unread = None, exc.what
+    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": _annotation_ids(notes or [])})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {latest.get('createdBy') or 'someone'} "
                           f"changed it in Grafana since gpudash pushed it; --prune --force deletes it"]
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
+    if notes is None:
+        change.edited = True
+        change.details.append(f"its annotations, which Grafana deletes with it, could not be read ({unread}); "
+                              "--prune --force deletes it if they then read as none")
+    elif notes:  # people's work on it that no version records, and that Grafana deletes with it
+        change.edited = True
+        change.details.append(f"it carries {len(notes)}{'+' if len(notes) >= ANNOTATIONS_READ else ''} "
+                              f"annotation(s) made on its graphs (by {_annotators(notes)}), which Grafana deletes with "
+                              "it; --prune --force deletes them with it")
     return change
+
+
+def _annotation_ids(notes: list[dict[str, Any]]) -> list[str]:
+    return sorted(repr(note.get("id")) for note in notes)
+
+
+def _annotators(notes: list[dict[str, Any]]) -> str:
+    return ", ".join(sorted({str(note.get("login") or note.get("email") or "someone") for note in notes})[:5])
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -602,8 +626,9 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
-    under the uid numbers its versions from 1 again) and at the version the plan read (or `guarded`: the version
-    gpudash's own unchanged save before a delete made, see _guard). With the dashboard and latest version read."""
+    under the uid numbers its versions from 1 again), at the version the plan read (or `guarded`: the version
+    gpudash's own unchanged save before a delete made, see _guard) and with no annotation made since (Grafana deletes
+    them with it, and no version records them). With the dashboard and latest version read."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
@@ -636,6 +661,10 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
         return "Grafana gave no version to show it is unchanged since the plan", live, latest
     if expected != meta.get("version") or expected != latest.get("version"):
         return f"changed in Grafana by {who} since the plan", live, latest
+    notes = client.annotations(change.name, now_id)
+    added = [note for note in notes if repr(note.get("id")) not in set(before.get("annotations") or [])]
+    if added:
+        return f"annotated by {_annotators(added)} since the plan", live, latest
     return None, live, latest
 
 

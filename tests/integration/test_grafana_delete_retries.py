@@ -345,3 +345,55 @@ def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives
     assert TEAM in grafana.state.dashboards and grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's own"
     (failed,) = [o for o in outcomes if o.error]
     assert "no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
+
+
+def test_a_retired_dashboard_a_person_annotated_is_not_pruned_without_force(grafana, run, tmp_path):
+    """Alice marks an incident on the retired team dashboard's graph (an annotation: no new version, the dashboard's
+    content unchanged). Grafana's delete of a dashboard deletes its annotations with it, so a --prune deleted her
+    note, exit 0, nothing said: her work, which no version records, is an edit the plan must see (refused without
+    --force, the annotation kept)."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.annotate(TEAM, "ECC storm on node gpu-7 started here")
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert [a["text"] for a in grafana.state.annotations] == ["ECC storm on node gpu-7 started here"], \
+        (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert "it carries 1 annotation(s) made on its graphs (by alice), which Grafana deletes with it; --prune --force " \
+           "deletes them with it" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and grafana.state.annotations == [], stderr
+
+
+def test_a_dashboard_annotated_between_the_plan_and_the_delete_is_not_deleted_even_forced(grafana):
+    """Bob annotates the retired dashboard after the plan (which saw no annotation) and before the push: --force
+    agreed to delete what the plan showed, not his note since; the look before the delete refuses it."""
+    from generator.clients.grafana import GrafanaClient
+    from generator.targets import grafana_sync
+
+    folder = {"uid": "gpudash", "title": "GPU monitoring"}
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
+    grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
+                      {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+    changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
+    assert [(c.name, c.edited) for c in changes if c.action == "delete"] == [(TEAM, False)]
+    grafana.annotate(TEAM, "driver rollback at 14:02", user="bob")
+    outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
+                                 dry_run=False, allow_mass_prune=True)
+    assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1
+    (failed,) = [o for o in outcomes if o.error]
+    assert "annotated by bob since the plan; not deleted" in failed.error, failed.error
+
+
+def test_a_retired_dashboard_whose_annotations_cannot_be_read_is_refused_not_a_failed_plan(grafana, run, tmp_path):
+    """The annotations read is refused (403: a role without annotations:read): nothing shows no one's work goes with
+    the dashboard. The plan does not fail for it (the other changes stand): that delete is refused without --force,
+    saying why."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/annotations", method="GET", status=403))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "its annotations, which Grafana deletes with it, could not be read" in stdout, stdout

@@ -103,6 +103,7 @@ class State:
     log: list[tuple[str, str]] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     spec_errors: list[str] = field(default_factory=list)
+    annotations: list[dict[str, Any]] = field(default_factory=list)  # people's notes on a dashboard's graphs
 
 
 def _slug(title: str) -> str:
@@ -202,6 +203,16 @@ class GrafanaTestServer(LoopbackServer):
             self._store(uid, dashboard, stored["folderUid"], message="", user=user)
             return True
 
+    def annotate(self, uid: str, text: str, user: str = "alice") -> None:
+        """A person's annotation on the dashboard (a note on a moment of its graphs: Ctrl+click in a panel). Grafana
+        keeps it by the dashboard's id, and its delete of the dashboard deletes it too (DELETE FROM annotation
+        WHERE dashboard_id = ?), with no version of the dashboard recording it."""
+        with self.lock:
+            entry = self.state.dashboards[uid]
+            self.state.annotations.append({"id": len(self.state.annotations) + 1, "dashboardId": entry["id"],
+                                           "dashboardUID": uid, "panelId": 1, "text": text, "login": user,
+                                           "type": "annotation"})
+
     def move(self, uid: str, folder_uid: str) -> None:
         """A dashboard moved to another folder with no new version: gpudash must not infer a move from the
         version alone (which storage records a folder change as a version differs)."""
@@ -264,6 +275,8 @@ class GrafanaTestServer(LoopbackServer):
                 return self._get_dashboard(m.group(1))
             if method == "DELETE" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._delete(m.group(1))
+            if method == "GET" and path == "/api/annotations":
+                return self._annotations(query)
         return 404, {"message": "Not found"}, None
 
     def _invalid(self, method: str, path: str, body: Any):
@@ -374,10 +387,26 @@ class GrafanaTestServer(LoopbackServer):
         limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
         return 200, list(reversed(entry["versions"]))[:limit], path
 
+    def _annotations(self, query: dict[str, list[str]]):
+        """GET /api/annotations: a dashboard's (by dashboardUID, resolved to its id as Grafana does, or dashboardId),
+        of a type, newest first, up to `limit` (Grafana's default 100)."""
+        found = list(reversed(self.state.annotations))
+        uid, dashboard_id = query.get("dashboardUID", [""])[0], query.get("dashboardId", [""])[0]
+        if uid:
+            entry = self.state.dashboards.get(uid)
+            found = [a for a in found if entry is not None and a["dashboardId"] == entry["id"]]
+        elif dashboard_id:
+            found = [a for a in found if str(a["dashboardId"]) == dashboard_id]
+        if query.get("type", [""])[0] == "annotation":
+            found = [a for a in found if a["type"] == "annotation"]
+        limit = int(query.get("limit", ["100"])[0])
+        return 200, [{k: v for k, v in a.items() if k != "type"} for a in found[:limit]], "/annotations"
+
     def _delete(self, uid: str):
         path = "/dashboards/uid/{uid}"
         entry = self.state.dashboards.pop(uid, None)
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
+        self.state.annotations = [a for a in self.state.annotations if a["dashboardId"] != entry["id"]]
         return 200, {"title": str(entry["dashboard"].get("title", "")), "message": "Dashboard deleted",
                      "id": entry["id"]}, path
