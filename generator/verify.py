@@ -225,10 +225,12 @@ def _stopped_by_parent(number, frame) -> None:
 
 
 def _stop_exec_plugins() -> None:
-    """Kill the exec plugins this process still waits for, when its Kubernetes client was made at all."""
-    kube = sys.modules.get("generator.clients.kube")
-    if kube is not None:
-        kube.stop_exec_plugins()
+    """Kill the exec plugins this process still waits for, when its Kubernetes client was made at all. The module may
+    be half-imported by a group's thread the deadline came before: until it defines stop_exec_plugins it has started
+    no plugin."""
+    stop = getattr(sys.modules.get("generator.clients.kube"), "stop_exec_plugins", None)
+    if stop is not None:
+        stop()
 
 
 def run(project: Project, options: Options, groups: tuple[str, ...] = GROUPS, *,

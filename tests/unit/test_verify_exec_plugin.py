@@ -129,3 +129,23 @@ def test_an_exec_plugin_failing_when_its_token_expires_mid_run_is_named_with_why
     assert (kube["status"], kube["detail"]) == (
         "fail", f"the kubeconfig's exec plugin 'get-token' failed (exit 255): {EXPIRED}"), kube
     assert "ERROR:root" not in done.stderr and SECRET not in done.stdout + done.stderr, done.stderr
+
+
+def test_the_deadline_falling_while_a_group_imports_the_kubernetes_module_is_no_internal_error(monkeypatch):
+    """verify's end stops the exec plugins of the Kubernetes client's module when it is in sys.modules; a group's
+    thread still executing that module's body (a 1-second deadline on a loaded machine) leaves it there half made,
+    without stop_exec_plugins: the run ends with its checks, not with an AttributeError (seen in a fresh-clone CI)."""
+    import types
+
+    from generator import verify
+
+    half = types.ModuleType("generator.clients.kube")
+    half._RUNNING = set()
+    monkeypatch.setitem(sys.modules, "generator.clients.kube", half)
+    assert verify._stop_exec_plugins() is None
+    started = types.ModuleType("generator.clients.kube")
+    stopped = []
+    started.stop_exec_plugins = lambda: stopped.append(True)
+    monkeypatch.setitem(sys.modules, "generator.clients.kube", started)
+    verify._stop_exec_plugins()
+    assert stopped == [True]
