@@ -27,6 +27,15 @@ def _alive(pid: int) -> bool:
     return status != "Z"  # a zombie is dead, only not collected by its (gone) parent yet
 
 
+def _still_alive(pids) -> list[int]:
+    """Of `pids`, those alive once a SIGKILL sent to them has had its moment to land (polled, up to 5 s)."""
+    pids = list(pids)
+    ends = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < ends:
+        time.sleep(0.02)
+    return [pid for pid in pids if _alive(pid)]
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -60,23 +69,19 @@ def test_a_hung_exec_plugin_is_stopped_at_the_deadline_and_named(tmp_path, group
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KUBECONFIG": str(tmp_path / "kubeconfig"),
            "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_closed_port()}", "GPUDASH_CONFIG": ""}
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "generator", "verify", "--skip", "prometheus", "--skip", "exporter",
                            *groups, "--timeout", "6", "--output", "json"], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=60)
-    took = time.monotonic() - started
     checks = {(c["group"], c["name"]): c for c in json.loads(done.stdout)["checks"]}
     kube = checks[("kube", "reachable")]
     assert kube["status"] == "fail" and "exec plugin 'get-token' did not finish within" in kube["detail"], kube
     assert "and was stopped" in kube["detail"] and str(plugin) in kube["fix"]
     assert SECRET not in done.stdout + done.stderr and "ERROR:root" not in done.stderr, done.stderr  # said once
-    time.sleep(0.2)
     assert len(pids.read_text().split()) == (2 if plugin_kind == "child" else 1)
-    left = [pid for pid in map(int, pids.read_text().split()) if _alive(pid)]
+    left = _still_alive(map(int, pids.read_text().split()))
     for pid in left:  # the test's own sleepers, not left behind when it fails
         os.kill(pid, 9)
-    assert left == []
-    assert took < 20, took  # a hang detector: verify ended with its deadline, not with the plugin's 300 s
+    assert left == []  # (verify ended within the run's 60 s, so with its deadline, not with the plugin's 300 s)
 
 
 EXPIRED = ("An error occurred (ExpiredToken) when calling the GetCallerIdentity operation: The security token included "
