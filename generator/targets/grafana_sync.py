@@ -558,15 +558,17 @@ def _landed(client: GrafanaClient, uid: str, desired: dict[str, Any], folder_uid
 
 
 def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str], note: str,
-          uid_prefix: str, publisher: Publisher | None = None) -> bool:
+          uid_prefix: str, publisher: Publisher | None = None, anew: bool = False) -> bool:
     """Save the dashboard; False when it was found saved as this save makes it by another gpudash run, no request of
-    this one having been able to save it (refused, or never reached Grafana): noted, not listed as written."""
+    this one having been able to save it (refused, or never reached Grafana): noted, not listed as written. `anew`:
+    a create of the dashboard the plan read, found deleted since (no id, no version), recording what the plan's save
+    would have recorded (these settings and the claims of other settings files that generate it too)."""
     body = {k: v for k, v in desired.items() if k not in ("id", "version")}
     live = change.live or {}
-    if live:
+    if "dashboard" in live and not anew:
         body["version"] = live["dashboard"].get("version")  # optimistic concurrency, forced or not
         planned_id = live["dashboard"].get("id")
-        if isinstance(planned_id, int) and not isinstance(planned_id, bool) and planned_id > 0:
+        if _an_id(planned_id):
             body["id"] = planned_id  # the dashboard the plan read, not one created anew under its uid since
     # what the save records: these settings, with the claims of other settings carried on; or, for a claim or its
     # withdrawal, the settings that saved it last (word for word) with the claims
@@ -583,8 +585,8 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
         # because it had landed), or another gpudash run saved the same content: then the save is done.
         # Otherwise someone else saved, or the save did not reach Grafana: the error stands.
         try:
-            landed = _landed(client, change.name, desired, folder["uid"], (live.get("meta") or {}).get("version"),
-                             message)
+            landed = _landed(client, change.name, desired, folder["uid"],
+                             None if anew else (live.get("meta") or {}).get("version"), message)
         except DeadlineExceeded as stop:  # stopped while looking: a save sent and not refused may have landed
             if isinstance(exc, PreconditionFailed) and client.sent.get("POST", 0) - posts <= 1:
                 raise exc from None  # its one request was refused: it did not happen
@@ -607,15 +609,17 @@ def _save(client: GrafanaClient, change: Change, desired: dict[str, Any], folder
 def _save_generated(client: GrafanaClient, change: Change, desired: dict[str, Any], folder: dict[str, str],
                     note: str, uid_prefix: str, publisher: Publisher | None = None) -> bool:
     """Save the dashboard as generated (_save); one the plan read and that is found deleted since (its id gone,
-    nothing under its uid) is created as generated instead: a create carries no id and no version, so one made under
-    the uid meanwhile is refused (412), never written over. Noted."""
+    nothing under its uid) is created as generated instead, recording what the save would have (the claims of other
+    settings files among it): a create carries no id and no version, so one made under the uid meanwhile is refused
+    (412), never written over. Noted."""
     try:
         return _save(client, change, desired, folder, note, uid_prefix, publisher)
     except DashboardGone:
         if client.dashboard(change.name) is not None:  # made anew under its uid since: theirs, the error stands
             raise
-    created = _save(client, Change(change.target, change.kind, change.name, CREATE), desired, folder, note,
-                    uid_prefix, publisher)
+    # what the plan's save records (the claims of other settings files that generate it too among it): a create
+    # recording these settings alone would let their later --prune delete what another file still generates
+    created = _save(client, change, desired, folder, note, uid_prefix, publisher, anew=True)
     client.note(f"dashboard {change.name}: deleted in Grafana since the plan (by someone else): created anew as "
                 "generated")
     return created

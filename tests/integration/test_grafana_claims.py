@@ -420,3 +420,42 @@ def test_a_three_way_splits_first_push_carries_a_claim_per_cluster_so_each_file_
     assert grafana_recorded_claims(_message(grafana)) == frozenset()
     assert TEAM in _written(run, _file(tmp_path, "a2", ["a"], team=False), "--prune")
     assert TEAM not in grafana.state.dashboards
+
+
+
+@pytest.mark.parametrize("pushing", ["a", "b"], ids=["an update carrying a claim", "a claim"])
+def test_a_dashboard_deleted_between_plan_and_push_is_created_anew_recording_every_file_that_generates_it(
+        grafana, run, tmp_path, pushing):
+    """A (alpha) and B (beta) of project shop generate the team dashboard; someone deletes it after a push's plan,
+    and that push creates it anew. a: A saved it and B claimed it; A's team dashboard changes, and its save (which
+    carries B's claim) finds it deleted. b: A saved it; B's first push, which records B's claim beside A's record,
+    finds it deleted. The create recorded the pushing file alone: a --prune of that file once it stops defining it
+    deleted what the other file still generates (exit 0). Now the create records what the plan's save would have,
+    and that --prune leaves it (a: B's claim stands; b: B withdraws its claim, A's record stays)."""
+    from tests.integration.test_grafana_push import TEAM_DASHBOARD
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    a, b = _file(tmp_path, "a", ["alpha"]), _file(tmp_path, "b", ["beta"])
+    _written(run, a)
+    if pushing == "a":
+        _written(run, b)
+        (tmp_path / "a" / "dash" / "team_a.py").write_text(TEAM_DASHBOARD.replace("'Util'", "'GPU utilization'"))
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before",
+                          callback=lambda: grafana.state.dashboards.pop(TEAM)))
+        code, stdout, stderr = _push(run, "--config", a if pushing == "a" else b, url=proxy.url)
+    assert code == 0 and TEAM in json.loads(stdout)["written"], stderr
+    assert f"dashboard {TEAM}: deleted in Grafana since the plan (by someone else): created anew" in stderr, stderr
+    assert len(grafana.state.dashboards[TEAM]["versions"]) == 1
+    assert grafana_recorded_claims(_message(grafana)) == {grafana_claim("shop", ["beta"])}, _message(grafana)
+    assert " project:shop clusters:alpha also:" in _message(grafana)
+    retired = _file(tmp_path, f"{pushing}2", ["alpha" if pushing == "a" else "beta"], team=False)
+    code, stdout, stderr = _push(run, "--config", retired, "--prune", "--force")
+    assert code == 0 and TEAM in grafana.state.dashboards, (stdout, stderr)
+    if pushing == "a":
+        assert json.loads(stdout)["written"] == [], stdout
+        assert "recorded as generated too by other settings files of this project (gpudash-team-a-training)" in stderr
+    else:
+        assert json.loads(stdout)["written"] == [TEAM], stdout  # B's claim withdrawn, A's record kept
+        assert grafana_recorded_claims(_message(grafana)) == frozenset()
+        assert " project:shop clusters:alpha" in _message(grafana)
