@@ -21,7 +21,7 @@ from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
-ANNOTATIONS_READ = 100  # a dashboard's annotations read before a delete: one shows a person's work on it
+ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
@@ -168,6 +168,7 @@ class GrafanaClient:
         self.sent: dict[str, int] = {}  # requests that were sent, by method (a call the deadline stopped first is
         # not, nor one that failed to connect)
         self.notes: list[str] = []  # things the user should know that are not failures
+        self._permissions: tuple[dict[str, list[str]] | None] | None = None  # (the answer,) once read
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -422,11 +423,26 @@ class GrafanaClient:
         dropped) is not a valid answer."""
         what = f"dashboard {uid} annotations"
         found = self._request("GET", "/api/annotations", what=what, params={
-            "dashboardUID": uid, "dashboardId": dashboard_id, "type": "annotation", "limit": ANNOTATIONS_READ})
+            "dashboardUID": uid, "dashboardId": dashboard_id, "type": "annotation", "limit": ANNOTATIONS_READ + 1})
+        # each with its id (a positive integer): one without shows nothing the look before a delete could tell from
+        # an annotation made since
         ok = isinstance(found, list) and all(
             isinstance(a, dict) and (a.get("dashboardUID") == uid or a.get("dashboardId") == dashboard_id)
-            for a in found)
-        return self._shape(found, ok, what, f"a list of the annotations of dashboard {uid}")
+            and isinstance(a.get("id"), int) and not isinstance(a.get("id"), bool) and a["id"] > 0 for a in found)
+        return self._shape(found, ok, what, f"a list of the annotations of dashboard {uid}, each with its id")
+
+    def permissions(self) -> dict[str, list[str]] | None:
+        """The signed-in account's permissions (GET /api/access-control/user/permissions: action -> scopes), read
+        once per client; None when Grafana has no such endpoint (404: a Grafana before role-based access
+        control)."""
+        if self._permissions is None:
+            what = "gpudash's account's permissions"
+            found = self._request("GET", "/api/access-control/user/permissions", what=what, allow=(404,))
+            ok = found is None or isinstance(found, dict) and all(
+                isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) for s in v)
+                for k, v in found.items())
+            self._permissions = (self._shape(found, ok, what, "a map of actions to lists of scopes"),)
+        return self._permissions[0]
 
     def save(self, dashboard: dict[str, Any], folder_uid: str, message: str) -> dict[str, Any]:
         """Save with the version the dashboard carries (no blind overwrite: a concurrent save is a 412), and its id

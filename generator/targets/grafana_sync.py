@@ -26,8 +26,9 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_pushed_hash, grafana_recorded_claims, grafana_recorded_prefix,
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
+from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import (ANNOTATIONS_READ, GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
+from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
                                InvalidAnswer, PreconditionFailed,
                                Unreachable, lost)
 from .progress import Progress, Silent
@@ -387,37 +388,28 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
             f"too (a save of the same content, recording the settings that saved it as before); --prune withdraws "
             f"it"], live={**live, "record": {"publisher": grafana_recorded_publisher_text(saved.get("message")),
                                              "claims": theirs}})
-    try:
-        notes: list[dict[str, Any]] | None = client.annotations(uid, model.get("id"))
-    except DeadlineExceeded:
-        raise
-    except RemoteError as exc:  # not read: nothing shows no one's work would go with it (the look reads them again)
-        notes, unread = None, exc.what
-    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": _annotation_ids(notes or [])})
+    if not _an_id(model.get("id")):  # the look before a delete refuses it (_moved_since_plan): not planned either
+        if kept is not None:
+            kept.setdefault("no_id", []).append(uid)
+        return None
+    notes, unread = read_annotations(client, uid, model.get("id"), folder_uid)
+    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": annotation_ids(notes or [])})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {latest.get('createdBy') or 'someone'} "
                           f"changed it in Grafana since gpudash pushed it; --prune --force deletes it"]
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
-    if notes is None:
+    if notes is None:  # nothing shows no one's work would go with it (the look reads them again)
         change.edited = True
-        change.details.append(f"its annotations, which Grafana deletes with it, could not be read ({unread}); "
-                              "--prune --force deletes it if they then read as none")
+        change.details.append(f"its annotations, which Grafana deletes with it, {unread}; --prune --force deletes "
+                              "it with any it carries")
     elif notes:  # people's work on it that no version records, and that Grafana deletes with it
         change.edited = True
-        change.details.append(f"it carries {len(notes)}{'+' if len(notes) >= ANNOTATIONS_READ else ''} "
-                              f"annotation(s) made on its graphs (by {_annotators(notes)}), which Grafana deletes with "
-                              "it; --prune --force deletes them with it")
+        change.details.append(f"it carries {annotation_count(notes)} annotation(s) made on its graphs (by "
+                              f"{annotators(notes)}), which Grafana deletes with it; --prune --force "
+                              "deletes them with it")
     return change
-
-
-def _annotation_ids(notes: list[dict[str, Any]]) -> list[str]:
-    return sorted(repr(note.get("id")) for note in notes)
-
-
-def _annotators(notes: list[dict[str, Any]]) -> str:
-    return ", ".join(sorted({str(note.get("login") or note.get("email") or "someone") for note in notes})[:5])
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -517,6 +509,12 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
                     f"these settings generate them too, but a person changed them since gpudash saved them "
                     f"({shown_names(kept['claim_edited'])}): the claim stays (withdrawing it would save the edit as "
                     f"gpudash's), so no --prune deletes them; delete one by hand in Grafana if no file defines it")
+    if kept.get("no_id"):
+        client.note(f"{len(kept['no_id'])} dashboard(s) in folder {folder['uid']} not defined here were read without "
+                    f"a dashboard id ({shown_names(kept['no_id'])}): --prune does not delete them, since nothing would "
+                    f"show the one deleted is the one read (one deleted and made anew under its uid reads at the same "
+                    f"version); a proxy or cache in front of Grafana may drop the field: point GRAFANA_URL at Grafana "
+                    f"itself")
     if kept.get("partly"):
         client.note(f"{len(kept['partly'])} dashboard(s) in folder {folder['uid']} not defined here were saved by "
                     f"settings with clusters these settings no longer all define ({shown_names(kept['partly'])}): "
@@ -668,7 +666,7 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     notes = client.annotations(change.name, now_id)
     added = [note for note in notes if repr(note.get("id")) not in set(before.get("annotations") or [])]
     if added:
-        return f"annotated by {_annotators(added)} since the plan", live, latest
+        return f"annotated by {annotators(added)} since the plan", live, latest
     return None, live, latest
 
 

@@ -166,6 +166,22 @@ def test_a_dashboard_found_gone_after_a_refused_connection_was_not_deleted_by_gp
     assert ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
 
 
+def _team_saved(client, folder: dict[str, str], model: dict) -> None:
+    """The team dashboard `model` pushed by gpudash through `client` (the plan and push of one dashboard)."""
+    from generator.targets import grafana_sync
+
+    grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
+                      {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+
+
+def _forced_prune(client, changes, folder: dict[str, str]):
+    """The outcomes of pushing the planned `changes` with --prune --force (no definitions left)."""
+    from generator.targets import grafana_sync
+
+    return grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
+                             dry_run=False, allow_mass_prune=True)
+
+
 def _retired_team_dashboard(grafana, run, tmp_path) -> tuple[str, int]:
     """The team dashboard saved by settings A, then retired from them: (the settings that prune it, its version)."""
     _written(run, _file(tmp_path, "a", ["alpha"]))
@@ -261,8 +277,7 @@ def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_d
     with FaultProxy(grafana.url) as proxy:
         client = GrafanaClient(proxy.url, token=ADMIN)
         model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-        grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
-                          {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+        _team_saved(client, folder, model)
         changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
         assert [c.name for c in changes if c.action == "delete"] == [TEAM]
 
@@ -272,8 +287,7 @@ def test_a_look_that_reads_no_dashboard_id_where_the_plan_read_one_refuses_the_d
             return json.dumps({**read, "dashboard": {**dashboard, **answer}}).encode()
 
         proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id))
-        outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
-                                     dry_run=False, allow_mass_prune=True)
+        outcomes = _forced_prune(client, changes, folder)
     (failed,) = [o for o in outcomes if o.error]
     assert TEAM in grafana.state.dashboards and "created anew" not in failed.error, failed.error
     assert "Grafana's answer gives no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
@@ -316,7 +330,8 @@ def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives
     plan's as well as the look's. Between the plan and the push a person deletes the retired dashboard and imports
     their own under its uid (tagged as it was, in the same folder): Grafana numbers its versions from 1 again, so it
     reads at the plan's version, and only the id could tell it from the one the plan read. It was deleted (the look
-    compared ids only where the plan read one), with the person's work; now the delete is refused, naming the id."""
+    compared ids only where the plan read one), with the person's work; then the push refused it (exit 3) while the
+    plan still listed the delete. Now the plan plans no delete of a dashboard read without an id, and says why."""
     from generator.clients.grafana import GrafanaClient
     from generator.targets import grafana_sync
     from tests.support.fault_proxy import FaultProxy, Rule
@@ -330,21 +345,19 @@ def test_a_dashboard_made_anew_under_its_uid_is_not_deleted_when_no_answer_gives
     with FaultProxy(grafana.url) as proxy:
         client = GrafanaClient(proxy.url, token=ADMIN)
         model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-        grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
-                          {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
-        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id))
+        _team_saved(client, folder, model)
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="GET", action="rewrite", callback=without_id,
+                          times=99))
         changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
-        assert [c.name for c in changes if c.action == "delete"] == [TEAM]
+        assert [c.name for c in changes if c.kind == "dashboard"] == [], [(c.name, c.action) for c in changes]
+        assert any(f"not defined here were read without a dashboard id ({TEAM}): --prune does not delete them" in note
+                   for note in client.notes), client.notes
         planned = grafana.state.dashboards.pop(TEAM)  # the person deletes it, then imports their own under its uid
         grafana._store(TEAM, {"uid": TEAM, "title": "Alice's own", "tags": ["gpudash-managed"]},
                        planned["folderUid"], "imported", "alice")
-        assert grafana.state.dashboards[TEAM]["id"] != planned["id"]
-        assert grafana.state.dashboards[TEAM]["dashboard"]["version"] == planned["dashboard"]["version"]
-        outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
-                                     dry_run=False, allow_mass_prune=True)
+        outcomes = _forced_prune(client, changes, folder)
     assert TEAM in grafana.state.dashboards and grafana.state.dashboards[TEAM]["dashboard"]["title"] == "Alice's own"
-    (failed,) = [o for o in outcomes if o.error]
-    assert "no dashboard id" in failed.error and "not deleted" in failed.error, failed.error
+    assert [o for o in outcomes if o.error] == [] and ("DELETE", f"/api/dashboards/uid/{TEAM}") not in grafana.state.log
 
 
 def test_a_retired_dashboard_a_person_annotated_is_not_pruned_without_force(grafana, run, tmp_path):
@@ -373,13 +386,11 @@ def test_a_dashboard_annotated_between_the_plan_and_the_delete_is_not_deleted_ev
     folder = {"uid": "gpudash", "title": "GPU monitoring"}
     client = GrafanaClient(grafana.url, token=ADMIN)
     model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
-    grafana_sync.push(client, grafana_sync.plan(client, {TEAM: model}, folder, uid_prefix="gpudash"),
-                      {TEAM: model}, folder, "", uid_prefix="gpudash", force=False, prune=False, dry_run=False)
+    _team_saved(client, folder, model)
     changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
     assert [(c.name, c.edited) for c in changes if c.action == "delete"] == [(TEAM, False)]
     grafana.annotate(TEAM, "driver rollback at 14:02", user="bob")
-    outcomes = grafana_sync.push(client, changes, {}, folder, "", uid_prefix="gpudash", force=True, prune=True,
-                                 dry_run=False, allow_mass_prune=True)
+    outcomes = _forced_prune(client, changes, folder)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1
     (failed,) = [o for o in outcomes if o.error]
     assert "annotated by bob since the plan; not deleted" in failed.error, failed.error
@@ -397,3 +408,66 @@ def test_a_retired_dashboard_whose_annotations_cannot_be_read_is_refused_not_a_f
         code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
     assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
     assert "its annotations, which Grafana deletes with it, could not be read" in stdout, stdout
+
+
+@pytest.mark.parametrize("scopes", [["annotations:*"], ["annotations:type:dashboard", "dashboards:uid:elsewhere"]],
+                         ids=["by annotation type only", "another dashboard's scope"])
+def test_a_retired_dashboard_whose_annotations_the_account_is_not_shown_to_read_is_not_pruned_without_force(
+        grafana, run, tmp_path, scopes):
+    """Grafana's annotations API leaves out what the caller may not read instead of refusing: gpudash's account,
+    whose annotations:read scopes do not cover the retired dashboard by its uid or folder (Grafana's reading since
+    annotationPermissionUpdate went GA), is answered with none while Alice's incident note is on it. The --prune
+    deleted the dashboard and her note (exit 0). An answer of none now counts only where the account's permissions
+    show it reads them: refused without --force, saying why; --force deletes it."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.annotate(TEAM, "ECC storm on node gpu-7 started here")
+    grafana.state.permissions[ADMIN] = {"annotations:read": scopes, "dashboards:read": ["dashboards:*"]}
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert len(grafana.state.annotations) == 1 and TEAM in grafana.state.dashboards, (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert ("its annotations, which Grafana deletes with it, are not shown readable by gpudash's account "
+            "(gpudash's account's annotations:read scopes") in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and grafana.state.annotations == [], stderr
+
+
+def test_a_grafana_that_lists_no_permissions_needs_force_to_prune_a_dashboard(grafana, run, tmp_path):
+    """A Grafana without /api/access-control/user/permissions (before role-based access control) shows nothing of
+    what gpudash's account may read: an answer of no annotations proves nothing, so the prune needs --force."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.state.permissions[ADMIN] = None
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "Grafana lists no permissions of gpudash's account" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_annotations_answered_without_ids_are_not_read_as_the_same_ones_the_plan_saw(grafana):
+    """Every annotation comes without its id (a proxy that drops the field). The plan saw Alice's note; Bob adds one
+    before the forced push. The look compared ids, None for both, so Bob's note read as one the plan had seen and
+    was deleted with the dashboard. An annotation without an id is now not a valid answer: the plan says the
+    annotations could not be read, and the look refuses the delete, forced or not."""
+    from generator.clients.grafana import GrafanaClient
+    from generator.targets import grafana_sync
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    folder = {"uid": "gpudash", "title": "GPU monitoring"}
+    model = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
+
+    def without_ids(body: bytes) -> bytes:
+        return json.dumps([{k: v for k, v in note.items() if k != "id"} for note in json.loads(body)]).encode()
+
+    with FaultProxy(grafana.url) as proxy:
+        client = GrafanaClient(proxy.url, token=ADMIN)
+        _team_saved(client, folder, model)
+        grafana.annotate(TEAM, "driver rollback at 14:02")
+        proxy.inject(Rule(path="^/api/annotations$", method="GET", action="rewrite", callback=without_ids, times=99))
+        changes = grafana_sync.plan(client, {}, folder, uid_prefix="gpudash")
+        (delete,) = [c for c in changes if c.action == "delete"]
+        assert delete.edited and "could not be read" in " ".join(delete.details), delete.details
+        grafana.annotate(TEAM, "fan failure on gpu-3", user="bob")
+        outcomes = _forced_prune(client, changes, folder)
+    assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 2
+    (failed,) = [o for o in outcomes if o.error]
+    assert "each with its id" in failed.error, failed.error

@@ -104,6 +104,12 @@ class State:
     faults: list[Fault] = field(default_factory=list)
     spec_errors: list[str] = field(default_factory=list)
     annotations: list[dict[str, Any]] = field(default_factory=list)  # people's notes on a dashboard's graphs
+    # each token's permissions as GET /api/access-control/user/permissions lists them (action -> scopes); None: no
+    # such endpoint (404, a Grafana before role-based access control). The annotations API reads them as Grafana
+    # with annotationPermissionUpdate (its default) does: by the dashboard's or its folder's scope.
+    permissions: dict[str, dict[str, list[str]] | None] = field(default_factory=lambda: {
+        token: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"]}
+        for token in (ADMIN, VIEWER)})
 
 
 def _slug(title: str) -> str:
@@ -276,7 +282,10 @@ class GrafanaTestServer(LoopbackServer):
             if method == "DELETE" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._delete(m.group(1))
             if method == "GET" and path == "/api/annotations":
-                return self._annotations(query)
+                return self._annotations(query, self.state.permissions.get(token))
+            if method == "GET" and path == "/api/access-control/user/permissions":
+                found = self.state.permissions.get(token)
+                return (404, {"message": "Not found"}, None) if found is None else (200, found, None)
         return 404, {"message": "Not found"}, None
 
     def _invalid(self, method: str, path: str, body: Any):
@@ -387,10 +396,24 @@ class GrafanaTestServer(LoopbackServer):
         limit = int(query.get("limit", ["0"])[0]) or len(entry["versions"])
         return 200, list(reversed(entry["versions"]))[:limit], path
 
-    def _annotations(self, query: dict[str, list[str]]):
+    def _annotations(self, query: dict[str, list[str]], permissions: dict[str, list[str]] | None):
         """GET /api/annotations: a dashboard's (by dashboardUID, resolved to its id as Grafana does, or dashboardId),
-        of a type, newest first, up to `limit` (Grafana's default 100)."""
-        found = list(reversed(self.state.annotations))
+        of a type, newest first, up to `limit` (Grafana's default 100). Refused (403) to an account without
+        annotations:read; otherwise only the annotations of dashboards its scopes cover (`dashboards:uid:<uid>`,
+        `folders:uid:<uid>`, or a wildcard of them) are answered: the rest are left out, not refused."""
+        scopes = (permissions or {}).get("annotations:read")
+        if permissions is not None and not scopes:
+            return 403, {"message": "user does not have permission to read annotations"}, None
+
+        def readable(annotation: dict[str, Any]) -> bool:
+            if permissions is None:
+                return True
+            entry = self.state.dashboards.get(annotation["dashboardUID"]) or {}
+            targets = [f"dashboards:uid:{annotation['dashboardUID']}", f"folders:uid:{entry.get('folderUid')}"]
+            return any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
+                       for scope in scopes for target in targets)
+
+        found = [a for a in reversed(self.state.annotations) if readable(a)]
         uid, dashboard_id = query.get("dashboardUID", [""])[0], query.get("dashboardId", [""])[0]
         if uid:
             entry = self.state.dashboards.get(uid)
