@@ -98,16 +98,12 @@ def rule_sets(project, variants: bool) -> list[tuple[str, str, list[dict]]]:
     return sets
 
 
-def _recorded_openmetrics(prometheus: Prometheus, recorded: list[dict], instants: list[int], path: Path,
-                          back: int = 0) -> None:
-    """The recording rules' answers at `instants` and at the instants their steps take back `back` seconds before
-    the first (an alert reading its earlier periods as earlier evaluations wrote them), one range query each, as
-    OpenMetrics."""
+def _recorded_openmetrics(prometheus: Prometheus, recorded: list[dict], instants: list[int], path: Path) -> None:
+    """The recording rules' answers at `instants` (one range query each, the instants its steps), as OpenMetrics."""
     step = instants[1] - instants[0] if len(instants) > 1 else 30
     with path.open("w") as out:
         for rule in recorded:
-            data = prometheus.api("query_range", query=rule["expr"], start=instants[0] - back // step * step,
-                                  end=instants[-1], step=step)
+            data = prometheus.api("query_range", query=rule["expr"], start=instants[0], end=instants[-1], step=step)
             out.write(f"# TYPE {rule['record']} gauge\n")
             for series in data["result"]:
                 labels = ",".join(f'{k}="{v}"' for k, v in sorted({**series["metric"],
@@ -153,9 +149,7 @@ def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iter
                 recording, _ = evaluation_cpu(prometheus, [r["expr"] for r in recorded], instants, runs)
                 folder = work / re.sub(r"\W+", "-", name)
                 folder.mkdir()
-                back = max((_seconds(d) for d in re.findall(r":period_value\{[^}]*\}\[1ms\] offset (\w+)",
-                                                           alert["expr"])), default=0)
-                _recorded_openmetrics(prometheus, recorded, instants, folder / "recorded.om", back)
+                _recorded_openmetrics(prometheus, recorded, instants, folder / "recorded.om")
                 subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(folder / "recorded.om"),
                                 str(folder / "data")], check=True, capture_output=True)
                 with Prometheus(folder, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as second:
@@ -165,11 +159,6 @@ def run(gpus: int, evaluations: int, runs: int, project, variants: bool) -> Iter
                        f"alert) | {alone} (as generated: {answered}) |")
     yield ""
     yield f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
-
-
-def _seconds(duration: str) -> int:
-    """A duration of one unit (`35m`, `90s`) in seconds."""
-    return int(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
 def compare(project, replicas: int, scrapes: int, every: int, variants: tuple = VARIANTS) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -24,7 +23,7 @@ from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TA
 from ..model import Alarm, Condition, source_file
 from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import expression, group_keys, kinds_apart, label_name, reads_gauges, with_cluster
+from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -783,24 +782,16 @@ def _kinds(alarm: Alarm, catalog: Catalog, settings: Settings) -> tuple[str | No
 
 # A rule whose condition reads one period's statistic more than once (missing data `missing` or `notBreaching`, judged
 # over the evaluation range, at M out of N periods with M < N, or `missing` at N of N over more than 2: each period
-# is counted in several sums, _of_range), or a gauge's rule reading earlier periods at all (every rule judged over the
-# evaluation range, the default ones among them), gets a recording rule; its alert reads the statistics back. A group
-# evaluates its rules in order at one instant and commits each rule's samples, stamped with that instant (the instant
-# its queries are evaluated at: less the group's query offset, where one is set), before the next rule runs;
-# Prometheus 3's concurrent rule evaluation runs a rule that reads another's metric after it. So the alert reads
-# exactly the samples written at its own instant: `last_over_time(x[1ms])` holds a sample taken at the instant alone
+# is counted in several sums, _of_range) gets a recording rule that
+# computes each period's statistic once, at each evaluation; its alert reads them back. A group evaluates its rules
+# in order at one instant and commits each rule's samples, stamped with that instant (the instant its queries are
+# evaluated at: less the group's query offset, where one is set), before the next rule runs; Prometheus 3's
+# concurrent rule evaluation runs a rule that reads another's metric after it. So the alert reads exactly the
+# samples written at its own instant: `last_over_time(x[1ms])` holds a sample taken at the instant alone
 # (Prometheus 2's [t - 1 ms, t] and 3's (t - 1 ms, t] alike, a group's evaluations being seconds apart), never an
 # older one, with or without a staleness marker (none is written after a restart or for a missed evaluation). The
 # values are the same floats (stored as they are), so the alert is the one expression's at every evaluation
 # (tests/integration/test_recorded_periods.py; the cost: README, "What the rules cost Prometheus").
-# A gauge's period statistic is a function of the readings of its own window alone (every step of it inside the
-# period's subquery: promql.gauge_readings), so the period k periods back at an evaluation is the latest period as the
-# evaluation k periods earlier computed it: a gauge rule's recording rule computes the latest period alone (per kind),
-# and its alert reads period k at `offset` k periods, the sample that evaluation wrote (recorded_from_earlier). Its
-# group's evaluations must fall on the periods' boundaries (an interval dividing the period: Prometheus' default 1m,
-# kube-prometheus-stack's 30s). A counter's periods are named by the GPUs' names at the evaluation (promql._named_span:
-# one name across an upgrade renaming the node), which a period recorded earlier would not have: its rule records each
-# period at each evaluation.
 RECORDED_KIND_LABEL = "gpudash_kind"  # whole GPUs or MIG instances, where the rule judges them apart
 
 
@@ -809,70 +800,17 @@ def recorded_name(alarm_id: str) -> str:
     return f"gpudash:{alarm_id.replace('-', '_')}:period_value"
 
 
-def _reads(alarm: Alarm, catalog: Catalog, settings: Settings) -> dict[tuple[str | None, int], int]:
-    """How many times the rule's condition reads each (kind, period) statistic."""
+def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list[tuple[str | None, int]]:
+    """The (kind, period) statistics the rule's condition reads, when it reads one of them more than once (then a
+    recording rule computes each once); [] otherwise."""
+    if alarm.absent:
+        return []
     reads: dict[tuple[str | None, int], int] = {}
 
     def counted(kind: str | None, period: int) -> str:
         reads[kind, period] = reads.get((kind, period), 0) + 1
         return "x"
     prometheus_expression(alarm, catalog, settings, counted)
-    return reads
-
-
-def recorded_from_earlier(alarm: Alarm, catalog: Catalog, settings: Settings) -> bool:
-    """Whether the rule's alert reads its earlier periods from the latest period its recording rule wrote at earlier
-    evaluations, not computed anew at each evaluation: a gauge's rule reading periods before the latest, whose period
-    statistic is the latest one's moved back (_moved_alike)."""
-    if alarm.absent or not reads_gauges(_alert_query(alarm, settings), catalog):
-        return False
-    reads = _reads(alarm, catalog, settings)
-    return any(period for _, period in reads) and all(_moved_alike(alarm, catalog, settings, kind)
-                                                      for kind in {kind for kind, _ in reads})
-
-
-def _moved_alike(alarm: Alarm, catalog: Catalog, settings: Settings, kind: str | None) -> bool:
-    """Whether the statistic of the period before the latest is the latest one's with each of its window's subqueries
-    moved back a period, and every selector is inside those subqueries: then it is what the evaluation a period back
-    computed as its latest (no part read at the evaluation's instant, as a counter's GPU names are)."""
-    window, step = _duration(alarm.period_seconds), rule_step(settings)
-    latest = period_value(alarm, catalog, settings, 0, kind)
-    subquery = f"[{window}:{step}]"
-    if latest.replace(subquery, f"{subquery} offset {window}") != period_value(alarm, catalog, settings, 1, kind):
-        return False
-    spans = []  # each subquery of the window: its inner expression and range
-    for k in range(len(latest)):
-        if latest.startswith(subquery, k) and latest[k - 1] == ")":
-            spans.append((_opening(latest, k - 1), k + len(subquery)))
-    outside, reached = [], 0
-    for opened, closed in sorted(spans):
-        if opened >= reached:
-            outside.append(latest[reached:opened])
-        reached = max(reached, closed)
-    outside.append(latest[reached:])
-    read = {_alert_query(alarm, settings).metric, *_alert_query(alarm, settings).over, "DCGM_", "{"}
-    return bool(spans) and not any(name in part for part in outside for name in read)
-
-
-def _opening(text: str, closing: int) -> int:
-    """The index of the parenthesis that `text[closing]` closes."""
-    depth = 0
-    for k in range(closing, -1, -1):
-        depth += {")": 1, "(": -1}.get(text[k], 0)
-        if depth == 0:
-            return k
-    raise ValueError(f"unbalanced parentheses in {text[:80]}...")
-
-
-def recorded_periods(alarm: Alarm, catalog: Catalog, settings: Settings) -> list[tuple[str | None, int]]:
-    """The (kind, period) statistics the rule's recording rule computes at each evaluation: the latest period of each
-    kind where the alert reads earlier ones from earlier evaluations (recorded_from_earlier), else those the
-    condition reads when it reads one of them more than once; [] otherwise (one expression)."""
-    if alarm.absent:
-        return []
-    reads = _reads(alarm, catalog, settings)
-    if recorded_from_earlier(alarm, catalog, settings):
-        return sorted({(kind, 0) for kind, _ in reads}, key=lambda read: str(read[0]))
     return sorted(reads, key=lambda read: (str(read[0]), read[1])) if max(reads.values(), default=0) > 1 else []
 
 
@@ -886,15 +824,11 @@ def recording_expression(alarm: Alarm, catalog: Catalog, settings: Settings,
     return " or ".join(marked(kind, period) for kind, period in periods)
 
 
-def recorded_value(alarm: Alarm, kind: str | None, period: int, earlier: bool = False) -> str:
-    """A period's statistic as the recording rule wrote it at this evaluation, with the labels period_value gives;
-    `earlier` (recorded_from_earlier): the latest period as the evaluation `period` periods back wrote it."""
-    back = period if earlier else 0
-    matchers = [f'{PERIOD_LABEL}="{0 if earlier else period}"'] + \
-        ([] if kind is None else [f'{RECORDED_KIND_LABEL}="{kind}"'])
-    shift = f" offset {_duration(alarm.period_seconds * back)}" if back else ""
+def recorded_value(alarm: Alarm, kind: str | None, period: int) -> str:
+    """A period's statistic as the recording rule wrote it at this evaluation, with the labels period_value gives."""
+    matchers = [f'{PERIOD_LABEL}="{period}"'] + ([] if kind is None else [f'{RECORDED_KIND_LABEL}="{kind}"'])
     return (f"max without ({PERIOD_LABEL}, {RECORDED_KIND_LABEL}, {PROMETHEUS_RULE_LABEL}) "
-            f"(last_over_time({recorded_name(alarm.id)}{{{', '.join(matchers)}}}[1ms]{shift}))")
+            f"(last_over_time({recorded_name(alarm.id)}{{{', '.join(matchers)}}}[1ms]))")
 
 
 def period_value(alarm: Alarm, catalog: Catalog, settings: Settings, period: int = 0, kind: str | None = None) -> str:
@@ -1095,15 +1029,14 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
         # Every rule judges each of CloudWatch's periods at once (_of_periods), as CloudWatch does at each
         # evaluation: no `for`, which a condition that is not monotone (a rollout's `unless`) would reset.
         periods = recorded_periods(alarm, catalog, settings)
-        earlier = recorded_from_earlier(alarm, catalog, settings)
         if periods:  # each period's statistic computed once, before the alert that reads it (recorded_periods)
             rules.append({"record": recorded_name(alarm.id),
                           "expr": recording_expression(alarm, catalog, settings, periods),
                           "labels": {PROMETHEUS_RULE_LABEL: alarm.id}})
         rule: dict[str, Any] = {
             "alert": alert_name(alarm.id),
-            "expr": prometheus_expression(alarm, catalog, settings, (
-                lambda kind, period, alarm=alarm, earlier=earlier: recorded_value(alarm, kind, period, earlier))
+            "expr": prometheus_expression(alarm, catalog, settings, (lambda kind, period, alarm=alarm:
+                                                                     recorded_value(alarm, kind, period))
                                           if periods else None),
             "labels": {"severity": alarm.severity, PROMETHEUS_RULE_LABEL: alarm.id},
             "annotations": {
@@ -1117,25 +1050,7 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
             rules.append({**rule, "expr": no_data_rule(alarm, settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
-    if not rules:
-        return {"groups": []}
-    return {"groups": [{"name": ALERT_GROUP, **_interval(alarms, catalog, settings), "rules": rules}]}
-
-
-# How often the group is evaluated where an alert reads periods its recording rule wrote at earlier evaluations: a
-# minute, as CloudWatch evaluates an alarm, or less where a period is not a whole number of minutes.
-EVALUATION_SECONDS = 60
-
-
-def _interval(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings) -> dict[str, str]:
-    """The group's `interval` where an alert reads its earlier periods from earlier evaluations
-    (recorded_from_earlier): evaluations on a grid dividing each such period, so that the evaluation a period (two
-    periods ...) back is one of them, whatever evaluation interval the Prometheus is configured with (an interval of
-    2 minutes would find none of the 5-minute periods before the latest: an idle rule of 6 such periods would never
-    fire); {} where no alert does (the Prometheus' own interval)."""
-    periods = [a.period_seconds for a in alarms if not (a.absent and not data_missing.expected(settings))
-               and recorded_from_earlier(a, catalog, settings)]
-    return {"interval": _duration(math.gcd(EVALUATION_SECONDS, *periods))} if periods else {}
+    return {"groups": [{"name": ALERT_GROUP, "rules": rules}]} if rules else {"groups": []}
 
 
 def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:

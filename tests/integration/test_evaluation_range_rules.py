@@ -67,24 +67,18 @@ def _cloudwatch(alarm, condition, pattern: tuple, length: int) -> str:
 
 
 def _as_generated(alarm, project) -> tuple[list[dict], str]:
-    """The alarm's rules as generated: the recording rules its alert reads (a gauge's latest period, read back at
-    later evaluations; a counter's M of N with M < N, or `missing` over more than 2 periods: each period's statistic
-    computed once) and the alert's expression."""
+    """The alarm's rules as generated: the recording rules its alert reads (an M of N with M < N, or `missing` over
+    more than 2 periods: each period's statistic computed once) and the alert's expression."""
     rules = [r for g in prometheus_rules((alarm,), project.catalog, project.settings)["groups"] for r in g["rules"]]
     return rules[:-1], rules[-1]["expr"]
 
 
-def _passes(tests: list[dict], tmp_path, recorded: list[dict], at: int, expr: str) -> None:
+def _passes(tests: list[dict], tmp_path, recorded: list[dict], at: int) -> None:
     """promtool runs the test groups, the recording rules `recorded` evaluated at 0 and at `at` (the test's one
-    instant), or at every period's end up to it where the alert `expr` reads earlier periods as the evaluations a
-    period, two periods ... before wrote them (a gauge rule: render.alarms.recorded_from_earlier); every one passes
-    (a query over its sample limit fails, never passes empty)."""
-    earlier = ":period_value{" in expr and "[1ms] offset " in expr
-    assert at % PERIOD == 0
+    instant); every one passes (a query over its sample limit fails, never passes empty)."""
     (tmp_path / "rules.json").write_text(json.dumps({"groups": [{"name": "recorded", "rules": recorded}]
                                                      if recorded else []}))
-    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"],
-                                                    "evaluation_interval": f"{PERIOD if earlier else at}s",
+    (tmp_path / "test.json").write_text(json.dumps({"rule_files": ["rules.json"], "evaluation_interval": f"{at}s",
                                                     "tests": tests}))
     result = subprocess.run([binary("promtool"), "test", "rules", "test.json"], capture_output=True, text=True,
                             cwd=tmp_path)
@@ -132,7 +126,7 @@ def test_the_rule_fires_where_the_alarm_is_in_alarm_over_the_example_range(proje
                       "promql_expr_test": [{"expr": f"({expr}) * 0 + 1", "eval_time": f"{at}s",
                                             "exp_samples": [{"labels": f'{{gpu="{f["gpu"]}", node="n"}}', "value": 1}
                                                             for f in firing if f["gpu"] in gpus]}]})
-    _passes(tests, tmp_path, recorded, at, expr)
+    _passes(tests, tmp_path, recorded, at)
 
 
 # Counter rules (7d9ed75): a period's value is the counter's increase from the readings of its own, none where it
@@ -178,7 +172,7 @@ def test_a_counter_rule_fires_where_its_alarm_is_in_alarm_over_the_example_range
                                     "exp_samples": [{"labels": f'{{gpu="{gpu}", node="n"}}', "value": 1}
                                                     for gpu in firing if first <= int(gpu) < first + COUNTER_CHUNK]}]}
              for first in range(0, len(patterns), COUNTER_CHUNK)]
-    _passes(tests, tmp_path, recorded, at, expr)
+    _passes(tests, tmp_path, recorded, at)
 
 
 def test_a_rule_reading_its_periods_more_than_once_computes_each_once(project):

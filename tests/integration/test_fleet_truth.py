@@ -379,8 +379,7 @@ def _check_alerts(stack: Stack, project, path: Path_, exporters,
     """Each alert fires for exactly the objects the truth puts past its threshold; what fired."""
     labels = project.settings.labels
     rules: dict[str, dict] = {}  # each alert's first rule (the data-missing alert's second is judged below)
-    every = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"] for r in g["rules"]
-             if "alert" in r]
+    every = [r for g in prometheus_rules(project.alarms, project.catalog, project.settings)["groups"] for r in g["rules"]]
     for r in every:
         rules.setdefault(r["alert"], r)
     assert len(rules) >= 7

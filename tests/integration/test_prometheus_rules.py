@@ -105,25 +105,16 @@ def _ms(duration: str) -> int:
     return sum(int(n) * _UNITS[u] for n, u in parts)
 
 
-def _evaluated_at(tests: list, interval: str, earlier: tuple[int, ...] = ()) -> str:
+def _evaluated_at(tests: list, interval: str) -> str:
     """The evaluation interval that evaluates the rules at the same instants the alerts are judged at as `interval`
     does, and at as few others as it can. promtool evaluates every rule at each multiple of the interval up to the
     last eval_time and judges an eval_time by the evaluation at or before it: the alerts it finds there depend on
     that evaluation alone when no rule holds a state across evaluations (no `for`, no `keep_firing_for`: the
-    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts.
-    `earlier`: the offsets (ms) at which the judged alerts read their recording rules' samples of earlier evaluations
-    (render.alarms.recorded_from_earlier): the evaluations those were written at are made too."""
+    caller checks), so the largest multiple of `interval` dividing each of those instants gives the same verdicts."""
     step = _ms(interval)
     instants = {_ms(case["eval_time"]) // step * step for test in tests for case in test.get("alert_rule_test", [])}
-    coarse = math.gcd(*instants, *earlier) if any(instants) else step
+    coarse = math.gcd(*instants) if any(instants) else step
     return f"{coarse}ms"
-
-
-def _earlier_reads(folder, judged: tuple[str, ...]) -> tuple[int, ...]:
-    """The offsets (ms) at which the alerts `judged` of folder/rules.yaml read their recording rules' samples."""
-    alerts = [r["expr"] for g in _groups((folder / "rules.yaml").read_text()) for r in g["rules"]
-              if r.get("alert") in judged]
-    return tuple({_ms(d) for expr in alerts for d in re.findall(r":period_value\{[^}]*\}\[1ms\] offset (\w+)", expr)})
 
 
 def judged_rules(folder, name: str, named: set[str]) -> str:
@@ -156,8 +147,7 @@ def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1
     runs: dict[tuple, list] = {}  # (interval, judged alerts) -> the test groups of one file, one promtool run
     for test in tests:
         judged = tuple(sorted({case["alertname"] for case in test.get("alert_rule_test", [])}))
-        runs.setdefault((_evaluated_at([test], evaluation_interval, _earlier_reads(folder, judged)), judged),
-                        []).append(test)
+        runs.setdefault((_evaluated_at([test], evaluation_interval), judged), []).append(test)
     for k, ((interval, judged), group) in enumerate(runs.items()):
         test_file = folder / (name if k == 0 else f"{k}.{name}")
         rule_file = judged_rules(folder, test_file.name, set(judged))
@@ -173,7 +163,7 @@ def test_promtool_check_rules(rules):
     result = subprocess.run([binary("promtool"), "check", "rules", str(rules / "rules.yaml")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 16 rules found" in result.stdout  # 10 alerts, 6 recording rules they read
+    assert "SUCCESS: 10 rules found" in result.stdout
 
 
 def test_promtool_unit_tests_show_which_alerts_fire(rules):
@@ -518,7 +508,7 @@ def test_healthy_fleet_fires_nothing(rules):
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
               _series("DCGM_FI_DEV_FB_FREE", "20000x60"), _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "5x60"), *KSM]
     groups = yaml.safe_load((rules / "rules.yaml").read_text())["groups"]
-    names = [r["alert"] for g in groups for r in g["rules"] if "alert" in r]
+    names = [r["alert"] for g in groups for r in g["rules"]]
     test = {"interval": "1m", "input_series": series,
             "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in names]}
     _promtool_test(rules, "healthy_test.yaml", [test])

@@ -1,0 +1,40 @@
+"""The generated rule group is evaluated at the interval the user's Prometheus sets (its global
+evaluation_interval, kube-prometheus-stack's 30 s), not at one the group forces on every rule; and an alert reads a
+recording rule's samples only as written at its own evaluation, never an earlier evaluation's (which a server that
+just loaded the rules, or missed an evaluation, does not hold: tests/integration/test_recorded_periods_load.py,
+test_recorded_periods_missed.py)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from generator.project import load_project
+from generator.render.alarms import prometheus_rules
+
+
+@pytest.fixture(scope="module")
+def project():
+    return load_project()
+
+
+def _alarms(project, variant: bool):
+    if not variant:
+        return project.alarms
+    # an M of N alarm reading each period more than once: its periods are recorded at each evaluation
+    return tuple(replace(a, evaluation_periods=3, datapoints_to_alarm=2, missing_data="missing")
+                 if a.id in ("gpu-temp-critical", "pcie-replays") else a for a in project.alarms)
+
+
+@pytest.mark.parametrize("variant", [False, True], ids=["shipped", "recorded"])
+def test_the_group_sets_no_interval_and_alerts_read_recordings_at_their_own_instant(project, variant):
+    (group,) = prometheus_rules(_alarms(project, variant), project.catalog, project.settings)["groups"]
+    assert set(group) == {"name", "rules"}
+    recorded = {r["record"] for r in group["rules"] if "record" in r}
+    assert bool(recorded) == variant
+    for rule in group["rules"]:
+        for name in recorded:
+            for read in re.findall(re.escape(name) + r"\{[^}]*\}(\[[^]]*\](?: offset \S+)?)", rule["expr"]):
+                assert read == "[1ms]", (rule.get("alert") or rule.get("record"), read)
