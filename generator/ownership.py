@@ -211,6 +211,20 @@ def grafana_recorded_claims(message: str | None) -> frozenset:
     return frozenset(claims)
 
 
+def grafana_message_head(message: str) -> str:
+    """What a gpudash version message records, without the note after it: the hash, the uid prefix, the settings
+    that saved it and their claims, as far as it records them ("" for a message that is not gpudash's)."""
+    match = _RECORDED_PUBLISHER.match(message)
+    if match:
+        end = match.end()
+        while message.startswith(CLAIM_NOTE, end):
+            space = message.find(" ", end)
+            end = len(message) if space < 0 else space + 1
+        return message[:end].rstrip()
+    match = _RECORDED_PREFIX.match(message) or _MESSAGE.match(message)
+    return message[:match.end()].rstrip() if match else ""
+
+
 def grafana_recorded_prefix(message: str | None) -> str | None:
     """The uid prefix a gpudash version message records; None for one saved before gpudash recorded it."""
     match = _RECORDED_PREFIX.match(message) if isinstance(message, str) else None

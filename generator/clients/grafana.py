@@ -476,17 +476,29 @@ class GrafanaClient:
         created anew by someone else meanwhile: a failure saying so, never "still there"."""
         what = f"dashboard {uid}"
         reached: list[bool] = []
+        refused: list[RemoteError] = []  # what the look before a retry raised: not an answer to a delete
+
+        def looked() -> bool:
+            try:
+                return look()
+            except RemoteError as exc:
+                refused.append(exc)
+                raise
+
         with self._reported_if_sent("DELETE", "the delete was sent to Grafana", "it was not read back to show it"):
             try:
                 answer = self._request("DELETE", f"/api/dashboards/uid/{uid}", what=what, allow=(404,),
-                                       before_retry=look, reached=reached)
+                                       before_retry=looked if look is not None else None, reached=reached)
                 if answer is not None:
                     self._shape(answer, isinstance(answer, dict) and isinstance(answer.get("message"), str), what,
                                 "the deleted dashboard's title and message")
             except RemoteError as exc:
                 # a lost answer, or one that is not Grafana's (a proxy's page for a request it may have passed on):
-                # it may have happened, which only a read-back settles; anything else is Grafana's refusal
-                if not (lost(exc) or isinstance(exc, InvalidAnswer)):
+                # it may have happened, which only a read-back settles; anything else is Grafana's refusal. A failed
+                # look before a retry (a refusal, or a read's answer that is not Grafana's) leaves only the attempts
+                # before it, which may have happened where one reached Grafana unanswered
+                from_look = any(exc is e for e in refused)
+                if not (any(reached) if from_look else lost(exc) or isinstance(exc, InvalidAnswer)):
                     raise
                 self._read_back(exc, "the delete was sent to Grafana", lambda: self.dashboard(uid) is None)
                 return MAYBE_DELETED if lost(exc) else ODDLY_ANSWERED

@@ -13,16 +13,18 @@ then by an unchanged save with that version, which makes a person's save from an
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 from .. import diff
 from ..changes import (CREATE, DELETE, DONE, DRIFT, FAILED, FOREIGN, SKIPPED, UNCHANGED, UPDATE, WITHDRAW,
                        WOULD_WRITE, WRITE, Change, Outcome, disposition)
 from ..errors import RemoteError, may_have_happened
-from ..markers import CLAIMS_CUT, GRAFANA_OWNER_TAG
+from ..markers import CLAIMS_CUT, GRAFANA_MESSAGE_LENGTH, GRAFANA_OWNER_TAG
 from ..names import grafana_uid_prefixes, is_grafana_uid, shown as shown_names
 from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, claim_within, content_hash,
-                         grafana_claim, grafana_content, grafana_message, grafana_owned, grafana_publisher,
+                         grafana_claim, grafana_content, grafana_message, grafana_message_head, grafana_owned,
+                         grafana_publisher,
                          grafana_pushed_hash, grafana_recorded_claims, grafana_recorded_prefix,
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
@@ -297,7 +299,7 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
             change.details += diff.grafana(model, desired)
     elif evidence == EDITED:
         change.action = DRIFT
-        who = latest.get("createdBy") or "someone"
+        who = _editor(latest)
         change.details = [f"changed in Grafana by {who} (version {meta.get('version')}) since gpudash pushed it; "
                           f"--force overwrites"] + diff.grafana(model, desired)
     elif move_from is not None and meta.get("folderUid") == move_from:
@@ -393,11 +395,12 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
             kept.setdefault("no_id", []).append(uid)
         return None
     notes, unread = read_annotations(client, uid, model.get("id"), folder_uid)
-    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": annotation_ids(notes or [])})
+    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": annotation_ids(notes or []),
+                                                                "saved": saved.get("message")})
     if evidence == EDITED:
         change.edited = True
-        change.details = [f"{model.get('title')!r} is no longer defined, but {latest.get('createdBy') or 'someone'} "
-                          f"changed it in Grafana since gpudash pushed it; --prune --force deletes it"]
+        change.details = [f"{model.get('title')!r} is no longer defined, but {_editor(latest)} changed it in "
+                          f"Grafana since gpudash pushed it; --prune --force deletes it"]
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
     if notes is None:  # nothing shows no one's work would go with it (the look reads them again)
@@ -623,51 +626,59 @@ def _save_generated(client: GrafanaClient, change: Change, desired: dict[str, An
     return created
 
 
-def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None
-                      ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
+class Look(NamedTuple):
+    """A fresh read of a dashboard the plan read: why it must not be written over or deleted now ("" when gone,
+    None when nothing stands in the way), with the dashboard and its latest version as read."""
+    why: str | None
+    live: dict[str, Any] | None = None
+    latest: dict[str, Any] | None = None
+
+
+def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None) -> Look:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
     under the uid numbers its versions from 1 again), at the version the plan read (or `guarded`: the version
     gpudash's own unchanged save before a delete made, see _guard) and with no annotation made since (Grafana deletes
-    them with it, and no version records them). With the dashboard and latest version read."""
+    them with it, and no version records them)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
     live = client.dashboard(change.name)
     if live is None:
-        return "", None, None
+        return Look("")
     model, meta = live["dashboard"], live.get("meta") or {}
     latest = client.latest_version(change.name)
-    who = (latest or {}).get("createdBy") or "someone"
+    who = _editor(latest)
+
+    def look(why: str | None) -> Look:
+        return Look(why, live, latest)
+
     if grafana_owned(before.get("dashboard") or {}) and not grafana_owned(model):
-        return f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan", live, latest
+        return look(f"its {GRAFANA_OWNER_TAG} tag was removed by {who} since the plan")
     if meta.get("folderUid") != (before.get("meta") or {}).get("folderUid", folder_uid):
-        return f"moved to folder {meta.get('folderUid') or 'General'} since the plan", live, latest
+        return look(f"moved to folder {meta.get('folderUid') or 'General'} since the plan")
     planned_id, now_id = (before.get("dashboard") or {}).get("id"), model.get("id")
-    if not _an_id(planned_id):  # versions alone cannot tell: one made anew under the uid numbers them from 1 again
-        shown = "none" if planned_id is None else repr(planned_id)
-        return (f"Grafana's answer to the plan gave no dashboard id ({shown}): nothing shows the dashboard there now "
-                "is the one the plan read (one deleted and made anew under its uid reads at the same version); a proxy "
-                "or cache in front of Grafana may drop the field: point GRAFANA_URL at Grafana itself", live, latest)
-    if not _an_id(now_id):
-        return (f"Grafana's answer gives no dashboard id now ({'none' if now_id is None else repr(now_id)}), where "
-                f"the plan read id {planned_id}: nothing shows it is the dashboard the plan read (one made since under "
-                "its uid has another id); a proxy or cache in front of Grafana may drop the field: point GRAFANA_URL at "
-                "Grafana itself",
-                live, latest)
+    if not (_an_id(planned_id) and _an_id(now_id)):  # versions alone cannot tell: one made anew under the uid
+        # numbers them from 1 again
+        missing = now_id if _an_id(planned_id) else planned_id
+        when = f"now, where the plan read id {planned_id}" if _an_id(planned_id) else "to the plan"
+        return look(f"Grafana's answer gives no dashboard id {when} ({'none' if missing is None else repr(missing)}): "
+                    "nothing shows the dashboard there now is the one the plan read (one deleted and made anew under "
+                    "its uid reads at the same version); a proxy or cache in front of Grafana may drop the field: "
+                    "point GRAFANA_URL at Grafana itself")
     if now_id != planned_id:  # a new dashboard under the uid: its versions
         # start again, so one created anew by the plan's version number reads as the plan saw it but by its id
-        return f"deleted and created anew by {who} since the plan", live, latest
+        return look(f"deleted and created anew by {who} since the plan")
     if expected is None or meta.get("version") is None or latest is None:
-        return "Grafana gave no version to show it is unchanged since the plan", live, latest
+        return look("Grafana gave no version to show it is unchanged since the plan")
     if expected != meta.get("version") or expected != latest.get("version"):
-        return f"changed in Grafana by {who} since the plan", live, latest
+        return look(f"changed in Grafana by {who} since the plan")
     notes = client.annotations(change.name, now_id)
     added = [note for note in notes if repr(note.get("id")) not in set(before.get("annotations") or [])]
     if added:
-        return f"annotated by {annotators(added)} since the plan", live, latest
-    return None, live, latest
+        return look(f"annotated by {annotators(added)} since the plan")
+    return look(None)
 
 
 def _an_id(value: Any) -> bool:
@@ -676,6 +687,27 @@ def _an_id(value: Any) -> bool:
 
 
 GUARD_NOTE = "gpudash push --prune: saved unchanged right before deleting it"
+_GUARDED = re.compile(" " + re.escape(GUARD_NOTE) + r"; the latest save was (.+?)'s$")
+
+
+def _guard_message(latest: dict[str, Any], saved: str) -> str:
+    """The message of gpudash's unchanged save right before a delete: the latest one when gpudash wrote it (a save of
+    this run's guard again, after a retry, among them); else, over a person's save, what the latest gpudash save
+    `saved` records (its hash, uid prefix, settings and claims: every reading of ownership and of a person's edit
+    stays as it was, should the delete not follow, however many such saves push the earlier versions out of
+    Grafana's history) with a note naming who saved last (`_editor`)."""
+    if grafana_pushed_hash(latest.get("message")):
+        return latest["message"]
+    note = f" {GUARD_NOTE}; the latest save was {latest.get('createdBy') or 'someone'}'s"
+    head = grafana_message_head(saved)
+    return (head + note if len((head + note).encode()) <= GRAFANA_MESSAGE_LENGTH else head).strip()
+
+
+def _editor(version: dict[str, Any] | None) -> str:
+    """Who saved `version` as people see it: for one of gpudash's unchanged saves right before a delete, the one whose
+    save it was saved over (its message names them); else its author."""
+    match = _GUARDED.search((version or {}).get("message") or "")
+    return match.group(1) if match else (version or {}).get("createdBy") or "someone"
 
 
 def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any],
@@ -683,13 +715,12 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
     """Saves the dashboard unchanged, with the version just looked at, right before a delete of it (which takes no
     version): the save Grafana's UI makes from any version opened before is then refused (412 version-mismatch, the
     person told and their change kept in the browser) instead of being accepted and deleted a moment later; one that
-    lands between the look and this save makes this one refused, and the delete is not sent. The version message is
-    the latest one when gpudash wrote it (every reading of ownership stays as it was, should the delete not follow),
-    else GUARD_NOTE (no hash: not read as gpudash's save). Answers the version saved; None when found gone meanwhile
+    lands between the look and this save makes this one refused, and the delete is not sent. Its message:
+    `_guard_message`. Answers the version saved; None when found gone meanwhile
     (someone else deleted it). Any other failure refuses the delete: the content is unchanged, a run again retries."""
     version = (live.get("meta") or {}).get("version")
     model = {**live["dashboard"], "version": version}
-    message = latest["message"] if grafana_pushed_hash(latest.get("message")) else GUARD_NOTE
+    message = _guard_message(latest, (change.live or {}).get("saved") or "")
     where = f"dashboard {change.name}"
     try:
         saved = client.save(model, folder_uid, message)
@@ -706,7 +737,7 @@ def _guard(client: GrafanaClient, change: Change, folder_uid: str, live: dict[st
             if last.get("message") == message and isinstance(newer, int) and isinstance(version, int) \
                     and newer > version and grafana_content(now["dashboard"]) == grafana_content(live["dashboard"]):
                 after = newer  # this save's version, if nothing else reads otherwise (below)
-        why = _moved_since_plan(client, change, folder_uid, after)[0]
+        why = _moved_since_plan(client, change, folder_uid, after).why
         if why == "":
             return None
         if why:

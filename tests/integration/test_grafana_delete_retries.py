@@ -471,3 +471,58 @@ def test_annotations_answered_without_ids_are_not_read_as_the_same_ones_the_plan
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 2
     (failed,) = [o for o in outcomes if o.error]
     assert "each with its id" in failed.error, failed.error
+
+
+@pytest.mark.parametrize("failed_runs, kept", [(1, 0), (3, 3)], ids=["one failed run", "a history of 3 versions"])
+def test_gpudashs_unchanged_saves_before_failed_deletes_leave_the_person_who_edited_it_named_and_on_record(
+        grafana, run, tmp_path, failed_runs, kept):
+    """Alice edits the retired team dashboard; push --prune --force saves it unchanged right before its delete, and the
+    delete is refused (403) `failed_runs` times. The next plan named gpudash's own account as the one who changed it;
+    and where Grafana keeps `kept` versions (versions_to_keep), the failed runs' saves pushed gpudash's own save out of
+    the history, so the dashboard read as never saved by gpudash and --prune left it for good. Now each such save
+    records what gpudash's last save did, and who saved over it: the next --prune is refused naming alice, and
+    --prune --force deletes it."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.edit_in_ui(TEAM, lambda d: d.update(title="Alice's training GPUs"))
+    grafana.versions_to_keep = kept
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=403, times=failed_runs))
+        for _ in range(failed_runs):
+            code, stdout, _ = _push(run, "--config", pruning, "--prune", "--force", url=proxy.url)
+            assert code == 3 and TEAM in grafana.state.dashboards, stdout
+    assert grafana.state.dashboards[TEAM]["versions"][-1]["createdBy"] == "gpudash-sa"
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], (stdout, stderr)
+    assert "is no longer defined, but alice changed it in Grafana since gpudash pushed it" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+def test_an_unreadable_answer_to_the_look_before_a_retry_is_reported_as_that_reads_not_as_the_deletes(
+        grafana, run, tmp_path):
+    """The retired team dashboard's DELETE is answered 429 (not processed); the look before the retry reads the
+    versions, which a proxy answers with JSON of another shape while a person deletes the dashboard. That answer was
+    taken for the delete's own: the dashboard, read back gone, was listed as deleted with a note that "a delete of
+    gpudash's was sent and its answer was not Grafana's" (no delete of gpudash's was processed). Now the failure is
+    the look's, saying which answer did not read; nothing is listed as deleted."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+
+    def person_deletes_it_meanwhile(body: bytes) -> bytes:
+        grafana.state.dashboards.pop(TEAM, None)
+        return b'{"status": "error"}'
+
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}$", method="DELETE", status=429, callback=lambda:
+                          proxy.inject(Rule(path=f"^/api/dashboards/uid/{TEAM}/versions$", method="GET",
+                                            action="rewrite", callback=person_deletes_it_meanwhile))))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert TEAM not in grafana.state.dashboards
+    assert "answer was not Grafana's" not in stderr, stderr
+    assert code == 3 and json.loads(stdout)["written"] == [], (stdout, stderr)
+    (failed,) = json.loads(stdout)["failed"]
+    assert failed["name"] == TEAM and "versions" in failed["error"] and "not a valid API answer" in failed["error"], \
+        failed

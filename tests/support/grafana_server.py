@@ -130,6 +130,7 @@ class GrafanaTestServer(LoopbackServer):
         self.lock = threading.Lock()
         self.ignore_search_page = False  # a server (or proxy) that answers page 1 to every page
         self.search_cap = 5000  # the most hits one search page holds, whatever the limit asked
+        self.versions_to_keep = 0  # how many versions of a dashboard are kept (0: all)
         server = self
 
         class Handler(KeepAliveHandler):
@@ -238,12 +239,14 @@ class GrafanaTestServer(LoopbackServer):
             entry = {"id": self.state.next_id, "versions": []}
             self.state.next_id += 1
             self.state.dashboards[uid] = entry
-        version = len(entry["versions"]) + 1
+        version = (entry["versions"][-1]["version"] if entry["versions"] else 0) + 1
         dashboard = {**dashboard, "id": entry["id"], "uid": uid, "version": version}
         entry.update(dashboard=dashboard, folderUid=folder_uid)
-        entry["versions"].append({"id": len(entry["versions"]) + 1, "dashboardId": entry["id"], "uid": uid,
+        entry["versions"].append({"id": version, "dashboardId": entry["id"], "uid": uid,
                                   "version": version, "parentVersion": version - 1, "restoredFrom": 0,
                                   "created": "2026-11-29T00:00:00Z", "createdBy": user, "message": message})
+        if self.versions_to_keep:  # Grafana's [dashboards] versions_to_keep (20 by default): older ones deleted
+            del entry["versions"][:-self.versions_to_keep]
         return entry
 
     # --- the API ---------------------------------------------------------------------------
