@@ -157,7 +157,10 @@ def botocore_models_read_once():
     Its event names are aliased through one shared cache too (a new session registers some 280 handlers,
     each name worked out again: half of a session and client's remaining 20 ms); an alias depends on the
     name alone. Whether a handler takes **kwargs (checked for each one a session registers, by reading its
-    signature: most of what is left of a new session) is read once per handler: it depends on the function alone."""
+    signature: most of what is left of a new session) is read once per handler: it depends on the function alone.
+    gpudash's sessions use a loader of their own (clients.cloudwatch._model_loader: only the services gpudash
+    calls), one per session: one is kept per search path, so its models and endpoint rules (endpoints.json,
+    about 40 ms of CPU per session) are parsed once, as botocore's own loader's are above."""
     try:
         import botocore.hooks
         import botocore.loaders
@@ -165,9 +168,12 @@ def botocore_models_read_once():
     except ImportError:
         yield
         return
+    from generator.clients import cloudwatch
+
     original, original_aliaser = botocore.session.create_loader, botocore.hooks.EventAliaser.__init__
-    original_accepts = botocore.hooks.accepts_kwargs
+    original_accepts, original_model_loader = botocore.hooks.accepts_kwargs, cloudwatch._model_loader
     loaders: dict = {}
+    model_loaders: dict = {}
     aliases: dict = {}
     accepting: dict = {}
 
@@ -184,6 +190,10 @@ def botocore_models_read_once():
             loaders[search_path_string] = original(search_path_string)
         return loaders[search_path_string]
 
+    def model_loader(session):
+        made = original_model_loader(session)  # (no file is read until a model is asked for)
+        return model_loaders.setdefault(tuple(made.search_paths), made)
+
     def aliaser(self, event_emitter, event_aliases=None):
         original_aliaser(self, event_emitter, event_aliases)
         if event_aliases is None:  # botocore's own aliases: the same name always gets the same alias
@@ -192,10 +202,12 @@ def botocore_models_read_once():
     botocore.session.create_loader = create_loader
     botocore.hooks.EventAliaser.__init__ = aliaser
     botocore.hooks.accepts_kwargs = accepts_kwargs
+    cloudwatch._model_loader = model_loader
     yield
     botocore.session.create_loader = original
     botocore.hooks.EventAliaser.__init__ = original_aliaser
     botocore.hooks.accepts_kwargs = original_accepts
+    cloudwatch._model_loader = original_model_loader
 
 
 @pytest.fixture(autouse=True, scope="session")
