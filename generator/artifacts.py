@@ -203,12 +203,14 @@ def agents(project: Project) -> tuple[AgentConfig, ...]:
 def notes(project: Project) -> tuple[Note, ...]:
     """What building the project leaves out, and why: panels whose fields the counters CSV does not
     collect, panels and alarms the Container Insights add-on does not publish, the data-missing alarm
-    when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch."""
+    when nothing says GPUs are expected, alarms that do not evaluate MIG GPUs on CloudWatch, charts by pod that rank
+    pods by one GPU's reading (CW019)."""
     from .data_missing import left_out
-    from .render.cloudwatch import left_out_on_addon
+    from .render.cloudwatch import left_out_on_addon, ranked_by_one_reading
 
     found = [Note("DF001", _portable(where), message) for where, message in project.notes]
     found += [Note("CW013", _portable(where), message) for where, message in left_out_on_addon(project)]
+    found += [Note("CW019", _portable(where), message) for where, message in ranked_by_one_reading(project)]
     found += [Note("AL011", _portable(where), message) for where, message in left_out(project)]
     found += [Note("AL012", _portable(where), message) for where, message in alarm_render.mig_left_out(project)]
     return tuple(found)

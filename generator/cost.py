@@ -379,8 +379,9 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     # pod and total).
     pod_sets = [tuple(pod_dimensions(settings)), *(dims for dims in sets if pod_total_kind(dims))]
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
-    # The cluster's own metrics: the data-missing alarm's (its GPU field and kube-state-metrics' three series) and the
-    # GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has one).
+    # The cluster's own metrics: the data-missing alarm's (its GPU field and kube-state-metrics' three series), the
+    # GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has one) and
+    # the fields of the fleet means that read every reading of the cluster past 500 GPUs (GPU utilization).
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
     daemonsets = data_missing.daemonsets_per_cluster(settings)
@@ -641,10 +642,10 @@ def limits(fleet: Fleet) -> list[str]:
     notes = []
     if gpus > SERIES_PER_QUERY:
         notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
-                     f"fleet single values combined from per-GPU lines (GPUs reporting, Total power draw, the average "
-                     f"utilization and temperature) count "
-                     f"{SERIES_PER_QUERY} GPUs, and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest "
-                     f"their threshold (PARTIAL_DATA)")
+                     f"fleet single values combined from per-GPU lines (GPUs reporting, Total power draw) count "
+                     f"{SERIES_PER_QUERY} GPUs, the average utilization and temperature become the mean of every "
+                     f"reading of the cluster (a GPU weighs by its readings in the minute, once per copy), and "
+                     f"GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold (PARTIAL_DATA)")
     if max(gpus, pods) > METRICS_PER_QUERY:
         notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
                      f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")

@@ -475,6 +475,25 @@ def widget_blanks(subject: LintInput) -> Iterable[Finding]:
                           f"drops it before it is published; `gpudash verify` names such GPUs")
 
 
+def tables_now(subject: LintInput) -> Iterable[Finding]:
+    """A table of one row per pod or GPU now ("Pods on GPUs") draws the latest whole minute of its own range, which
+    ends now (a widget's `end` can only be an absolute time), and its query's ORDER BY ranks the rows over that whole
+    range: past its LIMIT a row of the minute drawn (a pod that left early in it) may give its place to one that came
+    since, blank in the minute drawn. No ranking of the range's observations tells the two apart. A note per such
+    widget (its dashboard's header says it too)."""
+    for name, index, properties in _metric_widgets(subject):
+        if properties.get("view") != "table" or not str(properties.get("start", "")).startswith("-P"):
+            continue
+        for expression in _expressions(properties):
+            query = _parsed(expression) if is_query(expression) else None
+            if query is not None and query.group and query.limit:
+                yield Finding("CW020", "note", f"{_where(name, index)} ({properties.get('title', '')})",
+                              f"past {query.limit} rows, the rows are those its ORDER BY ranks first over its own "
+                              f"range, the minute it draws and the time since (a widget's range ends now): a row "
+                              f"that left early in the minute drawn may give its place to one that came since, "
+                              f"blank in the minute drawn")
+
+
 def _summed_shared_counters(subject: LintInput, expressions: Iterable[str]) -> list[str]:
     """The counter fields that `expressions` sum per GPU, node or cluster (not per pod): on the agent's JSON path
     each pod's copy of a shared GPU's counter is one more observation of such a sum."""
@@ -762,6 +781,8 @@ RULES = (
                   "dimensions on agent.pipeline: classic", widget_mixed_shares),
     Rule("CW018", "no widget reads a state the exporter serves as a counter (health, windowed counts) on "
                   "agent.pipeline: classic, which would publish its differences", widget_retyped),
+    Rule("CW020", "tables of rows now rank their rows over the minute drawn and the time since (a note per table "
+                  "with a LIMIT)", tables_now),
     Rule("AL001", "alarm requests validate against schemas/cloudwatch-alarm.schema.json", alarm_schema),
     Rule("AL002", "an alarm names exactly one of MetricName, Metrics, EvaluationCriteria", alarm_source),
     Rule("AL003", "exactly one of an alarm's queries returns data", alarm_returned_data),

@@ -156,6 +156,12 @@ def _published(declarations: list[dict[str, Any]], job: str,
     return result
 
 
+def _metric_line(line) -> bool:
+    """A widget's metric line spelled whole (not an expression, not "..." repeating the line before)."""
+    return (isinstance(line, list) and len(line) >= 3 and isinstance(line[-1], dict) and "expression" not in line[-1]
+            and len(line) % 2 == 1 and all(isinstance(v, str) for v in line[:-1]) and line[0] != "...")
+
+
 def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str], str | None]]:
     """(where, expression's metric, namespace, dimension set, ClusterName) of every CloudWatch query."""
     queries = []
@@ -165,9 +171,12 @@ def _queried(subject: LintInput) -> Iterable[tuple[str, str, str, frozenset[str]
             if not isinstance(widget, dict) or not isinstance(widget.get("properties"), dict):
                 continue
             for line in widget.get("properties", {}).get("metrics", []):
+                where = f"{cloudwatch_dashboard_file(dashboard.name)} {widget['properties'].get('title')!r}"
                 if line and isinstance(line[-1], dict) and is_query(str(line[-1].get("expression", ""))):
-                    queries.append((f"{cloudwatch_dashboard_file(dashboard.name)} "
-                                    f"{widget['properties'].get('title')!r}", line[-1]["expression"]))
+                    queries.append((where, line[-1]["expression"]))
+                elif _metric_line(line):  # [namespace, metric, name, value, ..., {options}]: a metric it reads
+                    pairs = dict(zip(line[2:-1:2], line[3:-1:2]))
+                    yield where, line[1], line[0], frozenset(pairs), pairs.get(CLUSTER_DIMENSION)
     alarms = subject.artifacts.alarms
     for item in alarms:
         for metric in item.request.get("Metrics", []):

@@ -27,6 +27,8 @@ NOTE_RULES = [
     Rule("DF001", "panels and alarms left out because the counters CSV does not collect their fields", _notes("DF001")),
     Rule("CW013", "panels and alarms left out of CloudWatch because the Container Insights add-on does not "
                   "publish their fields (cloudwatch.source: container-insights)", _notes("CW013")),
+    Rule("CW019", "charts of one line per pod that add a pod's GPUs per scrape rank pods by one GPU's reading, not "
+                  "the pod's total (agent.pipeline: classic, the Container Insights add-on)", _notes("CW019")),
     Rule("AL011", "the data-missing alarm left out because nothing tells it GPUs are expected "
                   "(alarms.expected_gpus: none)", _notes("AL011")),
     Rule("AL012", "CloudWatch alarms that do not evaluate GPUs split into MIG instances where their Prometheus rule "

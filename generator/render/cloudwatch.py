@@ -19,7 +19,8 @@ from typing import Any, Iterable
 
 from ..build_memo import BuildMemo
 from ..catalog import MIG_INSTANCE_LABEL, PRESENCE, Catalog
-from ..cloudwatch_query import PERIOD, SERIES_PER_QUERY, Plan, Unsupported, pod_total_kind, series_label
+from ..cloudwatch_query import (PERIOD, SERIES_PER_QUERY, Plan, Unsupported, blank_floor, number, pod_total_kind,
+                                series_label)
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
 from ..markers import CLUSTER_DIMENSION
@@ -36,6 +37,7 @@ NOW_VALUE_KINDS = tuple(kind for kind in SINGLE_VALUE_KINDS if kind != "table") 
 HEADER_HEIGHT = 2
 LINES_KEPT = "Lines drawn:"  # the header paragraph saying which lines each chart of one line per pod or GPU draws
 PERIOD_ID = "p1"  # the hidden metric whose PERIOD() a widget's math divides by
+READINGS_IDS = ("p2", "p3")  # the hidden Sum and SampleCount of a fleet mean's field per cluster (past 500 GPUs)
 WARNING_COLOUR, CRITICAL_COLOUR = "#ff7f0e", "#d62728"
 
 
@@ -79,6 +81,7 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     """{metric: dimension sets} that the CloudWatch dashboards and alarms read: what the agent must publish."""
     plans = []
     periods = False  # a widget reads PERIOD() of the cluster's metric of period_field
+    per_cluster: set[str] = set()  # fields a fleet mean reads per cluster past 500 GPUs (readings_past_500)
     for dashboard in dashboards:
         for panel in dashboard.panels():  # the panels cloudwatch_panels keeps: those with a plan
             try:
@@ -86,6 +89,8 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
             except Unsupported:
                 continue
             periods = periods or (not plans[-1].namespace and _period_line(panel, plans[-1], catalog))
+            if readings_past_500(panel, plans[-1], catalog, settings):
+                per_cluster.add(plans[-1].metric)
     for alarm in alarms:
         try:
             plans += [form.plan for form in alarm_forms(alarm, catalog, settings)]  # the alarms that are made
@@ -95,8 +100,8 @@ def queried_sets(dashboards: Iterable[Dashboard], alarms: Iterable[Alarm], catal
     for item in plans:
         result.setdefault(item.metric, set()).add(item.dims)
     field = period_field(catalog, settings) if periods else None
-    if field:
-        result.setdefault(field, set()).add((CLUSTER_DIMENSION,))
+    for name in sorted(per_cluster | ({field} if field else set())):
+        result.setdefault(name, set()).add((CLUSTER_DIMENSION,))
     return result
 
 
@@ -123,6 +128,7 @@ class _MetricWidget:
     namespace: str  # the query's namespace: its PERIOD() metric's
     true_at: int | None = None  # a value that means now: the only period it is drawn at
     period_field: str | None = None  # the field whose [ClusterName] metric the PERIOD() line names (period_field())
+    readings: str | None = None  # past 500 GPUs, the mean of the cluster's readings ({s}: their Sum, {c}: count)
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
@@ -131,12 +137,20 @@ class _MetricWidget:
         else:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}]]
             shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
+            if self.readings is not None:
+                # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead
+                shown = (f"IF(METRIC_COUNT(q1) < {SERIES_PER_QUERY}, {shown}, "
+                         f"{self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])})")
             if self.true_at is not None:
                 # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
                 # longer period is no longer now, so it is not drawn (a division by 0 drops the data point).
                 shown = f"{_grouped(shown)} / (PERIOD({PERIOD_ID}) == {self.true_at})"
             if PERIOD in (self.plan.math or "") or self.true_at is not None:
                 metrics.append(self._period_metric(cluster))
+            if self.readings is not None:
+                metrics += [[self.namespace, self.plan.metric, CLUSTER_DIMENSION, cluster.name,
+                             {"id": identifier, "stat": stat, "visible": False}]
+                            for identifier, stat in zip(READINGS_IDS, ("Sum", "SampleCount"))]
             metrics.append([{"expression": shown, "id": "e1", "label": self.label}])
         properties = {**self.properties, "region": cluster.region, "metrics": metrics}
         return {"type": "metric", "properties": properties, **self.position}
@@ -240,10 +254,16 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
+    readings = None
+    if readings_past_500(panel, plan_, catalog, settings):
+        # On agent.pipeline: classic a blank reading (DCGM's sentinel) may arrive: a minute whose total only a blank
+        # explains is a gap, as the per-GPU form's guard makes it
+        readings = ("IF({s} < " + number(blank_floor(query, catalog)) + ", {s} / {c})"
+                    if settings.agent.pipeline == "classic" else "{s} / {c}")
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
-                         None if plan_.namespace else period_field(catalog, settings))
+                         None if plan_.namespace else period_field(catalog, settings), readings)
 
 
 NOW_PERIODS = 4  # a now value's own range, in its periods: the minute drawn, the one filling, and room for both
@@ -260,6 +280,19 @@ def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> boo
     GPU"): Grafana's panel of the same title is an instant query. Over the whole range a mean weighed a GPU there
     for 10 minutes of 6 hours like one there all along, and a maximum showed a spike long gone."""
     return panel.kind in NOW_VALUE_KINDS and not catalog.get(query.metric).is_counter
+
+
+def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings) -> bool:
+    """A fleet mean now ("Average GPU utilization", "Average GPU temperature") reads, past 500 GPUs, the mean of
+    every reading of the cluster in its minute, from the field published per cluster ([ClusterName]): a GROUP BY
+    query returns 500 series, and no ORDER BY keeps the GPUs of the minute drawn through churn (ranked by the highest
+    mean, GPUs that left took places; ranked by how many scrapes saw each, through a node roll the new GPUs were left
+    out: 20 % for 40 %), and a widget holds one Metrics Insights query. Up to 500 it stays the mean of each GPU's
+    mean. Not on the Container Insights add-on (its own namespace and sets), nor with exporter.virtual_gpus (a copy
+    of a split field is a pod's share there: lint CW017 refuses such a field outside the per-pod sets)."""
+    query = panel.queries[0]
+    return (not plan_.namespace and bool(plan_.group) and not plan_.series and query.aggregation == "avg"
+            and not settings.exporter.virtual_gpus and _now_value(panel, query, catalog, plan_))
 
 
 def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
@@ -356,6 +389,16 @@ def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
              f"those of the {'lowest' if order == 'ASC' else 'highest'} value in its time range")
     return (f"combines at most {n} {what} of the cluster (a Metrics Insights query returns {n} series, {first}): "
             f"past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
+
+
+def readings_note(plan_: Plan) -> str:
+    """What a fleet mean that reads every reading past 500 GPUs (readings_past_500) shows, for its header."""
+    n = SERIES_PER_QUERY
+    return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} (a Metrics Insights query "
+            f"returns {n} series) the mean of every reading of the cluster in the minute (the field published per cluster, "
+            f"{plan_.metric} [{CLUSTER_DIMENSION}]): a GPU weighs by its readings there, so one that came or left "
+            f"within the minute weighs less than one there all along, and a GPU whose reading the exporter repeats "
+            f"(once per MIG instance, or per pod sharing it) weighs once per copy")
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
@@ -475,7 +518,9 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
-    notes += [(panel.title, combined_note(panel.queries[0], plans[id(panel)], catalog)) for panel in shown.panels()
+    notes += [(panel.title, readings_note(plans[id(panel)])
+               if readings_past_500(panel, plans[id(panel)], catalog, settings)
+               else combined_note(panel.queries[0], plans[id(panel)], catalog)) for panel in shown.panels()
               if plans[id(panel)].group and not plans[id(panel)].series]
     notes += [(panel.title, now_note(settings)) for panel in shown.panels()
               if _now_value(panel, panel.queries[0], catalog, plans[id(panel)])]
@@ -582,4 +627,34 @@ def left_out_on_addon(project) -> list[tuple[str, str]]:
             result.append((alarm.defined_at, f"alarm {alarm.id!r} is left out of CloudWatch: {exc}"))
         except Unsupported:
             continue  # generate refuses it with its file and line
+    return result
+
+
+def ranked_by_one_reading(project) -> list[tuple[str, str]]:
+    """(where, message) of each chart of one line per pod whose line adds several series per scrape (a pod's GPUs
+    on agent.pipeline: classic and on the Container Insights add-on, which publish one series per GPU) and so ranks
+    them by one of them: Metrics Insights' ORDER BY takes a function of every observation of a series over the time
+    range, and none of MAX, MIN, AVG, SUM or COUNT of a pod's GPUs' readings is the pod's total (a SUM grows with
+    how long the pod ran). Past the chart's LIMIT a pod of many GPUs using the most can be cut: 50 pods of one GPU at
+    20,000 MiB outrank one of 8 GPUs at 15,000 MiB each (120,000 MiB). agent.pipeline: otel publishes each pod's
+    total per scrape, ranked by itself."""
+    settings, catalog = project.settings, project.catalog
+    fix = ("agent.pipeline: otel publishes each pod's total per scrape and ranks by it" if not addon_source(settings)
+           else "the agent's source (cloudwatch.source: prometheus-emf) with agent.pipeline: otel publishes each "
+                "pod's total per scrape and ranks by it")
+    result = []
+    for dashboard in project.cloudwatch_definitions():
+        for panel in dashboard.panels():
+            try:
+                plan_ = panel_plan(panel, catalog, settings)
+            except Unsupported:
+                continue
+            query = panel.queries[0]
+            if not (plan_.series and plan_.group and plan_.function == "SUM" and query.per_pod) \
+                    or _now_table(panel, query, catalog) or line_rank(query, plan_, catalog)[0] not in ("MAX", "MIN"):
+                continue
+            result.append((panel.defined_at, f"panel {panel.title!r} ({source_file(dashboard.defined_at)}) ranks its "
+                                             f"pods by one GPU's reading, not the pod's total: past "
+                                             f"cloudwatch.top_pods ({settings.cloudwatch.top_pods}) pods, a pod of "
+                                             f"many GPUs using the most can be left out; {fix}"))
     return result

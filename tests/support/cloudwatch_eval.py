@@ -504,6 +504,9 @@ def _math(node: ast.AST, env: dict[str, Result]):
         return _per_series(lambda a: _pointwise(_POINTWISE[node.func.id], a), _math(argument, env))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return _per_series(lambda a: _pointwise(lambda v: -v, a), _math(node.operand, env))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "METRIC_COUNT":
+        (argument,) = node.args  # "the number of metrics in the time series array": the series the query returned
+        return float(len(_math(argument, env)))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
         (argument,) = node.args
         array = _math(argument, env)

@@ -118,8 +118,10 @@ def _queried(files) -> dict[tuple[str, str, frozenset[str]], str]:
 
     for path, properties in widgets(files):
         for line in properties["metrics"]:
-            if line[-1].get("expression", "").startswith("SELECT"):  # a query (not PERIOD's metric line)
+            if line[-1].get("expression", "").startswith("SELECT"):
                 query(line[-1]["expression"], f"{path} {properties['title']!r}")
+            elif "expression" not in line[-1]:  # a metric line: PERIOD()'s, or a fleet mean's readings past 500
+                found.setdefault((line[0], line[1], frozenset(line[2:-1:2])), f"{path} {properties['title']!r}")
     for item in json.loads(files["cloudwatch/alarms.json"])["alarms"]:
         request = item["Request"]
         if "MetricName" in request:  # a static per-pod alarm
