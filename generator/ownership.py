@@ -651,22 +651,46 @@ def read_alarm_evidence(tags: list[dict[str, str]]) -> tuple[str | None, str | N
     return request, reported or request
 
 
-def marks_hash(tags: list[dict[str, str]], project: str | None = None) -> str:
-    """The hash of an alarm's ownership marks: the project its tags name (or `project`) and the clusters tag."""
-    clusters = next((t.get("Value") for t in tags if t.get("Key") == ALARM_CLUSTERS_TAG), None)
+def _tag_value(tags: list[dict[str, str]], key: str) -> str:
+    return next((t.get("Value") for t in tags if t.get("Key") == key), None) or ""
+
+
+def marks_hash(tags: list[dict[str, str]], project: str | None = None, rule: bool = True) -> str:
+    """The hash of an alarm's ownership marks: the project its tags name (or `project`), the clusters tag and the
+    rule tag (which reads an alarm's name when it records no clusters; `rule=False`: the hash gpudash wrote before it
+    covered the rule tag)."""
     named = alarm_project(tags) if project is None else project
-    return content_hash(["marks", named or "", clusters or ""])
+    marks = ["marks", named or "", _tag_value(tags, ALARM_CLUSTERS_TAG)]
+    return content_hash(marks + [_tag_value(tags, ALARM_RULE_TAG)] if rule else marks)
 
 
 def marks_intact(tags: list[dict[str, str]]) -> bool | None:
-    """Whether the alarm's ownership marks (gpudash:project, gpudash:clusters) are as gpudash wrote them,
-    by the hash its evidence recorded with them; None when the evidence recorded none (written before
+    """Whether the alarm's ownership marks (its project, clusters and rule tags) are as gpudash wrote
+    them, by the hash its evidence recorded with them; None when the evidence recorded none (written before
     gpudash recorded it, or no evidence at all). A project tag added to an alarm written without one is
-    the documented adoption (the note that lists such alarms says how), not a change of its marks."""
+    the documented adoption (the note that lists such alarms says how), not a change of its marks. Evidence written
+    before the hash covered the rule tag vouches for the other two (`older_marks`)."""
     recorded = _evidence_value(tags).partition("/")[2]
     if not recorded:
         return None
-    return recorded in (marks_hash(tags), marks_hash(tags, ""))
+    return recorded in (marks_hash(tags), marks_hash(tags, ""), *older_marks(tags))
+
+
+def older_marks(tags: list[dict[str, str]]) -> tuple[str, str]:
+    """The marks hashes gpudash wrote before its hash covered the rule tag (with the project the tags name, and
+    with none)."""
+    return marks_hash(tags, rule=False), marks_hash(tags, "", rule=False)
+
+
+def evidence_current(tag: dict[str, str], tags: list[dict[str, str]]) -> bool:
+    """Whether `tag`, the evidence gpudash would write now, is held by `tags` in the form written before the marks
+    hash covered the rule tag: the same fields, and marks that hash as they did then. Such evidence is not written
+    again for that alone (a tag write per alarm on upgrade), only with the alarm's next write."""
+    if tag.get("Key") != ALARM_HASH_TAG:
+        return False
+    live = _evidence_value(tags)
+    return (live.partition("/")[0] == tag.get("Value", "").partition("/")[0]
+            and live.partition("/")[2] in older_marks(tags))
 
 
 def keeping_marks(request: dict[str, Any], tags: list[dict[str, str]]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from ..ownership import (OLDER, OTHER, OURS, Record, alarm_fields, alarm_hash, a
                          alarm_publication, alarm_tags, as_reported, dashboard_publication, keeping_marks,
                          lineage, marks_intact, publication_tags, published_elsewhere, read_alarm_evidence,
                          read_cloudwatch_stamp, renamed_evidence, same_but_publication, same_publication_kind,
-                         legacy_alarm_hash, tags_of_others, unconfirmed, written_as_is)
+                         legacy_alarm_hash, tags_of_others, unconfirmed, written_as_is, evidence_current)
 from ..serialize import compact_json
 from . import prune_guard
 from .progress import Progress, Silent
@@ -60,9 +60,9 @@ READERS = 4  # dashboards read at once per Region
 # tag reads, as before.
 DELETE_GROUP = 1
 EDITED = "edited in the CloudWatch console since gpudash wrote it (live → generated below); --force overwrites"
-MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG} or {ALARM_PROJECT_TAG} tag was changed since gpudash wrote it (they "
-                f"say which settings published it; the hash in {ALARM_HASH_TAG} covers them), so nothing shows "
-                "which settings own it")
+MARKS_EDITED = (f"its {ALARM_CLUSTERS_TAG}, {ALARM_PROJECT_TAG} or {ALARM_RULE_TAG} tag was changed since gpudash "
+                f"wrote it (they say which settings published it and for which rule; the hash in {ALARM_HASH_TAG} "
+                "covers them), so nothing shows which settings own it")
 EDITED_OR_OTHER = ("edited in the CloudWatch console since gpudash wrote it, or written by another project "
                    "(live → generated below); --force overwrites")
 Tick = Callable[[], None]
@@ -1180,7 +1180,8 @@ def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], re
     if renamed:
         return [t for t in alarm_tags(request, reported) if t not in tags]
     expected = request if marks_intact(tags) is False else keeping_marks(request, tags)  # evidence of no marks too
-    return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)]
+    return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)
+            and not evidence_current(t, tags)]
 
 
 def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None,

@@ -1024,3 +1024,45 @@ def test_a_get_resources_failure_that_only_mentions_access_denied_is_not_read_as
     code, _, stderr = apply()
     assert code == 3 and writes(proxy) == [], stderr
     assert "tag:GetResources is not allowed" not in stderr and "ValidationException" in stderr, stderr
+
+
+def test_a_persons_change_of_an_alarms_rule_tag_is_an_edit_of_its_marks(aws, published, project_dir):
+    """A person changes the gpudash:rule tag of a retired alarm and of one still defined (the tag reads an alarm's
+    name where it records no clusters, so it decides which settings prune it). No hash covered it: --prune deleted
+    the retired one without --force, exit 0, and apply wrote the rule back over the defined one's, exit 0. It is now
+    an edit of the alarm's marks: both are refused without --force (the person's value kept), and --force writes or
+    deletes them."""
+    from generator.markers import ALARM_RULE_TAG
+
+    client, apply = aws
+    published("--config", str(project_dir(TWO_CLUSTERS)))
+    retired = sorted(n for n in alarms(client) if other_cluster(n))[0]
+    defined = sorted(n for n in alarms(client) if not other_cluster(n))[0]
+    for name in (retired, defined):
+        client.tag_resource(ResourceARN=alarms(client)[name]["AlarmArn"],
+                            Tags=[{"Key": ALARM_RULE_TAG, "Value": "team-ml-pager"}])
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--allow-mass-prune")
+    assert sorted(report["refused"]) == sorted([retired, defined]) and code == 1, (report, stderr)
+    assert retired in alarms(client) and _tags(client, defined)[ALARM_RULE_TAG] == "team-ml-pager"
+    refused = " ".join(" ".join(c["details"]) for c in report["changes"] if c["name"] == retired)
+    assert f"{ALARM_RULE_TAG} tag was changed since gpudash wrote it" in refused, refused
+    code, report, stderr = apply("--prune", "--removed-cluster", "other", "--allow-mass-prune", "--force")
+    assert code == 0 and retired not in alarms(client) and defined in report["written"], stderr
+    assert _tags(client, defined)[ALARM_RULE_TAG] != "team-ml-pager"
+
+
+def test_evidence_written_before_the_rule_tag_was_hashed_is_not_rewritten_for_that_alone(aws, published):
+    """Alarms whose evidence hashes their marks without the rule tag (as gpudash wrote it before) read as intact and
+    as generated: an apply writes nothing (not one tag write per alarm)."""
+    from generator.markers import ALARM_HASH_TAG
+    from generator.ownership import marks_hash
+
+    client, apply = aws
+    published()
+    for name, alarm in alarms(client).items():
+        tags = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+        fields = next(t["Value"] for t in tags if t["Key"] == ALARM_HASH_TAG).partition("/")[0]
+        client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
+            {"Key": ALARM_HASH_TAG, "Value": f"{fields}/{marks_hash(tags, rule=False)}"}])
+    code, report, stderr = apply()
+    assert code == 0 and report["written"] == [], (report["written"], stderr)

@@ -440,7 +440,8 @@ def test_a_rewritten_clusters_tag_or_line_transfers_no_ownership_it_is_refused(a
     assert sorted(report["refused"]) == sorted([claimed, widened])
     details = {c["name"]: " ".join(c["details"]) for c in report["changes"]}
     for name in (claimed, widened):
-        assert "gpudash:clusters or gpudash:project tag was changed since gpudash wrote it" in details[name]
+        assert ("gpudash:clusters, gpudash:project or gpudash:rule tag was changed since gpudash wrote it"
+                in details[name])
     code, report, stderr = apply("--force")
     assert code == 0 and report["written"] == [widened], stderr
     tags = client.list_tags_for_resource(ResourceARN=alarms(client)[widened]["AlarmArn"])["Tags"]
