@@ -236,7 +236,9 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
     primary = settings.clusters[0].region
     addon = container_insights.enabled(settings)
     # The Prometheus path's agent logs EMF events; the Container Insights add-on manages its own log groups.
-    log_groups = [] if addon else \
+    # A log group belongs to one stack: with agent.log_group_in_stack false another owns it (CloudFormation would
+    # refuse to create it again).
+    log_groups = [] if addon or not settings.agent.log_group_in_stack else \
         [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
     owner = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, definition.id): cluster.name
              for cluster in settings.clusters for definition in project.cloudwatch_definitions()}

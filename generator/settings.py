@@ -243,6 +243,7 @@ class AgentSettings(Section):
     force_flush_interval: int
     log_retention_days: int
     pipeline: str = "otel"  # "otel": the filtering pipeline (agent >= MIN_AGENT_VERSION); "classic": the JSON path
+    log_group_in_stack: bool = True  # each cluster's CloudFormation stack creates the EMF log group
 
 
 @dataclass(frozen=True)
