@@ -104,6 +104,10 @@ class State:
     faults: list[Fault] = field(default_factory=list)
     spec_errors: list[str] = field(default_factory=list)
     annotations: list[dict[str, Any]] = field(default_factory=list)  # people's notes on a dashboard's graphs
+    # dashboard uid -> its public dashboard (Grafana's "Share externally"): a person's link to it, no version records
+    # it, and Grafana's delete of the dashboard deletes it too
+    public: dict[str, dict[str, Any]] = field(default_factory=dict)
+    public_api: bool = True  # False: a Grafana without the public dashboards API (its route answers 404 "Not found")
     # each token's permissions as GET /api/access-control/user/permissions lists them (action -> scopes); None: no
     # such endpoint (404, a Grafana before role-based access control). The annotations API reads them as Grafana
     # with annotationPermissionUpdate (its default) does: by the dashboard's or its folder's scope.
@@ -220,6 +224,19 @@ class GrafanaTestServer(LoopbackServer):
                                            "dashboardUID": uid, "panelId": 1, "text": text, "login": user,
                                            "type": "annotation"})
 
+    def share_publicly(self, uid: str, user_id: int = 7) -> str:
+        """A person shares the dashboard externally (a public dashboard: POST .../public-dashboards): a link anyone can
+        open without signing in. No version of the dashboard records it; Grafana's delete of the dashboard deletes it
+        (publicDashboardService.DeleteByDashboardUIDs), and the link stops working. Answers its access token."""
+        with self.lock:
+            number = len(self.state.public) + 1
+            token = f"{number:032x}"
+            self.state.public[uid] = {"uid": f"pd{number}", "dashboardUid": uid, "accessToken": token,
+                                      "isEnabled": True, "annotationsEnabled": False, "timeSelectionEnabled": False,
+                                      "share": "public", "createdBy": user_id, "updatedBy": user_id,
+                                      "createdAt": "2026-11-29T00:00:00Z", "updatedAt": "2026-11-29T00:00:00Z"}
+            return token
+
     def move(self, uid: str, folder_uid: str) -> None:
         """A dashboard moved to another folder with no new version: gpudash must not infer a move from the
         version alone (which storage records a folder change as a version differs)."""
@@ -282,6 +299,9 @@ class GrafanaTestServer(LoopbackServer):
                 return self._versions(m.group(1), query)
             if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._get_dashboard(m.group(1))
+            if method == "GET" and self.state.public_api and (
+                    m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/public-dashboards", path)):
+                return self._public_dashboard(m.group(1))
             if method == "DELETE" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._delete(m.group(1))
             if method == "GET" and path == "/api/annotations":
@@ -428,11 +448,25 @@ class GrafanaTestServer(LoopbackServer):
         limit = int(query.get("limit", ["100"])[0])
         return 200, [{k: v for k, v in a.items() if k != "type"} for a in found[:limit]], "/annotations"
 
+    def _public_dashboard(self, uid: str):
+        """GET /api/dashboards/uid/<uid>/public-dashboards: the dashboard's public dashboard, or Grafana's 404 saying
+        there is none (messageId publicdashboards.notFound); 404 "Dashboard not found" when there is no dashboard."""
+        path = "/dashboards/uid/{dashboardUid}/public-dashboards"
+        if uid not in self.state.dashboards:
+            return 404, {"message": "Dashboard not found", "messageId": "publicdashboards.dashboardNotFound",
+                         "statusCode": 404}, path
+        found = self.state.public.get(uid)
+        if found is None:
+            return 404, {"message": "Public dashboard not found", "messageId": "publicdashboards.notFound",
+                         "statusCode": 404}, path
+        return 200, found, path
+
     def _delete(self, uid: str):
         path = "/dashboards/uid/{uid}"
         entry = self.state.dashboards.pop(uid, None)
         if entry is None:
             return 404, {"message": "Dashboard not found"}, path
         self.state.annotations = [a for a in self.state.annotations if a["dashboardId"] != entry["id"]]
+        self.state.public.pop(uid, None)
         return 200, {"title": str(entry["dashboard"].get("title", "")), "message": "Dashboard deleted",
                      "id": entry["id"]}, path
