@@ -21,6 +21,7 @@ from .http import NO_SUCH_HOST, RETRIES_AFTER, connect_failure, credentials, no_
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
+PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
@@ -199,7 +200,7 @@ class GrafanaClient:
             raise exc.after_sending(sent, unshown) from None
 
     def _request(self, method: str, path: str, *, what: str, allow: tuple[int, ...] = (), before_retry=None,
-                 reached: list[bool] | None = None, **kwargs) -> Any:
+                 reached: list[bool] | None = None, refusals: list[Any] | None = None, **kwargs) -> Any:
         """One call, retried. A failure after an attempt that reached Grafana and lost its answer carries
         `answer_lost`: a write may have happened though the call failed (every later attempt unanswered, or
         refused because the first one landed), which only a read-back can settle. Any 5xx is such an attempt: a
@@ -207,17 +208,18 @@ class GrafanaClient:
         failure of a request it received, which may have made the write first; neither says whether it did.
         `before_retry`, called after each wait and before the attempt it precedes, looks again: it raises to stop
         the call, or returns False when nothing is left to do (the call then answers None). `reached`, when
-        given, is filled with one entry per failed attempt: whether it may have reached Grafana."""
+        given, is filled with one entry per failed attempt: whether it may have reached Grafana. `refusals`, when
+        given, gets the body of an answer of an allowed status (its JSON, or None when it is not JSON)."""
         reached = [] if reached is None else reached
         try:
-            return self._attempts(method, path, what, allow, kwargs, reached, before_retry)
+            return self._attempts(method, path, what, allow, kwargs, reached, before_retry, refusals)
         except RemoteError as exc:
             if any(reached):
                 exc.answer_lost = True
             raise
 
     def _attempts(self, method: str, path: str, what: str, allow: tuple[int, ...], kwargs: dict[str, Any],
-                  reached: list[bool], before_retry=None) -> Any:
+                  reached: list[bool], before_retry=None, refusals: list[Any] | None = None) -> Any:
         import requests
 
         attempt, refused = 0, 0  # refused: connect failures in a row (after a later answer, a 503 of a Grafana starting
@@ -254,7 +256,7 @@ class GrafanaClient:
                                    hint="point it at a readable PEM file, or unset it") from None
             else:
                 if response.status_code not in RETRY_STATUSES:
-                    return self._answer(response, method, path, what, allow)
+                    return self._answer(response, method, path, what, allow, refusals)
                 reached.append(response.status_code >= 500)  # reached Grafana (not a 429): it may have landed
                 refused = 0
                 failure = self._error(response, what)
@@ -267,8 +269,14 @@ class GrafanaClient:
             if before_retry is not None and not before_retry():
                 return None
 
-    def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...]) -> Any:
+    def _answer(self, response, method: str, path: str, what: str, allow: tuple[int, ...],
+                refusals: list[Any] | None = None) -> Any:
         if response.status_code in allow:
+            if refusals is not None:
+                try:
+                    refusals.append(response.json())
+                except ValueError:
+                    refusals.append(None)
             return None
         if response.status_code >= 400:
             raise self._error(response, what)
@@ -430,6 +438,27 @@ class GrafanaClient:
             isinstance(a, dict) and (a.get("dashboardUID") == uid or a.get("dashboardId") == dashboard_id)
             and isinstance(a.get("id"), int) and not isinstance(a.get("id"), bool) and a["id"] > 0 for a in found)
         return self._shape(found, ok, what, f"a list of the annotations of dashboard {uid}, each with its id")
+
+    def public_dashboard(self, uid: str) -> dict[str, Any] | None:
+        """The dashboard's public dashboard (Grafana's "Share externally": a link anyone may open), or None where
+        Grafana says it has none: its 404 naming that (messageId publicdashboards.notFound). No version records one,
+        and Grafana's delete of the dashboard deletes it. Any other answer (a 404 of a Grafana without the API, or of a
+        proxy; one for another dashboard) is not a valid answer, never "none"."""
+        what = f"dashboard {uid} public dashboard"
+        refusals: list[Any] = []
+        found = self._request("GET", f"/api/dashboards/uid/{uid}/public-dashboards", what=what, allow=(404,),
+                              refusals=refusals)
+        if found is None:
+            said = refusals[0] if refusals else None
+            if isinstance(said, dict) and said.get("messageId") == PUBLIC_DASHBOARD_NOT_FOUND:
+                return None
+            raise InvalidAnswer("Grafana answered 404 without saying the dashboard has no public dashboard "
+                                f"(messageId {PUBLIC_DASHBOARD_NOT_FOUND}): a Grafana without the public dashboards "
+                                "API (before 10), or a proxy in front of it", where=what,
+                                hint="GRAFANA_URL must reach Grafana's API itself")
+        ok = isinstance(found, dict) and found.get("dashboardUid") == uid and isinstance(found.get("uid"), str) \
+            and bool(found["uid"])
+        return self._shape(found, ok, what, f"the public dashboard of dashboard {uid}, with its uid")
 
     def permissions(self) -> dict[str, list[str]] | None:
         """The signed-in account's permissions (GET /api/access-control/user/permissions: action -> scopes), read

@@ -29,6 +29,7 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
 from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations
+from .grafana_public import UNREAD, read_public, shared
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
                                InvalidAnswer, PreconditionFailed,
@@ -395,8 +396,10 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
             kept.setdefault("no_id", []).append(uid)
         return None
     notes, unread = read_annotations(client, uid, model.get("id"), folder_uid)
-    change = Change("grafana", "dashboard", uid, DELETE, live={**live, "annotations": annotation_ids(notes or []),
-                                                                "saved": saved.get("message")})
+    public, public_unread = read_public(client, uid)
+    change = Change("grafana", "dashboard", uid, DELETE, live={
+        **live, "annotations": annotation_ids(notes or []), "saved": saved.get("message"),
+        "public": UNREAD if public_unread else public and public["uid"]})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {_editor(latest)} changed it in "
@@ -412,6 +415,14 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         change.details.append(f"it carries {annotation_count(notes)} annotation(s) made on its graphs (by "
                               f"{annotators(notes)}), which Grafana deletes with it; --prune --force "
                               "deletes them with it")
+    if public_unread:  # nothing shows no person's link to it would go with it (the look reads it again)
+        change.edited = True
+        change.details.append(f"whether it is shared externally (a public dashboard, which Grafana deletes with it) "
+                              f"{public_unread}; --prune --force deletes it with any")
+    elif public is not None:  # a person's link to it that no version records, and that Grafana deletes with it
+        change.edited = True
+        change.details.append(f"it is shared externally ({shared(public)}), and Grafana deletes the public dashboard "
+                              "with it (its link stops working); --prune --force deletes both")
     return change
 
 
@@ -640,7 +651,7 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
     under the uid numbers its versions from 1 again), at the version the plan read (or `guarded`: the version
     gpudash's own unchanged save before a delete made, see _guard) and with no annotation made since (Grafana deletes
-    them with it, and no version records them)."""
+    them with it, and no version records them), nor shared externally since (a public dashboard: the same)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
@@ -678,6 +689,17 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
     added = [note for note in notes if repr(note.get("id")) not in set(before.get("annotations") or [])]
     if added:
         return look(f"annotated by {annotators(added)} since the plan")
+    planned_public = before.get("public")
+    try:
+        public = client.public_dashboard(change.name)
+    except DeadlineExceeded:
+        raise
+    except RemoteError:
+        if planned_public != UNREAD:  # read by the plan: a failure now shows nothing
+            raise
+        public = None  # not read by the plan either: --force agreed to delete it with any
+    if public is not None and public["uid"] != planned_public:
+        return look(f"shared externally since the plan ({shared(public)})")
     return look(None)
 
 
