@@ -503,12 +503,27 @@ _ALARM_KEYS = ("AlarmName", "AlarmDescription", "ActionsEnabled", "AlarmActions"
                "MetricName", "Statistic", "ExtendedStatistic", "Period", "Unit")
 
 
+# PutMetricAlarm's settings gpudash never sends, each with the values CloudWatch documents as its default (what an
+# alarm that sets none has): a person's other value, set in the console, is an edit like any field's. PutMetricAlarm
+# overwrites an alarm's whole configuration, so an update that sends none resets it, and a delete deletes it.
+_UNSENT_DEFAULTS = {
+    "EvaluationWindow": ({"SlidingWindow": {}},),  # a sliding window, the default; a wall clock window is not
+    "WarmUpConfiguration": ({"WarmUpPeriodDurationInMinutes": 0}, {"OnlyStartEvaluatingAfterWarmUpPeriodEnds": False},
+                            {"WarmUpPeriodDurationInMinutes": 0, "OnlyStartEvaluatingAfterWarmUpPeriodEnds": False}),
+    "ActionConfiguration": ({"AlarmTagsPropagation": {"Enabled": False}},),  # no alarm tags in notifications
+}
+
+
 def alarm_fields(alarm: dict[str, Any], legacy: bool = False) -> dict[str, Any]:
     """The fields PutMetricAlarm sets, normalised so that a request and DescribeAlarms' report of
     the alarm it made compare equal. A query's Label and AccountId, when it has them, are among them (a person may
     rename the line the alarm's graph shows, or point the query at another account); `legacy`: without them, as the
-    evidence of gpudash releases before them hashed the fields (see `legacy_alarm_hash`)."""
+    evidence of gpudash releases before them hashed the fields (see `legacy_alarm_hash`). The settings gpudash never
+    sends (`_UNSENT_DEFAULTS`) are among them where they hold anything but their documented default (an alarm without
+    them hashes as before)."""
     result = {key: alarm[key] for key in _ALARM_KEYS if alarm.get(key) not in (None, [], "")}
+    result.update((key, alarm[key]) for key, defaults in _UNSENT_DEFAULTS.items()
+                  if alarm.get(key) not in (None, {}, *defaults))
     result.setdefault("DatapointsToAlarm", alarm.get("EvaluationPeriods"))
     for key in ("AlarmActions", "OKActions", "InsufficientDataActions"):
         result[key] = sorted(alarm.get(key) or [])
@@ -552,7 +567,8 @@ def as_reported(request: dict[str, Any], reported: dict[str, Any]) -> dict[str, 
 # may leave out what PutMetricAlarm documents as a default: ActionsEnabled (true), TreatMissingData
 # (missing), DatapointsToAlarm (EvaluationPeriods, in alarm_fields), a query's ReturnData (true, in
 # alarm_fields); it may list a metric's dimensions in another order and leave out an expression query's Period.
-_NOT_CONFIRMED = ("AlarmDescription",)
+_NOT_CONFIRMED = ("AlarmDescription", *_UNSENT_DEFAULTS)  # (gpudash sends none of the latter: a form CloudWatch may
+# report for an alarm that set none is not documented beyond the defaults; the evidence records the form reported)
 _DEFAULTS = {"ActionsEnabled": True, "TreatMissingData": "missing"}
 
 
