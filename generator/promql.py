@@ -1383,9 +1383,18 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     of its periods' subqueries (so a period's statistic reads nothing outside its own window: render.alarms records
     it once per evaluation)."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
-    names = [gpu_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
-    either = names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
+    either = gpus_named(metrics, matchers, span, resolution, labels, node)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
+
+
+def gpus_named(metrics: tuple[str, ...], matchers: list[str], span: str | None, resolution: str, labels: Labels,
+               node: str | None = None) -> str:
+    """One series per GPU (cluster, GPU_LABEL, index) of any of `metrics`, labelled with its name (gpu_names, from
+    the copies of the first of `metrics` that has the GPU): the names of per-GPU lines and alerts (named_gpus) and
+    the Node variable's values."""
+    on = _listed((labels.cluster, GPU_LABEL, "gpu"))
+    names = [gpu_names(metric, matchers, span, resolution, labels, node) for metric in metrics]
+    return names[0] if len(names) == 1 else "(" + f" or on ({on}) ".join(names) + ")"
 
 
 POD_KEYS = frozenset(("cluster", "namespace", "pod", "node", "gpu"))  # a per-pod query, per its GPUs too

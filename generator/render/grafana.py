@@ -14,7 +14,7 @@ from ..catalog import PER_PROCESS_FIELDS, PRESENCE, Catalog
 from ..model import Dashboard, Panel, Row, layout
 from ..names import grafana_uid
 from ..plain import plain_data
-from ..promql import (COST_NOTE, Scope, coalesce_node, copies_note, expression, group_keys, label_lookback, label_name,
+from ..promql import (COST_NOTE, Scope, copies_note, expression, gpus_named, group_keys, label_lookback, label_name,
                       legend, memory_share_note, named_pods_looked_back, named_within_note, over_note, presence,
                       reads_copies_per_step, with_cluster)
 from ..settings import Settings
@@ -51,17 +51,23 @@ def variable_scope(settings: Settings, upto: str | None = None) -> Scope:
 
 def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
     """(query, regex) of one variable: label_values where one label holds the value, else the
-    label of a query_result (the node, coalesced from its spellings; the GPU, filtered by it)."""
+    label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU,
+    filtered by the node)."""
     labels = settings.labels
     scope = variable_scope(settings, upto=name)
     extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
-    series = presence(presence_metrics(catalog), labels, scope, extra)
+    metrics = presence_metrics(catalog)
+    series = presence(metrics, labels, scope, extra)
     label = label_name(key, labels)
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
         return f"label_values({series}, {label})", ""
-    grouped = f"count by ({label}) ({coalesce_node(series, labels) if key == 'node' else series})"
-    return f"query_result({grouped})", f'/{label}="([^"]+)"/'
+    if key == "node":
+        # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
+        # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node
+        (matchers,) = scope.matchers(labels)
+        series = gpus_named(metrics, matchers, None, f"{settings.scrape.seconds}s", labels)
+    return f"query_result(count by ({label}) ({series}))", f'/{label}="([^"]+)"/'
 
 
 def render(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> dict[str, Any]:
