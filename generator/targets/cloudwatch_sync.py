@@ -1180,8 +1180,9 @@ def _evidence_to_restore(request: dict[str, Any], tags: list[dict[str, str]], re
     if renamed:
         return [t for t in alarm_tags(request, reported) if t not in tags]
     expected = request if marks_intact(tags) is False else keeping_marks(request, tags)  # evidence of no marks too
-    return [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)
-            and not evidence_current(t, tags)]
+    missing = [t for t in alarm_tags(expected, reported) if t not in tags and not same_publication_kind(t, tags)]
+    # evidence of the form before the rule tag was hashed is written again only with another tag (its next write)
+    return [] if all(evidence_current(t, tags) for t in missing) else missing
 
 
 def _tag_moved(change: Change, tags: list[dict[str, str]], request: dict[str, Any] | None,

@@ -1066,3 +1066,25 @@ def test_evidence_written_before_the_rule_tag_was_hashed_is_not_rewritten_for_th
             {"Key": ALARM_HASH_TAG, "Value": f"{fields}/{marks_hash(tags, rule=False)}"}])
     code, report, stderr = apply()
     assert code == 0 and report["written"] == [], (report["written"], stderr)
+
+
+def test_an_alarm_with_evidence_from_before_the_rule_tag_was_hashed_gets_it_with_its_next_tag_write(aws, published):
+    """An alarm whose evidence hashes its marks without the rule tag, and whose rule tag is lost: the apply that writes
+    the rule tag back writes the evidence of today's form with it, which then covers the rule tag."""
+    from generator.markers import ALARM_HASH_TAG, ALARM_RULE_TAG
+    from generator.ownership import marks_hash, marks_intact
+
+    client, apply = aws
+    published()
+    name, alarm = sorted(alarms(client).items())[0]
+    tags = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+    fields = next(t["Value"] for t in tags if t["Key"] == ALARM_HASH_TAG).partition("/")[0]
+    client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[
+        {"Key": ALARM_HASH_TAG, "Value": f"{fields}/{marks_hash(tags, rule=False)}"}])
+    client.untag_resource(ResourceARN=alarm["AlarmArn"], TagKeys=[ALARM_RULE_TAG])
+    code, report, stderr = apply()
+    assert code == 0 and report["written"] == [name], stderr
+    tags = client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]
+    assert next(t["Value"] for t in tags if t["Key"] == ALARM_HASH_TAG).endswith(f"/{marks_hash(tags)}")
+    client.tag_resource(ResourceARN=alarm["AlarmArn"], Tags=[{"Key": ALARM_RULE_TAG, "Value": "someone-elses"}])
+    assert marks_intact(client.list_tags_for_resource(ResourceARN=alarm["AlarmArn"])["Tags"]) is False
