@@ -1488,8 +1488,14 @@ def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, s
     return over("avg", aggregation)
 
 
-def presence(metrics: tuple[str, ...], labels: Labels, scope: Scope = Scope(), extra: tuple[str, ...] = ()) -> str:
-    """Series of any of `metrics` in scope: the source of variable values and GPU counts."""
+def presence(metrics: tuple[str, ...], labels: Labels, scope: Scope = Scope(), extra: tuple[str, ...] = (),
+             within: str | None = None) -> str:
+    """Series of any of `metrics` in scope (with `within`, a range: those with a sample in it, one series per metric
+    name's labels, the name dropped): the source of variable values and GPU counts."""
+    if within is not None:  # one selector per metric: a range function drops the name, so two names would collide
+        parts = [f"present_over_time({selector(metric, [*branch, *extra])}[{within}])"
+                 for metric in metrics for branch in scope.matchers(labels)]
+        return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
     name = f'__name__=~{quoted("|".join(metrics))}'
     parts = ["{" + ", ".join([name, *branch, *extra]) + "}" for branch in scope.matchers(labels)]
     return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"

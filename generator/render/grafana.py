@@ -49,24 +49,30 @@ def variable_scope(settings: Settings, upto: str | None = None) -> Scope:
     return Scope(tuple(regexes))
 
 
+# The dashboard's range, as Grafana writes it into a variable's query: a query_result is evaluated at the range's end,
+# so the series it counts are those with a sample within the range (as label_values lists the range's values).
+DASHBOARD_RANGE = "$__range"
+
+
 def variable_query(name: str, key: str, catalog: Catalog, settings: Settings) -> tuple[str, str]:
-    """(query, regex) of one variable: label_values where one label holds the value, else the
-    label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU,
-    filtered by the node)."""
+    """(query, regex) of one variable, over the dashboard's range: label_values where one label holds the value, else
+    the label of a query_result (the node: each GPU's name, as its lines and alerts name it; the GPU, filtered by
+    the node). A node a GPU reported from within the range is listed, whether or not it is still there at its end."""
     labels = settings.labels
     scope = variable_scope(settings, upto=name)
     extra = (f'{labels.pod}!=""',) if key in ("namespace", "pod") else ()
     metrics = presence_metrics(catalog)
-    series = presence(metrics, labels, scope, extra)
     label = label_name(key, labels)
     coalesced = labels.node_sources != (labels.node,)
     if not coalesced or (key != "node" and "node" not in dict(scope.regexes)):
-        return f"label_values({series}, {label})", ""
+        return f"label_values({presence(metrics, labels, scope, extra)}, {label})", ""
     if key == "node":
         # the name gpu_names gives each GPU (THE naming step of per-GPU lines and alerts), not every copy's first
         # spelling: an old exporter writing its own pod's name into Hostname beside the new one's node is no node
         (matchers,) = scope.matchers(labels)
-        series = gpus_named(metrics, matchers, None, f"{settings.scrape.seconds}s", labels)
+        series = gpus_named(metrics, matchers, DASHBOARD_RANGE, f"{settings.scrape.seconds}s", labels)
+    else:
+        series = presence(metrics, labels, scope, extra, within=DASHBOARD_RANGE)
     return f"query_result(count by ({label}) ({series}))", f'/{label}="([^"]+)"/'
 
 

@@ -17,6 +17,7 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from tests.integration.test_copy_choice_hostile import OLD_POD, _tied, _two_exporters
+from tests.support.prometheus_server import range_macros
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def _node_variables(tmp_path: Path) -> dict[str, dict]:
 def _options(prometheus, variable: dict, at: float) -> set[str]:
     """The variable's options as Grafana makes them: query_result's lines (`{labels} value time`) through its regex
     (the capture group), or label_values' values."""
-    query = interpolate(variable["query"], variables({}, ("namespace", "pod")))
+    query = interpolate(variable["query"], {**range_macros("10m"), **variables({}, ("namespace", "pod"))})
     match = re.fullmatch(r"query_result\((.*)\)", query, re.S)
     assert match, f"not a query_result variable: {query}"
     lines = ["{" + ",".join(f'{k}="{v}"' for k, v in sorted(s["metric"].items())) + "}"
