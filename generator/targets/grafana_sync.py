@@ -637,6 +637,20 @@ def _save_generated(client: GrafanaClient, change: Change, desired: dict[str, An
     return created
 
 
+def _withdraw(client: GrafanaClient, change: Change, folder: dict[str, str], note: str, uid_prefix: str,
+              publisher: Publisher | None) -> bool:
+    """Withdraw these settings' claim: a save of the dashboard as the plan read it (_save). One found deleted since the
+    plan (its id gone, nothing under its uid) holds no claim to withdraw: noted, not written."""
+    try:
+        return _save(client, change, change.live["dashboard"], folder, note, uid_prefix, publisher)
+    except DashboardGone:
+        if client.dashboard(change.name) is not None:  # made anew under its uid since: theirs, the error stands
+            raise
+    client.note(f"dashboard {change.name}: deleted in Grafana since the plan (by someone else): no claim of these "
+                "settings left to withdraw; not listed as written")
+    return False
+
+
 class Look(NamedTuple):
     """A fresh read of a dashboard the plan read: why it must not be written over or deleted now ("" when gone,
     None when nothing stands in the way), with the dashboard and its latest version as read."""
@@ -850,7 +864,7 @@ def push(client: GrafanaClient, changes: list[Change], dashboards: dict[str, dic
                 elif change.action == DELETE:
                     written = _delete(client, change, folder["uid"])
                 elif change.action == WITHDRAW:  # the dashboard as the plan read it, unedited since gpudash saved it
-                    written = _save(client, change, change.live["dashboard"], folder, note, uid_prefix, publisher)
+                    written = _withdraw(client, change, folder, note, uid_prefix, publisher)
                 else:
                     written = _save_generated(client, change, dashboards[change.name], folder, note, uid_prefix,
                                               publisher)

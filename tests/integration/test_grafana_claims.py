@@ -459,3 +459,21 @@ def test_a_dashboard_deleted_between_plan_and_push_is_created_anew_recording_eve
         assert json.loads(stdout)["written"] == [TEAM], stdout  # B's claim withdrawn, A's record kept
         assert grafana_recorded_claims(_message(grafana)) == frozenset()
         assert " project:shop clusters:alpha" in _message(grafana)
+
+
+def test_a_claim_whose_dashboard_is_deleted_between_plan_and_push_is_not_a_failure(grafana, run, tmp_path):
+    """B stops defining the team dashboard A saved and B claimed; someone deletes it after B's plan. The withdrawal's
+    save carried the plan's id (404): the push failed, exit 3, for a claim on nothing. Found gone (nothing under its
+    uid), there is nothing to withdraw: exit 0, not listed as written, a note says so; nothing is created."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    _written(run, _file(tmp_path, "a", ["alpha"]))
+    _written(run, _file(tmp_path, "b", ["beta"]))
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before",
+                          callback=lambda: grafana.state.dashboards.pop(TEAM)))
+        code, stdout, stderr = _push(run, "--config", _file(tmp_path, "b2", ["beta"], team=False), "--prune",
+                                     url=proxy.url)
+    assert code == 0 and json.loads(stdout)["written"] == [] and TEAM not in grafana.state.dashboards, (stdout, stderr)
+    assert f"dashboard {TEAM}: deleted in Grafana since the plan (by someone else): no claim of these settings left " \
+           "to withdraw" in stderr, stderr
