@@ -189,9 +189,10 @@ def test_the_agent_publishes_the_exporter_daemonset_only(generated):
     project, files = generated
     points = _datapoints(project, files, SITUATIONS[0])
     cluster_only = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)}
-    assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP", kube_state.DESIRED, kube_state.AVAILABLE,
-                                            kube_state.UPDATED}
-    assert {v for m, v in cluster_only if m != "DCGM_FI_DEV_GPU_TEMP"} == {2.0}
+    # beside the GPU fields per cluster (the alarm's and PERIOD()'s temperature, the fleet means' utilization)
+    assert {m for m, _ in cluster_only} == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL", kube_state.DESIRED,
+                                            kube_state.AVAILABLE, kube_state.UPDATED}
+    assert {v for m, v in cluster_only if not m.startswith("DCGM_")} == {2.0}
 
 
 # --- Prometheus -------------------------------------------------------------------------
@@ -624,7 +625,7 @@ def test_a_second_release_per_node_pool_is_not_read_by_the_alarm(helm_release):
     points = _datapoints(project, files, healthy, END, exporter=HELM_RELEASE, more=((pool_b, 1, 0),))
     assert ALARM not in _in_alarm(_rule_alarms(files), points, END)
     counts = {(p.metric, p.value) for p in points if p.dimensions == (("ClusterName", "gpu-cluster"),)
-              and p.metric != "DCGM_FI_DEV_GPU_TEMP"}
+              and not p.metric.startswith("DCGM_")}
     assert counts == {(kube_state.DESIRED, 2.0), (kube_state.AVAILABLE, 2.0), (kube_state.UPDATED, 2.0)}
 
 
