@@ -1346,20 +1346,27 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
         total = _total(query.over, catalog, lambda name, also: per_gpu(name, True, also=also))
         value = f"{value} / (({total}) > 0)" if len(query.over) > 1 else f"{value} / ({total} > 0)"  # 0 / 0: none
     grouping = ", ".join(outer)
-    if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping; an alert at each step
-        node = next((regex for key, regex in scope.regexes if key == "node"), None)  # of its periods' subqueries
+    alert = gauge_window is not None and resolution and not count and reads_gauges(query, catalog)
+    if named:  # per GPU (its UUID, GPU_LABEL), named (named_gpus), then the outer grouping: a panel at each step, an
+        # alert once per evaluation, after its periods' statistics (gauge_readings' `named`)
+        node = next((regex for key, regex in scope.regexes if key == "node"), None)
         inner = _listed((labels.cluster, GPU_LABEL, *(name for name in outer if name != labels.node)))
         fields = _named_fields(query.metric, catalog)
 
+        def gpus(series: str, how: str, span: str | None) -> str:
+            named_ = named_gpus(series, fields, list(scope.naming(labels)), span, resolution, labels, node)
+            return f"{how} by ({grouping}) ({named_})"
+
         def aggregated(how: str) -> str:
-            gpus = named_gpus(f"{how} by ({inner}) ({value})", fields, list(scope.naming(labels)), None, resolution,
-                              labels, node)
-            return f"{how} by ({grouping}) ({gpus})"
+            per_gpu_ = f"{how} by ({inner}) ({value})"
+            return per_gpu_ if alert else gpus(per_gpu_, how, None)
     else:
         def aggregated(how: str) -> str:
             return f"{how} by ({grouping}) ({value})" if grouping else f"{how}({value})"
-    if gauge_window is not None and resolution and not count and reads_gauges(query, catalog):
-        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset)
+    if alert:
+        name = None if not named else \
+            (lambda statistic, how: gpus(statistic, OUTER_OF_STATISTIC.get(how, how), _duration_text(PREVIOUS_WITHIN)))
+        return gauge_readings(aggregated, query.aggregation, gauge_window, resolution, offset, name)
     return aggregated(query.aggregation)
 
 
@@ -1467,7 +1474,13 @@ def reads_gauges(query: Query, catalog: Catalog) -> bool:
     return not any(m in catalog and catalog.get(m).is_counter for m in (query.metric, *query.over))
 
 
-def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | None = None) -> str:
+# How a statistic per GPU over a window is aggregated per outer group (gauge_readings' `named`): a count of readings
+# is added up.
+OUTER_OF_STATISTIC = {"count": "sum"}
+
+
+def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, shift: str | None = None,
+                   named=None) -> str:
     """A gauge's statistic over `window` from one reading per step of the scrape interval (alerts, as CloudWatch
     takes a statistic over the period's observations). At each step every series' latest sample of the step
     before (step_reading: a sample counts once) is read, a blank one left out, and a GPU's (a pod's GPU's)
@@ -1478,9 +1491,15 @@ def gauge_readings(aggregated, aggregation: str, window: str, resolution: str, s
     reading drops that reading, not the window; a used share's peak is that of one reading, not the largest used
     over the largest free of different readings. The mean is of every reading in the window (the sum of the
     readings over their count), as CloudWatch's average over the observations of each series it merges. `shift`:
-    the window ends that long before the instant (an earlier period)."""
+    the window ends that long before the instant (an earlier period). `named(statistic, how)` (a per-GPU alert):
+    `aggregated` gives each GPU's reading by its UUID (GPU_LABEL), and `named` names each GPU's statistic over the
+    window and aggregates it per outer group, at the evaluation's instant, outside the window's subquery: so every
+    period of an evaluation names a GPU alike (named at each step, a GPU named by an old exporter's pod name in the
+    steps before the node's copies were first scraped was a second alert beside the node's at every evaluation whose
+    periods held those steps)."""
     def over(function: str, how: str) -> str:
-        return f"{function}_over_time(({aggregated(how)})[{window}:{resolution}]{_offset(shift)})"
+        statistic = f"{function}_over_time(({aggregated(how)})[{window}:{resolution}]{_offset(shift)})"
+        return statistic if named is None else named(statistic, how)
     if aggregation in GAUGE_OVER_TIME:
         return over(GAUGE_OVER_TIME[aggregation], aggregation)
     if aggregation == "avg":
