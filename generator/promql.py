@@ -329,6 +329,15 @@ def spelled(labels: Labels) -> list[list[str]]:
             for k, source in enumerate(sources)]
 
 
+# A DaemonSet pod's name, as Kubernetes generates it (the DaemonSet's name, "-", five characters of its generated names'
+# alphabet, k8s.io/apimachinery's util/rand): what an exporter given no NODE_NAME writes for its node (its pod's
+# hostname). A copy spelling its GPU's node so ranks below a copy naming it otherwise in the same spelling
+# (gpu_names), a quarter place lower: above the next spelling, below the freshness (0.5) that orders copies of one
+# rank.
+POD_LIKE = ".+-[bcdfghjklmnpqrstvwxz2456789]{5}"
+POD_LIKE_RANK = 0.25
+
+
 def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
               node: str | None = None) -> str:
     """One series per GPU (cluster, GPU_LABEL, index) of `metric` within `span`, labelled with the node the GPU is
@@ -336,20 +345,27 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     labels.node_sources (node, then hostname, Hostname, instance), of those equal the copy with a sample within the
     last scrape interval (`resolution`). Mid-upgrade the old exporter may write its own pod's name into Hostname while
     the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
-    rollout the new exporter's spelling wins once the old one has no sample left in the interval. Two copies of one
-    spelling and freshness naming the GPU apart (the old exporter's pod name and the node both in Hostname, both
-    scraped) tie: one of them is shown, not always the same one. `node` (a regex): only the copies whose node
+    rollout the new exporter's spelling wins once the old one has no sample left in the interval. Of two copies of one
+    spelling and freshness naming the GPU apart, one spelled like a DaemonSet pod's name (POD_LIKE: an old exporter
+    writing its own pod's name into Hostname, the new one, given NODE_NAME, the node) ranks below the other; two
+    spelled alike otherwise (neither or both like a pod's name: a node's short and full names) tie, and one of them is
+    shown, not always the same one (PromQL has no order of label values). `node` (a regex): only the copies whose node
     spelling matches it (node_matchers). Without `span` (a gauge panel): the copies the instant selector reads (a
     sample within its lookback, not marked stale: those a gauge's value is read from), by spelling alone (one selector
     per spelling, where the span's two ranges each cost a gauge panel about a third more Prometheus CPU)."""
     seconds = _seconds(resolution)
     terms = []
+    last = len(labels.node_sources) - 1
     for k, branch in enumerate(spelled(labels)):
         named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
-        each = selector(metric, [*matchers, *branch, *named])
-        terms.append(f"{each} * 0 - {k}" if span is None else
-                     f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or present_over_time({each}[{span}]) * 0)"
-                     f" - {k}")
+        source = labels.node_sources[k]
+        # the k-th spelling: a node's name, then a DaemonSet pod's (each copy read by one of the two selectors)
+        for rank, like in ((k, "!~"), (k + POD_LIKE_RANK, "=~")) if k < last else ((k, None),):
+            pod_like = [f"{source}{like}{quoted(POD_LIKE)}"] if like else []
+            each = selector(metric, [*matchers, *branch, *named, *pod_like])
+            terms.append(f"{each} * 0 - {rank:g}" if span is None else
+                         f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
+                         f"present_over_time({each}[{span}]) * 0) - {rank:g}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"

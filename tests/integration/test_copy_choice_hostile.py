@@ -374,3 +374,37 @@ def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike
     # new alert (its `for` starts again, the old one resolves)
     seen = _temperature_alerts(hot, tmp_path, 12)
     assert list(seen) == [("n3", "0")], f"(node, gpu) of the firing alert at 12 evaluations (true: n3 0 at each): {seen}"
+
+
+# --- two copies naming one GPU apart in ONE spelling (the old exporter its own pod's name in Hostname, the new one the
+# node, worker-3, in Hostname, as an exporter given NODE_NAME writes it), both fresh at every step, reading alike; the
+# node's name sorts after the pod's (Prometheus' order of series decides no tie here) ---
+
+def _one_spelling(old: bool) -> str:
+    labels = (f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},Hostname="{OLD_POD if old else "worker-3"}",'
+              f'container="main",namespace="ml",pod="p"')
+    return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n"
+                   for metric, value in zip(METRICS, (30000, 50000, 50, 150, 99)))
+
+
+@pytest.fixture(scope="module")
+def one_spelling(tmp_path_factory):
+    with _two_exporters(tmp_path_factory, "copy-choice-hostile-one-spelling", _one_spelling,
+                        "DCGM_FI_DEV_GPU_TEMP") as scene:
+        yield scene
+
+
+def test_an_alert_over_copies_of_one_spelling_is_named_by_the_node_at_every_evaluation(one_spelling, tmp_path):
+    seen = _temperature_alerts(one_spelling, tmp_path, 12)
+    assert list(seen) == [("worker-3", "0")] and len(seen[("worker-3", "0")]) == 12, \
+        f"(node, gpu) of the firing alert at 12 evaluations (true: worker-3 0 at each): {seen}"
+
+
+@pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])
+def test_a_line_over_copies_of_one_spelling_is_named_by_the_node_at_every_step_and_call(one_spelling, title):
+    legends = {}
+    for call in range(6):
+        for at, values in _fresh_steps(one_spelling, _shown(one_spelling, title)):
+            legends.setdefault(tuple(sorted(values)), []).append((call, at))
+    assert set(legends) == {("worker-3 GPU 0",)}, f"{title}: legends shown (true: worker-3 GPU 0 only): " + \
+        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
