@@ -863,7 +863,10 @@ class _Merge:
     instance: tuple[str, ...]  # the MIG instance labels the GPU's value combines (none: instances stay apart)
     kept: tuple[str, ...] = ()  # the labels the outer grouping keeps (per pod: its namespace and name)
     naming: tuple[str, ...] = ()  # the matchers of the GPUs a counter's names are read from (Scope.naming)
-    per_uuid: bool = False  # a gauge per GPU: its value per GPU (GPU_LABEL), its node named after (named_gpus)
+    # A gauge per GPU: its value per GPU (GPU_LABEL), its node named after (named_gpus). With it, the values this
+    # merge keeps carry no node label at all: GPU_LABEL stands where the node stood (_keep), the outer grouping's node
+    # left out, so a GPU two copies name apart is one series until named_gpus writes the one node it is shown under.
+    per_uuid: bool = False
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
