@@ -65,14 +65,19 @@ def _fresh_steps(tied, shown):
 NODE_VIEW = pytest.mark.xfail(reason="the old exporter's copy has no node spelling naming n3", strict=True)
 
 
+def _named_alike(scene, title: str, calls: int, truth: str) -> None:
+    """`title`'s line at every fresh step of `calls` calls is the one named `truth`."""
+    legends = {}
+    for call in range(calls):
+        for at, values in _fresh_steps(scene, _shown(scene, title)):
+            legends.setdefault(tuple(sorted(values)), []).append((call, at))
+    assert set(legends) == {(truth,)}, f"{title}: legends shown (true: {truth} only): " + \
+        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
+
+
 @pytest.mark.parametrize("title", ["Power draw", "GPU temperature", "Framebuffer memory used"])
 def test_a_gpu_read_alike_by_two_exporters_is_named_by_its_node_at_every_call(tied, title):
-    legends = {}
-    for call in range(8):
-        for at, values in _fresh_steps(tied, _shown(tied, title)):
-            legends.setdefault(tuple(sorted(values)), []).append((call, at))
-    assert set(legends) == {("n3 GPU 0",)}, f"{title}: legends shown (true: n3 GPU 0 only): " + \
-        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
+    _named_alike(tied, title, 8, "n3 GPU 0")
 
 
 def test_a_gpu_whose_old_exporter_reads_higher_is_named_by_its_node(tied):
@@ -110,17 +115,26 @@ def _three(spelling: str, util: int, temp: int) -> str:
                    for metric, value in zip(METRICS, (30000, 50000, util, 150, temp)))
 
 
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
+@contextmanager
+def _three_exporters(tmp_path_factory, name: str, late: int = 0):
+    """The three copies scraped every second, the node's two answering nothing until the old one has answered `late`
+    scrapes; (prometheus, first and last stored sample, each copy's (instance's) sample times)."""
     old = _Counted(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
-    with ReplayExporter(old) as a, ReplayExporter(lambda: _three('hostname="n3"', 50, 98)) as b, \
-            ReplayExporter(lambda: _three('node="n3"', 55, 98)) as c:
-        with _scraping(tmp_path_factory, "copy-choice-hostile-three", [a.address, b.address, c.address],
+    with ReplayExporter(old) as a, \
+            ReplayExporter(lambda: "" if old.served <= late else _three('hostname="n3"', 50, 98)) as b, \
+            ReplayExporter(lambda: "" if old.served <= late else _three('node="n3"', 55, 98)) as c:
+        with _scraping(tmp_path_factory, name, [a.address, b.address, c.address],
                        lambda: old.served >= SCRAPES) as prometheus:
             samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
                        for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")}
             stored = [at for times in samples.values() for at in times]
             yield prometheus, min(stored), max(stored), samples
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    with _three_exporters(tmp_path_factory, "copy-choice-hostile-three") as scene:
+        yield scene
 
 
 def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[int]]:
@@ -174,16 +188,8 @@ LATE = 5
 
 @pytest.fixture(scope="module")
 def three_late(tmp_path_factory):
-    old = _Counted(lambda n: _three(f'Hostname="{OLD_POD}"', 60, 99))
-    with ReplayExporter(old) as a, \
-            ReplayExporter(lambda: "" if old.served <= LATE else _three('hostname="n3"', 50, 98)) as b, \
-            ReplayExporter(lambda: "" if old.served <= LATE else _three('node="n3"', 55, 98)) as c:
-        with _scraping(tmp_path_factory, "copy-choice-hostile-three-late", [a.address, b.address, c.address],
-                       lambda: old.served >= SCRAPES) as prometheus:
-            samples = {series["metric"]["instance"]: [float(at) for at, _ in series["values"]]
-                       for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")}
-            stored = [at for times in samples.values() for at in times]
-            yield prometheus, min(stored), max(stored), samples
+    with _three_exporters(tmp_path_factory, "copy-choice-hostile-three-late", LATE) as scene:
+        yield scene
 
 
 def test_an_alert_over_copies_first_scraped_apart_is_one_alert_named_by_the_node(three_late, tmp_path):
@@ -402,9 +408,4 @@ def test_an_alert_over_copies_of_one_spelling_is_named_by_the_node_at_every_eval
 
 @pytest.mark.parametrize("title", ["GPU temperature", "Power draw"])
 def test_a_line_over_copies_of_one_spelling_is_named_by_the_node_at_every_step_and_call(one_spelling, title):
-    legends = {}
-    for call in range(6):
-        for at, values in _fresh_steps(one_spelling, _shown(one_spelling, title)):
-            legends.setdefault(tuple(sorted(values)), []).append((call, at))
-    assert set(legends) == {("worker-3 GPU 0",)}, f"{title}: legends shown (true: worker-3 GPU 0 only): " + \
-        str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
+    _named_alike(one_spelling, title, 6, "worker-3 GPU 0")
