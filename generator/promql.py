@@ -331,11 +331,12 @@ def spelled(labels: Labels) -> list[list[str]]:
 
 # A DaemonSet pod's name, as Kubernetes generates it (the DaemonSet's name, "-", five characters of its generated names'
 # alphabet, k8s.io/apimachinery's util/rand): what an exporter given no NODE_NAME writes for its node (its pod's
-# hostname). A copy spelling its GPU's node so ranks below a copy naming it otherwise in the same spelling
-# (gpu_names), a quarter place lower: above the next spelling, below the freshness (0.5) that orders copies of one
-# rank.
+# hostname). gpu_names ranks a GPU's copies by their spelling's place (PLACE_RANK each), then a copy spelling the node
+# so below one naming it otherwise in the same spelling (POD_LIKE_RANK), then by freshness (0.5): a pod's name is no
+# node's name however fresh (at the last of 12 evaluations a copy of the pod's name read within the rule's step
+# outranked the node's read a few seconds before), and no rank within a place reaches the next place.
 POD_LIKE = ".+-[bcdfghjklmnpqrstvwxz2456789]{5}"
-POD_LIKE_RANK = 0.25
+PLACE_RANK, POD_LIKE_RANK = 2, 1
 
 
 def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
@@ -346,8 +347,8 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     last scrape interval (`resolution`). Mid-upgrade the old exporter may write its own pod's name into Hostname while
     the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
     rollout the new exporter's spelling wins once the old one has no sample left in the interval. Of two copies of one
-    spelling and freshness naming the GPU apart, one spelled like a DaemonSet pod's name (POD_LIKE: an old exporter
-    writing its own pod's name into Hostname, the new one, given NODE_NAME, the node) ranks below the other; two
+    spelling naming the GPU apart, one spelled like a DaemonSet pod's name (POD_LIKE: an old exporter writing its own
+    pod's name into Hostname, the new one, given NODE_NAME, the node) ranks below the other, whichever is fresher; two
     spelled alike otherwise (neither or both like a pod's name: a node's short and full names) tie, and one of them is
     shown, not always the same one (PromQL has no order of label values). `node` (a regex): only the copies whose node
     spelling matches it (node_matchers). Without `span` (a gauge panel): the copies the instant selector reads (a
@@ -360,7 +361,8 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
         named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
         source = labels.node_sources[k]
         # the k-th spelling: a node's name, then a DaemonSet pod's (each copy read by one of the two selectors)
-        for rank, like in ((k, "!~"), (k + POD_LIKE_RANK, "=~")) if k < last else ((k, None),):
+        place = k * PLACE_RANK
+        for rank, like in ((place, "!~"), (place + POD_LIKE_RANK, "=~")) if k < last else ((place, None),):
             pod_like = [f"{source}{like}{quoted(POD_LIKE)}"] if like else []
             each = selector(metric, [*matchers, *branch, *named, *pod_like])
             terms.append(f"{each} * 0 - {rank:g}" if span is None else
