@@ -1407,9 +1407,9 @@ def named_gpus(series: str, metrics: tuple[str, ...], matchers: list[str], span:
     from (two copies reading alike flipped a legend from call to call between "n3 GPU 0" and the old exporter's pod
     name, and an alert's node label between evaluations; an old exporter reading higher named the line by its pod).
     `node` (the node variable): the copies whose node spelling matches it are those the name is read from. A gauge is
-    named from the copies the instant selector reads (`span` None), in a panel at its instant, in an alert at each step
-    of its periods' subqueries (so a period's statistic reads nothing outside its own window: render.alarms records
-    it once per evaluation)."""
+    named in a panel at its instant from the copies the instant selector reads (`span` None); in an alert once per
+    evaluation, after each period's statistic (gauge_readings' `named`), from the copies of the last hour, as a
+    counter's alert."""
     on = _listed((labels.cluster, GPU_LABEL, "gpu"))
     either = gpus_named(metrics, matchers, span, resolution, labels, node)
     return f"({series} + on ({on}) group_left ({labels.node}) (0 * {either}))"
