@@ -392,13 +392,17 @@ def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
 
 
 def readings_note(plan_: Plan) -> str:
-    """What a fleet mean that reads every reading past 500 GPUs (readings_past_500) shows, for its header."""
+    """What a fleet mean that reads every reading past 500 GPUs (readings_past_500) shows, for its header. Each copy
+    of a GPU's reading is one observation of the per-cluster metric, whoever wrote it: nothing in one query of it
+    tells copies apart, so the header names every way copies arise."""
     n = SERIES_PER_QUERY
     return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} (a Metrics Insights query "
             f"returns {n} series) the mean of every reading of the cluster in the minute (the field published per cluster, "
             f"{plan_.metric} [{CLUSTER_DIMENSION}]): a GPU weighs by its readings there, so one that came or left "
-            f"within the minute weighs less than one there all along, and a GPU whose reading the exporter repeats "
-            f"(once per MIG instance, or per pod sharing it) weighs once per copy")
+            f"within the minute, or whose node's scrape failed in it, weighs less than one read at every scrape, and "
+            f"a GPU read more than once per scrape weighs "
+            f"once per copy (the exporter repeats its reading once per MIG instance or per pod sharing it, and two "
+            f"exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge)")
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:

@@ -17,7 +17,7 @@ from generator.output import encode
 from generator.project import load_project
 from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
-from tests.support.cloudwatch_widgets import header, said
+from tests.support.cloudwatch_widgets import header, notes, said
 from tests.support.dcgm_fleet import discovered
 
 NODES, PER_NODE = 63, 8
@@ -36,11 +36,11 @@ def _page(node: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _targets(job: dict, nodes: int) -> dict[int, dict[str, str]]:
+def _targets(job: dict, nodes: int, subnet: int = 1, pod: str = "nvidia-dcgm-exporter") -> dict[int, dict[str, str]]:
     """The labels the agent's scrape job gives each node's exporter pod."""
-    return {n: discovered(job, {"__address__": f"10.1.{n // 200}.{n % 200}:9400",
+    return {n: discovered(job, {"__address__": f"10.{subnet}.{n // 200}.{n % 200}:9400",
                                 "__meta_kubernetes_namespace": "gpu-operator",
-                                "__meta_kubernetes_pod_name": f"nvidia-dcgm-exporter-{n}",
+                                "__meta_kubernetes_pod_name": f"{pod}-{n}",
                                 "__meta_kubernetes_pod_node_name": f"node-{n}",
                                 "__meta_kubernetes_pod_container_port_number": "9400",
                                 "__meta_kubernetes_pod_label_app": "nvidia-dcgm-exporter"})
@@ -188,3 +188,76 @@ def test_past_500_gpus_on_classic_a_blank_reading_leaves_its_minute_blank_not_hu
     (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()
     # its own four minutes from END - 240, drawn up to the one from END - 120; the blank is in the one from END - 180
     assert shown == {END - 240: 30.0, END - 120: 30.0}, shown  # without the guard: END - 180 read 8.9e15
+
+
+SURGED = 10  # nodes (80 GPUs at 90 %) whose exporter pod is being replaced: old and new pods both scraped
+CALM = 55  # nodes (440 GPUs at 20 %) with one exporter pod
+
+
+def _surge_page(node: int, t: float) -> str:
+    util = 90.0 if node < SURGED else 20.0
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"] + [
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+        f'Hostname="n{node}"}} {util}' for g in range(PER_NODE)]
+    return "\n".join(lines) + "\n"
+
+
+def _surge_value(tmp_path, nodes: int) -> tuple[dict, float]:
+    (tmp_path / "gpudash.yaml").write_text("{}\n")
+    files = encode(build(load_project(tmp_path / "gpudash.yaml")))
+    config, job = agent_config(files[AGENT_FILE])
+    # a rollout of the exporter's DaemonSet with maxSurge runs a new pod next to the old one on the first SURGED nodes
+    old, new = _targets(job, nodes), _targets(job, min(nodes, SURGED), 2, "nvidia-dcgm-exporter-new")
+    scrapes = [Scrape(float(t), _surge_page(n, t), old[n]) for t in range(END - 600, END, 30) for n in range(nodes)]
+    scrapes += [Scrape(float(t) + 7, _surge_page(n, t), new[n]) for t in range(END - 600, END, 30) for n in new]
+    points = Agent(config, job).run(scrapes)
+    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    (widget,) = [w["properties"] for w in body["widgets"]
+                 if w["type"] == "metric" and w["properties"]["title"] == "Average GPU utilization"]
+    (shown,) = cloudwatch_eval.widget(widget, points, END - 6 * 3600, END, now=END).values()
+    return files, shown[max(shown)]
+
+
+def test_up_to_500_gpus_an_exporter_surge_leaves_the_fleet_mean_exact(tmp_path):
+    """Control: 60 nodes (480 GPUs), 10 of them read by two exporter pods at once. Up to 500 GPUs the value is the
+    mean of each GPU's mean: a GPU read twice per scrape is still one GPU."""
+    nodes = 60
+    _, value = _surge_value(tmp_path, nodes)
+    truth = (SURGED * 90.0 + (nodes - SURGED) * 20.0) / nodes
+    assert abs(value - truth) < 1e-9, value
+
+
+def test_past_500_gpus_an_exporter_surge_is_said_where_the_fleet_mean_is_shown(tmp_path):
+    """Past 500 GPUs the value is the mean of every reading of the cluster in the minute (the field published per
+    cluster). While the exporter's DaemonSet rolls with a surge, the old and the new exporter pod of a node are both
+    scraped and each of its GPUs is read twice per scrape: 80 GPUs at 90 % read by two pods and 440 at 20 % read by
+    one show 38.67 % where the fleet's mean is 30.77 %. No query of the per-cluster field tells the copies apart
+    (each is an observation of the same [ClusterName] metric), and past 500 no per-GPU query holds every GPU, so the
+    value is what it is; the header must name this case as it names a MIG GPU's and a shared GPU's copies."""
+    files, value = _surge_value(tmp_path, SURGED + CALM)
+    readings = {SURGED * PER_NODE * 4: 90.0, CALM * PER_NODE * 2: 20.0}  # {readings in the minute drawn: value}
+    assert abs(value - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, value  # 38.67, truth 30.77
+    assert said(header(files, OVERVIEW), "Average GPU utilization",
+                "the mean of each GPU's mean up to 500 GPUs of the cluster, and past 500"), header(files, OVERVIEW)
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 500" in n]
+    assert "two exporter pods" in note, note  # seen on main c00e7c2: the header names MIG and shared-GPU copies only
+
+
+def _missed_page(node: int, t: float) -> str | None:
+    """The first SURGED nodes (busy, 90 %) fail their scrape at END - 90, in the minute drawn (from END - 120)."""
+    return None if node < SURGED and t == END - 90 else _surge_page(node, t)
+
+
+def test_past_500_gpus_a_failed_scrape_is_said_where_the_fleet_mean_is_shown(tmp_path):
+    """Past 500 GPUs a GPU weighs by its readings in the minute: 10 nodes at 90 % whose exporter's scrape failed once
+    in the minute drawn (one reading of two) among 55 at 20 % read 25.83 % for a fleet mean of 30.77 % (the mean of
+    each GPU's mean, exact up to 500 GPUs). A busy node's exporter is the one likeliest to time out. The header said
+    only that a GPU that came or left within the minute weighs less."""
+    files, widgets, points = _shown(tmp_path, _missed_page, SURGED + CALM)
+    (shown,) = cloudwatch_eval.widget(widgets["Average GPU utilization"], points, END - 6 * 3600, END,
+                                      now=END).values()
+    assert max(shown) == END - 120
+    readings = {SURGED * PER_NODE * 1: 90.0, CALM * PER_NODE * 2: 20.0}
+    assert abs(shown[END - 120] - sum(n * v for n, v in readings.items()) / sum(readings)) < 1e-9, shown
+    (note,) = [n for n in notes(header(files, OVERVIEW))["Average GPU utilization"] if "past 500" in n]
+    assert "whose node's scrape failed in it, weighs less" in note, note  # seen on c00e7c2: not said
