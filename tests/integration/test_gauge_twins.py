@@ -469,8 +469,8 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
     """The evaluations where the story's rule differs from its truth. The stories judged at the same instants (the
     same rules, interval and evaluations) run as one promtool test group, each under its own namespace and node:
     promtool's cost is in evaluating the rules at each step, whatever the series. The rules aggregate by namespace
-    and pod or by node and GPU and join no two of those (no `on`, no `ignoring`: checked), so one story's series
-    cannot change another's alerts. Should the group fail, each of its stories runs alone for its own verdict."""
+    and pod or by node and GPU and join series only on labels a story marks as its own (checked:
+    _joins_across_stories), so one story's series cannot change another's alerts. Should the group fail, each of its stories runs alone for its own verdict."""
     if name not in _VERDICTS:
         story, settings = STORIES[name]
         rules = {o: _build(tmp_path_factory.mktemp("settings"), o)[0]["prometheus/rules.yaml"]
@@ -480,7 +480,7 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
         folder = tmp_path_factory.mktemp("stories")
         files, folder = _build(folder, settings)
         alerts = {n: _alert(folder, STORIES[n][0].rule) for n in batch}
-        joined = re.search(r"\b(on|ignoring)\s*\(", json.dumps([_rule(folder, a)["expr"] for a in set(alerts.values())]))
+        joined = _joins_across_stories([_rule(folder, a)["expr"] for a in set(alerts.values())])
         together = not joined and _all_right(folder, [
             (alerts[n], *_prometheus_case(STORIES[n][0], f"-{i}")) for i, n in enumerate(batch)], story.every)
         for n in batch:
@@ -490,6 +490,20 @@ def _prometheus_verdict(tmp_path_factory, name: str) -> list[str]:
                 _, single = _build(tmp_path_factory.mktemp("story"), settings)
                 _VERDICTS[n] = _prometheus_wrong(single, [(alerts[n], *_prometheus_case(STORIES[n][0]))], story.every)
     return _VERDICTS[name]
+
+
+def _joins_across_stories(exprs: list[str]) -> bool:
+    """Whether a join in `exprs` could match one story's series with another's: any `ignoring(...)`, and any `on(...)`
+    whose labels name neither the GPU (promql.GPU_LABEL: its UUID, else its node spelling) nor the namespace or node
+    (each story's are marked apart; see _prometheus_case). The per-GPU naming step joins on (cluster, gpudash_gpu,
+    gpu): series of two stories never agree on it."""
+    from generator.promql import GPU_LABEL
+
+    for kind, labels in re.findall(r"\b(on|ignoring)\s*\(([^)]*)\)", " ".join(exprs)):
+        named = {label.strip() for label in labels.split(",")}
+        if kind == "ignoring" or not named & {GPU_LABEL, "namespace", "node", "UUID"}:
+            return True
+    return False
 
 
 def _all_right(folder, stories: list[tuple[str, list, dict]], every: int) -> bool:
