@@ -521,17 +521,17 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         # Every scope branch inside the one subquery: a GPU's (or pod's) copies that name its node in two spellings
         # (an exporter upgraded from `Hostname` to `hostname`) are one series even when a node is selected.
         selectors = [selector(metric, [*b, *extra]) for b in branches]
-        reading = fresh_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
         if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
+            counter_reading = CounterReading(copies, resolution, tuple(selectors))
             if window == DASHBOARD_RANGE and shift is None:
-                return range_increase(reading, copies, resolution, selectors)
+                return range_increase(replace(counter_reading, fresh=True))
             # an alert's period (over_time) has a value only where it holds a reading, as CloudWatch's period has a
             # datapoint only where the agent sent a delta in it
-            reading = held_reading(copies, resolution, selectors, COUNTER_BLANK_FLOOR)
-            return summed_deltas(reading, window, resolution, shift, held=over_time is not None)
+            return summed_deltas(counter_reading, window, shift, held=over_time is not None)
         # each copy's blank left out before the copies are merged, as for an increase: a window holding a blank
         # gives the rate of its other readings (CloudWatch's deltas skip the blank the agent's filter drops), and
         # a copy reading a blank at every scrape (an upgraded exporter beside the old one) hides no reading
+        reading = fresh_reading(CounterReading(copies, resolution, tuple(selectors), fresh=True))
         change = f"rate({reading}[{window}:{resolution}]{_offset(shift)})"
         if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
             change = f"({change} * {field.unit.rate_scale:g})"
@@ -561,7 +561,7 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
     return "{0}" + below
 
 
-def summed_deltas(reading: str, window: str, resolution: str, shift: str | None = None, held: bool = False) -> str:
+def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False) -> str:
     """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's readings
     (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the one before
     it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends the raw
@@ -575,35 +575,79 @@ def summed_deltas(reading: str, window: str, resolution: str, shift: str | None 
     window of blanks alone gives no value, as CloudWatch has no datapoint then). The GPU's readings are read once
     (each reading is the costly part: a subquery step per scrape interval, four selectors per node spelling):
     `latest`, the latest clean reading within WINDOW_PREVIOUS_WITHIN (the step's own, else the one before it), read
-    at the step and just before it, gives each step's delta as irate() takes it from two points: the later less the
-    earlier, or the later itself where it is lower (a reset). A step without a reading repeats the one before (a
+    at the step and at the step before, gives each step's delta (CounterReading.step_delta): the later less the
+    earlier (idelta() of the two points, exact), or where it is lower the copies' own deltas (a reset, or a copy's
+    older reading). A step without a reading repeats the one before (a
     delta of 0); the reading after a blank or a missed scrape counts from the latest before it; the first reading of
-    a chain (none within WINDOW_PREVIOUS_WITHIN before it) has no earlier point and adds nothing. irate() divides by
-    the points' distance: it is a power of two seconds (_exact_gap), so the quotient times the distance is the
-    difference itself, to the bit. Against the form that read the previous reading apart (four readings per step),
+    a chain (none within WINDOW_PREVIOUS_WITHIN before it) has no earlier point and adds nothing. Against the form
+    that read the previous reading apart (four readings per step),
     two cases differ in having a value, not in a value: a window holding no reading, after one within
     WINDOW_PREVIOUS_WITHIN before it, is 0 (was no value); a window whose only step with a reading is a chain's
     first, at its last step, gives no value (was 0). `held` (an alarm's period): only the steps with a clean reading
     of their own count, so a window holding none, or only a chain's first, gives no value, as CloudWatch's period
     holds no delta then (the agent sends none for a missed scrape, a blank or a series' first reading) and its
     alarm judges an older period of its evaluation range (render.alarms._of_range)."""
-    delta = _step_delta(reading, resolution, WINDOW_PREVIOUS_WITHIN)
+    delta = counter.step_delta(WINDOW_PREVIOUS_WITHIN)
     if held:
-        delta = f"({delta} and ({reading} < {COUNTER_BLANK_FLOOR}))"
-    return f"(sum_over_time({delta}[{_left_open(window)}:{resolution}]{_offset(shift)}) < {INCREASE_BLANK_FLOOR})"
+        delta = f"({delta} and {counter.clean})"
+    return (f"(sum_over_time({delta}[{_left_open(window)}:{counter.resolution}]{_offset(shift)}) "
+            f"< {INCREASE_BLANK_FLOOR})")
 
 
-def _step_delta(reading: str, resolution: str, within: int) -> str:
-    """A subquery step's delta of summed_deltas: the step's clean reading less the latest before it (irate), looked
-    for `within` seconds back."""
-    seconds = _seconds(resolution)
-    lookback = max(within, 2 * seconds)
-    gap = _exact_gap(seconds)
-    clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
-    # at a step t it holds the steps (t - lookback, t]; `gap` before t, the steps [t - lookback, t - step]: where the
-    # reading before t's is looked for (no step of the reading sits on the range's edge, on Prometheus 2 or 3)
-    latest = f"last_over_time({clean}[{lookback * 1000 - gap * 500}ms:{resolution}])"
-    return f"(irate({latest}[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
+@dataclass(frozen=True)
+class CounterReading:
+    """A counter's readings of one GPU (instance, and outer group) at the steps of the scrape interval `resolution`,
+    from its copies (`selectors`: the scope's branches, read as one; `copies`, _Merge.physical, makes them one
+    series), and each step's delta, as summed_deltas and range_increase add them up.
+
+    The readings are the copies' merged latest (held_reading: the rules, whose 5 s step holds one exporter's scrape)
+    or, `fresh`, the largest of the copies sampled within the step (fresh_reading: panels, at the scrape interval; a
+    copy gone without a staleness marker, after a Prometheus restart, is not read again for minutes after its
+    counter restarted on the other); a step's delta is its reading less the one before
+    it, except where the merged reading went DOWN: there the copies disagree or the counter restarted, and the
+    step's delta is the largest of the copies' own deltas (own_deltas), each copy's reading less its own previous
+    one, or the reading itself where it is lower (that copy's reset). A merged reading that goes down is no reset
+    of the GPU by itself: while two exporters read one GPU (a rollout with maxSurge, two DaemonSets on a node) each
+    reads DCGM on its own clock, so when the copy holding the largest reading leaves (its staleness marker) the
+    other's latest may have been taken before it (DCGM collecting every 60 s for a 30 s scrape: 10,085 after
+    10,086), and a GPU reset inside such an overlap shows in one copy a scrape before the other (10,068 -> 10,067
+    -> 0): read as resets, each counted the counter since boot as one step's increase. Handled per copy, the
+    first is one scrape's growth of the remaining copy (its 10,085 less its own 10,079), the second the copies'
+    growth since their own readings before (the reset copy's reading itself, the other's few replays before its
+    own reset). A copy's own previous reading is looked for as far back as the merged one. A merged reading going
+    down to a copy's first reading (a GPU reset between the old exporter's last scrape and the new one's first,
+    maxSurge 0) adds nothing, as the CloudWatch agent sends nothing for a new revision's first reading; one exporter
+    back from a gap with a lower reading counts it as a reset, as one series does."""
+
+    copies: str
+    resolution: str
+    selectors: tuple[str, ...]
+    fresh: bool = False  # read the copies sampled within each step (fresh_reading), not every copy's latest
+
+    def merged(self, parts) -> str:
+        """One expression per selector (`parts`, a function of the selector) joined, its copies made one series."""
+        each = [parts(s) for s in self.selectors]
+        return self.copies.format(each[0] if len(each) == 1 else "(" + " or ".join(each) + ")")
+
+    @property
+    def reading(self) -> str:
+        return fresh_reading(self) if self.fresh else held_reading(self)
+
+    @property
+    def clean(self) -> str:
+        return f"({self.reading} < {COUNTER_BLANK_FLOOR})"
+
+    def step_delta(self, within: int) -> str:
+        """A subquery step's delta: the step's clean reading less the latest before it, looked for `within` seconds
+        back (idelta of two points a step apart), where it is not lower; else own_deltas, looked for as far back."""
+        seconds = _seconds(self.resolution)
+        lookback = max(within, 2 * seconds)
+        # at a step t it holds the steps (t - lookback, t]; a step before t, the steps [t - lookback, t - step]:
+        # where the reading before t's is looked for (no step of the reading sits on the range's edge, on
+        # Prometheus 2 or 3); idelta() of the two points, a step apart (the subquery's steps on the same grid)
+        latest = f"last_over_time({self.clean}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
+        return (f"((idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0) "
+                f"or {own_deltas(self, lookback)})")
 
 
 DASHBOARD_RANGE = "$__range"  # a panel's increase window: the dashboard's time range (range_increase)
@@ -611,7 +655,7 @@ RANGE_MS = "${__range_ms}"  # Grafana's exact length of the time range, in milli
 RANGE_PART = "gpudash_part"  # the label range_increase tells its two parts apart by, summed away
 
 
-def range_increase(reading: str, copies: str, resolution: str, selectors: list[str]) -> str:
+def range_increase(counter: CounterReading) -> str:
     """A counter's increase during the dashboard's time range [from, to] (Grafana's instant query at `to`, the range
     `${__range_ms}` long): the sum of the deltas (summed_deltas) of exactly the scrapes taken in it, to the
     millisecond, on Prometheus 2's closed ranges and 3's left-open ones alike, as CloudWatch sums the agent's deltas of
@@ -649,15 +693,11 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     datapoint: the steps alone read 0 after a reading within PREVIOUS_WITHIN before the range. p, q, the first
     step's delta, the samples' presence and the tail's `timestamp()` are instant reads, not one per step (the
     first step's delta reads PREVIOUS_WITHIN at that step, beside the range's own steps)."""
+    resolution, merged, clean = counter.resolution, counter.merged, counter.clean
     seconds = _seconds(resolution)
     lookback = _duration_text(max(PREVIOUS_WITHIN, 2 * seconds))
-
-    def merged(per_copy) -> str:
-        parts = [per_copy(s) for s in selectors]
-        return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
-    clean = f"({reading} < {COUNTER_BLANK_FLOOR})"
     pinned = f"[1ms:1ms] @ end() offset {RANGE_MS}ms)"  # read at `from` (the later of two 1 ms steps)
-    delta = _step_delta(reading, resolution, PREVIOUS_WITHIN)
+    delta = counter.step_delta(PREVIOUS_WITHIN)
     # the window's first step: the one step of [from - 1 ms, from + step - 2 ms] (Prometheus 3: (from - 1 ms, ...])
     first = f"[{seconds * 1000 - 1}ms:{resolution}] offset -{seconds * 1000 - 2}ms)"
     # each copy's latest sample, taken within the step before `from` (where the first step can have read it), clean
@@ -668,11 +708,18 @@ def range_increase(reading: str, copies: str, resolution: str, selectors: list[s
     # the first step's delta as the steps count it (from r0; none where r0 is not within PREVIOUS_WITHIN) less its
     # delta from p (q less p, or q where it is lower: a reset)
     before = f"((({counted}) or ({q} * 0)) - {q} + {p} * ({q} >= bool {p}))"
+    # where q is below p and the first step has a delta, that delta is the range's (CounterReading: a merged reading
+    # going down is a copy's older reading or a reset, read from the copies' own deltas), not q as a reset
+    before = f"({before} unless ({q} < {p} and {counted}))"
     steps = f"sum_over_time({delta}[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
-    tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and (timestamp({s}) * 1000 > {last_step} + 0.5))")
-    previous = f"last_over_time(({reading} < {COUNTER_BLANK_FLOOR})[{lookback}:{resolution}] offset 1ms)"
-    after = f"((({tail} - ({previous} or {tail})) >= 0) or {tail})"
+    def after_last_step(s: str, seconds: int) -> str:
+        return f"(timestamp({s}) * 1000 > {last_step} + 0.5)"
+    tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and {after_last_step(s, seconds)})")
+    previous = f"last_over_time({clean}[{lookback}:{resolution}] offset 1ms)"
+    # below the steps' latest reading: the copies' own deltas (as a step's), else a reset
+    own = own_deltas(counter, PREVIOUS_WITHIN, after_last_step)
+    after = f"((({tail} - ({previous} or {tail})) >= 0) or {own} or {tail})"
     # a range shorter than a step may hold none (its steps end before `from`): the first step `before` reads is one
     # after `to`, and the tail (counted from the step before `from`) is the range's first reading, counted from p
     holds_step = f"on () (vector({last_step}) >= round(vector(time() * 1000)) - {RANGE_MS} - 1)"
@@ -699,12 +746,6 @@ def _named_span(window: str, as_increase: bool, over_time: tuple[str, str, str |
     if as_increase and not window.startswith("$"):
         return _duration_text(_seconds(window) + WINDOW_PREVIOUS_WITHIN)
     return window
-
-
-def _exact_gap(seconds: int) -> int:
-    """The largest power of two seconds that divides a step of `seconds`: a rate over two points that far apart, times
-    that distance, is the points' difference to the bit (a division and a multiplication by a power of two)."""
-    return seconds & -seconds
 
 
 def _left_open(window: str) -> str:
@@ -750,22 +791,20 @@ def _plus(window: str, shift: str | None) -> str:
     return _duration_text(sum(_seconds(d) for d in (window, shift)))
 
 
-def fresh_reading(copies: str, resolution: str, selectors: list[str], below: str | None = None) -> str:
+def fresh_reading(counter: "CounterReading") -> str:
     """A GPU's reading at each step of the scrape interval, from its copies (the exporter repeats a device's
     counter once per pod holding it, and again under a replaced exporter's new `instance`), as a subquery's
-    inner query (`selectors`: the scope's branches, read as one; `copies`, _Merge.copies, makes the copies one
-    series): each copy's sample taken within the step before (step_reading: a sample counts at the one step
-    that follows it), the copies' largest (one reading, repeated). A copy's older sample, which the instant
-    selector would give for minutes after a missed scrape or after its pod left, is not read again at a later
-    step: a rate over these readings sees each scrape once, as a rate over one series sees it, whatever pods come
-    and go. `below` (a blank floor) leaves each copy's blank reading out before the copies are merged, as the agent's
-    filter drops a datapoint before its metricstransform merges the copies: a copy reading a blank (an upgraded
-    exporter beside the old one) does not hide the other's reading at that step."""
-    fresh = [step_reading(s, resolution, f"({s} < {below})" if below else None) for s in selectors]
-    return copies.format(fresh[0] if len(fresh) == 1 else "(" + " or ".join(fresh) + ")")
+    inner query (CounterReading's selectors and copies): each copy's sample taken within the step before
+    (step_reading: a sample counts at the one step that follows it), the copies' largest (one reading, repeated).
+    A copy's older sample, which the instant selector would give for minutes after a missed scrape or after its
+    pod left, is not read again at a later step: a rate over these readings sees each scrape once, as a rate over
+    one series sees it, whatever pods come and go. Each copy's blank reading is left out before the copies are
+    merged, as the agent's filter drops a datapoint before its metricstransform merges the copies: a copy reading a
+    blank (an upgraded exporter beside the old one) does not hide the other's reading at that step."""
+    return counter.merged(lambda s: step_reading(s, counter.resolution, f"({s} < {COUNTER_BLANK_FLOOR})"))
 
 
-def held_reading(copies: str, resolution: str, selectors: list[str], below: str) -> str:
+def held_reading(counter: CounterReading) -> str:
     """A counter's reading at the steps where a copy of the GPU has a sample taken within the step before (as
     fresh_reading), the largest of every copy's latest clean sample (the instant selector's), not only of the copies
     sampled in that step.
@@ -775,16 +814,27 @@ def held_reading(copies: str, resolution: str, selectors: list[str], below: str)
     by step went down and up (10,086, then 10,085 from the other exporter), and summed_deltas read each step down as
     a reset, the counter since boot as one increase (a link replaying 30 per 5 minutes fired the replays rule through
     a one-minute overlap). Each copy's own readings climb, so the largest of their latest does not go down while the
-    exporters' readings interleave. A copy leaves at its staleness marker, which Prometheus writes at the time its
-    next scrape would have been (a failed scrape's, or one interval after the last scrape of a target gone): by then
-    the other exporter's readings were taken after it left, when DCGM's collect interval is no longer than the
-    scrape interval (both 30 s by default)."""
-    seconds = _seconds(resolution)
+    exporters' readings interleave (at the rules' 5 s step a step holds one exporter's scrape). It still goes down
+    where a copy leaves (its staleness marker) and the other's latest was taken before it, or where the GPU is reset
+    while both read it: CounterReading.step_delta reads such a step from the copies' own deltas."""
+    seconds = _seconds(counter.resolution)
+    latest = counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
+    return f"({latest} and {counter.merged(lambda s: taken_within(s, seconds))})"
 
-    def merged(parts: list[str]) -> str:
-        return copies.format(parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")")
-    latest = merged([f"({s} < {below})" for s in selectors])
-    return f"({latest} and {merged([taken_within(s, seconds) for s in selectors])})"
+
+def own_deltas(counter: CounterReading, within: int, taken=None) -> str:
+    """Each copy's own delta at a step where it has a sample taken within the step before (taken_within; `taken`, a
+    function of the selector and the step's seconds: where the copy has the sample read otherwise): its clean reading
+    less its own latest one at or before the step before (within `within` seconds), or the reading itself where it is
+    lower (that copy's counter restarted); none for a copy without a clean reading within `within` a step before
+    (its first, or a blank before); the copies' largest (CounterReading)."""
+    seconds = _seconds(counter.resolution)
+
+    def own(s: str) -> str:
+        now = f"({s} < {COUNTER_BLANK_FLOOR})"
+        before = f"(last_over_time({s}[{_duration_text(within)}] offset {counter.resolution}) < {COUNTER_BLANK_FLOOR})"
+        return f"(({now} - ({before} <= {now} or {before} * 0)) and {(taken or taken_within)(s, seconds)})"
+    return counter.merged(own)
 
 
 def step_reading(selector: str, resolution: str, kept: str | None = None) -> str:

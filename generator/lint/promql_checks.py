@@ -150,19 +150,20 @@ def _ranged(stack: list) -> int | None:
 
 
 def _sums_deltas(node) -> bool:
-    """`sum_over_time((irate(last_over_time(r[...])[gap:gap]) * gap)[w:step])`: a counter's increase as
-    promql.summed_deltas writes it (each step's reading less the one before it, or the reading itself after a reset)."""
+    """`sum_over_time(((idelta(last_over_time(r[...])[step:step]) >= 0) or own)[w:step])`: a counter's increase as
+    promql.summed_deltas writes it (each step's reading less the one before it, or the copies' own deltas where it
+    went down)."""
     import promql_parser
 
     if not (isinstance(node, promql_parser.Call) and node.func.name == "sum_over_time" and node.args
             and isinstance(node.args[0], promql_parser.SubqueryExpr)):
         return False
     inner = _unwrapped(node.args[0].expr)
-    if isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "unless":  # promql.range_increase's first step
+    # `and` (an alert's period: steps with a reading), `unless` (promql.range_increase's first step), `or` (the
+    # copies' own deltas where the merged reading went down), `>= 0`: the delta is the left side's
+    while isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) in ("and", "unless", "or", ">="):
         inner = _unwrapped(inner.lhs)
-    if isinstance(inner, promql_parser.BinaryExpr) and str(inner.op) == "*":
-        inner = _unwrapped(inner.lhs)
-    return (isinstance(inner, promql_parser.Call) and inner.func.name == "irate" and bool(inner.args)
+    return (isinstance(inner, promql_parser.Call) and inner.func.name == "idelta" and bool(inner.args)
             and isinstance(inner.args[0], promql_parser.SubqueryExpr))
 
 

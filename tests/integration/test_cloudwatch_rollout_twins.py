@@ -114,10 +114,12 @@ def test_a_row_remapped_outside_a_rollouts_gap_fires_both(rules, new_from, remap
     assert _cloudwatch("GpudashUncorrectableRows", 900, new_from, remapped_at=remapped_at) == set(minutes)
 
 
-@pytest.mark.xfail(strict=True, reason="Grafana's counter panels read the copies sampled within each step of the scrape "
-                   "interval: at the step where the old exporter's staleness marker falls, the new one's reading taken "
-                   "before the old one's last is read as a reset. The per-GPU energy rate reads 4.18e8 mW at minutes 15 "
-                   "and 16 (after either overlap), the PCIe replays rate 84 per second for 0.1")
+@pytest.mark.xfail(strict=True, reason="Grafana's counter rate panels take rate() of the copies sampled within each step "
+                   "of the scrape interval: at the step where the old exporter's staleness marker falls, the new one's "
+                   "reading taken before the old one's last is read as a reset. The per-GPU energy rate reads 4.18e8 "
+                   "mW at minutes 15 and 16 (after either overlap). A form reading such a step from the step deltas "
+                   "(increases do) passed, at about 3x the panel's Prometheus CPU and past kubectl's client-side apply "
+                   "size for the All metrics dashboard: not shipped")
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules, new_from):
     # "All metrics" DEV_TOTAL_ENERGY_CONSUMPTION (per GPU, mW), with Grafana's $__rate_interval for 30 s scrapes (2m)

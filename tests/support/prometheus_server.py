@@ -156,17 +156,17 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     from generator.promql import PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, label_lookback
     from generator.render.alarms import RULE_STEP_SECONDS
 
-    def points(step: int, within: int) -> str:  # promql._step_delta: its latest reading's range, read at two points
-        gap = step & -step
-        return f"[{max(within, 2 * step) * 1000 - gap * 500}ms:{step}s])[{gap * 1000 + 1}ms:{gap}s]) * {gap})"
+    def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
+        return f"[{max(within, 2 * step) * 1000 - step * 500}ms:{step}s])[{step * 1000 + 1}ms:{step}s])"
 
     for old, new in ((made_for, seconds), (min(RULE_STEP_SECONDS, made_for), min(RULE_STEP_SECONDS, seconds))):
-        # promql._step_delta's two points (over the range, over a window), promql.taken_within's three ranges, the
+        # CounterReading.step_delta's two points (over the range, over a window), taken_within's three ranges, the
         # subquery steps, and promql.range_increase's last step
         for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
                          (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
                          (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
+                         (f"] offset {old}s) < ", f"] offset {new}s) < "),  # promql.own_deltas: a copy's before
                          (f":{old}s]", f":{new}s]"),
                          (f"/ {old * 1000}) * {old * 1000})", f"/ {new * 1000}) * {new * 1000})")):
             expr = expr.replace(was, now)

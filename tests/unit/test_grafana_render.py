@@ -150,7 +150,7 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
                     assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
                 else:  # the latest sample, or the latest within a per-pod panel's lookback (promql._Device._read)
                     assert selector.range_function in (None, "compare", "last_over_time")
-            if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes irate per step)
+            if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes idelta per step)
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
     # one reading of a GPU's copies under each node they name (one per pod holding it, or per exporter across a restart:
