@@ -7,14 +7,17 @@ deltas, and the next step, the fresh copy back, counts from the lagging copy's r
 
 The two exporters read the GPU throughout (two DaemonSets on a node). Truth: the link replays 30 per 5 minutes; an
 increase over a 5-minute range reads 30 to 36 (up to one 60 s collection blurred at a handover, as
-test_counter_copies_hostile allows). GpudashPcieReplays stayed silent on these stories (not pinned here)."""
+test_counter_copies_hostile allows). GpudashPcieReplays stays silent on a link replaying 45 per 5 minutes (threshold
+50): it stayed silent through these stories at 30 per 5 minutes, and at 45 without a missed scrape."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
 from tests.integration import test_cloudwatch_rollout_twins as twins
-from tests.integration.test_counter_copies_hostile import _panel, _reads_within, _slow_collection
+from tests.integration.test_counter_copies_hostile import _panel, _reads_within, _silent, _slow_collection
 from tests.integration.test_prometheus_rules import rules  # noqa: F401 (a fixture)
 from tests.unit import test_cloudwatch_exporter_overlap as overlap
 
@@ -50,3 +53,14 @@ def test_an_increase_over_the_range_reads_the_replays_when_the_fresh_copy_misses
     series = _missing(twins._series(overlap.END, 0), every, start, end)
     _reads_within(rules, f"increase_fresh_copy_missing_{every}_{start}.yaml",
                   _panel("gpudash-health", "Rows remapped (uncorrectable)", twins.REPLAYS), series, 30, 36)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "one missed scrape of the fresh copy (at 10 minutes) counts about a collection's growth again: a link replaying "
+    "45 per 5 minutes fired GpudashPcieReplays (threshold 50) at minute 15; silent without the miss, and at 42 per "
+    "5 minutes with it"))
+def test_the_replays_rule_stays_silent_under_its_threshold_when_the_fresh_copy_misses_one_scrape(rules, monkeypatch):
+    monkeypatch.setattr(overlap, "scrapes", _slow_collection)
+    readings = {twins.REPLAYS: lambda taken: str(overlap.REPLAYS_SINCE_BOOT + math.floor(0.15 * taken))}
+    series = _missing(twins._series(overlap.END, 0, readings=readings), 1, 600, 630)
+    _silent(rules, "replays_45_fresh_copy_missing_one.yaml", series)
