@@ -381,7 +381,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
     per_pod = sum(len(sets.get(dims, [])) for dims in pod_sets)
     # The cluster's own metrics: the data-missing alarm's (its GPU field and kube-state-metrics' three series), the
     # GPU field per cluster the widgets' PERIOD() lines read (the same metric as the alarm's, where it has one) and
-    # the fields of the fleet means that read every reading of the cluster past 500 GPUs (GPU utilization).
+    # the fields of the fleet's values now that read every reading of the cluster past 500 GPUs (GPU utilization,
+    # power draw).
     per_cluster = len(sets.get(data_missing.CLUSTER_SET, []))
     # kube-state-metrics' three series per exporter DaemonSet where a cluster names several (data_missing.ksm_set)
     daemonsets = data_missing.daemonsets_per_cluster(settings)
@@ -439,7 +440,8 @@ def _metric_lines(project: Project, fleet: Fleet, prices: dict[str, Any]) -> lis
              + (f" + {per_pod_gpu} x {pod_gpus:,} GPUs held by pods, at most (the idle alarms' per GPU)"
                 if per_pod_gpu and pod_gpus else "")
              + (f" + {per_cluster} per cluster ("
-                + ("data-missing alarm" if data_missing.expected(settings) else "the widgets' PERIOD() metric") + ")"
+                + ("data-missing alarm, " if data_missing.expected(settings) else "")
+                + "the widgets' PERIOD() metric, the fleet's values now past 500 GPUs)"
                 if per_cluster else "")
              + (f" + {per_daemonset} x {daemonsets} exporter DaemonSets per cluster (data-missing alarms; "
                 f"exporter.more_daemonsets, the most a cluster names)" if per_daemonset else "")
@@ -642,9 +644,10 @@ def limits(fleet: Fleet) -> list[str]:
     notes = []
     if gpus > SERIES_PER_QUERY:
         notes.append(f"{gpus:,.0f} GPUs per cluster: a query returns at most {SERIES_PER_QUERY} series, so the "
-                     f"fleet single values combined from per-GPU lines (GPUs reporting, Total power draw) count "
-                     f"{SERIES_PER_QUERY} GPUs, the average utilization and temperature become the mean of every "
-                     f"reading of the cluster (a GPU weighs by its readings in the minute, once per copy), and "
+                     f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
+                     f"temperature) read every reading of the cluster in the minute instead of one series per GPU (a "
+                     f"GPU counts, adds and weighs by its share of the minute's scrapes that read it, once per copy), "
+                     f"and "
                      f"GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold (PARTIAL_DATA)")
     if max(gpus, pods) > METRICS_PER_QUERY:
         notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "

@@ -23,7 +23,7 @@ from ..cloudwatch_query import (PERIOD, SERIES_PER_QUERY, Plan, Unsupported, bla
                                 series_label)
 from ..container_insights import NotPublished, enabled as addon_source, plan as addon_plan, source_plan
 from ..model import Alarm, Dashboard, Panel, Query, Row, layout, source_file
-from ..markers import CLUSTER_DIMENSION
+from ..markers import CLUSTER_DIMENSION, POD_DIMENSION
 from ..names import cloudwatch_dashboard_name
 from ..ownership import with_publication
 from ..settings import Cluster, Settings
@@ -147,10 +147,11 @@ class _MetricWidget:
                 shown = f"{_grouped(shown)} / (PERIOD({PERIOD_ID}) == {self.true_at})"
             if PERIOD in (self.plan.math or "") or self.true_at is not None:
                 metrics.append(self._period_metric(cluster))
-            if self.readings is not None:
+            if self.readings is not None:  # the per-cluster statistics the readings' form names ({s}, {c})
                 metrics += [[self.namespace, self.plan.metric, CLUSTER_DIMENSION, cluster.name,
                              {"id": identifier, "stat": stat, "visible": False}]
-                            for identifier, stat in zip(READINGS_IDS, ("Sum", "SampleCount"))]
+                            for identifier, stat, mark in zip(READINGS_IDS, ("Sum", "SampleCount"), ("{s}", "{c}"))
+                            if mark in self.readings]
             metrics.append([{"expression": shown, "id": "e1", "label": self.label}])
         properties = {**self.properties, "region": cluster.region, "metrics": metrics}
         return {"type": "metric", "properties": properties, **self.position}
@@ -254,12 +255,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
         # line, its period the whole range (setPeriodToTimeRange applies to bar and pie views).
         properties["view"] = "bar"
         properties["setPeriodToTimeRange"] = True
-    readings = None
-    if readings_past_500(panel, plan_, catalog, settings):
-        # On agent.pipeline: classic a blank reading (DCGM's sentinel) may arrive: a minute whose total only a blank
-        # explains is a gap, as the per-GPU form's guard makes it
-        readings = ("IF({s} < " + number(blank_floor(query, catalog)) + ", {s} / {c})"
-                    if settings.agent.pipeline == "classic" else "{s} / {c}")
+    readings = readings_form(query, catalog, settings) if readings_past_500(panel, plan_, catalog, settings) else None
     return _MetricWidget(plan_, properties, plan_.around_cluster(settings, order=order, limit=limit, rank=rank),
                          label, position,
                          plan_.namespace or settings.cloudwatch.namespace, true_at,
@@ -283,16 +279,38 @@ def _now_value(panel: Panel, query: Query, catalog: Catalog, plan_: Plan) -> boo
 
 
 def readings_past_500(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings) -> bool:
-    """A fleet mean now ("Average GPU utilization", "Average GPU temperature") reads, past 500 GPUs, the mean of
-    every reading of the cluster in its minute, from the field published per cluster ([ClusterName]): a GROUP BY
-    query returns 500 series, and no ORDER BY keeps the GPUs of the minute drawn through churn (ranked by the highest
-    mean, GPUs that left took places; ranked by how many scrapes saw each, through a node roll the new GPUs were left
-    out: 20 % for 40 %), and a widget holds one Metrics Insights query. Up to 500 it stays the mean of each GPU's
-    mean. Not on the Container Insights add-on (its own namespace and sets), nor with exporter.virtual_gpus (a copy
-    of a split field is a pod's share there: lint CW017 refuses such a field outside the per-pod sets)."""
+    """A fleet value now ("GPUs reporting", "Total power draw", "Average GPU utilization", "Average GPU temperature")
+    reads, past 500 GPUs, every reading of the cluster in its minute, from the field published per cluster
+    ([ClusterName]; readings_form): a GROUP BY query returns 500 series (a count read 500, a total the 500 highest),
+    and no ORDER BY keeps the GPUs of the minute drawn through churn (ranked by the highest mean, GPUs that left took
+    places; ranked by how many scrapes saw each, through a node roll the new GPUs were left out: 20 % for 40 %), and
+    a widget holds one Metrics Insights query. Up to 500 it stays the count, total or mean of each GPU's mean. Not
+    per pod (the per-cluster field holds idle GPUs too), not on the Container Insights add-on (its own namespace and
+    sets), nor with exporter.virtual_gpus (a copy of a split field is a pod's share there: lint CW017 refuses such a
+    field outside the per-pod sets)."""
     query = panel.queries[0]
-    return (not plan_.namespace and bool(plan_.group) and not plan_.series and query.aggregation == "avg"
+    return (not plan_.namespace and bool(plan_.group) and not plan_.series
+            and query.aggregation in ("avg", "count", "sum") and not query.per_pod and POD_DIMENSION not in plan_.dims
             and not settings.exporter.virtual_gpus and _now_value(panel, query, catalog, plan_))
+
+
+def readings_per_gpu(settings: Settings) -> int:
+    """How many readings one GPU read once per scrape gives in a now value's period: one per scrape."""
+    return now_period(settings) // settings.scrape.seconds
+
+
+def readings_form(query: Query, catalog: Catalog, settings: Settings) -> str:
+    """The value past 500 GPUs (readings_past_500) from the field's Sum ({s}) and SampleCount ({c}) per cluster in
+    the period drawn: a mean is Sum / SampleCount; a count of GPUs is the readings over those one GPU gives in the
+    period (readings_per_gpu), a total the Sum over them. On agent.pipeline: classic a blank reading (DCGM's
+    sentinel) may arrive: a period whose total only a blank explains is a gap, as the per-GPU form's guard makes it
+    (a count reads no value: a blank is a GPU reporting)."""
+    per_gpu = readings_per_gpu(settings)
+    shown = {"avg": "{s} / {c}", "sum": "{s}" if per_gpu == 1 else "{s} / " + str(per_gpu),
+             "count": "{c}" if per_gpu == 1 else "{c} / " + str(per_gpu)}[query.aggregation]
+    if settings.agent.pipeline == "classic" and query.aggregation != "count":
+        return "IF({s} < " + number(blank_floor(query, catalog)) + ", " + shown + ")"
+    return shown
 
 
 def _now_table(panel: Panel, query: Query, catalog: Catalog) -> bool:
@@ -391,18 +409,34 @@ def combined_note(query: Query, plan_: Plan, catalog: Catalog) -> str:
             f"past {n} it reads those {n} only (`gpudash cost` says when a cluster passes it)")
 
 
-def readings_note(plan_: Plan) -> str:
-    """What a fleet mean that reads every reading past 500 GPUs (readings_past_500) shows, for its header. Each copy
+def readings_note(plan_: Plan, query: Query, settings: Settings) -> str:
+    """What a fleet value that reads every reading past 500 GPUs (readings_past_500) shows, for its header. Each copy
     of a GPU's reading is one observation of the per-cluster metric, whoever wrote it: nothing in one query of it
     tells copies apart, so the header names every way copies arise."""
     n = SERIES_PER_QUERY
-    return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} (a Metrics Insights query "
-            f"returns {n} series) the mean of every reading of the cluster in the minute (the field published per cluster, "
-            f"{plan_.metric} [{CLUSTER_DIMENSION}]): a GPU weighs by its readings there, so one that came or left "
-            f"within the minute, or whose node's scrape failed in it, weighs less than one read at every scrape, and "
-            f"a GPU read more than once per scrape weighs "
-            f"once per copy (the exporter repeats its reading once per MIG instance or per pod sharing it, and two "
-            f"exporter pods on its node each read it while the exporter's DaemonSet rolls with a surge)")
+    source = (f"(a Metrics Insights query returns {n} series) {{}} of the cluster in the minute (the field published "
+              f"per cluster, {plan_.metric} [{CLUSTER_DIMENSION}])")
+    copies = ("the exporter repeats its reading once per MIG instance or per pod sharing it, and two exporter pods "
+              "on its node each read it while the exporter's DaemonSet rolls with a surge")
+    if query.aggregation == "avg":
+        return (f"the mean of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
+                + source.format("the mean of every reading")
+                + f": a GPU weighs by its readings there, so one that came or left within the minute, or whose node's "
+                  f"scrape failed in it, weighs less than one read at every scrape, and a GPU read more than once per "
+                  f"scrape weighs once per copy ({copies})")
+    per_gpu = readings_per_gpu(settings)
+    each = (f"the {per_gpu} readings one GPU gives there (one per scrape of {settings.scrape.seconds} s)"
+            if per_gpu > 1 else f"the one reading one GPU gives there (a scrape every {settings.scrape.seconds} s)")
+    if query.aggregation == "count":
+        return (f"the number of GPUs reporting up to {n} GPUs of the cluster, and past {n} "
+                + source.format("the number of readings") + f" over {each}: every GPU is in it, but one that came "
+                  f"or left within the minute, or whose node's scrape failed in it, counts as the share of the "
+                  f"minute's scrapes that read it, and a GPU read more than once per scrape counts once per copy "
+                  f"({copies})")
+    return (f"the total of each GPU's mean up to {n} GPUs of the cluster, and past {n} "
+            + source.format("the total of every reading") + f" over {each}: every GPU is in it, but one that came or "
+              f"left within the minute, or whose node's scrape failed in it, adds its share of the minute's scrapes "
+              f"that read it, and a GPU read more than once per scrape adds once per copy ({copies})")
 
 
 def now_note(settings: Settings, who: str = "a GPU that stopped or started reporting") -> str:
@@ -522,7 +556,7 @@ def _prepared(dashboard: Dashboard, catalog: Catalog, settings: Settings) -> _Bo
             widgets.append(_metric_widget(placed.item, plans[id(placed.item)], catalog, settings, position))
     blanks = "" if addon_source(settings) else "agent" if settings.agent.pipeline == "otel" else "widgets"
     notes = [(panel.title, note) for panel in shown.panels() for note in plans[id(panel)].notes]
-    notes += [(panel.title, readings_note(plans[id(panel)])
+    notes += [(panel.title, readings_note(plans[id(panel)], panel.queries[0], settings)
                if readings_past_500(panel, plans[id(panel)], catalog, settings)
                else combined_note(panel.queries[0], plans[id(panel)], catalog)) for panel in shown.panels()
               if plans[id(panel)].group and not plans[id(panel)].series]

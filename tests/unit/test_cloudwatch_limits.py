@@ -32,14 +32,15 @@ def _generate(cli, tmp_path, text: str, refused: bool = True):
 
 # top_gpus: the overview binds first, its four one-line charts summed or averaged from up to 500 per-GPU lines
 # each (2,000 metrics; the hottest GPU's one more; the hidden period metric of each of its five now values, five
-# more; the two fleet means' readings per cluster, Sum and SampleCount, past 500 GPUs, four more) beside six per-GPU
+# more; the fleet values' readings per cluster past 500 GPUs: the two means' Sum and SampleCount, the count's
+# SampleCount and the total's Sum, six more) beside six per-GPU
 # and two per-MIG-instance charts; the health dashboard's eleven charts would allow 227 (the message names those
-# 2,010: 8 x 500 alone is not the total it gives); by pod, eleven charts and the
+# 2,012: 8 x 500 alone is not the total it gives); by pod, eleven charts and the
 # hidden metrics of its two charts whose math takes the period from one (PERIOD: the energy rate, and the table
 # of pods now, drawn only at its own period; its sums and counts per pod are the agent's totals per scrape)
 # allow 227
 @pytest.mark.parametrize("key, dashboard, total, charts, fixed, fits", [("top_pods", "by-pod", "5,502", 11, 2, 227),
-                                                                         ("top_gpus", "overview", "6,010", 8, 2010, 61)])
+                                                                         ("top_gpus", "overview", "6,012", 8, 2012, 61)])
 def test_lines_per_chart_beyond_the_dashboards_metric_limit_are_refused_with_the_value_that_fits(
         cli, tmp_path, key, dashboard, total, charts, fixed, fits):
     code, stdout, stderr, config, out = _generate(cli, tmp_path, f"cloudwatch:\n  {key}: 500\n")

@@ -67,18 +67,19 @@ def test_custom_metrics_are_per_gpu_and_per_pod_as_the_agent_publishes(project, 
     # both sets for every shipped field, framebuffer once more per GPU instance (a whole GPU is one; the OTel
     # pipeline publishes the device counters charted or alarmed per GPU, PCIe replays, NVLink bandwidth and rows
     # remapped two ways, once per physical GPU, in the per-GPU set alone), and
-    # the cluster's five metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
-    # desired, available and updated pods; and GPU utilization, a fleet mean's readings past 500 GPUs), per pod the OTel pipeline's five totals per scrape (power, framebuffer
+    # the cluster's six metrics (the data-missing alarm's four: its GPU observations, the exporter DaemonSet's
+    # desired, available and updated pods; and GPU utilization and power, the fleet values' readings past 500 GPUs),
+    # per pod the OTel pipeline's five totals per scrape (power, framebuffer
     # and PCIe both ways summed, GPUs counted), and the exporters' scrapes without DCGM samples per GPU node
     # (counted per GPU), and the idle alarms' utilization per pod and GPU (one per GPU a pod holds)
-    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 5 + 5 * 80 + 1 * 100 + 1 * 100
+    assert everything["quantity"] == 25 * 100 + 25 * 80 + 1 * 100 + 6 + 5 * 80 + 1 * 100 + 1 * 100
     # agent.pipeline: classic lists those four device counters per GPU instance too, makes no totals, and its
     # scraper drops the scrape's own series
     classic = _lines(estimates(load_project(project_dir("agent:\n  pipeline: classic\n")), fleet))["custom metrics"]
     assert classic["quantity"] == everything["quantity"] + 4 * 100 - 5 * 80 - 1 * 100
     # no pod holds a GPU: the idle alarms' per-pod-per-GPU metrics are not published
     idle = _lines(estimates(project, Fleet(clusters=1, pods=0, churn=0, gpus=100)))["custom metrics"]
-    assert idle["quantity"] == 25 * 100 + 1 * 100 + 5 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
+    assert idle["quantity"] == 25 * 100 + 1 * 100 + 6 + 1 * 100 and "GPUs held by pods" not in idle["basis"]
     used = _lines(estimates(load_project(project_dir("agent:\n  metric_selection: used\n")), fleet))["custom metrics"]
     assert 0 < used["quantity"] < everything["quantity"]
 
@@ -92,9 +93,9 @@ def test_tiers_lower_the_price_of_a_large_fleet(project):
     large = _lines(estimates(project, Fleet(clusters=10, pods=5000, churn=0)))["custom metrics"]
     # framebuffer per GPU instance (5,000 whole GPUs), the pods' totals per scrape, the exporters' scrapes without
     # DCGM samples (per GPU), the idle alarms' utilization per pod and GPU
-    assert large["quantity"] == 250_000 + 1 * 5_000 + 5 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
-    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,009
-    assert large["monthly"] == pytest.approx(27_000 + 40_050 * 0.05 - 10 * 0.30)
+    assert large["quantity"] == 250_000 + 1 * 5_000 + 6 * 10 + 5 * 5_000 + 1 * 5_000 + 1 * 5_000
+    # the free tier's first 10 at the first tier's $0.30; flat at the first tier it would be 87,015
+    assert large["monthly"] == pytest.approx(27_000 + 40_060 * 0.05 - 10 * 0.30)
     assert large["unit_price"] < 0.30
 
 
@@ -207,7 +208,7 @@ def test_prices_come_from_the_data_file_and_can_be_overridden(project, tmp_path)
     fleet = Fleet(clusters=1, pods=10, churn=0)
     changed = load_prices(overrides=override)
     result = estimates(project, fleet, changed)
-    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 5 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
+    assert _lines(result)["custom metrics"]["monthly"] == pytest.approx((500 + 1 * 10 + 6 + 5 * 10 + 1 * 10 + 1 * 10 - 10) * 0.60)
     assert result["overridden_rates"] == ["custom_metric_month"]
     assert "metrics_insights_alarm_metric_month" in result["uncertain_rates"]
 
@@ -235,11 +236,12 @@ def test_every_price_date_the_readme_quotes_is_the_data_files():
 
 
 def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
-    """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet sums count 500
-    GPUs and alarms evaluate 500; at 20,000 GPUs some are in no query. Spread over 10 clusters, none of it."""
+    """500 series per query, 10,000 metrics processed: at 5,000 GPUs in one cluster the fleet's values now read every
+    reading of the cluster (not one series per GPU) and alarms evaluate 500; at 20,000 GPUs some are in no query.
+    Spread over 10 clusters, none of it."""
     assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
     (series,) = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
-    assert "5,000 GPUs per cluster" in series and "count 500 GPUs" in series
+    assert "5,000 GPUs per cluster" in series and "read every reading of the cluster" in series
     assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
     assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
 

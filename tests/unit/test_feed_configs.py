@@ -68,8 +68,9 @@ def test_agent_configmaps_are_what_the_deployment_mounts(reference, project_dir)
                                            MIG_POD_SET, MIG_INSTANCE_SET])
     for declaration in declarations.values():
         assert declaration["source_labels"] == ["job"]
-    # the data-missing alarm's and the PERIOD() lines' field, and the fleet means' readings past 500 GPUs
-    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL"}
+    # the data-missing alarm's and the PERIOD() lines' field, and the fleet values' readings past 500 GPUs
+    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL",
+                                                  "DCGM_FI_DEV_POWER_USAGE"}
     # framebuffer and the device counters whose increase or rate is read per GPU, per GPU instance; the idle
     # alarm's stand-in on MIG pods
     assert _names(declarations[INSTANCE_SET]) == {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
@@ -113,8 +114,9 @@ def test_used_selection_publishes_exactly_the_queried_sets(project_dir):
     per_instance = _names(declarations[INSTANCE_SET])  # a counter's increase per GPU (rows remapped) is read there only
     assert per_pod | per_gpu | per_instance == project.used_metrics()
     assert "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS" in per_instance - per_gpu
-    # the data-missing alarm's and the PERIOD() lines' field, and the fleet means' readings past 500 GPUs
-    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL"}  # read by the data-missing alarm only
+    # the data-missing alarm's and the PERIOD() lines' field, and the fleet values' readings past 500 GPUs
+    assert _names(declarations[CLUSTER_SET]) == {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_UTIL",
+                                                  "DCGM_FI_DEV_POWER_USAGE"}
     # Health fields are read per GPU only; the idle-pod alarm and by-pod panels per pod.
     assert "DCGM_FI_DEV_XID_ERRORS" in per_gpu and "DCGM_FI_DEV_XID_ERRORS" not in per_pod
     assert "DCGM_FI_DEV_GPU_UTIL" in per_pod and "DCGM_FI_DEV_GPU_UTIL" in per_gpu
