@@ -214,7 +214,7 @@ def _metric_widget(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settin
     rank, order = line_rank(query, plan_, catalog, _now_table(panel, query, catalog))
     true_at = None
     properties: dict[str, Any] = {
-        "title": panel.title,
+        "title": widget_title(panel, plan_, catalog, settings, limit),
         "view": VIEWS[panel.kind],
         "period": settings.cloudwatch.period,
         "stat": "Average",
@@ -347,6 +347,35 @@ def line_rank(query: Query, plan_: Plan, catalog: Catalog, now_table: bool = Fal
 
 
 BUSY_FAMILIES = ("utilization", "profiling")  # fields that read how busy a GPU is: an idle one reads the lowest
+
+
+def idle_cut_first(query: Query, plan_: Plan, catalog: Catalog) -> bool:
+    """A chart of one line per GPU or pod of how busy they are whose LIMIT leaves the idle ones out first: its lines
+    rank by their highest reading (line_rank)."""
+    return bool(plan_.series and plan_.group) and line_rank(query, plan_, catalog)[0] == "MAX" \
+        and catalog.get(query.metric).family in BUSY_FAMILIES
+
+
+def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings, limit: int | None) -> str:
+    """The widget's title: the panel's, and for a chart of how busy each GPU or pod is that its query's LIMIT cuts
+    from the idle end (idle_cut_first), which lines it draws. Grafana's panel of the same title draws every GPU; on
+    CloudWatch past the LIMIT the idle GPUs, those a reader of a utilization chart looks for, would be left out
+    with nothing on the chart saying so (the header's "Lines drawn" paragraph is a screen away)."""
+    query = panel.queries[0]
+    if limit is None or _now_table(panel, query, catalog) or not idle_cut_first(query, plan_, catalog):
+        return panel.title
+    what = "pods" if query.per_pod else _lines_of(plan_)
+    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, idle ones are not drawn)"
+
+
+CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws
+_CUT_TITLE = re.compile(rf" \(the \d+ (?:pods|nodes|GPUs|GPUs or MIG instances) {CUT_TITLE}: past \d+, idle ones are "
+                        rf"not drawn\)$")
+
+
+def panel_title(title: str) -> str:
+    """The panel's title of a widget titled `title` (widget_title's words on the lines drawn left out)."""
+    return _CUT_TITLE.sub("", title)
 _RANKED = {"MAX": "the highest single reading", "MIN": "the lowest single reading", "AVG": "the highest mean",
            "COUNT": "the most readings"}
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from generator.render.cloudwatch import panel_title
+
 
 def widgets(files):
     """(path, properties) of every metric widget in the generated dashboards, in path order."""
@@ -16,10 +18,11 @@ def widgets(files):
 
 
 def panel(project, path, title, cluster):
-    """The one panel titled `title` on the dashboard that `path` (gpudash-<cluster>-<id>.json) holds."""
+    """The one panel of the widget titled `title` (the panel's title, or the widget's that says which lines it
+    draws: render.cloudwatch.widget_title) on the dashboard that `path` (gpudash-<cluster>-<id>.json) holds."""
     dashboard_id = path.rsplit("/", 1)[1].removeprefix(f"gpudash-{cluster}-").removesuffix(".json")
     (found,) = [p for d in project.cloudwatch_definitions() if d.id == dashboard_id for p in d.panels()
-                if p.title == title]
+                if p.title == panel_title(title)]
     return found
 
 

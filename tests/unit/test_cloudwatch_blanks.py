@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+from generator.render.cloudwatch import panel_title
 from generator.artifacts import build
 from generator.model import Query
 from generator.output import encode
@@ -84,7 +85,7 @@ def classic_fleet(tmp_path_factory):
 
 
 def _widget(files, title, dashboard):
-    (properties,) = [p for path, p in widgets(files) if p["title"] == title and dashboard in path]
+    (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == title and dashboard in path]
     return properties
 
 
@@ -253,7 +254,7 @@ def _noted(project):
 
     found = [f for f in lint_project(project) if f.rule == "CW015"]
     assert all(f.severity == "note" for f in found)
-    return {(f.where.split(" widget ")[0], f.where.split(" (", 1)[1].rstrip(")")): f.message for f in found}
+    return {(f.where.split(" widget ")[0], panel_title(f.where.split(" (", 1)[1][:-1])): f.message for f in found}
 
 
 @pytest.mark.parametrize("pipeline", ["otel", "classic"])
@@ -270,10 +271,10 @@ def test_every_widget_uses_documented_math_and_shows_a_blank_only_where_noted(ot
     for path, properties in widgets(files):
         for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items():
             if any(abs(v) >= 1e13 for v in series.values()):
-                blanks.add((path, properties["title"]))
+                blanks.add((path, panel_title(properties["title"])))
                 body = json.loads(json.loads(files[path])["DashboardBody"])
                 header = body["widgets"][0]["properties"]["markdown"]
-                assert re.search(re.escape(properties["title"]) + r"[^:]*: a GPU's blank reading", header), path
+                assert re.search(re.escape(panel_title(properties["title"])) + r"[^:]*: a GPU's blank reading", header), path
             shown += len(series)
     assert shown > 100
     assert blanks <= set(noted)

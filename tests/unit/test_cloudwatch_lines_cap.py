@@ -345,3 +345,37 @@ def test_pods_on_gpus_past_50_lists_pods_that_left_early_in_the_minute_drawn(tmp
     assert [f.where.rsplit(" (", 1)[1] for f in notes] == ["Pods on GPUs)"], notes
     assert notes[0].severity == "note" and "a row that left early in the minute drawn may give its place to one " \
                                           "that came since, blank in the minute drawn" in notes[0].message
+
+
+OVERVIEW = "cloudwatch/dashboards/gpudash-gpu-cluster-overview.json"
+IDLE = 14  # of the 64 GPUs, GPUs 50-63 (by node, then index) are idle at 0 %
+
+
+def _busy_and_idle(node: int, t: float) -> str:
+    """64 GPUs: GPUs 0-49 at 10-59 % utilization, GPUs 50-63 idle (0 %)."""
+    return "# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n" + "".join(
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",UUID="GPU-{node}-{g}",device="nvidia{g}",modelName="NVIDIA A10G",'
+        f'Hostname="n{node}"}} {0.0 if node * PER_NODE + g >= 50 else 10.0 + node * PER_NODE + g}\n'
+        for g in range(PER_NODE))
+
+
+def test_a_utilization_chart_cut_at_its_limit_says_on_itself_that_idle_gpus_are_not_drawn(tmp_path):
+    """The overview's per-GPU "GPU utilization" of 64 GPUs, 14 of them idle: its query keeps the 50 lines of the
+    highest reading, so the 50 busy GPUs are drawn and none of the idle ones, the GPUs a reader of a fleet's
+    utilization chart looks for. The chart is titled as Grafana's panel that draws every GPU ("GPU utilization");
+    only the header, a screen away, said which lines it draws. Its title now says it (the by-pod utilization
+    charts likewise)."""
+    files, points = _published(tmp_path, _busy_and_idle, 10)
+    body = json.loads(json.loads(files[OVERVIEW])["DashboardBody"])
+    (widget,) = [w["properties"] for w in body["widgets"]
+                 if w["type"] == "metric" and w["properties"]["title"].startswith("GPU utilization")]
+    lines = cloudwatch_eval.widget(widget, points, 0, 300)
+    drawn = {label: max(series.values()) for label, series in lines.items() if series}
+    assert len(drawn) == NODES * PER_NODE - IDLE and min(drawn.values()) == 10.0, drawn  # no idle GPU drawn
+    # seen on main 2628696: "GPU utilization"
+    assert widget["title"] == "GPU utilization (the 50 GPUs that read highest: past 50, idle ones are not drawn)"
+    by_pod = {w["properties"]["title"] for w in json.loads(json.loads(files[BY_POD])["DashboardBody"])["widgets"]
+              if w["type"] == "metric"}
+    assert "GPU utilization by pod (the 50 pods that read highest: past 50, idle ones are not drawn)" in by_pod
+    # a chart whose cut leaves out what matters least keeps its title
+    assert "GPU temperature" in {w["properties"]["title"] for w in body["widgets"] if w["type"] == "metric"}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from generator.render.cloudwatch import panel_title
 from generator.artifacts import build
 from generator.model import Query
 from generator.output import encode
@@ -157,28 +158,28 @@ def test_every_widget_shows_the_truth_on_mig_and_time_sliced_gpus(mixed):
     project, files, datapoints = mixed
     checked = 0
     for path, properties in widgets(files):
-        query = panel(project, path, properties["title"], "gpu-cluster").queries[0]
+        query = panel(project, path, panel_title(properties["title"]), "gpu-cluster").queries[0]
         shown = {label: series for label, series in cloudwatch_eval.widget(properties, datapoints, START, END).items()
                  if series}  # a line without a datapoint is no line
         header = _header(files, path)
-        expected = {(label or properties["title"]): value
-                    for label, value in _expected(query, set(shown), header, properties["title"]).items()}
+        expected = {(label or panel_title(properties["title"])): value
+                    for label, value in _expected(query, set(shown), header, panel_title(properties["title"])).items()}
         if query.metric == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER" and "gpu-node-c GPU 0 MIG none" in shown:
             # the JSON path publishes node c's "not supported" counter: its deltas are 0, which the header says
             assert project.settings.agent.pipeline == "classic" and "A counter stuck on the blank reads 0" in header
             assert set(shown.pop("gpu-node-c GPU 0 MIG none").values()) == {0.0}
         blank = [label for label, series in shown.items() if label not in expected and min(series.values()) >= 1e13]
         if blank:  # the JSON path publishes a field a GPU does not support: a per-GPU line shows it, as the header says
-            assert project.settings.agent.pipeline == "classic" and _said(header, properties["title"],
+            assert project.settings.agent.pipeline == "classic" and _said(header, panel_title(properties["title"]),
                                                                            "a GPU's blank reading")
             for label in blank:
                 shown.pop(label)
-        assert set(shown) == set(expected), (path, properties["title"])
+        assert set(shown) == set(expected), (path, panel_title(properties["title"]))
         for label, value in expected.items():
             wrong = {t: v for t, v in shown[label].items() if not close(v, value)}
             start, period = cloudwatch_eval.widget_range(properties, START, END)
             assert not wrong and len(shown[label]) == (END - start) // period, \
-                (properties["title"], label, wrong, value)
+                (panel_title(properties["title"]), label, wrong, value)
         checked += 1
     assert checked >= 20
 
@@ -187,7 +188,7 @@ def test_the_figures_that_mig_changes(mixed):
     """Written out: a MIG GPU counts once, its temperature weighs once in the fleet's mean, its framebuffer
     shows per instance (19,600 and 5,000 MiB, not their mean 12,300), the time-sliced GPU once (not twice)."""
     _, files, datapoints = mixed
-    shown = {p["title"]: cloudwatch_eval.widget(p, datapoints, START, END) for path, p in widgets(files)
+    shown = {panel_title(p["title"]): cloudwatch_eval.widget(p, datapoints, START, END) for path, p in widgets(files)
              if "overview" in path}
     assert set(shown["GPUs reporting"]["GPUs reporting"].values()) == {11.0}
     temperatures = [gpu.temp for node in VARIANT for gpu in node.gpus]
@@ -293,7 +294,7 @@ def test_every_combination_on_mig_is_true_or_says_how_it_differs(tmp_path):
     datapoints = _datapoints(files)
     path = "cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"
     header = _header(files, path)
-    shown = {p["title"]: p for where, p in widgets(files) if where == path}
+    shown = {panel_title(p["title"]): p for where, p in widgets(files) if where == path}
     (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
     counts = {"true": 0, "left out": 0}
     for item in dashboard.panels():
@@ -328,7 +329,7 @@ def test_a_pod_on_two_instances_of_one_gpu_is_said_to_count_it_twice(mixed):
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
     datapoints = _datapoints(files, fleet)
-    (properties,) = [p for path, p in widgets(files) if p["title"] == "Pods on GPUs"]
+    (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == "Pods on GPUs"]
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)
     assert truth(Query("DCGM_FI_DEV_GPU_TEMP", "count", ("namespace", "pod")), NAMES, fleet=fleet) == \
         {"Pod team-g/wide": 1}
@@ -383,7 +384,7 @@ def test_a_missed_scrape_leaves_a_gpus_counter_rate_exact(mixed):
     scrapes = [Scrape(k * STEP, mixed_fleet.payload(node, k * STEP, STEP), target_labels(job, node.name))
                for k in range(-1, END // STEP) for node in VARIANT if not (k == missed and node.name == "gpu-node-a")]
     datapoints = Agent(config, job).run(scrapes)
-    (properties,) = [p for _, p in widgets(files) if p["title"] == "PCIe replays"]
+    (properties,) = [p for _, p in widgets(files) if panel_title(p["title"]) == "PCIe replays"]
     classic = project.settings.agent.pipeline == "classic"  # OTel: one line per physical GPU
     shown = cloudwatch_eval.widget(properties, datapoints, START, END)[
         "gpu-node-a GPU 0 MIG none" if classic else "gpu-node-a GPU 0"]
@@ -574,7 +575,7 @@ def test_counter_lines_over_the_cluster_count_a_mig_gpu_once(tmp_path):
     header = _header(files, path)
     per_gpu = [g.replays_per_s for n in VARIANT for g in n.gpus if g.replays_per_s is not None]  # per second
     assert any(len(g.instances) > 1 for n in VARIANT for g in n.gpus if g.replays_per_s is not None)
-    for title, properties in ((p["title"], p) for where, p in widgets(files) if where == path):
+    for title, properties in ((panel_title(p["title"]), p) for where, p in widgets(files) if where == path):
         aggregation, kind = title.split()
         value = {"sum": sum, "avg": lambda v: sum(v) / len(v), "max": max}[aggregation](per_gpu)
         start, period = cloudwatch_eval.widget_range(properties, START, END)  # an increase: the whole range
@@ -639,7 +640,7 @@ def test_a_pod_on_two_instances_of_one_gpu_reads_its_energy_once_on_the_otel_pip
     (node,) = [n for n in VARIANT if n.name == "gpu-node-mig"]
     both = replace(node.gpus[1], instances=tuple(replace(i, pod=("team-g", "wide")) for i in node.gpus[1].instances))
     fleet = (replace(node, gpus=(both,)),)
-    (properties,) = [p for path, p in widgets(files) if p["title"] == ENERGY]
+    (properties,) = [p for path, p in widgets(files) if panel_title(p["title"]) == ENERGY]
     shown = cloudwatch_eval.widget(properties, _datapoints(files, fleet), START, END)
     rate = both.energy_mw  # mJ/s, a fact of the GPU
     said = _said(_header(files, "cloudwatch/dashboards/gpudash-gpu-cluster-by-pod.json"), ENERGY,
@@ -661,7 +662,7 @@ def test_a_pod_named_again_after_awsemf_forgot_its_reading_counts_from_a_baselin
     project, files, _ = mixed
     if project.settings.agent.pipeline == "classic":
         return
-    (properties,) = [p for _, p in widgets(files) if p["title"] == ENERGY]
+    (properties,) = [p for _, p in widgets(files) if panel_title(p["title"]) == ENERGY]
     rates = {}
     for moves in (1, 40):
         fleet = tuple(replace(node, moves=moves) for node in VARIANT if node.moves)  # the time-sliced GPU's node

@@ -14,6 +14,7 @@ import json
 import pytest
 from hypothesis import given, settings as hypothesis_settings, strategies as st
 
+from generator.render.cloudwatch import panel_title
 from generator.artifacts import build
 from generator.output import encode
 from generator.project import load_project
@@ -43,25 +44,25 @@ def test_every_widget_shows_the_truth(fleet):
     project, files, datapoints = fleet
     checked = 0
     for path, properties in _widgets(files):
-        query = _panel(project, path, properties["title"], "gpu-cluster").queries[0]
+        query = _panel(project, path, panel_title(properties["title"]), "gpu-cluster").queries[0]
         shown = cloudwatch_eval.widget(properties, datapoints, START, END)
         if "mig_instance" in query.by:  # this fleet has no MIG GPU (test_cloudwatch_mig has)
-            assert shown == {}, properties["title"]
+            assert shown == {}, panel_title(properties["title"])
             continue
         start, period = cloudwatch_eval.widget_range(properties, START, END)
         expected = truth(query, project.catalog.get(query.metric), start, END, period)
-        expected = {(label or properties["title"]): series for label, series in expected.items()}
+        expected = {(label or panel_title(properties["title"])): series for label, series in expected.items()}
         if any(" MIG " in label for label in shown):  # per GPU instance (the header says so): these GPUs are whole
-            assert _said(_header(files, path), properties["title"], "one line per GPU instance")
+            assert _said(_header(files, path), panel_title(properties["title"]), "one line per GPU instance")
             expected = {f"{label} MIG none": series for label, series in expected.items()}
         if query.by and "pod" not in query.by:
             limit = project.settings.cloudwatch.top_gpus
             assert len(shown) == min(limit, len(expected))
-        assert set(shown) == set(expected), (path, properties["title"])
+        assert set(shown) == set(expected), (path, panel_title(properties["title"]))
         for label, series in expected.items():
-            assert set(shown[label]) == set(series), (properties["title"], label)
+            assert set(shown[label]) == set(series), (panel_title(properties["title"]), label)
             for bucket, value in series.items():
-                assert _close(shown[label][bucket], value), (properties["title"], label, bucket,
+                assert _close(shown[label][bucket], value), (panel_title(properties["title"]), label, bucket,
                                                              shown[label][bucket], value)
         checked += 1
     assert checked >= 25
@@ -69,7 +70,7 @@ def test_every_widget_shows_the_truth(fleet):
 
 def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
     project, files, datapoints = fleet
-    widgets = {p["title"]: p for path, p in _widgets(files) if "overview" in path or "health" in path}
+    widgets = {panel_title(p["title"]): p for path, p in _widgets(files) if "overview" in path or "health" in path}
     reporting = cloudwatch_eval.widget(widgets["GPUs reporting"], datapoints, START, END)
     assert set(reporting["GPUs reporting"].values()) == {6.0}  # GPUs, not 6 x 10 observations
     temperature = cloudwatch_eval.widget(widgets["GPU temperature"], datapoints, START, END)
@@ -80,7 +81,7 @@ def test_idle_gpus_are_seen_in_fleet_and_health_views(fleet):
 
 def test_pods_are_named_by_namespace_and_pod(fleet):
     project, files, datapoints = fleet
-    widgets = {p["title"]: p for path, p in _widgets(files) if "by-pod" in path}
+    widgets = {panel_title(p["title"]): p for path, p in _widgets(files) if "by-pod" in path}
     power = cloudwatch_eval.widget(widgets["Power draw of each pod's GPUs"], datapoints, START, END)
     assert set(power) == {"Pod ml/train-0", "Pod research/train-0", "Pod ml/infer-1"}
     # Two GPUs of 100-113 W each, not ten observations of each (a 5-minute period at 30 s scrapes).
@@ -154,14 +155,14 @@ def test_scrape_interval_and_period_follow_the_settings(project_dir):
     settings = "scrape:\n  interval: 15s\ncloudwatch:\n  period: 60\n"
     project = load_project(project_dir("agent:\n  pipeline: classic\n" + settings))
     files = encode(build(project))
-    (properties,) = [p for _, p in _widgets(files) if p["title"] == "Power draw of each pod's GPUs"]
+    (properties,) = [p for _, p in _widgets(files) if panel_title(p["title"]) == "Power draw of each pod's GPUs"]
     assert properties["period"] == 60
     # PERIOD() of a metric the agent publishes for the cluster (test_cloudwatch_period_metrics)
     assert properties["metrics"][1] == ["ContainerInsights/Prometheus", "DCGM_FI_DEV_GPU_TEMP", "ClusterName",
                                         "gpu-cluster", {"id": "p1", "visible": False}]
     assert properties["metrics"][2][0]["expression"] == "q1 * 15 / PERIOD(p1)"
     (properties,) = [p for _, p in _widgets(encode(build(load_project(project_dir(settings)))))
-                     if p["title"] == "Power draw of each pod's GPUs"]
+                     if panel_title(p["title"]) == "Power draw of each pod's GPUs"]
     assert properties["period"] == 60
     ((query,),) = properties["metrics"]
     assert query["expression"].startswith('SELECT AVG("DCGM_FI_DEV_POWER_USAGE") FROM SCHEMA('
@@ -233,7 +234,7 @@ def test_every_combination_is_true_or_left_out_and_named(project_dir):
     datapoints = _run(files, project)
     body = json.loads(json.loads(files["cloudwatch/dashboards/gpudash-gpu-cluster-combos.json"])["DashboardBody"])
     header = body["widgets"][0]["properties"]["markdown"]
-    shown = {w["properties"]["title"]: w["properties"] for w in body["widgets"] if w["type"] == "metric"}
+    shown = {panel_title(w["properties"]["title"]): w["properties"] for w in body["widgets"] if w["type"] == "metric"}
     (dashboard,) = [d for d in project.dashboards if d.id == "combos"]
     counts = {"shown": 0, "left out": 0}
     for panel in dashboard.panels():
@@ -431,7 +432,7 @@ def test_busy_mig_pods_are_not_called_idle_on_cloudwatch(project_dir):
     # (and the scrape's flag of no GPU data per node, the data-missing alarm's)
     assert {p.metric for p in points} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "scrape_samples_post_metric_relabeling"}
     assert _firing(_alarms(files)["gpu-idle-warning"], points) == set()
-    (properties,) = [p for _, p in _widgets(files) if p["title"] == "GPU utilization by pod"]
+    (properties,) = [p for _, p in _widgets(files) if panel_title(p["title"]) == "GPU utilization by pod"]
     assert cloudwatch_eval.widget(properties, points, START, END) == {}
 
 

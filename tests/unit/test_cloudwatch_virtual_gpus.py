@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+from generator.render.cloudwatch import panel_title
 from generator.lint.runner import lint_project
 from generator.project import load_project
 from tests.integration.test_mig_twins import built_with
@@ -44,12 +45,12 @@ def _shown(project, files, points) -> dict[str, tuple[dict, dict]]:
     """{widget title: (lines shown, truth)} with each line's value in every period."""
     result = {}
     for path, properties in widgets(files):
-        query = panel(project, path, properties["title"], "gpu-cluster").queries[0]
+        query = panel(project, path, panel_title(properties["title"]), "gpu-cluster").queries[0]
         lines = cloudwatch_eval.widget(properties, points, 0, END)
         shown = {label.removesuffix(" MIG none"): set(series.values()) for label, series in lines.items()}
         expected = {} if "mig_instance" in query.by else \
-            {label or properties["title"]: value for label, value in virtual_gpus.truth(query).items()}
-        result[f"{path.rsplit('/', 1)[1]} {properties['title']}"] = (shown, expected)
+            {label or panel_title(properties["title"]): value for label, value in virtual_gpus.truth(query).items()}
+        result[f"{path.rsplit('/', 1)[1]} {panel_title(properties['title'])}"] = (shown, expected)
     return result
 
 
@@ -103,7 +104,7 @@ def test_classic_cannot_tell_the_device_from_the_shares_and_lint_refuses_it(tmp_
     assert checked["gpudash-gpu-cluster-overview.json GPU utilization"][0]["gpu-node-on GPU 0"] == {36.25}
     shown, expected = checked["gpudash-gpu-cluster-by-pod.json GPU utilization by pod"]
     assert shown == {label: {value} for label, value in expected.items()}
-    flagged = {f.where.split(" (", 1)[1].rstrip(")") for f in lint_project(project) if f.rule == "CW017"}
+    flagged = {panel_title(f.where.split(" (", 1)[1][:-1]) for f in lint_project(project) if f.rule == "CW017"}
     assert {f.severity for f in lint_project(project) if f.rule in ("CW017", "AL014")} == {"error"}
     assert flagged == {"Average GPU utilization", "GPU utilization", "Framebuffer memory used",
                        "Framebuffer used per MIG instance"}
@@ -130,7 +131,7 @@ def test_an_exporter_upgraded_mid_period_keeps_its_gpu_true(fleet):
     assert lines["Framebuffer memory used"]["gpu-node-old GPU 0"] == {39200.0}
     assert lines["Average GPU utilization"]["Average GPU utilization"] == {50.0}
     by_period = {label: series for label, series in cloudwatch_eval.widget(
-        next(p for path, p in widgets(files) if p["title"] == "GPU utilization by pod"), points, 0, END).items()}
+        next(p for path, p in widgets(files) if panel_title(p["title"]) == "GPU utilization by pod"), points, 0, END).items()}
     assert by_period["Pod team-e/a"][600] == 80.0 and by_period["Pod team-e/a"][1500] == 40.0
 
 
@@ -146,7 +147,7 @@ def test_a_gpu_a_pod_starts_to_hold_mid_period_keeps_every_reading(fleet):
     points = Agent(config, job).run([
         Scrape(float(k * STEP), virtual_gpus.payload(taken if node is off and k >= 35 else node),
                target_labels(job, node.name)) for k in range(-1, END // STEP) for node in FLEET])
-    lines = cloudwatch_eval.widget(next(p for path, p in widgets(files) if p["title"] == "GPU utilization"
+    lines = cloudwatch_eval.widget(next(p for path, p in widgets(files) if panel_title(p["title"]) == "GPU utilization"
                                         and "overview" in path), points, 0, END)
     assert lines["gpu-node-off GPU 1"][600] == 0.0 and lines["gpu-node-off GPU 1"][1200] == 80.0
     assert close(lines["gpu-node-off GPU 1"][900], 40.0), lines["gpu-node-off GPU 1"]
@@ -163,7 +164,7 @@ def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_not
     project = load_project(folder / "gpudash.yaml", folder / "counters.csv")
     titles = {path.rsplit("-", 1)[1]: set() for path, _ in widgets(files)}
     for path, properties in widgets(files):
-        titles[path.rsplit("-", 1)[1]].add(properties["title"])
+        titles[path.rsplit("-", 1)[1]].add(panel_title(properties["title"]))
     assert not titles["pod.json"] & {"GPU utilization by pod", "Framebuffer used by pod", "Framebuffer used share by pod"}
     assert {"Power draw of each pod's GPUs", "Pods on GPUs"} <= titles["pod.json"]
     assert {"GPU utilization", "Framebuffer memory used", "Average GPU utilization"} <= titles["overview.json"]
@@ -173,7 +174,7 @@ def test_on_the_container_insights_add_on_per_pod_shares_are_left_out_with_a_not
         assert any(left_out in n and "KUBERNETES_VIRTUAL_GPUS" in n for n in notes), (left_out, notes)
     (tmp_path / "plain").mkdir()
     plain, _ = built_with(tmp_path / "plain", {}, FIELDS, addon)  # without the setting, as before
-    assert "GPU utilization by pod" in {p["title"] for _, p in widgets(plain)} and "gpu-idle" in _alarms(plain)
+    assert "GPU utilization by pod" in {panel_title(p["title"]) for _, p in widgets(plain)} and "gpu-idle" in _alarms(plain)
 
 
 def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
@@ -197,7 +198,7 @@ def test_a_pod_holding_two_replicas_of_one_gpu_counts_its_share_once(fleet):
     config, job = agent_config(files[AGENT_FILE])
     points = Agent(config, job).run([Scrape(float(k * STEP), virtual_gpus.payload(node), target_labels(job, node.name))
                                      for k in range(-1, END // STEP) for node in (on, old)])
-    by_title = {p["title"]: p for path, p in widgets(files) if "by-pod" in path}
+    by_title = {panel_title(p["title"]): p for path, p in widgets(files) if "by-pod" in path}
 
     def shown(title: str, **kwargs) -> dict[str, set[float]]:
         return {label: set(series.values()) for label, series

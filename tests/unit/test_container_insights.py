@@ -15,6 +15,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+from generator.render.cloudwatch import panel_title
 from generator.artifacts import build
 from generator.output import encode
 from generator.cli import main
@@ -66,7 +67,7 @@ def test_every_widget_shows_the_truth(addon):
     project, files, points = addon
     checked = 0
     for path, properties in _widgets(files):
-        query = _panel(project, path, properties["title"], CLUSTER).queries[0]
+        query = _panel(project, path, panel_title(properties["title"]), CLUSTER).queries[0]
         shown = cloudwatch_eval.widget(properties, points, START, END)
         start, period = cloudwatch_eval.widget_range(properties, START, END)
         if query.over:
@@ -74,20 +75,20 @@ def test_every_widget_shows_the_truth(addon):
             expected = _ratio_truth(query.by, query.aggregation, period, start=start)
         else:
             expected = truth(query, project.catalog.get(query.metric), start, END, period, every=EVERY)
-        expected = {_device_label(label) or properties["title"]: series for label, series in expected.items()}
-        assert set(shown) == set(expected), (path, properties["title"])
+        expected = {_device_label(label) or panel_title(properties["title"]): series for label, series in expected.items()}
+        assert set(shown) == set(expected), (path, panel_title(properties["title"]))
         mismatched = [(label, bucket, shown[label].get(bucket), value) for label, series in expected.items()
                       for bucket, value in series.items() if bucket not in shown[label]
                       or not _close(shown[label][bucket], value)]
         assert not mismatched and all(set(shown[k]) == set(v) for k, v in expected.items()), \
-            (properties["title"], mismatched[:3])
+            (panel_title(properties["title"]), mismatched[:3])
         checked += 1
     assert checked >= 15
 
 
 def test_fleet_views_count_gpus_and_see_idle_ones(addon):
     _, files, points = addon
-    widgets = {p["title"]: p for path, p in _widgets(files) if "overview" in path}
+    widgets = {panel_title(p["title"]): p for path, p in _widgets(files) if "overview" in path}
     reporting = cloudwatch_eval.widget(widgets["GPUs reporting"], points, START, END)
     assert set(reporting["GPUs reporting"].values()) == {6.0}  # six GPUs, not 6 x 5 observations
     temperature = cloudwatch_eval.widget(widgets["GPU temperature"], points, START, END)
@@ -97,7 +98,7 @@ def test_fleet_views_count_gpus_and_see_idle_ones(addon):
 def test_framebuffer_is_shown_in_mib_and_as_a_ratio(addon):
     """The add-on publishes bytes and percent; the widgets divide back so their units (and thresholds) hold."""
     _, files, points = addon
-    widgets = {p["title"]: p for path, p in _widgets(files)}
+    widgets = {panel_title(p["title"]): p for path, p in _widgets(files)}
     used = cloudwatch_eval.widget(widgets["Framebuffer memory used"], points, START, END)
     gpu = FLEET[0]
     expected = sum(reading("DCGM_FI_DEV_FB_USED", gpu, t // 30) for t in range(0, 300, EVERY)) / 5
@@ -120,7 +121,7 @@ def test_pods_are_named_by_namespace_and_pod_not_by_owner(addon):
     _, files, _ = addon
     gpus = FLEET[:3] + (Gpu("ip-10-0-1-1", 3, "ml", "train-1"),) + FLEET[4:]
     points = datapoints(CLUSTER, START, END - EVERY, gpus)
-    widgets = {p["title"]: p for path, p in _widgets(files) if "by-pod" in path}
+    widgets = {panel_title(p["title"]): p for path, p in _widgets(files) if "by-pod" in path}
     pods = cloudwatch_eval.widget(widgets["Pods on GPUs"], points, START, END)
     assert {label: series[max(series)] for label, series in pods.items()} == {  # the last 5 minutes
         "Pod ml/train-0": 2.0, "Pod ml/train-1": 1.0, "Pod research/train-0": 1.0, "Pod ml/infer-1": 1.0}
@@ -202,8 +203,8 @@ def test_the_same_definitions_render_both_ways(addon):
     assert " < bool 1024)" in agent_rules["GpudashFramebufferFull"]["expr"]
     assert {p for p in files if p.startswith("cloudwatch/dashboards/")} == \
         {p for p in agent_files if p.startswith("cloudwatch/dashboards/")}
-    addon_titles = {p["title"] for _, p in _widgets(files)}
-    agent_titles = {p["title"] for _, p in _widgets(agent_files)}
+    addon_titles = {panel_title(p["title"]) for _, p in _widgets(files)}
+    agent_titles = {panel_title(p["title"]) for _, p in _widgets(agent_files)}
     # The add-on publishes framebuffer use as a ratio, which the Prometheus -> EMF path cannot compute.
     ratios = {"Framebuffer used share by pod", "Framebuffer in use"}
     assert ratios <= addon_titles and not ratios & agent_titles
@@ -249,7 +250,7 @@ def dashboards(ctx):
     project = load_project(project_dir(ADDON + "alarms: {}\n", {"one.py": definition}, csv))
     files = encode(build(project))
     points = datapoints(CLUSTER, 0, 240)
-    widgets = {p["title"]: p for _, p in _widgets(files)}
+    widgets = {panel_title(p["title"]): p for _, p in _widgets(files)}
     assert set(widgets) == {"per gpu", "per pod", "per container", "fleet"}
 
     def readings(gpus):
