@@ -23,6 +23,7 @@ RETRY_STATUSES = (429, 500, 502, 503, 504)
 SEARCH_PAGE = 5000  # the most hits Grafana gives one search page
 PUBLIC_DASHBOARD_NOT_FOUND = "publicdashboards.notFound"  # Grafana's messageId: the dashboard has no public dashboard
 ANNOTATIONS_READ = 100  # a dashboard's annotations counted before a delete (one more is read: "100+" means more)
+PLAYLISTS_READ = 1000  # playlists listed in one answer (Grafana's list has no pages: a full one may hold more)
 # What each refusal means for a user: (message, what to do).
 _STATUS_MESSAGES = {
     400: ("Grafana rejected the request (400): {message}", "run `gpudash lint`; check the folder uid and dashboard uid"),
@@ -460,11 +461,51 @@ class GrafanaClient:
             and bool(found["uid"])
         return self._shape(found, ok, what, f"the public dashboard of dashboard {uid}, with its uid")
 
-    def permissions(self) -> dict[str, list[str]] | None:
+    def dashboard_permissions(self, uid: str) -> list[dict[str, Any]]:
+        """Who may do what on the dashboard (GET /api/dashboards/uid/<uid>/permissions): its own entries and those its
+        folder gives (`inherited`). Grafana's delete of the dashboard deletes its own. Each entry names its holder (a
+        user, a team or a basic role), its level (an integer) and whether it is inherited: one without cannot be told
+        from the folder's, and is not a valid answer."""
+        what = f"dashboard {uid} permissions"
+        found = self._request("GET", f"/api/dashboards/uid/{uid}/permissions", what=what)
+        ok = isinstance(found, list) and all(
+            isinstance(e, dict) and isinstance(e.get("inherited"), bool)
+            and isinstance(e.get("permission"), int) and not isinstance(e.get("permission"), bool)
+            and (e.get("uid") in (None, uid)) and any(e.get(k) for k in ("userId", "teamId", "role"))
+            for e in found)
+        return self._shape(found, ok, what, f"a list of the permissions of dashboard {uid}, each with its holder, "
+                                            "level and whether it is inherited")
+
+    def playlists(self) -> list[dict[str, Any]]:
+        """Every playlist of the organization (GET /api/playlists), without items. Grafana's list has no pages: an
+        answer holding PLAYLISTS_READ of them may hold only some, and is not read as all of them."""
+        what = "playlists"
+        found = self._request("GET", "/api/playlists", what=what, params={"limit": PLAYLISTS_READ})
+        ok = isinstance(found, list) and all(isinstance(p, dict) and isinstance(p.get("uid"), str) and p["uid"]
+                                             for p in found)
+        found = self._shape(found, ok, what, "a list of playlists, each with its uid")
+        if len(found) >= PLAYLISTS_READ:
+            raise InvalidAnswer(f"Grafana listed {len(found)} playlists, the most one answer holds: the rest cannot "
+                                "be read", where=what, hint="delete playlists no one uses, or prune with --force")
+        return found
+
+    def playlist(self, uid: str) -> dict[str, Any] | None:
+        """One playlist with its items (GET /api/playlists/<uid>), each a type and a value; None when it is gone (404:
+        deleted since it was listed)."""
+        what = f"playlist {uid}"
+        found = self._request("GET", f"/api/playlists/{uid}", what=what, allow=(404,))
+        ok = found is None or isinstance(found, dict) and found.get("uid") == uid \
+            and isinstance(found.get("items"), list) and all(
+                isinstance(i, dict) and isinstance(i.get("type"), str) and isinstance(i.get("value"), str)
+                for i in found["items"])
+        return self._shape(found, ok, what, f"playlist {uid} with its items, each a type and a value")
+
+    def permissions(self, fresh: bool = False) -> dict[str, list[str]] | None:
         """The signed-in account's permissions (GET /api/access-control/user/permissions: action -> scopes), read
-        once per client; None when Grafana has no such endpoint (404: a Grafana before role-based access
-        control)."""
-        if self._permissions is None:
+        once per client unless `fresh` (the look right before a delete: a permission withdrawn since the plan would
+        make Grafana's filtered answers read as none); None when Grafana has no such endpoint (404: a Grafana before
+        role-based access control)."""
+        if self._permissions is None or fresh:
             what = "gpudash's account's permissions"
             found = self._request("GET", "/api/access-control/user/permissions", what=what, allow=(404,))
             ok = found is None or isinstance(found, dict) and all(

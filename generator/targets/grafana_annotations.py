@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import ANNOTATIONS_READ, GrafanaClient
-from ..errors import RemoteError
+from .grafana_around import Unread, attempt
 
 READ = "annotations:read"
 
@@ -26,10 +25,10 @@ def _covers(scope: str, target: str) -> bool:
     return scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
 
 
-def unshown(client: GrafanaClient, uid: str, folder_uid: str | None) -> str | None:
+def unshown(client: GrafanaClient, uid: str, folder_uid: str | None, fresh: bool = False) -> str | None:
     """Why nothing shows gpudash's account reads the annotations of dashboard `uid` (in folder `folder_uid`); None
-    when its permissions show it does. A failed read of the permissions is raised."""
-    permissions = client.permissions()
+    when its permissions (read again if `fresh`) show it does. A failed read of the permissions is raised."""
+    permissions = client.permissions(fresh=True) if fresh else client.permissions()
     if permissions is None:
         return ("Grafana lists no permissions of gpudash's account (no /api/access-control/user/permissions: a "
                 "Grafana before role-based access control, or a proxy in front of it)")
@@ -49,19 +48,16 @@ def unshown(client: GrafanaClient, uid: str, folder_uid: str | None) -> str | No
 
 
 def read_annotations(client: GrafanaClient, uid: str, dashboard_id: Any, folder_uid: str | None
-         ) -> tuple[list[dict[str, Any]] | None, str]:
-    """The dashboard's annotations, or None and why they were not read: not shown readable by gpudash's account
-    (`unshown`: an answer of none would prove nothing), or the read failed (not a valid answer, refused)."""
-    try:
+                     ) -> list[dict[str, Any]] | Unread:
+    """The dashboard's annotations, or Unread: not shown readable by gpudash's account (`unshown`: an answer of none
+    would prove nothing), or the read failed (not a valid answer, refused)."""
+    def read() -> list[dict[str, Any]] | Unread:
         why = unshown(client, uid, folder_uid)
         if why is not None:
-            return None, (f"are not shown readable by gpudash's account ({why}), and Grafana answers an account "
-                          "that may not read them with none instead of refusing")
-        return client.annotations(uid, dashboard_id), ""
-    except DeadlineExceeded:
-        raise
-    except RemoteError as exc:
-        return None, f"could not be read ({exc.what})"
+            return Unread(f"are not shown readable by gpudash's account ({why}), and Grafana answers an account that "
+                          "may not read them with none instead of refusing")
+        return client.annotations(uid, dashboard_id)
+    return attempt(read)
 
 
 def annotation_ids(notes: list[dict[str, Any]]) -> list[str]:

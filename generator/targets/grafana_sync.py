@@ -5,10 +5,12 @@ version saved by gpudash (its message starts with the hash note; both marks are 
 has another uid and no such version: it is never pruned or overwritten. Only gpudash's folder is
 pruned. A dashboard whose content
 no longer hashes to its latest gpudash message was edited by a person: refused without --force (a person's
-save of the same content edits nothing), and so is one carrying people's annotations, which Grafana deletes with it.
-Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
-preceded by a fresh read of the owner tag, the folder, the id, the version and the annotations, forced or not, and
-then by an unchanged save with that version, which makes a person's save from any version opened before refused.
+save of the same content edits nothing), and so is one carrying people's work that Grafana deletes with it
+(grafana_around: annotations, a public dashboard, permissions set on it, playlists picking it) or whose reads show
+nothing. Saves carry the version the plan read (a save since is a 412); a delete, which takes no version, is
+preceded by a fresh read of the owner tag, the folder, the id and the version, forced or not, then by an unchanged
+save with that version, which makes a person's save from any version opened before refused, then by a fresh read of
+what people made around it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from ..ownership import (CLUSTERS_CUT, Claim, GarbledClaims, Record, claim_is, c
                          grafana_pushed_hash, grafana_recorded_claims, grafana_recorded_prefix,
                          grafana_recorded_publisher, grafana_recorded_publisher_text, renamed_evidence)
 from . import prune_guard
-from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations
-from .grafana_public import UNREAD, read_public, shared
+from .grafana_annotations import annotation_count, annotation_ids, annotators, read_annotations, unshown
+from .grafana_around import UNREAD, Unread, attempt, picking, read_granted, read_playlists
+from .grafana_public import shared
 from ..clients.deadline import DeadlineExceeded
 from ..clients.grafana import (GONE, MAYBE_DELETED, ODDLY_ANSWERED, DashboardGone, GrafanaClient,
                                InvalidAnswer, PreconditionFailed,
@@ -332,8 +335,9 @@ def _plan_dashboard(client: GrafanaClient, uid: str, desired: dict[str, Any], fo
 def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: str,
                 seen: frozenset[str] = frozenset(), unproven: list[str] | None = None,
                 publisher: Publisher | None = None, kept: dict[str, list[str]] | None = None,
-                records: list[Record] | None = None) -> Change | None:
+                records: list[Record] | None = None, around: dict[str, Any] | None = None) -> Change | None:
     """A delete for an owned dashboard that is no longer defined; None for anything not provably gpudash's.
+    `around`: what the plan read once for every dashboard it prunes (the playlists).
 
     Only gpudash's folder is pruned: a dashboard elsewhere with the same evidence belongs to another
     project that publishes with the same uid prefix (or was moved there by a person). Nor is one whose latest
@@ -395,35 +399,67 @@ def _plan_prune(client: GrafanaClient, uid: str, uid_prefix: str, folder_uid: st
         if kept is not None:
             kept.setdefault("no_id", []).append(uid)
         return None
-    notes, unread = read_annotations(client, uid, model.get("id"), folder_uid)
-    public, public_unread = read_public(client, uid)
+    notes = read_annotations(client, uid, model.get("id"), folder_uid)
+    public = attempt(lambda: client.public_dashboard(uid))
+    grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"))
+    around = {} if around is None else around
+    if "playlists" not in around:
+        around["playlists"] = read_playlists(client)
+    playlists = around["playlists"]
+    picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, model.get("id"))
     change = Change("grafana", "dashboard", uid, DELETE, live={
-        **live, "annotations": annotation_ids(notes or []), "saved": saved.get("message"),
-        "public": UNREAD if public_unread else public and public["uid"]})
+        **live, "saved": saved.get("message"),
+        "annotations": UNREAD if isinstance(notes, Unread) else annotation_ids(notes),
+        "public": UNREAD if isinstance(public, Unread) else public and public["uid"],
+        "permissions": UNREAD if isinstance(grants, Unread) else grants,
+        "playlists": UNREAD if isinstance(picks, Unread) else picks})
     if evidence == EDITED:
         change.edited = True
         change.details = [f"{model.get('title')!r} is no longer defined, but {_editor(latest)} changed it in "
                           f"Grafana since gpudash pushed it; --prune --force deletes it"]
     else:
         change.details = [f"{model.get('title')!r} is managed by gpudash but no longer defined; --prune deletes it"]
-    if notes is None:  # nothing shows no one's work would go with it (the look reads them again)
+    # people's work around it that no version records and that Grafana's delete takes with it, or a read that shows
+    # nothing of it (the look before the delete reads each again): --force agrees to delete it with any
+    lost = [_lost_annotations(notes), _lost_public(public), _lost_permissions(grants), _lost_playlists(picks)]
+    for said in filter(None, lost):
         change.edited = True
-        change.details.append(f"its annotations, which Grafana deletes with it, {unread}; --prune --force deletes "
-                              "it with any it carries")
-    elif notes:  # people's work on it that no version records, and that Grafana deletes with it
-        change.edited = True
-        change.details.append(f"it carries {annotation_count(notes)} annotation(s) made on its graphs (by "
-                              f"{annotators(notes)}), which Grafana deletes with it; --prune --force "
-                              "deletes them with it")
-    if public_unread:  # nothing shows no person's link to it would go with it (the look reads it again)
-        change.edited = True
-        change.details.append(f"whether it is shared externally (a public dashboard, which Grafana deletes with it) "
-                              f"{public_unread}; --prune --force deletes it with any")
-    elif public is not None:  # a person's link to it that no version records, and that Grafana deletes with it
-        change.edited = True
-        change.details.append(f"it is shared externally ({shared(public)}), and Grafana deletes the public dashboard "
-                              "with it (its link stops working); --prune --force deletes both")
+        change.details.append(said)
     return change
+
+
+def _lost_annotations(notes: list[dict[str, Any]] | Unread) -> str | None:
+    if isinstance(notes, Unread):
+        return f"its annotations, which Grafana deletes with it, {notes.why}; --prune --force deletes it with any it " \
+               "carries"
+    return (f"it carries {annotation_count(notes)} annotation(s) made on its graphs (by {annotators(notes)}), which "
+            "Grafana deletes with it; --prune --force deletes them with it") if notes else None
+
+
+def _lost_public(public: dict[str, Any] | None | Unread) -> str | None:
+    if isinstance(public, Unread):
+        return (f"whether it is shared externally (a public dashboard, which Grafana deletes with it) {public.why}; "
+                "--prune --force deletes it with any")
+    return (f"it is shared externally ({shared(public)}), and Grafana deletes the public dashboard with it (its link "
+            "stops working); --prune --force deletes both") if public is not None else None
+
+
+def _lost_permissions(grants: list[str] | Unread) -> str | None:
+    if isinstance(grants, Unread):
+        return (f"the permissions set on it, which Grafana deletes with it, {grants.why}; gpudash's account needs "
+                "dashboards.permissions:read on it (Admin on the dashboard or its folder); --prune --force deletes it "
+                "with any")
+    return (f"a person gave permissions on it ({'; '.join(grants[:5])}{' ...' if len(grants) > 5 else ''}), which "
+            "Grafana deletes with it; --prune --force deletes them with it") if grants else None
+
+
+def _lost_playlists(picks: list[str] | Unread) -> str | None:
+    if isinstance(picks, Unread):
+        return (f"the playlists, whose items picking it Grafana deletes with it (by id) or leaves pointing at nothing "
+                f"(by uid), {picks.why}; --prune --force deletes it with any")
+    return (f"it is in playlist(s) {', '.join(picks[:5])}{' ...' if len(picks) > 5 else ''}, which lose it (Grafana "
+            "deletes an item by id with it, and one by uid points at nothing); --prune --force deletes it from them"
+            ) if picks else None
 
 
 def plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: dict[str, str], *, uid_prefix: str,
@@ -474,10 +510,11 @@ def _plan(client: GrafanaClient, dashboards: dict[str, dict[str, Any]], folder: 
         others: list[str] = []
         unproven: list[str] = []
         kept: dict[str, list[str]] = {}
+        around: dict[str, Any] = {}
         for hit in sorted(hits, key=lambda h: h["uid"]):
             if hit["uid"] not in dashboards and hit.get("folderUid") == folder["uid"]:
                 change = _plan_prune(client, hit["uid"], uid_prefix, folder["uid"], seen, unproven, claim, kept,
-                                     records)
+                                     records, around)
                 if change is not None:
                     changes.append(change)
                 elif is_grafana_uid(hit["uid"], uid_prefix) and not is_grafana_uid(hit["uid"], uid_prefix, seen):
@@ -659,13 +696,14 @@ class Look(NamedTuple):
     latest: dict[str, Any] | None = None
 
 
-def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None) -> Look:
+def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, guarded: int | None = None,
+                      around: bool = True) -> Look:
     """Why the dashboard the plan read must not be written over or deleted now, from a fresh read of it
     and of its latest version: "" when it is gone; None when it still reads as the plan saw it, owned
     as it was then (owner tag and folder; a move need not add a version), the same dashboard (its id: one created anew
     under the uid numbers its versions from 1 again), at the version the plan read (or `guarded`: the version
-    gpudash's own unchanged save before a delete made, see _guard) and with no annotation made since (Grafana deletes
-    them with it, and no version records them), nor shared externally since (a public dashboard: the same)."""
+    gpudash's own unchanged save before a delete made, see _guard) and, with `around`, nothing of people's made around
+    it since (_made_since_plan: Grafana deletes it with it, and no version records it)."""
     before = change.live or {}
     planned = (before.get("meta") or {}).get("version")
     expected = planned if guarded is None else guarded
@@ -699,13 +737,27 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
         return look("Grafana gave no version to show it is unchanged since the plan")
     if expected != meta.get("version") or expected != latest.get("version"):
         return look(f"changed in Grafana by {who} since the plan")
-    notes = client.annotations(change.name, now_id)
-    added = [note for note in notes if repr(note.get("id")) not in set(before.get("annotations") or [])]
+    return look(_made_since_plan(client, change, folder_uid, live) if around else None)
+
+
+def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, live: dict[str, Any]) -> str | None:
+    """Why people's work around the dashboard (see grafana_around), read again now, forbids deleting it: made since
+    the plan (which --force did not agree to delete), or no longer shown where the plan read it (a read that fails
+    or is refused now; an account no longer shown to read its annotations, whose answer of none proves nothing).
+    What the plan could not read, --force agreed to delete with it: only a failed read of it again is let pass."""
+    before, uid, now_id = change.live or {}, change.name, live["dashboard"]["id"]
+    planned_notes = before.get("annotations")
+    if planned_notes != UNREAD:  # the account's permissions read again: one withdrawn since makes Grafana answer none
+        hidden = unshown(client, uid, folder_uid, fresh=True)
+        if hidden is not None:
+            return f"its annotations are no longer shown readable by gpudash's account ({hidden})"
+    notes = client.annotations(uid, now_id)
+    added = [note for note in notes if repr(note.get("id")) not in set(planned_notes or []) - {UNREAD}]
     if added:
-        return look(f"annotated by {annotators(added)} since the plan")
+        return f"annotated by {annotators(added)} since the plan"
     planned_public = before.get("public")
     try:
-        public = client.public_dashboard(change.name)
+        public = client.public_dashboard(uid)
     except DeadlineExceeded:
         raise
     except RemoteError:
@@ -713,8 +765,21 @@ def _moved_since_plan(client: GrafanaClient, change: Change, folder_uid: str, gu
             raise
         public = None  # not read by the plan either: --force agreed to delete it with any
     if public is not None and public["uid"] != planned_public:
-        return look(f"shared externally since the plan ({shared(public)})")
-    return look(None)
+        return f"shared externally since the plan ({shared(public)})"
+    grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"))
+    playlists = read_playlists(client)
+    picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
+    for found, planned, what, which in ((grants, before.get("permissions"), "given permissions on it",
+                                         "the permissions set on it"),
+                                        (picks, before.get("playlists"), "put in playlist(s)", "the playlists")):
+        if isinstance(found, Unread):
+            if planned != UNREAD:
+                return f"{which} {found.why} now, where the plan read them"
+            continue
+        added = [item for item in found if item not in (planned if isinstance(planned, list) else [])]
+        if added:
+            return f"{what} since the plan ({'; '.join(added[:5])})"
+    return None
 
 
 def _an_id(value: Any) -> bool:
@@ -793,21 +858,31 @@ def _delete(client: GrafanaClient, change: Change, folder_uid: str) -> bool:
     """Delete on fresh evidence only, forced or not: --force agrees to delete what the plan showed, not a
     save or takeover since. Grafana's delete takes no version: before each attempt of it (the first, and every retry
     after a 5xx, a 429 or a failed connection) a fresh read is the last look, then an unchanged save with the
-    version looked at (_guard) makes any save from an earlier version refused until the delete lands. False when it
+    version looked at (_guard) makes any save from an earlier version refused until the delete lands, then what
+    people made around it (annotations, public dashboard, permissions, playlists) is read again. False when it
     was found gone and no delete of gpudash's can have done it (noted: someone else deleted it)."""
     guarded: list[int] = []
 
+    def refused(why: str) -> RemoteError:
+        return RemoteError(f"{why}; not deleted", where=f"dashboard {change.name}",
+                           hint="run `gpudash plan` and review it before pruning")
+
     def look() -> bool:
-        moved, live, latest = _moved_since_plan(client, change, folder_uid, guarded[-1] if guarded else None)
+        moved, live, latest = _moved_since_plan(client, change, folder_uid, guarded[-1] if guarded else None,
+                                                around=False)
         if moved:
-            raise RemoteError(f"{moved}; not deleted", where=f"dashboard {change.name}",
-                              hint="run `gpudash plan` and review it before pruning")
+            raise refused(moved)
         if moved == "":
             return False  # already gone
         version = _guard(client, change, folder_uid, live, latest)
         if version is None:
             return False
         guarded.append(version)
+        # what people made around it, read after the guarding save, the last thing before the DELETE: what is made
+        # in the round trip between this read and the delete is all that can still go with it (no API call holds it)
+        made = _made_since_plan(client, change, folder_uid, live)
+        if made:
+            raise refused(made)
         return True
 
     if not look():  # gone before any delete of ours was sent: someone else deleted it

@@ -108,12 +108,24 @@ class State:
     # it, and Grafana's delete of the dashboard deletes it too
     public: dict[str, dict[str, Any]] = field(default_factory=dict)
     public_api: bool = True  # False: a Grafana without the public dashboards API (its route answers 404 "Not found")
+    # dashboard uid -> its own permissions (managed: not the folder's), as Grafana keeps them: the creating account's
+    # Admin (setDefaultPermissions), then what people set in Dashboard settings, Permissions. Grafana's delete of the
+    # dashboard deletes them (permission WHERE scope = dashboards:uid:<uid>, dashboard_acl)
+    acl: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # folder uid -> the permissions a dashboard in it inherits (answered with `inherited: true`)
+    folder_acl: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # playlists (a TV rotation of dashboards): {uid, name, interval, items: [{type, value}]}. Grafana's delete of a
+    # dashboard deletes the items that pick it by id (playlist_item WHERE type = 'dashboard_by_id'); one by uid is left
+    # pointing at nothing
+    playlists: list[dict[str, Any]] = field(default_factory=list)
     # each token's permissions as GET /api/access-control/user/permissions lists them (action -> scopes); None: no
     # such endpoint (404, a Grafana before role-based access control). The annotations API reads them as Grafana
     # with annotationPermissionUpdate (its default) does: by the dashboard's or its folder's scope.
     permissions: dict[str, dict[str, list[str]] | None] = field(default_factory=lambda: {
         token: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"]}
         for token in (ADMIN, VIEWER)})
+    # the login of each token's account (Grafana's service accounts sign in as sa-<name>)
+    logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
 
 def _slug(title: str) -> str:
@@ -237,6 +249,36 @@ class GrafanaTestServer(LoopbackServer):
                                       "createdAt": "2026-11-29T00:00:00Z", "updatedAt": "2026-11-29T00:00:00Z"}
             return token
 
+    def permit(self, uid: str, permission: int = 1, *, user: str | None = None, team: str | None = None,
+               role: str | None = None) -> None:
+        """A person gives a user, a team or a basic role a permission on the dashboard itself (Dashboard settings,
+        Permissions: 1 View, 2 Edit, 4 Admin; one entry per holder, as Grafana keeps them). No version records it."""
+        with self.lock:
+            entries = self.state.acl.setdefault(uid, [])
+            entries[:] = [e for e in entries if (e.get("userLogin"), e.get("team"), e.get("role")) != (user, team, role)]
+            entries.append(self._acl_entry(permission, user=user, team=team, role=role))
+
+    def playlist(self, name: str, items: list[tuple[str, str]]) -> str:
+        """A person's playlist of (type, value) items (dashboard_by_uid, dashboard_by_id, dashboard_by_tag); its uid."""
+        with self.lock:
+            uid = f"pl{len(self.state.playlists) + 1}"
+            self.state.playlists.append({"id": len(self.state.playlists) + 1, "uid": uid, "name": name,
+                                         "interval": "5m", "items": [{"type": t, "value": v} for t, v in items]})
+            return uid
+
+    def _acl_entry(self, permission: int, *, user: str | None = None, team: str | None = None,
+                   role: str | None = None) -> dict[str, Any]:
+        entry: dict[str, Any] = {"permission": permission,
+                                 "permissionName": {1: "View", 2: "Edit", 4: "Admin"}[permission],
+                                 "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z"}
+        if user is not None:
+            entry.update(userId=sum(map(ord, user)), userLogin=user, userEmail=f"{user}@example.com")
+        elif team is not None:
+            entry.update(teamId=sum(map(ord, team)), team=team, teamEmail="")
+        else:
+            entry["role"] = role
+        return entry
+
     def move(self, uid: str, folder_uid: str) -> None:
         """A dashboard moved to another folder with no new version: gpudash must not infer a move from the
         version alone (which storage records a folder change as a version differs)."""
@@ -253,9 +295,12 @@ class GrafanaTestServer(LoopbackServer):
     def _store(self, uid: str, dashboard: dict[str, Any], folder_uid: str, message: str, user: str) -> dict:
         entry = self.state.dashboards.get(uid)
         if entry is None:
-            entry = {"id": self.state.next_id, "versions": []}
+            entry = {"id": self.state.next_id, "versions": [], "createdBy": user}
             self.state.next_id += 1
             self.state.dashboards[uid] = entry
+            # Grafana's setDefaultPermissions: the creating user or service account is the dashboard's Admin (in a
+            # folder nothing else is given: the rest comes from the folder)
+            self.state.acl[uid] = [self._acl_entry(4, user=user)]
         version = (entry["versions"][-1]["version"] if entry["versions"] else 0) + 1
         dashboard = {**dashboard, "id": entry["id"], "uid": uid, "version": version}
         entry.update(dashboard=dashboard, folderUid=folder_uid)
@@ -299,6 +344,12 @@ class GrafanaTestServer(LoopbackServer):
                 return self._versions(m.group(1), query)
             if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)", path)):
                 return self._get_dashboard(m.group(1))
+            if method == "GET" and (m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/permissions", path)):
+                return self._dashboard_permissions(m.group(1), token)
+            if method == "GET" and path == "/api/playlists":
+                return self._playlists(query)
+            if method == "GET" and (m := re.fullmatch(r"/api/playlists/([^/]+)", path)):
+                return self._playlist(m.group(1))
             if method == "GET" and self.state.public_api and (
                     m := re.fullmatch(r"/api/dashboards/uid/([^/]+)/public-dashboards", path)):
                 return self._public_dashboard(m.group(1))
@@ -407,7 +458,8 @@ class GrafanaTestServer(LoopbackServer):
         meta = {"version": entry["dashboard"]["version"], "folderUid": entry["folderUid"],
                 "folderTitle": folder.get("title", "General"), "slug": _slug(str(entry["dashboard"].get("title", ""))),
                 "url": f"/d/{uid}", "provisioned": False, "canSave": True, "canEdit": True,
-                "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z", "createdBy": "gpudash-sa",
+                "created": "2026-11-29T00:00:00Z", "updated": "2026-11-29T00:00:00Z",
+                "createdBy": entry.get("createdBy", "gpudash-sa"),
                 "updatedBy": entry["versions"][-1]["createdBy"]}
         return 200, {"dashboard": entry["dashboard"], "meta": meta}, path
 
@@ -448,6 +500,43 @@ class GrafanaTestServer(LoopbackServer):
         limit = int(query.get("limit", ["100"])[0])
         return 200, [{k: v for k, v in a.items() if k != "type"} for a in found[:limit]], "/annotations"
 
+    def _dashboard_permissions(self, uid: str, token: str):
+        """GET /api/dashboards/uid/<uid>/permissions: the dashboard's own permissions and those it inherits from its
+        folder (`inherited: true`), each with the dashboard's uid, title and url. Refused (403) to an account without
+        dashboards.permissions:read on it: one that is not the dashboard's Admin nor holds that action's scope."""
+        path = "/dashboards/uid/{uid}/permissions"
+        entry = self.state.dashboards.get(uid)
+        if entry is None:
+            return 404, {"message": "Dashboard not found"}, path
+        own = self.state.acl.get(uid, [])
+        login = self.state.logins.get(token)
+        scopes = (self.state.permissions.get(token) or {}).get("dashboards.permissions:read", [])
+        targets = [f"dashboards:uid:{uid}", f"folders:uid:{entry['folderUid']}"]
+        admin = any(e.get("userLogin") == login and e["permission"] == 4 for e in own)
+        if not admin and not any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
+                                 for scope in scopes for target in targets):
+            return 403, {"message": "You'll need additional permissions to perform this action."}, path
+        title = str(entry["dashboard"].get("title", ""))
+        about = {"dashboardId": entry["id"], "folderUid": entry["folderUid"], "uid": uid, "title": title,
+                 "slug": _slug(title), "url": f"/d/{uid}/{_slug(title)}", "isFolder": False}
+        answer = [{**e, **about, "inherited": True} for e in self.state.folder_acl.get(entry["folderUid"], [])]
+        answer += [{**e, **about, "inherited": False} for e in own]
+        return 200, answer, path
+
+    def _playlists(self, query: dict[str, list[str]]):
+        """GET /api/playlists: the organization's playlists (no items), at most `limit` (Grafana's default 1000)."""
+        limit = int(query.get("limit", ["0"])[0]) or 1000
+        return 200, [{k: p[k] for k in ("id", "uid", "name", "interval")} for p in self.state.playlists][:limit], \
+            "/playlists"
+
+    def _playlist(self, uid: str):
+        """GET /api/playlists/<uid>: the playlist with its items."""
+        path = "/playlists/{uid}"
+        found = next((p for p in self.state.playlists if p["uid"] == uid), None)
+        if found is None:
+            return 404, {"message": "Playlist not found"}, path
+        return 200, {k: found[k] for k in ("uid", "name", "interval", "items")}, path
+
     def _public_dashboard(self, uid: str):
         """GET /api/dashboards/uid/<uid>/public-dashboards: the dashboard's public dashboard, or Grafana's 404 saying
         there is none (messageId publicdashboards.notFound); 404 "Dashboard not found" when there is no dashboard."""
@@ -468,5 +557,9 @@ class GrafanaTestServer(LoopbackServer):
             return 404, {"message": "Dashboard not found"}, path
         self.state.annotations = [a for a in self.state.annotations if a["dashboardId"] != entry["id"]]
         self.state.public.pop(uid, None)
+        self.state.acl.pop(uid, None)
+        for playlist in self.state.playlists:
+            playlist["items"] = [i for i in playlist["items"]
+                                 if (i["type"], i["value"]) != ("dashboard_by_id", str(entry["id"]))]
         return 200, {"title": str(entry["dashboard"].get("title", "")), "message": "Dashboard deleted",
                      "id": entry["id"]}, path

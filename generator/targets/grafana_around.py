@@ -1,0 +1,85 @@
+"""What people made around a dashboard that Grafana's delete of it takes with it, and that no version of it records.
+
+Grafana's delete of a dashboard (dashboards store, deleteDashboard) also deletes its annotations, its public dashboard,
+the permissions set on it (managed permissions scoped `dashboards:uid:<uid>`), the playlist items that pick it by id
+(items by uid are left pointing at nothing, which the playlist then skips), and every user's star of it. gpudash deletes
+a dashboard only where a valid answer shows none of a person's are there, or with --force; a read that fails or is
+refused is said, never read as none.
+
+- Permissions: the dashboard's own entries (GET /api/dashboards/uid/<uid>/permissions, not `inherited` from its
+  folder) other than the Admin Grafana gives the account that created it (setDefaultPermissions) were set by a person.
+- Playlists: every playlist (GET /api/playlists, then each one's items) is read; an item by the dashboard's uid or id
+  picks it. An item by tag picks whatever carries the tag: the delete takes nothing of it.
+- Stars: Grafana answers an account only its own stars (GET /api/user/stars), so gpudash cannot see whether people
+  starred it; a star is a bookmark of the dashboard, and goes with it. Not read, and said in README.
+- Library panels: the delete removes the dashboard's connections to them, not the panels. One a person added to a
+  dashboard changes its content: an edit, which needs --force already.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, TypeVar
+
+from ..clients.deadline import DeadlineExceeded
+from ..clients.grafana import GrafanaClient
+from ..errors import RemoteError
+
+T = TypeVar("T")
+UNREAD = "unread"  # what a plan records of a thing it could not read (the look before the delete then reads it again)
+ADMIN = 4  # Grafana's permission level Admin (1 View, 2 Edit)
+LEVELS = {1: "View", 2: "Edit", ADMIN: "Admin"}
+
+
+class Unread(NamedTuple):
+    """What a read answered where it gave no evidence: why (a refusal, an answer that is not a valid API answer, or
+    one that would prove nothing)."""
+    why: str
+
+
+def attempt(read: Callable[[], T]) -> T | Unread:
+    """`read()`'s answer, or Unread saying why it could not be read (the deadline is not an answer: raised)."""
+    try:
+        return read()
+    except DeadlineExceeded:
+        raise
+    except RemoteError as exc:
+        return Unread(f"could not be read ({exc.what})")
+
+
+def _holder(entry: dict[str, Any]) -> str:
+    if entry.get("userId"):
+        return f"user {entry.get('userLogin') or entry.get('userEmail') or entry['userId']}"
+    if entry.get("teamId"):
+        return f"team {entry.get('team') or entry['teamId']}"
+    return f"role {entry.get('role')}"
+
+
+def granted(entries: list[dict[str, Any]], creator: str | None) -> list[str]:
+    """The permissions a person set on the dashboard itself, as `user alice: View` (sorted): its own entries (not its
+    folder's) except the Admin Grafana gave the account that created it (`creator`, its login: meta.createdBy)."""
+    return sorted(f"{_holder(e)}: {LEVELS.get(e['permission'], e['permission'])}" for e in entries
+                  if not e["inherited"] and not (creator and e["permission"] == ADMIN
+                                                 and e.get("userId") and e.get("userLogin") == creator))
+
+
+def read_granted(client: GrafanaClient, uid: str, creator: str | None) -> list[str] | Unread:
+    return attempt(lambda: granted(client.dashboard_permissions(uid), creator))
+
+
+def read_playlists(client: GrafanaClient) -> dict[str, dict[str, Any]] | Unread:
+    """Every playlist with its items, by uid (one deleted between the list and its read is left out)."""
+    def read() -> dict[str, dict[str, Any]]:
+        found = {}
+        for listed in client.playlists():
+            playlist = client.playlist(listed["uid"])
+            if playlist is not None:
+                found[listed["uid"]] = playlist
+        return found
+    return attempt(read)
+
+
+def picking(playlists: dict[str, dict[str, Any]], uid: str, dashboard_id: Any) -> list[str]:
+    """The playlists that pick the dashboard by its uid or its id, as `'NOC wall' (pl1)` (sorted by uid)."""
+    picks = {("dashboard_by_uid", uid), ("dashboard_by_id", str(dashboard_id))}
+    return [f"{playlist.get('name')!r} ({key})" for key, playlist in sorted(playlists.items())
+            if any((item["type"], item["value"]) in picks for item in playlist["items"])]

@@ -1,0 +1,171 @@
+"""What people made around a retired Grafana dashboard that Grafana's delete of it takes with it, and no version of it
+records: the permissions set on it and the playlists picking it (its annotations and public dashboard:
+test_grafana_delete_retries.py, test_grafana_public_dashboards.py). A prune deletes it only where a valid answer shows
+none are there, or with --force; what is made since the plan is never deleted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.test_grafana_claims import TEAM
+from tests.integration.test_grafana_delete_retries import _forced_prune, _retired_team_dashboard, _team_saved
+from tests.integration.test_grafana_push import _push, grafana, run  # noqa: F401 (fixtures)
+from tests.support.grafana_server import ADMIN
+
+FOLDER = {"uid": "gpudash", "title": "GPU monitoring"}
+MODEL = {"uid": TEAM, "title": "Team A training", "tags": ["gpudash-managed"]}
+
+
+def _planned(grafana):
+    """A client, and the plan that prunes the team dashboard (pushed by gpudash, no longer defined): not edited."""
+    from generator.clients.grafana import GrafanaClient
+    from generator.targets import grafana_sync
+
+    client = GrafanaClient(grafana.url, token=ADMIN)
+    _team_saved(client, FOLDER, MODEL)
+    changes = grafana_sync.plan(client, {}, FOLDER, uid_prefix="gpudash")
+    assert [(c.name, c.edited) for c in changes if c.action == "delete"] == [(TEAM, False)], \
+        [c.details for c in changes]
+    return client, changes
+
+
+def _folder_gives(grafana) -> None:
+    """The folder's permissions, which every dashboard in it inherits (and which its delete leaves)."""
+    grafana.state.folder_acl["gpudash"] = [grafana._acl_entry(2, role="Editor"), grafana._acl_entry(1, role="Viewer"),
+                                           grafana._acl_entry(4, team="platform")]
+
+
+def test_a_retired_dashboard_with_only_its_folders_and_its_creators_permissions_is_pruned(grafana, run, tmp_path):
+    """The control: the dashboard's permissions are the folder's (inherited) and the Admin Grafana gave gpudash's
+    account when it created it; nothing is in a playlist but by tag. --prune deletes it (exit 0), nothing refused."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    _folder_gives(grafana)
+    grafana.playlist("every gpudash board", [("dashboard_by_tag", "gpudash-managed")])
+    assert [e["userLogin"] for e in grafana.state.acl[TEAM]] == ["gpudash-sa"]
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stdout
+    assert grafana.state.playlists[0]["items"] == [{"type": "dashboard_by_tag", "value": "gpudash-managed"}]
+
+
+@pytest.mark.parametrize("grant, said", [
+    ({"team": "noc"}, "team noc: View"),
+    ({"user": "alice", "permission": 2}, "user alice: Edit"),
+    ({"role": "Viewer"}, "role Viewer: View"),
+    ({"user": "bob", "permission": 4}, "user bob: Admin"),
+], ids=["a team", "a user", "a basic role", "another user as Admin"])
+def test_a_retired_dashboard_a_person_gave_permissions_on_is_not_pruned_without_force(grafana, run, tmp_path, grant,
+                                                                                       said):
+    """Alice gives the NOC team (or a user, or a basic role) access to the retired team dashboard itself (Dashboard
+    settings, Permissions): no version records it, the content is unchanged, and Grafana's delete of the dashboard
+    deletes its permissions. A --prune deleted both, exit 0, nothing said. Now it is refused without --force, naming
+    who holds what; --force deletes it."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    _folder_gives(grafana)
+    grafana.permit(TEAM, grant.pop("permission", 1), **grant)
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert TEAM in grafana.state.dashboards and len(grafana.state.acl[TEAM]) >= 1, (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert f"a person gave permissions on it ({said}), which Grafana deletes with it; --prune --force" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.acl, stderr
+
+
+@pytest.mark.parametrize("by", ["dashboard_by_uid", "dashboard_by_id"])
+def test_a_retired_dashboard_in_a_persons_playlist_is_not_pruned_without_force(grafana, run, tmp_path, by):
+    """Bob's "NOC wall" playlist shows the retired team dashboard (picked by uid, or by id as older Grafana did).
+    Grafana's delete of the dashboard deletes an item by id with it and leaves one by uid pointing at nothing: a
+    --prune did that, exit 0. Now it is refused without --force, naming the playlist, which stays as it was; --force
+    deletes the dashboard."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    value = TEAM if by == "dashboard_by_uid" else str(grafana.state.dashboards[TEAM]["id"])
+    grafana.playlist("NOC wall", [("dashboard_by_uid", "gpudash-overview"), (by, value)])
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert TEAM in grafana.state.dashboards, (code, stdout, stderr)
+    assert grafana.state.playlists[0]["items"][1] == {"type": by, "value": value}
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert "it is in playlist(s) 'NOC wall' (pl1), which lose it" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.dashboards, stderr
+
+
+@pytest.mark.parametrize("path, fault, said", [
+    (r"^/api/dashboards/uid/[^/]+/permissions$", {"status": 403},
+     "the permissions set on it, which Grafana deletes with it, could not be read"),
+    (r"^/api/playlists$", {"status": 404},
+     "the playlists, whose items picking it Grafana deletes with it (by id) or leaves pointing at nothing (by uid), "
+     "could not be read"),
+    (r"^/api/playlists$", {"action": "rewrite", "callback": lambda body: b"{}"},
+     "the playlists, whose items picking it Grafana deletes with it (by id) or leaves pointing at nothing (by uid), "
+     "could not be read"),
+], ids=["permissions refused", "playlists not found", "playlists not a list"])
+def test_a_retired_dashboard_whose_permissions_or_playlists_cannot_be_read_needs_force(grafana, run, tmp_path, path,
+                                                                                        fault, said):
+    """A read that is refused or not a valid answer shows nothing of what goes with the dashboard: never read as
+    none. Refused without --force, saying which read; the plan's other changes stand (exit 1, not a failed plan)."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path=path, method="GET", **fault))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert said in stdout, stdout
+
+
+def test_a_full_list_of_playlists_is_not_read_as_all_of_them(grafana, run, tmp_path):
+    """Grafana's playlist list has no pages: 1,000 playlists (the most gpudash asks for) may be only some of them."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    for n in range(1000):
+        grafana.playlist(f"rotation {n}", [("dashboard_by_tag", "gpu")])
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM] and TEAM in grafana.state.dashboards, stderr
+    assert "Grafana listed 1000 playlists, the most one answer holds" in stdout, stdout
+
+
+@pytest.mark.parametrize("made, said", [
+    (lambda g: g.permit(TEAM, 2, user="carol"), "given permissions on it since the plan (user carol: Edit); not deleted"),
+    (lambda g: g.playlist("night shift", [("dashboard_by_uid", TEAM)]),
+     "put in playlist(s) since the plan ('night shift' (pl1)); not deleted"),
+], ids=["a permission", "a playlist"])
+def test_permissions_or_a_playlist_made_between_the_plan_and_the_delete_are_not_deleted_even_forced(grafana, made,
+                                                                                                    said):
+    """Carol is given access to the retired dashboard (or Bob puts it in a playlist) after the plan, which saw none,
+    and before the forced push: --force agreed to delete what the plan showed, not what was made since."""
+    client, changes = _planned(grafana)
+    made(grafana)
+    outcomes = _forced_prune(client, changes, FOLDER)
+    assert TEAM in grafana.state.dashboards
+    (failed,) = [o for o in outcomes if o.error]
+    assert said in failed.error, failed.error
+
+
+def test_annotations_no_longer_shown_readable_at_the_delete_are_not_read_as_none(grafana):
+    """The plan read gpudash's account's permissions (annotations:read over the dashboards) and no annotation. Then
+    an administrator narrows the account to annotations by type, and Alice annotates the dashboard. Grafana now
+    answers the account none (it filters, it does not refuse): the look before the delete used the permissions cached
+    at the plan, read none as none and deleted her note with the dashboard. The permissions are read again: refused."""
+    client, changes = _planned(grafana)
+    grafana.state.permissions[ADMIN] = {"annotations:read": ["annotations:*"], "dashboards:read": ["dashboards:*"]}
+    grafana.annotate(TEAM, "thermal throttling from 03:10")
+    outcomes = _forced_prune(client, changes, FOLDER)
+    assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1
+    (failed,) = [o for o in outcomes if o.error]
+    assert "its annotations are no longer shown readable by gpudash's account" in failed.error, failed.error
+
+
+def test_an_annotation_made_while_gpudash_saves_before_the_delete_is_not_deleted(grafana, run, tmp_path):
+    """Alice annotates the retired dashboard while gpudash's unchanged save before the delete is on its way: after
+    the last read of the annotations, which came before that save. Her note was deleted with the dashboard, exit 0.
+    The annotations (and the rest of what people made around it) are now read after that save, the last call before
+    the DELETE: the delete is refused, her note kept."""
+    from tests.support.fault_proxy import FaultProxy, Rule
+
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    with FaultProxy(grafana.url) as proxy:
+        proxy.inject(Rule(path="^/api/dashboards/db$", method="POST", action="before",
+                          callback=lambda: grafana.annotate(TEAM, "node gpu-4 drained")))
+        code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
+    assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1, (code, stdout, stderr)
+    assert code == 3 and "annotated by alice since the plan; not deleted" in stdout, (code, stdout)
