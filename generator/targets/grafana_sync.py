@@ -752,30 +752,24 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
         if hidden is not None:
             return f"its annotations are no longer shown readable by gpudash's account ({hidden})"
     notes = client.annotations(uid, now_id)
-    added = [note for note in notes if repr(note.get("id")) not in set(planned_notes or []) - {UNREAD}]
+    seen = set(planned_notes) if isinstance(planned_notes, list) else set()
+    added = [note for note in notes if repr(note.get("id")) not in seen]
     if added:
         return f"annotated by {annotators(added)} since the plan"
-    planned_public = before.get("public")
-    try:
-        public = client.public_dashboard(uid)
-    except DeadlineExceeded:
-        raise
-    except RemoteError:
-        if planned_public != UNREAD:  # read by the plan: a failure now shows nothing
-            raise
-        public = None  # not read by the plan either: --force agreed to delete it with any
-    if public is not None and public["uid"] != planned_public:
-        return f"shared externally since the plan ({shared(public)})"
+    public = attempt(lambda: client.public_dashboard(uid))
+    if not isinstance(public, Unread):  # the plan recorded the uid of the one it read (a dashboard has one at most)
+        public = [shared(public)] if public is not None and public["uid"] != before.get("public") else []
     grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"))
     playlists = read_playlists(client)
     picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
-    for found, planned, what, which in ((grants, before.get("permissions"), "given permissions on it",
-                                         "the permissions set on it"),
-                                        (picks, before.get("playlists"), "put in playlist(s)", "the playlists")):
+    for found, planned, what, which in (
+            (public, before.get("public"), "shared externally", "whether it is shared externally"),
+            (grants, before.get("permissions"), "given permissions on it", "the permissions set on it"),
+            (picks, before.get("playlists"), "put in playlist(s)", "the playlists")):
         if isinstance(found, Unread):
-            if planned != UNREAD:
-                return f"{which} {found.why} now, where the plan read them"
-            continue
+            if planned != UNREAD:  # read by the plan: a failure now shows nothing
+                return f"{which} {found.why} now, where the plan read it"
+            continue  # not read by the plan either: --force agreed to delete it with any
         added = [item for item in found if item not in (planned if isinstance(planned, list) else [])]
         if added:
             return f"{what} since the plan ({'; '.join(added[:5])})"
