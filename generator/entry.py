@@ -9,6 +9,9 @@ guard is in place."""
 def run() -> None:
     """The `gpudash` command."""
     try:
+        from .dataclass_code import install
+
+        install()  # before any module that makes a dataclass
         from .cli import run as command
 
         command()

@@ -1,0 +1,114 @@
+"""The compiled methods of gpudash's dataclasses kept between runs (generator/dataclass_code.py): a run that finds a
+class's texts in the cache compiles none of them and makes the same class; anything it cannot trust is compiled as
+before. Each check runs in a fresh interpreter (the cache hooks the process's `dataclasses` once)."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A module named as gpudash's are, making a frozen dataclass with a default, a factory and a field left out of eq;
+# it prints what the methods do and how many texts this run compiled and took from the cache.
+MODULE = '''
+import dataclasses, json, sys
+from dataclasses import dataclass, field
+from generator import dataclass_code
+
+cache = dataclass_code.install(sys.argv[1])
+
+@dataclass(frozen=True)
+class Point:
+    """A point."""
+    x: int
+    y: int = 2
+    tags: tuple = field(default_factory=tuple)
+    note: str = field(default="", compare=False)
+
+a, b = Point(1), Point(1, note="other")
+try:
+    a.x = 5
+    frozen = False
+except dataclasses.FrozenInstanceError:
+    frozen = True
+try:
+    Point()
+    missing = ""
+except TypeError as exc:
+    missing = str(exc)
+print(json.dumps({"repr": repr(a), "eq": a == b, "hash": hash(a) == hash(b), "frozen": frozen, "missing": missing,
+                  "compiled": cache.compiled, "held": len(cache.codes), "used": len(cache.used)}))
+'''
+
+
+def _run(tmp_path: Path, cache: Path, module: str = "generator.sample_for_test", env: dict | None = None) -> dict:
+    source = tmp_path / "sample.py"
+    source.write_text(MODULE)
+    code = (f"import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location({module!r}, {str(source)!r})\n"
+            f"module = importlib.util.module_from_spec(spec)\n"
+            f"sys.modules[{module!r}] = module\n"
+            f"spec.loader.exec_module(module)\n")
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # this machine's shells set it; the cache is written as bytecode
+    environment.update(env or {})
+    done = subprocess.run([sys.executable, "-c", code, str(cache)], capture_output=True, text=True, check=True,
+                          env=environment)
+    return json.loads(done.stdout)
+
+
+def test_a_second_run_compiles_no_text_and_makes_the_same_class(tmp_path):
+    cache = tmp_path / "codes.marshal"
+    first = _run(tmp_path, cache)
+    assert first["compiled"] == first["held"] == first["used"] > 0  # every method of Point, compiled once
+    assert cache.is_file()
+    second = _run(tmp_path, cache)
+    assert second["compiled"] == 0 and second["used"] == first["used"]
+    for result in (first, second):
+        assert result["repr"] == "Point(x=1, y=2, tags=(), note='')"
+        assert result["eq"] is True and result["hash"] is True and result["frozen"] is True
+        assert "missing 1 required positional argument: 'x'" in result["missing"]
+
+
+def test_a_damaged_or_foreign_cache_is_compiled_again(tmp_path):
+    cache = tmp_path / "codes.marshal"
+    first = _run(tmp_path, cache)
+    (hexversion, magic), texts = marshal.loads(cache.read_bytes())
+    damaged = {
+        "another interpreter version": marshal.dumps(((hexversion - 1, magic), texts)),
+        "another bytecode": marshal.dumps(((hexversion, magic[::-1] + b"x"), texts)),
+        "truncated": cache.read_bytes()[:100],
+        "entries that are not code": marshal.dumps(((hexversion, magic), {text: marshal.dumps(1) for text in texts})),
+        "not marshal's": b"\x00garbage",
+    }
+    for why, data in damaged.items():
+        cache.write_bytes(data)
+        result = _run(tmp_path, cache)
+        assert result["compiled"] == first["compiled"], why
+        assert result["repr"] == "Point(x=1, y=2, tags=(), note='')", why
+
+
+def test_only_gpudash_modules_are_cached_and_nothing_is_written_without_bytecode(tmp_path):
+    cache = tmp_path / "codes.marshal"
+    other = _run(tmp_path, cache, module="someone_else.sample")
+    assert other["compiled"] == other["used"] == 0 and not cache.exists()
+    assert other["repr"] == "Point(x=1, y=2, tags=(), note='')"
+    quiet = _run(tmp_path, cache, env={"PYTHONDONTWRITEBYTECODE": "1"})
+    assert quiet["compiled"] > 0 and not cache.exists()
+
+
+def test_the_command_makes_its_dataclasses_through_the_cache():
+    """`gpudash` installs the cache before it imports its modules: every dataclass of the command is made with it."""
+    code = ("import atexit, dataclasses, sys\n"
+            "sys.argv = ['gpudash', '--help']\n"
+            "atexit.register(lambda: print(dataclasses.__dict__.get('exec').__self__.used.__len__()))\n"
+            "from generator.entry import run\n"
+            "run()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert int(done.stdout.split()[-1]) > 0  # the texts of the classes --help makes (settings, model, ...)
