@@ -240,8 +240,9 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
     # refuse to create it again).
     log_groups = [] if addon or not settings.agent.log_group_in_stack else \
         [(c.name, agent.log_group(c), settings.agent.log_retention_days) for c in settings.clusters]
+    definitions = project.cloudwatch_definitions()
     owner = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, definition.id): cluster.name
-             for cluster in settings.clusters for definition in project.cloudwatch_definitions()}
+             for cluster in settings.clusters for definition in definitions}
     rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
     monitors = scrape.service_monitors(settings)
     return Artifacts(

@@ -58,7 +58,15 @@ def exporter_daemonset(settings, cluster=None) -> str:
 def named_daemonsets(settings, cluster=None) -> tuple[tuple[str, str], ...]:
     """(namespace, name) of every exporter DaemonSet of `cluster`: exporter_daemonset in its exporter_namespace first,
     then its clusters[].exporter.more_daemonsets, else exporter.more_daemonsets (`name` in that namespace, or
-    `namespace/name`), each once."""
+    `namespace/name`), each once. Read once per settings and cluster (`Settings.memo`: every alarm, rule and scrape
+    config of a cluster asks)."""
+    known = settings.memo.setdefault("named_daemonsets", {})
+    if cluster not in known:
+        known[cluster] = _named_daemonsets(settings, cluster)
+    return known[cluster]
+
+
+def _named_daemonsets(settings, cluster) -> tuple[tuple[str, str], ...]:
     more = cluster.exporter_more_daemonsets if cluster and cluster.exporter_more_daemonsets is not None else \
         settings.exporter.more_daemonsets
     namespace = exporter_namespace(settings, cluster)

@@ -132,19 +132,11 @@ class _MetricWidget:
 
     def in_cluster(self, cluster: Cluster) -> dict[str, Any]:
         expression = self.query[0] + self.plan.cluster_filter(cluster) + self.query[1]
-        if self.plan.math is None and self.true_at is None:
+        shown = self._shown
+        if shown is None:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label}]]
         else:
             metrics = [[{"expression": expression, "id": "q1", "label": self.label, "visible": False}]]
-            shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
-            if self.readings is not None:
-                # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead
-                shown = (f"IF(METRIC_COUNT(q1) < {SERIES_PER_QUERY}, {shown}, "
-                         f"{self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])})")
-            if self.true_at is not None:
-                # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
-                # longer period is no longer now, so it is not drawn (a division by 0 drops the data point).
-                shown = f"{_grouped(shown)} / (PERIOD({PERIOD_ID}) == {self.true_at})"
             if PERIOD in (self.plan.math or "") or self.true_at is not None:
                 metrics.append(self._period_metric(cluster))
             if self.readings is not None:  # the per-cluster statistics the readings' form names ({s}, {c})
@@ -155,6 +147,23 @@ class _MetricWidget:
             metrics.append([{"expression": shown, "id": "e1", "label": self.label}])
         properties = {**self.properties, "region": cluster.region, "metrics": metrics}
         return {"type": "metric", "properties": properties, **self.position}
+
+    @cached_property
+    def _shown(self) -> str | None:
+        """The expression the widget draws from its query `q1` (the same in every cluster), or None where it draws
+        the query itself."""
+        if self.plan.math is None and self.true_at is None:
+            return None
+        shown = "q1" if self.plan.math is None else self.plan.math.format(q="q1", p=f"PERIOD({PERIOD_ID})")
+        if self.readings is not None:
+            # Past 500 GPUs the query returns 500 of them: the mean of every reading of the cluster instead
+            shown = (f"IF(METRIC_COUNT(q1) < {SERIES_PER_QUERY}, {shown}, "
+                     f"{self.readings.format(s=READINGS_IDS[0], c=READINGS_IDS[1])})")
+        if self.true_at is not None:
+            # A period picked in the console (Actions > Period override) replaces the widget's: the value of a
+            # longer period is no longer now, so it is not drawn (a division by 0 drops the data point).
+            shown = f"{_grouped(shown)} / (PERIOD({PERIOD_ID}) == {self.true_at})"
+        return shown
 
     def _period_metric(self, cluster: Cluster) -> list[Any]:
         """A hidden metric line whose PERIOD() is the period the widget's query used: the user guide documents
