@@ -17,11 +17,12 @@ import pytest
 from generator.preview.interpolate import interpolate, variables
 from generator.project import load_project
 from generator.render.alarms import prometheus_expression
-from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _scraping, _shown,
-                                                    _wrong, overlap)
+from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _overlap, _scraping,
+                                                    _shown, _wrong)
 from tests.support.projects import bundled_panel, bundled_panels
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.side_by_side import module_scenes, scene
 
 OLD_POD = "nvidia-dcgm-exporter-q8w2z"
 
@@ -46,10 +47,8 @@ def _two_exporters(tmp_path_factory, name: str, payload, probe: str):
             yield prometheus, min(stored), max(stored), samples
 
 
-@pytest.fixture(scope="module")
-def tied(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP") as scene:
-        yield scene
+tied = scene("tied")
+overlap = scene("overlap")  # test_pod_copy_review's scene
 
 
 def _fresh_steps(tied, shown):
@@ -131,10 +130,7 @@ def _three_exporters(tmp_path_factory, name: str, late: int = 0):
             yield prometheus, min(stored), max(stored), samples
 
 
-@pytest.fixture(scope="module")
-def three(tmp_path_factory):
-    with _three_exporters(tmp_path_factory, "copy-choice-hostile-three") as scene:
-        yield scene
+three = scene("three")
 
 
 def _temperature_alerts(scene, tmp_path, evaluations: int) -> dict[tuple, list[int]]:
@@ -186,10 +182,7 @@ def test_an_alert_over_three_copies_is_one_alert_named_by_the_node(three, tmp_pa
 LATE = 5
 
 
-@pytest.fixture(scope="module")
-def three_late(tmp_path_factory):
-    with _three_exporters(tmp_path_factory, "copy-choice-hostile-three-late", LATE) as scene:
-        yield scene
+three_late = scene("three_late")
 
 
 def test_an_alert_over_copies_first_scraped_apart_is_one_alert_named_by_the_node(three_late, tmp_path):
@@ -223,11 +216,10 @@ def _mig(old: bool, used: dict[int, dict[bool, int]] | None = None, free: int | 
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def mig(tmp_path_factory):
-    probe = 'DCGM_FI_DEV_GPU_TEMP{GPU_I_ID="1"}'
-    with _two_exporters(tmp_path_factory, "copy-choice-hostile-mig", _mig, probe) as scene:
-        yield scene
+MIG_PROBE = 'DCGM_FI_DEV_GPU_TEMP{GPU_I_ID="1"}'
+
+
+mig = scene("mig")
 
 
 def test_a_mig_gpus_pods_are_one_exporters_instances_and_add_up_to_the_gpu_at_every_call(mig):
@@ -287,13 +279,15 @@ def _mig_blank(old: bool, renamed: bool = True) -> str:
     return _mig(old, {1: {True: 25000, False: 12000}, 2: {True: BLANK, False: 8000}}, 30000, renamed)
 
 
-@pytest.fixture(scope="module", params=["renamed", "one-spelling"])
-def mig_blank(tmp_path_factory, request):
-    probe = 'DCGM_FI_DEV_GPU_TEMP{GPU_I_ID="1"}'
-    renamed = request.param == "renamed"
-    with _two_exporters(tmp_path_factory, f"copy-choice-hostile-mig-blank-{request.param}",
-                        lambda old: _mig_blank(old, renamed), probe) as scene:
-        yield scene
+def _mig_blank_scene(tmp_path_factory, param: str):
+    return _two_exporters(tmp_path_factory, f"copy-choice-hostile-mig-blank-{param}",
+                          lambda old: _mig_blank(old, param == "renamed"), MIG_PROBE)
+
+
+MIG_BLANK = ("renamed", "one-spelling")
+
+
+mig_blank = scene("mig_blank", MIG_BLANK)
 
 
 def test_a_mig_pod_whose_instance_one_exporter_reads_blank_shows_the_others_reading(mig_blank):
@@ -332,8 +326,8 @@ def _energy(old: bool, started: float) -> str:
             f"{value}\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{{{labels}}} 60\n")
 
 
-@pytest.fixture(scope="module")
-def upgrade(tmp_path_factory):
+@contextmanager
+def _upgrade(tmp_path_factory):
     started = time.time()
     before = _Counted(lambda n: _energy(True, started) if n <= 10 else "")
     after = ReplayExporter(lambda: "" if before.served <= 10 else _energy(False, started))
@@ -343,6 +337,9 @@ def upgrade(tmp_path_factory):
             stored = [float(at) for series in prometheus.query("DCGM_FI_DEV_GPU_TEMP[10m]")
                       for at, _ in series["values"]]
             yield prometheus, min(stored), max(stored), {}
+
+
+upgrade = scene("upgrade")
 
 
 @pytest.mark.xfail(reason="each copy's rate covers part of the window: max per GPU halves it for a window",
@@ -369,10 +366,7 @@ def _hot(old: bool) -> str:
                    for metric, value in zip(METRICS, (30000, 50000, 50, 150, 99)))
 
 
-@pytest.fixture(scope="module")
-def hot(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "copy-choice-hostile-hot", _hot, "DCGM_FI_DEV_FB_FREE") as scene:
-        yield scene
+hot = scene("hot")
 
 
 def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike(hot, tmp_path):
@@ -393,11 +387,24 @@ def _one_spelling(old: bool, node: str = "worker-3") -> str:
                    for metric, value in zip(METRICS, (30000, 50000, 50, 150, 99)))
 
 
-@pytest.fixture(scope="module")
-def one_spelling(tmp_path_factory):
-    with _two_exporters(tmp_path_factory, "copy-choice-hostile-one-spelling", _one_spelling,
-                        "DCGM_FI_DEV_GPU_TEMP") as scene:
-        yield scene
+one_spelling = scene("one_spelling")
+
+
+# Every scene of this file (each waits ~20 s in real time on its Prometheus's 1 s scrapes: one after another they held
+# a worker for over three minutes), set up side by side (tests/support/side_by_side.py)
+scenes = module_scenes({
+    "tied": lambda factory: _two_exporters(factory, "copy-choice-hostile", _tied, "DCGM_FI_DEV_GPU_TEMP"),
+    "overlap": _overlap,
+    "three": lambda factory: _three_exporters(factory, "copy-choice-hostile-three"),
+    "three_late": lambda factory: _three_exporters(factory, "copy-choice-hostile-three-late", LATE),
+    "mig": lambda factory: _two_exporters(factory, "copy-choice-hostile-mig", _mig, MIG_PROBE),
+    **{("mig_blank", param): (lambda factory, param=param: _mig_blank_scene(factory, param))
+       for param in MIG_BLANK},
+    "upgrade": _upgrade,
+    "hot": lambda factory: _two_exporters(factory, "copy-choice-hostile-hot", _hot, "DCGM_FI_DEV_FB_FREE"),
+    "one_spelling": lambda factory: _two_exporters(factory, "copy-choice-hostile-one-spelling", _one_spelling,
+                                                   "DCGM_FI_DEV_GPU_TEMP"),
+})
 
 
 def test_an_alert_over_copies_of_one_spelling_is_named_by_the_node_at_every_evaluation(one_spelling, tmp_path):

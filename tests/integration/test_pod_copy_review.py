@@ -17,6 +17,7 @@ utilization.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests.integration.test_pod_lookback_restart import _Counted, _scraping
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.side_by_side import module_scenes, scene
 
 BLANK = 9223372036854775794  # DCGM's int64 blank (not supported)
 SCRAPES = 14
@@ -54,8 +56,8 @@ def _payload(old: bool, scrape: int, blank: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.fixture(scope="module")
-def overlap(tmp_path_factory):
+@contextmanager
+def _overlap(tmp_path_factory):
     old = _Counted(lambda n: _payload(True, n, n > REAL_UTIL_SCRAPES))
     new = _Counted(lambda n: _payload(False, n, old.served > REAL_UTIL_SCRAPES))
     with ReplayExporter(old) as a, ReplayExporter(new) as b:
@@ -164,8 +166,8 @@ def _apart(old: bool) -> str:
     return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n" for metric, value in zip(METRICS, values))
 
 
-@pytest.fixture(scope="module")
-def apart(tmp_path_factory):
+@contextmanager
+def _apart_scene(tmp_path_factory):
     old = _Counted(lambda n: _apart(True))
     with ReplayExporter(old) as a, ReplayExporter(lambda: _apart(False)) as b:
         with _scraping(tmp_path_factory, "pod-copy-review-apart", [a.address, b.address],
@@ -175,6 +177,13 @@ def apart(tmp_path_factory):
                        for series in prometheus.query('DCGM_FI_DEV_GPU_TEMP[10m]')}
             stored = [at for times in samples.values() for at in times]
             yield prometheus, min(stored), max(stored), samples
+
+
+scenes = module_scenes({"overlap": _overlap, "apart": _apart_scene})  # each waits ~20 s on real 1 s scrapes
+
+
+overlap = scene("overlap")
+apart = scene("apart")
 
 
 def _freshest(samples: dict[str, list[float]], at: float) -> bool | None:

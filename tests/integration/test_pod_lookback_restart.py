@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 
 import pytest
 
@@ -28,6 +27,7 @@ from generator.preview.legend import render as render_legend
 from tests.support.projects import bundled_panel
 from tests.support.prometheus_server import Prometheus, scraped_every
 from tests.support.replay_exporter import ReplayExporter
+from tests.support.side_by_side import module_scenes, scene
 
 BEFORE, AFTER = 12000.0, 2000.0
 TITLE = "Framebuffer used by pod"
@@ -246,57 +246,16 @@ def _restarted_scene(tmp_path_factory, name: str):
             prometheus.stop()
 
 
-@pytest.fixture(scope="module")
-def scenes(tmp_path_factory):
-    """Every scene of this file, set up side by side: each waits in real time on its Prometheus's 1 s scrapes (16 to 20
-    s; one after another they took 90 s), each with its own exporters and Prometheus. {name: what it yields, or the
-    exception its setup raised}; all stay up until the module ends."""
-    makers = {"scraped": lambda: _replaced(tmp_path_factory), "sliced": lambda: _sliced_scene(tmp_path_factory),
-              "gap": lambda: _gap_scene(tmp_path_factory),
-              **{("restarted", name): (lambda name=name: _restarted_scene(tmp_path_factory, name)) for name in RESTARTS}}
-    entered: dict = {}
-    tmp_path_factory.getbasetemp()  # made here, once: pytest makes it on first use, and two threads would both try
-
-    def enter(key):
-        scene = makers[key]()
-        value = scene.__enter__()
-        entered[key] = scene
-        return value
-
-    with ExitStack() as stack, ThreadPoolExecutor(len(makers)) as pool:
-        futures = {key: pool.submit(enter, key) for key in makers}
-        wait(futures.values())
-        for key in makers:  # exited in the reverse of this order, from this thread
-            if key in entered:
-                stack.push(entered[key].__exit__)
-        yield {key: future.exception() or future.result() for key, future in futures.items()}
+# each scene waits in real time on its Prometheus's 1 s scrapes (16 to 20 s; one after another they took 90 s)
+scenes = module_scenes({"scraped": _replaced, "sliced": _sliced_scene, "gap": _gap_scene,
+                        **{("restarted", name): (lambda factory, name=name: _restarted_scene(factory, name))
+                           for name in RESTARTS}})
 
 
-def _scene(scenes, key):
-    value = scenes[key]
-    if isinstance(value, BaseException):
-        raise value
-    return value
-
-
-@pytest.fixture(scope="module")
-def scraped(scenes):
-    return _scene(scenes, "scraped")
-
-
-@pytest.fixture(scope="module")
-def sliced(scenes):
-    return _scene(scenes, "sliced")
-
-
-@pytest.fixture(scope="module")
-def gap(scenes):
-    return _scene(scenes, "gap")
-
-
-@pytest.fixture(scope="module", params=sorted(RESTARTS))
-def restarted(request, scenes):
-    return _scene(scenes, ("restarted", request.param))
+scraped = scene("scraped")
+sliced = scene("sliced")
+gap = scene("gap")
+restarted = scene("restarted", sorted(RESTARTS))
 
 
 def test_after_a_prometheus_restart_each_pod_shows_the_gpus_latest_reading(restarted):
