@@ -1,0 +1,35 @@
+"""Which of a retired dashboard's permissions and playlist items are a person's, which Grafana's delete takes with it."""
+
+from __future__ import annotations
+
+from generator.targets.grafana_around import granted, picking
+
+
+def _entry(permission: int, inherited: bool = False, **holder) -> dict:
+    return {"permission": permission, "inherited": inherited, **holder}
+
+
+def test_only_the_creators_admin_and_the_folders_entries_are_not_a_persons():
+    entries = [_entry(4, userId=3, userLogin="sa-gpudash"), _entry(2, True, role="Editor"),
+               _entry(4, True, teamId=5, team="platform")]
+    assert granted(entries, "sa-gpudash") == []
+    # the creator given less than Admin, another account's Admin, a team's or a role's own entry: a person's
+    more = [_entry(1, userId=3, userLogin="sa-gpudash"), _entry(4, userId=9, userLogin="bob"),
+            _entry(4, teamId=6, team="noc"), _entry(1, role="Viewer")]
+    assert granted(more, "sa-gpudash") == ["role Viewer: View", "team noc: Admin", "user bob: Admin",
+                                            "user sa-gpudash: View"]
+
+
+def test_without_a_known_creator_no_admin_entry_is_taken_for_grafanas_own():
+    """A dashboard read without meta.createdBy: nothing shows whose Admin entry Grafana gave at its creation."""
+    assert granted([_entry(4, userId=3, userLogin="sa-gpudash")], None) == ["user sa-gpudash: Admin"]
+    assert granted([_entry(4, teamId=3, team="sa-gpudash")], "sa-gpudash") == ["team sa-gpudash: Admin"]
+
+
+def test_a_playlist_picks_a_dashboard_by_uid_or_id_not_by_tag():
+    playlists = {"pl2": {"name": "wall", "items": [{"type": "dashboard_by_id", "value": "42"}]},
+                 "pl1": {"name": "noc", "items": [{"type": "dashboard_by_uid", "value": "gpudash-x"}]},
+                 "pl3": {"name": "all", "items": [{"type": "dashboard_by_tag", "value": "gpudash-managed"},
+                                                   {"type": "dashboard_by_id", "value": "421"}]}}
+    assert picking(playlists, "gpudash-x", 42) == ["'noc' (pl1)", "'wall' (pl2)"]
+    assert picking(playlists, "gpudash-y", 7) == []
