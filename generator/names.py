@@ -184,13 +184,18 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9]+")
 STACK_NAME_LENGTH = 128  # CloudFormation's stack names: a letter, then letters, digits and hyphens
 
 
-def cluster_stack(cluster: str, project: str | None = None) -> str:
+def cluster_stack(cluster: str, project: str | None = None, part: int = 1) -> str:
     """The CloudFormation stack (and template file, `<stack>.json`) of one cluster's dashboards, alarms and log group:
     `gpudash-cluster-<cluster>`, or `gpudash-<project>-cluster-<cluster>` for settings that name their project. It
     depends on the project and the cluster's name alone, so adding or removing clusters moves no resource between
     stacks. A stack name takes only letters, digits and `-`: a name holding anything else has it as `-` and ends in a
-    digest of the exact name (a_b and a-b stay two stacks)."""
-    return _stack(_stack_kind("cluster", project), cluster)
+    digest of the exact name (a_b and a-b stay two stacks).
+
+    A cluster whose resources are over CloudFormation's quotas for one template has more parts
+    (render/cloudformation.py): part k > 1 is `gpudash-cluster<k>-<cluster>` (`gpudash-<project>-cluster<k>-<cluster>`),
+    a kind word no other stack's name holds (a project's name holding `cluster<k>` between hyphens ends in its
+    digest), sorted after every cluster's first stack."""
+    return _stack(_stack_kind("cluster" if part == 1 else f"cluster{part}", project), cluster)
 
 
 def region_stack(region: str, project: str | None = None) -> str:
@@ -211,7 +216,7 @@ def _stack_kind(kind: str, project: str | None) -> str:
     return f"gpudash-{_spelled(project, 64, parting)}-{kind}-"
 
 
-_PARTING = re.compile(r"-(?:cluster|region)-", re.IGNORECASE)
+_PARTING = re.compile(r"-(?:cluster[0-9]*|region)-", re.IGNORECASE)
 
 
 def _spelled(name: str, room: int, digest_anyway: bool = False) -> str:
@@ -234,7 +239,8 @@ def _stack(kind: str, name: str) -> str:
 def is_stack_name(name: str) -> bool:
     """Whether `name` is a stack name cluster_stack or region_stack gives."""
     return len(name) <= STACK_NAME_LENGTH and re.fullmatch(
-        r"gpudash-(?:[A-Za-z0-9][A-Za-z0-9-]*-)?(cluster|region)-[A-Za-z0-9][A-Za-z0-9-]*", name) is not None
+        r"gpudash-(?:[A-Za-z0-9][A-Za-z0-9-]*-)?(cluster(?:[2-9]|[1-9][0-9]+)?|region)-[A-Za-z0-9][A-Za-z0-9-]*",
+        name) is not None
 
 
 def shown(names: list[str]) -> str:

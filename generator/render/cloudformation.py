@@ -1,5 +1,5 @@
-"""The CloudWatch dashboards and alarms as CloudFormation templates (one per cluster, and one per Region of fleet
-alarms). Pure."""
+"""The CloudWatch dashboards and alarms as CloudFormation templates (one per cluster, split in parts when its own
+resources pass CloudFormation's quotas, and one per Region of fleet alarms). Pure."""
 
 from __future__ import annotations
 
@@ -29,9 +29,11 @@ def over_quota(template: dict[str, Any], size: int) -> str | None:
     return " and ".join(over) or None
 
 
-QUOTA_FIX = ("each template holds one cluster's dashboards, alarms and log group (or one Region's fleet alarms): "
-             "define fewer or smaller CloudWatch dashboards or alarms for it, or publish with `gpudash apply` (it "
-             "writes each dashboard and alarm itself)")
+MAX_PARTS = 64  # the most stacks one cluster's resources are split over
+FILL = 0.9  # a part is filled to this share of the quotas: the bytes of its dashboards are estimated, lint measures
+QUOTA_FIX = ("a cluster's dashboards and log group are in its first template and its alarms split over up to "
+             f"{MAX_PARTS} (a Region's fleet alarms are one template): define fewer or smaller CloudWatch dashboards "
+             "or alarms for it, or publish with `gpudash apply` (it writes each dashboard and alarm itself)")
 
 
 def _alarm_properties(request: dict[str, Any]) -> dict[str, Any]:
@@ -73,20 +75,87 @@ def templates(clusters: list[tuple[str, str]], dashboards: list[tuple[str, str, 
         (named[cluster] if cluster is not None else fleet.setdefault(item["Region"], [])).append(
             ("Alarm", item["Request"]["AlarmName"],
              {"Type": "AWS::CloudWatch::Alarm", "Properties": _alarm_properties(item["Request"])}))
-    result = {cluster_stack(cluster, project): _template(f"cluster {cluster} ({region})", region, named[cluster], cluster)
-              for cluster, region in clusters}
+    result = {}
+    for cluster, region in clusters:
+        parts = split_cluster(named[cluster])
+        for part, items in enumerate(parts, 1):
+            what = f"cluster {cluster} ({region})" + (f", part {part} of {len(parts)}" if len(parts) > 1 else "")
+            result[cluster_stack(cluster, project, part)] = _template(what, region, items, cluster,
+                                                                      part if len(parts) > 1 else None)
     result.update((region_stack(region, project), _template(f"fleet alarms of {region}", region, items))
                   for region, items in fleet.items())
     return dict(sorted(result.items()))
 
 
+def split_cluster(named: list[tuple[str, str, dict[str, Any]]]) -> list[list[tuple[str, str, dict[str, Any]]]]:
+    """One cluster's resources (kind, name, resource) in the templates it is deployed as: one while they are within
+    CloudFormation's quotas for a template (FILL of them), else 2, 4, 8, ... up to MAX_PARTS, the fewest that hold
+    them. The first part keeps the cluster's dashboards and log group (its stack keeps its name, cluster_stack);
+    each alarm goes to part (a digest of its name mod the number of parts) + 1. An alarm's part depends on its name
+    and the number of parts alone: adding or removing other alarms moves none while the number of parts stays, and
+    when it doubles an alarm stays in its part or goes to a new one (part k's alarms to k or k + n), never to
+    another existing stack, so deploying the existing stacks first (they delete the alarms that go) and the new
+    ones after (they create them) never declares one alarm in two stacks. The byte size of a dashboard is estimated
+    (its body as a JSON string); `gpudash lint` (CF001) measures the written templates."""
+    if MAX_PARTS < 2 or _fits(named):
+        return [named]
+    fixed = [item for item in named if item[0] != "Alarm"]
+    alarms = [item for item in named if item[0] == "Alarm"]
+    count = 2
+    while True:
+        parts: list[list[tuple[str, str, dict[str, Any]]]] = [list(fixed)] + [[] for _ in range(count - 1)]
+        for item in alarms:
+            parts[int(hashlib.sha256(item[1].encode()).hexdigest(), 16) % count].append(item)
+        if count >= MAX_PARTS or all(_fits(part) for part in parts):
+            return parts
+        count *= 2
+
+
+def _fits(named: list[tuple[str, str, dict[str, Any]]]) -> bool:
+    """Whether resources fit one template within FILL of CloudFormation's quotas. Splitting moves alarms only, so
+    the bytes are worked out only where alarms could pass them (an alarm is 1-4 KB; a dashboard's body tens of KB,
+    and one cluster of the bundled definitions is 16 resources, about 64 KB)."""
+    if len(named) > TEMPLATE_RESOURCES * FILL:
+        return False
+    if len(named) <= 64:
+        return True
+    return _bytes(named) <= TEMPLATE_BYTES * FILL
+
+
+def _bytes(named: list[tuple[str, str, dict[str, Any]]]) -> int:
+    """The resources' bytes as a template writes them, estimated (the renderers write no text: output.py does): a
+    dashboard's body is written as a JSON string, each of its quotes escaped (a fifth more); an alarm is indented
+    (a third more than compact: 1.33 measured on 247 static per-pod alarms, written at 7/5)."""
+    total = 0
+    for kind, _, resource in named:
+        if kind == "Dashboard":
+            body = resource["Properties"]["DashboardBody"]
+            total += (len(body) if isinstance(body, str) else _size(body)) * 6 // 5 + 200
+        else:
+            total += _size(resource) * 7 // 5
+    return total
+
+
+def _size(value: Any) -> int:
+    """About the length of `value` written as compact JSON."""
+    if isinstance(value, dict):
+        return 2 + sum(len(str(key)) + 4 + _size(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return 2 + sum(_size(item) + 1 for item in value)
+    if isinstance(value, str):
+        return len(value) + 2 + value.count('"') + value.count("\\")
+    return len(str(value))
+
+
 def _template(what: str, region: str, named: list[tuple[str, str, dict[str, Any]]],
-              cluster: str | None = None) -> dict[str, Any]:
-    """A template; its Metadata says the Region to deploy it in (and its cluster), which README's loop reads."""
+              cluster: str | None = None, part: int | None = None) -> dict[str, Any]:
+    """A template; its Metadata says the Region to deploy it in (and its cluster, and its part when the cluster's
+    resources are split over several), which README's loop reads."""
     return {
         "AWSTemplateFormatVersion": "2010-09-09",
         "Description": f"gpudash GPU dashboards and alarms, {what}; generated, do not edit by hand.",
-        "Metadata": {"gpudash": {"Region": region, **({"Cluster": cluster} if cluster is not None else {})}},
+        "Metadata": {"gpudash": {"Region": region, **({"Cluster": cluster} if cluster is not None else {}),
+                                 **({"Part": part} if part is not None else {})}},
         "Resources": _by_logical_id(named),
     }
 

@@ -1,6 +1,7 @@
 """A fleet of any size deploys with CloudFormation: one template per cluster (names.cluster_stack), each within
-CloudFormation's quotas (500 resources, 1,000,000 bytes read from S3). A template still over them (one cluster's own
-definitions too many) is said so, by generate and by lint, with its file and what is over."""
+CloudFormation's quotas (500 resources, 1,000,000 bytes read from S3); a cluster whose own resources pass them is split
+over several templates (render/cloudformation.split_cluster). A template still over them is said so, by generate and
+by lint, with its file and what is over."""
 
 from __future__ import annotations
 
@@ -41,8 +42,64 @@ def test_a_fleet_of_40_clusters_in_one_region_gets_templates_cloudformation_take
     assert run(CF001, lint_input(project, read(build, settings=project.settings))) == []
 
 
-def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, project_dir, tmp_path):
-    """One cluster of 250 static per-pod alarm targets: over 500 alarms in its own template."""
+def _static(project_dir, pods: int):
+    names = ", ".join(f"ml/p{i}" for i in range(pods))
+    return _fleet(project_dir, 2, f"alarms:\n  per_pod: static\n  static_pods: [{names}]\n")
+
+
+def _stacks(build) -> dict[str, dict[str, str]]:
+    """{template file: {alarm name: its logical id}} of a build's CloudFormation templates."""
+    return {t.name: {r["Properties"]["AlarmName"]: i for i, r in json.loads(t.read_bytes())["Resources"].items()
+                     if r["Type"] == "AWS::CloudWatch::Alarm"}
+            for t in sorted((build / "cloudformation").iterdir())}
+
+
+def test_a_cluster_over_the_quotas_is_split_into_templates_cloudformation_takes(cli, project_dir, tmp_path):
+    """One cluster of 250 static per-pod alarm targets: 513 resources and 1,049,321 bytes in its one template, which
+    CloudFormation refused (seen on main 2628696: generate's CF001 warning, and the cluster had no template to
+    deploy). Its resources are now split: the cluster's stack keeps its name, its dashboards and log group; its
+    alarms are spread by a digest of their names over 2 templates, each within the quotas, every alarm in exactly
+    one; lint finds nothing over. With 550 targets the alarms need 4 templates: an alarm stays in its template or
+    goes to a new one (part k to k or k + 2), never to another existing stack."""
+    build = tmp_path / "build"
+    config = _static(project_dir, 250)
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "CloudFormation refuses" not in stderr, stderr
+    alarms = [a["Request"]["AlarmName"] for a in json.loads((build / "cloudwatch" / "alarms.json").read_bytes())["alarms"]]
+    stacks = _stacks(build)
+    assert list(stacks) == ["gpudash-cluster-c00.json", "gpudash-cluster-c01.json", "gpudash-cluster2-c00.json",
+                            "gpudash-cluster2-c01.json"], list(stacks)
+    for template in (build / "cloudformation").iterdir():
+        data = json.loads(template.read_bytes())
+        assert len(data["Resources"]) <= 500 and template.stat().st_size <= 1_000_000, template
+        kinds = {r["Type"] for r in data["Resources"].values()}
+        assert ("AWS::CloudWatch::Dashboard" in kinds) == template.name.startswith("gpudash-cluster-"), template
+        assert data["Metadata"]["gpudash"]["Part"] == (1 if template.name.startswith("gpudash-cluster-") else 2)
+    held = [name for names in stacks.values() for name in names]
+    assert sorted(held) == sorted(alarms) and len(held) == len(set(held))
+    project = load_project(config)
+    assert run(CF001, lint_input(project, read(build, settings=project.settings))) == []
+
+    more = tmp_path / "more"
+    config.write_text(config.read_text().replace("static_pods: [", "static_pods: [" + "".join(
+        f"ml/q{i}, " for i in range(300))))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(more))
+    assert code == 0 and "CloudFormation refuses" not in stderr, stderr
+    grown = _stacks(more)
+    assert sorted(grown) == sorted([f"gpudash-cluster{k}-c0{c}.json" for k in ("", "2", "3", "4") for c in (0, 1)])
+    for stack, names in stacks.items():
+        cluster = stack.rsplit("-", 1)[1]
+        part = 1 if stack.startswith("gpudash-cluster-") else 2
+        allowed = {stack, f"gpudash-cluster{part + 2}-{cluster}"}  # (part 1's new sibling is part 3)
+        moved = {name: where for where, held_there in grown.items() for name in held_there if name in names}
+        assert set(moved.values()) <= allowed and len(moved) == len(names), (stack, set(moved.values()))
+
+
+def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, project_dir, tmp_path, monkeypatch):
+    """One cluster of 250 static per-pod alarm targets, its resources not split (at most one part): over 500 alarms
+    in its own template."""
+    from generator.render import cloudformation
+    monkeypatch.setattr(cloudformation, "MAX_PARTS", 1)
     pods = ", ".join(f"ml/p{i}" for i in range(250))
     config = _fleet(project_dir, 2, f"alarms:\n  per_pod: static\n  static_pods: [{pods}]\n")
     build = tmp_path / "build"
@@ -53,8 +110,8 @@ def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, projec
     size = template.stat().st_size
     assert resources > 500 and size > 1_000_000
     said = f"warning: {template}: {resources:,} resources (CloudFormation takes at most 500) and {size:,} bytes " \
-           "(CloudFormation reads at most 1,000,000 from S3): CloudFormation refuses the template\n  fix: each " \
-           "template holds one cluster's"
+           "(CloudFormation reads at most 1,000,000 from S3): CloudFormation refuses the template\n  fix: a " \
+           "cluster's dashboards and log group are in its first template"
     assert said in stderr, stderr
 
     # lint judges the build read back (bodies as their texts) and the set built in the process (bodies as data) alike

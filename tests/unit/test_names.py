@@ -120,6 +120,11 @@ def test_two_projects_or_a_project_and_none_never_name_one_stack():
         (names.cluster_stack("x-region-us-east-1", "p"), names.region_stack("us-east-1", "p-cluster-x")),
         (names.cluster_stack("cluster-x"), names.cluster_stack("x", "cluster")),
         (names.cluster_stack("region-us-east-1"), names.region_stack("us-east-1", "cluster")),
+        # a part of a cluster split over several templates (render/cloudformation.split_cluster)
+        (names.cluster_stack("cluster-y", "a", part=2), names.cluster_stack("y", "a-cluster2")),
+        (names.cluster_stack("x", part=2), names.cluster_stack("x", "cluster2")),
+        (names.cluster_stack("c00", part=2), names.cluster_stack("2-c00")),
+        (names.cluster_stack("c00", part=2), names.cluster_stack("c00", part=3)),
     ]
     for one, other in pairs:
         assert one != other
@@ -127,3 +132,6 @@ def test_two_projects_or_a_project_and_none_never_name_one_stack():
     # a project without these words keeps its plain name
     assert names.cluster_stack("gpu-cluster", "ml-platform-prod") == "gpudash-ml-platform-prod-cluster-gpu-cluster"
     assert names.region_stack("us-east-1", "team-a") == "gpudash-team-a-region-us-east-1"
+    assert names.cluster_stack("c00", part=2) == "gpudash-cluster2-c00" and names.cluster_stack("c00", part=1) == \
+        names.cluster_stack("c00") == "gpudash-cluster-c00"
+    assert not names.is_stack_name("gpudash-cluster1-c00") and not names.is_stack_name("gpudash-cluster02-c00")
