@@ -647,8 +647,11 @@ def limits(fleet: Fleet) -> list[str]:
                      f"fleet's values now (GPUs reporting, Total power draw, the average utilization and "
                      f"temperature) read every reading of the cluster in the minute instead of one series per GPU (a "
                      f"GPU counts, adds and weighs by its share of the minute's scrapes that read it, once per copy), "
-                     f"and "
-                     f"GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold (PARTIAL_DATA)")
+                     f"and GROUP BY alarms evaluate the {SERIES_PER_QUERY} nearest their threshold over their "
+                     f"window (PARTIAL_DATA): the bundled idle-GPU alarm (gpu-idle) the {SERIES_PER_QUERY} pod GPUs "
+                     f"of the lowest mean over its 30 minutes, where a pod that came within them reading low (still "
+                     f"loading) ranks before one idle all along at a few percent and can take its place; "
+                     f"alarms.per_pod: static with the long-running pods in alarms.static_pods evaluates each of them")
     if max(gpus, pods) > METRICS_PER_QUERY:
         notes.append(f"{max(gpus, pods):,.0f} GPUs or pods per cluster: a query processes the first "
                      f"{METRICS_PER_QUERY:,} metrics it finds; the rest are in no widget or alarm")

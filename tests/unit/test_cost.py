@@ -242,6 +242,8 @@ def test_a_fleet_past_the_metrics_insights_limits_is_told_so(project):
     assert estimates(project, Fleet(clusters=1, pods=50, churn=0))["limits"] == []
     (series,) = estimates(project, Fleet(clusters=1, pods=5000, churn=0))["limits"]
     assert "5,000 GPUs per cluster" in series and "read every reading of the cluster" in series
+    # the idle alarm's evaluated set past 500 (tests/unit/test_cloudwatch_idle_over_500.py)
+    assert "a pod that came within them reading low (still loading) ranks before one idle all along" in series
     assert len(estimates(project, Fleet(clusters=1, pods=20000, churn=0))["limits"]) == 2
     assert estimates(project, Fleet(clusters=10, pods=5000, churn=0))["limits"] == []
 
