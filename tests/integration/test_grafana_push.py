@@ -18,6 +18,7 @@ from generator.clients.grafana import GrafanaClient, InvalidAnswer
 from generator.targets.progress import Progress
 from generator.targets.prune_guard import PruneRefused
 from tests.support.grafana_server import ADMIN, BASIC_ADMIN, VIEWER, Fault, GrafanaTestServer
+from tests.support.projects import builds_kept
 
 UIDS = ["gpudash-all-metrics", "gpudash-by-pod", "gpudash-health", "gpudash-overview"]
 
@@ -29,44 +30,9 @@ def grafana(reference):
         assert server.state.spec_errors == []  # every request and response followed Grafana's spec
 
 
-_BUILDS: list = []  # (project, its Grafana models as built, artifacts): this worker's latest builds for push and plan
-
-
-def _as_built(artifacts) -> str:
-    return json.dumps([d.model for d in artifacts.grafana], default=repr)
-
-
-def _builds_kept(monkeypatch) -> None:
-    """push and plan build the settings they are given at every run (checked_build), here many times over for the
-    same few settings files, and again in each test for settings alike but for the test's own folder: a project equal
-    to one built before (settings, counters and definitions compared by value: their repr, in which the settings'
-    folder is written as one placeholder) gets that build back, as building it again gives (a build depends on the
-    project alone). Only a build that names no folder of its settings anywhere is kept (built in another folder, it
-    is the same build). Anything else is built as the command does; a build that is refused raises every time
-    (nothing is kept). The Grafana models a command was handed must come back unchanged."""
-    from generator import limits
-
-    check = limits.checked_build
-
-    def checked_build(project, grafana=True):
-        folder = str(project.settings.base_dir)
-        key = (repr(project).replace(folder, "<the settings' folder>"), grafana)
-        for known, models, artifacts in _BUILDS:
-            if known == key:
-                assert _as_built(artifacts) == models, "a command changed the build it was handed"
-                return artifacts
-        artifacts = check(project, grafana=grafana)
-        if folder not in repr(artifacts):
-            _BUILDS.append((key, _as_built(artifacts), artifacts))
-            del _BUILDS[:-8]
-        return artifacts
-
-    monkeypatch.setattr(limits, "checked_build", checked_build)
-
-
 @pytest.fixture
 def run(cli, grafana, defaults_built_once, monkeypatch):
-    _builds_kept(monkeypatch)
+    builds_kept(monkeypatch)
 
     def invoke(*args, token=ADMIN, url=None):
         env = {"GRAFANA_URL": url or grafana.url, "GRAFANA_TOKEN": token}

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from generator import cli_publish
 from generator.clients.cloudwatch import WRITES as WRITE_APIS
+from generator.project import load_project
 from tests.support.fault_proxy import FaultProxy, Rule
 from tests.support.moto_server import shared_server
+from tests.support.projects import builds_kept, by_value
 
 NAMES = ["gpudash-gpu-cluster-by-pod", "gpudash-gpu-cluster-health", "gpudash-gpu-cluster-overview"]
 
@@ -29,21 +30,11 @@ def moto():
     server.reset()  # moto's state is per process: leave none to the next test module
 
 
-_BUILT: dict = {}
-
-
 @pytest.fixture
 def built_once(monkeypatch):
-    """Each settings text is generated once per session: these tests are about publishing."""
-    generate = cli_publish._desired
-
-    def desired(config, csv, from_dir, grafana=True):
-        key = (Path(config).read_text() if config else None, csv, from_dir, grafana)
-        if key not in _BUILT:
-            _BUILT[key] = generate(config, csv, from_dir, grafana=grafana)
-        return _BUILT[key]
-
-    monkeypatch.setattr(cli_publish, "_desired", desired)
+    """A project equal by value to one this worker built before (its settings, counters and definitions, wherever its
+    folder) is built once: these tests are about publishing (tests/support/projects.builds_kept)."""
+    builds_kept(monkeypatch)
 
 
 PROJECT = "project: test\n"  # the settings' project name: what --prune may delete carries it
@@ -115,7 +106,7 @@ def aws(moto, cli, monkeypatch, built_once, tmp_path):
     return client, apply
 
 
-_PUBLISHED: dict = {}  # (settings text, arguments) -> moto's CloudWatch state right after that first apply
+_PUBLISHED: dict = {}  # (project by value, arguments) -> moto's CloudWatch state right after that first apply
 
 
 def _cloudwatch_state():
@@ -131,14 +122,14 @@ _STATE = ("alarms", "dashboards", "metric_data", "paged_metric_data", "insight_r
 @pytest.fixture
 def published(aws, moto):
     """`published(*args)` leaves in moto what `apply(*args)` leaves when it publishes into moto's empty
-    state: alarms with their tags and history, dashboards, datapoints. A worker's first test of a settings
-    text runs that apply (it must exit 0) and keeps a copy of moto's CloudWatch state; every later test
-    gets a fresh copy of that state instead of the apply's 50-odd requests. The apply is the same each
-    time (the same build into the same empty state), and moto keeps each request's outcome in these
-    objects alone, so the copy is the world the apply would leave.
+    state: alarms with their tags and history, dashboards, datapoints. A worker's first test of a project (its
+    settings, counters and definitions by value: tests/support/projects.by_value) runs that apply (it must exit 0)
+    and keeps a copy of moto's CloudWatch state; every later test gets a fresh copy of that state instead of the
+    apply's 50-odd requests. The apply is the same each time (the same build into the same empty state), and moto
+    keeps each request's outcome in these objects alone, so the copy is the world the apply would leave.
 
     `published(*args, settle=True)`: that, then what `settled(apply)` leaves after it (an apply of the test's
-    own settings, GPUDASH_CONFIG, without --prune), kept the same way by both settings texts: the same apply into
+    own settings, GPUDASH_CONFIG, without --prune), kept the same way by both projects: the same apply into
     the same state. Both applies go to moto directly, as a test's own first apply does before it injects a fault
     (a test's proxy, which has seen neither, counts what comes after)."""
     import copy
@@ -152,8 +143,8 @@ def published(aws, moto):
         assert not any(state["alarms"] or state["dashboards"] for state in _cloudwatch_state().values()), \
             "published() starts a test: moto must still be empty"
         config = args[args.index("--config") + 1] if "--config" in args else os.environ["GPUDASH_CONFIG"]
-        key = (Path(config).read_text(), tuple(a for a in args if a != config),
-               Path(os.environ["GPUDASH_CONFIG"]).read_text() if settle else None)
+        key = (by_value(load_project(Path(config))), tuple(a for a in args if a != config),
+               by_value(load_project(Path(os.environ["GPUDASH_CONFIG"]))) if settle else None)
         if key not in _PUBLISHED:
             with pytest.MonkeyPatch.context() as patch:  # straight to moto: a test's proxy starts with this state
                 patch.setenv("AWS_ENDPOINT_URL", moto.url)

@@ -63,3 +63,47 @@ def bundled_panels(settings: str = "") -> dict[str, dict]:
 def bundled_panel(title: str, settings: str = "") -> dict:
     """The bundled panel `title` as `settings` render it (_rendered); a copy."""
     return copy.deepcopy(_rendered(settings)[title])
+
+
+_BUILDS: list = []  # (project by value, its Grafana models as built, artifacts): this worker's latest builds
+
+
+def _as_built(artifacts) -> str:
+    import json
+
+    return json.dumps([d.model for d in artifacts.grafana], default=repr)
+
+
+def by_value(project) -> str:
+    """A project's settings, counters and definitions compared by value: its repr, in which the settings' folder is
+    written as one placeholder (the same project in another folder reads the same)."""
+    return repr(project).replace(str(project.settings.base_dir), "<the settings' folder>")
+
+
+def builds_kept(monkeypatch) -> None:
+    """Commands build the settings they are given at every run (limits.checked_build), here many times over for the
+    same few settings files, and again in each test for settings alike but for the test's own folder: a project equal
+    to one built before (settings, counters and definitions compared by value: their repr, in which the settings'
+    folder is written as one placeholder) gets that build back, as building it again gives (a build depends on the
+    project alone). The project itself is loaded at every run, as the command loads it. Only a build that names no
+    folder of its settings anywhere is kept (built in another folder, it is the same build). Anything else is built
+    as the command does; a build that is refused raises every time (nothing is kept). The Grafana models a command
+    was handed must come back unchanged."""
+    from generator import limits
+
+    check = limits.checked_build
+
+    def checked_build(project, grafana=True):
+        folder = str(project.settings.base_dir)
+        key = (by_value(project), grafana)
+        for known, models, artifacts in _BUILDS:
+            if known == key:
+                assert _as_built(artifacts) == models, "a command changed the build it was handed"
+                return artifacts
+        artifacts = check(project, grafana=grafana)
+        if folder not in repr(artifacts):
+            _BUILDS.append((key, _as_built(artifacts), artifacts))
+            del _BUILDS[:-8]
+        return artifacts
+
+    monkeypatch.setattr(limits, "checked_build", checked_build)
