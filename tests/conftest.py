@@ -18,17 +18,24 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE = Path(os.environ.get("GPUDASH_REFERENCE", REPO.parent / "shared" / "reference"))
 
 
-# The test files that take longest (ordered by how long each held a worker in whole-suite runs with five workers),
-# most of it waiting (servers starting, Prometheus scraping, Chromium, subprocesses) or moto's CloudWatch, start first:
+# The test files that take longest (ordered by how long each held a worker in whole-suite runs with five workers;
+# GPUDASH_SUITE_CPU records it per file, benchmarks/suite.py prints the longest), most of it waiting (servers
+# starting, Prometheus scraping, Chromium, subprocesses), moto's CloudWatch or promtool, start first:
 # `make test` runs one file per worker at a time (pytest-xdist, in this order with --no-loadscope-reorder),
 # so no worker is left with one of them alone at the end while the others idle.
 # A file missing from this list keeps its place after them; the order does not change what any test asserts.
-START_FIRST = ("test_pod_lookback_restart.py", "test_data_missing.py", "test_data_missing_daemonsets.py",
-               "test_cloudwatch_projects.py", "test_cloudwatch_ownership.py", "test_verify.py",
-               "test_grafana_push.py", "test_grafana_faults.py", "test_gauge_twins.py", "test_grafana_claims.py",
+START_FIRST = ("test_pod_lookback_restart.py", "test_data_missing.py", "test_counter_copies_flapping.py",
+               "test_data_missing_daemonsets.py", "test_cloudwatch_projects.py", "test_cloudwatch_ownership.py",
+               "test_verify.py", "test_copy_choice_hostile.py", "test_grafana_push.py", "test_grafana_faults.py",
+               "test_gauge_twins.py", "test_counter_copies_hostile.py", "test_grafana_claims.py",
                "test_mixed_fleet_twins.py", "test_cloudwatch_write_retries.py", "test_evaluation_range_rules.py",
                "test_cloudwatch_write_proof.py", "test_shared_gpu_counters.py", "test_prometheus_rules.py",
-               "test_ci_workflow.py", "test_container_insights_fleet_churn.py", "test_cloudwatch_mig.py",
+               "test_ci_workflow.py", "test_pod_lookback_energy_rename.py", "test_pod_copy_review.py",
+               "test_pod_lookback_upgrade.py", "test_copy_choice_pod_like_nodes.py", "test_pod_lookback.py",
+               "test_pod_lookback_share_failed_scrape.py", "test_node_variable.py", "test_pod_lookback_blank.py",
+               "test_recorded_periods.py", "test_cloudwatch_rollout_twins.py", "test_pod_query_forms.py",
+               "test_pod_lookback_overlap.py", "test_pod_lookback_two_exporters.py",
+               "test_container_insights_fleet_churn.py", "test_cloudwatch_mig.py",
                "test_scrape_with_prometheus.py", "test_cloudwatch_truth.py", "test_benchmarks.py",
                "test_cloudwatch_evidence.py", "test_cloudwatch_exact_rates.py", "test_input_robustness.py",
                "test_container_insights_data_missing.py",

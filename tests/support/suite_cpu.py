@@ -1,7 +1,8 @@
 """Where the suite's CPU goes, recorded when GPUDASH_SUITE_CPU names a file (benchmarks/suite.py sets it).
 
-Each test process that runs tests appends one JSON line per test file ({"file", "self", "children"}: its own user +
-system CPU and that of the processes it waited for while the file ran) and one per process it waited for ({"command",
+Each test process that runs tests appends one JSON line per test file ({"file", "self", "children", "held"}: its own
+user + system CPU and that of the processes it waited for while the file ran, and the seconds the file held the
+process: what orders tests/conftest.py's START_FIRST) and one per process it waited for ({"command",
 "cpu"}: os.wait4's usage of that process and of those it waited for: a promtool run, a Prometheus, a Python
 subprocess). The xdist controller records nothing: its waits are the workers themselves. Unset, nothing is patched."""
 
@@ -12,6 +13,7 @@ import os
 import resource
 import subprocess
 import threading
+import time
 
 _LOCK = threading.Lock()
 
@@ -20,7 +22,7 @@ class SuiteCpu:
     def __init__(self, path: str):
         self.path = path
         self.file: str | None = None
-        self.start = (0.0, 0.0)
+        self.start = (0.0, 0.0, 0.0)
         self._patch_waits()
 
     def _write(self, record: dict) -> None:
@@ -44,14 +46,15 @@ class SuiteCpu:
         subprocess.Popen._try_wait = try_wait
 
     @staticmethod
-    def _usage() -> tuple[float, float]:
+    def _usage() -> tuple[float, float, float]:
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+        return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime, time.monotonic()
 
     def _file_done(self) -> None:
         if self.file is not None:
-            own, children = self._usage()
-            self._write({"file": self.file, "self": own - self.start[0], "children": children - self.start[1]})
+            own, children, now = self._usage()
+            self._write({"file": self.file, "self": own - self.start[0], "children": children - self.start[1],
+                         "held": now - self.start[2]})
             self.file = None
 
     def pytest_runtest_protocol(self, item, nextitem):
