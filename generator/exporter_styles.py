@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .promql_text import one_of
+from .promql_text import one_of, regex_literal
 
 EXPORTER_PORT = 9400
 METRICS_PATH = "/metrics"
@@ -73,6 +73,23 @@ def _named_daemonsets(settings, cluster) -> tuple[tuple[str, str], ...]:
     found = [(namespace, exporter_daemonset(settings, cluster))]
     found += [tuple(entry.split("/", 1)) if "/" in entry else (namespace, entry) for entry in more]
     return tuple(dict.fromkeys(found))
+
+
+# Kubernetes names a DaemonSet's pod `<DaemonSet>-` and five characters of its generated names' alphabet
+# (k8s.io/apimachinery util/rand), the prefix cut to 58 characters so that the name fits in 63 (apiserver's
+# names.SimpleNameGenerator).
+GENERATED_SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"
+GENERATED_PREFIX_LENGTH = 58
+
+
+def exporter_pod_names(settings) -> str:
+    """An RE2 pattern of the names Kubernetes gives the pods of every exporter DaemonSet the settings name (the
+    fleet's and each cluster's, named_daemonsets): what an exporter given no NODE_NAME writes for its node (its pod's
+    hostname), the evidence promql.gpu_names ranks such a name by."""
+    names = dict.fromkeys(name for cluster in (None, *settings.clusters)
+                          for _, name in named_daemonsets(settings, cluster))
+    prefixes = "|".join(dict.fromkeys(regex_literal(f"{name}-"[:GENERATED_PREFIX_LENGTH]) for name in names))
+    return f"({prefixes}){GENERATED_SUFFIX}"
 
 
 def exporter_namespaces(settings, cluster=None) -> list[str]:

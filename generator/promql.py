@@ -44,11 +44,12 @@ from dataclasses import dataclass, replace
 
 from .build_memo import BuildMemo
 from .blanks import COUNTER_READING_FLOOR, INCREASE_FLOOR, READING_FLOOR, short
+from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog)
 from .model import Query
 from .promql_text import quoted
-from .series_labels import uuid_label
+from .series_labels import SCRAPED_NODE, uuid_label
 from .settings import Labels
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
@@ -329,14 +330,29 @@ def spelled(labels: Labels) -> list[list[str]]:
             for k, source in enumerate(sources)]
 
 
-# A DaemonSet pod's name, as Kubernetes generates it (the DaemonSet's name, "-", five characters of its generated names'
-# alphabet, k8s.io/apimachinery's util/rand): what an exporter given no NODE_NAME writes for its node (its pod's
-# hostname). gpu_names ranks a GPU's copies by their spelling's place (PLACE_RANK each), then a copy spelling the node
-# so below one naming it otherwise in the same spelling (POD_LIKE_RANK), then by freshness (0.5): a pod's name is no
-# node's name however fresh (at the last of 12 evaluations a copy of the pod's name read within the rule's step
-# outranked the node's read a few seconds before), and no rank within a place reaches the next place.
-POD_LIKE = ".+-[bcdfghjklmnpqrstvwxz2456789]{5}"
-PLACE_RANK, POD_LIKE_RANK = 2, 1
+# A name spelled like a DaemonSet pod's, as Kubernetes generates them (a name, "-", five characters of its generated
+# names' alphabet): what an exporter given no NODE_NAME writes for its node (its pod's hostname), but also the shape of
+# real node names (Cluster API machines `<cluster>-md-0-<hash>-<5>`, Karpenter node claims `<nodepool>-<5>`, OpenShift
+# machines). gpu_names ranks a GPU's copies by their spelling's place (PLACE_RANK each), then in one spelling by the
+# evidence that a name is an exporter's pod's: one of the pod names of the exporter DaemonSets the settings name
+# (Labels.exporter_pods: EXPORTER_POD_RANK), else the shape alone (POD_LIKE_RANK), then by freshness (0.5): a pod's name
+# is no node's name however fresh (at the last of 12 evaluations a copy of the pod's name read within the rule's step
+# outranked the node's read a few seconds before), a node named like a pod is taken before a name its DaemonSet's pods
+# are given, and no rank within a place reaches the next place.
+POD_LIKE = ".+-" + GENERATED_SUFFIX
+PLACE_RANK, POD_LIKE_RANK, EXPORTER_POD_RANK = 3, 1, 2
+
+
+def _pod_tiers(source: str, exporter_pods: str | None) -> tuple[tuple[int, list[str]], ...]:
+    """(rank, matchers) of the copies of one node spelling (`source`) by what tells its value to be an exporter pod's
+    name, each copy ranked by the first tier that holds it (gpu_names joins them with `or`, which keeps a series of
+    the first): the name of a pod of a known exporter DaemonSet (`exporter_pods`, whose names all have the shape), the
+    shape alone, none. The node gpudash's scrape job writes (SCRAPED_NODE) is no pod's name: one tier."""
+    if source == SCRAPED_NODE:
+        return ((0, []),)
+    shaped = (POD_LIKE_RANK, [f"{source}=~{quoted(POD_LIKE)}"])
+    known = ((EXPORTER_POD_RANK, [f"{source}=~{quoted(exporter_pods)}"]),) if exporter_pods else ()
+    return (*known, shaped, (0, []))
 
 
 def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: str, labels: Labels,
@@ -347,10 +363,15 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     last scrape interval (`resolution`). Mid-upgrade the old exporter may write its own pod's name into Hostname while
     the new one writes the node into hostname (or gpudash's scrape job the node into node): the node wins, and after a
     rollout the new exporter's spelling wins once the old one has no sample left in the interval. Of two copies of one
-    spelling naming the GPU apart, one spelled like a DaemonSet pod's name (POD_LIKE: an old exporter writing its own
-    pod's name into Hostname, the new one, given NODE_NAME, the node) ranks below the other, whichever is fresher; two
-    spelled alike otherwise (neither or both like a pod's name: a node's short and full names) tie, and one of them is
-    shown, not always the same one (PromQL has no order of label values). `node` (a regex): only the copies whose node
+    spelling naming the GPU apart (an old exporter writing its own pod's name into Hostname, the new one, given
+    NODE_NAME, the node), one named like a pod of an exporter DaemonSet the settings name (labels.exporter_pods: the
+    evidence) ranks below one named otherwise, and where neither is, one spelled like any DaemonSet pod's name
+    (POD_LIKE: the shape alone, for a DaemonSet the settings do not name) below one that is not, whichever is fresher;
+    a node whose own name has the shape (a Cluster API machine's) is named by it before its exporter's pod. Two copies
+    ranking alike otherwise (a node's short and full names; an unnamed DaemonSet's pod beside a node of the shape) tie,
+    and one of them is shown, not always the same one (PromQL has no order of label values). gpudash's scrape job and
+    ServiceMonitor write the node the exporter's pod runs on into `node`, the first spelling: there the GPU is named
+    by it whatever Hostname holds. `node` (a regex): only the copies whose node
     spelling matches it (node_matchers). Without `span` (a gauge panel): the copies the instant selector reads (a
     sample within its lookback, not marked stale: those a gauge's value is read from), by spelling alone (one selector
     per spelling, where the span's two ranges each cost a gauge panel about a third more Prometheus CPU)."""
@@ -360,14 +381,13 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     for k, branch in enumerate(spelled(labels)):
         named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
         source = labels.node_sources[k]
-        # the k-th spelling: a node's name, then a DaemonSet pod's (each copy read by one of the two selectors)
+        # the k-th spelling: an exporter pod's name, then one shaped like a pod's, then any other (_pod_tiers)
         place = k * PLACE_RANK
-        for rank, like in ((place, "!~"), (place + POD_LIKE_RANK, "=~")) if k < last else ((place, None),):
-            pod_like = [f"{source}{like}{quoted(POD_LIKE)}"] if like else []
+        for rank, pod_like in _pod_tiers(source, labels.exporter_pods) if k < last else ((0, []),):
             each = selector(metric, [*matchers, *branch, *named, *pod_like])
-            terms.append(f"{each} * 0 - {rank:g}" if span is None else
+            terms.append(f"{each} * 0 - {place + rank:g}" if span is None else
                          f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "
-                         f"present_over_time({each}[{span}]) * 0) - {rank:g}")
+                         f"present_over_time({each}[{span}]) * 0) - {place + rank:g}")
     ranked = terms[0] if len(terms) == 1 else "(" + " or ".join(f"({term})" for term in terms) + ")"
     gpu = (labels.cluster, GPU_LABEL, "gpu")
     named = f"max by ({_listed((*gpu, labels.node))}) ({identified(coalesce_node(ranked, labels), labels)})"

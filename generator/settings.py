@@ -21,6 +21,7 @@ import yaml
 
 from .catalog import VIRTUAL_GPU_COPY_LABELS
 from .errors import InputError
+from .exporter_styles import exporter_pod_names
 from .markers import REQUIRED_DIMENSIONS
 from .names import KUBE_STATE_METRICS_JOB
 from .quick_schema import conforms
@@ -78,6 +79,9 @@ class Labels:
     # Labels a pod's copy of a GPU's series may carry besides the workload's (exporter.virtual_gpus: the pod's
     # UID and shared replica); with them, the per-process fields' copies hold each pod's share.
     copies: tuple[str, ...] = ()
+    # An RE2 pattern of the names of the exporter DaemonSets' pods (exporter_styles.exporter_pod_names): a node spelling
+    # matching it is an exporter's own pod name, not a node's (promql.gpu_names). None: no DaemonSet known.
+    exporter_pods: str | None = None
 
     @classmethod
     def from_settings(cls, document: dict[str, Any], virtual_gpus: bool = False) -> "Labels":
@@ -950,9 +954,10 @@ def parse_settings(text: str, source: str, base_dir: Path, origin: str = "given"
                              hint="generate those clusters from two settings files, each with its own --out folder")
         seen[cluster.name] = folded[cluster.name.casefold()] = index
     _cluster_labels_checked(clusters, document["labels"]["cluster"], source, node)
-    return Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
-                    labels=Labels.from_settings(document["labels"], document["exporter"].get("virtual_gpus", False)),
-                    origin=origin, **_sections(document))
+    settings = Settings(source=source, base_dir=base_dir, raw=document, clusters=clusters,
+                        labels=Labels.from_settings(document["labels"], document["exporter"].get("virtual_gpus", False)),
+                        origin=origin, **_sections(document))
+    return replace(settings, labels=replace(settings.labels, exporter_pods=exporter_pod_names(settings)))
 
 
 def _cluster_labels_checked(clusters: tuple[Cluster, ...], label: str, source: str, node: yaml.Node | None) -> None:

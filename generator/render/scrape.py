@@ -23,7 +23,7 @@ from ..exporter_styles import (EXPORTER_PORT, METRICS_PATH, ExporterStyle, expor
 from ..promql import MIG_INSTANCE_LABEL
 from ..markers import KUBERNETES_MANAGED_BY, NAMESPACE_DIMENSION, POD_DIMENSION
 from ..names import KUBE_STATE_METRICS_JOB, SERVICE_MONITOR
-from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META
+from ..series_labels import GENERATION_META, OLD_WORKLOAD, REVISION_LABEL, REVISION_META, SCRAPED_NODE
 from ..settings import Cluster, Settings, interval_seconds
 
 GPU_ID, OLD_GPU_ID = "UUID", "uuid"  # the label of a GPU's UUID, and its name with --use-old-namespace
@@ -83,7 +83,7 @@ def scrape_job(settings: Settings, cluster: Cluster | None = None) -> dict[str, 
                "action": "replace"}
               for meta, value, service in dict.fromkeys((style.pod_label_meta, style.pod_label[1], style.service)
                                                         for style in styles if style.service != exporter.service)),
-            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node", "action": "replace"},
+            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": SCRAPED_NODE, "action": "replace"},
             {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "exporter_pod", "action": "replace"},
         ],
         "metric_relabel_configs": [
@@ -294,7 +294,7 @@ def service_monitor(settings: Settings, style: ExporterStyle | None = None) -> d
                 "interval": settings.scrape.interval,
                 "honorLabels": True,
                 "relabelings": [
-                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},
+                    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": SCRAPED_NODE, "action": "replace"},
                     {"sourceLabels": ["__meta_kubernetes_pod_name"], "targetLabel": "exporter_pod",
                      "action": "replace"},
                     {"regex": "|".join(TARGET_WORKLOAD_LABELS), "action": "labeldrop"},

@@ -380,8 +380,8 @@ def test_a_firing_temperature_alert_keeps_one_identity_over_copies_reading_alike
 # node, worker-3, in Hostname, as an exporter given NODE_NAME writes it), both fresh at every step, reading alike; the
 # node's name sorts after the pod's (Prometheus' order of series decides no tie here) ---
 
-def _one_spelling(old: bool, node: str = "worker-3") -> str:
-    labels = (f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},Hostname="{OLD_POD if old else node}",'
+def _one_spelling(old: bool, node: str = "worker-3", pod: str = OLD_POD) -> str:
+    labels = (f'gpu="0",UUID="GPU-n3-0",device="nvidia0",{COMMON},Hostname="{pod if old else node}",'
               f'container="main",namespace="ml",pod="p"')
     return "".join(f"# TYPE {metric} gauge\n{metric}{{{labels}}} {value:g}\n"
                    for metric, value in zip(METRICS, (30000, 50000, 50, 150, 99)))

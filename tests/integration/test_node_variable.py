@@ -26,8 +26,8 @@ def overlap(tmp_path_factory):
         yield scene
 
 
-def _node_variables(tmp_path: Path) -> dict[str, dict]:
-    (tmp_path / "gpudash.yaml").write_text("")
+def _node_variables(tmp_path: Path, settings: str = "") -> dict[str, dict]:
+    (tmp_path / "gpudash.yaml").write_text(settings)
     return {dashboard.model["title"]: next(v for v in dashboard.model["templating"]["list"] if v["name"] == "node")
             for dashboard in grafana_dashboards(load_project(tmp_path / "gpudash.yaml"))}
 
