@@ -70,12 +70,16 @@ test:
 	@$(MAKE) --no-print-directory -j2 $(COLLECTED) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $$(( 2 * $$(nproc) + 1 )) --dist loadfile --no-loadscope-reorder
 
+# Each script prints its own figures and appends issue 13's rows to GPUDASH_BENCH_FIGURES; summary.py prints them last.
+bench: export GPUDASH_BENCH_FIGURES := $(abspath $(VENV))/bench-figures.jsonl
 bench: $(TEST_STAMP)
+	@rm -f "$$GPUDASH_BENCH_FIGURES"
 	$(BIN)/python benchmarks/generate.py
 	$(BIN)/python benchmarks/alarms.py
 	$(BIN)/python benchmarks/publish.py
 	$(BIN)/python benchmarks/verify.py
 	$(BIN)/python benchmarks/suite.py
+	$(BIN)/python benchmarks/summary.py
 
 # Minutes, not seconds: a fleet's history backfilled into a real Prometheus, then every counter panel and rule timed.
 bench-queries: $(TEST_STAMP)

@@ -11,6 +11,7 @@ Every run is a fresh process (imports included), as a user or CI pays for it; th
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -23,6 +24,9 @@ from pathlib import Path
 # (tests/integration/test_benchmarks.py); its figures then mean nothing.
 SMOKE = os.environ.get("GPUDASH_BENCH_SMOKE") == "1"
 RUNS = 1 if SMOKE else 5
+# Where each script appends the rows of issue 13's table it measured (`record`), which benchmarks/summary.py prints
+# last in `make bench`: every figure and its target in one table, from one run.
+FIGURES = os.environ.get("GPUDASH_BENCH_FIGURES")
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,16 @@ def measure_pair(first: list[str], second: list[str], runs: int = RUNS, **kwargs
 def median_seconds(command: list[str], runs: int = RUNS, **kwargs) -> float:
     """Median wall time of `command` over `runs` runs (keyword arguments: env, cwd)."""
     return measure(command, runs, **kwargs).seconds
+
+
+def record(figure: str, measured: str, target: str = "", met: bool | None = None) -> None:
+    """One row of the summary table (benchmarks/summary.py): the figure, what this run measured, the target or anchor
+    it is judged against, and whether it met it (None: a figure without a target). Nothing without
+    GPUDASH_BENCH_FIGURES."""
+    if FIGURES:
+        with open(FIGURES, "a", encoding="utf-8") as rows:
+            rows.write(json.dumps({"figure": figure, "measured": measured, "target": target, "met": met,
+                                   "load": os.getloadavg()[0]}) + "\n")
 
 
 def reference_dir() -> Path:

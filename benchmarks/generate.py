@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import RUNS, SMOKE, measure, measure_pair  # noqa: E402
+from _timing import RUNS, SMOKE, measure, measure_pair, record  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -153,6 +153,9 @@ def main() -> None:
         row(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} panels (Grafana and CloudWatch)", str(many),
             f"plain grafana-foundation-sdk script: {sdk} (ratio {many.seconds / sdk.seconds:.1f}; "
             f"CPU {many.cpu_seconds / sdk.cpu_seconds:.1f})")
+        record(f"`generate`, {DASHBOARDS:,} dashboards × {PANELS} panels", str(many),
+               f"≤ 2.5 × a plain grafana-foundation-sdk script, {sdk}: ratio {many.seconds / sdk.seconds:.2f} "
+               f"(CPU {many.cpu_seconds / sdk.cpu_seconds:.2f})", many.seconds <= 2.5 * sdk.seconds)
 
         (root / "bench.dashboard.py").write_text(textwrap.dedent(GRAFANALIB.format(metrics=METRICS[:8])))
         one, grafanalib = measure_pair(generate(configs["one dashboard"], root / "b2"),
@@ -161,6 +164,9 @@ def main() -> None:
         row("`generate`, one 8-panel dashboard", str(one),
             f"grafanalib's `generate-dashboard`: {grafanalib} (ratio {one.seconds / grafanalib.seconds:.2f}; "
             f"CPU {one.cpu_seconds / grafanalib.cpu_seconds:.2f})")
+        record("`generate`, one 8-panel dashboard", str(one),
+               f"≤ grafanalib's `generate-dashboard`, {grafanalib}: ratio {one.seconds / grafanalib.seconds:.2f} "
+               f"(CPU {one.cpu_seconds / grafanalib.cpu_seconds:.2f})", one.seconds <= grafanalib.seconds)
 
         small, large = measure_pair(generate(configs["few clusters"], root / "b3"),
                                     generate(configs["many clusters"], root / "b4"))
@@ -168,6 +174,9 @@ def main() -> None:
         row(f"`generate`, {MANY:,} clusters", f"{large}, {large.peak_mib:.0f} MiB",
             f"×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (CPU ×"
             f"{large.cpu_seconds / small.cpu_seconds:.1f}; linear: ≤ ×{MANY // FEW})")
+        record(f"`generate`, {MANY:,} clusters", f"{large}, {large.peak_mib:.0f} MiB",
+               f"< 2 s and linear: ×{large.seconds / small.seconds:.1f} the time of {FEW:,} clusters (≤ ×{MANY // FEW})",
+               large.seconds < 2 and large.seconds <= MANY // FEW * small.seconds)
         own = measure(generate(configs["many clusters, own Prometheus"], root / "b5"))
         row(f"`generate`, {MANY:,} clusters, each its own Prometheus (no prometheus_label) and two exporter "
             "DaemonSets", f"{own}, {own.peak_mib:.0f} MiB", f"×{own.cpu_seconds / large.cpu_seconds:.1f} the CPU of "

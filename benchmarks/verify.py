@@ -15,7 +15,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._timing import RUNS, SMOKE, measure, reference_dir, run_printing  # noqa: E402
+from benchmarks._timing import RUNS, SMOKE, measure, record, reference_dir, run_printing  # noqa: E402
 from generator.artifacts import build  # noqa: E402
 from generator.output import SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
@@ -92,6 +92,8 @@ def main() -> None:
           f"({verdict} the {TARGET_SECONDS} s target)")
     for group, timing in alone.items():
         print(f"  {group} group alone: {timing}")
+    record(f"`gpudash verify`, 4 groups ({len(checks)} checks), healthy local stack", str(whole),
+           f"≤ {TARGET_SECONDS} s", whole.seconds <= TARGET_SECONDS)
     for warning in warned:
         print(f"  warning: {warning}")
 

@@ -5,6 +5,7 @@ command's signature changed under benchmarks/publish.py.)"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,7 +33,15 @@ PRINTS = {
     "rules.py": ["### 11 GPUs", "| xid-error | ", "| gpu-temp-critical 2 of 3 missing | ", " recording + "],
     "sdk_dashboards.py": [],
     "suite.py": ["make test on a fresh clone: skipped"],
+    "summary.py": ["no figures recorded"],
     "verify.py": ["gpudash verify, 4 groups", "median of 1 (", "cloudwatch group alone:"],
+}
+# The rows of issue 13's table each script appends for benchmarks/summary.py (GPUDASH_BENCH_FIGURES), at this size.
+RECORDS = {
+    "generate.py": ["`generate`, 2 dashboards × 2 panels", "`generate`, one 8-panel dashboard", "`generate`, 2 clusters"],
+    "publish.py": ["first `apply`, 1 clusters (", "no-op `apply`, 1 clusters (", "first `apply`, 2 clusters in 2 Regions"],
+    "verify.py": ["`gpudash verify`, 4 groups"],
+    "suite.py": ["`make test` on a fresh clone"],
 }
 NEEDS = {"queries.py": ("prometheus", "promtool"), "rules.py": ("prometheus", "promtool"), "verify.py": ("prometheus",)}
 
@@ -65,8 +74,9 @@ def test_the_script_runs_at_its_smallest_size(script, reference, tmp_path):
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed (`make services`)")
     arguments = [str(tmp_path / "out"), "2", "2"] if script == "sdk_dashboards.py" else ARGUMENTS.get(script, [])
+    figures = tmp_path / "figures.jsonl"
     env = {**os.environ, "GPUDASH_BENCH_SMOKE": "1", "GPUDASH_REFERENCE": str(reference),
-           **_real_pacing_recorded(tmp_path)}
+           **_real_pacing_recorded(tmp_path), **({"GPUDASH_BENCH_FIGURES": str(figures)} if script != "summary.py" else {})}
     env.pop("BENCH_SUITE", None)
     result = subprocess.run([sys.executable, str(BENCHMARKS / script), *arguments], capture_output=True, text=True,
                             env=env, cwd=tmp_path, timeout=300)
@@ -74,9 +84,30 @@ def test_the_script_runs_at_its_smallest_size(script, reference, tmp_path):
     assert "skipped benchmarks" not in result.stdout, result.stdout
     for text in PRINTS[script]:
         assert text in result.stdout, result.stdout
+    recorded = [json.loads(line)["figure"] for line in figures.read_text().splitlines()] if figures.exists() else []
+    assert [row for row in RECORDS.get(script, ()) if not any(figure.startswith(row) for figure in recorded)] == [], \
+        recorded
     # issue 13: only tests/integration/test_cloudwatch_apply.py's one test waits on the real pacer
     slept = (tmp_path / "real-sleeps").read_text().split() if (tmp_path / "real-sleeps").exists() else []
     assert slept == [], f"the script and the processes it ran slept {sum(map(float, slept)):.2f} s on the real " \
                         f"pacing and deadline clock"
     if script == "sdk_dashboards.py":
         assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["sdk-0.json", "sdk-1.json"]
+
+
+def test_the_summary_prints_each_recorded_figure_with_its_verdict(tmp_path):
+    """benchmarks/summary.py (the last step of `make bench`) prints every row the scripts recorded, in their order,
+    each with its target and whether it was met."""
+    figures = tmp_path / "figures.jsonl"
+    rows = [{"figure": "`generate`, 1,000 clusters", "measured": "2.31 s (CPU 2.02 s), 396 MiB", "target": "< 2 s",
+             "met": False},
+            {"figure": "no-op `apply`, 3 clusters (45 objects)", "measured": "0.74 s, 0 writes",
+             "target": "≤ 1.5 s, 0 writes", "met": True},
+            {"figure": "first `apply`, 10 clusters", "measured": "42.29 s, 150 writes", "target": "paced", "met": None}]
+    figures.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "summary.py")], capture_output=True, text=True,
+                            env={**os.environ, "GPUDASH_BENCH_FIGURES": str(figures)}, check=True)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert lines == ["| `generate`, 1,000 clusters | 2.31 s (CPU 2.02 s), 396 MiB | < 2 s | **not met** |",
+                     "| no-op `apply`, 3 clusters (45 objects) | 0.74 s, 0 writes | ≤ 1.5 s, 0 writes | met |",
+                     "| first `apply`, 10 clusters | 42.29 s, 150 writes | paced |  |"]
