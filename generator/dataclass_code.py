@@ -62,14 +62,18 @@ class _Cache:
         """Write the cache when this run compiled a text it did not hold (best effort, as bytecode)."""
         if not self.compiled or sys.dont_write_bytecode:
             return
-        codes = self.codes if len(self.codes) <= _KEEP else {text: self.codes[text] for text in self.used}
+        # copies taken at once (a thread left running at exit may still make a class): the texts this run used
+        # alone once the file would hold more than _KEEP
+        codes = dict(self.codes)
+        if len(codes) > _KEEP:
+            codes = {text: codes[text] for text in list(self.used) if text in codes}
         partial = f"{self.path}.{os.getpid()}.tmp"
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             with open(partial, "wb") as stream:
-                marshal.dump((_version(), codes), stream)
+                stream.write(marshal.dumps((_version(), codes)))
             os.replace(partial, self.path)  # whole or not at all, also beside another process writing it
-        except (OSError, ValueError):
+        except Exception:  # noqa: BLE001 - a cache that cannot be written is compiled again next time, as bytecode
             try:
                 os.unlink(partial)
             except OSError:

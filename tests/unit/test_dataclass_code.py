@@ -20,6 +20,8 @@ import dataclasses, json, sys
 from dataclasses import dataclass, field
 from generator import dataclass_code
 
+import os
+dataclass_code._KEEP = int(os.environ.get("GPUDASH_TEST_DATACLASS_KEEP", dataclass_code._KEEP))
 cache = dataclass_code.install(sys.argv[1])
 
 @dataclass(frozen=True)
@@ -112,3 +114,19 @@ def test_the_command_makes_its_dataclasses_through_the_cache():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"})
     assert int(done.stdout.split()[-1]) > 0  # the texts of the classes --help makes (settings, model, ...)
+
+
+def test_past_its_bound_the_cache_keeps_the_texts_the_run_used(tmp_path):
+    """A cache holding more than _KEEP texts (classes changed over many versions) is written back with only those
+    the run used, not grown further."""
+    cache = tmp_path / "codes.marshal"
+    first = _run(tmp_path, cache)
+    (version, texts) = marshal.loads(cache.read_bytes())
+    stale = {f"def __create_fn__():\n def f{n}(): pass\n return f{n}": marshal.dumps(compile("pass", "<string>", "exec"))
+             for n in range(50)}
+    cache.write_bytes(marshal.dumps((version, {**stale, **{t: c for t, c in list(texts.items())[1:]}})))
+    # one text missing: the run compiles it, and writes the file back; with _KEEP below what it holds, only what it used
+    result = _run(tmp_path, cache, env={"GPUDASH_TEST_DATACLASS_KEEP": "10"})
+    assert result["compiled"] == 1
+    kept = marshal.loads(cache.read_bytes())[1]
+    assert set(kept) == set(texts) and len(kept) == first["used"]
