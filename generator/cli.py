@@ -113,7 +113,8 @@ def _exit(code) -> None:
 def generate(config: str | None, csv: str | None, out: str, check: bool, force: bool, output: str) -> None:
     """Write every artifact into the output directory (atomically, with manifest.json)."""
     from .limits import checked_build
-    from .output import artifacts_record, differences as build_differences, encode, settings_record, write_files
+    from .output import (artifacts_record, differences as build_differences, encode, previous_stacks, settings_record,
+                         write_files)
 
     project = load_project_for(config, csv)
     made_with = settings_record(project.settings)
@@ -127,6 +128,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
         files = encode(artifacts)
         record = artifacts_record(artifacts)
         refused_templates = _over_template_quota(artifacts, files)
+        gone = sorted(set(previous_stacks(target)) - set(record["cloudformation"])) if not check else []
         # Only the files are left to write: letting the set go first keeps the process small while they
         # are written (with 1,000 clusters, the kernel's write time grew with the memory the process held).
         del artifacts
@@ -147,6 +149,7 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     from .data_missing import guessed_daemonset, unread_daemonset
     from .render.alarms import (METRICS_INSIGHTS_ALARM_QUOTA, foreign_topics, insights_alarm_counts, silent_alarms,
                                 unwatched_static_alarms)
+    from .names import shown as first_names
     from .render.cloudformation import QUOTA_FIX as TEMPLATE_QUOTA_FIX
     from .settings import unknown_regions, workload_rename_mix
     from .project import version_dependent_queries
@@ -175,6 +178,11 @@ def generate(config: str | None, csv: str | None, out: str, check: bool, force: 
     for path, over in refused_templates:
         click.echo(f"warning: {target / path}: {over}: CloudFormation refuses the template\n  fix: {TEMPLATE_QUOTA_FIX}",
                    err=True)
+    if gone:
+        click.echo(f"warning: {target}: the previous build's CloudFormation stacks {first_names(gone)} are no longer "
+                   f"written: a deployed one still declares its dashboards and alarms (a cluster that left, or a "
+                   f"part of a cluster now split over fewer templates, whose alarms another template now declares)\n"
+                   f"  fix: delete each with `aws cloudformation delete-stack` before deploying the build", err=True)
     for region, count in insights_alarm_counts(requests).items():
         if count > METRICS_INSIGHTS_ALARM_QUOTA:
             click.echo(f"warning: {count} Metrics Insights alarms in {region} exceed the default quota of "

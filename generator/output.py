@@ -308,6 +308,15 @@ def _owned(out: Path) -> bool:
     return not out.exists() or (out.is_dir() and (not any(out.iterdir()) or _gpudash_manifest(out / MANIFEST)))
 
 
+def previous_stacks(out: Path) -> list[str]:
+    """The CloudFormation stacks the build in `out` wrote (its manifest's record), before it is replaced: none when
+    `out` holds no gpudash build or its manifest records none."""
+    manifest = _gpudash_manifest(out / MANIFEST) if out.is_dir() else None
+    record = manifest.get("artifacts") if manifest else None
+    stacks = record.get("cloudformation") if isinstance(record, dict) else None
+    return [stack for stack in stacks if isinstance(stack, str)] if isinstance(stacks, list) else []
+
+
 def _gpudash_manifest(path: Path) -> dict | None:
     """The manifest.json that gpudash wrote (its `generator` names gpudash): another tool's manifest.json
     (a web app's, a package's) is no evidence that the folder is gpudash's to replace."""

@@ -123,3 +123,26 @@ def test_generate_and_lint_say_which_template_cloudformation_refuses(cli, projec
                                                       ("cloudformation/gpudash-cluster-c01.json", "warning")]
     assert built[0].message.startswith(f"{resources:,} resources (CloudFormation takes at most 500) and {size:,} "
                                        "bytes "), built
+
+
+def test_generate_names_the_stacks_the_previous_build_wrote_and_this_one_does_not(cli, project_dir, tmp_path):
+    """550 static per-pod targets split each cluster over 4 templates; with 250 it needs 2. Parts 3 and 4, deployed,
+    still declare the alarms that parts 1 and 2 now declare (their creation there fails while those stacks hold
+    them), and a cluster that left leaves its stack: generate names each stack the previous build in the folder wrote
+    and this one does not, with the fix (seen on main 9d75463: nothing said)."""
+    build = tmp_path / "build"
+    config = _static(project_dir, 550)
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0 and "no longer written" not in stderr, stderr
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))  # the same again: nothing gone
+    assert code == 0 and "no longer written" not in stderr, stderr
+    config.write_text(config.read_text().replace("  - {name: c01, region: us-east-1}\n", "").replace(
+        "static_pods: [" + "".join(f"ml/p{i}, " for i in range(300)), "static_pods: ["))
+    code, _, stderr = cli("generate", "--config", str(config), "--out", str(build))
+    assert code == 0, stderr
+    assert sorted(t.name for t in (build / "cloudformation").iterdir()) == ["gpudash-cluster-c00.json",
+                                                                           "gpudash-cluster2-c00.json"]
+    assert f"warning: {build}: the previous build's CloudFormation stacks gpudash-cluster-c01, gpudash-cluster2-c01, " \
+           f"gpudash-cluster3-c00, gpudash-cluster3-c01, gpudash-cluster4-c00 and 1 more are no longer written" \
+           in stderr, stderr
+    assert "fix: delete each with `aws cloudformation delete-stack` before deploying the build" in stderr
