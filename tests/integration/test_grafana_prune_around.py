@@ -169,3 +169,25 @@ def test_an_annotation_made_while_gpudash_saves_before_the_delete_is_not_deleted
         code, stdout, stderr = _push(run, "--config", pruning, "--prune", url=proxy.url)
     assert TEAM in grafana.state.dashboards and len(grafana.state.annotations) == 1, (code, stdout, stderr)
     assert code == 3 and "annotated by alice since the plan; not deleted" in stdout, (code, stdout)
+
+
+@pytest.mark.xfail(strict=True, reason="an answer Grafana filters by what the account may read is taken for all")
+@pytest.mark.parametrize("holder, read", [({"team": "noc"}, "teams:read"), ({"user": "alice"}, "org.users:read")],
+                         ids=["a team, account without teams:read", "a user, account without org.users:read"])
+def test_a_retired_dashboard_whose_permissions_grafana_filters_for_the_account_is_not_pruned_without_force(
+        grafana, run, tmp_path, holder, read):
+    """Grafana's answer of a dashboard's permissions leaves out, without a word, those held by a team the caller may
+    not read (teams:read: an Editor's service account has none; Grafana 10-12 always filter so), or by a user it may
+    not read (org.users:read: Grafana 9, and later with access control enforced). The NOC team is given View on the
+    retired dashboard; gpudash's account, the dashboard's Admin as its creator, reads its permissions but not the
+    team: the answer read as none and the prune deleted the dashboard with the team's access, exit 0. Refused without
+    --force, saying why; --force deletes it."""
+    pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
+    grafana.permit(TEAM, 1, **holder)
+    grafana.state.permissions[ADMIN] = {k: v for k, v in grafana.state.permissions[ADMIN].items() if k != read}
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune")
+    assert TEAM in grafana.state.dashboards and len(grafana.state.acl[TEAM]) == 2, (code, stdout, stderr)
+    assert code == 1 and json.loads(stdout)["refused"] == [TEAM], stdout
+    assert f"are not all shown to gpudash's account (it has no {read} over all of them" in stdout, stdout
+    code, stdout, stderr = _push(run, "--config", pruning, "--prune", "--force")
+    assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.acl, stderr

@@ -121,9 +121,14 @@ class State:
     # each token's permissions as GET /api/access-control/user/permissions lists them (action -> scopes); None: no
     # such endpoint (404, a Grafana before role-based access control). The annotations API reads them as Grafana
     # with annotationPermissionUpdate (its default) does: by the dashboard's or its folder's scope.
+    # An organization Admin's account reads every team, user and service account (teams:read, org.users:read,
+    # serviceaccounts:read over all of them); a Viewer's does not.
     permissions: dict[str, dict[str, list[str]] | None] = field(default_factory=lambda: {
-        token: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"]}
-        for token in (ADMIN, VIEWER)})
+        ADMIN: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"], "dashboards:read": ["dashboards:*"],
+                "teams:read": ["teams:*"], "org.users:read": ["users:*"],
+                "serviceaccounts:read": ["serviceaccounts:*"]},
+        VIEWER: {"annotations:read": ["annotations:*", "dashboards:*", "folders:*"],
+                 "dashboards:read": ["dashboards:*"]}})
     # the login of each token's account (Grafana's service accounts sign in as sa-<name>)
     logins: dict[str, str] = field(default_factory=lambda: {ADMIN: "gpudash-sa", VIEWER: "viewer-sa"})
 
@@ -521,7 +526,17 @@ class GrafanaTestServer(LoopbackServer):
                  "slug": _slug(title), "url": f"/d/{uid}/{_slug(title)}", "isFolder": False}
         answer = [{**e, **about, "inherited": True} for e in self.state.folder_acl.get(entry["folderUid"], [])]
         answer += [{**e, **about, "inherited": False} for e in own]
-        return 200, answer, path
+        # Grafana leaves out, without a word, the entries of a holder the caller may not read: a team without
+        # teams:read on it (resourcepermissions store, always), a user without org.users:read on it (Grafana 9, and
+        # later with access control enforced)
+        held = self.state.permissions.get(token) or {}
+
+        def readable(e: dict[str, Any]) -> bool:
+            action, target = (("teams:read", f"teams:id:{e['teamId']}") if e.get("teamId") else
+                              ("org.users:read", f"users:id:{e['userId']}") if e.get("userId") else (None, None))
+            return action is None or any(scope == target or (scope.endswith("*") and target.startswith(scope[:-1]))
+                                         for scope in held.get(action, []))
+        return 200, [e for e in answer if readable(e)], path
 
     def _playlists(self, query: dict[str, list[str]]):
         """GET /api/playlists: the organization's playlists (no items), at most `limit` (Grafana's default 1000)."""
