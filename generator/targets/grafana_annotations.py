@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..clients.grafana import ANNOTATIONS_READ, GrafanaClient
-from .grafana_around import Unread, attempt
+from .grafana_around import NO_PERMISSIONS, Unread, attempt
 
 READ = "annotations:read"
 
@@ -30,8 +30,7 @@ def unshown(client: GrafanaClient, uid: str, folder_uid: str | None, fresh: bool
     when its permissions (read again if `fresh`) show it does. A failed read of the permissions is raised."""
     permissions = client.permissions(fresh=True) if fresh else client.permissions()
     if permissions is None:
-        return ("Grafana lists no permissions of gpudash's account (no /api/access-control/user/permissions: a "
-                "Grafana before role-based access control, or a proxy in front of it)")
+        return NO_PERMISSIONS
     scopes = permissions.get(READ)
     if not scopes:
         return f"gpudash's account has no {READ} permission"

@@ -8,6 +8,11 @@ refused is said, never read as none.
 
 - Permissions: the dashboard's own entries (GET /api/dashboards/uid/<uid>/permissions, not `inherited` from its
   folder) other than the Admin Grafana gives the account that created it (setDefaultPermissions) were set by a person.
+  Grafana leaves out of that answer, instead of refusing, the entries of a holder the caller may not read: a team
+  without teams:read on it (always, with role-based access control), a user or service account without
+  org.users:read or serviceaccounts:read on it (Grafana 9; later where access control is enforced). The answer is
+  all of them only where gpudash's account's permissions (GET /api/access-control/user/permissions) read every team,
+  user and service account.
 - Playlists: every playlist (GET /api/playlists, then each one's items) is read; an item by the dashboard's uid or id
   picks it. An item by tag picks whatever carries the tag: the delete takes nothing of it.
 - Stars: Grafana answers an account only its own stars (GET /api/user/stars), so gpudash cannot see whether people
@@ -62,8 +67,34 @@ def granted(entries: list[dict[str, Any]], creator: str | None) -> list[str]:
                                                  and e.get("userId") and e.get("userLogin") == creator))
 
 
-def read_granted(client: GrafanaClient, uid: str, creator: str | None) -> list[str] | Unread:
-    return attempt(lambda: granted(client.dashboard_permissions(uid), creator))
+NO_PERMISSIONS = ("Grafana lists no permissions of gpudash's account (no /api/access-control/user/permissions: a "
+                  "Grafana before role-based access control, or a proxy in front of it)")
+# what an account must read over every holder for Grafana's answer of a dashboard's permissions to hold all of them
+HOLDER_READS = (("teams:read", "teams:id:"), ("org.users:read", "users:id:"),
+                ("serviceaccounts:read", "serviceaccounts:id:"))
+
+
+def unlisted(permissions: dict[str, list[str]] | None) -> str | None:
+    """Why Grafana's answer of a dashboard's permissions may leave some out for an account with `permissions`
+    (action -> scopes; None: Grafana lists none); None where it reads every team, user and service account."""
+    if permissions is None:
+        return NO_PERMISSIONS
+    missing = [action for action, prefix in HOLDER_READS
+               if not any(scope.endswith("*") and prefix.startswith(scope[:-1])
+                          for scope in permissions.get(action, []))]
+    return f"it has no {', '.join(missing)} over all of them" if missing else None
+
+
+def read_granted(client: GrafanaClient, uid: str, creator: str | None, fresh: bool = False) -> list[str] | Unread:
+    """The permissions a person set on the dashboard (`granted`), or Unread: the answer may leave some out for
+    gpudash's account (`unlisted`, its permissions read again if `fresh`), or the read failed or was refused."""
+    def read() -> list[str] | Unread:
+        why = unlisted(client.permissions(fresh=True) if fresh else client.permissions())
+        if why is not None:
+            return Unread(f"are not all shown to gpudash's account ({why}): Grafana leaves out those of a team, user "
+                          "or service account the account may not read instead of refusing")
+        return granted(client.dashboard_permissions(uid), creator)
+    return attempt(read)
 
 
 def read_playlists(client: GrafanaClient) -> dict[str, dict[str, Any]] | Unread:

@@ -447,8 +447,9 @@ def _lost_public(public: dict[str, Any] | None | Unread) -> str | None:
 def _lost_permissions(grants: list[str] | Unread) -> str | None:
     if isinstance(grants, Unread):
         return (f"the permissions set on it, which Grafana deletes with it, {grants.why}; gpudash's account needs "
-                "dashboards.permissions:read on it (Admin on the dashboard or its folder); --prune --force deletes it "
-                "with any")
+                "dashboards.permissions:read on it (Admin on the dashboard or its folder) and teams:read, "
+                "org.users:read and serviceaccounts:read over all of them (an organization Admin's); --prune --force "
+                "deletes it with any")
     return (f"a person gave permissions on it ({'; '.join(grants[:5])}{' ...' if len(grants) > 5 else ''}), which "
             "Grafana deletes with it; --prune --force deletes them with it") if grants else None
 
@@ -759,7 +760,8 @@ def _made_since_plan(client: GrafanaClient, change: Change, folder_uid: str, liv
     public = attempt(lambda: client.public_dashboard(uid))
     if not isinstance(public, Unread):  # the plan recorded the uid of the one it read (a dashboard has one at most)
         public = [shared(public)] if public is not None and public["uid"] != before.get("public") else []
-    grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"))
+    # the account's permissions were read again above unless the plan could not read the annotations
+    grants = read_granted(client, uid, (live.get("meta") or {}).get("createdBy"), fresh=planned_notes == UNREAD)
     playlists = read_playlists(client)
     picks = playlists if isinstance(playlists, Unread) else picking(playlists, uid, now_id)
     for found, planned, what, which in (

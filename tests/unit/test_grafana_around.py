@@ -33,3 +33,15 @@ def test_a_playlist_picks_a_dashboard_by_uid_or_id_not_by_tag():
                                                    {"type": "dashboard_by_id", "value": "421"}]}}
     assert picking(playlists, "gpudash-x", 42) == ["'noc' (pl1)", "'wall' (pl2)"]
     assert picking(playlists, "gpudash-y", 7) == []
+
+
+def test_an_answer_of_permissions_holds_all_of_them_only_for_an_account_reading_every_holder():
+    """Grafana leaves out the entries of a team, user or service account the caller may not read: only scopes over
+    all of them (a wildcard) make its answer all of them; one team's scope does not."""
+    from generator.targets.grafana_around import unlisted
+
+    admin = {"teams:read": ["teams:*"], "org.users:read": ["users:id:*"], "serviceaccounts:read": ["*"]}
+    assert unlisted(admin) is None
+    assert unlisted({**admin, "teams:read": ["teams:id:5"]}) == "it has no teams:read over all of them"
+    assert unlisted({"teams:read": ["teams:*"]}) == "it has no org.users:read, serviceaccounts:read over all of them"
+    assert unlisted(None).startswith("Grafana lists no permissions of gpudash's account")
