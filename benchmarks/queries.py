@@ -6,7 +6,8 @@ openmetrics`, as the tests do), holding every metric the timed queries read: eac
 or increase of, and every metric of the alert rules. Then each such query is timed as Grafana sends it, its
 variables at All:
 
-- a counter panel drawn by a range query over 6 h, 24 h and 7 d (as far as the data reaches), at the step Grafana
+- a counter panel drawn by a range query over 6 h, 24 h and 7 d (a rate panel reads its counter's recording: the
+  rule group gpudash-counters written over the history with `promtool tsdb create-blocks-from rules`) (as far as the data reaches), at the step Grafana
   picks for a graph of about 300 points (`generator.preview.interpolate.step_for`, never below the scrape
   interval), with `$__rate_interval` as Grafana makes it;
 - a panel of an increase over the selected range (an instant query at the range's end, `$__range` the range);
@@ -38,11 +39,13 @@ from pathlib import Path
 from typing import Iterator
 
 import requests
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.artifacts import build, grafana_dashboards  # noqa: E402
+from generator.names import COUNTER_GROUP  # noqa: E402
 from generator.preview.interpolate import Window, interpolate, step_for, variables  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from tests.support.prometheus_server import Prometheus  # noqa: E402
@@ -65,7 +68,8 @@ def _queries(project, dashboards: tuple[str, ...] = ()) -> tuple[list[tuple[str,
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
                 expr = target.get("expr", "")
-                if dashboards or "[1ms] offset " in expr:  # a counter read per step (promql.step_reading, ...)
+                # a counter read per step (promql.step_reading, ...), or from its recording (promql.counted_rules)
+                if dashboards or "[1ms] offset " in expr or ":step_increase" in expr:
                     panels.append((dashboard.uid, panel.get("title", ""), expr, bool(target.get("instant"))))
     if dashboards:
         return panels, []
@@ -184,6 +188,7 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
         subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(work / "fleet.om"),
                         str(work / "data")], check=True, capture_output=True)
         (work / "fleet.om").unlink()
+        _recorded(work, build(project).prometheus_rules, start, end)
         loaded = time.perf_counter() - began
         yield from [f"### {gpus} GPUs, {days:g} day(s) of {SCRAPE} s scrapes ({len(metrics)} metrics, "
                     f"{gpus * len(metrics)} series; written and backfilled in {loaded:.0f} s)", "",
@@ -214,6 +219,23 @@ def run(gpus: int, days: float, runs: int, project, also: tuple[str, ...] = (), 
     yield ""
     yield (f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
            f"median of {runs} answers each{'; Prometheus CPU seconds per answer' if CPU else ''})")
+
+
+def _recorded(work: Path, rules: dict, start: int, end: int) -> None:
+    """The counters' recordings the rate panels read (the rule group COUNTER_GROUP) written over the fleet's history
+    into work/data, as `promtool tsdb create-blocks-from rules` writes a deployment's history (README, "Counter
+    rates"): a Prometheus of the history answers the rules' queries, its blocks are added."""
+    groups = [g for g in rules["groups"] if g["name"] == COUNTER_GROUP]
+    if not groups:
+        return
+    (work / "counters.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    with Prometheus(work, {"global": {"scrape_interval": "1m"}, "scrape_configs": []}) as prometheus:
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "rules", "--start", str(start), "--end", str(end),
+                        "--eval-interval", groups[0]["interval"], "--url", prometheus.url, "--output-dir",
+                        str(work / "recorded"), str(work / "counters.yaml")], check=True, capture_output=True)
+    for block in (work / "recorded").iterdir():
+        if block.is_dir():
+            shutil.move(str(block), str(work / "data" / block.name))
 
 
 CPU = False  # --cpu: Prometheus' CPU seconds per answer, not the answer's wall time

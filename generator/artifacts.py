@@ -16,6 +16,7 @@ from .exporter_styles import named_daemonsets, style_for
 from .markers import GRAFANA_OWNER_TAG
 from .names import cloudwatch_dashboard_name, grafanalib_uid
 from .plain import plain_data
+from .promql import counted_fields
 from .project import Project
 from .render import agent, agent_otel, alarms as alarm_render, cloudformation, cloudwatch, scrape
 from .render import grafana as grafana_render
@@ -243,7 +244,9 @@ def build(project: Project, grafana: bool = True) -> Artifacts:
     definitions = project.cloudwatch_definitions()
     owner = {cloudwatch_dashboard_name(settings.cloudwatch.dashboard_prefix, cluster.name, definition.id): cluster.name
              for cluster in settings.clusters for definition in definitions}
-    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings)
+    counted = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                             project.catalog)
+    rules = alarm_render.prometheus_rules(project.alarms, project.catalog, settings, counted)
     monitors = scrape.service_monitors(settings)
     return Artifacts(
         grafana=tuple(grafana_dashboards(project)) if grafana else (),

@@ -153,6 +153,7 @@ PROVISIONING_PROVIDER = "gpudash"  # the provider in Grafana's provisioning/dash
 # --- Prometheus and Kubernetes objects ------------------------------------------------------
 
 ALERT_GROUP = "gpudash-gpu"  # the group of alerting rules
+COUNTER_GROUP = "gpudash-counters"  # the recording rules of the counters Grafana's rate panels read
 PROMETHEUS_RULE = "gpudash-gpu-alerts"
 SERVICE_MONITOR = "gpudash-dcgm-exporter"
 KUBE_STATE_METRICS_JOB = "gpudash-kube-state-metrics"  # the agent's scrape job for the exporter DaemonSet counts

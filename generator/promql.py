@@ -48,6 +48,7 @@ from .exporter_styles import GENERATED_SUFFIX
 from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_PROFILE_LABEL, MIG_UNSUPPORTED,
                       PER_PROCESS_FIELDS, Catalog)
 from .model import Query
+from .names import COUNTER_GROUP
 from .promql_text import quoted
 from .series_labels import SCRAPED_NODE, uuid_label
 from .settings import Labels
@@ -669,6 +670,111 @@ class CounterReading:
         return (f"((idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0) "
                 f"or {own_deltas(self, lookback)})")
 
+    def step_seconds(self, within: int) -> str:
+        """A subquery step's seconds since the step of the latest clean reading before it, looked for as step_delta
+        looks (the time step_delta's delta grew in): the step's interval where it and the step before have a reading,
+        n intervals after n - 1 steps without one, 0 at a step without a reading (whose delta is 0), none where
+        step_delta has no earlier reading either."""
+        seconds = _seconds(self.resolution)
+        lookback = max(within, 2 * seconds)
+        latest = f"last_over_time((time() + 0 * {self.clean})[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
+        return f"idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}])"
+
+
+def counted_name(metric: str, part: str = "step_increase") -> str:
+    """A series a counter's recording rules (counted_rules) write: gpudash:<field>:step_increase (each step's delta),
+    gpudash:<field>:step_seconds (the seconds it grew in)."""
+    return f"gpudash:{metric}:{part}"
+
+
+COUNTED_PARTS = ("step_increase", "step_seconds")  # counted_rules' two series per counter, in that order
+
+# Seconds back a GPU's previous reading is looked for by its recording (counted_rules): a gap in its readings up to this
+# long counts at the first reading after it; the growth of a longer one is counted at no step.
+COUNTED_WITHIN = 300
+
+
+def counted_rules(metric: str, catalog: Catalog, labels: Labels, resolution: str) -> tuple[str, str]:
+    """The recording rules of a counter's Grafana rate panels (their expressions, COUNTED_PARTS' order), evaluated at
+    the scrape interval (`resolution`): per physical GPU (instance: its UUID, GPU_LABEL, index, MIG instance; the
+    field's own labels), at the latest step of the scrape interval at or before the evaluation's instant (its readings
+    taken within (step - interval, step]), the step's delta (CounterReading.step_delta, the step logic of the rules and
+    of the increases over the range: the copies' merged reading less the one before it, or where the merged reading
+    went down, the copies' own deltas) and the seconds it grew in (CounterReading.step_seconds: since the step of the
+    reading before; 0 and 0 at a step without a reading), the reading before looked for COUNTED_WITHIN back. A merged
+    reading going down is no reset here, as rate() of the merged readings read it: after a surge rollout's overlap
+    (the old exporter's staleness marker, the new one's reading taken before the old one's last: 4.18e8 mW for a GPU
+    drawing 200,000), with DCGM collecting every 60 s under a 30 s scrape, a GPU reset while two exporters read it (84
+    replays per second for 0.1). Stateless: each evaluation reads the raw series alone, so `promtool tsdb
+    create-blocks-from rules` can write their history; an evaluation the server misses leaves a step out of both sums
+    a rate divides (counted_rate)."""
+    seconds = _seconds(resolution)
+    counter = CounterReading(_Merge(labels, INSTANCE_IDENTITY).physical("{0}", _own_labels(metric, catalog)),
+                             resolution, (metric,), fresh=True)
+    # the one step of (t - interval, t] (Prometheus 2's closed ranges and 3's left-open alike)
+    return tuple(f"last_over_time({part}[{seconds * 1000 - 1}ms:{resolution}])"
+                 for part in (counter.step_delta(COUNTED_WITHIN), counter.step_seconds(COUNTED_WITHIN)))
+
+
+def recorded_rate(metric: str, catalog: Catalog, as_increase: bool, over_time, extra, also=()) -> bool:
+    """Whether a query's counter is read as a panel's rate of its recording (counted_rule): a rate (not an increase)
+    per GPU in a panel (not an alert's period), of the whole field (no outer grouping's matchers: a pod, a MIG
+    instance)."""
+    return (metric in catalog and catalog.get(metric).is_counter and not as_increase and over_time is None
+            and not extra and not also)
+
+
+def counted_rate(metric: str, catalog: Catalog, merge: "_Merge", window: str) -> str:
+    """A counter's rate over `window` per physical GPU from its recording (counted_rules): the growth of the window's
+    steps over the seconds it grew in, so a missed scrape (a step of 0 in 0 s, the next one's delta grown in two
+    intervals), a missed evaluation (a step out of both sums) or which recorded steps the window's edges hold
+    (Prometheus 2's closed ranges, 3's left-open ones) changes no steady rate, and a GPU whose window holds no reading
+    has none; the scope's cluster and GPU matchers on it; with pod or namespace variables, for the GPUs a copy of
+    which in the scope has a sample within the window."""
+    labels = merge.labels
+    field = catalog.get(metric)
+    grew, seconds = (f"sum_over_time({selector(counted_name(metric, part), list(merge.naming))}[{window}])"
+                     for part in COUNTED_PARTS)
+    series = f"({grew} / ({seconds} > 0))"
+    if field.unit.rate_scale != 1:  # e.g. throttled ns per second -> share of time
+        series = f"({series} * {field.unit.rate_scale:g})"
+    if not merge.workload:
+        return series
+    present = identified(f"present_over_time({selector(metric, list(merge.workload))}[{window}])", labels)
+    return f"({series} and on ({_listed((labels.cluster, GPU_LABEL, 'gpu'))}) {present})"
+
+
+def reads_recording(query: Query, catalog: Catalog) -> bool:
+    """A panel query whose counter's rate is read from its recording (counted_rules): a rate per GPU (an outer grouping
+    that keeps no pod, MIG instance or field label) or per pod (_named_rates: each GPU's per-GPU rate)."""
+    keys = set(group_keys(query.by))
+    if not reads_copies_per_step(query, catalog) or query.as_increase or query.over or query.aggregation == "count":
+        return False
+    return set(keys) <= POD_KEYS if "pod" in keys else not keys & {"namespace", "mig_instance", *FIELD_LABEL_KEYS}
+
+
+def recording_note(scrape_seconds: int, per_pod: bool = False) -> str:
+    """What a panel of reads_recording says of its rate."""
+    rate = (f"Per GPU, from its recording (rule group {COUNTER_GROUP}, evaluated every {scrape_seconds} s): the "
+            f"growth of its copies' readings at each {scrape_seconds} s step (where their merged reading went down, "
+            f"the copies' own growth) over the seconds it grew in")
+    if per_pod:
+        return (f"Per pod, the GPUs a scrape within the rate window named the pod on, each with the GPU's rate as "
+                f"the per-GPU panels read it. {rate}. The counter is the whole GPU's (DCGM counts per device, not per "
+                f"pod): a GPU pods share (time-slicing, MIG instances) counts in full under each of them (a "
+                f"time-sliced GPU an exporter without KUBERNETES_VIRTUAL_GPUS names under one of them per scrape, not "
+                f"always the same one: under each pod a scrape of the window named), and a pod that left a GPU shows "
+                f"its rate while the window holds a scrape that named it. No data where that rule group is not "
+                f"loaded (gpudash verify says so) or before it was deployed.")
+    return (f"{rate}. No data where that rule group is not loaded (gpudash verify says so) or before it was deployed. "
+            f"A reading counts at the step after its scrape, so the window ends at the GPU's latest step, up to "
+            f"{scrape_seconds} s before the panel's time.")
+
+
+def counted_fields(queries, catalog: Catalog) -> tuple[str, ...]:
+    """The counters panels read as a rate of their recording (counted_rule), in the order first queried."""
+    return tuple(dict.fromkeys(q.metric for q in queries if reads_recording(q, catalog)))
+
 
 DASHBOARD_RANGE = "$__range"  # a panel's increase window: the dashboard's time range (range_increase)
 RANGE_MS = "${__range_ms}"  # Grafana's exact length of the time range, in milliseconds (`$__range` is rounded to 1 s)
@@ -939,6 +1045,8 @@ class _Merge:
     # merge keeps carry no node label at all: GPU_LABEL stands where the node stood (_keep), the outer grouping's node
     # left out, so a GPU two copies name apart is one series until named_gpus writes the one node it is shown under.
     per_uuid: bool = False
+    node: str | None = None  # the scope's node regex (a counter's rate read from its recording is named by it)
+    workload: tuple[str, ...] = ()  # the scope's pod and namespace matchers (the copies a recorded rate must have)
 
     def _keep(self, own: tuple[str, ...], instances: bool) -> str:
         node = GPU_LABEL if self.per_uuid else self.labels.node
@@ -1182,11 +1290,18 @@ def _per_gpu(metric: str, catalog: Catalog, branches: list[list[str]], extra: li
             read = [_field_series(name, catalog, branches, [*extra, *more], window, as_increase, over_time, copies,
                                   resolution, device, unfiltered) for name in (metric, *also)]
             return read[0] if len(read) == 1 else "(" + (" or " if unfiltered else " + ").join(read) + ")"
-        series = fields([], copies)
-        if counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
+        if counter and recorded_rate(metric, catalog, as_increase, over_time, extra, also):
+            # a panel's rate per GPU from its recording (counted_rule), named by one node in the scope
+            series = merge.fastest(counted_rate(metric, catalog, merge, window), own_labels)
+            series = merge.gpus(named_gpus(series, (metric,), list(merge.naming), window, resolution, merge.labels,
+                                           merge.node), own_labels)
+        elif counter:  # one rate per GPU (its UUID), named by one node, then the GPUs of a node and index added up
+            series = fields([], copies)
             series = series if as_increase else merge.fastest(series, own_labels)
             series = merge.gpus(merge.named(series, metric, _named_span(window, as_increase, over_time), resolution),
                                 own_labels)
+        else:
+            series = fields([], copies)
         value = _across_own_labels(metric, catalog, merge, merge(how, series, own_labels))
         if checked and how == "sum" and not own_labels and merge.combines() and not catalog.get(metric).is_counter:
             def on_instances(unfiltered: bool) -> str:  # the field's MIG instances, with or without their blanks
@@ -1403,7 +1518,11 @@ def _expression(query: Query, labels: Labels, catalog: Catalog, scope: Scope, ra
     # a gauge per GPU: its value per GPU (GPU_LABEL) whichever copy it is read from, its node named apart (named_gpus)
     named = (not count and reads_gauges(query, catalog) and {"node", "gpu"} <= set(keys)
              and set(keys) <= {"cluster", "node", "gpu", "mig_instance"} and resolution is not None)
-    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named)
+    node = next((regex for key, regex in scope.regexes if key == "node"), None)
+    workload = tuple(f"{label_name(key, labels)}=~{quoted(regex)}" for key, regex in scope.regexes
+                     if key in ("pod", "namespace"))
+    merge = _Merge(labels, () if apart else INSTANCE_IDENTITY, tuple(outer), scope.naming(labels), named, node,
+                   workload)
 
     unscoped = Scope(tuple((k, r) for k, r in scope.regexes if k not in ("pod", "namespace"))).matchers(labels)
     # a panel's gauge per pod: the pods a scrape within the lookback named (_Device.lookback)

@@ -16,9 +16,11 @@ from ..clients.http import SlowAnswer
 from ..clients.prometheus import HINT, Prometheus
 from ..errors import RemoteError
 from ..exporter_styles import exporter_namespaces
-from ..output import ADDITIONAL_SCRAPE_FILE, SERVICE_MONITOR_FILE, built
+from ..names import COUNTER_GROUP
+from ..output import ADDITIONAL_SCRAPE_FILE, PROMETHEUS_RULE_FILE, RULES_FILE, SERVICE_MONITOR_FILE, built
 from ..project import Project
-from ..promql_text import matcher
+from ..promql import COUNTED_PARTS, counted_fields, counted_name
+from ..promql_text import matcher, quoted
 from ..clients.options import Options
 from .result import FAIL, NO_DATA, NOT_DEPLOYED, ODD_ANSWER, ODD_FIX, OK, UNREACHABLE, WARN, Check, step
 
@@ -68,6 +70,7 @@ def checks(project: Project, options: Options) -> Iterator[Check]:
     yield from step(GROUP, "DCGM series", _series, prometheus, bool(targets), reporting)
     yield from step(GROUP, PINNED, pinned_queries, prometheus)
     if reporting:
+        yield from step(GROUP, COUNTER_RECORDINGS, counter_recordings, prometheus, project)
         yield from step(GROUP, "workload pod label", _pod_label, prometheus, project)
         yield from step(GROUP, "node label", _node_label, prometheus, project)
         if data_missing.expected(project.settings):
@@ -328,6 +331,38 @@ def _series(prometheus: Prometheus, have_targets: bool, reporting: list) -> Chec
                      cause="" if have_targets else NO_DATA)
     reporting.append(count)
     return Check(GROUP, "DCGM series", OK, f"{count} GPUs reporting")
+
+
+COUNTER_RECORDINGS = "counter recording rules"
+
+
+def counter_recordings(prometheus: Prometheus, project: Project) -> Check:
+    """Whether Prometheus writes the recordings Grafana's counter rate panels read (promql.counted_rules, the rule group
+    COUNTER_GROUP) for every such counter it holds series of: a panel reading a recording the server does not write
+    (its rules not loaded, or failing, or their group stopped) shows no data and no error."""
+    fields = counted_fields([q for d in project.grafana_definitions() for q in d.queries() if not q.raw_promql],
+                            project.catalog)
+    if not fields:
+        return Check(GROUP, COUNTER_RECORDINGS, OK, "no panel reads a counter's recording")
+    names = "|".join(fields)
+
+    def written(pattern: str) -> set[str]:
+        return {labels.get("__name__", "") for labels, _ in
+                prometheus.query(f"count by (__name__) ({{__name__=~{quoted(pattern)}}})")}
+    held = written(names)
+    recorded = written(f"gpudash:({names}):({'|'.join(COUNTED_PARTS)})")
+    missing = [name for name in fields if name in held
+               and any(counted_name(name, part) not in recorded for part in COUNTED_PARTS)]
+    if missing:
+        return Check(GROUP, COUNTER_RECORDINGS, FAIL,
+                     f"Prometheus writes no {counted_name(missing[0])} (rule group {COUNTER_GROUP!r} not loaded, "
+                     f"failing or stopped): the Grafana rate panels of {', '.join(missing)} show no data",
+                     f"apply {built(PROMETHEUS_RULE_FILE)} (or add {built(RULES_FILE)} to Prometheus' rule_files); "
+                     f"the panels' history starts with the rules (README, \"Counter rates\": backfill)",
+                     cause=NOT_DEPLOYED)
+    held_fields = [name for name in fields if name in held]
+    return Check(GROUP, COUNTER_RECORDINGS, OK, f"rule group {COUNTER_GROUP!r} records {len(held_fields)} counters"
+                 + (f" ({len(fields) - len(held_fields)} have no series)" if len(held_fields) < len(fields) else ""))
 
 
 def _arrives_as(prometheus: Prometheus, label: str) -> str | None:

@@ -21,9 +21,9 @@ from ..go_template import as_alert_text
 from ..markers import (ALARM_DESCRIPTION_NOTE, ALARM_OWNER_TAG, ALARM_PROJECT_TAG, ALARM_RULE_TAG, CLUSTER_DIMENSION,
                        PROMETHEUS_RULE_LABEL)
 from ..model import Alarm, Condition, source_file
-from ..names import ALERT_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
+from ..names import ALERT_GROUP, COUNTER_GROUP, PROMETHEUS_RULE, alarm_name as _name, alert_name, regional_alarm_name
 from ..ownership import publication_tags
-from ..promql import expression, group_keys, kinds_apart, label_name, with_cluster
+from ..promql import COUNTED_PARTS, counted_name, counted_rules, expression, group_keys, kinds_apart, label_name, with_cluster
 from ..series_labels import MAX_DIMENSIONS
 from ..settings import Cluster, Settings, intervals_dividing, setting_place
 
@@ -1021,7 +1021,21 @@ def _where_label(alarm: Alarm, catalog: Catalog, settings: Settings) -> str:
     return " on " + " ".join(parts) if parts else ""
 
 
-def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings) -> dict[str, Any]:
+def counted_group(counted: tuple[str, ...], catalog: Catalog, settings: Settings) -> dict[str, Any] | None:
+    """The recording rules of the counters Grafana's rate panels read (promql.counted_rule), one per field, evaluated
+    at the scrape interval (each evaluation adds one step's delta), or None without such a counter."""
+    if not counted:
+        return None
+    resolution = f"{settings.scrape.seconds}s"
+    return {"name": COUNTER_GROUP, "interval": resolution,
+            "rules": [{"record": counted_name(metric, part), "expr": expr, "labels": {PROMETHEUS_RULE_LABEL: COUNTER_GROUP}}
+                      for metric in counted
+                      for part, expr in zip(COUNTED_PARTS, counted_rules(metric, catalog, settings.labels, resolution))]}
+
+
+def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Settings,
+                     counted: tuple[str, ...] = ()) -> dict[str, Any]:
+    counters = counted_group(counted, catalog, settings)
     rules = []
     for alarm in alarms:
         if alarm.absent and not data_missing.expected(settings):
@@ -1050,7 +1064,8 @@ def prometheus_rules(alarms: tuple[Alarm, ...], catalog: Catalog, settings: Sett
             # reason among its labels too, so the two rules' label sets differ (promtool's lint refuses duplicates)
             rules.append({**rule, "expr": no_data_rule(alarm, settings),
                           "labels": {**rule["labels"], "reason": data_missing.NO_DATA_REASON}})
-    return {"groups": [{"name": ALERT_GROUP, "rules": rules}]} if rules else {"groups": []}
+    groups = [{"name": ALERT_GROUP, "rules": rules}] if rules else []
+    return {"groups": groups + ([counters] if counters else [])}
 
 
 def prometheus_rule_resource(rules: dict[str, Any], settings: Settings) -> dict[str, Any]:

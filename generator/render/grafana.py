@@ -16,7 +16,7 @@ from ..names import grafana_uid
 from ..plain import plain_data
 from ..promql import (COST_NOTE, Scope, copies_note, expression, gpus_named, group_keys, label_lookback, label_name,
                       legend, memory_share_note, named_pods_looked_back, named_within_note, over_note, presence,
-                      reads_copies_per_step, with_cluster)
+                      reads_copies_per_step, reads_recording, recording_note, with_cluster)
 from ..settings import Settings
 from ..units import UNITS
 
@@ -201,11 +201,13 @@ def panel_description(panel: Panel, catalog: Catalog, scrape_seconds: int, share
             rate = " Shown as a per-second rate." if metric.is_counter and not query.as_increase else ""
             texts.append(f"{metric.help} ({metric.name}){rate}")
     per_step = dict.fromkeys(("pod" in group_keys(query.by), query.as_increase) for query in panel.queries
-                             if reads_copies_per_step(query, catalog))
+                             if reads_copies_per_step(query, catalog) and not reads_recording(query, catalog))
     if per_step:  # what the exact reading costs, then how it is timed (the description ends with that)
         texts.append(COST_NOTE)
     for per_pod, whole_range in per_step:
         texts.append(copies_note(scrape_seconds, per_pod, whole_range))
+    texts += [recording_note(scrape_seconds, "pod" in group_keys(query.by)) for query in panel.queries
+              if reads_recording(query, catalog)]
     texts += [named_within_note(scrape_seconds, shares and query.metric in PER_PROCESS_FIELDS and not query.whole_gpu)
               for query in panel.queries if named_pods_looked_back(query, catalog)]
     texts += filter(None, (memory_share_note(query, catalog) or over_note(query, catalog) for query in panel.queries))

@@ -114,16 +114,13 @@ def test_a_row_remapped_outside_a_rollouts_gap_fires_both(rules, new_from, remap
     assert _cloudwatch("GpudashUncorrectableRows", 900, new_from, remapped_at=remapped_at) == set(minutes)
 
 
-@pytest.mark.xfail(strict=True, reason="Grafana's counter rate panels take rate() of the copies sampled within each step "
-                   "of the scrape interval: at the step where the old exporter's staleness marker falls, the new one's "
-                   "reading taken before the old one's last is read as a reset. The per-GPU energy rate reads 4.18e8 "
-                   "mW at minutes 15 and 16 (after either overlap). A form reading such a step from the step deltas "
-                   "(increases do) passed, at about 3x the panel's Prometheus CPU and past kubectl's client-side apply "
-                   "size for the All metrics dashboard: not shipped")
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_grafanas_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules, new_from):
     # "All metrics" DEV_TOTAL_ENERGY_CONSUMPTION (per GPU, mW), with Grafana's $__rate_interval for 30 s scrapes (2m)
-    # and every variable at All; the GPU draws 200 W throughout
+    # and every variable at All; the GPU draws 200 W throughout. It reads the counter's recording (the rules file's
+    # counter group, evaluated by promtool at the scrape interval); rate() of the copies' merged readings read 4.18e8 mW
+    # at minutes 15 and 16 after either overlap (at the step where the old exporter's staleness marker falls, the new
+    # one's reading taken before the old one's last read as a reset)
     files = overlap._files("otel")
     (expr,) = [p["targets"][0]["expr"] for p in json.loads(files["grafana/gpudash-all-metrics.json"])["panels"]
                if p.get("title") == "DEV_TOTAL_ENERGY_CONSUMPTION"]

@@ -19,8 +19,8 @@ from generator.project import load_project
 from generator.render.alarms import prometheus_expression
 from tests.integration.test_pod_copy_review import (COMMON, METRICS, PER_POD, SCRAPES, _Counted, _overlap, _scraping,
                                                     _shown, _wrong)
-from tests.support.projects import bundled_panel, bundled_panels
-from tests.support.prometheus_server import scraped_every
+from tests.support.projects import bundled_panel, bundled_panels, bundled_project
+from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.side_by_side import module_scenes, scene
 
@@ -342,12 +342,11 @@ def _upgrade(tmp_path_factory):
 upgrade = scene("upgrade")
 
 
-@pytest.mark.xfail(reason="each copy's rate covers part of the window: max per GPU halves it for a window",
-                   strict=False)
 def test_a_gpus_energy_rate_across_a_renaming_upgrade_is_neither_lost_nor_spiked(upgrade):
     prometheus, start, end, _ = upgrade
     target = bundled_panel("DEV_TOTAL_ENERGY_CONSUMPTION")["targets"][0]
-    expr = interpolate(scraped_every(target["expr"], 30, 1).replace("$__rate_interval", "4s"),
+    expr = interpolate(scraped_every(counted_inline(target["expr"], bundled_project()), 30, 1)
+                       .replace("$__rate_interval", "4s"),
                        variables({}, ("namespace", "pod", "node", "gpu")))
     first = math.floor(start) + 5.5
     shown = {at: [round(float(s["value"][1])) for s in result]

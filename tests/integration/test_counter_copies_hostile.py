@@ -7,7 +7,8 @@ judged by `promtool test rules` on the generated rules file at every minute from
 
 The truth in each story: the link replays 30 per 5 minutes (threshold 50), so GpudashPcieReplays never fires.
 
-The same stories through Grafana's counter panels (promql.copies_rate, range_increase): a per-GPU rate reads the
+The same stories through Grafana's counter panels (a rate of the counter's recording, promql.counted_rules; an
+increase over the range, range_increase): a per-GPU rate reads the
 link's 0.1 per second and the GPU's 200,000 mW, an increase over the range the replays of its scrapes, within what
 DCGM's collect interval blurs (below).
 """
@@ -97,10 +98,12 @@ def _panel(dashboard: str, title: str, metric: str | None = None) -> str:
     return expr.replace(twins.ROWS, metric) if metric else expr
 
 
-def _reads_within(rules, name: str, expr: str, series: list[dict], low: float, high: float) -> None:
-    """Pass promtool when `expr` reads the one GPU at every minute of PANEL_MINUTES, between `low` and `high`."""
+def _reads_within(rules, name: str, expr: str, series: list[dict], low: float, high: float,
+                  line: str = f'{{gpu="0", node="{overlap.NODE}"}}') -> None:
+    """Pass promtool when `expr` reads the one `line` (the GPU's) at every minute of PANEL_MINUTES, between `low` and
+    `high`."""
     inside = f"(({expr}) >= bool {low!r}) * (({expr}) <= bool {high!r})"
-    one = [{"labels": f'{{gpu="0", node="{overlap.NODE}"}}', "value": 1}]
+    one = [{"labels": line, "value": 1}]
     tests = [{"interval": f"{twins.STEP}s", "input_series": series,
               "promql_expr_test": [{"expr": inside, "eval_time": f"{m}m", "exp_samples": one} for m in PANEL_MINUTES]}]
     _promtool_test(rules, name, tests)
@@ -110,28 +113,33 @@ def _reset_story() -> list[dict]:
     return twins._series(900, 600, readings={twins.REPLAYS: lambda taken: str(_replays_with_reset(taken))})
 
 
-RATE_NOT_FIXED = ("Grafana's counter rate panels take rate() of the merged readings: a step where they go down is read "
-                  "as a reset (a form reading such windows from the step deltas passed, at about 3x the panel's "
-                  "Prometheus CPU: not shipped)")
-
-
-@pytest.mark.xfail(strict=True, reason=RATE_NOT_FIXED + ": 84 per second at minutes 12 and 13")
 def test_grafanas_replays_rate_reads_the_links_rate_when_the_gpu_is_reset_during_a_surge_overlap(rules):
-    # the health dashboard's "PCIe replays" (per GPU, per second): 0.1 throughout
+    # the health dashboard's "PCIe replays" (per GPU, per second): 0.1 throughout (rate() of the merged readings read
+    # 84 per second at minutes 12 and 13: the reset copy's step down read as a reset of the counter since boot)
     _reads_within(rules, "panel_replays_reset.yaml", _panel("gpudash-health", "PCIe replays"), _reset_story(),
                   0.1, 0.1)
 
 
-@pytest.mark.xfail(strict=True, reason=RATE_NOT_FIXED + ": 4.18e8 mW at minutes 15 and 16")
 @pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
 def test_grafanas_energy_rate_reads_the_gpus_power_through_a_rollout_whose_exporter_collects_every_60s(
         rules, new_from, monkeypatch):
-    # 200,000 mW throughout, within what DCGM collecting every 60 s blurs (a form reading the step where the old
-    # exporter's staleness marker falls from the new copy's own delta read 240,000 at minutes 15 and 16)
+    # 200,000 mW throughout, within what DCGM collecting every 60 s blurs (rate() of the merged readings read 4.18e8
+    # mW at minutes 15 and 16: the new copy's reading taken before the old one's last read as a reset)
     monkeypatch.setattr(overlap, "scrapes", _slow_collection)
     series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
     _reads_within(rules, "panel_energy_slow_collect.yaml", _panel("gpudash-all-metrics", twins.ENERGY[8:]), series,
                   0.75 * overlap.WATTS * 1000, 1.25 * overlap.WATTS * 1000)
+
+
+@pytest.mark.parametrize("new_from", [600, 840], ids=["5-minute-overlap", "1-minute-overlap"])
+def test_grafanas_per_pod_energy_rate_reads_the_gpus_power_through_a_surge_rollout(rules, new_from):
+    # the by-pod dashboard's "Energy use rate of each pod's GPUs" (ml/train-0 holds the GPU, both exporters name it):
+    # 200,000 mW at every minute. rate() of the copies' merged readings read 4.18e8 mW at minutes 15 and 16 after
+    # either overlap (the new copy's reading taken before the old one's last, at the old one's staleness marker)
+    series = twins._series(900, new_from, readings={twins.ENERGY: lambda taken: f"{overlap._energy(taken):.0f}"})
+    watts = overlap.WATTS * 1000
+    _reads_within(rules, "panel_pod_energy.yaml", _panel("gpudash-by-pod", "Energy use rate of each pod's GPUs"),
+                  series, watts, watts, '{namespace="ml", pod="train-0"}')
 
 
 @pytest.mark.parametrize("story", ["reset-in-overlap", "slow-collection", "surge-1-minute"])

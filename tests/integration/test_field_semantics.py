@@ -40,7 +40,7 @@ from tests.support import cloudwatch_eval
 from tests.support.cloudwatch_agent import Agent, Scrape, agent_config
 from tests.support.dcgm_fleet import target_labels
 from tests.support.projects import counters_with, project_fixture
-from tests.support.prometheus_server import backfilled as backfilled_prometheus
+from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline
 
 STEP, SCRAPES, OFFSET = 30, 120, 15
 NODE = "gpu-node-1"
@@ -114,10 +114,12 @@ def _panel(project, title: str) -> dict:
 _CALCS = {"mean": lambda v: sum(v) / len(v), "max": max, "lastNotNull": lambda v: v[-1]}
 
 
-def _shown(prometheus, panel: dict, start: int, first: int, last: int) -> dict[str, dict[str, float]]:
-    """{legend line: {calc: value}} of the panel over minutes [first, last], a point a minute."""
+def _shown(prometheus, panel: dict, start: int, first: int, last: int, project=None) -> dict[str, dict[str, float]]:
+    """{legend line: {calc: value}} of the panel over minutes [first, last], a point a minute (`project`: the one
+    that made it, whose counters' recordings a rate reads)."""
     (target,) = panel["targets"]
-    expr = interpolate(target["expr"], {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
+    expr = counted_inline(target["expr"], project) if project is not None else target["expr"]
+    expr = interpolate(expr, {"__rate_interval": "2m", "__interval": "1m", **variables({}, VARIABLES)})
     result = prometheus.api("query_range", query=expr, start=start + first * 60, end=start + last * 60,
                             step=60)["result"]
     return {render_legend(target["legendFormat"], s["metric"]): {
@@ -344,7 +346,7 @@ def test_grafana_units_and_legends_of_fields_a_csv_may_add(extra, title):
     panel = _panel(project, title)
     unit, legend = EXTRA_SHOWN[title]
     assert panel["fieldConfig"]["defaults"]["unit"] == unit
-    shown = _shown(prometheus, panel, start, 5, 60)
+    shown = _shown(prometheus, panel, start, 5, 60, project)
     if title == "DEV_FB_USED_PERCENT":  # the MIG GPUs: the share of the memory their instances hold, and it says so
         for line, share in GPU_SHARES.items():
             if line != GPU0:

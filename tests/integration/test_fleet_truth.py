@@ -50,7 +50,7 @@ from tests.integration.test_prometheus_rules import rendered as annotation
 from tests.support.alert_periods import latest_period
 from tests.support.mixed_fleet import FIELDS, POD_IDENTITY
 from tests.support.operator_scrape import endpoint_target, scrape_config
-from tests.support.prometheus_server import Prometheus, for_file_sd, scraped_every, range_macros
+from tests.support.prometheus_server import Prometheus, counted_inline, for_file_sd, scraped_every, range_macros
 from tests.support.replay_exporter import ReplayExporter
 
 FLEET = (*mixed_fleet.FLEET, POD_IDENTITY)
@@ -308,7 +308,8 @@ def _check_panels(stack: Stack, project, path: Path_, exporters, collected: froz
             assert panel["title"] == model.title
             for target, query in zip(panel["targets"], model.queries, strict=True):
                 where = f"{path.name}: {dashboard.uid} / {panel['title']}"
-                result = prometheus.query(_substitute(scraped_every(target["expr"], project.settings.scrape.seconds, 1)),
+                result = prometheus.query(_substitute(scraped_every(counted_inline(target["expr"], project),
+                                                                    project.settings.scrape.seconds, 1)),
                                           at=at)
                 shown = {render_legend(target["legendFormat"], s["metric"]) if query.by else "": float(s["value"][1])
                          for s in result}

@@ -40,11 +40,11 @@ from generator.model import Alarm, Condition, Dashboard, Panel, Query, Row
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.promql import copies_note
+from generator.promql import recording_note
 from generator.render.alarms import period_value, prometheus_expression
 from generator.render.grafana import render
-from tests.support.counter_truth import prometheus_change, summed_deltas
-from tests.support.prometheus_server import backfilled as backfilled_prometheus, range_macros
+from tests.support.counter_truth import stepped_rate, summed_deltas
+from tests.support.prometheus_server import backfilled as backfilled_prometheus, counted_inline, range_macros
 
 STEP, SCRAPES = 30, 40
 ENERGY, REPLAYS = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"
@@ -167,7 +167,7 @@ def gpu_series(gpu: tuple[str, int], metric: str, start: int) -> list[tuple[floa
 def truth(metric: str, start: int, at: float, window: int, how: str, node: str | None = None,
           held: bool = False) -> dict[str, float]:
     """Per pod: "rate", the rate of each GPU a scrape within the window named the pod on (the GPU's, from all its
-    readings), added up; "increase" (the agent's deltas summed) of each GPU it holds, from the pod's readings, added
+    readings: the growth of the window's readings over the seconds it grew in, as its recording gives it), added up; "increase" (the agent's deltas summed) of each GPU it holds, from the pod's readings, added
     up; "exact": the rule's growth (the same sum), its largest; `held` (an alarm's period): a GPU without a delta in
     the window has none."""
     shown = {}
@@ -177,7 +177,7 @@ def truth(metric: str, start: int, at: float, window: int, how: str, node: str |
             samples = pod_series(pod, gpu, metric, start)
             if how == "rate" and not any(at - window <= when <= at for when, _ in samples):
                 continue  # no scrape of the window named the pod on the GPU
-            value = prometheus_change(gpu_series(gpu, metric, start), at - window, at, rate=True) if how == "rate" \
+            value = stepped_rate(gpu_series(gpu, metric, start), at - window, at) if how == "rate" \
                 else summed_deltas(samples, at - window, at, held=held)
             if value is not None:
                 values.append(value)
@@ -221,10 +221,12 @@ def test_the_pods_energy_panel_reads_each_gpu_the_pod_holds_whole_across_exporte
     the GPUs it holds, across the exporter's replacement, a spelling change, pod UIDs and labels, with the node
     variable at All and at one node (whose spellings the panel reads as one)."""
     prometheus, start = backfilled
-    panel = _energy_panel(load_project())
+    project = load_project()
+    panel = _energy_panel(project)
     (target,) = panel["targets"]
+    target = {**target, "expr": counted_inline(target["expr"], project)}  # the recording's history (backfilled)
     assert target["legendFormat"] == LEGEND
-    assert panel["description"].endswith(copies_note(STEP, per_pod=True))
+    assert panel["description"].endswith(recording_note(STEP, per_pod=True))
     assert "counts in full under each of them" in panel["description"]
     assert "under each pod a scrape of the window named" in panel["description"]
     window = 300

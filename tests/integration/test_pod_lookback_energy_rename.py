@@ -24,7 +24,7 @@ from generator.preview.legend import render as render_legend
 from generator.project import load_project
 from generator.promql import expression
 from tests.integration.test_pod_lookback_restart import _Counted, _panel, _scraping
-from tests.support.prometheus_server import scraped_every
+from tests.support.prometheus_server import counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 
 OLD_SCRAPES = 8
@@ -110,8 +110,8 @@ def test_a_fleet_sum_of_energy_rates_counts_a_renamed_gpu_once(renamed):
     prometheus, start, end = renamed
     project = load_project()
     query = Query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "sum")
-    expr = scraped_every(expression(query, project.settings.labels, project.catalog, rate_window="4s",
-                                    resolution="30s"), 30, 1)
+    expr = scraped_every(counted_inline(expression(query, project.settings.labels, project.catalog, rate_window="4s",
+                                                   resolution="30s"), project), 30, 1)
     shown = _shown(prometheus, "fleet", interpolate(expr, variables({}, ())), start, end)
     values = {at: lines.get("fleet", [0])[0] for at, lines in shown.items()}
     # n7's rollout without overlap: a 4 s window holding the switch reads the part of the GPU's growth one exporter

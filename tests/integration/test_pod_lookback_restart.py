@@ -24,8 +24,8 @@ import pytest
 
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
-from tests.support.projects import bundled_panel
-from tests.support.prometheus_server import Prometheus, scraped_every
+from tests.support.projects import bundled_panel, bundled_project
+from tests.support.prometheus_server import Prometheus, counted_inline, scraped_every
 from tests.support.replay_exporter import ReplayExporter
 from tests.support.side_by_side import module_scenes, scene
 
@@ -36,7 +36,8 @@ TITLE = "Framebuffer used by pod"
 def _panel(settings: str, title: str) -> tuple[dict, str]:
     """The panel's query target in a build of `settings`, and its query for a Prometheus scraping every second."""
     target = bundled_panel(title, settings)["targets"][0]
-    return target, interpolate(scraped_every(target["expr"], 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
+    expr = counted_inline(target["expr"], bundled_project(settings))  # a counter's recording, read over the scrapes
+    return target, interpolate(scraped_every(expr, 30, 1), variables({}, ("namespace", "pod", "node", "gpu")))
 
 def _every_second(targets: list[str]) -> dict:
     """A Prometheus configuration scraping `targets` every second (a scrape failing after 1 s)."""

@@ -14,6 +14,7 @@ import yaml
 
 from generator.artifacts import build
 from generator.markers import PROMETHEUS_RULE_LABEL
+from generator.names import COUNTER_GROUP
 from generator.output import encode
 from generator.project import load_project
 from generator.render.alarms import recorded_name
@@ -117,13 +118,21 @@ def _evaluated_at(tests: list, interval: str) -> str:
     return f"{coarse}ms"
 
 
-def judged_rules(folder, name: str, named: set[str]) -> str:
+def _counted(folder) -> dict[str, str]:
+    """{recorded counter (promql.counted_name): its group's interval} of folder/rules.yaml."""
+    return {r["record"]: g["interval"] for g in _groups((folder / "rules.yaml").read_text()) if g["name"] == COUNTER_GROUP
+            for r in g["rules"]}
+
+
+def judged_rules(folder, name: str, named: set[str], counted: set[str] = frozenset()) -> str:
     """Write the rules of folder/rules.yaml whose alert is `named` as folder/<name>.rules.yaml, with the recording
     rules of their alarms; its name. promtool evaluates every rule of a file at every step: the others are left out,
     which changes no judged alert (no alert reads another alarm's rules: a recording rule is read by its alarm's
     alert alone, at the instant it writes; no rule reads ALERTS; checked), and each judged alert depends on its own
     evaluation alone (no `for`, no `keep_firing_for`: checked; see _evaluated_at)."""
     groups = _groups((folder / "rules.yaml").read_text())
+    kept = [{**g, "rules": [r for r in g["rules"] if r["record"] in counted]} for g in groups if g["name"] == COUNTER_GROUP]
+    groups = [g for g in groups if g["name"] != COUNTER_GROUP]
     recorded = {r["record"]: r["labels"][PROMETHEUS_RULE_LABEL] for g in groups for r in g["rules"] if "record" in r}
     assert all(name == recorded_name(owner) for name, owner in recorded.items())
     assert "ALERTS" not in json.dumps(groups)
@@ -132,7 +141,8 @@ def judged_rules(folder, name: str, named: set[str]) -> str:
                                   or recorded.get(r.get("record")) in owners]} for group in groups]
     assert not [r for g in judged for r in g["rules"] if "for" in r or "keep_firing_for" in r]
     rule_file = f"{name}.rules.yaml"
-    (folder / rule_file).write_text(json.dumps({"groups": [g for g in judged if g["rules"]]}, ensure_ascii=False))
+    (folder / rule_file).write_text(json.dumps({"groups": [g for g in (*judged, *kept) if g["rules"]]},
+                                               ensure_ascii=False))
     return rule_file
 
 
@@ -145,12 +155,17 @@ def _promtool_test(folder, name: str, tests: list, evaluation_interval: str = "1
     tests = [{**test, "input_series": with_scrape_samples(test["input_series"])} if not any(
         i["series"].startswith(SAMPLES) for i in test["input_series"]) else test for test in tests]
     runs: dict[tuple, list] = {}  # (interval, judged alerts) -> the test groups of one file, one promtool run
+    counted = _counted(folder)
     for test in tests:
         judged = tuple(sorted({case["alertname"] for case in test.get("alert_rule_test", [])}))
-        runs.setdefault((_evaluated_at([test], evaluation_interval), judged), []).append(test)
-    for k, ((interval, judged), group) in enumerate(runs.items()):
+        read = tuple(sorted(name for name in counted if any(name in case["expr"]
+                                                            for case in test.get("promql_expr_test", []))))
+        # a counter's recording adds one step per evaluation: evaluated at its group's interval (the scrape's)
+        interval = counted[read[0]] if read else _evaluated_at([test], evaluation_interval)
+        runs.setdefault((interval, judged, read), []).append(test)
+    for k, ((interval, judged, read), group) in enumerate(runs.items()):
         test_file = folder / (name if k == 0 else f"{k}.{name}")
-        rule_file = judged_rules(folder, test_file.name, set(judged))
+        rule_file = judged_rules(folder, test_file.name, set(judged), set(read))
         test_file.write_text(json.dumps({"rule_files": [rule_file], "evaluation_interval": interval, "tests": group},
                                         ensure_ascii=False))
         result = subprocess.run([binary("promtool"), "test", "rules", str(test_file)], capture_output=True,
@@ -163,7 +178,7 @@ def test_promtool_check_rules(rules):
     result = subprocess.run([binary("promtool"), "check", "rules", str(rules / "rules.yaml")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 10 rules found" in result.stdout
+    assert "SUCCESS: 20 rules found" in result.stdout  # 10 alerting rules, 2 recording rules per rate panel counter
 
 
 def test_promtool_unit_tests_show_which_alerts_fire(rules):
@@ -508,7 +523,7 @@ def test_healthy_fleet_fires_nothing(rules):
               _series("DCGM_FI_DEV_XID_ERRORS", "0x60"), _series("DCGM_FI_DEV_FB_USED", "1000x60"),
               _series("DCGM_FI_DEV_FB_FREE", "20000x60"), _series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "5x60"), *KSM]
     groups = yaml.safe_load((rules / "rules.yaml").read_text())["groups"]
-    names = [r["alert"] for g in groups for r in g["rules"]]
+    names = [r["alert"] for g in groups for r in g["rules"] if "alert" in r]
     test = {"interval": "1m", "input_series": series,
             "alert_rule_test": [{"eval_time": "50m", "alertname": name, "exp_alerts": []} for name in names]}
     _promtool_test(rules, "healthy_test.yaml", [test])

@@ -23,7 +23,7 @@ from generator.project import Project, load_project
 from generator.render.scrape import ksm_scrape_job, prometheus_config, scrape_job
 from generator.resources import default_counters
 from generator.settings import parse_settings
-from tests.support.prometheus_server import Prometheus, binary, for_file_sd, scraped_every
+from tests.support.prometheus_server import Prometheus, binary, counted_inline, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 
 SENTINEL = "9223372036854775794"
@@ -165,10 +165,11 @@ def test_every_grafana_query_returns_series_with_the_right_legends(stack, refere
     pods = {pod for pod, _ in WORKLOADS.values()}
     nodes = {node for _, node in WORKLOADS.values()}
     checked = 0
-    for dashboard in grafana_dashboards(_project_for_payload(reference)):
+    project = _project_for_payload(reference)
+    for dashboard in grafana_dashboards(project):
         for panel in dashboard.model["panels"]:
             for target in panel.get("targets", []):
-                expr = _substitute(target["expr"])
+                expr = _substitute(counted_inline(target["expr"], project))  # a counter's recording, over the scrapes
                 # a counter read once per 1 s step (whole seconds) needs two steps after the first of the two scrapes
                 # `at` is settled on: the second scrape is fresh at the whole second after it
                 result = prometheus.query(expr, at=at + 1 if ":1s]" in expr else at)

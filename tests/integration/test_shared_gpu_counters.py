@@ -43,9 +43,9 @@ from generator.artifacts import grafana_dashboards
 from generator.preview.interpolate import interpolate, variables
 from generator.preview.legend import render as render_legend
 from generator.project import load_project
-from generator.promql import copies_note
-from tests.support.counter_truth import prometheus_change, summed_deltas
-from tests.support.prometheus_server import Prometheus, backfilled_fixture
+from generator.promql import copies_note, recording_note
+from tests.support.counter_truth import stepped_rate, summed_deltas
+from tests.support.prometheus_server import Prometheus, backfilled_fixture, counted_inline
 
 STEP, SCRAPES = 30, 120  # an hour of 30 s scrapes, k = 0 .. 119
 PHASES = {"on-grid": 0, "off-grid": 11}  # node name: seconds after the 30 s grid its exporter is scraped
@@ -134,14 +134,15 @@ def _blank_within(samples, first: float, last: float) -> bool:
 
 
 def panel_truth(gpu: int, phase: int, start: int, at: float, window: int, rate: bool) -> float | None:
-    """A rate as Prometheus computes it; an increase as CloudWatch sums the agent's deltas."""
+    """A rate as the panel reads its recording (the growth of the window's steps over their seconds); an increase as
+    CloudWatch sums the agent's deltas."""
     samples = one_series(gpu, phase, start)
     if not rate:  # the scrapes of the range [at - window, at] itself (promql.range_increase)
         return summed_deltas(samples, at - window - 0.001, at)
     last = at - _lag(phase)
     # a rate's window holding a blank gives the rate of its other readings (the blank left out, as the agent's
     # filter drops it before its deltas)
-    return prometheus_change([(t, v) for t, v in samples if v < 9e18], last - window, last, rate)
+    return stepped_rate(samples, last - window, last)
 
 
 def rule_truth(gpu: int, phase: int, start: int, at: float, window: int) -> float | None:
@@ -276,10 +277,12 @@ def test_a_counter_panel_reads_the_gpus_one_series(backfilled, title, metric, wi
     assert target["legendFormat"] == "{{node}} GPU {{gpu}}"
     # what the truth below allows for (a rate's window ends at the GPU's latest step, up to 30 s before the instant;
     # an increase counts the scrapes of the range itself)
-    assert panel["description"].endswith(copies_note(STEP, whole_range=not rate))
-    assert copies_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's time.")
-    expr = interpolate(target["expr"], {"__rate_interval": f"{window}s", "__range": f"{window}s",
-                                        "__range_ms": str(window * 1000), **variables({}, VARIABLES)})
+    assert panel["description"].endswith(recording_note(STEP) if rate else copies_note(STEP, whole_range=True))
+    assert recording_note(STEP).endswith("so the window ends at the GPU's latest step, up to 30 s before the panel's "
+                                         "time.")
+    expr = interpolate(counted_inline(target["expr"], _project()),
+                       {"__rate_interval": f"{window}s", "__range": f"{window}s", "__range_ms": str(window * 1000),
+                        **variables({}, VARIABLES)})
     blank_inside = set()
     # a rate at every instant, in two range queries; an increase (one instant query each) at the instants that meet
     # every case all of them meet

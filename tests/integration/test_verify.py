@@ -18,11 +18,13 @@ from generator.artifacts import build
 from generator.checks.kube import NO_PROMETHEUS_OBJECT
 from generator.output import encode
 from generator.project import load_project
+from generator.promql import counted_fields
+from generator.render.alarms import counted_group
 from generator.render.scrape import scrape_job
 from tests.support import kube_state
 from tests.support.kube_server import TOKEN, KubeCluster, KubeTestServer
 from tests.support.moto_server import MotoServer
-from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd
+from tests.support.prometheus_server import READY_WITHIN, Prometheus, for_file_sd, scraped_every
 from tests.support.replay_exporter import ReplayExporter, relabel_payload
 from tests.support.verify_deadline import HANG_DETECTOR, deadline
 
@@ -40,8 +42,19 @@ def exporter(payload):
         yield server
 
 
-def _prometheus(workdir, *jobs):
-    return Prometheus(workdir, {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)})
+def _prometheus(workdir, *jobs, rules: bool = False):
+    """A Prometheus scraping every second; `rules`: with the counter recording rules Grafana's rate panels read
+    (alarms.counted_group, made for its 1 s scrapes), as a deployment of the PrometheusRule has them."""
+    config = {"global": {"scrape_interval": "1s"}, "scrape_configs": list(jobs)}
+    if rules:
+        project = load_project()
+        group = counted_group(counted_fields([q for d in project.grafana_definitions() for q in d.queries()
+                                              if not q.raw_promql], project.catalog), project.catalog, project.settings)
+        group = {**group, "interval": "1s",
+                 "rules": [{**rule, "expr": scraped_every(rule["expr"], 30, 1)} for rule in group["rules"]]}
+        (workdir / "rules.yaml").write_text(json.dumps({"groups": [group]}))
+        config["rule_files"] = [str(workdir / "rules.yaml")]
+    return Prometheus(workdir, config)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +89,7 @@ def prometheuses(tmp_path_factory, exporter, kube_state_metrics):
     servers = {
         "plain": _prometheus(plain, _file_sd_job(plain, exporter.address, interval="1s", timeout="1s"),
                              {"job_name": "kube-state-metrics", "honor_labels": True, "scrape_interval": "1s",
-                              "static_configs": [{"targets": [kube_state_metrics.address]}]}),
+                              "static_configs": [{"targets": [kube_state_metrics.address]}]}, rules=True),
         "exported": _prometheus(tmp_path_factory.mktemp("prom-exported"), {
             "job_name": "dcgm-exporter", "scrape_interval": "1s", "scrape_timeout": "1s", "honor_labels": False,
             "static_configs": [{"targets": [exporter.address],
@@ -99,6 +112,7 @@ def prometheus(prometheuses):
     server = prometheuses["plain"]
     server.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="%s"}' % WORKLOAD_POD)
     server.wait_for('kube_daemonset_status_number_available{daemonset="nvidia-dcgm-exporter"}')
+    server.wait_for('{__name__=~"gpudash:.+:step_seconds"}', count=5)  # every counter's recording, at its second step
     return server
 
 
@@ -170,6 +184,22 @@ def test_all_healthy(stack):
         "no node from kube_pod_info")
     assert checks[("exporter", "metrics endpoint")]["detail"].startswith("service proxy gpu-operator/nvidia-dcgm-exporter")
     assert checks[("prometheus", "workload pod label")]["detail"] == "'pod' as configured"
+    assert checks[("prometheus", "counter recording rules")]["detail"] == "rule group 'gpudash-counters' records 5 counters"
+
+
+def test_a_prometheus_without_the_counter_recording_rules_is_a_failure_naming_the_blank_panels(stack,
+                                                                                               prometheus_exported):
+    # the exporter's five counters with rate panels arrive, their recordings do not (no rule group loaded): every such
+    # panel shows no data; a Prometheus with them (test_all_healthy) passes the check
+    _, verify = stack
+    _, checks = verify(prometheus_url=prometheus_exported.url)
+    check = checks[("prometheus", "counter recording rules")]
+    assert check["status"] == "fail" and check["detail"] == (
+        "Prometheus writes no gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase (rule group 'gpudash-counters' "
+        "not loaded, failing or stopped): the Grafana rate panels of DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, "
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER, DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, "
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS show no data"), check
+    assert check["fix"].startswith("apply build/k8s/prometheusrule.yaml"), check
 
 
 def test_a_run_loads_the_kubeconfig_once_and_reads_the_nodes_once(stack, tmp_path, monkeypatch):

@@ -23,6 +23,20 @@ def prometheus_change(samples: Sequence[tuple[float, float]], first: float, last
     return change / (last - first) if rate else change
 
 
+def stepped_rate(samples: Sequence[tuple[float, float]], first: float, last: float,
+                 previous_within: float = 300) -> float | None:
+    """A counter's rate as the rate panels read it from its recording (promql.counted_rules): over the readings in
+    (first, last] that have a reading before them within `previous_within` (blanks are no readings), the sum of their
+    deltas (a reading lower than the one before: the reading itself, a reset) over the sum of the seconds since the
+    reading before; None without such a reading."""
+    clean = [(t, v) for t, v in samples if v < BLANK_FLOOR]
+    grew = seconds = 0.0
+    for (p, before), (t, v) in zip(clean, clean[1:]):
+        if first < t <= last and t - p <= previous_within:
+            grew, seconds = grew + (v - before if v >= before else v), seconds + (t - p)
+    return grew / seconds if seconds else None
+
+
 BLANK_FLOOR = 9e18  # a counter reading at or above this is DCGM's blank
 PREVIOUS_WITHIN = 300  # how far back a reading's previous one counts (the agent's counter cache)
 

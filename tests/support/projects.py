@@ -39,17 +39,27 @@ def project_fixture(added_counters: str | None = None, write: Callable[[Path], P
 _PANELS: dict[str, dict[str, dict]] = {}  # settings text -> {panel title: panel} of the bundled dashboards
 
 
+def bundled_project(settings: str = ""):
+    """The bundled project as settings of the text `settings` (naming no file of their own) load it; once per text."""
+    if settings not in _PROJECTS:
+        with tempfile.TemporaryDirectory() as scratch:
+            (Path(scratch) / "gpudash.yaml").write_text(settings)
+            _PROJECTS[settings] = load_project(Path(scratch) / "gpudash.yaml")
+    return _PROJECTS[settings]
+
+
+_PROJECTS: dict = {}
+
+
 def _rendered(settings: str) -> dict[str, dict]:
     """The bundled dashboards' panels by title (the first of a title) as settings of the text `settings` (naming no
     file of their own) render them: rendered once per settings text in a test process. A render of every dashboard
     was most of the CPU of a test reading one panel's answers call after call; it gives the same panels every time."""
     if settings not in _PANELS:
-        with tempfile.TemporaryDirectory() as scratch:
-            (Path(scratch) / "gpudash.yaml").write_text(settings)
-            panels: dict[str, dict] = {}
-            for dashboard in grafana_dashboards(load_project(Path(scratch) / "gpudash.yaml")):
-                for panel in dashboard.model["panels"]:
-                    panels.setdefault(panel.get("title"), panel)
+        panels: dict[str, dict] = {}
+        for dashboard in grafana_dashboards(bundled_project(settings)):
+            for panel in dashboard.model["panels"]:
+                panels.setdefault(panel.get("title"), panel)
         _PANELS[settings] = panels
     return _PANELS[settings]
 

@@ -153,7 +153,7 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     taken within the step; an alert rule's at its fine step (alarms.rule_step: 5 s, or the interval when shorter); a
     per-pod panel names the pods a scrape named within its lookback (promql.label_lookback: scrapes, not seconds)
     and reads the copies with a sample within the last interval (promql.fresh_copies)."""
-    from generator.promql import PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, label_lookback
+    from generator.promql import COUNTED_WITHIN, PREVIOUS_WITHIN, WINDOW_PREVIOUS_WITHIN, label_lookback
     from generator.render.alarms import RULE_STEP_SECONDS
 
     def points(step: int, within: int) -> str:  # CounterReading.step_delta: its latest reading's range, at two points
@@ -164,6 +164,7 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
         # subquery steps, and promql.range_increase's last step
         for was, now in ((points(old, PREVIOUS_WITHIN), points(new, PREVIOUS_WITHIN)),
                          (points(old, WINDOW_PREVIOUS_WITHIN), points(new, WINDOW_PREVIOUS_WITHIN)),
+                         (points(old, COUNTED_WITHIN), points(new, COUNTED_WITHIN)),
                          (f"[{old * 1000 - 1}ms])", f"[{new * 1000 - 1}ms])"),
                          (f"[{old}s]) unless", f"[{new}s]) unless"), (f"[1ms] offset {old}s)", f"[1ms] offset {new}s)"),
                          (f"] offset {old}s) < ", f"] offset {new}s) < "),  # promql.own_deltas: a copy's before
@@ -177,6 +178,32 @@ def scraped_every(expr: str, made_for: int, seconds: int) -> str:
     # promql._Device._choice: a copy's latest step within the lookback (a subquery)
     expr = expr.replace(f"[{label_lookback(made_for)}:", f"[{label_lookback(seconds)}:")
     return expr.replace(f"[{label_lookback(made_for)}])", f"[{label_lookback(seconds)}])")
+
+
+def counted_inline(expr: str, project) -> str:
+    """`expr` (a panel's) with each counter's recording (promql.counted_rules, `gpudash:<field>:step_increase` and `:step_seconds`) read as
+    its rule's expression at the steps of its group's interval (a subquery): what the recorded series holds where the
+    server evaluated the group on the steps of the scrape interval, as `promtool test rules` does. A backfilled
+    Prometheus evaluates no rule over its history (a deployment's recording starts with the rule, README). The
+    recorded series' matchers (the scope's cluster and GPU: labels of the counter's own series) go on the rule's
+    selectors."""
+    import re
+
+    from generator.promql import counted_name
+    from generator.render.alarms import counted_group
+
+    metrics = re.findall(re.escape(counted_name("@", "@@")).replace("@@", r"\w+").replace("@", "([A-Z0-9_]+)"), expr)
+    group = counted_group(tuple(dict.fromkeys(metrics)), project.catalog, project.settings)
+    for rule in group["rules"] if group else ():
+        metric = rule["record"].split(":")[1]  # gpudash:<field>:<part>
+
+        def inline(match, rule=rule, metric=metric) -> str:
+            body = re.sub(rf"\b{metric}\b(?![{{\w])", lambda _: f"{metric}{match.group(1)}", rule["expr"]) \
+                if match.group(1) else rule["expr"]
+            return f"({body})[{match.group(2)}:{group['interval']}]"
+        expr = re.sub(re.escape(rule["record"]) + r"(\{[^}]*\})?\[([^\]]+)\]", inline, expr)
+    assert not re.search(re.escape(counted_name("@", "@@")).replace("@@", r"\w+").replace("@", "[A-Z0-9_]+"), expr)
+    return expr
 
 
 @contextmanager

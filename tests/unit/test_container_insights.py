@@ -193,8 +193,8 @@ def test_the_same_definitions_render_both_ways(addon):
         if path.startswith(("grafana/", "prometheus/")) or path == "k8s/servicemonitor.yaml":
             assert files[path] == agent_files[path], path
 
-    def alerts(text):
-        return {r["alert"]: r for g in yaml.safe_load(text)["groups"] for r in g["rules"]}
+    def alerts(text):  # and the counters' recordings (the same either way)
+        return {r.get("alert") or r["record"]: r for g in yaml.safe_load(text)["groups"] for r in g["rules"]}
 
     addon_rules, agent_rules = alerts(files[rules[0]]), alerts(agent_files[rules[0]])
     assert {name for name in agent_rules if addon_rules[name] != agent_rules[name]} == {"GpudashFramebufferFull"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from generator.artifacts import grafana_dashboards
+from generator.artifacts import build, grafana_dashboards
 from generator.lint import run
 from generator.lint.grafana_rules import RULES
 from tests.support.lint_input import lint_input
@@ -132,7 +132,12 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
         for panel, target in _targets(model):
             assert panel["datasource"]["uid"] == "${datasource}"
             assert target["datasource"]["uid"] == "${datasource}"
-            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"', 'node="", hostname=~"$node"',
+            # a counter's rate read from its recording (promql.counted_rate) takes the node variable where its GPU is
+            # named (promql.gpu_names: each spelling's copies, the first non-empty spelling's)
+            named = ":step_increase" in target["expr"]
+            for matcher in ('namespace=~"$namespace"', 'pod=~"$pod"', 'node=~"$node"',
+                            'node="", hostname!="", hostname=~"$node"' if named else 'node="", hostname=~"$node"',
+                            'node="", hostname="", Hostname!="", Hostname=~"$node"' if named else
                             'node="", hostname="", Hostname=~"$node"', 'gpu=~"$gpu"'):
                 assert matcher in target["expr"], (panel["title"], matcher)
         for variable in model["templating"]["list"][1:]:
@@ -142,9 +147,14 @@ def test_every_query_uses_the_datasource_variable_and_all_filters():
 
 def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values():
     project, models = _dashboards()
+    recorded = {rule["record"] for group in build(project).prometheus_rules["groups"] for rule in group["rules"]
+                if "record" in rule}
     for model in models.values():
         for panel, target in _targets(model):
             for selector in query_selectors(target["expr"]):
+                if selector.metric.startswith("gpudash:"):  # a counter's recording (promql.counted_rules), recorded
+                    assert selector.metric in recorded and selector.range_function == "sum_over_time", target["expr"]
+                    continue
                 metric = project.catalog.get(selector.metric)
                 if metric.is_counter:  # rated, or compared with the blank floor
                     assert selector.range_function in ("rate", "increase", "compare"), target["expr"]
@@ -153,32 +163,31 @@ def test_counters_are_rated_over_the_rate_interval_and_gauges_drop_blank_values(
             if re.search(r"(?<!i)rate\(", target["expr"]):  # a rate panel (an increase takes idelta per step)
                 assert re.search(r"\[\$__rate_interval(:30s)?\]", target["expr"])
     replay = next(t["expr"] for p, t in _targets(models["gpudash-health"]) if p["title"] == "PCIe replays")
-    # one reading of a GPU's copies under each node they name (one per pod holding it, or per exporter across a restart:
-    # every label but the GPU's UUID, gpudash_gpu, its MIG instance and the node coalesced from its spellings merged)
-    # at each step of the scrape interval, each copy's sample taken within that step; its rate, the highest of the
-    # nodes' rates per GPU; then each GPU named by one node (gpudash_gpu joined to a name), the GPUs that stood under
-    # one node and index added up, then the GPU's instances, then the outer grouping
-    merged = ("max by (cluster, gpudash_gpu, gpu, GPU_I_ID, GPU_I_PROFILE, node) (label_replace(label_join(label_replace("
-              "label_join((((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{")
+    # a GPU's rate from its recording (promql.counted_rules: each step's delta of all its copies' readings, where their
+    # merged reading went down the copies' own deltas, and the seconds it grew in): the window's increase over its
+    # seconds, per GPU (its UUID, gpudash_gpu, and MIG instance); then each GPU named by one node (gpudash_gpu joined
+    # to a name), the GPUs that stood under one node and index added up, then the GPU's instances, then the outer
+    # grouping
+    recording = ("(((sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase{gpu=~\"$gpu\"}[$__rate_interval]) "
+                 "/ (sum_over_time(gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds{gpu=~\"$gpu\"}"
+                 "[$__rate_interval]) > 0))")
     assert replay.startswith("max by (node, gpu) (max by (cluster, node, gpu) (label_replace(label_join(sum by (cluster, "
                              "node, gpu, GPU_I_ID, GPU_I_PROFILE) ((max by (cluster, gpudash_gpu, gpu, GPU_I_ID, "
-                             "GPU_I_PROFILE) (rate(" + merged)
-    # every spelling of the node inside the one subquery: a GPU whose exporter changed spelling is one series
-    for spelling in ('node=~"$node"', 'node="", hostname=~"$node"', 'node="", hostname="", Hostname=~"$node"'):
-        assert f'{spelling}}}[1ms] offset 30s)))) or ((DCGM_FI_DEV_PCIE_REPLAY_COUNTER{{' in replay \
-            or f'{spelling}}}[1ms] offset 30s))))), "node"' in replay
-    # each copy's blank reading left out before the copies are merged: a window holding a blank gives the rate of
-    # its other readings, a copy always blank hides nothing (tests/integration/test_counter_blanks.py)
-    assert 'hostname=~"$node"} < 9e18) and (present_over_time(' in replay
-    assert '"([^;]+);.*|;+([^;]*).*"))[$__rate_interval:30s])) + on (cluster, gpudash_gpu, gpu) group_left (node) (0 * ' \
-           'topk by (cluster, gpudash_gpu, gpu) (1, ' in replay and "< Inf" not in replay
-    assert replay.count("rate(" + merged) == 1
+                             "GPU_I_PROFILE) " + recording)
+    # the GPUs a copy of which the pod and namespace variables select has a sample within the window
+    assert (' and on (cluster, gpudash_gpu, gpu) label_replace(label_join(present_over_time(DCGM_FI_DEV_PCIE_REPLAY_'
+            'COUNTER{namespace=~"$namespace", pod=~"$pod"}[$__rate_interval]), "gpudash_gpu"') in replay
+    assert ' + on (cluster, gpudash_gpu, gpu) group_left (node) (0 * topk by (cluster, gpudash_gpu, gpu) (1, ' in replay
+    assert "rate(" not in replay and replay.count(recording) == 1
+    # the rules file records both series of each counter a rate panel reads, at the scrape interval
+    (group,) = [g for g in build(project).prometheus_rules["groups"] if g["name"] == "gpudash-counters"]
+    assert group["interval"] == "30s" and {r["record"] for r in group["rules"]} >= {
+        "gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_increase", "gpudash:DCGM_FI_DEV_PCIE_REPLAY_COUNTER:step_seconds"}
     # a per-pod panel reads each GPU a scrape of the window named the pod on with the GPU's rate, read as the per-GPU
-    # panels read it (one reading of its copies per step, whatever pod they name), joined on the GPU
-    by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if "rate(" in t["expr"]]
-    assert by_pod and all("[$__rate_interval:30s]" in e and "[1ms] offset 30s))))" in e for e in by_pod)
-    assert all("rate(max by (cluster, gpudash_gpu, gpu, GPU_I_ID, GPU_I_PROFILE, node) (" in e
-               and "namespace, pod, UUID" not in e for e in by_pod)
+    # panels read it (its recording), joined on the GPU
+    by_pod = [t["expr"] for p, t in _targets(models["gpudash-by-pod"]) if ":step_increase" in t["expr"]]
+    assert by_pod and all("sum_over_time(gpudash:DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION:step_increase{" in e
+                          and "namespace, pod, UUID" not in e and "rate(" not in e for e in by_pod)
     # each GPU once per pod by its UUID (gpudash_gpu), under the node its rate is named by: an upgrade renaming the
     # node makes no second GPU
     assert all(e.startswith("sum by (namespace, pod) (max by (namespace, pod, gpu, gpudash_gpu) ((max by (cluster, "
@@ -368,7 +377,7 @@ def test_throttle_counters_chart_as_a_share_of_time(project_dir):
     _, models = _dashboards(project_dir(csv=csv))
     panel = next(p for p in _charts(models["gpudash-health"]) if p["title"] == "Throttled by power")
     # nanoseconds throttled per second, times 1e-9: the share of time throttled (0-1)
-    assert "[$__rate_interval:30s]) * 1e-09)" in panel["targets"][0]["expr"]
+    assert ':step_seconds{gpu=~"$gpu"}[$__rate_interval]) > 0)) * 1e-09)' in panel["targets"][0]["expr"]
     assert panel["fieldConfig"]["defaults"]["unit"] == "percentunit"
     parse(panel["targets"][0]["expr"])
 
