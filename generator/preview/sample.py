@@ -10,6 +10,7 @@ The queries are the panels' own, evaluated by Prometheus: no PromQL is reimpleme
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -107,32 +108,56 @@ def _binary(name: str) -> str:
 
 
 @contextmanager
-def serve(range_s: float, end: float, job: str, spacing: float = 15.0) -> Iterator[str]:
-    """A Prometheus on 127.0.0.1 holding the sample history over [end - range_s, end]; its URL."""
+def serve(range_s: float, end: float, job: str, spacing: float = 15.0,
+          recorded: dict | None = None) -> Iterator[str]:
+    """A Prometheus on 127.0.0.1 holding the sample history over [end - range_s, end]; its URL. `recorded` (a rule
+    group: the counters' recordings Grafana's rate panels read, promql.counted_rules): its history over the same span
+    too, as `promtool tsdb create-blocks-from rules` writes it (README, "Counter rates")."""
     prometheus, promtool = _binary("prometheus"), _binary("promtool")
     samples = parse(SAMPLE.read_text(encoding="utf-8"))
+    begin = end - range_s - 600
     with tempfile.TemporaryDirectory(prefix="gpudash-sample-") as folder:
         work = Path(folder)
-        (work / "sample.om").write_text(history(samples, end - range_s - 600, end, spacing, job), encoding="utf-8")
+        (work / "sample.om").write_text(history(samples, begin, end, spacing, job), encoding="utf-8")
         made = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet",
                                str(work / "sample.om"), str(work / "data")], capture_output=True, text=True)
         if made.returncode != 0:
             raise GpudashError(f"promtool could not load the sample: {made.stderr.strip()[-400:]}",
                                hint="check the prometheus package (promtool) on this machine")
         (work / "prometheus.yml").write_text("global: {}\n", encoding="utf-8")
-        process, url, log = start(prometheus, [f"--config.file={work / 'prometheus.yml'}",
-                                               f"--storage.tsdb.path={work / 'data'}",
-                                               "--storage.tsdb.retention.time=3650d"], work / "prometheus.log")
-        try:
+        if recorded:
+            with _running(prometheus, work) as url:
+                (work / "recorded.yaml").write_text(json.dumps({"groups": [recorded]}), encoding="utf-8")
+                made = subprocess.run([promtool, "tsdb", "create-blocks-from", "rules", "--start", f"{begin:.0f}",
+                                       "--end", f"{end:.0f}", "--eval-interval", recorded["interval"], "--url", url,
+                                       "--output-dir", str(work / "recorded"), str(work / "recorded.yaml")],
+                                      capture_output=True, text=True)
+            if made.returncode != 0:
+                raise GpudashError(f"promtool could not record the sample's counters: {made.stderr.strip()[-400:]}",
+                                   hint="check the prometheus package (promtool) on this machine")
+            for block in (work / "recorded").iterdir():
+                if block.is_dir():
+                    block.rename(work / "data" / block.name)
+        with _running(prometheus, work) as url:
             yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
+
+
+@contextmanager
+def _running(prometheus: str, work: Path) -> Iterator[str]:
+    """A Prometheus of work/prometheus.yml and the blocks in work/data, while the block runs; its URL."""
+    process, url, log = start(prometheus, [f"--config.file={work / 'prometheus.yml'}",
+                                           f"--storage.tsdb.path={work / 'data'}",
+                                           "--storage.tsdb.retention.time=3650d"], work / "prometheus.log")
+    try:
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
 
 
 def start(prometheus: str, args: list[str], log_path: Path, ready_within: float = 30.0,

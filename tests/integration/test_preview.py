@@ -116,6 +116,11 @@ def test_panels_show_the_sample_fleet(sample_site):
     assert utilization["svg"] == 1
     by_pod = (out / "gpudash-by-pod.html").read_text()
     assert "Pod ml-training/trainer-0" in by_pod and "Pod research/notebook-7" in by_pod
+    # the counters' rate panels read their recordings, written over the sample's history (promtool's rule backfill)
+    for page, title in (("gpudash-all-metrics", "DEV_TOTAL_ENERGY_CONSUMPTION"), ("gpudash-health", "PCIe replays"),
+                        ("gpudash-by-pod", "Energy use rate of each pod's GPUs")):
+        panel = next(p for p in panels_of((out / f"{page}.html").read_text()) if p["text"].startswith(title))
+        assert "nodata" not in panel["classes"] and panel["svg"] == 1, (page, title, panel["text"][:200])
 
 
 def test_no_data_is_not_a_zero_line(sample_site):
