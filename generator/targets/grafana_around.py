@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Callable, NamedTuple, TypeVar
 
 from ..clients.deadline import DeadlineExceeded
-from ..clients.grafana import GrafanaClient
+from ..clients.grafana import GrafanaClient, InvalidAnswer
 from ..errors import RemoteError
 
 T = TypeVar("T")
@@ -98,13 +98,22 @@ def read_granted(client: GrafanaClient, uid: str, creator: str | None, fresh: bo
 
 
 def read_playlists(client: GrafanaClient) -> dict[str, dict[str, Any]] | Unread:
-    """Every playlist with its items, by uid (one deleted between the list and its read is left out)."""
+    """Every playlist with its items, by uid. One whose read is answered 404 is left out where the list, read again,
+    no longer holds it (deleted between the list and its read); one it still holds could not be read."""
     def read() -> dict[str, dict[str, Any]]:
-        found = {}
+        found, missed = {}, []
         for listed in client.playlists():
             playlist = client.playlist(listed["uid"])
-            if playlist is not None:
+            if playlist is None:
+                missed.append(listed["uid"])
+            else:
                 found[listed["uid"]] = playlist
+        still = sorted({listed["uid"] for listed in client.playlists()} & set(missed)) if missed else []
+        if still:
+            raise InvalidAnswer(f"Grafana answered 404 (not found) to the read of playlist(s) {', '.join(still[:5])}"
+                                f"{' ...' if len(still) > 5 else ''} and lists it still", where="playlists",
+                                hint="GRAFANA_URL must reach Grafana's API itself (a proxy may refuse the paths "
+                                     "under /api/playlists)")
         return found
     return attempt(read)
 

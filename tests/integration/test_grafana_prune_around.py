@@ -192,12 +192,11 @@ def test_a_retired_dashboard_whose_permissions_grafana_filters_for_the_account_i
     assert code == 0 and json.loads(stdout)["written"] == [TEAM] and TEAM not in grafana.state.acl, stderr
 
 
-@pytest.mark.xfail(strict=True, reason="any 404 to a listed playlist's read is taken for its deletion")
 def test_a_listed_playlist_answered_not_found_and_listed_still_is_not_read_as_gone(grafana, run, tmp_path):
-    """Bob's "NOC wall" playlist picks the retired dashboard by uid. Grafana lists it, and its read is answered 404
-    at every read (a proxy that passes /api/playlists but not the paths under it, say): the read was taken for one deleted
-    between the list and the read, left out, and the prune deleted the dashboard, exit 0. A 404 counts as gone only
-    where Grafana, listing the playlists again, no longer lists it; else the playlists could not be read."""
+    """Bob's "NOC wall" playlist picks the retired dashboard by uid. Grafana lists it, and every read of it is
+    answered 404 (a proxy that passes /api/playlists but not the paths under it, say): the read was taken for one
+    deleted between the list and the read, left out, and the prune deleted the dashboard, exit 0. A 404 counts as
+    gone only where Grafana, listing the playlists again, no longer lists it; else the playlists could not be read."""
     from tests.support.fault_proxy import FaultProxy, Rule
 
     pruning, _ = _retired_team_dashboard(grafana, run, tmp_path)
