@@ -50,7 +50,7 @@ from .catalog import (FIELD_LABELS, MIG_INSTANCE_LABEL, MIG_MEMORY_SHARES, MIG_P
 from .model import Query
 from .names import COUNTER_GROUP
 from .promql_text import quoted
-from .series_labels import SCRAPED_NODE, uuid_label
+from .series_labels import SCRAPED_NODE, TARGET_ADDRESS, uuid_label
 from .settings import Labels
 
 # DCGM reports a value it cannot read as a "blank" sentinel: 2**47 for floating-point
@@ -348,8 +348,11 @@ def _pod_tiers(source: str, exporter_pods: str | None) -> tuple[tuple[int, list[
     """(rank, matchers) of the copies of one node spelling (`source`) by what tells its value to be an exporter pod's
     name, each copy ranked by the first tier that holds it (gpu_names joins them with `or`, which keeps a series of
     the first): the name of a pod of a known exporter DaemonSet (`exporter_pods`, whose names all have the shape), the
-    shape alone, none. The node gpudash's scrape job writes (SCRAPED_NODE) is no pod's name: one tier."""
-    if source == SCRAPED_NODE:
+    shape alone, none. The node gpudash's scrape job writes (SCRAPED_NODE) is no pod's name, nor is the target's
+    address (TARGET_ADDRESS): one tier. Every other spelling is ranked, the last too: with `labels.node: Hostname` (one
+    spelling) or a list ending in Hostname, an old exporter's pod name and the node tied there (the line named by the
+    pod in 5 of 12 calls)."""
+    if source in (SCRAPED_NODE, TARGET_ADDRESS):
         return ((0, []),)
     shaped = (POD_LIKE_RANK, [f"{source}=~{quoted(POD_LIKE)}"])
     known = ((EXPORTER_POD_RANK, [f"{source}=~{quoted(exporter_pods)}"]),) if exporter_pods else ()
@@ -378,13 +381,12 @@ def gpu_names(metric: str, matchers: list[str], span: str | None, resolution: st
     per spelling, where the span's two ranges each cost a gauge panel about a third more Prometheus CPU)."""
     seconds = _seconds(resolution)
     terms = []
-    last = len(labels.node_sources) - 1
     for k, branch in enumerate(spelled(labels)):
         named = [f"{labels.node_sources[k]}=~{quoted(node)}"] if node is not None else []
         source = labels.node_sources[k]
         # the k-th spelling: an exporter pod's name, then one shaped like a pod's, then any other (_pod_tiers)
         place = k * PLACE_RANK
-        for rank, pod_like in _pod_tiers(source, labels.exporter_pods) if k < last else ((0, []),):
+        for rank, pod_like in _pod_tiers(source, labels.exporter_pods):
             each = selector(metric, [*matchers, *branch, *named, *pod_like])
             terms.append(f"{each} * 0 - {place + rank:g}" if span is None else
                          f"(present_over_time({each}[{seconds * 1000}ms]) * 0.5 or "

@@ -39,7 +39,9 @@ from .markers import CLUSTER_DIMENSION, REQUIRED_DIMENSIONS
 # The node gpudash's scrape jobs and ServiceMonitor write from Kubernetes' record of where the exporter's pod runs
 # (__meta_kubernetes_pod_node_name): never a pod's name (promql.gpu_names ranks no pod-like name in it).
 SCRAPED_NODE = "node"
-TARGET_LABELS = ("job", "instance", "Namespace", "Service", SCRAPED_NODE, "exporter_pod")
+# The target's address (host:port) Prometheus writes: no hostname an exporter writes for its node.
+TARGET_ADDRESS = "instance"
+TARGET_LABELS = ("job", TARGET_ADDRESS, "Namespace", "Service", SCRAPED_NODE, "exporter_pod")
 # Labels the exporter writes (BRIEF §3); Hostname became hostname on its main branch.
 EXPORTER_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "hostname",
                    "pod", "namespace", "container", MIG_PROFILE_LABEL, MIG_INSTANCE_LABEL, "xid", "window_size_in_ms",

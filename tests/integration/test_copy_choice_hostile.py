@@ -64,11 +64,11 @@ def _fresh_steps(tied, shown):
 NODE_VIEW = pytest.mark.xfail(reason="the old exporter's copy has no node spelling naming n3", strict=True)
 
 
-def _named_alike(scene, title: str, calls: int, truth: str) -> None:
-    """`title`'s line at every fresh step of `calls` calls is the one named `truth`."""
+def _named_alike(scene, title: str, calls: int, truth: str, settings: str = "") -> None:
+    """`title`'s line (of the build of `settings`) at every fresh step of `calls` calls is the one named `truth`."""
     legends = {}
     for call in range(calls):
-        for at, values in _fresh_steps(scene, _shown(scene, title)):
+        for at, values in _fresh_steps(scene, _shown(scene, title, settings=settings)):
             legends.setdefault(tuple(sorted(values)), []).append((call, at))
     assert set(legends) == {(truth,)}, f"{title}: legends shown (true: {truth} only): " + \
         str({k: f"{len(v)} steps, calls {sorted({c for c, _ in v})}" for k, v in legends.items()})
