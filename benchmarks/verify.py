@@ -17,7 +17,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._timing import RUNS, SMOKE, measure, record, reference_dir, run_printing  # noqa: E402
 from generator.artifacts import build  # noqa: E402
-from generator.output import SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
+from generator.names import COUNTER_GROUP  # noqa: E402
+from generator.output import RULES_FILE, SERVICE_MONITOR_FILE, agent_file, encode  # noqa: E402
 from generator.project import load_project  # noqa: E402
 from generator.render.scrape import scrape_job  # noqa: E402
 from tests.support import kube_state  # noqa: E402
@@ -53,7 +54,13 @@ def _stack(work: Path, project, payload: str, exporter, ksm, moto) -> tuple[Kube
     # kube-state-metrics of the exporter DaemonSet, as the data-missing rule reads it
     ksm_job = {"job_name": "kube-state-metrics", "honor_labels": True, "scrape_interval": "1s",
                "static_configs": [{"targets": [ksm.address]}]}
-    return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job]}
+    # the counters' recording rules the Grafana rate panels read, deployed as the build ships them, evaluated at this
+    # stack's scrape interval (a stack without them fails verify's `counter recording rules`)
+    (counters,) = [g for g in yaml.safe_load(files[RULES_FILE])["groups"] if g["name"] == COUNTER_GROUP]
+    rules = work / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": [{**counters, "interval": "1s"}]}))
+    return cluster, {"global": {"scrape_interval": "1s"}, "scrape_configs": [job, ksm_job],
+                     "rule_files": [str(rules)]}
 
 
 def main() -> None:
@@ -70,6 +77,7 @@ def main() -> None:
         with Prometheus(work, config) as prometheus, KubeTestServer(cluster) as kube:
             prometheus.wait_for('DCGM_FI_DEV_GPU_UTIL{pod="train-a-0"}')
             prometheus.wait_for("kube_daemonset_status_desired_number_scheduled")
+            prometheus.wait_for(f'{{__name__=~"gpudash:.+:step_increase"}}')
             env = {**os.environ, "KUBECONFIG": str(kube.kubeconfig(work / "kubeconfig")),
                    "AWS_ENDPOINT_URL": moto.url, "PROMETHEUS_URL": prometheus.url}
             command = [str(Path(sys.executable).parent / "gpudash"), "verify", "--output", "json"]
