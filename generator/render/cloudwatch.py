@@ -374,7 +374,7 @@ def widget_title(panel: Panel, plan_: Plan, catalog: Catalog, settings: Settings
     if limit is None or _now_table(panel, query, catalog) or not idle_cut_first(query, plan_, catalog):
         return panel.title
     what = "pods" if query.per_pod else _lines_of(plan_)
-    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, idle ones are not drawn)"
+    return f"{panel.title} (the {limit} {what} {CUT_TITLE}: past {limit}, the least busy are not drawn)"
 
 
 CUT_TITLE = "that read highest"  # what widget_title says of the lines a utilization chart draws

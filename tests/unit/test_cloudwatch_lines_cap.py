@@ -373,9 +373,9 @@ def test_a_utilization_chart_cut_at_its_limit_says_on_itself_that_idle_gpus_are_
     drawn = {label: max(series.values()) for label, series in lines.items() if series}
     assert len(drawn) == NODES * PER_NODE - IDLE and min(drawn.values()) == 10.0, drawn  # no idle GPU drawn
     # seen on main 2628696: "GPU utilization"
-    assert widget["title"] == "GPU utilization (the 50 GPUs that read highest: past 50, idle ones are not drawn)"
+    assert widget["title"] == "GPU utilization (the 50 GPUs that read highest: past 50, the least busy are not drawn)"
     by_pod = {w["properties"]["title"] for w in json.loads(json.loads(files[BY_POD])["DashboardBody"])["widgets"]
               if w["type"] == "metric"}
-    assert "GPU utilization by pod (the 50 pods that read highest: past 50, idle ones are not drawn)" in by_pod
+    assert "GPU utilization by pod (the 50 pods that read highest: past 50, the least busy are not drawn)" in by_pod
     # a chart whose cut leaves out what matters least keeps its title
     assert "GPU temperature" in {w["properties"]["title"] for w in body["widgets"] if w["type"] == "metric"}
