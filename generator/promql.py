@@ -546,8 +546,8 @@ def _field_series(metric: str, catalog: Catalog, branches: list[list[str]], extr
         selectors = [selector(metric, [*b, *extra]) for b in branches]
         if as_increase:  # each copy's blank left out before the copies are merged, as the agent's filter does
             counter_reading = CounterReading(copies, resolution, tuple(selectors))
-            if window == DASHBOARD_RANGE and shift is None:
-                return range_increase(replace(counter_reading, fresh=True))
+            if window == DASHBOARD_RANGE and shift is None:  # panels: `resolution` is the scrape interval
+                return range_increase(replace(counter_reading, hold=held_for(resolution)))
             # an alert's period (over_time) has a value only where it holds a reading, as CloudWatch's period has a
             # datapoint only where the agent sent a delta in it
             return summed_deltas(counter_reading, window, shift, held=over_time is not None)
@@ -586,7 +586,7 @@ def _gauge_form(over_time: tuple[str, str, str | None] | None, resolution: str |
 
 def summed_deltas(counter: "CounterReading", window: str, shift: str | None = None, held: bool = False) -> str:
     """A counter's increase over `window` as the CloudWatch agent's deltas add up: the sum, over the window's readings
-    (`reading`: a GPU's reading at each step of `resolution`, fresh_reading), of each reading less the one before
+    (`reading`: a GPU's reading at each step of `resolution`, held_reading), of each reading less the one before
     it, or the reading itself where it is lower (a reset: the counter starts over, and the agent sends the raw
     value). The reading before a window's first one (within WINDOW_PREVIOUS_WITHIN, a blank left out) counts, so the
     sum is the growth since the reading before the window, a reset inside it or not: 1000, then 1, 17, 33, 50 after
@@ -623,10 +623,9 @@ class CounterReading:
     from its copies (`selectors`: the scope's branches, read as one; `copies`, _Merge.physical, makes them one
     series), and each step's delta, as summed_deltas and range_increase add them up.
 
-    The readings are the copies' merged latest (held_reading: the rules, whose 5 s step holds one exporter's scrape)
-    or, `fresh`, the largest of the copies sampled within the step (fresh_reading: panels, at the scrape interval; a
-    copy gone without a staleness marker, after a Prometheus restart, is not read again for minutes after its
-    counter restarted on the other); a step's delta is its reading less the one before
+    The readings are the copies' merged latest (held_reading: the rules, and with `hold` increases over the range, a
+    copy's reading held through a missed scrape), or, `fresh`, the largest of the copies sampled within the step
+    (fresh_reading: rate panels); a step's delta is its reading less the one before
     it, except where the merged reading went DOWN: there the copies disagree or the counter restarted, and the
     step's delta is the largest of the copies' own deltas (own_deltas), each copy's reading less its own previous
     one, or the reading itself where it is lower (that copy's reset). A merged reading that goes down is no reset
@@ -646,6 +645,7 @@ class CounterReading:
     resolution: str
     selectors: tuple[str, ...]
     fresh: bool = False  # read the copies sampled within each step (fresh_reading), not every copy's latest
+    hold: int = 0  # ms a copy's latest reading stands after it (held_for; 0: until its staleness marker)
 
     def merged(self, parts) -> str:
         """One expression per selector (`parts`, a function of the selector) joined, its copies made one series."""
@@ -669,8 +669,8 @@ class CounterReading:
         # where the reading before t's is looked for (no step of the reading sits on the range's edge, on
         # Prometheus 2 or 3); idelta() of the two points, a step apart (the subquery's steps on the same grid)
         latest = f"last_over_time({self.clean}[{lookback * 1000 - seconds * 500}ms:{self.resolution}])"
-        return (f"((idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0) "
-                f"or {own_deltas(self, lookback)})")
+        rise = f"(idelta({latest}[{seconds * 1000 + 1}ms:{self.resolution}]) >= 0)"
+        return f"({rise} or {own_deltas(self, lookback)})"
 
     def step_seconds(self, within: int) -> str:
         """A subquery step's seconds since the step of the latest clean reading before it, looked for as step_delta
@@ -828,24 +828,28 @@ def range_increase(counter: CounterReading) -> str:
     delta = counter.step_delta(PREVIOUS_WITHIN)
     # the window's first step: the one step of [from - 1 ms, from + step - 2 ms] (Prometheus 3: (from - 1 ms, ...])
     first = f"[{seconds * 1000 - 1}ms:{resolution}] offset -{seconds * 1000 - 2}ms)"
-    # each copy's latest sample, taken within the step before `from` (where the first step can have read it), clean
+    # each copy's latest sample, taken within the step before `from` (where the first step can have read it), clean:
+    # not a copy's reading held from before (held_reading), which may be an exporter's that left before a reset
     p = merged(lambda s: f"last_over_time((({s} offset 1ms < {COUNTER_BLANK_FLOOR}) and "
                          f"present_over_time({s}[{seconds * 1000 - 1}ms] offset 1ms)){pinned}")
     q = f"last_over_time(last_over_time({clean}{first}{pinned}"
     counted = f"last_over_time(last_over_time({delta}{first}{pinned}"
     # the first step's delta as the steps count it (from r0; none where r0 is not within PREVIOUS_WITHIN) less its
     # delta from p (q less p, or q where it is lower: a reset)
-    before = f"((({counted}) or ({q} * 0)) - {q} + {p} * ({q} >= bool {p}))"
     # where q is below p and the first step has a delta, that delta is the range's (CounterReading: a merged reading
-    # going down is a copy's older reading or a reset, read from the copies' own deltas), not q as a reset
-    before = f"({before} unless ({q} < {p} and {counted}))"
+    # going down is a copy's older reading or a reset, read from the copies' own deltas), not q as a reset: nothing
+    # is taken off; q below p without a delta counts q (a reset). The first step's delta is read once (the costly part).
+    above = f"({q} >= bool {p})"
+    before = f"((({counted}) * {above} or ({q} * ({above} - 1))) - clamp_min({q} - {p}, 0))"
     steps = f"sum_over_time({delta}[{RANGE_MS}ms:{resolution}] offset 1ms)"
     last_step = f"scalar(floor((round(vector(time() * 1000)) - 1) / {seconds * 1000}) * {seconds * 1000})"
     def after_last_step(s: str, seconds: int) -> str:
         return f"(timestamp({s}) * 1000 > {last_step} + 0.5)"
-    tail = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and {after_last_step(s, seconds)})")
+    # the copies' held readings (held_reading) where a copy has a clean sample taken after the last step
+    sampled = merged(lambda s: f"(({s} < {COUNTER_BLANK_FLOOR}) and {after_last_step(s, seconds)})")
+    tail = f"({held_latest(counter)} and {sampled})"
     previous = f"last_over_time({clean}[{lookback}:{resolution}] offset 1ms)"
-    # below the steps' latest reading: the copies' own deltas (as a step's), else a reset
+    # as a step's delta: below the steps' latest reading, the copies' own deltas, else a reset
     own = own_deltas(counter, PREVIOUS_WITHIN, after_last_step)
     after = f"((({tail} - ({previous} or {tail})) >= 0) or {own} or {tail})"
     # a range shorter than a step may hold none (its steps end before `from`): the first step `before` reads is one
@@ -944,10 +948,40 @@ def held_reading(counter: CounterReading) -> str:
     a one-minute overlap). Each copy's own readings climb, so the largest of their latest does not go down while the
     exporters' readings interleave (at the rules' 5 s step a step holds one exporter's scrape). It still goes down
     where a copy leaves (its staleness marker) and the other's latest was taken before it, or where the GPU is reset
-    while both read it: CounterReading.step_delta reads such a step from the copies' own deltas."""
+    while both read it: CounterReading.step_delta reads such a step from the copies' own deltas.
+
+    With `hold` (held_for; increases over the dashboard's range), a copy's latest reading is its latest sample within
+    that long, a staleness marker skipped: a copy that missed a scrape (its target's staleness marker written in its
+    place) still holds its reading until its next. Read with the instant selector, the copy holding the freshest reading (two exporters
+    collecting on their own clocks) left the merge at each missed scrape: the merged reading went down to the
+    lagging copy's, that step was read from the copies' own deltas, and the next, the fresh copy back, counted
+    again from the lagging reading: each miss added about one collection's growth (a link replaying 30 per
+    5 minutes read 57-71 with every 2nd scrape of the fresh copy missed). A copy gone for longer (its pod left, a run
+    of missed scrapes) drops out after `hold`, where the merged reading may go down as before."""
     seconds = _seconds(counter.resolution)
-    latest = counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
-    return f"({latest} and {counter.merged(lambda s: taken_within(s, seconds))})"
+    return f"({held_latest(counter)} and {counter.merged(lambda s: taken_within(s, seconds))})"
+
+
+def held_latest(counter: CounterReading) -> str:
+    """Every copy's latest clean reading merged (the largest): its latest sample within `counter.hold` (staleness
+    markers skipped: a copy gone without one, after a Prometheus restart, is read for the hold, not the instant
+    selector's 5 minutes), or without a hold the instant selector's; a copy whose latest sample is DCGM's blank
+    none."""
+    if counter.hold:
+        return counter.merged(lambda s: f"(last_over_time({s}[{counter.hold}ms]) < {COUNTER_BLANK_FLOOR})")
+    return counter.merged(lambda s: f"({s} < {COUNTER_BLANK_FLOOR})")
+
+
+# Scrape intervals a copy's latest reading is held for (held_reading): one missed scrape and half an interval of
+# jitter; a copy missing two scrapes in a row drops out of the merge until its next. Increases over the dashboard's
+# range only: in the rules (a 5 s step over 10 minutes) the hold's range passed promtool's sample limit on a dozen
+# GPUs' copies, and an offset instant selector read a copy gone without a staleness marker for 5 minutes.
+HELD_SCRAPES = 2.5
+
+
+def held_for(scrape: str) -> int:
+    """The ms a copy's latest counter reading is held after it (held_reading), for the scrape interval `scrape`."""
+    return int(HELD_SCRAPES * _seconds(scrape) * 1000)
 
 
 def own_deltas(counter: CounterReading, within: int, taken=None) -> str:
